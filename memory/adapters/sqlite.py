@@ -1,0 +1,435 @@
+"""SQLiteAdapter: one agent's memory in one SQLite file, searched with FTS5/BM25."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import aiosqlite
+
+from memory import audit as audit_mod
+from memory.errors import MemoryCorruptError, MemoryStorageError, NotFoundError
+from memory.home import Home
+from memory.migrations.runner import check_not_newer, current_version, head_version, migrate
+from memory.quarantine import quarantine_store
+from memory.sqlite import mutations
+from memory.sqlite.admission import Audience, where
+from memory.sqlite.connection import apply_pragmas, has_fts5, load_sqlite_vec, open_connection, run_sync, transaction
+from memory.sqlite.fts import match_expression
+from memory.sqlite.rows import SELECT_COLUMNS, row_to_entry
+from memory.types import (
+    HealthStatus,
+    LedgerRecord,
+    MemoryEntry,
+    MemoryQuery,
+    MemoryScope,
+    PruneMode,
+    PrunePolicy,
+    PruneReport,
+    Visibility,
+)
+
+PROMOTION_THRESHOLD = 0.9
+WRITE_BATCH = 500
+_HIT_FLUSH = 256
+
+
+class SQLiteAdapter:
+    """Async store over one ``.db`` file. Implements :class:`MemoryAdapter`.
+
+    ``connect()`` is implicit on first use and idempotent. With ``quarantine_dir``
+    set (as :meth:`for_agent` does), a corrupt file found at connect is moved
+    aside and a fresh store started, so the agent keeps working and nothing is
+    deleted; ``quarantined_to`` then says where the old file went.
+    """
+
+    def __init__(
+        self,
+        path: Path | str,
+        *,
+        global_store: Any | None = None,
+        actor: str = "library",
+        quarantine_dir: Path | None = None,
+        audit: audit_mod.AuditLog | None = None,
+    ):
+        self.path = Path(path)
+        self.global_store = global_store
+        self.actor = actor
+        self.quarantine_dir = quarantine_dir
+        self.audit = audit
+        self.quarantined_to: Path | None = None
+        self.promotion_errors: list[str] = []
+        self._conn: aiosqlite.Connection | None = None
+        self._lock = asyncio.Lock()
+        self._hits: dict[str, tuple[int, float]] = {}
+        self._vec_loaded: str | None | bool = False
+
+    @classmethod
+    def for_agent(cls, agent_id: Any, *, home: Home | Path | str | None = None, **kwargs: Any) -> SQLiteAdapter:
+        """The private store at ``<home>/agents/{agent_id}/memory.db``."""
+        home = home if isinstance(home, Home) else Home.resolve(home)
+        kwargs.setdefault("quarantine_dir", home.quarantine_dir)
+        kwargs.setdefault("audit", audit_mod.AuditLog(home.audit_log))
+        return cls(home.agent_db(str(agent_id)), **kwargs)
+
+    # -- lifecycle ---------------------------------------------------------
+
+    @property
+    def connection(self) -> aiosqlite.Connection:
+        """The live connection, for sibling adapters (vectors, edges) sharing this file."""
+        if self._conn is None:
+            raise MemoryStorageError(f"{self.path}: not connected")
+        return self._conn
+
+    async def connect(self) -> None:
+        if self._conn is not None:
+            return
+        async with self._lock:
+            if self._conn is not None:
+                return
+            try:
+                self._conn = await self._open()
+            except MemoryCorruptError as exc:
+                if self.quarantine_dir is None:
+                    raise
+                self.quarantined_to = quarantine_store(self.path, self.quarantine_dir, str(exc), self.audit)
+                self._conn = await self._open()
+
+    async def _open(self) -> aiosqlite.Connection:
+        conn = await open_connection(self.path)
+        try:
+            await run_sync(conn, _probe, path=self.path)
+            await check_not_newer(conn, self.path)
+            if not await has_fts5(conn):
+                raise MemoryStorageError(
+                    f"{self.path}: this SQLite build lacks FTS5; install pysqlite3-binary or a Python "
+                    "whose sqlite3 includes FTS5"
+                )
+            await apply_pragmas(conn, self.path)
+            await migrate(conn, self.path)
+        except BaseException:
+            await conn.close()
+            raise
+        return conn
+
+    async def aclose(self) -> None:
+        if self._conn is None:
+            return
+        conn, self._conn = self._conn, None
+        try:
+            await self._flush_hits(conn)
+        finally:
+            await conn.close()
+
+    async def health_check(self) -> HealthStatus:
+        try:
+            await self.connect()
+            async with self.connection.execute("SELECT 1") as cur:
+                await cur.fetchone()
+            return HealthStatus(healthy=True, message=f"{self.path}: ok")
+        except Exception as exc:  # never raises, by contract
+            return HealthStatus(healthy=False, message=f"{self.path}: {exc}")
+
+    async def schema_version(self) -> int:
+        await self.connect()
+        return await current_version(self.connection)
+
+    async def run(self, fn: Callable, *args: Any) -> Any:
+        """Run ``fn(raw, *args)`` on the connection thread (see :func:`run_sync`)."""
+        await self.connect()
+        return await run_sync(self.connection, fn, *args, path=self.path)
+
+    async def ensure_vec(self) -> str | None:
+        """Load sqlite-vec on this connection once; its version, or None if unavailable."""
+        await self.connect()
+        if self._vec_loaded is False:
+            self._vec_loaded = await load_sqlite_vec(self.connection)
+        return self._vec_loaded or None
+
+    # -- writes (all through memory.sqlite.mutations) ----------------------
+
+    async def write(self, entry: MemoryEntry) -> None:
+        """Upsert one entry by id, then promote it to the global store if eligible."""
+        await self.write_many([entry])
+
+    async def write_many(
+        self, entries: Sequence[MemoryEntry], *, on_progress: Callable[[int, int], None] | None = None
+    ) -> list[str]:
+        """Upsert in bounded transactions; return the op per entry (insert/update/noop/...)."""
+        ops: list[str] = []
+        for start in range(0, len(entries), WRITE_BATCH):
+            batch = entries[start : start + WRITE_BATCH]
+            ops += await self.run(_upsert_txn, batch, self.actor)
+            if on_progress:
+                on_progress(len(ops), len(entries))
+        await self._promote(entries)
+        return ops
+
+    async def _promote(self, entries: Sequence[MemoryEntry]) -> None:
+        if self.global_store is None:
+            return
+        for entry in entries:
+            if entry.scope is MemoryScope.PRIVATE and entry.importance >= PROMOTION_THRESHOLD:
+                copy = entry.model_copy(update={"scope": MemoryScope.GLOBAL, "pool_name": None})
+                try:
+                    await self.global_store.write(copy)
+                except Exception as exc:  # the private write committed; promotion degrades
+                    self.promotion_errors.append(f"{entry.id}: {exc}")
+                    if self.audit:
+                        self.audit.append("promotion_failed", memory_id=entry.id, error=str(exc))
+
+    async def update(self, entry_id: str, **changes: Any) -> MemoryEntry:
+        """Change fields of one entry (operator edit); ledgered like any upsert."""
+        current = await self.get(entry_id, audience=Audience.OPERATOR, include_archived=True)
+        if current is None:
+            raise NotFoundError(f"no memory with id {entry_id}")
+        updated = MemoryEntry(**{**current.model_dump(), **changes})
+        await self.run(_upsert_txn, [updated], self.actor)
+        return await self.get(entry_id, audience=Audience.OPERATOR, include_archived=True)
+
+    async def delete(self, entry_id: str) -> bool:
+        return await self._remove([entry_id], "delete") == 1
+
+    async def purge(self, entry_ids: Sequence[str]) -> int:
+        return await self._remove(entry_ids, "purge")
+
+    async def _remove(self, entry_ids: Sequence[str], op: str) -> int:
+        if await self._has_vectors():
+            await self.ensure_vec()
+        return await self.run(_delete_txn, list(entry_ids), op, self.actor)
+
+    async def archive(self, entry_ids: Sequence[str]) -> int:
+        return await self._set(entry_ids, "archive", "archived = 1")
+
+    async def restore(self, entry_ids: Sequence[str]) -> int:
+        return await self._set(entry_ids, "restore", "archived = 0")
+
+    async def set_visibility(self, entry_ids: Sequence[str], visibility: Visibility) -> int:
+        return await self._set(entry_ids, "visibility", "visibility = ?", (Visibility(visibility).value,))
+
+    async def set_pinned(self, entry_ids: Sequence[str], pinned: bool) -> int:
+        return await self._set(entry_ids, "pin", "pinned = ?", (int(pinned),))
+
+    async def _set(self, entry_ids: Sequence[str], op: str, assignments: str, params: tuple = ()) -> int:
+        return await self.run(_update_txn, list(entry_ids), op, self.actor, assignments, params)
+
+    async def _has_vectors(self) -> bool:
+        rows = await self.run(
+            lambda raw: raw.execute(
+                "SELECT 1 FROM sqlite_master WHERE name GLOB 'memory_vec_[0-9]*' LIMIT 1"
+            ).fetchall()
+        )
+        return bool(rows)
+
+    # -- reads (all through memory.sqlite.admission) -----------------------
+
+    async def search(
+        self,
+        query: MemoryQuery,
+        *,
+        audience: Audience = Audience.RECALL,
+        include_archived: bool = False,
+    ) -> list[MemoryEntry]:
+        """BM25 keyword search when the query has words, else filter-and-order.
+
+        Every text query is served here whatever its retrieval_mode; semantic
+        ranking is :class:`VectorAdapter`'s job.
+        """
+        clause = where(query, audience=audience, include_archived=include_archived)
+        match = match_expression(query.text)
+        if match is None:
+            rows = await self.run(_ordered, clause.sql, clause.params, query.limit)
+            entries = [row_to_entry(r) for r in rows]
+        else:
+            rows = await self.run(_keyword, match, clause.sql, clause.params, query.limit)
+            entries = [row_to_entry(r, score=-r["rank"], matched_by=["keyword"]) for r in rows]
+        if audience is Audience.RECALL:
+            await self.record_access(entries)
+        return entries
+
+    async def keyword_candidates(self, query: MemoryQuery, limit: int) -> list[MemoryEntry]:
+        """The keyword leg for hybrid fusion: admitted, filtered, BM25-scored."""
+        match = match_expression(query.text)
+        if match is None:
+            return []
+        clause = where(query)
+        rows = await self.run(_keyword, match, clause.sql, clause.params, limit)
+        return [row_to_entry(r, score=-r["rank"], matched_by=["keyword"]) for r in rows]
+
+    async def fetch_admitted(self, query: MemoryQuery, seqs: Sequence[int]) -> dict[int, MemoryEntry]:
+        """Entries for ``seqs`` that pass admission and the query's filters, keyed by seq.
+
+        The semantic leg's way in: KNN finds candidate rowids, this decides
+        which of them may be read.
+        """
+        clause = where(query)
+        rows = await self.run(_by_seq, list(seqs), clause.sql, clause.params)
+        return {r["seq"]: row_to_entry(r) for r in rows}
+
+    async def get(
+        self, entry_id: str, *, audience: Audience = Audience.RECALL, include_archived: bool = False
+    ) -> MemoryEntry | None:
+        clause = where(MemoryQuery(), audience=audience, include_archived=include_archived)
+        rows = await self.run(_by_id, entry_id, clause.sql, clause.params)
+        return row_to_entry(rows[0]) if rows else None
+
+    async def record_access(self, entries: Sequence[MemoryEntry]) -> None:
+        """Buffer read hits; they are folded in at close or every few hundred hits."""
+        now = time.time()
+        for entry in entries:
+            count, _ = self._hits.get(entry.id, (0, now))
+            self._hits[entry.id] = (count + 1, now)
+        if len(self._hits) >= _HIT_FLUSH and self._conn is not None:
+            await self._flush_hits(self._conn)
+
+    async def _flush_hits(self, conn: aiosqlite.Connection) -> None:
+        if not self._hits:
+            return
+        hits, self._hits = self._hits, {}
+        try:
+            await run_sync(conn, _touch_txn, hits, path=self.path)
+        except MemoryStorageError:
+            pass  # access counts are a ranking hint; never fail a read over them
+
+    async def history(self, entry_id: str) -> list[LedgerRecord]:
+        rows = await self.run(
+            lambda raw: raw.execute(
+                "SELECT * FROM memory_ledger WHERE memory_id = ? ORDER BY seq", (entry_id,)
+            ).fetchall()
+        )
+        return [
+            LedgerRecord(
+                seq=r["seq"],
+                memory_id=r["memory_id"],
+                op=r["op"],
+                actor=r["actor"],
+                at=r["at"],
+                before=json.loads(r["before"]) if r["before"] else None,
+                after=json.loads(r["after"]) if r["after"] else None,
+            )
+            for r in rows
+        ]
+
+    async def count(self, *, include_archived: bool = True) -> int:
+        sql = "SELECT count(*) FROM memories" + ("" if include_archived else " WHERE archived = 0")
+        rows = await self.run(lambda raw: raw.execute(sql).fetchall())
+        return rows[0][0]
+
+    # -- maintenance -------------------------------------------------------
+
+    async def prune(self, policy: PrunePolicy) -> PruneReport:
+        """Archive (default) or purge the policy's victims in one transaction; pinned never."""
+        if policy.mode is PruneMode.PURGE and not policy.dry_run and await self._has_vectors():
+            await self.ensure_vec()
+        return await self.run(_prune_txn, policy, self.actor)
+
+    async def integrity(self) -> str:
+        """``PRAGMA integrity_check`` — 'ok' or the first problems found."""
+        rows = await self.run(lambda raw: raw.execute("PRAGMA integrity_check(5)").fetchall())
+        return "; ".join(r[0] for r in rows)
+
+
+# -- work run on the connection thread ----------------------------------------
+
+
+def _probe(raw) -> None:
+    """Touch the schema so a file that is not a database fails here, at connect."""
+    raw.execute("SELECT count(*) FROM sqlite_master").fetchone()
+
+
+def _upsert_txn(raw, entries, actor):
+    with transaction(raw):
+        return mutations.upsert(raw, entries, actor)
+
+
+def _update_txn(raw, ids, op, actor, assignments, params):
+    with transaction(raw):
+        return mutations.update(raw, ids, op, actor, assignments, params)
+
+
+def _delete_txn(raw, ids, op, actor):
+    with transaction(raw):
+        return mutations.delete(raw, ids, op, actor)
+
+
+def _touch_txn(raw, hits):
+    raw.execute("PRAGMA busy_timeout = 1000")
+    try:
+        with transaction(raw):
+            mutations.touch_access(raw, hits)
+    finally:
+        raw.execute("PRAGMA busy_timeout = 30000")
+
+
+def _keyword(raw, match, clause_sql, params, limit):
+    sql = (
+        f"SELECT m.seq, {SELECT_COLUMNS}, bm25(memories_fts) AS rank "
+        "FROM memories_fts JOIN memories m ON m.seq = memories_fts.rowid "
+        f"WHERE memories_fts MATCH ? AND {clause_sql} ORDER BY rank LIMIT ?"
+    )
+    return raw.execute(sql, (match, *params, limit)).fetchall()
+
+
+def _ordered(raw, clause_sql, params, limit):
+    sql = (
+        f"SELECT m.seq, {SELECT_COLUMNS} FROM memories m WHERE {clause_sql} "
+        "ORDER BY m.pinned DESC, m.importance DESC, m.created_at DESC LIMIT ?"
+    )
+    return raw.execute(sql, (*params, limit)).fetchall()
+
+
+def _by_id(raw, entry_id, clause_sql, params):
+    sql = f"SELECT m.seq, {SELECT_COLUMNS} FROM memories m WHERE m.id = ? AND {clause_sql}"
+    return raw.execute(sql, (entry_id, *params)).fetchall()
+
+
+def _by_seq(raw, seqs, clause_sql, params):
+    rows = []
+    for start in range(0, len(seqs), 500):
+        chunk = seqs[start : start + 500]
+        sql = (
+            f"SELECT m.seq, {SELECT_COLUMNS} FROM memories m "
+            f"WHERE m.seq IN ({','.join('?' * len(chunk))}) AND {clause_sql}"
+        )
+        rows += raw.execute(sql, (*chunk, *params)).fetchall()
+    return rows
+
+
+def _prune_txn(raw, policy: PrunePolicy, actor: str) -> PruneReport:
+    with transaction(raw):
+        scanned = raw.execute("SELECT count(*) FROM memories WHERE archived = 0").fetchone()[0]
+        victims: dict[str, None] = {}
+        live_only = policy.mode is PruneMode.ARCHIVE
+        if policy.min_importance is not None:
+            sql = "SELECT id FROM memories WHERE pinned = 0 AND importance < ?"
+            sql += " AND archived = 0" if live_only else ""
+            for (mid,) in raw.execute(sql + " ORDER BY importance, created_at", (policy.min_importance,)):
+                victims[mid] = None
+        if policy.max_entries is not None:
+            overflow = raw.execute(
+                "SELECT id FROM memories WHERE archived = 0 AND pinned = 0 "
+                "ORDER BY importance ASC, coalesce(last_accessed_at, created_at) ASC "
+                "LIMIT max(0, (SELECT count(*) FROM memories WHERE archived = 0) - ?)",
+                (policy.max_entries,),
+            )
+            for (mid,) in overflow:
+                victims[mid] = None
+        ids = list(victims)
+        report = PruneReport(scanned=scanned, dry_run=policy.dry_run, victim_ids=ids)
+        if policy.dry_run:  # counts say what would happen; nothing is written
+            if policy.mode is PruneMode.ARCHIVE:
+                report.archived = len(ids)
+            else:
+                report.purged = len(ids)
+            return report
+        if not ids:
+            return report
+        if policy.mode is PruneMode.ARCHIVE:
+            report.archived = mutations.update(raw, ids, "archive", f"{actor}:prune", "archived = 1")
+        else:
+            report.purged = mutations.delete(raw, ids, "purge", f"{actor}:prune")
+        return report

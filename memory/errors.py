@@ -1,0 +1,69 @@
+"""One exception taxonomy for the memory core.
+
+The base is deliberately not called ``MemoryError``: shadowing Python's builtin
+would hide real out-of-memory errors from every ``except MemoryError``.
+"""
+
+from __future__ import annotations
+
+
+class ArcanaMemoryError(Exception):
+    """Base class for every error the memory core raises."""
+
+
+class MemoryStorageError(ArcanaMemoryError):
+    """A read or write against a backend failed (I/O, constraint, missing feature)."""
+
+
+class MemoryCorruptError(MemoryStorageError):
+    """The backend reported a malformed or unreadable database image.
+
+    Distinct from its parent so callers can treat corruption as session-long:
+    the store is quarantined rather than retried.
+    """
+
+
+class SchemaTooNewError(MemoryStorageError):
+    """The database was written by a newer Arcana; this code refuses to touch it."""
+
+
+class MemoryBusyError(MemoryStorageError):
+    """Another writer held the database longer than the busy timeout allows."""
+
+
+class MemoryNotConnectedError(ArcanaMemoryError):
+    """The adapter was used before a connection could be established."""
+
+
+class MemoryRoutingError(ArcanaMemoryError):
+    """A write targets a tier that is missing or under-specified."""
+
+
+class MemoryWriteError(ArcanaMemoryError):
+    """A write that must succeed (the private tier, or a read-only tier) did not."""
+
+
+class TierWriteFailed(ArcanaMemoryError):
+    """One tier's write failed inside the resilience wrapper.
+
+    Carries the tier's scope and a reason (timeout, breaker_open, backend_error,
+    corruption) so the federation can decide the blast radius.
+    """
+
+    def __init__(self, scope: str, reason: str, cause: BaseException | None = None):
+        super().__init__(f"{scope} tier write failed ({reason}): {cause}")
+        self.scope = scope
+        self.reason = reason
+        self.cause = cause
+
+
+class ConfigError(ArcanaMemoryError):
+    """A configuration file is malformed; the message names the file and field."""
+
+
+class NotFoundError(ArcanaMemoryError):
+    """An agent, memory, pool or vault that was asked for does not exist."""
+
+
+class LockHeldError(ArcanaMemoryError):
+    """A maintenance lock (prune, reindex) is held by another process."""

@@ -1,0 +1,1 @@
+"""One module per schema version. Append-only: never edit a shipped migration."""

@@ -1,0 +1,1 @@
+"""SQLite plumbing shared by every store: connections, FTS queries, admission, ledger."""

@@ -1,0 +1,183 @@
+"""The one connection factory: driver choice, pragmas, extension loading.
+
+pyenv-built interpreters (the default ``python3`` on our machines) ship a
+``sqlite3`` without ``enable_load_extension``, so sqlite-vec could never load.
+``pysqlite3`` bundles a SQLite that can; we prefer it when installed and fall
+back to the stdlib module otherwise.
+"""
+
+from __future__ import annotations
+
+import os
+from functools import cache
+from pathlib import Path
+from types import ModuleType
+
+import aiosqlite
+
+from memory.errors import MemoryBusyError, MemoryCorruptError, MemoryStorageError
+
+BUSY_TIMEOUT_MS = 30_000
+
+_CORRUPT_MARKERS = ("malformed", "not a database", "file is encrypted", "disk image")
+
+
+@cache
+def dbapi() -> ModuleType:
+    """The DB-API module in use: pysqlite3 when present, else the stdlib."""
+    try:
+        from pysqlite3 import dbapi2  # type: ignore[import-not-found]
+
+        return dbapi2
+    except ImportError:
+        import sqlite3
+
+        return sqlite3
+
+
+def can_load_extensions() -> bool:
+    probe = dbapi().connect(":memory:")
+    try:
+        return hasattr(probe, "enable_load_extension")
+    finally:
+        probe.close()
+
+
+def translate(exc: BaseException, path: Path | str) -> BaseException:
+    """Map a driver error onto the memory taxonomy, naming the file."""
+    message = str(exc)
+    lowered = message.lower()
+    if any(marker in lowered for marker in _CORRUPT_MARKERS):
+        return MemoryCorruptError(f"{path}: database is corrupt ({message})")
+    if "locked" in lowered or "busy" in lowered:
+        return MemoryBusyError(
+            f"{path}: database stayed locked by another writer for "
+            f"{BUSY_TIMEOUT_MS // 1000}s ({message})"
+        )
+    return MemoryStorageError(f"{path}: {message}")
+
+
+def is_driver_error(exc: BaseException) -> bool:
+    return isinstance(exc, dbapi().Error)
+
+
+async def open_connection(path: Path | str, *, readonly: bool = False) -> aiosqlite.Connection:
+    """Open ``path`` with autocommit off-the-driver (we issue BEGIN ourselves).
+
+    Pragmas that write the file (WAL) are applied by :func:`apply_pragmas`, after
+    the caller has checked the schema version, so a database newer than this
+    code is never written to.
+    """
+    module = dbapi()
+    target = str(path)
+    if readonly:
+        target = f"file:{Path(path).as_posix()}?mode=ro"
+
+    def connector():
+        conn = module.connect(
+            target,
+            uri=readonly,
+            isolation_level=None,
+            check_same_thread=False,
+            timeout=BUSY_TIMEOUT_MS / 1000,
+        )
+        conn.row_factory = module.Row
+        return conn
+
+    if not readonly and str(path) != ":memory:":
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+    conn = aiosqlite.Connection(connector, iter_chunk_size=256)
+    try:
+        await conn
+    except module.Error as exc:
+        raise translate(exc, path) from exc
+    return conn
+
+
+async def apply_pragmas(conn: aiosqlite.Connection, path: Path | str) -> None:
+    try:
+        await conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        await conn.execute("PRAGMA journal_mode = WAL")
+        await conn.execute("PRAGMA synchronous = NORMAL")
+        await conn.execute("PRAGMA foreign_keys = ON")
+    except dbapi().Error as exc:
+        raise translate(exc, path) from exc
+    if str(path) != ":memory:":
+        _restrict(Path(path))
+
+
+def _restrict(path: Path) -> None:
+    """Database files hold private memory: owner read/write only."""
+    for suffix in ("", "-wal", "-shm"):
+        candidate = Path(f"{path}{suffix}")
+        if candidate.exists():
+            try:
+                os.chmod(candidate, 0o600)
+            except OSError:
+                pass
+
+
+async def has_fts5(conn: aiosqlite.Connection) -> bool:
+    async with conn.execute("SELECT sqlite_compileoption_used('ENABLE_FTS5')") as cur:
+        row = await cur.fetchone()
+    return bool(row and row[0])
+
+
+async def load_sqlite_vec(conn: aiosqlite.Connection) -> str | None:
+    """Load sqlite-vec into ``conn``; return its version, or None when it cannot load."""
+
+    def _load(raw) -> str | None:
+        if not hasattr(raw, "enable_load_extension"):
+            return None
+        try:
+            import sqlite_vec
+        except ImportError:
+            return None
+        raw.enable_load_extension(True)
+        try:
+            sqlite_vec.load(raw)
+        finally:
+            raw.enable_load_extension(False)
+        return raw.execute("SELECT vec_version()").fetchone()[0]
+
+    try:
+        return await conn._execute(_load, conn._conn)  # runs on the connection's thread
+    except dbapi().Error:
+        return None
+
+
+async def run_sync(conn: aiosqlite.Connection, fn, *args, path: Path | str = ""):
+    """Run ``fn(raw_connection, *args)`` on the connection's own thread.
+
+    A mutation is several statements (before image, change, after image,
+    ledger row); running them in one hop instead of one await each keeps a
+    committed single write close to a raw INSERT. Driver errors come back
+    translated into the memory taxonomy.
+    """
+    try:
+        return await conn._execute(fn, conn._conn, *args)
+    except dbapi().Error as exc:
+        raise translate(exc, path) from exc
+
+
+class transaction:
+    """``with transaction(raw):`` — BEGIN IMMEDIATE … COMMIT, ROLLBACK on error.
+
+    IMMEDIATE takes the write lock up front, so two processes never deadlock
+    upgrading a read to a write (which SQLite reports as "database is locked"
+    without waiting for the busy timeout).
+    """
+
+    def __init__(self, raw):
+        self.raw = raw
+
+    def __enter__(self):
+        self.raw.execute("BEGIN IMMEDIATE")
+        return self.raw
+
+    def __exit__(self, exc_type, exc, tb):
+        if exc_type is None:
+            self.raw.execute("COMMIT")
+        elif self.raw.in_transaction:
+            self.raw.execute("ROLLBACK")
+        return False

@@ -1,0 +1,53 @@
+"""Turn arbitrary user text into a safe, fast FTS5 MATCH expression.
+
+Tokens are extracted with the same notion of a word FTS5's unicode61 tokenizer
+uses, quoted (so no operator or column syntax survives), stop words dropped
+(OR-ing "the" across 100k rows is what makes raw FTS5 slow, and measured
+keyword recall rose when they went), and OR-joined. The porter tokenizer on the
+index stems both sides.
+"""
+
+from __future__ import annotations
+
+import re
+
+# unicode61 separates on anything that is not a letter, number or the private-use
+# "Co" category; \w is close enough and never yields an operator character.
+_TOKEN = re.compile(r"[^\W_]+", re.UNICODE)
+MAX_TOKENS = 32
+
+STOPWORDS = frozenset(
+    """
+    a about above after again against all am an and any are as at be because been
+    before being below between both but by can could did do does doing down during
+    each few for from further had has have having he her here hers herself him
+    himself his how i if in into is it its itself just me more most my myself no
+    nor not now of off on once only or other our ours ourselves out over own same
+    she should so some such than that the their theirs them themselves then there
+    these they this those through to too under until up very was we were what when
+    where which while who whom why will with would you your yours yourself
+    yourselves s t d ll m re ve don
+    """.split()
+)
+
+
+def query_tokens(text: str | None) -> list[str]:
+    """Distinct lower-cased content words of ``text``, in order.
+
+    Stop words are dropped unless nothing else is left, so "who am I" still
+    searches for something.
+    """
+    if not text:
+        return []
+    words = [w.lower() for w in _TOKEN.findall(text)]
+    distinct = list(dict.fromkeys(words))
+    content = [w for w in distinct if w not in STOPWORDS]
+    return (content or distinct)[:MAX_TOKENS]
+
+
+def match_expression(text: str | None) -> str | None:
+    """A MATCH expression for ``text``, or None when it has no searchable word."""
+    tokens = query_tokens(text)
+    if not tokens:
+        return None
+    return " OR ".join(f'"{token}"' for token in tokens)

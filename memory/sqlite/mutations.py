@@ -1,0 +1,155 @@
+"""The one way in for writes: every change to ``memories`` goes through here.
+
+Each mutator runs inside the caller's transaction on the raw connection, reads
+the before image, applies the change, reads the after image and appends a
+ledger row — so a mutation without a ledger row cannot commit. A test greps the
+tree to prove no other module issues INSERT, UPDATE or DELETE on ``memories``.
+
+Access tracking (:func:`touch_access`) is the one deliberate exception: it is
+bookkeeping about reads, not a change to what is remembered, and ledgering it
+would turn every recall into a ledger write.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterable, Sequence
+
+from memory.sqlite.rows import COLUMNS, SELECT_COLUMNS, entry_values, row_image
+from memory.types import MemoryEntry, Visibility
+
+_SKIP_COMPARE = {"updated_at", "access_count", "last_accessed_at"}
+_PLACEHOLDERS = ", ".join(f":{c}" for c in COLUMNS)
+_UPSERT = f"""
+INSERT INTO memories ({", ".join(COLUMNS)}) VALUES ({_PLACEHOLDERS})
+ON CONFLICT(id) DO UPDATE SET
+    {", ".join(f"{c} = excluded.{c}" for c in COLUMNS if c not in ("id", "access_count", "last_accessed_at"))}
+"""
+
+
+def _images(raw, ids: Sequence[str]) -> dict[str, dict]:
+    images: dict[str, dict] = {}
+    for chunk in _chunks(ids):
+        marks = ",".join("?" * len(chunk))
+        for row in raw.execute(f"SELECT {SELECT_COLUMNS} FROM memories m WHERE m.id IN ({marks})", chunk):
+            images[row["id"]] = row_image(row)
+    return images
+
+
+def _chunks(items: Sequence, size: int = 500) -> Iterable[Sequence]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
+
+
+def _append(raw, rows: list[tuple]) -> None:
+    raw.executemany(
+        "INSERT INTO memory_ledger (memory_id, op, actor, at, before, after) VALUES (?, ?, ?, ?, ?, ?)",
+        rows,
+    )
+
+
+def _dump(image: dict | None) -> str | None:
+    return None if image is None else json.dumps(image, ensure_ascii=False, sort_keys=True)
+
+
+def _label(before: dict, after: dict) -> str:
+    changed = {k for k in COLUMNS if before[k] != after[k]} - _SKIP_COMPARE
+    if changed == {"visibility"}:
+        return "visibility"
+    if changed == {"pinned"}:
+        return "pin"
+    if changed == {"archived"}:
+        return "restore" if not after["archived"] else "archive"
+    return "update"
+
+
+def upsert(raw, entries: Sequence[MemoryEntry], actor: str) -> list[str]:
+    """Insert or update ``entries`` by id; return the op per entry ('noop' when unchanged).
+
+    A None visibility keeps the stored value (``visible`` for a new row), so an
+    automatic re-save never lifts an operator's private or hidden flag.
+    """
+    now = time.time()
+    before = _images(raw, [e.id for e in entries])
+    ops: list[str] = []
+    ledger: list[tuple] = []
+    for entry in entries:
+        values = entry_values(entry)
+        old = before.get(entry.id)
+        if values["visibility"] is None:
+            values["visibility"] = old["visibility"] if old else Visibility.VISIBLE.value
+        if old is not None:
+            values["access_count"] = old["access_count"]
+            values["last_accessed_at"] = old["last_accessed_at"]
+            if all(old[k] == values[k] for k in COLUMNS if k not in _SKIP_COMPARE):
+                ops.append("noop")
+                continue
+            values["updated_at"] = now
+        raw.execute(_UPSERT, values)
+        after = dict(values)
+        op = "insert" if old is None else _label(old, after)
+        ops.append(op)
+        ledger.append((entry.id, op, actor, now, _dump(old), _dump(after)))
+    _append(raw, ledger)
+    return ops
+
+
+def update(raw, ids: Sequence[str], op: str, actor: str, assignments: str, params: Sequence = ()) -> int:
+    """Apply ``UPDATE memories SET <assignments>`` to ``ids``, one ledger row per changed row."""
+    now = time.time()
+    before = _images(raw, ids)
+    if not before:
+        return 0
+    present = list(before)
+    for chunk in _chunks(present):
+        marks = ",".join("?" * len(chunk))
+        raw.execute(
+            f"UPDATE memories SET {assignments}, updated_at = ? WHERE id IN ({marks})",
+            (*params, now, *chunk),
+        )
+    after = _images(raw, present)
+    ledger = [
+        (mid, op, actor, now, _dump(before[mid]), _dump(after[mid]))
+        for mid in present
+        if any(before[mid][k] != after[mid][k] for k in COLUMNS if k not in _SKIP_COMPARE)
+    ]
+    _append(raw, ledger)
+    return len(ledger)
+
+
+def delete(raw, ids: Sequence[str], op: str, actor: str) -> int:
+    """Hard-delete ``ids`` (and their vectors), one ledger row each. ``op`` is 'delete' or 'purge'."""
+    now = time.time()
+    before = _images(raw, ids)
+    if not before:
+        return 0
+    present = list(before)
+    vec_tables = [
+        r[0]
+        for r in raw.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND name GLOB 'memory_vec_[0-9]*' "
+            "AND sql LIKE 'CREATE VIRTUAL TABLE%'"
+        )
+    ]
+    for chunk in _chunks(present):
+        marks = ",".join("?" * len(chunk))
+        seqs = [r[0] for r in raw.execute(f"SELECT seq FROM memories WHERE id IN ({marks})", chunk)]
+        for table in vec_tables:
+            raw.execute(f"DELETE FROM {table} WHERE rowid IN ({','.join('?' * len(seqs))})", seqs)
+        raw.execute(f"DELETE FROM memories WHERE id IN ({marks})", chunk)
+    _append(raw, [(mid, op, actor, now, _dump(before[mid]), None) for mid in present])
+    return len(present)
+
+
+def touch_access(raw, hits: dict[str, tuple[int, float]]) -> None:
+    """Fold buffered read hits into access_count / last_accessed_at (unledgered bookkeeping).
+
+    A narrow UPDATE of two non-indexed columns: the FTS trigger watches only
+    content and tags, so this never rewrites the search index.
+    """
+    raw.executemany(
+        "UPDATE memories SET access_count = access_count + ?, last_accessed_at = max(coalesce(last_accessed_at, 0), ?) "
+        "WHERE id = ?",
+        [(n, at, mid) for mid, (n, at) in hits.items()],
+    )

@@ -1,0 +1,182 @@
+"""The data model shared by every adapter: entries, queries, prune policy and reports."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime
+from enum import StrEnum
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+
+def now_utc() -> datetime:
+    return datetime.now(UTC)
+
+
+class MemoryType(StrEnum):
+    EPISODIC = "episodic"
+    SEMANTIC = "semantic"
+    PROCEDURAL = "procedural"
+    PREFERENCE = "preference"
+
+
+class MemoryScope(StrEnum):
+    PRIVATE = "private"
+    SHARED = "shared"
+    GLOBAL = "global"
+
+
+class RetrievalMode(StrEnum):
+    keyword = "keyword"
+    semantic = "semantic"
+    hybrid = "hybrid"
+
+
+class Visibility(StrEnum):
+    """Who may read an entry.
+
+    ``visible`` entries are recalled; ``private`` ones are kept but never reach
+    recall or any context builder; ``hidden`` is an operator quarantine. Only
+    explicit operator reads show the latter two.
+    """
+
+    VISIBLE = "visible"
+    PRIVATE = "private"
+    HIDDEN = "hidden"
+
+
+class ConfidenceSource(StrEnum):
+    USER_CONFIRMED = "user_confirmed"
+    AGENT = "agent"
+    INFERRED = "inferred"
+    IMPORTED = "imported"
+
+
+class PruneMode(StrEnum):
+    ARCHIVE = "archive"
+    PURGE = "purge"
+
+
+def _agent_str(value: Any) -> Any:
+    return str(value) if isinstance(value, uuid.UUID) else value
+
+
+class MemoryEntry(BaseModel):
+    """One remembered thing.
+
+    ``visibility=None`` on a write means "keep what is stored" (``visible`` for a
+    new entry), so an automatic re-save can never lift an operator's quarantine.
+    ``score``, ``matched_by`` and ``tiers`` annotate search results and are never
+    persisted.
+    """
+
+    model_config = ConfigDict(validate_assignment=True)
+
+    id: str = Field(default_factory=lambda: str(uuid.uuid4()))
+    agent_id: str
+    type: MemoryType = MemoryType.EPISODIC
+    content: str = Field(min_length=1)
+    scope: MemoryScope = MemoryScope.PRIVATE
+    pool_name: str | None = None
+    importance: float = Field(default=0.5, ge=0.0, le=1.0)
+    pinned: bool = False
+    confidence: float = Field(default=1.0, ge=0.0, le=1.0)
+    confidence_source: ConfidenceSource = ConfidenceSource.USER_CONFIRMED
+    conflict_with: str | None = None
+    superseded_by: str | None = None
+    tags: list[str] = Field(default_factory=list)
+    source_session_id: str | None = None
+    created_at: datetime = Field(default_factory=now_utc)
+    updated_at: datetime = Field(default_factory=now_utc)
+    last_accessed_at: datetime | None = None
+    access_count: int = 0
+    archived: bool = False
+    visibility: Visibility | None = None
+
+    score: float | None = Field(default=None, exclude=True)
+    matched_by: list[str] = Field(default_factory=list, exclude=True)
+    tiers: list[str] = Field(default_factory=list, exclude=True)
+
+    _agent = field_validator("agent_id", mode="before")(_agent_str)
+
+    @field_validator("content")
+    @classmethod
+    def _content_not_blank(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("content must not be blank")
+        return value
+
+    @field_validator("tags")
+    @classmethod
+    def _normalise_tags(cls, value: list[str]) -> list[str]:
+        seen: dict[str, None] = {}
+        for tag in value:
+            tag = tag.strip().lstrip("#")
+            if tag:
+                seen.setdefault(tag, None)
+        return list(seen)
+
+
+class MemoryQuery(BaseModel):
+    """What to recall. Filters compose with AND; ``tags`` requires every tag."""
+
+    agent_id: str | None = None
+    text: str | None = None
+    retrieval_mode: RetrievalMode = RetrievalMode.keyword
+    scope: MemoryScope | None = None
+    pool_name: str | None = None
+    types: list[MemoryType] | None = None
+    tags: list[str] | None = None
+    min_confidence: float | None = Field(default=None, ge=0.0, le=1.0)
+    since: datetime | None = None
+    until: datetime | None = None
+    exclude_conflicts: bool = False
+    limit: int = Field(default=10, ge=1, le=10_000)
+
+    _agent = field_validator("agent_id", mode="before")(_agent_str)
+
+
+class PrunePolicy(BaseModel):
+    """Which entries a prune removes.
+
+    The importance floor and the entry cap compose into one victim set: an entry
+    goes if it is below the floor *or* outside the top ``max_entries`` live
+    entries by importance. Pinned entries are never victims.
+    """
+
+    min_importance: float | None = Field(default=None, ge=0.0, le=1.0)
+    max_entries: int | None = Field(default=None, ge=0)
+    mode: PruneMode = PruneMode.ARCHIVE
+    dry_run: bool = False
+
+    @model_validator(mode="after")
+    def _has_a_rule(self) -> PrunePolicy:
+        if self.min_importance is None and self.max_entries is None:
+            raise ValueError("a prune policy needs min_importance, max_entries, or both")
+        return self
+
+
+class PruneReport(BaseModel):
+    scanned: int = 0
+    archived: int = 0
+    purged: int = 0
+    dry_run: bool = False
+    victim_ids: list[str] = Field(default_factory=list)
+
+
+class HealthStatus(BaseModel):
+    healthy: bool
+    message: str = ""
+
+
+class LedgerRecord(BaseModel):
+    """One row of the append-only mutation ledger."""
+
+    seq: int
+    memory_id: str
+    op: str
+    actor: str
+    at: datetime
+    before: dict[str, Any] | None
+    after: dict[str, Any] | None
