@@ -12,6 +12,7 @@ from typing import Any
 import aiosqlite
 
 from memory import audit as audit_mod
+from memory.backup import backup_copy
 from memory.errors import MemoryCorruptError, MemoryStorageError, NotFoundError
 from memory.home import Home
 from memory.migrations.runner import check_not_newer, current_version, head_version, migrate
@@ -54,12 +55,15 @@ class SQLiteAdapter:
         global_store: Any | None = None,
         actor: str = "library",
         quarantine_dir: Path | None = None,
+        backup_dir: Path | None = None,
         audit: audit_mod.AuditLog | None = None,
     ):
         self.path = Path(path)
         self.global_store = global_store
         self.actor = actor
         self.quarantine_dir = quarantine_dir
+        self.backup_dir = backup_dir
+        self.backed_up_to: Path | None = None
         self.audit = audit
         self.quarantined_to: Path | None = None
         self.promotion_errors: list[str] = []
@@ -73,6 +77,7 @@ class SQLiteAdapter:
         """The private store at ``<home>/agents/{agent_id}/memory.db``."""
         home = home if isinstance(home, Home) else Home.resolve(home)
         kwargs.setdefault("quarantine_dir", home.quarantine_dir)
+        kwargs.setdefault("backup_dir", home.backups_dir)
         kwargs.setdefault("audit", audit_mod.AuditLog(home.audit_log))
         return cls(home.agent_db(str(agent_id)), **kwargs)
 
@@ -103,13 +108,18 @@ class SQLiteAdapter:
         conn = await open_connection(self.path)
         try:
             await run_sync(conn, _probe, path=self.path)
-            await check_not_newer(conn, self.path)
+            version = await check_not_newer(conn, self.path)
             if not await has_fts5(conn):
                 raise MemoryStorageError(
                     f"{self.path}: this SQLite build lacks FTS5; install pysqlite3-binary or a Python "
                     "whose sqlite3 includes FTS5"
                 )
             await apply_pragmas(conn, self.path)
+            if 0 < version < head_version():
+                # Upgrades that lose data are the most bitter complaint: copy first.
+                self.backed_up_to = backup_copy(
+                    self.path, self.backup_dir or self.path.parent, f"v{version}"
+                )
             await migrate(conn, self.path)
         except BaseException:
             await conn.close()
@@ -277,6 +287,13 @@ class SQLiteAdapter:
         rows = await self.run(_by_id, entry_id, clause.sql, clause.params)
         return row_to_entry(rows[0]) if rows else None
 
+    async def find_by_prefix(self, prefix: str, limit: int = 5) -> list[MemoryEntry]:
+        """Operator lookup of ids starting with ``prefix`` (any visibility, archived too)."""
+        clause = where(MemoryQuery(), audience=Audience.OPERATOR, include_archived=True)
+        escaped = prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+        rows = await self.run(_by_prefix, escaped + "%", clause.sql, clause.params, limit)
+        return [row_to_entry(r) for r in rows]
+
     async def record_access(self, entries: Sequence[MemoryEntry]) -> None:
         """Buffer read hits; they are folded in at close or every few hundred hits."""
         now = time.time()
@@ -385,6 +402,11 @@ def _ordered(raw, clause_sql, params, limit):
 def _by_id(raw, entry_id, clause_sql, params):
     sql = f"SELECT m.seq, {SELECT_COLUMNS} FROM memories m WHERE m.id = ? AND {clause_sql}"
     return raw.execute(sql, (entry_id, *params)).fetchall()
+
+
+def _by_prefix(raw, pattern, clause_sql, params, limit):
+    sql = f"SELECT m.seq, {SELECT_COLUMNS} FROM memories m WHERE m.id LIKE ? ESCAPE '\\' AND {clause_sql} LIMIT ?"
+    return raw.execute(sql, (pattern, *params, limit)).fetchall()
 
 
 def _by_seq(raw, seqs, clause_sql, params):

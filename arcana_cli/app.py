@@ -1,0 +1,107 @@
+"""The root Typer app: global options, error mapping, and command registration."""
+
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import click
+import typer
+from typer.core import TyperGroup
+
+from arcana_cli import __version__, exit_codes
+from arcana_cli.context import CliContext
+from arcana_cli.output import err
+from memory.errors import ArcanaMemoryError
+from memory.home import Home
+
+# Each module exposes register(app). Order is the order of `arcana --help`.
+COMMAND_MODULES = (
+    "init",
+    "remember",
+    "recall",
+    "memory_cmd",
+    "agent",
+    "config_cmd",
+    "prune",
+    "migrate",
+    "doctor",
+)
+
+
+class ArcanaGroup(TyperGroup):
+    """Maps core errors to one stderr line and a documented exit code."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return list(self.commands)
+
+    def invoke(self, ctx: click.Context):
+        try:
+            return super().invoke(ctx)
+        except ArcanaMemoryError as exc:
+            err(str(exc))
+            raise click.exceptions.Exit(exit_codes.for_error(exc)) from None
+        except KeyboardInterrupt:
+            err("interrupted")
+            raise click.exceptions.Exit(exit_codes.INTERRUPTED) from None
+
+
+app = typer.Typer(
+    name="arcana",
+    cls=ArcanaGroup,
+    help="Local memory for AI agents.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+
+def _version(value: bool) -> None:
+    if value:
+        sys.stdout.write(f"arcana {__version__}\n")
+        raise typer.Exit()
+
+
+@app.callback()
+def root(
+    ctx: typer.Context,
+    home: Annotated[
+        Path | None,
+        typer.Option("--home", help="Arcana home directory [env: ARCANA_HOME; default: ~/.arcana].", show_default=False),
+    ] = None,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No messages or progress on stderr.")] = False,
+    version: Annotated[
+        bool, typer.Option("--version", "-V", callback=_version, is_eager=True, help="Print the version and exit.")
+    ] = False,
+) -> None:
+    """Local memory for AI agents: remember, recall, prune — all in SQLite under your home."""
+    root_home = home if home is not None else os.environ.get("ARCANA_HOME")
+    ctx.obj = CliContext(home=Home.resolve(root_home), quiet=quiet)
+
+
+for _name in COMMAND_MODULES:
+    importlib.import_module(f"arcana_cli.commands.{_name}").register(app)
+
+
+def run(args: list[str] | None = None) -> int:
+    """Run the CLI and return the exit code (click usage errors print their own message)."""
+    command = typer.main.get_command(app)
+    try:
+        command.main(args=args, prog_name="arcana", standalone_mode=False)
+    except click.exceptions.Exit as exc:
+        return exc.exit_code
+    except click.ClickException as exc:
+        exc.show()
+        return exc.exit_code
+    except click.exceptions.Abort:
+        err("aborted")
+        return exit_codes.INTERRUPTED
+    except KeyboardInterrupt:
+        err("interrupted")
+        return exit_codes.INTERRUPTED
+    return exit_codes.OK

@@ -1,0 +1,64 @@
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from arcana_cli.commands.memory_cmd import confirm
+from arcana_cli.context import ctx_of
+from arcana_cli.output import JsonOpt, Out, YesOpt
+from memory.agents import AgentRegistry
+
+NameArg = Annotated[str, typer.Argument(help="Agent name or id.")]
+
+
+def register(app: typer.Typer) -> None:
+    group = typer.Typer(help="Create, list, rename and delete agents.", no_args_is_help=True)
+    app.add_typer(group, name="agent")
+
+    @group.command("create")
+    def create(ctx: typer.Context, name: Annotated[str, typer.Argument(help="A new agent name.")], json_: JsonOpt = False) -> None:
+        """Create an agent with its own private memory."""
+        cli = ctx_of(ctx)
+        cli.home.ensure()
+        card = cli.agents.create(name)
+        Out(json_mode=json_, quiet=cli.quiet).data(AgentRegistry.describe(card), text=lambda: card.id)
+
+    @group.command("list")
+    def list_(ctx: typer.Context, json_: JsonOpt = False) -> None:
+        """List agents."""
+        cli = ctx_of(ctx)
+        cards = cli.agents.list()
+        Out(json_mode=json_, quiet=cli.quiet).data(
+            [AgentRegistry.describe(c) for c in cards],
+            columns=("name", "id", "model", "created"),
+            rows=lambda: [(c.name, c.id, c.model or "-", c.created_at.date().isoformat()) for c in cards],
+        )
+
+    @group.command("show")
+    def show(ctx: typer.Context, name: NameArg, json_: JsonOpt = False) -> None:
+        """Show an agent's card and where its memory lives."""
+        cli = ctx_of(ctx)
+        card = cli.agent(name)
+        data = {**AgentRegistry.describe(card), "memory_db": str(cli.home.agent_db(card.id))}
+        Out(json_mode=json_, quiet=cli.quiet).data(
+            data, text=lambda: "\n".join(f"{k}: {v}" for k, v in data.items())
+        )
+
+    @group.command("rename")
+    def rename(ctx: typer.Context, name: NameArg, new_name: Annotated[str, typer.Argument(help="The new name.")], json_: JsonOpt = False) -> None:
+        """Rename an agent (its id and memory stay)."""
+        cli = ctx_of(ctx)
+        card = cli.agents.rename(name, new_name)
+        Out(json_mode=json_, quiet=cli.quiet).data(AgentRegistry.describe(card), text=lambda: card.name)
+
+    @group.command("delete")
+    def delete(ctx: typer.Context, name: NameArg, yes: YesOpt = False, json_: JsonOpt = False) -> None:
+        """Move an agent and its memory to the trash under the home."""
+        cli = ctx_of(ctx)
+        card = cli.agent(name)
+        confirm(f"delete agent '{card.name}' (moved to {cli.home.trash_dir})", yes)
+        moved = cli.agents.delete(card.id)
+        out = Out(json_mode=json_, quiet=cli.quiet)
+        out.data({"id": card.id, "name": card.name, "moved_to": str(moved)}, text=lambda: str(moved))
+        out.info(f"agent '{card.name}' moved to {moved}; delete that folder to free the space")

@@ -1,0 +1,195 @@
+from __future__ import annotations
+
+import sys
+from typing import Annotated
+
+import typer
+
+from arcana_cli.context import ctx_of, run
+from arcana_cli.output import AgentOpt, JsonOpt, Out, YesOpt
+from arcana_cli.render import LIST_COLUMNS, age, entry_json, list_rows
+from memory.errors import NotFoundError
+from memory.sqlite.admission import Audience
+from memory.types import MemoryEntry, MemoryQuery, MemoryType, Visibility
+
+IdArg = Annotated[str, typer.Argument(help="Memory id (or a unique prefix of 6+ characters).")]
+
+
+def confirm(action: str, yes: bool) -> None:
+    """Destructive actions need --yes when stdin is not a terminal; otherwise ask."""
+    if yes:
+        return
+    if not sys.stdin.isatty():
+        raise typer.BadParameter(f"{action} is destructive; pass --yes to confirm", param_hint="--yes")
+    if not typer.confirm(f"{action}?", default=False, err=True):
+        raise typer.Exit(1)
+
+
+async def resolve_id(store, prefix: str) -> MemoryEntry:
+    """Exact id, or a unique prefix (operator read: any visibility, archived too)."""
+    entry = await store.get(prefix, audience=Audience.OPERATOR, include_archived=True)
+    if entry is not None:
+        return entry
+    if len(prefix) >= 6:
+        matches = await store.find_by_prefix(prefix)
+        if len(matches) == 1:
+            return matches[0]
+        if len(matches) > 1:
+            raise NotFoundError(f"memory id prefix '{prefix}' is ambiguous ({len(matches)} matches); give more characters")
+    raise NotFoundError(f"no memory with id '{prefix}'")
+
+
+def register(app: typer.Typer) -> None:
+    group = typer.Typer(help="Inspect and edit individual memories (operator reads).", no_args_is_help=True)
+    app.add_typer(group, name="memory")
+
+    @group.command("list")
+    def list_(
+        ctx: typer.Context,
+        agent: AgentOpt = ...,
+        all_: Annotated[bool, typer.Option("--all", help="Include private and hidden memories.")] = False,
+        archived: Annotated[bool, typer.Option("--archived", help="Include archived memories.")] = False,
+        type_: Annotated[list[MemoryType] | None, typer.Option("--type", "-t", help="Only these types.")] = None,
+        limit: Annotated[int, typer.Option("--limit", "-n", min=1, max=10_000)] = 50,
+        json_: JsonOpt = False,
+    ) -> None:
+        """List an agent's memories: pinned, then importance, then newest."""
+        cli = ctx_of(ctx)
+        out = Out(json_mode=json_, quiet=cli.quiet)
+        card = cli.agent(agent)
+        query = MemoryQuery(agent_id=card.id, types=type_ or None, limit=limit)
+
+        async def go():
+            async with cli.private_store(card) as store:
+                audience = Audience.OPERATOR if all_ or archived else Audience.RECALL
+                found = await store.search(query, audience=audience, include_archived=archived)
+                if not all_:
+                    found = [e for e in found if e.visibility is Visibility.VISIBLE]
+                return found
+
+        entries = run(go())
+        out.data([entry_json(e) for e in entries], columns=LIST_COLUMNS, rows=lambda: list_rows(entries))
+
+    @group.command("show")
+    def show(ctx: typer.Context, memory_id: IdArg, agent: AgentOpt = ..., json_: JsonOpt = False) -> None:
+        """Show one memory in full, whatever its visibility."""
+        cli = ctx_of(ctx)
+        out = Out(json_mode=json_, quiet=cli.quiet)
+        card = cli.agent(agent)
+
+        async def go():
+            async with cli.private_store(card) as store:
+                return await resolve_id(store, memory_id)
+
+        entry = run(go())
+        data = entry_json(entry)
+        out.data(
+            data,
+            text=lambda: "\n".join(
+                [f"{k}: {v}" for k, v in data.items() if k != "content"]
+                + [f"age: {age(entry.created_at)}", "", entry.content]
+            ),
+        )
+
+    def _bulk(ctx, memory_id: str, agent: str, json_: bool, action: str, verb: str):
+        cli = ctx_of(ctx)
+        out = Out(json_mode=json_, quiet=cli.quiet)
+        card = cli.agent(agent)
+
+        async def go():
+            async with cli.private_store(card) as store:
+                entry = await resolve_id(store, memory_id)
+                changed = await getattr(store, action)([entry.id])
+                return entry, changed
+
+        entry, changed = run(go())
+        out.data({"id": entry.id, "changed": bool(changed)}, text=lambda: entry.id)
+        out.info(f"{verb} {entry.id}" if changed else f"{entry.id} was already {verb}")
+
+    @group.command("forget")
+    def forget(ctx: typer.Context, memory_id: IdArg, agent: AgentOpt = ..., json_: JsonOpt = False) -> None:
+        """Archive a memory: hidden from recall, kept, restorable."""
+        _bulk(ctx, memory_id, agent, json_, "archive", "archived")
+
+    @group.command("restore")
+    def restore(ctx: typer.Context, memory_id: IdArg, agent: AgentOpt = ..., json_: JsonOpt = False) -> None:
+        """Bring an archived memory back into recall."""
+        _bulk(ctx, memory_id, agent, json_, "restore", "restored")
+
+    @group.command("purge")
+    def purge(
+        ctx: typer.Context, memory_id: IdArg, agent: AgentOpt = ..., yes: YesOpt = False, json_: JsonOpt = False
+    ) -> None:
+        """Delete a memory for good (its ledger history stays)."""
+        confirm(f"purge memory {memory_id}", yes)
+        _bulk(ctx, memory_id, agent, json_, "purge", "purged")
+
+    @group.command("set")
+    def set_(
+        ctx: typer.Context,
+        memory_id: IdArg,
+        agent: AgentOpt = ...,
+        importance: Annotated[float | None, typer.Option("--importance", "-i", min=0.0, max=1.0)] = None,
+        type_: Annotated[MemoryType | None, typer.Option("--type", "-t")] = None,
+        visibility: Annotated[Visibility | None, typer.Option("--visibility")] = None,
+        pin: Annotated[bool | None, typer.Option("--pin/--unpin", help="Pin or unpin.")] = None,
+        tag: Annotated[list[str] | None, typer.Option("--tag", help="Replace tags (repeatable).")] = None,
+        content: Annotated[str | None, typer.Option("--content", help="Replace the text.")] = None,
+        json_: JsonOpt = False,
+    ) -> None:
+        """Change a memory's importance, type, visibility, pin, tags or text."""
+        cli = ctx_of(ctx)
+        out = Out(json_mode=json_, quiet=cli.quiet)
+        card = cli.agent(agent)
+        changes = {
+            k: v
+            for k, v in {
+                "importance": importance,
+                "type": type_,
+                "visibility": visibility,
+                "pinned": pin,
+                "tags": tag,
+                "content": content,
+            }.items()
+            if v is not None
+        }
+        if not changes:
+            raise typer.BadParameter("nothing to change; give at least one option")
+
+        async def go():
+            async with cli.private_store(card) as store:
+                entry = await resolve_id(store, memory_id)
+                return await store.update(entry.id, **changes)
+
+        entry = run(go())
+        out.data(entry_json(entry), text=lambda: entry.id)
+
+    @group.command("history")
+    def history(ctx: typer.Context, memory_id: IdArg, agent: AgentOpt = ..., json_: JsonOpt = False) -> None:
+        """Every recorded change to a memory, oldest first, from the ledger."""
+        cli = ctx_of(ctx)
+        out = Out(json_mode=json_, quiet=cli.quiet)
+        card = cli.agent(agent)
+
+        async def go():
+            async with cli.private_store(card) as store:
+                try:
+                    entry_id = (await resolve_id(store, memory_id)).id
+                except NotFoundError:
+                    entry_id = memory_id  # purged memories keep their history
+                records = await store.history(entry_id)
+                if not records:
+                    raise NotFoundError(f"no history for memory '{memory_id}'")
+                return records
+
+        records = run(go())
+
+        def rows():
+            result = []
+            for r in records:
+                before, after = r.before or {}, r.after or {}
+                changed = sorted(k for k in set(before) | set(after) if before.get(k) != after.get(k) and k != "updated_at")
+                result.append((r.seq, r.at.isoformat(timespec="seconds"), r.op, r.actor, ", ".join(changed)))
+            return result
+
+        out.data(records, columns=("seq", "at", "op", "actor", "changed"), rows=rows)

@@ -1,0 +1,68 @@
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from arcana_cli.context import ctx_of, run
+from arcana_cli.output import JsonOpt, Out, QuietOpt
+from memory.adapters.sqlite import SQLiteAdapter
+from memory.locks import exclusive
+from memory.types import PruneMode, PrunePolicy
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("prune")
+    def prune(
+        ctx: typer.Context,
+        agent: Annotated[str | None, typer.Option("--agent", "-a", help="Prune one agent (name or id).")] = None,
+        all_: Annotated[bool, typer.Option("--all", help="Prune every agent.")] = False,
+        min_importance: Annotated[
+            float | None, typer.Option("--min-importance", min=0.0, max=1.0, help="Floor: below it goes.")
+        ] = None,
+        max_entries: Annotated[int | None, typer.Option("--max-entries", min=0, help="Keep at most N live entries.")] = None,
+        mode: Annotated[PruneMode | None, typer.Option("--mode", help="archive (default, restorable) or purge.")] = None,
+        dry_run: Annotated[bool, typer.Option("--dry-run", help="Report what would go; change nothing.")] = False,
+        json_: JsonOpt = False,
+        quiet: QuietOpt = False,
+    ) -> None:
+        """Archive or purge low-value memories. Pinned memories are never touched; safe under cron."""
+        cli = ctx_of(ctx)
+        out = Out(json_mode=json_, quiet=quiet or cli.quiet)
+        if bool(agent) == all_:
+            raise typer.BadParameter("give exactly one of --agent or --all")
+        defaults = cli.config.prune
+        floor = min_importance if min_importance is not None else defaults.min_importance
+        cap = max_entries if max_entries is not None else defaults.max_entries
+        if floor is None and cap is None:
+            raise typer.BadParameter(
+                "no rule: pass --min-importance and/or --max-entries, or set prune.min_importance / prune.max_entries"
+            )
+        policy = PrunePolicy(min_importance=floor, max_entries=cap, mode=mode or defaults.mode, dry_run=dry_run)
+        cards = cli.agents.list() if all_ else [cli.agent(agent)]
+
+        async def go():
+            reports = []
+            with exclusive(cli.home.locks_dir / "prune.lock", "prune"):
+                for card in cards:
+                    store = SQLiteAdapter.for_agent(card.id, home=cli.home, actor="cli")
+                    try:
+                        report = await store.prune(policy)
+                    finally:
+                        await store.aclose()
+                    reports.append({"agent": card.name, "agent_id": card.id, **report.model_dump()})
+                    if report.archived or report.purged:
+                        cli.audit.append("prune", agent_id=card.id, **report.model_dump(exclude={"victim_ids"}))
+            return reports
+
+        reports = run(go())
+        if out.quiet and not json_:
+            return  # cron: silence unless something went wrong
+        out.data(
+            {"policy": policy.model_dump(mode="json"), "agents": reports},
+            columns=("agent", "scanned", "archived", "purged", "dry run"),
+            rows=lambda: [(r["agent"], r["scanned"], r["archived"], r["purged"], r["dry_run"]) for r in reports],
+        )
+        total = sum(r["archived"] + r["purged"] for r in reports)
+        verb = "would remove" if dry_run else "removed"
+        out.info(f"{verb} {total} memories across {len(reports)} agent(s)" if total else "nothing to prune")

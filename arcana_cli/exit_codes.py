@@ -1,0 +1,39 @@
+"""The exit-code table. README documents it; tests run real subprocesses against it."""
+
+from __future__ import annotations
+
+from memory import errors
+
+OK = 0
+FAILURE = 1  # unexpected error, or `doctor` found problems
+USAGE = 2  # bad arguments or option values
+NOT_FOUND = 3  # agent, memory, pool or vault does not exist
+CONFIG = 4  # malformed config or agent card
+STORAGE = 5  # corrupt database, schema newer than this Arcana, database busy
+BUSY = 75  # another prune/reindex holds the lock (EX_TEMPFAIL)
+INTERRUPTED = 130  # Ctrl-C
+
+TABLE = [
+    (OK, "success (also: nothing to do)"),
+    (FAILURE, "unexpected error, or `arcana doctor` found problems"),
+    (USAGE, "invalid arguments, options or input"),
+    (NOT_FOUND, "the agent, memory, pool or vault does not exist"),
+    (CONFIG, "malformed config.json or agent card (the file is left unchanged)"),
+    (STORAGE, "storage problem: corrupt database, schema newer than this Arcana, or database busy"),
+    (BUSY, "another prune or reindex is running (lock held); retry later"),
+    (INTERRUPTED, "interrupted (Ctrl-C)"),
+]
+
+
+def for_error(exc: BaseException) -> int:
+    if isinstance(exc, errors.NotFoundError):
+        return NOT_FOUND
+    if isinstance(exc, errors.ConfigError):
+        return CONFIG
+    if isinstance(exc, errors.LockHeldError):
+        return BUSY
+    if isinstance(exc, (errors.MemoryStorageError, errors.MemoryWriteError)):
+        return STORAGE
+    if isinstance(exc, (errors.MemoryRoutingError, ValueError)):
+        return USAGE
+    return FAILURE

@@ -1,0 +1,134 @@
+"""The one output helper: data to stdout (JSON or a table), messages to stderr."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable, Sequence
+from datetime import datetime
+from typing import Annotated, Any
+
+import typer
+from pydantic import BaseModel
+
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON on stdout.")]
+QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="No messages or progress on stderr.")]
+YesOpt = Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")]
+AgentOpt = Annotated[str, typer.Option("--agent", "-a", help="Agent name or id.", envvar="ARCANA_AGENT")]
+
+
+def to_jsonable(value: Any) -> Any:
+    if isinstance(value, BaseModel):
+        return value.model_dump(mode="json", by_alias=True)
+    if isinstance(value, dict):
+        return {k: to_jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [to_jsonable(v) for v in value]
+    if isinstance(value, datetime):
+        return value.isoformat()
+    return value
+
+
+class Out:
+    """Where a command's output goes. One instance per command invocation."""
+
+    def __init__(self, *, json_mode: bool = False, quiet: bool = False):
+        self.json_mode = json_mode
+        self.quiet = quiet
+        self._stdout = None
+        self._stderr = None
+
+    @property
+    def stdout(self):
+        if self._stdout is None:
+            from rich.console import Console
+
+            self._stdout = Console(file=sys.stdout, highlight=False, soft_wrap=False)
+        return self._stdout
+
+    @property
+    def stderr(self):
+        if self._stderr is None:
+            from rich.console import Console
+
+            self._stderr = Console(file=sys.stderr, highlight=False)
+        return self._stderr
+
+    def data(
+        self,
+        payload: Any,
+        *,
+        columns: Sequence[str] | None = None,
+        rows: Callable[[], list[Sequence[Any]]] | None = None,
+        text: Callable[[], str] | None = None,
+    ) -> None:
+        """Print ``payload`` as JSON under --json, else as a table or plain text."""
+        if self.json_mode:
+            sys.stdout.write(json.dumps(to_jsonable(payload), ensure_ascii=False, indent=2) + "\n")
+            return
+        if columns is not None and rows is not None:
+            from rich.table import Table
+
+            table = Table(show_edge=False, pad_edge=False, box=None, header_style="bold")
+            for column in columns:
+                table.add_column(column, overflow="fold")
+            for row in rows():
+                table.add_row(*(("" if v is None else str(v)) for v in row))
+            self.stdout.print(table)
+        elif text is not None:
+            sys.stdout.write(text() + "\n")
+        else:
+            sys.stdout.write(json.dumps(to_jsonable(payload), ensure_ascii=False, indent=2) + "\n")
+
+    def info(self, message: str) -> None:
+        if not self.quiet:
+            self.stderr.print(message, markup=False)
+
+    def warn(self, message: str) -> None:
+        """Warnings show even under --json (stderr is not data), but not under --quiet."""
+        if not self.quiet:
+            self.stderr.print(f"warning: {message}", markup=False, style="yellow")
+
+    def progress(self, description: str, total: int | None = None):
+        """A Rich progress bar on a TTY; a no-op when quiet, under --json, or piped."""
+        return _Progress(self, description, total)
+
+
+class _Progress:
+    def __init__(self, out: Out, description: str, total: int | None):
+        self.enabled = not out.quiet and not out.json_mode and sys.stderr.isatty()
+        self.description = description
+        self.total = total
+        self._progress = None
+        self._task = None
+        self._out = out
+
+    def __enter__(self):
+        if self.enabled:
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+            self._progress = Progress(
+                TextColumn("{task.description}"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TimeElapsedColumn(),
+                console=self._out.stderr,
+                transient=True,
+            )
+            self._progress.start()
+            self._task = self._progress.add_task(self.description, total=self.total)
+        return self
+
+    def update(self, done: int, total: int | None = None) -> None:
+        if self._progress is not None:
+            self._progress.update(self._task, completed=done, total=total or self.total)
+
+    def __exit__(self, *exc):
+        if self._progress is not None:
+            self._progress.stop()
+        return False
+
+
+def err(message: str) -> None:
+    """One-line error on stderr (used by the error mapper)."""
+    sys.stderr.write(f"arcana: error: {message}\n")

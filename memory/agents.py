@@ -1,0 +1,122 @@
+"""Agent cards at ``~/.arcana/agents/{id}/agent.json`` and lookup by name or id."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import tempfile
+import time
+import uuid
+from datetime import datetime
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from memory.errors import ConfigError, NotFoundError
+from memory.home import Home
+from memory.types import MemoryType, now_utc
+
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+
+
+class AgentCard(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    id: str = Field(default_factory=lambda: uuid.uuid4().hex)
+    name: str
+    created_at: datetime = Field(default_factory=now_utc)
+    model: str | None = None
+    system_prompt: str | None = None
+    memory_weights: dict[MemoryType, float] = Field(default_factory=dict)
+    decay: dict[str, dict] = Field(default_factory=dict)
+    pools: list[str] = Field(default_factory=list)
+    extraction: dict = Field(default_factory=dict)
+
+
+def validate_name(name: str) -> str:
+    if not _NAME.match(name):
+        raise ConfigError(
+            f"invalid agent name '{name}': use 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit"
+        )
+    return name
+
+
+class AgentRegistry:
+    def __init__(self, home: Home):
+        self.home = home
+
+    def _card_path(self, agent_id: str) -> Path:
+        return self.home.agent_dir(agent_id) / "agent.json"
+
+    def list(self) -> list[AgentCard]:
+        cards = []
+        if self.home.agents_dir.exists():
+            for path in sorted(self.home.agents_dir.glob("*/agent.json")):
+                cards.append(self._load(path))
+        return sorted(cards, key=lambda c: c.name)
+
+    def _load(self, path: Path) -> AgentCard:
+        try:
+            return AgentCard.model_validate_json(path.read_text(encoding="utf-8"))
+        except (ValidationError, ValueError) as exc:
+            raise ConfigError(f"{path}: invalid agent card: {exc}".splitlines()[0]) from exc
+
+    def resolve(self, name_or_id: str) -> AgentCard:
+        """Find an agent by exact name, exact id, or a unique id prefix (6+ chars)."""
+        cards = self.list()
+        for card in cards:
+            if card.name == name_or_id or card.id == name_or_id:
+                return card
+        if len(name_or_id) >= 6:
+            matches = [c for c in cards if c.id.startswith(name_or_id)]
+            if len(matches) == 1:
+                return matches[0]
+        raise NotFoundError(f"no agent named '{name_or_id}'; create it with `arcana agent create {name_or_id}`")
+
+    def exists(self, name: str) -> bool:
+        return any(c.name == name for c in self.list())
+
+    def create(self, name: str) -> AgentCard:
+        validate_name(name)
+        if self.exists(name):
+            raise ConfigError(f"an agent named '{name}' already exists")
+        card = AgentCard(name=name)
+        self.save(card)
+        return card
+
+    def get_or_create(self, name: str) -> AgentCard:
+        try:
+            return self.resolve(name)
+        except NotFoundError:
+            return self.create(name)
+
+    def save(self, card: AgentCard) -> None:
+        path = self._card_path(card.id)
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".agent.", suffix=".tmp")
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(card.model_dump_json(indent=2) + "\n")
+        os.chmod(tmp, 0o600)
+        os.replace(tmp, path)
+
+    def rename(self, name_or_id: str, new_name: str) -> AgentCard:
+        validate_name(new_name)
+        card = self.resolve(name_or_id)
+        if new_name != card.name and self.exists(new_name):
+            raise ConfigError(f"an agent named '{new_name}' already exists")
+        card.name = new_name
+        self.save(card)
+        return card
+
+    def delete(self, name_or_id: str) -> Path:
+        """Move the agent's folder (card, memory, sessions) to the trash; return where."""
+        card = self.resolve(name_or_id)
+        self.home.trash_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+        dest = self.home.trash_dir / f"agent-{card.name}-{card.id}-{int(time.time())}"
+        self.home.agent_dir(card.id).replace(dest)
+        return dest
+
+    @staticmethod
+    def describe(card: AgentCard) -> dict:
+        return json.loads(card.model_dump_json())

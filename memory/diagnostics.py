@@ -1,0 +1,146 @@
+"""What `arcana doctor` checks. Each check is independent: one broken database
+never stops the others from being examined (the tool that diagnoses must run)."""
+
+from __future__ import annotations
+
+import stat
+import tempfile
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from memory.home import Home
+
+
+@dataclass
+class Check:
+    name: str
+    ok: bool
+    detail: str
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def _mode(path: Path) -> int:
+    return stat.S_IMODE(path.stat().st_mode)
+
+
+def check_home(home: Home) -> list[Check]:
+    if not home.root.exists():
+        return [Check("home", False, f"{home.root} does not exist; run `arcana init`")]
+    checks = []
+    mode = _mode(home.root)
+    checks.append(
+        Check("home permissions", mode & 0o077 == 0, f"{home.root} is {mode:o}" + ("" if mode & 0o077 == 0 else "; run chmod 700"))
+    )
+    if home.config_path.exists():
+        mode = _mode(home.config_path)
+        checks.append(Check("config permissions", mode & 0o077 == 0, f"{home.config_path} is {mode:o}"))
+    return checks
+
+
+def check_config(home: Home) -> list[Check]:
+    from memory.agents import AgentRegistry
+    from memory.config import load_config
+    from memory.errors import ConfigError
+
+    checks = []
+    try:
+        load_config(home.config_path)
+        checks.append(Check("config", True, f"{home.config_path}: valid" + ("" if home.config_path.exists() else " (defaults)")))
+    except ConfigError as exc:
+        checks.append(Check("config", False, str(exc)))
+    try:
+        agents = AgentRegistry(home).list()
+        checks.append(Check("agent cards", True, f"{len(agents)} agent(s)"))
+    except ConfigError as exc:
+        checks.append(Check("agent cards", False, str(exc)))
+    return checks
+
+
+def check_sqlite() -> list[Check]:
+    from memory.sqlite.connection import dbapi
+
+    module = dbapi()
+    conn = module.connect(":memory:")
+    try:
+        fts5 = bool(conn.execute("SELECT sqlite_compileoption_used('ENABLE_FTS5')").fetchone()[0])
+        can_load = hasattr(conn, "enable_load_extension")
+        vec = None
+        if can_load:
+            try:
+                import sqlite_vec
+
+                conn.enable_load_extension(True)
+                sqlite_vec.load(conn)
+                vec = conn.execute("SELECT vec_version()").fetchone()[0]
+            except Exception as exc:  # report, never raise
+                vec = f"failed: {exc}"
+    finally:
+        conn.close()
+    return [
+        Check("sqlite", True, f"SQLite {module.sqlite_version} via {module.__name__}"),
+        Check("fts5", fts5, "available" if fts5 else "missing: keyword search cannot work"),
+        Check(
+            "sqlite-vec",
+            bool(vec) and not str(vec).startswith("failed"),
+            vec if vec else "cannot load extensions with this SQLite: semantic search falls back to keyword",
+        ),
+    ]
+
+
+async def check_databases(home: Home) -> list[Check]:
+    from memory.migrations.runner import head_version
+    from memory.schema import read_version
+    from memory.sqlite.connection import dbapi
+
+    checks = []
+    head = head_version()
+    for db in home.databases():
+        name = f"db {db.relative_to(home.root)}"
+        version, problem = read_version(db)
+        if problem:
+            checks.append(Check(name, False, problem))
+            continue
+        try:
+            conn = dbapi().connect(f"file:{db.as_posix()}?mode=ro", uri=True)
+            try:
+                result = "; ".join(r[0] for r in conn.execute("PRAGMA quick_check(5)"))
+            finally:
+                conn.close()
+        except dbapi().Error as exc:
+            result = f"unreadable: {exc}"
+        ok = result == "ok" and version <= head
+        detail = f"integrity {result}, schema v{version}/{head}"
+        if version > head:
+            detail += " (newer than this Arcana: upgrade)"
+        elif version < head:
+            detail += " (pending: arcana migrate up)"
+        checks.append(Check(name, ok, detail))
+    return checks
+
+
+async def round_trip() -> Check:
+    """Write, search and read back on a throwaway store, as a user would."""
+    from memory.adapters.sqlite import SQLiteAdapter
+    from memory.types import MemoryEntry, MemoryQuery
+
+    with tempfile.TemporaryDirectory(prefix="arcana-doctor-") as tmp:
+        store = SQLiteAdapter(Path(tmp) / "doctor.db")
+        try:
+            entry = MemoryEntry(agent_id="doctor", content="doctor round trip: the kettle is blue")
+            await store.write(entry)
+            found = await store.search(MemoryQuery(agent_id="doctor", text="kettle blue"))
+            ok = [e.id for e in found] == [entry.id]
+            return Check("round trip", ok, "write → keyword search → read back" + ("" if ok else ": entry not found"))
+        except Exception as exc:
+            return Check("round trip", False, f"failed: {exc}")
+        finally:
+            await store.aclose()
+
+
+async def run_checks(home: Home) -> list[Check]:
+    checks = check_home(home) + check_config(home) + check_sqlite()
+    checks += await check_databases(home)
+    checks.append(await round_trip())
+    return checks

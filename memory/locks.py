@@ -1,0 +1,27 @@
+"""Advisory file locks for maintenance jobs (prune, reindex) run from cron."""
+
+from __future__ import annotations
+
+import fcntl
+import os
+from contextlib import contextmanager
+from pathlib import Path
+
+from memory.errors import LockHeldError
+
+
+@contextmanager
+def exclusive(path: Path, what: str):
+    """Hold ``path`` exclusively or raise :class:`LockHeldError` at once (never wait)."""
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise LockHeldError(f"another {what} is running (lock {path}); try again later") from None
+        os.ftruncate(fd, 0)
+        os.write(fd, str(os.getpid()).encode())
+        yield
+    finally:
+        os.close(fd)
