@@ -8,7 +8,6 @@ import sys
 from pathlib import Path
 from typing import Annotated
 
-import click
 import typer
 from typer.core import TyperGroup
 
@@ -35,18 +34,18 @@ COMMAND_MODULES = (
 class ArcanaGroup(TyperGroup):
     """Maps core errors to one stderr line and a documented exit code."""
 
-    def list_commands(self, ctx: click.Context) -> list[str]:
+    def list_commands(self, ctx) -> list[str]:
         return list(self.commands)
 
-    def invoke(self, ctx: click.Context):
+    def invoke(self, ctx):
         try:
             return super().invoke(ctx)
         except ArcanaMemoryError as exc:
             err(str(exc))
-            raise click.exceptions.Exit(exit_codes.for_error(exc)) from None
+            raise typer.Exit(exit_codes.for_error(exc)) from None
         except KeyboardInterrupt:
             err("interrupted")
-            raise click.exceptions.Exit(exit_codes.INTERRUPTED) from None
+            raise typer.Exit(exit_codes.INTERRUPTED) from None
 
 
 app = typer.Typer(
@@ -88,20 +87,6 @@ for _name in COMMAND_MODULES:
     importlib.import_module(f"arcana_cli.commands.{_name}").register(app)
 
 
-def run(args: list[str] | None = None) -> int:
-    """Run the CLI and return the exit code (click usage errors print their own message)."""
-    command = typer.main.get_command(app)
-    try:
-        command.main(args=args, prog_name="arcana", standalone_mode=False)
-    except click.exceptions.Exit as exc:
-        return exc.exit_code
-    except click.ClickException as exc:
-        exc.show()
-        return exc.exit_code
-    except click.exceptions.Abort:
-        err("aborted")
-        return exit_codes.INTERRUPTED
-    except KeyboardInterrupt:
-        err("interrupted")
-        return exit_codes.INTERRUPTED
-    return exit_codes.OK
+def run() -> None:
+    """Run the CLI; Typer turns usage errors into exit 2 and typer.Exit into its code."""
+    app(prog_name="arcana")

@@ -13,7 +13,7 @@ def main() -> None:
         return
     from arcana_cli.app import run
 
-    sys.exit(run())
+    run()
 
 
 if __name__ == "__main__":
