@@ -1,0 +1,111 @@
+"""Keyword search (BM25 + filters) and filter-and-order on a real store.
+
+Every exclusion is paired with a positive control in the same store, so a
+filter that dropped everything would fail.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from memory.types import MemoryEntry, MemoryQuery, MemoryScope, MemoryType
+
+
+def entry(content: str, **fields) -> MemoryEntry:
+    return MemoryEntry(**{"agent_id": "a1", "content": content, **fields})
+
+
+def ids(entries) -> list[str]:
+    return [e.id for e in entries]
+
+
+async def test_bm25_orders_denser_matches_first(store):
+    weak = entry("a long note that mentions coffee once among many other unrelated words about trains and weather")
+    strong = entry("coffee coffee coffee")
+    middle = entry("coffee and tea, coffee please")
+    other = entry("nothing relevant here")
+    await store.write_many([weak, strong, middle, other])
+    found = await store.search(MemoryQuery(text="coffee"))
+    assert ids(found) == [strong.id, middle.id, weak.id]
+    assert found[0].score > found[1].score > found[2].score > 0
+    assert all(e.matched_by == ["keyword"] for e in found)
+
+
+async def test_search_matches_tags_and_stems(store):
+    tagged = entry("a note about the weekend", tags=["gardening"])
+    stemmed = entry("she was running late")
+    await store.write_many([tagged, stemmed])
+    assert ids(await store.search(MemoryQuery(text="gardening"))) == [tagged.id]
+    assert ids(await store.search(MemoryQuery(text="runs"))) == [stemmed.id]  # porter: run
+
+
+async def test_search_respects_limit(store):
+    await store.write_many([entry(f"limit probe number {i}") for i in range(7)])
+    assert len(await store.search(MemoryQuery(text="probe", limit=3))) == 3
+
+
+@pytest.mark.parametrize(
+    "query_fields, wanted_fields, unwanted_fields",
+    [
+        ({"scope": MemoryScope.SHARED}, {"scope": MemoryScope.SHARED, "pool_name": "team"}, {}),
+        ({"types": [MemoryType.PREFERENCE]}, {"type": MemoryType.PREFERENCE}, {"type": MemoryType.EPISODIC}),
+        ({"tags": ["work", "urgent"]}, {"tags": ["work", "urgent", "x"]}, {"tags": ["work"]}),
+        ({"min_confidence": 0.8}, {"confidence": 0.8}, {"confidence": 0.79}),
+        ({"exclude_conflicts": True}, {}, {"conflict_with": "other-id"}),
+        ({"exclude_conflicts": True}, {}, {"superseded_by": "newer-id"}),
+        ({"pool_name": "team"}, {"pool_name": "team", "scope": MemoryScope.SHARED}, {"pool_name": "other", "scope": MemoryScope.SHARED}),
+        ({"agent_id": "a1"}, {}, {"agent_id": "a2"}),
+    ],
+)
+async def test_metadata_filters_with_and_without_text(store, query_fields, wanted_fields, unwanted_fields):
+    wanted = entry("filter probe kept", **wanted_fields)
+    unwanted = entry("filter probe dropped", **unwanted_fields)
+    await store.write_many([wanted, unwanted])
+    # Positive control: with no filter both are found.
+    assert set(ids(await store.search(MemoryQuery(text="probe")))) == {wanted.id, unwanted.id}
+    assert ids(await store.search(MemoryQuery(text="probe", **query_fields))) == [wanted.id]
+    assert ids(await store.search(MemoryQuery(**query_fields))) == [wanted.id]
+
+
+async def test_time_range_filters(store):
+    now = datetime.now(UTC)
+    old = entry("timeline probe old", created_at=now - timedelta(days=30))
+    mid = entry("timeline probe mid", created_at=now - timedelta(days=10))
+    new = entry("timeline probe new", created_at=now)
+    await store.write_many([old, mid, new])
+    assert len(await store.search(MemoryQuery(text="timeline"))) == 3
+    assert set(ids(await store.search(MemoryQuery(text="timeline", since=now - timedelta(days=15))))) == {mid.id, new.id}
+    assert set(ids(await store.search(MemoryQuery(text="timeline", until=now - timedelta(days=15))))) == {old.id}
+    window = MemoryQuery(text="timeline", since=now - timedelta(days=20), until=now - timedelta(days=5))
+    assert ids(await store.search(window)) == [mid.id]
+
+
+async def test_no_text_is_filter_and_order(store):
+    now = datetime.now(UTC)
+    low_new = entry("low new", importance=0.2, created_at=now)
+    high_old = entry("high old", importance=0.9, created_at=now - timedelta(days=2))
+    high_new = entry("high new", importance=0.9, created_at=now - timedelta(days=1))
+    pinned_low = entry("pinned low", importance=0.1, pinned=True, created_at=now - timedelta(days=9))
+    await store.write_many([low_new, high_old, high_new, pinned_low])
+    expected = [pinned_low.id, high_new.id, high_old.id, low_new.id]
+    assert ids(await store.search(MemoryQuery())) == expected
+    # Text made only of punctuation/operators has no words: same path, no error.
+    assert ids(await store.search(MemoryQuery(text='" ( * : - ^'))) == expected
+    found = await store.search(MemoryQuery(limit=2))
+    assert ids(found) == expected[:2] and all(e.score is None for e in found)
+
+
+async def test_stopword_only_query_still_searches(store):
+    who = entry("who am i? i am the archivist")
+    other = entry("unrelated text")
+    await store.write_many([who, other])
+    assert ids(await store.search(MemoryQuery(text="who am I"))) == [who.id]
+
+
+async def test_stopwords_are_dropped_when_content_words_exist(store):
+    target = entry("the kettle is blue")
+    noise = [entry(f"the {w} is the thing") for w in ("cat", "dog", "car", "sun", "moon")]
+    await store.write_many([target, *noise])
+    assert ids(await store.search(MemoryQuery(text="is the kettle"))) == [target.id]
