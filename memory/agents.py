@@ -92,6 +92,7 @@ class AgentRegistry:
             return self.create(name)
 
     def save(self, card: AgentCard) -> None:
+        self.home.ensure()
         path = self._card_path(card.id)
         path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".agent.", suffix=".tmp")

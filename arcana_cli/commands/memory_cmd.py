@@ -50,7 +50,7 @@ def register(app: typer.Typer) -> None:
         all_: Annotated[bool, typer.Option("--all", help="Include private and hidden memories.")] = False,
         archived: Annotated[bool, typer.Option("--archived", help="Include archived memories.")] = False,
         type_: Annotated[list[MemoryType] | None, typer.Option("--type", "-t", help="Only these types.")] = None,
-        limit: Annotated[int, typer.Option("--limit", "-n", min=1, max=10_000)] = 50,
+        limit: Annotated[int, typer.Option("--limit", "-n", min=1, max=10_000, help="Most rows to show.")] = 50,
         json_: JsonOpt = False,
     ) -> None:
         """List an agent's memories: pinned, then importance, then newest."""
@@ -129,9 +129,9 @@ def register(app: typer.Typer) -> None:
         ctx: typer.Context,
         memory_id: IdArg,
         agent: AgentOpt = ...,
-        importance: Annotated[float | None, typer.Option("--importance", "-i", min=0.0, max=1.0)] = None,
-        type_: Annotated[MemoryType | None, typer.Option("--type", "-t")] = None,
-        visibility: Annotated[Visibility | None, typer.Option("--visibility")] = None,
+        importance: Annotated[float | None, typer.Option("--importance", "-i", min=0.0, max=1.0, help="New importance, 0..1.")] = None,
+        type_: Annotated[MemoryType | None, typer.Option("--type", "-t", help="New type.")] = None,
+        visibility: Annotated[Visibility | None, typer.Option("--visibility", help="visible, private or hidden.")] = None,
         pin: Annotated[bool | None, typer.Option("--pin/--unpin", help="Pin or unpin.")] = None,
         tag: Annotated[list[str] | None, typer.Option("--tag", help="Replace tags (repeatable).")] = None,
         content: Annotated[str | None, typer.Option("--content", help="Replace the text.")] = None,
