@@ -1,0 +1,87 @@
+"""fastembed adapter: the offline MiniLM by default, any fastembed model by name.
+
+fastembed and onnxruntime are imported on first use, inside a worker thread,
+so commands that never embed never pay for them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from memory.embedding import offline_model
+from memory.embedding.base import l2_normalize, length_sorted_batches, model_family
+from memory.types import HealthStatus
+
+DEFAULT_BATCH = 32
+
+
+class FastEmbedEmbedder:
+    """Local ONNX embeddings through fastembed.
+
+    ``model`` equal to the default (all-MiniLM-L6-v2) is served from the offline
+    copy assembled under ``models_root``; any other name is downloaded by
+    fastembed into ``models_root / "fastembed"`` when a network is available.
+    """
+
+    def __init__(self, model: str = offline_model.MODEL_NAME, *, models_root: Path, batch_size: int = DEFAULT_BATCH):
+        self.model_name = model
+        self.model_family = model_family(model)
+        self.models_root = Path(models_root)
+        self.batch_size = batch_size
+        self._model: Any = None
+        self._dimension: int | None = offline_model.DIMENSION if self.offline else None
+        self._load_lock = threading.Lock()
+
+    @property
+    def offline(self) -> bool:
+        return self.model_name.lower() == offline_model.MODEL_NAME.lower()
+
+    @property
+    def dimension(self) -> int:
+        if self._dimension is None:
+            self._load()
+        return self._dimension
+
+    def _load(self):
+        with self._load_lock:
+            if self._model is not None:
+                return self._model
+            from fastembed import TextEmbedding
+
+            if self.offline:
+                path = offline_model.model_dir(self.models_root)
+                model = TextEmbedding(offline_model.MODEL_NAME, specific_model_path=str(path))
+            else:
+                cache = self.models_root / "fastembed"
+                cache.mkdir(mode=0o700, parents=True, exist_ok=True)
+                model = TextEmbedding(self.model_name, cache_dir=str(cache))
+            self._dimension = len(next(iter(model.embed(["dimension probe"]))))
+            self._model = model
+            return model
+
+    def _embed_sync(self, texts: Sequence[str]) -> list[list[float]]:
+        model = self._load()
+        out: list[list[float] | None] = [None] * len(texts)
+        for batch in length_sorted_batches(texts, self.batch_size):
+            vectors = model.embed([texts[i] for i in batch], batch_size=len(batch))
+            for index, vector in zip(batch, vectors, strict=True):
+                out[index] = l2_normalize(vector.tolist())
+        return out  # type: ignore[return-value]
+
+    async def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        """One unit vector per text, in order. Texts are batched by length."""
+        if not texts:
+            return []
+        return await asyncio.to_thread(self._embed_sync, list(texts))
+
+    async def health_check(self) -> HealthStatus:
+        try:
+            await asyncio.to_thread(self._load)
+        except Exception as exc:  # never raises, by contract
+            source = "offline copy" if self.offline else "fastembed cache (needs a network on first use)"
+            return HealthStatus(healthy=False, message=f"fastembed {self.model_name}: cannot load from {source}: {exc}")
+        return HealthStatus(healthy=True, message=f"fastembed {self.model_name} ({self._dimension}-dim)")

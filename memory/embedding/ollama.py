@@ -1,0 +1,67 @@
+"""Ollama adapter: ``POST /api/embed`` on a local (or remote) Ollama server."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import urllib.error
+import urllib.request
+from collections.abc import Sequence
+
+from memory.embedding.base import l2_normalize, model_family
+from memory.errors import MemoryStorageError
+from memory.types import HealthStatus
+
+HEALTH_TIMEOUT_S = 0.5  # a down server must not stall recall
+EMBED_TIMEOUT_S = 60.0
+DEFAULT_BATCH = 32
+
+
+class OllamaEmbedder:
+    """Embeddings from an Ollama server. The dimension is learnt by the health check."""
+
+    def __init__(self, model: str, *, url: str = "http://127.0.0.1:11434", batch_size: int = DEFAULT_BATCH):
+        self.model_name = model
+        self.model_family = model_family(model)
+        self.url = url.rstrip("/")
+        self.batch_size = batch_size
+        self._dimension: int | None = None
+
+    @property
+    def dimension(self) -> int:
+        if self._dimension is None:
+            raise MemoryStorageError(f"ollama {self.model_name}: dimension unknown until a health check succeeds")
+        return self._dimension
+
+    def _post(self, texts: list[str], timeout: float) -> list[list[float]]:
+        body = json.dumps({"model": self.model_name, "input": texts}).encode()
+        request = urllib.request.Request(
+            f"{self.url}/api/embed", data=body, headers={"Content-Type": "application/json"}, method="POST"
+        )
+        try:
+            with urllib.request.urlopen(request, timeout=timeout) as response:
+                payload = json.loads(response.read())
+        except urllib.error.HTTPError as exc:
+            detail = exc.read().decode(errors="replace")[:200]
+            raise MemoryStorageError(f"ollama {self.model_name}: HTTP {exc.code}: {detail}") from None
+        except (urllib.error.URLError, TimeoutError, OSError, ValueError) as exc:
+            raise MemoryStorageError(f"ollama {self.model_name} at {self.url}: {exc}") from None
+        vectors = payload.get("embeddings") if isinstance(payload, dict) else None
+        if not isinstance(vectors, list) or len(vectors) != len(texts):
+            raise MemoryStorageError(f"ollama {self.model_name}: malformed /api/embed response")
+        return [l2_normalize(v) for v in vectors]
+
+    async def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        out: list[list[float]] = []
+        for start in range(0, len(texts), self.batch_size):
+            batch = list(texts[start : start + self.batch_size])
+            out += await asyncio.to_thread(self._post, batch, EMBED_TIMEOUT_S)
+        return out
+
+    async def health_check(self) -> HealthStatus:
+        try:
+            vector = (await asyncio.to_thread(self._post, ["health check"], HEALTH_TIMEOUT_S))[0]
+        except Exception as exc:  # never raises, by contract
+            return HealthStatus(healthy=False, message=str(exc))
+        self._dimension = len(vector)
+        return HealthStatus(healthy=True, message=f"ollama {self.model_name} at {self.url} ({self._dimension}-dim)")
