@@ -17,18 +17,20 @@ from arcana_cli.output import err
 from memory.errors import ArcanaMemoryError
 from memory.home import Home
 
-# Each module exposes register(app). Order is the order of `arcana --help`.
-COMMAND_MODULES = (
-    "init",
-    "remember",
-    "recall",
-    "memory_cmd",
-    "agent",
-    "config_cmd",
-    "prune",
-    "migrate",
-    "doctor",
-)
+# Top-level command (or group) name -> module under arcana_cli.commands exposing
+# register(app). Order is the order of `arcana --help`. Only the module of the
+# command being run is imported, so start-up cost does not grow with the CLI.
+COMMAND_MODULES = {
+    "init": "init",
+    "remember": "remember",
+    "recall": "recall",
+    "memory": "memory_cmd",
+    "agent": "agent",
+    "config": "config_cmd",
+    "prune": "prune",
+    "migrate": "migrate",
+    "doctor": "doctor",
+}
 
 
 class ArcanaGroup(TyperGroup):
@@ -48,7 +50,7 @@ class ArcanaGroup(TyperGroup):
             raise typer.Exit(exit_codes.INTERRUPTED) from None
 
 
-app = typer.Typer(
+_app = typer.Typer(
     name="arcana",
     cls=ArcanaGroup,
     help="Local memory for AI agents.",
@@ -66,7 +68,7 @@ def _version(value: bool) -> None:
         raise typer.Exit()
 
 
-@app.callback()
+@_app.callback()
 def root(
     ctx: typer.Context,
     home: Annotated[
@@ -83,10 +85,42 @@ def root(
     ctx.obj = CliContext(home=Home.resolve(root_home), quiet=quiet)
 
 
-for _name in COMMAND_MODULES:
-    importlib.import_module(f"arcana_cli.commands.{_name}").register(app)
+_registered: set[str] = set()
+_VALUE_OPTIONS = {"--home"}
 
 
-def run() -> None:
+def register(names=None) -> typer.Typer:
+    """Register the modules for ``names`` (default: every command) on the app."""
+    for name in COMMAND_MODULES if names is None else names:
+        if name not in _registered:
+            importlib.import_module(f"arcana_cli.commands.{COMMAND_MODULES[name]}").register(_app)
+            _registered.add(name)
+    return _app
+
+
+def __getattr__(name: str):
+    """``from arcana_cli.app import app`` gives the fully registered app (tests, docs)."""
+    if name == "app":
+        return register()
+    raise AttributeError(name)
+
+
+def command_name(args: list[str]) -> str | None:
+    """The top-level command in ``args``, skipping global options and their values."""
+    skip = False
+    for arg in args:
+        if skip:
+            skip = False
+        elif arg in _VALUE_OPTIONS:
+            skip = True
+        elif not arg.startswith("-"):
+            return arg
+    return None
+
+
+def run(args: list[str] | None = None) -> None:
     """Run the CLI; Typer turns usage errors into exit 2 and typer.Exit into its code."""
-    app(prog_name="arcana")
+    args = sys.argv[1:] if args is None else args
+    name = command_name(args)
+    register([name] if name in COMMAND_MODULES else None)
+    _app(args=args, prog_name="arcana")

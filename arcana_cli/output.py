@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import sys
 from collections.abc import Callable, Sequence
 from datetime import datetime
@@ -35,19 +36,11 @@ class Out:
     def __init__(self, *, json_mode: bool = False, quiet: bool = False):
         self.json_mode = json_mode
         self.quiet = quiet
-        self._stdout = None
         self._stderr = None
 
     @property
-    def stdout(self):
-        if self._stdout is None:
-            from rich.console import Console
-
-            self._stdout = Console(file=sys.stdout, highlight=False, soft_wrap=False)
-        return self._stdout
-
-    @property
     def stderr(self):
+        """A Rich console on stderr, created only when a progress bar needs one."""
         if self._stderr is None:
             from rich.console import Console
 
@@ -67,14 +60,7 @@ class Out:
             sys.stdout.write(json.dumps(to_jsonable(payload), ensure_ascii=False, indent=2) + "\n")
             return
         if columns is not None and rows is not None:
-            from rich.table import Table
-
-            table = Table(show_edge=False, pad_edge=False, box=None, header_style="bold")
-            for column in columns:
-                table.add_column(column, overflow="fold")
-            for row in rows():
-                table.add_row(*(("" if v is None else str(v)) for v in row))
-            self.stdout.print(table)
+            sys.stdout.write(format_table(columns, rows()))
         elif text is not None:
             sys.stdout.write(text() + "\n")
         else:
@@ -82,12 +68,12 @@ class Out:
 
     def info(self, message: str) -> None:
         if not self.quiet:
-            self.stderr.print(message, markup=False)
+            sys.stderr.write(message + "\n")
 
     def warn(self, message: str) -> None:
         """Warnings show even under --json (stderr is not data), but not under --quiet."""
         if not self.quiet:
-            self.stderr.print(f"warning: {message}", markup=False, style="yellow")
+            sys.stderr.write(f"warning: {message}\n")
 
     def progress(self, description: str, total: int | None = None):
         """A Rich progress bar on a TTY; a no-op when quiet, under --json, or piped."""
@@ -127,6 +113,22 @@ class _Progress:
         if self._progress is not None:
             self._progress.stop()
         return False
+
+
+def format_table(columns: Sequence[str], rows: list[Sequence[Any]]) -> str:
+    """Aligned plain-text columns (easy to read, easy to awk); the last column is
+    cut to the terminal width only when stdout is a terminal."""
+    cells = [[str(c) for c in columns]] + [["" if v is None else str(v) for v in row] for row in rows]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(columns) - 1)]
+    limit = shutil.get_terminal_size().columns if sys.stdout.isatty() else None
+    lines = []
+    for row in cells:
+        line = "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=False))
+        line = f"{line}  {row[-1]}" if widths else row[-1]
+        if limit and len(line) > limit:
+            line = line[: limit - 1] + "…"
+        lines.append(line.rstrip())
+    return "\n".join(lines) + "\n"
 
 
 def err(message: str) -> None:
