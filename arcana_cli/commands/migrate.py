@@ -60,4 +60,7 @@ def register(app: typer.Typer) -> None:
             rows=lambda: [(r["database"], r["from"], r["to"], r["state"], r["backup"] or "-") for r in results],
         )
         migrated = sum(r["state"] == "migrated" for r in results)
-        out.info(f"migrated {migrated} database(s)" if migrated else "every database is current")
+        skipped = sum(r["state"] not in ("migrated", "current") for r in results)
+        out.info(f"migrated {migrated} database(s)" if migrated else "nothing to migrate")
+        if skipped:
+            out.warn(f"{skipped} database(s) skipped (newer than this Arcana, or unreadable); see the table")
