@@ -30,6 +30,8 @@ COMMAND_MODULES = {
     "prune": "prune",
     "migrate": "migrate",
     "doctor": "doctor",
+    "reindex": "reindex",
+    "embeddings": "embeddings",
 }
 
 

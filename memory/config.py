@@ -16,6 +16,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from memory.embedding.fusion import DEFAULT_KEYWORD_WEIGHT, DEFAULT_VECTOR_WEIGHT
 from memory.errors import ConfigError
 from memory.types import PruneMode, RetrievalMode
 
@@ -52,10 +53,24 @@ class RecallConfig(_Section):
 
 
 class EmbeddingConfig(_Section):
+    """Embedders in priority order, and how hybrid recall weighs its two legs."""
+
     providers: list[str] = Field(default_factory=lambda: ["fastembed"])
     fastembed_model: str = "sentence-transformers/all-MiniLM-L6-v2"
     ollama_url: str = "http://127.0.0.1:11434"
     ollama_model: str | None = None
+    batch_size: int = Field(default=32, ge=1, le=1024)
+    # Hybrid fusion weights (normalised to sum 1); defaults from our retrieval eval.
+    vector_weight: float = Field(default=DEFAULT_VECTOR_WEIGHT, ge=0.0)
+    keyword_weight: float = Field(default=DEFAULT_KEYWORD_WEIGHT, ge=0.0)
+
+    @field_validator("providers")
+    @classmethod
+    def _providers(cls, value: list[str]) -> list[str]:
+        unknown = [p for p in value if p not in ("fastembed", "ollama")]
+        if unknown:
+            raise ValueError(f"unknown provider {unknown[0]!r}; use 'fastembed' and/or 'ollama'")
+        return value
 
 
 class PruneConfig(_Section):

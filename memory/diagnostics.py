@@ -139,8 +139,27 @@ async def round_trip() -> Check:
             await store.aclose()
 
 
+async def check_embedders(home: Home) -> list[Check]:
+    """Health of each configured embedder, in priority order (loads the model)."""
+    from memory.config import load_config
+    from memory.embedding.factory import build_gateway
+    from memory.errors import ConfigError
+
+    try:
+        gateway = build_gateway(load_config(home.config_path).embedding, home)
+    except ConfigError as exc:
+        return [Check("embedders", False, str(exc))]
+    if not gateway.embedders:
+        return [Check("embedders", True, "none configured: recall is keyword-only")]
+    return [
+        Check(f"embedder {embedder.model_name}", healthy, message)
+        for embedder, healthy, message in await gateway.health()
+    ]
+
+
 async def run_checks(home: Home) -> list[Check]:
     checks = check_home(home) + check_config(home) + check_sqlite()
     checks += await check_databases(home)
     checks.append(await round_trip())
+    checks += await check_embedders(home)
     return checks

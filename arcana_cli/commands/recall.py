@@ -8,7 +8,7 @@ import typer
 from arcana_cli.context import ctx_of, run
 from arcana_cli.output import AgentOpt, JsonOpt, Out
 from arcana_cli.render import RECALL_COLUMNS, entry_json, recall_rows
-from memory.types import MemoryQuery, MemoryType, RetrievalMode
+from memory.types import MemoryEntry, MemoryQuery, MemoryType, RetrievalMode
 
 
 def parse_since(value: str | None) -> datetime | None:
@@ -25,6 +25,15 @@ def parse_since(value: str | None) -> datetime | None:
     return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
 
 
+async def recall_entries(cli, card, query: MemoryQuery, out: Out) -> tuple[list[MemoryEntry], tuple[str, ...]]:
+    """Open the agent's store and search it; returns the entries and the legs that answered."""
+    from memory.embedding.factory import vector_adapter
+
+    async with cli.private_store(card) as store:
+        result = await vector_adapter(store, cli.config.embedding, cli.home, notify=out.warn).recall(query)
+    return result.entries, result.legs
+
+
 def register(app: typer.Typer) -> None:
     @app.command("recall")
     def recall(
@@ -37,6 +46,10 @@ def register(app: typer.Typer) -> None:
         min_confidence: Annotated[
             float | None, typer.Option("--min-confidence", min=0.0, max=1.0, help="Confidence floor.")
         ] = None,
+        mode: Annotated[
+            RetrievalMode | None,
+            typer.Option("--mode", "-m", help="keyword, semantic or hybrid [default: recall.mode, else hybrid].", show_default=False),
+        ] = None,
         json_: JsonOpt = False,
     ) -> None:
         """Recall an agent's memories relevant to QUERY, best first."""
@@ -46,22 +59,19 @@ def register(app: typer.Typer) -> None:
         memory_query = MemoryQuery(
             agent_id=card.id,
             text=query,
-            retrieval_mode=RetrievalMode.keyword,
+            retrieval_mode=mode or cli.config.recall.mode or RetrievalMode.hybrid,
             types=type_ or None,
             since=parse_since(since),
             min_confidence=min_confidence,
             limit=limit or cli.config.recall.limit,
         )
 
-        async def go():
-            async with cli.private_store(card) as store:
-                return await store.search(memory_query)
-
-        entries = run(go())
+        entries, legs = run(recall_entries(cli, card, memory_query, out))
         out.data(
-            {"agent": card.name, "query": query, "results": [entry_json(e) for e in entries]},
+            {"agent": card.name, "query": query, "legs": list(legs), "results": [entry_json(e) for e in entries]},
             columns=RECALL_COLUMNS,
             rows=lambda: recall_rows(entries),
         )
+        out.info(f"answered by: {' + '.join(legs) or 'filters'}")
         if not entries:
             out.info("no memories matched")

@@ -57,8 +57,11 @@ def register(app: typer.Typer) -> None:
         )
 
         async def go() -> None:
+            from memory.embedding.factory import vector_adapter
+
             async with cli.private_store(card) as store:
-                await store.write(entry)
+                # Stored through the SQLite store either way; the vector is added when an embedder is up.
+                await vector_adapter(store, cli.config.embedding, cli.home, notify=out.warn).write(entry)
 
         run(go())
         out.data({"id": entry.id, "agent": card.name, "agent_id": card.id}, text=lambda: entry.id)

@@ -30,3 +30,16 @@ def build_gateway(config: EmbeddingConfig, home: Home) -> EmbeddingGateway:
         elif provider == "ollama" and config.ollama_model:
             embedders.append(build_embedder(OLLAMA_PREFIX + config.ollama_model, config, home))
     return EmbeddingGateway(embedders)
+
+
+def vector_adapter(store, config: EmbeddingConfig, home: Home, *, notify=None):
+    """A :class:`VectorAdapter` over an open SQLite store, wired from config."""
+    from memory.adapters.vector import VectorAdapter
+
+    return VectorAdapter(
+        store,
+        build_gateway(config, home),
+        vector_weight=config.vector_weight,
+        bm25_weight=config.keyword_weight,
+        notify=notify,
+    )

@@ -1,0 +1,35 @@
+"""Per-database embedding status for ``arcana embeddings status``. Loads no model."""
+
+from __future__ import annotations
+
+from memory.adapters.sqlite import SQLiteAdapter
+from memory.adapters.vector import VectorAdapter
+from memory.embedding.gateway import EmbeddingGateway
+from memory.errors import ArcanaMemoryError
+from memory.home import Home
+
+
+async def database_status(home: Home) -> list[dict]:
+    """One row per store under the home; a broken store is reported, not fatal."""
+    rows = []
+    for path in home.databases():
+        row = {"database": str(path.relative_to(home.root)), "model": None, "family": None, "dimension": None,
+               "vec_table": None, "rows": None, "embedded": None, "missing": None, "note": ""}
+        vectors = VectorAdapter(SQLiteAdapter(path, actor="cli"), EmbeddingGateway([]))
+        try:
+            status = await vectors.status()
+        except ArcanaMemoryError as exc:
+            row["note"] = str(exc)
+        else:
+            meta = status.meta
+            row.update(rows=status.rows, embedded=status.embedded, missing=status.missing)
+            if meta is not None:
+                row.update(model=meta.model, family=meta.family, dimension=meta.dimension, vec_table=meta.vec_table)
+            if not status.vec_available:
+                row["note"] = "sqlite-vec unavailable"
+            elif meta is None:
+                row["note"] = "not pinned yet (no vectors)"
+        finally:
+            await vectors.aclose()
+        rows.append(row)
+    return rows
