@@ -10,11 +10,14 @@ from __future__ import annotations
 import difflib
 import json
 import os
+import re
 import tempfile
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator, model_validator
 
 from memory.embedding.fusion import DEFAULT_KEYWORD_WEIGHT, DEFAULT_VECTOR_WEIGHT
 from memory.errors import ConfigError
@@ -25,18 +28,90 @@ class _Section(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True, validate_assignment=True)
 
 
-class ExtractionConfig(_Section):
-    strategy: str = "heuristic"
-    agent_confidence_cap: float = Field(default=0.7, ge=0.0, lt=1.0)
-    summarise_on_close: bool = True
-    min_confidence_to_store: float = Field(default=0.3, ge=0.0, le=1.0)
+ENV_PREFIX = "ARCANA_EXTRACTION_"
 
-    @field_validator("strategy")
-    @classmethod
-    def _strategy(cls, value: str) -> str:
-        if value not in ("heuristic", "llm"):
-            raise ValueError("strategy must be 'heuristic' or 'llm'")
-        return value
+
+@dataclass(frozen=True)
+class ExtractionSettings:
+    """The effective extraction tunables: config.json, else ARCANA_EXTRACTION_*, else default."""
+
+    strategy: str = "heuristic"
+    language: str = "en"
+    agent_confidence_cap: float = 0.7
+    user_confidence: float = 0.9
+    min_confidence_to_store: float = 0.3
+    max_content: int = 2000
+    base_importance: float = 0.3
+    durable_importance: float = 0.6
+    signal_boost: float = 0.2
+    summary_importance: float = 0.7
+    summarise_on_close: bool = True
+
+
+def _bool(text: str) -> bool:
+    lowered = text.strip().lower()
+    if lowered in ("1", "true", "yes", "on"):
+        return True
+    if lowered in ("0", "false", "no", "off"):
+        return False
+    raise ValueError("expected true or false")
+
+
+class ExtractionConfig(_Section):
+    """The ``memory.extraction`` block. ``None`` means "not set in config.json".
+
+    Unset fields fall back to ``ARCANA_EXTRACTION_<FIELD>`` and then to the
+    built-in default, resolved when the config is loaded; the environment is
+    never written back into the file. Bounds hold for both sources, so an
+    ``agent_confidence_cap`` of 1.0 (agent text no evidence could override) is
+    rejected at load wherever it came from.
+    """
+
+    strategy: Literal["heuristic", "llm"] | None = None
+    language: str | None = Field(default=None, pattern=r"^[a-z]{2,3}$")
+    agent_confidence_cap: float | None = Field(default=None, ge=0.0, lt=1.0)
+    user_confidence: float | None = Field(default=None, gt=0.0, le=1.0)
+    min_confidence_to_store: float | None = Field(default=None, ge=0.0, le=1.0)
+    max_content: int | None = Field(default=None, ge=64, le=100_000)
+    base_importance: float | None = Field(default=None, ge=0.0, le=1.0)
+    durable_importance: float | None = Field(default=None, ge=0.0, le=1.0)
+    signal_boost: float | None = Field(default=None, ge=0.0, le=1.0)
+    summary_importance: float | None = Field(default=None, ge=0.0, le=1.0)
+    summarise_on_close: bool | None = None
+
+    @model_validator(mode="after")
+    def _resolvable(self) -> ExtractionConfig:
+        try:
+            self.effective()
+        except ConfigError as exc:
+            raise ValueError(str(exc)) from None
+        return self
+
+    def effective(self, environ: Mapping[str, str] | None = None) -> ExtractionSettings:
+        """Resolve every tunable (config.json → env → default) and check the bounds."""
+        environ = os.environ if environ is None else environ
+        values: dict[str, Any] = {}
+        for item in fields(ExtractionSettings):
+            chosen = getattr(self, item.name)
+            var = ENV_PREFIX + item.name.upper()
+            if chosen is None and var in environ:
+                caster = {bool: _bool, int: int, float: float}.get(type(item.default), str)
+                field = ExtractionConfig.model_fields[item.name]
+                try:
+                    # The env obeys the same bounds as the file.
+                    chosen = TypeAdapter(Annotated[field.annotation, field]).validate_python(caster(environ[var]))
+                except ValidationError as exc:
+                    raise ConfigError(f"{var}={environ[var]!r}: {exc.errors()[0]['msg']}") from None
+                except ValueError as exc:
+                    raise ConfigError(f"{var}={environ[var]!r}: {exc}") from None
+            values[item.name] = item.default if chosen is None else chosen
+        settings = ExtractionSettings(**values)
+        if settings.user_confidence <= settings.agent_confidence_cap:
+            raise ConfigError(
+                "memory.extraction: user_confidence must be above agent_confidence_cap, or a "
+                "user's own statement could not outrank what the agent asserted"
+            )
+        return settings
 
 
 class MemoryConfig(_Section):
@@ -91,11 +166,38 @@ class PoolSettings(_Section):
     members: list[str] = Field(default_factory=list)
 
 
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
 class ModelConfig(_Section):
+    """One chat model endpoint. The API key is read from ``api_key_env`` at call time, never stored."""
+
     provider: str
     base_url: str
-    model: str
+    model: str = Field(min_length=1)
     api_key_env: str | None = None
+    timeout_seconds: float = Field(default=120.0, gt=0.0, le=3600.0)
+
+    @field_validator("provider")
+    @classmethod
+    def _provider(cls, value: str) -> str:
+        if value not in ("ollama", "openai"):
+            raise ValueError("provider must be 'ollama' or 'openai'")
+        return value
+
+    @field_validator("base_url")
+    @classmethod
+    def _base_url(cls, value: str) -> str:
+        if not re.match(r"^https?://[^/\s]+", value):
+            raise ValueError("base_url must start with http:// or https:// and name a host")
+        return value.rstrip("/")
+
+    @field_validator("api_key_env")
+    @classmethod
+    def _api_key_env(cls, value: str | None) -> str | None:
+        if value is not None and not _ENV_NAME.match(value):
+            raise ValueError("api_key_env must be an environment variable name (the key itself is never stored)")
+        return value
 
 
 class ArcanaConfig(_Section):

@@ -1,0 +1,1 @@
+"""Memory extraction: language signals, scoring, and the heuristic / LLM extractors."""

@@ -1,0 +1,217 @@
+"""Turn one exchange (and a whole session) into typed, honestly scored memories.
+
+:class:`HeuristicExtractor` is the default: deterministic, model-free, free.
+:class:`LLMExtractor` asks a model for a JSON list and falls back to the
+heuristic on any error, so extraction can never fail a run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+from typing import TYPE_CHECKING, Protocol
+
+from pydantic import ValidationError
+
+from memory.audit import AuditLog
+from memory.config import ExtractionSettings
+from memory.extraction.scoring import agent_confidence, distil, importance, trim_content
+from memory.extraction.signals import SignalPatterns, get_signals
+from memory.models.base import ChatMessage, ChatProvider, collect
+from memory.types import ConfidenceSource, MemoryEntry, MemoryType
+
+if TYPE_CHECKING:
+    from memory.sessions import Session
+
+EXTRACTED_TAG = "extracted"
+
+
+class MemoryExtractor(Protocol):
+    @property
+    def signals(self) -> SignalPatterns: ...
+
+    async def extract(self, prompt: str, response: str, session: Session) -> list[MemoryEntry]: ...
+
+    async def summarise(self, session: Session) -> str: ...
+
+
+class HeuristicExtractor:
+    """One EPISODIC entry per turn; a stated preference → SEMANTIC; a how-to with steps → PROCEDURAL."""
+
+    def __init__(self, settings: ExtractionSettings | None = None, signals: SignalPatterns | None = None):
+        self.settings = settings or ExtractionSettings()
+        self._signals = signals or get_signals(self.settings.language)
+
+    @property
+    def signals(self) -> SignalPatterns:
+        return self._signals
+
+    def _entry(self, session: Session, kind: MemoryType, content: str, **fields) -> MemoryEntry:
+        return MemoryEntry(
+            agent_id=session.agent_id,
+            type=kind,
+            content=content,
+            source_session_id=session.id,
+            tags=[EXTRACTED_TAG],
+            **fields,
+        )
+
+    async def extract(self, prompt: str, response: str, session: Session) -> list[MemoryEntry]:
+        s, cues, limit = self.settings, self._signals, self.settings.max_content
+        entries = [
+            self._entry(
+                session,
+                MemoryType.EPISODIC,
+                trim_content(f"User asked: {prompt.strip()} — Assistant answered: {response.strip()}", limit),
+                importance=importance(s.base_importance, prompt, cues, s),
+                confidence=agent_confidence(s),
+                confidence_source=ConfidenceSource.AGENT,
+            )
+        ]
+        if cues.states_preference(prompt):
+            entries.append(
+                self._entry(
+                    session,
+                    MemoryType.SEMANTIC,
+                    distil(prompt, cues, limit),
+                    importance=importance(s.durable_importance, prompt, cues, s),
+                    confidence=s.user_confidence,
+                    confidence_source=ConfidenceSource.USER_CONFIRMED,
+                )
+            )
+        steps = cues.step_lines(response)
+        if cues.asks_howto(prompt) and len(steps) >= 2:
+            entries.append(
+                self._entry(
+                    session,
+                    MemoryType.PROCEDURAL,
+                    trim_content(f"{prompt.strip()} — " + " ".join(steps), limit),
+                    importance=importance(s.durable_importance, prompt, cues, s),
+                    confidence=agent_confidence(s),
+                    confidence_source=ConfidenceSource.AGENT,
+                )
+            )
+        return entries
+
+    async def summarise(self, session: Session) -> str:
+        """Deterministic digest: what the user stated, then what was asked."""
+        limit = self.settings.max_content
+        stated = [distil(t.prompt, self._signals, 200) for t in session.turns if self._signals.states_preference(t.prompt)]
+        asked = [trim_content(t.prompt, 80) for t in session.turns if not self._signals.states_preference(t.prompt)]
+        parts = [f"Session of {len(session.turns)} turn{'s' if len(session.turns) != 1 else ''}."]
+        if stated:
+            parts.append("User stated: " + "; ".join(dict.fromkeys(stated)) + ".")
+        if asked:
+            parts.append("Asked about: " + " | ".join(dict.fromkeys(asked[:5])) + ".")
+        return trim_content(" ".join(parts), limit)
+
+
+EXTRACTION_INSTRUCTIONS = """You extract durable memories from one exchange between a user and an assistant.
+Answer with ONLY a JSON list (no prose, no code fence). Each item is an object:
+{"type": "episodic" | "semantic" | "procedural", "content": "<one self-contained sentence>", "importance": <0..1>}
+Use "semantic" for lasting facts or preferences the user stated, "procedural" for how-to steps,
+"episodic" for what happened. Return [] when nothing is worth remembering."""
+
+SUMMARY_INSTRUCTIONS = """Summarise this conversation in at most three sentences, keeping every lasting fact
+or preference the user stated. Answer with the summary only."""
+
+_FENCE = re.compile(r"^```(?:json)?\s*|\s*```$")
+
+
+class ExtractionFallback(Exception):
+    """Why the model's extraction was not used for this turn."""
+
+
+class LLMExtractor:
+    """One low-temperature call returning a JSON list; the heuristic on any failure."""
+
+    def __init__(
+        self,
+        provider: ChatProvider,
+        settings: ExtractionSettings | None = None,
+        *,
+        fallback: HeuristicExtractor | None = None,
+        audit: AuditLog | None = None,
+        temperature: float = 0.0,
+    ):
+        self.provider = provider
+        self.settings = settings or ExtractionSettings()
+        self.fallback = fallback or HeuristicExtractor(self.settings)
+        self.audit = audit
+        self.temperature = temperature
+
+    @property
+    def signals(self) -> SignalPatterns:
+        return self.fallback.signals
+
+    async def _ask(self, system: str, user: str) -> str:
+        messages = [ChatMessage("system", system), ChatMessage("user", user)]
+        return await asyncio.to_thread(collect, self.provider, messages, temperature=self.temperature)
+
+    def _fell_back(self, what: str, session: Session, reason: object) -> None:
+        if self.audit is not None:
+            self.audit.append(
+                "extraction_fallback", what=what, agent_id=session.agent_id, session_id=session.id,
+                model=self.provider.name, reason=str(reason)[:300],
+            )
+
+    async def extract(self, prompt: str, response: str, session: Session) -> list[MemoryEntry]:
+        limit = self.settings.max_content
+        exchange = f"User:\n{trim_content(prompt, limit)}\n\nAssistant:\n{trim_content(response, limit)}"
+        try:
+            raw = await self._ask(EXTRACTION_INSTRUCTIONS, exchange)
+            return self._parse(raw, session)
+        except Exception as exc:  # any model or parse failure: the heuristic answers for this turn
+            self._fell_back("extract", session, exc)
+            return await self.fallback.extract(prompt, response, session)
+
+    def _parse(self, raw: str, session: Session) -> list[MemoryEntry]:
+        try:
+            items = json.loads(_FENCE.sub("", raw.strip()))
+        except json.JSONDecodeError as exc:
+            raise ExtractionFallback(f"malformed JSON from the model: {exc}") from None
+        if not isinstance(items, list) or not items:
+            raise ExtractionFallback("the model returned no memories" if items == [] else "the model did not return a list")
+        entries = []
+        for item in items:
+            if not isinstance(item, dict) or not isinstance(item.get("content"), str):
+                raise ExtractionFallback(f"item without string content: {str(item)[:80]}")
+            try:
+                entries.append(
+                    MemoryEntry(
+                        agent_id=session.agent_id,
+                        type=MemoryType(item.get("type", "episodic")),
+                        content=trim_content(item["content"], self.settings.max_content),
+                        importance=max(0.0, min(1.0, float(item.get("importance", self.settings.base_importance)))),
+                        # Model output is agent-asserted whatever it claims: capped below 1.0.
+                        confidence=agent_confidence(self.settings, item.get("confidence")),
+                        confidence_source=ConfidenceSource.AGENT,
+                        source_session_id=session.id,
+                        tags=[EXTRACTED_TAG],
+                    )
+                )
+            except (ValueError, TypeError, ValidationError) as exc:
+                raise ExtractionFallback(f"invalid item {str(item)[:80]}: {str(exc).splitlines()[0]}") from None
+        return entries
+
+    async def summarise(self, session: Session) -> str:
+        transcript = "\n\n".join(f"User: {t.prompt}\nAssistant: {t.response}" for t in session.turns)
+        try:
+            summary = (await self._ask(SUMMARY_INSTRUCTIONS, trim_content(transcript, 4 * self.settings.max_content))).strip()
+            if not summary:
+                raise ExtractionFallback("the model returned an empty summary")
+            return trim_content(summary, self.settings.max_content)
+        except Exception as exc:
+            self._fell_back("summarise", session, exc)
+            return await self.fallback.summarise(session)
+
+
+def build_extractor(
+    settings: ExtractionSettings, provider: ChatProvider | None = None, *, audit: AuditLog | None = None
+) -> MemoryExtractor:
+    """The configured extractor; ``llm`` without a model provider is forced to the heuristic."""
+    heuristic = HeuristicExtractor(settings)
+    if settings.strategy == "llm" and provider is not None:
+        return LLMExtractor(provider, settings, fallback=heuristic, audit=audit)
+    return heuristic

@@ -1,0 +1,72 @@
+"""The provider protocol every chat backend implements, and the bridge into async code.
+
+Providers are synchronous iterators over streamed text: the stdlib HTTP client
+blocks, and a plain iterator is the simplest thing a CLI can print from. Async
+callers use :func:`astream`, which runs the iterator on a worker thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
+
+from memory.errors import ArcanaMemoryError
+
+
+class ModelUnavailableError(ArcanaMemoryError):
+    """The model endpoint is down, timed out, or answered with something other than a chat stream."""
+
+
+@dataclass(frozen=True)
+class ChatMessage:
+    role: str  # "system" | "user" | "assistant"
+    content: str
+
+    def as_dict(self) -> dict[str, str]:
+        return {"role": self.role, "content": self.content}
+
+
+@runtime_checkable
+class ChatProvider(Protocol):
+    name: str
+
+    def stream(self, messages: list[ChatMessage], *, temperature: float | None = None) -> Iterator[str]:
+        """Yield the answer's text as it arrives; raise ModelUnavailableError on failure."""
+        ...
+
+
+def collect(provider: ChatProvider, messages: list[ChatMessage], *, temperature: float | None = None) -> str:
+    """The whole answer as one string."""
+    return "".join(provider.stream(messages, temperature=temperature))
+
+
+_DONE = object()
+
+
+async def astream(
+    provider: ChatProvider, messages: list[ChatMessage], *, temperature: float | None = None
+) -> AsyncIterator[str]:
+    """Stream from a blocking provider without blocking the event loop."""
+    loop = asyncio.get_running_loop()
+    queue: asyncio.Queue = asyncio.Queue()
+
+    def pump() -> None:
+        try:
+            for chunk in provider.stream(messages, temperature=temperature):
+                loop.call_soon_threadsafe(queue.put_nowait, chunk)
+        except BaseException as exc:  # handed to the consumer, re-raised there
+            loop.call_soon_threadsafe(queue.put_nowait, exc)
+        finally:
+            loop.call_soon_threadsafe(queue.put_nowait, _DONE)
+
+    threading.Thread(target=pump, name=f"model-{provider.name}", daemon=True).start()
+    while True:
+        item = await queue.get()
+        if item is _DONE:
+            return
+        if isinstance(item, BaseException):
+            raise item
+        yield item

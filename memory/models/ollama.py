@@ -1,0 +1,31 @@
+"""Ollama's native chat API: POST /api/chat, answered as NDJSON, one object per chunk."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from memory.models.base import ChatMessage, ModelUnavailableError
+from memory.models.transport import parse_json_line, post_lines
+
+
+class OllamaProvider:
+    def __init__(self, name: str, base_url: str, model: str, *, timeout: float = 120.0):
+        self.name = name
+        self.url = base_url.rstrip("/") + "/api/chat"
+        self.model = model
+        self.timeout = timeout
+
+    def stream(self, messages: list[ChatMessage], *, temperature: float | None = None) -> Iterator[str]:
+        body: dict = {"model": self.model, "messages": [m.as_dict() for m in messages], "stream": True}
+        if temperature is not None:
+            body["options"] = {"temperature": temperature}
+        label = f"model '{self.name}' (ollama)"
+        for line in post_lines(self.url, body, headers={}, timeout=self.timeout, label=label):
+            data = parse_json_line(line, label=label)
+            if "error" in data:
+                raise ModelUnavailableError(f"{label}: {data['error']}")
+            content = (data.get("message") or {}).get("content")
+            if content:
+                yield content
+            if data.get("done"):
+                return

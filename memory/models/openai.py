@@ -1,0 +1,53 @@
+"""OpenAI-compatible chat completions (OpenAI, vLLM, llama.cpp server, LM Studio) over SSE."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+
+from memory.errors import ConfigError
+from memory.models.base import ChatMessage, ModelUnavailableError
+from memory.models.transport import parse_json_line, post_lines
+
+
+class OpenAIProvider:
+    def __init__(
+        self, name: str, base_url: str, model: str, *, api_key_env: str | None = None, timeout: float = 120.0
+    ):
+        self.name = name
+        root = base_url.rstrip("/")
+        # Both "http://host:8000" and "http://host:8000/v1" are common ways to write the endpoint.
+        self.url = root + ("/chat/completions" if root.endswith("/v1") else "/v1/chat/completions")
+        self.model = model
+        self.api_key_env = api_key_env
+        self.timeout = timeout
+
+    def _headers(self) -> dict[str, str]:
+        if self.api_key_env is None:
+            return {}
+        key = os.environ.get(self.api_key_env)
+        if not key:
+            raise ConfigError(
+                f"model '{self.name}' reads its API key from ${self.api_key_env}, which is not set"
+            )
+        return {"Authorization": f"Bearer {key}"}
+
+    def stream(self, messages: list[ChatMessage], *, temperature: float | None = None) -> Iterator[str]:
+        body: dict = {"model": self.model, "messages": [m.as_dict() for m in messages], "stream": True}
+        if temperature is not None:
+            body["temperature"] = temperature
+        label = f"model '{self.name}' (openai)"
+        for line in post_lines(self.url, body, headers=self._headers(), timeout=self.timeout, label=label):
+            if not line.startswith("data:"):
+                continue  # SSE comments, event names and keep-alives
+            payload = line[5:].strip()
+            if payload == "[DONE]":
+                return
+            data = parse_json_line(payload, label=label)
+            if "error" in data:
+                error = data["error"]
+                raise ModelUnavailableError(f"{label}: {error.get('message', error) if isinstance(error, dict) else error}")
+            for choice in data.get("choices") or ():
+                content = (choice.get("delta") or {}).get("content")
+                if content:
+                    yield content

@@ -1,0 +1,66 @@
+"""POST a JSON body and iterate the response line by line, with errors a user can act on."""
+
+from __future__ import annotations
+
+import json
+import socket
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+
+from memory.models.base import ModelUnavailableError
+
+
+def post_lines(url: str, body: dict, *, headers: dict[str, str], timeout: float, label: str) -> Iterator[str]:
+    """Yield decoded, non-blank response lines; raise ModelUnavailableError naming ``label`` and ``url``."""
+    request = urllib.request.Request(
+        url,
+        data=json.dumps(body).encode(),
+        headers={"Content-Type": "application/json", "Accept": "application/json, text/event-stream", **headers},
+        method="POST",
+    )
+    try:
+        response = urllib.request.urlopen(request, timeout=timeout)
+    except urllib.error.HTTPError as exc:
+        detail = _error_detail(exc.read())
+        raise ModelUnavailableError(f"{label} at {url} answered HTTP {exc.code}{detail}") from None
+    except urllib.error.URLError as exc:
+        reason = exc.reason.strerror if isinstance(exc.reason, OSError) and exc.reason.strerror else exc.reason
+        raise ModelUnavailableError(f"{label} at {url} is unreachable: {reason}") from None
+    except (TimeoutError, socket.timeout):
+        raise ModelUnavailableError(f"{label} at {url} did not answer within {timeout:g}s") from None
+    except OSError as exc:
+        raise ModelUnavailableError(f"{label} at {url} is unreachable: {exc}") from None
+    with response:
+        try:
+            for raw in response:
+                line = raw.decode("utf-8", errors="replace").strip()
+                if line:
+                    yield line
+        except (TimeoutError, socket.timeout):
+            raise ModelUnavailableError(f"{label} at {url} stopped answering (timeout {timeout:g}s)") from None
+        except OSError as exc:
+            raise ModelUnavailableError(f"{label} at {url} dropped the connection: {exc}") from None
+
+
+def _error_detail(payload: bytes) -> str:
+    """The server's own error message when it sent one, briefly."""
+    text = payload.decode("utf-8", errors="replace").strip()
+    try:
+        data = json.loads(text)
+        error = data.get("error", data) if isinstance(data, dict) else data
+        text = error.get("message", json.dumps(error)) if isinstance(error, dict) else str(error)
+    except (json.JSONDecodeError, AttributeError):
+        pass
+    text = " ".join(text.split())[:200]
+    return f": {text}" if text else ""
+
+
+def parse_json_line(line: str, *, label: str) -> dict:
+    try:
+        data = json.loads(line)
+    except json.JSONDecodeError:
+        raise ModelUnavailableError(f"{label} sent a line that is not JSON: {line[:80]!r}") from None
+    if not isinstance(data, dict):
+        raise ModelUnavailableError(f"{label} sent JSON that is not an object: {line[:80]!r}")
+    return data

@@ -1,0 +1,196 @@
+"""An agent with its memory, and one turn: recall → render → answer → extract → record.
+
+:func:`build_runtime_with_memory` is the one place an agent's memory is
+assembled; the caller owns teardown (``await memory.aclose()``). Extraction and
+the session summary run as background jobs after the answer has been handed
+to the caller, bounded by a time budget.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from memory.adapters.base import MemoryAdapter
+from memory.agents import AgentCard, AgentRegistry
+from memory.audit import AuditLog
+from memory.config import ArcanaConfig, ExtractionConfig, ExtractionSettings, load_config
+from memory.extraction.extractors import MemoryExtractor, build_extractor
+from memory.extraction.scoring import storable
+from memory.home import Home
+from memory.jobs import BackgroundJobQueue, JobKind, MemoryJob, drain
+from memory.models.base import ChatMessage, ChatProvider, astream
+from memory.models.context import RenderedContext, render_context
+from memory.sessions import Session, SessionClosedError, SessionManager
+from memory.types import MemoryQuery, RetrievalMode
+
+DEFAULT_SYSTEM_PROMPT = "You are a helpful assistant."
+CONTEXT_BUDGET_TOKENS = 1000
+HISTORY_TURNS = 6
+JOB_BUDGET_SECONDS = 10.0
+
+
+async def build_runtime_with_memory(
+    home: Home, agent: str | AgentCard, *, config: ArcanaConfig | None = None
+) -> tuple[AgentCard, MemoryAdapter]:
+    """The agent's card and its memory, connected (migrated; a corrupt store quarantined)."""
+    card = agent if isinstance(agent, AgentCard) else AgentRegistry(home).resolve(agent)
+    from memory.adapters.sqlite import SQLiteAdapter
+
+    memory = SQLiteAdapter.for_agent(card.id, home=home, actor=f"agent:{card.name}")
+    await memory.connect()
+    return card, memory
+
+
+def extraction_settings(config: ArcanaConfig, card: AgentCard) -> ExtractionSettings:
+    """The agent card's ``extraction`` block over config.json's, then env, then defaults."""
+    file_values = config.memory.extraction.model_dump(exclude_none=True)
+    return ExtractionConfig.model_validate({**file_values, **card.extraction}).effective()
+
+
+@dataclass
+class TurnResult:
+    answer: str
+    session_id: str | None
+    recalled_ids: list[str] = field(default_factory=list)
+    written_ids: list[str] = field(default_factory=list)
+    summary_memory_id: str | None = None
+    session_closed: bool = False
+    context: RenderedContext = field(default_factory=RenderedContext)
+    timings_ms: dict[str, float] = field(default_factory=dict)
+    jobs: dict[str, Any] = field(default_factory=dict)
+
+
+def _ms(seconds: float) -> float:
+    return round(seconds * 1000, 3)
+
+
+class AgentRuntime:
+    """One agent, one model, and (unless disabled) its memory, ready to run turns."""
+
+    def __init__(
+        self,
+        home: Home,
+        card: AgentCard,
+        provider: ChatProvider,
+        *,
+        memory: MemoryAdapter | None,
+        config: ArcanaConfig | None = None,
+        audit: AuditLog | None = None,
+    ):
+        self.home = home
+        self.card = card
+        self.provider = provider
+        self.memory = memory
+        self.config = config or load_config(home.config_path)
+        self.audit = audit or AuditLog(home.audit_log)
+        self.settings = extraction_settings(self.config, card)
+        self.extractor: MemoryExtractor = build_extractor(self.settings, provider, audit=self.audit)
+        self.sessions = SessionManager(home, card.id, extractor=self.extractor, settings=self.settings)
+
+    async def recall(self, prompt: str, budget_tokens: int) -> RenderedContext:
+        if self.memory is None:
+            return RenderedContext()
+        query = MemoryQuery(
+            text=prompt,
+            retrieval_mode=self.config.recall.mode or RetrievalMode.keyword,
+            limit=self.config.recall.limit,
+        )
+        return render_context(await self.memory.search(query), budget_tokens=budget_tokens)
+
+    def messages(self, prompt: str, context: RenderedContext, session: Session | None) -> list[ChatMessage]:
+        system = self.card.system_prompt or DEFAULT_SYSTEM_PROMPT
+        if context.text:
+            system = f"{system}\n\n{context.text}"
+        history: list[ChatMessage] = []
+        for turn in (session.turns[-HISTORY_TURNS:] if session else []):
+            history += [ChatMessage("user", turn.prompt), ChatMessage("assistant", turn.response)]
+        return [ChatMessage("system", system), *history, ChatMessage("user", prompt)]
+
+    async def turn(
+        self,
+        prompt: str,
+        *,
+        session_id: str | None = None,
+        keep_open: bool = False,
+        budget_tokens: int = CONTEXT_BUDGET_TOKENS,
+        job_budget_seconds: float = JOB_BUDGET_SECONDS,
+        on_context: Callable[[RenderedContext], None] | None = None,
+        on_chunk: Callable[[str], None] | None = None,
+        on_answered: Callable[[], None] | None = None,
+    ) -> TurnResult:
+        """Run one turn. Without memory: no recall, no extraction, no session, no writes."""
+        started = time.perf_counter()
+        timings: dict[str, float] = {}
+        session = None
+        if self.memory is not None:
+            session = self.sessions.load(session_id) if session_id else self.sessions.create()
+            if session.closed:
+                raise SessionClosedError(f"session {session.id} is closed; start a new one")
+        context = await self.recall(prompt, budget_tokens)
+        timings["recall_render"] = _ms(time.perf_counter() - started)
+        if on_context:
+            on_context(context)
+
+        model_started = time.perf_counter()
+        chunks: list[str] = []
+        async for chunk in astream(self.provider, self.messages(prompt, context, session)):
+            chunks.append(chunk)
+            if on_chunk:
+                on_chunk(chunk)
+        answer = "".join(chunks)
+        timings["model"] = _ms(time.perf_counter() - model_started)
+        if on_answered:
+            on_answered()
+
+        result = TurnResult(answer, session.id if session else None, recalled_ids=context.ids, context=context)
+        if session is not None:
+            jobs_started = time.perf_counter()
+            await self._remember(session, prompt, answer, result, closing=not (keep_open or session_id), budget=job_budget_seconds)
+            timings["memory_jobs"] = _ms(time.perf_counter() - jobs_started)
+        timings["total"] = _ms(time.perf_counter() - started)
+        timings["overhead"] = round(timings["total"] - timings["model"], 3)
+        result.timings_ms = timings
+        return result
+
+    async def _remember(
+        self, session: Session, prompt: str, answer: str, result: TurnResult, *, closing: bool, budget: float
+    ) -> None:
+        """Record the turn now; extract and summarise as jobs drained within ``budget``."""
+        turn = self.sessions.record_turn(
+            session, prompt, answer, model=self.provider.name, recalled_ids=result.recalled_ids
+        )
+        queue = BackgroundJobQueue(max_drain_seconds=budget)
+
+        async def extract() -> None:
+            entries = storable(await self.extractor.extract(prompt, answer, session), self.settings)
+            for entry in entries:
+                await self.memory.write(entry)
+                result.written_ids.append(entry.id)
+            self.sessions.record_written(session, turn, result.written_ids)
+
+        async def summarise() -> None:
+            entry = await self.sessions.close_and_summarise(session, memory=self.memory)
+            result.summary_memory_id = entry.id if entry else None
+
+        # A stated preference is exactly what must not be shed.
+        critical = self.extractor.signals.states_preference(prompt)
+        if not queue.submit(MemoryJob(JobKind.EXTRACTION, extract, critical=critical, label="extraction")):
+            self.audit.append("job_shed", kind="extraction", agent_id=self.card.id, session_id=session.id)
+        if closing and self.settings.summarise_on_close:
+            queue.submit(MemoryJob(JobKind.SUMMARY, summarise, label="summary"))
+
+        def failed(job: MemoryJob, exc: BaseException) -> None:
+            self.audit.append(
+                f"{job.kind.value}_failed", agent_id=self.card.id, session_id=session.id, error=f"{type(exc).__name__}: {exc}"
+            )
+
+        report = await drain(queue, budget_seconds=budget, on_error=failed)
+        for label in report.abandoned:
+            self.audit.append("job_abandoned", job=label, agent_id=self.card.id, session_id=session.id, budget_seconds=budget)
+        if closing:
+            self.sessions.close(session)  # a shed or failed summary still closes the one-shot session
+        result.session_closed = session.closed
+        result.jobs = queue.snapshot()

@@ -1,0 +1,238 @@
+"""Agent sessions: an append-only JSONL record per session, and its consolidated summary.
+
+Each session is ``agents/{id}/sessions/{session_id}.jsonl``; every event (opened,
+turn, written, summary, closed) is one appended line, so two processes adding
+to a session never overwrite each other and a crash loses at most the line
+being written. The session is the fold of its lines.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from memory.config import ExtractionSettings
+from memory.errors import ArcanaMemoryError, NotFoundError
+from memory.extraction.scoring import agent_confidence, storable
+from memory.home import Home
+from memory.types import ConfidenceSource, MemoryEntry, MemoryType, now_utc
+
+if TYPE_CHECKING:
+    from memory.adapters.base import MemoryAdapter
+    from memory.extraction.extractors import MemoryExtractor
+
+SUMMARY_TAG = "session-summary"
+
+
+class SessionClosedError(ArcanaMemoryError, ValueError):
+    """A closed session cannot take more turns; start a new one."""
+
+
+@dataclass
+class Turn:
+    prompt: str
+    response: str
+    at: datetime
+    model: str | None = None
+    recalled_ids: list[str] = field(default_factory=list)
+    written_ids: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Session:
+    id: str
+    agent_id: str
+    path: Path
+    created_at: datetime
+    turns: list[Turn] = field(default_factory=list)
+    summary: str | None = None
+    summary_memory_id: str | None = None
+    closed_at: datetime | None = None
+
+    @property
+    def closed(self) -> bool:
+        return self.closed_at is not None
+
+    def describe(self, *, with_turns: bool = False) -> dict[str, Any]:
+        data: dict[str, Any] = {
+            "id": self.id,
+            "agent_id": self.agent_id,
+            "created_at": self.created_at.isoformat(),
+            "closed_at": self.closed_at.isoformat() if self.closed_at else None,
+            "turns": len(self.turns),
+            "summary": self.summary,
+            "summary_memory_id": self.summary_memory_id,
+        }
+        if with_turns:
+            data["turns"] = [
+                {
+                    "prompt": t.prompt,
+                    "response": t.response,
+                    "at": t.at.isoformat(),
+                    "model": t.model,
+                    "recalled_ids": t.recalled_ids,
+                    "written_ids": t.written_ids,
+                }
+                for t in self.turns
+            ]
+        return data
+
+
+def _append(path: Path, event: dict[str, Any]) -> None:
+    line = json.dumps({"at": now_utc().isoformat(), **event}, ensure_ascii=False) + "\n"
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    try:
+        os.write(fd, line.encode())
+    finally:
+        os.close(fd)
+
+
+def _fold(path: Path, agent_id: str) -> Session:
+    session: Session | None = None
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            event = json.loads(line)
+            at = datetime.fromisoformat(event["at"])
+            kind = event["kind"]
+        except (ValueError, KeyError, TypeError):
+            continue  # a torn last line from a crash; the rest still stands
+        if session is None:
+            session = Session(id=path.stem, agent_id=agent_id, path=path, created_at=at)
+        if kind == "turn":
+            session.turns.append(
+                Turn(event["prompt"], event["response"], at, event.get("model"), event.get("recalled_ids", []))
+            )
+        elif kind == "written" and 0 <= event.get("turn", -1) < len(session.turns):
+            session.turns[event["turn"]].written_ids.extend(event.get("ids", []))
+        elif kind == "summary":
+            session.summary = event.get("text")
+        elif kind == "summary_memory":
+            session.summary_memory_id = event.get("memory_id")
+        elif kind == "closed":
+            session.closed_at = at
+    if session is None:
+        raise NotFoundError(f"session file {path} is empty")
+    return session
+
+
+class SessionManager:
+    """Create, continue, summarise and close one agent's sessions."""
+
+    def __init__(
+        self,
+        home: Home,
+        agent_id: str,
+        *,
+        extractor: MemoryExtractor | None = None,
+        settings: ExtractionSettings | None = None,
+    ):
+        self.dir = home.agent_dir(agent_id) / "sessions"
+        self.agent_id = agent_id
+        self.settings = settings or ExtractionSettings()
+        self._extractor = extractor
+
+    @property
+    def extractor(self) -> MemoryExtractor:
+        if self._extractor is None:
+            from memory.extraction.extractors import HeuristicExtractor
+
+            self._extractor = HeuristicExtractor(self.settings)
+        return self._extractor
+
+    def create(self) -> Session:
+        session_id = f"{now_utc():%Y%m%d-%H%M%S}-{secrets.token_hex(3)}"
+        path = self.dir / f"{session_id}.jsonl"
+        _append(path, {"kind": "opened", "agent_id": self.agent_id})
+        return _fold(path, self.agent_id)
+
+    def load(self, session_id: str) -> Session:
+        """A session by id or unique id prefix."""
+        exact = self.dir / f"{session_id}.jsonl"
+        if exact.exists():
+            return _fold(exact, self.agent_id)
+        matches = sorted(self.dir.glob(f"{session_id}*.jsonl")) if session_id and "/" not in session_id else []
+        if len(matches) == 1:
+            return _fold(matches[0], self.agent_id)
+        hint = "it matches several sessions" if matches else "see `arcana session list`"
+        raise NotFoundError(f"no session '{session_id}' for this agent; {hint}")
+
+    def list(self) -> list[Session]:
+        if not self.dir.exists():
+            return []
+        return sorted((_fold(p, self.agent_id) for p in self.dir.glob("*.jsonl")), key=lambda s: s.created_at)
+
+    def record_turn(
+        self,
+        session: Session,
+        prompt: str,
+        response: str,
+        *,
+        model: str | None = None,
+        recalled_ids: list[str] | None = None,
+    ) -> int:
+        """Append a turn; returns its index (for :meth:`record_written`)."""
+        if session.closed:
+            raise SessionClosedError(f"session {session.id} is closed; start a new one")
+        turn = Turn(prompt, response, now_utc(), model, list(recalled_ids or []))
+        _append(session.path, {"kind": "turn", "prompt": prompt, "response": response, "model": model,
+                               "recalled_ids": turn.recalled_ids})
+        session.turns.append(turn)
+        return len(session.turns) - 1
+
+    def record_written(self, session: Session, turn: int, ids: list[str]) -> None:
+        """Note which memories a turn's extraction wrote (it may finish after the turn is recorded)."""
+        if ids:
+            _append(session.path, {"kind": "written", "turn": turn, "ids": ids})
+            session.turns[turn].written_ids.extend(ids)
+
+    async def summarise(self, session: Session) -> str:
+        """Set and persist ``session.summary`` (extractor, or its deterministic fallback)."""
+        summary = await self.extractor.summarise(session)
+        _append(session.path, {"kind": "summary", "text": summary})
+        session.summary = summary
+        return summary
+
+    def close(self, session: Session) -> None:
+        """Mark the session closed. Synchronous and model-free on purpose; idempotent."""
+        if not session.closed:
+            _append(session.path, {"kind": "closed"})
+            session.closed_at = now_utc()
+
+    async def close_and_summarise(self, session: Session, *, memory: MemoryAdapter) -> MemoryEntry | None:
+        """Summarise, write one consolidated memory, then close. No turns: just close.
+
+        The entry is SEMANTIC when the session stated a durable fact, else
+        EPISODIC, at the summary's higher baseline importance; like all
+        agent-written text its confidence is capped and it obeys
+        ``min_confidence_to_store``.
+        """
+        entry = None
+        if session.turns and not session.closed:
+            summary = await self.summarise(session)
+            durable = any(self.extractor.signals.states_preference(t.prompt) for t in session.turns)
+            entry = MemoryEntry(
+                agent_id=session.agent_id,
+                type=MemoryType.SEMANTIC if durable else MemoryType.EPISODIC,
+                content=summary,
+                importance=self.settings.summary_importance,
+                confidence=agent_confidence(self.settings),
+                confidence_source=ConfidenceSource.AGENT,
+                source_session_id=session.id,
+                tags=[SUMMARY_TAG],
+            )
+            if storable([entry], self.settings):
+                await memory.write(entry)
+                _append(session.path, {"kind": "summary_memory", "memory_id": entry.id})
+                session.summary_memory_id = entry.id
+            else:
+                entry = None
+        self.close(session)
+        return entry
