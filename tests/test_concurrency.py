@@ -1,0 +1,80 @@
+"""Real processes sharing one store: library writers plus a cron-style `arcana
+prune` loop. Everyone succeeds, nobody sees "database is locked", counts add up."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+from memory.agents import AgentRegistry
+
+pytestmark = pytest.mark.slow
+
+WRITES = 200
+
+WRITER = """
+import asyncio, sys
+from memory.adapters.sqlite import SQLiteAdapter
+from memory.types import MemoryEntry, MemoryQuery
+
+async def main(agent_id, tag, count):
+    store = SQLiteAdapter.for_agent(agent_id, actor=f"writer-{tag}")
+    for i in range(count):
+        await store.write(MemoryEntry(agent_id=agent_id, content=f"{tag} concurrent note {i}", importance=0.6))
+        if i % 25 == 0:
+            await store.search(MemoryQuery(agent_id=agent_id, text=f"{tag} note"))
+    await store.aclose()
+    print(f"{tag} wrote {count}", flush=True)
+
+asyncio.run(main(sys.argv[1], sys.argv[2], int(sys.argv[3])))
+"""
+
+
+def test_two_writers_and_a_prune_loop_share_one_store(arcana_home):
+    arcana_home.ensure()
+    card = AgentRegistry(arcana_home).create("shared")
+    env = {**os.environ, "ARCANA_HOME": str(arcana_home.root)}
+    prune = [sys.executable, "-m", "arcana_cli.main", "prune", "--agent", "shared", "--min-importance", "0.3",
+             "--quiet"]
+    seed = [sys.executable, "-m", "arcana_cli.main", "--quiet", "remember", "low value seed", "--agent", "shared",
+            "--importance", "0.1"]
+    for _ in range(3):
+        subprocess.run(seed, env=env, check=True, capture_output=True)
+
+    started = time.monotonic()
+    writers = [
+        subprocess.Popen([sys.executable, "-c", WRITER, card.id, tag, str(WRITES)], env=env,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for tag in ("left", "right")
+    ]
+    prune_runs = []
+    while any(w.poll() is None for w in writers) and time.monotonic() - started < 60:
+        prune_runs.append(subprocess.run(prune, env=env, capture_output=True, text=True, timeout=60))
+    outputs = [w.communicate(timeout=60) for w in writers]
+
+    for writer, (stdout, stderr) in zip(writers, outputs):
+        assert writer.returncode == 0, stderr
+        assert "locked" not in stderr.lower()
+    assert sorted(o[0].strip() for o in outputs) == [f"left wrote {WRITES}", f"right wrote {WRITES}"]
+    assert prune_runs, "the prune loop never ran alongside the writers"
+    for run in prune_runs:
+        assert (run.returncode, run.stdout) == (0, ""), run.stderr
+        assert "locked" not in run.stderr.lower()
+
+    listed = subprocess.run(
+        [sys.executable, "-m", "arcana_cli.main", "memory", "list", "--agent", "shared", "--all", "--archived",
+         "--limit", "10000", "--json"],
+        env=env, capture_output=True, text=True, check=True,
+    )
+    rows = json.loads(listed.stdout)
+    assert len(rows) == 2 * WRITES + 3
+    assert sum(r["archived"] for r in rows) == 3  # the seeds, archived by the first prune
+    for tag in ("left", "right"):
+        assert {r["content"] for r in rows if r["content"].startswith(tag)} == {
+            f"{tag} concurrent note {i}" for i in range(WRITES)
+        }
