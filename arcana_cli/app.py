@@ -26,6 +26,7 @@ COMMAND_MODULES = {
     "recall": "recall",
     "memory": "memory_cmd",
     "agent": "agent",
+    "pool": "pool",
     "config": "config_cmd",
     "prune": "prune",
     "migrate": "migrate",

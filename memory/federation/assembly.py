@@ -1,0 +1,200 @@
+"""build_federation: an agent id plus the home become a ready MemoryFederation.
+
+The private tier is always there and opened eagerly (migrations run and a
+corrupt file is quarantined before first use). The global tier exists only
+when an embedder is given, so a zero-config install runs private-only. Shared
+pools are registered by name; attached vaults join as read-only shared tiers.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from memory.adapters.sqlite import SQLiteAdapter
+from memory.agents import AgentCard
+from memory.audit import AuditLog
+from memory.config import ArcanaConfig
+from memory.federation.budgets import ConnectionsConfig
+from memory.federation.decay import DecayProfile, resolve_decay_profiles
+from memory.federation.events import DegradedSink, audit_sink
+from memory.federation.federation import MemoryFederation
+from memory.federation.router import MemoryRouter
+from memory.home import Home
+from memory.types import MemoryScope, MemoryType
+
+
+@dataclass(frozen=True)
+class PoolConfig:
+    """A shared-pool member to register on the federation: a pool name and its backend.
+
+    ``read_only`` members (an attached vault) answer reads and are refused
+    writes; ``label`` names the tier in reports (default ``pool:<name>``).
+    """
+
+    name: str
+    adapter: Any
+    read_only: bool = False
+    label: str | None = None
+
+
+def _home(home: Home | Path | str | None) -> Home:
+    return home if isinstance(home, Home) else Home.resolve(home)
+
+
+def semantic(store: SQLiteAdapter, embedding: Any | None, vector_options: Mapping[str, Any] | None) -> Any:
+    """``store`` behind a :class:`VectorAdapter` when an embedder is given, else as is.
+
+    The vector layer shares the store's file, so semantic and hybrid reads work
+    on every SQLite tier and fall back to keyword when the embedder is down.
+    """
+    if embedding is None:
+        return store
+    from memory.adapters.vector import VectorAdapter
+
+    return VectorAdapter(store, embedding, **dict(vector_options or {}))
+
+
+async def build_federation(
+    agent_id: Any,
+    *,
+    home: Home | Path | str | None = None,
+    embedding: Any | None = None,
+    pools: Sequence[PoolConfig] | None = None,
+    decay_profiles: Mapping[MemoryType, DecayProfile] | None = None,
+    on_degraded: DegradedSink | None = None,
+    weights: Mapping[MemoryType, float] | None = None,
+    actor: str = "library",
+    vector_options: Mapping[str, Any] | None = None,
+    global_tier: bool = True,
+    monotonic: Callable[[], float] = time.monotonic,
+) -> MemoryFederation:
+    """Assemble the tier stack for one agent and return its federation.
+
+    With ``embedding`` (an :class:`EmbeddingGateway`) the private and global
+    tiers are semantic (:class:`VectorAdapter`, options from
+    ``vector_options``); the global tier at ``vector/global.db`` exists only
+    then. It is shared by every agent, so it is never quarantined at open —
+    corruption shows on read and its breaker isolates it. Budgets come from
+    ``connections/memory-adapters.json`` (defaults when missing,
+    :class:`ConfigError` when malformed); ``on_degraded`` defaults to the
+    home's audit log; ``global_tier=False`` keeps global off even with an
+    embedder. Raises if the private tier cannot be opened — an agent
+    without its durability anchor must not start.
+    """
+    home = _home(home)
+    connections = ConnectionsConfig.load(home.connections_path)
+    audit = AuditLog(home.audit_log)
+    private = SQLiteAdapter.for_agent(agent_id, home=home, actor=actor)
+    await private.connect()
+    global_ = None
+    if embedding is not None and global_tier:
+        store = SQLiteAdapter(home.global_db, actor=actor, audit=audit, backup_dir=home.backups_dir)
+        global_ = semantic(store, embedding, vector_options)
+    router = MemoryRouter(
+        private=semantic(private, embedding, vector_options),
+        global_=global_,
+        weights=weights,
+        decay_profiles=decay_profiles,
+        resilience=connections,
+        monotonic=monotonic,
+    )
+    for pool in pools or ():
+        router.register_pool(pool.name, pool.adapter, read_only=pool.read_only or None, label=pool.label)
+    return MemoryFederation(router, on_degraded=on_degraded or audit_sink(audit))
+
+
+def agent_pools(config: ArcanaConfig, card: AgentCard) -> list[str]:
+    """Pools ``card`` belongs to: ``memory.pools`` (everyone's) plus pools listing it as a member."""
+    names = set(config.memory.pools)
+    names |= {name for name, pool in config.pools.items() if card.id in pool.members or card.name in pool.members}
+    return sorted(names)
+
+
+def pool_configs(
+    home: Home,
+    config: ArcanaConfig,
+    card: AgentCard,
+    *,
+    embedding: Any | None = None,
+    vector_options: Mapping[str, Any] | None = None,
+    actor: str = "library",
+) -> list[PoolConfig]:
+    """The shared tiers ``card`` sees: its pools' databases and the vaults attached to it or them."""
+    from memory.adapters.markdown import MarkdownFolderAdapter
+
+    audit = AuditLog(home.audit_log)
+    joined = agent_pools(config, card)
+    found = []
+    for name in joined:
+        store = SQLiteAdapter(home.pool_db(name), actor=actor, audit=audit, backup_dir=home.backups_dir)
+        found.append(PoolConfig(name, semantic(store, embedding, vector_options)))
+    for vault_name, vault in sorted(config.vaults.items()):
+        if vault.agent in (card.id, card.name):
+            pool = f"vault:{vault_name}"
+        elif vault.pool is not None and vault.pool in joined:
+            pool = vault.pool
+        else:
+            continue
+        adapter = MarkdownFolderAdapter(
+            vault.path,
+            card.id,
+            scope=MemoryScope.SHARED,
+            pool_name=pool,
+            ignore_globs=vault.ignore,
+            max_file_bytes=vault.max_file_bytes,
+        )
+        found.append(PoolConfig(pool, adapter, read_only=True, label=f"vault:{vault_name}"))
+    return found
+
+
+async def federation_for_agent(
+    card: AgentCard,
+    *,
+    home: Home | Path | str | None = None,
+    config: ArcanaConfig | None = None,
+    embedding: Any | None = None,
+    on_degraded: DegradedSink | None = None,
+    notify: Callable[[str], None] | None = None,
+    actor: str = "library",
+) -> MemoryFederation:
+    """The federation a stored agent runs with, from its card and ``config.json``.
+
+    Weights and decay come from the card; pools and vaults from the config;
+    hybrid fusion weights from ``embedding``. ``memory.enabled = false`` keeps
+    the agent private-only, so an operator can switch sharing off without
+    touching agents. ``notify`` receives the vector layer's fallback notices.
+    """
+    from memory.config import load_config
+
+    home = _home(home)
+    config = config or load_config(home.config_path)
+    enabled = config.memory.enabled
+    vector_options = {
+        "vector_weight": config.embedding.vector_weight,
+        "bm25_weight": config.embedding.keyword_weight,
+        "notify": notify,
+    }
+    return await build_federation(
+        card.id,
+        home=home,
+        embedding=embedding,
+        pools=pool_configs(home, config, card, embedding=embedding, vector_options=vector_options, actor=actor)
+        if enabled
+        else None,
+        decay_profiles=resolve_decay_profiles(card.decay, source=f"agent '{card.name}' decay"),
+        on_degraded=on_degraded,
+        weights=card.memory_weights,
+        actor=actor,
+        vector_options=vector_options,
+        global_tier=enabled and config.memory.global_ != "none",
+    )
+
+
+def private_store(federation: MemoryFederation) -> SQLiteAdapter:
+    """The private tier's SQLite store, under any vector layer (e.g. to see ``quarantined_to``)."""
+    backend = federation.router.private.backend
+    return getattr(backend, "store", backend)

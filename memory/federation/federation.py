@@ -1,0 +1,300 @@
+"""MemoryFederation: many tiers presented as one MemoryAdapter.
+
+Writes fan out concurrently and come back with an honest per-tier split;
+reads fan out concurrently, drop (and report) failed tiers, de-duplicate, and
+only then rank — ranking duplicates would spend two of ``limit`` slots on one
+fact. Failure policy follows the durability anchor: a failed private write
+raises, a failed shared or global leg degrades with a visible event.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+
+from memory.audit import AuditLog
+from memory.errors import MemoryWriteError, TierWriteFailed
+from memory.federation.events import DegradedSink, MemoryDegradedEvent, audit_sink
+from memory.federation.resilience import ResilientTier, describe_failure, failure_reason
+from memory.federation.router import MemoryRouter
+from memory.home import Home
+from memory.types import HealthStatus, MemoryEntry, MemoryQuery, MemoryScope, PrunePolicy, PruneReport
+
+# Each tier is asked for more than ``limit``: de-duplication and aged-out
+# entries thin the pool before truncation.
+OVERFETCH = 2
+
+
+@dataclass
+class WriteReport:
+    """Where one write landed, per tier.
+
+    ``accepted`` committed; ``refused`` are read-only tiers that declined by
+    declaration (never counted as stored); ``failed`` maps a tier to why. An
+    operator replays ``failed``, never ``refused``.
+    """
+
+    entry_id: str
+    accepted: list[str] = field(default_factory=list)
+    refused: list[str] = field(default_factory=list)
+    failed: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def promoted(self) -> bool:
+        return "global" in self.accepted
+
+    def as_dict(self) -> dict:
+        return {"id": self.entry_id, "accepted": self.accepted, "refused": self.refused, "failed": self.failed}
+
+
+class FederatedWriteError(MemoryWriteError):
+    """The private (durability-anchor) leg failed; ``report`` says what the other legs did."""
+
+    def __init__(self, message: str, report: WriteReport):
+        super().__init__(message)
+        self.report = report
+
+
+@dataclass
+class RecallReport:
+    """A federated read: ranked entries, the tiers asked, and the ones that dropped out."""
+
+    entries: list[MemoryEntry]
+    tiers: list[str]
+    degraded: list[MemoryDegradedEvent]
+
+
+@dataclass
+class TierHealth:
+    name: str
+    scope: str
+    healthy: bool
+    message: str
+    breaker: str
+    read_only: bool
+
+
+def _content_key(entry: MemoryEntry) -> str:
+    return " ".join(entry.content.split())
+
+
+def tier_relevance(entries: list[MemoryEntry]) -> dict[str, float]:
+    """A backend's own order as a factor in (0.5, 1]: its best answer 1, its last just above 0.5.
+
+    Ranks, not raw scores, because BM25, cosine and fused scores from
+    different tiers live on different scales.
+    """
+    count = len(entries)
+    return {entry.id: 1.0 - 0.5 * position / count for position, entry in enumerate(entries)}
+
+
+def dedupe(results: list[tuple[str, list[MemoryEntry]]]) -> list[MemoryEntry]:
+    """Merge per-tier results, most local tier first.
+
+    Two entries are the same fact when they share an id or identical content
+    (whitespace-normalised). The first copy seen survives and ``tiers`` lists
+    every tier that held one, in routing order.
+    """
+    survivors: list[MemoryEntry] = []
+    by_id: dict[str, MemoryEntry] = {}
+    by_content: dict[str, MemoryEntry] = {}
+    for tier_name, entries in results:
+        for entry in entries:
+            content = _content_key(entry)
+            survivor = by_id.get(entry.id) or by_content.get(content)
+            if survivor is None:
+                survivor = entry.model_copy(update={"tiers": [tier_name]})
+                survivors.append(survivor)
+            elif tier_name not in survivor.tiers:
+                survivor.tiers = [*survivor.tiers, tier_name]
+            by_id.setdefault(entry.id, survivor)
+            by_content.setdefault(content, survivor)
+    return survivors
+
+
+class MemoryFederation:
+    """Implements the MemoryAdapter protocol over a :class:`MemoryRouter`'s tiers.
+
+    ``on_degraded`` receives every degraded event; it defaults to the audit
+    log of the home resolved now (``ARCANA_HOME`` or ``~/.arcana``).
+    """
+
+    def __init__(self, router: MemoryRouter, *, on_degraded: DegradedSink | None = None):
+        self.router = router
+        self.on_degraded = on_degraded or audit_sink(AuditLog(Home.resolve().audit_log))
+        self._closed = False
+
+    def _emit(self, events: list[MemoryDegradedEvent]) -> None:
+        for event in events:
+            self.on_degraded(event)
+
+    # -- lifecycle -------------------------------------------------------
+
+    async def connect(self) -> None:
+        """Open the private tier now (migrations, quarantine); other tiers open on first use."""
+        await self.router.private.backend.connect()
+
+    async def aclose(self) -> None:
+        """Close every backend once. Safe to call again."""
+        if self._closed:
+            return
+        self._closed = True
+        seen: set[int] = set()
+        errors = []
+        for tier in self.router.tiers:
+            backend = tier.backend
+            if id(backend) in seen or not hasattr(backend, "aclose"):
+                continue
+            seen.add(id(backend))
+            try:
+                await backend.aclose()
+            except Exception as exc:  # close the rest, then report
+                errors.append(exc)
+        if errors:
+            raise errors[0]
+
+    # -- writes ----------------------------------------------------------
+
+    async def write(self, entry: MemoryEntry) -> WriteReport:
+        """Write ``entry`` to every routed tier concurrently; return the split.
+
+        A tier whose scope differs from the entry's gets a scope-rewritten copy
+        with the same id and no pool (the promotion of an important private
+        entry to global). Not transactional across tiers. Raises
+        :class:`FederatedWriteError` when the private leg fails.
+        """
+        targets = self.router.route_write(entry)
+        report = WriteReport(entry.id)
+        writable = [t for t in targets if not t.read_only]
+        report.refused = [t.name for t in targets if t.read_only]
+        outcomes = await asyncio.gather(
+            *(tier.write(self._copy_for(tier, entry)) for tier in writable), return_exceptions=True
+        )
+        events = []
+        private_failure: BaseException | None = None
+        for tier, outcome in zip(writable, outcomes, strict=True):
+            if outcome is None:
+                report.accepted.append(tier.name)
+                continue
+            if not isinstance(outcome, Exception):
+                raise outcome
+            report.failed[tier.name] = f"{failure_reason(outcome)}: {describe_failure(outcome)}"
+            if tier.scope is MemoryScope.PRIVATE:
+                private_failure = outcome
+            else:
+                op = "promote" if tier.scope is not entry.scope else "write"
+                events.append(
+                    MemoryDegradedEvent(
+                        tier=tier.name,
+                        scope=tier.scope.value,
+                        op=op,
+                        reason=failure_reason(outcome),
+                        detail=f"memory {entry.id}: {describe_failure(outcome)}",
+                    )
+                )
+        self._emit(events)
+        if private_failure is not None:
+            raise FederatedWriteError(
+                f"private memory write failed; nothing was lost silently: {describe_failure(private_failure)}",
+                report,
+            ) from (private_failure.cause if isinstance(private_failure, TierWriteFailed) else private_failure)
+        return report
+
+    @staticmethod
+    def _copy_for(tier: ResilientTier, entry: MemoryEntry) -> MemoryEntry:
+        if tier.scope is entry.scope:
+            return entry
+        return entry.model_copy(update={"scope": tier.scope, "pool_name": tier.pool_name})
+
+    # -- reads -----------------------------------------------------------
+
+    @staticmethod
+    def _query_for(tier: ResilientTier, query: MemoryQuery) -> MemoryQuery:
+        """Shared and global tiers hold many agents' memories: drop the agent filter there."""
+        limit = min(query.limit * OVERFETCH, 10_000)
+        if tier.scope is MemoryScope.PRIVATE:
+            return query.model_copy(update={"limit": limit})
+        return query.model_copy(update={"limit": limit, "agent_id": None})
+
+    async def recall(self, query: MemoryQuery) -> RecallReport:
+        """Fan ``query`` out, drop failed tiers, de-duplicate, then rank and truncate.
+
+        For a text query each tier's own relevance order feeds the rank (see
+        :func:`tier_relevance`); a copy held by several tiers keeps its best factor.
+        """
+        tiers = self.router.route_read(query)
+        outcomes = await asyncio.gather(*(tier.read(self._query_for(tier, query)) for tier in tiers))
+        degraded = [o.degraded for o in outcomes if o.degraded is not None]
+        self._emit(degraded)
+        per_tier = [(tier.name, o.entries) for tier, o in zip(tiers, outcomes, strict=True)]
+        relevance: dict[str, float] = {}
+        if query.text:
+            for _, entries in per_tier:
+                for entry_id, factor in tier_relevance(entries).items():
+                    relevance[entry_id] = max(factor, relevance.get(entry_id, 0.0))
+        merged = dedupe(per_tier)
+        ranked = self.router.rank(merged, query.limit, relevance=relevance)
+        return RecallReport(ranked, [t.name for t in tiers], degraded)
+
+    async def search(self, query: MemoryQuery) -> list[MemoryEntry]:
+        return (await self.recall(query)).entries
+
+    async def stream_search(self, query: MemoryQuery) -> AsyncIterator[MemoryEntry]:
+        """The same ranked sequence as :meth:`search`, one entry at a time.
+
+        Ranking needs every candidate, so the fan-out happens up front; the
+        caller can still stop consuming as soon as its context budget is full.
+        """
+        for entry in await self.search(query):
+            yield entry
+
+    async def get(self, entry_id: str) -> MemoryEntry | None:
+        """The most local copy of ``entry_id``; a failing tier is skipped and reported."""
+        for tier in self.router.tiers:
+            found, event = await tier.get(entry_id)
+            if event is not None:
+                self._emit([event])
+            if found is not None:
+                return found.model_copy(update={"tiers": [tier.name]})
+        return None
+
+    # -- health and maintenance -------------------------------------------
+
+    async def tier_health(self) -> list[TierHealth]:
+        tiers = self.router.tiers
+        statuses = await asyncio.gather(*(tier.health_check() for tier in tiers))
+        return [
+            TierHealth(t.name, t.scope.value, s.healthy, s.message, t.breaker.describe(), t.read_only)
+            for t, s in zip(tiers, statuses, strict=True)
+        ]
+
+    async def health_check(self) -> HealthStatus:
+        """Healthy while at least one tier is; unhealthy tiers are named. Never raises."""
+        health = await self.tier_health()
+        down = [h for h in health if not h.healthy]
+        healthy = len(down) < len(health)
+        if not down:
+            return HealthStatus(healthy=True, message=f"{len(health)} tier(s) healthy")
+        names = "; ".join(f"{h.name}: {h.message}" for h in down)
+        return HealthStatus(healthy=healthy, message=f"{len(down)}/{len(health)} tier(s) down — {names}")
+
+    async def prune(self, policy: PrunePolicy) -> PruneReport:
+        """Prune every writable tier whose backend can; sum the reports.
+
+        Pruning is destructive maintenance, so it bypasses the resilience
+        wrapper on purpose: a tier failure propagates instead of degrading.
+        """
+        total = PruneReport(dry_run=policy.dry_run)
+        seen: set[int] = set()
+        for tier in self.router.tiers:
+            backend = tier.backend
+            if tier.read_only or id(backend) in seen or not hasattr(backend, "prune"):
+                continue
+            seen.add(id(backend))
+            report = await backend.prune(policy)
+            total.scanned += report.scanned
+            total.archived += report.archived
+            total.purged += report.purged
+            total.victim_ids += report.victim_ids
+        return total

@@ -1,0 +1,145 @@
+"""Shared pools: named SQLite stores at ``pools/{name}.db`` and who belongs to them.
+
+Membership lives in one place, ``config.json``'s ``pools.<name>.members``
+(agent ids, so a rename keeps it), which is what an agent's federation reads.
+Removing a pool moves its database to the trash; nothing is deleted.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from memory.adapters.sqlite import SQLiteAdapter
+from memory.agents import AgentCard, AgentRegistry
+from memory.config import ArcanaConfig, PoolSettings, load_config, save_config
+from memory.errors import ConfigError, NotFoundError
+from memory.home import Home
+
+_POOL_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+
+
+@dataclass
+class PoolInfo:
+    name: str
+    database: str
+    members: list[str]
+    vaults: list[str] = field(default_factory=list)
+    entries: int | None = None
+
+    def as_dict(self) -> dict:
+        return {
+            "name": self.name,
+            "database": self.database,
+            "members": self.members,
+            "vaults": self.vaults,
+            "entries": self.entries,
+        }
+
+
+def validate_pool_name(name: str) -> str:
+    """Pool names become file names: letters, digits, '.', '_' or '-'."""
+    if not _POOL_NAME.match(name):
+        raise ConfigError(
+            f"invalid pool name '{name}': use 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit"
+        )
+    return name
+
+
+class PoolRegistry:
+    """Create, inspect, remove pools and manage their members for one home."""
+
+    def __init__(self, home: Home):
+        self.home = home
+
+    def _config(self) -> ArcanaConfig:
+        return load_config(self.home.config_path)
+
+    def _settings(self, config: ArcanaConfig, name: str) -> PoolSettings:
+        if name not in config.pools:
+            raise NotFoundError(f"no pool named '{name}'; create it with `arcana pool create {name}`")
+        return config.pools[name]
+
+    async def create(self, name: str) -> PoolInfo:
+        """Register the pool and create its migrated database."""
+        validate_pool_name(name)
+        config = self._config()
+        if name in config.pools:
+            raise ConfigError(f"a pool named '{name}' already exists")
+        store = SQLiteAdapter(self.home.pool_db(name), actor="pool-create")
+        try:
+            await store.connect()
+        finally:
+            await store.aclose()
+        config.pools = {**config.pools, name: PoolSettings()}
+        save_config(self.home.config_path, config)
+        return await self.show(name)
+
+    def names(self) -> list[str]:
+        return sorted(self._config().pools)
+
+    async def show(self, name: str, *, count: bool = True) -> PoolInfo:
+        config = self._config()
+        settings = self._settings(config, name)
+        info = PoolInfo(
+            name=name,
+            database=str(self.home.pool_db(name)),
+            members=self._member_names(settings.members),
+            vaults=sorted(v for v, vault in config.vaults.items() if vault.pool == name),
+        )
+        if count and self.home.pool_db(name).exists():
+            store = SQLiteAdapter(self.home.pool_db(name), actor="pool-show")
+            try:
+                info.entries = await store.count(include_archived=False)
+            finally:
+                await store.aclose()
+        return info
+
+    async def list(self) -> list[PoolInfo]:
+        return [await self.show(name) for name in self.names()]
+
+    def remove(self, name: str) -> Path | None:
+        """Drop the pool from the config and move its database to the trash; return where."""
+        config = self._config()
+        self._settings(config, name)
+        moved = None
+        db = self.home.pool_db(name)
+        if db.exists():
+            self.home.trash_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+            moved = self.home.trash_dir / f"pool-{name}-{int(time.time())}"
+            moved.mkdir(mode=0o700)
+            for suffix in ("", "-wal", "-shm"):
+                part = Path(f"{db}{suffix}")
+                if part.exists():
+                    part.replace(moved / part.name)
+        config.pools = {k: v for k, v in config.pools.items() if k != name}
+        config.memory.pools = [p for p in config.memory.pools if p != name]
+        save_config(self.home.config_path, config)
+        return moved
+
+    def join(self, card: AgentCard, name: str) -> bool:
+        """Make ``card`` a member of pool ``name``; False when it already was."""
+        config = self._config()
+        settings = self._settings(config, name)
+        if card.id in settings.members:
+            return False
+        config.pools = {**config.pools, name: PoolSettings(members=[*settings.members, card.id])}
+        save_config(self.home.config_path, config)
+        return True
+
+    def leave(self, card: AgentCard, name: str) -> bool:
+        """Remove ``card`` from pool ``name``; False when it was not a member."""
+        config = self._config()
+        settings = self._settings(config, name)
+        kept = [m for m in settings.members if m not in (card.id, card.name)]
+        if len(kept) == len(settings.members):
+            return False
+        config.pools = {**config.pools, name: PoolSettings(members=kept)}
+        save_config(self.home.config_path, config)
+        return True
+
+    def _member_names(self, members: list[str]) -> list[str]:
+        by_id = {card.id: card.name for card in AgentRegistry(self.home).list()}
+        return [by_id.get(member, member) for member in members]

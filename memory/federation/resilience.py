@@ -1,0 +1,230 @@
+"""Timeouts and circuit breakers around one tier, so a slow, locked or corrupt
+store can never stall or sink a whole session.
+
+Reads are total (a failing tier answers ``[]`` plus a degraded event); writes
+are partial (they raise :class:`TierWriteFailed` carrying the tier's scope and
+let the federation decide the blast radius).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+from memory.errors import MemoryCorruptError, TierWriteFailed
+from memory.federation.budgets import TierBudget
+from memory.federation.events import DegradedSink, MemoryDegradedEvent
+from memory.types import HealthStatus, MemoryEntry, MemoryQuery, MemoryScope, RetrievalMode
+
+Clock = Callable[[], float]
+
+
+class BreakerState(StrEnum):
+    CLOSED = "closed"
+    OPEN = "open"
+    HALF_OPEN = "half_open"
+
+
+class CircuitBreaker:
+    """Trips after ``fail_threshold`` consecutive failures; recovers via one probe.
+
+    Tripped by failures seen in real traffic, not by polling. While OPEN it
+    fails fast; once ``reset_after_seconds`` pass, exactly one call is let
+    through (HALF_OPEN) and its outcome closes or re-opens the breaker.
+    :meth:`force_open` is for session-long conditions (corruption): such a
+    breaker never half-opens. ``clock`` is a monotonic source of seconds,
+    injected so tests move time without sleeping.
+    """
+
+    def __init__(self, fail_threshold: int = 3, reset_after_seconds: float = 30.0, clock: Clock = time.monotonic):
+        self.fail_threshold = fail_threshold
+        self.reset_after_seconds = reset_after_seconds
+        self.clock = clock
+        self.state = BreakerState.CLOSED
+        self.failures = 0
+        self.opened_at: float | None = None
+        self.forced_reason: str | None = None
+
+    def allow(self) -> bool:
+        """May a call go to the backend now? Moves OPEN → HALF_OPEN when due."""
+        if self.state is BreakerState.CLOSED:
+            return True
+        if self.state is BreakerState.HALF_OPEN or self.forced_reason is not None:
+            return False  # the single probe is already in flight, or quarantined
+        if self.clock() - (self.opened_at or 0.0) >= self.reset_after_seconds:
+            self.state = BreakerState.HALF_OPEN
+            return True
+        return False
+
+    def record_success(self) -> None:
+        self.state = BreakerState.CLOSED
+        self.failures = 0
+        self.opened_at = None
+
+    def record_failure(self) -> None:
+        """Count a failure; a failed HALF_OPEN probe re-opens at once."""
+        self.failures += 1
+        if self.state is BreakerState.HALF_OPEN or self.failures >= self.fail_threshold:
+            self._open()
+
+    def force_open(self, reason: str) -> None:
+        """Open for the rest of the session, whatever the count (e.g. corruption)."""
+        self.forced_reason = reason
+        self._open()
+
+    def _open(self) -> None:
+        self.state = BreakerState.OPEN
+        self.opened_at = self.clock()
+
+    def describe(self) -> str:
+        if self.forced_reason:
+            return f"open ({self.forced_reason})"
+        if self.state is BreakerState.CLOSED and self.failures:
+            return f"closed ({self.failures}/{self.fail_threshold} failures)"
+        return self.state.value
+
+
+@dataclass
+class TierRead:
+    """What one tier answered: its entries, or why it had none."""
+
+    entries: list[MemoryEntry]
+    degraded: MemoryDegradedEvent | None = None
+
+
+class _BreakerOpen(Exception):
+    pass
+
+
+def is_read_only(adapter: Any) -> bool:
+    """A backend declares itself read-only with ``read_only = True`` or ``accepts_writes = False``."""
+    return bool(getattr(adapter, "read_only", False)) or getattr(adapter, "accepts_writes", True) is False
+
+
+class ResilientTier:
+    """One backend behind a timeout and a circuit breaker.
+
+    Semantic and hybrid reads get their own (longer) budget because they may
+    wait on an embedder. A timeout leaves the backend's own thread to finish:
+    a timed-out write's outcome is unknown, which is why it is reported as
+    failed rather than assumed lost or kept.
+    """
+
+    def __init__(
+        self,
+        adapter: Any,
+        *,
+        name: str,
+        scope: MemoryScope,
+        pool_name: str | None = None,
+        budget: TierBudget | None = None,
+        clock: Clock = time.monotonic,
+        read_only: bool | None = None,
+        on_degraded: DegradedSink | None = None,
+    ):
+        self.backend = adapter
+        self.name = name
+        self.scope = scope
+        self.pool_name = pool_name
+        self.budget = budget or TierBudget()
+        self.read_only = is_read_only(adapter) if read_only is None else read_only
+        self.on_degraded = on_degraded
+        self.breaker = CircuitBreaker(self.budget.fail_threshold, self.budget.reset_after_seconds, clock)
+
+    def _read_timeout(self, query: MemoryQuery) -> float:
+        semantic = query.text and query.retrieval_mode is not RetrievalMode.keyword
+        return (self.budget.semantic_timeout_ms if semantic else self.budget.read_timeout_ms) / 1000
+
+    async def _guarded(self, call: Callable[[], Awaitable[Any]], timeout: float) -> Any:
+        """Run ``call`` if the breaker allows, within ``timeout``; feed the breaker."""
+        if not self.breaker.allow():
+            raise _BreakerOpen(self.breaker.describe())
+        settled = False
+        try:
+            result = await asyncio.wait_for(call(), timeout)
+            self.breaker.record_success()
+            settled = True
+            return result
+        except MemoryCorruptError:
+            self.breaker.force_open("corruption")
+            settled = True
+            raise
+        except Exception:
+            self.breaker.record_failure()
+            settled = True
+            raise
+        finally:
+            if not settled:  # cancelled from outside: release a half-open probe
+                self.breaker.record_failure()
+
+    def _event(self, op: str, exc: BaseException) -> MemoryDegradedEvent:
+        return MemoryDegradedEvent(
+            tier=self.name, scope=self.scope.value, op=op, reason=failure_reason(exc), detail=describe_failure(exc)
+        )
+
+    async def read(self, query: MemoryQuery) -> TierRead:
+        """Search within budget. Never raises: a failure is an empty read plus its event."""
+        try:
+            entries = await self._guarded(lambda: self.backend.search(query), self._read_timeout(query))
+            return TierRead(list(entries))
+        except Exception as exc:
+            return TierRead([], self._event("read", exc))
+
+    async def search(self, query: MemoryQuery) -> list[MemoryEntry]:
+        """Total search for callers using the tier alone; emits its degraded event."""
+        outcome = await self.read(query)
+        if outcome.degraded is not None and self.on_degraded is not None:
+            self.on_degraded(outcome.degraded)
+        return outcome.entries
+
+    async def get(self, entry_id: str) -> tuple[MemoryEntry | None, MemoryDegradedEvent | None]:
+        try:
+            found = await self._guarded(lambda: self.backend.get(entry_id), self.budget.read_timeout_ms / 1000)
+            return found, None
+        except Exception as exc:
+            return None, self._event("get", exc)
+
+    async def write(self, entry: MemoryEntry) -> None:
+        """Write within budget, or raise :class:`TierWriteFailed` (scope + reason)."""
+        if self.read_only:
+            raise TierWriteFailed(self.scope.value, "read_only", None)
+        try:
+            await self._guarded(lambda: self.backend.write(entry), self.budget.write_timeout_ms / 1000)
+        except Exception as exc:
+            raise TierWriteFailed(self.scope.value, failure_reason(exc), exc) from exc
+
+    async def health_check(self) -> HealthStatus:
+        """The backend's own health, bounded by the read budget. Never raises."""
+        if self.breaker.forced_reason:
+            return HealthStatus(healthy=False, message=f"{self.name}: breaker {self.breaker.describe()}")
+        try:
+            status = await asyncio.wait_for(self.backend.health_check(), self.budget.read_timeout_ms / 1000)
+        except Exception as exc:
+            return HealthStatus(healthy=False, message=f"{self.name}: {describe_failure(exc)}")
+        return status
+
+
+def failure_reason(exc: BaseException) -> str:
+    if isinstance(exc, TierWriteFailed):
+        return exc.reason
+    if isinstance(exc, _BreakerOpen):
+        return "breaker_open"
+    if isinstance(exc, TimeoutError):
+        return "timeout"
+    if isinstance(exc, MemoryCorruptError):
+        return "corruption"
+    return "backend_error"
+
+
+def describe_failure(exc: BaseException) -> str:
+    if isinstance(exc, TierWriteFailed) and exc.cause is not None:
+        return describe_failure(exc.cause)
+    if isinstance(exc, _BreakerOpen):
+        return f"circuit breaker {exc}"
+    if isinstance(exc, TimeoutError):
+        return "timed out"
+    return str(exc) or type(exc).__name__

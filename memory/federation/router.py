@@ -1,0 +1,174 @@
+"""MemoryRouter: which tiers a write goes to, which a read fans across, and how
+merged results rank. Pure policy — the federation does the I/O.
+
+Every tier is wrapped in a :class:`ResilientTier` at registration, so nothing
+downstream ever touches a raw backend on the read/write path.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from datetime import datetime
+from typing import Any
+
+from memory.errors import MemoryRoutingError
+from memory.federation.budgets import ConnectionsConfig
+from memory.federation.decay import DEFAULT_PROFILES, DecayProfile, effective_importance, should_consolidate
+from memory.federation.resilience import ResilientTier
+from memory.types import MemoryEntry, MemoryQuery, MemoryScope, MemoryType, now_utc
+
+PROMOTION_THRESHOLD = 0.9
+NEUTRAL_WEIGHT = 0.5
+
+
+class MemoryRouter:
+    """Routes writes and reads across the private, shared and global tiers.
+
+    ``pools`` maps a pool name to its (writable) backend; read-only members
+    such as an attached vault are added with :meth:`register_pool`. Missing
+    weights default to a neutral 0.5, so an agent with no card preferences
+    still gets a stable importance-driven order.
+    """
+
+    def __init__(
+        self,
+        *,
+        private: Any,
+        global_: Any | None = None,
+        pools: Mapping[str, Any] | None = None,
+        weights: Mapping[MemoryType, float] | None = None,
+        decay_profiles: Mapping[MemoryType, DecayProfile] | None = None,
+        clock: Callable[[], datetime] = now_utc,
+        resilience: ConnectionsConfig | None = None,
+        monotonic: Callable[[], float] = time.monotonic,
+    ):
+        self.resilience = resilience or ConnectionsConfig()
+        self.weights = dict(weights or {})
+        self.decay_profiles = {**DEFAULT_PROFILES, **(decay_profiles or {})}
+        self.clock = clock
+        self._monotonic = monotonic
+        self.private = self._wrap(private, "private", MemoryScope.PRIVATE)
+        self.global_ = None if global_ is None else self._wrap(global_, "global", MemoryScope.GLOBAL)
+        self.pools: dict[str, list[ResilientTier]] = {}
+        for name, adapter in (pools or {}).items():
+            self.register_pool(name, adapter)
+
+    def _wrap(self, adapter: Any, name: str, scope: MemoryScope, pool: str | None = None, **kw: Any) -> ResilientTier:
+        if isinstance(adapter, ResilientTier):
+            return adapter
+        budget = self.resilience.for_tier(scope, pool)
+        return ResilientTier(adapter, name=name, scope=scope, pool_name=pool, budget=budget, clock=self._monotonic, **kw)
+
+    def register_pool(
+        self, name: str, adapter: Any, *, read_only: bool | None = None, label: str | None = None
+    ) -> ResilientTier:
+        """Add a backend to the shared pool ``name``.
+
+        A pool has at most one writable backend (registering another replaces
+        it) and any number of read-only members, which answer reads and show up
+        as *refused* in a write's split.
+        """
+        tier = self._wrap(adapter, label or f"pool:{name}", MemoryScope.SHARED, name, read_only=read_only)
+        members = self.pools.setdefault(name, [])
+        if not tier.read_only:
+            members[:] = [m for m in members if m.read_only]
+            members.insert(0, tier)
+        else:
+            members.append(tier)
+        return tier
+
+    @property
+    def tiers(self) -> list[ResilientTier]:
+        """Every tier, most local first: private, each pool's members, then global."""
+        ordered = [self.private]
+        for name in sorted(self.pools):
+            ordered += self.pools[name]
+        if self.global_ is not None:
+            ordered.append(self.global_)
+        return ordered
+
+    def route_write(self, entry: MemoryEntry) -> list[ResilientTier]:
+        """The tiers ``entry`` must be written to (read-only members included, to be refused).
+
+        PRIVATE → private, plus global when importance >= 0.9 and a global tier
+        exists (the caller writes a GLOBAL copy there). SHARED → the members of
+        ``entry.pool_name``. GLOBAL → global. A required tier that is missing
+        raises :class:`MemoryRoutingError`; a promotion without a global tier
+        simply stays private.
+        """
+        if entry.scope is MemoryScope.PRIVATE:
+            targets = [self.private]
+            if self.global_ is not None and entry.importance >= PROMOTION_THRESHOLD:
+                targets.append(self.global_)
+            return targets
+        if entry.scope is MemoryScope.GLOBAL:
+            if self.global_ is None:
+                raise MemoryRoutingError("no global tier: a global write needs an embedder (global memory is off)")
+            return [self.global_]
+        if not entry.pool_name:
+            raise MemoryRoutingError("a shared memory needs a pool name (--pool)")
+        members = self.pools.get(entry.pool_name)
+        if not members:
+            raise MemoryRoutingError(f"unknown pool '{entry.pool_name}' for this agent; {self._known_pools()}")
+        if all(m.read_only for m in members):
+            raise MemoryRoutingError(f"pool '{entry.pool_name}' has no writable tier (only read-only vaults)")
+        return list(members)
+
+    def route_read(self, query: MemoryQuery) -> list[ResilientTier]:
+        """The tiers ``query`` fans across, most local first.
+
+        No scope → every tier. PRIVATE / GLOBAL → that tier (none when global
+        is off: reads degrade, they do not raise). SHARED → the named pool, or
+        every pool; naming an unknown pool is a caller error.
+        """
+        if query.scope is None:
+            return self.tiers
+        if query.scope is MemoryScope.PRIVATE:
+            return [self.private]
+        if query.scope is MemoryScope.GLOBAL:
+            return [] if self.global_ is None else [self.global_]
+        if query.pool_name is not None:
+            if query.pool_name not in self.pools:
+                raise MemoryRoutingError(f"unknown pool '{query.pool_name}' for this agent; {self._known_pools()}")
+            return list(self.pools[query.pool_name])
+        return [tier for name in sorted(self.pools) for tier in self.pools[name]]
+
+    def _known_pools(self) -> str:
+        return f"its pools: {', '.join(sorted(self.pools))}" if self.pools else "it has joined no pools"
+
+    def weight(self, memory_type: MemoryType) -> float:
+        return self.weights.get(memory_type, NEUTRAL_WEIGHT)
+
+    def rank(
+        self,
+        entries: list[MemoryEntry],
+        limit: int,
+        now: datetime | None = None,
+        relevance: Mapping[str, float] | None = None,
+    ) -> list[MemoryEntry]:
+        """Order de-duplicated candidates for recall, best first, at most ``limit``.
+
+        score = effective (decayed) importance × the agent's weight for the
+        type × ``relevance[id]`` (default 1): the card's preference layered on
+        each backend's own ordering. Aged-out entries are dropped; pinned
+        entries are exempt from decay and sort first; ties break on the
+        backend's score, then recency. Each survivor's ``score`` becomes the
+        value it ranked by.
+        """
+        now = now or self.clock()
+        relevance = relevance or {}
+        scored = []
+        for entry in entries:
+            profile = self.decay_profiles[entry.type]
+            if should_consolidate(entry, profile, now):
+                continue
+            score = effective_importance(entry, profile, now) * self.weight(entry.type) * relevance.get(entry.id, 1.0)
+            backend_score = entry.score if entry.score is not None else float("-inf")
+            scored.append(((entry.pinned, score, backend_score, entry.created_at), score, entry))
+        scored.sort(key=lambda item: item[0], reverse=True)
+        ranked = []
+        for _, score, entry in scored[:limit]:
+            entry.score = score
+            ranked.append(entry)
+        return ranked
