@@ -1,0 +1,524 @@
+"""MarkdownFolderAdapter: a folder of Markdown notes (an Obsidian vault) as read-only memory.
+
+One ``.md``/``.markdown`` file is one :class:`MemoryEntry` whose id is
+``uuid5(NOTE_NAMESPACE, <root-relative POSIX path>)``, so a live read of the
+folder and an ingested copy of it (``arcana vault index``) share ids and the
+federation can de-duplicate them. Nothing here ever writes to the folder.
+
+The walk, the note parser and the skip rules are module functions so the vault
+indexer reuses exactly the same view of the folder without this class's cache.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import fnmatch
+import hashlib
+import math
+import os
+import re
+import stat
+import uuid
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from memory.errors import MemoryWriteError
+from memory.sqlite.fts import query_tokens
+from memory.types import (
+    ConfidenceSource,
+    HealthStatus,
+    MemoryEntry,
+    MemoryQuery,
+    MemoryScope,
+    MemoryType,
+    RetrievalMode,
+)
+
+# Fixed forever: changing it would change every note id and orphan every index.
+NOTE_NAMESPACE = uuid.UUID("6f1d3c52-8a47-5b0e-9a41-0a7c5e2b9d13")
+NOTE_SUFFIXES = (".md", ".markdown")
+DEFAULT_MAX_FILE_BYTES = 1024 * 1024
+DEFAULT_IGNORE_GLOBS: tuple[str, ...] = ()
+
+# Skip reasons, as reported by scans and `arcana vault check`.
+HIDDEN, SYMLINK, TOO_LARGE, IGNORED, UNREADABLE, VANISHED, BINARY = (
+    "hidden",
+    "symlink",
+    "too_large",
+    "ignored",
+    "unreadable",
+    "vanished",
+    "binary",
+)
+
+
+def note_id(rel_path: str) -> str:
+    """The stable id of the note at root-relative POSIX path ``rel_path``."""
+    return str(uuid.uuid5(NOTE_NAMESPACE, rel_path))
+
+
+def is_note(name: str) -> bool:
+    return name.lower().endswith(NOTE_SUFFIXES)
+
+
+def note_title(rel_path: str) -> str:
+    """The note's name as Obsidian shows it: the file name without its suffix."""
+    name = rel_path.rsplit("/", 1)[-1]
+    for suffix in NOTE_SUFFIXES:
+        if name.lower().endswith(suffix):
+            return name[: -len(suffix)]
+    return name
+
+
+# -- text: code masking, frontmatter, hashtags ---------------------------------
+
+_FENCE = re.compile(r"^[ \t]{0,3}(`{3,}|~{3,})[^\n]*\n.*?(?:^[ \t]{0,3}\1[`~]*[ \t]*$|\Z)", re.M | re.S)
+_INLINE_CODE = re.compile(r"(`+)(?!`).+?(?<!`)\1(?!`)", re.S)
+_HASHTAG = re.compile(r"(?<![^\s(\[,;:!?\"'])#([\w/-]*[^\W\d_][\w/-]*)", re.UNICODE)
+_HEADING_MARK = re.compile(r"^[ \t]{0,3}#{1,6}(?=[ \t]|$)", re.M)
+_WORD = re.compile(r"[^\W_]+", re.UNICODE)
+
+
+def mask_code(text: str) -> str:
+    """``text`` with fenced blocks and inline code spans blanked (same length, newlines kept).
+
+    Links and tags inside code are examples, not content; blanking instead of
+    deleting keeps offsets and line structure for every later regex.
+    """
+
+    def blank(match: re.Match) -> str:
+        return re.sub(r"[^\n]", " ", match.group(0))
+
+    return _INLINE_CODE.sub(blank, _FENCE.sub(blank, text))
+
+
+def split_frontmatter(text: str) -> tuple[dict[str, Any], str, bool]:
+    """(frontmatter mapping, body, malformed) — a bad block is dropped, never fatal."""
+    if not text.startswith("---"):
+        return {}, text, False
+    first_nl = text.find("\n")
+    if first_nl < 0 or text[:first_nl].strip() != "---":
+        return {}, text, False
+    end = re.search(r"^(?:---|\.\.\.)[ \t]*$", text[first_nl + 1 :], re.M)
+    if end is None:  # an unterminated block is ordinary text (a thematic break)
+        return {}, text, False
+    block = text[first_nl + 1 : first_nl + 1 + end.start()]
+    body = text[first_nl + 1 + end.end() :].lstrip("\n")
+    try:
+        data = yaml.safe_load(block) if block.strip() else {}
+    except yaml.YAMLError:
+        return {}, body, True
+    if data is None:
+        return {}, body, False
+    if not isinstance(data, dict):
+        return {}, body, True
+    return data, body, False
+
+
+def hashtags(masked_body: str) -> list[str]:
+    """Obsidian #tags (nested #a/b too) outside code; heading markers are not tags."""
+    text = _HEADING_MARK.sub(" ", masked_body)
+    return [m.group(1).strip("/") for m in _HASHTAG.finditer(text) if m.group(1).strip("/")]
+
+
+def _string_list(value: Any) -> tuple[list[str], bool]:
+    """A frontmatter list-ish value as strings; (values, malformed)."""
+    if value is None:
+        return [], False
+    if isinstance(value, str):
+        return [v for v in re.split(r"[,\s]+", value) if v], False
+    if isinstance(value, list):
+        good = [str(v) for v in value if isinstance(v, (str, int, float)) and not isinstance(v, bool)]
+        return good, len(good) != len(value)
+    return [], True
+
+
+def _aliases(value: Any) -> tuple[list[str], bool]:
+    if isinstance(value, str):  # aliases are names, which may contain spaces
+        return [value.strip()] if value.strip() else [], False
+    return _string_list(value)
+
+
+# -- the parsed note ----------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ParsedNote:
+    """Everything the folder knows about one note, parsed once per (mtime, size)."""
+
+    rel_path: str
+    entry: MemoryEntry
+    body: str
+    aliases: tuple[str, ...]
+    content_hash: str
+    mtime_ns: int
+    size: int
+    frontmatter_problem: bool
+    words: Counter = field(repr=False, compare=False)
+
+    @property
+    def id(self) -> str:
+        return self.entry.id
+
+
+@dataclass(frozen=True)
+class NoteIdentity:
+    """Who the entry belongs to: the fields a folder cannot say for itself."""
+
+    agent_id: str
+    scope: MemoryScope = MemoryScope.PRIVATE
+    pool_name: str | None = None
+    default_type: MemoryType = MemoryType.SEMANTIC
+
+
+def parse_note(rel_path: str, data: bytes, mtime_ns: int, size: int, who: NoteIdentity) -> ParsedNote:
+    """Parse one note's bytes into an entry. Never raises on content."""
+    text = data.decode("utf-8", errors="replace").lstrip("\ufeff").replace("\r\n", "\n")
+    meta, body, problem = split_frontmatter(text)
+    masked = mask_code(body)
+    tags, bad_tags = _string_list(meta.get("tags", meta.get("tag")))
+    aliases, bad_aliases = _aliases(meta.get("aliases", meta.get("alias")))
+    problem = problem or bad_tags or bad_aliases
+    note_type = who.default_type
+    if "type" in meta:
+        try:
+            note_type = MemoryType(str(meta["type"]).lower())
+        except ValueError:
+            problem = True
+    importance = 0.5
+    if "importance" in meta:
+        value = meta["importance"]
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and 0.0 <= value <= 1.0:
+            importance = float(value)
+        else:
+            problem = True
+    pinned = meta.get("pinned") is True
+    if "pinned" in meta and not isinstance(meta["pinned"], bool):
+        problem = True
+    title = note_title(rel_path)
+    # The title leads the content: a note is found by its name, and an empty note is still a note.
+    content = f"{title}\n\n{body.strip()}" if body.strip() else title
+    modified = datetime.fromtimestamp(mtime_ns / 1e9, UTC)
+    entry = MemoryEntry(
+        id=note_id(rel_path),
+        agent_id=who.agent_id,
+        type=note_type,
+        content=content,
+        scope=who.scope,
+        pool_name=who.pool_name,
+        importance=importance,
+        pinned=pinned,
+        confidence_source=ConfidenceSource.IMPORTED,
+        tags=tags + hashtags(masked),
+        created_at=modified,
+        updated_at=modified,
+    )
+    words = Counter(w.lower() for w in _WORD.findall(content + " " + " ".join(entry.tags)))
+    return ParsedNote(
+        rel_path=rel_path,
+        entry=entry,
+        body=body,
+        aliases=tuple(aliases),
+        content_hash=hashlib.sha256(data).hexdigest(),
+        mtime_ns=mtime_ns,
+        size=size,
+        frontmatter_problem=problem,
+        words=words,
+    )
+
+
+# -- the walk -----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class FileStat:
+    rel_path: str
+    mtime_ns: int
+    size: int
+
+
+@dataclass
+class FolderWalk:
+    """What a walk found: candidate notes, attachments, and what it skipped and why."""
+
+    notes: list[FileStat] = field(default_factory=list)
+    attachments: list[str] = field(default_factory=list)
+    skipped: list[tuple[str, str]] = field(default_factory=list)  # (rel_path, reason)
+
+
+def _ignored(rel_path: str, globs: Sequence[str]) -> bool:
+    return any(fnmatch.fnmatchcase(rel_path, g) for g in globs)
+
+
+def walk_folder(root: Path, *, ignore_globs: Sequence[str] = (), max_file_bytes: int = DEFAULT_MAX_FILE_BYTES) -> FolderWalk:
+    """List the notes under ``root`` without reading them; never follows symlinks.
+
+    Ignore globs are fnmatch patterns over the root-relative POSIX path (``*``
+    crosses ``/``); a directory that matches (e.g. ``Archive`` or
+    ``Archive/*``) is not descended into.
+    """
+    found = FolderWalk()
+    stack = [""]
+    while stack:
+        prefix = stack.pop()
+        try:
+            with os.scandir(root / prefix if prefix else root) as it:
+                entries = sorted(it, key=lambda e: e.name)
+        except FileNotFoundError:
+            if prefix:
+                found.skipped.append((prefix, VANISHED))
+            continue
+        except OSError:
+            found.skipped.append((prefix or ".", UNREADABLE))
+            continue
+        for entry in entries:
+            rel = f"{prefix}/{entry.name}" if prefix else entry.name
+            try:
+                if entry.name.startswith("."):
+                    found.skipped.append((rel, HIDDEN))
+                    continue
+                if entry.is_symlink():
+                    found.skipped.append((rel, SYMLINK))
+                    continue
+                if entry.is_dir(follow_symlinks=False):
+                    if _ignored(rel, ignore_globs) or _ignored(rel + "/", ignore_globs):
+                        found.skipped.append((rel, IGNORED))
+                    else:
+                        stack.append(rel)
+                    continue
+                if not entry.is_file(follow_symlinks=False):
+                    continue
+                if _ignored(rel, ignore_globs):
+                    found.skipped.append((rel, IGNORED))
+                    continue
+                if not is_note(entry.name):
+                    found.attachments.append(rel)
+                    continue
+                st = entry.stat(follow_symlinks=False)
+            except FileNotFoundError:
+                found.skipped.append((rel, VANISHED))
+                continue
+            except OSError:
+                found.skipped.append((rel, UNREADABLE))
+                continue
+            if st.st_size > max_file_bytes:
+                found.skipped.append((rel, TOO_LARGE))
+                continue
+            found.notes.append(FileStat(rel, st.st_mtime_ns, st.st_size))
+    found.notes.sort(key=lambda n: n.rel_path)
+    found.attachments.sort()
+    found.skipped.sort()
+    return found
+
+
+def read_note(root: Path, info: FileStat, who: NoteIdentity, max_file_bytes: int) -> ParsedNote | str:
+    """Read and parse one note, or return the skip reason. Never follows a symlink."""
+    path = root / info.rel_path
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
+    except FileNotFoundError:
+        return VANISHED
+    except OSError:
+        return UNREADABLE
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            return UNREADABLE
+        if st.st_size > max_file_bytes:
+            return TOO_LARGE
+        with os.fdopen(fd, "rb", closefd=False) as handle:
+            data = handle.read(max_file_bytes + 1)
+    except OSError:
+        return UNREADABLE
+    finally:
+        os.close(fd)
+    if len(data) > max_file_bytes:
+        return TOO_LARGE
+    if b"\x00" in data[:8192]:
+        return BINARY
+    return parse_note(info.rel_path, data, st.st_mtime_ns, len(data), who)
+
+
+# -- the adapter --------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class FolderNote:
+    """A note as a consumer sees it: the entry plus its root-relative path and aliases."""
+
+    entry: MemoryEntry
+    rel_path: str
+    aliases: tuple[str, ...] = ()
+    body: str = ""
+
+
+@dataclass
+class FolderScan:
+    """The folder's current parsed view."""
+
+    notes: list[ParsedNote]
+    attachments: list[str]
+    skipped: list[tuple[str, str]]
+
+    @property
+    def frontmatter_problems(self) -> list[str]:
+        return [n.rel_path for n in self.notes if n.frontmatter_problem]
+
+
+def relevance(note: ParsedNote, tokens: Sequence[str], lowered: str) -> float:
+    """Lexical relevance: whole-word hits (damped by frequency) beat substring hits; title hits count double."""
+    title = note_title(note.rel_path).lower()
+    score = 0.0
+    for token in tokens:
+        hits = note.words.get(token, 0)
+        if hits:
+            score += 1.0 + math.log1p(hits) / 4
+        elif token in lowered:
+            score += 0.5
+        else:
+            continue
+        if token in title:
+            score += 1.0
+    return score
+
+
+class MarkdownFolderAdapter:
+    """Read-only :class:`MemoryAdapter` over one folder of Markdown notes.
+
+    The folder has no index of its own, so every retrieval mode is served by
+    one keyword scan (a one-line notice says so for semantic/hybrid). A
+    process-local cache keyed by path → (mtime, size) means each search
+    restats the tree but re-reads only new or changed files.
+    """
+
+    def __init__(
+        self,
+        root: Path | str,
+        agent_id: Any,
+        *,
+        scope: MemoryScope = MemoryScope.PRIVATE,
+        pool_name: str | None = None,
+        default_type: MemoryType = MemoryType.SEMANTIC,
+        ignore_globs: Sequence[str] = DEFAULT_IGNORE_GLOBS,
+        max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
+        on_degraded: Callable[[str], None] | None = None,
+    ):
+        self.root = Path(root).expanduser()
+        self.who = NoteIdentity(str(agent_id), scope, pool_name, default_type)
+        self.ignore_globs = tuple(ignore_globs)
+        self.max_file_bytes = max_file_bytes
+        self.on_degraded = on_degraded
+        self.last_notice: str | None = None
+        self._cache: dict[str, ParsedNote] = {}
+
+    async def connect(self) -> None:
+        return None
+
+    async def aclose(self) -> None:
+        return None
+
+    async def health_check(self) -> HealthStatus:
+        """One stat and one access probe on the root — no walk — so it can serve as a recovery probe."""
+        try:
+            st = os.stat(self.root)
+        except OSError as exc:
+            return HealthStatus(healthy=False, message=f"{self.root}: {exc.strerror or exc}")
+        if not stat.S_ISDIR(st.st_mode):
+            return HealthStatus(healthy=False, message=f"{self.root}: not a directory")
+        if not os.access(self.root, os.R_OK | os.X_OK):
+            return HealthStatus(healthy=False, message=f"{self.root}: not readable")
+        return HealthStatus(healthy=True, message=f"{self.root}: ok")
+
+    async def write(self, entry: MemoryEntry) -> None:
+        """Refuse: the folder is the user's source of truth, not a sink; a silent drop would hide data loss."""
+        raise MemoryWriteError(f"{self.root}: a Markdown folder is read-only memory; write to another tier")
+
+    def scan_sync(self) -> FolderScan:
+        """Walk the folder, re-parsing only files whose (mtime, size) changed since the last scan."""
+        walk = walk_folder(self.root, ignore_globs=self.ignore_globs, max_file_bytes=self.max_file_bytes)
+        skipped = list(walk.skipped)
+        fresh: dict[str, ParsedNote] = {}
+        for info in walk.notes:
+            cached = self._cache.get(info.rel_path)
+            if cached is not None and (cached.mtime_ns, cached.size) == (info.mtime_ns, info.size):
+                fresh[info.rel_path] = cached
+                continue
+            parsed = read_note(self.root, info, self.who, self.max_file_bytes)
+            if isinstance(parsed, str):
+                skipped.append((info.rel_path, parsed))
+            else:
+                fresh[info.rel_path] = parsed
+        self._cache = fresh
+        return FolderScan(notes=list(fresh.values()), attachments=walk.attachments, skipped=sorted(skipped))
+
+    async def scan(self) -> FolderScan:
+        return await asyncio.to_thread(self.scan_sync)
+
+    async def notes(self) -> list[FolderNote]:
+        """Every note with its on-disk path, from the same cached scan ``search`` uses."""
+        scan = await self.scan()
+        return [FolderNote(n.entry, n.rel_path, n.aliases, n.body) for n in scan.notes]
+
+    async def get(self, entry_id: str) -> MemoryEntry | None:
+        """The note with id ``entry_id`` (ids are one-way hashes, so this matches over the cached scan)."""
+        scan = await self.scan()
+        for note in scan.notes:
+            if note.id == entry_id:
+                return note.entry
+        return None
+
+    async def search(self, query: MemoryQuery) -> list[MemoryEntry]:
+        """Keyword scan ranked pinned → lexical relevance → importance → recency, ties by path."""
+        if query.retrieval_mode is not RetrievalMode.keyword and query.text:
+            self._notice(
+                f"{self.root}: a Markdown folder has no semantic index; "
+                f"{query.retrieval_mode.value} search served by keyword scan"
+            )
+        scan = await self.scan()
+        tokens = query_tokens(query.text)
+        ranked: list[tuple[tuple, MemoryEntry]] = []
+        for note in scan.notes:
+            entry = note.entry
+            if not _passes(entry, query):
+                continue
+            score = 0.0
+            if tokens:
+                score = relevance(note, tokens, entry.content.lower())
+                if score <= 0:
+                    continue
+            key = (not entry.pinned, -score, -entry.importance, -entry.updated_at.timestamp(), note.rel_path)
+            ranked.append((key, entry))
+        ranked.sort(key=lambda item: item[0])
+        results = []
+        for key, entry in ranked[: query.limit]:
+            matched = ["keyword"] if tokens else []
+            results.append(entry.model_copy(update={"score": -key[1], "matched_by": matched}))
+        return results
+
+    def _notice(self, message: str) -> None:
+        self.last_notice = message
+        if self.on_degraded is not None:
+            self.on_degraded(message)
+
+
+def _passes(entry: MemoryEntry, query: MemoryQuery) -> bool:
+    """The query's metadata filters that mean something for a folder note."""
+    if query.types and entry.type not in query.types:
+        return False
+    if query.tags and not set(query.tags) <= set(entry.tags):
+        return False
+    if query.since is not None and entry.created_at < query.since:
+        return False
+    if query.until is not None and entry.created_at > query.until:
+        return False
+    if query.min_confidence is not None and entry.confidence < query.min_confidence:
+        return False
+    if query.pool_name is not None and entry.pool_name != query.pool_name:
+        return False
+    return True

@@ -1,0 +1,217 @@
+"""Obsidian ``[[wikilinks]]`` and ``![[embeds]]`` → ``references`` edges, deterministically.
+
+Resolution, in order, never fuzzy:
+
+1. an empty target (``[[#Heading]]``, ``[[#^block]]``) is the note itself;
+2. an exact root-relative path, case-insensitive, ``.md`` optional
+   (``[[folder/Note]]``, and ``[[Note]]`` for a note at the root);
+   ``./`` and ``../`` are taken relative to the linking note;
+3. a path suffix on a ``/`` boundary (``[[sub/Note]]`` for ``a/sub/Note.md``);
+4. a bare name by file name, case-insensitive, as Obsidian does;
+5. a frontmatter alias, case-insensitive;
+6. an existing non-Markdown file (``![[diagram.png]]``) is an *attachment*:
+   resolved, but not an edge, since attachments are not notes.
+
+More than one candidate at the first step that finds any is *ambiguous*;
+none anywhere is *dangling*. Both are counted and listed, never guessed.
+Self-links are resolved but write no edge.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from memory.adapters.markdown import NOTE_SUFFIXES, MarkdownFolderAdapter, mask_code, note_title
+from memory.graph.edges import REFERENCES, EdgeStore, MemoryEdge
+
+WIKILINK_SOURCE = "wikilink"
+
+_LINK = re.compile(r"(!?)\[\[([^\[\]\n]+?)\]\]")
+
+RESOLVED, SELF, ATTACHMENT, DANGLING, AMBIGUOUS = "resolved", "self", "attachment", "dangling", "ambiguous"
+
+
+@dataclass(frozen=True)
+class WikiLink:
+    target: str  # the note or file part, before any '#'
+    fragment: str | None = None  # heading, or '^block'
+    alias: str | None = None
+    embed: bool = False
+
+
+def parse_wikilinks(body: str) -> list[WikiLink]:
+    """Every wikilink in ``body`` outside code, in order of appearance."""
+    links = []
+    for match in _LINK.finditer(mask_code(body)):
+        inner = match.group(2).replace("\\|", "|")
+        target, _, alias = inner.partition("|")
+        target, hash_, fragment = target.partition("#")
+        links.append(
+            WikiLink(
+                target=target.strip(),
+                fragment=fragment.strip() if hash_ else None,
+                alias=alias.strip() or None,
+                embed=match.group(1) == "!",
+            )
+        )
+    return links
+
+
+@dataclass(frozen=True)
+class LinkSource:
+    """One note as the resolver needs it: where it is, its id, its aliases, its link targets."""
+
+    rel_path: str
+    id: str
+    aliases: tuple[str, ...] = ()
+    targets: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class LinkProblem:
+    rel_path: str
+    target: str
+    candidates: tuple[str, ...] = ()
+
+
+@dataclass
+class EdgeIndexReport:
+    """Outcome of a re-index pass. Counts are per link occurrence except ``edges_written``."""
+
+    notes_scanned: int = 0
+    links_found: int = 0
+    resolved: int = 0
+    dangling: int = 0
+    ambiguous: int = 0
+    edges_written: int = 0
+    attachments: int = 0
+    self_links: int = 0
+    dangling_links: list[LinkProblem] = field(default_factory=list)
+    ambiguous_links: list[LinkProblem] = field(default_factory=list)
+
+    def counts(self) -> dict[str, int]:
+        return {
+            "notes_scanned": self.notes_scanned,
+            "links_found": self.links_found,
+            "resolved": self.resolved,
+            "attachments": self.attachments,
+            "self_links": self.self_links,
+            "dangling": self.dangling,
+            "ambiguous": self.ambiguous,
+            "edges_written": self.edges_written,
+        }
+
+
+def _strip_note_suffix(key: str) -> tuple[str, bool]:
+    for suffix in NOTE_SUFFIXES:
+        if key.endswith(suffix):
+            return key[: -len(suffix)], True
+    return key, False
+
+
+class LinkResolver:
+    """Maps link targets to note ids for one folder snapshot."""
+
+    def __init__(self, notes: Sequence[LinkSource], attachments: Sequence[str] = ()):
+        self.by_path: dict[str, list[LinkSource]] = defaultdict(list)
+        self.by_suffix: dict[str, list[LinkSource]] = defaultdict(list)  # 'sub/note' for 'a/sub/note'
+        self.by_name: dict[str, list[LinkSource]] = defaultdict(list)
+        self.by_alias: dict[str, dict[str, LinkSource]] = defaultdict(dict)
+        for note in notes:
+            path = _strip_note_suffix(note.rel_path.lower())[0]
+            self.by_path[path].append(note)
+            parts = path.split("/")
+            for start in range(1, len(parts) - 1):
+                self.by_suffix["/".join(parts[start:])].append(note)
+            self.by_name[note_title(note.rel_path).lower()].append(note)
+            for alias in note.aliases:
+                self.by_alias[alias.strip().lower()][note.rel_path] = note
+        self.attachment_paths = {a.lower() for a in attachments}
+        self.attachment_names = {a.rsplit("/", 1)[-1].lower() for a in attachments}
+
+    def resolve(self, target: str, source: LinkSource) -> tuple[str, list[LinkSource]]:
+        """(status, candidates) for ``target`` as written in ``source``."""
+        if not target:
+            return SELF, [source]
+        text = target.replace("\\", "/").strip()
+        if text.startswith(("./", "../")):
+            text = posixpath.normpath(posixpath.join(posixpath.dirname(source.rel_path), text))
+            if text.startswith("../"):
+                return DANGLING, []
+        text = text.lstrip("/").lower()
+        key, explicit_note = _strip_note_suffix(text)
+        for found in self._note_candidates(key):
+            if found:
+                return (RESOLVED if len(found) == 1 else AMBIGUOUS), found
+        if not explicit_note and self._is_attachment(text):
+            return ATTACHMENT, []
+        return DANGLING, []
+
+    def _note_candidates(self, key: str):
+        yield self.by_path.get(key, [])
+        if "/" in key:
+            yield self.by_suffix.get(key, [])
+        else:
+            yield self.by_name.get(key, [])
+            yield list(self.by_alias.get(key, {}).values())
+
+    def _is_attachment(self, text: str) -> bool:
+        if text in self.attachment_paths:
+            return True
+        if "/" not in text:
+            return text in self.attachment_names
+        return any(path.endswith("/" + text) for path in self.attachment_paths)
+
+
+def link_graph(notes: Sequence[LinkSource], attachments: Sequence[str] = ()) -> tuple[list[MemoryEdge], EdgeIndexReport]:
+    """Resolve every note's link targets; return the wikilink edges and the tally."""
+    resolver = LinkResolver(notes, attachments)
+    report = EdgeIndexReport(notes_scanned=len(notes))
+    edges: dict[tuple[str, str], MemoryEdge] = {}
+    for note in notes:
+        for target in note.targets:
+            report.links_found += 1
+            status, found = resolver.resolve(target, note)
+            if status in (RESOLVED, SELF):
+                report.resolved += 1
+                dst = found[0]
+                if dst.id == note.id:
+                    report.self_links += 1
+                else:
+                    edges.setdefault(
+                        (note.id, dst.id), MemoryEdge(note.id, dst.id, REFERENCES, WIKILINK_SOURCE, 1.0)
+                    )
+            elif status == ATTACHMENT:
+                report.attachments += 1
+            elif status == AMBIGUOUS:
+                report.ambiguous += 1
+                report.ambiguous_links.append(
+                    LinkProblem(note.rel_path, target, tuple(sorted(n.rel_path for n in found)))
+                )
+            else:
+                report.dangling += 1
+                report.dangling_links.append(LinkProblem(note.rel_path, target))
+    return list(edges.values()), report
+
+
+class WikilinkEdgeExtractor:
+    """Extract ``[[wikilink]]`` edges from a folder into an :class:`EdgeStore`."""
+
+    def __init__(self, reader: MarkdownFolderAdapter, edges: EdgeStore):
+        self.reader = reader
+        self.edges = edges
+
+    async def reindex(self) -> EdgeIndexReport:
+        """Scan the folder, resolve every wikilink, and make the result the whole wikilink edge set."""
+        scan = await self.reader.scan()
+        sources = [
+            LinkSource(n.rel_path, n.id, n.aliases, tuple(link.target for link in parse_wikilinks(n.body)))
+            for n in scan.notes
+        ]
+        edges, report = link_graph(sources, scan.attachments)
+        report.edges_written = await self.edges.replace_source(WIKILINK_SOURCE, edges)
+        return report

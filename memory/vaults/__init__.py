@@ -1,0 +1,1 @@
+"""Markdown vaults: registration, incremental indexing into SQLite, watching, searching."""

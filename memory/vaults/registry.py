@@ -1,0 +1,119 @@
+"""Which folders are vaults: the ``vaults`` section of config.json, and each vault's files under the home."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from memory.agents import AgentRegistry
+from memory.config import VaultConfig, load_config, save_config
+from memory.errors import ConfigError, NotFoundError
+from memory.home import Home
+from memory.types import MemoryScope
+
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+
+
+@dataclass(frozen=True)
+class Vault:
+    """A registered vault and where its derived files live (never inside the folder)."""
+
+    name: str
+    config: VaultConfig
+    home: Home
+
+    @property
+    def root(self) -> Path:
+        return Path(self.config.path)
+
+    @property
+    def db_path(self) -> Path:
+        return self.home.vaults_dir / f"{self.name}.db"
+
+    @property
+    def state_path(self) -> Path:
+        return self.home.vaults_dir / f"{self.name}.state.json"
+
+    @property
+    def lock_path(self) -> Path:
+        return self.home.locks_dir / f"vault-{self.name}.lock"
+
+    def identity(self) -> tuple[str, MemoryScope, str | None]:
+        """(agent_id, scope, pool) stamped on every entry: a read-only shared tier.
+
+        An agent-attached vault carries the agent's id; otherwise the pseudo
+        agent ``vault:<name>``.
+        """
+        agent_id = f"vault:{self.name}"
+        if self.config.agent:
+            agent_id = AgentRegistry(self.home).resolve(self.config.agent).id
+        return agent_id, MemoryScope.SHARED, self.config.pool
+
+
+class VaultRegistry:
+    def __init__(self, home: Home):
+        self.home = home
+
+    def _config(self):
+        return load_config(self.home.config_path)
+
+    def list(self) -> list[Vault]:
+        config = self._config()
+        return [Vault(name, cfg, self.home) for name, cfg in sorted(config.vaults.items())]
+
+    def get(self, name: str) -> Vault:
+        config = self._config()
+        if name not in config.vaults:
+            known = ", ".join(sorted(config.vaults)) or "none registered"
+            raise NotFoundError(f"no vault named '{name}' (vaults: {known}); add one with `arcana vault add PATH --name N`")
+        return Vault(name, config.vaults[name], self.home)
+
+    def add(
+        self,
+        path: Path | str,
+        name: str,
+        *,
+        agent: str | None = None,
+        pool: str | None = None,
+        ignore: list[str] | None = None,
+        max_file_bytes: int | None = None,
+    ) -> Vault:
+        """Register ``path`` as vault ``name``; the folder is only stat-ed, never written."""
+        if not _NAME.match(name):
+            raise ConfigError(
+                f"invalid vault name '{name}': use 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit"
+            )
+        if agent and pool:
+            raise ValueError("a vault attaches to an agent or to a pool, not both")
+        root = Path(path).expanduser().resolve()
+        if not root.is_dir():
+            raise NotFoundError(f"{root}: no such directory")
+        if agent:
+            AgentRegistry(self.home).resolve(agent)
+        config = self._config()
+        if name in config.vaults:
+            raise ValueError(f"a vault named '{name}' already exists ({config.vaults[name].path}); remove it first")
+        for other, cfg in config.vaults.items():
+            if Path(cfg.path) == root:
+                raise ValueError(f"{root} is already registered as vault '{other}'")
+        fields: dict = {"path": str(root), "agent": agent, "pool": pool, "ignore": list(ignore or [])}
+        if max_file_bytes is not None:
+            fields["max_file_bytes"] = max_file_bytes
+        config.vaults[name] = VaultConfig(**fields)
+        save_config(self.home.config_path, config)
+        return Vault(name, config.vaults[name], self.home)
+
+    def remove(self, name: str) -> list[Path]:
+        """Unregister ``name`` and delete its derived index and state; the folder is never touched."""
+        vault = self.get(name)
+        config = self._config()
+        del config.vaults[name]
+        save_config(self.home.config_path, config)
+        removed = []
+        for path in (vault.db_path, Path(f"{vault.db_path}-wal"), Path(f"{vault.db_path}-shm"), vault.state_path,
+                     Path(f"{vault.state_path}.lock")):
+            if path.exists():
+                path.unlink()
+                removed.append(path)
+        return removed

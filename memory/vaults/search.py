@@ -1,0 +1,90 @@
+"""Searching one vault: the core call behind ``arcana vault search`` and the federation's vault tier.
+
+An indexed vault is searched through its SQLite index (BM25, plus vectors
+when it has them), then expanded one hop along wikilinks. A vault never
+indexed is still searchable: the live folder is scanned, with a notice.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from memory.adapters.markdown import MarkdownFolderAdapter
+from memory.config import ArcanaConfig, load_config
+from memory.graph.edges import EdgeStore
+from memory.graph.expand import DEFAULT_DECAY, expand_one_hop
+from memory.types import MemoryEntry, MemoryQuery, RetrievalMode
+from memory.vaults import manifest
+from memory.vaults.indexer import open_store
+from memory.vaults.registry import Vault
+
+
+@dataclass
+class VaultHits:
+    entries: list[MemoryEntry]
+    paths: dict[str, str]  # entry id → root-relative path
+    source: str  # "index" or "folder"
+    notices: list[str] = field(default_factory=list)
+
+
+async def search_vault(
+    vault: Vault,
+    query: MemoryQuery,
+    *,
+    expand: bool = True,
+    decay: float = DEFAULT_DECAY,
+    config: ArcanaConfig | None = None,
+    notify: Callable[[str], None] | None = None,
+) -> VaultHits:
+    """Search one vault (read-only); results carry ``tiers=["vault:<name>"]``."""
+    notices: list[str] = []
+
+    def note(message: str) -> None:
+        notices.append(message)
+        if notify is not None:
+            notify(message)
+
+    tier = f"vault:{vault.name}"
+    if not vault.db_path.exists():
+        note(f"vault '{vault.name}' is not indexed yet; scanning the folder (run `arcana vault index {vault.name}`)")
+        folder = MarkdownFolderAdapter(
+            vault.root, f"vault:{vault.name}", ignore_globs=vault.config.ignore,
+            max_file_bytes=vault.config.max_file_bytes, on_degraded=note,
+        )
+        scan = await folder.scan()
+        paths = {n.id: n.rel_path for n in scan.notes}
+        entries = await folder.search(query)
+        return VaultHits([e.model_copy(update={"tiers": [tier]}) for e in entries], paths, "folder", notices)
+    config = config or load_config(vault.home.config_path)
+    store = open_store(vault)
+    try:
+        if query.retrieval_mode is RetrievalMode.keyword:
+            seeds = await store.search(query)
+        else:
+            from memory.embedding.factory import vector_adapter
+
+            seeds = await vector_adapter(store, config.embedding, vault.home, notify=note).search(query)
+        entries = seeds
+        if expand and seeds:
+
+            async def fetch(ids: list[str]) -> dict[str, MemoryEntry]:
+                found = {}
+                for entry_id in ids:
+                    entry = await store.get(entry_id)
+                    if entry is not None and _passes_filters(entry, query):
+                        found[entry_id] = entry
+                return found
+
+            entries = await expand_one_hop(seeds, EdgeStore(store), fetch, decay=decay, limit=query.limit)
+        paths = await store.run(manifest.paths_for, [e.id for e in entries])
+    finally:
+        await store.aclose()
+    return VaultHits([e.model_copy(update={"tiers": [tier]}) for e in entries], paths, "index", notices)
+
+
+def _passes_filters(entry: MemoryEntry, query: MemoryQuery) -> bool:
+    """A neighbour must satisfy the query's type and tag filters like any seed."""
+    if query.types and entry.type not in query.types:
+        return False
+    return not (query.tags and not set(query.tags) <= set(entry.tags))

@@ -1,0 +1,133 @@
+"""``arcana vault watch``: keep a vault's index following its folder.
+
+Events are debounced by watchfiles and each batch triggers one incremental
+index pass (which restats the tree, so no event is trusted for content and a
+missed event is repaired by the next batch). The watcher wakes every
+``poll_seconds`` to check the folder still is the folder it watches: if it
+vanished it waits for it to return, then catches up. Every batch and every
+index is stamped into the vault's state file so ``vault status`` can tell a
+live watch from a dead one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from memory.errors import ArcanaMemoryError
+from memory.vaults.indexer import VaultIndexReport, index_vault
+from memory.vaults.registry import Vault
+from memory.vaults.state import update_state
+
+DEFAULT_DEBOUNCE_MS = 1600
+DEFAULT_STEP_MS = 300
+POLL_SECONDS = 2.0
+
+Line = Callable[[str], None]
+
+
+def _visible(root: Path) -> Callable:
+    """A watchfiles filter dropping anything under a dot-path (.obsidian/ churns while Obsidian is open)."""
+    root_text = str(root)
+
+    def keep(_change, path: str) -> bool:
+        rel = os.path.relpath(path, root_text)
+        return not any(part.startswith(".") and part not in (".", "..") for part in rel.split(os.sep))
+
+    return keep
+
+
+def describe(vault: Vault, changes: int | None, report: VaultIndexReport) -> str:
+    stamp = time.strftime("%H:%M:%S")
+    what = "catch-up" if changes is None else f"{changes} change{'s' * (changes != 1)}"
+    links = report.links
+    return (
+        f"{stamp} vault {vault.name}: {what} → +{report.added} ~{report.updated} -{report.removed} "
+        f"({report.unchanged} unchanged, {len(report.skipped)} skipped); links {links.resolved + links.attachments}"
+        f"/{links.links_found} resolved, {links.dangling} dangling, {links.ambiguous} ambiguous "
+        f"({report.seconds * 1000:.0f} ms)"
+    )
+
+
+async def _index(vault: Vault, changes: int | None, line: Line, embed: bool) -> None:
+    try:
+        report = await index_vault(vault, embed=embed)
+    except ArcanaMemoryError as exc:  # a watch never dies silently: say it, record it, keep watching
+        update_state(vault.state_path, last_error=str(exc), last_error_at=time.time())
+        line(f"{time.strftime('%H:%M:%S')} vault {vault.name}: index failed: {exc}")
+        return
+    update_state(vault.state_path, last_error=None, last_error_at=None)
+    line(describe(vault, changes, report))
+
+
+def _identity(root: Path) -> tuple[int, int] | None:
+    try:
+        st = os.stat(root)
+    except OSError:
+        return None
+    return (st.st_dev, st.st_ino)
+
+
+async def _sleep_or_stop(stop: asyncio.Event, seconds: float) -> None:
+    try:
+        await asyncio.wait_for(stop.wait(), seconds)
+    except TimeoutError:
+        pass
+
+
+async def watch_vault(
+    vault: Vault,
+    stop: asyncio.Event,
+    line: Line,
+    *,
+    embed: bool = True,
+    debounce_ms: int = DEFAULT_DEBOUNCE_MS,
+    step_ms: int = DEFAULT_STEP_MS,
+    poll_seconds: float = POLL_SECONDS,
+) -> None:
+    """Watch one vault until ``stop`` is set. Never modifies the folder."""
+    from watchfiles import awatch
+
+    root = vault.root
+    update_state(vault.state_path, watch_pid=os.getpid(), watch_started_at=time.time(), watch_stopped_at=None)
+    try:
+        while not stop.is_set():
+            identity = _identity(root)
+            if identity is None:
+                update_state(vault.state_path, folder_missing_since=time.time())
+                line(f"{time.strftime('%H:%M:%S')} vault {vault.name}: folder {root} is missing; waiting for it")
+                while not stop.is_set() and _identity(root) is None:
+                    await _sleep_or_stop(stop, poll_seconds)
+                update_state(vault.state_path, folder_missing_since=None)
+                continue
+            await _index(vault, None, line, embed)
+            try:
+                async for changes in awatch(
+                    root,
+                    watch_filter=_visible(root),
+                    debounce=debounce_ms,
+                    step=step_ms,
+                    stop_event=stop,
+                    rust_timeout=int(poll_seconds * 1000),
+                    yield_on_timeout=True,
+                    ignore_permission_denied=True,
+                ):
+                    if _identity(root) != identity:
+                        break  # gone, or replaced by another folder: re-establish the watch
+                    if not changes:
+                        continue
+                    update_state(vault.state_path, last_event_at=time.time())
+                    await _index(vault, len(changes), line, embed)
+            except (FileNotFoundError, RuntimeError, OSError) as exc:
+                line(f"{time.strftime('%H:%M:%S')} vault {vault.name}: watch interrupted ({exc}); re-establishing")
+                await _sleep_or_stop(stop, poll_seconds)
+    finally:
+        update_state(vault.state_path, watch_pid=None, watch_stopped_at=time.time())
+
+
+async def watch_vaults(vaults: Sequence[Vault], stop: asyncio.Event, line: Line, **options) -> None:
+    """Watch several vaults at once; returns when ``stop`` is set."""
+    await asyncio.gather(*(watch_vault(v, stop, line, **options) for v in vaults))
