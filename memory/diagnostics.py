@@ -157,9 +157,17 @@ async def check_embedders(home: Home) -> list[Check]:
     ]
 
 
+async def check_tiers(home: Home) -> list[Check]:
+    """Every agent's federation tiers: health and circuit-breaker state."""
+    from memory.federation.doctor import tier_reports
+
+    return [Check(f"tier {r.tier}", r.ok, r.detail) for r in await tier_reports(home)]
+
+
 async def run_checks(home: Home) -> list[Check]:
     checks = check_home(home) + check_config(home) + check_sqlite()
     checks += await check_databases(home)
     checks.append(await round_trip())
+    checks += await check_tiers(home)
     checks += await check_embedders(home)
     return checks

@@ -8,7 +8,7 @@ import typer
 from arcana_cli.context import ctx_of, run
 from arcana_cli.output import AgentOpt, JsonOpt, Out
 from arcana_cli.render import RECALL_COLUMNS, entry_json, recall_rows
-from memory.types import MemoryEntry, MemoryQuery, MemoryType, RetrievalMode
+from memory.types import MemoryEntry, MemoryQuery, MemoryScope, MemoryType, RetrievalMode
 
 
 def parse_since(value: str | None) -> datetime | None:
@@ -25,13 +25,17 @@ def parse_since(value: str | None) -> datetime | None:
     return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
 
 
-async def recall_entries(cli, card, query: MemoryQuery, out: Out) -> tuple[list[MemoryEntry], tuple[str, ...]]:
-    """Open the agent's store and search it; returns the entries and the legs that answered."""
-    from memory.embedding.factory import vector_adapter
+async def recall_entries(cli, card, query: MemoryQuery, out: Out):
+    """Recall through the agent's federation: ranked entries, the tiers asked, the degraded ones."""
+    from arcana_cli.federated import agent_federation
 
-    async with cli.private_store(card) as store:
-        result = await vector_adapter(store, cli.config.embedding, cli.home, notify=out.warn).recall(query)
-    return result.entries, result.legs
+    async with agent_federation(cli, card, out) as federation:
+        return await federation.recall(query)
+
+
+def legs_of(entries: list[MemoryEntry]) -> list[str]:
+    """The retrieval legs (semantic, keyword) that produced at least one result."""
+    return sorted({leg for entry in entries for leg in entry.matched_by}, key=("semantic", "keyword").index)
 
 
 def register(app: typer.Typer) -> None:
@@ -50,11 +54,18 @@ def register(app: typer.Typer) -> None:
             RetrievalMode | None,
             typer.Option("--mode", "-m", help="keyword, semantic or hybrid [default: recall.mode, else hybrid].", show_default=False),
         ] = None,
+        scope: Annotated[
+            MemoryScope | None,
+            typer.Option("--scope", help="Only this tier: private, shared or global [default: all].", show_default=False),
+        ] = None,
+        pool: Annotated[str | None, typer.Option("--pool", help="Only this shared pool (implies --scope shared).")] = None,
         json_: JsonOpt = False,
     ) -> None:
         """Recall an agent's memories relevant to QUERY, best first."""
         cli = ctx_of(ctx)
         out = Out(json_mode=json_, quiet=cli.quiet)
+        if pool and scope not in (None, MemoryScope.SHARED):
+            raise typer.BadParameter(f"--pool reads a shared pool; it cannot be combined with --scope {scope.value}")
         card = cli.agent(agent)
         memory_query = MemoryQuery(
             agent_id=card.id,
@@ -64,14 +75,27 @@ def register(app: typer.Typer) -> None:
             since=parse_since(since),
             min_confidence=min_confidence,
             limit=limit or cli.config.recall.limit,
+            scope=MemoryScope.SHARED if pool and scope is None else scope,
+            pool_name=pool,
         )
 
-        entries, legs = run(recall_entries(cli, card, memory_query, out))
+        report = run(recall_entries(cli, card, memory_query, out))
+        entries, legs = report.entries, legs_of(report.entries)
+        degraded = [event.as_dict() for event in report.degraded]
         out.data(
-            {"agent": card.name, "query": query, "legs": list(legs), "results": [entry_json(e) for e in entries]},
-            columns=RECALL_COLUMNS,
-            rows=lambda: recall_rows(entries),
+            {
+                "agent": card.name,
+                "query": query,
+                "legs": legs,
+                "tiers": report.tiers,
+                "degraded": degraded,
+                "results": [entry_json(e) for e in entries],
+            },
+            columns=(*RECALL_COLUMNS, "tier"),
+            rows=lambda: [(*row, ",".join(e.tiers)) for row, e in zip(recall_rows(entries), entries, strict=True)],
         )
-        out.info(f"answered by: {' + '.join(legs) or 'filters'}")
+        for event in report.degraded:
+            out.warn(f"tier {event.tier} degraded ({event.reason}): {event.detail}; its memories are missing here")
+        out.info(f"answered by: {' + '.join(legs) or 'filters'} from {', '.join(report.tiers) or 'no tier'}")
         if not entries:
             out.info("no memories matched")

@@ -7,8 +7,8 @@ import typer
 
 from arcana_cli.context import ctx_of, run
 from arcana_cli.output import AgentOpt, JsonOpt, Out
-from memory.errors import NotFoundError
-from memory.types import MemoryEntry, MemoryType, Visibility
+from memory.errors import MemoryWriteError, NotFoundError
+from memory.types import MemoryEntry, MemoryScope, MemoryType, Visibility
 
 
 def read_text(text: str | None) -> str:
@@ -35,12 +35,19 @@ def register(app: typer.Typer) -> None:
         visibility: Annotated[
             Visibility | None, typer.Option("--visibility", help="visible, private or hidden.")
         ] = None,
+        scope: Annotated[
+            MemoryScope | None,
+            typer.Option("--scope", help="private (default), shared (needs --pool) or global.", show_default=False),
+        ] = None,
+        pool: Annotated[str | None, typer.Option("--pool", help="The shared pool to write to (implies --scope shared).")] = None,
         json_: JsonOpt = False,
     ) -> None:
         """Store a memory for an agent and print its id."""
         cli = ctx_of(ctx)
         out = Out(json_mode=json_, quiet=cli.quiet)
         body = read_text(text)
+        if pool and scope not in (None, MemoryScope.SHARED):
+            raise typer.BadParameter(f"--pool writes to a shared pool; it cannot be combined with --scope {scope.value}")
         try:
             card = cli.agent(agent)
         except NotFoundError:
@@ -54,14 +61,23 @@ def register(app: typer.Typer) -> None:
             pinned=pin,
             tags=tag or [],
             visibility=visibility,
+            scope=scope or (MemoryScope.SHARED if pool else MemoryScope.PRIVATE),
+            pool_name=pool,
         )
 
-        async def go() -> None:
-            from memory.embedding.factory import vector_adapter
+        async def go():
+            from arcana_cli.federated import agent_federation
 
-            async with cli.private_store(card) as store:
-                # Stored through the SQLite store either way; the vector is added when an embedder is up.
-                await vector_adapter(store, cli.config.embedding, cli.home, notify=out.warn).write(entry)
+            # Every tier stores the row either way; vectors are added where an embedder is up.
+            async with agent_federation(cli, card, out) as federation:
+                return await federation.write(entry)
 
-        run(go())
-        out.data({"id": entry.id, "agent": card.name, "agent_id": card.id}, text=lambda: entry.id)
+        report = run(go())
+        for tier, why in report.failed.items():
+            out.warn(f"tier {tier} did not store the memory ({why})")
+        if not report.accepted:
+            raise MemoryWriteError(f"memory not stored: every {entry.scope.value} tier failed; see the warnings above")
+        out.data(
+            {"id": entry.id, "agent": card.name, "agent_id": card.id, "scope": entry.scope.value, **report.as_dict()},
+            text=lambda: entry.id,
+        )

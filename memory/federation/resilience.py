@@ -200,7 +200,7 @@ class ResilientTier:
     async def health_check(self) -> HealthStatus:
         """The backend's own health, bounded by the read budget. Never raises."""
         if self.breaker.forced_reason:
-            return HealthStatus(healthy=False, message=f"{self.name}: breaker {self.breaker.describe()}")
+            return HealthStatus(healthy=False, message=f"{self.name}: shut for this session ({self.breaker.forced_reason})")
         try:
             status = await asyncio.wait_for(self.backend.health_check(), self.budget.read_timeout_ms / 1000)
         except Exception as exc:

@@ -1,0 +1,78 @@
+"""Tier health for ``arcana doctor``: every agent's tiers probed through the same
+resilience wrappers recall uses, without repairing anything.
+
+Probing opens no store with quarantine enabled and skips any database whose
+schema is not current (opening it would migrate it; the database check
+already reports those), so the tool that diagnoses never changes what it
+diagnoses.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from memory.adapters.sqlite import SQLiteAdapter
+from memory.agents import AgentRegistry
+from memory.config import load_config
+from memory.errors import ConfigError
+from memory.federation.assembly import pool_configs
+from memory.federation.budgets import ConnectionsConfig
+from memory.federation.federation import MemoryFederation
+from memory.federation.router import MemoryRouter
+from memory.home import Home
+from memory.migrations.runner import head_version
+from memory.schema import read_version
+from memory.types import MemoryQuery
+
+
+@dataclass
+class TierReport:
+    tier: str
+    ok: bool
+    detail: str
+
+
+def _schema_blocker(path: Path | None) -> str | None:
+    """Why the store at ``path`` must not be opened by a probe, or None."""
+    if path is None or not path.exists():
+        return None
+    version, problem = read_version(path)
+    if problem is None and 0 < version != head_version():
+        return f"schema v{version}/{head_version()}: not probed (see the database check)"
+    return None
+
+
+async def _probe(tier) -> TierReport:
+    """One real read (so a corrupt store trips its breaker), then the health check."""
+    await tier.read(MemoryQuery(limit=1))
+    status = await tier.health_check()
+    detail = f"{'ok' if status.healthy else status.message}; breaker {tier.breaker.describe()}"
+    return TierReport(tier.name, status.healthy, detail + ("; read-only" if tier.read_only else ""))
+
+
+async def tier_reports(home: Home) -> list[TierReport]:
+    """One report per tier (private per agent, shared ones once); never raises for a bad tier."""
+    try:
+        config = load_config(home.config_path)
+        cards = AgentRegistry(home).list()
+        connections = ConnectionsConfig.load(home.connections_path)
+    except ConfigError as exc:
+        return [TierReport("tiers", False, f"not probed: {exc}")]
+    reports: dict[str, TierReport] = {}
+    for card in cards:
+        private = SQLiteAdapter(home.agent_db(card.id), actor="doctor")
+        global_ = SQLiteAdapter(home.global_db, actor="doctor") if home.global_db.exists() else None
+        router = MemoryRouter(private=private, global_=global_, resilience=connections)
+        router.private.name = f"private ({card.name})"
+        for pool in pool_configs(home, config, card, actor="doctor"):
+            router.register_pool(pool.name, pool.adapter, read_only=pool.read_only or None, label=pool.label)
+        try:
+            for tier in router.tiers:
+                if tier.name in reports:
+                    continue
+                blocker = _schema_blocker(getattr(tier.backend, "path", None))
+                reports[tier.name] = TierReport(tier.name, False, blocker) if blocker else await _probe(tier)
+        finally:
+            await MemoryFederation(router, on_degraded=lambda event: None).aclose()
+    return list(reports.values())
