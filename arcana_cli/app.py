@@ -33,6 +33,7 @@ COMMAND_MODULES = {
     "doctor": "doctor",
     "reindex": "reindex",
     "embeddings": "embeddings",
+    "vault": "vault",
 }
 
 

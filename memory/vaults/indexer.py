@@ -181,24 +181,42 @@ async def write_entries(
     entries: list[MemoryEntry],
     *,
     embed: bool,
+    backfill: bool,
     config: ArcanaConfig,
     vault: Vault,
     notices: list[str],
     on_progress: Progress | None,
-) -> tuple[int, str]:
-    """The one embed step: rows (and, with ``embed``, vectors for exactly these rows).
+) -> tuple[int, str, bool | None]:
+    """The one embed step: rows, and with ``embed`` vectors for exactly these rows.
 
-    Returns (vectors written, what embedded them). Without a usable embedder
-    the rows are still written and a notice says so.
+    ``backfill`` also embeds rows left without a vector by an earlier
+    keyword-only pass. Returns (vectors written, what embedded them, whether
+    every row now has a vector — None when unknown/unchanged). Without a
+    usable embedder the rows are still written and a notice says why.
     """
     if not embed:
-        await store.write_many(entries, on_progress=on_progress)
-        return 0, "keyword-only"
+        if entries:
+            await store.write_many(entries, on_progress=on_progress)
+        return 0, "keyword-only", (False if entries else None)
     from memory.embedding.factory import vector_adapter
+    from memory.errors import MemoryStorageError
 
     vectors = vector_adapter(store, config.embedding, vault.home, notify=notices.append)
-    report = await vectors.write_many(entries, on_progress=on_progress)
-    return report.embedded, report.model or ("keyword-only" if notices else "unchanged")
+    embedded, model = 0, None
+    if entries:
+        report = await vectors.write_many(entries, on_progress=on_progress)
+        embedded, model = report.embedded, report.model
+    if notices:
+        return embedded, "keyword-only", False
+    if backfill:
+        try:
+            fill = await vectors.backfill(on_progress)
+        except MemoryStorageError as exc:
+            notices.append(str(exc))
+            return embedded, "keyword-only", False
+        embedded += fill.embedded
+        model = model or fill.model
+    return embedded, model or "up to date", True
 
 
 async def index_vault(
@@ -223,13 +241,12 @@ async def index_vault(
             entries = [note.entry for note in plan.changed]
             report.added = sum(1 for e in entries if e.id not in plan.stored_ids)
             report.updated = len(entries) - report.added
-            if entries:
-                report.embedded, report.embedding = await write_entries(
-                    store, entries, embed=embed, config=config, vault=vault,
-                    notices=report.notices, on_progress=on_progress,
-                )
-            elif embed:
-                report.embedding = "unchanged"
+            stored_meta = stored[1]
+            report.embedded, report.embedding, complete = await write_entries(
+                store, entries, embed=embed, backfill=stored_meta.get("vectors") != "complete", config=config,
+                vault=vault, notices=report.notices, on_progress=on_progress,
+            )
+            vectors_state = stored_meta.get("vectors", "partial") if complete is None else ("complete" if complete else "partial")
             if plan.removed_ids:
                 await store.purge(plan.removed_ids)
             report.removed = len(plan.removed_ids)
@@ -237,7 +254,7 @@ async def index_vault(
                 manifest.save,
                 [_record(n) for n in plan.changed] + plan.touched,
                 plan.removed_paths,
-                {"identity": _identity_key(who), "root": str(vault.root)},
+                {"identity": _identity_key(who), "root": str(vault.root), "vectors": vectors_state},
             )
             edges, report.links = link_graph(plan.link_sources(), plan.walk.attachments)
             report.links.edges_written = await EdgeStore(store).replace_source(WIKILINK_SOURCE, edges)

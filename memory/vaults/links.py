@@ -1,0 +1,59 @@
+"""``arcana vault links NOTE``: a note's outgoing links and backlinks, from the index."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from memory.errors import NotFoundError
+from memory.graph.edges import EdgeStore
+from memory.graph.wikilinks import AMBIGUOUS, RESOLVED, SELF, LinkResolver, LinkSource
+from memory.vaults import manifest
+from memory.vaults.indexer import open_store
+from memory.vaults.registry import Vault
+
+
+async def note_links(vaults: Sequence[Vault], note: str) -> dict[str, Any]:
+    """Resolve ``note`` exactly as a ``[[note]]`` link would be, in each indexed vault; one match wins."""
+    found: list[dict[str, Any]] = []
+    ambiguous: list[str] = []
+    for vault in vaults:
+        if not vault.db_path.exists():
+            continue
+        store = open_store(vault)
+        try:
+            records, _, _ = await store.run(manifest.load)
+            sources = {r.id: LinkSource(r.rel_path, r.id, r.aliases, r.targets) for r in records.values()}
+            resolver = LinkResolver(list(sources.values()))
+            status, candidates = resolver.resolve(note, LinkSource("", ""))
+            if status == AMBIGUOUS:
+                ambiguous += [f"{vault.name}:{c.rel_path}" for c in candidates]
+                continue
+            if status not in (RESOLVED, SELF) or not candidates or not candidates[0].id:
+                continue
+            target = candidates[0]
+            edges = EdgeStore(store)
+            outgoing = [sources[e.dst_id].rel_path for e in await edges.outgoing(target.id) if e.dst_id in sources]
+            backlinks = [sources[e.src_id].rel_path for e in await edges.incoming(target.id) if e.src_id in sources]
+            unresolved = [t for t in target.targets if resolver.resolve(t, target)[0] not in (RESOLVED, SELF, "attachment")]
+            found.append(
+                {
+                    "vault": vault.name,
+                    "note": target.rel_path,
+                    "id": target.id,
+                    "outgoing": sorted(set(outgoing)),
+                    "backlinks": sorted(set(backlinks)),
+                    "unresolved": unresolved,
+                }
+            )
+        finally:
+            await store.aclose()
+    if ambiguous and not found:
+        raise ValueError(f"'{note}' matches several notes: {', '.join(ambiguous)}; give its path")
+    if not found:
+        raise NotFoundError(f"no indexed note matches '{note}' (is the vault indexed? `arcana vault index NAME`)")
+    if len(found) > 1:
+        raise ValueError(
+            f"'{note}' is in several vaults ({', '.join(f['vault'] for f in found)}); pick one with --vault"
+        )
+    return found[0]
