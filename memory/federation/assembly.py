@@ -114,6 +114,27 @@ def agent_pools(config: ArcanaConfig, card: AgentCard) -> list[str]:
     return sorted(names)
 
 
+def _vault_tier(vault: Any, card: AgentCard, embedding: Any | None, vector_options: Mapping[str, Any] | None) -> Any:
+    """A vault's read-only tier: its index (``arcana vault index``) when built, else a live folder scan.
+
+    Both give a note the same id, so a note seen in both ways is one fact.
+    """
+    if vault.db_path.exists():
+        from memory.vaults.indexer import open_store
+
+        return semantic(open_store(vault), embedding, vector_options)
+    from memory.adapters.markdown import MarkdownFolderAdapter
+
+    return MarkdownFolderAdapter(
+        vault.root,
+        card.id,
+        scope=MemoryScope.SHARED,
+        pool_name=vault.config.pool,
+        ignore_globs=vault.config.ignore,
+        max_file_bytes=vault.config.max_file_bytes,
+    )
+
+
 def pool_configs(
     home: Home,
     config: ArcanaConfig,
@@ -124,7 +145,7 @@ def pool_configs(
     actor: str = "library",
 ) -> list[PoolConfig]:
     """The shared tiers ``card`` sees: its pools' databases and the vaults attached to it or them."""
-    from memory.adapters.markdown import MarkdownFolderAdapter
+    from memory.vaults.registry import Vault
 
     audit = AuditLog(home.audit_log)
     joined = agent_pools(config, card)
@@ -139,15 +160,8 @@ def pool_configs(
             pool = vault.pool
         else:
             continue
-        adapter = MarkdownFolderAdapter(
-            vault.path,
-            card.id,
-            scope=MemoryScope.SHARED,
-            pool_name=pool,
-            ignore_globs=vault.ignore,
-            max_file_bytes=vault.max_file_bytes,
-        )
-        found.append(PoolConfig(pool, adapter, read_only=True, label=f"vault:{vault_name}"))
+        found.append(PoolConfig(pool, _vault_tier(Vault(vault_name, vault, home), card, embedding, vector_options),
+                                read_only=True, label=f"vault:{vault_name}"))
     return found
 
 

@@ -211,11 +211,15 @@ class MemoryFederation:
 
     @staticmethod
     def _query_for(tier: ResilientTier, query: MemoryQuery) -> MemoryQuery:
-        """Shared and global tiers hold many agents' memories: drop the agent filter there."""
+        """The query as one tier should see it.
+
+        Shared and global tiers hold many agents' memories, so the agent filter
+        goes; the pool filter goes too, because routing already chose the pool.
+        """
         limit = min(query.limit * OVERFETCH, 10_000)
         if tier.scope is MemoryScope.PRIVATE:
             return query.model_copy(update={"limit": limit})
-        return query.model_copy(update={"limit": limit, "agent_id": None})
+        return query.model_copy(update={"limit": limit, "agent_id": None, "pool_name": None})
 
     async def recall(self, query: MemoryQuery) -> RecallReport:
         """Fan ``query`` out, drop failed tiers, de-duplicate, then rank and truncate.
