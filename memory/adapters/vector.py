@@ -35,6 +35,11 @@ COMMIT_BATCH = 256
 _TABLE = re.compile(r"^memory_vec_(\d+)$")
 
 
+def hybrid_pool(limit: int) -> int:
+    """Candidates each hybrid leg contributes: enough that fusion can reorder, few enough to stay fast."""
+    return max(3 * limit, 30)
+
+
 def content_hash(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
 
@@ -79,8 +84,8 @@ class VectorAdapter:
     """Semantic/hybrid search and vector upkeep over ``store``'s connection.
 
     ``vector_weight``/``bm25_weight`` weigh hybrid fusion (normalised to sum 1).
-    The seed's 0.7/0.3 is available by passing it; the default leans toward
-    keyword because that ranked best on our evaluation (see README).
+    The seed's 0.7/0.3 is available by passing it; the default is the
+    weighting that beat both legs on our evaluation (see README).
     ``notify`` receives each degradation notice once per adapter.
     """
 
@@ -298,7 +303,7 @@ class VectorAdapter:
                 entries = await self._semantic(query, embedder, meta, query.limit)
                 legs: tuple[str, ...] = ("semantic",)
             else:
-                pool = max(3 * query.limit, 30)
+                pool = hybrid_pool(query.limit)
                 semantic = await self._semantic(query, embedder, meta, pool)
                 keyword = await self.store.keyword_candidates(query, pool)
                 entries = fuse(semantic, keyword, self.weights, query.limit)
