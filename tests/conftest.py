@@ -38,3 +38,48 @@ def cli():
         return runner.invoke(app, list(args), input=input)
 
     return invoke
+
+
+@pytest.fixture(scope="session")
+def offline_embedder(tmp_path_factory):
+    """The real offline all-MiniLM-L6-v2 (int8) through fastembed, loaded once per session."""
+    from memory.embedding.fastembed import FastEmbedEmbedder
+
+    import asyncio
+
+    embedder = FastEmbedEmbedder(models_root=tmp_path_factory.mktemp("models"))
+    status = asyncio.run(embedder.health_check())
+    assert status.healthy, status.message
+    return embedder
+
+
+@pytest.fixture
+def embed_server():
+    """Start loopback Ollama /api/embed servers: embed_server({"model": fn}, delay=0) -> server."""
+    from embed_server import LoopbackEmbedServer
+
+    started = []
+
+    def start(models, **kwargs):
+        server = LoopbackEmbedServer(models, **kwargs).__enter__()
+        started.append(server)
+        return server
+
+    yield start
+    for server in started:
+        server.__exit__(None, None, None)
+
+
+@pytest.fixture
+def offline_like_ollama(embed_server, offline_embedder):
+    """An OllamaEmbedder named 'all-minilm' (same family as the offline model) serving its real vectors."""
+    import asyncio
+
+    from memory.embedding.ollama import OllamaEmbedder
+
+    def embed(texts):
+        return asyncio.run(offline_embedder.embed(list(texts)))
+
+    server = embed_server({"all-minilm": embed})
+    embedder = OllamaEmbedder("all-minilm", url=server.url)
+    return embedder
