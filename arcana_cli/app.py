@@ -34,6 +34,9 @@ COMMAND_MODULES = {
     "reindex": "reindex",
     "embeddings": "embeddings",
     "vault": "vault",
+    "run": "run",
+    "model": "model",
+    "session": "session",
 }
 
 

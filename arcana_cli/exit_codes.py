@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from memory import errors
+from memory.models.base import ModelUnavailableError
 
 OK = 0
 FAILURE = 1  # unexpected error, or `doctor` found problems
@@ -10,6 +11,7 @@ USAGE = 2  # bad arguments or option values
 NOT_FOUND = 3  # agent, memory, pool or vault does not exist
 CONFIG = 4  # malformed config or agent card
 STORAGE = 5  # corrupt database, schema newer than this Arcana, database busy
+MODEL_UNAVAILABLE = 69  # the chat model endpoint is down or failed (EX_UNAVAILABLE)
 BUSY = 75  # another prune/reindex holds the lock (EX_TEMPFAIL)
 INTERRUPTED = 130  # Ctrl-C
 
@@ -20,6 +22,7 @@ TABLE = [
     (NOT_FOUND, "the agent, memory, pool or vault does not exist"),
     (CONFIG, "malformed config.json or agent card (the file is left unchanged)"),
     (STORAGE, "storage problem: corrupt database, schema newer than this Arcana, or database busy"),
+    (MODEL_UNAVAILABLE, "the chat model endpoint is unreachable, timed out, or answered with an error"),
     (BUSY, "another prune or reindex is running (lock held); retry later"),
     (INTERRUPTED, "interrupted (Ctrl-C)"),
 ]
@@ -30,6 +33,8 @@ def for_error(exc: BaseException) -> int:
         return NOT_FOUND
     if isinstance(exc, errors.ConfigError):
         return CONFIG
+    if isinstance(exc, ModelUnavailableError):
+        return MODEL_UNAVAILABLE
     if isinstance(exc, errors.LockHeldError):
         return BUSY
     if isinstance(exc, (errors.MemoryStorageError, errors.MemoryWriteError)):

@@ -33,14 +33,30 @@ JOB_BUDGET_SECONDS = 10.0
 
 
 async def build_runtime_with_memory(
-    home: Home, agent: str | AgentCard, *, config: ArcanaConfig | None = None
+    home: Home,
+    agent: str | AgentCard,
+    *,
+    config: ArcanaConfig | None = None,
+    embedding: Any | None = None,
+    notify: Callable[[str], None] | None = None,
 ) -> tuple[AgentCard, MemoryAdapter]:
-    """The agent's card and its memory, connected (migrated; a corrupt store quarantined)."""
+    """The agent's card and its memory, connected (migrated; a corrupt store quarantined).
+
+    With an ``embedding`` gateway recall is semantic/hybrid, else keyword.
+    """
     card = agent if isinstance(agent, AgentCard) else AgentRegistry(home).resolve(agent)
     from memory.adapters.sqlite import SQLiteAdapter
 
-    memory = SQLiteAdapter.for_agent(card.id, home=home, actor=f"agent:{card.name}")
-    await memory.connect()
+    store = SQLiteAdapter.for_agent(card.id, home=home, actor=f"agent:{card.name}")
+    await store.connect()
+    if embedding is None:
+        return card, store
+    from memory.adapters.vector import VectorAdapter
+
+    config = config or load_config(home.config_path)
+    memory = VectorAdapter(
+        store, embedding, vector_weight=config.embedding.vector_weight, bm25_weight=config.embedding.keyword_weight, notify=notify
+    )
     return card, memory
 
 
@@ -95,7 +111,7 @@ class AgentRuntime:
             return RenderedContext()
         query = MemoryQuery(
             text=prompt,
-            retrieval_mode=self.config.recall.mode or RetrievalMode.keyword,
+            retrieval_mode=self.config.recall.mode or RetrievalMode.hybrid,
             limit=self.config.recall.limit,
         )
         return render_context(await self.memory.search(query), budget_tokens=budget_tokens)

@@ -40,6 +40,67 @@ def cli():
     return invoke
 
 
+@pytest.fixture
+def model_server():
+    """A loopback Ollama/OpenAI-speaking chat server; see tests/model_server.py."""
+    from model_server import LoopbackModelServer
+
+    with LoopbackModelServer() as server:
+        yield server
+
+
+# -- Markdown vaults (issue 4) ---------------------------------------------------
+
+
+def _tree_digest(root) -> str:
+    """A hash of every path, mode, and byte under ``root`` (symlinks by target, not followed)."""
+    import hashlib
+    import os
+
+    digest = hashlib.sha256()
+    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
+        dirnames.sort()
+        for name in sorted(dirnames + filenames):
+            path = os.path.join(dirpath, name)
+            st = os.lstat(path)
+            digest.update(f"{os.path.relpath(path, root)}\0{st.st_mode}\0{st.st_mtime_ns}\0".encode("utf-8", "surrogateescape"))
+            if os.path.islink(path):
+                digest.update(os.readlink(path).encode("utf-8", "surrogateescape"))
+            elif name in filenames:
+                try:
+                    with open(path, "rb") as handle:
+                        digest.update(handle.read())
+                except OSError:
+                    digest.update(b"<unreadable>")
+    return digest.hexdigest()
+
+
+@pytest.fixture
+def make_vault(tmp_path):
+    """make_vault({"a.md": "text", "sub/b.md": b"bytes"}) -> a folder of notes under tmp_path."""
+    counter = iter(range(1000))
+
+    def build(files: dict, name: str | None = None):
+        root = tmp_path / (name or f"vault{next(counter)}")
+        root.mkdir(parents=True)
+        for rel, content in files.items():
+            path = root / rel
+            path.parent.mkdir(parents=True, exist_ok=True)
+            if isinstance(content, bytes):
+                path.write_bytes(content)
+            else:
+                path.write_text(content, encoding="utf-8")
+        return root
+
+    return build
+
+
+@pytest.fixture
+def tree_digest():
+    """tree_digest(root) -> hex digest of the whole tree (names, modes, mtimes, bytes)."""
+    return _tree_digest
+
+
 @pytest.fixture(scope="session")
 def offline_embedder(tmp_path_factory):
     """The real offline all-MiniLM-L6-v2 (int8) through fastembed, loaded once per session."""

@@ -45,6 +45,56 @@ def register(app: typer.Typer) -> None:
             data, text=lambda: "\n".join(f"{k}: {v}" for k, v in data.items())
         )
 
+    @group.command("set")
+    def set_(
+        ctx: typer.Context,
+        name: NameArg,
+        model: Annotated[str | None, typer.Option("--model", help="Model name from `arcana model list` ('' clears).")] = None,
+        system_prompt: Annotated[str | None, typer.Option("--system-prompt", help="The agent's system prompt ('' clears).")] = None,
+        weight: Annotated[
+            list[str] | None, typer.Option("--weight", help="TYPE=W (0..1) recall weight per memory type; repeatable.")
+        ] = None,
+        extraction: Annotated[
+            list[str] | None, typer.Option("--extraction", help="KEY=VALUE over memory.extraction; repeatable.")
+        ] = None,
+        json_: JsonOpt = False,
+    ) -> None:
+        """Change an agent's model, system prompt, memory weights or extraction settings."""
+        from memory.config import ExtractionConfig, parse_value
+        from memory.errors import ConfigError, NotFoundError
+        from memory.types import MemoryType
+
+        cli = ctx_of(ctx)
+        card = cli.agent(name)
+        if model is not None:
+            if model and model not in cli.config.models:
+                raise NotFoundError(f"no model named '{model}'; add it with `arcana model add {model} ...`")
+            card.model = model or None
+        if system_prompt is not None:
+            card.system_prompt = system_prompt or None
+        for item in weight or ():
+            kind, _, value = item.partition("=")
+            try:
+                memory_type, parsed = MemoryType(kind.strip()), float(value)
+                if not 0.0 <= parsed <= 1.0:
+                    raise ValueError
+            except ValueError:
+                types = ", ".join(t.value for t in MemoryType)
+                raise typer.BadParameter(f"'{item}': use TYPE=W with W in 0..1 and TYPE one of {types}", param_hint="--weight") from None
+            card.memory_weights[memory_type] = parsed
+        updates = dict(item.partition("=")[::2] for item in extraction or ())
+        if updates:
+            merged = {**card.extraction, **{k.strip(): parse_value(v) for k, v in updates.items()}}
+            try:
+                ExtractionConfig.model_validate(merged)
+            except ValueError as exc:
+                raise ConfigError(f"agent '{card.name}' extraction: {str(exc).splitlines()[-1].strip()}") from None
+            card.extraction = merged
+        cli.agents.save(card)
+        Out(json_mode=json_, quiet=cli.quiet).data(
+            AgentRegistry.describe(card), text=lambda: "\n".join(f"{k}: {v}" for k, v in AgentRegistry.describe(card).items())
+        )
+
     @group.command("rename")
     def rename(ctx: typer.Context, name: NameArg, new_name: Annotated[str, typer.Argument(help="The new name.")], json_: JsonOpt = False) -> None:
         """Rename an agent (its id and memory stay)."""

@@ -1,0 +1,92 @@
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from arcana_cli.context import ctx_of, run
+from arcana_cli.output import AgentOpt, JsonOpt, Out
+from arcana_cli.render import age, snippet
+
+IdArg = Annotated[str, typer.Argument(help="Session id (or a unique prefix).")]
+
+
+def _manager(cli, card, *, with_model: bool = False):
+    """The agent's SessionManager; with its model when extraction is 'llm' and one is configured."""
+    from memory.errors import ConfigError, NotFoundError
+    from memory.extraction.extractors import build_extractor
+    from memory.models.registry import provider_for, resolve_model_name
+    from memory.runtime import extraction_settings
+    from memory.sessions import SessionManager
+
+    settings = extraction_settings(cli.config, card)
+    provider = None
+    if with_model and settings.strategy == "llm":
+        try:
+            provider = provider_for(cli.config, resolve_model_name(cli.config, card))
+        except (ConfigError, NotFoundError):
+            provider = None  # no model: the deterministic summary
+    extractor = build_extractor(settings, provider, audit=cli.audit)
+    return SessionManager(cli.home, card.id, extractor=extractor, settings=settings)
+
+
+def register(app: typer.Typer) -> None:
+    group = typer.Typer(help="An agent's conversations: list, show, close (with summary).", no_args_is_help=True)
+    app.add_typer(group, name="session")
+
+    @group.command("list")
+    def list_(ctx: typer.Context, agent: AgentOpt = ..., json_: JsonOpt = False) -> None:
+        """List an agent's sessions, oldest first."""
+        cli = ctx_of(ctx)
+        sessions = _manager(cli, cli.agent(agent)).list()
+        Out(json_mode=json_).data(
+            [s.describe() for s in sessions],
+            columns=("id", "age", "turns", "state", "summary"),
+            rows=lambda: [
+                (s.id, age(s.created_at), len(s.turns), "closed" if s.closed else "open", snippet(s.summary or "-", 60))
+                for s in sessions
+            ],
+        )
+
+    @group.command("show")
+    def show(ctx: typer.Context, session_id: IdArg, agent: AgentOpt = ..., json_: JsonOpt = False) -> None:
+        """Show a session's turns and summary."""
+        cli = ctx_of(ctx)
+        session = _manager(cli, cli.agent(agent)).load(session_id)
+        data = session.describe(with_turns=True)
+
+        def text() -> str:
+            lines = [f"session {session.id} ({'closed' if session.closed else 'open'}, {len(session.turns)} turns)"]
+            for number, turn in enumerate(session.turns, 1):
+                lines += [f"[{number}] user: {turn.prompt}", f"[{number}] assistant: {turn.response}"]
+            if session.summary:
+                lines.append(f"summary: {session.summary}")
+            return "\n".join(lines)
+
+        Out(json_mode=json_).data(data, text=text)
+
+    @group.command("close")
+    def close(
+        ctx: typer.Context,
+        session_id: IdArg,
+        agent: AgentOpt = ...,
+        no_summary: Annotated[bool, typer.Option("--no-summary", help="Close without writing a summary memory.")] = False,
+        json_: JsonOpt = False,
+    ) -> None:
+        """Close a session and write its consolidated summary memory."""
+        cli = ctx_of(ctx)
+        card = cli.agent(agent)
+        manager = _manager(cli, card, with_model=not no_summary)
+        session = manager.load(session_id)
+        entry = None
+        if no_summary or not manager.settings.summarise_on_close:
+            manager.close(session)
+        else:
+
+            async def go():
+                async with cli.private_store(card) as store:
+                    return await manager.close_and_summarise(session, memory=store)
+
+            entry = run(go())
+        data = {**session.describe(), "summary_memory_id": entry.id if entry else None}
+        Out(json_mode=json_, quiet=cli.quiet).data(data, text=lambda: session.summary or f"session {session.id} closed")

@@ -1,0 +1,127 @@
+"""Chat providers against a real loopback server: streaming, keys, errors; `arcana model`."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+from model_server import free_port
+
+from memory.config import load_config
+from memory.errors import ConfigError
+from memory.models.base import ChatMessage, ModelUnavailableError, astream, collect
+from memory.models.ollama import OllamaProvider
+from memory.models.openai import OpenAIProvider
+
+HELLO = [ChatMessage("system", "be brief"), ChatMessage("user", "hello")]
+
+
+def fixed(text):
+    return lambda body: text
+
+
+def test_ollama_streams_ndjson_chunks(model_server):
+    model_server.reply = fixed("Hello from a streaming Ollama model.")
+    provider = OllamaProvider("local", model_server.url, "llama3")
+    chunks = list(provider.stream(HELLO, temperature=0.0))
+    assert len(chunks) > 3 and "".join(chunks) == "Hello from a streaming Ollama model."
+    request = model_server.requests[-1]
+    assert request["path"] == "/api/chat"
+    assert request["body"]["model"] == "llama3" and request["body"]["stream"] is True
+    assert request["body"]["options"] == {"temperature": 0.0}
+    assert request["body"]["messages"] == [{"role": "system", "content": "be brief"}, {"role": "user", "content": "hello"}]
+
+
+@pytest.mark.parametrize("base", ["", "/v1"])
+def test_openai_streams_sse_and_sends_the_key_from_env(model_server, monkeypatch, base):
+    model_server.reply = fixed("Hello over server-sent events.")
+    monkeypatch.setenv("LOOPBACK_KEY", "sk-test-123")
+    provider = OpenAIProvider("oa", model_server.url + base, "gpt-x", api_key_env="LOOPBACK_KEY")
+    chunks = list(provider.stream(HELLO))
+    assert len(chunks) > 2 and "".join(chunks) == "Hello over server-sent events."
+    request = model_server.requests[-1]
+    assert request["path"] == "/v1/chat/completions"
+    assert request["headers"]["Authorization"] == "Bearer sk-test-123"
+    assert "temperature" not in request["body"]
+
+
+def test_openai_missing_key_env_is_a_clear_config_error(model_server, monkeypatch):
+    monkeypatch.delenv("NOT_SET_KEY", raising=False)
+    provider = OpenAIProvider("oa", model_server.url, "gpt-x", api_key_env="NOT_SET_KEY")
+    with pytest.raises(ConfigError, match=r"\$NOT_SET_KEY"):
+        list(provider.stream(HELLO))
+    assert model_server.requests == []
+
+
+@pytest.mark.parametrize("cls", [OllamaProvider, OpenAIProvider])
+def test_endpoint_down_names_model_and_url(cls):
+    url = f"http://127.0.0.1:{free_port()}"
+    with pytest.raises(ModelUnavailableError, match=r"model 'm' .* is unreachable"):
+        collect(cls("m", url, "x", timeout=2), HELLO)
+
+
+@pytest.mark.parametrize("cls", [OllamaProvider, OpenAIProvider])
+def test_http_error_carries_the_servers_message(model_server, cls):
+    model_server.fail_status = 500
+    with pytest.raises(ModelUnavailableError, match="HTTP 500: model exploded"):
+        collect(cls("m", model_server.url, "x"), HELLO)
+
+
+def test_timeout_is_reported(model_server):
+    model_server.delay = 1.5
+    with pytest.raises(ModelUnavailableError, match="within 0.3s|timeout 0.3s"):
+        collect(OllamaProvider("slow", model_server.url, "x", timeout=0.3), HELLO)
+
+
+async def test_astream_does_not_block_the_loop(model_server):
+    model_server.reply = fixed("tick tock tick tock")
+    model_server.delay = 0.3
+    ticks = []
+
+    async def ticker():
+        for _ in range(5):
+            ticks.append(1)
+            await asyncio.sleep(0.03)
+
+    task = asyncio.create_task(ticker())
+    text = "".join([c async for c in astream(OllamaProvider("m", model_server.url, "x"), HELLO)])
+    await task
+    assert text == "tick tock tick tock" and len(ticks) == 5
+
+
+def test_model_cli_add_list_check_remove(cli, model_server, arcana_home, monkeypatch):
+    model_server.reply = fixed("ok")
+    monkeypatch.setenv("MY_KEY", "sk-secret-value")
+    added = cli("model", "add", "oa", "--provider", "openai", "--base-url", model_server.url,
+                "--model", "gpt-x", "--api-key-env", "MY_KEY", "--default", "--json")
+    assert added.exit_code == 0, added.output
+    raw = arcana_home.config_path.read_text()
+    assert "MY_KEY" in raw and "sk-secret-value" not in raw  # the key is never written
+    assert load_config(arcana_home.config_path).default_model == "oa"
+    listed = json.loads(cli("model", "list", "--json").stdout)
+    assert [(m["name"], m["provider"], m["default"]) for m in listed] == [("oa", "openai", True)]
+    checked = cli("model", "check", "oa", "--json")
+    assert checked.exit_code == 0, checked.output
+    assert json.loads(checked.stdout)["reply"] == "ok"
+    assert model_server.requests[-1]["headers"]["Authorization"] == "Bearer sk-secret-value"
+    assert cli("model", "remove", "oa").exit_code == 0
+    config = load_config(arcana_home.config_path)
+    assert config.models == {} and config.default_model is None
+
+
+def test_model_cli_rejects_bad_input(cli):
+    bad_provider = cli("model", "add", "x", "--provider", "gemini", "--base-url", "http://h", "--model", "m")
+    assert bad_provider.exit_code == 2 and "provider must be" in bad_provider.output
+    bad_url = cli("model", "add", "x", "--provider", "ollama", "--base-url", "localhost:11434", "--model", "m")
+    assert bad_url.exit_code == 2 and "base_url" in bad_url.output
+    assert cli("model", "check", "nope").exit_code == 3
+    assert cli("model", "remove", "nope").exit_code == 3
+
+
+def test_model_check_down_exits_69(cli):
+    url = f"http://127.0.0.1:{free_port()}"
+    assert cli("model", "add", "down", "--provider", "ollama", "--base-url", url, "--model", "m").exit_code == 0
+    checked = cli("model", "check", "down")
+    assert checked.exit_code == 69
+    assert "unreachable" in checked.output

@@ -1,0 +1,230 @@
+"""`arcana run` end to end against a real loopback model server speaking Ollama and OpenAI."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+from model_server import LoopbackModelServer, free_port
+
+from arcana_cli import exit_codes
+from memory.adapters.sqlite import SQLiteAdapter
+from memory.agents import AgentRegistry
+from memory.models.context import render_context
+from memory.sessions import SessionManager
+from memory.sqlite.admission import Audience
+from memory.types import MemoryEntry, MemoryQuery, MemoryType, Visibility
+
+
+@pytest.fixture
+def setup(cli, model_server, arcana_home):
+    """A keyword-only home (no embedder: fast) with one model and one agent."""
+
+    def make(provider="ollama", agent="ada"):
+        assert cli("config", "set", "embedding.providers", "[]").exit_code == 0
+        added = cli("model", "add", "loop", "--provider", provider, "--base-url", model_server.url, "--model", "tiny", "--default")
+        assert added.exit_code == 0, added.output
+        assert cli("agent", "create", agent).exit_code == 0
+        return AgentRegistry(arcana_home).resolve(agent)
+
+    return make
+
+
+def run_json(cli, *args, input=None):
+    result = cli("run", *args, "--json", input=input)
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)
+
+
+def operator_entries(home, card):
+    """Everything in the agent's private store, any visibility (an operator read)."""
+
+    async def read():
+        store = SQLiteAdapter.for_agent(card.id, home=home)
+        try:
+            return await store.search(MemoryQuery(limit=100), audience=Audience.OPERATOR)
+        finally:
+            await store.aclose()
+
+    return asyncio.run(read())
+
+
+@pytest.mark.parametrize("provider", ["ollama", "openai"])
+def test_second_run_carries_what_the_first_taught(cli, setup, model_server, arcana_home, provider):
+    card = setup(provider)
+    first = run_json(cli, "ada", "By the way, remember that my favourite colour is teal.")
+    assert first["recalled_ids"] == [] and len(first["written_ids"]) == 2
+    assert first["session_closed"] is True and first["summary_memory_id"]
+    second = run_json(cli, "ada", "What is my favourite colour?")
+    assert second["recalled_ids"]
+    body = model_server.requests[-1]["body"]
+    system = body["messages"][0]["content"]
+    assert "My favourite colour is teal." in system
+    assert "semantic · user_confirmed 0.90" in system  # attributed: tier, type, source, confidence
+    assert body["messages"][-1] == {"role": "user", "content": "What is my favourite colour?"}
+    assert "favourite colour is teal" in second["answer"]  # the echo model answered from memory
+    stored = {e.id: e for e in operator_entries(arcana_home, card)}
+    assert set(first["written_ids"]) <= set(stored)
+    assert {stored[i].type for i in first["written_ids"]} == {MemoryType.EPISODIC, MemoryType.SEMANTIC}
+
+
+def test_no_memory_writes_nothing(cli, setup, model_server, arcana_home):
+    card = setup()
+    quiet = cli("run", "ada", "Remember that I live in Lisbon.", "--no-memory")
+    assert quiet.exit_code == 0 and "I recall: nothing yet." in quiet.stdout
+    assert operator_entries(arcana_home, card) == []
+    assert SessionManager(arcana_home, card.id).list() == []
+    # positive control: the same run with memory writes
+    assert cli("run", "ada", "Remember that I live in Lisbon.").exit_code == 0
+    assert len(operator_entries(arcana_home, card)) == 3  # episodic, semantic, session summary
+    # --no-memory also means no recall
+    cli("run", "ada", "Where do I live?", "--no-memory")
+    assert "Lisbon" not in model_server.requests[-1]["raw"]
+
+
+def test_memory_disabled_in_config_is_no_memory(cli, setup, model_server, arcana_home):
+    card = setup()
+    assert cli("config", "set", "memory.enabled", "false").exit_code == 0
+    assert cli("run", "ada", "Remember that I live in Lisbon.").exit_code == 0
+    assert operator_entries(arcana_home, card) == []
+
+
+def test_private_and_hidden_never_reach_the_model(cli, setup, model_server, arcana_home):
+    card = setup()
+    async def seed():
+        store = SQLiteAdapter.for_agent(card.id, home=arcana_home)
+        for text, visibility in (("the visible fact about zebras", Visibility.VISIBLE),
+                                 ("the PRIVATE secret about zebras", Visibility.PRIVATE),
+                                 ("the HIDDEN quarantined zebras", Visibility.HIDDEN)):
+            await store.write(MemoryEntry(agent_id=card.id, content=f"Zebra note: {text}.", visibility=visibility))
+        await store.aclose()
+
+    asyncio.run(seed())
+    result = run_json(cli, "ada", "Tell me about zebras", "--no-memory")  # baseline: nothing recalled
+    assert "zebras." not in model_server.requests[-1]["raw"]
+    result = run_json(cli, "ada", "Tell me about zebras")
+    raw = model_server.requests[-1]["raw"]
+    assert "the visible fact about zebras" in raw  # the control reaches the model
+    assert "PRIVATE secret" not in raw and "HIDDEN quarantined" not in raw
+    assert len(result["recalled_ids"]) == 1
+
+
+def test_render_guards_visibility_and_budget():
+    def entry(text, visibility=None):
+        return MemoryEntry(agent_id="a", content=text, visibility=visibility)
+
+    visible, private, hidden = entry("visible one"), entry("private one", Visibility.PRIVATE), entry("hidden one", Visibility.HIDDEN)
+    rendered = render_context([private, visible, hidden], budget_tokens=500)
+    assert rendered.ids == [visible.id] and "private one" not in rendered.text and rendered.omitted == 2
+    big = entry("x" * 4000)
+    small = entry("small fact")
+    rendered = render_context([big, small], budget_tokens=100)
+    assert rendered.ids == [small.id] and rendered.tokens <= 100  # skipped, not cut
+    assert render_context([], budget_tokens=100).text == ""
+
+
+def test_show_context_goes_to_stderr_and_answer_to_stdout(cli, setup, model_server):
+    setup()
+    assert cli("run", "ada", "Remember that I prefer metric units.").exit_code == 0
+    result = cli("run", "ada", "Which units do I prefer?", "--show-context")
+    assert result.exit_code == 0
+    assert result.stdout.startswith("I recall: - [private · semantic")
+    assert "Memories recalled for this conversation" in result.stderr
+    assert "Memories recalled" not in result.stdout
+
+
+def test_prompt_from_stdin_and_json_shape(cli, setup, model_server):
+    setup()
+    payload = run_json(cli, "ada", input="I use vim for everything.\n")
+    assert model_server.requests[-1]["body"]["messages"][-1]["content"] == "I use vim for everything."
+    assert set(payload) >= {"answer", "recalled_ids", "written_ids", "timings_ms", "session_id", "jobs"}
+    assert set(payload["timings_ms"]) >= {"recall_render", "model", "memory_jobs", "total", "overhead"}
+    assert payload["jobs"]["completed"] == 2 and payload["jobs"]["shed"] == 0
+
+
+def test_session_continue_show_and_close(cli, setup, model_server, arcana_home):
+    card = setup()
+    opened = run_json(cli, "ada", "Remember that my cat is called Miso.", "--keep-open")
+    sid = opened["session_id"]
+    assert opened["session_closed"] is False and opened["summary_memory_id"] is None
+    again = run_json(cli, "ada", "And what should I feed her?", "--session", sid)
+    assert again["session_id"] == sid and again["session_closed"] is False
+    history = model_server.requests[-1]["body"]["messages"]
+    assert [m["role"] for m in history] == ["system", "user", "assistant", "user"]  # the session's history
+    listed = json.loads(cli("session", "list", "--agent", "ada", "--json").stdout)
+    assert [(s["id"], s["turns"], s["closed_at"]) for s in listed] == [(sid, 2, None)]
+    shown = json.loads(cli("session", "show", sid, "--agent", "ada", "--json").stdout)
+    assert [t["prompt"] for t in shown["turns"]][1] == "And what should I feed her?"
+    closed = cli("session", "close", sid, "--agent", "ada", "--json")
+    assert closed.exit_code == 0, closed.output
+    data = json.loads(closed.stdout)
+    assert data["summary_memory_id"] and "My cat is called Miso" in data["summary"]
+    refused = cli("run", "ada", "one more", "--session", sid)
+    assert refused.exit_code == exit_codes.USAGE and "closed" in refused.output
+
+
+def test_model_flag_and_unknown_model(cli, setup, model_server):
+    setup()
+    assert cli("run", "ada", "hi", "--model", "nope").exit_code == exit_codes.NOT_FOUND
+    assert cli("run", "ghost", "hi").exit_code == exit_codes.NOT_FOUND
+    assert cli("run", "ada", "hi", "--no-memory", "--session", "x").exit_code == exit_codes.USAGE
+    assert cli("run", "ada", "   ").exit_code == exit_codes.USAGE
+
+
+def test_agent_set_model_and_system_prompt_reach_the_request(cli, setup, model_server, arcana_home):
+    setup()
+    other = LoopbackModelServer(lambda body: "from the other model")
+    with other:
+        assert cli("model", "add", "other", "--provider", "openai", "--base-url", other.url, "--model", "big").exit_code == 0
+        changed = cli("agent", "set", "ada", "--model", "other", "--system-prompt", "You are Ada.", "--weight", "semantic=0.9", "--json")
+        assert changed.exit_code == 0, changed.output
+        assert json.loads(changed.stdout)["memory_weights"] == {"semantic": 0.9}
+        result = cli("run", "ada", "hello")
+        assert result.stdout.strip() == "from the other model"
+        assert other.requests[-1]["body"]["messages"][0]["content"].startswith("You are Ada.")
+    assert cli("agent", "set", "ada", "--model", "missing").exit_code == exit_codes.NOT_FOUND
+    assert cli("agent", "set", "ada", "--weight", "semantic=3").exit_code == exit_codes.USAGE
+    assert cli("agent", "set", "ada", "--extraction", "agent_confidence_cap=1.0").exit_code == exit_codes.CONFIG
+
+
+def test_extraction_failure_never_surfaces(cli, setup, model_server, arcana_home):
+    card = setup()
+    model_server.reply = lambda body: "not json at all" if "JSON list" in body["messages"][0]["content"] else "Fine."
+    assert cli("config", "set", "memory.extraction.strategy", "llm").exit_code == 0
+    result = cli("run", "ada", "I prefer green tea.")
+    assert result.exit_code == 0 and result.stdout.strip() == "Fine."
+    events = [json.loads(line)["event"] for line in arcana_home.audit_log.read_text().splitlines()]
+    assert "extraction_fallback" in events
+    kinds = {e.type for e in operator_entries(arcana_home, card)}
+    assert MemoryType.SEMANTIC in kinds  # the heuristic stood in for the broken model
+
+
+def test_provider_down_is_a_clear_error_with_its_exit_code(tmp_path):
+    home = tmp_path / "h"
+    env = {**os.environ, "ARCANA_HOME": str(home)}
+    url = f"http://127.0.0.1:{free_port()}"
+    arcana = [sys.executable, "-m", "arcana_cli.main"]
+    for args in (["config", "set", "embedding.providers", "[]"],
+                 ["model", "add", "down", "--provider", "ollama", "--base-url", url, "--model", "m", "--default"],
+                 ["agent", "create", "ada"]):
+        subprocess.run([*arcana, *args], env=env, check=True, capture_output=True, timeout=60)
+    done = subprocess.run([*arcana, "run", "ada"], input="hello there", env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == exit_codes.MODEL_UNAVAILABLE == 69
+    assert done.stdout == ""
+    (line,) = done.stderr.strip().splitlines()
+    assert line.startswith("arcana: error: model 'down' (ollama) at ") and "unreachable" in line
+
+
+@pytest.mark.slow
+def test_semantic_recall_through_run_with_the_real_embedder(cli, model_server, arcana_home):
+    """With the default embedder, a paraphrase finds the memory keyword search would miss."""
+    assert cli("model", "add", "loop", "--provider", "ollama", "--base-url", model_server.url, "--model", "t").exit_code == 0
+    assert cli("agent", "create", "ada").exit_code == 0
+    assert cli("run", "ada", "Remember that I prefer metric units.").exit_code == 0
+    result = run_json(cli, "ada", "Which measurement system do I like?")
+    assert "I prefer metric units." in model_server.requests[-1]["raw"]
+    assert result["recalled_ids"]

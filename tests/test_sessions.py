@@ -1,0 +1,91 @@
+"""Sessions: append-only records, summaries, and a close() that never calls a model."""
+
+from __future__ import annotations
+
+import pytest
+from model_server import LoopbackModelServer
+
+from memory.adapters.sqlite import SQLiteAdapter
+from memory.config import ExtractionSettings
+from memory.errors import NotFoundError
+from memory.extraction.extractors import LLMExtractor
+from memory.models.ollama import OllamaProvider
+from memory.sessions import SUMMARY_TAG, SessionClosedError, SessionManager
+from memory.types import ConfidenceSource, MemoryQuery, MemoryType
+
+
+@pytest.fixture
+async def agent_store(arcana_home):
+    store = SQLiteAdapter.for_agent("agent-1", home=arcana_home)
+    yield store
+    await store.aclose()
+
+
+def test_turns_are_recorded_and_reloaded(arcana_home):
+    manager = SessionManager(arcana_home, "agent-1")
+    session = manager.create()
+    turn = manager.record_turn(session, "hi", "hello", model="m", recalled_ids=["r1"])
+    manager.record_written(session, turn, ["w1", "w2"])
+    again = manager.load(session.id[:15])  # a unique prefix works
+    assert [(t.prompt, t.response, t.recalled_ids, t.written_ids) for t in again.turns] == [("hi", "hello", ["r1"], ["w1", "w2"])]
+    assert [s.id for s in manager.list()] == [session.id]
+    with pytest.raises(NotFoundError):
+        manager.load("nope")
+
+
+def test_a_torn_last_line_does_not_lose_the_session(arcana_home):
+    manager = SessionManager(arcana_home, "agent-1")
+    session = manager.create()
+    manager.record_turn(session, "hi", "hello")
+    with session.path.open("a") as handle:
+        handle.write('{"kind": "turn", "prompt": "half')  # a crash mid-write
+    assert len(manager.load(session.id).turns) == 1
+
+
+async def test_close_and_summarise_writes_one_semantic_memory_for_a_stated_fact(arcana_home, agent_store):
+    manager = SessionManager(arcana_home, "agent-1")
+    session = manager.create()
+    manager.record_turn(session, "Remember that my dog is called Rex.", "Noted.")
+    manager.record_turn(session, "What should I cook tonight?", "Pasta.")
+    entry = await manager.close_and_summarise(session, memory=agent_store)
+    assert entry.type is MemoryType.SEMANTIC and SUMMARY_TAG in entry.tags
+    assert "My dog is called Rex" in entry.content and "What should I cook tonight?" in entry.content
+    assert entry.confidence_source is ConfidenceSource.AGENT and entry.confidence < 1.0
+    assert entry.importance == ExtractionSettings().summary_importance
+    stored = await agent_store.search(MemoryQuery(tags=[SUMMARY_TAG]))
+    assert [e.id for e in stored] == [entry.id]
+    reloaded = manager.load(session.id)
+    assert reloaded.closed and reloaded.summary == entry.content and reloaded.summary_memory_id == entry.id
+    with pytest.raises(SessionClosedError):
+        manager.record_turn(reloaded, "more?", "no")
+
+
+async def test_summary_of_small_talk_is_episodic(arcana_home, agent_store):
+    manager = SessionManager(arcana_home, "agent-1")
+    session = manager.create()
+    manager.record_turn(session, "What time is it in Tokyo?", "Evening.")
+    entry = await manager.close_and_summarise(session, memory=agent_store)
+    assert entry.type is MemoryType.EPISODIC
+
+
+async def test_close_is_synchronous_and_calls_no_model(arcana_home, agent_store):
+    with LoopbackModelServer(lambda body: "A model-written summary.") as server:
+        extractor = LLMExtractor(OllamaProvider("m", server.url, "x"))
+        manager = SessionManager(arcana_home, "agent-1", extractor=extractor)
+        quiet = manager.create()
+        manager.record_turn(quiet, "hi", "hello")
+        assert manager.close(quiet) is None
+        assert server.requests == [] and manager.load(quiet.id).closed
+        assert await agent_store.search(MemoryQuery()) == []
+        # control: summarising the same kind of session does call the model
+        loud = manager.create()
+        manager.record_turn(loud, "hi", "hello")
+        entry = await manager.close_and_summarise(loud, memory=agent_store)
+        assert len(server.requests) == 1 and entry.content == "A model-written summary."
+
+
+async def test_empty_session_closes_without_a_memory(arcana_home, agent_store):
+    manager = SessionManager(arcana_home, "agent-1")
+    session = manager.create()
+    assert await manager.close_and_summarise(session, memory=agent_store) is None
+    assert manager.load(session.id).closed
