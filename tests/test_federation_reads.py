@@ -1,0 +1,182 @@
+"""Federated reads: fan-out, dropped-and-reported tiers, de-duplication before
+ranking, routing by scope, stream order — real SQLite tiers and a vault folder."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from federation_faults import FaultyTier, corrupt_file
+from memory.adapters.markdown import MarkdownFolderAdapter, note_id
+from memory.adapters.sqlite import SQLiteAdapter
+from memory.errors import MemoryRoutingError
+from memory.federation import MemoryFederation, MemoryRouter, TierBudget
+from memory.federation.budgets import ConnectionsConfig
+from memory.federation.federation import dedupe
+from memory.types import MemoryEntry, MemoryQuery, MemoryScope
+
+
+def entry(text: str, agent: str = "a", **kw) -> MemoryEntry:
+    return MemoryEntry(agent_id=agent, content=text, **kw)
+
+
+@pytest.fixture
+async def stores(tmp_path):
+    made = {
+        "private": SQLiteAdapter(tmp_path / "private.db"),
+        "pool": SQLiteAdapter(tmp_path / "team.db"),
+        "global": SQLiteAdapter(tmp_path / "global.db"),
+    }
+    yield made
+    for store in made.values():
+        await store.aclose()
+
+
+def federate(stores, events, *, pool=None, budget=None, **kw) -> MemoryFederation:
+    resilience = None if budget is None else ConnectionsConfig(private=budget, global_=budget, default_shared=budget)
+    router = MemoryRouter(
+        private=stores["private"], global_=stores["global"], pools={"team": pool or stores["pool"]},
+        resilience=resilience, **kw,
+    )
+    return MemoryFederation(router, on_degraded=events.append)
+
+
+async def test_promoted_copy_comes_back_once_naming_both_tiers(stores):
+    federation = federate(stores, [])
+    important = entry("the user is allergic to peanuts", importance=0.95)
+    await federation.write(important)
+    report = await federation.recall(MemoryQuery(agent_id="a", text="peanuts"))
+    assert [(e.id, e.tiers, e.scope) for e in report.entries] == [
+        (important.id, ["private", "global"], MemoryScope.PRIVATE)  # the most local copy wins
+    ]
+
+
+async def test_identical_content_under_different_ids_is_one_fact_but_different_content_is_not(stores):
+    await stores["private"].write(entry("Standup is at 10:00"))
+    await stores["pool"].write(entry("Standup  is at 10:00", agent="b", scope=MemoryScope.SHARED, pool_name="team"))
+    await stores["pool"].write(entry("Standup is at 10:30 on Fridays", agent="b", scope=MemoryScope.SHARED, pool_name="team"))
+    found = await federate(stores, []).search(MemoryQuery(agent_id="a", text="standup"))
+    assert sorted((e.content, tuple(e.tiers)) for e in found) == [
+        ("Standup is at 10:00", ("private", "pool:team")),
+        ("Standup is at 10:30 on Fridays", ("pool:team",)),
+    ]
+
+
+async def test_duplicates_are_merged_before_truncation_so_they_never_take_two_slots(stores):
+    federation = federate(stores, [])
+    top = entry("deploy freeze starts friday", importance=0.95)  # private + global copy
+    second = entry("deploy window is tuesday", importance=0.7)
+    await federation.write(top)
+    await federation.write(second)
+    found = await federation.search(MemoryQuery(agent_id="a", text="deploy", limit=2))
+    assert [e.id for e in found] == [top.id, second.id]
+
+
+def test_dedupe_unit_survivor_is_the_first_copy_and_lists_every_tier():
+    a = entry("same fact", id="1", importance=0.2)
+    b = entry("same fact", id="2", importance=0.9)
+    c = entry("other fact", id="1")  # same id as a: the same record
+    merged = dedupe([("private", [a]), ("pool:team", [b]), ("global", [c])])
+    assert [(m.id, m.importance, m.tiers) for m in merged] == [("1", 0.2, ["private", "pool:team", "global"])]
+
+
+async def test_other_agents_shared_memories_are_read_but_their_private_ones_never(stores, tmp_path):
+    await stores["pool"].write(entry("the printer is on floor 2", agent="b", scope=MemoryScope.SHARED, pool_name="team"))
+    bobs_private = SQLiteAdapter(tmp_path / "bob.db")
+    await bobs_private.write(entry("the printer password is hunter2", agent="b"))
+    found = await federate(stores, []).search(MemoryQuery(agent_id="a", text="printer"))
+    assert [e.content for e in found] == ["the printer is on floor 2"]
+    await bobs_private.aclose()
+
+
+async def test_a_corrupt_tier_is_dropped_and_reported_while_the_others_answer(stores, tmp_path):
+    await stores["private"].write(entry("kettle is blue"))
+    await stores["global"].write(entry("kettle descaling is monthly", scope=MemoryScope.GLOBAL))
+    events = []
+    federation = federate(stores, events, pool=SQLiteAdapter(corrupt_file(tmp_path / "broken.db")))
+    report = await federation.recall(MemoryQuery(agent_id="a", text="kettle"))
+    assert sorted(e.content for e in report.entries) == ["kettle descaling is monthly", "kettle is blue"]
+    assert [(d.tier, d.reason) for d in report.degraded] == [("pool:team", "corruption")]
+    assert events == report.degraded
+    health = await federation.health_check()
+    assert health.healthy and "pool:team" in health.message  # usable while any tier is
+    await federation.aclose()
+
+
+async def test_a_hanging_tier_costs_one_read_budget_not_the_session(stores):
+    await stores["private"].write(entry("kettle is blue"))
+    events = []
+    federation = federate(
+        stores, events, pool=FaultyTier(stores["pool"], delay=None), budget=TierBudget(read_timeout_ms=200)
+    )
+    started = time.monotonic()
+    report = await federation.recall(MemoryQuery(agent_id="a", text="kettle"))
+    assert time.monotonic() - started < 1.5
+    assert [e.content for e in report.entries] == ["kettle is blue"]
+    assert [(d.tier, d.reason) for d in report.degraded] == [("pool:team", "timeout")]
+
+
+async def test_vault_notes_join_as_a_read_only_shared_tier_and_dedupe_with_an_ingested_copy(stores, tmp_path):
+    vault_dir = tmp_path / "vault"
+    vault_dir.mkdir()
+    (vault_dir / "coffee.md").write_text("---\nimportance: 0.7\n---\nThe coffee machine needs descaling.\n")
+    (vault_dir / "tea.md").write_text("Green tea steeps for two minutes.\n")
+    ingested = entry("The coffee machine needs descaling (ingested).", id=note_id("coffee.md"), agent="vault")
+    await stores["pool"].write(ingested.model_copy(update={"scope": MemoryScope.SHARED, "pool_name": "team"}))
+    router = MemoryRouter(private=stores["private"], pools={"team": stores["pool"]})
+    vault = MarkdownFolderAdapter(vault_dir, "a", scope=MemoryScope.SHARED)
+    router.register_pool("notes", vault, read_only=True, label="vault:notes")
+    federation = MemoryFederation(router, on_degraded=lambda e: None)
+    coffee = await federation.search(MemoryQuery(agent_id="a", text="coffee descaling"))
+    # Pools fan out in name order ("notes" before "team"): the first copy seen survives.
+    assert [(e.id, e.tiers) for e in coffee] == [(note_id("coffee.md"), ["vault:notes", "pool:team"])]
+    assert coffee[0].content.strip() == "The coffee machine needs descaling."
+    tea = await federation.search(MemoryQuery(agent_id="a", text="tea", scope=MemoryScope.SHARED, pool_name="notes"))
+    assert [e.tiers for e in tea] == [["vault:notes"]]
+
+
+async def test_scope_routes_reads_and_an_unknown_pool_is_a_caller_error(stores):
+    federation = federate(stores, [])
+    await federation.write(entry("alpha private"))
+    await federation.write(entry("alpha shared", scope=MemoryScope.SHARED, pool_name="team"))
+    await federation.write(entry("alpha global", scope=MemoryScope.GLOBAL))
+
+    async def contents(**kw):
+        return sorted(e.content for e in await federation.search(MemoryQuery(agent_id="a", text="alpha", **kw)))
+
+    assert await contents() == ["alpha global", "alpha private", "alpha shared"]
+    assert await contents(scope=MemoryScope.PRIVATE) == ["alpha private"]
+    assert await contents(scope=MemoryScope.SHARED) == ["alpha shared"]
+    assert await contents(scope=MemoryScope.SHARED, pool_name="team") == ["alpha shared"]
+    assert await contents(scope=MemoryScope.GLOBAL) == ["alpha global"]
+    with pytest.raises(MemoryRoutingError, match="unknown pool 'nope'"):
+        await contents(scope=MemoryScope.SHARED, pool_name="nope")
+
+
+async def test_stream_search_yields_the_search_order(stores):
+    federation = federate(stores, [])
+    for i, importance in enumerate((0.3, 0.95, 0.6, 0.8)):
+        await federation.write(entry(f"note {i} about lamps", importance=importance))
+    query = MemoryQuery(agent_id="a", text="lamps")
+    streamed = [e.id async for e in federation.stream_search(query)]
+    assert streamed == [e.id for e in await federation.search(query)] and len(streamed) == 4
+
+
+async def test_pinned_first_then_weighted_decayed_importance(stores):
+    federation = federate(stores, [])
+    low_pinned = entry("pinned lamp fact", importance=0.1, pinned=True)
+    high = entry("important lamp fact", importance=0.9)
+    await federation.write(high)
+    await federation.write(low_pinned)
+    found = await federation.search(MemoryQuery(agent_id="a", text="lamp"))
+    assert [e.id for e in found] == [low_pinned.id, high.id]
+
+
+async def test_get_returns_the_most_local_copy(stores):
+    federation = federate(stores, [])
+    important = entry("the vault code is 1234", importance=0.95)
+    await federation.write(important)
+    found = await federation.get(important.id)
+    assert found.scope is MemoryScope.PRIVATE and found.tiers == ["private"]
+    assert await federation.get("no-such-id") is None
