@@ -1,0 +1,92 @@
+"""arcana pool, agent join/leave, remember/recall through the federation, doctor's
+tier lines — the real Typer app in-process, on a real home."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from federation_faults import corrupt_file
+from memory.config import load_config
+
+
+@pytest.fixture
+def team(cli, arcana_home):
+    """alice and bob in pool 'team'; no embedder configured (keyword tiers, no model load)."""
+    arcana_home.ensure()
+    arcana_home.config_path.write_text(json.dumps({"embedding": {"providers": []}}))
+    for name in ("alice", "bob", "carol"):
+        assert cli("agent", "create", name).exit_code == 0
+    assert cli("pool", "create", "team").exit_code == 0
+    for name in ("alice", "bob"):
+        assert cli("agent", "join", name, "team").exit_code == 0
+    return cli
+
+
+def data(result) -> dict:
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)
+
+
+def test_pool_lifecycle(team, arcana_home):
+    listed = data(team("pool", "list", "--json"))
+    assert [(p["name"], p["members"], p["entries"]) for p in listed] == [("team", ["alice", "bob"], 0)]
+    assert data(team("agent", "leave", "bob", "team", "--json"))["changed"] is True
+    assert data(team("pool", "show", "team", "--json"))["members"] == ["alice"]
+    assert data(team("agent", "leave", "bob", "team", "--json"))["changed"] is False
+    assert team("pool", "create", "team").exit_code == 4  # already exists
+    assert team("pool", "create", "bad/name").exit_code == 4
+    assert team("agent", "join", "alice", "nope").exit_code == 3
+    refused = team("pool", "remove", "team")  # not a TTY and no --yes
+    assert refused.exit_code == 2 and arcana_home.pool_db("team").exists()
+    moved = data(team("pool", "remove", "team", "--yes", "--json"))["moved_to"]
+    assert not arcana_home.pool_db("team").exists() and (arcana_home.trash_dir / moved.rsplit("/", 1)[-1] / "team.db").exists()
+    assert "team" not in load_config(arcana_home.config_path).pools
+    assert team("pool", "show", "team").exit_code == 3
+
+
+def test_shared_memory_reaches_pool_members_only(team):
+    written = data(team("remember", "the team kettle is blue", "--agent", "alice", "--pool", "team", "--json"))
+    assert (written["scope"], written["accepted"], written["refused"], written["failed"]) == ("shared", ["pool:team"], [], {})
+    data(team("remember", "alice keeps her own kettle", "--agent", "alice", "--json"))
+    bob = data(team("recall", "kettle", "--agent", "bob", "--json"))
+    assert [(r["content"], r["tiers"]) for r in bob["results"]] == [("the team kettle is blue", ["pool:team"])]
+    assert bob["tiers"] == ["private", "pool:team", "global"] and bob["degraded"] == []
+    carol = data(team("recall", "kettle", "--agent", "carol", "--json"))
+    assert carol["results"] == [] and carol["tiers"] == ["private", "global"]
+    only_private = data(team("recall", "kettle", "--agent", "alice", "--scope", "private", "--json"))
+    assert [r["content"] for r in only_private["results"]] == ["alice keeps her own kettle"]
+
+
+def test_recall_table_names_the_tier_and_warns_about_a_degraded_one(team, arcana_home):
+    data(team("remember", "kettle in the pool", "--agent", "alice", "--pool", "team", "--json"))
+    data(team("remember", "kettle of my own", "--agent", "alice", "--json"))
+    table = team("recall", "kettle", "--agent", "alice")
+    assert table.exit_code == 0 and "tier" in table.stdout.splitlines()[0] and "pool:team" in table.stdout
+    corrupt_file(arcana_home.pool_db("team"))
+    hurt = team("recall", "kettle", "--agent", "alice", "--json")
+    payload = data(hurt)
+    assert [r["content"] for r in payload["results"]] == ["kettle of my own"]
+    assert [(d["tier"], d["reason"]) for d in payload["degraded"]] == [("pool:team", "corruption")]
+    assert "tier pool:team degraded (corruption)" in hurt.stderr
+
+
+def test_a_shared_write_to_a_broken_pool_fails_loudly_and_a_routing_mistake_is_usage(team, arcana_home):
+    assert team("remember", "x", "--agent", "alice", "--scope", "shared").exit_code == 2  # no pool
+    assert team("remember", "x", "--agent", "carol", "--pool", "team").exit_code == 2  # not a member
+    assert team("remember", "x", "--agent", "alice", "--pool", "team", "--scope", "global").exit_code == 2
+    corrupt_file(arcana_home.pool_db("team"))
+    failed = team("remember", "lost?", "--agent", "alice", "--pool", "team")
+    assert failed.exit_code == 5 and "not stored" in failed.stderr and "pool:team" in failed.stderr
+
+
+def test_doctor_lists_every_tier_with_its_breaker(team, arcana_home):
+    data(team("remember", "seed", "--agent", "alice", "--importance", "0.95", "--json"))
+    corrupt_file(arcana_home.pool_db("team"))
+    result = team("doctor", "--json")
+    tiers = {c["name"]: c for c in json.loads(result.stdout)["checks"] if c["name"].startswith("tier ")}
+    assert tiers["tier private (alice)"]["ok"] and "breaker closed" in tiers["tier private (alice)"]["detail"]
+    assert tiers["tier global"]["ok"]
+    assert not tiers["tier pool:team"]["ok"] and "breaker open (corruption)" in tiers["tier pool:team"]["detail"]
+    assert result.exit_code == 1
