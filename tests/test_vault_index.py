@@ -1,0 +1,256 @@
+"""Vault registration, incremental indexing, search and the CLI, over real folders and real SQLite."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+from memory.adapters.markdown import note_id
+from memory.errors import ConfigError, NotFoundError
+from memory.graph.edges import EdgeStore
+from memory.locks import exclusive
+from memory.types import MemoryQuery, MemoryScope, RetrievalMode
+from memory.vaults.indexer import check_vault, index_vault, open_store
+from memory.vaults.registry import VaultRegistry
+from memory.vaults.search import search_vault
+from memory.vaults.state import read_state
+
+NOTES = {
+    "Home.md": "---\ntags: [start]\n---\nWelcome. See [[Projects/Alpha]] and [[beta|the beta]] and ![[chart.png]].",
+    "Projects/Alpha.md": "---\naliases: [A1]\n---\n# Goal\nMetric units everywhere. Back to [[Home#top]].",
+    "Projects/Beta.md": "Beta uses [[A1]] and [[Nowhere]]. #status/active",
+    "assets/chart.png": b"\x89PNG\r\n",
+}
+
+
+@pytest.fixture
+def vault(make_vault, arcana_home):
+    root = make_vault(NOTES, name="notes")
+    arcana_home.ensure()
+    return VaultRegistry(arcana_home).add(root, "notes")
+
+
+async def stored(vault):
+    store = open_store(vault)
+    try:
+        rows = await store.run(lambda raw: raw.execute("SELECT id, content FROM memories ORDER BY id").fetchall())
+        ledger = await store.run(lambda raw: raw.execute("SELECT op FROM memory_ledger ORDER BY seq").fetchall())
+        return {r[0]: r[1] for r in rows}, [r[0] for r in ledger]
+    finally:
+        await store.aclose()
+
+
+def test_registry_validates_and_remove_never_touches_the_folder(vault, arcana_home, tree_digest, tmp_path):
+    registry = VaultRegistry(arcana_home)
+    assert [v.name for v in registry.list()] == ["notes"]
+    with pytest.raises(ConfigError):
+        registry.add(vault.root, "bad name!")
+    with pytest.raises(NotFoundError):
+        registry.add(tmp_path / "missing", "x")
+    with pytest.raises(ValueError):
+        registry.add(vault.root, "notes")
+    with pytest.raises(ValueError):
+        registry.add(vault.root, "again")  # same folder twice
+    with pytest.raises(ValueError):
+        registry.add(vault.root, "both", agent="a", pool="p")
+    before = tree_digest(vault.root)
+    vault.db_path.parent.mkdir(parents=True, exist_ok=True)
+    vault.db_path.write_bytes(b"")
+    removed = registry.remove("notes")
+    assert vault.db_path in removed and not vault.db_path.exists()
+    assert tree_digest(vault.root) == before
+    with pytest.raises(NotFoundError):
+        registry.get("notes")
+
+
+async def test_full_then_incremental_index_follows_every_kind_of_change(vault, tree_digest):
+    digest = tree_digest(vault.root)
+    report = await index_vault(vault, embed=False)
+    assert (report.scanned, report.added, report.updated, report.removed, report.unchanged) == (3, 3, 0, 0, 0)
+    links = report.links.counts()
+    assert links == {
+        "notes_scanned": 3, "links_found": 6, "resolved": 4, "attachments": 1, "self_links": 0,
+        "dangling": 1, "ambiguous": 0, "edges_written": 4,
+    }
+    rows, ledger = await stored(vault)
+    assert set(rows) == {note_id(p) for p in ("Home.md", "Projects/Alpha.md", "Projects/Beta.md")}
+    assert ledger == ["insert"] * 3
+    assert tree_digest(vault.root) == digest
+
+    again = await index_vault(vault, embed=False)
+    assert (again.added, again.updated, again.removed, again.unchanged) == (0, 0, 0, 3)
+
+    os.utime(vault.root / "Home.md", ns=(10**18, 10**18))  # touched, same bytes: not rewritten
+    touched = await index_vault(vault, embed=False)
+    assert (touched.updated, touched.unchanged) == (0, 3)
+
+    (vault.root / "Projects/Beta.md").write_text("Beta now links [[Home]] only.")
+    (vault.root / "Gamma.md").write_text("new note about [[Nowhere]]")  # the dangling link's target appears
+    (vault.root / "Nowhere.md").write_text("I exist now")
+    (vault.root / "Projects/Alpha.md").rename(vault.root / "Projects/Alpha2.md")
+    report = await index_vault(vault, embed=False)
+    assert (report.added, report.updated, report.removed, report.unchanged) == (3, 1, 1, 1)
+    rows, ledger = await stored(vault)
+    assert note_id("Projects/Alpha.md") not in rows and note_id("Projects/Alpha2.md") in rows
+    assert ledger.count("purge") == 1 and ledger.count("update") == 1
+    assert report.links.dangling == 1  # Home's [[Projects/Alpha]] now dangles; [[Nowhere]] resolved
+    store = open_store(vault)
+    try:
+        edges = EdgeStore(store)
+        assert note_id("Home.md") in await edges.neighbors(note_id("Projects/Beta.md"))
+        assert await edges.neighbors(note_id("Projects/Alpha.md")) == []
+    finally:
+        await store.aclose()
+
+    (vault.root / "Gamma.md").unlink()
+    report = await index_vault(vault, embed=False)
+    assert (report.removed, report.unchanged) == (1, 4)
+    state = read_state(vault.state_path)
+    assert state["last_index"]["removed"] == 1 and state["last_indexed_at"] > 0
+
+
+async def test_hostile_vault_indexes_with_everything_counted(make_vault, arcana_home, tree_digest):
+    root = make_vault(
+        {
+            "binary.md": b"\x00\x01\x02garbage",
+            "empty.md": "",
+            "huge.md": "y" * (1024 * 1024 + 1),
+            "list-frontmatter.md": "---\n- a\n- b\n---\nbody",
+            "a/Dup.md": "one",
+            "b/Dup.md": "two",
+            "links.md": "[[Dup]] [[empty]] `[[binary]]`\n```\n[[huge]]\n```\n[[über note]]",
+            "über note.md": "ünïcödé",
+            ".obsidian/app.md": "config",
+        },
+        name="hostile",
+    )
+    (root / "loop").symlink_to(root)
+    arcana_home.ensure()
+    vault = VaultRegistry(arcana_home).add(root, "hostile")
+    digest = tree_digest(root)
+    report = await index_vault(vault, embed=False)
+    assert report.skipped_counts() == {"binary": 1, "hidden": 1, "symlink": 1, "too_large": 1}
+    assert report.frontmatter_problems == ["list-frontmatter.md"]
+    assert report.added == 6
+    assert (report.links.resolved, report.links.ambiguous, report.links.dangling) == (2, 1, 0)
+    plan, links = await check_vault(vault)
+    assert [(p.target, p.candidates) for p in links.ambiguous_links] == [("Dup", ("a/Dup.md", "b/Dup.md"))]
+    assert dict(plan.skipped)["huge.md"] == "too_large"
+    assert tree_digest(root) == digest
+
+
+async def test_a_missing_folder_fails_loudly_and_keeps_the_index(vault, tmp_path):
+    await index_vault(vault, embed=False)
+    moved = tmp_path / "elsewhere"
+    vault.root.rename(moved)
+    with pytest.raises(NotFoundError):
+        await index_vault(vault, embed=False)
+    rows, _ = await stored(vault)
+    assert len(rows) == 3  # nothing was purged because the folder vanished
+    moved.rename(vault.root)
+    assert (await index_vault(vault, embed=False)).unchanged == 3
+
+
+async def test_attaching_to_a_pool_restamps_every_entry(make_vault, arcana_home):
+    root = make_vault({"a.md": "alpha"}, name="p")
+    arcana_home.ensure()
+    registry = VaultRegistry(arcana_home)
+    vault = registry.add(root, "p")
+    await index_vault(vault, embed=False)
+    registry.remove("p")
+    vault = registry.add(root, "p", pool="team")
+    report = await index_vault(vault, embed=False)
+    assert report.added == 1  # the index was removed with the vault
+    store = open_store(vault)
+    try:
+        entry = await store.get(note_id("a.md"))
+    finally:
+        await store.aclose()
+    assert (entry.agent_id, entry.scope, entry.pool_name) == ("vault:p", MemoryScope.SHARED, "team")
+
+
+async def test_search_reads_the_folder_before_indexing_and_the_index_after(vault):
+    notices: list[str] = []
+    hits = await search_vault(vault, MemoryQuery(text="metric units"), notify=notices.append)
+    assert hits.source == "folder" and len(notices) == 1
+    assert [hits.paths[e.id] for e in hits.entries] == ["Projects/Alpha.md"]
+    await index_vault(vault, embed=False)
+    hits = await search_vault(vault, MemoryQuery(text="metric units", retrieval_mode=RetrievalMode.keyword))
+    assert hits.source == "index"
+    paths = [hits.paths[e.id] for e in hits.entries]
+    assert paths[0] == "Projects/Alpha.md"
+    assert {"Home.md", "Projects/Beta.md"} <= set(paths[1:])  # one wikilink away
+    assert all(e.matched_by == ["graph"] for e in hits.entries[1:])
+    assert all(e.tiers == ["vault:notes"] for e in hits.entries)
+    plain = await search_vault(vault, MemoryQuery(text="metric units", retrieval_mode=RetrievalMode.keyword), expand=False)
+    assert [plain.paths[e.id] for e in plain.entries] == ["Projects/Alpha.md"]
+
+
+async def test_embedding_index_embeds_only_what_changed(vault):
+    report = await index_vault(vault, embed=True)
+    assert report.embedded == 3 and "MiniLM" in report.embedding
+    (vault.root / "Projects/Beta.md").write_text("Beta is about baking sourdough loaves with a long fermentation.")
+    report = await index_vault(vault, embed=True)
+    assert (report.updated, report.embedded) == (1, 1)
+    assert (await index_vault(vault, embed=True)).embedded == 0
+    hits = await search_vault(
+        vault, MemoryQuery(text="how to bake bread at home", retrieval_mode=RetrievalMode.semantic, limit=1), expand=False
+    )
+    assert [hits.paths[e.id] for e in hits.entries] == ["Projects/Beta.md"]
+
+
+async def test_keyword_only_rows_are_backfilled_by_the_next_embedding_pass(vault):
+    await index_vault(vault, embed=False)
+    report = await index_vault(vault, embed=True)
+    assert (report.updated, report.embedded) == (0, 3)
+
+
+def _cli(*args: str, home, timeout: float = 120) -> subprocess.CompletedProcess:
+    env = {**os.environ, "ARCANA_HOME": str(home.root)}
+    return subprocess.run(
+        [sys.executable, "-m", "arcana_cli.main", *args], capture_output=True, text=True, env=env, timeout=timeout,
+        stdin=subprocess.DEVNULL,
+    )
+
+
+def test_indexers_wait_for_each_other_instead_of_failing(vault, arcana_home):
+    env = {**os.environ, "ARCANA_HOME": str(arcana_home.root)}
+    command = [sys.executable, "-m", "arcana_cli.main", "vault", "index", "notes", "--keyword-only", "--json"]
+    with exclusive(vault.lock_path, "test"):
+        procs = [subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env) for _ in range(3)]
+        time.sleep(1.5)
+        assert all(p.poll() is None for p in procs)  # all waiting on the held lock, none failed
+    results = [p.communicate(timeout=120) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0, 0], [r[1] for r in results]
+    reports = [json.loads(out) for out, _ in results]
+    assert sorted(r["added"] for r in reports) == [0, 0, 3]  # one did the work, the others found nothing to do
+
+
+def test_cli_commands_json_and_exit_codes(vault, arcana_home, tree_digest):
+    digest = tree_digest(vault.root)
+    index = _cli("vault", "index", "notes", "--keyword-only", "--json", home=arcana_home)
+    assert index.returncode == 0, index.stderr
+    assert json.loads(index.stdout)["added"] == 3
+    listed = json.loads(_cli("vault", "list", "--json", home=arcana_home).stdout)
+    assert [v["name"] for v in listed] == ["notes"]
+    check = json.loads(_cli("vault", "check", "notes", "--json", home=arcana_home).stdout)
+    assert check["dangling"] == [{"note": "Projects/Beta.md", "target": "Nowhere"}]
+    links = json.loads(_cli("vault", "links", "alpha", "--json", home=arcana_home).stdout)
+    assert links["note"] == "Projects/Alpha.md"
+    assert links["outgoing"] == ["Home.md"] and links["backlinks"] == ["Home.md", "Projects/Beta.md"]
+    found = _cli("vault", "search", "notes", "metric", "--mode", "keyword", "--json", home=arcana_home)
+    assert json.loads(found.stdout)["results"][0]["path"] == "Projects/Alpha.md"
+    status = json.loads(_cli("vault", "status", "notes", "--json", home=arcana_home).stdout)
+    assert status["notes_indexed"] == 3 and status["watch"]["running"] is False and status["edges"] == 4
+    missing = _cli("vault", "index", "nope", home=arcana_home)
+    assert missing.returncode == 3 and missing.stderr.count("\n") == 1 and missing.stdout == ""
+    unforced = _cli("vault", "remove", "notes", home=arcana_home)
+    assert unforced.returncode == 2 and vault.db_path.exists()
+    removed = _cli("vault", "remove", "notes", "--yes", home=arcana_home)
+    assert removed.returncode == 0 and not vault.db_path.exists()
+    assert tree_digest(vault.root) == digest
