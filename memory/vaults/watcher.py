@@ -15,6 +15,7 @@ import asyncio
 import os
 import time
 from collections.abc import Callable, Sequence
+from contextlib import aclosing
 from pathlib import Path
 
 from memory.errors import ArcanaMemoryError
@@ -52,7 +53,7 @@ def describe(vault: Vault, changes: int | None, report: VaultIndexReport) -> str
     )
 
 
-async def _index(vault: Vault, changes: int | None, line: Line, embed: bool) -> None:
+async def _index(vault: Vault, changes: int | None, line: Line, embed: bool, *, silent_if_idle: bool = False) -> None:
     try:
         report = await index_vault(vault, embed=embed)
     except ArcanaMemoryError as exc:  # a watch never dies silently: say it, record it, keep watching
@@ -60,7 +61,8 @@ async def _index(vault: Vault, changes: int | None, line: Line, embed: bool) -> 
         line(f"{time.strftime('%H:%M:%S')} vault {vault.name}: index failed: {exc}")
         return
     update_state(vault.state_path, last_error=None, last_error_at=None)
-    line(describe(vault, changes, report))
+    if report.changed or not silent_if_idle:
+        line(describe(vault, changes, report))
 
 
 def _identity(root: Path) -> tuple[int, int] | None:
@@ -104,8 +106,9 @@ async def watch_vault(
                 update_state(vault.state_path, folder_missing_since=None)
                 continue
             await _index(vault, None, line, embed)
+            settled = False
             try:
-                async for changes in awatch(
+                batches = awatch(
                     root,
                     watch_filter=_visible(root),
                     debounce=debounce_ms,
@@ -114,13 +117,22 @@ async def watch_vault(
                     rust_timeout=int(poll_seconds * 1000),
                     yield_on_timeout=True,
                     ignore_permission_denied=True,
-                ):
-                    if _identity(root) != identity:
-                        break  # gone, or replaced by another folder: re-establish the watch
-                    if not changes:
-                        continue
-                    update_state(vault.state_path, last_event_at=time.time())
-                    await _index(vault, len(changes), line, embed)
+                )
+                async with aclosing(batches):  # a broken-off watch releases its inotify handles now
+                    async for changes in batches:
+                        if _identity(root) != identity:
+                            break  # gone, or replaced by another folder: re-establish the watch
+                        if not settled:
+                            # Changes made between the catch-up pass and the watch taking hold
+                            # raised no event: one more (cheap, incremental) pass closes that gap.
+                            settled = True
+                            if not changes:
+                                await _index(vault, None, line, embed, silent_if_idle=True)
+                                continue
+                        if not changes:
+                            continue
+                        update_state(vault.state_path, last_event_at=time.time())
+                        await _index(vault, len(changes), line, embed)
             except (FileNotFoundError, RuntimeError, OSError) as exc:
                 line(f"{time.strftime('%H:%M:%S')} vault {vault.name}: watch interrupted ({exc}); re-establishing")
                 await _sleep_or_stop(stop, poll_seconds)

@@ -1,0 +1,158 @@
+"""`arcana vault watch` as a real subprocess over a real folder: it follows edits, survives the folder vanishing."""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+from memory.adapters.markdown import note_id
+from memory.vaults.registry import VaultRegistry
+
+
+class Watch:
+    """The watch subprocess, with its stdout lines collected on a thread."""
+
+    def __init__(self, home, *args: str):
+        env = {**os.environ, "ARCANA_HOME": str(home.root)}
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "arcana_cli.main", "vault", "watch", *args],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, stdin=subprocess.DEVNULL,
+        )
+        self.lines: queue.Queue[str] = queue.Queue()
+        threading.Thread(target=self._pump, daemon=True).start()
+
+    def _pump(self) -> None:
+        for line in self.proc.stdout:
+            self.lines.put(line.rstrip("\n"))
+
+    def expect(self, needle: str, timeout: float = 20.0) -> str:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                line = self.lines.get(timeout=0.2)
+            except queue.Empty:
+                assert self.proc.poll() is None, self.proc.stderr.read()
+                continue
+            if needle in line:
+                return line
+        raise AssertionError(f"no line containing {needle!r} within {timeout}s")
+
+    def stop(self, sig=signal.SIGTERM) -> int:
+        self.proc.send_signal(sig)
+        try:
+            return self.proc.wait(timeout=15)
+        finally:
+            if self.proc.poll() is None:
+                self.proc.kill()
+
+
+def indexed_ids(vault) -> set[str]:
+    from memory.sqlite.connection import dbapi
+
+    conn = dbapi().connect(str(vault.db_path), timeout=30)
+    try:
+        return {row[0] for row in conn.execute("SELECT id FROM memories")}
+    finally:
+        conn.close()
+
+
+def wait_for(predicate, timeout: float = 20.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.1)
+    raise AssertionError("condition not met in time")
+
+
+def cpu_seconds(pid: int) -> float:
+    fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def status(home) -> dict:
+    env = {**os.environ, "ARCANA_HOME": str(home.root)}
+    out = subprocess.run(
+        [sys.executable, "-m", "arcana_cli.main", "vault", "status", "notes", "--json"],
+        capture_output=True, text=True, env=env, timeout=60,
+    )
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout)
+
+
+@pytest.fixture
+def vault(make_vault, arcana_home):
+    root = make_vault({"a.md": "alpha links [[b]]", "b.md": "beta", ".obsidian/workspace.json": "{}"}, name="notes")
+    arcana_home.ensure()
+    return VaultRegistry(arcana_home).add(root, "notes")
+
+
+def test_watch_follows_edits_adds_renames_deletes_and_a_vanishing_folder(vault, arcana_home, tree_digest, tmp_path):
+    watch = Watch(arcana_home, "notes", "--debounce", "200", "--keyword-only")
+    try:
+        watch.expect("catch-up → +2")
+        assert indexed_ids(vault) == {note_id("a.md"), note_id("b.md")}
+        running = status(arcana_home)
+        assert running["watch"]["running"] and running["watch"]["pid"] == watch.proc.pid
+
+        time.sleep(1.0)
+        idle_start = cpu_seconds(watch.proc.pid)
+        time.sleep(3.0)
+        assert cpu_seconds(watch.proc.pid) - idle_start < 0.3  # near-zero CPU when idle
+
+        (vault.root / ".obsidian" / "workspace.json").write_text('{"changed": true}')  # ignored churn
+        (vault.root / "c.md").write_text("gamma")
+        line = watch.expect("+1 ~0 -0")
+        assert "change" in line
+        (vault.root / "a.md").write_text("alpha edited")
+        watch.expect("+0 ~1 -0")
+        (vault.root / "b.md").rename(vault.root / "b2.md")
+        watch.expect("-1")
+        wait_for(lambda: indexed_ids(vault) == {note_id(p) for p in ("a.md", "b2.md", "c.md")})
+        (vault.root / "c.md").unlink()
+        watch.expect("-1")
+        wait_for(lambda: indexed_ids(vault) == {note_id("a.md"), note_id("b2.md")})
+        seen = status(arcana_home)
+        assert seen["watch"]["last_event_at"] and seen["last_indexed_at"] >= seen["watch"]["last_event_at"]
+
+        digest = tree_digest(vault.root)
+        aside = tmp_path / "aside"
+        vault.root.rename(aside)
+        watch.expect("is missing")
+        assert indexed_ids(vault) == {note_id("a.md"), note_id("b2.md")}  # the index is kept meanwhile
+        (aside / "d.md").write_text("delta, written while away")
+        digest = tree_digest(aside)
+        aside.rename(vault.root)
+        watch.expect("catch-up → +1")
+        (vault.root / "e.md").write_text("epsilon after the return")
+        watch.expect("+1 ~0 -0")
+        wait_for(lambda: note_id("e.md") in indexed_ids(vault))
+        (vault.root / "e.md").unlink()
+        watch.expect("-1")
+        assert tree_digest(vault.root) == digest
+    finally:
+        code = watch.stop(signal.SIGTERM)
+    assert code == 0
+    stopped = status(arcana_home)
+    assert stopped["watch"]["running"] is False and stopped["watch"]["stopped_at"]
+
+
+def test_watch_exits_cleanly_on_ctrl_c_and_rejects_bad_usage(vault, arcana_home):
+    watch = Watch(arcana_home, "--all", "--debounce", "100", "--keyword-only")
+    watch.expect("catch-up")
+    assert watch.stop(signal.SIGINT) == 0
+    assert "Traceback" not in watch.proc.stderr.read()
+    env = {**os.environ, "ARCANA_HOME": str(arcana_home.root)}
+    both = subprocess.run(
+        [sys.executable, "-m", "arcana_cli.main", "vault", "watch", "notes", "--all"],
+        capture_output=True, text=True, env=env, timeout=60,
+    )
+    assert both.returncode == 2
