@@ -176,6 +176,26 @@ async def writer_lock(vault: Vault, wait_seconds: float = LOCK_WAIT_SECONDS):
         yield
 
 
+def vector_store(store: SQLiteAdapter, config: ArcanaConfig, vault: Vault, gateway: Any, notify: Callable[[str], None]):
+    """A VectorAdapter over ``store``; ``gateway`` (from :func:`embedding_gateway`) keeps a loaded model warm across passes."""
+    from memory.adapters.vector import VectorAdapter
+
+    return VectorAdapter(
+        store,
+        gateway or embedding_gateway(config, vault),
+        vector_weight=config.embedding.vector_weight,
+        bm25_weight=config.embedding.keyword_weight,
+        notify=notify,
+    )
+
+
+def embedding_gateway(config: ArcanaConfig, vault: Vault):
+    """Build the configured embedders once; a watch reuses this so each batch does not reload the model."""
+    from memory.embedding.factory import build_gateway
+
+    return build_gateway(config.embedding, vault.home)
+
+
 async def write_entries(
     store: SQLiteAdapter,
     entries: list[MemoryEntry],
@@ -186,6 +206,7 @@ async def write_entries(
     vault: Vault,
     notices: list[str],
     on_progress: Progress | None,
+    gateway: Any = None,
 ) -> tuple[int, str, bool | None]:
     """The one embed step: rows, and with ``embed`` vectors for exactly these rows.
 
@@ -198,10 +219,9 @@ async def write_entries(
         if entries:
             await store.write_many(entries, on_progress=on_progress)
         return 0, "keyword-only", (False if entries else None)
-    from memory.embedding.factory import vector_adapter
     from memory.errors import MemoryStorageError
 
-    vectors = vector_adapter(store, config.embedding, vault.home, notify=notices.append)
+    vectors = vector_store(store, config, vault, gateway, notices.append)
     embedded, model = 0, None
     if entries:
         report = await vectors.write_many(entries, on_progress=on_progress)
@@ -226,6 +246,7 @@ async def index_vault(
     config: ArcanaConfig | None = None,
     on_progress: Progress | None = None,
     lock_wait: float = LOCK_WAIT_SECONDS,
+    gateway: Any = None,
 ) -> VaultIndexReport:
     """Make the vault's index match its folder now; the folder is only read."""
     started = time.perf_counter()
@@ -244,7 +265,7 @@ async def index_vault(
             stored_meta = stored[1]
             report.embedded, report.embedding, complete = await write_entries(
                 store, entries, embed=embed, backfill=stored_meta.get("vectors") != "complete", config=config,
-                vault=vault, notices=report.notices, on_progress=on_progress,
+                vault=vault, notices=report.notices, on_progress=on_progress, gateway=gateway,
             )
             vectors_state = stored_meta.get("vectors", "partial") if complete is None else ("complete" if complete else "partial")
             if plan.removed_ids:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from memory.adapters.markdown import MarkdownFolderAdapter
 from memory.config import ArcanaConfig, load_config
@@ -16,7 +17,7 @@ from memory.graph.edges import EdgeStore
 from memory.graph.expand import DEFAULT_DECAY, expand_one_hop
 from memory.types import MemoryEntry, MemoryQuery, RetrievalMode
 from memory.vaults import manifest
-from memory.vaults.indexer import open_store
+from memory.vaults.indexer import open_store, vector_store
 from memory.vaults.registry import Vault
 
 
@@ -36,8 +37,13 @@ async def search_vault(
     decay: float = DEFAULT_DECAY,
     config: ArcanaConfig | None = None,
     notify: Callable[[str], None] | None = None,
+    gateway: Any = None,
 ) -> VaultHits:
-    """Search one vault (read-only); results carry ``tiers=["vault:<name>"]``."""
+    """Search one vault (read-only); results carry ``tiers=["vault:<name>"]``.
+
+    ``gateway`` (see :func:`memory.vaults.indexer.embedding_gateway`) lets a
+    long-lived caller such as the federation keep the embedding model loaded.
+    """
     notices: list[str] = []
 
     def note(message: str) -> None:
@@ -62,9 +68,7 @@ async def search_vault(
         if query.retrieval_mode is RetrievalMode.keyword:
             seeds = await store.search(query)
         else:
-            from memory.embedding.factory import vector_adapter
-
-            seeds = await vector_adapter(store, config.embedding, vault.home, notify=note).search(query)
+            seeds = await vector_store(store, config, vault, gateway, note).search(query)
         entries = seeds
         if expand and seeds:
 

@@ -19,7 +19,8 @@ from contextlib import aclosing
 from pathlib import Path
 
 from memory.errors import ArcanaMemoryError
-from memory.vaults.indexer import VaultIndexReport, index_vault
+from memory.config import load_config
+from memory.vaults.indexer import VaultIndexReport, embedding_gateway, index_vault
 from memory.vaults.registry import Vault
 from memory.vaults.state import update_state
 
@@ -53,9 +54,9 @@ def describe(vault: Vault, changes: int | None, report: VaultIndexReport) -> str
     )
 
 
-async def _index(vault: Vault, changes: int | None, line: Line, embed: bool, *, silent_if_idle: bool = False) -> None:
+async def _index(vault: Vault, changes: int | None, line: Line, gateway, *, silent_if_idle: bool = False) -> None:
     try:
-        report = await index_vault(vault, embed=embed)
+        report = await index_vault(vault, embed=gateway is not None, gateway=gateway)
     except ArcanaMemoryError as exc:  # a watch never dies silently: say it, record it, keep watching
         update_state(vault.state_path, last_error=str(exc), last_error_at=time.time())
         line(f"{time.strftime('%H:%M:%S')} vault {vault.name}: index failed: {exc}")
@@ -94,6 +95,7 @@ async def watch_vault(
     from watchfiles import awatch
 
     root = vault.root
+    gateway = embedding_gateway(load_config(vault.home.config_path), vault) if embed else None
     update_state(vault.state_path, watch_pid=os.getpid(), watch_started_at=time.time(), watch_stopped_at=None)
     try:
         while not stop.is_set():
@@ -105,7 +107,7 @@ async def watch_vault(
                     await _sleep_or_stop(stop, poll_seconds)
                 update_state(vault.state_path, folder_missing_since=None)
                 continue
-            await _index(vault, None, line, embed)
+            await _index(vault, None, line, gateway)
             settled = False
             try:
                 batches = awatch(
@@ -127,12 +129,12 @@ async def watch_vault(
                             # raised no event: one more (cheap, incremental) pass closes that gap.
                             settled = True
                             if not changes:
-                                await _index(vault, None, line, embed, silent_if_idle=True)
+                                await _index(vault, None, line, gateway, silent_if_idle=True)
                                 continue
                         if not changes:
                             continue
                         update_state(vault.state_path, last_event_at=time.time())
-                        await _index(vault, len(changes), line, embed)
+                        await _index(vault, len(changes), line, gateway)
             except (FileNotFoundError, RuntimeError, OSError) as exc:
                 line(f"{time.strftime('%H:%M:%S')} vault {vault.name}: watch interrupted ({exc}); re-establishing")
                 await _sleep_or_stop(stop, poll_seconds)
