@@ -326,28 +326,34 @@ class VectorAdapter:
                 f"query vector has {len(vector)} dimensions but the index holds {meta.dimension}"
             )
         blob = _pack(vector)
-        total = await self.store.run(_count, meta.vec_table)
-        k = min(max(4 * wanted, 40), total, KNN_MAX)
+        k = min(max(4 * wanted, 40), KNN_MAX)
         while True:
-            hits = await self.store.run(_knn, meta.vec_table, blob, k) if k else []
-            results = await self._admit(query, hits)
-            if len(results) >= wanted or k >= total:
+            hits = await self.store.run(_knn, meta.vec_table, blob, k)
+            results = await self._admit(query, hits, wanted)
+            if len(results) >= wanted or len(hits) < k:  # enough, or the index is exhausted
                 break
             if k >= KNN_MAX:  # selective filters: scan only the rows that pass them
                 clause = where(query)
                 hits = await self.store.run(_filtered_scan, meta.vec_table, blob, clause.sql, clause.params, wanted)
-                results = await self._admit(query, hits)
+                results = await self._admit(query, hits, wanted)
                 break
-            k = min(4 * k, total, KNN_MAX)
+            k = min(4 * k, KNN_MAX)
         return results[:wanted]
 
-    async def _admit(self, query: MemoryQuery, hits: list[tuple[int, float]]) -> list[MemoryEntry]:
-        admitted = await self.store.fetch_admitted(query, [seq for seq, _ in hits])
-        return [
-            admitted[seq].model_copy(update={"score": 1.0 - distance, "matched_by": ["semantic"]})
-            for seq, distance in hits
-            if seq in admitted
-        ]
+    async def _admit(self, query: MemoryQuery, hits: list[tuple[int, float]], wanted: int) -> list[MemoryEntry]:
+        """Hits that pass admission and filters, nearest first; reads rows only until ``wanted`` are found."""
+        results: list[MemoryEntry] = []
+        start, step = 0, wanted
+        while start < len(hits) and len(results) < wanted:
+            chunk = hits[start : start + step]
+            admitted = await self.store.fetch_admitted(query, [seq for seq, _ in chunk])
+            results += [
+                admitted[seq].model_copy(update={"score": 1.0 - distance, "matched_by": ["semantic"]})
+                for seq, distance in chunk
+                if seq in admitted
+            ]
+            start, step = start + len(chunk), step * 4
+        return results
 
     async def get(self, entry_id: str) -> MemoryEntry | None:
         return await self.store.get(entry_id)
@@ -537,10 +543,6 @@ def _repin_txn(raw, pin: EmbeddingMeta, old: str | None) -> None:
         )
         if old and old != pin.vec_table:
             raw.execute(f"DROP TABLE {old}")
-
-
-def _count(raw, table: str) -> int:
-    return raw.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
 
 
 def _knn(raw, table: str, blob: bytes, k: int) -> list[tuple[int, float]]:

@@ -75,11 +75,16 @@ def l2_normalize(vector: Sequence[float]) -> list[float]:
     return [x / norm for x in vector]
 
 
-def length_sorted_batches(texts: Sequence[str], batch_size: int) -> list[list[int]]:
-    """Indices of ``texts`` grouped into batches of similar length.
+def length_order(texts: Sequence[str]) -> list[int]:
+    """Indices of ``texts`` shortest first.
 
-    Embedders pad a batch to its longest text; grouping by length keeps the
-    padding (and so the wasted compute) small.
+    Embedders pad a batch to its longest text; feeding them texts in length
+    order keeps each batch's padding (and so the wasted compute) small.
     """
-    order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+    return sorted(range(len(texts)), key=lambda i: len(texts[i]))
+
+
+def length_sorted_batches(texts: Sequence[str], batch_size: int) -> list[list[int]]:
+    """Indices of ``texts`` in batches of similar length (see :func:`length_order`)."""
+    order = length_order(texts)
     return [order[i : i + batch_size] for i in range(0, len(order), batch_size)]

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from memory.embedding import offline_model
-from memory.embedding.base import l2_normalize, length_sorted_batches, model_family
+from memory.embedding.base import length_order, model_family
 from memory.types import HealthStatus
 
 DEFAULT_BATCH = 32
@@ -59,17 +59,23 @@ class FastEmbedEmbedder:
                 cache = self.models_root / "fastembed"
                 cache.mkdir(mode=0o700, parents=True, exist_ok=True)
                 model = TextEmbedding(self.model_name, cache_dir=str(cache))
-            self._dimension = len(next(iter(model.embed(["dimension probe"]))))
+            if self._dimension is None:
+                self._dimension = len(next(iter(model.embed(["dimension probe"]))))
             self._model = model
             return model
 
     def _embed_sync(self, texts: Sequence[str]) -> list[list[float]]:
+        import numpy as np
+
         model = self._load()
+        order = length_order(texts)
         out: list[list[float] | None] = [None] * len(texts)
-        for batch in length_sorted_batches(texts, self.batch_size):
-            vectors = model.embed([texts[i] for i in batch], batch_size=len(batch))
-            for index, vector in zip(batch, vectors, strict=True):
-                out[index] = l2_normalize(vector.tolist())
+        vectors = model.embed([texts[i] for i in order], batch_size=self.batch_size)
+        for index, vector in zip(order, vectors, strict=True):
+            norm = float(np.linalg.norm(vector))
+            if norm == 0.0 or not np.isfinite(norm):
+                raise ValueError(f"the model returned a zero or non-finite vector for text {index}")
+            out[index] = (vector / norm).tolist()
         return out  # type: ignore[return-value]
 
     async def embed(self, texts: Sequence[str]) -> list[list[float]]:
