@@ -49,16 +49,16 @@ class CliContext:
         store = SQLiteAdapter.for_agent(card.id, home=self.home, actor="cli")
         try:
             await store.connect()
-            if store.quarantined_to is not None:
+            yield store
+        finally:
+            await store.aclose()
+            if store.quarantined_to is not None:  # at connect or mid-command: say so, whatever happened
                 from arcana_cli.output import err
 
                 err(
                     f"agent '{card.name}': its memory database was corrupt and was moved to "
                     f"{store.quarantined_to}; a fresh store was started (nothing was deleted)"
                 )
-            yield store
-        finally:
-            await store.aclose()
 
 
 def ctx_of(ctx: typer.Context) -> CliContext:

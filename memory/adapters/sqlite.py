@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import time
 from collections.abc import Callable, Sequence
@@ -43,9 +44,10 @@ class SQLiteAdapter:
     """Async store over one ``.db`` file. Implements :class:`MemoryAdapter`.
 
     ``connect()`` is implicit on first use and idempotent. With ``quarantine_dir``
-    set (as :meth:`for_agent` does), a corrupt file found at connect is moved
-    aside and a fresh store started, so the agent keeps working and nothing is
-    deleted; ``quarantined_to`` then says where the old file went.
+    set (as :meth:`for_agent` does), a corrupt file — found at connect or by a
+    later operation — is moved aside and a fresh store started, so the agent
+    keeps working and nothing is deleted; ``quarantined_to`` then says where the
+    old file went.
     """
 
     def __init__(
@@ -101,13 +103,24 @@ class SQLiteAdapter:
             except MemoryCorruptError as exc:
                 if self.quarantine_dir is None:
                     raise
-                self.quarantined_to = quarantine_store(self.path, self.quarantine_dir, str(exc), self.audit)
-                self._conn = await self._open()
+                await self._start_fresh(exc)
+
+    async def _start_fresh(self, exc: MemoryCorruptError) -> None:
+        """Move the corrupt file aside and open a fresh store (caller holds ``_lock``)."""
+        if self._conn is not None:
+            conn, self._conn = self._conn, None
+            self._hits.clear()
+            self._vec_loaded = False
+            with contextlib.suppress(Exception):  # closing a damaged file may fail; it is moved aside anyway
+                await conn.close()
+        self.quarantined_to = quarantine_store(self.path, self.quarantine_dir, str(exc), self.audit)
+        self._conn = await self._open()
 
     async def _open(self) -> aiosqlite.Connection:
+        if self.path.exists():
+            await self._probe_readonly()
         conn = await open_connection(self.path)
         try:
-            await run_sync(conn, _probe, path=self.path)
             version = await check_not_newer(conn, self.path)
             if not await has_fts5(conn):
                 raise MemoryStorageError(
@@ -125,6 +138,16 @@ class SQLiteAdapter:
             await conn.close()
             raise
         return conn
+
+    async def _probe_readonly(self) -> None:
+        """Read the schema read-only first. Closing a read-write connection to a
+        damaged file checkpoints and deletes its -wal: the very evidence (and
+        possibly the last commits) that quarantine must keep."""
+        conn = await open_connection(self.path, readonly=True)
+        try:
+            await run_sync(conn, _probe, path=self.path)
+        finally:
+            await conn.close()
 
     async def aclose(self) -> None:
         if self._conn is None:
@@ -149,8 +172,22 @@ class SQLiteAdapter:
         return await current_version(self.connection)
 
     async def run(self, fn: Callable, *args: Any) -> Any:
-        """Run ``fn(raw, *args)`` on the connection thread (see :func:`run_sync`)."""
+        """Run ``fn(raw, *args)`` on the connection thread (see :func:`run_sync`).
+
+        Damage often lies in pages that connect never reads. When it surfaces
+        here on a store with ``quarantine_dir`` the file is quarantined, a fresh
+        store opened and ``fn`` retried once there, as at connect.
+        """
         await self.connect()
+        conn = self.connection
+        try:
+            return await run_sync(conn, fn, *args, path=self.path)
+        except MemoryCorruptError as exc:
+            if self.quarantine_dir is None:
+                raise
+            async with self._lock:
+                if self._conn is conn:  # not already replaced by a concurrent caller
+                    await self._start_fresh(exc)
         return await run_sync(self.connection, fn, *args, path=self.path)
 
     async def ensure_vec(self) -> str | None:
@@ -354,7 +391,7 @@ class SQLiteAdapter:
 
 
 def _probe(raw) -> None:
-    """Touch the schema so a file that is not a database fails here, at connect."""
+    """Touch the schema so a file that is not a database fails at connect."""
     raw.execute("SELECT count(*) FROM sqlite_master").fetchone()
 
 

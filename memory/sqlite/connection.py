@@ -19,7 +19,9 @@ from memory.errors import MemoryBusyError, MemoryCorruptError, MemoryStorageErro
 
 BUSY_TIMEOUT_MS = 30_000
 
-_CORRUPT_MARKERS = ("malformed", "not a database", "file is encrypted", "disk image")
+# "vtable constructor failed" is how a damaged FTS5 shadow table surfaces
+# (a missing module reads "no such module" instead).
+_CORRUPT_MARKERS = ("malformed", "not a database", "file is encrypted", "disk image", "vtable constructor failed")
 
 
 @cache
@@ -87,6 +89,9 @@ async def open_connection(path: Path | str, *, readonly: bool = False) -> aiosql
     if not readonly and str(path) != ":memory:":
         Path(path).parent.mkdir(parents=True, exist_ok=True)
     conn = aiosqlite.Connection(connector, iter_chunk_size=256)
+    # A connection someone forgot to close must not keep the process alive at
+    # exit; committed data is safe in the WAL either way.
+    conn._thread.daemon = True
     try:
         await conn
     except module.Error as exc:
