@@ -144,3 +144,13 @@ def offline_like_ollama(embed_server, offline_embedder):
     server = embed_server({"all-minilm": embed})
     embedder = OllamaEmbedder("all-minilm", url=server.url)
     return embedder
+
+
+@pytest.fixture
+def no_embedder(arcana_home):
+    """A home whose config lists no embedding provider: keyword-only, no model load."""
+    import json
+
+    arcana_home.ensure()
+    arcana_home.config_path.write_text(json.dumps({"embedding": {"providers": []}}))
+    return arcana_home

@@ -13,7 +13,7 @@ import pytest
 
 from memory.agents import AgentRegistry
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("no_embedder")]
 
 WRITES = 200
 

@@ -23,6 +23,9 @@ from memory.types import MemoryEntry, MemoryQuery
 
 PAGE = 4096
 
+# Keyword-only homes: these tests are about the store, not the embedding model.
+pytestmark = pytest.mark.usefixtures("no_embedder")
+
 
 def entry(content: str, agent_id: str = "a1", **fields) -> MemoryEntry:
     return MemoryEntry(agent_id=agent_id, content=content, **fields)
@@ -141,6 +144,7 @@ KILLED_WRITER = """
 import asyncio, sys
 from memory.adapters.sqlite import SQLiteAdapter
 from memory.types import MemoryEntry
+
 
 async def main(path):
     store = SQLiteAdapter(path)

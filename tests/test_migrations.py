@@ -17,6 +17,9 @@ from memory.sqlite import mutations
 from memory.sqlite.connection import dbapi, open_connection
 from memory.types import MemoryEntry
 
+# Keyword-only homes: these tests are about the store, not the embedding model.
+pytestmark = pytest.mark.usefixtures("no_embedder")
+
 # The exact schema a blank database reaches at head. A new migration must
 # extend this (and head below) on purpose.
 HEAD = 3

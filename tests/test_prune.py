@@ -14,6 +14,9 @@ from memory.adapters.sqlite import SQLiteAdapter
 from memory.sqlite.admission import Audience
 from memory.types import MemoryEntry, MemoryQuery, PruneMode, PrunePolicy
 
+# Keyword-only homes: these tests are about the store, not the embedding model.
+pytestmark = pytest.mark.usefixtures("no_embedder")
+
 
 def entry(content: str, **fields) -> MemoryEntry:
     return MemoryEntry(**{"agent_id": "a1", "content": content, **fields})

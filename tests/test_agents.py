@@ -1,0 +1,104 @@
+"""`arcana agent`: create, list, show, rename, delete — by name or by id."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+# Keyword-only homes: these tests are about the store, not the embedding model.
+pytestmark = pytest.mark.usefixtures("no_embedder")
+
+
+def create(cli, name: str) -> dict:
+    result = cli("agent", "create", name, "--json")
+    assert result.exit_code == 0, result.stderr
+    return json.loads(result.stdout)
+
+
+def test_create_prints_the_id_and_writes_a_card(cli, arcana_home):
+    result = cli("agent", "create", "ada")
+    assert result.exit_code == 0
+    agent_id = result.stdout.strip()
+    card = json.loads((arcana_home.agent_dir(agent_id) / "agent.json").read_text())
+    assert (card["id"], card["name"]) == (agent_id, "ada")
+
+
+def test_list_is_sorted_by_name(cli):
+    ids = {name: create(cli, name)["id"] for name in ("zed", "ada", "mia")}
+    listed = json.loads(cli("agent", "list", "--json").stdout)
+    assert [(a["name"], a["id"]) for a in listed] == [(n, ids[n]) for n in ("ada", "mia", "zed")]
+    table = cli("agent", "list").stdout
+    assert table.index("ada") < table.index("mia") < table.index("zed")
+
+
+def test_empty_list(cli):
+    result = cli("agent", "list", "--json")
+    assert (result.exit_code, json.loads(result.stdout)) == (0, [])
+
+
+@pytest.mark.parametrize("by", ["name", "id", "prefix"])
+def test_show_by_name_id_or_prefix(cli, arcana_home, by):
+    card = create(cli, "ada")
+    create(cli, "bob")
+    key = {"name": "ada", "id": card["id"], "prefix": card["id"][:8]}[by]
+    shown = json.loads(cli("agent", "show", key, "--json").stdout)
+    assert shown["id"] == card["id"] and shown["memory_db"] == str(arcana_home.agent_db(card["id"]))
+
+
+def test_show_unknown_is_exit_3(cli):
+    result = cli("agent", "show", "ghost")
+    assert result.exit_code == 3 and "no agent named 'ghost'" in result.stderr and result.stdout == ""
+
+
+def test_duplicate_and_invalid_names_are_rejected(cli):
+    create(cli, "ada")
+    duplicate = cli("agent", "create", "ada")
+    assert duplicate.exit_code == 4 and "already exists" in duplicate.stderr
+    for bad in ("-x", "has space", "a/b", "x" * 65):
+        result = cli("agent", "create", "--", bad) if bad.startswith("-") else cli("agent", "create", bad)
+        assert result.exit_code != 0, bad
+    assert [a["name"] for a in json.loads(cli("agent", "list", "--json").stdout)] == ["ada"]
+
+
+@pytest.mark.parametrize("by", ["name", "id"])
+def test_rename_keeps_id_and_memory(cli, by):
+    card = create(cli, "ada")
+    assert cli("remember", "ada likes tea", "--agent", "ada").exit_code == 0
+    result = cli("agent", "rename", "ada" if by == "name" else card["id"], "ada2", "--json")
+    assert result.exit_code == 0
+    assert json.loads(result.stdout)["id"] == card["id"]
+    assert cli("agent", "show", "ada").exit_code == 3
+    recalled = json.loads(cli("recall", "tea", "--agent", "ada2", "--json").stdout)["results"]
+    assert [r["content"] for r in recalled] == ["ada likes tea"]
+
+
+def test_rename_onto_an_existing_name_fails(cli):
+    create(cli, "ada")
+    create(cli, "bob")
+    result = cli("agent", "rename", "ada", "bob")
+    assert result.exit_code == 4
+    assert {a["name"] for a in json.loads(cli("agent", "list", "--json").stdout)} == {"ada", "bob"}
+
+
+def test_delete_without_yes_refuses_when_stdin_is_not_a_tty(cli, arcana_home):
+    card = create(cli, "ada")
+    result = cli("agent", "delete", "ada", input="y\n")
+    assert result.exit_code == 2 and "--yes" in result.stderr
+    assert arcana_home.agent_dir(card["id"]).exists()
+
+
+@pytest.mark.parametrize("by", ["name", "id"])
+def test_delete_moves_everything_to_the_trash(cli, arcana_home, by):
+    card = create(cli, "ada")
+    create(cli, "bob")
+    assert cli("remember", "kept in the trash", "--agent", "ada").exit_code == 0
+    before = sorted(p.relative_to(arcana_home.agent_dir(card["id"])) for p in arcana_home.agent_dir(card["id"]).rglob("*"))
+    result = cli("agent", "delete", "ada" if by == "name" else card["id"], "--yes", "--json")
+    assert result.exit_code == 0, result.stderr
+    moved = arcana_home.root / json.loads(result.stdout)["moved_to"]
+    assert moved.parent == arcana_home.trash_dir
+    assert sorted(p.relative_to(moved) for p in moved.rglob("*")) == before  # nothing deleted
+    assert not arcana_home.agent_dir(card["id"]).exists()
+    assert [a["name"] for a in json.loads(cli("agent", "list", "--json").stdout)] == ["bob"]
+    assert "trash" in result.stderr

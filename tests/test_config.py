@@ -1,0 +1,139 @@
+"""`arcana config` through the real Typer app: dotted keys, validation before an
+atomic write, suggestions for unknown keys, malformed files left untouched."""
+
+from __future__ import annotations
+
+import json
+import stat
+import threading
+import time
+
+import pytest
+
+from memory.config import ArcanaConfig, load_config, valid_keys
+
+
+@pytest.fixture
+def config_path(arcana_home):
+    return arcana_home.config_path
+
+
+def test_path_and_show_before_init(cli, config_path):
+    path = cli("config", "path")
+    assert (path.exit_code, path.stdout.strip()) == (0, str(config_path))
+    shown = json.loads(cli("config", "show", "--json").stdout)
+    assert shown["recall"]["limit"] == ArcanaConfig().recall.limit
+    assert shown["memory"]["global"] == "vector"  # aliases are shown as written in the file
+    assert not config_path.exists()  # reading never creates the file
+
+
+def test_set_then_get_dotted_keys(cli, config_path):
+    assert cli("config", "set", "recall.limit", "25").exit_code == 0
+    assert cli("config", "set", "prune.mode", "purge").exit_code == 0
+    assert cli("config", "set", "memory.extraction.summarise_on_close", "false").exit_code == 0
+    assert cli("config", "set", "vaults.notes.path", "/tmp/notes").exit_code == 0
+    assert cli("config", "get", "recall.limit").stdout.strip() == "25"
+    assert cli("config", "get", "prune.mode").stdout.strip() == "purge"
+    assert json.loads(cli("config", "get", "memory.extraction.summarise_on_close", "--json").stdout) is False
+    assert cli("config", "get", "vaults.notes.path").stdout.strip() == "/tmp/notes"
+    on_disk = json.loads(config_path.read_text())
+    assert on_disk["recall"]["limit"] == 25 and on_disk["vaults"]["notes"]["path"] == "/tmp/notes"
+    assert load_config(config_path).prune.mode.value == "purge"
+
+
+def test_set_json_output(cli):
+    result = cli("config", "set", "embedding.providers", '["ollama", "fastembed"]', "--json")
+    assert json.loads(result.stdout) == {"key": "embedding.providers", "value": ["ollama", "fastembed"]}
+
+
+@pytest.mark.parametrize(
+    "args, suggestion",
+    [
+        (("get", "recall.limt"), "recall.limit"),
+        (("set", "prune.max_entrys", "5"), "prune.max_entries"),
+        (("get", "embedding.ollama_ulr"), "embedding.ollama_url"),
+    ],
+)
+def test_unknown_key_suggests_the_nearest_and_exits_4(cli, config_path, args, suggestion):
+    result = cli("config", *args)
+    assert result.exit_code == 4
+    assert f"did you mean '{suggestion}'" in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1 and result.stdout == ""
+    assert not config_path.exists()
+
+
+def test_invalid_value_is_rejected_before_writing(cli, config_path):
+    assert cli("config", "set", "recall.limit", "12").exit_code == 0
+    before = config_path.read_bytes()
+    for key, value in (("recall.limit", "0"), ("recall.limit", "many"), ("prune.mode", "shred"),
+                       ("memory.extraction.strategy", "magic")):
+        result = cli("config", "set", key, value)
+        assert result.exit_code == 4, (key, value)
+        assert key in result.stderr
+        assert config_path.read_bytes() == before
+
+
+def test_keys_lists_every_settable_key(cli):
+    listed = cli("config", "keys").stdout.split()
+    assert listed == valid_keys()
+    assert {"recall.limit", "prune.min_importance", "vaults.<name>.path"} <= set(listed)
+    assert json.loads(cli("config", "keys", "--json").stdout) == listed
+
+
+@pytest.mark.parametrize(
+    "content, named",
+    [
+        ("{not json", "invalid JSON"),
+        ('{"recall": {"limit": -3}}', "recall.limit"),
+        ('{"recal": {}}', "recal"),
+        ("[1, 2]", "top level"),
+    ],
+)
+def test_malformed_config_is_one_line_exit_4_and_untouched(cli, config_path, content, named):
+    config_path.parent.mkdir(parents=True, exist_ok=True)
+    config_path.write_text(content)
+    for args in (("config", "validate"), ("config", "get", "recall.limit"), ("config", "set", "recall.limit", "3"),
+                 ("config", "show"), ("init",)):
+        result = cli(*args)
+        assert result.exit_code == 4, args
+        lines = result.stderr.strip().splitlines()
+        assert len(lines) == 1 and str(config_path) in lines[0] and named in lines[0], (args, lines)
+        assert result.stdout == ""
+        assert config_path.read_text() == content
+
+
+def test_validate_ok_and_missing(cli, config_path):
+    missing = cli("config", "validate", "--json")
+    assert (missing.exit_code, json.loads(missing.stdout)["exists"]) == (0, False)
+    assert cli("init").exit_code == 0
+    valid = cli("config", "validate")
+    assert valid.exit_code == 0 and valid.stdout.strip() == f"{config_path}: ok"
+
+
+def test_set_replaces_the_file_atomically(cli, config_path):
+    assert cli("config", "set", "recall.limit", "2").exit_code == 0
+    first_inode = config_path.stat().st_ino
+    seen: list[str] = []
+    stop = threading.Event()
+
+    def reader():
+        while not stop.is_set():
+            try:
+                seen.append(config_path.read_text())
+            except FileNotFoundError:
+                seen.append("<missing>")
+            time.sleep(0.001)
+
+    thread = threading.Thread(target=reader)
+    thread.start()
+    try:
+        for limit in range(3, 20):
+            assert cli("config", "set", "recall.limit", str(limit)).exit_code == 0
+    finally:
+        stop.set()
+        thread.join()
+    assert seen and "<missing>" not in seen
+    assert all(json.loads(text)["recall"]["limit"] in range(2, 20) for text in seen)  # never half-written
+    assert config_path.stat().st_ino != first_inode  # replaced, not rewritten in place
+    assert stat.S_IMODE(config_path.stat().st_mode) == 0o600
+    assert [p.name for p in config_path.parent.iterdir() if p.name.startswith(".config.")] == []
