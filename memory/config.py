@@ -115,9 +115,16 @@ class ExtractionConfig(_Section):
 
 
 class MemoryConfig(_Section):
+    """The ``memory`` block: an absent block means these defaults.
+
+    ``enabled = false`` keeps every agent private-only; ``global = "none"``
+    switches the global tier off even with an embedder; ``pools`` are pools
+    every agent belongs to (on top of ``pools.<name>.members``).
+    """
+
     enabled: bool = True
-    private: str = "sqlite"
-    global_: str = Field(default="vector", alias="global")
+    private: Literal["sqlite"] = "sqlite"
+    global_: Literal["vector", "none"] = Field(default="vector", alias="global")
     pools: list[str] = Field(default_factory=list)
     extraction: ExtractionConfig = Field(default_factory=ExtractionConfig)
 
@@ -163,6 +170,8 @@ class VaultConfig(_Section):
 
 
 class PoolSettings(_Section):
+    """One shared pool; ``members`` are agent ids (names also match), edited by ``arcana agent join``."""
+
     members: list[str] = Field(default_factory=list)
 
 

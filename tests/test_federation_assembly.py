@@ -131,3 +131,23 @@ async def test_shared_write_through_an_agent_federation_lands_in_the_pool_file(a
     assert (await pool.get(shared.id)).content == "standup at ten"
     await pool.aclose()
     assert json.loads(arcana_home.config_path.read_text())["pools"]["team"]["members"] == [alice.id]
+
+
+async def test_global_none_switches_the_global_tier_off_even_with_an_embedder(arcana_home, team):
+    alice, _, config = team
+    with_global = await federation_for_agent(alice, home=arcana_home, config=config, embedding=EmbeddingGateway([]))
+    assert "global" in names(with_global)
+    await with_global.aclose()
+    config.memory.global_ = "none"
+    federation = await federation_for_agent(alice, home=arcana_home, config=config, embedding=EmbeddingGateway([]))
+    assert "global" not in names(federation) and "pool:team" in names(federation)
+    await federation.aclose()
+
+
+def test_an_absent_memory_block_means_the_defaults_and_a_bad_one_names_the_field():
+    from memory.config import parse_config
+
+    memory = parse_config({}).memory
+    assert (memory.enabled, memory.private, memory.global_, memory.pools) == (True, "sqlite", "vector", [])
+    with pytest.raises(ConfigError, match="memory.global"):
+        parse_config({"memory": {"global": "sqlite-vec"}})
