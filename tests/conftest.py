@@ -153,4 +153,5 @@ def no_embedder(arcana_home):
 
     arcana_home.ensure()
     arcana_home.config_path.write_text(json.dumps({"embedding": {"providers": []}}))
+    arcana_home.config_path.chmod(0o600)
     return arcana_home
