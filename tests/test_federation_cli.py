@@ -90,3 +90,26 @@ def test_doctor_lists_every_tier_with_its_breaker(team, arcana_home):
     assert tiers["tier global"]["ok"]
     assert not tiers["tier pool:team"]["ok"] and "breaker open (corruption)" in tiers["tier pool:team"]["detail"]
     assert result.exit_code == 1
+
+
+def test_doctor_creates_nothing_and_touches_no_access_counts(team, arcana_home):
+    import asyncio
+
+    from memory.adapters.sqlite import SQLiteAdapter
+
+    memory_id = data(team("remember", "probe me not", "--agent", "alice", "--json"))["id"]
+    carol_db = arcana_home.agent_db(data(team("agent", "show", "carol", "--json"))["id"])
+    tiers = {c["name"]: c for c in json.loads(team("doctor", "--json").stdout)["checks"]}
+    assert tiers["tier private (carol)"]["detail"].startswith("not created yet") and not carol_db.exists()
+
+    async def access(name: str):
+        store = SQLiteAdapter(arcana_home.agent_db(data(team("agent", "show", name, "--json"))["id"]))
+        try:
+            found = await store.get(memory_id)
+            return found.access_count, found.last_accessed_at
+        finally:
+            await store.aclose()
+
+    assert asyncio.run(access("alice")) == (0, None)
+    data(team("recall", "probe", "--agent", "alice", "--json"))  # positive control: a recall does count
+    assert asyncio.run(access("alice"))[0] == 1

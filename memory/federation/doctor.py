@@ -23,7 +23,6 @@ from memory.federation.router import MemoryRouter
 from memory.home import Home
 from memory.migrations.runner import head_version
 from memory.schema import read_version
-from memory.types import MemoryQuery
 
 
 @dataclass
@@ -34,8 +33,8 @@ class TierReport:
 
 
 def _schema_blocker(path: Path | None) -> str | None:
-    """Why the store at ``path`` must not be opened by a probe, or None."""
-    if path is None or not path.exists():
+    """Why the existing store at ``path`` must not be opened by a probe, or None."""
+    if path is None:
         return None
     version, problem = read_version(path)
     if problem is None and 0 < version != head_version():
@@ -44,8 +43,11 @@ def _schema_blocker(path: Path | None) -> str | None:
 
 
 async def _probe(tier) -> TierReport:
-    """One real read (so a corrupt store trips its breaker), then the health check."""
-    await tier.read(MemoryQuery(limit=1))
+    """One real read (so a corrupt store trips its breaker), then the health check.
+
+    The read is a lookup by id, not a search, so no access count is touched.
+    """
+    await tier.get("arcana-doctor-probe")
     status = await tier.health_check()
     detail = f"{'ok' if status.healthy else status.message}; breaker {tier.breaker.describe()}"
     return TierReport(tier.name, status.healthy, detail + ("; read-only" if tier.read_only else ""))
@@ -71,8 +73,13 @@ async def tier_reports(home: Home) -> list[TierReport]:
             for tier in router.tiers:
                 if tier.name in reports:
                     continue
-                blocker = _schema_blocker(getattr(tier.backend, "path", None))
-                reports[tier.name] = TierReport(tier.name, False, blocker) if blocker else await _probe(tier)
+                path = getattr(tier.backend, "path", None)
+                if path is not None and not path.exists():  # probing would create it
+                    reports[tier.name] = TierReport(tier.name, True, "not created yet (made on first write)")
+                elif blocker := _schema_blocker(path):
+                    reports[tier.name] = TierReport(tier.name, False, blocker)
+                else:
+                    reports[tier.name] = await _probe(tier)
         finally:
             await MemoryFederation(router, on_degraded=lambda event: None).aclose()
     return list(reports.values())
