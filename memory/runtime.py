@@ -19,6 +19,7 @@ from memory.audit import AuditLog
 from memory.config import ArcanaConfig, ExtractionConfig, ExtractionSettings, load_config
 from memory.extraction.extractors import MemoryExtractor, build_extractor
 from memory.extraction.scoring import storable
+from memory.federation import MemoryFederation, federation_for_agent
 from memory.home import Home
 from memory.jobs import BackgroundJobQueue, JobKind, MemoryJob, drain
 from memory.models.base import ChatMessage, ChatProvider, astream
@@ -39,25 +40,19 @@ async def build_runtime_with_memory(
     config: ArcanaConfig | None = None,
     embedding: Any | None = None,
     notify: Callable[[str], None] | None = None,
-) -> tuple[AgentCard, MemoryAdapter]:
-    """The agent's card and its memory, connected (migrated; a corrupt store quarantined).
+    actor: str = "library",
+) -> tuple[AgentCard, MemoryFederation]:
+    """The agent's card and its federation (private tier opened; pools, vaults, global per config).
 
-    With an ``embedding`` gateway recall is semantic/hybrid, else keyword.
+    With an ``embedding`` gateway recall is semantic/hybrid and the global tier
+    exists; without one the agent runs keyword, private plus its pools. The
+    caller owns teardown: ``await federation.aclose()``.
     """
     card = agent if isinstance(agent, AgentCard) else AgentRegistry(home).resolve(agent)
-    from memory.adapters.sqlite import SQLiteAdapter
-
-    store = SQLiteAdapter.for_agent(card.id, home=home, actor=f"agent:{card.name}")
-    await store.connect()
-    if embedding is None:
-        return card, store
-    from memory.adapters.vector import VectorAdapter
-
-    config = config or load_config(home.config_path)
-    memory = VectorAdapter(
-        store, embedding, vector_weight=config.embedding.vector_weight, bm25_weight=config.embedding.keyword_weight, notify=notify
+    federation = await federation_for_agent(
+        card, home=home, config=config, embedding=embedding, notify=notify, actor=actor
     )
-    return card, memory
+    return card, federation
 
 
 def extraction_settings(config: ArcanaConfig, card: AgentCard) -> ExtractionSettings:
@@ -110,6 +105,7 @@ class AgentRuntime:
         if self.memory is None:
             return RenderedContext()
         query = MemoryQuery(
+            agent_id=self.card.id,
             text=prompt,
             retrieval_mode=self.config.recall.mode or RetrievalMode.hybrid,
             limit=self.config.recall.limit,

@@ -163,6 +163,7 @@ def test_session_continue_show_and_close(cli, setup, model_server, arcana_home):
     assert closed.exit_code == 0, closed.output
     data = json.loads(closed.stdout)
     assert data["summary_memory_id"] and "My cat is called Miso" in data["summary"]
+    assert data["summary_memory_id"] in {e.id for e in operator_entries(arcana_home, card)}
     refused = cli("run", "ada", "one more", "--session", sid)
     assert refused.exit_code == exit_codes.USAGE and "closed" in refused.output
 

@@ -20,6 +20,22 @@ def read_prompt(prompt: str | None) -> str:
     return prompt.strip()
 
 
+async def open_memory(cli, card, out: Out):
+    """The agent's federation for a command (embedding per config); loud if the private store was quarantined."""
+    from memory.embedding.factory import build_gateway
+    from memory.federation.assembly import private_store
+    from memory.runtime import build_runtime_with_memory
+
+    embedding = build_gateway(cli.config.embedding, cli.home) if cli.config.embedding.providers else None
+    _, federation = await build_runtime_with_memory(
+        cli.home, card, config=cli.config, embedding=embedding, notify=out.warn, actor="cli"
+    )
+    moved = private_store(federation).quarantined_to
+    if moved is not None:
+        out.warn(f"agent '{card.name}': its memory database was corrupt and was moved to {moved}; a fresh store was started")
+    return federation
+
+
 def _stream(chunk: str) -> None:
     sys.stdout.write(chunk)
     sys.stdout.flush()
@@ -51,7 +67,7 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Answer PROMPT as AGENT with its memory: recall, answer (streamed), remember."""
         from memory.models.registry import provider_for, resolve_model_name
-        from memory.runtime import AgentRuntime, build_runtime_with_memory
+        from memory.runtime import AgentRuntime
 
         cli = ctx_of(ctx)
         out = Out(json_mode=json_, quiet=cli.quiet)
@@ -74,16 +90,7 @@ def register(app: typer.Typer) -> None:
                 sys.stdout.flush()
 
         async def go():
-            memory = None
-            if use_memory:
-                embedding = None
-                if config.embedding.providers:
-                    from memory.embedding.factory import build_gateway
-
-                    embedding = build_gateway(config.embedding, cli.home)
-                _, memory = await build_runtime_with_memory(
-                    cli.home, card, config=config, embedding=embedding, notify=out.warn
-                )
+            memory = await open_memory(cli, card, out) if use_memory else None
             try:
                 runtime = AgentRuntime(cli.home, card, provider, memory=memory, config=config, audit=cli.audit)
                 return await runtime.turn(

@@ -84,8 +84,13 @@ def register(app: typer.Typer) -> None:
         else:
 
             async def go():
-                async with cli.private_store(card) as store:
-                    return await manager.close_and_summarise(session, memory=store)
+                from arcana_cli.commands.run import open_memory
+
+                federation = await open_memory(cli, card, Out(quiet=cli.quiet))
+                try:
+                    return await manager.close_and_summarise(session, memory=federation)
+                finally:
+                    await federation.aclose()
 
             entry = run(go())
         data = {**session.describe(), "summary_memory_id": entry.id if entry else None}
