@@ -79,18 +79,22 @@ def age_days(entry: MemoryEntry, profile: DecayProfile, now: datetime) -> float:
     return (now - reference).total_seconds() / DAY_SECONDS
 
 
+def assess(entry: MemoryEntry, profile: DecayProfile, now: datetime) -> tuple[float, bool]:
+    """``(effective importance, aged out)`` in one pass — what ranking needs per candidate."""
+    if entry.pinned or profile.kind is DecayKind.NONE:
+        return entry.importance, False
+    left = profile.remaining(age_days(entry, profile, now))
+    return entry.importance * left, left < profile.consolidation_threshold
+
+
 def effective_importance(entry: MemoryEntry, profile: DecayProfile, now: datetime) -> float:
     """Stored importance discounted by age; pinned entries keep all of it."""
-    if entry.pinned:
-        return entry.importance
-    return entry.importance * profile.remaining(age_days(entry, profile, now))
+    return assess(entry, profile, now)[0]
 
 
 def should_consolidate(entry: MemoryEntry, profile: DecayProfile, now: datetime) -> bool:
     """True when the entry has aged out of recall (never for pinned entries)."""
-    if entry.pinned or profile.kind is DecayKind.NONE:
-        return False
-    return profile.remaining(age_days(entry, profile, now)) < profile.consolidation_threshold
+    return assess(entry, profile, now)[1]
 
 
 def resolve_decay_profiles(

@@ -21,10 +21,6 @@ from memory.federation.router import MemoryRouter
 from memory.home import Home
 from memory.types import HealthStatus, MemoryEntry, MemoryQuery, MemoryScope, PrunePolicy, PruneReport
 
-# Each tier is asked for more than ``limit``: de-duplication and aged-out
-# entries thin the pool before truncation.
-OVERFETCH = 2
-
 
 @dataclass
 class WriteReport:
@@ -215,11 +211,13 @@ class MemoryFederation:
 
         Shared and global tiers hold many agents' memories, so the agent filter
         goes; the pool filter goes too, because routing already chose the pool.
+        Each tier is asked for ``limit``, no more: with several tiers the pool
+        of candidates is already a multiple of ``limit``, and over-fetching
+        cost more (rows to convert) than it ever changed the top results.
         """
-        limit = min(query.limit * OVERFETCH, 10_000)
         if tier.scope is MemoryScope.PRIVATE:
-            return query.model_copy(update={"limit": limit})
-        return query.model_copy(update={"limit": limit, "agent_id": None, "pool_name": None})
+            return query
+        return query.model_copy(update={"agent_id": None, "pool_name": None})
 
     async def recall(self, query: MemoryQuery) -> RecallReport:
         """Fan ``query`` out, drop failed tiers, de-duplicate, then rank and truncate.

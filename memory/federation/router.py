@@ -14,7 +14,7 @@ from typing import Any
 
 from memory.errors import MemoryRoutingError
 from memory.federation.budgets import ConnectionsConfig
-from memory.federation.decay import DEFAULT_PROFILES, DecayProfile, effective_importance, should_consolidate
+from memory.federation.decay import DEFAULT_PROFILES, DecayProfile, assess
 from memory.federation.resilience import ResilientTier
 from memory.types import MemoryEntry, MemoryQuery, MemoryScope, MemoryType, now_utc
 
@@ -160,10 +160,10 @@ class MemoryRouter:
         relevance = relevance or {}
         scored = []
         for entry in entries:
-            profile = self.decay_profiles[entry.type]
-            if should_consolidate(entry, profile, now):
+            effective, aged_out = assess(entry, self.decay_profiles[entry.type], now)
+            if aged_out:
                 continue
-            score = effective_importance(entry, profile, now) * self.weight(entry.type) * relevance.get(entry.id, 1.0)
+            score = effective * self.weight(entry.type) * relevance.get(entry.id, 1.0)
             backend_score = entry.score if entry.score is not None else float("-inf")
             scored.append(((entry.pinned, score, backend_score, entry.created_at), score, entry))
         scored.sort(key=lambda item: item[0], reverse=True)
