@@ -180,3 +180,13 @@ async def test_get_returns_the_most_local_copy(stores):
     found = await federation.get(important.id)
     assert found.scope is MemoryScope.PRIVATE and found.tiers == ["private"]
     assert await federation.get("no-such-id") is None
+
+
+async def test_with_every_tier_down_health_says_so_and_reads_come_back_empty(tmp_path):
+    broken = SQLiteAdapter(corrupt_file(tmp_path / "private.db"))  # no quarantine dir: stays broken
+    events = []
+    federation = MemoryFederation(MemoryRouter(private=broken), on_degraded=events.append)
+    assert await federation.search(MemoryQuery(agent_id="a", text="x")) == []
+    assert [(e.tier, e.reason) for e in events] == [("private", "corruption")]
+    health = await federation.health_check()
+    assert not health.healthy and "1/1 tier(s) down" in health.message

@@ -162,3 +162,14 @@ def test_malformed_connections_file_is_a_clear_error(arcana_home, text, needle):
     with pytest.raises(ConfigError) as info:
         ConnectionsConfig.load(path)
     assert str(path) in str(info.value) and needle in str(info.value)
+
+
+async def test_search_used_alone_is_total_and_emits_its_event(tmp_path):
+    events = []
+    store = SQLiteAdapter(corrupt_file(tmp_path / "t.db"))
+    wrapped = ResilientTier(store, name="global", scope=MemoryScope.GLOBAL, on_degraded=events.append)
+    assert await wrapped.search(MemoryQuery(text="x")) == []
+    assert [(e.tier, e.reason) for e in events] == [("global", "corruption")]
+    healthy = ResilientTier(await seeded(tmp_path / "ok.db", entry("x marks")), name="p", scope=MemoryScope.PRIVATE)
+    assert [e.content for e in await healthy.search(MemoryQuery(text="marks"))] == ["x marks"]
+    await healthy.backend.aclose()
