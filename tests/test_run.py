@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 
 import pytest
 from model_server import LoopbackModelServer, free_port
@@ -229,3 +230,40 @@ def test_semantic_recall_through_run_with_the_real_embedder(cli, model_server, a
     result = run_json(cli, "ada", "Which measurement system do I like?")
     assert "I prefer metric units." in model_server.requests[-1]["raw"]
     assert result["recalled_ids"]
+
+
+def test_a_hung_extraction_is_abandoned_within_the_budget(arcana_home):
+    """Extraction runs after the answer, bounded: a model that hangs cannot hold up the run."""
+    from memory.config import ArcanaConfig, ExtractionConfig, MemoryConfig, ModelConfig
+    from memory.runtime import AgentRuntime, build_runtime_with_memory
+
+    def reply(body):
+        if "JSON list" in body["messages"][0]["content"]:
+            time.sleep(3)  # the extraction call hangs
+        return "Quick answer."
+
+    with LoopbackModelServer(reply) as server:
+        config = ArcanaConfig(
+            memory=MemoryConfig(extraction=ExtractionConfig(strategy="llm")),
+            models={"loop": ModelConfig(provider="ollama", base_url=server.url, model="m")},
+        )
+        card = AgentRegistry(arcana_home).create("ada")
+
+        async def turn():
+            _, federation = await build_runtime_with_memory(arcana_home, card, config=config)
+            try:
+                from memory.models.registry import provider_for
+
+                runtime = AgentRuntime(arcana_home, card, provider_for(config, "loop"), memory=federation, config=config)
+                return await runtime.turn("I prefer tea.", job_budget_seconds=0.3)
+            finally:
+                await federation.aclose()
+
+        started = time.perf_counter()
+        result = asyncio.run(turn())  # includes the event loop's shutdown
+        elapsed = time.perf_counter() - started
+    assert result.answer == "Quick answer." and elapsed < 2.0
+    assert result.written_ids == [] and result.jobs["abandoned"] == 2  # extraction cut off, the summary never started
+    assert result.session_closed  # the one-shot session still closes (without a summary)
+    events = [json.loads(line) for line in arcana_home.audit_log.read_text().splitlines()]
+    assert [e["job"] for e in events if e["event"] == "job_abandoned"] == ["extraction", "summary"]

@@ -7,7 +7,6 @@ heuristic on any error, so extraction can never fail a run.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import re
 from typing import TYPE_CHECKING, Protocol
@@ -18,7 +17,7 @@ from memory.audit import AuditLog
 from memory.config import ExtractionSettings
 from memory.extraction.scoring import agent_confidence, distil, importance, trim_content
 from memory.extraction.signals import SignalPatterns, get_signals
-from memory.models.base import ChatMessage, ChatProvider, collect
+from memory.models.base import ChatMessage, ChatProvider, astream
 from memory.types import ConfidenceSource, MemoryEntry, MemoryType
 
 if TYPE_CHECKING:
@@ -146,8 +145,9 @@ class LLMExtractor:
         return self.fallback.signals
 
     async def _ask(self, system: str, user: str) -> str:
+        # astream's daemon thread, not the loop's executor: a hung model must not hold up process exit.
         messages = [ChatMessage("system", system), ChatMessage("user", user)]
-        return await asyncio.to_thread(collect, self.provider, messages, temperature=self.temperature)
+        return "".join([chunk async for chunk in astream(self.provider, messages, temperature=self.temperature)])
 
     def _fell_back(self, what: str, session: Session, reason: object) -> None:
         if self.audit is not None:
