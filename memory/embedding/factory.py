@@ -43,3 +43,4 @@ def vector_adapter(store, config: EmbeddingConfig, home: Home, *, notify=None):
         bm25_weight=config.keyword_weight,
         notify=notify,
     )
+

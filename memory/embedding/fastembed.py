@@ -19,6 +19,27 @@ from memory.types import HealthStatus
 DEFAULT_BATCH = 32
 
 
+_MODELS: dict[tuple[str, str], Any] = {}
+_MODELS_LOCK = threading.Lock()
+
+
+def _shared_model(name: str, models_root: Path) -> Any:
+    """One loaded model per process and name, however many embedders or tiers ask for it."""
+    key = (name.lower(), str(models_root))
+    with _MODELS_LOCK:
+        if key not in _MODELS:
+            from fastembed import TextEmbedding
+
+            if name.lower() == offline_model.MODEL_NAME.lower():
+                path = offline_model.model_dir(models_root)
+                _MODELS[key] = TextEmbedding(offline_model.MODEL_NAME, specific_model_path=str(path))
+            else:
+                cache = models_root / "fastembed"
+                cache.mkdir(mode=0o700, parents=True, exist_ok=True)
+                _MODELS[key] = TextEmbedding(name, cache_dir=str(cache))
+        return _MODELS[key]
+
+
 class FastEmbedEmbedder:
     """Local ONNX embeddings through fastembed.
 
@@ -50,15 +71,7 @@ class FastEmbedEmbedder:
         with self._load_lock:
             if self._model is not None:
                 return self._model
-            from fastembed import TextEmbedding
-
-            if self.offline:
-                path = offline_model.model_dir(self.models_root)
-                model = TextEmbedding(offline_model.MODEL_NAME, specific_model_path=str(path))
-            else:
-                cache = self.models_root / "fastembed"
-                cache.mkdir(mode=0o700, parents=True, exist_ok=True)
-                model = TextEmbedding(self.model_name, cache_dir=str(cache))
+            model = _shared_model(self.model_name, self.models_root)
             if self._dimension is None:
                 self._dimension = len(next(iter(model.embed(["dimension probe"]))))
             self._model = model

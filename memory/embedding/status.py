@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from memory.adapters.sqlite import SQLiteAdapter
 from memory.adapters.vector import VectorAdapter
+from memory.agents import AgentRegistry
 from memory.embedding.gateway import EmbeddingGateway
 from memory.errors import ArcanaMemoryError
 from memory.home import Home
@@ -11,9 +12,13 @@ from memory.home import Home
 
 async def database_status(home: Home) -> list[dict]:
     """One row per store under the home; a broken store is reported, not fatal."""
+    try:
+        names = {home.agent_db(card.id): card.name for card in AgentRegistry(home).list()}
+    except ArcanaMemoryError:
+        names = {}
     rows = []
     for path in home.databases():
-        row = {"database": str(path.relative_to(home.root)), "model": None, "family": None, "dimension": None,
+        row = {"database": str(path.relative_to(home.root)), "agent": names.get(path), "model": None, "family": None, "dimension": None,
                "vec_table": None, "rows": None, "embedded": None, "missing": None, "note": ""}
         vectors = VectorAdapter(SQLiteAdapter(path, actor="cli"), EmbeddingGateway([]))
         try:
