@@ -69,11 +69,9 @@ def is_note(name: str) -> bool:
 
 def note_title(rel_path: str) -> str:
     """The note's name as Obsidian shows it: the file name without its suffix."""
-    name = rel_path.rsplit("/", 1)[-1]
-    for suffix in NOTE_SUFFIXES:
-        if name.lower().endswith(suffix):
-            return name[: -len(suffix)]
-    return name
+    name = rel_path.rpartition("/")[2]
+    stem, dot, suffix = name.rpartition(".")
+    return stem if dot and f".{suffix.lower()}" in NOTE_SUFFIXES else name
 
 
 # -- text: code masking, frontmatter, hashtags ---------------------------------
@@ -269,7 +267,7 @@ def walk_folder(root: Path, *, ignore_globs: Sequence[str] = (), max_file_bytes:
         prefix = stack.pop()
         try:
             with os.scandir(root / prefix if prefix else root) as it:
-                entries = sorted(it, key=lambda e: e.name)
+                entries = list(it)
         except FileNotFoundError:
             if prefix:
                 found.skipped.append((prefix, VANISHED))
@@ -315,6 +313,38 @@ def walk_folder(root: Path, *, ignore_globs: Sequence[str] = (), max_file_bytes:
     found.attachments.sort()
     found.skipped.sort()
     return found
+
+
+def stat_note(
+    root: Path, rel_path: str, *, ignore_globs: Sequence[str] = (), max_file_bytes: int = DEFAULT_MAX_FILE_BYTES
+) -> FileStat | str | None:
+    """What a full walk would say of one path: a note's stat, a skip reason, or None (absent / not a note).
+
+    Lets a watcher that knows which files changed look at just those, under
+    exactly the walk's rules (hidden, ignored, symlinked anywhere on the way).
+    """
+    parts = rel_path.split("/")
+    if any(part.startswith(".") for part in parts):
+        return None
+    if not is_note(parts[-1]):
+        return None
+    for depth in range(1, len(parts) + 1):
+        prefix = "/".join(parts[:depth])
+        if _ignored(prefix, ignore_globs) or (depth < len(parts) and _ignored(prefix + "/", ignore_globs)):
+            return IGNORED
+        try:
+            st = os.lstat(root / prefix)
+        except FileNotFoundError:
+            return None
+        except OSError:
+            return UNREADABLE
+        if stat.S_ISLNK(st.st_mode):
+            return SYMLINK
+    if not stat.S_ISREG(st.st_mode):
+        return None
+    if st.st_size > max_file_bytes:
+        return TOO_LARGE
+    return FileStat(rel_path, st.st_mtime_ns, st.st_size)
 
 
 def read_note(root: Path, info: FileStat, who: NoteIdentity, max_file_bytes: int) -> ParsedNote | str:

@@ -96,6 +96,22 @@ class EdgeStore:
 
         return await self.store.run(txn)
 
+    async def replace_outgoing(self, source: str, src_ids: Sequence[str], edges: Sequence[MemoryEdge]) -> int:
+        """Atomically make ``edges`` the ``source`` edges leaving ``src_ids`` (an incremental re-index of a few notes)."""
+        if any(e.source != source or e.src_id not in set(src_ids) for e in edges):
+            raise ValueError(f"replace_outgoing({source!r}) was given an edge from another source or node")
+
+        def txn(raw):
+            with transaction(raw):
+                raw.executemany(
+                    "DELETE FROM memory_edges WHERE source = ? AND src_id = ?", [(source, i) for i in src_ids]
+                )
+                rows = _rows(edges, time.time())
+                raw.executemany(_INSERT, rows)
+            return len(rows)
+
+        return await self.store.run(txn)
+
     async def delete_source(self, source: str) -> int:
         def txn(raw):
             with transaction(raw):

@@ -25,7 +25,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from memory.adapters.markdown import NOTE_SUFFIXES, MarkdownFolderAdapter, mask_code, note_title
+from memory.adapters.markdown import NOTE_SUFFIXES, MarkdownFolderAdapter, mask_code
 from memory.graph.edges import REFERENCES, EdgeStore, MemoryEdge
 
 WIKILINK_SOURCE = "wikilink"
@@ -127,9 +127,10 @@ class LinkResolver:
             parts = path.split("/")
             for start in range(1, len(parts) - 1):
                 self.by_suffix["/".join(parts[start:])].append(note)
-            self.by_name[note_title(note.rel_path).lower()].append(note)
+            self.by_name[parts[-1]].append(note)
             for alias in note.aliases:
                 self.by_alias[alias.strip().lower()][note.rel_path] = note
+        self._memo: dict[str, tuple[str, list[LinkSource]]] = {}
         self.attachment_paths = {a.lower() for a in attachments}
         self.attachment_names = {a.rsplit("/", 1)[-1].lower() for a in attachments}
 
@@ -137,6 +138,14 @@ class LinkResolver:
         """(status, candidates) for ``target`` as written in ``source``."""
         if not target:
             return SELF, [source]
+        if not target.startswith("."):  # only ./ and ../ depend on where the link is written
+            memo = self._memo.get(target)
+            if memo is None:
+                memo = self._memo[target] = self._resolve(target, source)
+            return memo
+        return self._resolve(target, source)
+
+    def _resolve(self, target: str, source: LinkSource) -> tuple[str, list[LinkSource]]:
         text = target.replace("\\", "/").strip()
         if text.startswith(("./", "../")):
             text = posixpath.normpath(posixpath.join(posixpath.dirname(source.rel_path), text))
@@ -167,35 +176,71 @@ class LinkResolver:
         return any(path.endswith("/" + text) for path in self.attachment_paths)
 
 
-def link_graph(notes: Sequence[LinkSource], attachments: Sequence[str] = ()) -> tuple[list[MemoryEdge], EdgeIndexReport]:
-    """Resolve every note's link targets; return the wikilink edges and the tally."""
+@dataclass
+class NoteLinks:
+    """One note's links, resolved: its edges and its per-occurrence tally."""
+
+    edges: list[MemoryEdge] = field(default_factory=list)
+    found: int = 0
+    resolved: int = 0
+    attachments: int = 0
+    self_links: int = 0
+    dangling: list[LinkProblem] = field(default_factory=list)
+    ambiguous: list[LinkProblem] = field(default_factory=list)
+
+    def counts(self) -> tuple[int, int, int, int, int, int]:
+        return (self.found, self.resolved, self.attachments, self.self_links, len(self.dangling), len(self.ambiguous))
+
+
+def resolve_note(resolver: LinkResolver, note: LinkSource) -> NoteLinks:
+    """Resolve every link target of ``note``; duplicate links to one note make one edge."""
+    out = NoteLinks()
+    seen: set[str] = set()
+    for target in note.targets:
+        out.found += 1
+        status, found = resolver.resolve(target, note)
+        if status in (RESOLVED, SELF):
+            out.resolved += 1
+            dst = found[0]
+            if dst.id == note.id:
+                out.self_links += 1
+            elif dst.id not in seen:
+                seen.add(dst.id)
+                out.edges.append(MemoryEdge(note.id, dst.id, REFERENCES, WIKILINK_SOURCE, 1.0))
+        elif status == ATTACHMENT:
+            out.attachments += 1
+        elif status == AMBIGUOUS:
+            out.ambiguous.append(LinkProblem(note.rel_path, target, tuple(sorted(n.rel_path for n in found))))
+        else:
+            out.dangling.append(LinkProblem(note.rel_path, target))
+    return out
+
+
+def add_to_report(report: EdgeIndexReport, links: NoteLinks) -> None:
+    report.links_found += links.found
+    report.resolved += links.resolved
+    report.attachments += links.attachments
+    report.self_links += links.self_links
+    report.dangling += len(links.dangling)
+    report.ambiguous += len(links.ambiguous)
+    report.dangling_links += links.dangling
+    report.ambiguous_links += links.ambiguous
+
+
+def link_graph(
+    notes: Sequence[LinkSource], attachments: Sequence[str] = (), *, per_note: dict[str, NoteLinks] | None = None
+) -> tuple[list[MemoryEdge], EdgeIndexReport]:
+    """Resolve every note's link targets; return the wikilink edges and the tally (and, if asked, each note's)."""
     resolver = LinkResolver(notes, attachments)
     report = EdgeIndexReport(notes_scanned=len(notes))
-    edges: dict[tuple[str, str], MemoryEdge] = {}
+    edges: list[MemoryEdge] = []
     for note in notes:
-        for target in note.targets:
-            report.links_found += 1
-            status, found = resolver.resolve(target, note)
-            if status in (RESOLVED, SELF):
-                report.resolved += 1
-                dst = found[0]
-                if dst.id == note.id:
-                    report.self_links += 1
-                else:
-                    edges.setdefault(
-                        (note.id, dst.id), MemoryEdge(note.id, dst.id, REFERENCES, WIKILINK_SOURCE, 1.0)
-                    )
-            elif status == ATTACHMENT:
-                report.attachments += 1
-            elif status == AMBIGUOUS:
-                report.ambiguous += 1
-                report.ambiguous_links.append(
-                    LinkProblem(note.rel_path, target, tuple(sorted(n.rel_path for n in found)))
-                )
-            else:
-                report.dangling += 1
-                report.dangling_links.append(LinkProblem(note.rel_path, target))
-    return list(edges.values()), report
+        links = resolve_note(resolver, note)
+        edges += links.edges
+        add_to_report(report, links)
+        if per_note is not None:
+            per_note[note.rel_path] = links
+    return edges, report
 
 
 class WikilinkEdgeExtractor:

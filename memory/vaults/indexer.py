@@ -1,11 +1,13 @@
 """``arcana vault index``: bring a vault's SQLite index in line with its folder, incrementally.
 
-Plan (read-only): walk the folder; a file whose (mtime, size) match the
-manifest is not opened; one whose bytes hash the same is only re-stamped;
-everything else is parsed. Apply: changed notes are upserted through the store
-(and embedded, when an embedder is available — only these), notes that
-disappeared are purged through the ledger, the manifest is updated, and the
-wikilink edge set is rebuilt from every note's cached link targets.
+Plan (read-only): walk the folder — or, for a watcher that knows which notes
+changed, stat just those; a file whose (mtime, size) match the manifest is not
+opened; one whose bytes hash the same is only re-stamped; everything else is
+parsed. Apply: changed notes are upserted through the store (and embedded,
+when an embedder is available — only these), notes that disappeared are
+purged through the ledger, the manifest is updated, and wikilink edges are
+rebuilt: for the edited notes only when no note was added, removed or
+re-aliased, else for the whole vault (a new note can resolve old links).
 
 One writer at a time: the apply step holds the vault's lock file, and a second
 indexer (cron while a watch runs) waits for it instead of failing.
@@ -14,30 +16,40 @@ indexer (cron while a watch runs) waits for it instead of failing.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import time
+import uuid
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from contextlib import ExitStack, asynccontextmanager
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from memory import audit as audit_mod
-from memory.adapters.markdown import FolderWalk, NoteIdentity, ParsedNote, read_note, walk_folder
+from memory.adapters.markdown import NoteIdentity, ParsedNote, read_note, stat_note, walk_folder
 from memory.adapters.sqlite import SQLiteAdapter
 from memory.config import ArcanaConfig, load_config
 from memory.errors import LockHeldError, NotFoundError
 from memory.graph.edges import EdgeStore
-from memory.graph.wikilinks import WIKILINK_SOURCE, EdgeIndexReport, LinkSource, link_graph, parse_wikilinks
+from memory.graph.wikilinks import (
+    WIKILINK_SOURCE,
+    EdgeIndexReport,
+    LinkResolver,
+    LinkSource,
+    link_graph,
+    parse_wikilinks,
+    resolve_note,
+)
 from memory.locks import exclusive
 from memory.types import MemoryEntry
 from memory.vaults import manifest
-from memory.vaults.manifest import FileRecord
+from memory.vaults.manifest import FileRecord, Stored
 from memory.vaults.registry import Vault
 from memory.vaults.state import update_state
 
 LOCK_WAIT_SECONDS = 300.0
+LINKS_FORMAT = "1"  # bump to force a full link rebuild when per-note tallies change meaning
 
 Progress = Callable[[int, int], None]
 
@@ -45,6 +57,7 @@ Progress = Callable[[int, int], None]
 @dataclass
 class VaultIndexReport:
     vault: str
+    mode: str = "full"  # "full" walk, or "targeted" at paths a watcher named
     scanned: int = 0
     added: int = 0
     updated: int = 0
@@ -68,6 +81,7 @@ class VaultIndexReport:
     def to_json(self) -> dict[str, Any]:
         return {
             "vault": self.vault,
+            "mode": self.mode,
             "scanned": self.scanned,
             "added": self.added,
             "updated": self.updated,
@@ -88,18 +102,22 @@ class VaultIndexReport:
 class IndexPlan:
     """What an index pass would do; computing it never writes anything."""
 
-    walk: FolderWalk
-    records: dict[str, FileRecord]  # the manifest as it will be: current notes only
+    mode: str
+    stored: Stored
+    current: dict[str, FileRecord]  # every note after the pass; unchanged ones without targets
     changed: list[ParsedNote]
     touched: list[FileRecord]
+    scanned: int
     skipped: list[tuple[str, str]]
     frontmatter_problems: list[str]
     removed_ids: list[str]
     removed_paths: list[str]
-    stored_ids: set[str]
+    attachments: list[str]
+    structural: bool  # notes added/removed/re-aliased or attachments changed: every link may resolve differently
 
-    def link_sources(self) -> list[LinkSource]:
-        return [LinkSource(r.rel_path, r.id, r.aliases, r.targets) for r in self.records.values()]
+    @property
+    def changed_records(self) -> list[FileRecord]:
+        return [self.current[n.rel_path] for n in self.changed]
 
 
 def open_store(vault: Vault) -> SQLiteAdapter:
@@ -123,22 +141,38 @@ def _identity_key(who: NoteIdentity) -> str:
     return json.dumps([who.agent_id, who.scope.value, who.pool_name, who.default_type.value])
 
 
-def plan_index(vault: Vault, who: NoteIdentity, stored: tuple[dict[str, FileRecord], dict[str, str], set[str]]) -> IndexPlan:
-    """Compare the folder with the manifest; read only files that may have changed."""
-    records, meta, stored_ids = stored
+def _fingerprint(paths: Sequence[str]) -> str:
+    return hashlib.sha256("\0".join(paths).encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def plan_index(vault: Vault, who: NoteIdentity, stored: Stored, paths: Sequence[str] | None = None) -> IndexPlan:
+    """Compare the folder (all of it, or just ``paths``) with the manifest; read only what may have changed."""
     cfg = vault.config
     if not vault.root.is_dir():
         raise NotFoundError(f"vault '{vault.name}': folder {vault.root} is missing; the index was left as it was")
-    walk = walk_folder(vault.root, ignore_globs=cfg.ignore, max_file_bytes=cfg.max_file_bytes)
-    force = meta.get("identity") != _identity_key(who)
-    current: dict[str, FileRecord] = {}
+    force = stored.meta.get("identity") != _identity_key(who)
+    if paths is None or force:
+        walk = walk_folder(vault.root, ignore_globs=cfg.ignore, max_file_bytes=cfg.max_file_bytes)
+        infos, skipped, attachments, current = walk.notes, list(walk.skipped), walk.attachments, {}
+        mode = "full"
+    else:
+        infos, skipped, current = [], [], dict(stored.files)
+        attachments = json.loads(stored.meta.get("attachments", "[]"))
+        for rel in sorted(set(paths)):
+            found = stat_note(vault.root, rel, ignore_globs=cfg.ignore, max_file_bytes=cfg.max_file_bytes)
+            current.pop(rel, None)
+            if isinstance(found, str):
+                skipped.append((rel, found))
+            elif found is not None:
+                infos.append(found)
+        mode = "targeted"
     changed: list[ParsedNote] = []
     touched: list[FileRecord] = []
-    skipped = list(walk.skipped)
     problems: list[str] = []
-    for info in walk.notes:
-        old = records.get(info.rel_path)
-        if not force and old is not None and (old.mtime_ns, old.size) == (info.mtime_ns, info.size) and old.id in stored_ids:
+    for info in infos:
+        old = stored.files.get(info.rel_path)
+        fresh = not force and old is not None and old.id in stored.ids
+        if fresh and (old.mtime_ns, old.size) == (info.mtime_ns, info.size):
             current[info.rel_path] = old
             continue
         parsed = read_note(vault.root, info, who, cfg.max_file_bytes)
@@ -149,14 +183,26 @@ def plan_index(vault: Vault, who: NoteIdentity, stored: tuple[dict[str, FileReco
             problems.append(parsed.rel_path)
         record = _record(parsed)
         current[info.rel_path] = record
-        if not force and old is not None and old.content_hash == record.content_hash and old.id in stored_ids:
+        if fresh and old.content_hash == record.content_hash:
             touched.append(record)
         else:
             changed.append(parsed)
     live_ids = {r.id for r in current.values()}
-    removed_ids = sorted((stored_ids | {r.id for r in records.values()}) - live_ids)
-    removed_paths = sorted(set(records) - set(current))
-    return IndexPlan(walk, current, changed, touched, sorted(skipped), sorted(problems), removed_ids, removed_paths, stored_ids)
+    swept = stored.ids if mode == "full" else {r.id for r in stored.files.values()}
+    removed_ids = sorted((swept | {r.id for r in stored.files.values()}) - live_ids)
+    removed_paths = sorted(set(stored.files) - set(current))
+    structural = (
+        force
+        or bool(removed_paths)
+        or any(rel not in stored.files for rel in current)
+        or any(n.aliases != stored.files[n.rel_path].aliases for n in changed if n.rel_path in stored.files)
+        or stored.meta.get("attachments_fp") != _fingerprint(attachments)
+        or stored.meta.get("links_format") != LINKS_FORMAT
+    )
+    return IndexPlan(
+        mode, stored, current, changed, touched, len(infos), sorted(skipped), sorted(problems),
+        removed_ids, removed_paths, attachments, structural,
+    )
 
 
 @asynccontextmanager
@@ -176,8 +222,15 @@ async def writer_lock(vault: Vault, wait_seconds: float = LOCK_WAIT_SECONDS):
         yield
 
 
+def embedding_gateway(config: ArcanaConfig, vault: Vault):
+    """Build the configured embedders once; a watch reuses this so each batch does not reload the model."""
+    from memory.embedding.factory import build_gateway
+
+    return build_gateway(config.embedding, vault.home)
+
+
 def vector_store(store: SQLiteAdapter, config: ArcanaConfig, vault: Vault, gateway: Any, notify: Callable[[str], None]):
-    """A VectorAdapter over ``store``; ``gateway`` (from :func:`embedding_gateway`) keeps a loaded model warm across passes."""
+    """A VectorAdapter over ``store``; ``gateway`` (from :func:`embedding_gateway`) keeps a loaded model warm."""
     from memory.adapters.vector import VectorAdapter
 
     return VectorAdapter(
@@ -187,13 +240,6 @@ def vector_store(store: SQLiteAdapter, config: ArcanaConfig, vault: Vault, gatew
         bm25_weight=config.embedding.keyword_weight,
         notify=notify,
     )
-
-
-def embedding_gateway(config: ArcanaConfig, vault: Vault):
-    """Build the configured embedders once; a watch reuses this so each batch does not reload the model."""
-    from memory.embedding.factory import build_gateway
-
-    return build_gateway(config.embedding, vault.home)
 
 
 async def write_entries(
@@ -239,6 +285,57 @@ async def write_entries(
     return embedded, model or "up to date", True
 
 
+# db path -> (structure token, resolver): a watch re-resolves one edited note without
+# re-indexing 10k names, as long as no pass since changed which names exist.
+_RESOLVERS: dict[str, tuple[str, LinkResolver]] = {}
+
+
+def _resolver(store: SQLiteAdapter, plan: IndexPlan) -> LinkResolver:
+    token = plan.stored.meta.get("structure", "")
+    cached = _RESOLVERS.get(str(store.path))
+    if cached is not None and cached[0] == token:
+        return cached[1]
+    resolver = LinkResolver([LinkSource(r.rel_path, r.id, r.aliases) for r in plan.current.values()], plan.attachments)
+    _RESOLVERS[str(store.path)] = (token, resolver)
+    return resolver
+
+
+async def _rebuild_links(store: SQLiteAdapter, plan: IndexPlan) -> dict[str, tuple[int, ...]]:
+    """Rewrite wikilink edges; return the per-note tallies that changed."""
+    edges = EdgeStore(store)
+    if plan.structural:
+        targets = await store.run(manifest.load_targets)
+        targets.update({r.rel_path: r.targets for r in plan.changed_records})
+        sources = [LinkSource(r.rel_path, r.id, r.aliases, targets.get(r.rel_path, ())) for r in plan.current.values()]
+        per_note: dict = {}
+        found, _ = link_graph(sources, plan.attachments, per_note=per_note)
+        await edges.replace_source(WIKILINK_SOURCE, found)
+        return {rel: links.counts() for rel, links in per_note.items()}
+    if not plan.changed:
+        return {}
+    resolver = _resolver(store, plan)
+    results = {r.rel_path: resolve_note(resolver, LinkSource(r.rel_path, r.id, r.aliases, r.targets)) for r in plan.changed_records}
+    await edges.replace_outgoing(
+        WIKILINK_SOURCE, [r.id for r in plan.changed_records], [e for links in results.values() for e in links.edges]
+    )
+    return {rel: links.counts() for rel, links in results.items()}
+
+
+def _link_totals(raw) -> EdgeIndexReport:
+    totals = manifest.totals(raw)
+    edges = raw.execute("SELECT count(*) FROM memory_edges WHERE source = ?", (WIKILINK_SOURCE,)).fetchone()[0]
+    return EdgeIndexReport(
+        notes_scanned=totals["notes"],
+        links_found=totals["links"],
+        resolved=totals["resolved"],
+        dangling=totals["dangling"],
+        ambiguous=totals["ambiguous"],
+        edges_written=edges,
+        attachments=totals["attachments"],
+        self_links=totals["self_links"],
+    )
+
+
 async def index_vault(
     vault: Vault,
     *,
@@ -247,8 +344,13 @@ async def index_vault(
     on_progress: Progress | None = None,
     lock_wait: float = LOCK_WAIT_SECONDS,
     gateway: Any = None,
+    paths: Sequence[str] | None = None,
 ) -> VaultIndexReport:
-    """Make the vault's index match its folder now; the folder is only read."""
+    """Make the vault's index match its folder now; the folder is only read.
+
+    ``paths`` (root-relative note paths a watcher saw change) limits the look
+    to those files; without it the whole folder is walked.
+    """
     started = time.perf_counter()
     config = config or load_config(vault.home.config_path)
     agent_id, scope, pool = vault.identity()
@@ -258,31 +360,37 @@ async def index_vault(
         store = open_store(vault)
         try:
             stored = await store.run(manifest.load)
-            plan = await asyncio.to_thread(plan_index, vault, who, stored)
+            plan = await asyncio.to_thread(plan_index, vault, who, stored, paths)
             entries = [note.entry for note in plan.changed]
-            report.added = sum(1 for e in entries if e.id not in plan.stored_ids)
+            report.added = sum(1 for e in entries if e.id not in stored.ids)
             report.updated = len(entries) - report.added
-            stored_meta = stored[1]
             report.embedded, report.embedding, complete = await write_entries(
-                store, entries, embed=embed, backfill=stored_meta.get("vectors") != "complete", config=config,
+                store, entries, embed=embed, backfill=stored.meta.get("vectors") != "complete", config=config,
                 vault=vault, notices=report.notices, on_progress=on_progress, gateway=gateway,
             )
-            vectors_state = stored_meta.get("vectors", "partial") if complete is None else ("complete" if complete else "partial")
+            vectors = stored.meta.get("vectors", "partial") if complete is None else ("complete" if complete else "partial")
             if plan.removed_ids:
                 await store.purge(plan.removed_ids)
             report.removed = len(plan.removed_ids)
-            await store.run(
-                manifest.save,
-                [_record(n) for n in plan.changed] + plan.touched,
-                plan.removed_paths,
-                {"identity": _identity_key(who), "root": str(vault.root), "vectors": vectors_state},
-            )
-            edges, report.links = link_graph(plan.link_sources(), plan.walk.attachments)
-            report.links.edges_written = await EdgeStore(store).replace_source(WIKILINK_SOURCE, edges)
+            counts = await _rebuild_links(store, plan)
+            meta = {
+                "identity": _identity_key(who),
+                "root": str(vault.root),
+                "vectors": vectors,
+                "links_format": LINKS_FORMAT,
+            }
+            if plan.structural:
+                meta["structure"] = uuid.uuid4().hex
+            if plan.mode == "full":
+                meta["attachments"] = json.dumps(plan.attachments, ensure_ascii=False)
+                meta["attachments_fp"] = _fingerprint(plan.attachments)
+            await store.run(manifest.save, plan.changed_records + plan.touched, plan.removed_paths, meta, counts)
+            report.links = await store.run(_link_totals)
         finally:
             await store.aclose()
-    report.scanned = len(plan.walk.notes)
-    report.unchanged = len(plan.records) - len(plan.changed)
+    report.mode = plan.mode
+    report.scanned = plan.scanned
+    report.unchanged = len(plan.current) - len(plan.changed)
     report.skipped = plan.skipped
     report.frontmatter_problems = plan.frontmatter_problems
     report.seconds = time.perf_counter() - started
@@ -295,16 +403,19 @@ def _summary(report: VaultIndexReport) -> dict[str, Any]:
 
 
 async def check_vault(vault: Vault) -> tuple[IndexPlan, EdgeIndexReport]:
-    """The folder as an index pass would see it now — dangling/ambiguous links, skipped files — writing nothing."""
+    """The folder as a full index pass would see it now — every dangling/ambiguous link, skipped file — writing nothing."""
     agent_id, scope, pool = vault.identity()
     who = NoteIdentity(agent_id, scope, pool)
-    stored: tuple[dict, dict, set] = ({}, {}, set())
-    if Path(vault.db_path).exists():
+    stored, targets = Stored({}, {}, set()), {}
+    if vault.db_path.exists():
         store = open_store(vault)
         try:
             stored = await store.run(manifest.load)
+            targets = await store.run(manifest.load_targets)
         finally:
             await store.aclose()
     plan = await asyncio.to_thread(plan_index, vault, who, stored)
-    _, links = link_graph(plan.link_sources(), plan.walk.attachments)
+    targets.update({r.rel_path: r.targets for r in plan.changed_records})
+    sources = [LinkSource(r.rel_path, r.id, r.aliases, targets.get(r.rel_path, ())) for r in plan.current.values()]
+    _, links = link_graph(sources, plan.attachments)
     return plan, links

@@ -22,8 +22,9 @@ async def note_links(vaults: Sequence[Vault], note: str) -> dict[str, Any]:
             continue
         store = open_store(vault)
         try:
-            records, _, _ = await store.run(manifest.load)
-            sources = {r.id: LinkSource(r.rel_path, r.id, r.aliases, r.targets) for r in records.values()}
+            records = (await store.run(manifest.load)).files
+            targets = await store.run(manifest.load_targets)
+            sources = {r.id: LinkSource(r.rel_path, r.id, r.aliases, targets.get(r.rel_path, ())) for r in records.values()}
             resolver = LinkResolver(list(sources.values()))
             status, candidates = resolver.resolve(note, LinkSource("", ""))
             if status == AMBIGUOUS:

@@ -2,10 +2,11 @@
 
 ``vault_files`` lets a fresh process (cron) skip reading unchanged files: a
 file whose (mtime, size) match is not opened; one whose bytes hash the same is
-not rewritten or re-embedded. It also keeps each note's aliases and wikilink
-targets, so rebuilding the link graph after one edit parses one file, not the
-vault. These tables exist only in vault index databases, are derived data,
-and are created by this module (not a core migration) for that reason.
+not rewritten or re-embedded. It also keeps each note's aliases, wikilink
+targets and link tally, so after an edit that renames nothing only the edited
+note's links are re-resolved, and the vault's link totals are one SUM. These
+tables exist only in vault index databases and hold derived data, so this
+module (not a core migration) creates them.
 """
 
 from __future__ import annotations
@@ -25,11 +26,18 @@ _SCHEMA = (
         size INTEGER NOT NULL,
         content_hash TEXT NOT NULL,
         aliases TEXT NOT NULL DEFAULT '[]',
-        targets TEXT NOT NULL DEFAULT '[]'
+        targets TEXT NOT NULL DEFAULT '[]',
+        links INTEGER NOT NULL DEFAULT 0,
+        resolved INTEGER NOT NULL DEFAULT 0,
+        attachments INTEGER NOT NULL DEFAULT 0,
+        self_links INTEGER NOT NULL DEFAULT 0,
+        dangling INTEGER NOT NULL DEFAULT 0,
+        ambiguous INTEGER NOT NULL DEFAULT 0
     )
     """,
     "CREATE TABLE IF NOT EXISTS vault_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
 )
+COUNT_COLUMNS = ("links", "resolved", "attachments", "self_links", "dangling", "ambiguous")
 
 
 @dataclass(frozen=True)
@@ -39,8 +47,17 @@ class FileRecord:
     mtime_ns: int
     size: int
     content_hash: str
-    aliases: tuple[str, ...]
-    targets: tuple[str, ...]
+    aliases: tuple[str, ...] = ()
+    targets: tuple[str, ...] = ()
+
+
+@dataclass
+class Stored:
+    """The manifest's cheap part, loaded on every pass: no JSON decoded except non-empty aliases."""
+
+    files: dict[str, FileRecord]  # without targets
+    meta: dict[str, str]
+    ids: set[str]  # every memory id in the store
 
 
 def ensure(raw) -> None:
@@ -51,22 +68,34 @@ def ensure(raw) -> None:
             raw.execute(statement)
 
 
-def load(raw) -> tuple[dict[str, FileRecord], dict[str, str], set[str]]:
-    """(records by path, meta, every stored memory id)."""
+def load(raw) -> Stored:
     ensure(raw)
-    records = {
-        r[1]: FileRecord(r[0], r[1], r[2], r[3], r[4], tuple(json.loads(r[5])), tuple(json.loads(r[6])))
-        for r in raw.execute(
-            "SELECT id, rel_path, mtime_ns, size, content_hash, aliases, targets FROM vault_files"
-        )
+    files = {
+        r[1]: FileRecord(r[0], r[1], r[2], r[3], r[4], tuple(json.loads(r[5])) if r[5] != "[]" else ())
+        for r in raw.execute("SELECT id, rel_path, mtime_ns, size, content_hash, aliases FROM vault_files")
     }
-    meta = dict(raw.execute("SELECT key, value FROM vault_meta").fetchall())
+    meta = {r[0]: r[1] for r in raw.execute("SELECT key, value FROM vault_meta")}
     ids = {r[0] for r in raw.execute("SELECT id FROM memories")}
-    return records, meta, ids
+    return Stored(files, meta, ids)
 
 
-def save(raw, upserts: Sequence[FileRecord], deleted_paths: Iterable[str], meta: dict[str, str]) -> None:
-    """Record what was indexed, in one transaction, after the rows themselves committed."""
+def load_targets(raw) -> dict[str, tuple[str, ...]]:
+    """Every note's wikilink targets (only needed when the set of link targets changed)."""
+    ensure(raw)
+    return {
+        r[0]: tuple(json.loads(r[1])) if r[1] != "[]" else ()
+        for r in raw.execute("SELECT rel_path, targets FROM vault_files")
+    }
+
+
+def save(
+    raw,
+    upserts: Sequence[FileRecord],
+    deleted_paths: Iterable[str],
+    meta: dict[str, str],
+    counts: dict[str, tuple[int, ...]],
+) -> None:
+    """Record what was indexed and each note's link tally, in one transaction, after the rows committed."""
     with transaction(raw):
         raw.executemany("DELETE FROM vault_files WHERE rel_path = ?", [(p,) for p in deleted_paths])
         raw.executemany(
@@ -82,7 +111,17 @@ def save(raw, upserts: Sequence[FileRecord], deleted_paths: Iterable[str], meta:
                 for r in upserts
             ],
         )
+        assignments = ", ".join(f"{c} = ?" for c in COUNT_COLUMNS)
+        raw.executemany(
+            f"UPDATE vault_files SET {assignments} WHERE rel_path = ?",
+            [(*tally, path) for path, tally in counts.items()],
+        )
         raw.executemany("INSERT OR REPLACE INTO vault_meta (key, value) VALUES (?, ?)", list(meta.items()))
+
+
+def totals(raw) -> dict[str, int]:
+    row = raw.execute(f"SELECT count(*), {', '.join(f'coalesce(sum({c}), 0)' for c in COUNT_COLUMNS)} FROM vault_files").fetchone()
+    return {"notes": row[0], **dict(zip(COUNT_COLUMNS, row[1:], strict=True))}
 
 
 def paths_for(raw, ids: Sequence[str]) -> dict[str, str]:
@@ -92,5 +131,5 @@ def paths_for(raw, ids: Sequence[str]) -> dict[str, str]:
     for start in range(0, len(ids), 500):
         chunk = list(ids[start : start + 500])
         marks = ",".join("?" * len(chunk))
-        out.update(raw.execute(f"SELECT id, rel_path FROM vault_files WHERE id IN ({marks})", chunk).fetchall())
+        out.update({r[0]: r[1] for r in raw.execute(f"SELECT id, rel_path FROM vault_files WHERE id IN ({marks})", chunk)})
     return out

@@ -18,6 +18,7 @@ from collections.abc import Callable, Sequence
 from contextlib import aclosing
 from pathlib import Path
 
+from memory.adapters.markdown import is_note
 from memory.errors import ArcanaMemoryError
 from memory.config import load_config
 from memory.vaults.indexer import VaultIndexReport, embedding_gateway, index_vault
@@ -27,6 +28,7 @@ from memory.vaults.state import update_state
 DEFAULT_DEBOUNCE_MS = 1600
 DEFAULT_STEP_MS = 300
 POLL_SECONDS = 2.0
+FULL_RESCAN_SECONDS = 600.0
 
 Line = Callable[[str], None]
 
@@ -54,9 +56,11 @@ def describe(vault: Vault, changes: int | None, report: VaultIndexReport) -> str
     )
 
 
-async def _index(vault: Vault, changes: int | None, line: Line, gateway, *, silent_if_idle: bool = False) -> None:
+async def _index(
+    vault: Vault, changes: int | None, line: Line, gateway, *, paths: list[str] | None = None, silent_if_idle: bool = False
+) -> None:
     try:
-        report = await index_vault(vault, embed=gateway is not None, gateway=gateway)
+        report = await index_vault(vault, embed=gateway is not None, gateway=gateway, paths=paths)
     except ArcanaMemoryError as exc:  # a watch never dies silently: say it, record it, keep watching
         update_state(vault.state_path, last_error=str(exc), last_error_at=time.time())
         line(f"{time.strftime('%H:%M:%S')} vault {vault.name}: index failed: {exc}")
@@ -64,6 +68,21 @@ async def _index(vault: Vault, changes: int | None, line: Line, gateway, *, sile
     update_state(vault.state_path, last_error=None, last_error_at=None)
     if report.changed or not silent_if_idle:
         line(describe(vault, changes, report))
+
+
+def note_paths(root: Path, changes) -> list[str] | None:
+    """Root-relative paths when every change is to a note file; None means "walk everything".
+
+    Directory events (a folder renamed or deleted says nothing about its
+    children) and attachments (which change how links resolve) need the full walk.
+    """
+    paths = []
+    for _change, path in changes:
+        rel = os.path.relpath(path, root)
+        if rel.startswith("..") or not is_note(rel) or os.path.isdir(path):
+            return None
+        paths.append(Path(rel).as_posix())
+    return paths
 
 
 def _identity(root: Path) -> tuple[int, int] | None:
@@ -108,7 +127,7 @@ async def watch_vault(
                 update_state(vault.state_path, folder_missing_since=None)
                 continue
             await _index(vault, None, line, gateway)
-            settled = False
+            settled, last_full = False, time.monotonic()
             try:
                 batches = awatch(
                     root,
@@ -124,17 +143,19 @@ async def watch_vault(
                     async for changes in batches:
                         if _identity(root) != identity:
                             break  # gone, or replaced by another folder: re-establish the watch
-                        if not settled:
-                            # Changes made between the catch-up pass and the watch taking hold
-                            # raised no event: one more (cheap, incremental) pass closes that gap.
-                            settled = True
-                            if not changes:
-                                await _index(vault, None, line, gateway, silent_if_idle=True)
-                                continue
                         if not changes:
+                            # Changes made between the catch-up pass and the watch taking hold raised
+                            # no event, and events can be dropped under load: a periodic full pass
+                            # (cheap when nothing changed) repairs both.
+                            if not settled or time.monotonic() - last_full > FULL_RESCAN_SECONDS:
+                                settled, last_full = True, time.monotonic()
+                                await _index(vault, None, line, gateway, silent_if_idle=True)
                             continue
                         update_state(vault.state_path, last_event_at=time.time())
-                        await _index(vault, len(changes), line, gateway)
+                        paths = note_paths(root, changes)
+                        if paths is None:
+                            last_full = time.monotonic()
+                        await _index(vault, len(changes), line, gateway, paths=paths)
             except (FileNotFoundError, RuntimeError, OSError) as exc:
                 line(f"{time.strftime('%H:%M:%S')} vault {vault.name}: watch interrupted ({exc}); re-establishing")
                 await _sleep_or_stop(stop, poll_seconds)
