@@ -196,6 +196,10 @@ async def test_bad_items_are_skipped_and_reported_the_rest_commit(tmp_path, embe
         assert await adapter.store.count() == 10  # the bad item's row is kept
         status = await adapter.status()
         assert (status.rows, status.embedded, status.missing) == (10, 9, 1)
+        lone = entry("POISON alone")  # a single rejected write is stored and reported, not raised
+        assert (await adapter.write_many([lone])).skipped[0][0] == lone.id
+        assert await adapter.store.get(lone.id) is not None
+        assert any("stored without a vector" in n for n in adapter.notices)
     finally:
         await adapter.aclose()
 

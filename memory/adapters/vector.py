@@ -225,6 +225,9 @@ class VectorAdapter:
                     target = (embedder, table, await self.meta())
             if on_progress:
                 on_progress(min(start + self.commit_batch, len(entries)), len(entries))
+        if report.skipped:
+            entry_id, reason = report.skipped[0]
+            self._notice(f"{len(report.skipped)} memories stored without a vector ({entry_id}: {reason})")
         return report
 
     async def _write_target(self) -> tuple[Embedder, str, EmbeddingMeta | None] | str:
@@ -271,8 +274,7 @@ class VectorAdapter:
         try:
             return await embedder.embed(texts)
         except Exception:
-            if len(rows) == 1:
-                raise
+            pass  # find the culprit(s) below
         out: list[list[float] | None] = []
         for (_, entry_id, content), text in zip(rows, texts, strict=True):
             try:
