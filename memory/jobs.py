@@ -23,7 +23,6 @@ class JobKind(StrEnum):
 
     EXTRACTION = "extraction"
     SUMMARY = "summary"
-    CONSOLIDATION = "consolidation"
 
 
 @dataclass

@@ -66,11 +66,14 @@ class LoopbackModelServer:
                 self.send_header("Content-Type", content_type)
                 self.send_header("Transfer-Encoding", "chunked")
                 self.end_headers()
-                for part in parts:
-                    data = part.encode()
-                    self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
-                    self.wfile.flush()
-                self.wfile.write(b"0\r\n\r\n")
+                try:
+                    for part in parts:
+                        data = part.encode()
+                        self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
+                        self.wfile.flush()
+                    self.wfile.write(b"0\r\n\r\n")
+                except (BrokenPipeError, ConnectionResetError):
+                    self.close_connection = True  # the client gave up (a timeout test); nothing to do
 
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.port = self.httpd.server_address[1]

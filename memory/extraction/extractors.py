@@ -145,7 +145,6 @@ class LLMExtractor:
         return self.fallback.signals
 
     async def _ask(self, system: str, user: str) -> str:
-        # astream's daemon thread, not the loop's executor: a hung model must not hold up process exit.
         messages = [ChatMessage("system", system), ChatMessage("user", user)]
         return "".join([chunk async for chunk in astream(self.provider, messages, temperature=self.temperature)])
 

@@ -49,24 +49,40 @@ _DONE = object()
 async def astream(
     provider: ChatProvider, messages: list[ChatMessage], *, temperature: float | None = None
 ) -> AsyncIterator[str]:
-    """Stream from a blocking provider without blocking the event loop."""
+    """Stream from a blocking provider on a daemon thread without blocking the event loop.
+
+    A daemon thread (not the loop's executor) so a consumer that gives up — a
+    job cut off by its budget — leaves nothing that holds up process exit.
+    """
     loop = asyncio.get_running_loop()
     queue: asyncio.Queue = asyncio.Queue()
+    abandoned = threading.Event()
+
+    def post(item: object) -> bool:
+        try:
+            loop.call_soon_threadsafe(queue.put_nowait, item)
+            return True
+        except RuntimeError:  # the loop has closed: nobody is listening any more
+            return False
 
     def pump() -> None:
         try:
             for chunk in provider.stream(messages, temperature=temperature):
-                loop.call_soon_threadsafe(queue.put_nowait, chunk)
+                if abandoned.is_set() or not post(chunk):
+                    return
         except BaseException as exc:  # handed to the consumer, re-raised there
-            loop.call_soon_threadsafe(queue.put_nowait, exc)
+            post(exc)
         finally:
-            loop.call_soon_threadsafe(queue.put_nowait, _DONE)
+            post(_DONE)
 
     threading.Thread(target=pump, name=f"model-{provider.name}", daemon=True).start()
-    while True:
-        item = await queue.get()
-        if item is _DONE:
-            return
-        if isinstance(item, BaseException):
-            raise item
-        yield item
+    try:
+        while True:
+            item = await queue.get()
+            if item is _DONE:
+                return
+            if isinstance(item, BaseException):
+                raise item
+            yield item
+    finally:
+        abandoned.set()
