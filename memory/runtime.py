@@ -141,8 +141,9 @@ class AgentRuntime:
             session = self.sessions.load(session_id) if session_id else self.sessions.create()
             if session.closed:
                 raise SessionClosedError(f"session {session.id} is closed; start a new one")
+        recall_started = time.perf_counter()
         context = await self.recall(prompt, budget_tokens)
-        timings["recall_render"] = _ms(time.perf_counter() - started)
+        timings["recall_render"] = _ms(time.perf_counter() - recall_started)
         if on_context:
             on_context(context)
 
@@ -187,12 +188,15 @@ class AgentRuntime:
             entry = await self.sessions.close_and_summarise(session, memory=self.memory)
             result.summary_memory_id = entry.id if entry else None
 
+        def submit(job: MemoryJob) -> None:
+            if not queue.submit(job):
+                self.audit.append("job_shed", job=job.label, agent_id=self.card.id, session_id=session.id)
+
         # A stated preference is exactly what must not be shed.
         critical = self.extractor.signals.states_preference(prompt)
-        if not queue.submit(MemoryJob(JobKind.EXTRACTION, extract, critical=critical, label="extraction")):
-            self.audit.append("job_shed", kind="extraction", agent_id=self.card.id, session_id=session.id)
+        submit(MemoryJob(JobKind.EXTRACTION, extract, critical=critical, label="extraction"))
         if closing and self.settings.summarise_on_close:
-            queue.submit(MemoryJob(JobKind.SUMMARY, summarise, label="summary"))
+            submit(MemoryJob(JobKind.SUMMARY, summarise, label="summary"))
 
         def failed(job: MemoryJob, exc: BaseException) -> None:
             self.audit.append(
