@@ -254,3 +254,54 @@ def test_cli_commands_json_and_exit_codes(vault, arcana_home, tree_digest):
     removed = _cli("vault", "remove", "notes", "--yes", home=arcana_home)
     assert removed.returncode == 0 and not vault.db_path.exists()
     assert tree_digest(vault.root) == digest
+
+
+async def _snapshot(vault):
+    store = open_store(vault)
+    try:
+        rows = await store.run(lambda raw: raw.execute("SELECT id, content, tags FROM memories ORDER BY id").fetchall())
+        edges = await store.run(
+            lambda raw: raw.execute("SELECT src_id, dst_id FROM memory_edges ORDER BY src_id, dst_id").fetchall()
+        )
+        return [tuple(r) for r in rows], [tuple(e) for e in edges]
+    finally:
+        await store.aclose()
+
+
+async def test_a_targeted_pass_at_the_changed_paths_matches_a_full_pass(make_vault, arcana_home):
+    files = dict(NOTES)
+    arcana_home.ensure()
+    registry = VaultRegistry(arcana_home)
+    targeted = registry.add(make_vault(files, name="t"), "t")
+    full = registry.add(make_vault(files, name="f"), "f")
+    for vault in (targeted, full):
+        await index_vault(vault, embed=False)
+    edits = [
+        ("Projects/Beta.md", "Beta now links [[Home]] and [[Gamma]]."),  # content edit, new dangling link
+        ("Gamma.md", "---\naliases: [G]\n---\nnew, linking [[A1]]"),  # a new note resolves Beta's link
+        ("Home.md", None),  # deleted: Alpha's backlink target goes
+        (".obsidian/x.md", "hidden, ignored"),
+    ]
+    for vault in (targeted, full):
+        for rel, text in edits:
+            path = vault.root / rel
+            if text is None:
+                path.unlink()
+            else:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_text(text)
+    t_report = await index_vault(targeted, embed=False, paths=[rel for rel, _ in edits])
+    f_report = await index_vault(full, embed=False)
+    assert t_report.mode == "targeted" and f_report.mode == "full"
+    assert (t_report.added, t_report.updated, t_report.removed) == (f_report.added, f_report.updated, f_report.removed) == (1, 1, 1)
+    assert t_report.links.counts() == f_report.links.counts()
+    assert await _snapshot(targeted) == await _snapshot(full)
+    (targeted.root / "Projects/Beta.md").write_text("Beta, edited again: [[G]] [[Projects/Alpha]]")  # not structural
+    (full.root / "Projects/Beta.md").write_text("Beta, edited again: [[G]] [[Projects/Alpha]]")
+    t_report = await index_vault(targeted, embed=False, paths=["Projects/Beta.md"])
+    f_report = await index_vault(full, embed=False)
+    assert t_report.links.counts() == f_report.links.counts()
+    assert (t_report.links.resolved, t_report.links.dangling) == (3, 1)  # Alpha still links the deleted Home
+    assert await _snapshot(targeted) == await _snapshot(full)
+    _, checked = await check_vault(targeted)
+    assert checked.counts() == t_report.links.counts() | {"edges_written": 0}  # check reads, never writes

@@ -156,3 +156,27 @@ def test_watch_exits_cleanly_on_ctrl_c_and_rejects_bad_usage(vault, arcana_home)
         capture_output=True, text=True, env=env, timeout=60,
     )
     assert both.returncode == 2
+
+
+def test_cron_index_while_a_watch_runs_never_errors(vault, arcana_home):
+    env = {**os.environ, "ARCANA_HOME": str(arcana_home.root)}
+    watch = Watch(arcana_home, "notes", "--debounce", "100", "--keyword-only")
+    try:
+        watch.expect("catch-up")
+        crons = []
+        for i in range(6):
+            (vault.root / f"n{i}.md").write_text(f"note {i} links [[a]]")
+            crons.append(
+                subprocess.Popen(
+                    [sys.executable, "-m", "arcana_cli.main", "vault", "index", "notes", "--keyword-only", "--json"],
+                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                )
+            )
+            time.sleep(0.15)
+        results = [(c.wait(timeout=120), c.stderr.read()) for c in crons]
+        assert [code for code, _ in results] == [0] * 6, results
+        wait_for(lambda: indexed_ids(vault) >= {note_id(f"n{i}.md") for i in range(6)})
+        assert watch.proc.poll() is None  # the watch is still alive
+    finally:
+        assert watch.stop() == 0
+    assert "error" not in watch.proc.stderr.read().lower()
