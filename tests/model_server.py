@@ -25,6 +25,7 @@ class LoopbackModelServer:
         self.delay = delay
         self.requests: list[dict] = []  # {"path", "headers", "body", "raw"}
         self.fail_status: int | None = None
+        self.stream_error: str | None = None  # sent in-stream after the first chunk
         server = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -51,11 +52,15 @@ class LoopbackModelServer:
                 pieces = [text[i : i + server.chunk] for i in range(0, len(text), server.chunk)] or [""]
                 if self.path == "/api/chat":
                     lines = [json.dumps({"model": body["model"], "message": {"role": "assistant", "content": p}, "done": False}) for p in pieces]
+                    if server.stream_error:
+                        lines.insert(1, json.dumps({"error": server.stream_error}))
                     lines.append(json.dumps({"model": body["model"], "message": {"role": "assistant", "content": ""}, "done": True}))
                     self._stream("application/x-ndjson", [line + "\n" for line in lines])
                 elif self.path == "/v1/chat/completions":
                     events = [": keep-alive\n\n"]
                     events += [f"data: {json.dumps({'choices': [{'index': 0, 'delta': {'content': p}}]})}\n\n" for p in pieces]
+                    if server.stream_error:
+                        events.insert(2, f"data: {json.dumps({'error': {'message': server.stream_error}})}\n\n")
                     events.append("data: [DONE]\n\n")
                     self._stream("text/event-stream", events)
                 else:

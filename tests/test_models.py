@@ -68,6 +68,17 @@ def test_http_error_carries_the_servers_message(model_server, cls):
         collect(cls("m", model_server.url, "x"), HELLO)
 
 
+@pytest.mark.parametrize("cls", [OllamaProvider, OpenAIProvider])
+def test_an_error_inside_the_stream_is_raised_not_swallowed(model_server, cls):
+    model_server.reply = fixed("partial answer that breaks")
+    model_server.stream_error = "out of memory"
+    chunks = []
+    with pytest.raises(ModelUnavailableError, match="out of memory"):
+        for chunk in cls("m", model_server.url, "x").stream(HELLO):
+            chunks.append(chunk)
+    assert chunks == ["partial "]  # what arrived before the error was delivered
+
+
 def test_timeout_is_reported(model_server):
     model_server.delay = 1.5
     with pytest.raises(ModelUnavailableError, match="within 0.3s|timeout 0.3s"):
