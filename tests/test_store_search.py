@@ -109,3 +109,18 @@ async def test_stopwords_are_dropped_when_content_words_exist(store):
     noise = [entry(f"the {w} is the thing") for w in ("cat", "dog", "car", "sun", "moon")]
     await store.write_many([target, *noise])
     assert ids(await store.search(MemoryQuery(text="is the kettle"))) == [target.id]
+
+
+async def test_filters_that_reject_the_best_matches_still_fill_the_page(store):
+    """The keyword query ranks a window of FTS matches first; filters that reject
+    the whole first window must widen it, not return a short page."""
+    strong = [entry("anchor anchor anchor strong", type=MemoryType.EPISODIC) for _ in range(300)]
+    weak = [
+        entry(f"anchor weak {'filler ' * i}", type=MemoryType.PREFERENCE) for i in range(15)
+    ]
+    await store.write_many([*strong, *weak])
+    found = await store.search(MemoryQuery(text="anchor", types=[MemoryType.PREFERENCE], limit=10))
+    assert ids(found) == [e.id for e in weak[:10]]  # shorter text, higher BM25
+    few = await store.search(MemoryQuery(text="anchor", types=[MemoryType.PREFERENCE], limit=50))
+    assert set(ids(few)) == set(e.id for e in weak)
+    assert len(await store.search(MemoryQuery(text="anchor", limit=10))) == 10

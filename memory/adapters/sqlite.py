@@ -419,13 +419,32 @@ def _touch_txn(raw, hits):
         raw.execute("PRAGMA busy_timeout = 30000")
 
 
+_KEYWORD_SQL = (
+    "SELECT m.seq, {columns}, c.rank AS rank "
+    "FROM (SELECT rowid, rank FROM memories_fts WHERE memories_fts MATCH ? ORDER BY rank LIMIT ?) AS c "
+    "CROSS JOIN memories m ON m.seq = c.rowid WHERE {clause} ORDER BY c.rank LIMIT ?"
+)
+
+
 def _keyword(raw, match, clause_sql, params, limit):
-    sql = (
-        f"SELECT m.seq, {SELECT_COLUMNS}, bm25(memories_fts) AS rank "
-        "FROM memories_fts JOIN memories m ON m.seq = memories_fts.rowid "
-        f"WHERE memories_fts MATCH ? AND {clause_sql} ORDER BY rank LIMIT ?"
-    )
-    return raw.execute(sql, (match, *params, limit)).fetchall()
+    """The best ``limit`` admitted rows by BM25.
+
+    FTS5 ranks inside the index first and only a window of its best matches is
+    joined and filtered; the window widens until enough rows pass or the
+    matches run out. A plain join let the planner drive from the agent_id
+    index and run MATCH once per row — ~700 ms at 10k entries instead of ~1 ms.
+    """
+    sql = _KEYWORD_SQL.format(columns=SELECT_COLUMNS, clause=clause_sql)
+    window, total = max(4 * limit, 40), None
+    while True:
+        rows = raw.execute(sql, (match, window, *params, limit)).fetchall()
+        if len(rows) >= limit:
+            return rows
+        if total is None:
+            total = raw.execute("SELECT count(*) FROM memories_fts WHERE memories_fts MATCH ?", (match,)).fetchone()[0]
+        if window >= total:
+            return rows
+        window = min(window * 8, total)
 
 
 def _ordered(raw, clause_sql, params, limit):
