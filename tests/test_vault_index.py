@@ -305,3 +305,16 @@ async def test_a_targeted_pass_at_the_changed_paths_matches_a_full_pass(make_vau
     assert await _snapshot(targeted) == await _snapshot(full)
     _, checked = await check_vault(targeted)
     assert checked.counts() == t_report.links.counts() | {"edges_written": 0}  # check reads, never writes
+
+
+async def test_an_emptied_folder_does_not_empty_the_index(vault):
+    await index_vault(vault, embed=False)
+    for path in list(vault.root.rglob("*.md")):
+        path.unlink()  # what an unmounted drive's mount point looks like
+    with pytest.raises(NotFoundError, match="has no notes now"):
+        await index_vault(vault, embed=False)
+    rows, _ = await stored(vault)
+    assert len(rows) == 3
+    (vault.root / "one.md").write_text("one note back")  # positive control: a real deletion still purges
+    report = await index_vault(vault, embed=False)
+    assert (report.added, report.removed) == (1, 3)

@@ -187,6 +187,12 @@ def plan_index(vault: Vault, who: NoteIdentity, stored: Stored, paths: Sequence[
             touched.append(record)
         else:
             changed.append(parsed)
+    if mode == "full" and not current and stored.files:
+        # An unmounted drive often leaves its empty mount point behind: never empty an index over that.
+        raise NotFoundError(
+            f"vault '{vault.name}': {vault.root} has no notes now but the index holds {len(stored.files)}; "
+            "the index was left as it was (is the folder mounted? to forget the vault: `arcana vault remove`)"
+        )
     live_ids = {r.id for r in current.values()}
     swept = stored.ids if mode == "full" else {r.id for r in stored.files.values()}
     removed_ids = sorted((swept | {r.id for r in stored.files.values()}) - live_ids)
