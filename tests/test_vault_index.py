@@ -318,3 +318,25 @@ async def test_an_emptied_folder_does_not_empty_the_index(vault):
     (vault.root / "one.md").write_text("one note back")  # positive control: a real deletion still purges
     report = await index_vault(vault, embed=False)
     assert (report.added, report.removed) == (1, 3)
+
+
+def test_commands_that_do_not_embed_never_import_the_embedding_stack(vault, arcana_home):
+    code = (
+        "import sys; from arcana_cli.app import run\n"
+        "for args in (['-q', 'vault', 'index', 'notes', '--keyword-only'], ['vault', 'search', 'notes', 'units', '--mode', 'keyword'],"
+        " ['vault', 'check', 'notes'], ['vault', 'links', 'Home'], ['vault', 'status', 'notes'], ['vault', 'list']):\n"
+        "    try:\n"
+        "        run(args)\n"
+        "    except SystemExit as exc:\n"
+        "        assert exc.code in (0, None), (args, exc.code)\n"
+        "print('MODULES', sorted(m for m in ('fastembed', 'onnxruntime') if m in sys.modules), flush=True)\n"
+        "try:\n"
+        "    run(['-q', 'vault', 'index', 'notes'])\n"  # positive control: embedding does load it
+        "except SystemExit:\n"
+        "    pass\n"
+        "print('MODULES', sorted(m for m in ('fastembed', 'onnxruntime') if m in sys.modules), flush=True)\n"
+    )
+    env = {**os.environ, "ARCANA_HOME": str(arcana_home.root)}
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert [line for line in result.stdout.splitlines() if line.startswith("MODULES")] == ["MODULES []", "MODULES ['fastembed', 'onnxruntime']"]
