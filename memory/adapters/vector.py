@@ -482,7 +482,16 @@ def _stale_rows(raw, table: str, ids: Sequence[str] | None) -> list[tuple[int, s
             ]
     if not rows or not _table_exists(raw, table):
         return rows
-    hashes = dict(raw.execute(f"SELECT rowid, content_hash FROM {table}").fetchall())
+    if ids is None:
+        hashes = dict(raw.execute(f"SELECT rowid, content_hash FROM {table}").fetchall())
+    else:  # a batch: look up only its own rows, not the whole index
+        seqs = [r[0] for r in rows]
+        hashes = {}
+        for start in range(0, len(seqs), 500):
+            chunk = seqs[start : start + 500]
+            hashes.update(raw.execute(
+                f"SELECT rowid, content_hash FROM {table} WHERE rowid IN ({','.join('?' * len(chunk))})", chunk
+            ).fetchall())
     return [r for r in rows if hashes.get(r[0]) != content_hash(r[2])]
 
 
