@@ -69,10 +69,8 @@ async def main(memories: int, queries: int, limit: int) -> None:
 
         texts = [" ".join(rng.sample(WORDS, 2)) for _ in range(queries)]
         print(f"memories={memories} queries={queries} limit={limit} keyword recall, 3 tiers x {limit} candidates")
-        # As `arcana recall` asks (agent filter on), and without the filter: the
-        # store's plan for an agent-filtered FTS query degrades with store size,
-        # which flatters smaller tier files; the unfiltered row isolates the
-        # federation's own overhead.
+        # As `arcana recall` asks (agent filter on: shared/global tiers drop it),
+        # and with no filter anywhere, so both paths do exactly the same SQL work.
         for label, agent in (("agent-filtered", "bench"), ("unfiltered", None)):
             make = lambda text, agent=agent: MemoryQuery(  # noqa: E731
                 agent_id=agent, text=text, retrieval_mode=RetrievalMode.keyword, limit=limit
@@ -114,8 +112,8 @@ def ms(values: list[float], q: int | None = None) -> float:
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--memories", type=int, default=2000)
-    parser.add_argument("--queries", type=int, default=100)
+    parser.add_argument("--memories", type=int, default=6000)
+    parser.add_argument("--queries", type=int, default=300)
     parser.add_argument("--limit", type=int, default=10)
     args = parser.parse_args()
     asyncio.run(main(args.memories, args.queries, args.limit))
