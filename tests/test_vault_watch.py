@@ -146,8 +146,9 @@ def test_watch_follows_edits_adds_renames_deletes_and_a_vanishing_folder(vault, 
 
 
 def test_watch_exits_cleanly_on_ctrl_c_and_rejects_bad_usage(vault, arcana_home):
-    watch = Watch(arcana_home, "--all", "--debounce", "100", "--keyword-only")
-    watch.expect("catch-up")
+    watch = Watch(arcana_home, "--all", "--debounce", "100", "--keyword-only", "--json")
+    event = json.loads(watch.expect('"event": "index"'))
+    assert (event["vault"], event["changes"], event["report"]["added"]) == ("notes", None, 2)
     assert watch.stop(signal.SIGINT) == 0
     assert "Traceback" not in watch.proc.stderr.read()
     env = {**os.environ, "ARCANA_HOME": str(arcana_home.root)}

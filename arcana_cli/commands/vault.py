@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import signal
 import sys
 import time
@@ -147,6 +148,7 @@ def register(app: typer.Typer) -> None:
         all_: Annotated[bool, typer.Option("--all", help="Watch every registered vault.")] = False,
         debounce: Annotated[int, typer.Option("--debounce", min=50, max=60_000, help="Longest wait (ms) to batch changes.")] = 1600,
         embed: EmbedOpt = True,
+        json_: Annotated[bool, typer.Option("--json", help="One JSON object per batch (JSON Lines) on stdout.")] = False,
     ) -> None:
         """Keep vault indexes following their folders; one line per batch; Ctrl-C or SIGTERM stops."""
         from memory.vaults.watcher import DEFAULT_STEP_MS, watch_vaults
@@ -161,8 +163,8 @@ def register(app: typer.Typer) -> None:
             raise NotFoundError("no vaults registered; add one with `arcana vault add PATH --name N`")
         out = Out(quiet=cli.quiet)
 
-        def line(text: str) -> None:
-            sys.stdout.write(text + "\n")
+        def line(text: str, data: dict) -> None:
+            sys.stdout.write((json.dumps(data, ensure_ascii=False) if json_ else text) + "\n")
             sys.stdout.flush()
 
         async def go() -> None:

@@ -400,11 +400,12 @@ async def index_vault(
     report.skipped = plan.skipped
     report.frontmatter_problems = plan.frontmatter_problems
     report.seconds = time.perf_counter() - started
-    update_state(vault.state_path, last_indexed_at=time.time(), last_index=_summary(report))
+    update_state(vault.state_path, last_indexed_at=time.time(), last_index=summary(report))
     return report
 
 
-def _summary(report: VaultIndexReport) -> dict[str, Any]:
+def summary(report: VaultIndexReport) -> dict[str, Any]:
+    """The report without its per-file list: what the state file and watch lines carry."""
     return {k: v for k, v in report.to_json().items() if k != "skipped_files"}
 
 

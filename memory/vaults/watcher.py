@@ -21,7 +21,7 @@ from pathlib import Path
 from memory.adapters.markdown import is_note
 from memory.errors import ArcanaMemoryError
 from memory.config import load_config
-from memory.vaults.indexer import VaultIndexReport, embedding_gateway, index_vault
+from memory.vaults.indexer import VaultIndexReport, embedding_gateway, index_vault, summary
 from memory.vaults.registry import Vault
 from memory.vaults.state import update_state
 
@@ -30,7 +30,7 @@ DEFAULT_STEP_MS = 300
 POLL_SECONDS = 2.0
 FULL_RESCAN_SECONDS = 600.0
 
-Line = Callable[[str], None]
+Line = Callable[[str, dict], None]  # (one human line, the same event as data)
 
 
 def _visible(root: Path) -> Callable:
@@ -63,11 +63,15 @@ async def _index(
         report = await index_vault(vault, embed=gateway is not None, gateway=gateway, paths=paths)
     except ArcanaMemoryError as exc:  # a watch never dies silently: say it, record it, keep watching
         update_state(vault.state_path, last_error=str(exc), last_error_at=time.time())
-        line(f"{time.strftime('%H:%M:%S')} vault {vault.name}: index failed: {exc}")
+        line(
+            f"{time.strftime('%H:%M:%S')} vault {vault.name}: index failed: {exc}",
+            {"at": time.time(), "vault": vault.name, "event": "error", "error": str(exc)},
+        )
         return
     update_state(vault.state_path, last_error=None, last_error_at=None)
     if report.changed or not silent_if_idle:
-        line(describe(vault, changes, report))
+        data = {"at": time.time(), "vault": vault.name, "event": "index", "changes": changes}
+        line(describe(vault, changes, report), data | {"report": summary(report)})
 
 
 def note_paths(root: Path, changes) -> list[str] | None:
@@ -121,7 +125,10 @@ async def watch_vault(
             identity = _identity(root)
             if identity is None:
                 update_state(vault.state_path, folder_missing_since=time.time())
-                line(f"{time.strftime('%H:%M:%S')} vault {vault.name}: folder {root} is missing; waiting for it")
+                line(
+                    f"{time.strftime('%H:%M:%S')} vault {vault.name}: folder {root} is missing; waiting for it",
+                    {"at": time.time(), "vault": vault.name, "event": "missing", "path": str(root)},
+                )
                 while not stop.is_set() and _identity(root) is None:
                     await _sleep_or_stop(stop, poll_seconds)
                 update_state(vault.state_path, folder_missing_since=None)
@@ -157,7 +164,10 @@ async def watch_vault(
                             last_full = time.monotonic()
                         await _index(vault, len(changes), line, gateway, paths=paths)
             except (FileNotFoundError, RuntimeError, OSError) as exc:
-                line(f"{time.strftime('%H:%M:%S')} vault {vault.name}: watch interrupted ({exc}); re-establishing")
+                line(
+                    f"{time.strftime('%H:%M:%S')} vault {vault.name}: watch interrupted ({exc}); re-establishing",
+                    {"at": time.time(), "vault": vault.name, "event": "interrupted", "error": str(exc)},
+                )
                 await _sleep_or_stop(stop, poll_seconds)
     finally:
         update_state(vault.state_path, watch_pid=None, watch_stopped_at=time.time())
