@@ -145,7 +145,8 @@ class ResilientTier:
             raise _BreakerOpen(self.breaker.describe())
         settled = False
         try:
-            result = await asyncio.wait_for(call(), timeout)
+            async with asyncio.timeout(timeout):  # no extra task, unlike wait_for
+                result = await call()
             self.breaker.record_success()
             settled = True
             return result
