@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import secrets
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -27,6 +28,7 @@ if TYPE_CHECKING:
     from memory.extraction.extractors import MemoryExtractor
 
 SUMMARY_TAG = "session-summary"
+_SESSION_ID = re.compile(r"[0-9A-Za-z-]{1,64}")
 
 
 class SessionClosedError(ArcanaMemoryError, ValueError):
@@ -155,10 +157,12 @@ class SessionManager:
 
     def load(self, session_id: str) -> Session:
         """A session by id or unique id prefix."""
+        if not _SESSION_ID.fullmatch(session_id):
+            raise NotFoundError(f"'{session_id}' is not a session id; see `arcana session list`")
         exact = self.dir / f"{session_id}.jsonl"
         if exact.exists():
             return _fold(exact, self.agent_id)
-        matches = sorted(self.dir.glob(f"{session_id}*.jsonl")) if session_id and "/" not in session_id else []
+        matches = sorted(self.dir.glob(f"{session_id}*.jsonl"))
         if len(matches) == 1:
             return _fold(matches[0], self.agent_id)
         hint = "it matches several sessions" if matches else "see `arcana session list`"

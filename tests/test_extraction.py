@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from model_server import LoopbackModelServer
 
 from memory.audit import AuditLog
@@ -66,6 +68,15 @@ async def test_importance_comes_from_signals_not_a_constant(session):
 def test_distil_never_returns_empty():
     assert distil("Remember that.", ENGLISH, 100) == "Remember that."
     assert distil("btw, remember that I use vim", ENGLISH, 100) == "I use vim"
+
+
+@settings(max_examples=200, deadline=None)
+@given(text=st.text(min_size=1, max_size=300).filter(lambda t: re.search(r"\w", t)), limit=st.integers(8, 200))
+def test_distil_and_trim_are_never_empty_and_never_too_long(text, limit):
+    for signals in (ENGLISH, get_signals("pt")):
+        distilled = distil(text, signals, limit)
+        assert distilled.strip() and len(distilled) <= limit
+    assert len(trim_content(text, limit)) <= limit
 
 
 def test_trim_content_caps_with_ellipsis():

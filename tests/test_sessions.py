@@ -31,6 +31,8 @@ def test_turns_are_recorded_and_reloaded(arcana_home):
     assert [s.id for s in manager.list()] == [session.id]
     with pytest.raises(NotFoundError):
         manager.load("nope")
+    with pytest.raises(NotFoundError, match="not a session id"):
+        manager.load("*")  # never a glob
 
 
 def test_a_torn_last_line_does_not_lose_the_session(arcana_home):
