@@ -12,13 +12,13 @@ from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Any
 
+from memory.adapters.sqlite import PROMOTION_THRESHOLD
 from memory.errors import MemoryRoutingError
 from memory.federation.budgets import ConnectionsConfig
 from memory.federation.decay import DEFAULT_PROFILES, DecayProfile, assess
 from memory.federation.resilience import ResilientTier
 from memory.types import MemoryEntry, MemoryQuery, MemoryScope, MemoryType, now_utc
 
-PROMOTION_THRESHOLD = 0.9
 NEUTRAL_WEIGHT = 0.5
 
 
