@@ -190,3 +190,17 @@ async def test_with_every_tier_down_health_says_so_and_reads_come_back_empty(tmp
     assert [(e.tier, e.reason) for e in events] == [("private", "corruption")]
     health = await federation.health_check()
     assert not health.healthy and "1/1 tier(s) down" in health.message
+
+
+def test_relevance_is_a_fraction_of_the_tiers_best_score_and_reorders_close_importance():
+    from memory.federation.federation import tier_relevance
+
+    answer = entry("the answer", score=8.0, importance=0.5)
+    weak = entry("a weak neighbour", score=0.2, importance=0.9)
+    unscored = entry("a filter hit")
+    assert tier_relevance([answer, weak, unscored]) == {answer.id: 1.0, weak.id: 0.05}
+    assert tier_relevance([unscored]) == {}
+    router = MemoryRouter(private=object())
+    ranked = router.rank([weak, answer], 10, relevance=tier_relevance([answer, weak]))
+    assert [e.content for e in ranked] == ["the answer", "a weak neighbour"]
+    assert [e.content for e in router.rank([weak, answer], 10)] == ["a weak neighbour", "the answer"]  # control

@@ -75,14 +75,21 @@ def _content_key(entry: MemoryEntry) -> str:
     return " ".join(entry.content.split())
 
 
-def tier_relevance(entries: list[MemoryEntry]) -> dict[str, float]:
-    """A backend's own order as a factor in (0.5, 1]: its best answer 1, its last just above 0.5.
+RELEVANCE_FLOOR = 0.05
 
-    Ranks, not raw scores, because BM25, cosine and fused scores from
-    different tiers live on different scales.
+
+def tier_relevance(entries: list[MemoryEntry]) -> dict[str, float]:
+    """Each entry's backend score as a fraction of its tier's best, floored at 0.05.
+
+    Per tier, because BM25, cosine and fused scores live on different scales;
+    a fraction rather than a rank, so a semantic neighbour that barely relates
+    to the query stays far below the one that answers it. Entries without a
+    score (filter-only reads) are not discounted.
     """
-    count = len(entries)
-    return {entry.id: 1.0 - 0.5 * position / count for position, entry in enumerate(entries)}
+    top = max((e.score for e in entries if e.score is not None), default=0.0)
+    if top <= 0:
+        return {}
+    return {e.id: max(RELEVANCE_FLOOR, e.score / top) for e in entries if e.score is not None}
 
 
 def dedupe(results: list[tuple[str, list[MemoryEntry]]]) -> list[MemoryEntry]:
@@ -222,7 +229,7 @@ class MemoryFederation:
     async def recall(self, query: MemoryQuery) -> RecallReport:
         """Fan ``query`` out, drop failed tiers, de-duplicate, then rank and truncate.
 
-        For a text query each tier's own relevance order feeds the rank (see
+        For a text query each tier's own relevance feeds the rank (see
         :func:`tier_relevance`); a copy held by several tiers keeps its best factor.
         """
         tiers = self.router.route_read(query)
