@@ -181,3 +181,25 @@ def test_cron_index_while_a_watch_runs_never_errors(vault, arcana_home):
     finally:
         assert watch.stop() == 0
     assert "error" not in watch.proc.stderr.read().lower()
+
+
+def test_removing_a_watched_vault_ends_its_watch_without_recreating_the_index(vault, arcana_home, tree_digest):
+    watch = Watch(arcana_home, "notes", "--debounce", "100", "--keyword-only")
+    try:
+        watch.expect("catch-up")
+        assert vault.db_path.exists()
+        env = {**os.environ, "ARCANA_HOME": str(arcana_home.root)}
+        removed = subprocess.run(
+            [sys.executable, "-m", "arcana_cli.main", "vault", "remove", "notes", "--yes"],
+            capture_output=True, text=True, env=env, timeout=60,
+        )
+        assert removed.returncode == 0, removed.stderr
+        digest = tree_digest(vault.root)
+        (vault.root / "late.md").write_text("written after the vault was removed")
+        watch.expect("no longer watching")
+        assert watch.proc.wait(timeout=15) == 0  # its only vault gone, the watch ends by itself
+        assert not vault.db_path.exists() and not vault.state_path.exists()
+        assert tree_digest(vault.root) != digest  # positive control: the test's own write is seen
+    finally:
+        if watch.proc.poll() is None:
+            watch.stop()

@@ -19,10 +19,10 @@ from contextlib import aclosing
 from pathlib import Path
 
 from memory.adapters.markdown import is_note
-from memory.errors import ArcanaMemoryError
+from memory.errors import ArcanaMemoryError, NotFoundError
 from memory.config import load_config
 from memory.vaults.indexer import VaultIndexReport, embedding_gateway, index_vault, summary
-from memory.vaults.registry import Vault
+from memory.vaults.registry import Vault, VaultRegistry
 from memory.vaults.state import update_state
 
 DEFAULT_DEBOUNCE_MS = 1600
@@ -56,9 +56,29 @@ def describe(vault: Vault, changes: int | None, report: VaultIndexReport) -> str
     )
 
 
+class _Removed(Exception):
+    """The vault was removed while watched: stop, and do not recreate its index."""
+
+
+def _registered(vault: Vault) -> bool:
+    try:
+        VaultRegistry(vault.home).get(vault.name)
+    except NotFoundError:
+        return False
+    return True
+
+
 async def _index(
     vault: Vault, changes: int | None, line: Line, gateway, *, paths: list[str] | None = None, silent_if_idle: bool = False
 ) -> None:
+    if not _registered(vault):
+        line(
+            f"{time.strftime('%H:%M:%S')} vault {vault.name}: removed from the config; no longer watching it",
+            {"at": time.time(), "vault": vault.name, "event": "removed"},
+        )
+        raise _Removed
+    if changes:
+        update_state(vault.state_path, last_event_at=time.time())
     try:
         report = await index_vault(vault, embed=gateway is not None, gateway=gateway, paths=paths)
     except ArcanaMemoryError as exc:  # a watch never dies silently: say it, record it, keep watching
@@ -114,63 +134,71 @@ async def watch_vault(
     step_ms: int = DEFAULT_STEP_MS,
     poll_seconds: float = POLL_SECONDS,
 ) -> None:
-    """Watch one vault until ``stop`` is set. Never modifies the folder."""
-    from watchfiles import awatch
-
-    root = vault.root
+    """Watch one vault until ``stop`` is set (or it is removed). Never modifies the folder."""
     gateway = embedding_gateway(load_config(vault.home.config_path), vault) if embed else None
     update_state(vault.state_path, watch_pid=os.getpid(), watch_started_at=time.time(), watch_stopped_at=None)
     try:
-        while not stop.is_set():
-            identity = _identity(root)
-            if identity is None:
-                update_state(vault.state_path, folder_missing_since=time.time())
-                line(
-                    f"{time.strftime('%H:%M:%S')} vault {vault.name}: folder {root} is missing; waiting for it",
-                    {"at": time.time(), "vault": vault.name, "event": "missing", "path": str(root)},
-                )
-                while not stop.is_set() and _identity(root) is None:
-                    await _sleep_or_stop(stop, poll_seconds)
-                update_state(vault.state_path, folder_missing_since=None)
-                continue
-            await _index(vault, None, line, gateway)
-            settled, last_full = False, time.monotonic()
-            try:
-                batches = awatch(
-                    root,
-                    watch_filter=_visible(root),
-                    debounce=debounce_ms,
-                    step=step_ms,
-                    stop_event=stop,
-                    rust_timeout=int(poll_seconds * 1000),
-                    yield_on_timeout=True,
-                    ignore_permission_denied=True,
-                )
-                async with aclosing(batches):  # a broken-off watch releases its inotify handles now
-                    async for changes in batches:
-                        if _identity(root) != identity:
-                            break  # gone, or replaced by another folder: re-establish the watch
-                        if not changes:
-                            # Changes made between the catch-up pass and the watch taking hold raised
-                            # no event, and events can be dropped under load: a periodic full pass
-                            # (cheap when nothing changed) repairs both.
-                            if not settled or time.monotonic() - last_full > FULL_RESCAN_SECONDS:
-                                settled, last_full = True, time.monotonic()
-                                await _index(vault, None, line, gateway, silent_if_idle=True)
-                            continue
-                        update_state(vault.state_path, last_event_at=time.time())
-                        paths = note_paths(root, changes)
-                        if paths is None:
-                            last_full = time.monotonic()
-                        await _index(vault, len(changes), line, gateway, paths=paths)
-            except (FileNotFoundError, RuntimeError, OSError) as exc:
-                line(
-                    f"{time.strftime('%H:%M:%S')} vault {vault.name}: watch interrupted ({exc}); re-establishing",
-                    {"at": time.time(), "vault": vault.name, "event": "interrupted", "error": str(exc)},
-                )
-                await _sleep_or_stop(stop, poll_seconds)
+        await _watch_loop(vault, stop, line, gateway, debounce_ms, step_ms, poll_seconds)
+    except _Removed:
+        return
     finally:
-        update_state(vault.state_path, watch_pid=None, watch_stopped_at=time.time())
+        if _registered(vault):
+            update_state(vault.state_path, watch_pid=None, watch_stopped_at=time.time())
+
+
+async def _watch_loop(
+    vault: Vault, stop: asyncio.Event, line: Line, gateway, debounce_ms: int, step_ms: int, poll_seconds: float
+) -> None:
+    from watchfiles import awatch
+
+    root = vault.root
+    while not stop.is_set():
+        identity = _identity(root)
+        if identity is None:
+            update_state(vault.state_path, folder_missing_since=time.time())
+            line(
+                f"{time.strftime('%H:%M:%S')} vault {vault.name}: folder {root} is missing; waiting for it",
+                {"at": time.time(), "vault": vault.name, "event": "missing", "path": str(root)},
+            )
+            while not stop.is_set() and _identity(root) is None:
+                await _sleep_or_stop(stop, poll_seconds)
+            update_state(vault.state_path, folder_missing_since=None)
+            continue
+        await _index(vault, None, line, gateway)
+        settled, last_full = False, time.monotonic()
+        try:
+            batches = awatch(
+                root,
+                watch_filter=_visible(root),
+                debounce=debounce_ms,
+                step=step_ms,
+                stop_event=stop,
+                rust_timeout=int(poll_seconds * 1000),
+                yield_on_timeout=True,
+                ignore_permission_denied=True,
+            )
+            async with aclosing(batches):  # a broken-off watch releases its inotify handles now
+                async for changes in batches:
+                    if _identity(root) != identity:
+                        break  # gone, or replaced by another folder: re-establish the watch
+                    if not changes:
+                        # Changes made between the catch-up pass and the watch taking hold raised
+                        # no event, and events can be dropped under load: a periodic full pass
+                        # (cheap when nothing changed) repairs both.
+                        if not settled or time.monotonic() - last_full > FULL_RESCAN_SECONDS:
+                            settled, last_full = True, time.monotonic()
+                            await _index(vault, None, line, gateway, silent_if_idle=True)
+                        continue
+                    paths = note_paths(root, changes)
+                    if paths is None:
+                        last_full = time.monotonic()
+                    await _index(vault, len(changes), line, gateway, paths=paths)
+        except (FileNotFoundError, RuntimeError, OSError) as exc:
+            line(
+                f"{time.strftime('%H:%M:%S')} vault {vault.name}: watch interrupted ({exc}); re-establishing",
+                {"at": time.time(), "vault": vault.name, "event": "interrupted", "error": str(exc)},
+            )
+            await _sleep_or_stop(stop, poll_seconds)
 
 
 async def watch_vaults(vaults: Sequence[Vault], stop: asyncio.Event, line: Line, **options) -> None:
