@@ -93,3 +93,13 @@ async def test_expand_boosts_a_weak_seed_linked_from_a_strong_one(store, edges):
     assert [(e.id, e.score, e.matched_by) for e in out] == [("s", 10.0, ["keyword"]), ("w", 5.0, ["keyword", "graph"])]
     with pytest.raises(ValueError):
         await expand_one_hop([strong], edges, fetch, decay=1.5)
+
+
+async def test_replace_outgoing_rewrites_only_the_named_sources(edges):
+    await edges.upsert([MemoryEdge("a", "b", source="wl"), MemoryEdge("a", "c", source="wl"), MemoryEdge("d", "b", source="wl")])
+    await edges.upsert([MemoryEdge("a", "x", source="manual")])
+    assert await edges.replace_outgoing("wl", ["a"], [MemoryEdge("a", "d", source="wl")]) == 1
+    assert [(e.dst_id, e.source) for e in await edges.outgoing("a")] == [("d", "wl"), ("x", "manual")]
+    assert [e.src_id for e in await edges.incoming("b")] == ["d"]  # another note's edge is untouched
+    with pytest.raises(ValueError):
+        await edges.replace_outgoing("wl", ["a"], [MemoryEdge("z", "b", source="wl")])

@@ -98,7 +98,8 @@ class EdgeStore:
 
     async def replace_outgoing(self, source: str, src_ids: Sequence[str], edges: Sequence[MemoryEdge]) -> int:
         """Atomically make ``edges`` the ``source`` edges leaving ``src_ids`` (an incremental re-index of a few notes)."""
-        if any(e.source != source or e.src_id not in set(src_ids) for e in edges):
+        sources = set(src_ids)
+        if any(e.source != source or e.src_id not in sources for e in edges):
             raise ValueError(f"replace_outgoing({source!r}) was given an edge from another source or node")
 
         def txn(raw):
