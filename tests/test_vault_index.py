@@ -340,3 +340,21 @@ def test_commands_that_do_not_embed_never_import_the_embedding_stack(vault, arca
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
     assert result.returncode == 0, result.stderr
     assert [line for line in result.stdout.splitlines() if line.startswith("MODULES")] == ["MODULES []", "MODULES ['fastembed', 'onnxruntime']"]
+
+
+async def test_vault_adapter_is_a_read_only_memory_tier(vault):
+    from memory.adapters.base import MemoryAdapter
+    from memory.errors import MemoryWriteError
+    from memory.types import MemoryEntry
+    from memory.vaults.search import VaultAdapter
+
+    tier = VaultAdapter(vault)
+    assert isinstance(tier, MemoryAdapter)
+    assert (await tier.health_check()).healthy
+    before = await tier.search(MemoryQuery(text="metric units"))  # not indexed yet: the folder answers
+    await index_vault(vault, embed=False)
+    after = await tier.search(MemoryQuery(text="metric units", retrieval_mode=RetrievalMode.keyword))
+    assert before[0].id == after[0].id == note_id("Projects/Alpha.md")  # same ids either way
+    assert (await tier.get(note_id("Home.md"))).content.startswith("Home")
+    with pytest.raises(MemoryWriteError):
+        await tier.write(MemoryEntry(agent_id="x", content="no"))

@@ -92,3 +92,48 @@ def _passes_filters(entry: MemoryEntry, query: MemoryQuery) -> bool:
     if query.types and entry.type not in query.types:
         return False
     return not (query.tags and not set(query.tags) <= set(entry.tags))
+
+
+class VaultAdapter:
+    """A vault as a read-only :class:`MemoryAdapter` tier, for the federation to register.
+
+    Reads go through :func:`search_vault` (the index, or the folder when not
+    indexed yet); writes raise, because the folder is the user's, not ours.
+    """
+
+    def __init__(self, vault: Vault, *, expand: bool = True, gateway: Any = None, notify: Callable[[str], None] | None = None):
+        self.vault = vault
+        self.expand = expand
+        self.gateway = gateway
+        self.notify = notify
+
+    async def connect(self) -> None:
+        return None
+
+    async def aclose(self) -> None:
+        return None
+
+    async def health_check(self):
+        return await MarkdownFolderAdapter(self.vault.root, f"vault:{self.vault.name}").health_check()
+
+    async def write(self, entry: MemoryEntry) -> None:
+        from memory.errors import MemoryWriteError
+
+        raise MemoryWriteError(f"vault '{self.vault.name}' is read-only memory; write to another tier")
+
+    async def search(self, query: MemoryQuery) -> list[MemoryEntry]:
+        hits = await search_vault(self.vault, query, expand=self.expand, gateway=self.gateway, notify=self.notify)
+        return hits.entries
+
+    async def get(self, entry_id: str) -> MemoryEntry | None:
+        if not self.vault.db_path.exists():
+            folder = MarkdownFolderAdapter(
+                self.vault.root, f"vault:{self.vault.name}", ignore_globs=self.vault.config.ignore,
+                max_file_bytes=self.vault.config.max_file_bytes,
+            )
+            return await folder.get(entry_id)
+        store = open_store(self.vault)
+        try:
+            return await store.get(entry_id)
+        finally:
+            await store.aclose()
