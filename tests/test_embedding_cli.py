@@ -40,6 +40,8 @@ def test_keyword_recall_never_imports_the_model_but_hybrid_does():
     assert probe(keyword) == "exit=0 heavy=-"
     payload = json.loads(keyword.stdout)
     assert payload["legs"] == ["keyword"] and payload["results"][0]["content"] == "The user prefers metric units."
+    for command in (("embeddings", "status", "--json"), ("memory", "list", "-a", "bob"), ("doctor", "--help")):
+        assert probe(arcana(*command)) == "exit=0 heavy=-", command
     hybrid = arcana("recall", "units the user likes", "-a", "bob", "--json")  # default: hybrid
     assert probe(hybrid) == "exit=0 heavy=fastembed,onnxruntime"  # positive control for the check above
     payload = json.loads(hybrid.stdout)
