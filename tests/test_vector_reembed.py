@@ -120,3 +120,50 @@ def test_without_sqlite_vec_search_falls_back_to_keyword_once(tmp_path, offline_
     assert lines[1] == "hybrid ('keyword',) ['The user prefers metric units.']"
     assert lines[2].startswith("2 sqlite-vec is unavailable")  # one for search, one for writes; never repeated
     assert lines[3] == "False"  # nothing was embedded, so the model was never loaded
+
+
+def test_reembed_killed_mid_run_leaves_the_live_index_and_resumes(tmp_path, offline_embedder, embed_server):
+    """A real crash (the process dies without cleanup) during a re-embed loses nothing."""
+    import asyncio
+
+    server = embed_server({"fake-embed": hashed_vectors(16)})
+    path = tmp_path / "memory.db"
+
+    async def seed():
+        adapter = VectorAdapter(SQLiteAdapter(path), EmbeddingGateway([offline_embedder]))
+        await adapter.write_many([MemoryEntry(agent_id=AGENT, content=f"Fact {i} about the user.") for i in range(30)])
+        await adapter.aclose()
+
+    asyncio.run(seed())
+    script = textwrap.dedent(f"""
+        import asyncio, os
+        from memory.adapters.sqlite import SQLiteAdapter
+        from memory.adapters.vector import VectorAdapter
+        from memory.embedding.gateway import EmbeddingGateway
+        from memory.embedding.ollama import OllamaEmbedder
+
+        def die(done, total):
+            os._exit(9)  # no cleanup, no rollback handlers: like kill -9 after the first batch
+
+        async def main():
+            adapter = VectorAdapter(SQLiteAdapter({str(path)!r}), EmbeddingGateway([]), commit_batch=8)
+            await adapter.reembed(OllamaEmbedder("fake-embed", url={server.url!r}), on_progress=die)
+
+        asyncio.run(main())
+    """)
+    done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 9, done.stderr
+
+    async def check():
+        adapter = VectorAdapter(SQLiteAdapter(path), EmbeddingGateway([offline_embedder]), commit_batch=8)
+        try:
+            assert (await adapter.meta()).vec_table == "memory_vec_1"
+            assert (await adapter.status()).missing == 0  # the live index is whole
+            assert await adapter.store.integrity() == "ok"
+            report = await adapter.reembed(OllamaEmbedder("fake-embed", url=server.url))
+            assert report.embedded == 22  # 8 were committed before the crash
+            assert (await adapter.meta()).model == "fake-embed"
+        finally:
+            await adapter.aclose()
+
+    asyncio.run(check())
