@@ -22,7 +22,7 @@ def register(app: typer.Typer) -> None:
             {"databases": rows},
             columns=("database", "model", "family", "dim", "rows", "embedded", "missing", "note"),
             rows=lambda: [
-                (r["agent"] or r["database"], r["model"], r["family"], r["dimension"], r["rows"], r["embedded"], r["missing"], r["note"])
+                (r["agent"] or r["database"], *(r[k] for k in ("model", "family", "dimension", "rows", "embedded", "missing", "note")))
                 for r in rows
             ],
         )

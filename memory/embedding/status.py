@@ -18,8 +18,8 @@ async def database_status(home: Home) -> list[dict]:
         names = {}
     rows = []
     for path in home.databases():
-        row = {"database": str(path.relative_to(home.root)), "agent": names.get(path), "model": None, "family": None, "dimension": None,
-               "vec_table": None, "rows": None, "embedded": None, "missing": None, "note": ""}
+        row = dict.fromkeys(("model", "family", "dimension", "vec_table", "rows", "embedded", "missing"))
+        row.update(database=str(path.relative_to(home.root)), agent=names.get(path), note="")
         vectors = VectorAdapter(SQLiteAdapter(path, actor="cli"), EmbeddingGateway([]))
         try:
             status = await vectors.status()
