@@ -243,3 +243,20 @@ def test_doctor_names_the_corrupt_database(cli, arcana_home):
     table = cli("doctor")
     assert table.exit_code == 1 and "FAIL" in table.stdout and bad_id in table.stdout.replace("\n", "").replace(" ", "")
     assert db.exists()  # doctor diagnoses; it never moves or repairs
+
+
+def test_memory_list_filters_before_the_limit_and_is_not_a_recall_hit(cli):
+    visible = remember(cli, "plain visible note", "--importance", "0.1")
+    for i in range(5):
+        remember(cli, f"hidden note {i}", "--importance", "0.9", "--visibility", "hidden")
+    assert cli("memory", "forget", visible, "--agent", "ada").exit_code == 0
+    listed = json.loads(cli("memory", "list", "--agent", "ada", "--archived", "--limit", "3", "--json").stdout)
+    assert [r["id"] for r in listed] == [visible]
+    assert cli("memory", "restore", visible, "--agent", "ada").exit_code == 0
+    for _ in range(3):
+        cli("memory", "list", "--agent", "ada", "--json")
+    shown = json.loads(cli("memory", "show", visible, "--agent", "ada", "--json").stdout)
+    assert shown["access_count"] == 0
+    recall(cli, "plain")
+    shown = json.loads(cli("memory", "show", visible, "--agent", "ada", "--json").stdout)
+    assert shown["access_count"] == 1

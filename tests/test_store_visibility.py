@@ -144,3 +144,23 @@ async def test_searches_do_not_write_until_the_buffer_fills(store):
     for _ in range(10):
         await store.search(MemoryQuery(text="quiet"))
     assert await store.run(lambda raw: raw.total_changes) == start
+
+
+async def test_listing_audience_is_visible_only_and_not_a_recall_hit(store, three):
+    visible = three[Visibility.VISIBLE]
+    hidden_many = [entry(f"lantern hidden {i}", visibility=Visibility.HIDDEN, importance=0.99) for i in range(20)]
+    await store.write_many(hidden_many)
+    # The hidden rows rank first by importance; the visible one must still make the page.
+    listed = await store.search(MemoryQuery(limit=5), audience=Audience.LISTING)
+    assert [e.id for e in listed] == [visible.id]
+    await store.archive([visible.id])
+    assert await store.search(MemoryQuery(limit=5), audience=Audience.LISTING) == []
+    archived = await store.search(MemoryQuery(limit=5), audience=Audience.LISTING, include_archived=True)
+    assert [e.id for e in archived] == [visible.id]
+    await store._flush_hits(store.connection)
+    stored = await store.get(visible.id, audience=Audience.OPERATOR, include_archived=True)
+    assert stored.access_count == 0  # listing is not recall
+    await store.restore([visible.id])
+    await store.search(MemoryQuery(text="lantern"))
+    await store._flush_hits(store.connection)
+    assert (await store.get(visible.id)).access_count == 1  # positive control: recall is

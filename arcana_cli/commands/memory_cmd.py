@@ -61,11 +61,9 @@ def register(app: typer.Typer) -> None:
 
         async def go():
             async with cli.private_store(card) as store:
-                audience = Audience.OPERATOR if all_ or archived else Audience.RECALL
-                found = await store.search(query, audience=audience, include_archived=archived)
-                if not all_:
-                    found = [e for e in found if e.visibility is Visibility.VISIBLE]
-                return found
+                # Filtered in SQL, before the limit; a listing is not a recall hit.
+                audience = Audience.OPERATOR if all_ else Audience.LISTING
+                return await store.search(query, audience=audience, include_archived=archived)
 
         entries = run(go())
         out.data([entry_json(e) for e in entries], columns=LIST_COLUMNS, rows=lambda: list_rows(entries))

@@ -20,7 +20,7 @@ from memory.migrations.runner import check_not_newer, current_version, head_vers
 from memory.quarantine import quarantine_store
 from memory.sqlite import mutations
 from memory.sqlite.admission import Audience, where
-from memory.sqlite.connection import apply_pragmas, has_fts5, load_sqlite_vec, open_connection, run_sync, transaction
+from memory.sqlite.connection import BUSY_TIMEOUT_MS, apply_pragmas, has_fts5, load_sqlite_vec, open_connection, run_sync, transaction
 from memory.sqlite.fts import match_expression
 from memory.sqlite.rows import SELECT_COLUMNS, row_to_entry
 from memory.types import (
@@ -416,7 +416,7 @@ def _touch_txn(raw, hits):
         with transaction(raw):
             mutations.touch_access(raw, hits)
     finally:
-        raw.execute("PRAGMA busy_timeout = 30000")
+        raw.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
 
 
 _KEYWORD_SQL = (

@@ -19,6 +19,7 @@ class Audience(Enum):
 
     RECALL = "recall"  # anything that can reach an agent or a prompt
     OPERATOR = "operator"  # a human inspecting the store on purpose
+    LISTING = "listing"  # a human listing what recall may see (archived on request); not a recall hit
 
 
 @dataclass(frozen=True)
@@ -39,6 +40,9 @@ def admission(
             f"{alias}.visibility = ? AND {alias}.archived = 0",
             (Visibility.VISIBLE.value,),
         )
+    if audience is Audience.LISTING:
+        archived = "" if include_archived else f" AND {alias}.archived = 0"
+        return Clause(f"{alias}.visibility = ?{archived}", (Visibility.VISIBLE.value,))
     if include_archived:
         return Clause("1", ())
     return Clause(f"{alias}.archived = 0", ())
