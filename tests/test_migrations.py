@@ -171,6 +171,7 @@ def test_the_cli_refuses_a_newer_database_without_writing_it(cli, arcana_home):
     result = cli("recall", "future", "--agent", "future")
     assert result.exit_code == 5
     assert "newer than this Arcana" in result.stderr and result.stdout == ""
+    assert not arcana_home.quarantine_dir.exists()  # too new is not corrupt: nothing is moved
     status = json.loads(cli("migrate", "status", "--json").stdout)
     assert [s["state"] for s in status] == ["newer than this Arcana"]
     up = cli("migrate", "up", "--json")

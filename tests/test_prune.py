@@ -208,3 +208,8 @@ def test_lock_held_by_another_process_exits_75(cli, arcana_home):
         holder.wait(timeout=10)
     assert cli("prune", "--agent", "ada", "--min-importance", "0.5", "--quiet").exit_code == 0
     assert _live(cli, "ada") == 0
+
+
+def test_prune_all_with_no_agents_is_nothing_to_do(cli):
+    result = cli("prune", "--all", "--min-importance", "0.5")
+    assert result.exit_code == 0 and "nothing to prune" in result.stderr
