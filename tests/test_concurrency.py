@@ -1,5 +1,6 @@
-"""Real processes sharing one store: library writers plus a cron-style `arcana
-prune` loop. Everyone succeeds, nobody sees "database is locked", counts add up."""
+"""Real processes sharing one store: library writers, CLI `remember`s and a
+cron-style `arcana prune` loop. Everyone succeeds, nobody sees "database is
+locked", counts add up."""
 
 from __future__ import annotations
 
@@ -52,9 +53,16 @@ def test_two_writers_and_a_prune_loop_share_one_store(arcana_home):
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         for tag in ("left", "right")
     ]
-    prune_runs = []
+    prune_runs, remembers = [], []
     while any(w.poll() is None for w in writers) and time.monotonic() - started < 60:
+        # The issue's case: a `remember` while a cron `prune` runs, both from the CLI.
+        remember = subprocess.Popen(
+            [sys.executable, "-m", "arcana_cli.main", "remember", f"cli note {len(remembers)}", "--agent", "shared",
+             "--importance", "0.6"],
+            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )
         prune_runs.append(subprocess.run(prune, env=env, capture_output=True, text=True, timeout=60))
+        remembers.append((remember, *remember.communicate(timeout=60)))
     outputs = [w.communicate(timeout=60) for w in writers]
 
     for writer, (stdout, stderr) in zip(writers, outputs):
@@ -62,6 +70,9 @@ def test_two_writers_and_a_prune_loop_share_one_store(arcana_home):
         assert "locked" not in stderr.lower()
     assert sorted(o[0].strip() for o in outputs) == [f"left wrote {WRITES}", f"right wrote {WRITES}"]
     assert prune_runs, "the prune loop never ran alongside the writers"
+    for process, stdout, stderr in remembers:
+        assert process.returncode == 0 and len(stdout.strip()) == 36, stderr
+        assert "locked" not in stderr.lower()
     for run in prune_runs:
         assert (run.returncode, run.stdout) == (0, ""), run.stderr
         assert "locked" not in run.stderr.lower()
@@ -72,7 +83,10 @@ def test_two_writers_and_a_prune_loop_share_one_store(arcana_home):
         env=env, capture_output=True, text=True, check=True,
     )
     rows = json.loads(listed.stdout)
-    assert len(rows) == 2 * WRITES + 3
+    assert len(rows) == 2 * WRITES + 3 + len(remembers)
+    assert {r["content"] for r in rows if r["content"].startswith("cli note")} == {
+        f"cli note {i}" for i in range(len(remembers))
+    }
     assert sum(r["archived"] for r in rows) == 3  # the seeds, archived by the first prune
     for tag in ("left", "right"):
         assert {r["content"] for r in rows if r["content"].startswith(tag)} == {
