@@ -151,3 +151,20 @@ def test_an_absent_memory_block_means_the_defaults_and_a_bad_one_names_the_field
     assert (memory.enabled, memory.private, memory.global_, memory.pools) == (True, "sqlite", "vector", [])
     with pytest.raises(ConfigError, match="memory.global"):
         parse_config({"memory": {"global": "sqlite-vec"}})
+
+
+async def test_an_indexed_vault_answers_from_its_index_and_is_never_written(arcana_home, team, tmp_path):
+    from memory.vaults.indexer import index_vault
+    from memory.vaults.registry import Vault
+
+    alice, _, config = team
+    vault = Vault("alice-notes", config.vaults["alice-notes"], arcana_home)
+    await index_vault(vault, embed=False, config=config)
+    assert vault.db_path.exists()
+    (tmp_path / "alice-notes" / "later.md").write_text("a later note, not indexed yet\n")
+    federation = await federation_for_agent(alice, home=arcana_home, config=config)
+    found = await federation.search(MemoryQuery(agent_id=alice.id, text="note", scope=MemoryScope.SHARED))
+    contents = [e.content for e in found if e.tiers == ["vault:alice-notes"]]
+    assert len(contents) == 1 and "a note in alice-notes" in contents[0]  # from the index...
+    assert not any("later" in c for c in contents)  # ...so the unindexed note is not there yet
+    await federation.aclose()

@@ -24,7 +24,7 @@ from memory.federation.events import DegradedSink, audit_sink
 from memory.federation.federation import MemoryFederation
 from memory.federation.router import MemoryRouter
 from memory.home import Home
-from memory.types import MemoryScope, MemoryType
+from memory.types import MemoryType
 
 
 @dataclass(frozen=True)
@@ -114,27 +114,6 @@ def agent_pools(config: ArcanaConfig, card: AgentCard) -> list[str]:
     return sorted(names)
 
 
-def _vault_tier(vault: Any, card: AgentCard, embedding: Any | None, vector_options: Mapping[str, Any] | None) -> Any:
-    """A vault's read-only tier: its index (``arcana vault index``) when built, else a live folder scan.
-
-    Both give a note the same id, so a note seen in both ways is one fact.
-    """
-    if vault.db_path.exists():
-        from memory.vaults.indexer import open_store
-
-        return semantic(open_store(vault), embedding, vector_options)
-    from memory.adapters.markdown import MarkdownFolderAdapter
-
-    return MarkdownFolderAdapter(
-        vault.root,
-        card.id,
-        scope=MemoryScope.SHARED,
-        pool_name=vault.config.pool,
-        ignore_globs=vault.config.ignore,
-        max_file_bytes=vault.config.max_file_bytes,
-    )
-
-
 def pool_configs(
     home: Home,
     config: ArcanaConfig,
@@ -142,10 +121,17 @@ def pool_configs(
     *,
     embedding: Any | None = None,
     vector_options: Mapping[str, Any] | None = None,
+    notify: Callable[[str], None] | None = None,
     actor: str = "library",
 ) -> list[PoolConfig]:
-    """The shared tiers ``card`` sees: its pools' databases and the vaults attached to it or them."""
+    """The shared tiers ``card`` sees: its pools' databases and the vaults attached to it or them.
+
+    A vault joins read-only through :class:`VaultAdapter`: its index (with
+    one-hop link expansion) when built, else a live folder scan — the same
+    note ids either way, so a note seen twice is one fact.
+    """
     from memory.vaults.registry import Vault
+    from memory.vaults.search import VaultAdapter
 
     audit = AuditLog(home.audit_log)
     joined = agent_pools(config, card)
@@ -160,8 +146,8 @@ def pool_configs(
             pool = vault.pool
         else:
             continue
-        found.append(PoolConfig(pool, _vault_tier(Vault(vault_name, vault, home), card, embedding, vector_options),
-                                read_only=True, label=f"vault:{vault_name}"))
+        adapter = VaultAdapter(Vault(vault_name, vault, home), gateway=embedding, notify=notify)
+        found.append(PoolConfig(pool, adapter, read_only=True, label=f"vault:{vault_name}"))
     return found
 
 
@@ -196,7 +182,9 @@ async def federation_for_agent(
         card.id,
         home=home,
         embedding=embedding,
-        pools=pool_configs(home, config, card, embedding=embedding, vector_options=vector_options, actor=actor)
+        pools=pool_configs(
+            home, config, card, embedding=embedding, vector_options=vector_options, notify=notify, actor=actor
+        )
         if enabled
         else None,
         decay_profiles=resolve_decay_profiles(card.decay, source=f"agent '{card.name}' decay"),
