@@ -174,3 +174,23 @@ async def test_promotion_failure_degrades_without_losing_the_private_write(tmp_p
     assert private.promotion_errors and important.id in private.promotion_errors[0]
     await private.aclose()
     await broken_global.aclose()
+
+
+async def test_concurrent_first_use_opens_one_connection(tmp_path):
+    """Five calls race to connect; one connection (one aiosqlite thread) must result."""
+    import asyncio
+    import threading
+
+    store = SQLiteAdapter(tmp_path / "race.db")
+    before = threading.active_count()
+    try:
+        results = await asyncio.gather(*(store.search(MemoryQuery(text="anything")) for _ in range(5)))
+        assert results == [[]] * 5
+        assert threading.active_count() == before + 1
+    finally:
+        await store.aclose()
+    for _ in range(200):  # the worker thread exits shortly after close
+        if threading.active_count() == before:
+            break
+        await asyncio.sleep(0.01)
+    assert threading.active_count() == before
