@@ -358,3 +358,14 @@ async def test_vault_adapter_is_a_read_only_memory_tier(vault):
     assert (await tier.get(note_id("Home.md"))).content.startswith("Home")
     with pytest.raises(MemoryWriteError):
         await tier.write(MemoryEntry(agent_id="x", content="no"))
+
+
+def test_index_all_keeps_going_past_a_missing_folder_and_reports_it(vault, make_vault, arcana_home, tmp_path):
+    other = VaultRegistry(arcana_home).add(make_vault({"x.md": "x"}, name="other"), "other")
+    other.root.rename(tmp_path / "gone")
+    result = _cli("vault", "index", "--all", "--keyword-only", "--json", home=arcana_home)
+    assert result.returncode == 3  # the missing folder's exit code, after the others were indexed
+    assert [r["vault"] for r in json.loads(result.stdout)] == ["notes"]
+    assert "other" in result.stderr
+    both = _cli("vault", "index", "notes", "--all", home=arcana_home)
+    assert both.returncode == 2

@@ -127,19 +127,43 @@ def register(app: typer.Typer) -> None:
         out.data({"removed": name, "deleted": [str(p) for p in removed], "folder": str(vault.root)}, text=lambda: name)
 
     @group.command("index")
-    def index(ctx: typer.Context, name: NameArg, embed: EmbedOpt = True, json_: JsonOpt = False) -> None:
+    def index(
+        ctx: typer.Context,
+        name: Annotated[str | None, typer.Argument(help="Vault name (or --all).")] = None,
+        all_: Annotated[bool, typer.Option("--all", help="Index every registered vault (for cron).")] = False,
+        embed: EmbedOpt = True,
+        json_: JsonOpt = False,
+    ) -> None:
         """Bring a vault's index up to date: only changed notes are read and embedded."""
+        from memory.errors import ArcanaMemoryError
         from memory.vaults.indexer import index_vault
 
         cli = ctx_of(ctx)
         cli.home.ensure()
         out = Out(json_mode=json_, quiet=cli.quiet)
-        vault = _vaults(cli).get(name)
-        with out.progress(f"indexing {name}") as bar:
-            report = run(index_vault(vault, embed=embed, config=cli.config, on_progress=bar.update))
-        for notice in report.notices:
-            out.warn(notice)
-        out.data(report.to_json(), text=lambda: _index_text(report))
+        registry = _vaults(cli)
+        if all_ == (name is not None):
+            raise typer.BadParameter("give one vault NAME or --all", param_hint="NAME")
+        vaults = registry.list() if all_ else [registry.get(name)]
+        reports, failures = [], []
+        for vault in vaults:
+            try:
+                with out.progress(f"indexing {vault.name}") as bar:
+                    reports.append(run(index_vault(vault, embed=embed, config=cli.config, on_progress=bar.update)))
+            except ArcanaMemoryError as exc:  # one vault's missing folder must not stop the others
+                if not all_:
+                    raise
+                failures.append(exc)
+                out.warn(f"vault '{vault.name}': {exc}")
+        for report in reports:
+            for notice in report.notices:
+                out.warn(notice)
+        if all_:
+            out.data([r.to_json() for r in reports], text=lambda: "\n".join(_index_text(r) for r in reports))
+        else:
+            out.data(reports[0].to_json(), text=lambda: _index_text(reports[0]))
+        if failures:
+            raise failures[0]
 
     @group.command("watch")
     def watch(

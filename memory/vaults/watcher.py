@@ -19,7 +19,7 @@ from contextlib import aclosing
 from pathlib import Path
 
 from memory.adapters.markdown import is_note
-from memory.errors import ArcanaMemoryError, NotFoundError
+from memory.errors import NotFoundError
 from memory.config import load_config
 from memory.vaults.indexer import VaultIndexReport, embedding_gateway, index_vault, summary
 from memory.vaults.registry import Vault, VaultRegistry
@@ -81,7 +81,7 @@ async def _index(
         update_state(vault.state_path, last_event_at=time.time())
     try:
         report = await index_vault(vault, embed=gateway is not None, gateway=gateway, paths=paths)
-    except ArcanaMemoryError as exc:  # a watch never dies silently: say it, record it, keep watching
+    except Exception as exc:  # a watch never dies silently: say it, record it, keep watching
         update_state(vault.state_path, last_error=str(exc), last_error_at=time.time())
         line(
             f"{time.strftime('%H:%M:%S')} vault {vault.name}: index failed: {exc}",
