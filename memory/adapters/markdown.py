@@ -159,6 +159,7 @@ class ParsedNote:
     size: int
     frontmatter_problem: bool
     words: Counter = field(repr=False, compare=False)
+    lowered: str = field(default="", repr=False, compare=False)  # content, lower-cased once per parse
 
     @property
     def id(self) -> str:
@@ -228,6 +229,7 @@ def parse_note(rel_path: str, data: bytes, mtime_ns: int, size: int, who: NoteId
         size=size,
         frontmatter_problem=problem,
         words=words,
+        lowered=content.lower(),
     )
 
 
@@ -519,7 +521,7 @@ class MarkdownFolderAdapter:
                 continue
             score = 0.0
             if tokens:
-                score = relevance(note, tokens, entry.content.lower())
+                score = relevance(note, tokens, note.lowered)
                 if score <= 0:
                     continue
             key = (not entry.pinned, -score, -entry.importance, -entry.updated_at.timestamp(), note.rel_path)
