@@ -182,15 +182,13 @@ async def test_concurrent_first_use_opens_one_connection(tmp_path):
     import threading
 
     store = SQLiteAdapter(tmp_path / "race.db")
-    before = threading.active_count()
+    before = set(threading.enumerate())
     try:
         results = await asyncio.gather(*(store.search(MemoryQuery(text="anything")) for _ in range(5)))
         assert results == [[]] * 5
-        assert threading.active_count() == before + 1
+        started = [t for t in threading.enumerate() if t not in before]
+        assert len(started) == 1
     finally:
         await store.aclose()
-    for _ in range(200):  # the worker thread exits shortly after close
-        if threading.active_count() == before:
-            break
-        await asyncio.sleep(0.01)
-    assert threading.active_count() == before
+    started[0].join(timeout=5)
+    assert not started[0].is_alive()
