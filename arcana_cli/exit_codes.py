@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from memory import errors
-from memory.models.base import ModelUnavailableError
 
 OK = 0
 FAILURE = 1  # unexpected error, or `doctor` found problems
@@ -14,6 +13,7 @@ STORAGE = 5  # corrupt database, schema newer than this Arcana, database busy
 MODEL_UNAVAILABLE = 69  # the chat model endpoint is down or failed (EX_UNAVAILABLE)
 BUSY = 75  # another prune/reindex holds the lock (EX_TEMPFAIL)
 INTERRUPTED = 130  # Ctrl-C
+PIPE_CLOSED = 141  # stdout's reader left early (128 + SIGPIPE)
 
 TABLE = [
     (OK, "success (also: nothing to do)"),
@@ -25,6 +25,7 @@ TABLE = [
     (MODEL_UNAVAILABLE, "the chat model endpoint is unreachable, timed out, or answered with an error"),
     (BUSY, "another prune or reindex is running (lock held); retry later"),
     (INTERRUPTED, "interrupted (Ctrl-C)"),
+    (PIPE_CLOSED, "standard output was closed early (e.g. `| head`); nothing else went wrong"),
 ]
 
 
@@ -33,7 +34,7 @@ def for_error(exc: BaseException) -> int:
         return NOT_FOUND
     if isinstance(exc, errors.ConfigError):
         return CONFIG
-    if isinstance(exc, ModelUnavailableError):
+    if isinstance(exc, errors.ModelUnavailableError):
         return MODEL_UNAVAILABLE
     if isinstance(exc, errors.LockHeldError):
         return BUSY

@@ -67,3 +67,7 @@ class NotFoundError(ArcanaMemoryError):
 
 class LockHeldError(ArcanaMemoryError):
     """A maintenance lock (prune, reindex) is held by another process."""
+
+
+class ModelUnavailableError(ArcanaMemoryError):
+    """The model endpoint is down, timed out, or answered with something other than a chat stream."""

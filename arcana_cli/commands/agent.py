@@ -113,28 +113,24 @@ def register(app: typer.Typer) -> None:
         out.data({"id": card.id, "name": card.name, "moved_to": str(moved)}, text=lambda: str(moved))
         out.info(f"agent '{card.name}' moved to {moved}; delete that folder to free the space")
 
-    @group.command("join")
-    def join(ctx: typer.Context, name: NameArg, pool: Annotated[str, typer.Argument(help="Pool name.")], json_: JsonOpt = False) -> None:
-        """Let an agent read and write a shared pool."""
+    def _membership(ctx: typer.Context, name: str, pool: str, json_: bool, *, member: bool) -> None:
         from memory.federation.pools import PoolRegistry
 
         cli = ctx_of(ctx)
         card = cli.agent(name)
-        changed = PoolRegistry(cli.home).join(card, pool)
+        registry = PoolRegistry(cli.home)
+        changed = registry.join(card, pool) if member else registry.leave(card, pool)
         out = Out(json_mode=json_, quiet=cli.quiet)
-        out.data({"agent": card.name, "pool": pool, "member": True, "changed": changed}, text=lambda: pool)
+        out.data({"agent": card.name, "pool": pool, "member": member, "changed": changed}, text=lambda: pool)
         if not changed:
-            out.info(f"agent '{card.name}' was already in pool '{pool}'")
+            out.info(f"agent '{card.name}' was {'already' if member else 'not'} in pool '{pool}'")
+
+    @group.command("join")
+    def join(ctx: typer.Context, name: NameArg, pool: Annotated[str, typer.Argument(help="Pool name.")], json_: JsonOpt = False) -> None:
+        """Let an agent read and write a shared pool."""
+        _membership(ctx, name, pool, json_, member=True)
 
     @group.command("leave")
     def leave(ctx: typer.Context, name: NameArg, pool: Annotated[str, typer.Argument(help="Pool name.")], json_: JsonOpt = False) -> None:
         """Stop an agent reading and writing a shared pool (the pool keeps its memories)."""
-        from memory.federation.pools import PoolRegistry
-
-        cli = ctx_of(ctx)
-        card = cli.agent(name)
-        changed = PoolRegistry(cli.home).leave(card, pool)
-        out = Out(json_mode=json_, quiet=cli.quiet)
-        out.data({"agent": card.name, "pool": pool, "member": False, "changed": changed}, text=lambda: pool)
-        if not changed:
-            out.info(f"agent '{card.name}' was not in pool '{pool}'")
+        _membership(ctx, name, pool, json_, member=False)

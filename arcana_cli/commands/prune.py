@@ -29,8 +29,6 @@ def register(app: typer.Typer) -> None:
         """Archive or purge low-value memories. Pinned memories are never touched; safe under cron."""
         cli = ctx_of(ctx)
         out = Out(json_mode=json_, quiet=quiet or cli.quiet)
-        if bool(agent) == all_:
-            raise typer.BadParameter("give exactly one of --agent or --all")
         defaults = cli.config.prune
         floor = min_importance if min_importance is not None else defaults.min_importance
         cap = max_entries if max_entries is not None else defaults.max_entries
@@ -39,7 +37,7 @@ def register(app: typer.Typer) -> None:
                 "no rule: pass --min-importance and/or --max-entries, or set prune.min_importance / prune.max_entries"
             )
         policy = PrunePolicy(min_importance=floor, max_entries=cap, mode=mode or defaults.mode, dry_run=dry_run)
-        cards = cli.agents.list() if all_ else [cli.agent(agent)]
+        cards = cli.select_agents(agent, all_)
 
         async def go():
             reports = []

@@ -35,11 +35,9 @@ def register(app: typer.Typer) -> None:
 
         cli = ctx_of(ctx)
         out = Out(json_mode=json_, quiet=quiet or cli.quiet)
-        if bool(agent) == all_:
-            raise typer.BadParameter("give exactly one of --agent or --all")
         if re_embed != bool(model):
             raise typer.BadParameter("--re-embed and --model go together", param_hint="--model")
-        cards = cli.agents.list() if all_ else [cli.agent(agent)]
+        cards = cli.select_agents(agent, all_)
         config = cli.config.embedding
         target = build_embedder(model, config, cli.home) if model else None
 

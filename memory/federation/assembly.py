@@ -130,9 +130,6 @@ def pool_configs(
     one-hop link expansion) when built, else a live folder scan — the same
     note ids either way, so a note seen twice is one fact.
     """
-    from memory.vaults.registry import Vault
-    from memory.vaults.search import VaultAdapter
-
     audit = AuditLog(home.audit_log)
     joined = agent_pools(config, card)
     found = []
@@ -146,6 +143,9 @@ def pool_configs(
             pool = vault.pool
         else:
             continue
+        from memory.vaults.registry import Vault  # only when a vault is attached: ~40 ms of imports
+        from memory.vaults.search import VaultAdapter
+
         adapter = VaultAdapter(Vault(vault_name, vault, home), gateway=embedding, notify=notify)
         found.append(PoolConfig(pool, adapter, read_only=True, label=f"vault:{vault_name}"))
     return found

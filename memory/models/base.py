@@ -13,11 +13,7 @@ from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
-from memory.errors import ArcanaMemoryError
-
-
-class ModelUnavailableError(ArcanaMemoryError):
-    """The model endpoint is down, timed out, or answered with something other than a chat stream."""
+from memory.errors import ModelUnavailableError
 
 
 @dataclass(frozen=True)
