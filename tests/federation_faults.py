@@ -19,13 +19,16 @@ class FaultyTier:
     raised instead of calling. ``calls`` counts attempts that reached the tier.
     """
 
-    def __init__(self, inner, *, delay: float | None = 0.0, error: BaseException | None = None):
+    def __init__(self, inner, *, delay: float | None = 0.0, error: BaseException | None = None, modes=None):
         self.inner = inner
         self.delay = delay
         self.error = error
+        self.modes = modes  # misbehave only for searches in these retrieval modes (None: always)
         self.calls = 0
 
-    async def _fault(self) -> None:
+    async def _fault(self, query=None) -> None:
+        if query is not None and self.modes is not None and query.retrieval_mode not in self.modes:
+            return
         self.calls += 1
         if self.delay is None:
             await asyncio.Event().wait()
@@ -35,7 +38,7 @@ class FaultyTier:
             raise self.error
 
     async def search(self, query):
-        await self._fault()
+        await self._fault(query)
         return await self.inner.search(query)
 
     async def write(self, entry: MemoryEntry):

@@ -56,6 +56,22 @@ async def test_semantic_reads_run_on_their_own_budget(tmp_path):
     await store.aclose()
 
 
+async def test_semantic_timeout_falls_back_to_a_keyword_read(tmp_path):
+    store = await seeded(tmp_path / "t.db", entry("the kettle is blue"), entry("the mug is red"))
+    slow_semantic = FaultyTier(store, delay=None, modes={RetrievalMode.semantic, RetrievalMode.hybrid})
+    wrapped = tier(slow_semantic)
+    started = time.monotonic()
+    outcome = await wrapped.read(MemoryQuery(text="kettle", retrieval_mode=RetrievalMode.hybrid))
+    assert time.monotonic() - started < 1.5  # semantic budget, then one keyword read
+    assert [e.content for e in outcome.entries] == ["the kettle is blue"]
+    assert outcome.degraded.reason == "timeout" and "answered by keyword" in outcome.degraded.detail
+    # control: a keyword read that itself hangs is not retried and comes back empty
+    hanging = tier(FaultyTier(store, delay=None))
+    empty = await hanging.read(MemoryQuery(text="kettle", retrieval_mode=RetrievalMode.hybrid))
+    assert empty.entries == [] and "answered by keyword" not in empty.degraded.detail
+    await store.aclose()
+
+
 async def test_write_to_a_locked_store_times_out_as_tier_write_failed(tmp_path):
     store = await seeded(tmp_path / "t.db", entry("seed"))
     wrapped = tier(store)

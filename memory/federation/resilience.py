@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import Any
 
@@ -136,8 +136,8 @@ class ResilientTier:
         self.breaker = CircuitBreaker(self.budget.fail_threshold, self.budget.reset_after_seconds, clock)
 
     def _read_timeout(self, query: MemoryQuery) -> float:
-        semantic = query.text and query.retrieval_mode is not RetrievalMode.keyword
-        return (self.budget.semantic_timeout_ms if semantic else self.budget.read_timeout_ms) / 1000
+        budget = self.budget.semantic_timeout_ms if _semantic(query) else self.budget.read_timeout_ms
+        return budget / 1000
 
     async def _guarded(self, call: Callable[[], Awaitable[Any]], timeout: float) -> Any:
         """Run ``call`` if the breaker allows, within ``timeout``; feed the breaker."""
@@ -168,12 +168,27 @@ class ResilientTier:
         )
 
     async def read(self, query: MemoryQuery) -> TierRead:
-        """Search within budget. Never raises: a failure is an empty read plus its event."""
+        """Search within budget. Never raises: a failure is an empty read plus its event.
+
+        Trigger: a semantic or hybrid read timed out (typically a cold model
+        load on a busy machine). Why: an empty read would hide what the keyword
+        index can still find. Outcome: one keyword read on the keyword budget;
+        its results come back with the timeout event, marked as answered by keyword.
+        """
         try:
             entries = await self._guarded(lambda: self.backend.search(query), self._read_timeout(query))
             return TierRead(list(entries))
         except Exception as exc:
-            return TierRead([], self._event("read", exc))
+            event = self._event("read", exc)
+            retry = isinstance(exc, TimeoutError) and _semantic(query)
+        if retry:
+            keyword = query.model_copy(update={"retrieval_mode": RetrievalMode.keyword})
+            try:
+                entries = await self._guarded(lambda: self.backend.search(keyword), self.budget.read_timeout_ms / 1000)
+                return TierRead(list(entries), replace(event, detail=f"{event.detail}; answered by keyword instead"))
+            except Exception:
+                pass
+        return TierRead([], event)
 
     async def search(self, query: MemoryQuery) -> list[MemoryEntry]:
         """Total search for callers using the tier alone; emits its degraded event."""
@@ -207,6 +222,10 @@ class ResilientTier:
         except Exception as exc:
             return HealthStatus(healthy=False, message=f"{self.name}: {describe_failure(exc)}")
         return status
+
+
+def _semantic(query: MemoryQuery) -> bool:
+    return bool(query.text) and query.retrieval_mode is not RetrievalMode.keyword
 
 
 def failure_reason(exc: BaseException) -> str:
