@@ -58,13 +58,22 @@ class CliContext:
             yield store
         finally:
             await store.aclose()
-            if store.quarantined_to is not None:  # at connect or mid-command: say so, whatever happened
-                from arcana_cli.output import err
+            report_quarantine(card, store)
 
-                err(
-                    f"agent '{card.name}': its memory database was corrupt and was moved to "
-                    f"{store.quarantined_to}; a fresh store was started (nothing was deleted)"
-                )
+
+def report_quarantine(card: AgentCard, store) -> None:
+    """Say — even under --quiet, it is cron's business too — that a corrupt store was moved aside.
+
+    Called on the way out, so a store quarantined mid-command is reported as
+    well as one found corrupt at connect.
+    """
+    if store.quarantined_to is not None:
+        from arcana_cli.output import err
+
+        err(
+            f"agent '{card.name}': its memory database was corrupt and was moved to "
+            f"{store.quarantined_to}; a fresh store was started (nothing was deleted)"
+        )
 
 
 def ctx_of(ctx: typer.Context) -> CliContext:

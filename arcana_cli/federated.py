@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from contextlib import asynccontextmanager
 
+from arcana_cli.context import report_quarantine
 from arcana_cli.output import Out
 from memory.agents import AgentCard
 
@@ -27,12 +28,7 @@ async def agent_federation(cli, card: AgentCard, out: Out):
         actor="cli",
     )
     try:
-        moved = private_store(federation).quarantined_to
-        if moved is not None:
-            out.warn(
-                f"agent '{card.name}': its memory database was corrupt and was moved to {moved}; "
-                "a fresh store was started (nothing was deleted)"
-            )
         yield federation
     finally:
         await federation.aclose()
+        report_quarantine(card, private_store(federation))

@@ -140,6 +140,17 @@ def test_cli_says_so_loudly_on_one_line(cli, arcana_home):
     assert again.exit_code == 0 and "corrupt" not in again.stderr  # said once, then quiet
 
 
+def test_cron_quiet_still_hears_about_a_quarantine(cli, arcana_home):
+    assert cli("remember", "a memory before the damage", "--agent", "keeper").exit_code == 0
+    card = json.loads(cli("agent", "show", "keeper", "--json").stdout)
+    scribble(Path(card["memory_db"]), 0, 100)
+    result = cli("--quiet", "remember", "written after the damage", "--agent", "keeper")
+    assert result.exit_code == 0
+    assert [line for line in result.stderr.splitlines() if "was corrupt and was moved" in line]
+    found = cli("recall", "written after the damage", "--agent", "keeper", "--json")
+    assert [r["content"] for r in json.loads(found.stdout)["results"]] == ["written after the damage"]
+
+
 KILLED_WRITER = """
 import asyncio, sys
 from memory.adapters.sqlite import SQLiteAdapter
