@@ -32,13 +32,16 @@ def build_gateway(config: EmbeddingConfig, home: Home) -> EmbeddingGateway:
     return EmbeddingGateway(embedders)
 
 
-def vector_adapter(store, config: EmbeddingConfig, home: Home, *, notify=None):
-    """A :class:`VectorAdapter` over an open SQLite store, wired from config."""
+def vector_adapter(store, config: EmbeddingConfig, home: Home, *, notify=None, gateway=None):
+    """A :class:`VectorAdapter` over an open SQLite store, wired from config.
+
+    Pass ``gateway`` to reuse already-built embedders (a watch keeps one warm).
+    """
     from memory.adapters.vector import VectorAdapter
 
     return VectorAdapter(
         store,
-        build_gateway(config, home),
+        gateway or build_gateway(config, home),
         vector_weight=config.vector_weight,
         bm25_weight=config.keyword_weight,
         notify=notify,

@@ -237,15 +237,9 @@ def embedding_gateway(config: ArcanaConfig, vault: Vault):
 
 def vector_store(store: SQLiteAdapter, config: ArcanaConfig, vault: Vault, gateway: Any, notify: Callable[[str], None]):
     """A VectorAdapter over ``store``; ``gateway`` (from :func:`embedding_gateway`) keeps a loaded model warm."""
-    from memory.adapters.vector import VectorAdapter
+    from memory.embedding.factory import vector_adapter
 
-    return VectorAdapter(
-        store,
-        gateway or embedding_gateway(config, vault),
-        vector_weight=config.embedding.vector_weight,
-        bm25_weight=config.embedding.keyword_weight,
-        notify=notify,
-    )
+    return vector_adapter(store, config.embedding, vault.home, notify=notify, gateway=gateway)
 
 
 async def write_entries(
