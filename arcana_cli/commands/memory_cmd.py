@@ -185,9 +185,13 @@ def register(app: typer.Typer) -> None:
         def rows():
             result = []
             for r in records:
-                before, after = r.before or {}, r.after or {}
-                changed = sorted(k for k in set(before) | set(after) if before.get(k) != after.get(k) and k != "updated_at")
-                result.append((r.seq, r.at.isoformat(timespec="seconds"), r.op, r.actor, ", ".join(changed)))
+                if r.before is None or r.after is None:
+                    summary = "(created)" if r.before is None else "(removed)"
+                else:
+                    summary = ", ".join(
+                        sorted(k for k in r.after if r.before.get(k) != r.after[k] and k != "updated_at")
+                    )
+                result.append((r.seq, r.at.isoformat(timespec="seconds"), r.op, r.actor, summary))
             return result
 
         out.data(records, columns=("seq", "at", "op", "actor", "changed"), rows=rows)
