@@ -117,7 +117,8 @@ class ExtractionConfig(_Section):
 class MemoryConfig(_Section):
     """The ``memory`` block: an absent block means these defaults.
 
-    ``enabled = false`` keeps every agent private-only; ``global = "none"``
+    ``enabled = false`` stops ``arcana run`` from recalling, extracting or
+    writing (explicit ``remember``/``recall`` still work); ``global = "none"``
     switches the global tier off even with an embedder; ``pools`` are pools
     every agent belongs to (on top of ``pools.<name>.members``).
     """

@@ -99,12 +99,19 @@ async def test_an_agent_federation_has_its_pools_and_attached_vaults_read_only(a
     await outsider.aclose()
 
 
-async def test_memory_disabled_keeps_agents_private_only(arcana_home, team):
+async def test_global_none_switches_the_global_tier_off_and_enabled_is_for_run(arcana_home, team):
     alice, _, config = team
-    config.memory.enabled = False
+    with_global = await federation_for_agent(alice, home=arcana_home, config=config, embedding=EmbeddingGateway([]))
+    assert "global" in names(with_global)  # control
+    await with_global.aclose()
+    config.memory.global_ = "none"
     federation = await federation_for_agent(alice, home=arcana_home, config=config, embedding=EmbeddingGateway([]))
-    assert names(federation) == ["private"]
+    assert "global" not in names(federation) and "private" in names(federation)
     await federation.aclose()
+    config.memory.enabled = False  # `arcana run` stops using memory; explicit memory commands keep every tier
+    disabled = await federation_for_agent(alice, home=arcana_home, config=config, embedding=EmbeddingGateway([]))
+    assert names(disabled) == names(federation)
+    await disabled.aclose()
 
 
 async def test_card_weights_and_decay_reach_the_router(arcana_home, team):

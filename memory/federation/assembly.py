@@ -164,15 +164,16 @@ async def federation_for_agent(
     """The federation a stored agent runs with, from its card and ``config.json``.
 
     Weights and decay come from the card; pools and vaults from the config;
-    hybrid fusion weights from ``embedding``. ``memory.enabled = false`` keeps
-    the agent private-only, so an operator can switch sharing off without
-    touching agents. ``notify`` receives the vector layer's fallback notices.
+    hybrid fusion weights from ``embedding``. ``memory.global = "none"``
+    switches the global tier off. (``memory.enabled`` is not read here: it
+    decides whether ``arcana run`` uses memory at all, while explicit memory
+    commands always reach the agent's tiers.) ``notify`` receives the vector
+    layer's fallback notices.
     """
     from memory.config import load_config
 
     home = _home(home)
     config = config or load_config(home.config_path)
-    enabled = config.memory.enabled
     vector_options = {
         "vector_weight": config.embedding.vector_weight,
         "bm25_weight": config.embedding.keyword_weight,
@@ -184,15 +185,13 @@ async def federation_for_agent(
         embedding=embedding,
         pools=pool_configs(
             home, config, card, embedding=embedding, vector_options=vector_options, notify=notify, actor=actor
-        )
-        if enabled
-        else None,
+        ),
         decay_profiles=resolve_decay_profiles(card.decay, source=f"agent '{card.name}' decay"),
         on_degraded=on_degraded,
         weights=card.memory_weights,
         actor=actor,
         vector_options=vector_options,
-        global_tier=enabled and config.memory.global_ != "none",
+        global_tier=config.memory.global_ != "none",
     )
 
 
