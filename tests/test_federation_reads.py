@@ -81,6 +81,22 @@ def test_dedupe_unit_survivor_is_the_first_copy_and_lists_every_tier():
     assert [(m.id, m.importance, m.tiers) for m in merged] == [("1", 0.2, ["private", "pool:team", "global"])]
 
 
+async def test_two_vaults_with_the_same_note_path_are_two_notes(tmp_path):
+    for vault, text in (("work", "Work readme: deploys on Tuesday"), ("home", "Home readme: bins go out Monday")):
+        (tmp_path / vault).mkdir()
+        (tmp_path / vault / "README.md").write_text(text)
+    reads = []
+    for vault in ("work", "home"):
+        folder = MarkdownFolderAdapter(tmp_path / vault, "a", scope=MemoryScope.SHARED, pool_name=f"vault:{vault}")
+        reads.append((f"vault:{vault}", await folder.search(MemoryQuery(text="readme"))))
+    assert reads[0][1][0].id == reads[1][1][0].id == note_id("README.md")  # same path, same id
+    merged = dedupe(reads)
+    assert sorted(m.tiers[0] for m in merged) == ["vault:home", "vault:work"]
+    # control: the same note from one vault's folder and its index is still one fact
+    again = dedupe([reads[0], ("vault:work", reads[0][1])])
+    assert len(again) == 1
+
+
 async def test_other_agents_shared_memories_are_read_but_their_private_ones_never(stores, tmp_path):
     await stores["pool"].write(entry("the printer is on floor 2", agent="b", scope=MemoryScope.SHARED, pool_name="team"))
     bobs_private = SQLiteAdapter(tmp_path / "bob.db")

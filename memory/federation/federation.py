@@ -105,7 +105,10 @@ def dedupe(results: list[tuple[str, list[MemoryEntry]]]) -> list[MemoryEntry]:
     for tier_name, entries in results:
         for entry in entries:
             content = _content_key(entry)
-            survivor = by_id.get(entry.id) or by_content.get(content)
+            survivor = by_id.get(entry.id)
+            if survivor is not None and _other_vault(survivor.tiers[0], tier_name):
+                survivor = None
+            survivor = survivor or by_content.get(content)
             if survivor is None:
                 survivor = entry.model_copy(update={"tiers": [tier_name]})
                 survivors.append(survivor)
@@ -114,6 +117,14 @@ def dedupe(results: list[tuple[str, list[MemoryEntry]]]) -> list[MemoryEntry]:
             by_id.setdefault(entry.id, survivor)
             by_content.setdefault(content, survivor)
     return survivors
+
+
+def _other_vault(first_tier: str, tier_name: str) -> bool:
+    """Vault note ids are uuid5 of the note's path inside its vault, so two vaults'
+    ``README.md`` share an id without being the same note: an id match between
+    two different vaults is not a match (identical content still is). A vault
+    note and an ingested copy in any other store do share an id on purpose."""
+    return first_tier != tier_name and first_tier.startswith("vault:") and tier_name.startswith("vault:")
 
 
 class MemoryFederation:
