@@ -26,9 +26,17 @@ _CORRUPT_MARKERS = ("malformed", "not a database", "file is encrypted", "disk im
 
 @cache
 def dbapi() -> ModuleType:
-    """The DB-API module in use: pysqlite3 when present, else the stdlib."""
+    """The DB-API module in use: pysqlite3 (Linux x86_64 wheels), else sqlean.py
+    (wheels for the other platforms), else the stdlib — which on some builds
+    cannot load sqlite-vec, so semantic search then degrades to keyword."""
     try:
         from pysqlite3 import dbapi2  # type: ignore[import-not-found]
+
+        return dbapi2
+    except ImportError:
+        pass
+    try:
+        from sqlean import dbapi2  # type: ignore[import-not-found]
 
         return dbapi2
     except ImportError:
