@@ -369,3 +369,19 @@ def test_index_all_keeps_going_past_a_missing_folder_and_reports_it(vault, make_
     assert "other" in result.stderr
     both = _cli("vault", "index", "notes", "--all", home=arcana_home)
     assert both.returncode == 2
+
+
+def test_recall_through_an_attached_vault_reports_graph_expansion(make_vault, no_embedder, cli):
+    folder = make_vault(
+        {"Coffee.md": "The machine needs descaling monthly. See [[Tea]].", "Tea.md": "Green tea steeps two minutes."}
+    )
+    assert cli("agent", "create", "scout").exit_code == 0
+    assert cli("vault", "add", str(folder), "--name", "notes", "--agent", "scout").exit_code == 0
+    assert cli("vault", "index", "notes").exit_code == 0
+    found = cli("recall", "descaling", "--agent", "scout", "--json")
+    assert found.exit_code == 0, found.stderr
+    payload = json.loads(found.stdout)
+    by_note = {r["content"].split()[0]: r["matched_by"] for r in payload["results"]}
+    assert by_note["Coffee"] == ["keyword"]  # the seed, found by its words
+    assert by_note["Tea"] == ["graph"]  # one link away, found by expansion only
+    assert payload["legs"] == ["keyword", "graph"]

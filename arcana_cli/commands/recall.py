@@ -33,9 +33,13 @@ async def recall_entries(cli, card, query: MemoryQuery, out: Out):
         return await federation.recall(query)
 
 
+_LEG_ORDER = ("semantic", "keyword", "graph")
+
+
 def legs_of(entries: list[MemoryEntry]) -> list[str]:
-    """The retrieval legs (semantic, keyword) that produced at least one result."""
-    return sorted({leg for entry in entries for leg in entry.matched_by}, key=("semantic", "keyword").index)
+    """The retrieval legs (semantic, keyword, graph expansion) that produced at least one result."""
+    legs = {leg for entry in entries for leg in entry.matched_by}
+    return sorted(legs, key=lambda leg: (_LEG_ORDER.index(leg) if leg in _LEG_ORDER else len(_LEG_ORDER), leg))
 
 
 def register(app: typer.Typer) -> None:
