@@ -48,6 +48,15 @@ async def test_stated_preference_becomes_distilled_semantic_user_confirmed(sessi
     assert semantic.confidence > episodic.confidence
 
 
+async def test_a_question_with_a_preference_cue_states_nothing(session):
+    asked = await HeuristicExtractor().extract("What editor do I like? My memory is fuzzy?", "Helix.", session)
+    assert kinds(asked) == ["episodic"]
+    # control: the same cue in a statement is a durable fact, even next to a question
+    told = await HeuristicExtractor().extract("I like Helix. Which editor do you use?", "Noted.", session)
+    assert kinds(told) == ["episodic", "semantic"]
+    assert next(e for e in told if e.type is MemoryType.SEMANTIC).content == "I like Helix."
+
+
 async def test_howto_answer_with_steps_becomes_procedural(session):
     answer = "Sure:\n1. Open the settings.\n2. Choose Backup.\n3. Press Start."
     entries = await HeuristicExtractor().extract("How do I back up my notes?", answer, session)

@@ -5,10 +5,9 @@ from __future__ import annotations
 import re
 
 from memory.config import ExtractionSettings
-from memory.extraction.signals import SignalPatterns
+from memory.extraction.signals import SignalPatterns, sentences
 from memory.types import MemoryEntry
 
-_SENTENCE = re.compile(r"(?<=[.!?])\s+")
 ELLIPSIS = "…"
 
 
@@ -27,8 +26,7 @@ def distil(text: str, signals: SignalPatterns, limit: int) -> str:
     "My project is called Arcana." Never empty: if stripping leaves nothing, the
     whole trimmed text is kept.
     """
-    sentences = [s for s in _SENTENCE.split(" ".join(text.split())) if s.strip()]
-    bearing = next((s for s in sentences if signals.states_preference(s)), None) or text
+    bearing = next((s for s in sentences(text) if signals.states_preference(s)), None) or text
     clause = signals.strip_framing(bearing).strip(" ,;:")
     if not re.search(r"\w", clause):
         return trim_content(text, limit)

@@ -17,6 +17,14 @@ _NEVER = re.compile(r"(?!)")
 _STEP_LINE = r"^\s*(?:\d+[.)]|[-*•]|{word}\s*\d+\s*[:.)-])\s+\S"
 
 
+_SENTENCE = re.compile(r"(?<=[.!?？])\s+")
+
+
+def sentences(text: str) -> list[str]:
+    """``text`` split after . ! or ?, whitespace collapsed, empty pieces dropped."""
+    return [s for s in _SENTENCE.split(" ".join(text.split())) if s.strip()]
+
+
 @dataclass(frozen=True)
 class SignalPatterns:
     """Compiled cues for one language.
@@ -38,7 +46,9 @@ class SignalPatterns:
         return bool(self.imperative.search(text))
 
     def states_preference(self, text: str) -> bool:
-        return bool(self.preference.search(text))
+        """A preference cue in a sentence that states something: "What editor do I
+        like?" carries the cue "I like" but asserts nothing, so questions are skipped."""
+        return any(self.preference.search(s) for s in sentences(text) if not s.rstrip().endswith(("?", "？")))
 
     def asks_howto(self, text: str) -> bool:
         return bool(self.howto.search(text))
