@@ -19,7 +19,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator, model_validator
 
-from memory.embedding.fusion import DEFAULT_KEYWORD_WEIGHT, DEFAULT_VECTOR_WEIGHT
+from memory.embedding.fusion import DEFAULT_KEYWORD_WEIGHT, DEFAULT_MIN_SIMILARITY, DEFAULT_VECTOR_WEIGHT
 from memory.errors import ConfigError
 from memory.types import PruneMode, RetrievalMode
 
@@ -146,6 +146,10 @@ class EmbeddingConfig(_Section):
     # Hybrid fusion weights (normalised to sum 1); defaults from our retrieval eval.
     vector_weight: float = Field(default=DEFAULT_VECTOR_WEIGHT, ge=0.0)
     keyword_weight: float = Field(default=DEFAULT_KEYWORD_WEIGHT, ge=0.0)
+    # Semantic neighbours less similar than this are not recalled at all: KNN always
+    # returns *something*, and unrelated notes should not reach a prompt. 0.2 suits the
+    # default MiniLM (paraphrase targets in our eval scored >= 0.24, unrelated text < 0.1).
+    min_similarity: float = Field(default=DEFAULT_MIN_SIMILARITY, ge=-1.0, le=1.0)
 
     @field_validator("providers")
     @classmethod

@@ -79,6 +79,13 @@ def test_status_reindex_and_semantic_recall(cli):
 
     found = json.loads(cli("recall", "what scale for lengths and weights", "-a", "bob", "--mode", "semantic", "--json").stdout)
     assert found["legs"] == ["semantic"] and found["results"][0]["content"] == "The user prefers metric units."
+    # The similarity floor (embedding.min_similarity, 0.2): an unrelated query recalls nothing, not the nearest noise.
+    assert [r["content"] for r in found["results"]] == ["The user prefers metric units."]
+    unrelated = cli("recall", "quarterly tax filing deadline", "-a", "bob", "--mode", "semantic", "--json")
+    assert json.loads(unrelated.stdout)["results"] == []
+    assert cli("config", "set", "embedding.min_similarity", "--", "-1").exit_code == 0  # floor off: KNN returns neighbours
+    everything = json.loads(cli("recall", "quarterly tax filing deadline", "-a", "bob", "--mode", "semantic", "--json").stdout)
+    assert len(everything["results"]) == 2
 
 
 def test_reindex_usage_errors_and_lock(cli, arcana_home):

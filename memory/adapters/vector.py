@@ -98,10 +98,12 @@ class VectorAdapter:
         bm25_weight: float = DEFAULT_KEYWORD_WEIGHT,
         notify: Callable[[str], None] | None = None,
         commit_batch: int = COMMIT_BATCH,
+        min_similarity: float = -1.0,
     ):
         self.store = store
         self.gateway = gateway
         self.weights = Weights(vector_weight, bm25_weight).normalized()
+        self.min_similarity = min_similarity
         self.notify = notify
         self.commit_batch = commit_batch
         self.notices: list[str] = []
@@ -334,6 +336,8 @@ class VectorAdapter:
             results = await self._admit(query, hits, wanted)
             if len(results) >= wanted or len(hits) < k:  # enough, or the index is exhausted
                 break
+            if 1.0 - hits[-1][1] < self.min_similarity:  # nearest-first: nothing further can pass
+                break
             if k >= KNN_MAX:  # selective filters: scan only the rows that pass them
                 clause = where(query)
                 hits = await self.store.run(_filtered_scan, meta.vec_table, blob, clause.sql, clause.params, wanted)
@@ -352,7 +356,7 @@ class VectorAdapter:
             results += [
                 admitted[seq].model_copy(update={"score": 1.0 - distance, "matched_by": ["semantic"]})
                 for seq, distance in chunk
-                if seq in admitted
+                if seq in admitted and 1.0 - distance >= self.min_similarity
             ]
             start, step = start + len(chunk), step * 4
         return results

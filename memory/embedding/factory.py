@@ -39,11 +39,14 @@ def vector_adapter(store, config: EmbeddingConfig, home: Home, *, notify=None, g
     """
     from memory.adapters.vector import VectorAdapter
 
-    return VectorAdapter(
-        store,
-        gateway or build_gateway(config, home),
-        vector_weight=config.vector_weight,
-        bm25_weight=config.keyword_weight,
-        notify=notify,
-    )
+    return VectorAdapter(store, gateway or build_gateway(config, home), notify=notify, **vector_options(config))
+
+
+def vector_options(config: EmbeddingConfig) -> dict:
+    """The VectorAdapter options config.json sets: fusion weights and the similarity floor."""
+    return {
+        "vector_weight": config.vector_weight,
+        "bm25_weight": config.keyword_weight,
+        "min_similarity": config.min_similarity,
+    }
 

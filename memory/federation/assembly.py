@@ -174,11 +174,9 @@ async def federation_for_agent(
 
     home = _home(home)
     config = config or load_config(home.config_path)
-    vector_options = {
-        "vector_weight": config.embedding.vector_weight,
-        "bm25_weight": config.embedding.keyword_weight,
-        "notify": notify,
-    }
+    from memory.embedding.factory import vector_options as configured
+
+    vector_options = {**configured(config.embedding), "notify": notify}
     return await build_federation(
         card.id,
         home=home,
