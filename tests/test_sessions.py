@@ -51,7 +51,9 @@ async def test_close_and_summarise_writes_one_semantic_memory_for_a_stated_fact(
     manager.record_turn(session, "What should I cook tonight?", "Pasta.")
     entry = await manager.close_and_summarise(session, memory=agent_store)
     assert entry.type is MemoryType.SEMANTIC and SUMMARY_TAG in entry.tags
-    assert "My dog is called Rex" in entry.content and "What should I cook tonight?" in entry.content
+    assert entry.content == (
+        "Session of 2 turns. User stated: My dog is called Rex. Asked about: What should I cook tonight?"
+    )
     assert entry.confidence_source is ConfidenceSource.AGENT and entry.confidence < 1.0
     assert entry.importance == ExtractionSettings().summary_importance
     stored = await agent_store.search(MemoryQuery(tags=[SUMMARY_TAG]))

@@ -100,10 +100,15 @@ class HeuristicExtractor:
         asked = [trim_content(t.prompt, 80) for t in session.turns if not self._signals.states_preference(t.prompt)]
         parts = [f"Session of {len(session.turns)} turn{'s' if len(session.turns) != 1 else ''}."]
         if stated:
-            parts.append("User stated: " + "; ".join(dict.fromkeys(stated)) + ".")
+            parts.append(_sentence("User stated: " + "; ".join(dict.fromkeys(s.rstrip(".") for s in stated))))
         if asked:
-            parts.append("Asked about: " + " | ".join(dict.fromkeys(asked[:5])) + ".")
+            parts.append(_sentence("Asked about: " + " | ".join(dict.fromkeys(asked[:5]))))
         return trim_content(" ".join(parts), limit)
+
+
+def _sentence(text: str) -> str:
+    """End ``text`` with exactly one full stop unless it already ends a sentence."""
+    return text if text.endswith((".", "!", "?", "…")) else text + "."
 
 
 EXTRACTION_INSTRUCTIONS = """You extract durable memories from one exchange between a user and an assistant.
