@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from pydantic import ValidationError
 from typer.core import TyperGroup
 
 from arcana_cli import __version__, exit_codes
@@ -52,6 +53,11 @@ class ArcanaGroup(TyperGroup):
         except ArcanaMemoryError as exc:
             err(str(exc))
             raise typer.Exit(exit_codes.for_error(exc)) from None
+        except ValidationError as exc:  # a value the core's models refuse: a usage error, not a traceback
+            first = exc.errors()[0]
+            where = ".".join(str(part) for part in first["loc"]) or exc.title
+            err(f"invalid {where}: {first['msg']}")
+            raise typer.Exit(exit_codes.USAGE) from None
         except KeyboardInterrupt:
             err("interrupted")
             raise typer.Exit(exit_codes.INTERRUPTED) from None

@@ -139,3 +139,16 @@ def test_version_and_help_import_no_more_than_they_need(args):
     assert "HEAVY []" in done.stderr, done.stderr
     if args == ["--version"]:
         assert done.stdout.startswith("arcana ")
+
+
+def test_stdin_that_is_not_utf8_is_a_usage_error_and_stores_nothing(tmp_path):
+    home = tmp_path / "h"
+    env = {**os.environ, "ARCANA_HOME": str(home)}
+    bad = subprocess.run(
+        [*ARCANA, "remember", "--agent", "a"], input=b"\xff\xfe not text", capture_output=True, env=env, timeout=60
+    )
+    assert bad.returncode == exit_codes.USAGE and b"not UTF-8" in bad.stderr and b"Traceback" not in bad.stderr
+    good = subprocess.run(
+        [*ARCANA, "remember", "--agent", "a"], input="café au lait".encode(), capture_output=True, env=env, timeout=60
+    )
+    assert good.returncode == exit_codes.OK  # control: UTF-8 on stdin is stored

@@ -230,16 +230,22 @@ async def test_interrupted_bulk_write_keeps_committed_batches(tmp_path, offline_
 
 async def test_backfill_embeds_rows_written_without_an_embedder(tmp_path, offline_embedder):
     path = tmp_path / "m.db"
-    bare = VectorAdapter(SQLiteAdapter(path), EmbeddingGateway([]))
+    down = OllamaEmbedder("all-minilm", url="http://127.0.0.1:9")  # nothing listens on port 9
+    bare = VectorAdapter(SQLiteAdapter(path), EmbeddingGateway([down]))
     await bare.write_many([entry(f"The user likes fruit number {i}.") for i in range(5)])
     assert (await bare.status()).meta is None
     assert any("no healthy embedder" in n for n in bare.notices)
     await bare.aclose()
+    # Keyword-only by configuration (no embedder at all) is a choice, not a degradation: no notice.
+    chosen = VectorAdapter(SQLiteAdapter(path), EmbeddingGateway([]))
+    await chosen.write_many([entry("The user likes fruit number 5.")])
+    assert chosen.notices == []
+    await chosen.aclose()
     full = VectorAdapter(SQLiteAdapter(path), EmbeddingGateway([offline_embedder]))
     try:
         seen = []
         report = await full.backfill(on_progress=lambda d, t: seen.append((d, t)))
-        assert report.embedded == 5 and seen[-1] == (5, 5)
+        assert report.embedded == 6 and seen[-1] == (6, 6)
         status = await full.status()
         assert status.meta.dimension == 384 and status.missing == 0
     finally:

@@ -16,7 +16,15 @@ def read_text(text: str | None) -> str:
     if text is None or text == "-":
         if sys.stdin.isatty():
             raise typer.BadParameter("give TEXT or pipe it on stdin", param_hint="TEXT")
-        text = sys.stdin.read()
+        raw = sys.stdin.buffer.read()
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise typer.BadParameter(
+                f"stdin is not UTF-8 (byte 0x{raw[exc.start]:02x} at offset {exc.start}); "
+                "convert it first, e.g. with iconv",
+                param_hint="TEXT",
+            ) from None
     if not text.strip():
         raise typer.BadParameter("nothing to remember: the text is empty", param_hint="TEXT")
     return text.strip()

@@ -131,7 +131,12 @@ class VectorAdapter:
             return None
 
     def _notice(self, message: str) -> None:
-        if message in self.notices:
+        """Say once (and audit) that semantic work fell back to keyword.
+
+        Trigger: no embedder is configured at all. Why: keyword-only is then the
+        operator's choice, not a degradation. Outcome: stay quiet.
+        """
+        if message in self.notices or not self.gateway.embedders:
             return
         self.notices.append(message)
         if self.notify is not None:
