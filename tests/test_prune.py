@@ -213,3 +213,31 @@ def test_lock_held_by_another_process_exits_75(cli, arcana_home):
 def test_prune_all_with_no_agents_is_nothing_to_do(cli):
     result = cli("prune", "--all", "--min-importance", "0.5")
     assert result.exit_code == 0 and "nothing to prune" in result.stderr
+
+
+def test_prune_a_pool_and_the_global_tier_leaves_private_stores_alone(cli, no_embedder):
+    assert cli("pool", "create", "team").exit_code == 0
+    _seed(cli, "ada", [0.1])
+    assert cli("agent", "join", "ada", "team").exit_code == 0
+    for importance in ("0.1", "0.8"):
+        written = cli("remember", f"team note {importance}", "--agent", "ada", "--pool", "team", "--importance", importance)
+        assert written.exit_code == 0, written.stderr
+    result = cli("prune", "--pool", "team", "--min-importance", "0.5", "--json")
+    assert result.exit_code == 0, result.stderr
+    payload = json.loads(result.stdout)
+    assert payload["agents"] == [] and [(t["tier"], t["archived"]) for t in payload["tiers"]] == [("pool:team", 1)]
+    assert _live(cli, "ada") == 1  # the private store was not a target
+    recalled = json.loads(cli("recall", "team note", "--agent", "ada", "--json").stdout)["results"]
+    assert [r["content"] for r in recalled] == ["team note 0.8"]
+    assert cli("prune", "--pool", "nope", "--min-importance", "0.5").exit_code == 3
+    assert cli("prune", "--min-importance", "0.5").exit_code == 2  # no target named
+
+
+def test_prune_the_global_tier(cli, arcana_home):
+    assert cli("config", "set", "embedding.providers", "[]").exit_code == 0
+    assert cli("prune", "--global", "--min-importance", "0.5").exit_code == 3  # none yet
+    _seed(cli, "ada", [0.95, 0.95])  # promoted: private and global copies
+    result = cli("prune", "--global", "--max-entries", "1", "--json")
+    assert result.exit_code == 0, result.stderr
+    assert [(t["tier"], t["archived"]) for t in json.loads(result.stdout)["tiers"]] == [("global", 1)]
+    assert _live(cli, "ada") == 2  # control: private copies untouched

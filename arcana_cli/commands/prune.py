@@ -7,6 +7,7 @@ import typer
 from arcana_cli.context import ctx_of, run
 from arcana_cli.output import JsonOpt, Out, QuietOpt
 from memory.adapters.sqlite import SQLiteAdapter
+from memory.errors import NotFoundError
 from memory.locks import exclusive
 from memory.types import PruneMode, PrunePolicy
 
@@ -17,6 +18,8 @@ def register(app: typer.Typer) -> None:
         ctx: typer.Context,
         agent: Annotated[str | None, typer.Option("--agent", "-a", help="Prune one agent (name or id).")] = None,
         all_: Annotated[bool, typer.Option("--all", help="Prune every agent.")] = False,
+        pool: Annotated[list[str] | None, typer.Option("--pool", help="Prune a shared pool (repeatable).")] = None,
+        global_: Annotated[bool, typer.Option("--global", help="Prune the global tier.")] = False,
         min_importance: Annotated[
             float | None, typer.Option("--min-importance", min=0.0, max=1.0, help="Floor: below it goes.")
         ] = None,
@@ -26,7 +29,7 @@ def register(app: typer.Typer) -> None:
         json_: JsonOpt = False,
         quiet: QuietOpt = False,
     ) -> None:
-        """Archive or purge low-value memories. Pinned memories are never touched; safe under cron."""
+        """Archive or purge low-value memories of agents, pools or the global tier. Pinned memories are never touched; safe under cron."""
         cli = ctx_of(ctx)
         out = Out(json_mode=json_, quiet=quiet or cli.quiet)
         defaults = cli.config.prune
@@ -37,30 +40,61 @@ def register(app: typer.Typer) -> None:
                 "no rule: pass --min-importance and/or --max-entries, or set prune.min_importance / prune.max_entries"
             )
         policy = PrunePolicy(min_importance=floor, max_entries=cap, mode=mode or defaults.mode, dry_run=dry_run)
-        cards = cli.select_agents(agent, all_)
+        targets = _targets(cli, agent, all_, pool or [], global_)
 
         async def go():
             reports = []
             with exclusive(cli.home.locks_dir / "prune.lock", "prune"):
-                for card in cards:
-                    store = SQLiteAdapter.for_agent(card.id, home=cli.home, actor="cli")
+                for label, fields, store in targets:
                     try:
                         report = await store.prune(policy)
                     finally:
                         await store.aclose()
-                    reports.append({"agent": card.name, "agent_id": card.id, **report.model_dump()})
+                    reports.append({**fields, **report.model_dump()})
                     if report.archived or report.purged:
-                        cli.audit.append("prune", agent_id=card.id, **report.model_dump(exclude={"victim_ids"}))
+                        cli.audit.append("prune", store=label, **report.model_dump(exclude={"victim_ids"}))
             return reports
 
         reports = run(go())
         if out.quiet and not json_:
             return  # cron: silence unless something went wrong
+        agents = [r for r in reports if "agent" in r]
+        shared = [r for r in reports if "agent" not in r]
         out.data(
-            {"policy": policy.model_dump(mode="json"), "agents": reports},
-            columns=("agent", "scanned", "archived", "purged", "dry run"),
-            rows=lambda: [(r["agent"], r["scanned"], r["archived"], r["purged"], r["dry_run"]) for r in reports],
+            {"policy": policy.model_dump(mode="json"), "agents": agents, "tiers": shared},
+            columns=("store", "scanned", "archived", "purged", "dry run"),
+            rows=lambda: [
+                (r.get("agent") or r["tier"], r["scanned"], r["archived"], r["purged"], r["dry_run"]) for r in reports
+            ],
         )
         total = sum(r["archived"] + r["purged"] for r in reports)
         verb = "would remove" if dry_run else "removed"
-        out.info(f"{verb} {total} memories across {len(reports)} agent(s)" if total else "nothing to prune")
+        out.info(f"{verb} {total} memories across {len(reports)} store(s)" if total else "nothing to prune")
+
+
+def _targets(cli, agent: str | None, all_: bool, pools: list[str], global_: bool) -> list[tuple]:
+    """(audit label, report fields, store) for every store the options name.
+
+    --agent and --all pick private stores (one of them, or neither when only
+    shared tiers are pruned); --pool and --global add shared tiers.
+    """
+    from memory.federation.pools import PoolRegistry
+
+    if not (agent or all_ or pools or global_):
+        raise typer.BadParameter("say what to prune: --agent A, --all, --pool P or --global")
+    targets = []
+    if agent or all_:
+        for card in cli.select_agents(agent, all_):
+            store = SQLiteAdapter.for_agent(card.id, home=cli.home, actor="cli")
+            targets.append((f"agent:{card.id}", {"agent": card.name, "agent_id": card.id}, store))
+    registry = PoolRegistry(cli.home)
+    for name in dict.fromkeys(pools):
+        registry.show_settings(name)  # NotFoundError (exit 3) for an unknown pool
+        store = SQLiteAdapter(cli.home.pool_db(name), actor="cli", backup_dir=cli.home.backups_dir)
+        targets.append((f"pool:{name}", {"tier": f"pool:{name}"}, store))
+    if global_:
+        if not cli.home.global_db.exists():
+            raise NotFoundError("there is no global tier yet (it appears with the first promoted or global memory)")
+        store = SQLiteAdapter(cli.home.global_db, actor="cli", backup_dir=cli.home.backups_dir)
+        targets.append(("global", {"tier": "global"}, store))
+    return targets

@@ -77,6 +77,10 @@ class PoolRegistry:
         save_config(self.home.config_path, config)
         return await self.show(name)
 
+    def show_settings(self, name: str) -> PoolSettings:
+        """The pool's settings; NotFoundError when no such pool is registered."""
+        return self._settings(self._config(), name)
+
     def names(self) -> list[str]:
         return sorted(self._config().pools)
 
