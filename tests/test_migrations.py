@@ -22,7 +22,7 @@ pytestmark = pytest.mark.usefixtures("no_embedder")
 
 # The exact schema a blank database reaches at head. A new migration must
 # extend this (and head below) on purpose.
-HEAD = 3
+HEAD = 4
 TABLES = {
     "memories": [
         "seq", "id", "agent_id", "type", "content", "scope", "pool_name", "importance", "pinned", "confidence",
@@ -39,6 +39,11 @@ TABLES = {
     "schema_migrations": ["version", "name", "applied_at"],
     "embedding_meta": ["id", "model", "family", "dimension", "vec_table", "pinned_at"],
     "memory_edges": ["src_id", "dst_id", "relation", "source", "confidence", "created_at"],
+    "vault_files": [
+        "id", "rel_path", "mtime_ns", "size", "content_hash", "aliases", "targets", "links", "resolved",
+        "attachments", "self_links", "dangling", "ambiguous",
+    ],
+    "vault_meta": ["key", "value"],
 }
 INDEXES = {
     "memories_agent": ("memories", ["agent_id"]),
@@ -48,6 +53,9 @@ INDEXES = {
     "memory_edges_dst": ("memory_edges", ["dst_id"]),
     "memory_edges_source": ("memory_edges", ["source"]),
     "sqlite_autoindex_memory_edges_1": ("memory_edges", ["src_id", "dst_id", "relation"]),
+    "sqlite_autoindex_vault_files_1": ("vault_files", ["id"]),
+    "sqlite_autoindex_vault_files_2": ("vault_files", ["rel_path"]),
+    "sqlite_autoindex_vault_meta_1": ("vault_meta", ["key"]),
 }
 TRIGGERS = {
     "memories_fts_insert": "memories",

@@ -4,9 +4,8 @@
 file whose (mtime, size) match is not opened; one whose bytes hash the same is
 not rewritten or re-embedded. It also keeps each note's aliases, wikilink
 targets and link tally, so after an edit that renames nothing only the edited
-note's links are re-resolved, and the vault's link totals are one SUM. These
-tables exist only in vault index databases and hold derived data, so this
-module (not a core migration) creates them.
+note's links are re-resolved, and the vault's link totals are one SUM. The
+tables come from migration v4 (every store has them; only vault indexes fill them).
 """
 
 from __future__ import annotations
@@ -17,26 +16,6 @@ from dataclasses import dataclass
 
 from memory.sqlite.connection import transaction
 
-_SCHEMA = (
-    """
-    CREATE TABLE IF NOT EXISTS vault_files (
-        id TEXT PRIMARY KEY,
-        rel_path TEXT NOT NULL UNIQUE,
-        mtime_ns INTEGER NOT NULL,
-        size INTEGER NOT NULL,
-        content_hash TEXT NOT NULL,
-        aliases TEXT NOT NULL DEFAULT '[]',
-        targets TEXT NOT NULL DEFAULT '[]',
-        links INTEGER NOT NULL DEFAULT 0,
-        resolved INTEGER NOT NULL DEFAULT 0,
-        attachments INTEGER NOT NULL DEFAULT 0,
-        self_links INTEGER NOT NULL DEFAULT 0,
-        dangling INTEGER NOT NULL DEFAULT 0,
-        ambiguous INTEGER NOT NULL DEFAULT 0
-    )
-    """,
-    "CREATE TABLE IF NOT EXISTS vault_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
-)
 COUNT_COLUMNS = ("links", "resolved", "attachments", "self_links", "dangling", "ambiguous")
 
 
@@ -60,16 +39,7 @@ class Stored:
     ids: set[str]  # every memory id in the store
 
 
-def ensure(raw) -> None:
-    if raw.execute("SELECT 1 FROM sqlite_master WHERE name = 'vault_meta'").fetchone():
-        return
-    with transaction(raw):
-        for statement in _SCHEMA:
-            raw.execute(statement)
-
-
 def load(raw) -> Stored:
-    ensure(raw)
     files = {
         r[1]: FileRecord(r[0], r[1], r[2], r[3], r[4], tuple(json.loads(r[5])) if r[5] != "[]" else ())
         for r in raw.execute("SELECT id, rel_path, mtime_ns, size, content_hash, aliases FROM vault_files")
@@ -81,7 +51,6 @@ def load(raw) -> Stored:
 
 def load_targets(raw) -> dict[str, tuple[str, ...]]:
     """Every note's wikilink targets (only needed when the set of link targets changed)."""
-    ensure(raw)
     return {
         r[0]: tuple(json.loads(r[1])) if r[1] != "[]" else ()
         for r in raw.execute("SELECT rel_path, targets FROM vault_files")
@@ -127,7 +96,6 @@ def totals(raw) -> dict[str, int]:
 def paths_for(raw, ids: Sequence[str]) -> dict[str, str]:
     """id → root-relative path for indexed notes."""
     out: dict[str, str] = {}
-    ensure(raw)
     for start in range(0, len(ids), 500):
         chunk = list(ids[start : start + 500])
         marks = ",".join("?" * len(chunk))
