@@ -156,22 +156,16 @@ class EdgeStore:
             out: dict[str, dict[str, None]] = {i: {} for i in ids}
             rel_sql = " AND relation = ?" if relation is not None else ""
             rel_params = (relation,) if relation is not None else ()
-            for start in range(0, len(ids), 400):
-                chunk = ids[start : start + 400]
-                marks = ",".join("?" * len(chunk))
-                for src, dst in raw.execute(
-                    f"SELECT src_id, dst_id FROM memory_edges WHERE src_id IN ({marks}){rel_sql} ORDER BY src_id, dst_id",
-                    (*chunk, *rel_params),
-                ):
-                    out[src].setdefault(dst, None)
-            for start in range(0, len(ids), 400):
-                chunk = ids[start : start + 400]
-                marks = ",".join("?" * len(chunk))
-                for src, dst in raw.execute(
-                    f"SELECT src_id, dst_id FROM memory_edges WHERE dst_id IN ({marks}){rel_sql} ORDER BY dst_id, src_id",
-                    (*chunk, *rel_params),
-                ):
-                    out[dst].setdefault(src, None)
+            for near, far in (("src_id", "dst_id"), ("dst_id", "src_id")):  # outgoing, then incoming
+                for start in range(0, len(ids), 400):
+                    chunk = ids[start : start + 400]
+                    marks = ",".join("?" * len(chunk))
+                    for node, neighbour in raw.execute(
+                        f"SELECT {near}, {far} FROM memory_edges WHERE {near} IN ({marks}){rel_sql} "
+                        f"ORDER BY {near}, {far}",
+                        (*chunk, *rel_params),
+                    ):
+                        out[node].setdefault(neighbour, None)
             return {i: [n for n in found if n != i] for i, found in out.items()}
 
         return await self.store.run(read)
