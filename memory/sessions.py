@@ -97,7 +97,7 @@ def _append(path: Path, event: dict[str, Any]) -> None:
 
 def _fold(path: Path, agent_id: str) -> Session:
     session: Session | None = None
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+    for line in path.read_text(encoding="utf-8").splitlines():
         if not line.strip():
             continue
         try:

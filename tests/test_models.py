@@ -9,8 +9,8 @@ import pytest
 from model_server import free_port
 
 from memory.config import load_config
-from memory.errors import ConfigError
-from memory.models.base import ChatMessage, ModelUnavailableError, astream, collect
+from memory.errors import ConfigError, ModelUnavailableError
+from memory.models.base import ChatMessage, astream, collect
 from memory.models.ollama import OllamaProvider
 from memory.models.openai import OpenAIProvider
 

@@ -283,7 +283,7 @@ class VectorAdapter:
         except Exception:
             pass  # find the culprit(s) below
         out: list[list[float] | None] = []
-        for (_, entry_id, content), text in zip(rows, texts, strict=True):
+        for (_, entry_id, _), text in zip(rows, texts, strict=True):
             try:
                 out.append((await embedder.embed([text]))[0])
             except Exception as exc:

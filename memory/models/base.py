@@ -13,8 +13,6 @@ from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
-from memory.errors import ModelUnavailableError
-
 
 @dataclass(frozen=True)
 class ChatMessage:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from memory.models.base import ChatMessage, ModelUnavailableError
+from memory.errors import ModelUnavailableError
+from memory.models.base import ChatMessage
 from memory.models.transport import parse_json_line, post_lines
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 
-from memory.errors import ConfigError
-from memory.models.base import ChatMessage, ModelUnavailableError
+from memory.errors import ConfigError, ModelUnavailableError
+from memory.models.base import ChatMessage
 from memory.models.transport import parse_json_line, post_lines
 
 

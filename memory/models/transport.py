@@ -8,7 +8,7 @@ import urllib.error
 import urllib.request
 from collections.abc import Iterator
 
-from memory.models.base import ModelUnavailableError
+from memory.errors import ModelUnavailableError
 
 
 def post_lines(url: str, body: dict, *, headers: dict[str, str], timeout: float, label: str) -> Iterator[str]:
