@@ -10,8 +10,9 @@ import time
 import uuid
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from memory.errors import ConfigError, NotFoundError
 from memory.home import Home
@@ -30,8 +31,15 @@ class AgentCard(BaseModel):
     system_prompt: str | None = None
     memory_weights: dict[MemoryType, float] = Field(default_factory=dict)
     decay: dict[str, dict] = Field(default_factory=dict)
-    pools: list[str] = Field(default_factory=list)
     extraction: dict = Field(default_factory=dict)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _drop_retired_keys(cls, data: Any) -> Any:
+        """Cards written before pool membership moved to config.json carry ``pools``; it is ignored."""
+        if isinstance(data, dict) and "pools" in data:
+            data = {k: v for k, v in data.items() if k != "pools"}
+        return data
 
 
 def validate_name(name: str) -> str:

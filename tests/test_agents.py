@@ -6,6 +6,8 @@ import json
 
 import pytest
 
+from memory.errors import ConfigError
+
 # Keyword-only homes: these tests are about the store, not the embedding model.
 pytestmark = pytest.mark.usefixtures("no_embedder")
 
@@ -102,3 +104,17 @@ def test_delete_moves_everything_to_the_trash(cli, arcana_home, by):
     assert not arcana_home.agent_dir(card["id"]).exists()
     assert [a["name"] for a in json.loads(cli("agent", "list", "--json").stdout)] == ["bob"]
     assert "trash" in result.stderr
+
+
+def test_a_card_written_before_pools_moved_to_config_still_loads(arcana_home):
+    from memory.agents import AgentRegistry
+
+    registry = AgentRegistry(arcana_home)
+    card = registry.create("old-timer")
+    path = arcana_home.agent_dir(card.id) / "agent.json"
+    data = json.loads(path.read_text())
+    path.write_text(json.dumps({**data, "pools": ["team"]}))
+    assert registry.resolve("old-timer").id == card.id
+    path.write_text(json.dumps({**data, "pool": ["team"]}))  # control: a real typo is still refused
+    with pytest.raises(ConfigError, match="agent.json"):
+        registry.resolve("old-timer")

@@ -40,7 +40,13 @@ def register(app: typer.Typer) -> None:
         """Show an agent's card and where its memory lives."""
         cli = ctx_of(ctx)
         card = cli.agent(name)
-        data = {**AgentRegistry.describe(card), "memory_db": str(cli.home.agent_db(card.id))}
+        from memory.federation.assembly import agent_pools
+
+        data = {
+            **AgentRegistry.describe(card),
+            "pools": agent_pools(cli.config, card),  # membership lives in config.json, not the card
+            "memory_db": str(cli.home.agent_db(card.id)),
+        }
         Out(json_mode=json_, quiet=cli.quiet).data(
             data, text=lambda: "\n".join(f"{k}: {v}" for k, v in data.items())
         )
