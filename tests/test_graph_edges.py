@@ -103,3 +103,18 @@ async def test_replace_outgoing_rewrites_only_the_named_sources(edges):
     assert [e.src_id for e in await edges.incoming("b")] == ["d"]  # another note's edge is untouched
     with pytest.raises(ValueError):
         await edges.replace_outgoing("wl", ["a"], [MemoryEdge("z", "b", source="wl")])
+
+
+async def test_expansion_neighbours_pass_the_same_admission_and_filters_as_seeds(store, edges):
+    seed = MemoryEntry(agent_id="a", content="seed about lanterns", confidence=0.9)
+    ok = MemoryEntry(agent_id="a", content="linked and readable", confidence=0.9)
+    hidden = MemoryEntry(agent_id="a", content="linked but hidden", confidence=0.9, visibility=Visibility.HIDDEN)
+    private = MemoryEntry(agent_id="a", content="linked but private", confidence=0.9, visibility=Visibility.PRIVATE)
+    weak = MemoryEntry(agent_id="a", content="linked but below the confidence floor", confidence=0.2)
+    await store.write_many([seed, ok, hidden, private, weak])
+    await edges.upsert([MemoryEdge(seed.id, other.id, source="t") for other in (ok, hidden, private, weak)])
+    query = MemoryQuery(text="lanterns", min_confidence=0.5)
+    seeds = await store.search(query)
+    assert [e.id for e in seeds] == [seed.id]
+    expanded = await expand_one_hop(seeds, edges, lambda ids: store.admitted_by_id(query, ids), limit=10)
+    assert [(e.id, e.matched_by) for e in expanded] == [(seed.id, ["keyword"]), (ok.id, ["graph"])]

@@ -314,8 +314,17 @@ class SQLiteAdapter:
         which of them may be read.
         """
         clause = where(query)
-        rows = await self.run(_by_seq, list(seqs), clause.sql, clause.params)
+        rows = await self.run(_by_column, "seq", list(seqs), clause.sql, clause.params)
         return {r["seq"]: row_to_entry(r) for r in rows}
+
+    async def admitted_by_id(self, query: MemoryQuery, entry_ids: Sequence[str]) -> dict[str, MemoryEntry]:
+        """Entries among ``entry_ids`` that pass admission and the query's filters, keyed by id.
+
+        Graph expansion's way in: a neighbour must pass exactly what a seed did.
+        """
+        clause = where(query)
+        rows = await self.run(_by_column, "id", list(entry_ids), clause.sql, clause.params)
+        return {r["id"]: row_to_entry(r) for r in rows}
 
     async def get(
         self, entry_id: str, *, audience: Audience = Audience.RECALL, include_archived: bool = False
@@ -468,13 +477,14 @@ def _by_prefix(raw, pattern, clause_sql, params, limit):
     return raw.execute(sql, (pattern, *params, limit)).fetchall()
 
 
-def _by_seq(raw, seqs, clause_sql, params):
+def _by_column(raw, column: str, values, clause_sql, params):
+    """Admitted rows whose ``column`` (seq or id) is among ``values``."""
     rows = []
-    for start in range(0, len(seqs), 500):
-        chunk = seqs[start : start + 500]
+    for start in range(0, len(values), 500):
+        chunk = values[start : start + 500]
         sql = (
             f"SELECT m.seq, {SELECT_COLUMNS} FROM memories m "
-            f"WHERE m.seq IN ({','.join('?' * len(chunk))}) AND {clause_sql}"
+            f"WHERE m.{column} IN ({','.join('?' * len(chunk))}) AND {clause_sql}"
         )
         rows += raw.execute(sql, (*chunk, *params)).fetchall()
     return rows

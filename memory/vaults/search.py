@@ -73,25 +73,13 @@ async def search_vault(
         if expand and seeds:
 
             async def fetch(ids: list[str]) -> dict[str, MemoryEntry]:
-                found = {}
-                for entry_id in ids:
-                    entry = await store.get(entry_id)
-                    if entry is not None and _passes_filters(entry, query):
-                        found[entry_id] = entry
-                return found
+                return await store.admitted_by_id(query, ids)
 
             entries = await expand_one_hop(seeds, EdgeStore(store), fetch, decay=decay, limit=query.limit)
         paths = await store.run(manifest.paths_for, [e.id for e in entries])
     finally:
         await store.aclose()
     return VaultHits([e.model_copy(update={"tiers": [tier]}) for e in entries], paths, "index", notices)
-
-
-def _passes_filters(entry: MemoryEntry, query: MemoryQuery) -> bool:
-    """A neighbour must satisfy the query's type and tag filters like any seed."""
-    if query.types and entry.type not in query.types:
-        return False
-    return not (query.tags and not set(query.tags) <= set(entry.tags))
 
 
 class VaultAdapter:
