@@ -131,6 +131,25 @@ def format_table(columns: Sequence[str], rows: list[Sequence[Any]]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def text_or_stdin(value: str | None, name: str, empty: str) -> str:
+    """``value``, or standard input (strict UTF-8) when it is absent or '-'; never empty."""
+    if value is None or value == "-":
+        if sys.stdin.isatty():
+            raise typer.BadParameter(f"give {name} or pipe it on stdin", param_hint=name)
+        raw = sys.stdin.buffer.read()
+        try:
+            value = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise typer.BadParameter(
+                f"stdin is not UTF-8 (byte 0x{raw[exc.start]:02x} at offset {exc.start}); "
+                "convert it first, e.g. with iconv",
+                param_hint=name,
+            ) from None
+    if not value.strip():
+        raise typer.BadParameter(empty, param_hint=name)
+    return value.strip()
+
+
 def err(message: str) -> None:
     """One-line error on stderr (used by the error mapper)."""
     sys.stderr.write(f"arcana: error: {message}\n")

@@ -1,33 +1,13 @@
 from __future__ import annotations
 
-import sys
 from typing import Annotated
 
 import typer
 
 from arcana_cli.context import ctx_of, run
-from arcana_cli.output import AgentOpt, JsonOpt, Out
+from arcana_cli.output import AgentOpt, JsonOpt, Out, text_or_stdin
 from memory.errors import MemoryWriteError, NotFoundError
 from memory.types import MemoryEntry, MemoryScope, MemoryType, Visibility
-
-
-def read_text(text: str | None) -> str:
-    """TEXT, or standard input when TEXT is absent or '-'."""
-    if text is None or text == "-":
-        if sys.stdin.isatty():
-            raise typer.BadParameter("give TEXT or pipe it on stdin", param_hint="TEXT")
-        raw = sys.stdin.buffer.read()
-        try:
-            text = raw.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise typer.BadParameter(
-                f"stdin is not UTF-8 (byte 0x{raw[exc.start]:02x} at offset {exc.start}); "
-                "convert it first, e.g. with iconv",
-                param_hint="TEXT",
-            ) from None
-    if not text.strip():
-        raise typer.BadParameter("nothing to remember: the text is empty", param_hint="TEXT")
-    return text.strip()
 
 
 def register(app: typer.Typer) -> None:
@@ -53,7 +33,7 @@ def register(app: typer.Typer) -> None:
         """Store a memory for an agent and print its id."""
         cli = ctx_of(ctx)
         out = Out(json_mode=json_, quiet=cli.quiet)
-        body = read_text(text)
+        body = text_or_stdin(text, "TEXT", "nothing to remember: the text is empty")
         if pool and scope not in (None, MemoryScope.SHARED):
             raise typer.BadParameter(f"--pool writes to a shared pool; it cannot be combined with --scope {scope.value}")
         try:

@@ -1,39 +1,14 @@
 from __future__ import annotations
 
 import sys
+from contextlib import nullcontext
 from typing import Annotated
 
 import typer
 
 from arcana_cli.context import ctx_of, run
-from arcana_cli.output import JsonOpt, Out
-
-
-def read_prompt(prompt: str | None) -> str:
-    """PROMPT, or standard input when PROMPT is absent or '-'."""
-    if prompt is None or prompt == "-":
-        if sys.stdin.isatty():
-            raise typer.BadParameter("give PROMPT or pipe it on stdin", param_hint="PROMPT")
-        prompt = sys.stdin.read()
-    if not prompt.strip():
-        raise typer.BadParameter("the prompt is empty", param_hint="PROMPT")
-    return prompt.strip()
-
-
-async def open_memory(cli, card, out: Out):
-    """The agent's federation for a command (embedding per config); loud if the private store was quarantined."""
-    from memory.embedding.factory import build_gateway
-    from memory.federation.assembly import private_store
-    from memory.runtime import build_runtime_with_memory
-
-    embedding = build_gateway(cli.config.embedding, cli.home) if cli.config.embedding.providers else None
-    _, federation = await build_runtime_with_memory(
-        cli.home, card, config=cli.config, embedding=embedding, notify=out.warn, actor="cli"
-    )
-    moved = private_store(federation).quarantined_to
-    if moved is not None:
-        out.warn(f"agent '{card.name}': its memory database was corrupt and was moved to {moved}; a fresh store was started")
-    return federation
+from arcana_cli.federated import agent_federation
+from arcana_cli.output import JsonOpt, Out, text_or_stdin
 
 
 def _stream(chunk: str) -> None:
@@ -71,7 +46,7 @@ def register(app: typer.Typer) -> None:
 
         cli = ctx_of(ctx)
         out = Out(json_mode=json_, quiet=cli.quiet)
-        text = read_prompt(prompt)
+        text = text_or_stdin(prompt, "PROMPT", "the prompt is empty")
         if no_memory and session:
             raise typer.BadParameter("--session needs memory; drop --no-memory", param_hint="--session")
         card = cli.agent(agent)
@@ -90,8 +65,7 @@ def register(app: typer.Typer) -> None:
                 sys.stdout.flush()
 
         async def go():
-            memory = await open_memory(cli, card, out) if use_memory else None
-            try:
+            async with agent_federation(cli, card, out) if use_memory else nullcontext() as memory:
                 runtime = AgentRuntime(cli.home, card, provider, memory=memory, config=config, audit=cli.audit)
                 return await runtime.turn(
                     text,
@@ -102,9 +76,6 @@ def register(app: typer.Typer) -> None:
                     on_chunk=None if json_ else _stream,
                     on_answered=answered,
                 )
-            finally:
-                if memory is not None:
-                    await memory.aclose()
 
         result = run(go())
         if json_:

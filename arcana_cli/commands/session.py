@@ -84,13 +84,10 @@ def register(app: typer.Typer) -> None:
         else:
 
             async def go():
-                from arcana_cli.commands.run import open_memory
+                from arcana_cli.federated import agent_federation
 
-                federation = await open_memory(cli, card, Out(quiet=cli.quiet))
-                try:
+                async with agent_federation(cli, card, Out(quiet=cli.quiet)) as federation:
                     return await manager.close_and_summarise(session, memory=federation)
-                finally:
-                    await federation.aclose()
 
             entry = run(go())
         data = {**session.describe(), "summary_memory_id": entry.id if entry else None}
