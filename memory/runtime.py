@@ -1,7 +1,8 @@
 """An agent with its memory, and one turn: recall → render → answer → extract → record.
 
-:func:`build_runtime_with_memory` is the one place an agent's memory is
-assembled; the caller owns teardown (``await memory.aclose()``). Extraction and
+:func:`build_runtime_with_memory` gives a library caller an agent and its
+memory, assembled by :func:`memory.federation.federation_for_agent` (which
+the CLI calls too); the caller owns teardown (``await memory.aclose()``). Extraction and
 the session summary run as background jobs after the answer has been handed
 to the caller, bounded by a time budget.
 """
