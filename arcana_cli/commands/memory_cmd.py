@@ -1,18 +1,24 @@
 from __future__ import annotations
 
 import sys
+from contextlib import asynccontextmanager
 from typing import Annotated
 
 import typer
 
 from arcana_cli.context import ctx_of, run
-from arcana_cli.output import AgentOpt, JsonOpt, Out, YesOpt
+from arcana_cli.output import JsonOpt, Out, YesOpt
 from arcana_cli.render import LIST_COLUMNS, age, entry_json, list_rows
 from memory.errors import NotFoundError
 from memory.sqlite.admission import Audience
 from memory.types import MemoryEntry, MemoryQuery, MemoryType, Visibility
 
 IdArg = Annotated[str, typer.Argument(help="Memory id (or a unique prefix of 6+ characters).")]
+WhoseOpt = Annotated[
+    str | None, typer.Option("--agent", "-a", help="Agent name or id: its private memory.", envvar="ARCANA_AGENT")
+]
+PoolOpt = Annotated[str | None, typer.Option("--pool", help="A shared pool's memories instead (wins over --agent).")]
+GlobalOpt = Annotated[bool, typer.Option("--global", help="The global tier's memories instead (wins over --agent).")]
 
 
 def confirm(action: str, yes: bool) -> None:
@@ -39,6 +45,37 @@ async def resolve_id(store, prefix: str) -> MemoryEntry:
     raise NotFoundError(f"no memory with id '{prefix}'")
 
 
+@asynccontextmanager
+async def target_store(cli, agent: str | None, pool: str | None, global_: bool):
+    """The store an operator command works on: an agent's private memory, a pool, or the global tier.
+
+    Shared tiers can hold a poisoned or wrong memory too; this is how an
+    operator hides, fixes or purges it.
+    """
+    if pool and global_:
+        raise typer.BadParameter("give --pool or --global, not both")
+    if not (pool or global_):
+        if not agent:
+            raise typer.BadParameter("give --agent (or --pool / --global)", param_hint="--agent")
+        async with cli.private_store(cli.agent(agent)) as store:
+            yield store
+        return
+    from memory.adapters.sqlite import SQLiteAdapter
+    from memory.federation.pools import PoolRegistry
+
+    if pool:
+        PoolRegistry(cli.home).show_settings(pool)  # NotFoundError for an unknown pool
+    path = cli.home.pool_db(pool) if pool else cli.home.global_db
+    if not path.exists():
+        raise NotFoundError(f"{'pool ' + pool if pool else 'the global tier'} has no memories yet ({path})")
+    store = SQLiteAdapter(path, actor="cli", backup_dir=cli.home.backups_dir, audit=cli.audit)
+    try:
+        await store.connect()
+        yield store
+    finally:
+        await store.aclose()
+
+
 def register(app: typer.Typer) -> None:
     group = typer.Typer(help="Inspect and edit individual memories (operator reads).", no_args_is_help=True)
     app.add_typer(group, name="memory")
@@ -46,21 +83,22 @@ def register(app: typer.Typer) -> None:
     @group.command("list")
     def list_(
         ctx: typer.Context,
-        agent: AgentOpt = ...,
+        agent: WhoseOpt = None,
+        pool: PoolOpt = None,
+        global_: GlobalOpt = False,
         all_: Annotated[bool, typer.Option("--all", help="Include private and hidden memories.")] = False,
         archived: Annotated[bool, typer.Option("--archived", help="Include archived memories.")] = False,
         type_: Annotated[list[MemoryType] | None, typer.Option("--type", "-t", help="Only these types.")] = None,
         limit: Annotated[int, typer.Option("--limit", "-n", min=1, max=10_000, help="Most rows to show.")] = 50,
         json_: JsonOpt = False,
     ) -> None:
-        """List an agent's memories: pinned, then importance, then newest."""
+        """List an agent's (or a pool's) memories: pinned, then importance, then newest."""
         cli = ctx_of(ctx)
         out = Out(json_mode=json_, quiet=cli.quiet)
-        card = cli.agent(agent)
-        query = MemoryQuery(agent_id=card.id, types=type_ or None, limit=limit)
+        query = MemoryQuery(types=type_ or None, limit=limit)
 
         async def go():
-            async with cli.private_store(card) as store:
+            async with target_store(cli, agent, pool, global_) as store:
                 # Filtered in SQL, before the limit; a listing is not a recall hit.
                 audience = Audience.OPERATOR if all_ else Audience.LISTING
                 return await store.search(query, audience=audience, include_archived=archived)
@@ -69,14 +107,13 @@ def register(app: typer.Typer) -> None:
         out.data([entry_json(e) for e in entries], columns=LIST_COLUMNS, rows=lambda: list_rows(entries))
 
     @group.command("show")
-    def show(ctx: typer.Context, memory_id: IdArg, agent: AgentOpt = ..., json_: JsonOpt = False) -> None:
+    def show(ctx: typer.Context, memory_id: IdArg, agent: WhoseOpt = None, pool: PoolOpt = None, global_: GlobalOpt = False, json_: JsonOpt = False) -> None:
         """Show one memory in full, whatever its visibility."""
         cli = ctx_of(ctx)
         out = Out(json_mode=json_, quiet=cli.quiet)
-        card = cli.agent(agent)
 
         async def go():
-            async with cli.private_store(card) as store:
+            async with target_store(cli, agent, pool, global_) as store:
                 return await resolve_id(store, memory_id)
 
         entry = run(go())
@@ -89,13 +126,12 @@ def register(app: typer.Typer) -> None:
             ),
         )
 
-    def _bulk(ctx, memory_id: str, agent: str, json_: bool, action: str, verb: str):
+    def _bulk(ctx, memory_id: str, agent, pool, global_, json_: bool, action: str, verb: str):
         cli = ctx_of(ctx)
         out = Out(json_mode=json_, quiet=cli.quiet)
-        card = cli.agent(agent)
 
         async def go():
-            async with cli.private_store(card) as store:
+            async with target_store(cli, agent, pool, global_) as store:
                 entry = await resolve_id(store, memory_id)
                 changed = await getattr(store, action)([entry.id])
                 return entry, changed
@@ -105,28 +141,31 @@ def register(app: typer.Typer) -> None:
         out.info(f"{verb} {entry.id}" if changed else f"{entry.id} was already {verb}")
 
     @group.command("forget")
-    def forget(ctx: typer.Context, memory_id: IdArg, agent: AgentOpt = ..., json_: JsonOpt = False) -> None:
+    def forget(ctx: typer.Context, memory_id: IdArg, agent: WhoseOpt = None, pool: PoolOpt = None, global_: GlobalOpt = False, json_: JsonOpt = False) -> None:
         """Archive a memory: hidden from recall, kept, restorable."""
-        _bulk(ctx, memory_id, agent, json_, "archive", "archived")
+        _bulk(ctx, memory_id, agent, pool, global_, json_, "archive", "archived")
 
     @group.command("restore")
-    def restore(ctx: typer.Context, memory_id: IdArg, agent: AgentOpt = ..., json_: JsonOpt = False) -> None:
+    def restore(ctx: typer.Context, memory_id: IdArg, agent: WhoseOpt = None, pool: PoolOpt = None, global_: GlobalOpt = False, json_: JsonOpt = False) -> None:
         """Bring an archived memory back into recall."""
-        _bulk(ctx, memory_id, agent, json_, "restore", "restored")
+        _bulk(ctx, memory_id, agent, pool, global_, json_, "restore", "restored")
 
     @group.command("purge")
     def purge(
-        ctx: typer.Context, memory_id: IdArg, agent: AgentOpt = ..., yes: YesOpt = False, json_: JsonOpt = False
+        ctx: typer.Context, memory_id: IdArg, agent: WhoseOpt = None, pool: PoolOpt = None, global_: GlobalOpt = False,
+        yes: YesOpt = False, json_: JsonOpt = False,
     ) -> None:
         """Delete a memory for good (its ledger history stays)."""
         confirm(f"purge memory {memory_id}", yes)
-        _bulk(ctx, memory_id, agent, json_, "purge", "purged")
+        _bulk(ctx, memory_id, agent, pool, global_, json_, "purge", "purged")
 
     @group.command("set")
     def set_(
         ctx: typer.Context,
         memory_id: IdArg,
-        agent: AgentOpt = ...,
+        agent: WhoseOpt = None,
+        pool: PoolOpt = None,
+        global_: GlobalOpt = False,
         importance: Annotated[float | None, typer.Option("--importance", "-i", min=0.0, max=1.0, help="New importance, 0..1.")] = None,
         type_: Annotated[MemoryType | None, typer.Option("--type", "-t", help="New type.")] = None,
         visibility: Annotated[Visibility | None, typer.Option("--visibility", help="visible, private or hidden.")] = None,
@@ -138,7 +177,6 @@ def register(app: typer.Typer) -> None:
         """Change a memory's importance, type, visibility, pin, tags or text."""
         cli = ctx_of(ctx)
         out = Out(json_mode=json_, quiet=cli.quiet)
-        card = cli.agent(agent)
         changes = {
             k: v
             for k, v in {
@@ -155,7 +193,7 @@ def register(app: typer.Typer) -> None:
             raise typer.BadParameter("nothing to change; give at least one option")
 
         async def go():
-            async with cli.private_store(card) as store:
+            async with target_store(cli, agent, pool, global_) as store:
                 entry = await resolve_id(store, memory_id)
                 return await store.update(entry.id, **changes)
 
@@ -163,14 +201,13 @@ def register(app: typer.Typer) -> None:
         out.data(entry_json(entry), text=lambda: entry.id)
 
     @group.command("history")
-    def history(ctx: typer.Context, memory_id: IdArg, agent: AgentOpt = ..., json_: JsonOpt = False) -> None:
+    def history(ctx: typer.Context, memory_id: IdArg, agent: WhoseOpt = None, pool: PoolOpt = None, global_: GlobalOpt = False, json_: JsonOpt = False) -> None:
         """Every recorded change to a memory, oldest first, from the ledger."""
         cli = ctx_of(ctx)
         out = Out(json_mode=json_, quiet=cli.quiet)
-        card = cli.agent(agent)
 
         async def go():
-            async with cli.private_store(card) as store:
+            async with target_store(cli, agent, pool, global_) as store:
                 try:
                     entry_id = (await resolve_id(store, memory_id)).id
                 except NotFoundError:
