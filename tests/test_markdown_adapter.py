@@ -103,6 +103,16 @@ def test_mask_code_keeps_length_and_lines():
     assert hashtags("# Title\n#tag and #9 and a#b") == ["tag"]
 
 
+def test_obsidian_comments_hide_links_and_tags():
+    text = "see [[Shown]] #kept %%draft: [[Hidden]] #gone%% and\n%%\n[[AlsoHidden]]\n%%\n[[Last]]"
+    masked = mask_code(text)
+    assert len(masked) == len(text) and masked.count("\n") == text.count("\n")
+    assert "[[Shown]]" in masked and "[[Last]]" in masked  # control: links outside comments stay
+    assert "[[Hidden]]" not in masked and "[[AlsoHidden]]" not in masked
+    assert hashtags(masked) == ["kept"]
+    assert "[[Tail]]" not in mask_code("text %% unclosed comment [[Tail]]")
+
+
 def test_hostile_vault_skips_and_counts_everything_odd(make_vault, tmp_path):
     root = make_vault(
         {

@@ -78,22 +78,27 @@ def note_title(rel_path: str) -> str:
 
 _FENCE = re.compile(r"^[ \t]{0,3}(`{3,}|~{3,})[^\n]*\n.*?(?:^[ \t]{0,3}\1[`~]*[ \t]*$|\Z)", re.M | re.S)
 _INLINE_CODE = re.compile(r"(`+)(?!`).+?(?<!`)\1(?!`)", re.S)
+_COMMENT = re.compile(r"%%.*?(?:%%|\Z)", re.S)  # Obsidian comments; an unclosed one runs to the end
 _HASHTAG = re.compile(r"(?<![^\s(\[,;:!?\"'])#([\w/-]*[^\W\d_][\w/-]*)", re.UNICODE)
 _HEADING_MARK = re.compile(r"^[ \t]{0,3}#{1,6}(?=[ \t]|$)", re.M)
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 
 
 def mask_code(text: str) -> str:
-    """``text`` with fenced blocks and inline code spans blanked (same length, newlines kept).
+    """``text`` with fenced blocks, inline code spans and ``%%comments%%`` blanked
+    (same length, newlines kept).
 
-    Links and tags inside code are examples, not content; blanking instead of
-    deleting keeps offsets and line structure for every later regex.
+    Links and tags inside code are examples, and Obsidian neither renders nor
+    links what sits in a comment; blanking instead of deleting keeps offsets
+    and line structure for every later regex. Indented code blocks are not
+    masked: without a full parser they cannot be told from nested list items,
+    whose links are real.
     """
 
     def blank(match: re.Match) -> str:
         return re.sub(r"[^\n]", " ", match.group(0))
 
-    return _INLINE_CODE.sub(blank, _FENCE.sub(blank, text))
+    return _COMMENT.sub(blank, _INLINE_CODE.sub(blank, _FENCE.sub(blank, text)))
 
 
 def split_frontmatter(text: str) -> tuple[dict[str, Any], str, bool]:
