@@ -118,3 +118,16 @@ def test_a_card_written_before_pools_moved_to_config_still_loads(arcana_home):
     path.write_text(json.dumps({**data, "pool": ["team"]}))  # control: a real typo is still refused
     with pytest.raises(ConfigError, match="agent.json"):
         registry.resolve("old-timer")
+
+
+def test_agent_set_decay_validates_before_saving(cli, arcana_home):
+    create(cli, "ada")
+    changed = cli("agent", "set", "ada", "--decay", "episodic.half_life_days=3", "--decay", "semantic.floor=0.5", "--json")
+    assert changed.exit_code == 0, changed.stderr
+    assert json.loads(changed.stdout)["decay"] == {"episodic": {"half_life_days": 3}, "semantic": {"floor": 0.5}}
+    bad = cli("agent", "set", "ada", "--decay", "episodic.half_life_days=-1")
+    assert bad.exit_code == 4 and "decay.episodic.half_life_days" in bad.stderr
+    assert cli("agent", "set", "ada", "--decay", "sometype.floor=0.1").exit_code == 4
+    assert cli("agent", "set", "ada", "--decay", "episodic").exit_code == 2
+    card = json.loads(cli("agent", "show", "ada", "--json").stdout)
+    assert card["decay"] == {"episodic": {"half_life_days": 3}, "semantic": {"floor": 0.5}}  # bad values saved nothing

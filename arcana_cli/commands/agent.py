@@ -63,9 +63,13 @@ def register(app: typer.Typer) -> None:
         extraction: Annotated[
             list[str] | None, typer.Option("--extraction", help="KEY=VALUE over memory.extraction; repeatable.")
         ] = None,
+        decay: Annotated[
+            list[str] | None,
+            typer.Option("--decay", help="TYPE.FIELD=VALUE, e.g. episodic.half_life_days=3; repeatable."),
+        ] = None,
         json_: JsonOpt = False,
     ) -> None:
-        """Change an agent's model, system prompt, memory weights or extraction settings."""
+        """Change an agent's model, system prompt, memory weights, decay or extraction settings."""
         from memory.config import ExtractionConfig, parse_value
         from memory.errors import ConfigError, NotFoundError
         from memory.types import MemoryType
@@ -96,6 +100,18 @@ def register(app: typer.Typer) -> None:
             except ValueError as exc:
                 raise ConfigError(f"agent '{card.name}' extraction: {str(exc).splitlines()[-1].strip()}") from None
             card.extraction = merged
+        if decay:
+            from memory.federation.decay import resolve_decay_profiles
+
+            overrides = {kind: dict(fields) for kind, fields in card.decay.items()}
+            for item in decay:
+                path, _, value = item.partition("=")
+                kind, _, field = path.strip().partition(".")
+                if not (kind and field and value.strip()):
+                    raise typer.BadParameter(f"'{item}': use TYPE.FIELD=VALUE, e.g. episodic.half_life_days=3", param_hint="--decay")
+                overrides.setdefault(kind, {})[field] = parse_value(value.strip())
+            resolve_decay_profiles(overrides, source=f"agent '{card.name}' decay")  # ConfigError names the field
+            card.decay = overrides
         cli.agents.save(card)
         Out(json_mode=json_, quiet=cli.quiet).data(
             AgentRegistry.describe(card), text=lambda: "\n".join(f"{k}: {v}" for k, v in AgentRegistry.describe(card).items())
