@@ -93,12 +93,6 @@ class AgentRegistry:
         self.save(card)
         return card
 
-    def get_or_create(self, name: str) -> AgentCard:
-        try:
-            return self.resolve(name)
-        except NotFoundError:
-            return self.create(name)
-
     def save(self, card: AgentCard) -> None:
         self.home.ensure()
         path = self._card_path(card.id)

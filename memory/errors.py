@@ -31,10 +31,6 @@ class MemoryBusyError(MemoryStorageError):
     """Another writer held the database longer than the busy timeout allows."""
 
 
-class MemoryNotConnectedError(ArcanaMemoryError):
-    """The adapter was used before a connection could be established."""
-
-
 class MemoryRoutingError(ArcanaMemoryError):
     """A write targets a tier that is missing or under-specified."""
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Protocol, runtime_checkable
 
-from memory.types import HealthStatus, MemoryEntry, MemoryQuery, PrunePolicy, PruneReport
+from memory.types import HealthStatus, MemoryEntry, MemoryQuery
 
 
 @runtime_checkable
@@ -20,8 +20,3 @@ class MemoryAdapter(Protocol):
     async def search(self, query: MemoryQuery) -> list[MemoryEntry]: ...
 
     async def get(self, entry_id: str) -> MemoryEntry | None: ...
-
-
-@runtime_checkable
-class PrunableAdapter(MemoryAdapter, Protocol):
-    async def prune(self, policy: PrunePolicy) -> PruneReport: ...

@@ -451,7 +451,6 @@ class MarkdownFolderAdapter:
         self.ignore_globs = tuple(ignore_globs)
         self.max_file_bytes = max_file_bytes
         self.on_degraded = on_degraded
-        self.last_notice: str | None = None
         self._cache: dict[str, ParsedNote] = {}
 
     async def connect(self) -> None:
@@ -539,7 +538,6 @@ class MarkdownFolderAdapter:
         return results
 
     def _notice(self, message: str) -> None:
-        self.last_notice = message
         if self.on_degraded is not None:
             self.on_degraded(message)
 

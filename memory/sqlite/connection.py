@@ -45,14 +45,6 @@ def dbapi() -> ModuleType:
         return sqlite3
 
 
-def can_load_extensions() -> bool:
-    probe = dbapi().connect(":memory:")
-    try:
-        return hasattr(probe, "enable_load_extension")
-    finally:
-        probe.close()
-
-
 def translate(exc: BaseException, path: Path | str) -> BaseException:
     """Map a driver error onto the memory taxonomy, naming the file."""
     message = str(exc)
@@ -65,10 +57,6 @@ def translate(exc: BaseException, path: Path | str) -> BaseException:
             f"{BUSY_TIMEOUT_MS // 1000}s ({message})"
         )
     return MemoryStorageError(f"{path}: {message}")
-
-
-def is_driver_error(exc: BaseException) -> bool:
-    return isinstance(exc, dbapi().Error)
 
 
 async def open_connection(path: Path | str, *, readonly: bool = False) -> aiosqlite.Connection:
