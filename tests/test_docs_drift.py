@@ -66,3 +66,13 @@ def test_bash_completion_completes_subcommands_options_and_choices():
     assert _complete("arcana memory list --type ") == ["episodic", "semantic", "procedural", "preference"]
     # positive control: 'list' under agent is a different command with different options
     assert "--archived" not in _complete("arcana agent list --")
+
+
+def test_readme_library_example_runs(tmp_path):
+    readme = (docs_gen.ROOT / "README.md").read_text()
+    section = readme.split("### As a library", 1)[1]
+    code = section.split("```python\n", 1)[1].split("```", 1)[0]
+    env = {**__import__("os").environ, "ARCANA_HOME": str(tmp_path / "home")}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert "The user prefers metric units." in done.stdout
