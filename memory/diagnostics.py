@@ -92,7 +92,7 @@ def check_sqlite() -> list[Check]:
 async def check_databases(home: Home) -> list[Check]:
     from memory.migrations.runner import head_version
     from memory.schema import read_version
-    from memory.sqlite.connection import dbapi
+    from memory.sqlite.connection import connect_readonly, dbapi
 
     checks = []
     head = head_version()
@@ -103,7 +103,7 @@ async def check_databases(home: Home) -> list[Check]:
             checks.append(Check(name, False, problem))
             continue
         try:
-            conn = dbapi().connect(f"file:{db.as_posix()}?mode=ro", uri=True)
+            conn = connect_readonly(db)
             try:
                 result = "; ".join(r[0] for r in conn.execute("PRAGMA quick_check(5)"))
             finally:

@@ -20,7 +20,18 @@ from memory.migrations.runner import check_not_newer, current_version, head_vers
 from memory.quarantine import quarantine_store
 from memory.sqlite import mutations
 from memory.sqlite.admission import Audience, where
-from memory.sqlite.connection import BUSY_TIMEOUT_MS, apply_pragmas, has_fts5, load_sqlite_vec, open_connection, run_sync, transaction
+from memory.sqlite.connection import (
+    BUSY_TIMEOUT_MS,
+    apply_pragmas,
+    connect_readonly,
+    dbapi,
+    has_fts5,
+    load_sqlite_vec,
+    open_connection,
+    run_sync,
+    transaction,
+    translate,
+)
 from memory.sqlite.fts import match_expression
 from memory.sqlite.rows import SELECT_COLUMNS, row_to_entry
 from memory.types import (
@@ -143,11 +154,16 @@ class SQLiteAdapter:
         """Read the schema read-only first. Closing a read-write connection to a
         damaged file checkpoints and deletes its -wal: the very evidence (and
         possibly the last commits) that quarantine must keep."""
-        conn = await open_connection(self.path, readonly=True)
+        # Sub-millisecond and lock-free (read-only, WAL), so no worker thread for it.
+        driver = dbapi()
         try:
-            await run_sync(conn, _probe, path=self.path)
-        finally:
-            await conn.close()
+            raw = connect_readonly(self.path)
+            try:
+                _probe(raw)
+            finally:
+                raw.close()
+        except driver.Error as exc:
+            raise translate(exc, self.path) from exc
 
     async def aclose(self) -> None:
         if self._conn is None:

@@ -59,7 +59,12 @@ def translate(exc: BaseException, path: Path | str) -> BaseException:
     return MemoryStorageError(f"{path}: {message}")
 
 
-async def open_connection(path: Path | str, *, readonly: bool = False) -> aiosqlite.Connection:
+def connect_readonly(path: Path | str):
+    """A plain read-only driver connection: for probes and diagnostics that must never write."""
+    return dbapi().connect(f"file:{Path(path).as_posix()}?mode=ro", uri=True)
+
+
+async def open_connection(path: Path | str) -> aiosqlite.Connection:
     """Open ``path`` with autocommit off-the-driver (we issue BEGIN ourselves).
 
     Pragmas that write the file (WAL) are applied by :func:`apply_pragmas`, after
@@ -67,14 +72,10 @@ async def open_connection(path: Path | str, *, readonly: bool = False) -> aiosql
     code is never written to.
     """
     module = dbapi()
-    target = str(path)
-    if readonly:
-        target = f"file:{Path(path).as_posix()}?mode=ro"
 
     def connector():
         conn = module.connect(
-            target,
-            uri=readonly,
+            str(path),
             isolation_level=None,
             check_same_thread=False,
             timeout=BUSY_TIMEOUT_MS / 1000,
@@ -82,7 +83,7 @@ async def open_connection(path: Path | str, *, readonly: bool = False) -> aiosql
         conn.row_factory = module.Row
         return conn
 
-    if not readonly and str(path) != ":memory:":
+    if str(path) != ":memory:":
         Path(path).parent.mkdir(parents=True, exist_ok=True)
     conn = aiosqlite.Connection(connector, iter_chunk_size=256)
     # A connection someone forgot to close must not keep the process alive at
