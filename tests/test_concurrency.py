@@ -92,3 +92,45 @@ def test_two_writers_and_a_prune_loop_share_one_store(arcana_home):
         assert {r["content"] for r in rows if r["content"].startswith(tag)} == {
             f"{tag} concurrent note {i}" for i in range(WRITES)
         }
+
+
+def _open_fresh_stores(root: str, trials: int, barrier) -> list[str]:
+    """Open ``root/<i>.db`` for each trial in step with the other processes."""
+    import asyncio
+    from pathlib import Path
+
+    from memory.adapters.sqlite import SQLiteAdapter
+
+    async def trial(path: Path) -> None:
+        store = SQLiteAdapter(path)
+        try:
+            await store.connect()
+        finally:
+            await store.aclose()
+
+    errors = []
+    for i in range(trials):
+        barrier.wait()
+        try:
+            asyncio.run(trial(Path(root) / f"{i}.db"))
+        except Exception as exc:
+            errors.append(f"trial {i}: {exc}")
+    return errors
+
+
+def test_processes_creating_one_store_at_once_never_see_locked(tmp_path):
+    """The WAL switch on a brand-new file upgrades a read to a write, which SQLite
+    fails at once instead of waiting; three processes racing to create the
+    same store used to lose about one race in thirty."""
+    import multiprocessing
+
+    ctx = multiprocessing.get_context("spawn")
+    trials, workers = 150, 3
+    root = tmp_path / "stores"
+    root.mkdir()
+    barrier = ctx.Manager().Barrier(workers)
+    with ctx.Pool(workers) as pool:
+        results = [pool.apply_async(_open_fresh_stores, (str(root), trials, barrier)) for _ in range(workers)]
+        errors = [e for r in results for e in r.get(timeout=300)]
+    assert errors == []
+    assert len(list(root.glob("*.db"))) == trials  # positive control: every trial really created a store

@@ -16,7 +16,7 @@ from memory import audit as audit_mod
 from memory.backup import backup_copy
 from memory.errors import MemoryCorruptError, MemoryStorageError, NotFoundError
 from memory.home import Home
-from memory.migrations.runner import check_not_newer, current_version, head_version, migrate
+from memory.migrations.runner import check_not_newer, current_version, migrate
 from memory.quarantine import quarantine_store
 from memory.sqlite import mutations
 from memory.sqlite.admission import Audience, where
@@ -132,23 +132,22 @@ class SQLiteAdapter:
             await self._probe_readonly()
         conn = await open_connection(self.path)
         try:
-            version = await check_not_newer(conn, self.path)
+            await check_not_newer(conn, self.path)
             if not await has_fts5(conn):
                 raise MemoryStorageError(
                     f"{self.path}: this SQLite build lacks FTS5; install pysqlite3-binary or a Python "
                     "whose sqlite3 includes FTS5"
                 )
             await apply_pragmas(conn, self.path)
-            if 0 < version < head_version():
-                # Upgrades that lose data are the most bitter complaint: copy first.
-                self.backed_up_to = backup_copy(
-                    self.path, self.backup_dir or self.path.parent, f"v{version}"
-                )
-            await migrate(conn, self.path)
+            await migrate(conn, self.path, before_upgrade=self._back_up)
         except BaseException:
             await conn.close()
             raise
         return conn
+
+    def _back_up(self, version: int) -> None:
+        """Upgrades that lose data are the most bitter complaint: copy first."""
+        self.backed_up_to = backup_copy(self.path, self.backup_dir or self.path.parent, f"v{version}")
 
     async def _probe_readonly(self) -> None:
         """Read the schema read-only first. Closing a read-write connection to a

@@ -1,7 +1,8 @@
 """The forward-only migration engine.
 
-Each migration's statements and its ``user_version`` bump share one
-transaction, so a failure leaves the database exactly at its prior version.
+A whole upgrade holds one write lock; each migration's statements and its
+``user_version`` bump share a savepoint, so a failing migration leaves the
+database exactly at the version before it.
 A database whose version is above :func:`head_version` was written by newer
 code and is refused before anything is written.
 """
@@ -11,6 +12,7 @@ from __future__ import annotations
 import importlib
 import pkgutil
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -18,7 +20,7 @@ import aiosqlite
 
 from memory.errors import SchemaTooNewError
 from memory.migrations import versions
-from memory.sqlite.connection import dbapi, translate
+from memory.sqlite.connection import run_sync, transaction
 
 
 @dataclass(frozen=True)
@@ -75,33 +77,55 @@ async def check_not_newer(
 
 
 async def migrate(
-    conn: aiosqlite.Connection, path: Path | str = "", migrations: tuple[Migration, ...] = MIGRATIONS
+    conn: aiosqlite.Connection,
+    path: Path | str = "",
+    migrations: tuple[Migration, ...] = MIGRATIONS,
+    *,
+    before_upgrade: Callable[[int], None] | None = None,
 ) -> int:
-    """Apply every pending migration in order; return the resulting version."""
-    version = await check_not_newer(conn, path, migrations)
-    for migration in migrations:
-        if migration.version <= version:
-            continue
-        try:
-            await conn.execute("BEGIN IMMEDIATE")
-            # Another process may have migrated while we waited for the lock.
-            if await current_version(conn) >= migration.version:
-                await conn.execute("ROLLBACK")
-                continue
-            for statement in migration.statements:
-                await conn.execute(statement)
-            await conn.execute(_BOOKKEEPING)
-            await conn.execute(
-                "INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)",
-                (migration.version, migration.name, time.time()),
+    """Apply every pending migration in order; return the resulting version.
+
+    ``before_upgrade(version)`` runs once, under the write lock, before a
+    database that already has a schema is changed (the backup hook).
+    """
+    if await check_not_newer(conn, path, migrations) >= head_version(migrations):
+        return head_version(migrations)
+    return await run_sync(conn, _apply_pending, path, migrations, before_upgrade, path=path)
+
+
+def _apply_pending(raw, path, migrations: tuple[Migration, ...], before_upgrade) -> int:
+    """The whole upgrade under one write lock, each migration in its own savepoint.
+
+    One lock: a process racing to create the same store sees version 0 or the
+    head, never a half-built schema it would mistake for an old one (and back
+    up). Savepoints: a failing migration is undone alone, the ones before it
+    commit.
+    """
+    with transaction(raw):
+        version = int(raw.execute("PRAGMA user_version").fetchone()[0])  # another process may have migrated
+        if version > head_version(migrations):
+            raise SchemaTooNewError(
+                f"{path}: schema version {version} is newer than this Arcana understands; upgrade Arcana"
             )
-            await conn.execute(f"PRAGMA user_version = {migration.version}")
-            await conn.execute("COMMIT")
-        except BaseException as exc:
-            if conn.in_transaction:
-                await conn.execute("ROLLBACK")
-            if isinstance(exc, dbapi().Error):
-                raise translate(exc, path) from exc
-            raise
-        version = migration.version
+        pending = [m for m in migrations if m.version > version]
+        if pending and version > 0 and before_upgrade is not None:
+            before_upgrade(version)
+        for migration in pending:
+            raw.execute("SAVEPOINT migration")
+            try:
+                for statement in migration.statements:
+                    raw.execute(statement)
+                raw.execute(_BOOKKEEPING)
+                raw.execute(
+                    "INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)",
+                    (migration.version, migration.name, time.time()),
+                )
+                raw.execute(f"PRAGMA user_version = {migration.version}")
+                raw.execute("RELEASE migration")
+            except BaseException:
+                raw.execute("ROLLBACK TO migration")
+                raw.execute("RELEASE migration")
+                raw.execute("COMMIT")  # keep the migrations before this one
+                raise
+            version = migration.version
     return version

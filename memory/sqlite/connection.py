@@ -9,6 +9,7 @@ back to the stdlib module otherwise.
 from __future__ import annotations
 
 import os
+import time
 from functools import cache
 from pathlib import Path
 from types import ModuleType
@@ -97,15 +98,36 @@ async def open_connection(path: Path | str) -> aiosqlite.Connection:
 
 
 async def apply_pragmas(conn: aiosqlite.Connection, path: Path | str) -> None:
-    try:
-        await conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-        await conn.execute("PRAGMA journal_mode = WAL")
-        await conn.execute("PRAGMA synchronous = NORMAL")
-        await conn.execute("PRAGMA foreign_keys = ON")
-    except dbapi().Error as exc:
-        raise translate(exc, path) from exc
+    def _apply(raw) -> None:
+        raw.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        _enable_wal(raw)
+        raw.execute("PRAGMA synchronous = NORMAL")
+        raw.execute("PRAGMA foreign_keys = ON")
+
+    await run_sync(conn, _apply, path=path)
     if str(path) != ":memory:":
         _restrict(Path(path))
+
+
+def _enable_wal(raw) -> None:
+    """Switch to WAL, retrying while another connection does the same.
+
+    The switch reads page 1 and then upgrades to a write, and SQLite never runs
+    the busy handler for such an upgrade: two processes creating the same
+    database at once made one fail with "database is locked" at once, not
+    after the busy timeout. Retry until that timeout instead.
+    """
+    deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
+    delay = 0.005
+    while True:
+        try:
+            raw.execute("PRAGMA journal_mode = WAL").fetchall()
+            return
+        except dbapi().OperationalError as exc:
+            if "locked" not in str(exc).lower() or time.monotonic() >= deadline:
+                raise
+        time.sleep(delay)
+        delay = min(delay * 2, 0.1)
 
 
 def _restrict(path: Path) -> None:
