@@ -31,6 +31,10 @@ class MemoryBusyError(MemoryStorageError):
     """Another writer held the database longer than the busy timeout allows."""
 
 
+class MemoryTimeoutError(MemoryStorageError, TimeoutError):
+    """A call ran past the deadline its caller set and was stopped inside the backend."""
+
+
 class MemoryRoutingError(ArcanaMemoryError):
     """A write targets a tier that is missing or under-specified."""
 

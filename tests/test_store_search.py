@@ -121,6 +121,11 @@ async def test_filters_that_reject_the_best_matches_still_fill_the_page(store):
     await store.write_many([*strong, *weak])
     found = await store.search(MemoryQuery(text="anchor", types=[MemoryType.PREFERENCE], limit=10))
     assert ids(found) == [e.id for e in weak[:10]]  # shorter text, higher BM25
+    # One admitted row inside a full first window: still widen for the rest.
+    lone = entry("anchor anchor anchor anchor strong", type=MemoryType.PREFERENCE)
+    await store.write(lone)
+    found = await store.search(MemoryQuery(text="anchor", types=[MemoryType.PREFERENCE], limit=10))
+    assert ids(found) == [lone.id] + [e.id for e in weak[:9]]
     few = await store.search(MemoryQuery(text="anchor", types=[MemoryType.PREFERENCE], limit=50))
-    assert set(ids(few)) == set(e.id for e in weak)
+    assert set(ids(few)) == {lone.id, *(e.id for e in weak)}
     assert len(await store.search(MemoryQuery(text="anchor", limit=10))) == 10

@@ -10,13 +10,11 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-import aiosqlite
-
 from memory import audit as audit_mod
 from memory.backup import backup_copy
 from memory.errors import MemoryCorruptError, MemoryStorageError, NotFoundError
 from memory.home import Home
-from memory.migrations.runner import check_not_newer, current_version, migrate
+from memory.migrations.runner import check_not_newer, migrate
 from memory.quarantine import quarantine_store
 from memory.sqlite import mutations
 from memory.sqlite.admission import Audience, where
@@ -27,7 +25,9 @@ from memory.sqlite.connection import (
     dbapi,
     has_fts5,
     load_sqlite_vec,
+    StoreConnection,
     open_connection,
+    run_inline,
     run_sync,
     transaction,
     translate,
@@ -48,6 +48,7 @@ from memory.types import (
 
 PROMOTION_THRESHOLD = 0.9
 WRITE_BATCH = 500
+INLINE_ROWS = 16  # up to this many rows a write runs inline (see run_inline)
 _HIT_FLUSH = 256
 
 
@@ -80,7 +81,7 @@ class SQLiteAdapter:
         self.audit = audit
         self.quarantined_to: Path | None = None
         self.promotion_errors: list[str] = []
-        self._conn: aiosqlite.Connection | None = None
+        self._conn: StoreConnection | None = None
         self._lock = asyncio.Lock()
         self._hits: dict[str, tuple[int, float]] = {}
         self._vec_loaded: str | None | bool = False
@@ -97,7 +98,7 @@ class SQLiteAdapter:
     # -- lifecycle ---------------------------------------------------------
 
     @property
-    def connection(self) -> aiosqlite.Connection:
+    def connection(self) -> StoreConnection:
         """The live connection, for sibling adapters (vectors, edges) sharing this file."""
         if self._conn is None:
             raise MemoryStorageError(f"{self.path}: not connected")
@@ -127,7 +128,7 @@ class SQLiteAdapter:
         self.quarantined_to = quarantine_store(self.path, self.quarantine_dir, str(exc), self.audit)
         self._conn = await self._open()
 
-    async def _open(self) -> aiosqlite.Connection:
+    async def _open(self) -> StoreConnection:
         if self.path.exists():
             await self._probe_readonly()
         conn = await open_connection(self.path)
@@ -175,35 +176,37 @@ class SQLiteAdapter:
 
     async def health_check(self) -> HealthStatus:
         try:
-            await self.connect()
-            async with self.connection.execute("SELECT 1") as cur:
-                await cur.fetchone()
+            await self.run(_probe)
             return HealthStatus(healthy=True, message=f"{self.path}: ok")
         except Exception as exc:  # never raises, by contract
             return HealthStatus(healthy=False, message=f"{self.path}: {exc}")
 
     async def schema_version(self) -> int:
-        await self.connect()
-        return await current_version(self.connection)
+        rows = await self.run(lambda raw: raw.execute("PRAGMA user_version").fetchall())
+        return rows[0][0]
 
-    async def run(self, fn: Callable, *args: Any) -> Any:
-        """Run ``fn(raw, *args)`` on the connection thread (see :func:`run_sync`).
+    async def run(self, fn: Callable, *args: Any, inline: bool = False) -> Any:
+        """Run ``fn(raw, *args)`` on the connection thread (see :func:`run_sync`),
+        or with ``inline`` on the event loop unless that could block (see
+        :func:`run_inline`): for short calls that are safe to start again — a
+        search, a few rows in one transaction.
 
         Damage often lies in pages that connect never reads. When it surfaces
         here on a store with ``quarantine_dir`` the file is quarantined, a fresh
         store opened and ``fn`` retried once there, as at connect.
         """
+        call = run_inline if inline else run_sync
         await self.connect()
         conn = self.connection
         try:
-            return await run_sync(conn, fn, *args, path=self.path)
+            return await call(conn, fn, *args, path=self.path)
         except MemoryCorruptError as exc:
             if self.quarantine_dir is None:
                 raise
             async with self._lock:
                 if self._conn is conn:  # not already replaced by a concurrent caller
                     await self._start_fresh(exc)
-        return await run_sync(self.connection, fn, *args, path=self.path)
+        return await call(self.connection, fn, *args, path=self.path)
 
     async def ensure_vec(self) -> str | None:
         """Load sqlite-vec on this connection once; its version, or None if unavailable."""
@@ -225,7 +228,7 @@ class SQLiteAdapter:
         ops: list[str] = []
         for start in range(0, len(entries), WRITE_BATCH):
             batch = entries[start : start + WRITE_BATCH]
-            ops += await self.run(_upsert_txn, batch, self.actor)
+            ops += await self.run(_upsert_txn, batch, self.actor, inline=len(batch) <= INLINE_ROWS)
             if on_progress:
                 on_progress(len(ops), len(entries))
         await self._promote(entries)
@@ -250,7 +253,7 @@ class SQLiteAdapter:
         if current is None:
             raise NotFoundError(f"no memory with id {entry_id}")
         updated = MemoryEntry(**{**current.model_dump(), **changes})
-        await self.run(_upsert_txn, [updated], self.actor)
+        await self.run(_upsert_txn, [updated], self.actor, inline=True)
         return await self.get(entry_id, audience=Audience.OPERATOR, include_archived=True)
 
     async def delete(self, entry_id: str) -> bool:
@@ -262,7 +265,7 @@ class SQLiteAdapter:
     async def _remove(self, entry_ids: Sequence[str], op: str) -> int:
         if await self._has_vectors():
             await self.ensure_vec()
-        return await self.run(_delete_txn, list(entry_ids), op, self.actor)
+        return await self.run(_delete_txn, list(entry_ids), op, self.actor, inline=len(entry_ids) <= INLINE_ROWS)
 
     async def archive(self, entry_ids: Sequence[str]) -> int:
         return await self._set(entry_ids, "archive", "archived = 1")
@@ -277,7 +280,9 @@ class SQLiteAdapter:
         return await self._set(entry_ids, "pin", "pinned = ?", (int(pinned),))
 
     async def _set(self, entry_ids: Sequence[str], op: str, assignments: str, params: tuple = ()) -> int:
-        return await self.run(_update_txn, list(entry_ids), op, self.actor, assignments, params)
+        return await self.run(
+            _update_txn, list(entry_ids), op, self.actor, assignments, params, inline=len(entry_ids) <= INLINE_ROWS
+        )
 
     async def _has_vectors(self) -> bool:
         rows = await self.run(
@@ -304,10 +309,10 @@ class SQLiteAdapter:
         clause = where(query, audience=audience, include_archived=include_archived)
         match = match_expression(query.text)
         if match is None:
-            rows = await self.run(_ordered, clause.sql, clause.params, query.limit)
+            rows = await self.run(_ordered, clause.sql, clause.params, query.limit, inline=True)
             entries = [row_to_entry(r) for r in rows]
         else:
-            rows = await self.run(_keyword, match, clause.sql, clause.params, query.limit)
+            rows = await self.run(_keyword, match, clause.sql, clause.params, query.limit, inline=True)
             entries = [row_to_entry(r, score=-r["rank"], matched_by=["keyword"]) for r in rows]
         if audience is Audience.RECALL:
             await self.record_access(entries)
@@ -319,7 +324,7 @@ class SQLiteAdapter:
         if match is None:
             return []
         clause = where(query)
-        rows = await self.run(_keyword, match, clause.sql, clause.params, limit)
+        rows = await self.run(_keyword, match, clause.sql, clause.params, limit, inline=True)
         return [row_to_entry(r, score=-r["rank"], matched_by=["keyword"]) for r in rows]
 
     async def fetch_admitted(self, query: MemoryQuery, seqs: Sequence[int]) -> dict[int, MemoryEntry]:
@@ -329,7 +334,7 @@ class SQLiteAdapter:
         which of them may be read.
         """
         clause = where(query)
-        rows = await self.run(_by_column, "seq", list(seqs), clause.sql, clause.params)
+        rows = await self.run(_by_column, "seq", list(seqs), clause.sql, clause.params, inline=True)
         return {r["seq"]: row_to_entry(r) for r in rows}
 
     async def admitted_by_id(self, query: MemoryQuery, entry_ids: Sequence[str]) -> dict[str, MemoryEntry]:
@@ -338,21 +343,21 @@ class SQLiteAdapter:
         Graph expansion's way in: a neighbour must pass exactly what a seed did.
         """
         clause = where(query)
-        rows = await self.run(_by_column, "id", list(entry_ids), clause.sql, clause.params)
+        rows = await self.run(_by_column, "id", list(entry_ids), clause.sql, clause.params, inline=True)
         return {r["id"]: row_to_entry(r) for r in rows}
 
     async def get(
         self, entry_id: str, *, audience: Audience = Audience.RECALL, include_archived: bool = False
     ) -> MemoryEntry | None:
         clause = where(MemoryQuery(), audience=audience, include_archived=include_archived)
-        rows = await self.run(_by_id, entry_id, clause.sql, clause.params)
+        rows = await self.run(_by_id, entry_id, clause.sql, clause.params, inline=True)
         return row_to_entry(rows[0]) if rows else None
 
     async def find_by_prefix(self, prefix: str, limit: int = 5) -> list[MemoryEntry]:
         """Operator lookup of ids starting with ``prefix`` (any visibility, archived too)."""
         clause = where(MemoryQuery(), audience=Audience.OPERATOR, include_archived=True)
         escaped = prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-        rows = await self.run(_by_prefix, escaped + "%", clause.sql, clause.params, limit)
+        rows = await self.run(_by_prefix, escaped + "%", clause.sql, clause.params, limit, inline=True)
         return [row_to_entry(r) for r in rows]
 
     async def record_access(self, entries: Sequence[MemoryEntry]) -> None:
@@ -364,7 +369,7 @@ class SQLiteAdapter:
         if len(self._hits) >= _HIT_FLUSH and self._conn is not None:
             await self._flush_hits(self._conn)
 
-    async def _flush_hits(self, conn: aiosqlite.Connection) -> None:
+    async def _flush_hits(self, conn: StoreConnection) -> None:
         if not self._hits:
             return
         hits, self._hits = self._hits, {}
@@ -444,10 +449,10 @@ def _touch_txn(raw, hits):
 
 
 _KEYWORD_SQL = (
-    "SELECT m.seq, {columns}, c.rank AS rank "
-    "FROM (SELECT rowid, bm25(memories_fts) AS rank FROM memories_fts WHERE memories_fts MATCH ? "
-    "ORDER BY rank LIMIT ?) AS c "
-    "CROSS JOIN memories m ON m.seq = c.rowid WHERE {clause} ORDER BY c.rank LIMIT ?"
+    "WITH c AS (SELECT rowid, bm25(memories_fts) AS rank FROM memories_fts WHERE memories_fts MATCH ? "
+    "ORDER BY rank LIMIT ?) "
+    "SELECT {columns}, m.seq, c.rank AS rank, (SELECT count(*) FROM c) AS window_rows "
+    "FROM c CROSS JOIN memories m ON m.seq = c.rowid WHERE {clause} ORDER BY c.rank LIMIT ?"
 )
 
 
@@ -456,39 +461,39 @@ def _keyword(raw, match, clause_sql, params, limit):
 
     FTS5 ranks inside the index first and only a window of its best matches is
     joined and filtered; the window widens until enough rows pass or the
-    matches run out. A plain join let the planner drive from the agent_id
-    index and run MATCH once per row — ~700 ms at 10k entries instead of ~1 ms.
-    (``ORDER BY bm25(...)``, not FTS5's ``rank`` column: the latter measured
-    twice as slow here.)
+    matches run out (the window held fewer rows than it could). A plain join
+    let the planner drive from the agent_id index and run MATCH once per row —
+    ~700 ms at 10k entries instead of ~1 ms. (``ORDER BY bm25(...)``, not
+    FTS5's ``rank`` column: the latter measured twice as slow here.)
     """
     sql = _KEYWORD_SQL.format(columns=SELECT_COLUMNS, clause=clause_sql)
-    window, total = max(4 * limit, 40), None
+    window = max(4 * limit, 40)
     while True:
         rows = raw.execute(sql, (match, window, *params, limit)).fetchall()
-        if len(rows) >= limit:
+        if len(rows) >= limit or (rows and rows[0]["window_rows"] < window):
             return rows
-        if total is None:
+        if not rows:  # nothing admitted, so no row says how full the window was
             total = raw.execute("SELECT count(*) FROM memories_fts WHERE memories_fts MATCH ?", (match,)).fetchone()[0]
-        if window >= total:
-            return rows
-        window = min(window * 8, total)
+            if window >= total:
+                return rows
+        window *= 8
 
 
 def _ordered(raw, clause_sql, params, limit):
     sql = (
-        f"SELECT m.seq, {SELECT_COLUMNS} FROM memories m WHERE {clause_sql} "
+        f"SELECT {SELECT_COLUMNS}, m.seq FROM memories m WHERE {clause_sql} "
         "ORDER BY m.pinned DESC, m.importance DESC, m.created_at DESC LIMIT ?"
     )
     return raw.execute(sql, (*params, limit)).fetchall()
 
 
 def _by_id(raw, entry_id, clause_sql, params):
-    sql = f"SELECT m.seq, {SELECT_COLUMNS} FROM memories m WHERE m.id = ? AND {clause_sql}"
+    sql = f"SELECT {SELECT_COLUMNS}, m.seq FROM memories m WHERE m.id = ? AND {clause_sql}"
     return raw.execute(sql, (entry_id, *params)).fetchall()
 
 
 def _by_prefix(raw, pattern, clause_sql, params, limit):
-    sql = f"SELECT m.seq, {SELECT_COLUMNS} FROM memories m WHERE m.id LIKE ? ESCAPE '\\' AND {clause_sql} LIMIT ?"
+    sql = f"SELECT {SELECT_COLUMNS}, m.seq FROM memories m WHERE m.id LIKE ? ESCAPE '\\' AND {clause_sql} LIMIT ?"
     return raw.execute(sql, (pattern, *params, limit)).fetchall()
 
 
@@ -498,7 +503,7 @@ def _by_column(raw, column: str, values, clause_sql, params):
     for start in range(0, len(values), 500):
         chunk = values[start : start + 500]
         sql = (
-            f"SELECT m.seq, {SELECT_COLUMNS} FROM memories m "
+            f"SELECT {SELECT_COLUMNS}, m.seq FROM memories m "
             f"WHERE m.{column} IN ({','.join('?' * len(chunk))}) AND {clause_sql}"
         )
         rows += raw.execute(sql, (*chunk, *params)).fetchall()

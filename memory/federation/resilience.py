@@ -15,6 +15,7 @@ from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import Any
 
+from memory.deadline import DEADLINE
 from memory.errors import MemoryCorruptError, TierWriteFailed
 from memory.federation.budgets import TierBudget
 from memory.federation.events import DegradedSink, MemoryDegradedEvent
@@ -109,9 +110,10 @@ class ResilientTier:
     """One backend behind a timeout and a circuit breaker.
 
     Semantic and hybrid reads get their own (longer) budget because they may
-    wait on an embedder. A timeout leaves the backend's own thread to finish:
-    a timed-out write's outcome is unknown, which is why it is reported as
-    failed rather than assumed lost or kept.
+    wait on an embedder. The budget is also published as :data:`DEADLINE`, so
+    the SQLite store stops its own work in time; a backend that cannot stop is
+    left to finish on its thread, so a timed-out write's outcome is unknown,
+    which is why it is reported as failed rather than assumed lost or kept.
     """
 
     def __init__(
@@ -144,6 +146,7 @@ class ResilientTier:
         if not self.breaker.allow():
             raise _BreakerOpen(self.breaker.describe())
         settled = False
+        token = DEADLINE.set(time.monotonic() + timeout)  # lets the backend itself stop in time
         try:
             async with asyncio.timeout(timeout):  # no extra task, unlike wait_for
                 result = await call()
@@ -159,6 +162,7 @@ class ResilientTier:
             settled = True
             raise
         finally:
+            DEADLINE.reset(token)
             if not settled:  # cancelled from outside: release a half-open probe
                 self.breaker.record_failure()
 

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
-from memory.types import MemoryEntry, Visibility
+from memory.types import MemoryEntry
 
 COLUMNS = (
     "id",
@@ -31,15 +31,10 @@ COLUMNS = (
     "visibility",
 )
 SELECT_COLUMNS = ", ".join(f"m.{c}" for c in COLUMNS)
-_TIMES = ("created_at", "updated_at", "last_accessed_at")
 
 
 def _ts(value: datetime | None) -> float | None:
     return None if value is None else value.timestamp()
-
-
-def _dt(value: float | None) -> datetime | None:
-    return None if value is None else datetime.fromtimestamp(value, UTC)
 
 
 def entry_values(entry: MemoryEntry) -> dict[str, Any]:
@@ -74,11 +69,13 @@ def row_image(row) -> dict[str, Any]:
 
 
 def row_to_entry(row, **annotations: Any) -> MemoryEntry:
-    data = row_image(row)
+    """The entry for a row that starts with :data:`SELECT_COLUMNS`.
+
+    Half the cost of a keyword search is here, so pydantic's own (Rust) lax
+    conversion does the work: 0/1 to bool, epoch floats to UTC datetimes,
+    strings to enums. Only ``tags`` (JSON text) needs decoding first.
+    """
+    data = dict(zip(COLUMNS, row[: len(COLUMNS)]))
     data["tags"] = json.loads(data["tags"])
-    data["pinned"] = bool(data["pinned"])
-    data["archived"] = bool(data["archived"])
-    data["visibility"] = Visibility(data["visibility"])
-    for key in _TIMES:
-        data[key] = _dt(data[key])
-    return MemoryEntry(**data, **annotations)
+    data.update(annotations)
+    return MemoryEntry.model_validate(data)
