@@ -29,6 +29,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
+from cli_env import cli_env  # noqa: E402
 from memory.adapters.sqlite import SQLiteAdapter  # noqa: E402
 from memory.adapters.vector import VectorAdapter  # noqa: E402
 from memory.embedding.gateway import EmbeddingGateway  # noqa: E402
@@ -184,7 +185,7 @@ async def bench_recall_wall(runs: int) -> None:
         adapter = vector_adapter(SQLiteAdapter.for_agent(card.id, home=home), EmbeddingConfig(), home)
         await adapter.write_many([MemoryEntry(agent_id=card.id, content=t) for t in turns(500)])
         await adapter.aclose()
-        env = {**os.environ, "ARCANA_HOME": str(home.root)}
+        env = cli_env(home.root)
         model_dir = offline_model.model_dir(home.models_cache)
         bare = (
             "import fastembed; m = fastembed.TextEmbedding('sentence-transformers/all-MiniLM-L6-v2', "

@@ -68,6 +68,7 @@ async def main() -> None:
 
     work = Path(tempfile.mkdtemp(prefix="arcana-bench-vault-"))
     os.environ["ARCANA_HOME"] = str(work / "home")
+    from cli_env import cli_env
     from memory.adapters.markdown import walk_folder
     from memory.config import load_config
     from memory.embedding.base import length_sorted_batches
@@ -182,7 +183,7 @@ async def main() -> None:
             f"targeted (as the watch does) {target_m * 1000:.0f} ms; bare os.walk + one embedding {bare_m * 1000:.0f} ms"
             f"\n    ratios {walk_m / bare_m:.2f}x (full walk), {target_m / bare_m:.2f}x (targeted)"
         )
-        env = {**os.environ, "ARCANA_HOME": str(home.root)}
+        env = cli_env(home.root)
         victim.write_text(victim.read_text() + "\ncold edit\n")
         t0 = time.perf_counter()
         subprocess.run([sys.executable, "-m", "arcana_cli.main", "vault", "index", "em", "--json"], env=env, check=True, capture_output=True)
