@@ -78,7 +78,8 @@ def test_dedupe_unit_survivor_is_the_first_copy_and_lists_every_tier():
     b = entry("same fact", id="2", importance=0.9)
     c = entry("other fact", id="1")  # same id as a: the same record
     merged = dedupe([("private", [a]), ("pool:team", [b]), ("global", [c])])
-    assert [(m.id, m.importance, m.tiers) for m in merged] == [("1", 0.2, ["private", "pool:team", "global"])]
+    assert [(m.id, m.importance, tiers) for m, tiers in merged] == [("1", 0.2, ["private", "pool:team", "global"])]
+    assert a.tiers == []  # the backend's entry is not changed
 
 
 async def test_two_vaults_with_the_same_note_path_are_two_notes(tmp_path):
@@ -91,7 +92,7 @@ async def test_two_vaults_with_the_same_note_path_are_two_notes(tmp_path):
         reads.append((f"vault:{vault}", await folder.search(MemoryQuery(text="readme"))))
     assert reads[0][1][0].id == reads[1][1][0].id == note_id("README.md")  # same path, same id
     merged = dedupe(reads)
-    assert sorted(m.tiers[0] for m in merged) == ["vault:home", "vault:work"]
+    assert sorted(tiers[0] for _, tiers in merged) == ["vault:home", "vault:work"]
     # control: the same note from one vault's folder and its index is still one fact
     again = dedupe([reads[0], ("vault:work", reads[0][1])])
     assert len(again) == 1
@@ -218,5 +219,5 @@ def test_relevance_is_a_fraction_of_the_tiers_best_score_and_reorders_close_impo
     assert tier_relevance([unscored]) == {}
     router = MemoryRouter(private=object())
     ranked = router.rank([weak, answer], 10, relevance=tier_relevance([answer, weak]))
-    assert [e.content for e in ranked] == ["the answer", "a weak neighbour"]
-    assert [e.content for e in router.rank([weak, answer], 10)] == ["a weak neighbour", "the answer"]  # control
+    assert [e.content for e, _ in ranked] == ["the answer", "a weak neighbour"]
+    assert [e.content for e, _ in router.rank([weak, answer], 10)] == ["a weak neighbour", "the answer"]  # control

@@ -92,28 +92,29 @@ def tier_relevance(entries: list[MemoryEntry]) -> dict[str, float]:
     return {e.id: max(RELEVANCE_FLOOR, e.score / top) for e in entries if e.score is not None}
 
 
-def dedupe(results: list[tuple[str, list[MemoryEntry]]]) -> list[MemoryEntry]:
+def dedupe(results: list[tuple[str, list[MemoryEntry]]]) -> list[tuple[MemoryEntry, list[str]]]:
     """Merge per-tier results, most local tier first.
 
     Two entries are the same fact when they share an id or identical content
-    (whitespace-normalised). The first copy seen survives and ``tiers`` lists
-    every tier that held one, in routing order.
+    (whitespace-normalised). The first copy seen survives, untouched, paired
+    with every tier that held one, in routing order. (Nothing is copied here:
+    only the few that rank get copied, with their tiers, in ``recall``.)
     """
-    survivors: list[MemoryEntry] = []
-    by_id: dict[str, MemoryEntry] = {}
-    by_content: dict[str, MemoryEntry] = {}
+    survivors: list[tuple[MemoryEntry, list[str]]] = []
+    by_id: dict[str, tuple[MemoryEntry, list[str]]] = {}
+    by_content: dict[str, tuple[MemoryEntry, list[str]]] = {}
     for tier_name, entries in results:
         for entry in entries:
             content = _content_key(entry)
             survivor = by_id.get(entry.id)
-            if survivor is not None and _other_vault(survivor.tiers[0], tier_name):
+            if survivor is not None and _other_vault(survivor[1][0], tier_name):
                 survivor = None
             survivor = survivor or by_content.get(content)
             if survivor is None:
-                survivor = entry.model_copy(update={"tiers": [tier_name]})
+                survivor = (entry, [tier_name])
                 survivors.append(survivor)
-            elif tier_name not in survivor.tiers:
-                survivor.tiers = [*survivor.tiers, tier_name]
+            elif tier_name not in survivor[1]:
+                survivor[1].append(tier_name)
             by_id.setdefault(entry.id, survivor)
             by_content.setdefault(content, survivor)
     return survivors
@@ -254,8 +255,10 @@ class MemoryFederation:
                 for entry_id, factor in tier_relevance(entries).items():
                     relevance[entry_id] = max(factor, relevance.get(entry_id, 0.0))
         merged = dedupe(per_tier)
-        ranked = self.router.rank(merged, query.limit, relevance=relevance)
-        return RecallReport(ranked, [t.name for t in tiers], degraded)
+        tiers_of = {id(entry): names for entry, names in merged}  # by identity: vault notes may share an id
+        ranked = self.router.rank([entry for entry, _ in merged], query.limit, relevance=relevance)
+        entries = [entry.model_copy(update={"score": score, "tiers": tiers_of[id(entry)]}) for entry, score in ranked]
+        return RecallReport(entries, [t.name for t in tiers], degraded)
 
     async def search(self, query: MemoryQuery) -> list[MemoryEntry]:
         return (await self.recall(query)).entries

@@ -146,15 +146,14 @@ class MemoryRouter:
         limit: int,
         now: datetime | None = None,
         relevance: Mapping[str, float] | None = None,
-    ) -> list[MemoryEntry]:
-        """Order de-duplicated candidates for recall, best first, at most ``limit``.
+    ) -> list[tuple[MemoryEntry, float]]:
+        """The best ``limit`` candidates for recall with the score each ranked by, best first.
 
         score = effective (decayed) importance × the agent's weight for the
         type × ``relevance[id]`` (default 1): the card's preference layered on
         each backend's own ordering. Aged-out entries are dropped; pinned
         entries are exempt from decay and sort first; ties break on the
-        backend's score, then recency. Each survivor's ``score`` becomes the
-        value it ranked by.
+        backend's score, then recency. The entries themselves are not changed.
         """
         now = now or self.clock()
         relevance = relevance or {}
@@ -167,8 +166,4 @@ class MemoryRouter:
             backend_score = entry.score if entry.score is not None else float("-inf")
             scored.append(((entry.pinned, score, backend_score, entry.created_at), score, entry))
         scored.sort(key=lambda item: item[0], reverse=True)
-        ranked = []
-        for _, score, entry in scored[:limit]:
-            entry.score = score
-            ranked.append(entry)
-        return ranked
+        return [(entry, score) for _, score, entry in scored[:limit]]

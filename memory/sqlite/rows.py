@@ -76,6 +76,6 @@ def row_to_entry(row, **annotations: Any) -> MemoryEntry:
     strings to enums. Only ``tags`` (JSON text) needs decoding first.
     """
     data = dict(zip(COLUMNS, row[: len(COLUMNS)]))
-    data["tags"] = json.loads(data["tags"])
+    data["tags"] = [] if data["tags"] == "[]" else json.loads(data["tags"])
     data.update(annotations)
     return MemoryEntry.model_validate(data)
