@@ -145,6 +145,16 @@ async def test_insert_is_ledgered_with_after_image(store):
     assert (record.op, record.before, record.after["visibility"]) == ("insert", None, "hidden")
 
 
+async def test_one_id_twice_in_a_batch_is_an_insert_then_an_update(store):
+    first = entry("first version")
+    ops = await store.write_many([first, first.model_copy(update={"content": "second version"}), first])
+    assert ops == ["insert", "update", "update"]
+    records = await store.history(first.id)
+    assert [r.op for r in records] == ["insert", "update", "update"]
+    assert records[1].before["content"] == "first version" and records[1].after["content"] == "second version"
+    assert (await store.get(first.id)).content == "first version"
+
+
 async def test_noop_writes_and_noop_changes_leave_no_row(store):
     same = entry("unchanged")
     await store.write(same)

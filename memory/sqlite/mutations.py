@@ -21,6 +21,7 @@ from memory.types import MemoryEntry, Visibility
 
 _SKIP_COMPARE = {"updated_at", "access_count", "last_accessed_at"}
 _PLACEHOLDERS = ", ".join(f":{c}" for c in COLUMNS)
+_INSERT_NEW = f"INSERT INTO memories ({', '.join(COLUMNS)}) VALUES ({_PLACEHOLDERS}) ON CONFLICT(id) DO NOTHING"
 _UPSERT = f"""
 INSERT INTO memories ({", ".join(COLUMNS)}) VALUES ({_PLACEHOLDERS})
 ON CONFLICT(id) DO UPDATE SET
@@ -68,29 +69,35 @@ def upsert(raw, entries: Sequence[MemoryEntry], actor: str) -> list[str]:
     """Insert or update ``entries`` by id; return the op per entry ('noop' when unchanged).
 
     A None visibility keeps the stored value (``visible`` for a new row), so an
-    automatic re-save never lifts an operator's private or hidden flag.
+    automatic re-save never lifts an operator's private or hidden flag. A new
+    id is inserted straight away (no before image to read); only an existing
+    one is read, compared and updated.
     """
     now = time.time()
-    before = _images(raw, [e.id for e in entries])
     ops: list[str] = []
     ledger: list[tuple] = []
     for entry in entries:
         values = entry_values(entry)
-        old = before.get(entry.id)
-        if values["visibility"] is None:
-            values["visibility"] = old["visibility"] if old else Visibility.VISIBLE.value
-        if old is not None:
-            values["access_count"] = old["access_count"]
-            values["last_accessed_at"] = old["last_accessed_at"]
-            if all(old[k] == values[k] for k in COLUMNS if k not in _SKIP_COMPARE):
-                ops.append("noop")
-                continue
-            values["updated_at"] = now
+        keep_visibility = values["visibility"] is None
+        if keep_visibility:
+            values["visibility"] = Visibility.VISIBLE.value
+        if raw.execute(_INSERT_NEW, values).rowcount == 1:
+            ops.append("insert")
+            ledger.append((entry.id, "insert", actor, now, None, _dump(values)))
+            continue
+        old = _images(raw, [entry.id])[entry.id]
+        if keep_visibility:
+            values["visibility"] = old["visibility"]
+        values["access_count"] = old["access_count"]
+        values["last_accessed_at"] = old["last_accessed_at"]
+        if all(old[k] == values[k] for k in COLUMNS if k not in _SKIP_COMPARE):
+            ops.append("noop")
+            continue
+        values["updated_at"] = now
         raw.execute(_UPSERT, values)
-        after = dict(values)
-        op = "insert" if old is None else _label(old, after)
+        op = _label(old, values)
         ops.append(op)
-        ledger.append((entry.id, op, actor, now, _dump(old), _dump(after)))
+        ledger.append((entry.id, op, actor, now, _dump(old), _dump(values)))
     _append(raw, ledger)
     return ops
 
