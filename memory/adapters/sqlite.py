@@ -449,10 +449,10 @@ def _touch_txn(raw, hits):
 
 
 _KEYWORD_SQL = (
-    "WITH c AS (SELECT rowid, bm25(memories_fts) AS rank FROM memories_fts WHERE memories_fts MATCH ? "
-    "ORDER BY rank LIMIT ?) "
-    "SELECT {columns}, m.seq, c.rank AS rank, (SELECT count(*) FROM c) AS window_rows "
-    "FROM c CROSS JOIN memories m ON m.seq = c.rowid WHERE {clause} ORDER BY c.rank LIMIT ?"
+    "SELECT {columns}, m.seq, c.rank AS rank "
+    "FROM (SELECT rowid, bm25(memories_fts) AS rank FROM memories_fts WHERE memories_fts MATCH ? "
+    "ORDER BY rank LIMIT ?) AS c "
+    "CROSS JOIN memories m ON m.seq = c.rowid WHERE {clause} ORDER BY c.rank LIMIT ?"
 )
 
 
@@ -461,22 +461,24 @@ def _keyword(raw, match, clause_sql, params, limit):
 
     FTS5 ranks inside the index first and only a window of its best matches is
     joined and filtered; the window widens until enough rows pass or the
-    matches run out (the window held fewer rows than it could). A plain join
-    let the planner drive from the agent_id index and run MATCH once per row —
-    ~700 ms at 10k entries instead of ~1 ms. (``ORDER BY bm25(...)``, not
-    FTS5's ``rank`` column: the latter measured twice as slow here.)
+    matches run out. A plain join let the planner drive from the agent_id
+    index and run MATCH once per row — ~700 ms at 10k entries instead of ~1 ms.
+    (``ORDER BY bm25(...)``, not FTS5's ``rank`` column: the latter measured
+    twice as slow here; and a CTE that also reports how full the window was
+    measured 12% slower at the median than counting matches only when a page
+    comes back short.)
     """
     sql = _KEYWORD_SQL.format(columns=SELECT_COLUMNS, clause=clause_sql)
-    window = max(4 * limit, 40)
+    window, total = max(4 * limit, 40), None
     while True:
         rows = raw.execute(sql, (match, window, *params, limit)).fetchall()
-        if len(rows) >= limit or (rows and rows[0]["window_rows"] < window):
+        if len(rows) >= limit:
             return rows
-        if not rows:  # nothing admitted, so no row says how full the window was
+        if total is None:
             total = raw.execute("SELECT count(*) FROM memories_fts WHERE memories_fts MATCH ?", (match,)).fetchone()[0]
-            if window >= total:
-                return rows
-        window *= 8
+        if window >= total:
+            return rows
+        window = min(window * 8, total)
 
 
 def _ordered(raw, clause_sql, params, limit):

@@ -223,17 +223,17 @@ async def run_inline(conn: StoreConnection, fn, *args, path: Path | str = ""):
                 return _call(raw, DEADLINE.get(), fn, args)
             finally:
                 raw.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-        except dbapi().OperationalError as exc:
-            if not isinstance(translate(exc, path), MemoryBusyError):
-                raise translate(exc, path) from exc
         except dbapi().Error as exc:
-            raise translate(exc, path) from exc
+            error = translate(exc, path)
+            if not isinstance(error, MemoryBusyError):
+                raise error from exc
         finally:
             conn.gate.release()
     return await run_sync(conn, fn, *args, path=path)
 
 
 def _call(raw, deadline: float | None, fn, args):
+    """``fn(raw, *args)``, interrupted inside SQLite once ``deadline`` has passed."""
     if deadline is None:
         return fn(raw, *args)
     raw.set_progress_handler(lambda: time.monotonic() > deadline, 5000)  # every 5000 VM steps: well under 1 ms
