@@ -385,3 +385,39 @@ def test_recall_through_an_attached_vault_reports_graph_expansion(make_vault, no
     assert by_note["Coffee"] == ["keyword"]  # the seed, found by its words
     assert by_note["Tea"] == ["graph"]  # one link away, found by expansion only
     assert payload["legs"] == ["keyword", "graph"]
+
+
+async def test_obsidians_excluded_files_are_not_indexed_or_read(make_vault, arcana_home, tree_digest):
+    app = {"userIgnoreFilters": ["Archive/", "Templates", "/^Daily/", "weird[1]*"]}
+    root = make_vault(
+        {
+            ".obsidian/app.json": json.dumps(app),
+            "Archive/old.md": "kettle plan from last year",
+            "Archived ideas.md": "kettle ideas still live",  # "Archive/" is a folder prefix: not this
+            "Templates/meeting.md": "kettle template",
+            "Templates.md": "kettle template index",  # "Templates" is a bare prefix, as in Obsidian
+            "Daily 2026-11-29.md": "kettle daily note",  # a regex filter: reported, not applied
+            "weird[1]*notes.md": "kettle weird literal",  # brackets and star taken literally
+            "weird1.md": "kettle weird other",
+        },
+        name="obs",
+    )
+    arcana_home.ensure()
+    vault = VaultRegistry(arcana_home).add(root, "obs")
+    digest = tree_digest(root)
+    report = await index_vault(vault, embed=False)
+    assert report.added == 3
+    assert report.skipped_counts()["ignored"] == 4  # Archive/, Templates/, Templates.md, weird[1]*notes.md
+    assert any("'/^Daily/' is not applied" in n for n in report.notices)
+    hits = await search_vault(vault, MemoryQuery(text="kettle", retrieval_mode=RetrievalMode.keyword, limit=20))
+    assert sorted(hits.paths[e.id] for e in hits.entries) == ["Archived ideas.md", "Daily 2026-11-29.md", "weird1.md"]
+    assert tree_digest(root) == digest
+
+
+async def test_a_damaged_obsidian_config_is_reported_and_the_vault_still_indexes(make_vault, arcana_home):
+    root = make_vault({".obsidian/app.json": "{not json", "a.md": "alpha note", "Archive/b.md": "beta note"}, name="dmg")
+    arcana_home.ensure()
+    vault = VaultRegistry(arcana_home).add(root, "dmg")
+    report = await index_vault(vault, embed=False)
+    assert report.added == 2  # nothing excluded: the filters could not be read
+    assert any("app.json: unreadable" in n and "not applied" in n for n in report.notices)

@@ -41,6 +41,7 @@ def _describe(vault) -> dict:
         "agent": vault.config.agent,
         "pool": vault.config.pool,
         "ignore": vault.config.ignore,
+        "obsidian_excluded": list(vault.obsidian_excluded.globs),
         "max_file_bytes": vault.config.max_file_bytes,
         "index": str(vault.db_path),
     }
@@ -68,6 +69,11 @@ def register(app: typer.Typer) -> None:
         vault = _vaults(cli).add(path, name, agent=agent, pool=pool, ignore=ignore)
         out = Out(json_mode=json_, quiet=cli.quiet)
         out.data(_describe(vault), text=lambda: vault.name)
+        excluded = vault.obsidian_excluded
+        if excluded.globs:
+            out.info(f"honouring {len(excluded.globs)} excluded-files filter(s) from Obsidian's settings")
+        for problem in excluded.problems:
+            out.warn(problem)
         out.info(f"added vault '{name}' at {vault.root}; index it with `arcana vault index {name}`")
 
     @group.command("list")

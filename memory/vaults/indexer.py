@@ -152,14 +152,14 @@ def plan_index(vault: Vault, who: NoteIdentity, stored: Stored, paths: Sequence[
         raise NotFoundError(f"vault '{vault.name}': folder {vault.root} is missing; the index was left as it was")
     force = stored.meta.get("identity") != _identity_key(who)
     if paths is None or force:
-        walk = walk_folder(vault.root, ignore_globs=cfg.ignore, max_file_bytes=cfg.max_file_bytes)
+        walk = walk_folder(vault.root, ignore_globs=vault.ignore_globs, max_file_bytes=cfg.max_file_bytes)
         infos, skipped, attachments, current = walk.notes, list(walk.skipped), walk.attachments, {}
         mode = "full"
     else:
         infos, skipped, current = [], [], dict(stored.files)
         attachments = json.loads(stored.meta.get("attachments", "[]"))
         for rel in sorted(set(paths)):
-            found = stat_note(vault.root, rel, ignore_globs=cfg.ignore, max_file_bytes=cfg.max_file_bytes)
+            found = stat_note(vault.root, rel, ignore_globs=vault.ignore_globs, max_file_bytes=cfg.max_file_bytes)
             current.pop(rel, None)
             if isinstance(found, str):
                 skipped.append((rel, found))
@@ -368,6 +368,7 @@ async def index_vault(
                 store, entries, embed=embed, backfill=stored.meta.get("vectors") != "complete", config=config,
                 vault=vault, notices=report.notices, on_progress=on_progress, gateway=gateway,
             )
+            report.notices.extend(vault.obsidian_excluded.problems)
             vectors = stored.meta.get("vectors", "partial") if complete is None else ("complete" if complete else "partial")
             if plan.removed_ids:
                 await store.purge(plan.removed_ids)

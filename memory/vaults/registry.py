@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 from memory.agents import AgentRegistry
@@ -11,6 +12,7 @@ from memory.config import VaultConfig, load_config, save_config
 from memory.errors import ConfigError, NotFoundError
 from memory.home import Home
 from memory.types import MemoryScope
+from memory.vaults.obsidian import ExcludedFiles, excluded_files
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 
@@ -26,6 +28,15 @@ class Vault:
     @property
     def root(self) -> Path:
         return Path(self.config.path)
+
+    @cached_property
+    def obsidian_excluded(self) -> ExcludedFiles:
+        return excluded_files(self.root)
+
+    @property
+    def ignore_globs(self) -> list[str]:
+        """What is never indexed or read: the vault's ``ignore`` plus Obsidian's excluded files."""
+        return [*self.config.ignore, *self.obsidian_excluded.globs]
 
     @property
     def db_path(self) -> Path:

@@ -55,7 +55,7 @@ async def search_vault(
     if not vault.db_path.exists():
         note(f"vault '{vault.name}' is not indexed yet; scanning the folder (run `arcana vault index {vault.name}`)")
         folder = MarkdownFolderAdapter(
-            vault.root, f"vault:{vault.name}", ignore_globs=vault.config.ignore,
+            vault.root, f"vault:{vault.name}", ignore_globs=vault.ignore_globs,
             max_file_bytes=vault.config.max_file_bytes, on_degraded=note,
         )
         scan = await folder.scan()
@@ -116,7 +116,7 @@ class VaultAdapter:
     async def get(self, entry_id: str) -> MemoryEntry | None:
         if not self.vault.db_path.exists():
             folder = MarkdownFolderAdapter(
-                self.vault.root, f"vault:{self.vault.name}", ignore_globs=self.vault.config.ignore,
+                self.vault.root, f"vault:{self.vault.name}", ignore_globs=self.vault.ignore_globs,
                 max_file_bytes=self.vault.config.max_file_bytes,
             )
             return await folder.get(entry_id)
