@@ -228,6 +228,24 @@ async def test_interrupted_bulk_write_keeps_committed_batches(tmp_path, offline_
         await adapter.aclose()
 
 
+async def test_a_window_is_embedded_shortest_first_with_progress_inside_it(tmp_path, offline_embedder):
+    from memory.adapters.vector import EMBED_CHUNK
+
+    adapter = VectorAdapter(SQLiteAdapter(tmp_path / "m.db"), EmbeddingGateway([offline_embedder]), commit_batch=300)
+    lengths = [(i * 37) % 11 for i in range(300)]  # interleaved lengths: sorting must not mix up rows
+    entries = [entry(f"Note {i} about topic{i}" + " filler" * n) for i, n in enumerate(lengths)]
+    seen = []
+    try:
+        report = await adapter.write_many(entries, on_progress=lambda done, total: seen.append(done))
+        assert report.embedded == 300
+        assert seen == [EMBED_CHUNK, 2 * EMBED_CHUNK, 300]  # inside the window, then once it committed
+        for probe in (0, 150, 299):  # each row kept its own vector
+            found = await adapter.search(MemoryQuery(text=entries[probe].content, retrieval_mode=RetrievalMode.semantic, limit=1))
+            assert [e.id for e in found] == [entries[probe].id]
+    finally:
+        await adapter.aclose()
+
+
 async def test_backfill_embeds_rows_written_without_an_embedder(tmp_path, offline_embedder):
     path = tmp_path / "m.db"
     down = OllamaEmbedder("all-minilm", url="http://127.0.0.1:9")  # nothing listens on port 9

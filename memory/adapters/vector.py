@@ -22,7 +22,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from memory.adapters.sqlite import SQLiteAdapter
-from memory.embedding.base import Embedder, EmbeddingMeta, l2_normalize
+from memory.embedding.base import Embedder, EmbeddingMeta, l2_normalize, length_order
 from memory.embedding.fusion import DEFAULT_KEYWORD_WEIGHT, DEFAULT_VECTOR_WEIGHT, Weights, fuse
 from memory.embedding.gateway import EmbeddingGateway
 from memory.errors import MemoryStorageError
@@ -31,7 +31,11 @@ from memory.sqlite.connection import transaction
 from memory.types import HealthStatus, MemoryEntry, MemoryQuery, PrunePolicy, PruneReport, RetrievalMode
 
 KNN_MAX = 4096  # sqlite-vec's ceiling on k
-COMMIT_BATCH = 256
+# Rows, then their vectors, per window of this many entries. The embedder sorts
+# each window by length to cut padding: 256 measured 0.91x raw fastembed over
+# 1,800 texts, 1,024 1.03x (a longer window pads less).
+COMMIT_BATCH = 1024
+EMBED_CHUNK = 128  # texts per embed call within a window: paces progress, costs nothing
 _TABLE = re.compile(r"^memory_vec_(\d+)$")
 
 
@@ -227,6 +231,7 @@ class VectorAdapter:
                 await self._fill_batch(
                     table, embedder, self._pin_for(embedder, table, meta),
                     await self.store.run(_stale_rows, table, [e.id for e in batch]), report,
+                    _offset(on_progress, start, len(entries)),
                 )
                 if meta is None:  # the first batch created the index and the pin
                     target = (embedder, table, await self.meta())
@@ -255,11 +260,23 @@ class VectorAdapter:
             return None
         return EmbeddingMeta(embedder.model_name, embedder.model_family, embedder.dimension, table, time.time())
 
-    async def _fill_batch(self, table, embedder, pin, rows, report: FillReport) -> None:
-        """Embed ``rows`` ((seq, id, content)); write their vectors in one transaction."""
+    async def _fill_batch(self, table, embedder, pin, rows, report: FillReport, progress=None) -> None:
+        """Embed ``rows`` ((seq, id, content)) shortest first; write their vectors in one transaction.
+
+        The whole window is sorted by length, since an embedder pads each batch
+        to its longest text. It is then embedded a chunk at a time, which
+        changes nothing for the model but lets ``progress(done)`` move. The
+        window's last count is left to the caller, which reports it only after
+        the vectors have committed.
+        """
         if not rows:
             return
-        vectors = await self._embed_isolated(embedder, rows, report)
+        rows = [rows[i] for i in length_order([content for _, _, content in rows])]
+        vectors: list[list[float] | None] = []
+        for start in range(0, len(rows), EMBED_CHUNK):
+            vectors += await self._embed_isolated(embedder, rows[start : start + EMBED_CHUNK], report)
+            if progress and len(vectors) < len(rows):
+                progress(len(vectors))
         width = pin.dimension if pin else None
         good = []
         for (seq, entry_id, content), vector in zip(rows, vectors, strict=True):
@@ -423,11 +440,20 @@ class VectorAdapter:
         rows = await self.store.run(_stale_rows, table, None) if exists else await self.store.run(_all_rows)
         report = FillReport(vec_table=table, model=embedder.model_name, total=len(rows))
         for start in range(0, len(rows), self.commit_batch):
-            await self._fill_batch(table, embedder, pin, rows[start : start + self.commit_batch], report)
+            await self._fill_batch(
+                table, embedder, pin, rows[start : start + self.commit_batch], report, _offset(on_progress, start, len(rows))
+            )
             pin = None  # created (with the table) by the first batch
             if on_progress:
                 on_progress(min(start + self.commit_batch, len(rows)), len(rows))
         return report
+
+
+def _offset(on_progress, start: int, total: int):
+    """``on_progress`` for a window that begins at ``start``: reports ``start + done`` of ``total``."""
+    if on_progress is None:
+        return None
+    return lambda done: on_progress(min(start + done, total), total)
 
 
 class _QueryEmbedFailed(Exception):

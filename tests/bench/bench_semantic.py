@@ -31,7 +31,7 @@ sys.path.insert(0, str(ROOT))
 
 from cli_env import cli_env  # noqa: E402
 from memory.adapters.sqlite import SQLiteAdapter  # noqa: E402
-from memory.adapters.vector import VectorAdapter  # noqa: E402
+from memory.adapters.vector import COMMIT_BATCH, VectorAdapter  # noqa: E402
 from memory.embedding.gateway import EmbeddingGateway  # noqa: E402
 from memory.types import HealthStatus, MemoryEntry, MemoryQuery, RetrievalMode  # noqa: E402
 
@@ -115,7 +115,7 @@ async def bench_ingest(n: int) -> None:
         ours = n / (time.perf_counter() - started)
         await adapter.aclose()
     assert report.embedded == n
-    print(f"  VectorAdapter.write_many       {ours:7.1f} entries/s (rows + ledger + vectors, committed per 256)")
+    print(f"  VectorAdapter.write_many       {ours:7.1f} entries/s (rows + ledger + vectors, committed per {COMMIT_BATCH})")
     print(f"  ratio vs best raw ({best_label}): {ours / raw[best_label]:.2f}x (target >= 1.0)")
 
 
@@ -202,7 +202,7 @@ async def bench_recall_wall(runs: int) -> None:
 async def main() -> None:
     quick = "--quick" in sys.argv
     print("1. embedded ingest")
-    await bench_ingest(200 if quick else 600)
+    await bench_ingest(200 if quick else 1800)  # 1,800: more than one commit window
     print("2. semantic search latency (random unit vectors, width 384)")
     await bench_search([2_000] if quick else [10_000, 50_000])
     print("3. CLI hybrid recall wall time")
