@@ -1,4 +1,7 @@
-"""The one connection factory: driver choice, pragmas, extension loading.
+"""The one connection factory: driver choice, pragmas, extension loading, and
+the two ways work reaches a connection: on aiosqlite's thread
+(:func:`run_sync`), or inline on the event loop when that cannot block
+(:func:`run_inline`). Either way a caller's deadline stops it inside SQLite.
 
 pyenv-built interpreters (the default ``python3`` on our machines) ship a
 ``sqlite3`` without ``enable_load_extension``, so sqlite-vec could never load.
