@@ -245,7 +245,9 @@ class MemoryFederation:
         :func:`tier_relevance`); a copy held by several tiers keeps its best factor.
         """
         tiers = self.router.route_read(query)
-        outcomes = await asyncio.gather(*(tier.read(self._query_for(tier, query)) for tier in tiers))
+        reads = [tier.read(self._query_for(tier, query)) for tier in tiers]
+        # One tier (a zero-config agent) needs no task; gather costs an event-loop turn per task.
+        outcomes = [await reads[0]] if len(reads) == 1 else await asyncio.gather(*reads)
         degraded = [o.degraded for o in outcomes if o.degraded is not None]
         self._emit(degraded)
         per_tier = [(tier.name, o.entries) for tier, o in zip(tiers, outcomes, strict=True)]
