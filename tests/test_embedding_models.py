@@ -40,7 +40,7 @@ async def test_offline_model_embeds_meaning(offline_embedder):
     assert _dot(query, far) < 0.2
 
 
-async def test_length_sorted_batches_keep_input_order(offline_embedder):
+async def test_embedding_in_length_order_keeps_input_order(offline_embedder):
     texts = ["short", "a much longer sentence about the quarterly budget review " * 3, "mid length text here"]
     together = await offline_embedder.embed(texts)
     for text, vector in zip(texts, together, strict=True):

@@ -82,9 +82,3 @@ def length_order(texts: Sequence[str]) -> list[int]:
     order keeps each batch's padding (and so the wasted compute) small.
     """
     return sorted(range(len(texts)), key=lambda i: len(texts[i]))
-
-
-def length_sorted_batches(texts: Sequence[str], batch_size: int) -> list[list[int]]:
-    """Indices of ``texts`` in batches of similar length (see :func:`length_order`)."""
-    order = length_order(texts)
-    return [order[i : i + batch_size] for i in range(0, len(order), batch_size)]
