@@ -67,13 +67,17 @@ async def check_not_newer(
     conn: aiosqlite.Connection, path: Path | str, migrations: tuple[Migration, ...] = MIGRATIONS
 ) -> int:
     version = await current_version(conn)
+    _refuse_newer(version, path, migrations)
+    return version
+
+
+def _refuse_newer(version: int, path: Path | str, migrations: tuple[Migration, ...]) -> None:
     head = head_version(migrations)
     if version > head:
         raise SchemaTooNewError(
             f"{path}: schema version {version} is newer than this Arcana understands "
             f"({head}); upgrade Arcana — the database was left untouched"
         )
-    return version
 
 
 async def migrate(
@@ -103,10 +107,7 @@ def _apply_pending(raw, path, migrations: tuple[Migration, ...], before_upgrade)
     """
     with transaction(raw):
         version = int(raw.execute("PRAGMA user_version").fetchone()[0])  # another process may have migrated
-        if version > head_version(migrations):
-            raise SchemaTooNewError(
-                f"{path}: schema version {version} is newer than this Arcana understands; upgrade Arcana"
-            )
+        _refuse_newer(version, path, migrations)
         pending = [m for m in migrations if m.version > version]
         if pending and version > 0 and before_upgrade is not None:
             before_upgrade(version)
