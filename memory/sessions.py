@@ -21,6 +21,7 @@ from memory.config import ExtractionSettings
 from memory.errors import ArcanaMemoryError, NotFoundError
 from memory.extraction.scoring import agent_confidence, storable
 from memory.home import Home
+from memory.promotion import asserted_importance
 from memory.types import ConfidenceSource, MemoryEntry, MemoryType, now_utc
 
 if TYPE_CHECKING:
@@ -226,7 +227,7 @@ class SessionManager:
                 agent_id=session.agent_id,
                 type=MemoryType.SEMANTIC if durable else MemoryType.EPISODIC,
                 content=summary,
-                importance=self.settings.summary_importance,
+                importance=asserted_importance(self.settings.summary_importance),
                 confidence=agent_confidence(self.settings),
                 confidence_source=ConfidenceSource.AGENT,
                 source_session_id=session.id,
