@@ -224,20 +224,3 @@ def test_a_hidden_copy_never_reaches_the_model(cli, home, model_server):
         bodies = [r["raw"] for r in model_server.requests[before:]]
         assert bodies and all("fact heronrun" not in raw for raw in bodies), agent
         assert CONTROL in bodies[0], agent  # control: the unrelated global memory still reaches the model
-
-
-async def test_only_the_users_own_statements_promote(arcana_home):
-    """The source-aware policy holds for any writer, here the seed's global_store= path."""
-    from memory.types import ConfidenceSource
-
-    shared = SQLiteAdapter(arcana_home.global_db, actor="test")
-    private = SQLiteAdapter.for_agent("ada", home=arcana_home, actor="test", global_store=shared)
-    said = MemoryEntry(agent_id="ada", content="the user said it", importance=1.0)
-    claimed = MemoryEntry(agent_id="ada", content="the agent claims it", importance=1.0,
-                          confidence=0.7, confidence_source=ConfidenceSource.AGENT)
-    inferred = claimed.model_copy(update={"id": "inferred-1", "confidence_source": ConfidenceSource.INFERRED})
-    await private.write_many([said, claimed, inferred])
-    found = await shared.search(MemoryQuery(limit=10), audience=Audience.OPERATOR)
-    assert [e.content for e in found] == ["the user said it"]
-    for store in (private, shared):
-        await store.aclose()
