@@ -8,6 +8,7 @@ import asyncio
 import json
 import subprocess
 import sys
+import time
 from dataclasses import dataclass, field
 
 import pytest
@@ -189,7 +190,9 @@ def test_a_locked_global_tier_fails_the_edit_naming_the_live_copy(cli, home):
     )
     try:
         assert holder.stdout.readline().strip() == "locked"
+        started = time.monotonic()
         refused = cli("memory", "set", memory_id, "--agent", "ada", "--visibility", "hidden")
+        assert time.monotonic() - started < 10  # the 1.5 s write budget bounds the lock wait (SQLite's own is 30 s)
         assert refused.exit_code == exit_codes.STORAGE, refused.output
         assert f"memory {memory_id}" in refused.stderr and "global copy" in refused.stderr
         assert "still live" in refused.stderr and refused.stdout == ""

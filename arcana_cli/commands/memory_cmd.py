@@ -150,7 +150,7 @@ def register(app: typer.Typer) -> None:
 
     @group.command("forget")
     def forget(ctx: typer.Context, memory_id: IdArg, agent: WhoseOpt = None, pool: PoolOpt = None, global_: GlobalOpt = False, json_: JsonOpt = False) -> None:
-        """Archive a memory: hidden from recall, kept, restorable."""
+        """Archive a memory (and its global copy): hidden from recall, kept, restorable."""
         _edit(ctx, memory_id, agent, pool, global_, json_, "archive", "archived")
 
     @group.command("restore")
@@ -163,7 +163,7 @@ def register(app: typer.Typer) -> None:
         ctx: typer.Context, memory_id: IdArg, agent: WhoseOpt = None, pool: PoolOpt = None, global_: GlobalOpt = False,
         yes: YesOpt = False, json_: JsonOpt = False,
     ) -> None:
-        """Delete a memory for good (its ledger history stays)."""
+        """Delete a memory and its global copy for good (their ledger history stays)."""
         confirm(f"purge memory {memory_id}", yes)
         _edit(ctx, memory_id, agent, pool, global_, json_, "purge", "purged")
 
@@ -182,7 +182,7 @@ def register(app: typer.Typer) -> None:
         content: Annotated[str | None, typer.Option("--content", help="Replace the text.")] = None,
         json_: JsonOpt = False,
     ) -> None:
-        """Change a memory's importance, type, visibility, pin, tags or text."""
+        """Change a memory's importance, type, visibility, pin, tags or text (its global copy too)."""
         changes = {
             k: v
             for k, v in {
