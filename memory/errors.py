@@ -35,7 +35,11 @@ class MemoryTimeoutError(MemoryStorageError, TimeoutError):
     """A call ran past the deadline its caller set and was stopped inside the backend."""
 
 
-class MemoryRoutingError(ArcanaMemoryError):
+class UsageError(ArcanaMemoryError):
+    """The caller asked for something that cannot be done as asked (a usage error, exit 2)."""
+
+
+class MemoryRoutingError(UsageError):
     """A write targets a tier that is missing or under-specified."""
 
 
