@@ -35,11 +35,11 @@ class MemoryTimeoutError(MemoryStorageError, TimeoutError):
     """A call ran past the deadline its caller set and was stopped inside the backend."""
 
 
-class UsageError(ArcanaMemoryError):
-    """The caller asked for something that cannot be done as asked (a usage error, exit 2)."""
+class InvalidRequestError(ArcanaMemoryError, ValueError):
+    """The request cannot be carried out as asked (the CLI's usage error, exit 2)."""
 
 
-class MemoryRoutingError(UsageError):
+class MemoryRoutingError(ArcanaMemoryError):
     """A write targets a tier that is missing or under-specified."""
 
 

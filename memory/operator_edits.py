@@ -16,17 +16,16 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from memory.adapters.sqlite import SQLiteAdapter
-from memory.audit import AuditLog
 from memory.config import ArcanaConfig
 from memory.deadline import DEADLINE
 from memory.errors import MemoryStorageError, NotFoundError
 from memory.home import Home
 from memory.promotion import global_copy, promotable
 from memory.sqlite.admission import Audience
+from memory.stores import StoreKind, open_store
 from memory.types import MemoryEntry
 
 MUTATORS = ("archive", "restore", "purge", "set_visibility", "set_pinned", "update")
@@ -111,22 +110,12 @@ class GlobalCopies:
 
     TIER = "global"
 
-    def __init__(
-        self,
-        path: Path,
-        *,
-        actor: str,
-        timeout: float,
-        promote: bool = True,
-        audit: AuditLog | None = None,
-        backup_dir: Path | None = None,
-    ):
-        self.path = path
+    def __init__(self, home: Home, *, actor: str, timeout: float, promote: bool = True):
+        self.home = home
+        self.path = home.global_db
         self.actor = actor
         self.timeout = timeout
         self.promote = promote
-        self.audit = audit
-        self.backup_dir = backup_dir
         self._store: SQLiteAdapter | None = None
 
     @classmethod
@@ -135,14 +124,7 @@ class GlobalCopies:
         from memory.federation.budgets import ConnectionsConfig
 
         budget = ConnectionsConfig.load(home.connections_path).global_
-        return cls(
-            home.global_db,
-            actor=actor,
-            timeout=budget.write_timeout_ms / 1000,
-            promote=config.memory.global_ != "none",
-            audit=AuditLog(home.audit_log),
-            backup_dir=home.backups_dir,
-        )
+        return cls(home, actor=actor, timeout=budget.write_timeout_ms / 1000, promote=config.memory.global_ != "none")
 
     async def aclose(self) -> None:
         if self._store is not None:
@@ -151,7 +133,7 @@ class GlobalCopies:
 
     async def _open(self) -> SQLiteAdapter:
         if self._store is None:
-            self._store = SQLiteAdapter(self.path, actor=self.actor, audit=self.audit, backup_dir=self.backup_dir)
+            self._store = open_store(self.home, StoreKind.GLOBAL, actor=self.actor)
         await self._store.connect()
         return self._store
 

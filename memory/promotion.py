@@ -1,7 +1,7 @@
 """The promotion policy: which private memories get a copy in the global tier.
 
 One rule for every writer — the federation's router, the seed's
-``SQLiteAdapter(global_store=…)`` and operator edits all ask
+``global_store=`` option of the SQLite adapter and operator edits all ask
 :func:`promotable`. A promoted copy is the same memory (same id, same agent)
 with scope ``global``; only the user's own statements and operator writes may
 be promoted. Whatever a model or an agent asserts stays private however

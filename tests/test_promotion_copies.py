@@ -154,7 +154,7 @@ async def test_every_core_mutator_reaches_the_copy(arcana_home):
     private = SQLiteAdapter.for_agent("ada", home=arcana_home, actor="test")
     shared = SQLiteAdapter(arcana_home.global_db, actor="test")
     writer = SQLiteAdapter.for_agent("ada", home=arcana_home, actor="test", global_store=shared)
-    editor = MemoryEditor(private, copies=GlobalCopies(arcana_home.global_db, actor="test", timeout=5))
+    editor = MemoryEditor(private, copies=GlobalCopies(arcana_home, actor="test", timeout=5))
     edits = {
         "archive": (Edit("archive"), lambda c: c.archived),
         "restore": (Edit("restore"), lambda c: not c.archived),
