@@ -14,7 +14,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from memory.errors import ConfigError, NotFoundError
+from memory.errors import ConfigError, InvalidInputError, NotFoundError
 from memory.home import Home
 from memory.types import MemoryType, now_utc
 
@@ -50,6 +50,19 @@ def validate_name(name: str) -> str:
     return name
 
 
+# What ``resolve`` could take for an id: a hex prefix (6-32 digits) or a dashed UUID.
+_ID_LIKE = re.compile(r"^(?:[0-9a-f]{6,32}|[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})$", re.IGNORECASE)
+
+
+def refuse_id_like(name: str) -> None:
+    """An agent name that reads as an id would shadow (or later be shadowed by) an agent's id in ``--agent``."""
+    if _ID_LIKE.match(name):
+        raise InvalidInputError(
+            f"agent name '{name}' looks like an agent id (6-32 hex digits or a UUID), so `--agent {name}` "
+            "would be ambiguous; choose a name with a non-hex letter, e.g. 'agent-" + name[:8] + "'"
+        )
+
+
 class AgentRegistry:
     def __init__(self, home: Home):
         self.home = home
@@ -71,10 +84,17 @@ class AgentRegistry:
             raise ConfigError(f"{path}: invalid agent card: {exc}".splitlines()[0]) from exc
 
     def resolve(self, name_or_id: str) -> AgentCard:
-        """Find an agent by exact name, exact id, or a unique id prefix (6+ chars)."""
+        """Find an agent by exact id, then exact name, then a unique id prefix (6+ chars).
+
+        An id outranks a name, so no name (even one made before names that look
+        like ids were refused) can take over ``--agent <id>``.
+        """
         cards = self.list()
         for card in cards:
-            if card.name == name_or_id or card.id == name_or_id:
+            if card.id == name_or_id:
+                return card
+        for card in cards:
+            if card.name == name_or_id:
                 return card
         if len(name_or_id) >= 6:
             matches = [c for c in cards if c.id.startswith(name_or_id)]
@@ -87,6 +107,7 @@ class AgentRegistry:
 
     def create(self, name: str) -> AgentCard:
         validate_name(name)
+        refuse_id_like(name)
         if self.exists(name):
             raise ConfigError(f"an agent named '{name}' already exists")
         card = AgentCard(name=name)
@@ -105,6 +126,7 @@ class AgentRegistry:
 
     def rename(self, name_or_id: str, new_name: str) -> AgentCard:
         validate_name(new_name)
+        refuse_id_like(new_name)
         card = self.resolve(name_or_id)
         if new_name != card.name and self.exists(new_name):
             raise ConfigError(f"an agent named '{new_name}' already exists")

@@ -160,8 +160,15 @@ class EmbeddingConfig(_Section):
         return value
 
 
+# The policy a bare `arcana prune` (e.g. the README's cron line) applies: archive — restorable
+# with `memory restore` — the unpinned memories nobody rated above 0.1; nothing is purged.
+DEFAULT_PRUNE_MIN_IMPORTANCE = 0.1
+
+
 class PruneConfig(_Section):
-    min_importance: float | None = Field(default=None, ge=0.0, le=1.0)
+    """The policy used when ``prune`` gets no rule flags; set ``min_importance`` to null to require flags."""
+
+    min_importance: float | None = Field(default=DEFAULT_PRUNE_MIN_IMPORTANCE, ge=0.0, le=1.0)
     max_entries: int | None = Field(default=None, ge=0)
     mode: PruneMode = PruneMode.ARCHIVE
 
@@ -235,7 +242,7 @@ def load_config(path: Path) -> ArcanaConfig:
     if not path.exists():
         return ArcanaConfig()
     try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
+        raw = json.loads(read_utf8(path))
     except json.JSONDecodeError as exc:
         raise ConfigError(
             f"{path}: invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}; fix the file "
@@ -244,6 +251,19 @@ def load_config(path: Path) -> ArcanaConfig:
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read: {exc.strerror}") from exc
     return parse_config(raw, path)
+
+
+def read_utf8(path: Path) -> str:
+    """A config file's text; bytes that are not UTF-8 (a UTF-16 save) are a ConfigError naming the file."""
+    data = path.read_bytes()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        hint = ", a UTF-16 byte-order mark" if data[:2] in (b"\xff\xfe", b"\xfe\xff") else ""
+        raise ConfigError(
+            f"{path}: not UTF-8 (byte 0x{data[exc.start]:02x} at offset {exc.start}{hint}); "
+            "re-save the file as UTF-8 — it was not changed"
+        ) from None
 
 
 def parse_config(raw: Any, path: Path | str = "config.json") -> ArcanaConfig:

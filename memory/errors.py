@@ -57,6 +57,10 @@ class TierWriteFailed(ArcanaMemoryError):
         self.cause = cause
 
 
+class InvalidInputError(ArcanaMemoryError, ValueError):
+    """Input the core refuses as given (too large, or a name that would be ambiguous): a usage error."""
+
+
 class ConfigError(ArcanaMemoryError):
     """A configuration file is malformed; the message names the file and field."""
 
