@@ -14,7 +14,7 @@ from typer.core import TyperGroup
 
 from arcana_cli import __version__, exit_codes
 from arcana_cli.context import CliContext
-from arcana_cli.output import err
+from arcana_cli.output import err, reader_left
 from memory.errors import ArcanaMemoryError
 from memory.home import Home
 
@@ -49,7 +49,14 @@ class ArcanaGroup(TyperGroup):
 
     def invoke(self, ctx):
         try:
-            return super().invoke(ctx)
+            result = super().invoke(ctx)
+            sys.stdout.flush()  # data still buffered must reach the reader, or the pipe error show here
+            return result
+        except BrokenPipeError:
+            # The reader left early (`arcana memory list | head`): stop quietly, as `cat` does,
+            # with the documented code (Typer would say 1).
+            reader_left()
+            raise typer.Exit(exit_codes.PIPE_CLOSED) from None
         except ArcanaMemoryError as exc:
             err(str(exc))
             raise typer.Exit(exit_codes.for_error(exc)) from None

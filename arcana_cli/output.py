@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import sys
 from collections.abc import Callable, Sequence
@@ -28,6 +29,21 @@ def to_jsonable(value: Any) -> Any:
     if isinstance(value, datetime):
         return value.isoformat()
     return value
+
+
+_CHUNK = 64 * 1024
+
+
+def emit(text: str) -> None:
+    """Write ``text`` to stdout and flush, in pipe-sized pieces.
+
+    One huge write to a pipe whose reader has gone can end without an error
+    (a partial write, then nothing); pieces make a closed pipe raise
+    BrokenPipeError here, which the CLI turns into exit 141.
+    """
+    for start in range(0, len(text), _CHUNK):
+        sys.stdout.write(text[start : start + _CHUNK])
+        sys.stdout.flush()
 
 
 class Out:
@@ -57,14 +73,13 @@ class Out:
     ) -> None:
         """Print ``payload`` as JSON under --json, else as a table or plain text."""
         if self.json_mode:
-            sys.stdout.write(json.dumps(to_jsonable(payload), ensure_ascii=False, indent=2) + "\n")
-            return
-        if columns is not None and rows is not None:
-            sys.stdout.write(format_table(columns, rows()))
+            emit(json.dumps(to_jsonable(payload), ensure_ascii=False, indent=2) + "\n")
+        elif columns is not None and rows is not None:
+            emit(format_table(columns, rows()))
         elif text is not None:
-            sys.stdout.write(text() + "\n")
+            emit(text() + "\n")
         else:
-            sys.stdout.write(json.dumps(to_jsonable(payload), ensure_ascii=False, indent=2) + "\n")
+            emit(json.dumps(to_jsonable(payload), ensure_ascii=False, indent=2) + "\n")
 
     def info(self, message: str) -> None:
         if not self.quiet:
@@ -148,6 +163,13 @@ def text_or_stdin(value: str | None, name: str, empty: str) -> str:
     if not value.strip():
         raise typer.BadParameter(empty, param_hint=name)
     return value.strip()
+
+
+def reader_left() -> None:
+    """stdout's reader closed it: point stdout at /dev/null so no later flush can raise."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
 
 
 def err(message: str) -> None:

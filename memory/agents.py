@@ -15,7 +15,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from memory.errors import ConfigError, InvalidInputError, NotFoundError
-from memory.home import Home
+from memory.home import Home, private_dir
 from memory.types import MemoryType, now_utc
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
@@ -117,7 +117,7 @@ class AgentRegistry:
     def save(self, card: AgentCard) -> None:
         self.home.ensure()
         path = self._card_path(card.id)
-        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        private_dir(path.parent)
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".agent.", suffix=".tmp")
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(card.model_dump_json(indent=2) + "\n")
@@ -137,7 +137,7 @@ class AgentRegistry:
     def delete(self, name_or_id: str) -> Path:
         """Move the agent's folder (card, memory, sessions) to the trash; return where."""
         card = self.resolve(name_or_id)
-        self.home.trash_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+        private_dir(self.home.trash_dir)
         dest = self.home.trash_dir / f"agent-{card.name}-{card.id}-{int(time.time())}"
         self.home.agent_dir(card.id).replace(dest)
         return dest

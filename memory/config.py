@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError,
 
 from memory.embedding.fusion import DEFAULT_KEYWORD_WEIGHT, DEFAULT_MIN_SIMILARITY, DEFAULT_VECTOR_WEIGHT
 from memory.errors import ConfigError
+from memory.home import private_dir
 from memory.types import PruneMode, RetrievalMode
 
 
@@ -281,7 +282,7 @@ def dump_config(config: ArcanaConfig) -> dict[str, Any]:
 
 def save_config(path: Path, config: ArcanaConfig) -> None:
     """Atomically replace ``path`` (0600) with ``config``."""
-    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    private_dir(path.parent)
     data = json.dumps(dump_config(config), indent=2, ensure_ascii=False) + "\n"
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".config.", suffix=".tmp")
     try:

@@ -14,6 +14,7 @@ from typing import Any
 
 from memory.embedding import offline_model
 from memory.embedding.base import length_order, model_family
+from memory.home import private_dir
 from memory.types import HealthStatus
 
 DEFAULT_BATCH = 32
@@ -35,7 +36,7 @@ def _shared_model(name: str, models_root: Path) -> Any:
                 _MODELS[key] = TextEmbedding(offline_model.MODEL_NAME, specific_model_path=str(path))
             else:
                 cache = models_root / "fastembed"
-                cache.mkdir(mode=0o700, parents=True, exist_ok=True)
+                private_dir(cache)
                 _MODELS[key] = TextEmbedding(name, cache_dir=str(cache))
         return _MODELS[key]
 
