@@ -146,12 +146,18 @@ def format_table(columns: Sequence[str], rows: list[Sequence[Any]]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def text_or_stdin(value: str | None, name: str, empty: str) -> str:
-    """``value``, or standard input (strict UTF-8) when it is absent or '-'; never empty."""
+def text_or_stdin(value: str | None, name: str, empty: str, *, max_bytes: int | None = None) -> str:
+    """``value``, or standard input (strict UTF-8) when it is absent or '-'; never empty.
+
+    Over ``max_bytes`` is refused; stdin is read no further than one byte past it,
+    so a huge input costs no memory.
+    """
     if value is None or value == "-":
         if sys.stdin.isatty():
             raise typer.BadParameter(f"give {name} or pipe it on stdin", param_hint=name)
-        raw = sys.stdin.buffer.read()
+        raw = sys.stdin.buffer.read(-1 if max_bytes is None else max_bytes + 1)
+        if max_bytes is not None and len(raw) > max_bytes:
+            raise typer.BadParameter(f"stdin is {_over(max_bytes)}", param_hint=name)
         try:
             value = raw.decode("utf-8")
         except UnicodeDecodeError as exc:
@@ -160,9 +166,18 @@ def text_or_stdin(value: str | None, name: str, empty: str) -> str:
                 "convert it first, e.g. with iconv",
                 param_hint=name,
             ) from None
+    elif max_bytes is not None and len(value) * 4 > max_bytes and len(value.encode("utf-8", "surrogatepass")) > max_bytes:
+        raise typer.BadParameter(f"{name} is {_over(max_bytes)}", param_hint=name)
     if not value.strip():
         raise typer.BadParameter(empty, param_hint=name)
     return value.strip()
+
+
+def _over(limit: int) -> str:
+    return (
+        f"over the limit of {limit:,} bytes (memory.max_content_bytes); "
+        "store a summary, or split it into several memories"
+    )
 
 
 def reader_left() -> None:

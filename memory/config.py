@@ -22,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError,
 from memory.embedding.fusion import DEFAULT_KEYWORD_WEIGHT, DEFAULT_MIN_SIMILARITY, DEFAULT_VECTOR_WEIGHT
 from memory.errors import ConfigError
 from memory.home import private_dir
+from memory.limits import MAX_CONTENT_BYTES
 from memory.types import PruneMode, RetrievalMode
 
 
@@ -128,6 +129,8 @@ class MemoryConfig(_Section):
     private: Literal["sqlite"] = "sqlite"
     global_: Literal["vector", "none"] = Field(default="vector", alias="global")
     pools: list[str] = Field(default_factory=list)
+    # Writers refuse a memory larger than this (UTF-8 bytes); the core never stores more than 1 MiB.
+    max_content_bytes: int = Field(default=MAX_CONTENT_BYTES, ge=1024, le=MAX_CONTENT_BYTES)
     extraction: ExtractionConfig = Field(default_factory=ExtractionConfig)
 
 

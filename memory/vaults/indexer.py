@@ -129,6 +129,7 @@ def open_store(vault: Vault) -> SQLiteAdapter:
         quarantine_dir=home.quarantine_dir,
         backup_dir=home.backups_dir,
         audit=audit_mod.AuditLog(home.audit_log),
+        max_content_bytes=None,  # a note's size is bounded by the vault's max_file_bytes
     )
 
 
