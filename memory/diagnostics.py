@@ -187,17 +187,24 @@ async def check_embedders(home: Home) -> list[Check]:
     ]
 
 
-async def check_tiers(home: Home) -> list[Check]:
-    """Every agent's federation tiers: health and circuit-breaker state."""
+async def check_tiers(home: Home, failed: dict[Path, str] | None = None) -> list[Check]:
+    """Every agent's federation tiers: health and circuit-breaker state.
+
+    ``failed`` maps databases that failed their own check to that check's name:
+    their tiers are reported failed too, so doctor never says a tier is ok next
+    to a FAIL for the same file.
+    """
     from memory.federation.doctor import tier_reports
 
-    return [Check(f"tier {r.tier}", r.ok, r.detail) for r in await tier_reports(home)]
+    return [Check(f"tier {r.tier}", r.ok, r.detail) for r in await tier_reports(home, failed=failed or {})]
 
 
 async def run_checks(home: Home) -> list[Check]:
     checks = check_home(home) + check_config(home) + check_sqlite()
-    checks += await check_databases(home)
+    databases = await check_databases(home)
+    checks += databases
+    failed = {home.root / c.name.removeprefix("db "): c.name for c in databases if not c.ok}
     checks.append(await round_trip())
-    checks += await check_tiers(home)
+    checks += await check_tiers(home, failed)
     checks += await check_embedders(home)
     return checks

@@ -53,8 +53,13 @@ async def _probe(tier) -> TierReport:
     return TierReport(tier.name, status.healthy, detail + ("; read-only" if tier.read_only else ""))
 
 
-async def tier_reports(home: Home) -> list[TierReport]:
-    """One report per tier (private per agent, shared ones once); never raises for a bad tier."""
+async def tier_reports(home: Home, *, failed: dict[Path, str] | None = None) -> list[TierReport]:
+    """One report per tier (private per agent, shared ones once); never raises for a bad tier.
+
+    A tier whose database is in ``failed`` (path -> the check that failed it) is
+    reported failed without a probe: a lookup can succeed on a damaged file.
+    """
+    failed = failed or {}
     try:
         config = load_config(home.config_path)
         cards = AgentRegistry(home).list()
@@ -76,6 +81,8 @@ async def tier_reports(home: Home) -> list[TierReport]:
                 path = getattr(tier.backend, "path", None)
                 if path is not None and not path.exists():  # probing would create it
                     reports[tier.name] = TierReport(tier.name, True, "not created yet (made on first write)")
+                elif path is not None and Path(path) in failed:
+                    reports[tier.name] = TierReport(tier.name, False, f"not probed: its database failed ({failed[Path(path)]})")
                 elif blocker := _schema_blocker(path):
                     reports[tier.name] = TierReport(tier.name, False, blocker)
                 else:
