@@ -47,6 +47,22 @@ class ArcanaGroup(TyperGroup):
     def list_commands(self, ctx) -> list[str]:
         return list(self.commands)
 
+    def parse_args(self, ctx, args):
+        """Refuse an argument that is not UTF-8 (Python hands such bytes over as lone surrogates):
+        no store, config or output can hold it, so it would fail later with a traceback."""
+        if ctx.parent is None:
+            for position, arg in enumerate(args, 1):
+                try:
+                    arg.encode("utf-8")
+                except UnicodeEncodeError:
+                    shown = arg.encode("utf-8", "surrogateescape" if _escapable(arg) else "backslashreplace")
+                    err(
+                        f"argument {position} ('{shown.decode('utf-8', 'backslashreplace')}') is not valid UTF-8; "
+                        "pass UTF-8 text (rename a file whose name is not)"
+                    )
+                    raise typer.Exit(exit_codes.USAGE)
+        return super().parse_args(ctx, args)
+
     def invoke(self, ctx):
         try:
             result = super().invoke(ctx)
@@ -68,6 +84,11 @@ class ArcanaGroup(TyperGroup):
         except KeyboardInterrupt:
             err("interrupted")
             raise typer.Exit(exit_codes.INTERRUPTED) from None
+
+
+def _escapable(text: str) -> bool:
+    """Every surrogate in ``text`` is one of the U+DC80..U+DCFF escapes of a raw byte."""
+    return all(not 0xD800 <= ord(c) <= 0xDFFF or 0xDC80 <= ord(c) <= 0xDCFF for c in text)
 
 
 _app = typer.Typer(

@@ -42,7 +42,11 @@ def emit(text: str) -> None:
     BrokenPipeError here, which the CLI turns into exit 141.
     """
     for start in range(0, len(text), _CHUNK):
-        sys.stdout.write(text[start : start + _CHUNK])
+        piece = text[start : start + _CHUNK]
+        try:
+            sys.stdout.write(piece)
+        except UnicodeEncodeError:  # a lone surrogate (stored by a library caller): show it escaped
+            sys.stdout.write(piece.encode("utf-8", "backslashreplace").decode("utf-8"))
         sys.stdout.flush()
 
 
