@@ -14,7 +14,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from memory.errors import ConfigError, InvalidInputError, NotFoundError
+from memory.errors import ConfigError, InvalidRequestError, NotFoundError
 from memory.home import Home, private_dir
 from memory.types import MemoryType, now_utc
 
@@ -57,7 +57,7 @@ _ID_LIKE = re.compile(r"^(?:[0-9a-f]{6,32}|[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[
 def refuse_id_like(name: str) -> None:
     """An agent name that reads as an id would shadow (or later be shadowed by) an agent's id in ``--agent``."""
     if _ID_LIKE.match(name):
-        raise InvalidInputError(
+        raise InvalidRequestError(
             f"agent name '{name}' looks like an agent id (6-32 hex digits or a UUID), so `--agent {name}` "
             "would be ambiguous; choose a name with a non-hex letter, e.g. 'agent-" + name[:8] + "'"
         )

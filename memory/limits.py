@@ -9,13 +9,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from memory.errors import InvalidInputError
+from memory.errors import InvalidRequestError
 
 MAX_CONTENT_BYTES = 1024 * 1024
 
 
-def content_too_large(size: int, limit: int) -> InvalidInputError:
-    return InvalidInputError(
+def content_too_large(size: int, limit: int) -> InvalidRequestError:
+    return InvalidRequestError(
         f"memory content is {size:,} bytes, over the limit of {limit:,} bytes (memory.max_content_bytes); "
         "store a summary, or split it into several memories"
     )

@@ -20,7 +20,7 @@ import pytest
 from arcana_cli import exit_codes
 from memory.adapters.sqlite import SQLiteAdapter
 from memory.agents import AgentRegistry
-from memory.errors import InvalidInputError
+from memory.errors import InvalidRequestError
 from memory.limits import MAX_CONTENT_BYTES
 from memory.types import MemoryEntry
 
@@ -209,11 +209,11 @@ def test_the_content_limit_holds_for_text_stdin_and_the_config_key(cli, no_embed
 async def test_a_library_write_over_the_limit_is_refused_before_anything_is_written(tmp_path):
     store = SQLiteAdapter(tmp_path / "m.db")
     fine = MemoryEntry(agent_id="a", content="small and fine")
-    with pytest.raises(InvalidInputError, match="over the limit"):
+    with pytest.raises(InvalidRequestError, match="over the limit"):
         await store.write_many([fine, MemoryEntry(agent_id="a", content="z" * (MAX_CONTENT_BYTES + 1))])
     assert await store.count() == 0  # the whole call refused: not half of it
     await store.write(fine)  # control
-    with pytest.raises(InvalidInputError):
+    with pytest.raises(InvalidRequestError):
         await store.update(fine.id, content="z" * (MAX_CONTENT_BYTES + 1))
     assert (await store.get(fine.id)).content == "small and fine" and await store.count() == 1
     await store.aclose()

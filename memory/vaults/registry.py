@@ -9,7 +9,7 @@ from pathlib import Path
 
 from memory.agents import AgentRegistry
 from memory.config import VaultConfig, load_config, save_config
-from memory.errors import ConfigError, InvalidInputError, NotFoundError
+from memory.errors import ConfigError, InvalidRequestError, NotFoundError
 from memory.home import Home
 from memory.types import MemoryScope
 from memory.vaults.obsidian import ExcludedFiles, excluded_files
@@ -96,7 +96,7 @@ class VaultRegistry:
                 f"invalid vault name '{name}': use 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit"
             )
         if agent and pool:
-            raise InvalidInputError("a vault attaches to an agent or to a pool, not both; give one of --agent or --pool")
+            raise InvalidRequestError("a vault attaches to an agent or to a pool, not both; give one of --agent or --pool")
         root = Path(path).expanduser().resolve()
         if not root.is_dir():
             raise NotFoundError(f"{root}: no such directory")
@@ -105,12 +105,12 @@ class VaultRegistry:
         config = self._config()
         for other, cfg in config.vaults.items():
             if Path(cfg.path) == root:
-                raise InvalidInputError(
+                raise InvalidRequestError(
                     f"{root} is already registered as vault '{other}'; nothing changed "
                     f"(see `arcana vault list`, or `arcana vault remove {other}` first)"
                 )
         if name in config.vaults:
-            raise InvalidInputError(
+            raise InvalidRequestError(
                 f"a vault named '{name}' already exists ({config.vaults[name].path}); "
                 f"choose another name, or `arcana vault remove {name}` first"
             )
