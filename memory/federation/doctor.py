@@ -57,7 +57,7 @@ async def tier_reports(home: Home, *, failed: dict[Path, str] | None = None) -> 
     """One report per tier (private per agent, shared ones once); never raises for a bad tier.
 
     A tier whose database is in ``failed`` (path -> the check that failed it) is
-    reported failed without a probe: a lookup can succeed on a damaged file.
+    reported failed whatever its probe says: a lookup can succeed on a damaged file.
     """
     failed = failed or {}
     try:
@@ -81,12 +81,13 @@ async def tier_reports(home: Home, *, failed: dict[Path, str] | None = None) -> 
                 path = getattr(tier.backend, "path", None)
                 if path is not None and not path.exists():  # probing would create it
                     reports[tier.name] = TierReport(tier.name, True, "not created yet (made on first write)")
-                elif path is not None and Path(path) in failed:
-                    reports[tier.name] = TierReport(tier.name, False, f"not probed: its database failed ({failed[Path(path)]})")
                 elif blocker := _schema_blocker(path):
                     reports[tier.name] = TierReport(tier.name, False, blocker)
                 else:
                     reports[tier.name] = await _probe(tier)
+                if path is not None and Path(path) in failed and reports[tier.name].ok:
+                    report = reports[tier.name]
+                    report.ok, report.detail = False, f"{report.detail}; its database failed ({failed[Path(path)]})"
         finally:
             await MemoryFederation(router, on_degraded=lambda event: None).aclose()
     return list(reports.values())
