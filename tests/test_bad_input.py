@@ -169,21 +169,32 @@ def test_a_reader_that_leaves_early_gives_exit_141_and_a_silent_stderr(arcana_ho
 # -- 11: input size -------------------------------------------------------------------------------
 
 
+# Runs argv[1:] and prints its peak RSS (KiB) on stdout. A child forked straight from pytest
+# would report pytest's own RSS as its peak (Linux carries it across fork and exec); one
+# forked from this small launcher reports only its own.
+PEAK_RSS = (
+    "import os, subprocess, sys\n"
+    "child = subprocess.Popen(sys.argv[1:], stdout=subprocess.DEVNULL)\n"
+    "_, status, usage = os.wait4(child.pid, 0)\n"
+    "print(usage.ru_maxrss)\n"
+    "sys.exit(os.waitstatus_to_exitcode(status))\n"
+)
+
+
 def test_remember_refuses_5_mb_on_stdin_quickly_and_stores_nothing(arcana_home, no_embedder):
     started = time.monotonic()
     proc = subprocess.Popen(
-        [*ARCANA, "remember", "--agent", "ada"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        env=env_for(arcana_home),
+        [sys.executable, "-c", PEAK_RSS, *ARCANA, "remember", "--agent", "ada"], stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env_for(arcana_home),
     )
     try:
         proc.stdin.write(b"tides " * (5_000_000 // 6))
         proc.stdin.close()
     except BrokenPipeError:
         pass  # refused before it read everything: the point
-    _, status, usage = os.wait4(proc.pid, 0)
-    err = proc.stderr.read().decode()
-    assert os.waitstatus_to_exitcode(status) == exit_codes.USAGE and "over the limit of 1,048,576 bytes" in err
-    assert usage.ru_maxrss < 300 * 1024 and time.monotonic() - started < 30  # KiB: a bound costs no memory
+    peak_kib, err = int(proc.stdout.read()), proc.stderr.read().decode()
+    assert proc.wait(timeout=60) == exit_codes.USAGE and "over the limit of 1,048,576 bytes" in err
+    assert peak_kib < 300 * 1024 and time.monotonic() - started < 30  # a bound costs no memory
     assert "Traceback" not in err
     listed = subprocess.run([*ARCANA, "memory", "list", "--agent", "ada", "--json"], capture_output=True,
                             env=env_for(arcana_home), text=True)
