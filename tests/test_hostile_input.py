@@ -51,7 +51,7 @@ def home_with_memories(cli, no_embedder):
     return no_embedder
 
 
-@fuzz(15)
+@fuzz(10)
 @given(query=any_text)
 def test_any_query_gets_results_or_a_usage_error(cli, home_with_memories, query):
     result = cli("recall", query, "--agent", "ada", "--json")
@@ -67,7 +67,7 @@ def test_the_query_property_has_a_positive_control(cli, home_with_memories):
     assert [r["content"] for r in found] == ["The deploy runs on Tuesdays."]
 
 
-@fuzz(8)
+@fuzz(5)
 @given(body=config_like.map(lambda v: json.dumps(v, ensure_ascii=False).encode("utf-8", "surrogatepass"))
        | st.binary(max_size=64))
 def test_any_config_json_is_accepted_or_refused_with_exit_4_and_never_rewritten(cli, home_with_memories, body):
@@ -87,7 +87,7 @@ def test_any_config_json_is_accepted_or_refused_with_exit_4_and_never_rewritten(
     assert cli("recall", "deploy", "--agent", "ada").exit_code == 0  # control: the home still works
 
 
-@fuzz(6)
+@fuzz(4)
 @given(body=json_values.map(lambda v: json.dumps(v, ensure_ascii=False).encode("utf-8", "surrogatepass"))
        | st.fixed_dictionaries({"name": any_text, "id": any_text}, optional={"model": json_values}).map(
            lambda v: json.dumps(v).encode())
@@ -116,7 +116,7 @@ def fuzz_vault(cli, no_embedder):
     shutil.rmtree(root, ignore_errors=True)
 
 
-@fuzz(6)
+@fuzz(4)
 @given(front=any_text | json_values.map(lambda v: json.dumps(v, ensure_ascii=False)), body=any_text)
 def test_any_frontmatter_indexes_the_note_or_reports_it(cli, fuzz_vault, front, body):
     note = fuzz_vault / "fuzzed.md"
@@ -132,7 +132,7 @@ def test_any_frontmatter_indexes_the_note_or_reports_it(cli, fuzz_vault, front, 
 name_bytes = st.binary(min_size=1, max_size=60).filter(lambda b: b"/" not in b and b"\0" not in b and b not in (b".", b".."))
 
 
-@fuzz(6)
+@fuzz(4)
 @given(names=st.lists(name_bytes.map(lambda b: b + b".md") | name_bytes, min_size=1, max_size=4, unique=True))
 def test_any_file_names_index_the_rest_of_the_vault(cli, fuzz_vault, names):
     made = []
