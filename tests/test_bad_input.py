@@ -250,7 +250,7 @@ def test_the_embedder_cut_is_above_256_tokens_of_worst_case_text(offline_embedde
 # -- 12: agent names that look like ids ----------------------------------------------------------
 
 
-def test_an_agent_name_that_looks_like_an_id_is_refused_and_ids_keep_resolving(cli, arcana_home):
+def test_an_agent_name_that_looks_like_an_id_is_refused_and_ids_keep_resolving(cli, arcana_home, no_embedder):
     assert cli("agent", "create", "ada").exit_code == 0
     ada = AgentRegistry(arcana_home).resolve("ada").id
     assert cli("remember", "ada's own fact", "--agent", ada).exit_code == 0

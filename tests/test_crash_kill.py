@@ -78,7 +78,7 @@ def test_killed_remember_loop_loses_no_acknowledged_write(arcana_home, no_embedd
     loop = f"for i in $(seq 1 40); do {' '.join(ARCANA)} -q remember \"crash $i\" --agent ada --json >/dev/null && echo ACK $i; done"
     proc = subprocess.Popen(["bash", "-c", loop], stdout=subprocess.PIPE, text=True, env=env_for(arcana_home),
                             start_new_session=True)
-    kill_after(proc, rng.uniform(2.0, 5.0))
+    kill_after(proc, rng.uniform(3.0, 8.0))
     acked = {f"crash {line.split()[1]}" for line in proc.stdout.read().splitlines() if line.startswith("ACK")}
     db = arcana_home.agent_db(AgentRegistry(arcana_home).resolve("ada").id)
     conn = dbapi().connect(str(db), timeout=30)
