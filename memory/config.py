@@ -21,6 +21,8 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError,
 
 from memory.embedding.fusion import DEFAULT_KEYWORD_WEIGHT, DEFAULT_MIN_SIMILARITY, DEFAULT_VECTOR_WEIGHT
 from memory.errors import ConfigError
+from memory.home import private_dir
+from memory.limits import MAX_CONTENT_BYTES
 from memory.types import PruneMode, RetrievalMode
 
 
@@ -127,6 +129,8 @@ class MemoryConfig(_Section):
     private: Literal["sqlite"] = "sqlite"
     global_: Literal["vector", "none"] = Field(default="vector", alias="global")
     pools: list[str] = Field(default_factory=list)
+    # Writers refuse a memory larger than this (UTF-8 bytes); the core never stores more than 1 MiB.
+    max_content_bytes: int = Field(default=MAX_CONTENT_BYTES, ge=1024, le=MAX_CONTENT_BYTES)
     extraction: ExtractionConfig = Field(default_factory=ExtractionConfig)
 
 
@@ -160,8 +164,15 @@ class EmbeddingConfig(_Section):
         return value
 
 
+# The policy a bare `arcana prune` (e.g. the README's cron line) applies: archive — restorable
+# with `memory restore` — the unpinned memories nobody rated above 0.1; nothing is purged.
+DEFAULT_PRUNE_MIN_IMPORTANCE = 0.1
+
+
 class PruneConfig(_Section):
-    min_importance: float | None = Field(default=None, ge=0.0, le=1.0)
+    """The policy used when ``prune`` gets no rule flags; set ``min_importance`` to null to require flags."""
+
+    min_importance: float | None = Field(default=DEFAULT_PRUNE_MIN_IMPORTANCE, ge=0.0, le=1.0)
     max_entries: int | None = Field(default=None, ge=0)
     mode: PruneMode = PruneMode.ARCHIVE
 
@@ -235,7 +246,7 @@ def load_config(path: Path) -> ArcanaConfig:
     if not path.exists():
         return ArcanaConfig()
     try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
+        raw = json.loads(read_utf8(path))
     except json.JSONDecodeError as exc:
         raise ConfigError(
             f"{path}: invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}; fix the file "
@@ -244,6 +255,19 @@ def load_config(path: Path) -> ArcanaConfig:
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read: {exc.strerror}") from exc
     return parse_config(raw, path)
+
+
+def read_utf8(path: Path) -> str:
+    """A config file's text; bytes that are not UTF-8 (a UTF-16 save) are a ConfigError naming the file."""
+    data = path.read_bytes()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        hint = ", a UTF-16 byte-order mark" if data[:2] in (b"\xff\xfe", b"\xfe\xff") else ""
+        raise ConfigError(
+            f"{path}: not UTF-8 (byte 0x{data[exc.start]:02x} at offset {exc.start}{hint}); "
+            "re-save the file as UTF-8 — it was not changed"
+        ) from None
 
 
 def parse_config(raw: Any, path: Path | str = "config.json") -> ArcanaConfig:
@@ -261,7 +285,7 @@ def dump_config(config: ArcanaConfig) -> dict[str, Any]:
 
 def save_config(path: Path, config: ArcanaConfig) -> None:
     """Atomically replace ``path`` (0600) with ``config``."""
-    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    private_dir(path.parent)
     data = json.dumps(dump_config(config), indent=2, ensure_ascii=False) + "\n"
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".config.", suffix=".tmp")
     try:

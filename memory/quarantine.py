@@ -6,6 +6,7 @@ import time
 from pathlib import Path
 
 from memory.audit import AuditLog
+from memory.home import private_dir
 
 
 def quarantine_store(db: Path, quarantine_dir: Path, reason: str, audit: AuditLog | None) -> Path:
@@ -16,7 +17,8 @@ def quarantine_store(db: Path, quarantine_dir: Path, reason: str, audit: AuditLo
     while dest.exists():
         suffix += 1
         dest = quarantine_dir / f"{db.parent.name}-{db.stem}-{stamp}-{suffix}"
-    dest.mkdir(mode=0o700, parents=True)
+    private_dir(quarantine_dir)
+    dest.mkdir(mode=0o700)
     for extra in ("", "-wal", "-shm"):
         source = Path(f"{db}{extra}")
         if source.exists():

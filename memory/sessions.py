@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from memory.config import ExtractionSettings
 from memory.errors import InvalidRequestError, NotFoundError
 from memory.extraction.scoring import agent_confidence, storable
-from memory.home import Home
+from memory.home import Home, private_dir
 from memory.promotion import asserted_importance
 from memory.types import ConfidenceSource, MemoryEntry, MemoryType, Visibility, now_utc
 
@@ -93,7 +93,7 @@ class Session:
 
 def _append(path: Path, event: dict[str, Any]) -> None:
     line = json.dumps({"at": now_utc().isoformat(), **event}, ensure_ascii=False) + "\n"
-    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    private_dir(path.parent)
     fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
     try:
         os.write(fd, line.encode())

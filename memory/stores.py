@@ -75,6 +75,8 @@ def open_store(
     options.setdefault("quarantine_dir", home.quarantine_dir if repair and kind in _QUARANTINED else None)
     options.setdefault("backup_dir", home.backups_dir)
     options.setdefault("audit", AuditLog(home.audit_log))
+    if kind is StoreKind.VAULT:  # a note's size is bounded by the vault's max_file_bytes, not the memory limit
+        options.setdefault("max_content_bytes", None)
     return SQLiteAdapter(path or store_path(home, kind, name), actor=actor, **options)
 
 

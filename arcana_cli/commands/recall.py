@@ -68,6 +68,10 @@ def register(app: typer.Typer) -> None:
         """Recall an agent's memories relevant to QUERY, best first."""
         cli = ctx_of(ctx)
         out = Out(json_mode=json_, quiet=cli.quiet)
+        if not query.strip():
+            raise typer.BadParameter(
+                f"the query is empty; to see every memory use `arcana memory list --agent {agent}`", param_hint="QUERY"
+            )
         if pool and scope not in (None, MemoryScope.SHARED):
             raise typer.BadParameter(f"--pool reads a shared pool; it cannot be combined with --scope {scope.value}")
         card = cli.agent(agent)

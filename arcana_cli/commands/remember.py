@@ -33,7 +33,9 @@ def register(app: typer.Typer) -> None:
         """Store a memory for an agent and print its id."""
         cli = ctx_of(ctx)
         out = Out(json_mode=json_, quiet=cli.quiet)
-        body = text_or_stdin(text, "TEXT", "nothing to remember: the text is empty")
+        body = text_or_stdin(
+            text, "TEXT", "nothing to remember: the text is empty", max_bytes=cli.config.memory.max_content_bytes
+        )
         if pool and scope not in (None, MemoryScope.SHARED):
             raise typer.BadParameter(f"--pool writes to a shared pool; it cannot be combined with --scope {scope.value}")
         try:

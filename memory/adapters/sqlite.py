@@ -14,6 +14,7 @@ from memory import audit as audit_mod
 from memory.backup import backup_copy
 from memory.errors import MemoryCorruptError, MemoryStorageError, NotFoundError
 from memory.home import Home
+from memory.limits import MAX_CONTENT_BYTES, check_content
 from memory.migrations.runner import check_not_newer, migrate
 from memory.promotion import promote
 from memory.quarantine import quarantine_store
@@ -70,8 +71,10 @@ class SQLiteAdapter:
         quarantine_dir: Path | None = None,
         backup_dir: Path | None = None,
         audit: audit_mod.AuditLog | None = None,
+        max_content_bytes: int | None = MAX_CONTENT_BYTES,
     ):
         self.path = Path(path)
+        self.max_content_bytes = max_content_bytes  # None: no bound (a vault index; its notes have max_file_bytes)
         self.global_store = global_store
         self.actor = actor
         self.quarantine_dir = quarantine_dir
@@ -222,7 +225,11 @@ class SQLiteAdapter:
     async def write_many(
         self, entries: Sequence[MemoryEntry], *, on_progress: Callable[[int, int], None] | None = None
     ) -> list[str]:
-        """Upsert in bounded transactions; return the op per entry (insert/update/noop/...)."""
+        """Upsert in bounded transactions; return the op per entry (insert/update/noop/...).
+
+        Content over ``max_content_bytes`` refuses the whole call before anything is written.
+        """
+        check_content((entry.content for entry in entries), self.max_content_bytes)
         ops: list[str] = []
         for start in range(0, len(entries), WRITE_BATCH):
             batch = entries[start : start + WRITE_BATCH]
@@ -247,6 +254,7 @@ class SQLiteAdapter:
         if current is None:
             raise NotFoundError(f"no memory with id {entry_id}")
         updated = MemoryEntry(**{**current.model_dump(), **changes})
+        check_content([updated.content], self.max_content_bytes)
         await self.run(_upsert_txn, [updated], self.actor, inline=True)
         return await self.get(entry_id, audience=Audience.OPERATOR, include_archived=True)
 

@@ -53,8 +53,13 @@ async def _probe(tier) -> TierReport:
     return TierReport(tier.name, status.healthy, detail + ("; read-only" if tier.read_only else ""))
 
 
-async def tier_reports(home: Home) -> list[TierReport]:
-    """One report per tier (private per agent, shared ones once); never raises for a bad tier."""
+async def tier_reports(home: Home, *, failed: dict[Path, str] | None = None) -> list[TierReport]:
+    """One report per tier (private per agent, shared ones once); never raises for a bad tier.
+
+    A tier whose database is in ``failed`` (path -> the check that failed it) is
+    reported failed whatever its probe says: a lookup can succeed on a damaged file.
+    """
+    failed = failed or {}
     try:
         config = load_config(home.config_path)
         cards = AgentRegistry(home).list()
@@ -80,6 +85,9 @@ async def tier_reports(home: Home) -> list[TierReport]:
                     reports[tier.name] = TierReport(tier.name, False, blocker)
                 else:
                     reports[tier.name] = await _probe(tier)
+                if path is not None and Path(path) in failed and reports[tier.name].ok:
+                    report = reports[tier.name]
+                    report.ok, report.detail = False, f"{report.detail}; its database failed ({failed[Path(path)]})"
         finally:
             await MemoryFederation(router, on_degraded=lambda event: None).aclose()
     return list(reports.values())

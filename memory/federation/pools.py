@@ -15,7 +15,7 @@ from pathlib import Path
 from memory.agents import AgentCard, AgentRegistry
 from memory.config import ArcanaConfig, PoolSettings, load_config, save_config
 from memory.errors import ConfigError, NotFoundError
-from memory.home import Home
+from memory.home import Home, private_dir
 from memory.stores import StoreKind, open_store
 
 _POOL_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
@@ -111,7 +111,7 @@ class PoolRegistry:
         moved = None
         db = self.home.pool_db(name)
         if db.exists():
-            self.home.trash_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+            private_dir(self.home.trash_dir)
             moved = self.home.trash_dir / f"pool-{name}-{int(time.time())}"
             moved.mkdir(mode=0o700)
             for suffix in ("", "-wal", "-shm"):

@@ -22,6 +22,7 @@ import aiosqlite
 
 from memory.deadline import DEADLINE
 from memory.errors import MemoryBusyError, MemoryCorruptError, MemoryStorageError, MemoryTimeoutError
+from memory.home import private_file
 
 BUSY_TIMEOUT_MS = 30_000
 LOCK_WAIT_GRACE_MS = 250  # how long past a caller's deadline a lock wait may run
@@ -99,7 +100,7 @@ async def open_connection(path: Path | str) -> StoreConnection:
         return conn
 
     if str(path) != ":memory:":
-        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        private_file(path)  # 0600 in 0700 folders; its -wal/-shm inherit the mode
     conn = StoreConnection(connector)
     # A connection someone forgot to close must not keep the process alive at
     # exit; committed data is safe in the WAL either way.

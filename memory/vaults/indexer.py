@@ -388,7 +388,10 @@ async def index_vault(
     report.skipped = plan.skipped
     report.frontmatter_problems = plan.frontmatter_problems
     report.seconds = time.perf_counter() - started
-    update_state(vault.state_path, last_indexed_at=time.time(), last_index=summary(report))
+    # A success clears an earlier failure (a watch's, or a cron run's): status shows the present.
+    update_state(
+        vault.state_path, last_indexed_at=time.time(), last_index=summary(report), last_error=None, last_error_at=None
+    )
     return report
 
 
