@@ -20,7 +20,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from arcana_cli import exit_codes
-from memory.agents import AgentRegistry
 
 DOCUMENTED = {code for code, _ in exit_codes.TABLE}
 def fuzz(examples: int):

@@ -21,7 +21,7 @@ from memory.adapters.sqlite import SQLiteAdapter
 from memory.agents import AgentRegistry
 from memory.operator_edits import MUTATORS, Edit, GlobalCopies, MemoryEditor
 from memory.sqlite.admission import Audience
-from memory.types import MemoryEntry, MemoryQuery, MemoryType, Visibility
+from memory.types import MemoryEntry, MemoryType, Visibility
 
 READ_ONLY = {"list", "show", "history"}
 TARGETING = {"memory_id", "agent", "pool", "global_", "json_", "yes"}  # which memory, not what to do to it
