@@ -51,7 +51,7 @@ class CliContext:
 
     @asynccontextmanager
     async def private_store(self, card: AgentCard):
-        """The agent's private SQLiteAdapter (quarantined if corrupt: see :func:`announce_quarantines`), closed on exit."""
+        """The agent's private SQLiteAdapter, closed on exit (a corrupt one is quarantined: see below)."""
         from memory.adapters.sqlite import SQLiteAdapter
 
         store = SQLiteAdapter.for_agent(card.id, home=self.home, actor="cli")

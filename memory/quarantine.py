@@ -223,7 +223,8 @@ def _insert_missing(raw, entries: list[MemoryEntry], actor: str) -> tuple[int, i
         have: set[str] = set()
         for start in range(0, len(ids), 500):
             chunk = ids[start : start + 500]
-            have |= {r[0] for r in raw.execute(f"SELECT id FROM memories WHERE id IN ({','.join('?' * len(chunk))})", chunk)}
+            marks = ",".join("?" * len(chunk))
+            have |= {r[0] for r in raw.execute(f"SELECT id FROM memories WHERE id IN ({marks})", chunk)}
         fresh = list({e.id: e for e in entries if e.id not in have}.values())
         if fresh:
             mutations.upsert(raw, fresh, actor)
@@ -276,7 +277,9 @@ async def restore(home: Home, item: Quarantined, *, actor: str = "quarantine-res
     finally:
         await store.aclose()
     trashed = _to_trash(home, item, "restored")
-    report = RestoreReport(item.id, str(item.database), restored, duplicates, found.unreadable, found.damaged, str(trashed))
+    report = RestoreReport(
+        item.id, str(item.database), restored, duplicates, found.unreadable, found.damaged, str(trashed)
+    )
     audit.append("quarantine_restored", **report.as_dict())
     return report
 
@@ -284,5 +287,7 @@ async def restore(home: Home, item: Quarantined, *, actor: str = "quarantine-res
 def dismiss(home: Home, item: Quarantined) -> Path:
     """Deal with ``item`` without restoring it: move its folder to the trash."""
     trashed = _to_trash(home, item, "dismissed")
-    AuditLog(home.audit_log).append("quarantine_dismissed", id=item.id, database=str(item.database), trashed_to=str(trashed))
+    AuditLog(home.audit_log).append(
+        "quarantine_dismissed", id=item.id, database=str(item.database), trashed_to=str(trashed)
+    )
     return trashed

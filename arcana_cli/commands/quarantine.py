@@ -36,7 +36,7 @@ def register(app: typer.Typer) -> None:
 
     @group.command("restore")
     def restore(ctx: typer.Context, quarantine_id: IdArg, json_: JsonOpt = False) -> None:
-        """Salvage every readable row back into the live store (ledgered; ids it already has are skipped), then trash the file."""
+        """Salvage every readable row into the live store (ledgered; ids it has are skipped), then trash the file."""
         from memory import quarantine
 
         cli = ctx_of(ctx)

@@ -35,7 +35,7 @@ def register(app: typer.Typer) -> None:
         json_: JsonOpt = False,
         quiet: QuietOpt = False,
     ) -> None:
-        """Backfill missing vectors (and rebuild the keyword index) of agents, pools or the global tier; safe under cron."""
+        """Backfill missing vectors (and rebuild the keyword index) of agents, pools, global; safe under cron."""
         from memory.embedding.factory import build_embedder, build_gateway, vector_adapter
         from memory.reindex import reindex
 
