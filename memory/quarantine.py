@@ -7,9 +7,10 @@ doctor`` fails on it, until the operator either restores it (every readable
 row is copied back into the live store through the ledger, then the folder
 goes to the trash) or dismisses it (straight to the trash).
 
-Salvage reads a private copy, never the quarantined file itself: first one
-scan in rowid order, as far as it goes; past a damaged page, row by row by
-rowid (each a fresh b-tree seek, so one bad page costs only its own rows).
+Salvage reads a private copy, never the quarantined file itself: a scan in
+rowid order as far as it goes; at a damaged page it steps one rowid past the
+one that broke the scan and seeks again, so one bad page costs only its own
+rows and an intact stretch is still read as one scan.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from memory.sqlite.rows import COLUMNS, row_to_entry
 from memory.types import MemoryEntry
 
 META = "quarantine.json"
-# How far past the last row found to keep probing when the table's largest rowid cannot be read.
+# How many rowids in a row may fail before salvage stops, when the table's largest rowid cannot be read.
 PROBE_PAST = 10_000
 _LEGACY_NAME = re.compile(r"^(?P<parent>[^-]+)-(?P<stem>.+)-\d{8}T\d{6}(?:-\d+)?$")
 
@@ -177,7 +178,6 @@ def salvage(file: Path) -> Salvage:
                 raise MemoryCorruptError(f"{file}: nothing can be salvaged: no readable memories table")
             wanted = [c for c in present if c in COLUMNS]
             select = f"SELECT seq, {', '.join(wanted)} FROM memories"
-            last = 0
 
             def take(row) -> None:
                 entry = _entry(row[1:], wanted)
@@ -187,30 +187,24 @@ def salvage(file: Path) -> Salvage:
                     report.entries.append(entry)
 
             try:
-                for row in raw.execute(f"{select} ORDER BY seq"):
-                    last = row[0]
-                    take(row)
-                return report
-            except driver.Error as exc:
-                report.damaged = str(exc)
-            try:
-                top = raw.execute("SELECT max(seq) FROM memories").fetchone()[0] or last
+                top = raw.execute("SELECT max(seq) FROM memories").fetchone()[0] or 0
             except driver.Error:
-                top = None
-            rowid, misses = last + 1, 0
-            while (rowid <= top) if top is not None else (misses < PROBE_PAST):
+                top = None  # the rightmost path is damaged: probe until PROBE_PAST rowids in a row fail
+            after, failed, streak = 0, 0, 0
+            while True:
                 try:
-                    row = raw.execute(f"{select} WHERE seq = ?", (rowid,)).fetchone()
-                except driver.Error:
-                    report.unreadable += 1
-                    misses = 0
-                else:
-                    if row is None:
-                        misses += 1
-                    else:
+                    for row in raw.execute(f"{select} WHERE seq > ? ORDER BY seq", (after,)):
+                        after = row[0]
                         take(row)
-                        misses = 0
-                rowid += 1
+                        report.unreadable, failed, streak = report.unreadable + failed, 0, 0
+                    break  # the scan reached the end
+                except driver.Error as exc:
+                    report.damaged = report.damaged or str(exc)
+                    after, failed, streak = after + 1, failed + 1, streak + 1  # step over the rowid that broke it
+                    if (top is not None and after >= top) or streak >= PROBE_PAST:
+                        break
+            if top is not None:
+                report.unreadable += failed  # rowids up to the largest one, all unreadable
             return report
         finally:
             raw.close()

@@ -190,7 +190,7 @@ class VectorAdapter:
         if vector is None:
             await self.write_many([entry])
             return
-        embedder = await self._write_target()
+        embedder = await self._write_target(await self.meta())
         if isinstance(embedder, str):
             raise MemoryStorageError(f"cannot index a supplied vector: {embedder}")
         if len(vector) != embedder.dimension:
@@ -222,12 +222,12 @@ class VectorAdapter:
         for start in range(0, len(entries), self.commit_batch):
             batch = entries[start : start + self.commit_batch]
             await self.store.write_many(batch)
+            meta = await self.meta()
             if embedder is None:
-                embedder = await self._write_target()
+                embedder = await self._write_target(meta)
                 if isinstance(embedder, str):
                     self._notice(embedder)
             if not isinstance(embedder, str):
-                meta = await self.meta()
                 await self._fill_batch(
                     embedder, await self.store.run(_stale_rows, meta and meta.vec_table, [e.id for e in batch]),
                     report, _offset(on_progress, start, len(entries)),
@@ -239,8 +239,8 @@ class VectorAdapter:
             self._notice(f"{len(report.skipped)} memories stored without a vector ({entry_id}: {reason})")
         return report
 
-    async def _write_target(self) -> Embedder | str:
-        """The embedder new vectors come from, or why there is none.
+    async def _write_target(self, meta: EmbeddingMeta | None) -> Embedder | str:
+        """The embedder new vectors come from (given the pin as last read), or why there is none.
 
         Which index they go to is not decided here but inside the write
         transaction (:func:`_put_live_txn`), where a pin made meanwhile by
@@ -248,7 +248,6 @@ class VectorAdapter:
         """
         if await self._vec() is None:
             return "sqlite-vec is unavailable: memories are stored without vectors (keyword only)"
-        meta = await self.meta()
         embedder = await self.embedder(meta)
         if embedder is None:
             pinned = f" compatible with the pinned model {meta.model}" if meta else ""
@@ -414,10 +413,10 @@ class VectorAdapter:
 
     async def backfill(self, on_progress: Callable[[int, int], None] | None = None) -> FillReport:
         """Embed every row that has no vector (or a stale one) with the pinned model's embedder."""
-        embedder = await self._write_target()
+        meta = await self.meta()
+        embedder = await self._write_target(meta)
         if isinstance(embedder, str):
             raise MemoryStorageError(f"{self.store.path}: cannot embed: {embedder}")
-        meta = await self.meta()
         return await self._fill(meta and meta.vec_table, embedder, None, on_progress)
 
     async def reembed(self, embedder: Embedder, on_progress: Callable[[int, int], None] | None = None) -> FillReport:
