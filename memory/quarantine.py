@@ -253,7 +253,7 @@ async def restore(home: Home, item: Quarantined, *, actor: str = "quarantine-res
     is skipped (the live row wins). Vectors are not copied: ``arcana reindex``
     embeds the restored rows.
     """
-    from memory.adapters.sqlite import SQLiteAdapter
+    from memory.stores import kind_of, open_store
 
     file = item.file
     if file is None:
@@ -265,7 +265,8 @@ async def restore(home: Home, item: Quarantined, *, actor: str = "quarantine-res
         )
     found = salvage(file)
     audit = AuditLog(home.audit_log)
-    store = SQLiteAdapter(item.database, actor=actor, audit=audit, backup_dir=home.backups_dir)
+    # repair=False: a live store that is corrupt too fails the restore; it is never quarantined under it.
+    store = open_store(home, kind_of(home, item.database), actor=actor, path=item.database, repair=False)
     try:
         restored, duplicates = await store.run(_insert_missing, found.entries, actor)
     finally:

@@ -8,7 +8,6 @@ import typer
 from arcana_cli import exit_codes
 from arcana_cli.context import ctx_of, run
 from arcana_cli.output import JsonOpt, Out, QuietOpt
-from memory.adapters.sqlite import SQLiteAdapter
 from memory.errors import MemoryStorageError, NotFoundError
 from memory.locks import exclusive
 
@@ -38,6 +37,7 @@ def register(app: typer.Typer) -> None:
         """Backfill missing vectors (and rebuild the keyword index) of agents, pools, global; safe under cron."""
         from memory.embedding.factory import build_embedder, build_gateway, vector_adapter
         from memory.reindex import reindex
+        from memory.stores import open_database
 
         cli = ctx_of(ctx)
         out = Out(json_mode=json_, quiet=quiet or cli.quiet)
@@ -71,7 +71,7 @@ def register(app: typer.Typer) -> None:
                     async with cli.private_store(card) as store:
                         results.append(await one(card.name, {"agent": card.name, "agent_id": card.id}, store))
                 for tier, path in shared:
-                    store = SQLiteAdapter(path, actor="cli", audit=cli.audit, backup_dir=cli.home.backups_dir)
+                    store = open_database(cli.home, path, actor="cli")
                     try:
                         results.append(await one(tier, {"tier": tier}, store))
                     finally:
