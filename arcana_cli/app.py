@@ -7,12 +7,13 @@ import sys
 from pathlib import Path
 from typing import Annotated
 
+import click
 import typer
 from pydantic import ValidationError
 from typer.core import TyperGroup
 
 from arcana_cli import __version__, exit_codes
-from arcana_cli.context import CliContext
+from arcana_cli.context import CliContext, announce_quarantines, quarantine_mark
 from arcana_cli.output import err, reader_left
 from memory.errors import ArcanaMemoryError
 from memory.home import Home
@@ -37,6 +38,7 @@ COMMAND_MODULES = {
     "run": "run",
     "model": "model",
     "session": "session",
+    "quarantine": "quarantine",
 }
 
 
@@ -63,6 +65,21 @@ class ArcanaGroup(TyperGroup):
         return super().parse_args(ctx, args)
 
     def invoke(self, ctx):
+        """Run the command; one that quarantined a store (and did not fail otherwise) exits 5."""
+        mark = quarantine_mark()
+        clean = False
+        try:
+            result = self._mapped(ctx)
+            clean = True
+            return result
+        except click.exceptions.Exit as exc:
+            clean = exc.exit_code == 0
+            raise
+        finally:
+            if announce_quarantines(ctx.obj, mark) and clean:
+                raise typer.Exit(exit_codes.STORAGE)
+
+    def _mapped(self, ctx):
         try:
             result = super().invoke(ctx)
             sys.stdout.flush()  # data still buffered must reach the reader, or the pipe error show here

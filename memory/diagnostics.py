@@ -149,6 +149,24 @@ async def check_databases(home: Home) -> list[Check]:
     return checks
 
 
+def check_quarantine(home: Home) -> list[Check]:
+    """One failing check per quarantined store, until the operator restores or dismisses it."""
+    from memory.quarantine import list_quarantined
+
+    items = list_quarantined(home)
+    if not items:
+        return [Check("quarantine", True, "no quarantined stores")]
+    return [
+        Check(
+            f"quarantine {item.id}",
+            False,
+            f"{item.database or 'a store'} was moved aside ({item.reason}); salvage it with "
+            f"`arcana quarantine restore {item.id}` or drop it with `arcana quarantine dismiss {item.id} --yes`",
+        )
+        for item in items
+    ]
+
+
 async def round_trip() -> Check:
     """Write, search and read back on a throwaway store, as a user would."""
     from memory.stores import scratch_store
@@ -202,6 +220,7 @@ async def run_checks(home: Home) -> list[Check]:
     checks = check_home(home) + check_config(home) + check_sqlite()
     databases = await check_databases(home)
     checks += databases
+    checks += check_quarantine(home)
     failed = {home.root / c.name.removeprefix("db "): c.name for c in databases if not c.ok}
     checks.append(await round_trip())
     checks += await check_tiers(home, failed)

@@ -29,8 +29,12 @@ async def recall_entries(cli, card, query: MemoryQuery, out: Out):
     """Recall through the agent's federation: ranked entries, the tiers asked, the degraded ones."""
     from arcana_cli.federated import agent_federation
 
+    from memory.federation.assembly import quarantine_events
+
     async with agent_federation(cli, card, out) as federation:
-        return await federation.recall(query)
+        report = await federation.recall(query)
+        report.degraded += quarantine_events(federation)
+        return report
 
 
 _LEG_ORDER = ("semantic", "keyword", "graph")

@@ -5,8 +5,12 @@ the store (and so through the ledger); this adapter only adds vectors, kept in
 one sqlite-vec ``vec0`` index per database (``memory_vec_<N>``) whose rowid is
 ``memories.seq`` — so a purge through the store removes the vector too. Each
 vector row carries its content hash and model, so re-runs embed only what
-changed. The first embedded write creates the index and pins the database to
-the model (``embedding_meta``) in one transaction.
+changed. Every write of vectors re-reads the pin inside its own write
+transaction: the first one creates the index and pins the database to the
+model (``embedding_meta``), and every later one — in this process or another
+that raced it — writes into the index the pin names, never a table of its own.
+A vector that cannot be stored (the pin disagrees with this embedder) is
+reported, never dropped silently.
 
 With no sqlite-vec, or no healthy embedder compatible with the pin, every
 search falls back to keyword with a one-time notice; nothing fails.
@@ -19,7 +23,7 @@ import re
 import struct
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from memory.adapters.sqlite import SQLiteAdapter
 from memory.embedding.base import Embedder, EmbeddingMeta, l2_normalize, length_order
@@ -151,10 +155,7 @@ class VectorAdapter:
     # -- the pin ------------------------------------------------------------
 
     async def meta(self) -> EmbeddingMeta | None:
-        rows = await self.store.run(
-            lambda raw: raw.execute("SELECT model, family, dimension, vec_table, pinned_at FROM embedding_meta").fetchall()
-        )
-        return EmbeddingMeta(*rows[0]) if rows else None
+        return await self.store.run(_read_meta)
 
     async def embedder(self, meta: EmbeddingMeta | None) -> Embedder | None:
         """The gateway's answer for ``meta``, asked once per pin per adapter."""
@@ -189,14 +190,12 @@ class VectorAdapter:
         if vector is None:
             await self.write_many([entry])
             return
-        target = await self._write_target()
-        if isinstance(target, str):
-            raise MemoryStorageError(f"cannot index a supplied vector: {target}")
-        embedder, table, meta = target
-        width = meta.dimension if meta else embedder.dimension
-        if len(vector) != width:
+        embedder = await self._write_target(await self.meta())
+        if isinstance(embedder, str):
+            raise MemoryStorageError(f"cannot index a supplied vector: {embedder}")
+        if len(vector) != embedder.dimension:
             raise MemoryStorageError(
-                f"{self.store.path}: vector has {len(vector)} dimensions but the index holds {width}"
+                f"{self.store.path}: vector has {len(vector)} dimensions but the index holds {embedder.dimension}"
             )
         try:
             unit = l2_normalize(vector)
@@ -204,10 +203,11 @@ class VectorAdapter:
             raise MemoryStorageError(f"{self.store.path}: {exc}") from None
         await self.store.write(entry)
         seq = await self.store.run(_seq_of, entry.id)
-        await self.store.run(
-            _put_vectors_txn, table, width, self._pin_for(embedder, table, meta),
-            [(seq, _pack(unit), content_hash(entry.content), embedder.model_name)],
+        meta, stored = await self.store.run(
+            _put_live_txn, _candidate(embedder), [(seq, _pack(unit), content_hash(entry.content), embedder.model_name)]
         )
+        if stored is None:
+            raise MemoryStorageError(f"memory {entry.id} was stored without its vector: {_pin_conflict(meta)}")
 
     async def write_many(
         self, entries: Sequence[MemoryEntry], *, on_progress: Callable[[int, int], None] | None = None
@@ -218,23 +218,20 @@ class VectorAdapter:
         in ``skipped``; ``arcana reindex`` picks it up later.
         """
         report = FillReport(total=len(entries))
-        target: tuple | str | None = None
+        embedder: Embedder | str | None = None
         for start in range(0, len(entries), self.commit_batch):
             batch = entries[start : start + self.commit_batch]
             await self.store.write_many(batch)
-            if target is None:
-                target = await self._write_target()
-                if isinstance(target, str):
-                    self._notice(target)
-            if not isinstance(target, str):
-                embedder, table, meta = target
+            meta = await self.meta()
+            if embedder is None:
+                embedder = await self._write_target(meta)
+                if isinstance(embedder, str):
+                    self._notice(embedder)
+            if not isinstance(embedder, str):
                 await self._fill_batch(
-                    table, embedder, self._pin_for(embedder, table, meta),
-                    await self.store.run(_stale_rows, table, [e.id for e in batch]), report,
-                    _offset(on_progress, start, len(entries)),
+                    embedder, await self.store.run(_stale_rows, meta and meta.vec_table, [e.id for e in batch]),
+                    report, _offset(on_progress, start, len(entries)),
                 )
-                if meta is None:  # the first batch created the index and the pin
-                    target = (embedder, table, await self.meta())
             if on_progress:
                 on_progress(min(start + self.commit_batch, len(entries)), len(entries))
         if report.skipped:
@@ -242,26 +239,26 @@ class VectorAdapter:
             self._notice(f"{len(report.skipped)} memories stored without a vector ({entry_id}: {reason})")
         return report
 
-    async def _write_target(self) -> tuple[Embedder, str, EmbeddingMeta | None] | str:
+    async def _write_target(self, meta: EmbeddingMeta | None) -> Embedder | str:
+        """The embedder new vectors come from (given the pin as last read), or why there is none.
+
+        Which index they go to is not decided here but inside the write
+        transaction (:func:`_put_live_txn`), where a pin made meanwhile by
+        another writer is seen.
+        """
         if await self._vec() is None:
             return "sqlite-vec is unavailable: memories are stored without vectors (keyword only)"
-        meta = await self.meta()
         embedder = await self.embedder(meta)
         if embedder is None:
             pinned = f" compatible with the pinned model {meta.model}" if meta else ""
             return f"no healthy embedder{pinned}: memories are stored without vectors; run `arcana reindex` later"
-        table = meta.vec_table if meta else await self.store.run(_next_table)
-        return embedder, table, meta
+        return embedder
 
-    @staticmethod
-    def _pin_for(embedder: Embedder, table: str, meta: EmbeddingMeta | None) -> EmbeddingMeta | None:
-        """The pin to create with the first vectors, or None when the database is already pinned."""
-        if meta is not None:
-            return None
-        return EmbeddingMeta(embedder.model_name, embedder.model_family, embedder.dimension, table, time.time())
-
-    async def _fill_batch(self, table, embedder, pin, rows, report: FillReport, progress=None) -> None:
+    async def _fill_batch(self, embedder, rows, report: FillReport, progress=None, build: str | None = None) -> None:
         """Embed ``rows`` ((seq, id, content)) shortest first; write their vectors in one transaction.
+
+        They go to the pinned index (pinning it first if nothing is), or to
+        ``build``, an index a re-embed is filling beside the live one.
 
         The whole window is sorted by length, since an embedder pads each batch
         to its longest text. It is then embedded a chunk at a time, which
@@ -277,20 +274,30 @@ class VectorAdapter:
             vectors += await self._embed_isolated(embedder, rows[start : start + EMBED_CHUNK], report)
             if progress and len(vectors) < len(rows):
                 progress(len(vectors))
-        width = pin.dimension if pin else None
-        good = []
+        width = embedder.dimension
+        good, ids = [], []
         for (seq, entry_id, content), vector in zip(rows, vectors, strict=True):
             if vector is None:
                 continue
-            if width is None:
-                width = len(vector)
             if len(vector) != width:
                 report.skipped.append((entry_id, f"embedder returned {len(vector)} dimensions, index holds {width}"))
                 continue
             good.append((seq, _pack(vector), content_hash(content), embedder.model_name))
-        if good:
-            report.embedded += await self.store.run(_put_vectors_txn, table, width, pin, good)
-        report.vec_table, report.model = table, embedder.model_name
+            ids.append(entry_id)
+        report.model = embedder.model_name
+        if build is not None:
+            if good:
+                report.embedded += await self.store.run(_put_build_txn, build, width, good)
+            report.vec_table = build
+            return
+        if not good:
+            return
+        meta, stored = await self.store.run(_put_live_txn, _candidate(embedder), good)
+        report.vec_table = meta.vec_table
+        if stored is None:
+            report.skipped += [(entry_id, _pin_conflict(meta)) for entry_id in ids]
+        else:
+            report.embedded += stored
 
     async def _embed_isolated(self, embedder: Embedder, rows, report: FillReport) -> list[list[float] | None]:
         """Embed a batch; if it fails, embed one by one so one bad item costs only itself."""
@@ -406,11 +413,11 @@ class VectorAdapter:
 
     async def backfill(self, on_progress: Callable[[int, int], None] | None = None) -> FillReport:
         """Embed every row that has no vector (or a stale one) with the pinned model's embedder."""
-        target = await self._write_target()
-        if isinstance(target, str):
-            raise MemoryStorageError(f"{self.store.path}: cannot embed: {target}")
-        embedder, table, meta = target
-        return await self._fill(table, embedder, self._pin_for(embedder, table, meta), on_progress)
+        meta = await self.meta()
+        embedder = await self._write_target(meta)
+        if isinstance(embedder, str):
+            raise MemoryStorageError(f"{self.store.path}: cannot embed: {embedder}")
+        return await self._fill(meta and meta.vec_table, embedder, None, on_progress)
 
     async def reembed(self, embedder: Embedder, on_progress: Callable[[int, int], None] | None = None) -> FillReport:
         """Rebuild the index with ``embedder`` beside the live one; re-pin only when complete.
@@ -425,9 +432,9 @@ class VectorAdapter:
             raise MemoryStorageError(f"cannot re-embed: {status.message}")
         meta = await self.meta()
         table = await self.store.run(_build_table, meta.vec_table if meta else None, embedder.model_name, embedder.dimension)
-        report = await self._fill(table, embedder, None, on_progress)
+        report = await self._fill(table, embedder, table, on_progress)
         # Rows written while we worked went to the old index: catch up, then swap.
-        catch_up = await self._fill(table, embedder, None, None)
+        catch_up = await self._fill(table, embedder, table, None)
         report.embedded += catch_up.embedded
         report.skipped += catch_up.skipped
         pin = EmbeddingMeta(embedder.model_name, embedder.model_family, embedder.dimension, table, time.time())
@@ -435,15 +442,14 @@ class VectorAdapter:
         self._resolved.clear()
         return report
 
-    async def _fill(self, table, embedder, pin, on_progress) -> FillReport:
-        exists = await self.store.run(_table_exists, table)
-        rows = await self.store.run(_stale_rows, table, None) if exists else await self.store.run(_all_rows)
+    async def _fill(self, table: str | None, embedder, build: str | None, on_progress) -> FillReport:
+        """Embed every row ``table`` lacks (all rows when it is None or absent), window by window."""
+        rows = await self.store.run(_stale_rows, table, None)
         report = FillReport(vec_table=table, model=embedder.model_name, total=len(rows))
         for start in range(0, len(rows), self.commit_batch):
             await self._fill_batch(
-                table, embedder, pin, rows[start : start + self.commit_batch], report, _offset(on_progress, start, len(rows))
+                embedder, rows[start : start + self.commit_batch], report, _offset(on_progress, start, len(rows)), build
             )
-            pin = None  # created (with the table) by the first batch
             if on_progress:
                 on_progress(min(start + self.commit_batch, len(rows)), len(rows))
         return report
@@ -454,6 +460,18 @@ def _offset(on_progress, start: int, total: int):
     if on_progress is None:
         return None
     return lambda done: on_progress(min(start + done, total), total)
+
+
+def _candidate(embedder: Embedder) -> EmbeddingMeta:
+    """The pin ``embedder`` would make if the database has none yet (its index is named under the lock)."""
+    return EmbeddingMeta(embedder.model_name, embedder.model_family, embedder.dimension, "", time.time())
+
+
+def _pin_conflict(meta: EmbeddingMeta) -> str:
+    return (
+        f"the database was pinned meanwhile to {meta.model} ({meta.dimension} dimensions), which this "
+        "embedder does not match; run `arcana reindex` with that model available"
+    )
 
 
 class _QueryEmbedFailed(Exception):
@@ -501,8 +519,8 @@ def _all_rows(raw) -> list[tuple[int, str, str]]:
     return [tuple(r) for r in raw.execute("SELECT seq, id, content FROM memories ORDER BY seq")]
 
 
-def _stale_rows(raw, table: str, ids: Sequence[str] | None) -> list[tuple[int, str, str]]:
-    """Rows (seq, id, content) whose vector is missing or was made from other content."""
+def _stale_rows(raw, table: str | None, ids: Sequence[str] | None) -> list[tuple[int, str, str]]:
+    """Rows (seq, id, content) whose vector in ``table`` is missing or was made from other content."""
     if ids is None:
         rows = _all_rows(raw)
     else:
@@ -515,7 +533,7 @@ def _stale_rows(raw, table: str, ids: Sequence[str] | None) -> list[tuple[int, s
                     f"SELECT seq, id, content FROM memories WHERE id IN ({','.join('?' * len(chunk))})", chunk
                 )
             ]
-    if not rows or not _table_exists(raw, table):
+    if not rows or table is None or not _table_exists(raw, table):
         return rows
     if ids is None:
         hashes = dict(raw.execute(f"SELECT rowid, content_hash FROM {table}").fetchall())
@@ -530,35 +548,60 @@ def _stale_rows(raw, table: str, ids: Sequence[str] | None) -> list[tuple[int, s
     return [r for r in rows if hashes.get(r[0]) != content_hash(r[2])]
 
 
-def _put_vectors_txn(raw, table: str, dimension: int, pin: EmbeddingMeta | None, rows: list[tuple]) -> int:
-    """Replace the vectors for ``rows`` (seq, blob, hash, model); create index + pin when ``pin`` is set."""
+def _read_meta(raw) -> EmbeddingMeta | None:
+    row = raw.execute("SELECT model, family, dimension, vec_table, pinned_at FROM embedding_meta").fetchone()
+    return EmbeddingMeta(*row) if row else None
+
+
+def _put_live_txn(raw, candidate: EmbeddingMeta, rows: list[tuple]) -> tuple[EmbeddingMeta, int | None]:
+    """Write ``rows`` (seq, blob, hash, model) into the pinned index; return the pin and how many were stored.
+
+    The pin is read under the write lock, so creating the index and pinning
+    are one decision: with no pin, the next free ``memory_vec_N`` is created
+    and ``candidate`` pinned to it; with a pin of the same family and width
+    (whoever made it), its index is used. A pin that disagrees stores
+    nothing and returns None, for the caller to report.
+    """
     with transaction(raw):
-        if pin is not None:
-            current = raw.execute("SELECT family, dimension, vec_table FROM embedding_meta").fetchone()
-            if current is None:
-                _create_table(raw, table, pin.dimension)
-                raw.execute(
-                    "INSERT INTO embedding_meta (id, model, family, dimension, vec_table, pinned_at) "
-                    "VALUES (1, ?, ?, ?, ?, ?)",
-                    (pin.model, pin.family, pin.dimension, pin.vec_table, pin.pinned_at),
-                )
-            elif (current[0], current[1], current[2]) != (pin.family, pin.dimension, table):
-                return 0  # another process pinned a different model first; reindex will catch up
-        elif not _table_exists(raw, table):
-            _create_table(raw, table, dimension)
-        seqs = [r[0] for r in rows]
-        live = {
-            r[0]
-            for start in range(0, len(seqs), 500)
-            for r in raw.execute(
-                f"SELECT seq FROM memories WHERE seq IN ({','.join('?' * len(seqs[start:start + 500]))})",
-                seqs[start : start + 500],
+        meta = _read_meta(raw)
+        if meta is None:
+            meta = replace(candidate, vec_table=_next_table(raw))
+            _create_table(raw, meta.vec_table, meta.dimension)
+            raw.execute(
+                "INSERT INTO embedding_meta (id, model, family, dimension, vec_table, pinned_at) "
+                "VALUES (1, ?, ?, ?, ?, ?)",
+                (meta.model, meta.family, meta.dimension, meta.vec_table, meta.pinned_at),
             )
-        }
-        rows = [r for r in rows if r[0] in live]  # purged meanwhile: no orphan vectors
-        raw.executemany(f"DELETE FROM {table} WHERE rowid = ?", [(r[0],) for r in rows])
-        raw.executemany(f"INSERT INTO {table} (rowid, embedding, content_hash, model) VALUES (?, ?, ?, ?)", rows)
-        return len(rows)
+        elif (meta.family, meta.dimension) != (candidate.family, candidate.dimension):
+            return meta, None
+        elif not _table_exists(raw, meta.vec_table):
+            _create_table(raw, meta.vec_table, meta.dimension)
+        return meta, _replace_vectors(raw, meta.vec_table, rows)
+
+
+def _put_build_txn(raw, table: str, dimension: int, rows: list[tuple]) -> int:
+    """Write ``rows`` into ``table``, an index being built beside the live one (a re-embed)."""
+    with transaction(raw):
+        if not _table_exists(raw, table):
+            _create_table(raw, table, dimension)
+        return _replace_vectors(raw, table, rows)
+
+
+def _replace_vectors(raw, table: str, rows: list[tuple]) -> int:
+    """Replace the vectors of the ``rows`` still present (purged meanwhile: no orphan vectors)."""
+    seqs = [r[0] for r in rows]
+    live = {
+        r[0]
+        for start in range(0, len(seqs), 500)
+        for r in raw.execute(
+            f"SELECT seq FROM memories WHERE seq IN ({','.join('?' * len(seqs[start:start + 500]))})",
+            seqs[start : start + 500],
+        )
+    }
+    rows = [r for r in rows if r[0] in live]
+    raw.executemany(f"DELETE FROM {table} WHERE rowid = ?", [(r[0],) for r in rows])
+    raw.executemany(f"INSERT INTO {table} (rowid, embedding, content_hash, model) VALUES (?, ?, ?, ?)", rows)
+    return len(rows)
 
 
 def _build_table(raw, live: str | None, model: str, dimension: int) -> str:

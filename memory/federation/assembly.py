@@ -20,7 +20,7 @@ from memory.audit import AuditLog
 from memory.config import ArcanaConfig
 from memory.federation.budgets import ConnectionsConfig
 from memory.federation.decay import DecayProfile, resolve_decay_profiles
-from memory.federation.events import DegradedSink, audit_sink
+from memory.federation.events import DegradedSink, MemoryDegradedEvent, audit_sink
 from memory.federation.federation import MemoryFederation
 from memory.federation.router import MemoryRouter
 from memory.home import Home
@@ -176,6 +176,29 @@ async def federation_for_agent(
         vector_options=vector_options,
         global_tier=config.memory.global_ != "none",
     )
+
+
+def quarantine_events(federation: MemoryFederation) -> list[MemoryDegradedEvent]:
+    """The private tier's quarantine, if it happened, as a read's degraded event.
+
+    Trigger: the private store was found corrupt and moved aside during this
+    federation's life. Why: the read was then answered by a fresh, empty store,
+    so whatever it held is missing from the answer — as with any tier that
+    dropped out. Outcome: one ``corruption`` event naming where the file went.
+    """
+    store = private_store(federation)
+    if store.quarantined_to is None:
+        return []
+    tier = federation.router.private
+    return [
+        MemoryDegradedEvent(
+            tier=tier.name,
+            scope=tier.scope.value,
+            op="read",
+            reason="corruption",
+            detail=f"{store.path} was corrupt and was moved to {store.quarantined_to}; answered from a fresh, empty store",
+        )
+    ]
 
 
 def private_store(federation: MemoryFederation) -> SQLiteAdapter:
