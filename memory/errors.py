@@ -57,6 +57,10 @@ class TierWriteFailed(ArcanaMemoryError):
         self.cause = cause
 
 
+class ImportFormatError(ArcanaMemoryError, ValueError):
+    """An export file is not one, or is in a format version newer than this Arcana reads (a usage error)."""
+
+
 class ConfigError(ArcanaMemoryError):
     """A configuration file is malformed; the message names the file and field."""
 
