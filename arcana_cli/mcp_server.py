@@ -300,7 +300,7 @@ def build_server(tools: MemoryTools, *, read_only: bool = False):
 
     @_guarded
     async def vault_search(
-        vault: Annotated[str, Field(description=f"Vault name: {', '.join(tools.vaults) or 'none attached'}.")],
+        vault: Annotated[str, Field(description="An attached vault's name (see the tool description).")],
         query: Annotated[str, Field(min_length=1, description="What to look for.")],
         limit: Limit = 10,
     ) -> dict[str, Any]:
@@ -318,7 +318,7 @@ def build_server(tools: MemoryTools, *, read_only: bool = False):
         "recall": (recall, "Search your memories for a query; returns ranked memories with id, content, type, score, tier and age."),
         "forget": (forget, "Archive one of your memories by id (it stops being recalled; an operator can restore it)."),
         "list": (list_, "List your visible memories, pinned and important first, optionally filtered by type, tag or age."),
-        "vault_search": (vault_search, "Search an attached Markdown vault (notes) for a query."),
+        "vault_search": (vault_search, f"Search an attached Markdown vault of notes ({', '.join(tools.vaults)}) for a query."),
         "context": (context, "A ready memory block for a prompt, within a token budget, each line attributed to its source."),
     }
     for name, (fn, description) in catalogue.items():

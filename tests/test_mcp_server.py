@@ -143,24 +143,28 @@ async def test_hidden_private_archived_and_other_agents_memories_never_leave(zoo
         assert not error  # positive control
 
 
-@pytest.mark.parametrize("hostile", [
+HOSTILE = [
     'zebra" OR 1=1; DROP TABLE memories; --',
     "NEAR(zebra secret) * ^ AND OR NOT",
     "zebra' UNION SELECT content FROM memories WHERE visibility='hidden' --",
     "\x00\u202e🦓" + "z" * 5000,
-])
-async def test_hostile_queries_are_answered_safely(zoo, hostile, arcana_home):
+]
+
+
+async def test_hostile_queries_are_answered_safely(zoo, arcana_home):
     alice, _ = zoo
     async with session("--agent", "alice") as client:
-        for tool in ("recall", "context"):
-            args = {"query": hostile} if tool == "recall" else {"query": hostile, "budget_tokens": 2000}
-            error, answer = await call(client, tool, **args)
-            text = answer if error else json.dumps(answer)
-            assert "4711" not in text and "hunter2" not in text
-            if error:
-                assert "\n" not in text
-        error, answer = await call(client, "recall", query="zebra stripes")
-        assert not error and answer["results"][0]["id"] == alice["visible"]
+        for hostile in HOSTILE:
+            for tool in ("recall", "context", "list"):
+                args = {"recall": {"query": hostile}, "context": {"query": hostile, "budget_tokens": 2000},
+                        "list": {"tags": [hostile]}}[tool]
+                error, answer = await call(client, tool, **args)
+                text = answer if error else json.dumps(answer)
+                assert "4711" not in text and "hunter2" not in text, (hostile, tool)
+                if error:
+                    assert "\n" not in text
+            error, answer = await call(client, "recall", query="zebra stripes")
+            assert not error and answer["results"][0]["id"] == alice["visible"]
     store = SQLiteAdapter.for_agent(AgentRegistry(arcana_home).resolve("alice").id, home=arcana_home)
     assert await store.count() == 4  # nothing dropped
     await store.aclose()
@@ -175,7 +179,7 @@ async def test_tool_errors_are_one_line_and_the_server_keeps_serving(zoo):
             ("recall", {}, "invalid query"),
             ("recall", {"query": "zebra", "since": "last tuesday"}, "since"),
             ("recall", {"query": "zebra", "types": ["gossip"]}, "invalid types"),
-            ("remember", {"content": "   "}, "content must not be blank"),
+            ("remember", {"content": "   "}, "invalid content"),
             ("remember", {"content": "x", "importance": 7}, "invalid importance"),
             ("remember", {"content": "x", "scope": "private", "pool": "team"}, "cannot be combined"),
             ("remember", {"content": "x", "scope": "shared"}, "pool"),
@@ -229,8 +233,9 @@ async def test_a_corrupt_private_store_is_reported_and_the_server_still_works(ar
 
 async def test_vault_search_over_an_attached_vault(arcana_home, make_vault, cli):
     keyword_only(arcana_home)
+    AgentRegistry(arcana_home).create("alice")
     vault = make_vault({"Garden.md": "Tomatoes need full sun and deep watering.", "Other.md": "unrelated"})
-    assert cli("vault", "add", str(vault.root), "--name", "notes", "--agent", "alice").exit_code == 0
+    assert cli("vault", "add", str(vault), "--name", "notes", "--agent", "alice").exit_code == 0
     async with session("--agent", "alice") as client:
         names = {t.name for t in (await client.list_tools()).tools}
         assert "vault_search" in names
