@@ -167,6 +167,10 @@ def register(app: typer.Typer) -> None:
         _one_target(agent, pool, global_, None)
         if not source.exists():
             raise typer.BadParameter(f"{source} does not exist", param_hint="SOURCE")
+        model = None
+        if not source.is_dir():  # refuse a foreign or future file before touching any store
+            with source.open(encoding="utf-8", errors="replace") as head:
+                model = core.read_header(head.readline()).get("model")
 
         async def go():
             async with AsyncExitStack() as stack:
@@ -195,7 +199,6 @@ def register(app: typer.Typer) -> None:
                     def records():
                         return core.markdown_records(source, default_agent=target.agent_id or "imported")
 
-                    model = None
                 else:
                     def records():
                         handle = source.open(encoding="utf-8", errors="replace")
@@ -203,8 +206,6 @@ def register(app: typer.Typer) -> None:
                         core.read_header(handle.readline())
                         return core.jsonl_records(handle)
 
-                    with source.open(encoding="utf-8", errors="replace") as head:
-                        model = core.read_header(head.readline()).get("model")
                 with out.progress("importing") as bar:
                     return await core.import_records(
                         records(), store, target, strict=strict, model=model, gateway=gateway,
