@@ -37,6 +37,7 @@ from memory.home import Home  # noqa: E402
 from memory.types import MemoryEntry, MemoryType, Visibility  # noqa: E402
 
 WORDS = "user prefers tea coffee build uses make deploy friday holiday august server port config alpha beta".split()
+TIME = "/usr/bin/time"  # GNU time; `apt-get install time` if missing
 FLOOR = "import sys\nn = 0\nfor line in open(sys.argv[1], encoding='utf-8'):\n    n += 1\nprint(n)\n"
 
 
@@ -63,15 +64,20 @@ async def fill(home: Home, n: int) -> None:
     await store.aclose()
 
 
-def timed(args: list[str], env: dict) -> tuple[float, float]:
-    """Wall seconds and the child's peak RSS in MB (waited on alone, so RUSAGE_CHILDREN is its own)."""
+def timed(args: list[str], env: dict, scratch: Path) -> tuple[float, float]:
+    """Wall seconds and the command's peak RSS in MB, measured by GNU time.
+
+    Not ``wait4``'s rusage: a child forked from this (large) bench process
+    starts with its RSS, which ``ru_maxrss`` would report as the peak.
+    """
+    report = scratch / "rss.txt"
     started = time.perf_counter()
-    proc = subprocess.Popen(args, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    _, status, usage = os.wait4(proc.pid, 0)
+    done = subprocess.run([TIME, "-f", "%M", "-o", str(report), *args], env=env, stdout=subprocess.DEVNULL,
+                          stderr=subprocess.PIPE, text=True)
     seconds = time.perf_counter() - started
-    if os.waitstatus_to_exitcode(status) != 0:
-        raise SystemExit(f"{' '.join(args)} failed: {proc.stderr.read().decode()}")
-    return seconds, usage.ru_maxrss / 1024
+    if done.returncode != 0:
+        raise SystemExit(f"{' '.join(args)} failed: {done.stderr}")
+    return seconds, int(report.read_text().split()[-1]) / 1024
 
 
 def run_size(n: int, workdir: Path) -> dict:
@@ -84,11 +90,11 @@ def run_size(n: int, workdir: Path) -> dict:
     env = cli_env(home.root)
     arcana = [sys.executable, "-m", "arcana_cli.main", "-q"]
     out, hist = workdir / f"export-{n}.jsonl", workdir / f"export-{n}-history.jsonl"
-    export_s, export_mb = timed([*arcana, "export", "--agent", "source", "-o", str(out)], env)
-    history_s, history_mb = timed([*arcana, "export", "--agent", "source", "-o", str(hist), "--with-history"], env)
-    import_s, import_mb = timed([*arcana, "import", str(out), "--agent", "copy", "--no-embed"], env)
-    again_s, again_mb = timed([*arcana, "import", str(out), "--agent", "copy", "--no-embed"], env)
-    floor_s, floor_mb = timed([sys.executable, "-c", FLOOR, str(out)], env)
+    export_s, export_mb = timed([*arcana, "export", "--agent", "source", "-o", str(out)], env, workdir)
+    history_s, history_mb = timed([*arcana, "export", "--agent", "source", "-o", str(hist), "--with-history"], env, workdir)
+    import_s, import_mb = timed([*arcana, "import", str(out), "--agent", "copy", "--no-embed"], env, workdir)
+    again_s, again_mb = timed([*arcana, "import", str(out), "--agent", "copy", "--no-embed"], env, workdir)
+    floor_s, floor_mb = timed([sys.executable, "-c", FLOOR, str(out)], env, workdir)
     lines = sum(1 for _ in out.open(encoding="utf-8")) - 1
     assert lines == n, (lines, n)
     return {
