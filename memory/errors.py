@@ -61,7 +61,7 @@ class TierWriteFailed(ArcanaMemoryError):
         self.cause = cause
 
 
-class ImportFormatError(ArcanaMemoryError, ValueError):
+class ImportFormatError(InvalidRequestError):
     """An export file is not one, or is in a format version newer than this Arcana reads (a usage error)."""
 
 
@@ -69,7 +69,7 @@ class BackupError(ArcanaMemoryError):
     """A backup is incomplete or does not match its manifest (files, sizes, checksums)."""
 
 
-class RestoreRefusedError(ArcanaMemoryError, ValueError):
+class RestoreRefusedError(InvalidRequestError):
     """A restore would overwrite a live home without ``--force`` (a usage error)."""
 
 

@@ -318,10 +318,10 @@ async def import_records(
     if batch:
         await flush()
     if gateway is not None and report.read:
-        from memory.adapters.vector import VectorAdapter
+        from memory.stores import with_vectors
 
         try:
-            report.embedded = (await VectorAdapter(store, gateway).backfill()).embedded
+            report.embedded = (await with_vectors(store, gateway).backfill()).embedded
         except MemoryStorageError as exc:  # rows are in and keyword-searchable; `arcana reindex` embeds later
             report.embed_notice = str(exc)
     return report

@@ -37,9 +37,9 @@ def _one_target(agent: str | None, pool: str | None, global_: bool, all_: bool |
 
 async def _open_shared(cli, stack: AsyncExitStack, path: Path):
     """A pool's or the global tier's store, opened now and closed with ``stack``."""
-    from memory.adapters.sqlite import SQLiteAdapter
+    from memory.stores import open_database
 
-    store = SQLiteAdapter(path, actor="cli", backup_dir=cli.home.backups_dir, audit=cli.audit)
+    store = open_database(cli.home, path, actor="cli")
     stack.push_async_callback(store.aclose)
     await store.connect()
     return store
