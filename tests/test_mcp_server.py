@@ -265,3 +265,63 @@ async def test_readme_snippet_starts_a_working_server(arcana_home):
         assert not error
         error, found = await call(client, "recall", query="which tea does the user like?", mode="semantic")
         assert not error and found["results"][0]["id"] == stored["id"]
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+async def test_http_transport_needs_the_bearer_token(zoo, arcana_home, tmp_path):
+    import subprocess
+
+    import anyio
+    import httpx2
+    from mcp.client.streamable_http import streamable_http_client
+
+    alice, _ = zoo
+    port = free_port()
+    errlog = (tmp_path / "http-stderr.txt").open("w+")
+    proc = subprocess.Popen([sys.executable, "-m", "arcana_cli.main", "mcp", "--agent", "alice", "--http",
+                             f"127.0.0.1:{port}"], stdout=subprocess.PIPE, stderr=errlog, env=dict(os.environ))
+    try:
+        token_file = arcana_home.root / "mcp" / "token"
+        url = f"http://127.0.0.1:{port}/mcp"
+        async with httpx2.AsyncClient() as raw:
+            for _ in range(300):
+                try:
+                    refused = await raw.post(url, json={})
+                    break
+                except httpx2.TransportError:
+                    await anyio.sleep(0.1)
+            assert refused.status_code == 401  # no token
+            wrong = await raw.post(url, json={}, headers={"Authorization": "Bearer guess"})
+            assert wrong.status_code == 401
+        token = token_file.read_text().strip()
+        assert oct(token_file.stat().st_mode & 0o777) == "0o600" and len(token) >= 40
+        errlog.seek(0)
+        assert errlog.read().count(token) == 1  # printed once, on stderr
+        headers = {"Authorization": f"Bearer {token}"}
+        async with httpx2.AsyncClient(headers=headers) as authed, \
+                streamable_http_client(url, http_client=authed) as (read, write, *_), \
+                ClientSession(read, write) as client:
+            await client.initialize()
+            assert {t.name for t in (await client.list_tools()).tools} == ALL_TOOLS
+            error, answer = await call(client, "recall", query="zebra")
+            assert not error and [r["id"] for r in answer["results"]] == [alice["visible"]]
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+    assert proc.stdout.read() == b""  # stdout stays clean on the HTTP transport too
+
+
+def test_http_refuses_a_non_loopback_address(arcana_home):
+    import subprocess
+
+    done = subprocess.run([sys.executable, "-m", "arcana_cli.main", "mcp", "--agent", "a", "--http", "0.0.0.0:8765"],
+                          capture_output=True, text=True, timeout=60, env=dict(os.environ))
+    assert done.returncode == 2 and "loopback only" in done.stderr
+    assert not (arcana_home.root / "mcp" / "token").exists()
