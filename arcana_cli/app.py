@@ -39,6 +39,11 @@ COMMAND_MODULES = {
     "model": "model",
     "session": "session",
     "quarantine": "quarantine",
+    "export": "export",
+    "import": "export",
+    "mcp": "mcp",
+    "backup": "backup",
+    "restore": "backup",
 }
 
 
@@ -148,9 +153,10 @@ _VALUE_OPTIONS = {"--home"}
 def register(names=None) -> typer.Typer:
     """Register the modules for ``names`` (default: every command) on the app."""
     for name in COMMAND_MODULES if names is None else names:
-        if name not in _registered:
-            importlib.import_module(f"arcana_cli.commands.{COMMAND_MODULES[name]}").register(_app)
-            _registered.add(name)
+        module = COMMAND_MODULES[name]
+        if module not in _registered:
+            importlib.import_module(f"arcana_cli.commands.{module}").register(_app)
+            _registered.add(module)
     return _app
 
 

@@ -13,7 +13,11 @@ def backup_copy(db: Path, dest_dir: Path, label: str) -> Path:
     """Copy ``db`` with SQLite's online backup API (WAL contents included); return the copy."""
     private_dir(dest_dir)
     stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
-    dest = dest_dir / f"{db.parent.name}-{db.stem}.{label}.{stamp}.db"
+    return online_copy(db, dest_dir / f"{db.parent.name}-{db.stem}.{label}.{stamp}.db")
+
+
+def online_copy(db: Path, dest: Path) -> Path:
+    """One consistent snapshot of ``db`` at ``dest`` (0600), even while other processes write to it."""
     source = dbapi().connect(str(db))
     try:
         target = dbapi().connect(str(private_file(dest)))

@@ -24,9 +24,8 @@ from memory.federation import MemoryFederation, federation_for_agent
 from memory.home import Home
 from memory.jobs import BackgroundJobQueue, JobKind, MemoryJob, drain
 from memory.models.base import ChatMessage, ChatProvider, astream
-from memory.models.context import RenderedContext, render_context
+from memory.models.context import RenderedContext, recall_context
 from memory.sessions import Session, SessionClosedError, SessionManager, Turn, replayable
-from memory.types import MemoryQuery, RetrievalMode
 
 DEFAULT_SYSTEM_PROMPT = "You are a helpful assistant."
 CONTEXT_BUDGET_TOKENS = 1000
@@ -105,13 +104,9 @@ class AgentRuntime:
     async def recall(self, prompt: str, budget_tokens: int) -> RenderedContext:
         if self.memory is None:
             return RenderedContext()
-        query = MemoryQuery(
-            agent_id=self.card.id,
-            text=prompt,
-            retrieval_mode=self.config.recall.mode or RetrievalMode.hybrid,
-            limit=self.config.recall.limit,
+        return await recall_context(
+            self.memory, self.card.id, prompt, recall=self.config.recall, budget_tokens=budget_tokens
         )
-        return render_context(await self.memory.search(query), budget_tokens=budget_tokens)
 
     async def history(self, session: Session | None) -> list[Turn]:
         """The session's last turns that admission still allows (see :func:`replayable`)."""

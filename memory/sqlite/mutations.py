@@ -65,8 +65,11 @@ def _label(before: dict, after: dict) -> str:
     return "update"
 
 
-def upsert(raw, entries: Sequence[MemoryEntry], actor: str) -> list[str]:
+def upsert(raw, entries: Sequence[MemoryEntry], actor: str, *, op: str | None = None) -> list[str]:
     """Insert or update ``entries`` by id; return the op per entry ('noop' when unchanged).
+
+    ``op`` names every ledger row this call writes (``import``) instead of the
+    op read off the change, so the ledger says where a row came from.
 
     A None visibility keeps the stored value (``visible`` for a new row), so an
     automatic re-save never lifts an operator's private or hidden flag. A new
@@ -83,7 +86,7 @@ def upsert(raw, entries: Sequence[MemoryEntry], actor: str) -> list[str]:
             values["visibility"] = Visibility.VISIBLE.value
         if raw.execute(_INSERT_NEW, values).rowcount == 1:
             ops.append("insert")
-            ledger.append((entry.id, "insert", actor, now, None, _dump(values)))
+            ledger.append((entry.id, op or "insert", actor, now, None, _dump(values)))
             continue
         old = _images(raw, [entry.id])[entry.id]
         if keep_visibility:
@@ -95,9 +98,9 @@ def upsert(raw, entries: Sequence[MemoryEntry], actor: str) -> list[str]:
             continue
         values["updated_at"] = now
         raw.execute(_UPSERT, values)
-        op = _label(old, values)
-        ops.append(op)
-        ledger.append((entry.id, op, actor, now, _dump(old), _dump(values)))
+        label = _label(old, values)
+        ops.append(label)
+        ledger.append((entry.id, op or label, actor, now, _dump(old), _dump(values)))
     _append(raw, ledger)
     return ops
 
