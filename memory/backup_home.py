@@ -20,7 +20,7 @@ from pathlib import Path
 
 from memory.backup import online_copy
 from memory.errors import BackupError, NotFoundError, RestoreRefusedError
-from memory.home import Home
+from memory.home import Home, private_dir
 from memory.sqlite.connection import dbapi
 
 FORMAT = "arcana-backup"
@@ -117,7 +117,7 @@ def backup_home(home: Home, dest: Path, *, on_progress=None) -> BackupManifest:
     if final.exists():
         raise BackupError(f"{final} already exists; wait a second or choose another DEST")
     partial = dest / f"{PREFIX}{stamp}.partial"
-    dest.mkdir(mode=0o700, parents=True, exist_ok=True)
+    private_dir(dest)
     shutil.rmtree(partial, ignore_errors=True)
     partial.mkdir(mode=0o700)
     manifest = BackupManifest(final, created_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
@@ -125,7 +125,7 @@ def backup_home(home: Home, dest: Path, *, on_progress=None) -> BackupManifest:
     try:
         for done, rel in enumerate(files, start=1):
             source, target = home.root / rel, partial / rel
-            target.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+            private_dir(target.parent)
             if not source.exists():
                 continue  # removed while we walked (a session closed, a log rotated)
             entry: dict = {"path": rel.as_posix()}
@@ -226,13 +226,13 @@ def restore_home(path: Path, home: Home, *, force: bool = False) -> RestoreRepor
                                   "its current contents to the trash first")
     if live:
         moved = home.trash_dir / f"pre-restore-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}"
-        moved.mkdir(mode=0o700, parents=True)
+        private_dir(moved)
         for item in live:
             item.rename(moved / item.name)
-    home.root.mkdir(mode=0o700, parents=True, exist_ok=True)
+    private_dir(home.root)
     for entry in manifest.files:
         target = home.root / entry["path"]
-        target.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        private_dir(target.parent)
         shutil.copy2(manifest.path / entry["path"], target)
         os.chmod(target, 0o600)
     home.ensure()

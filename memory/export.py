@@ -337,9 +337,8 @@ async def _vector_sink(store, model: dict | None):
     pin = await store.run(_pin)
     if pin is not None and (pin["model"], pin["dimension"]) != (model["model"], model["dimension"]):
         return None
-    table = pin["vec_table"] if pin else await store.run(vec._next_table)
-    state = {"pin": None if pin else EmbeddingMeta(model["model"], model["family"], model["dimension"], table,
-                                                 datetime.now(UTC).timestamp())}
+    # The pin is decided again under the write lock (a store pinned meanwhile wins, as for any vector write).
+    candidate = EmbeddingMeta(model["model"], model["family"], model["dimension"], "", datetime.now(UTC).timestamp())
 
     async def put(pairs: list[tuple[MemoryEntry, list[float]]]) -> int:
         if not pairs:
@@ -350,9 +349,8 @@ async def _vector_sink(store, model: dict | None):
             for e, v in pairs
             if e.id in seqs
         ]
-        written = await store.run(vec._put_vectors_txn, table, model["dimension"], state["pin"], rows)
-        state["pin"] = None
-        return written
+        _, written = await store.run(vec._put_live_txn, candidate, rows)
+        return written or 0
 
     return put
 
