@@ -95,7 +95,6 @@ class PostgresAdapter:
         connect_timeout: float = CONNECT_TIMEOUT_S,
         statement_timeout_ms: int = STATEMENT_TIMEOUT_MS,
         ef_search: int = EF_SEARCH,
-        commit_batch: int | None = None,
     ):
         self.url = check_url(url)
         self.gateway = gateway

@@ -18,13 +18,13 @@ from memory.adapters.sqlite import SQLiteAdapter
 from memory.agents import AgentCard
 from memory.audit import AuditLog
 from memory.config import ArcanaConfig
-from memory.federation.budgets import ConnectionsConfig
+from memory.federation.budgets import ConnectionsConfig, TierBudget
 from memory.federation.decay import DecayProfile, resolve_decay_profiles
 from memory.federation.events import DegradedSink, audit_sink
 from memory.federation.federation import MemoryFederation
 from memory.federation.router import MemoryRouter
 from memory.home import Home
-from memory.types import MemoryType
+from memory.types import MemoryScope, MemoryType
 
 
 @dataclass(frozen=True)
@@ -58,6 +58,42 @@ def semantic(store: SQLiteAdapter, embedding: Any | None, vector_options: Mappin
     return VectorAdapter(store, embedding, **dict(vector_options or {}))
 
 
+def tier_store(
+    *,
+    url: str | None,
+    path: Path,
+    home: Home,
+    embedding: Any | None = None,
+    vector_options: Mapping[str, Any] | None = None,
+    budget: TierBudget | None = None,
+    actor: str = "library",
+    audit: AuditLog | None = None,
+) -> Any:
+    """The store behind a shared or global tier: the one place the engine is chosen.
+
+    A server ``url`` (from ``pools.<name>.url[_env]`` or ``memory.global_url[_env]``)
+    gives a :class:`PostgresAdapter` — semantic itself when an embedder is
+    given, with connect and statement timeouts inside the tier's ``budget`` —
+    and nothing connects until the tier is used. Otherwise the SQLite file at
+    ``path``, behind the vector layer when an embedder is given.
+    """
+    if url is not None:
+        from memory.adapters.postgres import PostgresAdapter  # asyncpg only for server tiers
+
+        budget = budget or TierBudget()
+        return PostgresAdapter(
+            url,
+            gateway=embedding,
+            actor=actor,
+            audit=audit,
+            connect_timeout=min(budget.read_timeout_ms, budget.write_timeout_ms) / 1000,
+            statement_timeout_ms=max(budget.read_timeout_ms, budget.write_timeout_ms, budget.semantic_timeout_ms),
+            **dict(vector_options or {}),
+        )
+    store = SQLiteAdapter(path, actor=actor, audit=audit, backup_dir=home.backups_dir)
+    return semantic(store, embedding, vector_options)
+
+
 async def build_federation(
     agent_id: Any,
     *,
@@ -70,6 +106,7 @@ async def build_federation(
     actor: str = "library",
     vector_options: Mapping[str, Any] | None = None,
     global_tier: bool = True,
+    global_url: str | None = None,
     monotonic: Callable[[], float] = time.monotonic,
 ) -> MemoryFederation:
     """Assemble the tier stack for one agent and return its federation.
@@ -82,8 +119,9 @@ async def build_federation(
     ``connections/memory-adapters.json`` (defaults when missing,
     :class:`ConfigError` when malformed); ``on_degraded`` defaults to the
     home's audit log; ``global_tier=False`` keeps global off even with an
-    embedder. Raises if the private tier cannot be opened — an agent
-    without its durability anchor must not start.
+    embedder. ``global_url`` puts the global tier on a PostgreSQL server
+    (see :func:`tier_store`). Raises if the private tier cannot be opened — an
+    agent without its durability anchor must not start.
     """
     home = _home(home)
     connections = ConnectionsConfig.load(home.connections_path)
@@ -92,8 +130,10 @@ async def build_federation(
     await private.connect()
     global_ = None
     if embedding is not None and global_tier:
-        store = SQLiteAdapter(home.global_db, actor=actor, audit=audit, backup_dir=home.backups_dir)
-        global_ = semantic(store, embedding, vector_options)
+        global_ = tier_store(
+            url=global_url, path=home.global_db, home=home, embedding=embedding, vector_options=vector_options,
+            budget=connections.for_tier(MemoryScope.GLOBAL, None), actor=actor, audit=audit,
+        )
     router = MemoryRouter(
         private=semantic(private, embedding, vector_options),
         global_=global_,
@@ -131,11 +171,17 @@ def pool_configs(
     note ids either way, so a note seen twice is one fact.
     """
     audit = AuditLog(home.audit_log)
+    connections = ConnectionsConfig.load(home.connections_path)
     joined = agent_pools(config, card)
     found = []
     for name in joined:
-        store = SQLiteAdapter(home.pool_db(name), actor=actor, audit=audit, backup_dir=home.backups_dir)
-        found.append(PoolConfig(name, semantic(store, embedding, vector_options)))
+        settings = config.pools.get(name)
+        store = tier_store(
+            url=settings.server_url(name) if settings else None, path=home.pool_db(name), home=home,
+            embedding=embedding, vector_options=vector_options,
+            budget=connections.for_tier(MemoryScope.SHARED, name), actor=actor, audit=audit,
+        )
+        found.append(PoolConfig(name, store))
     for vault_name, vault in sorted(config.vaults.items()):
         if vault.agent in (card.id, card.name):
             pool = f"vault:{vault_name}"
@@ -190,6 +236,7 @@ async def federation_for_agent(
         actor=actor,
         vector_options=vector_options,
         global_tier=config.memory.global_ != "none",
+        global_url=config.memory.global_server_url(),
     )
 
 

@@ -64,7 +64,7 @@ def scrub(text: str, url: str) -> str:
 def storage_error(url: str, exc: BaseException) -> MemoryStorageError:
     """A one-line storage error naming the masked URL, never the password."""
     detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-    return MemoryStorageError(scrub(f"{mask_url(url)}: {detail}", url))
+    return MemoryStorageError(scrub(f"{mask_url(url)}: {detail}; check that the server is up and the URL is right", url))
 
 
 async def open_pool(url: str, *, connect_timeout: float, statement_timeout_ms: int, max_size: int = MAX_CONNECTIONS):
