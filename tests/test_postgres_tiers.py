@@ -217,3 +217,43 @@ def test_two_homes_one_pool_eight_writers_lose_nothing(cli, tmp_path, pg_url, mo
     latencies.sort()
     print(f"8 writers x {per_writer}: p50 {latencies[len(latencies) // 2] * 1000:.1f} ms, "
           f"p95 {latencies[int(len(latencies) * 0.95)] * 1000:.1f} ms")
+
+
+def test_operator_commands_work_on_a_server_pool(server_team, pg_url):
+    """doctor, migrate status/up, memory list/set/history --pool and prune --pool on the server."""
+    low = data(server_team("remember", "low value team note", "--agent", "alice", "--pool", "team",
+                           "--importance", "0.1", "--json"))
+    data(server_team("remember", "high value team note", "--agent", "alice", "--pool", "team",
+                     "--importance", "0.8", "--json"))
+    listed = data(server_team("memory", "list", "--pool", "team", "--json"))
+    assert {r["content"] for r in listed} == {"low value team note", "high value team note"}
+    assert server_team("memory", "set", low["id"][:8], "--pool", "team", "--visibility", "hidden").exit_code == 0
+    assert [r["content"] for r in data(server_team("recall", "team note", "--agent", "bob", "--json"))["results"]] == [
+        "high value team note"
+    ]
+    history = data(server_team("memory", "history", low["id"], "--pool", "team", "--json"))
+    assert [h["op"] for h in history] == ["insert", "visibility"]
+    pruned = data(server_team("prune", "--pool", "team", "--min-importance", "0.5", "--json"))
+    assert [(t["tier"], t["archived"]) for t in pruned["tiers"]] == [("pool:team", 1)]
+    status = data(server_team("migrate", "status", "--json"))
+    [server] = [r for r in status if r["database"].startswith("pool:team")]
+    assert (server["version"], server["head"], server["state"]) == (1, 1, "current")
+    assert "***" in server["database"]
+    up = data(server_team("migrate", "up", "--json"))
+    assert [r["state"] for r in up if r["database"].startswith("pool:team")] == ["current"]
+    doctor = server_team("doctor", "--json")
+    checks = json.loads(doctor.stdout)["checks"]
+    [tier] = [c for c in checks if "pool:team" in c["name"] or "pool:team" in c["detail"]]
+    assert tier["ok"] and "postgresql" in tier["detail"] and "schema v1" in tier["detail"], tier
+
+
+def test_a_fresh_server_database_is_pending_until_migrate_up(cli, arcana_home, pg_url, monkeypatch):
+    """Status reads a server's version without upgrading it; up upgrades it."""
+    arcana_home.ensure()
+    arcana_home.config_path.write_text(json.dumps({"embedding": {"providers": []}, "memory": {"global_url": pg_url}}))
+    [row] = [r for r in data(cli("migrate", "status", "--json")) if r["database"].startswith("global")]
+    assert (row["version"], row["state"]) == (0, "pending")
+    [row] = [r for r in data(cli("migrate", "status", "--json")) if r["database"].startswith("global")]
+    assert row["version"] == 0  # status changed nothing
+    [done] = [r for r in data(cli("migrate", "up", "--json")) if r["database"].startswith("global")]
+    assert (done["from"], done["to"], done["state"]) == (0, 1, "migrated")

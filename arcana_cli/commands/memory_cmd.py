@@ -61,14 +61,15 @@ async def target_store(cli, agent: str | None, pool: str | None, global_: bool):
             yield store
         return
     from memory.adapters.sqlite import SQLiteAdapter
+    from memory.federation.assembly import global_store
     from memory.federation.pools import PoolRegistry
 
     if pool:
-        PoolRegistry(cli.home).show_settings(pool)  # NotFoundError for an unknown pool
-    path = cli.home.pool_db(pool) if pool else cli.home.global_db
-    if not path.exists():
-        raise NotFoundError(f"{'pool ' + pool if pool else 'the global tier'} has no memories yet ({path})")
-    store = SQLiteAdapter(path, actor="cli", backup_dir=cli.home.backups_dir, audit=cli.audit)
+        store = PoolRegistry(cli.home).store(pool, audit=cli.audit)  # NotFoundError for an unknown pool
+    else:
+        store = global_store(cli.home, cli.config, audit=cli.audit)
+    if isinstance(store, SQLiteAdapter) and not store.path.exists():  # a server tier always exists
+        raise NotFoundError(f"{'pool ' + pool if pool else 'the global tier'} has no memories yet ({store.path})")
     try:
         await store.connect()
         yield store

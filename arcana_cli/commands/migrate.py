@@ -5,8 +5,38 @@ import typer
 from arcana_cli.context import ctx_of, run
 from arcana_cli.output import JsonOpt, Out, QuietOpt
 from memory.adapters.sqlite import SQLiteAdapter
+from memory.errors import ArcanaMemoryError, SchemaTooNewError
 from memory.migrations.runner import head_version
 from memory.schema import read_version
+
+
+async def _server_rows(cli, upgrade: bool) -> list[dict]:
+    """One row per tier on a PostgreSQL server: its version against this Arcana's (upgraded with ``upgrade``)."""
+    from memory.federation.assembly import server_stores
+    from memory.postgres.migrations import head_version as server_head
+
+    rows = []
+    for label, store in server_stores(cli.home, cli.config):
+        row = {"database": label, "version": None, "head": server_head(), "state": ""}
+        if isinstance(store, Exception):
+            rows.append({**row, "state": f"not checked: {store}"})
+            continue
+        row["database"] = f"{label} {store.path}"
+        try:
+            version, head = await store.pending_version()
+            if upgrade and version < head:
+                await store.connect()  # migrates under the server's advisory lock
+                row.update(version=await store.schema_version(), state="migrated", **{"from": version})
+            else:
+                row.update(version=version, state="current" if version == head else "pending")
+        except SchemaTooNewError:
+            row["state"] = "newer than this Arcana"
+        except ArcanaMemoryError as exc:
+            row["state"] = f"unreachable: {exc}"
+        finally:
+            await store.aclose()
+        rows.append(row)
+    return rows
 
 
 def register(app: typer.Typer) -> None:
@@ -23,6 +53,7 @@ def register(app: typer.Typer) -> None:
             version, problem = read_version(db)
             state = problem or ("current" if version == head else "newer than this Arcana" if version > head else "pending")
             rows.append({"database": str(db.relative_to(cli.home.root)), "version": version, "head": head, "state": state})
+        rows += run(_server_rows(cli, upgrade=False))
         Out(json_mode=json_).data(
             rows, columns=("database", "version", "head", "state"), rows=lambda: [tuple(r.values()) for r in rows]
         )
@@ -51,6 +82,10 @@ def register(app: typer.Typer) -> None:
                     finally:
                         await store.aclose()
                 results.append(entry)
+            for row in await _server_rows(cli, upgrade=True):  # servers keep no local backup: the DBA's job
+                before = row.get("from", row["version"])
+                results.append({"database": row["database"], "from": before, "to": row["version"], "backup": None,
+                                "state": row["state"]})
             return results
 
         results = run(go())

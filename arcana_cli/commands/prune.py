@@ -78,6 +78,7 @@ def _targets(cli, agent: str | None, all_: bool, pools: list[str], global_: bool
     --agent and --all pick private stores (one of them, or neither when only
     shared tiers are pruned); --pool and --global add shared tiers.
     """
+    from memory.federation.assembly import global_store
     from memory.federation.pools import PoolRegistry
 
     if not (agent or all_ or pools or global_):
@@ -89,12 +90,11 @@ def _targets(cli, agent: str | None, all_: bool, pools: list[str], global_: bool
             targets.append((f"agent:{card.id}", {"agent": card.name, "agent_id": card.id}, store))
     registry = PoolRegistry(cli.home)
     for name in dict.fromkeys(pools):
-        registry.show_settings(name)  # NotFoundError (exit 3) for an unknown pool
-        store = SQLiteAdapter(cli.home.pool_db(name), actor="cli", backup_dir=cli.home.backups_dir)
+        store = registry.store(name)  # NotFoundError (exit 3) for an unknown pool
         targets.append((f"pool:{name}", {"tier": f"pool:{name}"}, store))
     if global_:
-        if not cli.home.global_db.exists():
+        store = global_store(cli.home, cli.config)
+        if isinstance(store, SQLiteAdapter) and not store.path.exists():
             raise NotFoundError("there is no global tier yet (it appears with the first promoted or global memory)")
-        store = SQLiteAdapter(cli.home.global_db, actor="cli", backup_dir=cli.home.backups_dir)
         targets.append(("global", {"tier": "global"}, store))
     return targets

@@ -17,7 +17,8 @@ from typing import Any
 from memory.adapters.sqlite import SQLiteAdapter
 from memory.agents import AgentCard
 from memory.audit import AuditLog
-from memory.config import ArcanaConfig
+from memory.config import ArcanaConfig, resolve_server_url
+from memory.errors import ConfigError
 from memory.federation.budgets import ConnectionsConfig, TierBudget
 from memory.federation.decay import DecayProfile, resolve_decay_profiles
 from memory.federation.events import DegradedSink, audit_sink
@@ -92,6 +93,31 @@ def tier_store(
         )
     store = SQLiteAdapter(path, actor=actor, audit=audit, backup_dir=home.backups_dir)
     return semantic(store, embedding, vector_options)
+
+
+def global_store(home: Home, config: ArcanaConfig, *, actor: str = "cli", audit: AuditLog | None = None) -> Any:
+    """The global tier's store for an operator command (vector/global.db or the server), not yet connected."""
+    return tier_store(url=config.memory.global_server_url(), path=home.global_db, home=home, actor=actor, audit=audit)
+
+
+def server_stores(home: Home, config: ArcanaConfig, *, actor: str = "cli") -> list[tuple[str, Any]]:
+    """(tier label, store) for every pool and global tier configured on a server, not yet connected.
+
+    A server whose URL cannot be resolved (its ``url_env`` is unset) appears
+    with the :class:`ConfigError` in place of a store, so a status listing can
+    report it rather than stop.
+    """
+    found: list[tuple[str, Any]] = []
+    named = [(f"pool:{n}", s.url, s.url_env, f"pool '{n}'") for n, s in sorted(config.pools.items())]
+    named.append(("global", config.memory.global_url, config.memory.global_url_env, "memory.global"))
+    for label, url, url_env, what in named:
+        if url is None and url_env is None:
+            continue
+        try:
+            found.append((label, tier_store(url=resolve_server_url(url, url_env, what), path=Path(), home=home, actor=actor)))
+        except ConfigError as exc:
+            found.append((label, exc))
+    return found
 
 
 async def build_federation(

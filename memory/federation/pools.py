@@ -90,7 +90,7 @@ class PoolRegistry:
             settings = PoolSettings(url=url, url_env=url_env)
         except ValidationError as exc:  # the message never echoes the URL
             raise ConfigError(f"pool '{name}': {exc.errors()[0]['msg'].removeprefix('Value error, ')}") from None
-        store = self._store(name, settings, "pool-create")
+        store = self._open(name, settings, "pool-create")
         try:
             await store.connect()
         finally:
@@ -99,8 +99,15 @@ class PoolRegistry:
         save_config(self.home.config_path, config)
         return await self.show(name)
 
-    def _store(self, name: str, settings: PoolSettings, actor: str):
-        return tier_store(url=settings.server_url(name), path=self.home.pool_db(name), home=self.home, actor=actor)
+    def _open(self, name: str, settings: PoolSettings, actor: str, audit=None):
+        return tier_store(
+            url=settings.server_url(name), path=self.home.pool_db(name), home=self.home, actor=actor, audit=audit
+        )
+
+    def store(self, name: str, *, actor: str = "cli", audit=None):
+        """The pool's store for an operator command (SQLite file or server database), not yet
+        connected; NotFoundError when no such pool is registered."""
+        return self._open(name, self.show_settings(name), actor, audit)
 
     def show_settings(self, name: str) -> PoolSettings:
         """The pool's settings; NotFoundError when no such pool is registered."""
@@ -135,7 +142,7 @@ class PoolRegistry:
     async def _count_server(self, info: PoolInfo, name: str, settings: PoolSettings) -> None:
         """Entries and schema version of a server pool; an unreachable server is reported, not raised."""
         try:
-            store = self._store(name, settings, "pool-show")
+            store = self._open(name, settings, "pool-show")
             info.database = store.path
             try:
                 info.entries = await store.count(include_archived=False)
