@@ -296,3 +296,14 @@ async def test_a_pool_pinned_to_one_model_refuses_another(semantic_pg, pg_url, e
         await other.aclose()
     assert await semantic_pg.backfill() == 1  # the pinned model's machine catches up
     assert await semantic_pg.embedded_count() == 2
+
+
+async def test_selective_filters_still_fill_the_semantic_page(semantic_pg):
+    """The HNSW window is widened when admission rejects its nearest candidates."""
+    crowd = [entry(f"The user prefers metric units, note {i}.", agent_id="a2") for i in range(60)]
+    mine = [entry(f"Kilometres and kilograms are what they use ({i}).") for i in range(3)]
+    await semantic_pg.write_many([*crowd, *mine])
+    query = MemoryQuery(agent_id="a1", text="metric units", retrieval_mode=RetrievalMode.semantic, limit=3)
+    assert set(ids(await semantic_pg.search(query))) == {e.id for e in mine}
+    unfiltered = await semantic_pg.search(query.model_copy(update={"agent_id": None}))
+    assert len(unfiltered) == 3 and set(ids(unfiltered)) <= {e.id for e in crowd}  # control: the crowd is nearer

@@ -111,6 +111,7 @@ class PostgresAdapter:
         self._lock = asyncio.Lock()
         self._hits: dict[str, tuple[int, float]] = {}
         self._resolved: dict[EmbeddingMeta | None, Embedder | None] = {}
+        self._meta: EmbeddingMeta | None = None
 
     @property
     def path(self) -> str:
@@ -128,7 +129,8 @@ class PostgresAdapter:
                 return
             try:
                 pool = await open_pool(
-                    self.url, connect_timeout=self.connect_timeout, statement_timeout_ms=self.statement_timeout_ms
+                    self.url, connect_timeout=self.connect_timeout, statement_timeout_ms=self.statement_timeout_ms,
+                    ef_search=self.ef_search,
                 )
             except Exception as exc:
                 raise storage_error(self.url, exc) from None
@@ -184,7 +186,9 @@ class PostgresAdapter:
         from memory.postgres.migrations import head_version
 
         try:
-            pool = await open_pool(self.url, connect_timeout=self.connect_timeout, statement_timeout_ms=self.statement_timeout_ms)
+            pool = await open_pool(
+                self.url, connect_timeout=self.connect_timeout, statement_timeout_ms=self.statement_timeout_ms
+            )
             try:
                 async with pool.acquire() as conn:
                     version = await current_version(conn)
@@ -346,10 +350,13 @@ class PostgresAdapter:
     # -- the pin and vectors -------------------------------------------------
 
     async def meta(self) -> EmbeddingMeta | None:
-        row = await self._call(
-            lambda conn: conn.fetchrow("SELECT model, family, dimension, vec_table, pinned_at FROM embedding_meta")
-        )
-        return EmbeddingMeta(*row) if row else None
+        """The pool's pin; once set it never changes (no re-embed on a server yet), so it is read once."""
+        if self._meta is None:
+            row = await self._call(
+                lambda conn: conn.fetchrow("SELECT model, family, dimension, vec_table, pinned_at FROM embedding_meta")
+            )
+            self._meta = EmbeddingMeta(*row) if row else None
+        return self._meta
 
     async def embedder(self, meta: EmbeddingMeta | None) -> Embedder | None:
         if meta not in self._resolved:
@@ -384,7 +391,7 @@ class PostgresAdapter:
             self._notice(f"embedding failed ({exc}): memories stored without vectors; run `arcana reindex` later")
             return 0
         if meta is None:
-            meta = await self._call(_pin, embedder, len(vectors[0]), transaction=True)
+            meta = self._meta = await self._call(_pin, embedder, len(vectors[0]), transaction=True)
             if (meta.family, meta.dimension) != (embedder.model_family, len(vectors[0])):
                 return 0  # another machine pinned a different model first; reindex catches up
         good = [
@@ -439,7 +446,7 @@ class PostgresAdapter:
         return fuse(semantic, keyword, self.weights, query.limit)
 
     async def _knn(self, query: MemoryQuery, vector_text: str, limit: int) -> list[MemoryEntry]:
-        rows = await self._call(_knn, vector_text, where(query, start=3), limit, self.ef_search, transaction=True)
+        rows = await self._call(_knn, vector_text, where(query, start=3), limit)  # $1 vector, $2 window
         return [
             _entry(r, score=1.0 - r["distance"], matched_by=["semantic"])
             for r in rows
@@ -482,20 +489,30 @@ async def _keyword(conn, tq, clause, limit: int):
     return await conn.fetch(sql, *clause.params, tq.text, limit)
 
 
-async def _knn(conn, vector_text: str, clause, limit: int, ef_search: int):
-    """Nearest admitted rows by cosine distance through the HNSW index.
+async def _knn(conn, vector_text: str, clause, limit: int):
+    """Nearest admitted rows by cosine distance, nearest first.
 
-    pgvector's iterative scan keeps walking the graph while filters reject
-    rows, so a selective admission clause still fills the page.
+    The HNSW index ranks a window of candidates on the vector table alone (a
+    plan the planner always takes; joined and filtered in one query it chose a
+    full sort at small sizes), then admission and filters run on the window.
+    A window that leaves the page short widens until enough rows pass or the
+    vectors run out, as the SQLite keyword leg does. Settings: see open_pool.
     """
-    await conn.execute(f"SET LOCAL hnsw.ef_search = {int(ef_search)}")
-    await conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
     sql = (
-        f"SELECT * FROM (SELECT {SELECT_COLUMNS}, v.embedding <=> $1::vector AS distance "
-        f"FROM {VEC_TABLE} v JOIN memories m ON m.seq = v.seq WHERE {clause.sql} "
-        f"ORDER BY v.embedding <=> $1::vector LIMIT $2) AS hits ORDER BY distance"
+        f"SELECT {SELECT_COLUMNS}, c.distance FROM (SELECT seq, embedding <=> $1::vector AS distance "
+        f"FROM {VEC_TABLE} ORDER BY embedding <=> $1::vector LIMIT $2) AS c "
+        f"JOIN memories m ON m.seq = c.seq WHERE {clause.sql} ORDER BY c.distance LIMIT ${len(clause.params) + 3}"
     )
-    return await conn.fetch(sql, vector_text, limit, *clause.params)
+    window, total = max(4 * limit, 40), None
+    while True:
+        rows = await conn.fetch(sql, vector_text, window, *clause.params, limit)
+        if len(rows) >= limit:
+            return rows
+        if total is None:
+            total = await conn.fetchval(f"SELECT count(*) FROM {VEC_TABLE}")
+        if window >= total:
+            return rows
+        window = min(window * 8, total)
 
 
 # Index upkeep reads every row, whatever its visibility: they need vectors too.
