@@ -481,10 +481,12 @@ async def _keyword(conn, tq, clause, limit: int):
         vector = "m.tsv"
     else:
         vector = f"to_tsvector('simple'::regconfig, m.content || ' ' || m.tags)"
+    # The query inline, not as a FROM item: joined from a function scan, the GIN
+    # index went unused (13 ms instead of under 1 ms on 5,000 rows).
+    q = f"websearch_to_tsquery('{tq.config}'::regconfig, ${n + 1})"
     sql = (
-        f"SELECT {SELECT_COLUMNS}, ts_rank_cd({vector}, q, 1) AS rank "
-        f"FROM memories m, websearch_to_tsquery('{tq.config}'::regconfig, ${n + 1}) AS q "
-        f"WHERE {vector} @@ q AND {clause.sql} ORDER BY rank DESC, m.seq LIMIT ${n + 2}"
+        f"SELECT {SELECT_COLUMNS}, ts_rank_cd({vector}, {q}, 1) AS rank FROM memories m "
+        f"WHERE {vector} @@ {q} AND {clause.sql} ORDER BY rank DESC, m.seq LIMIT ${n + 2}"
     )
     return await conn.fetch(sql, *clause.params, tq.text, limit)
 

@@ -75,7 +75,10 @@ async def open_pool(
     The HNSW settings travel in the startup packet rather than as ``SET LOCAL``
     per query: a KNN is then one round trip instead of five (BEGIN, two SETs,
     SELECT, COMMIT), which is most of its cost on a busy machine. pgvector's
-    iterative scan keeps walking the graph while filters reject rows.
+    iterative scan keeps walking the graph while filters reject rows. Custom
+    plans always: asyncpg prepares every statement, and the generic plan the
+    server switches to after five runs made a keyword search 2.4x slower
+    (7.0 -> 2.9 ms on 5,000 rows) for 0.4 ms of planning saved.
     """
     import asyncpg  # only a server tier pays for the import
 
@@ -90,5 +93,6 @@ async def open_pool(
             "application_name": "arcana",
             "hnsw.ef_search": str(int(ef_search)),
             "hnsw.iterative_scan": "relaxed_order",
+            "plan_cache_mode": "force_custom_plan",
         },
     )
