@@ -67,6 +67,10 @@ def test_a_server_pool_is_shared_by_its_members_and_shown_masked(server_team, ar
     assert not arcana_home.pool_db("team").exists()  # no local file for a server pool
     settings = load_config(arcana_home.config_path).pools["team"]
     assert (settings.url_env, settings.url, len(settings.members)) == ("TEAM_PG", None, 2)  # join kept the URL
+    # Removing a server pool only unregisters it here: the team's database stays.
+    assert data(server_team("pool", "remove", "team", "--yes", "--json"))["moved_to"] is None
+    assert "team" not in load_config(arcana_home.config_path).pools
+    assert data(server_team("pool", "create", "team", "--url-env", "TEAM_PG", "--json"))["entries"] == 1
 
 
 def test_the_password_never_reaches_disk_or_output(server_team, arcana_home, pg_url, monkeypatch):
