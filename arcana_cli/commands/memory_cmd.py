@@ -60,15 +60,14 @@ async def target_store(cli, agent: str | None, pool: str | None, global_: bool):
         async with cli.private_store(cli.agent(agent)) as store:
             yield store
         return
-    from memory.adapters.sqlite import SQLiteAdapter
-    from memory.federation.assembly import global_store
+    from memory.adapters.postgres import PostgresAdapter
     from memory.federation.pools import PoolRegistry
+    from memory.stores import StoreKind, open_tier
 
     if pool:
-        store = PoolRegistry(cli.home).store(pool, audit=cli.audit)  # NotFoundError for an unknown pool
-    else:
-        store = global_store(cli.home, cli.config, audit=cli.audit)
-    if isinstance(store, SQLiteAdapter) and not store.path.exists():  # a server tier always exists
+        PoolRegistry(cli.home).show_settings(pool)  # NotFoundError for an unknown pool
+    store = open_tier(cli.home, StoreKind.POOL if pool else StoreKind.GLOBAL, pool, config=cli.config, actor="cli")
+    if not isinstance(store, PostgresAdapter) and not store.path.exists():  # a server tier always exists
         raise NotFoundError(f"{'pool ' + pool if pool else 'the global tier'} has no memories yet ({store.path})")
     try:
         await store.connect()

@@ -9,6 +9,7 @@ from arcana_cli.output import JsonOpt, Out, QuietOpt
 from memory.adapters.sqlite import SQLiteAdapter
 from memory.errors import NotFoundError
 from memory.locks import exclusive
+from memory.stores import StoreKind, open_tier
 from memory.types import PruneMode, PrunePolicy
 
 
@@ -78,7 +79,6 @@ def _targets(cli, agent: str | None, all_: bool, pools: list[str], global_: bool
     --agent and --all pick private stores (one of them, or neither when only
     shared tiers are pruned); --pool and --global add shared tiers.
     """
-    from memory.federation.assembly import global_store
     from memory.federation.pools import PoolRegistry
 
     if not (agent or all_ or pools or global_):
@@ -90,11 +90,12 @@ def _targets(cli, agent: str | None, all_: bool, pools: list[str], global_: bool
             targets.append((f"agent:{card.id}", {"agent": card.name, "agent_id": card.id}, store))
     registry = PoolRegistry(cli.home)
     for name in dict.fromkeys(pools):
-        store = registry.store(name)  # NotFoundError (exit 3) for an unknown pool
+        registry.show_settings(name)  # NotFoundError (exit 3) for an unknown pool
+        store = open_tier(cli.home, StoreKind.POOL, name, config=cli.config, actor="cli")
         targets.append((f"pool:{name}", {"tier": f"pool:{name}"}, store))
     if global_:
-        store = global_store(cli.home, cli.config)
-        if isinstance(store, SQLiteAdapter) and not store.path.exists():
+        store = open_tier(cli.home, StoreKind.GLOBAL, config=cli.config, actor="cli")
+        if cli.config.memory.global_server_url() is None and not cli.home.global_db.exists():
             raise NotFoundError("there is no global tier yet (it appears with the first promoted or global memory)")
         targets.append(("global", {"tier": "global"}, store))
     return targets

@@ -17,14 +17,14 @@ from typing import Any
 from memory.adapters.sqlite import SQLiteAdapter
 from memory.agents import AgentCard
 from memory.audit import AuditLog
-from memory.config import ArcanaConfig, resolve_server_url
-from memory.errors import ConfigError
-from memory.federation.budgets import ConnectionsConfig, TierBudget
+from memory.config import ArcanaConfig
+from memory.federation.budgets import ConnectionsConfig
 from memory.federation.decay import DecayProfile, resolve_decay_profiles
 from memory.federation.events import DegradedSink, audit_sink
 from memory.federation.federation import MemoryFederation
 from memory.federation.router import MemoryRouter
 from memory.home import Home
+from memory.stores import StoreKind, open_tier, with_vectors
 from memory.types import MemoryScope, MemoryType
 
 
@@ -46,80 +46,6 @@ def _home(home: Home | Path | str | None) -> Home:
     return home if isinstance(home, Home) else Home.resolve(home)
 
 
-def semantic(store: SQLiteAdapter, embedding: Any | None, vector_options: Mapping[str, Any] | None) -> Any:
-    """``store`` behind a :class:`VectorAdapter` when an embedder is given, else as is.
-
-    The vector layer shares the store's file, so semantic and hybrid reads work
-    on every SQLite tier and fall back to keyword when the embedder is down.
-    """
-    if embedding is None:
-        return store
-    from memory.adapters.vector import VectorAdapter
-
-    return VectorAdapter(store, embedding, **dict(vector_options or {}))
-
-
-def tier_store(
-    *,
-    url: str | None,
-    path: Path,
-    home: Home,
-    embedding: Any | None = None,
-    vector_options: Mapping[str, Any] | None = None,
-    budget: TierBudget | None = None,
-    actor: str = "library",
-    audit: AuditLog | None = None,
-) -> Any:
-    """The store behind a shared or global tier: the one place the engine is chosen.
-
-    A server ``url`` (from ``pools.<name>.url[_env]`` or ``memory.global_url[_env]``)
-    gives a :class:`PostgresAdapter` — semantic itself when an embedder is
-    given, with connect and statement timeouts inside the tier's ``budget`` —
-    and nothing connects until the tier is used. Otherwise the SQLite file at
-    ``path``, behind the vector layer when an embedder is given.
-    """
-    if url is not None:
-        from memory.adapters.postgres import PostgresAdapter  # asyncpg only for server tiers
-
-        budget = budget or TierBudget()
-        return PostgresAdapter(
-            url,
-            gateway=embedding,
-            actor=actor,
-            audit=audit,
-            connect_timeout=min(budget.read_timeout_ms, budget.write_timeout_ms) / 1000,
-            statement_timeout_ms=max(budget.read_timeout_ms, budget.write_timeout_ms, budget.semantic_timeout_ms),
-            **dict(vector_options or {}),
-        )
-    store = SQLiteAdapter(path, actor=actor, audit=audit, backup_dir=home.backups_dir)
-    return semantic(store, embedding, vector_options)
-
-
-def global_store(home: Home, config: ArcanaConfig, *, actor: str = "cli", audit: AuditLog | None = None) -> Any:
-    """The global tier's store for an operator command (vector/global.db or the server), not yet connected."""
-    return tier_store(url=config.memory.global_server_url(), path=home.global_db, home=home, actor=actor, audit=audit)
-
-
-def server_stores(home: Home, config: ArcanaConfig, *, actor: str = "cli") -> list[tuple[str, Any]]:
-    """(tier label, store) for every pool and global tier configured on a server, not yet connected.
-
-    A server whose URL cannot be resolved (its ``url_env`` is unset) appears
-    with the :class:`ConfigError` in place of a store, so a status listing can
-    report it rather than stop.
-    """
-    found: list[tuple[str, Any]] = []
-    named = [(f"pool:{n}", s.url, s.url_env, f"pool '{n}'") for n, s in sorted(config.pools.items())]
-    named.append(("global", config.memory.global_url, config.memory.global_url_env, "memory.global"))
-    for label, url, url_env, what in named:
-        if url is None and url_env is None:
-            continue
-        try:
-            found.append((label, tier_store(url=resolve_server_url(url, url_env, what), path=Path(), home=home, actor=actor)))
-        except ConfigError as exc:
-            found.append((label, exc))
-    return found
-
-
 async def build_federation(
     agent_id: Any,
     *,
@@ -132,7 +58,7 @@ async def build_federation(
     actor: str = "library",
     vector_options: Mapping[str, Any] | None = None,
     global_tier: bool = True,
-    global_url: str | None = None,
+    config: ArcanaConfig | None = None,
     monotonic: Callable[[], float] = time.monotonic,
 ) -> MemoryFederation:
     """Assemble the tier stack for one agent and return its federation.
@@ -145,23 +71,23 @@ async def build_federation(
     ``connections/memory-adapters.json`` (defaults when missing,
     :class:`ConfigError` when malformed); ``on_degraded`` defaults to the
     home's audit log; ``global_tier=False`` keeps global off even with an
-    embedder. ``global_url`` puts the global tier on a PostgreSQL server
-    (see :func:`tier_store`). Raises if the private tier cannot be opened — an
-    agent without its durability anchor must not start.
+    embedder; ``config`` (default: none, all SQLite) may put the global tier
+    on a PostgreSQL server (see :func:`memory.stores.open_tier`). Raises if
+    the private tier cannot be opened — an agent
+    without its durability anchor must not start.
     """
     home = _home(home)
     connections = ConnectionsConfig.load(home.connections_path)
-    audit = AuditLog(home.audit_log)
     private = SQLiteAdapter.for_agent(agent_id, home=home, actor=actor)
     await private.connect()
     global_ = None
     if embedding is not None and global_tier:
-        global_ = tier_store(
-            url=global_url, path=home.global_db, home=home, embedding=embedding, vector_options=vector_options,
-            budget=connections.for_tier(MemoryScope.GLOBAL, None), actor=actor, audit=audit,
+        global_ = open_tier(
+            home, StoreKind.GLOBAL, config=config or ArcanaConfig(), embedding=embedding,
+            vector_options=vector_options, budget=connections.for_tier(MemoryScope.GLOBAL), actor=actor,
         )
     router = MemoryRouter(
-        private=semantic(private, embedding, vector_options),
+        private=with_vectors(private, embedding, vector_options),
         global_=global_,
         weights=weights,
         decay_profiles=decay_profiles,
@@ -170,7 +96,7 @@ async def build_federation(
     )
     for pool in pools or ():
         router.register_pool(pool.name, pool.adapter, read_only=pool.read_only or None, label=pool.label)
-    return MemoryFederation(router, on_degraded=on_degraded or audit_sink(audit))
+    return MemoryFederation(router, on_degraded=on_degraded or audit_sink(AuditLog(home.audit_log)))
 
 
 def agent_pools(config: ArcanaConfig, card: AgentCard) -> list[str]:
@@ -196,16 +122,13 @@ def pool_configs(
     one-hop link expansion) when built, else a live folder scan — the same
     note ids either way, so a note seen twice is one fact.
     """
-    audit = AuditLog(home.audit_log)
-    connections = ConnectionsConfig.load(home.connections_path)
     joined = agent_pools(config, card)
+    connections = ConnectionsConfig.load(home.connections_path)
     found = []
     for name in joined:
-        settings = config.pools.get(name)
-        store = tier_store(
-            url=settings.server_url(name) if settings else None, path=home.pool_db(name), home=home,
-            embedding=embedding, vector_options=vector_options,
-            budget=connections.for_tier(MemoryScope.SHARED, name), actor=actor, audit=audit,
+        store = open_tier(
+            home, StoreKind.POOL, name, config=config, embedding=embedding, vector_options=vector_options,
+            budget=connections.for_tier(MemoryScope.SHARED, name), actor=actor,
         )
         found.append(PoolConfig(name, store))
     for vault_name, vault in sorted(config.vaults.items()):
@@ -262,7 +185,7 @@ async def federation_for_agent(
         actor=actor,
         vector_options=vector_options,
         global_tier=config.memory.global_ != "none",
-        global_url=config.memory.global_server_url(),
+        config=config,
     )
 
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from memory.adapters.postgres import PostgresAdapter
-from memory.adapters.sqlite import SQLiteAdapter
+
 from memory.agents import AgentRegistry
 from memory.config import load_config
 from memory.errors import ConfigError
@@ -23,7 +23,8 @@ from memory.federation.federation import MemoryFederation
 from memory.federation.router import MemoryRouter
 from memory.home import Home
 from memory.migrations.runner import head_version
-from memory.schema import read_version
+from memory.migrations.status import read_version
+from memory.stores import StoreKind, open_store, open_tier
 
 
 @dataclass
@@ -75,16 +76,16 @@ async def tier_reports(home: Home) -> list[TierReport]:
         config = load_config(home.config_path)
         cards = AgentRegistry(home).list()
         connections = ConnectionsConfig.load(home.connections_path)
-        global_url = config.memory.global_server_url()
+        config.memory.global_server_url()  # an unset global_url_env: reported below, not raised mid-probe
     except ConfigError as exc:
         return [TierReport("tiers", False, f"not probed: {exc}")]
     reports: dict[str, TierReport] = {}
     for card in cards:
-        private = SQLiteAdapter(home.agent_db(card.id), actor="doctor")
-        if global_url is not None:
-            global_ = PostgresAdapter(global_url, actor="doctor")
+        private = open_store(home, StoreKind.PRIVATE, card.id, actor="doctor", repair=False)
+        if config.memory.global_url is not None or config.memory.global_url_env is not None:
+            global_ = open_tier(home, StoreKind.GLOBAL, config=config, actor="doctor")
         else:
-            global_ = SQLiteAdapter(home.global_db, actor="doctor") if home.global_db.exists() else None
+            global_ = open_store(home, StoreKind.GLOBAL, actor="doctor") if home.global_db.exists() else None
         router = MemoryRouter(private=private, global_=global_, resilience=connections)
         router.private.name = f"private ({card.name})"
         try:

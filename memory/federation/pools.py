@@ -17,12 +17,11 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from memory.adapters.sqlite import SQLiteAdapter
 from memory.agents import AgentCard, AgentRegistry
 from memory.config import ArcanaConfig, PoolSettings, load_config, save_config
 from memory.errors import ConfigError, NotFoundError
-from memory.federation.assembly import tier_store
 from memory.home import Home
+from memory.stores import StoreKind, open_store, open_tier
 
 _POOL_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 
@@ -99,15 +98,13 @@ class PoolRegistry:
         save_config(self.home.config_path, config)
         return await self.show(name)
 
-    def _open(self, name: str, settings: PoolSettings, actor: str, audit=None):
-        return tier_store(
-            url=settings.server_url(name), path=self.home.pool_db(name), home=self.home, actor=actor, audit=audit
-        )
+    def _open(self, name: str, settings: PoolSettings, actor: str):
+        return open_tier(self.home, StoreKind.POOL, name, config=ArcanaConfig(pools={name: settings}), actor=actor)
 
-    def store(self, name: str, *, actor: str = "cli", audit=None):
+    def store(self, name: str, *, actor: str = "cli"):
         """The pool's store for an operator command (SQLite file or server database), not yet
         connected; NotFoundError when no such pool is registered."""
-        return self._open(name, self.show_settings(name), actor, audit)
+        return self._open(name, self.show_settings(name), actor)
 
     def show_settings(self, name: str) -> PoolSettings:
         """The pool's settings; NotFoundError when no such pool is registered."""
@@ -132,7 +129,7 @@ class PoolRegistry:
             if count:
                 await self._count_server(info, name, settings)
         elif count and self.home.pool_db(name).exists():
-            store = SQLiteAdapter(self.home.pool_db(name), actor="pool-show")
+            store = open_store(self.home, StoreKind.POOL, name, actor="pool-show")
             try:
                 info.entries = await store.count(include_archived=False)
             finally:

@@ -1,0 +1,180 @@
+"""The one way to open a store: every kind of database under the home, decided here.
+
+An agent's private tier, a shared pool, the global tier and a vault's index
+are all Arcana stores, but they differ in what happens around them: only a
+store that belongs to one owner (an agent, a vault index that can be rebuilt)
+is quarantined and replaced when corrupt — a shared store must stay put so
+its breaker isolates it instead of one agent silently starting it afresh for
+everyone. Every kind is backed up before a migration and audited. Outside
+``memory/adapters/`` nothing else constructs a store, so a new engine is one
+branch here: a pool or the global tier that config puts on a PostgreSQL
+server (``pools.<name>.url[_env]``, ``memory.global_url[_env]``) opens as a
+:class:`PostgresAdapter` in :func:`open_tier`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from enum import Enum
+from pathlib import Path
+from typing import Any
+
+from memory.adapters.sqlite import SQLiteAdapter
+from memory.audit import AuditLog
+from memory.home import Home
+
+
+class StoreKind(str, Enum):
+    PRIVATE = "private"
+    POOL = "pool"
+    GLOBAL = "global"
+    VAULT = "vault"
+
+
+_QUARANTINED = {StoreKind.PRIVATE, StoreKind.VAULT}
+
+
+def store_path(home: Home, kind: StoreKind, name: str | None = None) -> Path:
+    """Where ``kind`` (named ``name``: an agent id, a pool, a vault) lives under ``home``."""
+    if kind is StoreKind.GLOBAL:
+        return home.global_db
+    if not name:
+        raise ValueError(f"a {kind.value} store needs a name")
+    if kind is StoreKind.PRIVATE:
+        return home.agent_db(name)
+    if kind is StoreKind.POOL:
+        return home.pool_db(name)
+    return home.vaults_dir / f"{name}.db"
+
+
+def kind_of(home: Home, path: Path) -> StoreKind:
+    """The kind of a database found under the home (see :meth:`Home.databases`)."""
+    path = Path(path)
+    if path == home.global_db:
+        return StoreKind.GLOBAL
+    if path.parent == home.pools_dir:
+        return StoreKind.POOL
+    if path.parent == home.vaults_dir:
+        return StoreKind.VAULT
+    return StoreKind.PRIVATE
+
+
+def open_store(
+    home: Home,
+    kind: StoreKind,
+    name: str | None = None,
+    *,
+    actor: str = "library",
+    path: Path | None = None,
+    repair: bool = True,
+    **options: Any,
+) -> SQLiteAdapter:
+    """A (not yet connected) store of ``kind``; ``path`` overrides the home's layout for it.
+
+    ``repair=False`` is for diagnosis (doctor): a corrupt store is reported and
+    left where it is, whatever its kind.
+    """
+    options.setdefault("quarantine_dir", home.quarantine_dir if repair and kind in _QUARANTINED else None)
+    options.setdefault("backup_dir", home.backups_dir)
+    options.setdefault("audit", AuditLog(home.audit_log))
+    return SQLiteAdapter(path or store_path(home, kind, name), actor=actor, **options)
+
+
+def open_database(home: Home, path: Path, *, actor: str = "library") -> SQLiteAdapter:
+    """A store for a database file under the home, treated as the kind its place says it is."""
+    return open_store(home, kind_of(home, path), actor=actor, path=path)
+
+
+def scratch_store(path: Path) -> SQLiteAdapter:
+    """A throwaway store outside any home (doctor's round trip): no quarantine, backups or audit."""
+    return SQLiteAdapter(path, actor="scratch")
+
+
+def with_vectors(store: SQLiteAdapter, embedding: Any | None, options: Mapping[str, Any] | None = None) -> Any:
+    """``store`` behind a :class:`VectorAdapter` when an embedder is given, else as is.
+
+    The vector layer shares the store's file, so semantic and hybrid reads work
+    on every tier and fall back to keyword when the embedder is down.
+    """
+    if embedding is None:
+        return store
+    from memory.adapters.vector import VectorAdapter
+
+    return VectorAdapter(store, embedding, **dict(options or {}))
+
+
+def server_url(config: Any, kind: StoreKind, name: str | None = None) -> str | None:
+    """The server URL ``config`` gives a pool or the global tier (an env var read now), or None: SQLite."""
+    if kind is StoreKind.POOL:
+        settings = config.pools.get(name)
+        return settings.server_url(name) if settings else None
+    if kind is StoreKind.GLOBAL:
+        return config.memory.global_server_url()
+    return None
+
+
+def open_tier(
+    home: Home,
+    kind: StoreKind,
+    name: str | None = None,
+    *,
+    config: Any,
+    embedding: Any | None = None,
+    vector_options: Mapping[str, Any] | None = None,
+    budget: Any | None = None,
+    actor: str = "library",
+    repair: bool = True,
+) -> Any:
+    """A pool's or the global tier's store (not yet connected), semantic when an embedder is given.
+
+    The engine branch: on the server ``config`` names — a :class:`PostgresAdapter`
+    that is semantic itself, with connect and statement timeouts inside the
+    tier's ``budget`` (a :class:`TierBudget`), connecting only when first used —
+    else the home's SQLite file behind :func:`with_vectors`.
+    """
+    url = server_url(config, kind, name)
+    if url is None:
+        return with_vectors(open_store(home, kind, name, actor=actor, repair=repair), embedding, vector_options)
+    from memory.adapters.postgres import PostgresAdapter  # asyncpg only for server tiers
+    from memory.federation.budgets import TierBudget
+
+    budget = budget or TierBudget()
+    return PostgresAdapter(
+        url,
+        gateway=embedding,
+        actor=actor,
+        audit=AuditLog(home.audit_log),
+        connect_timeout=min(budget.read_timeout_ms, budget.write_timeout_ms) / 1000,
+        statement_timeout_ms=max(budget.read_timeout_ms, budget.write_timeout_ms, budget.semantic_timeout_ms),
+        **dict(options_for_server(vector_options)),
+    )
+
+
+def options_for_server(vector_options: Mapping[str, Any] | None) -> dict:
+    """The vector-layer options a server store shares (fusion weights, floor, notices)."""
+    keep = ("vector_weight", "bm25_weight", "min_similarity", "notify")
+    return {k: v for k, v in (vector_options or {}).items() if k in keep}
+
+
+def server_tiers(home: Home, config: Any, *, actor: str = "cli") -> list[tuple[str, Any]]:
+    """(label, store or the ConfigError that stopped it) for every tier configured on a server.
+
+    An unset ``url_env`` appears as its error, so a status listing reports it rather than stop.
+    """
+    from memory.errors import ConfigError
+
+    found: list[tuple[str, Any]] = []
+    named = [(f"pool:{n}", StoreKind.POOL, n, s) for n, s in sorted(config.pools.items())]
+    for label, kind, name, settings in named:
+        if settings.url is None and settings.url_env is None:
+            continue
+        try:
+            found.append((label, open_tier(home, kind, name, config=config, actor=actor)))
+        except ConfigError as exc:
+            found.append((label, exc))
+    if config.memory.global_url is not None or config.memory.global_url_env is not None:
+        try:
+            found.append(("global", open_tier(home, StoreKind.GLOBAL, config=config, actor=actor)))
+        except ConfigError as exc:
+            found.append(("global", exc))
+    return found
