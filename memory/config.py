@@ -128,10 +128,32 @@ class MemoryConfig(_Section):
     enabled: bool = True
     private: Literal["sqlite"] = "sqlite"
     global_: Literal["vector", "none"] = Field(default="vector", alias="global")
+    # The global tier on a PostgreSQL server instead of vector/global.db.
+    global_url: str | None = None
+    global_url_env: str | None = None
     pools: list[str] = Field(default_factory=list)
     # Writers refuse a memory larger than this (UTF-8 bytes); the core never stores more than 1 MiB.
     max_content_bytes: int = Field(default=MAX_CONTENT_BYTES, ge=1024, le=MAX_CONTENT_BYTES)
     extraction: ExtractionConfig = Field(default_factory=ExtractionConfig)
+
+    @field_validator("global_url")
+    @classmethod
+    def _global_url(cls, value: str | None) -> str | None:
+        return _server_url(value)
+
+    @field_validator("global_url_env")
+    @classmethod
+    def _global_url_env(cls, value: str | None) -> str | None:
+        return _env_name(value)
+
+    @model_validator(mode="after")
+    def _one_global_source(self) -> MemoryConfig:
+        if self.global_url is not None and self.global_url_env is not None:
+            raise ValueError("set global_url or global_url_env, not both")
+        return self
+
+    def global_server_url(self) -> str | None:
+        return resolve_server_url(self.global_url, self.global_url_env, "memory.global")
 
 
 class RecallConfig(_Section):
@@ -185,13 +207,74 @@ class VaultConfig(_Section):
     max_file_bytes: int = Field(default=1024 * 1024, ge=1)
 
 
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def _server_url(value: str | None) -> str | None:
+    """A postgresql:// URL without a password: a password lives only in the environment."""
+    if value is None:
+        return None
+    from memory.postgres.connection import check_url, password_of
+
+    try:
+        check_url(value)
+    except ConfigError as exc:
+        raise ValueError(str(exc)) from None
+    if password_of(value):
+        raise ValueError("a URL with a password is never stored; put it in an environment variable and use url_env")
+    return value
+
+
+def _env_name(value: str | None) -> str | None:
+    if value is not None and not _ENV_NAME.match(value):
+        raise ValueError("must be an environment variable name (the URL itself is read from it at run time)")
+    return value
+
+
+def resolve_server_url(url: str | None, url_env: str | None, what: str, environ: Mapping[str, str] | None = None) -> str | None:
+    """The server URL for ``what`` (``url``, else ``$url_env`` read now), or None for a local store."""
+    if url is not None:
+        return url
+    if url_env is None:
+        return None
+    environ = os.environ if environ is None else environ
+    value = environ.get(url_env)
+    if not value:
+        raise ConfigError(f"{what}: environment variable {url_env} is not set; export it with the server's postgresql:// URL")
+    from memory.postgres.connection import check_url
+
+    return check_url(value)
+
+
 class PoolSettings(_Section):
-    """One shared pool; ``members`` are agent ids (names also match), edited by ``arcana agent join``."""
+    """One shared pool; ``members`` are agent ids (names also match), edited by ``arcana agent join``.
+
+    ``url`` (no password) or ``url_env`` (an environment variable holding the
+    URL) put the pool on a PostgreSQL server instead of ``pools/<name>.db``.
+    """
 
     members: list[str] = Field(default_factory=list)
+    url: str | None = None
+    url_env: str | None = None
 
+    @field_validator("url")
+    @classmethod
+    def _url(cls, value: str | None) -> str | None:
+        return _server_url(value)
 
-_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+    @field_validator("url_env")
+    @classmethod
+    def _url_env(cls, value: str | None) -> str | None:
+        return _env_name(value)
+
+    @model_validator(mode="after")
+    def _one_source(self) -> PoolSettings:
+        if self.url is not None and self.url_env is not None:
+            raise ValueError("set url or url_env, not both")
+        return self
+
+    def server_url(self, name: str) -> str | None:
+        return resolve_server_url(self.url, self.url_env, f"pool '{name}'")
 
 
 class ModelConfig(_Section):

@@ -54,13 +54,14 @@ async def target_store(cli, agent: str | None, pool: str | None, global_: bool):
             finally:
                 await editor.aclose()
         return
+    from memory.adapters.postgres import PostgresAdapter
     from memory.federation.pools import PoolRegistry
-    from memory.stores import StoreKind, open_store
+    from memory.stores import StoreKind, open_tier
 
     if pool:
         PoolRegistry(cli.home).show_settings(pool)  # NotFoundError for an unknown pool
-    store = open_store(cli.home, StoreKind.POOL if pool else StoreKind.GLOBAL, pool, actor="cli")
-    if not store.path.exists():
+    store = open_tier(cli.home, StoreKind.POOL if pool else StoreKind.GLOBAL, pool, config=cli.config, actor="cli")
+    if not isinstance(store, PostgresAdapter) and not store.path.exists():  # a server tier always exists
         raise NotFoundError(f"{'pool ' + pool if pool else 'the global tier'} has no memories yet ({store.path})")
     try:
         await store.connect()

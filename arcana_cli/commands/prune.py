@@ -8,7 +8,7 @@ from arcana_cli.context import ctx_of, run
 from arcana_cli.output import JsonOpt, Out, QuietOpt
 from memory.adapters.sqlite import SQLiteAdapter
 from memory.locks import exclusive
-from memory.stores import StoreKind, open_store
+from memory.stores import StoreKind, open_tier
 from memory.types import PruneMode, PrunePolicy
 
 
@@ -91,11 +91,11 @@ def _targets(cli, agent: str | None, all_: bool, pools: list[str], global_: bool
     registry = PoolRegistry(cli.home)
     for name in dict.fromkeys(pools):
         registry.show_settings(name)  # NotFoundError (exit 3) for an unknown pool
-        store = open_store(cli.home, StoreKind.POOL, name, actor="cli")
+        store = open_tier(cli.home, StoreKind.POOL, name, config=cli.config, actor="cli")
         targets.append((f"pool:{name}", {"tier": f"pool:{name}"}, store))
-    if global_ and not cli.home.global_db.exists():
+    if global_ and cli.config.memory.global_server_url() is None and not cli.home.global_db.exists():
         global_ = False  # nothing promoted yet: nothing to prune there (cron stays quiet)
     if global_:
-        store = open_store(cli.home, StoreKind.GLOBAL, actor="cli")
+        store = open_tier(cli.home, StoreKind.GLOBAL, config=cli.config, actor="cli")
         targets.append(("global", {"tier": "global"}, store))
     return targets

@@ -24,8 +24,8 @@ from memory.federation.events import DegradedSink, MemoryDegradedEvent, audit_si
 from memory.federation.federation import MemoryFederation
 from memory.federation.router import MemoryRouter
 from memory.home import Home
-from memory.stores import StoreKind, open_store, with_vectors
-from memory.types import MemoryType
+from memory.stores import StoreKind, open_tier, with_vectors
+from memory.types import MemoryScope, MemoryType
 
 
 @dataclass(frozen=True)
@@ -58,6 +58,7 @@ async def build_federation(
     actor: str = "library",
     vector_options: Mapping[str, Any] | None = None,
     global_tier: bool = True,
+    config: ArcanaConfig | None = None,
     monotonic: Callable[[], float] = time.monotonic,
 ) -> MemoryFederation:
     """Assemble the tier stack for one agent and return its federation.
@@ -70,7 +71,9 @@ async def build_federation(
     ``connections/memory-adapters.json`` (defaults when missing,
     :class:`ConfigError` when malformed); ``on_degraded`` defaults to the
     home's audit log; ``global_tier=False`` keeps global off even with an
-    embedder. Raises if the private tier cannot be opened — an agent
+    embedder; ``config`` (default: none, all SQLite) may put the global tier
+    on a PostgreSQL server (see :func:`memory.stores.open_tier`). Raises if
+    the private tier cannot be opened — an agent
     without its durability anchor must not start.
     """
     home = _home(home)
@@ -79,7 +82,10 @@ async def build_federation(
     await private.connect()
     global_ = None
     if embedding is not None and global_tier:
-        global_ = with_vectors(open_store(home, StoreKind.GLOBAL, actor=actor), embedding, vector_options)
+        global_ = open_tier(
+            home, StoreKind.GLOBAL, config=config or ArcanaConfig(), embedding=embedding,
+            vector_options=vector_options, budget=connections.for_tier(MemoryScope.GLOBAL), actor=actor,
+        )
     router = MemoryRouter(
         private=with_vectors(private, embedding, vector_options),
         global_=global_,
@@ -117,10 +123,14 @@ def pool_configs(
     note ids either way, so a note seen twice is one fact.
     """
     joined = agent_pools(config, card)
+    connections = ConnectionsConfig.load(home.connections_path)
     found = []
     for name in joined:
-        store = open_store(home, StoreKind.POOL, name, actor=actor)
-        found.append(PoolConfig(name, with_vectors(store, embedding, vector_options)))
+        store = open_tier(
+            home, StoreKind.POOL, name, config=config, embedding=embedding, vector_options=vector_options,
+            budget=connections.for_tier(MemoryScope.SHARED, name), actor=actor,
+        )
+        found.append(PoolConfig(name, store))
     for vault_name, vault in sorted(config.vaults.items()):
         if vault.agent in (card.id, card.name):
             pool = f"vault:{vault_name}"
@@ -175,6 +185,7 @@ async def federation_for_agent(
         actor=actor,
         vector_options=vector_options,
         global_tier=config.memory.global_ != "none",
+        config=config,
     )
 
 

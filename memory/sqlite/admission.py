@@ -4,6 +4,11 @@ Recall, search, context building and export all call :func:`admission`; a read
 path that forgot it would have to build SQL by hand, which the tests forbid.
 Operator reads (``arcana memory show``, ``list --all``) pass an explicit
 :class:`Audience` to see private, hidden or archived rows.
+
+This is the one definition for every engine: a :class:`Dialect` supplies the
+few spellings that differ (an always-true expression, tag membership), and
+clauses always use ``?`` placeholders, which the PostgreSQL store renumbers
+(memory/postgres/admission.py).
 """
 
 from __future__ import annotations
@@ -23,6 +28,21 @@ class Audience(Enum):
 
 
 @dataclass(frozen=True)
+class Dialect:
+    """The spellings that differ between engines; ``has_tag`` takes the tags column as ``{col}``."""
+
+    name: str
+    true: str
+    has_tag: str
+
+
+SQLITE = Dialect("sqlite", "1", "EXISTS (SELECT 1 FROM json_each({col}) WHERE value = ?)")
+# tags is JSON text on both engines; jsonb containment, never the jsonb ``?`` operator
+# (it would read as a placeholder).
+POSTGRES = Dialect("postgres", "TRUE", "({col})::jsonb @> jsonb_build_array(?::text)")
+
+
+@dataclass(frozen=True)
 class Clause:
     sql: str
     params: tuple
@@ -33,6 +53,7 @@ def admission(
     *,
     audience: Audience = Audience.RECALL,
     include_archived: bool = False,
+    dialect: Dialect = SQLITE,
 ) -> Clause:
     """The SQL that decides whether a row may be read at all."""
     if audience is Audience.RECALL:
@@ -44,11 +65,11 @@ def admission(
         archived = "" if include_archived else f" AND {alias}.archived = 0"
         return Clause(f"{alias}.visibility = ?{archived}", (Visibility.VISIBLE.value,))
     if include_archived:
-        return Clause("1", ())
+        return Clause(dialect.true, ())
     return Clause(f"{alias}.archived = 0", ())
 
 
-def query_filters(query: MemoryQuery, alias: str = "m") -> Clause:
+def query_filters(query: MemoryQuery, alias: str = "m", dialect: Dialect = SQLITE) -> Clause:
     """The metadata filters of a query, AND-ed; always a valid expression."""
     parts: list[str] = []
     params: list = []
@@ -65,7 +86,7 @@ def query_filters(query: MemoryQuery, alias: str = "m") -> Clause:
         parts.append(f"{alias}.type IN ({','.join('?' * len(query.types))})")
         params.extend(t.value for t in query.types)
     for tag in query.tags or ():
-        parts.append(f"EXISTS (SELECT 1 FROM json_each({alias}.tags) WHERE value = ?)")
+        parts.append(dialect.has_tag.format(col=f"{alias}.tags"))
         params.append(tag)
     if query.min_confidence is not None:
         parts.append(f"{alias}.confidence >= ?")
@@ -78,7 +99,7 @@ def query_filters(query: MemoryQuery, alias: str = "m") -> Clause:
         params.append(query.until.timestamp())
     if query.exclude_conflicts:
         parts.append(f"{alias}.conflict_with IS NULL AND {alias}.superseded_by IS NULL")
-    return Clause(" AND ".join(parts) or "1", tuple(params))
+    return Clause(" AND ".join(parts) or dialect.true, tuple(params))
 
 
 def where(
@@ -87,8 +108,9 @@ def where(
     *,
     audience: Audience = Audience.RECALL,
     include_archived: bool = False,
+    dialect: Dialect = SQLITE,
 ) -> Clause:
     """Admission AND the query's filters: the WHERE body of every read."""
-    gate = admission(alias, audience=audience, include_archived=include_archived)
-    filters = query_filters(query, alias)
+    gate = admission(alias, audience=audience, include_archived=include_archived, dialect=dialect)
+    filters = query_filters(query, alias, dialect)
     return Clause(f"({gate.sql}) AND ({filters.sql})", gate.params + filters.params)
