@@ -25,7 +25,7 @@ from memory.errors import MemoryStorageError, NotFoundError
 from memory.home import Home
 from memory.promotion import global_copy, promotable
 from memory.sqlite.admission import Audience
-from memory.stores import StoreKind, open_store
+from memory.stores import StoreKind, open_tier, server_url
 from memory.types import MemoryEntry
 
 MUTATORS = ("archive", "restore", "purge", "set_visibility", "set_pinned", "update")
@@ -110,8 +110,10 @@ class GlobalCopies:
 
     TIER = "global"
 
-    def __init__(self, home: Home, *, actor: str, timeout: float, promote: bool = True):
+    def __init__(self, home: Home, *, actor: str, timeout: float, promote: bool = True, config: ArcanaConfig | None = None):
         self.home = home
+        self.config = config or ArcanaConfig()
+        self.on_server = server_url(self.config, StoreKind.GLOBAL) is not None
         self.path = home.global_db
         self.actor = actor
         self.timeout = timeout
@@ -124,22 +126,25 @@ class GlobalCopies:
         from memory.federation.budgets import ConnectionsConfig
 
         budget = ConnectionsConfig.load(home.connections_path).global_
-        return cls(home, actor=actor, timeout=budget.write_timeout_ms / 1000, promote=config.memory.global_ != "none")
+        return cls(
+            home, actor=actor, timeout=budget.write_timeout_ms / 1000, promote=config.memory.global_ != "none", config=config
+        )
 
     async def aclose(self) -> None:
         if self._store is not None:
             store, self._store = self._store, None
             await store.aclose()
 
-    async def _open(self) -> SQLiteAdapter:
+    async def _open(self) -> Any:
         if self._store is None:
-            self._store = open_store(self.home, StoreKind.GLOBAL, actor=self.actor)
+            self._store = open_tier(self.home, StoreKind.GLOBAL, config=self.config, actor=self.actor)
+            self.path = self._store.path  # a server's URL is shown masked
         await self._store.connect()
         return self._store
 
     async def follow(self, before: MemoryEntry, after: MemoryEntry | None, edit: Edit, verb: str) -> CopyChange | None:
         """Bring the copy of ``before`` in line with ``after`` (None: purged); None when there is no copy to touch."""
-        if not self.path.exists():
+        if not self.on_server and not self.path.exists():
             return None
         at_stake = promotable(before) or (after is not None and promotable(after))
         copy: MemoryEntry | None = None

@@ -232,6 +232,10 @@ class PostgresAdapter:
     async def purge(self, entry_ids: Sequence[str]) -> int:
         return await self._call(mutations.delete, list(entry_ids), "purge", self.actor, transaction=True)
 
+    async def withdraw(self, entry_ids: Sequence[str]) -> int:
+        """Remove promoted copies that no longer qualify (ledgered as ``withdraw``)."""
+        return await self._call(mutations.delete, list(entry_ids), "withdraw", self.actor, transaction=True)
+
     async def archive(self, entry_ids: Sequence[str]) -> int:
         return await self._set(entry_ids, "archive", "archived", 1)
 
@@ -480,7 +484,7 @@ async def _keyword(conn, tq, clause, limit: int):
     if tq.config == TEXT_CONFIG:
         vector = "m.tsv"
     else:
-        vector = f"to_tsvector('simple'::regconfig, m.content || ' ' || m.tags)"
+        vector = "to_tsvector('simple'::regconfig, m.content || ' ' || m.tags)"
     # The query inline, not as a FROM item: joined from a function scan, the GIN
     # index went unused (13 ms instead of under 1 ms on 5,000 rows).
     q = f"websearch_to_tsquery('{tq.config}'::regconfig, ${n + 1})"
