@@ -261,3 +261,19 @@ def test_a_fresh_server_database_is_pending_until_migrate_up(cli, arcana_home, p
     assert row["version"] == 0  # status changed nothing
     [done] = [r for r in data(cli("migrate", "up", "--json")) if r["database"].startswith("global")]
     assert (done["from"], done["to"], done["state"]) == (0, 1, "migrated")
+
+
+def test_an_operator_edit_reaches_the_promoted_copy_on_a_server_global_tier(cli, arcana_home, pg_url, monkeypatch):
+    monkeypatch.setenv("GLOBAL_PG", with_password(pg_url))
+    arcana_home.ensure()
+    arcana_home.config_path.write_text(json.dumps({"memory": {"global_url_env": "GLOBAL_PG"}}))
+    for name in ("ada", "bob"):
+        assert cli("agent", "create", name).exit_code == 0
+    secret = data(cli("remember", "fact GLOBALHERON nests by the lake", "--agent", "ada", "--importance", "0.95", "--json"))
+    data(cli("remember", "fact GLOBALHERON control stays shared", "--agent", "ada", "--importance", "0.95", "--json"))
+    assert "global" in secret["accepted"]
+    seen = lambda: {r["content"] for r in data(cli("recall", "GLOBALHERON", "--agent", "bob", "--json"))["results"]}
+    assert seen() == {"fact GLOBALHERON nests by the lake", "fact GLOBALHERON control stays shared"}
+    edited = cli("memory", "set", secret["id"], "--agent", "ada", "--visibility", "hidden", "--json")
+    assert edited.exit_code == 0, edited.output
+    assert seen() == {"fact GLOBALHERON control stays shared"}  # the copy is hidden; the control still answers
