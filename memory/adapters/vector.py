@@ -28,6 +28,7 @@ from memory.embedding.gateway import EmbeddingGateway
 from memory.errors import MemoryStorageError
 from memory.sqlite.admission import where
 from memory.sqlite.connection import transaction
+from memory.sqlite.context import EMBEDDED_TEXT_SQL
 from memory.types import HealthStatus, MemoryEntry, MemoryQuery, PrunePolicy, PruneReport, RetrievalMode
 
 KNN_MAX = 4096  # sqlite-vec's ceiling on k
@@ -203,10 +204,10 @@ class VectorAdapter:
         except ValueError as exc:
             raise MemoryStorageError(f"{self.store.path}: {exc}") from None
         await self.store.write(entry)
-        seq = await self.store.run(_seq_of, entry.id)
+        seq, text = await self.store.run(_embedded_of, entry.id)
         await self.store.run(
             _put_vectors_txn, table, width, self._pin_for(embedder, table, meta),
-            [(seq, _pack(unit), content_hash(entry.content), embedder.model_name)],
+            [(seq, _pack(unit), content_hash(text), embedder.model_name)],
         )
 
     async def write_many(
@@ -261,7 +262,7 @@ class VectorAdapter:
         return EmbeddingMeta(embedder.model_name, embedder.model_family, embedder.dimension, table, time.time())
 
     async def _fill_batch(self, table, embedder, pin, rows, report: FillReport, progress=None) -> None:
-        """Embed ``rows`` ((seq, id, content)) shortest first; write their vectors in one transaction.
+        """Embed ``rows`` ((seq, id, embedded text)) shortest first; write their vectors in one transaction.
 
         The whole window is sorted by length, since an embedder pads each batch
         to its longest text. It is then embedded a chunk at a time, which
@@ -493,16 +494,18 @@ def _create_table(raw, table: str, dimension: int) -> None:
     )
 
 
-def _seq_of(raw, entry_id: str) -> int:
-    return raw.execute("SELECT seq FROM memories WHERE id = ?", (entry_id,)).fetchone()[0]
+def _embedded_of(raw, entry_id: str) -> tuple[int, str]:
+    """(seq, embedded text) of a stored row: its content with the context derived at write."""
+    row = raw.execute(f"SELECT seq, {EMBEDDED_TEXT_SQL} FROM memories WHERE id = ?", (entry_id,)).fetchone()
+    return row[0], row[1]
 
 
 def _all_rows(raw) -> list[tuple[int, str, str]]:
-    return [tuple(r) for r in raw.execute("SELECT seq, id, content FROM memories ORDER BY seq")]
+    return [tuple(r) for r in raw.execute(f"SELECT seq, id, {EMBEDDED_TEXT_SQL} FROM memories ORDER BY seq")]
 
 
 def _stale_rows(raw, table: str, ids: Sequence[str] | None) -> list[tuple[int, str, str]]:
-    """Rows (seq, id, content) whose vector is missing or was made from other content."""
+    """Rows (seq, id, embedded text) whose vector is missing or was made from other text."""
     if ids is None:
         rows = _all_rows(raw)
     else:
@@ -512,7 +515,7 @@ def _stale_rows(raw, table: str, ids: Sequence[str] | None) -> list[tuple[int, s
             rows += [
                 tuple(r)
                 for r in raw.execute(
-                    f"SELECT seq, id, content FROM memories WHERE id IN ({','.join('?' * len(chunk))})", chunk
+                    f"SELECT seq, id, {EMBEDDED_TEXT_SQL} FROM memories WHERE id IN ({','.join('?' * len(chunk))})", chunk
                 )
             ]
     if not rows or not _table_exists(raw, table):

@@ -66,3 +66,19 @@ def fuse(
         fused.append(entry.model_copy(update={"score": score, "matched_by": legs}))
     fused.sort(key=lambda e: (-e.score, e.id))
     return fused[:limit]
+
+
+def fuse_rrf(
+    semantic: Sequence[MemoryEntry], keyword: Sequence[MemoryEntry], limit: int, *, k: int = 60
+) -> list[MemoryEntry]:
+    """Reciprocal-rank fusion: each leg adds ``1 / (k + rank)``; scales never meet."""
+    scores: dict[str, float] = {}
+    legs: dict[str, list[str]] = {}
+    entries = {e.id: e for e in keyword} | {e.id: e for e in semantic}
+    for name, leg in (("semantic", semantic), ("keyword", keyword)):
+        for rank, entry in enumerate(leg, 1):
+            scores[entry.id] = scores.get(entry.id, 0.0) + 1.0 / (k + rank)
+            legs.setdefault(entry.id, []).append(name)
+    fused = [entries[i].model_copy(update={"score": s, "matched_by": legs[i]}) for i, s in scores.items()]
+    fused.sort(key=lambda e: (-e.score, e.id))
+    return fused[:limit]

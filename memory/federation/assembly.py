@@ -11,6 +11,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +25,7 @@ from memory.federation.events import DegradedSink, audit_sink
 from memory.federation.federation import MemoryFederation
 from memory.federation.router import MemoryRouter
 from memory.home import Home
-from memory.types import MemoryType
+from memory.types import MemoryType, now_utc
 
 
 @dataclass(frozen=True)
@@ -71,6 +72,7 @@ async def build_federation(
     vector_options: Mapping[str, Any] | None = None,
     global_tier: bool = True,
     monotonic: Callable[[], float] = time.monotonic,
+    clock: Callable[[], datetime] = now_utc,
 ) -> MemoryFederation:
     """Assemble the tier stack for one agent and return its federation.
 
@@ -82,7 +84,8 @@ async def build_federation(
     ``connections/memory-adapters.json`` (defaults when missing,
     :class:`ConfigError` when malformed); ``on_degraded`` defaults to the
     home's audit log; ``global_tier=False`` keeps global off even with an
-    embedder. Raises if the private tier cannot be opened — an agent
+    embedder. ``clock`` is what "now" is for decay and ranking (inject it
+    to ask as of a given day). Raises if the private tier cannot be opened — an agent
     without its durability anchor must not start.
     """
     home = _home(home)
@@ -99,6 +102,7 @@ async def build_federation(
         global_=global_,
         weights=weights,
         decay_profiles=decay_profiles,
+        clock=clock,
         resilience=connections,
         monotonic=monotonic,
     )
