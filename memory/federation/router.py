@@ -24,6 +24,9 @@ NEUTRAL_WEIGHT = 0.5
 # enough to order near-equal matches fresh-first, never enough to bury an old
 # strong match under a fresh weak one. Measured on LoCoMo (README).
 DECAY_SHARE = 0.2
+# How much a match written inside the query's time window is lifted: enough to
+# beat a same-strength match from another time, not a far stronger one.
+TIME_BOOST = 0.5
 
 
 class MemoryRouter:
@@ -150,6 +153,7 @@ class MemoryRouter:
         limit: int,
         now: datetime | None = None,
         relevance: Mapping[str, float] | None = None,
+        window: tuple[datetime, datetime] | None = None,
     ) -> list[tuple[MemoryEntry, float]]:
         """The best ``limit`` candidates for recall with the score each ranked by, best first.
 
@@ -160,7 +164,10 @@ class MemoryRouter:
         1 for an entry its tier did not score)
         relevance comes first: score = relevance × weight × a bounded freshness
         factor in [1 - DECAY_SHARE, 1], and nothing is dropped for age — decay
-        must never hide the one memory that answers a question. Pinned entries
+        must never hide the one memory that answers a question. A ``window``
+        (the span a time expression in the query names, see
+        :mod:`memory.federation.timeframe`) lifts the matches written inside
+        it by TIME_BOOST. Pinned entries
         are exempt from decay and sort first; ties break on the backend's
         score, then recency. The entries themselves are not changed.
         """
@@ -175,6 +182,8 @@ class MemoryRouter:
             else:
                 freshness = 1.0 - DECAY_SHARE + DECAY_SHARE * effective
                 score = relevance.get(entry.id, 1.0) * self.weight(entry.type) * freshness
+                if window is not None and window[0] <= entry.created_at < window[1]:
+                    score *= 1.0 + TIME_BOOST
             backend_score = entry.score if entry.score is not None else float("-inf")
             scored.append(((entry.pinned, score, backend_score, entry.created_at), score, entry))
         scored.sort(key=lambda item: item[0], reverse=True)

@@ -29,17 +29,44 @@ def render_date(when: datetime) -> str:
     return f"{when.day} {when:%B %Y} ({when:%A})"
 
 
+# The turn before row ``c``: the latest admitted memory of the same agent and
+# session, not ``c`` itself, written no later. One definition for the context
+# derived at write and for scoring neighbours at read.
+_BEFORE = (
+    "SELECT p.{column} FROM memories p WHERE p.source_session_id = {c}source_session_id "
+    "AND p.agent_id = {c}agent_id AND p.id != {c}id AND p.created_at <= {c}created_at AND {gate} "
+    "ORDER BY p.created_at DESC, p.seq DESC LIMIT 1"
+)
+
+
 def previous_turn(raw, entry: MemoryEntry) -> str | None:
-    """The latest admitted memory of the same agent and session written before ``entry``."""
+    """The content of the turn before ``entry`` in its session, cut to PREVIOUS_CHARS."""
     if not entry.source_session_id:
         return None
-    gate = admission("m")
+    gate = admission("p")
+    sql = (
+        f"SELECT ({_BEFORE.format(column='content', c='m.', gate=gate.sql)}) "
+        "FROM (SELECT ? AS source_session_id, ? AS agent_id, ? AS id, ? AS created_at) AS m"
+    )
     row = raw.execute(
-        "SELECT m.content FROM memories m WHERE m.source_session_id = ? AND m.agent_id = ? AND m.id != ? "
-        f"AND m.created_at <= ? AND {gate.sql} ORDER BY m.created_at DESC, m.seq DESC LIMIT 1",
-        (entry.source_session_id, entry.agent_id, entry.id, entry.created_at.timestamp(), *gate.params),
+        sql, (*gate.params, entry.source_session_id, entry.agent_id, entry.id, entry.created_at.timestamp())
     ).fetchone()
-    return row[0][:PREVIOUS_CHARS] if row else None
+    return row[0][:PREVIOUS_CHARS] if row and row[0] is not None else None
+
+
+def previous_ids(raw, ids: list[str], clause_sql: str, params: tuple) -> dict[str, str]:
+    """For each of ``ids`` admitted by ``clause_sql`` (alias ``m``), the id of the turn before it."""
+    gate = admission("p")
+    before = _BEFORE.format(column="id", c="m.", gate=gate.sql)
+    found: dict[str, str] = {}
+    for start in range(0, len(ids), 500):
+        chunk = ids[start : start + 500]
+        sql = (
+            f"SELECT m.id, ({before}) FROM memories m WHERE m.id IN ({','.join('?' * len(chunk))}) "
+            f"AND m.source_session_id IS NOT NULL AND {clause_sql}"
+        )
+        found.update((a, b) for a, b in raw.execute(sql, (*gate.params, *chunk, *params)) if b is not None)
+    return found
 
 
 def derive(raw, entry: MemoryEntry) -> dict[str, str]:

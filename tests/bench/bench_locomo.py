@@ -227,7 +227,8 @@ def print_table(title: str, table: dict[str, dict[str, tuple]]) -> None:
 # -- fusion cross-validation over the same top-50 pools ---------------------------
 
 FUSIONS = {
-    **{f"minmax v={v / 10:.1f}": (lambda s, k, v=v: fuse(s, k, Weights(v / 10, 1 - v / 10), LIMIT)) for v in range(0, 11)},
+    **{f"fuse v={v / 20:.2f}": (lambda s, k, v=v: fuse(s, k, Weights(v / 20, 1 - v / 20), LIMIT)) for v in range(0, 21, 2)},
+    **{f"fuse v={v:.2f}": (lambda s, k, v=v: fuse(s, k, Weights(v, 1 - v), LIMIT)) for v in (0.65, 0.75, 0.85)},
     **{f"rrf k={k}": (lambda s, kw, k=k: fuse_rrf(s, kw, LIMIT, k=k)) for k in (5, 20, 60)},
 }
 
