@@ -53,6 +53,7 @@ from memory.federation.assembly import build_federation, private_store  # noqa: 
 from memory.federation.decay import DEFAULT_PROFILES  # noqa: E402
 from memory.config import ArcanaConfig  # noqa: E402
 from memory.embedding.factory import vector_options  # noqa: E402
+from memory.sqlite.context import EMBEDDED_TEXT_SQL  # noqa: E402
 from memory.types import MemoryEntry, MemoryQuery, RetrievalMode  # noqa: E402
 
 LIMIT = 10
@@ -173,6 +174,10 @@ class Store:
         await self.vectors.write_many(entries)
         self.ingest_seconds = time.perf_counter() - started
         self.dia_of = {e.id: dia for dia, e in self.conv.turns}
+        # what the model really embedded (content + previous turn): the raw baseline's texts
+        self.embedded = await self.vectors.store.run(
+            lambda raw: [r[0] for r in raw.execute(f"SELECT {EMBEDDED_TEXT_SQL} FROM memories")]
+        )
         self.agent = agent
         return self
 
@@ -298,13 +303,14 @@ async def main() -> None:
     print(f"{len(convs)} conversations, {sum(len(c.turns) for c in convs)} turns, "
           f"{sum(len(c.questions) for c in convs)} questions (categories 1-4)")
     fed_results, store_results, legs_by_conv = [], [], {}
-    ingest_turns, ingest_seconds = 0, 0.0
+    ingest_turns, ingest_seconds, texts = 0, 0.0, []
     with tempfile.TemporaryDirectory() as tmp:
         for conv in convs:
             asked_at = conv.last + timedelta(days=1)
             async with Store(conv, Path(tmp) / conv.name, embedder, lambda asked_at=asked_at: asked_at) as store:
                 ingest_turns += len(conv.turns)
                 ingest_seconds += store.ingest_seconds
+                texts += store.embedded
                 store_results.append(await evaluate(store, federation=False))
                 if store_only:
                     continue
@@ -336,7 +342,6 @@ async def main() -> None:
             async with Store(conv, Path(tmp) / f"wall-{conv.name}", embedder, lambda: datetime.now(timezone.utc)) as store:
                 wall.append(await evaluate(store, federation=True))
         print_table("wall clock, last session yesterday", pooled(wall))
-    texts = [e.content for c in convs for _, e in c.turns]
     raw = await raw_embed_rate(embedder, texts)
     ours = ingest_turns / ingest_seconds
     print(f"\n== ingest ==\n  build_federation write_many {ours:.0f} turns/s, raw fastembed {raw:.0f} texts/s "
