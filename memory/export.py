@@ -343,11 +343,11 @@ async def _vector_sink(store, model: dict | None):
     async def put(pairs: list[tuple[MemoryEntry, list[float]]]) -> int:
         if not pairs:
             return 0
-        seqs = await store.run(_seqs, [e.id for e, _ in pairs])
+        indexed = await store.run(_indexed_texts, [e.id for e, _ in pairs])
         rows = [
-            (seqs[e.id], vec._pack(vec.l2_normalize(v)), vec.content_hash(e.content), model["model"])
+            (indexed[e.id][0], vec._pack(vec.l2_normalize(v)), vec.content_hash(indexed[e.id][1]), model["model"])
             for e, v in pairs
-            if e.id in seqs
+            if e.id in indexed
         ]
         _, written = await store.run(vec._put_live_txn, candidate, rows)
         return written or 0
@@ -355,9 +355,13 @@ async def _vector_sink(store, model: dict | None):
     return put
 
 
-def _seqs(raw, ids: Sequence[str]) -> dict[str, int]:
+def _indexed_texts(raw, ids: Sequence[str]) -> dict[str, tuple[int, str]]:
+    """id -> (seq, the text its vector is made from), so a supplied vector counts as current."""
+    from memory.sqlite.context import EMBEDDED_TEXT_SQL
+
     marks = ",".join("?" * len(ids))
-    return dict(raw.execute(f"SELECT id, seq FROM memories WHERE id IN ({marks})", list(ids)).fetchall())
+    rows = raw.execute(f"SELECT id, seq, {EMBEDDED_TEXT_SQL} FROM memories WHERE id IN ({marks})", list(ids))
+    return {r[0]: (r[1], r[2]) for r in rows}
 
 
 # -- Markdown: one note per memory --------------------------------------------

@@ -13,7 +13,7 @@ import pytest
 from memory.adapters.sqlite import SQLiteAdapter
 from memory.errors import MemoryStorageError, SchemaTooNewError
 from memory.migrations.runner import MIGRATIONS, Migration, head_version, migrate
-from memory.sqlite import mutations
+from memory.sqlite.rows import entry_values
 from memory.sqlite.connection import dbapi, open_connection
 from memory.types import MemoryEntry
 
@@ -22,14 +22,14 @@ pytestmark = pytest.mark.usefixtures("no_embedder")
 
 # The exact schema a blank database reaches at head. A new migration must
 # extend this (and head below) on purpose.
-HEAD = 4
+HEAD = 5
 TABLES = {
     "memories": [
         "seq", "id", "agent_id", "type", "content", "scope", "pool_name", "importance", "pinned", "confidence",
         "confidence_source", "conflict_with", "superseded_by", "tags", "source_session_id", "created_at",
-        "updated_at", "last_accessed_at", "access_count", "archived", "visibility",
+        "updated_at", "last_accessed_at", "access_count", "archived", "visibility", "context", "dated",
     ],
-    "memories_fts": ["content", "tags"],
+    "memories_fts": ["content", "tags", "context", "dated"],
     "memories_fts_config": ["k", "v"],
     "memories_fts_data": ["id", "block"],
     "memories_fts_docsize": ["id", "sz"],
@@ -48,6 +48,7 @@ TABLES = {
 INDEXES = {
     "memories_agent": ("memories", ["agent_id"]),
     "memories_order": ("memories", ["archived", "pinned", "importance", "created_at"]),
+    "memories_session": ("memories", ["source_session_id", "created_at"]),
     "sqlite_autoindex_memories_1": ("memories", ["id"]),
     "memory_ledger_memory": ("memory_ledger", ["memory_id", "seq"]),
     "memory_edges_dst": ("memory_edges", ["dst_id"]),
@@ -66,7 +67,8 @@ TRIGGERS = {
 }
 NOT_NULL = {
     "memories": {"id", "agent_id", "type", "content", "scope", "importance", "pinned", "confidence",
-                 "confidence_source", "tags", "created_at", "updated_at", "access_count", "archived", "visibility"},
+                 "confidence_source", "tags", "created_at", "updated_at", "access_count", "archived", "visibility",
+                 "context", "dated"},
 }
 
 
@@ -192,9 +194,12 @@ async def _make_v1(path: Path, content: str, agent_id: str = "old") -> None:
     conn = await open_connection(path)
     try:
         assert await migrate(conn, path, MIGRATIONS[:1]) == 1
-        await conn.execute("BEGIN IMMEDIATE")
-        await conn._execute(mutations.upsert, conn._conn, [MemoryEntry(agent_id=agent_id, content=content)], "test")
-        await conn.execute("COMMIT")
+        # A row as v1 code wrote it (today's writer needs today's columns).
+        values = entry_values(MemoryEntry(agent_id=agent_id, content=content)) | {"visibility": "visible"}
+        await conn.execute(
+            f"INSERT INTO memories ({', '.join(values)}) VALUES ({', '.join(':' + c for c in values)})", values
+        )
+        await conn.commit()
     finally:
         await conn.close()
 

@@ -18,7 +18,7 @@ from memory.limits import MAX_CONTENT_BYTES, check_content
 from memory.migrations.runner import check_not_newer, migrate
 from memory.promotion import promote
 from memory.quarantine import quarantine_store
-from memory.sqlite import mutations
+from memory.sqlite import context, mutations
 from memory.sqlite.admission import Audience, where
 from memory.sqlite.connection import (
     BUSY_TIMEOUT_MS,
@@ -333,6 +333,11 @@ class SQLiteAdapter:
         rows = await self.run(_keyword, match, clause.sql, clause.params, limit, inline=True)
         return [row_to_entry(r, score=-r["rank"], matched_by=["keyword"]) for r in rows]
 
+    async def previous_turns(self, query: MemoryQuery, entry_ids: Sequence[str]) -> dict[str, str]:
+        """For each admitted entry among ``entry_ids``, the admitted turn before it in its session."""
+        clause = where(query)
+        return await self.run(context.previous_ids, list(entry_ids), clause.sql, clause.params, inline=True)
+
     async def fetch_admitted(self, query: MemoryQuery, seqs: Sequence[int]) -> dict[int, MemoryEntry]:
         """Entries for ``seqs`` that pass admission and the query's filters, keyed by seq.
 
@@ -454,9 +459,13 @@ def _touch_txn(raw, hits):
         raw.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
 
 
+# BM25 weight per FTS column (content, tags, context, dated): a word of the
+# turn before counts half a word of the memory itself. LoCoMo keyword leg:
+# context at 1.0 any@10 0.807 / MRR 0.461, at 0.5 0.791 / 0.538, at 0 0.721 / 0.508.
+_BM25 = "bm25(memories_fts, 1.0, 1.0, 0.5, 1.0)"
 _KEYWORD_SQL = (
     "SELECT {columns}, m.seq, c.rank AS rank "
-    "FROM (SELECT rowid, bm25(memories_fts) AS rank FROM memories_fts WHERE memories_fts MATCH ? "
+    f"FROM (SELECT rowid, {_BM25} AS rank FROM memories_fts WHERE memories_fts MATCH ? "
     "ORDER BY rank LIMIT ?) AS c "
     "CROSS JOIN memories m ON m.seq = c.rowid WHERE {clause} ORDER BY c.rank LIMIT ?"
 )

@@ -11,6 +11,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +26,7 @@ from memory.federation.federation import MemoryFederation
 from memory.federation.router import MemoryRouter
 from memory.home import Home
 from memory.stores import StoreKind, open_tier, with_vectors
-from memory.types import MemoryScope, MemoryType
+from memory.types import MemoryScope, MemoryType, now_utc
 
 
 @dataclass(frozen=True)
@@ -60,6 +61,7 @@ async def build_federation(
     global_tier: bool = True,
     config: ArcanaConfig | None = None,
     monotonic: Callable[[], float] = time.monotonic,
+    clock: Callable[[], datetime] = now_utc,
 ) -> MemoryFederation:
     """Assemble the tier stack for one agent and return its federation.
 
@@ -72,8 +74,9 @@ async def build_federation(
     :class:`ConfigError` when malformed); ``on_degraded`` defaults to the
     home's audit log; ``global_tier=False`` keeps global off even with an
     embedder; ``config`` (default: none, all SQLite) may put the global tier
-    on a PostgreSQL server (see :func:`memory.stores.open_tier`). Raises if
-    the private tier cannot be opened — an agent
+    on a PostgreSQL server (see :func:`memory.stores.open_tier`). ``clock`` is
+    what "now" is for decay and ranking (inject it to ask as of a given day).
+    Raises if the private tier cannot be opened — an agent
     without its durability anchor must not start.
     """
     home = _home(home)
@@ -91,6 +94,7 @@ async def build_federation(
         global_=global_,
         weights=weights,
         decay_profiles=decay_profiles,
+        clock=clock,
         resilience=connections,
         monotonic=monotonic,
     )

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 from memory.audit import AuditLog
 from memory.errors import MemoryWriteError, TierWriteFailed
+from memory.federation import timeframe
 from memory.federation.events import DegradedSink, MemoryDegradedEvent, audit_sink
 from memory.federation.resilience import ResilientTier, describe_failure, failure_reason
 from memory.federation.router import MemoryRouter
@@ -245,7 +246,10 @@ class MemoryFederation:
         """Fan ``query`` out, drop failed tiers, de-duplicate, then rank and truncate.
 
         For a text query each tier's own relevance feeds the rank (see
-        :func:`tier_relevance`); a copy held by several tiers keeps its best factor.
+        :func:`tier_relevance`); a copy held by several tiers keeps its best
+        factor, and relevance, not age, decides (see :meth:`MemoryRouter.rank`);
+        a time expression in the text ("last week", "in May 2023") lifts what
+        was written then.
         """
         tiers = self.router.route_read(query)
         reads = [tier.read(self._query_for(tier, query)) for tier in tiers]
@@ -254,14 +258,18 @@ class MemoryFederation:
         degraded = [o.degraded for o in outcomes if o.degraded is not None]
         self._emit(degraded)
         per_tier = [(tier.name, o.entries) for tier, o in zip(tiers, outcomes, strict=True)]
-        relevance: dict[str, float] = {}
+        relevance: dict[str, float] | None = None
         if query.text:
+            relevance = {}
             for _, entries in per_tier:
                 for entry_id, factor in tier_relevance(entries).items():
                     relevance[entry_id] = max(factor, relevance.get(entry_id, 0.0))
+            relevance = relevance or None  # no word to match (e.g. only punctuation): a listing
         merged = dedupe(per_tier)
         tiers_of = {id(entry): names for entry, names in merged}  # by identity: vault notes may share an id
-        ranked = self.router.rank([entry for entry, _ in merged], query.limit, relevance=relevance)
+        now = self.router.clock()
+        span = timeframe.window(query.text, now) if relevance is not None else None
+        ranked = self.router.rank([entry for entry, _ in merged], query.limit, now, relevance=relevance, window=span)
         entries = [entry.model_copy(update={"score": score, "tiers": tiers_of[id(entry)]}) for entry, score in ranked]
         return RecallReport(entries, [t.name for t in tiers], degraded)
 

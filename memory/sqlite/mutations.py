@@ -16,16 +16,20 @@ import json
 import time
 from collections.abc import Iterable, Sequence
 
+from memory.sqlite import context
 from memory.sqlite.rows import COLUMNS, SELECT_COLUMNS, entry_values, row_image
 from memory.types import MemoryEntry, Visibility
 
 _SKIP_COMPARE = {"updated_at", "access_count", "last_accessed_at"}
-_PLACEHOLDERS = ", ".join(f":{c}" for c in COLUMNS)
-_INSERT_NEW = f"INSERT INTO memories ({', '.join(COLUMNS)}) VALUES ({_PLACEHOLDERS}) ON CONFLICT(id) DO NOTHING"
+# ``context`` and ``dated`` are written with every row but are not among its
+# COLUMNS: derived (memory/sqlite/context.py), they are neither ledgered nor compared.
+_WRITTEN = (*COLUMNS, "context", "dated")
+_PLACEHOLDERS = ", ".join(f":{c}" for c in _WRITTEN)
+_INSERT_NEW = f"INSERT INTO memories ({', '.join(_WRITTEN)}) VALUES ({_PLACEHOLDERS}) ON CONFLICT(id) DO NOTHING"
 _UPSERT = f"""
-INSERT INTO memories ({", ".join(COLUMNS)}) VALUES ({_PLACEHOLDERS})
+INSERT INTO memories ({", ".join(_WRITTEN)}) VALUES ({_PLACEHOLDERS})
 ON CONFLICT(id) DO UPDATE SET
-    {", ".join(f"{c} = excluded.{c}" for c in COLUMNS if c not in ("id", "access_count", "last_accessed_at"))}
+    {", ".join(f"{c} = excluded.{c}" for c in _WRITTEN if c not in ("id", "access_count", "last_accessed_at"))}
 """
 
 
@@ -74,17 +78,19 @@ def upsert(raw, entries: Sequence[MemoryEntry], actor: str, *, op: str | None = 
     A None visibility keeps the stored value (``visible`` for a new row), so an
     automatic re-save never lifts an operator's private or hidden flag. A new
     id is inserted straight away (no before image to read); only an existing
-    one is read, compared and updated.
+    one is read, compared and updated. Each row's indexed context is derived
+    here, from the rows already written (earlier entries of the batch included).
     """
     now = time.time()
     ops: list[str] = []
     ledger: list[tuple] = []
     for entry in entries:
         values = entry_values(entry)
+        indexed = context.derive(raw, entry)
         keep_visibility = values["visibility"] is None
         if keep_visibility:
             values["visibility"] = Visibility.VISIBLE.value
-        if raw.execute(_INSERT_NEW, values).rowcount == 1:
+        if raw.execute(_INSERT_NEW, values | indexed).rowcount == 1:
             ops.append("insert")
             ledger.append((entry.id, op or "insert", actor, now, None, _dump(values)))
             continue
@@ -97,7 +103,7 @@ def upsert(raw, entries: Sequence[MemoryEntry], actor: str, *, op: str | None = 
             ops.append("noop")
             continue
         values["updated_at"] = now
-        raw.execute(_UPSERT, values)
+        raw.execute(_UPSERT, values | indexed)
         label = _label(old, values)
         ops.append(label)
         ledger.append((entry.id, op or label, actor, now, _dump(old), _dump(values)))
