@@ -32,14 +32,17 @@ def build_gateway(config: EmbeddingConfig, home: Home) -> EmbeddingGateway:
     return EmbeddingGateway(embedders)
 
 
-def vector_adapter(store, config: EmbeddingConfig, home: Home, *, notify=None, gateway=None):
+def vector_adapter(store, config: EmbeddingConfig, home: Home, *, notify=None, gateway=None, chunk_long: bool = False):
     """A :class:`VectorAdapter` over an open SQLite store, wired from config.
 
-    Pass ``gateway`` to reuse already-built embedders (a watch keeps one warm).
+    Pass ``gateway`` to reuse already-built embedders (a watch keeps one warm);
+    ``chunk_long`` embeds long memories in chunks too (vault notes).
     """
     from memory.adapters.vector import VectorAdapter
 
-    return VectorAdapter(store, gateway or build_gateway(config, home), notify=notify, **vector_options(config))
+    return VectorAdapter(
+        store, gateway or build_gateway(config, home), notify=notify, chunk_long=chunk_long, **vector_options(config)
+    )
 
 
 def vector_options(config: EmbeddingConfig) -> dict:

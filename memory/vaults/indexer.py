@@ -50,6 +50,7 @@ from memory.vaults.state import update_state
 
 LOCK_WAIT_SECONDS = 300.0
 LINKS_FORMAT = "1"  # bump to force a full link rebuild when per-note tallies change meaning
+CHUNKS_FORMAT = "1"  # bump to re-chunk every note (an index from before chunking has none)
 
 Progress = Callable[[int, int], None]
 
@@ -236,10 +237,13 @@ def embedding_gateway(config: ArcanaConfig, vault: Vault):
 
 
 def vector_store(store: SQLiteAdapter, config: ArcanaConfig, vault: Vault, gateway: Any, notify: Callable[[str], None]):
-    """A VectorAdapter over ``store``; ``gateway`` (from :func:`embedding_gateway`) keeps a loaded model warm."""
+    """A VectorAdapter over ``store``; ``gateway`` (from :func:`embedding_gateway`) keeps a loaded model warm.
+
+    Notes are embedded in chunks too, so a section past the model's window is found.
+    """
     from memory.embedding.factory import vector_adapter
 
-    return vector_adapter(store, config.embedding, vault.home, notify=notify, gateway=gateway)
+    return vector_adapter(store, config.embedding, vault.home, notify=notify, gateway=gateway, chunk_long=True)
 
 
 async def write_entries(
@@ -365,7 +369,8 @@ async def index_vault(
             report.added = sum(1 for e in entries if e.id not in stored.ids)
             report.updated = len(entries) - report.added
             report.embedded, report.embedding, complete = await write_entries(
-                store, entries, embed=embed, backfill=stored.meta.get("vectors") != "complete", config=config,
+                store, entries, embed=embed, config=config,
+                backfill=stored.meta.get("vectors") != "complete" or stored.meta.get("chunks") != CHUNKS_FORMAT,
                 vault=vault, notices=report.notices, on_progress=on_progress, gateway=gateway,
             )
             report.notices.extend(vault.obsidian_excluded.problems)
@@ -379,6 +384,7 @@ async def index_vault(
                 "root": str(vault.root),
                 "vectors": vectors,
                 "links_format": LINKS_FORMAT,
+                "chunks": CHUNKS_FORMAT if vectors == "complete" else "",
             }
             if plan.structural:
                 meta["structure"] = uuid.uuid4().hex
