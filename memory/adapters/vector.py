@@ -72,6 +72,7 @@ class FillReport:
     total: int = 0
     embedded: int = 0
     chunks: int = 0  # chunk vectors written for long memories (see memory.sqlite.chunks)
+    ops: list[str] = field(default_factory=list)  # per written entry: insert/update/noop/...
     skipped: list[tuple[str, str]] = field(default_factory=list)
 
 
@@ -230,7 +231,7 @@ class VectorAdapter:
         target: tuple | str | None = None
         for start in range(0, len(entries), self.commit_batch):
             batch = entries[start : start + self.commit_batch]
-            await self.store.write_many(batch)
+            report.ops += await self.store.write_many(batch)
             if target is None:
                 target = await self._write_target()
                 if isinstance(target, str):
