@@ -23,7 +23,10 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-DATA = Path(__file__).resolve().parents[3] / "shared" / "data" / "locomo-dev"
+_REPO = Path(__file__).resolve().parents[2]
+# ../shared beside the repository (a worktree under wt/ looks one level further up)
+DATA = next((p for p in (_REPO.parent / "shared", _REPO.parent.parent / "shared") if p.is_dir()), _REPO.parent / "shared")
+DATA = DATA / "data" / "locomo-dev"
 
 
 def jsonl_lines(limit: int) -> list[str]:
@@ -69,6 +72,8 @@ async def main() -> None:
     embedder = gateway.embedders[0]
     await embedder.health_check()
     lines = jsonl_lines(args.limit)
+    if not lines:
+        raise SystemExit(f"no conversations under {DATA}")
     card = AgentRegistry(home).create("bench")
     parsed = parse(lines, card.id)
     texts = [e.content for e in parsed.entries]
