@@ -19,7 +19,7 @@ from memory.agents import AgentRegistry
 from memory.audit import AuditLog
 from memory.errors import MemoryCorruptError
 from memory.sqlite.connection import dbapi
-from memory.types import MemoryEntry, MemoryQuery
+from memory.types import MemoryQuery
 from factories import entry
 
 PAGE = 4096

@@ -38,11 +38,10 @@ def vector_adapter(store, config: EmbeddingConfig, home: Home, *, notify=None, g
     Pass ``gateway`` to reuse already-built embedders (a watch keeps one warm);
     ``chunk_long`` embeds long memories in chunks too (vault notes).
     """
-    from memory.adapters.vector import VectorAdapter
+    from memory.stores import with_vectors
 
-    return VectorAdapter(
-        store, gateway or build_gateway(config, home), notify=notify, chunk_long=chunk_long, **vector_options(config)
-    )
+    options = {**vector_options(config), "notify": notify, "chunk_long": chunk_long}
+    return with_vectors(store, gateway or build_gateway(config, home), options)
 
 
 def vector_options(config: EmbeddingConfig) -> dict:
