@@ -57,6 +57,10 @@ async def _set_visibility(s, t):
     assert await s.set_visibility([t.id], Visibility.HIDDEN) == 1
 
 
+async def _withdraw(s, t):
+    assert await s.withdraw([t.id]) == 1
+
+
 async def _set_pinned(s, t):
     assert await s.set_pinned([t.id], True) == 1
 
@@ -75,6 +79,7 @@ MUTATORS = {
     "update": (_update, "update", True),
     "delete": (_delete, "delete", False),
     "purge": (_purge, "purge", False),
+    "withdraw": (_withdraw, "withdraw", False),
     "archive": (_archive, "archive", True),
     "restore": (_restore, "restore", True),
     "set_visibility": (_set_visibility, "visibility", True),

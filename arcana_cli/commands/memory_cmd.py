@@ -11,7 +11,7 @@ from arcana_cli.output import JsonOpt, Out, YesOpt
 from arcana_cli.render import LIST_COLUMNS, age, entry_json, list_rows
 from memory.errors import NotFoundError
 from memory.sqlite.admission import Audience
-from memory.types import MemoryEntry, MemoryQuery, MemoryType, Visibility
+from memory.types import MemoryQuery, MemoryType, Visibility
 
 IdArg = Annotated[str, typer.Argument(help="Memory id (or a unique prefix of 6+ characters).")]
 WhoseOpt = Annotated[
@@ -31,34 +31,28 @@ def confirm(action: str, yes: bool) -> None:
         raise typer.Exit(1)
 
 
-async def resolve_id(store, prefix: str) -> MemoryEntry:
-    """Exact id, or a unique prefix (operator read: any visibility, archived too)."""
-    entry = await store.get(prefix, audience=Audience.OPERATOR, include_archived=True)
-    if entry is not None:
-        return entry
-    if len(prefix) >= 6:
-        matches = await store.find_by_prefix(prefix)
-        if len(matches) == 1:
-            return matches[0]
-        if len(matches) > 1:
-            raise NotFoundError(f"memory id prefix '{prefix}' is ambiguous ({len(matches)} matches); give more characters")
-    raise NotFoundError(f"no memory with id '{prefix}'")
-
-
 @asynccontextmanager
 async def target_store(cli, agent: str | None, pool: str | None, global_: bool):
-    """The store an operator command works on: an agent's private memory, a pool, or the global tier.
+    """The store an operator command works on, behind a :class:`MemoryEditor`: an
+    agent's private memory (with the global copies its promotion made), a pool,
+    or the global tier.
 
     Shared tiers can hold a poisoned or wrong memory too; this is how an
     operator hides, fixes or purges it.
     """
+    from memory.operator_edits import GlobalCopies, MemoryEditor
+
     if pool and global_:
         raise typer.BadParameter("give --pool or --global, not both")
     if not (pool or global_):
         if not agent:
             raise typer.BadParameter("give --agent (or --pool / --global)", param_hint="--agent")
         async with cli.private_store(cli.agent(agent)) as store:
-            yield store
+            editor = MemoryEditor(store, copies=GlobalCopies.of_home(cli.home, cli.config, actor="cli"))
+            try:
+                yield editor
+            finally:
+                await editor.aclose()
         return
     from memory.federation.pools import PoolRegistry
     from memory.stores import StoreKind, open_store
@@ -70,9 +64,14 @@ async def target_store(cli, agent: str | None, pool: str | None, global_: bool):
         raise NotFoundError(f"{'pool ' + pool if pool else 'the global tier'} has no memories yet ({store.path})")
     try:
         await store.connect()
-        yield store
+        yield MemoryEditor(store)
     finally:
         await store.aclose()
+
+
+def edit_json(report) -> dict:
+    """An applied edit for --json: the id, whether it changed, and what each copy did."""
+    return {"id": report.entry_id, "changed": report.changed, "copies": [c.as_dict() for c in report.copies]}
 
 
 def register(app: typer.Typer) -> None:
@@ -97,10 +96,10 @@ def register(app: typer.Typer) -> None:
         query = MemoryQuery(types=type_ or None, limit=limit)
 
         async def go():
-            async with target_store(cli, agent, pool, global_) as store:
+            async with target_store(cli, agent, pool, global_) as editor:
                 # Filtered in SQL, before the limit; a listing is not a recall hit.
                 audience = Audience.OPERATOR if all_ else Audience.LISTING
-                return await store.search(query, audience=audience, include_archived=archived)
+                return await editor.store.search(query, audience=audience, include_archived=archived)
 
         entries = run(go())
         out.data([entry_json(e) for e in entries], columns=LIST_COLUMNS, rows=lambda: list_rows(entries))
@@ -112,8 +111,8 @@ def register(app: typer.Typer) -> None:
         out = Out(json_mode=json_, quiet=cli.quiet)
 
         async def go():
-            async with target_store(cli, agent, pool, global_) as store:
-                return await resolve_id(store, memory_id)
+            async with target_store(cli, agent, pool, global_) as editor:
+                return await editor.resolve(memory_id)
 
         entry = run(go())
         data = entry_json(entry)
@@ -125,38 +124,47 @@ def register(app: typer.Typer) -> None:
             ),
         )
 
-    def _bulk(ctx, memory_id: str, agent, pool, global_, json_: bool, action: str, verb: str):
+    def _edit(ctx, memory_id: str, agent, pool, global_, json_: bool, op: str, verb: str, changes: dict | None = None):
+        """Every mutating command: resolve, then one core call that reaches every copy."""
+        from memory.operator_edits import Edit
+
         cli = ctx_of(ctx)
         out = Out(json_mode=json_, quiet=cli.quiet)
+        edit = Edit(op, changes=changes or {})
 
         async def go():
-            async with target_store(cli, agent, pool, global_) as store:
-                entry = await resolve_id(store, memory_id)
-                changed = await getattr(store, action)([entry.id])
-                return entry, changed
+            async with target_store(cli, agent, pool, global_) as editor:
+                entry = await editor.resolve(memory_id)
+                return await editor.apply(entry.id, edit, verb=verb)
 
-        entry, changed = run(go())
-        out.data({"id": entry.id, "changed": bool(changed)}, text=lambda: entry.id)
-        out.info(f"{verb} {entry.id}" if changed else f"{entry.id} was already {verb}")
+        report = run(go())
+        if edit.op == "update":
+            out.data({**entry_json(report.entry), "copies": edit_json(report)["copies"]}, text=lambda: report.entry_id)
+        else:
+            out.data(edit_json(report), text=lambda: report.entry_id)
+            out.info(f"{verb} {report.entry_id}" if report.changed else f"{report.entry_id} was already {verb}")
+        for copy in report.copies:
+            if copy.changed and copy.op in ("withdraw", "promote"):
+                out.info(f"{report.entry_id}: {'withdrawn from' if copy.op == 'withdraw' else 'promoted to'} the {copy.tier} tier")
 
     @group.command("forget")
     def forget(ctx: typer.Context, memory_id: IdArg, agent: WhoseOpt = None, pool: PoolOpt = None, global_: GlobalOpt = False, json_: JsonOpt = False) -> None:
-        """Archive a memory: hidden from recall, kept, restorable."""
-        _bulk(ctx, memory_id, agent, pool, global_, json_, "archive", "archived")
+        """Archive a memory (and its global copy): hidden from recall, kept, restorable."""
+        _edit(ctx, memory_id, agent, pool, global_, json_, "archive", "archived")
 
     @group.command("restore")
     def restore(ctx: typer.Context, memory_id: IdArg, agent: WhoseOpt = None, pool: PoolOpt = None, global_: GlobalOpt = False, json_: JsonOpt = False) -> None:
         """Bring an archived memory back into recall."""
-        _bulk(ctx, memory_id, agent, pool, global_, json_, "restore", "restored")
+        _edit(ctx, memory_id, agent, pool, global_, json_, "restore", "restored")
 
     @group.command("purge")
     def purge(
         ctx: typer.Context, memory_id: IdArg, agent: WhoseOpt = None, pool: PoolOpt = None, global_: GlobalOpt = False,
         yes: YesOpt = False, json_: JsonOpt = False,
     ) -> None:
-        """Delete a memory for good (its ledger history stays)."""
+        """Delete a memory and its global copy for good (their ledger history stays)."""
         confirm(f"purge memory {memory_id}", yes)
-        _bulk(ctx, memory_id, agent, pool, global_, json_, "purge", "purged")
+        _edit(ctx, memory_id, agent, pool, global_, json_, "purge", "purged")
 
     @group.command("set")
     def set_(
@@ -173,9 +181,7 @@ def register(app: typer.Typer) -> None:
         content: Annotated[str | None, typer.Option("--content", help="Replace the text.")] = None,
         json_: JsonOpt = False,
     ) -> None:
-        """Change a memory's importance, type, visibility, pin, tags or text."""
-        cli = ctx_of(ctx)
-        out = Out(json_mode=json_, quiet=cli.quiet)
+        """Change a memory's importance, type, visibility, pin, tags or text (its global copy too)."""
         changes = {
             k: v
             for k, v in {
@@ -190,14 +196,7 @@ def register(app: typer.Typer) -> None:
         }
         if not changes:
             raise typer.BadParameter("nothing to change; give at least one option")
-
-        async def go():
-            async with target_store(cli, agent, pool, global_) as store:
-                entry = await resolve_id(store, memory_id)
-                return await store.update(entry.id, **changes)
-
-        entry = run(go())
-        out.data(entry_json(entry), text=lambda: entry.id)
+        _edit(ctx, memory_id, agent, pool, global_, json_, "update", "changed", changes)
 
     @group.command("history")
     def history(ctx: typer.Context, memory_id: IdArg, agent: WhoseOpt = None, pool: PoolOpt = None, global_: GlobalOpt = False, json_: JsonOpt = False) -> None:
@@ -206,12 +205,12 @@ def register(app: typer.Typer) -> None:
         out = Out(json_mode=json_, quiet=cli.quiet)
 
         async def go():
-            async with target_store(cli, agent, pool, global_) as store:
+            async with target_store(cli, agent, pool, global_) as editor:
                 try:
-                    entry_id = (await resolve_id(store, memory_id)).id
+                    entry_id = (await editor.resolve(memory_id)).id
                 except NotFoundError:
                     entry_id = memory_id  # purged memories keep their history
-                records = await store.history(entry_id)
+                records = await editor.store.history(entry_id)
                 if not records:
                     raise NotFoundError(f"no history for memory '{memory_id}'")
                 return records

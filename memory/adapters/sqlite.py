@@ -15,6 +15,7 @@ from memory.backup import backup_copy
 from memory.errors import MemoryCorruptError, MemoryStorageError, NotFoundError
 from memory.home import Home
 from memory.migrations.runner import check_not_newer, migrate
+from memory.promotion import promote
 from memory.quarantine import quarantine_store
 from memory.sqlite import mutations
 from memory.sqlite.admission import Audience, where
@@ -39,14 +40,12 @@ from memory.types import (
     LedgerRecord,
     MemoryEntry,
     MemoryQuery,
-    MemoryScope,
     PruneMode,
     PrunePolicy,
     PruneReport,
     Visibility,
 )
 
-PROMOTION_THRESHOLD = 0.9
 WRITE_BATCH = 500
 INLINE_ROWS = 16  # up to this many rows a write runs inline (see run_inline)
 _HIT_FLUSH = 256
@@ -234,17 +233,13 @@ class SQLiteAdapter:
         return ops
 
     async def _promote(self, entries: Sequence[MemoryEntry]) -> None:
+        """Copy what the promotion policy allows to ``global_store``; a failure degrades, recorded."""
         if self.global_store is None:
             return
-        for entry in entries:
-            if entry.scope is MemoryScope.PRIVATE and entry.importance >= PROMOTION_THRESHOLD:
-                copy = entry.model_copy(update={"scope": MemoryScope.GLOBAL, "pool_name": None})
-                try:
-                    await self.global_store.write(copy)
-                except Exception as exc:  # the private write committed; promotion degrades
-                    self.promotion_errors.append(f"{entry.id}: {exc}")
-                    if self.audit:
-                        self.audit.append("promotion_failed", memory_id=entry.id, error=str(exc))
+        for entry, exc in await promote(entries, self.global_store):
+            self.promotion_errors.append(f"{entry.id}: {exc}")
+            if self.audit:
+                self.audit.append("promotion_failed", memory_id=entry.id, error=str(exc))
 
     async def update(self, entry_id: str, **changes: Any) -> MemoryEntry:
         """Change fields of one entry (operator edit); ledgered like any upsert."""
@@ -260,6 +255,10 @@ class SQLiteAdapter:
 
     async def purge(self, entry_ids: Sequence[str]) -> int:
         return await self._remove(entry_ids, "purge")
+
+    async def withdraw(self, entry_ids: Sequence[str]) -> int:
+        """Remove promoted copies that no longer qualify (ledgered as ``withdraw``)."""
+        return await self._remove(entry_ids, "withdraw")
 
     async def _remove(self, entry_ids: Sequence[str], op: str) -> int:
         if await self._has_vectors():

@@ -19,6 +19,7 @@ from memory.federation.events import DegradedSink, MemoryDegradedEvent, audit_si
 from memory.federation.resilience import ResilientTier, describe_failure, failure_reason
 from memory.federation.router import MemoryRouter
 from memory.home import Home
+from memory.promotion import global_copy
 from memory.types import HealthStatus, MemoryEntry, MemoryQuery, MemoryScope, PrunePolicy, PruneReport
 
 
@@ -291,6 +292,8 @@ class MemoryFederation:
     def _copy_for(tier: ResilientTier, entry: MemoryEntry) -> MemoryEntry:
         if tier.scope is entry.scope:
             return entry
+        if tier.scope is MemoryScope.GLOBAL:
+            return global_copy(entry)
         return entry.model_copy(update={"scope": tier.scope, "pool_name": tier.pool_name})
 
     # -- reads -----------------------------------------------------------

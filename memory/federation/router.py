@@ -12,11 +12,11 @@ from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Any
 
-from memory.adapters.sqlite import PROMOTION_THRESHOLD
 from memory.errors import MemoryRoutingError
 from memory.federation.budgets import ConnectionsConfig
 from memory.federation.decay import DEFAULT_PROFILES, DecayProfile, assess
 from memory.federation.resilience import ResilientTier
+from memory.promotion import promotable
 from memory.types import MemoryEntry, MemoryQuery, MemoryScope, MemoryType, now_utc
 
 NEUTRAL_WEIGHT = 0.5
@@ -91,15 +91,16 @@ class MemoryRouter:
     def route_write(self, entry: MemoryEntry) -> list[ResilientTier]:
         """The tiers ``entry`` must be written to (read-only members included, to be refused).
 
-        PRIVATE → private, plus global when importance >= 0.9 and a global tier
-        exists (the caller writes a GLOBAL copy there). SHARED → the members of
+        PRIVATE → private, plus global when the promotion policy allows it
+        (:func:`memory.promotion.promotable`) and a global tier exists (the
+        caller writes :func:`memory.promotion.global_copy` there). SHARED → the members of
         ``entry.pool_name``. GLOBAL → global. A required tier that is missing
         raises :class:`MemoryRoutingError`; a promotion without a global tier
         simply stays private.
         """
         if entry.scope is MemoryScope.PRIVATE:
             targets = [self.private]
-            if self.global_ is not None and entry.importance >= PROMOTION_THRESHOLD:
+            if self.global_ is not None and promotable(entry):
                 targets.append(self.global_)
             return targets
         if entry.scope is MemoryScope.GLOBAL:
