@@ -184,6 +184,7 @@ complete -c arcana -n 'test (__arcana_path) = "remember"' -l tag -r -d 'A tag (r
 complete -c arcana -n 'test (__arcana_path) = "remember"' -l visibility -x -a 'visible private hidden' -d 'visible, private or hidden.'
 complete -c arcana -n 'test (__arcana_path) = "remember"' -l scope -x -a 'private shared global' -d 'private (default), shared (needs --pool) or global.'
 complete -c arcana -n 'test (__arcana_path) = "remember"' -l pool -r -d 'The shared pool to write to (implies --scope shared).'
+complete -c arcana -n 'test (__arcana_path) = "remember"' -l from -r -d 'Import many: one JSON object per line (content; optional type, importance, tags, session, created_at, id); \'-\' reads stdin.'
 complete -c arcana -n 'test (__arcana_path) = "remember"' -l json -d 'Print machine-readable JSON on stdout.'
 complete -c arcana -n 'test (__arcana_path) = "remember"' -l help -s h -d 'Show help and exit.'
 complete -c arcana -n 'test (__arcana_path) = "recall"' -l agent -s a -r -d 'Agent name or id.'

@@ -67,8 +67,8 @@ class MemoryEntry(BaseModel):
 
     ``visibility=None`` on a write means "keep what is stored" (``visible`` for a
     new entry), so an automatic re-save can never lift an operator's quarantine.
-    ``score``, ``matched_by`` and ``tiers`` annotate search results and are never
-    persisted.
+    ``score``, ``matched_by``, ``tiers`` and ``snippet`` annotate search results
+    and are never persisted.
     """
 
     model_config = ConfigDict(validate_assignment=True)
@@ -97,6 +97,7 @@ class MemoryEntry(BaseModel):
     score: float | None = Field(default=None, exclude=True)
     matched_by: list[str] = Field(default_factory=list, exclude=True)
     tiers: list[str] = Field(default_factory=list, exclude=True)
+    snippet: str | None = Field(default=None, exclude=True)  # the part of a long memory that matched
 
     _agent = field_validator("agent_id", mode="before")(_agent_str)
 

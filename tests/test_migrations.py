@@ -22,7 +22,7 @@ pytestmark = pytest.mark.usefixtures("no_embedder")
 
 # The exact schema a blank database reaches at head. A new migration must
 # extend this (and head below) on purpose.
-HEAD = 5
+HEAD = 6
 TABLES = {
     "memories": [
         "seq", "id", "agent_id", "type", "content", "scope", "pool_name", "importance", "pinned", "confidence",
@@ -44,6 +44,7 @@ TABLES = {
         "attachments", "self_links", "dangling", "ambiguous",
     ],
     "vault_meta": ["key", "value"],
+    "memory_chunks": ["id", "seq", "chunk", "char_start", "char_end", "source_hash"],
 }
 INDEXES = {
     "memories_agent": ("memories", ["agent_id"]),
@@ -57,6 +58,7 @@ INDEXES = {
     "sqlite_autoindex_vault_files_1": ("vault_files", ["id"]),
     "sqlite_autoindex_vault_files_2": ("vault_files", ["rel_path"]),
     "sqlite_autoindex_vault_meta_1": ("vault_meta", ["key"]),
+    "sqlite_autoindex_memory_chunks_1": ("memory_chunks", ["seq", "chunk"]),
 }
 TRIGGERS = {
     "memories_fts_insert": "memories",

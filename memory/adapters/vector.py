@@ -27,6 +27,7 @@ from dataclasses import dataclass, field, replace
 
 from memory.adapters.sqlite import SQLiteAdapter
 from memory.embedding.base import Embedder, EmbeddingMeta, l2_normalize, length_order
+from memory.embedding.chunking import embed_text
 from memory.embedding.fusion import (
     DEFAULT_KEYWORD_WEIGHT,
     DEFAULT_VECTOR_WEIGHT,
@@ -36,6 +37,7 @@ from memory.embedding.fusion import (
 )
 from memory.embedding.gateway import EmbeddingGateway
 from memory.errors import MemoryStorageError
+from memory.sqlite import chunks
 from memory.sqlite.admission import where
 from memory.sqlite.connection import transaction
 from memory.sqlite.context import EMBEDDED_TEXT_SQL
@@ -89,6 +91,8 @@ class FillReport:
     model: str | None = None
     total: int = 0
     embedded: int = 0
+    chunks: int = 0  # chunk vectors written for long memories (see memory.sqlite.chunks)
+    ops: list[str] = field(default_factory=list)  # per written entry: insert/update/noop/...
     skipped: list[tuple[str, str]] = field(default_factory=list)
 
 
@@ -98,6 +102,7 @@ class VectorStatus:
     rows: int
     embedded: int
     vec_available: bool
+    chunks: int = 0
 
     @property
     def missing(self) -> int:
@@ -111,6 +116,9 @@ class VectorAdapter:
     The seed's 0.7/0.3 is available by passing it; the default is the
     weighting chosen on LoCoMo and our evaluation (see README).
     ``notify`` receives each degradation notice once per adapter.
+    ``chunk_long`` also embeds the chunks of memories longer than the
+    model's window (vault notes), so a late section can be found; searches
+    use chunk vectors wherever they exist.
     """
 
     def __init__(
@@ -123,6 +131,7 @@ class VectorAdapter:
         notify: Callable[[str], None] | None = None,
         commit_batch: int = COMMIT_BATCH,
         min_similarity: float = -1.0,
+        chunk_long: bool = False,
     ):
         self.store = store
         self.gateway = gateway
@@ -130,6 +139,7 @@ class VectorAdapter:
         self.min_similarity = min_similarity
         self.notify = notify
         self.commit_batch = commit_batch
+        self.chunk_long = chunk_long
         self.notices: list[str] = []
         self._resolved: dict[EmbeddingMeta | None, Embedder | None] = {}
 
@@ -237,7 +247,7 @@ class VectorAdapter:
         embedder: Embedder | str | None = None
         for start in range(0, len(entries), self.commit_batch):
             batch = entries[start : start + self.commit_batch]
-            await self.store.write_many(batch)
+            report.ops += await self.store.write_many(batch)
             meta = await self.meta()
             if embedder is None:
                 embedder = await self._write_target(meta)
@@ -248,6 +258,9 @@ class VectorAdapter:
                     embedder, await self.store.run(_stale_rows, meta and meta.vec_table, [e.id for e in batch]),
                     report, _offset(on_progress, start, len(entries)),
                 )
+                meta = meta or await self.meta()  # the first batch created the index and the pin
+                if meta is not None and (meta.family, meta.dimension) == (embedder.model_family, embedder.dimension):
+                    await self._fill_chunks(meta.vec_table, embedder, [e.id for e in batch], report)
             if on_progress:
                 on_progress(min(start + self.commit_batch, len(entries)), len(entries))
         if report.skipped:
@@ -380,8 +393,9 @@ class VectorAdapter:
         k = min(max(4 * wanted, 40), KNN_MAX)
         while True:
             hits = await self.store.run(_knn, meta.vec_table, blob, k)
-            results = await self._admit(query, hits, wanted)
-            if len(results) >= wanted or len(hits) < k:  # enough, or the index is exhausted
+            hits, spans, exhausted = await self._with_chunks(meta.vec_table, blob, k, hits)
+            results = await self._admit(query, hits, wanted, spans)
+            if len(results) >= wanted or exhausted:  # enough, or the index is exhausted
                 break
             if 1.0 - hits[-1][1] < self.min_similarity:  # nearest-first: nothing further can pass
                 break
@@ -393,19 +407,58 @@ class VectorAdapter:
             k = min(4 * k, KNN_MAX)
         return results[:wanted]
 
-    async def _admit(self, query: MemoryQuery, hits: list[tuple[int, float]], wanted: int) -> list[MemoryEntry]:
-        """Hits that pass admission and filters, nearest first; reads rows only until ``wanted`` are found."""
+    async def _with_chunks(self, vec_table: str, blob: bytes, k: int, hits: list[tuple[int, float]]):
+        """``hits`` merged with the nearest chunks: a memory scores its best vector, whichever it is.
+
+        Returns (hits nearest first, seq -> the winning chunk, whether both
+        indexes are exhausted). A memory without chunk vectors is unaffected.
+        """
+        found, answered = await self.store.run(chunks.nearest, chunks.chunk_table(vec_table), blob, k)
+        exhausted = len(hits) < k and answered < k
+        if not found:
+            return hits, {}, exhausted
+        best = dict(hits)
+        spans = {}
+        for hit in found:
+            if hit.distance < best.get(hit.seq, 2.0):
+                spans[hit.seq] = (hit, best.get(hit.seq))
+                best[hit.seq] = hit.distance
+        return sorted(best.items(), key=lambda item: (item[1], item[0])), spans, exhausted
+
+    async def _admit(
+        self, query: MemoryQuery, hits: list[tuple[int, float]], wanted: int, spans: dict | None = None
+    ) -> list[MemoryEntry]:
+        """Hits that pass admission and filters, nearest first; reads rows only until ``wanted`` are found.
+
+        A hit won by a chunk carries that chunk as its snippet, unless the
+        content changed since the chunk was cut: then only the memory's own
+        vector counts.
+        """
         results: list[MemoryEntry] = []
+        spans = spans or {}
         start, step = 0, wanted
         while start < len(hits) and len(results) < wanted:
             chunk = hits[start : start + step]
             admitted = await self.store.fetch_admitted(query, [seq for seq, _ in chunk])
-            results += [
-                admitted[seq].model_copy(update={"score": 1.0 - distance, "matched_by": ["semantic"]})
-                for seq, distance in chunk
-                if seq in admitted and 1.0 - distance >= self.min_similarity
-            ]
+            for seq, distance in chunk:
+                entry = admitted.get(seq)
+                if entry is None:
+                    continue
+                update: dict = {"matched_by": ["semantic"]}
+                won = spans.get(seq)
+                if won is not None:
+                    hit, own = won
+                    if hit.source_hash == chunks.source_hash(entry.content):
+                        update["snippet"] = entry.content[hit.start : hit.end]
+                    elif own is None:
+                        continue
+                    else:
+                        distance = own
+                if 1.0 - distance >= self.min_similarity:
+                    update["score"] = 1.0 - distance
+                    results.append(entry.model_copy(update=update))
             start, step = start + len(chunk), step * 4
+        results.sort(key=lambda e: -(e.score or 0.0))
         return results
 
     async def get(self, entry_id: str) -> MemoryEntry | None:
@@ -424,10 +477,11 @@ class VectorAdapter:
         meta = await self.meta()
         rows = await self.store.count()
         vec = await self._vec() is not None
-        embedded = 0
+        embedded = chunk_vectors = 0
         if meta is not None and vec:
             embedded = rows - len(await self.store.run(_stale_rows, meta.vec_table, None))
-        return VectorStatus(meta, rows, embedded, vec)
+            chunk_vectors = await self.store.run(chunks.count, chunks.chunk_table(meta.vec_table))
+        return VectorStatus(meta, rows, embedded, vec, chunk_vectors)
 
     async def backfill(self, on_progress: Callable[[int, int], None] | None = None) -> FillReport:
         """Embed every row that has no vector (or a stale one) with the pinned model's embedder."""
@@ -470,7 +524,34 @@ class VectorAdapter:
             )
             if on_progress:
                 on_progress(min(start + self.commit_batch, len(rows)), len(rows))
+        if await self.store.run(_table_exists, table):
+            await self._fill_chunks(table, embedder, None, report)
         return report
+
+    async def _fill_chunks(self, table: str, embedder: Embedder, ids: Sequence[str] | None, report: FillReport) -> None:
+        """With ``chunk_long``, (re)embed the chunks of the long memories among ``ids`` (None: all) that need it.
+
+        Chunks are embedded a window at a time and each window's vectors
+        commit with the spans they belong to; a chunk that cannot be embedded
+        leaves its memory stale, to be retried by the next fill.
+        """
+        if not self.chunk_long:
+            return
+        target = chunks.chunk_table(table)
+        work = await self.store.run(chunks.stale, target, ids)
+        width = embedder.dimension
+        start = 0
+        while start < len(work):
+            window, texts = [], 0
+            while start < len(work) and (not window or texts + len(work[start].embedded) <= self.commit_batch):
+                window.append(work[start])
+                texts += len(work[start].embedded)
+                start += 1
+            rows = [(w.seq, w.entry_id, embed_text(w.content, span)) for w in window for span in w.embedded]
+            vectors = await self._embed_isolated(embedder, rows, report) if rows else []
+            blobs = iter(None if v is None or len(v) != width else _pack(v) for v in vectors)
+            items = [(w, [next(blobs) for _ in w.embedded]) for w in window]
+            report.chunks += await self.store.run(chunks.put_txn, target, width, items, embedder.model_name)
 
 
 def _offset(on_progress, start: int, total: int):
@@ -634,6 +715,7 @@ def _build_table(raw, live: str | None, model: str, dimension: int) -> str:
             return table
         with transaction(raw):  # an abandoned build for another model, or empty: start over
             raw.execute(f"DROP TABLE {table}")
+            chunks.drop(raw, table)
     table = _next_table(raw)
     if live and table == live:
         table = f"memory_vec_{int(_TABLE.match(live).group(1)) + 1}"
@@ -652,6 +734,7 @@ def _repin_txn(raw, pin: EmbeddingMeta, old: str | None) -> None:
         )
         if old and old != pin.vec_table:
             raw.execute(f"DROP TABLE {old}")
+            chunks.drop(raw, old)
 
 
 def _knn(raw, table: str, blob: bytes, k: int) -> list[tuple[int, float]]:

@@ -10,7 +10,7 @@ raises, a failed shared or global leg degrades with a visible event.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 
 from memory.audit import AuditLog
@@ -44,6 +44,21 @@ class WriteReport:
 
     def as_dict(self) -> dict:
         return {"id": self.entry_id, "accepted": self.accepted, "refused": self.refused, "failed": self.failed}
+
+
+@dataclass
+class BatchWriteReport:
+    """Where a batch landed: rows accepted per tier, read-only tiers refused, failures per tier.
+
+    ``changed`` maps an entry id to whether any tier that reports its ops
+    (SQLite and vector stores do) inserted or updated it; ``False`` means
+    every such tier already held it exactly (a re-import).
+    """
+
+    accepted: dict[str, int] = field(default_factory=dict)
+    refused: list[str] = field(default_factory=list)
+    failed: dict[str, str] = field(default_factory=dict)
+    changed: dict[str, bool] = field(default_factory=dict)
 
 
 class FederatedWriteError(MemoryWriteError):
@@ -215,6 +230,62 @@ class MemoryFederation:
             raise FederatedWriteError(
                 f"private memory write failed; nothing was lost silently: {describe_failure(private_failure)}",
                 report,
+            ) from (private_failure.cause if isinstance(private_failure, TierWriteFailed) else private_failure)
+        return report
+
+    async def write_many(self, entries: Sequence[MemoryEntry]) -> BatchWriteReport:
+        """Write a batch the way :meth:`write` writes one entry, one backend call per tier.
+
+        Entries are grouped by the tiers they route to (promotion, pools),
+        each tier gets its copies in one ``write_many``. Raises
+        :class:`FederatedWriteError` when the private leg fails (its report
+        is the batch's first entry's); other tiers' failures are reported and
+        emitted as degraded events, as for a single write.
+        """
+        report = BatchWriteReport()
+        groups: dict[tuple[int, ...], list[MemoryEntry]] = {}
+        tiers: dict[int, ResilientTier] = {}
+        for entry in entries:
+            targets = self.router.route_write(entry)
+            for tier in targets:
+                tiers[id(tier)] = tier
+                if tier.read_only and tier.name not in report.refused:
+                    report.refused.append(tier.name)
+            groups.setdefault(tuple(id(t) for t in targets if not t.read_only), []).append(entry)
+        per_tier: dict[int, list[MemoryEntry]] = {}
+        for key, members in groups.items():
+            for tier_id in key:
+                per_tier.setdefault(tier_id, []).extend(self._copy_for(tiers[tier_id], e) for e in members)
+        order = list(per_tier)
+        outcomes = await asyncio.gather(
+            *(tiers[t].write_many(per_tier[t]) for t in order), return_exceptions=True
+        )
+        events = []
+        private_failure: BaseException | None = None
+        for tier_id, outcome in zip(order, outcomes, strict=True):
+            tier = tiers[tier_id]
+            if isinstance(outcome, BaseException) and not isinstance(outcome, Exception):
+                raise outcome
+            if not isinstance(outcome, Exception):
+                report.accepted[tier.name] = len(per_tier[tier_id])
+                for entry, op in zip(per_tier[tier_id], outcome or (), strict=False):
+                    report.changed[entry.id] = report.changed.get(entry.id, False) or op != "noop"
+                continue
+            report.failed[tier.name] = f"{failure_reason(outcome)}: {describe_failure(outcome)}"
+            if tier.scope is MemoryScope.PRIVATE:
+                private_failure = outcome
+            else:
+                events.append(
+                    MemoryDegradedEvent(
+                        tier=tier.name, scope=tier.scope.value, op="write", reason=failure_reason(outcome),
+                        detail=f"{len(per_tier[tier_id])} memories: {describe_failure(outcome)}",
+                    )
+                )
+        self._emit(events)
+        if private_failure is not None:
+            single = WriteReport(entries[0].id if entries else "", list(report.accepted), report.refused, report.failed)
+            raise FederatedWriteError(
+                f"private memory write failed; nothing was lost silently: {describe_failure(private_failure)}", single
             ) from (private_failure.cause if isinstance(private_failure, TierWriteFailed) else private_failure)
         return report
 

@@ -16,7 +16,7 @@ import json
 import time
 from collections.abc import Iterable, Sequence
 
-from memory.sqlite import context
+from memory.sqlite import chunks, context
 from memory.sqlite.rows import COLUMNS, SELECT_COLUMNS, entry_values, row_image
 from memory.types import MemoryEntry, Visibility
 
@@ -135,7 +135,7 @@ def update(raw, ids: Sequence[str], op: str, actor: str, assignments: str, param
 
 
 def delete(raw, ids: Sequence[str], op: str, actor: str) -> int:
-    """Hard-delete ``ids`` (and their vectors), one ledger row each. ``op`` is 'delete' or 'purge'."""
+    """Hard-delete ``ids`` (and their vectors and chunk vectors), one ledger row each. ``op`` is 'delete' or 'purge'."""
     now = time.time()
     before = _images(raw, ids)
     if not before:
@@ -153,6 +153,7 @@ def delete(raw, ids: Sequence[str], op: str, actor: str) -> int:
         seqs = [r[0] for r in raw.execute(f"SELECT seq FROM memories WHERE id IN ({marks})", chunk)]
         for table in vec_tables:
             raw.execute(f"DELETE FROM {table} WHERE rowid IN ({','.join('?' * len(seqs))})", seqs)
+        chunks.forget(raw, seqs)
         raw.execute(f"DELETE FROM memories WHERE id IN ({marks})", chunk)
     _append(raw, [(mid, op, actor, now, _dump(before[mid]), None) for mid in present])
     return len(present)

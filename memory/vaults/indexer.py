@@ -62,6 +62,7 @@ LOCK_WAIT_SECONDS = 300.0
 # embedder's length sort works within a window; 1,024 is its best measured size).
 WINDOW_SHARE, WINDOW_MIN, WINDOW_MAX = 16, 16, 1024
 LINKS_FORMAT = "1"  # bump to force a full link rebuild when per-note tallies change meaning
+CHUNKS_FORMAT = "1"  # bump to re-chunk every note (an index from before chunking has none)
 
 Progress = Callable[[int, int], None]
 
@@ -241,10 +242,13 @@ def embedding_gateway(config: ArcanaConfig, vault: Vault):
 
 
 def vector_store(store: SQLiteAdapter, config: ArcanaConfig, vault: Vault, gateway: Any, notify: Callable[[str], None]):
-    """A VectorAdapter over ``store``; ``gateway`` (from :func:`embedding_gateway`) keeps a loaded model warm."""
+    """A VectorAdapter over ``store``; ``gateway`` (from :func:`embedding_gateway`) keeps a loaded model warm.
+
+    Notes are embedded in chunks too, so a section past the model's window is found.
+    """
     from memory.embedding.factory import vector_adapter
 
-    return vector_adapter(store, config.embedding, vault.home, notify=notify, gateway=gateway)
+    return vector_adapter(store, config.embedding, vault.home, notify=notify, gateway=gateway, chunk_long=True)
 
 
 def commit_windows(count: int) -> list[range]:
@@ -402,7 +406,8 @@ async def index_vault(
                 await store.run(manifest.save, [records[i] for i in picked], [], window_meta, {})
 
             report.embedded, report.embedding, complete = await write_entries(
-                store, entries, embed=embed, backfill=stored.meta.get("vectors") != "complete", config=config,
+                store, entries, embed=embed, config=config,
+                backfill=stored.meta.get("vectors") != "complete" or stored.meta.get("chunks") != CHUNKS_FORMAT,
                 vault=vault, notices=report.notices, on_progress=on_progress, gateway=gateway, on_window=committed,
             )
             report.notices.extend(vault.obsidian_excluded.problems)
@@ -416,6 +421,7 @@ async def index_vault(
                 "root": str(vault.root),
                 "vectors": vectors,
                 "links_format": LINKS_FORMAT,
+                "chunks": CHUNKS_FORMAT if vectors == "complete" else "",
             }
             if plan.structural:
                 meta["structure"] = uuid.uuid4().hex
