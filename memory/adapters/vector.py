@@ -268,6 +268,15 @@ class VectorAdapter:
             self._notice(f"{len(report.skipped)} memories stored without a vector ({entry_id}: {reason})")
         return report
 
+    async def prepare_write(self) -> None:
+        """Load the embedder a write will use, before the tier's write budget starts.
+
+        A cold model load is start-up, not the write: on a busy machine it
+        alone can outlast the budget, and the write would be reported failed
+        (and cut off) for a cost it pays once per process.
+        """
+        await self._write_target(await self.meta())
+
     async def _write_target(self, meta: EmbeddingMeta | None) -> Embedder | str:
         """The embedder new vectors come from (given the pin as last read), or why there is none.
 

@@ -209,11 +209,18 @@ class ResilientTier:
         except Exception as exc:
             return None, self._event("get", exc)
 
+    async def _prepare_write(self) -> None:
+        """What a backend does once before its first write (a model load), outside the write budget."""
+        prepare = getattr(self.backend, "prepare_write", None)
+        if prepare is not None:
+            await prepare()
+
     async def write(self, entry: MemoryEntry) -> None:
         """Write within budget, or raise :class:`TierWriteFailed` (scope + reason)."""
         if self.read_only:
             raise TierWriteFailed(self.scope.value, "read_only", None)
         try:
+            await self._prepare_write()
             await self._guarded(lambda: self.backend.write(entry), self.budget.write_timeout_ms / 1000)
         except Exception as exc:
             raise TierWriteFailed(self.scope.value, failure_reason(exc), exc) from exc
@@ -237,6 +244,7 @@ class ResilientTier:
             return None
 
         try:
+            await self._prepare_write()
             result = await self._guarded(call, timeout)
         except Exception as exc:
             raise TierWriteFailed(self.scope.value, failure_reason(exc), exc) from exc
