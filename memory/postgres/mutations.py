@@ -14,6 +14,7 @@ import json
 import time
 from collections.abc import Sequence
 
+from memory.sqlite.mutations import change_label
 from memory.sqlite.rows import COLUMNS, entry_values
 from memory.types import MemoryEntry, Visibility
 
@@ -56,16 +57,6 @@ async def _append(conn, rows: list[tuple]) -> None:
         await conn.execute(_LEDGER, *(list(column) for column in zip(*rows, strict=True)))
 
 
-def _label(before: dict, after: dict) -> str:
-    changed = {k for k in COLUMNS if before[k] != after[k]} - _SKIP_COMPARE
-    if changed == {"visibility"}:
-        return "visibility"
-    if changed == {"pinned"}:
-        return "pin"
-    if changed == {"archived"}:
-        return "restore" if not after["archived"] else "archive"
-    return "update"
-
 
 async def upsert(conn, entries: Sequence[MemoryEntry], actor: str) -> list[str]:
     """Insert or update ``entries`` by id; the op per entry ('noop' when unchanged).
@@ -99,7 +90,7 @@ async def upsert(conn, entries: Sequence[MemoryEntry], actor: str) -> list[str]:
             continue
         v["updated_at"] = now
         await conn.execute(_UPDATE_ROW, v["id"], *(v[c] for c in _UPDATABLE))
-        op = _label(old, v)
+        op = change_label(old, v)
         ops.append(op)
         ledger.append((v["id"], op, actor, now, _dump(old), _dump(v)))
     await _append(conn, ledger)

@@ -58,7 +58,8 @@ def _dump(image: dict | None) -> str | None:
     return None if image is None else json.dumps(image, ensure_ascii=False, sort_keys=True)
 
 
-def _label(before: dict, after: dict) -> str:
+def change_label(before: dict, after: dict) -> str:
+    """The ledger op an update is recorded as (every engine's ledger names changes alike)."""
     changed = {k for k in COLUMNS if before[k] != after[k]} - _SKIP_COMPARE
     if changed == {"visibility"}:
         return "visibility"
@@ -104,7 +105,7 @@ def upsert(raw, entries: Sequence[MemoryEntry], actor: str, *, op: str | None = 
             continue
         values["updated_at"] = now
         raw.execute(_UPSERT, values | indexed)
-        label = _label(old, values)
+        label = change_label(old, values)
         ops.append(label)
         ledger.append((entry.id, op or label, actor, now, _dump(old), _dump(values)))
     _append(raw, ledger)
