@@ -112,3 +112,14 @@ async def test_a_time_expression_lifts_what_was_written_then(tmp_path, offline_e
             assert [e.id for e in await fed.search(ask("dinner with Sam", mode))][:2] == [june.id, may.id], mode
     finally:
         await fed.aclose()
+
+
+async def test_a_weekday_in_the_query_matches_what_says_it_not_what_was_written_that_day(store):
+    tuesday = datetime(2026, 12, 1, 9, 0, tzinfo=timezone.utc)
+    said = MemoryEntry(agent_id="a1", content="The deploy runs on Tuesdays.", created_at=tuesday, updated_at=tuesday)
+    other = MemoryEntry(agent_id="a1", content="The staging DB is pg-stage-2.", created_at=tuesday, updated_at=tuesday)
+    await store.write_many([said, other])
+    found = await store.search(MemoryQuery(agent_id="a1", text="deploy Tuesdays", retrieval_mode=RetrievalMode.keyword))
+    assert [e.id for e in found] == [said.id]
+    dated = await store.search(MemoryQuery(agent_id="a1", text="December 2026", retrieval_mode=RetrievalMode.keyword))
+    assert {e.id for e in dated} == {said.id, other.id}  # control: the date itself is still indexed

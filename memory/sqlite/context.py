@@ -25,8 +25,12 @@ EMBEDDED_TEXT_SQL = "content || CASE WHEN context = '' THEN '' ELSE char(10) || 
 
 
 def render_date(when: datetime) -> str:
-    """'8 May 2023 (Monday)': the words a question about that day or month uses."""
-    return f"{when.day} {when:%B %Y} ({when:%A})"
+    """'8 May 2023': the words a question about that day or month uses.
+
+    No weekday: "the deploy runs on Tuesdays" would otherwise match every
+    memory written on a Tuesday.
+    """
+    return f"{when.day} {when:%B %Y}"
 
 
 # The turn before row ``c``: the latest admitted memory of the same agent and
