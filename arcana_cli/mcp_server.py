@@ -109,13 +109,21 @@ class MemoryTools:
         from memory.federation.assembly import private_store
         from memory.sqlite.admission import Audience
 
+        from memory.operator_edits import Edit, GlobalCopies, MemoryEditor
+
         store = private_store(self.federation)
         # What the agent may see is all it may touch: a private or hidden id is unknown here.
         entry = await store.get(id, audience=Audience.LISTING, include_archived=True)
         if entry is None:
             raise ToolFailure(f"no memory with id '{id}' among this agent's memories")
-        changed = bool(await store.archive([entry.id]))
-        return self._answer({"id": entry.id, "archived": True, "changed": changed, "restorable": True})
+        # The same edit as `arcana memory forget`: the copy its promotion made is archived too.
+        editor = MemoryEditor(store, copies=GlobalCopies.of_home(self.home, self.config, actor="mcp"))
+        try:
+            report = await editor.apply(entry.id, Edit("archive"), verb="archived")
+        finally:
+            await editor.aclose()
+        copies = [c.as_dict() for c in report.copies]
+        return self._answer({"id": entry.id, "archived": True, "changed": report.changed, "copies": copies, "restorable": True})
 
     async def vault_search(self, vault, query, limit) -> dict:
         from memory.vaults.registry import VaultRegistry

@@ -11,6 +11,7 @@ import json
 import os
 import re
 import shutil
+import subprocess
 import sys
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -107,7 +108,7 @@ async def test_tools_listed_with_schemas_and_each_happy_path(zoo, arcana_home):
         assert block["tokens"] <= 300
 
         error, gone = await call(client, "forget", id=stored["id"])
-        assert not error and gone == {"id": stored["id"], "archived": True, "changed": True, "restorable": True}
+        assert not error and gone == {"id": stored["id"], "archived": True, "changed": True, "copies": [], "restorable": True}
         error, found = await call(client, "recall", query="giraffes")
         assert not error and found["results"] == []
     # archived, not deleted: the operator can still see and restore it
@@ -325,3 +326,23 @@ def test_http_refuses_a_non_loopback_address(arcana_home):
                           capture_output=True, text=True, timeout=60, env=dict(os.environ))
     assert done.returncode == 2 and "loopback only" in done.stderr
     assert not (arcana_home.root / "mcp" / "token").exists()
+
+
+def arcana(*args: str) -> str:
+    done = subprocess.run([sys.executable, "-m", "arcana_cli.main", *args], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+async def test_forget_also_archives_the_promoted_copy(arcana_home):
+    """An MCP forget is the operator's forget: another agent stops recalling the global copy."""
+    for name in ("ada", "bob"):
+        arcana("agent", "create", name)
+    made = json.loads(arcana("remember", "fact GLOBALHERON nests by the lake", "--agent", "ada", "--importance", "0.95", "--json"))
+    arcana("remember", "fact GLOBALHERON control stays shared", "--agent", "ada", "--importance", "0.95")
+    seen = lambda: {r["content"] for r in json.loads(arcana("recall", "GLOBALHERON", "--agent", "bob", "--json"))["results"]}
+    assert "fact GLOBALHERON nests by the lake" in seen()
+    async with session("--agent", "ada") as client:
+        failed, answer = await call(client, "forget", id=made["id"])
+    assert not failed and [c["op"] for c in answer["copies"]] == ["archive"]
+    assert seen() == {"fact GLOBALHERON control stays shared"}  # the control still answers
