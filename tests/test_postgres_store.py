@@ -22,6 +22,7 @@ from memory.audit import AuditLog
 from memory.embedding.gateway import EmbeddingGateway
 from memory.embedding.ollama import OllamaEmbedder
 from memory.errors import SchemaTooNewError
+from memory.postgres import bulk
 from memory.sqlite.admission import Audience
 from memory.sqlite.rows import COLUMNS
 from memory.types import MemoryEntry, MemoryQuery, MemoryScope, MemoryType, RetrievalMode, Visibility
@@ -166,6 +167,54 @@ async def test_one_id_twice_in_a_batch_is_an_insert_then_an_update(store):
     first = entry("twice in one batch")
     assert await store.write_many([first, first.model_copy(update={"content": "changed"})]) == ["insert", "update"]
     assert [r.op for r in await store.history(first.id)] == ["insert", "update"]
+
+
+async def test_a_bulk_batch_is_ledgered_and_compared_like_single_writes(store, monkeypatch):
+    """A batch big enough for PostgreSQL's COPY path (and its index rebuild) keeps every promise of a small one."""
+    monkeypatch.setattr(bulk, "REBUILD_MIN", 300)  # the rebuild branch without a 20,000-row test
+    single = entry("kettle written alone", importance=0.3, tags=["kitchen"])
+    await store.write(single)
+    rows = [entry(f"kettle number {i} in the bulk load", importance=0.3, tags=["kitchen"]) for i in range(400)]
+    changed = single.model_copy(update={"importance": 0.7})
+    assert await store.write_many([*rows, changed]) == ["insert"] * 400 + ["update"]
+    [alone] = [r.after for r in await store.history(single.id) if r.op == "insert"]
+    [loaded] = [r.after for r in await store.history(rows[7].id)]
+    differ = {"id", "content", "created_at", "updated_at"}
+    assert set(loaded) == set(COLUMNS)
+    assert {k: v for k, v in loaded.items() if k not in differ} == {k: v for k, v in alone.items() if k not in differ}
+    assert loaded["content"] == rows[7].content and loaded["id"] == rows[7].id
+    assert (await store.get(single.id)).importance == 0.7
+    found = await store.search(MemoryQuery(text="number 7 bulk", limit=3))
+    assert found and found[0].id == rows[7].id  # the rebuilt keyword index answers
+    assert await store.write_many(rows) == ["noop"] * 400  # a re-run changes nothing
+    assert len(await store.history(rows[7].id)) == 1
+
+
+async def test_a_large_load_rebuilds_the_indexes_it_dropped(pg_url, monkeypatch):
+    """Built afresh (new index oids, same definitions) for a load larger than the table, untouched otherwise."""
+    store = PostgresAdapter(pg_url, actor="test")
+    sql = ("SELECT c.relname, c.oid, pg_get_indexdef(c.oid) FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid "
+           "WHERE i.indrelid IN ('memories'::regclass, 'memory_ledger'::regclass) ORDER BY 1")
+    indexes = lambda: store._call(lambda c: c.fetch(sql))  # noqa: E731
+    try:
+        await store.connect()
+        before = await indexes()
+        await store.write_many([entry(f"small row {i}") for i in range(400)])  # under REBUILD_MIN: maintained
+        assert await indexes() == before
+        monkeypatch.setattr(bulk, "REBUILD_MIN", 300)
+        await store.write_many([entry(f"load row {i}") for i in range(500)])  # 500 > 400 rows there
+        after = await indexes()
+        assert [(r[0], r[2]) for r in after] == [(r[0], r[2]) for r in before] and len(before) == 7
+        rebuilt = {r[0] for r in after} - {r[0] for r in after if r in before}
+        assert rebuilt == {"memories_tsv", "memories_order", "memories_agent", "memory_ledger_memory"}
+        await store.write_many([entry(f"late row {i}") for i in range(400)])  # 400 < 900 rows there: maintained
+        assert await indexes() == after
+        plan = "\n".join(r[0] for r in await store._call(lambda c: c.fetch(
+            "EXPLAIN SELECT id FROM memories WHERE tsv @@ websearch_to_tsquery('english', 'load')")))
+        assert "memories_tsv" in plan
+        assert len(await store.search(MemoryQuery(text="load", limit=1000))) == 500
+    finally:
+        await store.aclose()
 
 
 async def test_postgres_ledger_rejects_update_and_delete(pg_url):

@@ -26,7 +26,7 @@ from memory import audit as audit_mod
 from memory.embedding.base import Embedder, EmbeddingMeta, l2_normalize, length_order
 from memory.embedding.fusion import DEFAULT_KEYWORD_WEIGHT, DEFAULT_VECTOR_WEIGHT, Weights, fuse
 from memory.errors import MemoryStorageError, NotFoundError, SchemaTooNewError
-from memory.postgres import mutations
+from memory.postgres import bulk, mutations
 from memory.postgres.admission import where
 from memory.postgres.connection import (
     CONNECT_TIMEOUT_S,
@@ -54,6 +54,7 @@ from memory.types import (
 )
 
 WRITE_BATCH = 500
+BULK_BATCH = 50_000  # rows per transaction of a large load (memory stays bounded)
 EF_SEARCH = 200  # HNSW candidate list: recall over speed (see README, server pools)
 VEC_TABLE = "memory_vectors"
 _PIN_LOCK = 0x41524350  # 'ARCP': serialises the first pin of a pool across machines
@@ -205,18 +206,36 @@ class PostgresAdapter:
         await self.write_many([entry])
 
     async def write_many(
-        self, entries: Sequence[MemoryEntry], *, on_progress: Callable[[int, int], None] | None = None
+        self,
+        entries: Sequence[MemoryEntry],
+        *,
+        on_progress: Callable[[int, int], None] | None = None,
+        op: str | None = None,
     ) -> list[str]:
-        """Upsert in bounded transactions; then embed what changed (when semantic)."""
+        """Upsert in bounded transactions; then embed what changed (when semantic).
+
+        A large load goes in :data:`BULK_BATCH` rows per transaction through the
+        COPY path with its indexes built after (memory/postgres/bulk.py); each
+        statement's timeout grows with the batch, as the tier's write budget
+        does. ``op`` names the ledger rows (``import``).
+        """
+        size = BULK_BATCH if len(entries) >= bulk.REBUILD_MIN else WRITE_BATCH
         ops: list[str] = []
-        for start in range(0, len(entries), WRITE_BATCH):
-            batch = entries[start : start + WRITE_BATCH]
-            ops += await self._call(mutations.upsert, batch, self.actor, transaction=True)
+        for start in range(0, len(entries), size):
+            batch = entries[start : start + size]
+            ops += await self._call(self._upsert, batch, op, transaction=True)
             if self.gateway is not None:
                 await self._embed_ids([e.id for e in batch])
             if on_progress:
                 on_progress(len(ops), len(entries))
         return ops
+
+    async def _upsert(self, conn, batch: Sequence[MemoryEntry], op: str | None) -> list[str]:
+        if len(batch) > WRITE_BATCH:
+            timeout = self.statement_timeout_ms * -(-len(batch) // WRITE_BATCH)
+            await conn.execute(f"SET LOCAL statement_timeout = {int(timeout)}")
+        async with bulk.deferred_indexes(conn, len(batch)):
+            return await mutations.upsert(conn, batch, self.actor, op=op)
 
     async def update(self, entry_id: str, **changes: Any) -> MemoryEntry:
         current = await self.get(entry_id, audience=Audience.OPERATOR, include_archived=True)

@@ -57,12 +57,17 @@ async def _append(conn, rows: list[tuple]) -> None:
         await conn.execute(_LEDGER, *(list(column) for column in zip(*rows, strict=True)))
 
 
-
-async def upsert(conn, entries: Sequence[MemoryEntry], actor: str) -> list[str]:
+async def upsert(conn, entries: Sequence[MemoryEntry], actor: str, *, op: str | None = None) -> list[str]:
     """Insert or update ``entries`` by id; the op per entry ('noop' when unchanged).
 
-    A None visibility keeps the stored value (``visible`` for a new row), as on SQLite.
+    ``op`` names every ledger row this call writes (``import``), as on SQLite.
+    A None visibility keeps the stored value (``visible`` for a new row). New
+    rows go in with one statement (a COPY through a staging table for a big
+    batch, memory/postgres/bulk.py); the rows that were there already are read
+    once, compared, and only the changed ones are updated.
     """
+    from memory.postgres import bulk
+
     now = time.time()
     values = [entry_values(e) for e in entries]
     keep = [v["visibility"] is None for v in values]
@@ -73,15 +78,23 @@ async def upsert(conn, entries: Sequence[MemoryEntry], actor: str) -> list[str]:
     for index, v in enumerate(values):
         firsts.setdefault(v["id"], index)
     fresh = [values[i] for i in firsts.values()]
-    inserted = {r["id"] for r in await conn.fetch(_INSERT_NEW, *([v[c] for v in fresh] for c in COLUMNS))}
+    logged = len(fresh) >= bulk.COPY_MIN  # the bulk path writes the inserts' ledger rows itself
+    if logged:
+        inserted = await bulk.insert_new(conn, fresh, op=op or "insert", actor=actor, at=now)
+    else:
+        inserted = {r["id"] for r in await conn.fetch(_INSERT_NEW, *([v[c] for v in fresh] for c in COLUMNS))}
+    current = await _images(conn, [i for i in firsts if i not in inserted])
     ops: list[str] = []
     ledger: list[tuple] = []
+    changed: list[dict] = []
     for index, v in enumerate(values):
         if v["id"] in inserted and firsts[v["id"]] == index:
             ops.append("insert")
-            ledger.append((v["id"], "insert", actor, now, None, _dump(v)))
+            if not logged:
+                ledger.append((v["id"], op or "insert", actor, now, None, _dump(v)))
+            current[v["id"]] = dict(v)
             continue
-        old = (await _images(conn, [v["id"]]))[v["id"]]
+        old = current[v["id"]]
         if keep[index]:
             v["visibility"] = old["visibility"]
         v["access_count"], v["last_accessed_at"] = old["access_count"], old["last_accessed_at"]
@@ -89,11 +102,17 @@ async def upsert(conn, entries: Sequence[MemoryEntry], actor: str) -> list[str]:
             ops.append("noop")
             continue
         v["updated_at"] = now
-        await conn.execute(_UPDATE_ROW, v["id"], *(v[c] for c in _UPDATABLE))
-        op = change_label(old, v)
-        ops.append(op)
-        ledger.append((v["id"], op, actor, now, _dump(old), _dump(v)))
-    await _append(conn, ledger)
+        changed.append(v)
+        label = change_label(old, v)
+        ops.append(label)
+        ledger.append((v["id"], op or label, actor, now, _dump(old), _dump(v)))
+        current[v["id"]] = dict(v)
+    if changed:
+        await conn.executemany(_UPDATE_ROW, [(v["id"], *(v[c] for c in _UPDATABLE)) for v in changed])
+    if len(ledger) >= bulk.COPY_MIN:
+        await bulk.append_ledger(conn, ledger)
+    else:
+        await _append(conn, ledger)
     return ops
 
 

@@ -1,0 +1,93 @@
+"""Bulk loading into a PostgreSQL store: COPY in, and build indexes after a large load.
+
+memory/postgres/mutations.py stays the one way in for writes; it calls here
+for a big batch. New rows are COPYed into a temporary staging table (no
+indexes, no WAL) and moved into ``memories`` with one ``INSERT ... SELECT ...
+ON CONFLICT DO NOTHING``, so a row another machine inserted meanwhile becomes
+an update as on the small path; ledger rows go in with them, their after
+images made on the server. A load that is large against the table (:func:`deferred_indexes`)
+drops the secondary indexes first and builds them once at the end, in the
+same transaction: a crash leaves the table and its indexes as they were.
+Measured (tests/bench/bench_postgres.py): see the README, server pools.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+
+from memory.sqlite.rows import COLUMNS
+
+COPY_MIN = 200  # rows from which COPY beats one unnest INSERT (below it, the round trips are equal)
+REBUILD_MIN = 20_000  # rows from which a load that also outnumbers the table builds indexes afresh
+BUILD_MEMORY = "512MB"  # maintenance_work_mem for those builds (SET LOCAL: this transaction only)
+_STAGE = "arcana_stage"
+_LEDGER_COLUMNS = ["memory_id", "op", "actor", "at", "before", "after"]
+
+
+async def insert_new(conn, fresh: Sequence[dict], *, op: str, actor: str, at: float) -> set[str]:
+    """Insert the rows of ``fresh`` whose id is new, each with its ledger row; return those ids.
+
+    The ledger's after image is made on the server from the row just
+    inserted (``row_to_json``: the same keys and values as the small path's
+    image), one statement for both tables.
+    """
+    cols = ", ".join(COLUMNS)
+    await conn.execute(
+        f"CREATE TEMP TABLE IF NOT EXISTS {_STAGE} ON COMMIT DELETE ROWS AS SELECT {cols} FROM memories WITH NO DATA"
+    )
+    await conn.copy_records_to_table(_STAGE, records=[tuple(v[c] for c in COLUMNS) for v in fresh], columns=list(COLUMNS))
+    rows = await conn.fetch(
+        f"WITH ins AS (INSERT INTO memories ({cols}) SELECT {cols} FROM {_STAGE} "
+        f"ON CONFLICT (id) DO NOTHING RETURNING {cols}) "
+        "INSERT INTO memory_ledger (memory_id, op, actor, at, before, after) "
+        "SELECT ins.id, $1, $2, $3, NULL, row_to_json(ins)::text FROM ins RETURNING memory_id",
+        op, actor, at,
+    )
+    await conn.execute(f"TRUNCATE {_STAGE}")  # a second batch in this transaction starts empty
+    return {r["memory_id"] for r in rows}
+
+
+async def append_ledger(conn, rows: Sequence[tuple]) -> None:
+    """Ledger rows ``(memory_id, op, actor, at, before, after)`` by COPY."""
+    await conn.copy_records_to_table("memory_ledger", records=list(rows), columns=_LEDGER_COLUMNS)
+
+
+async def _secondary_indexes(conn, tables: Sequence[str]) -> list[tuple[str, str]]:
+    """(name, CREATE statement) of the indexes on ``tables`` that no constraint needs."""
+    rows = await conn.fetch(
+        "SELECT i.indexrelid::regclass::text AS name, pg_get_indexdef(i.indexrelid) AS ddl FROM pg_index i "
+        "WHERE i.indrelid = ANY($1::regclass[]) AND NOT i.indisunique AND NOT i.indisprimary",
+        list(tables),
+    )
+    return [(r["name"], r["ddl"]) for r in rows]
+
+
+async def _outnumbers(conn, incoming: int, table: str) -> bool:
+    """Whether ``incoming`` rows are more than ``table`` holds: the planner's estimate first (free),
+    an exact count only when the estimate says yes (it is -1 or stale before the first ANALYZE)."""
+    estimate = await conn.fetchval("SELECT reltuples FROM pg_class WHERE oid = $1::regclass", table)
+    if estimate is not None and estimate >= incoming:
+        return False
+    return incoming > await conn.fetchval(f"SELECT count(*) FROM (SELECT 1 FROM {table} LIMIT $1) AS t", incoming)
+
+
+@asynccontextmanager
+async def deferred_indexes(conn, incoming: int, tables: Sequence[str] = ("memories", "memory_ledger")) -> AsyncIterator[bool]:
+    """Inside a transaction: drop the secondary indexes of ``tables`` for a large load, rebuild them after.
+
+    Large means at least :data:`REBUILD_MIN` rows and more than the table
+    holds; building a GIN or B-tree index once over everything is cheaper
+    than maintaining it row by row then. Yields whether it deferred. Readers
+    on other connections wait for the transaction (the drop locks the table).
+    """
+    if incoming < REBUILD_MIN or not await _outnumbers(conn, incoming, tables[0]):
+        yield False
+        return
+    indexes = await _secondary_indexes(conn, tables)
+    for name, _ in indexes:
+        await conn.execute(f"DROP INDEX {name}")
+    yield True
+    await conn.execute(f"SET LOCAL maintenance_work_mem = '{BUILD_MEMORY}'")
+    for _, ddl in indexes:
+        await conn.execute(ddl)
