@@ -1,6 +1,7 @@
 """Index upkeep for one store: rebuild the keyword index, backfill or re-embed vectors.
 
-Run by ``arcana reindex`` (often from cron, under the reindex lock). Rows are
+Run by ``arcana reindex`` (often from cron, under the reindex lock), on
+SQLite stores and on server pools alike. Rows are
 never touched: the keyword index is rebuilt from them and vectors are added
 beside them.
 """
@@ -38,8 +39,20 @@ async def reindex(
     reembed: Embedder | None = None,
     on_progress: Callable[[int, int], None] | None = None,
 ) -> ReindexReport:
-    """Rebuild what ``keyword``/``reembed`` ask for; vectors are always brought up to date."""
+    """Rebuild what ``keyword``/``reembed`` ask for; vectors are always brought up to date.
+
+    ``vectors`` is a :class:`VectorAdapter` over a SQLite store, or a server
+    store (:class:`PostgresAdapter`, semantic itself), whose keyword index is a
+    generated ``tsvector`` that cannot go stale: nothing to rebuild there, its
+    rows are counted.
+    """
     report = ReindexReport()
+    if not isinstance(vectors, VectorAdapter):
+        if keyword:
+            report.keyword_rows = await vectors.count()
+        report.vectors = await (vectors.reembed(reembed, on_progress) if reembed else vectors.backfill(on_progress))
+        report.repinned = reembed is not None
+        return report
     if keyword:
         report.keyword_rows = await vectors.store.run(_rebuild_fts)
     if reembed is not None:

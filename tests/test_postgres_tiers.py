@@ -8,6 +8,7 @@ after the breaker's probe), and two homes writing one pool at once.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import subprocess
@@ -16,6 +17,8 @@ from pathlib import Path
 
 import pytest
 
+from embed_server import hashed_vectors
+from memory.adapters.postgres import PostgresAdapter
 from memory.agents import AgentRegistry
 from memory.audit import AuditLog
 from memory.federation.events import audit_sink
@@ -277,3 +280,46 @@ def test_an_operator_edit_reaches_the_promoted_copy_on_a_server_global_tier(cli,
     edited = cli("memory", "set", secret["id"], "--agent", "ada", "--visibility", "hidden", "--json")
     assert edited.exit_code == 0, edited.output
     assert seen() == {"fact GLOBALHERON control stays shared"}  # the copy is hidden; the control still answers
+
+
+def _server_pin(url: str) -> tuple:
+    async def go():
+        store = PostgresAdapter(url, actor="test")
+        try:
+            meta = await store.meta()
+            vectors = await store.embedded_count()
+            dims = meta and await store._call(
+                lambda c: c.fetchval("SELECT vector_dims(embedding) FROM memory_vectors LIMIT 1"))
+            return (meta and meta.model, meta and meta.dimension, vectors, dims)
+        finally:
+            await store.aclose()
+
+    return asyncio.run(go())
+
+
+def test_reindex_backfills_and_re_embeds_a_server_pool(server_team, pg_url, embed_server):
+    """Written without an embedder, backfilled by `reindex --pool`, re-embedded and re-pinned by `--re-embed`."""
+    for text in ("the team kettle is blue", "standup is at ten"):
+        data(server_team("remember", text, "--agent", "alice", "--pool", "team", "--json"))
+    assert _server_pin(pg_url) == (None, None, 0, None)  # no embedder yet: keyword only
+    refused = server_team("reindex", "--pool", "team")
+    assert refused.exit_code == 5 and "cannot embed: no healthy embedder" in refused.stderr  # named, exit 5
+    assert server_team("config", "set", "embedding.providers", '["fastembed"]').exit_code == 0
+    [tier] = data(server_team("reindex", "--pool", "team", "--json"))["tiers"]
+    assert (tier["tier"], tier["keyword_rows"], tier["vectors"]["total"], tier["vectors"]["embedded"]) == ("pool:team", 2, 2, 2)
+    assert _server_pin(pg_url) == ("sentence-transformers/all-MiniLM-L6-v2", 384, 2, 384)
+    found = data(server_team("recall", "what colour is the kettle", "--agent", "bob", "--mode", "semantic", "--json"))
+    assert found["results"][0]["content"] == "the team kettle is blue"
+    everything = data(server_team("reindex", "--all", "--json"))
+    assert {t["tier"]: t["vectors"]["embedded"] for t in everything["tiers"]}["pool:team"] == 0  # nothing stale
+    assert {a["agent"] for a in everything["agents"]} == {"alice", "bob", "carol"}
+
+    server = embed_server({"fake-embed": hashed_vectors(16)})
+    assert server_team("config", "set", "embedding.ollama_url", server.url).exit_code == 0
+    [tier] = data(server_team("reindex", "--pool", "team", "--re-embed", "--model", "ollama:fake-embed", "--json"))["tiers"]
+    assert tier["repinned"] is True and tier["vectors"]["embedded"] == 2
+    assert _server_pin(pg_url) == ("fake-embed", 16, 2, 16)  # the old 384-dim vectors are gone with their table
+    refused = server_team("reindex", "--pool", "team", "--embeddings")  # config's MiniLM is not the pinned model
+    assert refused.exit_code == 5 and "compatible with the pinned model fake-embed" in refused.stderr
+    found = data(server_team("recall", "kettle", "--agent", "bob", "--json"))["results"]
+    assert [r["content"] for r in found] == ["the team kettle is blue"]  # keyword still answers

@@ -1,7 +1,6 @@
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -35,9 +34,9 @@ def register(app: typer.Typer) -> None:
         quiet: QuietOpt = False,
     ) -> None:
         """Backfill missing vectors (and rebuild the keyword index) of agents, pools, global; safe under cron."""
-        from memory.embedding.factory import build_embedder, build_gateway, vector_adapter
+        from memory.embedding.factory import build_embedder, build_gateway, vector_adapter, vector_options
         from memory.reindex import reindex
-        from memory.stores import open_database
+        from memory.stores import open_tier
 
         cli = ctx_of(ctx)
         out = Out(json_mode=json_, quiet=quiet or cli.quiet)
@@ -53,8 +52,7 @@ def register(app: typer.Typer) -> None:
         target = build_embedder(model, config, cli.home) if model else None
         gateway = build_gateway(config, cli.home)  # one warm model for every store
 
-        async def one(label: str, fields: dict, store) -> dict:
-            vectors = vector_adapter(store, config, cli.home, notify=out.warn, gateway=gateway)
+        async def one(label: str, fields: dict, vectors) -> dict:
             with out.progress(f"{label}: embedding") as bar:
                 try:
                     report = await reindex(vectors, keyword=not embeddings, reembed=target, on_progress=bar.update)
@@ -69,13 +67,15 @@ def register(app: typer.Typer) -> None:
             with exclusive(cli.home.locks_dir / "reindex.lock", "reindex"):
                 for card in cards:
                     async with cli.private_store(card) as store:
-                        results.append(await one(card.name, {"agent": card.name, "agent_id": card.id}, store))
-                for tier, path in shared:
-                    store = open_database(cli.home, path, actor="cli")
+                        vectors = vector_adapter(store, config, cli.home, notify=out.warn, gateway=gateway)
+                        results.append(await one(card.name, {"agent": card.name, "agent_id": card.id}, vectors))
+                for tier, kind, name in shared:  # a pool or the global tier, local or on a server
+                    vectors = open_tier(cli.home, kind, name, config=cli.config, embedding=gateway, actor="cli",
+                                        vector_options={**vector_options(config), "notify": out.warn})
                     try:
-                        results.append(await one(tier, {"tier": tier}, store))
+                        results.append(await one(tier, {"tier": tier}, vectors))
                     finally:
-                        await store.aclose()
+                        await vectors.aclose()
             return results
 
         results = run(go())
@@ -95,28 +95,31 @@ def register(app: typer.Typer) -> None:
             raise typer.Exit(exit_codes.STORAGE)
 
 
-def _shared_stores(cli, pools: list[str], global_: bool, *, every: bool) -> list[tuple[str, Path]]:
-    """(tier label, database) of the pools and global tier named; ``every``: all that exist.
+def _shared_stores(cli, pools: list[str], global_: bool, *, every: bool) -> list[tuple[str, Any, str | None]]:
+    """(tier label, store kind, pool name) of the pools and global tier named; ``every``: all that exist.
 
     An unknown pool is exit 3, and so is ``--global`` before the global tier
-    exists (``--all`` then just has nothing global to do); a pool with no
-    database yet has nothing to index and is left out.
+    exists (``--all`` then just has nothing global to do); a local pool with no
+    database yet has nothing to index and is left out. A tier on a server
+    always exists.
     """
     from memory.federation.pools import PoolRegistry
+    from memory.stores import StoreKind, server_url
 
     registry = PoolRegistry(cli.home)
     names = registry.names() if every else []
     for name in pools:
         registry.show_settings(name)  # NotFoundError (exit 3) for an unknown pool
     found = [
-        (f"pool:{name}", cli.home.pool_db(name))
+        (f"pool:{name}", StoreKind.POOL, name)
         for name in dict.fromkeys([*names, *pools])
-        if cli.home.pool_db(name).exists()  # no memory yet: nothing to index
+        if server_url(cli.config, StoreKind.POOL, name) or cli.home.pool_db(name).exists()
     ]
-    if global_ and not cli.home.global_db.exists():
+    exists = server_url(cli.config, StoreKind.GLOBAL) is not None or cli.home.global_db.exists()
+    if global_ and not exists:
         raise NotFoundError("there is no global tier yet (it appears with the first promoted or global memory)")
-    if (global_ or every) and cli.home.global_db.exists():
-        found.append(("global", cli.home.global_db))
+    if (global_ or every) and exists:
+        found.append(("global", StoreKind.GLOBAL, None))
     return found
 
 

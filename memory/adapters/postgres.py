@@ -25,6 +25,7 @@ from typing import Any
 from memory import audit as audit_mod
 from memory.embedding.base import Embedder, EmbeddingMeta, l2_normalize, length_order
 from memory.embedding.fusion import DEFAULT_KEYWORD_WEIGHT, DEFAULT_VECTOR_WEIGHT, Weights, fuse
+from memory.adapters.vector import FillReport
 from memory.errors import MemoryStorageError, NotFoundError, SchemaTooNewError
 from memory.postgres import bulk, mutations
 from memory.postgres.admission import where
@@ -373,7 +374,7 @@ class PostgresAdapter:
     # -- the pin and vectors -------------------------------------------------
 
     async def meta(self) -> EmbeddingMeta | None:
-        """The pool's pin; once set it never changes (no re-embed on a server yet), so it is read once."""
+        """The pool's pin, read once (again after a write the pin refused: a re-embed happened)."""
         if self._meta is None:
             row = await self._call(
                 lambda conn: conn.fetchrow("SELECT model, family, dimension, vec_table, pinned_at FROM embedding_meta")
@@ -422,17 +423,41 @@ class PostgresAdapter:
             for r, v in zip(rows, vectors, strict=True)
             if len(v) == meta.dimension
         ]
-        await self._call(_put_vectors, good, transaction=True)
-        return len(good)
+        written = await self._call(_put_vectors, good, transaction=True)
+        if written < len(good):
+            self._meta = None  # re-pinned by another machine meanwhile: read the pin again next time
+        return written
 
-    async def backfill(self, on_progress: Callable[[int, int], None] | None = None) -> int:
+    async def backfill(self, on_progress: Callable[[int, int], None] | None = None) -> FillReport:
         """Embed every row without a current vector (``arcana reindex`` on a server pool)."""
-        if self.gateway is None:
-            raise MemoryStorageError(f"{self.path}: cannot embed without an embedder")
+        meta = await self.meta()
+        if self.gateway is None or await self.embedder(meta) is None:
+            pinned = f" compatible with the pinned model {meta.model}" if meta else ""
+            raise MemoryStorageError(f"{self.path}: cannot embed: no healthy embedder{pinned}")
+        total = len(await self._call(_stale_rows, meta is not None, None))
         done = await self._embed_ids(None)
         if on_progress:
-            on_progress(done, done)
-        return done
+            on_progress(done, total)
+        meta = await self.meta()
+        skipped = [] if done == total else [("*", f"{total - done} rows not embedded: {'; '.join(self.notices)}")]
+        return FillReport(vec_table=VEC_TABLE, model=meta and meta.model, total=total, embedded=done, skipped=skipped)
+
+    async def reembed(self, embedder: Embedder, on_progress: Callable[[int, int], None] | None = None) -> FillReport:
+        """Rebuild every vector with ``embedder`` beside the live ones, then re-pin the pool to it.
+
+        memory/postgres/reembed.py: the live index and pin stay as they were
+        until the new table is complete (an interrupted run is resumed by the
+        next one with the same model); the swap is one transaction.
+        """
+        from memory.postgres import reembed
+
+        status = await embedder.health_check()
+        if not status.healthy:
+            raise MemoryStorageError(f"cannot re-embed: {status.message}")
+        report = await reembed.rebuild(self._call, embedder, on_progress)
+        self._meta = None
+        self._resolved.clear()
+        return report
 
     async def embedded_count(self) -> int:
         if await self.meta() is None:
@@ -544,13 +569,14 @@ async def _knn(conn, vector_text: str, clause, limit: int):
 _HASH = "left(encode(sha256(convert_to(m.content, 'UTF8')), 'hex'), 32)"
 
 
-async def _stale_rows(conn, pinned: bool, ids: Sequence[str] | None):
+async def _stale_rows(conn, pinned: bool, ids: Sequence[str] | None, table: str = VEC_TABLE):
+    """Rows (among ``ids``; all when None) that ``table`` holds no current vector for."""
     only = "" if ids is None else " AND m.id = ANY($1::text[])"
     args = () if ids is None else (list(ids),)
     if not pinned:
         return await conn.fetch(f"SELECT m.seq, m.content, {_HASH} AS hash FROM memories m WHERE TRUE{only}", *args)
     return await conn.fetch(
-        f"SELECT m.seq, m.content, {_HASH} AS hash FROM memories m LEFT JOIN {VEC_TABLE} v ON v.seq = m.seq "
+        f"SELECT m.seq, m.content, {_HASH} AS hash FROM memories m LEFT JOIN {table} v ON v.seq = m.seq "
         f"WHERE (v.seq IS NULL OR v.content_hash <> {_HASH}){only}",
         *args,
     )
@@ -575,19 +601,26 @@ async def _pin(conn, embedder: Embedder, dimension: int) -> EmbeddingMeta:
     return meta
 
 
-async def _put_vectors(conn, rows: list[tuple]) -> None:
-    """Upsert vectors for live rows only (a row purged meanwhile gets none: no orphans)."""
+async def _put_vectors(conn, rows: list[tuple], table: str = VEC_TABLE) -> int:
+    """Upsert vectors for live rows only (a row purged meanwhile gets none: no orphans).
+
+    Into the live table only vectors of the pinned model go: a machine that
+    still holds the pin from before a re-embed writes nothing (0 returned)
+    instead of mixing vector spaces.
+    """
     if not rows:
-        return
+        return 0
     seqs, vectors, hashes, models = (list(c) for c in zip(*rows, strict=True))
-    await conn.execute(
-        f"INSERT INTO {VEC_TABLE} (seq, embedding, content_hash, model) "
+    pinned = " AND t.md = (SELECT model FROM embedding_meta)" if table == VEC_TABLE else ""
+    status = await conn.execute(
+        f"INSERT INTO {table} (seq, embedding, content_hash, model) "
         "SELECT s, e::vector, h, md FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[]) AS t(s, e, h, md) "
-        "WHERE EXISTS (SELECT 1 FROM memories WHERE memories.seq = t.s) "
+        f"WHERE EXISTS (SELECT 1 FROM memories WHERE memories.seq = t.s){pinned} "
         "ON CONFLICT (seq) DO UPDATE SET embedding = excluded.embedding, content_hash = excluded.content_hash, "
         "model = excluded.model",
         seqs, vectors, hashes, models,
     )
+    return int(status.split()[-1])
 
 
 async def _prune(conn, policy: PrunePolicy, actor: str) -> PruneReport:
