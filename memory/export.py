@@ -116,9 +116,21 @@ def _vectors(raw, table: str, seqs: Sequence[int]) -> dict[int, list[float]]:
     return found
 
 
+def _server(store) -> Any:
+    """memory/postgres/transfer.py when ``store`` is on a server, else None (this module's SQLite side)."""
+    from memory.stores import on_server
+
+    if not on_server(store):
+        return None
+    from memory.postgres import transfer
+
+    return transfer
+
+
 async def vector_pin(store) -> dict | None:
     """The store's embedding pin (model, family, dimension) or None when nothing is embedded."""
-    return await store.run(_pin)
+    server = _server(store)
+    return await (server.pin(store) if server else store.run(_pin))
 
 
 async def iter_records(
@@ -129,6 +141,11 @@ async def iter_records(
     Keyset pages by ``seq``, so a concurrent writer never makes a row appear
     twice and memory stays bounded by ``page``.
     """
+    server = _server(store)
+    if server:
+        async for record in server.records(store, with_history=with_history, with_vectors=with_vectors, page=page):
+            yield record
+        return
     clause = where(MemoryQuery(), audience=Audience.OPERATOR, include_archived=True)
     pin = await store.run(_pin) if with_vectors else None
     if pin is not None and not await store.ensure_vec():
@@ -288,12 +305,15 @@ async def import_records(
             report.strict_refused = True
             return report
         records = reopen() if reopen is not None else ()
-    vectors = await _vector_sink(store, model)
+    server = _server(store)
+    vectors = await (server.vector_sink(store, model) if server else _vector_sink(store, model))
     batch: list[tuple[MemoryEntry, list[float] | None]] = []
+    page = server.PAGE if server else PAGE
 
     async def flush() -> None:
         entries = [entry for entry, _ in batch]
-        for op in await store.run(_import_txn, entries, store.actor):
+        ops = await (server.write(store, entries) if server else store.run(_import_txn, entries, store.actor))
+        for op in ops:
             report.ops[op] = report.ops.get(op, 0) + 1
         if vectors is not None:
             report.vectors_kept += await vectors([(e, v) for e, v in batch if v is not None])
@@ -313,7 +333,7 @@ async def import_records(
         report.history_rows_skipped += len(record.get("history") or ())
         width = model["dimension"] if model else None
         batch.append((target.adopt(entry), _vector_of(record, width) if vectors is not None else None))
-        if len(batch) >= PAGE:
+        if len(batch) >= page:
             await flush()
     if batch:
         await flush()
@@ -321,7 +341,8 @@ async def import_records(
         from memory.stores import with_vectors
 
         try:
-            report.embedded = (await with_vectors(store, gateway).backfill()).embedded
+            filler = store.backfill(gateway=gateway) if server else with_vectors(store, gateway).backfill()
+            report.embedded = (await filler).embedded
         except MemoryStorageError as exc:  # rows are in and keyword-searchable; `arcana reindex` embeds later
             report.embed_notice = str(exc)
     return report

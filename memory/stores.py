@@ -152,6 +152,13 @@ def open_tier(
     )
 
 
+def on_server(store: Any) -> bool:
+    """Whether ``store`` lives on a server (semantic itself: no SQLite file, no vector layer)."""
+    from memory.adapters.postgres import PostgresAdapter
+
+    return isinstance(store, PostgresAdapter)
+
+
 def options_for_server(vector_options: Mapping[str, Any] | None) -> dict:
     """The vector-layer options a server store shares (fusion weights, floor, notices)."""
     keep = ("vector_weight", "bm25_weight", "min_similarity", "notify")

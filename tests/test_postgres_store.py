@@ -343,7 +343,7 @@ async def test_a_pool_pinned_to_one_model_refuses_another(semantic_pg, pg_url, e
         assert (await other.meta()).model == "sentence-transformers/all-MiniLM-L6-v2"
     finally:
         await other.aclose()
-    assert await semantic_pg.backfill() == 1  # the pinned model's machine catches up
+    assert (await semantic_pg.backfill()).embedded == 1  # the pinned model's machine catches up
     assert await semantic_pg.embedded_count() == 2
 
 

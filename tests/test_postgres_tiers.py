@@ -19,6 +19,8 @@ import pytest
 
 from embed_server import hashed_vectors
 from memory.adapters.postgres import PostgresAdapter
+from memory.embedding.base import EmbeddingMeta
+from memory.embedding.gateway import EmbeddingGateway
 from memory.agents import AgentRegistry
 from memory.audit import AuditLog
 from memory.federation.events import audit_sink
@@ -288,8 +290,8 @@ def _server_pin(url: str) -> tuple:
         try:
             meta = await store.meta()
             vectors = await store.embedded_count()
-            dims = meta and await store._call(
-                lambda c: c.fetchval("SELECT vector_dims(embedding) FROM memory_vectors LIMIT 1"))
+            sql = "SELECT vector_dims(embedding) FROM memory_vectors LIMIT 1"
+            dims = await store._call(lambda c: c.fetchval(sql)) if vectors else None
             return (meta and meta.model, meta and meta.dimension, vectors, dims)
         finally:
             await store.aclose()
@@ -323,3 +325,62 @@ def test_reindex_backfills_and_re_embeds_a_server_pool(server_team, pg_url, embe
     assert refused.exit_code == 5 and "compatible with the pinned model fake-embed" in refused.stderr
     found = data(server_team("recall", "kettle", "--agent", "bob", "--json"))["results"]
     assert [r["content"] for r in found] == ["the team kettle is blue"]  # keyword still answers
+
+
+def test_export_and_import_round_trip_through_server_pools(server_team, pg_url, pg_server, offline_embedder, tmp_path):
+    """A server pool exported (history, vectors) and imported into a local pool and into other server pools:
+    every field, visibility and vector kept; a pool pinned to another model keeps its pin and takes no vector."""
+    from test_export_import import varied
+
+    async def seed():
+        store = PostgresAdapter(pg_url, actor="test", gateway=EmbeddingGateway([offline_embedder]))
+        try:
+            team = [e.model_copy(update={"scope": MemoryScope.SHARED, "pool_name": "team"}) for e in varied("ada")]
+            await store.write_many(team)
+            return team
+        finally:
+            await store.aclose()
+
+    team = asyncio.run(seed())
+    dump = tmp_path / "team.jsonl"
+    summary = data(server_team("export", "--pool", "team", "-o", str(dump), "--with-vectors", "--with-history", "--json"))
+    assert (summary["memories"], summary["vectors"]) == (len(team), len(team))
+    source = [json.loads(line) for line in dump.read_text(encoding="utf-8").splitlines()[1:]]
+    assert {r["memory"]["id"] for r in source} == {e.id for e in team}
+    assert all(r["history"][0]["op"] == "insert" for r in source)
+    assert json.loads(dump.read_text(encoding="utf-8").splitlines()[0])["model"]["dimension"] == 384
+
+    other = pg_server.fresh_database("arcana_other")
+    assert server_team("pool", "create", "local").exit_code == 0
+    assert server_team("pool", "create", "other", "--url", other).exit_code == 0
+    for pool in ("local", "other"):
+        first = data(server_team("import", str(dump), "--pool", pool, "--no-embed", "--json"))
+        assert (first["ops"], first["vectors_kept"], first["bad"]) == ({"insert": len(team)}, len(team), [])
+        again = data(server_team("import", str(dump), "--pool", pool, "--no-embed", "--json"))
+        assert again["ops"] == {"noop": len(team)}
+        copy = tmp_path / f"{pool}.jsonl"
+        data(server_team("export", "--pool", pool, "-o", str(copy), "--with-vectors", "--with-history", "--json"))
+        copied = {r["memory"]["id"]: r for r in (json.loads(x) for x in copy.read_text(encoding="utf-8").splitlines()[1:])}
+        for record in source:
+            got = copied[record["memory"]["id"]]
+            assert got["memory"] == {**record["memory"], "pool_name": pool}, pool
+            assert max(abs(a - b) for a, b in zip(got["vector"], record["vector"], strict=True)) < 1e-6
+            assert [h["op"] for h in got["history"]] == ["import"]  # the ledger records the import itself
+    hidden = [r["memory"]["content"] for r in source if r["memory"]["visibility"] == "hidden"]
+    recalled = data(server_team("recall", "hidden launch code", "--agent", "alice", "--json"))["results"]
+    assert hidden and all(r["content"] not in hidden for r in recalled)
+
+    pinned = pg_server.fresh_database("arcana_pinned")
+
+    async def pin_elsewhere():
+        store = PostgresAdapter(pinned, actor="test")
+        try:
+            await store.ensure_pin(EmbeddingMeta("fake-embed", "fake", 16, "memory_vectors", 0))
+        finally:
+            await store.aclose()
+
+    asyncio.run(pin_elsewhere())
+    assert server_team("pool", "create", "pinned", "--url", pinned).exit_code == 0
+    into = data(server_team("import", str(dump), "--pool", "pinned", "--no-embed", "--json"))
+    assert (into["ops"], into["vectors_kept"]) == ({"insert": len(team)}, 0)
+    assert _server_pin(pinned) == ("fake-embed", 16, 0, None)

@@ -35,11 +35,17 @@ def _one_target(agent: str | None, pool: str | None, global_: bool, all_: bool |
         raise typer.BadParameter(f"give exactly one of {choices} (got {', '.join(given) or 'none'})")
 
 
-async def _open_shared(cli, stack: AsyncExitStack, path: Path):
-    """A pool's or the global tier's store, opened now and closed with ``stack``."""
-    from memory.stores import open_database
+async def _open_shared(cli, stack: AsyncExitStack, kind, name: str | None = None, *, must_exist: bool = False):
+    """A pool's or the global tier's store (a local file or a server), opened now and closed with ``stack``.
 
-    store = open_database(cli.home, path, actor="cli")
+    ``must_exist``: a local tier with no database yet is NotFoundError (nothing to export).
+    """
+    from memory.stores import StoreKind, open_tier, server_url, store_path
+
+    if must_exist and server_url(cli.config, kind, name) is None and not store_path(cli.home, kind, name).exists():
+        label = f"pool:{name}" if kind is StoreKind.POOL else "global"
+        raise NotFoundError(f"{label} has no memories yet ({store_path(cli.home, kind, name)})")
+    store = open_tier(cli.home, kind, name, config=cli.config, actor="cli")
     stack.push_async_callback(store.aclose)
     await store.connect()
     return store
@@ -47,6 +53,8 @@ async def _open_shared(cli, stack: AsyncExitStack, path: Path):
 
 async def _sources(cli, stack: AsyncExitStack, agent, pool, global_, all_) -> tuple[list, dict]:
     """The (label, open store) pairs an export reads, and the header's description of them."""
+    from memory.stores import StoreKind, server_url
+
     sources = []
     if agent or all_:
         cards = cli.agents.list() if all_ else [cli.agent(agent)]
@@ -56,17 +64,18 @@ async def _sources(cli, stack: AsyncExitStack, agent, pool, global_, all_) -> tu
             return sources, {"agent": cards[0].name, "agent_id": cards[0].id}
     from memory.federation.pools import PoolRegistry
 
+    registry = PoolRegistry(cli.home)
     if pool:
-        PoolRegistry(cli.home).show_settings(pool)  # NotFoundError for an unknown pool
-    paths = [(f"pool:{pool}", cli.home.pool_db(pool))] if pool else []
+        registry.show_settings(pool)  # NotFoundError for an unknown pool
+    tiers = [(f"pool:{pool}", StoreKind.POOL, pool)] if pool else []
     if all_:
-        paths += [(f"pool:{p.stem}", p) for p in sorted(cli.home.pools_dir.glob("*.db"))]
-    if global_ or (all_ and cli.home.global_db.exists()):
-        paths.append(("global", cli.home.global_db))
-    for label, path in paths:
-        if not path.exists():
-            raise NotFoundError(f"{label} has no memories yet ({path})")
-        sources.append((label, await _open_shared(cli, stack, path)))
+        local = {p.stem for p in cli.home.pools_dir.glob("*.db")}
+        served = {n for n in registry.names() if server_url(cli.config, StoreKind.POOL, n)}
+        tiers += [(f"pool:{name}", StoreKind.POOL, name) for name in sorted(local | served)]
+    if global_ or (all_ and (server_url(cli.config, StoreKind.GLOBAL) or cli.home.global_db.exists())):
+        tiers.append(("global", StoreKind.GLOBAL, None))
+    for label, kind, name in tiers:
+        sources.append((label, await _open_shared(cli, stack, kind, name, must_exist=True)))
     return sources, ({"pool": pool} if pool else {"global": True} if global_ else {"all": [s[0] for s in sources]})
 
 
@@ -183,12 +192,13 @@ def register(app: typer.Typer) -> None:
                     store = await stack.enter_async_context(cli.private_store(card))
                     target = core.Target(MemoryScope.PRIVATE, agent_id=card.id)
                 else:
+                    from memory.stores import StoreKind
+
                     if pool:
                         from memory.federation.pools import PoolRegistry
 
                         PoolRegistry(cli.home).show_settings(pool)
-                    path = cli.home.pool_db(pool) if pool else cli.home.global_db
-                    store = await _open_shared(cli, stack, path)
+                    store = await _open_shared(cli, stack, StoreKind.POOL if pool else StoreKind.GLOBAL, pool)
                     target = core.Target(MemoryScope.SHARED if pool else MemoryScope.GLOBAL, pool_name=pool)
                 gateway = None
                 if embed and cli.config.embedding.providers:

@@ -232,9 +232,7 @@ class PostgresAdapter:
         return ops
 
     async def _upsert(self, conn, batch: Sequence[MemoryEntry], op: str | None) -> list[str]:
-        if len(batch) > WRITE_BATCH:
-            timeout = self.statement_timeout_ms * -(-len(batch) // WRITE_BATCH)
-            await conn.execute(f"SET LOCAL statement_timeout = {int(timeout)}")
+        await bulk.scale_timeout(conn, self.statement_timeout_ms, len(batch), WRITE_BATCH)
         async with bulk.deferred_indexes(conn, len(batch)):
             return await mutations.upsert(conn, batch, self.actor, op=op)
 
@@ -382,6 +380,11 @@ class PostgresAdapter:
             self._meta = EmbeddingMeta(*row) if row else None
         return self._meta
 
+    async def ensure_pin(self, candidate: EmbeddingMeta) -> EmbeddingMeta:
+        """The pool's pin, set to ``candidate``'s model when it has none yet (the first pin wins)."""
+        self._meta = await self._call(_pin, candidate, transaction=True)
+        return self._meta
+
     async def embedder(self, meta: EmbeddingMeta | None) -> Embedder | None:
         if meta not in self._resolved:
             self._resolved[meta] = await self.gateway.resolve(meta)
@@ -415,7 +418,7 @@ class PostgresAdapter:
             self._notice(f"embedding failed ({exc}): memories stored without vectors; run `arcana reindex` later")
             return 0
         if meta is None:
-            meta = self._meta = await self._call(_pin, embedder, len(vectors[0]), transaction=True)
+            meta = await self.ensure_pin(EmbeddingMeta(embedder.model_name, embedder.model_family, len(vectors[0]), VEC_TABLE, 0))
             if (meta.family, meta.dimension) != (embedder.model_family, len(vectors[0])):
                 return 0  # another machine pinned a different model first; reindex catches up
         good = [
@@ -428,8 +431,15 @@ class PostgresAdapter:
             self._meta = None  # re-pinned by another machine meanwhile: read the pin again next time
         return written
 
-    async def backfill(self, on_progress: Callable[[int, int], None] | None = None) -> FillReport:
-        """Embed every row without a current vector (``arcana reindex`` on a server pool)."""
+    async def backfill(
+        self, on_progress: Callable[[int, int], None] | None = None, *, gateway: Any | None = None
+    ) -> FillReport:
+        """Embed every row without a current vector (``arcana reindex`` on a server pool).
+
+        ``gateway``: embed with it from now on (an import that wrote its rows without embedding).
+        """
+        if gateway is not None:
+            self.gateway = gateway
         meta = await self.meta()
         if self.gateway is None or await self.embedder(meta) is None:
             pinned = f" compatible with the pinned model {meta.model}" if meta else ""
@@ -582,18 +592,19 @@ async def _stale_rows(conn, pinned: bool, ids: Sequence[str] | None, table: str 
     )
 
 
-async def _pin(conn, embedder: Embedder, dimension: int) -> EmbeddingMeta:
-    """Pin the pool to ``embedder`` and create its vector table + HNSW index, unless pinned meanwhile."""
+async def _pin(conn, candidate: EmbeddingMeta) -> EmbeddingMeta:
+    """Pin the pool to ``candidate`` and create its vector table + HNSW index, unless pinned meanwhile."""
     await conn.execute("SELECT pg_advisory_xact_lock($1)", _PIN_LOCK)
     row = await conn.fetchrow("SELECT model, family, dimension, vec_table, pinned_at FROM embedding_meta")
     if row is not None:
         return EmbeddingMeta(*row)
+    dimension = candidate.dimension
     await conn.execute(
         f"CREATE TABLE IF NOT EXISTS {VEC_TABLE} (seq bigint PRIMARY KEY REFERENCES memories (seq) ON DELETE CASCADE, "
         f"embedding vector({int(dimension)}) NOT NULL, content_hash text NOT NULL, model text NOT NULL)"
     )
     await conn.execute(f"CREATE INDEX IF NOT EXISTS {VEC_TABLE}_hnsw ON {VEC_TABLE} USING hnsw (embedding vector_cosine_ops)")
-    meta = EmbeddingMeta(embedder.model_name, embedder.model_family, dimension, VEC_TABLE, time.time())
+    meta = EmbeddingMeta(candidate.model, candidate.family, dimension, VEC_TABLE, time.time())
     await conn.execute(
         "INSERT INTO embedding_meta (id, model, family, dimension, vec_table, pinned_at) VALUES (1, $1, $2, $3, $4, $5)",
         meta.model, meta.family, meta.dimension, meta.vec_table, meta.pinned_at,

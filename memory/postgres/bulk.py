@@ -48,6 +48,13 @@ async def insert_new(conn, fresh: Sequence[dict], *, op: str, actor: str, at: fl
     return {r["memory_id"] for r in rows}
 
 
+async def scale_timeout(conn, base_ms: int, rows: int, per: int = 500) -> None:
+    """Inside a transaction: a statement timeout that grows with the load (``base_ms`` per ``per`` rows),
+    as the tier's write budget grows with a batch."""
+    if rows > per:
+        await conn.execute(f"SET LOCAL statement_timeout = {int(base_ms * -(-rows // per))}")
+
+
 async def append_ledger(conn, rows: Sequence[tuple]) -> None:
     """Ledger rows ``(memory_id, op, actor, at, before, after)`` by COPY."""
     await conn.copy_records_to_table("memory_ledger", records=list(rows), columns=_LEDGER_COLUMNS)

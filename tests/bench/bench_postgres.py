@@ -25,9 +25,9 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
 import pg_server  # noqa: E402
-from memory.adapters.postgres import PostgresAdapter, _knn, _pin, _put_vectors, _vector_text  # noqa: E402
+from memory.adapters.postgres import PostgresAdapter, _knn, _put_vectors, _vector_text  # noqa: E402
 from memory.adapters.sqlite import SQLiteAdapter  # noqa: E402
-from memory.embedding.base import l2_normalize  # noqa: E402
+from memory.embedding.base import EmbeddingMeta, l2_normalize  # noqa: E402
 from memory.embedding.fastembed import FastEmbedEmbedder  # noqa: E402
 from memory.federation import MemoryFederation, MemoryRouter  # noqa: E402
 from memory.postgres.admission import where  # noqa: E402
@@ -121,7 +121,7 @@ async def main(memories: int, sample: int, queries: int) -> None:
               f"{copy_s / import_s:.2f}x / {then_s / import_s:.2f}x of COPY (target >= 0.5x)")
 
         # -- vectors: load, then build the HNSW index ------------------------------------------
-        await store._call(_pin, embedder, DIM, transaction=True)
+        await store.ensure_pin(EmbeddingMeta(embedder.model_name, embedder.model_family, DIM, "memory_vectors", 0))
         await store._call(lambda c: c.execute("DROP INDEX memory_vectors_hnsw"))
         rows = await store._call(lambda c: c.fetch("SELECT seq, content FROM memories ORDER BY seq"))
         real = await embedder.embed([r["content"] for r in rows[:sample]])
