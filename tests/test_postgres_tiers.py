@@ -384,3 +384,18 @@ def test_export_and_import_round_trip_through_server_pools(server_team, pg_url, 
     into = data(server_team("import", str(dump), "--pool", "pinned", "--no-embed", "--json"))
     assert (into["ops"], into["vectors_kept"]) == ({"insert": len(team)}, 0)
     assert _server_pin(pinned) == ("fake-embed", 16, 0, None)
+
+
+def test_remember_from_a_file_into_a_server_pool_takes_the_bulk_path(server_team, pg_url, tmp_path):
+    """300 lines (over the COPY threshold) into the server pool: all there, ledgered, a re-run writes nothing."""
+    source = tmp_path / "team.jsonl"
+    lines = [{"content": f"team fact number {i} about the WHARFCRANE", "id": f"fact-{i}"} for i in range(300)]
+    source.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    first = data(server_team("remember", "--from", str(source), "--agent", "alice", "--pool", "team", "--json"))
+    assert (first["written"], first["accepted"]) == (300, {"pool:team": 300})
+    again = data(server_team("remember", "--from", str(source), "--agent", "alice", "--pool", "team", "--json"))
+    assert (again["written"], again["unchanged"]) == (0, 300)
+    assert [h["op"] for h in data(server_team("memory", "history", "fact-7", "--pool", "team", "--json"))] == ["insert"]
+    found = data(server_team("recall", "WHARFCRANE", "--agent", "bob", "--limit", "500", "--json"))["results"]
+    assert len(found) == 300  # bob, a member, sees them all
+    assert data(server_team("recall", "WHARFCRANE", "--agent", "carol", "--json"))["results"] == []  # not a member
