@@ -217,6 +217,24 @@ async def test_a_large_load_rebuilds_the_indexes_it_dropped(pg_url, monkeypatch)
         await store.aclose()
 
 
+async def test_keyword_ranks_a_bounded_candidate_set_after_admission_and_filters(pg_url, monkeypatch):
+    """More matches than the cap: the page still fills, and a filter applies before the cap, not after it."""
+    import memory.adapters.postgres as pg
+
+    monkeypatch.setattr(pg, "KEYWORD_CANDIDATES", 1)  # the cap becomes 50 per wanted row
+    store = PostgresAdapter(pg_url, actor="test")
+    try:
+        crowd = [entry(f"heron sighting {i}", agent_id="crowd") for i in range(150)]
+        hidden = [entry(f"heron secret {i}", agent_id="ada", visibility=Visibility.HIDDEN) for i in range(150)]
+        await store.write_many([*crowd, *hidden, entry("heron by the lake", agent_id="ada")])
+        page = await store.search(MemoryQuery(text="heron", limit=2))
+        assert len(page) == 2 and not any("secret" in e.content for e in page)  # hidden never ranks
+        [only] = await store.search(MemoryQuery(text="heron", agent_id="ada", limit=2))  # behind 300 other matches
+        assert only.content == "heron by the lake"
+    finally:
+        await store.aclose()
+
+
 async def test_postgres_ledger_rejects_update_and_delete(pg_url):
     import asyncpg
 

@@ -38,7 +38,7 @@ async def records(store: PostgresAdapter, *, with_history: bool, with_vectors: b
     vectors = with_vectors and await store.meta() is not None
     n = len(clause.params)
     sql = (
-        f"SELECT {SELECT_COLUMNS}, m.seq, " + (f"v.embedding::text AS vector " if vectors else "NULL AS vector ")
+        f"SELECT {SELECT_COLUMNS}, m.seq, " + ("v.embedding::text AS vector " if vectors else "NULL AS vector ")
         + "FROM memories m " + (f"LEFT JOIN {VEC_TABLE} v ON v.seq = m.seq " if vectors else "")
         + f"WHERE m.seq > $1 AND {clause.sql} ORDER BY m.seq LIMIT ${n + 2}"
     )
