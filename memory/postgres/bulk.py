@@ -1,11 +1,10 @@
 """Bulk loading into a PostgreSQL store: COPY in, and build indexes after a large load.
 
-memory/postgres/mutations.py stays the one way in for writes; it calls here
-for a big batch. New rows are COPYed into a temporary staging table (no
-indexes, no WAL) and moved into ``memories`` with one ``INSERT ... SELECT ...
-ON CONFLICT DO NOTHING``, so a row another machine inserted meanwhile becomes
-an update as on the small path; ledger rows go in with them, their after
-images made on the server. A load that is large against the table (:func:`deferred_indexes`)
+memory/postgres/mutations.py stays the one way in for writes: for a batch of
+:data:`COPY_MIN` new rows or more it COPYs them into a temporary staging
+table (no indexes, no WAL) and moves them into ``memories`` with one
+``INSERT ... SELECT ... ON CONFLICT DO NOTHING`` that writes their ledger rows
+too. This module holds the rest of a bulk load. A load that is large against the table (:func:`deferred_indexes`)
 drops the secondary indexes first and builds them once at the end, in the
 same transaction: a crash leaves the table and its indexes as they were.
 Measured (tests/bench/bench_postgres.py): see the README, server pools.
@@ -16,36 +15,11 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 
-from memory.sqlite.rows import COLUMNS
 
 COPY_MIN = 200  # rows from which COPY beats one unnest INSERT (below it, the round trips are equal)
 REBUILD_MIN = 20_000  # rows from which a load that also outnumbers the table builds indexes afresh
 BUILD_MEMORY = "512MB"  # maintenance_work_mem for those builds (SET LOCAL: this transaction only)
-_STAGE = "arcana_stage"
 _LEDGER_COLUMNS = ["memory_id", "op", "actor", "at", "before", "after"]
-
-
-async def insert_new(conn, fresh: Sequence[dict], *, op: str, actor: str, at: float) -> set[str]:
-    """Insert the rows of ``fresh`` whose id is new, each with its ledger row; return those ids.
-
-    The ledger's after image is made on the server from the row just
-    inserted (``row_to_json``: the same keys and values as the small path's
-    image), one statement for both tables.
-    """
-    cols = ", ".join(COLUMNS)
-    await conn.execute(
-        f"CREATE TEMP TABLE IF NOT EXISTS {_STAGE} ON COMMIT DELETE ROWS AS SELECT {cols} FROM memories WITH NO DATA"
-    )
-    await conn.copy_records_to_table(_STAGE, records=[tuple(v[c] for c in COLUMNS) for v in fresh], columns=list(COLUMNS))
-    rows = await conn.fetch(
-        f"WITH ins AS (INSERT INTO memories ({cols}) SELECT {cols} FROM {_STAGE} "
-        f"ON CONFLICT (id) DO NOTHING RETURNING {cols}) "
-        "INSERT INTO memory_ledger (memory_id, op, actor, at, before, after) "
-        "SELECT ins.id, $1, $2, $3, NULL, row_to_json(ins)::text FROM ins RETURNING memory_id",
-        op, actor, at,
-    )
-    await conn.execute(f"TRUNCATE {_STAGE}")  # a second batch in this transaction starts empty
-    return {r["memory_id"] for r in rows}
 
 
 async def scale_timeout(conn, base_ms: int, rows: int, per: int = 500) -> None:

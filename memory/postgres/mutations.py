@@ -14,6 +14,7 @@ import json
 import time
 from collections.abc import Sequence
 
+from memory.postgres import bulk
 from memory.sqlite.mutations import change_label
 from memory.sqlite.rows import COLUMNS, entry_values
 from memory.types import MemoryEntry, Visibility
@@ -33,6 +34,7 @@ _UPDATABLE = [c for c in COLUMNS if c not in ("id", "access_count", "last_access
 _UPDATE_ROW = (
     f"UPDATE memories SET {', '.join(f'{c} = ${i}' for i, c in enumerate(_UPDATABLE, 2))} WHERE id = $1"
 )
+_STAGE = "arcana_stage"  # a temporary table per connection: a big batch's new rows, COPYed in
 _LEDGER = (
     "INSERT INTO memory_ledger (memory_id, op, actor, at, before, after) "
     "SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::float8[], $5::text[], $6::text[])"
@@ -57,17 +59,38 @@ async def _append(conn, rows: list[tuple]) -> None:
         await conn.execute(_LEDGER, *(list(column) for column in zip(*rows, strict=True)))
 
 
+async def _insert_copied(conn, fresh: Sequence[dict], *, op: str, actor: str, at: float) -> set[str]:
+    """Insert the rows of ``fresh`` whose id is new, each with its ledger row; return those ids.
+
+    The ledger's after image is made on the server from the row just
+    inserted (``row_to_json``: the same keys and values as the small path's
+    image), one statement for both tables.
+    """
+    cols = ", ".join(COLUMNS)
+    await conn.execute(
+        f"CREATE TEMP TABLE IF NOT EXISTS {_STAGE} ON COMMIT DELETE ROWS AS SELECT {cols} FROM memories WITH NO DATA"
+    )
+    await conn.copy_records_to_table(_STAGE, records=[tuple(v[c] for c in COLUMNS) for v in fresh], columns=list(COLUMNS))
+    rows = await conn.fetch(
+        f"WITH ins AS (INSERT INTO memories ({cols}) SELECT {cols} FROM {_STAGE} "
+        f"ON CONFLICT (id) DO NOTHING RETURNING {cols}) "
+        "INSERT INTO memory_ledger (memory_id, op, actor, at, before, after) "
+        "SELECT ins.id, $1, $2, $3, NULL, row_to_json(ins)::text FROM ins RETURNING memory_id",
+        op, actor, at,
+    )
+    await conn.execute(f"TRUNCATE {_STAGE}")  # a second batch in this transaction starts empty
+    return {r["memory_id"] for r in rows}
+
+
 async def upsert(conn, entries: Sequence[MemoryEntry], actor: str, *, op: str | None = None) -> list[str]:
     """Insert or update ``entries`` by id; the op per entry ('noop' when unchanged).
 
     ``op`` names every ledger row this call writes (``import``), as on SQLite.
     A None visibility keeps the stored value (``visible`` for a new row). New
-    rows go in with one statement (a COPY through a staging table for a big
-    batch, memory/postgres/bulk.py); the rows that were there already are read
-    once, compared, and only the changed ones are updated.
+    rows go in with one statement (for a big batch a COPY through a staging
+    table, with their ledger rows: :func:`_insert_copied`); the rows that were
+    there already are read once, compared, and only the changed ones updated.
     """
-    from memory.postgres import bulk
-
     now = time.time()
     values = [entry_values(e) for e in entries]
     keep = [v["visibility"] is None for v in values]
@@ -80,7 +103,7 @@ async def upsert(conn, entries: Sequence[MemoryEntry], actor: str, *, op: str | 
     fresh = [values[i] for i in firsts.values()]
     logged = len(fresh) >= bulk.COPY_MIN  # the bulk path writes the inserts' ledger rows itself
     if logged:
-        inserted = await bulk.insert_new(conn, fresh, op=op or "insert", actor=actor, at=now)
+        inserted = await _insert_copied(conn, fresh, op=op or "insert", actor=actor, at=now)
     else:
         inserted = {r["id"] for r in await conn.fetch(_INSERT_NEW, *([v[c] for v in fresh] for c in COLUMNS))}
     current = await _images(conn, [i for i in firsts if i not in inserted])
