@@ -43,12 +43,6 @@ class CliContext:
     def agent(self, name_or_id: str) -> AgentCard:
         return self.agents.resolve(name_or_id)
 
-    def select_agents(self, agent: str | None, all_: bool) -> list[AgentCard]:
-        """The agents a maintenance command (prune, reindex) works on: --agent A or --all."""
-        if bool(agent) == all_:
-            raise typer.BadParameter("give exactly one of --agent or --all")
-        return self.agents.list() if all_ else [self.agent(agent)]
-
     @asynccontextmanager
     async def private_store(self, card: AgentCard):
         """The agent's private SQLiteAdapter, closed on exit (a corrupt one is quarantined: see below)."""

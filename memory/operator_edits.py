@@ -14,7 +14,7 @@ Every operator mutator goes through :meth:`MemoryEditor.apply`.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,7 +26,7 @@ from memory.home import Home
 from memory.promotion import global_copy, promotable
 from memory.sqlite.admission import Audience
 from memory.stores import StoreKind, open_tier, server_url
-from memory.types import MemoryEntry
+from memory.types import MemoryEntry, MemoryQuery
 
 MUTATORS = ("archive", "restore", "purge", "set_visibility", "set_pinned", "update")
 """Every operator mutation, by the :class:`SQLiteAdapter` method that performs it."""
@@ -62,9 +62,11 @@ class CopyChange:
     tier: str
     op: str
     changed: bool
+    count: int | None = None  # how many copies, for a bulk change (a prune, an agent's removal)
 
     def as_dict(self) -> dict:
-        return {"tier": self.tier, "op": self.op, "changed": self.changed}
+        data = {"tier": self.tier, "op": self.op, "changed": self.changed}
+        return data if self.count is None else {**data, "count": self.count}
 
 
 @dataclass
@@ -142,9 +144,62 @@ class GlobalCopies:
         await self._store.connect()
         return self._store
 
+    @property
+    def may_hold_copies(self) -> bool:
+        """False when there is no global tier at all (no server configured, no ``global.db``)."""
+        return self.on_server or self.path.exists()
+
+    async def follow_many(self, agent_id: str, entry_ids: Sequence[str], op: str, verb: str) -> CopyChange | None:
+        """Archive or purge (``op``) the copies of ``agent_id``'s ``entry_ids``: what a prune did to them.
+
+        One bulk change in the global tier's ledger; None when there is no
+        global tier. A tier that cannot be reached raises :class:`LiveCopyError`.
+        """
+        if op not in ("archive", "purge"):
+            raise ValueError(f"copies follow an archive or a purge, not '{op}'")
+        if not entry_ids or not self.may_hold_copies:
+            return None
+        token = DEADLINE.set(time.monotonic() + self.timeout)
+        try:
+            store = await self._open()
+            mine = [i for i in entry_ids if (copy := await _operator_get(store, i)) and copy.agent_id == agent_id]
+            changed = await getattr(store, op)(mine) if mine else 0
+            return CopyChange(self.TIER, op, bool(changed), count=changed)
+        except (MemoryStorageError, TimeoutError) as exc:
+            raise LiveCopyError(
+                f"{len(entry_ids)} memories are to be {verb} in the agent's store, but the global tier at "
+                f"{self.path} could not be reached ({exc}), so their copies may still be live; nothing was "
+                "changed in the agent's store: run the same command again once the global tier is reachable"
+            ) from exc
+        finally:
+            DEADLINE.reset(token)
+
+    async def withdraw_agent(self, agent_id: str) -> CopyChange | None:
+        """Withdraw every copy ``agent_id``'s memories have (any visibility, archived too): the agent is going."""
+        if not self.may_hold_copies:
+            return None
+        token = DEADLINE.set(time.monotonic() + self.timeout)
+        withdrawn = 0
+        try:
+            store = await self._open()
+            query = MemoryQuery(agent_id=agent_id, limit=10_000)
+            while batch := await store.search(query, audience=Audience.OPERATOR, include_archived=True):
+                removed = await store.withdraw([e.id for e in batch if e.agent_id == agent_id])
+                withdrawn += removed
+                if not removed:
+                    break
+            return CopyChange(self.TIER, "withdraw", bool(withdrawn), count=withdrawn)
+        except (MemoryStorageError, TimeoutError) as exc:
+            raise LiveCopyError(
+                f"the global tier at {self.path} could not be reached ({exc}), so the agent's promoted copies "
+                "may still be live; the agent was not deleted: run the same command again once it is reachable"
+            ) from exc
+        finally:
+            DEADLINE.reset(token)
+
     async def follow(self, before: MemoryEntry, after: MemoryEntry | None, edit: Edit, verb: str) -> CopyChange | None:
         """Bring the copy of ``before`` in line with ``after`` (None: purged); None when there is no copy to touch."""
-        if not self.on_server and not self.path.exists():
+        if not self.may_hold_copies:
             return None
         at_stake = promotable(before) or (after is not None and promotable(after))
         copy: MemoryEntry | None = None

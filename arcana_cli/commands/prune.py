@@ -6,9 +6,7 @@ import typer
 
 from arcana_cli.context import ctx_of, run
 from arcana_cli.output import JsonOpt, Out, QuietOpt
-from memory.adapters.sqlite import SQLiteAdapter
-from memory.locks import exclusive
-from memory.stores import StoreKind, open_tier
+from memory.maintenance import Selection, prune_home
 from memory.types import PruneMode, PrunePolicy
 
 
@@ -41,61 +39,17 @@ def register(app: typer.Typer) -> None:
                 "no rule: pass --min-importance and/or --max-entries, or set prune.min_importance / prune.max_entries"
             )
         policy = PrunePolicy(min_importance=floor, max_entries=cap, mode=mode or defaults.mode, dry_run=dry_run)
-        targets = _targets(cli, agent, all_, pool or [], global_)
-
-        async def go():
-            reports = []
-            with exclusive(cli.home.locks_dir / "prune.lock", "prune"):
-                for label, fields, store in targets:
-                    try:
-                        report = await store.prune(policy)
-                    finally:
-                        await store.aclose()
-                    reports.append({**fields, **report.model_dump()})
-                    if report.archived or report.purged:
-                        cli.audit.append("prune", store=label, **report.model_dump(exclude={"victim_ids"}))
-            return reports
-
-        reports = run(go())
+        selection = Selection(agent=agent, all=all_, pools=pool or (), global_=global_)
+        result = run(prune_home(cli.home, cli.config, selection, policy, actor="cli"))
         if out.quiet and not json_:
             return  # cron: silence unless something went wrong
-        agents = [r for r in reports if "agent" in r]
-        shared = [r for r in reports if "agent" not in r]
         out.data(
-            {"policy": policy.model_dump(mode="json"), "agents": agents, "tiers": shared},
+            result.as_dict(),
             columns=("store", "scanned", "archived", "purged", "dry run"),
             rows=lambda: [
-                (r.get("agent") or r["tier"], r["scanned"], r["archived"], r["purged"], r["dry_run"]) for r in reports
+                (s.target.fields.get("agent") or s.target.label, s.report.scanned, s.report.archived, s.report.purged, s.report.dry_run)
+                for s in result.stores
             ],
         )
-        total = sum(r["archived"] + r["purged"] for r in reports)
         verb = "would remove" if dry_run else "removed"
-        out.info(f"{verb} {total} memories across {len(reports)} store(s)" if total else "nothing to prune")
-
-
-def _targets(cli, agent: str | None, all_: bool, pools: list[str], global_: bool) -> list[tuple]:
-    """(audit label, report fields, store) for every store the options name.
-
-    --agent and --all pick private stores (one of them, or neither when only
-    shared tiers are pruned); --pool and --global add shared tiers.
-    """
-    from memory.federation.pools import PoolRegistry
-
-    if not (agent or all_ or pools or global_):
-        raise typer.BadParameter("say what to prune: --agent A, --all, --pool P or --global")
-    targets = []
-    if agent or all_:
-        for card in cli.select_agents(agent, all_):
-            store = SQLiteAdapter.for_agent(card.id, home=cli.home, actor="cli")
-            targets.append((f"agent:{card.id}", {"agent": card.name, "agent_id": card.id}, store))
-    registry = PoolRegistry(cli.home)
-    for name in dict.fromkeys(pools):
-        registry.show_settings(name)  # NotFoundError (exit 3) for an unknown pool
-        store = open_tier(cli.home, StoreKind.POOL, name, config=cli.config, actor="cli")
-        targets.append((f"pool:{name}", {"tier": f"pool:{name}"}, store))
-    if global_ and cli.config.memory.global_server_url() is None and not cli.home.global_db.exists():
-        global_ = False  # nothing promoted yet: nothing to prune there (cron stays quiet)
-    if global_:
-        store = open_tier(cli.home, StoreKind.GLOBAL, config=cli.config, actor="cli")
-        targets.append(("global", {"tier": "global"}, store))
-    return targets
+        out.info(f"{verb} {result.removed} memories across {len(result.stores)} store(s)" if result.removed else "nothing to prune")
