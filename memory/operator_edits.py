@@ -16,6 +16,7 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from memory.adapters.sqlite import SQLiteAdapter
@@ -260,3 +261,36 @@ class MemoryEditor:
     async def aclose(self) -> None:
         if self.copies is not None:
             await self.copies.aclose()
+
+
+@dataclass
+class AgentRemoval:
+    """A deleted agent: where its folder went and what became of its promoted copies."""
+
+    agent_id: str
+    name: str
+    moved_to: Path
+    copies: CopyChange | None = None
+
+    def as_dict(self) -> dict:
+        data = {"id": self.agent_id, "name": self.name, "moved_to": str(self.moved_to)}
+        return data if self.copies is None else {**data, "copies": self.copies.as_dict()}
+
+
+async def delete_agent(home: Home, config: ArcanaConfig, name_or_id: str, *, actor: str = "library") -> AgentRemoval:
+    """Withdraw the agent's promoted copies from the global tier, then move its folder to the trash.
+
+    In that order: a global tier out of reach raises :class:`LiveCopyError`
+    and the agent stays, so the same call can be made again; otherwise its
+    memories would stay recallable by every other agent after it is gone.
+    """
+    from memory.agents import AgentRegistry
+
+    registry = AgentRegistry(home)
+    card = registry.resolve(name_or_id)
+    copies = GlobalCopies.of_home(home, config, actor=actor)
+    try:
+        change = await copies.withdraw_agent(card.id)
+    finally:
+        await copies.aclose()
+    return AgentRemoval(card.id, card.name, registry.delete(card.id), change)

@@ -5,7 +5,7 @@ from typing import Annotated
 import typer
 
 from arcana_cli.commands.memory_cmd import confirm
-from arcana_cli.context import ctx_of
+from arcana_cli.context import ctx_of, run
 from arcana_cli.output import JsonOpt, Out, YesOpt
 from memory.agents import AgentRegistry
 
@@ -126,14 +126,18 @@ def register(app: typer.Typer) -> None:
 
     @group.command("delete")
     def delete(ctx: typer.Context, name: NameArg, yes: YesOpt = False, json_: JsonOpt = False) -> None:
-        """Move an agent and its memory to the trash under the home."""
+        """Move an agent and its memory to the trash under the home; withdraw its global copies."""
+        from memory.operator_edits import delete_agent
+
         cli = ctx_of(ctx)
         card = cli.agent(name)
         confirm(f"delete agent '{card.name}' (moved to {cli.home.trash_dir})", yes)
-        moved = cli.agents.delete(card.id)
+        removal = run(delete_agent(cli.home, cli.config, card.id, actor="cli"))
         out = Out(json_mode=json_, quiet=cli.quiet)
-        out.data({"id": card.id, "name": card.name, "moved_to": str(moved)}, text=lambda: str(moved))
-        out.info(f"agent '{card.name}' moved to {moved}; delete that folder to free the space")
+        out.data(removal.as_dict(), text=lambda: str(removal.moved_to))
+        if removal.copies is not None and removal.copies.changed:
+            out.info(f"withdrew {removal.copies.count} promoted copies from the global tier")
+        out.info(f"agent '{card.name}' moved to {removal.moved_to}; delete that folder to free the space")
 
     def _membership(ctx: typer.Context, name: str, pool: str, json_: bool, *, member: bool) -> None:
         from memory.federation.pools import PoolRegistry
