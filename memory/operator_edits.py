@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping, Sequence
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,11 +23,11 @@ from typing import Any
 from memory.adapters.sqlite import SQLiteAdapter
 from memory.config import ArcanaConfig
 from memory.deadline import DEADLINE
-from memory.errors import MemoryStorageError, NotFoundError
+from memory.errors import InvalidRequestError, MemoryStorageError, NotFoundError
 from memory.home import Home
 from memory.promotion import global_copy, promotable
 from memory.sqlite.admission import Audience
-from memory.stores import StoreKind, open_tier, server_url
+from memory.stores import StoreKind, open_store, open_tier, server_url
 from memory.types import MemoryEntry, MemoryQuery
 
 MUTATORS = ("archive", "restore", "purge", "set_visibility", "set_pinned", "update")
@@ -294,3 +295,52 @@ async def delete_agent(home: Home, config: ArcanaConfig, name_or_id: str, *, act
     finally:
         await copies.aclose()
     return AgentRemoval(card.id, card.name, registry.delete(card.id), change)
+
+
+@dataclass(frozen=True)
+class OperatorTarget:
+    """Which store an operator command works on: an agent's private memory, a pool, or the global tier."""
+
+    agent: str | None = None
+    pool: str | None = None
+    global_: bool = False
+
+    def check(self) -> None:
+        if self.pool and self.global_:
+            raise InvalidRequestError("give --pool or --global, not both; a memory lives in one of them")
+        if not (self.pool or self.global_ or self.agent):
+            raise InvalidRequestError("say whose memory: give --agent (or --pool / --global)")
+
+
+@asynccontextmanager
+async def open_editor(home: Home, config: ArcanaConfig, target: OperatorTarget, *, actor: str = "library"):
+    """A connected :class:`MemoryEditor` on ``target``; a pool or the global tier wins over an agent.
+
+    An agent's editor reaches the global copies its promotion made. Shared
+    tiers can hold a poisoned or wrong memory too; this is how an operator
+    hides, fixes or purges it there. An unknown agent or pool, or a shared
+    tier with no memories yet, is :class:`NotFoundError`.
+    """
+    from memory.agents import AgentRegistry
+
+    target.check()
+    if not (target.pool or target.global_):
+        card = AgentRegistry(home).resolve(target.agent)
+        store = open_store(home, StoreKind.PRIVATE, card.id, actor=actor)
+        editor = MemoryEditor(store, copies=GlobalCopies.of_home(home, config, actor=actor))
+    else:
+        if target.pool:
+            from memory.federation.pools import PoolRegistry
+
+            PoolRegistry(home).show_settings(target.pool)  # NotFoundError for an unknown pool
+        kind = StoreKind.POOL if target.pool else StoreKind.GLOBAL
+        store = open_tier(home, kind, target.pool, config=config, actor=actor)
+        if server_url(config, kind, target.pool) is None and not store.path.exists():  # a server tier always exists
+            raise NotFoundError(f"{'pool ' + target.pool if target.pool else 'the global tier'} has no memories yet ({store.path})")
+        editor = MemoryEditor(store)
+    try:
+        await store.connect()
+        yield editor
+    finally:
+        await editor.aclose()
+        await store.aclose()

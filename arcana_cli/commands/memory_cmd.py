@@ -1,7 +1,6 @@
 from __future__ import annotations
 
 import sys
-from contextlib import asynccontextmanager
 from typing import Annotated
 
 import typer
@@ -31,43 +30,11 @@ def confirm(action: str, yes: bool) -> None:
         raise typer.Exit(1)
 
 
-@asynccontextmanager
-async def target_store(cli, agent: str | None, pool: str | None, global_: bool):
-    """The store an operator command works on, behind a :class:`MemoryEditor`: an
-    agent's private memory (with the global copies its promotion made), a pool,
-    or the global tier.
+def target_store(cli, agent: str | None, pool: str | None, global_: bool):
+    """The store an operator command works on, behind a :class:`MemoryEditor` (decided in the core)."""
+    from memory.operator_edits import OperatorTarget, open_editor
 
-    Shared tiers can hold a poisoned or wrong memory too; this is how an
-    operator hides, fixes or purges it.
-    """
-    from memory.operator_edits import GlobalCopies, MemoryEditor
-
-    if pool and global_:
-        raise typer.BadParameter("give --pool or --global, not both")
-    if not (pool or global_):
-        if not agent:
-            raise typer.BadParameter("give --agent (or --pool / --global)", param_hint="--agent")
-        async with cli.private_store(cli.agent(agent)) as store:
-            editor = MemoryEditor(store, copies=GlobalCopies.of_home(cli.home, cli.config, actor="cli"))
-            try:
-                yield editor
-            finally:
-                await editor.aclose()
-        return
-    from memory.adapters.postgres import PostgresAdapter
-    from memory.federation.pools import PoolRegistry
-    from memory.stores import StoreKind, open_tier
-
-    if pool:
-        PoolRegistry(cli.home).show_settings(pool)  # NotFoundError for an unknown pool
-    store = open_tier(cli.home, StoreKind.POOL if pool else StoreKind.GLOBAL, pool, config=cli.config, actor="cli")
-    if not isinstance(store, PostgresAdapter) and not store.path.exists():  # a server tier always exists
-        raise NotFoundError(f"{'pool ' + pool if pool else 'the global tier'} has no memories yet ({store.path})")
-    try:
-        await store.connect()
-        yield MemoryEditor(store)
-    finally:
-        await store.aclose()
+    return open_editor(cli.home, cli.config, OperatorTarget(agent, pool, global_), actor="cli")
 
 
 def edit_json(report) -> dict:
