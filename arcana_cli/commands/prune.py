@@ -4,52 +4,52 @@ from typing import Annotated
 
 import typer
 
-from arcana_cli.context import ctx_of, run
-from arcana_cli.output import JsonOpt, Out, QuietOpt
+from arcana_cli.command import add_commands, command
+from arcana_cli.context import CliContext
+from arcana_cli.output import Out
 from memory.maintenance import Selection, prune_home
 from memory.types import PruneMode, PrunePolicy
 
 
-def register(app: typer.Typer) -> None:
-    @app.command("prune")
-    def prune(
-        ctx: typer.Context,
-        agent: Annotated[str | None, typer.Option("--agent", "-a", help="Prune one agent (name or id).")] = None,
-        all_: Annotated[bool, typer.Option("--all", help="Prune every agent.")] = False,
-        pool: Annotated[list[str] | None, typer.Option("--pool", help="Prune a shared pool (repeatable).")] = None,
-        global_: Annotated[bool, typer.Option("--global", help="Prune the global tier.")] = False,
-        min_importance: Annotated[
-            float | None, typer.Option("--min-importance", min=0.0, max=1.0, help="Floor: below it goes.")
-        ] = None,
-        max_entries: Annotated[int | None, typer.Option("--max-entries", min=0, help="Keep at most N live entries.")] = None,
-        mode: Annotated[PruneMode | None, typer.Option("--mode", help="archive (default, restorable) or purge.")] = None,
-        dry_run: Annotated[bool, typer.Option("--dry-run", help="Report what would go; change nothing.")] = False,
-        json_: JsonOpt = False,
-        quiet: QuietOpt = False,
-    ) -> None:
-        """Archive or purge low-value memories of agents, pools or the global tier. Pinned memories are never touched; safe under cron."""
-        cli = ctx_of(ctx)
-        out = Out(json_mode=json_, quiet=quiet or cli.quiet)
-        defaults = cli.config.prune
-        # The rule comes from the flags or, when none is given, from prune.* (by default: archive below 0.1).
-        flagged = min_importance is not None or max_entries is not None
-        floor, cap = (min_importance, max_entries) if flagged else (defaults.min_importance, defaults.max_entries)
-        if floor is None and cap is None:
-            raise typer.BadParameter(
-                "no rule: pass --min-importance and/or --max-entries, or set prune.min_importance / prune.max_entries"
-            )
-        policy = PrunePolicy(min_importance=floor, max_entries=cap, mode=mode or defaults.mode, dry_run=dry_run)
-        selection = Selection(agent=agent, all=all_, pools=pool or (), global_=global_)
-        result = run(prune_home(cli.home, cli.config, selection, policy, actor="cli"))
-        if out.quiet and not json_:
-            return  # cron: silence unless something went wrong
-        out.data(
-            result.as_dict(),
-            columns=("store", "scanned", "archived", "purged", "dry run"),
-            rows=lambda: [
-                (s.target.fields.get("agent") or s.target.label, s.report.scanned, s.report.archived, s.report.purged, s.report.dry_run)
-                for s in result.stores
-            ],
+@command("prune", quiet=True)
+async def prune(
+    cli: CliContext,
+    out: Out,
+    agent: Annotated[str | None, typer.Option("--agent", "-a", help="Prune one agent (name or id).")] = None,
+    all_: Annotated[bool, typer.Option("--all", help="Prune every agent.")] = False,
+    pool: Annotated[list[str] | None, typer.Option("--pool", help="Prune a shared pool (repeatable).")] = None,
+    global_: Annotated[bool, typer.Option("--global", help="Prune the global tier.")] = False,
+    min_importance: Annotated[
+        float | None, typer.Option("--min-importance", min=0.0, max=1.0, help="Floor: below it goes.")
+    ] = None,
+    max_entries: Annotated[int | None, typer.Option("--max-entries", min=0, help="Keep at most N live entries.")] = None,
+    mode: Annotated[PruneMode | None, typer.Option("--mode", help="archive (default, restorable) or purge.")] = None,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Report what would go; change nothing.")] = False,
+) -> None:
+    """Archive or purge low-value memories of agents, pools or the global tier. Pinned memories are never touched; safe under cron."""
+    defaults = cli.config.prune
+    # The rule comes from the flags or, when none is given, from prune.* (by default: archive below 0.1).
+    flagged = min_importance is not None or max_entries is not None
+    floor, cap = (min_importance, max_entries) if flagged else (defaults.min_importance, defaults.max_entries)
+    if floor is None and cap is None:
+        raise typer.BadParameter(
+            "no rule: pass --min-importance and/or --max-entries, or set prune.min_importance / prune.max_entries"
         )
-        verb = "would remove" if dry_run else "removed"
-        out.info(f"{verb} {result.removed} memories across {len(result.stores)} store(s)" if result.removed else "nothing to prune")
+    policy = PrunePolicy(min_importance=floor, max_entries=cap, mode=mode or defaults.mode, dry_run=dry_run)
+    selection = Selection(agent=agent, all=all_, pools=pool or (), global_=global_)
+    result = await prune_home(cli.home, cli.config, selection, policy, actor="cli")
+    if out.quiet and not out.json_mode:
+        return  # cron: silence unless something went wrong
+    out.data(
+        result.as_dict(),
+        columns=("store", "scanned", "archived", "purged", "dry run"),
+        rows=lambda: [
+            (s.name, s.report.scanned, s.report.archived, s.report.purged, s.report.dry_run) for s in result.stores
+        ],
+    )
+    verb = "would remove" if dry_run else "removed"
+    out.info(f"{verb} {result.removed} memories across {len(result.stores)} store(s)" if result.removed else "nothing to prune")
+
+
+def register(app: typer.Typer) -> None:
+    add_commands(app, prune)

@@ -31,6 +31,10 @@ class StorePrune:
     report: PruneReport
     copies: CopyChange | None = None
 
+    @property
+    def name(self) -> str:
+        return self.target.shown
+
     def as_dict(self) -> dict:
         data = {**self.target.fields, **self.report.model_dump()}
         return data if self.copies is None else {**data, "copies": self.copies.as_dict()}

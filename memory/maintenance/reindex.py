@@ -30,7 +30,7 @@ class StoreReindex:
 
     @property
     def name(self) -> str:
-        return self.target.fields.get("agent") or self.target.label
+        return self.target.shown
 
     def as_dict(self) -> dict:
         if self.error is not None:

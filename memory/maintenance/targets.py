@@ -41,6 +41,11 @@ class Target:
     def agent_id(self) -> str | None:
         return self.name if self.kind is StoreKind.PRIVATE else None
 
+    @property
+    def shown(self) -> str:
+        """How reports name the store: the agent's name, else the tier label."""
+        return self.fields.get("agent") or self.label
+
 
 def _agents(home: Home, selection: Selection) -> list[Target]:
     registry = AgentRegistry(home)
