@@ -24,8 +24,7 @@ from memory.types import MemoryEntry, MemoryQuery, MemoryScope, MemoryType, Retr
 
 log = logging.getLogger("arcana.mcp")
 
-READ_TOOLS = ("recall", "list", "vault_search", "context")
-WRITE_TOOLS = ("remember", "forget")
+WRITE_TOOLS = ("remember", "forget")  # what --read-only leaves out
 
 TypeName = Literal["episodic", "semantic", "procedural", "preference"]
 

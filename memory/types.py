@@ -180,6 +180,9 @@ class PruneReport(BaseModel):
     dry_run: bool = False
     victim_ids: list[str] = Field(default_factory=list)
 
+    def as_dict(self) -> dict:
+        return self.model_dump(mode="json")
+
 
 class HealthStatus(BaseModel):
     healthy: bool

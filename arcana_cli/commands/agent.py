@@ -8,7 +8,6 @@ from arcana_cli.command import add_commands, command
 from arcana_cli.commands.memory_cmd import confirm
 from arcana_cli.context import CliContext
 from arcana_cli.output import Out, YesOpt
-from memory.agents import AgentRegistry
 
 NameArg = Annotated[str, typer.Argument(help="Agent name or id.")]
 PoolArg = Annotated[str, typer.Argument(help="Pool name.")]
@@ -19,7 +18,7 @@ def create(cli: CliContext, out: Out, name: Annotated[str, typer.Argument(help="
     """Create an agent with its own private memory."""
     cli.home.ensure()
     card = cli.agents.create(name)
-    out.data(AgentRegistry.describe(card), text=lambda: card.id)
+    out.data(card.as_dict(), text=lambda: card.id)
 
 
 @command("list")
@@ -27,7 +26,7 @@ def list_(cli: CliContext, out: Out) -> None:
     """List agents."""
     cards = cli.agents.list()
     out.data(
-        [AgentRegistry.describe(c) for c in cards],
+        [c.as_dict() for c in cards],
         columns=("name", "id", "model", "created"),
         rows=lambda: [(c.name, c.id, c.model or "-", c.created_at.date().isoformat()) for c in cards],
     )
@@ -40,7 +39,7 @@ def show(cli: CliContext, out: Out, name: NameArg) -> None:
 
     card = cli.agent(name)
     data = {
-        **AgentRegistry.describe(card),
+        **card.as_dict(),
         "pools": agent_pools(cli.config, card),  # membership lives in config.json, not the card
         "memory_db": str(cli.home.agent_db(card.id)),
     }
@@ -108,7 +107,7 @@ def set_(
         resolve_decay_profiles(overrides, source=f"agent '{card.name}' decay")  # ConfigError names the field
         card.decay = overrides
     cli.agents.save(card)
-    data = AgentRegistry.describe(card)
+    data = card.as_dict()
     out.data(data, text=lambda: "\n".join(f"{k}: {v}" for k, v in data.items()))
 
 
@@ -116,7 +115,7 @@ def set_(
 def rename(cli: CliContext, out: Out, name: NameArg, new_name: Annotated[str, typer.Argument(help="The new name.")]) -> None:
     """Rename an agent (its id and memory stay)."""
     card = cli.agents.rename(name, new_name)
-    out.data(AgentRegistry.describe(card), text=lambda: card.name)
+    out.data(card.as_dict(), text=lambda: card.name)
 
 
 @command("delete")

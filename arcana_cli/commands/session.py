@@ -36,7 +36,7 @@ def list_(cli: CliContext, out: Out, agent: AgentOpt = ...) -> None:
     """List an agent's sessions, oldest first."""
     sessions = _manager(cli, cli.agent(agent)).list()
     out.data(
-        [s.describe() for s in sessions],
+        [s.as_dict() for s in sessions],
         columns=("id", "age", "turns", "state", "summary"),
         rows=lambda: [
             (s.id, age(s.created_at), len(s.turns), "closed" if s.closed else "open", snippet(s.summary or "-", 60))
@@ -54,7 +54,7 @@ async def show(cli: CliContext, out: Out, session_id: IdArg, agent: AgentOpt = .
     session = _manager(cli, card).load(session_id)
     async with cli.private_store(card) as store:
         left_out = await replay_exclusions(session, store)
-    data = session.describe(with_turns=True, left_out=left_out)
+    data = session.as_dict(with_turns=True, left_out=left_out)
 
     def text() -> str:
         lines = [f"session {session.id} ({'closed' if session.closed else 'open'}, {len(session.turns)} turns)"]
@@ -91,7 +91,7 @@ async def close(
     else:
         async with agent_federation(cli, card, out) as federation:
             entry = await manager.close_and_summarise(session, memory=federation)
-    data = {**session.describe(), "summary_memory_id": entry.id if entry else None}
+    data = {**session.as_dict(), "summary_memory_id": entry.id if entry else None}
     out.data(data, text=lambda: session.summary or f"session {session.id} closed")
 
 

@@ -36,7 +36,7 @@ class StorePrune:
         return self.target.shown
 
     def as_dict(self) -> dict:
-        data = {**self.target.fields, **self.report.model_dump()}
+        data = {**self.target.fields, **self.report.as_dict()}
         return data if self.copies is None else {**data, "copies": self.copies.as_dict()}
 
 
@@ -73,7 +73,7 @@ async def prune_home(
                 done = await _prune_one(home, config, target, policy, copies, actor)
                 run.stores.append(done)
                 if done.report.archived or done.report.purged:
-                    fields = done.report.model_dump(exclude={"victim_ids"})
+                    fields = {k: v for k, v in done.report.as_dict().items() if k != "victim_ids"}
                     if done.copies is not None:
                         fields["copies"] = done.copies.as_dict()
                     audit.append("prune", store=target.label, **fields)
