@@ -26,7 +26,9 @@ _INJECTED = ("cli", "out")
 
 
 def command(name: str, *, json: Any = True, quiet: bool = False) -> Callable[[Callable], Callable]:
-    """Make ``fn(cli, out, **options)`` the Typer command ``name``.
+    """Make ``fn(cli, out, **options)`` the Typer command ``name`` (see :func:`add_commands`).
+
+    ``fn`` itself is returned unchanged, so a test calls (or awaits) it directly.
 
     ``json`` adds ``--json`` (``out.json_mode``; an ``Annotated`` option in its
     place gives it a help of its own); ``quiet`` adds the command's own
@@ -58,8 +60,8 @@ def command(name: str, *, json: Any = True, quiet: bool = False) -> Callable[[Ca
 
         invoke.__signature__ = signature.replace(parameters=outer, return_annotation=None)
         invoke.__annotations__ = {p.name: p.annotation for p in outer}
-        invoke.command_name = name
-        return invoke
+        fn.typer_command = (name, invoke)
+        return fn
 
     return decorate
 
@@ -67,5 +69,6 @@ def command(name: str, *, json: Any = True, quiet: bool = False) -> Callable[[Ca
 def add_commands(target: typer.Typer, *commands: Callable) -> None:
     """Register ``@command`` functions on ``target`` (the app or a group), in ``--help`` order."""
     for fn in commands:
-        target.command(fn.command_name)(fn)
+        name, invoke = fn.typer_command
+        target.command(name)(invoke)
 

@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-import asyncio
 import sys
-from collections.abc import Awaitable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from typing import TypeVar
 
 import typer
 
@@ -16,8 +13,6 @@ from memory.audit import AuditLog
 from memory.config import ArcanaConfig, load_config
 from memory.errors import ArcanaMemoryError
 from memory.home import Home
-
-T = TypeVar("T")
 
 
 @dataclass
@@ -90,7 +85,3 @@ def announce_quarantines(cli: CliContext | None, mark: int) -> bool:
 
 def ctx_of(ctx: typer.Context) -> CliContext:
     return ctx.find_root().obj
-
-
-def run(awaitable: Awaitable[T]) -> T:
-    return asyncio.run(awaitable)
