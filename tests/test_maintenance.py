@@ -21,6 +21,7 @@ from memory.promotion import global_copy
 from memory.sqlite.admission import Audience
 from memory.types import MemoryQuery, PruneMode, PrunePolicy
 from factories import entry
+from federation_faults import write_locked
 
 KEYWORD_ONLY = ArcanaConfig.model_validate({"embedding": {"providers": []}})
 
@@ -187,25 +188,15 @@ async def test_a_dry_run_prune_leaves_the_copies(arcana_home):
 
 
 async def test_an_unreachable_global_tier_fails_the_prune_before_the_agent_changes(arcana_home):
-    """A global tier held by another writer: the prune fails loudly and the agent's memories stay,
+    """A global tier held by another writer (another connection's write lock): the prune fails loudly and the agent's memories stay,
     so running it again (once the tier is free) still finds them and reaches their copies."""
     arcana_home.connections_path.parent.mkdir(parents=True, exist_ok=True)
     arcana_home.connections_path.write_text(json.dumps({"global": {"write_timeout_ms": 800}}))
     ada, (low, top) = await _promoted(arcana_home, "ada", [0.91, 0.99], "locked")
     policy = PrunePolicy(max_entries=1)
-    holder = subprocess.Popen(
-        [sys.executable, "-c",
-         "import sys\nfrom memory.sqlite.connection import dbapi\n"
-         "c = dbapi().connect(sys.argv[1], isolation_level=None)\nc.execute('BEGIN IMMEDIATE')\n"
-         "print('locked', flush=True)\nsys.stdin.read()\n", str(arcana_home.global_db)],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
-    )
-    try:
-        assert holder.stdout.readline().strip() == "locked"
+    with write_locked(arcana_home.global_db):
         with pytest.raises(LiveCopyError, match="run the same command again"):
             await prune_home(arcana_home, KEYWORD_ONLY, Selection(agent="ada"), policy)
-    finally:
-        _release(holder)
     assert not (await _get(arcana_home.agent_db(ada), low.id)).archived
     run = await prune_home(arcana_home, KEYWORD_ONLY, Selection(agent="ada"), policy)  # the retry
     assert run.stores[0].report.victim_ids == [low.id]

@@ -35,6 +35,14 @@ def _vaults(cli: CliContext):
     return VaultRegistry(cli.home)
 
 
+def _chosen(cli: CliContext, name: str | None, all_: bool) -> list:
+    """The vault NAME, or with --all every registered one."""
+    if all_ == (name is not None):
+        raise typer.BadParameter("give one vault NAME or --all", param_hint="NAME")
+    registry = _vaults(cli)
+    return registry.list() if all_ else [registry.get(name)]
+
+
 def _describe(vault) -> dict:
     return {
         "name": vault.name,
@@ -140,10 +148,7 @@ async def index(
     from memory.vaults.indexer import index_vault
 
     cli.home.ensure()
-    registry = _vaults(cli)
-    if all_ == (name is not None):
-        raise typer.BadParameter("give one vault NAME or --all", param_hint="NAME")
-    vaults = registry.list() if all_ else [registry.get(name)]
+    vaults = _chosen(cli, name, all_)
     reports, failures = [], []
     for vault in vaults:
         try:
@@ -181,10 +186,7 @@ async def watch(
     from memory.vaults.watcher import DEFAULT_STEP_MS, watch_vaults
 
     cli.home.ensure()
-    registry = _vaults(cli)
-    if all_ == (name is not None):
-        raise typer.BadParameter("give one vault NAME or --all", param_hint="NAME")
-    vaults = registry.list() if all_ else [registry.get(name)]
+    vaults = _chosen(cli, name, all_)
     if not vaults:
         raise NotFoundError("no vaults registered; add one with `arcana vault add PATH --name N`")
 
