@@ -406,7 +406,7 @@ def markdown_records(folder: Path, *, default_agent: str) -> Iterator[tuple[str,
     A note a person added without an id gets the vault's path-derived id, so
     re-importing it is still an upsert.
     """
-    from memory.adapters.markdown import note_id, split_frontmatter
+    from memory.vaults.notes import note_id, split_frontmatter
 
     for path in sorted(folder.rglob("*.md")):
         rel = path.relative_to(folder).as_posix()

@@ -8,13 +8,14 @@ import time
 import pytest
 
 from federation_faults import FaultyTier, corrupt_file
-from memory.adapters.markdown import MarkdownFolderAdapter, note_id
+from memory.adapters.markdown import MarkdownFolderAdapter
 from memory.adapters.sqlite import SQLiteAdapter
 from memory.errors import MemoryRoutingError
 from memory.federation import MemoryFederation, MemoryRouter, TierBudget
 from memory.federation.budgets import ConnectionsConfig
 from memory.federation.federation import dedupe
 from memory.types import MemoryQuery, MemoryScope
+from memory.vaults.notes import note_id
 from factories import entries_for
 
 

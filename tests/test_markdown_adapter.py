@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from memory.adapters.markdown import (
+from memory.adapters.markdown import MarkdownFolderAdapter
+from memory.vaults.notes import (
     BINARY,
     HIDDEN,
     IGNORED,
@@ -19,7 +20,6 @@ from memory.adapters.markdown import (
     TOO_LARGE,
     UNREADABLE,
     VANISHED,
-    MarkdownFolderAdapter,
     NoteIdentity,
     hashtags,
     mask_code,

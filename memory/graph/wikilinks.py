@@ -24,9 +24,13 @@ import re
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from memory.adapters.markdown import NOTE_SUFFIXES, MarkdownFolderAdapter, mask_code
 from memory.graph.edges import REFERENCES, EdgeStore, MemoryEdge
+from memory.vaults.notes import NOTE_SUFFIXES, mask_code
+
+if TYPE_CHECKING:
+    from memory.adapters.markdown import MarkdownFolderAdapter
 
 WIKILINK_SOURCE = "wikilink"
 

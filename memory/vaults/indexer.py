@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from memory import stores
-from memory.adapters.markdown import NoteIdentity, ParsedNote, read_note, stat_note, walk_folder
+from memory.vaults.notes import NoteIdentity, ParsedNote, read_note, stat_note, walk_folder
 from memory.adapters.sqlite import SQLiteAdapter
 from memory.config import ArcanaConfig, load_config
 from memory.embedding.base import length_order
