@@ -80,6 +80,8 @@ class MarkdownFolderAdapter:
     restats the tree but re-reads only new or changed files.
     """
 
+    read_only = True  # the folder is the user's: the federation refuses writes before they reach it
+
     def __init__(
         self,
         root: Path | str,

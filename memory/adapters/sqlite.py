@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from memory import audit as audit_mod
+from memory.adapters.base import MemoryAdapter
 from memory.backup import backup_copy
 from memory.errors import MemoryCorruptError, MemoryStorageError, NotFoundError
 from memory.home import Home
@@ -66,7 +67,7 @@ class SQLiteAdapter:
         self,
         path: Path | str,
         *,
-        global_store: Any | None = None,
+        global_store: MemoryAdapter | None = None,
         actor: str = "library",
         quarantine_dir: Path | None = None,
         backup_dir: Path | None = None,

@@ -150,6 +150,8 @@ class VaultAdapter:
     writes raise, because the folder is the user's, not ours.
     """
 
+    read_only = True
+
     def __init__(self, vault: Vault, *, expand: bool = True, gateway: Any = None, notify: Callable[[str], None] | None = None):
         self.vault = vault
         self.expand = expand
