@@ -260,7 +260,10 @@ def register(app: typer.Typer) -> None:
         name: NameArg,
         query: Annotated[str, typer.Argument(help="What to look for.")],
         limit: Annotated[int, typer.Option("--limit", "-n", min=1, max=1000, help="Most results.")] = 10,
-        mode: Annotated[str, typer.Option("--mode", help="keyword, semantic or hybrid.")] = "hybrid",
+        mode: Annotated[
+            str | None,
+            typer.Option("--mode", help="keyword, semantic or hybrid [default: recall.mode, else hybrid].", show_default=False),
+        ] = None,
         expand: Annotated[bool, typer.Option("--expand/--no-expand", help="Add notes one wikilink away.")] = True,
         json_: JsonOpt = False,
     ) -> None:
@@ -271,7 +274,7 @@ def register(app: typer.Typer) -> None:
         cli = ctx_of(ctx)
         out = Out(json_mode=json_, quiet=cli.quiet)
         try:
-            retrieval = RetrievalMode(mode)
+            retrieval = cli.config.recall.mode_for(RetrievalMode(mode) if mode else None)
         except ValueError:
             raise typer.BadParameter("use keyword, semantic or hybrid", param_hint="--mode") from None
         vault = _vaults(cli).get(name)
