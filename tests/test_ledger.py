@@ -95,7 +95,7 @@ MUTATORS = {
 NON_MUTATORS = {
     "connect", "aclose", "health_check", "schema_version", "run", "ensure_vec", "search",
     "keyword_candidates", "admitted_by_id", "get", "find_by_prefix", "record_access", "history",
-    "count", "integrity",
+    "count",
 }
 
 

@@ -402,11 +402,6 @@ class SQLiteAdapter:
             await self.ensure_vec()
         return await self.run(_prune_txn, policy, self.actor)
 
-    async def integrity(self) -> str:
-        """``PRAGMA integrity_check`` — 'ok' or the first problems found."""
-        rows = await self.run(lambda raw: raw.execute("PRAGMA integrity_check(5)").fetchall())
-        return "; ".join(r[0] for r in rows)
-
 
 # -- work run on the connection thread ----------------------------------------
 

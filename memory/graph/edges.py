@@ -114,13 +114,6 @@ class EdgeStore:
 
         return await self.store.run(txn)
 
-    async def delete_source(self, source: str) -> int:
-        def txn(raw):
-            with transaction(raw):
-                return raw.execute("DELETE FROM memory_edges WHERE source = ?", (source,)).rowcount
-
-        return await self.store.run(txn)
-
     async def outgoing(self, node_id: str, relation: str | None = None) -> list[MemoryEdge]:
         return await self._select("src_id", node_id, relation)
 
