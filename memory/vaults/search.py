@@ -82,7 +82,8 @@ class VaultReader:
             )
             scan = await self.folder.scan()
             paths = {n.id: n.rel_path for n in scan.notes}
-            entries = await self.folder.search(query)
+            # The notice above already says this is a keyword scan of the folder: ask for one, say it once.
+            entries = await self.folder.search(query.model_copy(update={"retrieval_mode": RetrievalMode.keyword}))
             return VaultHits([_annotated(e, tier, query) for e in entries], paths, "folder", self._notices)
         if query.retrieval_mode is RetrievalMode.keyword:
             seeds = await store.search(query)
