@@ -92,7 +92,7 @@ class VaultIndexReport:
     def skipped_counts(self) -> dict[str, int]:
         return dict(sorted(Counter(reason for _, reason in self.skipped).items()))
 
-    def to_json(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, Any]:
         return {
             "vault": self.vault,
             "mode": self.mode,
@@ -341,12 +341,12 @@ async def _rebuild_links(store: SQLiteAdapter, plan: IndexPlan) -> dict[str, tup
         targets = await store.run(manifest.load_targets)
         per_note: dict[str, NoteLinks] = {}
         await extractor.replace_all(_sources(plan, targets), plan.attachments, per_note=per_note)
-        return {rel: links.counts() for rel, links in per_note.items()}
+        return {rel: links.tally() for rel, links in per_note.items()}
     if not plan.changed:
         return {}
     changed = [LinkSource(r.rel_path, r.id, r.aliases, r.targets) for r in plan.changed_records]
     results = await extractor.replace_notes(_resolver(store, plan), changed)
-    return {rel: links.counts() for rel, links in results.items()}
+    return {rel: links.tally() for rel, links in results.items()}
 
 
 def _sources(plan: IndexPlan, targets: dict[str, tuple[str, ...]]) -> list[LinkSource]:
@@ -448,7 +448,7 @@ async def index_vault(
 
 def summary(report: VaultIndexReport) -> dict[str, Any]:
     """The report without its per-file list: what the state file and watch lines carry."""
-    return {k: v for k, v in report.to_json().items() if k != "skipped_files"}
+    return {k: v for k, v in report.as_dict().items() if k != "skipped_files"}
 
 
 async def check_vault(vault: Vault) -> tuple[IndexPlan, EdgeIndexReport]:
