@@ -23,7 +23,7 @@ from memory.embedding.fusion import DEFAULT_KEYWORD_WEIGHT, DEFAULT_MIN_SIMILARI
 from memory.errors import ConfigError
 from memory.home import private_dir
 from memory.limits import MAX_CONTENT_BYTES
-from memory.types import PruneMode, RetrievalMode
+from memory.types import DEFAULT_RETRIEVAL_MODE, PruneMode, RetrievalMode
 
 
 class _Section(BaseModel):
@@ -157,8 +157,12 @@ class MemoryConfig(_Section):
 
 
 class RecallConfig(_Section):
-    mode: RetrievalMode | None = None  # None: hybrid when an embedder is healthy, else keyword
+    mode: RetrievalMode | None = None  # None: DEFAULT_RETRIEVAL_MODE
     limit: int = Field(default=10, ge=1, le=1000)
+
+    def mode_for(self, requested: RetrievalMode | None = None) -> RetrievalMode:
+        """The mode a recall runs in: the one asked for, else this config's, else the library default."""
+        return requested or self.mode or DEFAULT_RETRIEVAL_MODE
 
 
 class EmbeddingConfig(_Section):

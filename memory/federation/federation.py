@@ -13,6 +13,7 @@ import asyncio
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 
+from memory.adapters.base import Closeable, Prunable
 from memory.audit import AuditLog
 from memory.errors import MemoryWriteError, TierWriteFailed
 from memory.federation import timeframe
@@ -176,7 +177,7 @@ class MemoryFederation:
         errors = []
         for tier in self.router.tiers:
             backend = tier.backend
-            if id(backend) in seen or not hasattr(backend, "aclose"):
+            if id(backend) in seen or not isinstance(backend, Closeable):
                 continue
             seen.add(id(backend))
             try:
@@ -396,7 +397,7 @@ class MemoryFederation:
         seen: set[int] = set()
         for tier in self.router.tiers:
             backend = tier.backend
-            if tier.read_only or id(backend) in seen or not hasattr(backend, "prune"):
+            if tier.read_only or id(backend) in seen or not isinstance(backend, Prunable):
                 continue
             seen.add(id(backend))
             report = await backend.prune(policy)
