@@ -34,7 +34,7 @@ from memory.sqlite.connection import (
     transaction,
     translate,
 )
-from memory.sqlite.fts import match_expression
+from memory.sqlite.fts import coverage, match_expression
 from memory.sqlite.rows import SELECT_COLUMNS, row_to_entry
 from memory.types import (
     HealthStatus,
@@ -337,6 +337,10 @@ class SQLiteAdapter:
         """For each admitted entry among ``entry_ids``, the admitted turn before it in its session."""
         clause = where(query)
         return await self.run(context.previous_ids, list(entry_ids), clause.sql, clause.params, inline=True)
+
+    async def term_coverage(self, query: MemoryQuery, entry_id: str) -> float:
+        """The share of the query's search words that ``entry_id`` (a keyword hit already admitted) contains."""
+        return await self.run(coverage, query.text, entry_id, inline=True)
 
     async def fetch_admitted(self, query: MemoryQuery, seqs: Sequence[int]) -> dict[int, MemoryEntry]:
         """Entries for ``seqs`` that pass admission and the query's filters, keyed by seq.
