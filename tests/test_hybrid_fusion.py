@@ -20,7 +20,7 @@ from memory.embedding.fusion import (
     spread_to_neighbours,
 )
 from memory.embedding.gateway import EmbeddingGateway
-from memory.types import MemoryEntry, MemoryQuery, RetrievalMode
+from memory.types import MemoryEntry, MemoryQuery, RetrievalMode, Visibility
 
 AGENT = "agent-1"
 
@@ -77,6 +77,10 @@ async def test_coverage_is_the_share_of_query_words_a_hit_contains(tmp_path):
         assert await store.term_coverage(q, covered.id) == 1.0  # stemmed by the index: apply ~ applied
         assert await store.term_coverage(q, stray.id) == 0.25  # only the name
         assert await store.term_coverage(q.model_copy(update={"text": "?!"}), covered.id) == 0.0
+        # hidden means hidden: a hidden row reveals nothing, not even how many words it holds
+        await store.set_visibility([covered.id], Visibility.HIDDEN)
+        assert await store.term_coverage(q, covered.id) == 0.0
+        assert await store.term_coverage(q, stray.id) == 0.25  # the visible one still answers
     finally:
         await store.aclose()
 

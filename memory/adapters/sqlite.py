@@ -339,8 +339,9 @@ class SQLiteAdapter:
         return await self.run(context.previous_ids, list(entry_ids), clause.sql, clause.params, inline=True)
 
     async def term_coverage(self, query: MemoryQuery, entry_id: str) -> float:
-        """The share of the query's search words that ``entry_id`` (a keyword hit already admitted) contains."""
-        return await self.run(coverage, query.text, entry_id, inline=True)
+        """The share of the query's search words that ``entry_id`` contains (0 unless the query admits it)."""
+        clause = where(query)
+        return await self.run(coverage, query.text, entry_id, clause.sql, clause.params, inline=True)
 
     async def fetch_admitted(self, query: MemoryQuery, seqs: Sequence[int]) -> dict[int, MemoryEntry]:
         """Entries for ``seqs`` that pass admission and the query's filters, keyed by seq.

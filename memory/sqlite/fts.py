@@ -53,15 +53,16 @@ def match_expression(text: str | None) -> str | None:
     return " OR ".join(f'"{token}"' for token in tokens)
 
 
-def coverage(raw, text: str | None, entry_id: str) -> float:
+def coverage(raw, text: str | None, entry_id: str, clause_sql: str, params: tuple) -> float:
     """The share of ``text``'s search words that the FTS row of ``entry_id`` contains (any column).
 
     What tells a keyword match on the question's words from one on a stray
     word (see :mod:`memory.embedding.fusion`); stemmed by the index itself,
-    one indexed lookup per word. 0 when there is nothing to match.
+    one indexed lookup per word. Only a row admitted by ``clause_sql`` (alias
+    ``m``) is looked at; 0 for any other, or when there is nothing to match.
     """
     tokens = query_tokens(text)
-    row = raw.execute("SELECT seq FROM memories WHERE id = ?", (entry_id,)).fetchone()
+    row = raw.execute(f"SELECT m.seq FROM memories m WHERE m.id = ? AND {clause_sql}", (entry_id, *params)).fetchone()
     if not tokens or row is None:
         return 0.0
     sql = "SELECT count(*) FROM memories_fts WHERE memories_fts MATCH ? AND rowid = ?"
