@@ -65,8 +65,8 @@ def hybrid_pool(limit: int) -> int:
 
 # What an adjacent turn of the same session gains of a match's fused score,
 # among the best NEIGHBOUR_POOL x limit fused candidates (LoCoMo any@10 +0.008
-# at 0.15 over none; 0.1-0.3 within 0.005; the whole pool of 100 measured the
-# same as the best 30, at three times the lookups).
+# at 0.15 over none; 0.1-0.3 within 0.005; the whole pool of 100 measured
+# within 0.002 of the best 30, at three times the lookups).
 NEIGHBOUR_SHARE = 0.15
 NEIGHBOUR_POOL = 3
 
