@@ -49,7 +49,7 @@ sys.path.insert(0, str(ROOT))
 
 from memory.embedding.fusion import Weights, fuse, fuse_rrf  # noqa: E402
 from memory.embedding.gateway import EmbeddingGateway  # noqa: E402
-from memory.federation.assembly import build_federation, private_store  # noqa: E402
+from memory.federation.assembly import build_federation  # noqa: E402
 from memory.federation.decay import DEFAULT_PROFILES  # noqa: E402
 from memory.config import ArcanaConfig  # noqa: E402
 from memory.embedding.factory import vector_options  # noqa: E402
