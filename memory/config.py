@@ -21,6 +21,8 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError,
 
 from memory.embedding.fusion import DEFAULT_KEYWORD_WEIGHT, DEFAULT_MIN_SIMILARITY, DEFAULT_VECTOR_WEIGHT
 from memory.errors import ConfigError
+from memory.reconcile.settings import DEFAULT_MIN_SIMILARITY as RECONCILE_MIN_SIMILARITY
+from memory.reconcile.settings import DEFAULT_TIMEOUT_SECONDS as RECONCILE_TIMEOUT
 from memory.types import PruneMode, RetrievalMode
 
 
@@ -114,6 +116,20 @@ class ExtractionConfig(_Section):
         return settings
 
 
+class ReconcileConfig(_Section):
+    """The ``memory.reconcile`` block: how a new memory is reconciled with what the agent knows.
+
+    ``heuristic`` (default) is offline and deterministic; ``llm`` asks the
+    agent's configured model (falling back to add on any failure); ``off``
+    stores every memory as given. ``min_similarity`` is the cosine floor for a
+    vector neighbour to be a candidate at all.
+    """
+
+    strategy: Literal["heuristic", "llm", "off"] = "heuristic"
+    min_similarity: float = Field(default=RECONCILE_MIN_SIMILARITY, ge=-1.0, le=1.0)
+    timeout_seconds: float = Field(default=RECONCILE_TIMEOUT, gt=0.0, le=600.0)
+
+
 class MemoryConfig(_Section):
     """The ``memory`` block: an absent block means these defaults.
 
@@ -128,6 +144,7 @@ class MemoryConfig(_Section):
     global_: Literal["vector", "none"] = Field(default="vector", alias="global")
     pools: list[str] = Field(default_factory=list)
     extraction: ExtractionConfig = Field(default_factory=ExtractionConfig)
+    reconcile: ReconcileConfig = Field(default_factory=ReconcileConfig)
 
 
 class RecallConfig(_Section):

@@ -284,6 +284,32 @@ class SQLiteAdapter:
             _update_txn, list(entry_ids), op, self.actor, assignments, params, inline=len(entry_ids) <= INLINE_ROWS
         )
 
+    async def supersede(self, old_ids: Sequence[str], new_id: str) -> list[str]:
+        """End the current ``old_ids`` in favour of ``new_id`` (both ledgered); the ids actually ended."""
+        return await self.run(_supersede_txn, list(old_ids), new_id, self.actor, inline=True)
+
+    async def make_current(self, entry_id: str) -> list[str]:
+        """Undo a supersession or release a held conflict: ``entry_id`` answers recall again (ledgered)."""
+        return await self.run(_make_current_txn, entry_id, self.actor, inline=True)
+
+    async def reinforce(self, entry_id: str, step: float, confirm: float | None = None) -> int:
+        """A restated fact: importance and access bumped, ledgered."""
+        return await self.run(_reinforce_txn, entry_id, self.actor, step, confirm, inline=True)
+
+    async def versions(self, entry_id: str) -> list[MemoryEntry]:
+        """The version chain through ``entry_id``, oldest first (operator read: superseded rows included)."""
+        rows = await self.run(_version_chain, entry_id, inline=True)
+        return [row_to_entry(r) for r in rows]
+
+    async def open_conflicts(self) -> int:
+        """Claims held beside the user-confirmed fact they contradict, awaiting an operator."""
+        rows = await self.run(
+            lambda raw: raw.execute(
+                "SELECT count(*) FROM memories WHERE conflict_with IS NOT NULL AND archived = 0"
+            ).fetchall()
+        )
+        return rows[0][0]
+
     async def _has_vectors(self) -> bool:
         rows = await self.run(
             lambda raw: raw.execute(
@@ -437,6 +463,45 @@ def _update_txn(raw, ids, op, actor, assignments, params):
 def _delete_txn(raw, ids, op, actor):
     with transaction(raw):
         return mutations.delete(raw, ids, op, actor)
+
+
+def _supersede_txn(raw, old_ids, new_id, actor):
+    with transaction(raw):
+        return mutations.supersede(raw, old_ids, new_id, time.time(), actor)
+
+
+def _make_current_txn(raw, entry_id, actor):
+    with transaction(raw):
+        return mutations.make_current(raw, entry_id, actor)
+
+
+def _reinforce_txn(raw, entry_id, actor, step, confirm):
+    with transaction(raw):
+        return mutations.reinforce(raw, entry_id, actor, importance_step=step, confirm=confirm)
+
+
+def _version_chain(raw, entry_id):
+    """Walk ``supersedes`` back and ``superseded_by`` forward from ``entry_id`` (cycle-safe)."""
+    sql = f"SELECT {SELECT_COLUMNS}, m.seq FROM memories m WHERE m.id = ?"
+    start = raw.execute(sql, (entry_id,)).fetchone()
+    if start is None:
+        return []
+    chain, seen = [start], {entry_id}
+    row = start
+    while row["supersedes"] and row["supersedes"] not in seen:
+        row = raw.execute(sql, (row["supersedes"],)).fetchone()
+        if row is None:
+            break
+        seen.add(row["id"])
+        chain.insert(0, row)
+    row = start
+    while row["superseded_by"] and row["superseded_by"] not in seen:
+        row = raw.execute(sql, (row["superseded_by"],)).fetchone()
+        if row is None:
+            break
+        seen.add(row["id"])
+        chain.append(row)
+    return chain
 
 
 def _touch_txn(raw, hits):

@@ -341,6 +341,19 @@ class VectorAdapter:
         await self.store.record_access(entries)
         return Recall(entries, legs)
 
+    async def similar(self, query: MemoryQuery, limit: int, min_similarity: float) -> list[MemoryEntry]:
+        """Admitted nearest neighbours of ``query.text`` at cosine >= ``min_similarity``, scored by cosine.
+
+        For write-time reconciliation: not a recall, so no access is recorded
+        and no fallback notice is given; [] when semantic search cannot run.
+        """
+        ready = await self._searchable()
+        if not isinstance(ready, tuple):
+            return []
+        embedder, meta = ready
+        hits = await self._semantic(query, embedder, meta, limit)
+        return [h for h in hits if h.score is not None and h.score >= min_similarity]
+
     async def _semantic(self, query: MemoryQuery, embedder: Embedder, meta: EmbeddingMeta, wanted: int):
         """KNN by cosine distance, admitted and filtered, over-fetching until ``wanted`` are found."""
         try:

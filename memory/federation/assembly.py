@@ -24,6 +24,8 @@ from memory.federation.events import DegradedSink, audit_sink
 from memory.federation.federation import MemoryFederation
 from memory.federation.router import MemoryRouter
 from memory.home import Home
+from memory.reconcile.reconciler import Reconciler
+from memory.reconcile.settings import ReconcileSettings
 from memory.types import MemoryType
 
 
@@ -71,6 +73,8 @@ async def build_federation(
     vector_options: Mapping[str, Any] | None = None,
     global_tier: bool = True,
     monotonic: Callable[[], float] = time.monotonic,
+    reconcile: ReconcileSettings | None = None,
+    reconcile_model: Any | None = None,
 ) -> MemoryFederation:
     """Assemble the tier stack for one agent and return its federation.
 
@@ -82,7 +86,10 @@ async def build_federation(
     ``connections/memory-adapters.json`` (defaults when missing,
     :class:`ConfigError` when malformed); ``on_degraded`` defaults to the
     home's audit log; ``global_tier=False`` keeps global off even with an
-    embedder. Raises if the private tier cannot be opened — an agent
+    embedder. ``reconcile`` configures write-time reconciliation against
+    the private tier (default: the offline heuristic; strategy ``off``
+    disables it), ``reconcile_model`` is the chat provider of its ``llm``
+    strategy. Raises if the private tier cannot be opened — an agent
     without its durability anchor must not start.
     """
     home = _home(home)
@@ -94,8 +101,9 @@ async def build_federation(
     if embedding is not None and global_tier:
         store = SQLiteAdapter(home.global_db, actor=actor, audit=audit, backup_dir=home.backups_dir)
         global_ = semantic(store, embedding, vector_options)
+    private_tier = semantic(private, embedding, vector_options)
     router = MemoryRouter(
-        private=semantic(private, embedding, vector_options),
+        private=private_tier,
         global_=global_,
         weights=weights,
         decay_profiles=decay_profiles,
@@ -104,7 +112,14 @@ async def build_federation(
     )
     for pool in pools or ():
         router.register_pool(pool.name, pool.adapter, read_only=pool.read_only or None, label=pool.label)
-    return MemoryFederation(router, on_degraded=on_degraded or audit_sink(audit))
+    reconciler = Reconciler(
+        private,
+        private_tier if private_tier is not private else None,
+        reconcile or ReconcileSettings(),
+        provider=reconcile_model,
+        audit=audit,
+    )
+    return MemoryFederation(router, on_degraded=on_degraded or audit_sink(audit), reconciler=reconciler)
 
 
 def agent_pools(config: ArcanaConfig, card: AgentCard) -> list[str]:
@@ -190,7 +205,33 @@ async def federation_for_agent(
         actor=actor,
         vector_options=vector_options,
         global_tier=config.memory.global_ != "none",
+        reconcile=reconcile_settings(config, card),
+        reconcile_model=_reconcile_model(config, card),
     )
+
+
+def reconcile_settings(config: ArcanaConfig, card: AgentCard) -> ReconcileSettings:
+    """``memory.reconcile`` from config.json, in the language the agent's extraction uses."""
+    block = config.memory.reconcile
+    return ReconcileSettings(
+        strategy=block.strategy,
+        min_similarity=block.min_similarity,
+        timeout_seconds=block.timeout_seconds,
+        language=config.memory.extraction.effective().language,
+    )
+
+
+def _reconcile_model(config: ArcanaConfig, card: AgentCard) -> Any | None:
+    """The agent's model for the ``llm`` strategy; None (the heuristic decides) when none is configured."""
+    if config.memory.reconcile.strategy != "llm":
+        return None
+    from memory.errors import ConfigError, NotFoundError
+    from memory.models.registry import provider_for, resolve_model_name
+
+    try:
+        return provider_for(config, resolve_model_name(config, card))
+    except (ConfigError, NotFoundError):
+        return None
 
 
 def private_store(federation: MemoryFederation) -> SQLiteAdapter:
