@@ -120,6 +120,38 @@ async def check_databases(home: Home) -> list[Check]:
     return checks
 
 
+def check_conflicts(home: Home) -> Check:
+    """Open conflicts: agent-asserted claims held beside the user-confirmed fact they contradict.
+
+    Informational (never a failure): each waits for an operator to confirm it
+    (``memory set ID --current``) or drop it (``memory forget ID``).
+    """
+    from memory.sqlite.connection import connect_readonly, dbapi
+
+    total, where = 0, []
+    for db in home.databases():
+        try:
+            conn = connect_readonly(db)
+            try:
+                count = conn.execute(
+                    "SELECT count(*) FROM memories WHERE conflict_with IS NOT NULL AND archived = 0"
+                ).fetchone()[0]
+            finally:
+                conn.close()
+        except dbapi().Error:
+            continue  # unreadable or not a memory store: the database checks report it
+        if count:
+            total += count
+            where.append(f"{db.relative_to(home.root)}: {count}")
+    if not total:
+        return Check("conflicts", True, "no open conflicts")
+    return Check(
+        "conflicts", True,
+        f"{total} open conflict(s) ({'; '.join(where)}); see `arcana memory list --all`, then "
+        "`arcana memory set ID --current` to accept a claim or `arcana memory forget ID` to drop it",
+    )
+
+
 async def round_trip() -> Check:
     """Write, search and read back on a throwaway store, as a user would."""
     from memory.adapters.sqlite import SQLiteAdapter
@@ -167,6 +199,7 @@ async def check_tiers(home: Home) -> list[Check]:
 async def run_checks(home: Home) -> list[Check]:
     checks = check_home(home) + check_config(home) + check_sqlite()
     checks += await check_databases(home)
+    checks.append(check_conflicts(home))
     checks.append(await round_trip())
     checks += await check_tiers(home)
     checks += await check_embedders(home)

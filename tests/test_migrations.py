@@ -13,7 +13,6 @@ import pytest
 from memory.adapters.sqlite import SQLiteAdapter
 from memory.errors import MemoryStorageError, SchemaTooNewError
 from memory.migrations.runner import MIGRATIONS, Migration, head_version, migrate
-from memory.sqlite import mutations
 from memory.sqlite.connection import dbapi, open_connection
 from memory.types import MemoryEntry
 
@@ -22,12 +21,13 @@ pytestmark = pytest.mark.usefixtures("no_embedder")
 
 # The exact schema a blank database reaches at head. A new migration must
 # extend this (and head below) on purpose.
-HEAD = 4
+HEAD = 5
 TABLES = {
     "memories": [
         "seq", "id", "agent_id", "type", "content", "scope", "pool_name", "importance", "pinned", "confidence",
         "confidence_source", "conflict_with", "superseded_by", "tags", "source_session_id", "created_at",
-        "updated_at", "last_accessed_at", "access_count", "archived", "visibility",
+        "updated_at", "last_accessed_at", "access_count", "archived", "visibility", "valid_from", "valid_to",
+        "supersedes",
     ],
     "memories_fts": ["content", "tags"],
     "memories_fts_config": ["k", "v"],
@@ -44,6 +44,8 @@ TABLES = {
         "attachments", "self_links", "dangling", "ambiguous",
     ],
     "vault_meta": ["key", "value"],
+    "entities": ["id", "agent_id", "name", "created_at"],
+    "entity_aliases": ["agent_id", "alias", "entity_id"],
 }
 INDEXES = {
     "memories_agent": ("memories", ["agent_id"]),
@@ -56,6 +58,10 @@ INDEXES = {
     "sqlite_autoindex_vault_files_1": ("vault_files", ["id"]),
     "sqlite_autoindex_vault_files_2": ("vault_files", ["rel_path"]),
     "sqlite_autoindex_vault_meta_1": ("vault_meta", ["key"]),
+    "memories_supersedes": ("memories", ["supersedes"]),
+    "sqlite_autoindex_entities_1": ("entities", ["id"]),
+    "sqlite_autoindex_entity_aliases_1": ("entity_aliases", ["agent_id", "alias"]),
+    "entity_aliases_entity": ("entity_aliases", ["entity_id"]),
 }
 TRIGGERS = {
     "memories_fts_insert": "memories",
@@ -193,7 +199,11 @@ async def _make_v1(path: Path, content: str, agent_id: str = "old") -> None:
     try:
         assert await migrate(conn, path, MIGRATIONS[:1]) == 1
         await conn.execute("BEGIN IMMEDIATE")
-        await conn._execute(mutations.upsert, conn._conn, [MemoryEntry(agent_id=agent_id, content=content)], "test")
+        # A v1 row written as v1 wrote it: today's upsert knows columns v1 lacks.
+        await conn.execute(
+            "INSERT INTO memories (id, agent_id, type, content, created_at, updated_at) VALUES (?, ?, 'semantic', ?, 0, 0)",
+            (MemoryEntry(agent_id=agent_id, content=content).id, agent_id, content),
+        )
         await conn.execute("COMMIT")
     finally:
         await conn.close()

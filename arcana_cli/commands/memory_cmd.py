@@ -8,7 +8,7 @@ import typer
 
 from arcana_cli.context import ctx_of, run
 from arcana_cli.output import JsonOpt, Out, YesOpt
-from arcana_cli.render import LIST_COLUMNS, age, entry_json, list_rows
+from arcana_cli.render import LIST_COLUMNS, age, entry_json, list_rows, snippet, version_mark
 from memory.errors import NotFoundError
 from memory.sqlite.admission import Audience
 from memory.types import MemoryEntry, MemoryQuery, MemoryType, Visibility
@@ -86,13 +86,15 @@ def register(app: typer.Typer) -> None:
         agent: WhoseOpt = None,
         pool: PoolOpt = None,
         global_: GlobalOpt = False,
-        all_: Annotated[bool, typer.Option("--all", help="Include private and hidden memories.")] = False,
+        all_: Annotated[
+            bool, typer.Option("--all", help="Include private, hidden, superseded and conflicting memories (marked).")
+        ] = False,
         archived: Annotated[bool, typer.Option("--archived", help="Include archived memories.")] = False,
         type_: Annotated[list[MemoryType] | None, typer.Option("--type", "-t", help="Only these types.")] = None,
         limit: Annotated[int, typer.Option("--limit", "-n", min=1, max=10_000, help="Most rows to show.")] = 50,
         json_: JsonOpt = False,
     ) -> None:
-        """List an agent's (or a pool's) memories: pinned, then importance, then newest."""
+        """List an agent's (or a pool's) current memories: pinned, then importance, then newest."""
         cli = ctx_of(ctx)
         out = Out(json_mode=json_, quiet=cli.quiet)
         query = MemoryQuery(types=type_ or None, limit=limit)
@@ -172,9 +174,13 @@ def register(app: typer.Typer) -> None:
         pin: Annotated[bool | None, typer.Option("--pin/--unpin", help="Pin or unpin.")] = None,
         tag: Annotated[list[str] | None, typer.Option("--tag", help="Replace tags (repeatable).")] = None,
         content: Annotated[str | None, typer.Option("--content", help="Replace the text.")] = None,
+        current: Annotated[
+            bool,
+            typer.Option("--current", help="Make this version current again (undo a wrong supersession or conflict)."),
+        ] = False,
         json_: JsonOpt = False,
     ) -> None:
-        """Change a memory's importance, type, visibility, pin, tags or text."""
+        """Change a memory's importance, type, visibility, pin, tags, text, or make it current again."""
         cli = ctx_of(ctx)
         out = Out(json_mode=json_, quiet=cli.quiet)
         changes = {
@@ -189,22 +195,38 @@ def register(app: typer.Typer) -> None:
             }.items()
             if v is not None
         }
-        if not changes:
+        if not changes and not current:
             raise typer.BadParameter("nothing to change; give at least one option")
 
         async def go():
             async with target_store(cli, agent, pool, global_) as store:
                 entry = await resolve_id(store, memory_id)
-                return await store.update(entry.id, **changes)
+                restored = await store.make_current(entry.id) if current else []
+                if changes:
+                    entry = await store.update(entry.id, **changes)
+                else:
+                    entry = await resolve_id(store, entry.id)
+                return entry, restored
 
-        entry = run(go())
+        entry, restored = run(go())
         out.data(entry_json(entry), text=lambda: entry.id)
+        if current:
+            out.info(f"{entry.id[:8]} is current again" if restored else f"{entry.id[:8]} was already current")
 
     @group.command("history")
-    def history(ctx: typer.Context, memory_id: IdArg, agent: WhoseOpt = None, pool: PoolOpt = None, global_: GlobalOpt = False, json_: JsonOpt = False) -> None:
-        """Every recorded change to a memory, oldest first, from the ledger."""
+    def history(
+        ctx: typer.Context, memory_id: IdArg, agent: WhoseOpt = None, pool: PoolOpt = None, global_: GlobalOpt = False,
+        versions: Annotated[
+            bool, typer.Option("--versions", help="The version chain instead: older and newer versions of this fact.")
+        ] = False,
+        json_: JsonOpt = False,
+    ) -> None:
+        """Every recorded change to a memory, oldest first, from the ledger (or its version chain)."""
         cli = ctx_of(ctx)
         out = Out(json_mode=json_, quiet=cli.quiet)
+        if versions:
+            _versions(cli, out, memory_id, agent, pool, global_)
+            return
 
         async def go():
             async with target_store(cli, agent, pool, global_) as store:
@@ -232,3 +254,25 @@ def register(app: typer.Typer) -> None:
             return result
 
         out.data(records, columns=("seq", "at", "op", "actor", "changed"), rows=rows)
+
+
+def _versions(cli, out: Out, memory_id: str, agent, pool, global_) -> None:
+    """``memory history --versions``: the chain through MEMORY_ID, oldest first, the current one marked."""
+
+    async def go():
+        async with target_store(cli, agent, pool, global_) as store:
+            return await store.versions((await resolve_id(store, memory_id)).id)
+
+    chain = run(go())
+
+    def when(moment) -> str:
+        return moment.isoformat(timespec="seconds") if moment else "-"
+
+    out.data(
+        [{**entry_json(e), "current": e.valid_to is None and not e.superseded_by} for e in chain],
+        columns=("id", "from", "to", "state", "memory"),
+        rows=lambda: [
+            (e.id[:8], when(e.valid_from or e.created_at), when(e.valid_to), version_mark(e).strip() or "current", snippet(e.content))
+            for e in chain
+        ],
+    )
