@@ -50,13 +50,16 @@ class Candidate:
     norm: str
 
 
-_WORD = re.compile(r"[\w@+.-]+", re.UNICODE)
+_WORD = re.compile(r"[\w@+.]+", re.UNICODE)
+_NOISE = frozenset({"a", "an", "the", "my", "our", "called", "named", "of", "o", "a", "um", "uma"})
 
 
 def _tokens(value: str) -> set[str]:
     out = set()
     for word in _WORD.findall(value.lower()):
-        word = word.strip(".-")
+        word = word.strip(".")
+        if word in _NOISE:
+            continue
         if len(word) > 3 and word.endswith("s") and not word.endswith("ss"):
             word = word[:-1]
         if word:

@@ -57,22 +57,23 @@ ENGLISH = compile_slots(
     clause_split=r"\s*;\s*|\s+but\s+|,?\s+and\s+(?=(?:i|we|my|our|she|he|they)\b)|\.\s+",
     facts=[
         # diet first: "i am now vegetarian" is a diet, not a job
+        (r"(?:my|our) diet is (?:now )?(?P<val>.+)", "diet", False),
         (r"{S} (?:am|is|are|have been|has been|went|have gone|has gone|became|have become|turned|"
          r"have turned|decided to go|switched to being|started being|eat|eats)? ?" + _NOW + r"(?:a |an |fully |strictly |mostly |100% )?"
-         r"(?P<val>" + _DIETS + r")(?: again| now| these days| since .*| for .*)?", "diet", False),
+         r"(?P<val>" + _DIETS + r")(?: .*)?", "diet", False),
         (r"{S} (?:am|is|are) (?:on|following|doing) (?:a |an |the )?(?P<val>[\w -]+?) diet(?: .*)?", "diet", False),
         (r"{S} (?:follows?|keeps?) (?:a |an )?(?P<val>[\w -]+?) diet(?: .*)?", "diet", False),
-        (r"(?:my|our) diet is (?:now )?(?P<val>.+)", "diet", False),
-        (r"{S} " + _NOW + r"(?:started eating|eat|eats|am eating|is eating) (?P<val>meat|fish|everything)(?: again| now)?(?: .*)?", "diet", False),
+        (r"{S} (?:have |has )?" + _NOW + r"(?:started eating|eat|eats|am eating|is eating) (?P<val>meat|fish|everything)(?: again| now)?(?: .*)?", "diet", False),
         # residence
         (r"{S} (?:(?:am|is|are|have been|has been) )?" + _NOW + r"(?:live|lives|living|am living|is living|are living|reside|resides|am residing|is residing"
-         r"|am based|is based|are based|stay|stays|am staying|is staying|have been living|has been living)"
+         r"|am based|is based|are based|based|stay|stays|am staying|is staying|staying|residing|have been living|has been living)"
          r"(?: now| currently)? (?:in|at|near|out in|over in|on) (?P<val>.+)", "residence", False),
         (r"{S} (?:have |has |had |just |recently |finally |now |officially |already )*(?:moved|relocated|moving|am moving|"
          r"is moving|are moving|are relocating|am relocating)(?: back| over| out| house)?(?: all the way)? (?:to|into|in to) (?P<val>.+)",
          "residence", False, True),
         (r"(?:my|our) (?:home|house|place|flat|apartment|address|home address) is (?:now )?(?:in|at|near|on)? ?(?P<val>.+)", "residence", False),
         (r"{S} (?:call|calls) (?P<val>.+?) home(?: now)?", "residence", False),
+        (r"(?P<val>[\w -]+?) is where (?P<subj>i|we) (?:live|am living|are living|am based|are based)(?: now)?", "residence", False),
         # work: employer, then job title
         (r"{S} (?:(?:am|is|are|have been|has been) )?" + _NOW + r"(?:work|works|working|am working|is working|are working|have been working|has been working)"
          r"(?: now| currently)? (?:at|for|with|in) (?P<val>.+)", "employer", False),
@@ -89,11 +90,20 @@ ENGLISH = compile_slots(
          "job", False, True),
         (r"{S} (?:am|is|are) now (?:an?|the) (?P<val>.+)", "job", False, True),
         (r"(?:my|our) (?:job|job title|title|role|position|occupation|profession) is (?:now )?(?:an? |the )?(?P<val>.+)", "job", False),
+        (r"{S} (?:goes|go|is going|am going|attends|attend|is attending|am attending|started at) (?:to )?"
+         r"(?P<val>.*\b(?:school|university|college|academy|kindergarten|daycare|nursery)\b.*)", "school", False),
         # people
         (r"{S} " + _NOW + r"(?:reports?|am reporting|is reporting) (?:directly )?to (?P<val>.+)", "manager", False),
         (r"{S} (?:am|is|are) " + _NOW + r"(?:dating|seeing|married to|engaged to|in a relationship with|going out with)"
          r" (?P<val>.+)", "partner", False),
         (r"{S} (?:got married to|married|got engaged to) (?P<val>.+)", "partner", False, True),
+        # "my X (has) changed to Y", "my X changed, it is Y"
+        (r"(?:my|our) (?P<attr>[a-z][\w' -]{0,40}?) (?:has |have )?(?:changed|switched|moved|been changed|been moved"
+         r"|been updated|been pushed|updated|was moved|was changed|got moved) to (?P<val>.+)", None, False, True),
+        (r"(?P<subj>[\w-]+(?: [\w-]+)?)'s (?P<attr>[a-z][\w -]{0,30}?) (?:has |have )?(?:changed|switched|moved|been changed"
+         r"|been moved|been updated|been pushed|updated|was moved|was changed|got moved) to (?P<val>.+)", None, False, True),
+        (r"(?:my|our) (?P<attr>[a-z][\w' -]{0,40}?) (?:has |have )?changed[,:;-]* (?:it is|they are|she is|he is|now it is"
+         r"|the new one is|now) (?P<val>.+)", None, False, True),
         # contact
         (r"(?:you can )?(?:reach|contact|text|call|email|e-mail|ring) (?:me|us) (?:at|on|via) (?P<val>.+@.+)", "email", False),
         (r"(?:you can )?(?:reach|contact|text|call|ring) (?:me|us) (?:at|on) (?P<val>[+\d][\d ()+.-]{5,})(?: .*)?", "phone", False),
@@ -115,7 +125,7 @@ ENGLISH = compile_slots(
         (r"(?P<subj>(?:the )?project [\w-]+(?: [\w-]+)?|(?:the )?[\w-]+ project) (?:is|has been|was) (?:now )?"
          r"(?:in|on|at) (?P<val>(?:the )?(?:beta|alpha|production|maintenance|hold|pause|review|testing|staging|planning"
          r"|development|design|pilot)(?: .*)?)", "status", False),
-        (r"(?P<subj>(?:the )?project [\w-]+(?: [\w-]+)?|(?:the )?[\w-]+ project) (?:is|has been|was|got) (?:now )?"
+        (r"(?P<subj>(?:the )?project [\w-]+(?: [\w-]+)?|(?:the )?[\w-]+ project) (?:is|has been|was|got|has) (?:now )?"
          r"(?P<val>cancelled|canceled|paused|shipped|launched|done|finished|complete|completed|live|shelved|on hold|delayed"
          r"|in progress|abandoned)(?: .*)?", "status", False),
         (r"{S} (?:am|is|are) " + _NOW + r"(?:working on|building|leading|running|managing|developing|writing)"
@@ -133,8 +143,7 @@ ENGLISH = compile_slots(
         (r"{S} (?:really |now |still |also )*(?:hate|hates|dislike|dislikes|cannot stand|can not stand|detest)"
          r"(?: now)? (?P<val>.+)", "dislikes", True),
         (r"{S} (?:have |has |just |recently |finally )*(?:have|has|own|owns|got|bought|adopted|have got|has got|rescued)"
-         r"(?: now)? (?:an? |two |three |some |my |the |our |new )*(?P<val>.+)", "has", True),
-        (r"{S} (?:am|is|are) " + _NOW + r"(?:an?) (?P<val>.+)", "is a", True),
+         r"(?! (?:changed|been|moved|gone|become|shipped|switched|started|joined|left|updated|finished|launched)\b)(?: now)? (?:an? |two |three |some |my |the |our |new )*(?P<val>.+)", "has", True),
         # generic slots: "my X is Y", "sarah's X is Y", "Y is my X"
         (r"(?P<subj>(?:my|our) [\w-]+(?: [\w-]+)?) (?:is|are) " + _NOW + r"(?:called|named) (?P<val>.+)", "name", False),
         (r"(?:my|our) (?P<attr>[a-z][\w' -]{0,40}?) (?:is|are|was|has been|has changed to|changed to|will be) " + _NOW
@@ -142,6 +151,7 @@ ENGLISH = compile_slots(
         (r"(?P<subj>[\w-]+(?: [\w-]+)?)'s (?P<attr>[a-z][\w -]{0,30}?) (?:is|are|was|has changed to|changed to) " + _NOW
          + r"(?P<val>.+)", None, False),
         (r"(?P<val>[\w-]+(?: [\w-]+)?) is " + _NOW + r"my (?:new )?(?P<attr>[a-z][\w -]{0,30}?)(?: now)?", None, False),
+        (r"(?P<subj>i|we|[\w-]+) (?:am|is|are) " + _NOW + r"(?:an?) (?P<val>.+)", "is a", True),
     ],
     self_subjects=["i", "me", "we", "myself", "user", "the user"],
     possessive=r"(?:my|our) (.+)",
@@ -170,7 +180,7 @@ ENGLISH = compile_slots(
         r"|autumn|monday|tuesday|wednesday|thursday|friday|saturday|sunday)|this (?:week|month|year)"
         r"|next (?:week|month|year)|a (?:few )?(?:days?|weeks?|months?|years?) ago|recently|yesterday|today"
         r"|permanently|full[- ]time|for (?:a|the) (?:while|moment)|by the way|then)$"
-        r"|\s+(?:with (?:my|our|the|a|his|her) .*|over .*|rather than .*|instead of .*|more than .*)$"
+        r"|\s+(?:with (?:my|our|the|a|his|her) .*|over .*|rather than .*|instead of .*|more than .*|not .*)$"
     ),
     change_markers=(
         r"\b(?:now|anymore|no longer|instead|switched|changed|moved|new|these days|nowadays|from now on"
@@ -193,6 +203,7 @@ ENGLISH = compile_slots(
         "lead": "lead leads led",
         "status": "status",
     },
+    value_shapes={"phone": r"\d{3}", "email": r"@"},
 )
 
 PORTUGUESE = compile_slots(
@@ -201,7 +212,7 @@ PORTUGUESE = compile_slots(
     framing=(
         r"^(?:(?:aliás|a propósito|por favor|ah|então|ei|olá|também|novidade|atualização|só para avisar|na verdade)"
         r"\b[,:!.\s-]*)|^(?:(?:lembre(?:-se)?|lembra|anote|não esqueça)\b(?:\s+de)?(?:\s+que\b)?[,:\s]*)"
-        r"|^(?:(?:desde|a partir de|agora|hoje em dia|atualmente) [^,]{0,30},\s*)"
+        r"|^(?:(?:desde|a partir de|agora|hoje em dia|atualmente) [^,]{0,30},\s*)|^(?:agora|hoje em dia|atualmente)\s+"
     ),
     retractions=[
         (r"^esqueça (?:que|isso de que) ", ""),
@@ -239,6 +250,7 @@ PORTUGUESE = compile_slots(
     value_fillers=r"^(?:o|a|os|as|um|uma|em|no|na|agora)\s+|\s+(?:agora|de novo|hoje em dia|desde .+|a partir de .+)$",
     change_markers=r"\b(?:agora|não .* mais|já não|mudei|mudou|novo|nova|passou a)\b",
     attribute_words={"residence": "moro mora mudei", "employer": "trabalho trabalha", "diet": "vegetariana vegetariano"},
+    value_shapes={"phone": r"\d{3}", "email": r"@"},
 )
 
 register_slots("en", ENGLISH)

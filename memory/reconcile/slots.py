@@ -62,6 +62,7 @@ class SlotPatterns:
     value_fillers: re.Pattern = re.compile(r"(?!)")
     change_markers: re.Pattern = re.compile(r"(?!)")
     attribute_words: dict[str, str] = field(default_factory=dict)  # extra keyword-search words per attribute
+    value_shapes: dict[str, re.Pattern] = field(default_factory=dict)  # "phone" needs digits: "my phone is a Pixel" is a device
 
 
 def compile_slots(
@@ -80,6 +81,7 @@ def compile_slots(
     value_fillers: str,
     change_markers: str,
     attribute_words: dict[str, str] | None = None,
+    value_shapes: dict[str, str] | None = None,
 ) -> SlotPatterns:
     """Build :class:`SlotPatterns` from plain regex strings (case-insensitive).
 
@@ -108,6 +110,7 @@ def compile_slots(
         value_fillers=re.compile(value_fillers, _FLAGS),
         change_markers=re.compile(change_markers, _FLAGS),
         attribute_words=dict(attribute_words or {}),
+        value_shapes={k: re.compile(v, _FLAGS) for k, v in (value_shapes or {}).items()},
     )
 
 
@@ -134,6 +137,7 @@ def _clean_value(value: str, patterns: SlotPatterns) -> str:
 
 
 def _clean_attribute(attr: str, patterns: SlotPatterns) -> str:
+    attr = _clean_value(attr, patterns)  # "best friend these days" → "best friend"
     attr = " ".join(patterns.attribute_fillers.sub(" ", f" {attr} ").split())
     return patterns.attribute_aliases.get(attr, attr)
 
@@ -151,8 +155,8 @@ def subject_of(text: str | None, patterns: SlotPatterns) -> Subject:
     if not text:
         return Subject("user")
     text = " ".join(text.strip(" ,").split())
-    if text in patterns.self_subjects:
-        return Subject("user")
+    if text in patterns.self_subjects or text.split()[0] in patterns.self_subjects:
+        return Subject("user")  # "i started working at" parses its subject as "i started"
     mine = patterns.possessive.fullmatch(text)
     if mine:
         words = mine.group(1).split()
@@ -195,6 +199,9 @@ def parse(text: str, patterns: SlotPatterns) -> tuple[list[tuple[Fact, Subject]]
                 owner, _, attribute = attribute.partition("'s ")
                 subject = Subject(owner if subject.key == "user" else f"{subject.key}'s {owner}")
                 attribute = _clean_attribute(attribute, patterns)
+            shape = patterns.value_shapes.get(attribute)
+            if shape is not None and not shape.search(value):
+                attribute = f"{attribute} (not {attribute} shaped)"
             fact = Fact(
                 subject.key, attribute, value, pattern.multi, negated, changed or pattern.changed
             )
