@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import importlib
-import os
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -94,8 +93,7 @@ def root(
     ] = False,
 ) -> None:
     """Local memory for AI agents: remember, recall, prune — all in SQLite under your home."""
-    root_home = home if home is not None else os.environ.get("ARCANA_HOME")
-    ctx.obj = CliContext(home=Home.resolve(root_home), quiet=quiet)
+    ctx.obj = CliContext(home=Home.resolve(home), quiet=quiet)
 
 
 _registered: set[str] = set()

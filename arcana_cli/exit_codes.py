@@ -40,6 +40,6 @@ def for_error(exc: BaseException) -> int:
         return BUSY
     if isinstance(exc, (errors.MemoryStorageError, errors.MemoryWriteError)):
         return STORAGE
-    if isinstance(exc, (errors.MemoryRoutingError, ValueError)):
+    if isinstance(exc, (errors.MemoryRoutingError, errors.InvalidRequestError)):
         return USAGE
     return FAILURE

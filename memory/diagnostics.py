@@ -91,7 +91,7 @@ def check_sqlite() -> list[Check]:
 
 async def check_databases(home: Home) -> list[Check]:
     from memory.migrations.runner import head_version
-    from memory.schema import read_version
+    from memory.migrations.status import describe, read_version
     from memory.sqlite.connection import connect_readonly, dbapi
 
     checks = []
@@ -112,10 +112,9 @@ async def check_databases(home: Home) -> list[Check]:
             result = f"unreadable: {exc}"
         ok = result == "ok" and version <= head
         detail = f"integrity {result}, schema v{version}/{head}"
-        if version > head:
-            detail += " (newer than this Arcana: upgrade)"
-        elif version < head:
-            detail += " (pending: arcana migrate up)"
+        state = describe(version, head)
+        if state != "current":
+            detail += f" ({state}: {'upgrade Arcana' if version > head else 'run arcana migrate up'})"
         checks.append(Check(name, ok, detail))
     return checks
 
@@ -154,11 +153,11 @@ def check_conflicts(home: Home) -> Check:
 
 async def round_trip() -> Check:
     """Write, search and read back on a throwaway store, as a user would."""
-    from memory.adapters.sqlite import SQLiteAdapter
+    from memory.stores import scratch_store
     from memory.types import MemoryEntry, MemoryQuery
 
     with tempfile.TemporaryDirectory(prefix="arcana-doctor-") as tmp:
-        store = SQLiteAdapter(Path(tmp) / "doctor.db")
+        store = scratch_store(Path(tmp) / "doctor.db")
         try:
             entry = MemoryEntry(agent_id="doctor", content="doctor round trip: the kettle is blue")
             await store.write(entry)

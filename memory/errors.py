@@ -35,6 +35,10 @@ class MemoryTimeoutError(MemoryStorageError, TimeoutError):
     """A call ran past the deadline its caller set and was stopped inside the backend."""
 
 
+class InvalidRequestError(ArcanaMemoryError, ValueError):
+    """The request cannot be carried out as asked (the CLI's usage error, exit 2)."""
+
+
 class MemoryRoutingError(ArcanaMemoryError):
     """A write targets a tier that is missing or under-specified."""
 

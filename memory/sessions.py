@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memory.config import ExtractionSettings
-from memory.errors import ArcanaMemoryError, NotFoundError
+from memory.errors import InvalidRequestError, NotFoundError
 from memory.extraction.scoring import agent_confidence, storable
 from memory.home import Home
 from memory.types import ConfidenceSource, MemoryEntry, MemoryType, now_utc
@@ -31,7 +31,7 @@ SUMMARY_TAG = "session-summary"
 _SESSION_ID = re.compile(r"[0-9A-Za-z-]{1,64}")
 
 
-class SessionClosedError(ArcanaMemoryError, ValueError):
+class SessionClosedError(InvalidRequestError):
     """A closed session cannot take more turns; start a new one."""
 
 

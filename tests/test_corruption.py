@@ -19,7 +19,8 @@ from memory.agents import AgentRegistry
 from memory.audit import AuditLog
 from memory.errors import MemoryCorruptError
 from memory.sqlite.connection import dbapi
-from memory.types import MemoryEntry, MemoryQuery
+from memory.types import MemoryQuery
+from factories import entry
 
 PAGE = 4096
 
@@ -27,8 +28,6 @@ PAGE = 4096
 pytestmark = pytest.mark.usefixtures("no_embedder")
 
 
-def entry(content: str, agent_id: str = "a1", **fields) -> MemoryEntry:
-    return MemoryEntry(agent_id=agent_id, content=content, **fields)
 
 
 async def make_store(path: Path, agent_id: str = "a1", n: int = 2000) -> None:

@@ -14,11 +14,11 @@ from memory.errors import MemoryRoutingError
 from memory.federation import MemoryFederation, MemoryRouter, TierBudget
 from memory.federation.budgets import ConnectionsConfig
 from memory.federation.federation import dedupe
-from memory.types import MemoryEntry, MemoryQuery, MemoryScope
+from memory.types import MemoryQuery, MemoryScope
+from factories import entries_for
 
 
-def entry(text: str, agent: str = "a", **kw) -> MemoryEntry:
-    return MemoryEntry(agent_id=agent, content=text, **kw)
+entry = entries_for("a")
 
 
 @pytest.fixture
@@ -54,8 +54,8 @@ async def test_promoted_copy_comes_back_once_naming_both_tiers(stores):
 
 async def test_identical_content_under_different_ids_is_one_fact_but_different_content_is_not(stores):
     await stores["private"].write(entry("Standup is at 10:00"))
-    await stores["pool"].write(entry("Standup  is at 10:00", agent="b", scope=MemoryScope.SHARED, pool_name="team"))
-    await stores["pool"].write(entry("Standup is at 10:30 on Fridays", agent="b", scope=MemoryScope.SHARED, pool_name="team"))
+    await stores["pool"].write(entry("Standup  is at 10:00", agent_id="b", scope=MemoryScope.SHARED, pool_name="team"))
+    await stores["pool"].write(entry("Standup is at 10:30 on Fridays", agent_id="b", scope=MemoryScope.SHARED, pool_name="team"))
     found = await federate(stores, []).search(MemoryQuery(agent_id="a", text="standup"))
     assert sorted((e.content, tuple(e.tiers)) for e in found) == [
         ("Standup is at 10:00", ("private", "pool:team")),
@@ -99,9 +99,9 @@ async def test_two_vaults_with_the_same_note_path_are_two_notes(tmp_path):
 
 
 async def test_other_agents_shared_memories_are_read_but_their_private_ones_never(stores, tmp_path):
-    await stores["pool"].write(entry("the printer is on floor 2", agent="b", scope=MemoryScope.SHARED, pool_name="team"))
+    await stores["pool"].write(entry("the printer is on floor 2", agent_id="b", scope=MemoryScope.SHARED, pool_name="team"))
     bobs_private = SQLiteAdapter(tmp_path / "bob.db")
-    await bobs_private.write(entry("the printer password is hunter2", agent="b"))
+    await bobs_private.write(entry("the printer password is hunter2", agent_id="b"))
     found = await federate(stores, []).search(MemoryQuery(agent_id="a", text="printer"))
     assert [e.content for e in found] == ["the printer is on floor 2"]
     await bobs_private.aclose()
@@ -139,7 +139,7 @@ async def test_vault_notes_join_as_a_read_only_shared_tier_and_dedupe_with_an_in
     vault_dir.mkdir()
     (vault_dir / "coffee.md").write_text("---\nimportance: 0.7\n---\nThe coffee machine needs descaling.\n")
     (vault_dir / "tea.md").write_text("Green tea steeps for two minutes.\n")
-    ingested = entry("The coffee machine needs descaling (ingested).", id=note_id("coffee.md"), agent="vault")
+    ingested = entry("The coffee machine needs descaling (ingested).", id=note_id("coffee.md"), agent_id="vault")
     await stores["pool"].write(ingested.model_copy(update={"scope": MemoryScope.SHARED, "pool_name": "team"}))
     router = MemoryRouter(private=stores["private"], pools={"team": stores["pool"]})
     vault = MarkdownFolderAdapter(vault_dir, "a", scope=MemoryScope.SHARED)

@@ -12,7 +12,8 @@ from memory.errors import MemoryCorruptError, MemoryRoutingError, MemoryStorageE
 from memory.federation import FederatedWriteError, MemoryFederation, MemoryRouter, TierBudget
 from memory.federation.budgets import ConnectionsConfig
 from memory.sqlite.admission import Audience
-from memory.types import MemoryEntry, MemoryScope, PrunePolicy
+from memory.types import MemoryScope, PrunePolicy
+from factories import entries_for
 
 
 class Tiers:
@@ -54,8 +55,7 @@ async def tiers(tmp_path):
     await made.close()
 
 
-def entry(text: str, **kw) -> MemoryEntry:
-    return MemoryEntry(agent_id="a", content=text, **kw)
+entry = entries_for("a")
 
 
 async def test_important_private_entry_is_promoted_to_global_as_a_scope_rewritten_copy(tiers):

@@ -15,13 +15,12 @@ from memory.errors import MemoryStorageError
 from memory.sqlite.admission import Audience
 from memory.sqlite.connection import dbapi
 from memory.sqlite.rows import COLUMNS
-from memory.types import MemoryEntry, MemoryQuery, PruneMode, PrunePolicy, Visibility
+from memory.types import MemoryQuery, PruneMode, PrunePolicy, Visibility
+from factories import entry
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def entry(content: str, **fields) -> MemoryEntry:
-    return MemoryEntry(**{"agent_id": "a1", "content": content, **fields})
 
 
 # name -> (coroutine doing the mutation on `target`, expected op, expects an after image)

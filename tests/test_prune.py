@@ -12,14 +12,13 @@ import pytest
 
 from memory.adapters.sqlite import SQLiteAdapter
 from memory.sqlite.admission import Audience
-from memory.types import MemoryEntry, MemoryQuery, PruneMode, PrunePolicy
+from memory.types import MemoryQuery, PruneMode, PrunePolicy
+from factories import entry
 
 # Keyword-only homes: these tests are about the store, not the embedding model.
 pytestmark = pytest.mark.usefixtures("no_embedder")
 
 
-def entry(content: str, **fields) -> MemoryEntry:
-    return MemoryEntry(**{"agent_id": "a1", "content": content, **fields})
 
 
 @pytest.fixture

@@ -13,13 +13,13 @@ from memory.adapters.sqlite import SQLiteAdapter
 from memory.errors import ConfigError, MemoryStorageError, TierWriteFailed
 from memory.federation.budgets import ConnectionsConfig, TierBudget
 from memory.federation.resilience import BreakerState, ResilientTier
-from memory.types import MemoryEntry, MemoryQuery, MemoryScope, RetrievalMode
+from memory.types import MemoryQuery, MemoryScope, RetrievalMode
+from factories import entries_for
 
 FAST = TierBudget(read_timeout_ms=100, semantic_timeout_ms=600, write_timeout_ms=150, fail_threshold=2)
 
 
-def entry(text: str, **kw) -> MemoryEntry:
-    return MemoryEntry(agent_id="a", content=text, **kw)
+entry = entries_for("a")
 
 
 def tier(adapter, budget=FAST, clock=time.monotonic) -> ResilientTier:

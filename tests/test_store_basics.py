@@ -8,11 +8,10 @@ from memory.adapters.sqlite import SQLiteAdapter
 from memory.errors import MemoryStorageError, NotFoundError
 from memory.sqlite.admission import Audience
 from memory.sqlite.connection import dbapi, has_fts5
-from memory.types import MemoryEntry, MemoryQuery, MemoryScope, MemoryType
+from memory.types import MemoryQuery, MemoryScope, MemoryType
+from factories import entry
 
 
-def entry(content: str, **fields) -> MemoryEntry:
-    return MemoryEntry(agent_id="a1", content=content, **fields)
 
 
 async def test_connect_is_implicit_on_first_use(tmp_path):

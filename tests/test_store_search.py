@@ -10,11 +10,10 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from memory.types import MemoryEntry, MemoryQuery, MemoryScope, MemoryType
+from memory.types import MemoryQuery, MemoryScope, MemoryType
+from factories import entry
 
 
-def entry(content: str, **fields) -> MemoryEntry:
-    return MemoryEntry(**{"agent_id": "a1", "content": content, **fields})
 
 
 def ids(entries) -> list[str]:

@@ -9,11 +9,10 @@ import pytest
 
 from memory.adapters.sqlite import SQLiteAdapter
 from memory.sqlite.admission import Audience
-from memory.types import MemoryEntry, MemoryQuery, Visibility
+from memory.types import MemoryQuery, Visibility
+from factories import entry
 
 
-def entry(content: str, **fields) -> MemoryEntry:
-    return MemoryEntry(**{"agent_id": "a1", "content": content, **fields})
 
 
 @pytest.fixture

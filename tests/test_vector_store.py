@@ -13,14 +13,14 @@ from memory.audit import AuditLog
 from memory.embedding.gateway import EmbeddingGateway
 from memory.embedding.ollama import OllamaEmbedder
 from memory.errors import MemoryStorageError
-from memory.types import MemoryEntry, MemoryQuery, MemoryType, PruneMode, PrunePolicy, RetrievalMode, Visibility
+from memory.types import MemoryQuery, MemoryType, PruneMode, PrunePolicy, RetrievalMode, Visibility
+from factories import entries_for
 
 AGENT = "agent-1"
 SEMANTIC = RetrievalMode.semantic
 
 
-def entry(content: str, **kw) -> MemoryEntry:
-    return MemoryEntry(agent_id=AGENT, content=content, **kw)
+entry = entries_for(AGENT)
 
 
 def query(text: str, mode=SEMANTIC, **kw) -> MemoryQuery:

@@ -60,15 +60,14 @@ async def target_store(cli, agent: str | None, pool: str | None, global_: bool):
         async with cli.private_store(cli.agent(agent)) as store:
             yield store
         return
-    from memory.adapters.sqlite import SQLiteAdapter
     from memory.federation.pools import PoolRegistry
+    from memory.stores import StoreKind, open_store
 
     if pool:
         PoolRegistry(cli.home).show_settings(pool)  # NotFoundError for an unknown pool
-    path = cli.home.pool_db(pool) if pool else cli.home.global_db
-    if not path.exists():
-        raise NotFoundError(f"{'pool ' + pool if pool else 'the global tier'} has no memories yet ({path})")
-    store = SQLiteAdapter(path, actor="cli", backup_dir=cli.home.backups_dir, audit=cli.audit)
+    store = open_store(cli.home, StoreKind.POOL if pool else StoreKind.GLOBAL, pool, actor="cli")
+    if not store.path.exists():
+        raise NotFoundError(f"{'pool ' + pool if pool else 'the global tier'} has no memories yet ({store.path})")
     try:
         await store.connect()
         yield store

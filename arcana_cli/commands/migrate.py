@@ -4,9 +4,7 @@ import typer
 
 from arcana_cli.context import ctx_of, run
 from arcana_cli.output import JsonOpt, Out, QuietOpt
-from memory.adapters.sqlite import SQLiteAdapter
-from memory.migrations.runner import head_version
-from memory.schema import read_version
+from memory.migrations.status import home_status, upgrade_home
 
 
 def register(app: typer.Typer) -> None:
@@ -16,13 +14,7 @@ def register(app: typer.Typer) -> None:
     @group.command("status")
     def status(ctx: typer.Context, json_: JsonOpt = False) -> None:
         """Show each database's schema version against this Arcana's."""
-        cli = ctx_of(ctx)
-        head = head_version()
-        rows = []
-        for db in cli.home.databases():
-            version, problem = read_version(db)
-            state = problem or ("current" if version == head else "newer than this Arcana" if version > head else "pending")
-            rows.append({"database": str(db.relative_to(cli.home.root)), "version": version, "head": head, "state": state})
+        rows = [row.as_dict() for row in home_status(ctx_of(ctx).home)]
         Out(json_mode=json_).data(
             rows, columns=("database", "version", "head", "state"), rows=lambda: [tuple(r.values()) for r in rows]
         )
@@ -32,28 +24,7 @@ def register(app: typer.Typer) -> None:
         """Migrate every database to the latest schema, copying each aside first."""
         cli = ctx_of(ctx)
         out = Out(json_mode=json_, quiet=quiet or cli.quiet)
-        head = head_version()
-        todo = [(db, read_version(db)) for db in cli.home.databases()]
-
-        async def go():
-            results = []
-            for db, (version, problem) in todo:
-                entry = {"database": str(db.relative_to(cli.home.root)), "from": version, "to": version, "backup": None}
-                if problem or version >= head:
-                    entry["state"] = problem or ("current" if version == head else "newer than this Arcana: skipped")
-                else:
-                    store = SQLiteAdapter(db, backup_dir=cli.home.backups_dir, actor="cli")
-                    try:
-                        await store.connect()
-                        entry["to"] = await store.schema_version()
-                        entry["backup"] = str(store.backed_up_to) if store.backed_up_to else None
-                        entry["state"] = "migrated"
-                    finally:
-                        await store.aclose()
-                results.append(entry)
-            return results
-
-        results = run(go())
+        results = [r.as_dict() for r in run(upgrade_home(cli.home, actor="cli"))]
         out.data(
             results,
             columns=("database", "from", "to", "state", "backup"),

@@ -9,6 +9,7 @@ from arcana_cli.output import JsonOpt, Out, QuietOpt
 from memory.adapters.sqlite import SQLiteAdapter
 from memory.errors import NotFoundError
 from memory.locks import exclusive
+from memory.stores import StoreKind, open_store
 from memory.types import PruneMode, PrunePolicy
 
 
@@ -90,11 +91,11 @@ def _targets(cli, agent: str | None, all_: bool, pools: list[str], global_: bool
     registry = PoolRegistry(cli.home)
     for name in dict.fromkeys(pools):
         registry.show_settings(name)  # NotFoundError (exit 3) for an unknown pool
-        store = SQLiteAdapter(cli.home.pool_db(name), actor="cli", backup_dir=cli.home.backups_dir)
+        store = open_store(cli.home, StoreKind.POOL, name, actor="cli")
         targets.append((f"pool:{name}", {"tier": f"pool:{name}"}, store))
     if global_:
         if not cli.home.global_db.exists():
             raise NotFoundError("there is no global tier yet (it appears with the first promoted or global memory)")
-        store = SQLiteAdapter(cli.home.global_db, actor="cli", backup_dir=cli.home.backups_dir)
+        store = open_store(cli.home, StoreKind.GLOBAL, actor="cli")
         targets.append(("global", {"tier": "global"}, store))
     return targets

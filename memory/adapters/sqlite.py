@@ -89,11 +89,10 @@ class SQLiteAdapter:
     @classmethod
     def for_agent(cls, agent_id: Any, *, home: Home | Path | str | None = None, **kwargs: Any) -> SQLiteAdapter:
         """The private store at ``<home>/agents/{agent_id}/memory.db``."""
+        from memory.stores import StoreKind, open_store
+
         home = home if isinstance(home, Home) else Home.resolve(home)
-        kwargs.setdefault("quarantine_dir", home.quarantine_dir)
-        kwargs.setdefault("backup_dir", home.backups_dir)
-        kwargs.setdefault("audit", audit_mod.AuditLog(home.audit_log))
-        return cls(home.agent_db(str(agent_id)), **kwargs)
+        return open_store(home, StoreKind.PRIVATE, str(agent_id), **kwargs)
 
     # -- lifecycle ---------------------------------------------------------
 

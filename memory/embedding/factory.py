@@ -37,9 +37,9 @@ def vector_adapter(store, config: EmbeddingConfig, home: Home, *, notify=None, g
 
     Pass ``gateway`` to reuse already-built embedders (a watch keeps one warm).
     """
-    from memory.adapters.vector import VectorAdapter
+    from memory.stores import with_vectors
 
-    return VectorAdapter(store, gateway or build_gateway(config, home), notify=notify, **vector_options(config))
+    return with_vectors(store, gateway or build_gateway(config, home), {**vector_options(config), "notify": notify})
 
 
 def vector_options(config: EmbeddingConfig) -> dict:

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from memory.adapters.sqlite import SQLiteAdapter
-from memory.adapters.vector import VectorAdapter
 from memory.agents import AgentRegistry
 from memory.embedding.gateway import EmbeddingGateway
 from memory.errors import ArcanaMemoryError
 from memory.home import Home
+from memory.stores import open_database, with_vectors
 
 
 async def database_status(home: Home) -> list[dict]:
@@ -20,7 +19,7 @@ async def database_status(home: Home) -> list[dict]:
     for path in home.databases():
         row = dict.fromkeys(("model", "family", "dimension", "vec_table", "rows", "embedded", "missing"))
         row.update(database=str(path.relative_to(home.root)), agent=names.get(path), note="")
-        vectors = VectorAdapter(SQLiteAdapter(path, actor="cli"), EmbeddingGateway([]))
+        vectors = with_vectors(open_database(home, path, actor="cli"), EmbeddingGateway([]))
         try:
             status = await vectors.status()
         except ArcanaMemoryError as exc:

@@ -26,6 +26,7 @@ from memory.federation.router import MemoryRouter
 from memory.home import Home
 from memory.reconcile.reconciler import Reconciler
 from memory.reconcile.settings import ReconcileSettings
+from memory.stores import StoreKind, open_store, with_vectors
 from memory.types import MemoryType
 
 
@@ -45,19 +46,6 @@ class PoolConfig:
 
 def _home(home: Home | Path | str | None) -> Home:
     return home if isinstance(home, Home) else Home.resolve(home)
-
-
-def semantic(store: SQLiteAdapter, embedding: Any | None, vector_options: Mapping[str, Any] | None) -> Any:
-    """``store`` behind a :class:`VectorAdapter` when an embedder is given, else as is.
-
-    The vector layer shares the store's file, so semantic and hybrid reads work
-    on every SQLite tier and fall back to keyword when the embedder is down.
-    """
-    if embedding is None:
-        return store
-    from memory.adapters.vector import VectorAdapter
-
-    return VectorAdapter(store, embedding, **dict(vector_options or {}))
 
 
 async def build_federation(
@@ -94,14 +82,12 @@ async def build_federation(
     """
     home = _home(home)
     connections = ConnectionsConfig.load(home.connections_path)
-    audit = AuditLog(home.audit_log)
     private = SQLiteAdapter.for_agent(agent_id, home=home, actor=actor)
     await private.connect()
     global_ = None
     if embedding is not None and global_tier:
-        store = SQLiteAdapter(home.global_db, actor=actor, audit=audit, backup_dir=home.backups_dir)
-        global_ = semantic(store, embedding, vector_options)
-    private_tier = semantic(private, embedding, vector_options)
+        global_ = with_vectors(open_store(home, StoreKind.GLOBAL, actor=actor), embedding, vector_options)
+    private_tier = with_vectors(private, embedding, vector_options)
     router = MemoryRouter(
         private=private_tier,
         global_=global_,
@@ -112,6 +98,7 @@ async def build_federation(
     )
     for pool in pools or ():
         router.register_pool(pool.name, pool.adapter, read_only=pool.read_only or None, label=pool.label)
+    audit = AuditLog(home.audit_log)
     reconciler = Reconciler(
         private,
         private_tier if private_tier is not private else None,
@@ -145,12 +132,11 @@ def pool_configs(
     one-hop link expansion) when built, else a live folder scan — the same
     note ids either way, so a note seen twice is one fact.
     """
-    audit = AuditLog(home.audit_log)
     joined = agent_pools(config, card)
     found = []
     for name in joined:
-        store = SQLiteAdapter(home.pool_db(name), actor=actor, audit=audit, backup_dir=home.backups_dir)
-        found.append(PoolConfig(name, semantic(store, embedding, vector_options)))
+        store = open_store(home, StoreKind.POOL, name, actor=actor)
+        found.append(PoolConfig(name, with_vectors(store, embedding, vector_options)))
     for vault_name, vault in sorted(config.vaults.items()):
         if vault.agent in (card.id, card.name):
             pool = f"vault:{vault_name}"

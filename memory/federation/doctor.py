@@ -12,7 +12,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from memory.adapters.sqlite import SQLiteAdapter
 from memory.agents import AgentRegistry
 from memory.config import load_config
 from memory.errors import ConfigError
@@ -22,7 +21,8 @@ from memory.federation.federation import MemoryFederation
 from memory.federation.router import MemoryRouter
 from memory.home import Home
 from memory.migrations.runner import head_version
-from memory.schema import read_version
+from memory.migrations.status import read_version
+from memory.stores import StoreKind, open_store
 
 
 @dataclass
@@ -63,8 +63,8 @@ async def tier_reports(home: Home) -> list[TierReport]:
         return [TierReport("tiers", False, f"not probed: {exc}")]
     reports: dict[str, TierReport] = {}
     for card in cards:
-        private = SQLiteAdapter(home.agent_db(card.id), actor="doctor")
-        global_ = SQLiteAdapter(home.global_db, actor="doctor") if home.global_db.exists() else None
+        private = open_store(home, StoreKind.PRIVATE, card.id, actor="doctor", repair=False)
+        global_ = open_store(home, StoreKind.GLOBAL, actor="doctor") if home.global_db.exists() else None
         router = MemoryRouter(private=private, global_=global_, resilience=connections)
         router.private.name = f"private ({card.name})"
         for pool in pool_configs(home, config, card, actor="doctor"):

@@ -12,11 +12,11 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from memory.adapters.sqlite import SQLiteAdapter
 from memory.agents import AgentCard, AgentRegistry
 from memory.config import ArcanaConfig, PoolSettings, load_config, save_config
 from memory.errors import ConfigError, NotFoundError
 from memory.home import Home
+from memory.stores import StoreKind, open_store
 
 _POOL_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 
@@ -68,7 +68,7 @@ class PoolRegistry:
         config = self._config()
         if name in config.pools:
             raise ConfigError(f"a pool named '{name}' already exists")
-        store = SQLiteAdapter(self.home.pool_db(name), actor="pool-create")
+        store = open_store(self.home, StoreKind.POOL, name, actor="pool-create")
         try:
             await store.connect()
         finally:
@@ -94,7 +94,7 @@ class PoolRegistry:
             vaults=sorted(v for v, vault in config.vaults.items() if vault.pool == name),
         )
         if count and self.home.pool_db(name).exists():
-            store = SQLiteAdapter(self.home.pool_db(name), actor="pool-show")
+            store = open_store(self.home, StoreKind.POOL, name, actor="pool-show")
             try:
                 info.entries = await store.count(include_archived=False)
             finally:

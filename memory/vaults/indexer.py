@@ -26,7 +26,7 @@ from contextlib import ExitStack, asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from memory import audit as audit_mod
+from memory import stores
 from memory.adapters.markdown import NoteIdentity, ParsedNote, read_note, stat_note, walk_folder
 from memory.adapters.sqlite import SQLiteAdapter
 from memory.config import ArcanaConfig, load_config
@@ -122,14 +122,7 @@ class IndexPlan:
 
 def open_store(vault: Vault) -> SQLiteAdapter:
     """The vault's index store at ``<home>/vaults/<name>.db``."""
-    home = vault.home
-    return SQLiteAdapter(
-        vault.db_path,
-        actor=f"vault:{vault.name}",
-        quarantine_dir=home.quarantine_dir,
-        backup_dir=home.backups_dir,
-        audit=audit_mod.AuditLog(home.audit_log),
-    )
+    return stores.open_store(vault.home, stores.StoreKind.VAULT, vault.name, actor=f"vault:{vault.name}")
 
 
 def _record(note: ParsedNote) -> FileRecord:

@@ -1,0 +1,94 @@
+"""Schema state of every database under a home, and upgrading them all.
+
+``arcana migrate status/up`` and ``arcana doctor`` both describe a database's
+version from here, so they can never disagree about what "pending" means.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from memory.home import Home
+from memory.migrations.runner import head_version
+from memory.sqlite.connection import connect_readonly, dbapi
+
+
+def read_version(db: Path) -> tuple[int, str | None]:
+    """``(user_version, problem)``; opened read-only so nothing is ever written."""
+    try:
+        conn = connect_readonly(db)
+        try:
+            conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+            return int(conn.execute("PRAGMA user_version").fetchone()[0]), None
+        finally:
+            conn.close()
+    except dbapi().Error as exc:
+        return -1, f"unreadable: {exc}"
+
+
+def describe(version: int, head: int, problem: str | None = None) -> str:
+    """The one wording of a database's schema state."""
+    if problem:
+        return problem
+    if version == head:
+        return "current"
+    return "newer than this Arcana" if version > head else "pending"
+
+
+@dataclass
+class DatabaseVersion:
+    database: str  # relative to the home
+    version: int
+    head: int
+    state: str
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass
+class MigrationResult:
+    database: str
+    from_version: int
+    to_version: int
+    state: str  # "migrated", or why it was left alone
+    backup: str | None = None
+
+    def as_dict(self) -> dict:
+        return {"database": self.database, "from": self.from_version, "to": self.to_version,
+                "state": self.state, "backup": self.backup}
+
+
+def home_status(home: Home) -> list[DatabaseVersion]:
+    """Every database under ``home`` with its version against this Arcana's."""
+    head = head_version()
+    rows = []
+    for db in home.databases():
+        version, problem = read_version(db)
+        rows.append(DatabaseVersion(str(db.relative_to(home.root)), version, head, describe(version, head, problem)))
+    return rows
+
+
+async def upgrade_home(home: Home, *, actor: str = "library") -> list[MigrationResult]:
+    """Migrate every pending database (each copied aside first); the rest are reported as they are."""
+    from memory.stores import open_database
+
+    head = head_version()
+    results = []
+    for db in home.databases():
+        version, problem = read_version(db)
+        result = MigrationResult(str(db.relative_to(home.root)), version, version, describe(version, head, problem))
+        if result.state == "newer than this Arcana":
+            result.state += ": skipped"
+        elif result.state == "pending":
+            store = open_database(home, db, actor=actor)
+            try:
+                await store.connect()
+                result.to_version = await store.schema_version()
+                result.backup = str(store.backed_up_to) if store.backed_up_to else None
+                result.state = "migrated"
+            finally:
+                await store.aclose()
+        results.append(result)
+    return results
