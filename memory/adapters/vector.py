@@ -341,6 +341,10 @@ class VectorAdapter:
         await self.store.record_access(entries)
         return Recall(entries, legs)
 
+    async def semantic_ready(self) -> bool:
+        """Can a semantic search run now (vectors indexed, sqlite-vec loaded, a compatible embedder)?"""
+        return isinstance(await self._searchable(), tuple)
+
     async def similar(self, query: MemoryQuery, limit: int, min_similarity: float) -> list[MemoryEntry]:
         """Admitted nearest neighbours of ``query.text`` at cosine >= ``min_similarity``, scored by cosine.
 

@@ -126,9 +126,15 @@ def decide(new_facts: list[Fact], new_norm: str, candidates: list[Candidate], du
         return Decision(DecisionKind.NOOP, [noop.entry.id], "the same facts restated")
     for candidate in candidates:
         comparable = not (new_facts and candidate.facts)  # slots on both sides already decided
+        # "ticket 4411 is fixed" is not "ticket 4412 is fixed", however close the vectors are.
+        comparable = comparable and _identifiers(new_norm) == _identifiers(candidate.norm)
         if comparable and candidate.similarity is not None and candidate.similarity >= duplicate_similarity:
             return Decision(DecisionKind.NOOP, [candidate.entry.id], f"near-duplicate ({candidate.similarity:.2f})")
     return Decision(DecisionKind.ADD, [], "a new fact")
+
+
+def _identifiers(text: str) -> set[str]:
+    return set(re.findall(r"\w*\d\w*", text))
 
 
 def _same(new: Fact, old: Fact) -> bool:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 # Measured on tests/eval/knowledge_update_eval.py (see README "Facts that evolve").
-DEFAULT_MIN_SIMILARITY = 0.35
+DEFAULT_MIN_SIMILARITY = 0.1
 DUPLICATE_SIMILARITY = 0.95
 CANDIDATES = 6
 DEFAULT_TIMEOUT_SECONDS = 10.0
