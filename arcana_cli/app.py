@@ -7,13 +7,14 @@ import sys
 from pathlib import Path
 from typing import Annotated
 
+import click
 import typer
 from pydantic import ValidationError
 from typer.core import TyperGroup
 
 from arcana_cli import __version__, exit_codes
-from arcana_cli.context import CliContext
-from arcana_cli.output import err
+from arcana_cli.context import CliContext, announce_quarantines, quarantine_mark
+from arcana_cli.output import err, reader_left
 from memory.errors import ArcanaMemoryError
 from memory.home import Home
 
@@ -37,6 +38,12 @@ COMMAND_MODULES = {
     "run": "run",
     "model": "model",
     "session": "session",
+    "quarantine": "quarantine",
+    "export": "export",
+    "import": "export",
+    "mcp": "mcp",
+    "backup": "backup",
+    "restore": "backup",
 }
 
 
@@ -46,9 +53,47 @@ class ArcanaGroup(TyperGroup):
     def list_commands(self, ctx) -> list[str]:
         return list(self.commands)
 
+    def parse_args(self, ctx, args):
+        """Refuse an argument that is not UTF-8 (Python hands such bytes over as lone surrogates):
+        no store, config or output can hold it, so it would fail later with a traceback."""
+        if ctx.parent is None:
+            for position, arg in enumerate(args, 1):
+                try:
+                    arg.encode("utf-8")
+                except UnicodeEncodeError:
+                    shown = arg.encode("utf-8", "surrogateescape" if _escapable(arg) else "backslashreplace")
+                    err(
+                        f"argument {position} ('{shown.decode('utf-8', 'backslashreplace')}') is not valid UTF-8; "
+                        "pass UTF-8 text (rename a file whose name is not)"
+                    )
+                    raise typer.Exit(exit_codes.USAGE)
+        return super().parse_args(ctx, args)
+
     def invoke(self, ctx):
+        """Run the command; one that quarantined a store (and did not fail otherwise) exits 5."""
+        mark = quarantine_mark()
+        clean = False
         try:
-            return super().invoke(ctx)
+            result = self._mapped(ctx)
+            clean = True
+            return result
+        except click.exceptions.Exit as exc:
+            clean = exc.exit_code == 0
+            raise
+        finally:
+            if announce_quarantines(ctx.obj, mark) and clean:
+                raise typer.Exit(exit_codes.STORAGE)
+
+    def _mapped(self, ctx):
+        try:
+            result = super().invoke(ctx)
+            sys.stdout.flush()  # data still buffered must reach the reader, or the pipe error show here
+            return result
+        except BrokenPipeError:
+            # The reader left early (`arcana memory list | head`): stop quietly, as `cat` does,
+            # with the documented code (Typer would say 1).
+            reader_left()
+            raise typer.Exit(exit_codes.PIPE_CLOSED) from None
         except ArcanaMemoryError as exc:
             err(str(exc))
             raise typer.Exit(exit_codes.for_error(exc)) from None
@@ -60,6 +105,11 @@ class ArcanaGroup(TyperGroup):
         except KeyboardInterrupt:
             err("interrupted")
             raise typer.Exit(exit_codes.INTERRUPTED) from None
+
+
+def _escapable(text: str) -> bool:
+    """Every surrogate in ``text`` is one of the U+DC80..U+DCFF escapes of a raw byte."""
+    return all(not 0xD800 <= ord(c) <= 0xDFFF or 0xDC80 <= ord(c) <= 0xDCFF for c in text)
 
 
 _app = typer.Typer(
@@ -103,9 +153,10 @@ _VALUE_OPTIONS = {"--home"}
 def register(names=None) -> typer.Typer:
     """Register the modules for ``names`` (default: every command) on the app."""
     for name in COMMAND_MODULES if names is None else names:
-        if name not in _registered:
-            importlib.import_module(f"arcana_cli.commands.{COMMAND_MODULES[name]}").register(_app)
-            _registered.add(name)
+        module = COMMAND_MODULES[name]
+        if module not in _registered:
+            importlib.import_module(f"arcana_cli.commands.{module}").register(_app)
+            _registered.add(module)
     return _app
 
 

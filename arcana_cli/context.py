@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import sys
 from collections.abc import Awaitable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -13,6 +14,7 @@ import typer
 from memory.agents import AgentCard, AgentRegistry
 from memory.audit import AuditLog
 from memory.config import ArcanaConfig, load_config
+from memory.errors import ArcanaMemoryError
 from memory.home import Home
 
 T = TypeVar("T")
@@ -49,7 +51,7 @@ class CliContext:
 
     @asynccontextmanager
     async def private_store(self, card: AgentCard):
-        """The agent's private SQLiteAdapter, closed on exit; loud if it was quarantined."""
+        """The agent's private SQLiteAdapter, closed on exit (a corrupt one is quarantined: see below)."""
         from memory.adapters.sqlite import SQLiteAdapter
 
         store = SQLiteAdapter.for_agent(card.id, home=self.home, actor="cli")
@@ -58,22 +60,38 @@ class CliContext:
             yield store
         finally:
             await store.aclose()
-            report_quarantine(card, store)
 
 
-def report_quarantine(card: AgentCard, store) -> None:
-    """Say — even under --quiet, it is cron's business too — that a corrupt store was moved aside.
+def quarantine_mark() -> int:
+    """How many stores this process had quarantined so far (none if it never loaded the module)."""
+    module = sys.modules.get("memory.quarantine")
+    return module.moved_count() if module else 0
 
-    Called on the way out, so a store quarantined mid-command is reported as
-    well as one found corrupt at connect.
+
+def announce_quarantines(cli: CliContext | None, mark: int) -> bool:
+    """Say — even under --quiet, it is cron's business too — which stores were moved aside since ``mark``.
+
+    Called once a command is over, so a store quarantined mid-command is
+    reported as well as one found corrupt at connect. True if any was.
     """
-    if store.quarantined_to is not None:
-        from arcana_cli.output import err
+    module = sys.modules.get("memory.quarantine")
+    moved = module.moved_since(mark) if module else []
+    if not moved or cli is None:
+        return bool(moved)
+    from arcana_cli.output import err
 
+    try:
+        names = {cli.home.agent_db(card.id): card.name for card in cli.agents.list()}
+    except ArcanaMemoryError:
+        names = {}
+    for folder in moved:
+        item = module.load(cli.home, folder)
+        what = f"agent '{names[item.database]}': its memory database" if item.database in names else str(item.database)
         err(
-            f"agent '{card.name}': its memory database was corrupt and was moved to "
-            f"{store.quarantined_to}; a fresh store was started (nothing was deleted)"
+            f"{what} was corrupt and was moved to {folder}; a fresh store was started (nothing was deleted); "
+            "see `arcana quarantine list`"
         )
+    return True
 
 
 def ctx_of(ctx: typer.Context) -> CliContext:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from memory import errors
 
 OK = 0
-FAILURE = 1  # unexpected error, or `doctor` found problems
+FAILURE = 1  # unexpected error, `doctor` found problems, or a backup fails verification
 USAGE = 2  # bad arguments or option values
 NOT_FOUND = 3  # agent, memory, pool or vault does not exist
 CONFIG = 4  # malformed config or agent card
@@ -17,7 +17,7 @@ PIPE_CLOSED = 141  # stdout's reader left early (128 + SIGPIPE)
 
 TABLE = [
     (OK, "success (also: nothing to do)"),
-    (FAILURE, "unexpected error, or `arcana doctor` found problems"),
+    (FAILURE, "unexpected error, `arcana doctor` found problems, or a backup fails `--verify`"),
     (USAGE, "invalid arguments, options or input"),
     (NOT_FOUND, "the agent, memory, pool or vault does not exist"),
     (CONFIG, "malformed config.json or agent card (the file is left unchanged)"),

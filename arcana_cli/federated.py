@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from contextlib import asynccontextmanager
 
-from arcana_cli.context import report_quarantine
 from arcana_cli.output import Out
 from memory.agents import AgentCard
 
@@ -13,11 +12,11 @@ from memory.agents import AgentCard
 async def agent_federation(cli, card: AgentCard, out: Out):
     """The agent's federation (private, its pools and vaults, global when an embedder is configured).
 
-    Closed on exit. Says loudly when the private store was found corrupt and
-    moved aside.
+    Closed on exit. A private store found corrupt is moved aside; the command
+    then says so and exits 5 (see :func:`arcana_cli.context.announce_quarantines`).
     """
     from memory.embedding.factory import build_gateway
-    from memory.federation.assembly import federation_for_agent, private_store
+    from memory.federation.assembly import federation_for_agent
 
     federation = await federation_for_agent(
         card,
@@ -31,4 +30,3 @@ async def agent_federation(cli, card: AgentCard, out: Out):
         yield federation
     finally:
         await federation.aclose()
-        report_quarantine(card, private_store(federation))

@@ -19,10 +19,12 @@ def main() -> None:
 
     try:
         run()
-    except BrokenPipeError:
-        # The reader left early (`arcana memory list | head`): stop quietly, as `cat` does.
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        sys.exit(141)  # exit_codes.PIPE_CLOSED, without importing it on this path
+    except BrokenPipeError:  # a pipe that closed outside a command (e.g. while printing --help)
+        from arcana_cli.exit_codes import PIPE_CLOSED
+        from arcana_cli.output import reader_left
+
+        reader_left()
+        sys.exit(PIPE_CLOSED)
 
 
 if __name__ == "__main__":

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import sys
 from collections.abc import Callable, Sequence
@@ -28,6 +29,25 @@ def to_jsonable(value: Any) -> Any:
     if isinstance(value, datetime):
         return value.isoformat()
     return value
+
+
+_CHUNK = 64 * 1024
+
+
+def emit(text: str) -> None:
+    """Write ``text`` to stdout and flush, in pipe-sized pieces.
+
+    One huge write to a pipe whose reader has gone can end without an error
+    (a partial write, then nothing); pieces make a closed pipe raise
+    BrokenPipeError here, which the CLI turns into exit 141.
+    """
+    for start in range(0, len(text), _CHUNK):
+        piece = text[start : start + _CHUNK]
+        try:
+            sys.stdout.write(piece)
+        except UnicodeEncodeError:  # a lone surrogate (stored by a library caller): show it escaped
+            sys.stdout.write(piece.encode("utf-8", "backslashreplace").decode("utf-8"))
+        sys.stdout.flush()
 
 
 class Out:
@@ -57,14 +77,13 @@ class Out:
     ) -> None:
         """Print ``payload`` as JSON under --json, else as a table or plain text."""
         if self.json_mode:
-            sys.stdout.write(json.dumps(to_jsonable(payload), ensure_ascii=False, indent=2) + "\n")
-            return
-        if columns is not None and rows is not None:
-            sys.stdout.write(format_table(columns, rows()))
+            emit(json.dumps(to_jsonable(payload), ensure_ascii=False, indent=2) + "\n")
+        elif columns is not None and rows is not None:
+            emit(format_table(columns, rows()))
         elif text is not None:
-            sys.stdout.write(text() + "\n")
+            emit(text() + "\n")
         else:
-            sys.stdout.write(json.dumps(to_jsonable(payload), ensure_ascii=False, indent=2) + "\n")
+            emit(json.dumps(to_jsonable(payload), ensure_ascii=False, indent=2) + "\n")
 
     def info(self, message: str) -> None:
         if not self.quiet:
@@ -131,12 +150,18 @@ def format_table(columns: Sequence[str], rows: list[Sequence[Any]]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def text_or_stdin(value: str | None, name: str, empty: str) -> str:
-    """``value``, or standard input (strict UTF-8) when it is absent or '-'; never empty."""
+def text_or_stdin(value: str | None, name: str, empty: str, *, max_bytes: int | None = None) -> str:
+    """``value``, or standard input (strict UTF-8) when it is absent or '-'; never empty.
+
+    Over ``max_bytes`` is refused; stdin is read no further than one byte past it,
+    so a huge input costs no memory.
+    """
     if value is None or value == "-":
         if sys.stdin.isatty():
             raise typer.BadParameter(f"give {name} or pipe it on stdin", param_hint=name)
-        raw = sys.stdin.buffer.read()
+        raw = sys.stdin.buffer.read(-1 if max_bytes is None else max_bytes + 1)
+        if max_bytes is not None and len(raw) > max_bytes:
+            raise typer.BadParameter(f"stdin is {_over(max_bytes)}", param_hint=name)
         try:
             value = raw.decode("utf-8")
         except UnicodeDecodeError as exc:
@@ -145,9 +170,25 @@ def text_or_stdin(value: str | None, name: str, empty: str) -> str:
                 "convert it first, e.g. with iconv",
                 param_hint=name,
             ) from None
+    elif max_bytes is not None and len(value) * 4 > max_bytes and len(value.encode("utf-8", "surrogatepass")) > max_bytes:
+        raise typer.BadParameter(f"{name} is {_over(max_bytes)}", param_hint=name)
     if not value.strip():
         raise typer.BadParameter(empty, param_hint=name)
     return value.strip()
+
+
+def _over(limit: int) -> str:
+    return (
+        f"over the limit of {limit:,} bytes (memory.max_content_bytes); "
+        "store a summary, or split it into several memories"
+    )
+
+
+def reader_left() -> None:
+    """stdout's reader closed it: point stdout at /dev/null so no later flush can raise."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
 
 
 def err(message: str) -> None:

@@ -30,6 +30,8 @@ def entry_json(entry: MemoryEntry) -> dict:
         data["matched_by"] = entry.matched_by
     if entry.tiers:
         data["tiers"] = entry.tiers
+    if entry.snippet:
+        data["snippet"] = entry.snippet
     return data
 
 
@@ -44,7 +46,7 @@ def recall_rows(entries: list[MemoryEntry]) -> list[tuple]:
             f"{e.importance:.2f}" + (" 📌" if e.pinned else ""),
             age(e.created_at),
             e.id[:8],
-            snippet(e.content),
+            snippet(e.snippet or e.content),
         )
         for e in entries
     ]
@@ -68,7 +70,7 @@ def list_rows(entries: list[MemoryEntry]) -> list[tuple]:
             f"{e.importance:.2f}" + (" pinned" if e.pinned else ""),
             (e.visibility.value if e.visibility else "visible") + (" archived" if e.archived else "") + version_mark(e),
             age(e.created_at),
-            snippet(e.content),
+            snippet(e.snippet or e.content),
         )
         for e in entries
     ]

@@ -14,8 +14,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from memory.errors import ConfigError, NotFoundError
-from memory.home import Home
+from memory.errors import ConfigError, InvalidRequestError, NotFoundError
+from memory.home import Home, private_dir
 from memory.types import MemoryType, now_utc
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
@@ -50,6 +50,19 @@ def validate_name(name: str) -> str:
     return name
 
 
+# What ``resolve`` could take for an id: a hex prefix (6-32 digits) or a dashed UUID.
+_ID_LIKE = re.compile(r"^(?:[0-9a-f]{6,32}|[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})$", re.IGNORECASE)
+
+
+def refuse_id_like(name: str) -> None:
+    """An agent name that reads as an id would shadow (or later be shadowed by) an agent's id in ``--agent``."""
+    if _ID_LIKE.match(name):
+        raise InvalidRequestError(
+            f"agent name '{name}' looks like an agent id (6-32 hex digits or a UUID), so `--agent {name}` "
+            "would be ambiguous; choose a name with a non-hex letter, e.g. 'agent-" + name[:8] + "'"
+        )
+
+
 class AgentRegistry:
     def __init__(self, home: Home):
         self.home = home
@@ -71,10 +84,17 @@ class AgentRegistry:
             raise ConfigError(f"{path}: invalid agent card: {exc}".splitlines()[0]) from exc
 
     def resolve(self, name_or_id: str) -> AgentCard:
-        """Find an agent by exact name, exact id, or a unique id prefix (6+ chars)."""
+        """Find an agent by exact id, then exact name, then a unique id prefix (6+ chars).
+
+        An id outranks a name, so no name (even one made before names that look
+        like ids were refused) can take over ``--agent <id>``.
+        """
         cards = self.list()
         for card in cards:
-            if card.name == name_or_id or card.id == name_or_id:
+            if card.id == name_or_id:
+                return card
+        for card in cards:
+            if card.name == name_or_id:
                 return card
         if len(name_or_id) >= 6:
             matches = [c for c in cards if c.id.startswith(name_or_id)]
@@ -87,6 +107,7 @@ class AgentRegistry:
 
     def create(self, name: str) -> AgentCard:
         validate_name(name)
+        refuse_id_like(name)
         if self.exists(name):
             raise ConfigError(f"an agent named '{name}' already exists")
         card = AgentCard(name=name)
@@ -96,7 +117,7 @@ class AgentRegistry:
     def save(self, card: AgentCard) -> None:
         self.home.ensure()
         path = self._card_path(card.id)
-        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        private_dir(path.parent)
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".agent.", suffix=".tmp")
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(card.model_dump_json(indent=2) + "\n")
@@ -105,6 +126,7 @@ class AgentRegistry:
 
     def rename(self, name_or_id: str, new_name: str) -> AgentCard:
         validate_name(new_name)
+        refuse_id_like(new_name)
         card = self.resolve(name_or_id)
         if new_name != card.name and self.exists(new_name):
             raise ConfigError(f"an agent named '{new_name}' already exists")
@@ -115,7 +137,7 @@ class AgentRegistry:
     def delete(self, name_or_id: str) -> Path:
         """Move the agent's folder (card, memory, sessions) to the trash; return where."""
         card = self.resolve(name_or_id)
-        self.home.trash_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+        private_dir(self.home.trash_dir)
         dest = self.home.trash_dir / f"agent-{card.name}-{card.id}-{int(time.time())}"
         self.home.agent_dir(card.id).replace(dest)
         return dest

@@ -7,6 +7,8 @@ import os
 import time
 from pathlib import Path
 
+from memory.home import private_dir
+
 MAX_BYTES = 5 * 1024 * 1024
 KEEP = 3
 
@@ -22,7 +24,7 @@ class AuditLog:
         record = {"at": time.time(), "event": event, **fields}
         line = json.dumps(record, ensure_ascii=False, default=str) + "\n"
         try:
-            self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+            private_dir(self.path.parent)
             self._rotate_if_needed(len(line))
             fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
             try:

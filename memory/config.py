@@ -21,6 +21,8 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError,
 
 from memory.embedding.fusion import DEFAULT_KEYWORD_WEIGHT, DEFAULT_MIN_SIMILARITY, DEFAULT_VECTOR_WEIGHT
 from memory.errors import ConfigError
+from memory.home import private_dir
+from memory.limits import MAX_CONTENT_BYTES
 from memory.reconcile.settings import DEFAULT_MIN_SIMILARITY as RECONCILE_MIN_SIMILARITY
 from memory.reconcile.settings import DEFAULT_TIMEOUT_SECONDS as RECONCILE_TIMEOUT
 from memory.types import PruneMode, RetrievalMode
@@ -142,9 +144,33 @@ class MemoryConfig(_Section):
     enabled: bool = True
     private: Literal["sqlite"] = "sqlite"
     global_: Literal["vector", "none"] = Field(default="vector", alias="global")
+    # The global tier on a PostgreSQL server instead of vector/global.db.
+    global_url: str | None = None
+    global_url_env: str | None = None
     pools: list[str] = Field(default_factory=list)
+    # Writers refuse a memory larger than this (UTF-8 bytes); the core never stores more than 1 MiB.
+    max_content_bytes: int = Field(default=MAX_CONTENT_BYTES, ge=1024, le=MAX_CONTENT_BYTES)
     extraction: ExtractionConfig = Field(default_factory=ExtractionConfig)
     reconcile: ReconcileConfig = Field(default_factory=ReconcileConfig)
+
+    @field_validator("global_url")
+    @classmethod
+    def _global_url(cls, value: str | None) -> str | None:
+        return _server_url(value)
+
+    @field_validator("global_url_env")
+    @classmethod
+    def _global_url_env(cls, value: str | None) -> str | None:
+        return _env_name(value)
+
+    @model_validator(mode="after")
+    def _one_global_source(self) -> MemoryConfig:
+        if self.global_url is not None and self.global_url_env is not None:
+            raise ValueError("set global_url or global_url_env, not both")
+        return self
+
+    def global_server_url(self) -> str | None:
+        return resolve_server_url(self.global_url, self.global_url_env, "memory.global")
 
 
 class RecallConfig(_Section):
@@ -177,8 +203,15 @@ class EmbeddingConfig(_Section):
         return value
 
 
+# The policy a bare `arcana prune` (e.g. the README's cron line) applies: archive — restorable
+# with `memory restore` — the unpinned memories nobody rated above 0.1; nothing is purged.
+DEFAULT_PRUNE_MIN_IMPORTANCE = 0.1
+
+
 class PruneConfig(_Section):
-    min_importance: float | None = Field(default=None, ge=0.0, le=1.0)
+    """The policy used when ``prune`` gets no rule flags; set ``min_importance`` to null to require flags."""
+
+    min_importance: float | None = Field(default=DEFAULT_PRUNE_MIN_IMPORTANCE, ge=0.0, le=1.0)
     max_entries: int | None = Field(default=None, ge=0)
     mode: PruneMode = PruneMode.ARCHIVE
 
@@ -191,13 +224,74 @@ class VaultConfig(_Section):
     max_file_bytes: int = Field(default=1024 * 1024, ge=1)
 
 
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def _server_url(value: str | None) -> str | None:
+    """A postgresql:// URL without a password: a password lives only in the environment."""
+    if value is None:
+        return None
+    from memory.postgres.connection import check_url, password_of
+
+    try:
+        check_url(value)
+    except ConfigError as exc:
+        raise ValueError(str(exc)) from None
+    if password_of(value):
+        raise ValueError("a URL with a password is never stored; put it in an environment variable and use url_env")
+    return value
+
+
+def _env_name(value: str | None) -> str | None:
+    if value is not None and not _ENV_NAME.match(value):
+        raise ValueError("must be an environment variable name (the URL itself is read from it at run time)")
+    return value
+
+
+def resolve_server_url(url: str | None, url_env: str | None, what: str, environ: Mapping[str, str] | None = None) -> str | None:
+    """The server URL for ``what`` (``url``, else ``$url_env`` read now), or None for a local store."""
+    if url is not None:
+        return url
+    if url_env is None:
+        return None
+    environ = os.environ if environ is None else environ
+    value = environ.get(url_env)
+    if not value:
+        raise ConfigError(f"{what}: environment variable {url_env} is not set; export it with the server's postgresql:// URL")
+    from memory.postgres.connection import check_url
+
+    return check_url(value)
+
+
 class PoolSettings(_Section):
-    """One shared pool; ``members`` are agent ids (names also match), edited by ``arcana agent join``."""
+    """One shared pool; ``members`` are agent ids (names also match), edited by ``arcana agent join``.
+
+    ``url`` (no password) or ``url_env`` (an environment variable holding the
+    URL) put the pool on a PostgreSQL server instead of ``pools/<name>.db``.
+    """
 
     members: list[str] = Field(default_factory=list)
+    url: str | None = None
+    url_env: str | None = None
 
+    @field_validator("url")
+    @classmethod
+    def _url(cls, value: str | None) -> str | None:
+        return _server_url(value)
 
-_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+    @field_validator("url_env")
+    @classmethod
+    def _url_env(cls, value: str | None) -> str | None:
+        return _env_name(value)
+
+    @model_validator(mode="after")
+    def _one_source(self) -> PoolSettings:
+        if self.url is not None and self.url_env is not None:
+            raise ValueError("set url or url_env, not both")
+        return self
+
+    def server_url(self, name: str) -> str | None:
+        return resolve_server_url(self.url, self.url_env, f"pool '{name}'")
 
 
 class ModelConfig(_Section):
@@ -252,7 +346,7 @@ def load_config(path: Path) -> ArcanaConfig:
     if not path.exists():
         return ArcanaConfig()
     try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
+        raw = json.loads(read_utf8(path))
     except json.JSONDecodeError as exc:
         raise ConfigError(
             f"{path}: invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}; fix the file "
@@ -261,6 +355,19 @@ def load_config(path: Path) -> ArcanaConfig:
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read: {exc.strerror}") from exc
     return parse_config(raw, path)
+
+
+def read_utf8(path: Path) -> str:
+    """A config file's text; bytes that are not UTF-8 (a UTF-16 save) are a ConfigError naming the file."""
+    data = path.read_bytes()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        hint = ", a UTF-16 byte-order mark" if data[:2] in (b"\xff\xfe", b"\xfe\xff") else ""
+        raise ConfigError(
+            f"{path}: not UTF-8 (byte 0x{data[exc.start]:02x} at offset {exc.start}{hint}); "
+            "re-save the file as UTF-8 — it was not changed"
+        ) from None
 
 
 def parse_config(raw: Any, path: Path | str = "config.json") -> ArcanaConfig:
@@ -278,7 +385,7 @@ def dump_config(config: ArcanaConfig) -> dict[str, Any]:
 
 def save_config(path: Path, config: ArcanaConfig) -> None:
     """Atomically replace ``path`` (0600) with ``config``."""
-    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    private_dir(path.parent)
     data = json.dumps(dump_config(config), indent=2, ensure_ascii=False) + "\n"
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".config.", suffix=".tmp")
     try:

@@ -3,6 +3,7 @@ never stops the others from being examined (the tool that diagnoses must run).""
 
 from __future__ import annotations
 
+import os
 import stat
 import tempfile
 from dataclasses import asdict, dataclass
@@ -25,17 +26,46 @@ def _mode(path: Path) -> int:
     return stat.S_IMODE(path.stat().st_mode)
 
 
+# Model files are public downloads (written by fastembed's own cache), not memory: not checked.
+_PUBLIC_DIRS = ("models",)
+
+
+def exposed_paths(home: Home) -> list[tuple[Path, int]]:
+    """Every folder and file under the home that others could read or write, with its mode."""
+    exposed = []
+    for folder, dirs, files in os.walk(home.root):
+        here = Path(folder)
+        if here == home.root:
+            dirs[:] = [d for d in dirs if d not in _PUBLIC_DIRS]
+        for path in (here, *(here / name for name in files)):
+            try:
+                mode = stat.S_IMODE(os.lstat(path).st_mode)
+            except OSError:
+                continue  # vanished while we looked
+            if mode & 0o077 and not path.is_symlink():
+                exposed.append((path, mode))
+    return exposed
+
+
 def check_home(home: Home) -> list[Check]:
     if not home.root.exists():
         return [Check("home", False, f"{home.root} does not exist; run `arcana init`")]
-    checks = []
     mode = _mode(home.root)
-    checks.append(
+    checks = [
         Check("home permissions", mode & 0o077 == 0, f"{home.root} is {mode:o}" + ("" if mode & 0o077 == 0 else "; run chmod 700"))
+    ]
+    exposed = exposed_paths(home)
+    shown = ", ".join(f"{path.relative_to(home.root)} ({mode:o})" for path, mode in exposed[:5] if path != home.root)
+    more = f" and {len(exposed) - 5} more" if len(exposed) > 5 else ""
+    checks.append(
+        Check(
+            "file permissions",
+            not exposed,
+            "every folder 700, every file 600"
+            if not exposed
+            else f"{len(exposed)} open to others: {shown}{more}; run `chmod -R go-rwx {home.root}`",
+        )
     )
-    if home.config_path.exists():
-        mode = _mode(home.config_path)
-        checks.append(Check("config permissions", mode & 0o077 == 0, f"{home.config_path} is {mode:o}"))
     return checks
 
 
@@ -151,6 +181,24 @@ def check_conflicts(home: Home) -> Check:
     )
 
 
+def check_quarantine(home: Home) -> list[Check]:
+    """One failing check per quarantined store, until the operator restores or dismisses it."""
+    from memory.quarantine import list_quarantined
+
+    items = list_quarantined(home)
+    if not items:
+        return [Check("quarantine", True, "no quarantined stores")]
+    return [
+        Check(
+            f"quarantine {item.id}",
+            False,
+            f"{item.database or 'a store'} was moved aside ({item.reason}); salvage it with "
+            f"`arcana quarantine restore {item.id}` or drop it with `arcana quarantine dismiss {item.id} --yes`",
+        )
+        for item in items
+    ]
+
+
 async def round_trip() -> Check:
     """Write, search and read back on a throwaway store, as a user would."""
     from memory.stores import scratch_store
@@ -188,18 +236,26 @@ async def check_embedders(home: Home) -> list[Check]:
     ]
 
 
-async def check_tiers(home: Home) -> list[Check]:
-    """Every agent's federation tiers: health and circuit-breaker state."""
+async def check_tiers(home: Home, failed: dict[Path, str] | None = None) -> list[Check]:
+    """Every agent's federation tiers: health and circuit-breaker state.
+
+    ``failed`` maps databases that failed their own check to that check's name:
+    their tiers are reported failed too, so doctor never says a tier is ok next
+    to a FAIL for the same file.
+    """
     from memory.federation.doctor import tier_reports
 
-    return [Check(f"tier {r.tier}", r.ok, r.detail) for r in await tier_reports(home)]
+    return [Check(f"tier {r.tier}", r.ok, r.detail) for r in await tier_reports(home, failed=failed or {})]
 
 
 async def run_checks(home: Home) -> list[Check]:
     checks = check_home(home) + check_config(home) + check_sqlite()
-    checks += await check_databases(home)
+    databases = await check_databases(home)
+    checks += databases
+    checks += check_quarantine(home)
     checks.append(check_conflicts(home))
+    failed = {home.root / c.name.removeprefix("db "): c.name for c in databases if not c.ok}
     checks.append(await round_trip())
-    checks += await check_tiers(home)
+    checks += await check_tiers(home, failed)
     checks += await check_embedders(home)
     return checks

@@ -61,6 +61,18 @@ class TierWriteFailed(ArcanaMemoryError):
         self.cause = cause
 
 
+class ImportFormatError(InvalidRequestError):
+    """An export file is not one, or is in a format version newer than this Arcana reads (a usage error)."""
+
+
+class BackupError(ArcanaMemoryError):
+    """A backup is incomplete or does not match its manifest (files, sizes, checksums)."""
+
+
+class RestoreRefusedError(InvalidRequestError):
+    """A restore would overwrite a live home without ``--force`` (a usage error)."""
+
+
 class ConfigError(ArcanaMemoryError):
     """A configuration file is malformed; the message names the file and field."""
 

@@ -7,6 +7,47 @@ from dataclasses import dataclass
 from pathlib import Path
 
 
+PRIVATE_DIR, PRIVATE_FILE = 0o700, 0o600
+
+
+def private_dir(path: Path | str) -> Path:
+    """Create ``path`` and every missing parent as 0700, whatever the umask; return it.
+
+    ``Path.mkdir(mode, parents=True)`` applies the mode to the last folder only
+    (its parents get 0755): every folder under the home is made here instead.
+    """
+    path = Path(path)
+    missing = []
+    probe = path
+    while not probe.exists():
+        missing.append(probe)
+        probe = probe.parent
+    for folder in reversed(missing):
+        try:
+            folder.mkdir(mode=PRIVATE_DIR)
+        except FileExistsError:
+            continue
+        os.chmod(folder, PRIVATE_DIR)
+    return path
+
+
+def private_file(path: Path | str) -> Path:
+    """Create ``path`` empty and 0600 when it is missing (its folders 0700); an existing file is left alone.
+
+    SQLite gives a database's -wal and -shm files the database file's mode, so a
+    store created through here stays private with all its parts.
+    """
+    path = Path(path)
+    private_dir(path.parent)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, PRIVATE_FILE)
+    except FileExistsError:
+        return path
+    os.close(fd)
+    os.chmod(path, PRIVATE_FILE)
+    return path
+
+
 def default_home() -> Path:
     env = os.environ.get("ARCANA_HOME")
     return Path(env).expanduser() if env else Path.home() / ".arcana"
@@ -80,8 +121,8 @@ class Home:
     def ensure(self) -> None:
         """Create the home (0700) and its fixed sub-directories; idempotent."""
         for directory in (self.root, self.agents_dir, self.root / "logs", self.locks_dir):
-            directory.mkdir(mode=0o700, parents=True, exist_ok=True)
-        os.chmod(self.root, 0o700)
+            private_dir(directory)
+        os.chmod(self.root, PRIVATE_DIR)
 
     def databases(self) -> list[Path]:
         """Every SQLite store under the home: agents, pools, global, vault indexes."""

@@ -8,12 +8,13 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from memory.errors import LockHeldError
+from memory.home import private_dir
 
 
 @contextmanager
 def exclusive(path: Path, what: str):
     """Hold ``path`` exclusively or raise :class:`LockHeldError` at once (never wait)."""
-    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    private_dir(path.parent)
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
     try:
         try:

@@ -24,9 +24,8 @@ from memory.federation import MemoryFederation, federation_for_agent
 from memory.home import Home
 from memory.jobs import BackgroundJobQueue, JobKind, MemoryJob, drain
 from memory.models.base import ChatMessage, ChatProvider, astream
-from memory.models.context import RenderedContext, render_context
-from memory.sessions import Session, SessionClosedError, SessionManager
-from memory.types import MemoryQuery, RetrievalMode
+from memory.models.context import RenderedContext, recall_context
+from memory.sessions import Session, SessionClosedError, SessionManager, Turn, replayable
 
 DEFAULT_SYSTEM_PROMPT = "You are a helpful assistant."
 CONTEXT_BUDGET_TOKENS = 1000
@@ -105,22 +104,24 @@ class AgentRuntime:
     async def recall(self, prompt: str, budget_tokens: int) -> RenderedContext:
         if self.memory is None:
             return RenderedContext()
-        query = MemoryQuery(
-            agent_id=self.card.id,
-            text=prompt,
-            retrieval_mode=self.config.recall.mode or RetrievalMode.hybrid,
-            limit=self.config.recall.limit,
+        return await recall_context(
+            self.memory, self.card.id, prompt, recall=self.config.recall, budget_tokens=budget_tokens
         )
-        return render_context(await self.memory.search(query), budget_tokens=budget_tokens)
 
-    def messages(self, prompt: str, context: RenderedContext, session: Session | None) -> list[ChatMessage]:
+    async def history(self, session: Session | None) -> list[Turn]:
+        """The session's last turns that admission still allows (see :func:`replayable`)."""
+        if session is None or self.memory is None:
+            return []
+        return await replayable(session, self.memory, HISTORY_TURNS)
+
+    def messages(self, prompt: str, context: RenderedContext, history: list[Turn]) -> list[ChatMessage]:
         system = self.card.system_prompt or DEFAULT_SYSTEM_PROMPT
         if context.text:
             system = f"{system}\n\n{context.text}"
-        history: list[ChatMessage] = []
-        for turn in (session.turns[-HISTORY_TURNS:] if session else []):
-            history += [ChatMessage("user", turn.prompt), ChatMessage("assistant", turn.response)]
-        return [ChatMessage("system", system), *history, ChatMessage("user", prompt)]
+        replayed: list[ChatMessage] = []
+        for turn in history:
+            replayed += [ChatMessage("user", turn.prompt), ChatMessage("assistant", turn.response)]
+        return [ChatMessage("system", system), *replayed, ChatMessage("user", prompt)]
 
     async def turn(
         self,
@@ -144,13 +145,14 @@ class AgentRuntime:
                 raise SessionClosedError(f"session {session.id} is closed; start a new one")
         recall_started = time.perf_counter()
         context = await self.recall(prompt, budget_tokens)
+        history = await self.history(session)  # the replay goes through admission, like recall
         timings["recall_render"] = _ms(time.perf_counter() - recall_started)
         if on_context:
             on_context(context)
 
         model_started = time.perf_counter()
         chunks: list[str] = []
-        async for chunk in astream(self.provider, self.messages(prompt, context, session)):
+        async for chunk in astream(self.provider, self.messages(prompt, context, history)):
             chunks.append(chunk)
             if on_chunk:
                 on_chunk(chunk)

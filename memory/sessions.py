@@ -20,11 +20,13 @@ from typing import TYPE_CHECKING, Any
 from memory.config import ExtractionSettings
 from memory.errors import InvalidRequestError, NotFoundError
 from memory.extraction.scoring import agent_confidence, storable
-from memory.home import Home
-from memory.types import ConfidenceSource, MemoryEntry, MemoryType, now_utc
+from memory.home import Home, private_dir
+from memory.promotion import asserted_importance
+from memory.types import ConfidenceSource, MemoryEntry, MemoryType, Visibility, now_utc
 
 if TYPE_CHECKING:
     from memory.adapters.base import MemoryAdapter
+    from memory.adapters.sqlite import SQLiteAdapter
     from memory.extraction.extractors import MemoryExtractor
 
 SUMMARY_TAG = "session-summary"
@@ -60,7 +62,9 @@ class Session:
     def closed(self) -> bool:
         return self.closed_at is not None
 
-    def describe(self, *, with_turns: bool = False) -> dict[str, Any]:
+    def describe(self, *, with_turns: bool = False, left_out: dict[int, dict[str, str]] | None = None) -> dict[str, Any]:
+        """The session as data. With ``left_out`` (see :func:`replay_exclusions`) a left-out
+        turn carries ``left_out`` instead of its prompt and response."""
         data: dict[str, Any] = {
             "id": self.id,
             "agent_id": self.agent_id,
@@ -71,23 +75,25 @@ class Session:
             "summary_memory_id": self.summary_memory_id,
         }
         if with_turns:
+            left_out = left_out or {}
             data["turns"] = [
                 {
-                    "prompt": t.prompt,
-                    "response": t.response,
+                    "prompt": None if i in left_out else t.prompt,
+                    "response": None if i in left_out else t.response,
                     "at": t.at.isoformat(),
                     "model": t.model,
                     "recalled_ids": t.recalled_ids,
                     "written_ids": t.written_ids,
+                    "left_out": left_out.get(i),
                 }
-                for t in self.turns
+                for i, t in enumerate(self.turns)
             ]
         return data
 
 
 def _append(path: Path, event: dict[str, Any]) -> None:
     line = json.dumps({"at": now_utc().isoformat(), **event}, ensure_ascii=False) + "\n"
-    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    private_dir(path.parent)
     fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
     try:
         os.write(fd, line.encode())
@@ -123,6 +129,51 @@ def _fold(path: Path, agent_id: str) -> Session:
     if session is None:
         raise NotFoundError(f"session file {path} is empty")
     return session
+
+
+async def left_out_by(turn: Turn, memory: MemoryAdapter) -> str | None:
+    """The id of the first memory ``turn`` recorded that admission no longer lets through, else None.
+
+    ``memory.get`` is the admission rule's way in, so a memory hidden, made
+    private, archived or purged since the turn was said keeps the turn out
+    of every replay. A turn that recorded nothing has nothing to withdraw.
+    """
+    for memory_id in turn.written_ids:
+        if await memory.get(memory_id) is None:
+            return memory_id
+    return None
+
+
+async def replayable(session: Session, memory: MemoryAdapter, limit: int) -> list[Turn]:
+    """The last ``limit`` turns of ``session`` that admission lets back into a prompt, oldest first."""
+    kept: list[Turn] = []
+    for turn in reversed(session.turns):
+        if len(kept) == limit:
+            break
+        if await left_out_by(turn, memory) is None:
+            kept.append(turn)
+    return kept[::-1]
+
+
+async def replay_exclusions(session: Session, store: SQLiteAdapter) -> dict[int, dict[str, str]]:
+    """For an operator: every turn (by index) a replay leaves out, with the memory and why — never its text."""
+    excluded = {}
+    for index, turn in enumerate(session.turns):
+        memory_id = await left_out_by(turn, store)
+        if memory_id is not None:
+            excluded[index] = {"memory_id": memory_id, "reason": await _why_not_admitted(store, memory_id)}
+    return excluded
+
+
+async def _why_not_admitted(store: SQLiteAdapter, memory_id: str) -> str:
+    from memory.sqlite.admission import Audience
+
+    entry = await store.get(memory_id, audience=Audience.OPERATOR, include_archived=True)
+    if entry is None:
+        return "purged"
+    if entry.visibility not in (None, Visibility.VISIBLE):
+        return entry.visibility.value
+    return "archived" if entry.archived else "not admitted"
 
 
 class SessionManager:
@@ -226,7 +277,7 @@ class SessionManager:
                 agent_id=session.agent_id,
                 type=MemoryType.SEMANTIC if durable else MemoryType.EPISODIC,
                 content=summary,
-                importance=self.settings.summary_importance,
+                importance=asserted_importance(self.settings.summary_importance),
                 confidence=agent_confidence(self.settings),
                 confidence_source=ConfidenceSource.AGENT,
                 source_session_id=session.id,

@@ -7,7 +7,9 @@ is quarantined and replaced when corrupt — a shared store must stay put so
 its breaker isolates it instead of one agent silently starting it afresh for
 everyone. Every kind is backed up before a migration and audited. Outside
 ``memory/adapters/`` nothing else constructs a store, so a new engine is one
-branch here.
+branch here: a pool or the global tier that config puts on a PostgreSQL
+server (``pools.<name>.url[_env]``, ``memory.global_url[_env]``) opens as a
+:class:`PostgresAdapter` in :func:`open_tier`.
 """
 
 from __future__ import annotations
@@ -75,6 +77,8 @@ def open_store(
     options.setdefault("quarantine_dir", home.quarantine_dir if repair and kind in _QUARANTINED else None)
     options.setdefault("backup_dir", home.backups_dir)
     options.setdefault("audit", AuditLog(home.audit_log))
+    if kind is StoreKind.VAULT:  # a note's size is bounded by the vault's max_file_bytes, not the memory limit
+        options.setdefault("max_content_bytes", None)
     return SQLiteAdapter(path or store_path(home, kind, name), actor=actor, **options)
 
 
@@ -99,3 +103,80 @@ def with_vectors(store: SQLiteAdapter, embedding: Any | None, options: Mapping[s
     from memory.adapters.vector import VectorAdapter
 
     return VectorAdapter(store, embedding, **dict(options or {}))
+
+
+def server_url(config: Any, kind: StoreKind, name: str | None = None) -> str | None:
+    """The server URL ``config`` gives a pool or the global tier (an env var read now), or None: SQLite."""
+    if kind is StoreKind.POOL:
+        settings = config.pools.get(name)
+        return settings.server_url(name) if settings else None
+    if kind is StoreKind.GLOBAL:
+        return config.memory.global_server_url()
+    return None
+
+
+def open_tier(
+    home: Home,
+    kind: StoreKind,
+    name: str | None = None,
+    *,
+    config: Any,
+    embedding: Any | None = None,
+    vector_options: Mapping[str, Any] | None = None,
+    budget: Any | None = None,
+    actor: str = "library",
+    repair: bool = True,
+) -> Any:
+    """A pool's or the global tier's store (not yet connected), semantic when an embedder is given.
+
+    The engine branch: on the server ``config`` names — a :class:`PostgresAdapter`
+    that is semantic itself, with connect and statement timeouts inside the
+    tier's ``budget`` (a :class:`TierBudget`), connecting only when first used —
+    else the home's SQLite file behind :func:`with_vectors`.
+    """
+    url = server_url(config, kind, name)
+    if url is None:
+        return with_vectors(open_store(home, kind, name, actor=actor, repair=repair), embedding, vector_options)
+    from memory.adapters.postgres import PostgresAdapter  # asyncpg only for server tiers
+    from memory.federation.budgets import TierBudget
+
+    budget = budget or TierBudget()
+    return PostgresAdapter(
+        url,
+        gateway=embedding,
+        actor=actor,
+        audit=AuditLog(home.audit_log),
+        connect_timeout=min(budget.read_timeout_ms, budget.write_timeout_ms) / 1000,
+        statement_timeout_ms=max(budget.read_timeout_ms, budget.write_timeout_ms, budget.semantic_timeout_ms),
+        **dict(options_for_server(vector_options)),
+    )
+
+
+def options_for_server(vector_options: Mapping[str, Any] | None) -> dict:
+    """The vector-layer options a server store shares (fusion weights, floor, notices)."""
+    keep = ("vector_weight", "bm25_weight", "min_similarity", "notify")
+    return {k: v for k, v in (vector_options or {}).items() if k in keep}
+
+
+def server_tiers(home: Home, config: Any, *, actor: str = "cli") -> list[tuple[str, Any]]:
+    """(label, store or the ConfigError that stopped it) for every tier configured on a server.
+
+    An unset ``url_env`` appears as its error, so a status listing reports it rather than stop.
+    """
+    from memory.errors import ConfigError
+
+    found: list[tuple[str, Any]] = []
+    named = [(f"pool:{n}", StoreKind.POOL, n, s) for n, s in sorted(config.pools.items())]
+    for label, kind, name, settings in named:
+        if settings.url is None and settings.url_env is None:
+            continue
+        try:
+            found.append((label, open_tier(home, kind, name, config=config, actor=actor)))
+        except ConfigError as exc:
+            found.append((label, exc))
+    if config.memory.global_url is not None or config.memory.global_url_env is not None:
+        try:
+            found.append(("global", open_tier(home, StoreKind.GLOBAL, config=config, actor=actor)))
+        except ConfigError as exc:
+            found.append(("global", exc))
+    return found

@@ -70,8 +70,8 @@ class MemoryEntry(BaseModel):
     A superseded version keeps its row: ``valid_to`` ends it and
     ``superseded_by`` names its successor, which carries ``supersedes`` (and
     ``valid_from``). ``conflict_with`` marks an unconfirmed claim held beside
-    the user-confirmed fact it contradicts. ``score``, ``matched_by`` and ``tiers`` annotate search results and are never
-    persisted.
+    the user-confirmed fact it contradicts. ``score``, ``matched_by``,
+    ``tiers`` and ``snippet`` annotate search results and are never persisted.
     """
 
     model_config = ConfigDict(validate_assignment=True)
@@ -103,6 +103,7 @@ class MemoryEntry(BaseModel):
     score: float | None = Field(default=None, exclude=True)
     matched_by: list[str] = Field(default_factory=list, exclude=True)
     tiers: list[str] = Field(default_factory=list, exclude=True)
+    snippet: str | None = Field(default=None, exclude=True)  # the part of a long memory that matched
 
     _agent = field_validator("agent_id", mode="before")(_agent_str)
 

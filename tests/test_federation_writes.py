@@ -85,7 +85,7 @@ async def test_shared_write_goes_to_its_pool_and_the_vault_is_refused_not_accept
     report = await federation.write(shared)
     assert report.as_dict() == {
         "id": shared.id, "accepted": ["pool:team"], "refused": ["vault:notes"], "failed": {},
-        "decision": "add", "supersedes": [], "conflict_with": None,
+        "decision": "add", "supersedes": [], "conflict_with": None, "warnings": [],
     }
     assert await tiers.pool.get(shared.id) is not None
     assert await tiers.private.get(shared.id) is None

@@ -1,4 +1,5 @@
-"""Hybrid retrieval: the seed's min-max fusion exactly, and the fused ranking on a real store."""
+"""Hybrid retrieval: the fusion formula exactly (seed min-max, confidence-weighted), neighbour
+scoring, and the fused ranking on a real store."""
 
 from __future__ import annotations
 
@@ -8,7 +9,15 @@ import pytest
 
 from memory.adapters.sqlite import SQLiteAdapter
 from memory.adapters.vector import VectorAdapter, hybrid_pool
-from memory.embedding.fusion import DEFAULT_WEIGHTS, SEED_WEIGHTS, Weights, fuse, minmax
+from memory.embedding.fusion import (
+    DEFAULT_WEIGHTS,
+    SEED_WEIGHTS,
+    Weights,
+    confidence,
+    fuse,
+    minmax,
+    spread_to_neighbours,
+)
 from memory.embedding.gateway import EmbeddingGateway
 from memory.types import MemoryEntry, MemoryQuery, RetrievalMode
 
@@ -19,16 +28,40 @@ def scored(entry_id: str, score: float) -> MemoryEntry:
     return MemoryEntry(id=entry_id, agent_id=AGENT, content=entry_id, score=score)
 
 
-def test_minmax_fusion_is_the_seed_formula():
+def test_fusion_is_the_seed_minmax_weighted_by_each_legs_confidence():
     semantic = [scored("both", 0.9), scored("vec-only", 0.5), scored("vec-low", 0.1)]
     keyword = [scored("both", 2.0), scored("kw-only", 6.0), scored("kw-low", 1.0)]
-    fused = {e.id: e for e in fuse(semantic, keyword, Weights(7, 3), 10)}  # normalised: 0.7 / 0.3
-    assert math.isclose(fused["both"].score, 0.7 * 1.0 + 0.3 * 0.2)
-    assert math.isclose(fused["vec-only"].score, 0.7 * 0.5)  # one leg: 0 on the other
-    assert math.isclose(fused["kw-only"].score, 0.3 * 1.0)
+    # confidence: (best - median of the rest) / best
+    assert math.isclose(confidence([0.9, 0.5, 0.1]), (0.9 - 0.3) / 0.9)
+    assert math.isclose(confidence([2.0, 6.0, 1.0]), (6.0 - 1.5) / 6.0)
+    v, k = 0.7 * (0.6 / 0.9), 0.3 * (4.5 / 6.0)  # Weights(7, 3) normalised, then scaled
+    fused = {e.id: e for e in fuse(semantic, keyword, Weights(7, 3), 10)}
+    assert math.isclose(fused["both"].score, v * 1.0 + k * 0.2)
+    assert math.isclose(fused["vec-only"].score, v * 0.5)  # one leg: 0 on the other
+    assert math.isclose(fused["kw-only"].score, k * 1.0)
     assert fused["vec-low"].score == 0.0 and fused["kw-low"].score == 0.0
     assert fused["both"].matched_by == ["semantic", "keyword"] and fused["kw-only"].matched_by == ["keyword"]
     assert [e.id for e in fuse(semantic, keyword, Weights(0.7, 0.3), 2)] == ["both", "vec-only"]
+
+
+def test_a_leg_whose_hits_all_score_alike_steps_back():
+    semantic = [scored("meant", 0.8), scored("near", 0.4), scored("far", 0.1)]
+    flat = [scored("common-word-1", 3.0), scored("common-word-2", 3.0), scored("common-word-3", 3.0)]
+    assert confidence([3.0, 3.0, 3.0]) == 0.0 and confidence([]) == 0.0 and confidence([2.0]) == 1.0
+    ranked = [e.id for e in fuse(semantic, flat, Weights(0.2, 0.8), 3)]
+    assert ranked == ["meant", "near", "common-word-1"]  # keyword-heavy weights, yet meaning leads
+    # both legs flat: the weights as given, so the result is still a ranking
+    both_flat = fuse([scored("a", 0.5), scored("b", 0.5)], flat, Weights(0.2, 0.8), 5)
+    assert {e.id: e.score for e in both_flat} == {"a": 0.2, "b": 0.2} | dict.fromkeys([e.id for e in flat], 0.8)
+
+
+def test_adjacent_turns_share_a_match():
+    fused = [scored("answer", 0.6), scored("question", 0.5), scored("other", 0.55)]
+    lifted = spread_to_neighbours(fused, {"answer": "question", "unrelated": "other"}, 0.3)
+    by_id = {e.id: e.score for e in lifted}
+    assert math.isclose(by_id["question"], 0.5 + 0.3 * 0.6) and math.isclose(by_id["answer"], 0.6 + 0.3 * 0.5)
+    assert by_id["other"] == 0.55  # its neighbour is not a candidate: nothing to share
+    assert [e.id for e in lifted] == ["answer", "question", "other"]
 
 
 def test_weights_normalise_and_reject_nonsense():

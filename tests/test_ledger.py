@@ -1,5 +1,5 @@
 """The mutation ledger: every mutator of SQLiteAdapter leaves a row, rows are
-never changed, and no module writes ``memories`` except memory/sqlite/mutations.py."""
+never changed, and no module writes ``memories`` except the two engines' mutations.py."""
 
 from __future__ import annotations
 
@@ -57,6 +57,10 @@ async def _set_visibility(s, t):
     assert await s.set_visibility([t.id], Visibility.HIDDEN) == 1
 
 
+async def _withdraw(s, t):
+    assert await s.withdraw([t.id]) == 1
+
+
 async def _set_pinned(s, t):
     assert await s.set_pinned([t.id], True) == 1
 
@@ -88,6 +92,7 @@ MUTATORS = {
     "update": (_update, "update", True),
     "delete": (_delete, "delete", False),
     "purge": (_purge, "purge", False),
+    "withdraw": (_withdraw, "withdraw", False),
     "archive": (_archive, "archive", True),
     "restore": (_restore, "restore", True),
     "set_visibility": (_set_visibility, "visibility", True),
@@ -105,7 +110,7 @@ MUTATORS = {
 # static test below.
 NON_MUTATORS = {
     "connect", "aclose", "health_check", "schema_version", "run", "ensure_vec", "search",
-    "keyword_candidates", "fetch_admitted", "admitted_by_id", "get", "find_by_prefix", "record_access", "history",
+    "keyword_candidates", "previous_turns", "fetch_admitted", "admitted_by_id", "get", "find_by_prefix", "record_access", "history",
     "count", "integrity", "versions", "open_conflicts",
 }
 
@@ -217,7 +222,7 @@ _WRITE_TO_MEMORIES = re.compile(
     r"\b(?:INSERT(?:\s+OR\s+\w+)?\s+INTO|REPLACE\s+INTO|UPDATE(?:\s+OR\s+\w+)?|DELETE\s+FROM)\s+[\"'`\[]?memories\b(?!_)",
     re.IGNORECASE,
 )
-_ALLOWED = {Path("memory/sqlite/mutations.py")}
+_ALLOWED = {Path("memory/sqlite/mutations.py"), Path("memory/postgres/mutations.py")}
 
 
 def _offenders(root: Path) -> list[str]:

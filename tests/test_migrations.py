@@ -21,15 +21,15 @@ pytestmark = pytest.mark.usefixtures("no_embedder")
 
 # The exact schema a blank database reaches at head. A new migration must
 # extend this (and head below) on purpose.
-HEAD = 5
+HEAD = 7
 TABLES = {
     "memories": [
         "seq", "id", "agent_id", "type", "content", "scope", "pool_name", "importance", "pinned", "confidence",
         "confidence_source", "conflict_with", "superseded_by", "tags", "source_session_id", "created_at",
-        "updated_at", "last_accessed_at", "access_count", "archived", "visibility", "valid_from", "valid_to",
-        "supersedes",
+        "updated_at", "last_accessed_at", "access_count", "archived", "visibility", "context", "dated",
+        "valid_from", "valid_to", "supersedes",
     ],
-    "memories_fts": ["content", "tags"],
+    "memories_fts": ["content", "tags", "context", "dated"],
     "memories_fts_config": ["k", "v"],
     "memories_fts_data": ["id", "block"],
     "memories_fts_docsize": ["id", "sz"],
@@ -44,12 +44,14 @@ TABLES = {
         "attachments", "self_links", "dangling", "ambiguous",
     ],
     "vault_meta": ["key", "value"],
+    "memory_chunks": ["id", "seq", "chunk", "char_start", "char_end", "source_hash"],
     "entities": ["id", "agent_id", "name", "created_at"],
     "entity_aliases": ["agent_id", "alias", "entity_id"],
 }
 INDEXES = {
     "memories_agent": ("memories", ["agent_id"]),
     "memories_order": ("memories", ["archived", "pinned", "importance", "created_at"]),
+    "memories_session": ("memories", ["source_session_id", "created_at"]),
     "sqlite_autoindex_memories_1": ("memories", ["id"]),
     "memory_ledger_memory": ("memory_ledger", ["memory_id", "seq"]),
     "memory_edges_dst": ("memory_edges", ["dst_id"]),
@@ -58,6 +60,7 @@ INDEXES = {
     "sqlite_autoindex_vault_files_1": ("vault_files", ["id"]),
     "sqlite_autoindex_vault_files_2": ("vault_files", ["rel_path"]),
     "sqlite_autoindex_vault_meta_1": ("vault_meta", ["key"]),
+    "sqlite_autoindex_memory_chunks_1": ("memory_chunks", ["seq", "chunk"]),
     "memories_supersedes": ("memories", ["supersedes"]),
     "sqlite_autoindex_entities_1": ("entities", ["id"]),
     "sqlite_autoindex_entity_aliases_1": ("entity_aliases", ["agent_id", "alias"]),
@@ -72,7 +75,8 @@ TRIGGERS = {
 }
 NOT_NULL = {
     "memories": {"id", "agent_id", "type", "content", "scope", "importance", "pinned", "confidence",
-                 "confidence_source", "tags", "created_at", "updated_at", "access_count", "archived", "visibility"},
+                 "confidence_source", "tags", "created_at", "updated_at", "access_count", "archived", "visibility",
+                 "context", "dated"},
 }
 
 

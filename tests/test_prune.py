@@ -169,12 +169,19 @@ def test_nothing_to_do_is_exit_zero_and_quiet_is_silent(cli):
 
 
 def test_prune_uses_config_defaults_and_rejects_no_rule(cli):
-    _seed(cli, "ada", [0.1, 0.9])
-    no_rule = cli("prune", "--agent", "ada")
-    assert no_rule.exit_code == 2 and "no rule" in no_rule.stderr
+    _seed(cli, "ada", [0.05, 0.3, 0.9])
+    default = cli("prune", "--agent", "ada", "--json")  # the built-in policy: archive below 0.1
+    assert default.exit_code == 0, default.stderr
+    assert json.loads(default.stdout)["policy"]["mode"] == "archive"
+    assert json.loads(default.stdout)["agents"][0]["archived"] == 1 and _live(cli, "ada") == 2
     assert cli("config", "set", "prune.min_importance", "0.5").exit_code == 0
     result = cli("prune", "--agent", "ada", "--json")
     assert result.exit_code == 0 and json.loads(result.stdout)["agents"][0]["archived"] == 1
+    flags = cli("prune", "--agent", "ada", "--max-entries", "5", "--json")  # flags replace prune.* entirely
+    assert json.loads(flags.stdout)["policy"]["min_importance"] is None and _live(cli, "ada") == 1
+    assert cli("config", "set", "prune.min_importance", "null").exit_code == 0
+    no_rule = cli("prune", "--agent", "ada")
+    assert no_rule.exit_code == 2 and "no rule" in no_rule.stderr
 
 
 def test_prune_needs_exactly_one_target(cli):
@@ -234,7 +241,8 @@ def test_prune_a_pool_and_the_global_tier_leaves_private_stores_alone(cli, no_em
 
 def test_prune_the_global_tier(cli, arcana_home):
     assert cli("config", "set", "embedding.providers", "[]").exit_code == 0
-    assert cli("prune", "--global", "--min-importance", "0.5").exit_code == 3  # none yet
+    none_yet = cli("prune", "--global", "--min-importance", "0.5", "--json")  # nothing promoted: nothing to do
+    assert none_yet.exit_code == 0 and json.loads(none_yet.stdout)["tiers"] == []
     _seed(cli, "ada", [0.95, 0.95])  # promoted: private and global copies
     result = cli("prune", "--global", "--max-entries", "1", "--json")
     assert result.exit_code == 0, result.stderr

@@ -146,10 +146,13 @@ async def test_an_asserted_update_never_supersedes_a_user_confirmed_fact(keyword
 
     store = SQLiteAdapter.for_agent("agent-x", home=keyword_home)
     try:
-        answers = await store.search(MemoryQuery(agent_id="agent-x", text="live Berlin Madrid moved"))
-        assert [e.id for e in answers] == [user.entry_id]  # the user's fact keeps answering
-        held = await store.get(claim.entry_id, audience=Audience.OPERATOR)
-        assert held.conflict_with == user.entry_id and held.valid_to is None
+        query = MemoryQuery(agent_id="agent-x", text="live Berlin Madrid moved")
+        answers = {e.id: e for e in await store.search(query)}
+        assert set(answers) == {user.entry_id, claim.entry_id}  # two rows, not an overwrite
+        assert answers[user.entry_id].valid_to is None  # the user's fact keeps answering ...
+        assert answers[claim.entry_id].conflict_with == user.entry_id  # ... beside the claim, marked
+        calm = await store.search(query.model_copy(update={"exclude_conflicts": True}))
+        assert [e.id for e in calm] == [user.entry_id]
         assert await store.open_conflicts() == 1
     finally:
         await store.aclose()
@@ -249,15 +252,38 @@ async def test_admission_current_version_and_as_of(store):
         query = MemoryQuery(agent_id="a", text="kettle", as_of=as_of, limit=10)
         return {e.id for e in await store.search(query, audience=audience)}
 
-    assert await ids() == {new.id, plain.id}
-    assert await ids(Audience.LISTING) == {new.id, plain.id}
-    assert await ids(Audience.OPERATOR) == {old.id, new.id, held.id, plain.id}
+    current = {new.id, held.id, plain.id}  # a held claim is a current version too, marked
+    assert await ids() == current
+    assert await ids(Audience.LISTING) == current
+    assert await ids(Audience.OPERATOR) == {old.id, *current}
     assert await ids(as_of=datetime.fromtimestamp(now - 75, UTC)) == {old.id}  # new not yet written
     assert await ids(as_of=datetime.fromtimestamp(now - 150, UTC)) == set()
-    assert await ids(as_of=datetime.fromtimestamp(now + 60, UTC)) == {new.id, plain.id}
+    assert await ids(as_of=datetime.fromtimestamp(now + 60, UTC)) == current
     # Every read path goes through it: fetch by id (graph expansion) and by seq (semantic leg).
     admitted = await store.admitted_by_id(MemoryQuery(agent_id="a"), [old.id, new.id, held.id])
-    assert set(admitted) == {new.id}
+    assert set(admitted) == {new.id, held.id}
     # A re-save of a stale entry object never resurrects the superseded version.
     await store.write(old.model_copy(update={"importance": 0.9}))
-    assert await ids() == {new.id, plain.id}
+    assert await ids() == current
+
+
+def test_a_superseded_fact_stops_answering_from_its_global_copy(cli, keyword_home):
+    """The old fact is no longer current anywhere: its promoted copy ends with it (ledgered there), undo restores it."""
+    assert cli("agent", "create", "bob").exit_code == 0
+    old = remember(cli, "I live in Berlin (GLHOME).", "--importance", "0.95")
+    remember(cli, "GLHOME control: the kettle is blue.", "--importance", "0.95")
+    assert "global" in old["accepted"]
+
+    def seen():
+        results = data(cli("recall", "GLHOME", "--agent", "bob", "--mode", "keyword", "--json"))["results"]
+        return {r["content"] for r in results}
+
+    assert seen() == {"I live in Berlin (GLHOME).", "GLHOME control: the kettle is blue."}
+    new = remember(cli, "I moved to Lisbon (GLHOME).", "--importance", "0.95")
+    assert new["decision"] == "update" and new["supersedes"] == [old["id"]] and new["warnings"] == []
+    assert seen() == {"I moved to Lisbon (GLHOME).", "GLHOME control: the kettle is blue."}
+    copy = data(cli("memory", "show", old["id"], "--global", "--json"))
+    assert copy["superseded_by"] == new["id"] and copy["valid_to"] is not None
+    assert [r["op"] for r in data(cli("memory", "history", old["id"], "--global", "--json"))][-1] == "supersede"
+    assert cli("memory", "set", old["id"], "--agent", "ada", "--current").exit_code == 0
+    assert "I live in Berlin (GLHOME)." in seen()

@@ -189,3 +189,25 @@ async def test_search_used_alone_is_total_and_emits_its_event(tmp_path):
     healthy = ResilientTier(await seeded(tmp_path / "ok.db", entry("x marks")), name="p", scope=MemoryScope.PRIVATE)
     assert [e.content for e in await healthy.search(MemoryQuery(text="marks"))] == ["x marks"]
     await healthy.backend.aclose()
+
+
+def test_a_cold_model_load_is_not_charged_to_the_write_budget(tmp_path):
+    """The first embedded write of a process loads the model outside the private tier's budget."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    home = tmp_path / "home"
+    home.joinpath("connections").mkdir(parents=True)
+    # 300 ms: a cold MiniLM load takes longer on its own (0.25-0.7 s here); one write takes a few ms.
+    home.joinpath("connections", "memory-adapters.json").write_text(json.dumps({"private": {"write_timeout_ms": 300}}))
+    env = {**os.environ, "ARCANA_HOME": str(home)}
+    command = [sys.executable, "-m", "arcana_cli.main", "remember", "The kettle is blue.", "--agent", "a", "--json"]
+    done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "private" in json.loads(done.stdout)["accepted"]
+    status = subprocess.run([sys.executable, "-m", "arcana_cli.main", "embeddings", "status", "--json"],
+                            capture_output=True, text=True, env=env, timeout=120)
+    [row] = [r for r in json.loads(status.stdout)["databases"] if r["agent"] == "a"]
+    assert (row["rows"], row["embedded"]) == (1, 1)  # the write really embedded, within its budget

@@ -100,8 +100,7 @@ async def test_get_round_trips_every_field(store):
         conflict_with="other",
     )
     await store.write(original)
-    # A held conflict (conflict_with set) is kept from recall; the operator read sees every field.
-    got = await store.get(original.id, audience=Audience.OPERATOR)
+    got = await store.get(original.id)
     for field in ("id", "agent_id", "type", "content", "scope", "importance", "pinned", "confidence", "tags",
                   "source_session_id", "conflict_with", "created_at"):
         assert getattr(got, field) == getattr(original, field), field

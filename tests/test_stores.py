@@ -13,7 +13,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def test_only_the_factory_and_the_adapters_construct_a_store():
-    constructing = re.compile(r"\b(SQLiteAdapter|VectorAdapter)\(")
+    constructing = re.compile(r"\b(SQLiteAdapter|VectorAdapter|PostgresAdapter)\(")
     offenders = []
     for path in [*ROOT.joinpath("memory").rglob("*.py"), *ROOT.joinpath("arcana_cli").rglob("*.py")]:
         rel = path.relative_to(ROOT).as_posix()

@@ -79,7 +79,11 @@ async def test_an_abandoned_build_for_another_model_is_replaced(tmp_path, offlin
 
 
 def test_without_sqlite_vec_search_falls_back_to_keyword_once(tmp_path, offline_embedder):
-    """A SQLite that cannot load extensions (the stdlib one here): keyword, one notice, nothing fails."""
+    """No sqlite-vec to load: keyword, one notice, nothing fails.
+
+    The child removes the capability itself (the extension cannot be imported),
+    so this holds on any interpreter, including one whose stdlib sqlite3 can load extensions.
+    """
     import asyncio
 
     path = tmp_path / "memory.db"
@@ -92,7 +96,7 @@ def test_without_sqlite_vec_search_falls_back_to_keyword_once(tmp_path, offline_
     asyncio.run(seed())
     script = textwrap.dedent(f"""
         import sys, asyncio
-        sys.modules["pysqlite3"] = None  # force the stdlib sqlite3, which cannot load extensions here
+        sys.modules["sqlite_vec"] = None  # the extension cannot be loaded, whatever this SQLite can do
         from memory.adapters.sqlite import SQLiteAdapter
         from memory.adapters.vector import VectorAdapter
         from memory.embedding.factory import build_gateway

@@ -11,7 +11,7 @@ from arcana_cli.output import JsonOpt, Out, YesOpt
 from arcana_cli.render import LIST_COLUMNS, age, entry_json, list_rows, snippet, version_mark
 from memory.errors import NotFoundError
 from memory.sqlite.admission import Audience
-from memory.types import MemoryEntry, MemoryQuery, MemoryType, Visibility
+from memory.types import MemoryQuery, MemoryType, Visibility
 
 IdArg = Annotated[str, typer.Argument(help="Memory id (or a unique prefix of 6+ characters).")]
 WhoseOpt = Annotated[
@@ -31,48 +31,48 @@ def confirm(action: str, yes: bool) -> None:
         raise typer.Exit(1)
 
 
-async def resolve_id(store, prefix: str) -> MemoryEntry:
-    """Exact id, or a unique prefix (operator read: any visibility, archived too)."""
-    entry = await store.get(prefix, audience=Audience.OPERATOR, include_archived=True)
-    if entry is not None:
-        return entry
-    if len(prefix) >= 6:
-        matches = await store.find_by_prefix(prefix)
-        if len(matches) == 1:
-            return matches[0]
-        if len(matches) > 1:
-            raise NotFoundError(f"memory id prefix '{prefix}' is ambiguous ({len(matches)} matches); give more characters")
-    raise NotFoundError(f"no memory with id '{prefix}'")
-
-
 @asynccontextmanager
 async def target_store(cli, agent: str | None, pool: str | None, global_: bool):
-    """The store an operator command works on: an agent's private memory, a pool, or the global tier.
+    """The store an operator command works on, behind a :class:`MemoryEditor`: an
+    agent's private memory (with the global copies its promotion made), a pool,
+    or the global tier.
 
     Shared tiers can hold a poisoned or wrong memory too; this is how an
     operator hides, fixes or purges it.
     """
+    from memory.operator_edits import GlobalCopies, MemoryEditor
+
     if pool and global_:
         raise typer.BadParameter("give --pool or --global, not both")
     if not (pool or global_):
         if not agent:
             raise typer.BadParameter("give --agent (or --pool / --global)", param_hint="--agent")
         async with cli.private_store(cli.agent(agent)) as store:
-            yield store
+            editor = MemoryEditor(store, copies=GlobalCopies.of_home(cli.home, cli.config, actor="cli"))
+            try:
+                yield editor
+            finally:
+                await editor.aclose()
         return
+    from memory.adapters.postgres import PostgresAdapter
     from memory.federation.pools import PoolRegistry
-    from memory.stores import StoreKind, open_store
+    from memory.stores import StoreKind, open_tier
 
     if pool:
         PoolRegistry(cli.home).show_settings(pool)  # NotFoundError for an unknown pool
-    store = open_store(cli.home, StoreKind.POOL if pool else StoreKind.GLOBAL, pool, actor="cli")
-    if not store.path.exists():
+    store = open_tier(cli.home, StoreKind.POOL if pool else StoreKind.GLOBAL, pool, config=cli.config, actor="cli")
+    if not isinstance(store, PostgresAdapter) and not store.path.exists():  # a server tier always exists
         raise NotFoundError(f"{'pool ' + pool if pool else 'the global tier'} has no memories yet ({store.path})")
     try:
         await store.connect()
-        yield store
+        yield MemoryEditor(store)
     finally:
         await store.aclose()
+
+
+def edit_json(report) -> dict:
+    """An applied edit for --json: the id, whether it changed, and what each copy did."""
+    return {"id": report.entry_id, "changed": report.changed, "copies": [c.as_dict() for c in report.copies]}
 
 
 def register(app: typer.Typer) -> None:
@@ -86,7 +86,7 @@ def register(app: typer.Typer) -> None:
         pool: PoolOpt = None,
         global_: GlobalOpt = False,
         all_: Annotated[
-            bool, typer.Option("--all", help="Include private, hidden, superseded and conflicting memories (marked).")
+            bool, typer.Option("--all", help="Include private, hidden and superseded memories (marked).")
         ] = False,
         archived: Annotated[bool, typer.Option("--archived", help="Include archived memories.")] = False,
         type_: Annotated[list[MemoryType] | None, typer.Option("--type", "-t", help="Only these types.")] = None,
@@ -99,10 +99,10 @@ def register(app: typer.Typer) -> None:
         query = MemoryQuery(types=type_ or None, limit=limit)
 
         async def go():
-            async with target_store(cli, agent, pool, global_) as store:
+            async with target_store(cli, agent, pool, global_) as editor:
                 # Filtered in SQL, before the limit; a listing is not a recall hit.
                 audience = Audience.OPERATOR if all_ else Audience.LISTING
-                return await store.search(query, audience=audience, include_archived=archived)
+                return await editor.store.search(query, audience=audience, include_archived=archived)
 
         entries = run(go())
         out.data([entry_json(e) for e in entries], columns=LIST_COLUMNS, rows=lambda: list_rows(entries))
@@ -114,8 +114,8 @@ def register(app: typer.Typer) -> None:
         out = Out(json_mode=json_, quiet=cli.quiet)
 
         async def go():
-            async with target_store(cli, agent, pool, global_) as store:
-                return await resolve_id(store, memory_id)
+            async with target_store(cli, agent, pool, global_) as editor:
+                return await editor.resolve(memory_id)
 
         entry = run(go())
         data = entry_json(entry)
@@ -127,38 +127,50 @@ def register(app: typer.Typer) -> None:
             ),
         )
 
-    def _bulk(ctx, memory_id: str, agent, pool, global_, json_: bool, action: str, verb: str):
+    def _edit(ctx, memory_id: str, agent, pool, global_, json_: bool, op: str, verb: str, changes: dict | None = None):
+        """Every mutating command: resolve, then one core call that reaches every copy."""
+        from memory.operator_edits import Edit
+
         cli = ctx_of(ctx)
         out = Out(json_mode=json_, quiet=cli.quiet)
+        edit = Edit(op, changes=changes or {})
 
         async def go():
-            async with target_store(cli, agent, pool, global_) as store:
-                entry = await resolve_id(store, memory_id)
-                changed = await getattr(store, action)([entry.id])
-                return entry, changed
+            async with target_store(cli, agent, pool, global_) as editor:
+                entry = await editor.resolve(memory_id)
+                return await editor.apply(entry.id, edit, verb=verb)
 
-        entry, changed = run(go())
-        out.data({"id": entry.id, "changed": bool(changed)}, text=lambda: entry.id)
-        out.info(f"{verb} {entry.id}" if changed else f"{entry.id} was already {verb}")
+        report = run(go())
+        if edit.op in ("update", "make_current"):
+            out.data({**entry_json(report.entry), "copies": edit_json(report)["copies"]}, text=lambda: report.entry_id)
+            if edit.op == "make_current":
+                short = report.entry_id[:8]
+                out.info(f"{short} is current again" if report.changed else f"{short} was already current")
+        else:
+            out.data(edit_json(report), text=lambda: report.entry_id)
+            out.info(f"{verb} {report.entry_id}" if report.changed else f"{report.entry_id} was already {verb}")
+        for copy in report.copies:
+            if copy.changed and copy.op in ("withdraw", "promote"):
+                out.info(f"{report.entry_id}: {'withdrawn from' if copy.op == 'withdraw' else 'promoted to'} the {copy.tier} tier")
 
     @group.command("forget")
     def forget(ctx: typer.Context, memory_id: IdArg, agent: WhoseOpt = None, pool: PoolOpt = None, global_: GlobalOpt = False, json_: JsonOpt = False) -> None:
-        """Archive a memory: hidden from recall, kept, restorable."""
-        _bulk(ctx, memory_id, agent, pool, global_, json_, "archive", "archived")
+        """Archive a memory (and its global copy): hidden from recall, kept, restorable."""
+        _edit(ctx, memory_id, agent, pool, global_, json_, "archive", "archived")
 
     @group.command("restore")
     def restore(ctx: typer.Context, memory_id: IdArg, agent: WhoseOpt = None, pool: PoolOpt = None, global_: GlobalOpt = False, json_: JsonOpt = False) -> None:
         """Bring an archived memory back into recall."""
-        _bulk(ctx, memory_id, agent, pool, global_, json_, "restore", "restored")
+        _edit(ctx, memory_id, agent, pool, global_, json_, "restore", "restored")
 
     @group.command("purge")
     def purge(
         ctx: typer.Context, memory_id: IdArg, agent: WhoseOpt = None, pool: PoolOpt = None, global_: GlobalOpt = False,
         yes: YesOpt = False, json_: JsonOpt = False,
     ) -> None:
-        """Delete a memory for good (its ledger history stays)."""
+        """Delete a memory and its global copy for good (their ledger history stays)."""
         confirm(f"purge memory {memory_id}", yes)
-        _bulk(ctx, memory_id, agent, pool, global_, json_, "purge", "purged")
+        _edit(ctx, memory_id, agent, pool, global_, json_, "purge", "purged")
 
     @group.command("set")
     def set_(
@@ -179,9 +191,7 @@ def register(app: typer.Typer) -> None:
         ] = False,
         json_: JsonOpt = False,
     ) -> None:
-        """Change a memory's importance, type, visibility, pin, tags, text, or make it current again."""
-        cli = ctx_of(ctx)
-        out = Out(json_mode=json_, quiet=cli.quiet)
+        """Change a memory's importance, type, visibility, pin, tags or text, or make it current again (its global copy too)."""
         changes = {
             k: v
             for k, v in {
@@ -194,23 +204,14 @@ def register(app: typer.Typer) -> None:
             }.items()
             if v is not None
         }
-        if not changes and not current:
-            raise typer.BadParameter("nothing to change; give at least one option")
-
-        async def go():
-            async with target_store(cli, agent, pool, global_) as store:
-                entry = await resolve_id(store, memory_id)
-                restored = await store.make_current(entry.id) if current else []
-                if changes:
-                    entry = await store.update(entry.id, **changes)
-                else:
-                    entry = await resolve_id(store, entry.id)
-                return entry, restored
-
-        entry, restored = run(go())
-        out.data(entry_json(entry), text=lambda: entry.id)
         if current:
-            out.info(f"{entry.id[:8]} is current again" if restored else f"{entry.id[:8]} was already current")
+            if changes:
+                raise typer.BadParameter("--current restores a version as it was; give it without other changes", param_hint="--current")
+            _edit(ctx, memory_id, agent, pool, global_, json_, "make_current", "made current")
+            return
+        if not changes:
+            raise typer.BadParameter("nothing to change; give at least one option")
+        _edit(ctx, memory_id, agent, pool, global_, json_, "update", "changed", changes)
 
     @group.command("history")
     def history(
@@ -228,12 +229,12 @@ def register(app: typer.Typer) -> None:
             return
 
         async def go():
-            async with target_store(cli, agent, pool, global_) as store:
+            async with target_store(cli, agent, pool, global_) as editor:
                 try:
-                    entry_id = (await resolve_id(store, memory_id)).id
+                    entry_id = (await editor.resolve(memory_id)).id
                 except NotFoundError:
                     entry_id = memory_id  # purged memories keep their history
-                records = await store.history(entry_id)
+                records = await editor.store.history(entry_id)
                 if not records:
                     raise NotFoundError(f"no history for memory '{memory_id}'")
                 return records
@@ -259,8 +260,8 @@ def _versions(cli, out: Out, memory_id: str, agent, pool, global_) -> None:
     """``memory history --versions``: the chain through MEMORY_ID, oldest first, the current one marked."""
 
     async def go():
-        async with target_store(cli, agent, pool, global_) as store:
-            return await store.versions((await resolve_id(store, memory_id)).id)
+        async with target_store(cli, agent, pool, global_) as editor:
+            return await editor.store.versions((await editor.resolve(memory_id)).id)
 
     chain = run(go())
 

@@ -4,7 +4,8 @@ import typer
 
 from arcana_cli.context import ctx_of, run
 from arcana_cli.output import JsonOpt, Out, QuietOpt
-from memory.migrations.status import home_status, upgrade_home
+from memory.migrations.status import home_status, server_versions, upgrade_home
+from memory.postgres.migrations import head_version as server_head
 
 
 def register(app: typer.Typer) -> None:
@@ -14,7 +15,12 @@ def register(app: typer.Typer) -> None:
     @group.command("status")
     def status(ctx: typer.Context, json_: JsonOpt = False) -> None:
         """Show each database's schema version against this Arcana's."""
-        rows = [row.as_dict() for row in home_status(ctx_of(ctx).home)]
+        cli = ctx_of(ctx)
+        rows = [row.as_dict() for row in home_status(cli.home)]
+        rows += [
+            {"database": r.database, "version": r.from_version, "head": server_head(), "state": r.state}
+            for r in run(server_versions(cli.home, cli.config))
+        ]
         Out(json_mode=json_).data(
             rows, columns=("database", "version", "head", "state"), rows=lambda: [tuple(r.values()) for r in rows]
         )
@@ -25,6 +31,7 @@ def register(app: typer.Typer) -> None:
         cli = ctx_of(ctx)
         out = Out(json_mode=json_, quiet=quiet or cli.quiet)
         results = [r.as_dict() for r in run(upgrade_home(cli.home, actor="cli"))]
+        results += [r.as_dict() for r in run(server_versions(cli.home, cli.config, upgrade=True, actor="cli"))]
         out.data(
             results,
             columns=("database", "from", "to", "state", "backup"),

@@ -9,12 +9,13 @@ from arcana_cli.context import ctx_of, run
 from arcana_cli.output import JsonOpt, Out, YesOpt
 
 PoolArg = Annotated[str, typer.Argument(help="Pool name.")]
-POOL_COLUMNS = ("name", "members", "vaults", "entries", "database")
+POOL_COLUMNS = ("name", "backend", "members", "vaults", "entries", "database")
 
 
 def _row(info) -> tuple:
     return (
         info.name,
+        info.backend if info.reachable is not False else f"{info.backend} (unreachable)",
         ", ".join(info.members) or "-",
         ", ".join(info.vaults) or "-",
         "-" if info.entries is None else info.entries,
@@ -29,11 +30,23 @@ def register(app: typer.Typer) -> None:
     app.add_typer(group, name="pool")
 
     @group.command("create")
-    def create(ctx: typer.Context, name: PoolArg, json_: JsonOpt = False) -> None:
-        """Create a shared pool; add agents with `arcana agent join`."""
+    def create(
+        ctx: typer.Context,
+        name: PoolArg,
+        url: Annotated[
+            str | None,
+            typer.Option(help="Put the pool on a PostgreSQL server: postgresql://USER@HOST[:PORT]/DB (no password)."),
+        ] = None,
+        url_env: Annotated[
+            str | None,
+            typer.Option(help="Environment variable holding the server URL (may include a password; read at run time)."),
+        ] = None,
+        json_: JsonOpt = False,
+    ) -> None:
+        """Create a shared pool (a local file, or a server database); add agents with `arcana agent join`."""
         cli = ctx_of(ctx)
         cli.home.ensure()
-        info = run(PoolRegistry(cli.home).create(name))
+        info = run(PoolRegistry(cli.home).create(name, url=url, url_env=url_env))
         out = Out(json_mode=json_, quiet=cli.quiet)
         out.data(info.as_dict(), text=lambda: info.database)
         out.info(f"pool '{name}' created; add agents with `arcana agent join AGENT {name}`")

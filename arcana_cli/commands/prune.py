@@ -7,9 +7,8 @@ import typer
 from arcana_cli.context import ctx_of, run
 from arcana_cli.output import JsonOpt, Out, QuietOpt
 from memory.adapters.sqlite import SQLiteAdapter
-from memory.errors import NotFoundError
 from memory.locks import exclusive
-from memory.stores import StoreKind, open_store
+from memory.stores import StoreKind, open_tier
 from memory.types import PruneMode, PrunePolicy
 
 
@@ -34,8 +33,9 @@ def register(app: typer.Typer) -> None:
         cli = ctx_of(ctx)
         out = Out(json_mode=json_, quiet=quiet or cli.quiet)
         defaults = cli.config.prune
-        floor = min_importance if min_importance is not None else defaults.min_importance
-        cap = max_entries if max_entries is not None else defaults.max_entries
+        # The rule comes from the flags or, when none is given, from prune.* (by default: archive below 0.1).
+        flagged = min_importance is not None or max_entries is not None
+        floor, cap = (min_importance, max_entries) if flagged else (defaults.min_importance, defaults.max_entries)
         if floor is None and cap is None:
             raise typer.BadParameter(
                 "no rule: pass --min-importance and/or --max-entries, or set prune.min_importance / prune.max_entries"
@@ -91,11 +91,11 @@ def _targets(cli, agent: str | None, all_: bool, pools: list[str], global_: bool
     registry = PoolRegistry(cli.home)
     for name in dict.fromkeys(pools):
         registry.show_settings(name)  # NotFoundError (exit 3) for an unknown pool
-        store = open_store(cli.home, StoreKind.POOL, name, actor="cli")
+        store = open_tier(cli.home, StoreKind.POOL, name, config=cli.config, actor="cli")
         targets.append((f"pool:{name}", {"tier": f"pool:{name}"}, store))
+    if global_ and cli.config.memory.global_server_url() is None and not cli.home.global_db.exists():
+        global_ = False  # nothing promoted yet: nothing to prune there (cron stays quiet)
     if global_:
-        if not cli.home.global_db.exists():
-            raise NotFoundError("there is no global tier yet (it appears with the first promoted or global memory)")
-        store = open_store(cli.home, StoreKind.GLOBAL, actor="cli")
+        store = open_tier(cli.home, StoreKind.GLOBAL, config=cli.config, actor="cli")
         targets.append(("global", {"tier": "global"}, store))
     return targets

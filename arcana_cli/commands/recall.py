@@ -29,8 +29,12 @@ async def recall_entries(cli, card, query: MemoryQuery, out: Out):
     """Recall through the agent's federation: ranked entries, the tiers asked, the degraded ones."""
     from arcana_cli.federated import agent_federation
 
+    from memory.federation.assembly import quarantine_events
+
     async with agent_federation(cli, card, out) as federation:
-        return await federation.recall(query)
+        report = await federation.recall(query)
+        report.degraded += quarantine_events(federation)
+        return report
 
 
 _LEG_ORDER = ("semantic", "keyword", "graph")
@@ -71,6 +75,10 @@ def register(app: typer.Typer) -> None:
         """Recall an agent's memories relevant to QUERY, best first."""
         cli = ctx_of(ctx)
         out = Out(json_mode=json_, quiet=cli.quiet)
+        if not query.strip():
+            raise typer.BadParameter(
+                f"the query is empty; to see every memory use `arcana memory list --agent {agent}`", param_hint="QUERY"
+            )
         if pool and scope not in (None, MemoryScope.SHARED):
             raise typer.BadParameter(f"--pool reads a shared pool; it cannot be combined with --scope {scope.value}")
         card = cli.agent(agent)

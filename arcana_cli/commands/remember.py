@@ -1,11 +1,14 @@
 from __future__ import annotations
 
+import sys
+from pathlib import Path
 from typing import Annotated
 
 import typer
 
+from arcana_cli import exit_codes
 from arcana_cli.context import ctx_of, run
-from arcana_cli.output import AgentOpt, JsonOpt, Out, text_or_stdin
+from arcana_cli.output import AgentOpt, JsonOpt, Out, err, text_or_stdin
 from memory.errors import MemoryWriteError, NotFoundError
 from memory.types import MemoryEntry, MemoryScope, MemoryType, Visibility
 
@@ -31,12 +34,28 @@ def register(app: typer.Typer) -> None:
         no_reconcile: Annotated[
             bool, typer.Option("--no-reconcile", help="Store as given: no noop, update or delete against what is known.")
         ] = False,
+        from_: Annotated[
+            str | None,
+            typer.Option(
+                "--from", metavar="FILE.jsonl",
+                help="Import many: one JSON object per line (content; optional type, importance, tags, session, "
+                "created_at, id); '-' reads stdin.",
+            ),
+        ] = None,
         json_: JsonOpt = False,
     ) -> None:
         """Store a memory for an agent and print its id."""
         cli = ctx_of(ctx)
         out = Out(json_mode=json_, quiet=cli.quiet)
-        body = text_or_stdin(text, "TEXT", "nothing to remember: the text is empty")
+        if from_ is not None:
+            if text is not None:
+                raise typer.BadParameter("give TEXT or --from FILE, not both", param_hint="--from")
+            if pin or tag or visibility is not None:
+                raise typer.BadParameter("--pin, --tag and --visibility apply to one memory; put tags in the file", param_hint="--from")
+        else:
+            body = text_or_stdin(
+                text, "TEXT", "nothing to remember: the text is empty", max_bytes=cli.config.memory.max_content_bytes
+            )
         if pool and scope not in (None, MemoryScope.SHARED):
             raise typer.BadParameter(f"--pool writes to a shared pool; it cannot be combined with --scope {scope.value}")
         try:
@@ -44,6 +63,10 @@ def register(app: typer.Typer) -> None:
         except NotFoundError:
             card = cli.agents.create(agent)
             out.info(f"created agent '{agent}' ({card.id})")
+        if from_ is not None:
+            scope = scope or (MemoryScope.SHARED if pool else MemoryScope.PRIVATE)
+            _remember_from(cli, card, out, from_, type_=type_, importance=importance, scope=scope, pool=pool)
+            return
         entry = MemoryEntry(
             agent_id=card.id,
             type=type_,
@@ -68,6 +91,8 @@ def register(app: typer.Typer) -> None:
             out.warn(f"tier {tier} did not store the memory ({why})")
         if not report.accepted:
             raise MemoryWriteError(f"memory not stored: every {entry.scope.value} tier failed; see the warnings above")
+        for warning in report.warnings:
+            out.warn(warning)
         out.data(
             {"agent": card.name, "agent_id": card.id, "scope": entry.scope.value, **report.as_dict()},
             text=lambda: report.entry_id,
@@ -87,3 +112,52 @@ def decision_words(report) -> str:
     if report.conflict_with:
         return f"added beside {report.conflict_with[:8]}: conflicts with a user-confirmed memory, which keeps answering"
     return "added"
+
+
+def _read_lines(source: str) -> list[bytes]:
+    if source == "-":
+        if sys.stdin.isatty():
+            raise typer.BadParameter("pipe the JSON lines on stdin, or give a file", param_hint="--from")
+        return sys.stdin.buffer.read().splitlines()
+    path = Path(source)
+    try:
+        return path.read_bytes().splitlines()
+    except FileNotFoundError:
+        raise typer.BadParameter(f"{source}: no such file", param_hint="--from") from None
+    except OSError as exc:
+        raise typer.BadParameter(f"{source}: cannot read it ({exc.strerror})", param_hint="--from") from None
+
+
+def _remember_from(cli, card, out: Out, source: str, *, type_, importance, scope, pool) -> None:
+    """``remember --from``: every good line stored, every bad one named; exit 2 if any was bad."""
+    from memory.bulk import parse, remember_many
+
+    parsed = parse(_read_lines(source), card.id, type=type_, importance=importance, scope=scope, pool_name=pool)
+
+    async def go():
+        from arcana_cli.federated import agent_federation
+
+        async with agent_federation(cli, card, out) as federation:
+            with out.progress("remembering", len(parsed.entries)) as bar:
+                return await remember_many(federation, parsed, on_progress=bar.update)
+
+    report = run(go()) if parsed.entries else None
+    if report is None:
+        from memory.bulk import BulkReport
+
+        report = BulkReport(lines=parsed.lines, bad=parsed.bad)
+    for tier, why in report.failed.items():
+        out.warn(f"tier {tier} did not store the memories ({why})")
+    for bad in report.bad:
+        out.warn(str(bad))
+    name = "stdin" if source == "-" else source
+    out.data(
+        {"agent": card.name, "agent_id": card.id, "source": name, **report.as_dict()},
+        text=lambda: f"{report.written} written, {report.unchanged} unchanged, {len(report.bad)} bad line(s)",
+    )
+    if report.bad:
+        err(
+            f"{len(report.bad)} bad line(s) in {name}, first {report.bad[0]}; "
+            "every other line is stored: fix those lines and run again (stored lines stay unchanged)"
+        )
+        raise typer.Exit(exit_codes.USAGE)

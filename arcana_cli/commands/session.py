@@ -50,15 +50,28 @@ def register(app: typer.Typer) -> None:
 
     @group.command("show")
     def show(ctx: typer.Context, session_id: IdArg, agent: AgentOpt = ..., json_: JsonOpt = False) -> None:
-        """Show a session's turns and summary."""
+        """Show a session's turns and summary; a turn a replay would leave out is named, not printed."""
+        from memory.sessions import replay_exclusions
+
         cli = ctx_of(ctx)
-        session = _manager(cli, cli.agent(agent)).load(session_id)
-        data = session.describe(with_turns=True)
+        card = cli.agent(agent)
+        session = _manager(cli, card).load(session_id)
+
+        async def go():
+            async with cli.private_store(card) as store:
+                return await replay_exclusions(session, store)
+
+        left_out = run(go())
+        data = session.describe(with_turns=True, left_out=left_out)
 
         def text() -> str:
             lines = [f"session {session.id} ({'closed' if session.closed else 'open'}, {len(session.turns)} turns)"]
             for number, turn in enumerate(session.turns, 1):
-                lines += [f"[{number}] user: {turn.prompt}", f"[{number}] assistant: {turn.response}"]
+                if number - 1 in left_out:
+                    why = left_out[number - 1]
+                    lines.append(f"[{number}] left out of replay: its memory {why['memory_id']} is {why['reason']}")
+                else:
+                    lines += [f"[{number}] user: {turn.prompt}", f"[{number}] assistant: {turn.response}"]
             if session.summary:
                 lines.append(f"summary: {session.summary}")
             return "\n".join(lines)

@@ -285,6 +285,7 @@ def register(app: typer.Typer) -> None:
                 "matched_by": e.matched_by,
                 "tags": e.tags,
                 "content": e.content,
+                "snippet": e.snippet or e.content,
             }
             for e in hits.entries
         ]
@@ -292,7 +293,7 @@ def register(app: typer.Typer) -> None:
             {"vault": name, "query": query, "source": hits.source, "results": results},
             columns=("score", "via", "note", "text"),
             rows=lambda: [
-                ("-" if r["score"] is None else f"{r['score']:.3f}", "+".join(r["matched_by"]), r["path"] or r["id"][:8], snippet(r["content"], 60))
+                ("-" if r["score"] is None else f"{r['score']:.3f}", "+".join(r["matched_by"]), r["path"] or r["id"][:8], snippet(r["snippet"], 60))
                 for r in results
             ],
         )

@@ -47,7 +47,7 @@ DEFAULT_MAX_FILE_BYTES = 1024 * 1024
 DEFAULT_IGNORE_GLOBS: tuple[str, ...] = ()
 
 # Skip reasons, as reported by scans and `arcana vault check`.
-HIDDEN, SYMLINK, TOO_LARGE, IGNORED, UNREADABLE, VANISHED, BINARY = (
+HIDDEN, SYMLINK, TOO_LARGE, IGNORED, UNREADABLE, VANISHED, BINARY, BAD_NAME = (
     "hidden",
     "symlink",
     "too_large",
@@ -55,7 +55,22 @@ HIDDEN, SYMLINK, TOO_LARGE, IGNORED, UNREADABLE, VANISHED, BINARY = (
     "unreadable",
     "vanished",
     "binary",
+    "name_not_utf8",
 )
+
+
+def printable_path(rel_path: str) -> str:
+    """``rel_path`` with undecodable bytes (surrogate escapes) shown as ``\\xff``: safe to print, store or hash."""
+    return os.fsencode(rel_path).decode("utf-8", "backslashreplace")
+
+
+def _bad_name(name: str) -> bool:
+    """A file name whose bytes are not UTF-8: it has no text path to index it under (Obsidian cannot open it either)."""
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
 
 
 def note_id(rel_path: str) -> str:
@@ -284,6 +299,9 @@ def walk_folder(root: Path, *, ignore_globs: Sequence[str] = (), max_file_bytes:
             continue
         for entry in entries:
             rel = f"{prefix}/{entry.name}" if prefix else entry.name
+            if _bad_name(entry.name):
+                found.skipped.append((printable_path(rel), BAD_NAME))
+                continue
             try:
                 if entry.name.startswith("."):
                     found.skipped.append((rel, HIDDEN))
@@ -333,6 +351,8 @@ def stat_note(
     parts = rel_path.split("/")
     if any(part.startswith(".") for part in parts):
         return None
+    if _bad_name(rel_path):
+        return BAD_NAME
     if not is_note(parts[-1]):
         return None
     for depth in range(1, len(parts) + 1):

@@ -14,9 +14,11 @@ from memory import audit as audit_mod
 from memory.backup import backup_copy
 from memory.errors import MemoryCorruptError, MemoryStorageError, NotFoundError
 from memory.home import Home
+from memory.limits import MAX_CONTENT_BYTES, check_content
 from memory.migrations.runner import check_not_newer, migrate
+from memory.promotion import promote
 from memory.quarantine import quarantine_store
-from memory.sqlite import mutations
+from memory.sqlite import context, mutations
 from memory.sqlite.admission import Audience, where
 from memory.sqlite.connection import (
     BUSY_TIMEOUT_MS,
@@ -39,14 +41,12 @@ from memory.types import (
     LedgerRecord,
     MemoryEntry,
     MemoryQuery,
-    MemoryScope,
     PruneMode,
     PrunePolicy,
     PruneReport,
     Visibility,
 )
 
-PROMOTION_THRESHOLD = 0.9
 WRITE_BATCH = 500
 INLINE_ROWS = 16  # up to this many rows a write runs inline (see run_inline)
 _HIT_FLUSH = 256
@@ -71,8 +71,10 @@ class SQLiteAdapter:
         quarantine_dir: Path | None = None,
         backup_dir: Path | None = None,
         audit: audit_mod.AuditLog | None = None,
+        max_content_bytes: int | None = MAX_CONTENT_BYTES,
     ):
         self.path = Path(path)
+        self.max_content_bytes = max_content_bytes  # None: no bound (a vault index; its notes have max_file_bytes)
         self.global_store = global_store
         self.actor = actor
         self.quarantine_dir = quarantine_dir
@@ -223,7 +225,11 @@ class SQLiteAdapter:
     async def write_many(
         self, entries: Sequence[MemoryEntry], *, on_progress: Callable[[int, int], None] | None = None
     ) -> list[str]:
-        """Upsert in bounded transactions; return the op per entry (insert/update/noop/...)."""
+        """Upsert in bounded transactions; return the op per entry (insert/update/noop/...).
+
+        Content over ``max_content_bytes`` refuses the whole call before anything is written.
+        """
+        check_content((entry.content for entry in entries), self.max_content_bytes)
         ops: list[str] = []
         for start in range(0, len(entries), WRITE_BATCH):
             batch = entries[start : start + WRITE_BATCH]
@@ -234,17 +240,13 @@ class SQLiteAdapter:
         return ops
 
     async def _promote(self, entries: Sequence[MemoryEntry]) -> None:
+        """Copy what the promotion policy allows to ``global_store``; a failure degrades, recorded."""
         if self.global_store is None:
             return
-        for entry in entries:
-            if entry.scope is MemoryScope.PRIVATE and entry.importance >= PROMOTION_THRESHOLD:
-                copy = entry.model_copy(update={"scope": MemoryScope.GLOBAL, "pool_name": None})
-                try:
-                    await self.global_store.write(copy)
-                except Exception as exc:  # the private write committed; promotion degrades
-                    self.promotion_errors.append(f"{entry.id}: {exc}")
-                    if self.audit:
-                        self.audit.append("promotion_failed", memory_id=entry.id, error=str(exc))
+        for entry, exc in await promote(entries, self.global_store):
+            self.promotion_errors.append(f"{entry.id}: {exc}")
+            if self.audit:
+                self.audit.append("promotion_failed", memory_id=entry.id, error=str(exc))
 
     async def update(self, entry_id: str, **changes: Any) -> MemoryEntry:
         """Change fields of one entry (operator edit); ledgered like any upsert."""
@@ -252,6 +254,7 @@ class SQLiteAdapter:
         if current is None:
             raise NotFoundError(f"no memory with id {entry_id}")
         updated = MemoryEntry(**{**current.model_dump(), **changes})
+        check_content([updated.content], self.max_content_bytes)
         await self.run(_upsert_txn, [updated], self.actor, inline=True)
         return await self.get(entry_id, audience=Audience.OPERATOR, include_archived=True)
 
@@ -260,6 +263,10 @@ class SQLiteAdapter:
 
     async def purge(self, entry_ids: Sequence[str]) -> int:
         return await self._remove(entry_ids, "purge")
+
+    async def withdraw(self, entry_ids: Sequence[str]) -> int:
+        """Remove promoted copies that no longer qualify (ledgered as ``withdraw``)."""
+        return await self._remove(entry_ids, "withdraw")
 
     async def _remove(self, entry_ids: Sequence[str], op: str) -> int:
         if await self._has_vectors():
@@ -351,6 +358,11 @@ class SQLiteAdapter:
         clause = where(query)
         rows = await self.run(_keyword, match, clause.sql, clause.params, limit, inline=True)
         return [row_to_entry(r, score=-r["rank"], matched_by=["keyword"]) for r in rows]
+
+    async def previous_turns(self, query: MemoryQuery, entry_ids: Sequence[str]) -> dict[str, str]:
+        """For each admitted entry among ``entry_ids``, the admitted turn before it in its session."""
+        clause = where(query)
+        return await self.run(context.previous_ids, list(entry_ids), clause.sql, clause.params, inline=True)
 
     async def fetch_admitted(self, query: MemoryQuery, seqs: Sequence[int]) -> dict[int, MemoryEntry]:
         """Entries for ``seqs`` that pass admission and the query's filters, keyed by seq.
@@ -512,9 +524,13 @@ def _touch_txn(raw, hits):
         raw.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
 
 
+# BM25 weight per FTS column (content, tags, context, dated): a word of the
+# turn before counts half a word of the memory itself. LoCoMo keyword leg:
+# context at 1.0 any@10 0.807 / MRR 0.461, at 0.5 0.791 / 0.538, at 0 0.721 / 0.508.
+_BM25 = "bm25(memories_fts, 1.0, 1.0, 0.5, 1.0)"
 _KEYWORD_SQL = (
     "SELECT {columns}, m.seq, c.rank AS rank "
-    "FROM (SELECT rowid, bm25(memories_fts) AS rank FROM memories_fts WHERE memories_fts MATCH ? "
+    f"FROM (SELECT rowid, {_BM25} AS rank FROM memories_fts WHERE memories_fts MATCH ? "
     "ORDER BY rank LIMIT ?) AS c "
     "CROSS JOIN memories m ON m.seq = c.rowid WHERE {clause} ORDER BY c.rank LIMIT ?"
 )

@@ -14,6 +14,7 @@ from typing import Any
 
 from memory.embedding import offline_model
 from memory.embedding.base import length_order, model_family
+from memory.home import private_dir
 from memory.types import HealthStatus
 
 DEFAULT_BATCH = 32
@@ -35,9 +36,17 @@ def _shared_model(name: str, models_root: Path) -> Any:
                 _MODELS[key] = TextEmbedding(offline_model.MODEL_NAME, specific_model_path=str(path))
             else:
                 cache = models_root / "fastembed"
-                cache.mkdir(mode=0o700, parents=True, exist_ok=True)
+                private_dir(cache)
                 _MODELS[key] = TextEmbedding(name, cache_dir=str(cache))
         return _MODELS[key]
+
+
+# The model reads only its first MAX_TOKENS tokens, but the tokenizer would first split the whole
+# text (a 50 MB note: 8 GB and 80 s). So each text is cut to a character budget first. WordPiece
+# turns a word of up to 100 characters it cannot split into one [UNK], so the worst case is one
+# token per 101 characters: 256 of them fit in 25,856. The budget (32 KiB of characters) is above
+# that, so the cut never changes a vector for text whose words are at most 100 characters long.
+CHAR_BUDGET = offline_model.MAX_TOKENS * 128
 
 
 class FastEmbedEmbedder:
@@ -81,6 +90,7 @@ class FastEmbedEmbedder:
         import numpy as np
 
         model = self._load()
+        texts = [text[:CHAR_BUDGET] for text in texts]
         order = length_order(texts)
         out: list[list[float] | None] = [None] * len(texts)
         vectors = model.embed([texts[i] for i in order], batch_size=self.batch_size)

@@ -18,6 +18,7 @@ from importlib import metadata
 from pathlib import Path
 
 from memory.errors import MemoryStorageError
+from memory.home import private_dir
 
 MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2"
 DIMENSION = 384
@@ -84,7 +85,7 @@ def model_dir(models_root: Path) -> Path:
     stamp = _stamp()
     if stamp_file.is_file() and stamp_file.read_text() == stamp:
         return target
-    models_root.mkdir(mode=0o700, parents=True, exist_ok=True)
+    private_dir(models_root)
     staging = Path(tempfile.mkdtemp(prefix=".minilm-", dir=models_root))
     try:
         for name, (distribution, relative) in _SOURCES.items():

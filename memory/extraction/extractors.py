@@ -18,6 +18,7 @@ from memory.config import ExtractionSettings
 from memory.extraction.scoring import agent_confidence, distil, importance, trim_content
 from memory.extraction.signals import SignalPatterns, get_signals
 from memory.models.base import ChatMessage, ChatProvider, astream
+from memory.promotion import asserted_importance
 from memory.types import ConfidenceSource, MemoryEntry, MemoryType
 
 if TYPE_CHECKING:
@@ -63,7 +64,7 @@ class HeuristicExtractor:
                 session,
                 MemoryType.EPISODIC,
                 trim_content(f"User asked: {prompt.strip()} — Assistant answered: {response.strip()}", limit),
-                importance=importance(s.base_importance, prompt, cues, s),
+                importance=asserted_importance(importance(s.base_importance, prompt, cues, s)),
                 confidence=agent_confidence(s),
                 confidence_source=ConfidenceSource.AGENT,
             )
@@ -86,7 +87,7 @@ class HeuristicExtractor:
                     session,
                     MemoryType.PROCEDURAL,
                     trim_content(f"{prompt.strip()} — " + " ".join(steps), limit),
-                    importance=importance(s.durable_importance, prompt, cues, s),
+                    importance=asserted_importance(importance(s.durable_importance, prompt, cues, s)),
                     confidence=agent_confidence(s),
                     confidence_source=ConfidenceSource.AGENT,
                 )
@@ -187,8 +188,9 @@ class LLMExtractor:
                         agent_id=session.agent_id,
                         type=MemoryType(item.get("type", "episodic")),
                         content=trim_content(item["content"], self.settings.max_content),
-                        importance=max(0.0, min(1.0, float(item.get("importance", self.settings.base_importance)))),
-                        # Model output is agent-asserted whatever it claims: capped below 1.0.
+                        # Model output is agent-asserted whatever it claims: confidence capped
+                        # below 1.0, importance below the promotion threshold.
+                        importance=asserted_importance(item.get("importance", self.settings.base_importance)),
                         confidence=agent_confidence(self.settings, item.get("confidence")),
                         confidence_source=ConfidenceSource.AGENT,
                         source_session_id=session.id,

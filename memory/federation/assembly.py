@@ -11,6 +11,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -20,14 +21,15 @@ from memory.audit import AuditLog
 from memory.config import ArcanaConfig
 from memory.federation.budgets import ConnectionsConfig
 from memory.federation.decay import DecayProfile, resolve_decay_profiles
-from memory.federation.events import DegradedSink, audit_sink
+from memory.federation.events import DegradedSink, MemoryDegradedEvent, audit_sink
 from memory.federation.federation import MemoryFederation
 from memory.federation.router import MemoryRouter
 from memory.home import Home
+from memory.operator_edits import GlobalCopies
 from memory.reconcile.reconciler import Reconciler
 from memory.reconcile.settings import ReconcileSettings
-from memory.stores import StoreKind, open_store, with_vectors
-from memory.types import MemoryType
+from memory.stores import StoreKind, open_tier, with_vectors
+from memory.types import MemoryScope, MemoryType, now_utc
 
 
 @dataclass(frozen=True)
@@ -60,7 +62,9 @@ async def build_federation(
     actor: str = "library",
     vector_options: Mapping[str, Any] | None = None,
     global_tier: bool = True,
+    config: ArcanaConfig | None = None,
     monotonic: Callable[[], float] = time.monotonic,
+    clock: Callable[[], datetime] = now_utc,
     reconcile: ReconcileSettings | None = None,
     reconcile_model: Any | None = None,
 ) -> MemoryFederation:
@@ -74,10 +78,13 @@ async def build_federation(
     ``connections/memory-adapters.json`` (defaults when missing,
     :class:`ConfigError` when malformed); ``on_degraded`` defaults to the
     home's audit log; ``global_tier=False`` keeps global off even with an
-    embedder. ``reconcile`` configures write-time reconciliation against
-    the private tier (default: the offline heuristic; strategy ``off``
-    disables it), ``reconcile_model`` is the chat provider of its ``llm``
-    strategy. Raises if the private tier cannot be opened — an agent
+    embedder; ``config`` (default: none, all SQLite) may put the global tier
+    on a PostgreSQL server (see :func:`memory.stores.open_tier`). ``clock`` is
+    what "now" is for decay and ranking (inject it to ask as of a given day).
+    ``reconcile`` configures write-time reconciliation against the private
+    tier (default: the offline heuristic; strategy ``off`` disables it),
+    ``reconcile_model`` is the chat provider of its ``llm`` strategy.
+    Raises if the private tier cannot be opened — an agent
     without its durability anchor must not start.
     """
     home = _home(home)
@@ -86,13 +93,17 @@ async def build_federation(
     await private.connect()
     global_ = None
     if embedding is not None and global_tier:
-        global_ = with_vectors(open_store(home, StoreKind.GLOBAL, actor=actor), embedding, vector_options)
+        global_ = open_tier(
+            home, StoreKind.GLOBAL, config=config or ArcanaConfig(), embedding=embedding,
+            vector_options=vector_options, budget=connections.for_tier(MemoryScope.GLOBAL), actor=actor,
+        )
     private_tier = with_vectors(private, embedding, vector_options)
     router = MemoryRouter(
         private=private_tier,
         global_=global_,
         weights=weights,
         decay_profiles=decay_profiles,
+        clock=clock,
         resilience=connections,
         monotonic=monotonic,
     )
@@ -105,6 +116,7 @@ async def build_federation(
         reconcile or ReconcileSettings(),
         provider=reconcile_model,
         audit=audit,
+        copies=lambda: GlobalCopies.of_home(home, config or ArcanaConfig(), actor=actor),
     )
     return MemoryFederation(router, on_degraded=on_degraded or audit_sink(audit), reconciler=reconciler)
 
@@ -133,10 +145,14 @@ def pool_configs(
     note ids either way, so a note seen twice is one fact.
     """
     joined = agent_pools(config, card)
+    connections = ConnectionsConfig.load(home.connections_path)
     found = []
     for name in joined:
-        store = open_store(home, StoreKind.POOL, name, actor=actor)
-        found.append(PoolConfig(name, with_vectors(store, embedding, vector_options)))
+        store = open_tier(
+            home, StoreKind.POOL, name, config=config, embedding=embedding, vector_options=vector_options,
+            budget=connections.for_tier(MemoryScope.SHARED, name), actor=actor,
+        )
+        found.append(PoolConfig(name, store))
     for vault_name, vault in sorted(config.vaults.items()):
         if vault.agent in (card.id, card.name):
             pool = f"vault:{vault_name}"
@@ -193,6 +209,7 @@ async def federation_for_agent(
         global_tier=config.memory.global_ != "none",
         reconcile=reconcile_settings(config, card),
         reconcile_model=_reconcile_model(config, card),
+        config=config,
     )
 
 
@@ -218,6 +235,29 @@ def _reconcile_model(config: ArcanaConfig, card: AgentCard) -> Any | None:
         return provider_for(config, resolve_model_name(config, card))
     except (ConfigError, NotFoundError):
         return None
+
+
+def quarantine_events(federation: MemoryFederation) -> list[MemoryDegradedEvent]:
+    """The private tier's quarantine, if it happened, as a read's degraded event.
+
+    Trigger: the private store was found corrupt and moved aside during this
+    federation's life. Why: the read was then answered by a fresh, empty store,
+    so whatever it held is missing from the answer — as with any tier that
+    dropped out. Outcome: one ``corruption`` event naming where the file went.
+    """
+    store = private_store(federation)
+    if store.quarantined_to is None:
+        return []
+    tier = federation.router.private
+    return [
+        MemoryDegradedEvent(
+            tier=tier.name,
+            scope=tier.scope.value,
+            op="read",
+            reason="corruption",
+            detail=f"{store.path} was corrupt and was moved to {store.quarantined_to}; answered from a fresh, empty store",
+        )
+    ]
 
 
 def private_store(federation: MemoryFederation) -> SQLiteAdapter:

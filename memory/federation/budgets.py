@@ -13,6 +13,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from memory.config import read_utf8
 from memory.errors import ConfigError
 from memory.types import MemoryScope
 
@@ -58,7 +59,7 @@ class ConnectionsConfig(BaseModel):
     def load(cls, path: Path) -> ConnectionsConfig:
         """Read ``path``; a missing file yields defaults, a malformed one raises."""
         try:
-            text = path.read_text(encoding="utf-8")
+            text = read_utf8(path)
         except FileNotFoundError:
             return cls()
         except OSError as exc:

@@ -9,8 +9,10 @@ diagnoses.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
+
+from memory.adapters.postgres import PostgresAdapter
 
 from memory.agents import AgentRegistry
 from memory.config import load_config
@@ -22,7 +24,7 @@ from memory.federation.router import MemoryRouter
 from memory.home import Home
 from memory.migrations.runner import head_version
 from memory.migrations.status import read_version
-from memory.stores import StoreKind, open_store
+from memory.stores import StoreKind, open_store, open_tier
 
 
 @dataclass
@@ -53,33 +55,67 @@ async def _probe(tier) -> TierReport:
     return TierReport(tier.name, status.healthy, detail + ("; read-only" if tier.read_only else ""))
 
 
-async def tier_reports(home: Home) -> list[TierReport]:
-    """One report per tier (private per agent, shared ones once); never raises for a bad tier."""
+async def _probe_server(tier) -> TierReport:
+    """A server tier: its schema read without upgrading it, then the same probe as any tier."""
+    try:
+        version, head = await tier.backend.pending_version()
+    except Exception as exc:  # unreachable, login refused, or newer than this Arcana (password masked)
+        return TierReport(tier.name, False, str(exc))
+    where = f"postgresql {tier.backend.path}"
+    if version == 0:
+        return TierReport(tier.name, True, f"{where}: not created yet (made on first write)")
+    if version != head:
+        return TierReport(tier.name, False, f"{where}: schema v{version}/{head}: not probed (see `arcana migrate status`)")
+    report = await _probe(tier)
+    return replace(report, detail=f"{where}, schema v{version}: {report.detail}")
+
+
+async def tier_reports(home: Home, *, failed: dict[Path, str] | None = None) -> list[TierReport]:
+    """One report per tier (private per agent, shared ones once); never raises for a bad tier.
+
+    A tier whose database is in ``failed`` (path -> the check that failed it) is
+    reported failed whatever its probe says: a lookup can succeed on a damaged file.
+    """
+    failed = failed or {}
     try:
         config = load_config(home.config_path)
         cards = AgentRegistry(home).list()
         connections = ConnectionsConfig.load(home.connections_path)
+        config.memory.global_server_url()  # an unset global_url_env: reported below, not raised mid-probe
     except ConfigError as exc:
         return [TierReport("tiers", False, f"not probed: {exc}")]
     reports: dict[str, TierReport] = {}
     for card in cards:
         private = open_store(home, StoreKind.PRIVATE, card.id, actor="doctor", repair=False)
-        global_ = open_store(home, StoreKind.GLOBAL, actor="doctor") if home.global_db.exists() else None
+        if config.memory.global_url is not None or config.memory.global_url_env is not None:
+            global_ = open_tier(home, StoreKind.GLOBAL, config=config, actor="doctor")
+        else:
+            global_ = open_store(home, StoreKind.GLOBAL, actor="doctor") if home.global_db.exists() else None
         router = MemoryRouter(private=private, global_=global_, resilience=connections)
         router.private.name = f"private ({card.name})"
-        for pool in pool_configs(home, config, card, actor="doctor"):
+        try:
+            pools = pool_configs(home, config, card, actor="doctor")
+        except ConfigError as exc:  # e.g. a server pool's url_env is not set in this shell
+            reports.setdefault("pools", TierReport("pools", False, f"not probed: {exc}"))
+            pools = []
+        for pool in pools:
             router.register_pool(pool.name, pool.adapter, read_only=pool.read_only or None, label=pool.label)
         try:
             for tier in router.tiers:
                 if tier.name in reports:
                     continue
                 path = getattr(tier.backend, "path", None)
-                if path is not None and not path.exists():  # probing would create it
+                if isinstance(tier.backend, PostgresAdapter):
+                    reports[tier.name] = await _probe_server(tier)
+                elif path is not None and not path.exists():  # probing would create it
                     reports[tier.name] = TierReport(tier.name, True, "not created yet (made on first write)")
                 elif blocker := _schema_blocker(path):
                     reports[tier.name] = TierReport(tier.name, False, blocker)
                 else:
                     reports[tier.name] = await _probe(tier)
+                if path is not None and Path(path) in failed and reports[tier.name].ok:
+                    report = reports[tier.name]
+                    report.ok, report.detail = False, f"{report.detail}; its database failed ({failed[Path(path)]})"
         finally:
             await MemoryFederation(router, on_degraded=lambda event: None).aclose()
     return list(reports.values())

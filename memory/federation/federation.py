@@ -10,16 +10,18 @@ raises, a failed shared or global leg degrades with a visible event.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from memory.audit import AuditLog
 from memory.errors import MemoryWriteError, TierWriteFailed
+from memory.federation import timeframe
 from memory.federation.events import DegradedSink, MemoryDegradedEvent, audit_sink
 from memory.federation.resilience import ResilientTier, describe_failure, failure_reason
 from memory.federation.router import MemoryRouter
 from memory.home import Home
+from memory.promotion import global_copy
 from memory.types import HealthStatus, MemoryEntry, MemoryQuery, MemoryScope, PrunePolicy, PruneReport
 
 
@@ -40,6 +42,7 @@ class WriteReport:
     supersedes: list[str] = field(default_factory=list)
     conflict_with: str | None = None
     reason: str = ""
+    warnings: list[str] = field(default_factory=list)  # e.g. a superseded global copy that could not be ended
 
     @property
     def promoted(self) -> bool:
@@ -49,7 +52,23 @@ class WriteReport:
         return {
             "id": self.entry_id, "accepted": self.accepted, "refused": self.refused, "failed": self.failed,
             "decision": self.decision, "supersedes": self.supersedes, "conflict_with": self.conflict_with,
+            "warnings": self.warnings,
         }
+
+
+@dataclass
+class BatchWriteReport:
+    """Where a batch landed: rows accepted per tier, read-only tiers refused, failures per tier.
+
+    ``changed`` maps an entry id to whether any tier that reports its ops
+    (SQLite and vector stores do) inserted or updated it; ``False`` means
+    every such tier already held it exactly (a re-import).
+    """
+
+    accepted: dict[str, int] = field(default_factory=dict)
+    refused: list[str] = field(default_factory=list)
+    failed: dict[str, str] = field(default_factory=dict)
+    changed: dict[str, bool] = field(default_factory=dict)
 
 
 class FederatedWriteError(MemoryWriteError):
@@ -236,10 +255,68 @@ class MemoryFederation:
             ) from (private_failure.cause if isinstance(private_failure, TierWriteFailed) else private_failure)
         return report
 
+    async def write_many(self, entries: Sequence[MemoryEntry]) -> BatchWriteReport:
+        """Write a batch the way :meth:`write` writes one entry, one backend call per tier.
+
+        Entries are grouped by the tiers they route to (promotion, pools),
+        each tier gets its copies in one ``write_many``. Raises
+        :class:`FederatedWriteError` when the private leg fails (its report
+        is the batch's first entry's); other tiers' failures are reported and
+        emitted as degraded events, as for a single write.
+        """
+        report = BatchWriteReport()
+        groups: dict[tuple[int, ...], list[MemoryEntry]] = {}
+        tiers: dict[int, ResilientTier] = {}
+        for entry in entries:
+            targets = self.router.route_write(entry)
+            for tier in targets:
+                tiers[id(tier)] = tier
+                if tier.read_only and tier.name not in report.refused:
+                    report.refused.append(tier.name)
+            groups.setdefault(tuple(id(t) for t in targets if not t.read_only), []).append(entry)
+        per_tier: dict[int, list[MemoryEntry]] = {}
+        for key, members in groups.items():
+            for tier_id in key:
+                per_tier.setdefault(tier_id, []).extend(self._copy_for(tiers[tier_id], e) for e in members)
+        order = list(per_tier)
+        outcomes = await asyncio.gather(
+            *(tiers[t].write_many(per_tier[t]) for t in order), return_exceptions=True
+        )
+        events = []
+        private_failure: BaseException | None = None
+        for tier_id, outcome in zip(order, outcomes, strict=True):
+            tier = tiers[tier_id]
+            if isinstance(outcome, BaseException) and not isinstance(outcome, Exception):
+                raise outcome
+            if not isinstance(outcome, Exception):
+                report.accepted[tier.name] = len(per_tier[tier_id])
+                for entry, op in zip(per_tier[tier_id], outcome or (), strict=False):
+                    report.changed[entry.id] = report.changed.get(entry.id, False) or op != "noop"
+                continue
+            report.failed[tier.name] = f"{failure_reason(outcome)}: {describe_failure(outcome)}"
+            if tier.scope is MemoryScope.PRIVATE:
+                private_failure = outcome
+            else:
+                events.append(
+                    MemoryDegradedEvent(
+                        tier=tier.name, scope=tier.scope.value, op="write", reason=failure_reason(outcome),
+                        detail=f"{len(per_tier[tier_id])} memories: {describe_failure(outcome)}",
+                    )
+                )
+        self._emit(events)
+        if private_failure is not None:
+            single = WriteReport(entries[0].id if entries else "", list(report.accepted), report.refused, report.failed)
+            raise FederatedWriteError(
+                f"private memory write failed; nothing was lost silently: {describe_failure(private_failure)}", single
+            ) from (private_failure.cause if isinstance(private_failure, TierWriteFailed) else private_failure)
+        return report
+
     @staticmethod
     def _copy_for(tier: ResilientTier, entry: MemoryEntry) -> MemoryEntry:
         if tier.scope is entry.scope:
             return entry
+        if tier.scope is MemoryScope.GLOBAL:
+            return global_copy(entry)
         return entry.model_copy(update={"scope": tier.scope, "pool_name": tier.pool_name})
 
     # -- reads -----------------------------------------------------------
@@ -262,7 +339,10 @@ class MemoryFederation:
         """Fan ``query`` out, drop failed tiers, de-duplicate, then rank and truncate.
 
         For a text query each tier's own relevance feeds the rank (see
-        :func:`tier_relevance`); a copy held by several tiers keeps its best factor.
+        :func:`tier_relevance`); a copy held by several tiers keeps its best
+        factor, and relevance, not age, decides (see :meth:`MemoryRouter.rank`);
+        a time expression in the text ("last week", "in May 2023") lifts what
+        was written then.
         """
         tiers = self.router.route_read(query)
         reads = [tier.read(self._query_for(tier, query)) for tier in tiers]
@@ -271,14 +351,18 @@ class MemoryFederation:
         degraded = [o.degraded for o in outcomes if o.degraded is not None]
         self._emit(degraded)
         per_tier = [(tier.name, o.entries) for tier, o in zip(tiers, outcomes, strict=True)]
-        relevance: dict[str, float] = {}
+        relevance: dict[str, float] | None = None
         if query.text:
+            relevance = {}
             for _, entries in per_tier:
                 for entry_id, factor in tier_relevance(entries).items():
                     relevance[entry_id] = max(factor, relevance.get(entry_id, 0.0))
+            relevance = relevance or None  # no word to match (e.g. only punctuation): a listing
         merged = dedupe(per_tier)
         tiers_of = {id(entry): names for entry, names in merged}  # by identity: vault notes may share an id
-        ranked = self.router.rank([entry for entry, _ in merged], query.limit, relevance=relevance)
+        now = self.router.clock()
+        span = timeframe.window(query.text, now) if relevance is not None else None
+        ranked = self.router.rank([entry for entry, _ in merged], query.limit, now, relevance=relevance, window=span)
         entries = [entry.model_copy(update={"score": score, "tiers": tiers_of[id(entry)]}) for entry, score in ranked]
         return RecallReport(entries, [t.name for t in tiers], degraded)
 

@@ -1,8 +1,11 @@
-"""Shared pools: named SQLite stores at ``pools/{name}.db`` and who belongs to them.
+"""Shared pools: named stores — SQLite at ``pools/{name}.db`` or a database on a
+PostgreSQL server (``pools.<name>.url`` / ``url_env``) — and who belongs to them.
 
 Membership lives in one place, ``config.json``'s ``pools.<name>.members``
 (agent ids, so a rename keeps it), which is what an agent's federation reads.
-Removing a pool moves its database to the trash; nothing is deleted.
+Removing a pool moves its database to the trash; nothing is deleted (a server
+pool is only unregistered: its database belongs to the team, not this home).
+A server URL is shown with its password masked, everywhere.
 """
 
 from __future__ import annotations
@@ -12,11 +15,13 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from pydantic import ValidationError
+
 from memory.agents import AgentCard, AgentRegistry
 from memory.config import ArcanaConfig, PoolSettings, load_config, save_config
 from memory.errors import ConfigError, NotFoundError
-from memory.home import Home
-from memory.stores import StoreKind, open_store
+from memory.home import Home, private_dir
+from memory.stores import StoreKind, open_store, open_tier
 
 _POOL_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 
@@ -28,14 +33,22 @@ class PoolInfo:
     members: list[str]
     vaults: list[str] = field(default_factory=list)
     entries: int | None = None
+    backend: str = "sqlite"
+    reachable: bool | None = None  # server pools: could the server be reached (None: not asked)
+    schema_version: int | None = None
+    error: str | None = None  # why a server pool could not be counted (password masked)
 
     def as_dict(self) -> dict:
         return {
             "name": self.name,
+            "backend": self.backend,
             "database": self.database,
             "members": self.members,
             "vaults": self.vaults,
             "entries": self.entries,
+            "reachable": self.reachable,
+            "schema_version": self.schema_version,
+            "error": self.error,
         }
 
 
@@ -62,20 +75,36 @@ class PoolRegistry:
             raise NotFoundError(f"no pool named '{name}'; create it with `arcana pool create {name}`")
         return config.pools[name]
 
-    async def create(self, name: str) -> PoolInfo:
-        """Register the pool and create its migrated database."""
+    async def create(self, name: str, *, url: str | None = None, url_env: str | None = None) -> PoolInfo:
+        """Register the pool and create (or join, on a server) its migrated database.
+
+        A server pool two homes create with the same URL is one pool: the
+        second create finds the schema in place and only registers it here.
+        """
         validate_pool_name(name)
         config = self._config()
         if name in config.pools:
             raise ConfigError(f"a pool named '{name}' already exists")
-        store = open_store(self.home, StoreKind.POOL, name, actor="pool-create")
+        try:
+            settings = PoolSettings(url=url, url_env=url_env)
+        except ValidationError as exc:  # the message never echoes the URL
+            raise ConfigError(f"pool '{name}': {exc.errors()[0]['msg'].removeprefix('Value error, ')}") from None
+        store = self._open(name, settings, "pool-create")
         try:
             await store.connect()
         finally:
             await store.aclose()
-        config.pools = {**config.pools, name: PoolSettings()}
+        config.pools = {**config.pools, name: settings}
         save_config(self.home.config_path, config)
         return await self.show(name)
+
+    def _open(self, name: str, settings: PoolSettings, actor: str):
+        return open_tier(self.home, StoreKind.POOL, name, config=ArcanaConfig(pools={name: settings}), actor=actor)
+
+    def store(self, name: str, *, actor: str = "cli"):
+        """The pool's store for an operator command (SQLite file or server database), not yet
+        connected; NotFoundError when no such pool is registered."""
+        return self._open(name, self.show_settings(name), actor)
 
     def show_settings(self, name: str) -> PoolSettings:
         """The pool's settings; NotFoundError when no such pool is registered."""
@@ -87,13 +116,19 @@ class PoolRegistry:
     async def show(self, name: str, *, count: bool = True) -> PoolInfo:
         config = self._config()
         settings = self._settings(config, name)
+        server = settings.url is not None or settings.url_env is not None
         info = PoolInfo(
             name=name,
             database=str(self.home.pool_db(name)),
             members=self._member_names(settings.members),
             vaults=sorted(v for v, vault in config.vaults.items() if vault.pool == name),
+            backend="postgresql" if server else "sqlite",
         )
-        if count and self.home.pool_db(name).exists():
+        if server:
+            info.database = settings.url or f"${settings.url_env}"
+            if count:
+                await self._count_server(info, name, settings)
+        elif count and self.home.pool_db(name).exists():
             store = open_store(self.home, StoreKind.POOL, name, actor="pool-show")
             try:
                 info.entries = await store.count(include_archived=False)
@@ -101,17 +136,31 @@ class PoolRegistry:
                 await store.aclose()
         return info
 
+    async def _count_server(self, info: PoolInfo, name: str, settings: PoolSettings) -> None:
+        """Entries and schema version of a server pool; an unreachable server is reported, not raised."""
+        try:
+            store = self._open(name, settings, "pool-show")
+            info.database = store.path
+            try:
+                info.entries = await store.count(include_archived=False)
+                info.schema_version = await store.schema_version()
+                info.reachable = True
+            finally:
+                await store.aclose()
+        except Exception as exc:  # a pool list must still list the other pools
+            info.reachable, info.error = False, str(exc)
+
     async def list(self) -> list[PoolInfo]:
         return [await self.show(name) for name in self.names()]
 
     def remove(self, name: str) -> Path | None:
         """Drop the pool from the config and move its database to the trash; return where."""
         config = self._config()
-        self._settings(config, name)
+        settings = self._settings(config, name)
         moved = None
         db = self.home.pool_db(name)
-        if db.exists():
-            self.home.trash_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+        if settings.url is None and settings.url_env is None and db.exists():
+            private_dir(self.home.trash_dir)
             moved = self.home.trash_dir / f"pool-{name}-{int(time.time())}"
             moved.mkdir(mode=0o700)
             for suffix in ("", "-wal", "-shm"):
@@ -129,7 +178,7 @@ class PoolRegistry:
         settings = self._settings(config, name)
         if card.id in settings.members:
             return False
-        config.pools = {**config.pools, name: PoolSettings(members=[*settings.members, card.id])}
+        config.pools = {**config.pools, name: settings.model_copy(update={"members": [*settings.members, card.id]})}
         save_config(self.home.config_path, config)
         return True
 
@@ -140,7 +189,7 @@ class PoolRegistry:
         kept = [m for m in settings.members if m not in (card.id, card.name)]
         if len(kept) == len(settings.members):
             return False
-        config.pools = {**config.pools, name: PoolSettings(members=kept)}
+        config.pools = {**config.pools, name: settings.model_copy(update={"members": kept})}
         save_config(self.home.config_path, config)
         return True
 

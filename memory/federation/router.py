@@ -12,14 +12,21 @@ from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Any
 
-from memory.adapters.sqlite import PROMOTION_THRESHOLD
 from memory.errors import MemoryRoutingError
 from memory.federation.budgets import ConnectionsConfig
 from memory.federation.decay import DEFAULT_PROFILES, DecayProfile, assess
 from memory.federation.resilience import ResilientTier
+from memory.promotion import promotable
 from memory.types import MemoryEntry, MemoryQuery, MemoryScope, MemoryType, now_utc
 
 NEUTRAL_WEIGHT = 0.5
+# How much of a text match's score age and importance may take away (at most):
+# enough to order near-equal matches fresh-first, never enough to bury an old
+# strong match under a fresh weak one. Measured on LoCoMo (README).
+DECAY_SHARE = 0.2
+# How much a match written inside the query's time window is lifted: enough to
+# beat a same-strength match from another time, not a far stronger one.
+TIME_BOOST = 0.5
 
 
 class MemoryRouter:
@@ -91,15 +98,16 @@ class MemoryRouter:
     def route_write(self, entry: MemoryEntry) -> list[ResilientTier]:
         """The tiers ``entry`` must be written to (read-only members included, to be refused).
 
-        PRIVATE → private, plus global when importance >= 0.9 and a global tier
-        exists (the caller writes a GLOBAL copy there). SHARED → the members of
+        PRIVATE → private, plus global when the promotion policy allows it
+        (:func:`memory.promotion.promotable`) and a global tier exists (the
+        caller writes :func:`memory.promotion.global_copy` there). SHARED → the members of
         ``entry.pool_name``. GLOBAL → global. A required tier that is missing
         raises :class:`MemoryRoutingError`; a promotion without a global tier
         simply stays private.
         """
         if entry.scope is MemoryScope.PRIVATE:
             targets = [self.private]
-            if self.global_ is not None and entry.importance >= PROMOTION_THRESHOLD:
+            if self.global_ is not None and promotable(entry):
                 targets.append(self.global_)
             return targets
         if entry.scope is MemoryScope.GLOBAL:
@@ -146,23 +154,37 @@ class MemoryRouter:
         limit: int,
         now: datetime | None = None,
         relevance: Mapping[str, float] | None = None,
+        window: tuple[datetime, datetime] | None = None,
     ) -> list[tuple[MemoryEntry, float]]:
         """The best ``limit`` candidates for recall with the score each ranked by, best first.
 
-        score = effective (decayed) importance × the agent's weight for the
-        type × ``relevance[id]`` (default 1): the card's preference layered on
-        each backend's own ordering. Aged-out entries are dropped; pinned
-        entries are exempt from decay and sort first; ties break on the
-        backend's score, then recency. The entries themselves are not changed.
+        Without ``relevance`` (a listing, no query text): score = effective
+        (decayed) importance × the agent's weight for the type, and aged-out
+        entries are dropped — the seed's behaviour. With ``relevance`` (a text
+        query, ``relevance[id]`` the backend's score as a fraction of its best,
+        1 for an entry its tier did not score)
+        relevance comes first: score = relevance × weight × a bounded freshness
+        factor in [1 - DECAY_SHARE, 1], and nothing is dropped for age — decay
+        must never hide the one memory that answers a question. A ``window``
+        (the span a time expression in the query names, see
+        :mod:`memory.federation.timeframe`) lifts the matches written inside
+        it by TIME_BOOST. Pinned entries
+        are exempt from decay and sort first; ties break on the backend's
+        score, then recency. The entries themselves are not changed.
         """
         now = now or self.clock()
-        relevance = relevance or {}
         scored = []
         for entry in entries:
             effective, aged_out = assess(entry, self.decay_profiles[entry.type], now)
-            if aged_out:
-                continue
-            score = effective * self.weight(entry.type) * relevance.get(entry.id, 1.0)
+            if relevance is None:
+                if aged_out:
+                    continue
+                score = effective * self.weight(entry.type)
+            else:
+                freshness = 1.0 - DECAY_SHARE + DECAY_SHARE * effective
+                score = relevance.get(entry.id, 1.0) * self.weight(entry.type) * freshness
+                if window is not None and window[0] <= entry.created_at < window[1]:
+                    score *= 1.0 + TIME_BOOST
             backend_score = entry.score if entry.score is not None else float("-inf")
             scored.append(((entry.pinned, score, backend_score, entry.created_at), score, entry))
         scored.sort(key=lambda item: item[0], reverse=True)

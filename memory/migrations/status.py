@@ -92,3 +92,36 @@ async def upgrade_home(home: Home, *, actor: str = "library") -> list[MigrationR
                 await store.aclose()
         results.append(result)
     return results
+
+
+async def server_versions(home: Home, config, *, upgrade: bool = False, actor: str = "library") -> list[MigrationResult]:
+    """Every tier config puts on a PostgreSQL server, its version read (and with ``upgrade`` migrated).
+
+    Reading never upgrades; an unreachable server or an unset ``url_env`` is
+    a row saying so (password masked), not an error.
+    """
+    from memory.errors import ArcanaMemoryError, SchemaTooNewError
+    from memory.stores import server_tiers
+
+    results = []
+    for label, store in server_tiers(home, config, actor=actor):
+        if isinstance(store, Exception):
+            results.append(MigrationResult(label, 0, 0, f"not checked: {store}"))
+            continue
+        result = MigrationResult(f"{label} {store.path}", 0, 0, "")
+        try:
+            result.from_version, head = await store.pending_version()
+            result.to_version = result.from_version
+            result.state = describe(result.from_version, head)
+            if upgrade and result.state == "pending":
+                await store.connect()  # migrates under the server's advisory lock
+                result.to_version = await store.schema_version()
+                result.state = "migrated"
+        except SchemaTooNewError:
+            result.state = "newer than this Arcana"
+        except ArcanaMemoryError as exc:
+            result.state = f"unreachable: {exc}"
+        finally:
+            await store.aclose()
+        results.append(result)
+    return results

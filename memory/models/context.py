@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from memory.types import MemoryEntry, Visibility
+from memory.types import MemoryEntry, MemoryQuery, RetrievalMode, Visibility
 
 HEADER = (
     "Memories recalled for this conversation, most relevant first. Each line shows "
@@ -58,3 +58,19 @@ def render_context(entries: list[MemoryEntry], *, budget_tokens: int) -> Rendere
     if not lines:
         return RenderedContext(omitted=omitted)
     return RenderedContext("\n".join([HEADER, *lines]), ids, used, omitted)
+
+
+async def recall_context(memory, agent_id: str, text: str, *, recall, budget_tokens: int) -> RenderedContext:
+    """Recall ``text`` for ``agent_id`` through ``memory`` (a federation) and render it.
+
+    What ``arcana run`` puts before the model and what the MCP ``context``
+    tool hands a host: one query shape (``recall`` is the config's recall
+    section: mode and limit), one renderer.
+    """
+    query = MemoryQuery(
+        agent_id=agent_id,
+        text=text,
+        retrieval_mode=recall.mode or RetrievalMode.hybrid,
+        limit=recall.limit,
+    )
+    return render_context(await memory.search(query), budget_tokens=budget_tokens)

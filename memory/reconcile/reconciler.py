@@ -46,12 +46,14 @@ class Reconciler:
         *,
         provider: Any | None = None,
         audit: Any | None = None,
+        copies: Callable[[], Any] | None = None,
     ):
         self.store = store
         self.vectors = vectors
         self.settings = settings or ReconcileSettings()
         self.provider = provider
         self.audit = audit
+        self.copies = copies  # opens the GlobalCopies that a supersession must end too
         # A language with extraction signals but no slot patterns yet reconciles with English slots.
         language = self.settings.language if self.settings.language in slot_languages() else "en"
         self.patterns = get_slots(language)
@@ -77,14 +79,40 @@ class Reconciler:
                 entry = entry.model_copy(update={"conflict_with": decision.conflict_with})
             report = await fan_out(entry)
             if decision.targets and "private" in report.accepted:
-                ended = await self.store.supersede(decision.targets, entry.id)
-                decision.targets = ended
+                decision.targets = await self._supersede(decision.targets, entry, report)
             await self._link(entry, subjects)
         report.decision = decision.kind.value
         report.supersedes = list(decision.targets) if decision.kind in (DecisionKind.UPDATE, DecisionKind.DELETE) else []
         report.conflict_with = decision.conflict_with
         report.reason = decision.reason
         return report
+
+    async def _supersede(self, targets: list[str], entry: MemoryEntry, report: Any) -> list[str]:
+        """End each target here and its promoted global copy, through the operator edits' one path.
+
+        The old fact is no longer current anywhere. A copy that cannot be
+        reached keeps the private supersession (the write stands) and is
+        reported as a warning and in the audit log, never silently.
+        """
+        from memory.errors import NotFoundError
+        from memory.operator_edits import Edit, LiveCopyError, MemoryEditor
+
+        editor = MemoryEditor(self.store, copies=self.copies() if self.copies else None)
+        ended = []
+        try:
+            for target in targets:
+                try:
+                    if (await editor.apply(target, Edit("supersede", entry.id), verb="superseded")).changed:
+                        ended.append(target)
+                except NotFoundError:
+                    continue  # purged meanwhile: nothing left to end
+                except LiveCopyError as exc:
+                    ended.append(target)
+                    report.warnings.append(str(exc))
+                    self._audit("reconcile_live_copy", entry, str(exc))
+        finally:
+            await editor.aclose()
+        return ended
 
     async def decide(self, entry: MemoryEntry) -> tuple[Decision, dict[str, MemoryEntry], list[Subject]]:
         """The decision for ``entry``, the candidates by id, and the subjects it is about (to link)."""

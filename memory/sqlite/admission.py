@@ -6,8 +6,12 @@ Operator reads (``arcana memory show``, ``list --all``) pass an explicit
 :class:`Audience` to see private, hidden, archived or superseded rows.
 
 Recall and listings see current versions only: not superseded (``valid_to``
-unset) and not an unconfirmed claim held beside the fact it contradicts
-(``conflict_with``). With an ``as_of`` time they see what was current then.
+unset). With an ``as_of`` time they see what was current then.
+
+This is the one definition for every engine: a :class:`Dialect` supplies the
+few spellings that differ (an always-true expression, tag membership), and
+clauses always use ``?`` placeholders, which the PostgreSQL store renumbers
+(memory/postgres/admission.py).
 """
 
 from __future__ import annotations
@@ -28,24 +32,40 @@ class Audience(Enum):
 
 
 @dataclass(frozen=True)
+class Dialect:
+    """The spellings that differ between engines; ``has_tag`` takes the tags column as ``{col}``."""
+
+    name: str
+    true: str
+    has_tag: str
+
+
+SQLITE = Dialect("sqlite", "1", "EXISTS (SELECT 1 FROM json_each({col}) WHERE value = ?)")
+# tags is JSON text on both engines; jsonb containment, never the jsonb ``?`` operator
+# (it would read as a placeholder).
+POSTGRES = Dialect("postgres", "TRUE", "({col})::jsonb @> jsonb_build_array(?::text)")
+
+
+@dataclass(frozen=True)
 class Clause:
     sql: str
     params: tuple
 
 
 def current_version(alias: str = "m", as_of: datetime | None = None) -> Clause:
-    """The version that answers now (or at ``as_of``): valid then, not yet superseded, not a held conflict.
+    """The version that answers now (or at ``as_of``): valid then and not yet superseded.
 
     At ``as_of`` a row must also have been written by then, so a later fact
-    never answers for an earlier time.
+    never answers for an earlier time. A claim held beside a user-confirmed
+    fact (``conflict_with``) is a current version too, marked; the query's
+    ``exclude_conflicts`` filter is what drops it.
     """
-    held = f"{alias}.conflict_with IS NULL"
     if as_of is None:
-        return Clause(f"{alias}.valid_to IS NULL AND {held}", ())
+        return Clause(f"{alias}.valid_to IS NULL", ())
     at = as_of.timestamp()
     return Clause(
         f"coalesce({alias}.valid_from, {alias}.created_at) <= ? AND {alias}.created_at <= ? "
-        f"AND ({alias}.valid_to IS NULL OR {alias}.valid_to > ?) AND {held}",
+        f"AND ({alias}.valid_to IS NULL OR {alias}.valid_to > ?)",
         (at, at, at),
     )
 
@@ -56,6 +76,7 @@ def admission(
     audience: Audience = Audience.RECALL,
     include_archived: bool = False,
     as_of: datetime | None = None,
+    dialect: Dialect = SQLITE,
 ) -> Clause:
     """The SQL that decides whether a row may be read at all."""
     if audience is Audience.RECALL:
@@ -69,11 +90,11 @@ def admission(
         archived = "" if include_archived else f" AND {alias}.archived = 0"
         return Clause(f"{alias}.visibility = ?{archived} AND {version.sql}", (Visibility.VISIBLE.value, *version.params))
     if include_archived:
-        return Clause("1", ())
+        return Clause(dialect.true, ())
     return Clause(f"{alias}.archived = 0", ())
 
 
-def query_filters(query: MemoryQuery, alias: str = "m") -> Clause:
+def query_filters(query: MemoryQuery, alias: str = "m", dialect: Dialect = SQLITE) -> Clause:
     """The metadata filters of a query, AND-ed; always a valid expression."""
     parts: list[str] = []
     params: list = []
@@ -90,7 +111,7 @@ def query_filters(query: MemoryQuery, alias: str = "m") -> Clause:
         parts.append(f"{alias}.type IN ({','.join('?' * len(query.types))})")
         params.extend(t.value for t in query.types)
     for tag in query.tags or ():
-        parts.append(f"EXISTS (SELECT 1 FROM json_each({alias}.tags) WHERE value = ?)")
+        parts.append(dialect.has_tag.format(col=f"{alias}.tags"))
         params.append(tag)
     if query.min_confidence is not None:
         parts.append(f"{alias}.confidence >= ?")
@@ -103,7 +124,7 @@ def query_filters(query: MemoryQuery, alias: str = "m") -> Clause:
         params.append(query.until.timestamp())
     if query.exclude_conflicts:
         parts.append(f"{alias}.conflict_with IS NULL AND {alias}.superseded_by IS NULL")
-    return Clause(" AND ".join(parts) or "1", tuple(params))
+    return Clause(" AND ".join(parts) or dialect.true, tuple(params))
 
 
 def where(
@@ -112,8 +133,9 @@ def where(
     *,
     audience: Audience = Audience.RECALL,
     include_archived: bool = False,
+    dialect: Dialect = SQLITE,
 ) -> Clause:
     """Admission AND the query's filters: the WHERE body of every read."""
-    gate = admission(alias, audience=audience, include_archived=include_archived, as_of=query.as_of)
-    filters = query_filters(query, alias)
+    gate = admission(alias, audience=audience, include_archived=include_archived, as_of=query.as_of, dialect=dialect)
+    filters = query_filters(query, alias, dialect)
     return Clause(f"({gate.sql}) AND ({filters.sql})", gate.params + filters.params)

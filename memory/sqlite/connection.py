@@ -22,8 +22,10 @@ import aiosqlite
 
 from memory.deadline import DEADLINE
 from memory.errors import MemoryBusyError, MemoryCorruptError, MemoryStorageError, MemoryTimeoutError
+from memory.home import private_file
 
 BUSY_TIMEOUT_MS = 30_000
+LOCK_WAIT_GRACE_MS = 250  # how long past a caller's deadline a lock wait may run
 
 # "vtable constructor failed" is how a damaged FTS5 shadow table surfaces
 # (a missing module reads "no such module" instead).
@@ -60,10 +62,7 @@ def translate(exc: BaseException, path: Path | str) -> BaseException:
     if lowered == "interrupted":
         return MemoryTimeoutError(f"{path}: stopped at its deadline")
     if "locked" in lowered or "busy" in lowered:
-        return MemoryBusyError(
-            f"{path}: database stayed locked by another writer for "
-            f"{BUSY_TIMEOUT_MS // 1000}s ({message})"
-        )
+        return MemoryBusyError(f"{path}: database stayed locked by another writer ({message})")
     return MemoryStorageError(f"{path}: {message}")
 
 
@@ -101,7 +100,7 @@ async def open_connection(path: Path | str) -> StoreConnection:
         return conn
 
     if str(path) != ":memory:":
-        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        private_file(path)  # 0600 in 0700 folders; its -wal/-shm inherit the mode
     conn = StoreConnection(connector)
     # A connection someone forgot to close must not keep the process alive at
     # exit; committed data is safe in the WAL either way.
@@ -198,7 +197,17 @@ async def run_sync(conn: StoreConnection, fn, *args, path: Path | str = ""):
 
     def gated(raw):
         with conn.gate:
-            return _call(raw, deadline, fn, args)
+            if deadline is None:
+                return _call(raw, deadline, fn, args)
+            # A lock wait runs no VM steps, so the progress handler cannot stop it:
+            # the busy timeout must end by the deadline too (just after it, so the
+            # caller's own timeout still speaks first).
+            wait_ms = max(0, int((deadline - time.monotonic()) * 1000)) + LOCK_WAIT_GRACE_MS
+            raw.execute(f"PRAGMA busy_timeout = {min(wait_ms, BUSY_TIMEOUT_MS)}")
+            try:
+                return _call(raw, deadline, fn, args)
+            finally:
+                raw.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
 
     try:
         return await conn._execute(gated, conn._conn)

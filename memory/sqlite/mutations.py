@@ -16,19 +16,23 @@ import json
 import time
 from collections.abc import Iterable, Sequence
 
+from memory.sqlite import chunks, context
 from memory.sqlite.rows import COLUMNS, SELECT_COLUMNS, entry_values, row_image
 from memory.types import MemoryEntry, Visibility
 
 _SKIP_COMPARE = {"updated_at", "access_count", "last_accessed_at"}
 # Version links change only through supersede / make_current: a re-save of an
 # entry object (which may predate its supersession) never resurrects it.
-_VERSION_LINKS = ("valid_from", "valid_to", "supersedes", "superseded_by")
-_PLACEHOLDERS = ", ".join(f":{c}" for c in COLUMNS)
-_INSERT_NEW = f"INSERT INTO memories ({', '.join(COLUMNS)}) VALUES ({_PLACEHOLDERS}) ON CONFLICT(id) DO NOTHING"
+VERSION_LINKS = ("valid_from", "valid_to", "supersedes", "superseded_by")
+# ``context`` and ``dated`` are written with every row but are not among its
+# COLUMNS: derived (memory/sqlite/context.py), they are neither ledgered nor compared.
+_WRITTEN = (*COLUMNS, "context", "dated")
+_PLACEHOLDERS = ", ".join(f":{c}" for c in _WRITTEN)
+_INSERT_NEW = f"INSERT INTO memories ({', '.join(_WRITTEN)}) VALUES ({_PLACEHOLDERS}) ON CONFLICT(id) DO NOTHING"
 _UPSERT = f"""
-INSERT INTO memories ({", ".join(COLUMNS)}) VALUES ({_PLACEHOLDERS})
+INSERT INTO memories ({", ".join(_WRITTEN)}) VALUES ({_PLACEHOLDERS})
 ON CONFLICT(id) DO UPDATE SET
-    {", ".join(f"{c} = excluded.{c}" for c in COLUMNS if c not in ("id", "access_count", "last_accessed_at"))}
+    {", ".join(f"{c} = excluded.{c}" for c in _WRITTEN if c not in ("id", "access_count", "last_accessed_at"))}
 """
 
 
@@ -57,7 +61,8 @@ def _dump(image: dict | None) -> str | None:
     return None if image is None else json.dumps(image, ensure_ascii=False, sort_keys=True)
 
 
-def _label(before: dict, after: dict) -> str:
+def change_label(before: dict, after: dict) -> str:
+    """The ledger op an update is recorded as (every engine's ledger names changes alike)."""
     changed = {k for k in COLUMNS if before[k] != after[k]} - _SKIP_COMPARE
     if changed == {"visibility"}:
         return "visibility"
@@ -82,7 +87,7 @@ def supersede(raw, old_ids: Sequence[str], new_id: str, at: float, actor: str) -
     if not ended:
         return []
     update(raw, ended, "supersede", actor, "valid_to = ?, superseded_by = ?", (at, new_id))
-    update(raw, [new_id], "version", actor, "valid_from = coalesce(valid_from, ?), supersedes = ?", (at, ended[0]))
+    update(raw, [new_id], "version", actor, "valid_from = coalesce(valid_from, ?), supersedes = coalesce(supersedes, ?)", (at, ended[0]))
     return ended
 
 
@@ -125,41 +130,46 @@ def reinforce(raw, entry_id: str, actor: str, *, importance_step: float, confirm
     return 1
 
 
-def upsert(raw, entries: Sequence[MemoryEntry], actor: str) -> list[str]:
+def upsert(raw, entries: Sequence[MemoryEntry], actor: str, *, op: str | None = None) -> list[str]:
     """Insert or update ``entries`` by id; return the op per entry ('noop' when unchanged).
+
+    ``op`` names every ledger row this call writes (``import``) instead of the
+    op read off the change, so the ledger says where a row came from.
 
     A None visibility keeps the stored value (``visible`` for a new row), so an
     automatic re-save never lifts an operator's private or hidden flag. A new
     id is inserted straight away (no before image to read); only an existing
-    one is read, compared and updated.
+    one is read, compared and updated. Each row's indexed context is derived
+    here, from the rows already written (earlier entries of the batch included).
     """
     now = time.time()
     ops: list[str] = []
     ledger: list[tuple] = []
     for entry in entries:
         values = entry_values(entry)
+        indexed = context.derive(raw, entry)
         keep_visibility = values["visibility"] is None
         if keep_visibility:
             values["visibility"] = Visibility.VISIBLE.value
-        if raw.execute(_INSERT_NEW, values).rowcount == 1:
+        if raw.execute(_INSERT_NEW, values | indexed).rowcount == 1:
             ops.append("insert")
-            ledger.append((entry.id, "insert", actor, now, None, _dump(values)))
+            ledger.append((entry.id, op or "insert", actor, now, None, _dump(values)))
             continue
         old = _images(raw, [entry.id])[entry.id]
         if keep_visibility:
             values["visibility"] = old["visibility"]
         values["access_count"] = old["access_count"]
         values["last_accessed_at"] = old["last_accessed_at"]
-        for key in _VERSION_LINKS:
+        for key in VERSION_LINKS:
             values[key] = old[key]
         if all(old[k] == values[k] for k in COLUMNS if k not in _SKIP_COMPARE):
             ops.append("noop")
             continue
         values["updated_at"] = now
-        raw.execute(_UPSERT, values)
-        op = _label(old, values)
-        ops.append(op)
-        ledger.append((entry.id, op, actor, now, _dump(old), _dump(values)))
+        raw.execute(_UPSERT, values | indexed)
+        label = change_label(old, values)
+        ops.append(label)
+        ledger.append((entry.id, op or label, actor, now, _dump(old), _dump(values)))
     _append(raw, ledger)
     return ops
 
@@ -188,7 +198,7 @@ def update(raw, ids: Sequence[str], op: str, actor: str, assignments: str, param
 
 
 def delete(raw, ids: Sequence[str], op: str, actor: str) -> int:
-    """Hard-delete ``ids`` (and their vectors), one ledger row each. ``op`` is 'delete' or 'purge'."""
+    """Hard-delete ``ids`` (and their vectors and chunk vectors), one ledger row each. ``op`` is 'delete' or 'purge'."""
     now = time.time()
     before = _images(raw, ids)
     if not before:
@@ -206,6 +216,7 @@ def delete(raw, ids: Sequence[str], op: str, actor: str) -> int:
         seqs = [r[0] for r in raw.execute(f"SELECT seq FROM memories WHERE id IN ({marks})", chunk)]
         for table in vec_tables:
             raw.execute(f"DELETE FROM {table} WHERE rowid IN ({','.join('?' * len(seqs))})", seqs)
+        chunks.forget(raw, seqs)
         raw.execute(f"DELETE FROM memories WHERE id IN ({marks})", chunk)
     _append(raw, [(mid, op, actor, now, _dump(before[mid]), None) for mid in present])
     return len(present)

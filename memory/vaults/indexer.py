@@ -9,6 +9,13 @@ purged through the ledger, the manifest is updated, and wikilink edges are
 rebuilt: for the edited notes only when no note was added, removed or
 re-aliased, else for the whole vault (a new note can resolve old links).
 
+Changed notes are applied in windows (:func:`commit_windows`): each window's
+rows commit, then its vectors, then its manifest records, so a killed pass
+keeps every finished window and the next pass neither re-reads nor re-embeds
+it. A record is only written after its row and vector, so the manifest never
+claims what is not stored; a row stored without its record is rewritten by the
+next pass, and its vector, whose content hash still matches, is kept.
+
 One writer at a time: the apply step holds the vault's lock file, and a second
 indexer (cron while a watch runs) waits for it instead of failing.
 """
@@ -21,7 +28,7 @@ import json
 import time
 import uuid
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from contextlib import ExitStack, asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -30,6 +37,7 @@ from memory import stores
 from memory.adapters.markdown import NoteIdentity, ParsedNote, read_note, stat_note, walk_folder
 from memory.adapters.sqlite import SQLiteAdapter
 from memory.config import ArcanaConfig, load_config
+from memory.embedding.base import length_order
 from memory.errors import LockHeldError, NotFoundError
 from memory.graph.edges import EdgeStore
 from memory.graph.wikilinks import (
@@ -49,7 +57,12 @@ from memory.vaults.registry import Vault
 from memory.vaults.state import update_state
 
 LOCK_WAIT_SECONDS = 300.0
+# A pass commits about 1/WINDOW_SHARE of its notes at a time, so a kill loses at
+# most that share; at least WINDOW_MIN (fewer commits), at most WINDOW_MAX (the
+# embedder's length sort works within a window; 1,024 is its best measured size).
+WINDOW_SHARE, WINDOW_MIN, WINDOW_MAX = 16, 16, 1024
 LINKS_FORMAT = "1"  # bump to force a full link rebuild when per-note tallies change meaning
+CHUNKS_FORMAT = "1"  # bump to re-chunk every note (an index from before chunking has none)
 
 Progress = Callable[[int, int], None]
 
@@ -229,10 +242,19 @@ def embedding_gateway(config: ArcanaConfig, vault: Vault):
 
 
 def vector_store(store: SQLiteAdapter, config: ArcanaConfig, vault: Vault, gateway: Any, notify: Callable[[str], None]):
-    """A VectorAdapter over ``store``; ``gateway`` (from :func:`embedding_gateway`) keeps a loaded model warm."""
+    """A VectorAdapter over ``store``; ``gateway`` (from :func:`embedding_gateway`) keeps a loaded model warm.
+
+    Notes are embedded in chunks too, so a section past the model's window is found.
+    """
     from memory.embedding.factory import vector_adapter
 
-    return vector_adapter(store, config.embedding, vault.home, notify=notify, gateway=gateway)
+    return vector_adapter(store, config.embedding, vault.home, notify=notify, gateway=gateway, chunk_long=True)
+
+
+def commit_windows(count: int) -> list[range]:
+    """How ``count`` changed notes are cut into commits (see WINDOW_SHARE)."""
+    size = min(max(count // WINDOW_SHARE, WINDOW_MIN), WINDOW_MAX)
+    return [range(start, min(start + size, count)) for start in range(0, count, size)]
 
 
 async def write_entries(
@@ -246,25 +268,36 @@ async def write_entries(
     notices: list[str],
     on_progress: Progress | None,
     gateway: Any = None,
+    on_window: Callable[[list[int]], Awaitable[None]] | None = None,
 ) -> tuple[int, str, bool | None]:
     """The one embed step: rows, and with ``embed`` vectors for exactly these rows.
 
-    ``backfill`` also embeds rows left without a vector by an earlier
-    keyword-only pass. Returns (vectors written, what embedded them, whether
-    every row now has a vector — None when unknown/unchanged). Without a
-    usable embedder the rows are still written and a notice says why.
+    Entries go shortest first (so each window pads little), one window at a
+    time; after a window's rows and vectors have committed, ``on_window``
+    gets the indices (into ``entries``) it held. ``backfill`` also embeds rows
+    left without a vector by an earlier keyword-only or killed pass. Returns
+    (vectors written, what embedded them, whether every row now has a vector —
+    None when unknown/unchanged). Without a usable embedder the rows are still
+    written and a notice says why.
     """
-    if not embed:
-        if entries:
-            await store.write_many(entries, on_progress=on_progress)
+    vectors = vector_store(store, config, vault, gateway, notices.append) if embed else None
+    embedded, model = 0, None
+    order = length_order([entry.content for entry in entries])
+    for window in commit_windows(len(entries)):
+        picked = [order[i] for i in window]
+        batch = [entries[i] for i in picked]
+        progress = _from(on_progress, window.start, len(entries))
+        if vectors is None:
+            await store.write_many(batch, on_progress=progress)
+        else:
+            report = await vectors.write_many(batch, on_progress=progress)
+            embedded, model = embedded + report.embedded, model or report.model
+        if on_window is not None:
+            await on_window(picked)
+    if vectors is None:
         return 0, "keyword-only", (False if entries else None)
     from memory.errors import MemoryStorageError
 
-    vectors = vector_store(store, config, vault, gateway, notices.append)
-    embedded, model = 0, None
-    if entries:
-        report = await vectors.write_many(entries, on_progress=on_progress)
-        embedded, model = report.embedded, report.model
     if notices:
         return embedded, "keyword-only", False
     if backfill:
@@ -276,6 +309,13 @@ async def write_entries(
         embedded += fill.embedded
         model = model or fill.model
     return embedded, model or "up to date", True
+
+
+def _from(on_progress: Progress | None, start: int, total: int) -> Progress | None:
+    """``on_progress`` for a window beginning at ``start`` of ``total``."""
+    if on_progress is None:
+        return None
+    return lambda done, _window_total: on_progress(start + done, total)
 
 
 # db path -> (structure token, resolver): a watch re-resolves one edited note without
@@ -357,9 +397,18 @@ async def index_vault(
             entries = [note.entry for note in plan.changed]
             report.added = sum(1 for e in entries if e.id not in stored.ids)
             report.updated = len(entries) - report.added
+            records = plan.changed_records
+            # A window's records may carry the identity only when no note is recorded under another one.
+            owned = stored.meta.get("identity") == _identity_key(who) or not stored.files
+            window_meta = {"identity": _identity_key(who), "root": str(vault.root)} if owned else {}
+
+            async def committed(picked: list[int]) -> None:
+                await store.run(manifest.save, [records[i] for i in picked], [], window_meta, {})
+
             report.embedded, report.embedding, complete = await write_entries(
-                store, entries, embed=embed, backfill=stored.meta.get("vectors") != "complete", config=config,
-                vault=vault, notices=report.notices, on_progress=on_progress, gateway=gateway,
+                store, entries, embed=embed, config=config,
+                backfill=stored.meta.get("vectors") != "complete" or stored.meta.get("chunks") != CHUNKS_FORMAT,
+                vault=vault, notices=report.notices, on_progress=on_progress, gateway=gateway, on_window=committed,
             )
             report.notices.extend(vault.obsidian_excluded.problems)
             vectors = stored.meta.get("vectors", "partial") if complete is None else ("complete" if complete else "partial")
@@ -372,13 +421,14 @@ async def index_vault(
                 "root": str(vault.root),
                 "vectors": vectors,
                 "links_format": LINKS_FORMAT,
+                "chunks": CHUNKS_FORMAT if vectors == "complete" else "",
             }
             if plan.structural:
                 meta["structure"] = uuid.uuid4().hex
             if plan.mode == "full":
                 meta["attachments"] = json.dumps(plan.attachments, ensure_ascii=False)
                 meta["attachments_fp"] = _fingerprint(plan.attachments)
-            await store.run(manifest.save, plan.changed_records + plan.touched, plan.removed_paths, meta, counts)
+            await store.run(manifest.save, plan.touched, plan.removed_paths, meta, counts)  # changed: saved per window
             report.links = await store.run(_link_totals)
         finally:
             await store.aclose()
@@ -388,7 +438,10 @@ async def index_vault(
     report.skipped = plan.skipped
     report.frontmatter_problems = plan.frontmatter_problems
     report.seconds = time.perf_counter() - started
-    update_state(vault.state_path, last_indexed_at=time.time(), last_index=summary(report))
+    # A success clears an earlier failure (a watch's, or a cron run's): status shows the present.
+    update_state(
+        vault.state_path, last_indexed_at=time.time(), last_index=summary(report), last_error=None, last_error_at=None
+    )
     return report
 
 

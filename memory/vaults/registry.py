@@ -9,7 +9,7 @@ from pathlib import Path
 
 from memory.agents import AgentRegistry
 from memory.config import VaultConfig, load_config, save_config
-from memory.errors import ConfigError, NotFoundError
+from memory.errors import ConfigError, InvalidRequestError, NotFoundError
 from memory.home import Home
 from memory.types import MemoryScope
 from memory.vaults.obsidian import ExcludedFiles, excluded_files
@@ -96,18 +96,24 @@ class VaultRegistry:
                 f"invalid vault name '{name}': use 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit"
             )
         if agent and pool:
-            raise ValueError("a vault attaches to an agent or to a pool, not both")
+            raise InvalidRequestError("a vault attaches to an agent or to a pool, not both; give one of --agent or --pool")
         root = Path(path).expanduser().resolve()
         if not root.is_dir():
             raise NotFoundError(f"{root}: no such directory")
         if agent:
             AgentRegistry(self.home).resolve(agent)
         config = self._config()
-        if name in config.vaults:
-            raise ValueError(f"a vault named '{name}' already exists ({config.vaults[name].path}); remove it first")
         for other, cfg in config.vaults.items():
             if Path(cfg.path) == root:
-                raise ValueError(f"{root} is already registered as vault '{other}'")
+                raise InvalidRequestError(
+                    f"{root} is already registered as vault '{other}'; nothing changed "
+                    f"(see `arcana vault list`, or `arcana vault remove {other}` first)"
+                )
+        if name in config.vaults:
+            raise InvalidRequestError(
+                f"a vault named '{name}' already exists ({config.vaults[name].path}); "
+                f"choose another name, or `arcana vault remove {name}` first"
+            )
         fields: dict = {"path": str(root), "agent": agent, "pool": pool, "ignore": list(ignore or [])}
         if max_file_bytes is not None:
             fields["max_file_bytes"] = max_file_bytes

@@ -13,6 +13,7 @@ from typing import Any
 
 from memory.adapters.markdown import MarkdownFolderAdapter
 from memory.config import ArcanaConfig, load_config
+from memory.embedding.chunking import snippet_for
 from memory.graph.edges import EdgeStore
 from memory.graph.expand import DEFAULT_DECAY, expand_one_hop
 from memory.types import MemoryEntry, MemoryQuery, RetrievalMode
@@ -61,7 +62,7 @@ async def search_vault(
         scan = await folder.scan()
         paths = {n.id: n.rel_path for n in scan.notes}
         entries = await folder.search(query)
-        return VaultHits([e.model_copy(update={"tiers": [tier]}) for e in entries], paths, "folder", notices)
+        return VaultHits([_annotated(e, tier, query) for e in entries], paths, "folder", notices)
     config = config or load_config(vault.home.config_path)
     store = open_store(vault)
     try:
@@ -79,7 +80,19 @@ async def search_vault(
         paths = await store.run(manifest.paths_for, [e.id for e in entries])
     finally:
         await store.aclose()
-    return VaultHits([e.model_copy(update={"tiers": [tier]}) for e in entries], paths, "index", notices)
+    return VaultHits([_annotated(e, tier, query) for e in entries], paths, "index", notices)
+
+
+def _annotated(entry: MemoryEntry, tier: str, query: MemoryQuery) -> MemoryEntry:
+    """The hit as a vault returns it: its tier, and for a long note the chunk to show.
+
+    A semantic hit already carries the chunk that won; any other hit on a long
+    note shows the chunk sharing most words with the query.
+    """
+    update: dict = {"tiers": [tier]}
+    if entry.snippet is None:
+        update["snippet"] = snippet_for(entry.content, query.text)
+    return entry.model_copy(update=update)
 
 
 class VaultAdapter:

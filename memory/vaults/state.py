@@ -17,6 +17,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from memory.home import private_dir
+
 
 def read_state(path: Path) -> dict[str, Any]:
     try:
@@ -28,7 +30,7 @@ def read_state(path: Path) -> dict[str, Any]:
 
 @contextmanager
 def _locked(path: Path):
-    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    private_dir(path.parent)
     fd = os.open(f"{path}.lock", os.O_RDWR | os.O_CREAT, 0o600)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)

@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from contextlib import aclosing
 from pathlib import Path
 
-from memory.adapters.markdown import is_note
+from memory.adapters.markdown import is_note, printable_path
 from memory.errors import NotFoundError
 from memory.config import load_config
 from memory.vaults.indexer import VaultIndexReport, embedding_gateway, index_vault, summary
@@ -88,7 +88,6 @@ async def _index(
             {"at": time.time(), "vault": vault.name, "event": "error", "error": str(exc)},
         )
         return
-    update_state(vault.state_path, last_error=None, last_error_at=None)
     if report.changed or not silent_if_idle:
         data = {"at": time.time(), "vault": vault.name, "event": "index", "changes": changes}
         line(describe(vault, changes, report), data | {"report": summary(report)})
@@ -103,7 +102,7 @@ def note_paths(root: Path, changes) -> list[str] | None:
     paths = []
     for _change, path in changes:
         rel = os.path.relpath(path, root)
-        if rel.startswith("..") or not is_note(rel) or os.path.isdir(path):
+        if rel.startswith("..") or not is_note(rel) or os.path.isdir(path) or printable_path(rel) != rel:
             return None
         paths.append(Path(rel).as_posix())
     return paths
@@ -193,12 +192,22 @@ async def _watch_loop(
                     if paths is None:
                         last_full = time.monotonic()
                     await _index(vault, len(changes), line, gateway, paths=paths)
-        except (FileNotFoundError, RuntimeError, OSError) as exc:
+        except* (FileNotFoundError, RuntimeError, OSError) as group:
+            # watchfiles raises inside a task group; a path it cannot decode (a file name that is not
+            # UTF-8) is one of these too. The catch-up pass that follows skips such a file with a reason.
+            exc = _first(group)
             line(
                 f"{time.strftime('%H:%M:%S')} vault {vault.name}: watch interrupted ({exc}); re-establishing",
                 {"at": time.time(), "vault": vault.name, "event": "interrupted", "error": str(exc)},
             )
             await _sleep_or_stop(stop, poll_seconds)
+
+
+def _first(group: BaseExceptionGroup) -> BaseException:
+    """The first leaf of a (possibly nested) exception group: the error worth a line."""
+    while isinstance(group, BaseExceptionGroup):
+        group = group.exceptions[0]
+    return group
 
 
 async def watch_vaults(vaults: Sequence[Vault], stop: asyncio.Event, line: Line, **options) -> None:

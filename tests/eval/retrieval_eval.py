@@ -28,7 +28,7 @@ if str(ROOT) not in sys.path:
 
 from memory.adapters.sqlite import SQLiteAdapter  # noqa: E402
 from memory.adapters.vector import VectorAdapter, hybrid_pool  # noqa: E402
-from memory.embedding.fusion import SEED_WEIGHTS, Weights, fuse  # noqa: E402
+from memory.embedding.fusion import SEED_WEIGHTS, Weights, fuse, fuse_rrf  # noqa: E402
 from memory.embedding.gateway import EmbeddingGateway  # noqa: E402
 from memory.sqlite.fts import match_expression  # noqa: E402
 from memory.types import MemoryEntry, MemoryQuery, RetrievalMode  # noqa: E402
@@ -177,7 +177,7 @@ async def evaluate(vectors: VectorAdapter, cases: list[Case]) -> dict[str, dict[
 
 
 async def sweep(vectors: VectorAdapter, cases: list[Case], weights: list[Weights]) -> dict[str, dict]:
-    """Fusion variants over the same two candidate pools (min-max at each weight, and RRF)."""
+    """Fusion variants over the same two candidate pools (confidence-weighted min-max at each weight, and RRF)."""
     pool = hybrid_pool(TOP)
     legs = {}
     for case in cases:
@@ -189,14 +189,8 @@ async def sweep(vectors: VectorAdapter, cases: list[Case], weights: list[Weights
     out = {}
     for w in weights:
         ranked = {c: [e.id for e in fuse(s, k, w, TOP)] for c, (s, k) in legs.items()}
-        out[f"minmax v={w.vector:.1f}"] = _table(ranked)
-    ranked = {}
-    for case, (semantic, keyword) in legs.items():
-        rrf: dict[str, float] = {}
-        for leg in (semantic, keyword):
-            for rank, entry in enumerate(leg, 1):
-                rrf[entry.id] = rrf.get(entry.id, 0.0) + 1.0 / (60 + rank)
-        ranked[case] = sorted(rrf, key=lambda i: -rrf[i])[:TOP]
+        out[f"fuse v={w.vector:.1f}"] = _table(ranked)
+    ranked = {c: [e.id for e in fuse_rrf(s, k, TOP)] for c, (s, k) in legs.items()}
     out["rrf k=60"] = _table(ranked)
     return out
 

@@ -1,4 +1,4 @@
-"""v5: versioned facts and the entities they are about.
+"""v7: versioned facts and the entities they are about.
 
 A superseded memory keeps its row: ``valid_to`` ends it and ``superseded_by``
 (v1) names its successor, which carries ``valid_from`` and ``supersedes``.
@@ -6,7 +6,7 @@ Entities and their aliases live beside the memories; a memory is linked to the
 entity it is about through ``memory_edges`` (relation ``about``).
 """
 
-VERSION = 5
+VERSION = 7
 NAME = "fact_versions"
 
 STATEMENTS = [

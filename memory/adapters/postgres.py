@@ -1,0 +1,615 @@
+"""PostgresAdapter: a shared pool or the global tier on a PostgreSQL + pgvector server.
+
+The same contract and method names as :class:`SQLiteAdapter` (plus the
+semantic/hybrid reads :class:`VectorAdapter` adds there), each guarantee
+enforced in SQL on the server: reads through the one admission predicate
+(memory/postgres/admission.py), writes through the ledger
+(memory/postgres/mutations.py) in the mutation's own transaction, keyword
+search on a generated ``tsvector`` with a GIN index, semantic search on an HNSW
+(cosine) index, hybrid fusion with memory/embedding/fusion.py, and the
+embedding pin per pool so machines with different embedders cannot mix
+vector spaces.
+
+Nothing connects before the first operation; every message carries the URL
+with its password masked.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from memory import audit as audit_mod
+from memory.embedding.base import Embedder, EmbeddingMeta, l2_normalize, length_order
+from memory.embedding.fusion import DEFAULT_KEYWORD_WEIGHT, DEFAULT_VECTOR_WEIGHT, Weights, fuse
+from memory.errors import MemoryStorageError, NotFoundError, SchemaTooNewError
+from memory.postgres import mutations
+from memory.postgres.admission import where
+from memory.postgres.connection import (
+    CONNECT_TIMEOUT_S,
+    STATEMENT_TIMEOUT_MS,
+    check_url,
+    mask_url,
+    open_pool,
+    storage_error,
+)
+from memory.postgres.fts import TEXT_CONFIG, text_query
+from memory.postgres.migrations import current_version, migrate, refuse_newer
+from memory.postgres.mutations import SELECT_COLUMNS
+from memory.sqlite.admission import Audience
+from memory.sqlite.rows import row_to_entry
+from memory.types import (
+    HealthStatus,
+    LedgerRecord,
+    MemoryEntry,
+    MemoryQuery,
+    PruneMode,
+    PrunePolicy,
+    PruneReport,
+    RetrievalMode,
+    Visibility,
+)
+
+WRITE_BATCH = 500
+EF_SEARCH = 200  # HNSW candidate list: recall over speed (see README, server pools)
+VEC_TABLE = "memory_vectors"
+_PIN_LOCK = 0x41524350  # 'ARCP': serialises the first pin of a pool across machines
+_HIT_FLUSH = 256
+
+
+def _vector_text(vector: Sequence[float]) -> str:
+    return "[" + ",".join(format(float(x), ".8g") for x in vector) + "]"
+
+
+def _entry(row, **annotations: Any) -> MemoryEntry:
+    return row_to_entry(tuple(row), **annotations)
+
+
+class _QueryEmbedFailed(Exception):
+    """The embedder failed on the query itself: degrade to keyword, do not fail the read."""
+
+
+class PostgresAdapter:
+    """Async store over one PostgreSQL database. Implements :class:`MemoryAdapter`.
+
+    ``gateway`` (an :class:`EmbeddingGateway`) makes it semantic: writes embed,
+    reads honour ``retrieval_mode``; without one it is keyword-only, like a
+    bare SQLite store. ``connect_timeout``/``statement_timeout_ms`` bound every
+    call inside the tier's budget.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        gateway: Any | None = None,
+        actor: str = "library",
+        audit: audit_mod.AuditLog | None = None,
+        vector_weight: float = DEFAULT_VECTOR_WEIGHT,
+        bm25_weight: float = DEFAULT_KEYWORD_WEIGHT,
+        min_similarity: float = -1.0,
+        notify: Callable[[str], None] | None = None,
+        connect_timeout: float = CONNECT_TIMEOUT_S,
+        statement_timeout_ms: int = STATEMENT_TIMEOUT_MS,
+        ef_search: int = EF_SEARCH,
+    ):
+        self.url = check_url(url)
+        self.gateway = gateway
+        self.actor = actor
+        self.audit = audit
+        self.weights = Weights(vector_weight, bm25_weight).normalized()
+        self.min_similarity = min_similarity
+        self.notify = notify
+        self.connect_timeout = connect_timeout
+        self.statement_timeout_ms = statement_timeout_ms
+        self.ef_search = ef_search
+        self.notices: list[str] = []
+        self._pool = None
+        self._lock = asyncio.Lock()
+        self._hits: dict[str, tuple[int, float]] = {}
+        self._resolved: dict[EmbeddingMeta | None, Embedder | None] = {}
+        self._meta: EmbeddingMeta | None = None
+
+    @property
+    def path(self) -> str:
+        """Where this store lives, safe to print (the URL, password masked)."""
+        return mask_url(self.url)
+
+    # -- lifecycle ---------------------------------------------------------
+
+    async def connect(self) -> None:
+        """Open the pool and bring the schema up to date (refusing a newer one)."""
+        if self._pool is not None:
+            return
+        async with self._lock:
+            if self._pool is not None:
+                return
+            try:
+                pool = await open_pool(
+                    self.url, connect_timeout=self.connect_timeout, statement_timeout_ms=self.statement_timeout_ms,
+                    ef_search=self.ef_search,
+                )
+            except Exception as exc:
+                raise storage_error(self.url, exc) from None
+            try:
+                async with pool.acquire() as conn:
+                    await migrate(conn, self.path)
+            except SchemaTooNewError:
+                await pool.close()
+                raise
+            except Exception as exc:
+                pool.terminate()
+                raise storage_error(self.url, exc) from None
+            self._pool = pool
+
+    async def aclose(self) -> None:
+        if self._pool is None:
+            return
+        pool, self._pool = self._pool, None
+        try:
+            await self._flush_hits(pool)
+        finally:
+            try:
+                await asyncio.wait_for(pool.close(), self.connect_timeout)
+            except Exception:  # the server went away: drop the sockets
+                pool.terminate()
+
+    async def _call(self, fn: Callable, *args: Any, transaction: bool = False) -> Any:
+        """Run ``fn(conn, *args)`` on a pooled connection; server errors become MemoryStorageError."""
+        await self.connect()
+        try:
+            async with self._pool.acquire(timeout=self.connect_timeout) as conn:
+                if not transaction:
+                    return await fn(conn, *args)
+                async with conn.transaction():
+                    return await fn(conn, *args)
+        except (MemoryStorageError, NotFoundError, asyncio.CancelledError):
+            raise
+        except Exception as exc:
+            raise storage_error(self.url, exc) from None
+
+    async def health_check(self) -> HealthStatus:
+        try:
+            await self._call(lambda conn: conn.fetchval("SELECT 1"))
+            return HealthStatus(healthy=True, message=f"{self.path}: ok")
+        except Exception as exc:  # never raises, by contract
+            return HealthStatus(healthy=False, message=str(exc) if self.path in str(exc) else f"{self.path}: {exc}")
+
+    async def schema_version(self) -> int:
+        return await self._call(current_version)
+
+    async def pending_version(self) -> tuple[int, int]:
+        """(applied, head) without upgrading: for ``migrate status``."""
+        from memory.postgres.migrations import head_version
+
+        try:
+            pool = await open_pool(
+                self.url, connect_timeout=self.connect_timeout, statement_timeout_ms=self.statement_timeout_ms
+            )
+            try:
+                async with pool.acquire() as conn:
+                    version = await current_version(conn)
+            finally:
+                await pool.close()
+        except Exception as exc:
+            raise storage_error(self.url, exc) from None
+        refuse_newer(version, self.path)
+        return version, head_version()
+
+    # -- writes (all through memory.postgres.mutations) --------------------
+
+    async def write(self, entry: MemoryEntry) -> None:
+        await self.write_many([entry])
+
+    async def write_many(
+        self, entries: Sequence[MemoryEntry], *, on_progress: Callable[[int, int], None] | None = None
+    ) -> list[str]:
+        """Upsert in bounded transactions; then embed what changed (when semantic)."""
+        ops: list[str] = []
+        for start in range(0, len(entries), WRITE_BATCH):
+            batch = entries[start : start + WRITE_BATCH]
+            ops += await self._call(mutations.upsert, batch, self.actor, transaction=True)
+            if self.gateway is not None:
+                await self._embed_ids([e.id for e in batch])
+            if on_progress:
+                on_progress(len(ops), len(entries))
+        return ops
+
+    async def update(self, entry_id: str, **changes: Any) -> MemoryEntry:
+        current = await self.get(entry_id, audience=Audience.OPERATOR, include_archived=True)
+        if current is None:
+            raise NotFoundError(f"no memory with id {entry_id}")
+        updated = MemoryEntry(**{**current.model_dump(), **changes})
+        await self.write_many([updated])
+        return await self.get(entry_id, audience=Audience.OPERATOR, include_archived=True)
+
+    async def delete(self, entry_id: str) -> bool:
+        return await self._call(mutations.delete, [entry_id], "delete", self.actor, transaction=True) == 1
+
+    async def purge(self, entry_ids: Sequence[str]) -> int:
+        return await self._call(mutations.delete, list(entry_ids), "purge", self.actor, transaction=True)
+
+    async def withdraw(self, entry_ids: Sequence[str]) -> int:
+        """Remove promoted copies that no longer qualify (ledgered as ``withdraw``)."""
+        return await self._call(mutations.delete, list(entry_ids), "withdraw", self.actor, transaction=True)
+
+    async def supersede(self, old_ids: Sequence[str], new_id: str) -> list[str]:
+        """End the current ``old_ids`` in favour of ``new_id`` (both ledgered); the ids actually ended."""
+        return await self._call(mutations.supersede, list(old_ids), new_id, time.time(), self.actor, transaction=True)
+
+    async def make_current(self, entry_id: str) -> list[str]:
+        """Undo a supersession or release a held conflict: ``entry_id`` answers recall again (ledgered)."""
+        return await self._call(mutations.make_current, entry_id, self.actor, transaction=True)
+
+    async def archive(self, entry_ids: Sequence[str]) -> int:
+        return await self._set(entry_ids, "archive", "archived", 1)
+
+    async def restore(self, entry_ids: Sequence[str]) -> int:
+        return await self._set(entry_ids, "restore", "archived", 0)
+
+    async def set_visibility(self, entry_ids: Sequence[str], visibility: Visibility) -> int:
+        return await self._set(entry_ids, "visibility", "visibility", Visibility(visibility).value)
+
+    async def set_pinned(self, entry_ids: Sequence[str], pinned: bool) -> int:
+        return await self._set(entry_ids, "pin", "pinned", int(pinned))
+
+    async def _set(self, entry_ids: Sequence[str], op: str, column: str, value: Any) -> int:
+        return await self._call(mutations.update, list(entry_ids), op, self.actor, column, value, transaction=True)
+
+    # -- reads (all through memory.postgres.admission) ---------------------
+
+    async def search(
+        self, query: MemoryQuery, *, audience: Audience = Audience.RECALL, include_archived: bool = False
+    ) -> list[MemoryEntry]:
+        """Keyword, semantic or hybrid per ``query.retrieval_mode`` (semantic needs a gateway)."""
+        if audience is Audience.RECALL and self.gateway is not None and query.retrieval_mode is not RetrievalMode.keyword:
+            entries = await self._semantic_or_hybrid(query)
+            if entries is not None:
+                await self.record_access(entries)
+                return entries
+        clause = where(query, audience=audience, include_archived=include_archived)
+        tq = text_query(query.text)
+        if tq is None:
+            rows = await self._call(_ordered, clause, query.limit)
+            entries = [_entry(r) for r in rows]
+        else:
+            entries = await self._keyword(tq, clause, query.limit)
+        if audience is Audience.RECALL:
+            await self.record_access(entries)
+        return entries
+
+    async def _keyword(self, tq, clause, limit: int) -> list[MemoryEntry]:
+        rows = await self._call(_keyword, tq, clause, limit)
+        return [_entry(r, score=r["rank"], matched_by=["keyword"]) for r in rows]
+
+    async def keyword_candidates(self, query: MemoryQuery, limit: int) -> list[MemoryEntry]:
+        """The keyword leg for hybrid fusion: admitted, filtered, ts_rank_cd-scored."""
+        tq = text_query(query.text)
+        return [] if tq is None else await self._keyword(tq, where(query), limit)
+
+    async def admitted_by_id(self, query: MemoryQuery, entry_ids: Sequence[str]) -> dict[str, MemoryEntry]:
+        """Entries among ``entry_ids`` that pass admission and the query's filters, keyed by id.
+
+        Graph expansion's way in: a neighbour must pass exactly what a seed did.
+        """
+        rows = await self._call(_by_ids, list(entry_ids), where(query, start=2))
+        return {r["id"]: _entry(r) for r in rows}
+
+    async def get(
+        self, entry_id: str, *, audience: Audience = Audience.RECALL, include_archived: bool = False
+    ) -> MemoryEntry | None:
+        clause = where(MemoryQuery(), audience=audience, include_archived=include_archived, start=2)
+        rows = await self._call(_by_ids, [entry_id], clause)
+        return _entry(rows[0]) if rows else None
+
+    async def find_by_prefix(self, prefix: str, limit: int = 5) -> list[MemoryEntry]:
+        """Operator lookup of ids starting with ``prefix`` (any visibility, archived too)."""
+        clause = where(MemoryQuery(), audience=Audience.OPERATOR, include_archived=True, start=3)
+        escaped = prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+        rows = await self._call(
+            lambda conn: conn.fetch(
+                f"SELECT {SELECT_COLUMNS} FROM memories m WHERE m.id LIKE $1 AND {clause.sql} LIMIT $2",
+                escaped + "%", limit, *clause.params,
+            )
+        )
+        return [_entry(r) for r in rows]
+
+    async def record_access(self, entries: Sequence[MemoryEntry]) -> None:
+        """Buffer read hits; folded in at close or every few hundred hits."""
+        now = time.time()
+        for entry in entries:
+            count, _ = self._hits.get(entry.id, (0, now))
+            self._hits[entry.id] = (count + 1, now)
+        if len(self._hits) >= _HIT_FLUSH and self._pool is not None:
+            await self._flush_hits(self._pool)
+
+    async def _flush_hits(self, pool) -> None:
+        if not self._hits:
+            return
+        hits, self._hits = self._hits, {}
+        try:
+            async with pool.acquire(timeout=self.connect_timeout) as conn:
+                await mutations.touch_access(conn, hits)
+        except Exception:
+            pass  # access counts are a ranking hint; never fail a read (or a close) over them
+
+    async def history(self, entry_id: str) -> list[LedgerRecord]:
+        rows = await self._call(
+            lambda conn: conn.fetch("SELECT * FROM memory_ledger WHERE memory_id = $1 ORDER BY seq", entry_id)
+        )
+        return [
+            LedgerRecord(
+                seq=r["seq"], memory_id=r["memory_id"], op=r["op"], actor=r["actor"], at=r["at"],
+                before=json.loads(r["before"]) if r["before"] else None,
+                after=json.loads(r["after"]) if r["after"] else None,
+            )
+            for r in rows
+        ]
+
+    async def count(self, *, include_archived: bool = True) -> int:
+        sql = "SELECT count(*) FROM memories" + ("" if include_archived else " WHERE archived = 0")
+        return await self._call(lambda conn: conn.fetchval(sql))
+
+    # -- maintenance -------------------------------------------------------
+
+    async def prune(self, policy: PrunePolicy) -> PruneReport:
+        """Archive (default) or purge the policy's victims in one transaction; pinned never."""
+        return await self._call(_prune, policy, self.actor, transaction=True)
+
+    # -- the pin and vectors -------------------------------------------------
+
+    async def meta(self) -> EmbeddingMeta | None:
+        """The pool's pin; once set it never changes (no re-embed on a server yet), so it is read once."""
+        if self._meta is None:
+            row = await self._call(
+                lambda conn: conn.fetchrow("SELECT model, family, dimension, vec_table, pinned_at FROM embedding_meta")
+            )
+            self._meta = EmbeddingMeta(*row) if row else None
+        return self._meta
+
+    async def embedder(self, meta: EmbeddingMeta | None) -> Embedder | None:
+        if meta not in self._resolved:
+            self._resolved[meta] = await self.gateway.resolve(meta)
+        return self._resolved[meta]
+
+    def _notice(self, message: str) -> None:
+        """Say once (and audit) that semantic work fell back to keyword."""
+        if message in self.notices or self.gateway is None or not self.gateway.embedders:
+            return
+        self.notices.append(message)
+        if self.notify is not None:
+            self.notify(message)
+        if self.audit is not None:
+            self.audit.append("embedding_degraded", db=self.path, reason=message)
+
+    async def _embed_ids(self, ids: Sequence[str] | None) -> int:
+        """Embed the rows among ``ids`` (all when None) whose vector is missing or stale."""
+        meta = await self.meta()
+        embedder = await self.embedder(meta)
+        if embedder is None:
+            pinned = f" compatible with the pinned model {meta.model}" if meta else ""
+            self._notice(f"no healthy embedder{pinned}: memories are stored without vectors; run `arcana reindex` later")
+            return 0
+        rows = await self._call(_stale_rows, meta is not None, ids)
+        if not rows:
+            return 0
+        rows = [rows[i] for i in length_order([r["content"] for r in rows])]
+        try:
+            vectors = await embedder.embed([r["content"] for r in rows])
+        except Exception as exc:
+            self._notice(f"embedding failed ({exc}): memories stored without vectors; run `arcana reindex` later")
+            return 0
+        if meta is None:
+            meta = self._meta = await self._call(_pin, embedder, len(vectors[0]), transaction=True)
+            if (meta.family, meta.dimension) != (embedder.model_family, len(vectors[0])):
+                return 0  # another machine pinned a different model first; reindex catches up
+        good = [
+            (r["seq"], _vector_text(l2_normalize(v)), r["hash"], embedder.model_name)
+            for r, v in zip(rows, vectors, strict=True)
+            if len(v) == meta.dimension
+        ]
+        await self._call(_put_vectors, good, transaction=True)
+        return len(good)
+
+    async def backfill(self, on_progress: Callable[[int, int], None] | None = None) -> int:
+        """Embed every row without a current vector (``arcana reindex`` on a server pool)."""
+        if self.gateway is None:
+            raise MemoryStorageError(f"{self.path}: cannot embed without an embedder")
+        done = await self._embed_ids(None)
+        if on_progress:
+            on_progress(done, done)
+        return done
+
+    async def embedded_count(self) -> int:
+        if await self.meta() is None:
+            return 0
+        return await self._call(lambda conn: conn.fetchval(f"SELECT count(*) FROM {VEC_TABLE}"))
+
+    async def _semantic_or_hybrid(self, query: MemoryQuery) -> list[MemoryEntry] | None:
+        """Semantic or hybrid results, or None to fall back to keyword (with a notice)."""
+        if not (query.text and query.text.strip()):
+            return None
+        meta = await self.meta()
+        if meta is None:
+            return None
+        embedder = await self.embedder(meta)
+        if embedder is None:
+            self._notice(
+                f"no healthy embedder compatible with the pinned model {meta.model} "
+                f"(family {meta.family}): semantic search falls back to keyword"
+            )
+            return None
+        try:
+            vector = (await embedder.embed([query.text]))[0]
+        except Exception as exc:
+            self._notice(f"embedding the query failed ({exc}): falling back to keyword")
+            return None
+        if len(vector) != meta.dimension:
+            raise MemoryStorageError(f"query vector has {len(vector)} dimensions but the index holds {meta.dimension}")
+        text = _vector_text(vector)
+        if query.retrieval_mode is RetrievalMode.semantic:
+            return await self._knn(query, text, query.limit)
+        pool = max(3 * query.limit, 30)
+        semantic = await self._knn(query, text, pool)
+        keyword = await self.keyword_candidates(query, pool)
+        return fuse(semantic, keyword, self.weights, query.limit)
+
+    async def _knn(self, query: MemoryQuery, vector_text: str, limit: int) -> list[MemoryEntry]:
+        rows = await self._call(_knn, vector_text, where(query, start=3), limit)  # $1 vector, $2 window
+        return [
+            _entry(r, score=1.0 - r["distance"], matched_by=["semantic"])
+            for r in rows
+            if 1.0 - r["distance"] >= self.min_similarity
+        ]
+
+
+# -- SQL run on a pooled connection --------------------------------------------
+
+
+async def _ordered(conn, clause, limit: int):
+    sql = (
+        f"SELECT {SELECT_COLUMNS} FROM memories m WHERE {clause.sql} "
+        f"ORDER BY m.pinned DESC, m.importance DESC, m.created_at DESC LIMIT ${len(clause.params) + 1}"
+    )
+    return await conn.fetch(sql, *clause.params, limit)
+
+
+async def _by_ids(conn, ids: list[str], clause):
+    sql = f"SELECT {SELECT_COLUMNS} FROM memories m WHERE m.id = ANY($1::text[]) AND {clause.sql}"
+    return await conn.fetch(sql, ids, *clause.params)
+
+
+async def _keyword(conn, tq, clause, limit: int):
+    """The best ``limit`` admitted rows by ts_rank_cd; the GIN index finds the matches.
+
+    A stop-word-only query matches on the ``simple`` configuration computed
+    per row (no index): rare, and what SQLite's FTS5 would still find.
+    """
+    n = len(clause.params)
+    if tq.config == TEXT_CONFIG:
+        vector = "m.tsv"
+    else:
+        vector = "to_tsvector('simple'::regconfig, m.content || ' ' || m.tags)"
+    # The query inline, not as a FROM item: joined from a function scan, the GIN
+    # index went unused (13 ms instead of under 1 ms on 5,000 rows).
+    q = f"websearch_to_tsquery('{tq.config}'::regconfig, ${n + 1})"
+    sql = (
+        f"SELECT {SELECT_COLUMNS}, ts_rank_cd({vector}, {q}, 1) AS rank FROM memories m "
+        f"WHERE {vector} @@ {q} AND {clause.sql} ORDER BY rank DESC, m.seq LIMIT ${n + 2}"
+    )
+    return await conn.fetch(sql, *clause.params, tq.text, limit)
+
+
+async def _knn(conn, vector_text: str, clause, limit: int):
+    """Nearest admitted rows by cosine distance, nearest first.
+
+    The HNSW index ranks a window of candidates on the vector table alone (a
+    plan the planner always takes; joined and filtered in one query it chose a
+    full sort at small sizes), then admission and filters run on the window.
+    A window that leaves the page short widens until enough rows pass or the
+    vectors run out, as the SQLite keyword leg does. Settings: see open_pool.
+    """
+    sql = (
+        f"SELECT {SELECT_COLUMNS}, c.distance FROM (SELECT seq, embedding <=> $1::vector AS distance "
+        f"FROM {VEC_TABLE} ORDER BY embedding <=> $1::vector LIMIT $2) AS c "
+        f"JOIN memories m ON m.seq = c.seq WHERE {clause.sql} ORDER BY c.distance LIMIT ${len(clause.params) + 3}"
+    )
+    window, total = max(4 * limit, 40), None
+    while True:
+        rows = await conn.fetch(sql, vector_text, window, *clause.params, limit)
+        if len(rows) >= limit:
+            return rows
+        if total is None:
+            total = await conn.fetchval(f"SELECT count(*) FROM {VEC_TABLE}")
+        if window >= total:
+            return rows
+        window = min(window * 8, total)
+
+
+# Index upkeep reads every row, whatever its visibility: they need vectors too.
+_HASH = "left(encode(sha256(convert_to(m.content, 'UTF8')), 'hex'), 32)"
+
+
+async def _stale_rows(conn, pinned: bool, ids: Sequence[str] | None):
+    only = "" if ids is None else " AND m.id = ANY($1::text[])"
+    args = () if ids is None else (list(ids),)
+    if not pinned:
+        return await conn.fetch(f"SELECT m.seq, m.content, {_HASH} AS hash FROM memories m WHERE TRUE{only}", *args)
+    return await conn.fetch(
+        f"SELECT m.seq, m.content, {_HASH} AS hash FROM memories m LEFT JOIN {VEC_TABLE} v ON v.seq = m.seq "
+        f"WHERE (v.seq IS NULL OR v.content_hash <> {_HASH}){only}",
+        *args,
+    )
+
+
+async def _pin(conn, embedder: Embedder, dimension: int) -> EmbeddingMeta:
+    """Pin the pool to ``embedder`` and create its vector table + HNSW index, unless pinned meanwhile."""
+    await conn.execute("SELECT pg_advisory_xact_lock($1)", _PIN_LOCK)
+    row = await conn.fetchrow("SELECT model, family, dimension, vec_table, pinned_at FROM embedding_meta")
+    if row is not None:
+        return EmbeddingMeta(*row)
+    await conn.execute(
+        f"CREATE TABLE IF NOT EXISTS {VEC_TABLE} (seq bigint PRIMARY KEY REFERENCES memories (seq) ON DELETE CASCADE, "
+        f"embedding vector({int(dimension)}) NOT NULL, content_hash text NOT NULL, model text NOT NULL)"
+    )
+    await conn.execute(f"CREATE INDEX IF NOT EXISTS {VEC_TABLE}_hnsw ON {VEC_TABLE} USING hnsw (embedding vector_cosine_ops)")
+    meta = EmbeddingMeta(embedder.model_name, embedder.model_family, dimension, VEC_TABLE, time.time())
+    await conn.execute(
+        "INSERT INTO embedding_meta (id, model, family, dimension, vec_table, pinned_at) VALUES (1, $1, $2, $3, $4, $5)",
+        meta.model, meta.family, meta.dimension, meta.vec_table, meta.pinned_at,
+    )
+    return meta
+
+
+async def _put_vectors(conn, rows: list[tuple]) -> None:
+    """Upsert vectors for live rows only (a row purged meanwhile gets none: no orphans)."""
+    if not rows:
+        return
+    seqs, vectors, hashes, models = (list(c) for c in zip(*rows, strict=True))
+    await conn.execute(
+        f"INSERT INTO {VEC_TABLE} (seq, embedding, content_hash, model) "
+        "SELECT s, e::vector, h, md FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[]) AS t(s, e, h, md) "
+        "WHERE EXISTS (SELECT 1 FROM memories WHERE memories.seq = t.s) "
+        "ON CONFLICT (seq) DO UPDATE SET embedding = excluded.embedding, content_hash = excluded.content_hash, "
+        "model = excluded.model",
+        seqs, vectors, hashes, models,
+    )
+
+
+async def _prune(conn, policy: PrunePolicy, actor: str) -> PruneReport:
+    scanned = await conn.fetchval("SELECT count(*) FROM memories WHERE archived = 0")
+    victims: dict[str, None] = {}
+    live_only = " AND archived = 0" if policy.mode is PruneMode.ARCHIVE else ""
+    if policy.min_importance is not None:
+        for r in await conn.fetch(
+            f"SELECT id FROM memories WHERE pinned = 0 AND importance < $1{live_only} ORDER BY importance, created_at",
+            policy.min_importance,
+        ):
+            victims[r["id"]] = None
+    if policy.max_entries is not None:
+        for r in await conn.fetch(
+            "SELECT id FROM memories WHERE archived = 0 AND pinned = 0 "
+            "ORDER BY importance ASC, coalesce(last_accessed_at, created_at) ASC "
+            "LIMIT greatest(0, (SELECT count(*) FROM memories WHERE archived = 0) - $1)",
+            policy.max_entries,
+        ):
+            victims[r["id"]] = None
+    ids = list(victims)
+    report = PruneReport(scanned=scanned, dry_run=policy.dry_run, victim_ids=ids)
+    if policy.dry_run:
+        if policy.mode is PruneMode.ARCHIVE:
+            report.archived = len(ids)
+        else:
+            report.purged = len(ids)
+        return report
+    if not ids:
+        return report
+    if policy.mode is PruneMode.ARCHIVE:
+        report.archived = await mutations.update(conn, ids, "archive", f"{actor}:prune", "archived", 1)
+    else:
+        report.purged = await mutations.delete(conn, ids, "purge", f"{actor}:prune")
+    return report
+

@@ -1,0 +1,211 @@
+"""Bulk remember: a JSON Lines file of memories into an agent's federation, idempotently.
+
+One JSON object per line: ``content`` (required), and optionally ``type``,
+``importance``, ``tags``, ``session``, ``created_at`` (ISO 8601; without a
+zone it is UTC) and ``id``. Blank lines are skipped. A line that is not such
+an object is reported by number and the rest of the file is still imported:
+a chat history with one broken line loses that line only, and says so.
+
+Idempotence: a line without ``id`` gets a deterministic one, a UUID5 of
+(agent, session, created_at, content), so importing the same file twice
+writes nothing the second time; a line without ``created_at`` takes the
+import time when new and keeps the stored time when its memory already exists.
+
+Entries are written shortest first, in batches, through the federation's
+batch write (the same routing, promotion and ledger as ``arcana remember``),
+so an embedder pads each batch little.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from pydantic import ValidationError
+
+from memory.types import ConfidenceSource, MemoryEntry, MemoryType
+
+BATCH = 1024  # entries per federation write: the vector store's own commit window
+FIELDS = ("content", "type", "importance", "tags", "session", "created_at", "id")
+_NAMESPACE = uuid.UUID("6f0c3a52-5b1e-4d55-9a2e-3f1a9c0d7b11")
+
+Progress = Callable[[int, int], None]
+
+
+@dataclass(frozen=True)
+class BadLine:
+    line: int
+    reason: str
+
+    def __str__(self) -> str:
+        return f"line {self.line}: {self.reason}"
+
+
+@dataclass
+class Parsed:
+    entries: list[MemoryEntry]
+    bad: list[BadLine]
+    dated: set[str]  # ids of entries whose line gave created_at
+    lines: int = 0
+
+
+@dataclass
+class BulkReport:
+    lines: int = 0
+    written: int = 0
+    unchanged: int = 0
+    bad: list[BadLine] = field(default_factory=list)
+    accepted: dict[str, int] = field(default_factory=dict)
+    refused: list[str] = field(default_factory=list)
+    failed: dict[str, str] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "lines": self.lines,
+            "written": self.written,
+            "unchanged": self.unchanged,
+            "bad": [{"line": b.line, "reason": b.reason} for b in self.bad],
+            "accepted": self.accepted,
+            "refused": self.refused,
+            "failed": self.failed,
+        }
+
+
+def deterministic_id(agent_id: str, session: str | None, created_at: datetime | None, content: str) -> str:
+    key = json.dumps([agent_id, session, created_at.isoformat() if created_at else None, content], ensure_ascii=False)
+    return str(uuid.uuid5(_NAMESPACE, key))
+
+
+def _created_at(value: Any) -> datetime:
+    if not isinstance(value, str):
+        raise ValueError("'created_at' must be an ISO 8601 string, e.g. 2024-05-01T12:00:00Z")
+    try:
+        when = datetime.fromisoformat(value.replace("Z", "+00:00") if value.endswith("Z") else value)
+    except ValueError:
+        raise ValueError(f"'created_at' {value!r} is not an ISO 8601 time, e.g. 2024-05-01T12:00:00Z") from None
+    return when.replace(tzinfo=UTC) if when.tzinfo is None else when.astimezone(UTC)
+
+
+def parse_line(text: str, agent_id: str, defaults: dict[str, Any]) -> tuple[MemoryEntry, bool]:
+    """One line's entry and whether it named its own time; ValueError says what is wrong with it."""
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"not JSON ({exc.msg} at column {exc.colno})") from None
+    if not isinstance(data, dict):
+        raise ValueError(f"expected a JSON object, got {type(data).__name__}")
+    unknown = sorted(set(data) - set(FIELDS))
+    if unknown:
+        raise ValueError(f"unknown field {unknown[0]!r} (known: {', '.join(FIELDS)})")
+    content = data.get("content")
+    if not isinstance(content, str) or not content.strip():
+        raise ValueError("'content' must be a non-empty string")
+    session = data.get("session")
+    if session is not None and not isinstance(session, str):
+        raise ValueError("'session' must be a string")
+    tags = data.get("tags", [])
+    if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
+        raise ValueError("'tags' must be a list of strings")
+    entry_id = data.get("id")
+    if entry_id is not None and (not isinstance(entry_id, str) or not entry_id.strip()):
+        raise ValueError("'id' must be a non-empty string")
+    importance = data.get("importance", defaults.get("importance", 0.5))
+    if isinstance(importance, bool) or not isinstance(importance, (int, float)) or not 0.0 <= importance <= 1.0:
+        raise ValueError("'importance' must be a number from 0 to 1")
+    try:
+        kind = MemoryType(data.get("type", defaults.get("type", MemoryType.EPISODIC)))
+    except ValueError:
+        raise ValueError(f"'type' must be one of {', '.join(t.value for t in MemoryType)}") from None
+    created = _created_at(data["created_at"]) if "created_at" in data else None
+    fields: dict[str, Any] = {
+        "id": entry_id or deterministic_id(agent_id, session, created, content),
+        "agent_id": agent_id,
+        "type": kind,
+        "content": content,
+        "importance": float(importance),
+        "tags": tags,
+        "source_session_id": session,
+        "confidence_source": ConfidenceSource.IMPORTED,
+    }
+    for key in ("scope", "pool_name"):
+        if defaults.get(key) is not None:
+            fields[key] = defaults[key]
+    if created is not None:
+        fields["created_at"] = fields["updated_at"] = created
+    try:
+        return MemoryEntry(**fields), created is not None
+    except ValidationError as exc:
+        problem = exc.errors()[0]
+        raise ValueError(f"{'.'.join(map(str, problem['loc']))}: {problem['msg']}") from None
+
+
+def parse(lines: Iterable[str | bytes], agent_id: str, **defaults: Any) -> Parsed:
+    """Every good line's entry and every bad line's number and reason; a later duplicate id replaces an earlier one.
+
+    ``defaults`` (type, importance, scope, pool_name) apply where a line is silent.
+    """
+    by_id: dict[str, MemoryEntry] = {}
+    dated: set[str] = set()
+    bad: list[BadLine] = []
+    number = 0
+    for number, text in enumerate(lines, start=1):
+        if isinstance(text, bytes):
+            try:
+                text = text.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                bad.append(BadLine(number, f"not UTF-8 (byte 0x{text[exc.start]:02x} at column {exc.start + 1})"))
+                continue
+        text = text.lstrip("\ufeff") if number == 1 else text
+        if not text.strip():
+            continue
+        try:
+            entry, has_time = parse_line(text, agent_id, defaults)
+        except ValueError as exc:
+            bad.append(BadLine(number, str(exc)))
+            continue
+        by_id.pop(entry.id, None)
+        by_id[entry.id] = entry
+        (dated.add if has_time else dated.discard)(entry.id)
+    return Parsed(list(by_id.values()), bad, dated, number)
+
+
+async def remember_many(federation: Any, parsed: Parsed, *, on_progress: Progress | None = None) -> BulkReport:
+    """Write ``parsed`` through ``federation.write_many``, shortest first, ``BATCH`` at a time.
+
+    Raises what the federation raises when the private tier fails; batches
+    before it stay written (and are reported by a re-run as unchanged).
+    """
+    report = BulkReport(lines=parsed.lines, bad=list(parsed.bad))
+    entries = sorted(parsed.entries, key=lambda e: len(e.content))
+    total = len(entries)
+    if on_progress:
+        on_progress(0, total)
+    for start in range(0, total, BATCH):
+        batch = await _keep_stored_times(federation, entries[start : start + BATCH], parsed.dated)
+        result = await federation.write_many(batch)
+        for name, count in result.accepted.items():
+            report.accepted[name] = report.accepted.get(name, 0) + count
+        report.refused = sorted(set(report.refused) | set(result.refused))
+        report.failed.update(result.failed)
+        unchanged = sum(1 for e in batch if result.changed.get(e.id) is False)
+        report.unchanged += unchanged
+        report.written += len(batch) - unchanged
+        if on_progress:
+            on_progress(min(start + BATCH, total), total)
+    return report
+
+
+async def _keep_stored_times(federation: Any, batch: Sequence[MemoryEntry], dated: set[str]) -> list[MemoryEntry]:
+    """An undated line re-imported keeps the time its memory was first stored (or it would change every run)."""
+    out = []
+    for entry in batch:
+        if entry.id not in dated:
+            stored = await federation.get(entry.id)
+            if stored is not None:
+                entry = entry.model_copy(update={"created_at": stored.created_at, "updated_at": stored.created_at})
+        out.append(entry)
+    return out

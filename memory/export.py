@@ -1,0 +1,434 @@
+"""Export and import of memories: JSON Lines (lossless) and a Markdown folder (one note each).
+
+Export is an operator action: every row leaves, hidden, private and archived
+ones included and marked, read through the admission module's operator
+audience. Import upserts by id through the ledger (op ``import``), so running
+it twice changes nothing and a hidden memory stays hidden. Both directions
+stream in bounded pages, so memory use does not grow with the store.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import struct
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import IO, Any
+
+from pydantic import ValidationError
+
+from memory.errors import ImportFormatError, MemoryStorageError
+from memory.sqlite.admission import Audience, where
+from memory.sqlite.connection import transaction
+from memory.sqlite import mutations
+from memory.sqlite.rows import SELECT_COLUMNS, row_to_entry
+from memory.types import MemoryEntry, MemoryQuery, MemoryScope
+
+FORMAT = "arcana-export"
+VERSION = 1
+PAGE = 1000  # rows per read page and per import transaction
+
+
+@dataclass(frozen=True)
+class Target:
+    """Where imported memories land: the identity fields a file cannot choose for itself."""
+
+    scope: MemoryScope
+    agent_id: str | None = None  # private: the owning agent
+    pool_name: str | None = None  # shared: the pool
+
+    def adopt(self, entry: MemoryEntry) -> MemoryEntry:
+        update: dict[str, Any] = {"scope": self.scope, "pool_name": self.pool_name}
+        if self.agent_id is not None:
+            update["agent_id"] = self.agent_id
+        return entry.model_copy(update=update)
+
+
+@dataclass
+class ExportReport:
+    memories: int = 0
+    history_rows: int = 0
+    vectors: int = 0
+    stores: list[str] = field(default_factory=list)
+
+
+@dataclass
+class ImportReport:
+    read: int = 0
+    ops: dict[str, int] = field(default_factory=dict)  # insert / update / noop / visibility / ...
+    vectors_kept: int = 0
+    embedded: int = 0
+    history_rows_skipped: int = 0  # kept in the file; the ledger records the import itself
+    bad: list[tuple[str, str]] = field(default_factory=list)  # (line N or file, why)
+    strict_refused: bool = False
+    embed_notice: str | None = None
+
+    def as_dict(self) -> dict:
+        return {
+            "read": self.read,
+            "ops": self.ops,
+            "vectors_kept": self.vectors_kept,
+            "embedded": self.embedded,
+            "history_rows_not_replayed": self.history_rows_skipped,
+            "bad": [{"where": w, "error": e} for w, e in self.bad],
+            "imported": not self.strict_refused,
+            "embed_notice": self.embed_notice,
+        }
+
+
+# -- reading a store ----------------------------------------------------------
+
+
+def _page(raw, after_seq: int, clause_sql: str, params: tuple, limit: int):
+    sql = f"SELECT {SELECT_COLUMNS}, m.seq FROM memories m WHERE m.seq > ? AND {clause_sql} ORDER BY m.seq LIMIT ?"
+    return raw.execute(sql, (after_seq, *params, limit)).fetchall()
+
+
+def _history(raw, ids: Sequence[str]) -> dict[str, list[dict]]:
+    found: dict[str, list[dict]] = {}
+    marks = ",".join("?" * len(ids))
+    for r in raw.execute(f"SELECT * FROM memory_ledger WHERE memory_id IN ({marks}) ORDER BY seq", list(ids)):
+        found.setdefault(r["memory_id"], []).append(
+            {
+                "op": r["op"],
+                "actor": r["actor"],
+                "at": r["at"],
+                "before": json.loads(r["before"]) if r["before"] else None,
+                "after": json.loads(r["after"]) if r["after"] else None,
+            }
+        )
+    return found
+
+
+def _pin(raw) -> dict | None:
+    row = raw.execute("SELECT model, family, dimension, vec_table FROM embedding_meta").fetchone()
+    return None if row is None else {"model": row[0], "family": row[1], "dimension": row[2], "vec_table": row[3]}
+
+
+def _vectors(raw, table: str, seqs: Sequence[int]) -> dict[int, list[float]]:
+    marks = ",".join("?" * len(seqs))
+    found = {}
+    for rowid, blob in raw.execute(f"SELECT rowid, embedding FROM {table} WHERE rowid IN ({marks})", list(seqs)):
+        found[rowid] = [round(v, 7) for v in struct.unpack(f"{len(blob) // 4}f", blob)]
+    return found
+
+
+async def vector_pin(store) -> dict | None:
+    """The store's embedding pin (model, family, dimension) or None when nothing is embedded."""
+    return await store.run(_pin)
+
+
+async def iter_records(
+    store, *, with_history: bool = False, with_vectors: bool = False, page: int = PAGE
+) -> AsyncIterator[dict]:
+    """Every row of ``store`` (operator audience: any visibility, archived too), oldest first.
+
+    Keyset pages by ``seq``, so a concurrent writer never makes a row appear
+    twice and memory stays bounded by ``page``.
+    """
+    clause = where(MemoryQuery(), audience=Audience.OPERATOR, include_archived=True)
+    pin = await store.run(_pin) if with_vectors else None
+    if pin is not None and not await store.ensure_vec():
+        pin = None  # sqlite-vec unavailable: rows still export, vectors cannot be read
+    after = 0
+    while True:
+        rows = await store.run(_page, after, clause.sql, clause.params, page)
+        if not rows:
+            return
+        after = rows[-1]["seq"]
+        ids = [r["id"] for r in rows]
+        history = await store.run(_history, ids) if with_history else {}
+        vectors = await store.run(_vectors, pin["vec_table"], [r["seq"] for r in rows]) if pin else {}
+        for r in rows:
+            record: dict[str, Any] = {"memory": row_to_entry(r).model_dump(mode="json")}
+            if with_history:
+                record["history"] = history.get(r["id"], [])
+            if r["seq"] in vectors:
+                record["vector"] = vectors[r["seq"]]
+            yield record
+
+
+def header(what: dict, *, arcana_version: str, with_history: bool, with_vectors: bool, model: dict | None) -> dict:
+    return {
+        "format": FORMAT,
+        "version": VERSION,
+        "arcana_version": arcana_version,
+        "exported": what,
+        "created_at": datetime.now(UTC).isoformat(),
+        "with_history": with_history,
+        "with_vectors": with_vectors,
+        "model": None if model is None else {k: model[k] for k in ("model", "family", "dimension")},
+    }
+
+
+async def export_jsonl(
+    sources: Sequence[tuple[str, Any]],
+    out: IO[str],
+    *,
+    what: dict,
+    arcana_version: str,
+    with_history: bool = False,
+    with_vectors: bool = False,
+    on_progress: Callable[[int], None] | None = None,
+) -> ExportReport:
+    """Write a header line, then one JSON line per memory of each ``(label, store)``.
+
+    With several sources each line names its ``store``; vectors are written
+    only for the first source's model (a file carries one model pin).
+    """
+    report = ExportReport(stores=[label for label, _ in sources])
+    model = await vector_pin(sources[0][1]) if with_vectors and sources else None
+    out.write(json.dumps(header(what, arcana_version=arcana_version, with_history=with_history,
+                                with_vectors=with_vectors, model=model), ensure_ascii=False) + "\n")
+    for label, store in sources:
+        pin = await vector_pin(store) if with_vectors else None
+        same_model = model is not None and pin is not None and (pin["model"], pin["dimension"]) == (
+            model["model"], model["dimension"])
+        async for record in iter_records(store, with_history=with_history, with_vectors=same_model):
+            if len(sources) > 1:
+                record["store"] = label
+            out.write(json.dumps(record, ensure_ascii=False) + "\n")
+            report.memories += 1
+            report.history_rows += len(record.get("history", ()))
+            report.vectors += "vector" in record
+            if on_progress is not None:
+                on_progress(report.memories)
+    return report
+
+
+# -- reading a file -----------------------------------------------------------
+
+
+def read_header(line: str) -> dict:
+    """The header of an export, or :class:`ImportFormatError` naming what is wrong."""
+    try:
+        head = json.loads(line)
+    except json.JSONDecodeError:
+        head = None
+    if not isinstance(head, dict) or head.get("format") != FORMAT:
+        raise ImportFormatError(f"line 1 is not an {FORMAT} header; is this a file written by `arcana export`?")
+    version = head.get("version")
+    if not isinstance(version, int) or version > VERSION:
+        raise ImportFormatError(
+            f"{FORMAT} format version {version!r} is newer than this Arcana reads ({VERSION}); upgrade Arcana"
+        )
+    return head
+
+
+def jsonl_records(lines: Iterable[str]) -> Iterator[tuple[str, dict | str]]:
+    """(``line N``, record dict or why it is bad) for every line after the header."""
+    for number, line in enumerate(lines, start=2):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as exc:
+            yield f"line {number}", f"not JSON ({exc.msg} at column {exc.colno})"
+            continue
+        if not isinstance(record, dict) or not isinstance(record.get("memory"), dict):
+            yield f"line {number}", "not a memory record (no \"memory\" object)"
+            continue
+        yield f"line {number}", record
+
+
+def _entry(record: dict) -> MemoryEntry | str:
+    try:
+        return MemoryEntry.model_validate(record["memory"])
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where_ = ".".join(str(p) for p in first["loc"]) or "memory"
+        return f"invalid {where_}: {first['msg']}"
+
+
+def _vector_of(record: dict, width: int | None) -> list[float] | None:
+    vector = record.get("vector")
+    if not isinstance(vector, list) or width is None or len(vector) != width:
+        return None
+    if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in vector):
+        return None
+    return vector
+
+
+# -- writing a store ----------------------------------------------------------
+
+
+def _import_txn(raw, entries: Sequence[MemoryEntry], actor: str) -> list[str]:
+    with transaction(raw):
+        return mutations.upsert(raw, entries, actor, op="import")
+
+
+async def import_records(
+    records: Iterable[tuple[str, dict | str]],
+    store,
+    target: Target,
+    *,
+    strict: bool = False,
+    model: dict | None = None,
+    gateway: Any = None,
+    on_progress: Callable[[int], None] | None = None,
+    reopen: Callable[[], Iterable[tuple[str, dict | str]]] | None = None,
+) -> ImportReport:
+    """Upsert every good record into ``store`` as ``target``; report bad ones by where they are.
+
+    ``strict`` validates everything first (``reopen`` gives the records again)
+    and writes nothing when any is bad. Vectors that came with the file are
+    kept when ``model`` matches the store's pin (or the store has none yet);
+    with ``gateway`` the rest are embedded afterwards.
+    """
+    report = ImportReport()
+    if strict:
+        for where_, record in records:
+            problem = record if isinstance(record, str) else _entry(record)
+            if isinstance(problem, str):
+                report.bad.append((where_, problem))
+        if report.bad:
+            report.strict_refused = True
+            return report
+        records = reopen() if reopen is not None else ()
+    vectors = await _vector_sink(store, model)
+    batch: list[tuple[MemoryEntry, list[float] | None]] = []
+
+    async def flush() -> None:
+        entries = [entry for entry, _ in batch]
+        for op in await store.run(_import_txn, entries, store.actor):
+            report.ops[op] = report.ops.get(op, 0) + 1
+        if vectors is not None:
+            report.vectors_kept += await vectors([(e, v) for e, v in batch if v is not None])
+        batch.clear()
+        if on_progress is not None:
+            on_progress(report.read)
+
+    for where_, record in records:
+        if isinstance(record, str):
+            report.bad.append((where_, record))
+            continue
+        entry = _entry(record)
+        if isinstance(entry, str):
+            report.bad.append((where_, entry))
+            continue
+        report.read += 1
+        report.history_rows_skipped += len(record.get("history") or ())
+        width = model["dimension"] if model else None
+        batch.append((target.adopt(entry), _vector_of(record, width) if vectors is not None else None))
+        if len(batch) >= PAGE:
+            await flush()
+    if batch:
+        await flush()
+    if gateway is not None and report.read:
+        from memory.stores import with_vectors
+
+        try:
+            report.embedded = (await with_vectors(store, gateway).backfill()).embedded
+        except MemoryStorageError as exc:  # rows are in and keyword-searchable; `arcana reindex` embeds later
+            report.embed_notice = str(exc)
+    return report
+
+
+async def _vector_sink(store, model: dict | None):
+    """A writer for supplied vectors when the file's model fits the store, else None (re-embed)."""
+    if model is None or not await store.ensure_vec():
+        return None
+    from memory.adapters import vector as vec
+    from memory.embedding.base import EmbeddingMeta
+
+    pin = await store.run(_pin)
+    if pin is not None and (pin["model"], pin["dimension"]) != (model["model"], model["dimension"]):
+        return None
+    # The pin is decided again under the write lock (a store pinned meanwhile wins, as for any vector write).
+    candidate = EmbeddingMeta(model["model"], model["family"], model["dimension"], "", datetime.now(UTC).timestamp())
+
+    async def put(pairs: list[tuple[MemoryEntry, list[float]]]) -> int:
+        if not pairs:
+            return 0
+        indexed = await store.run(_indexed_texts, [e.id for e, _ in pairs])
+        rows = [
+            (indexed[e.id][0], vec._pack(vec.l2_normalize(v)), vec.content_hash(indexed[e.id][1]), model["model"])
+            for e, v in pairs
+            if e.id in indexed
+        ]
+        _, written = await store.run(vec._put_live_txn, candidate, rows)
+        return written or 0
+
+    return put
+
+
+def _indexed_texts(raw, ids: Sequence[str]) -> dict[str, tuple[int, str]]:
+    """id -> (seq, the text its vector is made from), so a supplied vector counts as current."""
+    from memory.sqlite.context import EMBEDDED_TEXT_SQL
+
+    marks = ",".join("?" * len(ids))
+    rows = raw.execute(f"SELECT id, seq, {EMBEDDED_TEXT_SQL} FROM memories WHERE id IN ({marks})", list(ids))
+    return {r[0]: (r[1], r[2]) for r in rows}
+
+
+# -- Markdown: one note per memory --------------------------------------------
+
+_FRONT_FIELDS = (
+    "id", "agent_id", "type", "scope", "pool_name", "importance", "pinned", "confidence", "confidence_source",
+    "conflict_with", "superseded_by", "tags", "source_session_id", "created_at", "updated_at",
+    "last_accessed_at", "access_count", "archived", "visibility",
+)
+_SLUG = re.compile(r"[^\w]+", re.UNICODE)
+
+
+def note_name(entry: MemoryEntry) -> str:
+    """A readable, unique file name: the first words of the memory and its id prefix."""
+    words = _SLUG.sub("-", entry.content[:48].lower()).strip("-") or "memory"
+    return f"{words}-{entry.id[:8]}.md"
+
+
+def note_text(entry: MemoryEntry) -> str:
+    """YAML frontmatter with every field, then the content exactly as stored."""
+    import yaml
+
+    data = entry.model_dump(mode="json")
+    front = {k: data[k] for k in _FRONT_FIELDS}
+    return "---\n" + yaml.safe_dump(front, sort_keys=False, allow_unicode=True) + "---\n\n" + entry.content + "\n"
+
+
+async def export_markdown(store, folder: Path, *, on_progress: Callable[[int], None] | None = None) -> ExportReport:
+    """Write one note per memory of ``store`` into ``folder`` (a vault a person can read and edit)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    report = ExportReport(stores=[str(store.path)])
+    async for record in iter_records(store):
+        entry = MemoryEntry.model_validate(record["memory"])
+        (folder / note_name(entry)).write_text(note_text(entry), encoding="utf-8")
+        report.memories += 1
+        if on_progress is not None:
+            on_progress(report.memories)
+    return report
+
+
+def markdown_records(folder: Path, *, default_agent: str) -> Iterator[tuple[str, dict | str]]:
+    """Records from a folder of notes: frontmatter fields plus the body as content.
+
+    A note a person added without an id gets the vault's path-derived id, so
+    re-importing it is still an upsert.
+    """
+    from memory.adapters.markdown import note_id, split_frontmatter
+
+    for path in sorted(folder.rglob("*.md")):
+        rel = path.relative_to(folder).as_posix()
+        try:
+            text = path.read_text(encoding="utf-8").replace("\r\n", "\n")
+        except (OSError, UnicodeDecodeError) as exc:
+            yield rel, f"unreadable ({exc})"
+            continue
+        meta, body, malformed = split_frontmatter(text)
+        if malformed:
+            yield rel, "malformed frontmatter (not a YAML mapping)"
+            continue
+        content = body[:-1] if body.endswith("\n") else body
+        memory = {k: _plain(v) for k, v in meta.items() if k in _FRONT_FIELDS}
+        memory.setdefault("id", note_id(rel))
+        memory.setdefault("agent_id", default_agent)
+        memory["content"] = content
+        yield rel, {"memory": memory}
+
+
+def _plain(value: Any) -> Any:
+    """YAML turns an ISO timestamp into a datetime; give pydantic what the JSON path gives it."""
+    return value.isoformat() if isinstance(value, datetime) else value

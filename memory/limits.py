@@ -1,0 +1,31 @@
+"""How much text one memory may carry.
+
+An unbounded memory costs every later read (FTS, recall, prompts) and once
+cost a gigabyte of RAM to take in; 1 MiB is far above any fact or note a
+memory should hold. Vault notes are bounded separately (``max_file_bytes``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from memory.errors import InvalidRequestError
+
+MAX_CONTENT_BYTES = 1024 * 1024
+
+
+def content_too_large(size: int, limit: int) -> InvalidRequestError:
+    return InvalidRequestError(
+        f"memory content is {size:,} bytes, over the limit of {limit:,} bytes (memory.max_content_bytes); "
+        "store a summary, or split it into several memories"
+    )
+
+
+def check_content(contents: Iterable[str], limit: int | None) -> None:
+    """Refuse (before anything is written) when any content is over ``limit`` UTF-8 bytes; None: no limit."""
+    if limit is None:
+        return
+    for content in contents:
+        # A character is at most 4 bytes: short texts need no encoding to be known small enough.
+        if len(content) * 4 > limit and (size := len(content.encode("utf-8", "surrogatepass"))) > limit:
+            raise content_too_large(size, limit)

@@ -1,0 +1,212 @@
+"""Operator edits of a memory, applied to every copy promotion made of it.
+
+A promoted copy is the same memory — same id, same agent — in the global tier
+(see :mod:`memory.promotion`). So whatever an operator does to an agent's
+memory (hide, pin, archive, restore, purge, re-word, re-type, re-tag,
+re-score, make current again) is done to that copy in the same call, each
+store's change in its own ledger; so is the supersession reconciliation makes
+when a newer fact replaces a promoted one (the old fact is no longer current
+anywhere). Lowering importance below the promotion threshold withdraws the
+copy; raising a promotable memory above it promotes one. Hidden means hidden
+everywhere: a copy that cannot be reached makes the edit fail loudly
+(:class:`LiveCopyError`) instead of reporting success while the copy is live.
+Every operator mutator goes through :meth:`MemoryEditor.apply`.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from memory.adapters.sqlite import SQLiteAdapter
+from memory.config import ArcanaConfig
+from memory.deadline import DEADLINE
+from memory.errors import MemoryStorageError, NotFoundError
+from memory.home import Home
+from memory.promotion import global_copy, promotable
+from memory.sqlite.admission import Audience
+from memory.stores import StoreKind, open_tier, server_url
+from memory.types import MemoryEntry
+
+MUTATORS = ("archive", "restore", "purge", "set_visibility", "set_pinned", "update", "make_current", "supersede")
+"""Every operator mutation, by the :class:`SQLiteAdapter` method that performs it
+(``supersede``, with the successor's id as its value, is reconciliation's)."""
+
+
+@dataclass
+class Edit:
+    """One operator mutation: ``op`` from :data:`MUTATORS`, with its ``value``
+    (a visibility, a pinned flag, a successor's id) or, for ``update``, the field ``changes``."""
+
+    op: str
+    value: Any = None
+    changes: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.op not in MUTATORS:
+            raise ValueError(f"unknown operator edit '{self.op}'; one of {', '.join(MUTATORS)}")
+
+    async def on(self, store: SQLiteAdapter, entry_id: str) -> bool:
+        """Apply to ``entry_id`` in ``store`` (ledgered there); True when something changed."""
+        if self.op == "update":
+            before = await _operator_get(store, entry_id)
+            after = await store.update(entry_id, **self.changes)
+            return before is None or before.model_dump() != after.model_dump()
+        if self.op == "make_current":
+            return bool(await store.make_current(entry_id))
+        args = () if self.value is None else (self.value,)
+        return bool(await getattr(store, self.op)([entry_id], *args))
+
+
+@dataclass
+class CopyChange:
+    """What an edit did to one copy: ``op`` is the edit's own, or ``withdraw`` / ``promote``."""
+
+    tier: str
+    op: str
+    changed: bool
+
+    def as_dict(self) -> dict:
+        return {"tier": self.tier, "op": self.op, "changed": self.changed}
+
+
+@dataclass
+class EditReport:
+    """An applied edit: the entry as it now stands (None once purged) and what happened to its copies."""
+
+    entry_id: str
+    changed: bool
+    entry: MemoryEntry | None
+    copies: list[CopyChange] = field(default_factory=list)
+
+
+class LiveCopyError(MemoryStorageError):
+    """The edit committed where it could, but a copy could not be reached and is still live."""
+
+
+async def _operator_get(store: SQLiteAdapter, entry_id: str) -> MemoryEntry | None:
+    return await store.get(entry_id, audience=Audience.OPERATOR, include_archived=True)
+
+
+async def resolve(store: SQLiteAdapter, prefix: str) -> MemoryEntry:
+    """Exact id, or a unique prefix of 6+ characters (operator read: any visibility, archived too)."""
+    entry = await _operator_get(store, prefix)
+    if entry is not None:
+        return entry
+    if len(prefix) >= 6:
+        matches = await store.find_by_prefix(prefix)
+        if len(matches) == 1:
+            return matches[0]
+        if len(matches) > 1:
+            raise NotFoundError(f"memory id prefix '{prefix}' is ambiguous ({len(matches)} matches); give more characters")
+    raise NotFoundError(f"no memory with id '{prefix}'")
+
+
+class GlobalCopies:
+    """The global tier as seen from one agent's memories: the copies its promotion made.
+
+    Opened on first need, never created: no ``global.db`` means no copies.
+    Each call is bounded by ``timeout`` seconds (the global tier's write
+    budget), lock waits included, so a global tier held by another writer
+    fails the edit quickly instead of stalling it.
+    """
+
+    TIER = "global"
+
+    def __init__(self, home: Home, *, actor: str, timeout: float, promote: bool = True, config: ArcanaConfig | None = None):
+        self.home = home
+        self.config = config or ArcanaConfig()
+        self.on_server = server_url(self.config, StoreKind.GLOBAL) is not None
+        self.path = home.global_db
+        self.actor = actor
+        self.timeout = timeout
+        self.promote = promote
+        self._store: SQLiteAdapter | None = None
+
+    @classmethod
+    def of_home(cls, home: Home, config: ArcanaConfig, *, actor: str) -> GlobalCopies:
+        """The home's global tier with its configured write budget; promotes only while global memory is on."""
+        from memory.federation.budgets import ConnectionsConfig
+
+        budget = ConnectionsConfig.load(home.connections_path).global_
+        return cls(
+            home, actor=actor, timeout=budget.write_timeout_ms / 1000, promote=config.memory.global_ != "none", config=config
+        )
+
+    async def aclose(self) -> None:
+        if self._store is not None:
+            store, self._store = self._store, None
+            await store.aclose()
+
+    async def _open(self) -> Any:
+        if self._store is None:
+            self._store = open_tier(self.home, StoreKind.GLOBAL, config=self.config, actor=self.actor)
+            self.path = self._store.path  # a server's URL is shown masked
+        await self._store.connect()
+        return self._store
+
+    async def follow(self, before: MemoryEntry, after: MemoryEntry | None, edit: Edit, verb: str) -> CopyChange | None:
+        """Bring the copy of ``before`` in line with ``after`` (None: purged); None when there is no copy to touch."""
+        if not self.on_server and not self.path.exists():
+            return None
+        at_stake = promotable(before) or (after is not None and promotable(after))
+        copy: MemoryEntry | None = None
+        token = DEADLINE.set(time.monotonic() + self.timeout)
+        try:
+            store = await self._open()
+            copy = await _operator_get(store, before.id)
+            if copy is not None and copy.agent_id != before.agent_id:
+                copy = None  # the same id from another agent is not this agent's copy
+            if copy is None:
+                raised = edit.op == "update" and after is not None and promotable(after) and not promotable(before)
+                if raised and self.promote:
+                    await store.write(global_copy(after))
+                    return CopyChange(self.TIER, "promote", True)
+                return None
+            if after is None:
+                return CopyChange(self.TIER, "purge", bool(await store.purge([before.id])))
+            if not promotable(after):
+                return CopyChange(self.TIER, "withdraw", bool(await store.withdraw([before.id])))
+            return CopyChange(self.TIER, edit.op, await edit.on(store, before.id))
+        except (MemoryStorageError, TimeoutError) as exc:
+            if copy is None and not at_stake:
+                return None  # nothing of this memory can be there: the edit stands on its own
+            state = "is still live, unchanged" if copy is not None else "may still be live"
+            raise LiveCopyError(
+                f"memory {before.id} was {verb} in the agent's store, but its global copy in {self.path} "
+                f"{state} ({exc}); run the same command again once the global tier is reachable"
+            ) from exc
+        finally:
+            DEADLINE.reset(token)
+
+
+class MemoryEditor:
+    """Operator edits of one store's memories; with ``copies``, of the agent's promoted copies too."""
+
+    def __init__(self, store: SQLiteAdapter, *, copies: GlobalCopies | None = None):
+        self.store = store
+        self.copies = copies
+
+    async def resolve(self, prefix: str) -> MemoryEntry:
+        return await resolve(self.store, prefix)
+
+    async def apply(self, entry_id: str, edit: Edit, *, verb: str | None = None) -> EditReport:
+        """Apply ``edit`` to ``entry_id`` here, then to every copy; raise :class:`LiveCopyError`
+        when a copy stays live. ``verb`` names the edit in that error."""
+        before = await _operator_get(self.store, entry_id)
+        if before is None:
+            raise NotFoundError(f"no memory with id '{entry_id}'")
+        changed = await edit.on(self.store, entry_id)
+        after = await _operator_get(self.store, entry_id)
+        report = EditReport(entry_id, changed, after)
+        if self.copies is not None:
+            change = await self.copies.follow(before, after, edit, verb or edit.op)
+            if change is not None:
+                report.copies.append(change)
+        return report
+
+    async def aclose(self) -> None:
+        if self.copies is not None:
+            await self.copies.aclose()

@@ -1,0 +1,98 @@
+"""Connection pools to a PostgreSQL server, with the password kept out of every message.
+
+A pool opens no connection until first use, so a command that never touches
+the server never connects. Connect and statement timeouts come from the
+caller (the tier's budget); a server that is down, slow or refuses the login
+surfaces as :class:`MemoryStorageError` whose text carries the masked URL only.
+"""
+
+from __future__ import annotations
+
+import re
+from urllib.parse import urlsplit, urlunsplit
+
+from memory.errors import ConfigError, MemoryStorageError
+
+CONNECT_TIMEOUT_S = 5.0
+STATEMENT_TIMEOUT_MS = 10_000
+MAX_CONNECTIONS = 4
+_SCHEMES = ("postgresql", "postgres")
+
+
+def is_server_url(url: str | None) -> bool:
+    return bool(url) and urlsplit(url).scheme in _SCHEMES
+
+
+def check_url(url: str) -> str:
+    """``url`` if it is a postgresql:// URL naming a host, else a ConfigError (masked)."""
+    parts = urlsplit(url)
+    if parts.scheme not in _SCHEMES or not (parts.hostname or "host=" in parts.query):
+        raise ConfigError(
+            f"invalid server URL '{mask_url(url)}': use postgresql://USER[:PASSWORD]@HOST[:PORT]/DATABASE"
+        )
+    return url
+
+
+def password_of(url: str) -> str | None:
+    try:
+        return urlsplit(url).password
+    except ValueError:
+        return None
+
+
+def mask_url(url: str) -> str:
+    """``url`` with any password replaced by ``***`` (also a ``password=`` query parameter)."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return "<unparseable URL>"
+    netloc = parts.netloc
+    if parts.password is not None:
+        userinfo, _, hostport = netloc.rpartition("@")
+        user = userinfo.split(":", 1)[0]
+        netloc = f"{user}:***@{hostport}"
+    query = re.sub(r"(?i)(password=)[^&]*", r"\1***", parts.query)
+    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
+
+
+def scrub(text: str, url: str) -> str:
+    """``text`` with ``url``'s password (if any) masked wherever it appears."""
+    secret = password_of(url)
+    return text.replace(secret, "***") if secret else text
+
+
+def storage_error(url: str, exc: BaseException) -> MemoryStorageError:
+    """A one-line storage error naming the masked URL, never the password."""
+    detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    return MemoryStorageError(scrub(f"{mask_url(url)}: {detail}; check that the server is up and the URL is right", url))
+
+
+async def open_pool(
+    url: str, *, connect_timeout: float, statement_timeout_ms: int, ef_search: int = 200, max_size: int = MAX_CONNECTIONS
+):
+    """An asyncpg pool that connects lazily (min_size 0), with both timeouts set.
+
+    The HNSW settings travel in the startup packet rather than as ``SET LOCAL``
+    per query: a KNN is then one round trip instead of five (BEGIN, two SETs,
+    SELECT, COMMIT), which is most of its cost on a busy machine. pgvector's
+    iterative scan keeps walking the graph while filters reject rows. Custom
+    plans always: asyncpg prepares every statement, and the generic plan the
+    server switches to after five runs made a keyword search 2.4x slower
+    (7.0 -> 2.9 ms on 5,000 rows) for 0.4 ms of planning saved.
+    """
+    import asyncpg  # only a server tier pays for the import
+
+    return await asyncpg.create_pool(
+        url,
+        min_size=0,
+        max_size=max_size,
+        timeout=connect_timeout,
+        command_timeout=statement_timeout_ms / 1000 + 1,
+        server_settings={
+            "statement_timeout": str(int(statement_timeout_ms)),
+            "application_name": "arcana",
+            "hnsw.ef_search": str(int(ef_search)),
+            "hnsw.iterative_scan": "relaxed_order",
+            "plan_cache_mode": "force_custom_plan",
+        },
+    )

@@ -1,0 +1,153 @@
+"""Forward-only migrations for a PostgreSQL store, safe when machines upgrade at once.
+
+The whole upgrade is one transaction holding a transaction-level advisory
+lock, so a second machine waits and then finds nothing left to do; DDL is
+transactional here, so a failing step leaves the schema at the version before
+it. ``arcana_schema`` records each applied version; a server whose schema is
+newer than this Arcana is refused before anything is written.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from memory.errors import SchemaTooNewError
+
+LOCK_KEY = 0x41524341  # 'ARCA': the advisory lock every Arcana upgrade takes
+
+
+@dataclass(frozen=True)
+class Migration:
+    version: int
+    name: str
+    statements: tuple[str, ...]
+
+
+_CORE = (
+    "CREATE EXTENSION IF NOT EXISTS vector",
+    """
+    CREATE TABLE memories (
+        seq bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+        id text NOT NULL UNIQUE,
+        agent_id text NOT NULL,
+        type text NOT NULL,
+        content text NOT NULL,
+        scope text NOT NULL DEFAULT 'private',
+        pool_name text,
+        importance double precision NOT NULL DEFAULT 0.5,
+        pinned integer NOT NULL DEFAULT 0,
+        confidence double precision NOT NULL DEFAULT 1.0,
+        confidence_source text NOT NULL DEFAULT 'user_confirmed',
+        conflict_with text,
+        superseded_by text,
+        tags text NOT NULL DEFAULT '[]',
+        source_session_id text,
+        created_at double precision NOT NULL,
+        updated_at double precision NOT NULL,
+        last_accessed_at double precision,
+        access_count integer NOT NULL DEFAULT 0,
+        archived integer NOT NULL DEFAULT 0,
+        visibility text NOT NULL DEFAULT 'visible',
+        tsv tsvector GENERATED ALWAYS AS (to_tsvector('english'::regconfig, content || ' ' || tags)) STORED
+    )
+    """,
+    "CREATE INDEX memories_tsv ON memories USING gin (tsv)",
+    "CREATE INDEX memories_order ON memories (archived, pinned DESC, importance DESC, created_at DESC)",
+    "CREATE INDEX memories_agent ON memories (agent_id)",
+    """
+    CREATE TABLE memory_ledger (
+        seq bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+        memory_id text NOT NULL,
+        op text NOT NULL,
+        actor text NOT NULL,
+        at double precision NOT NULL,
+        before text,
+        after text
+    )
+    """,
+    "CREATE INDEX memory_ledger_memory ON memory_ledger (memory_id, seq)",
+    """
+    CREATE FUNCTION arcana_ledger_append_only() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN RAISE EXCEPTION 'memory_ledger is append-only'; END $$
+    """,
+    """
+    CREATE TRIGGER memory_ledger_append_only BEFORE UPDATE OR DELETE ON memory_ledger
+    FOR EACH ROW EXECUTE FUNCTION arcana_ledger_append_only()
+    """,
+    # The pin: which model this pool's vectors belong to. memory_vectors itself
+    # is created with the first pin, when its dimension is known.
+    """
+    CREATE TABLE embedding_meta (
+        id integer PRIMARY KEY CHECK (id = 1),
+        model text NOT NULL,
+        family text NOT NULL,
+        dimension integer NOT NULL CHECK (dimension > 0),
+        vec_table text NOT NULL,
+        pinned_at double precision NOT NULL
+    )
+    """,
+)
+
+# Versioned facts (the SQLite store's v7): a superseded copy keeps its row,
+# ``valid_to`` ends it, ``supersedes`` links the successor back. Entities stay
+# in the agent's private SQLite store, where reconciliation runs.
+_FACT_VERSIONS = (
+    "ALTER TABLE memories ADD COLUMN valid_from double precision",
+    "ALTER TABLE memories ADD COLUMN valid_to double precision",
+    "ALTER TABLE memories ADD COLUMN supersedes text",
+    "CREATE INDEX memories_supersedes ON memories (supersedes)",
+)
+
+MIGRATIONS: tuple[Migration, ...] = (Migration(1, "core", _CORE), Migration(2, "fact_versions", _FACT_VERSIONS))
+
+_BOOKKEEPING = """
+CREATE TABLE IF NOT EXISTS arcana_schema (
+    version integer PRIMARY KEY,
+    name text NOT NULL,
+    applied_at double precision NOT NULL
+)
+"""
+
+
+def head_version(migrations: tuple[Migration, ...] = MIGRATIONS) -> int:
+    return migrations[-1].version if migrations else 0
+
+
+async def current_version(conn) -> int:
+    """The applied version; 0 for a database Arcana has not touched yet."""
+    exists = await conn.fetchval("SELECT to_regclass('arcana_schema') IS NOT NULL")
+    if not exists:
+        return 0
+    return int(await conn.fetchval("SELECT coalesce(max(version), 0) FROM arcana_schema"))
+
+
+def refuse_newer(version: int, where: str, migrations: tuple[Migration, ...] = MIGRATIONS) -> None:
+    head = head_version(migrations)
+    if version > head:
+        raise SchemaTooNewError(
+            f"{where}: schema version {version} is newer than this Arcana understands "
+            f"({head}); upgrade Arcana — the database was left untouched"
+        )
+
+
+async def migrate(conn, where: str, migrations: tuple[Migration, ...] = MIGRATIONS) -> int:
+    """Apply every pending migration under the advisory lock; return the resulting version."""
+    refuse_newer(await current_version(conn), where, migrations)
+    if await current_version(conn) >= head_version(migrations):
+        return head_version(migrations)
+    async with conn.transaction():
+        await conn.execute("SELECT pg_advisory_xact_lock($1)", LOCK_KEY)
+        await conn.execute(_BOOKKEEPING)
+        version = await current_version(conn)  # another machine may have upgraded while we waited
+        refuse_newer(version, where, migrations)
+        for migration in migrations:
+            if migration.version <= version:
+                continue
+            for statement in migration.statements:
+                await conn.execute(statement)
+            await conn.execute(
+                "INSERT INTO arcana_schema (version, name, applied_at) VALUES ($1, $2, $3)",
+                migration.version, migration.name, time.time(),
+            )
+    return head_version(migrations)

@@ -1,0 +1,178 @@
+"""The one way in for writes on PostgreSQL: every change to ``memories`` goes through here.
+
+The same contract as memory/sqlite/mutations.py, on an asyncpg connection
+inside the caller's transaction: read the before image (``FOR UPDATE``, so two
+machines changing one row serialise), apply the change, read the after image,
+append a ledger row. New ids go in with one ``INSERT ... SELECT unnest(...)``
+round trip; ``ON CONFLICT DO NOTHING`` makes a racing insert of the same id an
+update instead of an error.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Sequence
+
+from memory.postgres.admission import numbered
+from memory.sqlite.mutations import VERSION_LINKS, change_label
+from memory.sqlite.rows import COLUMNS, entry_values
+from memory.types import MemoryEntry, Visibility
+
+SELECT_COLUMNS = ", ".join(f"m.{c}" for c in COLUMNS)
+_SKIP_COMPARE = {"updated_at", "access_count", "last_accessed_at"}
+_TYPES = {
+    "importance": "float8", "confidence": "float8", "created_at": "float8", "updated_at": "float8",
+    "last_accessed_at": "float8", "pinned": "int4", "access_count": "int4", "archived": "int4",
+    "valid_from": "float8", "valid_to": "float8",
+}
+_ARRAYS = ", ".join(f"${i}::{_TYPES.get(c, 'text')}[]" for i, c in enumerate(COLUMNS, 1))
+_INSERT_NEW = (
+    f"INSERT INTO memories ({', '.join(COLUMNS)}) SELECT * FROM unnest({_ARRAYS}) "
+    "ON CONFLICT (id) DO NOTHING RETURNING id"
+)
+_UPDATABLE = [c for c in COLUMNS if c not in ("id", "access_count", "last_accessed_at")]
+_UPDATE_ROW = (
+    f"UPDATE memories SET {', '.join(f'{c} = ${i}' for i, c in enumerate(_UPDATABLE, 2))} WHERE id = $1"
+)
+_LEDGER = (
+    "INSERT INTO memory_ledger (memory_id, op, actor, at, before, after) "
+    "SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::float8[], $5::text[], $6::text[])"
+)
+
+
+def image(row) -> dict:
+    return {c: row[c] for c in COLUMNS}
+
+
+async def _images(conn, ids: Sequence[str], *, lock: bool = True) -> dict[str, dict]:
+    sql = f"SELECT {SELECT_COLUMNS} FROM memories m WHERE m.id = ANY($1::text[])" + (" FOR UPDATE" if lock else "")
+    return {row["id"]: image(row) for row in await conn.fetch(sql, list(ids))}
+
+
+def _dump(img: dict | None) -> str | None:
+    return None if img is None else json.dumps(img, ensure_ascii=False, sort_keys=True)
+
+
+async def _append(conn, rows: list[tuple]) -> None:
+    if rows:
+        await conn.execute(_LEDGER, *(list(column) for column in zip(*rows, strict=True)))
+
+
+
+async def upsert(conn, entries: Sequence[MemoryEntry], actor: str) -> list[str]:
+    """Insert or update ``entries`` by id; the op per entry ('noop' when unchanged).
+
+    A None visibility keeps the stored value (``visible`` for a new row), as on SQLite.
+    """
+    now = time.time()
+    values = [entry_values(e) for e in entries]
+    keep = [v["visibility"] is None for v in values]
+    for v in values:
+        if v["visibility"] is None:
+            v["visibility"] = Visibility.VISIBLE.value
+    firsts: dict[str, int] = {}
+    for index, v in enumerate(values):
+        firsts.setdefault(v["id"], index)
+    fresh = [values[i] for i in firsts.values()]
+    inserted = {r["id"] for r in await conn.fetch(_INSERT_NEW, *([v[c] for v in fresh] for c in COLUMNS))}
+    ops: list[str] = []
+    ledger: list[tuple] = []
+    for index, v in enumerate(values):
+        if v["id"] in inserted and firsts[v["id"]] == index:
+            ops.append("insert")
+            ledger.append((v["id"], "insert", actor, now, None, _dump(v)))
+            continue
+        old = (await _images(conn, [v["id"]]))[v["id"]]
+        if keep[index]:
+            v["visibility"] = old["visibility"]
+        v["access_count"], v["last_accessed_at"] = old["access_count"], old["last_accessed_at"]
+        for key in VERSION_LINKS:  # versions change only through supersede / make_current, as on SQLite
+            v[key] = old[key]
+        if all(old[k] == v[k] for k in COLUMNS if k not in _SKIP_COMPARE):
+            ops.append("noop")
+            continue
+        v["updated_at"] = now
+        await conn.execute(_UPDATE_ROW, v["id"], *(v[c] for c in _UPDATABLE))
+        op = change_label(old, v)
+        ops.append(op)
+        ledger.append((v["id"], op, actor, now, _dump(old), _dump(v)))
+    await _append(conn, ledger)
+    return ops
+
+
+async def update(conn, ids: Sequence[str], op: str, actor: str, column: str, value) -> int:
+    """Set ``column`` to ``value`` on ``ids``; one ledger row per row that changed."""
+    if column not in ("archived", "visibility", "pinned"):
+        raise ValueError(f"not an operator-editable column: {column}")
+    return await _change(conn, ids, op, actor, f"{column} = ?", (value,))
+
+
+async def supersede(conn, old_ids: Sequence[str], new_id: str, at: float, actor: str) -> list[str]:
+    """End the still-current ``old_ids`` at ``at`` in favour of ``new_id`` ('supersede' / 'version'), as on SQLite."""
+    ended = [i for i, img in (await _images(conn, old_ids)).items() if img["valid_to"] is None and img["superseded_by"] is None]
+    if not ended:
+        return []
+    await _change(conn, ended, "supersede", actor, "valid_to = ?, superseded_by = ?", (at, new_id))
+    await _change(
+        conn, [new_id], "version", actor,
+        "valid_from = coalesce(valid_from, ?), supersedes = coalesce(supersedes, ?)", (at, ended[0]),
+    )
+    return ended
+
+
+async def make_current(conn, entry_id: str, actor: str) -> list[str]:
+    """Undo a supersession or a held conflict (see memory/sqlite/mutations.make_current); the ids changed."""
+    img = (await _images(conn, [entry_id])).get(entry_id)
+    if img is None:
+        return []
+    changed = []
+    if await _change(conn, [entry_id], "make_current", actor, "valid_to = NULL, superseded_by = NULL, conflict_with = NULL"):
+        changed.append(entry_id)
+    successor = img["superseded_by"]
+    if successor and await _change(conn, [successor], "unversion", actor, "supersedes = NULL"):
+        changed.append(successor)
+    return changed
+
+
+async def _change(conn, ids: Sequence[str], op: str, actor: str, assignments: str, params: Sequence = ()) -> int:
+    """``UPDATE memories SET <assignments>`` (``?`` placeholders) on ``ids``; one ledger row per changed row."""
+    now = time.time()
+    before = await _images(conn, ids)
+    if not before:
+        return 0
+    present = list(before)
+    count = len(params)
+    await conn.execute(
+        f"UPDATE memories SET {numbered(assignments)}, updated_at = ${count + 1} WHERE id = ANY(${count + 2}::text[])",
+        *params, now, present,
+    )
+    after = await _images(conn, present, lock=False)
+    ledger = [
+        (mid, op, actor, now, _dump(before[mid]), _dump(after[mid]))
+        for mid in present
+        if any(before[mid][k] != after[mid][k] for k in COLUMNS if k not in _SKIP_COMPARE)
+    ]
+    await _append(conn, ledger)
+    return len(ledger)
+
+
+async def delete(conn, ids: Sequence[str], op: str, actor: str) -> int:
+    """Hard-delete ``ids`` (their vectors go by ON DELETE CASCADE), one ledger row each."""
+    now = time.time()
+    before = await _images(conn, ids)
+    if not before:
+        return 0
+    present = list(before)
+    await conn.execute("DELETE FROM memories WHERE id = ANY($1::text[])", present)
+    await _append(conn, [(mid, op, actor, now, _dump(before[mid]), None) for mid in present])
+    return len(present)
+
+
+async def touch_access(conn, hits: dict[str, tuple[int, float]]) -> None:
+    """Fold read hits into access_count / last_accessed_at (unledgered bookkeeping, as on SQLite)."""
+    await conn.executemany(
+        "UPDATE memories SET access_count = access_count + $1, "
+        "last_accessed_at = greatest(coalesce(last_accessed_at, 0), $2) WHERE id = $3",
+        [(n, at, mid) for mid, (n, at) in hits.items()],
+    )

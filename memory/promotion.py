@@ -1,0 +1,61 @@
+"""The promotion policy: which private memories get a copy in the global tier.
+
+One rule for every writer — the federation's router, the seed's
+``global_store=`` option of the SQLite adapter and operator edits all ask
+:func:`promotable`. A promoted copy is the same memory (same id, same agent)
+with scope ``global``; only the user's own statements and operator writes may
+be promoted. Whatever a model or an agent asserts stays private however
+important it claims to be, the way its confidence stays below 1.0.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from memory.types import ConfidenceSource, MemoryEntry, MemoryScope
+
+PROMOTION_THRESHOLD = 0.9
+ASSERTED_IMPORTANCE_CAP = 0.89
+"""The most importance an agent- or model-asserted memory is stored with: below the threshold."""
+
+ASSERTED_SOURCES = frozenset({ConfidenceSource.AGENT, ConfidenceSource.INFERRED})
+"""Sources that never promote: the agent's (or its model's) own claims and what it inferred.
+``user_confirmed`` (the user's statements, operator writes — the default of a
+library write) and ``imported`` (the user's own notes) may."""
+
+
+def asserted_importance(importance: float) -> float:
+    """Importance for an agent- or model-asserted memory: clamped to 0..1 and capped below the threshold."""
+    return max(0.0, min(float(importance), ASSERTED_IMPORTANCE_CAP))
+
+
+def promotable(entry: MemoryEntry) -> bool:
+    """True when ``entry`` belongs in the global tier too: private, important enough, and not self-asserted."""
+    return (
+        entry.scope is MemoryScope.PRIVATE
+        and entry.importance >= PROMOTION_THRESHOLD
+        and entry.confidence_source not in ASSERTED_SOURCES
+    )
+
+
+def global_copy(entry: MemoryEntry) -> MemoryEntry:
+    """The promoted copy of ``entry``: same id, same agent, scope global, no pool."""
+    return entry.model_copy(update={"scope": MemoryScope.GLOBAL, "pool_name": None})
+
+
+async def promote(entries: Sequence[MemoryEntry], global_store: Any) -> list[tuple[MemoryEntry, Exception]]:
+    """Write the global copy of every promotable entry; return the ones that failed, with why.
+
+    For writers that hold the global store directly (the seed's
+    ``global_store=``); the federation routes through :func:`promotable` and
+    writes :func:`global_copy` itself, concurrently with the private leg.
+    """
+    failures = []
+    for entry in entries:
+        if promotable(entry):
+            try:
+                await global_store.write(global_copy(entry))
+            except Exception as exc:  # the private write committed; promotion degrades
+                failures.append((entry, exc))
+    return failures

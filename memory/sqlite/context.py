@@ -1,0 +1,78 @@
+"""The context a memory was said in, derived at write time from what the store holds.
+
+A conversational turn ("Yeah, it was amazing!") often means nothing alone, and
+a question about *when* ("in May 2023") has no word in common with the turn it
+is about. So every memory is also indexed — keyword and vector, never returned
+— with its date and, for a turn of a session (``source_session_id``), the
+previous visible turn of that session. Derived in the write transaction, so
+every writer (``arcana run``, ``remember``, bulk import, the library) gets it.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from memory.sqlite.admission import admission
+from memory.types import MemoryEntry
+
+PREVIOUS_CHARS = 300  # of the previous turn: enough to say what "it" was, within the model's window
+
+# What the embedder sees for a row: its content, then the turn before it (so a
+# long content is never cut in favour of its context by the model's window).
+# The date is for the keyword index only: a shared date pulls every vector of a
+# day together and measured worse for semantic recall.
+EMBEDDED_TEXT_SQL = "content || CASE WHEN context = '' THEN '' ELSE char(10) || context END"
+
+
+def render_date(when: datetime) -> str:
+    """'8 May 2023': the words a question about that day or month uses.
+
+    No weekday: "the deploy runs on Tuesdays" would otherwise match every
+    memory written on a Tuesday.
+    """
+    return f"{when.day} {when:%B %Y}"
+
+
+# The turn before row ``c``: the latest admitted memory of the same agent and
+# session, not ``c`` itself, written no later. One definition for the context
+# derived at write and for scoring neighbours at read.
+_BEFORE = (
+    "SELECT p.{column} FROM memories p WHERE p.source_session_id = {c}source_session_id "
+    "AND p.agent_id = {c}agent_id AND p.id != {c}id AND p.created_at <= {c}created_at AND {gate} "
+    "ORDER BY p.created_at DESC, p.seq DESC LIMIT 1"
+)
+
+
+def previous_turn(raw, entry: MemoryEntry) -> str | None:
+    """The content of the turn before ``entry`` in its session, cut to PREVIOUS_CHARS."""
+    if not entry.source_session_id:
+        return None
+    gate = admission("p")
+    sql = (
+        f"SELECT ({_BEFORE.format(column='content', c='m.', gate=gate.sql)}) "
+        "FROM (SELECT ? AS source_session_id, ? AS agent_id, ? AS id, ? AS created_at) AS m"
+    )
+    row = raw.execute(
+        sql, (*gate.params, entry.source_session_id, entry.agent_id, entry.id, entry.created_at.timestamp())
+    ).fetchone()
+    return row[0][:PREVIOUS_CHARS] if row and row[0] is not None else None
+
+
+def previous_ids(raw, ids: list[str], clause_sql: str, params: tuple) -> dict[str, str]:
+    """For each of ``ids`` admitted by ``clause_sql`` (alias ``m``), the id of the turn before it."""
+    gate = admission("p")
+    before = _BEFORE.format(column="id", c="m.", gate=gate.sql)
+    found: dict[str, str] = {}
+    for start in range(0, len(ids), 500):
+        chunk = ids[start : start + 500]
+        sql = (
+            f"SELECT m.id, ({before}) FROM memories m WHERE m.id IN ({','.join('?' * len(chunk))}) "
+            f"AND m.source_session_id IS NOT NULL AND {clause_sql}"
+        )
+        found.update((a, b) for a, b in raw.execute(sql, (*gate.params, *chunk, *params)) if b is not None)
+    return found
+
+
+def derive(raw, entry: MemoryEntry) -> dict[str, str]:
+    """The derived, indexed columns of ``entry``: ``context`` (the turn before it) and ``dated``."""
+    return {"context": previous_turn(raw, entry) or "", "dated": render_date(entry.created_at)}

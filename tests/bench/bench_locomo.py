@@ -1,0 +1,352 @@
+"""Recall quality on real conversations: the LoCoMo development split, through the real path.
+
+Each conversation becomes one agent's private store, written through
+``build_federation`` (the agent's default config, the offline MiniLM model,
+decay on) one turn per :class:`MemoryEntry`: ``"<speaker>: <text>"`` plus the
+caption of a shared photo, ``source_session_id`` its session and
+``created_at`` the session's real date (turn ``i`` at ``+i`` seconds, so a
+session keeps its order). Questions of categories 1-4 are asked with
+``limit=10`` the day after the last session through an injected clock, with
+decay profiles that do not refresh on access (passed through the public
+``decay_profiles=``), so no question changes a later answer. Printed:
+
+1. any@5 / any@10 / MRR@10 per mode (keyword, semantic, hybrid = the default)
+   and per category, per conversation and pooled; the same with the store
+   alone (``VectorAdapter.search``, no federation ranking);
+2. the wall-clock variant: dates shifted so the last session was yesterday,
+   the real clock;
+3. candidate coverage: how often an evidence turn is in the top 50 of either leg;
+4. cross-validated fusion choice: each fusion and weight fitted on two
+   conversations and scored on the third (over the same top-50 leg pools);
+5. cost: hybrid and semantic recall p50 / p95 on the same store, and ingest
+   rate against raw fastembed on the same texts in the same run.
+
+Data: ``ARCANA_LOCOMO_DIR``, else ``shared/data/locomo-dev`` beside the repo
+(``../shared`` of the repository root, also from a worktree). Research data:
+read here, never shipped.
+
+Run: python tests/bench/bench_locomo.py [--store-only | --quick]
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+from memory.embedding.fusion import Weights, fuse, fuse_rrf  # noqa: E402
+from memory.embedding.gateway import EmbeddingGateway  # noqa: E402
+from memory.federation.assembly import build_federation, private_store  # noqa: E402
+from memory.federation.decay import DEFAULT_PROFILES  # noqa: E402
+from memory.config import ArcanaConfig  # noqa: E402
+from memory.embedding.factory import vector_options  # noqa: E402
+from memory.sqlite.context import EMBEDDED_TEXT_SQL  # noqa: E402
+from memory.types import MemoryEntry, MemoryQuery, RetrievalMode  # noqa: E402
+
+LIMIT = 10
+POOL = 50
+CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
+MODES = (RetrievalMode.keyword, RetrievalMode.semantic, RetrievalMode.hybrid)
+
+
+def data_dir() -> Path:
+    """``ARCANA_LOCOMO_DIR``, else ``shared/data/locomo-dev`` beside the repository (worktrees too)."""
+    override = os.environ.get("ARCANA_LOCOMO_DIR")
+    if override:
+        return Path(override)
+    candidates = [ROOT.parent / "shared" / "data" / "locomo-dev"]
+    try:  # a worktree's repository root is the main checkout's, found through git
+        common = subprocess.run(
+            ["git", "-C", str(ROOT), "rev-parse", "--path-format=absolute", "--git-common-dir"],
+            capture_output=True, text=True, check=True,
+        ).stdout.strip()
+        candidates.append(Path(common).parent.parent / "shared" / "data" / "locomo-dev")
+    except (OSError, subprocess.CalledProcessError):
+        pass
+    for path in candidates:
+        if path.is_dir():
+            return path
+    raise SystemExit(f"no LoCoMo data at {candidates[0]}; set ARCANA_LOCOMO_DIR")
+
+
+_DATE = re.compile(r"(\d{1,2}):(\d{2})\s*(am|pm) on (\d{1,2}) (\w+),? (\d{4})", re.I)
+
+
+def session_date(text: str) -> datetime:
+    """'1:56 pm on 8 May, 2023' as an aware UTC datetime."""
+    m = _DATE.search(text)
+    if not m:
+        raise ValueError(f"unparsed session date: {text!r}")
+    hour, minute, half, day, month, year = m.groups()
+    hour = int(hour) % 12 + (12 if half.lower() == "pm" else 0)
+    stamp = datetime.strptime(f"{day} {month} {year}", "%d %B %Y")
+    return stamp.replace(hour=hour, minute=int(minute), tzinfo=timezone.utc)
+
+
+@dataclass(frozen=True)
+class Question:
+    text: str
+    evidence: frozenset[str]
+    category: int
+
+
+@dataclass
+class Conversation:
+    name: str
+    turns: list[tuple[str, MemoryEntry]]  # (dia_id, entry)
+    questions: list[Question]
+    last: datetime
+
+
+def load(path: Path, shift: timedelta = timedelta(0)) -> Conversation:
+    raw = json.loads(path.read_text(encoding="utf-8"))
+    agent = f"locomo-{path.stem}"
+    turns = []
+    last = None
+    n = 1
+    while f"session_{n}" in raw:
+        when = session_date(raw[f"session_{n}_date_time"]) + shift
+        last = when
+        for i, turn in enumerate(raw[f"session_{n}"]):
+            text = f"{turn['speaker']}: {turn['text']}"
+            if turn.get("blip_caption"):
+                text += f" [shares a photo: {turn['blip_caption']}]"
+            entry = MemoryEntry(
+                agent_id=agent, content=text, source_session_id=f"{agent}-s{n}",
+                created_at=when + timedelta(seconds=i), updated_at=when + timedelta(seconds=i),
+            )
+            turns.append((turn["dia_id"], entry))
+        n += 1
+    questions = [
+        Question(q["question"], frozenset(q["evidence"]), int(q["category"]))
+        for q in raw["qa"]
+        if int(q["category"]) in CATEGORIES and q.get("evidence")
+    ]
+    return Conversation(path.stem, turns, questions, last)
+
+
+def no_refresh_profiles():
+    return {t: p.model_copy(update={"refresh_on_access": False}) for t, p in DEFAULT_PROFILES.items()}
+
+
+def score(ranked: list[str], evidence: frozenset[str]) -> tuple[float, float, float]:
+    """(any@5, any@10, MRR@10) for one question."""
+    for rank, dia in enumerate(ranked[:LIMIT], 1):
+        if dia in evidence:
+            return (1.0 if rank <= 5 else 0.0), 1.0, 1.0 / rank
+    return 0.0, 0.0, 0.0
+
+
+def mean(rows: list[tuple[float, ...]]) -> tuple[float, ...]:
+    return tuple(sum(col) / len(rows) for col in zip(*rows)) if rows else (0.0, 0.0, 0.0)
+
+
+class Store:
+    """One conversation written through build_federation, asked through it or its store."""
+
+    def __init__(self, conv: Conversation, home: Path, embedder, clock):
+        self.conv, self.home, self.embedder, self.clock = conv, home, embedder, clock
+        self.dia_of: dict[str, str] = {}
+
+    async def __aenter__(self):
+        agent = self.conv.turns[0][1].agent_id
+        self.fed = await build_federation(
+            agent, home=self.home, embedding=EmbeddingGateway([self.embedder]),
+            decay_profiles=no_refresh_profiles(), vector_options=vector_options(ArcanaConfig().embedding),
+            global_tier=False, clock=self.clock, on_degraded=lambda event: None,
+        )
+        self.vectors = self.fed.router.private.backend
+        entries = [e for _, e in self.conv.turns]
+        started = time.perf_counter()
+        await self.vectors.write_many(entries)
+        self.ingest_seconds = time.perf_counter() - started
+        self.dia_of = {e.id: dia for dia, e in self.conv.turns}
+        # what the model really embedded (content + previous turn): the raw baseline's texts
+        self.embedded = await self.vectors.store.run(
+            lambda raw: [r[0] for r in raw.execute(f"SELECT {EMBEDDED_TEXT_SQL} FROM memories")]
+        )
+        self.agent = agent
+        return self
+
+    async def __aexit__(self, *exc):
+        await self.fed.aclose()
+
+    def query(self, text: str, mode: RetrievalMode, limit: int = LIMIT) -> MemoryQuery:
+        return MemoryQuery(agent_id=self.agent, text=text, retrieval_mode=mode, limit=limit)
+
+    async def ask(self, question: Question, mode: RetrievalMode, *, federation: bool = True) -> list[str]:
+        query = self.query(question.text, mode)
+        entries = (await self.fed.recall(query)).entries if federation else await self.vectors.search(query)
+        return [self.dia_of[e.id] for e in entries]
+
+    async def legs(self, question: Question):
+        """Both legs' top ``POOL`` for one question, as the hybrid path fetches them."""
+        semantic = await self.vectors.search(self.query(question.text, RetrievalMode.semantic, POOL))
+        keyword = await self.vectors.store.keyword_candidates(self.query(question.text, RetrievalMode.keyword), POOL)
+        return semantic, keyword
+
+
+async def evaluate(store: Store, *, federation: bool) -> dict[str, dict]:
+    """Per mode: per category and 'all' -> (any@5, any@10, MRR@10)."""
+    out = {}
+    for mode in MODES:
+        per_cat: dict[str, list] = defaultdict(list)
+        for q in store.conv.questions:
+            s = score(await store.ask(q, mode, federation=federation), q.evidence)
+            per_cat[CATEGORIES[q.category]].append(s)
+            per_cat["all"].append(s)
+        out[mode.value] = per_cat
+    return out
+
+
+def pooled(results: list[dict[str, dict]]) -> dict[str, dict[str, tuple]]:
+    merged: dict[str, dict[str, list]] = defaultdict(lambda: defaultdict(list))
+    for result in results:
+        for mode, cats in result.items():
+            for cat, rows in cats.items():
+                merged[mode][cat] += rows
+    return {mode: {cat: mean(rows) for cat, rows in cats.items()} for mode, cats in merged.items()}
+
+
+def print_table(title: str, table: dict[str, dict[str, tuple]]) -> None:
+    cats = ["all", *CATEGORIES.values()]
+    print(f"\n== {title} (any@5 any@10 MRR@10) ==")
+    print(f"{'':<10}" + "".join(f"{c:<20}" for c in cats))
+    for mode, row in table.items():
+        print(f"{mode:<10}" + "".join(f"{' '.join(f'{v:.3f}' for v in row.get(c, (0, 0, 0))):<20}" for c in cats))
+
+
+# -- fusion cross-validation over the same top-50 pools ---------------------------
+
+FUSIONS = {
+    **{f"fuse v={v / 20:.2f}": (lambda s, k, v=v: fuse(s, k, Weights(v / 20, 1 - v / 20), LIMIT)) for v in range(0, 21, 2)},
+    **{f"fuse v={v:.2f}": (lambda s, k, v=v: fuse(s, k, Weights(v, 1 - v), LIMIT)) for v in (0.65, 0.75, 0.85)},
+    **{f"rrf k={k}": (lambda s, kw, k=k: fuse_rrf(s, kw, LIMIT, k=k)) for k in (5, 20, 60)},
+}
+
+
+def cross_validate(legs_by_conv: dict[str, list[tuple[Question, list, list, dict]]]) -> None:
+    """Fit the fusion on two conversations, score the third; report held-out and in-sample."""
+    def run(name, items):
+        rows = [score([dia[e.id] for e in FUSIONS[name](s, k)], q.evidence) for q, s, k, dia in items]
+        return mean(rows)
+
+    print("\n== fusion, cross-validated (fit on two conversations, score the third; any@5 any@10 MRR@10) ==")
+    held_out = []
+    for test in legs_by_conv:
+        train = [item for name, items in legs_by_conv.items() if name != test for item in items]
+        best = max(FUSIONS, key=lambda f: (run(f, train)[1] + run(f, train)[2]))
+        result = run(best, legs_by_conv[test])
+        held_out += [score([dia[e.id] for e in FUSIONS[best](s, k)], q.evidence) for q, s, k, dia in legs_by_conv[test]]
+        print(f"  held out {test}: chose {best:<14} -> {' '.join(f'{v:.3f}' for v in result)}")
+    print(f"  held-out pooled: {' '.join(f'{v:.3f}' for v in mean(held_out))}")
+    everything = [item for items in legs_by_conv.values() for item in items]
+    for name in FUSIONS:
+        print(f"  in-sample {name:<14} {' '.join(f'{v:.3f}' for v in run(name, everything))}")
+
+
+def coverage(legs_by_conv) -> None:
+    hits = defaultdict(int)
+    total = 0
+    for items in legs_by_conv.values():
+        for q, s, k, dia in items:
+            total += 1
+            in_s = any(dia[e.id] in q.evidence for e in s)
+            in_k = any(dia[e.id] in q.evidence for e in k)
+            hits["semantic"] += in_s
+            hits["keyword"] += in_k
+            hits["either"] += in_s or in_k
+    print(f"\n== evidence in the top {POOL} (of {total} questions) ==")
+    for leg, n in hits.items():
+        print(f"  {leg:<9} {n / total:.3f}")
+
+
+async def latency(store: Store) -> None:
+    for mode in (RetrievalMode.semantic, RetrievalMode.hybrid):
+        times = []
+        for q in store.conv.questions:
+            started = time.perf_counter()
+            await store.fed.recall(store.query(q.text, mode))
+            times.append((time.perf_counter() - started) * 1000)
+        times.sort()
+        print(f"  {mode.value:<9} recall p50 {statistics.median(times):.1f} ms  p95 {times[int(0.95 * len(times))]:.1f} ms")
+
+
+async def raw_embed_rate(embedder, texts: list[str]) -> float:
+    started = time.perf_counter()
+    await embedder.embed(sorted(texts, key=len))
+    return len(texts) / (time.perf_counter() - started)
+
+
+async def main() -> None:
+    from memory.embedding.fastembed import FastEmbedEmbedder
+
+    store_only = "--store-only" in sys.argv
+    quick = "--quick" in sys.argv  # no wall-clock pass, no cost figures: for tuning loops
+    files = sorted(data_dir().glob("*.json"))
+    embedder = FastEmbedEmbedder(models_root=Path(os.environ.get("ARCANA_MODELS", Path.home() / ".arcana" / "models")))
+    await embedder.embed(["warm up"])
+    convs = [load(f) for f in files]
+    print(f"{len(convs)} conversations, {sum(len(c.turns) for c in convs)} turns, "
+          f"{sum(len(c.questions) for c in convs)} questions (categories 1-4)")
+    fed_results, store_results, legs_by_conv = [], [], {}
+    ingest_turns, ingest_seconds, texts = 0, 0.0, []
+    with tempfile.TemporaryDirectory() as tmp:
+        for conv in convs:
+            asked_at = conv.last + timedelta(days=1)
+            async with Store(conv, Path(tmp) / conv.name, embedder, lambda asked_at=asked_at: asked_at) as store:
+                ingest_turns += len(conv.turns)
+                ingest_seconds += store.ingest_seconds
+                texts += store.embedded
+                store_results.append(await evaluate(store, federation=False))
+                if store_only:
+                    continue
+                fed_results.append(await evaluate(store, federation=True))
+                items = []
+                for q in conv.questions:
+                    s, k = await store.legs(q)
+                    items.append((q, s, k, store.dia_of))
+                legs_by_conv[conv.name] = items
+                if conv is convs[-1] and not quick:
+                    print(f"\n== cost on conversation {conv.name} ({len(conv.turns)} turns) ==")
+                    await latency(store)
+        print_table("store alone (VectorAdapter.search)", pooled(store_results))
+        if store_only:
+            return
+        for conv, result in zip(convs, fed_results, strict=True):
+            print_table(f"through the federation, conversation {conv.name}", pooled([result]))
+        print_table("through the federation, all conversations", pooled(fed_results))
+        coverage(legs_by_conv)
+        cross_validate(legs_by_conv)
+        if quick:
+            return
+        # the wall clock: dates shifted so each conversation's last session was yesterday
+        wall = []
+        for f in files:
+            first = load(f)
+            shift = (datetime.now(timezone.utc) - timedelta(days=1)) - first.last
+            conv = load(f, shift)
+            async with Store(conv, Path(tmp) / f"wall-{conv.name}", embedder, lambda: datetime.now(timezone.utc)) as store:
+                wall.append(await evaluate(store, federation=True))
+        print_table("wall clock, last session yesterday", pooled(wall))
+    raw = await raw_embed_rate(embedder, texts)
+    ours = ingest_turns / ingest_seconds
+    print(f"\n== ingest ==\n  build_federation write_many {ours:.0f} turns/s, raw fastembed {raw:.0f} texts/s "
+          f"({ours / raw:.2f}x)")
+
+
+if __name__ == "__main__":
+    asyncio.run(main())

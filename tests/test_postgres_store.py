@@ -1,0 +1,323 @@
+"""Store-level behaviour on both engines from one parametrised ``store`` fixture:
+search, filters, admission, ledger, prune, pins — real SQLite files and a real
+PostgreSQL + pgvector server (tests/pg_server.py).
+
+The engine-neutral tests of the SQLite suite are imported and so run here once
+per engine against this module's ``store``; the rest are written for both.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from embed_server import hashed_vectors
+from memory.adapters.postgres import PostgresAdapter
+from memory.adapters.sqlite import SQLiteAdapter
+from memory.audit import AuditLog
+from memory.embedding.gateway import EmbeddingGateway
+from memory.embedding.ollama import OllamaEmbedder
+from memory.errors import SchemaTooNewError
+from memory.sqlite.admission import Audience
+from memory.sqlite.rows import COLUMNS
+from memory.types import MemoryEntry, MemoryQuery, MemoryScope, MemoryType, RetrievalMode, Visibility
+from test_ledger import MUTATORS
+from test_prune import (  # noqa: F401  (imported tests and their fixture run on both engines)
+    ten,
+    test_a_second_archive_prune_finds_nothing,
+    test_archive_hides_keeps_and_restores,
+    test_floor_and_cap_compose_into_one_victim_set,
+    test_purge_deletes_including_already_archived,
+)
+from test_store_basics import (  # noqa: F401
+    test_delete,
+    test_get_round_trips_every_field,
+    test_update_unknown_id_raises_not_found,
+    test_write_many_reports_ops,
+    test_write_upserts_by_id,
+)
+from test_store_search import (  # noqa: F401
+    test_bm25_orders_denser_matches_first,
+    test_filters_that_reject_the_best_matches_still_fill_the_page,
+    test_metadata_filters_with_and_without_text,
+    test_no_text_is_filter_and_order,
+    test_search_matches_tags_and_stems,
+    test_search_respects_limit,
+    test_stopword_only_query_still_searches,
+    test_stopwords_are_dropped_when_content_words_exist,
+    test_time_range_filters,
+)
+from test_store_visibility import (  # noqa: F401
+    test_archived_is_hidden_from_recall_and_from_plain_operator_reads,
+    test_explicit_private_on_write_is_recorded,
+    test_new_entry_without_visibility_is_visible,
+    test_operator_reads_show_every_visibility,
+    test_resave_without_visibility_keeps_the_stored_flag,
+    three,
+)
+
+ENGINES = ["sqlite", "postgres"]
+T0 = datetime(2020, 1, 1, tzinfo=UTC)
+
+
+def open_store(engine: str, tmp_path, request, **kw):
+    if engine == "sqlite":
+        return SQLiteAdapter(tmp_path / "store" / "memory.db", actor="test", **kw)
+    return PostgresAdapter(request.getfixturevalue("pg_url"), actor="test", **kw)
+
+
+@pytest.fixture(params=ENGINES)
+async def store(request, tmp_path):
+    adapter = open_store(request.param, tmp_path, request)
+    yield adapter
+    await adapter.aclose()
+
+
+def entry(content: str, **fields) -> MemoryEntry:
+    return MemoryEntry(**{"agent_id": "a1", "content": content, **fields})
+
+
+def ids(entries) -> list[str]:
+    return [e.id for e in entries]
+
+
+# -- admission: one table of cases, both engines -------------------------------
+
+# name -> fields of an entry; every entry contains the word "beacon".
+ROWS = {
+    "visible": {},
+    "private": {"visibility": Visibility.PRIVATE},
+    "hidden": {"visibility": Visibility.HIDDEN},
+    "archived": {"archived": True},
+    "archived_private": {"archived": True, "visibility": Visibility.PRIVATE},
+    "other_agent": {"agent_id": "a2"},
+    "conflicted": {"conflict_with": "x"},
+    "superseded": {"superseded_by": "y"},
+    "tagged": {"tags": ["red", "blue"]},
+    "shared": {"scope": MemoryScope.SHARED, "pool_name": "team"},
+    # A fact that held from T0 to T0+10d, and the version that replaced it then.
+    "ended": {"created_at": T0, "valid_from": T0, "valid_to": T0 + timedelta(days=10), "superseded_by": "its-successor"},
+    "successor": {"created_at": T0 + timedelta(days=10), "valid_from": T0 + timedelta(days=10), "supersedes": "ended"},
+}
+CURRENT = {"visible", "other_agent", "conflicted", "superseded", "tagged", "shared", "successor"}
+# (audience, include_archived, query fields) -> the rows admitted; every case admits something.
+CASES = [
+    (Audience.RECALL, False, {}, CURRENT),
+    (Audience.RECALL, True, {}, CURRENT),
+    (Audience.LISTING, False, {}, CURRENT),
+    (Audience.LISTING, True, {}, CURRENT | {"archived"}),
+    (Audience.OPERATOR, False, {}, set(ROWS) - {"archived", "archived_private"}),
+    (Audience.OPERATOR, True, {}, set(ROWS)),
+    (Audience.RECALL, False, {"agent_id": "a2"}, {"other_agent"}),
+    (Audience.RECALL, False, {"exclude_conflicts": True}, {"visible", "other_agent", "tagged", "shared", "successor"}),
+    (Audience.RECALL, False, {"tags": ["blue"]}, {"tagged"}),
+    (Audience.RECALL, False, {"tags": ["blue", "green"]}, set()),
+    (Audience.RECALL, False, {"scope": MemoryScope.SHARED, "pool_name": "team"}, {"shared"}),
+    (Audience.OPERATOR, True, {"agent_id": "a1", "scope": MemoryScope.PRIVATE},
+     set(ROWS) - {"other_agent", "shared"}),
+    # as of a time: what was current then (valid, not yet superseded, already written)
+    (Audience.RECALL, False, {"as_of": T0 + timedelta(days=5)}, {"ended"}),
+    (Audience.LISTING, False, {"as_of": T0 + timedelta(days=5)}, {"ended"}),
+    (Audience.RECALL, False, {"as_of": T0 + timedelta(days=10)}, {"successor"}),  # valid_to is exclusive
+    (Audience.RECALL, False, {"as_of": T0 + timedelta(days=15), "agent_id": "a1"}, {"successor"}),
+    (Audience.RECALL, False, {"as_of": T0 - timedelta(days=1)}, set()),
+]
+
+
+@pytest.mark.parametrize("audience, archived, fields, admitted", CASES)
+async def test_the_same_admission_cases_on_both_engines(store, audience, archived, fields, admitted):
+    made = {name: entry(f"beacon row {name}", **spec) for name, spec in ROWS.items()}
+    await store.write_many(list(made.values()))
+    names = {e.id: name for name, e in made.items()}
+    # Positive control: the operator sees every row, so a predicate that drops everything fails.
+    everything = await store.search(MemoryQuery(text="beacon", limit=50), audience=Audience.OPERATOR, include_archived=True)
+    assert {names[e.id] for e in everything} == set(ROWS)
+    for text in ("beacon", None):
+        found = await store.search(MemoryQuery(text=text, limit=50, **fields), audience=audience, include_archived=archived)
+        assert {names[e.id] for e in found} == admitted, text
+    if not fields:
+        got = {n for n, e in made.items() if await store.get(e.id, audience=audience, include_archived=archived)}
+        assert got == admitted
+    if audience is Audience.RECALL and not archived:
+        leg = await store.keyword_candidates(MemoryQuery(text="beacon", **fields), 50)
+        assert {names[e.id] for e in leg} == admitted
+        by_id = await store.admitted_by_id(MemoryQuery(**fields), [e.id for e in made.values()])
+        assert {names[i] for i in by_id} == admitted
+
+
+# -- the ledger ----------------------------------------------------------------
+
+
+# reinforce is reconciliation's restatement bump, and reconciliation writes only
+# to an agent's private SQLite store; every other mutator runs on both engines.
+@pytest.mark.parametrize("name", [name for name in MUTATORS if name != "reinforce"])
+async def test_every_mutator_leaves_its_ledger_row(store, name):
+    action, op, has_after = MUTATORS[name]
+    target = entry("ledger target", importance=0.2, visibility=Visibility.PRIVATE)
+    bystander = entry("ledger bystander", importance=0.9, pinned=True)
+    await store.write_many([target, bystander])
+    before_bystander = len(await store.history(bystander.id))
+    t0 = time.time()
+    await action(store, target)
+    last = (await store.history(target.id))[-1]
+    assert last.op == op and last.actor.startswith("test")
+    assert t0 - 1 <= last.at.timestamp() <= time.time() + 1
+    assert last.before is not None and set(last.before) == set(COLUMNS)
+    if has_after:
+        assert set(last.after) == set(COLUMNS) and last.before != last.after
+    else:
+        assert last.after is None
+        assert await store.get(target.id, audience=Audience.OPERATOR, include_archived=True) is None
+    assert len(await store.history(bystander.id)) == before_bystander  # a bystander is never ledgered
+
+
+async def test_one_id_twice_in_a_batch_is_an_insert_then_an_update(store):
+    first = entry("twice in one batch")
+    assert await store.write_many([first, first.model_copy(update={"content": "changed"})]) == ["insert", "update"]
+    assert [r.op for r in await store.history(first.id)] == ["insert", "update"]
+
+
+async def test_postgres_ledger_rejects_update_and_delete(pg_url):
+    import asyncpg
+
+    store = PostgresAdapter(pg_url, actor="test")
+    try:
+        await store.write(entry("immutable history"))
+        conn = await asyncpg.connect(pg_url)
+        try:
+            for sql in ("UPDATE memory_ledger SET op = 'x'", "DELETE FROM memory_ledger"):
+                with pytest.raises(asyncpg.RaiseError, match="append-only"):
+                    await conn.execute(sql)
+            assert await conn.fetchval("SELECT count(*) FROM memory_ledger") == 1
+        finally:
+            await conn.close()
+    finally:
+        await store.aclose()
+
+
+# -- keyword sanitiser: any text is safe ----------------------------------------
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(text=st.text(max_size=60))
+def test_any_user_text_is_a_safe_postgres_query(pg_server, text):
+    """Operators, quotes, backslashes, NULs, unicode: never a syntax error, never a raise."""
+    query = MemoryQuery(text=text.replace("\x00", "") or None)
+    found = asyncio.run(_fuzz_search(pg_server, query))
+    assert isinstance(found, list)
+
+
+_fuzz_url: str | None = None
+
+
+async def _fuzz_search(server, query: MemoryQuery):
+    global _fuzz_url
+    if _fuzz_url is None:
+        _fuzz_url = server.create_database("fuzz")
+    store = PostgresAdapter(_fuzz_url, actor="test")
+    try:
+        await store.write(entry("a fixed note about coffee & tea (or: not)", id="fixed"))
+        return await store.search(query)
+    finally:
+        await store.aclose()
+
+
+# -- migrations ----------------------------------------------------------------
+
+
+async def test_migrations_record_the_version_and_race_safely(pg_url):
+    stores = [PostgresAdapter(pg_url, actor=f"m{i}") for i in range(4)]
+    try:
+        await asyncio.gather(*(s.connect() for s in stores))  # four machines upgrading at once
+        assert [await s.schema_version() for s in stores] == [2, 2, 2, 2]
+        assert await stores[0]._call(lambda c: c.fetchval("SELECT count(*) FROM arcana_schema")) == 2
+    finally:
+        for s in stores:
+            await s.aclose()
+
+
+async def test_a_newer_schema_is_refused_and_left_untouched(pg_url):
+    store = PostgresAdapter(pg_url, actor="test")
+    await store.write(entry("written by this version"))
+    await store._call(lambda c: c.execute("INSERT INTO arcana_schema VALUES (99, 'future', 0)"))
+    await store.aclose()
+    newer = PostgresAdapter(pg_url, actor="test")
+    with pytest.raises(SchemaTooNewError, match="schema version 99 is newer"):
+        await newer.connect()
+    with pytest.raises(SchemaTooNewError):
+        await newer.pending_version()
+    await newer.aclose()
+
+
+# -- semantic, hybrid and the pin on PostgreSQL ----------------------------------
+
+
+@pytest.fixture
+async def semantic_pg(pg_url, offline_embedder, tmp_path):
+    adapter = PostgresAdapter(
+        pg_url, actor="test", gateway=EmbeddingGateway([offline_embedder]), audit=AuditLog(tmp_path / "audit.jsonl")
+    )
+    yield adapter
+    await adapter.aclose()
+
+
+async def test_semantic_and_hybrid_rank_by_meaning_and_admit(semantic_pg):
+    units = entry("The user prefers metric units for every measurement.")
+    pets = entry("Their dog is called Biscuit and loves the beach.")
+    hidden = entry("The user likes the metric system and kilometres.", visibility=Visibility.HIDDEN)
+    other = entry("Metric units are preferred by this second agent.", agent_id="a2")
+    await semantic_pg.write_many([units, pets, hidden, other])
+    meta = await semantic_pg.meta()
+    assert (meta.model, meta.dimension) == ("sentence-transformers/all-MiniLM-L6-v2", 384)
+    assert await semantic_pg.embedded_count() == 4  # hidden rows get vectors too; admission hides them on read
+    sem = MemoryQuery(agent_id="a1", text="which measurement system do they like", retrieval_mode=RetrievalMode.semantic)
+    found = await semantic_pg.search(sem)
+    assert ids(found)[0] == units.id and hidden.id not in ids(found) and other.id not in ids(found)
+    assert found[0].matched_by == ["semantic"] and 0 < found[0].score <= 1
+    hybrid = await semantic_pg.search(sem.model_copy(update={"retrieval_mode": RetrievalMode.hybrid, "text": "metric"}))
+    assert ids(hybrid)[0] == units.id and set(hybrid[0].matched_by) == {"semantic", "keyword"}
+    assert hidden.id not in ids(hybrid)
+    # Purging a row removes its vector with it (ON DELETE CASCADE).
+    assert await semantic_pg.purge([pets.id]) == 1
+    assert await semantic_pg.embedded_count() == 3
+
+
+async def test_a_pool_pinned_to_one_model_refuses_another(semantic_pg, pg_url, embed_server, tmp_path):
+    await semantic_pg.write(entry("The user prefers metric units."))
+    server = embed_server({"nomic-embed-text": hashed_vectors(384)})
+    notices: list[str] = []
+    other = PostgresAdapter(
+        pg_url, actor="test", notify=notices.append, audit=AuditLog(tmp_path / "audit.jsonl"),
+        gateway=EmbeddingGateway([OllamaEmbedder("nomic-embed-text", url=server.url)]),
+    )
+    try:
+        query = MemoryQuery(text="metric units", retrieval_mode=RetrievalMode.hybrid)
+        found = await other.search(query)
+        assert [e.content for e in found] == ["The user prefers metric units."]
+        assert found[0].matched_by == ["keyword"]  # fell back: the pin names another family
+        assert len(await other.search(query)) == 1
+        assert len(notices) == 1 and "all-MiniLM-L6-v2" in notices[0]  # said once
+        await other.write(entry("Written by the other machine."))
+        assert await other.embedded_count() == 1  # stored, but no foreign vector mixed in
+        assert "embedding_degraded" in (tmp_path / "audit.jsonl").read_text()
+        assert (await other.meta()).model == "sentence-transformers/all-MiniLM-L6-v2"
+    finally:
+        await other.aclose()
+    assert await semantic_pg.backfill() == 1  # the pinned model's machine catches up
+    assert await semantic_pg.embedded_count() == 2
+
+
+async def test_selective_filters_still_fill_the_semantic_page(semantic_pg):
+    """The HNSW window is widened when admission rejects its nearest candidates."""
+    crowd = [entry(f"The user prefers metric units, note {i}.", agent_id="a2") for i in range(60)]
+    mine = [entry(f"Kilometres and kilograms are what they use ({i}).") for i in range(3)]
+    await semantic_pg.write_many([*crowd, *mine])
+    query = MemoryQuery(agent_id="a1", text="metric units", retrieval_mode=RetrievalMode.semantic, limit=3)
+    assert set(ids(await semantic_pg.search(query))) == {e.id for e in mine}
+    unfiltered = await semantic_pg.search(query.model_copy(update={"agent_id": None}))
+    assert len(unfiltered) == 3 and set(ids(unfiltered)) <= {e.id for e in crowd}  # control: the crowd is nearer

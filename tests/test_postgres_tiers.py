@@ -1,0 +1,302 @@
+"""Server pools through the CLI and the federation: a real PostgreSQL server,
+the real Typer app, real homes, real writer processes.
+
+Covers: `pool create --url/--url-env`, the password never reaching disk or
+output, a server stopped mid-session degrading only its tier (and coming back
+after the breaker's probe), and two homes writing one pool at once.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from memory.agents import AgentRegistry
+from memory.audit import AuditLog
+from memory.federation.events import audit_sink
+from memory.config import load_config
+from memory.federation.assembly import federation_for_agent
+from memory.home import Home
+from memory.types import MemoryEntry, MemoryQuery, MemoryScope
+
+SECRET = "Sup3r-s3cret-pw"
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def data(result) -> dict:
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)
+
+
+def with_password(url: str) -> str:
+    """The trust-auth test server accepts (and ignores) any password: the URL still carries one."""
+    return url.replace("postgres@", f"postgres:{SECRET}@")
+
+
+@pytest.fixture
+def server_team(cli, arcana_home, pg_url, monkeypatch):
+    """alice and bob in pool 'team' on the server (URL with a password in $TEAM_PG); keyword tiers."""
+    monkeypatch.setenv("TEAM_PG", with_password(pg_url))
+    arcana_home.ensure()
+    arcana_home.config_path.write_text(json.dumps({"embedding": {"providers": []}}))
+    for name in ("alice", "bob", "carol"):
+        assert cli("agent", "create", name).exit_code == 0
+    created = data(cli("pool", "create", "team", "--url-env", "TEAM_PG", "--json"))
+    assert created["backend"] == "postgresql" and created["reachable"] is True and created["schema_version"] == 2
+    for name in ("alice", "bob"):
+        assert cli("agent", "join", name, "team").exit_code == 0
+    return cli
+
+
+def test_a_server_pool_is_shared_by_its_members_and_shown_masked(server_team, arcana_home, pg_url):
+    written = data(server_team("remember", "the team kettle is blue", "--agent", "alice", "--pool", "team", "--json"))
+    assert written["accepted"] == ["pool:team"] and written["failed"] == {}
+    data(server_team("remember", "alice keeps her own kettle", "--agent", "alice", "--json"))
+    bob = data(server_team("recall", "kettle", "--agent", "bob", "--json"))
+    assert [(r["content"], r["tiers"]) for r in bob["results"]] == [("the team kettle is blue", ["pool:team"])]
+    carol = data(server_team("recall", "kettle", "--agent", "carol", "--json"))
+    assert carol["results"] == []  # positive control above: bob (a member) sees it
+    [listed] = data(server_team("pool", "list", "--json"))
+    assert (listed["backend"], listed["entries"], listed["members"]) == ("postgresql", 1, ["alice", "bob"])
+    assert listed["database"] == with_password(pg_url).replace(SECRET, "***")
+    assert not arcana_home.pool_db("team").exists()  # no local file for a server pool
+    settings = load_config(arcana_home.config_path).pools["team"]
+    assert (settings.url_env, settings.url, len(settings.members)) == ("TEAM_PG", None, 2)  # join kept the URL
+    # Removing a server pool only unregisters it here: the team's database stays.
+    assert data(server_team("pool", "remove", "team", "--yes", "--json"))["moved_to"] is None
+    assert "team" not in load_config(arcana_home.config_path).pools
+    assert data(server_team("pool", "create", "team", "--url-env", "TEAM_PG", "--json"))["entries"] == 1
+
+
+def test_the_password_never_reaches_disk_or_output(server_team, arcana_home, pg_url, monkeypatch):
+    outputs = []
+    outputs.append(server_team("remember", "a pooled fact", "--agent", "alice", "--pool", "team", "--json"))
+    for args in (("pool", "list"), ("pool", "list", "--json"), ("pool", "show", "team"), ("pool", "show", "team", "--json"),
+                 ("recall", "fact", "--agent", "alice", "--json"), ("doctor", "--json")):
+        outputs.append(server_team(*args))
+    # A password on the command line is refused, and not echoed.
+    refused = server_team("pool", "create", "other", "--url", with_password(pg_url))
+    assert refused.exit_code == 4 and "url_env" in refused.stderr
+    outputs.append(refused)
+    # An unreachable server: reported with the password masked.
+    monkeypatch.setenv("TEAM_PG", f"postgresql://postgres:{SECRET}@127.0.0.1:9/nowhere")
+    down = server_team("pool", "show", "team", "--json")
+    assert data(down)["reachable"] is False and "***" in data(down)["error"]
+    outputs.append(down)
+    outputs.append(server_team("recall", "fact", "--agent", "alice", "--json"))
+    for result in outputs:
+        assert SECRET not in result.stdout and SECRET not in result.stderr, result.output
+    for path in arcana_home.root.rglob("*"):
+        if path.is_file():
+            assert SECRET.encode() not in path.read_bytes(), path
+
+
+async def test_a_server_stopped_mid_session_degrades_only_its_tier_and_comes_back(
+    pg_server, pg_url, arcana_home, monkeypatch
+):
+    """Stop the real server under a live federation: private reads and writes carry on,
+    the pool tier reports degraded (event + audit line); after restart the breaker's
+    probe lets it back in."""
+    arcana_home.ensure()
+    clock = [0.0]
+    arcana_home.config_path.write_text(json.dumps({"embedding": {"providers": []}, "pools": {"team": {"url": pg_url}}}))
+    card = AgentRegistry(arcana_home).create("alice")
+    config = load_config(arcana_home.config_path)
+    config.pools["team"].members.append(card.id)
+    events = []
+    audit = audit_sink(AuditLog(arcana_home.audit_log))  # the CLI's sink, plus a list to inspect
+    federation = await federation_for_agent(
+        card, home=arcana_home, config=config, on_degraded=lambda e: (events.append(e), audit(e))
+    )
+    federation.router.pools["team"][0].breaker.clock = lambda: clock[0]
+    try:
+        shared = MemoryEntry(agent_id=card.id, content="pooled kettle", scope=MemoryScope.SHARED, pool_name="team")
+        await federation.write(shared)
+        await federation.write(MemoryEntry(agent_id=card.id, content="private kettle"))
+        before = await federation.search(MemoryQuery(text="kettle"))
+        assert {e.content for e in before} == {"pooled kettle", "private kettle"}
+
+        pg_server.stop()
+        try:
+            await federation.write(MemoryEntry(agent_id=card.id, content="private kettle two"))  # private path unharmed
+            for _ in range(3):
+                during = await federation.search(MemoryQuery(text="kettle"))
+                assert {e.content for e in during} == {"private kettle", "private kettle two"}
+            assert events and {e.tier for e in events} == {"pool:team"}
+            assert federation.router.pools["team"][0].breaker.state.value == "open"
+            assert "pool:team" in arcana_home.audit_log.read_text()
+        finally:
+            pg_server.start()
+        clock[0] += 3600  # the breaker's reset time passes: one probe goes through
+        after = await federation.search(MemoryQuery(text="kettle"))
+        assert {e.content for e in after} == {"pooled kettle", "private kettle", "private kettle two"}
+        assert federation.router.pools["team"][0].breaker.state.value == "closed"
+    finally:
+        await federation.aclose()
+
+
+async def test_a_command_that_does_not_touch_the_server_does_not_connect(arcana_home):
+    """A server pool pointing at a closed port costs nothing until it is read."""
+    arcana_home.ensure()
+    arcana_home.config_path.write_text(json.dumps({
+        "embedding": {"providers": []},
+        "pools": {"team": {"url": "postgresql://postgres@127.0.0.1:9/none"}},
+        "memory": {"pools": ["team"]},
+    }))
+    card = AgentRegistry(arcana_home).create("alice")
+    federation = await federation_for_agent(card, home=arcana_home)
+    try:
+        [tier] = federation.router.pools["team"]
+        assert tier.backend._pool is None  # built, not connected
+        await federation.write(MemoryEntry(agent_id=card.id, content="only private"))
+        assert tier.backend._pool is None
+    finally:
+        await federation.aclose()
+
+
+_WRITER = """
+import asyncio, sys, time, json
+from memory.agents import AgentRegistry
+from memory.audit import AuditLog
+from memory.federation.events import audit_sink
+from memory.federation.assembly import federation_for_agent
+from memory.home import Home
+from memory.types import MemoryEntry, MemoryScope
+
+async def main(home, agent, tag, n):
+    home = Home(__import__("pathlib").Path(home))
+    card = AgentRegistry(home).resolve(agent)
+    federation = await federation_for_agent(card, home=home)
+    latencies = []
+    try:
+        for i in range(n):
+            t = time.perf_counter()
+            await federation.write(MemoryEntry(agent_id=card.id, content=f"note {tag} {i}", scope=MemoryScope.SHARED,
+                                               pool_name="team", id=f"{tag}-{i}"))
+            latencies.append(time.perf_counter() - t)
+    finally:
+        await federation.aclose()
+    print(json.dumps(latencies))
+
+asyncio.run(main(sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])))
+"""
+
+
+def test_two_homes_one_pool_eight_writers_lose_nothing(cli, tmp_path, pg_url, monkeypatch):
+    """Two homes (two machines) join one server pool; 8 writer processes at once; every write lands."""
+    monkeypatch.setenv("TEAM_PG", with_password(pg_url))
+    homes = []
+    for h in ("home-a", "home-b"):
+        root = tmp_path / h
+        monkeypatch.setenv("ARCANA_HOME", str(root))
+        Home(root).ensure()
+        Home(root).config_path.write_text(json.dumps({"embedding": {"providers": []}}))
+        assert cli("agent", "create", f"agent-{h}").exit_code == 0
+        assert cli("pool", "create", "team", "--url-env", "TEAM_PG").exit_code == 0  # the second one joins
+        assert cli("agent", "join", f"agent-{h}", "team").exit_code == 0
+        homes.append((root, f"agent-{h}"))
+    per_writer = 25
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    procs = [
+        subprocess.Popen([sys.executable, "-c", _WRITER, str(root), agent, f"w{i}", str(per_writer)],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+        for i, (root, agent) in enumerate(homes * 4)
+    ]
+    latencies = []
+    for proc in procs:
+        out, err = proc.communicate(timeout=120)
+        assert proc.returncode == 0, err
+        latencies += json.loads(out)
+    for root, agent in homes:  # both homes read the same pool, everything in it
+        monkeypatch.setenv("ARCANA_HOME", str(root))
+        shown = data(cli("pool", "show", "team", "--json"))
+        assert shown["entries"] == 8 * per_writer
+        found = data(cli("recall", "note", "--agent", agent, "--pool", "team", "--limit", "1000", "--json"))
+        assert len(found["results"]) == 8 * per_writer
+    latencies.sort()
+    print(f"8 writers x {per_writer}: p50 {latencies[len(latencies) // 2] * 1000:.1f} ms, "
+          f"p95 {latencies[int(len(latencies) * 0.95)] * 1000:.1f} ms")
+
+
+def test_operator_commands_work_on_a_server_pool(server_team, pg_url):
+    """doctor, migrate status/up, memory list/set/history --pool and prune --pool on the server."""
+    low = data(server_team("remember", "low value team note", "--agent", "alice", "--pool", "team",
+                           "--importance", "0.1", "--json"))
+    data(server_team("remember", "high value team note", "--agent", "alice", "--pool", "team",
+                     "--importance", "0.8", "--json"))
+    listed = data(server_team("memory", "list", "--pool", "team", "--json"))
+    assert {r["content"] for r in listed} == {"low value team note", "high value team note"}
+    assert server_team("memory", "set", low["id"][:8], "--pool", "team", "--visibility", "hidden").exit_code == 0
+    assert [r["content"] for r in data(server_team("recall", "team note", "--agent", "bob", "--json"))["results"]] == [
+        "high value team note"
+    ]
+    history = data(server_team("memory", "history", low["id"], "--pool", "team", "--json"))
+    assert [h["op"] for h in history] == ["insert", "visibility"]
+    pruned = data(server_team("prune", "--pool", "team", "--min-importance", "0.5", "--json"))
+    assert [(t["tier"], t["archived"]) for t in pruned["tiers"]] == [("pool:team", 1)]
+    status = data(server_team("migrate", "status", "--json"))
+    [server] = [r for r in status if r["database"].startswith("pool:team")]
+    assert (server["version"], server["head"], server["state"]) == (2, 2, "current")
+    assert "***" in server["database"]
+    up = data(server_team("migrate", "up", "--json"))
+    assert [r["state"] for r in up if r["database"].startswith("pool:team")] == ["current"]
+    doctor = server_team("doctor", "--json")
+    checks = json.loads(doctor.stdout)["checks"]
+    [tier] = [c for c in checks if "pool:team" in c["name"] or "pool:team" in c["detail"]]
+    assert tier["ok"] and "postgresql" in tier["detail"] and "schema v2" in tier["detail"], tier
+
+
+def test_a_fresh_server_database_is_pending_until_migrate_up(cli, arcana_home, pg_url, monkeypatch):
+    """Status reads a server's version without upgrading it; up upgrades it."""
+    arcana_home.ensure()
+    arcana_home.config_path.write_text(json.dumps({"embedding": {"providers": []}, "memory": {"global_url": pg_url}}))
+    [row] = [r for r in data(cli("migrate", "status", "--json")) if r["database"].startswith("global")]
+    assert (row["version"], row["state"]) == (0, "pending")
+    [row] = [r for r in data(cli("migrate", "status", "--json")) if r["database"].startswith("global")]
+    assert row["version"] == 0  # status changed nothing
+    [done] = [r for r in data(cli("migrate", "up", "--json")) if r["database"].startswith("global")]
+    assert (done["from"], done["to"], done["state"]) == (0, 2, "migrated")
+
+
+def test_an_operator_edit_reaches_the_promoted_copy_on_a_server_global_tier(cli, arcana_home, pg_url, monkeypatch):
+    monkeypatch.setenv("GLOBAL_PG", with_password(pg_url))
+    arcana_home.ensure()
+    arcana_home.config_path.write_text(json.dumps({"memory": {"global_url_env": "GLOBAL_PG"}}))
+    for name in ("ada", "bob"):
+        assert cli("agent", "create", name).exit_code == 0
+    secret = data(cli("remember", "fact GLOBALHERON nests by the lake", "--agent", "ada", "--importance", "0.95", "--json"))
+    data(cli("remember", "fact GLOBALHERON control stays shared", "--agent", "ada", "--importance", "0.95", "--json"))
+    assert "global" in secret["accepted"]
+    seen = lambda: {r["content"] for r in data(cli("recall", "GLOBALHERON", "--agent", "bob", "--json"))["results"]}
+    assert seen() == {"fact GLOBALHERON nests by the lake", "fact GLOBALHERON control stays shared"}
+    edited = cli("memory", "set", secret["id"], "--agent", "ada", "--visibility", "hidden", "--json")
+    assert edited.exit_code == 0, edited.output
+    assert seen() == {"fact GLOBALHERON control stays shared"}  # the copy is hidden; the control still answers
+
+
+def test_a_superseded_fact_stops_answering_from_a_server_global_tier(cli, arcana_home, pg_url, monkeypatch):
+    """Reconciliation ends the old version's promoted copy on PostgreSQL too; the new one answers there."""
+    monkeypatch.setenv("GLOBAL_PG", with_password(pg_url))
+    arcana_home.ensure()
+    arcana_home.config_path.write_text(json.dumps({"memory": {"global_url_env": "GLOBAL_PG"}}))
+    for name in ("ada", "bob"):
+        assert cli("agent", "create", name).exit_code == 0
+    old = data(cli("remember", "I live in Berlin (PGHOME).", "--agent", "ada", "--importance", "0.95", "--json"))
+    data(cli("remember", "PGHOME control: the kettle is blue.", "--agent", "ada", "--importance", "0.95", "--json"))
+    seen = lambda: {r["content"] for r in data(cli("recall", "PGHOME", "--agent", "bob", "--json"))["results"]}
+    assert seen() == {"I live in Berlin (PGHOME).", "PGHOME control: the kettle is blue."}
+    new = data(cli("remember", "I moved to Lisbon (PGHOME).", "--agent", "ada", "--importance", "0.95", "--json"))
+    assert new["decision"] == "update" and new["supersedes"] == [old["id"]] and new["warnings"] == []
+    assert seen() == {"I moved to Lisbon (PGHOME).", "PGHOME control: the kettle is blue."}
+    copy = data(cli("memory", "show", old["id"], "--global", "--json"))  # kept, ended, ledgered
+    assert copy["superseded_by"] == new["id"] and copy["valid_to"] is not None
+    ops = [r["op"] for r in data(cli("memory", "history", old["id"], "--global", "--json"))]
+    assert ops == ["insert", "supersede"]
+    # Undo reaches the server copy too: the old fact answers again there.
+    assert cli("memory", "set", old["id"], "--agent", "ada", "--current").exit_code == 0
+    assert "I live in Berlin (PGHOME)." in seen()

@@ -1,0 +1,243 @@
+"""A promoted copy is the same memory: every operator edit through --agent reaches it,
+or the command fails loudly (issue 9, item 1). Real homes, the real Typer app,
+real processes holding the global tier's lock, the loopback model server."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+
+import pytest
+from typer.main import get_command
+
+from arcana_cli import exit_codes
+from arcana_cli.app import app
+from federation_faults import corrupt_file
+from memory.adapters.sqlite import SQLiteAdapter
+from memory.agents import AgentRegistry
+from memory.operator_edits import MUTATORS, Edit, GlobalCopies, MemoryEditor
+from memory.sqlite.admission import Audience
+from memory.types import MemoryEntry, MemoryType, Visibility
+
+READ_ONLY = {"list", "show", "history"}
+TARGETING = {"memory_id", "agent", "pool", "global_", "json_", "yes"}  # which memory, not what to do to it
+CONTROL = "kingfisher control fact"
+
+
+@pytest.fixture
+def home(cli, no_embedder):
+    """ada and bob; the global tier exists (keyword only), a tight global write budget, one control memory."""
+    no_embedder.connections_path.parent.mkdir(parents=True, exist_ok=True)
+    no_embedder.connections_path.write_text(json.dumps({"global": {"write_timeout_ms": 1500}}))
+    for name in ("ada", "bob"):
+        assert cli("agent", "create", name).exit_code == 0
+    control = ok(cli("remember", CONTROL, "--agent", "ada", "--importance", "0.95", "--json"))
+    assert control["accepted"] == ["private", "global"]
+    return no_embedder
+
+
+def ok(result) -> dict | list:
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)
+
+
+def recalled(cli, agent: str, *words: str) -> set[str]:
+    """Which of ``words`` ``agent`` recalls (keyword OR), the unrelated control required as a positive control."""
+    query = " ".join([*words, "kingfisher"])
+    results = ok(cli("recall", query, "--agent", agent, "--mode", "keyword", "--limit", "100", "--json"))["results"]
+    contents = [r["content"] for r in results]
+    assert CONTROL in contents, f"{agent} lost the unrelated control memory: {contents}"
+    return {word for word in words if any(word in c for c in contents)}
+
+
+async def copies_and_ops(home, agent_id: str, ids: list[str]) -> dict[str, tuple[MemoryEntry | None, str, str]]:
+    """Per id: the global copy (operator read), and the last op in the private and the global ledger."""
+    private = SQLiteAdapter.for_agent(agent_id, home=home)
+    shared = SQLiteAdapter(home.global_db)
+    try:
+        found = {}
+        for memory_id in ids:
+            copy = await shared.get(memory_id, audience=Audience.OPERATOR, include_archived=True)
+            ops = [(await store.history(memory_id))[-1].op for store in (private, shared)]
+            found[memory_id] = (copy, *ops)
+        return found
+    finally:
+        await private.aclose()
+        await shared.aclose()
+
+
+@dataclass
+class Case:
+    """One operator action: what to run, what the global copy must then look like, the op each ledger records."""
+
+    args: list[str]
+    copy: object  # callable(copy dict | None) -> bool
+    visible: bool  # does bob still recall it? (ada too, unless ``ada`` says otherwise)
+    private_op: str
+    global_op: str
+    prepare: list[list[str]] = field(default_factory=list)
+    ada: bool | None = None
+    content: str = "fact {word}"
+    later: str | None = None  # remembered (promoted too) after the memory, to supersede it before the action
+
+
+CASES: dict[tuple[str, str | None], list[Case]] = {
+    ("forget", None): [Case(["forget"], lambda c: c["archived"], False, "archive", "archive")],
+    ("restore", None): [
+        Case(["restore"], lambda c: not c["archived"], True, "restore", "restore", prepare=[["forget"]])
+    ],
+    ("purge", None): [Case(["purge", "--yes"], lambda c: c is None, False, "purge", "purge")],
+    ("set", "importance"): [
+        Case(["set", "--importance", "0.5"], lambda c: c is None, False, "update", "withdraw", ada=True),  # still hers
+        # symmetry: raising it back promotes a fresh copy
+        Case(["set", "--importance", "0.97"], lambda c: c["importance"] == 0.97, True, "update", "insert",
+             prepare=[["set", "--importance", "0.5"]]),
+    ],
+    ("set", "type_"): [Case(["set", "--type", "procedural"], lambda c: c["type"] == "procedural", True, "update", "update")],
+    ("set", "visibility"): [
+        Case(["set", "--visibility", "hidden"], lambda c: c["visibility"] == "hidden", False, "visibility", "visibility"),
+        Case(["set", "--visibility", "private"], lambda c: c["visibility"] == "private", False, "visibility", "visibility"),
+    ],
+    ("set", "pin"): [Case(["set", "--pin"], lambda c: c["pinned"], True, "pin", "pin")],
+    ("set", "tag"): [Case(["set", "--tag", "birds"], lambda c: c["tags"] == ["birds"], True, "update", "update")],
+    ("set", "content"): [
+        Case(["set", "--content", "reworded"], lambda c: c["content"].startswith("reworded"), True, "update", "update")
+    ],
+    ("set", "current"): [
+        Case(["set", "--current"], lambda c: c["valid_to"] is None and c["superseded_by"] is None, True,
+             "make_current", "make_current", content="My favourite bird is the {word}.",
+             later="My favourite bird is the osprey now."),
+    ],
+}
+
+
+def operator_mutators() -> set[tuple[str, str | None]]:
+    """Every mutating `arcana memory` command, and each of `set`'s options, read off the real CLI."""
+    group = get_command(app).commands["memory"]
+    found: set[tuple[str, str | None]] = set()
+    for name, command in group.commands.items():
+        if name in READ_ONLY:
+            continue
+        options = [p.name for p in command.params if p.name not in TARGETING]
+        found |= {(name, o) for o in options} if options else {(name, None)}
+    return found
+
+
+def test_every_operator_mutator_reaches_the_promoted_copy(cli, home):
+    mutators = operator_mutators()
+    assert mutators - CASES.keys() == set(), "a new operator mutator: add a case proving it reaches promoted copies"
+    assert CASES.keys() - mutators == set(), "a case for a mutator the CLI no longer has"
+    cases = [(key, case) for key, group in CASES.items() for case in group]
+    done = {}
+    for number, ((command, option), case) in enumerate(cases):
+        word = f"heron{chr(97 + number)}"  # one marker word per case: herona, heronb, ...
+        written = ok(cli("remember", case.content.format(word=word), "--agent", "ada", "--importance", "0.95", "--json"))
+        assert written["accepted"] == ["private", "global"]  # promoted before the edit
+        if case.later:
+            later = ok(cli("remember", case.later, "--agent", "ada", "--importance", "0.95", "--json"))
+            assert later["supersedes"] == [written["id"]] and "global" in later["accepted"]
+        for step in case.prepare:
+            ok(cli("memory", step[0], written["id"], "--agent", "ada", *step[1:], "--json"))
+        args = [f"reworded {word}" if a == "reworded" else a for a in case.args]
+        result = cli("memory", args[0], written["id"], "--agent", "ada", *args[1:], "--json")
+        assert result.exit_code == 0, f"{args}: {result.output}"
+        done[word] = (written["id"], f"memory {command} {option or ''}: {args}", case)
+    ada = AgentRegistry(home).resolve("ada")
+    state = asyncio.run(copies_and_ops(home, ada.id, [memory_id for memory_id, _, _ in done.values()]))
+    for memory_id, label, case in done.values():
+        copy, private_op, global_op = state[memory_id]
+        assert case.copy(None if copy is None else copy.model_dump(mode="json")), f"{label}: the copy did not follow"
+        assert (private_op, global_op) == (case.private_op, case.global_op), f"{label}: each store's own ledger"
+    for agent in ("bob", "ada"):
+        seen = recalled(cli, agent, *done)
+        for word, (_, label, case) in done.items():
+            visible = case.visible if agent == "bob" or case.ada is None else case.ada
+            assert (word in seen) is visible, f"{label}: recall --agent {agent}"
+
+
+async def test_every_core_mutator_reaches_the_copy(arcana_home):
+    """The library side of the same rule: each of MUTATORS, through MemoryEditor, changes the copy."""
+    private = SQLiteAdapter.for_agent("ada", home=arcana_home, actor="test")
+    shared = SQLiteAdapter(arcana_home.global_db, actor="test")
+    writer = SQLiteAdapter.for_agent("ada", home=arcana_home, actor="test", global_store=shared)
+    editor = MemoryEditor(private, copies=GlobalCopies(arcana_home, actor="test", timeout=5))
+    edits = {
+        "archive": (Edit("archive"), lambda c: c.archived),
+        "restore": (Edit("restore"), lambda c: not c.archived),
+        "purge": (Edit("purge"), lambda c: c is None),
+        "set_visibility": (Edit("set_visibility", Visibility.HIDDEN), lambda c: c.visibility is Visibility.HIDDEN),
+        "set_pinned": (Edit("set_pinned", True), lambda c: c.pinned),
+        "update": (Edit("update", changes={"type": MemoryType.PROCEDURAL}), lambda c: c.type is MemoryType.PROCEDURAL),
+        "supersede": (Edit("supersede", "its-successor"), lambda c: c.valid_to and c.superseded_by == "its-successor"),
+        "make_current": (Edit("make_current"), lambda c: c.valid_to is None and c.superseded_by is None),
+    }
+    assert set(edits) == set(MUTATORS)
+    bystander = MemoryEntry(agent_id="ada", content="a bystander", importance=0.95)
+    await writer.write(bystander)
+    for op, (edit, expected) in edits.items():
+        entry = MemoryEntry(agent_id="ada", content=f"core {op}", importance=0.95, archived=op == "restore")
+        await writer.write(entry)
+        if op == "make_current":  # something to undo, on both copies
+            await editor.apply(entry.id, Edit("supersede", "its-successor"))
+        report = await editor.apply(entry.id, edit)
+        copy = await shared.get(entry.id, audience=Audience.OPERATOR, include_archived=True)
+        assert expected(copy), op
+        assert [(c.tier, c.op, c.changed) for c in report.copies] == [("global", op, True)], op
+    assert writer.promotion_errors == []
+    assert await shared.get(bystander.id) is not None  # control: an unrelated copy untouched
+    for store in (editor, private, shared, writer):
+        await store.aclose()
+
+
+def test_a_locked_global_tier_fails_the_edit_naming_the_live_copy(cli, home):
+    memory_id = ok(cli("remember", "fact heronlock", "--agent", "ada", "--importance", "0.95", "--json"))["id"]
+    holder = subprocess.Popen(
+        [sys.executable, "-c",
+         "import sys\nfrom memory.sqlite.connection import dbapi\n"
+         "c = dbapi().connect(sys.argv[1], isolation_level=None)\nc.execute('BEGIN IMMEDIATE')\n"
+         "print('locked', flush=True)\nsys.stdin.read()\n", str(home.global_db)],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+    )
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        started = time.monotonic()
+        refused = cli("memory", "set", memory_id, "--agent", "ada", "--visibility", "hidden")
+        assert time.monotonic() - started < 10  # the 1.5 s write budget bounds the lock wait (SQLite's own is 30 s)
+        assert refused.exit_code == exit_codes.STORAGE, refused.output
+        assert f"memory {memory_id}" in refused.stderr and "global copy" in refused.stderr
+        assert "still live" in refused.stderr and refused.stdout == ""
+        assert refused.stderr.count("\n") == 1 and "Traceback" not in refused.stderr
+    finally:
+        holder.stdin.close()
+        holder.wait(timeout=10)
+    assert recalled(cli, "bob", "heronlock") == {"heronlock"}  # honestly still live, as the error said
+    again = ok(cli("memory", "set", memory_id, "--agent", "ada", "--visibility", "hidden", "--json"))
+    assert again["copies"] == [{"tier": "global", "op": "update", "changed": True}]
+    assert recalled(cli, "bob", "heronlock") == set()
+    corrupt_file(home.global_db)
+    broken = cli("memory", "forget", memory_id, "--agent", "ada")
+    assert broken.exit_code == exit_codes.STORAGE and "may still be live" in broken.stderr
+    unpromoted = ok(cli("remember", "fact heronlow", "--agent", "ada", "--json"))["id"]  # never promoted
+    assert ok(cli("memory", "forget", unpromoted, "--agent", "ada", "--json"))["changed"] is True
+
+
+def test_a_hidden_copy_never_reaches_the_model(cli, home, model_server):
+    assert cli("agent", "create", "cleo").exit_code == 0
+    added = cli("model", "add", "loop", "--provider", "ollama", "--base-url", model_server.url, "--model", "tiny", "--default")
+    assert added.exit_code == 0, added.output
+    memory_id = ok(cli("remember", "fact heronrun", "--agent", "ada", "--importance", "0.95", "--json"))["id"]
+    # promoted: it reaches another agent's model (cleo, so that bob's and ada's own
+    # records of this exchange cannot carry it into the runs below)
+    ok(cli("run", "cleo", "what about heronrun and kingfisher", "--json"))
+    assert "fact heronrun" in model_server.requests[-1]["raw"]
+    ok(cli("memory", "set", memory_id, "--agent", "ada", "--visibility", "hidden", "--json"))
+    for agent in ("bob", "ada"):
+        before = len(model_server.requests)
+        ok(cli("run", agent, "what about heronrun and kingfisher", "--json"))
+        bodies = [r["raw"] for r in model_server.requests[before:]]
+        assert bodies and all("fact heronrun" not in raw for raw in bodies), agent
+        assert CONTROL in bodies[0], agent  # control: the unrelated global memory still reaches the model

@@ -1,0 +1,125 @@
+"""Recall as a conversation needs it, through build_federation with the real offline model:
+an old strong match survives decay, a turn is found by the context it was said in,
+a time expression in the question lifts what was written then, and "now" is injectable."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+
+import pytest
+
+from memory.embedding.gateway import EmbeddingGateway
+from memory.federation.assembly import build_federation, private_store
+from memory.federation.decay import DEFAULT_PROFILES
+from memory.types import MemoryEntry, MemoryQuery, MemoryType, RetrievalMode, Visibility
+
+AGENT = "talker"
+NOW = datetime(2024, 6, 20, 12, 0, tzinfo=timezone.utc)
+NO_REFRESH = {t: p.model_copy(update={"refresh_on_access": False}) for t, p in DEFAULT_PROFILES.items()}
+
+
+async def federation(tmp_path, embedder, clock=lambda: NOW):
+    return await build_federation(
+        AGENT, home=tmp_path / "home", embedding=EmbeddingGateway([embedder]), decay_profiles=NO_REFRESH,
+        global_tier=False, clock=clock, on_degraded=lambda event: None,
+    )
+
+
+def at(days_ago: float, content: str, **kw) -> MemoryEntry:
+    when = NOW - timedelta(days=days_ago)
+    return MemoryEntry(agent_id=AGENT, content=content, created_at=when, updated_at=when, **kw)
+
+
+def ask(text: str | None, mode: RetrievalMode = RetrievalMode.hybrid, limit: int = 5) -> MemoryQuery:
+    return MemoryQuery(agent_id=AGENT, text=text, retrieval_mode=mode, limit=limit)
+
+
+FRESH = [
+    "We moved the team standup to nine thirty.",
+    "The printer on floor two is out of toner again.",
+    "Sam prefers tea over coffee in the afternoon.",
+    "The quarterly budget review went fine.",
+]
+
+
+@pytest.mark.parametrize("mode", list(RetrievalMode))
+async def test_an_old_strong_match_is_recalled_past_the_consolidation_age(tmp_path, offline_embedder, mode):
+    fed = await federation(tmp_path, offline_embedder)
+    try:
+        old = at(60, "We booked the trip to Kyoto for the cherry blossom season.")
+        assert DEFAULT_PROFILES[MemoryType.EPISODIC].remaining(60) < 0.1  # aged out by the seed's rule
+        await fed.router.private.backend.write_many([old, *(at(1, text) for text in FRESH)])
+        found = [e.id for e in await fed.search(ask("trip to Kyoto", mode))]
+        assert found[0] == old.id
+        # a listing (no question) still lets aged-out entries go, and keeps the fresh ones
+        listed = [e.id for e in await fed.search(ask(None, limit=10))]
+        assert old.id not in listed and len(listed) == len(FRESH)
+    finally:
+        await fed.aclose()
+
+
+async def test_clock_decides_what_now_is(tmp_path, offline_embedder):
+    clock = {"now": NOW - timedelta(days=59)}
+    fed = await federation(tmp_path, offline_embedder, clock=lambda: clock["now"])
+    try:
+        entry = at(60, "We booked the trip to Kyoto for the cherry blossom season.")
+        await fed.write(entry)
+        assert [e.id for e in await fed.search(ask(None))] == [entry.id]  # a day old then
+        clock["now"] = NOW
+        assert await fed.search(ask(None)) == []  # sixty days old now: aged out of listings
+    finally:
+        await fed.aclose()
+
+
+async def test_a_turn_is_found_by_the_context_it_was_said_in(tmp_path, offline_embedder):
+    fed = await federation(tmp_path, offline_embedder)
+    try:
+        question = at(2, "Caroline: How was your trip to Lisbon?", source_session_id="s1")
+        answer = at(2 - 1e-5, "Melanie: Amazing! The pastries were the best part.", source_session_id="s1")
+        hidden = at(3, "Caroline: Did you finish the secret Lisbon report?", source_session_id="s2",
+                    visibility=Visibility.HIDDEN)
+        after_hidden = at(3 - 1e-5, "Melanie: Not yet, it needs one more week.", source_session_id="s2")
+        others = [at(5, text, source_session_id="s0") for text in (
+            "Melanie: The pastries at the wedding were dry.", "Melanie: Amazing weather for a run today.",
+            "Caroline: My trip to Porto got cancelled.",
+        )]
+        for entry in [*others, question, answer, hidden, after_hidden]:
+            await fed.write(entry)
+        for mode in RetrievalMode:
+            found = [e.id for e in await fed.search(ask("What did Melanie think of Lisbon?", mode, limit=3))]
+            assert answer.id in found[:2], (mode, found)
+        # the stored content is exactly what was written; the context is beside it
+        stored = await private_store(fed).get(answer.id)
+        assert stored.content == answer.content
+        # a hidden turn lends no words: the turn after it is not found through it
+        found = [e.id for e in await fed.search(ask("secret report", RetrievalMode.keyword, limit=10))]
+        assert after_hidden.id not in found and hidden.id not in found
+        assert question.id in [e.id for e in await fed.search(ask("Lisbon", RetrievalMode.keyword))]  # control
+    finally:
+        await fed.aclose()
+
+
+async def test_a_time_expression_lifts_what_was_written_then(tmp_path, offline_embedder):
+    fed = await federation(tmp_path, offline_embedder)
+    try:
+        may = at(41, "Dinner with Sam at the Thai place downtown.")  # 10 May 2024
+        june = at(3, "Dinner with Sam at the pizza place downtown.")
+        await fed.router.private.backend.write_many([may, june, *(at(1, text) for text in FRESH)])
+        for mode in RetrievalMode:
+            assert [e.id for e in await fed.search(ask("dinner with Sam in May 2024", mode))][0] == may.id, mode
+            assert [e.id for e in await fed.search(ask("dinner with Sam last week", mode))][0] == june.id, mode
+            # control: no time in the question, the fresher of two equal matches first
+            assert [e.id for e in await fed.search(ask("dinner with Sam", mode))][:2] == [june.id, may.id], mode
+    finally:
+        await fed.aclose()
+
+
+async def test_a_weekday_in_the_query_matches_what_says_it_not_what_was_written_that_day(store):
+    tuesday = datetime(2026, 12, 1, 9, 0, tzinfo=timezone.utc)
+    said = MemoryEntry(agent_id="a1", content="The deploy runs on Tuesdays.", created_at=tuesday, updated_at=tuesday)
+    other = MemoryEntry(agent_id="a1", content="The staging DB is pg-stage-2.", created_at=tuesday, updated_at=tuesday)
+    await store.write_many([said, other])
+    found = await store.search(MemoryQuery(agent_id="a1", text="deploy Tuesdays", retrieval_mode=RetrievalMode.keyword))
+    assert [e.id for e in found] == [said.id]
+    dated = await store.search(MemoryQuery(agent_id="a1", text="December 2026", retrieval_mode=RetrievalMode.keyword))
+    assert {e.id for e in dated} == {said.id, other.id}  # control: the date itself is still indexed

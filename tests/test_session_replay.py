@@ -1,0 +1,68 @@
+"""`arcana run --session S` replays only what admission allows (issue 9, item 3): a turn
+whose recorded memory was hidden, made private, archived or purged after it was
+said never reaches the model again, and `session show` says so without its text."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from model_server import LoopbackModelServer
+
+SECRET = "My locker code is zebrasecret."
+CONTROL = "The weather today is mild and dry."
+
+
+def ok(result) -> dict:
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)
+
+
+@pytest.mark.parametrize(
+    ("action", "reason"),
+    [
+        (["set", "--visibility", "hidden"], "hidden"),
+        (["set", "--visibility", "private"], "private"),
+        (["forget"], "archived"),
+        (["purge", "--yes"], "purged"),
+    ],
+)
+def test_a_withdrawn_turn_is_left_out_of_the_replay(cli, no_embedder, action, reason):
+    with LoopbackModelServer(lambda body: "Noted.") as server:
+        assert cli("model", "add", "loop", "--provider", "ollama", "--base-url", server.url, "--model", "tiny",
+                   "--default").exit_code == 0
+        assert cli("agent", "create", "ada").exit_code == 0
+        first = ok(cli("run", "ada", SECRET, "--keep-open", "--json"))
+        sid = first["session_id"]
+        second = ok(cli("run", "ada", CONTROL, "--session", sid, "--json"))
+        assert first["written_ids"] and second["written_ids"]
+        ok(cli("memory", action[0], first["written_ids"][0], "--agent", "ada", *action[1:], "--json"))
+        ok(cli("run", "ada", "What comes next?", "--session", sid, "--json"))
+        sent = server.requests[-1]
+    messages = sent["body"]["messages"]
+    assert "zebrasecret" not in sent["raw"]
+    assert [(m["role"], m["content"]) for m in messages[1:]] == [  # the control turn is replayed
+        ("user", CONTROL), ("assistant", "Noted."), ("user", "What comes next?")
+    ]
+
+    shown = ok(cli("session", "show", sid, "--agent", "ada", "--json"))
+    assert "zebrasecret" not in json.dumps(shown)
+    left, kept, last = shown["turns"]
+    assert left["left_out"] == {"memory_id": first["written_ids"][0], "reason": reason}
+    assert left["prompt"] is None and left["response"] is None
+    assert (kept["left_out"], kept["prompt"], last["left_out"]) == (None, CONTROL, None)
+    text = cli("session", "show", sid, "--agent", "ada")
+    assert text.exit_code == 0 and "zebrasecret" not in text.stdout
+    assert f"[1] left out of replay: its memory {first['written_ids'][0]} is {reason}" in text.stdout
+    assert f"[2] user: {CONTROL}" in text.stdout
+
+
+def test_without_withdrawals_every_turn_is_replayed(cli, no_embedder):
+    """The baseline the exclusions are measured against: the same session replays its first turn."""
+    with LoopbackModelServer(lambda body: "Noted.") as server:
+        assert cli("model", "add", "loop", "--provider", "ollama", "--base-url", server.url, "--model", "tiny",
+                   "--default").exit_code == 0
+        assert cli("agent", "create", "ada").exit_code == 0
+        sid = ok(cli("run", "ada", SECRET, "--keep-open", "--json"))["session_id"]
+        ok(cli("run", "ada", "What comes next?", "--session", sid, "--json"))
+        assert [m["content"] for m in server.requests[-1]["body"]["messages"][1:]] == [SECRET, "Noted.", "What comes next?"]
