@@ -34,7 +34,7 @@ from memory.sqlite.connection import (
     transaction,
     translate,
 )
-from memory.sqlite.fts import match_expression
+from memory.sqlite.fts import focused_match, match_expression
 from memory.sqlite.rows import SELECT_COLUMNS, row_to_entry
 from memory.types import (
     HealthStatus,
@@ -350,12 +350,20 @@ class SQLiteAdapter:
             await self.record_access(entries)
         return entries
 
-    async def keyword_candidates(self, query: MemoryQuery, limit: int) -> list[MemoryEntry]:
-        """The keyword leg for hybrid fusion: admitted, filtered, BM25-scored."""
+    async def keyword_candidates(self, query: MemoryQuery, limit: int, *, focused: bool = False) -> list[MemoryEntry]:
+        """The keyword leg for hybrid fusion: admitted, filtered, BM25-scored.
+
+        ``focused`` matches only the memories' own words, on the few most
+        informative words of the query (:func:`memory.sqlite.fts.focused_match`):
+        bounded work for write-time reconciliation on a large store.
+        """
+        clause = where(query)
+        if focused:
+            rows = await self.run(_focused_keyword, query.text, clause.sql, clause.params, limit, inline=True)
+            return [row_to_entry(r, score=-r["rank"], matched_by=["keyword"]) for r in rows]
         match = match_expression(query.text)
         if match is None:
             return []
-        clause = where(query)
         rows = await self.run(_keyword, match, clause.sql, clause.params, limit, inline=True)
         return [row_to_entry(r, score=-r["rank"], matched_by=["keyword"]) for r in rows]
 
@@ -559,6 +567,11 @@ def _keyword(raw, match, clause_sql, params, limit):
         if window >= total:
             return rows
         window = min(window * 8, total)
+
+
+def _focused_keyword(raw, text, clause_sql, params, limit):
+    match = focused_match(raw, text)
+    return [] if match is None else _keyword(raw, match, clause_sql, params, limit)
 
 
 def _ordered(raw, clause_sql, params, limit):

@@ -29,9 +29,10 @@ async def find_candidates(
     if not semantic:
         # Trigger: no vector leg (keyword-only install, embedder down). Why: OR-ing the
         # statement's and its slots' common words ranks most of a large store (65 of 84 ms
-        # per write at 10k rows), so it runs only when vectors cannot answer.
+        # per write at 10k rows), so it runs only when vectors cannot answer, and on the
+        # few most informative words only (memory.sqlite.fts.focused_match).
         query = MemoryQuery(agent_id=entry.agent_id, text=f"{entry.content} {extra_words}", limit=limit)
-        for hit in await store.keyword_candidates(query, limit):
+        for hit in await store.keyword_candidates(query, limit, focused=True):
             found.setdefault(hit.id, (hit, None))
     found.pop(entry.id, None)
     return list(found.values())

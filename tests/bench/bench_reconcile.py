@@ -11,7 +11,10 @@ its vector are common to both sides. Target: <= 30 ms added at p50.
 Also counts decisions for a few hundred LoCoMo conversational turns
 (``--locomo``): chit-chat must mostly be ``add``.
 
-Run: python tests/bench/bench_reconcile.py [--size 10000] [--writes 200] [--locomo 300]
+``--keyword`` builds a store without vectors instead, so the keyword
+candidate leg (the one keyword-only installs use) is what is timed.
+
+Run: python tests/bench/bench_reconcile.py [--size 10000] [--writes 200] [--locomo 300] [--keyword]
 """
 
 from __future__ import annotations
@@ -58,7 +61,7 @@ async def build(home: Path, gateway, size: int, rng: random.Random):
     entries = [MemoryEntry(agent_id="bench", content=sentence(rng, i), type=MemoryType.SEMANTIC) for i in range(size)]
     started = time.perf_counter()
     await federation.router.private.backend.write_many(entries)
-    print(f"built {size} memories (embedded) in {time.perf_counter() - started:.1f}s", file=sys.stderr)
+    print(f"built {size} memories{' (embedded)' if gateway else ''} in {time.perf_counter() - started:.1f}s", file=sys.stderr)
     return federation
 
 
@@ -123,13 +126,14 @@ async def main() -> None:
     parser.add_argument("--size", type=int, default=10_000)
     parser.add_argument("--writes", type=int, default=200)
     parser.add_argument("--locomo", type=int, default=300)
+    parser.add_argument("--keyword", action="store_true", help="a store without vectors: time the keyword leg")
     args = parser.parse_args()
     rng = random.Random(12)
     with tempfile.TemporaryDirectory() as tmp:
-        gateway = EmbeddingGateway([FastEmbedEmbedder(models_root=Path(tmp) / "models")])
+        gateway = None if args.keyword else EmbeddingGateway([FastEmbedEmbedder(models_root=Path(tmp) / "models")])
         federation = await build(Path(tmp) / "home", gateway, args.size, rng)
         try:
-            result = {"size": args.size, **await time_writes(federation, args.writes, rng)}
+            result = {"size": args.size, "vectors": gateway is not None, **await time_writes(federation, args.writes, rng)}
         finally:
             await federation.aclose()
         if args.locomo and LOCOMO.exists():
