@@ -303,3 +303,31 @@ async def test_the_keyword_candidates_focus_on_the_rarest_words(store):
     found = await store.keyword_candidates(MemoryQuery(agent_id="a", text="weather report for Berlin", limit=3), 3, focused=True)
     assert found[0].id == berlin.id
     assert await store.run(focused_match, "zebra quagga") is None  # words no memory has find nothing
+
+
+async def test_a_reconciled_write_stores_the_vector_its_candidate_search_embedded(arcana_home, offline_embedder):
+    """The vector leg embeds the new memory once: the write reuses that vector, and it is the text's own."""
+    import struct
+
+    from memory.embedding.gateway import EmbeddingGateway
+    from memory.federation.assembly import build_federation
+
+    federation = await build_federation("vec", home=arcana_home, embedding=EmbeddingGateway([offline_embedder]))
+    try:
+        first = await federation.write(MemoryEntry(agent_id="vec", content="I live in Berlin."))
+        second = await federation.write(MemoryEntry(agent_id="vec", content="I moved to Lisbon last month."))
+        assert first.decision == "add" and second.decision == "update" and second.supersedes == [first.entry_id]
+        vectors = federation.reconciler.vectors
+        assert vectors._reusable == {}  # taken by the write, not left behind
+        table = (await vectors.meta()).vec_table
+        blob = await vectors.store.run(
+            lambda raw: raw.execute(
+                f"SELECT v.embedding FROM {table} v JOIN memories m ON m.seq = v.rowid WHERE m.id = ?", (second.entry_id,)
+            ).fetchone()[0]
+        )
+        stored = struct.unpack(f"{len(blob) // 4}f", blob)
+        fresh = (await offline_embedder.embed(["I moved to Lisbon last month."]))[0]
+        norm = sum(x * x for x in fresh) ** 0.5
+        assert sum(a * b / norm for a, b in zip(stored, fresh, strict=True)) > 0.9999
+    finally:
+        await federation.aclose()
