@@ -297,6 +297,8 @@ def test_a_superseded_fact_stops_answering_from_a_server_global_tier(cli, arcana
     assert copy["superseded_by"] == new["id"] and copy["valid_to"] is not None
     ops = [r["op"] for r in data(cli("memory", "history", old["id"], "--global", "--json"))]
     assert ops == ["insert", "supersede"]
+    chain = cli("memory", "history", old["id"], "--global", "--versions")
+    assert chain.exit_code == 2 and "read the ledger" in chain.stderr and "Traceback" not in chain.output
     # Undo reaches the server copy too: the old fact answers again there.
     assert cli("memory", "set", old["id"], "--agent", "ada", "--current").exit_code == 0
     assert "I live in Berlin (PGHOME)." in seen()

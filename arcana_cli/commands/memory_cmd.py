@@ -9,7 +9,7 @@ import typer
 from arcana_cli.context import ctx_of, run
 from arcana_cli.output import JsonOpt, Out, YesOpt
 from arcana_cli.render import LIST_COLUMNS, age, entry_json, list_rows, snippet, version_mark
-from memory.errors import NotFoundError
+from memory.errors import InvalidRequestError, NotFoundError
 from memory.sqlite.admission import Audience
 from memory.types import MemoryQuery, MemoryType, Visibility
 
@@ -261,6 +261,11 @@ def _versions(cli, out: Out, memory_id: str, agent, pool, global_) -> None:
 
     async def go():
         async with target_store(cli, agent, pool, global_) as editor:
+            if not hasattr(editor.store, "versions"):
+                raise InvalidRequestError(
+                    "--versions walks a SQLite store's chain; on a PostgreSQL tier read the ledger: "
+                    f"arcana memory history {memory_id} without --versions"
+                )
             return await editor.store.versions((await editor.resolve(memory_id)).id)
 
     chain = run(go())
