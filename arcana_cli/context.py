@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-import asyncio
 import sys
-from collections.abc import Awaitable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from typing import TypeVar
 
 import typer
 
@@ -16,8 +13,6 @@ from memory.audit import AuditLog
 from memory.config import ArcanaConfig, load_config
 from memory.errors import ArcanaMemoryError
 from memory.home import Home
-
-T = TypeVar("T")
 
 
 @dataclass
@@ -42,12 +37,6 @@ class CliContext:
 
     def agent(self, name_or_id: str) -> AgentCard:
         return self.agents.resolve(name_or_id)
-
-    def select_agents(self, agent: str | None, all_: bool) -> list[AgentCard]:
-        """The agents a maintenance command (prune, reindex) works on: --agent A or --all."""
-        if bool(agent) == all_:
-            raise typer.BadParameter("give exactly one of --agent or --all")
-        return self.agents.list() if all_ else [self.agent(agent)]
 
     @asynccontextmanager
     async def private_store(self, card: AgentCard):
@@ -96,7 +85,3 @@ def announce_quarantines(cli: CliContext | None, mark: int) -> bool:
 
 def ctx_of(ctx: typer.Context) -> CliContext:
     return ctx.find_root().obj
-
-
-def run(awaitable: Awaitable[T]) -> T:
-    return asyncio.run(awaitable)

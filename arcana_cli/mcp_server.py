@@ -20,12 +20,11 @@ from memory.agents import AgentCard
 from memory.config import ArcanaConfig
 from memory.errors import ArcanaMemoryError
 from memory.home import Home
-from memory.types import MemoryEntry, MemoryQuery, MemoryScope, MemoryType, RetrievalMode
+from memory.types import MemoryEntry, MemoryQuery, MemoryScope, MemoryType, RetrievalMode, pool_scope
 
 log = logging.getLogger("arcana.mcp")
 
-READ_TOOLS = ("recall", "list", "vault_search", "context")
-WRITE_TOOLS = ("remember", "forget")
+WRITE_TOOLS = ("remember", "forget")  # what --read-only leaves out
 
 TypeName = Literal["episodic", "semantic", "procedural", "preference"]
 
@@ -55,8 +54,6 @@ class MemoryTools:
         return {**payload, "warnings": warnings} if warnings else payload
 
     async def remember(self, content, type, importance, tags, pin, scope, pool) -> dict:
-        if pool and scope not in (None, "shared"):
-            raise ToolFailure(f"pool writes to a shared pool; it cannot be combined with scope {scope}")
         entry = MemoryEntry(
             agent_id=self.card.id,
             type=MemoryType(type),
@@ -64,7 +61,7 @@ class MemoryTools:
             importance=importance,
             pinned=pin,
             tags=tags or [],
-            scope=MemoryScope(scope) if scope else (MemoryScope.SHARED if pool else MemoryScope.PRIVATE),
+            scope=pool_scope(scope, pool, MemoryScope.PRIVATE),
             pool_name=pool,
         )
         report = await self.federation.write(entry)

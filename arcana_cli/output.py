@@ -7,6 +7,7 @@ import os
 import shutil
 import sys
 from collections.abc import Callable, Sequence
+from contextlib import contextmanager
 from datetime import datetime
 from typing import Annotated, Any
 
@@ -97,6 +98,25 @@ class Out:
     def progress(self, description: str, total: int | None = None):
         """A Rich progress bar on a TTY; a no-op when quiet, under --json, or piped."""
         return _Progress(self, description, total)
+
+    @contextmanager
+    def progress_per_store(self, what: str):
+        """An ``on_progress(label, done, total)`` for a core call that works through stores:
+        one bar per store (``"<label>: <what>"``), each closed when the next one starts."""
+        shown: list = []  # [label, bar] of the store in progress
+
+        def update(label: str, done: int, total: int) -> None:
+            if not shown or shown[0] != label:
+                if shown:
+                    shown[1].__exit__(None, None, None)
+                shown[:] = [label, self.progress(f"{label}: {what}").__enter__()]
+            shown[1].update(done, total)
+
+        try:
+            yield update
+        finally:
+            if shown:
+                shown[1].__exit__(None, None, None)
 
 
 class _Progress:

@@ -33,6 +33,9 @@ class AgentCard(BaseModel):
     decay: dict[str, dict] = Field(default_factory=dict)
     extraction: dict = Field(default_factory=dict)
 
+    def as_dict(self) -> dict:
+        return json.loads(self.model_dump_json())
+
     @model_validator(mode="before")
     @classmethod
     def _drop_retired_keys(cls, data: Any) -> Any:
@@ -141,7 +144,3 @@ class AgentRegistry:
         dest = self.home.trash_dir / f"agent-{card.name}-{card.id}-{int(time.time())}"
         self.home.agent_dir(card.id).replace(dest)
         return dest
-
-    @staticmethod
-    def describe(card: AgentCard) -> dict:
-        return json.loads(card.model_dump_json())

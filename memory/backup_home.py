@@ -201,6 +201,10 @@ class RestoreReport:
     files: int
     moved_to_trash: Path | None
 
+    def as_dict(self) -> dict:
+        moved = None if self.moved_to_trash is None else str(self.moved_to_trash)
+        return {"source": str(self.source), "files": self.files, "moved_to_trash": moved}
+
 
 def _occupied(home: Home) -> list[Path]:
     if not home.root.exists():

@@ -54,6 +54,9 @@ class ExportReport:
     vectors: int = 0
     stores: list[str] = field(default_factory=list)
 
+    def as_dict(self) -> dict:
+        return {"memories": self.memories, "history_rows": self.history_rows, "vectors": self.vectors, "stores": self.stores}
+
 
 @dataclass
 class ImportReport:

@@ -16,19 +16,21 @@ Every operator mutator goes through :meth:`MemoryEditor.apply`.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from memory.adapters.sqlite import SQLiteAdapter
 from memory.config import ArcanaConfig
 from memory.deadline import DEADLINE
-from memory.errors import MemoryStorageError, NotFoundError
+from memory.errors import InvalidRequestError, MemoryStorageError, NotFoundError
 from memory.home import Home
 from memory.promotion import global_copy, promotable
 from memory.sqlite.admission import Audience
-from memory.stores import StoreKind, open_tier, server_url
-from memory.types import MemoryEntry
+from memory.stores import StoreKind, open_store, open_tier, server_url
+from memory.types import MemoryEntry, MemoryQuery
 
 MUTATORS = ("archive", "restore", "purge", "set_visibility", "set_pinned", "update", "make_current", "supersede")
 """Every operator mutation, by the :class:`SQLiteAdapter` method that performs it
@@ -67,9 +69,11 @@ class CopyChange:
     tier: str
     op: str
     changed: bool
+    count: int | None = None  # how many copies, for a bulk change (a prune, an agent's removal)
 
     def as_dict(self) -> dict:
-        return {"tier": self.tier, "op": self.op, "changed": self.changed}
+        data = {"tier": self.tier, "op": self.op, "changed": self.changed}
+        return data if self.count is None else {**data, "count": self.count}
 
 
 @dataclass
@@ -147,9 +151,62 @@ class GlobalCopies:
         await self._store.connect()
         return self._store
 
+    @property
+    def may_hold_copies(self) -> bool:
+        """False when there is no global tier at all (no server configured, no ``global.db``)."""
+        return self.on_server or self.path.exists()
+
+    async def follow_many(self, agent_id: str, entry_ids: Sequence[str], op: str, verb: str) -> CopyChange | None:
+        """Archive or purge (``op``) the copies of ``agent_id``'s ``entry_ids``: what a prune did to them.
+
+        One bulk change in the global tier's ledger; None when there is no
+        global tier. A tier that cannot be reached raises :class:`LiveCopyError`.
+        """
+        if op not in ("archive", "purge"):
+            raise ValueError(f"copies follow an archive or a purge, not '{op}'")
+        if not entry_ids or not self.may_hold_copies:
+            return None
+        token = DEADLINE.set(time.monotonic() + self.timeout)
+        try:
+            store = await self._open()
+            mine = [i for i in entry_ids if (copy := await _operator_get(store, i)) and copy.agent_id == agent_id]
+            changed = await getattr(store, op)(mine) if mine else 0
+            return CopyChange(self.TIER, op, bool(changed), count=changed)
+        except (MemoryStorageError, TimeoutError) as exc:
+            raise LiveCopyError(
+                f"{len(entry_ids)} memories are to be {verb} in the agent's store, but the global tier at "
+                f"{self.path} could not be reached ({exc}), so their copies may still be live; nothing was "
+                "changed in the agent's store: run the same command again once the global tier is reachable"
+            ) from exc
+        finally:
+            DEADLINE.reset(token)
+
+    async def withdraw_agent(self, agent_id: str) -> CopyChange | None:
+        """Withdraw every copy ``agent_id``'s memories have (any visibility, archived too): the agent is going."""
+        if not self.may_hold_copies:
+            return None
+        token = DEADLINE.set(time.monotonic() + self.timeout)
+        withdrawn = 0
+        try:
+            store = await self._open()
+            query = MemoryQuery(agent_id=agent_id, limit=10_000)
+            while batch := await store.search(query, audience=Audience.OPERATOR, include_archived=True):
+                removed = await store.withdraw([e.id for e in batch if e.agent_id == agent_id])
+                withdrawn += removed
+                if not removed:
+                    break
+            return CopyChange(self.TIER, "withdraw", bool(withdrawn), count=withdrawn)
+        except (MemoryStorageError, TimeoutError) as exc:
+            raise LiveCopyError(
+                f"the global tier at {self.path} could not be reached ({exc}), so the agent's promoted copies "
+                "may still be live; the agent was not deleted: run the same command again once it is reachable"
+            ) from exc
+        finally:
+            DEADLINE.reset(token)
+
     async def follow(self, before: MemoryEntry, after: MemoryEntry | None, edit: Edit, verb: str) -> CopyChange | None:
         """Bring the copy of ``before`` in line with ``after`` (None: purged); None when there is no copy to touch."""
-        if not self.on_server and not self.path.exists():
+        if not self.may_hold_copies:
             return None
         at_stake = promotable(before) or (after is not None and promotable(after))
         copy: MemoryEntry | None = None
@@ -210,3 +267,85 @@ class MemoryEditor:
     async def aclose(self) -> None:
         if self.copies is not None:
             await self.copies.aclose()
+
+
+@dataclass
+class AgentRemoval:
+    """A deleted agent: where its folder went and what became of its promoted copies."""
+
+    agent_id: str
+    name: str
+    moved_to: Path
+    copies: CopyChange | None = None
+
+    def as_dict(self) -> dict:
+        data = {"id": self.agent_id, "name": self.name, "moved_to": str(self.moved_to)}
+        return data if self.copies is None else {**data, "copies": self.copies.as_dict()}
+
+
+async def delete_agent(home: Home, config: ArcanaConfig, name_or_id: str, *, actor: str = "library") -> AgentRemoval:
+    """Withdraw the agent's promoted copies from the global tier, then move its folder to the trash.
+
+    In that order: a global tier out of reach raises :class:`LiveCopyError`
+    and the agent stays, so the same call can be made again; otherwise its
+    memories would stay recallable by every other agent after it is gone.
+    """
+    from memory.agents import AgentRegistry
+
+    registry = AgentRegistry(home)
+    card = registry.resolve(name_or_id)
+    copies = GlobalCopies.of_home(home, config, actor=actor)
+    try:
+        change = await copies.withdraw_agent(card.id)
+    finally:
+        await copies.aclose()
+    return AgentRemoval(card.id, card.name, registry.delete(card.id), change)
+
+
+@dataclass(frozen=True)
+class OperatorTarget:
+    """Which store an operator command works on: an agent's private memory, a pool, or the global tier."""
+
+    agent: str | None = None
+    pool: str | None = None
+    global_: bool = False
+
+    def check(self) -> None:
+        if self.pool and self.global_:
+            raise InvalidRequestError("give --pool or --global, not both; a memory lives in one of them")
+        if not (self.pool or self.global_ or self.agent):
+            raise InvalidRequestError("say whose memory: give --agent (or --pool / --global)")
+
+
+@asynccontextmanager
+async def open_editor(home: Home, config: ArcanaConfig, target: OperatorTarget, *, actor: str = "library"):
+    """A connected :class:`MemoryEditor` on ``target``; a pool or the global tier wins over an agent.
+
+    An agent's editor reaches the global copies its promotion made. Shared
+    tiers can hold a poisoned or wrong memory too; this is how an operator
+    hides, fixes or purges it there. An unknown agent or pool, or a shared
+    tier with no memories yet, is :class:`NotFoundError`.
+    """
+    from memory.agents import AgentRegistry
+
+    target.check()
+    if not (target.pool or target.global_):
+        card = AgentRegistry(home).resolve(target.agent)
+        store = open_store(home, StoreKind.PRIVATE, card.id, actor=actor)
+        editor = MemoryEditor(store, copies=GlobalCopies.of_home(home, config, actor=actor))
+    else:
+        if target.pool:
+            from memory.federation.pools import PoolRegistry
+
+            PoolRegistry(home).show_settings(target.pool)  # NotFoundError for an unknown pool
+        kind = StoreKind.POOL if target.pool else StoreKind.GLOBAL
+        store = open_tier(home, kind, target.pool, config=config, actor=actor)
+        if server_url(config, kind, target.pool) is None and not store.path.exists():  # a server tier always exists
+            raise NotFoundError(f"{'pool ' + target.pool if target.pool else 'the global tier'} has no memories yet ({store.path})")
+        editor = MemoryEditor(store)
+    try:
+        await store.connect()
+        yield editor
+    finally:
+        await editor.aclose()
+        await store.aclose()

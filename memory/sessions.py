@@ -62,7 +62,7 @@ class Session:
     def closed(self) -> bool:
         return self.closed_at is not None
 
-    def describe(self, *, with_turns: bool = False, left_out: dict[int, dict[str, str]] | None = None) -> dict[str, Any]:
+    def as_dict(self, *, with_turns: bool = False, left_out: dict[int, dict[str, str]] | None = None) -> dict[str, Any]:
         """The session as data. With ``left_out`` (see :func:`replay_exclusions`) a left-out
         turn carries ``left_out`` instead of its prompt and response."""
         data: dict[str, Any] = {

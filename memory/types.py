@@ -27,6 +27,21 @@ class MemoryScope(StrEnum):
     GLOBAL = "global"
 
 
+def pool_scope(scope: MemoryScope | str | None, pool: str | None, default: MemoryScope | None) -> MemoryScope | None:
+    """The scope a write or read means: naming a pool implies shared (any other scope with it is
+    refused); with neither, ``default`` (private for a write, every tier for a read)."""
+    scope = MemoryScope(scope) if scope else None
+    if pool:
+        if scope not in (None, MemoryScope.SHARED):
+            from memory.errors import InvalidRequestError
+
+            raise InvalidRequestError(
+                f"a pool is a shared tier: it cannot be combined with scope {scope.value}; drop the scope or the pool"
+            )
+        return MemoryScope.SHARED
+    return scope or default
+
+
 class RetrievalMode(StrEnum):
     keyword = "keyword"
     semantic = "semantic"
@@ -175,6 +190,9 @@ class PruneReport(BaseModel):
     purged: int = 0
     dry_run: bool = False
     victim_ids: list[str] = Field(default_factory=list)
+
+    def as_dict(self) -> dict:
+        return self.model_dump(mode="json")
 
 
 class HealthStatus(BaseModel):

@@ -279,6 +279,36 @@ def test_an_operator_edit_reaches_the_promoted_copy_on_a_server_global_tier(cli,
     assert seen() == {"fact GLOBALHERON control stays shared"}  # the copy is hidden; the control still answers
 
 
+def test_deleting_an_agent_withdraws_its_copies_from_a_server_global_tier(cli, arcana_home, pg_url, monkeypatch):
+    monkeypatch.setenv("GLOBAL_PG", with_password(pg_url))
+    arcana_home.ensure()
+    arcana_home.config_path.write_text(json.dumps({"memory": {"global_url_env": "GLOBAL_PG"}, "embedding": {"providers": []}}))
+    for name in ("ada", "bob", "carol"):
+        assert cli("agent", "create", name).exit_code == 0
+    for agent, word in (("ada", "leaves"), ("ada", "alsoleaves"), ("bob", "stays")):
+        written = data(cli("remember", f"fact PGHERON {word}", "--agent", agent, "--importance", "0.95", "--json"))
+        assert "global" in written["accepted"]
+    seen = lambda: {r["content"] for r in data(cli("recall", "PGHERON", "--agent", "carol", "--json"))["results"]}
+    assert seen() == {"fact PGHERON leaves", "fact PGHERON alsoleaves", "fact PGHERON stays"}
+    removed = data(cli("agent", "delete", "ada", "--yes", "--json"))
+    assert removed["copies"] == {"tier": "global", "op": "withdraw", "changed": True, "count": 2}
+    assert seen() == {"fact PGHERON stays"}  # bob's copy is the positive control
+
+
+def test_pruning_an_agent_reaches_its_copies_on_a_server_global_tier(cli, arcana_home, pg_url, monkeypatch):
+    monkeypatch.setenv("GLOBAL_PG", with_password(pg_url))
+    arcana_home.ensure()
+    arcana_home.config_path.write_text(json.dumps({"memory": {"global_url_env": "GLOBAL_PG"}, "embedding": {"providers": []}}))
+    for name in ("ada", "carol"):
+        assert cli("agent", "create", name).exit_code == 0
+    for word, importance in (("pruned", "0.91"), ("kept", "0.99")):
+        data(cli("remember", f"fact PGPRUNE {word}", "--agent", "ada", "--importance", importance, "--json"))
+    report = data(cli("prune", "--agent", "ada", "--max-entries", "1", "--mode", "purge", "--json"))
+    assert report["agents"][0]["copies"] == {"tier": "global", "op": "purge", "changed": True, "count": 1}
+    seen = {r["content"] for r in data(cli("recall", "PGPRUNE", "--agent", "carol", "--json"))["results"]}
+    assert seen == {"fact PGPRUNE kept"}
+
+
 def test_a_superseded_fact_stops_answering_from_a_server_global_tier(cli, arcana_home, pg_url, monkeypatch):
     """Reconciliation ends the old version's promoted copy on PostgreSQL too; the new one answers there."""
     monkeypatch.setenv("GLOBAL_PG", with_password(pg_url))

@@ -21,7 +21,7 @@ from memory.adapters.sqlite import SQLiteAdapter
 from memory.agents import AgentRegistry
 from memory.operator_edits import MUTATORS, Edit, GlobalCopies, MemoryEditor
 from memory.sqlite.admission import Audience
-from memory.types import MemoryEntry, MemoryType, Visibility
+from memory.types import MemoryEntry, MemoryQuery, MemoryType, Visibility
 
 READ_ONLY = {"list", "show", "history"}
 TARGETING = {"memory_id", "agent", "pool", "global_", "json_", "yes"}  # which memory, not what to do to it
@@ -241,3 +241,41 @@ def test_a_hidden_copy_never_reaches_the_model(cli, home, model_server):
         bodies = [r["raw"] for r in model_server.requests[before:]]
         assert bodies and all("fact heronrun" not in raw for raw in bodies), agent
         assert CONTROL in bodies[0], agent  # control: the unrelated global memory still reaches the model
+
+
+def test_deleting_an_agent_withdraws_its_promoted_copies(cli, home):
+    """Issue 10: an agent that goes takes its global copies with it; another agent's copy stays."""
+    for agent, word in (("ada", "heronleaves"), ("bob", "heronstays")):
+        written = ok(cli("remember", f"fact {word}", "--agent", agent, "--importance", "0.95", "--json"))
+        assert written["accepted"] == ["private", "global"]
+    hidden = ok(cli("remember", "fact heronhidden", "--agent", "ada", "--importance", "0.95", "--json"))["id"]
+    ok(cli("memory", "set", hidden, "--agent", "ada", "--visibility", "hidden", "--json"))  # a hidden copy goes too
+    ada = AgentRegistry(home).resolve("ada")
+    assert cli("agent", "create", "carol").exit_code == 0
+    assert recalled(cli, "carol", "heronleaves", "heronstays") == {"heronleaves", "heronstays"}
+    removed = ok(cli("agent", "delete", "ada", "--yes", "--json"))
+    assert removed["copies"] == {"tier": "global", "op": "withdraw", "changed": True, "count": 3}  # with the control
+    query = "heronleaves heronstays heronhidden"
+    results = ok(cli("recall", query, "--agent", "carol", "--mode", "keyword", "--json"))["results"]
+    assert [r["content"] for r in results] == ["fact heronstays"]  # bob's copy is the positive control
+
+    async def left():
+        shared = SQLiteAdapter(home.global_db)
+        try:
+            return await shared.search(
+                MemoryQuery(agent_id=ada.id, limit=50), audience=Audience.OPERATOR, include_archived=True
+            ), (await shared.history(hidden))[-1].op
+        finally:
+            await shared.aclose()
+
+    assert asyncio.run(left()) == ([], "withdraw")
+
+
+def test_pruning_an_agent_from_the_cli_reaches_its_copies(cli, home):
+    for word, importance in (("heronpruned", "0.91"), ("heronkept", "0.99")):
+        ok(cli("remember", f"fact {word}", "--agent", "ada", "--importance", importance, "--json"))
+    ok(cli("remember", "fact heronbobs", "--agent", "bob", "--importance", "0.91", "--json"))
+    # ada holds the control (0.95), heronkept (0.99) and heronpruned (0.91): keep two
+    report = ok(cli("prune", "--agent", "ada", "--max-entries", "2", "--json"))
+    assert report["agents"][0]["copies"] == {"tier": "global", "op": "archive", "changed": True, "count": 1}
+    assert recalled(cli, "bob", "heronpruned", "heronkept", "heronbobs") == {"heronkept", "heronbobs"}

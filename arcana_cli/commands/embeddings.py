@@ -2,29 +2,30 @@ from __future__ import annotations
 
 import typer
 
-from arcana_cli.context import ctx_of, run
-from arcana_cli.output import JsonOpt, Out
+from arcana_cli.command import add_commands, command
+from arcana_cli.context import CliContext
+from arcana_cli.output import Out
+
+
+@command("status")
+async def status(cli: CliContext, out: Out) -> None:
+    """Per database: pinned model, family, dimension, rows embedded and missing."""
+    from memory.embedding.status import database_status
+
+    rows = await database_status(cli.home)
+    out.data(
+        {"databases": rows},
+        columns=("database", "model", "family", "dim", "rows", "embedded", "missing", "note"),
+        rows=lambda: [
+            (r["agent"] or r["database"], *(r[k] for k in ("model", "family", "dimension", "rows", "embedded", "missing", "note")))
+            for r in rows
+        ],
+    )
+    if not rows:
+        out.info("no databases yet")
 
 
 def register(app: typer.Typer) -> None:
     group = typer.Typer(help="Inspect vector indexes and model pins.", no_args_is_help=True)
     app.add_typer(group, name="embeddings")
-
-    @group.command("status")
-    def status(ctx: typer.Context, json_: JsonOpt = False) -> None:
-        """Per database: pinned model, family, dimension, rows embedded and missing."""
-        from memory.embedding.status import database_status
-
-        cli = ctx_of(ctx)
-        out = Out(json_mode=json_, quiet=cli.quiet)
-        rows = run(database_status(cli.home))
-        out.data(
-            {"databases": rows},
-            columns=("database", "model", "family", "dim", "rows", "embedded", "missing", "note"),
-            rows=lambda: [
-                (r["agent"] or r["database"], *(r[k] for k in ("model", "family", "dimension", "rows", "embedded", "missing", "note")))
-                for r in rows
-            ],
-        )
-        if not rows:
-            out.info("no databases yet")
+    add_commands(group, status)

@@ -12,10 +12,11 @@ from typing import Annotated
 import typer
 
 from arcana_cli import __version__, exit_codes
-from arcana_cli.context import ctx_of, run
-from arcana_cli.output import JsonOpt, Out, err
+from arcana_cli.command import add_commands, command
+from arcana_cli.context import CliContext
+from arcana_cli.output import Out, err
 from memory.errors import NotFoundError
-from memory.types import MemoryScope
+from memory.types import MemoryScope, pool_scope
 
 AgentTargetOpt = Annotated[str | None, typer.Option("--agent", "-a", help="An agent's private memory.", envvar="ARCANA_AGENT")]
 PoolTargetOpt = Annotated[str | None, typer.Option("--pool", help="A shared pool's memory.")]
@@ -76,154 +77,136 @@ def _write_atomically(path: Path):
     return partial, partial.open("w", encoding="utf-8", newline="\n")
 
 
-def register(app: typer.Typer) -> None:
-    @app.command("export")
-    def export(
-        ctx: typer.Context,
-        agent: AgentTargetOpt = None,
-        pool: PoolTargetOpt = None,
-        global_: GlobalTargetOpt = False,
-        all_: Annotated[bool, typer.Option("--all", help="Every agent, pool and the global tier.")] = False,
-        output: Annotated[
-            Path | None, typer.Option("--output", "-o", help="File (jsonl) or folder (markdown); default stdout (jsonl).")
-        ] = None,
-        format_: Annotated[ExportFormat, typer.Option("--format", "-f", help="jsonl (lossless) or markdown (a vault).")] = ExportFormat.jsonl,
-        with_history: Annotated[bool, typer.Option("--with-history", help="Include each memory's ledger rows.")] = False,
-        with_vectors: Annotated[bool, typer.Option("--with-vectors", help="Include the model pin and vectors.")] = False,
-        json_: Annotated[bool, typer.Option("--json", help="Print a JSON summary on stdout (needs --output).")] = False,
-    ) -> None:
-        """Export memories (every field, hidden and archived ones marked) as JSON Lines or Markdown notes."""
-        from memory import export as core
+ExportJsonOpt = Annotated[bool, typer.Option("--json", help="Print a JSON summary on stdout (needs --output).")]
 
-        cli = ctx_of(ctx)
-        out = Out(json_mode=json_, quiet=cli.quiet)
-        _one_target(agent, pool, global_, all_)
-        if json_ and output is None:
-            raise typer.BadParameter("--json prints a summary on stdout, where the export goes; give --output", param_hint="--json")
-        if format_ is ExportFormat.markdown and (output is None or all_ or with_vectors or with_history):
-            raise typer.BadParameter(
-                "markdown export writes one store into a folder: give --output DIR and one of --agent, --pool, --global "
-                "(no --all, --with-vectors or --with-history)",
-                param_hint="--format",
+
+@command("export", json=ExportJsonOpt)
+async def export(
+    cli: CliContext,
+    out: Out,
+    agent: AgentTargetOpt = None,
+    pool: PoolTargetOpt = None,
+    global_: GlobalTargetOpt = False,
+    all_: Annotated[bool, typer.Option("--all", help="Every agent, pool and the global tier.")] = False,
+    output: Annotated[
+        Path | None, typer.Option("--output", "-o", help="File (jsonl) or folder (markdown); default stdout (jsonl).")
+    ] = None,
+    format_: Annotated[ExportFormat, typer.Option("--format", "-f", help="jsonl (lossless) or markdown (a vault).")] = ExportFormat.jsonl,
+    with_history: Annotated[bool, typer.Option("--with-history", help="Include each memory's ledger rows.")] = False,
+    with_vectors: Annotated[bool, typer.Option("--with-vectors", help="Include the model pin and vectors.")] = False,
+) -> None:
+    """Export memories (every field, hidden and archived ones marked) as JSON Lines or Markdown notes."""
+    from memory import export as core
+
+    _one_target(agent, pool, global_, all_)
+    if out.json_mode and output is None:
+        raise typer.BadParameter("--json prints a summary on stdout, where the export goes; give --output", param_hint="--json")
+    if format_ is ExportFormat.markdown and (output is None or all_ or with_vectors or with_history):
+        raise typer.BadParameter(
+            "markdown export writes one store into a folder: give --output DIR and one of --agent, --pool, --global "
+            "(no --all, --with-vectors or --with-history)",
+            param_hint="--format",
+        )
+    async with AsyncExitStack() as stack:
+        sources, what = await _sources(cli, stack, agent, pool, global_, all_)
+        total = 0
+        for _, store in sources:
+            total += await store.count()
+        options = {"what": what, "arcana_version": __version__, "with_history": with_history, "with_vectors": with_vectors}
+        with out.progress("exporting", total) as bar:
+            if format_ is ExportFormat.markdown:
+                report = await core.export_markdown(sources[0][1], output, on_progress=bar.update)
+            elif output is None:
+                report = await core.export_jsonl(sources, sys.stdout, **options, on_progress=bar.update)
+            else:
+                output.parent.mkdir(parents=True, exist_ok=True)
+                partial, handle = _write_atomically(output)
+                try:
+                    with handle:
+                        report = await core.export_jsonl(sources, handle, **options, on_progress=bar.update)
+                    os.replace(partial, output)
+                finally:
+                    partial.unlink(missing_ok=True)
+    if out.json_mode:
+        out.data({"output": str(output) if output else "-", "format": format_.value, **report.as_dict()})
+    out.info(f"exported {report.memories} memories from {', '.join(report.stores) or 'nothing'}"
+             + (f" to {output}" if output else ""))
+
+
+@command("import")
+async def import_(
+    cli: CliContext,
+    out: Out,
+    source: Annotated[Path, typer.Argument(help="An `arcana export` file, or a folder of exported Markdown notes.")],
+    agent: AgentTargetOpt = None,
+    pool: PoolTargetOpt = None,
+    global_: GlobalTargetOpt = False,
+    strict: Annotated[bool, typer.Option("--strict", help="Import nothing if any line is bad.")] = False,
+    embed: Annotated[bool, typer.Option("--embed/--no-embed", help="Embed memories that came without matching vectors.")] = True,
+) -> None:
+    """Import memories (upsert by id, visibility kept, ledgered as import); bad lines are named, exit 2."""
+    from memory import export as core
+
+    _one_target(agent, pool, global_, None)
+    if not source.exists():
+        raise typer.BadParameter(f"{source} does not exist", param_hint="SOURCE")
+    model = None
+    if not source.is_dir():  # refuse a foreign or future file before touching any store
+        with source.open(encoding="utf-8", errors="replace") as head:
+            model = core.read_header(head.readline()).get("model")
+    async with AsyncExitStack() as stack:
+        if agent:
+            try:
+                card = cli.agent(agent)
+            except NotFoundError:
+                card = cli.agents.create(agent)
+                out.info(f"created agent '{agent}' ({card.id})")
+            store = await stack.enter_async_context(cli.private_store(card))
+            target = core.Target(MemoryScope.PRIVATE, agent_id=card.id)
+        else:
+            if pool:
+                from memory.federation.pools import PoolRegistry
+
+                PoolRegistry(cli.home).show_settings(pool)
+            path = cli.home.pool_db(pool) if pool else cli.home.global_db
+            store = await _open_shared(cli, stack, path)
+            target = core.Target(pool_scope(None, pool, MemoryScope.GLOBAL), pool_name=pool)
+        gateway = None
+        if embed and cli.config.embedding.providers:
+            from memory.embedding.factory import build_gateway
+
+            gateway = build_gateway(cli.config.embedding, cli.home)
+        if source.is_dir():
+            def records():
+                return core.markdown_records(source, default_agent=target.agent_id or "imported")
+
+        else:
+            def records():
+                handle = source.open(encoding="utf-8", errors="replace")
+                stack.callback(handle.close)
+                core.read_header(handle.readline())
+                return core.jsonl_records(handle)
+
+        with out.progress("importing") as bar:
+            report = await core.import_records(
+                records(), store, target, strict=strict, model=model, gateway=gateway,
+                on_progress=bar.update, reopen=records,
             )
-
-        async def go():
-            async with AsyncExitStack() as stack:
-                sources, what = await _sources(cli, stack, agent, pool, global_, all_)
-                total = 0
-                for _, store in sources:
-                    total += await store.count()
-                with out.progress("exporting", total) as bar:
-                    if format_ is ExportFormat.markdown:
-                        return await core.export_markdown(sources[0][1], output, on_progress=bar.update)
-                    if output is None:
-                        return await core.export_jsonl(
-                            sources, sys.stdout, what=what, arcana_version=__version__,
-                            with_history=with_history, with_vectors=with_vectors, on_progress=bar.update,
-                        )
-                    output.parent.mkdir(parents=True, exist_ok=True)
-                    partial, handle = _write_atomically(output)
-                    try:
-                        with handle:
-                            report = await core.export_jsonl(
-                                sources, handle, what=what, arcana_version=__version__,
-                                with_history=with_history, with_vectors=with_vectors, on_progress=bar.update,
-                            )
-                        os.replace(partial, output)
-                    finally:
-                        partial.unlink(missing_ok=True)
-                    return report
-
-        report = run(go())
-        summary = {
-            "output": str(output) if output else "-",
-            "format": format_.value,
-            "memories": report.memories,
-            "history_rows": report.history_rows,
-            "vectors": report.vectors,
-            "stores": report.stores,
-        }
-        if json_:
-            out.data(summary)
-        out.info(f"exported {report.memories} memories from {', '.join(report.stores) or 'nothing'}"
-                 + (f" to {output}" if output else ""))
-
-    @app.command("import")
-    def import_(
-        ctx: typer.Context,
-        source: Annotated[Path, typer.Argument(help="An `arcana export` file, or a folder of exported Markdown notes.")],
-        agent: AgentTargetOpt = None,
-        pool: PoolTargetOpt = None,
-        global_: GlobalTargetOpt = False,
-        strict: Annotated[bool, typer.Option("--strict", help="Import nothing if any line is bad.")] = False,
-        embed: Annotated[bool, typer.Option("--embed/--no-embed", help="Embed memories that came without matching vectors.")] = True,
-        json_: JsonOpt = False,
-    ) -> None:
-        """Import memories (upsert by id, visibility kept, ledgered as import); bad lines are named, exit 2."""
-        from memory import export as core
-
-        cli = ctx_of(ctx)
-        out = Out(json_mode=json_, quiet=cli.quiet)
-        _one_target(agent, pool, global_, None)
-        if not source.exists():
-            raise typer.BadParameter(f"{source} does not exist", param_hint="SOURCE")
-        model = None
-        if not source.is_dir():  # refuse a foreign or future file before touching any store
-            with source.open(encoding="utf-8", errors="replace") as head:
-                model = core.read_header(head.readline()).get("model")
-
-        async def go():
-            async with AsyncExitStack() as stack:
-                if agent:
-                    try:
-                        card = cli.agent(agent)
-                    except NotFoundError:
-                        card = cli.agents.create(agent)
-                        out.info(f"created agent '{agent}' ({card.id})")
-                    store = await stack.enter_async_context(cli.private_store(card))
-                    target = core.Target(MemoryScope.PRIVATE, agent_id=card.id)
-                else:
-                    if pool:
-                        from memory.federation.pools import PoolRegistry
-
-                        PoolRegistry(cli.home).show_settings(pool)
-                    path = cli.home.pool_db(pool) if pool else cli.home.global_db
-                    store = await _open_shared(cli, stack, path)
-                    target = core.Target(MemoryScope.SHARED if pool else MemoryScope.GLOBAL, pool_name=pool)
-                gateway = None
-                if embed and cli.config.embedding.providers:
-                    from memory.embedding.factory import build_gateway
-
-                    gateway = build_gateway(cli.config.embedding, cli.home)
-                if source.is_dir():
-                    def records():
-                        return core.markdown_records(source, default_agent=target.agent_id or "imported")
-
-                else:
-                    def records():
-                        handle = source.open(encoding="utf-8", errors="replace")
-                        stack.callback(handle.close)
-                        core.read_header(handle.readline())
-                        return core.jsonl_records(handle)
-
-                with out.progress("importing") as bar:
-                    return await core.import_records(
-                        records(), store, target, strict=strict, model=model, gateway=gateway,
-                        on_progress=bar.update, reopen=records,
-                    )
-
-        report = run(go())
-        out.data(report.as_dict(), text=lambda: _summary(report))
-        for where, why in report.bad:
-            err(f"{source}: {where}: {why}")
-        if report.embed_notice:
-            out.warn(report.embed_notice)
-        if report.bad:
-            verdict = "nothing was imported (--strict)" if report.strict_refused else f"the other {report.read} were imported"
-            err(f"{len(report.bad)} bad record(s) in {source}; {verdict}; fix or remove them and import again")
-            raise typer.Exit(exit_codes.USAGE)
+    out.data(report.as_dict(), text=lambda: _summary(report))
+    for where, why in report.bad:
+        err(f"{source}: {where}: {why}")
+    if report.embed_notice:
+        out.warn(report.embed_notice)
+    if report.bad:
+        verdict = "nothing was imported (--strict)" if report.strict_refused else f"the other {report.read} were imported"
+        err(f"{len(report.bad)} bad record(s) in {source}; {verdict}; fix or remove them and import again")
+        raise typer.Exit(exit_codes.USAGE)
 
 
 def _summary(report) -> str:
     ops = ", ".join(f"{n} {op}" for op, n in sorted(report.ops.items())) or "nothing"
     return f"imported {report.read} memories: {ops}; vectors kept {report.vectors_kept}, embedded {report.embedded}"
+
+
+def register(app: typer.Typer) -> None:
+    add_commands(app, export, import_)

@@ -7,65 +7,63 @@ from typing import Annotated
 
 import typer
 
-from arcana_cli.context import ctx_of, run
+from arcana_cli.command import add_commands, command
+from arcana_cli.context import CliContext
 from arcana_cli.output import AgentOpt, Out
 from memory.errors import NotFoundError
 
 
-def register(app: typer.Typer) -> None:
-    @app.command("mcp")
-    def mcp(
-        ctx: typer.Context,
-        agent: AgentOpt = ...,
-        read_only: Annotated[
-            bool, typer.Option("--read-only", help="Serve recall, list, vault_search and context only (no writes).")
-        ] = False,
-        http: Annotated[
-            str | None,
-            typer.Option("--http", help="Serve streamable HTTP on loopback HOST:PORT instead, with a bearer token.", show_default=False),
-        ] = None,
-    ) -> None:
-        """Serve an agent's memory as MCP tools over stdio, or loopback HTTP (for Claude Desktop, IDE agents, ...)."""
-        cli = ctx_of(ctx)
-        out = Out(quiet=cli.quiet)
-        bind = None
-        if http is not None:
-            from arcana_cli.mcp_server import parse_bind
+@command("mcp", json=False)
+async def mcp(
+    cli: CliContext,
+    out: Out,
+    agent: AgentOpt = ...,
+    read_only: Annotated[
+        bool, typer.Option("--read-only", help="Serve recall, list, vault_search and context only (no writes).")
+    ] = False,
+    http: Annotated[
+        str | None,
+        typer.Option("--http", help="Serve streamable HTTP on loopback HOST:PORT instead, with a bearer token.", show_default=False),
+    ] = None,
+) -> None:
+    """Serve an agent's memory as MCP tools over stdio, or loopback HTTP (for Claude Desktop, IDE agents, ...)."""
+    from arcana_cli.federated import agent_federation
+    from arcana_cli.mcp_server import (
+        MemoryTools, attached_vaults, bearer_token, build_server, parse_bind, serve_http, stderr_logging,
+    )
 
-            try:
-                bind = parse_bind(http)
-            except ValueError as exc:
-                raise typer.BadParameter(str(exc), param_hint="--http") from None
+    bind = None
+    if http is not None:
         try:
-            card = cli.agent(agent)
-        except NotFoundError:
-            card = cli.agents.create(agent)
-            out.info(f"created agent '{agent}' ({card.id})")
+            bind = parse_bind(http)
+        except ValueError as exc:
+            raise typer.BadParameter(str(exc), param_hint="--http") from None
+    try:
+        card = cli.agent(agent)
+    except NotFoundError:
+        card = cli.agents.create(agent)
+        out.info(f"created agent '{agent}' ({card.id})")
 
-        async def serve():
-            from arcana_cli.federated import agent_federation
-            from arcana_cli.mcp_server import (
-                MemoryTools, attached_vaults, bearer_token, build_server, serve_http, stderr_logging,
-            )
+    stderr_logging()
+    async with agent_federation(cli, card, out) as federation:
+        tools = MemoryTools(card, cli.home, cli.config, federation, attached_vaults(cli.config, card))
+        for warning in tools.warnings():
+            out.warn(warning)
+        server = build_server(tools, read_only=read_only)
+        mode = " (read-only)" if read_only else ""
+        if bind is None:
+            out.info(f"arcana mcp: serving agent '{card.name}' on stdio{mode}")
+            await server.run_stdio_async()
+            return
+        token, new = bearer_token(cli.home)
+        if new:  # printed once, to stderr even under --quiet: without it nobody can connect
+            sys.stderr.write(f"arcana mcp: bearer token (saved in {cli.home.root / 'mcp' / 'token'}): {token}\n")
+        else:
+            out.info(f"arcana mcp: bearer token in {cli.home.root / 'mcp' / 'token'}")
+        host, port = bind
+        out.info(f"arcana mcp: serving agent '{card.name}' on http://{host}:{port}/mcp{mode}")
+        await serve_http(server, host, port, token)
 
-            stderr_logging()
-            async with agent_federation(cli, card, out) as federation:
-                tools = MemoryTools(card, cli.home, cli.config, federation, attached_vaults(cli.config, card))
-                for warning in tools.warnings():
-                    out.warn(warning)
-                server = build_server(tools, read_only=read_only)
-                mode = " (read-only)" if read_only else ""
-                if bind is None:
-                    out.info(f"arcana mcp: serving agent '{card.name}' on stdio{mode}")
-                    await server.run_stdio_async()
-                    return
-                token, new = bearer_token(cli.home)
-                if new:  # printed once, to stderr even under --quiet: without it nobody can connect
-                    sys.stderr.write(f"arcana mcp: bearer token (saved in {cli.home.root / 'mcp' / 'token'}): {token}\n")
-                else:
-                    out.info(f"arcana mcp: bearer token in {cli.home.root / 'mcp' / 'token'}")
-                host, port = bind
-                out.info(f"arcana mcp: serving agent '{card.name}' on http://{host}:{port}/mcp{mode}")
-                await serve_http(server, host, port, token)
 
-        run(serve())
+def register(app: typer.Typer) -> None:
+    add_commands(app, mcp)

@@ -1,13 +1,13 @@
 from __future__ import annotations
 
 import sys
-from contextlib import asynccontextmanager
 from typing import Annotated
 
 import typer
 
-from arcana_cli.context import ctx_of, run
-from arcana_cli.output import JsonOpt, Out, YesOpt
+from arcana_cli.command import add_commands, command
+from arcana_cli.context import CliContext
+from arcana_cli.output import Out, YesOpt
 from arcana_cli.render import LIST_COLUMNS, age, entry_json, list_rows, snippet, version_mark
 from memory.errors import InvalidRequestError, NotFoundError
 from memory.sqlite.admission import Audience
@@ -31,43 +31,11 @@ def confirm(action: str, yes: bool) -> None:
         raise typer.Exit(1)
 
 
-@asynccontextmanager
-async def target_store(cli, agent: str | None, pool: str | None, global_: bool):
-    """The store an operator command works on, behind a :class:`MemoryEditor`: an
-    agent's private memory (with the global copies its promotion made), a pool,
-    or the global tier.
+def target_store(cli: CliContext, agent: str | None, pool: str | None, global_: bool):
+    """The store an operator command works on, behind a :class:`MemoryEditor` (decided in the core)."""
+    from memory.operator_edits import OperatorTarget, open_editor
 
-    Shared tiers can hold a poisoned or wrong memory too; this is how an
-    operator hides, fixes or purges it.
-    """
-    from memory.operator_edits import GlobalCopies, MemoryEditor
-
-    if pool and global_:
-        raise typer.BadParameter("give --pool or --global, not both")
-    if not (pool or global_):
-        if not agent:
-            raise typer.BadParameter("give --agent (or --pool / --global)", param_hint="--agent")
-        async with cli.private_store(cli.agent(agent)) as store:
-            editor = MemoryEditor(store, copies=GlobalCopies.of_home(cli.home, cli.config, actor="cli"))
-            try:
-                yield editor
-            finally:
-                await editor.aclose()
-        return
-    from memory.adapters.postgres import PostgresAdapter
-    from memory.federation.pools import PoolRegistry
-    from memory.stores import StoreKind, open_tier
-
-    if pool:
-        PoolRegistry(cli.home).show_settings(pool)  # NotFoundError for an unknown pool
-    store = open_tier(cli.home, StoreKind.POOL if pool else StoreKind.GLOBAL, pool, config=cli.config, actor="cli")
-    if not isinstance(store, PostgresAdapter) and not store.path.exists():  # a server tier always exists
-        raise NotFoundError(f"{'pool ' + pool if pool else 'the global tier'} has no memories yet ({store.path})")
-    try:
-        await store.connect()
-        yield MemoryEditor(store)
-    finally:
-        await store.aclose()
+    return open_editor(cli.home, cli.config, OperatorTarget(agent, pool, global_), actor="cli")
 
 
 def edit_json(report) -> dict:
@@ -75,200 +43,168 @@ def edit_json(report) -> dict:
     return {"id": report.entry_id, "changed": report.changed, "copies": [c.as_dict() for c in report.copies]}
 
 
-def register(app: typer.Typer) -> None:
-    group = typer.Typer(help="Inspect and edit individual memories (operator reads).", no_args_is_help=True)
-    app.add_typer(group, name="memory")
-
-    @group.command("list")
-    def list_(
-        ctx: typer.Context,
-        agent: WhoseOpt = None,
-        pool: PoolOpt = None,
-        global_: GlobalOpt = False,
-        all_: Annotated[
-            bool, typer.Option("--all", help="Include private, hidden and superseded memories (marked).")
-        ] = False,
-        archived: Annotated[bool, typer.Option("--archived", help="Include archived memories.")] = False,
-        type_: Annotated[list[MemoryType] | None, typer.Option("--type", "-t", help="Only these types.")] = None,
-        limit: Annotated[int, typer.Option("--limit", "-n", min=1, max=10_000, help="Most rows to show.")] = 50,
-        json_: JsonOpt = False,
-    ) -> None:
-        """List an agent's (or a pool's) current memories: pinned, then importance, then newest."""
-        cli = ctx_of(ctx)
-        out = Out(json_mode=json_, quiet=cli.quiet)
-        query = MemoryQuery(types=type_ or None, limit=limit)
-
-        async def go():
-            async with target_store(cli, agent, pool, global_) as editor:
-                # Filtered in SQL, before the limit; a listing is not a recall hit.
-                audience = Audience.OPERATOR if all_ else Audience.LISTING
-                return await editor.store.search(query, audience=audience, include_archived=archived)
-
-        entries = run(go())
-        out.data([entry_json(e) for e in entries], columns=LIST_COLUMNS, rows=lambda: list_rows(entries))
-
-    @group.command("show")
-    def show(ctx: typer.Context, memory_id: IdArg, agent: WhoseOpt = None, pool: PoolOpt = None, global_: GlobalOpt = False, json_: JsonOpt = False) -> None:
-        """Show one memory in full, whatever its visibility."""
-        cli = ctx_of(ctx)
-        out = Out(json_mode=json_, quiet=cli.quiet)
-
-        async def go():
-            async with target_store(cli, agent, pool, global_) as editor:
-                return await editor.resolve(memory_id)
-
-        entry = run(go())
-        data = entry_json(entry)
-        out.data(
-            data,
-            text=lambda: "\n".join(
-                [f"{k}: {v}" for k, v in data.items() if k != "content"]
-                + [f"age: {age(entry.created_at)}", "", entry.content]
-            ),
-        )
-
-    def _edit(ctx, memory_id: str, agent, pool, global_, json_: bool, op: str, verb: str, changes: dict | None = None):
-        """Every mutating command: resolve, then one core call that reaches every copy."""
-        from memory.operator_edits import Edit
-
-        cli = ctx_of(ctx)
-        out = Out(json_mode=json_, quiet=cli.quiet)
-        edit = Edit(op, changes=changes or {})
-
-        async def go():
-            async with target_store(cli, agent, pool, global_) as editor:
-                entry = await editor.resolve(memory_id)
-                return await editor.apply(entry.id, edit, verb=verb)
-
-        report = run(go())
-        if edit.op in ("update", "make_current"):
-            out.data({**entry_json(report.entry), "copies": edit_json(report)["copies"]}, text=lambda: report.entry_id)
-            if edit.op == "make_current":
-                short = report.entry_id[:8]
-                out.info(f"{short} is current again" if report.changed else f"{short} was already current")
-        else:
-            out.data(edit_json(report), text=lambda: report.entry_id)
-            out.info(f"{verb} {report.entry_id}" if report.changed else f"{report.entry_id} was already {verb}")
-        for copy in report.copies:
-            if copy.changed and copy.op in ("withdraw", "promote"):
-                out.info(f"{report.entry_id}: {'withdrawn from' if copy.op == 'withdraw' else 'promoted to'} the {copy.tier} tier")
-
-    @group.command("forget")
-    def forget(ctx: typer.Context, memory_id: IdArg, agent: WhoseOpt = None, pool: PoolOpt = None, global_: GlobalOpt = False, json_: JsonOpt = False) -> None:
-        """Archive a memory (and its global copy): hidden from recall, kept, restorable."""
-        _edit(ctx, memory_id, agent, pool, global_, json_, "archive", "archived")
-
-    @group.command("restore")
-    def restore(ctx: typer.Context, memory_id: IdArg, agent: WhoseOpt = None, pool: PoolOpt = None, global_: GlobalOpt = False, json_: JsonOpt = False) -> None:
-        """Bring an archived memory back into recall."""
-        _edit(ctx, memory_id, agent, pool, global_, json_, "restore", "restored")
-
-    @group.command("purge")
-    def purge(
-        ctx: typer.Context, memory_id: IdArg, agent: WhoseOpt = None, pool: PoolOpt = None, global_: GlobalOpt = False,
-        yes: YesOpt = False, json_: JsonOpt = False,
-    ) -> None:
-        """Delete a memory and its global copy for good (their ledger history stays)."""
-        confirm(f"purge memory {memory_id}", yes)
-        _edit(ctx, memory_id, agent, pool, global_, json_, "purge", "purged")
-
-    @group.command("set")
-    def set_(
-        ctx: typer.Context,
-        memory_id: IdArg,
-        agent: WhoseOpt = None,
-        pool: PoolOpt = None,
-        global_: GlobalOpt = False,
-        importance: Annotated[float | None, typer.Option("--importance", "-i", min=0.0, max=1.0, help="New importance, 0..1.")] = None,
-        type_: Annotated[MemoryType | None, typer.Option("--type", "-t", help="New type.")] = None,
-        visibility: Annotated[Visibility | None, typer.Option("--visibility", help="visible, private or hidden.")] = None,
-        pin: Annotated[bool | None, typer.Option("--pin/--unpin", help="Pin or unpin.")] = None,
-        tag: Annotated[list[str] | None, typer.Option("--tag", help="Replace tags (repeatable).")] = None,
-        content: Annotated[str | None, typer.Option("--content", help="Replace the text.")] = None,
-        current: Annotated[
-            bool,
-            typer.Option("--current", help="Make this version current again (undo a wrong supersession or conflict)."),
-        ] = False,
-        json_: JsonOpt = False,
-    ) -> None:
-        """Change a memory's importance, type, visibility, pin, tags or text, or make it current again (its global copy too)."""
-        changes = {
-            k: v
-            for k, v in {
-                "importance": importance,
-                "type": type_,
-                "visibility": visibility,
-                "pinned": pin,
-                "tags": tag,
-                "content": content,
-            }.items()
-            if v is not None
-        }
-        if current:
-            if changes:
-                raise typer.BadParameter("--current restores a version as it was; give it without other changes", param_hint="--current")
-            _edit(ctx, memory_id, agent, pool, global_, json_, "make_current", "made current")
-            return
-        if not changes:
-            raise typer.BadParameter("nothing to change; give at least one option")
-        _edit(ctx, memory_id, agent, pool, global_, json_, "update", "changed", changes)
-
-    @group.command("history")
-    def history(
-        ctx: typer.Context, memory_id: IdArg, agent: WhoseOpt = None, pool: PoolOpt = None, global_: GlobalOpt = False,
-        versions: Annotated[
-            bool, typer.Option("--versions", help="The version chain instead: older and newer versions of this fact.")
-        ] = False,
-        json_: JsonOpt = False,
-    ) -> None:
-        """Every recorded change to a memory, oldest first, from the ledger (or its version chain)."""
-        cli = ctx_of(ctx)
-        out = Out(json_mode=json_, quiet=cli.quiet)
-        if versions:
-            _versions(cli, out, memory_id, agent, pool, global_)
-            return
-
-        async def go():
-            async with target_store(cli, agent, pool, global_) as editor:
-                try:
-                    entry_id = (await editor.resolve(memory_id)).id
-                except NotFoundError:
-                    entry_id = memory_id  # purged memories keep their history
-                records = await editor.store.history(entry_id)
-                if not records:
-                    raise NotFoundError(f"no history for memory '{memory_id}'")
-                return records
-
-        records = run(go())
-
-        def rows():
-            result = []
-            for r in records:
-                if r.before is None or r.after is None:
-                    summary = "(created)" if r.before is None else "(removed)"
-                else:
-                    summary = ", ".join(
-                        sorted(k for k in r.after if r.before.get(k) != r.after[k] and k != "updated_at")
-                    )
-                result.append((r.seq, r.at.isoformat(timespec="seconds"), r.op, r.actor, summary))
-            return result
-
-        out.data(records, columns=("seq", "at", "op", "actor", "changed"), rows=rows)
+@command("list")
+async def list_(
+    cli: CliContext,
+    out: Out,
+    agent: WhoseOpt = None,
+    pool: PoolOpt = None,
+    global_: GlobalOpt = False,
+    all_: Annotated[bool, typer.Option("--all", help="Include private, hidden and superseded memories (marked).")] = False,
+    archived: Annotated[bool, typer.Option("--archived", help="Include archived memories.")] = False,
+    type_: Annotated[list[MemoryType] | None, typer.Option("--type", "-t", help="Only these types.")] = None,
+    limit: Annotated[int, typer.Option("--limit", "-n", min=1, max=10_000, help="Most rows to show.")] = 50,
+) -> None:
+    """List an agent's (or a pool's) current memories: pinned, then importance, then newest."""
+    query = MemoryQuery(types=type_ or None, limit=limit)
+    async with target_store(cli, agent, pool, global_) as editor:
+        # Filtered in SQL, before the limit; a listing is not a recall hit.
+        audience = Audience.OPERATOR if all_ else Audience.LISTING
+        entries = await editor.store.search(query, audience=audience, include_archived=archived)
+    out.data([entry_json(e) for e in entries], columns=LIST_COLUMNS, rows=lambda: list_rows(entries))
 
 
-def _versions(cli, out: Out, memory_id: str, agent, pool, global_) -> None:
+@command("show")
+async def show(cli: CliContext, out: Out, memory_id: IdArg, agent: WhoseOpt = None, pool: PoolOpt = None, global_: GlobalOpt = False) -> None:
+    """Show one memory in full, whatever its visibility."""
+    async with target_store(cli, agent, pool, global_) as editor:
+        entry = await editor.resolve(memory_id)
+    data = entry_json(entry)
+    out.data(
+        data,
+        text=lambda: "\n".join(
+            [f"{k}: {v}" for k, v in data.items() if k != "content"] + [f"age: {age(entry.created_at)}", "", entry.content]
+        ),
+    )
+
+
+async def _edit(cli: CliContext, out: Out, memory_id: str, agent, pool, global_, op: str, verb: str, changes: dict | None = None):
+    """Every mutating command: resolve, then one core call that reaches every copy."""
+    from memory.operator_edits import Edit
+
+    edit = Edit(op, changes=changes or {})
+    async with target_store(cli, agent, pool, global_) as editor:
+        entry = await editor.resolve(memory_id)
+        report = await editor.apply(entry.id, edit, verb=verb)
+    if edit.op in ("update", "make_current"):
+        out.data({**entry_json(report.entry), "copies": edit_json(report)["copies"]}, text=lambda: report.entry_id)
+        if edit.op == "make_current":
+            short = report.entry_id[:8]
+            out.info(f"{short} is current again" if report.changed else f"{short} was already current")
+    else:
+        out.data(edit_json(report), text=lambda: report.entry_id)
+        out.info(f"{verb} {report.entry_id}" if report.changed else f"{report.entry_id} was already {verb}")
+    for copy in report.copies:
+        if copy.changed and copy.op in ("withdraw", "promote"):
+            out.info(f"{report.entry_id}: {'withdrawn from' if copy.op == 'withdraw' else 'promoted to'} the {copy.tier} tier")
+
+
+@command("forget")
+async def forget(cli: CliContext, out: Out, memory_id: IdArg, agent: WhoseOpt = None, pool: PoolOpt = None, global_: GlobalOpt = False) -> None:
+    """Archive a memory (and its global copy): hidden from recall, kept, restorable."""
+    await _edit(cli, out, memory_id, agent, pool, global_, "archive", "archived")
+
+
+@command("restore")
+async def restore(cli: CliContext, out: Out, memory_id: IdArg, agent: WhoseOpt = None, pool: PoolOpt = None, global_: GlobalOpt = False) -> None:
+    """Bring an archived memory back into recall."""
+    await _edit(cli, out, memory_id, agent, pool, global_, "restore", "restored")
+
+
+@command("purge")
+async def purge(
+    cli: CliContext, out: Out, memory_id: IdArg, agent: WhoseOpt = None, pool: PoolOpt = None, global_: GlobalOpt = False,
+    yes: YesOpt = False,
+) -> None:
+    """Delete a memory and its global copy for good (their ledger history stays)."""
+    confirm(f"purge memory {memory_id}", yes)
+    await _edit(cli, out, memory_id, agent, pool, global_, "purge", "purged")
+
+
+@command("set")
+async def set_(
+    cli: CliContext,
+    out: Out,
+    memory_id: IdArg,
+    agent: WhoseOpt = None,
+    pool: PoolOpt = None,
+    global_: GlobalOpt = False,
+    importance: Annotated[float | None, typer.Option("--importance", "-i", min=0.0, max=1.0, help="New importance, 0..1.")] = None,
+    type_: Annotated[MemoryType | None, typer.Option("--type", "-t", help="New type.")] = None,
+    visibility: Annotated[Visibility | None, typer.Option("--visibility", help="visible, private or hidden.")] = None,
+    pin: Annotated[bool | None, typer.Option("--pin/--unpin", help="Pin or unpin.")] = None,
+    tag: Annotated[list[str] | None, typer.Option("--tag", help="Replace tags (repeatable).")] = None,
+    content: Annotated[str | None, typer.Option("--content", help="Replace the text.")] = None,
+    current: Annotated[
+        bool,
+        typer.Option("--current", help="Make this version current again (undo a wrong supersession or conflict)."),
+    ] = False,
+) -> None:
+    """Change a memory's importance, type, visibility, pin, tags or text, or make it current again (its global copy too)."""
+    changes = {
+        k: v
+        for k, v in {
+            "importance": importance,
+            "type": type_,
+            "visibility": visibility,
+            "pinned": pin,
+            "tags": tag,
+            "content": content,
+        }.items()
+        if v is not None
+    }
+    if current:
+        if changes:
+            raise typer.BadParameter("--current restores a version as it was; give it without other changes", param_hint="--current")
+        await _edit(cli, out, memory_id, agent, pool, global_, "make_current", "made current")
+        return
+    if not changes:
+        raise typer.BadParameter("nothing to change; give at least one option")
+    await _edit(cli, out, memory_id, agent, pool, global_, "update", "changed", changes)
+
+
+@command("history")
+async def history(
+    cli: CliContext, out: Out, memory_id: IdArg, agent: WhoseOpt = None, pool: PoolOpt = None, global_: GlobalOpt = False,
+    versions: Annotated[
+        bool, typer.Option("--versions", help="The version chain instead: older and newer versions of this fact.")
+    ] = False,
+) -> None:
+    """Every recorded change to a memory, oldest first, from the ledger (or its version chain)."""
+    if versions:
+        await _versions(cli, out, memory_id, agent, pool, global_)
+        return
+    async with target_store(cli, agent, pool, global_) as editor:
+        try:
+            entry_id = (await editor.resolve(memory_id)).id
+        except NotFoundError:
+            entry_id = memory_id  # purged memories keep their history
+        records = await editor.store.history(entry_id)
+    if not records:
+        raise NotFoundError(f"no history for memory '{memory_id}'")
+
+    def rows():
+        result = []
+        for r in records:
+            if r.before is None or r.after is None:
+                summary = "(created)" if r.before is None else "(removed)"
+            else:
+                summary = ", ".join(sorted(k for k in r.after if r.before.get(k) != r.after[k] and k != "updated_at"))
+            result.append((r.seq, r.at.isoformat(timespec="seconds"), r.op, r.actor, summary))
+        return result
+
+    out.data(records, columns=("seq", "at", "op", "actor", "changed"), rows=rows)
+
+
+async def _versions(cli: CliContext, out: Out, memory_id: str, agent, pool, global_) -> None:
     """``memory history --versions``: the chain through MEMORY_ID, oldest first, the current one marked."""
-
-    async def go():
-        async with target_store(cli, agent, pool, global_) as editor:
-            if not hasattr(editor.store, "versions"):
-                raise InvalidRequestError(
-                    "--versions walks a SQLite store's chain; on a PostgreSQL tier read the ledger: "
-                    f"arcana memory history {memory_id} without --versions"
-                )
-            return await editor.store.versions((await editor.resolve(memory_id)).id)
-
-    chain = run(go())
+    async with target_store(cli, agent, pool, global_) as editor:
+        if not hasattr(editor.store, "versions"):
+            raise InvalidRequestError(
+                "--versions walks a SQLite store's chain; on a PostgreSQL tier read the ledger: "
+                f"arcana memory history {memory_id} without --versions"
+            )
+        chain = await editor.store.versions((await editor.resolve(memory_id)).id)
 
     def when(moment) -> str:
         return moment.isoformat(timespec="seconds") if moment else "-"
@@ -281,3 +217,9 @@ def _versions(cli, out: Out, memory_id: str, agent, pool, global_) -> None:
             for e in chain
         ],
     )
+
+
+def register(app: typer.Typer) -> None:
+    group = typer.Typer(help="Inspect and edit individual memories (operator reads).", no_args_is_help=True)
+    app.add_typer(group, name="memory")
+    add_commands(group, list_, show, forget, restore, purge, set_, history)

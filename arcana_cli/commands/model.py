@@ -7,8 +7,9 @@ import typer
 
 from pydantic import ValidationError
 
-from arcana_cli.context import ctx_of
-from arcana_cli.output import JsonOpt, Out
+from arcana_cli.command import add_commands, command
+from arcana_cli.context import CliContext
+from arcana_cli.output import Out
 from memory.agents import validate_name
 from memory.config import ModelConfig, load_config, save_config
 from memory.errors import ConfigError, NotFoundError
@@ -21,84 +22,85 @@ def _describe(name: str, spec: ModelConfig, default: str | None) -> dict:
     return {"name": name, **spec.model_dump(mode="json"), "default": name == default}
 
 
+@command("add")
+def add(
+    cli: CliContext,
+    out: Out,
+    name: NameArg,
+    provider: Annotated[str, typer.Option("--provider", help="ollama or openai (any OpenAI-compatible server).")],
+    base_url: Annotated[str, typer.Option("--base-url", help="e.g. http://127.0.0.1:11434")],
+    model: Annotated[str, typer.Option("--model", help="The model id the endpoint serves.")],
+    api_key_env: Annotated[
+        str | None, typer.Option("--api-key-env", help="Environment variable holding the API key (never stored).")
+    ] = None,
+    timeout: Annotated[float, typer.Option("--timeout", min=0.1, max=3600, help="Seconds to wait for the endpoint.")] = 120.0,
+    default: Annotated[bool, typer.Option("--default", help="Make this the default model.")] = False,
+) -> None:
+    """Add a model endpoint to config.json."""
+    validate_name(name)
+    config = load_config(cli.home.config_path)
+    if name in config.models:
+        raise ConfigError(f"a model named '{name}' already exists; `arcana model remove {name}` first")
+    try:
+        spec = ModelConfig(provider=provider, base_url=base_url, model=model, api_key_env=api_key_env, timeout_seconds=timeout)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        reason = first["msg"].removeprefix("Value error, ")
+        raise typer.BadParameter(f"{first['loc'][0]}: {reason}") from None
+    config.models = {**config.models, name: spec}
+    if default:
+        config.default_model = name
+    cli.home.ensure()
+    save_config(cli.home.config_path, config)
+    out.data(_describe(name, spec, config.default_model), text=lambda: name)
+
+
+@command("list")
+def list_(cli: CliContext, out: Out) -> None:
+    """List configured models."""
+    config = cli.config
+    rows = [_describe(n, s, config.default_model) for n, s in sorted(config.models.items())]
+    out.data(
+        rows,
+        columns=("name", "provider", "model", "base_url", "api_key_env", "default"),
+        rows=lambda: [
+            (r["name"], r["provider"], r["model"], r["base_url"], r["api_key_env"] or "-", "*" if r["default"] else "")
+            for r in rows
+        ],
+    )
+
+
+@command("remove")
+def remove(cli: CliContext, out: Out, name: NameArg) -> None:
+    """Remove a model from config.json."""
+    config = load_config(cli.home.config_path)
+    if name not in config.models:
+        raise NotFoundError(f"no model named '{name}'; see `arcana model list`")
+    config.models = {n: s for n, s in config.models.items() if n != name}
+    if config.default_model == name:
+        config.default_model = None
+    save_config(cli.home.config_path, config)
+    out.data({"removed": name}, text=lambda: name)
+    users = [c.name for c in cli.agents.list() if c.model == name]
+    if users:
+        out.warn(f"agents still set to '{name}': {', '.join(users)}; `arcana agent set AGENT --model NAME`")
+
+
+@command("check")
+def check(cli: CliContext, out: Out, name: NameArg) -> None:
+    """Send one short chat to the model and report the round trip (exit 69 if it fails)."""
+    from memory.models.base import ChatMessage, collect
+    from memory.models.registry import provider_for
+
+    provider = provider_for(cli.config, name)
+    started = time.perf_counter()
+    reply = collect(provider, [ChatMessage("user", CHECK_PROMPT)], temperature=0.0)
+    elapsed = round((time.perf_counter() - started) * 1000, 1)
+    result = {"name": name, "ok": True, "latency_ms": elapsed, "reply": reply.strip()[:200]}
+    out.data(result, text=lambda: f"{name}: ok in {elapsed} ms — {result['reply']!r}")
+
+
 def register(app: typer.Typer) -> None:
     group = typer.Typer(help="Chat model endpoints (Ollama or OpenAI-compatible) agents run with.", no_args_is_help=True)
     app.add_typer(group, name="model")
-
-    @group.command("add")
-    def add(
-        ctx: typer.Context,
-        name: NameArg,
-        provider: Annotated[str, typer.Option("--provider", help="ollama or openai (any OpenAI-compatible server).")],
-        base_url: Annotated[str, typer.Option("--base-url", help="e.g. http://127.0.0.1:11434")],
-        model: Annotated[str, typer.Option("--model", help="The model id the endpoint serves.")],
-        api_key_env: Annotated[
-            str | None, typer.Option("--api-key-env", help="Environment variable holding the API key (never stored).")
-        ] = None,
-        timeout: Annotated[float, typer.Option("--timeout", min=0.1, max=3600, help="Seconds to wait for the endpoint.")] = 120.0,
-        default: Annotated[bool, typer.Option("--default", help="Make this the default model.")] = False,
-        json_: JsonOpt = False,
-    ) -> None:
-        """Add a model endpoint to config.json."""
-        cli = ctx_of(ctx)
-        validate_name(name)
-        config = load_config(cli.home.config_path)
-        if name in config.models:
-            raise ConfigError(f"a model named '{name}' already exists; `arcana model remove {name}` first")
-        try:
-            spec = ModelConfig(provider=provider, base_url=base_url, model=model, api_key_env=api_key_env, timeout_seconds=timeout)
-        except ValidationError as exc:
-            first = exc.errors()[0]
-            reason = first["msg"].removeprefix("Value error, ")
-            raise typer.BadParameter(f"{first['loc'][0]}: {reason}") from None
-        config.models = {**config.models, name: spec}
-        if default:
-            config.default_model = name
-        cli.home.ensure()
-        save_config(cli.home.config_path, config)
-        Out(json_mode=json_, quiet=cli.quiet).data(_describe(name, spec, config.default_model), text=lambda: name)
-
-    @group.command("list")
-    def list_(ctx: typer.Context, json_: JsonOpt = False) -> None:
-        """List configured models."""
-        config = ctx_of(ctx).config
-        rows = [_describe(n, s, config.default_model) for n, s in sorted(config.models.items())]
-        Out(json_mode=json_).data(
-            rows,
-            columns=("name", "provider", "model", "base_url", "api_key_env", "default"),
-            rows=lambda: [
-                (r["name"], r["provider"], r["model"], r["base_url"], r["api_key_env"] or "-", "*" if r["default"] else "")
-                for r in rows
-            ],
-        )
-
-    @group.command("remove")
-    def remove(ctx: typer.Context, name: NameArg, json_: JsonOpt = False) -> None:
-        """Remove a model from config.json."""
-        cli = ctx_of(ctx)
-        config = load_config(cli.home.config_path)
-        if name not in config.models:
-            raise NotFoundError(f"no model named '{name}'; see `arcana model list`")
-        config.models = {n: s for n, s in config.models.items() if n != name}
-        if config.default_model == name:
-            config.default_model = None
-        save_config(cli.home.config_path, config)
-        out = Out(json_mode=json_, quiet=cli.quiet)
-        out.data({"removed": name}, text=lambda: name)
-        users = [c.name for c in cli.agents.list() if c.model == name]
-        if users:
-            out.warn(f"agents still set to '{name}': {', '.join(users)}; `arcana agent set AGENT --model NAME`")
-
-    @group.command("check")
-    def check(ctx: typer.Context, name: NameArg, json_: JsonOpt = False) -> None:
-        """Send one short chat to the model and report the round trip (exit 69 if it fails)."""
-        from memory.models.base import ChatMessage, collect
-        from memory.models.registry import provider_for
-
-        cli = ctx_of(ctx)
-        provider = provider_for(cli.config, name)
-        started = time.perf_counter()
-        reply = collect(provider, [ChatMessage("user", CHECK_PROMPT)], temperature=0.0)
-        elapsed = round((time.perf_counter() - started) * 1000, 1)
-        result = {"name": name, "ok": True, "latency_ms": elapsed, "reply": reply.strip()[:200]}
-        Out(json_mode=json_).data(result, text=lambda: f"{name}: ok in {elapsed} ms — {result['reply']!r}")
+    add_commands(group, add, list_, remove, check)

@@ -5,10 +5,11 @@ from typing import Annotated
 
 import typer
 
-from arcana_cli.context import ctx_of, run
-from arcana_cli.output import AgentOpt, JsonOpt, Out
+from arcana_cli.command import add_commands, command
+from arcana_cli.context import CliContext
+from arcana_cli.output import AgentOpt, Out
 from arcana_cli.render import RECALL_COLUMNS, entry_json, recall_rows
-from memory.types import MemoryEntry, MemoryQuery, MemoryScope, MemoryType, RetrievalMode
+from memory.types import MemoryEntry, MemoryQuery, MemoryScope, MemoryType, RetrievalMode, pool_scope
 
 
 def parse_since(value: str | None, param_hint: str = "--since") -> datetime | None:
@@ -25,7 +26,7 @@ def parse_since(value: str | None, param_hint: str = "--since") -> datetime | No
     return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
 
 
-async def recall_entries(cli, card, query: MemoryQuery, out: Out):
+async def recall_entries(cli: CliContext, card, query: MemoryQuery, out: Out):
     """Recall through the agent's federation: ranked entries, the tiers asked, the degraded ones."""
     from arcana_cli.federated import agent_federation
 
@@ -46,72 +47,72 @@ def legs_of(entries: list[MemoryEntry]) -> list[str]:
     return sorted(legs, key=lambda leg: (_LEG_ORDER.index(leg) if leg in _LEG_ORDER else len(_LEG_ORDER), leg))
 
 
-def register(app: typer.Typer) -> None:
-    @app.command("recall")
-    def recall(
-        ctx: typer.Context,
-        query: Annotated[str, typer.Argument(help="What to look for.")],
-        agent: AgentOpt = ...,
-        limit: Annotated[int | None, typer.Option("--limit", "-n", min=1, max=1000, help="Most results.")] = None,
-        type_: Annotated[list[MemoryType] | None, typer.Option("--type", "-t", help="Only these types.")] = None,
-        since: Annotated[str | None, typer.Option("--since", help="Only newer than 7d, 12h, or a date.")] = None,
-        min_confidence: Annotated[
-            float | None, typer.Option("--min-confidence", min=0.0, max=1.0, help="Confidence floor.")
-        ] = None,
-        mode: Annotated[
-            RetrievalMode | None,
-            typer.Option("--mode", "-m", help="keyword, semantic or hybrid [default: recall.mode, else hybrid].", show_default=False),
-        ] = None,
-        scope: Annotated[
-            MemoryScope | None,
-            typer.Option("--scope", help="Only this tier: private, shared or global [default: all].", show_default=False),
-        ] = None,
-        pool: Annotated[str | None, typer.Option("--pool", help="Only this shared pool (implies --scope shared).")] = None,
-        as_of: Annotated[
-            str | None, typer.Option("--as-of", help="What was believed then: 7d, 12h, or an ISO date/time.")
-        ] = None,
-        json_: JsonOpt = False,
-    ) -> None:
-        """Recall an agent's memories relevant to QUERY, best first."""
-        cli = ctx_of(ctx)
-        out = Out(json_mode=json_, quiet=cli.quiet)
-        if not query.strip():
-            raise typer.BadParameter(
-                f"the query is empty; to see every memory use `arcana memory list --agent {agent}`", param_hint="QUERY"
-            )
-        if pool and scope not in (None, MemoryScope.SHARED):
-            raise typer.BadParameter(f"--pool reads a shared pool; it cannot be combined with --scope {scope.value}")
-        card = cli.agent(agent)
-        memory_query = MemoryQuery(
-            agent_id=card.id,
-            text=query,
-            retrieval_mode=mode or cli.config.recall.mode or RetrievalMode.hybrid,
-            types=type_ or None,
-            since=parse_since(since),
-            as_of=parse_since(as_of, "--as-of"),
-            min_confidence=min_confidence,
-            limit=limit or cli.config.recall.limit,
-            scope=MemoryScope.SHARED if pool and scope is None else scope,
-            pool_name=pool,
+@command("recall")
+async def recall(
+    cli: CliContext,
+    out: Out,
+    query: Annotated[str, typer.Argument(help="What to look for.")],
+    agent: AgentOpt = ...,
+    limit: Annotated[int | None, typer.Option("--limit", "-n", min=1, max=1000, help="Most results.")] = None,
+    type_: Annotated[list[MemoryType] | None, typer.Option("--type", "-t", help="Only these types.")] = None,
+    since: Annotated[str | None, typer.Option("--since", help="Only newer than 7d, 12h, or a date.")] = None,
+    min_confidence: Annotated[
+        float | None, typer.Option("--min-confidence", min=0.0, max=1.0, help="Confidence floor.")
+    ] = None,
+    mode: Annotated[
+        RetrievalMode | None,
+        typer.Option("--mode", "-m", help="keyword, semantic or hybrid [default: recall.mode, else hybrid].", show_default=False),
+    ] = None,
+    scope: Annotated[
+        MemoryScope | None,
+        typer.Option("--scope", help="Only this tier: private, shared or global [default: all].", show_default=False),
+    ] = None,
+    pool: Annotated[str | None, typer.Option("--pool", help="Only this shared pool (implies --scope shared).")] = None,
+    as_of: Annotated[
+        str | None, typer.Option("--as-of", help="What was believed then: 7d, 12h, or an ISO date/time.")
+    ] = None,
+) -> None:
+    """Recall an agent's memories relevant to QUERY, best first."""
+    if not query.strip():
+        raise typer.BadParameter(
+            f"the query is empty; to see every memory use `arcana memory list --agent {agent}`", param_hint="QUERY"
         )
+    scope = pool_scope(scope, pool, None)
+    card = cli.agent(agent)
+    memory_query = MemoryQuery(
+        agent_id=card.id,
+        text=query,
+        retrieval_mode=mode or cli.config.recall.mode or RetrievalMode.hybrid,
+        types=type_ or None,
+        since=parse_since(since),
+        as_of=parse_since(as_of, "--as-of"),
+        min_confidence=min_confidence,
+        limit=limit or cli.config.recall.limit,
+        scope=scope,
+        pool_name=pool,
+    )
 
-        report = run(recall_entries(cli, card, memory_query, out))
-        entries, legs = report.entries, legs_of(report.entries)
-        degraded = [event.as_dict() for event in report.degraded]
-        out.data(
-            {
-                "agent": card.name,
-                "query": query,
-                "legs": legs,
-                "tiers": report.tiers,
-                "degraded": degraded,
-                "results": [entry_json(e) for e in entries],
-            },
-            columns=(*RECALL_COLUMNS, "tier"),
-            rows=lambda: [(*row, ",".join(e.tiers)) for row, e in zip(recall_rows(entries), entries, strict=True)],
-        )
-        for event in report.degraded:
-            out.warn(f"tier {event.tier} degraded ({event.reason}): {event.detail}; its memories are missing here")
-        out.info(f"answered by: {' + '.join(legs) or 'filters'} from {', '.join(report.tiers) or 'no tier'}")
-        if not entries:
-            out.info("no memories matched")
+    report = await recall_entries(cli, card, memory_query, out)
+    entries, legs = report.entries, legs_of(report.entries)
+    degraded = [event.as_dict() for event in report.degraded]
+    out.data(
+        {
+            "agent": card.name,
+            "query": query,
+            "legs": legs,
+            "tiers": report.tiers,
+            "degraded": degraded,
+            "results": [entry_json(e) for e in entries],
+        },
+        columns=(*RECALL_COLUMNS, "tier"),
+        rows=lambda: [(*row, ",".join(e.tiers)) for row, e in zip(recall_rows(entries), entries, strict=True)],
+    )
+    for event in report.degraded:
+        out.warn(f"tier {event.tier} degraded ({event.reason}): {event.detail}; its memories are missing here")
+    out.info(f"answered by: {' + '.join(legs) or 'filters'} from {', '.join(report.tiers) or 'no tier'}")
+    if not entries:
+        out.info("no memories matched")
+
+
+def register(app: typer.Typer) -> None:
+    add_commands(app, recall)

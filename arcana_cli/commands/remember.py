@@ -7,97 +7,89 @@ from typing import Annotated
 import typer
 
 from arcana_cli import exit_codes
-from arcana_cli.context import ctx_of, run
-from arcana_cli.output import AgentOpt, JsonOpt, Out, err, text_or_stdin
+from arcana_cli.command import add_commands, command
+from arcana_cli.context import CliContext
+from arcana_cli.output import AgentOpt, Out, err, text_or_stdin
 from memory.errors import MemoryWriteError, NotFoundError
-from memory.types import MemoryEntry, MemoryScope, MemoryType, Visibility
+from memory.types import MemoryEntry, MemoryScope, MemoryType, Visibility, pool_scope
 
 
-def register(app: typer.Typer) -> None:
-    @app.command("remember")
-    def remember(
-        ctx: typer.Context,
-        text: Annotated[str | None, typer.Argument(help="What to remember; '-' or omitted reads stdin.")] = None,
-        agent: AgentOpt = ...,
-        type_: Annotated[MemoryType, typer.Option("--type", "-t", help="Memory type.")] = MemoryType.SEMANTIC,
-        importance: Annotated[float, typer.Option("--importance", "-i", min=0.0, max=1.0, help="0..1.")] = 0.5,
-        pin: Annotated[bool, typer.Option("--pin", help="Pin: never pruned, ranked first.")] = False,
-        tag: Annotated[list[str] | None, typer.Option("--tag", help="A tag (repeatable).")] = None,
-        visibility: Annotated[
-            Visibility | None, typer.Option("--visibility", help="visible, private or hidden.")
-        ] = None,
-        scope: Annotated[
-            MemoryScope | None,
-            typer.Option("--scope", help="private (default), shared (needs --pool) or global.", show_default=False),
-        ] = None,
-        pool: Annotated[str | None, typer.Option("--pool", help="The shared pool to write to (implies --scope shared).")] = None,
-        no_reconcile: Annotated[
-            bool, typer.Option("--no-reconcile", help="Store as given: no noop, update or delete against what is known.")
-        ] = False,
-        from_: Annotated[
-            str | None,
-            typer.Option(
-                "--from", metavar="FILE.jsonl",
-                help="Import many: one JSON object per line (content; optional type, importance, tags, session, "
-                "created_at, id); '-' reads stdin.",
-            ),
-        ] = None,
-        json_: JsonOpt = False,
-    ) -> None:
-        """Store a memory for an agent and print its id."""
-        cli = ctx_of(ctx)
-        out = Out(json_mode=json_, quiet=cli.quiet)
-        if from_ is not None:
-            if text is not None:
-                raise typer.BadParameter("give TEXT or --from FILE, not both", param_hint="--from")
-            if pin or tag or visibility is not None:
-                raise typer.BadParameter("--pin, --tag and --visibility apply to one memory; put tags in the file", param_hint="--from")
-        else:
-            body = text_or_stdin(
-                text, "TEXT", "nothing to remember: the text is empty", max_bytes=cli.config.memory.max_content_bytes
-            )
-        if pool and scope not in (None, MemoryScope.SHARED):
-            raise typer.BadParameter(f"--pool writes to a shared pool; it cannot be combined with --scope {scope.value}")
-        try:
-            card = cli.agent(agent)
-        except NotFoundError:
-            card = cli.agents.create(agent)
-            out.info(f"created agent '{agent}' ({card.id})")
-        if from_ is not None:
-            scope = scope or (MemoryScope.SHARED if pool else MemoryScope.PRIVATE)
-            _remember_from(cli, card, out, from_, type_=type_, importance=importance, scope=scope, pool=pool)
-            return
-        entry = MemoryEntry(
-            agent_id=card.id,
-            type=type_,
-            content=body,
-            importance=importance,
-            pinned=pin,
-            tags=tag or [],
-            visibility=visibility,
-            scope=scope or (MemoryScope.SHARED if pool else MemoryScope.PRIVATE),
-            pool_name=pool,
+@command("remember")
+async def remember(
+    cli: CliContext,
+    out: Out,
+    text: Annotated[str | None, typer.Argument(help="What to remember; '-' or omitted reads stdin.")] = None,
+    agent: AgentOpt = ...,
+    type_: Annotated[MemoryType, typer.Option("--type", "-t", help="Memory type.")] = MemoryType.SEMANTIC,
+    importance: Annotated[float, typer.Option("--importance", "-i", min=0.0, max=1.0, help="0..1.")] = 0.5,
+    pin: Annotated[bool, typer.Option("--pin", help="Pin: never pruned, ranked first.")] = False,
+    tag: Annotated[list[str] | None, typer.Option("--tag", help="A tag (repeatable).")] = None,
+    visibility: Annotated[
+        Visibility | None, typer.Option("--visibility", help="visible, private or hidden.")
+    ] = None,
+    scope: Annotated[
+        MemoryScope | None,
+        typer.Option("--scope", help="private (default), shared (needs --pool) or global.", show_default=False),
+    ] = None,
+    pool: Annotated[str | None, typer.Option("--pool", help="The shared pool to write to (implies --scope shared).")] = None,
+    no_reconcile: Annotated[
+        bool, typer.Option("--no-reconcile", help="Store as given: no noop, update or delete against what is known.")
+    ] = False,
+    from_: Annotated[
+        str | None,
+        typer.Option(
+            "--from", metavar="FILE.jsonl",
+            help="Import many: one JSON object per line (content; optional type, importance, tags, session, "
+            "created_at, id); '-' reads stdin.",
+        ),
+    ] = None,
+) -> None:
+    """Store a memory for an agent and print its id."""
+    from arcana_cli.federated import agent_federation
+
+    if from_ is not None:
+        if text is not None:
+            raise typer.BadParameter("give TEXT or --from FILE, not both", param_hint="--from")
+        if pin or tag or visibility is not None:
+            raise typer.BadParameter("--pin, --tag and --visibility apply to one memory; put tags in the file", param_hint="--from")
+    else:
+        body = text_or_stdin(
+            text, "TEXT", "nothing to remember: the text is empty", max_bytes=cli.config.memory.max_content_bytes
         )
-
-        async def go():
-            from arcana_cli.federated import agent_federation
-
-            # Every tier stores the row either way; vectors are added where an embedder is up.
-            async with agent_federation(cli, card, out) as federation:
-                return await federation.write(entry, reconcile=not no_reconcile)
-
-        report = run(go())
-        for tier, why in report.failed.items():
-            out.warn(f"tier {tier} did not store the memory ({why})")
-        if not report.accepted:
-            raise MemoryWriteError(f"memory not stored: every {entry.scope.value} tier failed; see the warnings above")
-        for warning in report.warnings:
-            out.warn(warning)
-        out.data(
-            {"agent": card.name, "agent_id": card.id, "scope": entry.scope.value, **report.as_dict()},
-            text=lambda: report.entry_id,
-        )
-        out.info(decision_words(report))
+    scope = pool_scope(scope, pool, MemoryScope.PRIVATE)
+    try:
+        card = cli.agent(agent)
+    except NotFoundError:
+        card = cli.agents.create(agent)
+        out.info(f"created agent '{agent}' ({card.id})")
+    if from_ is not None:
+        await _remember_from(cli, card, out, from_, type_=type_, importance=importance, scope=scope, pool=pool)
+        return
+    entry = MemoryEntry(
+        agent_id=card.id,
+        type=type_,
+        content=body,
+        importance=importance,
+        pinned=pin,
+        tags=tag or [],
+        visibility=visibility,
+        scope=scope,
+        pool_name=pool,
+    )
+    # Every tier stores the row either way; vectors are added where an embedder is up.
+    async with agent_federation(cli, card, out) as federation:
+        report = await federation.write(entry, reconcile=not no_reconcile)
+    for tier, why in report.failed.items():
+        out.warn(f"tier {tier} did not store the memory ({why})")
+    if not report.accepted:
+        raise MemoryWriteError(f"memory not stored: every {entry.scope.value} tier failed; see the warnings above")
+    for warning in report.warnings:
+        out.warn(warning)
+    out.data(
+        {"agent": card.name, "agent_id": card.id, "scope": entry.scope.value, **report.as_dict()},
+        text=lambda: report.entry_id,
+    )
+    out.info(decision_words(report))
 
 
 def decision_words(report) -> str:
@@ -128,24 +120,20 @@ def _read_lines(source: str) -> list[bytes]:
         raise typer.BadParameter(f"{source}: cannot read it ({exc.strerror})", param_hint="--from") from None
 
 
-def _remember_from(cli, card, out: Out, source: str, *, type_, importance, scope, pool) -> None:
+async def _remember_from(cli: CliContext, card, out: Out, source: str, *, type_, importance, scope, pool) -> None:
     """``remember --from``: every good line stored, every bad one named; exit 2 if any was bad."""
     from memory.bulk import parse, remember_many
 
     parsed = parse(_read_lines(source), card.id, type=type_, importance=importance, scope=scope, pool_name=pool)
 
-    async def go():
-        from arcana_cli.federated import agent_federation
+    from arcana_cli.federated import agent_federation
+    from memory.bulk import BulkReport
 
+    report = BulkReport(lines=parsed.lines, bad=parsed.bad)
+    if parsed.entries:
         async with agent_federation(cli, card, out) as federation:
             with out.progress("remembering", len(parsed.entries)) as bar:
-                return await remember_many(federation, parsed, on_progress=bar.update)
-
-    report = run(go()) if parsed.entries else None
-    if report is None:
-        from memory.bulk import BulkReport
-
-        report = BulkReport(lines=parsed.lines, bad=parsed.bad)
+                report = await remember_many(federation, parsed, on_progress=bar.update)
     for tier, why in report.failed.items():
         out.warn(f"tier {tier} did not store the memories ({why})")
     for bad in report.bad:
@@ -161,3 +149,7 @@ def _remember_from(cli, card, out: Out, source: str, *, type_, importance, scope
             "every other line is stored: fix those lines and run again (stored lines stay unchanged)"
         )
         raise typer.Exit(exit_codes.USAGE)
+
+
+def register(app: typer.Typer) -> None:
+    add_commands(app, remember)

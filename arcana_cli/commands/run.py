@@ -6,9 +6,10 @@ from typing import Annotated
 
 import typer
 
-from arcana_cli.context import ctx_of, run
+from arcana_cli.command import add_commands, command
+from arcana_cli.context import CliContext
 from arcana_cli.federated import agent_federation
-from arcana_cli.output import JsonOpt, Out, text_or_stdin
+from arcana_cli.output import Out, text_or_stdin
 
 
 def _stream(chunk: str) -> None:
@@ -16,82 +17,80 @@ def _stream(chunk: str) -> None:
     sys.stdout.flush()
 
 
+@command("run")
+async def run_(
+    cli: CliContext,
+    out: Out,
+    agent: Annotated[str, typer.Argument(help="Agent name or id.")],
+    prompt: Annotated[str | None, typer.Argument(help="The prompt; '-' or omitted reads stdin.")] = None,
+    session: Annotated[
+        str | None, typer.Option("--session", "-s", help="Continue this session (it stays open).")
+    ] = None,
+    keep_open: Annotated[
+        bool, typer.Option("--keep-open", help="Leave the new session open (no summary yet).")
+    ] = False,
+    no_memory: Annotated[
+        bool, typer.Option("--no-memory", help="No recall, no extraction, no session, no writes.")
+    ] = False,
+    model: Annotated[str | None, typer.Option("--model", "-m", help="Model name from `arcana model list`.")] = None,
+    show_context: Annotated[
+        bool, typer.Option("--show-context", help="Print the recalled context sent to the model, on stderr.")
+    ] = False,
+    context_tokens: Annotated[
+        int, typer.Option("--context-tokens", min=50, max=100_000, help="Token budget for recalled context.")
+    ] = 1000,
+) -> None:
+    """Answer PROMPT as AGENT with its memory: recall, answer (streamed), remember."""
+    from memory.models.registry import provider_for, resolve_model_name
+    from memory.runtime import AgentRuntime
+
+    text = text_or_stdin(prompt, "PROMPT", "the prompt is empty")
+    if no_memory and session:
+        raise typer.BadParameter("--session needs memory; drop --no-memory", param_hint="--session")
+    card = cli.agent(agent)
+    config = cli.config
+    provider = provider_for(config, resolve_model_name(config, card, model))
+    use_memory = config.memory.enabled and not no_memory
+
+    def context_shown(context) -> None:
+        if show_context:
+            sys.stderr.write((context.text or "(no memories recalled)") + "\n")
+            sys.stderr.flush()
+
+    def answered() -> None:
+        if not out.json_mode:
+            sys.stdout.write("\n")
+            sys.stdout.flush()
+
+    async with agent_federation(cli, card, out) if use_memory else nullcontext() as memory:
+        runtime = AgentRuntime(cli.home, card, provider, memory=memory, config=config, audit=cli.audit)
+        result = await runtime.turn(
+            text,
+            session_id=session,
+            keep_open=keep_open,
+            budget_tokens=context_tokens,
+            on_context=context_shown,
+            on_chunk=None if out.json_mode else _stream,
+            on_answered=answered,
+        )
+    if out.json_mode:
+        out.data(
+            {
+                "agent": card.name,
+                "model": provider.name,
+                "answer": result.answer,
+                "session_id": result.session_id,
+                "session_closed": result.session_closed,
+                "recalled_ids": result.recalled_ids,
+                "written_ids": result.written_ids,
+                "summary_memory_id": result.summary_memory_id,
+                "timings_ms": result.timings_ms,
+                "jobs": result.jobs,
+            }
+        )
+    elif result.session_id and not result.session_closed:
+        out.info(f"session {result.session_id} is open; continue with --session {result.session_id}")
+
+
 def register(app: typer.Typer) -> None:
-    @app.command("run")
-    def run_(
-        ctx: typer.Context,
-        agent: Annotated[str, typer.Argument(help="Agent name or id.")],
-        prompt: Annotated[str | None, typer.Argument(help="The prompt; '-' or omitted reads stdin.")] = None,
-        session: Annotated[
-            str | None, typer.Option("--session", "-s", help="Continue this session (it stays open).")
-        ] = None,
-        keep_open: Annotated[
-            bool, typer.Option("--keep-open", help="Leave the new session open (no summary yet).")
-        ] = False,
-        no_memory: Annotated[
-            bool, typer.Option("--no-memory", help="No recall, no extraction, no session, no writes.")
-        ] = False,
-        model: Annotated[str | None, typer.Option("--model", "-m", help="Model name from `arcana model list`.")] = None,
-        show_context: Annotated[
-            bool, typer.Option("--show-context", help="Print the recalled context sent to the model, on stderr.")
-        ] = False,
-        context_tokens: Annotated[
-            int, typer.Option("--context-tokens", min=50, max=100_000, help="Token budget for recalled context.")
-        ] = 1000,
-        json_: JsonOpt = False,
-    ) -> None:
-        """Answer PROMPT as AGENT with its memory: recall, answer (streamed), remember."""
-        from memory.models.registry import provider_for, resolve_model_name
-        from memory.runtime import AgentRuntime
-
-        cli = ctx_of(ctx)
-        out = Out(json_mode=json_, quiet=cli.quiet)
-        text = text_or_stdin(prompt, "PROMPT", "the prompt is empty")
-        if no_memory and session:
-            raise typer.BadParameter("--session needs memory; drop --no-memory", param_hint="--session")
-        card = cli.agent(agent)
-        config = cli.config
-        provider = provider_for(config, resolve_model_name(config, card, model))
-        use_memory = config.memory.enabled and not no_memory
-
-        def context_shown(context) -> None:
-            if show_context:
-                sys.stderr.write((context.text or "(no memories recalled)") + "\n")
-                sys.stderr.flush()
-
-        def answered() -> None:
-            if not json_:
-                sys.stdout.write("\n")
-                sys.stdout.flush()
-
-        async def go():
-            async with agent_federation(cli, card, out) if use_memory else nullcontext() as memory:
-                runtime = AgentRuntime(cli.home, card, provider, memory=memory, config=config, audit=cli.audit)
-                return await runtime.turn(
-                    text,
-                    session_id=session,
-                    keep_open=keep_open,
-                    budget_tokens=context_tokens,
-                    on_context=context_shown,
-                    on_chunk=None if json_ else _stream,
-                    on_answered=answered,
-                )
-
-        result = run(go())
-        if json_:
-            out.data(
-                {
-                    "agent": card.name,
-                    "model": provider.name,
-                    "answer": result.answer,
-                    "session_id": result.session_id,
-                    "session_closed": result.session_closed,
-                    "recalled_ids": result.recalled_ids,
-                    "written_ids": result.written_ids,
-                    "summary_memory_id": result.summary_memory_id,
-                    "timings_ms": result.timings_ms,
-                    "jobs": result.jobs,
-                }
-            )
-        elif result.session_id and not result.session_closed:
-            out.info(f"session {result.session_id} is open; continue with --session {result.session_id}")
+    add_commands(app, run_)

@@ -4,14 +4,15 @@ from typing import Annotated
 
 import typer
 
-from arcana_cli.context import ctx_of, run
-from arcana_cli.output import AgentOpt, JsonOpt, Out
+from arcana_cli.command import add_commands, command
+from arcana_cli.context import CliContext
+from arcana_cli.output import AgentOpt, Out
 from arcana_cli.render import age, snippet
 
 IdArg = Annotated[str, typer.Argument(help="Session id (or a unique prefix).")]
 
 
-def _manager(cli, card, *, with_model: bool = False):
+def _manager(cli: CliContext, card, *, with_model: bool = False):
     """The agent's SessionManager; with its model when extraction is 'llm' and one is configured."""
     from memory.errors import ConfigError, NotFoundError
     from memory.extraction.extractors import build_extractor
@@ -30,78 +31,71 @@ def _manager(cli, card, *, with_model: bool = False):
     return SessionManager(cli.home, card.id, extractor=extractor, settings=settings)
 
 
+@command("list")
+def list_(cli: CliContext, out: Out, agent: AgentOpt = ...) -> None:
+    """List an agent's sessions, oldest first."""
+    sessions = _manager(cli, cli.agent(agent)).list()
+    out.data(
+        [s.as_dict() for s in sessions],
+        columns=("id", "age", "turns", "state", "summary"),
+        rows=lambda: [
+            (s.id, age(s.created_at), len(s.turns), "closed" if s.closed else "open", snippet(s.summary or "-", 60))
+            for s in sessions
+        ],
+    )
+
+
+@command("show")
+async def show(cli: CliContext, out: Out, session_id: IdArg, agent: AgentOpt = ...) -> None:
+    """Show a session's turns and summary; a turn a replay would leave out is named, not printed."""
+    from memory.sessions import replay_exclusions
+
+    card = cli.agent(agent)
+    session = _manager(cli, card).load(session_id)
+    async with cli.private_store(card) as store:
+        left_out = await replay_exclusions(session, store)
+    data = session.as_dict(with_turns=True, left_out=left_out)
+
+    def text() -> str:
+        lines = [f"session {session.id} ({'closed' if session.closed else 'open'}, {len(session.turns)} turns)"]
+        for number, turn in enumerate(session.turns, 1):
+            if number - 1 in left_out:
+                why = left_out[number - 1]
+                lines.append(f"[{number}] left out of replay: its memory {why['memory_id']} is {why['reason']}")
+            else:
+                lines += [f"[{number}] user: {turn.prompt}", f"[{number}] assistant: {turn.response}"]
+        if session.summary:
+            lines.append(f"summary: {session.summary}")
+        return "\n".join(lines)
+
+    out.data(data, text=text)
+
+
+@command("close")
+async def close(
+    cli: CliContext,
+    out: Out,
+    session_id: IdArg,
+    agent: AgentOpt = ...,
+    no_summary: Annotated[bool, typer.Option("--no-summary", help="Close without writing a summary memory.")] = False,
+) -> None:
+    """Close a session and write its consolidated summary memory."""
+    from arcana_cli.federated import agent_federation
+
+    card = cli.agent(agent)
+    manager = _manager(cli, card, with_model=not no_summary)
+    session = manager.load(session_id)
+    entry = None
+    if no_summary or not manager.settings.summarise_on_close:
+        manager.close(session)
+    else:
+        async with agent_federation(cli, card, out) as federation:
+            entry = await manager.close_and_summarise(session, memory=federation)
+    data = {**session.as_dict(), "summary_memory_id": entry.id if entry else None}
+    out.data(data, text=lambda: session.summary or f"session {session.id} closed")
+
+
 def register(app: typer.Typer) -> None:
     group = typer.Typer(help="An agent's conversations: list, show, close (with summary).", no_args_is_help=True)
     app.add_typer(group, name="session")
-
-    @group.command("list")
-    def list_(ctx: typer.Context, agent: AgentOpt = ..., json_: JsonOpt = False) -> None:
-        """List an agent's sessions, oldest first."""
-        cli = ctx_of(ctx)
-        sessions = _manager(cli, cli.agent(agent)).list()
-        Out(json_mode=json_).data(
-            [s.describe() for s in sessions],
-            columns=("id", "age", "turns", "state", "summary"),
-            rows=lambda: [
-                (s.id, age(s.created_at), len(s.turns), "closed" if s.closed else "open", snippet(s.summary or "-", 60))
-                for s in sessions
-            ],
-        )
-
-    @group.command("show")
-    def show(ctx: typer.Context, session_id: IdArg, agent: AgentOpt = ..., json_: JsonOpt = False) -> None:
-        """Show a session's turns and summary; a turn a replay would leave out is named, not printed."""
-        from memory.sessions import replay_exclusions
-
-        cli = ctx_of(ctx)
-        card = cli.agent(agent)
-        session = _manager(cli, card).load(session_id)
-
-        async def go():
-            async with cli.private_store(card) as store:
-                return await replay_exclusions(session, store)
-
-        left_out = run(go())
-        data = session.describe(with_turns=True, left_out=left_out)
-
-        def text() -> str:
-            lines = [f"session {session.id} ({'closed' if session.closed else 'open'}, {len(session.turns)} turns)"]
-            for number, turn in enumerate(session.turns, 1):
-                if number - 1 in left_out:
-                    why = left_out[number - 1]
-                    lines.append(f"[{number}] left out of replay: its memory {why['memory_id']} is {why['reason']}")
-                else:
-                    lines += [f"[{number}] user: {turn.prompt}", f"[{number}] assistant: {turn.response}"]
-            if session.summary:
-                lines.append(f"summary: {session.summary}")
-            return "\n".join(lines)
-
-        Out(json_mode=json_).data(data, text=text)
-
-    @group.command("close")
-    def close(
-        ctx: typer.Context,
-        session_id: IdArg,
-        agent: AgentOpt = ...,
-        no_summary: Annotated[bool, typer.Option("--no-summary", help="Close without writing a summary memory.")] = False,
-        json_: JsonOpt = False,
-    ) -> None:
-        """Close a session and write its consolidated summary memory."""
-        cli = ctx_of(ctx)
-        card = cli.agent(agent)
-        manager = _manager(cli, card, with_model=not no_summary)
-        session = manager.load(session_id)
-        entry = None
-        if no_summary or not manager.settings.summarise_on_close:
-            manager.close(session)
-        else:
-
-            async def go():
-                from arcana_cli.federated import agent_federation
-
-                async with agent_federation(cli, card, Out(quiet=cli.quiet)) as federation:
-                    return await manager.close_and_summarise(session, memory=federation)
-
-            entry = run(go())
-        data = {**session.describe(), "summary_memory_id": entry.id if entry else None}
-        Out(json_mode=json_, quiet=cli.quiet).data(data, text=lambda: session.summary or f"session {session.id} closed")
+    add_commands(group, list_, show, close)

@@ -188,7 +188,8 @@ class NoteLinks:
     dangling: list[LinkProblem] = field(default_factory=list)
     ambiguous: list[LinkProblem] = field(default_factory=list)
 
-    def counts(self) -> tuple[int, int, int, int, int, int]:
+    def tally(self) -> tuple[int, int, int, int, int, int]:
+        """found, resolved, attachments, self links, dangling, ambiguous: the row the vault manifest keeps per note."""
         return (self.found, self.resolved, self.attachments, self.self_links, len(self.dangling), len(self.ambiguous))
 
 

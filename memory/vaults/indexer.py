@@ -91,7 +91,7 @@ class VaultIndexReport:
     def skipped_counts(self) -> dict[str, int]:
         return dict(sorted(Counter(reason for _, reason in self.skipped).items()))
 
-    def to_json(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, Any]:
         return {
             "vault": self.vault,
             "mode": self.mode,
@@ -343,7 +343,7 @@ async def _rebuild_links(store: SQLiteAdapter, plan: IndexPlan) -> dict[str, tup
         per_note: dict = {}
         found, _ = link_graph(sources, plan.attachments, per_note=per_note)
         await edges.replace_source(WIKILINK_SOURCE, found)
-        return {rel: links.counts() for rel, links in per_note.items()}
+        return {rel: links.tally() for rel, links in per_note.items()}
     if not plan.changed:
         return {}
     resolver = _resolver(store, plan)
@@ -351,7 +351,7 @@ async def _rebuild_links(store: SQLiteAdapter, plan: IndexPlan) -> dict[str, tup
     await edges.replace_outgoing(
         WIKILINK_SOURCE, [r.id for r in plan.changed_records], [e for links in results.values() for e in links.edges]
     )
-    return {rel: links.counts() for rel, links in results.items()}
+    return {rel: links.tally() for rel, links in results.items()}
 
 
 def _link_totals(raw) -> EdgeIndexReport:
@@ -447,7 +447,7 @@ async def index_vault(
 
 def summary(report: VaultIndexReport) -> dict[str, Any]:
     """The report without its per-file list: what the state file and watch lines carry."""
-    return {k: v for k, v in report.to_json().items() if k != "skipped_files"}
+    return {k: v for k, v in report.as_dict().items() if k != "skipped_files"}
 
 
 async def check_vault(vault: Vault) -> tuple[IndexPlan, EdgeIndexReport]:

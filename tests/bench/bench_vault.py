@@ -149,7 +149,7 @@ async def main() -> None:
             t0 = time.perf_counter()
             rep = await index_vault(em, embed=True, gateway=gateway)
             samples_inc.append(time.perf_counter() - t0)
-            assert (rep.updated, rep.embedded) == (1, 1), rep.to_json()
+            assert (rep.updated, rep.embedded) == (1, 1), rep.as_dict()
             t0 = time.perf_counter()
             bare_walk(sub)
             await embedder.embed([victim.read_text()])

@@ -1,0 +1,111 @@
+"""Prune across stores under one lock, with an audit line per store that lost memories.
+
+An agent's memory that goes takes its promoted copy in the global tier with
+it (archived or purged alike), so nothing an operator prunes stays
+recallable by every other agent. The copies go first: a global tier that
+cannot be reached fails the store before the agent's memories change, so
+running the same prune again still finds them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from memory.audit import AuditLog
+from memory.home import Home
+from memory.locks import exclusive
+from memory.maintenance.targets import Selection, Target, prune_targets
+from memory.operator_edits import CopyChange, GlobalCopies
+from memory.stores import StoreKind, open_store, open_tier
+from memory.types import PrunePolicy, PruneReport
+
+_VERB = {"archive": "archived", "purge": "purged"}
+
+
+@dataclass
+class StorePrune:
+    """One store's prune: what it scanned and removed, and what that did to the global copies."""
+
+    target: Target
+    report: PruneReport
+    copies: CopyChange | None = None
+
+    @property
+    def name(self) -> str:
+        return self.target.shown
+
+    def as_dict(self) -> dict:
+        data = {**self.target.fields, **self.report.as_dict()}
+        return data if self.copies is None else {**data, "copies": self.copies.as_dict()}
+
+
+@dataclass
+class PruneRun:
+    policy: PrunePolicy
+    stores: list[StorePrune] = field(default_factory=list)
+
+    @property
+    def removed(self) -> int:
+        return sum(s.report.archived + s.report.purged for s in self.stores)
+
+    def as_dict(self) -> dict:
+        """The shape ``arcana prune --json`` prints: private stores under ``agents``, shared tiers under ``tiers``."""
+        return {
+            "policy": self.policy.model_dump(mode="json"),
+            "agents": [s.as_dict() for s in self.stores if s.target.kind is StoreKind.PRIVATE],
+            "tiers": [s.as_dict() for s in self.stores if s.target.kind is not StoreKind.PRIVATE],
+        }
+
+
+async def prune_home(
+    home: Home, config: Any, selection: Selection, policy: PrunePolicy, *, actor: str = "library"
+) -> PruneRun:
+    """Prune every store ``selection`` names (see :func:`prune_targets`) with ``policy``, under
+    ``<home>/locks/prune.lock``: a second prune of the same home fails at once with :class:`LockHeldError`."""
+    targets = prune_targets(home, config, selection)
+    run = PruneRun(policy)
+    audit = AuditLog(home.audit_log)
+    with exclusive(home.locks_dir / "prune.lock", "prune"):
+        copies = GlobalCopies.of_home(home, config, actor=actor)
+        try:
+            for target in targets:
+                done = await _prune_one(home, config, target, policy, copies, actor)
+                run.stores.append(done)
+                if done.report.archived or done.report.purged:
+                    fields = {k: v for k, v in done.report.as_dict().items() if k != "victim_ids"}
+                    if done.copies is not None:
+                        fields["copies"] = done.copies.as_dict()
+                    audit.append("prune", store=target.label, **fields)
+        finally:
+            await copies.aclose()
+    return run
+
+
+async def _prune_one(
+    home: Home, config: Any, target: Target, policy: PrunePolicy, copies: GlobalCopies, actor: str
+) -> StorePrune:
+    if target.kind is StoreKind.PRIVATE:
+        store = open_store(home, StoreKind.PRIVATE, target.name, actor=actor)
+    else:
+        store = open_tier(home, target.kind, target.name, config=config, actor=actor)
+    try:
+        if target.agent_id is None or policy.dry_run or not copies.may_hold_copies:
+            return StorePrune(target, await store.prune(policy))
+        op = policy.mode.value
+        planned = (await store.prune(policy.model_copy(update={"dry_run": True}))).victim_ids
+        change = await copies.follow_many(target.agent_id, planned, op, _VERB[op])
+        report = await store.prune(policy)
+        late = sorted(set(report.victim_ids) - set(planned))  # became victims between plan and prune
+        if late:
+            change = _sum(change, await copies.follow_many(target.agent_id, late, op, _VERB[op]))
+        return StorePrune(target, report, change)
+    finally:
+        await store.aclose()
+
+
+def _sum(first: CopyChange | None, second: CopyChange | None) -> CopyChange | None:
+    if first is None or second is None:
+        return first or second
+    count = (first.count or 0) + (second.count or 0)
+    return CopyChange(first.tier, first.op, bool(count), count=count)

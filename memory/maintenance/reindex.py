@@ -1,0 +1,98 @@
+"""Reindex across stores under one lock: keyword index, vectors, and a re-embed audited per store.
+
+A store that fails (corrupt, busy) is reported with its error and the run
+goes on to the next, so one bad pool does not leave every agent unindexed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from memory.audit import AuditLog
+from memory.errors import MemoryStorageError
+from memory.home import Home
+from memory.locks import exclusive
+from memory.maintenance.targets import Selection, Target, reindex_targets
+from memory.reindex import ReindexReport, reindex
+from memory.stores import StoreKind, open_store
+
+Progress = Callable[[str, int, int], None]
+"""``on_progress(label, done, total)``: embedding progress of the store named ``label``."""
+
+
+@dataclass
+class StoreReindex:
+    target: Target
+    report: ReindexReport | None = None
+    error: str | None = None
+
+    @property
+    def name(self) -> str:
+        return self.target.shown
+
+    def as_dict(self) -> dict:
+        if self.error is not None:
+            return {**self.target.fields, "error": self.error}
+        return {**self.target.fields, **self.report.as_dict()}
+
+
+@dataclass
+class ReindexRun:
+    stores: list[StoreReindex] = field(default_factory=list)
+
+    @property
+    def failed(self) -> list[StoreReindex]:
+        return [s for s in self.stores if s.error is not None]
+
+    def as_dict(self) -> dict:
+        """The shape ``arcana reindex --json`` prints."""
+        return {
+            "agents": [s.as_dict() for s in self.stores if s.target.kind is StoreKind.PRIVATE],
+            "tiers": [s.as_dict() for s in self.stores if s.target.kind is not StoreKind.PRIVATE],
+        }
+
+
+async def reindex_home(
+    home: Home,
+    config: Any,
+    selection: Selection,
+    *,
+    keyword: bool = True,
+    model: str | None = None,
+    notify: Callable[[str], None] | None = None,
+    on_progress: Progress | None = None,
+    actor: str = "library",
+) -> ReindexRun:
+    """Bring the vectors of every store ``selection`` names (see :func:`reindex_targets`) up to date
+    under ``<home>/locks/reindex.lock``; ``keyword`` rebuilds the keyword index too, ``model``
+    re-embeds everything with it and re-pins each store to it.
+
+    One warm embedder serves every store. A second reindex of the same home
+    fails at once with :class:`LockHeldError`.
+    """
+    from memory.embedding.factory import build_embedder, build_gateway, vector_adapter
+
+    targets = reindex_targets(home, config, selection)
+    settings = config.embedding
+    target_model = build_embedder(model, settings, home) if model else None
+    gateway = build_gateway(settings, home)
+    audit = AuditLog(home.audit_log)
+    run = ReindexRun()
+    with exclusive(home.locks_dir / "reindex.lock", "reindex"):
+        for target in targets:
+            store = open_store(home, target.kind, target.name, actor=actor)
+            done = StoreReindex(target)
+            progress = (lambda d, t, label=done.name: on_progress(label, d, t)) if on_progress else None
+            try:
+                vectors = vector_adapter(store, settings, home, notify=notify, gateway=gateway)
+                done.report = await reindex(vectors, keyword=keyword, reembed=target_model, on_progress=progress)
+            except MemoryStorageError as exc:
+                done.error = str(exc)
+            finally:
+                await store.aclose()
+            if done.report is not None and done.report.repinned:
+                audit.append("reembed", store=done.name, model=target_model.model_name)
+            run.stores.append(done)
+    return run

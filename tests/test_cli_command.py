@@ -1,0 +1,62 @@
+"""The command decorator (issue 10, item 5): commands are module-level functions a test can call,
+and every command gets its --json/--quiet and its exit codes the same way."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from typer.main import get_command
+
+from arcana_cli.app import app
+from arcana_cli.commands import agent, memory_cmd
+from arcana_cli.context import CliContext
+from arcana_cli.output import Out
+
+
+def test_a_command_is_a_plain_function_a_test_can_call(arcana_home, capsys):
+    cli = CliContext(home=arcana_home)
+    agent.list_(cli, Out(json_mode=True))
+    assert json.loads(capsys.readouterr().out) == []
+    agent.create(cli, Out(json_mode=True), "ada")  # positive control: the same call sees what was made
+    created = json.loads(capsys.readouterr().out)
+    agent.list_(cli, Out(json_mode=True))
+    assert [a["id"] for a in json.loads(capsys.readouterr().out)] == [created["id"]]
+
+
+async def test_an_async_command_is_awaited_directly(arcana_home, capsys):
+    cli = CliContext(home=arcana_home)
+    agent.create(cli, Out(), "ada")
+    capsys.readouterr()
+    await memory_cmd.list_(cli, Out(json_mode=True), agent="ada")
+    assert json.loads(capsys.readouterr().out) == []
+    await agent.delete(cli, Out(json_mode=True), "ada", yes=True)
+    removed = json.loads(capsys.readouterr().out)
+    assert removed["name"] == "ada" and not arcana_home.agent_dir(removed["id"]).exists()
+
+
+def _leaves(command, path=()):
+    if hasattr(command, "commands"):
+        for name, sub in command.commands.items():
+            yield from _leaves(sub, (*path, name))
+    else:
+        yield " ".join(path), command
+
+
+def test_every_data_command_has_json_last_and_maintenance_has_quiet():
+    leaves = dict(_leaves(get_command(app)))
+    assert len(leaves) > 50
+    for name, command in leaves.items():
+        options = [p.name for p in command.params]
+        if name == "mcp":  # serves a protocol on stdout: no --json
+            assert "json_" not in options
+            continue
+        assert "json_" in options, name
+        tail = ["json_", "quiet"] if name in ("prune", "reindex", "migrate up") else ["json_"]
+        assert options[-len(tail):] == tail, name
+
+
+@pytest.mark.parametrize("args", [["prune", "--all", "--min-importance", "0.5", "--quiet"], ["agent", "list", "--quiet"]])
+def test_quiet_comes_from_the_command_or_the_root(cli, args):
+    result = cli(*args) if args[0] == "prune" else cli("--quiet", *args[:-1])
+    assert result.exit_code == 0 and result.stderr == ""
