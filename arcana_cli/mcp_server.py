@@ -74,7 +74,7 @@ class MemoryTools:
             MemoryQuery(
                 agent_id=self.card.id,
                 text=query,
-                retrieval_mode=RetrievalMode(mode) if mode else self.config.recall.mode or RetrievalMode.hybrid,
+                retrieval_mode=self.config.recall.mode_for(RetrievalMode(mode) if mode else None),
                 types=[MemoryType(t) for t in types] if types else None,
                 since=_since(since),
                 limit=limit or self.config.recall.limit,
@@ -130,7 +130,7 @@ class MemoryTools:
             raise ToolFailure(f"no vault '{vault}' is attached to this agent; attached: {', '.join(self.vaults)}")
         hits = await search_vault(
             VaultRegistry(self.home).get(vault),
-            MemoryQuery(text=query, retrieval_mode=RetrievalMode.hybrid, limit=limit),
+            MemoryQuery(text=query, retrieval_mode=self.config.recall.mode_for(), limit=limit),
             config=self.config,
         )
         results = [

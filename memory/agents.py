@@ -15,11 +15,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from memory.errors import ConfigError, InvalidRequestError, NotFoundError
-from memory.home import Home, private_dir
+from memory.home import Home, check_name, private_dir
 from memory.types import MemoryType, now_utc
-
-_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
-
 
 class AgentCard(BaseModel):
     model_config = ConfigDict(extra="forbid")
@@ -46,11 +43,7 @@ class AgentCard(BaseModel):
 
 
 def validate_name(name: str) -> str:
-    if not _NAME.match(name):
-        raise ConfigError(
-            f"invalid agent name '{name}': use 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit"
-        )
-    return name
+    return check_name("agent", name)
 
 
 # What ``resolve`` could take for an id: a hex prefix (6-32 digits) or a dashed UUID.

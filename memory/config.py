@@ -25,7 +25,7 @@ from memory.home import private_dir
 from memory.limits import MAX_CONTENT_BYTES
 from memory.reconcile.settings import DEFAULT_MIN_SIMILARITY as RECONCILE_MIN_SIMILARITY
 from memory.reconcile.settings import DEFAULT_TIMEOUT_SECONDS as RECONCILE_TIMEOUT
-from memory.types import PruneMode, RetrievalMode
+from memory.types import DEFAULT_RETRIEVAL_MODE, PruneMode, RetrievalMode
 
 
 class _Section(BaseModel):
@@ -174,8 +174,12 @@ class MemoryConfig(_Section):
 
 
 class RecallConfig(_Section):
-    mode: RetrievalMode | None = None  # None: hybrid when an embedder is healthy, else keyword
+    mode: RetrievalMode | None = None  # None: DEFAULT_RETRIEVAL_MODE
     limit: int = Field(default=10, ge=1, le=1000)
+
+    def mode_for(self, requested: RetrievalMode | None = None) -> RetrievalMode:
+        """The mode a recall runs in: the one asked for, else this config's, else the library default."""
+        return requested or self.mode or DEFAULT_RETRIEVAL_MODE
 
 
 class EmbeddingConfig(_Section):

@@ -22,9 +22,11 @@ from pydantic import ValidationError
 
 from memory.errors import ImportFormatError, MemoryStorageError
 from memory.sqlite.admission import Audience, where
+from memory.sqlite.batches import select_in
 from memory.sqlite.connection import transaction
 from memory.sqlite import mutations
 from memory.sqlite.rows import SELECT_COLUMNS, row_to_entry
+from memory.sqlite.vectors import content_hash, pack, put_live_txn, read_meta
 from memory.types import MemoryEntry, MemoryQuery, MemoryScope
 
 FORMAT = "arcana-export"
@@ -92,8 +94,7 @@ def _page(raw, after_seq: int, clause_sql: str, params: tuple, limit: int):
 
 def _history(raw, ids: Sequence[str]) -> dict[str, list[dict]]:
     found: dict[str, list[dict]] = {}
-    marks = ",".join("?" * len(ids))
-    for r in raw.execute(f"SELECT * FROM memory_ledger WHERE memory_id IN ({marks}) ORDER BY seq", list(ids)):
+    for r in select_in(raw, "SELECT * FROM memory_ledger WHERE memory_id IN ({marks}) ORDER BY seq", ids):
         found.setdefault(r["memory_id"], []).append(
             {
                 "op": r["op"],
@@ -107,14 +108,13 @@ def _history(raw, ids: Sequence[str]) -> dict[str, list[dict]]:
 
 
 def _pin(raw) -> dict | None:
-    row = raw.execute("SELECT model, family, dimension, vec_table FROM embedding_meta").fetchone()
-    return None if row is None else {"model": row[0], "family": row[1], "dimension": row[2], "vec_table": row[3]}
+    meta = read_meta(raw)
+    return None if meta is None else {"model": meta.model, "family": meta.family, "dimension": meta.dimension, "vec_table": meta.vec_table}
 
 
 def _vectors(raw, table: str, seqs: Sequence[int]) -> dict[int, list[float]]:
-    marks = ",".join("?" * len(seqs))
     found = {}
-    for rowid, blob in raw.execute(f"SELECT rowid, embedding FROM {table} WHERE rowid IN ({marks})", list(seqs)):
+    for rowid, blob in select_in(raw, f"SELECT rowid, embedding FROM {table} WHERE rowid IN ({{marks}})", seqs):
         found[rowid] = [round(v, 7) for v in struct.unpack(f"{len(blob) // 4}f", blob)]
     return found
 
@@ -334,8 +334,7 @@ async def _vector_sink(store, model: dict | None):
     """A writer for supplied vectors when the file's model fits the store, else None (re-embed)."""
     if model is None or not await store.ensure_vec():
         return None
-    from memory.adapters import vector as vec
-    from memory.embedding.base import EmbeddingMeta
+    from memory.embedding.base import EmbeddingMeta, l2_normalize
 
     pin = await store.run(_pin)
     if pin is not None and (pin["model"], pin["dimension"]) != (model["model"], model["dimension"]):
@@ -348,11 +347,11 @@ async def _vector_sink(store, model: dict | None):
             return 0
         indexed = await store.run(_indexed_texts, [e.id for e, _ in pairs])
         rows = [
-            (indexed[e.id][0], vec._pack(vec.l2_normalize(v)), vec.content_hash(indexed[e.id][1]), model["model"])
+            (indexed[e.id][0], pack(l2_normalize(v)), content_hash(indexed[e.id][1]), model["model"])
             for e, v in pairs
             if e.id in indexed
         ]
-        _, written = await store.run(vec._put_live_txn, candidate, rows)
+        _, written = await store.run(put_live_txn, candidate, rows)
         return written or 0
 
     return put
@@ -362,8 +361,7 @@ def _indexed_texts(raw, ids: Sequence[str]) -> dict[str, tuple[int, str]]:
     """id -> (seq, the text its vector is made from), so a supplied vector counts as current."""
     from memory.sqlite.context import EMBEDDED_TEXT_SQL
 
-    marks = ",".join("?" * len(ids))
-    rows = raw.execute(f"SELECT id, seq, {EMBEDDED_TEXT_SQL} FROM memories WHERE id IN ({marks})", list(ids))
+    rows = select_in(raw, f"SELECT id, seq, {EMBEDDED_TEXT_SQL} FROM memories WHERE id IN ({{marks}})", ids)
     return {r[0]: (r[1], r[2]) for r in rows}
 
 
@@ -411,7 +409,7 @@ def markdown_records(folder: Path, *, default_agent: str) -> Iterator[tuple[str,
     A note a person added without an id gets the vault's path-derived id, so
     re-importing it is still an upsert.
     """
-    from memory.adapters.markdown import note_id, split_frontmatter
+    from memory.vaults.notes import note_id, split_frontmatter
 
     for path in sorted(folder.rglob("*.md")):
         rel = path.relative_to(folder).as_posix()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -51,6 +52,20 @@ def private_file(path: Path | str) -> Path:
 def default_home() -> Path:
     env = os.environ.get("ARCANA_HOME")
     return Path(env).expanduser() if env else Path.home() / ".arcana"
+
+
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+
+
+def check_name(kind: str, name: str) -> str:
+    """The one rule for agent, pool and vault names: they become file and directory names under the home."""
+    if not _NAME.fullmatch(name):
+        from memory.errors import ConfigError
+
+        raise ConfigError(
+            f"invalid {kind} name {name!r}: use 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit"
+        )
+    return name
 
 
 @dataclass(frozen=True)

@@ -11,8 +11,8 @@ important it claims to be, the way its confidence stays below 1.0.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
+from memory.adapters.base import MemoryAdapter
 from memory.types import ConfidenceSource, MemoryEntry, MemoryScope
 
 PROMOTION_THRESHOLD = 0.9
@@ -44,7 +44,7 @@ def global_copy(entry: MemoryEntry) -> MemoryEntry:
     return entry.model_copy(update={"scope": MemoryScope.GLOBAL, "pool_name": None})
 
 
-async def promote(entries: Sequence[MemoryEntry], global_store: Any) -> list[tuple[MemoryEntry, Exception]]:
+async def promote(entries: Sequence[MemoryEntry], global_store: MemoryAdapter) -> list[tuple[MemoryEntry, Exception]]:
     """Write the global copy of every promotable entry; return the ones that failed, with why.
 
     For writers that hold the global store directly (the seed's

@@ -27,6 +27,7 @@ from memory.audit import AuditLog
 from memory.errors import MemoryCorruptError, NotFoundError
 from memory.home import Home, private_dir
 from memory.sqlite import mutations
+from memory.sqlite.batches import select_in
 from memory.sqlite.connection import dbapi, transaction
 from memory.sqlite.rows import COLUMNS, row_to_entry
 from memory.types import MemoryEntry
@@ -215,11 +216,7 @@ def _insert_missing(raw, entries: list[MemoryEntry], actor: str) -> tuple[int, i
     """Insert, through the ledger, the entries whose id the live store lacks; (inserted, duplicates)."""
     with transaction(raw):
         ids = [e.id for e in entries]
-        have: set[str] = set()
-        for start in range(0, len(ids), 500):
-            chunk = ids[start : start + 500]
-            marks = ",".join("?" * len(chunk))
-            have |= {r[0] for r in raw.execute(f"SELECT id FROM memories WHERE id IN ({marks})", chunk)}
+        have = {r[0] for r in select_in(raw, "SELECT id FROM memories WHERE id IN ({marks})", ids)}
         fresh = list({e.id: e for e in entries if e.id not in have}.values())
         if fresh:
             mutations.upsert(raw, fresh, actor)

@@ -19,6 +19,7 @@ from enum import Enum
 from pathlib import Path
 from typing import Any
 
+from memory.adapters.base import MemoryAdapter
 from memory.adapters.sqlite import SQLiteAdapter
 from memory.audit import AuditLog
 from memory.home import Home
@@ -92,7 +93,7 @@ def scratch_store(path: Path) -> SQLiteAdapter:
     return SQLiteAdapter(path, actor="scratch")
 
 
-def with_vectors(store: SQLiteAdapter, embedding: Any | None, options: Mapping[str, Any] | None = None) -> Any:
+def with_vectors(store: SQLiteAdapter, embedding: Any | None, options: Mapping[str, Any] | None = None) -> MemoryAdapter:
     """``store`` behind a :class:`VectorAdapter` when an embedder is given, else as is.
 
     The vector layer shares the store's file, so semantic and hybrid reads work
@@ -126,7 +127,7 @@ def open_tier(
     budget: Any | None = None,
     actor: str = "library",
     repair: bool = True,
-) -> Any:
+) -> MemoryAdapter:
     """A pool's or the global tier's store (not yet connected), semantic when an embedder is given.
 
     The engine branch: on the server ``config`` names — a :class:`PostgresAdapter`
@@ -158,14 +159,14 @@ def options_for_server(vector_options: Mapping[str, Any] | None) -> dict:
     return {k: v for k, v in (vector_options or {}).items() if k in keep}
 
 
-def server_tiers(home: Home, config: Any, *, actor: str = "cli") -> list[tuple[str, Any]]:
+def server_tiers(home: Home, config: Any, *, actor: str = "cli") -> list[tuple[str, MemoryAdapter | Exception]]:
     """(label, store or the ConfigError that stopped it) for every tier configured on a server.
 
     An unset ``url_env`` appears as its error, so a status listing reports it rather than stop.
     """
     from memory.errors import ConfigError
 
-    found: list[tuple[str, Any]] = []
+    found: list[tuple[str, MemoryAdapter | Exception]] = []
     named = [(f"pool:{n}", StoreKind.POOL, n, s) for n, s in sorted(config.pools.items())]
     for label, kind, name, settings in named:
         if settings.url is None and settings.url_env is None:

@@ -48,6 +48,13 @@ class RetrievalMode(StrEnum):
     hybrid = "hybrid"
 
 
+# The one default, for the library, the CLI, MCP and ``arcana run``: hybrid
+# (vector and keyword fused, confidence-weighted) measured best on real
+# conversations through the federation (README, "Semantic and hybrid recall");
+# with no healthy embedder it is served by keyword, with a notice.
+DEFAULT_RETRIEVAL_MODE = RetrievalMode.hybrid
+
+
 class Visibility(StrEnum):
     """Who may read an entry.
 
@@ -149,7 +156,7 @@ class MemoryQuery(BaseModel):
 
     agent_id: str | None = None
     text: str | None = None
-    retrieval_mode: RetrievalMode = RetrievalMode.keyword
+    retrieval_mode: RetrievalMode = DEFAULT_RETRIEVAL_MODE
     scope: MemoryScope | None = None
     pool_name: str | None = None
     types: list[MemoryType] | None = None

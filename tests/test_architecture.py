@@ -22,3 +22,48 @@ def test_importing_every_core_module_loads_no_cli_library():
     count, _, loaded = done.stdout.partition("\n")
     assert int(count) >= 40  # positive control: the walk really imported the core
     assert loaded.strip() == ""
+
+
+def test_capabilities_are_declared_protocols_not_probed_names():
+    """Outside the driver probes of sqlite3 itself, no core module asks ``hasattr`` what a tier can do."""
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent / "memory"
+    probe = re.compile(r"hasattr\((?!conn, \"enable_load_extension\"|raw, \"enable_load_extension\")")
+    offenders = [
+        f"{p.relative_to(root)}:{n}"
+        for p in root.rglob("*.py")
+        for n, line in enumerate(p.read_text().splitlines(), 1)
+        if probe.search(line)
+    ]
+    assert offenders == []
+    assert probe.search('hasattr(backend, "prune")')  # control: the pattern catches a probe
+
+
+async def test_each_store_declares_the_capabilities_the_federation_uses(tmp_path, offline_embedder):
+    from memory.adapters.base import (
+        BatchWriter,
+        Closeable,
+        FileBacked,
+        Layered,
+        MemoryAdapter,
+        PreparesWrites,
+        Prunable,
+        is_read_only,
+    )
+    from memory.adapters.markdown import MarkdownFolderAdapter
+    from memory.embedding.gateway import EmbeddingGateway
+    from memory.stores import scratch_store, with_vectors
+
+    store = scratch_store(tmp_path / "s.db")
+    vectors = with_vectors(store, EmbeddingGateway([offline_embedder]))
+    folder = MarkdownFolderAdapter(tmp_path, "agent")
+    for adapter in (store, vectors, folder):
+        assert isinstance(adapter, MemoryAdapter) and isinstance(adapter, Closeable)
+    for adapter in (store, vectors):
+        assert isinstance(adapter, Prunable) and isinstance(adapter, BatchWriter) and not is_read_only(adapter)
+    assert isinstance(vectors, PreparesWrites) and not isinstance(store, PreparesWrites)
+    assert isinstance(vectors, Layered) and vectors.store is store and not isinstance(store, Layered)
+    assert isinstance(store, FileBacked) and not isinstance(folder, FileBacked)
+    assert is_read_only(folder) and not isinstance(folder, Prunable)

@@ -8,13 +8,14 @@ import time
 import pytest
 
 from federation_faults import FaultyTier, corrupt_file
-from memory.adapters.markdown import MarkdownFolderAdapter, note_id
+from memory.adapters.markdown import MarkdownFolderAdapter
 from memory.adapters.sqlite import SQLiteAdapter
 from memory.errors import MemoryRoutingError
 from memory.federation import MemoryFederation, MemoryRouter, TierBudget
 from memory.federation.budgets import ConnectionsConfig
 from memory.federation.federation import dedupe
 from memory.types import MemoryQuery, MemoryScope
+from memory.vaults.notes import note_id
 from factories import entries_for
 
 
@@ -124,9 +125,9 @@ async def test_a_corrupt_tier_is_dropped_and_reported_while_the_others_answer(st
 async def test_a_hanging_tier_costs_one_read_budget_not_the_session(stores):
     await stores["private"].write(entry("kettle is blue"))
     events = []
-    federation = federate(
-        stores, events, pool=FaultyTier(stores["pool"], delay=None), budget=TierBudget(read_timeout_ms=200)
-    )
+    # The default (hybrid) read waits out the semantic budget, then one keyword retry the read budget.
+    budget = TierBudget(read_timeout_ms=200, semantic_timeout_ms=200)
+    federation = federate(stores, events, pool=FaultyTier(stores["pool"], delay=None), budget=budget)
     started = time.monotonic()
     report = await federation.recall(MemoryQuery(agent_id="a", text="kettle"))
     assert time.monotonic() - started < 1.5

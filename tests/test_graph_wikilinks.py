@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from memory.adapters.markdown import MarkdownFolderAdapter, note_id
+from memory.adapters.markdown import MarkdownFolderAdapter
 from memory.graph.edges import EdgeStore, MemoryEdge
 from memory.graph.wikilinks import (
     WIKILINK_SOURCE,
@@ -14,6 +14,7 @@ from memory.graph.wikilinks import (
     link_graph,
     parse_wikilinks,
 )
+from memory.vaults.notes import note_id
 
 
 def test_parses_every_obsidian_form_and_ignores_code():

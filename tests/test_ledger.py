@@ -106,12 +106,12 @@ MUTATORS = {
 
 # Public coroutines that never change what is remembered. record_access only
 # bumps access counters (documented, unledgered bookkeeping); ensure_vec loads
-# an extension; run is the sibling adapters' escape hatch, covered by the
+# an extension; run is the escape hatch for memory/sqlite/ SQL, covered by the
 # static test below.
 NON_MUTATORS = {
     "connect", "aclose", "health_check", "schema_version", "run", "ensure_vec", "search",
-    "keyword_candidates", "previous_turns", "fetch_admitted", "admitted_by_id", "get", "find_by_prefix", "record_access", "history",
-    "count", "integrity", "versions", "open_conflicts",
+    "keyword_candidates", "admitted_by_id", "get", "find_by_prefix", "record_access", "history",
+    "count", "versions", "open_conflicts",
 }
 
 

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from memory.adapters.markdown import (
+from memory.adapters.markdown import MarkdownFolderAdapter
+from memory.vaults.notes import (
     BINARY,
     HIDDEN,
     IGNORED,
@@ -19,7 +20,6 @@ from memory.adapters.markdown import (
     TOO_LARGE,
     UNREADABLE,
     VANISHED,
-    MarkdownFolderAdapter,
     NoteIdentity,
     hashtags,
     mask_code,
@@ -230,7 +230,7 @@ async def test_every_mode_is_served_by_keyword_with_one_notice(make_vault):
     root = make_vault({"n.md": "metric units"})
     seen: list[str] = []
     folder = adapter(root, on_degraded=seen.append)
-    keyword = await folder.search(MemoryQuery(text="units"))
+    keyword = await folder.search(MemoryQuery(text="units", retrieval_mode=RetrievalMode.keyword))
     assert seen == []  # positive control: keyword mode is not degraded
     for mode in (RetrievalMode.semantic, RetrievalMode.hybrid):
         assert [e.id for e in await folder.search(MemoryQuery(text="units", retrieval_mode=mode))] == [keyword[0].id]

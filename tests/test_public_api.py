@@ -18,3 +18,28 @@ def test_importing_a_submodule_does_not_load_the_core():
     loaded = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
     assert "memory.federation" not in loaded and "memory.adapters.vector" not in loaded
     assert "memory.types" in loaded  # control: what was asked for is there
+
+
+def test_the_seeds_names_import_from_where_the_seed_puts_them():
+    """The seed's examples import these from the package and from their adapters' modules."""
+    from memory import (  # noqa: F401
+        EdgeStore,
+        EmbeddingGateway,
+        MarkdownFolderAdapter,
+        MemoryFederation,
+        MemoryRouter,
+        PoolConfig,
+        SQLiteAdapter,
+        VectorAdapter,
+        WikilinkEdgeExtractor,
+        build_federation,
+    )
+    from memory.adapters.markdown import MarkdownFolderAdapter as FromModule
+    from memory.adapters.sqlite import SQLiteAdapter as SQLiteFromModule
+    from memory.adapters.vector import VectorAdapter as VectorFromModule
+    from memory.graph.wikilinks import WikilinkEdgeExtractor as ExtractorFromModule
+    from memory.types import MemoryEntry, MemoryQuery, MemoryScope, MemoryType, PruneMode, PrunePolicy, RetrievalMode  # noqa: F401
+
+    assert (FromModule, SQLiteFromModule, VectorFromModule, ExtractorFromModule) == (
+        MarkdownFolderAdapter, SQLiteAdapter, VectorAdapter, WikilinkEdgeExtractor
+    )

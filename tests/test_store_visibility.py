@@ -8,7 +8,8 @@ import hashlib
 import pytest
 
 from memory.adapters.sqlite import SQLiteAdapter
-from memory.sqlite.admission import Audience
+from memory.sqlite.admission import Audience, where
+from memory.sqlite.rows import admitted_rows
 from memory.types import MemoryQuery, Visibility
 from factories import entry
 
@@ -32,8 +33,10 @@ async def test_recall_reads_never_return_private_or_hidden(store, three):
     assert [e.id for e in await store.search(query)] == [visible]
     assert [e.id for e in await store.search(MemoryQuery())] == [visible]
     assert [e.id for e in await store.keyword_candidates(query, 10)] == [visible]
+    assert list(await store.admitted_by_id(MemoryQuery(), [e.id for e in three.values()])) == [visible]
     seqs = await store.run(lambda raw: [r[0] for r in raw.execute("SELECT seq FROM memories")])
-    assert [e.id for e in (await store.fetch_admitted(MemoryQuery(), seqs)).values()] == [visible]
+    clause = where(MemoryQuery())  # the semantic leg's way in: KNN rowids, then admission
+    assert [r["id"] for r in await store.run(admitted_rows, "seq", seqs, clause.sql, clause.params)] == [visible]
     for v, e in three.items():
         got = await store.get(e.id)
         assert (got is not None) == (v is Visibility.VISIBLE), v

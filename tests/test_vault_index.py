@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from memory.adapters.markdown import note_id
+from memory.vaults.notes import note_id
 from memory.errors import ConfigError, NotFoundError
 from memory.graph.edges import EdgeStore
 from memory.locks import exclusive
@@ -421,3 +421,62 @@ async def test_a_damaged_obsidian_config_is_reported_and_the_vault_still_indexes
     report = await index_vault(vault, embed=False)
     assert report.added == 2  # nothing excluded: the filters could not be read
     assert any("app.json: unreadable" in n and "not applied" in n for n in report.notices)
+
+
+async def test_the_index_and_the_extractor_write_the_same_wikilink_edges(vault, store):
+    """One implementation: ``arcana vault index`` and the seed's WikilinkEdgeExtractor agree edge for edge."""
+    from memory.adapters.markdown import MarkdownFolderAdapter
+    from memory.graph.wikilinks import WIKILINK_SOURCE, WikilinkEdgeExtractor
+
+    def wikilink_edges(raw):
+        sql = "SELECT src_id, dst_id FROM memory_edges WHERE source = ? ORDER BY src_id, dst_id"
+        return [tuple(r) for r in raw.execute(sql, (WIKILINK_SOURCE,))]
+
+    indexed = await index_vault(vault, embed=False)
+    index = open_store(vault)
+    try:
+        from_index = await index.run(wikilink_edges)
+    finally:
+        await index.aclose()
+    report = await WikilinkEdgeExtractor(MarkdownFolderAdapter(vault.root, "agent"), EdgeStore(store)).reindex()
+    from_extractor = await store.run(wikilink_edges)
+    assert from_index == from_extractor
+    assert len(from_index) == report.edges_written == indexed.links.edges_written == 4  # control: edges exist
+    assert {k: v for k, v in report.counts().items() if k != "edges_written"} == {
+        k: v for k, v in indexed.links.counts().items() if k != "edges_written"
+    }
+
+
+def test_only_the_extractor_writes_wikilink_edges():
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent / "memory"
+    writing = re.compile(r"replace_(source|outgoing)\(\s*WIKILINK_SOURCE")
+    writers = sorted(p.relative_to(root).as_posix() for p in root.rglob("*.py") if writing.search(p.read_text()))
+    assert writers == ["graph/wikilinks.py"]  # the extractor itself is found: the pattern is live
+
+
+async def test_a_vault_tier_keeps_one_folder_reader_and_one_index_open(vault):
+    """The federation's vault tier re-parses only edited notes and opens its index once, until closed."""
+    from memory.vaults.search import VaultAdapter
+
+    tier = VaultAdapter(vault, expand=False)
+    query = MemoryQuery(text="metric units", retrieval_mode=RetrievalMode.keyword)
+    try:
+        assert [e.id for e in await tier.search(query)] == [note_id("Projects/Alpha.md")]  # not indexed: folder
+        parsed = dict(tier.reader.folder._cache)
+        (vault.root / "Home.md").write_text("Welcome back. Metric units at home too.")
+        found = await tier.search(query)
+        assert {e.id for e in found} == {note_id("Projects/Alpha.md"), note_id("Home.md")}
+        cache = tier.reader.folder._cache
+        assert cache["Projects/Alpha.md"] is parsed["Projects/Alpha.md"]  # unchanged: not parsed again
+        assert cache["Home.md"] is not parsed["Home.md"]  # control: the edited note was
+        await index_vault(vault, embed=False)
+        assert await tier.search(query)
+        store = tier.reader.index()
+        assert store is not None and await tier.get(note_id("Home.md")) is not None
+        assert tier.reader.index() is store  # one index store for the tier's life
+    finally:
+        await tier.aclose()
+    assert store._conn is None  # closed with the tier

@@ -163,7 +163,7 @@ def test_reembed_killed_mid_run_leaves_the_live_index_and_resumes(tmp_path, offl
         try:
             assert (await adapter.meta()).vec_table == "memory_vec_1"
             assert (await adapter.status()).missing == 0  # the live index is whole
-            assert await adapter.store.integrity() == "ok"
+            assert await adapter.store.run(lambda raw: raw.execute("PRAGMA integrity_check").fetchone()[0]) == "ok"
             report = await adapter.reembed(OllamaEmbedder("fake-embed", url=server.url))
             assert report.embedded == 22  # 8 were committed before the crash
             assert (await adapter.meta()).model == "fake-embed"

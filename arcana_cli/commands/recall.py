@@ -82,7 +82,7 @@ async def recall(
     memory_query = MemoryQuery(
         agent_id=card.id,
         text=query,
-        retrieval_mode=mode or cli.config.recall.mode or RetrievalMode.hybrid,
+        retrieval_mode=cli.config.recall.mode_for(mode),
         types=type_ or None,
         since=parse_since(since),
         as_of=parse_since(as_of, "--as-of"),

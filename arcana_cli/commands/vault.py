@@ -255,7 +255,10 @@ async def search(
     name: NameArg,
     query: Annotated[str, typer.Argument(help="What to look for.")],
     limit: Annotated[int, typer.Option("--limit", "-n", min=1, max=1000, help="Most results.")] = 10,
-    mode: Annotated[str, typer.Option("--mode", help="keyword, semantic or hybrid.")] = "hybrid",
+    mode: Annotated[
+        str | None,
+        typer.Option("--mode", help="keyword, semantic or hybrid [default: recall.mode, else hybrid].", show_default=False),
+    ] = None,
     expand: Annotated[bool, typer.Option("--expand/--no-expand", help="Add notes one wikilink away.")] = True,
 ) -> None:
     """Search one vault (its index, or the folder itself if not indexed yet)."""
@@ -263,7 +266,7 @@ async def search(
     from memory.vaults.search import search_vault
 
     try:
-        retrieval = RetrievalMode(mode)
+        retrieval = cli.config.recall.mode_for(RetrievalMode(mode) if mode else None)
     except ValueError:
         raise typer.BadParameter("use keyword, semantic or hybrid", param_hint="--mode") from None
     vault = _vaults(cli).get(name)

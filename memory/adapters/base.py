@@ -1,10 +1,18 @@
-"""The seam every store implements: agents read and write without knowing which."""
+"""The seam every store implements: agents read and write without knowing which.
+
+:class:`MemoryAdapter` is what every tier must do. The optional capabilities a
+caller may find on a tier are protocols too, checked with ``isinstance`` where
+the federation, the router, the store factory and maintenance need them,
+instead of probing attribute names.
+"""
 
 from __future__ import annotations
 
-from typing import Protocol, runtime_checkable
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
 
-from memory.types import HealthStatus, MemoryEntry, MemoryQuery
+from memory.types import HealthStatus, MemoryEntry, MemoryQuery, PrunePolicy, PruneReport
 
 
 @runtime_checkable
@@ -20,3 +28,67 @@ class MemoryAdapter(Protocol):
     async def search(self, query: MemoryQuery) -> list[MemoryEntry]: ...
 
     async def get(self, entry_id: str) -> MemoryEntry | None: ...
+
+
+@runtime_checkable
+class Closeable(Protocol):
+    """Holds something to release (a file, a pool of connections); a bare read-only source may not."""
+
+    async def aclose(self) -> None: ...
+
+
+@runtime_checkable
+class Prunable(Protocol):
+    """Can archive or purge by a :class:`PrunePolicy` (the stores that keep rows)."""
+
+    async def prune(self, policy: PrunePolicy) -> PruneReport: ...
+
+
+@runtime_checkable
+class ReadOnly(Protocol):
+    """Declares that it takes no writes (``read_only = True``): a folder, a vault."""
+
+    read_only: bool
+
+
+@runtime_checkable
+class DeclaresWrites(Protocol):
+    """Declares with ``accepts_writes = False`` that its write stores nothing (the composite seed's marker)."""
+
+    accepts_writes: bool
+
+
+@runtime_checkable
+class BatchWriter(Protocol):
+    """Writes many entries in bounded transactions; the result names an op per entry (a list, or ``.ops``)."""
+
+    async def write_many(self, entries: Sequence[MemoryEntry]) -> Any: ...
+
+
+@runtime_checkable
+class PreparesWrites(Protocol):
+    """Has one-time work before its first write (loading a model), to run outside a write budget."""
+
+    async def prepare_write(self) -> None: ...
+
+
+@runtime_checkable
+class Layered(Protocol):
+    """A layer over another store (vectors over SQLite); ``store`` is the one underneath."""
+
+    store: MemoryAdapter
+
+
+@runtime_checkable
+class FileBacked(Protocol):
+    """Lives in one database file at ``path``."""
+
+    path: Path
+
+
+def is_read_only(adapter: object) -> bool:
+    """Whether ``adapter`` declares itself read-only (either marker)."""
+    if isinstance(adapter, ReadOnly) and adapter.read_only:
+        return True
+    return isinstance(adapter, DeclaresWrites) and adapter.accepts_writes is False
+

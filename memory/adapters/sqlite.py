@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from memory import audit as audit_mod
+from memory.adapters.base import MemoryAdapter
 from memory.backup import backup_copy
 from memory.errors import MemoryCorruptError, MemoryStorageError, NotFoundError
 from memory.home import Home
@@ -18,7 +19,7 @@ from memory.limits import MAX_CONTENT_BYTES, check_content
 from memory.migrations.runner import check_not_newer, migrate
 from memory.promotion import promote
 from memory.quarantine import quarantine_store
-from memory.sqlite import context, mutations
+from memory.sqlite import mutations, vectors
 from memory.sqlite.admission import Audience, where
 from memory.sqlite.connection import (
     BUSY_TIMEOUT_MS,
@@ -35,7 +36,7 @@ from memory.sqlite.connection import (
     translate,
 )
 from memory.sqlite.fts import focused_match, match_expression
-from memory.sqlite.rows import SELECT_COLUMNS, row_to_entry
+from memory.sqlite.rows import SELECT_COLUMNS, admitted_rows, row_to_entry
 from memory.types import (
     HealthStatus,
     LedgerRecord,
@@ -66,7 +67,7 @@ class SQLiteAdapter:
         self,
         path: Path | str,
         *,
-        global_store: Any | None = None,
+        global_store: MemoryAdapter | None = None,
         actor: str = "library",
         quarantine_dir: Path | None = None,
         backup_dir: Path | None = None,
@@ -100,7 +101,7 @@ class SQLiteAdapter:
 
     @property
     def connection(self) -> StoreConnection:
-        """The live connection, for sibling adapters (vectors, edges) sharing this file."""
+        """The live connection (raises when not connected)."""
         if self._conn is None:
             raise MemoryStorageError(f"{self.path}: not connected")
         return self._conn
@@ -317,12 +318,7 @@ class SQLiteAdapter:
         return rows[0][0]
 
     async def _has_vectors(self) -> bool:
-        rows = await self.run(
-            lambda raw: raw.execute(
-                "SELECT 1 FROM sqlite_master WHERE name GLOB 'memory_vec_[0-9]*' LIMIT 1"
-            ).fetchall()
-        )
-        return bool(rows)
+        return bool(await self.run(vectors.vec_tables))
 
     # -- reads (all through memory.sqlite.admission) -----------------------
 
@@ -367,28 +363,13 @@ class SQLiteAdapter:
         rows = await self.run(_keyword, match, clause.sql, clause.params, limit, inline=True)
         return [row_to_entry(r, score=-r["rank"], matched_by=["keyword"]) for r in rows]
 
-    async def previous_turns(self, query: MemoryQuery, entry_ids: Sequence[str]) -> dict[str, str]:
-        """For each admitted entry among ``entry_ids``, the admitted turn before it in its session."""
-        clause = where(query)
-        return await self.run(context.previous_ids, list(entry_ids), clause.sql, clause.params, inline=True)
-
-    async def fetch_admitted(self, query: MemoryQuery, seqs: Sequence[int]) -> dict[int, MemoryEntry]:
-        """Entries for ``seqs`` that pass admission and the query's filters, keyed by seq.
-
-        The semantic leg's way in: KNN finds candidate rowids, this decides
-        which of them may be read.
-        """
-        clause = where(query)
-        rows = await self.run(_by_column, "seq", list(seqs), clause.sql, clause.params, inline=True)
-        return {r["seq"]: row_to_entry(r) for r in rows}
-
     async def admitted_by_id(self, query: MemoryQuery, entry_ids: Sequence[str]) -> dict[str, MemoryEntry]:
         """Entries among ``entry_ids`` that pass admission and the query's filters, keyed by id.
 
         Graph expansion's way in: a neighbour must pass exactly what a seed did.
         """
         clause = where(query)
-        rows = await self.run(_by_column, "id", list(entry_ids), clause.sql, clause.params, inline=True)
+        rows = await self.run(admitted_rows, "id", list(entry_ids), clause.sql, clause.params, inline=True)
         return {r["id"]: row_to_entry(r) for r in rows}
 
     async def get(
@@ -454,11 +435,6 @@ class SQLiteAdapter:
         if policy.mode is PruneMode.PURGE and not policy.dry_run and await self._has_vectors():
             await self.ensure_vec()
         return await self.run(_prune_txn, policy, self.actor)
-
-    async def integrity(self) -> str:
-        """``PRAGMA integrity_check`` — 'ok' or the first problems found."""
-        rows = await self.run(lambda raw: raw.execute("PRAGMA integrity_check(5)").fetchall())
-        return "; ".join(r[0] for r in rows)
 
 
 # -- work run on the connection thread ----------------------------------------
@@ -590,19 +566,6 @@ def _by_id(raw, entry_id, clause_sql, params):
 def _by_prefix(raw, pattern, clause_sql, params, limit):
     sql = f"SELECT {SELECT_COLUMNS}, m.seq FROM memories m WHERE m.id LIKE ? ESCAPE '\\' AND {clause_sql} LIMIT ?"
     return raw.execute(sql, (pattern, *params, limit)).fetchall()
-
-
-def _by_column(raw, column: str, values, clause_sql, params):
-    """Admitted rows whose ``column`` (seq or id) is among ``values``."""
-    rows = []
-    for start in range(0, len(values), 500):
-        chunk = values[start : start + 500]
-        sql = (
-            f"SELECT {SELECT_COLUMNS}, m.seq FROM memories m "
-            f"WHERE m.{column} IN ({','.join('?' * len(chunk))}) AND {clause_sql}"
-        )
-        rows += raw.execute(sql, (*chunk, *params)).fetchall()
-    return rows
 
 
 def _prune_txn(raw, policy: PrunePolicy, actor: str) -> PruneReport:

@@ -18,12 +18,9 @@ search falls back to keyword with a one-time notice; nothing fails.
 
 from __future__ import annotations
 
-import hashlib
-import re
-import struct
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from memory.adapters.sqlite import SQLiteAdapter
 from memory.embedding.base import Embedder, EmbeddingMeta, l2_normalize, length_order
@@ -37,10 +34,23 @@ from memory.embedding.fusion import (
 )
 from memory.embedding.gateway import EmbeddingGateway
 from memory.errors import MemoryStorageError
-from memory.sqlite import chunks
+from memory.sqlite import chunks, context
 from memory.sqlite.admission import where
-from memory.sqlite.connection import transaction
-from memory.sqlite.context import EMBEDDED_TEXT_SQL
+from memory.sqlite.rows import admitted_rows, row_to_entry
+from memory.sqlite.vectors import (
+    build_table,
+    content_hash,
+    embedded_of,
+    filtered_scan,
+    knn,
+    pack,
+    put_build_txn,
+    put_live_txn,
+    read_meta,
+    repin_txn,
+    stale_rows,
+    table_exists,
+)
 from memory.types import HealthStatus, MemoryEntry, MemoryQuery, PrunePolicy, PruneReport, RetrievalMode
 
 KNN_MAX = 4096  # sqlite-vec's ceiling on k
@@ -50,7 +60,6 @@ KNN_MAX = 4096  # sqlite-vec's ceiling on k
 COMMIT_BATCH = 1024
 EMBED_CHUNK = 128  # texts per embed call within a window: paces progress, costs nothing
 REUSABLE_VECTORS = 4  # query vectors similar() keeps for the write that follows it
-_TABLE = re.compile(r"^memory_vec_(\d+)$")
 
 
 def hybrid_pool(limit: int) -> int:
@@ -65,14 +74,6 @@ def hybrid_pool(limit: int) -> int:
 # What an adjacent turn of the same session gains of a match's fused score
 # (LoCoMo any@10 +0.02 at 0.3; 0.2 and 0.5 measured within 0.005 of it).
 NEIGHBOUR_SHARE = 0.3
-
-
-def content_hash(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
-
-
-def _pack(vector: Sequence[float]) -> bytes:
-    return struct.pack(f"{len(vector)}f", *vector)
 
 
 @dataclass(frozen=True)
@@ -185,7 +186,7 @@ class VectorAdapter:
     # -- the pin ------------------------------------------------------------
 
     async def meta(self) -> EmbeddingMeta | None:
-        return await self.store.run(_read_meta)
+        return await self.store.run(read_meta)
 
     async def embedder(self, meta: EmbeddingMeta | None) -> Embedder | None:
         """The gateway's answer for ``meta``, asked once per pin per adapter."""
@@ -232,9 +233,9 @@ class VectorAdapter:
         except ValueError as exc:
             raise MemoryStorageError(f"{self.store.path}: {exc}") from None
         await self.store.write(entry)
-        seq, text = await self.store.run(_embedded_of, entry.id)
+        seq, text = await self.store.run(embedded_of, entry.id)
         meta, stored = await self.store.run(
-            _put_live_txn, _candidate(embedder), [(seq, _pack(unit), content_hash(text), embedder.model_name)]
+            put_live_txn, _candidate(embedder), [(seq, pack(unit), content_hash(text), embedder.model_name)]
         )
         if stored is None:
             raise MemoryStorageError(f"memory {entry.id} was stored without its vector: {_pin_conflict(meta)}")
@@ -259,7 +260,7 @@ class VectorAdapter:
                     self._notice(embedder)
             if not isinstance(embedder, str):
                 await self._fill_batch(
-                    embedder, await self.store.run(_stale_rows, meta and meta.vec_table, [e.id for e in batch]),
+                    embedder, await self.store.run(stale_rows, meta and meta.vec_table, [e.id for e in batch]),
                     report, _offset(on_progress, start, len(entries)),
                 )
                 meta = meta or await self.meta()  # the first batch created the index and the pin
@@ -285,7 +286,7 @@ class VectorAdapter:
         """The embedder new vectors come from (given the pin as last read), or why there is none.
 
         Which index they go to is not decided here but inside the write
-        transaction (:func:`_put_live_txn`), where a pin made meanwhile by
+        transaction (:func:`put_live_txn`), where a pin made meanwhile by
         another writer is seen.
         """
         if await self._vec() is None:
@@ -324,17 +325,17 @@ class VectorAdapter:
             if len(vector) != width:
                 report.skipped.append((entry_id, f"embedder returned {len(vector)} dimensions, index holds {width}"))
                 continue
-            good.append((seq, _pack(vector), content_hash(content), embedder.model_name))
+            good.append((seq, pack(vector), content_hash(content), embedder.model_name))
             ids.append(entry_id)
         report.model = embedder.model_name
         if build is not None:
             if good:
-                report.embedded += await self.store.run(_put_build_txn, build, width, good)
+                report.embedded += await self.store.run(put_build_txn, build, width, good)
             report.vec_table = build
             return
         if not good:
             return
-        meta, stored = await self.store.run(_put_live_txn, _candidate(embedder), good)
+        meta, stored = await self.store.run(put_live_txn, _candidate(embedder), good)
         report.vec_table = meta.vec_table
         if stored is None:
             report.skipped += [(entry_id, _pin_conflict(meta)) for entry_id in ids]
@@ -390,7 +391,10 @@ class VectorAdapter:
                 semantic = await self._semantic(query, embedder, meta, pool)
                 keyword = await self.store.keyword_candidates(query, pool)
                 fused = fuse(semantic, keyword, self.weights, 2 * pool)
-                previous = await self.store.previous_turns(query, [e.id for e in fused])
+                clause = where(query)
+                previous = await self.store.run(
+                    context.previous_ids, [e.id for e in fused], clause.sql, clause.params, inline=True
+                )
                 entries = spread_to_neighbours(fused, previous, NEIGHBOUR_SHARE)[: query.limit]
                 legs = ("semantic", "keyword")
         except _QueryEmbedFailed as exc:
@@ -437,10 +441,10 @@ class VectorAdapter:
             raise MemoryStorageError(
                 f"query vector has {len(vector)} dimensions but the index holds {meta.dimension}"
             )
-        blob = _pack(vector)
+        blob = pack(vector)
         k = min(max(4 * wanted, 40), KNN_MAX)
         while True:
-            hits = await self.store.run(_knn, meta.vec_table, blob, k)
+            hits = await self.store.run(knn, meta.vec_table, blob, k)
             hits, spans, exhausted = await self._with_chunks(meta.vec_table, blob, k, hits)
             results = await self._admit(query, hits, wanted, spans)
             if len(results) >= wanted or exhausted:  # enough, or the index is exhausted
@@ -449,7 +453,7 @@ class VectorAdapter:
                 break
             if k >= KNN_MAX:  # selective filters: scan only the rows that pass them
                 clause = where(query)
-                hits = await self.store.run(_filtered_scan, meta.vec_table, blob, clause.sql, clause.params, wanted)
+                hits = await self.store.run(filtered_scan, meta.vec_table, blob, clause.sql, clause.params, wanted)
                 results = await self._admit(query, hits, wanted)
                 break
             k = min(4 * k, KNN_MAX)
@@ -484,10 +488,14 @@ class VectorAdapter:
         """
         results: list[MemoryEntry] = []
         spans = spans or {}
+        clause = where(query)  # KNN found candidate rowids; admission decides which may be read
         start, step = 0, wanted
         while start < len(hits) and len(results) < wanted:
             chunk = hits[start : start + step]
-            admitted = await self.store.fetch_admitted(query, [seq for seq, _ in chunk])
+            rows = await self.store.run(
+                admitted_rows, "seq", [seq for seq, _ in chunk], clause.sql, clause.params, inline=True
+            )
+            admitted = {r["seq"]: row_to_entry(r) for r in rows}
             for seq, distance in chunk:
                 entry = admitted.get(seq)
                 if entry is None:
@@ -527,7 +535,7 @@ class VectorAdapter:
         vec = await self._vec() is not None
         embedded = chunk_vectors = 0
         if meta is not None and vec:
-            embedded = rows - len(await self.store.run(_stale_rows, meta.vec_table, None))
+            embedded = rows - len(await self.store.run(stale_rows, meta.vec_table, None))
             chunk_vectors = await self.store.run(chunks.count, chunks.chunk_table(meta.vec_table))
         return VectorStatus(meta, rows, embedded, vec, chunk_vectors)
 
@@ -551,20 +559,20 @@ class VectorAdapter:
         if not status.healthy:
             raise MemoryStorageError(f"cannot re-embed: {status.message}")
         meta = await self.meta()
-        table = await self.store.run(_build_table, meta.vec_table if meta else None, embedder.model_name, embedder.dimension)
+        table = await self.store.run(build_table, meta.vec_table if meta else None, embedder.model_name, embedder.dimension)
         report = await self._fill(table, embedder, table, on_progress)
         # Rows written while we worked went to the old index: catch up, then swap.
         catch_up = await self._fill(table, embedder, table, None)
         report.embedded += catch_up.embedded
         report.skipped += catch_up.skipped
         pin = EmbeddingMeta(embedder.model_name, embedder.model_family, embedder.dimension, table, time.time())
-        await self.store.run(_repin_txn, pin, meta.vec_table if meta else None)
+        await self.store.run(repin_txn, pin, meta.vec_table if meta else None)
         self._resolved.clear()
         return report
 
     async def _fill(self, table: str | None, embedder, build: str | None, on_progress) -> FillReport:
         """Embed every row ``table`` lacks (all rows when it is None or absent), window by window."""
-        rows = await self.store.run(_stale_rows, table, None)
+        rows = await self.store.run(stale_rows, table, None)
         report = FillReport(vec_table=table, model=embedder.model_name, total=len(rows))
         for start in range(0, len(rows), self.commit_batch):
             await self._fill_batch(
@@ -572,7 +580,7 @@ class VectorAdapter:
             )
             if on_progress:
                 on_progress(min(start + self.commit_batch, len(rows)), len(rows))
-        if await self.store.run(_table_exists, table):
+        if await self.store.run(table_exists, table):
             await self._fill_chunks(table, embedder, None, report)
         return report
 
@@ -597,7 +605,7 @@ class VectorAdapter:
                 start += 1
             rows = [(w.seq, w.entry_id, embed_text(w.content, span)) for w in window for span in w.embedded]
             vectors = await self._embed_isolated(embedder, rows, report) if rows else []
-            blobs = iter(None if v is None or len(v) != width else _pack(v) for v in vectors)
+            blobs = iter(None if v is None or len(v) != width else pack(v) for v in vectors)
             items = [(w, [next(blobs) for _ in w.embedded]) for w in window]
             report.chunks += await self.store.run(chunks.put_txn, target, width, items, embedder.model_name)
 
@@ -623,180 +631,3 @@ def _pin_conflict(meta: EmbeddingMeta) -> str:
 
 class _QueryEmbedFailed(Exception):
     """The embedder failed on the query itself: degrade to keyword, do not fail the read."""
-
-
-# -- work run on the connection thread ----------------------------------------
-# Reads below are index upkeep (every row needs a vector, whatever its
-# visibility), not reads on behalf of an agent; agent reads go through
-# SQLiteAdapter.fetch_admitted / keyword_candidates (the admission predicate).
-
-
-def _vec_tables(raw) -> list[str]:
-    names = [
-        r[0]
-        for r in raw.execute(
-            "SELECT name FROM sqlite_master WHERE type = 'table' AND name GLOB 'memory_vec_[0-9]*' "
-            "AND sql LIKE 'CREATE VIRTUAL TABLE%'"
-        )
-    ]
-    return sorted((n for n in names if _TABLE.match(n)), key=lambda n: int(_TABLE.match(n).group(1)))
-
-
-def _next_table(raw) -> str:
-    tables = _vec_tables(raw)
-    return f"memory_vec_{int(_TABLE.match(tables[-1]).group(1)) + 1 if tables else 1}"
-
-
-def _table_exists(raw, table: str) -> bool:
-    return table in _vec_tables(raw)
-
-
-def _create_table(raw, table: str, dimension: int) -> None:
-    raw.execute(
-        f"CREATE VIRTUAL TABLE IF NOT EXISTS {table} USING vec0("
-        f"embedding float[{int(dimension)}] distance_metric=cosine, +content_hash text, +model text)"
-    )
-
-
-def _embedded_of(raw, entry_id: str) -> tuple[int, str]:
-    """(seq, embedded text) of a stored row: its content with the context derived at write."""
-    row = raw.execute(f"SELECT seq, {EMBEDDED_TEXT_SQL} FROM memories WHERE id = ?", (entry_id,)).fetchone()
-    return row[0], row[1]
-
-
-def _all_rows(raw) -> list[tuple[int, str, str]]:
-    return [tuple(r) for r in raw.execute(f"SELECT seq, id, {EMBEDDED_TEXT_SQL} FROM memories ORDER BY seq")]
-
-
-def _stale_rows(raw, table: str | None, ids: Sequence[str] | None) -> list[tuple[int, str, str]]:
-    """Rows (seq, id, embedded text) whose vector in ``table`` is missing or was made from other text."""
-    if ids is None:
-        rows = _all_rows(raw)
-    else:
-        rows = []
-        for start in range(0, len(ids), 500):
-            chunk = list(ids[start : start + 500])
-            rows += [
-                tuple(r)
-                for r in raw.execute(
-                    f"SELECT seq, id, {EMBEDDED_TEXT_SQL} FROM memories WHERE id IN ({','.join('?' * len(chunk))})", chunk
-                )
-            ]
-    if not rows or table is None or not _table_exists(raw, table):
-        return rows
-    if ids is None:
-        hashes = dict(raw.execute(f"SELECT rowid, content_hash FROM {table}").fetchall())
-    else:  # a batch: look up only its own rows, not the whole index
-        seqs = [r[0] for r in rows]
-        hashes = {}
-        for start in range(0, len(seqs), 500):
-            chunk = seqs[start : start + 500]
-            hashes.update(raw.execute(
-                f"SELECT rowid, content_hash FROM {table} WHERE rowid IN ({','.join('?' * len(chunk))})", chunk
-            ).fetchall())
-    return [r for r in rows if hashes.get(r[0]) != content_hash(r[2])]
-
-
-def _read_meta(raw) -> EmbeddingMeta | None:
-    row = raw.execute("SELECT model, family, dimension, vec_table, pinned_at FROM embedding_meta").fetchone()
-    return EmbeddingMeta(*row) if row else None
-
-
-def _put_live_txn(raw, candidate: EmbeddingMeta, rows: list[tuple]) -> tuple[EmbeddingMeta, int | None]:
-    """Write ``rows`` (seq, blob, hash, model) into the pinned index; return the pin and how many were stored.
-
-    The pin is read under the write lock, so creating the index and pinning
-    are one decision: with no pin, the next free ``memory_vec_N`` is created
-    and ``candidate`` pinned to it; with a pin of the same family and width
-    (whoever made it), its index is used. A pin that disagrees stores
-    nothing and returns None, for the caller to report.
-    """
-    with transaction(raw):
-        meta = _read_meta(raw)
-        if meta is None:
-            meta = replace(candidate, vec_table=_next_table(raw))
-            _create_table(raw, meta.vec_table, meta.dimension)
-            raw.execute(
-                "INSERT INTO embedding_meta (id, model, family, dimension, vec_table, pinned_at) "
-                "VALUES (1, ?, ?, ?, ?, ?)",
-                (meta.model, meta.family, meta.dimension, meta.vec_table, meta.pinned_at),
-            )
-        elif (meta.family, meta.dimension) != (candidate.family, candidate.dimension):
-            return meta, None
-        elif not _table_exists(raw, meta.vec_table):
-            _create_table(raw, meta.vec_table, meta.dimension)
-        return meta, _replace_vectors(raw, meta.vec_table, rows)
-
-
-def _put_build_txn(raw, table: str, dimension: int, rows: list[tuple]) -> int:
-    """Write ``rows`` into ``table``, an index being built beside the live one (a re-embed)."""
-    with transaction(raw):
-        if not _table_exists(raw, table):
-            _create_table(raw, table, dimension)
-        return _replace_vectors(raw, table, rows)
-
-
-def _replace_vectors(raw, table: str, rows: list[tuple]) -> int:
-    """Replace the vectors of the ``rows`` still present (purged meanwhile: no orphan vectors)."""
-    seqs = [r[0] for r in rows]
-    live = {
-        r[0]
-        for start in range(0, len(seqs), 500)
-        for r in raw.execute(
-            f"SELECT seq FROM memories WHERE seq IN ({','.join('?' * len(seqs[start:start + 500]))})",
-            seqs[start : start + 500],
-        )
-    }
-    rows = [r for r in rows if r[0] in live]
-    raw.executemany(f"DELETE FROM {table} WHERE rowid = ?", [(r[0],) for r in rows])
-    raw.executemany(f"INSERT INTO {table} (rowid, embedding, content_hash, model) VALUES (?, ?, ?, ?)", rows)
-    return len(rows)
-
-
-def _build_table(raw, live: str | None, model: str, dimension: int) -> str:
-    """The index a re-embed fills: a leftover one for the same model (resume), else a new one."""
-    for table in _vec_tables(raw):
-        if table == live:
-            continue
-        row = raw.execute(f"SELECT model, vec_length(embedding) FROM {table} LIMIT 1").fetchone()
-        if row is not None and tuple(row) == (model, dimension):
-            return table
-        with transaction(raw):  # an abandoned build for another model, or empty: start over
-            raw.execute(f"DROP TABLE {table}")
-            chunks.drop(raw, table)
-    table = _next_table(raw)
-    if live and table == live:
-        table = f"memory_vec_{int(_TABLE.match(live).group(1)) + 1}"
-    with transaction(raw):
-        _create_table(raw, table, dimension)
-    return table
-
-
-def _repin_txn(raw, pin: EmbeddingMeta, old: str | None) -> None:
-    with transaction(raw):
-        raw.execute(
-            "INSERT INTO embedding_meta (id, model, family, dimension, vec_table, pinned_at) VALUES (1, ?, ?, ?, ?, ?) "
-            "ON CONFLICT(id) DO UPDATE SET model = excluded.model, family = excluded.family, "
-            "dimension = excluded.dimension, vec_table = excluded.vec_table, pinned_at = excluded.pinned_at",
-            (pin.model, pin.family, pin.dimension, pin.vec_table, pin.pinned_at),
-        )
-        if old and old != pin.vec_table:
-            raw.execute(f"DROP TABLE {old}")
-            chunks.drop(raw, old)
-
-
-def _knn(raw, table: str, blob: bytes, k: int) -> list[tuple[int, float]]:
-    return [
-        (r[0], r[1])
-        for r in raw.execute(
-            f"SELECT rowid, distance FROM {table} WHERE embedding MATCH ? AND k = ? ORDER BY distance", (blob, k)
-        )
-    ]
-
-
-def _filtered_scan(raw, table: str, blob: bytes, clause_sql: str, params: tuple, limit: int):
-    sql = (
-        f"SELECT m.seq, vec_distance_cosine(v.embedding, ?) AS d FROM memories m "
-        f"JOIN {table} v ON v.rowid = m.seq WHERE {clause_sql} ORDER BY d LIMIT ?"
-    )
-    return [(r[0], r[1]) for r in raw.execute(sql, (blob, *params, limit))]

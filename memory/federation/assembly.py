@@ -15,6 +15,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from memory.adapters.base import Layered, MemoryAdapter
 from memory.adapters.sqlite import SQLiteAdapter
 from memory.agents import AgentCard
 from memory.audit import AuditLog
@@ -41,7 +42,7 @@ class PoolConfig:
     """
 
     name: str
-    adapter: Any
+    adapter: MemoryAdapter
     read_only: bool = False
     label: str | None = None
 
@@ -263,4 +264,4 @@ def quarantine_events(federation: MemoryFederation) -> list[MemoryDegradedEvent]
 def private_store(federation: MemoryFederation) -> SQLiteAdapter:
     """The private tier's SQLite store, under any vector layer (e.g. to see ``quarantined_to``)."""
     backend = federation.router.private.backend
-    return getattr(backend, "store", backend)
+    return backend.store if isinstance(backend, Layered) else backend

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from memory.adapters.base import FileBacked
 from memory.adapters.postgres import PostgresAdapter
 
 from memory.agents import AgentRegistry
@@ -104,7 +105,7 @@ async def tier_reports(home: Home, *, failed: dict[Path, str] | None = None) -> 
             for tier in router.tiers:
                 if tier.name in reports:
                     continue
-                path = getattr(tier.backend, "path", None)
+                path = tier.backend.path if isinstance(tier.backend, FileBacked) else None
                 if isinstance(tier.backend, PostgresAdapter):
                     reports[tier.name] = await _probe_server(tier)
                 elif path is not None and not path.exists():  # probing would create it

@@ -14,6 +14,7 @@ from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from memory.adapters.base import Closeable, Prunable
 from memory.audit import AuditLog
 from memory.errors import MemoryWriteError, TierWriteFailed
 from memory.federation import timeframe
@@ -187,7 +188,7 @@ class MemoryFederation:
         errors = []
         for tier in self.router.tiers:
             backend = tier.backend
-            if id(backend) in seen or not hasattr(backend, "aclose"):
+            if id(backend) in seen or not isinstance(backend, Closeable):
                 continue
             seen.add(id(backend))
             try:
@@ -418,7 +419,7 @@ class MemoryFederation:
         seen: set[int] = set()
         for tier in self.router.tiers:
             backend = tier.backend
-            if tier.read_only or id(backend) in seen or not hasattr(backend, "prune"):
+            if tier.read_only or id(backend) in seen or not isinstance(backend, Prunable):
                 continue
             seen.add(id(backend))
             report = await backend.prune(policy)

@@ -10,7 +10,6 @@ A server URL is shown with its password masked, everywhere.
 
 from __future__ import annotations
 
-import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,10 +19,9 @@ from pydantic import ValidationError
 from memory.agents import AgentCard, AgentRegistry
 from memory.config import ArcanaConfig, PoolSettings, load_config, save_config
 from memory.errors import ConfigError, NotFoundError
-from memory.home import Home, private_dir
+from memory.home import Home, check_name, private_dir
 from memory.stores import StoreKind, open_store, open_tier
 
-_POOL_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 
 
 @dataclass
@@ -52,15 +50,6 @@ class PoolInfo:
         }
 
 
-def validate_pool_name(name: str) -> str:
-    """Pool names become file names: letters, digits, '.', '_' or '-'."""
-    if not _POOL_NAME.match(name):
-        raise ConfigError(
-            f"invalid pool name '{name}': use 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit"
-        )
-    return name
-
-
 class PoolRegistry:
     """Create, inspect, remove pools and manage their members for one home."""
 
@@ -81,7 +70,7 @@ class PoolRegistry:
         A server pool two homes create with the same URL is one pool: the
         second create finds the schema in place and only registers it here.
         """
-        validate_pool_name(name)
+        check_name("pool", name)
         config = self._config()
         if name in config.pools:
             raise ConfigError(f"a pool named '{name}' already exists")

@@ -15,6 +15,7 @@ from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import Any
 
+from memory.adapters.base import BatchWriter, MemoryAdapter, PreparesWrites, is_read_only
 from memory.deadline import DEADLINE
 from memory.errors import MemoryCorruptError, TierWriteFailed
 from memory.federation.budgets import TierBudget
@@ -102,11 +103,6 @@ class _BreakerOpen(Exception):
     pass
 
 
-def is_read_only(adapter: Any) -> bool:
-    """A backend declares itself read-only with ``read_only = True`` or ``accepts_writes = False``."""
-    return bool(getattr(adapter, "read_only", False)) or getattr(adapter, "accepts_writes", True) is False
-
-
 class ResilientTier:
     """One backend behind a timeout and a circuit breaker.
 
@@ -119,7 +115,7 @@ class ResilientTier:
 
     def __init__(
         self,
-        adapter: Any,
+        adapter: MemoryAdapter,
         *,
         name: str,
         scope: MemoryScope,
@@ -211,9 +207,8 @@ class ResilientTier:
 
     async def _prepare_write(self) -> None:
         """What a backend does once before its first write (a model load), outside the write budget."""
-        prepare = getattr(self.backend, "prepare_write", None)
-        if prepare is not None:
-            await prepare()
+        if isinstance(self.backend, PreparesWrites):
+            await self.backend.prepare_write()
 
     async def write(self, entry: MemoryEntry) -> None:
         """Write within budget, or raise :class:`TierWriteFailed` (scope + reason)."""
@@ -237,7 +232,7 @@ class ResilientTier:
         timeout = self.budget.write_timeout_ms / 1000 * max(1, -(-len(entries) // BULK_BUDGET_ROWS))
 
         async def call() -> Any:
-            if hasattr(self.backend, "write_many"):
+            if isinstance(self.backend, BatchWriter):
                 return await self.backend.write_many(list(entries))
             for entry in entries:
                 await self.backend.write(entry)

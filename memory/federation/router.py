@@ -12,6 +12,7 @@ from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Any
 
+from memory.adapters.base import MemoryAdapter
 from memory.errors import MemoryRoutingError
 from memory.federation.budgets import ConnectionsConfig
 from memory.federation.decay import DEFAULT_PROFILES, DecayProfile, assess
@@ -41,9 +42,9 @@ class MemoryRouter:
     def __init__(
         self,
         *,
-        private: Any,
-        global_: Any | None = None,
-        pools: Mapping[str, Any] | None = None,
+        private: MemoryAdapter,
+        global_: MemoryAdapter | None = None,
+        pools: Mapping[str, MemoryAdapter] | None = None,
         weights: Mapping[MemoryType, float] | None = None,
         decay_profiles: Mapping[MemoryType, DecayProfile] | None = None,
         clock: Callable[[], datetime] = now_utc,
@@ -61,14 +62,14 @@ class MemoryRouter:
         for name, adapter in (pools or {}).items():
             self.register_pool(name, adapter)
 
-    def _wrap(self, adapter: Any, name: str, scope: MemoryScope, pool: str | None = None, **kw: Any) -> ResilientTier:
+    def _wrap(self, adapter: MemoryAdapter, name: str, scope: MemoryScope, pool: str | None = None, **kw: Any) -> ResilientTier:
         if isinstance(adapter, ResilientTier):
             return adapter
         budget = self.resilience.for_tier(scope, pool)
         return ResilientTier(adapter, name=name, scope=scope, pool_name=pool, budget=budget, clock=self._monotonic, **kw)
 
     def register_pool(
-        self, name: str, adapter: Any, *, read_only: bool | None = None, label: str | None = None
+        self, name: str, adapter: MemoryAdapter, *, read_only: bool | None = None, label: str | None = None
     ) -> ResilientTier:
         """Add a backend to the shared pool ``name``.
 

@@ -12,6 +12,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from memory.adapters.sqlite import SQLiteAdapter
+from memory.sqlite.batches import select_in
 from memory.sqlite.connection import transaction
 
 REFERENCES = "references"
@@ -113,13 +114,6 @@ class EdgeStore:
 
         return await self.store.run(txn)
 
-    async def delete_source(self, source: str) -> int:
-        def txn(raw):
-            with transaction(raw):
-                return raw.execute("DELETE FROM memory_edges WHERE source = ?", (source,)).rowcount
-
-        return await self.store.run(txn)
-
     async def outgoing(self, node_id: str, relation: str | None = None) -> list[MemoryEdge]:
         return await self._select("src_id", node_id, relation)
 
@@ -157,15 +151,9 @@ class EdgeStore:
             rel_sql = " AND relation = ?" if relation is not None else ""
             rel_params = (relation,) if relation is not None else ()
             for near, far in (("src_id", "dst_id"), ("dst_id", "src_id")):  # outgoing, then incoming
-                for start in range(0, len(ids), 400):
-                    chunk = ids[start : start + 400]
-                    marks = ",".join("?" * len(chunk))
-                    for node, neighbour in raw.execute(
-                        f"SELECT {near}, {far} FROM memory_edges WHERE {near} IN ({marks}){rel_sql} "
-                        f"ORDER BY {near}, {far}",
-                        (*chunk, *rel_params),
-                    ):
-                        out[node].setdefault(neighbour, None)
+                sql = f"SELECT {near}, {far} FROM memory_edges WHERE {near} IN ({{marks}}){rel_sql} ORDER BY {near}, {far}"
+                for node, neighbour in select_in(raw, sql, ids, after=rel_params):
+                    out[node].setdefault(neighbour, None)
             return {i: [n for n in found if n != i] for i, found in out.items()}
 
         return await self.store.run(read)

@@ -24,9 +24,13 @@ import re
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from memory.adapters.markdown import NOTE_SUFFIXES, MarkdownFolderAdapter, mask_code
 from memory.graph.edges import REFERENCES, EdgeStore, MemoryEdge
+from memory.vaults.notes import NOTE_SUFFIXES, mask_code
+
+if TYPE_CHECKING:
+    from memory.adapters.markdown import MarkdownFolderAdapter
 
 WIKILINK_SOURCE = "wikilink"
 
@@ -244,20 +248,43 @@ def link_graph(
     return edges, report
 
 
-class WikilinkEdgeExtractor:
-    """Extract ``[[wikilink]]`` edges from a folder into an :class:`EdgeStore`."""
+def link_targets(body: str) -> tuple[str, ...]:
+    """The targets of ``body``'s wikilinks, as a :class:`LinkSource` carries them."""
+    return tuple(link.target for link in parse_wikilinks(body))
 
-    def __init__(self, reader: MarkdownFolderAdapter, edges: EdgeStore):
+
+class WikilinkEdgeExtractor:
+    """Extract ``[[wikilink]]`` edges from a folder into an :class:`EdgeStore`: the one writer of them.
+
+    :meth:`reindex` reads the folder through ``reader``; the vault indexer,
+    which keeps its own manifest of each note's targets, passes no reader and
+    hands :meth:`replace_all` / :meth:`replace_notes` the notes it already has.
+    """
+
+    def __init__(self, reader: MarkdownFolderAdapter | None, edges: EdgeStore):
         self.reader = reader
         self.edges = edges
 
     async def reindex(self) -> EdgeIndexReport:
         """Scan the folder, resolve every wikilink, and make the result the whole wikilink edge set."""
+        if self.reader is None:
+            raise ValueError("reindex() reads the folder: construct the extractor with a MarkdownFolderAdapter")
         scan = await self.reader.scan()
-        sources = [
-            LinkSource(n.rel_path, n.id, n.aliases, tuple(link.target for link in parse_wikilinks(n.body)))
-            for n in scan.notes
-        ]
-        edges, report = link_graph(sources, scan.attachments)
+        sources = [LinkSource(n.rel_path, n.id, n.aliases, link_targets(n.body)) for n in scan.notes]
+        return await self.replace_all(sources, scan.attachments)
+
+    async def replace_all(
+        self, sources: Sequence[LinkSource], attachments: Sequence[str] = (), *, per_note: dict[str, NoteLinks] | None = None
+    ) -> EdgeIndexReport:
+        """Resolve every note's links and make them the whole wikilink edge set (a structural change)."""
+        edges, report = link_graph(sources, attachments, per_note=per_note)
         report.edges_written = await self.edges.replace_source(WIKILINK_SOURCE, edges)
         return report
+
+    async def replace_notes(self, resolver: LinkResolver, notes: Sequence[LinkSource]) -> dict[str, NoteLinks]:
+        """Re-resolve only ``notes`` (edited, while the set of names stayed) and rewrite just their outgoing edges."""
+        results = {note.rel_path: resolve_note(resolver, note) for note in notes}
+        await self.edges.replace_outgoing(
+            WIKILINK_SOURCE, [note.id for note in notes], [e for links in results.values() for e in links.edges]
+        )
+        return results

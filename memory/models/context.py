@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from memory.types import MemoryEntry, MemoryQuery, RetrievalMode, Visibility
+from memory.types import MemoryEntry, MemoryQuery, Visibility
 
 HEADER = (
     "Memories recalled for this conversation, most relevant first. Each line shows "
@@ -70,7 +70,7 @@ async def recall_context(memory, agent_id: str, text: str, *, recall, budget_tok
     query = MemoryQuery(
         agent_id=agent_id,
         text=text,
-        retrieval_mode=recall.mode or RetrievalMode.hybrid,
+        retrieval_mode=recall.mode_for(),
         limit=recall.limit,
     )
     return render_context(await memory.search(query), budget_tokens=budget_tokens)

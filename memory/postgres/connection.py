@@ -19,10 +19,6 @@ MAX_CONNECTIONS = 4
 _SCHEMES = ("postgresql", "postgres")
 
 
-def is_server_url(url: str | None) -> bool:
-    return bool(url) and urlsplit(url).scheme in _SCHEMES
-
-
 def check_url(url: str) -> str:
     """``url`` if it is a postgresql:// URL naming a host, else a ConfigError (masked)."""
     parts = urlsplit(url)

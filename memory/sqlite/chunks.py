@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from memory.embedding.chunking import CHUNK_CHARS, Span, split
+from memory.sqlite.batches import batches, marks, select_in
 from memory.sqlite.connection import transaction
 
 PREFIX = "memory_chunkvec_"
@@ -44,15 +45,6 @@ class ChunkWork:
         return self.spans[1:]
 
 
-def _in(column: str, values: Sequence) -> str:
-    return f"{column} IN ({','.join('?' * len(values))})"
-
-
-def _batches(values: Sequence, size: int = 500):
-    for start in range(0, len(values), size):
-        yield list(values[start : start + size])
-
-
 def table_exists(raw, table: str) -> bool:
     return raw.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (table,)).fetchone() is not None
 
@@ -77,19 +69,19 @@ def stale(raw, table: str, ids: Sequence[str] | None, budget: int = CHUNK_CHARS)
     if ids is None:
         rows = raw.execute(base, (budget,)).fetchall()
     else:
-        rows = [r for chunk in _batches(ids) for r in raw.execute(f"{base} AND {_in('m.id', chunk)}", (budget, *chunk))]
+        rows = select_in(raw, f"{base} AND m.id IN ({{marks}})", ids, before=(budget,))
     if not rows:
         return []
     has_table = table_exists(raw, table)
     seen: dict[int, tuple[str, int, int]] = {}  # seq -> (source hash, chunks, vectors)
-    for chunk in _batches([r[0] for r in rows]):
-        vectors = f"(SELECT count(*) FROM {table} v WHERE v.rowid = c.id)" if has_table else "0"
-        for seq, digest, count, present in raw.execute(
-            f"SELECT c.seq, min(c.source_hash), count(*), sum({vectors}) FROM memory_chunks c "
-            f"WHERE {_in('c.seq', chunk)} GROUP BY c.seq",
-            chunk,
-        ):
-            seen[seq] = (digest, count, present or 0)
+    vectors = f"(SELECT count(*) FROM {table} v WHERE v.rowid = c.id)" if has_table else "0"
+    for seq, digest, count, present in select_in(
+        raw,
+        f"SELECT c.seq, min(c.source_hash), count(*), sum({vectors}) FROM memory_chunks c "
+        "WHERE c.seq IN ({marks}) GROUP BY c.seq",
+        [r[0] for r in rows],
+    ):
+        seen[seq] = (digest, count, present or 0)
     work = []
     for seq, entry_id, content in rows:
         have = seen.get(seq)
@@ -112,12 +104,12 @@ def _create(raw, table: str, dimension: int) -> None:
 def forget(raw, seqs: Sequence[int]) -> None:
     """Remove the chunks of ``seqs`` and their vectors in every chunk table (inside the caller's transaction)."""
     tables = chunk_tables(raw)
-    for chunk in _batches(list(seqs)):
-        ids = [r[0] for r in raw.execute(f"SELECT id FROM memory_chunks WHERE {_in('seq', chunk)}", chunk)]
+    for chunk in batches(seqs):
+        ids = [r[0] for r in raw.execute(f"SELECT id FROM memory_chunks WHERE seq IN ({marks(chunk)})", chunk)]
         for table in tables:
-            for part in _batches(ids):
-                raw.execute(f"DELETE FROM {table} WHERE {_in('rowid', part)}", part)
-        raw.execute(f"DELETE FROM memory_chunks WHERE {_in('seq', chunk)}", chunk)
+            for part in batches(ids):
+                raw.execute(f"DELETE FROM {table} WHERE rowid IN ({marks(part)})", part)
+        raw.execute(f"DELETE FROM memory_chunks WHERE seq IN ({marks(chunk)})", chunk)
 
 
 def put_txn(raw, table: str, dimension: int, items: list[tuple[ChunkWork, list[bytes | None]]], model: str) -> int:
@@ -131,11 +123,7 @@ def put_txn(raw, table: str, dimension: int, items: list[tuple[ChunkWork, list[b
     with transaction(raw):
         _create(raw, table, dimension)
         seqs = [work.seq for work, _ in items]
-        live = {
-            r[0]: r[1]
-            for chunk in _batches(seqs)
-            for r in raw.execute(f"SELECT seq, content FROM memories WHERE {_in('seq', chunk)}", chunk)
-        }
+        live = dict(select_in(raw, "SELECT seq, content FROM memories WHERE seq IN ({marks})", seqs))
         current = [(w, v) for w, v in items if w.seq in live and live[w.seq] == w.content]
         forget(raw, [w.seq for w, _ in current])
         for work, blobs in current:
@@ -171,12 +159,12 @@ def nearest(raw, table: str, blob: bytes, k: int) -> tuple[list[ChunkHit], int]:
         f"SELECT v.rowid, v.distance FROM {table} v WHERE v.embedding MATCH ? AND k = ? ORDER BY v.distance",
         (blob, k),
     ).fetchall()
-    spans = {}
-    for chunk in _batches([r[0] for r in rows]):
-        for row in raw.execute(
-            f"SELECT id, seq, char_start, char_end, source_hash FROM memory_chunks WHERE {_in('id', chunk)}", chunk
-        ):
-            spans[row[0]] = row[1:]
+    spans = {
+        row[0]: tuple(row[1:])
+        for row in select_in(
+            raw, "SELECT id, seq, char_start, char_end, source_hash FROM memory_chunks WHERE id IN ({marks})", [r[0] for r in rows]
+        )
+    }
     best: dict[int, ChunkHit] = {}
     for rowid, distance in rows:
         found = spans.get(rowid)

@@ -14,9 +14,10 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 
-from memory.sqlite import chunks, context
+from memory.sqlite import chunks, context, vectors
+from memory.sqlite.batches import batches, marks, select_in
 from memory.sqlite.rows import COLUMNS, SELECT_COLUMNS, entry_values, row_image
 from memory.types import MemoryEntry, Visibility
 
@@ -37,17 +38,8 @@ ON CONFLICT(id) DO UPDATE SET
 
 
 def _images(raw, ids: Sequence[str]) -> dict[str, dict]:
-    images: dict[str, dict] = {}
-    for chunk in _chunks(ids):
-        marks = ",".join("?" * len(chunk))
-        for row in raw.execute(f"SELECT {SELECT_COLUMNS} FROM memories m WHERE m.id IN ({marks})", chunk):
-            images[row["id"]] = row_image(row)
-    return images
-
-
-def _chunks(items: Sequence, size: int = 500) -> Iterable[Sequence]:
-    for start in range(0, len(items), size):
-        yield items[start : start + size]
+    rows = select_in(raw, f"SELECT {SELECT_COLUMNS} FROM memories m WHERE m.id IN ({{marks}})", ids)
+    return {row["id"]: row_image(row) for row in rows}
 
 
 def _append(raw, rows: list[tuple]) -> None:
@@ -181,10 +173,9 @@ def update(raw, ids: Sequence[str], op: str, actor: str, assignments: str, param
     if not before:
         return 0
     present = list(before)
-    for chunk in _chunks(present):
-        marks = ",".join("?" * len(chunk))
+    for chunk in batches(present):
         raw.execute(
-            f"UPDATE memories SET {assignments}, updated_at = ? WHERE id IN ({marks})",
+            f"UPDATE memories SET {assignments}, updated_at = ? WHERE id IN ({marks(chunk)})",
             (*params, now, *chunk),
         )
     after = _images(raw, present)
@@ -204,20 +195,13 @@ def delete(raw, ids: Sequence[str], op: str, actor: str) -> int:
     if not before:
         return 0
     present = list(before)
-    vec_tables = [
-        r[0]
-        for r in raw.execute(
-            "SELECT name FROM sqlite_master WHERE type = 'table' AND name GLOB 'memory_vec_[0-9]*' "
-            "AND sql LIKE 'CREATE VIRTUAL TABLE%'"
-        )
-    ]
-    for chunk in _chunks(present):
-        marks = ",".join("?" * len(chunk))
-        seqs = [r[0] for r in raw.execute(f"SELECT seq FROM memories WHERE id IN ({marks})", chunk)]
+    vec_tables = vectors.vec_tables(raw)
+    for chunk in batches(present):
+        seqs = [r[0] for r in raw.execute(f"SELECT seq FROM memories WHERE id IN ({marks(chunk)})", chunk)]
         for table in vec_tables:
-            raw.execute(f"DELETE FROM {table} WHERE rowid IN ({','.join('?' * len(seqs))})", seqs)
+            raw.execute(f"DELETE FROM {table} WHERE rowid IN ({marks(seqs)})", seqs)
         chunks.forget(raw, seqs)
-        raw.execute(f"DELETE FROM memories WHERE id IN ({marks})", chunk)
+        raw.execute(f"DELETE FROM memories WHERE id IN ({marks(chunk)})", chunk)
     _append(raw, [(mid, op, actor, now, _dump(before[mid]), None) for mid in present])
     return len(present)
 

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
+from memory.sqlite.batches import select_in
 from memory.types import MemoryEntry
 
 COLUMNS = (
@@ -85,3 +87,10 @@ def row_to_entry(row, **annotations: Any) -> MemoryEntry:
     data["tags"] = [] if data["tags"] == "[]" else json.loads(data["tags"])
     data.update(annotations)
     return MemoryEntry.model_validate(data)
+
+
+def admitted_rows(raw, column: str, values: Sequence, clause_sql: str, params: tuple) -> list:
+    """Rows whose ``column`` (seq or id) is among ``values`` and that ``clause_sql`` (the admission
+    predicate and the query's filters, from :func:`memory.sqlite.admission.where`) admits."""
+    sql = f"SELECT {SELECT_COLUMNS}, m.seq FROM memories m WHERE m.{column} IN ({{marks}}) AND {clause_sql}"
+    return select_in(raw, sql, values, after=params)

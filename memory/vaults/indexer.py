@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from memory import stores
-from memory.adapters.markdown import NoteIdentity, ParsedNote, read_note, stat_note, walk_folder
+from memory.vaults.notes import NoteIdentity, ParsedNote, read_note, stat_note, walk_folder
 from memory.adapters.sqlite import SQLiteAdapter
 from memory.config import ArcanaConfig, load_config
 from memory.embedding.base import length_order
@@ -45,9 +45,10 @@ from memory.graph.wikilinks import (
     EdgeIndexReport,
     LinkResolver,
     LinkSource,
+    NoteLinks,
+    WikilinkEdgeExtractor,
     link_graph,
-    parse_wikilinks,
-    resolve_note,
+    link_targets,
 )
 from memory.locks import exclusive
 from memory.types import MemoryEntry
@@ -139,7 +140,7 @@ def open_store(vault: Vault) -> SQLiteAdapter:
 
 
 def _record(note: ParsedNote) -> FileRecord:
-    targets = tuple(link.target for link in parse_wikilinks(note.body))
+    targets = link_targets(note.body)
     return FileRecord(note.id, note.rel_path, note.mtime_ns, note.size, note.content_hash, note.aliases, targets)
 
 
@@ -334,24 +335,24 @@ def _resolver(store: SQLiteAdapter, plan: IndexPlan) -> LinkResolver:
 
 
 async def _rebuild_links(store: SQLiteAdapter, plan: IndexPlan) -> dict[str, tuple[int, ...]]:
-    """Rewrite wikilink edges; return the per-note tallies that changed."""
-    edges = EdgeStore(store)
+    """Rewrite wikilink edges through the extractor; return the per-note tallies that changed."""
+    extractor = WikilinkEdgeExtractor(None, EdgeStore(store))
     if plan.structural:
         targets = await store.run(manifest.load_targets)
-        targets.update({r.rel_path: r.targets for r in plan.changed_records})
-        sources = [LinkSource(r.rel_path, r.id, r.aliases, targets.get(r.rel_path, ())) for r in plan.current.values()]
-        per_note: dict = {}
-        found, _ = link_graph(sources, plan.attachments, per_note=per_note)
-        await edges.replace_source(WIKILINK_SOURCE, found)
+        per_note: dict[str, NoteLinks] = {}
+        await extractor.replace_all(_sources(plan, targets), plan.attachments, per_note=per_note)
         return {rel: links.tally() for rel, links in per_note.items()}
     if not plan.changed:
         return {}
-    resolver = _resolver(store, plan)
-    results = {r.rel_path: resolve_note(resolver, LinkSource(r.rel_path, r.id, r.aliases, r.targets)) for r in plan.changed_records}
-    await edges.replace_outgoing(
-        WIKILINK_SOURCE, [r.id for r in plan.changed_records], [e for links in results.values() for e in links.edges]
-    )
+    changed = [LinkSource(r.rel_path, r.id, r.aliases, r.targets) for r in plan.changed_records]
+    results = await extractor.replace_notes(_resolver(store, plan), changed)
     return {rel: links.tally() for rel, links in results.items()}
+
+
+def _sources(plan: IndexPlan, targets: dict[str, tuple[str, ...]]) -> list[LinkSource]:
+    """Every note after ``plan`` as the resolver sees it: stored targets, overridden by the changed notes'."""
+    targets = {**targets, **{r.rel_path: r.targets for r in plan.changed_records}}
+    return [LinkSource(r.rel_path, r.id, r.aliases, targets.get(r.rel_path, ())) for r in plan.current.values()]
 
 
 def _link_totals(raw) -> EdgeIndexReport:
@@ -463,7 +464,5 @@ async def check_vault(vault: Vault) -> tuple[IndexPlan, EdgeIndexReport]:
         finally:
             await store.aclose()
     plan = await asyncio.to_thread(plan_index, vault, who, stored)
-    targets.update({r.rel_path: r.targets for r in plan.changed_records})
-    sources = [LinkSource(r.rel_path, r.id, r.aliases, targets.get(r.rel_path, ())) for r in plan.current.values()]
-    _, links = link_graph(sources, plan.attachments)
+    _, links = link_graph(_sources(plan, targets), plan.attachments)
     return plan, links

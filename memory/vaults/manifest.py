@@ -14,6 +14,7 @@ import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from memory.sqlite.batches import select_in
 from memory.sqlite.connection import transaction
 
 COUNT_COLUMNS = ("links", "resolved", "attachments", "self_links", "dangling", "ambiguous")
@@ -95,9 +96,4 @@ def totals(raw) -> dict[str, int]:
 
 def paths_for(raw, ids: Sequence[str]) -> dict[str, str]:
     """id → root-relative path for indexed notes."""
-    out: dict[str, str] = {}
-    for start in range(0, len(ids), 500):
-        chunk = list(ids[start : start + 500])
-        marks = ",".join("?" * len(chunk))
-        out.update({r[0]: r[1] for r in raw.execute(f"SELECT id, rel_path FROM vault_files WHERE id IN ({marks})", chunk)})
-    return out
+    return dict(select_in(raw, "SELECT id, rel_path FROM vault_files WHERE id IN ({marks})", ids))

@@ -2,19 +2,17 @@
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 
 from memory.agents import AgentRegistry
 from memory.config import VaultConfig, load_config, save_config
-from memory.errors import ConfigError, InvalidRequestError, NotFoundError
-from memory.home import Home
+from memory.errors import InvalidRequestError, NotFoundError
+from memory.home import Home, check_name
 from memory.types import MemoryScope
 from memory.vaults.obsidian import ExcludedFiles, excluded_files
 
-_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 
 
 @dataclass(frozen=True)
@@ -91,10 +89,7 @@ class VaultRegistry:
         max_file_bytes: int | None = None,
     ) -> Vault:
         """Register ``path`` as vault ``name``; the folder is only stat-ed, never written."""
-        if not _NAME.match(name):
-            raise ConfigError(
-                f"invalid vault name '{name}': use 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit"
-            )
+        check_name("vault", name)
         if agent and pool:
             raise InvalidRequestError("a vault attaches to an agent or to a pool, not both; give one of --agent or --pool")
         root = Path(path).expanduser().resolve()

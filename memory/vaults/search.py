@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from memory.adapters.markdown import MarkdownFolderAdapter
+from memory.adapters.sqlite import SQLiteAdapter
 from memory.config import ArcanaConfig, load_config
 from memory.embedding.chunking import snippet_for
 from memory.graph.edges import EdgeStore
@@ -30,6 +31,84 @@ class VaultHits:
     notices: list[str] = field(default_factory=list)
 
 
+class VaultReader:
+    """One vault's read side, kept open: a folder adapter (with its parse cache) and the index store.
+
+    Both are opened on first need and reused by every later search, so a
+    federation tier neither re-parses the folder nor reopens the index per
+    query. ``aclose`` closes the index.
+    """
+
+    def __init__(self, vault: Vault, *, config: ArcanaConfig | None = None, gateway: Any = None,
+                 notify: Callable[[str], None] | None = None):
+        self.vault = vault
+        self.config = config
+        self.gateway = gateway
+        self.notify = notify
+        self.folder = MarkdownFolderAdapter(
+            vault.root, f"vault:{vault.name}", ignore_globs=vault.ignore_globs,
+            max_file_bytes=vault.config.max_file_bytes, on_degraded=self._note,
+        )
+        self._store: SQLiteAdapter | None = None
+        self._vectors: Any = None
+        self._notices: list[str] = []
+
+    def _note(self, message: str) -> None:
+        self._notices.append(message)
+        if self.notify is not None:
+            self.notify(message)
+
+    def index(self) -> SQLiteAdapter | None:
+        """The index store, or None while the vault has never been indexed."""
+        if self._store is None and self.vault.db_path.exists():
+            self._store = open_store(self.vault)
+        return self._store
+
+    def _vector_store(self, store: SQLiteAdapter):
+        if self._vectors is None:
+            config = self.config or load_config(self.vault.home.config_path)
+            self._vectors = vector_store(store, config, self.vault, self.gateway, self._note)
+        return self._vectors
+
+    async def search(self, query: MemoryQuery, *, expand: bool = True, decay: float = DEFAULT_DECAY) -> VaultHits:
+        """Search the vault (read-only); results carry ``tiers=["vault:<name>"]``."""
+        self._notices = []
+        tier = f"vault:{self.vault.name}"
+        store = self.index()
+        if store is None:
+            self._note(
+                f"vault '{self.vault.name}' is not indexed yet; scanning the folder "
+                f"(run `arcana vault index {self.vault.name}`)"
+            )
+            scan = await self.folder.scan()
+            paths = {n.id: n.rel_path for n in scan.notes}
+            # The notice above already says this is a keyword scan of the folder: ask for one, say it once.
+            entries = await self.folder.search(query.model_copy(update={"retrieval_mode": RetrievalMode.keyword}))
+            return VaultHits([_annotated(e, tier, query) for e in entries], paths, "folder", self._notices)
+        if query.retrieval_mode is RetrievalMode.keyword:
+            seeds = await store.search(query)
+        else:
+            seeds = await self._vector_store(store).search(query)
+        entries = seeds
+        if expand and seeds:
+
+            async def fetch(ids: list[str]) -> dict[str, MemoryEntry]:
+                return await store.admitted_by_id(query, ids)
+
+            entries = await expand_one_hop(seeds, EdgeStore(store), fetch, decay=decay, limit=query.limit)
+        paths = await store.run(manifest.paths_for, [e.id for e in entries])
+        return VaultHits([_annotated(e, tier, query) for e in entries], paths, "index", self._notices)
+
+    async def get(self, entry_id: str) -> MemoryEntry | None:
+        store = self.index()
+        return await (self.folder.get(entry_id) if store is None else store.get(entry_id))
+
+    async def aclose(self) -> None:
+        store, self._store, self._vectors = self._store, None, None
+        if store is not None:
+            await store.aclose()
+
+
 async def search_vault(
     vault: Vault,
     query: MemoryQuery,
@@ -40,47 +119,16 @@ async def search_vault(
     notify: Callable[[str], None] | None = None,
     gateway: Any = None,
 ) -> VaultHits:
-    """Search one vault (read-only); results carry ``tiers=["vault:<name>"]``.
+    """Search one vault once (see :class:`VaultReader`, which a long-lived caller keeps instead).
 
     ``gateway`` (see :func:`memory.vaults.indexer.embedding_gateway`) lets a
     long-lived caller such as the federation keep the embedding model loaded.
     """
-    notices: list[str] = []
-
-    def note(message: str) -> None:
-        notices.append(message)
-        if notify is not None:
-            notify(message)
-
-    tier = f"vault:{vault.name}"
-    if not vault.db_path.exists():
-        note(f"vault '{vault.name}' is not indexed yet; scanning the folder (run `arcana vault index {vault.name}`)")
-        folder = MarkdownFolderAdapter(
-            vault.root, f"vault:{vault.name}", ignore_globs=vault.ignore_globs,
-            max_file_bytes=vault.config.max_file_bytes, on_degraded=note,
-        )
-        scan = await folder.scan()
-        paths = {n.id: n.rel_path for n in scan.notes}
-        entries = await folder.search(query)
-        return VaultHits([_annotated(e, tier, query) for e in entries], paths, "folder", notices)
-    config = config or load_config(vault.home.config_path)
-    store = open_store(vault)
+    reader = VaultReader(vault, config=config, gateway=gateway, notify=notify)
     try:
-        if query.retrieval_mode is RetrievalMode.keyword:
-            seeds = await store.search(query)
-        else:
-            seeds = await vector_store(store, config, vault, gateway, note).search(query)
-        entries = seeds
-        if expand and seeds:
-
-            async def fetch(ids: list[str]) -> dict[str, MemoryEntry]:
-                return await store.admitted_by_id(query, ids)
-
-            entries = await expand_one_hop(seeds, EdgeStore(store), fetch, decay=decay, limit=query.limit)
-        paths = await store.run(manifest.paths_for, [e.id for e in entries])
+        return await reader.search(query, expand=expand, decay=decay)
     finally:
-        await store.aclose()
-    return VaultHits([_annotated(e, tier, query) for e in entries], paths, "index", notices)
+        await reader.aclose()
 
 
 def _annotated(entry: MemoryEntry, tier: str, query: MemoryQuery) -> MemoryEntry:
@@ -98,24 +146,26 @@ def _annotated(entry: MemoryEntry, tier: str, query: MemoryQuery) -> MemoryEntry
 class VaultAdapter:
     """A vault as a read-only :class:`MemoryAdapter` tier, for the federation to register.
 
-    Reads go through :func:`search_vault` (the index, or the folder when not
-    indexed yet); writes raise, because the folder is the user's, not ours.
+    Reads go through one :class:`VaultReader` (the index, or the folder when
+    not indexed yet), kept for the adapter's life and closed by ``aclose``;
+    writes raise, because the folder is the user's, not ours.
     """
+
+    read_only = True
 
     def __init__(self, vault: Vault, *, expand: bool = True, gateway: Any = None, notify: Callable[[str], None] | None = None):
         self.vault = vault
         self.expand = expand
-        self.gateway = gateway
-        self.notify = notify
+        self.reader = VaultReader(vault, gateway=gateway, notify=notify)
 
     async def connect(self) -> None:
         return None
 
     async def aclose(self) -> None:
-        return None
+        await self.reader.aclose()
 
     async def health_check(self):
-        return await MarkdownFolderAdapter(self.vault.root, f"vault:{self.vault.name}").health_check()
+        return await self.reader.folder.health_check()
 
     async def write(self, entry: MemoryEntry) -> None:
         from memory.errors import MemoryWriteError
@@ -123,18 +173,7 @@ class VaultAdapter:
         raise MemoryWriteError(f"vault '{self.vault.name}' is read-only memory; write to another tier")
 
     async def search(self, query: MemoryQuery) -> list[MemoryEntry]:
-        hits = await search_vault(self.vault, query, expand=self.expand, gateway=self.gateway, notify=self.notify)
-        return hits.entries
+        return (await self.reader.search(query, expand=self.expand)).entries
 
     async def get(self, entry_id: str) -> MemoryEntry | None:
-        if not self.vault.db_path.exists():
-            folder = MarkdownFolderAdapter(
-                self.vault.root, f"vault:{self.vault.name}", ignore_globs=self.vault.ignore_globs,
-                max_file_bytes=self.vault.config.max_file_bytes,
-            )
-            return await folder.get(entry_id)
-        store = open_store(self.vault)
-        try:
-            return await store.get(entry_id)
-        finally:
-            await store.aclose()
+        return await self.reader.get(entry_id)

@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from contextlib import aclosing
 from pathlib import Path
 
-from memory.adapters.markdown import is_note, printable_path
+from memory.vaults.notes import is_note, printable_path
 from memory.errors import NotFoundError
 from memory.config import load_config
 from memory.vaults.indexer import VaultIndexReport, embedding_gateway, index_vault, summary

@@ -80,7 +80,7 @@ async def main(memories: int, queries: int, limit: int) -> None:
             print(f"{label:>15}: single median {ms(base):8.2f} ms p95 {ms(base, 95):8.2f} | "
                   f"federated median {ms(fed):8.2f} ms p95 {ms(fed, 95):8.2f} | "
                   f"ratio {ratio:.2f}x (target <= 1.50x: {'OK' if ratio <= 1.5 else 'OVER'})")
-        make = lambda text: MemoryQuery(agent_id="bench", text=text, limit=limit)  # noqa: E731
+        make = lambda text: MemoryQuery(agent_id="bench", text=text, retrieval_mode=RetrievalMode.keyword, limit=limit)  # noqa: E731
         base, fed = await timed(single, wrapped, make, texts)
         print(f"{'1-tier wrapper':>15}: single median {ms(base):8.2f} ms | same store federated {ms(fed):8.2f} ms | "
               f"ratio {statistics.median(fed) / statistics.median(base):.2f}x")

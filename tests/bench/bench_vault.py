@@ -69,7 +69,7 @@ async def main() -> None:
     work = Path(tempfile.mkdtemp(prefix="arcana-bench-vault-"))
     os.environ["ARCANA_HOME"] = str(work / "home")
     from cli_env import cli_env
-    from memory.adapters.markdown import walk_folder
+    from memory.vaults.notes import walk_folder
     from memory.config import load_config
     from memory.home import Home
     from memory.types import MemoryQuery, RetrievalMode
@@ -221,7 +221,7 @@ async def main() -> None:
 
 
 def _parse_all(root: Path, walk_folder):
-    from memory.adapters.markdown import NoteIdentity, read_note
+    from memory.vaults.notes import NoteIdentity, read_note
 
     who = NoteIdentity("bench")
     for info in walk_folder(root).notes:

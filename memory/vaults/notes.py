@@ -1,0 +1,390 @@
+"""A vault's notes as files: the folder walk, the skip rules and the note parser.
+
+One ``.md``/``.markdown`` file is one note whose id is
+``uuid5(NOTE_NAMESPACE, <root-relative POSIX path>)``, so a live read of the
+folder (:class:`memory.adapters.markdown.MarkdownFolderAdapter`) and an
+ingested copy of it (``arcana vault index``) share ids and the federation can
+de-duplicate them. The adapter, the indexer, the watcher and the wikilink
+extractor all read the folder through these functions, so they see it alike.
+Nothing here ever writes to the folder.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import hashlib
+import os
+import re
+import stat
+import uuid
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from memory.types import ConfidenceSource, MemoryEntry, MemoryScope, MemoryType
+
+# Fixed forever: changing it would change every note id and orphan every index.
+NOTE_NAMESPACE = uuid.UUID("6f1d3c52-8a47-5b0e-9a41-0a7c5e2b9d13")
+NOTE_SUFFIXES = (".md", ".markdown")
+DEFAULT_MAX_FILE_BYTES = 1024 * 1024
+DEFAULT_IGNORE_GLOBS: tuple[str, ...] = ()
+
+# Skip reasons, as reported by scans and `arcana vault check`.
+HIDDEN, SYMLINK, TOO_LARGE, IGNORED, UNREADABLE, VANISHED, BINARY, BAD_NAME = (
+    "hidden",
+    "symlink",
+    "too_large",
+    "ignored",
+    "unreadable",
+    "vanished",
+    "binary",
+    "name_not_utf8",
+)
+
+
+def printable_path(rel_path: str) -> str:
+    """``rel_path`` with undecodable bytes (surrogate escapes) shown as ``\\xff``: safe to print, store or hash."""
+    return os.fsencode(rel_path).decode("utf-8", "backslashreplace")
+
+
+def _bad_name(name: str) -> bool:
+    """A file name whose bytes are not UTF-8: it has no text path to index it under (Obsidian cannot open it either)."""
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
+def note_id(rel_path: str) -> str:
+    """The stable id of the note at root-relative POSIX path ``rel_path``."""
+    return str(uuid.uuid5(NOTE_NAMESPACE, rel_path))
+
+
+def is_note(name: str) -> bool:
+    return name.lower().endswith(NOTE_SUFFIXES)
+
+
+def note_title(rel_path: str) -> str:
+    """The note's name as Obsidian shows it: the file name without its suffix."""
+    name = rel_path.rpartition("/")[2]
+    stem, dot, suffix = name.rpartition(".")
+    return stem if dot and f".{suffix.lower()}" in NOTE_SUFFIXES else name
+
+
+# -- text: code masking, frontmatter, hashtags ---------------------------------
+
+_FENCE = re.compile(r"^[ \t]{0,3}(`{3,}|~{3,})[^\n]*\n.*?(?:^[ \t]{0,3}\1[`~]*[ \t]*$|\Z)", re.M | re.S)
+_INLINE_CODE = re.compile(r"(`+)(?!`).+?(?<!`)\1(?!`)", re.S)
+_COMMENT = re.compile(r"%%.*?(?:%%|\Z)", re.S)  # Obsidian comments; an unclosed one runs to the end
+_HASHTAG = re.compile(r"(?<![^\s(\[,;:!?\"'])#([\w/-]*[^\W\d_][\w/-]*)", re.UNICODE)
+_HEADING_MARK = re.compile(r"^[ \t]{0,3}#{1,6}(?=[ \t]|$)", re.M)
+_WORD = re.compile(r"[^\W_]+", re.UNICODE)
+
+
+def mask_code(text: str) -> str:
+    """``text`` with fenced blocks, inline code spans and ``%%comments%%`` blanked
+    (same length, newlines kept).
+
+    Links and tags inside code are examples, and Obsidian neither renders nor
+    links what sits in a comment; blanking instead of deleting keeps offsets
+    and line structure for every later regex. Indented code blocks are not
+    masked: without a full parser they cannot be told from nested list items,
+    whose links are real.
+    """
+
+    def blank(match: re.Match) -> str:
+        return re.sub(r"[^\n]", " ", match.group(0))
+
+    return _COMMENT.sub(blank, _INLINE_CODE.sub(blank, _FENCE.sub(blank, text)))
+
+
+def split_frontmatter(text: str) -> tuple[dict[str, Any], str, bool]:
+    """(frontmatter mapping, body, malformed) — a bad block is dropped, never fatal."""
+    if not text.startswith("---"):
+        return {}, text, False
+    first_nl = text.find("\n")
+    if first_nl < 0 or text[:first_nl].strip() != "---":
+        return {}, text, False
+    end = re.search(r"^(?:---|\.\.\.)[ \t]*$", text[first_nl + 1 :], re.M)
+    if end is None:  # an unterminated block is ordinary text (a thematic break)
+        return {}, text, False
+    block = text[first_nl + 1 : first_nl + 1 + end.start()]
+    body = text[first_nl + 1 + end.end() :].lstrip("\n")
+    try:
+        data = yaml.safe_load(block) if block.strip() else {}
+    except yaml.YAMLError:
+        return {}, body, True
+    if data is None:
+        return {}, body, False
+    if not isinstance(data, dict):
+        return {}, body, True
+    return data, body, False
+
+
+def hashtags(masked_body: str) -> list[str]:
+    """Obsidian #tags (nested #a/b too) outside code; heading markers are not tags."""
+    text = _HEADING_MARK.sub(" ", masked_body)
+    return [m.group(1).strip("/") for m in _HASHTAG.finditer(text) if m.group(1).strip("/")]
+
+
+def _string_list(value: Any) -> tuple[list[str], bool]:
+    """A frontmatter list-ish value as strings; (values, malformed)."""
+    if value is None:
+        return [], False
+    if isinstance(value, str):
+        return [v for v in re.split(r"[,\s]+", value) if v], False
+    if isinstance(value, list):
+        good = [str(v) for v in value if isinstance(v, (str, int, float)) and not isinstance(v, bool)]
+        return good, len(good) != len(value)
+    return [], True
+
+
+def _aliases(value: Any) -> tuple[list[str], bool]:
+    if isinstance(value, str):  # aliases are names, which may contain spaces
+        return [value.strip()] if value.strip() else [], False
+    return _string_list(value)
+
+
+# -- the parsed note ----------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ParsedNote:
+    """Everything the folder knows about one note, parsed once per (mtime, size)."""
+
+    rel_path: str
+    entry: MemoryEntry
+    body: str
+    aliases: tuple[str, ...]
+    content_hash: str
+    mtime_ns: int
+    size: int
+    frontmatter_problem: bool
+    words: Counter = field(repr=False, compare=False)
+    lowered: str = field(default="", repr=False, compare=False)  # content, lower-cased once per parse
+
+    @property
+    def id(self) -> str:
+        return self.entry.id
+
+
+@dataclass(frozen=True)
+class NoteIdentity:
+    """Who the entry belongs to: the fields a folder cannot say for itself."""
+
+    agent_id: str
+    scope: MemoryScope = MemoryScope.PRIVATE
+    pool_name: str | None = None
+    default_type: MemoryType = MemoryType.SEMANTIC
+
+
+def parse_note(rel_path: str, data: bytes, mtime_ns: int, size: int, who: NoteIdentity) -> ParsedNote:
+    """Parse one note's bytes into an entry. Never raises on content."""
+    text = data.decode("utf-8", errors="replace").lstrip("\ufeff").replace("\r\n", "\n")
+    meta, body, problem = split_frontmatter(text)
+    masked = mask_code(body)
+    tags, bad_tags = _string_list(meta.get("tags", meta.get("tag")))
+    aliases, bad_aliases = _aliases(meta.get("aliases", meta.get("alias")))
+    problem = problem or bad_tags or bad_aliases
+    note_type = who.default_type
+    if "type" in meta:
+        try:
+            note_type = MemoryType(str(meta["type"]).lower())
+        except ValueError:
+            problem = True
+    importance = 0.5
+    if "importance" in meta:
+        value = meta["importance"]
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and 0.0 <= value <= 1.0:
+            importance = float(value)
+        else:
+            problem = True
+    pinned = meta.get("pinned") is True
+    if "pinned" in meta and not isinstance(meta["pinned"], bool):
+        problem = True
+    title = note_title(rel_path)
+    # The title leads the content: a note is found by its name, and an empty note is still a note.
+    content = f"{title}\n\n{body.strip()}" if body.strip() else title
+    modified = datetime.fromtimestamp(mtime_ns / 1e9, UTC)
+    entry = MemoryEntry(
+        id=note_id(rel_path),
+        agent_id=who.agent_id,
+        type=note_type,
+        content=content,
+        scope=who.scope,
+        pool_name=who.pool_name,
+        importance=importance,
+        pinned=pinned,
+        confidence_source=ConfidenceSource.IMPORTED,
+        tags=tags + hashtags(masked),
+        created_at=modified,
+        updated_at=modified,
+    )
+    words = Counter(w.lower() for w in _WORD.findall(content + " " + " ".join(entry.tags)))
+    return ParsedNote(
+        rel_path=rel_path,
+        entry=entry,
+        body=body,
+        aliases=tuple(aliases),
+        content_hash=hashlib.sha256(data).hexdigest(),
+        mtime_ns=mtime_ns,
+        size=size,
+        frontmatter_problem=problem,
+        words=words,
+        lowered=content.lower(),
+    )
+
+
+# -- the walk -----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class FileStat:
+    rel_path: str
+    mtime_ns: int
+    size: int
+
+
+@dataclass
+class FolderWalk:
+    """What a walk found: candidate notes, attachments, and what it skipped and why."""
+
+    notes: list[FileStat] = field(default_factory=list)
+    attachments: list[str] = field(default_factory=list)
+    skipped: list[tuple[str, str]] = field(default_factory=list)  # (rel_path, reason)
+
+
+def _ignored(rel_path: str, globs: Sequence[str]) -> bool:
+    return any(fnmatch.fnmatchcase(rel_path, g) for g in globs)
+
+
+def walk_folder(root: Path, *, ignore_globs: Sequence[str] = (), max_file_bytes: int = DEFAULT_MAX_FILE_BYTES) -> FolderWalk:
+    """List the notes under ``root`` without reading them; never follows symlinks.
+
+    Ignore globs are fnmatch patterns over the root-relative POSIX path (``*``
+    crosses ``/``); a directory that matches (e.g. ``Archive`` or
+    ``Archive/*``) is not descended into.
+    """
+    found = FolderWalk()
+    stack = [""]
+    while stack:
+        prefix = stack.pop()
+        try:
+            with os.scandir(root / prefix if prefix else root) as it:
+                entries = list(it)
+        except FileNotFoundError:
+            if prefix:
+                found.skipped.append((prefix, VANISHED))
+            continue
+        except OSError:
+            found.skipped.append((prefix or ".", UNREADABLE))
+            continue
+        for entry in entries:
+            rel = f"{prefix}/{entry.name}" if prefix else entry.name
+            if _bad_name(entry.name):
+                found.skipped.append((printable_path(rel), BAD_NAME))
+                continue
+            try:
+                if entry.name.startswith("."):
+                    found.skipped.append((rel, HIDDEN))
+                    continue
+                if entry.is_symlink():
+                    found.skipped.append((rel, SYMLINK))
+                    continue
+                if entry.is_dir(follow_symlinks=False):
+                    if _ignored(rel, ignore_globs) or _ignored(rel + "/", ignore_globs):
+                        found.skipped.append((rel, IGNORED))
+                    else:
+                        stack.append(rel)
+                    continue
+                if not entry.is_file(follow_symlinks=False):
+                    continue
+                if _ignored(rel, ignore_globs):
+                    found.skipped.append((rel, IGNORED))
+                    continue
+                if not is_note(entry.name):
+                    found.attachments.append(rel)
+                    continue
+                st = entry.stat(follow_symlinks=False)
+            except FileNotFoundError:
+                found.skipped.append((rel, VANISHED))
+                continue
+            except OSError:
+                found.skipped.append((rel, UNREADABLE))
+                continue
+            if st.st_size > max_file_bytes:
+                found.skipped.append((rel, TOO_LARGE))
+                continue
+            found.notes.append(FileStat(rel, st.st_mtime_ns, st.st_size))
+    found.notes.sort(key=lambda n: n.rel_path)
+    found.attachments.sort()
+    found.skipped.sort()
+    return found
+
+
+def stat_note(
+    root: Path, rel_path: str, *, ignore_globs: Sequence[str] = (), max_file_bytes: int = DEFAULT_MAX_FILE_BYTES
+) -> FileStat | str | None:
+    """What a full walk would say of one path: a note's stat, a skip reason, or None (absent / not a note).
+
+    Lets a watcher that knows which files changed look at just those, under
+    exactly the walk's rules (hidden, ignored, symlinked anywhere on the way).
+    """
+    parts = rel_path.split("/")
+    if any(part.startswith(".") for part in parts):
+        return None
+    if _bad_name(rel_path):
+        return BAD_NAME
+    if not is_note(parts[-1]):
+        return None
+    for depth in range(1, len(parts) + 1):
+        prefix = "/".join(parts[:depth])
+        if _ignored(prefix, ignore_globs) or (depth < len(parts) and _ignored(prefix + "/", ignore_globs)):
+            return IGNORED
+        try:
+            st = os.lstat(root / prefix)
+        except FileNotFoundError:
+            return None
+        except OSError:
+            return UNREADABLE
+        if stat.S_ISLNK(st.st_mode):
+            return SYMLINK
+    if not stat.S_ISREG(st.st_mode):
+        return None
+    if st.st_size > max_file_bytes:
+        return TOO_LARGE
+    return FileStat(rel_path, st.st_mtime_ns, st.st_size)
+
+
+def read_note(root: Path, info: FileStat, who: NoteIdentity, max_file_bytes: int) -> ParsedNote | str:
+    """Read and parse one note, or return the skip reason. Never follows a symlink."""
+    path = root / info.rel_path
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
+    except FileNotFoundError:
+        return VANISHED
+    except OSError:
+        return UNREADABLE
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            return UNREADABLE
+        if st.st_size > max_file_bytes:
+            return TOO_LARGE
+        with os.fdopen(fd, "rb", closefd=False) as handle:
+            data = handle.read(max_file_bytes + 1)
+    except OSError:
+        return UNREADABLE
+    finally:
+        os.close(fd)
+    if len(data) > max_file_bytes:
+        return TOO_LARGE
+    if b"\x00" in data[:8192]:
+        return BINARY
+    return parse_note(info.rel_path, data, st.st_mtime_ns, len(data), who)
