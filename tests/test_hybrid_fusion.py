@@ -13,13 +13,14 @@ from memory.embedding.fusion import (
     DEFAULT_WEIGHTS,
     SEED_WEIGHTS,
     Weights,
+    best,
     confidence,
     fuse,
     minmax,
     spread_to_neighbours,
 )
 from memory.embedding.gateway import EmbeddingGateway
-from memory.types import MemoryEntry, MemoryQuery, RetrievalMode
+from memory.types import MemoryEntry, MemoryQuery, RetrievalMode, Visibility
 
 AGENT = "agent-1"
 
@@ -42,6 +43,9 @@ def test_fusion_is_the_seed_minmax_weighted_by_each_legs_confidence():
     assert fused["vec-low"].score == 0.0 and fused["kw-low"].score == 0.0
     assert fused["both"].matched_by == ["semantic", "keyword"] and fused["kw-only"].matched_by == ["keyword"]
     assert [e.id for e in fuse(semantic, keyword, Weights(0.7, 0.3), 2)] == ["both", "vec-only"]
+    # the keyword leg's weight also scales by its best hit's coverage of the query words, squared
+    half = {e.id: e.score for e in fuse(semantic, keyword, Weights(7, 3), 10, coverage=0.5)}
+    assert math.isclose(half["kw-only"], k * 0.25) and math.isclose(half["vec-only"], v * 0.5)
 
 
 def test_a_leg_whose_hits_all_score_alike_steps_back():
@@ -56,12 +60,38 @@ def test_a_leg_whose_hits_all_score_alike_steps_back():
 
 
 def test_adjacent_turns_share_a_match():
-    fused = [scored("answer", 0.6), scored("question", 0.5), scored("other", 0.55)]
+    fused = {"answer": 0.6, "question": 0.5, "other": 0.55}
     lifted = spread_to_neighbours(fused, {"answer": "question", "unrelated": "other"}, 0.3)
-    by_id = {e.id: e.score for e in lifted}
-    assert math.isclose(by_id["question"], 0.5 + 0.3 * 0.6) and math.isclose(by_id["answer"], 0.6 + 0.3 * 0.5)
-    assert by_id["other"] == 0.55  # its neighbour is not a candidate: nothing to share
-    assert [e.id for e in lifted] == ["answer", "question", "other"]
+    assert math.isclose(lifted["question"], 0.5 + 0.3 * 0.6) and math.isclose(lifted["answer"], 0.6 + 0.3 * 0.5)
+    assert lifted["other"] == 0.55  # its neighbour is not a candidate: nothing to share
+    assert best(lifted, 3) == ["answer", "question", "other"]
+
+
+async def test_coverage_is_the_share_of_query_words_a_hit_contains(tmp_path):
+    store = SQLiteAdapter(tmp_path / "m.db")
+    try:
+        covered, stray = MemoryEntry(agent_id=AGENT, content="Caroline: I applied to adoption agencies!"), \
+            MemoryEntry(agent_id=AGENT, content="Caroline: hiking was fun.")
+        await store.write_many([covered, stray])
+        q = MemoryQuery(agent_id=AGENT, text="When did Caroline apply to adoption agencies?")
+        assert await store.term_coverage(q, covered.id) == 1.0  # stemmed by the index: apply ~ applied
+        assert await store.term_coverage(q, stray.id) == 0.25  # only the name
+        assert await store.term_coverage(q.model_copy(update={"text": "?!"}), covered.id) == 0.0
+        # hidden means hidden: a hidden row reveals nothing, not even how many words it holds
+        await store.set_visibility([covered.id], Visibility.HIDDEN)
+        assert await store.term_coverage(q, covered.id) == 0.0
+        assert await store.term_coverage(q, stray.id) == 0.25  # the visible one still answers
+    finally:
+        await store.aclose()
+
+
+def test_a_keyword_hit_on_a_stray_word_counts_little():
+    semantic = [scored("meant", 0.6), scored("near", 0.5), scored("far", 0.1)]
+    keyword = [scored("stray", 5.0), scored("weak", 1.0), scored("weaker", 0.5)]
+    # full coverage: the keyword leg's best hit leads at even weights
+    assert [e.id for e in fuse(semantic, keyword, DEFAULT_WEIGHTS, 2, coverage=1.0)][0] == "stray"
+    # it matched one of four query words: meaning leads
+    assert [e.id for e in fuse(semantic, keyword, DEFAULT_WEIGHTS, 2, coverage=0.25)][0] == "meant"
 
 
 def test_weights_normalise_and_reject_nonsense():
@@ -89,10 +119,12 @@ async def test_hybrid_ranks_an_entry_both_legs_found_first(tmp_path, offline_emb
         # the adapter's hybrid is fuse() over hybrid_pool candidates from each leg, with the adapter's weights
         semantic = await adapter.search(q.model_copy(update={"retrieval_mode": RetrievalMode.semantic, "limit": hybrid_pool(3)}))
         keyword = await adapter.store.keyword_candidates(q, hybrid_pool(3))
-        expected = fuse(semantic, keyword, DEFAULT_WEIGHTS, 3)
+        coverage = await adapter.store.term_coverage(q, keyword[0].id)
+        assert 0 < coverage < 1  # "Alice" is in the best keyword hit, "food", "must", "avoid" are not
+        expected = fuse(semantic, keyword, DEFAULT_WEIGHTS, 3, coverage)
         assert [(e.id, round(e.score, 9)) for e in result.entries] == [(e.id, round(e.score, 9)) for e in expected]
         seeded = VectorAdapter(adapter.store, adapter.gateway, vector_weight=0.7, bm25_weight=0.3)
         seed_result = await seeded.search(q)
-        assert [e.id for e in seed_result] == [e.id for e in fuse(semantic, keyword, SEED_WEIGHTS, 3)]
+        assert [e.id for e in seed_result] == [e.id for e in fuse(semantic, keyword, SEED_WEIGHTS, 3, coverage)]
     finally:
         await adapter.aclose()

@@ -40,6 +40,7 @@ from memory.postgres.fts import TEXT_CONFIG, text_query
 from memory.postgres.migrations import current_version, migrate, refuse_newer
 from memory.postgres.mutations import SELECT_COLUMNS
 from memory.sqlite.admission import Audience
+from memory.sqlite.fts import query_tokens
 from memory.sqlite.rows import row_to_entry
 from memory.types import (
     HealthStatus,
@@ -455,7 +456,8 @@ class PostgresAdapter:
         pool = max(3 * query.limit, 30)
         semantic = await self._knn(query, text, pool)
         keyword = await self.keyword_candidates(query, pool)
-        return fuse(semantic, keyword, self.weights, query.limit)
+        coverage = await self._call(_coverage, keyword[0].id, query_tokens(query.text)) if keyword else 0.0
+        return fuse(semantic, keyword, self.weights, query.limit, coverage)
 
     async def _knn(self, query: MemoryQuery, vector_text: str, limit: int) -> list[MemoryEntry]:
         rows = await self._call(_knn, vector_text, where(query, start=3), limit)  # $1 vector, $2 window
@@ -480,6 +482,18 @@ async def _ordered(conn, clause, limit: int):
 async def _by_ids(conn, ids: list[str], clause):
     sql = f"SELECT {SELECT_COLUMNS} FROM memories m WHERE m.id = ANY($1::text[]) AND {clause.sql}"
     return await conn.fetch(sql, ids, *clause.params)
+
+
+async def _coverage(conn, entry_id: str, tokens: list[str]) -> float:
+    """The share of ``tokens`` the row ``entry_id`` contains, as memory.sqlite.fts.coverage (each word stemmed alike)."""
+    if not tokens:
+        return 0.0
+    sql = (
+        "SELECT count(*) FROM memories m CROSS JOIN unnest($2::text[]) AS t(word) WHERE m.id = $1 "
+        "AND (m.tsv @@ plainto_tsquery('english'::regconfig, t.word) OR to_tsvector('simple'::regconfig, "
+        "m.content || ' ' || m.tags) @@ plainto_tsquery('simple'::regconfig, t.word))"
+    )
+    return await conn.fetchval(sql, entry_id, tokens) / len(tokens)
 
 
 async def _keyword(conn, tq, clause, limit: int):

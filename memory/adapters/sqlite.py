@@ -35,7 +35,7 @@ from memory.sqlite.connection import (
     transaction,
     translate,
 )
-from memory.sqlite.fts import focused_match, match_expression
+from memory.sqlite.fts import coverage, focused_match, match_expression
 from memory.sqlite.rows import SELECT_COLUMNS, admitted_rows, row_to_entry
 from memory.types import (
     HealthStatus,
@@ -362,6 +362,11 @@ class SQLiteAdapter:
             return []
         rows = await self.run(_keyword, match, clause.sql, clause.params, limit, inline=True)
         return [row_to_entry(r, score=-r["rank"], matched_by=["keyword"]) for r in rows]
+
+    async def term_coverage(self, query: MemoryQuery, entry_id: str) -> float:
+        """The share of the query's search words that ``entry_id`` contains (0 unless the query admits it)."""
+        clause = where(query)
+        return await self.run(coverage, query.text, entry_id, clause.sql, clause.params, inline=True)
 
     async def admitted_by_id(self, query: MemoryQuery, entry_ids: Sequence[str]) -> dict[str, MemoryEntry]:
         """Entries among ``entry_ids`` that pass admission and the query's filters, keyed by id.

@@ -88,3 +88,20 @@ def focused_match(raw, text: str | None) -> str | None:
     if not chosen:
         return None
     return "content : (" + " OR ".join(f'"{token}"' for token in chosen) + ")"
+
+
+def coverage(raw, text: str | None, entry_id: str, clause_sql: str, params: tuple) -> float:
+    """The share of ``text``'s search words that the FTS row of ``entry_id`` contains (any column).
+
+    What tells a keyword match on the question's words from one on a stray
+    word (see :mod:`memory.embedding.fusion`); stemmed by the index itself,
+    one indexed lookup per word. Only a row admitted by ``clause_sql`` (alias
+    ``m``) is looked at; 0 for any other, or when there is nothing to match.
+    """
+    tokens = query_tokens(text)
+    row = raw.execute(f"SELECT m.seq FROM memories m WHERE m.id = ? AND {clause_sql}", (entry_id, *params)).fetchone()
+    if not tokens or row is None:
+        return 0.0
+    sql = "SELECT count(*) FROM memories_fts WHERE memories_fts MATCH ? AND rowid = ?"
+    found = sum(raw.execute(sql, (f'"{token}"', row[0])).fetchone()[0] for token in tokens)
+    return found / len(tokens)

@@ -49,7 +49,7 @@ sys.path.insert(0, str(ROOT))
 
 from memory.embedding.fusion import Weights, fuse, fuse_rrf  # noqa: E402
 from memory.embedding.gateway import EmbeddingGateway  # noqa: E402
-from memory.federation.assembly import build_federation, private_store  # noqa: E402
+from memory.federation.assembly import build_federation  # noqa: E402
 from memory.federation.decay import DEFAULT_PROFILES  # noqa: E402
 from memory.config import ArcanaConfig  # noqa: E402
 from memory.embedding.factory import vector_options  # noqa: E402
@@ -193,10 +193,12 @@ class Store:
         return [self.dia_of[e.id] for e in entries]
 
     async def legs(self, question: Question):
-        """Both legs' top ``POOL`` for one question, as the hybrid path fetches them."""
+        """Both legs' top ``POOL`` for one question, as the hybrid path fetches them, and the keyword coverage."""
         semantic = await self.vectors.search(self.query(question.text, RetrievalMode.semantic, POOL))
-        keyword = await self.vectors.store.keyword_candidates(self.query(question.text, RetrievalMode.keyword), POOL)
-        return semantic, keyword
+        query = self.query(question.text, RetrievalMode.keyword)
+        keyword = await self.vectors.store.keyword_candidates(query, POOL)
+        coverage = await self.vectors.store.term_coverage(query, keyword[0].id) if keyword else 0.0
+        return semantic, keyword, coverage
 
 
 async def evaluate(store: Store, *, federation: bool) -> dict[str, dict]:
@@ -231,17 +233,19 @@ def print_table(title: str, table: dict[str, dict[str, tuple]]) -> None:
 
 # -- fusion cross-validation over the same top-50 pools ---------------------------
 
+# Each fusion maps (semantic, keyword, coverage) to a ranking. "fuse" is confidence-weighted
+# min-max without the keyword coverage (the previous default's family), "cov" with it (the default's).
 FUSIONS = {
-    **{f"fuse v={v / 20:.2f}": (lambda s, k, v=v: fuse(s, k, Weights(v / 20, 1 - v / 20), LIMIT)) for v in range(0, 21, 2)},
-    **{f"fuse v={v:.2f}": (lambda s, k, v=v: fuse(s, k, Weights(v, 1 - v), LIMIT)) for v in (0.65, 0.75, 0.85)},
-    **{f"rrf k={k}": (lambda s, kw, k=k: fuse_rrf(s, kw, LIMIT, k=k)) for k in (5, 20, 60)},
+    **{f"fuse v={v / 10:.1f}": (lambda s, k, c, v=v: fuse(s, k, Weights(v / 10, 1 - v / 10), LIMIT)) for v in range(2, 10)},
+    **{f"cov v={v / 10:.1f}": (lambda s, k, c, v=v: fuse(s, k, Weights(v / 10, 1 - v / 10), LIMIT, c)) for v in range(2, 10)},
+    **{f"rrf k={k}": (lambda s, kw, c, k=k: fuse_rrf(s, kw, LIMIT, k=k)) for k in (5, 20, 60)},
 }
 
 
 def cross_validate(legs_by_conv: dict[str, list[tuple[Question, list, list, dict]]]) -> None:
     """Fit the fusion on two conversations, score the third; report held-out and in-sample."""
     def run(name, items):
-        rows = [score([dia[e.id] for e in FUSIONS[name](s, k)], q.evidence) for q, s, k, dia in items]
+        rows = [score([dia[e.id] for e in FUSIONS[name](s, k, c)], q.evidence) for q, s, k, c, dia in items]
         return mean(rows)
 
     print("\n== fusion, cross-validated (fit on two conversations, score the third; any@5 any@10 MRR@10) ==")
@@ -250,7 +254,7 @@ def cross_validate(legs_by_conv: dict[str, list[tuple[Question, list, list, dict
         train = [item for name, items in legs_by_conv.items() if name != test for item in items]
         best = max(FUSIONS, key=lambda f: (run(f, train)[1] + run(f, train)[2]))
         result = run(best, legs_by_conv[test])
-        held_out += [score([dia[e.id] for e in FUSIONS[best](s, k)], q.evidence) for q, s, k, dia in legs_by_conv[test]]
+        held_out += [score([dia[e.id] for e in FUSIONS[best](s, k, c)], q.evidence) for q, s, k, c, dia in legs_by_conv[test]]
         print(f"  held out {test}: chose {best:<14} -> {' '.join(f'{v:.3f}' for v in result)}")
     print(f"  held-out pooled: {' '.join(f'{v:.3f}' for v in mean(held_out))}")
     everything = [item for items in legs_by_conv.values() for item in items]
@@ -262,7 +266,7 @@ def coverage(legs_by_conv) -> None:
     hits = defaultdict(int)
     total = 0
     for items in legs_by_conv.values():
-        for q, s, k, dia in items:
+        for q, s, k, _, dia in items:
             total += 1
             in_s = any(dia[e.id] in q.evidence for e in s)
             in_k = any(dia[e.id] in q.evidence for e in k)
@@ -303,22 +307,23 @@ async def main() -> None:
     print(f"{len(convs)} conversations, {sum(len(c.turns) for c in convs)} turns, "
           f"{sum(len(c.questions) for c in convs)} questions (categories 1-4)")
     fed_results, store_results, legs_by_conv = [], [], {}
-    ingest_turns, ingest_seconds, texts = 0, 0.0, []
+    ingest_turns, ingest_seconds, raw_seconds = 0, 0.0, 0.0
     with tempfile.TemporaryDirectory() as tmp:
         for conv in convs:
             asked_at = conv.last + timedelta(days=1)
             async with Store(conv, Path(tmp) / conv.name, embedder, lambda asked_at=asked_at: asked_at) as store:
                 ingest_turns += len(conv.turns)
                 ingest_seconds += store.ingest_seconds
-                texts += store.embedded
+                # raw embedding of the same texts right after the ingest, so both see the same load
+                raw_seconds += len(store.embedded) / await raw_embed_rate(embedder, store.embedded)
                 store_results.append(await evaluate(store, federation=False))
                 if store_only:
                     continue
                 fed_results.append(await evaluate(store, federation=True))
                 items = []
                 for q in conv.questions:
-                    s, k = await store.legs(q)
-                    items.append((q, s, k, store.dia_of))
+                    s, k, c = await store.legs(q)
+                    items.append((q, s, k, c, store.dia_of))
                 legs_by_conv[conv.name] = items
                 if conv is convs[-1] and not quick:
                     print(f"\n== cost on conversation {conv.name} ({len(conv.turns)} turns) ==")
@@ -342,7 +347,7 @@ async def main() -> None:
             async with Store(conv, Path(tmp) / f"wall-{conv.name}", embedder, lambda: datetime.now(timezone.utc)) as store:
                 wall.append(await evaluate(store, federation=True))
         print_table("wall clock, last session yesterday", pooled(wall))
-    raw = await raw_embed_rate(embedder, texts)
+    raw = ingest_turns / raw_seconds
     ours = ingest_turns / ingest_seconds
     print(f"\n== ingest ==\n  build_federation write_many {ours:.0f} turns/s, raw fastembed {raw:.0f} texts/s "
           f"({ours / raw:.2f}x)")

@@ -177,20 +177,26 @@ async def evaluate(vectors: VectorAdapter, cases: list[Case]) -> dict[str, dict[
 
 
 async def sweep(vectors: VectorAdapter, cases: list[Case], weights: list[Weights]) -> dict[str, dict]:
-    """Fusion variants over the same two candidate pools (confidence-weighted min-max at each weight, and RRF)."""
+    """Fusion variants over the same two candidate pools: confidence-weighted min-max at each weight
+    without ("fuse") and with ("cov", the default's) the keyword leg's coverage, and RRF."""
     pool = hybrid_pool(TOP)
     legs = {}
     for case in cases:
         semantic = await vectors.search(
             MemoryQuery(agent_id=AGENT, text=case.query, retrieval_mode=RetrievalMode.semantic, limit=pool)
         )
-        keyword = await vectors.store.keyword_candidates(MemoryQuery(agent_id=AGENT, text=case.query), pool)
-        legs[case] = (semantic, keyword)
+        query = MemoryQuery(agent_id=AGENT, text=case.query)
+        keyword = await vectors.store.keyword_candidates(query, pool)
+        coverage = await vectors.store.term_coverage(query, keyword[0].id) if keyword else 0.0
+        legs[case] = (semantic, keyword, coverage)
     out = {}
     for w in weights:
-        ranked = {c: [e.id for e in fuse(s, k, w, TOP)] for c, (s, k) in legs.items()}
+        ranked = {c: [e.id for e in fuse(s, k, w, TOP)] for c, (s, k, _) in legs.items()}
         out[f"fuse v={w.vector:.1f}"] = _table(ranked)
-    ranked = {c: [e.id for e in fuse_rrf(s, k, TOP)] for c, (s, k) in legs.items()}
+    for w in weights:
+        ranked = {c: [e.id for e in fuse(s, k, w, TOP, cov)] for c, (s, k, cov) in legs.items()}
+        out[f"cov v={w.vector:.1f}"] = _table(ranked)
+    ranked = {c: [e.id for e in fuse_rrf(s, k, TOP)] for c, (s, k, _) in legs.items()}
     out["rrf k=60"] = _table(ranked)
     return out
 
