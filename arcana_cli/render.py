@@ -55,13 +55,20 @@ def recall_rows(entries: list[MemoryEntry]) -> list[tuple]:
 LIST_COLUMNS = ("id", "type", "imp", "vis", "age", "memory")
 
 
+def version_mark(entry: MemoryEntry) -> str:
+    """' superseded' for an ended version, ' conflict' for a claim held beside a user-confirmed fact."""
+    if entry.valid_to is not None or entry.superseded_by:
+        return " superseded"
+    return " conflict" if entry.conflict_with else ""
+
+
 def list_rows(entries: list[MemoryEntry]) -> list[tuple]:
     return [
         (
             e.id[:8],
             e.type.value,
             f"{e.importance:.2f}" + (" pinned" if e.pinned else ""),
-            (e.visibility.value if e.visibility else "visible") + (" archived" if e.archived else ""),
+            (e.visibility.value if e.visibility else "visible") + (" archived" if e.archived else "") + version_mark(e),
             age(e.created_at),
             snippet(e.snippet or e.content),
         )

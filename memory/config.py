@@ -23,6 +23,8 @@ from memory.embedding.fusion import DEFAULT_KEYWORD_WEIGHT, DEFAULT_MIN_SIMILARI
 from memory.errors import ConfigError
 from memory.home import private_dir
 from memory.limits import MAX_CONTENT_BYTES
+from memory.reconcile.settings import DEFAULT_MIN_SIMILARITY as RECONCILE_MIN_SIMILARITY
+from memory.reconcile.settings import DEFAULT_TIMEOUT_SECONDS as RECONCILE_TIMEOUT
 from memory.types import DEFAULT_RETRIEVAL_MODE, PruneMode, RetrievalMode
 
 
@@ -116,6 +118,20 @@ class ExtractionConfig(_Section):
         return settings
 
 
+class ReconcileConfig(_Section):
+    """The ``memory.reconcile`` block: how a new memory is reconciled with what the agent knows.
+
+    ``heuristic`` (default) is offline and deterministic; ``llm`` asks the
+    agent's configured model (falling back to add on any failure); ``off``
+    stores every memory as given. ``min_similarity`` is the cosine floor for a
+    vector neighbour to be a candidate at all.
+    """
+
+    strategy: Literal["heuristic", "llm", "off"] = "heuristic"
+    min_similarity: float = Field(default=RECONCILE_MIN_SIMILARITY, ge=-1.0, le=1.0)
+    timeout_seconds: float = Field(default=RECONCILE_TIMEOUT, gt=0.0, le=600.0)
+
+
 class MemoryConfig(_Section):
     """The ``memory`` block: an absent block means these defaults.
 
@@ -135,6 +151,7 @@ class MemoryConfig(_Section):
     # Writers refuse a memory larger than this (UTF-8 bytes); the core never stores more than 1 MiB.
     max_content_bytes: int = Field(default=MAX_CONTENT_BYTES, ge=1024, le=MAX_CONTENT_BYTES)
     extraction: ExtractionConfig = Field(default_factory=ExtractionConfig)
+    reconcile: ReconcileConfig = Field(default_factory=ReconcileConfig)
 
     @field_validator("global_url")
     @classmethod

@@ -149,6 +149,38 @@ async def check_databases(home: Home) -> list[Check]:
     return checks
 
 
+def check_conflicts(home: Home) -> Check:
+    """Open conflicts: agent-asserted claims held beside the user-confirmed fact they contradict.
+
+    Informational (never a failure): each waits for an operator to confirm it
+    (``memory set ID --current``) or drop it (``memory forget ID``).
+    """
+    from memory.sqlite.connection import connect_readonly, dbapi
+
+    total, where = 0, []
+    for db in home.databases():
+        try:
+            conn = connect_readonly(db)
+            try:
+                count = conn.execute(
+                    "SELECT count(*) FROM memories WHERE conflict_with IS NOT NULL AND archived = 0"
+                ).fetchone()[0]
+            finally:
+                conn.close()
+        except dbapi().Error:
+            continue  # unreadable or not a memory store: the database checks report it
+        if count:
+            total += count
+            where.append(f"{db.relative_to(home.root)}: {count}")
+    if not total:
+        return Check("conflicts", True, "no open conflicts")
+    return Check(
+        "conflicts", True,
+        f"{total} open conflict(s) ({'; '.join(where)}); see `arcana memory list --all`, then "
+        "`arcana memory set ID --current` to accept a claim or `arcana memory forget ID` to drop it",
+    )
+
+
 def check_quarantine(home: Home) -> list[Check]:
     """One failing check per quarantined store, until the operator restores or dismisses it."""
     from memory.quarantine import list_quarantined
@@ -221,6 +253,7 @@ async def run_checks(home: Home) -> list[Check]:
     databases = await check_databases(home)
     checks += databases
     checks += check_quarantine(home)
+    checks.append(check_conflicts(home))
     failed = {home.root / c.name.removeprefix("db "): c.name for c in databases if not c.ok}
     checks.append(await round_trip())
     checks += await check_tiers(home, failed)

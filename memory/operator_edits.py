@@ -3,8 +3,10 @@
 A promoted copy is the same memory — same id, same agent — in the global tier
 (see :mod:`memory.promotion`). So whatever an operator does to an agent's
 memory (hide, pin, archive, restore, purge, re-word, re-type, re-tag,
-re-score) is done to that copy in the same call, each store's change in its
-own ledger. Lowering importance below the promotion threshold withdraws the
+re-score, make current again) is done to that copy in the same call, each
+store's change in its own ledger; so is the supersession reconciliation makes
+when a newer fact replaces a promoted one (the old fact is no longer current
+anywhere). Lowering importance below the promotion threshold withdraws the
 copy; raising a promotable memory above it promotes one. Hidden means hidden
 everywhere: a copy that cannot be reached makes the edit fail loudly
 (:class:`LiveCopyError`) instead of reporting success while the copy is live.
@@ -30,14 +32,15 @@ from memory.sqlite.admission import Audience
 from memory.stores import StoreKind, open_store, open_tier, server_url
 from memory.types import MemoryEntry, MemoryQuery
 
-MUTATORS = ("archive", "restore", "purge", "set_visibility", "set_pinned", "update")
-"""Every operator mutation, by the :class:`SQLiteAdapter` method that performs it."""
+MUTATORS = ("archive", "restore", "purge", "set_visibility", "set_pinned", "update", "make_current", "supersede")
+"""Every operator mutation, by the :class:`SQLiteAdapter` method that performs it
+(``supersede``, with the successor's id as its value, is reconciliation's)."""
 
 
 @dataclass
 class Edit:
     """One operator mutation: ``op`` from :data:`MUTATORS`, with its ``value``
-    (a visibility, a pinned flag) or, for ``update``, the field ``changes``."""
+    (a visibility, a pinned flag, a successor's id) or, for ``update``, the field ``changes``."""
 
     op: str
     value: Any = None
@@ -53,6 +56,8 @@ class Edit:
             before = await _operator_get(store, entry_id)
             after = await store.update(entry_id, **self.changes)
             return before is None or before.model_dump() != after.model_dump()
+        if self.op == "make_current":
+            return bool(await store.make_current(entry_id))
         args = () if self.value is None else (self.value,)
         return bool(await getattr(store, self.op)([entry_id], *args))
 

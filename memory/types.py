@@ -89,8 +89,11 @@ class MemoryEntry(BaseModel):
 
     ``visibility=None`` on a write means "keep what is stored" (``visible`` for a
     new entry), so an automatic re-save can never lift an operator's quarantine.
-    ``score``, ``matched_by``, ``tiers`` and ``snippet`` annotate search results
-    and are never persisted.
+    A superseded version keeps its row: ``valid_to`` ends it and
+    ``superseded_by`` names its successor, which carries ``supersedes`` (and
+    ``valid_from``). ``conflict_with`` marks an unconfirmed claim held beside
+    the user-confirmed fact it contradicts. ``score``, ``matched_by``,
+    ``tiers`` and ``snippet`` annotate search results and are never persisted.
     """
 
     model_config = ConfigDict(validate_assignment=True)
@@ -115,6 +118,9 @@ class MemoryEntry(BaseModel):
     access_count: int = 0
     archived: bool = False
     visibility: Visibility | None = None
+    valid_from: datetime | None = None
+    valid_to: datetime | None = None
+    supersedes: str | None = None
 
     score: float | None = Field(default=None, exclude=True)
     matched_by: list[str] = Field(default_factory=list, exclude=True)
@@ -142,7 +148,11 @@ class MemoryEntry(BaseModel):
 
 
 class MemoryQuery(BaseModel):
-    """What to recall. Filters compose with AND; ``tags`` requires every tag."""
+    """What to recall. Filters compose with AND; ``tags`` requires every tag.
+
+    Recall reads current versions; ``as_of`` reads what was believed then
+    (written by then, valid then, not yet superseded).
+    """
 
     agent_id: str | None = None
     text: str | None = None
@@ -155,6 +165,7 @@ class MemoryQuery(BaseModel):
     since: datetime | None = None
     until: datetime | None = None
     exclude_conflicts: bool = False
+    as_of: datetime | None = None
     limit: int = Field(default=10, ge=1, le=10_000)
 
     _agent = field_validator("agent_id", mode="before")(_agent_str)

@@ -42,8 +42,9 @@ def test_two_writers_and_a_prune_loop_share_one_store(arcana_home):
     env = {**os.environ, "ARCANA_HOME": str(arcana_home.root)}
     prune = [sys.executable, "-m", "arcana_cli.main", "prune", "--agent", "shared", "--min-importance", "0.3",
              "--quiet"]
+    # Three identical seeds on purpose: --no-reconcile keeps them three rows, not one reinforced.
     seed = [sys.executable, "-m", "arcana_cli.main", "--quiet", "remember", "low value seed", "--agent", "shared",
-            "--importance", "0.1"]
+            "--importance", "0.1", "--no-reconcile"]
     for _ in range(3):
         subprocess.run(seed, env=env, check=True, capture_output=True)
 

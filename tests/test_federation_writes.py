@@ -83,7 +83,10 @@ async def test_shared_write_goes_to_its_pool_and_the_vault_is_refused_not_accept
     before = sorted(p.name for p in tiers.vault_dir.iterdir())
     shared = entry("standup moved to 10:00", scope=MemoryScope.SHARED, pool_name="team")
     report = await federation.write(shared)
-    assert report.as_dict() == {"id": shared.id, "accepted": ["pool:team"], "refused": ["vault:notes"], "failed": {}}
+    assert report.as_dict() == {
+        "id": shared.id, "accepted": ["pool:team"], "refused": ["vault:notes"], "failed": {},
+        "decision": "add", "supersedes": [], "conflict_with": None, "warnings": [],
+    }
     assert await tiers.pool.get(shared.id) is not None
     assert await tiers.private.get(shared.id) is None
     assert sorted(p.name for p in tiers.vault_dir.iterdir()) == before  # the folder is never written

@@ -73,6 +73,19 @@ async def _prune_purge(s, t):
     assert (await s.prune(PrunePolicy(min_importance=0.5, mode=PruneMode.PURGE))).purged == 1
 
 
+async def _supersede(s, t):
+    assert await s.supersede([t.id], "a-successor-not-stored") == [t.id]
+
+
+async def _make_current(s, t):
+    await s.supersede([t.id], "a-successor-not-stored")
+    assert await s.make_current(t.id) == [t.id]
+
+
+async def _reinforce(s, t):
+    assert await s.reinforce(t.id, 0.05) == 1
+
+
 MUTATORS = {
     "write": (_write, "update", True),
     "write_many": (_write_many, "update", True),
@@ -86,6 +99,9 @@ MUTATORS = {
     "set_pinned": (_set_pinned, "pin", True),
     "prune[archive]": (_prune_archive, "archive", True),
     "prune[purge]": (_prune_purge, "purge", False),
+    "supersede": (_supersede, "supersede", True),
+    "make_current": (_make_current, "make_current", True),
+    "reinforce": (_reinforce, "reinforce", True),
 }
 
 # Public coroutines that never change what is remembered. record_access only
@@ -95,7 +111,7 @@ MUTATORS = {
 NON_MUTATORS = {
     "connect", "aclose", "health_check", "schema_version", "run", "ensure_vec", "search",
     "keyword_candidates", "term_coverage", "admitted_by_id", "get", "find_by_prefix", "record_access", "history",
-    "count",
+    "count", "versions", "open_conflicts",
 }
 
 

@@ -13,7 +13,6 @@ import pytest
 from memory.adapters.sqlite import SQLiteAdapter
 from memory.errors import MemoryStorageError, SchemaTooNewError
 from memory.migrations.runner import MIGRATIONS, Migration, head_version, migrate
-from memory.sqlite.rows import entry_values
 from memory.sqlite.connection import dbapi, open_connection
 from memory.types import MemoryEntry
 
@@ -22,12 +21,13 @@ pytestmark = pytest.mark.usefixtures("no_embedder")
 
 # The exact schema a blank database reaches at head. A new migration must
 # extend this (and head below) on purpose.
-HEAD = 6
+HEAD = 7
 TABLES = {
     "memories": [
         "seq", "id", "agent_id", "type", "content", "scope", "pool_name", "importance", "pinned", "confidence",
         "confidence_source", "conflict_with", "superseded_by", "tags", "source_session_id", "created_at",
         "updated_at", "last_accessed_at", "access_count", "archived", "visibility", "context", "dated",
+        "valid_from", "valid_to", "supersedes",
     ],
     "memories_fts": ["content", "tags", "context", "dated"],
     "memories_fts_config": ["k", "v"],
@@ -45,6 +45,8 @@ TABLES = {
     ],
     "vault_meta": ["key", "value"],
     "memory_chunks": ["id", "seq", "chunk", "char_start", "char_end", "source_hash"],
+    "entities": ["id", "agent_id", "name", "created_at"],
+    "entity_aliases": ["agent_id", "alias", "entity_id"],
 }
 INDEXES = {
     "memories_agent": ("memories", ["agent_id"]),
@@ -59,6 +61,10 @@ INDEXES = {
     "sqlite_autoindex_vault_files_2": ("vault_files", ["rel_path"]),
     "sqlite_autoindex_vault_meta_1": ("vault_meta", ["key"]),
     "sqlite_autoindex_memory_chunks_1": ("memory_chunks", ["seq", "chunk"]),
+    "memories_supersedes": ("memories", ["supersedes"]),
+    "sqlite_autoindex_entities_1": ("entities", ["id"]),
+    "sqlite_autoindex_entity_aliases_1": ("entity_aliases", ["agent_id", "alias"]),
+    "entity_aliases_entity": ("entity_aliases", ["entity_id"]),
 }
 TRIGGERS = {
     "memories_fts_insert": "memories",
@@ -196,12 +202,13 @@ async def _make_v1(path: Path, content: str, agent_id: str = "old") -> None:
     conn = await open_connection(path)
     try:
         assert await migrate(conn, path, MIGRATIONS[:1]) == 1
-        # A row as v1 code wrote it (today's writer needs today's columns).
-        values = entry_values(MemoryEntry(agent_id=agent_id, content=content)) | {"visibility": "visible"}
+        await conn.execute("BEGIN IMMEDIATE")
+        # A v1 row written as v1 wrote it: today's upsert knows columns v1 lacks.
         await conn.execute(
-            f"INSERT INTO memories ({', '.join(values)}) VALUES ({', '.join(':' + c for c in values)})", values
+            "INSERT INTO memories (id, agent_id, type, content, created_at, updated_at) VALUES (?, ?, 'semantic', ?, 0, 0)",
+            (MemoryEntry(agent_id=agent_id, content=content).id, agent_id, content),
         )
-        await conn.commit()
+        await conn.execute("COMMIT")
     finally:
         await conn.close()
 

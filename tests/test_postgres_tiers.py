@@ -52,7 +52,7 @@ def server_team(cli, arcana_home, pg_url, monkeypatch):
     for name in ("alice", "bob", "carol"):
         assert cli("agent", "create", name).exit_code == 0
     created = data(cli("pool", "create", "team", "--url-env", "TEAM_PG", "--json"))
-    assert created["backend"] == "postgresql" and created["reachable"] is True and created["schema_version"] == 1
+    assert created["backend"] == "postgresql" and created["reachable"] is True and created["schema_version"] == 2
     for name in ("alice", "bob"):
         assert cli("agent", "join", name, "team").exit_code == 0
     return cli
@@ -246,14 +246,14 @@ def test_operator_commands_work_on_a_server_pool(server_team, pg_url):
     assert [(t["tier"], t["archived"]) for t in pruned["tiers"]] == [("pool:team", 1)]
     status = data(server_team("migrate", "status", "--json"))
     [server] = [r for r in status if r["database"].startswith("pool:team")]
-    assert (server["version"], server["head"], server["state"]) == (1, 1, "current")
+    assert (server["version"], server["head"], server["state"]) == (2, 2, "current")
     assert "***" in server["database"]
     up = data(server_team("migrate", "up", "--json"))
     assert [r["state"] for r in up if r["database"].startswith("pool:team")] == ["current"]
     doctor = server_team("doctor", "--json")
     checks = json.loads(doctor.stdout)["checks"]
     [tier] = [c for c in checks if "pool:team" in c["name"] or "pool:team" in c["detail"]]
-    assert tier["ok"] and "postgresql" in tier["detail"] and "schema v1" in tier["detail"], tier
+    assert tier["ok"] and "postgresql" in tier["detail"] and "schema v2" in tier["detail"], tier
 
 
 def test_a_fresh_server_database_is_pending_until_migrate_up(cli, arcana_home, pg_url, monkeypatch):
@@ -265,7 +265,7 @@ def test_a_fresh_server_database_is_pending_until_migrate_up(cli, arcana_home, p
     [row] = [r for r in data(cli("migrate", "status", "--json")) if r["database"].startswith("global")]
     assert row["version"] == 0  # status changed nothing
     [done] = [r for r in data(cli("migrate", "up", "--json")) if r["database"].startswith("global")]
-    assert (done["from"], done["to"], done["state"]) == (0, 1, "migrated")
+    assert (done["from"], done["to"], done["state"]) == (0, 2, "migrated")
 
 
 def test_an_operator_edit_reaches_the_promoted_copy_on_a_server_global_tier(cli, arcana_home, pg_url, monkeypatch):
@@ -429,3 +429,28 @@ def test_pruning_an_agent_reaches_its_copies_on_a_server_global_tier(cli, arcana
     assert report["agents"][0]["copies"] == {"tier": "global", "op": "purge", "changed": True, "count": 1}
     seen = {r["content"] for r in data(cli("recall", "PGPRUNE", "--agent", "carol", "--json"))["results"]}
     assert seen == {"fact PGPRUNE kept"}
+
+
+def test_a_superseded_fact_stops_answering_from_a_server_global_tier(cli, arcana_home, pg_url, monkeypatch):
+    """Reconciliation ends the old version's promoted copy on PostgreSQL too; the new one answers there."""
+    monkeypatch.setenv("GLOBAL_PG", with_password(pg_url))
+    arcana_home.ensure()
+    arcana_home.config_path.write_text(json.dumps({"memory": {"global_url_env": "GLOBAL_PG"}}))
+    for name in ("ada", "bob"):
+        assert cli("agent", "create", name).exit_code == 0
+    old = data(cli("remember", "I live in Berlin (PGHOME).", "--agent", "ada", "--importance", "0.95", "--json"))
+    data(cli("remember", "PGHOME control: the kettle is blue.", "--agent", "ada", "--importance", "0.95", "--json"))
+    seen = lambda: {r["content"] for r in data(cli("recall", "PGHOME", "--agent", "bob", "--json"))["results"]}
+    assert seen() == {"I live in Berlin (PGHOME).", "PGHOME control: the kettle is blue."}
+    new = data(cli("remember", "I moved to Lisbon (PGHOME).", "--agent", "ada", "--importance", "0.95", "--json"))
+    assert new["decision"] == "update" and new["supersedes"] == [old["id"]] and new["warnings"] == []
+    assert seen() == {"I moved to Lisbon (PGHOME).", "PGHOME control: the kettle is blue."}
+    copy = data(cli("memory", "show", old["id"], "--global", "--json"))  # kept, ended, ledgered
+    assert copy["superseded_by"] == new["id"] and copy["valid_to"] is not None
+    ops = [r["op"] for r in data(cli("memory", "history", old["id"], "--global", "--json"))]
+    assert ops == ["insert", "supersede"]
+    chain = cli("memory", "history", old["id"], "--global", "--versions")
+    assert chain.exit_code == 2 and "read the ledger" in chain.stderr and "Traceback" not in chain.output
+    # Undo reaches the server copy too: the old fact answers again there.
+    assert cli("memory", "set", old["id"], "--agent", "ada", "--current").exit_code == 0
+    assert "I live in Berlin (PGHOME)." in seen()

@@ -81,6 +81,8 @@ class Case:
     global_op: str
     prepare: list[list[str]] = field(default_factory=list)
     ada: bool | None = None
+    content: str = "fact {word}"
+    later: str | None = None  # remembered (promoted too) after the memory, to supersede it before the action
 
 
 CASES: dict[tuple[str, str | None], list[Case]] = {
@@ -105,6 +107,11 @@ CASES: dict[tuple[str, str | None], list[Case]] = {
     ("set", "content"): [
         Case(["set", "--content", "reworded"], lambda c: c["content"].startswith("reworded"), True, "update", "update")
     ],
+    ("set", "current"): [
+        Case(["set", "--current"], lambda c: c["valid_to"] is None and c["superseded_by"] is None, True,
+             "make_current", "make_current", content="My favourite bird is the {word}.",
+             later="My favourite bird is the osprey now."),
+    ],
 }
 
 
@@ -128,8 +135,11 @@ def test_every_operator_mutator_reaches_the_promoted_copy(cli, home):
     done = {}
     for number, ((command, option), case) in enumerate(cases):
         word = f"heron{chr(97 + number)}"  # one marker word per case: herona, heronb, ...
-        written = ok(cli("remember", f"fact {word}", "--agent", "ada", "--importance", "0.95", "--json"))
+        written = ok(cli("remember", case.content.format(word=word), "--agent", "ada", "--importance", "0.95", "--json"))
         assert written["accepted"] == ["private", "global"]  # promoted before the edit
+        if case.later:
+            later = ok(cli("remember", case.later, "--agent", "ada", "--importance", "0.95", "--json"))
+            assert later["supersedes"] == [written["id"]] and "global" in later["accepted"]
         for step in case.prepare:
             ok(cli("memory", step[0], written["id"], "--agent", "ada", *step[1:], "--json"))
         args = [f"reworded {word}" if a == "reworded" else a for a in case.args]
@@ -162,6 +172,8 @@ async def test_every_core_mutator_reaches_the_copy(arcana_home):
         "set_visibility": (Edit("set_visibility", Visibility.HIDDEN), lambda c: c.visibility is Visibility.HIDDEN),
         "set_pinned": (Edit("set_pinned", True), lambda c: c.pinned),
         "update": (Edit("update", changes={"type": MemoryType.PROCEDURAL}), lambda c: c.type is MemoryType.PROCEDURAL),
+        "supersede": (Edit("supersede", "its-successor"), lambda c: c.valid_to and c.superseded_by == "its-successor"),
+        "make_current": (Edit("make_current"), lambda c: c.valid_to is None and c.superseded_by is None),
     }
     assert set(edits) == set(MUTATORS)
     bystander = MemoryEntry(agent_id="ada", content="a bystander", importance=0.95)
@@ -169,6 +181,8 @@ async def test_every_core_mutator_reaches_the_copy(arcana_home):
     for op, (edit, expected) in edits.items():
         entry = MemoryEntry(agent_id="ada", content=f"core {op}", importance=0.95, archived=op == "restore")
         await writer.write(entry)
+        if op == "make_current":  # something to undo, on both copies
+            await editor.apply(entry.id, Edit("supersede", "its-successor"))
         report = await editor.apply(entry.id, edit)
         copy = await shared.get(entry.id, audience=Audience.OPERATOR, include_archived=True)
         assert expected(copy), op

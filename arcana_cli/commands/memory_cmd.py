@@ -8,8 +8,8 @@ import typer
 from arcana_cli.command import add_commands, command
 from arcana_cli.context import CliContext
 from arcana_cli.output import Out, YesOpt
-from arcana_cli.render import LIST_COLUMNS, age, entry_json, list_rows
-from memory.errors import NotFoundError
+from arcana_cli.render import LIST_COLUMNS, age, entry_json, list_rows, snippet, version_mark
+from memory.errors import InvalidRequestError, NotFoundError
 from memory.sqlite.admission import Audience
 from memory.types import MemoryQuery, MemoryType, Visibility
 
@@ -50,12 +50,12 @@ async def list_(
     agent: WhoseOpt = None,
     pool: PoolOpt = None,
     global_: GlobalOpt = False,
-    all_: Annotated[bool, typer.Option("--all", help="Include private and hidden memories.")] = False,
+    all_: Annotated[bool, typer.Option("--all", help="Include private, hidden and superseded memories (marked).")] = False,
     archived: Annotated[bool, typer.Option("--archived", help="Include archived memories.")] = False,
     type_: Annotated[list[MemoryType] | None, typer.Option("--type", "-t", help="Only these types.")] = None,
     limit: Annotated[int, typer.Option("--limit", "-n", min=1, max=10_000, help="Most rows to show.")] = 50,
 ) -> None:
-    """List an agent's (or a pool's) memories: pinned, then importance, then newest."""
+    """List an agent's (or a pool's) current memories: pinned, then importance, then newest."""
     query = MemoryQuery(types=type_ or None, limit=limit)
     async with target_store(cli, agent, pool, global_) as editor:
         # Filtered in SQL, before the limit; a listing is not a recall hit.
@@ -86,8 +86,11 @@ async def _edit(cli: CliContext, out: Out, memory_id: str, agent, pool, global_,
     async with target_store(cli, agent, pool, global_) as editor:
         entry = await editor.resolve(memory_id)
         report = await editor.apply(entry.id, edit, verb=verb)
-    if edit.op == "update":
+    if edit.op in ("update", "make_current"):
         out.data({**entry_json(report.entry), "copies": edit_json(report)["copies"]}, text=lambda: report.entry_id)
+        if edit.op == "make_current":
+            short = report.entry_id[:8]
+            out.info(f"{short} is current again" if report.changed else f"{short} was already current")
     else:
         out.data(edit_json(report), text=lambda: report.entry_id)
         out.info(f"{verb} {report.entry_id}" if report.changed else f"{report.entry_id} was already {verb}")
@@ -132,8 +135,12 @@ async def set_(
     pin: Annotated[bool | None, typer.Option("--pin/--unpin", help="Pin or unpin.")] = None,
     tag: Annotated[list[str] | None, typer.Option("--tag", help="Replace tags (repeatable).")] = None,
     content: Annotated[str | None, typer.Option("--content", help="Replace the text.")] = None,
+    current: Annotated[
+        bool,
+        typer.Option("--current", help="Make this version current again (undo a wrong supersession or conflict)."),
+    ] = False,
 ) -> None:
-    """Change a memory's importance, type, visibility, pin, tags or text (its global copy too)."""
+    """Change a memory's importance, type, visibility, pin, tags or text, or make it current again (its global copy too)."""
     changes = {
         k: v
         for k, v in {
@@ -146,14 +153,27 @@ async def set_(
         }.items()
         if v is not None
     }
+    if current:
+        if changes:
+            raise typer.BadParameter("--current restores a version as it was; give it without other changes", param_hint="--current")
+        await _edit(cli, out, memory_id, agent, pool, global_, "make_current", "made current")
+        return
     if not changes:
         raise typer.BadParameter("nothing to change; give at least one option")
     await _edit(cli, out, memory_id, agent, pool, global_, "update", "changed", changes)
 
 
 @command("history")
-async def history(cli: CliContext, out: Out, memory_id: IdArg, agent: WhoseOpt = None, pool: PoolOpt = None, global_: GlobalOpt = False) -> None:
-    """Every recorded change to a memory, oldest first, from the ledger."""
+async def history(
+    cli: CliContext, out: Out, memory_id: IdArg, agent: WhoseOpt = None, pool: PoolOpt = None, global_: GlobalOpt = False,
+    versions: Annotated[
+        bool, typer.Option("--versions", help="The version chain instead: older and newer versions of this fact.")
+    ] = False,
+) -> None:
+    """Every recorded change to a memory, oldest first, from the ledger (or its version chain)."""
+    if versions:
+        await _versions(cli, out, memory_id, agent, pool, global_)
+        return
     async with target_store(cli, agent, pool, global_) as editor:
         try:
             entry_id = (await editor.resolve(memory_id)).id
@@ -174,6 +194,29 @@ async def history(cli: CliContext, out: Out, memory_id: IdArg, agent: WhoseOpt =
         return result
 
     out.data(records, columns=("seq", "at", "op", "actor", "changed"), rows=rows)
+
+
+async def _versions(cli: CliContext, out: Out, memory_id: str, agent, pool, global_) -> None:
+    """``memory history --versions``: the chain through MEMORY_ID, oldest first, the current one marked."""
+    async with target_store(cli, agent, pool, global_) as editor:
+        if not hasattr(editor.store, "versions"):
+            raise InvalidRequestError(
+                "--versions walks a SQLite store's chain; on a PostgreSQL tier read the ledger: "
+                f"arcana memory history {memory_id} without --versions"
+            )
+        chain = await editor.store.versions((await editor.resolve(memory_id)).id)
+
+    def when(moment) -> str:
+        return moment.isoformat(timespec="seconds") if moment else "-"
+
+    out.data(
+        [{**entry_json(e), "current": e.valid_to is None and not e.superseded_by} for e in chain],
+        columns=("id", "from", "to", "state", "memory"),
+        rows=lambda: [
+            (e.id[:8], when(e.valid_from or e.created_at), when(e.valid_to), version_mark(e).strip() or "current", snippet(e.content))
+            for e in chain
+        ],
+    )
 
 
 def register(app: typer.Typer) -> None:

@@ -12,8 +12,8 @@ from arcana_cli.render import RECALL_COLUMNS, entry_json, recall_rows
 from memory.types import MemoryEntry, MemoryQuery, MemoryScope, MemoryType, RetrievalMode, pool_scope
 
 
-def parse_since(value: str | None) -> datetime | None:
-    """'7d', '12h', '30m', '2w' or an ISO date/time."""
+def parse_since(value: str | None, param_hint: str = "--since") -> datetime | None:
+    """'7d', '12h', '30m', '2w' (that long ago) or an ISO date/time."""
     if value is None:
         return None
     units = {"m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
@@ -22,7 +22,7 @@ def parse_since(value: str | None) -> datetime | None:
     try:
         parsed = datetime.fromisoformat(value)
     except ValueError:
-        raise typer.BadParameter("use a duration like 7d, 12h, 2w or an ISO date", param_hint="--since") from None
+        raise typer.BadParameter("use a duration like 7d, 12h, 2w or an ISO date", param_hint=param_hint) from None
     return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
 
 
@@ -68,6 +68,9 @@ async def recall(
         typer.Option("--scope", help="Only this tier: private, shared or global [default: all].", show_default=False),
     ] = None,
     pool: Annotated[str | None, typer.Option("--pool", help="Only this shared pool (implies --scope shared).")] = None,
+    as_of: Annotated[
+        str | None, typer.Option("--as-of", help="What was believed then: 7d, 12h, or an ISO date/time.")
+    ] = None,
 ) -> None:
     """Recall an agent's memories relevant to QUERY, best first."""
     if not query.strip():
@@ -82,6 +85,7 @@ async def recall(
         retrieval_mode=cli.config.recall.mode_for(mode),
         types=type_ or None,
         since=parse_since(since),
+        as_of=parse_since(as_of, "--as-of"),
         min_confidence=min_confidence,
         limit=limit or cli.config.recall.limit,
         scope=scope,

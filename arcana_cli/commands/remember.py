@@ -32,6 +32,9 @@ async def remember(
         typer.Option("--scope", help="private (default), shared (needs --pool) or global.", show_default=False),
     ] = None,
     pool: Annotated[str | None, typer.Option("--pool", help="The shared pool to write to (implies --scope shared).")] = None,
+    no_reconcile: Annotated[
+        bool, typer.Option("--no-reconcile", help="Store as given: no noop, update or delete against what is known.")
+    ] = False,
     from_: Annotated[
         str | None,
         typer.Option(
@@ -75,15 +78,32 @@ async def remember(
     )
     # Every tier stores the row either way; vectors are added where an embedder is up.
     async with agent_federation(cli, card, out) as federation:
-        report = await federation.write(entry)
+        report = await federation.write(entry, reconcile=not no_reconcile)
     for tier, why in report.failed.items():
         out.warn(f"tier {tier} did not store the memory ({why})")
     if not report.accepted:
         raise MemoryWriteError(f"memory not stored: every {entry.scope.value} tier failed; see the warnings above")
+    for warning in report.warnings:
+        out.warn(warning)
     out.data(
-        {"id": entry.id, "agent": card.name, "agent_id": card.id, "scope": entry.scope.value, **report.as_dict()},
-        text=lambda: entry.id,
+        {"agent": card.name, "agent_id": card.id, "scope": entry.scope.value, **report.as_dict()},
+        text=lambda: report.entry_id,
     )
+    out.info(decision_words(report))
+
+
+def decision_words(report) -> str:
+    """The reconciliation decision in words ("updated: supersedes 3f2a9c1e")."""
+    short = ", ".join(i[:8] for i in report.supersedes)
+    if report.decision == "noop":
+        return f"already known: reinforced {report.entry_id[:8]}"
+    if report.decision == "update":
+        return f"updated: supersedes {short}"
+    if report.decision == "delete":
+        return f"retracted: ends {short}"
+    if report.conflict_with:
+        return f"added beside {report.conflict_with[:8]}: conflicts with a user-confirmed memory, which keeps answering"
+    return "added"
 
 
 def _read_lines(source: str) -> list[bytes]:

@@ -256,6 +256,14 @@ class PostgresAdapter:
         """Remove promoted copies that no longer qualify (ledgered as ``withdraw``)."""
         return await self._call(mutations.delete, list(entry_ids), "withdraw", self.actor, transaction=True)
 
+    async def supersede(self, old_ids: Sequence[str], new_id: str) -> list[str]:
+        """End the current ``old_ids`` in favour of ``new_id`` (both ledgered); the ids actually ended."""
+        return await self._call(mutations.supersede, list(old_ids), new_id, time.time(), self.actor, transaction=True)
+
+    async def make_current(self, entry_id: str) -> list[str]:
+        """Undo a supersession or release a held conflict: ``entry_id`` answers recall again (ledgered)."""
+        return await self._call(mutations.make_current, entry_id, self.actor, transaction=True)
+
     async def archive(self, entry_ids: Sequence[str]) -> int:
         return await self._set(entry_ids, "archive", "archived", 1)
 

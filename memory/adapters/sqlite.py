@@ -35,7 +35,7 @@ from memory.sqlite.connection import (
     transaction,
     translate,
 )
-from memory.sqlite.fts import coverage, match_expression
+from memory.sqlite.fts import coverage, focused_match, match_expression
 from memory.sqlite.rows import SELECT_COLUMNS, admitted_rows, row_to_entry
 from memory.types import (
     HealthStatus,
@@ -291,6 +291,32 @@ class SQLiteAdapter:
             _update_txn, list(entry_ids), op, self.actor, assignments, params, inline=len(entry_ids) <= INLINE_ROWS
         )
 
+    async def supersede(self, old_ids: Sequence[str], new_id: str) -> list[str]:
+        """End the current ``old_ids`` in favour of ``new_id`` (both ledgered); the ids actually ended."""
+        return await self.run(_supersede_txn, list(old_ids), new_id, self.actor, inline=True)
+
+    async def make_current(self, entry_id: str) -> list[str]:
+        """Undo a supersession or release a held conflict: ``entry_id`` answers recall again (ledgered)."""
+        return await self.run(_make_current_txn, entry_id, self.actor, inline=True)
+
+    async def reinforce(self, entry_id: str, step: float, confirm: float | None = None) -> int:
+        """A restated fact: importance and access bumped, ledgered."""
+        return await self.run(_reinforce_txn, entry_id, self.actor, step, confirm, inline=True)
+
+    async def versions(self, entry_id: str) -> list[MemoryEntry]:
+        """The version chain through ``entry_id``, oldest first (operator read: superseded rows included)."""
+        rows = await self.run(_version_chain, entry_id, inline=True)
+        return [row_to_entry(r) for r in rows]
+
+    async def open_conflicts(self) -> int:
+        """Claims held beside the user-confirmed fact they contradict, awaiting an operator."""
+        rows = await self.run(
+            lambda raw: raw.execute(
+                "SELECT count(*) FROM memories WHERE conflict_with IS NOT NULL AND archived = 0"
+            ).fetchall()
+        )
+        return rows[0][0]
+
     async def _has_vectors(self) -> bool:
         return bool(await self.run(vectors.vec_tables))
 
@@ -320,12 +346,20 @@ class SQLiteAdapter:
             await self.record_access(entries)
         return entries
 
-    async def keyword_candidates(self, query: MemoryQuery, limit: int) -> list[MemoryEntry]:
-        """The keyword leg for hybrid fusion: admitted, filtered, BM25-scored."""
+    async def keyword_candidates(self, query: MemoryQuery, limit: int, *, focused: bool = False) -> list[MemoryEntry]:
+        """The keyword leg for hybrid fusion: admitted, filtered, BM25-scored.
+
+        ``focused`` matches only the memories' own words, on the few most
+        informative words of the query (:func:`memory.sqlite.fts.focused_match`):
+        bounded work for write-time reconciliation on a large store.
+        """
+        clause = where(query)
+        if focused:
+            rows = await self.run(_focused_keyword, query.text, clause.sql, clause.params, limit, inline=True)
+            return [row_to_entry(r, score=-r["rank"], matched_by=["keyword"]) for r in rows]
         match = match_expression(query.text)
         if match is None:
             return []
-        clause = where(query)
         rows = await self.run(_keyword, match, clause.sql, clause.params, limit, inline=True)
         return [row_to_entry(r, score=-r["rank"], matched_by=["keyword"]) for r in rows]
 
@@ -431,6 +465,45 @@ def _delete_txn(raw, ids, op, actor):
         return mutations.delete(raw, ids, op, actor)
 
 
+def _supersede_txn(raw, old_ids, new_id, actor):
+    with transaction(raw):
+        return mutations.supersede(raw, old_ids, new_id, time.time(), actor)
+
+
+def _make_current_txn(raw, entry_id, actor):
+    with transaction(raw):
+        return mutations.make_current(raw, entry_id, actor)
+
+
+def _reinforce_txn(raw, entry_id, actor, step, confirm):
+    with transaction(raw):
+        return mutations.reinforce(raw, entry_id, actor, importance_step=step, confirm=confirm)
+
+
+def _version_chain(raw, entry_id):
+    """Walk ``supersedes`` back and ``superseded_by`` forward from ``entry_id`` (cycle-safe)."""
+    sql = f"SELECT {SELECT_COLUMNS}, m.seq FROM memories m WHERE m.id = ?"
+    start = raw.execute(sql, (entry_id,)).fetchone()
+    if start is None:
+        return []
+    chain, seen = [start], {entry_id}
+    row = start
+    while row["supersedes"] and row["supersedes"] not in seen:
+        row = raw.execute(sql, (row["supersedes"],)).fetchone()
+        if row is None:
+            break
+        seen.add(row["id"])
+        chain.insert(0, row)
+    row = start
+    while row["superseded_by"] and row["superseded_by"] not in seen:
+        row = raw.execute(sql, (row["superseded_by"],)).fetchone()
+        if row is None:
+            break
+        seen.add(row["id"])
+        chain.append(row)
+    return chain
+
+
 def _touch_txn(raw, hits):
     raw.execute("PRAGMA busy_timeout = 1000")
     try:
@@ -475,6 +548,11 @@ def _keyword(raw, match, clause_sql, params, limit):
         if window >= total:
             return rows
         window = min(window * 8, total)
+
+
+def _focused_keyword(raw, text, clause_sql, params, limit):
+    match = focused_match(raw, text)
+    return [] if match is None else _keyword(raw, match, clause_sql, params, limit)
 
 
 def _ordered(raw, clause_sql, params, limit):

@@ -61,6 +61,7 @@ KNN_MAX = 4096  # sqlite-vec's ceiling on k
 # 1,800 texts, 1,024 1.03x (a longer window pads less).
 COMMIT_BATCH = 1024
 EMBED_CHUNK = 128  # texts per embed call within a window: paces progress, costs nothing
+REUSABLE_VECTORS = 4  # query vectors similar() keeps for the write that follows it
 
 
 def hybrid_pool(limit: int) -> int:
@@ -148,6 +149,9 @@ class VectorAdapter:
         self.chunk_long = chunk_long
         self.notices: list[str] = []
         self._resolved: dict[EmbeddingMeta | None, Embedder | None] = {}
+        # (model, text) -> vector that similar() embedded for a write about to happen: the write
+        # reuses it instead of embedding the same text again (reconciliation's largest cost).
+        self._reusable: dict[tuple[str, str], list[float]] = {}
 
     # -- lifecycle ---------------------------------------------------------
 
@@ -346,12 +350,20 @@ class VectorAdapter:
     async def _embed_isolated(self, embedder: Embedder, rows, report: FillReport) -> list[list[float] | None]:
         """Embed a batch; if it fails, embed one by one so one bad item costs only itself."""
         texts = [content for _, _, content in rows]
+        reused = [self._reusable.pop((embedder.model_name, text), None) for text in texts]
+        missing = [text for text, vector in zip(texts, reused, strict=True) if vector is None]
+        if not missing:
+            return reused
         try:
-            return await embedder.embed(texts)
+            fresh = iter(await embedder.embed(missing))
+            return [next(fresh) if vector is None else vector for vector in reused]
         except Exception:
             pass  # find the culprit(s) below
         out: list[list[float] | None] = []
-        for (_, entry_id, _), text in zip(rows, texts, strict=True):
+        for (_, entry_id, _), text, vector in zip(rows, texts, reused, strict=True):
+            if vector is not None:
+                out.append(vector)
+                continue
             try:
                 out.append((await embedder.embed([text]))[0])
             except Exception as exc:
@@ -398,12 +410,39 @@ class VectorAdapter:
         await self.store.record_access(entries)
         return Recall(entries, legs)
 
-    async def _semantic(self, query: MemoryQuery, embedder: Embedder, meta: EmbeddingMeta, wanted: int):
-        """KNN by cosine distance, admitted and filtered, over-fetching until ``wanted`` are found."""
-        try:
-            vector = (await embedder.embed([query.text]))[0]
-        except Exception as exc:
-            raise _QueryEmbedFailed(str(exc)) from exc
+    async def semantic_ready(self) -> bool:
+        """Can a semantic search run now (vectors indexed, sqlite-vec loaded, a compatible embedder)?"""
+        return isinstance(await self._searchable(), tuple)
+
+    async def similar(self, query: MemoryQuery, limit: int, min_similarity: float) -> list[MemoryEntry]:
+        """Admitted nearest neighbours of ``query.text`` at cosine >= ``min_similarity``, scored by cosine.
+
+        For write-time reconciliation: not a recall, so no access is recorded
+        and no fallback notice is given; [] when semantic search cannot run.
+        The text's vector is kept (the last few) for the write of that text to
+        reuse: the memory is embedded once, not once to decide and once to store.
+        """
+        ready = await self._searchable()
+        if not isinstance(ready, tuple):
+            return []
+        embedder, meta = ready
+        vector = (await embedder.embed([query.text]))[0]
+        self._reusable[(embedder.model_name, query.text)] = vector
+        while len(self._reusable) > REUSABLE_VECTORS:
+            del self._reusable[next(iter(self._reusable))]
+        hits = await self._semantic(query, embedder, meta, limit, vector=vector)
+        return [h for h in hits if h.score is not None and h.score >= min_similarity]
+
+    async def _semantic(
+        self, query: MemoryQuery, embedder: Embedder, meta: EmbeddingMeta, wanted: int, vector: list[float] | None = None
+    ):
+        """KNN by cosine distance (of ``vector``, else the query text's), admitted and filtered,
+        over-fetching until ``wanted`` are found."""
+        if vector is None:
+            try:
+                vector = (await embedder.embed([query.text]))[0]
+            except Exception as exc:
+                raise _QueryEmbedFailed(str(exc)) from exc
         if len(vector) != meta.dimension:
             raise MemoryStorageError(
                 f"query vector has {len(vector)} dimensions but the index holds {meta.dimension}"

@@ -26,6 +26,9 @@ from memory.federation.events import DegradedSink, MemoryDegradedEvent, audit_si
 from memory.federation.federation import MemoryFederation
 from memory.federation.router import MemoryRouter
 from memory.home import Home
+from memory.operator_edits import GlobalCopies
+from memory.reconcile.reconciler import Reconciler
+from memory.reconcile.settings import ReconcileSettings
 from memory.stores import StoreKind, open_tier, with_vectors
 from memory.types import MemoryScope, MemoryType, now_utc
 
@@ -63,6 +66,8 @@ async def build_federation(
     config: ArcanaConfig | None = None,
     monotonic: Callable[[], float] = time.monotonic,
     clock: Callable[[], datetime] = now_utc,
+    reconcile: ReconcileSettings | None = None,
+    reconcile_model: Any | None = None,
 ) -> MemoryFederation:
     """Assemble the tier stack for one agent and return its federation.
 
@@ -77,6 +82,9 @@ async def build_federation(
     embedder; ``config`` (default: none, all SQLite) may put the global tier
     on a PostgreSQL server (see :func:`memory.stores.open_tier`). ``clock`` is
     what "now" is for decay and ranking (inject it to ask as of a given day).
+    ``reconcile`` configures write-time reconciliation against the private
+    tier (default: the offline heuristic; strategy ``off`` disables it),
+    ``reconcile_model`` is the chat provider of its ``llm`` strategy.
     Raises if the private tier cannot be opened — an agent
     without its durability anchor must not start.
     """
@@ -90,8 +98,9 @@ async def build_federation(
             home, StoreKind.GLOBAL, config=config or ArcanaConfig(), embedding=embedding,
             vector_options=vector_options, budget=connections.for_tier(MemoryScope.GLOBAL), actor=actor,
         )
+    private_tier = with_vectors(private, embedding, vector_options)
     router = MemoryRouter(
-        private=with_vectors(private, embedding, vector_options),
+        private=private_tier,
         global_=global_,
         weights=weights,
         decay_profiles=decay_profiles,
@@ -101,7 +110,16 @@ async def build_federation(
     )
     for pool in pools or ():
         router.register_pool(pool.name, pool.adapter, read_only=pool.read_only or None, label=pool.label)
-    return MemoryFederation(router, on_degraded=on_degraded or audit_sink(AuditLog(home.audit_log)))
+    audit = AuditLog(home.audit_log)
+    reconciler = Reconciler(
+        private,
+        private_tier if private_tier is not private else None,
+        reconcile or ReconcileSettings(),
+        provider=reconcile_model,
+        audit=audit,
+        copies=lambda: GlobalCopies.of_home(home, config or ArcanaConfig(), actor=actor),
+    )
+    return MemoryFederation(router, on_degraded=on_degraded or audit_sink(audit), reconciler=reconciler)
 
 
 def agent_pools(config: ArcanaConfig, card: AgentCard) -> list[str]:
@@ -190,8 +208,34 @@ async def federation_for_agent(
         actor=actor,
         vector_options=vector_options,
         global_tier=config.memory.global_ != "none",
+        reconcile=reconcile_settings(config, card),
+        reconcile_model=_reconcile_model(config, card),
         config=config,
     )
+
+
+def reconcile_settings(config: ArcanaConfig, card: AgentCard) -> ReconcileSettings:
+    """``memory.reconcile`` from config.json, in the language the agent's extraction uses."""
+    block = config.memory.reconcile
+    return ReconcileSettings(
+        strategy=block.strategy,
+        min_similarity=block.min_similarity,
+        timeout_seconds=block.timeout_seconds,
+        language=config.memory.extraction.effective().language,
+    )
+
+
+def _reconcile_model(config: ArcanaConfig, card: AgentCard) -> Any | None:
+    """The agent's model for the ``llm`` strategy; None (the heuristic decides) when none is configured."""
+    if config.memory.reconcile.strategy != "llm":
+        return None
+    from memory.errors import ConfigError, NotFoundError
+    from memory.models.registry import provider_for, resolve_model_name
+
+    try:
+        return provider_for(config, resolve_model_name(config, card))
+    except (ConfigError, NotFoundError):
+        return None
 
 
 def quarantine_events(federation: MemoryFederation) -> list[MemoryDegradedEvent]:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from memory.adapters.base import Closeable, Prunable
 from memory.audit import AuditLog
@@ -38,13 +39,22 @@ class WriteReport:
     accepted: list[str] = field(default_factory=list)
     refused: list[str] = field(default_factory=list)
     failed: dict[str, str] = field(default_factory=dict)
+    decision: str = "add"  # reconciliation: add | noop | update | delete
+    supersedes: list[str] = field(default_factory=list)
+    conflict_with: str | None = None
+    reason: str = ""
+    warnings: list[str] = field(default_factory=list)  # e.g. a superseded global copy that could not be ended
 
     @property
     def promoted(self) -> bool:
         return "global" in self.accepted
 
     def as_dict(self) -> dict:
-        return {"id": self.entry_id, "accepted": self.accepted, "refused": self.refused, "failed": self.failed}
+        return {
+            "id": self.entry_id, "accepted": self.accepted, "refused": self.refused, "failed": self.failed,
+            "decision": self.decision, "supersedes": self.supersedes, "conflict_with": self.conflict_with,
+            "warnings": self.warnings,
+        }
 
 
 @dataclass
@@ -153,8 +163,9 @@ class MemoryFederation:
     log of the home resolved now (``ARCANA_HOME`` or ``~/.arcana``).
     """
 
-    def __init__(self, router: MemoryRouter, *, on_degraded: DegradedSink | None = None):
+    def __init__(self, router: MemoryRouter, *, on_degraded: DegradedSink | None = None, reconciler: Any | None = None):
         self.router = router
+        self.reconciler = reconciler  # memory.reconcile.Reconciler: write-time add/noop/update/delete
         self.on_degraded = on_degraded or audit_sink(AuditLog(Home.resolve().audit_log))
         self._closed = False
 
@@ -189,7 +200,18 @@ class MemoryFederation:
 
     # -- writes ----------------------------------------------------------
 
-    async def write(self, entry: MemoryEntry) -> WriteReport:
+    async def write(self, entry: MemoryEntry, *, reconcile: bool = True) -> WriteReport:
+        """Reconcile ``entry`` with what the agent already knows, then write it; return the split.
+
+        With a reconciler (and ``reconcile``) the write may instead reinforce an
+        existing memory (``decision`` noop) or end the versions it replaces
+        (update / delete); see :mod:`memory.reconcile`.
+        """
+        if reconcile and self.reconciler is not None:
+            return await self.reconciler.write(entry, self._fan_out)
+        return await self._fan_out(entry)
+
+    async def _fan_out(self, entry: MemoryEntry) -> WriteReport:
         """Write ``entry`` to every routed tier concurrently; return the split.
 
         A tier whose scope differs from the entry's gets a scope-rewritten copy

@@ -89,7 +89,17 @@ _CORE = (
     """,
 )
 
-MIGRATIONS: tuple[Migration, ...] = (Migration(1, "core", _CORE),)
+# Versioned facts (the SQLite store's v7): a superseded copy keeps its row,
+# ``valid_to`` ends it, ``supersedes`` links the successor back. Entities stay
+# in the agent's private SQLite store, where reconciliation runs.
+_FACT_VERSIONS = (
+    "ALTER TABLE memories ADD COLUMN valid_from double precision",
+    "ALTER TABLE memories ADD COLUMN valid_to double precision",
+    "ALTER TABLE memories ADD COLUMN supersedes text",
+    "CREATE INDEX memories_supersedes ON memories (supersedes)",
+)
+
+MIGRATIONS: tuple[Migration, ...] = (Migration(1, "core", _CORE), Migration(2, "fact_versions", _FACT_VERSIONS))
 
 _BOOKKEEPING = """
 CREATE TABLE IF NOT EXISTS arcana_schema (

@@ -15,7 +15,8 @@ import time
 from collections.abc import Sequence
 
 from memory.postgres import bulk
-from memory.sqlite.mutations import change_label
+from memory.postgres.admission import numbered
+from memory.sqlite.mutations import VERSION_LINKS, change_label
 from memory.sqlite.rows import COLUMNS, entry_values
 from memory.types import MemoryEntry, Visibility
 
@@ -24,6 +25,7 @@ _SKIP_COMPARE = {"updated_at", "access_count", "last_accessed_at"}
 _TYPES = {
     "importance": "float8", "confidence": "float8", "created_at": "float8", "updated_at": "float8",
     "last_accessed_at": "float8", "pinned": "int4", "access_count": "int4", "archived": "int4",
+    "valid_from": "float8", "valid_to": "float8",
 }
 _ARRAYS = ", ".join(f"${i}::{_TYPES.get(c, 'text')}[]" for i, c in enumerate(COLUMNS, 1))
 _INSERT_NEW = (
@@ -121,6 +123,8 @@ async def upsert(conn, entries: Sequence[MemoryEntry], actor: str, *, op: str | 
         if keep[index]:
             v["visibility"] = old["visibility"]
         v["access_count"], v["last_accessed_at"] = old["access_count"], old["last_accessed_at"]
+        for key in VERSION_LINKS:  # versions change only through supersede / make_current, as on SQLite
+            v[key] = old[key]
         if all(old[k] == v[k] for k in COLUMNS if k not in _SKIP_COMPARE):
             ops.append("noop")
             continue
@@ -143,13 +147,47 @@ async def update(conn, ids: Sequence[str], op: str, actor: str, column: str, val
     """Set ``column`` to ``value`` on ``ids``; one ledger row per row that changed."""
     if column not in ("archived", "visibility", "pinned"):
         raise ValueError(f"not an operator-editable column: {column}")
+    return await _change(conn, ids, op, actor, f"{column} = ?", (value,))
+
+
+async def supersede(conn, old_ids: Sequence[str], new_id: str, at: float, actor: str) -> list[str]:
+    """End the still-current ``old_ids`` at ``at`` in favour of ``new_id`` ('supersede' / 'version'), as on SQLite."""
+    ended = [i for i, img in (await _images(conn, old_ids)).items() if img["valid_to"] is None and img["superseded_by"] is None]
+    if not ended:
+        return []
+    await _change(conn, ended, "supersede", actor, "valid_to = ?, superseded_by = ?", (at, new_id))
+    await _change(
+        conn, [new_id], "version", actor,
+        "valid_from = coalesce(valid_from, ?), supersedes = coalesce(supersedes, ?)", (at, ended[0]),
+    )
+    return ended
+
+
+async def make_current(conn, entry_id: str, actor: str) -> list[str]:
+    """Undo a supersession or a held conflict (see memory/sqlite/mutations.make_current); the ids changed."""
+    img = (await _images(conn, [entry_id])).get(entry_id)
+    if img is None:
+        return []
+    changed = []
+    if await _change(conn, [entry_id], "make_current", actor, "valid_to = NULL, superseded_by = NULL, conflict_with = NULL"):
+        changed.append(entry_id)
+    successor = img["superseded_by"]
+    if successor and await _change(conn, [successor], "unversion", actor, "supersedes = NULL"):
+        changed.append(successor)
+    return changed
+
+
+async def _change(conn, ids: Sequence[str], op: str, actor: str, assignments: str, params: Sequence = ()) -> int:
+    """``UPDATE memories SET <assignments>`` (``?`` placeholders) on ``ids``; one ledger row per changed row."""
     now = time.time()
     before = await _images(conn, ids)
     if not before:
         return 0
     present = list(before)
+    count = len(params)
     await conn.execute(
-        f"UPDATE memories SET {column} = $1, updated_at = $2 WHERE id = ANY($3::text[])", value, now, present
+        f"UPDATE memories SET {numbered(assignments)}, updated_at = ${count + 1} WHERE id = ANY(${count + 2}::text[])",
+        *params, now, present,
     )
     after = await _images(conn, present, lock=False)
     ledger = [

@@ -3,7 +3,10 @@
 Recall, search, context building and export all call :func:`admission`; a read
 path that forgot it would have to build SQL by hand, which the tests forbid.
 Operator reads (``arcana memory show``, ``list --all``) pass an explicit
-:class:`Audience` to see private, hidden or archived rows.
+:class:`Audience` to see private, hidden, archived or superseded rows.
+
+Recall and listings see current versions only: not superseded (``valid_to``
+unset). With an ``as_of`` time they see what was current then.
 
 This is the one definition for every engine: a :class:`Dialect` supplies the
 few spellings that differ (an always-true expression, tag membership), and
@@ -14,6 +17,7 @@ clauses always use ``?`` placeholders, which the PostgreSQL store renumbers
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 from enum import Enum
 
 from memory.types import MemoryQuery, Visibility
@@ -48,22 +52,43 @@ class Clause:
     params: tuple
 
 
+def current_version(alias: str = "m", as_of: datetime | None = None) -> Clause:
+    """The version that answers now (or at ``as_of``): valid then and not yet superseded.
+
+    At ``as_of`` a row must also have been written by then, so a later fact
+    never answers for an earlier time. A claim held beside a user-confirmed
+    fact (``conflict_with``) is a current version too, marked; the query's
+    ``exclude_conflicts`` filter is what drops it.
+    """
+    if as_of is None:
+        return Clause(f"{alias}.valid_to IS NULL", ())
+    at = as_of.timestamp()
+    return Clause(
+        f"coalesce({alias}.valid_from, {alias}.created_at) <= ? AND {alias}.created_at <= ? "
+        f"AND ({alias}.valid_to IS NULL OR {alias}.valid_to > ?)",
+        (at, at, at),
+    )
+
+
 def admission(
     alias: str = "m",
     *,
     audience: Audience = Audience.RECALL,
     include_archived: bool = False,
+    as_of: datetime | None = None,
     dialect: Dialect = SQLITE,
 ) -> Clause:
     """The SQL that decides whether a row may be read at all."""
     if audience is Audience.RECALL:
+        version = current_version(alias, as_of)
         return Clause(
-            f"{alias}.visibility = ? AND {alias}.archived = 0",
-            (Visibility.VISIBLE.value,),
+            f"{alias}.visibility = ? AND {alias}.archived = 0 AND {version.sql}",
+            (Visibility.VISIBLE.value, *version.params),
         )
     if audience is Audience.LISTING:
+        version = current_version(alias, as_of)
         archived = "" if include_archived else f" AND {alias}.archived = 0"
-        return Clause(f"{alias}.visibility = ?{archived}", (Visibility.VISIBLE.value,))
+        return Clause(f"{alias}.visibility = ?{archived} AND {version.sql}", (Visibility.VISIBLE.value, *version.params))
     if include_archived:
         return Clause(dialect.true, ())
     return Clause(f"{alias}.archived = 0", ())
@@ -111,6 +136,6 @@ def where(
     dialect: Dialect = SQLITE,
 ) -> Clause:
     """Admission AND the query's filters: the WHERE body of every read."""
-    gate = admission(alias, audience=audience, include_archived=include_archived, dialect=dialect)
+    gate = admission(alias, audience=audience, include_archived=include_archived, as_of=query.as_of, dialect=dialect)
     filters = query_filters(query, alias, dialect)
     return Clause(f"({gate.sql}) AND ({filters.sql})", gate.params + filters.params)

@@ -53,6 +53,43 @@ def match_expression(text: str | None) -> str | None:
     return " OR ".join(f'"{token}"' for token in tokens)
 
 
+# A focused match (write-time reconciliation's candidates): a word in more than
+# DF_CAP memories is common; words are kept rarest first while their counted
+# memories stay within DF_BUDGET, at most FOCUS_TERMS of them. On a 10k store
+# whose every word is common, OR-ing all of a statement's words ranked most of
+# the store (32 of 39 ms per decision); the bounded counts cost ~0.05 ms a word.
+DF_CAP = 300
+DF_BUDGET = 600
+FOCUS_TERMS = 6
+
+
+def focused_match(raw, text: str | None) -> str | None:
+    """A MATCH on the ``content`` column for the few most informative words of ``text``.
+
+    Each word's document count is read bounded (``LIMIT DF_CAP + 1``); words
+    no memory contains are dropped (they can find nothing), then the rarest
+    are kept (ties: the longer word first) within the budget. None when no
+    word of ``text`` is in the index.
+    """
+    counted = []
+    for token in query_tokens(text):
+        df = raw.execute(
+            "SELECT count(*) FROM (SELECT 1 FROM memories_fts WHERE memories_fts MATCH ? LIMIT ?)",
+            (f'content : "{token}"', DF_CAP + 1),
+        ).fetchone()[0]
+        if df:
+            counted.append((df, -len(token), token))
+    chosen, total = [], 0
+    for df, _, token in sorted(counted):
+        if chosen and (len(chosen) == FOCUS_TERMS or total + df > DF_BUDGET):
+            break
+        chosen.append(token)
+        total += df
+    if not chosen:
+        return None
+    return "content : (" + " OR ".join(f'"{token}"' for token in chosen) + ")"
+
+
 def coverage(raw, text: str | None, entry_id: str, clause_sql: str, params: tuple) -> float:
     """The share of ``text``'s search words that the FTS row of ``entry_id`` contains (any column).
 

@@ -22,6 +22,9 @@ from memory.sqlite.rows import COLUMNS, SELECT_COLUMNS, entry_values, row_image
 from memory.types import MemoryEntry, Visibility
 
 _SKIP_COMPARE = {"updated_at", "access_count", "last_accessed_at"}
+# Version links change only through supersede / make_current: a re-save of an
+# entry object (which may predate its supersession) never resurrects it.
+VERSION_LINKS = ("valid_from", "valid_to", "supersedes", "superseded_by")
 # ``context`` and ``dated`` are written with every row but are not among its
 # COLUMNS: derived (memory/sqlite/context.py), they are neither ledgered nor compared.
 _WRITTEN = (*COLUMNS, "context", "dated")
@@ -62,6 +65,63 @@ def change_label(before: dict, after: dict) -> str:
     return "update"
 
 
+def supersede(raw, old_ids: Sequence[str], new_id: str, at: float, actor: str) -> list[str]:
+    """End ``old_ids`` at ``at`` in favour of ``new_id``; both sides ledgered ('supersede' / 'version').
+
+    Only still-current rows are ended, so a race with another writer never
+    re-points a version that something else already replaced.
+    """
+    ended = [
+        image["id"]
+        for image in _images(raw, old_ids).values()
+        if image["valid_to"] is None and image["superseded_by"] is None
+    ]
+    if not ended:
+        return []
+    update(raw, ended, "supersede", actor, "valid_to = ?, superseded_by = ?", (at, new_id))
+    update(raw, [new_id], "version", actor, "valid_from = coalesce(valid_from, ?), supersedes = coalesce(supersedes, ?)", (at, ended[0]))
+    return ended
+
+
+def make_current(raw, entry_id: str, actor: str) -> list[str]:
+    """Undo a supersession or a held conflict: ``entry_id`` answers again, nothing else ends.
+
+    Its successor stays current too and loses its ``supersedes`` link, since
+    the two are no longer versions of one fact. Returns the ids changed.
+    """
+    image = _images(raw, [entry_id]).get(entry_id)
+    if image is None:
+        return []
+    changed = []
+    successor = image["superseded_by"]
+    if update(raw, [entry_id], "make_current", actor, "valid_to = NULL, superseded_by = NULL, conflict_with = NULL"):
+        changed.append(entry_id)
+    if successor and update(raw, [successor], "unversion", actor, "supersedes = NULL"):
+        changed.append(successor)
+    return changed
+
+
+def reinforce(raw, entry_id: str, actor: str, *, importance_step: float, confirm: float | None) -> int:
+    """A restated fact: bump importance and access, ledgered even when importance is capped.
+
+    ``confirm`` (the confidence of a user restating what the agent had
+    asserted) raises the source to user_confirmed.
+    """
+    now = time.time()
+    before = _images(raw, [entry_id]).get(entry_id)
+    if before is None:
+        return 0
+    assignments = "importance = min(1.0, importance + ?), access_count = access_count + 1, last_accessed_at = ?"
+    params: list = [importance_step, now]
+    if confirm is not None:
+        assignments += ", confidence_source = 'user_confirmed', confidence = max(confidence, ?)"
+        params.append(confirm)
+    raw.execute(f"UPDATE memories SET {assignments}, updated_at = ? WHERE id = ?", (*params, now, entry_id))
+    after = _images(raw, [entry_id])[entry_id]
+    _append(raw, [(entry_id, "reinforce", actor, now, _dump(before), _dump(after))])
+    return 1
+
+
 def upsert(raw, entries: Sequence[MemoryEntry], actor: str, *, op: str | None = None) -> list[str]:
     """Insert or update ``entries`` by id; return the op per entry ('noop' when unchanged).
 
@@ -92,6 +152,8 @@ def upsert(raw, entries: Sequence[MemoryEntry], actor: str, *, op: str | None = 
             values["visibility"] = old["visibility"]
         values["access_count"] = old["access_count"]
         values["last_accessed_at"] = old["last_accessed_at"]
+        for key in VERSION_LINKS:
+            values[key] = old[key]
         if all(old[k] == values[k] for k in COLUMNS if k not in _SKIP_COMPARE):
             ops.append("noop")
             continue

@@ -31,6 +31,9 @@ COLUMNS = (
     "access_count",
     "archived",
     "visibility",
+    "valid_from",
+    "valid_to",
+    "supersedes",
 )
 SELECT_COLUMNS = ", ".join(f"m.{c}" for c in COLUMNS)
 
@@ -62,6 +65,9 @@ def entry_values(entry: MemoryEntry) -> dict[str, Any]:
         "access_count": entry.access_count,
         "archived": int(entry.archived),
         "visibility": entry.visibility.value if entry.visibility else None,
+        "valid_from": _ts(entry.valid_from),
+        "valid_to": _ts(entry.valid_to),
+        "supersedes": entry.supersedes,
     }
 
 

@@ -1,0 +1,141 @@
+"""The offline, deterministic decision: add, noop, update or delete.
+
+Slots decide when both statements have them: the same subject and attribute
+with an equal value is a restatement (noop); with a new value on a
+single-valued attribute, an update; a retracted value, a delete. A candidate
+is only ended when *every* fact it states is restated, replaced or retracted
+by the new statement — a memory that also says something else stays current,
+so nothing is lost to a partial match. Without slots, only a near-duplicate
+(same normalised text, or vectors at least ``duplicate_similarity`` apart)
+is a noop; anything else is added.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+from memory.reconcile.slots import Fact
+from memory.types import MemoryEntry
+
+# Multi-valued attributes a stated change may still replace ("I prefer coffee now").
+CHANGEABLE = frozenset({"likes", "dislikes", "use"})
+
+
+class DecisionKind(StrEnum):
+    ADD = "add"
+    NOOP = "noop"
+    UPDATE = "update"
+    DELETE = "delete"
+
+
+@dataclass
+class Decision:
+    """What a write does. ``targets``: the reinforced id (noop) or the ended ids (update/delete)."""
+
+    kind: DecisionKind = DecisionKind.ADD
+    targets: list[str] = field(default_factory=list)
+    reason: str = ""
+    conflict_with: str | None = None
+
+
+@dataclass
+class Candidate:
+    """A current memory the new one may be about, its facts (subjects resolved) and normalised text."""
+
+    entry: MemoryEntry
+    similarity: float | None
+    facts: list[Fact]
+    norm: str
+
+
+_WORD = re.compile(r"[\w@+.]+", re.UNICODE)
+_NOISE = frozenset({"a", "an", "the", "my", "our", "called", "named", "of", "o", "a", "um", "uma"})
+
+
+def _tokens(value: str) -> set[str]:
+    out = set()
+    for word in _WORD.findall(value.lower()):
+        word = word.strip(".")
+        if word in _NOISE:
+            continue
+        if len(word) > 3 and word.endswith("s") and not word.endswith("ss"):
+            word = word[:-1]
+        if word:
+            out.add(word)
+    return out
+
+
+def same_value(a: str, b: str) -> bool:
+    """Equal values: the same digits (phone numbers), or one's words contain the other's."""
+    digits_a, digits_b = re.sub(r"\D", "", a), re.sub(r"\D", "", b)
+    if len(digits_a) >= 6 and len(digits_b) >= 6:
+        return digits_a == digits_b
+    ta, tb = _tokens(a), _tokens(b)
+    return bool(ta and tb) and (ta <= tb or tb <= ta)
+
+
+def _touches(new: Fact, old: Fact) -> bool:
+    if new.subject != old.subject:
+        return False
+    if new.attribute == old.attribute:
+        return True
+    return new.negated and "has" in (new.attribute, old.attribute)  # "I sold my bike" retracts any "bike" fact
+
+
+def _relate(new_facts: list[Fact], old: Fact) -> str | None:
+    """What the new statement does to one old fact: restated, replaced, retracted, or None."""
+    for new in new_facts:
+        if not _touches(new, old):
+            continue
+        equal = same_value(new.value, old.value)
+        if new.negated:
+            if equal:
+                return "retracted"
+            continue
+        if equal:
+            return "restated"
+        if not old.multi and not new.multi:
+            return "replaced"
+        if new.changed and old.attribute in CHANGEABLE and new.attribute == old.attribute:
+            return "replaced"
+    return None
+
+
+def decide(new_facts: list[Fact], new_norm: str, candidates: list[Candidate], duplicate_similarity: float) -> Decision:
+    ended: list[str] = []
+    noop: Candidate | None = None
+    retraction = bool(new_facts) and all(f.negated for f in new_facts)
+    for candidate in candidates:
+        if candidate.norm == new_norm:
+            return Decision(DecisionKind.NOOP, [candidate.entry.id], "the same words")
+        if not new_facts or not candidate.facts or any(f.negated for f in candidate.facts):
+            continue
+        outcome = [_relate(new_facts, old) for old in candidate.facts]
+        if None in outcome:
+            continue  # the candidate also says something this statement does not touch
+        if "replaced" in outcome or "retracted" in outcome:
+            ended.append(candidate.entry.id)
+        elif not retraction and all(any(_same(n, o) for o in candidate.facts) for n in new_facts):
+            noop = noop or candidate
+    if ended:
+        kind = DecisionKind.DELETE if retraction else DecisionKind.UPDATE
+        return Decision(kind, ended, "same subject and attribute" + (", retracted" if retraction else ", new value"))
+    if noop is not None:
+        return Decision(DecisionKind.NOOP, [noop.entry.id], "the same facts restated")
+    for candidate in candidates:
+        comparable = not (new_facts and candidate.facts)  # slots on both sides already decided
+        # "ticket 4411 is fixed" is not "ticket 4412 is fixed", however close the vectors are.
+        comparable = comparable and _identifiers(new_norm) == _identifiers(candidate.norm)
+        if comparable and candidate.similarity is not None and candidate.similarity >= duplicate_similarity:
+            return Decision(DecisionKind.NOOP, [candidate.entry.id], f"near-duplicate ({candidate.similarity:.2f})")
+    return Decision(DecisionKind.ADD, [], "a new fact")
+
+
+def _identifiers(text: str) -> set[str]:
+    return set(re.findall(r"\w*\d\w*", text))
+
+
+def _same(new: Fact, old: Fact) -> bool:
+    return new.subject == old.subject and new.attribute == old.attribute and same_value(new.value, old.value)

@@ -1,0 +1,180 @@
+"""Write-time reconciliation: the one step between "a memory arrives" and "rows change".
+
+:meth:`Reconciler.write` wraps the federation's fan-out. It finds the
+candidates, resolves subjects to entities, decides (heuristic, or the model
+with the heuristic's candidates), applies the source rule, and then either
+reinforces an existing row (noop) or lets the write through and ends the
+versions it replaces — every effect through the ledger. Nothing is ever
+removed: a superseded row keeps its content and answers ``--as-of``.
+
+Failure is safe by construction: any error while deciding (an embedder
+down, a model timeout) makes the write an ``add``. The write lands before the
+old version is ended, so a crash between the two leaves two current facts,
+never none.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from memory.reconcile import entities
+from memory.reconcile.candidates import find_candidates
+from memory.reconcile.heuristic import Candidate, Decision, DecisionKind, decide
+from memory.reconcile.settings import ReconcileSettings
+from memory.reconcile.slots import Fact, Subject, get_slots, parse, slot_languages
+from memory.types import ConfidenceSource, MemoryEntry, MemoryScope
+
+REINFORCE_STEP = 0.05
+_ASSERTED = (ConfidenceSource.AGENT, ConfidenceSource.INFERRED)
+
+
+def _resolved(fact: Fact, key: str) -> Fact:
+    return Fact(key, fact.attribute, fact.value, fact.multi, fact.negated, fact.changed)
+
+
+class Reconciler:
+    """Reconciles writes against one agent's private store (``store``: its SQLiteAdapter;
+    ``vectors``: the VectorAdapter over it, if any). ``provider`` is the chat model of the
+    ``llm`` strategy; without one ``llm`` decides like ``heuristic``."""
+
+    def __init__(
+        self,
+        store: Any,
+        vectors: Any | None = None,
+        settings: ReconcileSettings | None = None,
+        *,
+        provider: Any | None = None,
+        audit: Any | None = None,
+        copies: Callable[[], Any] | None = None,
+    ):
+        self.store = store
+        self.vectors = vectors
+        self.settings = settings or ReconcileSettings()
+        self.provider = provider
+        self.audit = audit
+        self.copies = copies  # opens the GlobalCopies that a supersession must end too
+        # A language with extraction signals but no slot patterns yet reconciles with English slots.
+        language = self.settings.language if self.settings.language in slot_languages() else "en"
+        self.patterns = get_slots(language)
+
+    async def write(self, entry: MemoryEntry, fan_out: Callable[[MemoryEntry], Awaitable[Any]]) -> Any:
+        """Decide, then write through ``fan_out`` (or reinforce); returns the fan-out's report, annotated."""
+        if self.settings.strategy == "off" or entry.scope is not MemoryScope.PRIVATE:
+            return await fan_out(entry)
+        try:
+            decision, candidates, subjects = await self.decide(entry)
+        except Exception as exc:  # deciding is an optimisation of the store, never a reason to lose a write
+            self._audit("reconcile_fallback", entry, f"{type(exc).__name__}: {exc}")
+            decision, candidates, subjects = Decision(reason="reconciliation failed: added"), {}, []
+        if decision.kind is DecisionKind.NOOP:
+            from memory.federation.federation import WriteReport
+
+            target = decision.targets[0]
+            confirm = entry.confidence if self._confirms(entry, candidates[target]) else None
+            await self.store.reinforce(target, REINFORCE_STEP, confirm)
+            report = WriteReport(target, accepted=["private"])
+        else:
+            if decision.conflict_with:
+                entry = entry.model_copy(update={"conflict_with": decision.conflict_with})
+            report = await fan_out(entry)
+            if decision.targets and "private" in report.accepted:
+                decision.targets = await self._supersede(decision.targets, entry, report)
+            await self._link(entry, subjects)
+        report.decision = decision.kind.value
+        report.supersedes = list(decision.targets) if decision.kind in (DecisionKind.UPDATE, DecisionKind.DELETE) else []
+        report.conflict_with = decision.conflict_with
+        report.reason = decision.reason
+        return report
+
+    async def _supersede(self, targets: list[str], entry: MemoryEntry, report: Any) -> list[str]:
+        """End each target here and its promoted global copy, through the operator edits' one path.
+
+        The old fact is no longer current anywhere. A copy that cannot be
+        reached keeps the private supersession (the write stands) and is
+        reported as a warning and in the audit log, never silently.
+        """
+        from memory.errors import NotFoundError
+        from memory.operator_edits import Edit, LiveCopyError, MemoryEditor
+
+        editor = MemoryEditor(self.store, copies=self.copies() if self.copies else None)
+        ended = []
+        try:
+            for target in targets:
+                try:
+                    if (await editor.apply(target, Edit("supersede", entry.id), verb="superseded")).changed:
+                        ended.append(target)
+                except NotFoundError:
+                    continue  # purged meanwhile: nothing left to end
+                except LiveCopyError as exc:
+                    ended.append(target)
+                    report.warnings.append(str(exc))
+                    self._audit("reconcile_live_copy", entry, str(exc))
+        finally:
+            await editor.aclose()
+        return ended
+
+    async def decide(self, entry: MemoryEntry) -> tuple[Decision, dict[str, MemoryEntry], list[Subject]]:
+        """The decision for ``entry``, the candidates by id, and the subjects it is about (to link)."""
+        parsed, norm = parse(entry.content, self.patterns)
+        words = " ".join(
+            [self.patterns.attribute_words.get(f.attribute, "") for f, _ in parsed]
+            + [" ".join([s.key, *s.aliases]) for _, s in parsed if s.key != entities.SPEAKER]
+        )
+        found = await find_candidates(
+            self.store, self.vectors, entry, words,
+            limit=self.settings.candidates, min_similarity=self.settings.min_similarity,
+        )
+        by_id = {e.id: e for e, _ in found}
+        if not found:
+            return Decision(reason="no similar memory"), by_id, [s for _, s in parsed]
+        candidate_parses = [(e, sim, *parse(e.content, self.patterns)) for e, sim in found]
+        subjects = [s for _, s in parsed] + [s for *_, facts, _ in candidate_parses for _, s in facts]
+        known = await self.store.run(entities.load_aliases, entry.agent_id, entities.all_names(subjects))
+        resolution = entities.Resolution(known)
+        # Candidates first: their appositions ("my wife Sarah") teach the aliases the new statement may use.
+        candidates = [
+            Candidate(e, sim, [_resolved(f, resolution.key(s)) for f, s in facts], cnorm)
+            for e, sim, facts, cnorm in candidate_parses
+        ]
+        new_facts = [_resolved(f, resolution.key(s)) for f, s in parsed]
+        decision = decide(new_facts, norm, candidates, self.settings.duplicate_similarity)
+        if self.settings.strategy == "llm" and self.provider is not None and decision.reason != "the same words":
+            decision = await self._ask_model(entry, [c.entry for c in candidates])
+        return self._source_rule(entry, decision, by_id), by_id, [s for _, s in parsed]
+
+    async def _ask_model(self, entry: MemoryEntry, candidates: list[MemoryEntry]) -> Decision:
+        from memory.reconcile.llm import llm_decide
+
+        try:
+            return await llm_decide(self.provider, entry, candidates, timeout=self.settings.timeout_seconds)
+        except Exception as exc:  # any model failure adds: never an update or delete on a guess
+            self._audit("reconcile_fallback", entry, str(exc))
+            return Decision(reason=f"model failed ({str(exc)[:120]}): added")
+
+    @staticmethod
+    def _source_rule(entry: MemoryEntry, decision: Decision, by_id: dict[str, MemoryEntry]) -> Decision:
+        """An agent- or model-asserted memory never ends a user-confirmed one: it is held beside it."""
+        if decision.kind not in (DecisionKind.UPDATE, DecisionKind.DELETE) or entry.confidence_source not in _ASSERTED:
+            return decision
+        protected = [t for t in decision.targets if by_id[t].confidence_source is ConfidenceSource.USER_CONFIRMED]
+        if not protected:
+            return decision
+        return Decision(DecisionKind.ADD, [], "an asserted claim against a user-confirmed fact: held", protected[0])
+
+    @staticmethod
+    def _confirms(entry: MemoryEntry, existing: MemoryEntry) -> bool:
+        """The user restating what the agent had only asserted confirms it."""
+        return entry.confidence_source is ConfidenceSource.USER_CONFIRMED and existing.confidence_source in _ASSERTED
+
+    async def _link(self, entry: MemoryEntry, subjects: list[Subject]) -> None:
+        if not any(s.key != entities.SPEAKER for s in subjects):
+            return
+        try:
+            await self.store.run(entities.link, entry.agent_id, entry.id, subjects)
+        except Exception as exc:  # the memory is stored; a missing entity link only weakens later matching
+            self._audit("reconcile_link_failed", entry, str(exc))
+
+    def _audit(self, event: str, entry: MemoryEntry, reason: str) -> None:
+        if self.audit is not None:
+            self.audit.append(event, memory_id=entry.id, agent_id=entry.agent_id, reason=reason[:300])

@@ -1,0 +1,237 @@
+"""Subject / attribute / value slots read from a statement, per language.
+
+Reconciliation needs to know what a memory is *about* ("where the user
+lives", "who my manager is") to tell an update from a new fact. A language
+is a :class:`SlotPatterns` of plain regexes registered under its ISO code with
+:func:`register_slots` (the same codes as the extraction signals); the parser
+never changes to learn one. English and Portuguese ship.
+
+A statement is normalised (contractions, spelling, framing), a retraction is
+rewritten to the proposition it retracts ("I no longer have a cat" → "I have
+a cat", marked negated), and each clause is matched against the fact
+patterns in order; the first that matches a clause wins.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from memory.errors import ConfigError
+
+_FLAGS = re.IGNORECASE | re.UNICODE
+
+
+@dataclass(frozen=True)
+class Fact:
+    """One slot a statement fills. ``multi`` attributes hold many values at once
+    (pets, likes); ``negated`` facts are retracted, not asserted."""
+
+    subject: str
+    attribute: str
+    value: str
+    multi: bool = False
+    negated: bool = False
+    changed: bool = False  # the statement says the value changed ("now", "switched")
+
+
+@dataclass(frozen=True)
+class FactPattern:
+    """``regex`` names groups ``val`` and optionally ``subj`` / ``attr``;
+    ``attribute`` is used when the regex has no ``attr`` group."""
+
+    regex: re.Pattern
+    attribute: str | None = None
+    multi: bool = False
+    changed: bool = False
+
+
+@dataclass(frozen=True)
+class SlotPatterns:
+    language: str
+    rewrites: tuple[tuple[re.Pattern, str], ...]  # contractions, spelling, apposition: applied first
+    framing: re.Pattern  # leading wrappers removed ("btw, as of June,")
+    retractions: tuple[tuple[re.Pattern, str], ...]  # retraction → the proposition it retracts
+    clause_split: re.Pattern
+    facts: tuple[FactPattern, ...]
+    self_subjects: frozenset[str]  # words that mean the speaker
+    possessive: re.Pattern  # "my sister" → group 1 = "sister"
+    relations: frozenset[str]  # nouns that name a person by relation ("wife" in "my wife Sarah")
+    attribute_aliases: dict[str, str] = field(default_factory=dict)
+    attribute_fillers: re.Pattern = re.compile(r"(?!)")
+    value_fillers: re.Pattern = re.compile(r"(?!)")
+    change_markers: re.Pattern = re.compile(r"(?!)")
+    attribute_words: dict[str, str] = field(default_factory=dict)  # extra keyword-search words per attribute
+    value_shapes: dict[str, re.Pattern] = field(default_factory=dict)  # "phone" needs digits: "my phone is a Pixel" is a device
+
+
+def compile_slots(
+    language: str,
+    *,
+    rewrites: list[tuple[str, str]],
+    framing: str,
+    retractions: list[tuple[str, str]],
+    clause_split: str,
+    facts: list[tuple],
+    self_subjects: list[str],
+    possessive: str,
+    relations: list[str],
+    attribute_aliases: dict[str, str],
+    attribute_fillers: str,
+    value_fillers: str,
+    change_markers: str,
+    attribute_words: dict[str, str] | None = None,
+    value_shapes: dict[str, str] | None = None,
+) -> SlotPatterns:
+    """Build :class:`SlotPatterns` from plain regex strings (case-insensitive).
+
+    ``facts`` items are ``(regex, attribute_or_None, multi[, changed])``; the
+    placeholder ``{S}`` in a regex is the subject group.
+    """
+    subject = r"(?P<subj>i|we|(?:my|our|minha|meu|minhas|meus|a minha|o meu) [\w'-]+(?: [\w'-]+){0,2}?|[\w'-]+(?: [\w'-]+){0,2}?)"
+    compiled = []
+    for item in facts:
+        regex, attribute, multi, *rest = item
+        compiled.append(
+            FactPattern(re.compile("^" + regex.replace("{S}", subject) + "$", _FLAGS), attribute, multi, bool(rest and rest[0]))
+        )
+    return SlotPatterns(
+        language=language,
+        rewrites=tuple((re.compile(p, _FLAGS), r) for p, r in rewrites),
+        framing=re.compile(framing, _FLAGS),
+        retractions=tuple((re.compile(p, _FLAGS), r) for p, r in retractions),
+        clause_split=re.compile(clause_split, _FLAGS),
+        facts=tuple(compiled),
+        self_subjects=frozenset(self_subjects),
+        possessive=re.compile(possessive, _FLAGS),
+        relations=frozenset(relations),
+        attribute_aliases=attribute_aliases,
+        attribute_fillers=re.compile(attribute_fillers, _FLAGS),
+        value_fillers=re.compile(value_fillers, _FLAGS),
+        change_markers=re.compile(change_markers, _FLAGS),
+        attribute_words=dict(attribute_words or {}),
+        value_shapes={k: re.compile(v, _FLAGS) for k, v in (value_shapes or {}).items()},
+    )
+
+
+_PUNCT = re.compile(r"[^\w@+.' -]+", re.UNICODE)
+
+
+def normalise(text: str, patterns: SlotPatterns) -> str:
+    """Lower-cased, contractions expanded, framing and trailing punctuation removed."""
+    text = " ".join(text.replace("’", "'").replace("‘", "'").split()).lower()
+    for regex, replacement in patterns.rewrites:
+        text = regex.sub(replacement, text)
+    previous = None
+    while previous != text:
+        previous, text = text, patterns.framing.sub("", text, count=1).strip()
+    return text.strip(" .!?;:,")
+
+
+def _clean_value(value: str, patterns: SlotPatterns) -> str:
+    value = _PUNCT.sub(" ", value)
+    previous = None
+    while previous != value:
+        previous, value = value, patterns.value_fillers.sub("", value).strip(" .,'")
+    return " ".join(value.split())
+
+
+def _clean_attribute(attr: str, patterns: SlotPatterns) -> str:
+    attr = _clean_value(attr, patterns)  # "best friend these days" → "best friend"
+    attr = " ".join(patterns.attribute_fillers.sub(" ", f" {attr} ").split())
+    return patterns.attribute_aliases.get(attr, attr)
+
+
+@dataclass(frozen=True)
+class Subject:
+    """Who or what a fact is about: the speaker, or an alias plus any apposed aliases
+    ("my wife sarah" → key "wife", also "sarah")."""
+
+    key: str
+    aliases: tuple[str, ...] = ()
+
+
+def subject_of(text: str | None, patterns: SlotPatterns) -> Subject:
+    if not text:
+        return Subject("user")
+    text = " ".join(text.strip(" ,").split())
+    if text in patterns.self_subjects or text.split()[0] in patterns.self_subjects:
+        return Subject("user")  # "i started working at" parses its subject as "i started"
+    mine = patterns.possessive.fullmatch(text)
+    if mine:
+        words = mine.group(1).split()
+        if len(words) >= 2 and words[0] in patterns.relations:
+            return Subject(words[0], (" ".join(words[1:]),))  # "my wife sarah"
+        return Subject(" ".join(words))
+    return Subject(text)
+
+
+def retracted(text: str, patterns: SlotPatterns) -> tuple[str, bool]:
+    """The proposition a retraction retracts, and whether ``text`` was one."""
+    for regex, replacement in patterns.retractions:
+        rewritten, count = regex.subn(replacement, text, count=1)
+        if count:
+            return " ".join(rewritten.split()).strip(" ,"), True
+    return text, False
+
+
+def parse(text: str, patterns: SlotPatterns) -> tuple[list[tuple[Fact, Subject]], str]:
+    """The facts ``text`` states (each with its parsed subject) and its normalised form."""
+    norm = normalise(text, patterns)
+    proposition, negated = retracted(norm, patterns)
+    changed = bool(patterns.change_markers.search(norm))
+    found: list[tuple[Fact, Subject]] = []
+    for clause in patterns.clause_split.split(proposition):
+        clause = clause.strip(" ,.")
+        if not clause:
+            continue
+        for pattern in patterns.facts:
+            match = pattern.regex.match(clause)
+            if not match:
+                continue
+            groups = match.groupdict()
+            value = _clean_value(groups.get("val") or "", patterns)
+            if not value:
+                continue
+            attribute = _clean_attribute(groups.get("attr") or pattern.attribute or "", patterns)
+            subject = subject_of(groups.get("subj"), patterns)
+            if "'s " in attribute:  # "my sister's phone" → subject sister, attribute phone
+                owner, _, attribute = attribute.partition("'s ")
+                subject = Subject(owner if subject.key == "user" else f"{subject.key}'s {owner}")
+                attribute = _clean_attribute(attribute, patterns)
+            shape = patterns.value_shapes.get(attribute)
+            if shape is not None and not shape.search(value):
+                attribute = f"{attribute} (not {attribute} shaped)"
+            fact = Fact(
+                subject.key, attribute, value, pattern.multi, negated, changed or pattern.changed
+            )
+            found.append((fact, subject))
+            break
+    return found, norm
+
+
+_REGISTRY: dict[str, SlotPatterns] = {}
+
+
+def register_slots(code: str, patterns: SlotPatterns) -> None:
+    """Register (or replace) the slot patterns for ISO code ``code``."""
+    if not re.fullmatch(r"[a-z]{2,3}", code):
+        raise ConfigError(f"language code '{code}' must be 2-3 lower-case letters (ISO 639)")
+    _REGISTRY[code] = patterns
+
+
+def get_slots(code: str) -> SlotPatterns:
+    import memory.reconcile.languages  # noqa: F401  (registers the shipped languages)
+
+    try:
+        return _REGISTRY[code]
+    except KeyError:
+        known = ", ".join(sorted(_REGISTRY))
+        raise ConfigError(f"no slot patterns for language '{code}' (registered: {known})") from None
+
+
+def slot_languages() -> list[str]:
+    import memory.reconcile.languages  # noqa: F401
+
+    return sorted(_REGISTRY)
+

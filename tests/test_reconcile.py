@@ -1,0 +1,333 @@
+"""Facts that evolve, through the CLI and the core: each decision, --as-of, the version
+chain, undo with --current, the llm strategy against a loopback model, the
+source rule, and the current-version clause of the admission predicate."""
+
+from __future__ import annotations
+
+import json
+import time
+from datetime import UTC, datetime
+
+import pytest
+
+from memory.adapters.sqlite import SQLiteAdapter
+from memory.sqlite.admission import Audience
+from memory.types import ConfidenceSource, MemoryEntry, MemoryQuery
+
+
+def data(result):
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)
+
+
+def remember(cli, text, *extra):
+    return data(cli("remember", text, "--agent", "ada", "--json", *extra))
+
+
+def listed(cli, *extra):
+    return {e["id"]: e for e in data(cli("memory", "list", "--agent", "ada", "--json", *extra))}
+
+
+@pytest.fixture
+def keyword_home(no_embedder):
+    return no_embedder
+
+
+def test_each_decision_through_the_cli(cli, keyword_home):
+    first = remember(cli, "I live in Berlin.")
+    assert first["decision"] == "add" and first["supersedes"] == []
+    same = cli("remember", "I'm still living in Berlin.", "--agent", "ada")
+    assert same.exit_code == 0 and same.stdout.strip() == first["id"]
+    assert f"already known: reinforced {first['id'][:8]}" in same.stderr
+    moved = cli("remember", "I moved to Lisbon last month.", "--agent", "ada", "--json")
+    update = data(moved)
+    assert update["decision"] == "update" and update["supersedes"] == [first["id"]]
+    assert f"updated: supersedes {first['id'][:8]}" in moved.stderr
+    cat = remember(cli, "I have a cat named Miso.")
+    gone = remember(cli, "I no longer have a cat.")
+    assert gone["decision"] == "delete" and gone["supersedes"] == [cat["id"]]
+    sister = remember(cli, "My sister lives in Porto.")  # near but different: a new fact
+    assert sister["decision"] == "add"
+
+    current = listed(cli)
+    assert set(current) == {update["id"], gone["id"], sister["id"]}  # superseded versions are not listed
+    everything = listed(cli, "--all")
+    assert set(everything) == set(current) | {first["id"], cat["id"]}  # ... but kept: nothing deleted
+    assert everything[first["id"]]["superseded_by"] == update["id"] and everything[first["id"]]["valid_to"]
+    assert everything[update["id"]]["supersedes"] == first["id"]
+    table = cli("memory", "list", "--agent", "ada", "--all").stdout
+    assert "superseded" in next(line for line in table.splitlines() if "Berlin" in line)
+    assert "superseded" not in next(line for line in table.splitlines() if "Lisbon" in line)
+
+    ops = [h["op"] for h in data(cli("memory", "history", first["id"], "--agent", "ada", "--json"))]
+    assert ops == ["insert", "reinforce", "supersede"]  # the noop and the supersession are ledgered
+    ops = [h["op"] for h in data(cli("memory", "history", update["id"], "--agent", "ada", "--json"))]
+    assert ops == ["insert", "version"]
+
+
+def test_recall_answers_the_current_version_and_as_of_the_old_one(cli, keyword_home):
+    old = remember(cli, "I work at Siemens.")
+    time.sleep(0.05)
+    between = datetime.now(UTC).isoformat()
+    time.sleep(0.05)
+    new = remember(cli, "I just started a new job at Bosch.")
+    assert new["supersedes"] == [old["id"]]
+
+    def recalled(*extra):
+        return [r["id"] for r in data(cli("recall", "work Siemens Bosch job", "--agent", "ada", "--json", *extra))["results"]]
+
+    assert recalled() == [new["id"]]
+    assert recalled("--as-of", between) == [old["id"]]  # what was believed then, not what was written later
+    assert recalled("--as-of", "2000-01-01") == []  # nothing was known yet
+    assert recalled("--as-of", "0d") == [new["id"]]
+    bad = cli("recall", "work", "--agent", "ada", "--as-of", "last tuesday")
+    assert bad.exit_code == 2 and "--as-of" in bad.output
+
+
+def test_history_walks_the_version_chain_both_ways(cli, keyword_home):
+    ids = [remember(cli, text)["id"] for text in ("My manager is Priya.", "My manager is now Tomas.", "I report to Ines now.")]
+    for middle_or_end in (ids[0], ids[1], ids[2]):
+        chain = data(cli("memory", "history", middle_or_end[:8], "--agent", "ada", "--versions", "--json"))
+        assert [v["id"] for v in chain] == ids
+        assert [v["current"] for v in chain] == [False, False, True]
+    table = cli("memory", "history", ids[1], "--agent", "ada", "--versions").stdout
+    assert table.count("superseded") == 2 and "current" in table
+
+
+def test_set_current_undoes_a_wrong_supersession(cli, keyword_home):
+    old = remember(cli, "My favorite color is green.")
+    new = remember(cli, "My favorite color is blue now.")
+    assert new["supersedes"] == [old["id"]]
+    undone = cli("memory", "set", old["id"], "--agent", "ada", "--current", "--json")
+    assert data(undone)["valid_to"] is None and "is current again" in undone.stderr
+    assert set(listed(cli)) == {old["id"], new["id"]}  # both answer again; nothing was lost
+    assert listed(cli)[new["id"]]["supersedes"] is None
+    ops = [h["op"] for h in data(cli("memory", "history", old["id"], "--agent", "ada", "--json"))]
+    assert ops[-1] == "make_current"
+    again = cli("memory", "set", old["id"], "--agent", "ada", "--current")
+    assert again.exit_code == 0 and "was already current" in again.stderr
+
+
+def test_no_reconcile_stores_as_given(cli, keyword_home):
+    first = remember(cli, "I live in Berlin.")
+    raw = remember(cli, "I moved to Lisbon.", "--no-reconcile")
+    twice = remember(cli, "I live in Berlin.", "--no-reconcile")
+    assert raw["decision"] == twice["decision"] == "add"
+    assert set(listed(cli)) == {first["id"], raw["id"], twice["id"]}
+
+
+def test_strategy_off_in_config_stores_as_given(cli, keyword_home):
+    assert cli("config", "set", "memory.reconcile.strategy", "off").exit_code == 0
+    first = remember(cli, "I live in Berlin.")
+    second = remember(cli, "I live in Berlin.")
+    assert second["decision"] == "add" and second["id"] != first["id"]
+    bad = cli("config", "set", "memory.reconcile.strategy", "maybe")
+    assert bad.exit_code == 4 and "'heuristic', 'llm' or 'off'" in bad.output
+
+
+async def _agent_write(home, text, source):
+    from memory.federation.assembly import build_federation
+
+    federation = await build_federation("agent-x", home=home)
+    try:
+        return await federation.write(MemoryEntry(agent_id="agent-x", content=text, confidence_source=source))
+    finally:
+        await federation.aclose()
+
+
+async def test_an_asserted_update_never_supersedes_a_user_confirmed_fact(keyword_home):
+    user = await _agent_write(keyword_home, "I live in Berlin.", ConfidenceSource.USER_CONFIRMED)
+    claim = await _agent_write(keyword_home, "I moved to Madrid.", ConfidenceSource.AGENT)
+    assert claim.decision == "add" and claim.supersedes == [] and claim.conflict_with == user.entry_id
+    # Positive control: the same update, asserted by the user, does supersede.
+    agent_fact = await _agent_write(keyword_home, "My employer is Acme.", ConfidenceSource.AGENT)
+    user_update = await _agent_write(keyword_home, "I work at Vertex now.", ConfidenceSource.USER_CONFIRMED)
+    assert user_update.decision == "update" and user_update.supersedes == [agent_fact.entry_id]
+
+    store = SQLiteAdapter.for_agent("agent-x", home=keyword_home)
+    try:
+        query = MemoryQuery(agent_id="agent-x", text="live Berlin Madrid moved")
+        answers = {e.id: e for e in await store.search(query)}
+        assert set(answers) == {user.entry_id, claim.entry_id}  # two rows, not an overwrite
+        assert answers[user.entry_id].valid_to is None  # the user's fact keeps answering ...
+        assert answers[claim.entry_id].conflict_with == user.entry_id  # ... beside the claim, marked
+        calm = await store.search(query.model_copy(update={"exclude_conflicts": True}))
+        assert [e.id for e in calm] == [user.entry_id]
+        assert await store.open_conflicts() == 1
+    finally:
+        await store.aclose()
+    from memory.diagnostics import check_conflicts  # what `arcana doctor` reports
+
+    conflicts = check_conflicts(keyword_home)
+    assert conflicts.ok and conflicts.detail.startswith("1 open conflict")
+
+
+async def test_entities_resolve_aliases_so_a_renamed_subject_still_updates(keyword_home):
+    from memory.federation.assembly import build_federation
+
+    federation = await build_federation("fam", home=keyword_home)
+    try:
+        first = await federation.write(MemoryEntry(agent_id="fam", content="My wife Sarah works at Apple."))
+        second = await federation.write(MemoryEntry(agent_id="fam", content="Sarah works at Google now."))
+        other = await federation.write(MemoryEntry(agent_id="fam", content="My brother works at Apple."))
+        assert second.decision == "update" and second.supersedes == [first.entry_id]
+        assert other.decision == "add"  # another person: positive control for the alias match
+        store = federation.router.private.backend
+        edges = await store.run(
+            lambda raw: raw.execute(
+                "SELECT e.src_id, a.alias FROM memory_edges e JOIN entity_aliases a ON a.entity_id = e.dst_id "
+                "WHERE e.relation = 'about' ORDER BY a.alias"
+            ).fetchall()
+        )
+        about = {}
+        for src, alias in edges:
+            about.setdefault(src, set()).add(alias)
+        assert about[second.entry_id] == {"sarah", "wife"} and about[other.entry_id] == {"brother"}
+    finally:
+        await federation.aclose()
+
+
+# -- the llm strategy against a real loopback model server -----------------------
+
+
+def _llm_home(cli, model_server):
+    assert cli("model", "add", "judge", "--provider", "ollama", "--base-url", model_server.url, "--model", "m", "--default").exit_code == 0
+    assert cli("config", "set", "memory.reconcile.strategy", "llm").exit_code == 0
+    assert cli("config", "set", "memory.reconcile.timeout_seconds", "1").exit_code == 0
+
+
+def test_doctor_counts_open_conflicts(cli, keyword_home):
+    conflicts = next(c for c in data(cli("doctor", "--json"))["checks"] if c["name"] == "conflicts")
+    assert conflicts == {"name": "conflicts", "ok": True, "detail": "no open conflicts"}
+
+
+def test_llm_strategy_good_json_decides(cli, keyword_home, model_server):
+    _llm_home(cli, model_server)
+    first = remember(cli, "The office plant is a fern.")
+    assert model_server.requests == []  # no candidates: no call
+    model_server.reply = lambda body: '```json\n{"decision": "update", "target": 1}\n```'
+    second = remember(cli, "The office plant got replaced by a cactus.")
+    assert second["decision"] == "update" and second["supersedes"] == [first["id"]]
+    body = model_server.requests[-1]["body"]
+    assert body["options"]["temperature"] == 0.0
+    assert "The office plant is a fern." in body["messages"][1]["content"]
+
+
+@pytest.mark.parametrize(
+    "failure",
+    ["malformed", "timeout", "http_error", "bad_target"],
+)
+def test_llm_strategy_failures_fall_back_to_add(cli, keyword_home, model_server, failure, arcana_home):
+    _llm_home(cli, model_server)
+    first = remember(cli, "The office plant is a fern.")
+    if failure == "malformed":
+        model_server.reply = lambda body: '{"decision": "update", "target": 1'
+    elif failure == "timeout":
+        model_server.delay = 2.0
+        model_server.reply = lambda body: '{"decision": "delete", "target": 1}'
+    elif failure == "http_error":
+        model_server.fail_status = 500
+    else:
+        model_server.reply = lambda body: '{"decision": "delete", "target": 7}'
+    second = remember(cli, "The office plant got replaced by a cactus.")
+    assert second["decision"] == "add" and second["supersedes"] == []
+    assert set(listed(cli)) == {first["id"], second["id"]}
+    audit = [json.loads(line) for line in arcana_home.audit_log.read_text().splitlines()]
+    assert any(a.get("event") == "reconcile_fallback" for a in audit)
+
+
+# -- the current-version clause of the admission predicate ------------------------
+
+
+async def test_admission_current_version_and_as_of(store):
+    now = time.time()
+    old = MemoryEntry(agent_id="a", content="kettle is blue", created_at=datetime.fromtimestamp(now - 100, UTC))
+    new = MemoryEntry(agent_id="a", content="kettle is red", created_at=datetime.fromtimestamp(now - 50, UTC))
+    held = MemoryEntry(agent_id="a", content="kettle is green", conflict_with=old.id)
+    plain = MemoryEntry(agent_id="a", content="kettle is on the shelf")  # positive control: never versioned
+    await store.write_many([old, new, held, plain])
+    await store.supersede([old.id], new.id)
+
+    async def ids(audience=Audience.RECALL, as_of=None):
+        query = MemoryQuery(agent_id="a", text="kettle", as_of=as_of, limit=10)
+        return {e.id for e in await store.search(query, audience=audience)}
+
+    current = {new.id, held.id, plain.id}  # a held claim is a current version too, marked
+    assert await ids() == current
+    assert await ids(Audience.LISTING) == current
+    assert await ids(Audience.OPERATOR) == {old.id, *current}
+    assert await ids(as_of=datetime.fromtimestamp(now - 75, UTC)) == {old.id}  # new not yet written
+    assert await ids(as_of=datetime.fromtimestamp(now - 150, UTC)) == set()
+    assert await ids(as_of=datetime.fromtimestamp(now + 60, UTC)) == current
+    # Every read path goes through it: fetch by id (graph expansion) and by seq (semantic leg).
+    admitted = await store.admitted_by_id(MemoryQuery(agent_id="a"), [old.id, new.id, held.id])
+    assert set(admitted) == {new.id, held.id}
+    # A re-save of a stale entry object never resurrects the superseded version.
+    await store.write(old.model_copy(update={"importance": 0.9}))
+    assert await ids() == current
+
+
+def test_a_superseded_fact_stops_answering_from_its_global_copy(cli, keyword_home):
+    """The old fact is no longer current anywhere: its promoted copy ends with it (ledgered there), undo restores it."""
+    assert cli("agent", "create", "bob").exit_code == 0
+    old = remember(cli, "I live in Berlin (GLHOME).", "--importance", "0.95")
+    remember(cli, "GLHOME control: the kettle is blue.", "--importance", "0.95")
+    assert "global" in old["accepted"]
+
+    def seen():
+        results = data(cli("recall", "GLHOME", "--agent", "bob", "--mode", "keyword", "--json"))["results"]
+        return {r["content"] for r in results}
+
+    assert seen() == {"I live in Berlin (GLHOME).", "GLHOME control: the kettle is blue."}
+    new = remember(cli, "I moved to Lisbon (GLHOME).", "--importance", "0.95")
+    assert new["decision"] == "update" and new["supersedes"] == [old["id"]] and new["warnings"] == []
+    assert seen() == {"I moved to Lisbon (GLHOME).", "GLHOME control: the kettle is blue."}
+    copy = data(cli("memory", "show", old["id"], "--global", "--json"))
+    assert copy["superseded_by"] == new["id"] and copy["valid_to"] is not None
+    assert [r["op"] for r in data(cli("memory", "history", old["id"], "--global", "--json"))][-1] == "supersede"
+    assert cli("memory", "set", old["id"], "--agent", "ada", "--current").exit_code == 0
+    assert "I live in Berlin (GLHOME)." in seen()
+
+
+async def test_the_keyword_candidates_focus_on_the_rarest_words(store):
+    """Without vectors the candidate search ORs only the few rarest words of the statement,
+    so its work stays bounded on a large store; the memory it is about is still found."""
+    from memory.sqlite.fts import DF_CAP, focused_match
+
+    common = [MemoryEntry(agent_id="a", content=f"weather report number {i}") for i in range(DF_CAP + 50)]
+    berlin = MemoryEntry(agent_id="a", content="The weather report said Berlin gets snow")
+    await store.write_many([*common, berlin])
+    match = await store.run(focused_match, "weather report for Berlin")
+    assert match.startswith("content : (") and '"berlin"' in match
+    assert match.count('"') == 4  # berlin and one common word fit the budget; the second common word does not
+    found = await store.keyword_candidates(MemoryQuery(agent_id="a", text="weather report for Berlin", limit=3), 3, focused=True)
+    assert found[0].id == berlin.id
+    assert await store.run(focused_match, "zebra quagga") is None  # words no memory has find nothing
+
+
+async def test_a_reconciled_write_stores_the_vector_its_candidate_search_embedded(arcana_home, offline_embedder):
+    """The vector leg embeds the new memory once: the write reuses that vector, and it is the text's own."""
+    import struct
+
+    from memory.embedding.gateway import EmbeddingGateway
+    from memory.federation.assembly import build_federation
+
+    federation = await build_federation("vec", home=arcana_home, embedding=EmbeddingGateway([offline_embedder]))
+    try:
+        first = await federation.write(MemoryEntry(agent_id="vec", content="I live in Berlin."))
+        second = await federation.write(MemoryEntry(agent_id="vec", content="I moved to Lisbon last month."))
+        assert first.decision == "add" and second.decision == "update" and second.supersedes == [first.entry_id]
+        vectors = federation.reconciler.vectors
+        assert vectors._reusable == {}  # taken by the write, not left behind
+        table = (await vectors.meta()).vec_table
+        blob = await vectors.store.run(
+            lambda raw: raw.execute(
+                f"SELECT v.embedding FROM {table} v JOIN memories m ON m.seq = v.rowid WHERE m.id = ?", (second.entry_id,)
+            ).fetchone()[0]
+        )
+        stored = struct.unpack(f"{len(blob) // 4}f", blob)
+        fresh = (await offline_embedder.embed(["I moved to Lisbon last month."]))[0]
+        norm = sum(x * x for x in fresh) ** 0.5
+        assert sum(a * b / norm for a, b in zip(stored, fresh, strict=True)) > 0.9999
+    finally:
+        await federation.aclose()
