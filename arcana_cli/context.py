@@ -53,7 +53,7 @@ class CliContext:
 
 def quarantine_mark() -> int:
     """How many stores this process had quarantined so far (none if it never loaded the module)."""
-    module = sys.modules.get("memory.quarantine")
+    module = sys.modules.get("memory.sqlite.quarantine")
     return module.moved_count() if module else 0
 
 
@@ -63,7 +63,7 @@ def announce_quarantines(cli: CliContext | None, mark: int) -> bool:
     Called once a command is over, so a store quarantined mid-command is
     reported as well as one found corrupt at connect. True if any was.
     """
-    module = sys.modules.get("memory.quarantine")
+    module = sys.modules.get("memory.sqlite.quarantine")
     moved = module.moved_since(mark) if module else []
     if not moved or cli is None:
         return bool(moved)

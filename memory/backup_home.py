@@ -1,7 +1,7 @@
 """Whole-home backup and restore with a checksummed manifest.
 
 Every SQLite database is copied through the online backup API (see
-:func:`memory.backup.online_copy`), so a backup taken while agents, a watch
+:func:`memory.migrations.backup.online_copy`), so a backup taken while agents, a watch
 and cron keep writing is a consistent snapshot of each database; every other
 file (config, agent cards, sessions, vault state, logs) is copied as is. The
 backup is built under a ``.partial`` name and renamed into place only once
@@ -18,7 +18,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from memory.backup import online_copy
+from memory.migrations.backup import online_copy
 from memory.errors import BackupError, NotFoundError, RestoreRefusedError
 from memory.home import Home, private_dir
 from memory.sqlite.connection import dbapi

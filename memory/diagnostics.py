@@ -183,7 +183,7 @@ def check_conflicts(home: Home) -> Check:
 
 def check_quarantine(home: Home) -> list[Check]:
     """One failing check per quarantined store, until the operator restores or dismisses it."""
-    from memory.quarantine import list_quarantined
+    from memory.sqlite.quarantine import list_quarantined
 
     items = list_quarantined(home)
     if not items:

@@ -24,7 +24,7 @@ from typing import Any
 
 from memory.adapters.sqlite import SQLiteAdapter
 from memory.config import ArcanaConfig
-from memory.deadline import DEADLINE
+from memory.sqlite.deadline import DEADLINE
 from memory.errors import InvalidRequestError, MemoryStorageError, NotFoundError
 from memory.home import Home
 from memory.promotion import global_copy, promotable

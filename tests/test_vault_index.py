@@ -13,7 +13,7 @@ import pytest
 from memory.vaults.notes import note_id
 from memory.errors import ConfigError, NotFoundError
 from memory.graph.edges import EdgeStore
-from memory.locks import exclusive
+from memory.maintenance.locks import exclusive
 from memory.types import MemoryQuery, MemoryScope, RetrievalMode
 from memory.vaults.indexer import check_vault, index_vault, open_store
 from memory.vaults.registry import VaultRegistry

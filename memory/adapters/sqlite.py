@@ -12,13 +12,13 @@ from typing import Any
 
 from memory import audit as audit_mod
 from memory.adapters.base import MemoryAdapter
-from memory.backup import backup_copy
+from memory.migrations.backup import backup_copy
 from memory.errors import MemoryCorruptError, MemoryStorageError, NotFoundError
 from memory.home import Home
 from memory.limits import MAX_CONTENT_BYTES, check_content
 from memory.migrations.runner import check_not_newer, migrate
 from memory.promotion import promote
-from memory.quarantine import quarantine_store
+from memory.sqlite.quarantine import quarantine_store
 from memory.sqlite import mutations, vectors
 from memory.sqlite.admission import Audience, where
 from memory.sqlite.connection import (

@@ -16,7 +16,7 @@ from enum import StrEnum
 from typing import Any
 
 from memory.adapters.base import BatchWriter, MemoryAdapter, PreparesWrites, is_read_only
-from memory.deadline import DEADLINE
+from memory.sqlite.deadline import DEADLINE
 from memory.errors import MemoryCorruptError, TierWriteFailed
 from memory.federation.budgets import TierBudget
 from memory.federation.events import DegradedSink, MemoryDegradedEvent

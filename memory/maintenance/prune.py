@@ -14,7 +14,7 @@ from typing import Any
 
 from memory.audit import AuditLog
 from memory.home import Home
-from memory.locks import exclusive
+from memory.maintenance.locks import exclusive
 from memory.maintenance.targets import Selection, Target, prune_targets
 from memory.operator_edits import CopyChange, GlobalCopies
 from memory.stores import StoreKind, open_store, open_tier

@@ -13,9 +13,9 @@ from typing import Any
 from memory.audit import AuditLog
 from memory.errors import MemoryStorageError
 from memory.home import Home
-from memory.locks import exclusive
+from memory.maintenance.locks import exclusive
 from memory.maintenance.targets import Selection, Target, reindex_targets
-from memory.reindex import ReindexReport, reindex
+from memory.maintenance.indexes import ReindexReport, reindex
 from memory.stores import StoreKind, open_store, open_tier
 
 Progress = Callable[[str, int, int], None]

@@ -50,7 +50,7 @@ from memory.graph.wikilinks import (
     link_graph,
     link_targets,
 )
-from memory.locks import exclusive
+from memory.maintenance.locks import exclusive
 from memory.types import MemoryEntry
 from memory.vaults import manifest
 from memory.vaults.manifest import FileRecord, Stored
