@@ -58,6 +58,16 @@ def server_team(cli, arcana_home, pg_url, monkeypatch):
     return cli
 
 
+def global_on_server(cli, arcana_home, pg_url, monkeypatch, *agents, vectors=True):
+    """A home whose global tier is the server (its URL, with a password, in an environment variable), with ``agents``."""
+    monkeypatch.setenv("GLOBAL_PG", with_password(pg_url))
+    arcana_home.ensure()
+    config = {"memory": {"global_url_env": "GLOBAL_PG"}} | ({} if vectors else {"embedding": {"providers": []}})
+    arcana_home.config_path.write_text(json.dumps(config))
+    for name in agents:
+        assert cli("agent", "create", name).exit_code == 0
+
+
 def test_a_server_pool_is_shared_by_its_members_and_shown_masked(server_team, arcana_home, pg_url):
     written = data(server_team("remember", "the team kettle is blue", "--agent", "alice", "--pool", "team", "--json"))
     assert written["accepted"] == ["pool:team"] and written["failed"] == {}
@@ -269,11 +279,7 @@ def test_a_fresh_server_database_is_pending_until_migrate_up(cli, arcana_home, p
 
 
 def test_an_operator_edit_reaches_the_promoted_copy_on_a_server_global_tier(cli, arcana_home, pg_url, monkeypatch):
-    monkeypatch.setenv("GLOBAL_PG", with_password(pg_url))
-    arcana_home.ensure()
-    arcana_home.config_path.write_text(json.dumps({"memory": {"global_url_env": "GLOBAL_PG"}}))
-    for name in ("ada", "bob"):
-        assert cli("agent", "create", name).exit_code == 0
+    global_on_server(cli, arcana_home, pg_url, monkeypatch, "ada", "bob")
     secret = data(cli("remember", "fact GLOBALHERON nests by the lake", "--agent", "ada", "--importance", "0.95", "--json"))
     data(cli("remember", "fact GLOBALHERON control stays shared", "--agent", "ada", "--importance", "0.95", "--json"))
     assert "global" in secret["accepted"]
@@ -402,11 +408,7 @@ def test_remember_from_a_file_into_a_server_pool_takes_the_bulk_path(server_team
 
 
 def test_deleting_an_agent_withdraws_its_copies_from_a_server_global_tier(cli, arcana_home, pg_url, monkeypatch):
-    monkeypatch.setenv("GLOBAL_PG", with_password(pg_url))
-    arcana_home.ensure()
-    arcana_home.config_path.write_text(json.dumps({"memory": {"global_url_env": "GLOBAL_PG"}, "embedding": {"providers": []}}))
-    for name in ("ada", "bob", "carol"):
-        assert cli("agent", "create", name).exit_code == 0
+    global_on_server(cli, arcana_home, pg_url, monkeypatch, "ada", "bob", "carol", vectors=False)
     for agent, word in (("ada", "leaves"), ("ada", "alsoleaves"), ("bob", "stays")):
         written = data(cli("remember", f"fact PGHERON {word}", "--agent", agent, "--importance", "0.95", "--json"))
         assert "global" in written["accepted"]
@@ -418,11 +420,7 @@ def test_deleting_an_agent_withdraws_its_copies_from_a_server_global_tier(cli, a
 
 
 def test_pruning_an_agent_reaches_its_copies_on_a_server_global_tier(cli, arcana_home, pg_url, monkeypatch):
-    monkeypatch.setenv("GLOBAL_PG", with_password(pg_url))
-    arcana_home.ensure()
-    arcana_home.config_path.write_text(json.dumps({"memory": {"global_url_env": "GLOBAL_PG"}, "embedding": {"providers": []}}))
-    for name in ("ada", "carol"):
-        assert cli("agent", "create", name).exit_code == 0
+    global_on_server(cli, arcana_home, pg_url, monkeypatch, "ada", "carol", vectors=False)
     for word, importance in (("pruned", "0.91"), ("kept", "0.99")):
         data(cli("remember", f"fact PGPRUNE {word}", "--agent", "ada", "--importance", importance, "--json"))
     report = data(cli("prune", "--agent", "ada", "--max-entries", "1", "--mode", "purge", "--json"))
@@ -433,11 +431,7 @@ def test_pruning_an_agent_reaches_its_copies_on_a_server_global_tier(cli, arcana
 
 def test_a_superseded_fact_stops_answering_from_a_server_global_tier(cli, arcana_home, pg_url, monkeypatch):
     """Reconciliation ends the old version's promoted copy on PostgreSQL too; the new one answers there."""
-    monkeypatch.setenv("GLOBAL_PG", with_password(pg_url))
-    arcana_home.ensure()
-    arcana_home.config_path.write_text(json.dumps({"memory": {"global_url_env": "GLOBAL_PG"}}))
-    for name in ("ada", "bob"):
-        assert cli("agent", "create", name).exit_code == 0
+    global_on_server(cli, arcana_home, pg_url, monkeypatch, "ada", "bob")
     old = data(cli("remember", "I live in Berlin (PGHOME).", "--agent", "ada", "--importance", "0.95", "--json"))
     data(cli("remember", "PGHOME control: the kettle is blue.", "--agent", "ada", "--importance", "0.95", "--json"))
     seen = lambda: {r["content"] for r in data(cli("recall", "PGHOME", "--agent", "bob", "--json"))["results"]}

@@ -10,7 +10,7 @@ from pydantic import ValidationError
 from arcana_cli.command import add_commands, command
 from arcana_cli.context import CliContext
 from arcana_cli.output import Out
-from memory.agents import validate_name
+from memory.home import check_name
 from memory.config import ModelConfig, load_config, save_config
 from memory.errors import ConfigError, NotFoundError
 
@@ -37,7 +37,7 @@ def add(
     default: Annotated[bool, typer.Option("--default", help="Make this the default model.")] = False,
 ) -> None:
     """Add a model endpoint to config.json."""
-    validate_name(name)
+    check_name("model", name)
     config = load_config(cli.home.config_path)
     if name in config.models:
         raise ConfigError(f"a model named '{name}' already exists; `arcana model remove {name}` first")
