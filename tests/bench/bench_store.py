@@ -34,7 +34,7 @@ from cli_env import cli_env  # noqa: E402
 from memory.adapters.sqlite import SQLiteAdapter  # noqa: E402
 from memory.agents import AgentRegistry  # noqa: E402
 from memory.home import Home  # noqa: E402
-from memory.migrations.versions import v001_core  # noqa: E402
+from memory.migrations.versions import v001_core, v007_fact_versions  # noqa: E402
 from memory.sqlite.connection import dbapi  # noqa: E402
 from memory.sqlite.fts import match_expression  # noqa: E402
 from memory.sqlite.rows import COLUMNS, entry_values  # noqa: E402
@@ -99,7 +99,7 @@ def raw_connect(path: Path):
 def raw_create(path: Path):
     """The same memories table and FTS triggers, none of the ledger or images."""
     raw = raw_connect(path)
-    for statement in v001_core.STATEMENTS[:6]:
+    for statement in v001_core.STATEMENTS[:6] + v007_fact_versions.STATEMENTS[:3]:  # the table's columns
         raw.execute(statement)
     return raw
 
