@@ -14,10 +14,10 @@ async def status(cli: CliContext, out: Out) -> None:
 
     rows = await database_status(cli.home)
     out.data(
-        {"databases": rows},
+        {"databases": [r.as_dict() for r in rows]},
         columns=("database", "model", "family", "dim", "rows", "embedded", "missing", "note"),
         rows=lambda: [
-            (r["agent"] or r["database"], *(r[k] for k in ("model", "family", "dimension", "rows", "embedded", "missing", "note")))
+            (r.agent or r.database, r.model, r.family, r.dimension, r.rows, r.embedded, r.missing, r.note)
             for r in rows
         ],
     )

@@ -104,23 +104,23 @@ async def status(cli: CliContext, out: Out, name: NameArg) -> None:
     """Show a vault's folder, index and watch state (is the watch alive, when did it last see a change)."""
     from memory.vaults.status import vault_status
 
-    data = await vault_status(_vaults(cli).get(name))
-    watch = data["watch"]
+    report = await vault_status(_vaults(cli).get(name))
+    watch = report.watch
 
     def text() -> str:
         lines = [
-            f"vault:          {data['name']}",
-            f"folder:         {data['path']} ({'present' if data['folder_present'] else 'MISSING'})",
-            f"index:          {data['index']} ({data['notes_indexed']} notes, {data['edges']} links)",
-            f"last indexed:   {_when(data['last_indexed_at'])}",
-            f"watch:          {'running (pid ' + str(watch['pid']) + ')' if watch['running'] else 'not running'}",
-            f"last event:     {_when(watch['last_event_at'])}",
+            f"vault:          {report.name}",
+            f"folder:         {report.path} ({'present' if report.folder_present else 'MISSING'})",
+            f"index:          {report.index} ({report.notes_indexed} notes, {report.edges} links)",
+            f"last indexed:   {_when(report.last_indexed_at)}",
+            f"watch:          {'running (pid ' + str(watch.pid) + ')' if watch.running else 'not running'}",
+            f"last event:     {_when(watch.last_event_at)}",
         ]
-        if data.get("last_error"):
-            lines.append(f"last error:     {data['last_error']}")
+        if report.last_error:
+            lines.append(f"last error:     {report.last_error}")
         return "\n".join(lines)
 
-    out.data(data, text=text)
+    out.data(report.as_dict(), text=text)
 
 
 @command("remove")
@@ -215,11 +215,11 @@ async def links(
 
     registry = _vaults(cli)
     vaults = [registry.get(vault_name)] if vault_name else registry.list()
-    data = await note_links(vaults, note)
+    report = await note_links(vaults, note)
     out.data(
-        data,
+        report.as_dict(),
         columns=("direction", "note"),
-        rows=lambda: [("→ links to", p) for p in data["outgoing"]] + [("← linked from", p) for p in data["backlinks"]],
+        rows=lambda: [("→ links to", p) for p in report.outgoing] + [("← linked from", p) for p in report.backlinks],
     )
 
 

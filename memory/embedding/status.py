@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import asdict, dataclass
+
 from memory.agents import AgentRegistry
 from memory.embedding.gateway import EmbeddingGateway
 from memory.errors import ArcanaMemoryError
@@ -9,7 +11,26 @@ from memory.home import Home
 from memory.stores import open_database, with_vectors
 
 
-async def database_status(home: Home) -> list[dict]:
+@dataclass
+class DatabaseStatus:
+    """One store's pin and how much of it is embedded; ``note`` says why a figure is missing."""
+
+    database: str
+    agent: str | None = None
+    model: str | None = None
+    family: str | None = None
+    dimension: int | None = None
+    vec_table: str | None = None
+    rows: int | None = None
+    embedded: int | None = None
+    missing: int | None = None
+    note: str = ""
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+async def database_status(home: Home) -> list[DatabaseStatus]:
     """One row per store under the home; a broken store is reported, not fatal."""
     try:
         names = {home.agent_db(card.id): card.name for card in AgentRegistry(home).list()}
@@ -17,22 +38,21 @@ async def database_status(home: Home) -> list[dict]:
         names = {}
     rows = []
     for path in home.databases():
-        row = dict.fromkeys(("model", "family", "dimension", "vec_table", "rows", "embedded", "missing"))
-        row.update(database=str(path.relative_to(home.root)), agent=names.get(path), note="")
+        row = DatabaseStatus(database=str(path.relative_to(home.root)), agent=names.get(path))
         vectors = with_vectors(open_database(home, path, actor="cli"), EmbeddingGateway([]))
         try:
             status = await vectors.status()
         except ArcanaMemoryError as exc:
-            row["note"] = str(exc)
+            row.note = str(exc)
         else:
             meta = status.meta
-            row.update(rows=status.rows, embedded=status.embedded, missing=status.missing)
+            row.rows, row.embedded, row.missing = status.rows, status.embedded, status.missing
             if meta is not None:
-                row.update(model=meta.model, family=meta.family, dimension=meta.dimension, vec_table=meta.vec_table)
+                row.model, row.family, row.dimension, row.vec_table = meta.model, meta.family, meta.dimension, meta.vec_table
             if not status.vec_available:
-                row["note"] = "sqlite-vec unavailable"
+                row.note = "sqlite-vec unavailable"
             elif meta is None:
-                row["note"] = "not pinned yet (no vectors)"
+                row.note = "not pinned yet (no vectors)"
         finally:
             await vectors.aclose()
         rows.append(row)

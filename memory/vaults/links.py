@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from memory.errors import NotFoundError
@@ -13,9 +14,24 @@ from memory.vaults.indexer import open_store
 from memory.vaults.registry import Vault
 
 
-async def note_links(vaults: Sequence[Vault], note: str) -> dict[str, Any]:
+@dataclass(frozen=True)
+class LinkReport:
+    """One note's links in its vault: resolved both ways, and the targets that resolve to nothing."""
+
+    vault: str
+    note: str
+    id: str
+    outgoing: list[str]
+    backlinks: list[str]
+    unresolved: list[str]
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+async def note_links(vaults: Sequence[Vault], note: str) -> LinkReport:
     """Resolve ``note`` exactly as a ``[[note]]`` link would be, in each indexed vault; one match wins."""
-    found: list[dict[str, Any]] = []
+    found: list[LinkReport] = []
     ambiguous: list[str] = []
     for vault in vaults:
         if not vault.db_path.exists():
@@ -38,14 +54,7 @@ async def note_links(vaults: Sequence[Vault], note: str) -> dict[str, Any]:
             backlinks = [sources[e.src_id].rel_path for e in await edges.incoming(target.id) if e.src_id in sources]
             unresolved = [t for t in target.targets if resolver.resolve(t, target)[0] not in (RESOLVED, SELF, "attachment")]
             found.append(
-                {
-                    "vault": vault.name,
-                    "note": target.rel_path,
-                    "id": target.id,
-                    "outgoing": sorted(set(outgoing)),
-                    "backlinks": sorted(set(backlinks)),
-                    "unresolved": unresolved,
-                }
+                LinkReport(vault.name, target.rel_path, target.id, sorted(set(outgoing)), sorted(set(backlinks)), unresolved)
             )
         finally:
             await store.aclose()
@@ -55,6 +64,6 @@ async def note_links(vaults: Sequence[Vault], note: str) -> dict[str, Any]:
         raise NotFoundError(f"no indexed note matches '{note}' (is the vault indexed? `arcana vault index NAME`)")
     if len(found) > 1:
         raise ValueError(
-            f"'{note}' is in several vaults ({', '.join(f['vault'] for f in found)}); pick one with --vault"
+            f"'{note}' is in several vaults ({', '.join(f.vault for f in found)}); pick one with --vault"
         )
     return found[0]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from memory.graph.edges import EdgeStore
@@ -11,7 +12,37 @@ from memory.vaults.registry import Vault
 from memory.vaults.state import pid_alive, read_state
 
 
-async def vault_status(vault: Vault) -> dict[str, Any]:
+@dataclass(frozen=True)
+class WatchStatus:
+    running: bool
+    pid: int | None
+    started_at: float | None
+    stopped_at: float | None
+    last_event_at: float | None
+    folder_missing_since: float | None
+
+
+@dataclass(frozen=True)
+class VaultStatus:
+    """The folder, the index and the watch of one vault, as ``arcana vault status`` shows them."""
+
+    name: str
+    path: str
+    folder_present: bool
+    index: str
+    indexed: bool
+    notes_indexed: int
+    edges: int
+    last_indexed_at: float | None
+    last_index: Any
+    last_error: str | None
+    watch: WatchStatus
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+async def vault_status(vault: Vault) -> VaultStatus:
     state = read_state(vault.state_path)
     notes = edges = 0
     if vault.db_path.exists():
@@ -22,23 +53,23 @@ async def vault_status(vault: Vault) -> dict[str, Any]:
         finally:
             await store.aclose()
     pid = state.get("watch_pid")
-    return {
-        "name": vault.name,
-        "path": str(vault.root),
-        "folder_present": vault.root.is_dir(),
-        "index": str(vault.db_path),
-        "indexed": vault.db_path.exists(),
-        "notes_indexed": notes,
-        "edges": edges,
-        "last_indexed_at": state.get("last_indexed_at"),
-        "last_index": state.get("last_index"),
-        "last_error": state.get("last_error"),
-        "watch": {
-            "running": pid_alive(pid),
-            "pid": pid if pid_alive(pid) else None,
-            "started_at": state.get("watch_started_at"),
-            "stopped_at": state.get("watch_stopped_at"),
-            "last_event_at": state.get("last_event_at"),
-            "folder_missing_since": state.get("folder_missing_since"),
-        },
-    }
+    return VaultStatus(
+        name=vault.name,
+        path=str(vault.root),
+        folder_present=vault.root.is_dir(),
+        index=str(vault.db_path),
+        indexed=vault.db_path.exists(),
+        notes_indexed=notes,
+        edges=edges,
+        last_indexed_at=state.get("last_indexed_at"),
+        last_index=state.get("last_index"),
+        last_error=state.get("last_error"),
+        watch=WatchStatus(
+            running=pid_alive(pid),
+            pid=pid if pid_alive(pid) else None,
+            started_at=state.get("watch_started_at"),
+            stopped_at=state.get("watch_stopped_at"),
+            last_event_at=state.get("last_event_at"),
+            folder_missing_since=state.get("folder_missing_since"),
+        ),
+    )
