@@ -60,6 +60,11 @@ def corpus(count: int, sample: int, rng: random.Random) -> list[MemoryEntry]:
     return entries
 
 
+def raw_record(values: dict) -> tuple:
+    """One row for raw COPY: the store's values, visibility as the store defaults it."""
+    return tuple(values[c] if c != "visibility" else "visible" for c in COLUMNS)
+
+
 def unit(rng: random.Random) -> list[float]:
     return l2_normalize([rng.gauss(0, 1) for _ in range(DIM)])
 
@@ -190,7 +195,7 @@ async def main(memories: int, sample: int, queries: int, hnsw_max: int, sqlite_m
         print(f"memories={memories} real-embedded sample={sample} queries={queries}")
 
         # -- bulk import: raw COPY of the same rows vs the ledgered store's bulk path -----------
-        records = [tuple(entry_values(e)[c] if c != "visibility" else "visible" for c in COLUMNS) for e in entries]
+        records = [raw_record(entry_values(e)) for e in entries]
         copy_s = await raw_copy(store, records, indexed=True)
         then_s = await raw_copy(store, records, indexed=False)
         started = time.perf_counter()
