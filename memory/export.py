@@ -26,7 +26,7 @@ from memory.sqlite.batches import select_in
 from memory.sqlite.connection import transaction
 from memory.sqlite import mutations
 from memory.sqlite.rows import SELECT_COLUMNS, row_to_entry
-from memory.sqlite.vectors import content_hash, pack, put_live_txn, read_meta
+from memory.sqlite.vectors import pack, put_live_txn, read_meta
 from memory.types import MemoryEntry, MemoryQuery, MemoryScope
 
 FORMAT = "arcana-export"
@@ -355,7 +355,7 @@ async def _vector_sink(store, model: dict | None):
     """A writer for supplied vectors when the file's model fits the store, else None (re-embed)."""
     if model is None or not await store.ensure_vec():
         return None
-    from memory.embedding.base import EmbeddingMeta, l2_normalize
+    from memory.embedding.base import EmbeddingMeta, content_hash, l2_normalize
 
     pin = await store.run(_pin)
     if pin is not None and (pin["model"], pin["dimension"]) != (model["model"], model["dimension"]):

@@ -23,7 +23,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from memory.adapters.sqlite import SQLiteAdapter
-from memory.embedding.base import Embedder, EmbeddingMeta, l2_normalize, length_order
+from memory.embedding.base import Embedder, EmbeddingMeta, content_hash, l2_normalize, length_order
 from memory.embedding.chunking import embed_text
 from memory.embedding.fusion import (
     DEFAULT_KEYWORD_WEIGHT,
@@ -41,7 +41,6 @@ from memory.sqlite.admission import where
 from memory.sqlite.rows import admitted_rows, row_to_entry
 from memory.sqlite.vectors import (
     build_table,
-    content_hash,
     embedded_of,
     filtered_scan,
     knn,
@@ -510,7 +509,7 @@ class VectorAdapter:
                 won = spans.get(seq)
                 if won is not None:
                     hit, own = won
-                    if hit.source_hash == chunks.source_hash(entry.content):
+                    if hit.source_hash == content_hash(entry.content):
                         update["snippet"] = entry.content[hit.start : hit.end]
                     elif own is None:
                         continue

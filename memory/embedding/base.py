@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import hashlib
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
 from memory.types import HealthStatus
+
+
+def content_hash(text: str) -> str:
+    """What a stored vector remembers of the text it was made from, to tell when it has gone stale."""
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
 
 # Names under which providers ship the same weights. Vectors from one family are
 # interchangeable, so a pinned database may be served by any member.

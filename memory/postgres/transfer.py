@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from collections.abc import AsyncIterator, Sequence
 
-from memory.adapters.postgres import VEC_TABLE, PostgresAdapter, _entry, _put_vectors, _vector_text
+from memory.adapters.postgres import _HASH, VEC_TABLE, PostgresAdapter, _entry, _put_vectors, _vector_text
 from memory.embedding.base import EmbeddingMeta, l2_normalize
 from memory.postgres import bulk
 from memory.postgres.admission import where
@@ -21,8 +21,6 @@ from memory.sqlite.admission import Audience
 from memory.types import MemoryEntry, MemoryQuery
 
 PAGE = bulk.REBUILD_MIN  # rows per import transaction: a large import into a new pool builds its indexes once
-
-_HASH = "left(encode(sha256(convert_to(content, 'UTF8')), 'hex'), 32)"
 
 
 async def pin(store: PostgresAdapter) -> dict | None:
@@ -107,7 +105,7 @@ async def vector_sink(store: PostgresAdapter, model: dict | None):
             return 0  # another machine pinned a different model first
         indexed = await store._call(
             lambda conn: conn.fetch(
-                f"SELECT id, seq, {_HASH} AS hash FROM memories WHERE id = ANY($1::text[])", [e.id for e, _ in pairs]
+                f"SELECT m.id, m.seq, {_HASH} AS hash FROM memories m WHERE m.id = ANY($1::text[])", [e.id for e, _ in pairs]
             )
         )
         by_id = {r["id"]: r for r in indexed}

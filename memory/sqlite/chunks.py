@@ -11,10 +11,10 @@ content moved on. Everything here runs on the connection thread.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from memory.embedding.base import content_hash
 from memory.embedding.chunking import CHUNK_CHARS, Span, split
 from memory.sqlite.batches import batches, marks, select_in
 from memory.sqlite.connection import transaction
@@ -25,10 +25,6 @@ PREFIX = "memory_chunkvec_"
 def chunk_table(vec_table: str) -> str:
     """The chunk-vector table that goes with the memory-vector table ``memory_vec_<N>``."""
     return PREFIX + vec_table.rsplit("_", 1)[-1]
-
-
-def source_hash(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
 
 
 @dataclass(frozen=True)
@@ -85,7 +81,7 @@ def stale(raw, table: str, ids: Sequence[str] | None, budget: int = CHUNK_CHARS)
     work = []
     for seq, entry_id, content in rows:
         have = seen.get(seq)
-        if have is not None and have[0] == source_hash(content) and have[2] == have[1] - 1:
+        if have is not None and have[0] == content_hash(content) and have[2] == have[1] - 1:
             continue  # every chunk past the first has its vector, cut from this content
         spans = tuple(split(content, budget))
         if have is None and len(spans) < 2:
@@ -129,7 +125,7 @@ def put_txn(raw, table: str, dimension: int, items: list[tuple[ChunkWork, list[b
         for work, blobs in current:
             if len(work.spans) < 2:
                 continue
-            digest = source_hash(work.content)
+            digest = content_hash(work.content)
             for number, span in enumerate(work.spans):
                 cursor = raw.execute(
                     "INSERT INTO memory_chunks (seq, chunk, char_start, char_end, source_hash) VALUES (?, ?, ?, ?, ?)",

@@ -13,23 +13,18 @@ admission predicate (:func:`memory.sqlite.rows.admitted_rows`, the store's keywo
 
 from __future__ import annotations
 
-import hashlib
 import re
 import struct
 from collections.abc import Sequence
 from dataclasses import replace
 
-from memory.embedding.base import EmbeddingMeta
+from memory.embedding.base import EmbeddingMeta, content_hash
 from memory.sqlite import chunks
 from memory.sqlite.batches import select_in
 from memory.sqlite.connection import transaction
 from memory.sqlite.context import EMBEDDED_TEXT_SQL
 
 _TABLE = re.compile(r"^memory_vec_(\d+)$")
-
-
-def content_hash(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
 
 
 def pack(vector: Sequence[float]) -> bytes:
