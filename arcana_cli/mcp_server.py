@@ -20,7 +20,8 @@ from memory.agents import AgentCard
 from memory.config import ArcanaConfig
 from memory.errors import ArcanaMemoryError
 from memory.home import Home
-from memory.types import MemoryEntry, MemoryQuery, MemoryScope, MemoryType, RetrievalMode, pool_scope
+from memory.promotion import asserted_importance
+from memory.types import ConfidenceSource, MemoryEntry, MemoryQuery, MemoryScope, MemoryType, RetrievalMode, pool_scope
 
 log = logging.getLogger("arcana.mcp")
 
@@ -58,7 +59,8 @@ class MemoryTools:
             agent_id=self.card.id,
             type=MemoryType(type),
             content=content.strip(),
-            importance=importance,
+            importance=asserted_importance(importance),  # the agent's own claim: capped, never promoted
+            confidence_source=ConfidenceSource.AGENT,
             pinned=pin,
             tags=tags or [],
             scope=pool_scope(scope, pool, MemoryScope.PRIVATE),
@@ -272,7 +274,7 @@ def build_server(tools: MemoryTools, *, read_only: bool = False):
     async def remember(
         content: Annotated[str, Field(min_length=1, description="The fact, preference or event to remember.")],
         type: Annotated[TypeName, Field(description="Memory type.")] = "semantic",
-        importance: Annotated[float, Field(ge=0.0, le=1.0, description="0..1; 0.9+ is also promoted to global.")] = 0.5,
+        importance: Annotated[float, Field(ge=0.0, le=1.0, description="0..1 (an agent's own memory is capped below the promotion threshold: it stays in its tier).")] = 0.5,
         tags: Annotated[list[str] | None, Field(description="Tags.")] = None,
         pin: Annotated[bool, Field(description="Pin: never pruned, ranked first.")] = False,
         scope: Annotated[Literal["private", "shared", "global"] | None, Field(description="private (default), shared (needs pool) or global.")] = None,

@@ -346,3 +346,17 @@ async def test_forget_also_archives_the_promoted_copy(arcana_home):
         failed, answer = await call(client, "forget", id=made["id"])
     assert not failed and [c["op"] for c in answer["copies"]] == ["archive"]
     assert seen() == {"fact GLOBALHERON control stays shared"}  # the control still answers
+
+
+async def test_an_agents_remember_never_promotes_to_global(arcana_home):
+    """A tool call is the agent's own claim: importance 1.0 stays private; the user's 0.95 (the control) promotes."""
+    for name in ("ada", "bob"):
+        arcana("agent", "create", name)
+    arcana("remember", "fact MCPHERON the user said it", "--agent", "ada", "--importance", "0.95")
+    async with session("--agent", "ada") as client:
+        failed, answer = await call(client, "remember", content="fact MCPHERON the agent claims it", importance=1.0)
+    assert not failed and answer["accepted"] == ["private"]
+    seen = {r["content"] for r in json.loads(arcana("recall", "MCPHERON", "--agent", "bob", "--json"))["results"]}
+    assert seen == {"fact MCPHERON the user said it"}
+    mine = {r["content"] for r in json.loads(arcana("recall", "MCPHERON", "--agent", "ada", "--json"))["results"]}
+    assert "fact MCPHERON the agent claims it" in mine
