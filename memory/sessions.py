@@ -132,13 +132,14 @@ def _fold(path: Path, agent_id: str) -> Session:
 
 
 async def left_out_by(turn: Turn, memory: MemoryAdapter) -> str | None:
-    """The id of the first memory ``turn`` recorded that admission no longer lets through, else None.
+    """The id of the first memory ``turn`` recalled or wrote that admission no longer lets through, else None.
 
     ``memory.get`` is the admission rule's way in, so a memory hidden, made
     private, archived or purged since the turn was said keeps the turn out
-    of every replay. A turn that recorded nothing has nothing to withdraw.
+    of every replay: its answer may quote what it recalled as much as what
+    it wrote. A turn that touched no memory has nothing to withdraw.
     """
-    for memory_id in turn.written_ids:
+    for memory_id in [*turn.recalled_ids, *turn.written_ids]:
         if await memory.get(memory_id) is None:
             return memory_id
     return None

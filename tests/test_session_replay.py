@@ -66,3 +66,28 @@ def test_without_withdrawals_every_turn_is_replayed(cli, no_embedder):
         sid = ok(cli("run", "ada", SECRET, "--keep-open", "--json"))["session_id"]
         ok(cli("run", "ada", "What comes next?", "--session", sid, "--json"))
         assert [m["content"] for m in server.requests[-1]["body"]["messages"][1:]] == [SECRET, "Noted.", "What comes next?"]
+
+
+
+def test_a_turn_that_recalled_a_withdrawn_memory_is_left_out(cli, no_embedder):
+    """Its answer may quote what it recalled: hiding the recalled memory withdraws the turn; the control stays."""
+
+    def answer(body) -> str:
+        return "It is zebrasecret." if "locker" in body["messages"][-1]["content"] else "Noted."
+
+    with LoopbackModelServer(answer) as server:
+        assert cli("model", "add", "loop", "--provider", "ollama", "--base-url", server.url, "--model", "tiny",
+                   "--default").exit_code == 0
+        assert cli("agent", "create", "ada").exit_code == 0
+        secret = ok(cli("remember", SECRET, "--agent", "ada", "--json"))
+        first = ok(cli("run", "ada", "What is my locker code?", "--keep-open", "--json"))
+        sid = first["session_id"]
+        assert secret["id"] in first["recalled_ids"]
+        ok(cli("run", "ada", CONTROL, "--session", sid, "--json"))
+        ok(cli("memory", "set", secret["id"], "--agent", "ada", "--visibility", "hidden", "--json"))
+        ok(cli("run", "ada", "What comes next?", "--session", sid, "--json"))
+        sent = server.requests[-1]
+    assert "zebrasecret" not in sent["raw"]
+    assert [(m["role"], m["content"]) for m in sent["body"]["messages"][1:]] == [  # the control turn is replayed
+        ("user", CONTROL), ("assistant", "Noted."), ("user", "What comes next?")
+    ]
