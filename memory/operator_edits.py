@@ -204,8 +204,14 @@ class GlobalCopies:
         finally:
             DEADLINE.reset(token)
 
-    async def follow(self, before: MemoryEntry, after: MemoryEntry | None, edit: Edit, verb: str) -> CopyChange | None:
-        """Bring the copy of ``before`` in line with ``after`` (None: purged); None when there is no copy to touch."""
+    async def follow(
+        self, before: MemoryEntry, after: MemoryEntry | None, edit: Edit, verb: str, *, first: bool = False
+    ) -> CopyChange | None:
+        """Bring the copy of ``before`` in line with ``after`` (None: purged); None when there is no copy to touch.
+
+        ``first``: the agent's store is edited after this (a purge), so a copy
+        that cannot be reached leaves the agent's memory as it was.
+        """
         if not self.may_hold_copies:
             return None
         at_stake = promotable(before) or (after is not None and promotable(after))
@@ -231,8 +237,9 @@ class GlobalCopies:
             if copy is None and not at_stake:
                 return None  # nothing of this memory can be there: the edit stands on its own
             state = "is still live, unchanged" if copy is not None else "may still be live"
+            done = f"was not {verb}: " if first else f"was {verb} in the agent's store, but "
             raise LiveCopyError(
-                f"memory {before.id} was {verb} in the agent's store, but its global copy in {self.path} "
+                f"memory {before.id} {done}its global copy in {self.path} "
                 f"{state} ({exc}); run the same command again once the global tier is reachable"
             ) from exc
         finally:
@@ -255,13 +262,17 @@ class MemoryEditor:
         before = await _operator_get(self.store, entry_id)
         if before is None:
             raise NotFoundError(f"no memory with id '{entry_id}'")
+        change = None
+        if edit.op == "purge" and self.copies is not None:
+            # The copy first: once the row is gone a re-run could not find it to try the copy again.
+            change = await self.copies.follow(before, None, edit, verb or edit.op, first=True)
         changed = await edit.on(self.store, entry_id)
         after = await _operator_get(self.store, entry_id)
-        report = EditReport(entry_id, changed, after)
-        if self.copies is not None:
+        if edit.op != "purge" and self.copies is not None:
             change = await self.copies.follow(before, after, edit, verb or edit.op)
-            if change is not None:
-                report.copies.append(change)
+        report = EditReport(entry_id, changed, after)
+        if change is not None:
+            report.copies.append(change)
         return report
 
     async def aclose(self) -> None:

@@ -211,6 +211,9 @@ def test_a_locked_global_tier_fails_the_edit_naming_the_live_copy(cli, home):
         assert f"memory {memory_id}" in refused.stderr and "global copy" in refused.stderr
         assert "still live" in refused.stderr and refused.stdout == ""
         assert refused.stderr.count("\n") == 1 and "Traceback" not in refused.stderr
+        kept = cli("memory", "purge", memory_id, "--agent", "ada", "--yes")  # the copy first, or a re-run finds nothing
+        assert kept.exit_code == exit_codes.STORAGE and f"memory {memory_id} was not purged" in kept.stderr
+        assert ok(cli("memory", "show", memory_id, "--agent", "ada", "--json"))["id"] == memory_id
     finally:
         holder.stdin.close()
         holder.wait(timeout=10)
