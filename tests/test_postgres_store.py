@@ -22,7 +22,7 @@ from memory.adapters.sqlite import SQLiteAdapter
 from memory.audit import AuditLog
 from memory.embedding.gateway import EmbeddingGateway
 from memory.embedding.ollama import OllamaEmbedder
-from memory.errors import SchemaTooNewError
+from memory.errors import MemoryStorageError, SchemaTooNewError
 from memory.postgres import bulk
 from memory.sqlite.admission import Audience
 from memory.sqlite.rows import COLUMNS
@@ -227,6 +227,45 @@ async def test_a_large_load_rebuilds_the_indexes_it_dropped(pg_url, monkeypatch)
             "EXPLAIN SELECT id FROM memories WHERE tsv @@ websearch_to_tsquery('english', 'load')")))
         assert "memories_tsv" in plan
         assert len(await store.search(MemoryQuery(text="load", limit=1000))) == 500
+    finally:
+        await store.aclose()
+
+
+async def test_a_large_load_is_one_transaction_over_many_batches(pg_url, monkeypatch):
+    """Batches COPYed in one transaction (the next prepared while the server applies this one), indexes
+    built once: a repeated id in a later batch is an update, progress counts every batch, and a
+    batch the server refuses leaves table, ledger and indexes exactly as they were."""
+    import memory.adapters.postgres as pg
+
+    monkeypatch.setattr(bulk, "REBUILD_MIN", 300)
+    monkeypatch.setattr(pg, "BULK_BATCH", 250)
+    store = PostgresAdapter(pg_url, actor="test")
+    state = lambda: store._call(lambda c: c.fetchrow(  # noqa: E731  (rows, ledger rows, index oids)
+        "SELECT (SELECT count(*) FROM memories), (SELECT count(*) FROM memory_ledger), "
+        "(SELECT array_agg(indexrelid ORDER BY indexrelid) FROM pg_index "
+        "WHERE indrelid IN ('memories'::regclass, 'memory_ledger'::regclass))"))
+    try:
+        await store.write_many([entry(f"resident {i}") for i in range(100)])
+        before = await state()
+        rows = [entry(f"loaded heron {i}", importance=0.3) for i in range(600)]
+        rows.append(rows[3].model_copy(update={"importance": 0.8}))  # in the third batch: an update of row 3
+        progress: list[tuple[int, int]] = []
+        ops = await store.write_many(rows, on_progress=lambda done, total: progress.append((done, total)))
+        assert ops == ["insert"] * 600 + ["update"] and progress == [(25, 601), (275, 601), (525, 601), (601, 601)]
+        assert [r.op for r in await store.history(rows[3].id)] == ["insert", "update"]
+        assert (await store.get(rows[3].id)).importance == 0.8
+        [loaded] = await store.history(rows[599].id)
+        assert loaded.after["content"] == "loaded heron 599" and set(loaded.after) == set(COLUMNS)
+        after = await state()
+        assert (after[0], after[1]) == (700, 701) and len(set(after[2]) - set(before[2])) == 5  # the 5 secondary, rebuilt
+        assert len(await store.search(MemoryQuery(text="heron", limit=1000))) == 600  # the rebuilt index answers
+
+        await store._call(lambda c: c.execute("ALTER TABLE memories ADD CONSTRAINT no_poison CHECK (content <> 'poison')"))
+        refused = [entry(f"refused sparrow {i}") for i in range(800)] + [entry("poison")]  # refused in the last of 5 batches
+        with pytest.raises(MemoryStorageError):
+            await store.write_many(refused)
+        assert await state() == after  # nothing of batches 1-3 stayed; the indexes dropped are back
+        assert await store.search(MemoryQuery(text="sparrow", limit=5)) == []
     finally:
         await store.aclose()
 

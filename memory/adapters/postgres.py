@@ -215,13 +215,24 @@ class PostgresAdapter:
         on_progress: Callable[[int, int], None] | None = None,
         op: str | None = None,
     ) -> list[str]:
-        """Upsert in bounded transactions; then embed what changed (when semantic).
+        """Upsert, then embed what changed (when semantic).
 
-        A large load goes in :data:`BULK_BATCH` rows per transaction through the
-        COPY path with its indexes built after (memory/postgres/bulk.py); each
-        statement's timeout grows with the batch, as the tier's write budget
+        A load of at least :data:`bulk.REBUILD_MIN` rows that outnumbers the
+        table is one transaction: its secondary indexes dropped, the rows
+        COPYed in :data:`BULK_BATCH` at a time (memory stays bounded), the
+        indexes built once at the end (memory/postgres/bulk.py); readers on
+        other machines wait for it, and a failure leaves the table as it was.
+        Anything else goes in bounded transactions of :data:`WRITE_BATCH`
+        (:data:`BULK_BATCH` for a large load into a larger table). Each
+        statement's timeout grows with the rows, as the tier's write budget
         does. ``op`` names the ledger rows (``import``).
         """
+        if len(entries) >= bulk.REBUILD_MIN and await self._call(bulk.outnumbers, len(entries), "memories"):
+            ops = await self._call(self._load, entries, op, on_progress, transaction=True)
+            if self.gateway is not None:
+                for start in range(0, len(entries), BULK_BATCH):
+                    await self._embed_ids([e.id for e in entries[start : start + BULK_BATCH]])
+            return ops
         size = BULK_BATCH if len(entries) >= bulk.REBUILD_MIN else WRITE_BATCH
         ops: list[str] = []
         for start in range(0, len(entries), size):
@@ -233,10 +244,16 @@ class PostgresAdapter:
                 on_progress(len(ops), len(entries))
         return ops
 
+    async def _load(self, conn, entries: Sequence[MemoryEntry], op: str | None, on_progress) -> list[str]:
+        await bulk.scale_timeout(conn, self.statement_timeout_ms, len(entries), WRITE_BATCH)
+        async with bulk.deferred_indexes(conn, len(entries)) as locked:
+            return await mutations.load(
+                conn, entries, self.actor, op=op, size=BULK_BATCH, locked=locked, on_progress=on_progress
+            )
+
     async def _upsert(self, conn, batch: Sequence[MemoryEntry], op: str | None) -> list[str]:
         await bulk.scale_timeout(conn, self.statement_timeout_ms, len(batch), WRITE_BATCH)
-        async with bulk.deferred_indexes(conn, len(batch)):
-            return await mutations.upsert(conn, batch, self.actor, op=op)
+        return await mutations.upsert(conn, batch, self.actor, op=op)
 
     async def update(self, entry_id: str, **changes: Any) -> MemoryEntry:
         current = await self.get(entry_id, audience=Audience.OPERATOR, include_archived=True)

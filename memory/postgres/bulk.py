@@ -1,12 +1,11 @@
 """Bulk loading into a PostgreSQL store: COPY in, and build indexes after a large load.
 
 memory/postgres/mutations.py stays the one way in for writes: for a batch of
-:data:`COPY_MIN` new rows or more it COPYs them into a temporary staging
-table (no indexes, no WAL) and moves them into ``memories`` with one
-``INSERT ... SELECT ... ON CONFLICT DO NOTHING`` that writes their ledger rows
-too. This module holds the rest of a bulk load. A load that is large against the table (:func:`deferred_indexes`)
-drops the secondary indexes first and builds them once at the end, in the
-same transaction: a crash leaves the table and its indexes as they were.
+:data:`COPY_MIN` new rows or more it COPYs them in and their ledger rows with
+them (mutations._insert_copied). This module holds the rest of a bulk load. A
+load that is large against the table (:func:`deferred_indexes`) drops the
+secondary indexes first and builds them once at the end, in the same
+transaction: a crash leaves the table and its indexes as they were.
 Measured (tests/bench/bench_postgres.py): see the README, server pools.
 """
 
@@ -44,7 +43,7 @@ async def _secondary_indexes(conn, tables: Sequence[str]) -> list[tuple[str, str
     return [(r["name"], r["ddl"]) for r in rows]
 
 
-async def _outnumbers(conn, incoming: int, table: str) -> bool:
+async def outnumbers(conn, incoming: int, table: str) -> bool:
     """Whether ``incoming`` rows are more than ``table`` holds: the planner's estimate first (free),
     an exact count only when the estimate says yes (it is -1 or stale before the first ANALYZE)."""
     estimate = await conn.fetchval("SELECT reltuples FROM pg_class WHERE oid = $1::regclass", table)
@@ -59,10 +58,12 @@ async def deferred_indexes(conn, incoming: int, tables: Sequence[str] = ("memori
 
     Large means at least :data:`REBUILD_MIN` rows and more than the table
     holds; building a GIN or B-tree index once over everything is cheaper
-    than maintaining it row by row then. Yields whether it deferred. Readers
-    on other connections wait for the transaction (the drop locks the table).
+    than maintaining it row by row then. Yields whether it deferred: if so
+    the transaction holds the table's ACCESS EXCLUSIVE lock (DROP INDEX takes
+    it) until it ends, so readers and writers on other connections wait and
+    nothing else can insert meanwhile.
     """
-    if incoming < REBUILD_MIN or not await _outnumbers(conn, incoming, tables[0]):
+    if incoming < REBUILD_MIN or not await outnumbers(conn, incoming, tables[0]):
         yield False
         return
     indexes = await _secondary_indexes(conn, tables)

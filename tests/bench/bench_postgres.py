@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import random
 import statistics
 import sys
@@ -21,11 +22,15 @@ import tempfile
 import time
 from pathlib import Path
 
+import asyncpg
+import numpy as np
+from pgvector.asyncpg import register_vector
+
 ROOT = Path(__file__).resolve().parents[2]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
 import pg_server  # noqa: E402
-from memory.adapters.postgres import PostgresAdapter, _knn, _put_vectors, _vector_text  # noqa: E402
+from memory.adapters.postgres import VEC_TABLE, PostgresAdapter, _knn, _put_vectors, _vector_text  # noqa: E402
 from memory.adapters.sqlite import SQLiteAdapter  # noqa: E402
 from memory.embedding.base import EmbeddingMeta, l2_normalize  # noqa: E402
 from memory.embedding.fastembed import FastEmbedEmbedder  # noqa: E402
@@ -69,6 +74,29 @@ def unit(rng: random.Random) -> list[float]:
     return l2_normalize([rng.gauss(0, 1) for _ in range(DIM)])
 
 
+def load() -> str:
+    """The machine's load averages (1, 5, 15 min), printed with every timing."""
+    return " ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+async def bulk_vectors(url: str, seqs: list[int], model: str, gen, chunk: int = 50_000) -> None:
+    """Random unit vectors for ``seqs`` by binary COPY (numpy + pgvector's codec; text formatting of
+    1M x 384 floats took minutes), on a connection of its own so the store's text parameters stay text."""
+    conn = await asyncpg.connect(url)
+    try:
+        await register_vector(conn)
+        for start in range(0, len(seqs), chunk):
+            part = seqs[start : start + chunk]
+            block = gen.standard_normal((len(part), DIM), dtype=np.float32)
+            block /= np.linalg.norm(block, axis=1, keepdims=True)
+            await conn.copy_records_to_table(
+                VEC_TABLE, records=[(s, v, "-", model) for s, v in zip(part, block)],
+                columns=["seq", "embedding", "content_hash", "model"],
+            )
+    finally:
+        await conn.close()
+
+
 def ms(values: list[float], q: int = 50) -> float:
     return statistics.median(values) * 1000 if q == 50 else statistics.quantiles(values, n=100)[q - 1] * 1000
 
@@ -84,7 +112,7 @@ async def timed(fn, items) -> list[float]:
     return out
 
 
-async def semantic(store, url, embedder, entries, sample: int, queries: int, rng) -> None:
+async def semantic(store, url, embedder, entries, sample: int, queries: int, rng, build_memory: str, build_workers: int) -> None:
     """Vectors loaded, then one HNSW build; KNN p50 and recall@10 against an exact scan, ef_search swept."""
     memories = len(entries)
     # -- vectors: load, then build the HNSW index ------------------------------------------
@@ -93,18 +121,20 @@ async def semantic(store, url, embedder, entries, sample: int, queries: int, rng
     rows = await store._call(lambda c: c.fetch("SELECT seq, content FROM memories ORDER BY seq"))
     real = await embedder.embed([r["content"] for r in rows[:sample]])
     vectors = [(r["seq"], _vector_text(v), "-", embedder.model_name) for r, v in zip(rows[:sample], real)]
-    vectors += [(r["seq"], _vector_text(unit(rng)), "-", embedder.model_name) for r in rows[sample:]]
     started = time.perf_counter()
     for start in range(0, len(vectors), 5000):
         await store._call(_put_vectors, vectors[start : start + 5000], transaction=True)
+    await bulk_vectors(url, [r["seq"] for r in rows[sample:]], embedder.model_name, np.random.default_rng(14))
     load_s = time.perf_counter() - started
     started = time.perf_counter()
     await store._call(lambda c: c.execute(
-        "SET maintenance_work_mem = '1GB'; SET max_parallel_maintenance_workers = 1; SET statement_timeout = '45min'; "
+        f"SET maintenance_work_mem = '{build_memory}'; SET max_parallel_maintenance_workers = {build_workers}; "
+        "SET statement_timeout = '150min'; "
         "CREATE INDEX memory_vectors_hnsw ON memory_vectors USING hnsw (embedding vector_cosine_ops)"
     ))
     build_s = time.perf_counter() - started
-    print(f"vectors: load {memories / load_s:,.0f} rows/s ({load_s:.1f} s), HNSW build {build_s:.1f} s")
+    print(f"vectors: load {memories / load_s:,.0f} rows/s ({load_s:.1f} s), HNSW build {build_s:.1f} s "
+          f"(maintenance_work_mem {build_memory}, {build_workers} parallel worker(s)); load: {load()}", flush=True)
 
     # -- semantic: HNSW vs exact scan of the same rows -------------------------------------
     clause = where(MemoryQuery(), start=3)
@@ -137,7 +167,8 @@ async def semantic(store, url, embedder, entries, sample: int, queries: int, rng
                 chosen = (ef, ms(times), recall)
                 break
         print(f"semantic {label}: " + (f"ef_search {chosen[0]} is the smallest with recall@10 >= 0.95 "
-              f"(p50 {chosen[1]:.2f} ms, target <= 30 ms)" if chosen else f"no ef_search in {EF_SWEEP} reaches 0.95"))
+              f"(p50 {chosen[1]:.2f} ms, target <= 30 ms)" if chosen else f"no ef_search in {EF_SWEEP} reaches 0.95")
+              + f"; load: {load()}", flush=True)
         scan_times = await timed(exact, qs[:10])
         print(f"semantic {label}, exact scan: p50 {ms(scan_times):.1f} ms")
 
@@ -159,7 +190,7 @@ async def sqlite_side(store, entries, sample: int, texts, make, folder: Path) ->
     fed_pg = await timed(lambda t: remote.search(make(t)), texts)
     fed_sq = await timed(lambda t: allocal.search(make(t)), texts)
     print(f"federated keyword recall p50: private sqlite + postgresql global {ms(fed_pg):.2f} ms | all local "
-          f"{ms(fed_sq):.2f} ms | {statistics.median(fed_pg) / statistics.median(fed_sq):.2f}x (target <= 2x)")
+          f"{ms(fed_sq):.2f} ms | {statistics.median(fed_pg) / statistics.median(fed_sq):.2f}x (target <= 2x); load: {load()}")
     await remote.aclose()
     await allocal.aclose()
 
@@ -182,7 +213,7 @@ async def raw_copy(store, records: list[tuple], *, indexed: bool) -> float:
     return seconds
 
 
-async def main(memories: int, sample: int, queries: int, hnsw_max: int, sqlite_max: int) -> None:
+async def main(memories: int, sample: int, queries: int, hnsw_max: int, sqlite_max: int, build_memory: str, build_workers: int) -> None:
     rng = random.Random(14)
     entries = corpus(memories, sample, rng)
     server = pg_server.start_server()
@@ -192,7 +223,7 @@ async def main(memories: int, sample: int, queries: int, hnsw_max: int, sqlite_m
         embedder = FastEmbedEmbedder(models_root=Path(tmp.name) / "models")
         store = PostgresAdapter(url, actor="bench", statement_timeout_ms=600_000, connect_timeout=30)
         await store.connect()
-        print(f"memories={memories} real-embedded sample={sample} queries={queries}")
+        print(f"memories={memories} real-embedded sample={sample} queries={queries}; load: {load()}", flush=True)
 
         # -- bulk import: raw COPY of the same rows vs the ledgered store's bulk path -----------
         records = [raw_record(entry_values(e)) for e in entries]
@@ -204,10 +235,10 @@ async def main(memories: int, sample: int, queries: int, hnsw_max: int, sqlite_m
         print(f"bulk import: raw COPY into the indexed table {memories / copy_s:,.0f} rows/s ({copy_s:.1f} s) | "
               f"raw COPY, then the same indexes {memories / then_s:,.0f} rows/s ({then_s:.1f} s) | "
               f"store.write_many (ledgered, bulk path) {memories / import_s:,.0f} rows/s ({import_s:.1f} s) | "
-              f"{copy_s / import_s:.2f}x / {then_s / import_s:.2f}x of COPY (target >= 0.5x)")
+              f"{copy_s / import_s:.2f}x / {then_s / import_s:.2f}x of COPY (target >= 0.5x); load: {load()}", flush=True)
 
         if memories <= hnsw_max:
-            await semantic(store, url, embedder, entries, sample, queries, rng)
+            await semantic(store, url, embedder, entries, sample, queries, rng, build_memory, build_workers)
         else:
             print(f"semantic: skipped (HNSW build at {memories:,} rows is over --hnsw-max {hnsw_max:,})")
 
@@ -232,5 +263,7 @@ if __name__ == "__main__":
     parser.add_argument("--queries", type=int, default=50)
     parser.add_argument("--hnsw-max", type=int, default=300_000, help="Build HNSW and measure semantic only up to this size.")
     parser.add_argument("--sqlite-max", type=int, default=300_000, help="Load SQLite (and federate) only up to this size.")
+    parser.add_argument("--build-memory", default="1GB", help="maintenance_work_mem for the HNSW build (the graph should fit).")
+    parser.add_argument("--build-workers", type=int, default=1, help="max_parallel_maintenance_workers for the HNSW build.")
     args = parser.parse_args()
-    asyncio.run(main(args.memories, args.sample, args.queries, args.hnsw_max, args.sqlite_max))
+    asyncio.run(main(args.memories, args.sample, args.queries, args.hnsw_max, args.sqlite_max, args.build_memory, args.build_workers))
