@@ -220,9 +220,12 @@ async def test_a_large_load_rebuilds_the_indexes_it_dropped(pg_url, monkeypatch)
         after = await indexes()
         assert [(r[0], r[2]) for r in after] == [(r[0], r[2]) for r in before] and len(before) == 8
         rebuilt = {r[0] for r in after} - {r[0] for r in after if r in before}
-        assert rebuilt == {"memories_tsv", "memories_order", "memories_agent", "memories_supersedes", "memory_ledger_memory"}
-        await store.write_many([entry(f"late row {i}") for i in range(400)])  # 400 < 900 rows there: maintained
+        assert rebuilt == {"memories_tsv", "memories_order", "memories_agent", "memories_supersedes", "memory_ledger_memory", "memories_id_key"}
+        late = [entry(f"late row {i}") for i in range(400)]
+        await store.write_many(late)  # 400 < 900 rows there: maintained, through the staging table
         assert await indexes() == after
+        [logged] = await store.history(late[9].id)  # that path ledgers as the others do
+        assert logged.op == "insert" and logged.before is None and logged.after["content"] == "late row 9"
         plan = "\n".join(r[0] for r in await store._call(lambda c: c.fetch(
             "EXPLAIN SELECT id FROM memories WHERE tsv @@ websearch_to_tsquery('english', 'load')")))
         assert "memories_tsv" in plan
@@ -257,7 +260,7 @@ async def test_a_large_load_is_one_transaction_over_many_batches(pg_url, monkeyp
         [loaded] = await store.history(rows[599].id)
         assert loaded.after["content"] == "loaded heron 599" and set(loaded.after) == set(COLUMNS)
         after = await state()
-        assert (after[0], after[1]) == (700, 701) and len(set(after[2]) - set(before[2])) == 5  # the 5 secondary, rebuilt
+        assert (after[0], after[1]) == (700, 701) and len(set(after[2]) - set(before[2])) == 6  # 5 secondary + the unique id, rebuilt
         assert len(await store.search(MemoryQuery(text="heron", limit=1000))) == 600  # the rebuilt index answers
 
         await store._call(lambda c: c.execute("ALTER TABLE memories ADD CONSTRAINT no_poison CHECK (content <> 'poison')"))

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import operator
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -38,6 +39,7 @@ _UPDATABLE = [c for c in COLUMNS if c not in ("id", "access_count", "last_access
 _UPDATE_ROW = (
     f"UPDATE memories SET {', '.join(f'{c} = ${i}' for i, c in enumerate(_UPDATABLE, 2))} WHERE id = $1"
 )
+_row = operator.itemgetter(*COLUMNS)  # a values dict as a COPY row, in COLUMNS order
 _STAGE = "arcana_stage"  # a temporary table per connection: a big batch's new rows, COPYed in
 _LEDGER = (
     "INSERT INTO memory_ledger (memory_id, op, actor, at, before, after) "
@@ -63,23 +65,24 @@ async def _append(conn, rows: list[tuple]) -> None:
         await conn.execute(_LEDGER, *(list(column) for column in zip(*rows, strict=True)))
 
 
-async def _insert_copied(conn, batch: Prepared, *, op: str, actor: str, at: float, locked: bool) -> set[str]:
+async def _insert_copied(conn, batch: Prepared, *, op: str, actor: str, at: float, known: set[str] | None) -> set[str]:
     """COPY the new rows of ``batch`` in, each with its ledger row (also by COPY); return their ids.
 
-    ``locked``: the caller holds the table's exclusive lock for a large load
-    (memory/postgres/bulk.py), so no other machine can insert meanwhile; the
-    ids already there are looked up and the rest COPYed straight into
-    ``memories``. Otherwise the rows go through a temporary staging table and
+    ``known``: the ids in the table, when the caller holds its exclusive lock
+    for a large load (memory/postgres/bulk.py), so no other machine can
+    change them meanwhile; the rest are COPYed straight into ``memories``
+    (whose unique index on ``id`` the load builds at its end) and added to
+    ``known``. Otherwise the rows go through a temporary staging table and
     ``INSERT ... ON CONFLICT DO NOTHING``, so a racing insert of the same id
     becomes an update instead of an error. The ledger's after image is the
     small path's (:func:`_dump` of the same values), made while preparing.
     """
     ids = [record[0] for record in batch.records]
-    if locked:
-        there = {r["id"] for r in await conn.fetch("SELECT id FROM memories WHERE id = ANY($1::text[])", ids)}
-        fresh = [record for record in batch.records if record[0] not in there]
+    if known is not None:
+        fresh = [record for record in batch.records if record[0] not in known]
         await conn.copy_records_to_table("memories", records=fresh, columns=list(COLUMNS))
-        inserted = set(ids) - there
+        inserted = {record[0] for record in fresh}
+        known |= inserted
     else:
         cols = ", ".join(COLUMNS)
         await conn.execute(
@@ -109,7 +112,8 @@ class Prepared:
     afters: list[str] | None = None  # and their ledger after images, should they be new
 
 
-def prepare(entries: Sequence[MemoryEntry]) -> Prepared:
+def prepare(entries: Sequence[MemoryEntry], copy: bool = False) -> Prepared:
+    """``copy``: COPY rows whatever their number (a locked load, where ON CONFLICT has no index)."""
     values = [entry_values(e) for e in entries]
     keep = [v["visibility"] is None for v in values]
     for v in values:
@@ -119,8 +123,8 @@ def prepare(entries: Sequence[MemoryEntry]) -> Prepared:
     for index, v in enumerate(values):
         firsts.setdefault(v["id"], index)
     batch = Prepared(values, keep, firsts)
-    if len(firsts) >= bulk.COPY_MIN:
-        batch.records = [tuple(values[i][c] for c in COLUMNS) for i in firsts.values()]
+    if copy or len(firsts) >= bulk.COPY_MIN:
+        batch.records = [_row(values[i]) for i in firsts.values()]
         batch.afters = [_dump(values[i]) for i in firsts.values()]
     return batch
 
@@ -142,15 +146,18 @@ async def load(
 ) -> list[str]:
     """:func:`upsert` ``entries`` ``size`` at a time in the caller's transaction, pipelined: a thread
     prepares the next batch while the server applies this one (preparing is Python's work, a fifth
-    of a 1M load's time, with the server idle through it). ``locked``: see :func:`_insert_copied`."""
+    of a 1M load's time, with the server idle through it). ``locked``: the caller holds the table's
+    exclusive lock; its ids are read once (it holds fewer rows than the load) instead of looked up
+    per batch (see :func:`_insert_copied`)."""
+    known = {r["id"] for r in await conn.fetch("SELECT id FROM memories")} if locked else None
     head = max(size // 10, 1)  # a small first batch: the server starts while Python prepares the next
     batches = [entries[:head]] + [entries[start : start + size] for start in range(head, len(entries), size)]
     ops: list[str] = []
-    ready = prepare(batches[0] if batches else ())
+    ready = prepare(batches[0] if batches else (), locked)
     for index in range(len(batches)):
         following = batches[index + 1] if index + 1 < len(batches) else ()
         done, ready = await asyncio.gather(
-            _apply(conn, ready, actor, op, locked=locked), asyncio.to_thread(prepare, following)
+            _apply(conn, ready, actor, op, known=known), asyncio.to_thread(prepare, following, locked)
         )
         ops += done
         if on_progress:
@@ -158,16 +165,17 @@ async def load(
     return ops
 
 
-async def _apply(conn, batch: Prepared, actor: str, op: str | None, *, locked: bool = False) -> list[str]:
+async def _apply(conn, batch: Prepared, actor: str, op: str | None, *, known: set[str] | None = None) -> list[str]:
     now = time.time()
     values, keep, firsts = batch.values, batch.keep, batch.firsts
     if batch.records is not None:
-        inserted = await _insert_copied(conn, batch, op=op or "insert", actor=actor, at=now, locked=locked)
+        inserted = await _insert_copied(conn, batch, op=op or "insert", actor=actor, at=now, known=known)
     else:
         fresh = [values[i] for i in firsts.values()]
         inserted = {r["id"] for r in await conn.fetch(_INSERT_NEW, *([v[c] for v in fresh] for c in COLUMNS))}
     logged = batch.records is not None
-    current = await _images(conn, [i for i in firsts if i not in inserted])
+    there = [i for i in firsts if i not in inserted]
+    current = await _images(conn, there) if there else {}
     ops: list[str] = []
     ledger: list[tuple] = []
     changed: list[dict] = []

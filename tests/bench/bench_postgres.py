@@ -112,6 +112,29 @@ async def timed(fn, items) -> list[float]:
     return out
 
 
+async def build_hnsw(url: str, memory: str, workers: int) -> None:
+    """The store's HNSW index, built on a connection without the store's client-side timeout (a 1M
+    build takes longer than any statement budget), its progress printed every minute."""
+    conn = await asyncpg.connect(url, command_timeout=None)
+    watcher = await asyncpg.connect(url)
+    build = asyncio.ensure_future(conn.execute(
+        f"SET maintenance_work_mem = '{memory}'; SET max_parallel_maintenance_workers = {workers}; "
+        "SET statement_timeout = 0; CREATE INDEX memory_vectors_hnsw ON memory_vectors USING hnsw (embedding vector_cosine_ops)"
+    ))
+    started = time.perf_counter()
+    try:
+        while not build.done():
+            await asyncio.wait([build], timeout=60)
+            row = await watcher.fetchrow("SELECT phase, tuples_done, tuples_total FROM pg_stat_progress_create_index")
+            if row and not build.done():
+                print(f"  HNSW build {time.perf_counter() - started:.0f} s: {row['phase']}, {row['tuples_done']:,} of "
+                      f"{row['tuples_total']:,} tuples; load: {load()}", flush=True)
+        await build
+    finally:
+        await watcher.close()
+        await conn.close()
+
+
 async def semantic(store, url, embedder, entries, sample: int, queries: int, rng, build_memory: str, build_workers: int) -> None:
     """Vectors loaded, then one HNSW build; KNN p50 and recall@10 against an exact scan, ef_search swept."""
     memories = len(entries)
@@ -127,11 +150,7 @@ async def semantic(store, url, embedder, entries, sample: int, queries: int, rng
     await bulk_vectors(url, [r["seq"] for r in rows[sample:]], embedder.model_name, np.random.default_rng(14))
     load_s = time.perf_counter() - started
     started = time.perf_counter()
-    await store._call(lambda c: c.execute(
-        f"SET maintenance_work_mem = '{build_memory}'; SET max_parallel_maintenance_workers = {build_workers}; "
-        "SET statement_timeout = '150min'; "
-        "CREATE INDEX memory_vectors_hnsw ON memory_vectors USING hnsw (embedding vector_cosine_ops)"
-    ))
+    await build_hnsw(url, build_memory, build_workers)
     build_s = time.perf_counter() - started
     print(f"vectors: load {memories / load_s:,.0f} rows/s ({load_s:.1f} s), HNSW build {build_s:.1f} s "
           f"(maintenance_work_mem {build_memory}, {build_workers} parallel worker(s)); load: {load()}", flush=True)
@@ -213,7 +232,23 @@ async def raw_copy(store, records: list[tuple], *, indexed: bool) -> float:
     return seconds
 
 
-async def main(memories: int, sample: int, queries: int, hnsw_max: int, sqlite_max: int, build_memory: str, build_workers: int) -> None:
+async def bulk_import(store, entries) -> None:
+    """Raw COPY of the same rows (into the indexed table; bare, then indexed) against store.write_many."""
+    memories = len(entries)
+    records = [raw_record(entry_values(e)) for e in entries]
+    copy_s = await raw_copy(store, records, indexed=True)
+    then_s = await raw_copy(store, records, indexed=False)
+    started = time.perf_counter()
+    await store.write_many(entries)
+    import_s = time.perf_counter() - started
+    print(f"bulk import: raw COPY into the indexed table {memories / copy_s:,.0f} rows/s ({copy_s:.1f} s) | "
+          f"raw COPY, then the same indexes {memories / then_s:,.0f} rows/s ({then_s:.1f} s) | "
+          f"store.write_many (ledgered, bulk path) {memories / import_s:,.0f} rows/s ({import_s:.1f} s) | "
+          f"{copy_s / import_s:.2f}x / {then_s / import_s:.2f}x of COPY (target >= 0.5x); load: {load()}", flush=True)
+
+
+async def main(memories: int, sample: int, queries: int, hnsw_max: int, sqlite_max: int, build_memory: str, build_workers: int,
+               skip_raw: bool) -> None:
     rng = random.Random(14)
     entries = corpus(memories, sample, rng)
     server = pg_server.start_server()
@@ -226,16 +261,10 @@ async def main(memories: int, sample: int, queries: int, hnsw_max: int, sqlite_m
         print(f"memories={memories} real-embedded sample={sample} queries={queries}; load: {load()}", flush=True)
 
         # -- bulk import: raw COPY of the same rows vs the ledgered store's bulk path -----------
-        records = [raw_record(entry_values(e)) for e in entries]
-        copy_s = await raw_copy(store, records, indexed=True)
-        then_s = await raw_copy(store, records, indexed=False)
-        started = time.perf_counter()
-        await store.write_many(entries)
-        import_s = time.perf_counter() - started
-        print(f"bulk import: raw COPY into the indexed table {memories / copy_s:,.0f} rows/s ({copy_s:.1f} s) | "
-              f"raw COPY, then the same indexes {memories / then_s:,.0f} rows/s ({then_s:.1f} s) | "
-              f"store.write_many (ledgered, bulk path) {memories / import_s:,.0f} rows/s ({import_s:.1f} s) | "
-              f"{copy_s / import_s:.2f}x / {then_s / import_s:.2f}x of COPY (target >= 0.5x); load: {load()}", flush=True)
+        if skip_raw:
+            await store.write_many(entries)
+        else:
+            await bulk_import(store, entries)
 
         if memories <= hnsw_max:
             await semantic(store, url, embedder, entries, sample, queries, rng, build_memory, build_workers)
@@ -265,5 +294,7 @@ if __name__ == "__main__":
     parser.add_argument("--sqlite-max", type=int, default=300_000, help="Load SQLite (and federate) only up to this size.")
     parser.add_argument("--build-memory", default="1GB", help="maintenance_work_mem for the HNSW build (the graph should fit).")
     parser.add_argument("--build-workers", type=int, default=1, help="max_parallel_maintenance_workers for the HNSW build.")
+    parser.add_argument("--skip-raw", action="store_true", help="Load through the store only (no raw COPY comparison).")
     args = parser.parse_args()
-    asyncio.run(main(args.memories, args.sample, args.queries, args.hnsw_max, args.sqlite_max, args.build_memory, args.build_workers))
+    asyncio.run(main(args.memories, args.sample, args.queries, args.hnsw_max, args.sqlite_max, args.build_memory, args.build_workers,
+                     args.skip_raw))
