@@ -218,7 +218,8 @@ class PostgresAdapter:
         """Upsert, then embed what changed (when semantic).
 
         A load of at least :data:`bulk.REBUILD_MIN` rows that outnumbers the
-        table is one transaction: its secondary indexes dropped, the rows
+        table is one transaction: its secondary indexes and unique id
+        constraint dropped, the rows
         COPYed in :data:`BULK_BATCH` at a time (memory stays bounded), the
         indexes built once at the end (memory/postgres/bulk.py); readers on
         other machines wait for it, and a failure leaves the table as it was.

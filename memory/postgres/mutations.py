@@ -145,8 +145,8 @@ async def load(
     conn, entries: Sequence[MemoryEntry], actor: str, *, op: str | None, size: int, locked: bool, on_progress=None
 ) -> list[str]:
     """:func:`upsert` ``entries`` ``size`` at a time in the caller's transaction, pipelined: a thread
-    prepares the next batch while the server applies this one (preparing is Python's work, a fifth
-    of a 1M load's time, with the server idle through it). ``locked``: the caller holds the table's
+    prepares the next batch while the server applies this one (preparing is Python's own work,
+    which the server would otherwise sit through). ``locked``: the caller holds the table's
     exclusive lock; its ids are read once (it holds fewer rows than the load) instead of looked up
     per batch (see :func:`_insert_copied`)."""
     known = {r["id"] for r in await conn.fetch("SELECT id FROM memories")} if locked else None
@@ -168,12 +168,12 @@ async def load(
 async def _apply(conn, batch: Prepared, actor: str, op: str | None, *, known: set[str] | None = None) -> list[str]:
     now = time.time()
     values, keep, firsts = batch.values, batch.keep, batch.firsts
-    if batch.records is not None:
+    logged = batch.records is not None  # the COPY path writes the inserts' ledger rows itself
+    if logged:
         inserted = await _insert_copied(conn, batch, op=op or "insert", actor=actor, at=now, known=known)
     else:
         fresh = [values[i] for i in firsts.values()]
         inserted = {r["id"] for r in await conn.fetch(_INSERT_NEW, *([v[c] for v in fresh] for c in COLUMNS))}
-    logged = batch.records is not None
     there = [i for i in firsts if i not in inserted]
     current = await _images(conn, there) if there else {}
     ops: list[str] = []
