@@ -27,7 +27,7 @@ from memory.config import ArcanaConfig
 from memory.sqlite.deadline import DEADLINE
 from memory.errors import InvalidRequestError, MemoryStorageError, NotFoundError
 from memory.home import Home
-from memory.promotion import global_copy, promotable
+from memory.promotion import ever_promotable, global_copy, promotable
 from memory.sqlite.admission import Audience
 from memory.stores import StoreKind, open_store, open_tier, server_url
 from memory.types import MemoryEntry, MemoryQuery
@@ -205,12 +205,17 @@ class GlobalCopies:
             DEADLINE.reset(token)
 
     async def follow(
-        self, before: MemoryEntry, after: MemoryEntry | None, edit: Edit, verb: str, *, first: bool = False
+        self, source: SQLiteAdapter, before: MemoryEntry, after: MemoryEntry | None, edit: Edit, verb: str,
+        *, first: bool = False,
     ) -> CopyChange | None:
-        """Bring the copy of ``before`` in line with ``after`` (None: purged); None when there is no copy to touch.
+        """Bring the copy of ``before`` (a memory of ``source``) in line with ``after`` (None: purged);
+        None when there is no copy to touch.
 
         ``first``: the agent's store is edited after this (a purge), so a copy
-        that cannot be reached leaves the agent's memory as it was.
+        that cannot be reached leaves the agent's memory as it was. An
+        unreachable tier fails the edit unless no version of the memory in
+        ``source``'s ledger was ever promotable: a run that failed after
+        lowering the importance must fail again, not report the copy gone.
         """
         if not self.may_hold_copies:
             return None
@@ -234,7 +239,7 @@ class GlobalCopies:
                 return CopyChange(self.TIER, "withdraw", bool(await store.withdraw([before.id])))
             return CopyChange(self.TIER, edit.op, await edit.on(store, before.id))
         except (MemoryStorageError, TimeoutError) as exc:
-            if copy is None and not at_stake:
+            if copy is None and not at_stake and not ever_promotable(await source.history(before.id)):
                 return None  # nothing of this memory can be there: the edit stands on its own
             state = "is still live, unchanged" if copy is not None else "may still be live"
             done = f"was not {verb}: " if first else f"was {verb} in the agent's store, but "
@@ -265,11 +270,11 @@ class MemoryEditor:
         change = None
         if edit.op == "purge" and self.copies is not None:
             # The copy first: once the row is gone a re-run could not find it to try the copy again.
-            change = await self.copies.follow(before, None, edit, verb or edit.op, first=True)
+            change = await self.copies.follow(self.store, before, None, edit, verb or edit.op, first=True)
         changed = await edit.on(self.store, entry_id)
         after = await _operator_get(self.store, entry_id)
         if edit.op != "purge" and self.copies is not None:
-            change = await self.copies.follow(before, after, edit, verb or edit.op)
+            change = await self.copies.follow(self.store, before, after, edit, verb or edit.op)
         report = EditReport(entry_id, changed, after)
         if change is not None:
             report.copies.append(change)
