@@ -169,7 +169,10 @@ class GlobalCopies:
         token = DEADLINE.set(time.monotonic() + self.timeout)
         try:
             store = await self._open()
-            mine = [i for i in entry_ids if (copy := await _operator_get(store, i)) and copy.agent_id == agent_id]
+            copies = await store.admitted_by_id(
+                MemoryQuery(agent_id=agent_id), entry_ids, audience=Audience.OPERATOR, include_archived=True
+            )
+            mine = list(copies)
             changed = await getattr(store, op)(mine) if mine else 0
             return CopyChange(self.TIER, op, bool(changed), count=changed)
         except (MemoryStorageError, TimeoutError) as exc:

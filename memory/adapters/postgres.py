@@ -310,12 +310,17 @@ class PostgresAdapter:
         tq = text_query(query.text)
         return [] if tq is None else await self._keyword(tq, where(query), limit)
 
-    async def admitted_by_id(self, query: MemoryQuery, entry_ids: Sequence[str]) -> dict[str, MemoryEntry]:
-        """Entries among ``entry_ids`` that pass admission and the query's filters, keyed by id.
+    async def admitted_by_id(
+        self, query: MemoryQuery, entry_ids: Sequence[str], *, audience: Audience = Audience.RECALL,
+        include_archived: bool = False,
+    ) -> dict[str, MemoryEntry]:
+        """Entries among ``entry_ids`` that pass admission (for ``audience``) and the query's filters, keyed by id.
 
-        Graph expansion's way in: a neighbour must pass exactly what a seed did.
+        Graph expansion's way in (a neighbour must pass exactly what a seed
+        did), and the operator's to many ids at once.
         """
-        rows = await self._call(_by_ids, list(entry_ids), where(query, start=2))
+        clause = where(query, audience=audience, include_archived=include_archived, start=2)
+        rows = await self._call(_by_ids, list(entry_ids), clause)
         return {r["id"]: _entry(r) for r in rows}
 
     async def get(
@@ -680,7 +685,7 @@ async def _prune(conn, policy: PrunePolicy, actor: str) -> PruneReport:
             policy.max_entries,
         ):
             victims[r["id"]] = None
-    ids = list(victims)
+    ids = policy.restrict(list(victims))
     report = PruneReport(scanned=scanned, dry_run=policy.dry_run, victim_ids=ids)
     if policy.dry_run:
         if policy.mode is PruneMode.ARCHIVE:

@@ -368,12 +368,16 @@ class SQLiteAdapter:
         clause = where(query)
         return await self.run(coverage, query.text, entry_id, clause.sql, clause.params, inline=True)
 
-    async def admitted_by_id(self, query: MemoryQuery, entry_ids: Sequence[str]) -> dict[str, MemoryEntry]:
-        """Entries among ``entry_ids`` that pass admission and the query's filters, keyed by id.
+    async def admitted_by_id(
+        self, query: MemoryQuery, entry_ids: Sequence[str], *, audience: Audience = Audience.RECALL,
+        include_archived: bool = False,
+    ) -> dict[str, MemoryEntry]:
+        """Entries among ``entry_ids`` that pass admission (for ``audience``) and the query's filters, keyed by id.
 
-        Graph expansion's way in: a neighbour must pass exactly what a seed did.
+        Graph expansion's way in (a neighbour must pass exactly what a seed
+        did), and the operator's to many ids at once.
         """
-        clause = where(query)
+        clause = where(query, audience=audience, include_archived=include_archived)
         rows = await self.run(admitted_rows, "id", list(entry_ids), clause.sql, clause.params, inline=True)
         return {r["id"]: row_to_entry(r) for r in rows}
 
@@ -592,7 +596,7 @@ def _prune_txn(raw, policy: PrunePolicy, actor: str) -> PruneReport:
             )
             for (mid,) in overflow:
                 victims[mid] = None
-        ids = list(victims)
+        ids = policy.restrict(list(victims))
         report = PruneReport(scanned=scanned, dry_run=policy.dry_run, victim_ids=ids)
         if policy.dry_run:  # counts say what would happen; nothing is written
             if policy.mode is PruneMode.ARCHIVE:
