@@ -258,6 +258,40 @@ def test_a_failed_withdrawal_fails_again_until_the_copy_is_gone(cli, home):
     assert recalled(cli, "ada", "heronlow") == {"heronlow"}  # still hers
 
 
+def test_an_import_never_undoes_an_operator_and_the_copies_follow_it(cli, home, tmp_path):
+    """An export taken before a hide, a forget and a purge, imported again, leaves all three as the
+    operator left them, in the agent's store and in the global tier; what the file does change
+    (a re-wording, a lowered importance) reaches the copies. The control memory stays recalled."""
+    ids = {}
+    for word in ("heronhid", "heronforgot", "heronpurged", "heronworded", "heronlowered"):
+        ids[word] = ok(cli("remember", f"fact {word}", "--agent", "ada", "--importance", "0.95", "--json"))["id"]
+    dump = tmp_path / "ada.jsonl"
+    assert cli("export", "--agent", "ada", "--output", str(dump)).exit_code == 0
+    ok(cli("memory", "set", ids["heronhid"], "--agent", "ada", "--visibility", "hidden", "--json"))
+    ok(cli("memory", "forget", ids["heronforgot"], "--agent", "ada", "--json"))
+    ok(cli("memory", "purge", ids["heronpurged"], "--agent", "ada", "--yes", "--json"))
+    lines = []
+    for line in dump.read_text(encoding="utf-8").splitlines():
+        record = json.loads(line)
+        memory = record.get("memory", {})
+        if memory.get("id") == ids["heronworded"]:
+            memory["content"] = "fact heronreworded"
+        if memory.get("id") == ids["heronlowered"]:
+            memory["importance"] = 0.5
+        lines.append(json.dumps(record))
+    dump.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+    report = ok(cli("import", str(dump), "--agent", "ada", "--json"))
+    assert report["kept_removed"] == 1 and report["copies_changed"] == 2, report
+    words = ("heronhid", "heronforgot", "heronpurged", "heronreworded", "heronworded", "heronlowered")
+    assert recalled(cli, "ada", *words) == {"heronreworded", "heronlowered"}
+    assert recalled(cli, "bob", *words) == {"heronreworded"}  # the lowered one's copy was withdrawn
+    listing = {m["id"]: m for m in ok(cli("memory", "list", "--agent", "ada", "--all", "--archived", "--json"))}
+    assert listing[ids["heronhid"]]["visibility"] == "hidden" and listing[ids["heronforgot"]]["archived"]
+    assert ids["heronpurged"] not in listing
+    assert ok(cli("import", str(dump), "--agent", "ada", "--json"))["ops"] == {"noop": 5}  # with the control
+
+
 def test_a_hidden_copy_never_reaches_the_model(cli, home, model_server):
     assert cli("agent", "create", "cleo").exit_code == 0
     added = cli("model", "add", "loop", "--provider", "ollama", "--base-url", model_server.url, "--model", "tiny", "--default")

@@ -256,6 +256,14 @@ class PostgresAdapter:
         """Remove promoted copies that no longer qualify (ledgered as ``withdraw``)."""
         return await self._call(mutations.delete, list(entry_ids), "withdraw", self.actor, transaction=True)
 
+    async def removed(self, entry_ids: Sequence[str]) -> set[str]:
+        """The ids among ``entry_ids`` that this store once held and removed (deleted, purged,
+        withdrawn) and does not hold again: an import must not bring them back."""
+        rows = await self._call(lambda conn: conn.fetch(
+            "SELECT DISTINCT l.memory_id FROM memory_ledger l WHERE l.memory_id = ANY($1::text[]) AND l.after IS NULL "
+            "AND NOT EXISTS (SELECT 1 FROM memories m WHERE m.id = l.memory_id)", list(entry_ids)))
+        return {r["memory_id"] for r in rows}
+
     async def supersede(self, old_ids: Sequence[str], new_id: str) -> list[str]:
         """End the current ``old_ids`` in favour of ``new_id`` (both ledgered); the ids actually ended."""
         return await self._call(mutations.supersede, list(old_ids), new_id, time.time(), self.actor, transaction=True)

@@ -21,6 +21,7 @@ from memory.promotion import promote
 from memory.sqlite.quarantine import quarantine_store
 from memory.sqlite import mutations, vectors
 from memory.sqlite.admission import Audience, where
+from memory.sqlite.batches import select_in
 from memory.sqlite.connection import (
     BUSY_TIMEOUT_MS,
     apply_pragmas,
@@ -273,6 +274,11 @@ class SQLiteAdapter:
         if await self._has_vectors():
             await self.ensure_vec()
         return await self.run(_delete_txn, list(entry_ids), op, self.actor, inline=len(entry_ids) <= INLINE_ROWS)
+
+    async def removed(self, entry_ids: Sequence[str]) -> set[str]:
+        """The ids among ``entry_ids`` that this store once held and removed (deleted, purged,
+        withdrawn) and does not hold again: an import must not bring them back."""
+        return await self.run(lambda raw: {r[0] for r in select_in(raw, _REMOVED, list(entry_ids))})
 
     async def archive(self, entry_ids: Sequence[str]) -> int:
         return await self._set(entry_ids, "archive", "archived = 1")
@@ -570,6 +576,12 @@ def _ordered(raw, clause_sql, params, limit):
 def _by_id(raw, entry_id, clause_sql, params):
     sql = f"SELECT {SELECT_COLUMNS}, m.seq FROM memories m WHERE m.id = ? AND {clause_sql}"
     return raw.execute(sql, (entry_id, *params)).fetchall()
+
+
+_REMOVED = (
+    "SELECT DISTINCT l.memory_id FROM memory_ledger l WHERE l.memory_id IN ({marks}) AND l.after IS NULL "
+    "AND NOT EXISTS (SELECT 1 FROM memories m WHERE m.id = l.memory_id)"
+)
 
 
 def _by_prefix(raw, pattern, clause_sql, params, limit):
