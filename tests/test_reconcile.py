@@ -386,3 +386,32 @@ def test_a_restatement_with_the_global_tier_locked_still_reinforces_and_says_so(
     assert _global_copy(cli, first["id"])["importance"] == pytest.approx(0.92)  # honestly stale, as the warning said
     events = [json.loads(line) for line in arcana_home.audit_log.read_text().splitlines()]
     assert any(e.get("event") == "reconcile_live_copy" and e.get("memory_id") for e in events)
+
+
+async def test_a_reconciled_import_embeds_its_batch_for_the_candidate_search_in_one_call(arcana_home, embed_server, offline_embedder):
+    """remember --from's path decides with vectors (an update found by meaning) without one embed call per line."""
+    import asyncio
+
+    from memory.bulk import parse, remember_many
+    from memory.embedding.gateway import EmbeddingGateway
+    from memory.embedding.ollama import OllamaEmbedder
+    from memory.federation.assembly import build_federation
+
+    server = embed_server({"all-minilm": lambda texts: asyncio.run(offline_embedder.embed(list(texts)))})
+    gateway = EmbeddingGateway([OllamaEmbedder("all-minilm", url=server.url)])
+    federation = await build_federation("vec", home=arcana_home, embedding=gateway, global_tier=False)
+    try:
+        berlin = await federation.write(MemoryEntry(agent_id="vec", content="I live in Berlin."))
+        lines = [json.dumps({"content": f"Note {i}: the {word} is on the shelf."}) for i, word in
+                 enumerate(("atlas", "kettle", "lamp", "radio", "violin", "compass", "teapot", "globe", "clock", "vase"))]
+        lines.append(json.dumps({"content": "I moved to Lisbon last month."}))
+        before = len(server.requests)
+        report = await remember_many(federation, parse(lines, "vec"))
+        calls = server.requests[before:]
+        assert report.decisions == {"add": 10, "noop": 0, "update": 1, "delete": 0}
+        assert len(calls) <= 3, [len(c["input"]) for c in calls]  # the primed batch, the write (its context texts)
+        assert max(len(c["input"]) for c in calls) == len(lines)
+        old = await federation.reconciler.store.get(berlin.entry_id, audience=Audience.OPERATOR)
+        assert old.superseded_by is not None and old.valid_to is not None
+    finally:
+        await federation.aclose()
