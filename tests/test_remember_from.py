@@ -162,3 +162,25 @@ def test_an_import_with_no_reconcile_stores_every_line_as_given(cli, tmp_path):
     assert report["decisions"] == {"add": 0, "noop": 0, "update": 0, "delete": 0} and report["written"] == 2
     stored = {m["id"] for m in json.loads(cli("memory", "list", "--agent", "ada", "--json").stdout)}
     assert len(stored) == 3 and first["id"] in stored  # Berlin still current; the restatement is its own row
+
+
+@pytest.mark.usefixtures("no_embedder")
+def test_lines_of_one_file_reconcile_with_each_other_in_the_order_they_were_said(cli, tmp_path):
+    lines = [
+        {"content": "I moved to Lisbon last month.", "created_at": "2024-03-01T10:00:00Z"},  # said second
+        {"content": "I live in Berlin.", "created_at": "2024-01-01T10:00:00Z"},
+        {"content": "The office wifi password is kestrel42.", "session": "a", "created_at": "2024-01-02T10:00:00Z"},
+        {"content": "The office wifi password is kestrel42.", "session": "b", "created_at": "2024-02-02T10:00:00Z"},
+        {"content": "My sister lives in Porto.", "created_at": "2024-01-03T10:00:00Z"},  # near but different
+    ]
+    source = _file(tmp_path, lines)
+    report = json.loads(_import(cli, source).stdout)
+    assert report["decisions"] == {"add": 3, "noop": 1, "update": 1, "delete": 0}
+    current = _listed(cli)
+    assert set(current) == {"I moved to Lisbon last month.", "The office wifi password is kestrel42.", "My sister lives in Porto."}
+    assert current["The office wifi password is kestrel42."]["importance"] == pytest.approx(0.55)
+    berlin = [m for m in json.loads(cli("memory", "list", "--agent", "ada", "--all", "--json").stdout) if "Berlin" in m["content"]]
+    assert [m["superseded_by"] for m in berlin] == [current["I moved to Lisbon last month."]["id"]]
+    again = json.loads(_import(cli, source).stdout)
+    assert (again["written"], again["unchanged"], sum(again["decisions"].values())) == (0, 5, 0)
+    assert _listed(cli) == current

@@ -414,14 +414,19 @@ class VectorAdapter:
         """Can a semantic search run now (vectors indexed, sqlite-vec loaded, a compatible embedder)?"""
         return isinstance(await self._searchable(), tuple)
 
-    async def prime(self, texts: Sequence[str]) -> None:
+    async def prime(self, texts: Sequence[str]) -> dict[str, list[float]]:
         """Embed ``texts`` in one call for the :meth:`similar` calls about to ask for them (a batch
-        being reconciled); replaces what an earlier batch primed. Nothing when semantic search cannot run."""
+        being reconciled), replacing what an earlier batch primed; returns them by text ({} when
+        semantic search cannot run)."""
         self._primed = {}
         ready = await self._searchable()
-        if isinstance(ready, tuple) and texts:
-            embedder = ready[0]
-            self._primed = dict(zip(((embedder.model_name, t) for t in texts), await embedder.embed(list(texts)), strict=True))
+        if not isinstance(ready, tuple) or not texts:
+            return {}
+        embedder = ready[0]
+        unique = list(dict.fromkeys(texts))
+        vectors = dict(zip(unique, await embedder.embed(unique), strict=True))
+        self._primed = {(embedder.model_name, t): v for t, v in vectors.items()}
+        return vectors
 
     async def similar(self, query: MemoryQuery, limit: int, min_similarity: float) -> list[MemoryEntry]:
         """Admitted nearest neighbours of ``query.text`` at cosine >= ``min_similarity``, scored by cosine.

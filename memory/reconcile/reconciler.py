@@ -20,21 +20,15 @@ from typing import Any
 
 from memory.errors import NotFoundError
 from memory.operator_edits import Edit, EditReport, LiveCopyError, MemoryEditor
-from memory.reconcile import entities, restatements
+from memory.reconcile import entities
 from memory.reconcile.candidates import find_candidates
 from memory.reconcile.heuristic import Candidate, Decision, DecisionKind, decide
 from memory.reconcile.settings import ReconcileSettings
 from memory.reconcile.slots import Fact, Subject, get_slots, parse, slot_languages
-from memory.sqlite.admission import Audience
 from memory.types import ConfidenceSource, MemoryEntry, MemoryScope
 
 REINFORCE_STEP = 0.05
 _ASSERTED = (ConfidenceSource.AGENT, ConfidenceSource.INFERRED)
-
-
-async def _stored(store: Any, entry_id: str) -> bool:
-    """Is ``entry_id`` in ``store`` in any state (hidden, archived, superseded)? An operator read."""
-    return await store.get(entry_id, audience=Audience.OPERATOR, include_archived=True) is not None
 
 
 def _resolved(fact: Fact, key: str) -> Fact:
@@ -92,73 +86,10 @@ class Reconciler:
         return report
 
     async def write_many(self, entries: list[MemoryEntry], fan_out_many: Callable[[list[MemoryEntry]], Awaitable[Any]]) -> Any:
-        """:meth:`write` for a batch (``remember --from``), all adds, updates and deletes in one ``fan_out_many``.
+        """:meth:`write` for a batch (``remember --from``): see :func:`memory.reconcile.batch.write_many`."""
+        from memory.reconcile.batch import write_many
 
-        An entry whose id the store already holds (in any state: a re-run of
-        the same import) is not decided again, only upserted by id as before,
-        so a re-run reinforces nothing. The others are decided against the
-        store as it was before the batch; their texts are embedded for that in
-        one call (:meth:`VectorAdapter.prime`). Returns the fan-out's
-        :class:`BatchWriteReport` with ``decisions`` counted and ``warnings``.
-        """
-        from memory.federation.federation import BatchWriteReport, WriteReport
-
-        if self.settings.strategy == "off":
-            report = await fan_out_many(entries) if entries else BatchWriteReport()
-            report.decisions[DecisionKind.ADD.value] += len(entries)
-            return report
-        done = await self.store.run(restatements.recorded, [e.id for e in entries])
-        known = [e for e in entries if e.id not in done and await _stored(self.store, e.id)]
-        skip = done | {e.id for e in known}
-        new = [e for e in entries if e.id not in skip]
-        private = [e for e in new if e.scope is MemoryScope.PRIVATE]
-        if self.vectors is not None and private:
-            await self._quietly(self.vectors.prime([e.content for e in private]), private[0])
-        decided: list[tuple[MemoryEntry, Decision, list[Subject]]] = []
-        reinforced: list[Any] = []
-        for entry in new:
-            if entry.scope is not MemoryScope.PRIVATE:
-                decided.append((entry, Decision(reason="not a private memory"), []))
-                continue
-            try:
-                decision, candidates, subjects = await self.decide(entry)
-            except Exception as exc:  # as in write(): never a reason to lose a write
-                self._audit("reconcile_fallback", entry, f"{type(exc).__name__}: {exc}")
-                decision, candidates, subjects = Decision(reason="reconciliation failed: added"), {}, []
-            if decision.kind is DecisionKind.NOOP:
-                single = await self._reinforce(entry, decision, candidates)
-                if single is not None:
-                    await self.store.run(restatements.record, entry.id, single.entry_id)
-                    reinforced.append(single)
-                    continue
-                decision = Decision(reason="the restated memory is gone: added")
-            if decision.conflict_with:
-                entry = entry.model_copy(update={"conflict_with": decision.conflict_with})
-            decided.append((entry, decision, subjects))
-        written = known + [e for e, _, _ in decided]
-        report = await fan_out_many(written) if written else BatchWriteReport()
-        for single in reinforced:
-            report.decisions[DecisionKind.NOOP.value] += 1
-            report.warnings += single.warnings
-        for entry_id in done:
-            report.changed[entry_id] = False  # restated on an earlier run: nothing to do again
-        stored = "private" in report.accepted
-        for entry, decision, subjects in decided:
-            report.decisions[decision.kind.value] += 1
-            if not stored:
-                continue
-            if decision.targets:
-                single = WriteReport(entry.id)
-                await self._supersede(decision.targets, entry, single)
-                report.warnings += single.warnings
-            await self._link(entry, subjects)
-        return report
-
-    async def _quietly(self, step: Awaitable[Any], entry: MemoryEntry) -> None:
-        try:
-            await step
-        except Exception as exc:  # priming only saves time: each decision embeds on its own instead
-            self._audit("reconcile_fallback", entry, f"{type(exc).__name__}: {exc}")
+        return await write_many(self, entries, fan_out_many)
 
     async def _reinforce(self, entry: MemoryEntry, decision: Decision, candidates: dict) -> Any | None:
         """The noop: reinforce the restated memory here and its global copy (promoting it when it
@@ -202,8 +133,14 @@ class Reconciler:
             await editor.aclose()
         return applied
 
-    async def decide(self, entry: MemoryEntry) -> tuple[Decision, dict[str, MemoryEntry], list[Subject]]:
-        """The decision for ``entry``, the candidates by id, and the subjects it is about (to link)."""
+    async def decide(
+        self, entry: MemoryEntry, earlier: Any | None = None
+    ) -> tuple[Decision, dict[str, MemoryEntry], list[Subject]]:
+        """The decision for ``entry``, the candidates by id, and the subjects it is about (to link).
+
+        ``earlier`` (a :class:`memory.reconcile.batch.Earlier`) adds the lines of
+        the same import decided before this one, not yet in the store.
+        """
         parsed, norm = parse(entry.content, self.patterns)
         words = " ".join(
             [self.patterns.attribute_words.get(f.attribute, "") for f, _ in parsed]
@@ -213,6 +150,8 @@ class Reconciler:
             self.store, self.vectors, entry, words,
             limit=self.settings.candidates, min_similarity=self.settings.min_similarity,
         )
+        if earlier is not None:
+            found += earlier.candidates(entry, parsed, norm, {e.id for e, _ in found}, self.settings.candidates)
         by_id = {e.id: e for e, _ in found}
         if not found:
             return Decision(reason="no similar memory"), by_id, [s for _, s in parsed]
