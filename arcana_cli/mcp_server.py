@@ -277,7 +277,7 @@ def build_server(tools: MemoryTools, *, read_only: bool = False):
         importance: Annotated[float, Field(ge=0.0, le=1.0, description="0..1 (an agent's own memory is capped below the promotion threshold: it stays in its tier).")] = 0.5,
         tags: Annotated[list[str] | None, Field(description="Tags.")] = None,
         pin: Annotated[bool, Field(description="Pin: never pruned, ranked first.")] = False,
-        scope: Annotated[Literal["private", "shared", "global"] | None, Field(description="private (default), shared (needs pool) or global.")] = None,
+        scope: Annotated[Literal["private", "shared"] | None, Field(description="private (default) or shared (needs pool). Not global: that tier holds what users state and operators write, never an agent's own claim.")] = None,
         pool: Annotated[str | None, Field(description="Shared pool to write to.")] = None,
     ) -> dict[str, Any]:
         return await tools.remember(content, type, importance, tags, pin, scope, pool)

@@ -21,6 +21,7 @@ from typing import IO, Any
 from pydantic import ValidationError
 
 from memory.errors import ImportFormatError, MemoryStorageError
+from memory.operator_edits import GlobalCopies, keep_restrictions
 from memory.sqlite.admission import Audience, where
 from memory.sqlite.batches import select_in
 from memory.sqlite.connection import transaction
@@ -70,6 +71,8 @@ class ImportReport:
     bad: list[tuple[str, str]] = field(default_factory=list)  # (line N or file, why)
     strict_refused: bool = False
     embed_notice: str | None = None
+    kept_removed: int = 0  # memories this store had deleted or purged: they stay gone
+    copies_changed: int = 0  # global copies rewritten or withdrawn to match
 
     def as_dict(self) -> dict:
         return {
@@ -80,6 +83,8 @@ class ImportReport:
             "history_rows_not_replayed": self.history_rows_skipped,
             "bad": [{"where": w, "error": e} for w, e in self.bad],
             "imported": not self.strict_refused,
+            "kept_removed": self.kept_removed,
+            "copies_changed": self.copies_changed,
             "embed_notice": self.embed_notice,
         }
 
@@ -290,8 +295,16 @@ async def import_records(
     gateway: Any = None,
     on_progress: Callable[[int], None] | None = None,
     reopen: Callable[[], Iterable[tuple[str, dict | str]]] | None = None,
+    copies: GlobalCopies | None = None,
 ) -> ImportReport:
     """Upsert every good record into ``store`` as ``target``; report bad ones by where they are.
+
+    An import never undoes an operator: a row it updates keeps a stricter
+    visibility and its archive (:func:`keep_restrictions`), a memory this
+    store deleted, purged or withdrew stays gone, and with ``copies`` (an
+    agent's store) the global copies of the memories it changes follow
+    first. New memories are not promoted: an import restores, it does not
+    re-decide what the agent shares.
 
     ``strict`` validates everything first (``reopen`` gives the records again)
     and writes nothing when any is bad. Vectors that came with the file are
@@ -314,7 +327,17 @@ async def import_records(
     page = server.PAGE if server else PAGE
 
     async def flush() -> None:
+        removed = await store.removed([entry.id for entry, _ in batch])
+        report.kept_removed += sum(entry.id in removed for entry, _ in batch)
+        batch[:] = [(entry, vector) for entry, vector in batch if entry.id not in removed]
+        stored = await store.admitted_by_id(
+            MemoryQuery(), [entry.id for entry, _ in batch], audience=Audience.OPERATOR, include_archived=True
+        )
+        batch[:] = [(keep_restrictions(stored[e.id], e) if e.id in stored else e, v) for e, v in batch]
         entries = [entry for entry, _ in batch]
+        if copies is not None:
+            change = await copies.mirror(store, [e for e in entries if e.id in stored], "imported")
+            report.copies_changed += change.count if change is not None else 0
         ops = await (server.write(store, entries) if server else store.run(_import_txn, entries, store.actor))
         for op in ops:
             report.ops[op] = report.ops.get(op, 0) + 1

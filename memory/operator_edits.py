@@ -27,10 +27,10 @@ from memory.config import ArcanaConfig
 from memory.sqlite.deadline import DEADLINE
 from memory.errors import InvalidRequestError, MemoryStorageError, NotFoundError
 from memory.home import Home
-from memory.promotion import global_copy, promotable
+from memory.promotion import ever_promotable, global_copy, promotable
 from memory.sqlite.admission import Audience
 from memory.stores import StoreKind, open_store, open_tier, server_url
-from memory.types import MemoryEntry, MemoryQuery
+from memory.types import MemoryEntry, MemoryQuery, Visibility
 
 MUTATORS = (
     "archive", "restore", "purge", "set_visibility", "set_pinned", "update", "make_current", "supersede", "reinforce"
@@ -114,6 +114,21 @@ async def resolve(store: SQLiteAdapter, prefix: str) -> MemoryEntry:
     raise NotFoundError(f"no memory with id '{prefix}'")
 
 
+_RESTRICTION = {Visibility.VISIBLE: 0, Visibility.PRIVATE: 1, Visibility.HIDDEN: 2}
+
+
+def keep_restrictions(stored: MemoryEntry, incoming: MemoryEntry) -> MemoryEntry:
+    """``incoming`` for a row that ``stored`` already is, never less restricted: the stricter
+    visibility, archived if either is. An import of a file written before an operator hid or
+    archived a memory must not undo that; lifting one is ``memory set`` / ``memory restore``."""
+    visibility = max(
+        (v for v in (stored.visibility, incoming.visibility) if v is not None),
+        key=_RESTRICTION.__getitem__,
+        default=None,
+    )
+    return incoming.model_copy(update={"visibility": visibility, "archived": stored.archived or incoming.archived})
+
+
 class GlobalCopies:
     """The global tier as seen from one agent's memories: the copies its promotion made.
 
@@ -175,7 +190,10 @@ class GlobalCopies:
         token = DEADLINE.set(time.monotonic() + self.timeout)
         try:
             store = await self._open()
-            mine = [i for i in entry_ids if (copy := await _operator_get(store, i)) and copy.agent_id == agent_id]
+            copies = await store.admitted_by_id(
+                MemoryQuery(agent_id=agent_id), entry_ids, audience=Audience.OPERATOR, include_archived=True
+            )
+            mine = list(copies)
             changed = await getattr(store, op)(mine) if mine else 0
             return CopyChange(self.TIER, op, bool(changed), count=changed)
         except (MemoryStorageError, TimeoutError) as exc:
@@ -183,6 +201,43 @@ class GlobalCopies:
                 f"{len(entry_ids)} memories are to be {verb} in the agent's store, but the global tier at "
                 f"{self.path} could not be reached ({exc}), so their copies may still be live; nothing was "
                 "changed in the agent's store: run the same command again once the global tier is reachable"
+            ) from exc
+        finally:
+            DEADLINE.reset(token)
+
+    async def mirror(self, source: SQLiteAdapter, entries: Sequence[MemoryEntry], verb: str) -> CopyChange | None:
+        """Bring the copies of ``entries`` (what memories of ``source`` are about to become) in line
+        first: rewritten, never less restricted than they are, or withdrawn when no longer promotable.
+
+        Before ``source`` changes, so a tier that cannot be reached leaves
+        the agent's memories as they were (:class:`LiveCopyError`) unless
+        none of them was ever promotable; None when nothing was there.
+        """
+        if not entries or not self.may_hold_copies:
+            return None
+        token = DEADLINE.set(time.monotonic() + self.timeout)
+        try:
+            store = await self._open()
+            by_agent: dict[str, list[MemoryEntry]] = {}
+            for entry in entries:
+                by_agent.setdefault(entry.agent_id, []).append(entry)
+            changed = 0
+            for agent_id, mine in by_agent.items():
+                copies = await store.admitted_by_id(
+                    MemoryQuery(agent_id=agent_id), [e.id for e in mine], audience=Audience.OPERATOR, include_archived=True
+                )
+                gone = [e.id for e in mine if e.id in copies and not promotable(e)]
+                kept = [keep_restrictions(copies[e.id], global_copy(e)) for e in mine if e.id in copies and promotable(e)]
+                changed += await store.withdraw(gone) if gone else 0
+                changed += sum(op != "noop" for op in (await store.write_many(kept) if kept else []))
+            return CopyChange(self.TIER, "update", bool(changed), count=changed) if changed else None
+        except (MemoryStorageError, TimeoutError) as exc:
+            if not any([ever_promotable(await source.history(e.id)) for e in entries]):
+                return None  # nothing of these memories can be there
+            raise LiveCopyError(
+                f"{len(entries)} memories are to be {verb} in the agent's store, but the global tier at {self.path} "
+                f"could not be reached ({exc}), so their copies would be left as they were; nothing was changed in "
+                "the agent's store: run the same command again once the global tier is reachable"
             ) from exc
         finally:
             DEADLINE.reset(token)
@@ -211,12 +266,17 @@ class GlobalCopies:
             DEADLINE.reset(token)
 
     async def follow(
-        self, before: MemoryEntry, after: MemoryEntry | None, edit: Edit, verb: str, *, first: bool = False
+        self, source: SQLiteAdapter, before: MemoryEntry, after: MemoryEntry | None, edit: Edit, verb: str,
+        *, first: bool = False,
     ) -> CopyChange | None:
-        """Bring the copy of ``before`` in line with ``after`` (None: purged); None when there is no copy to touch.
+        """Bring the copy of ``before`` (a memory of ``source``) in line with ``after`` (None: purged);
+        None when there is no copy to touch.
 
         ``first``: the agent's store is edited after this (a purge), so a copy
-        that cannot be reached leaves the agent's memory as it was.
+        that cannot be reached leaves the agent's memory as it was. An
+        unreachable tier fails the edit unless no version of the memory in
+        ``source``'s ledger was ever promotable: a run that failed after
+        lowering the importance must fail again, not report the copy gone.
         """
         if not self.may_hold_copies:
             return None
@@ -240,7 +300,7 @@ class GlobalCopies:
                 return CopyChange(self.TIER, "withdraw", bool(await store.withdraw([before.id])))
             return CopyChange(self.TIER, edit.op, await edit.on(store, before.id))
         except (MemoryStorageError, TimeoutError) as exc:
-            if copy is None and not at_stake:
+            if copy is None and not at_stake and not ever_promotable(await source.history(before.id)):
                 return None  # nothing of this memory can be there: the edit stands on its own
             state = "is still live, unchanged" if copy is not None else "may still be live"
             done = f"was not {verb}: " if first else f"was {verb} in the agent's store, but "
@@ -271,11 +331,11 @@ class MemoryEditor:
         change = None
         if edit.op == "purge" and self.copies is not None:
             # The copy first: once the row is gone a re-run could not find it to try the copy again.
-            change = await self.copies.follow(before, None, edit, verb or edit.op, first=True)
+            change = await self.copies.follow(self.store, before, None, edit, verb or edit.op, first=True)
         changed = await edit.on(self.store, entry_id)
         after = await _operator_get(self.store, entry_id)
         if edit.op != "purge" and self.copies is not None:
-            change = await self.copies.follow(before, after, edit, verb or edit.op)
+            change = await self.copies.follow(self.store, before, after, edit, verb or edit.op)
         report = EditReport(entry_id, changed, after)
         if change is not None:
             report.copies.append(change)

@@ -156,11 +156,13 @@ async def replayable(session: Session, memory: MemoryAdapter, limit: int) -> lis
     return kept[::-1]
 
 
-async def replay_exclusions(session: Session, store: SQLiteAdapter) -> dict[int, dict[str, str]]:
-    """For an operator: every turn (by index) a replay leaves out, with the memory and why — never its text."""
+async def replay_exclusions(session: Session, memory: MemoryAdapter, store: SQLiteAdapter) -> dict[int, dict[str, str]]:
+    """For an operator: every turn (by index) a replay through ``memory`` (the agent's federation, as
+    ``arcana run`` replays) leaves out, with the memory and why — never its text. ``store`` is the
+    agent's private store, which says why for its own memories."""
     excluded = {}
     for index, turn in enumerate(session.turns):
-        memory_id = await left_out_by(turn, store)
+        memory_id = await left_out_by(turn, memory)
         if memory_id is not None:
             excluded[index] = {"memory_id": memory_id, "reason": await _why_not_admitted(store, memory_id)}
     return excluded
@@ -171,7 +173,7 @@ async def _why_not_admitted(store: SQLiteAdapter, memory_id: str) -> str:
 
     entry = await store.get(memory_id, audience=Audience.OPERATOR, include_archived=True)
     if entry is None:
-        return "purged"
+        return "purged" if memory_id in await store.removed([memory_id]) else "not admitted by the shared tier holding it"
     if entry.visibility not in (None, Visibility.VISIBLE):
         return entry.visibility.value
     return "archived" if entry.archived else "not admitted"

@@ -183,6 +183,11 @@ class PrunePolicy(BaseModel):
     max_entries: int | None = Field(default=None, ge=0)
     mode: PruneMode = PruneMode.ARCHIVE
     dry_run: bool = False
+    within: frozenset[str] | None = Field(default=None, exclude=True)
+    """Only these ids may go: a prune whose copies were followed first removes no more than it planned."""
+
+    def restrict(self, victims: list[str]) -> list[str]:
+        return victims if self.within is None else [v for v in victims if v in self.within]
 
     @model_validator(mode="after")
     def _has_a_rule(self) -> PrunePolicy:

@@ -355,7 +355,9 @@ async def test_an_agents_remember_never_promotes_to_global(arcana_home):
     arcana("remember", "fact MCPHERON the user said it", "--agent", "ada", "--importance", "0.95")
     async with session("--agent", "ada") as client:
         failed, answer = await call(client, "remember", content="fact MCPHERON the agent claims it", importance=1.0)
+        refused, why = await call(client, "remember", content="fact MCPHERON the agent posts it", scope="global")
     assert not failed and answer["accepted"] == ["private"]
+    assert refused and "scope" in str(why)  # not written straight into the global tier either
     seen = {r["content"] for r in json.loads(arcana("recall", "MCPHERON", "--agent", "bob", "--json"))["results"]}
     assert seen == {"fact MCPHERON the user said it"}
     mine = {r["content"] for r in json.loads(arcana("recall", "MCPHERON", "--agent", "ada", "--json"))["results"]}

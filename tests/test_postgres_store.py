@@ -30,6 +30,7 @@ from memory.types import MemoryEntry, MemoryQuery, MemoryScope, MemoryType, Retr
 from test_ledger import MUTATORS
 from test_prune import (  # noqa: F401  (imported tests and their fixture run on both engines)
     ten,
+    test_a_planned_prune_removes_no_more_than_it_planned,
     test_a_second_archive_prune_finds_nothing,
     test_archive_hides_keeps_and_restores,
     test_floor_and_cap_compose_into_one_victim_set,

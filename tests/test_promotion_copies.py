@@ -9,6 +9,7 @@ import json
 import subprocess
 import sys
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import pytest
@@ -194,8 +195,9 @@ async def test_every_core_mutator_reaches_the_copy(arcana_home):
         await store.aclose()
 
 
-def test_a_locked_global_tier_fails_the_edit_naming_the_live_copy(cli, home):
-    memory_id = ok(cli("remember", "fact heronlock", "--agent", "ada", "--importance", "0.95", "--json"))["id"]
+@contextmanager
+def global_locked(home):
+    """Another process holds the global tier's write lock until the block ends."""
     holder = subprocess.Popen(
         [sys.executable, "-c",
          "import sys\nfrom memory.sqlite.connection import dbapi\n"
@@ -205,6 +207,15 @@ def test_a_locked_global_tier_fails_the_edit_naming_the_live_copy(cli, home):
     )
     try:
         assert holder.stdout.readline().strip() == "locked"
+        yield
+    finally:
+        holder.stdin.close()
+        holder.wait(timeout=10)
+
+
+def test_a_locked_global_tier_fails_the_edit_naming_the_live_copy(cli, home):
+    memory_id = ok(cli("remember", "fact heronlock", "--agent", "ada", "--importance", "0.95", "--json"))["id"]
+    with global_locked(home):
         started = time.monotonic()
         refused = cli("memory", "set", memory_id, "--agent", "ada", "--visibility", "hidden")
         assert time.monotonic() - started < 10  # the 1.5 s write budget bounds the lock wait (SQLite's own is 30 s)
@@ -215,9 +226,6 @@ def test_a_locked_global_tier_fails_the_edit_naming_the_live_copy(cli, home):
         kept = cli("memory", "purge", memory_id, "--agent", "ada", "--yes")  # the copy first, or a re-run finds nothing
         assert kept.exit_code == exit_codes.STORAGE and f"memory {memory_id} was not purged" in kept.stderr
         assert ok(cli("memory", "show", memory_id, "--agent", "ada", "--json"))["id"] == memory_id
-    finally:
-        holder.stdin.close()
-        holder.wait(timeout=10)
     assert recalled(cli, "bob", "heronlock") == {"heronlock"}  # honestly still live, as the error said
     again = ok(cli("memory", "set", memory_id, "--agent", "ada", "--visibility", "hidden", "--json"))
     assert again["copies"] == [{"tier": "global", "op": "update", "changed": True}]
@@ -227,6 +235,62 @@ def test_a_locked_global_tier_fails_the_edit_naming_the_live_copy(cli, home):
     assert broken.exit_code == exit_codes.STORAGE and "may still be live" in broken.stderr
     unpromoted = ok(cli("remember", "fact heronlow", "--agent", "ada", "--json"))["id"]  # never promoted
     assert ok(cli("memory", "forget", unpromoted, "--agent", "ada", "--json"))["changed"] is True
+
+
+def test_a_failed_withdrawal_fails_again_until_the_copy_is_gone(cli, home):
+    """Lowering the importance withdraws the copy; with the global tier unreadable that fails, and so
+    must every re-run while it stays so, though the memory is no longer promotable (it was, once)."""
+    memory_id = ok(cli("remember", "fact heronlow", "--agent", "ada", "--importance", "0.95", "--json"))["id"]
+    never = ok(cli("remember", "fact heronnever", "--agent", "ada", "--importance", "0.5", "--json"))["id"]
+    assert not home.global_db.with_name("global.db-wal").exists()  # every write is in the file itself
+    intact = home.global_db.read_bytes()
+    corrupt_file(home.global_db)
+    for attempt in range(2):
+        refused = cli("memory", "set", memory_id, "--agent", "ada", "--importance", "0.5")
+        assert refused.exit_code == exit_codes.STORAGE, (attempt, refused.output)
+        assert "may still be live" in refused.stderr
+    # control: a memory that was never promotable has no copy to wait for
+    assert ok(cli("memory", "set", never, "--agent", "ada", "--tag", "x", "--json"))["tags"] == ["x"]
+    home.global_db.write_bytes(intact)
+    assert recalled(cli, "bob", "heronlow") == {"heronlow"}  # honestly still live, as the errors said
+    again = ok(cli("memory", "set", memory_id, "--agent", "ada", "--importance", "0.5", "--json"))
+    assert again["copies"] == [{"tier": "global", "op": "withdraw", "changed": True}]
+    assert recalled(cli, "bob", "heronlow") == set()
+    assert recalled(cli, "ada", "heronlow") == {"heronlow"}  # still hers
+
+
+def test_an_import_never_undoes_an_operator_and_the_copies_follow_it(cli, home, tmp_path):
+    """An export taken before a hide, a forget and a purge, imported again, leaves all three as the
+    operator left them, in the agent's store and in the global tier; what the file does change
+    (a re-wording, a lowered importance) reaches the copies. The control memory stays recalled."""
+    ids = {}
+    for word in ("heronhid", "heronforgot", "heronpurged", "heronworded", "heronlowered"):
+        ids[word] = ok(cli("remember", f"fact {word}", "--agent", "ada", "--importance", "0.95", "--json"))["id"]
+    dump = tmp_path / "ada.jsonl"
+    assert cli("export", "--agent", "ada", "--output", str(dump)).exit_code == 0
+    ok(cli("memory", "set", ids["heronhid"], "--agent", "ada", "--visibility", "hidden", "--json"))
+    ok(cli("memory", "forget", ids["heronforgot"], "--agent", "ada", "--json"))
+    ok(cli("memory", "purge", ids["heronpurged"], "--agent", "ada", "--yes", "--json"))
+    lines = []
+    for line in dump.read_text(encoding="utf-8").splitlines():
+        record = json.loads(line)
+        memory = record.get("memory", {})
+        if memory.get("id") == ids["heronworded"]:
+            memory["content"] = "fact heronreworded"
+        if memory.get("id") == ids["heronlowered"]:
+            memory["importance"] = 0.5
+        lines.append(json.dumps(record))
+    dump.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+    report = ok(cli("import", str(dump), "--agent", "ada", "--json"))
+    assert report["kept_removed"] == 1 and report["copies_changed"] == 2, report
+    words = ("heronhid", "heronforgot", "heronpurged", "heronreworded", "heronworded", "heronlowered")
+    assert recalled(cli, "ada", *words) == {"heronreworded", "heronlowered"}
+    assert recalled(cli, "bob", *words) == {"heronreworded"}  # the lowered one's copy was withdrawn
+    listing = {m["id"]: m for m in ok(cli("memory", "list", "--agent", "ada", "--all", "--archived", "--json"))}
+    assert listing[ids["heronhid"]]["visibility"] == "hidden" and listing[ids["heronforgot"]]["archived"]
+    assert ids["heronpurged"] not in listing
+    assert ok(cli("import", str(dump), "--agent", "ada", "--json"))["ops"] == {"noop": 5}  # with the control
 
 
 def test_a_hidden_copy_never_reaches_the_model(cli, home, model_server):

@@ -56,6 +56,21 @@ async def test_floor_and_cap_compose_into_one_victim_set(store, ten, floor, cap,
     assert (await store.get(pinned.id)).pinned  # untouched and still recalled
 
 
+async def test_a_planned_prune_removes_no_more_than_it_planned(store, ten):
+    """What maintenance/prune.py relies on: copies followed for the plan, then exactly the plan pruned;
+    a row that became a victim since stays for the next prune."""
+    entries, _ = ten
+    planned = (await store.prune(PrunePolicy(min_importance=0.3, dry_run=True))).victim_ids
+    late = entry("prune probe late", importance=0.05)
+    await store.write(late)
+    report = await store.prune(PrunePolicy(min_importance=0.3, within=frozenset(planned)))
+    assert sorted(report.victim_ids) == sorted(planned) and report.archived == 3
+    assert await store.get(late.id) is not None  # the late victim is still live
+    assert [await store.get(i) for i in planned] == [None] * 3  # and the plan went
+    assert PrunePolicy(min_importance=0.3, within=frozenset(planned)).model_dump() == PrunePolicy(min_importance=0.3).model_dump()
+    assert late.id in (await store.prune(PrunePolicy(min_importance=0.3))).victim_ids
+
+
 async def test_archive_hides_keeps_and_restores(store, ten):
     entries, _ = ten
     report = await store.prune(PrunePolicy(min_importance=0.3))

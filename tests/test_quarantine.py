@@ -70,9 +70,18 @@ def _live_rows(db: Path) -> dict[str, tuple]:
 def _ledger_actors(db: Path) -> list[str]:
     raw = dbapi().connect(str(db))
     try:
-        return [r[0] for r in raw.execute("SELECT actor FROM memory_ledger WHERE op = 'insert'")]
+        return [r[0] for r in raw.execute("SELECT actor FROM memory_ledger WHERE op = 'quarantine_restore'")]
     finally:
         raw.close()
+
+
+async def _write_then_purge(agent_id: str, home, entry) -> None:
+    store = SQLiteAdapter.for_agent(agent_id, home=home)
+    try:
+        await store.write(entry)
+        assert await store.purge([entry.id]) == 1
+    finally:
+        await store.aclose()
 
 
 def _quarantine_checks(cli) -> tuple[int, list[dict]]:
@@ -114,16 +123,19 @@ def test_recall_that_quarantines_is_loud_and_restore_salvages_every_readable_row
             await store.aclose()
 
     asyncio.run(rewrite())
+    # ... and one is purged there after the damage: the operator's removal must stand.
+    asyncio.run(_write_then_purge(agent_id, arcana_home, entries[3]))
 
     result = cli("quarantine", "restore", item["id"], "--json")
     assert result.exit_code == 0, result.output
     report = json.loads(result.stdout)
-    assert report["duplicates"] == 1 and report["unreadable"] >= 1 and report["damaged"]
+    assert report["duplicates"] == 2 and report["unreadable"] >= 1 and report["damaged"]
     assert report["restored"] + report["duplicates"] + report["unreadable"] == ROWS
     assert report["restored"] >= ROWS - 8  # only the destroyed page's few rows are gone
 
     rows = _live_rows(db)
     assert rows[entries[0].id][0] == live_copy.content  # the duplicate was skipped, not overwritten
+    assert entries[3].id not in rows  # purged in the live store: not brought back
     assert entries[TARGET].id not in rows  # its page was destroyed
     assert {entries[2].id, entries[ROWS - 1].id} <= set(rows)  # positive controls from intact pages
     assert rows[entries[1].id] == (entries[1].content, "hidden")  # restored as it was: still hidden

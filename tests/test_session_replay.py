@@ -91,3 +91,33 @@ def test_a_turn_that_recalled_a_withdrawn_memory_is_left_out(cli, no_embedder):
     assert [(m["role"], m["content"]) for m in sent["body"]["messages"][1:]] == [  # the control turn is replayed
         ("user", CONTROL), ("assistant", "Noted."), ("user", "What comes next?")
     ]
+
+
+def test_show_and_replay_agree_on_a_turn_that_recalled_another_agents_promoted_memory(cli, no_embedder):
+    """A recalled global copy is admitted where it lives: replayed and shown alike; once its owner hides
+    it, left out of both. (show used to read only the agent's own store and call it purged.)"""
+
+    def answer(body) -> str:
+        return "It is 4711." if "gate" in body["messages"][-1]["content"] else "Noted."
+
+    with LoopbackModelServer(answer) as server:
+        assert cli("model", "add", "loop", "--provider", "ollama", "--base-url", server.url, "--model", "tiny",
+                   "--default").exit_code == 0
+        for name in ("ada", "bob"):
+            assert cli("agent", "create", name).exit_code == 0
+        shared = ok(cli("remember", "The gate code is 4711.", "--agent", "bob", "--importance", "0.95", "--json"))
+        assert shared["accepted"] == ["private", "global"]
+        first = ok(cli("run", "ada", "What is the gate code?", "--keep-open", "--json"))
+        sid = first["session_id"]
+        assert shared["id"] in first["recalled_ids"]
+        ok(cli("run", "ada", CONTROL, "--session", sid, "--json"))
+        shown = ok(cli("session", "show", sid, "--agent", "ada", "--json"))
+        assert [t["left_out"] for t in shown["turns"]] == [None, None]
+        ok(cli("run", "ada", "What comes next?", "--session", sid, "--json"))
+        assert "4711" in server.requests[-1]["raw"]  # replayed, as shown
+        ok(cli("memory", "set", shared["id"], "--agent", "bob", "--visibility", "hidden", "--json"))
+        ok(cli("run", "ada", "And now?", "--session", sid, "--json"))
+        sent = server.requests[-1]
+    assert "4711" not in sent["raw"] and CONTROL in sent["raw"]
+    left = ok(cli("session", "show", sid, "--agent", "ada", "--json"))["turns"][0]["left_out"]
+    assert left == {"memory_id": shared["id"], "reason": "not admitted by the shared tier holding it"}

@@ -155,6 +155,7 @@ async def import_(
 ) -> None:
     """Import memories (upsert by id, visibility kept, ledgered as import); bad lines are named, exit 2."""
     from memory import export as core
+    from memory.operator_edits import GlobalCopies
 
     _one_target(agent, pool, global_, None)
     if not source.exists():
@@ -172,6 +173,8 @@ async def import_(
                 out.info(f"created agent '{agent}' ({card.id})")
             store = await stack.enter_async_context(cli.private_store(card))
             target = core.Target(MemoryScope.PRIVATE, agent_id=card.id)
+            copies = GlobalCopies.of_home(cli.home, cli.config, actor="cli")
+            stack.push_async_callback(copies.aclose)
         else:
             from memory.stores import StoreKind
 
@@ -181,6 +184,7 @@ async def import_(
                 PoolRegistry(cli.home).show_settings(pool)
             store = await _open_shared(cli, stack, StoreKind.POOL if pool else StoreKind.GLOBAL, pool)
             target = core.Target(pool_scope(None, pool, MemoryScope.GLOBAL), pool_name=pool)
+            copies = None
         gateway = None
         if embed and cli.config.embedding.providers:
             from memory.embedding.factory import build_gateway
@@ -200,7 +204,7 @@ async def import_(
         with out.progress("importing") as bar:
             report = await core.import_records(
                 records(), store, target, strict=strict, model=model, gateway=gateway,
-                on_progress=bar.update, reopen=records,
+                on_progress=bar.update, reopen=records, copies=copies,
             )
     out.data(report.as_dict(), text=lambda: _summary(report))
     for where, why in report.bad:
@@ -215,7 +219,10 @@ async def import_(
 
 def _summary(report) -> str:
     ops = ", ".join(f"{n} {op}" for op, n in sorted(report.ops.items())) or "nothing"
-    return f"imported {report.read} memories: {ops}; vectors kept {report.vectors_kept}, embedded {report.embedded}"
+    kept = f"; {report.kept_removed} deleted or purged here stay gone" if report.kept_removed else ""
+    copies = f"; {report.copies_changed} global copies followed" if report.copies_changed else ""
+    return (f"imported {report.read} memories: {ops}; vectors kept {report.vectors_kept}, "
+            f"embedded {report.embedded}{kept}{copies}")
 
 
 def register(app: typer.Typer) -> None:

@@ -48,12 +48,13 @@ def list_(cli: CliContext, out: Out, agent: AgentOpt = ...) -> None:
 @command("show")
 async def show(cli: CliContext, out: Out, session_id: IdArg, agent: AgentOpt = ...) -> None:
     """Show a session's turns and summary; a turn a replay would leave out is named, not printed."""
+    from arcana_cli.federated import agent_federation
     from memory.sessions import replay_exclusions
 
     card = cli.agent(agent)
     session = _manager(cli, card).load(session_id)
-    async with cli.private_store(card) as store:
-        left_out = await replay_exclusions(session, store)
+    async with agent_federation(cli, card, out) as memory, cli.private_store(card) as store:
+        left_out = await replay_exclusions(session, memory, store)
     data = session.as_dict(with_turns=True, left_out=left_out)
 
     def text() -> str:

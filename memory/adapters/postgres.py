@@ -257,6 +257,14 @@ class PostgresAdapter:
         """Remove promoted copies that no longer qualify (ledgered as ``withdraw``)."""
         return await self._call(mutations.delete, list(entry_ids), "withdraw", self.actor, transaction=True)
 
+    async def removed(self, entry_ids: Sequence[str]) -> set[str]:
+        """The ids among ``entry_ids`` that this store once held and removed (deleted, purged,
+        withdrawn) and does not hold again: an import must not bring them back."""
+        rows = await self._call(lambda conn: conn.fetch(
+            "SELECT DISTINCT l.memory_id FROM memory_ledger l WHERE l.memory_id = ANY($1::text[]) AND l.after IS NULL "
+            "AND NOT EXISTS (SELECT 1 FROM memories m WHERE m.id = l.memory_id)", list(entry_ids)))
+        return {r["memory_id"] for r in rows}
+
     async def supersede(self, old_ids: Sequence[str], new_id: str) -> list[str]:
         """End the current ``old_ids`` in favour of ``new_id`` (both ledgered); the ids actually ended."""
         return await self._call(mutations.supersede, list(old_ids), new_id, time.time(), self.actor, transaction=True)
@@ -318,12 +326,17 @@ class PostgresAdapter:
         tq = text_query(query.text)
         return [] if tq is None else await self._keyword(tq, where(query), limit)
 
-    async def admitted_by_id(self, query: MemoryQuery, entry_ids: Sequence[str]) -> dict[str, MemoryEntry]:
-        """Entries among ``entry_ids`` that pass admission and the query's filters, keyed by id.
+    async def admitted_by_id(
+        self, query: MemoryQuery, entry_ids: Sequence[str], *, audience: Audience = Audience.RECALL,
+        include_archived: bool = False,
+    ) -> dict[str, MemoryEntry]:
+        """Entries among ``entry_ids`` that pass admission (for ``audience``) and the query's filters, keyed by id.
 
-        Graph expansion's way in: a neighbour must pass exactly what a seed did.
+        Graph expansion's way in (a neighbour must pass exactly what a seed
+        did), and the operator's to many ids at once.
         """
-        rows = await self._call(_by_ids, list(entry_ids), where(query, start=2))
+        clause = where(query, audience=audience, include_archived=include_archived, start=2)
+        rows = await self._call(_by_ids, list(entry_ids), clause)
         return {r["id"]: _entry(r) for r in rows}
 
     async def get(
@@ -701,7 +714,7 @@ async def _prune(conn, policy: PrunePolicy, actor: str) -> PruneReport:
             policy.max_entries,
         ):
             victims[r["id"]] = None
-    ids = list(victims)
+    ids = policy.restrict(list(victims))
     report = PruneReport(scanned=scanned, dry_run=policy.dry_run, victim_ids=ids)
     if policy.dry_run:
         if policy.mode is PruneMode.ARCHIVE:

@@ -22,6 +22,7 @@ from memory.sqlite.quarantine import quarantine_store
 from memory.sqlite import mutations, vectors
 from memory.sqlite import versions as version_sql
 from memory.sqlite.admission import Audience, where
+from memory.sqlite.batches import select_in
 from memory.sqlite.connection import (
     BUSY_TIMEOUT_MS,
     apply_pragmas,
@@ -275,6 +276,11 @@ class SQLiteAdapter:
             await self.ensure_vec()
         return await self.run(_delete_txn, list(entry_ids), op, self.actor, inline=len(entry_ids) <= INLINE_ROWS)
 
+    async def removed(self, entry_ids: Sequence[str]) -> set[str]:
+        """The ids among ``entry_ids`` that this store once held and removed (deleted, purged,
+        withdrawn) and does not hold again: an import must not bring them back."""
+        return await self.run(lambda raw: {r[0] for r in select_in(raw, _REMOVED, list(entry_ids))})
+
     async def archive(self, entry_ids: Sequence[str]) -> int:
         return await self._set(entry_ids, "archive", "archived = 1")
 
@@ -368,12 +374,16 @@ class SQLiteAdapter:
         clause = where(query)
         return await self.run(coverage, query.text, entry_id, clause.sql, clause.params, inline=True)
 
-    async def admitted_by_id(self, query: MemoryQuery, entry_ids: Sequence[str]) -> dict[str, MemoryEntry]:
-        """Entries among ``entry_ids`` that pass admission and the query's filters, keyed by id.
+    async def admitted_by_id(
+        self, query: MemoryQuery, entry_ids: Sequence[str], *, audience: Audience = Audience.RECALL,
+        include_archived: bool = False,
+    ) -> dict[str, MemoryEntry]:
+        """Entries among ``entry_ids`` that pass admission (for ``audience``) and the query's filters, keyed by id.
 
-        Graph expansion's way in: a neighbour must pass exactly what a seed did.
+        Graph expansion's way in (a neighbour must pass exactly what a seed
+        did), and the operator's to many ids at once.
         """
-        clause = where(query)
+        clause = where(query, audience=audience, include_archived=include_archived)
         rows = await self.run(admitted_rows, "id", list(entry_ids), clause.sql, clause.params, inline=True)
         return {r["id"]: row_to_entry(r) for r in rows}
 
@@ -544,6 +554,12 @@ def _by_id(raw, entry_id, clause_sql, params):
     return raw.execute(sql, (entry_id, *params)).fetchall()
 
 
+_REMOVED = (
+    "SELECT DISTINCT l.memory_id FROM memory_ledger l WHERE l.memory_id IN ({marks}) AND l.after IS NULL "
+    "AND NOT EXISTS (SELECT 1 FROM memories m WHERE m.id = l.memory_id)"
+)
+
+
 def _by_prefix(raw, pattern, clause_sql, params, limit):
     sql = f"SELECT {SELECT_COLUMNS}, m.seq FROM memories m WHERE m.id LIKE ? ESCAPE '\\' AND {clause_sql} LIMIT ?"
     return raw.execute(sql, (pattern, *params, limit)).fetchall()
@@ -568,7 +584,7 @@ def _prune_txn(raw, policy: PrunePolicy, actor: str) -> PruneReport:
             )
             for (mid,) in overflow:
                 victims[mid] = None
-        ids = list(victims)
+        ids = policy.restrict(list(victims))
         report = PruneReport(scanned=scanned, dry_run=policy.dry_run, victim_ids=ids)
         if policy.dry_run:  # counts say what would happen; nothing is written
             if policy.mode is PruneMode.ARCHIVE:

@@ -95,17 +95,9 @@ async def _prune_one(
         op = policy.mode.value
         planned = (await store.prune(policy.model_copy(update={"dry_run": True}))).victim_ids
         change = await copies.follow_many(target.agent_id, planned, op, _VERB[op])
-        report = await store.prune(policy)
-        late = sorted(set(report.victim_ids) - set(planned))  # became victims between plan and prune
-        if late:
-            change = _sum(change, await copies.follow_many(target.agent_id, late, op, _VERB[op]))
+        # Exactly the planned rows: one that became a victim since has a copy nobody followed (the next prune takes it).
+        report = await store.prune(policy.model_copy(update={"within": frozenset(planned)}))
         return StorePrune(target, report, change)
     finally:
         await store.aclose()
 
-
-def _sum(first: CopyChange | None, second: CopyChange | None) -> CopyChange | None:
-    if first is None or second is None:
-        return first or second
-    count = (first.count or 0) + (second.count or 0)
-    return CopyChange(first.tier, first.op, bool(count), count=count)

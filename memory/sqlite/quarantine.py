@@ -212,14 +212,15 @@ def salvage(file: Path) -> Salvage:
             raw.close()
 
 
-def _insert_missing(raw, entries: list[MemoryEntry], actor: str) -> tuple[int, int]:
-    """Insert, through the ledger, the entries whose id the live store lacks; (inserted, duplicates)."""
+def _insert_missing(raw, entries: list[MemoryEntry], actor: str, removed: set[str]) -> tuple[int, int]:
+    """Insert, through the ledger (op ``quarantine_restore``), the entries whose id the live store
+    lacks and never removed; (inserted, skipped)."""
     with transaction(raw):
         ids = [e.id for e in entries]
-        have = {r[0] for r in select_in(raw, "SELECT id FROM memories WHERE id IN ({marks})", ids)}
+        have = {r[0] for r in select_in(raw, "SELECT id FROM memories WHERE id IN ({marks})", ids)} | removed
         fresh = list({e.id: e for e in entries if e.id not in have}.values())
         if fresh:
-            mutations.upsert(raw, fresh, actor)
+            mutations.upsert(raw, fresh, actor, op="quarantine_restore")
         return len(fresh), len(entries) - len(fresh)
 
 
@@ -248,7 +249,8 @@ async def restore(home: Home, item: Quarantined, *, actor: str = "quarantine-res
     """Copy every readable row of ``item`` into the live store at its origin, then trash the folder.
 
     Rows are inserted through the ledger; an id the live store already holds
-    is skipped (the live row wins). Vectors are not copied: ``arcana reindex``
+    is skipped (the live row wins), and so is one it deleted or purged since
+    (an operator's removal stands). Vectors are not copied: ``arcana reindex``
     embeds the restored rows.
     """
     from memory.stores import kind_of, open_store
@@ -266,7 +268,8 @@ async def restore(home: Home, item: Quarantined, *, actor: str = "quarantine-res
     # repair=False: a live store that is corrupt too fails the restore; it is never quarantined under it.
     store = open_store(home, kind_of(home, item.database), actor=actor, path=item.database, repair=False)
     try:
-        restored, duplicates = await store.run(_insert_missing, found.entries, actor)
+        removed = await store.removed([e.id for e in found.entries])
+        restored, duplicates = await store.run(_insert_missing, found.entries, actor, removed)
     finally:
         await store.aclose()
     trashed = _to_trash(home, item, "restored")
