@@ -26,7 +26,7 @@ from memory.reconcile import restatements
 from memory.reconcile.heuristic import Decision, DecisionKind
 from memory.reconcile.slots import Fact, Subject, parse
 from memory.sqlite.admission import Audience
-from memory.types import MemoryEntry, MemoryScope
+from memory.types import MemoryEntry, MemoryQuery, MemoryScope
 
 
 def _cosine(a: Sequence[float] | None, b: Sequence[float] | None) -> float | None:
@@ -73,16 +73,11 @@ async def _already(store: Any, entries: Sequence[MemoryEntry]) -> tuple[set[str]
     """Ids the store holds in any state (an operator read), those of them the line still says
     the same of, and the ids that restated a memory on an earlier run."""
     restated = await store.run(restatements.recorded, [e.id for e in entries])
-    held, same = set(), set()
-    for entry in entries:
-        if entry.id in restated:
-            continue
-        row = await store.get(entry.id, audience=Audience.OPERATOR, include_archived=True)
-        if row is not None:
-            held.add(entry.id)
-            if _same_line(entry, row):
-                same.add(entry.id)
-    return held, same, restated
+    rows = await store.admitted_by_id(
+        MemoryQuery(), [e.id for e in entries if e.id not in restated], audience=Audience.OPERATOR, include_archived=True
+    )
+    same = {e.id for e in entries if e.id in rows and _same_line(e, rows[e.id])}
+    return set(rows), same, restated
 
 
 async def write_many(reconciler: Any, entries: list[MemoryEntry], fan_out_many: Callable[[list[MemoryEntry]], Awaitable[Any]]) -> Any:
