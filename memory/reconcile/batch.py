@@ -5,13 +5,14 @@ memory on an earlier run (:mod:`memory.reconcile.restatements`), is a re-run:
 it is not decided again, so a re-run reinforces nothing. Saying what its row
 says (content, type, tags) it is skipped, so a re-run does not undo the
 importance reinforcement or an operator gave the row since; a line edited
-since is upserted by id, as without reconciliation. The other lines are decided in the order they were said
-(``created_at``), each against the store and against the lines of the batch
-decided before it (:class:`Earlier`: same subject and attribute, or the same
-words), so a history that says "I live in Berlin" and later "I moved to
-Lisbon" ends Berlin even when both arrive in one file. Their texts are
-embedded for the candidate search in one call (``VectorAdapter.prime``), not
-one per line. Adds, updates and deletes are written with one batch write;
+since is upserted by id, as without reconciliation. The other lines are
+decided in the order they were said (``created_at``), each against the store
+and against the lines of the batch decided before it (:class:`Earlier`: same
+subject and attribute, or the same words), so a history that says "I live in
+Berlin" and later "I moved to Lisbon" ends Berlin even when both arrive in
+one file. Their texts are embedded for the store's candidate search in one
+call (``VectorAdapter.prime``), not one per line; into an empty store there
+is no such search, and no such embedding. Adds, updates and deletes are written with one batch write;
 then restatements are reinforced and replaced versions ended, in order,
 through the same paths a single ``remember`` uses.
 """
@@ -91,14 +92,18 @@ async def write_many(reconciler: Any, entries: list[MemoryEntry], fan_out_many: 
     held, same, restated = await _already(reconciler.store, entries)
     known = [e for e in entries if e.id in held and e.id not in same]  # an edited line: upserted by id, as before
     new = sorted((e for e in entries if e.id not in held and e.id not in restated), key=lambda e: e.created_at)
-    earlier = Earlier(reconciler.patterns, await _prime(reconciler, [e for e in new if e.scope is MemoryScope.PRIVATE]))
+    # Trigger: the first import into a fresh store. Why: nothing stored can be a candidate, and
+    # embedding the batch for a search that cannot find anything would cost a second embedding pass.
+    search_store = await reconciler.store.count() > 0
+    private = [e for e in new if e.scope is MemoryScope.PRIVATE]
+    earlier = Earlier(reconciler.patterns, await _prime(reconciler, private) if search_store else {})
     decided: list[tuple[MemoryEntry, Decision, Any, list[Subject]]] = []
     for entry in new:
         if entry.scope is not MemoryScope.PRIVATE:
             decided.append((entry, Decision(reason="not a private memory"), {}, []))
             continue
         try:
-            decision, candidates, subjects = await reconciler.decide(entry, earlier)
+            decision, candidates, subjects = await reconciler.decide(entry, earlier, search_store=search_store)
         except Exception as exc:  # as in Reconciler.write: never a reason to lose a write
             reconciler._audit("reconcile_fallback", entry, f"{type(exc).__name__}: {exc}")
             decision, candidates, subjects = Decision(reason="reconciliation failed: added"), {}, []

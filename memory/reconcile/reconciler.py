@@ -134,22 +134,25 @@ class Reconciler:
         return applied
 
     async def decide(
-        self, entry: MemoryEntry, earlier: Any | None = None
+        self, entry: MemoryEntry, earlier: Any | None = None, *, search_store: bool = True
     ) -> tuple[Decision, dict[str, MemoryEntry], list[Subject]]:
         """The decision for ``entry``, the candidates by id, and the subjects it is about (to link).
 
         ``earlier`` (a :class:`memory.reconcile.batch.Earlier`) adds the lines of
-        the same import decided before this one, not yet in the store.
+        the same import decided before this one, not yet in the store;
+        ``search_store=False`` (an import into an empty store) looks only there.
         """
         parsed, norm = parse(entry.content, self.patterns)
         words = " ".join(
             [self.patterns.attribute_words.get(f.attribute, "") for f, _ in parsed]
             + [" ".join([s.key, *s.aliases]) for _, s in parsed if s.key != entities.SPEAKER]
         )
-        found = await find_candidates(
-            self.store, self.vectors, entry, words,
-            limit=self.settings.candidates, min_similarity=self.settings.min_similarity,
-        )
+        found: list[tuple[MemoryEntry, float | None]] = []
+        if search_store:
+            found = await find_candidates(
+                self.store, self.vectors, entry, words,
+                limit=self.settings.candidates, min_similarity=self.settings.min_similarity,
+            )
         if earlier is not None:
             found += earlier.candidates(entry, parsed, norm, {e.id for e, _ in found}, self.settings.candidates)
         by_id = {e.id: e for e, _ in found}
