@@ -30,6 +30,7 @@ from pydantic import ValidationError
 from memory.types import ConfidenceSource, MemoryEntry, MemoryType
 
 BATCH = 1024  # entries per federation write: the vector store's own commit window
+DECISIONS = ("add", "noop", "update", "delete")  # reconciliation's, counted over the new lines
 FIELDS = ("content", "type", "importance", "tags", "session", "created_at", "id")
 _NAMESPACE = uuid.UUID("6f0c3a52-5b1e-4d55-9a2e-3f1a9c0d7b11")
 
@@ -62,12 +63,16 @@ class BulkReport:
     accepted: dict[str, int] = field(default_factory=dict)
     refused: list[str] = field(default_factory=list)
     failed: dict[str, str] = field(default_factory=dict)
+    decisions: dict[str, int] = field(default_factory=lambda: dict.fromkeys(DECISIONS, 0))
+    warnings: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
         return {
             "lines": self.lines,
             "written": self.written,
             "unchanged": self.unchanged,
+            "decisions": self.decisions,
+            "warnings": self.warnings,
             "bad": [{"line": b.line, "reason": b.reason} for b in self.bad],
             "accepted": self.accepted,
             "refused": self.refused,
@@ -173,8 +178,15 @@ def parse(lines: Iterable[str | bytes], agent_id: str, **defaults: Any) -> Parse
     return Parsed(list(by_id.values()), bad, dated, number)
 
 
-async def remember_many(federation: Any, parsed: Parsed, *, on_progress: Progress | None = None) -> BulkReport:
+async def remember_many(
+    federation: Any, parsed: Parsed, *, reconcile: bool = True, on_progress: Progress | None = None
+) -> BulkReport:
     """Write ``parsed`` through ``federation.write_many``, shortest first, ``BATCH`` at a time.
+
+    With ``reconcile`` every line not imported before is reconciled as a
+    ``remember`` is (add / noop / update / delete, counted in ``decisions``);
+    a line already imported is left to the upsert by id, so a re-run
+    reinforces nothing.
 
     Raises what the federation raises when the private tier fails; batches
     before it stay written (and are reported by a re-run as unchanged).
@@ -186,7 +198,10 @@ async def remember_many(federation: Any, parsed: Parsed, *, on_progress: Progres
         on_progress(0, total)
     for start in range(0, total, BATCH):
         batch = await _keep_stored_times(federation, entries[start : start + BATCH], parsed.dated)
-        result = await federation.write_many(batch)
+        result = await federation.write_many(batch, reconcile=reconcile)
+        for kind, count in result.decisions.items():
+            report.decisions[kind] = report.decisions.get(kind, 0) + count
+        report.warnings += result.warnings
         for name, count in result.accepted.items():
             report.accepted[name] = report.accepted.get(name, 0) + count
         report.refused = sorted(set(report.refused) | set(result.refused))

@@ -156,15 +156,15 @@ def check_conflicts(home: Home) -> Check:
     (``memory set ID --current``) or drop it (``memory forget ID``).
     """
     from memory.sqlite.connection import connect_readonly, dbapi
+    from memory.sqlite.versions import open_conflicts
 
+    query = open_conflicts()
     total, where = 0, []
     for db in home.databases():
         try:
             conn = connect_readonly(db)
             try:
-                count = conn.execute(
-                    "SELECT count(*) FROM memories WHERE conflict_with IS NOT NULL AND archived = 0"
-                ).fetchone()[0]
+                count = conn.execute(query.sql, query.params).fetchone()[0]
             finally:
                 conn.close()
         except dbapi().Error:

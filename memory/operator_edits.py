@@ -32,15 +32,19 @@ from memory.sqlite.admission import Audience
 from memory.stores import StoreKind, open_store, open_tier, server_url
 from memory.types import MemoryEntry, MemoryQuery, Visibility
 
-MUTATORS = ("archive", "restore", "purge", "set_visibility", "set_pinned", "update", "make_current", "supersede")
+MUTATORS = (
+    "archive", "restore", "purge", "set_visibility", "set_pinned", "update", "make_current", "supersede", "reinforce"
+)
 """Every operator mutation, by the :class:`SQLiteAdapter` method that performs it
-(``supersede``, with the successor's id as its value, is reconciliation's)."""
+(``supersede``, with the successor's id as its value, and ``reinforce``, with
+its (step, confirm), are reconciliation's)."""
 
 
 @dataclass
 class Edit:
     """One operator mutation: ``op`` from :data:`MUTATORS`, with its ``value``
-    (a visibility, a pinned flag, a successor's id) or, for ``update``, the field ``changes``."""
+    (a visibility, a pinned flag, a successor's id, a reinforce's (step, confirm)) or, for
+    ``update``, the field ``changes``."""
 
     op: str
     value: Any = None
@@ -58,6 +62,8 @@ class Edit:
             return before is None or before.model_dump() != after.model_dump()
         if self.op == "make_current":
             return bool(await store.make_current(entry_id))
+        if self.op == "reinforce":
+            return bool(await store.reinforce(entry_id, *self.value))
         args = () if self.value is None else (self.value,)
         return bool(await getattr(store, self.op)([entry_id], *args))
 
@@ -298,7 +304,7 @@ class GlobalCopies:
             if copy is not None and copy.agent_id != before.agent_id:
                 copy = None  # the same id from another agent is not this agent's copy
             if copy is None:
-                raised = edit.op == "update" and after is not None and promotable(after) and not promotable(before)
+                raised = edit.op in ("update", "reinforce") and after is not None and promotable(after) and not promotable(before)
                 if raised and self.promote:
                     await store.write(global_copy(after))
                     return CopyChange(self.TIER, "promote", True)

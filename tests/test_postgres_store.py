@@ -155,9 +155,8 @@ async def test_the_same_admission_cases_on_both_engines(store, audience, archive
 # -- the ledger ----------------------------------------------------------------
 
 
-# reinforce is reconciliation's restatement bump, and reconciliation writes only
-# to an agent's private SQLite store; every other mutator runs on both engines.
-@pytest.mark.parametrize("name", [name for name in MUTATORS if name != "reinforce"])
+# reinforce included: a restatement reaches a promoted copy on a server global tier.
+@pytest.mark.parametrize("name", list(MUTATORS))
 async def test_every_mutator_leaves_its_ledger_row(store, name):
     action, op, has_after = MUTATORS[name]
     target = entry("ledger target", importance=0.2, visibility=Visibility.PRIVATE)
@@ -431,3 +430,63 @@ async def test_selective_filters_still_fill_the_semantic_page(semantic_pg):
     assert set(ids(await semantic_pg.search(query))) == {e.id for e in mine}
     unfiltered = await semantic_pg.search(query.model_copy(update={"agent_id": None}))
     assert len(unfiltered) == 3 and set(ids(unfiltered)) <= {e.id for e in crowd}  # control: the crowd is nearer
+
+
+# -- version chains, open conflicts, updated_at -----------------------------------
+
+
+async def test_version_chains_are_walked_in_one_query_through_the_admission_rule(store):
+    """Links are followed through rows a reader may not see, but only admitted rows come back."""
+    now = datetime.now(UTC)
+    ended = {"valid_to": now, "valid_from": now - timedelta(days=1)}
+    a = entry("chain v1 kettle", superseded_by="chain-b", **ended)
+    b = entry("chain v2 kettle", id="chain-b", supersedes=a.id, superseded_by="chain-c", archived=True, **ended)
+    c = entry("chain v3 kettle", id="chain-c", supersedes="chain-b", valid_from=now)
+    d = entry("hidden chain v1", superseded_by="chain-e", **ended)
+    e = entry("hidden chain v2", id="chain-e", supersedes=d.id, visibility=Visibility.HIDDEN)
+    x = entry("cycle x", id="cycle-x", supersedes="cycle-y", superseded_by="cycle-y")
+    y = entry("cycle y", id="cycle-y", supersedes="cycle-x", superseded_by="cycle-x")
+    await store.write_many([a, b, c, d, e, x, y])
+    for start in (a.id, b.id, c.id):
+        assert ids(await store.versions(start, include_archived=True)) == [a.id, b.id, c.id]
+        assert ids(await store.versions(start)) == [a.id, c.id]  # the archived middle is walked, not shown
+        assert ids(await store.versions(start, audience=Audience.RECALL)) == [c.id]  # recall: the current one only
+    assert ids(await store.versions(d.id)) == [d.id, e.id]  # the operator sees a hidden version ...
+    assert ids(await store.versions(d.id, audience=Audience.RECALL)) == []  # ... recall never does
+    assert ids(await store.versions(d.id, audience=Audience.LISTING)) == []
+    assert sorted(ids(await store.versions(x.id))) == ["cycle-x", "cycle-y"]  # a crafted cycle ends, each id once
+    assert await store.versions("no-such-id") == []
+
+
+async def test_open_conflicts_count_current_unarchived_claims_of_any_visibility(store):
+    held = {"conflict_with": "the-user-fact"}
+    await store.write_many([
+        entry("open claim", **held),
+        entry("hidden open claim", visibility=Visibility.HIDDEN, **held),
+        entry("archived claim", archived=True, **held),
+        entry("ended claim", valid_to=datetime.now(UTC), superseded_by="later", **held),
+        entry("no claim at all"),
+    ])
+    assert await store.open_conflicts() == 2
+
+
+async def test_an_edit_that_changes_nothing_leaves_updated_at_and_the_ledger_alone(store):
+    """make_current on a current memory, archive twice: no stamp, no ledger row; a real change writes both."""
+    old = entry("stamp test", created_at=T0, updated_at=T0)
+    control = entry("stamp control", created_at=T0, updated_at=T0)
+    await store.write_many([old, control])
+
+    async def state(memory_id):
+        got = await store.get(memory_id, audience=Audience.OPERATOR, include_archived=True)
+        return got.updated_at, len(await store.history(memory_id))
+
+    assert await store.make_current(old.id) == []
+    assert await store.set_pinned([old.id], False) == 0
+    assert await state(old.id) == (T0, 1)  # only the insert
+    assert await store.archive([control.id]) == 1  # control: a real change is stamped and ledgered ...
+    stamped, rows = await state(control.id)
+    assert stamped > T0 and rows == 2
+    assert await store.archive([control.id]) == 0  # ... and repeating it is not
+    assert await state(control.id) == (stamped, 2)
+    [last] = (await store.history(control.id))[-1:]
+    assert last.after["updated_at"] == pytest.approx(stamped.timestamp()) and last.before["updated_at"] == T0.timestamp()

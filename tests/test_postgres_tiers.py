@@ -252,6 +252,8 @@ def test_operator_commands_work_on_a_server_pool(server_team, pg_url):
     ]
     history = data(server_team("memory", "history", low["id"], "--pool", "team", "--json"))
     assert [h["op"] for h in history] == ["insert", "visibility"]
+    chain = data(server_team("memory", "history", low["id"], "--pool", "team", "--versions", "--json"))
+    assert [(v["id"], v["visibility"], v["current"]) for v in chain] == [(low["id"], "hidden", True)]  # as `show` sees it
     pruned = data(server_team("prune", "--pool", "team", "--min-importance", "0.5", "--json"))
     assert [(t["tier"], t["archived"]) for t in pruned["tiers"]] == [("pool:team", 1)]
     status = data(server_team("migrate", "status", "--json"))
@@ -443,8 +445,26 @@ def test_a_superseded_fact_stops_answering_from_a_server_global_tier(cli, arcana
     assert copy["superseded_by"] == new["id"] and copy["valid_to"] is not None
     ops = [r["op"] for r in data(cli("memory", "history", old["id"], "--global", "--json"))]
     assert ops == ["insert", "supersede"]
-    chain = cli("memory", "history", old["id"], "--global", "--versions")
-    assert chain.exit_code == 2 and "read the ledger" in chain.stderr and "Traceback" not in chain.output
+    chain = data(cli("memory", "history", old["id"][:8], "--global", "--versions", "--json"))  # the chain, on the server
+    assert [(v["id"], v["current"]) for v in chain] == [(old["id"], False), (new["id"], True)]
     # Undo reaches the server copy too: the old fact answers again there.
     assert cli("memory", "set", old["id"], "--agent", "ada", "--current").exit_code == 0
     assert "I live in Berlin (PGHOME)." in seen()
+
+
+def test_a_restatement_reinforces_and_promotes_on_a_server_global_tier(cli, arcana_home, pg_url, monkeypatch):
+    """A noop reaches the promoted copy on PostgreSQL (reinforced, ledgered there) and promotes what it lifts."""
+    global_on_server(cli, arcana_home, pg_url, monkeypatch, "ada", "bob")
+    texts = ("The boiler code is 4471 (PGREIN).", "The shed key is under the blue pot (PGREIN).",
+             "The spare bulbs are in the attic (PGREIN).")
+    firsts = [data(cli("remember", t, "--agent", "ada", "--importance", i, "--json")) for t, i in zip(texts, ("0.92", "0.87", "0.5"))]
+    assert [f["accepted"] for f in firsts] == [["private", "global"], ["private"], ["private"]]
+    again = [data(cli("remember", t, "--agent", "ada", "--json")) for t in texts]
+    assert [(a["decision"], a["id"]) for a in again] == [("noop", f["id"]) for f in firsts]
+    assert [a["accepted"] for a in again] == [["private", "global"], ["private", "global"], ["private"]]
+    copies = [cli("memory", "show", f["id"], "--global", "--json") for f in firsts]
+    assert [json.loads(c.stdout)["importance"] for c in copies[:2]] == pytest.approx([0.97, 0.92])
+    assert copies[2].exit_code != 0  # control: 0.55 stays private
+    assert [h["op"] for h in data(cli("memory", "history", firsts[0]["id"], "--global", "--json"))] == ["insert", "reinforce"]
+    seen = {r["content"] for r in data(cli("recall", "PGREIN", "--agent", "bob", "--json"))["results"]}
+    assert seen == set(texts[:2])

@@ -175,6 +175,7 @@ async def test_every_core_mutator_reaches_the_copy(arcana_home):
         "update": (Edit("update", changes={"type": MemoryType.PROCEDURAL}), lambda c: c.type is MemoryType.PROCEDURAL),
         "supersede": (Edit("supersede", "its-successor"), lambda c: c.valid_to and c.superseded_by == "its-successor"),
         "make_current": (Edit("make_current"), lambda c: c.valid_to is None and c.superseded_by is None),
+        "reinforce": (Edit("reinforce", (0.03, None)), lambda c: c.importance == pytest.approx(0.98)),
     }
     assert set(edits) == set(MUTATORS)
     bystander = MemoryEntry(agent_id="ada", content="a bystander", importance=0.95)

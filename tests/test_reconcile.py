@@ -331,3 +331,87 @@ async def test_a_reconciled_write_stores_the_vector_its_candidate_search_embedde
         assert sum(a * b / norm for a, b in zip(stored, fresh, strict=True)) > 0.9999
     finally:
         await federation.aclose()
+
+
+def _global_copy(cli, memory_id):
+    shown = cli("memory", "show", memory_id, "--global", "--json")
+    return json.loads(shown.stdout) if shown.exit_code == 0 else None
+
+
+def test_a_restatement_reinforces_the_global_copy_and_promotes_what_becomes_promotable(cli, keyword_home):
+    """A noop goes through the operator edits' path: the copy is reinforced with its row, a memory the
+    reinforce lifts over the threshold is promoted, one that stays below is not (the control)."""
+    assert cli("agent", "create", "bob").exit_code == 0
+    promoted = remember(cli, "The boiler code is 4471 (GLREIN).", "--importance", "0.92")
+    rising = remember(cli, "The shed key is under the blue pot (GLREIN).", "--importance", "0.87")
+    low = remember(cli, "The spare bulbs are in the attic (GLREIN).", "--importance", "0.5")
+    assert promoted["accepted"] == ["private", "global"] and rising["accepted"] == low["accepted"] == ["private"]
+    for first in (promoted, rising, low):
+        again = remember(cli, cli_text := data(cli("memory", "show", first["id"], "--agent", "ada", "--json"))["content"])
+        assert again["decision"] == "noop" and again["id"] == first["id"], cli_text
+    assert _global_copy(cli, promoted["id"])["importance"] == pytest.approx(0.97)  # the copy followed its row
+    assert [h["op"] for h in data(cli("memory", "history", promoted["id"], "--global", "--json"))] == ["insert", "reinforce"]
+    assert _global_copy(cli, rising["id"])["importance"] == pytest.approx(0.92)  # promoted by the reinforce
+    assert _global_copy(cli, low["id"]) is None  # 0.55: still below the threshold, still private
+    seen = {r["content"] for r in data(cli("recall", "GLREIN", "--agent", "bob", "--mode", "keyword", "--json"))["results"]}
+    assert seen == {"The boiler code is 4471 (GLREIN).", "The shed key is under the blue pot (GLREIN)."}
+
+
+def test_a_restatement_with_the_global_tier_locked_still_reinforces_and_says_so(cli, keyword_home, arcana_home):
+    import subprocess
+    import sys
+
+    arcana_home.connections_path.parent.mkdir(parents=True, exist_ok=True)
+    arcana_home.connections_path.write_text(json.dumps({"global": {"write_timeout_ms": 1500}}))
+    first = remember(cli, "The boat is moored at pier 9 (GLLOCK).", "--importance", "0.92")
+    holder = subprocess.Popen(
+        [sys.executable, "-c",
+         "import sys\nfrom memory.sqlite.connection import dbapi\n"
+         "c = dbapi().connect(sys.argv[1], isolation_level=None)\nc.execute('BEGIN IMMEDIATE')\n"
+         "print('locked', flush=True)\nsys.stdin.read()\n", str(arcana_home.global_db)],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+    )
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        result = cli("remember", "The boat is moored at pier 9 (GLLOCK).", "--agent", "ada", "--json")
+    finally:
+        holder.stdin.close()
+        holder.wait(timeout=10)
+    again = data(result)  # the private reinforce landed: exit 0, the id reinforced
+    assert again["decision"] == "noop" and again["id"] == first["id"] and again["accepted"] == ["private"]
+    assert len(again["warnings"]) == 1 and "global copy" in again["warnings"][0] and "reinforced" in again["warnings"][0]
+    assert "global copy" in result.stderr and "Traceback" not in result.output
+    mine = data(cli("memory", "show", first["id"], "--agent", "ada", "--json"))
+    assert mine["importance"] == pytest.approx(0.97)
+    assert _global_copy(cli, first["id"])["importance"] == pytest.approx(0.92)  # honestly stale, as the warning said
+    events = [json.loads(line) for line in arcana_home.audit_log.read_text().splitlines()]
+    assert any(e.get("event") == "reconcile_live_copy" and e.get("memory_id") for e in events)
+
+
+async def test_a_reconciled_import_embeds_its_batch_for_the_candidate_search_in_one_call(arcana_home, embed_server, offline_embedder):
+    """remember --from's path decides with vectors (an update found by meaning) without one embed call per line."""
+    import asyncio
+
+    from memory.bulk import parse, remember_many
+    from memory.embedding.gateway import EmbeddingGateway
+    from memory.embedding.ollama import OllamaEmbedder
+    from memory.federation.assembly import build_federation
+
+    server = embed_server({"all-minilm": lambda texts: asyncio.run(offline_embedder.embed(list(texts)))})
+    gateway = EmbeddingGateway([OllamaEmbedder("all-minilm", url=server.url)])
+    federation = await build_federation("vec", home=arcana_home, embedding=gateway, global_tier=False)
+    try:
+        berlin = await federation.write(MemoryEntry(agent_id="vec", content="I live in Berlin."))
+        lines = [json.dumps({"content": f"Note {i}: the {word} is on the shelf."}) for i, word in
+                 enumerate(("atlas", "kettle", "lamp", "radio", "violin", "compass", "teapot", "globe", "clock", "vase"))]
+        lines.append(json.dumps({"content": "I moved to Lisbon last month."}))
+        before = len(server.requests)
+        report = await remember_many(federation, parse(lines, "vec"))
+        calls = server.requests[before:]
+        assert report.decisions == {"add": 10, "noop": 0, "update": 1, "delete": 0}
+        assert len(calls) <= 3, [len(c["input"]) for c in calls]  # the primed batch, the write (its context texts)
+        assert max(len(c["input"]) for c in calls) == len(lines)
+        old = await federation.reconciler.store.get(berlin.entry_id, audience=Audience.OPERATOR)
+        assert old.superseded_by is not None and old.valid_to is not None
+    finally:
+        await federation.aclose()

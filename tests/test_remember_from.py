@@ -119,3 +119,68 @@ def test_imported_memories_get_vectors_through_the_batch_path(cli, tmp_path, off
     assert [r["content"] for r in payload["results"]] == [LINES[1]["content"]]
     status = json.loads(cli("embeddings", "status", "--json").stdout)["databases"]
     assert [(d["rows"], d["embedded"]) for d in status if d["agent"] == "ada"] == [(4, 4)]
+
+
+@pytest.mark.usefixtures("no_embedder")
+def test_an_import_is_reconciled_and_a_re_run_reinforces_nothing(cli, tmp_path):
+    """Every new line is decided like a `remember`; the decisions are counted; re-running the file
+    (the restated line included) changes nothing, so importance does not creep."""
+    known = {c: cli("remember", c, "--agent", "ada", "--json") for c in
+             ("I live in Berlin.", "I have a cat named Miso.", "The office wifi password is kestrel42.")}
+    ids = {c: json.loads(r.stdout)["id"] for c, r in known.items()}
+    lines = [
+        {"content": "I moved to Lisbon last month."},          # update: ends Berlin
+        {"content": "I no longer have a cat."},                # delete: ends the cat
+        {"content": "The office wifi password is kestrel42."},  # noop: reinforces, no new row
+        {"content": "My sister lives in Porto."},              # add: near but different
+    ]
+    source = _file(tmp_path, lines)
+    first = json.loads(_import(cli, source).stdout)
+    assert first["decisions"] == {"add": 1, "noop": 1, "update": 1, "delete": 1}
+    assert (first["written"], first["unchanged"]) == (4, 0)
+    current = _listed(cli)
+    assert set(current) == {"I moved to Lisbon last month.", "I no longer have a cat.",
+                            "The office wifi password is kestrel42.", "My sister lives in Porto."}
+    wifi = current["The office wifi password is kestrel42."]
+    assert wifi["id"] == ids["The office wifi password is kestrel42."] and wifi["importance"] == pytest.approx(0.55)
+    everything = {m["id"]: m for m in json.loads(cli("memory", "list", "--agent", "ada", "--all", "--json").stdout)}
+    assert everything[ids["I live in Berlin."]]["superseded_by"] == current["I moved to Lisbon last month."]["id"]
+
+    again = json.loads(_import(cli, source).stdout)
+    assert (again["written"], again["unchanged"]) == (0, 4)
+    assert again["decisions"] == {"add": 0, "noop": 0, "update": 0, "delete": 0}
+    assert _listed(cli) == current  # nothing reinforced, superseded or added again
+    ops = [h["op"] for h in json.loads(cli("memory", "history", wifi["id"], "--agent", "ada", "--json").stdout)]
+    assert ops == ["insert", "reinforce"]
+
+
+@pytest.mark.usefixtures("no_embedder")
+def test_an_import_with_no_reconcile_stores_every_line_as_given(cli, tmp_path):
+    first = json.loads(cli("remember", "I live in Berlin.", "--agent", "ada", "--json").stdout)
+    lines = [{"content": "I moved to Lisbon last month."}, {"content": "I live in Berlin."}]
+    report = json.loads(_import(cli, _file(tmp_path, lines), "--no-reconcile").stdout)
+    assert report["decisions"] == {"add": 0, "noop": 0, "update": 0, "delete": 0} and report["written"] == 2
+    stored = {m["id"] for m in json.loads(cli("memory", "list", "--agent", "ada", "--json").stdout)}
+    assert len(stored) == 3 and first["id"] in stored  # Berlin still current; the restatement is its own row
+
+
+@pytest.mark.usefixtures("no_embedder")
+def test_lines_of_one_file_reconcile_with_each_other_in_the_order_they_were_said(cli, tmp_path):
+    lines = [
+        {"content": "I moved to Lisbon last month.", "created_at": "2024-03-01T10:00:00Z"},  # said second
+        {"content": "I live in Berlin.", "created_at": "2024-01-01T10:00:00Z"},
+        {"content": "The office wifi password is kestrel42.", "session": "a", "created_at": "2024-01-02T10:00:00Z"},
+        {"content": "The office wifi password is kestrel42.", "session": "b", "created_at": "2024-02-02T10:00:00Z"},
+        {"content": "My sister lives in Porto.", "created_at": "2024-01-03T10:00:00Z"},  # near but different
+    ]
+    source = _file(tmp_path, lines)
+    report = json.loads(_import(cli, source).stdout)
+    assert report["decisions"] == {"add": 3, "noop": 1, "update": 1, "delete": 0}
+    current = _listed(cli)
+    assert set(current) == {"I moved to Lisbon last month.", "The office wifi password is kestrel42.", "My sister lives in Porto."}
+    assert current["The office wifi password is kestrel42."]["importance"] == pytest.approx(0.55)
+    berlin = [m for m in json.loads(cli("memory", "list", "--agent", "ada", "--all", "--json").stdout) if "Berlin" in m["content"]]
+    assert [m["superseded_by"] for m in berlin] == [current["I moved to Lisbon last month."]["id"]]
+    again = json.loads(_import(cli, source).stdout)
+    assert (again["written"], again["unchanged"], sum(again["decisions"].values())) == (0, 5, 0)
+    assert _listed(cli) == current

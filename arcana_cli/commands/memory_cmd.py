@@ -9,7 +9,7 @@ from arcana_cli.command import add_commands, command
 from arcana_cli.context import CliContext
 from arcana_cli.output import Out, YesOpt
 from arcana_cli.render import LIST_COLUMNS, age, entry_json, list_rows, snippet, version_mark
-from memory.errors import InvalidRequestError, NotFoundError
+from memory.errors import NotFoundError
 from memory.sqlite.admission import Audience
 from memory.types import MemoryQuery, MemoryType, Visibility
 
@@ -199,12 +199,9 @@ async def history(
 async def _versions(cli: CliContext, out: Out, memory_id: str, agent, pool, global_) -> None:
     """``memory history --versions``: the chain through MEMORY_ID, oldest first, the current one marked."""
     async with target_store(cli, agent, pool, global_) as editor:
-        if not hasattr(editor.store, "versions"):
-            raise InvalidRequestError(
-                "--versions walks a SQLite store's chain; on a PostgreSQL tier read the ledger: "
-                f"arcana memory history {memory_id} without --versions"
-            )
-        chain = await editor.store.versions((await editor.resolve(memory_id)).id)
+        # What `memory show` may show, any visibility and archived too (marked), and nothing else.
+        entry = await editor.resolve(memory_id)
+        chain = await editor.store.versions(entry.id, audience=Audience.OPERATOR, include_archived=True)
 
     def when(moment) -> str:
         return moment.isoformat(timespec="seconds") if moment else "-"

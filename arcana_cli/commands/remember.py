@@ -63,7 +63,9 @@ async def remember(
         card = cli.agents.create(agent)
         out.info(f"created agent '{agent}' ({card.id})")
     if from_ is not None:
-        await _remember_from(cli, card, out, from_, type_=type_, importance=importance, scope=scope, pool=pool)
+        await _remember_from(
+            cli, card, out, from_, type_=type_, importance=importance, scope=scope, pool=pool, reconcile=not no_reconcile
+        )
         return
     entry = MemoryEntry(
         agent_id=card.id,
@@ -120,7 +122,7 @@ def _read_lines(source: str) -> list[bytes]:
         raise typer.BadParameter(f"{source}: cannot read it ({exc.strerror})", param_hint="--from") from None
 
 
-async def _remember_from(cli: CliContext, card, out: Out, source: str, *, type_, importance, scope, pool) -> None:
+async def _remember_from(cli: CliContext, card, out: Out, source: str, *, type_, importance, scope, pool, reconcile) -> None:
     """``remember --from``: every good line stored, every bad one named; exit 2 if any was bad."""
     from memory.bulk import parse, remember_many
 
@@ -133,15 +135,18 @@ async def _remember_from(cli: CliContext, card, out: Out, source: str, *, type_,
     if parsed.entries:
         async with agent_federation(cli, card, out) as federation:
             with out.progress("remembering", len(parsed.entries)) as bar:
-                report = await remember_many(federation, parsed, on_progress=bar.update)
+                report = await remember_many(federation, parsed, reconcile=reconcile, on_progress=bar.update)
     for tier, why in report.failed.items():
         out.warn(f"tier {tier} did not store the memories ({why})")
+    for warning in report.warnings:
+        out.warn(warning)
     for bad in report.bad:
         out.warn(str(bad))
     name = "stdin" if source == "-" else source
     out.data(
         {"agent": card.name, "agent_id": card.id, "source": name, **report.as_dict()},
-        text=lambda: f"{report.written} written, {report.unchanged} unchanged, {len(report.bad)} bad line(s)",
+        text=lambda: f"{report.written} written, {report.unchanged} unchanged, {len(report.bad)} bad line(s); "
+        + ", ".join(f"{n} {kind}" for kind, n in report.decisions.items()),
     )
     if report.bad:
         err(

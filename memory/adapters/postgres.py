@@ -28,7 +28,7 @@ from memory.embedding.fusion import DEFAULT_KEYWORD_WEIGHT, DEFAULT_VECTOR_WEIGH
 from memory.adapters.vector import FillReport
 from memory.errors import MemoryStorageError, NotFoundError, SchemaTooNewError
 from memory.postgres import bulk, mutations
-from memory.postgres.admission import where
+from memory.postgres.admission import numbered, where
 from memory.postgres.connection import (
     CONNECT_TIMEOUT_S,
     STATEMENT_TIMEOUT_MS,
@@ -40,7 +40,8 @@ from memory.postgres.connection import (
 from memory.postgres.fts import TEXT_CONFIG, text_query
 from memory.postgres.migrations import current_version, migrate, refuse_newer
 from memory.postgres.mutations import SELECT_COLUMNS
-from memory.sqlite.admission import Audience
+from memory.sqlite import versions as version_sql
+from memory.sqlite.admission import POSTGRES, Audience
 from memory.sqlite.fts import query_tokens
 from memory.sqlite.rows import row_to_entry
 from memory.types import (
@@ -290,6 +291,13 @@ class PostgresAdapter:
         """Undo a supersession or release a held conflict: ``entry_id`` answers recall again (ledgered)."""
         return await self._call(mutations.make_current, entry_id, self.actor, transaction=True)
 
+    async def reinforce(self, entry_id: str, step: float, confirm: float | None = None) -> int:
+        """A restated fact: importance and access bumped, ledgered in the same transaction."""
+        return await self._call(
+            lambda conn: mutations.reinforce(conn, entry_id, self.actor, importance_step=step, confirm=confirm),
+            transaction=True,
+        )
+
     async def archive(self, entry_ids: Sequence[str]) -> int:
         return await self._set(entry_ids, "archive", "archived", 1)
 
@@ -399,6 +407,19 @@ class PostgresAdapter:
             )
             for r in rows
         ]
+
+    async def versions(
+        self, entry_id: str, *, audience: Audience = Audience.OPERATOR, include_archived: bool = False
+    ) -> list[MemoryEntry]:
+        """The version chain through ``entry_id``, oldest first, as ``audience`` may see it (one query)."""
+        query = version_sql.chain(entry_id, SELECT_COLUMNS, audience=audience, include_archived=include_archived, dialect=POSTGRES)
+        rows = await self._call(lambda conn: conn.fetch(numbered(query.sql), *query.params))
+        return [_entry(r) for r in rows]
+
+    async def open_conflicts(self) -> int:
+        """Claims held beside the user-confirmed fact they contradict, awaiting an operator."""
+        query = version_sql.open_conflicts(POSTGRES)
+        return await self._call(lambda conn: conn.fetchval(numbered(query.sql), *query.params))
 
     async def count(self, *, include_archived: bool = True) -> int:
         sql = "SELECT count(*) FROM memories" + ("" if include_archived else " WHERE archived = 0")

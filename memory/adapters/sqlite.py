@@ -20,6 +20,7 @@ from memory.migrations.runner import check_not_newer, migrate
 from memory.promotion import promote
 from memory.sqlite.quarantine import quarantine_store
 from memory.sqlite import mutations, vectors
+from memory.sqlite import versions as version_sql
 from memory.sqlite.admission import Audience, where
 from memory.sqlite.batches import select_in
 from memory.sqlite.connection import (
@@ -309,19 +310,18 @@ class SQLiteAdapter:
         """A restated fact: importance and access bumped, ledgered."""
         return await self.run(_reinforce_txn, entry_id, self.actor, step, confirm, inline=True)
 
-    async def versions(self, entry_id: str) -> list[MemoryEntry]:
-        """The version chain through ``entry_id``, oldest first (operator read: superseded rows included)."""
-        rows = await self.run(_version_chain, entry_id, inline=True)
+    async def versions(
+        self, entry_id: str, *, audience: Audience = Audience.OPERATOR, include_archived: bool = False
+    ) -> list[MemoryEntry]:
+        """The version chain through ``entry_id``, oldest first, as ``audience`` may see it (one query)."""
+        query = version_sql.chain(entry_id, f"{SELECT_COLUMNS}, m.seq", audience=audience, include_archived=include_archived)
+        rows = await self.run(lambda raw: raw.execute(query.sql, query.params).fetchall(), inline=True)
         return [row_to_entry(r) for r in rows]
 
     async def open_conflicts(self) -> int:
         """Claims held beside the user-confirmed fact they contradict, awaiting an operator."""
-        rows = await self.run(
-            lambda raw: raw.execute(
-                "SELECT count(*) FROM memories WHERE conflict_with IS NOT NULL AND archived = 0"
-            ).fetchall()
-        )
-        return rows[0][0]
+        query = version_sql.open_conflicts()
+        return (await self.run(lambda raw: raw.execute(query.sql, query.params).fetchone()))[0]
 
     async def _has_vectors(self) -> bool:
         return bool(await self.run(vectors.vec_tables))
@@ -488,30 +488,6 @@ def _make_current_txn(raw, entry_id, actor):
 def _reinforce_txn(raw, entry_id, actor, step, confirm):
     with transaction(raw):
         return mutations.reinforce(raw, entry_id, actor, importance_step=step, confirm=confirm)
-
-
-def _version_chain(raw, entry_id):
-    """Walk ``supersedes`` back and ``superseded_by`` forward from ``entry_id`` (cycle-safe)."""
-    sql = f"SELECT {SELECT_COLUMNS}, m.seq FROM memories m WHERE m.id = ?"
-    start = raw.execute(sql, (entry_id,)).fetchone()
-    if start is None:
-        return []
-    chain, seen = [start], {entry_id}
-    row = start
-    while row["supersedes"] and row["supersedes"] not in seen:
-        row = raw.execute(sql, (row["supersedes"],)).fetchone()
-        if row is None:
-            break
-        seen.add(row["id"])
-        chain.insert(0, row)
-    row = start
-    while row["superseded_by"] and row["superseded_by"] not in seen:
-        row = raw.execute(sql, (row["superseded_by"],)).fetchone()
-        if row is None:
-            break
-        seen.add(row["id"])
-        chain.append(row)
-    return chain
 
 
 def _touch_txn(raw, hits):

@@ -151,6 +151,7 @@ class VectorAdapter:
         # (model, text) -> vector that similar() embedded for a write about to happen: the write
         # reuses it instead of embedding the same text again (reconciliation's largest cost).
         self._reusable: dict[tuple[str, str], list[float]] = {}
+        self._primed: dict[tuple[str, str], list[float]] = {}  # a reconciled batch's texts (prime())
 
     # -- lifecycle ---------------------------------------------------------
 
@@ -413,6 +414,20 @@ class VectorAdapter:
         """Can a semantic search run now (vectors indexed, sqlite-vec loaded, a compatible embedder)?"""
         return isinstance(await self._searchable(), tuple)
 
+    async def prime(self, texts: Sequence[str]) -> dict[str, list[float]]:
+        """Embed ``texts`` in one call for the :meth:`similar` calls about to ask for them (a batch
+        being reconciled), replacing what an earlier batch primed; returns them by text ({} when
+        semantic search cannot run)."""
+        self._primed = {}
+        ready = await self._searchable()
+        if not isinstance(ready, tuple) or not texts:
+            return {}
+        embedder = ready[0]
+        unique = list(dict.fromkeys(texts))
+        vectors = dict(zip(unique, await embedder.embed(unique), strict=True))
+        self._primed = {(embedder.model_name, t): v for t, v in vectors.items()}
+        return vectors
+
     async def similar(self, query: MemoryQuery, limit: int, min_similarity: float) -> list[MemoryEntry]:
         """Admitted nearest neighbours of ``query.text`` at cosine >= ``min_similarity``, scored by cosine.
 
@@ -425,8 +440,9 @@ class VectorAdapter:
         if not isinstance(ready, tuple):
             return []
         embedder, meta = ready
-        vector = (await embedder.embed([query.text]))[0]
-        self._reusable[(embedder.model_name, query.text)] = vector
+        key = (embedder.model_name, query.text)
+        vector = self._primed.pop(key, None) or (await embedder.embed([query.text]))[0]
+        self._reusable[key] = vector
         while len(self._reusable) > REUSABLE_VECTORS:
             del self._reusable[next(iter(self._reusable))]
         hits = await self._semantic(query, embedder, meta, limit, vector=vector)

@@ -10,6 +10,7 @@ raises, a failed shared or global leg degrades with a visible event.
 from __future__ import annotations
 
 import asyncio
+from collections import Counter
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -70,6 +71,8 @@ class BatchWriteReport:
     refused: list[str] = field(default_factory=list)
     failed: dict[str, str] = field(default_factory=dict)
     changed: dict[str, bool] = field(default_factory=dict)
+    decisions: Counter = field(default_factory=Counter)  # reconciliation: entries per add | noop | update | delete
+    warnings: list[str] = field(default_factory=list)
 
 
 class FederatedWriteError(MemoryWriteError):
@@ -256,8 +259,19 @@ class MemoryFederation:
             ) from (private_failure.cause if isinstance(private_failure, TierWriteFailed) else private_failure)
         return report
 
-    async def write_many(self, entries: Sequence[MemoryEntry]) -> BatchWriteReport:
+    async def write_many(self, entries: Sequence[MemoryEntry], *, reconcile: bool = False) -> BatchWriteReport:
         """Write a batch the way :meth:`write` writes one entry, one backend call per tier.
+
+        With ``reconcile`` (and a reconciler) each entry is first decided as
+        :meth:`write` decides it (``remember --from``); see
+        :meth:`memory.reconcile.reconciler.Reconciler.write_many`.
+        """
+        if reconcile and self.reconciler is not None:
+            return await self.reconciler.write_many(list(entries), self._fan_out_many)
+        return await self._fan_out_many(entries)
+
+    async def _fan_out_many(self, entries: Sequence[MemoryEntry]) -> BatchWriteReport:
+        """Write a batch to every routed tier, one backend call per tier.
 
         Entries are grouped by the tiers they route to (promotion, pools),
         each tier gets its copies in one ``write_many``. Raises

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from memory.postgres import bulk
 from memory.postgres.admission import numbered
-from memory.sqlite.mutations import VERSION_LINKS, change_label
+from memory.sqlite.mutations import VERSION_LINKS, change_label, differs
 from memory.sqlite.rows import COLUMNS, entry_values
 from memory.types import MemoryEntry, Visibility
 
@@ -244,6 +244,16 @@ async def make_current(conn, entry_id: str, actor: str) -> list[str]:
     return changed
 
 
+async def reinforce(conn, entry_id: str, actor: str, *, importance_step: float, confirm: float | None) -> int:
+    """A restated fact: importance and access bumped, ledgered ('reinforce'), as on SQLite."""
+    assignments = "importance = least(1.0, importance + ?), access_count = access_count + 1, last_accessed_at = ?"
+    params: list = [importance_step, time.time()]
+    if confirm is not None:
+        assignments += ", confidence_source = 'user_confirmed', confidence = greatest(confidence, ?)"
+        params.append(confirm)
+    return await _change(conn, [entry_id], "reinforce", actor, assignments, params)
+
+
 async def _change(conn, ids: Sequence[str], op: str, actor: str, assignments: str, params: Sequence = ()) -> int:
     """``UPDATE memories SET <assignments>`` (``?`` placeholders) on ``ids``; one ledger row per changed row."""
     now = time.time()
@@ -251,17 +261,14 @@ async def _change(conn, ids: Sequence[str], op: str, actor: str, assignments: st
     if not before:
         return 0
     present = list(before)
-    count = len(params)
     await conn.execute(
-        f"UPDATE memories SET {numbered(assignments)}, updated_at = ${count + 1} WHERE id = ANY(${count + 2}::text[])",
-        *params, now, present,
+        f"UPDATE memories SET {numbered(assignments)} WHERE id = ANY(${len(params) + 1}::text[])", *params, present
     )
     after = await _images(conn, present, lock=False)
-    ledger = [
-        (mid, op, actor, now, _dump(before[mid]), _dump(after[mid]))
-        for mid in present
-        if any(before[mid][k] != after[mid][k] for k in COLUMNS if k not in _SKIP_COMPARE)
-    ]
+    changed = [mid for mid in present if differs(before[mid], after[mid])]  # only these are stamped, as on SQLite
+    if changed:
+        await conn.execute("UPDATE memories SET updated_at = $1 WHERE id = ANY($2::text[])", now, changed)
+    ledger = [(mid, op, actor, now, _dump(before[mid]), _dump(after[mid] | {"updated_at": now})) for mid in changed]
     await _append(conn, ledger)
     return len(ledger)
 

@@ -18,6 +18,8 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from memory.errors import NotFoundError
+from memory.operator_edits import Edit, EditReport, LiveCopyError, MemoryEditor
 from memory.reconcile import entities
 from memory.reconcile.candidates import find_candidates
 from memory.reconcile.heuristic import Candidate, Decision, DecisionKind, decide
@@ -67,14 +69,10 @@ class Reconciler:
         except Exception as exc:  # deciding is an optimisation of the store, never a reason to lose a write
             self._audit("reconcile_fallback", entry, f"{type(exc).__name__}: {exc}")
             decision, candidates, subjects = Decision(reason="reconciliation failed: added"), {}, []
-        if decision.kind is DecisionKind.NOOP:
-            from memory.federation.federation import WriteReport
-
-            target = decision.targets[0]
-            confirm = entry.confidence if self._confirms(entry, candidates[target]) else None
-            await self.store.reinforce(target, REINFORCE_STEP, confirm)
-            report = WriteReport(target, accepted=["private"])
-        else:
+        report = await self._reinforce(entry, decision, candidates) if decision.kind is DecisionKind.NOOP else None
+        if report is None:
+            if decision.kind is DecisionKind.NOOP:  # the restated memory went meanwhile: store this one
+                decision = Decision(reason="the restated memory is gone: added")
             if decision.conflict_with:
                 entry = entry.model_copy(update={"conflict_with": decision.conflict_with})
             report = await fan_out(entry)
@@ -87,44 +85,76 @@ class Reconciler:
         report.reason = decision.reason
         return report
 
+    async def write_many(self, entries: list[MemoryEntry], fan_out_many: Callable[[list[MemoryEntry]], Awaitable[Any]]) -> Any:
+        """:meth:`write` for a batch (``remember --from``): see :func:`memory.reconcile.batch.write_many`."""
+        from memory.reconcile.batch import write_many
+
+        return await write_many(self, entries, fan_out_many)
+
+    async def _reinforce(self, entry: MemoryEntry, decision: Decision, candidates: dict) -> Any | None:
+        """The noop: reinforce the restated memory here and its global copy (promoting it when it
+        becomes promotable); None when it is gone, so the write is stored instead."""
+        from memory.federation.federation import WriteReport
+
+        target = decision.targets[0]
+        confirm = entry.confidence if self._confirms(entry, candidates[target]) else None
+        report = WriteReport(target, accepted=["private"])
+        applied = await self._through_copies([target], Edit("reinforce", (REINFORCE_STEP, confirm)), "reinforced", entry, report)
+        if not applied:
+            return None
+        report.accepted += [c.tier for c in applied[0].copies if c.changed and c.op in ("reinforce", "promote")]
+        return report
+
     async def _supersede(self, targets: list[str], entry: MemoryEntry, report: Any) -> list[str]:
-        """End each target here and its promoted global copy, through the operator edits' one path.
+        """End each target here and its promoted global copy: the old fact is no longer current anywhere."""
+        applied = await self._through_copies(targets, Edit("supersede", entry.id), "superseded", entry, report)
+        return [a.entry_id for a in applied if a.changed]
 
-        The old fact is no longer current anywhere. A copy that cannot be
-        reached keeps the private supersession (the write stands) and is
-        reported as a warning and in the audit log, never silently.
+    async def _through_copies(self, targets: list[str], edit: Edit, verb: str, entry: MemoryEntry, report: Any) -> list:
+        """Apply ``edit`` to each target and its global copy through the operator edits' one path.
+
+        Returns the :class:`EditReport` of each target still there. A copy
+        that cannot be reached keeps the private change (the write stands)
+        and is reported as a warning and in the audit log, never silently.
         """
-        from memory.errors import NotFoundError
-        from memory.operator_edits import Edit, LiveCopyError, MemoryEditor
-
         editor = MemoryEditor(self.store, copies=self.copies() if self.copies else None)
-        ended = []
+        applied = []
         try:
             for target in targets:
                 try:
-                    if (await editor.apply(target, Edit("supersede", entry.id), verb="superseded")).changed:
-                        ended.append(target)
+                    applied.append(await editor.apply(target, edit, verb=verb))
                 except NotFoundError:
-                    continue  # purged meanwhile: nothing left to end
+                    continue  # purged meanwhile: nothing left to change
                 except LiveCopyError as exc:
-                    ended.append(target)
+                    applied.append(EditReport(target, True, None))
                     report.warnings.append(str(exc))
                     self._audit("reconcile_live_copy", entry, str(exc))
         finally:
             await editor.aclose()
-        return ended
+        return applied
 
-    async def decide(self, entry: MemoryEntry) -> tuple[Decision, dict[str, MemoryEntry], list[Subject]]:
-        """The decision for ``entry``, the candidates by id, and the subjects it is about (to link)."""
+    async def decide(
+        self, entry: MemoryEntry, earlier: Any | None = None, *, search_store: bool = True
+    ) -> tuple[Decision, dict[str, MemoryEntry], list[Subject]]:
+        """The decision for ``entry``, the candidates by id, and the subjects it is about (to link).
+
+        ``earlier`` (a :class:`memory.reconcile.batch.Earlier`) adds the lines of
+        the same import decided before this one, not yet in the store;
+        ``search_store=False`` (an import into an empty store) looks only there.
+        """
         parsed, norm = parse(entry.content, self.patterns)
         words = " ".join(
             [self.patterns.attribute_words.get(f.attribute, "") for f, _ in parsed]
             + [" ".join([s.key, *s.aliases]) for _, s in parsed if s.key != entities.SPEAKER]
         )
-        found = await find_candidates(
-            self.store, self.vectors, entry, words,
-            limit=self.settings.candidates, min_similarity=self.settings.min_similarity,
-        )
+        found: list[tuple[MemoryEntry, float | None]] = []
+        if search_store:
+            found = await find_candidates(
+                self.store, self.vectors, entry, words,
+                limit=self.settings.candidates, min_similarity=self.settings.min_similarity,
+            )
+        if earlier is not None:
+            found += earlier.candidates(entry, parsed, norm, {e.id for e, _ in found}, self.settings.candidates)
         by_id = {e.id: e for e, _ in found}
         if not found:
             return Decision(reason="no similar memory"), by_id, [s for _, s in parsed]

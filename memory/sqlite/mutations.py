@@ -107,19 +107,12 @@ def reinforce(raw, entry_id: str, actor: str, *, importance_step: float, confirm
     ``confirm`` (the confidence of a user restating what the agent had
     asserted) raises the source to user_confirmed.
     """
-    now = time.time()
-    before = _images(raw, [entry_id]).get(entry_id)
-    if before is None:
-        return 0
     assignments = "importance = min(1.0, importance + ?), access_count = access_count + 1, last_accessed_at = ?"
-    params: list = [importance_step, now]
+    params: list = [importance_step, time.time()]
     if confirm is not None:
         assignments += ", confidence_source = 'user_confirmed', confidence = max(confidence, ?)"
         params.append(confirm)
-    raw.execute(f"UPDATE memories SET {assignments}, updated_at = ? WHERE id = ?", (*params, now, entry_id))
-    after = _images(raw, [entry_id])[entry_id]
-    _append(raw, [(entry_id, "reinforce", actor, now, _dump(before), _dump(after))])
-    return 1
+    return update(raw, [entry_id], "reinforce", actor, assignments, params)
 
 
 def upsert(raw, entries: Sequence[MemoryEntry], actor: str, *, op: str | None = None) -> list[str]:
@@ -166,24 +159,30 @@ def upsert(raw, entries: Sequence[MemoryEntry], actor: str, *, op: str | None = 
     return ops
 
 
+def differs(before: dict, after: dict) -> bool:
+    """True when a row changed in anything but ``updated_at``: only then is it stamped and ledgered."""
+    return any(before[k] != after[k] for k in COLUMNS if k != "updated_at")
+
+
 def update(raw, ids: Sequence[str], op: str, actor: str, assignments: str, params: Sequence = ()) -> int:
-    """Apply ``UPDATE memories SET <assignments>`` to ``ids``, one ledger row per changed row."""
+    """Apply ``UPDATE memories SET <assignments>`` to ``ids``, one ledger row per changed row.
+
+    ``updated_at`` is stamped afterwards on the rows that really changed, so
+    an edit that changes nothing (``--current`` on a current memory) leaves
+    the row exactly as it was, with no ledger row.
+    """
     now = time.time()
     before = _images(raw, ids)
     if not before:
         return 0
     present = list(before)
     for chunk in batches(present):
-        raw.execute(
-            f"UPDATE memories SET {assignments}, updated_at = ? WHERE id IN ({marks(chunk)})",
-            (*params, now, *chunk),
-        )
+        raw.execute(f"UPDATE memories SET {assignments} WHERE id IN ({marks(chunk)})", (*params, *chunk))
     after = _images(raw, present)
-    ledger = [
-        (mid, op, actor, now, _dump(before[mid]), _dump(after[mid]))
-        for mid in present
-        if any(before[mid][k] != after[mid][k] for k in COLUMNS if k not in _SKIP_COMPARE)
-    ]
+    changed = [mid for mid in present if differs(before[mid], after[mid])]
+    for chunk in batches(changed):
+        raw.execute(f"UPDATE memories SET updated_at = ? WHERE id IN ({marks(chunk)})", (now, *chunk))
+    ledger = [(mid, op, actor, now, _dump(before[mid]), _dump(after[mid] | {"updated_at": now})) for mid in changed]
     _append(raw, ledger)
     return len(ledger)
 

@@ -25,7 +25,12 @@ Data: ``ARCANA_LOCOMO_DIR``, else ``shared/data/locomo-dev`` beside the repo
 (``../shared`` of the repository root, also from a worktree). Research data:
 read here, never shipped.
 
-Run: python tests/bench/bench_locomo.py [--store-only | --quick]
+``--via-from`` ingests each conversation through ``remember --from``'s
+reconciled path instead of the store's batch write (decisions printed; a turn
+decided noop is answered by the turn it reinforced): what reconciliation does
+to recall on conversational turns.
+
+Run: python tests/bench/bench_locomo.py [--store-only | --quick] [--via-from]
 """
 
 from __future__ import annotations
@@ -39,8 +44,8 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections import defaultdict
-from dataclasses import dataclass
+from collections import Counter, defaultdict
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
@@ -59,6 +64,8 @@ from memory.types import MemoryEntry, MemoryQuery, RetrievalMode  # noqa: E402
 LIMIT = 10
 POOL = 50
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
+VIA_FROM = "--via-from" in sys.argv
+DECISIONS: Counter = Counter()  # --via-from: reconciliation's decisions over every conversation
 MODES = (RetrievalMode.keyword, RetrievalMode.semantic, RetrievalMode.hybrid)
 
 
@@ -171,9 +178,14 @@ class Store:
         self.vectors = self.fed.router.private.backend
         entries = [e for _, e in self.conv.turns]
         started = time.perf_counter()
-        await self.vectors.write_many(entries)
+        if VIA_FROM:
+            await self._remember_from(entries)
+        else:
+            await self.vectors.write_many(entries)
         self.ingest_seconds = time.perf_counter() - started
         self.dia_of = {e.id: dia for dia, e in self.conv.turns}
+        if VIA_FROM:
+            self._answer_restated_turns_through_what_they_reinforced()
         # what the model really embedded (content + previous turn): the raw baseline's texts
         self.embedded = await self.vectors.store.run(
             lambda raw: [r[0] for r in raw.execute(f"SELECT {EMBEDDED_TEXT_SQL} FROM memories")]
@@ -183,6 +195,22 @@ class Store:
 
     async def __aexit__(self, *exc):
         await self.fed.aclose()
+
+    async def _remember_from(self, entries: list[MemoryEntry]) -> None:
+        """``--via-from``: the turns through ``remember --from``'s reconciled path (memory.bulk.remember_many)."""
+        from memory.bulk import Parsed, remember_many
+
+        report = await remember_many(self.fed, Parsed(entries, [], {e.id for e in entries}, len(entries)))
+        DECISIONS.update(report.decisions)
+        self.restated = await self.vectors.store.run(
+            lambda raw: raw.execute("SELECT src_id, dst_id FROM memory_edges WHERE relation = 'restates'").fetchall()
+        )
+
+    def _answer_restated_turns_through_what_they_reinforced(self) -> None:
+        """A turn decided noop has no row of its own: a question citing it is answered by the turn it reinforced."""
+        to = {self.dia_of[src]: self.dia_of[dst] for src, dst in self.restated}
+        questions = [replace(q, evidence=frozenset(to.get(d, d) for d in q.evidence)) for q in self.conv.questions]
+        self.conv = replace(self.conv, questions=questions)
 
     def query(self, text: str, mode: RetrievalMode, limit: int = LIMIT) -> MemoryQuery:
         return MemoryQuery(agent_id=self.agent, text=text, retrieval_mode=mode, limit=limit)
@@ -300,6 +328,8 @@ async def main() -> None:
 
     store_only = "--store-only" in sys.argv
     quick = "--quick" in sys.argv  # no wall-clock pass, no cost figures: for tuning loops
+    if VIA_FROM:
+        print("ingest: remember --from's reconciled path (--via-from)")
     files = sorted(data_dir().glob("*.json"))
     embedder = FastEmbedEmbedder(models_root=Path(os.environ.get("ARCANA_MODELS", Path.home() / ".arcana" / "models")))
     await embedder.embed(["warm up"])
@@ -321,7 +351,7 @@ async def main() -> None:
                     continue
                 fed_results.append(await evaluate(store, federation=True))
                 items = []
-                for q in conv.questions:
+                for q in store.conv.questions:
                     s, k, c = await store.legs(q)
                     items.append((q, s, k, c, store.dia_of))
                 legs_by_conv[conv.name] = items
@@ -334,6 +364,8 @@ async def main() -> None:
         for conv, result in zip(convs, fed_results, strict=True):
             print_table(f"through the federation, conversation {conv.name}", pooled([result]))
         print_table("through the federation, all conversations", pooled(fed_results))
+        if VIA_FROM:
+            print(f"\n== reconciliation decisions over every turn ==\n  {dict(DECISIONS)}")
         coverage(legs_by_conv)
         cross_validate(legs_by_conv)
         if quick:

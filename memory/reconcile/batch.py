@@ -1,0 +1,151 @@
+"""Reconciling an import (``remember --from``): one batch decided line by line, written at once.
+
+A line whose id the store already holds (in any state), or that restated a
+memory on an earlier run (:mod:`memory.reconcile.restatements`), is a re-run:
+it is not decided again, so a re-run reinforces nothing. Saying what its row
+says (content, type, tags) it is skipped, so a re-run does not undo the
+importance reinforcement or an operator gave the row since; a line edited
+since is upserted by id, as without reconciliation. The other lines are
+decided in the order they were said (``created_at``), each against the store
+and against the lines of the batch decided before it (:class:`Earlier`: same
+subject and attribute, or the same words), so a history that says "I live in
+Berlin" and later "I moved to Lisbon" ends Berlin even when both arrive in
+one file. Their texts are embedded for the store's candidate search in one
+call (``VectorAdapter.prime``), not one per line; into an empty store there
+is no such search, and no such embedding. Adds, updates and deletes are written with one batch write;
+then restatements are reinforced and replaced versions ended, in order,
+through the same paths a single ``remember`` uses.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any
+
+from memory.reconcile import restatements
+from memory.reconcile.heuristic import Decision, DecisionKind
+from memory.reconcile.slots import Fact, Subject, parse
+from memory.sqlite.admission import Audience
+from memory.types import MemoryEntry, MemoryQuery, MemoryScope
+
+
+def _cosine(a: Sequence[float] | None, b: Sequence[float] | None) -> float | None:
+    if a is None or b is None:
+        return None
+    norm = math.sqrt(sum(x * x for x in a)) * math.sqrt(sum(y * y for y in b))
+    return sum(x * y for x, y in zip(a, b, strict=True)) / norm if norm else None
+
+
+class Earlier:
+    """The lines of this batch decided so far (and to be written), as candidates for the next one."""
+
+    def __init__(self, patterns: Any, vectors: dict[str, list[float]]):
+        self.patterns = patterns
+        self.vectors = vectors  # text -> its primed vector (empty without an embedder)
+        self.lines: list[tuple[MemoryEntry, set[tuple[str, str]], str]] = []
+
+    def add(self, entry: MemoryEntry) -> None:
+        parsed, norm = parse(entry.content, self.patterns)
+        self.lines.append((entry, {(s.key, f.attribute) for f, s in parsed}, norm))
+
+    def candidates(
+        self, entry: MemoryEntry, parsed: list[tuple[Fact, Subject]], norm: str, seen: set[str], limit: int
+    ) -> list[tuple[MemoryEntry, float | None]]:
+        """The latest ``limit`` earlier lines stating a slot ``entry`` states, or the same words."""
+        slots = {(s.key, f.attribute) for f, s in parsed}
+        found = []
+        for line, line_slots, line_norm in reversed(self.lines):
+            if line.id in seen or line.agent_id != entry.agent_id or not (line_norm == norm or slots & line_slots):
+                continue
+            found.append((line, _cosine(self.vectors.get(entry.content), self.vectors.get(line.content))))
+            if len(found) >= limit:
+                break
+        return found
+
+
+def _same_line(line: MemoryEntry, row: MemoryEntry) -> bool:
+    """The row this line imported before, as the line has it. Importance is not compared: what
+    reinforcement or an operator made of it since is the store's, not the file's."""
+    return (line.content, line.type, line.tags) == (row.content, row.type, row.tags)
+
+
+async def _already(store: Any, entries: Sequence[MemoryEntry]) -> tuple[set[str], set[str], set[str]]:
+    """Ids the store holds in any state (an operator read), those of them the line still says
+    the same of, and the ids that restated a memory on an earlier run."""
+    restated = await store.run(restatements.recorded, [e.id for e in entries])
+    rows = await store.admitted_by_id(
+        MemoryQuery(), [e.id for e in entries if e.id not in restated], audience=Audience.OPERATOR, include_archived=True
+    )
+    same = {e.id for e in entries if e.id in rows and _same_line(e, rows[e.id])}
+    return set(rows), same, restated
+
+
+async def write_many(reconciler: Any, entries: list[MemoryEntry], fan_out_many: Callable[[list[MemoryEntry]], Awaitable[Any]]) -> Any:
+    """Reconcile and write ``entries``; the fan-out's ``BatchWriteReport`` with ``decisions`` and ``warnings``."""
+    from memory.federation.federation import BatchWriteReport, WriteReport
+
+    if reconciler.settings.strategy == "off" or not entries:
+        report = await fan_out_many(entries) if entries else BatchWriteReport()
+        report.decisions[DecisionKind.ADD.value] += len(entries)
+        return report
+    held, same, restated = await _already(reconciler.store, entries)
+    known = [e for e in entries if e.id in held and e.id not in same]  # an edited line: upserted by id, as before
+    new = sorted((e for e in entries if e.id not in held and e.id not in restated), key=lambda e: e.created_at)
+    # Trigger: the first import into a fresh store. Why: nothing stored can be a candidate, and
+    # embedding the batch for a search that cannot find anything would cost a second embedding pass.
+    search_store = await reconciler.store.count() > 0
+    private = [e for e in new if e.scope is MemoryScope.PRIVATE]
+    earlier = Earlier(reconciler.patterns, await _prime(reconciler, private) if search_store else {})
+    decided: list[tuple[MemoryEntry, Decision, Any, list[Subject]]] = []
+    for entry in new:
+        if entry.scope is not MemoryScope.PRIVATE:
+            decided.append((entry, Decision(reason="not a private memory"), {}, []))
+            continue
+        try:
+            decision, candidates, subjects = await reconciler.decide(entry, earlier, search_store=search_store)
+        except Exception as exc:  # as in Reconciler.write: never a reason to lose a write
+            reconciler._audit("reconcile_fallback", entry, f"{type(exc).__name__}: {exc}")
+            decision, candidates, subjects = Decision(reason="reconciliation failed: added"), {}, []
+        if decision.conflict_with:
+            entry = entry.model_copy(update={"conflict_with": decision.conflict_with})
+        decided.append((entry, decision, candidates, subjects))
+        if decision.kind is not DecisionKind.NOOP:
+            earlier.add(entry)
+    written = known + [e for e, d, _, _ in decided if d.kind is not DecisionKind.NOOP]
+    report = await fan_out_many(written) if written else BatchWriteReport()
+    for entry_id in restated | same:
+        report.changed[entry_id] = False  # imported (or restated) on an earlier run: nothing to do again
+    if "private" not in report.accepted:
+        return report
+    leftovers = []
+    for entry, decision, candidates, subjects in decided:  # in the order the lines were said
+        single = WriteReport(entry.id)
+        if decision.kind is DecisionKind.NOOP:
+            single = await reconciler._reinforce(entry, decision, candidates)
+            if single is None:
+                leftovers.append(entry)  # the restated memory went meanwhile: store this line after all
+                continue
+            await reconciler.store.run(restatements.record, entry.id, decision.targets[0])
+        elif decision.targets:
+            await reconciler._supersede(decision.targets, entry, single)
+        report.decisions[decision.kind.value] += 1
+        report.warnings += single.warnings
+        await reconciler._link(entry, subjects)
+    if leftovers:
+        more = await fan_out_many(leftovers)
+        report.decisions[DecisionKind.ADD.value] += len(leftovers)
+        for name, count in more.accepted.items():
+            report.accepted[name] = report.accepted.get(name, 0) + count
+    return report
+
+
+async def _prime(reconciler: Any, entries: list[MemoryEntry]) -> dict[str, list[float]]:
+    """Embed the batch's texts in one call for its candidate searches; {} when that cannot run."""
+    if reconciler.vectors is None or not entries:
+        return {}
+    try:
+        return await reconciler.vectors.prime([e.content for e in entries])
+    except Exception as exc:  # priming only saves time: each decision embeds on its own instead
+        reconciler._audit("reconcile_fallback", entries[0], f"{type(exc).__name__}: {exc}")
+        return {}
