@@ -29,14 +29,17 @@ from memory.embedding.fusion import (
     DEFAULT_KEYWORD_WEIGHT,
     DEFAULT_VECTOR_WEIGHT,
     Weights,
+    asks,
     best,
     fused_scores,
+    hand_to_replies,
+    lift_by_pairs,
     ranked_entries,
     spread_to_neighbours,
 )
 from memory.embedding.gateway import EmbeddingGateway
 from memory.errors import MemoryStorageError
-from memory.sqlite import chunks, context
+from memory.sqlite import chunks, context, fts
 from memory.sqlite.admission import where
 from memory.sqlite.rows import admitted_rows, row_to_entry
 from memory.sqlite.vectors import (
@@ -400,6 +403,10 @@ class VectorAdapter:
                 near = best(scores, NEIGHBOUR_POOL * query.limit)
                 previous = await self.store.run(context.previous_ids, near, clause.sql, clause.params, inline=True)
                 scores = spread_to_neighbours({i: scores[i] for i in near}, previous, NEIGHBOUR_SHARE)
+                pairs = await self.store.run(fts.pair_share, query.text, near, clause.sql, clause.params, inline=True)
+                scores = lift_by_pairs(scores, pairs)
+                content = {e.id: e.content for e in (*keyword, *semantic)}
+                scores = hand_to_replies(scores, previous, {i for i in near if asks(content[i])})
                 entries = ranked_entries(scores, semantic, keyword, query.limit)
                 legs = ("semantic", "keyword")
         except _QueryEmbedFailed as exc:
