@@ -60,9 +60,9 @@ _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 def check_name(kind: str, name: str) -> str:
     """The one rule for agent, pool and vault names: they become file and directory names under the home."""
     if not _NAME.fullmatch(name):
-        from memory.errors import ConfigError
+        from memory.errors import InvalidRequestError  # a name someone typed: invalid input (exit 2), not a broken config
 
-        raise ConfigError(
+        raise InvalidRequestError(
             f"invalid {kind} name {name!r}: use 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit"
         )
     return name

@@ -123,6 +123,15 @@ def keep_restrictions(stored: MemoryEntry, incoming: MemoryEntry) -> MemoryEntry
     return incoming.model_copy(update={"visibility": visibility, "archived": stored.archived or incoming.archived})
 
 
+async def _ever_promoted(source: SQLiteAdapter, entry_ids: Sequence[str]) -> bool:
+    """Whether any of ``entry_ids`` was promotable in some version ``source``'s ledger holds: only then
+    can the global tier hold a copy (asked when that tier cannot be reached to look)."""
+    for entry_id in entry_ids:
+        if ever_promotable(await source.history(entry_id)):
+            return True
+    return False
+
+
 class GlobalCopies:
     """The global tier as seen from one agent's memories: the copies its promotion made.
 
@@ -171,11 +180,15 @@ class GlobalCopies:
         """False when there is no global tier at all (no server configured, no ``global.db``)."""
         return self.on_server or self.path.exists()
 
-    async def follow_many(self, agent_id: str, entry_ids: Sequence[str], op: str, verb: str) -> CopyChange | None:
-        """Archive or purge (``op``) the copies of ``agent_id``'s ``entry_ids``: what a prune did to them.
+    async def follow_many(
+        self, source: SQLiteAdapter, agent_id: str, entry_ids: Sequence[str], op: str, verb: str
+    ) -> CopyChange | None:
+        """Archive or purge (``op``) the copies of ``agent_id``'s ``entry_ids`` (memories of ``source``):
+        what a prune does to them.
 
         One bulk change in the global tier's ledger; None when there is no
-        global tier. A tier that cannot be reached raises :class:`LiveCopyError`.
+        global tier. A tier that cannot be reached raises :class:`LiveCopyError`,
+        unless none of the memories was ever promotable.
         """
         if op not in ("archive", "purge"):
             raise ValueError(f"copies follow an archive or a purge, not '{op}'")
@@ -191,6 +204,8 @@ class GlobalCopies:
             changed = await getattr(store, op)(mine) if mine else 0
             return CopyChange(self.TIER, op, bool(changed), count=changed)
         except (MemoryStorageError, TimeoutError) as exc:
+            if not await _ever_promoted(source, entry_ids):
+                return None  # nothing of these memories can be there
             raise LiveCopyError(
                 f"{len(entry_ids)} memories are to be {verb} in the agent's store, but the global tier at "
                 f"{self.path} could not be reached ({exc}), so their copies may still be live; nothing was "
@@ -226,7 +241,7 @@ class GlobalCopies:
                 changed += sum(op != "noop" for op in (await store.write_many(kept) if kept else []))
             return CopyChange(self.TIER, "update", bool(changed), count=changed) if changed else None
         except (MemoryStorageError, TimeoutError) as exc:
-            if not any([ever_promotable(await source.history(e.id)) for e in entries]):
+            if not await _ever_promoted(source, [e.id for e in entries]):
                 return None  # nothing of these memories can be there
             raise LiveCopyError(
                 f"{len(entries)} memories are to be {verb} in the agent's store, but the global tier at {self.path} "
@@ -294,7 +309,7 @@ class GlobalCopies:
                 return CopyChange(self.TIER, "withdraw", bool(await store.withdraw([before.id])))
             return CopyChange(self.TIER, edit.op, await edit.on(store, before.id))
         except (MemoryStorageError, TimeoutError) as exc:
-            if copy is None and not at_stake and not ever_promotable(await source.history(before.id)):
+            if copy is None and not at_stake and not await _ever_promoted(source, [before.id]):
                 return None  # nothing of this memory can be there: the edit stands on its own
             state = "is still live, unchanged" if copy is not None else "may still be live"
             done = f"was not {verb}: " if first else f"was {verb} in the agent's store, but "

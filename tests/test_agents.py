@@ -59,7 +59,7 @@ def test_duplicate_and_invalid_names_are_rejected(cli):
     assert duplicate.exit_code == 4 and "already exists" in duplicate.stderr
     for bad in ("-x", "has space", "a/b", "x" * 65):
         result = cli("agent", "create", "--", bad) if bad.startswith("-") else cli("agent", "create", bad)
-        assert result.exit_code != 0, bad
+        assert result.exit_code == 2 and "invalid agent name" in result.stderr, bad  # invalid input
     assert [a["name"] for a in json.loads(cli("agent", "list", "--json").stdout)] == ["ada"]
 
 

@@ -21,7 +21,7 @@ from memory.promotion import global_copy
 from memory.sqlite.admission import Audience
 from memory.types import MemoryQuery, PruneMode, PrunePolicy
 from factories import entry
-from federation_faults import write_locked
+from federation_faults import corrupt_file, write_locked
 
 KEYWORD_ONLY = ArcanaConfig.model_validate({"embedding": {"providers": []}})
 
@@ -201,6 +201,28 @@ async def test_an_unreachable_global_tier_fails_the_prune_before_the_agent_chang
     run = await prune_home(arcana_home, KEYWORD_ONLY, Selection(agent="ada"), policy)  # the retry
     assert run.stores[0].report.victim_ids == [low.id]
     assert await _recall(arcana_home.global_db, "locked") == {top.content}
+
+
+async def test_a_global_tier_out_of_reach_fails_only_a_prune_that_could_leave_a_copy(arcana_home):
+    """Unreadable global tier: an agent none of whose memories was ever promotable prunes as usual;
+    one with promoted memories fails before its store changes, and prunes once the tier is back."""
+    ada, (low, top) = await _promoted(arcana_home, "ada", [0.91, 0.99], "reach")
+    cal = AgentRegistry(arcana_home).create("cal")
+    plain = [entry(f"plain fact {i}", agent_id=cal.id, importance=imp) for i, imp in enumerate([0.2, 0.5])]
+    await _write(arcana_home.agent_db(cal.id), plain)
+    assert not arcana_home.global_db.with_name("global.db-wal").exists()
+    intact = arcana_home.global_db.read_bytes()
+    corrupt_file(arcana_home.global_db)
+    policy = PrunePolicy(max_entries=1)
+    run = await prune_home(arcana_home, KEYWORD_ONLY, Selection(agent="cal"), policy)
+    assert run.stores[0].report.victim_ids == [plain[0].id] and run.stores[0].copies is None
+    with pytest.raises(LiveCopyError, match="run the same command again"):
+        await prune_home(arcana_home, KEYWORD_ONLY, Selection(agent="ada"), policy)
+    assert not (await _get(arcana_home.agent_db(ada), low.id)).archived
+    arcana_home.global_db.write_bytes(intact)
+    run = await prune_home(arcana_home, KEYWORD_ONLY, Selection(agent="ada"), policy)
+    assert run.stores[0].report.victim_ids == [low.id]
+    assert await _recall(arcana_home.global_db, "reach") == {top.content}
 
 
 async def test_selection_names_what_it_works_on(arcana_home):

@@ -127,7 +127,7 @@ def test_model_cli_rejects_bad_input(cli):
     bad_url = cli("model", "add", "x", "--provider", "ollama", "--base-url", "localhost:11434", "--model", "m")
     assert bad_url.exit_code == 2 and "base_url" in bad_url.output
     bad_name = cli("model", "add", "../x", "--provider", "ollama", "--base-url", "http://h", "--model", "m")
-    assert bad_name.exit_code == 4 and "invalid model name '../x'" in bad_name.output
+    assert bad_name.exit_code == 2 and "invalid model name '../x'" in bad_name.output
     assert cli("model", "check", "nope").exit_code == 3
     assert cli("model", "remove", "nope").exit_code == 3
 

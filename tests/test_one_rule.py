@@ -9,7 +9,7 @@ import pytest
 
 from memory.agents import AgentRegistry
 from memory.config import RecallConfig
-from memory.errors import ConfigError
+from memory.errors import InvalidRequestError
 from memory.federation.pools import PoolRegistry
 from memory.types import DEFAULT_RETRIEVAL_MODE, MemoryQuery, RetrievalMode
 from memory.vaults.registry import VaultRegistry
@@ -22,11 +22,11 @@ async def test_agents_pools_and_vaults_refuse_the_same_names(arcana_home, tmp_pa
     arcana_home.ensure()
     folder = tmp_path / "notes"
     folder.mkdir()
-    with pytest.raises(ConfigError, match="invalid agent name"):
+    with pytest.raises(InvalidRequestError, match="invalid agent name"):
         AgentRegistry(arcana_home).create(bad)
-    with pytest.raises(ConfigError, match="invalid pool name"):
+    with pytest.raises(InvalidRequestError, match="invalid pool name"):
         await PoolRegistry(arcana_home).create(bad)
-    with pytest.raises(ConfigError, match="invalid vault name"):
+    with pytest.raises(InvalidRequestError, match="invalid vault name"):
         VaultRegistry(arcana_home).add(folder, bad)
     # control: the same registries take a good name
     assert AgentRegistry(arcana_home).create("ok.name-1").name == "ok.name-1"

@@ -11,7 +11,7 @@ import time
 import pytest
 
 from memory.vaults.notes import note_id
-from memory.errors import ConfigError, NotFoundError
+from memory.errors import InvalidRequestError, NotFoundError
 from memory.graph.edges import EdgeStore
 from memory.maintenance.locks import exclusive
 from memory.types import MemoryQuery, MemoryScope, RetrievalMode
@@ -48,7 +48,7 @@ async def stored(vault):
 def test_registry_validates_and_remove_never_touches_the_folder(vault, arcana_home, tree_digest, tmp_path):
     registry = VaultRegistry(arcana_home)
     assert [v.name for v in registry.list()] == ["notes"]
-    with pytest.raises(ConfigError):
+    with pytest.raises(InvalidRequestError):
         registry.add(vault.root, "bad name!")
     with pytest.raises(NotFoundError):
         registry.add(tmp_path / "missing", "x")

@@ -94,7 +94,7 @@ async def _prune_one(
             return StorePrune(target, await store.prune(policy))
         op = policy.mode.value
         planned = (await store.prune(policy.model_copy(update={"dry_run": True}))).victim_ids
-        change = await copies.follow_many(target.agent_id, planned, op, _VERB[op])
+        change = await copies.follow_many(store, target.agent_id, planned, op, _VERB[op])
         # Exactly the planned rows: one that became a victim since has a copy nobody followed (the next prune takes it).
         report = await store.prune(policy.model_copy(update={"within": frozenset(planned)}))
         return StorePrune(target, report, change)
