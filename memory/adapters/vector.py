@@ -81,6 +81,11 @@ def hybrid_pool(limit: int) -> int:
 # within 0.002 of the best 30, at three times the lookups).
 NEIGHBOUR_SHARE = 0.15
 NEIGHBOUR_POOL = 3
+# Those best NEIGHBOUR_POOL x limit are then re-ranked on what the legs' bags of
+# words cannot see: the query's word pairs said together (lift_by_pairs) and a
+# reply taking the score of the turn that asked (hand_to_replies). LoCoMo
+# through the federation, with the federation's asking weight: any@10 / MRR@10
+# 0.846 / 0.552 -> 0.859 / 0.614 (README).
 
 
 @dataclass(frozen=True)
