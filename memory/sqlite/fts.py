@@ -114,10 +114,10 @@ def pair_share(raw, text: str | None, entry_ids: list[str], clause_sql: str, par
     adjacent search-word pairs that its own text holds within two words of each other
     (FTS5 ``NEAR`` on the ``content`` column).
 
-    For re-ranking the candidates the legs found: only those rows are matched
-    (by rowid) and only a share comes back, none for a row the query does not
-    admit. Stemmed by the index; one lookup per pair; {} for a query of fewer
-    than two search words.
+    For re-ranking the candidates the legs found: only a share comes back,
+    and only for those rows, none for a row the query does not admit. Stemmed
+    by the index; one lookup per pair; {} for a query of fewer than two
+    search words.
     """
     tokens = query_tokens(text)
     pairs = list(zip(tokens, tokens[1:]))
@@ -127,10 +127,10 @@ def pair_share(raw, text: str | None, entry_ids: list[str], clause_sql: str, par
     seq_of = dict(select_in(raw, sql, entry_ids, after=params))
     found: dict[str, int] = {}
     for first, second in pairs:
-        rows = select_in(
-            raw, "SELECT rowid FROM memories_fts WHERE memories_fts MATCH ? AND rowid IN ({marks})", list(seq_of),
-            before=(f'content : NEAR("{first}" "{second}", 2)',),
-        )
-        for (seq,) in rows:
-            found[seq_of[seq]] = found.get(seq_of[seq], 0) + 1
+        # one MATCH per pair, intersected here: a rowid IN list made FTS5 evaluate the
+        # NEAR once per candidate (hybrid p50 +27 ms on a 663-turn store)
+        match = f'content : NEAR("{first}" "{second}", 2)'
+        for (seq,) in raw.execute("SELECT rowid FROM memories_fts WHERE memories_fts MATCH ?", (match,)):
+            if seq in seq_of:
+                found[seq_of[seq]] = found.get(seq_of[seq], 0) + 1
     return {entry_id: n / len(pairs) for entry_id, n in found.items()}
