@@ -55,7 +55,6 @@ from memory.types import MemoryEntry
 from memory.vaults import manifest
 from memory.vaults.manifest import FileRecord, Stored
 from memory.vaults.registry import Vault
-from memory.vaults.state import update_state
 
 LOCK_WAIT_SECONDS = 300.0
 # A pass commits about 1/WINDOW_SHARE of its notes at a time, so a kill loses at
@@ -440,9 +439,7 @@ async def index_vault(
     report.frontmatter_problems = plan.frontmatter_problems
     report.seconds = time.perf_counter() - started
     # A success clears an earlier failure (a watch's, or a cron run's): status shows the present.
-    update_state(
-        vault.state_path, last_indexed_at=time.time(), last_index=summary(report), last_error=None, last_error_at=None
-    )
+    vault.record(last_indexed_at=time.time(), last_index=summary(report), last_error=None, last_error_at=None)
     return report
 
 

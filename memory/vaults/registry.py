@@ -12,6 +12,7 @@ from memory.errors import InvalidRequestError, NotFoundError
 from memory.home import Home, check_name
 from memory.types import MemoryScope
 from memory.vaults.obsidian import ExcludedFiles, excluded_files
+from memory.vaults.state import state_lock, update_state
 
 
 
@@ -26,6 +27,18 @@ class Vault:
     @property
     def root(self) -> Path:
         return Path(self.config.path)
+
+    def registered(self) -> bool:
+        """Whether the vault is still in the config (a watch outlives a `vault remove`)."""
+        try:
+            VaultRegistry(self.home).get(self.name)
+        except NotFoundError:
+            return False
+        return True
+
+    def record(self, **fields) -> None:
+        """Update the state file while the vault is registered; a removed vault's state is never recreated."""
+        update_state(self.state_path, only_while=self.registered, **fields)
 
     @cached_property
     def obsidian_excluded(self) -> ExcludedFiles:
@@ -119,13 +132,14 @@ class VaultRegistry:
     def remove(self, name: str) -> list[Path]:
         """Unregister ``name`` and delete its derived index and state; the folder is never touched."""
         vault = self.get(name)
-        config = self._config()
-        del config.vaults[name]
-        save_config(self.home.config_path, config)
         removed = []
-        for path in (vault.db_path, Path(f"{vault.db_path}-wal"), Path(f"{vault.db_path}-shm"), vault.state_path,
-                     Path(f"{vault.state_path}.lock")):
-            if path.exists():
-                path.unlink()
-                removed.append(path)
+        with state_lock(vault.state_path):  # a watch's state write waits, then sees the vault gone
+            config = self._config()
+            del config.vaults[name]
+            save_config(self.home.config_path, config)
+            for path in (vault.db_path, Path(f"{vault.db_path}-wal"), Path(f"{vault.db_path}-shm"), vault.state_path,
+                         Path(f"{vault.state_path}.lock")):
+                if path.exists():
+                    path.unlink()
+                    removed.append(path)
         return removed

@@ -13,6 +13,7 @@ import json
 import os
 import tempfile
 import time
+from collections.abc import Callable
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -29,7 +30,8 @@ def read_state(path: Path) -> dict[str, Any]:
 
 
 @contextmanager
-def _locked(path: Path):
+def state_lock(path: Path):
+    """The state file's lock: its writers, and :meth:`VaultRegistry.remove` deleting it."""
     private_dir(path.parent)
     fd = os.open(f"{path}.lock", os.O_RDWR | os.O_CREAT, 0o600)
     try:
@@ -39,9 +41,15 @@ def _locked(path: Path):
         os.close(fd)
 
 
-def update_state(path: Path, **fields: Any) -> dict[str, Any]:
-    """Merge ``fields`` into the state file (None deletes a key); returns the new state."""
-    with _locked(path):
+def update_state(path: Path, *, only_while: Callable[[], bool] | None = None, **fields: Any) -> dict[str, Any]:
+    """Merge ``fields`` into the state file (None deletes a key); returns the new state.
+
+    ``only_while`` is asked under the lock: a vault removed meanwhile (its
+    files are deleted under the same lock) gets no new state file.
+    """
+    with state_lock(path):
+        if only_while is not None and not only_while():
+            return {}
         state = read_state(path)
         for key, value in fields.items():
             if value is None:

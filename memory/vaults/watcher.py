@@ -19,11 +19,9 @@ from contextlib import aclosing
 from pathlib import Path
 
 from memory.vaults.notes import is_note, printable_path
-from memory.errors import NotFoundError
 from memory.config import load_config
 from memory.vaults.indexer import VaultIndexReport, embedding_gateway, index_vault, summary
-from memory.vaults.registry import Vault, VaultRegistry
-from memory.vaults.state import update_state
+from memory.vaults.registry import Vault
 
 DEFAULT_DEBOUNCE_MS = 1600
 DEFAULT_STEP_MS = 300
@@ -60,29 +58,21 @@ class _Removed(Exception):
     """The vault was removed while watched: stop, and do not recreate its index."""
 
 
-def _registered(vault: Vault) -> bool:
-    try:
-        VaultRegistry(vault.home).get(vault.name)
-    except NotFoundError:
-        return False
-    return True
-
-
 async def _index(
     vault: Vault, changes: int | None, line: Line, gateway, *, paths: list[str] | None = None, silent_if_idle: bool = False
 ) -> None:
-    if not _registered(vault):
+    if not vault.registered():
         line(
             f"{time.strftime('%H:%M:%S')} vault {vault.name}: removed from the config; no longer watching it",
             {"at": time.time(), "vault": vault.name, "event": "removed"},
         )
         raise _Removed
     if changes:
-        update_state(vault.state_path, last_event_at=time.time())
+        vault.record(last_event_at=time.time())
     try:
         report = await index_vault(vault, embed=gateway is not None, gateway=gateway, paths=paths)
     except Exception as exc:  # a watch never dies silently: say it, record it, keep watching
-        update_state(vault.state_path, last_error=str(exc), last_error_at=time.time())
+        vault.record(last_error=str(exc), last_error_at=time.time())
         line(
             f"{time.strftime('%H:%M:%S')} vault {vault.name}: index failed: {exc}",
             {"at": time.time(), "vault": vault.name, "event": "error", "error": str(exc)},
@@ -135,14 +125,13 @@ async def watch_vault(
 ) -> None:
     """Watch one vault until ``stop`` is set (or it is removed). Never modifies the folder."""
     gateway = embedding_gateway(load_config(vault.home.config_path), vault) if embed else None
-    update_state(vault.state_path, watch_pid=os.getpid(), watch_started_at=time.time(), watch_stopped_at=None)
+    vault.record(watch_pid=os.getpid(), watch_started_at=time.time(), watch_stopped_at=None)
     try:
         await _watch_loop(vault, stop, line, gateway, debounce_ms, step_ms, poll_seconds)
     except _Removed:
         return
     finally:
-        if _registered(vault):
-            update_state(vault.state_path, watch_pid=None, watch_stopped_at=time.time())
+        vault.record(watch_pid=None, watch_stopped_at=time.time())
 
 
 async def _watch_loop(
@@ -154,14 +143,14 @@ async def _watch_loop(
     while not stop.is_set():
         identity = _identity(root)
         if identity is None:
-            update_state(vault.state_path, folder_missing_since=time.time())
+            vault.record(folder_missing_since=time.time())
             line(
                 f"{time.strftime('%H:%M:%S')} vault {vault.name}: folder {root} is missing; waiting for it",
                 {"at": time.time(), "vault": vault.name, "event": "missing", "path": str(root)},
             )
             while not stop.is_set() and _identity(root) is None:
                 await _sleep_or_stop(stop, poll_seconds)
-            update_state(vault.state_path, folder_missing_since=None)
+            vault.record(folder_missing_since=None)
             continue
         await _index(vault, None, line, gateway)
         settled, last_full = False, time.monotonic()
