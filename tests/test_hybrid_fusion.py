@@ -13,12 +13,17 @@ from memory.embedding.fusion import (
     DEFAULT_WEIGHTS,
     SEED_WEIGHTS,
     Weights,
+    asks,
     best,
     confidence,
     fuse,
+    hand_to_replies,
+    lift_by_pairs,
     minmax,
     spread_to_neighbours,
 )
+from memory.sqlite.admission import where
+from memory.sqlite.fts import pair_share
 from memory.embedding.gateway import EmbeddingGateway
 from memory.types import MemoryEntry, MemoryQuery, RetrievalMode, Visibility
 
@@ -65,6 +70,45 @@ def test_adjacent_turns_share_a_match():
     assert math.isclose(lifted["question"], 0.5 + 0.3 * 0.6) and math.isclose(lifted["answer"], 0.6 + 0.3 * 0.5)
     assert lifted["other"] == 0.55  # its neighbour is not a candidate: nothing to share
     assert best(lifted, 3) == ["answer", "question", "other"]
+
+
+def test_a_reply_takes_the_score_of_the_turn_that_asked():
+    fused = {"asks": 0.9, "reply": 0.5, "strong-reply": 0.95, "asks-2": 0.4, "statement": 0.7, "after-statement": 0.3}
+    previous = {"reply": "asks", "strong-reply": "asks-2", "after-statement": "statement", "gone": "asks"}
+    lifted = hand_to_replies(fused, previous, {"asks", "asks-2"})
+    assert lifted["reply"] == 0.9  # lifted to the asking turn's score
+    assert lifted["strong-reply"] == 0.95  # already higher: kept
+    assert lifted["after-statement"] == 0.3  # control: the turn before it asks nothing
+    assert "gone" not in lifted and lifted["asks"] == 0.9  # only candidates take part; the asker keeps its score
+    assert asks("Caroline: What kind of books do you have? ") and not asks("Who knows? Not me.")
+
+
+def test_word_pairs_lift_a_candidate_by_its_share():
+    lifted = lift_by_pairs({"phrase": 0.5, "scattered": 0.6, "half": 0.4}, {"phrase": 1.0, "half": 0.5})
+    assert lifted == {"phrase": 1.0, "scattered": 0.6, "half": 0.6000000000000001}
+    assert best(lifted, 3) == ["phrase", "half", "scattered"]
+
+
+async def test_pair_share_counts_query_word_pairs_said_together_and_only_for_admitted_rows(tmp_path):
+    store = SQLiteAdapter(tmp_path / "m.db")
+    try:
+        together = MemoryEntry(agent_id=AGENT, content="Caroline: I went to a support group yesterday.")
+        apart = MemoryEntry(agent_id=AGENT, content="Caroline: The group chat was quiet, thanks for the support.")
+        hidden = MemoryEntry(agent_id=AGENT, content="Caroline: The support group meets on Mondays.")
+        await store.write_many([together, apart, hidden])
+        await store.set_visibility([hidden.id], Visibility.HIDDEN)
+        q = MemoryQuery(agent_id=AGENT, text="When did Caroline go to the support groups?")
+        clause = where(q)
+        ids = [together.id, apart.id, hidden.id]
+        shares = await store.run(pair_share, q.text, ids, clause.sql, clause.params)
+        # pairs: (caroline, go), (go, support), (support, groups); only the last is said together
+        # (stemmed: groups ~ group); "apart" holds both words six apart; the hidden row says it
+        # too but is not admitted, so it gets no share at all
+        assert shares == {together.id: pytest.approx(1 / 3)}
+        one_word = await store.run(pair_share, "support", ids, clause.sql, clause.params)
+        assert one_word == {}
+    finally:
+        await store.aclose()
 
 
 async def test_coverage_is_the_share_of_query_words_a_hit_contains(tmp_path):

@@ -123,3 +123,38 @@ async def test_a_weekday_in_the_query_matches_what_says_it_not_what_was_written_
     assert [e.id for e in found] == [said.id]
     dated = await store.search(MemoryQuery(agent_id="a1", text="December 2026", retrieval_mode=RetrievalMode.keyword))
     assert {e.id for e in dated} == {said.id, other.id}  # control: the date itself is still indexed
+
+
+async def test_the_reply_outranks_the_turn_that_asked_the_question(tmp_path, offline_embedder):
+    fed = await federation(tmp_path, offline_embedder)
+    try:
+        asked = at(2, "Caroline: What kind of books do you keep in your library?", source_session_id="s1")
+        reply = at(2 - 1e-5, "Melanie: Mostly kids' books: classics and stories from different cultures.",
+                   source_session_id="s1")
+        others = [at(4, text, source_session_id="s0") for text in (
+            "Melanie: The library downtown closes early on Sundays.",
+            "Caroline: I finished two books on the train this week.",
+            "Melanie: My kids love the park near our house.",
+        )]
+        for entry in [*others, asked, reply]:
+            await fed.write(entry)
+        found = [e.id for e in await fed.search(ask("What kind of books does Melanie keep in her library?"))]
+        assert found[0] == reply.id, found
+        assert asked.id in found  # control: the asking turn is ranked lower, not dropped
+    finally:
+        await fed.aclose()
+
+
+def test_a_match_that_asks_weighs_less_than_an_equal_one_that_says(tmp_path):
+    from memory.adapters.sqlite import SQLiteAdapter
+    from memory.federation.router import ASKING_WEIGHT, MemoryRouter
+
+    router = MemoryRouter(private=SQLiteAdapter(tmp_path / "m.db"), decay_profiles=NO_REFRESH, clock=lambda: NOW)
+    says, asks_ = at(1, "The library opens at nine."), at(1, "When does the library open?")
+    ranked = router.rank([asks_, says], 2, relevance={says.id: 0.9, asks_.id: 1.0})
+    assert [e.id for e, _ in ranked] == [says.id, asks_.id]
+    assert ranked[1][1] == pytest.approx(ranked[0][1] / 0.9 * ASKING_WEIGHT)
+    # control: a much stronger match that asks still leads, and a listing is not re-weighted
+    assert router.rank([asks_, says], 1, relevance={says.id: 0.5, asks_.id: 1.0})[0][0].id == asks_.id
+    listed = router.rank([asks_, says], 2)
+    assert listed[0][1] == listed[1][1]

@@ -29,14 +29,17 @@ from memory.embedding.fusion import (
     DEFAULT_KEYWORD_WEIGHT,
     DEFAULT_VECTOR_WEIGHT,
     Weights,
+    asks,
     best,
     fused_scores,
+    hand_to_replies,
+    lift_by_pairs,
     ranked_entries,
     spread_to_neighbours,
 )
 from memory.embedding.gateway import EmbeddingGateway
 from memory.errors import MemoryStorageError
-from memory.sqlite import chunks, context
+from memory.sqlite import chunks, context, fts
 from memory.sqlite.admission import where
 from memory.sqlite.rows import admitted_rows, row_to_entry
 from memory.sqlite.vectors import (
@@ -78,6 +81,11 @@ def hybrid_pool(limit: int) -> int:
 # within 0.002 of the best 30, at three times the lookups).
 NEIGHBOUR_SHARE = 0.15
 NEIGHBOUR_POOL = 3
+# Those best NEIGHBOUR_POOL x limit are then re-ranked on what the legs' bags of
+# words cannot see: the query's word pairs said together (lift_by_pairs) and a
+# reply taking the score of the turn that asked (hand_to_replies). LoCoMo
+# through the federation, with the federation's asking weight: any@10 / MRR@10
+# 0.846 / 0.552 -> 0.859 / 0.614 (README).
 
 
 @dataclass(frozen=True)
@@ -401,6 +409,10 @@ class VectorAdapter:
                 near = best(scores, NEIGHBOUR_POOL * query.limit)
                 previous = await self.store.run(context.previous_ids, near, clause.sql, clause.params, inline=True)
                 scores = spread_to_neighbours({i: scores[i] for i in near}, previous, NEIGHBOUR_SHARE)
+                pairs = await self.store.run(fts.pair_share, query.text, near, clause.sql, clause.params, inline=True)
+                scores = lift_by_pairs(scores, pairs)
+                content = {e.id: e.content for e in (*keyword, *semantic)}
+                scores = hand_to_replies(scores, previous, {i for i in near if asks(content[i])})
                 entries = ranked_entries(scores, semantic, keyword, query.limit)
                 legs = ("semantic", "keyword")
         except _QueryEmbedFailed as exc:

@@ -22,6 +22,12 @@ even, 0.5 / 0.5 — LoCoMo any@10 / MRR@10 0.825 / 0.515 -> 0.846 / 0.552
 without coverage, even weights cost the synthetic paraphrase slice (MRR 0.786
 -> 0.736 at 0.6 / 0.4). Config keys embedding.vector_weight and
 embedding.keyword_weight override the base weights.
+
+The best fused candidates are then re-ranked (:func:`spread_to_neighbours`,
+:func:`lift_by_pairs`, :func:`hand_to_replies`): adjacent turns scored
+together, the query's word pairs said together, and the reply to a turn that
+asked the question. LoCoMo any@10 / MRR@10 0.846 / 0.552 -> 0.859 / 0.614
+with the federation's asking weight (see memory.federation.router).
 """
 
 from __future__ import annotations
@@ -152,6 +158,37 @@ def spread_to_neighbours(scores: Mapping[str, float], previous: Mapping[str, str
         if later in scores and earlier in scores:
             lifted[earlier] = max(lifted[earlier], scores[earlier] + share * scores[later])
             lifted[later] = max(lifted[later], scores[later] + share * scores[earlier])
+    return lifted
+
+
+def asks(content: str) -> bool:
+    """Does the memory end by asking a question (its last character a question mark)?"""
+    return content.rstrip().endswith("?")
+
+
+def lift_by_pairs(scores: Mapping[str, float], pair_share: Mapping[str, float]) -> dict[str, float]:
+    """Each candidate's score times 1 + the share of the query's word pairs its own text holds.
+
+    A memory that says "support group" is closer to "the support group
+    Caroline went to" than one that says "group" and, elsewhere, "support";
+    the bag of words the legs rank by cannot tell them apart.
+    """
+    return {i: v * (1.0 + pair_share.get(i, 0.0)) for i, v in scores.items()}
+
+
+def hand_to_replies(scores: Mapping[str, float], previous: Mapping[str, str], asking: set[str]) -> dict[str, float]:
+    """The reply to a candidate that asks scores at least as high as the asking turn.
+
+    ``previous`` maps a turn to the turn before it, ``asking`` holds the
+    candidates that end with a question. The turn "What kind of books do you
+    have?" repeats a later query's words, its reply ("Kids' books, classics…")
+    holds the answer: among candidates already scored, the reply takes the
+    asking turn's score when its own is lower.
+    """
+    lifted = dict(scores)
+    for reply, earlier in previous.items():
+        if earlier in asking and reply in scores and earlier in scores:
+            lifted[reply] = max(lifted[reply], scores[earlier])
     return lifted
 
 

@@ -13,6 +13,7 @@ from datetime import datetime
 from typing import Any
 
 from memory.adapters.base import MemoryAdapter
+from memory.embedding.fusion import asks
 from memory.errors import MemoryRoutingError
 from memory.federation.budgets import ConnectionsConfig
 from memory.federation.decay import DEFAULT_PROFILES, DecayProfile, assess
@@ -28,6 +29,14 @@ DECAY_SHARE = 0.2
 # How much a match written inside the query's time window is lifted: enough to
 # beat a same-strength match from another time, not a far stronger one.
 TIME_BOOST = 0.5
+# What a match that ends by asking a question weighs against one that does not.
+# In a conversation the turn that asks ("What kind of books do you have?")
+# repeats the words of a later query about it, and the reply that answers it
+# does not: on LoCoMo, of 166 questions whose evidence ranked 2-10, a turn
+# ending in "?" ranked first in 58 and above the evidence in 110. Measured
+# MRR@10 0.552 -> 0.579 at 0.75 with any@10 unchanged (0.7-0.8 within 0.003;
+# cross-validated, README).
+ASKING_WEIGHT = 0.75
 
 
 class MemoryRouter:
@@ -166,7 +175,8 @@ class MemoryRouter:
         1 for an entry its tier did not score)
         relevance comes first: score = relevance × weight × a bounded freshness
         factor in [1 - DECAY_SHARE, 1], and nothing is dropped for age — decay
-        must never hide the one memory that answers a question. A ``window``
+        must never hide the one memory that answers a question; a match that
+        itself asks a question (:func:`asks`) weighs ASKING_WEIGHT. A ``window``
         (the span a time expression in the query names, see
         :mod:`memory.federation.timeframe`) lifts the matches written inside
         it by TIME_BOOST. Pinned entries
@@ -184,6 +194,8 @@ class MemoryRouter:
             else:
                 freshness = 1.0 - DECAY_SHARE + DECAY_SHARE * effective
                 score = relevance.get(entry.id, 1.0) * self.weight(entry.type) * freshness
+                if asks(entry.content):
+                    score *= ASKING_WEIGHT
                 if window is not None and window[0] <= entry.created_at < window[1]:
                     score *= 1.0 + TIME_BOOST
             backend_score = entry.score if entry.score is not None else float("-inf")

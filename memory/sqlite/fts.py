@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import re
 
+from memory.sqlite.batches import select_in
+
 # unicode61 separates on anything that is not a letter, number or the private-use
 # "Co" category; \w is close enough and never yields an operator character.
 _TOKEN = re.compile(r"[^\W_]+", re.UNICODE)
@@ -105,3 +107,30 @@ def coverage(raw, text: str | None, entry_id: str, clause_sql: str, params: tupl
     sql = "SELECT count(*) FROM memories_fts WHERE memories_fts MATCH ? AND rowid = ?"
     found = sum(raw.execute(sql, (f'"{token}"', row[0])).fetchone()[0] for token in tokens)
     return found / len(tokens)
+
+
+def pair_share(raw, text: str | None, entry_ids: list[str], clause_sql: str, params: tuple) -> dict[str, float]:
+    """For each of ``entry_ids`` admitted by ``clause_sql`` (alias ``m``), the share of the query's
+    adjacent search-word pairs that its own text holds within two words of each other
+    (FTS5 ``NEAR`` on the ``content`` column).
+
+    For re-ranking the candidates the legs found: only a share comes back,
+    and only for those rows, none for a row the query does not admit. Stemmed
+    by the index; one lookup per pair; {} for a query of fewer than two
+    search words.
+    """
+    tokens = query_tokens(text)
+    pairs = list(zip(tokens, tokens[1:]))
+    if not pairs or not entry_ids:
+        return {}
+    sql = f"SELECT m.seq, m.id FROM memories m WHERE m.id IN ({{marks}}) AND {clause_sql}"
+    seq_of = dict(select_in(raw, sql, entry_ids, after=params))
+    found: dict[str, int] = {}
+    for first, second in pairs:
+        # one MATCH per pair, intersected here: a rowid IN list made FTS5 evaluate the
+        # NEAR once per candidate (hybrid p50 +27 ms on a 663-turn store)
+        match = f'content : NEAR("{first}" "{second}", 2)'
+        for (seq,) in raw.execute("SELECT rowid FROM memories_fts WHERE memories_fts MATCH ?", (match,)):
+            if seq in seq_of:
+                found[seq_of[seq]] = found.get(seq_of[seq], 0) + 1
+    return {entry_id: n / len(pairs) for entry_id, n in found.items()}

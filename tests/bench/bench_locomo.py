@@ -30,7 +30,13 @@ reconciled path instead of the store's batch write (decisions printed; a turn
 decided noop is answered by the turn it reinforced): what reconciliation does
 to recall on conversational turns.
 
-Run: python tests/bench/bench_locomo.py [--store-only | --quick] [--via-from]
+Run: python tests/bench/bench_locomo.py [--store-only | --quick] [--via-from] [--dump PATH]
+
+``--dump PATH`` also pickles what a rerank experiment needs without
+re-embedding: per conversation every turn's text, context, session, date,
+freshness at the asked time and vector, and per question both legs' top-50
+pools with their scores, the keyword coverage, the time window and the
+federation's ranking (read back by ``tests/bench/locomo_replay.py``).
 """
 
 from __future__ import annotations
@@ -229,6 +235,41 @@ class Store:
         return semantic, keyword, coverage
 
 
+async def snapshot(store: Store, asked_at: datetime) -> dict:
+    """What a rerank replay needs of one conversation: turns (text, context, vectors) and question pools."""
+    from memory.federation import timeframe
+    from memory.federation.decay import assess
+
+    vectors = store.vectors
+    meta = await vectors.meta()
+
+    def read(raw):
+        rows = raw.execute("SELECT id, seq, content, context, source_session_id, created_at FROM memories").fetchall()
+        vecs = dict(raw.execute(f"SELECT rowid, embedding FROM {meta.vec_table}").fetchall())
+        return rows, vecs
+
+    rows, vecs = await vectors.store.run(read)
+    profiles = no_refresh_profiles()
+    entries = {e.id: e for _, e in store.conv.turns}
+    turns = {
+        r[0]: {"dia": store.dia_of[r[0]], "content": r[2], "context": r[3], "session": r[4], "created_at": r[5],
+               "vector": vecs.get(r[1]),
+               "freshness": assess(entries[r[0]], profiles[entries[r[0]].type], asked_at)[0]}
+        for r in rows
+    }
+    qvecs = await store.embedder.embed([q.text for q in store.conv.questions])
+    questions = []
+    for q, qv in zip(store.conv.questions, qvecs, strict=True):
+        s, k, c = await store.legs(q)
+        questions.append({
+            "text": q.text, "evidence": sorted(q.evidence), "category": q.category, "vector": list(qv),
+            "semantic": [(e.id, e.score) for e in s], "keyword": [(e.id, e.score) for e in k], "coverage": c,
+            "window": timeframe.window(q.text, asked_at),
+            "federation": await store.ask(q, RetrievalMode.hybrid),
+        })
+    return {"turns": turns, "questions": questions}
+
+
 async def evaluate(store: Store, *, federation: bool) -> dict[str, dict]:
     """Per mode: per category and 'all' -> (any@5, any@10, MRR@10)."""
     out = {}
@@ -330,6 +371,8 @@ async def main() -> None:
     quick = "--quick" in sys.argv  # no wall-clock pass, no cost figures: for tuning loops
     if VIA_FROM:
         print("ingest: remember --from's reconciled path (--via-from)")
+    dump = sys.argv[sys.argv.index("--dump") + 1] if "--dump" in sys.argv else None
+    snapshots = {}
     files = sorted(data_dir().glob("*.json"))
     embedder = FastEmbedEmbedder(models_root=Path(os.environ.get("ARCANA_MODELS", Path.home() / ".arcana" / "models")))
     await embedder.embed(["warm up"])
@@ -355,6 +398,8 @@ async def main() -> None:
                     s, k, c = await store.legs(q)
                     items.append((q, s, k, c, store.dia_of))
                 legs_by_conv[conv.name] = items
+                if dump:
+                    snapshots[conv.name] = await snapshot(store, asked_at)
                 if conv is convs[-1] and not quick:
                     print(f"\n== cost on conversation {conv.name} ({len(conv.turns)} turns) ==")
                     await latency(store)
@@ -368,6 +413,11 @@ async def main() -> None:
             print(f"\n== reconciliation decisions over every turn ==\n  {dict(DECISIONS)}")
         coverage(legs_by_conv)
         cross_validate(legs_by_conv)
+        if dump:
+            import pickle
+
+            Path(dump).write_bytes(pickle.dumps(snapshots))
+            print(f"\nreplay snapshot written to {dump}")
         if quick:
             return
         # the wall clock: dates shifted so each conversation's last session was yesterday
