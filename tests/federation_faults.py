@@ -4,6 +4,8 @@ is slow, or raises — the federation and resilience code under test are untouch
 from __future__ import annotations
 
 import asyncio
+import subprocess
+import sys
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -74,6 +76,25 @@ def write_locked(path: Path):
     finally:
         conn.execute("ROLLBACK")
         conn.close()
+
+
+@contextmanager
+def locked_by_another_process(path: Path):
+    """Hold SQLite's write lock on ``path`` from another process until the block ends: for tests
+    whose CLI runs in this process, where the library's own bookkeeping would not show the lock."""
+    holder = subprocess.Popen(
+        [sys.executable, "-c",
+         "import sys\nfrom memory.sqlite.connection import dbapi\n"
+         "c = dbapi().connect(sys.argv[1], isolation_level=None)\nc.execute('BEGIN IMMEDIATE')\n"
+         "print('locked', flush=True)\nsys.stdin.read()\n", str(path)],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+    )
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        yield
+    finally:
+        holder.stdin.close()
+        holder.wait(timeout=10)
 
 
 async def seeded(path: Path, *entries: MemoryEntry) -> SQLiteAdapter:

@@ -6,10 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-import subprocess
-import sys
 import time
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import pytest
@@ -17,7 +14,7 @@ from typer.main import get_command
 
 from arcana_cli import exit_codes
 from arcana_cli.app import app
-from federation_faults import corrupt_file
+from federation_faults import corrupt_file, locked_by_another_process
 from memory.adapters.sqlite import SQLiteAdapter
 from memory.agents import AgentRegistry
 from memory.operator_edits import MUTATORS, Edit, GlobalCopies, MemoryEditor
@@ -195,27 +192,9 @@ async def test_every_core_mutator_reaches_the_copy(arcana_home):
         await store.aclose()
 
 
-@contextmanager
-def global_locked(home):
-    """Another process holds the global tier's write lock until the block ends."""
-    holder = subprocess.Popen(
-        [sys.executable, "-c",
-         "import sys\nfrom memory.sqlite.connection import dbapi\n"
-         "c = dbapi().connect(sys.argv[1], isolation_level=None)\nc.execute('BEGIN IMMEDIATE')\n"
-         "print('locked', flush=True)\nsys.stdin.read()\n", str(home.global_db)],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
-    )
-    try:
-        assert holder.stdout.readline().strip() == "locked"
-        yield
-    finally:
-        holder.stdin.close()
-        holder.wait(timeout=10)
-
-
 def test_a_locked_global_tier_fails_the_edit_naming_the_live_copy(cli, home):
     memory_id = ok(cli("remember", "fact heronlock", "--agent", "ada", "--importance", "0.95", "--json"))["id"]
-    with global_locked(home):
+    with locked_by_another_process(home.global_db):
         started = time.monotonic()
         refused = cli("memory", "set", memory_id, "--agent", "ada", "--visibility", "hidden")
         assert time.monotonic() - started < 10  # the 1.5 s write budget bounds the lock wait (SQLite's own is 30 s)

@@ -10,6 +10,7 @@ from datetime import UTC, datetime
 
 import pytest
 
+from federation_faults import locked_by_another_process
 from memory.adapters.sqlite import SQLiteAdapter
 from memory.sqlite.admission import Audience
 from memory.types import ConfidenceSource, MemoryEntry, MemoryQuery
@@ -358,25 +359,11 @@ def test_a_restatement_reinforces_the_global_copy_and_promotes_what_becomes_prom
 
 
 def test_a_restatement_with_the_global_tier_locked_still_reinforces_and_says_so(cli, keyword_home, arcana_home):
-    import subprocess
-    import sys
-
     arcana_home.connections_path.parent.mkdir(parents=True, exist_ok=True)
     arcana_home.connections_path.write_text(json.dumps({"global": {"write_timeout_ms": 1500}}))
     first = remember(cli, "The boat is moored at pier 9 (GLLOCK).", "--importance", "0.92")
-    holder = subprocess.Popen(
-        [sys.executable, "-c",
-         "import sys\nfrom memory.sqlite.connection import dbapi\n"
-         "c = dbapi().connect(sys.argv[1], isolation_level=None)\nc.execute('BEGIN IMMEDIATE')\n"
-         "print('locked', flush=True)\nsys.stdin.read()\n", str(arcana_home.global_db)],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
-    )
-    try:
-        assert holder.stdout.readline().strip() == "locked"
+    with locked_by_another_process(arcana_home.global_db):
         result = cli("remember", "The boat is moored at pier 9 (GLLOCK).", "--agent", "ada", "--json")
-    finally:
-        holder.stdin.close()
-        holder.wait(timeout=10)
     again = data(result)  # the private reinforce landed: exit 0, the id reinforced
     assert again["decision"] == "noop" and again["id"] == first["id"] and again["accepted"] == ["private"]
     assert len(again["warnings"]) == 1 and "global copy" in again["warnings"][0] and "reinforced" in again["warnings"][0]
