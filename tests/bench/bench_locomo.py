@@ -151,6 +151,47 @@ def load(path: Path, shift: timedelta = timedelta(0)) -> Conversation:
     return Conversation(path.stem, turns, questions, last)
 
 
+def shift_dates(text: str, shift: timedelta) -> str:
+    """``text`` with every calendar date it names moved by ``shift`` ("7 May 2023", "May 7, 2023",
+    "May 2023", "in 2023"), as :mod:`memory.federation.timeframe` reads them: the wall-clock pass
+    moves a question's own dates with the conversation it asks about."""
+    import calendar
+
+    from memory.federation import timeframe as tf
+
+    def moved(year: int, month: int, day: int) -> datetime:
+        return datetime(year, month, day, tzinfo=timezone.utc) + shift
+
+    def day_month_year(m: re.Match) -> str:
+        when = moved(int(m[3]), tf.MONTHS[m[2].lower()], int(m[1]))
+        return f"{when.day} {calendar.month_name[when.month]} {when.year}"
+
+    def month_day_year(m: re.Match) -> str:
+        when = moved(int(m[3]), tf.MONTHS[m[1].lower()], int(m[2]))
+        return f"{calendar.month_name[when.month]} {when.day}, {when.year}"
+
+    def month_year(m: re.Match) -> str:
+        when = moved(int(m[2]), tf.MONTHS[m[1].lower()], 15)
+        return f"{calendar.month_name[when.month]} {when.year}"
+
+    def year(m: re.Match) -> str:
+        return m[0].replace(m[1], str(moved(int(m[1]), 7, 1).year))
+
+    # one pass per form, each consuming what it rewrote (a placeholder keeps later forms off it)
+    done: list[str] = []
+
+    def keep(rewrite):
+        def sub(m: re.Match) -> str:
+            done.append(rewrite(m))
+            return f"\x00{len(done) - 1}\x00"
+        return sub
+
+    for pattern, rewrite in ((tf._DAY_MONTH_YEAR, day_month_year), (tf._MONTH_DAY_YEAR, month_day_year),
+                             (tf._MONTH_YEAR, month_year), (tf._YEAR, year)):
+        text = re.sub(pattern.pattern, keep(rewrite), text, flags=re.IGNORECASE)  # timeframe reads lowercased text
+    return re.sub("\x00(\\d+)\x00", lambda m: done[int(m[1])], text)
+
+
 def no_refresh_profiles():
     return {t: p.model_copy(update={"refresh_on_access": False}) for t, p in DEFAULT_PROFILES.items()}
 
@@ -364,11 +405,32 @@ async def raw_embed_rate(embedder, texts: list[str]) -> float:
     return len(texts) / (time.perf_counter() - started)
 
 
+async def wall_clock(files: list[Path], embedder, tmp: Path) -> None:
+    """Dates shifted so each conversation's last session was yesterday, asked on the real clock:
+    once with the questions as written, once with the dates they name shifted too."""
+    as_written, shifted = [], []
+    for f in files:
+        first = load(f)
+        shift = (datetime.now(timezone.utc) - timedelta(days=1)) - first.last
+        conv = load(f, shift)
+        async with Store(conv, tmp / f"wall-{conv.name}", embedder, lambda: datetime.now(timezone.utc)) as store:
+            as_written.append(await evaluate(store, federation=True))
+            store.conv.questions = [Question(shift_dates(q.text, shift), q.evidence, q.category) for q in conv.questions]
+            shifted.append(await evaluate(store, federation=True))
+    print_table("wall clock, last session yesterday, questions as written", pooled(as_written))
+    print_table("wall clock, last session yesterday, the questions' dates shifted too", pooled(shifted))
+
+
 async def main() -> None:
     from memory.embedding.fastembed import FastEmbedEmbedder
 
     store_only = "--store-only" in sys.argv
     quick = "--quick" in sys.argv  # no wall-clock pass, no cost figures: for tuning loops
+    if "--wall-only" in sys.argv:  # the wall-clock pass alone
+        with tempfile.TemporaryDirectory() as tmp:
+            embedder = FastEmbedEmbedder(models_root=Path(os.environ.get("ARCANA_MODELS", Path.home() / ".arcana" / "models")))
+            await wall_clock(sorted(data_dir().glob("*.json")), embedder, Path(tmp))
+        return
     if VIA_FROM:
         print("ingest: remember --from's reconciled path (--via-from)")
     dump = sys.argv[sys.argv.index("--dump") + 1] if "--dump" in sys.argv else None
@@ -421,14 +483,7 @@ async def main() -> None:
         if quick:
             return
         # the wall clock: dates shifted so each conversation's last session was yesterday
-        wall = []
-        for f in files:
-            first = load(f)
-            shift = (datetime.now(timezone.utc) - timedelta(days=1)) - first.last
-            conv = load(f, shift)
-            async with Store(conv, Path(tmp) / f"wall-{conv.name}", embedder, lambda: datetime.now(timezone.utc)) as store:
-                wall.append(await evaluate(store, federation=True))
-        print_table("wall clock, last session yesterday", pooled(wall))
+        await wall_clock(files, embedder, Path(tmp))
     raw = ingest_turns / raw_seconds
     ours = ingest_turns / ingest_seconds
     print(f"\n== ingest ==\n  build_federation write_many {ours:.0f} turns/s, raw fastembed {raw:.0f} texts/s "
