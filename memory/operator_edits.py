@@ -29,7 +29,7 @@ from memory.errors import InvalidRequestError, MemoryStorageError, NotFoundError
 from memory.home import Home
 from memory.promotion import ever_promotable, global_copy, promotable
 from memory.sqlite.admission import Audience
-from memory.stores import StoreKind, open_store, open_tier, server_url
+from memory.stores import StoreKind, open_store, open_tier, server_url, store_path
 from memory.types import MemoryEntry, MemoryQuery, Visibility
 
 MUTATORS = (
@@ -129,13 +129,18 @@ def keep_restrictions(stored: MemoryEntry, incoming: MemoryEntry) -> MemoryEntry
     return incoming.model_copy(update={"visibility": visibility, "archived": stored.archived or incoming.archived})
 
 
-async def _ever_promoted(source: SQLiteAdapter, entry_ids: Sequence[str]) -> bool:
-    """Whether any of ``entry_ids`` was promotable in some version ``source``'s ledger holds: only then
-    can the global tier hold a copy (asked when that tier cannot be reached to look)."""
-    for entry_id in entry_ids:
-        if ever_promotable(await source.history(entry_id)):
-            return True
-    return False
+async def _ever_promoted(source: SQLiteAdapter, entry_ids: Sequence[str] | None = None) -> bool:
+    """Whether any of ``entry_ids`` (any memory, when None) was promotable in some version ``source``'s
+    ledger holds: only then can the global tier hold a copy (asked when that tier cannot be reached)."""
+    return ever_promotable(await source.ledger(entry_ids))
+
+
+async def _agent_ever_promoted(source: SQLiteAdapter) -> bool:
+    """:func:`_ever_promoted` over an agent's whole store; a store that cannot be read may have been."""
+    try:
+        return await _ever_promoted(source)
+    except MemoryStorageError:
+        return True
 
 
 class GlobalCopies:
@@ -257,8 +262,13 @@ class GlobalCopies:
         finally:
             DEADLINE.reset(token)
 
-    async def withdraw_agent(self, agent_id: str) -> CopyChange | None:
-        """Withdraw every copy ``agent_id``'s memories have (any visibility, archived too): the agent is going."""
+    async def withdraw_agent(self, agent_id: str, source: SQLiteAdapter | None) -> CopyChange | None:
+        """Withdraw every copy ``agent_id``'s memories have (any visibility, archived too): the agent is going.
+
+        ``source`` is the agent's store (None if it has none): a tier that
+        cannot be reached fails the deletion unless no memory in its ledger was
+        ever promotable.
+        """
         if not self.may_hold_copies:
             return None
         token = DEADLINE.set(time.monotonic() + self.timeout)
@@ -273,6 +283,8 @@ class GlobalCopies:
                     break
             return CopyChange(self.TIER, "withdraw", bool(withdrawn), count=withdrawn)
         except (MemoryStorageError, TimeoutError) as exc:
+            if source is None or not await _agent_ever_promoted(source):
+                return None  # nothing of this agent's can be there
             raise LiveCopyError(
                 f"the global tier at {self.path} could not be reached ({exc}), so the agent's promoted copies "
                 "may still be live; the agent was not deleted: run the same command again once it is reachable"
@@ -387,10 +399,14 @@ async def delete_agent(home: Home, config: ArcanaConfig, name_or_id: str, *, act
     registry = AgentRegistry(home)
     card = registry.resolve(name_or_id)
     copies = GlobalCopies.of_home(home, config, actor=actor)
+    path = store_path(home, StoreKind.PRIVATE, card.id)
+    source = open_store(home, StoreKind.PRIVATE, card.id, actor=actor, repair=False) if path.exists() else None
     try:
-        change = await copies.withdraw_agent(card.id)
+        change = await copies.withdraw_agent(card.id, source)
     finally:
         await copies.aclose()
+        if source is not None:
+            await source.aclose()
     return AgentRemoval(card.id, card.name, registry.delete(card.id), change)
 
 

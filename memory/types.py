@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import uuid
 from datetime import UTC, datetime
 from enum import StrEnum
@@ -222,3 +223,12 @@ class LedgerRecord(BaseModel):
     at: datetime
     before: dict[str, Any] | None
     after: dict[str, Any] | None
+
+    @classmethod
+    def from_row(cls, row: Any) -> LedgerRecord:
+        """A ledger row as either engine returns it, its images parsed from JSON."""
+        return cls(
+            seq=row["seq"], memory_id=row["memory_id"], op=row["op"], actor=row["actor"], at=row["at"],
+            before=json.loads(row["before"]) if row["before"] else None,
+            after=json.loads(row["after"]) if row["after"] else None,
+        )

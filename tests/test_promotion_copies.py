@@ -318,6 +318,26 @@ def test_deleting_an_agent_withdraws_its_promoted_copies(cli, home):
     assert asyncio.run(left()) == ([], "withdraw")
 
 
+def test_a_global_tier_out_of_reach_blocks_only_the_deletion_of_an_agent_that_promoted(cli, home):
+    """Unreadable global tier: an agent none of whose memories was ever promotable is deleted as usual;
+    one whose ledger holds a promotable version (ada's control) stays, and goes once the tier is back."""
+    assert cli("agent", "create", "dan").exit_code == 0
+    ok(cli("remember", "fact heronplain", "--agent", "dan", "--importance", "0.5", "--json"))
+    assert not home.global_db.with_name("global.db-wal").exists()
+    intact = home.global_db.read_bytes()
+    corrupt_file(home.global_db)
+    refused = cli("agent", "delete", "ada", "--yes")
+    assert refused.exit_code == exit_codes.STORAGE and "may still be live" in refused.stderr
+    assert AgentRegistry(home).resolve("ada").name == "ada"
+    removed = ok(cli("agent", "delete", "dan", "--yes", "--json"))
+    assert removed["name"] == "dan" and "copies" not in removed
+    home.global_db.write_bytes(intact)
+    assert recalled(cli, "bob") == set()  # ada's promoted control: honestly still live, as the error said
+    assert ok(cli("agent", "delete", "ada", "--yes", "--json"))["copies"]["count"] == 1
+    results = ok(cli("recall", CONTROL, "--agent", "bob", "--mode", "keyword", "--json"))["results"]
+    assert [r["content"] for r in results] == []
+
+
 def test_pruning_an_agent_from_the_cli_reaches_its_copies(cli, home):
     for word, importance in (("heronpruned", "0.91"), ("heronkept", "0.99")):
         ok(cli("remember", f"fact {word}", "--agent", "ada", "--importance", importance, "--json"))

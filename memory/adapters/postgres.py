@@ -17,7 +17,6 @@ with its password masked.
 from __future__ import annotations
 
 import asyncio
-import json
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -399,14 +398,7 @@ class PostgresAdapter:
         rows = await self._call(
             lambda conn: conn.fetch("SELECT * FROM memory_ledger WHERE memory_id = $1 ORDER BY seq", entry_id)
         )
-        return [
-            LedgerRecord(
-                seq=r["seq"], memory_id=r["memory_id"], op=r["op"], actor=r["actor"], at=r["at"],
-                before=json.loads(r["before"]) if r["before"] else None,
-                after=json.loads(r["after"]) if r["after"] else None,
-            )
-            for r in rows
-        ]
+        return [LedgerRecord.from_row(r) for r in rows]
 
     async def versions(
         self, entry_id: str, *, audience: Audience = Audience.OPERATOR, include_archived: bool = False

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -420,23 +419,18 @@ class SQLiteAdapter:
             pass  # access counts are a ranking hint; never fail a read over them
 
     async def history(self, entry_id: str) -> list[LedgerRecord]:
-        rows = await self.run(
-            lambda raw: raw.execute(
-                "SELECT * FROM memory_ledger WHERE memory_id = ? ORDER BY seq", (entry_id,)
-            ).fetchall()
-        )
-        return [
-            LedgerRecord(
-                seq=r["seq"],
-                memory_id=r["memory_id"],
-                op=r["op"],
-                actor=r["actor"],
-                at=r["at"],
-                before=json.loads(r["before"]) if r["before"] else None,
-                after=json.loads(r["after"]) if r["after"] else None,
-            )
-            for r in rows
-        ]
+        return await self.ledger([entry_id])
+
+    async def ledger(self, entry_ids: Sequence[str] | None = None) -> list[LedgerRecord]:
+        """The ledger rows of ``entry_ids`` (of every memory when None), oldest first, in one read."""
+
+        def read(raw) -> list:
+            if entry_ids is None:
+                return raw.execute("SELECT * FROM memory_ledger ORDER BY seq").fetchall()
+            rows = select_in(raw, "SELECT * FROM memory_ledger WHERE memory_id IN ({marks})", list(entry_ids))
+            return sorted(rows, key=lambda r: r["seq"])
+
+        return [LedgerRecord.from_row(r) for r in await self.run(read)]
 
     async def count(self, *, include_archived: bool = True) -> int:
         sql = "SELECT count(*) FROM memories" + ("" if include_archived else " WHERE archived = 0")

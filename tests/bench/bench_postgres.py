@@ -197,7 +197,13 @@ async def sqlite_side(store, entries, sample: int, texts, make, folder: Path) ->
     memories = len(entries)
     local = SQLiteAdapter(folder / "global.db", actor="bench")
     started = time.perf_counter()
-    await local.write_many(entries)
+
+    def progress(done: int, total: int) -> None:
+        if done % 100_000 == 0 or done == total:
+            print(f"  sqlite import {done:,} of {total:,}: {done / (time.perf_counter() - started):,.0f} rows/s; "
+                  f"load: {load()}", flush=True)
+
+    await local.write_many(entries, on_progress=progress)
     print(f"sqlite import (same rows, ledgered, FTS5): {memories / (time.perf_counter() - started):,.0f} rows/s")
     sq_kw = await timed(lambda t: local.search(make(t)), texts)
     print(f"keyword p50: sqlite {ms(sq_kw):.2f} ms (p95 {ms(sq_kw, 95):.2f})")
