@@ -197,6 +197,7 @@ async def test_a_bulk_batch_is_ledgered_and_compared_like_single_writes(store, m
     assert set(loaded) == set(COLUMNS)
     assert {k: v for k, v in loaded.items() if k not in differ} == {k: v for k, v in alone.items() if k not in differ}
     assert loaded["content"] == rows[7].content and loaded["id"] == rows[7].id
+    assert (loaded["created_at"], loaded["updated_at"]) == (rows[7].created_at.timestamp(), rows[7].updated_at.timestamp())
     assert (await store.get(single.id)).importance == 0.7
     found = await store.search(MemoryQuery(text="number 7 bulk", limit=3))
     assert found and found[0].id == rows[7].id  # the rebuilt keyword index answers

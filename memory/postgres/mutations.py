@@ -45,6 +45,14 @@ _LEDGER = (
     "INSERT INTO memory_ledger (memory_id, op, actor, at, before, after) "
     "SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::float8[], $5::text[], $6::text[])"
 )
+# The ledger rows of rows just COPYed in, their after images made by the server from the stored
+# rows (``row_to_json`` of COLUMNS: the image :func:`_dump` makes of the same values, a test compares
+# them), so Python need not serialise every row of a large load: that was half of its preparing.
+_LEDGER_COPIED = (
+    "INSERT INTO memory_ledger (memory_id, op, actor, at, before, after) "
+    f"SELECT t.id, $1, $2, $3, NULL, row_to_json(t)::text FROM (SELECT {', '.join(COLUMNS)} FROM memories m "
+    "WHERE {rows} ORDER BY m.seq) AS t"
+)
 
 
 def image(row) -> dict:
@@ -66,38 +74,36 @@ async def _append(conn, rows: list[tuple]) -> None:
 
 
 async def _insert_copied(conn, batch: Prepared, *, op: str, actor: str, at: float, known: set[str] | None) -> set[str]:
-    """COPY the new rows of ``batch`` in, each with its ledger row (also by COPY); return their ids.
+    """COPY the new rows of ``batch`` in, each with its ledger row (:data:`_LEDGER_COPIED`); their ids.
 
     ``known``: the ids in the table, when the caller holds its exclusive lock
     for a large load (memory/postgres/bulk.py), so no other machine can
     change them meanwhile; the rest are COPYed straight into ``memories``
-    (whose unique index on ``id`` the load builds at its end) and added to
-    ``known``. Otherwise the rows go through a temporary staging table and
+    (whose unique index on ``id`` the load builds at its end), the rows past
+    the table's last ``seq`` are this batch's, and their ids join ``known``.
+    Otherwise the rows go through a temporary staging table and
     ``INSERT ... ON CONFLICT DO NOTHING``, so a racing insert of the same id
-    becomes an update instead of an error. The ledger's after image is the
-    small path's (:func:`_dump` of the same values), made while preparing.
+    becomes an update instead of an error.
     """
-    ids = [record[0] for record in batch.records]
     if known is not None:
         fresh = [record for record in batch.records if record[0] not in known]
+        last = await conn.fetchval("SELECT coalesce(max(seq), 0) FROM memories")
         await conn.copy_records_to_table("memories", records=fresh, columns=list(COLUMNS))
         inserted = {record[0] for record in fresh}
         known |= inserted
-    else:
-        cols = ", ".join(COLUMNS)
-        await conn.execute(
-            f"CREATE TEMP TABLE IF NOT EXISTS {_STAGE} ON COMMIT DELETE ROWS AS SELECT {cols} FROM memories WITH NO DATA"
-        )
-        await conn.copy_records_to_table(_STAGE, records=batch.records, columns=list(COLUMNS))
-        rows = await conn.fetch(
-            f"INSERT INTO memories ({cols}) SELECT {cols} FROM {_STAGE} ON CONFLICT (id) DO NOTHING RETURNING id"
-        )
-        await conn.execute(f"TRUNCATE {_STAGE}")  # a second batch in this transaction starts empty
-        inserted = {r["id"] for r in rows}
-    await bulk.append_ledger(
-        conn, [(i, op, actor, at, None, after) for i, after in zip(ids, batch.afters, strict=True) if i in inserted]
+        await conn.execute(_LEDGER_COPIED.format(rows="m.seq > $4"), op, actor, at, last)
+        return inserted
+    cols = ", ".join(COLUMNS)
+    await conn.execute(
+        f"CREATE TEMP TABLE IF NOT EXISTS {_STAGE} ON COMMIT DELETE ROWS AS SELECT {cols} FROM memories WITH NO DATA"
     )
-    return inserted
+    await conn.copy_records_to_table(_STAGE, records=batch.records, columns=list(COLUMNS))
+    rows = await conn.fetch(
+        f"INSERT INTO memories ({cols}) SELECT {cols} FROM {_STAGE} ON CONFLICT (id) DO NOTHING RETURNING id, seq"
+    )
+    await conn.execute(f"TRUNCATE {_STAGE}")  # a second batch in this transaction starts empty
+    await conn.execute(_LEDGER_COPIED.format(rows="m.seq = ANY($4::bigint[])"), op, actor, at, [r["seq"] for r in rows])
+    return {r["id"] for r in rows}
 
 
 @dataclass
@@ -109,7 +115,6 @@ class Prepared:
     keep: list[bool]  # per value: its visibility was unset (an existing row keeps the stored one)
     firsts: dict[str, int]  # id -> index of its first value (a repeated id is an update of it)
     records: list[tuple] | None = None  # the first values as COPY rows, when there are enough for COPY
-    afters: list[str] | None = None  # and their ledger after images, should they be new
 
 
 def prepare(entries: Sequence[MemoryEntry], copy: bool = False) -> Prepared:
@@ -125,7 +130,6 @@ def prepare(entries: Sequence[MemoryEntry], copy: bool = False) -> Prepared:
     batch = Prepared(values, keep, firsts)
     if copy or len(firsts) >= bulk.COPY_MIN:
         batch.records = [_row(values[i]) for i in firsts.values()]
-        batch.afters = [_dump(values[i]) for i in firsts.values()]
     return batch
 
 
