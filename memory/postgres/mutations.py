@@ -51,7 +51,7 @@ _LEDGER = (
 _LEDGER_COPIED = (
     "INSERT INTO memory_ledger (memory_id, op, actor, at, before, after) "
     f"SELECT t.id, $1, $2, $3, NULL, row_to_json(t)::text FROM (SELECT {', '.join(COLUMNS)} FROM memories m "
-    "WHERE {rows} ORDER BY m.seq) AS t"
+    "WHERE {rows}) AS t"
 )
 
 
