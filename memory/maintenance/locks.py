@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import fcntl
 import os
-from contextlib import contextmanager
+import time
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 from memory.errors import LockHeldError
@@ -26,3 +27,20 @@ def exclusive(path: Path, what: str):
         yield
     finally:
         os.close(fd)
+
+
+@contextmanager
+def exclusive_within(path: Path, what: str, wait_seconds: float):
+    """:func:`exclusive`, waiting up to ``wait_seconds`` for another holder to finish first."""
+    deadline = time.monotonic() + wait_seconds
+    while True:
+        stack = ExitStack()
+        try:
+            stack.enter_context(exclusive(path, what))
+            break
+        except LockHeldError:
+            if time.monotonic() >= deadline:
+                raise
+            time.sleep(0.05)
+    with stack:
+        yield

@@ -390,6 +390,8 @@ async def index_vault(
     who = NoteIdentity(agent_id, scope, pool)
     report = VaultIndexReport(vault=vault.name)
     async with writer_lock(vault, lock_wait):
+        if not vault.registered():  # removed while this run waited: never recreate its index
+            raise NotFoundError(f"vault '{vault.name}' was removed; nothing was indexed")
         store = open_store(vault)
         try:
             stored = await store.run(manifest.load)

@@ -10,10 +10,12 @@ from memory.agents import AgentRegistry
 from memory.config import VaultConfig, load_config, save_config
 from memory.errors import InvalidRequestError, NotFoundError
 from memory.home import Home, check_name
+from memory.maintenance.locks import exclusive_within
 from memory.types import MemoryScope
 from memory.vaults.obsidian import ExcludedFiles, excluded_files
 from memory.vaults.state import state_lock, update_state
 
+REMOVE_WAIT_SECONDS = 30.0  # for an index run in flight to finish before its vault's index is deleted
 
 
 @dataclass(frozen=True)
@@ -130,10 +132,16 @@ class VaultRegistry:
         return Vault(name, config.vaults[name], self.home)
 
     def remove(self, name: str) -> list[Path]:
-        """Unregister ``name`` and delete its derived index and state; the folder is never touched."""
+        """Unregister ``name`` and delete its derived index and state; the folder is never touched.
+
+        An index run in flight finishes first (its writer lock, waited for up
+        to :data:`REMOVE_WAIT_SECONDS`); a later one finds the vault gone, so
+        neither leaves a removed vault's index behind.
+        """
         vault = self.get(name)
         removed = []
-        with state_lock(vault.state_path):  # a watch's state write waits, then sees the vault gone
+        writer = exclusive_within(vault.lock_path, f"index of vault '{name}'", REMOVE_WAIT_SECONDS)
+        with writer, state_lock(vault.state_path):  # a watch's state write waits, then sees the vault gone
             config = self._config()
             del config.vaults[name]
             save_config(self.home.config_path, config)

@@ -58,20 +58,25 @@ class _Removed(Exception):
     """The vault was removed while watched: stop, and do not recreate its index."""
 
 
-async def _index(
-    vault: Vault, changes: int | None, line: Line, gateway, *, paths: list[str] | None = None, silent_if_idle: bool = False
-) -> None:
+def _stop_if_removed(vault: Vault, line: Line) -> None:
     if not vault.registered():
         line(
             f"{time.strftime('%H:%M:%S')} vault {vault.name}: removed from the config; no longer watching it",
             {"at": time.time(), "vault": vault.name, "event": "removed"},
         )
         raise _Removed
+
+
+async def _index(
+    vault: Vault, changes: int | None, line: Line, gateway, *, paths: list[str] | None = None, silent_if_idle: bool = False
+) -> None:
+    _stop_if_removed(vault, line)
     if changes:
         vault.record(last_event_at=time.time())
     try:
         report = await index_vault(vault, embed=gateway is not None, gateway=gateway, paths=paths)
     except Exception as exc:  # a watch never dies silently: say it, record it, keep watching
+        _stop_if_removed(vault, line)  # removed while the pass waited for the index
         vault.record(last_error=str(exc), last_error_at=time.time())
         line(
             f"{time.strftime('%H:%M:%S')} vault {vault.name}: index failed: {exc}",
