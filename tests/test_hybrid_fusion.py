@@ -23,6 +23,7 @@ from memory.embedding.fusion import (
     spread_to_neighbours,
 )
 from memory.sqlite.admission import where
+from memory.sqlite import fts
 from memory.sqlite.fts import pair_share
 from memory.embedding.gateway import EmbeddingGateway
 from memory.types import MemoryEntry, MemoryQuery, RetrievalMode, Visibility
@@ -89,7 +90,10 @@ def test_word_pairs_lift_a_candidate_by_its_share():
     assert best(lifted, 3) == ["phrase", "half", "scattered"]
 
 
-async def test_pair_share_counts_query_word_pairs_said_together_and_only_for_admitted_rows(tmp_path):
+# cap 0: every word counts as common, so each pair is matched per candidate (a large store's path)
+@pytest.mark.parametrize("cap", [fts.PAIR_DF_CAP, 0])
+async def test_pair_share_counts_query_word_pairs_said_together_and_only_for_admitted_rows(tmp_path, monkeypatch, cap):
+    monkeypatch.setattr(fts, "PAIR_DF_CAP", cap)
     store = SQLiteAdapter(tmp_path / "m.db")
     try:
         together = MemoryEntry(agent_id=AGENT, content="Caroline: I went to a support group yesterday.")

@@ -13,7 +13,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from memory.sqlite.admission import admission
-from memory.sqlite.batches import select_in
+from memory.sqlite.rows import keys, listed
 from memory.types import MemoryEntry
 
 PREVIOUS_CHARS = 300  # of the previous turn: enough to say what "it" was, within the model's window
@@ -63,11 +63,8 @@ def previous_ids(raw, ids: list[str], clause_sql: str, params: tuple) -> dict[st
     """For each of ``ids`` admitted by ``clause_sql`` (alias ``m``), the id of the turn before it."""
     gate = admission("p")
     before = _BEFORE.format(column="id", c="m.", gate=gate.sql)
-    sql = (
-        f"SELECT m.id, ({before}) FROM memories m WHERE m.id IN ({{marks}}) "
-        f"AND m.source_session_id IS NOT NULL AND {clause_sql}"
-    )
-    return {a: b for a, b in select_in(raw, sql, ids, before=gate.params, after=params) if b is not None}
+    sql = f"SELECT m.id, ({before}) FROM {listed('id')} WHERE m.source_session_id IS NOT NULL AND {clause_sql}"
+    return {a: b for a, b in raw.execute(sql, (*gate.params, keys(ids), *params)) if b is not None}
 
 
 def derive(raw, entry: MemoryEntry) -> dict[str, str]:

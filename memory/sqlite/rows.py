@@ -7,7 +7,6 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from memory.sqlite.batches import select_in
 from memory.types import MemoryEntry
 
 COLUMNS = (
@@ -89,8 +88,25 @@ def row_to_entry(row, **annotations: Any) -> MemoryEntry:
     return MemoryEntry.model_validate(data)
 
 
+def listed(column: str) -> str:
+    """A FROM clause for the ``memories`` rows (alias ``m``) whose ``column`` (seq or id) is in a JSON
+    list (one ``?``: :func:`keys`), each looked up by itself.
+
+    ``m.id IN (…) AND m.agent_id = ?`` let SQLite, with no statistics, drive
+    from the agent_id index instead, and an agent's own store is all one
+    agent: 30 ids took 14.5 ms at 40,000 rows, a scan of every row. The
+    CROSS JOIN fixes the list as the outer loop.
+    """
+    return f"json_each(?) AS k CROSS JOIN memories m ON m.{column} = k.value"
+
+
+def keys(values: Sequence) -> str:
+    """The parameter for :func:`listed`: ``values`` as a JSON list, each once."""
+    return json.dumps(list(dict.fromkeys(values)))
+
+
 def admitted_rows(raw, column: str, values: Sequence, clause_sql: str, params: tuple) -> list:
     """Rows whose ``column`` (seq or id) is among ``values`` and that ``clause_sql`` (the admission
     predicate and the query's filters, from :func:`memory.sqlite.admission.where`) admits."""
-    sql = f"SELECT {SELECT_COLUMNS}, m.seq FROM memories m WHERE m.{column} IN ({{marks}}) AND {clause_sql}"
-    return select_in(raw, sql, values, after=params)
+    sql = f"SELECT {SELECT_COLUMNS}, m.seq FROM {listed(column)} WHERE {clause_sql}"
+    return raw.execute(sql, (keys(values), *params)).fetchall()
