@@ -107,6 +107,7 @@ def keys(values: Sequence) -> str:
 
 def admitted_rows(raw, column: str, values: Sequence, clause_sql: str, params: tuple) -> list:
     """Rows whose ``column`` (seq or id) is among ``values`` and that ``clause_sql`` (the admission
-    predicate and the query's filters, from :func:`memory.sqlite.admission.where`) admits."""
-    sql = f"SELECT {SELECT_COLUMNS}, m.seq FROM {listed(column)} WHERE {clause_sql}"
+    predicate and the query's filters, from :func:`memory.sqlite.admission.where`) admits, in the
+    order they were written (whatever the order of ``values``: callers break ties by it)."""
+    sql = f"SELECT {SELECT_COLUMNS}, m.seq FROM {listed(column)} WHERE {clause_sql} ORDER BY m.seq"
     return raw.execute(sql, (keys(values), *params)).fetchall()
