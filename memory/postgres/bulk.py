@@ -1,8 +1,9 @@
 """Bulk loading into a PostgreSQL store: COPY in, and build indexes after a large load.
 
 memory/postgres/mutations.py stays the one way in for writes: for a batch of
-:data:`COPY_MIN` new rows or more it COPYs them in and their ledger rows with
-them (mutations._insert_copied). This module holds the rest of a bulk load. A
+:data:`COPY_MIN` new rows or more it COPYs them in and has the server write
+their ledger rows from them (mutations._insert_copied). This module holds the
+rest of a bulk load. A
 load that is large against the table (:func:`deferred_indexes`) drops the
 secondary indexes first and builds them once at the end, in the same
 transaction: a crash leaves the table and its indexes as they were.
