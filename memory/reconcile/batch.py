@@ -126,7 +126,7 @@ async def write_many(reconciler: Any, entries: list[MemoryEntry], fan_out_many: 
             if single is None:
                 leftovers.append(entry)  # the restated memory went meanwhile: store this line after all
                 continue
-            await reconciler.store.run(restatements.record, entry.id, decision.targets[0])
+            await restatements.record(reconciler.store, entry.id, decision.targets[0])
         elif decision.targets:
             await reconciler._supersede(decision.targets, entry, single)
         report.decisions[decision.kind.value] += 1

@@ -10,24 +10,18 @@ importance that crept up on every run).
 
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
 
+from memory.graph.edges import EdgeStore, MemoryEdge
 from memory.reconcile.entities import EDGE_SOURCE
 from memory.sqlite.batches import select_in
-from memory.sqlite.connection import transaction
 
 RESTATES = "restates"
 
 
-def record(raw, line_id: str, target_id: str) -> None:
-    """``line_id`` restated ``target_id`` (one edge, idempotent)."""
-    with transaction(raw):
-        raw.execute(
-            "INSERT OR IGNORE INTO memory_edges (src_id, dst_id, relation, source, confidence, created_at) "
-            "VALUES (?, ?, ?, ?, 1.0, ?)",
-            (line_id, target_id, RESTATES, EDGE_SOURCE, time.time()),
-        )
+async def record(store, line_id: str, target_id: str) -> None:
+    """``line_id`` restated ``target_id`` (one edge, idempotent) in ``store`` (a SQLiteAdapter)."""
+    await EdgeStore(store).upsert([MemoryEdge(line_id, target_id, RESTATES, EDGE_SOURCE)])
 
 
 def recorded(raw, line_ids: Sequence[str]) -> set[str]:
