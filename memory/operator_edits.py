@@ -129,18 +129,27 @@ def keep_restrictions(stored: MemoryEntry, incoming: MemoryEntry) -> MemoryEntry
     return incoming.model_copy(update={"visibility": visibility, "archived": stored.archived or incoming.archived})
 
 
-async def _ever_promoted(source: SQLiteAdapter, entry_ids: Sequence[str] | None = None) -> bool:
-    """Whether any of ``entry_ids`` (any memory, when None) was promotable in some version ``source``'s
-    ledger holds: only then can the global tier hold a copy (asked when that tier cannot be reached)."""
+async def _ever_promoted(source: SQLiteAdapter, entry_ids: Sequence[str]) -> bool:
+    """Whether any of ``entry_ids`` was promotable in some version ``source``'s ledger holds: only
+    then can the global tier hold a copy (asked when that tier cannot be reached)."""
     return ever_promotable(await source.ledger(entry_ids))
 
 
+LEDGER_PAGE = 5_000  # ledger rows read at a time over a whole store (memory stays bounded)
+
+
 async def _agent_ever_promoted(source: SQLiteAdapter) -> bool:
-    """:func:`_ever_promoted` over an agent's whole store; a store that cannot be read may have been."""
+    """:func:`_ever_promoted` over an agent's whole store, a page at a time, stopping at the first
+    promotable version; a store that cannot be read may have been promoted."""
+    after = 0
     try:
-        return await _ever_promoted(source)
+        while page := await source.ledger(None, after=after, limit=LEDGER_PAGE):
+            if ever_promotable(page):
+                return True
+            after = page[-1].seq
     except MemoryStorageError:
         return True
+    return False
 
 
 class GlobalCopies:

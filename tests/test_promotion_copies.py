@@ -17,6 +17,7 @@ from arcana_cli.app import app
 from federation_faults import corrupt_file, locked_by_another_process
 from memory.adapters.sqlite import SQLiteAdapter
 from memory.agents import AgentRegistry
+from memory import operator_edits
 from memory.operator_edits import MUTATORS, Edit, GlobalCopies, MemoryEditor
 from memory.sqlite.admission import Audience
 from memory.types import MemoryEntry, MemoryQuery, MemoryType, Visibility
@@ -318,17 +319,24 @@ def test_deleting_an_agent_withdraws_its_promoted_copies(cli, home):
     assert asyncio.run(left()) == ([], "withdraw")
 
 
-def test_a_global_tier_out_of_reach_blocks_only_the_deletion_of_an_agent_that_promoted(cli, home):
+# page 1: the ledger read a row at a time, so a promotable version on a later page is still found
+@pytest.mark.parametrize("page", [operator_edits.LEDGER_PAGE, 1])
+def test_a_global_tier_out_of_reach_blocks_only_the_deletion_of_an_agent_that_promoted(cli, home, monkeypatch, page):
     """Unreadable global tier: an agent none of whose memories was ever promotable is deleted as usual;
-    one whose ledger holds a promotable version (ada's control) stays, and goes once the tier is back."""
-    assert cli("agent", "create", "dan").exit_code == 0
-    ok(cli("remember", "fact heronplain", "--agent", "dan", "--importance", "0.5", "--json"))
+    one whose ledger holds a promotable version (ada's control, eve's second memory) stays, and goes
+    once the tier is back."""
+    monkeypatch.setattr(operator_edits, "LEDGER_PAGE", page)
+    for agent, importances in (("dan", ("0.5", "0.6")), ("eve", ("0.5", "0.95"))):
+        assert cli("agent", "create", agent).exit_code == 0
+        for i, importance in enumerate(importances):
+            ok(cli("remember", f"note heron{agent}{i}", "--agent", agent, "--importance", importance, "--json"))
     assert not home.global_db.with_name("global.db-wal").exists()
     intact = home.global_db.read_bytes()
     corrupt_file(home.global_db)
-    refused = cli("agent", "delete", "ada", "--yes")
-    assert refused.exit_code == exit_codes.STORAGE and "may still be live" in refused.stderr
-    assert AgentRegistry(home).resolve("ada").name == "ada"
+    for agent in ("ada", "eve"):
+        refused = cli("agent", "delete", agent, "--yes")
+        assert refused.exit_code == exit_codes.STORAGE and "may still be live" in refused.stderr, agent
+        assert AgentRegistry(home).resolve(agent).name == agent
     removed = ok(cli("agent", "delete", "dan", "--yes", "--json"))
     assert removed["name"] == "dan" and "copies" not in removed
     home.global_db.write_bytes(intact)

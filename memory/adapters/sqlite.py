@@ -421,12 +421,13 @@ class SQLiteAdapter:
     async def history(self, entry_id: str) -> list[LedgerRecord]:
         return await self.ledger([entry_id])
 
-    async def ledger(self, entry_ids: Sequence[str] | None = None) -> list[LedgerRecord]:
-        """The ledger rows of ``entry_ids`` (of every memory when None), oldest first, in one read."""
+    async def ledger(self, entry_ids: Sequence[str] | None = None, *, after: int = 0, limit: int = -1) -> list[LedgerRecord]:
+        """The ledger rows of ``entry_ids``, oldest first, in one read; with None, of every memory,
+        a page at a time (the ``limit`` rows past seq ``after``; -1: all of them)."""
 
         def read(raw) -> list:
             if entry_ids is None:
-                return raw.execute("SELECT * FROM memory_ledger ORDER BY seq").fetchall()
+                return raw.execute("SELECT * FROM memory_ledger WHERE seq > ? ORDER BY seq LIMIT ?", (after, limit)).fetchall()
             rows = select_in(raw, "SELECT * FROM memory_ledger WHERE memory_id IN ({marks})", list(entry_ids))
             return sorted(rows, key=lambda r: r["seq"])
 
