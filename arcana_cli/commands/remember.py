@@ -124,12 +124,12 @@ def _read_lines(source: str) -> list[bytes]:
 
 async def _remember_from(cli: CliContext, card, out: Out, source: str, *, type_, importance, scope, pool, reconcile) -> None:
     """``remember --from``: every good line stored, every bad one named; exit 2 if any was bad."""
-    from memory.bulk import parse, remember_many
+    from memory.operations.bulk_import import parse, remember_many
 
     parsed = parse(_read_lines(source), card.id, type=type_, importance=importance, scope=scope, pool_name=pool)
 
     from arcana_cli.federated import agent_federation
-    from memory.bulk import BulkReport
+    from memory.operations.bulk_import import BulkReport
 
     report = BulkReport(lines=parsed.lines, bad=parsed.bad)
     if parsed.entries:

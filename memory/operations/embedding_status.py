@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
+from memory.adapters.opener import open_database, with_vectors
 from memory.agents import AgentRegistry
 from memory.embedding.gateway import EmbeddingGateway
 from memory.errors import ArcanaMemoryError
 from memory.home import Home
-from memory.stores import open_database, with_vectors
 
 
 @dataclass

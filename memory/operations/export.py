@@ -21,14 +21,14 @@ from typing import IO, Any
 from pydantic import ValidationError
 
 from memory.errors import ImportFormatError, MemoryStorageError
-from memory.operator_edits import GlobalCopies, keep_restrictions
-from memory.sqlite.admission import Audience, where
+from memory.operator.edits import GlobalCopies, keep_restrictions
+from memory.sqlite import mutations
+from memory.sqlite.admission import where
 from memory.sqlite.batches import select_in
 from memory.sqlite.connection import transaction
-from memory.sqlite import mutations
 from memory.sqlite.rows import SELECT_COLUMNS, row_to_entry
 from memory.sqlite.vectors import pack, put_live_txn, read_meta
-from memory.types import MemoryEntry, MemoryQuery, MemoryScope
+from memory.types import Audience, MemoryEntry, MemoryQuery, MemoryScope
 
 FORMAT = "arcana-export"
 VERSION = 1
@@ -126,7 +126,7 @@ def _vectors(raw, table: str, seqs: Sequence[int]) -> dict[int, list[float]]:
 
 def _server(store) -> Any:
     """memory/postgres/transfer.py when ``store`` is on a server, else None (this module's SQLite side)."""
-    from memory.stores import on_server
+    from memory.adapters.opener import on_server
 
     if not on_server(store):
         return None
@@ -364,7 +364,7 @@ async def import_records(
     if batch:
         await flush()
     if gateway is not None and report.read:
-        from memory.stores import with_vectors
+        from memory.adapters.opener import with_vectors
 
         try:
             filler = store.backfill(gateway=gateway) if server else with_vectors(store, gateway).backfill()
@@ -453,7 +453,7 @@ def markdown_records(folder: Path, *, default_agent: str) -> Iterator[tuple[str,
     A note a person added without an id gets the vault's path-derived id, so
     re-importing it is still an upsert.
     """
-    from memory.vaults.notes import note_id, split_frontmatter
+    from memory.markdown.notes import note_id, split_frontmatter
 
     for path in sorted(folder.rglob("*.md")):
         rel = path.relative_to(folder).as_posix()
