@@ -207,7 +207,7 @@ class EmbeddingConfig(_Section):
         return value
 
 
-# The policy a bare `arcana prune` (e.g. the README's cron line) applies: archive — restorable
+# The policy a bare `arcana prune` (e.g. the cron line in man/memory.md) applies: archive — restorable
 # with `memory restore` — the unpinned memories nobody rated above 0.1; nothing is purged.
 DEFAULT_PRUNE_MIN_IMPORTANCE = 0.1
 

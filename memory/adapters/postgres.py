@@ -58,7 +58,7 @@ from memory.types import (
 WRITE_BATCH = 500
 BULK_BATCH = 50_000  # rows per transaction of a large load (memory stays bounded)
 KEYWORD_CANDIDATES = 1000  # matches ranked per keyword query (see _keyword)
-EF_SEARCH = 200  # HNSW candidate list: recall over speed (see README, server pools)
+EF_SEARCH = 200  # HNSW candidate list: recall over speed (see man/benchmarks.md, PostgreSQL)
 VEC_TABLE = "memory_vectors"
 _PIN_LOCK = 0x41524350  # 'ARCP': serialises the first pin of a pool across machines
 _HIT_FLUSH = 256

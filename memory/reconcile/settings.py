@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-# Measured on tests/eval/knowledge_update_eval.py (see README "Facts that evolve").
+# Measured on tests/eval/knowledge_update_eval.py (see man/benchmarks.md, "Facts that evolve").
 DEFAULT_MIN_SIMILARITY = 0.1
 DUPLICATE_SIMILARITY = 0.95
 CANDIDATES = 6
