@@ -1,4 +1,4 @@
-"""The exit-code table. README documents it; tests run real subprocesses against it."""
+"""The exit-code table. man/exit-codes.md documents it (generated); tests run real subprocesses against it."""
 
 from __future__ import annotations
 

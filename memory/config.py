@@ -32,7 +32,8 @@ DEFAULT_VECTOR_WEIGHT = 0.5
 DEFAULT_KEYWORD_WEIGHT = 0.5
 DEFAULT_MIN_SIMILARITY = 0.2
 
-# Reconciliation (memory/reconcile/), measured on tests/eval/knowledge_update_eval.py.
+# Reconciliation (memory/reconcile/), measured on tests/eval/knowledge_update_eval.py
+# (man/benchmarks.md, "Facts that evolve").
 RECONCILE_MIN_SIMILARITY = 0.1
 DUPLICATE_SIMILARITY = 0.95
 RECONCILE_CANDIDATES = 6
@@ -228,7 +229,7 @@ class EmbeddingConfig(_Section):
         return value
 
 
-# The policy a bare `arcana prune` (e.g. the README's cron line) applies: archive — restorable
+# The policy a bare `arcana prune` (e.g. the cron line in man/memory.md) applies: archive — restorable
 # with `memory restore` — the unpinned memories nobody rated above 0.1; nothing is purged.
 DEFAULT_PRUNE_MIN_IMPORTANCE = 0.1
 

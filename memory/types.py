@@ -53,7 +53,7 @@ class RetrievalMode(StrEnum):
 
 # The one default, for the library, the CLI, MCP and ``arcana run``: hybrid
 # (vector and keyword fused, confidence-weighted) measured best on real
-# conversations through the federation (README, "Semantic and hybrid recall");
+# conversations through the federation (man/benchmarks.md, "Recall quality");
 # with no healthy embedder it is served by keyword, with a notice.
 DEFAULT_RETRIEVAL_MODE = RetrievalMode.hybrid
 

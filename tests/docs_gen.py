@@ -1,8 +1,10 @@
-"""Generate completions/, man/arcana.1 and README's generated blocks from the live CLI.
+"""Generate completions/, man/arcana.1 and the manual's generated blocks from the live CLI.
 
 ``python tests/docs_gen.py`` rewrites them; ``--check`` exits 1 when any
 is stale (tests/test_docs_drift.py runs the same comparison), so the shipped
-docs can never drift from the commands.
+docs can never drift from the commands. A generated block is the text between
+``<!-- generated:NAME -->`` and ``<!-- /generated:NAME -->`` in README.md or
+any man/*.md page (see ``BLOCKS``).
 """
 
 from __future__ import annotations
@@ -270,25 +272,41 @@ def man(tree: Cmd) -> str:
     return "\n".join(out) + "\n"
 
 
-# -- README blocks ---------------------------------------------------------------
+# -- the manual's generated blocks -----------------------------------------------
 
 
-def readme_commands(tree: Cmd) -> str:
+def _cell(text: str) -> str:
+    """Text for a Markdown table cell: a bare | would end the cell, even inside backticks."""
+    return text.replace("|", "\\|")
+
+
+def _options_table(options: list[Opt]) -> str:
+    rows = ["| option | what it does |", "|---|---|"]
+    rows += [f"| {', '.join(f'`{n}`' for n in opt.names)} | {_cell(opt.help)} |" for opt in options]
+    return "\n".join(rows)
+
+
+def block_global_options(tree: Cmd) -> str:
+    return _options_table(tree.options)
+
+
+def block_commands(tree: Cmd) -> str:
     rows = ["| command | what it does |", "|---|---|"]
     for node in _walk(tree):
         if node.path and not node.children:
             args = " ".join(node.arguments)
-            rows.append(f"| `arcana {node.key}{' ' + args if args else ''}` | {node.help} |")
+            rows.append(f"| `arcana {node.key}{' ' + args if args else ''}` | {_cell(node.help)} |")
     return "\n".join(rows)
 
 
-def readme_exit_codes() -> str:
-    rows = ["| code | meaning |", "|---|---|"]
-    rows += [f"| {code} | {meaning} |" for code, meaning in exit_codes.TABLE]
+def block_exit_codes(tree: Cmd) -> str:
+    names = {value: name for name, value in vars(exit_codes).items() if name.isupper() and isinstance(value, int)}
+    rows = ["| code | name in `exit_codes.py` | meaning |", "|---|---|---|"]
+    rows += [f"| {code} | `{names[code]}` | {_cell(meaning)} |" for code, meaning in exit_codes.TABLE]
     return "\n".join(rows)
 
 
-def readme_config_keys() -> str:
+def block_config_keys(tree: Cmd) -> str:
     from memory.config import ArcanaConfig, dump_config, valid_keys
 
     defaults = dump_config(ArcanaConfig())
@@ -308,29 +326,44 @@ def _json(value) -> str:
     return json.dumps(value)
 
 
+BLOCKS = {
+    "global-options": block_global_options,
+    "commands": block_commands,
+    "exit-codes": block_exit_codes,
+    "config-keys": block_config_keys,
+}
+
 _BLOCK = re.compile(r"(<!-- generated:(?P<name>[a-z-]+) -->\n)(.*?)(<!-- /generated:(?P=name) -->)", re.S)
 
 
-def render_readme(text: str, tree: Cmd) -> str:
-    blocks = {"commands": readme_commands(tree), "exit-codes": readme_exit_codes(), "config-keys": readme_config_keys()}
+def render_page(path: Path, text: str, tree: Cmd) -> str:
+    """The page with every generated block rewritten; an unknown block name is an error, not a no-op."""
 
     def replace(match: re.Match) -> str:
         name = match.group("name")
-        return match.group(1) + blocks[name] + "\n" + match.group(4) if name in blocks else match.group(0)
+        if name not in BLOCKS:
+            raise SystemExit(f"{path.relative_to(ROOT)}: unknown generated block '{name}' (known: {', '.join(BLOCKS)})")
+        return match.group(1) + BLOCKS[name](tree) + "\n" + match.group(4)
 
     return _BLOCK.sub(replace, text)
 
 
+def pages() -> list[Path]:
+    """README.md and every Markdown page of the manual."""
+    return [ROOT / "README.md", *sorted((ROOT / "man").glob("*.md"))]
+
+
 def outputs() -> dict[Path, str]:
     tree = _tree()
-    readme = ROOT / "README.md"
-    return {
+    generated = {
         ROOT / "completions" / "arcana.bash": bash(tree),
         ROOT / "completions" / "_arcana": zsh(tree),
         ROOT / "completions" / "arcana.fish": fish(tree),
         ROOT / "man" / "arcana.1": man(tree),
-        readme: render_readme(readme.read_text(encoding="utf-8"), tree),
     }
+    for page in pages():
+        generated[page] = render_page(page, page.read_text(encoding="utf-8"), tree)
+    return generated
 
 
 def stale() -> list[Path]:

@@ -331,8 +331,8 @@ def test_an_empty_recall_query_exits_2_and_points_to_memory_list(cli, no_embedde
     assert json.loads(cli("recall", "tides", "--agent", "ada", "--json").stdout)["results"]  # control
 
 
-def test_the_readme_cron_line_works_as_written_without_prune_config(cli, arcana_home, no_embedder):
-    line = re.search(r"^15 3 \* \* \* (arcana prune .*)$", (ROOT / "README.md").read_text(), re.M).group(1)
+def test_the_manual_cron_line_works_as_written_without_prune_config(cli, arcana_home, no_embedder):
+    line = re.search(r"^15 3 \* \* \* (arcana prune .*)$", (ROOT / "man" / "memory.md").read_text(), re.M).group(1)
     assert line == "arcana prune --all --pool team --global --quiet"
     assert cli("pool", "create", "team").exit_code == 0
     seed(arcana_home, "ada", ["barely worth keeping"], importance=0.05)

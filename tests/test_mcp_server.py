@@ -1,8 +1,8 @@
 """`arcana mcp` through the SDK's own client over a real stdio subprocess.
 
 Most servers here run keyword-only (no embedder configured) so each test
-starts in about a second; the README test runs the default configuration
-with the real offline model.
+starts in about a second. The host configuration the README documents is
+started as a host would by tests/test_walkthroughs.py.
 """
 
 from __future__ import annotations
@@ -10,11 +10,9 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 from contextlib import asynccontextmanager
-from pathlib import Path
 
 import pytest
 from mcp import ClientSession, StdioServerParameters, stdio_client
@@ -23,7 +21,6 @@ from memory.adapters.sqlite import SQLiteAdapter
 from memory.agents import AgentRegistry
 from memory.types import Audience, MemoryEntry, Visibility
 
-README = Path(__file__).resolve().parents[1] / "README.md"
 ALL_TOOLS = {"remember", "recall", "forget", "list", "context"}
 
 
@@ -33,11 +30,10 @@ def keyword_only(home) -> None:
 
 
 @asynccontextmanager
-async def session(*args: str, command: str | None = None, argv: list[str] | None = None, stderr=None):
-    """An initialised ClientSession on `arcana mcp ARGS` (or exactly ``command argv``)."""
-    if command is None:
-        command, argv = sys.executable, ["-m", "arcana_cli.main", "mcp", *args]
-    params = StdioServerParameters(command=command, args=argv, env=dict(os.environ))
+async def session(*args: str, stderr=None):
+    """An initialised ClientSession on `arcana mcp ARGS`."""
+    argv = ["-m", "arcana_cli.main", "mcp", *args]
+    params = StdioServerParameters(command=sys.executable, args=argv, env=dict(os.environ))
     errlog = stderr if stderr is not None else sys.stderr
     async with stdio_client(params, errlog=errlog) as (read, write), ClientSession(read, write) as client:
         await client.initialize()
@@ -243,28 +239,6 @@ async def test_vault_search_over_an_attached_vault(arcana_home, make_vault, cli)
         assert not error and found["results"][0]["path"] == "Garden.md"
         error, message = await call(client, "vault_search", vault="elsewhere", query="tomatoes")
         assert error and "attached: notes" in message
-
-
-def readme_snippet() -> dict:
-    text = README.read_text(encoding="utf-8")
-    match = re.search(r"```json\n(\{\s*\"mcpServers\".*?)\n```", text, re.S)
-    assert match, "README lacks the mcpServers JSON snippet"
-    return json.loads(match.group(1))
-
-
-async def test_readme_snippet_starts_a_working_server(arcana_home):
-    """The exact command a host would run, with the default (real offline model) configuration."""
-    server = readme_snippet()["mcpServers"]["arcana"]
-    assert server["args"][0] == "mcp"
-    command, argv = server["command"], server["args"]
-    if shutil.which(command) is None:  # no installed entry point in this checkout: the same program by module
-        command, argv = sys.executable, ["-m", "arcana_cli.main", *argv]
-    async with session(command=command, argv=argv) as client:
-        assert {t.name for t in (await client.list_tools()).tools} == ALL_TOOLS
-        error, stored = await call(client, "remember", content="The user's favourite tea is genmaicha", type="preference")
-        assert not error
-        error, found = await call(client, "recall", query="which tea does the user like?", mode="semantic")
-        assert not error and found["results"][0]["id"] == stored["id"]
 
 
 def free_port() -> int:

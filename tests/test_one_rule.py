@@ -35,7 +35,7 @@ async def test_agents_pools_and_vaults_refuse_the_same_names(arcana_home, tmp_pa
 
 
 def test_the_default_retrieval_mode_is_one_constant():
-    assert DEFAULT_RETRIEVAL_MODE is RetrievalMode.hybrid  # measured best (README, recall section)
+    assert DEFAULT_RETRIEVAL_MODE is RetrievalMode.hybrid  # measured best (man/benchmarks.md, "Recall quality")
     assert MemoryQuery().retrieval_mode is DEFAULT_RETRIEVAL_MODE
     assert RecallConfig().mode_for() is DEFAULT_RETRIEVAL_MODE
     assert RecallConfig(mode=RetrievalMode.keyword).mode_for() is RetrievalMode.keyword

@@ -26,8 +26,8 @@ from memory.config import DEFAULT_KEYWORD_WEIGHT, DEFAULT_VECTOR_WEIGHT
 from memory.embedding.base import Embedder, EmbeddingMeta, l2_normalize, length_order
 from memory.errors import MemoryStorageError, NotFoundError, SchemaTooNewError
 from memory.postgres import bulk, mutations, search
-from memory.postgres import vectors as vector_sql
 from memory.postgres import prune as prune_sql
+from memory.postgres import vectors as vector_sql
 from memory.postgres.admission import numbered, where
 from memory.postgres.connection import CONNECT_TIMEOUT_S, STATEMENT_TIMEOUT_MS, open_pool, storage_error
 from memory.postgres.fts import text_query
@@ -55,7 +55,7 @@ from memory.types import (
 
 WRITE_BATCH = 500
 BULK_BATCH = 50_000  # rows per transaction of a large load (memory stays bounded)
-EF_SEARCH = 200  # HNSW candidate list: recall over speed (see README, server pools)
+EF_SEARCH = 200  # HNSW candidate list: recall over speed (see man/benchmarks.md, PostgreSQL)
 _HIT_FLUSH = 256
 
 

@@ -84,7 +84,7 @@ NEIGHBOUR_POOL = 3
 # words cannot see: the query's word pairs said together (lift_by_pairs) and a
 # reply taking the score of the turn that asked (hand_to_replies). LoCoMo
 # through the federation, with the federation's asking weight: any@10 / MRR@10
-# 0.846 / 0.552 -> 0.859 / 0.614 (README).
+# 0.846 / 0.552 -> 0.859 / 0.614 (man/benchmarks.md).
 
 
 @dataclass(frozen=True)
@@ -114,7 +114,7 @@ class VectorAdapter:
 
     ``vector_weight``/``bm25_weight`` weigh hybrid fusion (normalised to sum 1).
     The seed's 0.7/0.3 is available by passing it; the default is the
-    weighting chosen on LoCoMo and our evaluation (see README).
+    weighting chosen on LoCoMo and our evaluation (see man/benchmarks.md).
     ``notify`` receives each degradation notice once per adapter.
     ``chunk_long`` also embeds the chunks of memories longer than the
     model's window (vault notes), so a late section can be found; searches

@@ -6,7 +6,7 @@ offsets, so the stored row stays the only copy of the words) of at most
 :data:`CHUNK_CHARS` characters. The budget is in characters rather than
 tokens so that cutting needs no model: 800 characters of English prose are
 about 170-200 MiniLM word pieces, and the vault-chunk benchmark measures the
-largest chunk of its corpus with the real tokenizer (README, vault section).
+largest chunk of its corpus with the real tokenizer (man/vaults.md).
 """
 
 from __future__ import annotations

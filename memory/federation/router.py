@@ -24,7 +24,7 @@ from memory.types import MemoryEntry, MemoryQuery, MemoryScope, MemoryType, now_
 NEUTRAL_WEIGHT = 0.5
 # How much of a text match's score age and importance may take away (at most):
 # enough to order near-equal matches fresh-first, never enough to bury an old
-# strong match under a fresh weak one. Measured on LoCoMo (README).
+# strong match under a fresh weak one. Measured on LoCoMo (man/benchmarks.md).
 DECAY_SHARE = 0.2
 # How much a match written inside the query's time window is lifted: enough to
 # beat a same-strength match from another time, not a far stronger one.
@@ -35,7 +35,7 @@ TIME_BOOST = 0.5
 # does not: on LoCoMo, of 166 questions whose evidence ranked 2-10, a turn
 # ending in "?" ranked first in 58 and above the evidence in 110. Measured
 # MRR@10 0.552 -> 0.579 at 0.75 with any@10 unchanged (0.7-0.8 within 0.003;
-# cross-validated, README).
+# cross-validated, man/benchmarks.md).
 ASKING_WEIGHT = 0.75
 
 

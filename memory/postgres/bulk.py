@@ -7,7 +7,7 @@ rest of a bulk load. A
 load that is large against the table (:func:`deferred_indexes`) drops the
 secondary indexes first and builds them once at the end, in the same
 transaction: a crash leaves the table and its indexes as they were.
-Measured (tests/bench/bench_postgres.py): see the README, server pools.
+Measured (tests/bench/bench_postgres.py): see man/benchmarks.md, PostgreSQL.
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ be trusted for this query:
   apply to adoption agencies?") lets it lead.
 
 Measured on the LoCoMo dev split and tests/eval/retrieval_eval.py (figures in
-README, "Semantic and hybrid recall"): with coverage the base weights can be
+man/benchmarks.md, "How the hybrid ranking was chosen"): with coverage the base weights can be
 even, 0.5 / 0.5 — LoCoMo any@10 / MRR@10 0.825 / 0.515 -> 0.846 / 0.552
 (cross-validated 0.843 / 0.549) with no slice of our eval below its floor;
 without coverage, even weights cost the synthetic paraphrase slice (MRR 0.786
