@@ -12,10 +12,10 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from memory.errors import ConfigError, InvalidRequestError, NotFoundError
-from memory.home import Home, check_name, private_dir
+from memory.home import Home, check_name, loaded_name, private_dir
 from memory.types import MemoryType, now_utc
 
 class AgentCard(BaseModel):
@@ -32,6 +32,16 @@ class AgentCard(BaseModel):
 
     def as_dict(self) -> dict:
         return json.loads(self.model_dump_json())
+
+    @field_validator("id")
+    @classmethod
+    def _id(cls, value: str) -> str:
+        return loaded_name("agent id", value)  # the id is the agent's folder name
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, value: str) -> str:
+        return loaded_name("agent", value)  # the name becomes part of the trash folder's name
 
     @model_validator(mode="before")
     @classmethod
@@ -74,10 +84,19 @@ class AgentRegistry:
         return sorted(cards, key=lambda c: c.name)
 
     def _load(self, path: Path) -> AgentCard:
+        """A card as read; its id must be its folder's name, or a copied card could take over another agent."""
         try:
-            return AgentCard.model_validate_json(path.read_text(encoding="utf-8"))
-        except (ValidationError, ValueError) as exc:
-            raise ConfigError(f"{path}: invalid agent card: {exc}".splitlines()[0]) from exc
+            card = AgentCard.model_validate_json(path.read_text(encoding="utf-8"))
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(part) for part in first["loc"]) or "card"
+            raise ConfigError(f"{path}: invalid agent card: {where}: {first['msg']}") from None
+        except ValueError as exc:
+            raise ConfigError(f"{path}: invalid agent card: {exc}".splitlines()[0]) from None
+        if card.id != path.parent.name:
+            raise ConfigError(f"{path}: the card's id {card.id!r} is not its folder's name {path.parent.name!r}; "
+                              "a card is only valid in agents/<its id>/ (restore the folder as it was backed up)")
+        return card
 
     def resolve(self, name_or_id: str) -> AgentCard:
         """Find an agent by exact id, then exact name, then a unique id prefix (6+ chars).

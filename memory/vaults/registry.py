@@ -53,11 +53,11 @@ class Vault:
 
     @property
     def db_path(self) -> Path:
-        return self.home.vaults_dir / f"{self.name}.db"
+        return self.home.vault_db(self.name)
 
     @property
     def state_path(self) -> Path:
-        return self.home.vaults_dir / f"{self.name}.state.json"
+        return self.home.vault_state(self.name)
 
     @property
     def lock_path(self) -> Path:
@@ -113,6 +113,9 @@ class VaultRegistry:
         if agent:
             AgentRegistry(self.home).resolve(agent)
         config = self._config()
+        if pool is not None and pool not in config.pools:
+            check_name("pool", pool)
+            raise NotFoundError(f"no pool named '{pool}'; create it with `arcana pool create {pool}` first")
         for other, cfg in config.vaults.items():
             if Path(cfg.path) == root:
                 raise InvalidRequestError(
