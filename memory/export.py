@@ -9,7 +9,9 @@ stream in bounded pages, so memory use does not grow with the store.
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
 import re
 import struct
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequence
@@ -21,6 +23,7 @@ from typing import IO, Any
 from pydantic import ValidationError
 
 from memory.errors import ImportFormatError, MemoryStorageError
+from memory.home import PRIVATE_FILE, private_dir
 from memory.operator_edits import GlobalCopies, keep_restrictions
 from memory.sqlite.admission import Audience, where
 from memory.sqlite.batches import select_in
@@ -419,10 +422,19 @@ _FRONT_FIELDS = (
 _SLUG = re.compile(r"[^\w]+", re.UNICODE)
 
 
+_ID_IN_NAME = re.compile(r"[A-Za-z0-9_-]{1,80}")
+
+
 def note_name(entry: MemoryEntry) -> str:
-    """A readable, unique file name: the first words of the memory and its id prefix."""
+    """A readable file name that is unique because the id is: the memory's first words, then its id.
+
+    An id that is not a plain file-name word (a ``/``, a dot, a long one) is
+    replaced by its sha256, so no two memories of a store share a note and no
+    id can name a path outside the folder.
+    """
     words = _SLUG.sub("-", entry.content[:48].lower()).strip("-") or "memory"
-    return f"{words}-{entry.id[:8]}.md"
+    ident = entry.id if _ID_IN_NAME.fullmatch(entry.id) else "sha256-" + hashlib.sha256(entry.id.encode()).hexdigest()
+    return f"{words}-{ident}.md"
 
 
 def note_text(entry: MemoryEntry) -> str:
@@ -435,16 +447,27 @@ def note_text(entry: MemoryEntry) -> str:
 
 
 async def export_markdown(store, folder: Path, *, on_progress: Callable[[int], None] | None = None) -> ExportReport:
-    """Write one note per memory of ``store`` into ``folder`` (a vault a person can read and edit)."""
-    folder.mkdir(parents=True, exist_ok=True)
+    """Write one note per memory of ``store`` into ``folder`` (a vault a person can read and edit).
+
+    The notes hold hidden and private memories: a folder made here is 0700 and every note 0600.
+    """
+    private_dir(folder)
     report = ExportReport(stores=[str(store.path)])
     async for record in iter_records(store):
         entry = MemoryEntry.model_validate(record["memory"])
-        (folder / note_name(entry)).write_text(note_text(entry), encoding="utf-8")
+        write_private(folder / note_name(entry), note_text(entry))
         report.memories += 1
         if on_progress is not None:
             on_progress(report.memories)
     return report
+
+
+def write_private(path: Path, text: str) -> None:
+    """Write ``path`` as 0600 (replacing any file there, never following a symlink in its place)."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, PRIVATE_FILE)
+    with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
+        os.fchmod(handle.fileno(), PRIVATE_FILE)
+        handle.write(text)
 
 
 def markdown_records(folder: Path, *, default_agent: str) -> Iterator[tuple[str, dict | str]]:

@@ -16,6 +16,7 @@ from arcana_cli.command import add_commands, command
 from arcana_cli.context import CliContext
 from arcana_cli.output import Out, err
 from memory.errors import NotFoundError
+from memory.home import private_dir
 from memory.types import MemoryScope, pool_scope
 
 AgentTargetOpt = Annotated[str | None, typer.Option("--agent", "-a", help="An agent's private memory.", envvar="ARCANA_AGENT")]
@@ -81,9 +82,11 @@ async def _sources(cli, stack: AsyncExitStack, agent, pool, global_, all_) -> tu
 
 
 def _write_atomically(path: Path):
-    """The export goes to ``path.partial`` and is renamed into place only when complete."""
+    """The export goes to ``path.partial`` (0600: it holds hidden memories) and is renamed into place when complete."""
     partial = path.with_name(path.name + ".partial")
-    return partial, partial.open("w", encoding="utf-8", newline="\n")
+    partial.unlink(missing_ok=True)
+    fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    return partial, os.fdopen(fd, "w", encoding="utf-8", newline="\n")
 
 
 ExportJsonOpt = Annotated[bool, typer.Option("--json", help="Print a JSON summary on stdout (needs --output).")]
@@ -128,7 +131,7 @@ async def export(
             elif output is None:
                 report = await core.export_jsonl(sources, sys.stdout, **options, on_progress=bar.update)
             else:
-                output.parent.mkdir(parents=True, exist_ok=True)
+                private_dir(output.parent)
                 partial, handle = _write_atomically(output)
                 try:
                     with handle:
