@@ -165,8 +165,10 @@ async def import_(
         raise typer.BadParameter(f"{source} does not exist", param_hint="SOURCE")
     model = None
     if not source.is_dir():  # refuse a foreign or future file before touching any store
-        with source.open(encoding="utf-8", errors="replace") as head:
-            model = core.read_header(head.readline()).get("model")
+        if not source.is_file():
+            raise typer.BadParameter(f"{source} is not a regular file or a folder", param_hint="SOURCE")
+        with source.open("rb") as head:
+            model = core.read_header(head.readline(core.LINE_BYTES)).get("model")
     async with AsyncExitStack() as stack:
         if agent:
             try:
@@ -193,21 +195,22 @@ async def import_(
             from memory.embedding.factory import build_gateway
 
             gateway = build_gateway(cli.config.embedding, cli.home)
+        limit = cli.config.memory.max_content_bytes
         if source.is_dir():
             def records():
-                return core.markdown_records(source, default_agent=target.agent_id or "imported")
+                return core.markdown_records(source, default_agent=target.agent_id or "imported", max_content_bytes=limit)
 
         else:
             def records():
-                handle = source.open(encoding="utf-8", errors="replace")
+                handle = source.open("rb")
                 stack.callback(handle.close)
-                core.read_header(handle.readline())
+                core.read_header(handle.readline(core.LINE_BYTES))
                 return core.jsonl_records(handle)
 
         with out.progress("importing") as bar:
             report = await core.import_records(
                 records(), store, target, strict=strict, model=model, gateway=gateway,
-                on_progress=bar.update, reopen=records, copies=copies,
+                on_progress=bar.update, reopen=records, copies=copies, max_content_bytes=limit,
             )
     out.data(report.as_dict(), text=lambda: _summary(report))
     for where, why in report.bad:
