@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import re
 import tempfile
 import time
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -120,14 +123,42 @@ class AgentRegistry:
     def exists(self, name: str) -> bool:
         return any(c.name == name for c in self.list())
 
+    @contextmanager
+    def _naming(self) -> Iterator[None]:
+        """One process at a time decides whether a name is free and takes it (creation, rename),
+        so racing first writes to a new name never make twin agents."""
+        self.home.ensure()
+        fd = os.open(self.home.locks_dir / "agents.lock", os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(fd)
+
     def create(self, name: str) -> AgentCard:
+        card, made = self._take(name)
+        if not made:
+            raise ConfigError(f"an agent named '{name}' already exists")
+        return card
+
+    def resolve_or_create(self, name_or_id: str) -> tuple[AgentCard, bool]:
+        """The agent ``name_or_id`` names, made (as name) when there is none; True when made here."""
+        try:
+            return self.resolve(name_or_id), False
+        except NotFoundError:
+            return self._take(name_or_id)
+
+    def _take(self, name: str) -> tuple[AgentCard, bool]:
+        """(the agent that has ``name`` or ``name`` as id, False) or (a new agent named ``name``, True)."""
         validate_name(name)
         refuse_id_like(name)
-        if self.exists(name):
-            raise ConfigError(f"an agent named '{name}' already exists")
-        card = AgentCard(name=name)
-        self.save(card)
-        return card
+        with self._naming():
+            try:
+                return self.resolve(name), False  # another process made it while we waited
+            except NotFoundError:
+                card = AgentCard(name=name)
+                self.save(card)
+                return card, True
 
     def save(self, card: AgentCard) -> None:
         self.home.ensure()
@@ -142,11 +173,12 @@ class AgentRegistry:
     def rename(self, name_or_id: str, new_name: str) -> AgentCard:
         validate_name(new_name)
         refuse_id_like(new_name)
-        card = self.resolve(name_or_id)
-        if new_name != card.name and self.exists(new_name):
-            raise ConfigError(f"an agent named '{new_name}' already exists")
-        card.name = new_name
-        self.save(card)
+        with self._naming():
+            card = self.resolve(name_or_id)
+            if new_name != card.name and self.exists(new_name):
+                raise ConfigError(f"an agent named '{new_name}' already exists")
+            card.name = new_name
+            self.save(card)
         return card
 
     def delete(self, name_or_id: str) -> Path:

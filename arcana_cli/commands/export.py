@@ -171,10 +171,8 @@ async def import_(
             model = core.read_header(head.readline(core.LINE_BYTES)).get("model")
     async with AsyncExitStack() as stack:
         if agent:
-            try:
-                card = cli.agent(agent)
-            except NotFoundError:
-                card = cli.agents.create(agent)
+            card, created = cli.agents.resolve_or_create(agent)
+            if created:
                 out.info(f"created agent '{agent}' ({card.id})")
             store = await stack.enter_async_context(cli.private_store(card))
             target = core.Target(MemoryScope.PRIVATE, agent_id=card.id)

@@ -10,7 +10,7 @@ from arcana_cli import exit_codes
 from arcana_cli.command import add_commands, command
 from arcana_cli.context import CliContext
 from arcana_cli.output import AgentOpt, Out, err, text_or_stdin
-from memory.errors import MemoryWriteError, NotFoundError
+from memory.errors import MemoryWriteError
 from memory.types import MemoryEntry, MemoryScope, MemoryType, Visibility, pool_scope
 
 
@@ -57,10 +57,8 @@ async def remember(
             text, "TEXT", "nothing to remember: the text is empty", max_bytes=cli.config.memory.max_content_bytes
         )
     scope = pool_scope(scope, pool, MemoryScope.PRIVATE)
-    try:
-        card = cli.agent(agent)
-    except NotFoundError:
-        card = cli.agents.create(agent)
+    card, created = cli.agents.resolve_or_create(agent)
+    if created:
         out.info(f"created agent '{agent}' ({card.id})")
     if from_ is not None:
         await _remember_from(
