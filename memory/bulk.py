@@ -68,6 +68,7 @@ class BulkReport:
     lines: int = 0
     written: int = 0
     unchanged: int = 0
+    vectors_completed: int = 0  # unchanged rows a killed run had left without a vector, embedded now
     bad: list[BadLine] = field(default_factory=list)  # the first REPORTED of them
     bad_total: int = 0
     accepted: dict[str, int] = field(default_factory=dict)
@@ -81,6 +82,7 @@ class BulkReport:
             "lines": self.lines,
             "written": self.written,
             "unchanged": self.unchanged,
+            "vectors_completed": self.vectors_completed,
             "decisions": self.decisions,
             "warnings": self.warnings,
             "bad": [{"line": b.line, "reason": b.reason} for b in self.bad],
@@ -262,6 +264,7 @@ async def remember_many(
             for kind, count in result.decisions.items():
                 report.decisions[kind] = report.decisions.get(kind, 0) + count
             report.warnings += result.warnings
+            report.vectors_completed += result.embedded_again
             for name, count in result.accepted.items():
                 report.accepted[name] = report.accepted.get(name, 0) + count
             report.refused = sorted(set(report.refused) | set(result.refused))
