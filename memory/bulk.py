@@ -105,7 +105,10 @@ def _created_at(value: Any) -> datetime:
         when = datetime.fromisoformat(value.replace("Z", "+00:00") if value.endswith("Z") else value)
     except ValueError:
         raise ValueError(f"'created_at' {value!r} is not an ISO 8601 time, e.g. 2024-05-01T12:00:00Z") from None
-    return when.replace(tzinfo=UTC) if when.tzinfo is None else when.astimezone(UTC)
+    try:
+        return when.replace(tzinfo=UTC) if when.tzinfo is None else when.astimezone(UTC)
+    except OverflowError:  # year 1 or 9999 moved across midnight by its offset
+        raise ValueError(f"'created_at' {value!r} is outside the times a memory can hold") from None
 
 
 def line_limit(max_content_bytes: int) -> int:
