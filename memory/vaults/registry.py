@@ -10,6 +10,7 @@ from memory.agents import AgentRegistry
 from memory.config import VaultConfig, load_config, save_config
 from memory.errors import InvalidRequestError, NotFoundError
 from memory.home import Home, check_name
+from memory.limits import MAX_CONTENT_BYTES
 from memory.maintenance.locks import exclusive_within
 from memory.types import MemoryScope
 from memory.vaults.obsidian import ExcludedFiles, excluded_files
@@ -50,6 +51,11 @@ class Vault:
     def ignore_globs(self) -> list[str]:
         """What is never indexed or read: the vault's ``ignore`` plus Obsidian's excluded files."""
         return [*self.config.ignore, *self.obsidian_excluded.globs]
+
+    @property
+    def max_note_bytes(self) -> int:
+        """The largest note read: ``max_file_bytes``, but never past what one memory may hold."""
+        return min(self.config.max_file_bytes, MAX_CONTENT_BYTES)
 
     @property
     def db_path(self) -> Path:
