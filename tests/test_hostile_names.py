@@ -84,14 +84,14 @@ def test_a_config_json_with_a_path_as_a_pool_or_vault_name_is_refused_at_load(cl
     config[section] = {"good": value}
     arcana_home.config_path.write_text(json.dumps(config))
     assert cli("recall", "x", "--agent", "ada").exit_code == 0  # positive control
-    config[section] = {"/tmp/abs-escape": value, "sub/dir": value}
+    escape = str(tmp_path / "abs-escape")  # absolute: pools/<it>.db would be tmp_path/abs-escape.db
+    config[section] = {escape: value, "sub/dir": value}
     arcana_home.config_path.write_text(json.dumps(config))
     before = _listing(tmp_path)
     result = cli("recall", "x", "--agent", "ada")
     assert result.exit_code == exit_codes.CONFIG
     _one_line(result)
     assert _files_outside(tmp_path, before) == set()
-    assert not os.path.exists("/tmp/abs-escape.db")
 
 
 def test_memory_pools_list_refuses_a_path(cli, arcana_home):
