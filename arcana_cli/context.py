@@ -2,17 +2,18 @@
 
 from __future__ import annotations
 
-import sys
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 
 import typer
 
+from memory import moved_aside
 from memory.agents import AgentCard, AgentRegistry
 from memory.audit import AuditLog
 from memory.config import ArcanaConfig, load_config
 from memory.errors import ArcanaMemoryError
 from memory.home import Home
+from memory.store_kinds import StoreKind
 
 
 @dataclass
@@ -41,9 +42,9 @@ class CliContext:
     @asynccontextmanager
     async def private_store(self, card: AgentCard):
         """The agent's private SQLiteAdapter, closed on exit (a corrupt one is quarantined: see below)."""
-        from memory.adapters.sqlite import SQLiteAdapter
+        from memory.adapters.opener import open_store
 
-        store = SQLiteAdapter.for_agent(card.id, home=self.home, actor="cli")
+        store = open_store(self.home, StoreKind.PRIVATE, card.id, actor="cli")
         try:
             await store.connect()
             yield store
@@ -52,9 +53,8 @@ class CliContext:
 
 
 def quarantine_mark() -> int:
-    """How many stores this process had quarantined so far (none if it never loaded the module)."""
-    module = sys.modules.get("memory.sqlite.quarantine")
-    return module.moved_count() if module else 0
+    """How many stores this process had quarantined so far."""
+    return moved_aside.count()
 
 
 def announce_quarantines(cli: CliContext | None, mark: int) -> bool:
@@ -63,18 +63,18 @@ def announce_quarantines(cli: CliContext | None, mark: int) -> bool:
     Called once a command is over, so a store quarantined mid-command is
     reported as well as one found corrupt at connect. True if any was.
     """
-    module = sys.modules.get("memory.sqlite.quarantine")
-    moved = module.moved_since(mark) if module else []
+    moved = moved_aside.since(mark)
     if not moved or cli is None:
         return bool(moved)
     from arcana_cli.output import err
+    from memory.operations.quarantine import load
 
     try:
         names = {cli.home.agent_db(card.id): card.name for card in cli.agents.list()}
     except ArcanaMemoryError:
         names = {}
     for folder in moved:
-        item = module.load(cli.home, folder)
+        item = load(cli.home, folder)
         what = f"agent '{names[item.database]}': its memory database" if item.database in names else str(item.database)
         err(
             f"{what} was corrupt and was moved to {folder}; a fresh store was started (nothing was deleted); "

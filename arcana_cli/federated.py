@@ -16,7 +16,7 @@ async def agent_federation(cli, card: AgentCard, out: Out):
     then says so and exits 5 (see :func:`arcana_cli.context.announce_quarantines`).
     """
     from memory.embedding.factory import build_gateway
-    from memory.federation.assembly import federation_for_agent
+    from memory.runtime.assembly import federation_for_agent
 
     federation = await federation_for_agent(
         card,

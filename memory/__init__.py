@@ -29,7 +29,7 @@ _EXPORTS = {
     "MemoryRoutingError": "memory.errors",
     "TierWriteFailed": "memory.errors",
     # stores
-    "MemoryAdapter": "memory.adapters.base",
+    "MemoryAdapter": "memory.protocols",
     "SQLiteAdapter": "memory.adapters.sqlite",
     "VectorAdapter": "memory.adapters.vector",
     "MarkdownFolderAdapter": "memory.adapters.markdown",
@@ -45,11 +45,11 @@ _EXPORTS = {
     # federation
     "MemoryRouter": "memory.federation.router",
     "MemoryFederation": "memory.federation.federation",
-    "PoolConfig": "memory.federation.assembly",
-    "build_federation": "memory.federation.assembly",
+    "PoolConfig": "memory.federation.shared_tiers",
+    "build_federation": "memory.runtime.assembly",
     "ResilientTier": "memory.federation.resilience",
     "CircuitBreaker": "memory.federation.resilience",
-    "DecayProfile": "memory.federation.decay",
+    "DecayProfile": "memory.ranking.decay",
     # agents, extraction, sessions, jobs
     "AgentRegistry": "memory.agents",
     "HeuristicExtractor": "memory.extraction.extractors",
@@ -58,7 +58,7 @@ _EXPORTS = {
     "ExtractionConfig": "memory.config",
     "SignalPatterns": "memory.extraction.signals",
     "register_language": "memory.extraction.signals",
-    "SessionManager": "memory.sessions",
+    "SessionManager": "memory.runtime.sessions",
     "BackgroundJobQueue": "memory.jobs",
 }
 

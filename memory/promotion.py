@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from memory.adapters.base import MemoryAdapter
+from memory.protocols import MemoryAdapter
 from memory.types import ConfidenceSource, LedgerRecord, MemoryEntry, MemoryScope
 
 PROMOTION_THRESHOLD = 0.9

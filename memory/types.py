@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 import uuid
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from enum import StrEnum
+from enum import Enum, StrEnum
+from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -98,6 +100,12 @@ def storable_time(value: datetime) -> datetime:
         raise ValueError(f"{value.isoformat()} is outside the times a memory can hold exactly "
                          f"({EARLIEST.year}-01-01 to {LATEST.year - 1}-12-31)")
     return value
+class Audience(Enum):
+    """Who is reading."""
+
+    RECALL = "recall"  # anything that can reach an agent or a prompt
+    OPERATOR = "operator"  # a human inspecting the store on purpose
+    LISTING = "listing"  # a human listing what recall may see (archived on request); not a recall hit
 
 
 class MemoryEntry(BaseModel):
@@ -252,3 +260,70 @@ class LedgerRecord(BaseModel):
             before=json.loads(row["before"]) if row["before"] else None,
             after=json.loads(row["after"]) if row["after"] else None,
         )
+
+
+@dataclass
+class FillReport:
+    """What an embedding pass did: vectors written, rows skipped (with reasons)."""
+
+    vec_table: str | None = None
+    model: str | None = None
+    total: int = 0
+    embedded: int = 0
+    chunks: int = 0  # chunk vectors written for long memories (see memory.sqlite.chunks)
+    ops: list[str] = field(default_factory=list)  # per written entry: insert/update/noop/...
+    skipped: list[tuple[str, str]] = field(default_factory=list)
+
+
+@dataclass
+class Turn:
+    prompt: str
+    response: str
+    at: datetime
+    model: str | None = None
+    recalled_ids: list[str] = field(default_factory=list)
+    written_ids: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Session:
+    id: str
+    agent_id: str
+    path: Path
+    created_at: datetime
+    turns: list[Turn] = field(default_factory=list)
+    summary: str | None = None
+    summary_memory_id: str | None = None
+    closed_at: datetime | None = None
+
+    @property
+    def closed(self) -> bool:
+        return self.closed_at is not None
+
+    def as_dict(self, *, with_turns: bool = False, left_out: dict[int, dict[str, str]] | None = None) -> dict[str, Any]:
+        """The session as data. With ``left_out`` (see :func:`replay_exclusions`) a left-out
+        turn carries ``left_out`` instead of its prompt and response."""
+        data: dict[str, Any] = {
+            "id": self.id,
+            "agent_id": self.agent_id,
+            "created_at": self.created_at.isoformat(),
+            "closed_at": self.closed_at.isoformat() if self.closed_at else None,
+            "turns": len(self.turns),
+            "summary": self.summary,
+            "summary_memory_id": self.summary_memory_id,
+        }
+        if with_turns:
+            left_out = left_out or {}
+            data["turns"] = [
+                {
+                    "prompt": None if i in left_out else t.prompt,
+                    "response": None if i in left_out else t.response,
+                    "at": t.at.isoformat(),
+                    "model": t.model,
+                    "recalled_ids": t.recalled_ids,
+                    "written_ids": t.written_ids,
+                    "left_out": left_out.get(i),
+                }
+                for i, t in enumerate(self.turns)
+            ]
+        return data

@@ -96,7 +96,8 @@ def test_a_vault_note_over_the_content_limit_is_skipped_whatever_max_file_bytes_
     assert skipped == {"Big.md": "too_large"}, check.stdout
     import asyncio
 
-    from memory.stores import StoreKind, open_store
+    from memory.adapters.opener import open_store
+    from memory.store_kinds import StoreKind
     from memory.types import MemoryQuery
 
     async def contents():

@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from memory.errors import ConfigError
-from memory.federation.decay import (
+from memory.ranking.decay import (
     DEFAULT_PROFILES,
     DecayKind,
     DecayProfile,

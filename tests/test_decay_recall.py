@@ -6,7 +6,8 @@ from __future__ import annotations
 from datetime import timedelta
 
 from memory.adapters.sqlite import SQLiteAdapter
-from memory.federation import MemoryFederation, MemoryRouter
+from memory.federation.federation import MemoryFederation
+from memory.federation.router import MemoryRouter
 from memory.types import MemoryEntry, MemoryQuery, MemoryScope, MemoryType, now_utc
 
 

@@ -92,7 +92,7 @@ def test_reindex_usage_errors_and_lock(cli, arcana_home):
     assert cli("reindex").exit_code == 2
     assert cli("reindex", "--all", "--re-embed").exit_code == 2
     assert cli("reindex", "--all", "--model", "x").exit_code == 2
-    from memory.maintenance.locks import exclusive
+    from memory.locks import exclusive
 
     with exclusive(arcana_home.locks_dir / "reindex.lock", "reindex"):
         result = arcana("reindex", "--all")

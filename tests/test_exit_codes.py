@@ -96,7 +96,7 @@ def test_lock_held_is_75(tmp_path):
         [
             sys.executable,
             "-c",
-            "import sys, time; from pathlib import Path; from memory.maintenance.locks import exclusive\n"
+            "import sys, time; from pathlib import Path; from memory.locks import exclusive\n"
             f"with exclusive(Path({str(home / 'locks' / 'prune.lock')!r}), 'prune'):\n"
             "    print('held', flush=True); time.sleep(30)",
         ],

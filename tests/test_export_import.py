@@ -11,8 +11,7 @@ import pytest
 from memory.adapters.sqlite import SQLiteAdapter
 from memory.agents import AgentRegistry
 from memory.home import Home
-from memory.sqlite.admission import Audience
-from memory.types import ConfidenceSource, MemoryEntry, MemoryQuery, MemoryType, Visibility
+from memory.types import Audience, ConfidenceSource, MemoryEntry, MemoryQuery, MemoryType, Visibility
 
 T0 = datetime(2025, 3, 4, 5, 6, 7, 123456, tzinfo=UTC)
 

@@ -9,14 +9,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from model_server import LoopbackModelServer
 
+from memory import languages
 from memory.audit import AuditLog
 from memory.config import ExtractionSettings, load_config, parse_config
 from memory.errors import ConfigError
 from memory.extraction.extractors import EXTRACTION_INSTRUCTIONS, HeuristicExtractor, LLMExtractor, build_extractor
 from memory.extraction.scoring import distil, storable, trim_content
-from memory.extraction.signals import ENGLISH, compile_patterns, get_signals, languages, register_language
+from memory.extraction.signals import ENGLISH, compile_patterns, get_signals, register_language
 from memory.models.ollama import OllamaProvider
-from memory.sessions import SessionManager
+from memory.runtime.sessions import SessionManager
 from memory.types import ConfidenceSource, MemoryType
 
 
@@ -104,7 +105,7 @@ async def test_min_confidence_to_store_drops_weak_entries(session):
 
 
 async def test_portuguese_ships_and_distils_in_portuguese(session):
-    assert {"en", "pt"} <= set(languages())
+    assert {"en", "pt"} <= set(languages.codes("signal"))
     extractor = HeuristicExtractor(ExtractionSettings(language="pt"))
     entries = await extractor.extract("Aliás, lembre-se de que meu time é o Flamengo.", "Anotado.", session)
     semantic = next(e for e in entries if e.type is MemoryType.SEMANTIC)

@@ -5,16 +5,16 @@ from __future__ import annotations
 import json
 
 import pytest
-
 from federation_faults import corrupt_file
+
 from memory.adapters.sqlite import SQLiteAdapter
 from memory.agents import AgentRegistry
 from memory.audit import AuditLog
 from memory.config import ArcanaConfig, PoolSettings, VaultConfig, save_config
 from memory.embedding.gateway import EmbeddingGateway
 from memory.errors import ConfigError
-from memory.federation import PoolConfig, build_federation, federation_for_agent
-from memory.federation.assembly import private_store
+from memory.federation.shared_tiers import PoolConfig
+from memory.runtime.assembly import build_federation, federation_for_agent, private_store
 from memory.types import MemoryEntry, MemoryQuery, MemoryScope, MemoryType
 
 

@@ -15,7 +15,8 @@ WRITER = textwrap.dedent(
     """
     import asyncio, sys
     from memory.adapters.sqlite import SQLiteAdapter
-    from memory.federation import PoolConfig, build_federation
+    from memory.federation.shared_tiers import PoolConfig
+    from memory.runtime.assembly import build_federation
     from memory.home import Home
     from memory.types import MemoryEntry, MemoryScope
 

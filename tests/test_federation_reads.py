@@ -6,18 +6,17 @@ from __future__ import annotations
 import time
 
 import pytest
-
+from factories import entries_for
 from federation_faults import FaultyTier, corrupt_file
+
 from memory.adapters.markdown import MarkdownFolderAdapter
 from memory.adapters.sqlite import SQLiteAdapter
+from memory.budgets import ConnectionsConfig, TierBudget
 from memory.errors import MemoryRoutingError
-from memory.federation import MemoryFederation, MemoryRouter, TierBudget
-from memory.federation.budgets import ConnectionsConfig
-from memory.federation.federation import dedupe
+from memory.federation.federation import MemoryFederation, dedupe
+from memory.federation.router import MemoryRouter
+from memory.markdown.notes import note_id
 from memory.types import MemoryQuery, MemoryScope
-from memory.vaults.notes import note_id
-from factories import entries_for
-
 
 entry = entries_for("a")
 

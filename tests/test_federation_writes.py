@@ -4,16 +4,16 @@ the durability anchor raising — on real SQLite tiers and a real vault folder."
 from __future__ import annotations
 
 import pytest
-
+from factories import entries_for
 from federation_faults import FaultyTier, corrupt_file, write_locked
+
 from memory.adapters.markdown import MarkdownFolderAdapter
 from memory.adapters.sqlite import SQLiteAdapter
+from memory.budgets import ConnectionsConfig, TierBudget
 from memory.errors import MemoryCorruptError, MemoryRoutingError, MemoryStorageError, MemoryWriteError
-from memory.federation import FederatedWriteError, MemoryFederation, MemoryRouter, TierBudget
-from memory.federation.budgets import ConnectionsConfig
-from memory.sqlite.admission import Audience
-from memory.types import MemoryScope, PrunePolicy
-from factories import entries_for
+from memory.federation.federation import FederatedWriteError, MemoryFederation
+from memory.federation.router import MemoryRouter
+from memory.types import Audience, MemoryScope, PrunePolicy
 
 
 class Tiers:

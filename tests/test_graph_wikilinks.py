@@ -14,7 +14,7 @@ from memory.graph.wikilinks import (
     link_graph,
     parse_wikilinks,
 )
-from memory.vaults.notes import note_id
+from memory.markdown.notes import note_id
 
 
 def test_parses_every_obsidian_form_and_ignores_code():

@@ -188,7 +188,7 @@ HOLDER = textwrap.dedent(
     """
     import sys, time
     from pathlib import Path
-    from memory.backup_home import _claim
+    from memory.operations.backup import _claim
     fd = _claim(Path(sys.argv[1]))
     print("held", flush=True)
     time.sleep(60)

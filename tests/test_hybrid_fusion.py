@@ -9,7 +9,8 @@ import pytest
 
 from memory.adapters.sqlite import SQLiteAdapter
 from memory.adapters.vector import VectorAdapter, hybrid_pool
-from memory.embedding.fusion import (
+from memory.embedding.gateway import EmbeddingGateway
+from memory.ranking.fusion import (
     DEFAULT_WEIGHTS,
     SEED_WEIGHTS,
     Weights,
@@ -22,10 +23,9 @@ from memory.embedding.fusion import (
     minmax,
     spread_to_neighbours,
 )
-from memory.sqlite.admission import where
 from memory.sqlite import fts
+from memory.sqlite.admission import where
 from memory.sqlite.fts import pair_share
-from memory.embedding.gateway import EmbeddingGateway
 from memory.types import MemoryEntry, MemoryQuery, RetrievalMode, Visibility
 
 AGENT = "agent-1"

@@ -9,14 +9,13 @@ import time
 from pathlib import Path
 
 import pytest
+from factories import entry
 
 from memory.adapters.sqlite import SQLiteAdapter
 from memory.errors import MemoryStorageError
-from memory.sqlite.admission import Audience
 from memory.sqlite.connection import dbapi
 from memory.sqlite.rows import COLUMNS
-from memory.types import MemoryQuery, PruneMode, PrunePolicy, Visibility
-from factories import entry
+from memory.types import Audience, MemoryQuery, PruneMode, PrunePolicy, Visibility
 
 ROOT = Path(__file__).resolve().parents[1]
 

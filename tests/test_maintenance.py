@@ -10,18 +10,19 @@ import sys
 import time
 
 import pytest
+from factories import entry
+from federation_faults import corrupt_file, write_locked
 
 from memory.adapters.sqlite import SQLiteAdapter
 from memory.agents import AgentRegistry
 from memory.config import ArcanaConfig
 from memory.errors import LockHeldError, NotFoundError
-from memory.maintenance import Selection, prune_home, reindex_home
-from memory.operator_edits import LiveCopyError
+from memory.operations.prune import prune_home
+from memory.operations.reindex import reindex_home
+from memory.operator.edits import LiveCopyError
+from memory.operator.targets import Selection
 from memory.promotion import global_copy
-from memory.sqlite.admission import Audience
-from memory.types import MemoryQuery, PruneMode, PrunePolicy
-from factories import entry
-from federation_faults import corrupt_file, write_locked
+from memory.types import Audience, MemoryQuery, PruneMode, PrunePolicy
 
 KEYWORD_ONLY = ArcanaConfig.model_validate({"embedding": {"providers": []}})
 

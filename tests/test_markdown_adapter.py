@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from memory.adapters.markdown import MarkdownFolderAdapter
-from memory.vaults.notes import (
+from memory.errors import MemoryWriteError
+from memory.markdown.notes import (
     BINARY,
     HIDDEN,
     IGNORED,
@@ -28,7 +29,6 @@ from memory.vaults.notes import (
     split_frontmatter,
     walk_folder,
 )
-from memory.errors import MemoryWriteError
 from memory.types import MemoryEntry, MemoryQuery, MemoryType, RetrievalMode
 
 

@@ -21,8 +21,7 @@ from mcp import ClientSession, StdioServerParameters, stdio_client
 
 from memory.adapters.sqlite import SQLiteAdapter
 from memory.agents import AgentRegistry
-from memory.sqlite.admission import Audience
-from memory.types import MemoryEntry, Visibility
+from memory.types import Audience, MemoryEntry, Visibility
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 ALL_TOOLS = {"remember", "recall", "forget", "list", "context"}

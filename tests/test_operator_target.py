@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 import pytest
+from factories import entry
 
 from memory.adapters.sqlite import SQLiteAdapter
 from memory.agents import AgentRegistry
 from memory.config import ArcanaConfig
 from memory.errors import InvalidRequestError, NotFoundError
 from memory.federation.pools import PoolRegistry
-from memory.operator_edits import OperatorTarget, open_editor
+from memory.operator.edits import OperatorTarget, open_editor
 from memory.types import MemoryScope, pool_scope
-from factories import entry
 
 CONFIG = ArcanaConfig.model_validate({"embedding": {"providers": []}})
 

@@ -13,20 +13,9 @@ import time
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from embed_server import hashed_vectors
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
-from embed_server import hashed_vectors
-from memory.adapters.postgres import PostgresAdapter
-from memory.adapters.sqlite import SQLiteAdapter
-from memory.audit import AuditLog
-from memory.embedding.gateway import EmbeddingGateway
-from memory.embedding.ollama import OllamaEmbedder
-from memory.errors import MemoryStorageError, SchemaTooNewError
-from memory.postgres import bulk
-from memory.sqlite.admission import Audience
-from memory.sqlite.rows import COLUMNS
-from memory.types import MemoryEntry, MemoryQuery, MemoryScope, MemoryType, RetrievalMode, Visibility
 from test_ledger import MUTATORS
 from test_prune import (  # noqa: F401  (imported tests and their fixture run on both engines)
     ten,
@@ -62,6 +51,16 @@ from test_store_visibility import (  # noqa: F401
     test_resave_without_visibility_keeps_the_stored_flag,
     three,
 )
+
+from memory.adapters.postgres import PostgresAdapter
+from memory.adapters.sqlite import SQLiteAdapter
+from memory.audit import AuditLog
+from memory.embedding.gateway import EmbeddingGateway
+from memory.embedding.ollama import OllamaEmbedder
+from memory.errors import MemoryStorageError, SchemaTooNewError
+from memory.postgres import bulk
+from memory.sqlite.rows import COLUMNS
+from memory.types import Audience, MemoryEntry, MemoryQuery, MemoryScope, RetrievalMode, Visibility
 
 ENGINES = ["sqlite", "postgres"]
 T0 = datetime(2020, 1, 1, tzinfo=UTC)
@@ -283,7 +282,7 @@ async def test_a_large_load_is_one_transaction_over_many_batches(pg_url, monkeyp
 
 async def test_keyword_ranks_a_bounded_candidate_set_after_admission_and_filters(pg_url, monkeypatch):
     """More matches than the cap: the page still fills, and a filter applies before the cap, not after it."""
-    import memory.adapters.postgres as pg
+    import memory.postgres.search as pg
 
     monkeypatch.setattr(pg, "KEYWORD_CANDIDATES", 1)  # the cap becomes 50 per wanted row
     store = PostgresAdapter(pg_url, actor="test")

@@ -16,17 +16,17 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from embed_server import hashed_vectors
+
 from memory.adapters.postgres import PostgresAdapter
-from memory.embedding.base import EmbeddingMeta
-from memory.embedding.gateway import EmbeddingGateway
 from memory.agents import AgentRegistry
 from memory.audit import AuditLog
-from memory.federation.events import audit_sink
 from memory.config import load_config
-from memory.federation.assembly import federation_for_agent
+from memory.embedding.base import EmbeddingMeta
+from memory.embedding.gateway import EmbeddingGateway
+from memory.federation.events import audit_sink
 from memory.home import Home
+from memory.runtime.assembly import federation_for_agent
 from memory.types import MemoryEntry, MemoryQuery, MemoryScope
 
 SECRET = "Sup3r-s3cret-pw"
@@ -179,7 +179,7 @@ import asyncio, sys, time, json
 from memory.agents import AgentRegistry
 from memory.audit import AuditLog
 from memory.federation.events import audit_sink
-from memory.federation.assembly import federation_for_agent
+from memory.runtime.assembly import federation_for_agent
 from memory.home import Home
 from memory.types import MemoryEntry, MemoryScope
 

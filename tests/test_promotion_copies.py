@@ -10,17 +10,16 @@ import time
 from dataclasses import dataclass, field
 
 import pytest
+from federation_faults import corrupt_file, locked_by_another_process
 from typer.main import get_command
 
 from arcana_cli import exit_codes
 from arcana_cli.app import app
-from federation_faults import corrupt_file, locked_by_another_process
 from memory.adapters.sqlite import SQLiteAdapter
 from memory.agents import AgentRegistry
-from memory import operator_edits
-from memory.operator_edits import MUTATORS, Edit, GlobalCopies, MemoryEditor
-from memory.sqlite.admission import Audience
-from memory.types import MemoryEntry, MemoryQuery, MemoryType, Visibility
+from memory.operator import edits as operator_edits
+from memory.operator.edits import MUTATORS, Edit, GlobalCopies, MemoryEditor
+from memory.types import Audience, MemoryEntry, MemoryQuery, MemoryType, Visibility
 
 READ_ONLY = {"list", "show", "history"}
 TARGETING = {"memory_id", "agent", "pool", "global_", "json_", "yes"}  # which memory, not what to do to it

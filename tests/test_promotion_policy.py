@@ -16,8 +16,7 @@ from memory.extraction.extractors import EXTRACTION_INSTRUCTIONS
 from memory.federation.federation import MemoryFederation
 from memory.federation.router import MemoryRouter
 from memory.promotion import ASSERTED_IMPORTANCE_CAP, PROMOTION_THRESHOLD, promotable
-from memory.sqlite.admission import Audience
-from memory.types import ConfidenceSource, MemoryEntry, MemoryQuery
+from memory.types import Audience, ConfidenceSource, MemoryEntry, MemoryQuery
 
 CLAIM = "The heronllm bridge is made of glass."
 

@@ -9,11 +9,10 @@ import subprocess
 import sys
 
 import pytest
+from factories import entry
 
 from memory.adapters.sqlite import SQLiteAdapter
-from memory.sqlite.admission import Audience
-from memory.types import MemoryQuery, PruneMode, PrunePolicy
-from factories import entry
+from memory.types import Audience, MemoryQuery, PruneMode, PrunePolicy
 
 # Keyword-only homes: these tests are about the store, not the embedding model.
 pytestmark = pytest.mark.usefixtures("no_embedder")
@@ -57,7 +56,7 @@ async def test_floor_and_cap_compose_into_one_victim_set(store, ten, floor, cap,
 
 
 async def test_a_planned_prune_removes_no_more_than_it_planned(store, ten):
-    """What maintenance/prune.py relies on: copies followed for the plan, then exactly the plan pruned;
+    """What operations/prune.py relies on: copies followed for the plan, then exactly the plan pruned;
     a row that became a victim since stays for the next prune."""
     entries, _ = ten
     planned = (await store.prune(PrunePolicy(min_importance=0.3, dry_run=True))).victim_ids

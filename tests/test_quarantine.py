@@ -15,7 +15,7 @@ import pytest
 
 from memory.adapters.sqlite import SQLiteAdapter
 from memory.agents import AgentRegistry
-from memory.sqlite.quarantine import salvage
+from memory.operations.quarantine import salvage
 from memory.sqlite.connection import dbapi
 from memory.types import MemoryEntry, Visibility
 

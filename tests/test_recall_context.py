@@ -9,8 +9,8 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from memory.embedding.gateway import EmbeddingGateway
-from memory.federation.assembly import build_federation, private_store
-from memory.federation.decay import DEFAULT_PROFILES
+from memory.ranking.decay import DEFAULT_PROFILES
+from memory.runtime.assembly import build_federation, private_store
 from memory.types import MemoryEntry, MemoryQuery, MemoryType, RetrievalMode, Visibility
 
 AGENT = "talker"

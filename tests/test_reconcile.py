@@ -9,11 +9,10 @@ import time
 from datetime import UTC, datetime
 
 import pytest
-
 from federation_faults import locked_by_another_process
+
 from memory.adapters.sqlite import SQLiteAdapter
-from memory.sqlite.admission import Audience
-from memory.types import ConfidenceSource, MemoryEntry, MemoryQuery
+from memory.types import Audience, ConfidenceSource, MemoryEntry, MemoryQuery
 
 
 def data(result):
@@ -127,7 +126,7 @@ def test_strategy_off_in_config_stores_as_given(cli, keyword_home):
 
 
 async def _agent_write(home, text, source):
-    from memory.federation.assembly import build_federation
+    from memory.runtime.assembly import build_federation
 
     federation = await build_federation("agent-x", home=home)
     try:
@@ -157,14 +156,14 @@ async def test_an_asserted_update_never_supersedes_a_user_confirmed_fact(keyword
         assert await store.open_conflicts() == 1
     finally:
         await store.aclose()
-    from memory.diagnostics import check_conflicts  # what `arcana doctor` reports
+    from memory.operations.doctor import check_conflicts  # what `arcana doctor` reports
 
     conflicts = check_conflicts(keyword_home)
     assert conflicts.ok and conflicts.detail.startswith("1 open conflict")
 
 
 async def test_entities_resolve_aliases_so_a_renamed_subject_still_updates(keyword_home):
-    from memory.federation.assembly import build_federation
+    from memory.runtime.assembly import build_federation
 
     federation = await build_federation("fam", home=keyword_home)
     try:
@@ -311,7 +310,7 @@ async def test_a_reconciled_write_stores_the_vector_its_candidate_search_embedde
     import struct
 
     from memory.embedding.gateway import EmbeddingGateway
-    from memory.federation.assembly import build_federation
+    from memory.runtime.assembly import build_federation
 
     federation = await build_federation("vec", home=arcana_home, embedding=EmbeddingGateway([offline_embedder]))
     try:
@@ -379,10 +378,10 @@ async def test_a_reconciled_import_embeds_its_batch_for_the_candidate_search_in_
     """remember --from's path decides with vectors (an update found by meaning) without one embed call per line."""
     import asyncio
 
-    from memory.bulk import parse, remember_many
     from memory.embedding.gateway import EmbeddingGateway
     from memory.embedding.ollama import OllamaEmbedder
-    from memory.federation.assembly import build_federation
+    from memory.operations.bulk_import import parse, remember_many
+    from memory.runtime.assembly import build_federation
 
     server = embed_server({"all-minilm": lambda texts: asyncio.run(offline_embedder.embed(list(texts)))})
     gateway = EmbeddingGateway([OllamaEmbedder("all-minilm", url=server.url)])

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from memory.bulk import deterministic_id, parse
+from memory.operations.bulk_import import deterministic_id, parse
 
 LINES = [
     {"content": "We booked the ryokan in Kyoto for the trip in March.", "session": "s1",

@@ -7,14 +7,14 @@ import json
 import time
 
 import pytest
-
+from factories import entries_for
 from federation_faults import FaultyTier, corrupt_file, seeded, write_locked
+
 from memory.adapters.sqlite import SQLiteAdapter
+from memory.budgets import ConnectionsConfig, TierBudget
 from memory.errors import ConfigError, MemoryStorageError, TierWriteFailed
-from memory.federation.budgets import ConnectionsConfig, TierBudget
 from memory.federation.resilience import BreakerState, ResilientTier
 from memory.types import MemoryQuery, MemoryScope, RetrievalMode
-from factories import entries_for
 
 FAST = TierBudget(read_timeout_ms=100, semantic_timeout_ms=600, write_timeout_ms=150, fail_threshold=2)
 

@@ -16,9 +16,8 @@ from arcana_cli import exit_codes
 from memory.adapters.sqlite import SQLiteAdapter
 from memory.agents import AgentRegistry
 from memory.models.context import render_context
-from memory.sessions import SessionManager
-from memory.sqlite.admission import Audience
-from memory.types import MemoryEntry, MemoryQuery, MemoryType, Visibility
+from memory.runtime.sessions import SessionManager
+from memory.types import Audience, MemoryEntry, MemoryQuery, MemoryType, Visibility
 
 
 @pytest.fixture
@@ -235,7 +234,7 @@ def test_semantic_recall_through_run_with_the_real_embedder(cli, model_server, a
 def test_a_hung_extraction_is_abandoned_within_the_budget(arcana_home):
     """Extraction runs after the answer, bounded: a model that hangs cannot hold up the run."""
     from memory.config import ArcanaConfig, ExtractionConfig, MemoryConfig, ModelConfig
-    from memory.runtime import AgentRuntime, build_runtime_with_memory
+    from memory.runtime.agent import AgentRuntime, build_runtime_with_memory
 
     def reply(body):
         if "JSON list" in body["messages"][0]["content"]:

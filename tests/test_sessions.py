@@ -10,7 +10,7 @@ from memory.config import ExtractionSettings
 from memory.errors import NotFoundError
 from memory.extraction.extractors import LLMExtractor
 from memory.models.ollama import OllamaProvider
-from memory.sessions import SUMMARY_TAG, SessionClosedError, SessionManager
+from memory.runtime.sessions import SUMMARY_TAG, SessionClosedError, SessionManager
 from memory.types import ConfidenceSource, MemoryQuery, MemoryType
 
 

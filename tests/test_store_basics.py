@@ -3,15 +3,12 @@
 from __future__ import annotations
 
 import pytest
+from factories import entry
 
 from memory.adapters.sqlite import SQLiteAdapter
 from memory.errors import MemoryStorageError, NotFoundError
-from memory.sqlite.admission import Audience
 from memory.sqlite.connection import dbapi, has_fts5
-from memory.types import MemoryQuery, MemoryScope, MemoryType
-from factories import entry
-
-
+from memory.types import Audience, MemoryQuery, MemoryScope, MemoryType
 
 
 async def test_connect_is_implicit_on_first_use(tmp_path):

@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from memory.sqlite.deadline import DEADLINE
+from memory.deadline import DEADLINE
 from memory.errors import MemoryTimeoutError
 from memory.types import MemoryEntry, MemoryQuery
 

@@ -6,14 +6,12 @@ from __future__ import annotations
 import hashlib
 
 import pytest
-
-from memory.adapters.sqlite import SQLiteAdapter
-from memory.sqlite.admission import Audience, where
-from memory.sqlite.rows import admitted_rows
-from memory.types import MemoryQuery, Visibility
 from factories import entry
 
-
+from memory.adapters.sqlite import SQLiteAdapter
+from memory.sqlite.admission import where
+from memory.sqlite.rows import admitted_rows
+from memory.types import Audience, MemoryQuery, Visibility
 
 
 @pytest.fixture

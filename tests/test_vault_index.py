@@ -10,10 +10,10 @@ import time
 
 import pytest
 
-from memory.vaults.notes import note_id
 from memory.errors import InvalidRequestError, NotFoundError
 from memory.graph.edges import EdgeStore
-from memory.maintenance.locks import exclusive
+from memory.locks import exclusive
+from memory.markdown.notes import note_id
 from memory.types import MemoryQuery, MemoryScope, RetrievalMode
 from memory.vaults.indexer import check_vault, index_vault, open_store
 from memory.vaults.registry import VaultRegistry
@@ -374,8 +374,8 @@ def test_commands_that_do_not_embed_never_import_the_embedding_stack(vault, arca
 
 
 async def test_vault_adapter_is_a_read_only_memory_tier(vault):
-    from memory.adapters.base import MemoryAdapter
     from memory.errors import MemoryWriteError
+    from memory.protocols import MemoryAdapter
     from memory.types import MemoryEntry
     from memory.vaults.search import VaultAdapter
 

@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from memory.vaults.notes import note_id
+from memory.markdown.notes import note_id
 from memory.vaults.registry import VaultRegistry
 
 

@@ -35,7 +35,7 @@ def list_(cli: CliContext, out: Out) -> None:
 @command("show")
 def show(cli: CliContext, out: Out, name: NameArg) -> None:
     """Show an agent's card and where its memory lives."""
-    from memory.federation.assembly import agent_pools
+    from memory.federation.shared_tiers import agent_pools
 
     card = cli.agent(name)
     data = {
@@ -95,7 +95,7 @@ def set_(
             raise ConfigError(f"agent '{card.name}' extraction: {str(exc).splitlines()[-1].strip()}") from None
         card.extraction = merged
     if decay:
-        from memory.federation.decay import resolve_decay_profiles
+        from memory.ranking.decay import resolve_decay_profiles
 
         overrides = {kind: dict(fields) for kind, fields in card.decay.items()}
         for item in decay:
@@ -121,7 +121,7 @@ def rename(cli: CliContext, out: Out, name: NameArg, new_name: Annotated[str, ty
 @command("delete")
 async def delete(cli: CliContext, out: Out, name: NameArg, yes: YesOpt = False) -> None:
     """Move an agent and its memory to the trash under the home; withdraw its global copies."""
-    from memory.operator_edits import delete_agent
+    from memory.operator.edits import delete_agent
 
     card = cli.agent(name)
     confirm(f"delete agent '{card.name}' (moved to {cli.home.trash_dir})", yes)

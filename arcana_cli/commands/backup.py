@@ -21,7 +21,7 @@ def backup(
     verify: Annotated[bool, typer.Option("--verify", help="Re-check a backup against its manifest instead.")] = False,
 ) -> None:
     """Back up the home (config, cards, sessions, every database) with a checksummed manifest."""
-    from memory.backup_home import backup_home, verify_backup
+    from memory.operations.backup import backup_home, verify_backup
 
     if verify:
         manifest, problems = verify_backup(dest)
@@ -50,7 +50,7 @@ def restore(
     ] = False,
 ) -> None:
     """Restore a verified backup into an empty home (over a live one only with --force)."""
-    from memory.backup_home import restore_home
+    from memory.operations.backup import restore_home
 
     report = restore_home(src, cli.home, force=force)
     out.data({**report.as_dict(), "home": str(cli.home.root)}, text=lambda: str(cli.home.root))

@@ -6,7 +6,7 @@ from arcana_cli import exit_codes
 from arcana_cli.command import add_commands, command
 from arcana_cli.context import CliContext
 from arcana_cli.output import Out
-from memory.diagnostics import run_checks
+from memory.operations.doctor import run_checks
 
 
 @command("doctor")

@@ -10,7 +10,7 @@ from arcana_cli.output import Out
 @command("status")
 async def status(cli: CliContext, out: Out) -> None:
     """Per database: pinned model, family, dimension, rows embedded and missing."""
-    from memory.embedding.status import database_status
+    from memory.operations.embedding_status import database_status
 
     rows = await database_status(cli.home)
     out.data(

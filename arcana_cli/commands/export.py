@@ -42,7 +42,8 @@ async def _open_shared(cli, stack: AsyncExitStack, kind, name: str | None = None
 
     ``must_exist``: a local tier with no database yet is NotFoundError (nothing to export).
     """
-    from memory.stores import StoreKind, open_tier, server_url, store_path
+    from memory.adapters.opener import open_tier, server_url
+    from memory.store_kinds import StoreKind, store_path
 
     if must_exist and server_url(cli.config, kind, name) is None and not store_path(cli.home, kind, name).exists():
         label = f"pool:{name}" if kind is StoreKind.POOL else "global"
@@ -55,7 +56,8 @@ async def _open_shared(cli, stack: AsyncExitStack, kind, name: str | None = None
 
 async def _sources(cli, stack: AsyncExitStack, agent, pool, global_, all_) -> tuple[list, dict]:
     """The (label, open store) pairs an export reads, and the header's description of them."""
-    from memory.stores import StoreKind, server_url
+    from memory.adapters.opener import server_url
+    from memory.store_kinds import StoreKind
 
     sources = []
     if agent or all_:
@@ -108,7 +110,7 @@ async def export(
     with_vectors: Annotated[bool, typer.Option("--with-vectors", help="Include the model pin and vectors.")] = False,
 ) -> None:
     """Export memories (every field, hidden and archived ones marked) as JSON Lines or Markdown notes."""
-    from memory import export as core
+    from memory.operations import export as core
 
     _one_target(agent, pool, global_, all_)
     if out.json_mode and output is None:
@@ -157,8 +159,8 @@ async def import_(
     embed: Annotated[bool, typer.Option("--embed/--no-embed", help="Embed memories that came without matching vectors.")] = True,
 ) -> None:
     """Import memories (upsert by id, visibility kept, ledgered as import); bad lines are named, exit 2."""
-    from memory import export as core
-    from memory.operator_edits import GlobalCopies
+    from memory.operations import export as core
+    from memory.operator.edits import GlobalCopies
 
     _one_target(agent, pool, global_, None)
     if not source.exists():
@@ -179,7 +181,7 @@ async def import_(
             copies = GlobalCopies.of_home(cli.home, cli.config, actor="cli")
             stack.push_async_callback(copies.aclose)
         else:
-            from memory.stores import StoreKind
+            from memory.store_kinds import StoreKind
 
             if pool:
                 from memory.federation.pools import PoolRegistry

@@ -27,8 +27,14 @@ async def mcp(
 ) -> None:
     """Serve an agent's memory as MCP tools over stdio, or loopback HTTP (for Claude Desktop, IDE agents, ...)."""
     from arcana_cli.federated import agent_federation
-    from arcana_cli.mcp_server import (
-        MemoryTools, attached_vaults, bearer_token, build_server, parse_bind, serve_http, stderr_logging,
+    from arcana_cli.mcp.server import (
+        MemoryTools,
+        attached_vaults,
+        bearer_token,
+        build_server,
+        parse_bind,
+        serve_http,
+        stderr_logging,
     )
 
     bind = None

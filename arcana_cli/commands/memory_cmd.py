@@ -10,8 +10,7 @@ from arcana_cli.context import CliContext
 from arcana_cli.output import Out, YesOpt
 from arcana_cli.render import LIST_COLUMNS, age, entry_json, list_rows, snippet, version_mark
 from memory.errors import NotFoundError
-from memory.sqlite.admission import Audience
-from memory.types import MemoryQuery, MemoryType, Visibility
+from memory.types import Audience, MemoryQuery, MemoryType, Visibility
 
 IdArg = Annotated[str, typer.Argument(help="Memory id (or a unique prefix of 6+ characters).")]
 WhoseOpt = Annotated[
@@ -33,7 +32,7 @@ def confirm(action: str, yes: bool) -> None:
 
 def target_store(cli: CliContext, agent: str | None, pool: str | None, global_: bool):
     """The store an operator command works on, behind a :class:`MemoryEditor` (decided in the core)."""
-    from memory.operator_edits import OperatorTarget, open_editor
+    from memory.operator.edits import OperatorTarget, open_editor
 
     return open_editor(cli.home, cli.config, OperatorTarget(agent, pool, global_), actor="cli")
 
@@ -80,7 +79,7 @@ async def show(cli: CliContext, out: Out, memory_id: IdArg, agent: WhoseOpt = No
 
 async def _edit(cli: CliContext, out: Out, memory_id: str, agent, pool, global_, op: str, verb: str, changes: dict | None = None):
     """Every mutating command: resolve, then one core call that reaches every copy."""
-    from memory.operator_edits import Edit
+    from memory.operator.edits import Edit
 
     edit = Edit(op, changes=changes or {})
     async with target_store(cli, agent, pool, global_) as editor:

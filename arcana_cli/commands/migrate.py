@@ -5,8 +5,7 @@ import typer
 from arcana_cli.command import add_commands, command
 from arcana_cli.context import CliContext
 from arcana_cli.output import Out
-from memory.migrations.status import home_status, server_versions, upgrade_home
-from memory.postgres.migrations import head_version as server_head
+from memory.operations.schema import home_status, server_versions, upgrade_home
 
 
 @command("status")
@@ -14,7 +13,7 @@ async def status(cli: CliContext, out: Out) -> None:
     """Show each database's schema version against this Arcana's."""
     rows = [row.as_dict() for row in home_status(cli.home)]
     rows += [
-        {"database": r.database, "version": r.from_version, "head": server_head(), "state": r.state}
+        {"database": r.database, "version": r.from_version, "head": r.head, "state": r.state}
         for r in await server_versions(cli.home, cli.config)
     ]
     out.data(rows, columns=("database", "version", "head", "state"), rows=lambda: [tuple(r.values()) for r in rows])

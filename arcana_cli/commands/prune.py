@@ -7,7 +7,8 @@ import typer
 from arcana_cli.command import add_commands, command
 from arcana_cli.context import CliContext
 from arcana_cli.output import Out
-from memory.maintenance import Selection, prune_home
+from memory.operations.prune import prune_home
+from memory.operator.targets import Selection
 from memory.types import PruneMode, PrunePolicy
 
 

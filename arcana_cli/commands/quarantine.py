@@ -16,7 +16,7 @@ IdArg = Annotated[str, typer.Argument(help="The quarantined store's id (see `arc
 @command("list")
 def list_(cli: CliContext, out: Out) -> None:
     """Every quarantined store: where it came from, why, and when."""
-    from memory.sqlite.quarantine import list_quarantined
+    from memory.operations.quarantine import list_quarantined
 
     items = [item.as_dict() for item in list_quarantined(cli.home)]
     out.data(
@@ -31,7 +31,7 @@ def list_(cli: CliContext, out: Out) -> None:
 @command("restore")
 async def restore(cli: CliContext, out: Out, quarantine_id: IdArg) -> None:
     """Salvage every readable row into the live store (ledgered; ids it has are skipped), then trash the file."""
-    from memory.sqlite import quarantine
+    from memory.operations import quarantine
 
     report = (await quarantine.restore(cli.home, quarantine.find(cli.home, quarantine_id))).as_dict()
     out.data(report, columns=("restored", "duplicates", "unreadable", "database"),
@@ -49,7 +49,7 @@ def dismiss(
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Confirm without asking.")] = False,
 ) -> None:
     """Deal with a quarantined store without restoring it: move it to the trash."""
-    from memory.sqlite import quarantine
+    from memory.operations import quarantine
 
     item = quarantine.find(cli.home, quarantine_id)
     confirm(f"dismiss quarantined store '{item.id}' (moved to {cli.home.trash_dir}, not restored)", yes)

@@ -1,6 +1,5 @@
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
 from typing import Annotated
 
 import typer
@@ -9,28 +8,14 @@ from arcana_cli.command import add_commands, command
 from arcana_cli.context import CliContext
 from arcana_cli.output import AgentOpt, Out
 from arcana_cli.render import RECALL_COLUMNS, entry_json, recall_rows
+from memory.timespec import parse_since
 from memory.types import MemoryEntry, MemoryQuery, MemoryScope, MemoryType, RetrievalMode, pool_scope
-
-
-def parse_since(value: str | None, param_hint: str = "--since") -> datetime | None:
-    """'7d', '12h', '30m', '2w' (that long ago) or an ISO date/time."""
-    if value is None:
-        return None
-    units = {"m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
-    if value[-1:] in units and value[:-1].isdigit():
-        return datetime.now(UTC) - timedelta(**{units[value[-1]]: int(value[:-1])})
-    try:
-        parsed = datetime.fromisoformat(value)
-    except ValueError:
-        raise typer.BadParameter("use a duration like 7d, 12h, 2w or an ISO date", param_hint=param_hint) from None
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
 
 
 async def recall_entries(cli: CliContext, card, query: MemoryQuery, out: Out):
     """Recall through the agent's federation: ranked entries, the tiers asked, the degraded ones."""
     from arcana_cli.federated import agent_federation
-
-    from memory.federation.assembly import quarantine_events
+    from memory.runtime.assembly import quarantine_events
 
     async with agent_federation(cli, card, out) as federation:
         report = await federation.recall(query)
@@ -84,7 +69,7 @@ async def recall(
         text=query,
         retrieval_mode=cli.config.recall.mode_for(mode),
         types=type_ or None,
-        since=parse_since(since),
+        since=parse_since(since, "--since"),
         as_of=parse_since(as_of, "--as-of"),
         min_confidence=min_confidence,
         limit=limit or cli.config.recall.limit,

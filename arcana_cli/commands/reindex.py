@@ -31,7 +31,8 @@ async def reindex(
     ] = None,
 ) -> None:
     """Backfill missing vectors (and rebuild the keyword index) of agents, pools, global; safe under cron."""
-    from memory.maintenance import Selection, reindex_home
+    from memory.operations.reindex import reindex_home
+    from memory.operator.targets import Selection
 
     if re_embed != bool(model):
         raise typer.BadParameter("--re-embed and --model go together", param_hint="--model")

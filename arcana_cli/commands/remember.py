@@ -127,10 +127,10 @@ def _open_lines(source: str):
 async def _remember_from(cli: CliContext, card, out: Out, source: str, *, type_, importance, scope, pool, reconcile) -> None:
     """``remember --from``: every good line stored, every bad one named; exit 2 if any was bad.
 
-    The file is streamed a window at a time (memory.bulk.stream), never held whole.
+    The file is streamed a window at a time (memory.operations.bulk_import.stream), never held whole.
     """
     from arcana_cli.federated import agent_federation
-    from memory.bulk import line_limit, remember_many, stream
+    from memory.operations.bulk_import import line_limit, remember_many, stream
     from memory.lines import read_lines
 
     limit = cli.config.memory.max_content_bytes

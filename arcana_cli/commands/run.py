@@ -42,7 +42,7 @@ async def run_(
 ) -> None:
     """Answer PROMPT as AGENT with its memory: recall, answer (streamed), remember."""
     from memory.models.registry import provider_for, resolve_model_name
-    from memory.runtime import AgentRuntime
+    from memory.runtime.agent import AgentRuntime
 
     text = text_or_stdin(prompt, "PROMPT", "the prompt is empty")
     if no_memory and session:

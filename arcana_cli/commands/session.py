@@ -17,8 +17,8 @@ def _manager(cli: CliContext, card, *, with_model: bool = False):
     from memory.errors import ConfigError, NotFoundError
     from memory.extraction.extractors import build_extractor
     from memory.models.registry import provider_for, resolve_model_name
-    from memory.runtime import extraction_settings
-    from memory.sessions import SessionManager
+    from memory.runtime.agent import extraction_settings
+    from memory.runtime.sessions import SessionManager
 
     settings = extraction_settings(cli.config, card)
     provider = None
@@ -49,7 +49,7 @@ def list_(cli: CliContext, out: Out, agent: AgentOpt = ...) -> None:
 async def show(cli: CliContext, out: Out, session_id: IdArg, agent: AgentOpt = ...) -> None:
     """Show a session's turns and summary; a turn a replay would leave out is named, not printed."""
     from arcana_cli.federated import agent_federation
-    from memory.sessions import replay_exclusions
+    from memory.runtime.sessions import replay_exclusions
 
     card = cli.agent(agent)
     session = _manager(cli, card).load(session_id)

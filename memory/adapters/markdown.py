@@ -1,6 +1,6 @@
 """MarkdownFolderAdapter: a folder of Markdown notes (an Obsidian vault) as read-only memory.
 
-The folder is read through :mod:`memory.vaults.notes` (the walk, the skip
+The folder is read through :mod:`memory.markdown.notes` (the walk, the skip
 rules, the parser), exactly as the vault indexer reads it; this module adds
 the adapter's parse cache and its keyword ranking. Nothing here ever writes to
 the folder.
@@ -18,9 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from memory.errors import MemoryWriteError
-from memory.sqlite.fts import query_tokens
-from memory.types import HealthStatus, MemoryEntry, MemoryQuery, MemoryScope, MemoryType, RetrievalMode
-from memory.vaults.notes import (
+from memory.markdown.notes import (
     DEFAULT_IGNORE_GLOBS,
     DEFAULT_MAX_FILE_BYTES,
     NoteIdentity,
@@ -29,6 +27,8 @@ from memory.vaults.notes import (
     read_note,
     walk_folder,
 )
+from memory.sqlite.fts import query_tokens
+from memory.types import HealthStatus, MemoryEntry, MemoryQuery, MemoryScope, MemoryType, RetrievalMode
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,7 @@ enforced in SQL on the server: reads through the one admission predicate
 (memory/postgres/admission.py), writes through the ledger
 (memory/postgres/mutations.py) in the mutation's own transaction, keyword
 search on a generated ``tsvector`` with a GIN index, semantic search on an HNSW
-(cosine) index, hybrid fusion with memory/embedding/fusion.py, and the
+(cosine) index, hybrid fusion with memory/ranking/fusion.py, and the
 embedding pin per pool so machines with different embedders cannot mix
 vector spaces.
 
@@ -22,33 +22,31 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from memory import audit as audit_mod
+from memory.config import DEFAULT_KEYWORD_WEIGHT, DEFAULT_VECTOR_WEIGHT
 from memory.embedding.base import Embedder, EmbeddingMeta, l2_normalize, length_order
-from memory.embedding.fusion import DEFAULT_KEYWORD_WEIGHT, DEFAULT_VECTOR_WEIGHT, Weights, fuse
-from memory.adapters.vector import FillReport
 from memory.errors import MemoryStorageError, NotFoundError, SchemaTooNewError
-from memory.postgres import bulk, mutations
+from memory.postgres import bulk, mutations, search
+from memory.postgres import vectors as vector_sql
+from memory.postgres import prune as prune_sql
 from memory.postgres.admission import numbered, where
-from memory.postgres.connection import (
-    CONNECT_TIMEOUT_S,
-    STATEMENT_TIMEOUT_MS,
-    check_url,
-    mask_url,
-    open_pool,
-    storage_error,
-)
-from memory.postgres.fts import TEXT_CONFIG, text_query
+from memory.postgres.connection import CONNECT_TIMEOUT_S, STATEMENT_TIMEOUT_MS, open_pool, storage_error
+from memory.postgres.fts import text_query
 from memory.postgres.migrations import current_version, migrate, refuse_newer
 from memory.postgres.mutations import SELECT_COLUMNS
+from memory.postgres.vectors import VEC_TABLE
+from memory.ranking.fusion import Weights, fuse
+from memory.server_urls import check_url, mask_url
 from memory.sqlite import versions as version_sql
-from memory.sqlite.admission import POSTGRES, Audience
+from memory.sqlite.admission import POSTGRES
 from memory.sqlite.fts import query_tokens
 from memory.sqlite.rows import row_to_entry
 from memory.types import (
+    Audience,
+    FillReport,
     HealthStatus,
     LedgerRecord,
     MemoryEntry,
     MemoryQuery,
-    PruneMode,
     PrunePolicy,
     PruneReport,
     RetrievalMode,
@@ -57,15 +55,8 @@ from memory.types import (
 
 WRITE_BATCH = 500
 BULK_BATCH = 50_000  # rows per transaction of a large load (memory stays bounded)
-KEYWORD_CANDIDATES = 1000  # matches ranked per keyword query (see _keyword)
 EF_SEARCH = 200  # HNSW candidate list: recall over speed (see README, server pools)
-VEC_TABLE = "memory_vectors"
-_PIN_LOCK = 0x41524350  # 'ARCP': serialises the first pin of a pool across machines
 _HIT_FLUSH = 256
-
-
-def _vector_text(vector: Sequence[float]) -> str:
-    return "[" + ",".join(format(float(x), ".8g") for x in vector) + "]"
 
 
 def _entry(row, **annotations: Any) -> MemoryEntry:
@@ -326,7 +317,7 @@ class PostgresAdapter:
         clause = where(query, audience=audience, include_archived=include_archived)
         tq = text_query(query.text)
         if tq is None:
-            rows = await self._call(_ordered, clause, query.limit)
+            rows = await self._call(search.ordered, clause, query.limit)
             entries = [_entry(r) for r in rows]
         else:
             entries = await self._keyword(tq, clause, query.limit)
@@ -335,7 +326,7 @@ class PostgresAdapter:
         return entries
 
     async def _keyword(self, tq, clause, limit: int) -> list[MemoryEntry]:
-        rows = await self._call(_keyword, tq, clause, limit)
+        rows = await self._call(search.keyword, tq, clause, limit)
         return [_entry(r, score=r["rank"], matched_by=["keyword"]) for r in rows]
 
     async def keyword_candidates(self, query: MemoryQuery, limit: int) -> list[MemoryEntry]:
@@ -353,14 +344,14 @@ class PostgresAdapter:
         did), and the operator's to many ids at once.
         """
         clause = where(query, audience=audience, include_archived=include_archived, start=2)
-        rows = await self._call(_by_ids, list(entry_ids), clause)
+        rows = await self._call(search.by_ids, list(entry_ids), clause)
         return {r["id"]: _entry(r) for r in rows}
 
     async def get(
         self, entry_id: str, *, audience: Audience = Audience.RECALL, include_archived: bool = False
     ) -> MemoryEntry | None:
         clause = where(MemoryQuery(), audience=audience, include_archived=include_archived, start=2)
-        rows = await self._call(_by_ids, [entry_id], clause)
+        rows = await self._call(search.by_ids, [entry_id], clause)
         return _entry(rows[0]) if rows else None
 
     async def find_by_prefix(self, prefix: str, limit: int = 5) -> list[MemoryEntry]:
@@ -421,7 +412,7 @@ class PostgresAdapter:
 
     async def prune(self, policy: PrunePolicy) -> PruneReport:
         """Archive (default) or purge the policy's victims in one transaction; pinned never."""
-        return await self._call(_prune, policy, self.actor, transaction=True)
+        return await self._call(prune_sql.prune, policy, self.actor, transaction=True)
 
     # -- the pin and vectors -------------------------------------------------
 
@@ -436,7 +427,7 @@ class PostgresAdapter:
 
     async def ensure_pin(self, candidate: EmbeddingMeta) -> EmbeddingMeta:
         """The pool's pin, set to ``candidate``'s model when it has none yet (the first pin wins)."""
-        self._meta = await self._call(_pin, candidate, transaction=True)
+        self._meta = await self._call(vector_sql.pin, candidate, transaction=True)
         return self._meta
 
     async def embedder(self, meta: EmbeddingMeta | None) -> Embedder | None:
@@ -462,7 +453,7 @@ class PostgresAdapter:
             pinned = f" compatible with the pinned model {meta.model}" if meta else ""
             self._notice(f"no healthy embedder{pinned}: memories are stored without vectors; run `arcana reindex` later")
             return 0
-        rows = await self._call(_stale_rows, meta is not None, ids)
+        rows = await self._call(vector_sql.stale_rows, meta is not None, ids)
         if not rows:
             return 0
         rows = [rows[i] for i in length_order([r["content"] for r in rows])]
@@ -476,11 +467,11 @@ class PostgresAdapter:
             if (meta.family, meta.dimension) != (embedder.model_family, len(vectors[0])):
                 return 0  # another machine pinned a different model first; reindex catches up
         good = [
-            (r["seq"], _vector_text(l2_normalize(v)), r["hash"], embedder.model_name)
+            (r["seq"], vector_sql.vector_text(l2_normalize(v)), r["hash"], embedder.model_name)
             for r, v in zip(rows, vectors, strict=True)
             if len(v) == meta.dimension
         ]
-        written = await self._call(_put_vectors, good, transaction=True)
+        written = await self._call(vector_sql.put_vectors, good, transaction=True)
         if written < len(good):
             self._meta = None  # re-pinned by another machine meanwhile: read the pin again next time
         return written
@@ -498,7 +489,7 @@ class PostgresAdapter:
         if self.gateway is None or await self.embedder(meta) is None:
             pinned = f" compatible with the pinned model {meta.model}" if meta else ""
             raise MemoryStorageError(f"{self.path}: cannot embed: no healthy embedder{pinned}")
-        total = len(await self._call(_stale_rows, meta is not None, None))
+        total = len(await self._call(vector_sql.stale_rows, meta is not None, None))
         done = await self._embed_ids(None)
         if on_progress:
             on_progress(done, total)
@@ -549,194 +540,19 @@ class PostgresAdapter:
             return None
         if len(vector) != meta.dimension:
             raise MemoryStorageError(f"query vector has {len(vector)} dimensions but the index holds {meta.dimension}")
-        text = _vector_text(vector)
+        text = vector_sql.vector_text(vector)
         if query.retrieval_mode is RetrievalMode.semantic:
             return await self._knn(query, text, query.limit)
         pool = max(3 * query.limit, 30)
         semantic = await self._knn(query, text, pool)
         keyword = await self.keyword_candidates(query, pool)
-        coverage = await self._call(_coverage, keyword[0].id, query_tokens(query.text)) if keyword else 0.0
+        coverage = await self._call(search.coverage, keyword[0].id, query_tokens(query.text)) if keyword else 0.0
         return fuse(semantic, keyword, self.weights, query.limit, coverage)
 
     async def _knn(self, query: MemoryQuery, vector_text: str, limit: int) -> list[MemoryEntry]:
-        rows = await self._call(_knn, vector_text, where(query, start=3), limit)  # $1 vector, $2 window
+        rows = await self._call(search.knn, vector_text, where(query, start=3), limit)  # $1 vector, $2 window
         return [
             _entry(r, score=1.0 - r["distance"], matched_by=["semantic"])
             for r in rows
             if 1.0 - r["distance"] >= self.min_similarity
         ]
-
-
-# -- SQL run on a pooled connection --------------------------------------------
-
-
-async def _ordered(conn, clause, limit: int):
-    sql = (
-        f"SELECT {SELECT_COLUMNS} FROM memories m WHERE {clause.sql} "
-        f"ORDER BY m.pinned DESC, m.importance DESC, m.created_at DESC LIMIT ${len(clause.params) + 1}"
-    )
-    return await conn.fetch(sql, *clause.params, limit)
-
-
-async def _by_ids(conn, ids: list[str], clause):
-    sql = f"SELECT {SELECT_COLUMNS} FROM memories m WHERE m.id = ANY($1::text[]) AND {clause.sql}"
-    return await conn.fetch(sql, ids, *clause.params)
-
-
-async def _coverage(conn, entry_id: str, tokens: list[str]) -> float:
-    """The share of ``tokens`` the row ``entry_id`` contains, as memory.sqlite.fts.coverage (each word stemmed alike)."""
-    if not tokens:
-        return 0.0
-    sql = (
-        "SELECT count(*) FROM memories m CROSS JOIN unnest($2::text[]) AS t(word) WHERE m.id = $1 "
-        "AND (m.tsv @@ plainto_tsquery('english'::regconfig, t.word) OR to_tsvector('simple'::regconfig, "
-        "m.content || ' ' || m.tags) @@ plainto_tsquery('simple'::regconfig, t.word))"
-    )
-    return await conn.fetchval(sql, entry_id, tokens) / len(tokens)
-
-
-async def _keyword(conn, tq, clause, limit: int):
-    """The best ``limit`` admitted rows by ts_rank_cd among a bounded candidate set.
-
-    The GIN index finds admitted matches; only the first
-    :data:`KEYWORD_CANDIDATES` of them (at least 50 per wanted row) are
-    ranked, so a common word costs the same at 1M rows as at 10k instead of
-    detoasting and ranking every match (36 ms at 100k). A query matching more
-    rows than that ranks a sample of them: recall is bounded, precision kept.
-    A stop-word-only query matches on the ``simple`` configuration computed
-    per row (no index): rare, and what SQLite's FTS5 would still find.
-    """
-    n = len(clause.params)
-    if tq.config == TEXT_CONFIG:
-        vector = "m.tsv"
-    else:
-        vector = "to_tsvector('simple'::regconfig, m.content || ' ' || m.tags)"
-    # The query inline, not as a FROM item: joined from a function scan, the GIN
-    # index went unused (13 ms instead of under 1 ms on 5,000 rows).
-    q = f"websearch_to_tsquery('{tq.config}'::regconfig, ${n + 1})"
-    sql = (
-        f"SELECT * FROM (SELECT {SELECT_COLUMNS}, ts_rank_cd({vector}, {q}, 1) AS rank, m.seq FROM memories m "
-        f"WHERE {vector} @@ {q} AND {clause.sql} LIMIT ${n + 3}) AS c ORDER BY rank DESC, seq LIMIT ${n + 2}"
-    )
-    return await conn.fetch(sql, *clause.params, tq.text, limit, max(KEYWORD_CANDIDATES, 50 * limit))
-
-
-async def _knn(conn, vector_text: str, clause, limit: int):
-    """Nearest admitted rows by cosine distance, nearest first.
-
-    The HNSW index ranks a window of candidates on the vector table alone (a
-    plan the planner always takes; joined and filtered in one query it chose a
-    full sort at small sizes), then admission and filters run on the window.
-    A window that leaves the page short widens until enough rows pass or the
-    vectors run out, as the SQLite keyword leg does. Settings: see open_pool.
-    """
-    sql = (
-        f"SELECT {SELECT_COLUMNS}, c.distance FROM (SELECT seq, embedding <=> $1::vector AS distance "
-        f"FROM {VEC_TABLE} ORDER BY embedding <=> $1::vector LIMIT $2) AS c "
-        f"JOIN memories m ON m.seq = c.seq WHERE {clause.sql} ORDER BY c.distance LIMIT ${len(clause.params) + 3}"
-    )
-    window, total = max(4 * limit, 40), None
-    while True:
-        rows = await conn.fetch(sql, vector_text, window, *clause.params, limit)
-        if len(rows) >= limit:
-            return rows
-        if total is None:
-            total = await conn.fetchval(f"SELECT count(*) FROM {VEC_TABLE}")
-        if window >= total:
-            return rows
-        window = min(window * 8, total)
-
-
-# Index upkeep reads every row, whatever its visibility: they need vectors too.
-_HASH = "left(encode(sha256(convert_to(m.content, 'UTF8')), 'hex'), 32)"
-
-
-async def _stale_rows(conn, pinned: bool, ids: Sequence[str] | None, table: str = VEC_TABLE):
-    """Rows (among ``ids``; all when None) that ``table`` holds no current vector for."""
-    only = "" if ids is None else " AND m.id = ANY($1::text[])"
-    args = () if ids is None else (list(ids),)
-    if not pinned:
-        return await conn.fetch(f"SELECT m.seq, m.content, {_HASH} AS hash FROM memories m WHERE TRUE{only}", *args)
-    return await conn.fetch(
-        f"SELECT m.seq, m.content, {_HASH} AS hash FROM memories m LEFT JOIN {table} v ON v.seq = m.seq "
-        f"WHERE (v.seq IS NULL OR v.content_hash <> {_HASH}){only}",
-        *args,
-    )
-
-
-async def _pin(conn, candidate: EmbeddingMeta) -> EmbeddingMeta:
-    """Pin the pool to ``candidate`` and create its vector table + HNSW index, unless pinned meanwhile."""
-    await conn.execute("SELECT pg_advisory_xact_lock($1)", _PIN_LOCK)
-    row = await conn.fetchrow("SELECT model, family, dimension, vec_table, pinned_at FROM embedding_meta")
-    if row is not None:
-        return EmbeddingMeta(*row)
-    dimension = candidate.dimension
-    await conn.execute(
-        f"CREATE TABLE IF NOT EXISTS {VEC_TABLE} (seq bigint PRIMARY KEY REFERENCES memories (seq) ON DELETE CASCADE, "
-        f"embedding vector({int(dimension)}) NOT NULL, content_hash text NOT NULL, model text NOT NULL)"
-    )
-    await conn.execute(f"CREATE INDEX IF NOT EXISTS {VEC_TABLE}_hnsw ON {VEC_TABLE} USING hnsw (embedding vector_cosine_ops)")
-    meta = EmbeddingMeta(candidate.model, candidate.family, dimension, VEC_TABLE, time.time())
-    await conn.execute(
-        "INSERT INTO embedding_meta (id, model, family, dimension, vec_table, pinned_at) VALUES (1, $1, $2, $3, $4, $5)",
-        meta.model, meta.family, meta.dimension, meta.vec_table, meta.pinned_at,
-    )
-    return meta
-
-
-async def _put_vectors(conn, rows: list[tuple], table: str = VEC_TABLE) -> int:
-    """Upsert vectors for live rows only (a row purged meanwhile gets none: no orphans).
-
-    Into the live table only vectors of the pinned model go: a machine that
-    still holds the pin from before a re-embed writes nothing (0 returned)
-    instead of mixing vector spaces.
-    """
-    if not rows:
-        return 0
-    seqs, vectors, hashes, models = (list(c) for c in zip(*rows, strict=True))
-    pinned = " AND t.md = (SELECT model FROM embedding_meta)" if table == VEC_TABLE else ""
-    status = await conn.execute(
-        f"INSERT INTO {table} (seq, embedding, content_hash, model) "
-        "SELECT s, e::vector, h, md FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[]) AS t(s, e, h, md) "
-        f"WHERE EXISTS (SELECT 1 FROM memories WHERE memories.seq = t.s){pinned} "
-        "ON CONFLICT (seq) DO UPDATE SET embedding = excluded.embedding, content_hash = excluded.content_hash, "
-        "model = excluded.model",
-        seqs, vectors, hashes, models,
-    )
-    return int(status.split()[-1])
-
-
-async def _prune(conn, policy: PrunePolicy, actor: str) -> PruneReport:
-    scanned = await conn.fetchval("SELECT count(*) FROM memories WHERE archived = 0")
-    victims: dict[str, None] = {}
-    live_only = " AND archived = 0" if policy.mode is PruneMode.ARCHIVE else ""
-    if policy.min_importance is not None:
-        for r in await conn.fetch(
-            f"SELECT id FROM memories WHERE pinned = 0 AND importance < $1{live_only} ORDER BY importance, created_at",
-            policy.min_importance,
-        ):
-            victims[r["id"]] = None
-    if policy.max_entries is not None:
-        for r in await conn.fetch(
-            "SELECT id FROM memories WHERE archived = 0 AND pinned = 0 "
-            "ORDER BY importance ASC, coalesce(last_accessed_at, created_at) ASC "
-            "LIMIT greatest(0, (SELECT count(*) FROM memories WHERE archived = 0) - $1)",
-            policy.max_entries,
-        ):
-            victims[r["id"]] = None
-    ids = policy.restrict(list(victims))
-    report = PruneReport(scanned=scanned, dry_run=policy.dry_run, victim_ids=ids)
-    if policy.dry_run:
-        if policy.mode is PruneMode.ARCHIVE:
-            report.archived = len(ids)
-        else:
-            report.purged = len(ids)
-        return report
-    if not ids:
-        return report
-    if policy.mode is PruneMode.ARCHIVE:
-        report.archived = await mutations.update(conn, ids, "archive", f"{actor}:prune", "archived", 1)
-    else:
-        report.purged = await mutations.delete(conn, ids, "purge", f"{actor}:prune")
-    return report
-

@@ -10,26 +10,25 @@ from pathlib import Path
 from typing import Any
 
 from memory import audit as audit_mod
-from memory.adapters.base import MemoryAdapter
-from memory.migrations.backup import backup_copy
 from memory.errors import MemoryCorruptError, MemoryStorageError, NotFoundError
 from memory.home import Home
 from memory.limits import MAX_CONTENT_BYTES, check_content
+from memory.migrations.backup import backup_copy
 from memory.migrations.runner import check_not_newer, migrate
 from memory.promotion import promote
-from memory.sqlite.quarantine import quarantine_store
+from memory.protocols import MemoryAdapter
 from memory.sqlite import mutations, vectors
 from memory.sqlite import versions as version_sql
-from memory.sqlite.admission import Audience, where
+from memory.sqlite.admission import where
 from memory.sqlite.batches import select_in
 from memory.sqlite.connection import (
     BUSY_TIMEOUT_MS,
+    StoreConnection,
     apply_pragmas,
     connect_readonly,
     dbapi,
     has_fts5,
     load_sqlite_vec,
-    StoreConnection,
     open_connection,
     run_inline,
     run_sync,
@@ -37,8 +36,11 @@ from memory.sqlite.connection import (
     translate,
 )
 from memory.sqlite.fts import coverage, focused_match, match_expression
+from memory.sqlite.quarantine import quarantine_store
 from memory.sqlite.rows import SELECT_COLUMNS, admitted_rows, row_to_entry
+from memory.store_kinds import StoreKind, store_options
 from memory.types import (
+    Audience,
     HealthStatus,
     LedgerRecord,
     MemoryEntry,
@@ -93,10 +95,8 @@ class SQLiteAdapter:
     @classmethod
     def for_agent(cls, agent_id: Any, *, home: Home | Path | str | None = None, **kwargs: Any) -> SQLiteAdapter:
         """The private store at ``<home>/agents/{agent_id}/memory.db``."""
-        from memory.stores import StoreKind, open_store
-
         home = home if isinstance(home, Home) else Home.resolve(home)
-        return open_store(home, StoreKind.PRIVATE, str(agent_id), **kwargs)
+        return cls(home.agent_db(str(agent_id)), **store_options(home, StoreKind.PRIVATE, **kwargs))
 
     # -- lifecycle ---------------------------------------------------------
 

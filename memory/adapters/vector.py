@@ -20,14 +20,15 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from memory.adapters.sqlite import SQLiteAdapter
+from memory.config import DEFAULT_KEYWORD_WEIGHT, DEFAULT_VECTOR_WEIGHT
 from memory.embedding.base import Embedder, EmbeddingMeta, content_hash, l2_normalize, length_order
 from memory.embedding.chunking import embed_text
-from memory.embedding.fusion import (
-    DEFAULT_KEYWORD_WEIGHT,
-    DEFAULT_VECTOR_WEIGHT,
+from memory.embedding.gateway import EmbeddingGateway
+from memory.errors import MemoryStorageError
+from memory.ranking.fusion import (
     Weights,
     asks,
     best,
@@ -37,8 +38,6 @@ from memory.embedding.fusion import (
     ranked_entries,
     spread_to_neighbours,
 )
-from memory.embedding.gateway import EmbeddingGateway
-from memory.errors import MemoryStorageError
 from memory.sqlite import chunks, context, fts
 from memory.sqlite.admission import where
 from memory.sqlite.rows import admitted_rows, row_to_entry
@@ -55,7 +54,7 @@ from memory.sqlite.vectors import (
     stale_rows,
     table_exists,
 )
-from memory.types import HealthStatus, MemoryEntry, MemoryQuery, PrunePolicy, PruneReport, RetrievalMode
+from memory.types import FillReport, HealthStatus, MemoryEntry, MemoryQuery, PrunePolicy, PruneReport, RetrievalMode
 
 KNN_MAX = 4096  # sqlite-vec's ceiling on k
 # Rows, then their vectors, per window of this many entries. The embedder sorts
@@ -95,19 +94,6 @@ class Recall:
     entries: list[MemoryEntry]
     legs: tuple[str, ...]
     fallback: str | None = None
-
-
-@dataclass
-class FillReport:
-    """What an embedding pass did: vectors written, rows skipped (with reasons)."""
-
-    vec_table: str | None = None
-    model: str | None = None
-    total: int = 0
-    embedded: int = 0
-    chunks: int = 0  # chunk vectors written for long memories (see memory.sqlite.chunks)
-    ops: list[str] = field(default_factory=list)  # per written entry: insert/update/noop/...
-    skipped: list[tuple[str, str]] = field(default_factory=list)
 
 
 @dataclass(frozen=True)

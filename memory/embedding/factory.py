@@ -32,18 +32,6 @@ def build_gateway(config: EmbeddingConfig, home: Home) -> EmbeddingGateway:
     return EmbeddingGateway(embedders)
 
 
-def vector_adapter(store, config: EmbeddingConfig, home: Home, *, notify=None, gateway=None, chunk_long: bool = False):
-    """A :class:`VectorAdapter` over an open SQLite store, wired from config.
-
-    Pass ``gateway`` to reuse already-built embedders (a watch keeps one warm);
-    ``chunk_long`` embeds long memories in chunks too (vault notes).
-    """
-    from memory.stores import with_vectors
-
-    options = {**vector_options(config), "notify": notify, "chunk_long": chunk_long}
-    return with_vectors(store, gateway or build_gateway(config, home), options)
-
-
 def vector_options(config: EmbeddingConfig) -> dict:
     """The VectorAdapter options config.json sets: fusion weights and the similarity floor."""
     return {

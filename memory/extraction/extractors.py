@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import re
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 from pydantic import ValidationError
 
@@ -19,10 +19,7 @@ from memory.extraction.scoring import agent_confidence, distil, importance, trim
 from memory.extraction.signals import SignalPatterns, get_signals
 from memory.models.base import ChatMessage, ChatProvider, astream
 from memory.promotion import asserted_importance
-from memory.types import ConfidenceSource, MemoryEntry, MemoryType
-
-if TYPE_CHECKING:
-    from memory.sessions import Session
+from memory.types import ConfidenceSource, MemoryEntry, MemoryType, Session
 
 EXTRACTED_TAG = "extracted"
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from memory.errors import ConfigError
+from memory import languages
 
 _FLAGS = re.IGNORECASE | re.UNICODE
 _NEVER = re.compile(r"(?!)")
@@ -106,26 +106,13 @@ PORTUGUESE = compile_patterns(
     ),
 )
 
-_REGISTRY: dict[str, SignalPatterns] = {}
-
-
 def register_language(code: str, patterns: SignalPatterns) -> None:
     """Register (or replace) the cue set for ISO code ``code`` (e.g. ``"pt"``)."""
-    if not re.fullmatch(r"[a-z]{2,3}", code):
-        raise ConfigError(f"language code '{code}' must be 2-3 lower-case letters (ISO 639)")
-    _REGISTRY[code] = patterns
+    languages.register("signal", code, patterns)
 
 
 def get_signals(code: str) -> SignalPatterns:
-    try:
-        return _REGISTRY[code]
-    except KeyError:
-        known = ", ".join(sorted(_REGISTRY))
-        raise ConfigError(f"no signal patterns for language '{code}' (registered: {known})") from None
-
-
-def languages() -> list[str]:
-    return sorted(_REGISTRY)
+    return languages.lookup("signal", code)
 
 
 register_language("en", ENGLISH)

@@ -15,15 +15,15 @@ from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from memory.adapters.base import Closeable, Prunable
 from memory.audit import AuditLog
 from memory.errors import MemoryWriteError, TierWriteFailed
-from memory.federation import timeframe
 from memory.federation.events import DegradedSink, MemoryDegradedEvent, audit_sink
 from memory.federation.resilience import ResilientTier, describe_failure, failure_reason
 from memory.federation.router import MemoryRouter
 from memory.home import Home
 from memory.promotion import global_copy
+from memory.protocols import Closeable, Prunable
+from memory.ranking import timeframe
 from memory.types import HealthStatus, MemoryEntry, MemoryQuery, MemoryScope, PrunePolicy, PruneReport
 
 

@@ -16,12 +16,12 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from memory.adapters.opener import open_store, open_tier
 from memory.agents import AgentCard, AgentRegistry
 from memory.config import ArcanaConfig, PoolSettings, load_config, save_config
 from memory.errors import ConfigError, NotFoundError
 from memory.home import Home, check_name, private_dir
-from memory.stores import StoreKind, open_store, open_tier
-
+from memory.store_kinds import StoreKind
 
 
 @dataclass

@@ -15,11 +15,11 @@ from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import Any
 
-from memory.adapters.base import BatchWriter, MemoryAdapter, PreparesWrites, is_read_only
-from memory.sqlite.deadline import DEADLINE
+from memory.budgets import TierBudget
+from memory.deadline import DEADLINE
 from memory.errors import MemoryCorruptError, TierWriteFailed
-from memory.federation.budgets import TierBudget
 from memory.federation.events import DegradedSink, MemoryDegradedEvent
+from memory.protocols import BatchWriter, MemoryAdapter, PreparesWrites, is_read_only
 from memory.types import HealthStatus, MemoryEntry, MemoryQuery, MemoryScope, RetrievalMode
 
 Clock = Callable[[], float]

@@ -12,13 +12,13 @@ from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Any
 
-from memory.adapters.base import MemoryAdapter
-from memory.embedding.fusion import asks
+from memory.budgets import ConnectionsConfig
 from memory.errors import MemoryRoutingError
-from memory.federation.budgets import ConnectionsConfig
-from memory.federation.decay import DEFAULT_PROFILES, DecayProfile, assess
 from memory.federation.resilience import ResilientTier
 from memory.promotion import promotable
+from memory.protocols import MemoryAdapter
+from memory.ranking.decay import DEFAULT_PROFILES, DecayProfile, assess
+from memory.ranking.fusion import asks
 from memory.types import MemoryEntry, MemoryQuery, MemoryScope, MemoryType, now_utc
 
 NEUTRAL_WEIGHT = 0.5
@@ -178,7 +178,7 @@ class MemoryRouter:
         must never hide the one memory that answers a question; a match that
         itself asks a question (:func:`asks`) weighs ASKING_WEIGHT. A ``window``
         (the span a time expression in the query names, see
-        :mod:`memory.federation.timeframe`) lifts the matches written inside
+        :mod:`memory.ranking.timeframe`) lifts the matches written inside
         it by TIME_BOOST. Pinned entries
         are exempt from decay and sort first; ties break on the backend's
         score, then recency. The entries themselves are not changed.

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from memory.graph.edges import REFERENCES, EdgeStore, MemoryEdge
-from memory.vaults.notes import NOTE_SUFFIXES, mask_code
+from memory.markdown.notes import NOTE_SUFFIXES, mask_code
 
 if TYPE_CHECKING:
     from memory.adapters.markdown import MarkdownFolderAdapter

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import re
 
-from memory.sqlite.admission import POSTGRES, Audience, Clause
+from memory.sqlite.admission import POSTGRES, Clause
 from memory.sqlite.admission import where as _where
-from memory.types import MemoryQuery
+from memory.types import Audience, MemoryQuery
 
 _MARK = re.compile(r"\?")
 

@@ -17,9 +17,9 @@ from __future__ import annotations
 import time
 from collections.abc import Awaitable, Callable
 
-from memory.adapters.postgres import _PIN_LOCK, VEC_TABLE, _put_vectors, _stale_rows, _vector_text
-from memory.adapters.vector import FillReport
 from memory.embedding.base import Embedder, l2_normalize, length_order
+from memory.postgres.vectors import PIN_LOCK, VEC_TABLE, put_vectors, stale_rows, vector_text
+from memory.types import FillReport
 
 BUILD = f"{VEC_TABLE}_build"
 WINDOW = 256  # rows embedded and written per transaction
@@ -45,7 +45,7 @@ async def _prepare(conn, model: str, dimension: int) -> None:
 
 
 async def _fill(call: Call, embedder: Embedder, report: FillReport, on_progress) -> None:
-    rows = await call(_stale_rows, True, None, BUILD)
+    rows = await call(stale_rows, True, None, BUILD)
     rows = [rows[i] for i in length_order([r["content"] for r in rows])]
     report.total += len(rows)
     for start in range(0, len(rows), WINDOW):
@@ -54,10 +54,10 @@ async def _fill(call: Call, embedder: Embedder, report: FillReport, on_progress)
         good = []
         for r, v in zip(window, vectors, strict=True):
             if len(v) == embedder.dimension:
-                good.append((r["seq"], _vector_text(l2_normalize(v)), r["hash"], embedder.model_name))
+                good.append((r["seq"], vector_text(l2_normalize(v)), r["hash"], embedder.model_name))
             else:
                 report.skipped.append((str(r["seq"]), f"{len(v)} dimensions, expected {embedder.dimension}"))
-        report.embedded += await call(_put_vectors, good, BUILD, transaction=True)
+        report.embedded += await call(put_vectors, good, BUILD, transaction=True)
         if on_progress:
             on_progress(min(start + WINDOW, len(rows)), len(rows))
 
@@ -67,7 +67,7 @@ async def _index(conn) -> None:
 
 
 async def _swap(conn, embedder: Embedder) -> None:
-    await conn.execute("SELECT pg_advisory_xact_lock($1)", _PIN_LOCK)
+    await conn.execute("SELECT pg_advisory_xact_lock($1)", PIN_LOCK)
     await conn.execute(f"DROP TABLE IF EXISTS {VEC_TABLE}")
     await conn.execute(f"ALTER TABLE {BUILD} RENAME TO {VEC_TABLE}")
     await conn.execute(f"ALTER INDEX {BUILD}_hnsw RENAME TO {VEC_TABLE}_hnsw")

@@ -1,4 +1,4 @@
-"""Export and import on a PostgreSQL store: the server side of memory/export.py.
+"""Export and import on a PostgreSQL store: the server side of memory/operations/export.py.
 
 The same records as a SQLite store gives (every row, operator audience,
 keyset pages by ``seq``; ledger rows; vectors of the pinned model) and the
@@ -11,26 +11,29 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator, Sequence
+from typing import Any
 
-from memory.adapters.postgres import _HASH, VEC_TABLE, PostgresAdapter, _entry, _put_vectors, _vector_text
 from memory.embedding.base import EmbeddingMeta, l2_normalize
 from memory.postgres import bulk
 from memory.postgres.admission import where
 from memory.postgres.mutations import SELECT_COLUMNS
-from memory.sqlite.admission import Audience
-from memory.types import MemoryEntry, MemoryQuery
+from memory.postgres.vectors import HASH, VEC_TABLE, put_vectors, vector_text
+from memory.sqlite.rows import row_to_entry
+from memory.types import Audience, MemoryEntry, MemoryQuery
+
+Store = Any  # a memory.adapters.postgres.PostgresAdapter (this engine module is below the adapters)
 
 PAGE = bulk.REBUILD_MIN  # rows per import transaction: a large import into a new pool builds its indexes once
 
 
-async def pin(store: PostgresAdapter) -> dict | None:
+async def pin(store: Store) -> dict | None:
     meta = await store.meta()
     if meta is None:
         return None
     return {"model": meta.model, "family": meta.family, "dimension": meta.dimension, "vec_table": meta.vec_table}
 
 
-async def records(store: PostgresAdapter, *, with_history: bool, with_vectors: bool, page: int) -> AsyncIterator[dict]:
+async def records(store: Store, *, with_history: bool, with_vectors: bool, page: int) -> AsyncIterator[dict]:
     """Every row of ``store`` as an export record, oldest first, ``page`` rows per query."""
     clause = where(MemoryQuery(), audience=Audience.OPERATOR, include_archived=True, start=2)
     vectors = with_vectors and await store.meta() is not None
@@ -48,7 +51,7 @@ async def records(store: PostgresAdapter, *, with_history: bool, with_vectors: b
         after = rows[-1]["seq"]
         history = await _history(store, [r["id"] for r in rows]) if with_history else {}
         for r in rows:
-            record: dict = {"memory": _entry(r).model_dump(mode="json")}
+            record: dict = {"memory": row_to_entry(tuple(r)).model_dump(mode="json")}
             if with_history:
                 record["history"] = history.get(r["id"], [])
             if r["vector"] is not None:
@@ -56,7 +59,7 @@ async def records(store: PostgresAdapter, *, with_history: bool, with_vectors: b
             yield record
 
 
-async def _history(store: PostgresAdapter, ids: Sequence[str]) -> dict[str, list[dict]]:
+async def _history(store: Store, ids: Sequence[str]) -> dict[str, list[dict]]:
     rows = await store._call(
         lambda conn: conn.fetch(
             "SELECT memory_id, op, actor, at, before, after FROM memory_ledger "
@@ -76,7 +79,7 @@ async def _history(store: PostgresAdapter, ids: Sequence[str]) -> dict[str, list
     return found
 
 
-async def write(store: PostgresAdapter, entries: Sequence[MemoryEntry]) -> list[str]:
+async def write(store: Store, entries: Sequence[MemoryEntry]) -> list[str]:
     """Upsert ``entries`` as ``import`` (the bulk path for a big page)."""
     return await store.write_many(entries, op="import")
 
@@ -85,10 +88,10 @@ async def _put_loaded(conn, base_ms: int, rows: list[tuple]) -> int:
     """Supplied vectors; a page larger than the vectors already there builds the HNSW index after it."""
     await bulk.scale_timeout(conn, base_ms, len(rows))
     async with bulk.deferred_indexes(conn, len(rows), (VEC_TABLE,)):
-        return await _put_vectors(conn, rows)
+        return await put_vectors(conn, rows)
 
 
-async def vector_sink(store: PostgresAdapter, model: dict | None):
+async def vector_sink(store: Store, model: dict | None):
     """A writer for supplied vectors when the file's model is the pool's pin (or pins it), else None."""
     if model is None:
         return None
@@ -105,12 +108,12 @@ async def vector_sink(store: PostgresAdapter, model: dict | None):
             return 0  # another machine pinned a different model first
         indexed = await store._call(
             lambda conn: conn.fetch(
-                f"SELECT m.id, m.seq, {_HASH} AS hash FROM memories m WHERE m.id = ANY($1::text[])", [e.id for e, _ in pairs]
+                f"SELECT m.id, m.seq, {HASH} AS hash FROM memories m WHERE m.id = ANY($1::text[])", [e.id for e, _ in pairs]
             )
         )
         by_id = {r["id"]: r for r in indexed}
         rows = [
-            (by_id[e.id]["seq"], _vector_text(l2_normalize(v)), by_id[e.id]["hash"], model["model"])
+            (by_id[e.id]["seq"], vector_text(l2_normalize(v)), by_id[e.id]["hash"], model["model"])
             for e, v in pairs
             if e.id in by_id
         ]

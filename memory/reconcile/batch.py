@@ -26,8 +26,7 @@ from typing import Any
 from memory.reconcile import restatements
 from memory.reconcile.heuristic import Decision, DecisionKind
 from memory.reconcile.slots import Fact, Subject, parse
-from memory.sqlite.admission import Audience
-from memory.types import MemoryEntry, MemoryQuery, MemoryScope
+from memory.types import Audience, MemoryEntry, MemoryQuery, MemoryScope
 
 
 def _cosine(a: Sequence[float] | None, b: Sequence[float] | None) -> float | None:

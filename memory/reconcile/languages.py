@@ -3,7 +3,8 @@
 
 from __future__ import annotations
 
-from memory.reconcile.slots import compile_slots, register_slots
+from memory import languages
+from memory.reconcile.slots import SlotPatterns, compile_slots
 
 _DIETS = (
     r"vegetarian|vegan|pescatarian|pescetarian|carnivore|omnivore|keto|paleo|gluten[- ]free|dairy[- ]free"
@@ -252,6 +253,21 @@ PORTUGUESE = compile_slots(
     attribute_words={"residence": "moro mora mudei", "employer": "trabalho trabalha", "diet": "vegetariana vegetariano"},
     value_shapes={"phone": r"\d{3}", "email": r"@"},
 )
+
+
+
+def register_slots(code: str, patterns: SlotPatterns) -> None:
+    """Register (or replace) the slot patterns for ISO code ``code``."""
+    languages.register("slot", code, patterns)
+
+
+def get_slots(code: str) -> SlotPatterns:
+    return languages.lookup("slot", code)
+
+
+def slot_languages() -> list[str]:
+    return languages.codes("slot")
+
 
 register_slots("en", ENGLISH)
 register_slots("pt", PORTUGUESE)

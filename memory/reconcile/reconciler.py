@@ -18,13 +18,14 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from memory.config import ReconcileSettings
 from memory.errors import NotFoundError
-from memory.operator_edits import Edit, EditReport, LiveCopyError, MemoryEditor
+from memory.operator.edits import Edit, EditReport, LiveCopyError, MemoryEditor
 from memory.reconcile import entities
 from memory.reconcile.candidates import find_candidates
 from memory.reconcile.heuristic import Candidate, Decision, DecisionKind, decide
-from memory.reconcile.settings import ReconcileSettings
-from memory.reconcile.slots import Fact, Subject, get_slots, parse, slot_languages
+from memory.reconcile.languages import get_slots, slot_languages
+from memory.reconcile.slots import Fact, Subject, parse
 from memory.types import ConfidenceSource, MemoryEntry, MemoryScope
 
 REINFORCE_STEP = 0.05

@@ -17,8 +17,6 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from memory.errors import ConfigError
-
 _FLAGS = re.IGNORECASE | re.UNICODE
 
 
@@ -208,30 +206,3 @@ def parse(text: str, patterns: SlotPatterns) -> tuple[list[tuple[Fact, Subject]]
             found.append((fact, subject))
             break
     return found, norm
-
-
-_REGISTRY: dict[str, SlotPatterns] = {}
-
-
-def register_slots(code: str, patterns: SlotPatterns) -> None:
-    """Register (or replace) the slot patterns for ISO code ``code``."""
-    if not re.fullmatch(r"[a-z]{2,3}", code):
-        raise ConfigError(f"language code '{code}' must be 2-3 lower-case letters (ISO 639)")
-    _REGISTRY[code] = patterns
-
-
-def get_slots(code: str) -> SlotPatterns:
-    import memory.reconcile.languages  # noqa: F401  (registers the shipped languages)
-
-    try:
-        return _REGISTRY[code]
-    except KeyError:
-        known = ", ".join(sorted(_REGISTRY))
-        raise ConfigError(f"no slot patterns for language '{code}' (registered: {known})") from None
-
-
-def slot_languages() -> list[str]:
-    import memory.reconcile.languages  # noqa: F401
-
-    return sorted(_REGISTRY)
-

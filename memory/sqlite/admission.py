@@ -18,17 +18,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from enum import Enum
 
-from memory.types import MemoryQuery, Visibility
-
-
-class Audience(Enum):
-    """Who is reading."""
-
-    RECALL = "recall"  # anything that can reach an agent or a prompt
-    OPERATOR = "operator"  # a human inspecting the store on purpose
-    LISTING = "listing"  # a human listing what recall may see (archived on request); not a recall hit
+from memory.types import Audience, MemoryQuery, Visibility
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,7 @@ from types import ModuleType
 
 import aiosqlite
 
-from memory.sqlite.deadline import DEADLINE
+from memory.deadline import DEADLINE
 from memory.errors import MemoryBusyError, MemoryCorruptError, MemoryStorageError, MemoryTimeoutError
 from memory.home import private_file
 

@@ -103,7 +103,7 @@ def coverage(raw, text: str | None, entry_id: str, clause_sql: str, params: tupl
     """The share of ``text``'s search words that the FTS row of ``entry_id`` contains (any column).
 
     What tells a keyword match on the question's words from one on a stray
-    word (see :mod:`memory.embedding.fusion`); stemmed by the index itself,
+    word (see :mod:`memory.ranking.fusion`); stemmed by the index itself,
     one indexed lookup per word. Only a row admitted by ``clause_sql`` (alias
     ``m``) is looked at; 0 for any other, or when there is nothing to match.
     """

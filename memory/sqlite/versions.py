@@ -12,7 +12,8 @@ once. The SQL uses ``?`` placeholders; PostgreSQL renumbers them
 
 from __future__ import annotations
 
-from memory.sqlite.admission import SQLITE, Audience, Clause, Dialect, admission, current_version
+from memory.sqlite.admission import SQLITE, Clause, Dialect, admission, current_version
+from memory.types import Audience
 
 MAX_LINKS = 1000
 

@@ -33,8 +33,7 @@ from contextlib import ExitStack, asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from memory import stores
-from memory.vaults.notes import NoteIdentity, ParsedNote, read_note, stat_note, walk_folder
+from memory.adapters import opener as stores
 from memory.adapters.sqlite import SQLiteAdapter
 from memory.config import ArcanaConfig, load_config
 from memory.embedding.base import length_order
@@ -50,7 +49,8 @@ from memory.graph.wikilinks import (
     link_graph,
     link_targets,
 )
-from memory.maintenance.locks import exclusive
+from memory.locks import exclusive
+from memory.markdown.notes import NoteIdentity, ParsedNote, read_note, stat_note, walk_folder
 from memory.types import MemoryEntry
 from memory.vaults import manifest
 from memory.vaults.manifest import FileRecord, Stored
@@ -246,7 +246,7 @@ def vector_store(store: SQLiteAdapter, config: ArcanaConfig, vault: Vault, gatew
 
     Notes are embedded in chunks too, so a section past the model's window is found.
     """
-    from memory.embedding.factory import vector_adapter
+    from memory.adapters.opener import vector_adapter
 
     return vector_adapter(store, config.embedding, vault.home, notify=notify, gateway=gateway, chunk_long=True)
 

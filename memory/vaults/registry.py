@@ -11,9 +11,9 @@ from memory.config import VaultConfig, load_config, save_config
 from memory.errors import InvalidRequestError, NotFoundError
 from memory.home import Home, check_name
 from memory.limits import MAX_CONTENT_BYTES
-from memory.maintenance.locks import exclusive_within
+from memory.locks import exclusive_within
+from memory.markdown.obsidian import ExcludedFiles, excluded_files
 from memory.types import MemoryScope
-from memory.vaults.obsidian import ExcludedFiles, excluded_files
 from memory.vaults.state import state_lock, update_state
 
 REMOVE_WAIT_SECONDS = 30.0  # for an index run in flight to finish before its vault's index is deleted

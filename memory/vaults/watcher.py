@@ -18,8 +18,8 @@ from collections.abc import Callable, Sequence
 from contextlib import aclosing
 from pathlib import Path
 
-from memory.vaults.notes import is_note, printable_path
 from memory.config import load_config
+from memory.markdown.notes import is_note, printable_path
 from memory.vaults.indexer import VaultIndexReport, embedding_gateway, index_vault, summary
 from memory.vaults.registry import Vault
 

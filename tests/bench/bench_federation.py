@@ -22,7 +22,8 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path[:0] = [str(ROOT)]
 
 from memory.adapters.sqlite import SQLiteAdapter  # noqa: E402
-from memory.federation import MemoryFederation, MemoryRouter  # noqa: E402
+from memory.federation.federation import MemoryFederation  # noqa: E402
+from memory.federation.router import MemoryRouter  # noqa: E402
 from memory.types import MemoryEntry, MemoryQuery, MemoryScope, MemoryType, RetrievalMode  # noqa: E402
 
 WORDS = (

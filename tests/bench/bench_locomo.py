@@ -58,12 +58,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from memory.embedding.fusion import Weights, fuse, fuse_rrf  # noqa: E402
-from memory.embedding.gateway import EmbeddingGateway  # noqa: E402
-from memory.federation.assembly import build_federation  # noqa: E402
-from memory.federation.decay import DEFAULT_PROFILES  # noqa: E402
 from memory.config import ArcanaConfig  # noqa: E402
 from memory.embedding.factory import vector_options  # noqa: E402
+from memory.embedding.gateway import EmbeddingGateway  # noqa: E402
+from memory.ranking.decay import DEFAULT_PROFILES  # noqa: E402
+from memory.ranking.fusion import Weights, fuse, fuse_rrf  # noqa: E402
+from memory.runtime.assembly import build_federation  # noqa: E402
 from memory.sqlite.context import EMBEDDED_TEXT_SQL  # noqa: E402
 from memory.types import MemoryEntry, MemoryQuery, RetrievalMode  # noqa: E402
 
@@ -153,11 +153,11 @@ def load(path: Path, shift: timedelta = timedelta(0)) -> Conversation:
 
 def shift_dates(text: str, shift: timedelta) -> str:
     """``text`` with every calendar date it names moved by ``shift`` ("7 May 2023", "May 7, 2023",
-    "May 2023", "in 2023"), as :mod:`memory.federation.timeframe` reads them: the wall-clock pass
+    "May 2023", "in 2023"), as :mod:`memory.ranking.timeframe` reads them: the wall-clock pass
     moves a question's own dates with the conversation it asks about."""
     import calendar
 
-    from memory.federation import timeframe as tf
+    from memory.ranking import timeframe as tf
 
     def moved(year: int, month: int, day: int) -> datetime:
         return datetime(year, month, day, tzinfo=timezone.utc) + shift
@@ -244,8 +244,8 @@ class Store:
         await self.fed.aclose()
 
     async def _remember_from(self, entries: list[MemoryEntry]) -> None:
-        """``--via-from``: the turns through ``remember --from``'s reconciled path (memory.bulk.remember_many)."""
-        from memory.bulk import Parsed, remember_many
+        """``--via-from``: the turns through ``remember --from``'s reconciled path (memory.operations.bulk_import.remember_many)."""
+        from memory.operations.bulk_import import Parsed, remember_many
 
         report = await remember_many(self.fed, Parsed(entries, [], {e.id for e in entries}, len(entries)))
         DECISIONS.update(report.decisions)
@@ -278,8 +278,8 @@ class Store:
 
 async def snapshot(store: Store, asked_at: datetime) -> dict:
     """What a rerank replay needs of one conversation: turns (text, context, vectors) and question pools."""
-    from memory.federation import timeframe
-    from memory.federation.decay import assess
+    from memory.ranking import timeframe
+    from memory.ranking.decay import assess
 
     vectors = store.vectors
     meta = await vectors.meta()

@@ -30,11 +30,15 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
 import pg_server  # noqa: E402
-from memory.adapters.postgres import VEC_TABLE, PostgresAdapter, _knn, _put_vectors, _vector_text  # noqa: E402
+
+from memory.adapters.postgres import PostgresAdapter  # noqa: E402
+from memory.postgres.search import knn  # noqa: E402
+from memory.postgres.vectors import VEC_TABLE, put_vectors, vector_text  # noqa: E402
 from memory.adapters.sqlite import SQLiteAdapter  # noqa: E402
 from memory.embedding.base import EmbeddingMeta, l2_normalize  # noqa: E402
 from memory.embedding.fastembed import FastEmbedEmbedder  # noqa: E402
-from memory.federation import MemoryFederation, MemoryRouter  # noqa: E402
+from memory.federation.federation import MemoryFederation  # noqa: E402
+from memory.federation.router import MemoryRouter  # noqa: E402
 from memory.postgres.admission import where  # noqa: E402
 from memory.sqlite.rows import COLUMNS, entry_values  # noqa: E402
 from memory.types import MemoryEntry, MemoryQuery, MemoryScope, MemoryType, RetrievalMode  # noqa: E402
@@ -143,10 +147,10 @@ async def semantic(store, url, embedder, entries, sample: int, queries: int, rng
     await store._call(lambda c: c.execute("DROP INDEX memory_vectors_hnsw"))
     rows = await store._call(lambda c: c.fetch("SELECT seq, content FROM memories ORDER BY seq"))
     real = await embedder.embed([r["content"] for r in rows[:sample]])
-    vectors = [(r["seq"], _vector_text(v), "-", embedder.model_name) for r, v in zip(rows[:sample], real)]
+    vectors = [(r["seq"], vector_text(v), "-", embedder.model_name) for r, v in zip(rows[:sample], real)]
     started = time.perf_counter()
     for start in range(0, len(vectors), 5000):
-        await store._call(_put_vectors, vectors[start : start + 5000], transaction=True)
+        await store._call(put_vectors, vectors[start : start + 5000], transaction=True)
     await bulk_vectors(url, [r["seq"] for r in rows[sample:]], embedder.model_name, np.random.default_rng(14))
     load_s = time.perf_counter() - started
     started = time.perf_counter()
@@ -158,13 +162,13 @@ async def semantic(store, url, embedder, entries, sample: int, queries: int, rng
     # -- semantic: HNSW vs exact scan of the same rows -------------------------------------
     clause = where(MemoryQuery(), start=3)
     paraphrases = [f"what does the team say about: {TOPICS[i % len(TOPICS)].lower()}" for i in range(queries)]
-    real_q = [_vector_text(v) for v in await embedder.embed(paraphrases)]
-    random_q = [_vector_text(unit(rng)) for _ in range(queries)]
+    real_q = [vector_text(v) for v in await embedder.embed(paraphrases)]
+    random_q = [vector_text(unit(rng)) for _ in range(queries)]
 
     async def exact(vector: str):
         async def scan(conn):
             await conn.execute("SET LOCAL enable_indexscan = off")
-            return await _knn(conn, vector, clause, 10)
+            return await knn(conn, vector, clause, 10)
         return [r["id"] for r in await store._call(scan, transaction=True)]
 
     for label, qs in (("real-embedding queries", real_q), ("random-vector queries", random_q)):
@@ -175,7 +179,7 @@ async def semantic(store, url, embedder, entries, sample: int, queries: int, rng
             found: list[set] = []
 
             async def knn(v, found=found, tuned=tuned):
-                found.append({r["id"] for r in await tuned._call(_knn, v, clause, 10)})
+                found.append({r["id"] for r in await tuned._call(knn, v, clause, 10)})
 
             times = await timed(knn, qs)
             await tuned.aclose()

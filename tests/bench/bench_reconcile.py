@@ -35,7 +35,7 @@ sys.path[:0] = [str(ROOT)]
 
 from memory.embedding.fastembed import FastEmbedEmbedder  # noqa: E402
 from memory.embedding.gateway import EmbeddingGateway  # noqa: E402
-from memory.federation.assembly import build_federation  # noqa: E402
+from memory.runtime.assembly import build_federation  # noqa: E402
 from memory.types import MemoryEntry, MemoryType  # noqa: E402
 
 LOCOMO = Path("/work/shared/data/locomo-dev/26.json")

@@ -4,7 +4,7 @@
 
 The texts are the real turns of ../shared/data/locomo-dev (each turn one
 JSON line with its session and the session's date), ingested through the
-agent's federation exactly as the CLI does it (memory.bulk.remember_many over
+agent's federation exactly as the CLI does it (memory.operations.bulk_import.remember_many over
 federation_for_agent), model loaded beforehand. Raw embedding is timed
 before and after the ingest, every text sorted by length at once (its best
 case), and the ratio is taken against the mean. Target: ingest >= 0.9x raw.
@@ -62,11 +62,11 @@ async def main() -> None:
     work = Path(tempfile.mkdtemp(prefix="arcana-bench-bulk-"))
     os.environ["ARCANA_HOME"] = str(work / "home")
     from memory.agents import AgentRegistry
-    from memory.bulk import parse, remember_many
     from memory.config import load_config
     from memory.embedding.factory import build_gateway
-    from memory.federation.assembly import federation_for_agent
     from memory.home import Home
+    from memory.operations.bulk_import import parse, remember_many
+    from memory.runtime.assembly import federation_for_agent
     from memory.sqlite.context import EMBEDDED_TEXT_SQL
 
     home = Home.resolve()

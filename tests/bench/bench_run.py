@@ -29,7 +29,7 @@ from memory.config import ArcanaConfig, ModelConfig, save_config  # noqa: E402
 from memory.home import Home  # noqa: E402
 from memory.models.base import ChatMessage, collect  # noqa: E402
 from memory.models.registry import provider_for  # noqa: E402
-from memory.runtime import AgentRuntime, build_runtime_with_memory  # noqa: E402
+from memory.runtime.agent import AgentRuntime, build_runtime_with_memory  # noqa: E402
 from memory.types import MemoryEntry, MemoryType  # noqa: E402
 
 ANSWER = "Here is a considered answer of moderate length. " * 6

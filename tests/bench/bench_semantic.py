@@ -30,6 +30,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from cli_env import cli_env  # noqa: E402
+
 from memory.adapters.sqlite import SQLiteAdapter  # noqa: E402
 from memory.adapters.vector import COMMIT_BATCH, VectorAdapter  # noqa: E402
 from memory.embedding.gateway import EmbeddingGateway  # noqa: E402
@@ -172,10 +173,10 @@ def _wall(args: list[str], env: dict, runs: int) -> float:
 
 
 async def bench_recall_wall(runs: int) -> None:
-    from memory.embedding import offline_model
-    from memory.embedding.factory import vector_adapter
-    from memory.config import EmbeddingConfig
+    from memory.adapters.opener import vector_adapter
     from memory.agents import AgentRegistry
+    from memory.config import EmbeddingConfig
+    from memory.embedding import offline_model
     from memory.home import Home
 
     with tempfile.TemporaryDirectory() as tmp:

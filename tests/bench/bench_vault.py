@@ -69,9 +69,10 @@ async def main() -> None:
     work = Path(tempfile.mkdtemp(prefix="arcana-bench-vault-"))
     os.environ["ARCANA_HOME"] = str(work / "home")
     from cli_env import cli_env
-    from memory.vaults.notes import walk_folder
+
     from memory.config import load_config
     from memory.home import Home
+    from memory.markdown.notes import walk_folder
     from memory.types import MemoryQuery, RetrievalMode
     from memory.vaults.indexer import embedding_gateway, index_vault
     from memory.vaults.registry import VaultRegistry
@@ -221,7 +222,7 @@ async def main() -> None:
 
 
 def _parse_all(root: Path, walk_folder):
-    from memory.vaults.notes import NoteIdentity, read_note
+    from memory.markdown.notes import NoteIdentity, read_note
 
     who = NoteIdentity("bench")
     for info in walk_folder(root).notes:

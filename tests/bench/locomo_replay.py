@@ -5,7 +5,7 @@ session, date, freshness at the asked time, vector) and per question both
 legs' top-50 pools with their scores. This script rebuilds the keyword index
 of those turns in memory (the store's own FTS5 schema and tokenizer), then
 scores ranking variants exactly as the real path composes them: fusion
-(:mod:`memory.embedding.fusion`), adjacent turns, the rerank under test, and
+(:mod:`memory.ranking.fusion`), adjacent turns, the rerank under test, and
 the federation's relevance x freshness x time-window rank. The default variant
 must reproduce the federation ranking the snapshot recorded (printed as
 ``agreement``), so a variant's figure is what the real path would measure.
@@ -26,7 +26,9 @@ from types import SimpleNamespace
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from memory.embedding.fusion import (  # noqa: E402
+from memory.federation.federation import RELEVANCE_FLOOR  # noqa: E402
+from memory.federation.router import ASKING_WEIGHT, DECAY_SHARE, TIME_BOOST  # noqa: E402
+from memory.ranking.fusion import (
     DEFAULT_WEIGHTS,
     asks,
     best,
@@ -36,8 +38,6 @@ from memory.embedding.fusion import (  # noqa: E402
     spread_to_neighbours,
 )
 from memory.sqlite.fts import pair_share  # noqa: E402
-from memory.federation.router import ASKING_WEIGHT, DECAY_SHARE, TIME_BOOST  # noqa: E402
-from memory.federation.federation import RELEVANCE_FLOOR  # noqa: E402
 
 LIMIT = 10
 NEAR = 30

@@ -41,11 +41,11 @@ if str(ROOT) not in sys.path:
 
 from memory.adapters.sqlite import SQLiteAdapter  # noqa: E402
 from memory.adapters.vector import VectorAdapter  # noqa: E402
+from memory.config import ReconcileSettings  # noqa: E402
 from memory.embedding.gateway import EmbeddingGateway  # noqa: E402
 from memory.federation.federation import MemoryFederation  # noqa: E402
 from memory.federation.router import MemoryRouter  # noqa: E402
 from memory.reconcile.reconciler import Reconciler  # noqa: E402
-from memory.reconcile.settings import ReconcileSettings  # noqa: E402
 from memory.types import MemoryEntry, MemoryQuery, MemoryType, RetrievalMode  # noqa: E402
 
 DATA = Path(__file__).with_name("knowledge_updates.json")

@@ -28,8 +28,8 @@ if str(ROOT) not in sys.path:
 
 from memory.adapters.sqlite import SQLiteAdapter  # noqa: E402
 from memory.adapters.vector import VectorAdapter, hybrid_pool  # noqa: E402
-from memory.embedding.fusion import SEED_WEIGHTS, Weights, fuse, fuse_rrf  # noqa: E402
 from memory.embedding.gateway import EmbeddingGateway  # noqa: E402
+from memory.ranking.fusion import SEED_WEIGHTS, Weights, fuse, fuse_rrf  # noqa: E402
 from memory.sqlite.fts import match_expression  # noqa: E402
 from memory.types import MemoryEntry, MemoryQuery, RetrievalMode  # noqa: E402
 

@@ -42,7 +42,7 @@ class MemoryTools:
 
     def warnings(self) -> list[str]:
         """Said in every answer, so a host sees that the private store was broken and moved aside."""
-        from memory.federation.assembly import private_store
+        from memory.runtime.assembly import private_store
 
         moved = private_store(self.federation).quarantined_to
         if moved is None:
@@ -105,10 +105,9 @@ class MemoryTools:
         return self._answer({"memories": [_hit(e) for e in report.entries], "tiers": report.tiers})
 
     async def forget(self, id) -> dict:
-        from memory.federation.assembly import private_store
-        from memory.sqlite.admission import Audience
-
-        from memory.operator_edits import Edit, GlobalCopies, MemoryEditor
+        from memory.operator.edits import Edit, GlobalCopies, MemoryEditor
+        from memory.runtime.assembly import private_store
+        from memory.types import Audience
 
         store = private_store(self.federation)
         # What the agent may see is all it may touch: a private or hidden id is unknown here.
@@ -163,16 +162,13 @@ class ToolFailure(Exception):
 
 
 def _since(value: str | None):
-    if value is None:
-        return None
-    import typer
-
-    from arcana_cli.commands.recall import parse_since
+    from memory.errors import InvalidRequestError
+    from memory.timespec import parse_since
 
     try:
         return parse_since(value)
-    except typer.BadParameter:
-        raise ToolFailure("since: use a duration like 7d, 12h, 2w or an ISO date") from None
+    except InvalidRequestError as exc:
+        raise ToolFailure(str(exc)) from None
 
 
 def _round(score: float | None) -> float | None:
@@ -339,7 +335,7 @@ def build_server(tools: MemoryTools, *, read_only: bool = False):
 
 def attached_vaults(config: ArcanaConfig, card: AgentCard) -> list[str]:
     """Vaults the agent reaches: attached to it, or to a pool it belongs to."""
-    from memory.federation.assembly import agent_pools
+    from memory.federation.shared_tiers import agent_pools
 
     pools = set(agent_pools(config, card))
     return sorted(

@@ -1,7 +1,7 @@
 """An agent with its memory, and one turn: recall → render → answer → extract → record.
 
 :func:`build_runtime_with_memory` gives a library caller an agent and its
-memory, assembled by :func:`memory.federation.federation_for_agent` (which
+memory, assembled by :func:`memory.runtime.assembly.federation_for_agent` (which
 the CLI calls too); the caller owns teardown (``await memory.aclose()``). Extraction and
 the session summary run as background jobs after the answer has been handed
 to the caller, bounded by a time budget.
@@ -14,18 +14,20 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from memory.adapters.base import MemoryAdapter
 from memory.agents import AgentCard, AgentRegistry
 from memory.audit import AuditLog
 from memory.config import ArcanaConfig, ExtractionConfig, ExtractionSettings, load_config
 from memory.extraction.extractors import MemoryExtractor, build_extractor
 from memory.extraction.scoring import storable
-from memory.federation import MemoryFederation, federation_for_agent
+from memory.federation.federation import MemoryFederation
 from memory.home import Home
 from memory.jobs import BackgroundJobQueue, JobKind, MemoryJob, drain
 from memory.models.base import ChatMessage, ChatProvider, astream
 from memory.models.context import RenderedContext, recall_context
-from memory.sessions import Session, SessionClosedError, SessionManager, Turn, replayable
+from memory.protocols import MemoryAdapter
+from memory.runtime.assembly import federation_for_agent
+from memory.runtime.sessions import SessionClosedError, SessionManager, replayable
+from memory.types import Session, Turn
 
 DEFAULT_SYSTEM_PROMPT = "You are a helpful assistant."
 CONTEXT_BUDGET_TOKENS = 1000

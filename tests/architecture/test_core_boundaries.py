@@ -42,7 +42,10 @@ def test_capabilities_are_declared_protocols_not_probed_names():
 
 
 async def test_each_store_declares_the_capabilities_the_federation_uses(tmp_path, offline_embedder):
-    from memory.adapters.base import (
+    from memory.adapters.markdown import MarkdownFolderAdapter
+    from memory.adapters.opener import scratch_store, with_vectors
+    from memory.embedding.gateway import EmbeddingGateway
+    from memory.protocols import (
         BatchWriter,
         Closeable,
         FileBacked,
@@ -52,9 +55,6 @@ async def test_each_store_declares_the_capabilities_the_federation_uses(tmp_path
         Prunable,
         is_read_only,
     )
-    from memory.adapters.markdown import MarkdownFolderAdapter
-    from memory.embedding.gateway import EmbeddingGateway
-    from memory.stores import scratch_store, with_vectors
 
     store = scratch_store(tmp_path / "s.db")
     vectors = with_vectors(store, EmbeddingGateway([offline_embedder]))

@@ -10,41 +10,27 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from memory.adapters.base import Layered, MemoryAdapter
+from memory.adapters.opener import open_tier, with_vectors
 from memory.adapters.sqlite import SQLiteAdapter
 from memory.agents import AgentCard
 from memory.audit import AuditLog
-from memory.config import ArcanaConfig
-from memory.federation.budgets import ConnectionsConfig
-from memory.federation.decay import DecayProfile, resolve_decay_profiles
+from memory.budgets import ConnectionsConfig
+from memory.config import ArcanaConfig, ReconcileSettings
 from memory.federation.events import DegradedSink, MemoryDegradedEvent, audit_sink
 from memory.federation.federation import MemoryFederation
 from memory.federation.router import MemoryRouter
+from memory.federation.shared_tiers import PoolConfig, pool_configs
 from memory.home import Home
-from memory.operator_edits import GlobalCopies
+from memory.operator.edits import GlobalCopies
+from memory.protocols import Layered
+from memory.ranking.decay import DecayProfile, resolve_decay_profiles
 from memory.reconcile.reconciler import Reconciler
-from memory.reconcile.settings import ReconcileSettings
-from memory.stores import StoreKind, open_tier, with_vectors
+from memory.store_kinds import StoreKind
 from memory.types import MemoryScope, MemoryType, now_utc
-
-
-@dataclass(frozen=True)
-class PoolConfig:
-    """A shared-pool member to register on the federation: a pool name and its backend.
-
-    ``read_only`` members (an attached vault) answer reads and are refused
-    writes; ``label`` names the tier in reports (default ``pool:<name>``).
-    """
-
-    name: str
-    adapter: MemoryAdapter
-    read_only: bool = False
-    label: str | None = None
 
 
 def _home(home: Home | Path | str | None) -> Home:
@@ -80,7 +66,7 @@ async def build_federation(
     :class:`ConfigError` when malformed); ``on_degraded`` defaults to the
     home's audit log; ``global_tier=False`` keeps global off even with an
     embedder; ``config`` (default: none, all SQLite) may put the global tier
-    on a PostgreSQL server (see :func:`memory.stores.open_tier`). ``clock`` is
+    on a PostgreSQL server (see :func:`memory.adapters.opener.open_tier`). ``clock`` is
     what "now" is for decay and ranking (inject it to ask as of a given day).
     ``reconcile`` configures write-time reconciliation against the private
     tier (default: the offline heuristic; strategy ``off`` disables it),
@@ -120,53 +106,6 @@ async def build_federation(
         copies=lambda: GlobalCopies.of_home(home, config or ArcanaConfig(), actor=actor),
     )
     return MemoryFederation(router, on_degraded=on_degraded or audit_sink(audit), reconciler=reconciler)
-
-
-def agent_pools(config: ArcanaConfig, card: AgentCard) -> list[str]:
-    """Pools ``card`` belongs to: ``memory.pools`` (everyone's) plus pools listing it as a member."""
-    names = set(config.memory.pools)
-    names |= {name for name, pool in config.pools.items() if card.id in pool.members or card.name in pool.members}
-    return sorted(names)
-
-
-def pool_configs(
-    home: Home,
-    config: ArcanaConfig,
-    card: AgentCard,
-    *,
-    embedding: Any | None = None,
-    vector_options: Mapping[str, Any] | None = None,
-    notify: Callable[[str], None] | None = None,
-    actor: str = "library",
-) -> list[PoolConfig]:
-    """The shared tiers ``card`` sees: its pools' databases and the vaults attached to it or them.
-
-    A vault joins read-only through :class:`VaultAdapter`: its index (with
-    one-hop link expansion) when built, else a live folder scan — the same
-    note ids either way, so a note seen twice is one fact.
-    """
-    joined = agent_pools(config, card)
-    connections = ConnectionsConfig.load(home.connections_path)
-    found = []
-    for name in joined:
-        store = open_tier(
-            home, StoreKind.POOL, name, config=config, embedding=embedding, vector_options=vector_options,
-            budget=connections.for_tier(MemoryScope.SHARED, name), actor=actor,
-        )
-        found.append(PoolConfig(name, store))
-    for vault_name, vault in sorted(config.vaults.items()):
-        if vault.agent in (card.id, card.name):
-            pool = f"vault:{vault_name}"
-        elif vault.pool is not None and vault.pool in joined:
-            pool = vault.pool
-        else:
-            continue
-        from memory.vaults.registry import Vault  # only when a vault is attached: ~40 ms of imports
-        from memory.vaults.search import VaultAdapter
-
-        adapter = VaultAdapter(Vault(vault_name, vault, home), gateway=embedding, notify=notify)
-        found.append(PoolConfig(pool, adapter, read_only=True, label=f"vault:{vault_name}"))
-    return found
 
 
 async def federation_for_agent(

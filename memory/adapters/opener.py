@@ -15,49 +15,16 @@ server (``pools.<name>.url[_env]``, ``memory.global_url[_env]``) opens as a
 from __future__ import annotations
 
 from collections.abc import Mapping
-from enum import Enum
 from pathlib import Path
 from typing import Any
 
-from memory.adapters.base import MemoryAdapter
 from memory.adapters.sqlite import SQLiteAdapter
 from memory.audit import AuditLog
+from memory.config import EmbeddingConfig
+from memory.embedding.factory import build_gateway, vector_options
 from memory.home import Home
-
-
-class StoreKind(str, Enum):
-    PRIVATE = "private"
-    POOL = "pool"
-    GLOBAL = "global"
-    VAULT = "vault"
-
-
-_QUARANTINED = {StoreKind.PRIVATE, StoreKind.VAULT}
-
-
-def store_path(home: Home, kind: StoreKind, name: str | None = None) -> Path:
-    """Where ``kind`` (named ``name``: an agent id, a pool, a vault) lives under ``home``."""
-    if kind is StoreKind.GLOBAL:
-        return home.global_db
-    if not name:
-        raise ValueError(f"a {kind.value} store needs a name")
-    if kind is StoreKind.PRIVATE:
-        return home.agent_db(name)
-    if kind is StoreKind.POOL:
-        return home.pool_db(name)
-    return home.vault_db(name)
-
-
-def kind_of(home: Home, path: Path) -> StoreKind:
-    """The kind of a database found under the home (see :meth:`Home.databases`)."""
-    path = Path(path)
-    if path == home.global_db:
-        return StoreKind.GLOBAL
-    if path.parent == home.pools_dir:
-        return StoreKind.POOL
-    if path.parent == home.vaults_dir:
-        return StoreKind.VAULT
-    return StoreKind.PRIVATE
+from memory.protocols import MemoryAdapter
+from memory.store_kinds import StoreKind, kind_of, store_options, store_path
 
 
 def open_store(
@@ -70,16 +37,9 @@ def open_store(
     repair: bool = True,
     **options: Any,
 ) -> SQLiteAdapter:
-    """A (not yet connected) store of ``kind``; ``path`` overrides the home's layout for it.
-
-    ``repair=False`` is for diagnosis (doctor): a corrupt store is reported and
-    left where it is, whatever its kind.
-    """
-    options.setdefault("quarantine_dir", home.quarantine_dir if repair and kind in _QUARANTINED else None)
-    options.setdefault("backup_dir", home.backups_dir)
-    options.setdefault("audit", AuditLog(home.audit_log))
-    if kind is StoreKind.VAULT:  # a note's size is bounded by the vault's max_file_bytes, not the memory limit
-        options.setdefault("max_content_bytes", None)
+    """A (not yet connected) store of ``kind``; ``path`` overrides the home's layout for it (see
+    :func:`store_options` for ``repair``)."""
+    options = store_options(home, kind, repair=repair, **options)
     return SQLiteAdapter(path or store_path(home, kind, name), actor=actor, **options)
 
 
@@ -104,6 +64,16 @@ def with_vectors(store: SQLiteAdapter, embedding: Any | None, options: Mapping[s
     from memory.adapters.vector import VectorAdapter
 
     return VectorAdapter(store, embedding, **dict(options or {}))
+
+
+def vector_adapter(store, config: EmbeddingConfig, home: Home, *, notify=None, gateway=None, chunk_long: bool = False):
+    """A :class:`VectorAdapter` over an open SQLite store, wired from config.
+
+    Pass ``gateway`` to reuse already-built embedders (a watch keeps one warm);
+    ``chunk_long`` embeds long memories in chunks too (vault notes).
+    """
+    options = {**vector_options(config), "notify": notify, "chunk_long": chunk_long}
+    return with_vectors(store, gateway or build_gateway(config, home), options)
 
 
 def server_url(config: Any, kind: StoreKind, name: str | None = None) -> str | None:
@@ -139,7 +109,7 @@ def open_tier(
     if url is None:
         return with_vectors(open_store(home, kind, name, actor=actor, repair=repair), embedding, vector_options)
     from memory.adapters.postgres import PostgresAdapter  # asyncpg only for server tiers
-    from memory.federation.budgets import TierBudget
+    from memory.budgets import TierBudget
 
     budget = budget or TierBudget()
     return PostgresAdapter(

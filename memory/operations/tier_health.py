@@ -12,20 +12,20 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from memory.adapters.base import FileBacked
+from memory.adapters.opener import open_store, open_tier
 from memory.adapters.postgres import PostgresAdapter
-
 from memory.agents import AgentRegistry
+from memory.budgets import ConnectionsConfig
 from memory.config import load_config
 from memory.errors import ConfigError
-from memory.federation.assembly import pool_configs
-from memory.federation.budgets import ConnectionsConfig
 from memory.federation.federation import MemoryFederation
 from memory.federation.router import MemoryRouter
+from memory.federation.shared_tiers import pool_configs
 from memory.home import Home
 from memory.migrations.runner import head_version
-from memory.migrations.status import read_version
-from memory.stores import StoreKind, open_store, open_tier
+from memory.operations.schema import read_version
+from memory.protocols import FileBacked
+from memory.store_kinds import StoreKind
 
 
 @dataclass

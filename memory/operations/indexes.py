@@ -11,9 +11,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 
-from memory.adapters.vector import FillReport, VectorAdapter
+from memory.adapters.vector import VectorAdapter
 from memory.embedding.base import Embedder
 from memory.sqlite.connection import transaction
+from memory.types import FillReport
 
 
 @dataclass

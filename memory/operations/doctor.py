@@ -122,7 +122,7 @@ def check_sqlite() -> list[Check]:
 
 async def check_databases(home: Home) -> list[Check]:
     from memory.migrations.runner import head_version
-    from memory.migrations.status import describe, read_version
+    from memory.operations.schema import describe, read_version
     from memory.sqlite.connection import connect_readonly, dbapi
 
     checks = []
@@ -153,7 +153,7 @@ async def check_databases(home: Home) -> list[Check]:
 async def check_vectors(home: Home, failed: Collection[Path] = ()) -> Check:
     """Rows of a store with vectors that have none (a bulk write killed between its rows and their vectors)."""
     from memory.config import load_config
-    from memory.embedding.status import database_status
+    from memory.operations.embedding_status import database_status
     from memory.errors import ArcanaMemoryError
 
     try:
@@ -204,7 +204,7 @@ def check_conflicts(home: Home) -> Check:
 
 def check_quarantine(home: Home) -> list[Check]:
     """One failing check per quarantined store, until the operator restores or dismisses it."""
-    from memory.sqlite.quarantine import list_quarantined
+    from memory.operations.quarantine import list_quarantined
 
     items = list_quarantined(home)
     if not items:
@@ -222,7 +222,7 @@ def check_quarantine(home: Home) -> list[Check]:
 
 async def round_trip() -> Check:
     """Write, search and read back on a throwaway store, as a user would."""
-    from memory.stores import scratch_store
+    from memory.adapters.opener import scratch_store
     from memory.types import MemoryEntry, MemoryQuery
 
     with tempfile.TemporaryDirectory(prefix="arcana-doctor-") as tmp:
@@ -264,7 +264,7 @@ async def check_tiers(home: Home, failed: dict[Path, str] | None = None) -> list
     their tiers are reported failed too, so doctor never says a tier is ok next
     to a FAIL for the same file.
     """
-    from memory.federation.doctor import tier_reports
+    from memory.operations.tier_health import tier_reports
 
     return [Check(f"tier {r.tier}", r.ok, r.detail) for r in await tier_reports(home, failed=failed or {})]
 

@@ -6,10 +6,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from memory.adapters.opener import server_url
 from memory.agents import AgentRegistry
 from memory.errors import InvalidRequestError, NotFoundError
 from memory.home import Home
-from memory.stores import StoreKind, server_url
+from memory.store_kinds import StoreKind
 
 
 @dataclass(frozen=True)

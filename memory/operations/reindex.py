@@ -10,13 +10,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from memory.adapters.opener import open_store, open_tier
 from memory.audit import AuditLog
 from memory.errors import MemoryStorageError
 from memory.home import Home
-from memory.maintenance.locks import exclusive
-from memory.maintenance.targets import Selection, Target, reindex_targets
-from memory.maintenance.indexes import ReindexReport, reindex
-from memory.stores import StoreKind, open_store, open_tier
+from memory.locks import exclusive
+from memory.operations.indexes import ReindexReport, reindex
+from memory.operator.targets import Selection, Target, reindex_targets
+from memory.store_kinds import StoreKind
 
 Progress = Callable[[str, int, int], None]
 """``on_progress(label, done, total)``: embedding progress of the store named ``label``."""
@@ -72,7 +73,8 @@ async def reindex_home(
     One warm embedder serves every store. A second reindex of the same home
     fails at once with :class:`LockHeldError`.
     """
-    from memory.embedding.factory import build_embedder, build_gateway, vector_adapter, vector_options
+    from memory.adapters.opener import vector_adapter
+    from memory.embedding.factory import build_embedder, build_gateway, vector_options
 
     targets = reindex_targets(home, config, selection)
     settings = config.embedding

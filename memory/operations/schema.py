@@ -54,6 +54,7 @@ class MigrationResult:
     to_version: int
     state: str  # "migrated", or why it was left alone
     backup: str | None = None
+    head: int = 0  # the schema this Arcana would migrate it to
 
     def as_dict(self) -> dict:
         return {"database": self.database, "from": self.from_version, "to": self.to_version,
@@ -72,7 +73,7 @@ def home_status(home: Home) -> list[DatabaseVersion]:
 
 async def upgrade_home(home: Home, *, actor: str = "library") -> list[MigrationResult]:
     """Migrate every pending database (each copied aside first); the rest are reported as they are."""
-    from memory.stores import open_database
+    from memory.adapters.opener import open_database
 
     head = head_version()
     results = []
@@ -100,15 +101,16 @@ async def server_versions(home: Home, config, *, upgrade: bool = False, actor: s
     Reading never upgrades; an unreachable server or an unset ``url_env`` is
     a row saying so (password masked), not an error.
     """
+    from memory.adapters.opener import server_tiers
     from memory.errors import ArcanaMemoryError, SchemaTooNewError
-    from memory.stores import server_tiers
+    from memory.postgres.migrations import head_version
 
     results = []
     for label, store in server_tiers(home, config, actor=actor):
         if isinstance(store, Exception):
-            results.append(MigrationResult(label, 0, 0, f"not checked: {store}"))
+            results.append(MigrationResult(label, 0, 0, f"not checked: {store}", head=head_version()))
             continue
-        result = MigrationResult(f"{label} {store.path}", 0, 0, "")
+        result = MigrationResult(f"{label} {store.path}", 0, 0, "", head=head_version())
         try:
             result.from_version, head = await store.pending_version()
             result.to_version = result.from_version

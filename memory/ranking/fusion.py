@@ -36,16 +36,14 @@ import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from memory.config import DEFAULT_KEYWORD_WEIGHT, DEFAULT_VECTOR_WEIGHT
 from memory.types import MemoryEntry
 
 SEED_VECTOR_WEIGHT = 0.7
 SEED_KEYWORD_WEIGHT = 0.3
-DEFAULT_VECTOR_WEIGHT = 0.5
-DEFAULT_KEYWORD_WEIGHT = 0.5
 # The keyword leg's weight is scaled by its best hit's coverage to this power:
 # 2 measured best in every cross-validation fold (1 lets paraphrases lose).
 COVERAGE_POWER = 2
-DEFAULT_MIN_SIMILARITY = 0.2
 
 
 @dataclass(frozen=True)

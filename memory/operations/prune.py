@@ -12,12 +12,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from memory.adapters.opener import open_store, open_tier
 from memory.audit import AuditLog
 from memory.home import Home
-from memory.maintenance.locks import exclusive
-from memory.maintenance.targets import Selection, Target, prune_targets
-from memory.operator_edits import CopyChange, GlobalCopies
-from memory.stores import StoreKind, open_store, open_tier
+from memory.locks import exclusive
+from memory.operator.edits import CopyChange, GlobalCopies
+from memory.operator.targets import Selection, Target, prune_targets
+from memory.store_kinds import StoreKind
 from memory.types import PrunePolicy, PruneReport
 
 _VERB = {"archive": "archived", "purge": "purged"}

@@ -23,17 +23,17 @@ from typing import IO, Any
 from pydantic import ValidationError
 
 from memory.errors import ImportFormatError, MemoryStorageError
+from memory.home import PRIVATE_FILE, private_dir
 from memory.limits import MAX_CONTENT_BYTES, content_size
 from memory.lines import LineTooLong, decode, loads, read_lines
-from memory.home import PRIVATE_FILE, private_dir
-from memory.operator_edits import GlobalCopies, keep_restrictions
-from memory.sqlite.admission import Audience, where
+from memory.operator.edits import GlobalCopies, keep_restrictions
+from memory.sqlite import mutations
+from memory.sqlite.admission import where
 from memory.sqlite.batches import select_in
 from memory.sqlite.connection import transaction
-from memory.sqlite import mutations
 from memory.sqlite.rows import SELECT_COLUMNS, row_to_entry
 from memory.sqlite.vectors import pack, put_live_txn, read_meta
-from memory.types import MemoryEntry, MemoryQuery, MemoryScope
+from memory.types import Audience, MemoryEntry, MemoryQuery, MemoryScope
 
 FORMAT = "arcana-export"
 VERSION = 1
@@ -135,7 +135,7 @@ def _vectors(raw, table: str, seqs: Sequence[int]) -> dict[int, list[float]]:
 
 def _server(store) -> Any:
     """memory/postgres/transfer.py when ``store`` is on a server, else None (this module's SQLite side)."""
-    from memory.stores import on_server
+    from memory.adapters.opener import on_server
 
     if not on_server(store):
         return None
@@ -386,7 +386,7 @@ async def import_records(
     if batch:
         await flush()
     if gateway is not None and report.read:
-        from memory.stores import with_vectors
+        from memory.adapters.opener import with_vectors
 
         try:
             filler = store.backfill(gateway=gateway) if server else with_vectors(store, gateway).backfill()
@@ -494,13 +494,13 @@ def markdown_records(
 ) -> Iterator[tuple[str, dict | str]]:
     """Records from a folder of notes: frontmatter fields plus the body as content.
 
-    The folder is walked and read under the vault's rules (memory/vaults/notes.py):
+    The folder is walked and read under the vault's rules (memory/markdown/notes.py):
     symlinks, FIFOs and other non-regular files, names that are not UTF-8,
     hidden files and files too large to hold a memory are skipped and named,
     never opened. A note a person added without an id gets the vault's
     path-derived id, so re-importing it is still an upsert.
     """
-    from memory.vaults.notes import note_id, read_note_bytes, split_frontmatter, walk_folder
+    from memory.markdown.notes import note_id, read_note_bytes, split_frontmatter, walk_folder
 
     most = max_content_bytes + FRONTMATTER_BYTES
     walk = walk_folder(folder, max_file_bytes=most)

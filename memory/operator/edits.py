@@ -22,15 +22,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from memory.adapters.opener import open_store, open_tier, server_url
 from memory.adapters.sqlite import SQLiteAdapter
 from memory.config import ArcanaConfig
-from memory.sqlite.deadline import DEADLINE
+from memory.deadline import DEADLINE
 from memory.errors import InvalidRequestError, MemoryStorageError, NotFoundError
 from memory.home import Home
 from memory.promotion import ever_promotable, global_copy, promotable
-from memory.sqlite.admission import Audience
-from memory.stores import StoreKind, open_store, open_tier, server_url, store_path
-from memory.types import MemoryEntry, MemoryQuery, Visibility
+from memory.store_kinds import StoreKind, store_path
+from memory.types import Audience, MemoryEntry, MemoryQuery, Visibility
 
 MUTATORS = (
     "archive", "restore", "purge", "set_visibility", "set_pinned", "update", "make_current", "supersede", "reinforce"
@@ -176,7 +176,7 @@ class GlobalCopies:
     @classmethod
     def of_home(cls, home: Home, config: ArcanaConfig, *, actor: str) -> GlobalCopies:
         """The home's global tier with its configured write budget; promotes only while global memory is on."""
-        from memory.federation.budgets import ConnectionsConfig
+        from memory.budgets import ConnectionsConfig
 
         budget = ConnectionsConfig.load(home.connections_path).global_
         return cls(

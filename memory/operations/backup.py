@@ -20,9 +20,9 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
-from memory.migrations.backup import online_copy
 from memory.errors import BackupError, NotFoundError, RestoreRefusedError
 from memory.home import PRIVATE_FILE, Home, private_dir
+from memory.migrations.backup import online_copy
 from memory.sqlite.connection import dbapi
 
 FORMAT = "arcana-backup"

@@ -12,7 +12,6 @@ import json
 import os
 import re
 import secrets
-from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -22,12 +21,12 @@ from memory.errors import InvalidRequestError, NotFoundError
 from memory.extraction.scoring import agent_confidence, storable
 from memory.home import Home, private_dir
 from memory.promotion import asserted_importance
-from memory.types import ConfidenceSource, MemoryEntry, MemoryType, Visibility, now_utc
+from memory.types import ConfidenceSource, MemoryEntry, MemoryType, Session, Turn, Visibility, now_utc
 
 if TYPE_CHECKING:
-    from memory.adapters.base import MemoryAdapter
     from memory.adapters.sqlite import SQLiteAdapter
     from memory.extraction.extractors import MemoryExtractor
+    from memory.protocols import MemoryAdapter
 
 SUMMARY_TAG = "session-summary"
 _SESSION_ID = re.compile(r"[0-9A-Za-z-]{1,64}")
@@ -35,60 +34,6 @@ _SESSION_ID = re.compile(r"[0-9A-Za-z-]{1,64}")
 
 class SessionClosedError(InvalidRequestError):
     """A closed session cannot take more turns; start a new one."""
-
-
-@dataclass
-class Turn:
-    prompt: str
-    response: str
-    at: datetime
-    model: str | None = None
-    recalled_ids: list[str] = field(default_factory=list)
-    written_ids: list[str] = field(default_factory=list)
-
-
-@dataclass
-class Session:
-    id: str
-    agent_id: str
-    path: Path
-    created_at: datetime
-    turns: list[Turn] = field(default_factory=list)
-    summary: str | None = None
-    summary_memory_id: str | None = None
-    closed_at: datetime | None = None
-
-    @property
-    def closed(self) -> bool:
-        return self.closed_at is not None
-
-    def as_dict(self, *, with_turns: bool = False, left_out: dict[int, dict[str, str]] | None = None) -> dict[str, Any]:
-        """The session as data. With ``left_out`` (see :func:`replay_exclusions`) a left-out
-        turn carries ``left_out`` instead of its prompt and response."""
-        data: dict[str, Any] = {
-            "id": self.id,
-            "agent_id": self.agent_id,
-            "created_at": self.created_at.isoformat(),
-            "closed_at": self.closed_at.isoformat() if self.closed_at else None,
-            "turns": len(self.turns),
-            "summary": self.summary,
-            "summary_memory_id": self.summary_memory_id,
-        }
-        if with_turns:
-            left_out = left_out or {}
-            data["turns"] = [
-                {
-                    "prompt": None if i in left_out else t.prompt,
-                    "response": None if i in left_out else t.response,
-                    "at": t.at.isoformat(),
-                    "model": t.model,
-                    "recalled_ids": t.recalled_ids,
-                    "written_ids": t.written_ids,
-                    "left_out": left_out.get(i),
-                }
-                for i, t in enumerate(self.turns)
-            ]
-        return data
 
 
 def _append(path: Path, event: dict[str, Any]) -> None:
@@ -169,7 +114,7 @@ async def replay_exclusions(session: Session, memory: MemoryAdapter, store: SQLi
 
 
 async def _why_not_admitted(store: SQLiteAdapter, memory_id: str) -> str:
-    from memory.sqlite.admission import Audience
+    from memory.types import Audience
 
     entry = await store.get(memory_id, audience=Audience.OPERATOR, include_archived=True)
     if entry is None:

@@ -6,11 +6,12 @@ from collections.abc import Collection
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from memory.adapters.opener import open_store, with_vectors
 from memory.agents import AgentRegistry
 from memory.embedding.gateway import EmbeddingGateway
 from memory.errors import ArcanaMemoryError
 from memory.home import Home
-from memory.stores import kind_of, open_store, with_vectors
+from memory.store_kinds import kind_of
 
 
 @dataclass

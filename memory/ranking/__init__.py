@@ -1,0 +1,1 @@
+"""How results are ordered: hybrid fusion, decay by age, and the time a question names (pure)."""
