@@ -2,20 +2,23 @@
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import re
 import tempfile
 import time
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from memory.errors import ConfigError, InvalidRequestError, NotFoundError
-from memory.home import Home, check_name, private_dir
+from memory.home import Home, check_name, loaded_name, private_dir
 from memory.types import MemoryType, now_utc
 
 class AgentCard(BaseModel):
@@ -32,6 +35,16 @@ class AgentCard(BaseModel):
 
     def as_dict(self) -> dict:
         return json.loads(self.model_dump_json())
+
+    @field_validator("id")
+    @classmethod
+    def _id(cls, value: str) -> str:
+        return loaded_name("agent id", value)  # the id is the agent's folder name
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, value: str) -> str:
+        return loaded_name("agent", value)  # the name becomes part of the trash folder's name
 
     @model_validator(mode="before")
     @classmethod
@@ -74,10 +87,19 @@ class AgentRegistry:
         return sorted(cards, key=lambda c: c.name)
 
     def _load(self, path: Path) -> AgentCard:
+        """A card as read; its id must be its folder's name, or a copied card could take over another agent."""
         try:
-            return AgentCard.model_validate_json(path.read_text(encoding="utf-8"))
-        except (ValidationError, ValueError) as exc:
-            raise ConfigError(f"{path}: invalid agent card: {exc}".splitlines()[0]) from exc
+            card = AgentCard.model_validate_json(path.read_text(encoding="utf-8"))
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(part) for part in first["loc"]) or "card"
+            raise ConfigError(f"{path}: invalid agent card: {where}: {first['msg']}") from None
+        except ValueError as exc:
+            raise ConfigError(f"{path}: invalid agent card: {exc}".splitlines()[0]) from None
+        if card.id != path.parent.name:
+            raise ConfigError(f"{path}: the card's id {card.id!r} is not its folder's name {path.parent.name!r}; "
+                              "a card is only valid in agents/<its id>/ (restore the folder as it was backed up)")
+        return card
 
     def resolve(self, name_or_id: str) -> AgentCard:
         """Find an agent by exact id, then exact name, then a unique id prefix (6+ chars).
@@ -101,14 +123,42 @@ class AgentRegistry:
     def exists(self, name: str) -> bool:
         return any(c.name == name for c in self.list())
 
+    @contextmanager
+    def _naming(self) -> Iterator[None]:
+        """One process at a time decides whether a name is free and takes it (creation, rename),
+        so racing first writes to a new name never make twin agents."""
+        self.home.ensure()
+        fd = os.open(self.home.locks_dir / "agents.lock", os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(fd)
+
     def create(self, name: str) -> AgentCard:
+        card, made = self._take(name)
+        if not made:
+            raise ConfigError(f"an agent named '{name}' already exists")
+        return card
+
+    def resolve_or_create(self, name_or_id: str) -> tuple[AgentCard, bool]:
+        """The agent ``name_or_id`` names, made (as name) when there is none; True when made here."""
+        try:
+            return self.resolve(name_or_id), False
+        except NotFoundError:
+            return self._take(name_or_id)
+
+    def _take(self, name: str) -> tuple[AgentCard, bool]:
+        """(the agent that has ``name`` or ``name`` as id, False) or (a new agent named ``name``, True)."""
         validate_name(name)
         refuse_id_like(name)
-        if self.exists(name):
-            raise ConfigError(f"an agent named '{name}' already exists")
-        card = AgentCard(name=name)
-        self.save(card)
-        return card
+        with self._naming():
+            try:
+                return self.resolve(name), False  # another process made it while we waited
+            except NotFoundError:
+                card = AgentCard(name=name)
+                self.save(card)
+                return card, True
 
     def save(self, card: AgentCard) -> None:
         self.home.ensure()
@@ -123,11 +173,12 @@ class AgentRegistry:
     def rename(self, name_or_id: str, new_name: str) -> AgentCard:
         validate_name(new_name)
         refuse_id_like(new_name)
-        card = self.resolve(name_or_id)
-        if new_name != card.name and self.exists(new_name):
-            raise ConfigError(f"an agent named '{new_name}' already exists")
-        card.name = new_name
-        self.save(card)
+        with self._naming():
+            card = self.resolve(name_or_id)
+            if new_name != card.name and self.exists(new_name):
+                raise ConfigError(f"an agent named '{new_name}' already exists")
+            card.name = new_name
+            self.save(card)
         return card
 
     def delete(self, name_or_id: str) -> Path:

@@ -20,7 +20,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator, model_validator
 
 from memory.errors import ConfigError
-from memory.home import private_dir
+from memory.home import is_safe_name, loaded_name, private_dir
 from memory.limits import MAX_CONTENT_BYTES
 from memory.server_urls import check_url, password_of
 from memory.types import DEFAULT_RETRIEVAL_MODE, PruneMode, RetrievalMode
@@ -194,6 +194,11 @@ class MemoryConfig(_Section):
     def global_server_url(self) -> str | None:
         return resolve_server_url(self.global_url, self.global_url_env, "memory.global")
 
+    @field_validator("pools")
+    @classmethod
+    def _pool_names(cls, value: list[str]) -> list[str]:
+        return [loaded_name("pool", name) for name in value]
+
 
 class RecallConfig(_Section):
     mode: RetrievalMode | None = None  # None: DEFAULT_RETRIEVAL_MODE
@@ -219,6 +224,16 @@ class EmbeddingConfig(_Section):
     # returns *something*, and unrelated notes should not reach a prompt. 0.2 suits the
     # default MiniLM (paraphrase targets in our eval scored >= 0.24, unrelated text < 0.1).
     min_similarity: float = Field(default=DEFAULT_MIN_SIMILARITY, ge=-1.0, le=1.0)
+
+    @field_validator("fastembed_model")
+    @classmethod
+    def _model_name(cls, value: str) -> str:
+        """A model name becomes a folder under the model cache: ``org/name`` of safe names, no ``..``."""
+        parts = value.split("/")
+        if len(parts) > 2 or not all(is_safe_name(part) for part in parts):
+            raise ValueError(f"invalid model name {value!r}: give a fastembed model name such as "
+                             "'sentence-transformers/all-MiniLM-L6-v2' (no '..', no absolute path)")
+        return value
 
     @field_validator("providers")
     @classmethod
@@ -248,6 +263,16 @@ class VaultConfig(_Section):
     pool: str | None = None
     ignore: list[str] = Field(default_factory=list)
     max_file_bytes: int = Field(default=1024 * 1024, ge=1)
+
+    @field_validator("pool")
+    @classmethod
+    def _pool(cls, value: str | None) -> str | None:
+        return None if value is None else loaded_name("pool", value)
+
+    @field_validator("agent")
+    @classmethod
+    def _agent(cls, value: str | None) -> str | None:
+        return None if value is None else loaded_name("agent", value)
 
 
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -357,6 +382,14 @@ class ArcanaConfig(_Section):
     models: dict[str, ModelConfig] = Field(default_factory=dict)
     default_model: str | None = None
 
+    @field_validator("vaults", "pools")
+    @classmethod
+    def _map_names(cls, value: dict, info) -> dict:
+        """A vault's or pool's name becomes a database file name, whoever wrote config.json."""
+        for name in value:
+            loaded_name(info.field_name.rstrip("s"), name)
+        return value
+
 
 def _describe(exc: ValidationError) -> str:
     first = exc.errors()[0]
@@ -369,6 +402,9 @@ def load_config(path: Path) -> ArcanaConfig:
         return ArcanaConfig()
     try:
         raw = json.loads(read_utf8(path))
+    except RecursionError:
+        raise ConfigError(f"{path}: nested too deeply to be an Arcana config; fix the file "
+                          "(arcana config validate) — it was not changed") from None
     except json.JSONDecodeError as exc:
         raise ConfigError(
             f"{path}: invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}; fix the file "
@@ -473,6 +509,8 @@ def parse_value(text: str) -> Any:
     """JSON when it parses (numbers, booleans, null, lists), otherwise the raw string."""
     try:
         return json.loads(text)
+    except RecursionError:
+        raise ConfigError("the value is nested too deeply to be a config value") from None
     except json.JSONDecodeError:
         return text
 

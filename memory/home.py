@@ -55,16 +55,37 @@ def default_home() -> Path:
 
 
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+NAME_RULE = "use 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit"
+
+
+def is_safe_name(name: object) -> bool:
+    """The one rule for every name or id that becomes a file or folder name under the home
+    (agent ids and names, pool and vault names): one path component, never ``..`` or absolute."""
+    return isinstance(name, str) and _NAME.fullmatch(name) is not None
 
 
 def check_name(kind: str, name: str) -> str:
-    """The one rule for agent, pool and vault names: they become file and directory names under the home."""
-    if not _NAME.fullmatch(name):
-        from memory.errors import InvalidRequestError  # a name someone typed: invalid input (exit 2), not a broken config
+    """A name someone typed: invalid input (exit 2), not a broken config."""
+    if not is_safe_name(name):
+        from memory.errors import InvalidRequestError
 
-        raise InvalidRequestError(
-            f"invalid {kind} name {name!r}: use 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit"
-        )
+        raise InvalidRequestError(f"invalid {kind} name {name!r}: {NAME_RULE}")
+    return name
+
+
+def loaded_name(kind: str, name: str) -> str:
+    """A name read from a file (config.json, agent.json): ValueError, so pydantic names the field."""
+    if not is_safe_name(name):
+        raise ValueError(f"invalid {kind} name {name!r} (it would become a path under the home): {NAME_RULE}")
+    return name
+
+
+def _part(kind: str, name: str) -> str:
+    """The last guard before a name becomes part of a path: whatever slipped past loading stops here."""
+    if not is_safe_name(name):
+        from memory.errors import ConfigError
+
+        raise ConfigError(f"refusing {kind} {name!r} as part of a path under the home: {NAME_RULE}")
     return name
 
 
@@ -85,7 +106,7 @@ class Home:
         return self.root / "agents"
 
     def agent_dir(self, agent_id: str) -> Path:
-        return self.agents_dir / str(agent_id)
+        return self.agents_dir / _part("agent id", str(agent_id))
 
     def agent_db(self, agent_id: str) -> Path:
         return self.agent_dir(agent_id) / "memory.db"
@@ -99,11 +120,17 @@ class Home:
         return self.root / "pools"
 
     def pool_db(self, name: str) -> Path:
-        return self.pools_dir / f"{name}.db"
+        return self.pools_dir / f"{_part('pool name', name)}.db"
 
     @property
     def vaults_dir(self) -> Path:
         return self.root / "vaults"
+
+    def vault_db(self, name: str) -> Path:
+        return self.vaults_dir / f"{_part('vault name', name)}.db"
+
+    def vault_state(self, name: str) -> Path:
+        return self.vaults_dir / f"{_part('vault name', name)}.state.json"
 
     @property
     def audit_log(self) -> Path:

@@ -21,11 +21,16 @@ def content_too_large(size: int, limit: int) -> InvalidRequestError:
     )
 
 
+def content_size(content: str, limit: int = MAX_CONTENT_BYTES) -> int:
+    """``content``'s UTF-8 size, or its length when that proves it within ``limit`` (no encoding needed)."""
+    # A character is at most 4 bytes: short texts need no encoding to be known small enough.
+    return len(content) if len(content) * 4 <= limit else len(content.encode("utf-8", "surrogatepass"))
+
+
 def check_content(contents: Iterable[str], limit: int | None) -> None:
     """Refuse (before anything is written) when any content is over ``limit`` UTF-8 bytes; None: no limit."""
     if limit is None:
         return
     for content in contents:
-        # A character is at most 4 bytes: short texts need no encoding to be known small enough.
-        if len(content) * 4 > limit and (size := len(content.encode("utf-8", "surrogatepass"))) > limit:
+        if (size := content_size(content, limit)) > limit:
             raise content_too_large(size, limit)

@@ -35,7 +35,7 @@ def store_path(home: Home, kind: StoreKind, name: str | None = None) -> Path:
         return home.agent_db(name)
     if kind is StoreKind.POOL:
         return home.pool_db(name)
-    return home.vaults_dir / f"{name}.db"
+    return home.vault_db(name)
 
 
 def kind_of(home: Home, path: Path) -> StoreKind:

@@ -87,6 +87,19 @@ def _agent_str(value: Any) -> Any:
     return str(value) if isinstance(value, uuid.UUID) else value
 
 
+# Times are stored as epoch seconds (a double): from 1700 to 2199 every microsecond comes back
+# exactly; further out they would not (and pydantic reads a number past 2e10 as milliseconds:
+# 0001-01-01 came back as 1968-01-12). A time outside is refused, never rewritten.
+EARLIEST, LATEST = datetime(1700, 1, 1, tzinfo=UTC), datetime(2200, 1, 1, tzinfo=UTC)
+
+
+def storable_time(value: datetime) -> datetime:
+    """``value`` when a store keeps it exactly; ValueError otherwise."""
+    aware = value if value.tzinfo is not None else value.replace(tzinfo=UTC)
+    if not EARLIEST <= aware < LATEST:
+        raise ValueError(f"{value.isoformat()} is outside the times a memory can hold exactly "
+                         f"({EARLIEST.year}-01-01 to {LATEST.year - 1}-12-31)")
+    return value
 class Audience(Enum):
     """Who is reading."""
 
@@ -139,6 +152,11 @@ class MemoryEntry(BaseModel):
     snippet: str | None = Field(default=None, exclude=True)  # the part of a long memory that matched
 
     _agent = field_validator("agent_id", mode="before")(_agent_str)
+
+    @field_validator("created_at", "updated_at", "last_accessed_at", "valid_from", "valid_to")
+    @classmethod
+    def _storable_time(cls, value: datetime | None) -> datetime | None:
+        return None if value is None else storable_time(value)
 
     @field_validator("content")
     @classmethod

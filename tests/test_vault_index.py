@@ -191,6 +191,9 @@ async def test_attaching_to_a_pool_restamps_every_entry(make_vault, arcana_home)
     vault = registry.add(root, "p")
     await index_vault(vault, embed=False)
     registry.remove("p")
+    from memory.federation.pools import PoolRegistry
+
+    await PoolRegistry(arcana_home).create("team")  # a vault attaches only to a pool that exists
     vault = registry.add(root, "p", pool="team")
     report = await index_vault(vault, embed=False)
     assert report.added == 1  # the index was removed with the vault

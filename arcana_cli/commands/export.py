@@ -16,6 +16,7 @@ from arcana_cli.command import add_commands, command
 from arcana_cli.context import CliContext
 from arcana_cli.output import Out, err
 from memory.errors import NotFoundError
+from memory.home import private_dir
 from memory.types import MemoryScope, pool_scope
 
 AgentTargetOpt = Annotated[str | None, typer.Option("--agent", "-a", help="An agent's private memory.", envvar="ARCANA_AGENT")]
@@ -83,9 +84,11 @@ async def _sources(cli, stack: AsyncExitStack, agent, pool, global_, all_) -> tu
 
 
 def _write_atomically(path: Path):
-    """The export goes to ``path.partial`` and is renamed into place only when complete."""
+    """The export goes to ``path.partial`` (0600: it holds hidden memories) and is renamed into place when complete."""
     partial = path.with_name(path.name + ".partial")
-    return partial, partial.open("w", encoding="utf-8", newline="\n")
+    partial.unlink(missing_ok=True)
+    fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    return partial, os.fdopen(fd, "w", encoding="utf-8", newline="\n")
 
 
 ExportJsonOpt = Annotated[bool, typer.Option("--json", help="Print a JSON summary on stdout (needs --output).")]
@@ -130,7 +133,7 @@ async def export(
             elif output is None:
                 report = await core.export_jsonl(sources, sys.stdout, **options, on_progress=bar.update)
             else:
-                output.parent.mkdir(parents=True, exist_ok=True)
+                private_dir(output.parent)
                 partial, handle = _write_atomically(output)
                 try:
                     with handle:
@@ -164,14 +167,14 @@ async def import_(
         raise typer.BadParameter(f"{source} does not exist", param_hint="SOURCE")
     model = None
     if not source.is_dir():  # refuse a foreign or future file before touching any store
-        with source.open(encoding="utf-8", errors="replace") as head:
-            model = core.read_header(head.readline()).get("model")
+        if not source.is_file():
+            raise typer.BadParameter(f"{source} is not a regular file or a folder", param_hint="SOURCE")
+        with source.open("rb") as head:
+            model = core.read_header(head.readline(core.LINE_BYTES)).get("model")
     async with AsyncExitStack() as stack:
         if agent:
-            try:
-                card = cli.agent(agent)
-            except NotFoundError:
-                card = cli.agents.create(agent)
+            card, created = cli.agents.resolve_or_create(agent)
+            if created:
                 out.info(f"created agent '{agent}' ({card.id})")
             store = await stack.enter_async_context(cli.private_store(card))
             target = core.Target(MemoryScope.PRIVATE, agent_id=card.id)
@@ -192,21 +195,22 @@ async def import_(
             from memory.embedding.factory import build_gateway
 
             gateway = build_gateway(cli.config.embedding, cli.home)
+        limit = cli.config.memory.max_content_bytes
         if source.is_dir():
             def records():
-                return core.markdown_records(source, default_agent=target.agent_id or "imported")
+                return core.markdown_records(source, default_agent=target.agent_id or "imported", max_content_bytes=limit)
 
         else:
             def records():
-                handle = source.open(encoding="utf-8", errors="replace")
+                handle = source.open("rb")
                 stack.callback(handle.close)
-                core.read_header(handle.readline())
+                core.read_header(handle.readline(core.LINE_BYTES))
                 return core.jsonl_records(handle)
 
         with out.progress("importing") as bar:
             report = await core.import_records(
                 records(), store, target, strict=strict, model=model, gateway=gateway,
-                on_progress=bar.update, reopen=records, copies=copies,
+                on_progress=bar.update, reopen=records, copies=copies, max_content_bytes=limit,
             )
     out.data(report.as_dict(), text=lambda: _summary(report))
     for where, why in report.bad:

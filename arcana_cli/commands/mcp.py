@@ -10,7 +10,6 @@ import typer
 from arcana_cli.command import add_commands, command
 from arcana_cli.context import CliContext
 from arcana_cli.output import AgentOpt, Out
-from memory.errors import NotFoundError
 
 
 @command("mcp", json=False)
@@ -44,10 +43,8 @@ async def mcp(
             bind = parse_bind(http)
         except ValueError as exc:
             raise typer.BadParameter(str(exc), param_hint="--http") from None
-    try:
-        card = cli.agent(agent)
-    except NotFoundError:
-        card = cli.agents.create(agent)
+    card, created = cli.agents.resolve_or_create(agent)
+    if created:
         out.info(f"created agent '{agent}' ({card.id})")
 
     stderr_logging()

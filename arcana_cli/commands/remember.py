@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 import sys
-from pathlib import Path
+from contextlib import contextmanager
 from typing import Annotated
 
 import typer
@@ -10,7 +10,7 @@ from arcana_cli import exit_codes
 from arcana_cli.command import add_commands, command
 from arcana_cli.context import CliContext
 from arcana_cli.output import AgentOpt, Out, err, text_or_stdin
-from memory.errors import MemoryWriteError, NotFoundError
+from memory.errors import MemoryWriteError
 from memory.types import MemoryEntry, MemoryScope, MemoryType, Visibility, pool_scope
 
 
@@ -57,10 +57,8 @@ async def remember(
             text, "TEXT", "nothing to remember: the text is empty", max_bytes=cli.config.memory.max_content_bytes
         )
     scope = pool_scope(scope, pool, MemoryScope.PRIVATE)
-    try:
-        card = cli.agent(agent)
-    except NotFoundError:
-        card = cli.agents.create(agent)
+    card, created = cli.agents.resolve_or_create(agent)
+    if created:
         out.info(f"created agent '{agent}' ({card.id})")
     if from_ is not None:
         await _remember_from(
@@ -108,34 +106,40 @@ def decision_words(report) -> str:
     return "added"
 
 
-def _read_lines(source: str) -> list[bytes]:
+@contextmanager
+def _open_lines(source: str):
+    """The --from file (or stdin) as a binary stream, read a bounded line at a time."""
     if source == "-":
         if sys.stdin.isatty():
             raise typer.BadParameter("pipe the JSON lines on stdin, or give a file", param_hint="--from")
-        return sys.stdin.buffer.read().splitlines()
-    path = Path(source)
+        yield sys.stdin.buffer
+        return
     try:
-        return path.read_bytes().splitlines()
+        handle = open(source, "rb")  # noqa: SIM115 - closed below
     except FileNotFoundError:
         raise typer.BadParameter(f"{source}: no such file", param_hint="--from") from None
     except OSError as exc:
         raise typer.BadParameter(f"{source}: cannot read it ({exc.strerror})", param_hint="--from") from None
+    with handle:
+        yield handle
 
 
 async def _remember_from(cli: CliContext, card, out: Out, source: str, *, type_, importance, scope, pool, reconcile) -> None:
-    """``remember --from``: every good line stored, every bad one named; exit 2 if any was bad."""
-    from memory.operations.bulk_import import parse, remember_many
+    """``remember --from``: every good line stored, every bad one named; exit 2 if any was bad.
 
-    parsed = parse(_read_lines(source), card.id, type=type_, importance=importance, scope=scope, pool_name=pool)
-
+    The file is streamed a window at a time (memory.operations.bulk_import.stream), never held whole.
+    """
     from arcana_cli.federated import agent_federation
-    from memory.operations.bulk_import import BulkReport
+    from memory.operations.bulk_import import line_limit, remember_many, stream
+    from memory.lines import read_lines
 
-    report = BulkReport(lines=parsed.lines, bad=parsed.bad)
-    if parsed.entries:
+    limit = cli.config.memory.max_content_bytes
+    with _open_lines(source) as handle:
+        windows = stream(read_lines(handle, line_limit(limit)), card.id, max_content_bytes=limit,
+                         type=type_, importance=importance, scope=scope, pool_name=pool)
         async with agent_federation(cli, card, out) as federation:
-            with out.progress("remembering", len(parsed.entries)) as bar:
-                report = await remember_many(federation, parsed, reconcile=reconcile, on_progress=bar.update)
+            with out.progress("remembering") as bar:
+                report = await remember_many(federation, windows, reconcile=reconcile, on_progress=bar.update)
     for tier, why in report.failed.items():
         out.warn(f"tier {tier} did not store the memories ({why})")
     for warning in report.warnings:
@@ -145,12 +149,14 @@ async def _remember_from(cli: CliContext, card, out: Out, source: str, *, type_,
     name = "stdin" if source == "-" else source
     out.data(
         {"agent": card.name, "agent_id": card.id, "source": name, **report.as_dict()},
-        text=lambda: f"{report.written} written, {report.unchanged} unchanged, {len(report.bad)} bad line(s); "
+        text=lambda: f"{report.written} written, {report.unchanged} unchanged, {report.bad_total} bad line(s); "
         + ", ".join(f"{n} {kind}" for kind, n in report.decisions.items()),
     )
+    if report.bad_total > len(report.bad):
+        out.warn(f"... and {report.bad_total - len(report.bad)} more bad line(s) not listed")
     if report.bad:
         err(
-            f"{len(report.bad)} bad line(s) in {name}, first {report.bad[0]}; "
+            f"{report.bad_total} bad line(s) in {name}, first {report.bad[0]}; "
             "every other line is stored: fix those lines and run again (stored lines stay unchanged)"
         )
         raise typer.Exit(exit_codes.USAGE)

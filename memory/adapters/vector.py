@@ -258,18 +258,33 @@ class VectorAdapter:
                 if isinstance(embedder, str):
                     self._notice(embedder)
             if not isinstance(embedder, str):
-                await self._fill_batch(
-                    embedder, await self.store.run(stale_rows, meta and meta.vec_table, [e.id for e in batch]),
-                    report, _offset(on_progress, start, len(entries)),
-                )
-                meta = meta or await self.meta()  # the first batch created the index and the pin
-                if meta is not None and (meta.family, meta.dimension) == (embedder.model_family, embedder.dimension):
-                    await self._fill_chunks(meta.vec_table, embedder, [e.id for e in batch], report)
+                await self._embed_ids(embedder, meta, [e.id for e in batch], report, _offset(on_progress, start, len(entries)))
             if on_progress:
                 on_progress(min(start + self.commit_batch, len(entries)), len(entries))
         if report.skipped:
             entry_id, reason = report.skipped[0]
             self._notice(f"{len(report.skipped)} memories stored without a vector ({entry_id}: {reason})")
+        return report
+
+    async def _embed_ids(self, embedder: Embedder, meta: EmbeddingMeta | None, ids: Sequence[str], report: FillReport,
+                         progress=None) -> None:
+        """Embed those of ``ids`` whose row has no current vector (and their chunks)."""
+        await self._fill_batch(embedder, await self.store.run(stale_rows, meta and meta.vec_table, ids), report, progress)
+        meta = meta or await self.meta()  # the first batch created the index and the pin
+        if meta is not None and (meta.family, meta.dimension) == (embedder.model_family, embedder.dimension):
+            await self._fill_chunks(meta.vec_table, embedder, ids, report)
+
+    async def complete(self, ids: Sequence[str]) -> FillReport:
+        """Embed the rows of ``ids`` that have none: rows a killed bulk write committed without
+        their vectors, which a re-run finds unchanged and would otherwise never embed."""
+        report = FillReport(total=len(ids))
+        meta = await self.meta()
+        embedder = await self._write_target(meta)
+        if isinstance(embedder, str):
+            return report
+        for start in range(0, len(ids), self.commit_batch):
+            await self._embed_ids(embedder, meta, ids[start : start + self.commit_batch], report)
+            meta = meta or await self.meta()
         return report
 
     async def prepare_write(self) -> None:

@@ -73,6 +73,7 @@ class BatchWriteReport:
     changed: dict[str, bool] = field(default_factory=dict)
     decisions: Counter = field(default_factory=Counter)  # reconciliation: entries per add | noop | update | delete
     warnings: list[str] = field(default_factory=list)
+    embedded_again: int = 0  # vectors written for unchanged rows that had none (a re-run after a kill)
 
 
 class FederatedWriteError(MemoryWriteError):

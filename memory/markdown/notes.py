@@ -35,7 +35,7 @@ DEFAULT_MAX_FILE_BYTES = 1024 * 1024
 DEFAULT_IGNORE_GLOBS: tuple[str, ...] = ()
 
 # Skip reasons, as reported by scans and `arcana vault check`.
-HIDDEN, SYMLINK, TOO_LARGE, IGNORED, UNREADABLE, VANISHED, BINARY, BAD_NAME = (
+HIDDEN, SYMLINK, TOO_LARGE, IGNORED, UNREADABLE, VANISHED, BINARY, BAD_NAME, NOT_REGULAR = (
     "hidden",
     "symlink",
     "too_large",
@@ -44,6 +44,7 @@ HIDDEN, SYMLINK, TOO_LARGE, IGNORED, UNREADABLE, VANISHED, BINARY, BAD_NAME = (
     "vanished",
     "binary",
     "name_not_utf8",
+    "not_a_regular_file",
 )
 
 
@@ -304,6 +305,8 @@ def walk_folder(root: Path, *, ignore_globs: Sequence[str] = (), max_file_bytes:
                         stack.append(rel)
                     continue
                 if not entry.is_file(follow_symlinks=False):
+                    if is_note(entry.name):  # a FIFO or device named like a note: never opened
+                        found.skipped.append((rel, NOT_REGULAR))
                     continue
                 if _ignored(rel, ignore_globs):
                     found.skipped.append((rel, IGNORED))
@@ -364,6 +367,16 @@ def stat_note(
 
 def read_note(root: Path, info: FileStat, who: NoteIdentity, max_file_bytes: int) -> ParsedNote | str:
     """Read and parse one note, or return the skip reason. Never follows a symlink."""
+    read = read_note_bytes(root, info, max_file_bytes)
+    if isinstance(read, str):
+        return read
+    data, mtime_ns = read
+    return parse_note(info.rel_path, data, mtime_ns, len(data), who)
+
+
+def read_note_bytes(root: Path, info: FileStat, max_file_bytes: int) -> tuple[bytes, int] | str:
+    """One note's (bytes, mtime_ns), or the skip reason: never through a symlink, never blocking on
+    a FIFO, never more than ``max_file_bytes`` (a file grown since the walk is re-checked here)."""
     path = root / info.rel_path
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
@@ -374,7 +387,7 @@ def read_note(root: Path, info: FileStat, who: NoteIdentity, max_file_bytes: int
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
-            return UNREADABLE
+            return NOT_REGULAR
         if st.st_size > max_file_bytes:
             return TOO_LARGE
         with os.fdopen(fd, "rb", closefd=False) as handle:
@@ -387,4 +400,4 @@ def read_note(root: Path, info: FileStat, who: NoteIdentity, max_file_bytes: int
         return TOO_LARGE
     if b"\x00" in data[:8192]:
         return BINARY
-    return parse_note(info.rel_path, data, st.st_mtime_ns, len(data), who)
+    return data, st.st_mtime_ns

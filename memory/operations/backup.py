@@ -10,16 +10,18 @@ its manifest is written, so a folder without ``.partial`` is complete.
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import os
 import shutil
+import stat
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from memory.errors import BackupError, NotFoundError, RestoreRefusedError
-from memory.home import Home, private_dir
+from memory.home import PRIVATE_FILE, Home, private_dir
 from memory.migrations.backup import online_copy
 from memory.sqlite.connection import dbapi
 
@@ -30,7 +32,10 @@ PREFIX = "arcana-backup-"
 # Not part of a backup: transient locks, the trash, pre-migration copies and the model cache.
 SKIP_DIRS = ("locks", "trash", "backups", "models")
 SIDECARS = ("-wal", "-shm", "-journal")
+KINDS = ("file", "database")
 _SQLITE_MAGIC = b"SQLite format 3\x00"
+LOCK = ".lock"  # held (flock) by the process building a .partial folder; gone once it is complete
+ABANDONED_AFTER = 60.0  # seconds: a .partial with no lock file this old was left by a killed process
 
 
 @dataclass
@@ -99,7 +104,8 @@ def home_files(home: Home, *, exclude: Path | None = None) -> list[Path]:
         here = Path(dirpath)
         if here == root:
             dirnames[:] = [d for d in dirnames if d not in SKIP_DIRS]
-        dirnames[:] = [d for d in dirnames if exclude is None or (here / d).resolve() != exclude]
+        dirnames[:] = [d for d in dirnames if not d.endswith(".partial")
+                       and (exclude is None or (here / d).resolve() != exclude)]
         dirnames.sort()
         for name in sorted(filenames):
             if name.endswith(SIDECARS) or name.endswith(".partial"):
@@ -118,8 +124,8 @@ def backup_home(home: Home, dest: Path, *, on_progress=None) -> BackupManifest:
         raise BackupError(f"{final} already exists; wait a second or choose another DEST")
     partial = dest / f"{PREFIX}{stamp}.partial"
     private_dir(dest)
-    shutil.rmtree(partial, ignore_errors=True)
-    partial.mkdir(mode=0o700)
+    remove_abandoned(dest, f"{PREFIX}*.partial")
+    lock = _claim(partial)
     manifest = BackupManifest(final, created_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
     files = home_files(home, exclude=dest.resolve())
     try:
@@ -135,18 +141,77 @@ def backup_home(home: Home, dest: Path, *, on_progress=None) -> BackupManifest:
             else:
                 shutil.copy2(source, target)
                 entry["kind"] = "file"
+            os.chmod(target, PRIVATE_FILE)
             entry |= {"size": target.stat().st_size, "sha256": _sha256(target)}
             manifest.files.append(entry)
             if on_progress is not None:
                 on_progress(done, len(files))
         body = {"format": FORMAT, "version": VERSION, "created_at": manifest.created_at,
                 "source_home": str(home.root), "files": manifest.files}
-        (partial / MANIFEST).write_text(json.dumps(body, indent=2) + "\n", encoding="utf-8")
+        _write_private(partial / MANIFEST, json.dumps(body, indent=2) + "\n")
+        # The lock file goes first and the lock itself last: a clean-up that opened the file
+        # before it went waits on the lock until the folder has its complete name.
+        (partial / LOCK).unlink()
         partial.rename(final)
     except BaseException:
         shutil.rmtree(partial, ignore_errors=True)
         raise
+    finally:
+        os.close(lock)
     return manifest
+
+
+def _write_private(path: Path, text: str) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, PRIVATE_FILE)
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        handle.write(text)
+    os.chmod(path, PRIVATE_FILE)
+
+
+def _claim(partial: Path) -> int:
+    """Make ``partial`` (0700) and hold its lock file, so a concurrent clean-up leaves it alone."""
+    partial.mkdir(mode=0o700)
+    fd = os.open(partial / LOCK, os.O_RDWR | os.O_CREAT | os.O_EXCL, PRIVATE_FILE)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    return fd
+
+
+def remove_abandoned(folder: Path, pattern: str) -> list[Path]:
+    """Remove the ``.partial`` folders under ``folder`` that a killed process left; return them.
+
+    A folder is abandoned when its lock file can be locked (its owner is gone:
+    the kernel released the lock), or when it has no lock file and is older
+    than :data:`ABANDONED_AFTER` (left by a process killed before it locked,
+    or by an Arcana without locks). A folder whose owner still runs is kept.
+    """
+    removed = []
+    for candidate in sorted(folder.glob(pattern)):
+        try:
+            st = candidate.lstat()
+        except FileNotFoundError:
+            continue
+        if not stat.S_ISDIR(st.st_mode):
+            continue
+        try:
+            fd = os.open(candidate / LOCK, os.O_RDWR | os.O_NOFOLLOW)
+        except FileNotFoundError:
+            if time.time() - st.st_mtime < ABANDONED_AFTER:
+                continue
+            fd = None
+        except OSError:
+            continue
+        try:
+            if fd is not None:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except BlockingIOError:
+                    continue  # its owner is still writing it
+            shutil.rmtree(candidate, ignore_errors=True)
+            removed.append(candidate)
+        finally:
+            if fd is not None:
+                os.close(fd)
+    return removed
 
 
 def resolve_backup(path: Path) -> Path:
@@ -160,27 +225,96 @@ def resolve_backup(path: Path) -> Path:
 
 
 def read_manifest(folder: Path) -> BackupManifest:
+    """The manifest, its shape checked: a malformed one is a BackupError naming what is wrong."""
+    where = folder / MANIFEST
+    if where.is_symlink():
+        raise BackupError(f"{where} is a symlink; the backup cannot be trusted")
     try:
-        body = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as exc:
-        raise BackupError(f"{folder / MANIFEST} is unreadable ({exc}); the backup cannot be trusted") from None
+        body = json.loads(where.read_text(encoding="utf-8"))
+    except RecursionError:
+        raise BackupError(f"{where} is nested too deeply to be a manifest; the backup cannot be trusted") from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise BackupError(f"{where} is unreadable ({exc}); the backup cannot be trusted") from None
     if not isinstance(body, dict) or body.get("format") != FORMAT:
-        raise BackupError(f"{folder / MANIFEST} is not an {FORMAT} manifest")
+        raise BackupError(f"{where} is not an {FORMAT} manifest")
     if not isinstance(body.get("version"), int) or body["version"] > VERSION:
         raise BackupError(f"backup format version {body.get('version')!r} is newer than this Arcana reads ({VERSION})")
-    return BackupManifest(folder, body.get("files", []), body.get("created_at", ""))
+    files = body.get("files", [])
+    if not isinstance(files, list):
+        raise BackupError(f"{where}: \"files\" is not a list; the backup cannot be trusted")
+    for number, entry in enumerate(files, start=1):
+        if problem := _malformed(entry):
+            raise BackupError(f"{where}: file entry {number} {problem}; the backup cannot be trusted")
+    created = body.get("created_at", "")
+    return BackupManifest(folder, files, created if isinstance(created, str) else "")
+
+
+def _malformed(entry: object) -> str | None:
+    if not isinstance(entry, dict):
+        return "is not an object"
+    if not isinstance(entry.get("path"), str):
+        return "has no \"path\" string"
+    if entry.get("kind") not in KINDS:
+        return f"has kind {entry.get('kind')!r} (expected one of {', '.join(KINDS)})"
+    size = entry.get("size")
+    if isinstance(size, bool) or not isinstance(size, int) or size < 0:
+        return "has no \"size\" count"
+    if not isinstance(entry.get("sha256"), str):
+        return "has no \"sha256\" string"
+    return None
+
+
+def unsafe_path(rel: str) -> str | None:
+    """Why a manifest path may not be copied into a home (absolute, ``..``, empty parts), or None.
+
+    The one path-safety rule for backup entries: a path is relative, names
+    files below the folder it is read from, and is written as ``arcana
+    backup`` writes it (POSIX, normalised).
+    """
+    if not rel or "\x00" in rel or "\\" in rel:
+        return "is empty or holds a NUL or a backslash"
+    path = PurePosixPath(rel)
+    if path.is_absolute():
+        return "is absolute"
+    if any(part in ("..", ".") for part in rel.split("/")) or path.as_posix() != rel:
+        return "is not a plain relative path (it holds '..', '.' or empty parts)"
+    if rel == MANIFEST or path.parts[0] in SKIP_DIRS:
+        return "names a place a backup never holds"
+    return None
+
+
+def _inside(root: Path, rel: str) -> Path | str:
+    """``root / rel`` when no part of it is a symlink and it stays under ``root``; else why not."""
+    probe = root
+    for part in PurePosixPath(rel).parts:
+        probe = probe / part
+        if probe.is_symlink():
+            return "is a symlink" if probe.name == PurePosixPath(rel).name else "lies under a symlinked folder"
+    resolved = probe.resolve()
+    if not resolved.is_relative_to(root.resolve()):
+        return "resolves outside the backup"
+    return probe
 
 
 def verify_backup(path: Path) -> tuple[BackupManifest, list[str]]:
-    """Re-check every file against the manifest (size, sha256) and every database's integrity."""
+    """Re-check every file against the manifest (path safety, size, sha256) and every database's integrity."""
     folder = resolve_backup(path)
     manifest = read_manifest(folder)
     problems = []
     listed = set()
     for entry in manifest.files:
         rel = entry["path"]
+        if rel in listed:
+            problems.append(f"{rel}: listed twice in the manifest")
+            continue
         listed.add(rel)
-        file = folder / rel
+        if why := unsafe_path(rel):
+            problems.append(f"{rel!r}: refused: the path {why}")
+            continue
+        file = _inside(folder, rel)
+        if isinstance(file, str):
+            problems.append(f"{rel}: refused: it {file}")
+            continue
         if not file.is_file():
             problems.append(f"{rel}: missing")
             continue
@@ -190,8 +324,15 @@ def verify_backup(path: Path) -> tuple[BackupManifest, list[str]]:
             problems.append(f"{rel}: checksum differs from the manifest")
         elif entry["kind"] == "database" and (verdict := _integrity(file)) != "ok":
             problems.append(f"{rel}: integrity_check: {verdict}")
-    extra = [p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file()]
-    problems += [f"{rel}: not in the manifest" for rel in sorted(set(extra) - listed - {MANIFEST})]
+    for dirpath, dirnames, filenames in os.walk(folder):
+        for name in sorted(dirnames + filenames):
+            item = Path(dirpath) / name
+            rel = item.relative_to(folder).as_posix()
+            if item.is_symlink():
+                if rel not in listed:
+                    problems.append(f"{rel}: a symlink, not in the manifest")
+            elif name in filenames and rel not in listed and rel != MANIFEST:
+                problems.append(f"{rel}: not in the manifest")
     return manifest, problems
 
 
@@ -213,31 +354,66 @@ def _occupied(home: Home) -> list[Path]:
 
 
 def restore_home(path: Path, home: Home, *, force: bool = False) -> RestoreReport:
-    """Restore a verified backup into ``home``.
+    """Restore a verified backup into ``home``, all or nothing.
 
     Into an empty (or missing) home only, unless ``force``: then the live
     home's contents move to ``<home>/trash/pre-restore-<stamp>/`` first —
-    nothing is deleted.
+    nothing is deleted. Every file is first copied (never through a symlink)
+    into a ``.partial`` folder inside the home and checked against the
+    manifest again, so a backup changed after verification, a full disk or a
+    kill leaves the home as it was.
     """
     manifest, problems = verify_backup(path)
     if problems:
         raise BackupError(f"backup {manifest.path} fails verification ({problems[0]}; {len(problems)} problem(s)); "
                           "nothing was restored")
+    remove_abandoned(home.root, ".restore-*.partial")
     live = _occupied(home)
-    moved = None
     if live and not force:
         raise RestoreRefusedError(f"{home.root} is not empty; restore into an empty home, or pass --force to move "
                                   "its current contents to the trash first")
-    if live:
-        moved = home.trash_dir / f"pre-restore-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}"
-        private_dir(moved)
-        for item in live:
-            item.rename(moved / item.name)
     private_dir(home.root)
-    for entry in manifest.files:
-        target = home.root / entry["path"]
-        private_dir(target.parent)
-        shutil.copy2(manifest.path / entry["path"], target)
-        os.chmod(target, 0o600)
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    staging = home.root / f".restore-{stamp}-{os.getpid()}.partial"
+    lock = _claim(staging)
+    try:
+        for entry in manifest.files:
+            _copy_checked(manifest.path, staging, entry)
+        (staging / LOCK).unlink()
+        moved = None
+        if live:
+            moved = home.trash_dir / f"pre-restore-{stamp}"
+            private_dir(moved)
+            for item in live:
+                item.rename(moved / item.name)
+        for item in sorted(staging.iterdir()):
+            item.rename(home.root / item.name)
+        staging.rmdir()
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    finally:
+        os.close(lock)
     home.ensure()
     return RestoreReport(manifest.path, len(manifest.files), moved)
+
+
+def _copy_checked(folder: Path, staging: Path, entry: dict) -> None:
+    """Copy one verified entry into ``staging`` without following a symlink, re-checking size and sha256."""
+    rel = entry["path"]
+    target = staging / rel
+    private_dir(target.parent)
+    try:
+        fd = os.open(folder / rel, os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError as exc:
+        raise BackupError(f"{rel}: cannot be read from the backup ({exc.strerror}); nothing was restored") from None
+    digest, size = hashlib.sha256(), 0
+    with os.fdopen(fd, "rb") as source, open(os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, PRIVATE_FILE), "wb") as out:
+        if not stat.S_ISREG(os.fstat(source.fileno()).st_mode):
+            raise BackupError(f"{rel}: not a regular file in the backup; nothing was restored")
+        for chunk in iter(lambda: source.read(1 << 20), b""):
+            digest.update(chunk)
+            size += len(chunk)
+            out.write(chunk)
+    if size != entry["size"] or digest.hexdigest() != entry["sha256"]:
+        raise BackupError(f"{rel}: changed since it was verified; nothing was restored")

@@ -11,26 +11,35 @@ Idempotence: a line without ``id`` gets a deterministic one, a UUID5 of
 writes nothing the second time; a line without ``created_at`` takes the
 import time when new and keeps the stored time when its memory already exists.
 
-Entries are written shortest first, in batches, through the federation's
-batch write (the same routing, promotion and ledger as ``arcana remember``),
-so an embedder pads each batch little.
+The file is read as a stream, a window of :data:`BATCH` entries (or
+:data:`WINDOW_BYTES` of content) at a time, so memory stays bounded whatever
+its size; a line longer than any memory can be is skipped unread and named,
+as is one whose content is over ``max_content_bytes``. Each window is written
+shortest first through the federation's batch write (the same routing,
+promotion and ledger as ``arcana remember``), so an embedder pads each batch
+little. A later line with an id already seen replaces it (in its window, or
+by the upsert when it comes in a later one).
 """
 
 from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
 from pydantic import ValidationError
 
+from memory.limits import MAX_CONTENT_BYTES, content_size
+from memory.lines import LineTooLong, decode, loads
 from memory.types import ConfidenceSource, MemoryEntry, MemoryType
 
 BATCH = 1024  # entries per federation write: the vector store's own commit window
+WINDOW_BYTES = 32 * 1024 * 1024  # content held before a window is written, whatever BATCH says
 DECISIONS = ("add", "noop", "update", "delete")  # reconciliation's, counted over the new lines
+REPORTED = 1000  # bad lines named one by one; past that only counted, so a file of bad lines stays bounded
 FIELDS = ("content", "type", "importance", "tags", "session", "created_at", "id")
 _NAMESPACE = uuid.UUID("6f0c3a52-5b1e-4d55-9a2e-3f1a9c0d7b11")
 
@@ -59,7 +68,9 @@ class BulkReport:
     lines: int = 0
     written: int = 0
     unchanged: int = 0
-    bad: list[BadLine] = field(default_factory=list)
+    vectors_completed: int = 0  # unchanged rows a killed run had left without a vector, embedded now
+    bad: list[BadLine] = field(default_factory=list)  # the first REPORTED of them
+    bad_total: int = 0
     accepted: dict[str, int] = field(default_factory=dict)
     refused: list[str] = field(default_factory=list)
     failed: dict[str, str] = field(default_factory=dict)
@@ -71,9 +82,11 @@ class BulkReport:
             "lines": self.lines,
             "written": self.written,
             "unchanged": self.unchanged,
+            "vectors_completed": self.vectors_completed,
             "decisions": self.decisions,
             "warnings": self.warnings,
             "bad": [{"line": b.line, "reason": b.reason} for b in self.bad],
+            "bad_total": self.bad_total,
             "accepted": self.accepted,
             "refused": self.refused,
             "failed": self.failed,
@@ -92,15 +105,22 @@ def _created_at(value: Any) -> datetime:
         when = datetime.fromisoformat(value.replace("Z", "+00:00") if value.endswith("Z") else value)
     except ValueError:
         raise ValueError(f"'created_at' {value!r} is not an ISO 8601 time, e.g. 2024-05-01T12:00:00Z") from None
-    return when.replace(tzinfo=UTC) if when.tzinfo is None else when.astimezone(UTC)
-
-
-def parse_line(text: str, agent_id: str, defaults: dict[str, Any]) -> tuple[MemoryEntry, bool]:
-    """One line's entry and whether it named its own time; ValueError says what is wrong with it."""
     try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"not JSON ({exc.msg} at column {exc.colno})") from None
+        return when.replace(tzinfo=UTC) if when.tzinfo is None else when.astimezone(UTC)
+    except OverflowError:  # year 1 or 9999 moved across midnight by its offset
+        raise ValueError(f"'created_at' {value!r} is outside the times a memory can hold") from None
+
+
+def line_limit(max_content_bytes: int) -> int:
+    """The longest line that could hold a memory of ``max_content_bytes``: JSON escapes take up
+    to 6 bytes a byte (``\\u0000``), and the other fields fit in 64 KiB."""
+    return 6 * max_content_bytes + 64 * 1024
+
+
+def parse_line(text: str, agent_id: str, defaults: dict[str, Any], max_content_bytes: int = MAX_CONTENT_BYTES
+               ) -> tuple[MemoryEntry, bool]:
+    """One line's entry and whether it named its own time; ValueError says what is wrong with it."""
+    data = loads(text)
     if not isinstance(data, dict):
         raise ValueError(f"expected a JSON object, got {type(data).__name__}")
     unknown = sorted(set(data) - set(FIELDS))
@@ -109,6 +129,8 @@ def parse_line(text: str, agent_id: str, defaults: dict[str, Any]) -> tuple[Memo
     content = data.get("content")
     if not isinstance(content, str) or not content.strip():
         raise ValueError("'content' must be a non-empty string")
+    if (size := content_size(content, max_content_bytes)) > max_content_bytes:
+        raise ValueError(f"'content' is {size:,} bytes, over the limit of {max_content_bytes:,} (memory.max_content_bytes)")
     session = data.get("session")
     if session is not None and not isinstance(session, str):
         raise ValueError("'session' must be a string")
@@ -148,69 +170,114 @@ def parse_line(text: str, agent_id: str, defaults: dict[str, Any]) -> tuple[Memo
         raise ValueError(f"{'.'.join(map(str, problem['loc']))}: {problem['msg']}") from None
 
 
-def parse(lines: Iterable[str | bytes], agent_id: str, **defaults: Any) -> Parsed:
-    """Every good line's entry and every bad line's number and reason; a later duplicate id replaces an earlier one.
+class _Window:
+    """Entries gathered until a write: a later duplicate id replaces an earlier one."""
 
-    ``defaults`` (type, importance, scope, pool_name) apply where a line is silent.
+    def __init__(self) -> None:
+        self.by_id: dict[str, MemoryEntry] = {}
+        self.dated: set[str] = set()
+        self.bad: list[BadLine] = []
+        self.content_bytes = 0
+
+    def add(self, entry: MemoryEntry, has_time: bool) -> None:
+        self.by_id.pop(entry.id, None)
+        self.by_id[entry.id] = entry
+        self.content_bytes += len(entry.content)
+        (self.dated.add if has_time else self.dated.discard)(entry.id)
+
+    def full(self) -> bool:
+        return len(self.by_id) >= BATCH or self.content_bytes >= WINDOW_BYTES
+
+    def parsed(self, lines: int) -> Parsed:
+        return Parsed(list(self.by_id.values()), self.bad, self.dated, lines)
+
+
+def stream(
+    lines: Iterable[str | bytes | LineTooLong | tuple[int, bytes | LineTooLong]],
+    agent_id: str,
+    *,
+    max_content_bytes: int = MAX_CONTENT_BYTES,
+    **defaults: Any,
+) -> Iterator[Parsed]:
+    """Windows of good entries and bad lines (number and reason), read lazily from ``lines``.
+
+    ``lines`` are texts or bytes numbered from 1, or the ``(number, line)``
+    pairs :func:`memory.lines.read_lines` gives. ``defaults`` (type,
+    importance, scope, pool_name) apply where a line is silent. Each window's
+    ``lines`` is the number of the last line read so far.
     """
-    by_id: dict[str, MemoryEntry] = {}
-    dated: set[str] = set()
-    bad: list[BadLine] = []
+    window = _Window()
     number = 0
-    for number, text in enumerate(lines, start=1):
-        if isinstance(text, bytes):
-            try:
-                text = text.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                bad.append(BadLine(number, f"not UTF-8 (byte 0x{text[exc.start]:02x} at column {exc.start + 1})"))
-                continue
-        text = text.lstrip("\ufeff") if number == 1 else text
-        if not text.strip():
+    for item in lines:
+        number, text = item if isinstance(item, tuple) else (number + 1, item)
+        if isinstance(text, LineTooLong):
+            window.bad.append(BadLine(number, str(text)))
             continue
         try:
-            entry, has_time = parse_line(text, agent_id, defaults)
+            if isinstance(text, bytes):
+                text = decode(text)
+            text = text.lstrip("\ufeff") if number == 1 else text
+            if not text.strip():
+                continue
+            window.add(*parse_line(text, agent_id, defaults, max_content_bytes))
         except ValueError as exc:
-            bad.append(BadLine(number, str(exc)))
+            window.bad.append(BadLine(number, str(exc)))
             continue
-        by_id.pop(entry.id, None)
-        by_id[entry.id] = entry
-        (dated.add if has_time else dated.discard)(entry.id)
-    return Parsed(list(by_id.values()), bad, dated, number)
+        if window.full():
+            yield window.parsed(number)
+            window = _Window()
+    yield window.parsed(number)
+
+
+def parse(lines: Iterable[str | bytes], agent_id: str, **defaults: Any) -> Parsed:
+    """Every line's entries and bad lines at once (a small input; a file goes through :func:`stream`)."""
+    merged = _Window()
+    lines_read = 0
+    for window in stream(lines, agent_id, **defaults):
+        for entry in window.entries:
+            merged.add(entry, entry.id in window.dated)
+        merged.bad += window.bad
+        lines_read = window.lines
+    return merged.parsed(lines_read)
 
 
 async def remember_many(
-    federation: Any, parsed: Parsed, *, reconcile: bool = True, on_progress: Progress | None = None
+    federation: Any, parsed: Parsed | Iterable[Parsed], *, reconcile: bool = True, on_progress: Progress | None = None
 ) -> BulkReport:
-    """Write ``parsed`` through ``federation.write_many``, shortest first, ``BATCH`` at a time.
+    """Write each window of ``parsed`` through ``federation.write_many``, shortest first, ``BATCH`` at a time.
 
     With ``reconcile`` every line not imported before is reconciled as a
     ``remember`` is (add / noop / update / delete, counted in ``decisions``);
     a line already imported is left to the upsert by id, so a re-run
-    reinforces nothing.
+    reinforces nothing. ``on_progress(entries written, lines read)``.
 
-    Raises what the federation raises when the private tier fails; batches
+    Raises what the federation raises when the private tier fails; windows
     before it stay written (and are reported by a re-run as unchanged).
     """
-    report = BulkReport(lines=parsed.lines, bad=list(parsed.bad))
-    entries = sorted(parsed.entries, key=lambda e: len(e.content))
-    total = len(entries)
-    if on_progress:
-        on_progress(0, total)
-    for start in range(0, total, BATCH):
-        batch = await _keep_stored_times(federation, entries[start : start + BATCH], parsed.dated)
-        result = await federation.write_many(batch, reconcile=reconcile)
-        for kind, count in result.decisions.items():
-            report.decisions[kind] = report.decisions.get(kind, 0) + count
-        report.warnings += result.warnings
-        for name, count in result.accepted.items():
-            report.accepted[name] = report.accepted.get(name, 0) + count
-        report.refused = sorted(set(report.refused) | set(result.refused))
-        report.failed.update(result.failed)
-        unchanged = sum(1 for e in batch if result.changed.get(e.id) is False)
-        report.unchanged += unchanged
-        report.written += len(batch) - unchanged
-        if on_progress:
-            on_progress(min(start + BATCH, total), total)
+    report = BulkReport()
+    done = 0
+    for window in [parsed] if isinstance(parsed, Parsed) else parsed:
+        report.lines = window.lines
+        report.bad += window.bad[: REPORTED - len(report.bad)]
+        report.bad_total += len(window.bad)
+        entries = sorted(window.entries, key=lambda e: len(e.content))
+        for start in range(0, len(entries), BATCH):
+            batch = await _keep_stored_times(federation, entries[start : start + BATCH], window.dated)
+            result = await federation.write_many(batch, reconcile=reconcile)
+            for kind, count in result.decisions.items():
+                report.decisions[kind] = report.decisions.get(kind, 0) + count
+            report.warnings += result.warnings
+            report.vectors_completed += result.embedded_again
+            for name, count in result.accepted.items():
+                report.accepted[name] = report.accepted.get(name, 0) + count
+            report.refused = sorted(set(report.refused) | set(result.refused))
+            report.failed.update(result.failed)
+            unchanged = sum(1 for e in batch if result.changed.get(e.id) is False)
+            report.unchanged += unchanged
+            report.written += len(batch) - unchanged
+            done += len(batch)
+            if on_progress:
+                on_progress(done, window.lines)
     return report
 
 

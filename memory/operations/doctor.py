@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import stat
 import tempfile
+from collections.abc import Collection
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -149,6 +150,26 @@ async def check_databases(home: Home) -> list[Check]:
     return checks
 
 
+async def check_vectors(home: Home, failed: Collection[Path] = ()) -> Check:
+    """Rows of a store with vectors that have none (a bulk write killed between its rows and their vectors)."""
+    from memory.config import load_config
+    from memory.operations.embedding_status import database_status
+    from memory.errors import ArcanaMemoryError
+
+    try:
+        embedding = bool(load_config(home.config_path).embedding.providers)
+    except ArcanaMemoryError:
+        embedding = False
+    # An agent's store that was never pinned lacks every vector when an embedder is configured:
+    # its first batch's vectors were lost (killed) or never made (the embedder was down).
+    gaps = [row for row in await database_status(home, skip=failed, repair=False)
+            if row.missing and (row.model is not None or (embedding and row.agent is not None))]
+    if not gaps:
+        return Check("vectors", True, "every row of every embedded store has its vector")
+    shown = ", ".join(f"{row.agent or row.database}: {row.missing} of {row.rows}" for row in gaps[:5])
+    return Check("vectors", False, f"rows without a vector ({shown}); semantic recall misses them: run `arcana reindex`")
+
+
 def check_conflicts(home: Home) -> Check:
     """Open conflicts: agent-asserted claims held beside the user-confirmed fact they contradict.
 
@@ -255,6 +276,7 @@ async def run_checks(home: Home) -> list[Check]:
     checks += check_quarantine(home)
     checks.append(check_conflicts(home))
     failed = {home.root / c.name.removeprefix("db "): c.name for c in databases if not c.ok}
+    checks.append(await check_vectors(home, failed))
     checks.append(await round_trip())
     checks += await check_tiers(home, failed)
     checks += await check_embedders(home)

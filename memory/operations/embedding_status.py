@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import asdict, dataclass
+from pathlib import Path
 
-from memory.adapters.opener import open_database, with_vectors
+from memory.adapters.opener import open_store, with_vectors
 from memory.agents import AgentRegistry
 from memory.embedding.gateway import EmbeddingGateway
 from memory.errors import ArcanaMemoryError
 from memory.home import Home
+from memory.store_kinds import kind_of
 
 
 @dataclass
@@ -30,16 +33,20 @@ class DatabaseStatus:
         return asdict(self)
 
 
-async def database_status(home: Home) -> list[DatabaseStatus]:
-    """One row per store under the home; a broken store is reported, not fatal."""
+async def database_status(home: Home, *, skip: Collection[Path] = (), repair: bool = True) -> list[DatabaseStatus]:
+    """One row per store under the home but ``skip``; a broken store is reported, not fatal
+    (and, with ``repair=False`` for diagnosis, left where it is)."""
     try:
         names = {home.agent_db(card.id): card.name for card in AgentRegistry(home).list()}
     except ArcanaMemoryError:
         names = {}
     rows = []
     for path in home.databases():
+        if path in skip:
+            continue
         row = DatabaseStatus(database=str(path.relative_to(home.root)), agent=names.get(path))
-        vectors = with_vectors(open_database(home, path, actor="cli"), EmbeddingGateway([]))
+        store = open_store(home, kind_of(home, path), actor="cli", path=path, repair=repair)
+        vectors = with_vectors(store, EmbeddingGateway([]))
         try:
             status = await vectors.status()
         except ArcanaMemoryError as exc:

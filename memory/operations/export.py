@@ -9,7 +9,9 @@ stream in bounded pages, so memory use does not grow with the store.
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
 import re
 import struct
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequence
@@ -21,6 +23,9 @@ from typing import IO, Any
 from pydantic import ValidationError
 
 from memory.errors import ImportFormatError, MemoryStorageError
+from memory.home import PRIVATE_FILE, private_dir
+from memory.limits import MAX_CONTENT_BYTES, content_size
+from memory.lines import LineTooLong, decode, loads, read_lines
 from memory.operator.edits import GlobalCopies, keep_restrictions
 from memory.sqlite import mutations
 from memory.sqlite.admission import where
@@ -33,6 +38,10 @@ from memory.types import Audience, MemoryEntry, MemoryQuery, MemoryScope
 FORMAT = "arcana-export"
 VERSION = 1
 PAGE = 1000  # rows per read page and per import transaction
+# The longest export line read: a memory at the 1 MiB limit with a long history and a vector fits many
+# times over; a longer line is named and skipped unread (it could only be refused after parsing).
+LINE_BYTES = 64 * 1024 * 1024
+FRONTMATTER_BYTES = 64 * 1024  # a note may be this much larger than the content it carries
 
 
 @dataclass(frozen=True)
@@ -227,11 +236,11 @@ async def export_jsonl(
 # -- reading a file -----------------------------------------------------------
 
 
-def read_header(line: str) -> dict:
+def read_header(line: str | bytes) -> dict:
     """The header of an export, or :class:`ImportFormatError` naming what is wrong."""
     try:
-        head = json.loads(line)
-    except json.JSONDecodeError:
+        head = loads(line.decode("utf-8", "replace") if isinstance(line, bytes) else line)
+    except ValueError:
         head = None
     if not isinstance(head, dict) or head.get("format") != FORMAT:
         raise ImportFormatError(f"line 1 is not an {FORMAT} header; is this a file written by `arcana export`?")
@@ -243,15 +252,21 @@ def read_header(line: str) -> dict:
     return head
 
 
-def jsonl_records(lines: Iterable[str]) -> Iterator[tuple[str, dict | str]]:
-    """(``line N``, record dict or why it is bad) for every line after the header."""
-    for number, line in enumerate(lines, start=2):
-        if not line.strip():
-            continue
+def jsonl_records(handle: IO[bytes]) -> Iterator[tuple[str, dict | str]]:
+    """(``line N``, record dict or why it is bad) for every line after the header (already read).
+
+    Lines are read bounded (:data:`LINE_BYTES`): a longer one is named and skipped unread.
+    """
+    for number, raw in read_lines(handle, LINE_BYTES, first=2):
         try:
-            record = json.loads(line)
-        except json.JSONDecodeError as exc:
-            yield f"line {number}", f"not JSON ({exc.msg} at column {exc.colno})"
+            if isinstance(raw, LineTooLong):
+                raise ValueError(str(raw))
+            line = decode(raw)
+            if not line.strip():
+                continue
+            record = loads(line)
+        except ValueError as exc:
+            yield f"line {number}", str(exc)
             continue
         if not isinstance(record, dict) or not isinstance(record.get("memory"), dict):
             yield f"line {number}", "not a memory record (no \"memory\" object)"
@@ -259,13 +274,18 @@ def jsonl_records(lines: Iterable[str]) -> Iterator[tuple[str, dict | str]]:
         yield f"line {number}", record
 
 
-def _entry(record: dict) -> MemoryEntry | str:
+def _entry(record: dict, max_content_bytes: int | None = MAX_CONTENT_BYTES) -> MemoryEntry | str:
     try:
-        return MemoryEntry.model_validate(record["memory"])
+        entry = MemoryEntry.model_validate(record["memory"])
     except ValidationError as exc:
         first = exc.errors()[0]
         where_ = ".".join(str(p) for p in first["loc"]) or "memory"
         return f"invalid {where_}: {first['msg']}"
+    except RecursionError:
+        return "nested too deeply to be a memory"
+    if max_content_bytes is not None and (size := content_size(entry.content, max_content_bytes)) > max_content_bytes:
+        return f"content is {size:,} bytes, over the limit of {max_content_bytes:,} (memory.max_content_bytes)"
+    return entry
 
 
 def _vector_of(record: dict, width: int | None) -> list[float] | None:
@@ -296,6 +316,7 @@ async def import_records(
     on_progress: Callable[[int], None] | None = None,
     reopen: Callable[[], Iterable[tuple[str, dict | str]]] | None = None,
     copies: GlobalCopies | None = None,
+    max_content_bytes: int | None = MAX_CONTENT_BYTES,
 ) -> ImportReport:
     """Upsert every good record into ``store`` as ``target``; report bad ones by where they are.
 
@@ -309,12 +330,13 @@ async def import_records(
     ``strict`` validates everything first (``reopen`` gives the records again)
     and writes nothing when any is bad. Vectors that came with the file are
     kept when ``model`` matches the store's pin (or the store has none yet);
-    with ``gateway`` the rest are embedded afterwards.
+    with ``gateway`` the rest are embedded afterwards. A memory over
+    ``max_content_bytes`` is a bad record, never stored.
     """
     report = ImportReport()
     if strict:
         for where_, record in records:
-            problem = record if isinstance(record, str) else _entry(record)
+            problem = record if isinstance(record, str) else _entry(record, max_content_bytes)
             if isinstance(problem, str):
                 report.bad.append((where_, problem))
         if report.bad:
@@ -351,7 +373,7 @@ async def import_records(
         if isinstance(record, str):
             report.bad.append((where_, record))
             continue
-        entry = _entry(record)
+        entry = _entry(record, max_content_bytes)
         if isinstance(entry, str):
             report.bad.append((where_, entry))
             continue
@@ -419,10 +441,19 @@ _FRONT_FIELDS = (
 _SLUG = re.compile(r"[^\w]+", re.UNICODE)
 
 
+_ID_IN_NAME = re.compile(r"[A-Za-z0-9_-]{1,80}")
+
+
 def note_name(entry: MemoryEntry) -> str:
-    """A readable, unique file name: the first words of the memory and its id prefix."""
+    """A readable file name that is unique because the id is: the memory's first words, then its id.
+
+    An id that is not a plain file-name word (a ``/``, a dot, a long one) is
+    replaced by its sha256, so no two memories of a store share a note and no
+    id can name a path outside the folder.
+    """
     words = _SLUG.sub("-", entry.content[:48].lower()).strip("-") or "memory"
-    return f"{words}-{entry.id[:8]}.md"
+    ident = entry.id if _ID_IN_NAME.fullmatch(entry.id) else "sha256-" + hashlib.sha256(entry.id.encode()).hexdigest()
+    return f"{words}-{ident}.md"
 
 
 def note_text(entry: MemoryEntry) -> str:
@@ -435,43 +466,66 @@ def note_text(entry: MemoryEntry) -> str:
 
 
 async def export_markdown(store, folder: Path, *, on_progress: Callable[[int], None] | None = None) -> ExportReport:
-    """Write one note per memory of ``store`` into ``folder`` (a vault a person can read and edit)."""
-    folder.mkdir(parents=True, exist_ok=True)
+    """Write one note per memory of ``store`` into ``folder`` (a vault a person can read and edit).
+
+    The notes hold hidden and private memories: a folder made here is 0700 and every note 0600.
+    """
+    private_dir(folder)
     report = ExportReport(stores=[str(store.path)])
     async for record in iter_records(store):
         entry = MemoryEntry.model_validate(record["memory"])
-        (folder / note_name(entry)).write_text(note_text(entry), encoding="utf-8")
+        write_private(folder / note_name(entry), note_text(entry))
         report.memories += 1
         if on_progress is not None:
             on_progress(report.memories)
     return report
 
 
-def markdown_records(folder: Path, *, default_agent: str) -> Iterator[tuple[str, dict | str]]:
+def write_private(path: Path, text: str) -> None:
+    """Write ``path`` as 0600 (replacing any file there, never following a symlink in its place)."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, PRIVATE_FILE)
+    with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
+        os.fchmod(handle.fileno(), PRIVATE_FILE)
+        handle.write(text)
+
+
+def markdown_records(
+    folder: Path, *, default_agent: str, max_content_bytes: int = MAX_CONTENT_BYTES
+) -> Iterator[tuple[str, dict | str]]:
     """Records from a folder of notes: frontmatter fields plus the body as content.
 
-    A note a person added without an id gets the vault's path-derived id, so
-    re-importing it is still an upsert.
+    The folder is walked and read under the vault's rules (memory/markdown/notes.py):
+    symlinks, FIFOs and other non-regular files, names that are not UTF-8,
+    hidden files and files too large to hold a memory are skipped and named,
+    never opened. A note a person added without an id gets the vault's
+    path-derived id, so re-importing it is still an upsert.
     """
-    from memory.markdown.notes import note_id, split_frontmatter
+    from memory.markdown.notes import note_id, read_note_bytes, split_frontmatter, walk_folder
 
-    for path in sorted(folder.rglob("*.md")):
-        rel = path.relative_to(folder).as_posix()
+    most = max_content_bytes + FRONTMATTER_BYTES
+    walk = walk_folder(folder, max_file_bytes=most)
+    for rel, why in walk.skipped:
+        yield rel, f"skipped ({why})"
+    for info in walk.notes:
+        read = read_note_bytes(folder, info, most)
+        if isinstance(read, str):
+            yield info.rel_path, f"skipped ({read})"
+            continue
         try:
-            text = path.read_text(encoding="utf-8").replace("\r\n", "\n")
-        except (OSError, UnicodeDecodeError) as exc:
-            yield rel, f"unreadable ({exc})"
+            text = read[0].decode("utf-8").lstrip("\ufeff").replace("\r\n", "\n")
+        except UnicodeDecodeError as exc:
+            yield info.rel_path, f"unreadable ({exc})"
             continue
         meta, body, malformed = split_frontmatter(text)
         if malformed:
-            yield rel, "malformed frontmatter (not a YAML mapping)"
+            yield info.rel_path, "malformed frontmatter (not a YAML mapping)"
             continue
         content = body[:-1] if body.endswith("\n") else body
         memory = {k: _plain(v) for k, v in meta.items() if k in _FRONT_FIELDS}
-        memory.setdefault("id", note_id(rel))
+        memory.setdefault("id", note_id(info.rel_path))
         memory.setdefault("agent_id", default_agent)
         memory["content"] = content
-        yield rel, {"memory": memory}
+        yield info.rel_path, {"memory": memory}
 
 
 def _plain(value: Any) -> Any:

@@ -115,6 +115,8 @@ async def write_many(reconciler: Any, entries: list[MemoryEntry], fan_out_many: 
     report = await fan_out_many(written) if written else BatchWriteReport()
     for entry_id in restated | same:
         report.changed[entry_id] = False  # imported (or restated) on an earlier run: nothing to do again
+    if same and reconciler.vectors is not None:  # but a run killed between rows and vectors left some unembedded
+        report.embedded_again = (await reconciler.vectors.complete(sorted(same))).embedded
     if "private" not in report.accepted:
         return report
     leftovers = []

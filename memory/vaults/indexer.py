@@ -158,14 +158,14 @@ def plan_index(vault: Vault, who: NoteIdentity, stored: Stored, paths: Sequence[
         raise NotFoundError(f"vault '{vault.name}': folder {vault.root} is missing; the index was left as it was")
     force = stored.meta.get("identity") != _identity_key(who)
     if paths is None or force:
-        walk = walk_folder(vault.root, ignore_globs=vault.ignore_globs, max_file_bytes=cfg.max_file_bytes)
+        walk = walk_folder(vault.root, ignore_globs=vault.ignore_globs, max_file_bytes=vault.max_note_bytes)
         infos, skipped, attachments, current = walk.notes, list(walk.skipped), walk.attachments, {}
         mode = "full"
     else:
         infos, skipped, current = [], [], dict(stored.files)
         attachments = json.loads(stored.meta.get("attachments", "[]"))
         for rel in sorted(set(paths)):
-            found = stat_note(vault.root, rel, ignore_globs=vault.ignore_globs, max_file_bytes=cfg.max_file_bytes)
+            found = stat_note(vault.root, rel, ignore_globs=vault.ignore_globs, max_file_bytes=vault.max_note_bytes)
             current.pop(rel, None)
             if isinstance(found, str):
                 skipped.append((rel, found))
@@ -181,7 +181,7 @@ def plan_index(vault: Vault, who: NoteIdentity, stored: Stored, paths: Sequence[
         if fresh and (old.mtime_ns, old.size) == (info.mtime_ns, info.size):
             current[info.rel_path] = old
             continue
-        parsed = read_note(vault.root, info, who, cfg.max_file_bytes)
+        parsed = read_note(vault.root, info, who, vault.max_note_bytes)
         if isinstance(parsed, str):
             skipped.append((info.rel_path, parsed))
             continue

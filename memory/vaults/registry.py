@@ -10,6 +10,7 @@ from memory.agents import AgentRegistry
 from memory.config import VaultConfig, load_config, save_config
 from memory.errors import InvalidRequestError, NotFoundError
 from memory.home import Home, check_name
+from memory.limits import MAX_CONTENT_BYTES
 from memory.locks import exclusive_within
 from memory.markdown.obsidian import ExcludedFiles, excluded_files
 from memory.types import MemoryScope
@@ -52,12 +53,17 @@ class Vault:
         return [*self.config.ignore, *self.obsidian_excluded.globs]
 
     @property
+    def max_note_bytes(self) -> int:
+        """The largest note read: ``max_file_bytes``, but never past what one memory may hold."""
+        return min(self.config.max_file_bytes, MAX_CONTENT_BYTES)
+
+    @property
     def db_path(self) -> Path:
-        return self.home.vaults_dir / f"{self.name}.db"
+        return self.home.vault_db(self.name)
 
     @property
     def state_path(self) -> Path:
-        return self.home.vaults_dir / f"{self.name}.state.json"
+        return self.home.vault_state(self.name)
 
     @property
     def lock_path(self) -> Path:
@@ -113,6 +119,9 @@ class VaultRegistry:
         if agent:
             AgentRegistry(self.home).resolve(agent)
         config = self._config()
+        if pool is not None and pool not in config.pools:
+            check_name("pool", pool)
+            raise NotFoundError(f"no pool named '{pool}'; create it with `arcana pool create {pool}` first")
         for other, cfg in config.vaults.items():
             if Path(cfg.path) == root:
                 raise InvalidRequestError(

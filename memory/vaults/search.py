@@ -47,7 +47,7 @@ class VaultReader:
         self.notify = notify
         self.folder = MarkdownFolderAdapter(
             vault.root, f"vault:{vault.name}", ignore_globs=vault.ignore_globs,
-            max_file_bytes=vault.config.max_file_bytes, on_degraded=self._note,
+            max_file_bytes=vault.max_note_bytes, on_degraded=self._note,
         )
         self._store: SQLiteAdapter | None = None
         self._vectors: Any = None

