@@ -42,6 +42,7 @@ COMMAND_MODULES = {
     "export": "export",
     "import": "export",
     "mcp": "mcp",
+    "ui": "ui",
     "backup": "backup",
     "restore": "backup",
 }

@@ -9,11 +9,13 @@ from memory.agents import AgentCard
 
 
 @asynccontextmanager
-async def agent_federation(cli, card: AgentCard, out: Out):
+async def agent_federation(cli, card: AgentCard, out: Out, *, embedding=None, actor: str = "cli"):
     """The agent's federation (private, its pools and vaults, global when an embedder is configured).
 
     Closed on exit. A private store found corrupt is moved aside; the command
     then says so and exits 5 (see :func:`arcana_cli.context.announce_quarantines`).
+    ``embedding``: a gateway kept across calls (the web view's, whose model
+    stays loaded); by default one is built from the config for this call.
     """
     from memory.embedding.factory import build_gateway
     from memory.runtime.assembly import federation_for_agent
@@ -22,9 +24,9 @@ async def agent_federation(cli, card: AgentCard, out: Out):
         card,
         home=cli.home,
         config=cli.config,
-        embedding=build_gateway(cli.config.embedding, cli.home),
+        embedding=embedding if embedding is not None else build_gateway(cli.config.embedding, cli.home),
         notify=out.warn,
-        actor="cli",
+        actor=actor,
     )
     try:
         yield federation

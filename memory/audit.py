@@ -49,7 +49,60 @@ class AuditLog:
         stale = self.path.with_name(f"{self.path.name}.{self.keep + 1}")
         stale.unlink(missing_ok=True)
 
+    def newest(self, skip: int = 0, limit: int = 50) -> list[dict]:
+        """Events newest first, after the ``skip`` newest, through the rotated files too.
+
+        Each file is read backwards from its end in blocks, so a page costs
+        the lines up to it, not the log's size. A line that is not a JSON
+        object (a torn write) is shown as such, not raised.
+        """
+        found: list[dict] = []
+        files = [self.path, *(self.path.with_name(f"{self.path.name}.{i}") for i in range(1, self.keep + 1))]
+        for path in files:
+            for line in _lines_backwards(path):
+                if skip:
+                    skip -= 1
+                    continue
+                found.append(_event(line))
+                if len(found) >= limit:
+                    return found
+        return found
+
     def read(self) -> list[dict]:
         if not self.path.exists():
             return []
         return [json.loads(line) for line in self.path.read_text().splitlines() if line.strip()]
+
+
+_BLOCK = 64 * 1024
+
+
+def _lines_backwards(path: Path):
+    """The non-blank lines of ``path``, last first (nothing if it does not exist)."""
+    try:
+        handle = open(path, "rb")
+    except FileNotFoundError:
+        return
+    with handle:
+        end = handle.seek(0, os.SEEK_END)
+        tail = b""
+        while end > 0:
+            start = max(0, end - _BLOCK)
+            handle.seek(start)
+            chunk = handle.read(end - start) + tail
+            end = start
+            lines = chunk.split(b"\n")
+            tail = lines.pop(0) if end > 0 else b""
+            for line in reversed(lines):
+                if line.strip():
+                    yield line.decode("utf-8", "replace")
+        if tail.strip():
+            yield tail.decode("utf-8", "replace")
+
+
+def _event(line: str) -> dict:
+    try:
+        record = json.loads(line)
+    except ValueError:
+        record = None
+    return record if isinstance(record, dict) else {"event": "unreadable line", "line": line[:200]}

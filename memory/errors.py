@@ -39,6 +39,11 @@ class InvalidRequestError(ArcanaMemoryError, ValueError):
     """The request cannot be carried out as asked (the CLI's usage error, exit 2)."""
 
 
+class StaleEditError(InvalidRequestError):
+    """An operator edit named the memory as it was (its newest ledger seq), and it has changed since:
+    refused, nothing written, so an edit is never applied to data its author did not see."""
+
+
 class MemoryRoutingError(ArcanaMemoryError):
     """A write targets a tier that is missing or under-specified."""
 

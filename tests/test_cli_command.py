@@ -48,7 +48,7 @@ def test_every_data_command_has_json_last_and_maintenance_has_quiet():
     assert len(leaves) > 50
     for name, command in leaves.items():
         options = [p.name for p in command.params]
-        if name == "mcp":  # serves a protocol on stdout: no --json
+        if name in ("mcp", "ui"):  # serve a protocol or pages, not data: no --json
             assert "json_" not in options
             continue
         assert "json_" in options, name

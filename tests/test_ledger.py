@@ -110,7 +110,7 @@ MUTATORS = {
 NON_MUTATORS = {
     "connect", "aclose", "health_check", "schema_version", "run", "ensure_vec", "search",
     "keyword_candidates", "term_coverage", "admitted_by_id", "get", "find_by_prefix", "record_access", "history", "ledger",
-    "count", "versions", "open_conflicts", "removed",
+    "count", "versions", "open_conflicts", "removed", "page", "census", "growth", "recall_activity",
 }
 
 

@@ -279,6 +279,11 @@ async def test_http_transport_needs_the_bearer_token(zoo, arcana_home, tmp_path)
         errlog.seek(0)
         assert errlog.read().count(token) == 1  # printed once, on stderr
         headers = {"Authorization": f"Bearer {token}"}
+        async with httpx2.AsyncClient() as raw:  # the shared loopback guard: Host, then Origin, then the token
+            rebound = await raw.post(url, json={}, headers={**headers, "Host": f"rebind.example:{port}"})
+            assert rebound.status_code == 421
+            foreign = await raw.post(url, json={}, headers={**headers, "Origin": "http://rebind.example"})
+            assert foreign.status_code == 403
         async with httpx2.AsyncClient(headers=headers) as authed, \
                 streamable_http_client(url, http_client=authed) as (read, write, *_), \
                 ClientSession(read, write) as client:

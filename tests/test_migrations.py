@@ -21,7 +21,7 @@ pytestmark = pytest.mark.usefixtures("no_embedder")
 
 # The exact schema a blank database reaches at head. A new migration must
 # extend this (and head below) on purpose.
-HEAD = 7
+HEAD = 8
 TABLES = {
     "memories": [
         "seq", "id", "agent_id", "type", "content", "scope", "pool_name", "importance", "pinned", "confidence",
@@ -47,6 +47,7 @@ TABLES = {
     "memory_chunks": ["id", "seq", "chunk", "char_start", "char_end", "source_hash"],
     "entities": ["id", "agent_id", "name", "created_at"],
     "entity_aliases": ["agent_id", "alias", "entity_id"],
+    "recall_activity": ["day", "recalls", "hits"],
 }
 INDEXES = {
     "memories_agent": ("memories", ["agent_id"]),

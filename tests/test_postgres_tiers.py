@@ -21,6 +21,7 @@ from embed_server import hashed_vectors
 from memory.adapters.postgres import PostgresAdapter
 from memory.agents import AgentRegistry
 from memory.audit import AuditLog
+from memory.postgres.migrations import head_version
 from memory.config import load_config
 from memory.embedding.base import EmbeddingMeta
 from memory.embedding.gateway import EmbeddingGateway
@@ -52,7 +53,7 @@ def server_team(cli, arcana_home, pg_url, monkeypatch):
     for name in ("alice", "bob", "carol"):
         assert cli("agent", "create", name).exit_code == 0
     created = data(cli("pool", "create", "team", "--url-env", "TEAM_PG", "--json"))
-    assert created["backend"] == "postgresql" and created["reachable"] is True and created["schema_version"] == 2
+    assert created["backend"] == "postgresql" and created["reachable"] is True and created["schema_version"] == 3
     for name in ("alice", "bob"):
         assert cli("agent", "join", name, "team").exit_code == 0
     return cli
@@ -258,14 +259,14 @@ def test_operator_commands_work_on_a_server_pool(server_team, pg_url):
     assert [(t["tier"], t["archived"]) for t in pruned["tiers"]] == [("pool:team", 1)]
     status = data(server_team("migrate", "status", "--json"))
     [server] = [r for r in status if r["database"].startswith("pool:team")]
-    assert (server["version"], server["head"], server["state"]) == (2, 2, "current")
+    assert (server["version"], server["head"], server["state"]) == (head_version(), head_version(), "current")
     assert "***" in server["database"]
     up = data(server_team("migrate", "up", "--json"))
     assert [r["state"] for r in up if r["database"].startswith("pool:team")] == ["current"]
     doctor = server_team("doctor", "--json")
     checks = json.loads(doctor.stdout)["checks"]
     [tier] = [c for c in checks if "pool:team" in c["name"] or "pool:team" in c["detail"]]
-    assert tier["ok"] and "postgresql" in tier["detail"] and "schema v2" in tier["detail"], tier
+    assert tier["ok"] and "postgresql" in tier["detail"] and f"schema v{head_version()}" in tier["detail"], tier
 
 
 def test_a_fresh_server_database_is_pending_until_migrate_up(cli, arcana_home, pg_url, monkeypatch):
@@ -277,7 +278,7 @@ def test_a_fresh_server_database_is_pending_until_migrate_up(cli, arcana_home, p
     [row] = [r for r in data(cli("migrate", "status", "--json")) if r["database"].startswith("global")]
     assert row["version"] == 0  # status changed nothing
     [done] = [r for r in data(cli("migrate", "up", "--json")) if r["database"].startswith("global")]
-    assert (done["from"], done["to"], done["state"]) == (0, 2, "migrated")
+    assert (done["from"], done["to"], done["state"]) == (0, head_version(), "migrated")
 
 
 def test_an_operator_edit_reaches_the_promoted_copy_on_a_server_global_tier(cli, arcana_home, pg_url, monkeypatch):

@@ -27,20 +27,13 @@ async def mcp(
 ) -> None:
     """Serve an agent's memory as MCP tools over stdio, or loopback HTTP (for Claude Desktop, IDE agents, ...)."""
     from arcana_cli.federated import agent_federation
-    from arcana_cli.mcp.server import (
-        MemoryTools,
-        attached_vaults,
-        bearer_token,
-        build_server,
-        parse_bind,
-        serve_http,
-        stderr_logging,
-    )
+    from arcana_cli.loopback import parse_bind, saved_token
+    from arcana_cli.mcp.server import MemoryTools, attached_vaults, build_server, serve_http, stderr_logging
 
     bind = None
     if http is not None:
         try:
-            bind = parse_bind(http)
+            bind = parse_bind(http, "--http")
         except ValueError as exc:
             raise typer.BadParameter(str(exc), param_hint="--http") from None
     card, created = cli.agents.resolve_or_create(agent)
@@ -58,7 +51,7 @@ async def mcp(
             out.info(f"arcana mcp: serving agent '{card.name}' on stdio{mode}")
             await server.run_stdio_async()
             return
-        token, new = bearer_token(cli.home)
+        token, new = saved_token(cli.home.root / "mcp" / "token")
         if new:  # printed once, to stderr even under --quiet: without it nobody can connect
             sys.stderr.write(f"arcana mcp: bearer token (saved in {cli.home.root / 'mcp' / 'token'}): {token}\n")
         else:

@@ -353,58 +353,13 @@ def stderr_logging() -> None:
     root.setLevel(logging.WARNING)
 
 
-LOOPBACK = ("127.0.0.1", "::1", "localhost")
-
-
-def parse_bind(value: str) -> tuple[str, int]:
-    """``HOST:PORT`` on a loopback address only: the token is a local secret, not network auth."""
-    host, sep, port = value.rpartition(":")
-    host = host.strip("[]")
-    if not sep or not port.isdigit() or not 0 < int(port) < 65536:
-        raise ValueError(f"--http takes HOST:PORT, e.g. 127.0.0.1:8765 (got '{value}')")
-    if host not in LOOPBACK:
-        raise ValueError(f"--http serves loopback only (127.0.0.1, ::1 or localhost), not '{host}'")
-    return host, int(port)
-
-
-def bearer_token(home: Home) -> tuple[str, bool]:
-    """The home's MCP token (``mcp/token``, 0600), generated on first use; (token, newly made)."""
-    import os
-    import secrets
-
-    path = home.root / "mcp" / "token"
-    if path.exists():
-        return path.read_text(encoding="utf-8").strip(), False
-    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    token = secrets.token_urlsafe(32)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        handle.write(token + "\n")
-    return token, True
-
-
-def require_bearer(app, token: str):
-    """ASGI wrapper: every HTTP request needs ``Authorization: Bearer <token>``, else 401."""
-    import hmac
-
-    expected = f"Bearer {token}".encode()
-
-    async def guarded(scope, receive, send):
-        if scope["type"] == "http":
-            given = dict(scope.get("headers") or ()).get(b"authorization", b"")
-            if not hmac.compare_digest(given, expected):
-                await send({"type": "http.response.start", "status": 401,
-                            "headers": [(b"content-type", b"text/plain"), (b"www-authenticate", b"Bearer")]})
-                await send({"type": "http.response.body", "body": b"missing or wrong bearer token\n"})
-                return
-        await app(scope, receive, send)
-
-    return guarded
-
-
 async def serve_http(server, host: str, port: int, token: str) -> None:
-    """The SDK's streamable HTTP transport at ``/mcp`` behind the bearer check."""
+    """The SDK's streamable HTTP transport at ``/mcp`` behind the loopback guard and its bearer token."""
     import uvicorn
 
-    app = require_bearer(server.streamable_http_app(host=host), token)
+    from arcana_cli.loopback import LoopbackGuard, bearer
+
+    app = LoopbackGuard(
+        server.streamable_http_app(host=host), port=port, secret=token, credential=bearer, challenge=b"Bearer"
+    )
     await uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning")).serve()

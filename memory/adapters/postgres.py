@@ -22,9 +22,11 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from memory import audit as audit_mod
+from memory.access import DAY_SECONDS, AccessBuffer
+from memory.inspection import Census, Growth, RecallDay, day_date
 from memory.config import DEFAULT_KEYWORD_WEIGHT, DEFAULT_VECTOR_WEIGHT
 from memory.embedding.base import Embedder, EmbeddingMeta, l2_normalize, length_order
-from memory.errors import MemoryStorageError, NotFoundError, SchemaTooNewError
+from memory.errors import MemoryStorageError, NotFoundError, SchemaTooNewError, StaleEditError
 from memory.postgres import bulk, mutations, search
 from memory.postgres import prune as prune_sql
 from memory.postgres import vectors as vector_sql
@@ -104,7 +106,7 @@ class PostgresAdapter:
         self.notices: list[str] = []
         self._pool = None
         self._lock = asyncio.Lock()
-        self._hits: dict[str, tuple[int, float]] = {}
+        self._hits = AccessBuffer()
         self._resolved: dict[EmbeddingMeta | None, Embedder | None] = {}
         self._meta: EmbeddingMeta | None = None
 
@@ -161,7 +163,7 @@ class PostgresAdapter:
                     return await fn(conn, *args)
                 async with conn.transaction():
                     return await fn(conn, *args)
-        except (MemoryStorageError, NotFoundError, asyncio.CancelledError):
+        except (MemoryStorageError, NotFoundError, StaleEditError, asyncio.CancelledError):
             raise
         except Exception as exc:
             raise storage_error(self.url, exc) from None
@@ -288,20 +290,23 @@ class PostgresAdapter:
             transaction=True,
         )
 
-    async def archive(self, entry_ids: Sequence[str]) -> int:
-        return await self._set(entry_ids, "archive", "archived", 1)
+    async def archive(self, entry_ids: Sequence[str], *, expect_seq: int | None = None) -> int:
+        return await self._set(entry_ids, "archive", "archived", 1, expect_seq)
 
-    async def restore(self, entry_ids: Sequence[str]) -> int:
-        return await self._set(entry_ids, "restore", "archived", 0)
+    async def restore(self, entry_ids: Sequence[str], *, expect_seq: int | None = None) -> int:
+        return await self._set(entry_ids, "restore", "archived", 0, expect_seq)
 
-    async def set_visibility(self, entry_ids: Sequence[str], visibility: Visibility) -> int:
-        return await self._set(entry_ids, "visibility", "visibility", Visibility(visibility).value)
+    async def set_visibility(self, entry_ids: Sequence[str], visibility: Visibility, *, expect_seq: int | None = None) -> int:
+        return await self._set(entry_ids, "visibility", "visibility", Visibility(visibility).value, expect_seq)
 
-    async def set_pinned(self, entry_ids: Sequence[str], pinned: bool) -> int:
-        return await self._set(entry_ids, "pin", "pinned", int(pinned))
+    async def set_pinned(self, entry_ids: Sequence[str], pinned: bool, *, expect_seq: int | None = None) -> int:
+        return await self._set(entry_ids, "pin", "pinned", int(pinned), expect_seq)
 
-    async def _set(self, entry_ids: Sequence[str], op: str, column: str, value: Any) -> int:
-        return await self._call(mutations.update, list(entry_ids), op, self.actor, column, value, transaction=True)
+    async def _set(self, entry_ids: Sequence[str], op: str, column: str, value: Any, expect_seq: int | None = None) -> int:
+        ids = list(entry_ids)
+        if expect_seq is not None and len(ids) != 1:
+            raise ValueError("expect_seq guards an edit of one memory")
+        return await self._call(mutations.update, ids, op, self.actor, column, value, expect_seq, transaction=True)
 
     # -- reads (all through memory.postgres.admission) ---------------------
 
@@ -368,22 +373,42 @@ class PostgresAdapter:
 
     async def record_access(self, entries: Sequence[MemoryEntry]) -> None:
         """Buffer read hits; folded in at close or every few hundred hits."""
-        now = time.time()
-        for entry in entries:
-            count, _ = self._hits.get(entry.id, (0, now))
-            self._hits[entry.id] = (count + 1, now)
+        self._hits.record((entry.id for entry in entries), time.time())
         if len(self._hits) >= _HIT_FLUSH and self._pool is not None:
             await self._flush_hits(self._pool)
 
     async def _flush_hits(self, pool) -> None:
-        if not self._hits:
+        hits = self._hits.take()
+        if hits is None:
             return
-        hits, self._hits = self._hits, {}
         try:
             async with pool.acquire(timeout=self.connect_timeout) as conn:
                 await mutations.touch_access(conn, hits)
         except Exception:
             pass  # access counts are a ranking hint; never fail a read (or a close) over them
+
+    async def page(
+        self, query: MemoryQuery, *, offset: int = 0, audience: Audience = Audience.LISTING, include_archived: bool = False
+    ) -> list[MemoryEntry]:
+        """Rows ``offset`` .. ``offset + query.limit`` of the filter-and-order listing, as on SQLite."""
+        if audience is Audience.RECALL:
+            raise ValueError("a listing page is not a recall; use search()")
+        clause = where(query, audience=audience, include_archived=include_archived)
+        return [_entry(r) for r in await self._call(search.ordered, clause, query.limit, offset)]
+
+    async def census(self) -> Census:
+        """Rows by state (one aggregate statement)."""
+        return Census.of(await self._call(lambda conn: conn.fetchrow(_CENSUS)))
+
+    async def growth(self, after: int = 0) -> Growth:
+        """Rows added and removed per day, from the ledger rows past seq ``after``."""
+        return await self._call(_growth, after)
+
+    async def recall_activity(self) -> list[RecallDay]:
+        await self.connect()
+        await self._flush_hits(self._pool)
+        rows = await self._call(lambda conn: conn.fetch("SELECT day, recalls, hits FROM recall_activity ORDER BY day"))
+        return [RecallDay(day_date(r["day"]), r["recalls"], r["hits"]) for r in rows]
 
     async def history(self, entry_id: str) -> list[LedgerRecord]:
         rows = await self._call(
@@ -556,3 +581,23 @@ class PostgresAdapter:
             for r in rows
             if 1.0 - r["distance"] >= self.min_similarity
         ]
+
+
+_CENSUS = (
+    "SELECT count(*), count(*) FILTER (WHERE visibility = 'visible' AND archived = 0 AND valid_to IS NULL), "
+    "count(*) FILTER (WHERE archived = 1), count(*) FILTER (WHERE visibility = 'hidden'), "
+    "count(*) FILTER (WHERE visibility = 'private'), count(*) FILTER (WHERE valid_to IS NOT NULL) FROM memories"
+)
+
+
+async def _growth(conn, after: int) -> Growth:
+    newest = await conn.fetchval("SELECT coalesce(max(seq), 0) FROM memory_ledger")
+    if newest <= after:
+        return Growth(after)
+    rows = await conn.fetch(
+        f"SELECT floor(at / {DAY_SECONDS})::bigint AS day, count(*) FILTER (WHERE before IS NULL) AS added, "
+        "count(*) FILTER (WHERE after IS NULL) AS removed FROM memory_ledger WHERE seq > $1 AND seq <= $2 "
+        "GROUP BY day ORDER BY day",
+        after, newest,
+    )
+    return Growth(newest, tuple((r["day"], r["added"], r["removed"]) for r in rows))

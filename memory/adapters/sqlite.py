@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from memory import audit as audit_mod
+from memory.access import AccessBuffer
 from memory.errors import MemoryCorruptError, MemoryStorageError, NotFoundError
 from memory.home import Home
 from memory.limits import MAX_CONTENT_BYTES, check_content
@@ -17,7 +18,7 @@ from memory.migrations.backup import backup_copy
 from memory.migrations.runner import check_not_newer, migrate
 from memory.promotion import promote
 from memory.protocols import MemoryAdapter
-from memory.sqlite import mutations, vectors
+from memory.sqlite import inspection, mutations, vectors
 from memory.sqlite import versions as version_sql
 from memory.sqlite.admission import where
 from memory.sqlite.batches import select_in
@@ -38,6 +39,7 @@ from memory.sqlite.connection import (
 from memory.sqlite.fts import coverage, focused_match, match_expression
 from memory.sqlite.quarantine import quarantine_store
 from memory.sqlite.rows import SELECT_COLUMNS, admitted_rows, row_to_entry
+from memory.inspection import Census, Growth, RecallDay
 from memory.store_kinds import StoreKind, store_options
 from memory.types import (
     Audience,
@@ -89,7 +91,7 @@ class SQLiteAdapter:
         self.promotion_errors: list[str] = []
         self._conn: StoreConnection | None = None
         self._lock = asyncio.Lock()
-        self._hits: dict[str, tuple[int, float]] = {}
+        self._hits = AccessBuffer()
         self._vec_loaded: str | None | bool = False
 
     @classmethod
@@ -280,21 +282,28 @@ class SQLiteAdapter:
         withdrawn) and does not hold again: an import must not bring them back."""
         return await self.run(lambda raw: {r[0] for r in select_in(raw, _REMOVED, list(entry_ids))})
 
-    async def archive(self, entry_ids: Sequence[str]) -> int:
-        return await self._set(entry_ids, "archive", "archived = 1")
+    # ``expect_seq`` (one id only): refuse with StaleEditError unless it is the memory's newest ledger row.
 
-    async def restore(self, entry_ids: Sequence[str]) -> int:
-        return await self._set(entry_ids, "restore", "archived = 0")
+    async def archive(self, entry_ids: Sequence[str], *, expect_seq: int | None = None) -> int:
+        return await self._set(entry_ids, "archive", "archived = 1", expect_seq=expect_seq)
 
-    async def set_visibility(self, entry_ids: Sequence[str], visibility: Visibility) -> int:
-        return await self._set(entry_ids, "visibility", "visibility = ?", (Visibility(visibility).value,))
+    async def restore(self, entry_ids: Sequence[str], *, expect_seq: int | None = None) -> int:
+        return await self._set(entry_ids, "restore", "archived = 0", expect_seq=expect_seq)
 
-    async def set_pinned(self, entry_ids: Sequence[str], pinned: bool) -> int:
-        return await self._set(entry_ids, "pin", "pinned = ?", (int(pinned),))
+    async def set_visibility(self, entry_ids: Sequence[str], visibility: Visibility, *, expect_seq: int | None = None) -> int:
+        return await self._set(entry_ids, "visibility", "visibility = ?", (Visibility(visibility).value,), expect_seq)
 
-    async def _set(self, entry_ids: Sequence[str], op: str, assignments: str, params: tuple = ()) -> int:
+    async def set_pinned(self, entry_ids: Sequence[str], pinned: bool, *, expect_seq: int | None = None) -> int:
+        return await self._set(entry_ids, "pin", "pinned = ?", (int(pinned),), expect_seq)
+
+    async def _set(
+        self, entry_ids: Sequence[str], op: str, assignments: str, params: tuple = (), expect_seq: int | None = None
+    ) -> int:
+        ids = list(entry_ids)
+        if expect_seq is not None and len(ids) != 1:
+            raise ValueError("expect_seq guards an edit of one memory")
         return await self.run(
-            _update_txn, list(entry_ids), op, self.actor, assignments, params, inline=len(entry_ids) <= INLINE_ROWS
+            _update_txn, ids, op, self.actor, assignments, params, expect_seq, inline=len(ids) <= INLINE_ROWS
         )
 
     async def supersede(self, old_ids: Sequence[str], new_id: str) -> list[str]:
@@ -402,17 +411,14 @@ class SQLiteAdapter:
 
     async def record_access(self, entries: Sequence[MemoryEntry]) -> None:
         """Buffer read hits; they are folded in at close or every few hundred hits."""
-        now = time.time()
-        for entry in entries:
-            count, _ = self._hits.get(entry.id, (0, now))
-            self._hits[entry.id] = (count + 1, now)
+        self._hits.record((entry.id for entry in entries), time.time())
         if len(self._hits) >= _HIT_FLUSH and self._conn is not None:
             await self._flush_hits(self._conn)
 
     async def _flush_hits(self, conn: StoreConnection) -> None:
-        if not self._hits:
+        hits = self._hits.take()
+        if hits is None:
             return
-        hits, self._hits = self._hits, {}
         try:
             await run_sync(conn, _touch_txn, hits, path=self.path)
         except MemoryStorageError:
@@ -432,6 +438,31 @@ class SQLiteAdapter:
             return sorted(rows, key=lambda r: r["seq"])
 
         return [LedgerRecord.from_row(r) for r in await self.run(read)]
+
+    async def page(
+        self, query: MemoryQuery, *, offset: int = 0, audience: Audience = Audience.LISTING, include_archived: bool = False
+    ) -> list[MemoryEntry]:
+        """Rows ``offset`` .. ``offset + query.limit`` of the filter-and-order listing (the query's text
+        is not searched): a listing paged in SQL, never loaded whole. Not a recall hit."""
+        if audience is Audience.RECALL:
+            raise ValueError("a listing page is not a recall; use search()")
+        clause = where(query, audience=audience, include_archived=include_archived)
+        rows = await self.run(_ordered, clause.sql, clause.params, query.limit, offset, inline=True)
+        return [row_to_entry(r) for r in rows]
+
+    async def census(self) -> Census:
+        """Rows by state (one aggregate statement)."""
+        return await self.run(inspection.census)
+
+    async def growth(self, after: int = 0) -> Growth:
+        """Rows added and removed per day, from the ledger rows past seq ``after``."""
+        return await self.run(inspection.growth, after)
+
+    async def recall_activity(self) -> list[RecallDay]:
+        """Recalls answered and memories returned per day (folded in from the access buffer)."""
+        await self.connect()
+        await self._flush_hits(self.connection)
+        return await self.run(inspection.recalls)
 
     async def count(self, *, include_archived: bool = True) -> int:
         sql = "SELECT count(*) FROM memories" + ("" if include_archived else " WHERE archived = 0")
@@ -460,8 +491,10 @@ def _upsert_txn(raw, entries, actor):
         return mutations.upsert(raw, entries, actor)
 
 
-def _update_txn(raw, ids, op, actor, assignments, params):
+def _update_txn(raw, ids, op, actor, assignments, params, expect_seq=None):
     with transaction(raw):
+        if expect_seq is not None:
+            mutations.check_unchanged(raw, ids[0], expect_seq)
         return mutations.update(raw, ids, op, actor, assignments, params)
 
 
@@ -536,12 +569,12 @@ def _focused_keyword(raw, text, clause_sql, params, limit):
     return [] if match is None else _keyword(raw, match, clause_sql, params, limit)
 
 
-def _ordered(raw, clause_sql, params, limit):
+def _ordered(raw, clause_sql, params, limit, offset=0):
     sql = (
         f"SELECT {SELECT_COLUMNS}, m.seq FROM memories m WHERE {clause_sql} "
-        "ORDER BY m.pinned DESC, m.importance DESC, m.created_at DESC LIMIT ?"
+        "ORDER BY m.pinned DESC, m.importance DESC, m.created_at DESC, m.seq LIMIT ? OFFSET ?"
     )
-    return raw.execute(sql, (*params, limit)).fetchall()
+    return raw.execute(sql, (*params, limit, offset)).fetchall()
 
 
 def _by_id(raw, entry_id, clause_sql, params):

@@ -39,6 +39,9 @@ MUTATORS = (
 (``supersede``, with the successor's id as its value, and ``reinforce``, with
 its (step, confirm), are reconciliation's)."""
 
+GUARDED = ("archive", "restore", "set_visibility", "set_pinned")
+"""The edits a ledger seq can guard (see :attr:`Edit.expect_seq`): the web view's actions."""
+
 
 @dataclass
 class Edit:
@@ -49,13 +52,22 @@ class Edit:
     op: str
     value: Any = None
     changes: Mapping[str, Any] = field(default_factory=dict)
+    expect_seq: int | None = None
+    """The memory's newest ledger seq as its editor saw it: the edit is refused
+    (:class:`StaleEditError`) if the memory changed since. Copies are not checked."""
 
     def __post_init__(self) -> None:
         if self.op not in MUTATORS:
             raise ValueError(f"unknown operator edit '{self.op}'; one of {', '.join(MUTATORS)}")
+        if self.expect_seq is not None and self.op not in GUARDED:
+            raise ValueError(f"an operator edit '{self.op}' cannot be checked against a ledger seq; one of {', '.join(GUARDED)}")
 
-    async def on(self, store: SQLiteAdapter, entry_id: str) -> bool:
-        """Apply to ``entry_id`` in ``store`` (ledgered there); True when something changed."""
+    async def on(self, store: SQLiteAdapter, entry_id: str, *, guarded: bool = False) -> bool:
+        """Apply to ``entry_id`` in ``store`` (ledgered there); True when something changed.
+        ``guarded``: this is the edited memory itself, so ``expect_seq`` is checked."""
+        if guarded and self.expect_seq is not None:
+            args = () if self.value is None else (self.value,)
+            return bool(await getattr(store, self.op)([entry_id], *args, expect_seq=self.expect_seq))
         if self.op == "update":
             before = await _operator_get(store, entry_id)
             after = await store.update(entry_id, **self.changes)
@@ -194,6 +206,18 @@ class GlobalCopies:
             self.path = self._store.path  # a server's URL is shown masked
         await self._store.connect()
         return self._store
+
+    async def copy_of(self, entry: MemoryEntry) -> MemoryEntry | None:
+        """The copy promotion made of ``entry`` (same id, same agent; any visibility, archived
+        too), or None: what an operator is shown beside the memory."""
+        if not self.may_hold_copies:
+            return None
+        token = DEADLINE.set(time.monotonic() + self.timeout)
+        try:
+            copy = await _operator_get(await self._open(), entry.id)
+        finally:
+            DEADLINE.reset(token)
+        return copy if copy is not None and copy.agent_id == entry.agent_id else None
 
     @property
     def may_hold_copies(self) -> bool:
@@ -368,7 +392,7 @@ class MemoryEditor:
         if edit.op == "purge" and self.copies is not None:
             # The copy first: once the row is gone a re-run could not find it to try the copy again.
             change = await self.copies.follow(self.store, before, None, edit, verb or edit.op, first=True)
-        changed = await edit.on(self.store, entry_id)
+        changed = await edit.on(self.store, entry_id, guarded=True)
         after = await _operator_get(self.store, entry_id)
         if edit.op != "purge" and self.copies is not None:
             change = await self.copies.follow(self.store, before, after, edit, verb or edit.op)

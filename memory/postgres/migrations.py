@@ -99,7 +99,17 @@ _FACT_VERSIONS = (
     "CREATE INDEX memories_supersedes ON memories (supersedes)",
 )
 
-MIGRATIONS: tuple[Migration, ...] = (Migration(1, "core", _CORE), Migration(2, "fact_versions", _FACT_VERSIONS))
+# Recalls answered and memories returned per UTC day (the SQLite store's v8).
+_RECALL_ACTIVITY = (
+    "CREATE TABLE recall_activity (day integer PRIMARY KEY, recalls integer NOT NULL DEFAULT 0, "
+    "hits integer NOT NULL DEFAULT 0)",
+)
+
+MIGRATIONS: tuple[Migration, ...] = (
+    Migration(1, "core", _CORE),
+    Migration(2, "fact_versions", _FACT_VERSIONS),
+    Migration(3, "recall_activity", _RECALL_ACTIVITY),
+)
 
 _BOOKKEEPING = """
 CREATE TABLE IF NOT EXISTS arcana_schema (

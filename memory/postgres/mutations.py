@@ -17,9 +17,11 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from memory.access import AccessBuffer
 from memory.postgres import bulk
 from memory.postgres.admission import numbered
-from memory.sqlite.mutations import VERSION_LINKS, change_label, differs
+from memory.errors import StaleEditError
+from memory.sqlite.mutations import VERSION_LINKS, change_label, differs, stale_message
 from memory.sqlite.rows import COLUMNS, entry_values
 from memory.types import MemoryEntry, Visibility
 
@@ -214,10 +216,19 @@ async def _apply(conn, batch: Prepared, actor: str, op: str | None, *, known: se
     return ops
 
 
-async def update(conn, ids: Sequence[str], op: str, actor: str, column: str, value) -> int:
-    """Set ``column`` to ``value`` on ``ids``; one ledger row per row that changed."""
+async def update(conn, ids: Sequence[str], op: str, actor: str, column: str, value, expect_seq: int | None = None) -> int:
+    """Set ``column`` to ``value`` on ``ids``; one ledger row per row that changed.
+
+    ``expect_seq`` (one id): refused unless it is the memory's newest ledger
+    row, checked with the row locked, so a concurrent edit waits and is seen.
+    """
     if column not in ("archived", "visibility", "pinned"):
         raise ValueError(f"not an operator-editable column: {column}")
+    if expect_seq is not None:
+        await conn.execute("SELECT 1 FROM memories WHERE id = $1 FOR UPDATE", ids[0])
+        newest = await conn.fetchval("SELECT max(seq) FROM memory_ledger WHERE memory_id = $1", ids[0])
+        if newest != expect_seq:
+            raise StaleEditError(stale_message(ids[0], expect_seq, newest))
     return await _change(conn, ids, op, actor, f"{column} = ?", (value,))
 
 
@@ -289,10 +300,16 @@ async def delete(conn, ids: Sequence[str], op: str, actor: str) -> int:
     return len(present)
 
 
-async def touch_access(conn, hits: dict[str, tuple[int, float]]) -> None:
-    """Fold read hits into access_count / last_accessed_at (unledgered bookkeeping, as on SQLite)."""
+async def touch_access(conn, buffered: AccessBuffer) -> None:
+    """Fold read hits into access_count / last_accessed_at and the recalls into
+    ``recall_activity`` (unledgered bookkeeping, as on SQLite)."""
     await conn.executemany(
         "UPDATE memories SET access_count = access_count + $1, "
         "last_accessed_at = greatest(coalesce(last_accessed_at, 0), $2) WHERE id = $3",
-        [(n, at, mid) for mid, (n, at) in hits.items()],
+        [(n, at, mid) for mid, (n, at) in buffered.hits.items()],
+    )
+    await conn.executemany(
+        "INSERT INTO recall_activity (day, recalls, hits) VALUES ($1, $2, $3) ON CONFLICT (day) DO UPDATE SET "
+        "recalls = recall_activity.recalls + excluded.recalls, hits = recall_activity.hits + excluded.hits",
+        [(day, recalls, hits) for day, (recalls, hits) in buffered.days.items()],
     )

@@ -13,12 +13,13 @@ from memory.postgres.vectors import VEC_TABLE
 KEYWORD_CANDIDATES = 1000  # matches ranked per keyword query (see keyword)
 
 
-async def ordered(conn, clause, limit: int):
+async def ordered(conn, clause, limit: int, offset: int = 0):
+    n = len(clause.params)
     sql = (
         f"SELECT {SELECT_COLUMNS} FROM memories m WHERE {clause.sql} "
-        f"ORDER BY m.pinned DESC, m.importance DESC, m.created_at DESC LIMIT ${len(clause.params) + 1}"
+        f"ORDER BY m.pinned DESC, m.importance DESC, m.created_at DESC, m.seq LIMIT ${n + 1} OFFSET ${n + 2}"
     )
-    return await conn.fetch(sql, *clause.params, limit)
+    return await conn.fetch(sql, *clause.params, limit, offset)
 
 
 async def by_ids(conn, ids: list[str], clause):

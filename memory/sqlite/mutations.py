@@ -16,9 +16,11 @@ import json
 import time
 from collections.abc import Sequence
 
+from memory.access import AccessBuffer
 from memory.sqlite import chunks, context, vectors
 from memory.sqlite.batches import batches, marks, select_in
 from memory.sqlite.rows import COLUMNS, SELECT_COLUMNS, entry_values, row_image
+from memory.errors import StaleEditError
 from memory.types import MemoryEntry, Visibility
 
 _SKIP_COMPARE = {"updated_at", "access_count", "last_accessed_at"}
@@ -164,6 +166,25 @@ def differs(before: dict, after: dict) -> bool:
     return any(before[k] != after[k] for k in COLUMNS if k != "updated_at")
 
 
+def check_unchanged(raw, entry_id: str, seq: int) -> None:
+    """Refuse (:class:`StaleEditError`) unless ``seq`` is ``entry_id``'s newest ledger row.
+
+    Called inside the edit's own transaction (BEGIN IMMEDIATE holds the write
+    lock), so no writer can slip in between the check and the change.
+    """
+    newest = raw.execute("SELECT max(seq) FROM memory_ledger WHERE memory_id = ?", (entry_id,)).fetchone()[0]
+    if newest != seq:
+        raise StaleEditError(stale_message(entry_id, seq, newest))
+
+
+def stale_message(entry_id: str, seq: int, newest: int | None) -> str:
+    now = "it is gone" if newest is None else f"its newest ledger row is now #{newest}"
+    return (
+        f"memory {entry_id} changed since it was shown (ledger row #{seq}; {now}); nothing was changed: "
+        "look at it again and redo the edit"
+    )
+
+
 def update(raw, ids: Sequence[str], op: str, actor: str, assignments: str, params: Sequence = ()) -> int:
     """Apply ``UPDATE memories SET <assignments>`` to ``ids``, one ledger row per changed row.
 
@@ -205,8 +226,9 @@ def delete(raw, ids: Sequence[str], op: str, actor: str) -> int:
     return len(present)
 
 
-def touch_access(raw, hits: dict[str, tuple[int, float]]) -> None:
-    """Fold buffered read hits into access_count / last_accessed_at (unledgered bookkeeping).
+def touch_access(raw, buffered: AccessBuffer) -> None:
+    """Fold buffered read hits into access_count / last_accessed_at, and the recalls into
+    ``recall_activity`` (unledgered bookkeeping).
 
     A narrow UPDATE of two non-indexed columns: the FTS trigger watches only
     content and tags, so this never rewrites the search index.
@@ -214,5 +236,10 @@ def touch_access(raw, hits: dict[str, tuple[int, float]]) -> None:
     raw.executemany(
         "UPDATE memories SET access_count = access_count + ?, last_accessed_at = max(coalesce(last_accessed_at, 0), ?) "
         "WHERE id = ?",
-        [(n, at, mid) for mid, (n, at) in hits.items()],
+        [(n, at, mid) for mid, (n, at) in buffered.hits.items()],
+    )
+    raw.executemany(
+        "INSERT INTO recall_activity (day, recalls, hits) VALUES (?, ?, ?) ON CONFLICT(day) DO UPDATE SET "
+        "recalls = recalls + excluded.recalls, hits = hits + excluded.hits",
+        [(day, recalls, hits) for day, (recalls, hits) in buffered.days.items()],
     )

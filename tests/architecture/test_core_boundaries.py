@@ -12,7 +12,7 @@ names = sorted(m.name for m in pkgutil.walk_packages(memory.__path__, "memory.")
 for name in names:
     importlib.import_module(name)
 print(len(names))
-print(" ".join(sorted(m for m in ("typer", "rich", "arcana_cli", "click", "mcp") if m in sys.modules)))
+print(" ".join(sorted(m for m in ("typer", "rich", "arcana_cli", "click", "mcp", "starlette", "uvicorn", "jinja2") if m in sys.modules)))
 """
 
 
@@ -67,3 +67,21 @@ async def test_each_store_declares_the_capabilities_the_federation_uses(tmp_path
     assert isinstance(vectors, Layered) and vectors.store is store and not isinstance(store, Layered)
     assert isinstance(store, FileBacked) and not isinstance(folder, FileBacked)
     assert is_read_only(folder) and not isinstance(folder, Prunable)
+
+
+def test_the_web_view_is_a_skin_that_never_imports_a_cli_command():
+    """arcana_cli/ui/ reaches the core directly (and shared helpers of arcana_cli), never a command module."""
+    import ast
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2] / "arcana_cli" / "ui"
+    modules = sorted(root.rglob("*.py"))
+    imported = set()
+    for path in modules:
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module:
+                imported.add(node.module)
+            elif isinstance(node, ast.Import):
+                imported.update(a.name for a in node.names)
+    assert len(modules) >= 5 and "memory.operator.edits" in imported  # control: the walk saw the package
+    assert sorted(m for m in imported if m.startswith("arcana_cli.commands")) == []

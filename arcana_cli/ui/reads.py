@@ -1,0 +1,258 @@
+"""What each page shows, gathered through the core calls the CLI makes (no SQL here).
+
+Recall is the agent's federation, as ``arcana recall``; a store's listing and
+one memory are the operator's editor, as ``arcana memory list / show /
+history``. Lists come a page at a time from SQL.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from arcana_cli.context import CliContext
+from arcana_cli.ui.targets import Target
+from memory.adapters.sqlite import SQLiteAdapter
+from memory.agents import AgentCard, AgentRegistry
+from memory.config import ArcanaConfig, load_config
+from memory.errors import ArcanaMemoryError, NotFoundError
+from memory.home import Home
+from memory.inspection import Activity, Census, Growth
+from memory.operator.edits import open_editor
+from memory.types import Audience
+from memory.adapters.opener import open_store, open_tier, server_url
+from memory.store_kinds import StoreKind, store_path
+from memory.types import LedgerRecord, MemoryEntry, MemoryQuery, MemoryType, RetrievalMode
+
+ACTOR = "ui"
+
+
+class Notices:
+    """Collects what the core would have warned about on stderr, to show on the page."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+
+    def warn(self, message: str) -> None:
+        self.lines.append(message)
+
+
+@dataclass
+class Reader:
+    """The server's view of one home: config read per request, one embedder kept warm."""
+
+    home: Home
+    _gateway: Any = None
+    _growth: dict[tuple, Growth] = field(default_factory=dict)
+
+    @property
+    def config(self) -> ArcanaConfig:
+        return load_config(self.home.config_path)
+
+    def gateway(self, config: ArcanaConfig):
+        if self._gateway is None:
+            from memory.embedding.factory import build_gateway
+
+            self._gateway = build_gateway(config.embedding, self.home)
+        return self._gateway
+
+    # -- the home -----------------------------------------------------------
+
+    async def overview(self) -> dict:
+        """Agents, pools, the global tier and vaults, each store with its census (None: no store yet)."""
+        from memory.federation.shared_tiers import agent_pools
+        from memory.federation.pools import PoolRegistry
+        from memory.vaults.registry import VaultRegistry
+        from memory.vaults.status import vault_status
+
+        config = self.config
+        agents = []
+        for card in AgentRegistry(self.home).list():
+            path = self.home.agent_db(card.id)
+            census = await _census(open_store(self.home, StoreKind.PRIVATE, card.id, actor=ACTOR)) if path.exists() else None
+            agents.append({"card": card, "census": census, "pools": agent_pools(config, card)})
+        pools = []
+        for info in await PoolRegistry(self.home).list():
+            pools.append({"info": info, "census": await self._tier_census(config, StoreKind.POOL, info.name)})
+        vaults = [await vault_status(vault) for vault in VaultRegistry(self.home).list()]
+        return {
+            "agents": agents,
+            "pools": pools,
+            "global": await self._tier_census(config, StoreKind.GLOBAL, None),
+            "vaults": vaults,
+        }
+
+    async def _tier_census(self, config: ArcanaConfig, kind: StoreKind, name: str | None) -> Census | str | None:
+        if server_url(config, kind, name) is None and not store_path(self.home, kind, name).exists():
+            return None
+        try:
+            return await _census(open_tier(self.home, kind, name, config=config, actor=ACTOR))
+        except ArcanaMemoryError as exc:  # a server out of reach: say so, list the rest
+            return str(exc)
+
+    def card(self, target: Target) -> AgentCard:
+        return AgentRegistry(self.home).resolve(target.name)
+
+    # -- memory lists -------------------------------------------------------
+
+    async def memories(self, target: Target, ask: ListRequest) -> Listing:
+        if ask.text and not ask.operator:
+            return await self._recall(target, ask)
+        query = MemoryQuery(types=ask.types or None, tags=ask.tags or None, since=ask.since, limit=ask.per + 1)
+        audience = Audience.OPERATOR if ask.operator else Audience.LISTING
+        async with open_editor(self.home, self.config, target.operator, actor=ACTOR) as editor:
+            if ask.text:  # the operator's search: every row of the store, by keyword (as `memory list --all`)
+                found = await editor.store.search(
+                    query.model_copy(update={"text": ask.text, "limit": ask.page * ask.per + 1}),
+                    audience=audience, include_archived=ask.archived,
+                )
+                return Listing.cut(found[(ask.page - 1) * ask.per :], ask.per, how="keyword, every row (operator view)")
+            found = await editor.store.page(query, offset=(ask.page - 1) * ask.per, audience=audience, include_archived=ask.archived)
+        return Listing.cut(found, ask.per, how="operator listing" if ask.operator else "listing")
+
+    async def _recall(self, target: Target, ask: ListRequest) -> Listing:
+        """The CLI's recall: the agent's federation (every tier it sees), or one tier on its own."""
+        config = self.config
+        mode = config.recall.mode_for(ask.mode)
+        query = MemoryQuery(
+            text=ask.text, retrieval_mode=mode, types=ask.types or None, tags=ask.tags or None, since=ask.since,
+            limit=ask.page * ask.per + 1,
+        )
+        notices = Notices()
+        if target.kind == "agent":
+            from arcana_cli.federated import agent_federation
+            from memory.runtime.assembly import quarantine_events
+
+            card = self.card(target)
+            query = query.model_copy(update={"agent_id": card.id})
+            async with agent_federation(
+                CliContext(self.home), card, notices, embedding=self.gateway(config), actor=ACTOR
+            ) as federation:
+                report = await federation.recall(query)
+                degraded = report.degraded + quarantine_events(federation)
+            listing = Listing.cut(report.entries[(ask.page - 1) * ask.per :], ask.per, how=f"recall ({mode.value})")
+            listing.tiers = report.tiers
+            listing.notices = notices.lines + [f"tier {d.tier} degraded ({d.reason}): {d.detail}" for d in degraded]
+            return listing
+        kind = StoreKind.POOL if target.kind == "pool" else StoreKind.GLOBAL
+        async with open_editor(self.home, config, target.operator, actor=ACTOR):  # refuses an unknown or empty tier
+            pass
+        from memory.embedding.factory import vector_options
+
+        store = open_tier(
+            self.home, kind, target.name, config=config, embedding=self.gateway(config),
+            vector_options={**vector_options(config.embedding), "notify": notices.warn}, actor=ACTOR,
+        )
+        try:
+            found = await store.search(query)
+        finally:
+            await store.aclose()
+        listing = Listing.cut(found[(ask.page - 1) * ask.per :], ask.per, how=f"recall of {target.label} ({mode.value})")
+        listing.notices = notices.lines
+        return listing
+
+    # -- one memory ----------------------------------------------------------
+
+    async def memory(self, target: Target, memory_id: str) -> MemoryView:
+        from memory.graph.edges import EdgeStore
+
+        async with open_editor(self.home, self.config, target.operator, actor=ACTOR) as editor:
+            entry = await editor.resolve(memory_id)
+            chain = await editor.store.versions(entry.id, audience=Audience.OPERATOR, include_archived=True)
+            ledger = await editor.store.history(entry.id)
+            view = MemoryView(target, entry, chain, ledger)
+            if editor.copies is not None:
+                copy = await editor.copies.copy_of(entry)
+                if copy is not None:
+                    view.copies.append(("global", Target("global"), copy))
+            if isinstance(editor.store, SQLiteAdapter):  # edges live beside the rows in SQLite stores
+                edges = EdgeStore(editor.store)
+                view.edges = [("to", e) for e in await edges.outgoing(entry.id)] + [("from", e) for e in await edges.incoming(entry.id)]
+        if target.kind == "global":
+            view.copies += await self._original(entry)
+        return view
+
+    async def _original(self, copy: MemoryEntry) -> list[tuple[str, Target, MemoryEntry]]:
+        """The agent's own memory a global copy was promoted from, if the agent is still here."""
+        try:
+            card = AgentRegistry(self.home).resolve(copy.agent_id)
+        except NotFoundError:
+            return []
+        if not self.home.agent_db(card.id).exists():
+            return []
+        owner = Target("agent", card.name)
+        async with open_editor(self.home, self.config, owner.operator, actor=ACTOR) as editor:
+            try:
+                return [(f"agent {card.name} (private)", owner, await editor.resolve(copy.id))]
+            except NotFoundError:
+                return []
+
+    # -- activity -------------------------------------------------------------
+
+    async def activity(self, target: Target) -> Activity:
+        """Growth (the ledger summed once, then only its new rows) and recall activity of one store."""
+        async with open_editor(self.home, self.config, target.operator, actor=ACTOR) as editor:
+            store = editor.store
+            key = (str(store.path), _inode(store.path))
+            growth = self._growth.get(key, Growth())
+            growth = growth.extend(await store.growth(growth.seq))
+            self._growth[key] = growth
+            return Activity(growth, await store.recall_activity())
+
+
+def _inode(path) -> int | None:
+    """A replaced file (a quarantined store started afresh) restarts its ledger: a new cache key."""
+    try:
+        return path.stat().st_ino
+    except (AttributeError, OSError):
+        return None
+
+
+async def _census(store) -> Census:
+    try:
+        return await store.census()
+    finally:
+        await store.aclose()
+
+
+@dataclass
+class ListRequest:
+    text: str = ""
+    operator: bool = False
+    archived: bool = False
+    mode: RetrievalMode | None = None
+    types: list[MemoryType] = field(default_factory=list)
+    tags: list[str] = field(default_factory=list)
+    since: datetime | None = None
+    page: int = 1
+    per: int = 50
+
+
+@dataclass
+class Listing:
+    entries: list[MemoryEntry]
+    more: bool
+    how: str
+    tiers: list[str] = field(default_factory=list)
+    notices: list[str] = field(default_factory=list)
+
+    @classmethod
+    def cut(cls, found: list[MemoryEntry], per: int, *, how: str) -> Listing:
+        """One page of ``found`` (asked with one row extra, to know whether a next page exists)."""
+        return cls(found[:per], len(found) > per, how)
+
+
+@dataclass
+class MemoryView:
+    target: Target
+    entry: MemoryEntry
+    chain: list[MemoryEntry]
+    ledger: list[LedgerRecord]
+    copies: list[tuple[str, Target, MemoryEntry]] = field(default_factory=list)
+    edges: list[tuple[str, Any]] = field(default_factory=list)
+
+    @property
+    def seq(self) -> int | None:
+        """The newest ledger row: what an action carries, so a changed memory is not edited blind."""
+        return self.ledger[-1].seq if self.ledger else None

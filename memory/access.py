@@ -1,0 +1,45 @@
+"""Read bookkeeping a store buffers and folds in now and then, never ledgered.
+
+Per memory, how often and when it was last returned (``access_count`` /
+``last_accessed_at``, a ranking hint); per UTC day, how many recalls the store
+answered and how many memories they returned (``recall_activity``, what the
+web view plots). Both engines keep one :class:`AccessBuffer`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+DAY_SECONDS = 86_400
+
+
+@dataclass
+class AccessBuffer:
+    hits: dict[str, tuple[int, float]] = field(default_factory=dict)  # id -> (count, last at)
+    days: dict[int, tuple[int, int]] = field(default_factory=dict)  # UTC day -> (recalls, memories returned)
+
+    def record(self, ids: Iterable[str], now: float) -> None:
+        """One recall answered at ``now`` that returned ``ids``."""
+        returned = 0
+        for entry_id in ids:
+            count, _ = self.hits.get(entry_id, (0, now))
+            self.hits[entry_id] = (count + 1, now)
+            returned += 1
+        day = int(now // DAY_SECONDS)
+        recalls, hits = self.days.get(day, (0, 0))
+        self.days[day] = (recalls + 1, hits + returned)
+
+    def __len__(self) -> int:
+        return len(self.hits)
+
+    def take(self) -> AccessBuffer | None:
+        """What was buffered (None if nothing), leaving this buffer empty."""
+        if not self.hits and not self.days:
+            return None
+        taken = AccessBuffer(self.hits, self.days)
+        self.hits, self.days = {}, {}
+        return taken
+
+    def clear(self) -> None:
+        self.hits, self.days = {}, {}
