@@ -84,7 +84,7 @@ async def test_tools_listed_with_schemas_and_each_happy_path(zoo, arcana_home):
         assert tools["recall"].input_schema["required"] == ["query"]
 
         error, stored = await call(client, "remember", content="giraffes sleep standing up", type="semantic",
-                                   importance=0.7, tags=["zoo"], pin=True)
+                                   importance=0.7, tags=["zoo"])
         assert not error and stored["accepted"] == ["private"]
 
         error, found = await call(client, "recall", query="giraffes", limit=5, mode="keyword", types=["semantic"], since="1d")

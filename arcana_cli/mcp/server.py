@@ -54,14 +54,13 @@ class MemoryTools:
         warnings = self.warnings()
         return {**payload, "warnings": warnings} if warnings else payload
 
-    async def remember(self, content, type, importance, tags, pin, scope, pool) -> dict:
+    async def remember(self, content, type, importance, tags, scope, pool) -> dict:
         entry = MemoryEntry(
             agent_id=self.card.id,
             type=MemoryType(type),
             content=content.strip(),
             importance=asserted_importance(importance),  # the agent's own claim: capped, never promoted
             confidence_source=ConfidenceSource.AGENT,
-            pinned=pin,
             tags=tags or [],
             scope=pool_scope(scope, pool, MemoryScope.PRIVATE),
             pool_name=pool,
@@ -272,11 +271,10 @@ def build_server(tools: MemoryTools, *, read_only: bool = False):
         type: Annotated[TypeName, Field(description="Memory type.")] = "semantic",
         importance: Annotated[float, Field(ge=0.0, le=1.0, description="0..1 (an agent's own memory is capped below the promotion threshold: it stays in its tier).")] = 0.5,
         tags: Annotated[list[str] | None, Field(description="Tags.")] = None,
-        pin: Annotated[bool, Field(description="Pin: never pruned, ranked first.")] = False,
         scope: Annotated[Literal["private", "shared"] | None, Field(description="private (default) or shared (needs pool). Not global: that tier holds what users state and operators write, never an agent's own claim.")] = None,
         pool: Annotated[str | None, Field(description="Shared pool to write to.")] = None,
     ) -> dict[str, Any]:
-        return await tools.remember(content, type, importance, tags, pin, scope, pool)
+        return await tools.remember(content, type, importance, tags, scope, pool)
 
     @_guarded
     async def recall(

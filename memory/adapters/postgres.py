@@ -283,10 +283,12 @@ class PostgresAdapter:
         """Undo a supersession or release a held conflict: ``entry_id`` answers recall again (ledgered)."""
         return await self._call(mutations.make_current, entry_id, self.actor, transaction=True)
 
-    async def reinforce(self, entry_id: str, step: float, confirm: float | None = None) -> int:
+    async def reinforce(self, entry_id: str, step: float, confirm: float | None = None, asserted: bool = False) -> int:
         """A restated fact: importance and access bumped, ledgered in the same transaction."""
         return await self._call(
-            lambda conn: mutations.reinforce(conn, entry_id, self.actor, importance_step=step, confirm=confirm),
+            lambda conn: mutations.reinforce(
+                conn, entry_id, self.actor, importance_step=step, confirm=confirm, asserted=asserted
+            ),
             transaction=True,
         )
 

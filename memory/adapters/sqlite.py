@@ -314,9 +314,9 @@ class SQLiteAdapter:
         """Undo a supersession or release a held conflict: ``entry_id`` answers recall again (ledgered)."""
         return await self.run(_make_current_txn, entry_id, self.actor, inline=True)
 
-    async def reinforce(self, entry_id: str, step: float, confirm: float | None = None) -> int:
-        """A restated fact: importance and access bumped, ledgered."""
-        return await self.run(_reinforce_txn, entry_id, self.actor, step, confirm, inline=True)
+    async def reinforce(self, entry_id: str, step: float, confirm: float | None = None, asserted: bool = False) -> int:
+        """A restated fact: importance and access bumped, ledgered (capped for an ``asserted`` one)."""
+        return await self.run(_reinforce_txn, entry_id, self.actor, step, confirm, asserted, inline=True)
 
     async def versions(
         self, entry_id: str, *, audience: Audience = Audience.OPERATOR, include_archived: bool = False
@@ -513,9 +513,9 @@ def _make_current_txn(raw, entry_id, actor):
         return mutations.make_current(raw, entry_id, actor)
 
 
-def _reinforce_txn(raw, entry_id, actor, step, confirm):
+def _reinforce_txn(raw, entry_id, actor, step, confirm, asserted):
     with transaction(raw):
-        return mutations.reinforce(raw, entry_id, actor, importance_step=step, confirm=confirm)
+        return mutations.reinforce(raw, entry_id, actor, importance_step=step, confirm=confirm, asserted=asserted)
 
 
 def _touch_txn(raw, hits):

@@ -94,13 +94,14 @@ class Reconciler:
 
     async def _reinforce(self, entry: MemoryEntry, decision: Decision, candidates: dict) -> Any | None:
         """The noop: reinforce the restated memory here and its global copy (promoting it when it
-        becomes promotable); None when it is gone, so the write is stored instead."""
+        becomes promotable); None when it is gone, so the write is stored instead. An asserted
+        restatement counts as an access but never lifts importance past the asserted cap."""
         from memory.federation.federation import WriteReport
 
         target = decision.targets[0]
         confirm = entry.confidence if self._confirms(entry, candidates[target]) else None
         report = WriteReport(target, accepted=["private"])
-        applied = await self._through_copies([target], Edit("reinforce", (REINFORCE_STEP, confirm)), "reinforced", entry, report)
+        applied = await self._through_copies([target], Edit("reinforce", (REINFORCE_STEP, confirm, entry.confidence_source in _ASSERTED)), "reinforced", entry, report)
         if not applied:
             return None
         report.accepted += [c.tier for c in applied[0].copies if c.changed and c.op in ("reinforce", "promote")]

@@ -21,6 +21,7 @@ from memory.sqlite import chunks, context, vectors
 from memory.sqlite.batches import batches, marks, select_in
 from memory.sqlite.rows import COLUMNS, SELECT_COLUMNS, entry_values, row_image
 from memory.errors import StaleEditError
+from memory.promotion import ASSERTED_IMPORTANCE_CAP
 from memory.types import MemoryEntry, Visibility
 
 _SKIP_COMPARE = {"updated_at", "access_count", "last_accessed_at"}
@@ -37,6 +38,12 @@ INSERT INTO memories ({", ".join(_WRITTEN)}) VALUES ({_PLACEHOLDERS})
 ON CONFLICT(id) DO UPDATE SET
     {", ".join(f"{c} = excluded.{c}" for c in _WRITTEN if c not in ("id", "access_count", "last_accessed_at"))}
 """
+
+
+REFUSED = "refused"
+"""The op of a write that reused an id another agent's row holds: nothing changed, nothing ledgered.
+Ids are visible to every reader of a shared tier, so without this any agent could rewrite (and take
+over) another's pool or promoted memory by reusing its id."""
 
 
 def _images(raw, ids: Sequence[str]) -> dict[str, dict]:
@@ -103,14 +110,21 @@ def make_current(raw, entry_id: str, actor: str) -> list[str]:
     return changed
 
 
-def reinforce(raw, entry_id: str, actor: str, *, importance_step: float, confirm: float | None) -> int:
+def reinforce(
+    raw, entry_id: str, actor: str, *, importance_step: float, confirm: float | None, asserted: bool = False
+) -> int:
     """A restated fact: bump importance and access, ledgered even when importance is capped.
 
     ``confirm`` (the confidence of a user restating what the agent had
-    asserted) raises the source to user_confirmed.
+    asserted) raises the source to user_confirmed. An ``asserted`` restatement
+    (an agent's or a model's) counts as an access but lifts importance no
+    higher than :data:`ASSERTED_IMPORTANCE_CAP`, below the promotion threshold.
     """
-    assignments = "importance = min(1.0, importance + ?), access_count = access_count + 1, last_accessed_at = ?"
-    params: list = [importance_step, time.time()]
+    ceiling = ASSERTED_IMPORTANCE_CAP if asserted else 1.0
+    assignments = (
+        "importance = max(importance, min(?, importance + ?)), access_count = access_count + 1, last_accessed_at = ?"
+    )
+    params: list = [ceiling, importance_step, time.time()]
     if confirm is not None:
         assignments += ", confidence_source = 'user_confirmed', confidence = max(confidence, ?)"
         params.append(confirm)
@@ -118,7 +132,8 @@ def reinforce(raw, entry_id: str, actor: str, *, importance_step: float, confirm
 
 
 def upsert(raw, entries: Sequence[MemoryEntry], actor: str, *, op: str | None = None) -> list[str]:
-    """Insert or update ``entries`` by id; return the op per entry ('noop' when unchanged).
+    """Insert or update ``entries`` by id; return the op per entry ('noop' when unchanged,
+    :data:`REFUSED` for an id another agent's row holds).
 
     ``op`` names every ledger row this call writes (``import``) instead of the
     op read off the change, so the ledger says where a row came from.
@@ -143,6 +158,9 @@ def upsert(raw, entries: Sequence[MemoryEntry], actor: str, *, op: str | None = 
             ledger.append((entry.id, op or "insert", actor, now, None, _dump(values)))
             continue
         old = _images(raw, [entry.id])[entry.id]
+        if old["agent_id"] != values["agent_id"]:
+            ops.append(REFUSED)  # another agent's row: a write never changes who owns a memory
+            continue
         if keep_visibility:
             values["visibility"] = old["visibility"]
         values["access_count"] = old["access_count"]
