@@ -433,11 +433,9 @@ def _indexed_texts(raw, ids: Sequence[str]) -> dict[str, tuple[int, str]]:
 
 # -- Markdown: one note per memory --------------------------------------------
 
-_FRONT_FIELDS = (
-    "id", "agent_id", "type", "scope", "pool_name", "importance", "pinned", "confidence", "confidence_source",
-    "conflict_with", "superseded_by", "tags", "source_session_id", "created_at", "updated_at",
-    "last_accessed_at", "access_count", "archived", "visibility",
-)
+# Every stored field but the content (the body): derived from the model, so a field added to
+# MemoryEntry (a version link, a flag recall reads) can never be left out of a note again.
+_FRONT_FIELDS = tuple(name for name, f in MemoryEntry.model_fields.items() if not f.exclude and name != "content")
 _SLUG = re.compile(r"[^\w]+", re.UNICODE)
 
 
