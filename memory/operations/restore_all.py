@@ -125,11 +125,20 @@ def _agent(registry: AgentRegistry, described: dict) -> tuple[AgentCard, bool]:
     return registry.resolve_or_create(name)
 
 
+def _label(record: dict | str, labels: set[str]) -> str | None:
+    """The store a record belongs to; an unlabelled one in a file of one store is that store's
+    (an --all export of a home with one store labelled no line before ``stores`` existed)."""
+    if not isinstance(record, dict):
+        return None
+    if "store" not in record and len(labels) == 1:
+        return next(iter(labels))
+    return record.get("store")
+
+
 def _by_store(records: Records, labels: set[str], bad: list) -> Iterator[tuple[str, Iterator]]:
     """Runs of consecutive records of one store (an --all export writes each store's lines together)."""
     def label(item: tuple[str, dict | str]) -> str | None:
-        record = item[1]
-        return record.get("store") if isinstance(record, dict) else None
+        return _label(item[1], labels)
 
     for store, run in groupby(records, key=label):
         if store in labels:
@@ -166,7 +175,7 @@ async def restore(
             problem = record if isinstance(record, str) else core._entry(record, limit)
             if isinstance(problem, str):
                 report.bad.append((where, problem))
-            elif record.get("store") not in described:
+            elif _label(record, set(described)) not in described:
                 report.bad.append((where, f"names no store of this export ({record.get('store')!r})"))
         if report.bad:
             report.strict_refused = True
