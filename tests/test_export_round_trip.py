@@ -183,3 +183,18 @@ def test_an_all_export_into_one_target_is_refused_saying_how(cli, tmp_path, monk
     assert untargeted.exit_code == 2 and "only an `export --all` file" in untargeted.output
     ok(cli("import", str(one), "--agent", "x"))  # positive control: with a target it imports
     assert [m["content"] for m in data(cli("memory", "list", "--agent", "x", "--json"))] == ["I moved to Berlin."]
+
+
+def test_a_hostile_all_header_is_refused_before_any_store_is_touched(cli, tmp_path, monkeypatch, team_home):
+    dump, _ = team_home
+    lines = dump.read_text().splitlines()
+    head = json.loads(lines[0])
+    head["exported"]["all"].append("pool:../../etc")
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("\n".join([json.dumps(head), *lines[1:]]) + "\n")
+    fresh_home(tmp_path, monkeypatch, "two")
+    refused = cli("import", str(bad))
+    assert refused.exit_code == 2 and "invalid pool name" in refused.output
+    assert data(cli("agent", "list", "--json")) == []  # no agent made, no pool
+    ok(cli("import", str(dump)))  # positive control: the untouched file restores
+    assert {a["name"] for a in data(cli("agent", "list", "--json"))} == {"ada", "bob"}

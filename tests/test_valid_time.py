@@ -111,10 +111,22 @@ def test_an_import_keeps_the_valid_times(cli, tmp_path, monkeypatch):
     assert everything(cli)["I live in Berlin"]["valid_to"] == "2024-03-01T10:00:00Z"
 
 
-async def test_the_supersession_ends_at_the_time_it_is_given(store):
-    """The adapter's contract: ``at`` is the valid time; without it, now; a version that began
+@pytest.fixture(params=["sqlite", "postgres"])
+async def engine_store(request, tmp_path):
+    from test_postgres_store import open_store
+
+    adapter = open_store(request.param, tmp_path, request)
+    await adapter.connect()
+    yield adapter
+    await adapter.aclose()
+
+
+async def test_the_supersession_ends_at_the_time_it_is_given(engine_store):
+    """The adapter's contract on both engines: ``at`` is the valid time; a version that began
     after ``at`` is not ended, the new row ends before it instead."""
-    from memory.types import MemoryEntry
+    from memory.types import Audience, MemoryEntry
+
+    store = engine_store
 
     def said(text, day):
         return MemoryEntry(agent_id="a", content=text, created_at=datetime(2024, 1, day, tzinfo=UTC))
@@ -122,12 +134,10 @@ async def test_the_supersession_ends_at_the_time_it_is_given(store):
     old, new, older = said("old", 10), said("new", 20), said("older", 5)
     await store.write_many([old, new, older])
     assert await store.supersede([old.id], new.id, new.created_at) == [old.id]
-    ended = await store.get(old.id, include_archived=True)
-    assert ended is None  # recall no longer sees it ...
-    from memory.types import Audience
-
+    assert await store.get(old.id) is None  # recall no longer sees it ...
     ended = await store.get(old.id, audience=Audience.OPERATOR)
-    assert ended.valid_to == new.created_at  # ... ended when "new" was said
+    assert ended.valid_to == new.created_at  # ... ended when "new" was said, not now
+    assert (await store.get(new.id)).valid_from == new.created_at
     assert await store.supersede([new.id], older.id, older.created_at) == []  # "new" began after "older"
     kept = await store.get(new.id)
     late = await store.get(older.id, audience=Audience.OPERATOR)

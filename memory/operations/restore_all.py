@@ -20,7 +20,7 @@ from typing import Any
 from memory.agents import AgentCard, AgentRegistry
 from memory.config import ArcanaConfig
 from memory.errors import ImportFormatError, NotFoundError
-from memory.home import Home
+from memory.home import Home, check_name
 from memory.operations import export as core
 from memory.types import MemoryScope
 
@@ -53,6 +53,8 @@ def stores_of(head: dict) -> list[dict] | None:
         kind, _, name = str(label).partition(":")
         if (kind, bool(name)) not in (("agent", True), ("pool", True), ("global", False)):
             raise ImportFormatError(f"the header names a store {label!r} that is not agent:NAME, pool:NAME or global")
+        if name:
+            check_name(kind, name)  # refused here, before any store of the home is touched
         d = extra.get(label, {})
         store = {"store": label, "kind": kind, "name": name or None}
         if kind == "agent" and isinstance(d.get("agent_id"), str):
