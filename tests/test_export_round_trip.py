@@ -198,3 +198,32 @@ def test_a_hostile_all_header_is_refused_before_any_store_is_touched(cli, tmp_pa
     assert data(cli("agent", "list", "--json")) == []  # no agent made, no pool
     ok(cli("import", str(dump)))  # positive control: the untouched file restores
     assert {a["name"] for a in data(cli("agent", "list", "--json"))} == {"ada", "bob"}
+
+
+def test_a_strict_all_import_with_a_bad_line_restores_nothing(cli, tmp_path, monkeypatch, team_home):
+    dump, _ = team_home
+    lines = dump.read_text().splitlines()
+    bad = tmp_path / "bad.jsonl"
+    stray = json.dumps({"store": "pool:elsewhere", "memory": json.loads(lines[1])["memory"]})
+    bad.write_text("\n".join([*lines, stray]) + "\n")
+    fresh_home(tmp_path, monkeypatch, "two")
+    refused = cli("import", str(bad), "--strict")
+    assert refused.exit_code == 2 and "names no store of this export ('pool:elsewhere')" in refused.output
+    assert data(cli("agent", "list", "--json")) == []
+    lenient = cli("import", str(bad), "--json")  # without --strict the good lines go in, the stray one is named
+    assert lenient.exit_code == 2 and json.loads(lenient.stdout)["read"] == 4
+
+
+def test_an_all_export_from_before_stores_were_described_restores_by_name(cli, tmp_path, monkeypatch, team_home):
+    dump, agents = team_home
+    lines = dump.read_text().splitlines()
+    head = json.loads(lines[0])
+    del head["exported"]["stores"]
+    old = tmp_path / "old.jsonl"
+    old.write_text("\n".join([json.dumps(head), *lines[1:]]) + "\n")
+    fresh_home(tmp_path, monkeypatch, "two")
+    report = data(cli("import", str(old), "--json"))
+    assert {s["store"] for s in report["stores"]} == {"agent:ada", "agent:bob", "pool:team", "global"}
+    assert {a["name"] for a in data(cli("agent", "list", "--json"))} == {"ada", "bob"}
+    recalled = [r["content"] for r in data(cli("recall", "Berlin Paris", "--agent", "ada", "--json"))["results"]]
+    assert recalled == ["I moved to Berlin."]

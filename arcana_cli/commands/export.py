@@ -169,9 +169,8 @@ async def import_(
     An `export --all` file is imported with no target: each store goes back to its own (agents and pools created).
     """
     from memory.operations import export as core
-    from memory.operator.edits import GlobalCopies
-
     from memory.operations import restore_all
+    from memory.operator.edits import GlobalCopies
 
     if not source.exists():
         raise typer.BadParameter(f"{source} does not exist", param_hint="SOURCE")
