@@ -171,7 +171,7 @@ async def test_every_core_mutator_reaches_the_copy(arcana_home):
         "set_visibility": (Edit("set_visibility", Visibility.HIDDEN), lambda c: c is None),  # withdrawn
         "set_pinned": (Edit("set_pinned", True), lambda c: c.pinned),
         "update": (Edit("update", changes={"type": MemoryType.PROCEDURAL}), lambda c: c.type is MemoryType.PROCEDURAL),
-        "supersede": (Edit("supersede", "its-successor"), lambda c: c.valid_to and c.superseded_by == "its-successor"),
+        "supersede": (Edit("supersede", ("its-successor", None)), lambda c: c.valid_to and c.superseded_by == "its-successor"),
         "make_current": (Edit("make_current"), lambda c: c.valid_to is None and c.superseded_by is None),
         "reinforce": (Edit("reinforce", (0.03, None, False)), lambda c: c.importance == pytest.approx(0.98)),
     }
@@ -182,7 +182,7 @@ async def test_every_core_mutator_reaches_the_copy(arcana_home):
         entry = MemoryEntry(agent_id="ada", content=f"core {op}", importance=0.95, archived=op == "restore")
         await writer.write(entry)
         if op == "make_current":  # something to undo, on both copies
-            await editor.apply(entry.id, Edit("supersede", "its-successor"))
+            await editor.apply(entry.id, Edit("supersede", ("its-successor", None)))
         report = await editor.apply(entry.id, edit)
         copy = await shared.get(entry.id, audience=Audience.OPERATOR, include_archived=True)
         assert expected(copy), op

@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import time
 from collections.abc import Callable, Sequence
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -306,9 +307,11 @@ class SQLiteAdapter:
             _update_txn, ids, op, self.actor, assignments, params, expect_seq, inline=len(ids) <= INLINE_ROWS
         )
 
-    async def supersede(self, old_ids: Sequence[str], new_id: str) -> list[str]:
-        """End the current ``old_ids`` in favour of ``new_id`` (both ledgered); the ids actually ended."""
-        return await self.run(_supersede_txn, list(old_ids), new_id, self.actor, inline=True)
+    async def supersede(self, old_ids: Sequence[str], new_id: str, at: datetime | None = None) -> list[str]:
+        """End the current ``old_ids`` in favour of ``new_id`` (both ledgered) at ``at``, when the new
+        fact was said (default now); the ids actually ended."""
+        when = time.time() if at is None else at.timestamp()
+        return await self.run(_supersede_txn, list(old_ids), new_id, when, self.actor, inline=True)
 
     async def make_current(self, entry_id: str) -> list[str]:
         """Undo a supersession or release a held conflict: ``entry_id`` answers recall again (ledgered)."""
@@ -503,9 +506,9 @@ def _delete_txn(raw, ids, op, actor):
         return mutations.delete(raw, ids, op, actor)
 
 
-def _supersede_txn(raw, old_ids, new_id, actor):
+def _supersede_txn(raw, old_ids, new_id, at, actor):
     with transaction(raw):
-        return mutations.supersede(raw, old_ids, new_id, time.time(), actor)
+        return mutations.supersede(raw, old_ids, new_id, at, actor)
 
 
 def _make_current_txn(raw, entry_id, actor):

@@ -22,7 +22,9 @@ from memory.postgres import bulk
 from memory.postgres.admission import numbered
 from memory.errors import StaleEditError
 from memory.promotion import ASSERTED_IMPORTANCE_CAP
-from memory.sqlite.mutations import REFUSED, VERSION_LINKS, change_label, differs, stale_message
+from memory.sqlite.mutations import (
+    REFUSED, VERSION_LINKS, change_label, differs, split_by_time, stale_message, valid_start,
+)
 from memory.sqlite.rows import COLUMNS, entry_values
 from memory.types import MemoryEntry, Visibility
 
@@ -237,15 +239,20 @@ async def update(conn, ids: Sequence[str], op: str, actor: str, column: str, val
 
 
 async def supersede(conn, old_ids: Sequence[str], new_id: str, at: float, actor: str) -> list[str]:
-    """End the still-current ``old_ids`` at ``at`` in favour of ``new_id`` ('supersede' / 'version'), as on SQLite."""
-    ended = [i for i, img in (await _images(conn, old_ids)).items() if img["valid_to"] is None and img["superseded_by"] is None]
-    if not ended:
-        return []
-    await _change(conn, ended, "supersede", actor, "valid_to = ?, superseded_by = ?", (at, new_id))
-    await _change(
-        conn, [new_id], "version", actor,
-        "valid_from = coalesce(valid_from, ?), supersedes = coalesce(supersedes, ?)", (at, ended[0]),
-    )
+    """End the still-current ``old_ids`` at ``at`` in favour of ``new_id`` ('supersede' / 'version'), as on SQLite
+    (memory/sqlite/mutations.supersede: a version newer than ``at`` stays, and the new row ends before it)."""
+    ended, later = split_by_time(await _images(conn, old_ids), at)
+    if ended:
+        await _change(conn, ended, "supersede", actor, "valid_to = ?, superseded_by = ?", (at, new_id))
+        await _change(
+            conn, [new_id], "version", actor,
+            "valid_from = coalesce(valid_from, ?), supersedes = coalesce(supersedes, ?)", (at, ended[0]),
+        )
+    elif later is not None and await _change(
+        conn, [new_id], "supersede", actor, "valid_from = coalesce(valid_from, ?), valid_to = ?, superseded_by = ?",
+        (at, valid_start(later), later["id"]),
+    ):
+        await _change(conn, [later["id"]], "version", actor, "supersedes = coalesce(supersedes, ?)", (new_id,))
     return ended
 
 

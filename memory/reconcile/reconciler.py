@@ -108,8 +108,13 @@ class Reconciler:
         return report
 
     async def _supersede(self, targets: list[str], entry: MemoryEntry, report: Any) -> list[str]:
-        """End each target here and its promoted global copy: the old fact is no longer current anywhere."""
-        applied = await self._through_copies(targets, Edit("supersede", entry.id), "superseded", entry, report)
+        """End each target here and its promoted global copy: the old fact is no longer current anywhere.
+
+        It ends when ``entry`` was said (its ``valid_from``, else ``created_at``), not when the row
+        is written: a backdated import ends Berlin on the day "I moved to Lisbon" was said.
+        """
+        said = entry.valid_from or entry.created_at
+        applied = await self._through_copies(targets, Edit("supersede", (entry.id, said)), "superseded", entry, report)
         return [a.entry_id for a in applied if a.changed]
 
     async def _through_copies(self, targets: list[str], edit: Edit, verb: str, entry: MemoryEntry, report: Any) -> list:

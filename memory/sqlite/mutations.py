@@ -74,21 +74,38 @@ def change_label(before: dict, after: dict) -> str:
     return "update"
 
 
+def valid_start(image: dict) -> float:
+    """When a version began to hold: its ``valid_from``, else when it was said (``created_at``)."""
+    return image["valid_from"] if image["valid_from"] is not None else image["created_at"]
+
+
+def split_by_time(images: dict[str, dict], at: float) -> tuple[list[str], dict | None]:
+    """The still-current versions a fact said at ``at`` ends (those that began by then), and the
+    earliest one that began after it: an older statement arriving late ends *itself* there."""
+    current = [i for i in images.values() if i["valid_to"] is None and i["superseded_by"] is None]
+    ended = [i["id"] for i in current if valid_start(i) <= at]
+    later = min((i for i in current if valid_start(i) > at), key=valid_start, default=None)
+    return ended, later
+
+
 def supersede(raw, old_ids: Sequence[str], new_id: str, at: float, actor: str) -> list[str]:
-    """End ``old_ids`` at ``at`` in favour of ``new_id``; both sides ledgered ('supersede' / 'version').
+    """End ``old_ids`` at ``at`` (when the new fact was said: its valid time) in favour of
+    ``new_id``; both sides ledgered ('supersede' / 'version'). Returns the ids ended.
 
     Only still-current rows are ended, so a race with another writer never
-    re-points a version that something else already replaced.
+    re-points a version that something else already replaced. A current
+    version that began after ``at`` is newer than the new fact: it stays, and
+    the new row becomes its predecessor instead, ended when it began.
     """
-    ended = [
-        image["id"]
-        for image in _images(raw, old_ids).values()
-        if image["valid_to"] is None and image["superseded_by"] is None
-    ]
-    if not ended:
-        return []
-    update(raw, ended, "supersede", actor, "valid_to = ?, superseded_by = ?", (at, new_id))
-    update(raw, [new_id], "version", actor, "valid_from = coalesce(valid_from, ?), supersedes = coalesce(supersedes, ?)", (at, ended[0]))
+    ended, later = split_by_time(_images(raw, old_ids), at)
+    if ended:
+        update(raw, ended, "supersede", actor, "valid_to = ?, superseded_by = ?", (at, new_id))
+        update(raw, [new_id], "version", actor, "valid_from = coalesce(valid_from, ?), supersedes = coalesce(supersedes, ?)", (at, ended[0]))
+    elif later is not None and update(
+        raw, [new_id], "supersede", actor, "valid_from = coalesce(valid_from, ?), valid_to = ?, superseded_by = ?",
+        (at, valid_start(later), later["id"]),
+    ):
+        update(raw, [later["id"]], "version", actor, "supersedes = coalesce(supersedes, ?)", (new_id,))
     return ended
 
 
