@@ -81,14 +81,14 @@ async def remember(
         report = await federation.write(entry, reconcile=not no_reconcile)
     for tier, why in report.failed.items():
         out.warn(f"tier {tier} did not store the memory ({why})")
+    payload = {"agent": card.name, "agent_id": card.id, "scope": entry.scope.value, **report.as_dict()}
     if not report.accepted:
+        if out.json_mode:  # a script reads which tiers failed and why (accepted: {}), then the exit code
+            out.data({**payload, "stored": False})
         raise MemoryWriteError(f"memory not stored: every {entry.scope.value} tier failed; see the warnings above")
     for warning in report.warnings:
         out.warn(warning)
-    out.data(
-        {"agent": card.name, "agent_id": card.id, "scope": entry.scope.value, **report.as_dict()},
-        text=lambda: report.entry_id,
-    )
+    out.data({**payload, "stored": True}, text=lambda: report.entry_id)
     out.info(decision_words(report))
 
 

@@ -83,6 +83,7 @@ async def build_federation(
         global_ = open_tier(
             home, StoreKind.GLOBAL, config=config or ArcanaConfig(), embedding=embedding,
             vector_options=vector_options, budget=connections.for_tier(MemoryScope.GLOBAL), actor=actor,
+            unreachable_degrades=True,
         )
     private_tier = with_vectors(private, embedding, vector_options)
     router = MemoryRouter(
