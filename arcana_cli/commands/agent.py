@@ -135,8 +135,10 @@ async def delete(cli: CliContext, out: Out, name: NameArg, yes: YesOpt = False) 
 def _membership(cli: CliContext, out: Out, name: str, pool: str, *, member: bool) -> None:
     from memory.federation.pools import PoolRegistry
 
-    card = cli.agent(name)
     registry = PoolRegistry(cli.home)
+    if member:
+        registry.show_settings(pool)  # an unknown pool is exit 3 before any agent is created
+    card = cli.agent_to_store_for(name) if member else cli.agent(name)
     changed = registry.join(card, pool) if member else registry.leave(card, pool)
     out.data({"agent": card.name, "pool": pool, "member": member, "changed": changed}, text=lambda: pool)
     if not changed:
@@ -145,7 +147,7 @@ def _membership(cli: CliContext, out: Out, name: str, pool: str, *, member: bool
 
 @command("join")
 def join(cli: CliContext, out: Out, name: NameArg, pool: PoolArg) -> None:
-    """Let an agent read and write a shared pool."""
+    """Let an agent read and write a shared pool (an unknown agent is created, as remember does)."""
     _membership(cli, out, name, pool, member=True)
 
 

@@ -57,9 +57,7 @@ async def remember(
             text, "TEXT", "nothing to remember: the text is empty", max_bytes=cli.config.memory.max_content_bytes
         )
     scope = pool_scope(scope, pool, MemoryScope.PRIVATE)
-    card, created = cli.agents.resolve_or_create(agent)
-    if created:
-        out.info(f"created agent '{agent}' ({card.id})")
+    card = cli.agent_to_store_for(agent)
     if from_ is not None:
         await _remember_from(
             cli, card, out, from_, type_=type_, importance=importance, scope=scope, pool=pool, reconcile=not no_reconcile
