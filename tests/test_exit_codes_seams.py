@@ -132,12 +132,13 @@ def test_usage_errors_are_one_arcana_error_line_through_the_real_entry_point(no_
 def unset_pool(cli, no_embedder, monkeypatch):
     """alice in two pools: 'local' (SQLite, holding a memory) and 'team', on a server whose variable is unset."""
     monkeypatch.delenv("ARCANA_TEST_TEAM_PG", raising=False)
+    assert cli("agent", "create", "alice").exit_code == 0
     assert cli("pool", "create", "local").exit_code == 0
     assert cli("agent", "join", "alice", "local").exit_code == 0
     assert cli("remember", "Standup moved to 10:00", "--agent", "alice", "--pool", "local").exit_code == 0
     assert cli("remember", "The user likes green tea", "--agent", "alice").exit_code == 0
     assert cli("config", "set", "pools.team.url_env", "ARCANA_TEST_TEAM_PG").exit_code == 0
-    assert cli("config", "set", "pools.team.members", "alice").exit_code == 0
+    assert cli("config", "set", "pools.team.members", '["alice"]').exit_code == 0
     return no_embedder
 
 
