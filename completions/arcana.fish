@@ -151,7 +151,7 @@ end
 
 complete -c arcana -f
 complete -c arcana -n 'test (__arcana_path) = ""' -a 'init' -d 'Create the home directory and a default config (idempotent).'
-complete -c arcana -n 'test (__arcana_path) = ""' -a 'remember' -d 'Store a memory for an agent and print its id.'
+complete -c arcana -n 'test (__arcana_path) = ""' -a 'remember' -d 'Store a memory for an agent and print its id (an unknown agent is created, and said so).'
 complete -c arcana -n 'test (__arcana_path) = ""' -a 'recall' -d 'Recall an agent\'s memories relevant to QUERY, best first.'
 complete -c arcana -n 'test (__arcana_path) = ""' -a 'prune' -d 'Archive or purge low-value memories of agents, pools or the global tier. Pinned memories are never touched; safe under cron.'
 complete -c arcana -n 'test (__arcana_path) = ""' -a 'doctor' -d 'Check the home, config, every database and a real write → search round trip.'

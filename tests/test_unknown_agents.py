@@ -99,3 +99,13 @@ def test_mcp_refuses_an_unknown_agent_unless_told_to_create_it(cli, keyword_home
     created = _mcp(keyword_home, "--agent", "fresh", "--create")
     assert created.returncode == 0, created.stderr
     assert "created agent 'fresh'" in created.stderr and names(cli) == ["ada", "fresh"]
+
+
+def test_a_write_that_cannot_start_creates_no_agent(cli, no_embedder, tmp_path):
+    assert cli("remember", "--from", str(tmp_path / "missing.jsonl"), "--agent", "zed").exit_code == exit_codes.USAGE
+    assert cli("remember", "   ", "--agent", "zed").exit_code == exit_codes.USAGE
+    assert names(cli) == []
+    lines = tmp_path / "one.jsonl"
+    lines.write_text('{"content": "The user likes green tea"}\n')
+    made = cli("remember", "--from", str(lines), "--agent", "zed")  # control: the same command with a file
+    assert made.exit_code == 0 and "created agent 'zed'" in made.stderr and names(cli) == ["zed"]

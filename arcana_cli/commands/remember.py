@@ -44,7 +44,7 @@ async def remember(
         ),
     ] = None,
 ) -> None:
-    """Store a memory for an agent and print its id."""
+    """Store a memory for an agent and print its id (an unknown agent is created, and said so)."""
     from arcana_cli.federated import agent_federation
 
     if from_ is not None:
@@ -57,12 +57,12 @@ async def remember(
             text, "TEXT", "nothing to remember: the text is empty", max_bytes=cli.config.memory.max_content_bytes
         )
     scope = pool_scope(scope, pool, MemoryScope.PRIVATE)
-    card = cli.agent_to_store_for(agent)
     if from_ is not None:
         await _remember_from(
-            cli, card, out, from_, type_=type_, importance=importance, scope=scope, pool=pool, reconcile=not no_reconcile
+            cli, agent, out, from_, type_=type_, importance=importance, scope=scope, pool=pool, reconcile=not no_reconcile
         )
         return
+    card = cli.agent_to_store_for(agent)
     entry = MemoryEntry(
         agent_id=card.id,
         type=type_,
@@ -122,7 +122,7 @@ def _open_lines(source: str):
         yield handle
 
 
-async def _remember_from(cli: CliContext, card, out: Out, source: str, *, type_, importance, scope, pool, reconcile) -> None:
+async def _remember_from(cli: CliContext, agent: str, out: Out, source: str, *, type_, importance, scope, pool, reconcile) -> None:
     """``remember --from``: every good line stored, every bad one named; exit 2 if any was bad.
 
     The file is streamed a window at a time (memory.operations.bulk_import.stream), never held whole.
@@ -133,6 +133,7 @@ async def _remember_from(cli: CliContext, card, out: Out, source: str, *, type_,
 
     limit = cli.config.memory.max_content_bytes
     with _open_lines(source) as handle:
+        card = cli.agent_to_store_for(agent)  # once the file opens: a wrong path creates no agent
         windows = stream(read_lines(handle, line_limit(limit)), card.id, max_content_bytes=limit,
                          type=type_, importance=importance, scope=scope, pool_name=pool)
         async with agent_federation(cli, card, out) as federation:
