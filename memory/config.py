@@ -402,7 +402,7 @@ def _describe(exc: ValidationError) -> str:
 
 def load_config(path: Path) -> ArcanaConfig:
     if not path.exists():  # defaults, but ARCANA_EXTRACTION_* still validate: the same error as from a file
-        return parse_config({}, path)
+        return parse_config({}, f"{path} (missing: defaults)")
     try:
         raw = json.loads(read_utf8(path))
     except RecursionError:
