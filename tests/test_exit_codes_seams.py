@@ -166,3 +166,13 @@ def test_remember_to_the_unset_pool_prints_its_json_report_and_exits_5(unset_poo
     assert local.returncode == 0 and json.loads(local.stdout)["stored"] is True  # control
     listed = arcana(unset_pool, "memory", "list", "--pool", "team")  # an operator command on that store: usage
     assert listed.returncode == exit_codes.USAGE and "ARCANA_TEST_TEAM_PG" in one_error_line(listed.stderr)
+
+
+def test_an_unset_global_url_variable_degrades_the_global_tier_too(cli, no_embedder, monkeypatch):
+    monkeypatch.delenv("ARCANA_TEST_GLOBAL_PG", raising=False)
+    assert cli("remember", "The user likes green tea", "--agent", "alice").exit_code == 0
+    assert cli("config", "set", "memory.global_url_env", "ARCANA_TEST_GLOBAL_PG").exit_code == 0
+    done = arcana(no_embedder, "recall", "green tea", "--agent", "alice", "--json")
+    assert done.returncode == 0, done.stderr
+    assert [r["content"] for r in json.loads(done.stdout)["results"]] == ["The user likes green tea"]
+    assert "tier global degraded" in done.stderr and "ARCANA_TEST_GLOBAL_PG is not set" in done.stderr
