@@ -193,9 +193,7 @@ async def import_(
     _one_target(agent, pool, global_, None)
     async with AsyncExitStack() as stack:
         if agent:
-            card, created = cli.agents.resolve_or_create(agent)
-            if created:
-                out.info(f"created agent '{agent}' ({card.id})")
+            card = cli.agent_to_store_for(agent)
             store = await stack.enter_async_context(cli.private_store(card))
             target = core.Target(MemoryScope.PRIVATE, agent_id=card.id)
             copies = GlobalCopies.of_home(cli.home, cli.config, actor="cli")
