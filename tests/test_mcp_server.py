@@ -21,7 +21,7 @@ from memory.adapters.sqlite import SQLiteAdapter
 from memory.agents import AgentRegistry
 from memory.types import Audience, MemoryEntry, Visibility
 
-ALL_TOOLS = {"remember", "recall", "forget", "list", "context"}
+ALL_TOOLS = {"remember", "recall", "forget", "list", "context", "get", "update", "history"}
 
 
 def keyword_only(home) -> None:
@@ -197,7 +197,7 @@ async def test_read_only_serves_reads_only(zoo, arcana_home):
     alice, _ = zoo
     async with session("--agent", "alice", "--read-only") as client:
         names = {t.name for t in (await client.list_tools()).tools}
-        assert names == {"recall", "list", "context"}
+        assert names == {"recall", "list", "context", "get", "history"}
         for tool, args in (("remember", {"content": "sneaky write"}), ("forget", {"id": alice["visible"]})):
             result = await client.call_tool(tool, args)
             assert result.is_error and "\n" not in result.content[0].text

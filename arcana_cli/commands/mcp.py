@@ -18,7 +18,7 @@ async def mcp(
     out: Out,
     agent: AgentOpt = ...,
     read_only: Annotated[
-        bool, typer.Option("--read-only", help="Serve recall, list, vault_search and context only (no writes).")
+        bool, typer.Option("--read-only", help="Serve the read tools only: recall, list, vault_search, context, get, history.")
     ] = False,
     http: Annotated[
         str | None,
