@@ -185,7 +185,7 @@ class MemoryTools:
         if successor.conflict_with is None and entry.id not in ended and report.entry_id != entry.id:
             editor = MemoryEditor(store, copies=GlobalCopies.of_home(self.home, self.config, actor="mcp"))
             try:
-                if (await editor.apply(entry.id, Edit("supersede", report.entry_id), verb="superseded")).changed:
+                if (await editor.apply(entry.id, Edit("supersede", (report.entry_id, successor.created_at)), verb="superseded")).changed:
                     ended.append(entry.id)
             finally:
                 await editor.aclose()
