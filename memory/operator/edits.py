@@ -36,8 +36,8 @@ MUTATORS = (
     "archive", "restore", "purge", "set_visibility", "set_pinned", "update", "make_current", "supersede", "reinforce"
 )
 """Every operator mutation, by the :class:`SQLiteAdapter` method that performs it
-(``supersede``, with the successor's id as its value, and ``reinforce``, with
-its (step, confirm), are reconciliation's)."""
+(``supersede``, with the successor's (id, valid time) as its value, and ``reinforce``,
+with its (step, confirm, asserted), are reconciliation's)."""
 
 GUARDED = ("archive", "restore", "set_visibility", "set_pinned")
 """The edits a ledger seq can guard (see :attr:`Edit.expect_seq`): the web view's actions."""
@@ -46,7 +46,7 @@ GUARDED = ("archive", "restore", "set_visibility", "set_pinned")
 @dataclass
 class Edit:
     """One operator mutation: ``op`` from :data:`MUTATORS`, with its ``value``
-    (a visibility, a pinned flag, a successor's id, a reinforce's (step, confirm)) or, for
+    (a visibility, a pinned flag, a successor's (id, valid time), a reinforce's (step, confirm, asserted)) or, for
     ``update``, the field ``changes``."""
 
     op: str
@@ -76,6 +76,8 @@ class Edit:
             return bool(await store.make_current(entry_id))
         if self.op == "reinforce":
             return bool(await store.reinforce(entry_id, *self.value))
+        if self.op == "supersede":
+            return bool(await store.supersede([entry_id], *self.value))
         args = () if self.value is None else (self.value,)
         return bool(await getattr(store, self.op)([entry_id], *args))
 
@@ -349,7 +351,12 @@ class GlobalCopies:
             if copy is not None and copy.agent_id != before.agent_id:
                 copy = None  # the same id from another agent is not this agent's copy
             if copy is None:
-                raised = edit.op in ("update", "reinforce") and after is not None and promotable(after) and not promotable(before)
+                # Promotion needs a user-confirmed or operator write: never an asserted restatement.
+                asserted = edit.op == "reinforce" and edit.value[2]
+                raised = (
+                    edit.op in ("update", "reinforce", "set_visibility") and not asserted
+                    and after is not None and promotable(after) and not promotable(before)
+                )
                 if raised and self.promote:
                     await store.write(global_copy(after))
                     return CopyChange(self.TIER, "promote", True)
