@@ -33,7 +33,7 @@ from memory.ranking.decay import DEFAULT_PROFILES, DecayProfile, should_consolid
 from memory.sqlite.fts import STOPWORDS
 from memory.types import ConfidenceSource, MemoryEntry, MemoryType
 
-MERGE_SIMILARITY = 0.9
+MERGE_SIMILARITY = 0.8  # close by meaning; the content-word rule is what keeps different facts apart
 DIGEST_TURNS = 5  # contentful turns per digest: small enough to stay findable by meaning
 REINFORCE_STEP = 0.05  # importance one more restatement adds
 REINFORCE_CEILING = 0.85  # a merge never lifts importance to the promotion bar by repetition alone

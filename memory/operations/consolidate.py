@@ -51,8 +51,8 @@ class StoreConsolidation:
             return {**self.target.fields, "error": self.error}
         data = {**self.target.fields, "scanned": self.scanned, **self.plan.counts()}
         if decisions:
-            data["merges"] = [m.as_dict() for m in self.plan.merges]
-            data["digests"] = [d.as_dict() for d in self.plan.digests]
+            data["decisions"] = {"merges": [m.as_dict() for m in self.plan.merges],
+                                 "digests": [d.as_dict() for d in self.plan.digests]}
         return data
 
 
