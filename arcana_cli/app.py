@@ -30,6 +30,7 @@ COMMAND_MODULES = {
     "pool": "pool",
     "config": "config_cmd",
     "prune": "prune",
+    "consolidate": "consolidate",
     "migrate": "migrate",
     "doctor": "doctor",
     "reindex": "reindex",
