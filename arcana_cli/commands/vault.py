@@ -13,7 +13,7 @@ import typer
 
 from arcana_cli.command import add_commands, command
 from arcana_cli.context import CliContext
-from arcana_cli.output import Out, YesOpt
+from arcana_cli.output import Out, YesOpt, confirm
 from arcana_cli.render import entry_json, snippet
 from memory.errors import NotFoundError
 
@@ -126,8 +126,6 @@ async def status(cli: CliContext, out: Out, name: NameArg) -> None:
 @command("remove")
 def remove(cli: CliContext, out: Out, name: NameArg, yes: YesOpt = False) -> None:
     """Unregister a vault and delete its index (the folder itself is never touched)."""
-    from arcana_cli.commands.memory_cmd import confirm
-
     registry = _vaults(cli)
     vault = registry.get(name)
     confirm(f"remove vault '{name}' and its index (the folder {vault.root} is not touched)", yes)
