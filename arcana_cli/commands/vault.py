@@ -287,7 +287,6 @@ async def search(
 
 
 def _index_text(report) -> str:
-    links = report.links
     skipped = ", ".join(f"{n} {reason}" for reason, n in report.skipped_counts().items()) or "none"
     return "\n".join(
         [
@@ -295,8 +294,7 @@ def _index_text(report) -> str:
             f"  added {report.added}, updated {report.updated}, removed {report.removed}, unchanged {report.unchanged}",
             f"  skipped: {skipped}",
             f"  embedded {report.embedded} ({report.embedding})",
-            f"  links: {links.links_found} found, {links.resolved} resolved, {links.attachments} attachments, "
-            f"{links.dangling} dangling, {links.ambiguous} ambiguous; {links.edges_written} edges",
+            f"  {report.links.describe()}",
         ]
     )
 
