@@ -426,7 +426,7 @@ def test_pruning_an_agent_reaches_its_copies_on_a_server_global_tier(cli, arcana
     global_on_server(cli, arcana_home, pg_url, monkeypatch, "ada", "carol", vectors=False)
     for word, importance in (("pruned", "0.91"), ("kept", "0.99")):
         data(cli("remember", f"fact PGPRUNE {word}", "--agent", "ada", "--importance", importance, "--json"))
-    report = data(cli("prune", "--agent", "ada", "--max-entries", "1", "--mode", "purge", "--json"))
+    report = data(cli("prune", "--agent", "ada", "--max-entries", "1", "--mode", "purge", "--yes", "--json"))
     assert report["agents"][0]["copies"] == {"tier": "global", "op": "purge", "changed": True, "count": 1}
     seen = {r["content"] for r in data(cli("recall", "PGPRUNE", "--agent", "carol", "--json"))["results"]}
     assert seen == {"fact PGPRUNE kept"}

@@ -71,13 +71,14 @@ class MemoryTools:
             raise ToolFailure(f"memory not stored: every {entry.scope.value} tier failed ({report.failed})")
         return self._answer({"id": entry.id, "scope": entry.scope.value, **report.as_dict()})
 
-    async def recall(self, query, limit, mode, types, since) -> dict:
+    async def recall(self, query, limit, mode, types, since, tags=None) -> dict:
         report = await self.federation.recall(
             MemoryQuery(
                 agent_id=self.card.id,
                 text=query,
                 retrieval_mode=self.config.recall.mode_for(RetrievalMode(mode) if mode else None),
                 types=[MemoryType(t) for t in types] if types else None,
+                tags=tags or None,
                 since=_since(since),
                 limit=limit or self.config.recall.limit,
             )
@@ -350,6 +351,7 @@ async def one_line_errors(ctx, call_next):
 Limit = Annotated[int, Field(ge=1, le=100, description="Most results.")]
 Since = Annotated[str | None, Field(description="Only newer than a duration (7d, 12h, 30m, 2w) or an ISO date.")]
 Types = Annotated[list[TypeName] | None, Field(description="Only these memory types.")]
+Tags = Annotated[list[str] | None, Field(description="Only memories with every one of these tags.")]
 
 
 def _hints(*, read_only: bool, destructive: bool = False, idempotent: bool = True):
@@ -411,8 +413,9 @@ def build_server(tools: MemoryTools, *, read_only: bool = False):
         mode: Annotated[Literal["keyword", "semantic", "hybrid"] | None, Field(description="Retrieval mode (default hybrid).")] = None,
         types: Types = None,
         since: Since = None,
+        tags: Tags = None,
     ) -> dict[str, Any]:
-        return await tools.recall(query, limit, mode, types, since)
+        return await tools.recall(query, limit, mode, types, since, tags)
 
     @_guarded
     async def forget(id: Annotated[str, Field(min_length=1, description="The memory id to archive.")]) -> dict[str, Any]:
@@ -422,7 +425,7 @@ def build_server(tools: MemoryTools, *, read_only: bool = False):
     async def list_(
         limit: Limit = 20,
         types: Types = None,
-        tags: Annotated[list[str] | None, Field(description="Only memories with every one of these tags.")] = None,
+        tags: Tags = None,
         since: Since = None,
     ) -> dict[str, Any]:
         return await tools.list(limit, types, tags, since)

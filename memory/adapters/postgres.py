@@ -421,6 +421,14 @@ class PostgresAdapter:
         )
         return [LedgerRecord.from_row(r) for r in rows]
 
+    async def ledger_ids(self, prefix: str, limit: int = 5) -> list[str]:
+        """Ids the ledger records that start with ``prefix``: a purged memory's row is gone, its history is not."""
+        escaped = prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+        rows = await self._call(
+            lambda conn: conn.fetch("SELECT DISTINCT memory_id FROM memory_ledger WHERE memory_id LIKE $1 LIMIT $2", escaped + "%", limit)
+        )
+        return [r["memory_id"] for r in rows]
+
     async def versions(
         self, entry_id: str, *, audience: Audience = Audience.OPERATOR, include_archived: bool = False
     ) -> list[MemoryEntry]:

@@ -430,6 +430,12 @@ class SQLiteAdapter:
     async def history(self, entry_id: str) -> list[LedgerRecord]:
         return await self.ledger([entry_id])
 
+    async def ledger_ids(self, prefix: str, limit: int = 5) -> list[str]:
+        """Ids the ledger records that start with ``prefix``: a purged memory's row is gone, its history is not."""
+        escaped = prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+        sql = "SELECT DISTINCT memory_id FROM memory_ledger WHERE memory_id LIKE ? ESCAPE '\\' LIMIT ?"
+        return [r[0] for r in await self.run(lambda raw: raw.execute(sql, (escaped + "%", limit)).fetchall())]
+
     async def ledger(self, entry_ids: Sequence[str] | None = None, *, after: int = 0, limit: int = -1) -> list[LedgerRecord]:
         """The ledger rows of ``entry_ids``, oldest first, in one read; with None, of every memory,
         a page at a time (the ``limit`` rows past seq ``after``; -1: all of them)."""

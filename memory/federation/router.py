@@ -125,7 +125,8 @@ class MemoryRouter:
                 raise MemoryRoutingError("no global tier: a global write needs an embedder (global memory is off)")
             return [self.global_]
         if not entry.pool_name:
-            raise MemoryRoutingError("a shared memory needs a pool name (--pool)")
+            # Said in the core's words, not one skin's flag: the CLI and MCP both show it.
+            raise MemoryRoutingError(f"a shared memory needs a pool name; name one of the agent's pools ({self._known_pools()})")
         members = self.pools.get(entry.pool_name)
         if not members:
             raise MemoryRoutingError(f"unknown pool '{entry.pool_name}' for this agent; {self._known_pools()}")

@@ -119,13 +119,39 @@ async def resolve(store: SQLiteAdapter, prefix: str) -> MemoryEntry:
     entry = await _operator_get(store, prefix)
     if entry is not None:
         return entry
-    if len(prefix) >= 6:
-        matches = await store.find_by_prefix(prefix)
-        if len(matches) == 1:
-            return matches[0]
-        if len(matches) > 1:
-            raise NotFoundError(f"memory id prefix '{prefix}' is ambiguous ({len(matches)} matches); give more characters")
+    matches = await store.find_by_prefix(_long_enough(prefix))
+    if len(matches) == 1:
+        return matches[0]
+    _ambiguous(prefix, matches)
     raise NotFoundError(f"no memory with id '{prefix}'")
+
+
+async def resolve_recorded(store: SQLiteAdapter, prefix: str) -> str:
+    """The id ``prefix`` names among the memories the ledger has recorded, purged ones too (their history stays)."""
+    try:
+        return (await resolve(store, prefix)).id  # a prefix too short is refused here
+    except NotFoundError:
+        ids = await store.ledger_ids(prefix)
+        if len(ids) == 1:
+            return ids[0]
+        _ambiguous(prefix, ids)
+        raise
+
+
+_MIN_PREFIX = 6
+
+
+def _long_enough(prefix: str) -> str:
+    if len(prefix) < _MIN_PREFIX:
+        raise InvalidRequestError(
+            f"'{prefix}' is too short for a memory id prefix; use at least {_MIN_PREFIX} characters (or the full id)"
+        )
+    return prefix
+
+
+def _ambiguous(prefix: str, matches: list) -> None:
+    if len(matches) > 1:
+        raise NotFoundError(f"memory id prefix '{prefix}' is ambiguous ({len(matches)} matches); give more characters")
 
 
 _RESTRICTION = {Visibility.VISIBLE: 0, Visibility.PRIVATE: 1, Visibility.HIDDEN: 2}
@@ -388,6 +414,9 @@ class MemoryEditor:
 
     async def resolve(self, prefix: str) -> MemoryEntry:
         return await resolve(self.store, prefix)
+
+    async def resolve_recorded(self, prefix: str) -> str:
+        return await resolve_recorded(self.store, prefix)
 
     async def apply(self, entry_id: str, edit: Edit, *, verb: str | None = None) -> EditReport:
         """Apply ``edit`` to ``entry_id`` here, then to every copy; raise :class:`LiveCopyError`
