@@ -17,7 +17,7 @@ import time
 from collections.abc import Sequence
 
 from memory.access import AccessBuffer
-from memory.sqlite import chunks, context, vectors
+from memory.sqlite import chunks, compact, context, vectors
 from memory.sqlite.batches import batches, marks, select_in
 from memory.sqlite.rows import COLUMNS, SELECT_COLUMNS, entry_values, row_image
 from memory.errors import StaleEditError
@@ -255,6 +255,7 @@ def delete(raw, ids: Sequence[str], op: str, actor: str) -> int:
         seqs = [r[0] for r in raw.execute(f"SELECT seq FROM memories WHERE id IN ({marks(chunk)})", chunk)]
         for table in vec_tables:
             raw.execute(f"DELETE FROM {table} WHERE rowid IN ({marks(seqs)})", seqs)
+            compact.forget(raw, table, seqs)
         chunks.forget(raw, seqs)
         raw.execute(f"DELETE FROM memories WHERE id IN ({marks(chunk)})", chunk)
     _append(raw, [(mid, op, actor, now, _dump(before[mid]), None) for mid in present])
