@@ -29,8 +29,10 @@ dropped with its float index (:func:`drop`). Searches use it from
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-import numpy as np
+if TYPE_CHECKING:
+    import numpy as np
 
 from memory.sqlite.batches import batches, marks, select_in
 
@@ -66,11 +68,15 @@ def size(raw, table: str) -> int:
 
 
 def _floats(blobs: Sequence[bytes], dimension: int) -> np.ndarray:
+    import numpy as np
+
     return np.frombuffer(b"".join(blobs), dtype=np.float32).reshape(len(blobs), dimension)
 
 
 def _train(sample: np.ndarray, cells: int) -> np.ndarray:
     """Spherical k-means: unit centroids that the sample's vectors are nearest to by cosine."""
+    import numpy as np
+
     rng = np.random.default_rng(0)  # the same vectors give the same cells
     sample = sample / np.maximum(np.linalg.norm(sample, axis=1, keepdims=True), 1e-12)
     centroids = sample[rng.choice(len(sample), cells, replace=False)].copy()
@@ -117,6 +123,8 @@ def build(raw, table: str) -> int:
 
 
 def _centroids(raw, table: str) -> tuple[np.ndarray, int]:
+    import numpy as np
+
     blobs = [r[0] for r in raw.execute(f"SELECT centroid FROM {cells_table(table)} ORDER BY cell")]
     dimension = len(blobs[0]) // 4
     return _floats(blobs, dimension), dimension
@@ -124,6 +132,8 @@ def _centroids(raw, table: str) -> tuple[np.ndarray, int]:
 
 def _insert(raw, table: str, centroids: np.ndarray, rows: Sequence[tuple[int, bytes]], dimension: int) -> int:
     """File ``rows`` ((seq, float blob)) under their nearest centroid, as sign bits."""
+    import numpy as np
+
     cells = np.argmax(_floats([r[1] for r in rows], dimension) @ centroids.T, axis=1)
     raw.executemany(
         f"INSERT INTO {codes_table(table)} (cell, seq, code) VALUES (?, ?, vec_quantize_binary(?))",
