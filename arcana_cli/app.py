@@ -7,9 +7,9 @@ import sys
 from pathlib import Path
 from typing import Annotated
 
-import click
 import typer
 from pydantic import ValidationError
+from typer._click import exceptions as click  # Typer 0.29+ carries its own Click: its parse errors
 from typer.core import TyperGroup
 
 from arcana_cli import __version__, exit_codes
@@ -30,6 +30,7 @@ COMMAND_MODULES = {
     "pool": "pool",
     "config": "config_cmd",
     "prune": "prune",
+    "consolidate": "consolidate",
     "migrate": "migrate",
     "doctor": "doctor",
     "reindex": "reindex",
@@ -68,6 +69,13 @@ class ArcanaGroup(TyperGroup):
                         "pass UTF-8 text (rename a file whose name is not)"
                     )
                     raise typer.Exit(exit_codes.USAGE)
+            try:  # a bad global option (`arcana --hme x`): parsed before any command runs
+                return super().parse_args(ctx, args)
+            except click.NoArgsIsHelpError:
+                raise
+            except click.UsageError as exc:
+                err(usage_message(exc))
+                raise typer.Exit(exit_codes.USAGE) from None
         return super().parse_args(ctx, args)
 
     def invoke(self, ctx):
@@ -78,7 +86,7 @@ class ArcanaGroup(TyperGroup):
             result = self._mapped(ctx)
             clean = True
             return result
-        except click.exceptions.Exit as exc:
+        except typer.Exit as exc:
             clean = exc.exit_code == 0
             raise
         finally:
@@ -90,6 +98,11 @@ class ArcanaGroup(TyperGroup):
             result = super().invoke(ctx)
             sys.stdout.flush()  # data still buffered must reach the reader, or the pipe error show here
             return result
+        except click.NoArgsIsHelpError:  # `arcana agent`: the group's help, as asked
+            raise
+        except click.UsageError as exc:  # Click's parse errors and BadParameter: our one-line format, exit 2
+            err(usage_message(exc))
+            raise typer.Exit(exit_codes.USAGE) from None
         except BrokenPipeError:
             # The reader left early (`arcana memory list | head`): stop quietly, as `cat` does,
             # with the documented code (Typer would say 1).
@@ -106,6 +119,24 @@ class ArcanaGroup(TyperGroup):
         except KeyboardInterrupt:
             err("interrupted")
             raise typer.Exit(exit_codes.INTERRUPTED) from None
+
+
+def usage_message(exc: click.UsageError) -> str:
+    """A Click usage error as ``WHAT; HOW TO FIX`` (the fix: the command's --help unless it says one).
+
+    Click would print a usage banner and "Error: Invalid value for 'PROMPT': …";
+    every other error is one ``arcana: error:`` line, so these are too.
+    """
+    what = exc.format_message().strip().rstrip(".").removeprefix("Invalid value for ").replace("Value error, ", "")
+    hint, _, message = what.partition(": ")
+    if message.startswith(hint.strip("'")):  # "--http: --http takes HOST:PORT" says it once
+        what = message
+    if what[:1].isupper() and what[1:2].islower():
+        what = what[0].lower() + what[1:]
+    if ";" not in what:
+        where = exc.ctx.command_path if exc.ctx is not None else "arcana"
+        what += f"; see `{where} --help`"
+    return what
 
 
 def _escapable(text: str) -> bool:

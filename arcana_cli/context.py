@@ -37,7 +37,27 @@ class CliContext:
         return AuditLog(self.home.audit_log)
 
     def agent(self, name_or_id: str) -> AgentCard:
+        """An existing agent; an unknown name is exit 3 (reading never creates an agent)."""
         return self.agents.resolve(name_or_id)
+
+    def agent_to_store_for(self, name_or_id: str) -> AgentCard:
+        """The agent a command stores something for, created when no agent has that name.
+
+        The rule (man/memory.md#agents): a command that stores for an agent
+        (remember, import --agent, run, agent join) creates it; a read refuses.
+        The creation is said on stderr even under --quiet — a typo must not make
+        an agent unseen — with the nearest existing names.
+        """
+        near = self.agents.near(name_or_id)
+        card, created = self.agents.resolve_or_create(name_or_id)
+        if created:
+            import sys
+
+            sys.stderr.write(
+                f"created agent '{card.name}' ({card.id}): no agent had that name{near}; "
+                f"`arcana agent delete {card.name}` removes it\n"
+            )
+        return card
 
     @asynccontextmanager
     async def private_store(self, card: AgentCard):

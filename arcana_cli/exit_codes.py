@@ -6,9 +6,9 @@ from memory import errors
 
 OK = 0
 FAILURE = 1  # unexpected error, `doctor` found problems, or a backup fails verification
-USAGE = 2  # bad arguments or option values
+USAGE = 2  # bad arguments, option values or input; an environment variable the config names is unset
 NOT_FOUND = 3  # agent, memory, pool or vault does not exist
-CONFIG = 4  # malformed config or agent card
+CONFIG = 4  # malformed config or agent card (what is stored; a bad argument is USAGE)
 STORAGE = 5  # corrupt database, schema newer than this Arcana, database busy
 MODEL_UNAVAILABLE = 69  # the chat model endpoint is down or failed (EX_UNAVAILABLE)
 BUSY = 75  # another prune/reindex holds the lock (EX_TEMPFAIL)
@@ -18,9 +18,9 @@ PIPE_CLOSED = 141  # stdout's reader left early (128 + SIGPIPE)
 TABLE = [
     (OK, "success (also: nothing to do)"),
     (FAILURE, "unexpected error, `arcana doctor` found problems, or a backup fails `--verify`"),
-    (USAGE, "invalid arguments, options or input"),
+    (USAGE, "invalid arguments, options or input (including `config set` values), or an environment variable the config names is not set"),
     (NOT_FOUND, "the agent, memory, pool or vault does not exist"),
-    (CONFIG, "malformed config.json or agent card (the file is left unchanged)"),
+    (CONFIG, "malformed config.json, agent card or `ARCANA_EXTRACTION_*` variable (the file is left unchanged)"),
     (STORAGE, "storage problem: corrupt database, schema newer than this Arcana, or database busy"),
     (MODEL_UNAVAILABLE, "the chat model endpoint is unreachable, timed out, or answered with an error"),
     (BUSY, "another prune or reindex is running (lock held); retry later"),

@@ -211,6 +211,18 @@ def reader_left() -> None:
     os.close(devnull)
 
 
+def confirm(action: str, yes: bool) -> None:
+    """Destructive actions need --yes when stdin is not a terminal; on a terminal, ask."""
+    if yes:
+        return
+    if not sys.stdin.isatty():
+        from memory.errors import InvalidRequestError
+
+        raise InvalidRequestError(f"{action}: destructive, and stdin is not a terminal to ask; pass --yes to confirm")
+    if not typer.confirm(f"{action}?", default=False, err=True):
+        raise typer.Exit(1)
+
+
 def err(message: str) -> None:
     """One-line error on stderr (used by the error mapper)."""
     sys.stderr.write(f"arcana: error: {message}\n")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import fcntl
 import json
 import os
@@ -118,7 +119,14 @@ class AgentRegistry:
             matches = [c for c in cards if c.id.startswith(name_or_id)]
             if len(matches) == 1:
                 return matches[0]
-        raise NotFoundError(f"no agent named '{name_or_id}'; create it with `arcana agent create {name_or_id}`")
+        raise NotFoundError(
+            f"no agent named '{name_or_id}'{did_you_mean(name_or_id, cards)}; "
+            f"create it with `arcana agent create {name_or_id}`"
+        )
+
+    def near(self, name: str) -> str:
+        """`` (did you mean 'ada'?)`` when an agent's name is close to ``name`` (a typo), else ''."""
+        return did_you_mean(name, self.list())
 
     def exists(self, name: str) -> bool:
         return any(c.name == name for c in self.list())
@@ -138,7 +146,7 @@ class AgentRegistry:
     def create(self, name: str) -> AgentCard:
         card, made = self._take(name)
         if not made:
-            raise ConfigError(f"an agent named '{name}' already exists")
+            raise InvalidRequestError(f"an agent named '{name}' already exists; pick another name, or use it as it is")
         return card
 
     def resolve_or_create(self, name_or_id: str) -> tuple[AgentCard, bool]:
@@ -176,7 +184,7 @@ class AgentRegistry:
         with self._naming():
             card = self.resolve(name_or_id)
             if new_name != card.name and self.exists(new_name):
-                raise ConfigError(f"an agent named '{new_name}' already exists")
+                raise InvalidRequestError(f"an agent named '{new_name}' already exists; pick another name")
             card.name = new_name
             self.save(card)
         return card
@@ -188,3 +196,10 @@ class AgentRegistry:
         dest = self.home.trash_dir / f"agent-{card.name}-{card.id}-{int(time.time())}"
         self.home.agent_dir(card.id).replace(dest)
         return dest
+
+
+def did_you_mean(name: str, cards: list[AgentCard]) -> str:
+    """`` (did you mean 'ada'?)`` for the agent names closest to ``name`` (case ignored), else ''."""
+    names = {card.name.lower(): card.name for card in cards}
+    close = difflib.get_close_matches(name.lower(), list(names), n=2, cutoff=0.6)
+    return f" (did you mean {' or '.join(repr(names[c]) for c in close)}?)" if close else ""

@@ -19,7 +19,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator, model_validator
 
-from memory.errors import ConfigError
+from memory.errors import ConfigError, InvalidRequestError, NotFoundError, UnsetVariableError
 from memory.home import is_safe_name, loaded_name, private_dir
 from memory.limits import MAX_CONTENT_BYTES
 from memory.server_urls import check_url, password_of
@@ -127,9 +127,9 @@ class ExtractionConfig(_Section):
                     # The env obeys the same bounds as the file.
                     chosen = TypeAdapter(Annotated[field.annotation, field]).validate_python(caster(environ[var]))
                 except ValidationError as exc:
-                    raise ConfigError(f"{var}={environ[var]!r}: {exc.errors()[0]['msg']}") from None
+                    raise ConfigError(f"{var}={environ[var]!r}: {exc.errors()[0]['msg']}; fix or unset {var}") from None
                 except ValueError as exc:
-                    raise ConfigError(f"{var}={environ[var]!r}: {exc}") from None
+                    raise ConfigError(f"{var}={environ[var]!r}: {exc}; fix or unset {var}") from None
             values[item.name] = item.default if chosen is None else chosen
         settings = ExtractionSettings(**values)
         if settings.user_confidence <= settings.agent_confidence_cap:
@@ -306,7 +306,9 @@ def resolve_server_url(url: str | None, url_env: str | None, what: str, environ:
     environ = os.environ if environ is None else environ
     value = environ.get(url_env)
     if not value:
-        raise ConfigError(f"{what}: environment variable {url_env} is not set; export it with the server's postgresql:// URL")
+        raise UnsetVariableError(
+            f"{what}: environment variable {url_env} is not set; export it with the server's postgresql:// URL"
+        )
     return check_url(value)
 
 
@@ -393,13 +395,14 @@ class ArcanaConfig(_Section):
 
 def _describe(exc: ValidationError) -> str:
     first = exc.errors()[0]
-    location = ".".join(str(part) for part in first["loc"]) or "(root)"
-    return f"{location}: {first['msg']}"
+    location = ".".join(str(part) for part in first["loc"])
+    message = first["msg"].removeprefix("Value error, ")
+    return f"{location}: {message}" if location else message
 
 
 def load_config(path: Path) -> ArcanaConfig:
-    if not path.exists():
-        return ArcanaConfig()
+    if not path.exists():  # defaults, but ARCANA_EXTRACTION_* still validate: the same error as from a file
+        return parse_config({}, f"{path} (missing: defaults)")
     try:
         raw = json.loads(read_utf8(path))
     except RecursionError:
@@ -492,7 +495,7 @@ def check_key(key: str) -> None:
         return
     suggestion = difflib.get_close_matches(pattern, valid_keys(), n=1, cutoff=0.5)
     hint = f"; did you mean '{suggestion[0]}'?" if suggestion else "; see `arcana config show`"
-    raise ConfigError(f"unknown config key '{key}'{hint}")
+    raise InvalidRequestError(f"unknown config key '{key}'{hint}")
 
 
 def get_key(config: ArcanaConfig, key: str) -> Any:
@@ -500,7 +503,7 @@ def get_key(config: ArcanaConfig, key: str) -> Any:
     node: Any = dump_config(config)
     for part in key.split("."):
         if not isinstance(node, dict) or part not in node:
-            raise ConfigError(f"config key '{key}' is not set")
+            raise NotFoundError(f"config key '{key}' is not set; see `arcana config show`")
         node = node[part]
     return node
 
@@ -510,20 +513,49 @@ def parse_value(text: str) -> Any:
     try:
         return json.loads(text)
     except RecursionError:
-        raise ConfigError("the value is nested too deeply to be a config value") from None
+        raise InvalidRequestError("the value is nested too deeply to be a config value") from None
     except json.JSONDecodeError:
         return text
 
 
 def set_key(config: ArcanaConfig, key: str, value: Any) -> ArcanaConfig:
-    """A new, validated config with ``key`` set; the original is untouched."""
+    """A new, validated config with ``key`` set; the original is untouched.
+
+    The key and value are the caller's input, not the file's, so a bad one is an
+    :class:`InvalidRequestError` (the CLI's exit 2). A plain string for a list-valued
+    key is read as comma-separated (``fastembed,ollama``).
+    """
     check_key(key)
+    if isinstance(value, str) and _is_list_key(key):
+        value = [item.strip() for item in value.split(",") if item.strip()]
     data = dump_config(config)
     node = data
     parts = key.split(".")
     for part in parts[:-1]:
         node = node.setdefault(part, {})
         if not isinstance(node, dict):
-            raise ConfigError(f"config key '{key}': '{part}' is not a section")
+            raise InvalidRequestError(f"config key '{key}': '{part}' is not a section")
     node[parts[-1]] = value
-    return parse_config(data, "config")
+    try:
+        return parse_config(data, "config")
+    except ConfigError as exc:
+        raise InvalidRequestError(f"{exc}; see `arcana config keys` and man/configuration.md") from None
+
+
+def _is_list_key(key: str) -> bool:
+    """Whether the (checked) dotted ``key`` holds a list, e.g. ``embedding.providers``."""
+    model: Any = ArcanaConfig
+    parts = _pattern(key)
+    for position, part in enumerate(parts):
+        field = next((f for n, f in model.model_fields.items() if (f.alias or n) == part), None)
+        if field is None:
+            return False
+        annotation = field.annotation
+        if getattr(annotation, "__origin__", None) is dict:
+            model = annotation.__args__[1]
+            parts[position + 1 : position + 2] = []  # the <name> part
+            continue
+        if position == len(parts) - 1:
+            return getattr(annotation, "__origin__", None) is list
+        model = annotation
+    return False

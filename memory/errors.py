@@ -39,6 +39,12 @@ class InvalidRequestError(ArcanaMemoryError, ValueError):
     """The request cannot be carried out as asked (the CLI's usage error, exit 2)."""
 
 
+class UnsetVariableError(InvalidRequestError):
+    """The config names an environment variable (a server's ``url_env``, a model's ``api_key_env``)
+    that this process does not have: the file is fine, the invocation lacks it (a usage error, exit 2).
+    A federation degrades a tier whose URL variable is unset, as it does a server that is down."""
+
+
 class StaleEditError(InvalidRequestError):
     """An operator edit named the memory as it was (its newest ledger seq), and it has changed since:
     refused, nothing written, so an edit is never applied to data its author did not see."""

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from memory.protocols import MemoryAdapter
-from memory.types import ConfidenceSource, LedgerRecord, MemoryEntry, MemoryScope
+from memory.types import ConfidenceSource, LedgerRecord, MemoryEntry, MemoryScope, Visibility
 
 PROMOTION_THRESHOLD = 0.9
 ASSERTED_IMPORTANCE_CAP = 0.89
@@ -32,22 +32,31 @@ def asserted_importance(importance: float) -> float:
 
 def promotable(entry: MemoryEntry) -> bool:
     """True when ``entry`` belongs in the global tier too: private, important enough, and not self-asserted."""
-    return _qualifies(entry.scope, entry.importance, entry.confidence_source)
+    visibility = None if entry.visibility is None else Visibility(entry.visibility).value
+    return _qualifies(entry.scope, entry.importance, entry.confidence_source, visibility)
 
 
 def ever_promotable(history: Sequence[LedgerRecord]) -> bool:
     """Whether any version of a memory in its ledger ``history`` was promotable: a copy may exist
     even though the memory as it stands would not be promoted (its importance was lowered since)."""
     return any(
-        _qualifies(MemoryScope(image["scope"]), image["importance"], ConfidenceSource(image["confidence_source"]))
+        _qualifies(
+            MemoryScope(image["scope"]), image["importance"], ConfidenceSource(image["confidence_source"]),
+            image.get("visibility"),
+        )
         for record in history
         for image in (record.before, record.after)
         if image
     )
 
 
-def _qualifies(scope: MemoryScope, importance: float, source: ConfidenceSource) -> bool:
-    return scope is MemoryScope.PRIVATE and importance >= PROMOTION_THRESHOLD and source not in ASSERTED_SOURCES
+def _qualifies(scope: MemoryScope, importance: float, source: ConfidenceSource, visibility: str | None) -> bool:
+    """Private, important, not self-asserted, and visible (``None``: a new row, visible): a private or
+    hidden memory never sits in a shared database, however important."""
+    return (
+        scope is MemoryScope.PRIVATE and importance >= PROMOTION_THRESHOLD and source not in ASSERTED_SOURCES
+        and visibility in (None, Visibility.VISIBLE.value)
+    )
 
 
 def global_copy(entry: MemoryEntry) -> MemoryEntry:

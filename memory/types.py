@@ -106,6 +106,7 @@ class Audience(Enum):
     RECALL = "recall"  # anything that can reach an agent or a prompt
     OPERATOR = "operator"  # a human inspecting the store on purpose
     LISTING = "listing"  # a human listing what recall may see (archived on request); not a recall hit
+    HISTORY = "history"  # an agent reading the past of its own memories: visible versions only, superseded too
 
 
 class MemoryEntry(BaseModel):

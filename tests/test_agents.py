@@ -56,7 +56,7 @@ def test_show_unknown_is_exit_3(cli):
 def test_duplicate_and_invalid_names_are_rejected(cli):
     create(cli, "ada")
     duplicate = cli("agent", "create", "ada")
-    assert duplicate.exit_code == 4 and "already exists" in duplicate.stderr
+    assert duplicate.exit_code == 2 and "already exists" in duplicate.stderr
     for bad in ("-x", "has space", "a/b", "x" * 65):
         result = cli("agent", "create", "--", bad) if bad.startswith("-") else cli("agent", "create", bad)
         assert result.exit_code == 2 and "invalid agent name" in result.stderr, bad  # invalid input
@@ -79,7 +79,7 @@ def test_rename_onto_an_existing_name_fails(cli):
     create(cli, "ada")
     create(cli, "bob")
     result = cli("agent", "rename", "ada", "bob")
-    assert result.exit_code == 4
+    assert result.exit_code == 2
     assert {a["name"] for a in json.loads(cli("agent", "list", "--json").stdout)} == {"ada", "bob"}
 
 
@@ -126,8 +126,8 @@ def test_agent_set_decay_validates_before_saving(cli, arcana_home):
     assert changed.exit_code == 0, changed.stderr
     assert json.loads(changed.stdout)["decay"] == {"episodic": {"half_life_days": 3}, "semantic": {"floor": 0.5}}
     bad = cli("agent", "set", "ada", "--decay", "episodic.half_life_days=-1")
-    assert bad.exit_code == 4 and "decay.episodic.half_life_days" in bad.stderr
-    assert cli("agent", "set", "ada", "--decay", "sometype.floor=0.1").exit_code == 4
+    assert bad.exit_code == 2 and "--decay episodic.half_life_days" in bad.stderr  # the option, not the card
+    assert cli("agent", "set", "ada", "--decay", "sometype.floor=0.1").exit_code == 2
     assert cli("agent", "set", "ada", "--decay", "episodic").exit_code == 2
     card = json.loads(cli("agent", "show", "ada", "--json").stdout)
     assert card["decay"] == {"episodic": {"half_life_days": 3}, "semantic": {"floor": 0.5}}  # bad values saved nothing

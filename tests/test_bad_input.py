@@ -212,7 +212,7 @@ def test_the_content_limit_holds_for_text_stdin_and_the_config_key(cli, no_embed
     assert cli("remember", "y" * 3000, "--agent", "ada").exit_code == exit_codes.USAGE
     assert cli("remember", "y" * 1000, "--agent", "ada").exit_code == 0
     raised = cli("config", "set", "memory.max_content_bytes", str(MAX_CONTENT_BYTES + 1))
-    assert raised.exit_code == exit_codes.CONFIG  # the core's ceiling
+    assert raised.exit_code == exit_codes.USAGE  # the core's ceiling (a bad argument: exit 2)
     listed = json.loads(cli("memory", "list", "--agent", "ada", "--json").stdout)
     assert sorted(len(m["content"]) for m in listed) == [1000, len(just_under)]
 

@@ -35,7 +35,7 @@ def test_pool_lifecycle(team, arcana_home):
     assert data(team("agent", "leave", "bob", "team", "--json"))["changed"] is True
     assert data(team("pool", "show", "team", "--json"))["members"] == ["alice"]
     assert data(team("agent", "leave", "bob", "team", "--json"))["changed"] is False
-    assert team("pool", "create", "team").exit_code == 4  # already exists
+    assert team("pool", "create", "team").exit_code == 2  # already exists
     assert team("pool", "create", "bad/name").exit_code == 2
     assert team("agent", "join", "alice", "nope").exit_code == 3
     refused = team("pool", "remove", "team")  # not a TTY and no --yes

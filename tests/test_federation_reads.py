@@ -180,14 +180,16 @@ async def test_stream_search_yields_the_search_order(stores):
     assert streamed == [e.id for e in await federation.search(query)] and len(streamed) == 4
 
 
-async def test_pinned_first_then_weighted_decayed_importance(stores):
+async def test_pinned_first_in_a_listing_but_only_a_near_tie_breaker_in_a_query(stores):
     federation = federate(stores, [])
     low_pinned = entry("pinned lamp fact", importance=0.1, pinned=True)
     high = entry("important lamp fact", importance=0.9)
     await federation.write(high)
     await federation.write(low_pinned)
+    listed = await federation.search(MemoryQuery(agent_id="a"))
+    assert [e.id for e in listed] == [low_pinned.id, high.id]
     found = await federation.search(MemoryQuery(agent_id="a", text="lamp"))
-    assert [e.id for e in found] == [low_pinned.id, high.id]
+    assert [e.id for e in found] == [high.id, low_pinned.id]  # a pin never outweighs importance 0.9 vs 0.1
 
 
 async def test_get_returns_the_most_local_copy(stores):

@@ -97,7 +97,7 @@ def test_a_config_json_with_a_path_as_a_pool_or_vault_name_is_refused_at_load(cl
 def test_memory_pools_list_refuses_a_path(cli, arcana_home):
     assert cli("config", "set", "memory.pools", '["team"]').exit_code == 0
     result = cli("config", "set", "memory.pools", '["../../etc/x"]')
-    assert result.exit_code == exit_codes.CONFIG
+    assert result.exit_code == exit_codes.USAGE
     _one_line(result)
 
 
@@ -105,7 +105,7 @@ def test_fastembed_model_must_be_a_model_name(cli, arcana_home):
     assert cli("config", "set", "embedding.fastembed_model", "BAAI/bge-small-en-v1.5").exit_code == 0
     for bad in ("../../../../etc/passwd", "/etc/passwd", "a/../../b", "org/name/extra"):
         result = cli("config", "set", "embedding.fastembed_model", bad)
-        assert result.exit_code == exit_codes.CONFIG, bad
+        assert result.exit_code == exit_codes.USAGE, bad
         _one_line(result)
     assert json.loads(arcana_home.config_path.read_text())["embedding"]["fastembed_model"] == "BAAI/bge-small-en-v1.5"
 

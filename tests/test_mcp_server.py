@@ -21,7 +21,7 @@ from memory.adapters.sqlite import SQLiteAdapter
 from memory.agents import AgentRegistry
 from memory.types import Audience, MemoryEntry, Visibility
 
-ALL_TOOLS = {"remember", "recall", "forget", "list", "context"}
+ALL_TOOLS = {"remember", "recall", "forget", "list", "context", "get", "update", "history"}
 
 
 def keyword_only(home) -> None:
@@ -84,7 +84,7 @@ async def test_tools_listed_with_schemas_and_each_happy_path(zoo, arcana_home):
         assert tools["recall"].input_schema["required"] == ["query"]
 
         error, stored = await call(client, "remember", content="giraffes sleep standing up", type="semantic",
-                                   importance=0.7, tags=["zoo"], pin=True)
+                                   importance=0.7, tags=["zoo"])
         assert not error and stored["accepted"] == ["private"]
 
         error, found = await call(client, "recall", query="giraffes", limit=5, mode="keyword", types=["semantic"], since="1d")
@@ -197,7 +197,7 @@ async def test_read_only_serves_reads_only(zoo, arcana_home):
     alice, _ = zoo
     async with session("--agent", "alice", "--read-only") as client:
         names = {t.name for t in (await client.list_tools()).tools}
-        assert names == {"recall", "list", "context"}
+        assert names == {"recall", "list", "context", "get", "history"}
         for tool, args in (("remember", {"content": "sneaky write"}), ("forget", {"id": alice["visible"]})):
             result = await client.call_tool(tool, args)
             assert result.is_error and "\n" not in result.content[0].text

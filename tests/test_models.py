@@ -9,7 +9,7 @@ import pytest
 from model_server import free_port
 
 from memory.config import load_config
-from memory.errors import ConfigError, ModelUnavailableError
+from memory.errors import ModelUnavailableError, UnsetVariableError
 from memory.models.base import ChatMessage, astream, collect
 from memory.models.ollama import OllamaProvider
 from memory.models.openai import OpenAIProvider
@@ -49,7 +49,7 @@ def test_openai_streams_sse_and_sends_the_key_from_env(model_server, monkeypatch
 def test_openai_missing_key_env_is_a_clear_config_error(model_server, monkeypatch):
     monkeypatch.delenv("NOT_SET_KEY", raising=False)
     provider = OpenAIProvider("oa", model_server.url, "gpt-x", api_key_env="NOT_SET_KEY")
-    with pytest.raises(ConfigError, match=r"\$NOT_SET_KEY"):
+    with pytest.raises(UnsetVariableError, match=r"\$NOT_SET_KEY"):
         list(provider.stream(HELLO))
     assert model_server.requests == []
 

@@ -48,7 +48,7 @@ async def test_a_guarded_edit_reaches_the_copy_and_a_stale_one_touches_neither(p
         fresh = (await ed.store.history(high))[-1].seq
         report = await ed.apply(high, Edit("set_visibility", Visibility.HIDDEN, expect_seq=fresh))
         assert report.changed and [(c.tier, c.changed) for c in report.copies] == [("global", True)]
-        assert (await ed.copies.copy_of(await ed.resolve(high))).visibility is Visibility.HIDDEN
+        assert await ed.copies.copy_of(await ed.resolve(high)) is None  # hiding withdraws the copy
     with pytest.raises(ValueError, match="cannot be checked"):
         Edit("purge", expect_seq=1)  # refused before anything runs, not after the copy went
 

@@ -97,7 +97,7 @@ def test_the_password_never_reaches_disk_or_output(server_team, arcana_home, pg_
         outputs.append(server_team(*args))
     # A password on the command line is refused, and not echoed.
     refused = server_team("pool", "create", "other", "--url", with_password(pg_url))
-    assert refused.exit_code == 4 and "url_env" in refused.stderr
+    assert refused.exit_code == 2 and "url_env" in refused.stderr  # a bad argument: usage
     outputs.append(refused)
     # An unreachable server: reported with the password masked.
     monkeypatch.setenv("TEAM_PG", f"postgresql://postgres:{SECRET}@127.0.0.1:9/nowhere")
@@ -426,7 +426,7 @@ def test_pruning_an_agent_reaches_its_copies_on_a_server_global_tier(cli, arcana
     global_on_server(cli, arcana_home, pg_url, monkeypatch, "ada", "carol", vectors=False)
     for word, importance in (("pruned", "0.91"), ("kept", "0.99")):
         data(cli("remember", f"fact PGPRUNE {word}", "--agent", "ada", "--importance", importance, "--json"))
-    report = data(cli("prune", "--agent", "ada", "--max-entries", "1", "--mode", "purge", "--json"))
+    report = data(cli("prune", "--agent", "ada", "--max-entries", "1", "--mode", "purge", "--yes", "--json"))
     assert report["agents"][0]["copies"] == {"tier": "global", "op": "purge", "changed": True, "count": 1}
     seen = {r["content"] for r in data(cli("recall", "PGPRUNE", "--agent", "carol", "--json"))["results"]}
     assert seen == {"fact PGPRUNE kept"}

@@ -97,8 +97,9 @@ CASES: dict[tuple[str, str | None], list[Case]] = {
     ],
     ("set", "type_"): [Case(["set", "--type", "procedural"], lambda c: c["type"] == "procedural", True, "update", "update")],
     ("set", "visibility"): [
-        Case(["set", "--visibility", "hidden"], lambda c: c["visibility"] == "hidden", False, "visibility", "visibility"),
-        Case(["set", "--visibility", "private"], lambda c: c["visibility"] == "private", False, "visibility", "visibility"),
+        # only visible memories are promotable (issue 20 item 7): hiding withdraws the copy
+        Case(["set", "--visibility", "hidden"], lambda c: c is None, False, "visibility", "withdraw"),
+        Case(["set", "--visibility", "private"], lambda c: c is None, False, "visibility", "withdraw"),
     ],
     ("set", "pin"): [Case(["set", "--pin"], lambda c: c["pinned"], True, "pin", "pin")],
     ("set", "tag"): [Case(["set", "--tag", "birds"], lambda c: c["tags"] == ["birds"], True, "update", "update")],
@@ -167,12 +168,12 @@ async def test_every_core_mutator_reaches_the_copy(arcana_home):
         "archive": (Edit("archive"), lambda c: c.archived),
         "restore": (Edit("restore"), lambda c: not c.archived),
         "purge": (Edit("purge"), lambda c: c is None),
-        "set_visibility": (Edit("set_visibility", Visibility.HIDDEN), lambda c: c.visibility is Visibility.HIDDEN),
+        "set_visibility": (Edit("set_visibility", Visibility.HIDDEN), lambda c: c is None),  # withdrawn
         "set_pinned": (Edit("set_pinned", True), lambda c: c.pinned),
         "update": (Edit("update", changes={"type": MemoryType.PROCEDURAL}), lambda c: c.type is MemoryType.PROCEDURAL),
-        "supersede": (Edit("supersede", "its-successor"), lambda c: c.valid_to and c.superseded_by == "its-successor"),
+        "supersede": (Edit("supersede", ("its-successor", None)), lambda c: c.valid_to and c.superseded_by == "its-successor"),
         "make_current": (Edit("make_current"), lambda c: c.valid_to is None and c.superseded_by is None),
-        "reinforce": (Edit("reinforce", (0.03, None)), lambda c: c.importance == pytest.approx(0.98)),
+        "reinforce": (Edit("reinforce", (0.03, None, False)), lambda c: c.importance == pytest.approx(0.98)),
     }
     assert set(edits) == set(MUTATORS)
     bystander = MemoryEntry(agent_id="ada", content="a bystander", importance=0.95)
@@ -181,11 +182,12 @@ async def test_every_core_mutator_reaches_the_copy(arcana_home):
         entry = MemoryEntry(agent_id="ada", content=f"core {op}", importance=0.95, archived=op == "restore")
         await writer.write(entry)
         if op == "make_current":  # something to undo, on both copies
-            await editor.apply(entry.id, Edit("supersede", "its-successor"))
+            await editor.apply(entry.id, Edit("supersede", ("its-successor", None)))
         report = await editor.apply(entry.id, edit)
         copy = await shared.get(entry.id, audience=Audience.OPERATOR, include_archived=True)
         assert expected(copy), op
-        assert [(c.tier, c.op, c.changed) for c in report.copies] == [("global", op, True)], op
+        expected_op = "withdraw" if op == "set_visibility" else op
+        assert [(c.tier, c.op, c.changed) for c in report.copies] == [("global", expected_op, True)], op
     assert writer.promotion_errors == []
     assert await shared.get(bystander.id) is not None  # control: an unrelated copy untouched
     for store in (editor, private, shared, writer):
@@ -207,7 +209,7 @@ def test_a_locked_global_tier_fails_the_edit_naming_the_live_copy(cli, home):
         assert ok(cli("memory", "show", memory_id, "--agent", "ada", "--json"))["id"] == memory_id
     assert recalled(cli, "bob", "heronlock") == {"heronlock"}  # honestly still live, as the error said
     again = ok(cli("memory", "set", memory_id, "--agent", "ada", "--visibility", "hidden", "--json"))
-    assert again["copies"] == [{"tier": "global", "op": "update", "changed": True}]
+    assert again["copies"] == [{"tier": "global", "op": "withdraw", "changed": True}]
     assert recalled(cli, "bob", "heronlock") == set()
     corrupt_file(home.global_db)
     broken = cli("memory", "forget", memory_id, "--agent", "ada")
@@ -296,12 +298,12 @@ def test_deleting_an_agent_withdraws_its_promoted_copies(cli, home):
         written = ok(cli("remember", f"fact {word}", "--agent", agent, "--importance", "0.95", "--json"))
         assert written["accepted"] == ["private", "global"]
     hidden = ok(cli("remember", "fact heronhidden", "--agent", "ada", "--importance", "0.95", "--json"))["id"]
-    ok(cli("memory", "set", hidden, "--agent", "ada", "--visibility", "hidden", "--json"))  # a hidden copy goes too
+    ok(cli("memory", "set", hidden, "--agent", "ada", "--visibility", "hidden", "--json"))  # hiding withdraws its copy
     ada = AgentRegistry(home).resolve("ada")
     assert cli("agent", "create", "carol").exit_code == 0
     assert recalled(cli, "carol", "heronleaves", "heronstays") == {"heronleaves", "heronstays"}
     removed = ok(cli("agent", "delete", "ada", "--yes", "--json"))
-    assert removed["copies"] == {"tier": "global", "op": "withdraw", "changed": True, "count": 3}  # with the control
+    assert removed["copies"] == {"tier": "global", "op": "withdraw", "changed": True, "count": 2}  # the hidden one went when hidden
     query = "heronleaves heronstays heronhidden"
     results = ok(cli("recall", query, "--agent", "carol", "--mode", "keyword", "--json"))["results"]
     assert [r["content"] for r in results] == ["fact heronstays"]  # bob's copy is the positive control

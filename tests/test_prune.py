@@ -157,7 +157,7 @@ def test_prune_one_agent_leaves_the_other(cli):
 def test_prune_all_agents_and_purge_mode(cli):
     _seed(cli, "ada", [0.1, 0.9])
     _seed(cli, "bob", [0.1, 0.2, 0.9])
-    result = cli("prune", "--all", "--min-importance", "0.5", "--mode", "purge", "--json")
+    result = cli("prune", "--all", "--min-importance", "0.5", "--mode", "purge", "--yes", "--json")
     assert result.exit_code == 0, result.stderr
     reports = {r["agent"]: r["purged"] for r in json.loads(result.stdout)["agents"]}
     assert reports == {"ada": 1, "bob": 2}

@@ -122,7 +122,7 @@ def test_strategy_off_in_config_stores_as_given(cli, keyword_home):
     second = remember(cli, "I live in Berlin.")
     assert second["decision"] == "add" and second["id"] != first["id"]
     bad = cli("config", "set", "memory.reconcile.strategy", "maybe")
-    assert bad.exit_code == 4 and "'heuristic', 'llm' or 'off'" in bad.output
+    assert bad.exit_code == 2 and "'heuristic', 'llm' or 'off'" in bad.output
 
 
 async def _agent_write(home, text, source):

@@ -171,7 +171,7 @@ def test_session_continue_show_and_close(cli, setup, model_server, arcana_home):
 def test_model_flag_and_unknown_model(cli, setup, model_server):
     setup()
     assert cli("run", "ada", "hi", "--model", "nope").exit_code == exit_codes.NOT_FOUND
-    assert cli("run", "ghost", "hi").exit_code == exit_codes.NOT_FOUND
+    assert cli("run", "ghost", "hi", "--no-memory").exit_code == exit_codes.NOT_FOUND  # stores nothing: no agent made
     assert cli("run", "ada", "hi", "--no-memory", "--session", "x").exit_code == exit_codes.USAGE
     assert cli("run", "ada", "   ").exit_code == exit_codes.USAGE
 
@@ -189,7 +189,7 @@ def test_agent_set_model_and_system_prompt_reach_the_request(cli, setup, model_s
         assert other.requests[-1]["body"]["messages"][0]["content"].startswith("You are Ada.")
     assert cli("agent", "set", "ada", "--model", "missing").exit_code == exit_codes.NOT_FOUND
     assert cli("agent", "set", "ada", "--weight", "semantic=3").exit_code == exit_codes.USAGE
-    assert cli("agent", "set", "ada", "--extraction", "agent_confidence_cap=1.0").exit_code == exit_codes.CONFIG
+    assert cli("agent", "set", "ada", "--extraction", "agent_confidence_cap=1.0").exit_code == exit_codes.USAGE
 
 
 def test_extraction_failure_never_surfaces(cli, setup, model_server, arcana_home):

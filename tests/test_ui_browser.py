@@ -19,6 +19,8 @@ from pathlib import Path
 
 import pytest
 
+from memory.errors import NotFoundError
+
 CHROMIUM = Path("/usr/bin/chromium")
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
         "--disable-sync", "--no-first-run"]
@@ -209,8 +211,8 @@ def test_the_web_view_in_a_real_browser(server, stocked, arcana_home, tmp_path):
             assert page.locator("#marks .badge.hidden").count() == 1
             entry, ledger = core_entry(arcana_home, "alice", ids["tea"])
             assert entry.visibility.value == "hidden" and (ledger[-1].op, ledger[-1].actor) == ("visibility", "ui")
-            copy, copy_ledger = core_entry(arcana_home, None, ids["tea"], global_=True)
-            assert copy.visibility.value == "hidden" and copy_ledger[-1].actor == "ui"  # every copy
+            with pytest.raises(NotFoundError):  # every copy: hiding withdraws the global one
+                core_entry(arcana_home, None, ids["tea"], global_=True)
             bike, _ = core_entry(arcana_home, "alice", ids["bike"])
             assert bike.visibility.value == "visible"  # the control: nothing else was hidden
 

@@ -5,9 +5,8 @@ from typing import Annotated
 import typer
 
 from arcana_cli.command import add_commands, command
-from arcana_cli.commands.memory_cmd import confirm
 from arcana_cli.context import CliContext
-from arcana_cli.output import Out, YesOpt
+from arcana_cli.output import Out, YesOpt, confirm
 
 NameArg = Annotated[str, typer.Argument(help="Agent name or id.")]
 PoolArg = Annotated[str, typer.Argument(help="Pool name.")]
@@ -65,8 +64,10 @@ def set_(
     ] = None,
 ) -> None:
     """Change an agent's model, system prompt, memory weights, decay or extraction settings."""
+    from pydantic import ValidationError
+
     from memory.config import ExtractionConfig, parse_value
-    from memory.errors import ConfigError, NotFoundError
+    from memory.errors import ConfigError, InvalidRequestError, NotFoundError
     from memory.types import MemoryType
 
     card = cli.agent(name)
@@ -91,8 +92,13 @@ def set_(
         merged = {**card.extraction, **{k.strip(): parse_value(v) for k, v in updates.items()}}
         try:
             ExtractionConfig.model_validate(merged)
-        except ValueError as exc:
-            raise ConfigError(f"agent '{card.name}' extraction: {str(exc).splitlines()[-1].strip()}") from None
+        except ValidationError as exc:  # the options are wrong, not the card: a usage error with the reason
+            first = exc.errors()[0]
+            where = ".".join(str(part) for part in first["loc"])
+            why = first["msg"].removeprefix("Value error, ")
+            raise InvalidRequestError(
+                f"--extraction {where + ': ' if where else ''}{why}; see `arcana config keys` (memory.extraction.*)"
+            ) from None
         card.extraction = merged
     if decay:
         from memory.ranking.decay import resolve_decay_profiles
@@ -104,7 +110,11 @@ def set_(
             if not (kind and field and value.strip()):
                 raise typer.BadParameter(f"'{item}': use TYPE.FIELD=VALUE, e.g. episodic.half_life_days=3", param_hint="--decay")
             overrides.setdefault(kind, {})[field] = parse_value(value.strip())
-        resolve_decay_profiles(overrides, source=f"agent '{card.name}' decay")  # ConfigError names the field
+        try:
+            resolve_decay_profiles(overrides, source="--decay")  # names the field
+        except ConfigError as exc:  # the option is wrong, not the card: a usage error
+            why = str(exc).replace("--decay.", "--decay ", 1)
+            raise InvalidRequestError(f"{why}; e.g. --decay episodic.half_life_days=3 (man/federation.md)") from None
         card.decay = overrides
     cli.agents.save(card)
     data = card.as_dict()
@@ -135,8 +145,10 @@ async def delete(cli: CliContext, out: Out, name: NameArg, yes: YesOpt = False) 
 def _membership(cli: CliContext, out: Out, name: str, pool: str, *, member: bool) -> None:
     from memory.federation.pools import PoolRegistry
 
-    card = cli.agent(name)
     registry = PoolRegistry(cli.home)
+    if member:
+        registry.show_settings(pool)  # an unknown pool is exit 3 before any agent is created
+    card = cli.agent_to_store_for(name) if member else cli.agent(name)
     changed = registry.join(card, pool) if member else registry.leave(card, pool)
     out.data({"agent": card.name, "pool": pool, "member": member, "changed": changed}, text=lambda: pool)
     if not changed:
@@ -145,7 +157,7 @@ def _membership(cli: CliContext, out: Out, name: str, pool: str, *, member: bool
 
 @command("join")
 def join(cli: CliContext, out: Out, name: NameArg, pool: PoolArg) -> None:
-    """Let an agent read and write a shared pool."""
+    """Let an agent read and write a shared pool (an unknown agent is created, as remember does)."""
     _membership(cli, out, name, pool, member=True)
 
 

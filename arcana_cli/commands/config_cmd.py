@@ -37,7 +37,7 @@ def set_(
     cli: CliContext,
     out: Out,
     key: KeyArg,
-    value: Annotated[str, typer.Argument(help="JSON value, or a plain string.")],
+    value: Annotated[str, typer.Argument(help="JSON value, or a plain string (comma-separated for a list key).")],
 ) -> None:
     """Validate and set one value; the file is replaced atomically."""
     updated = set_key(load_config(cli.home.config_path), key, parse_value(value))

@@ -80,7 +80,13 @@ async def _sources(cli, stack: AsyncExitStack, agent, pool, global_, all_) -> tu
         tiers.append(("global", StoreKind.GLOBAL, None))
     for label, kind, name in tiers:
         sources.append((label, await _open_shared(cli, stack, kind, name, must_exist=True)))
-    return sources, ({"pool": pool} if pool else {"global": True} if global_ else {"all": [s[0] for s in sources]})
+    if not all_:
+        return sources, ({"pool": pool} if pool else {"global": True})
+    from memory.operations.restore_all import describe
+
+    members = {name: registry.show_settings(name).members for label, kind, name in tiers if kind is StoreKind.POOL}
+    stores = describe(cards, members, with_global=any(label == "global" for label, _, _ in tiers))
+    return sources, {"all": [s[0] for s in sources], "stores": stores}
 
 
 def _write_atomically(path: Path):
@@ -158,24 +164,36 @@ async def import_(
     strict: Annotated[bool, typer.Option("--strict", help="Import nothing if any line is bad.")] = False,
     embed: Annotated[bool, typer.Option("--embed/--no-embed", help="Embed memories that came without matching vectors.")] = True,
 ) -> None:
-    """Import memories (upsert by id, visibility kept, ledgered as import); bad lines are named, exit 2."""
+    """Import memories (upsert by id, visibility kept, ledgered as import); bad lines are named, exit 2.
+
+    An `export --all` file is imported with no target: each store goes back to its own (agents and pools created).
+    """
     from memory.operations import export as core
+    from memory.operations import restore_all
     from memory.operator.edits import GlobalCopies
 
-    _one_target(agent, pool, global_, None)
     if not source.exists():
         raise typer.BadParameter(f"{source} does not exist", param_hint="SOURCE")
-    model = None
+    model, stores = None, None
     if not source.is_dir():  # refuse a foreign or future file before touching any store
         if not source.is_file():
             raise typer.BadParameter(f"{source} is not a regular file or a folder", param_hint="SOURCE")
-        with source.open("rb") as head:
-            model = core.read_header(head.readline(core.LINE_BYTES)).get("model")
+        with source.open("rb") as handle:
+            head = core.read_header(handle.readline(core.LINE_BYTES))
+        model, stores = head.get("model"), restore_all.stores_of(head)
+    if stores is not None:
+        if agent or pool or global_:
+            raise typer.BadParameter(restore_all.refusal(str(source), stores), param_hint="SOURCE")
+        await _restore_all(cli, out, source, stores, model=model, strict=strict, embed=embed)
+        return
+    if not (agent or pool or global_):
+        raise typer.BadParameter(
+            "give exactly one of --agent, --pool, --global (got none); only an `export --all` file is imported without one"
+        )
+    _one_target(agent, pool, global_, None)
     async with AsyncExitStack() as stack:
         if agent:
-            card, created = cli.agents.resolve_or_create(agent)
-            if created:
-                out.info(f"created agent '{agent}' ({card.id})")
+            card = cli.agent_to_store_for(agent)
             store = await stack.enter_async_context(cli.private_store(card))
             target = core.Target(MemoryScope.PRIVATE, agent_id=card.id)
             copies = GlobalCopies.of_home(cli.home, cli.config, actor="cli")
@@ -190,22 +208,14 @@ async def import_(
             store = await _open_shared(cli, stack, StoreKind.POOL if pool else StoreKind.GLOBAL, pool)
             target = core.Target(pool_scope(None, pool, MemoryScope.GLOBAL), pool_name=pool)
             copies = None
-        gateway = None
-        if embed and cli.config.embedding.providers:
-            from memory.embedding.factory import build_gateway
-
-            gateway = build_gateway(cli.config.embedding, cli.home)
+        gateway = _gateway(cli, embed)
         limit = cli.config.memory.max_content_bytes
         if source.is_dir():
             def records():
                 return core.markdown_records(source, default_agent=target.agent_id or "imported", max_content_bytes=limit)
 
         else:
-            def records():
-                handle = source.open("rb")
-                stack.callback(handle.close)
-                core.read_header(handle.readline(core.LINE_BYTES))
-                return core.jsonl_records(handle)
+            records = _jsonl_reader(source, stack)
 
         with out.progress("importing") as bar:
             report = await core.import_records(
@@ -213,13 +223,58 @@ async def import_(
                 on_progress=bar.update, reopen=records, copies=copies, max_content_bytes=limit,
             )
     out.data(report.as_dict(), text=lambda: _summary(report))
-    for where, why in report.bad:
-        err(f"{source}: {where}: {why}")
     if report.embed_notice:
         out.warn(report.embed_notice)
-    if report.bad:
-        verdict = "nothing was imported (--strict)" if report.strict_refused else f"the other {report.read} were imported"
-        err(f"{len(report.bad)} bad record(s) in {source}; {verdict}; fix or remove them and import again")
+    _bad_records(source, report.bad, report.read, report.strict_refused)
+
+
+def _gateway(cli, embed: bool):
+    if not (embed and cli.config.embedding.providers):
+        return None
+    from memory.embedding.factory import build_gateway
+
+    return build_gateway(cli.config.embedding, cli.home)
+
+
+def _jsonl_reader(source: Path, stack):
+    """A function that reads ``source``'s records again from the top, past its header."""
+    from memory.operations import export as core
+
+    def records():
+        handle = source.open("rb")
+        stack.callback(handle.close)
+        core.read_header(handle.readline(core.LINE_BYTES))
+        return core.jsonl_records(handle)
+
+    return records
+
+
+async def _restore_all(cli, out: Out, source: Path, stores: list, *, model, strict: bool, embed: bool) -> None:
+    """An `export --all` file: every store it holds back into its own store of this home."""
+    from contextlib import ExitStack
+
+    from memory.operations import restore_all
+
+    with ExitStack() as stack, out.progress("importing") as bar:
+        report = await restore_all.restore(
+            cli.home, cli.config, stores, _jsonl_reader(source, stack), strict=strict, model=model,
+            gateway=_gateway(cli, embed), actor="cli", on_progress=bar.update,
+        )
+    out.data(report.as_dict(), text=lambda: "\n".join(
+        f"{s.store}{' (created)' if s.created else ''}: {_summary(s.report)}" for s in report.stores
+    ) + (f"\nrejoined {report.joined} pool memberships" if report.joined else ""))
+    for part in report.stores:
+        if part.report.embed_notice:
+            out.warn(f"{part.store}: {part.report.embed_notice}")
+    _bad_records(source, report.all_bad, report.read, report.strict_refused)
+
+
+def _bad_records(source: Path, bad: list, read: int, refused: bool) -> None:
+    for where, why in bad:
+        err(f"{source}: {where}: {why}")
+    if bad:
+        verdict = "nothing was imported (--strict)" if refused else f"the other {read} were imported"
+        err(f"{len(bad)} bad record(s) in {source}; {verdict}; fix or remove them and import again")
         raise typer.Exit(exit_codes.USAGE)
 
 

@@ -18,12 +18,15 @@ async def mcp(
     out: Out,
     agent: AgentOpt = ...,
     read_only: Annotated[
-        bool, typer.Option("--read-only", help="Serve recall, list, vault_search and context only (no writes).")
+        bool, typer.Option("--read-only", help="Serve the read tools only: recall, list, vault_search, context, get, history.")
     ] = False,
     http: Annotated[
         str | None,
         typer.Option("--http", help="Serve streamable HTTP on loopback HOST:PORT instead, with a bearer token.", show_default=False),
     ] = None,
+    create: Annotated[
+        bool, typer.Option("--create", help="Create the agent if no agent has that name (else exit 3).")
+    ] = False,
 ) -> None:
     """Serve an agent's memory as MCP tools over stdio, or loopback HTTP (for Claude Desktop, IDE agents, ...)."""
     from arcana_cli.federated import agent_federation
@@ -36,9 +39,8 @@ async def mcp(
             bind = parse_bind(http, "--http")
         except ValueError as exc:
             raise typer.BadParameter(str(exc), param_hint="--http") from None
-    card, created = cli.agents.resolve_or_create(agent)
-    if created:
-        out.info(f"created agent '{agent}' ({card.id})")
+    # A host config is written once and its stderr rarely read: a typo must fail, not serve an empty memory.
+    card = cli.agent_to_store_for(agent) if create else cli.agent(agent)
 
     stderr_logging()
     async with agent_federation(cli, card, out) as federation:

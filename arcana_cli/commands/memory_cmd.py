@@ -1,13 +1,12 @@
 from __future__ import annotations
 
-import sys
 from typing import Annotated
 
 import typer
 
 from arcana_cli.command import add_commands, command
 from arcana_cli.context import CliContext
-from arcana_cli.output import Out, YesOpt
+from arcana_cli.output import Out, YesOpt, confirm
 from arcana_cli.render import LIST_COLUMNS, age, entry_json, list_rows, snippet, version_mark
 from memory.errors import NotFoundError
 from memory.types import Audience, MemoryQuery, MemoryType, Visibility
@@ -18,16 +17,6 @@ WhoseOpt = Annotated[
 ]
 PoolOpt = Annotated[str | None, typer.Option("--pool", help="A shared pool's memories instead (wins over --agent).")]
 GlobalOpt = Annotated[bool, typer.Option("--global", help="The global tier's memories instead (wins over --agent).")]
-
-
-def confirm(action: str, yes: bool) -> None:
-    """Destructive actions need --yes when stdin is not a terminal; otherwise ask."""
-    if yes:
-        return
-    if not sys.stdin.isatty():
-        raise typer.BadParameter(f"{action} is destructive; pass --yes to confirm", param_hint="--yes")
-    if not typer.confirm(f"{action}?", default=False, err=True):
-        raise typer.Exit(1)
 
 
 def target_store(cli: CliContext, agent: str | None, pool: str | None, global_: bool):
@@ -174,11 +163,7 @@ async def history(
         await _versions(cli, out, memory_id, agent, pool, global_)
         return
     async with target_store(cli, agent, pool, global_) as editor:
-        try:
-            entry_id = (await editor.resolve(memory_id)).id
-        except NotFoundError:
-            entry_id = memory_id  # purged memories keep their history
-        records = await editor.store.history(entry_id)
+        records = await editor.store.history(await editor.resolve_recorded(memory_id))
     if not records:
         raise NotFoundError(f"no history for memory '{memory_id}'")
 

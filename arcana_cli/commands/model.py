@@ -12,7 +12,7 @@ from arcana_cli.context import CliContext
 from arcana_cli.output import Out
 from memory.home import check_name
 from memory.config import ModelConfig, load_config, save_config
-from memory.errors import ConfigError, NotFoundError
+from memory.errors import InvalidRequestError, NotFoundError
 
 NameArg = Annotated[str, typer.Argument(help="Model name (yours to choose).")]
 CHECK_PROMPT = "Reply with the single word: ok"
@@ -40,7 +40,7 @@ def add(
     check_name("model", name)
     config = load_config(cli.home.config_path)
     if name in config.models:
-        raise ConfigError(f"a model named '{name}' already exists; `arcana model remove {name}` first")
+        raise InvalidRequestError(f"a model named '{name}' already exists; `arcana model remove {name}` first")
     try:
         spec = ModelConfig(provider=provider, base_url=base_url, model=model, api_key_env=api_key_env, timeout_seconds=timeout)
     except ValidationError as exc:

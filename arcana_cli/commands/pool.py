@@ -5,9 +5,8 @@ from typing import Annotated
 import typer
 
 from arcana_cli.command import add_commands, command
-from arcana_cli.commands.memory_cmd import confirm
 from arcana_cli.context import CliContext
-from arcana_cli.output import Out, YesOpt
+from arcana_cli.output import Out, YesOpt, confirm
 
 PoolArg = Annotated[str, typer.Argument(help="Pool name.")]
 POOL_COLUMNS = ("name", "backend", "members", "vaults", "entries", "database")

@@ -6,7 +6,7 @@ import typer
 
 from arcana_cli.command import add_commands, command
 from arcana_cli.context import CliContext
-from arcana_cli.output import Out
+from arcana_cli.output import Out, YesOpt, confirm
 from memory.operations.prune import prune_home
 from memory.operator.targets import Selection
 from memory.types import PruneMode, PrunePolicy
@@ -26,6 +26,7 @@ async def prune(
     max_entries: Annotated[int | None, typer.Option("--max-entries", min=0, help="Keep at most N live entries.")] = None,
     mode: Annotated[PruneMode | None, typer.Option("--mode", help="archive (default, restorable) or purge.")] = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Report what would go; change nothing.")] = False,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Confirm a purge without asking (needed when stdin is not a terminal).")] = False,
 ) -> None:
     """Archive or purge low-value memories of agents, pools or the global tier. Pinned memories are never touched; safe under cron."""
     defaults = cli.config.prune
@@ -38,6 +39,9 @@ async def prune(
         )
     policy = PrunePolicy(min_importance=floor, max_entries=cap, mode=mode or defaults.mode, dry_run=dry_run)
     selection = Selection(agent=agent, all=all_, pools=pool or (), global_=global_)
+    if policy.mode is PruneMode.PURGE and not dry_run:
+        # A purge deletes for good (an archive is restorable): confirmed like every other destructive command.
+        confirm("purge low-value memories (deleted for good, not archived)", yes)
     result = await prune_home(cli.home, cli.config, selection, policy, actor="cli")
     if out.quiet and not out.json_mode:
         return  # cron: silence unless something went wrong

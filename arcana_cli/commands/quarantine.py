@@ -6,9 +6,8 @@ from typing import Annotated
 import typer
 
 from arcana_cli.command import add_commands, command
-from arcana_cli.commands.memory_cmd import confirm
 from arcana_cli.context import CliContext
-from arcana_cli.output import Out
+from arcana_cli.output import Out, confirm
 
 IdArg = Annotated[str, typer.Argument(help="The quarantined store's id (see `arcana quarantine list`).", metavar="ID")]
 

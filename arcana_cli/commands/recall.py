@@ -40,6 +40,7 @@ async def recall(
     agent: AgentOpt = ...,
     limit: Annotated[int | None, typer.Option("--limit", "-n", min=1, max=1000, help="Most results.")] = None,
     type_: Annotated[list[MemoryType] | None, typer.Option("--type", "-t", help="Only these types.")] = None,
+    tag: Annotated[list[str] | None, typer.Option("--tag", help="Only memories with this tag (repeatable: every one).")] = None,
     since: Annotated[str | None, typer.Option("--since", help="Only newer than 7d, 12h, or a date.")] = None,
     min_confidence: Annotated[
         float | None, typer.Option("--min-confidence", min=0.0, max=1.0, help="Confidence floor.")
@@ -69,6 +70,7 @@ async def recall(
         text=query,
         retrieval_mode=cli.config.recall.mode_for(mode),
         types=type_ or None,
+        tags=tag or None,
         since=parse_since(since, "--since"),
         as_of=parse_since(as_of, "--as-of"),
         min_confidence=min_confidence,
@@ -94,9 +96,9 @@ async def recall(
     )
     for event in report.degraded:
         out.warn(f"tier {event.tier} degraded ({event.reason}): {event.detail}; its memories are missing here")
-    out.info(f"answered by: {' + '.join(legs) or 'filters'} from {', '.join(report.tiers) or 'no tier'}")
-    if not entries:
-        out.info("no memories matched")
+    tiers = ", ".join(report.tiers) or "no tier"
+    # Only a result has legs: with none, say what was searched, not which leg "answered".
+    out.info(f"answered by: {' + '.join(legs)} from {tiers}" if entries else f"no memories matched (searched {tiers})")
 
 
 def register(app: typer.Typer) -> None:

@@ -44,7 +44,7 @@ async def remember(
         ),
     ] = None,
 ) -> None:
-    """Store a memory for an agent and print its id."""
+    """Store a memory for an agent and print its id (an unknown agent is created, and said so)."""
     from arcana_cli.federated import agent_federation
 
     if from_ is not None:
@@ -57,14 +57,12 @@ async def remember(
             text, "TEXT", "nothing to remember: the text is empty", max_bytes=cli.config.memory.max_content_bytes
         )
     scope = pool_scope(scope, pool, MemoryScope.PRIVATE)
-    card, created = cli.agents.resolve_or_create(agent)
-    if created:
-        out.info(f"created agent '{agent}' ({card.id})")
     if from_ is not None:
         await _remember_from(
-            cli, card, out, from_, type_=type_, importance=importance, scope=scope, pool=pool, reconcile=not no_reconcile
+            cli, agent, out, from_, type_=type_, importance=importance, scope=scope, pool=pool, reconcile=not no_reconcile
         )
         return
+    card = cli.agent_to_store_for(agent)
     entry = MemoryEntry(
         agent_id=card.id,
         type=type_,
@@ -81,14 +79,14 @@ async def remember(
         report = await federation.write(entry, reconcile=not no_reconcile)
     for tier, why in report.failed.items():
         out.warn(f"tier {tier} did not store the memory ({why})")
+    payload = {"agent": card.name, "agent_id": card.id, "scope": entry.scope.value, **report.as_dict()}
     if not report.accepted:
+        if out.json_mode:  # a script reads which tiers failed and why (accepted: {}), then the exit code
+            out.data({**payload, "stored": False})
         raise MemoryWriteError(f"memory not stored: every {entry.scope.value} tier failed; see the warnings above")
     for warning in report.warnings:
         out.warn(warning)
-    out.data(
-        {"agent": card.name, "agent_id": card.id, "scope": entry.scope.value, **report.as_dict()},
-        text=lambda: report.entry_id,
-    )
+    out.data({**payload, "stored": True}, text=lambda: report.entry_id)
     out.info(decision_words(report))
 
 
@@ -124,7 +122,7 @@ def _open_lines(source: str):
         yield handle
 
 
-async def _remember_from(cli: CliContext, card, out: Out, source: str, *, type_, importance, scope, pool, reconcile) -> None:
+async def _remember_from(cli: CliContext, agent: str, out: Out, source: str, *, type_, importance, scope, pool, reconcile) -> None:
     """``remember --from``: every good line stored, every bad one named; exit 2 if any was bad.
 
     The file is streamed a window at a time (memory.operations.bulk_import.stream), never held whole.
@@ -135,6 +133,7 @@ async def _remember_from(cli: CliContext, card, out: Out, source: str, *, type_,
 
     limit = cli.config.memory.max_content_bytes
     with _open_lines(source) as handle:
+        card = cli.agent_to_store_for(agent)  # once the file opens: a wrong path creates no agent
         windows = stream(read_lines(handle, line_limit(limit)), card.id, max_content_bytes=limit,
                          type=type_, importance=importance, scope=scope, pool_name=pool)
         async with agent_federation(cli, card, out) as federation:

@@ -40,17 +40,26 @@ async def run_(
         int, typer.Option("--context-tokens", min=50, max=100_000, help="Token budget for recalled context.")
     ] = 1000,
 ) -> None:
-    """Answer PROMPT as AGENT with its memory: recall, answer (streamed), remember."""
+    """Answer PROMPT as AGENT with its memory: recall, answer (streamed), remember (an unknown AGENT is created)."""
+    from memory.errors import NotFoundError
     from memory.models.registry import provider_for, resolve_model_name
     from memory.runtime.agent import AgentRuntime
 
     text = text_or_stdin(prompt, "PROMPT", "the prompt is empty")
     if no_memory and session:
         raise typer.BadParameter("--session needs memory; drop --no-memory", param_hint="--session")
-    card = cli.agent(agent)
     config = cli.config
-    provider = provider_for(config, resolve_model_name(config, card, model))
     use_memory = config.memory.enabled and not no_memory
+    # A run that stores its turn creates an unknown agent, as remember does — once its model is known,
+    # so a run that cannot start creates nothing; one that stores nothing (--no-memory) needs the agent.
+    try:
+        card = cli.agent(agent)
+    except NotFoundError:
+        if not use_memory:
+            raise
+        card = None
+    provider = provider_for(config, resolve_model_name(config, card, model))
+    card = card or cli.agent_to_store_for(agent)
 
     def context_shown(context) -> None:
         if show_context:

@@ -14,7 +14,7 @@ IdArg = Annotated[str, typer.Argument(help="Session id (or a unique prefix).")]
 
 def _manager(cli: CliContext, card, *, with_model: bool = False):
     """The agent's SessionManager; with its model when extraction is 'llm' and one is configured."""
-    from memory.errors import ConfigError, NotFoundError
+    from memory.errors import InvalidRequestError, NotFoundError
     from memory.extraction.extractors import build_extractor
     from memory.models.registry import provider_for, resolve_model_name
     from memory.runtime.agent import extraction_settings
@@ -25,7 +25,7 @@ def _manager(cli: CliContext, card, *, with_model: bool = False):
     if with_model and settings.strategy == "llm":
         try:
             provider = provider_for(cli.config, resolve_model_name(cli.config, card))
-        except (ConfigError, NotFoundError):
+        except (InvalidRequestError, NotFoundError):
             provider = None  # no model: the deterministic summary
     extractor = build_extractor(settings, provider, audit=cli.audit)
     return SessionManager(cli.home, card.id, extractor=extractor, settings=settings)

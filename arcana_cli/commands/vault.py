@@ -13,7 +13,7 @@ import typer
 
 from arcana_cli.command import add_commands, command
 from arcana_cli.context import CliContext
-from arcana_cli.output import Out, YesOpt
+from arcana_cli.output import Out, YesOpt, confirm
 from arcana_cli.render import entry_json, snippet
 from memory.errors import NotFoundError
 
@@ -126,8 +126,6 @@ async def status(cli: CliContext, out: Out, name: NameArg) -> None:
 @command("remove")
 def remove(cli: CliContext, out: Out, name: NameArg, yes: YesOpt = False) -> None:
     """Unregister a vault and delete its index (the folder itself is never touched)."""
-    from arcana_cli.commands.memory_cmd import confirm
-
     registry = _vaults(cli)
     vault = registry.get(name)
     confirm(f"remove vault '{name}' and its index (the folder {vault.root} is not touched)", yes)
@@ -289,7 +287,6 @@ async def search(
 
 
 def _index_text(report) -> str:
-    links = report.links
     skipped = ", ".join(f"{n} {reason}" for reason, n in report.skipped_counts().items()) or "none"
     return "\n".join(
         [
@@ -297,8 +294,7 @@ def _index_text(report) -> str:
             f"  added {report.added}, updated {report.updated}, removed {report.removed}, unchanged {report.unchanged}",
             f"  skipped: {skipped}",
             f"  embedded {report.embedded} ({report.embedding})",
-            f"  links: {links.links_found} found, {links.resolved} resolved, {links.attachments} attachments, "
-            f"{links.dangling} dangling, {links.ambiguous} ambiguous; {links.edges_written} edges",
+            f"  {report.links.describe()}",
         ]
     )
 

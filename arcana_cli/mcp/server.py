@@ -25,7 +25,8 @@ from memory.types import ConfidenceSource, MemoryEntry, MemoryQuery, MemoryScope
 
 log = logging.getLogger("arcana.mcp")
 
-WRITE_TOOLS = ("remember", "forget")  # what --read-only leaves out
+WRITE_TOOLS = ("remember", "forget", "update")  # what --read-only leaves out
+MIN_PREFIX = 6  # as on the CLI: a shorter id must match exactly
 
 TypeName = Literal["episodic", "semantic", "procedural", "preference"]
 
@@ -54,14 +55,13 @@ class MemoryTools:
         warnings = self.warnings()
         return {**payload, "warnings": warnings} if warnings else payload
 
-    async def remember(self, content, type, importance, tags, pin, scope, pool) -> dict:
+    async def remember(self, content, type, importance, tags, scope, pool) -> dict:
         entry = MemoryEntry(
             agent_id=self.card.id,
             type=MemoryType(type),
             content=content.strip(),
             importance=asserted_importance(importance),  # the agent's own claim: capped, never promoted
             confidence_source=ConfidenceSource.AGENT,
-            pinned=pin,
             tags=tags or [],
             scope=pool_scope(scope, pool, MemoryScope.PRIVATE),
             pool_name=pool,
@@ -71,13 +71,14 @@ class MemoryTools:
             raise ToolFailure(f"memory not stored: every {entry.scope.value} tier failed ({report.failed})")
         return self._answer({"id": entry.id, "scope": entry.scope.value, **report.as_dict()})
 
-    async def recall(self, query, limit, mode, types, since) -> dict:
+    async def recall(self, query, limit, mode, types, since, tags=None) -> dict:
         report = await self.federation.recall(
             MemoryQuery(
                 agent_id=self.card.id,
                 text=query,
                 retrieval_mode=self.config.recall.mode_for(RetrievalMode(mode) if mode else None),
                 types=[MemoryType(t) for t in types] if types else None,
+                tags=tags or None,
                 since=_since(since),
                 limit=limit or self.config.recall.limit,
             )
@@ -122,6 +123,91 @@ class MemoryTools:
             await editor.aclose()
         copies = [c.as_dict() for c in report.copies]
         return self._answer({"id": entry.id, "archived": True, "changed": report.changed, "copies": copies, "restorable": True})
+
+    async def _own(self, id: str, *, include_archived: bool = True) -> MemoryEntry:
+        """One of this agent's memories by id or unique prefix, as the agent may see it.
+
+        Every candidate is re-read through the admission predicate (visible
+        only), so a private or hidden memory, or another agent's, gets the
+        same answer as an id that does not exist.
+        """
+        from memory.runtime.assembly import private_store
+        from memory.types import Audience
+
+        store = private_store(self.federation)
+        entry = await store.get(id, audience=Audience.LISTING, include_archived=include_archived)
+        if entry is None and len(id) >= MIN_PREFIX:
+            seen = [await store.get(m.id, audience=Audience.LISTING, include_archived=include_archived)
+                    for m in await store.find_by_prefix(id, limit=50)]
+            seen = [e for e in seen if e is not None]
+            if len(seen) > 1:
+                raise ToolFailure(f"memory id prefix '{id}' is ambiguous ({len(seen)} matches); give more characters")
+            entry = seen[0] if seen else None
+        if entry is None or entry.agent_id != self.card.id:
+            raise ToolFailure(f"no memory with id '{id}' among this agent's memories")
+        return entry
+
+    async def get(self, id) -> dict:
+        entry = await self._own(id)
+        return self._answer({**_hit(entry), **_details(entry)})
+
+    async def update(self, id, content, importance, tags) -> dict:
+        from memory.operator.edits import Edit, GlobalCopies, MemoryEditor
+        from memory.runtime.assembly import private_store
+
+        if content is None and importance is None and tags is None:
+            raise ToolFailure("nothing to change; give content, importance or tags")
+        entry = await self._own(id, include_archived=False)
+        store = private_store(self.federation)
+        if content is None:
+            changes = {"importance": asserted_importance(importance)} if importance is not None else {}
+            if tags is not None:
+                changes["tags"] = tags
+            editor = MemoryEditor(store, copies=GlobalCopies.of_home(self.home, self.config, actor="mcp"))
+            try:
+                report = await editor.apply(entry.id, Edit("update", changes=changes), verb="changed")
+            finally:
+                await editor.aclose()
+            return self._answer({**_hit(report.entry), **_details(report.entry), "changed": report.changed,
+                                 "copies": [c.as_dict() for c in report.copies]})
+        # New words are a new version, written like any memory (reconciliation, the ledger, the cap).
+        successor = MemoryEntry(
+            agent_id=self.card.id, type=entry.type, content=content.strip(),
+            importance=asserted_importance(entry.importance if importance is None else importance),
+            confidence_source=ConfidenceSource.AGENT, pinned=entry.pinned,
+            tags=entry.tags if tags is None else tags, scope=MemoryScope.PRIVATE,
+            # an agent's claim never ends a user-confirmed fact: it is held beside it (the source rule)
+            conflict_with=entry.id if entry.confidence_source is ConfidenceSource.USER_CONFIRMED else None,
+        )
+        report = await self.federation.write(successor)
+        if not report.accepted:
+            raise ToolFailure(f"memory not updated: every private tier failed ({report.failed})")
+        ended = list(report.supersedes)
+        if successor.conflict_with is None and entry.id not in ended and report.entry_id != entry.id:
+            editor = MemoryEditor(store, copies=GlobalCopies.of_home(self.home, self.config, actor="mcp"))
+            try:
+                if (await editor.apply(entry.id, Edit("supersede", (report.entry_id, successor.created_at)), verb="superseded")).changed:
+                    ended.append(entry.id)
+            finally:
+                await editor.aclose()
+        return self._answer({**report.as_dict(), "replaces": entry.id, "superseded": entry.id in ended,
+                             "held_beside": successor.conflict_with})
+
+    async def history(self, id) -> dict:
+        from memory.runtime.assembly import private_store
+        from memory.types import Audience
+
+        entry = await self._own(id)
+        store = private_store(self.federation)
+        chain = await store.versions(entry.id, audience=Audience.HISTORY, include_archived=True)
+        ids = {e.id for e in chain}
+        ledger = [
+            {"seq": r.seq, "at": r.at.isoformat(), "op": r.op, "actor": r.actor, "memory": r.memory_id,
+             "changed": _changed(r)}
+            for r in await store.ledger(sorted(ids))
+        ]
+        versions = [{**_hit(e), **_details(e), "current": e.valid_to is None and not e.superseded_by} for e in chain]
+        return self._answer({"id": entry.id, "versions": versions, "ledger": ledger})
 
     async def vault_search(self, vault, query, limit) -> dict:
         from memory.vaults.registry import VaultRegistry
@@ -190,6 +276,24 @@ def _hit(entry: MemoryEntry) -> dict:
     }
 
 
+def _details(entry: MemoryEntry) -> dict:
+    """What get and history add to a hit; links to other versions are left to the chain itself
+    (a neighbour's id could name a version the agent may not see)."""
+    when = lambda t: t.isoformat() if t else None  # noqa: E731
+    return {
+        "importance": entry.importance, "confidence_source": entry.confidence_source.value,
+        "archived": entry.archived, "created_at": when(entry.created_at),
+        "valid_from": when(entry.valid_from), "valid_to": when(entry.valid_to),
+    }
+
+
+def _changed(record) -> list[str]:
+    """A ledger row as the names of the fields it changed, never its before/after images."""
+    if record.before is None or record.after is None:
+        return ["(created)" if record.before is None else "(removed)"]
+    return sorted(k for k in record.after if record.before.get(k) != record.after[k] and k != "updated_at")
+
+
 def _one_line(exc: BaseException) -> str:
     if isinstance(exc, ValidationError):
         first = exc.errors()[0]
@@ -247,6 +351,31 @@ async def one_line_errors(ctx, call_next):
 Limit = Annotated[int, Field(ge=1, le=100, description="Most results.")]
 Since = Annotated[str | None, Field(description="Only newer than a duration (7d, 12h, 30m, 2w) or an ISO date.")]
 Types = Annotated[list[TypeName] | None, Field(description="Only these memory types.")]
+Tags = Annotated[list[str] | None, Field(description="Only memories with every one of these tags.")]
+
+
+def _hints(*, read_only: bool, destructive: bool = False, idempotent: bool = True):
+    from mcp.types import ToolAnnotations
+
+    # openWorldHint False: every tool works on this home's stores, never the outside world.
+    return ToolAnnotations(read_only_hint=read_only, destructive_hint=destructive, idempotent_hint=idempotent, open_world_hint=False)
+
+
+class _Annotations(dict):
+    """Each tool's MCP hints, built on first use (the SDK loads only under `arcana mcp`)."""
+
+    def __missing__(self, name: str):
+        hints = {
+            "remember": dict(read_only=False, idempotent=False),  # a second call may reinforce, not duplicate
+            "update": dict(read_only=False, idempotent=False),  # new text makes a new version each time
+            "forget": dict(read_only=False, destructive=True),  # archived, restorable by an operator
+        }.get(name, dict(read_only=True))
+        self[name] = _hints(**hints)
+        return self[name]
+
+
+ANNOTATIONS = _Annotations()
+"""readOnlyHint / destructiveHint / idempotentHint / openWorldHint per tool (man/mcp.md has the table)."""
 
 
 def build_server(tools: MemoryTools, *, read_only: bool = False):
@@ -272,11 +401,10 @@ def build_server(tools: MemoryTools, *, read_only: bool = False):
         type: Annotated[TypeName, Field(description="Memory type.")] = "semantic",
         importance: Annotated[float, Field(ge=0.0, le=1.0, description="0..1 (an agent's own memory is capped below the promotion threshold: it stays in its tier).")] = 0.5,
         tags: Annotated[list[str] | None, Field(description="Tags.")] = None,
-        pin: Annotated[bool, Field(description="Pin: never pruned, ranked first.")] = False,
         scope: Annotated[Literal["private", "shared"] | None, Field(description="private (default) or shared (needs pool). Not global: that tier holds what users state and operators write, never an agent's own claim.")] = None,
         pool: Annotated[str | None, Field(description="Shared pool to write to.")] = None,
     ) -> dict[str, Any]:
-        return await tools.remember(content, type, importance, tags, pin, scope, pool)
+        return await tools.remember(content, type, importance, tags, scope, pool)
 
     @_guarded
     async def recall(
@@ -285,8 +413,9 @@ def build_server(tools: MemoryTools, *, read_only: bool = False):
         mode: Annotated[Literal["keyword", "semantic", "hybrid"] | None, Field(description="Retrieval mode (default hybrid).")] = None,
         types: Types = None,
         since: Since = None,
+        tags: Tags = None,
     ) -> dict[str, Any]:
-        return await tools.recall(query, limit, mode, types, since)
+        return await tools.recall(query, limit, mode, types, since, tags)
 
     @_guarded
     async def forget(id: Annotated[str, Field(min_length=1, description="The memory id to archive.")]) -> dict[str, Any]:
@@ -296,7 +425,7 @@ def build_server(tools: MemoryTools, *, read_only: bool = False):
     async def list_(
         limit: Limit = 20,
         types: Types = None,
-        tags: Annotated[list[str] | None, Field(description="Only memories with every one of these tags.")] = None,
+        tags: Tags = None,
         since: Since = None,
     ) -> dict[str, Any]:
         return await tools.list(limit, types, tags, since)
@@ -316,6 +445,23 @@ def build_server(tools: MemoryTools, *, read_only: bool = False):
     ) -> dict[str, Any]:
         return await tools.context(query, budget_tokens)
 
+    @_guarded
+    async def get(id: Annotated[str, Field(min_length=1, description="A memory id, or a unique prefix of 6+ characters.")]) -> dict[str, Any]:
+        return await tools.get(id)
+
+    @_guarded
+    async def update(
+        id: Annotated[str, Field(min_length=1, description="One of your memory ids, or a unique prefix of 6+ characters.")],
+        content: Annotated[str | None, Field(min_length=1, description="New text: stored as a new version that replaces this one.")] = None,
+        importance: Annotated[float | None, Field(ge=0.0, le=1.0, description="New importance, 0..1 (capped below the promotion threshold).")] = None,
+        tags: Annotated[list[str] | None, Field(description="Replace the tags.")] = None,
+    ) -> dict[str, Any]:
+        return await tools.update(id, content, importance, tags)
+
+    @_guarded
+    async def history(id: Annotated[str, Field(min_length=1, description="A memory id, or a unique prefix of 6+ characters.")]) -> dict[str, Any]:
+        return await tools.history(id)
+
     catalogue = {
         "remember": (remember, "Store a memory (fact, preference, event) for later; returns its id and where it was stored."),
         "recall": (recall, "Search your memories for a query; returns ranked memories with id, content, type, score, tier and age."),
@@ -323,13 +469,16 @@ def build_server(tools: MemoryTools, *, read_only: bool = False):
         "list": (list_, "List your visible memories, pinned and important first, optionally filtered by type, tag or age."),
         "vault_search": (vault_search, f"Search an attached Markdown vault of notes ({', '.join(tools.vaults)}) for a query."),
         "context": (context, "A ready memory block for a prompt, within a token budget, each line attributed to its source."),
+        "get": (get, "One of your memories in full by id (or a unique 6+ character prefix)."),
+        "update": (update, "Change one of your memories by id: new text (a new version replacing it), importance or tags."),
+        "history": (history, "One of your memories' version chain and the changes recorded to it, by id."),
     }
     for name, (fn, description) in catalogue.items():
         if read_only and name in WRITE_TOOLS:
             continue
         if name == "vault_search" and not tools.vaults:
             continue
-        server.add_tool(fn, name=name, description=description)
+        server.add_tool(fn, name=name, description=description, annotations=ANNOTATIONS[name])
     return server
 
 

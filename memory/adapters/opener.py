@@ -97,15 +97,29 @@ def open_tier(
     budget: Any | None = None,
     actor: str = "library",
     repair: bool = True,
+    unreachable_degrades: bool = False,
 ) -> MemoryAdapter:
     """A pool's or the global tier's store (not yet connected), semantic when an embedder is given.
 
     The engine branch: on the server ``config`` names — a :class:`PostgresAdapter`
     that is semantic itself, with connect and statement timeouts inside the
     tier's ``budget`` (a :class:`TierBudget`), connecting only when first used —
-    else the home's SQLite file behind :func:`with_vectors`.
+    else the home's SQLite file behind :func:`with_vectors`. A server URL that
+    cannot be had (its ``url_env`` unset or not a postgresql:// URL) raises, or
+    with ``unreachable_degrades`` (a federation's tiers) gives an
+    :class:`UnreachableTier` that fails every call, so that tier degrades as a
+    down server does instead of taking every recall with it.
     """
-    url = server_url(config, kind, name)
+    from memory.errors import ConfigError, UnsetVariableError
+
+    try:
+        url = server_url(config, kind, name)
+    except (UnsetVariableError, ConfigError) as exc:
+        if not unreachable_degrades:
+            raise
+        from memory.adapters.unreachable import UnreachableTier
+
+        return UnreachableTier(exc)
     if url is None:
         return with_vectors(open_store(home, kind, name, actor=actor, repair=repair), embedding, vector_options)
     from memory.adapters.postgres import PostgresAdapter  # asyncpg only for server tiers
@@ -141,7 +155,7 @@ def server_tiers(home: Home, config: Any, *, actor: str = "cli") -> list[tuple[s
 
     An unset ``url_env`` appears as its error, so a status listing reports it rather than stop.
     """
-    from memory.errors import ConfigError
+    from memory.errors import ConfigError, UnsetVariableError
 
     found: list[tuple[str, MemoryAdapter | Exception]] = []
     named = [(f"pool:{n}", StoreKind.POOL, n, s) for n, s in sorted(config.pools.items())]
@@ -150,11 +164,11 @@ def server_tiers(home: Home, config: Any, *, actor: str = "cli") -> list[tuple[s
             continue
         try:
             found.append((label, open_tier(home, kind, name, config=config, actor=actor)))
-        except ConfigError as exc:
+        except (ConfigError, UnsetVariableError) as exc:
             found.append((label, exc))
     if config.memory.global_url is not None or config.memory.global_url_env is not None:
         try:
             found.append(("global", open_tier(home, StoreKind.GLOBAL, config=config, actor=actor)))
-        except ConfigError as exc:
+        except (ConfigError, UnsetVariableError) as exc:
             found.append(("global", exc))
     return found

@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable, Sequence
+from datetime import datetime
 from typing import Any
 
 from memory import audit as audit_mod
@@ -275,18 +276,22 @@ class PostgresAdapter:
             "AND NOT EXISTS (SELECT 1 FROM memories m WHERE m.id = l.memory_id)", list(entry_ids)))
         return {r["memory_id"] for r in rows}
 
-    async def supersede(self, old_ids: Sequence[str], new_id: str) -> list[str]:
-        """End the current ``old_ids`` in favour of ``new_id`` (both ledgered); the ids actually ended."""
-        return await self._call(mutations.supersede, list(old_ids), new_id, time.time(), self.actor, transaction=True)
+    async def supersede(self, old_ids: Sequence[str], new_id: str, at: datetime | None = None) -> list[str]:
+        """End the current ``old_ids`` in favour of ``new_id`` (both ledgered) at ``at``, when the new
+        fact was said (default now); the ids actually ended."""
+        when = time.time() if at is None else at.timestamp()
+        return await self._call(mutations.supersede, list(old_ids), new_id, when, self.actor, transaction=True)
 
     async def make_current(self, entry_id: str) -> list[str]:
         """Undo a supersession or release a held conflict: ``entry_id`` answers recall again (ledgered)."""
         return await self._call(mutations.make_current, entry_id, self.actor, transaction=True)
 
-    async def reinforce(self, entry_id: str, step: float, confirm: float | None = None) -> int:
+    async def reinforce(self, entry_id: str, step: float, confirm: float | None = None, asserted: bool = False) -> int:
         """A restated fact: importance and access bumped, ledgered in the same transaction."""
         return await self._call(
-            lambda conn: mutations.reinforce(conn, entry_id, self.actor, importance_step=step, confirm=confirm),
+            lambda conn: mutations.reinforce(
+                conn, entry_id, self.actor, importance_step=step, confirm=confirm, asserted=asserted
+            ),
             transaction=True,
         )
 
@@ -415,6 +420,14 @@ class PostgresAdapter:
             lambda conn: conn.fetch("SELECT * FROM memory_ledger WHERE memory_id = $1 ORDER BY seq", entry_id)
         )
         return [LedgerRecord.from_row(r) for r in rows]
+
+    async def ledger_ids(self, prefix: str, limit: int = 5) -> list[str]:
+        """Ids the ledger records that start with ``prefix``: a purged memory's row is gone, its history is not."""
+        escaped = prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+        rows = await self._call(
+            lambda conn: conn.fetch("SELECT DISTINCT memory_id FROM memory_ledger WHERE memory_id LIKE $1 LIMIT $2", escaped + "%", limit)
+        )
+        return [r["memory_id"] for r in rows]
 
     async def versions(
         self, entry_id: str, *, audience: Audience = Audience.OPERATOR, include_archived: bool = False

@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import time
 from collections.abc import Callable, Sequence
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -306,17 +307,19 @@ class SQLiteAdapter:
             _update_txn, ids, op, self.actor, assignments, params, expect_seq, inline=len(ids) <= INLINE_ROWS
         )
 
-    async def supersede(self, old_ids: Sequence[str], new_id: str) -> list[str]:
-        """End the current ``old_ids`` in favour of ``new_id`` (both ledgered); the ids actually ended."""
-        return await self.run(_supersede_txn, list(old_ids), new_id, self.actor, inline=True)
+    async def supersede(self, old_ids: Sequence[str], new_id: str, at: datetime | None = None) -> list[str]:
+        """End the current ``old_ids`` in favour of ``new_id`` (both ledgered) at ``at``, when the new
+        fact was said (default now); the ids actually ended."""
+        when = time.time() if at is None else at.timestamp()
+        return await self.run(_supersede_txn, list(old_ids), new_id, when, self.actor, inline=True)
 
     async def make_current(self, entry_id: str) -> list[str]:
         """Undo a supersession or release a held conflict: ``entry_id`` answers recall again (ledgered)."""
         return await self.run(_make_current_txn, entry_id, self.actor, inline=True)
 
-    async def reinforce(self, entry_id: str, step: float, confirm: float | None = None) -> int:
-        """A restated fact: importance and access bumped, ledgered."""
-        return await self.run(_reinforce_txn, entry_id, self.actor, step, confirm, inline=True)
+    async def reinforce(self, entry_id: str, step: float, confirm: float | None = None, asserted: bool = False) -> int:
+        """A restated fact: importance and access bumped, ledgered (capped for an ``asserted`` one)."""
+        return await self.run(_reinforce_txn, entry_id, self.actor, step, confirm, asserted, inline=True)
 
     async def versions(
         self, entry_id: str, *, audience: Audience = Audience.OPERATOR, include_archived: bool = False
@@ -427,6 +430,12 @@ class SQLiteAdapter:
     async def history(self, entry_id: str) -> list[LedgerRecord]:
         return await self.ledger([entry_id])
 
+    async def ledger_ids(self, prefix: str, limit: int = 5) -> list[str]:
+        """Ids the ledger records that start with ``prefix``: a purged memory's row is gone, its history is not."""
+        escaped = prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+        sql = "SELECT DISTINCT memory_id FROM memory_ledger WHERE memory_id LIKE ? ESCAPE '\\' LIMIT ?"
+        return [r[0] for r in await self.run(lambda raw: raw.execute(sql, (escaped + "%", limit)).fetchall())]
+
     async def ledger(self, entry_ids: Sequence[str] | None = None, *, after: int = 0, limit: int = -1) -> list[LedgerRecord]:
         """The ledger rows of ``entry_ids``, oldest first, in one read; with None, of every memory,
         a page at a time (the ``limit`` rows past seq ``after``; -1: all of them)."""
@@ -503,9 +512,9 @@ def _delete_txn(raw, ids, op, actor):
         return mutations.delete(raw, ids, op, actor)
 
 
-def _supersede_txn(raw, old_ids, new_id, actor):
+def _supersede_txn(raw, old_ids, new_id, at, actor):
     with transaction(raw):
-        return mutations.supersede(raw, old_ids, new_id, time.time(), actor)
+        return mutations.supersede(raw, old_ids, new_id, at, actor)
 
 
 def _make_current_txn(raw, entry_id, actor):
@@ -513,9 +522,9 @@ def _make_current_txn(raw, entry_id, actor):
         return mutations.make_current(raw, entry_id, actor)
 
 
-def _reinforce_txn(raw, entry_id, actor, step, confirm):
+def _reinforce_txn(raw, entry_id, actor, step, confirm, asserted):
     with transaction(raw):
-        return mutations.reinforce(raw, entry_id, actor, importance_step=step, confirm=confirm)
+        return mutations.reinforce(raw, entry_id, actor, importance_step=step, confirm=confirm, asserted=asserted)
 
 
 def _touch_txn(raw, hits):

@@ -38,14 +38,14 @@ from memory.ranking.fusion import (
     ranked_entries,
     spread_to_neighbours,
 )
-from memory.sqlite import chunks, context, fts
+from memory.sqlite import chunks, compact, context, fts
 from memory.sqlite.admission import where
 from memory.sqlite.rows import admitted_rows, row_to_entry
 from memory.sqlite.vectors import (
     build_table,
     embedded_of,
     filtered_scan,
-    knn,
+    nearest,
     pack,
     put_build_txn,
     put_live_txn,
@@ -118,7 +118,9 @@ class VectorAdapter:
     ``notify`` receives each degradation notice once per adapter.
     ``chunk_long`` also embeds the chunks of memories longer than the
     model's window (vault notes), so a late section can be found; searches
-    use chunk vectors wherever they exist.
+    use chunk vectors wherever they exist. From ``compact_from`` vectors a
+    search reads the compact index (memory/sqlite/compact.py) instead of
+    every float.
     """
 
     def __init__(
@@ -132,6 +134,7 @@ class VectorAdapter:
         commit_batch: int = COMMIT_BATCH,
         min_similarity: float = -1.0,
         chunk_long: bool = False,
+        compact_from: int = compact.SEARCH_FROM,
     ):
         self.store = store
         self.gateway = gateway
@@ -140,6 +143,7 @@ class VectorAdapter:
         self.notify = notify
         self.commit_batch = commit_batch
         self.chunk_long = chunk_long
+        self.compact_from = compact_from
         self.notices: list[str] = []
         self._resolved: dict[EmbeddingMeta | None, Embedder | None] = {}
         # (model, text) -> vector that similar() embedded for a write about to happen: the write
@@ -477,16 +481,19 @@ class VectorAdapter:
             )
         blob = pack(vector)
         k = min(max(4 * wanted, 40), KNN_MAX)
+        clause = where(query)
         while True:
-            hits = await self.store.run(knn, meta.vec_table, blob, k)
+            hits, admitted = await self.store.run(
+                nearest, meta.vec_table, blob, k, clause.sql, clause.params, self.compact_from
+            )
             hits, spans, exhausted = await self._with_chunks(meta.vec_table, blob, k, hits)
+            exhausted = exhausted and not admitted  # admitted hits fall short of k on a filter, not an empty index
             results = await self._admit(query, hits, wanted, spans)
             if len(results) >= wanted or exhausted:  # enough, or the index is exhausted
                 break
-            if 1.0 - hits[-1][1] < self.min_similarity:  # nearest-first: nothing further can pass
+            if hits and 1.0 - hits[-1][1] < self.min_similarity:  # nearest-first: nothing further can pass
                 break
             if k >= KNN_MAX:  # selective filters: scan only the rows that pass them
-                clause = where(query)
                 hits = await self.store.run(filtered_scan, meta.vec_table, blob, clause.sql, clause.params, wanted)
                 results = await self._admit(query, hits, wanted)
                 break

@@ -307,6 +307,11 @@ class MemoryFederation:
             if not isinstance(outcome, Exception):
                 report.accepted[tier.name] = len(per_tier[tier_id])
                 for entry, op in zip(per_tier[tier_id], outcome or (), strict=False):
+                    if op == "refused":
+                        report.warnings.append(
+                            f"memory {entry.id}: the {tier.name} tier holds that id for another agent; its memory was left as it was"
+                        )
+                        continue
                     report.changed[entry.id] = report.changed.get(entry.id, False) or op != "noop"
                 continue
             report.failed[tier.name] = f"{failure_reason(outcome)}: {describe_failure(outcome)}"

@@ -19,7 +19,7 @@ from pydantic import ValidationError
 from memory.adapters.opener import open_store, open_tier
 from memory.agents import AgentCard, AgentRegistry
 from memory.config import ArcanaConfig, PoolSettings, load_config, save_config
-from memory.errors import ConfigError, NotFoundError
+from memory.errors import InvalidRequestError, NotFoundError
 from memory.home import Home, check_name, private_dir
 from memory.store_kinds import StoreKind
 
@@ -73,11 +73,11 @@ class PoolRegistry:
         check_name("pool", name)
         config = self._config()
         if name in config.pools:
-            raise ConfigError(f"a pool named '{name}' already exists")
+            raise InvalidRequestError(f"a pool named '{name}' already exists; pick another name, or join it as it is")
         try:
             settings = PoolSettings(url=url, url_env=url_env)
         except ValidationError as exc:  # the message never echoes the URL
-            raise ConfigError(f"pool '{name}': {exc.errors()[0]['msg'].removeprefix('Value error, ')}") from None
+            raise InvalidRequestError(f"pool '{name}': {exc.errors()[0]['msg'].removeprefix('Value error, ')}") from None
         store = self._open(name, settings, "pool-create")
         try:
             await store.connect()

@@ -29,6 +29,10 @@ DECAY_SHARE = 0.2
 # How much a match written inside the query's time window is lifted: enough to
 # beat a same-strength match from another time, not a far stronger one.
 TIME_BOOST = 0.5
+# What a pin adds to a text match's score. A pin says "keep this" (never pruned,
+# first in a listing), not "this answers everything": among matches of a query it
+# only breaks near-ties, so a pinned note never outranks a match this much stronger.
+PIN_BOOST = 0.1
 # What a match that ends by asking a question weighs against one that does not.
 # In a conversation the turn that asks ("What kind of books do you have?")
 # repeats the words of a later query about it, and the reply that answers it
@@ -125,7 +129,8 @@ class MemoryRouter:
                 raise MemoryRoutingError("no global tier: a global write needs an embedder (global memory is off)")
             return [self.global_]
         if not entry.pool_name:
-            raise MemoryRoutingError("a shared memory needs a pool name (--pool)")
+            # Said in the core's words, not one skin's flag: the CLI and MCP both show it.
+            raise MemoryRoutingError(f"a shared memory needs a pool name; name one of the agent's pools ({self._known_pools()})")
         members = self.pools.get(entry.pool_name)
         if not members:
             raise MemoryRoutingError(f"unknown pool '{entry.pool_name}' for this agent; {self._known_pools()}")
@@ -180,8 +185,8 @@ class MemoryRouter:
         (the span a time expression in the query names, see
         :mod:`memory.ranking.timeframe`) lifts the matches written inside
         it by TIME_BOOST. Pinned entries
-        are exempt from decay and sort first; ties break on the backend's
-        score, then recency. The entries themselves are not changed.
+        are exempt from decay; they sort first in a listing, and in a text
+        query gain only PIN_BOOST. Ties break on the backend's score, then recency. The entries themselves are not changed.
         """
         now = now or self.clock()
         scored = []
@@ -198,7 +203,10 @@ class MemoryRouter:
                     score *= ASKING_WEIGHT
                 if window is not None and window[0] <= entry.created_at < window[1]:
                     score *= 1.0 + TIME_BOOST
+                if entry.pinned:
+                    score *= 1.0 + PIN_BOOST
             backend_score = entry.score if entry.score is not None else float("-inf")
-            scored.append(((entry.pinned, score, backend_score, entry.created_at), score, entry))
+            first = entry.pinned and relevance is None  # a pin leads a listing, never a query's matches
+            scored.append(((first, score, backend_score, entry.created_at), score, entry))
         scored.sort(key=lambda item: item[0], reverse=True)
         return [(entry, score) for _, score, entry in scored[:limit]]

@@ -59,7 +59,7 @@ def pool_configs(
     for name in joined:
         store = open_tier(
             home, StoreKind.POOL, name, config=config, embedding=embedding, vector_options=vector_options,
-            budget=connections.for_tier(MemoryScope.SHARED, name), actor=actor,
+            budget=connections.for_tier(MemoryScope.SHARED, name), actor=actor, unreachable_degrades=True,
         )
         found.append(PoolConfig(name, store))
     for vault_name, vault in sorted(config.vaults.items()):

@@ -97,6 +97,13 @@ class EdgeIndexReport:
     dangling_links: list[LinkProblem] = field(default_factory=list)
     ambiguous_links: list[LinkProblem] = field(default_factory=list)
 
+    def describe(self) -> str:
+        """The one wording of the link counts, for `vault index` and every `vault watch` line alike."""
+        return (
+            f"links: {self.links_found} found, {self.resolved} resolved, {self.attachments} attachments, "
+            f"{self.dangling} dangling, {self.ambiguous} ambiguous; {self.edges_written} edges"
+        )
+
     def counts(self) -> dict[str, int]:
         return {
             "notes_scanned": self.notes_scanned,

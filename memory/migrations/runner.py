@@ -28,13 +28,14 @@ class Migration:
     version: int
     name: str
     statements: tuple[str, ...]
+    apply: Callable | None = None  # ``apply(raw)`` after the statements: work SQL text alone cannot say
 
 
 def _discover() -> tuple[Migration, ...]:
     found = []
     for info in pkgutil.iter_modules(versions.__path__):
         module = importlib.import_module(f"{versions.__name__}.{info.name}")
-        found.append(Migration(module.VERSION, module.NAME, tuple(module.STATEMENTS)))
+        found.append(Migration(module.VERSION, module.NAME, tuple(module.STATEMENTS), getattr(module, "APPLY", None)))
     found.sort(key=lambda m: m.version)
     expected = list(range(1, len(found) + 1))
     if [m.version for m in found] != expected:
@@ -116,6 +117,8 @@ def _apply_pending(raw, path, migrations: tuple[Migration, ...], before_upgrade)
             try:
                 for statement in migration.statements:
                     raw.execute(statement)
+                if migration.apply is not None:
+                    migration.apply(raw)
                 raw.execute(_BOOKKEEPING)
                 raw.execute(
                     "INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)",

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 
-from memory.errors import ConfigError, ModelUnavailableError
+from memory.errors import ModelUnavailableError, UnsetVariableError
 from memory.models.base import ChatMessage
 from memory.models.transport import parse_json_line, post_lines
 
@@ -27,8 +27,9 @@ class OpenAIProvider:
             return {}
         key = os.environ.get(self.api_key_env)
         if not key:
-            raise ConfigError(
-                f"model '{self.name}' reads its API key from ${self.api_key_env}, which is not set"
+            raise UnsetVariableError(
+                f"model '{self.name}' reads its API key from ${self.api_key_env}, which is not set; "
+                f"export {self.api_key_env} with the key"
             )
         return {"Authorization": f"Bearer {key}"}
 

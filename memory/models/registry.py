@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from memory.agents import AgentCard
 from memory.config import ArcanaConfig, ModelConfig
-from memory.errors import ConfigError, NotFoundError
+from memory.errors import InvalidRequestError, NotFoundError
 from memory.models.base import ChatProvider
 
 
@@ -35,7 +35,7 @@ def resolve_model_name(config: ArcanaConfig, card: AgentCard | None = None, over
             return candidate
     if len(config.models) == 1:
         return next(iter(config.models))
-    raise ConfigError(
+    raise InvalidRequestError(
         "no model to run with: pass --model, set one with `arcana agent set AGENT --model NAME`, "
         "or `arcana config set default_model NAME`"
     )

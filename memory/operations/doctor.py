@@ -141,12 +141,17 @@ async def check_databases(home: Home) -> list[Check]:
                 conn.close()
         except dbapi().Error as exc:
             result = f"unreadable: {exc}"
-        ok = result == "ok" and version <= head
-        detail = f"integrity {result}, schema v{version}/{head}"
-        state = describe(version, head)
-        if state != "current":
-            detail += f" ({state}: {'upgrade Arcana' if version > head else 'run arcana migrate up'})"
-        checks.append(Check(name, ok, detail))
+        # A failed row names only what failed: "integrity ok" on a FAIL row reads as a pass.
+        problems = [] if result == "ok" else [f"integrity check failed: {result}"]
+        if version > head:
+            problems.append(f"schema v{version} is {describe(version, head)} (v{head}): upgrade Arcana")
+        if problems:
+            checks.append(Check(name, False, "; ".join(problems)))
+            continue
+        detail = f"integrity ok, schema v{version}/{head}"
+        if version < head:
+            detail += f" ({describe(version, head)}: run arcana migrate up)"
+        checks.append(Check(name, True, detail))
     return checks
 
 

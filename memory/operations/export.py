@@ -210,10 +210,12 @@ async def export_jsonl(
 ) -> ExportReport:
     """Write a header line, then one JSON line per memory of each ``(label, store)``.
 
-    With several sources each line names its ``store``; vectors are written
+    With several sources, or an ``--all`` export (``what`` has ``all``), each line names its
+    ``store``, so the file can be restored store by store; vectors are written
     only for the first source's model (a file carries one model pin).
     """
     report = ExportReport(stores=[label for label, _ in sources])
+    labelled = len(sources) > 1 or "all" in what
     model = await vector_pin(sources[0][1]) if with_vectors and sources else None
     out.write(json.dumps(header(what, arcana_version=arcana_version, with_history=with_history,
                                 with_vectors=with_vectors, model=model), ensure_ascii=False) + "\n")
@@ -222,7 +224,7 @@ async def export_jsonl(
         same_model = model is not None and pin is not None and (pin["model"], pin["dimension"]) == (
             model["model"], model["dimension"])
         async for record in iter_records(store, with_history=with_history, with_vectors=same_model):
-            if len(sources) > 1:
+            if labelled:
                 record["store"] = label
             out.write(json.dumps(record, ensure_ascii=False) + "\n")
             report.memories += 1
@@ -433,11 +435,9 @@ def _indexed_texts(raw, ids: Sequence[str]) -> dict[str, tuple[int, str]]:
 
 # -- Markdown: one note per memory --------------------------------------------
 
-_FRONT_FIELDS = (
-    "id", "agent_id", "type", "scope", "pool_name", "importance", "pinned", "confidence", "confidence_source",
-    "conflict_with", "superseded_by", "tags", "source_session_id", "created_at", "updated_at",
-    "last_accessed_at", "access_count", "archived", "visibility",
-)
+# Every stored field but the content (the body): derived from the model, so a field added to
+# MemoryEntry (a version link, a flag recall reads) can never be left out of a note again.
+_FRONT_FIELDS = tuple(name for name, f in MemoryEntry.model_fields.items() if not f.exclude and name != "content")
 _SLUG = re.compile(r"[^\w]+", re.UNICODE)
 
 

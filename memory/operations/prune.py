@@ -54,6 +54,7 @@ class PruneRun:
         """The shape ``arcana prune --json`` prints: private stores under ``agents``, shared tiers under ``tiers``."""
         return {
             "policy": self.policy.model_dump(mode="json"),
+            "removed": self.removed,
             "agents": [s.as_dict() for s in self.stores if s.target.kind is StoreKind.PRIVATE],
             "tiers": [s.as_dict() for s in self.stores if s.target.kind is not StoreKind.PRIVATE],
         }

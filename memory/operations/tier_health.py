@@ -17,7 +17,7 @@ from memory.adapters.postgres import PostgresAdapter
 from memory.agents import AgentRegistry
 from memory.budgets import ConnectionsConfig
 from memory.config import load_config
-from memory.errors import ConfigError
+from memory.errors import ConfigError, UnsetVariableError
 from memory.federation.federation import MemoryFederation
 from memory.federation.router import MemoryRouter
 from memory.federation.shared_tiers import pool_configs
@@ -83,7 +83,7 @@ async def tier_reports(home: Home, *, failed: dict[Path, str] | None = None) -> 
         cards = AgentRegistry(home).list()
         connections = ConnectionsConfig.load(home.connections_path)
         config.memory.global_server_url()  # an unset global_url_env: reported below, not raised mid-probe
-    except ConfigError as exc:
+    except (ConfigError, UnsetVariableError) as exc:
         return [TierReport("tiers", False, f"not probed: {exc}")]
     reports: dict[str, TierReport] = {}
     for card in cards:

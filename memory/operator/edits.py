@@ -36,8 +36,8 @@ MUTATORS = (
     "archive", "restore", "purge", "set_visibility", "set_pinned", "update", "make_current", "supersede", "reinforce"
 )
 """Every operator mutation, by the :class:`SQLiteAdapter` method that performs it
-(``supersede``, with the successor's id as its value, and ``reinforce``, with
-its (step, confirm), are reconciliation's)."""
+(``supersede``, with the successor's (id, valid time) as its value, and ``reinforce``,
+with its (step, confirm, asserted), are reconciliation's)."""
 
 GUARDED = ("archive", "restore", "set_visibility", "set_pinned")
 """The edits a ledger seq can guard (see :attr:`Edit.expect_seq`): the web view's actions."""
@@ -46,7 +46,7 @@ GUARDED = ("archive", "restore", "set_visibility", "set_pinned")
 @dataclass
 class Edit:
     """One operator mutation: ``op`` from :data:`MUTATORS`, with its ``value``
-    (a visibility, a pinned flag, a successor's id, a reinforce's (step, confirm)) or, for
+    (a visibility, a pinned flag, a successor's (id, valid time), a reinforce's (step, confirm, asserted)) or, for
     ``update``, the field ``changes``."""
 
     op: str
@@ -76,6 +76,8 @@ class Edit:
             return bool(await store.make_current(entry_id))
         if self.op == "reinforce":
             return bool(await store.reinforce(entry_id, *self.value))
+        if self.op == "supersede":
+            return bool(await store.supersede([entry_id], *self.value))
         args = () if self.value is None else (self.value,)
         return bool(await getattr(store, self.op)([entry_id], *args))
 
@@ -117,13 +119,39 @@ async def resolve(store: SQLiteAdapter, prefix: str) -> MemoryEntry:
     entry = await _operator_get(store, prefix)
     if entry is not None:
         return entry
-    if len(prefix) >= 6:
-        matches = await store.find_by_prefix(prefix)
-        if len(matches) == 1:
-            return matches[0]
-        if len(matches) > 1:
-            raise NotFoundError(f"memory id prefix '{prefix}' is ambiguous ({len(matches)} matches); give more characters")
+    matches = await store.find_by_prefix(_long_enough(prefix))
+    if len(matches) == 1:
+        return matches[0]
+    _ambiguous(prefix, matches)
     raise NotFoundError(f"no memory with id '{prefix}'")
+
+
+async def resolve_recorded(store: SQLiteAdapter, prefix: str) -> str:
+    """The id ``prefix`` names among the memories the ledger has recorded, purged ones too (their history stays)."""
+    try:
+        return (await resolve(store, prefix)).id  # a prefix too short is refused here
+    except NotFoundError:
+        ids = await store.ledger_ids(prefix)
+        if len(ids) == 1:
+            return ids[0]
+        _ambiguous(prefix, ids)
+        raise
+
+
+_MIN_PREFIX = 6
+
+
+def _long_enough(prefix: str) -> str:
+    if len(prefix) < _MIN_PREFIX:
+        raise InvalidRequestError(
+            f"'{prefix}' is too short for a memory id prefix; use at least {_MIN_PREFIX} characters (or the full id)"
+        )
+    return prefix
+
+
+def _ambiguous(prefix: str, matches: list) -> None:
+    if len(matches) > 1:
+        raise NotFoundError(f"memory id prefix '{prefix}' is ambiguous ({len(matches)} matches); give more characters")
 
 
 _RESTRICTION = {Visibility.VISIBLE: 0, Visibility.PRIVATE: 1, Visibility.HIDDEN: 2}
@@ -349,7 +377,12 @@ class GlobalCopies:
             if copy is not None and copy.agent_id != before.agent_id:
                 copy = None  # the same id from another agent is not this agent's copy
             if copy is None:
-                raised = edit.op in ("update", "reinforce") and after is not None and promotable(after) and not promotable(before)
+                # Promotion needs a user-confirmed or operator write: never an asserted restatement.
+                asserted = edit.op == "reinforce" and edit.value[2]
+                raised = (
+                    edit.op in ("update", "reinforce", "set_visibility") and not asserted
+                    and after is not None and promotable(after) and not promotable(before)
+                )
                 if raised and self.promote:
                     await store.write(global_copy(after))
                     return CopyChange(self.TIER, "promote", True)
@@ -381,6 +414,9 @@ class MemoryEditor:
 
     async def resolve(self, prefix: str) -> MemoryEntry:
         return await resolve(self.store, prefix)
+
+    async def resolve_recorded(self, prefix: str) -> str:
+        return await resolve_recorded(self.store, prefix)
 
     async def apply(self, entry_id: str, edit: Edit, *, verb: str | None = None) -> EditReport:
         """Apply ``edit`` to ``entry_id`` here, then to every copy; raise :class:`LiveCopyError`

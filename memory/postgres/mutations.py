@@ -21,7 +21,10 @@ from memory.access import AccessBuffer
 from memory.postgres import bulk
 from memory.postgres.admission import numbered
 from memory.errors import StaleEditError
-from memory.sqlite.mutations import VERSION_LINKS, change_label, differs, stale_message
+from memory.promotion import ASSERTED_IMPORTANCE_CAP
+from memory.sqlite.mutations import (
+    REFUSED, VERSION_LINKS, change_label, differs, split_by_time, stale_message, valid_start,
+)
 from memory.sqlite.rows import COLUMNS, entry_values
 from memory.types import MemoryEntry, Visibility
 
@@ -193,6 +196,9 @@ async def _apply(conn, batch: Prepared, actor: str, op: str | None, *, known: se
             current[v["id"]] = v  # what a later value of this id compares with (v is not changed again)
             continue
         old = current[v["id"]]
+        if old["agent_id"] != v["agent_id"]:
+            ops.append(REFUSED)  # another agent's row: a write never changes who owns a memory
+            continue
         if keep[index]:
             v["visibility"] = old["visibility"]
         v["access_count"], v["last_accessed_at"] = old["access_count"], old["last_accessed_at"]
@@ -233,15 +239,20 @@ async def update(conn, ids: Sequence[str], op: str, actor: str, column: str, val
 
 
 async def supersede(conn, old_ids: Sequence[str], new_id: str, at: float, actor: str) -> list[str]:
-    """End the still-current ``old_ids`` at ``at`` in favour of ``new_id`` ('supersede' / 'version'), as on SQLite."""
-    ended = [i for i, img in (await _images(conn, old_ids)).items() if img["valid_to"] is None and img["superseded_by"] is None]
-    if not ended:
-        return []
-    await _change(conn, ended, "supersede", actor, "valid_to = ?, superseded_by = ?", (at, new_id))
-    await _change(
-        conn, [new_id], "version", actor,
-        "valid_from = coalesce(valid_from, ?), supersedes = coalesce(supersedes, ?)", (at, ended[0]),
-    )
+    """End the still-current ``old_ids`` at ``at`` in favour of ``new_id`` ('supersede' / 'version'), as on SQLite
+    (memory/sqlite/mutations.supersede: a version newer than ``at`` stays, and the new row ends before it)."""
+    ended, later = split_by_time(await _images(conn, old_ids), at)
+    if ended:
+        await _change(conn, ended, "supersede", actor, "valid_to = ?, superseded_by = ?", (at, new_id))
+        await _change(
+            conn, [new_id], "version", actor,
+            "valid_from = coalesce(valid_from, ?), supersedes = coalesce(supersedes, ?)", (at, ended[0]),
+        )
+    elif later is not None and await _change(
+        conn, [new_id], "supersede", actor, "valid_from = coalesce(valid_from, ?), valid_to = ?, superseded_by = ?",
+        (at, valid_start(later), later["id"]),
+    ):
+        await _change(conn, [later["id"]], "version", actor, "supersedes = coalesce(supersedes, ?)", (new_id,))
     return ended
 
 
@@ -259,10 +270,17 @@ async def make_current(conn, entry_id: str, actor: str) -> list[str]:
     return changed
 
 
-async def reinforce(conn, entry_id: str, actor: str, *, importance_step: float, confirm: float | None) -> int:
-    """A restated fact: importance and access bumped, ledgered ('reinforce'), as on SQLite."""
-    assignments = "importance = least(1.0, importance + ?), access_count = access_count + 1, last_accessed_at = ?"
-    params: list = [importance_step, time.time()]
+async def reinforce(
+    conn, entry_id: str, actor: str, *, importance_step: float, confirm: float | None, asserted: bool = False
+) -> int:
+    """A restated fact: importance and access bumped, ledgered ('reinforce'), as on SQLite (an
+    ``asserted`` restatement lifts importance no higher than ASSERTED_IMPORTANCE_CAP)."""
+    ceiling = ASSERTED_IMPORTANCE_CAP if asserted else 1.0
+    assignments = (
+        "importance = greatest(importance, least(?::float8, importance + ?)), access_count = access_count + 1, "
+        "last_accessed_at = ?"
+    )
+    params: list = [ceiling, importance_step, time.time()]
     if confirm is not None:
         assignments += ", confidence_source = 'user_confirmed', confidence = greatest(confidence, ?)"
         params.append(confirm)

@@ -94,21 +94,27 @@ class Reconciler:
 
     async def _reinforce(self, entry: MemoryEntry, decision: Decision, candidates: dict) -> Any | None:
         """The noop: reinforce the restated memory here and its global copy (promoting it when it
-        becomes promotable); None when it is gone, so the write is stored instead."""
+        becomes promotable); None when it is gone, so the write is stored instead. An asserted
+        restatement counts as an access but never lifts importance past the asserted cap."""
         from memory.federation.federation import WriteReport
 
         target = decision.targets[0]
         confirm = entry.confidence if self._confirms(entry, candidates[target]) else None
         report = WriteReport(target, accepted=["private"])
-        applied = await self._through_copies([target], Edit("reinforce", (REINFORCE_STEP, confirm)), "reinforced", entry, report)
+        applied = await self._through_copies([target], Edit("reinforce", (REINFORCE_STEP, confirm, entry.confidence_source in _ASSERTED)), "reinforced", entry, report)
         if not applied:
             return None
         report.accepted += [c.tier for c in applied[0].copies if c.changed and c.op in ("reinforce", "promote")]
         return report
 
     async def _supersede(self, targets: list[str], entry: MemoryEntry, report: Any) -> list[str]:
-        """End each target here and its promoted global copy: the old fact is no longer current anywhere."""
-        applied = await self._through_copies(targets, Edit("supersede", entry.id), "superseded", entry, report)
+        """End each target here and its promoted global copy: the old fact is no longer current anywhere.
+
+        It ends when ``entry`` was said (its ``valid_from``, else ``created_at``), not when the row
+        is written: a backdated import ends Berlin on the day "I moved to Lisbon" was said.
+        """
+        said = entry.valid_from or entry.created_at
+        applied = await self._through_copies(targets, Edit("supersede", (entry.id, said)), "superseded", entry, report)
         return [a.entry_id for a in applied if a.changed]
 
     async def _through_copies(self, targets: list[str], edit: Edit, verb: str, entry: MemoryEntry, report: Any) -> list:

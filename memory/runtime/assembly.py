@@ -83,6 +83,7 @@ async def build_federation(
         global_ = open_tier(
             home, StoreKind.GLOBAL, config=config or ArcanaConfig(), embedding=embedding,
             vector_options=vector_options, budget=connections.for_tier(MemoryScope.GLOBAL), actor=actor,
+            unreachable_degrades=True,
         )
     private_tier = with_vectors(private, embedding, vector_options)
     router = MemoryRouter(
@@ -168,12 +169,12 @@ def _reconcile_model(config: ArcanaConfig, card: AgentCard) -> Any | None:
     """The agent's model for the ``llm`` strategy; None (the heuristic decides) when none is configured."""
     if config.memory.reconcile.strategy != "llm":
         return None
-    from memory.errors import ConfigError, NotFoundError
+    from memory.errors import InvalidRequestError, NotFoundError
     from memory.models.registry import provider_for, resolve_model_name
 
     try:
         return provider_for(config, resolve_model_name(config, card))
-    except (ConfigError, NotFoundError):
+    except (InvalidRequestError, NotFoundError):
         return None
 
 

@@ -80,6 +80,9 @@ def admission(
         version = current_version(alias, as_of)
         archived = "" if include_archived else f" AND {alias}.archived = 0"
         return Clause(f"{alias}.visibility = ?{archived} AND {version.sql}", (Visibility.VISIBLE.value, *version.params))
+    if audience is Audience.HISTORY:  # every version, but never a private or hidden one
+        archived = "" if include_archived else f" AND {alias}.archived = 0"
+        return Clause(f"{alias}.visibility = ?{archived}", (Visibility.VISIBLE.value,))
     if include_archived:
         return Clause(dialect.true, ())
     return Clause(f"{alias}.archived = 0", ())

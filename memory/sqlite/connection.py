@@ -162,25 +162,26 @@ async def has_fts5(conn: aiosqlite.Connection) -> bool:
     return bool(row and row[0])
 
 
+def load_vec(raw) -> str | None:
+    """Load sqlite-vec into a raw connection (on its thread); its version, or None when it cannot load."""
+    if not hasattr(raw, "enable_load_extension"):
+        return None
+    try:
+        import sqlite_vec
+    except ImportError:
+        return None
+    raw.enable_load_extension(True)
+    try:
+        sqlite_vec.load(raw)
+    finally:
+        raw.enable_load_extension(False)
+    return raw.execute("SELECT vec_version()").fetchone()[0]
+
+
 async def load_sqlite_vec(conn: StoreConnection) -> str | None:
     """Load sqlite-vec into ``conn``; return its version, or None when it cannot load."""
-
-    def _load(raw) -> str | None:
-        if not hasattr(raw, "enable_load_extension"):
-            return None
-        try:
-            import sqlite_vec
-        except ImportError:
-            return None
-        raw.enable_load_extension(True)
-        try:
-            sqlite_vec.load(raw)
-        finally:
-            raw.enable_load_extension(False)
-        return raw.execute("SELECT vec_version()").fetchone()[0]
-
     try:
-        return await run_sync(conn, _load)
+        return await run_sync(conn, load_vec)
     except MemoryStorageError:
         return None
 

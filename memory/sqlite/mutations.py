@@ -17,10 +17,11 @@ import time
 from collections.abc import Sequence
 
 from memory.access import AccessBuffer
-from memory.sqlite import chunks, context, vectors
+from memory.sqlite import chunks, compact, context, vectors
 from memory.sqlite.batches import batches, marks, select_in
 from memory.sqlite.rows import COLUMNS, SELECT_COLUMNS, entry_values, row_image
 from memory.errors import StaleEditError
+from memory.promotion import ASSERTED_IMPORTANCE_CAP
 from memory.types import MemoryEntry, Visibility
 
 _SKIP_COMPARE = {"updated_at", "access_count", "last_accessed_at"}
@@ -37,6 +38,12 @@ INSERT INTO memories ({", ".join(_WRITTEN)}) VALUES ({_PLACEHOLDERS})
 ON CONFLICT(id) DO UPDATE SET
     {", ".join(f"{c} = excluded.{c}" for c in _WRITTEN if c not in ("id", "access_count", "last_accessed_at"))}
 """
+
+
+REFUSED = "refused"
+"""The op of a write that reused an id another agent's row holds: nothing changed, nothing ledgered.
+Ids are visible to every reader of a shared tier, so without this any agent could rewrite (and take
+over) another's pool or promoted memory by reusing its id."""
 
 
 def _images(raw, ids: Sequence[str]) -> dict[str, dict]:
@@ -67,21 +74,38 @@ def change_label(before: dict, after: dict) -> str:
     return "update"
 
 
+def valid_start(image: dict) -> float:
+    """When a version began to hold: its ``valid_from``, else when it was said (``created_at``)."""
+    return image["valid_from"] if image["valid_from"] is not None else image["created_at"]
+
+
+def split_by_time(images: dict[str, dict], at: float) -> tuple[list[str], dict | None]:
+    """The still-current versions a fact said at ``at`` ends (those that began by then), and the
+    earliest one that began after it: an older statement arriving late ends *itself* there."""
+    current = [i for i in images.values() if i["valid_to"] is None and i["superseded_by"] is None]
+    ended = [i["id"] for i in current if valid_start(i) <= at]
+    later = min((i for i in current if valid_start(i) > at), key=valid_start, default=None)
+    return ended, later
+
+
 def supersede(raw, old_ids: Sequence[str], new_id: str, at: float, actor: str) -> list[str]:
-    """End ``old_ids`` at ``at`` in favour of ``new_id``; both sides ledgered ('supersede' / 'version').
+    """End ``old_ids`` at ``at`` (when the new fact was said: its valid time) in favour of
+    ``new_id``; both sides ledgered ('supersede' / 'version'). Returns the ids ended.
 
     Only still-current rows are ended, so a race with another writer never
-    re-points a version that something else already replaced.
+    re-points a version that something else already replaced. A current
+    version that began after ``at`` is newer than the new fact: it stays, and
+    the new row becomes its predecessor instead, ended when it began.
     """
-    ended = [
-        image["id"]
-        for image in _images(raw, old_ids).values()
-        if image["valid_to"] is None and image["superseded_by"] is None
-    ]
-    if not ended:
-        return []
-    update(raw, ended, "supersede", actor, "valid_to = ?, superseded_by = ?", (at, new_id))
-    update(raw, [new_id], "version", actor, "valid_from = coalesce(valid_from, ?), supersedes = coalesce(supersedes, ?)", (at, ended[0]))
+    ended, later = split_by_time(_images(raw, old_ids), at)
+    if ended:
+        update(raw, ended, "supersede", actor, "valid_to = ?, superseded_by = ?", (at, new_id))
+        update(raw, [new_id], "version", actor, "valid_from = coalesce(valid_from, ?), supersedes = coalesce(supersedes, ?)", (at, ended[0]))
+    elif later is not None and update(
+        raw, [new_id], "supersede", actor, "valid_from = coalesce(valid_from, ?), valid_to = ?, superseded_by = ?",
+        (at, valid_start(later), later["id"]),
+    ):
+        update(raw, [later["id"]], "version", actor, "supersedes = coalesce(supersedes, ?)", (new_id,))
     return ended
 
 
@@ -103,14 +127,21 @@ def make_current(raw, entry_id: str, actor: str) -> list[str]:
     return changed
 
 
-def reinforce(raw, entry_id: str, actor: str, *, importance_step: float, confirm: float | None) -> int:
+def reinforce(
+    raw, entry_id: str, actor: str, *, importance_step: float, confirm: float | None, asserted: bool = False
+) -> int:
     """A restated fact: bump importance and access, ledgered even when importance is capped.
 
     ``confirm`` (the confidence of a user restating what the agent had
-    asserted) raises the source to user_confirmed.
+    asserted) raises the source to user_confirmed. An ``asserted`` restatement
+    (an agent's or a model's) counts as an access but lifts importance no
+    higher than :data:`ASSERTED_IMPORTANCE_CAP`, below the promotion threshold.
     """
-    assignments = "importance = min(1.0, importance + ?), access_count = access_count + 1, last_accessed_at = ?"
-    params: list = [importance_step, time.time()]
+    ceiling = ASSERTED_IMPORTANCE_CAP if asserted else 1.0
+    assignments = (
+        "importance = max(importance, min(?, importance + ?)), access_count = access_count + 1, last_accessed_at = ?"
+    )
+    params: list = [ceiling, importance_step, time.time()]
     if confirm is not None:
         assignments += ", confidence_source = 'user_confirmed', confidence = max(confidence, ?)"
         params.append(confirm)
@@ -118,7 +149,8 @@ def reinforce(raw, entry_id: str, actor: str, *, importance_step: float, confirm
 
 
 def upsert(raw, entries: Sequence[MemoryEntry], actor: str, *, op: str | None = None) -> list[str]:
-    """Insert or update ``entries`` by id; return the op per entry ('noop' when unchanged).
+    """Insert or update ``entries`` by id; return the op per entry ('noop' when unchanged,
+    :data:`REFUSED` for an id another agent's row holds).
 
     ``op`` names every ledger row this call writes (``import``) instead of the
     op read off the change, so the ledger says where a row came from.
@@ -143,6 +175,9 @@ def upsert(raw, entries: Sequence[MemoryEntry], actor: str, *, op: str | None = 
             ledger.append((entry.id, op or "insert", actor, now, None, _dump(values)))
             continue
         old = _images(raw, [entry.id])[entry.id]
+        if old["agent_id"] != values["agent_id"]:
+            ops.append(REFUSED)  # another agent's row: a write never changes who owns a memory
+            continue
         if keep_visibility:
             values["visibility"] = old["visibility"]
         values["access_count"] = old["access_count"]
@@ -220,6 +255,7 @@ def delete(raw, ids: Sequence[str], op: str, actor: str) -> int:
         seqs = [r[0] for r in raw.execute(f"SELECT seq FROM memories WHERE id IN ({marks(chunk)})", chunk)]
         for table in vec_tables:
             raw.execute(f"DELETE FROM {table} WHERE rowid IN ({marks(seqs)})", seqs)
+            compact.forget(raw, table, seqs)
         chunks.forget(raw, seqs)
         raw.execute(f"DELETE FROM memories WHERE id IN ({marks(chunk)})", chunk)
     _append(raw, [(mid, op, actor, now, _dump(before[mid]), None) for mid in present])

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from memory.embedding.base import EmbeddingMeta, content_hash
-from memory.sqlite import chunks
+from memory.sqlite import chunks, compact
 from memory.sqlite.batches import select_in
 from memory.sqlite.connection import transaction
 from memory.sqlite.context import EMBEDDED_TEXT_SQL
@@ -125,6 +125,7 @@ def _replace_vectors(raw, table: str, rows: list[tuple]) -> int:
     rows = [r for r in rows if r[0] in live]
     raw.executemany(f"DELETE FROM {table} WHERE rowid = ?", [(r[0],) for r in rows])
     raw.executemany(f"INSERT INTO {table} (rowid, embedding, content_hash, model) VALUES (?, ?, ?, ?)", rows)
+    compact.put(raw, table, [(r[0], r[1]) for r in rows])
     return len(rows)
 
 
@@ -139,6 +140,7 @@ def build_table(raw, live: str | None, model: str, dimension: int) -> str:
         with transaction(raw):  # an abandoned build for another model, or empty: start over
             raw.execute(f"DROP TABLE {table}")
             chunks.drop(raw, table)
+            compact.drop(raw, table)
     table = _next_table(raw)
     if live and table == live:
         table = f"memory_vec_{int(_TABLE.match(live).group(1)) + 1}"
@@ -158,6 +160,21 @@ def repin_txn(raw, pin: EmbeddingMeta, old: str | None) -> None:
         if old and old != pin.vec_table:
             raw.execute(f"DROP TABLE {old}")
             chunks.drop(raw, old)
+            compact.drop(raw, old)
+
+
+def nearest(
+    raw, table: str, blob: bytes, k: int, clause_sql: str, params: tuple, compact_from: int = compact.SEARCH_FROM
+) -> tuple[list[tuple[int, float]], bool]:
+    """The ``k`` nearest rows to ``blob``, and whether they came from the compact index.
+
+    From the compact index (when it holds ``compact_from`` vectors or more)
+    they are exact distances of admitted rows only (``clause_sql``); from the
+    exact scan, of any row, for the caller to admit.
+    """
+    if compact.size(raw, table) >= max(compact_from, 1):
+        return compact.search(raw, table, blob, k, clause_sql, params), True
+    return knn(raw, table, blob, k), False
 
 
 def knn(raw, table: str, blob: bytes, k: int) -> list[tuple[int, float]]:

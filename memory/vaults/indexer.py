@@ -151,12 +151,15 @@ def _fingerprint(paths: Sequence[str]) -> str:
     return hashlib.sha256("\0".join(paths).encode("utf-8", "surrogatepass")).hexdigest()
 
 
-def plan_index(vault: Vault, who: NoteIdentity, stored: Stored, paths: Sequence[str] | None = None) -> IndexPlan:
-    """Compare the folder (all of it, or just ``paths``) with the manifest; read only what may have changed."""
+def plan_index(
+    vault: Vault, who: NoteIdentity, stored: Stored, paths: Sequence[str] | None = None, *, reread: bool = False
+) -> IndexPlan:
+    """Compare the folder (all of it, or just ``paths``) with the manifest; read only what may have changed
+    (every note under ``reread``: what the manifest does not keep, such as bad frontmatter, is seen again)."""
     cfg = vault.config
     if not vault.root.is_dir():
         raise NotFoundError(f"vault '{vault.name}': folder {vault.root} is missing; the index was left as it was")
-    force = stored.meta.get("identity") != _identity_key(who)
+    force = reread or stored.meta.get("identity") != _identity_key(who)
     if paths is None or force:
         walk = walk_folder(vault.root, ignore_globs=vault.ignore_globs, max_file_bytes=vault.max_note_bytes)
         infos, skipped, attachments, current = walk.notes, list(walk.skipped), walk.attachments, {}
@@ -462,6 +465,7 @@ async def check_vault(vault: Vault) -> tuple[IndexPlan, EdgeIndexReport]:
             targets = await store.run(manifest.load_targets)
         finally:
             await store.aclose()
-    plan = await asyncio.to_thread(plan_index, vault, who, stored)
+    # Every note is read again: an unchanged note's bad frontmatter is still bad after an index.
+    plan = await asyncio.to_thread(plan_index, vault, who, stored, reread=True)
     _, links = link_graph(_sources(plan, targets), plan.attachments)
     return plan, links

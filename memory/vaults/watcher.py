@@ -45,11 +45,9 @@ def _visible(root: Path) -> Callable:
 def describe(vault: Vault, changes: int | None, report: VaultIndexReport) -> str:
     stamp = time.strftime("%H:%M:%S")
     what = "catch-up" if changes is None else f"{changes} change{'s' * (changes != 1)}"
-    links = report.links
     return (
         f"{stamp} vault {vault.name}: {what} → +{report.added} ~{report.updated} -{report.removed} "
-        f"({report.unchanged} unchanged, {len(report.skipped)} skipped); links {links.resolved + links.attachments}"
-        f"/{links.links_found} resolved, {links.dangling} dangling, {links.ambiguous} ambiguous "
+        f"({report.unchanged} unchanged, {len(report.skipped)} skipped); {report.links.describe()} "
         f"({report.seconds * 1000:.0f} ms)"
     )
 

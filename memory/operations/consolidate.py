@@ -1,0 +1,180 @@
+"""Consolidate across stores under one lock: restatements merged, old episodes digested, sources archived.
+
+Each store is read page by page, planned whole (:mod:`memory.consolidation.plan`),
+then applied in batches, each batch one transaction with its ledger rows
+(:func:`memory.sqlite.consolidation.apply_txn`). Sources are archived, never
+purged, so ``memory restore`` brings any of them back; the digests a run
+wrote are embedded afterwards like any other new row. A server tier
+(PostgreSQL) is reported as not consolidated, with the reason. Copies that
+promotion made in the global tier are left as they are: the global tier is
+consolidated on its own (``--global``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from memory.adapters.opener import on_server, open_store, open_tier, vector_adapter
+from memory.audit import AuditLog
+from memory.consolidation.plan import Candidate, Merge, Plan, plan
+from memory.errors import MemoryStorageError
+from memory.home import Home
+from memory.locks import exclusive
+from memory.operator.targets import Selection, Target, reindex_targets
+from memory.sqlite.consolidation import apply_txn, current_page
+from memory.store_kinds import StoreKind
+from memory.types import now_utc
+
+PAGE = 2_000
+BATCH = 200  # decisions per transaction
+
+Progress = Callable[[str, int, int], None]
+"""``on_progress(label, done, total)``: decisions applied in the store named ``label``."""
+
+
+@dataclass
+class StoreConsolidation:
+    target: Target
+    plan: Plan | None = None
+    scanned: int = 0
+    error: str | None = None
+
+    @property
+    def name(self) -> str:
+        return self.target.shown
+
+    def as_dict(self, *, decisions: bool = False) -> dict:
+        if self.error is not None:
+            return {**self.target.fields, "error": self.error}
+        data = {**self.target.fields, "scanned": self.scanned, **self.plan.counts()}
+        if decisions:
+            data["decisions"] = {"merges": [m.as_dict() for m in self.plan.merges],
+                                 "digests": [d.as_dict() for d in self.plan.digests]}
+        return data
+
+
+@dataclass
+class ConsolidationRun:
+    dry_run: bool
+    stores: list[StoreConsolidation] = field(default_factory=list)
+
+    @property
+    def archived(self) -> int:
+        return sum(s.plan.archived for s in self.stores if s.plan is not None)
+
+    @property
+    def failed(self) -> list[StoreConsolidation]:
+        return [s for s in self.stores if s.error is not None]
+
+    def as_dict(self) -> dict:
+        """The shape ``arcana consolidate --json`` prints; a dry run lists every decision."""
+        shown = [s.as_dict(decisions=self.dry_run) for s in self.stores]
+        return {
+            "dry_run": self.dry_run,
+            "agents": [d for s, d in zip(self.stores, shown) if s.target.kind is StoreKind.PRIVATE],
+            "tiers": [d for s, d in zip(self.stores, shown) if s.target.kind is not StoreKind.PRIVATE],
+        }
+
+
+async def consolidate_home(
+    home: Home,
+    config: Any,
+    selection: Selection,
+    *,
+    dry_run: bool = False,
+    now: datetime | None = None,
+    on_progress: Progress | None = None,
+    actor: str = "library",
+) -> ConsolidationRun:
+    """Consolidate every store ``selection`` names (the stores reindex would), under
+    ``<home>/locks/consolidate.lock``; a second run of the same home fails at once with
+    :class:`LockHeldError`. ``now`` decides which episodes aged out (tests and benchmarks pass one)."""
+    from memory.embedding.factory import build_gateway
+
+    targets = reindex_targets(home, config, selection)
+    gateway = None if dry_run else build_gateway(config.embedding, home)
+    run = ConsolidationRun(dry_run)
+    audit = AuditLog(home.audit_log)
+    with exclusive(home.locks_dir / "consolidate.lock", "consolidate"):
+        for target in targets:
+            done = StoreConsolidation(target)
+            progress = (lambda d, t, label=done.name: on_progress(label, d, t)) if on_progress else None
+            try:
+                await _consolidate_one(home, config, done, gateway, now or now_utc(), dry_run, progress, actor)
+            except MemoryStorageError as exc:
+                done.error = str(exc)
+            run.stores.append(done)
+            if done.plan is not None and done.plan.archived and not dry_run:
+                audit.append("consolidate", store=target.label, **done.plan.counts())
+    return run
+
+
+async def _consolidate_one(home, config, done: StoreConsolidation, gateway, now, dry_run, progress, actor) -> None:
+    target = done.target
+    if target.kind is StoreKind.PRIVATE:
+        store = open_store(home, target.kind, target.name, actor=actor)
+    else:
+        store = open_tier(home, target.kind, target.name, config=config, actor=actor)
+        if on_server(store):
+            await store.aclose()
+            done.error = "a tier on a PostgreSQL server is not consolidated yet; its SQLite stores are"
+            return
+    try:
+        embed = None
+        if not dry_run:
+            embed = vector_adapter(store, config.embedding, home, gateway=gateway).complete
+        done.scanned, done.plan = await consolidate_store(store, now, dry_run=dry_run, embed=embed, actor=actor,
+                                                          on_progress=progress)
+    finally:
+        await store.aclose()
+
+
+async def consolidate_store(
+    store, now: datetime, *, dry_run: bool = False, embed=None, actor: str = "library", on_progress=None
+) -> tuple[int, Plan]:
+    """Consolidate one SQLite store (an open or openable :class:`SQLiteAdapter`): ``(scanned, plan)``.
+
+    ``embed(ids)`` gives the digests written their vectors (``VectorAdapter.complete``);
+    without it they are embedded by the next reindex or write.
+    """
+    candidates = await _candidates(store)
+    planned = plan(candidates, now)
+    if not dry_run:
+        new_ids = await _apply(store, planned, f"{actor}:consolidate", on_progress)
+        if new_ids and embed is not None:
+            await embed(new_ids)
+    return len(candidates), planned
+
+
+async def _candidates(store) -> list[Candidate]:
+    found: list[Candidate] = []
+    after = 0
+    await store.ensure_vec()  # stored vectors are read back when the store has an index
+    while page := await store.run(current_page, after, PAGE):
+        found.extend(Candidate(entry, vector) for _, entry, vector in page)
+        after = page[-1][0]
+    return found
+
+
+async def _apply(store, planned: Plan, actor: str, progress) -> list[str]:
+    """Write the plan batch by batch; return the ids of the digests it wrote (to embed)."""
+    decisions: list = [*planned.merges, *planned.digests]
+    total = len(decisions)
+    for start in range(0, total, BATCH):
+        writes, importance, links, archive = [], {}, [], []
+        for decision in decisions[start : start + BATCH]:
+            if isinstance(decision, Merge):
+                importance[decision.keep.id] = decision.importance
+                links += [(decision.keep.id, s.id) for s in decision.sources]
+                archive += [s.id for s in decision.sources]
+            else:
+                writes.append(decision.entry)
+                links += [(decision.entry.id, s.id) for s in decision.sources]
+                archive += [s.id for s in (*decision.sources, *decision.idle)]
+        await store.run(apply_txn, writes, importance, links, archive, actor)
+        if progress:
+            progress(min(start + BATCH, total), total)
+    return [d.entry.id for d in planned.digests]

@@ -1,0 +1,121 @@
+"""Consolidation on real stores with the real offline model: what merges, what is digested, what never is."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timedelta, timezone
+
+from memory.adapters.vector import VectorAdapter
+from memory.embedding.gateway import EmbeddingGateway
+from memory.operations.consolidate import consolidate_store
+from memory.sqlite.consolidation import SOURCES, sources_of
+from memory.sqlite.rows import SELECT_COLUMNS, row_to_entry
+from memory.types import MemoryEntry, MemoryType, Visibility
+
+NOW = datetime(2024, 6, 1, tzinfo=timezone.utc)
+OLD = NOW - timedelta(days=60)
+
+
+def fact(content: str, **kw) -> MemoryEntry:
+    return MemoryEntry(agent_id="ada", type=MemoryType.SEMANTIC, content=content, **kw)
+
+
+def turn(content: str, i: int, *, session: str = "s1", when: datetime = OLD, **kw) -> MemoryEntry:
+    at = when + timedelta(seconds=i)
+    return MemoryEntry(agent_id="ada", content=content, source_session_id=session, created_at=at, updated_at=at, **kw)
+
+
+async def _consolidate(store, embedder, **kw):
+    vectors = VectorAdapter(store, EmbeddingGateway([embedder]))
+    return await consolidate_store(store, NOW, embed=vectors.complete, **kw)
+
+
+async def _rows(store) -> dict[str, MemoryEntry]:
+    """Every row as the operator sees it (archived and hidden too)."""
+    rows = await store.run(lambda raw: raw.execute(f"SELECT {SELECT_COLUMNS} FROM memories m").fetchall())
+    return {e.id: e for e in map(row_to_entry, rows)}
+
+
+async def _current(store) -> dict[str, MemoryEntry]:
+    return {i: e for i, e in (await _rows(store)).items() if not e.archived}
+
+
+async def test_a_restatement_merges_into_the_fuller_one_and_different_facts_never_do(store, offline_embedder):
+    vectors = VectorAdapter(store, EmbeddingGateway([offline_embedder]))
+    tea, milk = fact("I like tea.", importance=0.6), fact("I like tea with milk.", importance=0.6)
+    primary, secondary = fact("The primary cluster runs in us-east."), fact("The secondary cluster runs in us-east.")
+    await vectors.write_many([tea, milk, primary, secondary])
+
+    scanned, plan = await _consolidate(store, offline_embedder)
+
+    assert scanned == 4 and len(plan.merges) == 1
+    current = await _current(store)
+    assert set(current) == {milk.id, primary.id, secondary.id}  # control: the clusters stay two facts
+    assert current[milk.id].importance > 0.6  # said twice
+    assert await store.run(sources_of, [milk.id]) == {milk.id: [tea.id]}
+    # nothing is lost: the source is archived, restorable, and its history says why
+    assert (await _rows(store))[tea.id].archived
+    assert [r.op for r in await store.history(tea.id)][-1] == "archive"
+    assert await store.restore([tea.id]) == 1
+
+
+async def test_old_episodes_become_dated_digests_that_keep_visibility_and_skip_small_talk(store, offline_embedder):
+    vectors = VectorAdapter(store, EmbeddingGateway([offline_embedder]))
+    talk = [
+        turn("Caroline: I went to an LGBTQ support group yesterday.", 0),
+        turn("Melanie: haha, yes!", 1),
+        turn("Caroline: It was so powerful. I want to study counseling next year.", 2),
+    ]
+    hidden = turn("Caroline: My passport number is X1234567.", 3, visibility=Visibility.HIDDEN)
+    recent = turn("Caroline: I adopted a puppy called Oscar.", 0, session="s9", when=NOW - timedelta(days=1))
+    await vectors.write_many([*talk, hidden, recent])
+
+    _, plan = await _consolidate(store, offline_embedder)
+
+    current = await _current(store)
+    assert recent.id in current  # positive control: what has not aged out stays as it was
+    digests = [e for e in current.values() if e.type is MemoryType.SEMANTIC]
+    visible = [d for d in digests if d.visibility is Visibility.VISIBLE]
+    assert len(visible) == 1
+    text = visible[0].content
+    assert text.startswith("On 2 April 2024: Caroline:") and "support group" in text and "counseling" in text
+    assert "haha" not in text and "X1234567" not in text
+    assert await store.run(sources_of, [visible[0].id]) == {visible[0].id: sorted([talk[0].id, talk[2].id])}
+    # a digest of a hidden memory is hidden: never more visible than its least visible source
+    (secret,) = [d for d in digests if d is not visible[0]]
+    assert secret.visibility is Visibility.HIDDEN and "X1234567" in secret.content
+    # small talk carries nothing: archived with its session, nobody's source
+    assert (await _rows(store))[talk[1].id].archived
+    assert plan.counts()["idle"] == 1
+    # the digest is searchable by meaning: it has a vector
+    assert (await vectors.status()).missing == 0
+
+
+async def test_a_second_run_changes_nothing(store, offline_embedder):
+    vectors = VectorAdapter(store, EmbeddingGateway([offline_embedder]))
+    await vectors.write_many([fact("I like tea."), fact("I like tea with milk."),
+                              turn("Caroline: I paint sunsets by the lake.", 0)])
+    _, first = await _consolidate(store, offline_embedder)
+    ledger = len(await store.ledger())
+    _, second = await _consolidate(store, offline_embedder)
+    assert first.archived == 2 and second.archived == 0 and not second.merges and not second.digests
+    assert len(await store.ledger()) == ledger
+
+
+def test_a_dry_run_shows_every_decision_and_changes_nothing(cli):
+    for text in ("I like tea.", "I prefer night trains."):
+        assert cli("remember", "--agent", "ada", text).exit_code == 0
+    before = json.loads(cli("memory", "list", "--agent", "ada", "--json").stdout)
+    done = cli("consolidate", "--agent", "ada", "--dry-run", "--json")
+    assert done.exit_code == 0, done.output
+    report = json.loads(done.stdout)
+    assert report["dry_run"] and report["agents"][0]["scanned"] == 2
+    assert report["agents"][0]["decisions"] == {"merges": [], "digests": []}
+    assert json.loads(cli("memory", "list", "--agent", "ada", "--json").stdout) == before
+    real = cli("consolidate", "--agent", "ada", "--json")
+    assert real.exit_code == 0 and json.loads(real.stdout)["agents"][0]["archived"] == 0
+    assert cli("consolidate").exit_code == 2  # nothing named: a usage error saying how
+
+
+def test_the_edge_relation_is_one_name():
+    assert SOURCES == "consolidates"

@@ -1,0 +1,229 @@
+"""Every field that decides what recall returns survives every export format (issue 21 items 2, 3):
+export → import → export is diffed field by field for JSON Lines and Markdown, a Markdown round
+trip of a superseded fact does not resurrect it, and an ``export --all`` file restores every store
+(agents with their ids, pools with their members, the global tier) into a fresh home."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from memory.operations.export import _FRONT_FIELDS
+from memory.types import MemoryEntry
+
+
+def data(result):
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)
+
+
+def ok(result):
+    assert result.exit_code == 0, result.output
+    return result
+
+
+def fresh_home(tmp_path: Path, monkeypatch, name: str, *, keyword: bool = True) -> Path:
+    home = tmp_path / name
+    home.mkdir()
+    if keyword:
+        (home / "config.json").write_text(json.dumps({"embedding": {"providers": []}}))
+    monkeypatch.setenv("ARCANA_HOME", str(home))
+    return home
+
+
+def varied_store(cli) -> dict[str, str]:
+    """An agent whose memories differ in every field recall reads: versions, a retraction,
+    hidden, private, pinned, archived, tagged, re-scored, agent-asserted. Ids by role."""
+    ids = {}
+
+    def remember(role, text, *extra):
+        ids[role] = ok(cli("remember", text, "--agent", "ada", *extra)).stdout.strip()
+
+    remember("paris", "I live in Paris.")
+    remember("berlin", "I moved to Berlin.")
+    remember("cat", "I have a cat named Miso.")
+    remember("no_cat", "I no longer have a cat.")
+    remember("hidden", "The door code is 4711.", "--tag", "secret")
+    remember("pinned", "Always answer in English.", "--type", "procedural", "--importance", "0.8")
+    remember("archived", "The old office was on Main Street.")
+    remember("private", "My blood type is A+.")
+    ok(cli("memory", "set", ids["hidden"], "--agent", "ada", "--visibility", "hidden"))
+    ok(cli("memory", "set", ids["private"], "--agent", "ada", "--visibility", "private"))
+    ok(cli("memory", "set", ids["pinned"], "--agent", "ada", "--pin"))
+    ok(cli("memory", "forget", ids["archived"], "--agent", "ada"))
+    return ids
+
+
+def jsonl_memories(path: Path) -> dict[str, dict]:
+    lines = path.read_text().splitlines()[1:]
+    return {m["id"]: m for m in (json.loads(line)["memory"] for line in lines)}
+
+
+def notes(folder: Path) -> dict[str, dict]:
+    """Each note's frontmatter plus its body, by id."""
+    found = {}
+    for path in folder.glob("*.md"):
+        _, front, body = path.read_text().split("---\n", 2)
+        meta = yaml.safe_load(front)
+        found[meta["id"]] = {**meta, "content": body.removeprefix("\n")}
+    return found
+
+
+def test_every_stored_field_is_in_a_notes_frontmatter():
+    """Derived from the model, not listed by hand: a field added to MemoryEntry cannot be left out."""
+    stored = {name for name, f in MemoryEntry.model_fields.items() if not f.exclude}
+    assert set(_FRONT_FIELDS) | {"content"} == stored
+    assert {"valid_from", "valid_to", "supersedes", "superseded_by", "visibility", "pinned", "archived",
+            "importance", "confidence_source", "tags", "conflict_with"} <= set(_FRONT_FIELDS)
+
+
+def test_jsonl_export_import_export_is_the_same_field_by_field(cli, tmp_path, monkeypatch):
+    fresh_home(tmp_path, monkeypatch, "one")
+    ids = varied_store(cli)
+    first = tmp_path / "first.jsonl"
+    ok(cli("export", "--all", "-o", str(first)))
+    fresh_home(tmp_path, monkeypatch, "two")
+    ok(cli("import", str(first)))  # an --all export restores the agent with its id: nothing to rewrite
+    second = tmp_path / "second.jsonl"
+    ok(cli("export", "--all", "-o", str(second)))
+    before, after = jsonl_memories(first), jsonl_memories(second)
+    assert set(before) == set(after) == set(ids.values())
+    for memory_id, fields in before.items():
+        assert after[memory_id] == fields, memory_id  # every field, timestamps and version links too
+    assert after[ids["paris"]]["superseded_by"] == ids["berlin"] and after[ids["paris"]]["valid_to"]
+    assert (after[ids["hidden"]]["visibility"], after[ids["pinned"]]["pinned"], after[ids["archived"]]["archived"]) == (
+        "hidden", True, True)
+
+
+def test_markdown_export_import_export_is_the_same_field_by_field(cli, tmp_path, monkeypatch):
+    fresh_home(tmp_path, monkeypatch, "one")
+    ids = varied_store(cli)
+    first = tmp_path / "first"
+    ok(cli("export", "--format", "markdown", "--agent", "ada", "-o", str(first)))
+    fresh_home(tmp_path, monkeypatch, "two")
+    ok(cli("import", str(first), "--agent", "ada"))
+    second = tmp_path / "second"
+    ok(cli("export", "--format", "markdown", "--agent", "ada", "-o", str(second)))
+    before, after = notes(first), notes(second)
+    assert set(before) == set(after) == set(ids.values())
+    for memory_id, fields in before.items():
+        # agent_id is the importing agent's (a new agent in the new home): the one field import rewrites
+        differ = {k for k in fields if k != "agent_id" and after[memory_id].get(k) != fields[k]}
+        assert differ == set(), (memory_id, {k: (fields[k], after[memory_id].get(k)) for k in differ})
+    paris = after[ids["paris"]]
+    assert paris["superseded_by"] == ids["berlin"] and paris["valid_to"] is not None
+    assert after[ids["berlin"]]["supersedes"] == ids["paris"] and after[ids["berlin"]]["valid_from"] is not None
+
+
+def test_a_markdown_round_trip_does_not_resurrect_paris(cli, tmp_path, monkeypatch):
+    """The issue's reproduction, with the default offline model: Berlin answers, Paris stays ended."""
+    fresh_home(tmp_path, monkeypatch, "one", keyword=False)
+    ok(cli("remember", "I live in Paris", "--agent", "ada"))
+    ok(cli("remember", "I moved to Berlin", "--agent", "ada"))
+    folder = tmp_path / "notes"
+    ok(cli("export", "--format", "markdown", "--agent", "ada", "-o", str(folder)))
+    fresh_home(tmp_path, monkeypatch, "two", keyword=False)
+    ok(cli("import", str(folder), "--agent", "ada"))
+    results = [r["content"] for r in data(cli("recall", "where do I live", "--agent", "ada", "--json"))["results"]]
+    assert results[0] == "I moved to Berlin" and "I live in Paris" not in results
+    listed = {m["content"]: m for m in data(cli("memory", "list", "--agent", "ada", "--all", "--json"))}
+    assert listed["I live in Paris"]["valid_to"] and listed["I live in Paris"]["superseded_by"]
+
+
+@pytest.fixture
+def team_home(cli, tmp_path, monkeypatch):
+    """Two agents (one with no memories), a pool with one member, the global tier; exported --all."""
+    fresh_home(tmp_path, monkeypatch, "one")
+    ok(cli("remember", "I live in Paris.", "--agent", "ada"))
+    ok(cli("remember", "I moved to Berlin.", "--agent", "ada"))
+    ok(cli("agent", "create", "bob"))
+    ok(cli("pool", "create", "team"))
+    ok(cli("agent", "join", "ada", "team"))
+    ok(cli("remember", "Standup is at nine.", "--agent", "ada", "--pool", "team"))
+    ok(cli("remember", "The company is called Acme.", "--agent", "ada", "--scope", "global"))
+    agents = {a["name"]: a["id"] for a in data(cli("agent", "list", "--json"))}
+    dump = tmp_path / "all.jsonl"
+    ok(cli("export", "--all", "-o", str(dump)))
+    return dump, agents
+
+
+def test_an_all_export_restores_every_store_into_a_fresh_home(cli, tmp_path, monkeypatch, team_home):
+    dump, agents = team_home
+    fresh_home(tmp_path, monkeypatch, "two")
+    report = data(cli("import", str(dump), "--json"))
+    assert {s["store"]: (s["created"], s["read"]) for s in report["stores"]} == {
+        "agent:ada": (True, 2), "agent:bob": (True, 0), "pool:team": (True, 1), "global": (False, 1)}
+    assert report["joined"] == 1
+    assert {a["name"]: a["id"] for a in data(cli("agent", "list", "--json"))} == agents  # the same ids
+    recalled = {r["content"]: r["tiers"] for r in data(cli("recall", "standup Acme Berlin Paris", "--agent", "ada", "--json"))["results"]}
+    assert set(recalled) == {"I moved to Berlin.", "Standup is at nine.", "The company is called Acme."}  # not Paris
+    assert recalled["Standup is at nine."] == ["pool:team"]
+    bob = data(cli("recall", "standup Acme Berlin", "--agent", "bob", "--json"))["results"]
+    assert [r["content"] for r in bob] == ["The company is called Acme."]  # not a pool member, not ada's
+    again = data(cli("import", str(dump), "--json"))  # a second run changes nothing
+    assert {s["store"]: s["ops"] for s in again["stores"] if s["read"]} == {
+        "agent:ada": {"noop": 2}, "pool:team": {"noop": 1}, "global": {"noop": 1}}
+
+
+def test_an_all_export_into_one_target_is_refused_saying_how(cli, tmp_path, monkeypatch, team_home):
+    dump, _ = team_home
+    fresh_home(tmp_path, monkeypatch, "two")
+    refused = cli("import", str(dump), "--agent", "x")
+    assert refused.exit_code == 2
+    assert "export --all" in refused.output and "give no --agent, --pool or --global" in refused.output
+    assert data(cli("agent", "list", "--json")) == []  # nothing was touched, no agent made
+    one = tmp_path / "ada.jsonl"
+    monkeypatch.setenv("ARCANA_HOME", str(tmp_path / "one"))
+    ok(cli("export", "--agent", "ada", "-o", str(one)))
+    monkeypatch.setenv("ARCANA_HOME", str(tmp_path / "two"))
+    untargeted = cli("import", str(one))  # a one-store export still needs its target
+    assert untargeted.exit_code == 2 and "only an `export --all` file" in untargeted.output
+    ok(cli("import", str(one), "--agent", "x"))  # positive control: with a target it imports
+    assert [m["content"] for m in data(cli("memory", "list", "--agent", "x", "--json"))] == ["I moved to Berlin."]
+
+
+def test_a_hostile_all_header_is_refused_before_any_store_is_touched(cli, tmp_path, monkeypatch, team_home):
+    dump, _ = team_home
+    lines = dump.read_text().splitlines()
+    head = json.loads(lines[0])
+    head["exported"]["all"].append("pool:../../etc")
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("\n".join([json.dumps(head), *lines[1:]]) + "\n")
+    fresh_home(tmp_path, monkeypatch, "two")
+    refused = cli("import", str(bad))
+    assert refused.exit_code == 2 and "invalid pool name" in refused.output
+    assert data(cli("agent", "list", "--json")) == []  # no agent made, no pool
+    ok(cli("import", str(dump)))  # positive control: the untouched file restores
+    assert {a["name"] for a in data(cli("agent", "list", "--json"))} == {"ada", "bob"}
+
+
+def test_a_strict_all_import_with_a_bad_line_restores_nothing(cli, tmp_path, monkeypatch, team_home):
+    dump, _ = team_home
+    lines = dump.read_text().splitlines()
+    bad = tmp_path / "bad.jsonl"
+    stray = json.dumps({"store": "pool:elsewhere", "memory": json.loads(lines[1])["memory"]})
+    bad.write_text("\n".join([*lines, stray]) + "\n")
+    fresh_home(tmp_path, monkeypatch, "two")
+    refused = cli("import", str(bad), "--strict")
+    assert refused.exit_code == 2 and "names no store of this export ('pool:elsewhere')" in refused.output
+    assert data(cli("agent", "list", "--json")) == []
+    lenient = cli("import", str(bad), "--json")  # without --strict the good lines go in, the stray one is named
+    assert lenient.exit_code == 2 and json.loads(lenient.stdout)["read"] == 4
+
+
+def test_an_all_export_from_before_stores_were_described_restores_by_name(cli, tmp_path, monkeypatch, team_home):
+    dump, agents = team_home
+    lines = dump.read_text().splitlines()
+    head = json.loads(lines[0])
+    del head["exported"]["stores"]
+    old = tmp_path / "old.jsonl"
+    old.write_text("\n".join([json.dumps(head), *lines[1:]]) + "\n")
+    fresh_home(tmp_path, monkeypatch, "two")
+    report = data(cli("import", str(old), "--json"))
+    assert {s["store"] for s in report["stores"]} == {"agent:ada", "agent:bob", "pool:team", "global"}
+    assert {a["name"] for a in data(cli("agent", "list", "--json"))} == {"ada", "bob"}
+    recalled = [r["content"] for r in data(cli("recall", "Berlin Paris", "--agent", "ada", "--json"))["results"]]
+    assert recalled == ["I moved to Berlin."]
