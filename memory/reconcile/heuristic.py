@@ -76,6 +76,15 @@ def same_value(a: str, b: str) -> bool:
     return bool(ta and tb) and (ta <= tb or tb <= ta)
 
 
+def adds_nothing(new: str, old: str) -> bool:
+    """The new value says nothing the old one did not ("tea" after "tea with milk"; never the reverse)."""
+    digits_new, digits_old = re.sub(r"\D", "", new), re.sub(r"\D", "", old)
+    if len(digits_new) >= 6 and len(digits_old) >= 6:
+        return digits_new == digits_old
+    tn, to = _tokens(new), _tokens(old)
+    return bool(tn) and tn <= to
+
+
 def _touches(new: Fact, old: Fact) -> bool:
     if new.subject != old.subject:
         return False
@@ -95,7 +104,8 @@ def _relate(new_facts: list[Fact], old: Fact) -> str | None:
                 return "retracted"
             continue
         if equal:
-            return "restated"
+            # "tea with milk" after "tea": the new statement covers the old one and says more.
+            return "restated" if adds_nothing(new.value, old.value) else "refined"
         if not old.multi and not new.multi:
             return "replaced"
         if new.changed and old.attribute in CHANGEABLE and new.attribute == old.attribute:
@@ -115,7 +125,7 @@ def decide(new_facts: list[Fact], new_norm: str, candidates: list[Candidate], du
         outcome = [_relate(new_facts, old) for old in candidate.facts]
         if None in outcome:
             continue  # the candidate also says something this statement does not touch
-        if "replaced" in outcome or "retracted" in outcome:
+        if "replaced" in outcome or "retracted" in outcome or "refined" in outcome:
             ended.append(candidate.entry.id)
         elif not retraction and all(any(_same(n, o) for o in candidate.facts) for n in new_facts):
             noop = noop or candidate
@@ -128,9 +138,22 @@ def decide(new_facts: list[Fact], new_norm: str, candidates: list[Candidate], du
         comparable = not (new_facts and candidate.facts)  # slots on both sides already decided
         # "ticket 4411 is fixed" is not "ticket 4412 is fixed", however close the vectors are.
         comparable = comparable and _identifiers(new_norm) == _identifiers(candidate.norm)
+        # "the secondary cluster" is not "the primary cluster": a noop needs the new text to add no word.
+        comparable = comparable and content_words(new_norm) <= content_words(candidate.norm)
         if comparable and candidate.similarity is not None and candidate.similarity >= duplicate_similarity:
             return Decision(DecisionKind.NOOP, [candidate.entry.id], f"near-duplicate ({candidate.similarity:.2f})")
     return Decision(DecisionKind.ADD, [], "a new fact")
+
+
+_FUNCTION = frozenset(
+    "i me we us you he she it they is am are was were be been being do does did have has had to in on at for with"
+    " and or but so that this these those there here just still really also now again too very some any".split()
+)
+
+
+def content_words(text: str) -> set[str]:
+    """The words that carry content: the text's tokens less function words (identifiers kept whole)."""
+    return {w for w in _tokens(re.sub(r"[/:#-]", " ", text)) | set(re.findall(r"\S*[/:#]\S*", text)) if w not in _FUNCTION}
 
 
 def _identifiers(text: str) -> set[str]:
@@ -138,4 +161,4 @@ def _identifiers(text: str) -> set[str]:
 
 
 def _same(new: Fact, old: Fact) -> bool:
-    return new.subject == old.subject and new.attribute == old.attribute and same_value(new.value, old.value)
+    return new.subject == old.subject and new.attribute == old.attribute and adds_nothing(new.value, old.value)

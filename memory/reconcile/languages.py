@@ -21,6 +21,7 @@ ENGLISH = compile_slots(
         (r"\b(do|does|did|is|are|was|were|have|has|had)n't\b", r"\1 not"),
         (r"\bfavourite\b", "favorite"), (r"\bcolour\b", "color"), (r"\bany more\b", "anymore"),
         (r"\bgot promoted\b", "was promoted"),
+        (r"\b(dr|mr|mrs|ms|prof|st|jr|sr)\.(?= )", r"\1"),  # "dr. patel" is one name, not two clauses
         # apposition: "sarah, my wife, lives" / "my wife, sarah, lives" → "my wife sarah lives"
         (r"^([\w-]+), (my|our) ([\w-]+),? ", r"\2 \3 \1 "),
         (r"^(my|our) ([\w-]+), ([\w-]+),? ", r"\1 \2 \3 "),
