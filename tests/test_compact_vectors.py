@@ -9,11 +9,11 @@ from __future__ import annotations
 import pytest
 
 from memory.adapters.sqlite import SQLiteAdapter
-from memory.adapters.vector import VectorAdapter
+from memory.adapters.vector import VectorAdapter, hybrid_pool
 from memory.embedding.gateway import EmbeddingGateway
 from memory.sqlite import compact
 from memory.sqlite.admission import where
-from memory.sqlite.vectors import nearest, pack
+from memory.sqlite.vectors import KNN_FLOOR, nearest, pack
 from memory.types import MemoryQuery, PruneMode, PrunePolicy, RetrievalMode, Visibility
 from factories import entries_for
 
@@ -192,3 +192,21 @@ async def test_the_rescoring_reads_the_candidates_floats_in_seq_order(pair, offl
     assert any(step.startswith("LIST SUBQUERY") for step in plan), plan
     assert not any(step == "SCAN c" for step in plan), plan
     assert await ids(fast, q) == await ids(exact, q)
+
+
+async def test_a_hybrid_leg_asks_the_compact_index_for_its_pool_not_four_times_it(pair, offline_embedder):
+    """The compact index admits inside its statement, so the exact scan's over-fetch is not applied
+    on top of its own: a hybrid leg of 50 rescores RESCORE x 50 floats, not RESCORE x 200."""
+    fast, exact = pair
+    statements: list[str] = []
+    await fast.store.run(lambda raw: raw.set_trace_callback(statements.append))
+    try:
+        hybrid = await ids(fast, query(QUERIES[1]).model_copy(update={"retrieval_mode": RetrievalMode.hybrid}))
+        semantic = await ids(fast, query(QUERIES[1]))
+    finally:
+        await fast.store.run(lambda raw: raw.set_trace_callback(None))
+    rescores = [s for s in statements if "vec_distance_cosine(v.embedding" in s]
+    limits = [int(s.rsplit("LIMIT", 1)[1]) for s in rescores]
+    assert limits == [hybrid_pool(10), KNN_FLOOR]  # positive control: a semantic query of 10 keeps its floor
+    assert len(hybrid) == len(semantic) == 10
+    assert semantic == await ids(exact, query(QUERIES[1]))

@@ -14,13 +14,15 @@ and kept as in use); every timed query goes through Arcana's API:
 - keyword: the same adapter in keyword mode against raw FTS5 ``MATCH …
   ORDER BY bm25`` on the same file (bench_store's query), interleaved;
 - hybrid: the adapter in hybrid mode, the paraphrases as text;
-- ``arcana recall --mode keyword`` wall time on each store, against the smallest.
+- ``arcana recall --mode keyword`` wall time on each store, against the smallest;
+- ``remember --from`` of ``--from-lines`` lines, keyword-only, against raw
+  batched INSERTs, with its peak RSS.
 
 Query vectors are embedded once beforehand and handed over by text
 (bench_semantic.Precomputed), so a timing measures the search, not the model.
 The last lines are one summary per size, in the form the issue fixes.
 
-Run: python tests/bench/bench_scale.py [--sizes 10000,100000] [--queries 50] [--cli-runs 5]
+Run: python tests/bench/bench_scale.py [--sizes 10000,100000] [--queries 50] [--cli-runs 5] [--from-lines 100000]
 """
 
 from __future__ import annotations
@@ -40,9 +42,10 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[2]
 sys.path[:0] = [str(ROOT)]
 
-from bench_peak_rss import keyword_home  # noqa: E402
+from bench_peak_rss import keyword_home, line, lines_file, measure  # noqa: E402
 from bench_semantic import Precomputed, models_root  # noqa: E402
-from bench_store import ARCANA, RAW_SEARCH, Zipf, corpus, queries, raw_batch, raw_connect, vocabulary, wall  # noqa: E402
+from bench_store import (ARCANA, RAW_SEARCH, Zipf, corpus, queries, raw_batch, raw_connect, raw_create,  # noqa: E402
+                         vocabulary, wall)
 from cli_env import cli_env  # noqa: E402
 from planted import answer, paraphrases  # noqa: E402
 
@@ -189,7 +192,25 @@ async def bench_size(n: int, n_queries: int, cli_runs: int, root: Path, model: F
             "raw_fts": ms(raw), "hybrid": ms(hybrid), "cli": cli}
 
 
-async def main(sizes: list[int], n_queries: int, cli_runs: int) -> None:
+def bench_ingest(n: int, root: Path) -> None:
+    """``remember --from`` of ``n`` lines, keyword-only, in its own process (bench_peak_rss.py), against
+    raw batched INSERTs of the same contents into the same table (bench_store.py)."""
+    root.mkdir()
+    source = lines_file(n, root)
+    peak, seconds = measure(f"remember --from, {n:,} lines (keyword-only)",
+                            ["remember", "--from", str(source), "--agent", "a", "--no-reconcile"], keyword_home(root))
+    raw = raw_create(root / "raw.db")
+    started = time.perf_counter()
+    for start in range(0, n, CHUNK):
+        raw_batch(raw, [MemoryEntry(agent_id="a", content=line(i)) for i in range(start, min(n, start + CHUNK))])
+    raw_s = time.perf_counter() - started
+    raw.close()
+    print(f"remember --from {n / seconds:,.0f} lines/s (whole command, start-up included), raw batched INSERTs "
+          f"{n / raw_s:,.0f} rows/s (entries built in the timing too): {raw_s / seconds:.2f}x (target >= 0.5x); "
+          f"peak RSS {peak} MiB (target <= 500); load {load()}", flush=True)
+
+
+async def main(sizes: list[int], n_queries: int, cli_runs: int, from_lines: int) -> None:
     model = FastEmbedEmbedder(models_root=models_root())
     await model.health_check()
     print(f"sizes {sizes}; {os.cpu_count()} cpus (shared); {PLANTED} planted real-embedded answers; "
@@ -198,6 +219,9 @@ async def main(sizes: list[int], n_queries: int, cli_runs: int) -> None:
     with tempfile.TemporaryDirectory(prefix="arcana-bench-scale-") as tmp:
         for n in sizes:
             results.append(await bench_size(n, n_queries, cli_runs, Path(tmp), model))
+        if from_lines:
+            print(flush=True)
+            bench_ingest(from_lines, Path(tmp) / "ingest")
     smallest = results[0]
     if cli_runs and len(results) > 1:
         for r in results[1:]:
@@ -214,5 +238,6 @@ if __name__ == "__main__":
     parser.add_argument("--sizes", type=lambda s: [int(x) for x in s.split(",")], default=[10_000, 100_000])
     parser.add_argument("--queries", type=int, default=50)
     parser.add_argument("--cli-runs", type=int, default=5, help="Runs of `arcana recall` per size (0: skip).")
+    parser.add_argument("--from-lines", type=int, default=100_000, help="Lines for the `remember --from` part (0: skip).")
     args = parser.parse_args()
-    asyncio.run(main(args.sizes, args.queries, args.cli_runs))
+    asyncio.run(main(args.sizes, args.queries, args.cli_runs, args.from_lines))
