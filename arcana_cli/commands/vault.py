@@ -47,7 +47,8 @@ def _describe(vault) -> dict:
     return {
         "name": vault.name,
         "path": str(vault.root),
-        "agent": vault.config.agent,
+        "agent": vault.agent_name,
+        "agent_id": vault.config.agent,
         "pool": vault.config.pool,
         "ignore": vault.config.ignore,
         "obsidian_excluded": list(vault.obsidian_excluded.globs),
@@ -91,7 +92,7 @@ def list_(cli: CliContext, out: Out) -> None:
             (
                 v.name,
                 str(v.root),
-                f"agent {v.config.agent}" if v.config.agent else (f"pool {v.config.pool}" if v.config.pool else "-"),
+                f"agent {v.agent_name}" if v.config.agent else (f"pool {v.config.pool}" if v.config.pool else "-"),
                 "yes" if v.db_path.exists() else "no",
             )
             for v in vaults

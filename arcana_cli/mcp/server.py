@@ -484,12 +484,13 @@ def build_server(tools: MemoryTools, *, read_only: bool = False):
 
 def attached_vaults(config: ArcanaConfig, card: AgentCard) -> list[str]:
     """Vaults the agent reaches: attached to it, or to a pool it belongs to."""
+    from memory.agent_links import names_agent
     from memory.federation.shared_tiers import agent_pools
 
     pools = set(agent_pools(config, card))
     return sorted(
         name for name, vault in config.vaults.items()
-        if vault.agent in (card.id, card.name) or (vault.pool is not None and vault.pool in pools)
+        if names_agent(vault.agent, card.id, card.name) or (vault.pool is not None and vault.pool in pools)
     )
 
 
