@@ -60,7 +60,7 @@ class MemoryTools:
             agent_id=self.card.id,
             type=MemoryType(type),
             content=content.strip(),
-            importance=asserted_importance(importance),  # the agent's own claim: capped, never promoted
+            importance=importance,  # the agent's own claim: the federation caps it (never promoted)
             confidence_source=ConfidenceSource.AGENT,
             tags=tags or [],
             scope=pool_scope(scope, pool, MemoryScope.PRIVATE),
@@ -159,7 +159,7 @@ class MemoryTools:
             raise ToolFailure("nothing to change; give content, importance or tags")
         entry = await self._own(id, include_archived=False)
         store = private_store(self.federation)
-        if content is None:
+        if content is None:  # an edit, not a write: the agent's importance capped here
             changes = {"importance": asserted_importance(importance)} if importance is not None else {}
             if tags is not None:
                 changes["tags"] = tags
@@ -173,8 +173,8 @@ class MemoryTools:
         # New words are a new version, written like any memory (reconciliation, the ledger, the cap).
         successor = MemoryEntry(
             agent_id=self.card.id, type=entry.type, content=content.strip(),
-            importance=asserted_importance(entry.importance if importance is None else importance),
-            confidence_source=ConfidenceSource.AGENT, pinned=entry.pinned,
+            importance=entry.importance if importance is None else importance,
+            confidence_source=ConfidenceSource.AGENT,  # capped and unpinned by the federation
             tags=entry.tags if tags is None else tags, scope=MemoryScope.PRIVATE,
             # an agent's claim never ends a user-confirmed fact: it is held beside it (the source rule)
             conflict_with=entry.id if entry.confidence_source is ConfidenceSource.USER_CONFIRMED else None,
