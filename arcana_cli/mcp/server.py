@@ -21,6 +21,7 @@ from memory.config import ArcanaConfig
 from memory.errors import ArcanaMemoryError
 from memory.home import Home
 from memory.promotion import asserted_importance
+from memory.timespec import iso_times
 from memory.types import ConfidenceSource, MemoryEntry, MemoryQuery, MemoryScope, MemoryType, RetrievalMode, pool_scope
 
 log = logging.getLogger("arcana.mcp")
@@ -53,7 +54,7 @@ class MemoryTools:
 
     def _answer(self, payload: dict) -> dict:
         warnings = self.warnings()
-        return {**payload, "warnings": warnings} if warnings else payload
+        return iso_times({**payload, "warnings": warnings} if warnings else payload)
 
     async def remember(self, content, type, importance, tags, scope, pool) -> dict:
         entry = MemoryEntry(
@@ -202,7 +203,7 @@ class MemoryTools:
         chain = await store.versions(entry.id, audience=Audience.HISTORY, include_archived=True)
         ids = {e.id for e in chain}
         ledger = [
-            {"seq": r.seq, "at": r.at.isoformat(), "op": r.op, "actor": r.actor, "memory": r.memory_id,
+            {"seq": r.seq, "at": r.at, "op": r.op, "actor": r.actor, "memory": r.memory_id,
              "changed": _changed(r)}
             for r in await store.ledger(sorted(ids))
         ]
@@ -279,11 +280,10 @@ def _hit(entry: MemoryEntry) -> dict:
 def _details(entry: MemoryEntry) -> dict:
     """What get and history add to a hit; links to other versions are left to the chain itself
     (a neighbour's id could name a version the agent may not see)."""
-    when = lambda t: t.isoformat() if t else None  # noqa: E731
-    return {
+    return {  # times become ISO 8601 in _answer
         "importance": entry.importance, "confidence_source": entry.confidence_source.value,
-        "archived": entry.archived, "created_at": when(entry.created_at),
-        "valid_from": when(entry.valid_from), "valid_to": when(entry.valid_to),
+        "archived": entry.archived, "created_at": entry.created_at,
+        "valid_from": entry.valid_from, "valid_to": entry.valid_to,
     }
 
 
