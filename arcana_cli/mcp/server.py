@@ -146,6 +146,7 @@ class MemoryTools:
             entry = seen[0] if seen else None
         if entry is None or entry.agent_id != self.card.id:
             raise ToolFailure(f"no memory with id '{id}' among this agent's memories")
+        entry.sources = (await store.sources([entry.id])).get(entry.id, [])
         return entry
 
     async def get(self, id) -> dict:
@@ -265,7 +266,7 @@ def _round(score: float | None) -> float | None:
 def _hit(entry: MemoryEntry) -> dict:
     from arcana_cli.render import age
 
-    return {
+    hit = {
         "id": entry.id,
         "content": entry.content,
         "type": entry.type.value,
@@ -275,6 +276,7 @@ def _hit(entry: MemoryEntry) -> dict:
         "tags": entry.tags,
         "pinned": entry.pinned,
     }
+    return {**hit, "sources": entry.sources} if entry.sources else hit
 
 
 def _details(entry: MemoryEntry) -> dict:
