@@ -17,7 +17,7 @@ def _manager(cli: CliContext, card, *, with_model: bool = False):
     from memory.errors import InvalidRequestError, NotFoundError
     from memory.extraction.extractors import build_extractor
     from memory.models.registry import provider_for, resolve_model_name
-    from memory.runtime.agent import extraction_settings
+    from memory.runtime.assembly import extraction_settings
     from memory.runtime.sessions import SessionManager
 
     settings = extraction_settings(cli.config, card)
