@@ -43,6 +43,7 @@ from memory.sqlite.rows import SELECT_COLUMNS, admitted_rows, row_to_entry
 from memory.inspection import Census, Growth, RecallDay
 from memory.store_kinds import StoreKind, store_options
 from memory.types import (
+    DERIVED_TAG,
     Audience,
     HealthStatus,
     LedgerRecord,
@@ -621,14 +622,17 @@ def _prune_txn(raw, policy: PrunePolicy, actor: str) -> PruneReport:
             for (mid,) in raw.execute(sql + " ORDER BY importance, created_at", (policy.min_importance,)):
                 victims[mid] = None
         if policy.max_entries is not None:
+            # Derived memories go first, so a fact never goes while something made from it stays.
             overflow = raw.execute(
                 "SELECT id FROM memories WHERE archived = 0 AND pinned = 0 "
-                "ORDER BY importance ASC, coalesce(last_accessed_at, created_at) ASC "
+                f"ORDER BY {consolidation.DERIVED} DESC, importance ASC, coalesce(last_accessed_at, created_at) ASC "
                 "LIMIT max(0, (SELECT count(*) FROM memories WHERE archived = 0) - ?)",
-                (policy.max_entries,),
+                (DERIVED_TAG, policy.max_entries),
             )
             for (mid,) in overflow:
                 victims[mid] = None
+        for mid in consolidation.derived_from(raw, list(victims), live_only=live_only):
+            victims[mid] = None  # a summary goes with a fact it carries, whatever its importance
         ids = policy.restrict(list(victims))
         report = PruneReport(scanned=scanned, dry_run=policy.dry_run, victim_ids=ids)
         if policy.dry_run:  # counts say what would happen; nothing is written

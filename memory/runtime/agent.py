@@ -26,7 +26,7 @@ from memory.models.base import ChatMessage, ChatProvider, astream
 from memory.models.context import RenderedContext, recall_context
 from memory.protocols import MemoryAdapter
 from memory.runtime.assembly import extraction_settings, federation_for_agent
-from memory.runtime.sessions import SessionClosedError, SessionManager, replayable
+from memory.runtime.sessions import SessionClosedError, SessionManager, held_id, replayable
 from memory.types import Session, Turn
 
 DEFAULT_SYSTEM_PROMPT = "You are a helpful assistant."
@@ -177,10 +177,11 @@ class AgentRuntime:
         queue = BackgroundJobQueue(max_drain_seconds=budget)
 
         async def extract() -> None:
-            entries = storable(await self.extractor.extract(prompt, answer, session), self.settings)
+            # An answer given with recalled memories in context is not remembered (Turn.evidence).
+            said = session.turns[turn].evidence
+            entries = storable(await self.extractor.extract(prompt, said, session), self.settings)
             for entry in entries:
-                await self.memory.write(entry)
-                result.written_ids.append(entry.id)
+                result.written_ids.append(held_id(await self.memory.write(entry), entry))
             self.sessions.record_written(session, turn, result.written_ids)
 
         async def summarise() -> None:
