@@ -34,7 +34,7 @@ def setup(
     agent: AgentOpt = ...,
     directory: Annotated[
         Path, typer.Option("--dir", help="The project folder the host runs in [default: the current folder].",
-                           show_default=False, file_okay=False)
+                           show_default=False, exists=True, file_okay=False)
     ] = Path("."),
     name: Annotated[str, typer.Option("--name", help="The MCP server's name in the host.")] = "arcana",
     write: Annotated[

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 import shlex
 from dataclasses import dataclass, field
 from pathlib import PurePath
@@ -127,7 +128,8 @@ def _expect(value: object, kind: type, where: str) -> None:
 
 MAX_LINE_BYTES = 4 << 20  # a longer line (a huge tool result) is skipped unread
 MAX_TEXT_CHARS = 8000  # of one prompt or one reply kept for the session record
-_NOT_SAID = ("<command-", "<local-command-", "[Request interrupted", "This session is being continued from a previous")
+_NOT_SAID = ("[Request interrupted", "This session is being continued from a previous")
+_INJECTED = re.compile(r"<[a-z][\w-]*>")  # <command-name>, <local-command-stdout>, <system-reminder>: the host's, not said
 
 
 @dataclass(frozen=True)
@@ -222,7 +224,7 @@ def _classify(raw: bytes) -> tuple[str, str]:
     text = "\n".join(b["text"] for b in blocks if b.get("type") == "text" and isinstance(b.get("text"), str)).strip()
     if kind == "assistant":
         return ("reply", text) if text else ("noise", "")
-    if not text or any(b.get("type") == "tool_result" for b in blocks) or text.startswith(_NOT_SAID):
+    if not text or any(b.get("type") == "tool_result" for b in blocks) or text.startswith(_NOT_SAID) or _INJECTED.match(text):
         return "noise", ""
     return "said", text
 

@@ -21,7 +21,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from memory.errors import ConfigError
+from memory.errors import ConfigError, InvalidRequestError
 from memory.hosts import Host, claude_code
 from memory.types import now_utc
 
@@ -67,7 +67,7 @@ def plan(host: Host, project: Path, *, launcher: list[str], home: Path, agent: s
     server's ``env`` and the hooks' ``--home``, both absolute.
     """
     if not launcher or not os.path.isabs(launcher[0]):
-        raise ConfigError(f"the command a host runs must be an absolute path, not {launcher[:1]}")
+        raise InvalidRequestError(f"the command a host runs must be an absolute path, not {launcher[:1]}")
     home_text = os.path.abspath(home)
     merges: dict[str, Callable[[dict], dict]] = {  # Host.CLAUDE_CODE is the one host so far
         claude_code.MCP_FILE: lambda data: claude_code.merge_mcp(

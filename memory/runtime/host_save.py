@@ -34,6 +34,8 @@ from memory.extraction.scoring import agent_confidence, distil, storable
 from memory.home import Home, private_dir
 from memory.hosts import Host
 from memory.hosts.claude_code import read_transcript
+from memory.locks import exclusive_within
+from memory.models.context import HEADER
 from memory.promotion import asserted_importance
 from memory.protocols import MemoryAdapter
 from memory.runtime.agent import session_manager
@@ -96,6 +98,12 @@ async def save_transcript(home: Home, config: ArcanaConfig, card: AgentCard, mem
                           max_bytes: int = MAX_TRANSCRIPT_BYTES) -> SaveReport:
     """Store the exchanges of ``hook``'s transcript not stored yet, through ``memory`` (the agent's
     federation, so reconciliation and the ledger apply); then remember how far it was read."""
+    # Two hooks at once (a compaction as the session ends) must not both store the same stretch.
+    with exclusive_within(home.locks_dir / f"host-save-{card.id}.lock", "save for this agent", 30):
+        return await _save(home, config, card, memory, hook, host, audit, max_bytes)
+
+
+async def _save(home, config, card, memory, hook, host, audit, max_bytes) -> SaveReport:
     state_path = home.agent_dir(card.id) / "hosts" / host.value / f"{hook.session_id}.json"
     start = _offset(state_path)
     report = SaveReport(host.value, hook.session_id, str(hook.transcript))
@@ -105,14 +113,16 @@ async def save_transcript(home: Home, config: ArcanaConfig, card: AgentCard, mem
             start = 0
         handle.seek(start)
         read = read_transcript(handle, start, max_bytes=max_bytes)
-    report.start, report.end, report.exchanges = read.start, read.end, len(read.exchanges)
-    report.malformed_lines, report.ignored_lines, report.truncated = read.malformed, read.ignored, read.truncated
-    if read.exchanges:
+    said = [e for e in read.exchanges if HEADER not in e.prompt]  # our own briefing, echoed back, is not said
+    report.start, report.end, report.exchanges = read.start, read.end, len(said)
+    report.malformed_lines, report.truncated = read.malformed, read.truncated
+    report.ignored_lines = read.ignored + len(read.exchanges) - len(said)
+    if said:
         manager = session_manager(home, config, card, with_model=True, audit=audit)
         settings, signals = manager.settings, manager.extractor.signals
         session = manager.create()
         report.session_id = session.id
-        for exchange in read.exchanges:
+        for exchange in said:
             turn = manager.record_turn(session, exchange.prompt, exchange.response)
             if not signals.states_preference(exchange.prompt):
                 continue
