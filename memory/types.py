@@ -12,6 +12,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from memory.timespec import iso
+
 
 def now_utc() -> datetime:
     return datetime.now(UTC)
@@ -307,8 +309,8 @@ class Session:
         data: dict[str, Any] = {
             "id": self.id,
             "agent_id": self.agent_id,
-            "created_at": self.created_at.isoformat(),
-            "closed_at": self.closed_at.isoformat() if self.closed_at else None,
+            "created_at": iso(self.created_at),
+            "closed_at": iso(self.closed_at) if self.closed_at else None,
             "turns": len(self.turns),
             "summary": self.summary,
             "summary_memory_id": self.summary_memory_id,
@@ -319,7 +321,7 @@ class Session:
                 {
                     "prompt": None if i in left_out else t.prompt,
                     "response": None if i in left_out else t.response,
-                    "at": t.at.isoformat(),
+                    "at": iso(t.at),
                     "model": t.model,
                     "recalled_ids": t.recalled_ids,
                     "written_ids": t.written_ids,

@@ -44,6 +44,8 @@ def setup(
     """Print the host's configuration for an agent: MCP server, session-start and pre-compaction hooks (--write writes it)."""
     from memory.operations.host_setup import apply, plan
 
+    if not name.strip():
+        raise typer.BadParameter("the server needs a name", param_hint="--name")
     files = plan(host, directory, launcher=launcher(), home=cli.home.root, agent=agent, server=name)
     if write:
         cli.agent_to_store_for(agent)  # once every file checked out: a malformed one creates nothing

@@ -21,6 +21,7 @@ from memory.config import ArcanaConfig
 from memory.errors import ArcanaMemoryError
 from memory.home import Home
 from memory.promotion import asserted_importance
+from memory.timespec import iso_times
 from memory.types import ConfidenceSource, MemoryEntry, MemoryQuery, MemoryScope, MemoryType, RetrievalMode, pool_scope
 
 log = logging.getLogger("arcana.mcp")
@@ -53,14 +54,14 @@ class MemoryTools:
 
     def _answer(self, payload: dict) -> dict:
         warnings = self.warnings()
-        return {**payload, "warnings": warnings} if warnings else payload
+        return iso_times({**payload, "warnings": warnings} if warnings else payload)
 
     async def remember(self, content, type, importance, tags, scope, pool) -> dict:
         entry = MemoryEntry(
             agent_id=self.card.id,
             type=MemoryType(type),
             content=content.strip(),
-            importance=asserted_importance(importance),  # the agent's own claim: capped, never promoted
+            importance=importance,  # the agent's own claim: the federation caps it (never promoted)
             confidence_source=ConfidenceSource.AGENT,
             tags=tags or [],
             scope=pool_scope(scope, pool, MemoryScope.PRIVATE),
@@ -159,7 +160,7 @@ class MemoryTools:
             raise ToolFailure("nothing to change; give content, importance or tags")
         entry = await self._own(id, include_archived=False)
         store = private_store(self.federation)
-        if content is None:
+        if content is None:  # an edit, not a write: the agent's importance capped here
             changes = {"importance": asserted_importance(importance)} if importance is not None else {}
             if tags is not None:
                 changes["tags"] = tags
@@ -173,8 +174,8 @@ class MemoryTools:
         # New words are a new version, written like any memory (reconciliation, the ledger, the cap).
         successor = MemoryEntry(
             agent_id=self.card.id, type=entry.type, content=content.strip(),
-            importance=asserted_importance(entry.importance if importance is None else importance),
-            confidence_source=ConfidenceSource.AGENT, pinned=entry.pinned,
+            importance=entry.importance if importance is None else importance,
+            confidence_source=ConfidenceSource.AGENT,  # capped and unpinned by the federation
             tags=entry.tags if tags is None else tags, scope=MemoryScope.PRIVATE,
             # an agent's claim never ends a user-confirmed fact: it is held beside it (the source rule)
             conflict_with=entry.id if entry.confidence_source is ConfidenceSource.USER_CONFIRMED else None,
@@ -202,7 +203,7 @@ class MemoryTools:
         chain = await store.versions(entry.id, audience=Audience.HISTORY, include_archived=True)
         ids = {e.id for e in chain}
         ledger = [
-            {"seq": r.seq, "at": r.at.isoformat(), "op": r.op, "actor": r.actor, "memory": r.memory_id,
+            {"seq": r.seq, "at": r.at, "op": r.op, "actor": r.actor, "memory": r.memory_id,
              "changed": _changed(r)}
             for r in await store.ledger(sorted(ids))
         ]
@@ -279,11 +280,10 @@ def _hit(entry: MemoryEntry) -> dict:
 def _details(entry: MemoryEntry) -> dict:
     """What get and history add to a hit; links to other versions are left to the chain itself
     (a neighbour's id could name a version the agent may not see)."""
-    when = lambda t: t.isoformat() if t else None  # noqa: E731
-    return {
+    return {  # times become ISO 8601 in _answer
         "importance": entry.importance, "confidence_source": entry.confidence_source.value,
-        "archived": entry.archived, "created_at": when(entry.created_at),
-        "valid_from": when(entry.valid_from), "valid_to": when(entry.valid_to),
+        "archived": entry.archived, "created_at": entry.created_at,
+        "valid_from": entry.valid_from, "valid_to": entry.valid_to,
     }
 
 
@@ -484,12 +484,13 @@ def build_server(tools: MemoryTools, *, read_only: bool = False):
 
 def attached_vaults(config: ArcanaConfig, card: AgentCard) -> list[str]:
     """Vaults the agent reaches: attached to it, or to a pool it belongs to."""
+    from memory.agent_links import names_agent
     from memory.federation.shared_tiers import agent_pools
 
     pools = set(agent_pools(config, card))
     return sorted(
         name for name, vault in config.vaults.items()
-        if vault.agent in (card.id, card.name) or (vault.pool is not None and vault.pool in pools)
+        if names_agent(vault.agent, card.id, card.name) or (vault.pool is not None and vault.pool in pools)
     )
 
 

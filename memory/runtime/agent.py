@@ -16,7 +16,7 @@ from typing import Any
 
 from memory.agents import AgentCard, AgentRegistry
 from memory.audit import AuditLog
-from memory.config import ArcanaConfig, ExtractionConfig, ExtractionSettings, load_config
+from memory.config import ArcanaConfig, load_config
 from memory.extraction.extractors import MemoryExtractor, build_extractor
 from memory.extraction.scoring import storable
 from memory.federation.federation import MemoryFederation
@@ -25,7 +25,7 @@ from memory.jobs import BackgroundJobQueue, JobKind, MemoryJob, drain
 from memory.models.base import ChatMessage, ChatProvider, astream
 from memory.models.context import RenderedContext, recall_context
 from memory.protocols import MemoryAdapter
-from memory.runtime.assembly import federation_for_agent
+from memory.runtime.assembly import extraction_settings, federation_for_agent
 from memory.runtime.sessions import SessionClosedError, SessionManager, replayable
 from memory.types import Session, Turn
 
@@ -55,12 +55,6 @@ async def build_runtime_with_memory(
         card, home=home, config=config, embedding=embedding, notify=notify, actor=actor
     )
     return card, federation
-
-
-def extraction_settings(config: ArcanaConfig, card: AgentCard) -> ExtractionSettings:
-    """The agent card's ``extraction`` block over config.json's, then env, then defaults."""
-    file_values = config.memory.extraction.model_dump(exclude_none=True)
-    return ExtractionConfig.model_validate({**file_values, **card.extraction}).effective()
 
 
 def session_manager(home: Home, config: ArcanaConfig, card: AgentCard, *, with_model: bool = False,
