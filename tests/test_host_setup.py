@@ -115,12 +115,17 @@ def test_write_keeps_the_users_servers_and_hooks_backs_up_shows_a_diff_and_twice
     assert again.stdout.count("unchanged") == 2
     assert {p: (p.read_bytes(), p.stat().st_mtime_ns) for p in project.rglob("*") if p.is_file()} == before
 
-    # another agent: Arcana's hooks are replaced where they stand, never doubled; theirs stay
+    # another agent: Arcana's hooks are replaced where they stand, never doubled; theirs stay, and so do
+    # the keys a user added to Arcana's own hook
+    settings["hooks"]["PreCompact"][0]["hooks"][0]["timeout"] = 120
+    (project / ".claude" / "settings.json").write_text(json.dumps(settings))
     assert arcana("host", "setup", "claude-code", "--agent", "ops", "--dir", str(project), "--write").returncode == 0
     settings = json.loads((project / ".claude" / "settings.json").read_text())
     start = settings["hooks"]["SessionStart"]
     assert start[0] == their_hook and len(start) == 2 and start[1]["hooks"][0]["command"].endswith("--agent ops")
     assert [len(settings["hooks"][e]) for e in ("PreCompact", "SessionEnd")] == [1, 1]
+    (save,) = settings["hooks"]["PreCompact"][0]["hooks"]
+    assert save["timeout"] == 120 and save["command"].endswith("host save claude-code --agent ops")
 
 
 @pytest.mark.parametrize("text, why", [("{\"hooks\": {", "not valid JSON"), ('{"hooks": []}', "'hooks' is a list"),
@@ -284,6 +289,8 @@ def test_the_session_start_hook_prints_the_agents_context(home, project):
     assert "The CI runs on Python 3.12 only." in done.stdout  # positive control beside the exclusion
     assert "k-991" not in done.stdout
     assert done.stdout.startswith("Memories recalled for this conversation")
+    asked = json.loads(arcana("context", "which python version", "--agent", "dev", "--json").stdout)
+    assert asked["query"] == "which python version" and "Python 3.12" in asked["context"] and len(asked["ids"]) == 1
 
 
 async def test_the_mcp_entry_starts_as_written_and_serves_the_agent(home, project):
