@@ -153,6 +153,7 @@ class MemoryEntry(BaseModel):
     matched_by: list[str] = Field(default_factory=list, exclude=True)
     tiers: list[str] = Field(default_factory=list, exclude=True)
     snippet: str | None = Field(default=None, exclude=True)  # the part of a long memory that matched
+    sources: list[str] = Field(default_factory=list, exclude=True)  # a consolidated memory's: ids it carries
 
     _agent = field_validator("agent_id", mode="before")(_agent_str)
 

@@ -19,7 +19,7 @@ from memory.migrations.backup import backup_copy
 from memory.migrations.runner import check_not_newer, migrate
 from memory.promotion import promote
 from memory.protocols import MemoryAdapter
-from memory.sqlite import inspection, mutations, vectors
+from memory.sqlite import consolidation, inspection, mutations, vectors
 from memory.sqlite import versions as version_sql
 from memory.sqlite.admission import where
 from memory.sqlite.batches import select_in
@@ -328,6 +328,14 @@ class SQLiteAdapter:
         query = version_sql.chain(entry_id, f"{SELECT_COLUMNS}, m.seq", audience=audience, include_archived=include_archived)
         rows = await self.run(lambda raw: raw.execute(query.sql, query.params).fetchall(), inline=True)
         return [row_to_entry(r) for r in rows]
+
+    async def sources(self, entry_ids: Sequence[str]) -> dict[str, list[str]]:
+        """For each id that is a consolidated memory, the ids whose content it carries (sorted)."""
+        return await self.run(consolidation.sources_of, list(entry_ids), inline=True) if entry_ids else {}
+
+    async def carriers(self, entry_ids: Sequence[str]) -> list[str]:
+        """The consolidated memories that carry any of ``entry_ids``: where an operator's edit must reach."""
+        return await self.run(consolidation.carriers_of, list(entry_ids), inline=True) if entry_ids else []
 
     async def open_conflicts(self) -> int:
         """Claims held beside the user-confirmed fact they contradict, awaiting an operator."""
