@@ -223,6 +223,8 @@ def test_the_pre_compact_hook_stores_what_was_said_and_ignores_tool_noise(home, 
     # the session's end: nothing new, nothing stored twice
     end = run_hook(hook_command(project, "SessionEnd"), {**hook, "hook_event_name": "SessionEnd"}, project)
     assert end.returncode == 0 and end.stdout.startswith("0 exchange(s) read")
+    again = json.loads(arcana("host", "save", "claude-code", "--agent", "dev", "--json", stdin=json.dumps(hook)).stdout)
+    assert again["event"] == "PreCompact" and again["exchanges"] == 0 and again["start"] == again["end"]
     # more said after a compaction: only that is stored
     _write_transcript(transcript, [_line("user", "Note that the deploy script lives in tools/ship.sh."),
                                    _line("assistant", [{"type": "text", "text": "Understood."}])], garbage=False)

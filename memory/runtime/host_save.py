@@ -78,6 +78,7 @@ class SaveReport:
     host: str
     host_session: str
     transcript: str
+    event: str | None = None  # the hook that ran: PreCompact, SessionEnd, …
     start: int = 0
     end: int = 0
     exchanges: int = 0
@@ -106,7 +107,7 @@ async def save_transcript(home: Home, config: ArcanaConfig, card: AgentCard, mem
 async def _save(home, config, card, memory, hook, host, audit, max_bytes) -> SaveReport:
     state_path = home.agent_dir(card.id) / "hosts" / host.value / f"{hook.session_id}.json"
     start = _offset(state_path)
-    report = SaveReport(host.value, hook.session_id, str(hook.transcript))
+    report = SaveReport(host.value, hook.session_id, str(hook.transcript), hook.event)
     with _open_regular(hook.transcript) as handle:
         size = os.fstat(handle.fileno()).st_size
         if start > size:  # the file was replaced by a shorter one: read it whole
