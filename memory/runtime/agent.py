@@ -57,6 +57,24 @@ async def build_runtime_with_memory(
     return card, federation
 
 
+def session_manager(home: Home, config: ArcanaConfig, card: AgentCard, *, with_model: bool = False,
+                    audit: AuditLog | None = None) -> SessionManager:
+    """The agent's SessionManager; with its chat model when extraction is 'llm' and one is configured
+    (``with_model``), else the deterministic extractor — a missing model is never an error here."""
+    from memory.errors import InvalidRequestError, NotFoundError
+    from memory.models.registry import provider_for, resolve_model_name
+
+    settings = extraction_settings(config, card)
+    provider = None
+    if with_model and settings.strategy == "llm":
+        try:
+            provider = provider_for(config, resolve_model_name(config, card))
+        except (InvalidRequestError, NotFoundError):
+            provider = None  # no model: the deterministic summary
+    extractor = build_extractor(settings, provider, audit=audit)
+    return SessionManager(home, card.id, extractor=extractor, settings=settings)
+
+
 @dataclass
 class TurnResult:
     answer: str
