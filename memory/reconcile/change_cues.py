@@ -58,12 +58,13 @@ def cued_update(
     if len(new_words) > MAX_NEW_WORDS:
         return None
     strong = any(is_cue for _, is_cue in cues)
-    old_named, new_named = _named_values(norm, patterns, [m for m, is_cue in cues if is_cue])
     spans = _spans(norm, cues)
+    old_named, new_named, named_at = _named_values(norm, patterns, [m for m, is_cue in cues if is_cue])
+    named_near = named_at is not None and any(first - WINDOW <= named_at <= last + WINDOW for first, last in spans)
     best: tuple[tuple, Candidate, str] | None = None
     for candidate in candidates:
         old_words = content_words(candidate.norm)
-        if len(old_words) > MAX_OLD_WORDS or _CLAUSES.search(candidate.norm):
+        if not old_words or len(old_words) > MAX_OLD_WORDS or _CLAUSES.search(candidate.norm):
             continue
         if not new_words - old_words or _told_apart(new_facts, candidate.facts):
             continue  # a restatement, or the slots already tell them apart
@@ -75,7 +76,8 @@ def cued_update(
         said = {w for f in candidate.facts for w in content_words(f"{f.attribute} {f.value}")} if candidate.facts else old_words
         links = _links(norm, candidate, patterns, said - cue_words, cue_words)
         near = {word for word, at in links if any(first - WINDOW <= at <= last + WINDOW for first, last in spans)}
-        near |= old_named & old_words  # "I ported my number from Vodafone": the old value named is the link
+        if named_near:  # "I ported my number from Vodafone": the old value named beside the cue is the link
+            near |= old_named & old_words
         if not near or not _same_subject(new_facts, norm, candidate, patterns):
             continue
         score = (len(near), len(old_words & content_words(norm)) / len(old_words), candidate.similarity or 0.0)
@@ -117,13 +119,15 @@ def _links(norm: str, candidate: Candidate, patterns: SlotPatterns, old_words: s
     return links
 
 
-def _named_values(norm: str, patterns: SlotPatterns, cues: list[re.Match]) -> tuple[set[str], set[str]]:
-    """The old and new values the text names ("from A to B", "instead of A", "<cue> ... to B"), as content words."""
+def _named_values(norm: str, patterns: SlotPatterns, cues: list[re.Match]) -> tuple[set[str], set[str], int | None]:
+    """The old and new values the text names ("from A to B", "instead of A", "<cue> ... to B"), as content
+    words, and the index of the word where "from A" / "instead of A" starts."""
     match = patterns.change_from.search(norm)
     groups = match.groupdict() if match else {}
     old = groups.get("old") or groups.get("old2") or ""
     new = groups.get("new") or next((m.group("new") for m in (patterns.change_to.match(norm, c.end()) for c in cues) if m), "")
-    return content_words(old), content_words(new)
+    at = sum(start < match.start() for start, _ in _tokens(norm)) if match else None
+    return content_words(old), content_words(new), at
 
 
 def _told_apart(new_facts: list[Fact], old_facts: list[Fact]) -> bool:

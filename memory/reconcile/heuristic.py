@@ -7,7 +7,8 @@ is only ended when *every* fact it states is restated, replaced or retracted
 by the new statement — a memory that also says something else stays current,
 so nothing is lost to a partial match. Without slots, only a near-duplicate
 (same normalised text, or vectors at least ``duplicate_similarity`` apart)
-is a noop; anything else is added.
+is a noop; anything else is added — unless a change said in everyday words
+ends an old fact (:mod:`memory.reconcile.change_cues`, run after this).
 """
 
 from __future__ import annotations

@@ -260,11 +260,7 @@ PORTUGUESE = compile_slots(
     attribute_fillers=r" (?:novo|nova|atual) ",
     value_fillers=r"^(?:o|a|os|as|um|uma|em|no|na|agora)\s+|\s+(?:agora|de novo|hoje em dia|desde .+|a partir de .+)$",
     change_markers=r"\b(?:agora|não .* mais|já não|mudei|mudou|novo|nova|passou a)\b",
-    change_cues=r"\b(?:mudei|mudou|mudamos|troquei|trocou|trocamos|substituí|deixei|saí|larguei|não .* mais|já não|a partir de agora)\b",
-    change_hints=r"\b(?:agora|novo|nova|hoje em dia)\b",
-    additive=r"\b(?:também|além disso)\b",
-    change_from=r"\bde (?P<old>[^,;]+?) para (?P<new>[^,;]+)|\bem vez de (?P<old2>[^,;]+)",
-    change_to=r"\s*(?:[^\s,;]+\s+){0,3}?(?:para|por|pelo|pela) (?P<new>[^,;(]+)",
+    additive=r"\b(?:também|além disso)\b",  # no change cues yet: content words are English-only so far
     attribute_words={"residence": "moro mora mudei", "employer": "trabalho trabalha", "diet": "vegetariana vegetariano"},
     value_shapes={"phone": r"\d{3}", "email": r"@"},
 )
