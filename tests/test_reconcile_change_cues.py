@@ -90,3 +90,11 @@ async def test_a_cue_for_someone_else_ends_nothing_of_mine(store):
     await store.say("My barber is Luis.")
     assert await store.say("My brother's barber is now Nico.") == []
     assert await store.say("I switched barbers, Nico cuts my hair now.") == ["My barber is Luis."]
+
+
+async def test_a_person_who_moves_is_no_link_a_thing_that_moves_is(store):
+    await store.say("My manager visited Kyoto.")
+    await store.say("Our standup is at 9:30.")
+    assert await store.say("My manager moved to Oslo.") == []  # where she lives, not what she visited
+    assert await store.say("The standup moved to 10:15.") == ["Our standup is at 9:30."]
+    assert "My manager visited Kyoto." in await store.current()

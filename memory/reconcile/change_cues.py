@@ -17,7 +17,9 @@ of these hold:
 - they share a content word (or the candidate's slot topic: "address" for a
   residence, an e-mail's shape) within ``WINDOW`` words of the cue — the
   changed thing sits next to the change ("Maria left", "I gave up tennis"),
-  while "I left my keys at the gym" is about keys, not the gym;
+  while "I left my keys at the gym" is about keys, not the gym; the person
+  the new text is about ("my manager moved") and an aside in parentheses
+  are no link;
 - "from A to B" / "instead of A" name the old value: the candidate must
   contain A; a new value named ("from A to B", "moved to B", "replaced it
   with B") must not be all the candidate says already ("moved to Acme" does
@@ -36,7 +38,8 @@ from __future__ import annotations
 import re
 
 from memory.reconcile.heuristic import Candidate, Decision, DecisionKind, content_words, stem
-from memory.reconcile.slots import Fact, SlotPatterns
+from memory.reconcile.entities import SPEAKER
+from memory.reconcile.slots import Fact, SlotPatterns, Subject
 
 WINDOW = 3  # words between the cue and the thing it changes
 MAX_OLD_WORDS = 6  # content words of a candidate this rule may end: one short fact
@@ -47,9 +50,12 @@ _CLAUSES = re.compile(r"[.;!?]\s+\S")
 
 
 def cued_update(
-    text: str, new_facts: list[Fact], norm: str, candidates: list[Candidate], patterns: SlotPatterns
+    text: str, new_facts: list[Fact], subjects: list[Subject], norm: str, candidates: list[Candidate], patterns: SlotPatterns
 ) -> Decision | None:
-    """The update a change cue in ``text`` (normalised: ``norm``) makes, or None (the write stays an add)."""
+    """The update a change cue in ``text`` (normalised: ``norm``) makes, or None (the write stays an add).
+
+    ``new_facts`` have their subjects resolved to entity keys, as the candidates' facts do;
+    ``subjects`` are the same facts' subjects as said ("my friend lena")."""
     cues = [(m, True) for m in patterns.change_cues.finditer(norm)] + [(m, False) for m in patterns.change_hints.finditer(norm)]
     if not cues or patterns.additive.search(norm) or "?" in text:  # "did you switch jobs?" states nothing
         return None
@@ -61,6 +67,7 @@ def cued_update(
     spans = _spans(norm, cues)
     old_named, new_named, named_at = _named_values(norm, patterns, [m for m, is_cue in cues if is_cue])
     named_near = named_at is not None and any(first - WINDOW <= named_at <= last + WINDOW for first, last in spans)
+    people = {w for s in subjects if s.key in patterns.relations for w in content_words(" ".join([s.key, *s.aliases]))}
     best: tuple[tuple, Candidate, str] | None = None
     for candidate in candidates:
         old_words = content_words(candidate.norm)
@@ -73,12 +80,13 @@ def cued_update(
         if (old_named and not old_named & old_words) or (new_named - old_named and new_named - old_named <= old_words):
             continue  # "from tea to coffee" ends the tea, never the coffee; "moved to Acme" not "visited Acme"
         # Linked by what the candidate says, not by whom: "Lena moved" does not end "my friend Lena likes sushi".
+        # Nor by the person the new text is about: "my manager moved to Oslo" does not end "my manager visited Kyoto".
         said = {w for f in candidate.facts for w in content_words(f"{f.attribute} {f.value}")} if candidate.facts else old_words
-        links = _links(norm, candidate, patterns, said - cue_words, cue_words)
+        links = _links(norm, candidate, patterns, said - cue_words - people, cue_words)
         near = {word for word, at in links if any(first - WINDOW <= at <= last + WINDOW for first, last in spans)}
         if named_near:  # "I ported my number from Vodafone": the old value named beside the cue is the link
             near |= old_named & old_words
-        if not near or not _same_subject(new_facts, norm, candidate, patterns):
+        if not near or not _same_subject(new_facts, subjects, norm, candidate, patterns):
             continue
         score = (len(near), len(old_words & content_words(norm)) / len(old_words), candidate.similarity or 0.0)
         if best is None or score > best[0]:
@@ -109,8 +117,11 @@ def _links(norm: str, candidate: Candidate, patterns: SlotPatterns, old_words: s
     """Where in ``norm`` the candidate is named: its content words, its slot topics' words, its values' shapes."""
     topics = {stem(w) for f in candidate.facts for w in patterns.attribute_words.get(f.attribute, "").split()} - cue_words
     shapes = [patterns.value_shapes[f.attribute] for f in candidate.facts if f.attribute in patterns.value_shapes]
+    asides = [(m.start(), m.end()) for m in re.finditer(r"\([^)]*\)?", norm)]  # "(note 12)" changes nothing
     links = []
-    for at, (_, word) in enumerate(_tokens(norm)):
+    for at, (start, word) in enumerate(_tokens(norm)):
+        if any(a <= start < b for a, b in asides):
+            continue
         hit = {stem(word), *map(stem, re.split(r"[/:#-]", word))} & (old_words | topics)
         if hit:
             links.append((sorted(hit)[0], at))
@@ -138,12 +149,18 @@ def _told_apart(new_facts: list[Fact], old_facts: list[Fact]) -> bool:
     )
 
 
-def _same_subject(new_facts: list[Fact], norm: str, candidate: Candidate, patterns: SlotPatterns) -> bool:
+def _same_subject(new_facts: list[Fact], subjects: list[Subject], norm: str, candidate: Candidate, patterns: SlotPatterns) -> bool:
     """The new text is about the candidate's subject: each it names (besides the speaker) is the
     candidate's, and a speaker's change ("I switched barbers") never ends someone else's fact."""
-    theirs = {w for f in candidate.facts for w in content_words(f"{f.subject} {f.attribute}")}
-    theirs = theirs or content_words(candidate.norm)
-    if not all(content_words(f.subject) & theirs for f in new_facts if f.subject != "user"):
-        return False
-    speaker = any(f.subject == "user" for f in new_facts) or norm.split(" ", 1)[0] in patterns.self_subjects
-    return not (speaker and candidate.facts and all(f.subject != "user" for f in candidate.facts))
+    attributes = {w for f in candidate.facts for w in content_words(f.attribute)}
+    for fact, subject in zip(new_facts, subjects):
+        if fact.subject == SPEAKER:
+            continue
+        names = content_words(" ".join([subject.key, *subject.aliases]))
+        if candidate.facts:  # the same entity, or what it names is the candidate's attribute ("the office" moved)
+            if not (any(f.subject == fact.subject for f in candidate.facts) or names & attributes):
+                return False
+        elif not names & content_words(candidate.norm):
+            return False
+    speaker = any(f.subject == SPEAKER for f in new_facts) or norm.split(" ", 1)[0] in patterns.self_subjects
+    return not (speaker and candidate.facts and all(f.subject != SPEAKER for f in candidate.facts))

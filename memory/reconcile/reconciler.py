@@ -178,7 +178,7 @@ class Reconciler:
         new_facts = [_resolved(f, resolution.key(s)) for f, s in parsed]
         decision = decide(new_facts, norm, candidates, self.settings.duplicate_similarity)
         if decision.kind is DecisionKind.ADD:  # "I switched dentists": a change the slots could not read
-            decision = cued_update(entry.content, new_facts, norm, candidates, self.patterns) or decision
+            decision = cued_update(entry.content, new_facts, [s for _, s in parsed], norm, candidates, self.patterns) or decision
         if self.settings.strategy == "llm" and self.provider is not None and decision.reason != "the same words":
             decision = await self._ask_model(entry, [c.entry for c in candidates])
         return self._source_rule(entry, decision, by_id), by_id, [s for _, s in parsed]
