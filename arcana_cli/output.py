@@ -8,11 +8,12 @@ import shutil
 import sys
 from collections.abc import Callable, Sequence
 from contextlib import contextmanager
-from datetime import datetime
 from typing import Annotated, Any
 
 import typer
 from pydantic import BaseModel
+
+from memory.timespec import iso_times
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON on stdout.")]
 QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="No messages or progress on stderr.")]
@@ -21,14 +22,17 @@ AgentOpt = Annotated[str, typer.Option("--agent", "-a", help="Agent name or id."
 
 
 def to_jsonable(value: Any) -> Any:
+    """Plain JSON values; every time ISO 8601 (:func:`memory.timespec.iso_times`)."""
+    return iso_times(_plain(value))
+
+
+def _plain(value: Any) -> Any:
     if isinstance(value, BaseModel):
         return value.model_dump(mode="json", by_alias=True)
     if isinstance(value, dict):
-        return {k: to_jsonable(v) for k, v in value.items()}
+        return {k: _plain(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [to_jsonable(v) for v in value]
-    if isinstance(value, datetime):
-        return value.isoformat()
+        return [_plain(v) for v in value]
     return value
 
 

@@ -18,6 +18,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from memory.agent_links import relink
 from memory.errors import ConfigError, InvalidRequestError, NotFoundError
 from memory.home import Home, check_name, loaded_name, private_dir
 from memory.types import MemoryType, now_utc
@@ -185,15 +186,21 @@ class AgentRegistry:
             card = self.resolve(name_or_id)
             if new_name != card.name and self.exists(new_name):
                 raise InvalidRequestError(f"an agent named '{new_name}' already exists; pick another name")
-            card.name = new_name
+            old_name, card.name = card.name, new_name
             self.save(card)
+            relink(self.home, card.id, old_name, deleted=False)  # a hand-written name becomes the id
         return card
 
     def delete(self, name_or_id: str) -> Path:
-        """Move the agent's folder (card, memory, sessions) to the trash; return where."""
+        """Move the agent's folder (card, memory, sessions) to the trash; return where.
+
+        Its pool memberships and vault attachments go with it, so an agent
+        created later under the same name starts with none of them.
+        """
         card = self.resolve(name_or_id)
         private_dir(self.home.trash_dir)
         dest = self.home.trash_dir / f"agent-{card.name}-{card.id}-{int(time.time())}"
+        relink(self.home, card.id, card.name, deleted=True)
         self.home.agent_dir(card.id).replace(dest)
         return dest
 

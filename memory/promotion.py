@@ -30,6 +30,25 @@ def asserted_importance(importance: float) -> float:
     return max(0.0, min(float(importance), ASSERTED_IMPORTANCE_CAP))
 
 
+def as_claimed(entry: MemoryEntry, confidence_cap: float) -> MemoryEntry:
+    """``entry`` as an agent's claim may be stored: confidence at most ``confidence_cap``, importance
+    below the promotion threshold, never pinned (only a user or operator pins). Other sources pass as given.
+
+    Applied by the federation to every write, the one way an agent (run, MCP, a
+    session summary, ``remember --from`` of agent lines) stores, so no way in skips it.
+    """
+    if entry.confidence_source not in ASSERTED_SOURCES:
+        return entry
+    changes: dict = {}
+    if entry.confidence > confidence_cap:
+        changes["confidence"] = confidence_cap
+    if entry.importance > ASSERTED_IMPORTANCE_CAP:
+        changes["importance"] = ASSERTED_IMPORTANCE_CAP
+    if entry.pinned:
+        changes["pinned"] = False
+    return entry.model_copy(update=changes) if changes else entry
+
+
 def promotable(entry: MemoryEntry) -> bool:
     """True when ``entry`` belongs in the global tier too: private, important enough, and not self-asserted."""
     visibility = None if entry.visibility is None else Visibility(entry.visibility).value

@@ -12,6 +12,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from memory.timespec import iso
+
 
 def now_utc() -> datetime:
     return datetime.now(UTC)
@@ -109,6 +111,13 @@ class Audience(Enum):
     HISTORY = "history"  # an agent reading the past of its own memories: visible versions only, superseded too
 
 
+DERIVED_TAG = "derived"
+"""Tags a memory made from other memories or from what the model said (a turn's echo, a session
+summary), not from what the user stated. A tag, so the mark travels through every export format;
+derived memories rank below (:mod:`memory.federation.router`) and are pruned before the facts
+they come from (man/memory.md, "Derived memories")."""
+
+
 class MemoryEntry(BaseModel):
     """One remembered thing.
 
@@ -151,6 +160,7 @@ class MemoryEntry(BaseModel):
     matched_by: list[str] = Field(default_factory=list, exclude=True)
     tiers: list[str] = Field(default_factory=list, exclude=True)
     snippet: str | None = Field(default=None, exclude=True)  # the part of a long memory that matched
+    sources: list[str] = Field(default_factory=list, exclude=True)  # a consolidated memory's: ids it carries
 
     _agent = field_validator("agent_id", mode="before")(_agent_str)
 
@@ -175,6 +185,11 @@ class MemoryEntry(BaseModel):
             if tag:
                 seen.setdefault(tag, None)
         return list(seen)
+
+    @property
+    def derived(self) -> bool:
+        """True for a memory made from other memories or from a model's answer (:data:`DERIVED_TAG`)."""
+        return DERIVED_TAG in self.tags
 
 
 class MemoryQuery(BaseModel):
@@ -285,6 +300,13 @@ class Turn:
     recalled_ids: list[str] = field(default_factory=list)
     written_ids: list[str] = field(default_factory=list)
 
+    @property
+    def evidence(self) -> str | None:
+        """The answer as something that may be remembered: None when recalled memories were in the
+        model's context, since the answer may restate them and, stored again, would read as new
+        evidence of what it quoted."""
+        return None if self.recalled_ids else self.response
+
 
 @dataclass
 class Session:
@@ -307,8 +329,8 @@ class Session:
         data: dict[str, Any] = {
             "id": self.id,
             "agent_id": self.agent_id,
-            "created_at": self.created_at.isoformat(),
-            "closed_at": self.closed_at.isoformat() if self.closed_at else None,
+            "created_at": iso(self.created_at),
+            "closed_at": iso(self.closed_at) if self.closed_at else None,
             "turns": len(self.turns),
             "summary": self.summary,
             "summary_memory_id": self.summary_memory_id,
@@ -319,7 +341,7 @@ class Session:
                 {
                     "prompt": None if i in left_out else t.prompt,
                     "response": None if i in left_out else t.response,
-                    "at": t.at.isoformat(),
+                    "at": iso(t.at),
                     "model": t.model,
                     "recalled_ids": t.recalled_ids,
                     "written_ids": t.written_ids,

@@ -13,7 +13,7 @@ import typer
 
 from arcana_cli.command import add_commands, command
 from arcana_cli.context import CliContext
-from arcana_cli.output import Out, YesOpt, confirm
+from arcana_cli.output import Out, YesOpt, confirm, to_jsonable
 from arcana_cli.render import entry_json, snippet
 from memory.errors import NotFoundError
 
@@ -47,7 +47,8 @@ def _describe(vault) -> dict:
     return {
         "name": vault.name,
         "path": str(vault.root),
-        "agent": vault.config.agent,
+        "agent": vault.agent_name,
+        "agent_id": vault.config.agent,
         "pool": vault.config.pool,
         "ignore": vault.config.ignore,
         "obsidian_excluded": list(vault.obsidian_excluded.globs),
@@ -91,7 +92,7 @@ def list_(cli: CliContext, out: Out) -> None:
             (
                 v.name,
                 str(v.root),
-                f"agent {v.config.agent}" if v.config.agent else (f"pool {v.config.pool}" if v.config.pool else "-"),
+                f"agent {v.agent_name}" if v.config.agent else (f"pool {v.config.pool}" if v.config.pool else "-"),
                 "yes" if v.db_path.exists() else "no",
             )
             for v in vaults
@@ -189,7 +190,7 @@ async def watch(
         raise NotFoundError("no vaults registered; add one with `arcana vault add PATH --name N`")
 
     def line(text: str, data: dict) -> None:
-        sys.stdout.write((json.dumps(data, ensure_ascii=False) if out.json_mode else text) + "\n")
+        sys.stdout.write((json.dumps(to_jsonable(data), ensure_ascii=False) if out.json_mode else text) + "\n")
         sys.stdout.flush()
 
     stop = asyncio.Event()

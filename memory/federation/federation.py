@@ -16,13 +16,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from memory.audit import AuditLog
-from memory.errors import MemoryWriteError, TierWriteFailed
+from memory.config import ExtractionSettings
+from memory.errors import MemoryStorageError, MemoryWriteError, TierWriteFailed
 from memory.federation.events import DegradedSink, MemoryDegradedEvent, audit_sink
 from memory.federation.resilience import ResilientTier, describe_failure, failure_reason
 from memory.federation.router import MemoryRouter
 from memory.home import Home
-from memory.promotion import global_copy
-from memory.protocols import Closeable, Prunable
+from memory.promotion import as_claimed, global_copy
+from memory.protocols import Closeable, Prunable, provenance_of
 from memory.ranking import timeframe
 from memory.types import HealthStatus, MemoryEntry, MemoryQuery, MemoryScope, PrunePolicy, PruneReport
 
@@ -167,8 +168,16 @@ class MemoryFederation:
     log of the home resolved now (``ARCANA_HOME`` or ``~/.arcana``).
     """
 
-    def __init__(self, router: MemoryRouter, *, on_degraded: DegradedSink | None = None, reconciler: Any | None = None):
+    def __init__(
+        self,
+        router: MemoryRouter,
+        *,
+        on_degraded: DegradedSink | None = None,
+        reconciler: Any | None = None,
+        confidence_cap: float = ExtractionSettings().agent_confidence_cap,
+    ):
         self.router = router
+        self.confidence_cap = confidence_cap  # the agent's: what its own claims are stored at, at most
         self.reconciler = reconciler  # memory.reconcile.Reconciler: write-time add/noop/update/delete
         self.on_degraded = on_degraded or audit_sink(AuditLog(Home.resolve().audit_log))
         self._closed = False
@@ -209,8 +218,10 @@ class MemoryFederation:
 
         With a reconciler (and ``reconcile``) the write may instead reinforce an
         existing memory (``decision`` noop) or end the versions it replaces
-        (update / delete); see :mod:`memory.reconcile`.
+        (update / delete); see :mod:`memory.reconcile`. An agent's claim is
+        stored capped (:func:`memory.promotion.as_claimed`) whoever sends it.
         """
+        entry = as_claimed(entry, self.confidence_cap)
         if reconcile and self.reconciler is not None:
             return await self.reconciler.write(entry, self._fan_out)
         return await self._fan_out(entry)
@@ -267,6 +278,7 @@ class MemoryFederation:
         :meth:`write` decides it (``remember --from``); see
         :meth:`memory.reconcile.reconciler.Reconciler.write_many`.
         """
+        entries = [as_claimed(entry, self.confidence_cap) for entry in entries]
         if reconcile and self.reconciler is not None:
             return await self.reconciler.write_many(list(entries), self._fan_out_many)
         return await self._fan_out_many(entries)
@@ -385,7 +397,23 @@ class MemoryFederation:
         span = timeframe.window(query.text, now) if relevance is not None else None
         ranked = self.router.rank([entry for entry, _ in merged], query.limit, now, relevance=relevance, window=span)
         entries = [entry.model_copy(update={"score": score, "tiers": tiers_of[id(entry)]}) for entry, score in ranked]
+        await self._with_sources(entries, tiers)
         return RecallReport(entries, [t.name for t in tiers], degraded)
+
+    @staticmethod
+    async def _with_sources(entries: list[MemoryEntry], tiers: Sequence[ResilientTier]) -> None:
+        """Give each consolidated result its ``sources``, from the tier that returned it (one read per tier)."""
+        for tier in tiers:
+            store = provenance_of(tier.backend)
+            mine = [e for e in entries if tier.name in e.tiers and not e.sources]
+            if store is None or not mine:
+                continue
+            try:
+                found = await store.sources([e.id for e in mine])
+            except MemoryStorageError:  # provenance is an annotation: never fail a recall over it
+                continue
+            for entry in mine:
+                entry.sources = found.get(entry.id, [])
 
     async def search(self, query: MemoryQuery) -> list[MemoryEntry]:
         return (await self.recall(query)).entries

@@ -17,6 +17,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from memory.adapters.opener import open_store, open_tier
+from memory.agent_links import names_agent
 from memory.agents import AgentCard, AgentRegistry
 from memory.config import ArcanaConfig, PoolSettings, load_config, save_config
 from memory.errors import InvalidRequestError, NotFoundError
@@ -175,7 +176,7 @@ class PoolRegistry:
         """Remove ``card`` from pool ``name``; False when it was not a member."""
         config = self._config()
         settings = self._settings(config, name)
-        kept = [m for m in settings.members if m not in (card.id, card.name)]
+        kept = [m for m in settings.members if not names_agent(m, card.id, card.name)]
         if len(kept) == len(settings.members):
             return False
         config.pools = {**config.pools, name: settings.model_copy(update={"members": kept})}

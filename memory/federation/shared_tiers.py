@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from memory.adapters.opener import open_tier
+from memory.agent_links import names_agent
 from memory.agents import AgentCard
 from memory.budgets import ConnectionsConfig
 from memory.config import ArcanaConfig
@@ -33,7 +34,7 @@ class PoolConfig:
 def agent_pools(config: ArcanaConfig, card: AgentCard) -> list[str]:
     """Pools ``card`` belongs to: ``memory.pools`` (everyone's) plus pools listing it as a member."""
     names = set(config.memory.pools)
-    names |= {name for name, pool in config.pools.items() if card.id in pool.members or card.name in pool.members}
+    names |= {name for name, pool in config.pools.items() if any(names_agent(m, card.id, card.name) for m in pool.members)}
     return sorted(names)
 
 
@@ -63,7 +64,7 @@ def pool_configs(
         )
         found.append(PoolConfig(name, store))
     for vault_name, vault in sorted(config.vaults.items()):
-        if vault.agent in (card.id, card.name):
+        if names_agent(vault.agent, card.id, card.name):
             pool = f"vault:{vault_name}"
         elif vault.pool is not None and vault.pool in joined:
             pool = vault.pool

@@ -33,6 +33,7 @@ from memory.sqlite.batches import select_in
 from memory.sqlite.connection import transaction
 from memory.sqlite.rows import SELECT_COLUMNS, row_to_entry
 from memory.sqlite.vectors import pack, put_live_txn, read_meta
+from memory.timespec import iso
 from memory.types import Audience, MemoryEntry, MemoryQuery, MemoryScope
 
 FORMAT = "arcana-export"
@@ -191,7 +192,7 @@ def header(what: dict, *, arcana_version: str, with_history: bool, with_vectors:
         "version": VERSION,
         "arcana_version": arcana_version,
         "exported": what,
-        "created_at": datetime.now(UTC).isoformat(),
+        "created_at": iso(datetime.now(UTC)),
         "with_history": with_history,
         "with_vectors": with_vectors,
         "model": None if model is None else {k: model[k] for k in ("model", "family", "dimension")},

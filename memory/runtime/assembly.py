@@ -19,7 +19,7 @@ from memory.adapters.sqlite import SQLiteAdapter
 from memory.agents import AgentCard
 from memory.audit import AuditLog
 from memory.budgets import ConnectionsConfig
-from memory.config import ArcanaConfig, ReconcileSettings
+from memory.config import ArcanaConfig, ExtractionConfig, ExtractionSettings, ReconcileSettings
 from memory.federation.events import DegradedSink, MemoryDegradedEvent, audit_sink
 from memory.federation.federation import MemoryFederation
 from memory.federation.router import MemoryRouter
@@ -54,6 +54,7 @@ async def build_federation(
     clock: Callable[[], datetime] = now_utc,
     reconcile: ReconcileSettings | None = None,
     reconcile_model: Any | None = None,
+    confidence_cap: float | None = None,
 ) -> MemoryFederation:
     """Assemble the tier stack for one agent and return its federation.
 
@@ -71,6 +72,8 @@ async def build_federation(
     ``reconcile`` configures write-time reconciliation against the private
     tier (default: the offline heuristic; strategy ``off`` disables it),
     ``reconcile_model`` is the chat provider of its ``llm`` strategy.
+    ``confidence_cap`` (default: config's ``agent_confidence_cap``) is the
+    most confidence an agent-asserted write is stored with.
     Raises if the private tier cannot be opened — an agent
     without its durability anchor must not start.
     """
@@ -106,7 +109,10 @@ async def build_federation(
         audit=audit,
         copies=lambda: GlobalCopies.of_home(home, config or ArcanaConfig(), actor=actor),
     )
-    return MemoryFederation(router, on_degraded=on_degraded or audit_sink(audit), reconciler=reconciler)
+    cap = ExtractionSettings().agent_confidence_cap if confidence_cap is None else confidence_cap
+    return MemoryFederation(
+        router, on_degraded=on_degraded or audit_sink(audit), reconciler=reconciler, confidence_cap=cap
+    )
 
 
 async def federation_for_agent(
@@ -151,7 +157,14 @@ async def federation_for_agent(
         reconcile=reconcile_settings(config, card),
         reconcile_model=_reconcile_model(config, card),
         config=config,
+        confidence_cap=extraction_settings(config, card).agent_confidence_cap,
     )
+
+
+def extraction_settings(config: ArcanaConfig, card: AgentCard) -> ExtractionSettings:
+    """The agent card's ``extraction`` block over config.json's, then env, then defaults."""
+    file_values = config.memory.extraction.model_dump(exclude_none=True)
+    return ExtractionConfig.model_validate({**file_values, **card.extraction}).effective()
 
 
 def reconcile_settings(config: ArcanaConfig, card: AgentCard) -> ReconcileSettings:

@@ -69,6 +69,16 @@ class Vault:
     def lock_path(self) -> Path:
         return self.home.locks_dir / f"vault-{self.name}.lock"
 
+    @property
+    def agent_name(self) -> str | None:
+        """The attached agent's current name (the config holds its id), or what the config says if unknown."""
+        if not self.config.agent:
+            return None
+        try:
+            return AgentRegistry(self.home).resolve(self.config.agent).name
+        except NotFoundError:
+            return self.config.agent
+
     def identity(self) -> tuple[str, MemoryScope, str | None]:
         """(agent_id, scope, pool) stamped on every entry: a read-only shared tier.
 
@@ -117,7 +127,7 @@ class VaultRegistry:
         if not root.is_dir():
             raise NotFoundError(f"{root}: no such directory")
         if agent:
-            AgentRegistry(self.home).resolve(agent)
+            agent = AgentRegistry(self.home).resolve(agent).id  # by id: a rename keeps it, a new namesake does not
         config = self._config()
         if pool is not None and pool not in config.pools:
             check_name("pool", pool)
