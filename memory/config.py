@@ -174,6 +174,8 @@ class MemoryConfig(_Section):
     max_content_bytes: int = Field(default=MAX_CONTENT_BYTES, ge=1024, le=MAX_CONTENT_BYTES)
     extraction: ExtractionConfig = Field(default_factory=ExtractionConfig)
     reconcile: ReconcileConfig = Field(default_factory=ReconcileConfig)
+    # `arcana run` consolidates an agent's store each time it grows past another multiple (0: never).
+    consolidate_every: int = Field(default=500, ge=0)
 
     @field_validator("global_url")
     @classmethod

@@ -1,4 +1,4 @@
-"""Background memory work (extraction, summaries) off the answer's path, with load-shedding.
+"""Background memory work (extraction, summaries, consolidation) off the answer's path, with load-shedding.
 
 :class:`BackgroundJobQueue` never blocks a submitter: critical jobs (a
 user-confirmed preference) are always accepted, non-critical ones are shed
@@ -23,6 +23,7 @@ class JobKind(StrEnum):
 
     EXTRACTION = "extraction"
     SUMMARY = "summary"
+    CONSOLIDATION = "consolidation"
 
 
 @dataclass

@@ -7,7 +7,7 @@ from datetime import datetime, timedelta, timezone
 
 from memory.adapters.vector import VectorAdapter
 from memory.embedding.gateway import EmbeddingGateway
-from memory.operations.consolidate import consolidate_store
+from memory.consolidation.store import consolidate_store
 from memory.sqlite.consolidation import SOURCES, sources_of
 from memory.sqlite.rows import SELECT_COLUMNS, row_to_entry
 from memory.types import MemoryEntry, MemoryType, Visibility

@@ -19,17 +19,14 @@ from typing import Any
 
 from memory.adapters.opener import on_server, open_store, open_tier, vector_adapter
 from memory.audit import AuditLog
-from memory.consolidation.plan import Candidate, Merge, Plan, plan
+from memory.consolidation.plan import Plan
+from memory.consolidation.store import consolidate_store
 from memory.errors import MemoryStorageError
 from memory.home import Home
 from memory.locks import exclusive
 from memory.operator.targets import Selection, Target, reindex_targets
-from memory.sqlite.consolidation import apply_txn, current_page
 from memory.store_kinds import StoreKind
 from memory.types import now_utc
-
-PAGE = 2_000
-BATCH = 200  # decisions per transaction
 
 Progress = Callable[[str, int, int], None]
 """``on_progress(label, done, total)``: decisions applied in the store named ``label``."""
@@ -130,51 +127,3 @@ async def _consolidate_one(home, config, done: StoreConsolidation, gateway, now,
                                                           on_progress=progress)
     finally:
         await store.aclose()
-
-
-async def consolidate_store(
-    store, now: datetime, *, dry_run: bool = False, embed=None, actor: str = "library", on_progress=None
-) -> tuple[int, Plan]:
-    """Consolidate one SQLite store (an open or openable :class:`SQLiteAdapter`): ``(scanned, plan)``.
-
-    ``embed(ids)`` gives the digests written their vectors (``VectorAdapter.complete``);
-    without it they are embedded by the next reindex or write.
-    """
-    candidates = await _candidates(store)
-    planned = plan(candidates, now)
-    if not dry_run:
-        new_ids = await _apply(store, planned, f"{actor}:consolidate", on_progress)
-        if new_ids and embed is not None:
-            await embed(new_ids)
-    return len(candidates), planned
-
-
-async def _candidates(store) -> list[Candidate]:
-    found: list[Candidate] = []
-    after = 0
-    await store.ensure_vec()  # stored vectors are read back when the store has an index
-    while page := await store.run(current_page, after, PAGE):
-        found.extend(Candidate(entry, vector) for _, entry, vector in page)
-        after = page[-1][0]
-    return found
-
-
-async def _apply(store, planned: Plan, actor: str, progress) -> list[str]:
-    """Write the plan batch by batch; return the ids of the digests it wrote (to embed)."""
-    decisions: list = [*planned.merges, *planned.digests]
-    total = len(decisions)
-    for start in range(0, total, BATCH):
-        writes, importance, links, archive = [], {}, [], []
-        for decision in decisions[start : start + BATCH]:
-            if isinstance(decision, Merge):
-                importance[decision.keep.id] = decision.importance
-                links += [(decision.keep.id, s.id) for s in decision.sources]
-                archive += [s.id for s in decision.sources]
-            else:
-                writes.append(decision.entry)
-                links += [(decision.entry.id, s.id) for s in decision.sources]
-                archive += [s.id for s in (*decision.sources, *decision.idle)]
-        await store.run(apply_txn, writes, importance, links, archive, actor)
-        if progress:
-            progress(min(start + BATCH, total), total)
-    return [d.entry.id for d in planned.digests]

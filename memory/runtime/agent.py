@@ -27,6 +27,7 @@ from memory.models.context import RenderedContext, recall_context
 from memory.protocols import MemoryAdapter
 from memory.runtime.assembly import extraction_settings, federation_for_agent
 from memory.runtime.sessions import SessionClosedError, SessionManager, held_id, replayable
+from memory.runtime.upkeep import consolidate_if_grown
 from memory.types import Session, Turn
 
 DEFAULT_SYSTEM_PROMPT = "You are a helpful assistant."
@@ -215,6 +216,13 @@ class AgentRuntime:
         submit(MemoryJob(JobKind.EXTRACTION, extract, critical=critical, label="extraction"))
         if closing and self.settings.summarise_on_close:
             submit(MemoryJob(JobKind.SUMMARY, summarise, label="summary"))
+
+        async def consolidate() -> None:  # last: it counts what the jobs before it wrote
+            written = len(result.written_ids) + (result.summary_memory_id is not None)
+            await consolidate_if_grown(self.home, self.memory, self.card.id, written=written,
+                                       every=self.config.memory.consolidate_every, audit=self.audit)
+
+        submit(MemoryJob(JobKind.CONSOLIDATION, consolidate, label="consolidation"))
 
         def failed(job: MemoryJob, exc: BaseException) -> None:
             self.audit.append(

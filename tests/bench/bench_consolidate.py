@@ -39,7 +39,7 @@ from memory.consolidation.plan import content_words  # noqa: E402
 from memory.embedding.gateway import EmbeddingGateway  # noqa: E402
 from memory.home import Home  # noqa: E402
 from memory.operations.bulk_import import Parsed, remember_many  # noqa: E402
-from memory.operations.consolidate import consolidate_store  # noqa: E402
+from memory.consolidation.store import consolidate_store  # noqa: E402
 from memory.sqlite.consolidation import SOURCES  # noqa: E402
 from memory.store_kinds import StoreKind  # noqa: E402
 from memory.adapters.opener import open_store  # noqa: E402
