@@ -35,13 +35,18 @@ def render_date(when: datetime) -> str:
 
 
 # The turn before row ``c``: the latest admitted memory of the same agent and
-# session, not ``c`` itself, written no later. One definition for the context
-# derived at write and for scoring neighbours at read.
+# session before ``c`` in the store's order, date then insertion (``seq``): a
+# history imported with one date per session has every turn at the same
+# instant, and its order is then the order it was written in. One definition
+# for the context derived at write and for scoring neighbours at read.
 _BEFORE = (
     "SELECT p.{column} FROM memories p WHERE p.source_session_id = {c}source_session_id "
-    "AND p.agent_id = {c}agent_id AND p.id != {c}id AND p.created_at <= {c}created_at AND {gate} "
+    "AND p.agent_id = {c}agent_id AND p.created_at <= {c}created_at "
+    "AND NOT (p.created_at = {c}created_at AND p.seq >= {c}seq) AND {gate} "
     "ORDER BY p.created_at DESC, p.seq DESC LIMIT 1"
 )
+# A row not yet written comes after every row: the seq it will get.
+_NOT_YET = 9223372036854775807
 
 
 def previous_turn(raw, entry: MemoryEntry) -> str | None:
@@ -51,10 +56,11 @@ def previous_turn(raw, entry: MemoryEntry) -> str | None:
     gate = admission("p")
     sql = (
         f"SELECT ({_BEFORE.format(column='content', c='m.', gate=gate.sql)}) "
-        "FROM (SELECT ? AS source_session_id, ? AS agent_id, ? AS id, ? AS created_at) AS m"
+        "FROM (SELECT ? AS source_session_id, ? AS agent_id, ? AS created_at, "
+        "coalesce((SELECT seq FROM memories WHERE id = ?), ?) AS seq) AS m"
     )
     row = raw.execute(
-        sql, (*gate.params, entry.source_session_id, entry.agent_id, entry.id, entry.created_at.timestamp())
+        sql, (*gate.params, entry.source_session_id, entry.agent_id, entry.created_at.timestamp(), entry.id, _NOT_YET)
     ).fetchone()
     return row[0][:PREVIOUS_CHARS] if row and row[0] is not None else None
 

@@ -37,6 +37,7 @@ from memory.ranking.fusion import (
     lift_by_pairs,
     spread_to_neighbours,
 )
+from memory.ranking.neighbours import expand  # noqa: E402
 from memory.sqlite.fts import pair_share  # noqa: E402
 
 LIMIT = 10
@@ -78,12 +79,12 @@ class Conv:
             )
         self.id_of = {s: i for i, s in self.seq.items()}
         by_session = defaultdict(list)
-        for entry_id, t in self.turns.items():
-            by_session[t["session"]].append((t["created_at"], entry_id))
+        for entry_id, t in self.turns.items():  # the store's order: date, then insertion (seq)
+            by_session[t["session"]].append((t["created_at"], t.get("seq", 0), entry_id))
         self.previous = {}
         for rows in by_session.values():
             rows.sort()
-            for (_, a), (_, b) in zip(rows, rows[1:]):
+            for (*_, a), (*_, b) in zip(rows, rows[1:]):
                 self.previous[b] = a
         self.following = {a: b for b, a in self.previous.items()}
 
@@ -92,8 +93,10 @@ def entries(pool):
     return [SimpleNamespace(id=i, score=s) for i, s in pool]
 
 
-def federation_rank(conv: Conv, q: dict, scores: dict[str, float], asking: float = ASKING_WEIGHT) -> list[str]:
-    """MemoryFederation.recall over one private tier: relevance x freshness x asking x time window."""
+def federation_rank(conv: Conv, q: dict, scores: dict[str, float], asking: float = ASKING_WEIGHT,
+                    expansion: tuple[int, float] | None = None) -> list[str]:
+    """MemoryFederation.recall over one private tier: relevance x freshness x asking x time window,
+    then (``expansion`` = (depth, share)) the session neighbours of the best ``depth`` merged in."""
     top = max(scores.values(), default=0.0)
     if top <= 0:
         return best(scores, LIMIT)
@@ -109,7 +112,12 @@ def federation_rank(conv: Conv, q: dict, scores: dict[str, float], asking: float
             value *= 1.0 + TIME_BOOST
         ranked.append((value, score, t["created_at"], entry_id))
     ranked.sort(reverse=True)
-    return [r[3] for r in ranked[:LIMIT]]
+    if expansion is None:
+        return [r[3] for r in ranked[:LIMIT]]
+    depth, share = expansion
+    hits = [(r[3], r[0]) for r in ranked[:LIMIT]]
+    near = {i: [n for n in (conv.previous.get(i), conv.following.get(i)) if n] for i, _ in hits[:depth]}
+    return [i for i, _ in expand(hits, near, depth=depth, share=share, limit=LIMIT)]
 
 
 def store_scores(conv: Conv, q: dict, *, pairs: bool = True, replies: bool = True,
@@ -159,19 +167,22 @@ def fmt(row) -> str:
     return " ".join(f"{v:.3f}" for v in row)
 
 
-def evaluate(convs: list[Conv], variant) -> dict[str, dict[str, tuple]]:
+def evaluate(convs: list[Conv], variant, *, raw: bool = False) -> dict[str, dict[str, tuple]]:
     """Per conversation (and 'all'), per category (and 'all'): (any@5, any@10, MRR@10).
 
-    ``variant`` is (store scores of one question, the federation's asking weight).
+    ``variant`` is (store scores of one question, the federation's asking weight[, expansion]).
     """
-    store_scores, asking = variant
+    store_scores, asking, *expansion = variant
     rows = defaultdict(lambda: defaultdict(list))
     for conv in convs:
         for q in conv.questions:
-            s = score(federation_rank(conv, q, store_scores(conv, q), asking), conv, q["evidence"])
+            ranked = federation_rank(conv, q, store_scores(conv, q), asking, *expansion)
+            s = score(ranked, conv, q["evidence"])
             for c in (conv.name, "all"):
                 rows[c]["all"].append(s)
                 rows[c][CATEGORIES[q["category"]]].append(s)
+    if raw:  # the per-question rows, to pool across folds
+        return rows
     return {c: {k: mean(v) for k, v in cats.items()} for c, cats in rows.items()}
 
 
@@ -236,6 +247,18 @@ GRID = {
 }
 
 
+# session-neighbour expansion (memory.ranking.neighbours): (depth, share) over the default path
+EXPANSION = {"no expansion": (default_scores, ASKING_WEIGHT)} | {
+    f"expand depth={d} share={s}": (default_scores, ASKING_WEIGHT, (d, s))
+    for d in (1, 2, 3, 5) for s in (0.3, 0.5, 0.7, 0.8, 0.9, 0.95, 0.99)
+}
+
+
+def per_category(convs: list[Conv], variant) -> str:
+    table = evaluate(convs, variant)["all"]
+    return "  ".join(f"{c}: {fmt(table.get(c, (0, 0, 0)))}" for c in ("all", *CATEGORIES.values()))
+
+
 def cross_validate(convs: list[Conv], grid: dict) -> None:
     """Fit on two conversations (any@10 + MRR@10), score the third."""
     results = {name: evaluate(convs, v) for name, v in grid.items()}
@@ -247,10 +270,10 @@ def cross_validate(convs: list[Conv], grid: dict) -> None:
             n = [len(c.questions) for c in train]
             return sum((r[1] + r[2]) * k for r, k in zip(rows, n))
         chosen = max(grid, key=fit)
-        held.append((results[chosen][test.name]["all"], len(test.questions)))
+        held.append(evaluate([test], grid[chosen], raw=True)[test.name])
         print(f"  held out {test.name}: chose {chosen:<24} -> {fmt(results[chosen][test.name]['all'])}")
-    total = sum(n for _, n in held)
-    print(f"  held-out pooled: {fmt(tuple(sum(r[i] * n for r, n in held) / total for i in range(3)))}")
+    pooled = {c: mean([r for fold in held for r in fold.get(c, [])]) for c in ("all", *CATEGORIES.values())}
+    print("  held-out pooled: " + "  ".join(f"{c}: {fmt(v)}" for c, v in pooled.items()))
     for name, table in sorted(results.items(), key=lambda kv: -(kv[1]['all']['all'][2])):
         print(f"  {name:<28} {fmt(table['all']['all'])}")
 
@@ -265,6 +288,11 @@ def main() -> None:
     table = evaluate(convs, GRID["default"])
     per = "  ".join(f"{c.name}: {fmt(table[c.name]['all'])}" for c in convs)
     print(f"default: all {fmt(table['all']['all'])}   {per}")
+    if "--expansion" in sys.argv:
+        print("\n== session-neighbour expansion, cross-validated (fit on two, score the third) ==")
+        print(f"  before: {per_category(convs, EXPANSION['no expansion'])}")
+        cross_validate(convs, EXPANSION)
+        return
     cross_validate(convs, GRID)
 
 
