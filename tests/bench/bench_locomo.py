@@ -12,7 +12,8 @@ decay profiles that do not refresh on access (passed through the public
 
 1. any@5 / any@10 / MRR@10 per mode (keyword, semantic, hybrid = the default)
    and per category, per conversation and pooled; the same with the store
-   alone (``VectorAdapter.search``, no federation ranking);
+   alone (``VectorAdapter.search``, no federation ranking); and with
+   session-neighbour expansion the other way (on at depth 2 when the default is off);
 2. the wall-clock variant: dates shifted so the last session was yesterday,
    the real clock;
 3. candidate coverage: how often an evidence turn is in the top 50 of either leg;
@@ -64,7 +65,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from memory.config import ArcanaConfig  # noqa: E402
+from memory.config import ArcanaConfig, RecallConfig  # noqa: E402
 from memory.embedding.factory import vector_options  # noqa: E402
 from memory.embedding.gateway import EmbeddingGateway  # noqa: E402
 from memory.ranking.decay import DEFAULT_PROFILES  # noqa: E402
@@ -464,7 +465,7 @@ async def main() -> None:
     convs = [load(f, same_instant=VIA_WRITE) for f in files]
     print(f"{len(convs)} conversations, {sum(len(c.turns) for c in convs)} turns, "
           f"{sum(len(c.questions) for c in convs)} questions (categories 1-4)")
-    fed_results, store_results, legs_by_conv = [], [], {}
+    fed_results, other_results, store_results, legs_by_conv = [], [], [], {}
     ingest_turns, ingest_seconds, raw_seconds = 0, 0.0, 0.0
     with tempfile.TemporaryDirectory() as tmp:
         for conv in convs:
@@ -478,6 +479,10 @@ async def main() -> None:
                 if store_only:
                     continue
                 fed_results.append(await evaluate(store, federation=True))
+                default = store.fed.recall_settings  # session-neighbour expansion the other way too
+                store.fed.recall_settings = default.model_copy(update={"neighbour_depth": 0 if default.neighbour_depth else 2})
+                other_results.append(await evaluate(store, federation=True))
+                store.fed.recall_settings = default
                 items = []
                 for q in store.conv.questions:
                     s, k, c = await store.legs(q)
@@ -494,6 +499,8 @@ async def main() -> None:
         for conv, result in zip(convs, fed_results, strict=True):
             print_table(f"through the federation, conversation {conv.name}", pooled([result]))
         print_table("through the federation, all conversations", pooled(fed_results))
+        flipped = "off" if RecallConfig().neighbour_depth else "on (recall.neighbour_depth 2)"
+        print_table(f"through the federation, all conversations, session-neighbour expansion {flipped}", pooled(other_results))
         if VIA_FROM or VIA_WRITE:
             print(f"\n== reconciliation decisions over every turn ==\n  {dict(DECISIONS)}")
         coverage(legs_by_conv)

@@ -26,6 +26,7 @@ from types import SimpleNamespace
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
+from memory.config import RecallConfig  # noqa: E402
 from memory.federation.federation import RELEVANCE_FLOOR  # noqa: E402
 from memory.federation.router import ASKING_WEIGHT, DECAY_SHARE, TIME_BOOST  # noqa: E402
 from memory.ranking.fusion import (
@@ -39,9 +40,11 @@ from memory.ranking.fusion import (
 )
 from memory.ranking.neighbours import expand  # noqa: E402
 from memory.sqlite.fts import pair_share  # noqa: E402
+from memory.sqlite.rows import SELECT_COLUMNS  # noqa: E402
 
 LIMIT = 10
 NEAR = 30
+DEFAULT_EXPANSION = (RecallConfig().neighbour_depth, RecallConfig().neighbour_share)  # the real path's
 SHARE = 0.15
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
 
@@ -68,7 +71,9 @@ class Conv:
         self.questions = snap["questions"]
         self.db = sqlite3.connect(":memory:")
         self.db.execute(FTS_SCHEMA)
-        self.db.execute("CREATE TABLE memories (seq INTEGER PRIMARY KEY, id TEXT UNIQUE)")  # pair_share's join
+        self.db.row_factory = sqlite3.Row
+        columns = ", ".join(c.removeprefix("m.") for c in SELECT_COLUMNS.split(", ") if c != "m.id")
+        self.db.execute(f"CREATE TABLE memories (seq INTEGER PRIMARY KEY, id TEXT UNIQUE, {columns})")  # pair_share's read
         self.seq = {}
         for n, (entry_id, t) in enumerate(sorted(self.turns.items(), key=lambda kv: kv[1]["created_at"]), 1):
             self.seq[entry_id] = n
@@ -100,6 +105,7 @@ def federation_rank(conv: Conv, q: dict, scores: dict[str, float], asking: float
     top = max(scores.values(), default=0.0)
     if top <= 0:
         return best(scores, LIMIT)
+    expansion = expansion or DEFAULT_EXPANSION
     ranked = []
     for entry_id, score in scores.items():
         t = conv.turns[entry_id]
@@ -112,12 +118,12 @@ def federation_rank(conv: Conv, q: dict, scores: dict[str, float], asking: float
             value *= 1.0 + TIME_BOOST
         ranked.append((value, score, t["created_at"], entry_id))
     ranked.sort(reverse=True)
-    if expansion is None:
+    if not expansion[0]:
         return [r[3] for r in ranked[:LIMIT]]
     depth, share = expansion
     hits = [(r[3], r[0]) for r in ranked[:LIMIT]]
-    near = {i: [n for n in (conv.previous.get(i), conv.following.get(i)) if n] for i, _ in hits[:depth]}
-    return [i for i, _ in expand(hits, near, depth=depth, share=share, limit=LIMIT)]
+    near = [[n for n in (conv.previous.get(i), conv.following.get(i)) if n] for i, _ in hits[:depth]]
+    return [i for i, _ in expand(hits, near, share=share, limit=LIMIT, key=lambda i: i)]
 
 
 def store_scores(conv: Conv, q: dict, *, pairs: bool = True, replies: bool = True,
@@ -150,6 +156,12 @@ def store_scores(conv: Conv, q: dict, *, pairs: bool = True, replies: bool = Tru
 
 def default_scores(conv: Conv, q: dict) -> dict[str, float]:
     return store_scores(conv, q)
+
+
+def leg_scores(leg: str):
+    """One leg's top LIMIT as its mode answers alone (keyword, semantic): an approximation, the
+    snapshot records no such ranking to check it against."""
+    return lambda conv, q: dict(q[leg][:LIMIT])
 
 
 def score(ranked: list[str], conv: Conv, evidence) -> tuple[float, float, float]:
@@ -247,11 +259,15 @@ GRID = {
 }
 
 
-# session-neighbour expansion (memory.ranking.neighbours): (depth, share) over the default path
-EXPANSION = {"no expansion": (default_scores, ASKING_WEIGHT)} | {
-    f"expand depth={d} share={s}": (default_scores, ASKING_WEIGHT, (d, s))
-    for d in (1, 2, 3, 5) for s in (0.3, 0.5, 0.7, 0.8, 0.9, 0.95, 0.99)
-}
+# session-neighbour expansion (memory.ranking.neighbours): (depth, share), per mode
+def expansion_grid(scores) -> dict:
+    return {"no expansion": (scores, ASKING_WEIGHT, (0, 1.0))} | {
+        f"expand depth={d} share={s}": (scores, ASKING_WEIGHT, (d, s))
+        for d in (1, 2, 3, 5) for s in (0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.99)
+    }
+
+
+MODES = {"hybrid": default_scores, "keyword": leg_scores("keyword"), "semantic": leg_scores("semantic")}
 
 
 def per_category(convs: list[Conv], variant) -> str:
@@ -289,9 +305,11 @@ def main() -> None:
     per = "  ".join(f"{c.name}: {fmt(table[c.name]['all'])}" for c in convs)
     print(f"default: all {fmt(table['all']['all'])}   {per}")
     if "--expansion" in sys.argv:
-        print("\n== session-neighbour expansion, cross-validated (fit on two, score the third) ==")
-        print(f"  before: {per_category(convs, EXPANSION['no expansion'])}")
-        cross_validate(convs, EXPANSION)
+        for mode, scores in MODES.items():
+            print(f"\n== {mode}: session-neighbour expansion, cross-validated (fit on two, score the third) ==")
+            grid = expansion_grid(scores)
+            print(f"  before: {per_category(convs, grid['no expansion'])}")
+            cross_validate(convs, grid)
         return
     cross_validate(convs, GRID)
 
