@@ -10,8 +10,11 @@ the federation's relevance x freshness x time-window rank. The default variant
 must reproduce the federation ranking the snapshot recorded (printed as
 ``agreement``), so a variant's figure is what the real path would measure.
 
-Run: python tests/bench/locomo_replay.py SNAPSHOT [--failures] [--before-rerank]
-(``--before-rerank`` for a snapshot written before the word-pair / reply / asking rerank.)
+Run: python tests/bench/locomo_replay.py SNAPSHOT [--failures] [--before-rerank] [--expansion]
+(``--before-rerank`` for a snapshot written before the word-pair / reply / asking rerank;
+``--expansion`` cross-validates session-neighbour expansion, :mod:`memory.ranking.neighbours`,
+per mode: hybrid as the real path, keyword and semantic as each leg's top 10. A snapshot
+records its turns' ``seq``, so turns at one instant keep the store's order here too.)
 """
 
 from __future__ import annotations
@@ -117,7 +120,7 @@ def federation_rank(conv: Conv, q: dict, scores: dict[str, float], asking: float
         if window is not None and window[0].timestamp() <= t["created_at"] < window[1].timestamp():
             value *= 1.0 + TIME_BOOST
         ranked.append((value, score, t["created_at"], entry_id))
-    ranked.sort(reverse=True)
+    ranked.sort(key=lambda r: r[:3], reverse=True)  # ties: the store's order, as the router keeps it
     if not expansion[0]:
         return [r[3] for r in ranked[:LIMIT]]
     depth, share = expansion
