@@ -32,6 +32,8 @@ def entry_json(entry: MemoryEntry) -> dict:
         data["tiers"] = entry.tiers
     if entry.snippet:
         data["snippet"] = entry.snippet
+    if entry.sources:
+        data["sources"] = entry.sources
     return data
 
 

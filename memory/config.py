@@ -70,7 +70,7 @@ class ExtractionSettings:
     base_importance: float = 0.3
     durable_importance: float = 0.6
     signal_boost: float = 0.2
-    summary_importance: float = 0.7
+    summary_importance: float = 0.4  # below a user-stated fact (0.5 remembered, 0.6 extracted)
     summarise_on_close: bool = True
 
 

@@ -80,6 +80,26 @@ class PreparesWrites(Protocol):
 
 
 @runtime_checkable
+class Provenance(Protocol):
+    """Knows which memories a consolidated memory carries (its ``consolidates`` edges)."""
+
+    async def sources(self, entry_ids: Sequence[str]) -> dict[str, list[str]]:
+        """For each id that is a consolidated memory, the ids of the memories whose content it carries."""
+        ...
+
+    async def carriers(self, entry_ids: Sequence[str]) -> list[str]:
+        """The consolidated memories that carry any of ``entry_ids``."""
+        ...
+
+
+def provenance_of(adapter: object) -> Provenance | None:
+    """The store under ``adapter`` (through layers) that records provenance, if any."""
+    while not isinstance(adapter, Provenance) and isinstance(adapter, Layered):
+        adapter = adapter.store
+    return adapter if isinstance(adapter, Provenance) else None
+
+
+@runtime_checkable
 class Layered(Protocol):
     """A layer over another store (vectors over SQLite); ``store`` is the one underneath."""
 

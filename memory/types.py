@@ -111,6 +111,13 @@ class Audience(Enum):
     HISTORY = "history"  # an agent reading the past of its own memories: visible versions only, superseded too
 
 
+DERIVED_TAG = "derived"
+"""Tags a memory made from other memories or from what the model said (a turn's echo, a session
+summary), not from what the user stated. A tag, so the mark travels through every export format;
+derived memories rank below (:mod:`memory.federation.router`) and are pruned before the facts
+they come from (man/memory.md, "Derived memories")."""
+
+
 class MemoryEntry(BaseModel):
     """One remembered thing.
 
@@ -153,6 +160,7 @@ class MemoryEntry(BaseModel):
     matched_by: list[str] = Field(default_factory=list, exclude=True)
     tiers: list[str] = Field(default_factory=list, exclude=True)
     snippet: str | None = Field(default=None, exclude=True)  # the part of a long memory that matched
+    sources: list[str] = Field(default_factory=list, exclude=True)  # a consolidated memory's: ids it carries
 
     _agent = field_validator("agent_id", mode="before")(_agent_str)
 
@@ -177,6 +185,11 @@ class MemoryEntry(BaseModel):
             if tag:
                 seen.setdefault(tag, None)
         return list(seen)
+
+    @property
+    def derived(self) -> bool:
+        """True for a memory made from other memories or from a model's answer (:data:`DERIVED_TAG`)."""
+        return DERIVED_TAG in self.tags
 
 
 class MemoryQuery(BaseModel):
@@ -286,6 +299,13 @@ class Turn:
     model: str | None = None
     recalled_ids: list[str] = field(default_factory=list)
     written_ids: list[str] = field(default_factory=list)
+
+    @property
+    def evidence(self) -> str | None:
+        """The answer as something that may be remembered: None when recalled memories were in the
+        model's context, since the answer may restate them and, stored again, would read as new
+        evidence of what it quoted."""
+        return None if self.recalled_ids else self.response
 
 
 @dataclass

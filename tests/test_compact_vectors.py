@@ -9,11 +9,11 @@ from __future__ import annotations
 import pytest
 
 from memory.adapters.sqlite import SQLiteAdapter
-from memory.adapters.vector import VectorAdapter
+from memory.adapters.vector import VectorAdapter, hybrid_pool
 from memory.embedding.gateway import EmbeddingGateway
 from memory.sqlite import compact
 from memory.sqlite.admission import where
-from memory.sqlite.vectors import nearest, pack
+from memory.sqlite.vectors import KNN_FLOOR, nearest, pack
 from memory.types import MemoryQuery, PruneMode, PrunePolicy, RetrievalMode, Visibility
 from factories import entries_for
 
@@ -166,3 +166,47 @@ async def test_a_small_store_keeps_the_exact_scan(tmp_path, offline_embedder):
     assert not await on_compact_path(adapter, offline_embedder, query(QUERIES[0]))
     assert (await adapter.search(query("printer jammed")))[0].content.startswith("the printer")
     await adapter.aclose()
+
+
+async def test_the_rescoring_reads_the_candidates_floats_in_seq_order(pair, offline_embedder):
+    """vec0 keeps floats in ~1.5 MB chunks: read in hamming order, 800 candidates took 4-6x as long
+    (bench_scale.py's hybrid leg); so the candidate list drives the read, in seq order."""
+    fast, exact = pair
+    meta = await fast.meta()
+    q = query(QUERIES[0])
+    [vector] = await offline_embedder.embed([q.text])
+    clause = where(q)
+
+    def plan_of_the_search(raw):
+        statements: list[str] = []
+        raw.set_trace_callback(statements.append)
+        try:
+            hits = compact.search(raw, meta.vec_table, pack(vector), 10, clause.sql, clause.params)
+        finally:
+            raw.set_trace_callback(None)
+        [rescore] = [s for s in statements if "vec_distance_cosine(v.embedding" in s]
+        return hits, [r[3] for r in raw.execute(f"EXPLAIN QUERY PLAN {rescore}")]
+
+    hits, plan = await fast.store.run(plan_of_the_search)
+    assert len(hits) == 10  # positive control: the traced statement is the one that answered
+    assert any(step.startswith("LIST SUBQUERY") for step in plan), plan
+    assert not any(step == "SCAN c" for step in plan), plan
+    assert await ids(fast, q) == await ids(exact, q)
+
+
+async def test_a_hybrid_leg_asks_the_compact_index_for_its_pool_not_four_times_it(pair, offline_embedder):
+    """The compact index admits inside its statement, so the exact scan's over-fetch is not applied
+    on top of its own: a hybrid leg of 50 rescores RESCORE x 50 floats, not RESCORE x 200."""
+    fast, exact = pair
+    statements: list[str] = []
+    await fast.store.run(lambda raw: raw.set_trace_callback(statements.append))
+    try:
+        hybrid = await ids(fast, query(QUERIES[1]).model_copy(update={"retrieval_mode": RetrievalMode.hybrid}))
+        semantic = await ids(fast, query(QUERIES[1]))
+    finally:
+        await fast.store.run(lambda raw: raw.set_trace_callback(None))
+    rescores = [s for s in statements if "vec_distance_cosine(v.embedding" in s]
+    limits = [int(s.rsplit("LIMIT", 1)[1]) for s in rescores]
+    assert limits == [hybrid_pool(10), KNN_FLOOR]  # positive control: a semantic query of 10 keeps its floor
+    assert len(hybrid) == len(semantic) == 10
+    assert semantic == await ids(exact, query(QUERIES[1]))

@@ -119,3 +119,23 @@ def test_a_dry_run_shows_every_decision_and_changes_nothing(cli):
 
 def test_the_edge_relation_is_one_name():
     assert SOURCES == "consolidates"
+
+
+async def test_a_fact_is_never_archived_into_an_echo_and_a_digest_with_a_fact_is_not_derived(store, offline_embedder):
+    from memory.types import DERIVED_TAG
+
+    vectors = VectorAdapter(store, EmbeddingGateway([offline_embedder]))
+    said = fact("I walk my dog Rex along the river every morning.", importance=0.6)
+    echo = fact("User asked: I walk my dog Rex along the river every morning.", importance=0.3, tags=[DERIVED_TAG])
+    mixed = [turn("Caroline: I paint sunsets by the lake.", 0, session="s7"),
+             turn("User asked: what do I paint?", 1, session="s7", tags=[DERIVED_TAG])]
+    tea, milk = fact("I like tea."), fact("I like tea with milk.")
+    await vectors.write_many([said, echo, *mixed, tea, milk])
+
+    _, plan = await _consolidate(store, offline_embedder)
+
+    assert [m.keep.id for m in plan.merges] == [milk.id]  # control: a restatement between facts still merges
+    current = await _current(store)
+    assert said.id in current and echo.id in current  # an echo never keeps over the fact it repeats
+    (digest,) = [d for d in plan.digests if d.sources[0].source_session_id == "s7"]
+    assert DERIVED_TAG not in digest.entry.tags  # it carries Caroline's fact

@@ -7,10 +7,12 @@ the agent's own visible memory is found.
 
 from __future__ import annotations
 
+import json
+
 from memory.adapters.sqlite import SQLiteAdapter
 from memory.agents import AgentRegistry
 from memory.types import Audience, Visibility
-from test_mcp_server import call, keyword_only, seed, session
+from test_mcp_server import arcana, call, keyword_only, seed, session
 
 HINTS = {  # tool: (readOnly, destructive, idempotent); openWorld is False for all
     "remember": (False, False, False), "update": (False, False, False), "forget": (False, True, True),
@@ -161,3 +163,24 @@ async def test_get_over_http_own_found_hidden_refused(arcana_home, tmp_path):
     finally:
         proc.terminate()
         proc.wait(timeout=30)
+
+
+async def test_get_and_history_read_a_shared_memory_the_agent_recalls_and_nothing_else(arcana_home):
+    keyword_only(arcana_home)
+    arcana("pool", "create", "team")
+    for name in ("alice", "bob"):
+        arcana("agent", "join", name, "team")
+    shared = json.loads(arcana("remember", "standup moved to 10am", "--agent", "bob", "--pool", "team", "--json"))["id"]
+    quarantined = json.loads(arcana("remember", "standup secret 4711", "--agent", "bob", "--pool", "team", "--json"))["id"]
+    arcana("memory", "set", quarantined, "--pool", "team", "--visibility", "hidden")
+    private = json.loads(arcana("remember", "bob standup diary", "--agent", "bob", "--json"))["id"]
+    async with session("--agent", "alice") as client:
+        error, got = await call(client, "get", id=shared)
+        assert not error and got["content"] == "standup moved to 10am" and got["tier"] == "pool:team"
+        error, chain = await call(client, "history", id=shared)
+        assert not error and [v["id"] for v in chain["versions"]] == [shared] and chain["ledger"][0]["op"] == "insert"
+        for other in (quarantined, private, shared[:8]):  # hidden, another's private, a prefix of a shared id
+            error, message = await call(client, "get", id=other)
+            assert error and message.endswith(": " + missing(other)), other
+            error, message = await call(client, "history", id=other)
+            assert error and message.endswith(": " + missing(other)), other

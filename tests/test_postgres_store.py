@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 from test_ledger import MUTATORS
 from test_prune import (  # noqa: F401  (imported tests and their fixture run on both engines)
     ten,
+    test_a_cap_removes_derived_memories_before_any_fact,
     test_a_planned_prune_removes_no_more_than_it_planned,
     test_a_second_archive_prune_finds_nothing,
     test_archive_hides_keeps_and_restores,

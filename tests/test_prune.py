@@ -55,6 +55,19 @@ async def test_floor_and_cap_compose_into_one_victim_set(store, ten, floor, cap,
     assert (await store.get(pinned.id)).pinned  # untouched and still recalled
 
 
+async def test_a_cap_removes_derived_memories_before_any_fact(store):
+    """A summary outweighing the fact it repeats still goes first; a pinned summary stays (control)."""
+    fact = entry("I prefer tea over coffee", importance=0.3)
+    other = entry("The ferry leaves at nine", importance=0.2)
+    summaries = [entry(f"Session summary {i}", importance=0.9, tags=["derived"]) for i in range(3)]
+    pinned = entry("Session summary pinned", importance=0.0, tags=["derived"], pinned=True)
+    await store.write_many([fact, other, *summaries, pinned])
+    report = await store.prune(PrunePolicy(max_entries=3))
+    assert set(report.victim_ids) == {s.id for s in summaries[:3]}
+    report = await store.prune(PrunePolicy(max_entries=2))
+    assert report.victim_ids == [other.id]  # with no derived memory left to take, the lowest fact goes
+
+
 async def test_a_planned_prune_removes_no_more_than_it_planned(store, ten):
     """What operations/prune.py relies on: copies followed for the plan, then exactly the plan pruned;
     a row that became a victim since stays for the next prune."""

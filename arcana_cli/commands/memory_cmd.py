@@ -27,8 +27,10 @@ def target_store(cli: CliContext, agent: str | None, pool: str | None, global_: 
 
 
 def edit_json(report) -> dict:
-    """An applied edit for --json: the id, whether it changed, and what each copy did."""
-    return {"id": report.entry_id, "changed": report.changed, "copies": [c.as_dict() for c in report.copies]}
+    """An applied edit for --json: the id, whether it changed, what each copy did, and the
+    consolidated memories that carry it (``reached``), each as an edit of its own."""
+    data = {"id": report.entry_id, "changed": report.changed, "copies": [c.as_dict() for c in report.copies]}
+    return {**data, "reached": [edit_json(r) for r in report.carriers]} if report.carriers else data
 
 
 @command("list")
@@ -75,13 +77,16 @@ async def _edit(cli: CliContext, out: Out, memory_id: str, agent, pool, global_,
         entry = await editor.resolve(memory_id)
         report = await editor.apply(entry.id, edit, verb=verb)
     if edit.op in ("update", "make_current"):
-        out.data({**entry_json(report.entry), "copies": edit_json(report)["copies"]}, text=lambda: report.entry_id)
+        reached = {k: v for k, v in edit_json(report).items() if k in ("copies", "reached")}
+        out.data({**entry_json(report.entry), **reached}, text=lambda: report.entry_id)
         if edit.op == "make_current":
             short = report.entry_id[:8]
             out.info(f"{short} is current again" if report.changed else f"{short} was already current")
     else:
         out.data(edit_json(report), text=lambda: report.entry_id)
         out.info(f"{verb} {report.entry_id}" if report.changed else f"{report.entry_id} was already {verb}")
+    if report.carriers:
+        out.info(f"also withheld {len(report.carriers)} consolidated memories that carry it")
     for copy in report.copies:
         if copy.changed and copy.op in ("withdraw", "promote"):
             out.info(f"{report.entry_id}: {'withdrawn from' if copy.op == 'withdraw' else 'promoted to'} the {copy.tier} tier")

@@ -13,22 +13,9 @@ IdArg = Annotated[str, typer.Argument(help="Session id (or a unique prefix).")]
 
 
 def _manager(cli: CliContext, card, *, with_model: bool = False):
-    """The agent's SessionManager; with its model when extraction is 'llm' and one is configured."""
-    from memory.errors import InvalidRequestError, NotFoundError
-    from memory.extraction.extractors import build_extractor
-    from memory.models.registry import provider_for, resolve_model_name
-    from memory.runtime.assembly import extraction_settings
-    from memory.runtime.sessions import SessionManager
+    from memory.runtime.agent import session_manager
 
-    settings = extraction_settings(cli.config, card)
-    provider = None
-    if with_model and settings.strategy == "llm":
-        try:
-            provider = provider_for(cli.config, resolve_model_name(cli.config, card))
-        except (InvalidRequestError, NotFoundError):
-            provider = None  # no model: the deterministic summary
-    extractor = build_extractor(settings, provider, audit=cli.audit)
-    return SessionManager(cli.home, card.id, extractor=extractor, settings=settings)
+    return session_manager(cli.home, cli.config, card, with_model=with_model, audit=cli.audit)
 
 
 @command("list")

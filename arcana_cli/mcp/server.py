@@ -146,10 +146,32 @@ class MemoryTools:
             entry = seen[0] if seen else None
         if entry is None or entry.agent_id != self.card.id:
             raise ToolFailure(f"no memory with id '{id}' among this agent's memories")
+        entry.sources = (await store.sources([entry.id])).get(entry.id, [])
         return entry
 
+    async def _readable(self, id: str) -> tuple[MemoryEntry, Any]:
+        """A memory this agent may read, and the store it lives in: its own (id or prefix), else
+        one a shared tier of its federation admits for recall (a full id: a prefix would probe
+        other agents' ids)."""
+        from memory.protocols import Layered
+        from memory.runtime.assembly import private_store
+
+        try:
+            return await self._own(id), private_store(self.federation)
+        except ToolFailure:
+            for tier in self.federation.router.tiers:
+                if tier.scope is MemoryScope.PRIVATE or tier.read_only:
+                    continue
+                found, _ = await tier.get(id)
+                if found is not None:
+                    store = tier.backend
+                    while isinstance(store, Layered):
+                        store = store.store
+                    return found.model_copy(update={"tiers": [tier.name]}), store
+            raise
+
     async def get(self, id) -> dict:
-        entry = await self._own(id)
+        entry, _ = await self._readable(id)
         return self._answer({**_hit(entry), **_details(entry)})
 
     async def update(self, id, content, importance, tags) -> dict:
@@ -195,17 +217,15 @@ class MemoryTools:
                              "held_beside": successor.conflict_with})
 
     async def history(self, id) -> dict:
-        from memory.runtime.assembly import private_store
         from memory.types import Audience
 
-        entry = await self._own(id)
-        store = private_store(self.federation)
+        entry, store = await self._readable(id)
         chain = await store.versions(entry.id, audience=Audience.HISTORY, include_archived=True)
-        ids = {e.id for e in chain}
+        records = sorted([r for e in chain for r in await store.history(e.id)], key=lambda r: r.seq)
         ledger = [
             {"seq": r.seq, "at": r.at, "op": r.op, "actor": r.actor, "memory": r.memory_id,
              "changed": _changed(r)}
-            for r in await store.ledger(sorted(ids))
+            for r in records
         ]
         versions = [{**_hit(e), **_details(e), "current": e.valid_to is None and not e.superseded_by} for e in chain]
         return self._answer({"id": entry.id, "versions": versions, "ledger": ledger})
@@ -265,7 +285,7 @@ def _round(score: float | None) -> float | None:
 def _hit(entry: MemoryEntry) -> dict:
     from arcana_cli.render import age
 
-    return {
+    hit = {
         "id": entry.id,
         "content": entry.content,
         "type": entry.type.value,
@@ -275,6 +295,7 @@ def _hit(entry: MemoryEntry) -> dict:
         "tags": entry.tags,
         "pinned": entry.pinned,
     }
+    return {**hit, "sources": entry.sources} if entry.sources else hit
 
 
 def _details(entry: MemoryEntry) -> dict:
@@ -469,9 +490,9 @@ def build_server(tools: MemoryTools, *, read_only: bool = False):
         "list": (list_, "List your visible memories, pinned and important first, optionally filtered by type, tag or age."),
         "vault_search": (vault_search, f"Search an attached Markdown vault of notes ({', '.join(tools.vaults)}) for a query."),
         "context": (context, "A ready memory block for a prompt, within a token budget, each line attributed to its source."),
-        "get": (get, "One of your memories in full by id (or a unique 6+ character prefix)."),
+        "get": (get, "One memory in full by id: yours (or a unique 6+ character prefix of it), or one a shared pool or the global tier gives you (its full id)."),
         "update": (update, "Change one of your memories by id: new text (a new version replacing it), importance or tags."),
-        "history": (history, "One of your memories' version chain and the changes recorded to it, by id."),
+        "history": (history, "A memory's version chain and the changes recorded to it, by id: yours, or one a shared tier gives you (full id)."),
     }
     for name, (fn, description) in catalogue.items():
         if read_only and name in WRITE_TOOLS:

@@ -19,7 +19,7 @@ from memory.migrations.backup import backup_copy
 from memory.migrations.runner import check_not_newer, migrate
 from memory.promotion import promote
 from memory.protocols import MemoryAdapter
-from memory.sqlite import context, inspection, mutations, vectors
+from memory.sqlite import consolidation, context, inspection, mutations, vectors
 from memory.sqlite import versions as version_sql
 from memory.sqlite.admission import where
 from memory.sqlite.batches import select_in
@@ -43,6 +43,7 @@ from memory.sqlite.rows import SELECT_COLUMNS, admitted_rows, row_to_entry
 from memory.inspection import Census, Growth, RecallDay
 from memory.store_kinds import StoreKind, store_options
 from memory.types import (
+    DERIVED_TAG,
     Audience,
     HealthStatus,
     LedgerRecord,
@@ -328,6 +329,14 @@ class SQLiteAdapter:
         query = version_sql.chain(entry_id, f"{SELECT_COLUMNS}, m.seq", audience=audience, include_archived=include_archived)
         rows = await self.run(lambda raw: raw.execute(query.sql, query.params).fetchall(), inline=True)
         return [row_to_entry(r) for r in rows]
+
+    async def sources(self, entry_ids: Sequence[str]) -> dict[str, list[str]]:
+        """For each id that is a consolidated memory, the ids whose content it carries (sorted)."""
+        return await self.run(consolidation.sources_of, list(entry_ids), inline=True) if entry_ids else {}
+
+    async def carriers(self, entry_ids: Sequence[str]) -> list[str]:
+        """The consolidated memories that carry any of ``entry_ids``: where an operator's edit must reach."""
+        return await self.run(consolidation.carriers_of, list(entry_ids), inline=True) if entry_ids else []
 
     async def open_conflicts(self) -> int:
         """Claims held beside the user-confirmed fact they contradict, awaiting an operator."""
@@ -621,14 +630,17 @@ def _prune_txn(raw, policy: PrunePolicy, actor: str) -> PruneReport:
             for (mid,) in raw.execute(sql + " ORDER BY importance, created_at", (policy.min_importance,)):
                 victims[mid] = None
         if policy.max_entries is not None:
+            # Derived memories go first, so a fact never goes while something made from it stays.
             overflow = raw.execute(
                 "SELECT id FROM memories WHERE archived = 0 AND pinned = 0 "
-                "ORDER BY importance ASC, coalesce(last_accessed_at, created_at) ASC "
+                f"ORDER BY {consolidation.DERIVED} DESC, importance ASC, coalesce(last_accessed_at, created_at) ASC "
                 "LIMIT max(0, (SELECT count(*) FROM memories WHERE archived = 0) - ?)",
-                (policy.max_entries,),
+                (DERIVED_TAG, policy.max_entries),
             )
             for (mid,) in overflow:
                 victims[mid] = None
+        for mid in consolidation.derived_from(raw, list(victims), live_only=live_only):
+            victims[mid] = None  # a summary goes with a fact it carries, whatever its importance
         ids = policy.restrict(list(victims))
         report = PruneReport(scanned=scanned, dry_run=policy.dry_run, victim_ids=ids)
         if policy.dry_run:  # counts say what would happen; nothing is written

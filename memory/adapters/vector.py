@@ -42,6 +42,8 @@ from memory.sqlite import chunks, compact, context, fts
 from memory.sqlite.admission import where
 from memory.sqlite.rows import admitted_rows, row_to_entry
 from memory.sqlite.vectors import (
+    KNN_FLOOR,
+    OVERFETCH,
     build_table,
     embedded_of,
     filtered_scan,
@@ -480,7 +482,7 @@ class VectorAdapter:
                 f"query vector has {len(vector)} dimensions but the index holds {meta.dimension}"
             )
         blob = pack(vector)
-        k = min(max(4 * wanted, 40), KNN_MAX)
+        k = min(max(OVERFETCH * wanted, KNN_FLOOR), KNN_MAX)
         clause = where(query)
         while True:
             hits, admitted = await self.store.run(

@@ -31,7 +31,7 @@ import numpy as np
 
 from memory.ranking.decay import DEFAULT_PROFILES, DecayProfile, should_consolidate
 from memory.sqlite.fts import STOPWORDS
-from memory.types import ConfidenceSource, MemoryEntry, MemoryType
+from memory.types import DERIVED_TAG, ConfidenceSource, MemoryEntry, MemoryType
 
 MERGE_SIMILARITY = 0.8  # close by meaning; the content-word rule is what keeps different facts apart
 DIGEST_TURNS = 5  # contentful turns per digest: small enough to stay findable by meaning
@@ -126,9 +126,10 @@ def _group_key(entry: MemoryEntry) -> tuple:
 
 
 def _keeper(group: list[Candidate]) -> Candidate:
-    """The member that says the most; among equals the most trusted, then the earliest."""
-    return min(group, key=lambda c: (-len(content_words(c.entry.content)), _TRUST[c.entry.confidence_source],
-                                     c.entry.created_at, c.entry.id))
+    """The member that says the most; among equals the most trusted, then the earliest. A derived
+    memory (an echo, a summary) never keeps over what it was made from: no fact is archived into one."""
+    return min(group, key=lambda c: (c.entry.derived, -len(content_words(c.entry.content)),
+                                     _TRUST[c.entry.confidence_source], c.entry.created_at, c.entry.id))
 
 
 def _carries(big: frozenset[str], small: frozenset[str]) -> bool:
@@ -198,6 +199,12 @@ def _date_words(start: datetime, end: datetime) -> str:
     return f"On {first}" if start.date() == end.date() else f"From {first} to {end.day} {end:%B %Y}"
 
 
+def _digest_tags(turns: list[MemoryEntry]) -> list[str]:
+    """Every tag of its turns; derived only when every turn is (a digest carrying a fact is not)."""
+    tags = {tag for t in turns for tag in t.tags}
+    return sorted(tags if all(t.derived for t in turns) else tags - {DERIVED_TAG})
+
+
 def _digest_entry(turns: list[MemoryEntry], now: datetime) -> MemoryEntry:
     parts, speaker_last = [], None
     for turn in turns:
@@ -215,7 +222,7 @@ def _digest_entry(turns: list[MemoryEntry], now: datetime) -> MemoryEntry:
         importance=max(t.importance for t in turns),
         confidence=min(t.confidence for t in turns),
         confidence_source=max((t.confidence_source for t in turns), key=lambda s: _TRUST[s]),
-        tags=sorted({tag for t in turns for tag in t.tags}),
+        tags=_digest_tags(turns),
         source_session_id=first.source_session_id,
         created_at=turns[0].created_at,
         updated_at=now,

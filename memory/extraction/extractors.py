@@ -19,7 +19,7 @@ from memory.extraction.scoring import agent_confidence, distil, importance, trim
 from memory.extraction.signals import SignalPatterns, get_signals
 from memory.models.base import ChatMessage, ChatProvider, astream
 from memory.promotion import asserted_importance
-from memory.types import ConfidenceSource, MemoryEntry, MemoryType, Session
+from memory.types import DERIVED_TAG, ConfidenceSource, MemoryEntry, MemoryType, Session
 
 EXTRACTED_TAG = "extracted"
 
@@ -28,13 +28,17 @@ class MemoryExtractor(Protocol):
     @property
     def signals(self) -> SignalPatterns: ...
 
-    async def extract(self, prompt: str, response: str, session: Session) -> list[MemoryEntry]: ...
+    async def extract(self, prompt: str, response: str | None, session: Session) -> list[MemoryEntry]:
+        """The memories one exchange gives. ``response`` is None when the answer may not be
+        remembered (it was given with recalled memories in context, see :attr:`Turn.evidence`)."""
+        ...
 
     async def summarise(self, session: Session) -> str: ...
 
 
 class HeuristicExtractor:
-    """One EPISODIC entry per turn; a stated preference → SEMANTIC; a how-to with steps → PROCEDURAL."""
+    """One EPISODIC entry per turn (derived: an echo of the turn); a stated preference → SEMANTIC;
+    a how-to with steps → PROCEDURAL."""
 
     def __init__(self, settings: ExtractionSettings | None = None, signals: SignalPatterns | None = None):
         self.settings = settings or ExtractionSettings()
@@ -44,23 +48,25 @@ class HeuristicExtractor:
     def signals(self) -> SignalPatterns:
         return self._signals
 
-    def _entry(self, session: Session, kind: MemoryType, content: str, **fields) -> MemoryEntry:
+    def _entry(self, session: Session, kind: MemoryType, content: str, *, tags: tuple[str, ...] = (), **fields) -> MemoryEntry:
         return MemoryEntry(
             agent_id=session.agent_id,
             type=kind,
             content=content,
             source_session_id=session.id,
-            tags=[EXTRACTED_TAG],
+            tags=[EXTRACTED_TAG, *tags],
             **fields,
         )
 
-    async def extract(self, prompt: str, response: str, session: Session) -> list[MemoryEntry]:
+    async def extract(self, prompt: str, response: str | None, session: Session) -> list[MemoryEntry]:
         s, cues, limit = self.settings, self._signals, self.settings.max_content
+        echo = f"User asked: {prompt.strip()}" + (f" — Assistant answered: {response.strip()}" if response else "")
         entries = [
             self._entry(
                 session,
                 MemoryType.EPISODIC,
-                trim_content(f"User asked: {prompt.strip()} — Assistant answered: {response.strip()}", limit),
+                trim_content(echo, limit),
+                tags=(DERIVED_TAG,),
                 importance=asserted_importance(importance(s.base_importance, prompt, cues, s)),
                 confidence=agent_confidence(s),
                 confidence_source=ConfidenceSource.AGENT,
@@ -77,7 +83,7 @@ class HeuristicExtractor:
                     confidence_source=ConfidenceSource.USER_CONFIRMED,
                 )
             )
-        steps = cues.step_lines(response)
+        steps = cues.step_lines(response or "")
         if cues.asks_howto(prompt) and len(steps) >= 2:
             entries.append(
                 self._entry(
@@ -158,9 +164,8 @@ class LLMExtractor:
                 model=self.provider.name, reason=str(reason)[:300],
             )
 
-    async def extract(self, prompt: str, response: str, session: Session) -> list[MemoryEntry]:
-        limit = self.settings.max_content
-        exchange = f"User:\n{trim_content(prompt, limit)}\n\nAssistant:\n{trim_content(response, limit)}"
+    async def extract(self, prompt: str, response: str | None, session: Session) -> list[MemoryEntry]:
+        exchange = _exchange(prompt, response, self.settings.max_content)
         try:
             raw = await self._ask(EXTRACTION_INSTRUCTIONS, exchange)
             return self._parse(raw, session)
@@ -180,10 +185,11 @@ class LLMExtractor:
             if not isinstance(item, dict) or not isinstance(item.get("content"), str):
                 raise ExtractionFallback(f"item without string content: {str(item)[:80]}")
             try:
+                kind = MemoryType(item.get("type", "episodic"))
                 entries.append(
                     MemoryEntry(
                         agent_id=session.agent_id,
-                        type=MemoryType(item.get("type", "episodic")),
+                        type=kind,
                         content=trim_content(item["content"], self.settings.max_content),
                         # Model output is agent-asserted whatever it claims: confidence capped
                         # below 1.0, importance below the promotion threshold.
@@ -191,7 +197,8 @@ class LLMExtractor:
                         confidence=agent_confidence(self.settings, item.get("confidence")),
                         confidence_source=ConfidenceSource.AGENT,
                         source_session_id=session.id,
-                        tags=[EXTRACTED_TAG],
+                        # An account of what happened in the turn is an echo of it, as the heuristic's is.
+                        tags=[EXTRACTED_TAG, DERIVED_TAG] if kind is MemoryType.EPISODIC else [EXTRACTED_TAG],
                     )
                 )
             except (ValueError, TypeError, ValidationError) as exc:
@@ -199,7 +206,7 @@ class LLMExtractor:
         return entries
 
     async def summarise(self, session: Session) -> str:
-        transcript = "\n\n".join(f"User: {t.prompt}\nAssistant: {t.response}" for t in session.turns)
+        transcript = "\n\n".join(_exchange(t.prompt, t.evidence, self.settings.max_content) for t in session.turns)
         try:
             summary = (await self._ask(SUMMARY_INSTRUCTIONS, trim_content(transcript, 4 * self.settings.max_content))).strip()
             if not summary:
@@ -208,6 +215,12 @@ class LLMExtractor:
         except Exception as exc:
             self._fell_back("summarise", session, exc)
             return await self.fallback.summarise(session)
+
+
+def _exchange(prompt: str, response: str | None, limit: int) -> str:
+    """One turn as the model reads it; an answer that may not be remembered is left out."""
+    user = f"User:\n{trim_content(prompt, limit)}"
+    return user if response is None else f"{user}\n\nAssistant:\n{trim_content(response, limit)}"
 
 
 def build_extractor(

@@ -17,13 +17,13 @@ from typing import Any
 
 from memory.audit import AuditLog
 from memory.config import ExtractionSettings, RecallConfig
-from memory.errors import MemoryWriteError, TierWriteFailed
+from memory.errors import MemoryStorageError, MemoryWriteError, TierWriteFailed
 from memory.federation.events import DegradedSink, MemoryDegradedEvent, audit_sink
 from memory.federation.resilience import ResilientTier, describe_failure, failure_reason
 from memory.federation.router import MemoryRouter
 from memory.home import Home
 from memory.promotion import as_claimed, global_copy
-from memory.protocols import Closeable, Prunable
+from memory.protocols import Closeable, Prunable, provenance_of
 from memory.ranking import timeframe
 from memory.ranking.neighbours import expand
 from memory.types import HealthStatus, MemoryEntry, MemoryQuery, MemoryScope, PrunePolicy, PruneReport
@@ -402,6 +402,7 @@ class MemoryFederation:
         if relevance is not None and self.recall_settings.neighbour_depth:
             ranked = await self._with_neighbours(query, tiers, ranked, tiers_of, degraded)
         entries = [entry.model_copy(update={"score": score, "tiers": tiers_of[id(entry)]}) for entry, score in ranked]
+        await self._with_sources(entries, tiers)
         return RecallReport(entries, [t.name for t in tiers], degraded)
 
     async def _with_neighbours(
@@ -432,6 +433,21 @@ class MemoryFederation:
         for entry, _ in expanded:
             tiers_of.setdefault(id(entry), held.get(entry.id, []))
         return expanded
+
+    @staticmethod
+    async def _with_sources(entries: list[MemoryEntry], tiers: Sequence[ResilientTier]) -> None:
+        """Give each consolidated result its ``sources``, from the tier that returned it (one read per tier)."""
+        for tier in tiers:
+            store = provenance_of(tier.backend)
+            mine = [e for e in entries if tier.name in e.tiers and not e.sources]
+            if store is None or not mine:
+                continue
+            try:
+                found = await store.sources([e.id for e in mine])
+            except MemoryStorageError:  # provenance is an annotation: never fail a recall over it
+                continue
+            for entry in mine:
+                entry.sources = found.get(entry.id, [])
 
     async def search(self, query: MemoryQuery) -> list[MemoryEntry]:
         return (await self.recall(query)).entries

@@ -41,6 +41,12 @@ PIN_BOOST = 0.1
 # MRR@10 0.552 -> 0.579 at 0.75 with any@10 unchanged (0.7-0.8 within 0.003;
 # cross-validated, man/benchmarks.md).
 ASKING_WEIGHT = 0.75
+# What a derived memory (a turn's echo, a session summary: DERIVED_TAG) weighs
+# against the facts it was made from. A summary repeats its facts' words among
+# others, so it matches a query about them about as well as they do; halved, it
+# ranks below them in a query, and a summary at importance 0.4 lists below any
+# fact above 0.2; it still answers what no fact holds.
+DERIVED_WEIGHT = 0.5
 
 
 class MemoryRouter:
@@ -184,7 +190,7 @@ class MemoryRouter:
         itself asks a question (:func:`asks`) weighs ASKING_WEIGHT. A ``window``
         (the span a time expression in the query names, see
         :mod:`memory.ranking.timeframe`) lifts the matches written inside
-        it by TIME_BOOST. Pinned entries
+        it by TIME_BOOST. A derived entry weighs DERIVED_WEIGHT either way. Pinned entries
         are exempt from decay; they sort first in a listing, and in a text
         query gain only PIN_BOOST. Ties break on the backend's score, then recency. The entries themselves are not changed.
         """
@@ -205,6 +211,8 @@ class MemoryRouter:
                     score *= 1.0 + TIME_BOOST
                 if entry.pinned:
                     score *= 1.0 + PIN_BOOST
+            if entry.derived:
+                score *= DERIVED_WEIGHT
             backend_score = entry.score if entry.score is not None else float("-inf")
             first = entry.pinned and relevance is None  # a pin leads a listing, never a query's matches
             scored.append(((first, score, backend_score, entry.created_at), score, entry))

@@ -29,6 +29,7 @@ from memory.deadline import DEADLINE
 from memory.errors import InvalidRequestError, MemoryStorageError, NotFoundError
 from memory.home import Home
 from memory.promotion import ever_promotable, global_copy, promotable
+from memory.protocols import provenance_of
 from memory.store_kinds import StoreKind, store_path
 from memory.types import Audience, MemoryEntry, MemoryQuery, Visibility
 
@@ -104,6 +105,7 @@ class EditReport:
     changed: bool
     entry: MemoryEntry | None
     copies: list[CopyChange] = field(default_factory=list)
+    carriers: list[EditReport] = field(default_factory=list)  # consolidated memories the edit reached
 
 
 class LiveCopyError(MemoryStorageError):
@@ -413,14 +415,19 @@ class MemoryEditor:
         self.copies = copies
 
     async def resolve(self, prefix: str) -> MemoryEntry:
-        return await resolve(self.store, prefix)
+        """The memory ``prefix`` names, any visibility, with its ``sources`` if it is consolidated."""
+        entry = await resolve(self.store, prefix)
+        if (store := provenance_of(self.store)) is not None:
+            entry.sources = (await store.sources([entry.id])).get(entry.id, [])
+        return entry
 
     async def resolve_recorded(self, prefix: str) -> str:
         return await resolve_recorded(self.store, prefix)
 
-    async def apply(self, entry_id: str, edit: Edit, *, verb: str | None = None) -> EditReport:
-        """Apply ``edit`` to ``entry_id`` here, then to every copy; raise :class:`LiveCopyError`
-        when a copy stays live. ``verb`` names the edit in that error."""
+    async def apply(self, entry_id: str, edit: Edit, *, verb: str | None = None, seen: set[str] | None = None) -> EditReport:
+        """Apply ``edit`` to ``entry_id`` here, then to every copy and to what carries it
+        (:meth:`_reach_carriers`); raise :class:`LiveCopyError` when a copy stays live. ``verb``
+        names the edit in that error."""
         before = await _operator_get(self.store, entry_id)
         if before is None:
             raise NotFoundError(f"no memory with id '{entry_id}'")
@@ -435,11 +442,37 @@ class MemoryEditor:
         report = EditReport(entry_id, changed, after)
         if change is not None:
             report.copies.append(change)
+        await self._reach_carriers(entry_id, edit, verb, report, seen or {entry_id})
         return report
+
+    async def _reach_carriers(self, entry_id: str, edit: Edit, verb: str | None, report: EditReport, seen: set[str]) -> None:
+        """A hide or forget of a memory reaches the consolidated memories that carry its content
+        (and their copies): a digest is never more visible than what it carries."""
+        follow = _withholding(edit)
+        store = provenance_of(self.store)
+        if follow is None or store is None:
+            return
+        for carrier in await store.carriers([entry_id]):
+            if carrier in seen:
+                continue
+            seen.add(carrier)
+            reached = await self.apply(carrier, follow, verb=verb, seen=seen)
+            report.carriers.append(reached)
 
     async def aclose(self) -> None:
         if self.copies is not None:
             await self.copies.aclose()
+
+
+def _withholding(edit: Edit) -> Edit | None:
+    """The edit a carrier of the edited memory gets when ``edit`` withdraws content (a forget, a
+    purge, a visibility other than visible), else None: a carrier is archived, never purged, by it."""
+    if edit.op in ("archive", "purge"):
+        return Edit("archive")
+    visibility = edit.value if edit.op == "set_visibility" else edit.changes.get("visibility") if edit.op == "update" else None
+    if visibility is None or Visibility(visibility) is Visibility.VISIBLE:
+        return None
+    return Edit("set_visibility", Visibility(visibility))
 
 
 @dataclass

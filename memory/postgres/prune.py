@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from memory.postgres import mutations
-from memory.types import PruneMode, PrunePolicy, PruneReport
+from memory.postgres.admission import POSTGRES, numbered
+from memory.types import DERIVED_TAG, PruneMode, PrunePolicy, PruneReport
 
 
 async def prune(conn, policy: PrunePolicy, actor: str) -> PruneReport:
@@ -17,11 +18,15 @@ async def prune(conn, policy: PrunePolicy, actor: str) -> PruneReport:
         ):
             victims[r["id"]] = None
     if policy.max_entries is not None:
+        # Derived memories go first, as in SQLite (memory.adapters.sqlite._prune_txn).
         for r in await conn.fetch(
-            "SELECT id FROM memories WHERE archived = 0 AND pinned = 0 "
-            "ORDER BY importance ASC, coalesce(last_accessed_at, created_at) ASC "
-            "LIMIT greatest(0, (SELECT count(*) FROM memories WHERE archived = 0) - $1)",
-            policy.max_entries,
+            numbered(
+                "SELECT id FROM memories WHERE archived = 0 AND pinned = 0 "
+                f"ORDER BY {POSTGRES.has_tag.format(col='tags')} DESC, importance ASC, "
+                "coalesce(last_accessed_at, created_at) ASC "
+                "LIMIT greatest(0, (SELECT count(*) FROM memories WHERE archived = 0) - ?)"
+            ),
+            DERIVED_TAG, policy.max_entries,
         ):
             victims[r["id"]] = None
     ids = policy.restrict(list(victims))

@@ -26,7 +26,7 @@ from memory.models.base import ChatMessage, ChatProvider, astream
 from memory.models.context import RenderedContext, recall_context
 from memory.protocols import MemoryAdapter
 from memory.runtime.assembly import extraction_settings, federation_for_agent
-from memory.runtime.sessions import SessionClosedError, SessionManager, replayable
+from memory.runtime.sessions import SessionClosedError, SessionManager, held_id, replayable
 from memory.types import Session, Turn
 
 DEFAULT_SYSTEM_PROMPT = "You are a helpful assistant."
@@ -55,6 +55,24 @@ async def build_runtime_with_memory(
         card, home=home, config=config, embedding=embedding, notify=notify, actor=actor
     )
     return card, federation
+
+
+def session_manager(home: Home, config: ArcanaConfig, card: AgentCard, *, with_model: bool = False,
+                    audit: AuditLog | None = None) -> SessionManager:
+    """The agent's SessionManager; with its chat model when extraction is 'llm' and one is configured
+    (``with_model``), else the deterministic extractor — a missing model is never an error here."""
+    from memory.errors import InvalidRequestError, NotFoundError
+    from memory.models.registry import provider_for, resolve_model_name
+
+    settings = extraction_settings(config, card)
+    provider = None
+    if with_model and settings.strategy == "llm":
+        try:
+            provider = provider_for(config, resolve_model_name(config, card))
+        except (InvalidRequestError, NotFoundError):
+            provider = None  # no model: the deterministic summary
+    extractor = build_extractor(settings, provider, audit=audit)
+    return SessionManager(home, card.id, extractor=extractor, settings=settings)
 
 
 @dataclass
@@ -177,10 +195,11 @@ class AgentRuntime:
         queue = BackgroundJobQueue(max_drain_seconds=budget)
 
         async def extract() -> None:
-            entries = storable(await self.extractor.extract(prompt, answer, session), self.settings)
+            # An answer given with recalled memories in context is not remembered (Turn.evidence).
+            said = session.turns[turn].evidence
+            entries = storable(await self.extractor.extract(prompt, said, session), self.settings)
             for entry in entries:
-                await self.memory.write(entry)
-                result.written_ids.append(entry.id)
+                result.written_ids.append(held_id(await self.memory.write(entry), entry))
             self.sessions.record_written(session, turn, result.written_ids)
 
         async def summarise() -> None:

@@ -19,9 +19,10 @@ from typing import TYPE_CHECKING, Any
 from memory.config import ExtractionSettings
 from memory.errors import InvalidRequestError, NotFoundError
 from memory.extraction.scoring import agent_confidence, storable
+from memory.federation.federation import MemoryFederation, WriteReport
 from memory.home import Home, private_dir
 from memory.promotion import asserted_importance
-from memory.types import ConfidenceSource, MemoryEntry, MemoryType, Session, Turn, Visibility, now_utc
+from memory.types import DERIVED_TAG, ConfidenceSource, MemoryEntry, MemoryType, Session, Turn, Visibility, now_utc
 
 if TYPE_CHECKING:
     from memory.adapters.sqlite import SQLiteAdapter
@@ -213,9 +214,11 @@ class SessionManager:
         """Summarise, write one consolidated memory, then close. No turns: just close.
 
         The entry is SEMANTIC when the session stated a durable fact, else
-        EPISODIC, at the summary's higher baseline importance; like all
-        agent-written text its confidence is capped and it obeys
-        ``min_confidence_to_store``.
+        EPISODIC, at ``summary_importance`` (below a user-stated fact's); like
+        all agent-written text its confidence is capped and it obeys
+        ``min_confidence_to_store``. It is derived (:data:`DERIVED_TAG`) and
+        links to the memories the session wrote by ``consolidates`` edges, so
+        prune never keeps it after removing one of them.
         """
         entry = None
         if session.turns and not session.closed:
@@ -229,13 +232,33 @@ class SessionManager:
                 confidence=agent_confidence(self.settings),
                 confidence_source=ConfidenceSource.AGENT,
                 source_session_id=session.id,
-                tags=[SUMMARY_TAG],
+                tags=[SUMMARY_TAG, DERIVED_TAG],
             )
             if storable([entry], self.settings):
-                await memory.write(entry)
+                held = held_id(await memory.write(entry), entry)
+                await _link_sources(memory, held, [i for t in session.turns for i in t.written_ids])
                 _append(session.path, {"kind": "summary_memory", "memory_id": entry.id})
                 session.summary_memory_id = entry.id
             else:
                 entry = None
         self.close(session)
         return entry
+
+
+def held_id(report: object, entry: MemoryEntry) -> str:
+    """The id of the memory that holds ``entry`` after its write: a restatement reconciled as a noop
+    reinforces one already stored (the federation's report names it), else ``entry`` itself."""
+    return report.entry_id if isinstance(report, WriteReport) else entry.id
+
+
+async def _link_sources(memory: MemoryAdapter, summary_id: str, source_ids: list[str]) -> None:
+    """``consolidates`` edges from a summary to its sources, in the private SQLite store that holds
+    both (the same relation :mod:`memory.operations.consolidate` writes)."""
+    from memory.adapters.sqlite import SQLiteAdapter
+    from memory.graph.edges import EdgeStore, MemoryEdge
+    from memory.runtime.assembly import private_store
+    from memory.sqlite.consolidation import SOURCES
+
+    store = private_store(memory) if isinstance(memory, MemoryFederation) else memory
+    if source_ids and isinstance(store, SQLiteAdapter):
+        await EdgeStore(store).upsert([MemoryEdge(summary_id, i, SOURCES, "session") for i in dict.fromkeys(source_ids)])

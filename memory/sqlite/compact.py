@@ -41,7 +41,7 @@ SEARCH_FROM = 20_000  # vectors before a search uses it (bench_scale.py: the cro
 CELLS = 256
 TRAIN_SAMPLE = 16_384  # vectors k-means learns the cells from
 TRAIN_ROUNDS = 8
-RESCORE = 4  # candidates rescored with their floats, per neighbour asked for (itself 4x the results wanted)
+RESCORE = 4  # candidates rescored with their floats, per neighbour asked for
 PROBE_SHARE = 16  # the nearest cells read hold at least 1/PROBE_SHARE of all codes ...
 PROBE_PER_CANDIDATE = 8  # ... and at least this many codes per candidate
 _BATCH = 10_000
@@ -199,6 +199,21 @@ def _probe(raw, table: str, blob: bytes, candidates: int) -> list[int]:
     return chosen
 
 
+def _rescore_sql(table: str, cells: Sequence[int], clause_sql: str) -> str:
+    """The search statement over ``cells`` probed cells: hamming candidates, rescored exactly, admitted.
+
+    The candidates' floats are read through ``m.seq IN (…)``, so in seq order:
+    ``vec0`` keeps them in chunks of about 1.5 MB, and reading 800 of them in
+    hamming order measured 4-6x slower (each read walks into its chunk anew).
+    """
+    return (
+        f"WITH c AS (SELECT seq FROM {codes_table(table)} WHERE cell IN ({marks(cells)}) "
+        "ORDER BY vec_distance_hamming(vec_bit(code), vec_quantize_binary(?)) LIMIT ?) "
+        f"SELECT m.seq, vec_distance_cosine(v.embedding, ?) AS d FROM memories m CROSS JOIN {table} v ON v.rowid = m.seq "
+        f"WHERE m.seq IN (SELECT seq FROM c) AND {clause_sql} ORDER BY d LIMIT ?"
+    )
+
+
 def search(raw, table: str, blob: bytes, k: int, clause_sql: str, params: tuple) -> list[tuple[int, float]]:
     """The ``k`` nearest admitted rows by exact cosine, among the best hamming candidates of the nearest cells.
 
@@ -209,10 +224,5 @@ def search(raw, table: str, blob: bytes, k: int, clause_sql: str, params: tuple)
     cells = _probe(raw, table, blob, candidates)
     if not cells:
         return []
-    sql = (
-        f"WITH c AS (SELECT seq FROM {codes_table(table)} WHERE cell IN ({marks(cells)}) "
-        "ORDER BY vec_distance_hamming(vec_bit(code), vec_quantize_binary(?)) LIMIT ?) "
-        f"SELECT m.seq, vec_distance_cosine(v.embedding, ?) AS d FROM c CROSS JOIN memories m ON m.seq = c.seq "
-        f"CROSS JOIN {table} v ON v.rowid = m.seq WHERE {clause_sql} ORDER BY d LIMIT ?"
-    )
-    return [(r[0], r[1]) for r in raw.execute(sql, (*cells, blob, candidates, blob, *params, k))]
+    rows = raw.execute(_rescore_sql(table, cells, clause_sql), (*cells, blob, candidates, blob, *params, k))
+    return [(r[0], r[1]) for r in rows]

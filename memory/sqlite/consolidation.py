@@ -1,5 +1,6 @@
 """The SQL behind consolidation: a store's current memories with their vectors, page by page, and
-the ``consolidates`` edges from a consolidated memory to the memories whose content it carries.
+the ``consolidates`` edges from a consolidated memory (or a session summary) to the memories whose
+content it carries, and the derived memories prune takes with their sources.
 
 Reads here are the operator's (every current row, whatever its visibility, as
 prune sees them); what consolidation makes of hidden or private rows is
@@ -13,11 +14,12 @@ import time
 from collections.abc import Mapping, Sequence
 
 from memory.sqlite import mutations
+from memory.sqlite.admission import SQLITE
 from memory.sqlite.batches import select_in
 from memory.sqlite.connection import transaction
 from memory.sqlite.rows import SELECT_COLUMNS, row_to_entry
 from memory.sqlite.vectors import read_meta, table_exists
-from memory.types import MemoryEntry
+from memory.types import DERIVED_TAG, MemoryEntry
 
 SOURCES = "consolidates"  # edge relation: consolidated memory -> a source whose content it carries
 
@@ -51,6 +53,20 @@ def carriers_of(raw, ids: Sequence[str]) -> list[str]:
     """The consolidated memories that carry any of ``ids`` (an operator's edit of a source reaches them)."""
     sql = f"SELECT DISTINCT src_id FROM memory_edges WHERE relation = '{SOURCES}' AND dst_id IN ({{marks}})"
     return sorted({row[0] for row in select_in(raw, sql, ids)})
+
+
+DERIVED = SQLITE.has_tag.format(col="tags")  # one parameter: DERIVED_TAG
+
+
+def derived_from(raw, ids: Sequence[str], *, live_only: bool) -> list[str]:
+    """The unpinned derived memories (live ones only with ``live_only``) that carry any of the live,
+    not derived, memories among ``ids``: what prune must take with the facts it removes."""
+    facts = select_in(raw, f"SELECT id FROM memories WHERE archived = 0 AND NOT {DERIVED} AND id IN ({{marks}})",
+                      ids, before=(DERIVED_TAG,))
+    carriers = carriers_of(raw, [row[0] for row in facts])
+    live = " AND archived = 0" if live_only else ""
+    sql = f"SELECT id FROM memories WHERE pinned = 0{live} AND {DERIVED} AND id IN ({{marks}})"
+    return [row[0] for row in select_in(raw, sql, carriers, before=(DERIVED_TAG,))]
 
 
 def apply_txn(

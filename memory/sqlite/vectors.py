@@ -25,6 +25,8 @@ from memory.sqlite.connection import transaction
 from memory.sqlite.context import EMBEDDED_TEXT_SQL
 
 _TABLE = re.compile(r"^memory_vec_(\d+)$")
+OVERFETCH = 4  # a KNN asks this many rows per row wanted (some will fail admission) ...
+KNN_FLOOR = 40  # ... and never fewer than this
 
 
 def pack(vector: Sequence[float]) -> bytes:
@@ -168,12 +170,16 @@ def nearest(
 ) -> tuple[list[tuple[int, float]], bool]:
     """The ``k`` nearest rows to ``blob``, and whether they came from the compact index.
 
-    From the compact index (when it holds ``compact_from`` vectors or more)
-    they are exact distances of admitted rows only (``clause_sql``); from the
-    exact scan, of any row, for the caller to admit.
+    From the exact scan, of any row, for the caller to admit: ``k`` is
+    over-fetched (:data:`OVERFETCH`) for that. The compact index (when it holds
+    ``compact_from`` vectors or more) admits inside its statement (``clause_sql``)
+    and over-fetches its own candidates, so it is asked for ``k /`` :data:`OVERFETCH`
+    (at least :data:`KNN_FLOOR`): over-fetching twice made a hybrid leg of 50
+    rescore 800 floats, five times a semantic query's (bench_scale.py).
     """
     if compact.size(raw, table) >= max(compact_from, 1):
-        return compact.search(raw, table, blob, k, clause_sql, params), True
+        wanted = max(k // OVERFETCH, min(k, KNN_FLOOR))
+        return compact.search(raw, table, blob, wanted, clause_sql, params), True
     return knn(raw, table, blob, k), False
 
 

@@ -25,7 +25,8 @@ from pathlib import Path
 ARCANA = [sys.executable, "-m", "arcana_cli.main", "--quiet"]
 
 
-def measure(label: str, args: list[str], home: Path, stdin: Path | None = None) -> None:
+def measure(label: str, args: list[str], home: Path, stdin: Path | None = None) -> tuple[int, float]:
+    """Run ``arcana args`` in its own process; print and return (peak RSS in MiB, wall seconds)."""
     wrapper = ("import resource, subprocess, sys\n"
                "src = open(sys.argv[1], 'rb') if sys.argv[1] != '-' else None\n"
                "p = subprocess.run(sys.argv[2:], stdin=src, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)\n"
@@ -34,7 +35,9 @@ def measure(label: str, args: list[str], home: Path, stdin: Path | None = None) 
     done = subprocess.run([sys.executable, "-c", wrapper, str(stdin) if stdin else "-", *ARCANA, *args],
                           env={**os.environ, "ARCANA_HOME": str(home)}, capture_output=True, text=True)
     code, peak = done.stdout.split()
-    print(f"{label:<44} peak {int(peak):>6,} MiB  {time.monotonic() - started:7.1f} s  exit {code}", flush=True)
+    seconds = time.monotonic() - started
+    print(f"{label:<44} peak {int(peak):>6,} MiB  {seconds:7.1f} s  exit {code}", flush=True)
+    return int(peak), seconds
 
 
 def keyword_home(root: Path) -> Path:
@@ -44,12 +47,22 @@ def keyword_home(root: Path) -> Path:
     return home
 
 
-def bulk(n: int, root: Path) -> None:
-    home = keyword_home(root)
+def line(i: int) -> str:
+    return f"line {i}: the crate of item {i} sits on shelf {i % 997} of row {i % 31}"
+
+
+def lines_file(n: int, root: Path) -> Path:
+    """``n`` JSON lines of :func:`line` contents, for ``remember --from``."""
     source = root / "lines.jsonl"
     with source.open("w") as handle:
         for i in range(n):
-            handle.write(json.dumps({"content": f"line {i}: the crate of item {i} sits on shelf {i % 997} of row {i % 31}"}) + "\n")
+            handle.write(json.dumps({"content": line(i)}) + "\n")
+    return source
+
+
+def bulk(n: int, root: Path) -> None:
+    home = keyword_home(root)
+    source = lines_file(n, root)
     measure(f"remember --from, {n:,} lines", ["remember", "--from", str(source), "--agent", "a", "--no-reconcile"], home)
     export = root / "a.jsonl"
     measure(f"export -o, {n:,} memories", ["export", "--agent", "a", "-o", str(export)], home)

@@ -30,6 +30,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
 import pg_server  # noqa: E402
+from planted import answer, paraphrases  # noqa: E402
 
 from memory.adapters.postgres import PostgresAdapter  # noqa: E402
 from memory.postgres.search import knn  # noqa: E402
@@ -45,12 +46,6 @@ from memory.types import MemoryEntry, MemoryQuery, MemoryScope, MemoryType, Retr
 
 DIM = 384
 EF_SWEEP = (40, 100, 200, 400, 800)  # hnsw.ef_search values tried, smallest first, until recall@10 >= 0.95
-TOPICS = (
-    "The user prefers metric units|Deploys happen on Tuesdays after the standup|The printer on floor two jams"
-    "|Coffee is brewed with a French press|The laptop battery drains overnight|Invoices go out on the first"
-    "|The garden needs watering twice a week|Backups run at midnight to the NAS|The team lunch is on Fridays"
-    "|Release tickets need two reviewers"
-).split("|")
 
 
 def vocabulary(rng: random.Random, size: int = 3000) -> list[str]:
@@ -63,7 +58,7 @@ def corpus(count: int, sample: int, rng: random.Random) -> list[MemoryEntry]:
     words = vocabulary(rng)
     entries = []
     for i in range(count):
-        text = f"{TOPICS[i % len(TOPICS)]} (variant {i})" if i < sample else " ".join(rng.sample(words, 8))
+        text = answer(i) if i < sample else " ".join(rng.sample(words, 8))
         entries.append(MemoryEntry(agent_id="bench", type=list(MemoryType)[i % len(MemoryType)], scope=MemoryScope.GLOBAL,
                                    importance=round(rng.uniform(0.1, 0.85), 2), content=text))
     return entries
@@ -161,8 +156,7 @@ async def semantic(store, url, embedder, entries, sample: int, queries: int, rng
 
     # -- semantic: HNSW vs exact scan of the same rows -------------------------------------
     clause = where(MemoryQuery(), start=3)
-    paraphrases = [f"what does the team say about: {TOPICS[i % len(TOPICS)].lower()}" for i in range(queries)]
-    real_q = [vector_text(v) for v in await embedder.embed(paraphrases)]
+    real_q = [vector_text(v) for v in await embedder.embed(paraphrases(queries))]
     random_q = [vector_text(unit(rng)) for _ in range(queries)]
 
     async def exact(vector: str):

@@ -67,11 +67,11 @@ class Zipf:
         return self.rng.choices(self.words, weights=self.weights, k=k)
 
 
-def corpus(count: int, zipf: Zipf, rng: random.Random) -> list[MemoryEntry]:
+def corpus(count: int, zipf: Zipf, rng: random.Random, agent_id: str = "bench") -> list[MemoryEntry]:
     types = list(MemoryType)
     return [
         MemoryEntry(
-            agent_id="bench",
+            agent_id=agent_id,
             type=types[i % len(types)],
             importance=round(rng.uniform(0.05, 0.85), 2),
             content=" ".join(zipf.sample(rng.randint(8, 25))).capitalize() + ".",
@@ -128,7 +128,7 @@ def raw_single(raw, entry: MemoryEntry) -> None:
 
 # The raw baseline returns what any keyword search must: the matching text.
 # The ids-only form is printed too, as the floor of FTS5 itself.
-_RAW_SEARCH = (
+RAW_SEARCH = (
     "SELECT rowid, content, tags, bm25(memories_fts) AS rank FROM memories_fts WHERE memories_fts MATCH ? "
     "ORDER BY rank LIMIT ?"
 )
@@ -217,7 +217,7 @@ async def bench_size(n: int, n_queries: int, root: Path) -> None:
     probe = raw_connect(store.path)
     for text in texts[:30]:  # warm-up both paths
         await store.search(MemoryQuery(agent_id="bench", text=text, retrieval_mode=RetrievalMode.keyword))
-        probe.execute(_RAW_SEARCH, (match_expression(text), 10)).fetchall()
+        probe.execute(RAW_SEARCH, (match_expression(text), 10)).fetchall()
     ours, theirs, ids_only, hits = [], [], [], 0
     for i, text in enumerate(texts):
         query = MemoryQuery(agent_id="bench", text=text, retrieval_mode=RetrievalMode.keyword, limit=10)
@@ -228,7 +228,7 @@ async def bench_size(n: int, n_queries: int, root: Path) -> None:
                 found = await store.search(query)
                 ours.append(time.perf_counter() - started)
             else:
-                expected = probe.execute(_RAW_SEARCH, (match_expression(text), 10)).fetchall()
+                expected = probe.execute(RAW_SEARCH, (match_expression(text), 10)).fetchall()
                 theirs.append(time.perf_counter() - started)
         started = time.perf_counter()
         probe.execute(_RAW_IDS, (match_expression(text), 10)).fetchall()

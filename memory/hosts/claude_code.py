@@ -1,0 +1,233 @@
+"""Claude Code: the project files that wire Arcana in, and reading its JSONL transcripts.
+
+Two files: ``.mcp.json`` (``{"mcpServers": {NAME: {"type", "command", "args",
+"env"}}}``) and ``.claude/settings.json`` (``{"hooks": {EVENT: [{"matcher",
+"hooks": [{"type": "command", "command"}]}]}}``). Merging keeps every key,
+server and hook of the user's; Arcana's own hooks are found by what they run
+(``arcana … context`` and ``arcana … host save``), so a second set-up replaces
+them in place instead of adding twins.
+
+A transcript is one JSON object a line: ``user`` lines hold what the person
+typed (a string, or text blocks) or tool results, ``assistant`` lines hold
+text, thinking and tool calls. Only the person's words and the assistant's
+text make an exchange; tool calls and results, meta and sidechain lines are
+noise, counted and dropped.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+import shlex
+from dataclasses import dataclass, field
+from pathlib import PurePath
+from typing import IO, Any
+
+MCP_FILE = ".mcp.json"
+SETTINGS_FILE = ".claude/settings.json"
+
+SESSION_START_MATCHER = "startup|resume|clear|compact"  # every start, and the fresh window after a compaction
+PRE_COMPACT_MATCHER = "manual|auto"
+CONTEXT, SAVE = "context", "save"  # what an Arcana hook runs
+HOOKS = (("SessionStart", SESSION_START_MATCHER, CONTEXT), ("PreCompact", PRE_COMPACT_MATCHER, SAVE), ("SessionEnd", None, SAVE))
+
+_GLOBAL_FLAGS = {"--quiet", "-q"}
+
+
+def mcp_entry(launcher: list[str], home: str, agent: str) -> dict[str, Any]:
+    """The stdio server entry: the absolute command, and ARCANA_HOME, since a host passes neither."""
+    return {"type": "stdio", "command": launcher[0], "args": [*launcher[1:], "mcp", "--agent", agent],
+            "env": {"ARCANA_HOME": home}}
+
+
+def hook_command(launcher: list[str], home: str, agent: str, role: str) -> str:
+    """The shell command of one hook; ``--home`` in it, as a hook gets no ``env`` block."""
+    what = ["context"] if role == CONTEXT else ["host", "save", "claude-code"]
+    return shlex.join([*launcher, "--home", home, *what, "--agent", agent])
+
+
+def merge_mcp(existing: dict[str, Any], name: str, entry: dict[str, Any]) -> dict[str, Any]:
+    """``existing`` with server ``name`` set to ``entry``; the user's other servers and keys, and
+    extra keys or variables of theirs in ``name``, kept."""
+    merged = copy.deepcopy(existing)
+    servers = merged.setdefault("mcpServers", {})
+    _expect(servers, dict, "'mcpServers'")
+    server = servers.setdefault(name, {})
+    _expect(server, dict, f"'mcpServers.{name}'")
+    env = server.get("env", {})
+    _expect(env, dict, f"'mcpServers.{name}.env'")
+    server.update({**entry, "env": {**env, **entry["env"]}})
+    return merged
+
+
+def merge_hooks(existing: dict[str, Any], launcher: list[str], home: str, agent: str) -> dict[str, Any]:
+    """``existing`` with Arcana's hooks: an Arcana hook already there is updated where it stands
+    (its timeout and other keys kept), a twin of it dropped; missing ones are appended."""
+    merged = copy.deepcopy(existing)
+    hooks = merged.setdefault("hooks", {})
+    _expect(hooks, dict, "'hooks'")
+    for event, matcher, role in HOOKS:
+        ours = {"type": "command", "command": hook_command(launcher, home, agent, role)}
+        groups = hooks.setdefault(event, [])
+        _expect(groups, list, f"'hooks.{event}'")
+        placed, emptied = False, set()
+        for number, group in enumerate(groups):
+            _expect(group, dict, f"'hooks.{event}[{number}]'")
+            entries = group.get("hooks", [])
+            _expect(entries, list, f"'hooks.{event}[{number}].hooks'")
+            kept = []
+            for entry in entries:
+                if not (isinstance(entry, dict) and arcana_role(entry.get("command")) == role):
+                    kept.append(entry)
+                elif not placed:
+                    entry.update(ours)
+                    kept.append(entry)
+                    placed = True
+            if len(kept) < len(entries):
+                group["hooks"] = kept
+                if not kept:
+                    emptied.add(number)  # it held only a dropped twin
+        groups[:] = [g for number, g in enumerate(groups) if number not in emptied]
+        if not placed:
+            groups.append({"matcher": matcher, "hooks": [ours]} if matcher is not None else {"hooks": [ours]})
+    return merged
+
+
+def arcana_role(command: object) -> str | None:
+    """``context`` or ``save`` when ``command`` runs Arcana's hook of that name, else None."""
+    if not isinstance(command, str):
+        return None
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return None
+    if words and PurePath(words[0]).name == "arcana":
+        rest = words[1:]
+    elif words[1:3] == ["-m", "arcana_cli.main"]:
+        rest = words[3:]
+    else:
+        return None
+    while rest and (rest[0] == "--home" or rest[0] in _GLOBAL_FLAGS):
+        rest = rest[2:] if rest[0] == "--home" else rest[1:]
+    if rest[:1] == ["context"]:
+        return CONTEXT
+    return SAVE if rest[:2] == ["host", "save"] else None
+
+
+_JSON_KINDS = {dict: "an object", list: "a list", str: "a string", bool: "true or false", type(None): "null"}
+
+
+def _expect(value: object, kind: type, where: str) -> None:
+    if not isinstance(value, kind):
+        found = _JSON_KINDS.get(type(value), "a number")
+        raise ValueError(f"{where} is {found}, expected {_JSON_KINDS[kind]}")
+
+
+# -- transcripts -----------------------------------------------------------------
+
+MAX_LINE_BYTES = 4 << 20  # a longer line (a huge tool result) is skipped unread
+MAX_TEXT_CHARS = 8000  # of one prompt or one reply kept for the session record
+_NOT_SAID = ("[Request interrupted", "This session is being continued from a previous")
+_INJECTED = re.compile(r"<[a-z][\w-]*>")  # <command-name>, <local-command-stdout>, <system-reminder>: the host's, not said
+
+
+@dataclass(frozen=True)
+class Exchange:
+    """What the person typed, and the assistant's text replies until they typed again."""
+
+    prompt: str
+    response: str
+
+
+@dataclass
+class TranscriptRead:
+    """A transcript read from ``start`` to ``end`` (a byte offset just past the last whole line)."""
+
+    start: int
+    end: int
+    exchanges: list[Exchange] = field(default_factory=list)
+    lines: int = 0
+    malformed: int = 0  # not JSON, not UTF-8, not shaped like a transcript line, or too long
+    ignored: int = 0  # tool calls and results, meta, sidechain and bookkeeping lines
+    truncated: bool = False  # stopped at the byte budget; the rest is read next time
+
+
+def read_transcript(handle: IO[bytes], start: int, *, max_bytes: int, max_line: int = MAX_LINE_BYTES) -> TranscriptRead:
+    """The exchanges in ``handle`` (binary, positioned at ``start``), reading at most ``max_bytes``.
+
+    A last line without its newline is still being written: it is left for the
+    next read, and ``end`` stops before it. Memory stays bounded by ``max_line``.
+    """
+    read = TranscriptRead(start=start, end=start)
+    prompt: str | None = None
+    replies: list[str] = []
+
+    def close_exchange() -> None:
+        if prompt is not None:
+            read.exchanges.append(Exchange(prompt, _cut("\n\n".join(replies))))
+
+    while True:
+        if read.end - start >= max_bytes:
+            read.truncated = True
+            break
+        line = handle.readline(max_line + 1)
+        if not line.endswith(b"\n"):
+            if len(line) <= max_line:
+                break  # end of file, or a line still being written
+            while line and not line.endswith(b"\n"):  # too long: skip it unread
+                line = handle.readline(1 << 20)
+            if not line:
+                break
+            read.lines += 1
+            read.malformed += 1
+            read.end = handle.tell()
+            continue
+        read.lines += 1
+        read.end = handle.tell()
+        if not line.strip():
+            continue
+        kind, text = _classify(line)
+        if kind == "malformed":
+            read.malformed += 1
+        elif kind == "said":
+            close_exchange()
+            prompt, replies = _cut(text), []
+        elif kind == "reply" and prompt is not None:
+            replies.append(text)
+        else:
+            read.ignored += 1
+    close_exchange()
+    return read
+
+
+def _classify(raw: bytes) -> tuple[str, str]:
+    """("said", text) for the person's words, ("reply", text) for assistant text (possibly empty),
+    ("noise", "") for everything else a transcript holds, ("malformed", "") for what it cannot hold."""
+    try:
+        line = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        return "malformed", ""
+    if not isinstance(line, dict):
+        return "malformed", ""
+    kind = line.get("type")
+    if kind not in ("user", "assistant") or line.get("isSidechain") or line.get("isMeta") or line.get("isCompactSummary"):
+        return "noise", ""
+    message = line.get("message")
+    content = message.get("content") if isinstance(message, dict) else None
+    if isinstance(content, str):
+        blocks = [{"type": "text", "text": content}]
+    elif isinstance(content, list) and all(isinstance(b, dict) for b in content):
+        blocks = content
+    else:
+        return "malformed", ""
+    text = "\n".join(b["text"] for b in blocks if b.get("type") == "text" and isinstance(b.get("text"), str)).strip()
+    if kind == "assistant":
+        return ("reply", text) if text else ("noise", "")
+    if not text or any(b.get("type") == "tool_result" for b in blocks) or text.startswith(_NOT_SAID) or _INJECTED.match(text):
+        return "noise", ""
+    return "said", text
+
+
+def _cut(text: str) -> str:
+    return text if len(text) <= MAX_TEXT_CHARS else text[: MAX_TEXT_CHARS - 1] + "…"

@@ -1,0 +1,161 @@
+"""Write (or only plan) the files a coding-agent host needs to use Arcana, never losing the user's.
+
+Each file is read, checked and merged before anything is written, so a
+malformed file stops the set-up with nothing changed. A file that would
+change is first copied to ``NAME.bak-<UTC time>``; the new text replaces it
+atomically; its unified diff is there for the caller to show. A file whose
+data would not change is not touched, so running the set-up twice changes
+nothing the second time.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import os
+import shutil
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from memory.errors import ConfigError, InvalidRequestError
+from memory.hosts import Host, claude_code
+from memory.types import now_utc
+
+MAX_CONFIG_BYTES = 4 << 20  # a host's config file is a few kilobytes; a bigger one is not one
+
+
+@dataclass
+class PlannedFile:
+    path: Path
+    before: str | None  # the file's text now; None when there is no file
+    original: dict[str, Any]  # what it holds now
+    data: dict[str, Any]  # what it will hold
+    indent: int | str = 2
+    backup: Path | None = None
+
+    @property
+    def after(self) -> str:
+        return json.dumps(self.data, indent=self.indent, ensure_ascii=False) + "\n"
+
+    @property
+    def changed(self) -> bool:
+        return self.before is None or self.original != self.data
+
+    def diff(self) -> str:
+        """The change as a unified diff (from /dev/null for a new file); empty when nothing changes."""
+        if not self.changed:
+            return ""
+        old = [] if self.before is None else self.before.splitlines(keepends=True)
+        lines = difflib.unified_diff(old, self.after.splitlines(keepends=True),
+                                     "/dev/null" if self.before is None else str(self.path), str(self.path))
+        return "".join(line if line.endswith("\n") else line + "\n" for line in lines)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"path": str(self.path), "exists": self.before is not None, "changed": self.changed,
+                "backup": None if self.backup is None else str(self.backup), "content": self.data}
+
+
+def plan(host: Host, project: Path, *, launcher: list[str], home: Path, agent: str, server: str) -> list[PlannedFile]:
+    """Every file ``host`` needs in ``project``, merged with what is there; nothing is written.
+
+    ``launcher`` is how a host starts this Arcana (its absolute ``arcana``, or
+    an interpreter with ``-m arcana_cli.main``); ``home`` goes into the
+    server's ``env`` and the hooks' ``--home``, both absolute.
+    """
+    if not launcher or not os.path.isabs(launcher[0]):
+        raise InvalidRequestError(f"the command a host runs must be an absolute path, not {launcher[:1]}")
+    home_text = os.path.abspath(home)
+    merges: dict[str, Callable[[dict], dict]] = {  # Host.CLAUDE_CODE is the one host so far
+        claude_code.MCP_FILE: lambda data: claude_code.merge_mcp(
+            data, server, claude_code.mcp_entry(launcher, home_text, agent)),
+        claude_code.SETTINGS_FILE: lambda data: claude_code.merge_hooks(data, launcher, home_text, agent),
+    }
+    planned = []
+    for relative, merge in merges.items():
+        path = Path(os.path.abspath(project / relative))
+        before, data = _read(path)
+        try:
+            merged = merge(data)
+        except ValueError as exc:
+            raise ConfigError(f"{path}: {exc}; fix the file (or move it aside) and run again; nothing was written") from None
+        planned.append(PlannedFile(path, before, data, merged, _indent_of(before)))
+    return planned
+
+
+def apply(files: list[PlannedFile], *, now: datetime | None = None) -> list[PlannedFile]:
+    """Write every changed file: its backup first, then the new text by an atomic rename."""
+    stamp = (now or now_utc()).strftime("%Y%m%dT%H%M%SZ")
+    for planned in files:
+        if not planned.changed:
+            continue
+        target = planned.path.resolve() if planned.path.is_symlink() else planned.path  # a linked file stays linked
+        target.parent.mkdir(parents=True, exist_ok=True)
+        mode = 0o666 & ~_umask()
+        if planned.before is not None:
+            planned.backup = _free_name(target.with_name(f"{target.name}.bak-{stamp}"))
+            shutil.copy2(target, planned.backup)
+            mode = os.stat(target).st_mode & 0o7777
+        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                handle.write(planned.after)
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.chmod(tmp, mode)
+            os.replace(tmp, target)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+    return files
+
+
+def _read(path: Path) -> tuple[str | None, dict[str, Any]]:
+    """The file's text and its JSON object; (None, {}) when there is no file."""
+    try:
+        with open(path, "rb") as handle:
+            raw = handle.read(MAX_CONFIG_BYTES + 1)
+    except FileNotFoundError:
+        return None, {}
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read it ({exc.strerror}); fix its permissions and run again") from None
+    fix = "fix the file (or move it aside) and run again; nothing was written"
+    if len(raw) > MAX_CONFIG_BYTES:
+        raise ConfigError(f"{path}: larger than {MAX_CONFIG_BYTES >> 20} MiB, not a host configuration; {fix}")
+    try:
+        text = raw.decode("utf-8")
+        data = json.loads(text) if text.strip() else {}
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: not UTF-8 (byte 0x{raw[exc.start]:02x} at offset {exc.start}); {fix}") from None
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"{path}: not valid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno}); {fix}") from None
+    except RecursionError:
+        raise ConfigError(f"{path}: nested too deeply to parse; {fix}") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: holds a JSON {type(data).__name__}, expected an object; {fix}")
+    return text, data
+
+
+def _indent_of(text: str | None) -> int | str:
+    """The indentation the file already uses (so a diff shows the change, not a reformat); 2 by default."""
+    for line in (text or "").splitlines()[1:]:
+        lead = line[: len(line) - len(line.lstrip())]
+        if lead:
+            return "\t" if lead.startswith("\t") else len(lead)
+    return 2
+
+
+def _free_name(path: Path) -> Path:
+    candidate, number = path, 1
+    while candidate.exists():
+        candidate, number = path.with_name(f"{path.name}-{number}"), number + 1
+    return candidate
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask

@@ -1,0 +1,195 @@
+"""Store what a coding-agent session decided, from the transcript its host names in a hook's input.
+
+The host hands over JSON on stdin (``session_id``, ``transcript_path``); nothing
+in it is trusted. The path must name a regular file (opened without blocking,
+checked on the open descriptor), the transcript is read a bounded line at a
+time up to a byte budget, and a line that is not a transcript line is skipped
+and counted. Only what was said is kept: the person's words and the
+assistant's text, never tool calls or their output.
+
+The exchanges become one Arcana session (``arcana session show`` lists what
+was taken), closed with its summary memory as ``arcana session close`` does;
+each statement of a lasting fact or preference becomes a semantic memory as
+well. Everything is stored as the agent's claim (source ``agent``, confidence
+and importance capped): a transcript is a file on disk the agent itself can
+write. How far a transcript was read is kept per host session, so a second
+hook (another compaction, then the session's end) stores only what is new.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import stat
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from memory.agents import AgentCard
+from memory.audit import AuditLog
+from memory.config import ArcanaConfig
+from memory.errors import InvalidRequestError, MemoryWriteError
+from memory.extraction.scoring import agent_confidence, distil, storable
+from memory.home import Home, private_dir
+from memory.hosts import Host
+from memory.hosts.claude_code import read_transcript
+from memory.locks import exclusive_within
+from memory.models.context import HEADER
+from memory.promotion import asserted_importance
+from memory.protocols import MemoryAdapter
+from memory.runtime.agent import session_manager
+from memory.types import ConfidenceSource, MemoryEntry, MemoryType
+
+MAX_HOOK_INPUT = 1 << 20
+MAX_TRANSCRIPT_BYTES = 64 << 20  # read per hook; a longer stretch is finished by the next hook
+_SESSION_ID = re.compile(r"[0-9A-Za-z][0-9A-Za-z_-]{0,127}")
+
+
+@dataclass(frozen=True)
+class HookInput:
+    session_id: str
+    transcript: Path
+    event: str | None = None
+
+
+def parse_hook_input(raw: bytes) -> HookInput:
+    """The hook's JSON: an object with a ``session_id`` and an absolute ``transcript_path``."""
+    fix = "a host hook passes JSON with session_id and transcript_path on stdin"
+    if len(raw) > MAX_HOOK_INPUT:
+        raise InvalidRequestError(f"the hook input is over {MAX_HOOK_INPUT >> 20} MiB; {fix}")
+    try:
+        data = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        raise InvalidRequestError(f"the hook input is not JSON; {fix}") from None
+    if not isinstance(data, dict):
+        raise InvalidRequestError(f"the hook input is not a JSON object; {fix}")
+    session_id, path = data.get("session_id"), data.get("transcript_path")
+    if not isinstance(session_id, str) or not _SESSION_ID.fullmatch(session_id):
+        raise InvalidRequestError(f"the hook input's session_id is missing or not an id; {fix}")
+    if not isinstance(path, str) or not path or "\0" in path or not os.path.isabs(path):
+        raise InvalidRequestError(f"the hook input's transcript_path is missing or not an absolute path; {fix}")
+    event = data.get("hook_event_name")
+    return HookInput(session_id, Path(path), event if isinstance(event, str) else None)
+
+
+@dataclass
+class SaveReport:
+    host: str
+    host_session: str
+    transcript: str
+    event: str | None = None  # the hook that ran: PreCompact, SessionEnd, …
+    start: int = 0
+    end: int = 0
+    exchanges: int = 0
+    malformed_lines: int = 0
+    ignored_lines: int = 0
+    truncated: bool = False
+    session_id: str | None = None
+    stored: list[str] = field(default_factory=list)
+    summary_memory_id: str | None = None
+    warnings: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+async def save_transcript(home: Home, config: ArcanaConfig, card: AgentCard, memory: MemoryAdapter, hook: HookInput, *,
+                          host: Host = Host.CLAUDE_CODE, audit: AuditLog | None = None,
+                          max_bytes: int = MAX_TRANSCRIPT_BYTES) -> SaveReport:
+    """Store the exchanges of ``hook``'s transcript not stored yet, through ``memory`` (the agent's
+    federation, so reconciliation and the ledger apply); then remember how far it was read."""
+    # Two hooks at once (a compaction as the session ends) must not both store the same stretch.
+    with exclusive_within(home.locks_dir / f"host-save-{card.id}.lock", "save for this agent", 30):
+        return await _save(home, config, card, memory, hook, host, audit, max_bytes)
+
+
+async def _save(home, config, card, memory, hook, host, audit, max_bytes) -> SaveReport:
+    state_path = home.agent_dir(card.id) / "hosts" / host.value / f"{hook.session_id}.json"
+    start = _offset(state_path)
+    report = SaveReport(host.value, hook.session_id, str(hook.transcript), hook.event)
+    with _open_regular(hook.transcript) as handle:
+        size = os.fstat(handle.fileno()).st_size
+        if start > size:  # the file was replaced by a shorter one: read it whole
+            start = 0
+        handle.seek(start)
+        read = read_transcript(handle, start, max_bytes=max_bytes)
+    said = [e for e in read.exchanges if HEADER not in e.prompt]  # our own briefing, echoed back, is not said
+    report.start, report.end, report.exchanges = read.start, read.end, len(said)
+    report.malformed_lines, report.truncated = read.malformed, read.truncated
+    report.ignored_lines = read.ignored + len(read.exchanges) - len(said)
+    if said:
+        manager = session_manager(home, config, card, with_model=True, audit=audit)
+        settings, signals = manager.settings, manager.extractor.signals
+        session = manager.create()
+        report.session_id = session.id
+        for exchange in said:
+            turn = manager.record_turn(session, exchange.prompt, exchange.response)
+            if not signals.states_preference(exchange.prompt):
+                continue
+            entry = MemoryEntry(
+                agent_id=card.id,
+                type=MemoryType.SEMANTIC,
+                content=distil(exchange.prompt, signals, settings.max_content),
+                importance=asserted_importance(settings.durable_importance),
+                confidence=agent_confidence(settings),
+                confidence_source=ConfidenceSource.AGENT,
+                source_session_id=session.id,
+                tags=[host.value],
+            )
+            if not storable([entry], settings):
+                continue
+            written = await memory.write(entry)
+            if not written.accepted:
+                raise MemoryWriteError(f"memory not stored: the private tier failed ({written.failed}); "
+                                       "the transcript is read again by the next hook")
+            report.warnings += written.warnings
+            report.stored.append(written.entry_id)
+            manager.record_written(session, turn, [written.entry_id])
+        summary = await manager.close_and_summarise(session, memory=memory)
+        report.summary_memory_id = summary.id if summary else None
+    _save_offset(state_path, read.end)
+    return report
+
+
+class _open_regular:
+    """``path`` opened for reading only when it is a regular file: no FIFO to hang on, no device."""
+
+    def __init__(self, path: Path):
+        self.path = path
+
+    def __enter__(self):
+        fix = "the hook input's transcript_path must name the session's transcript file"
+        try:
+            fd = os.open(self.path, os.O_RDONLY | os.O_NONBLOCK)
+        except FileNotFoundError:
+            raise InvalidRequestError(f"{self.path}: no such file; {fix}") from None
+        except OSError as exc:
+            raise InvalidRequestError(f"{self.path}: cannot read it ({exc.strerror}); {fix}") from None
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            os.close(fd)
+            raise InvalidRequestError(f"{self.path}: not a regular file; {fix}")
+        os.set_blocking(fd, True)
+        self.handle = os.fdopen(fd, "rb")
+        return self.handle
+
+    def __exit__(self, *exc) -> None:
+        self.handle.close()
+
+
+def _offset(path: Path) -> int:
+    """How far this host session's transcript was stored; 0 when never (or the record is unreadable)."""
+    try:
+        value = json.loads(path.read_text(encoding="utf-8")).get("offset", 0)
+    except (OSError, ValueError, AttributeError):
+        return 0
+    return value if isinstance(value, int) and value >= 0 else 0
+
+
+def _save_offset(path: Path, offset: int) -> None:
+    private_dir(path.parent)
+    tmp = path.with_suffix(".tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        json.dump({"offset": offset}, handle)
+    os.replace(tmp, path)

@@ -1,0 +1,131 @@
+"""What an agent derives (a turn's echo, a session summary) never outlives or outranks the user's facts.
+
+Issue 21 item 4, through the real CLI and a real loopback model server: an
+answer given with recalled memories in context is not stored back as new
+evidence of what it quoted; derived memories are tagged, rank below the
+facts, go first when prune must cut, and a summary links to its sources.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+from model_server import LoopbackModelServer, echo_memory_answer
+
+from memory.adapters.sqlite import SQLiteAdapter
+from memory.agents import AgentRegistry
+from memory.extraction.extractors import EXTRACTION_INSTRUCTIONS
+from memory.graph.edges import EdgeStore
+from memory.sqlite.consolidation import SOURCES
+from memory.types import DERIVED_TAG
+
+TEA = "I prefer tea over coffee"
+
+
+@pytest.fixture
+def agent(cli, model_server, no_embedder):
+    """A keyword-only home with the loopback model as default and one agent, ada."""
+    added = cli("model", "add", "loop", "--provider", "ollama", "--base-url", model_server.url, "--model", "tiny", "--default")
+    assert added.exit_code == 0, added.output
+    assert cli("agent", "create", "ada").exit_code == 0
+    return AgentRegistry(no_embedder).resolve("ada")
+
+
+def data(cli, *args):
+    result = cli(*args, "--json")
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)
+
+
+def stored(cli) -> list[dict]:
+    return data(cli, "memory", "list", "--agent", "ada", "--all")
+
+
+def test_prune_takes_what_was_derived_before_the_fact(cli, agent):
+    told = data(cli, "run", "ada", TEA)
+    data(cli, "run", "ada", "What do I prefer, tea or coffee?")
+    data(cli, "run", "ada", "Which do I like more, tea or coffee?")
+    before = stored(cli)
+    (fact,) = [m for m in before if m["content"] == TEA]
+    assert fact["id"] in told["written_ids"] and len(before) == 7  # the fact, three echoes, three summaries
+
+    pruned = cli("prune", "--agent", "ada", "--max-entries", "3", "--mode", "purge", "--yes")
+    assert pruned.exit_code == 0, pruned.output
+    after = {m["id"]: m for m in stored(cli)}
+    assert fact["id"] in after  # the user's fact stays ...
+    gone = {m["id"] for m in before} - set(after)
+    assert len(after) == 3 and len(gone) == 4  # ... and what came from it is what went
+    assert DERIVED_TAG not in fact["tags"]
+    assert all(DERIVED_TAG in m["tags"] for m in before if m["id"] != fact["id"])
+
+
+def test_a_summary_goes_with_the_fact_it_carries(cli, agent):
+    told = data(cli, "run", "ada", TEA)
+    other = data(cli, "run", "ada", "When does the Lisbon ferry leave?")
+    (fact_id,) = [i for i in told["written_ids"] if next(m for m in stored(cli) if m["id"] == i)["content"] == TEA]
+    assert cli("memory", "set", fact_id, "--agent", "ada", "--importance", "0.2").exit_code == 0
+
+    pruned = cli("prune", "--agent", "ada", "--min-importance", "0.3", "--mode", "purge", "--yes")
+    assert pruned.exit_code == 0, pruned.output
+    left = {m["id"] for m in stored(cli)}
+    assert fact_id not in left and told["summary_memory_id"] not in left  # the summary of the fact went with it
+    assert other["summary_memory_id"] in left  # control: a summary of something else, same importance, stays
+    assert set(told["written_ids"]) - {fact_id} <= left  # the turn's echo is at 0.3, not below it
+
+
+def test_an_answer_from_memory_is_not_stored_as_new_evidence(cli, agent, model_server):
+    first = data(cli, "run", "ada", "Hello there")  # nothing recalled: the answer is part of what happened
+    assert first["recalled_ids"] == []
+    assert any(m["content"] == "User asked: Hello there — Assistant answered: I recall: nothing yet." for m in stored(cli))
+
+    assert cli("remember", TEA, "--agent", "ada").exit_code == 0
+    for question in ("What do I prefer, tea or coffee?", "Which do I like more, tea or coffee?"):
+        answered = data(cli, "run", "ada", question)
+        assert TEA in answered["answer"] and answered["recalled_ids"]  # the model saw the fact and said it
+    quoting = [m["content"] for m in stored(cli) if TEA in m["content"]]
+    assert quoting == [TEA]  # the one fact, not echoes of answers that quoted it
+    assert any(m["content"] == "User asked: What do I prefer, tea or coffee?" for m in stored(cli))
+
+    recalled = data(cli, "recall", "tea or coffee", "--agent", "ada")
+    assert recalled["results"][0]["content"] == TEA
+    assert all(DERIVED_TAG in hit["tags"] for hit in recalled["results"][1:])
+    assert len(recalled["results"]) > 1  # control: the echoes are recalled, below the fact
+
+
+def test_a_summary_links_to_the_memories_its_session_wrote(cli, agent, no_embedder):
+    told = data(cli, "run", "ada", TEA)
+    assert len(told["written_ids"]) == 2 and told["summary_memory_id"]
+
+    async def edges():
+        store = SQLiteAdapter.for_agent(agent.id, home=no_embedder)
+        try:
+            return await EdgeStore(store).outgoing(told["summary_memory_id"], SOURCES)
+        finally:
+            await store.aclose()
+
+    assert {e.dst_id for e in asyncio.run(edges())} == set(told["written_ids"])
+    summary = next(m for m in stored(cli) if m["id"] == told["summary_memory_id"])
+    assert DERIVED_TAG in summary["tags"] and summary["importance"] < 0.6  # below the fact it states
+
+
+def test_the_llm_extractor_is_not_shown_an_answer_from_memory(cli, no_embedder):
+    def reply(body):
+        if body["messages"][0]["content"] == EXTRACTION_INSTRUCTIONS:
+            return '[{"type": "episodic", "content": "The user asked about drinks."}]'
+        return echo_memory_answer(body)
+
+    with LoopbackModelServer(reply) as server:
+        assert cli("model", "add", "loop", "--provider", "ollama", "--base-url", server.url, "--model", "t", "--default").exit_code == 0
+        assert cli("agent", "create", "ada").exit_code == 0
+        assert cli("agent", "set", "ada", "--extraction", "strategy=llm").exit_code == 0
+        data(cli, "run", "ada", "Hello there")
+        assert cli("remember", TEA, "--agent", "ada").exit_code == 0
+        data(cli, "run", "ada", "Do I prefer tea or coffee?")
+        asked = [r["raw"] for r in server.requests if r["body"]["messages"][0]["content"] == EXTRACTION_INSTRUCTIONS]
+    assert len(asked) == 2
+    assert "Assistant" in asked[0] and "nothing yet" in asked[0]  # control: an answer from no memory is shown
+    assert "Assistant" not in asked[1] and TEA not in asked[1]
+    echoes = [m for m in stored(cli) if m["content"] == "The user asked about drinks."]
+    assert echoes and all(DERIVED_TAG in m["tags"] for m in echoes)
