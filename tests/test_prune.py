@@ -68,6 +68,27 @@ async def test_a_cap_removes_derived_memories_before_any_fact(store):
     assert report.victim_ids == [other.id]  # with no derived memory left to take, the lowest fact goes
 
 
+async def test_a_cap_keeps_what_recall_returns_and_what_carries_others(store):
+    """Among equal importance, a memory recall keeps returning and a consolidated memory with
+    sources outlive two never recalled, though both are older; the older of those goes first."""
+    from datetime import UTC, datetime
+
+    from memory.graph.edges import EdgeStore, MemoryEdge
+    from memory.sqlite.consolidation import SOURCES
+
+    day = lambda d: datetime(2024, 1, d, tzinfo=UTC)  # noqa: E731
+    recalled = entry("harbour note kelp", importance=0.5, created_at=day(1), access_count=8, last_accessed_at=day(2))
+    digest = entry("harbour note gull", importance=0.5, created_at=day(1))
+    old, new = entry("harbour note tide", importance=0.5, created_at=day(5)), entry("harbour note buoy", importance=0.5, created_at=day(6))
+    source = entry("harbour note source", importance=0.5, created_at=day(1), archived=True)
+    await store.write_many([recalled, digest, old, new, source])
+    await EdgeStore(store).upsert([MemoryEdge(digest.id, source.id, SOURCES, "consolidation")])
+    report = await store.prune(PrunePolicy(max_entries=2, dry_run=True))
+    assert set(report.victim_ids) == {old.id, new.id}
+    report = await store.prune(PrunePolicy(max_entries=3, dry_run=True))
+    assert report.victim_ids == [old.id]  # least recently used first among the rest
+
+
 async def test_a_planned_prune_removes_no_more_than_it_planned(store, ten):
     """What operations/prune.py relies on: copies followed for the plan, then exactly the plan pruned;
     a row that became a victim since stays for the next prune."""

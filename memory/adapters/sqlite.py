@@ -21,7 +21,7 @@ from memory.promotion import promote
 from memory.protocols import MemoryAdapter
 from memory.sqlite import consolidation, context, inspection, mutations, vectors
 from memory.sqlite import versions as version_sql
-from memory.sqlite.admission import where
+from memory.sqlite.admission import SQLITE, where
 from memory.sqlite.batches import select_in
 from memory.sqlite.connection import (
     BUSY_TIMEOUT_MS,
@@ -38,6 +38,7 @@ from memory.sqlite.connection import (
     translate,
 )
 from memory.sqlite.fts import coverage, focused_match, match_expression
+from memory.sqlite.prune_order import overflow_sql
 from memory.sqlite.quarantine import quarantine_store
 from memory.sqlite.rows import SELECT_COLUMNS, admitted_rows, row_to_entry
 from memory.inspection import Census, Growth, RecallDay
@@ -631,12 +632,7 @@ def _prune_txn(raw, policy: PrunePolicy, actor: str) -> PruneReport:
                 victims[mid] = None
         if policy.max_entries is not None:
             # Derived memories go first, so a fact never goes while something made from it stays.
-            overflow = raw.execute(
-                "SELECT id FROM memories WHERE archived = 0 AND pinned = 0 "
-                f"ORDER BY {consolidation.DERIVED} DESC, importance ASC, coalesce(last_accessed_at, created_at) ASC "
-                "LIMIT max(0, (SELECT count(*) FROM memories WHERE archived = 0) - ?)",
-                (DERIVED_TAG, policy.max_entries),
-            )
+            overflow = raw.execute(overflow_sql(SQLITE), (DERIVED_TAG, policy.max_entries))
             for (mid,) in overflow:
                 victims[mid] = None
         for mid in consolidation.derived_from(raw, list(victims), live_only=live_only):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from memory.postgres import mutations
 from memory.postgres.admission import POSTGRES, numbered
+from memory.sqlite.prune_order import overflow_sql
 from memory.types import DERIVED_TAG, PruneMode, PrunePolicy, PruneReport
 
 
@@ -18,16 +19,7 @@ async def prune(conn, policy: PrunePolicy, actor: str) -> PruneReport:
         ):
             victims[r["id"]] = None
     if policy.max_entries is not None:
-        # Derived memories go first, as in SQLite (memory.adapters.sqlite._prune_txn).
-        for r in await conn.fetch(
-            numbered(
-                "SELECT id FROM memories WHERE archived = 0 AND pinned = 0 "
-                f"ORDER BY {POSTGRES.has_tag.format(col='tags')} DESC, importance ASC, "
-                "coalesce(last_accessed_at, created_at) ASC "
-                "LIMIT greatest(0, (SELECT count(*) FROM memories WHERE archived = 0) - ?)"
-            ),
-            DERIVED_TAG, policy.max_entries,
-        ):
+        for r in await conn.fetch(numbered(overflow_sql(POSTGRES)), DERIVED_TAG, policy.max_entries):
             victims[r["id"]] = None
     ids = policy.restrict(list(victims))
     report = PruneReport(scanned=scanned, dry_run=policy.dry_run, victim_ids=ids)

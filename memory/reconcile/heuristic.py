@@ -7,7 +7,8 @@ is only ended when *every* fact it states is restated, replaced or retracted
 by the new statement — a memory that also says something else stays current,
 so nothing is lost to a partial match. Without slots, only a near-duplicate
 (same normalised text, or vectors at least ``duplicate_similarity`` apart)
-is a noop; anything else is added.
+is a noop; anything else is added — unless a change said in everyday words
+ends an old fact (:mod:`memory.reconcile.change_cues`, run after this).
 """
 
 from __future__ import annotations
@@ -54,17 +55,14 @@ _WORD = re.compile(r"[\w@+.]+", re.UNICODE)
 _NOISE = frozenset({"a", "an", "the", "my", "our", "called", "named", "of", "o", "a", "um", "uma"})
 
 
+def stem(word: str) -> str:
+    """The word as values are compared: lower-cased, outer dots off, a plural "s" off ("shifts" is "shift")."""
+    word = word.lower().strip(".")
+    return word[:-1] if len(word) > 3 and word.endswith("s") and not word.endswith("ss") else word
+
+
 def _tokens(value: str) -> set[str]:
-    out = set()
-    for word in _WORD.findall(value.lower()):
-        word = word.strip(".")
-        if word in _NOISE:
-            continue
-        if len(word) > 3 and word.endswith("s") and not word.endswith("ss"):
-            word = word[:-1]
-        if word:
-            out.add(word)
-    return out
+    return {word for word in map(stem, _WORD.findall(value.lower())) if word and word not in _NOISE}
 
 
 def same_value(a: str, b: str) -> bool:
@@ -147,7 +145,8 @@ def decide(new_facts: list[Fact], new_norm: str, candidates: list[Candidate], du
 
 _FUNCTION = frozenset(
     "i me we us you he she it they is am are was were be been being do does did have has had to in on at for with"
-    " and or but so that this these those there here just still really also now again too very some any".split()
+    " and or but so that this these those there here just still really also now again too very some any"
+    " dr mr mrs ms".split()  # a title is no content: "Dr. Patel" and "Dr. Okafor" share no word
 )
 
 

@@ -188,6 +188,15 @@ ENGLISH = compile_slots(
         r"\b(?:now|anymore|no longer|instead|switched|changed|moved|new|these days|nowadays|from now on"
         r"|not .* but|became|updated|any longer)\b"
     ),
+    change_cues=(  # not negated or intended: "I won't quit", "I want to move" change nothing yet
+        r"(?<!\bnot )(?<!\bnever )(?<!\bto )\b(?:switch|switched|switching|changed|changing|replaced|replacing|upgraded|upgrading|renamed|renaming"
+        r"|moved|moving|left|leaving|quit|quitting|stopped|gave up|given up|giving up|rescheduled|retired|ported"
+        r"|from now on|no longer|anymore|any longer|instead|became|updated)\b"
+    ),
+    change_hints=r"\b(?:now|new|these days|nowadays)\b",
+    additive=r"\b(?:also|too|as well|in addition|additionally)\b",
+    change_from=r"\bfrom (?!now on)(?P<old>[^,;]+?) to (?P<new>[^,;]+)|\binstead of (?P<old2>[^,;]+)",
+    change_to=r"\s*(?:[^\s,;]+\s+){0,3}?(?:to|into|with|for) (?P<new>[^,;(]+)",
     attribute_words={
         "residence": "live lives living moved based home address",
         "employer": "work works working job joined employer company",
@@ -251,6 +260,7 @@ PORTUGUESE = compile_slots(
     attribute_fillers=r" (?:novo|nova|atual) ",
     value_fillers=r"^(?:o|a|os|as|um|uma|em|no|na|agora)\s+|\s+(?:agora|de novo|hoje em dia|desde .+|a partir de .+)$",
     change_markers=r"\b(?:agora|não .* mais|já não|mudei|mudou|novo|nova|passou a)\b",
+    additive=r"\b(?:também|além disso)\b",  # no change cues yet: content words are English-only so far
     attribute_words={"residence": "moro mora mudei", "employer": "trabalho trabalha", "diet": "vegetariana vegetariano"},
     value_shapes={"phone": r"\d{3}", "email": r"@"},
 )

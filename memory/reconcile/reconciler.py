@@ -23,6 +23,7 @@ from memory.errors import NotFoundError
 from memory.operator.edits import Edit, EditReport, LiveCopyError, MemoryEditor
 from memory.reconcile import entities
 from memory.reconcile.candidates import find_candidates
+from memory.reconcile.change_cues import cued_update
 from memory.reconcile.heuristic import Candidate, Decision, DecisionKind, decide
 from memory.reconcile.languages import get_slots, slot_languages
 from memory.reconcile.slots import Fact, Subject, parse
@@ -176,6 +177,8 @@ class Reconciler:
         ]
         new_facts = [_resolved(f, resolution.key(s)) for f, s in parsed]
         decision = decide(new_facts, norm, candidates, self.settings.duplicate_similarity)
+        if decision.kind is DecisionKind.ADD:  # "I switched dentists": a change the slots could not read
+            decision = cued_update(entry.content, new_facts, [s for _, s in parsed], norm, candidates, self.patterns) or decision
         if self.settings.strategy == "llm" and self.provider is not None and decision.reason != "the same words":
             decision = await self._ask_model(entry, [c.entry for c in candidates])
         return self._source_rule(entry, decision, by_id), by_id, [s for _, s in parsed]

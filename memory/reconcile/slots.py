@@ -59,6 +59,15 @@ class SlotPatterns:
     attribute_fillers: re.Pattern = re.compile(r"(?!)")
     value_fillers: re.Pattern = re.compile(r"(?!)")
     change_markers: re.Pattern = re.compile(r"(?!)")
+    # Slot-less changes (memory.reconcile.change_cues): words that report a change ("switched", "gave up"),
+    # weaker hints that need the topic beside them ("standup is now", "a new therapist"), words that add
+    # instead ("also": "I now also like jazz" keeps "I like rock"), "from <old> to <new>", and the new value
+    # a cue leads to ("moved to <new>", "replaced my laptop with <new>"), matched right after the cue.
+    change_cues: re.Pattern = re.compile(r"(?!)")
+    change_hints: re.Pattern = re.compile(r"(?!)")
+    additive: re.Pattern = re.compile(r"(?!)")
+    change_from: re.Pattern = re.compile(r"(?!)")
+    change_to: re.Pattern = re.compile(r"(?!)")
     attribute_words: dict[str, str] = field(default_factory=dict)  # extra keyword-search words per attribute
     value_shapes: dict[str, re.Pattern] = field(default_factory=dict)  # "phone" needs digits: "my phone is a Pixel" is a device
 
@@ -78,13 +87,19 @@ def compile_slots(
     attribute_fillers: str,
     value_fillers: str,
     change_markers: str,
+    change_cues: str = r"(?!)",
+    change_hints: str = r"(?!)",
+    additive: str = r"(?!)",
+    change_from: str = r"(?!)",
+    change_to: str = r"(?!)",
     attribute_words: dict[str, str] | None = None,
     value_shapes: dict[str, str] | None = None,
 ) -> SlotPatterns:
     """Build :class:`SlotPatterns` from plain regex strings (case-insensitive).
 
     ``facts`` items are ``(regex, attribute_or_None, multi[, changed])``; the
-    placeholder ``{S}`` in a regex is the subject group.
+    placeholder ``{S}`` in a regex is the subject group; ``change_from`` names groups
+    ``old`` and optionally ``new``, ``change_to`` the group ``new``.
     """
     subject = r"(?P<subj>i|we|(?:my|our|minha|meu|minhas|meus|a minha|o meu) [\w'-]+(?: [\w'-]+){0,2}?|[\w'-]+(?: [\w'-]+){0,2}?)"
     compiled = []
@@ -107,6 +122,11 @@ def compile_slots(
         attribute_fillers=re.compile(attribute_fillers, _FLAGS),
         value_fillers=re.compile(value_fillers, _FLAGS),
         change_markers=re.compile(change_markers, _FLAGS),
+        change_cues=re.compile(change_cues, _FLAGS),
+        change_hints=re.compile(change_hints, _FLAGS),
+        additive=re.compile(additive, _FLAGS),
+        change_from=re.compile(change_from, _FLAGS),
+        change_to=re.compile(change_to, _FLAGS),
         attribute_words=dict(attribute_words or {}),
         value_shapes={k: re.compile(v, _FLAGS) for k, v in (value_shapes or {}).items()},
     )
@@ -177,7 +197,8 @@ def parse(text: str, patterns: SlotPatterns) -> tuple[list[tuple[Fact, Subject]]
     """The facts ``text`` states (each with its parsed subject) and its normalised form."""
     norm = normalise(text, patterns)
     proposition, negated = retracted(norm, patterns)
-    changed = bool(patterns.change_markers.search(norm))
+    # "I now also like jazz" adds a taste: an additive word cancels the change marker.
+    changed = bool(patterns.change_markers.search(norm)) and not patterns.additive.search(norm)
     found: list[tuple[Fact, Subject]] = []
     for clause in patterns.clause_split.split(proposition):
         clause = clause.strip(" ,.")
