@@ -45,6 +45,13 @@ class Prunable(Protocol):
 
 
 @runtime_checkable
+class SessionNeighbours(Protocol):
+    """Can read, through the admission predicate, the turns next to given memories in their sessions."""
+
+    async def session_neighbours(self, query: MemoryQuery, entry_ids: Sequence[str]) -> dict[str, list[MemoryEntry]]: ...
+
+
+@runtime_checkable
 class ReadOnly(Protocol):
     """Declares that it takes no writes (``read_only = True``): a folder, a vault."""
 

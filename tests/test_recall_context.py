@@ -158,3 +158,30 @@ def test_a_match_that_asks_weighs_less_than_an_equal_one_that_says(tmp_path):
     assert router.rank([asks_, says], 1, relevance={says.id: 0.5, asks_.id: 1.0})[0][0].id == asks_.id
     listed = router.rank([asks_, says], 2)
     assert listed[0][1] == listed[1][1]
+
+
+async def test_turns_at_one_instant_keep_the_order_they_were_written_in(store):
+    """A history imported with one date per session: the turn before another is the one written before it."""
+    from memory.sqlite import context
+    from memory.sqlite.admission import where
+
+    when = datetime(2023, 5, 8, 13, 56, tzinfo=timezone.utc)
+    turns = [MemoryEntry(agent_id="a1", content=text, source_session_id="s1", created_at=when, updated_at=when)
+             for text in ("Caroline: How was Lisbon?", "Melanie: Amazing!", "Caroline: Glad to hear it.")]
+    earlier = when - timedelta(hours=1)  # written last, dated first: the date still decides
+    opening = MemoryEntry(agent_id="a1", content="Caroline: Hi!", source_session_id="s1",
+                          created_at=earlier, updated_at=earlier)
+    for entry in [*turns, opening]:
+        await store.write(entry)
+    clause = where(MemoryQuery(agent_id="a1"))
+    ids = [opening.id, *(t.id for t in turns)]
+    previous = await store.run(context.previous_ids, ids, clause.sql, clause.params)
+    assert previous == {turns[0].id: opening.id, turns[1].id: turns[0].id, turns[2].id: turns[1].id}
+    # the context derived at write time is the turn written just before (the opening came later)
+    contexts = await store.run(lambda raw: dict(raw.execute("SELECT id, context FROM memories")))
+    assert contexts[turns[1].id] == turns[0].content and contexts[turns[2].id] == turns[1].content
+    assert contexts[turns[0].id] == ""  # written first: no turn before it then
+    # a rewrite of a turn keeps its place: its context is still the turn before it
+    await store.write(turns[1].model_copy(update={"content": "Melanie: Amazing, truly!"}))
+    contexts = await store.run(lambda raw: dict(raw.execute("SELECT id, context FROM memories")))
+    assert contexts[turns[1].id] == turns[0].content

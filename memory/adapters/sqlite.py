@@ -19,7 +19,7 @@ from memory.migrations.backup import backup_copy
 from memory.migrations.runner import check_not_newer, migrate
 from memory.promotion import promote
 from memory.protocols import MemoryAdapter
-from memory.sqlite import consolidation, inspection, mutations, vectors
+from memory.sqlite import consolidation, context, inspection, mutations, vectors
 from memory.sqlite import versions as version_sql
 from memory.sqlite.admission import SQLITE, where
 from memory.sqlite.batches import select_in
@@ -407,6 +407,14 @@ class SQLiteAdapter:
         clause = where(query, audience=audience, include_archived=include_archived)
         rows = await self.run(admitted_rows, "id", list(entry_ids), clause.sql, clause.params, inline=True)
         return {r["id"]: row_to_entry(r) for r in rows}
+
+    async def session_neighbours(self, query: MemoryQuery, entry_ids: Sequence[str]) -> dict[str, list[MemoryEntry]]:
+        """For each of ``entry_ids`` the query admits, the turns before and after it in its session
+        that the query admits too (see :mod:`memory.ranking.neighbours`)."""
+        clause = where(query)
+        adjacent = await self.run(context.adjacent_ids, list(entry_ids), clause.sql, clause.params, inline=True)
+        admitted = await self.admitted_by_id(query, [n for near in adjacent.values() for n in near])
+        return {i: [admitted[n] for n in near if n in admitted] for i, near in adjacent.items()}
 
     async def get(
         self, entry_id: str, *, audience: Audience = Audience.RECALL, include_archived: bool = False

@@ -563,6 +563,9 @@ class VectorAdapter:
     async def get(self, entry_id: str) -> MemoryEntry | None:
         return await self.store.get(entry_id)
 
+    async def session_neighbours(self, query: MemoryQuery, entry_ids: Sequence[str]) -> dict[str, list[MemoryEntry]]:
+        return await self.store.session_neighbours(query, entry_ids)
+
     async def prune(self, policy: PrunePolicy) -> PruneReport:
         """Prune through the store; a PURGE clears the removed entries' vectors in the same transaction."""
         return await self.store.prune(policy)

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from memory.audit import AuditLog
-from memory.config import ExtractionSettings
+from memory.config import ExtractionSettings, RecallConfig
 from memory.errors import MemoryStorageError, MemoryWriteError, TierWriteFailed
 from memory.federation.events import DegradedSink, MemoryDegradedEvent, audit_sink
 from memory.federation.resilience import ResilientTier, describe_failure, failure_reason
@@ -25,6 +25,7 @@ from memory.home import Home
 from memory.promotion import as_claimed, global_copy
 from memory.protocols import Closeable, Prunable, provenance_of
 from memory.ranking import timeframe
+from memory.ranking.neighbours import expand
 from memory.types import HealthStatus, MemoryEntry, MemoryQuery, MemoryScope, PrunePolicy, PruneReport
 
 
@@ -175,8 +176,10 @@ class MemoryFederation:
         on_degraded: DegradedSink | None = None,
         reconciler: Any | None = None,
         confidence_cap: float = ExtractionSettings().agent_confidence_cap,
+        recall: RecallConfig | None = None,
     ):
         self.router = router
+        self.recall_settings = recall or RecallConfig()  # session-neighbour expansion
         self.confidence_cap = confidence_cap  # the agent's: what its own claims are stored at, at most
         self.reconciler = reconciler  # memory.reconcile.Reconciler: write-time add/noop/update/delete
         self.on_degraded = on_degraded or audit_sink(AuditLog(Home.resolve().audit_log))
@@ -396,9 +399,40 @@ class MemoryFederation:
         now = self.router.clock()
         span = timeframe.window(query.text, now) if relevance is not None else None
         ranked = self.router.rank([entry for entry, _ in merged], query.limit, now, relevance=relevance, window=span)
+        if relevance is not None and self.recall_settings.neighbour_depth:
+            ranked = await self._with_neighbours(query, tiers, ranked, tiers_of, degraded)
         entries = [entry.model_copy(update={"score": score, "tiers": tiers_of[id(entry)]}) for entry, score in ranked]
         await self._with_sources(entries, tiers)
         return RecallReport(entries, [t.name for t in tiers], degraded)
+
+    async def _with_neighbours(
+        self, query: MemoryQuery, tiers: list[ResilientTier], ranked: list[tuple[MemoryEntry, float]],
+        tiers_of: dict[int, list[str]], degraded: list[MemoryDegradedEvent],
+    ) -> list[tuple[MemoryEntry, float]]:
+        """Session-neighbour expansion (:mod:`memory.ranking.neighbours`): the turns next to the best
+        few, each read through the admission predicate of the tiers that returned it (a tier that
+        failed the read returned nothing, so it costs no second budget), merged in just below."""
+        top = [entry for entry, _ in ranked[: self.recall_settings.neighbour_depth]]
+        hits = [entry.id for entry in top]
+        held_by = {tier.name: [e.id for e in top if tier.name in tiers_of[id(e)]] for tier in tiers}
+        tiers = [tier for tier in tiers if held_by[tier.name]]
+        reads = await asyncio.gather(*(t.session_neighbours(self._query_for(t, query), held_by[t.name]) for t in tiers))
+        events = [event for _, event in reads if event is not None]
+        self._emit(events)
+        degraded += events
+        near: dict[str, list[MemoryEntry]] = {}
+        held: dict[str, list[str]] = {}  # a neighbour's id -> the tiers holding it
+        for tier, (found, _) in zip(tiers, reads, strict=True):  # most local first: its copy is kept
+            for hit, entries in found.items():
+                for entry in entries:
+                    if tier.name not in held.setdefault(entry.id, []):
+                        held[entry.id].append(tier.name)
+                    near.setdefault(hit, []).append(entry.model_copy(update={"matched_by": ["neighbour"]}))
+        expanded = expand(ranked, [near.get(i, []) for i in hits], share=self.recall_settings.neighbour_share,
+                          limit=query.limit, key=lambda entry: entry.id)
+        for entry, _ in expanded:
+            tiers_of.setdefault(id(entry), held.get(entry.id, []))
+        return expanded
 
     @staticmethod
     async def _with_sources(entries: list[MemoryEntry], tiers: Sequence[ResilientTier]) -> None:

@@ -19,7 +19,7 @@ from memory.budgets import TierBudget
 from memory.deadline import DEADLINE
 from memory.errors import MemoryCorruptError, TierWriteFailed
 from memory.federation.events import DegradedSink, MemoryDegradedEvent
-from memory.protocols import BatchWriter, MemoryAdapter, PreparesWrites, is_read_only
+from memory.protocols import BatchWriter, MemoryAdapter, PreparesWrites, SessionNeighbours, is_read_only
 from memory.types import HealthStatus, MemoryEntry, MemoryQuery, MemoryScope, RetrievalMode
 
 Clock = Callable[[], float]
@@ -204,6 +204,20 @@ class ResilientTier:
             return found, None
         except Exception as exc:
             return None, self._event("get", exc)
+
+    async def session_neighbours(
+        self, query: MemoryQuery, entry_ids: Sequence[str]
+    ) -> tuple[dict[str, list[MemoryEntry]], MemoryDegradedEvent | None]:
+        """The turns next to ``entry_ids`` in their sessions, within the read budget ({} when the
+        backend cannot tell). Never raises: a failure is {} plus its event."""
+        if not isinstance(self.backend, SessionNeighbours) or not entry_ids:
+            return {}, None
+        backend = self.backend
+        try:
+            found = await self._guarded(lambda: backend.session_neighbours(query, entry_ids), self.budget.read_timeout_ms / 1000)
+            return found, None
+        except Exception as exc:
+            return {}, self._event("read", exc)
 
     async def _prepare_write(self) -> None:
         """What a backend does once before its first write (a model load), outside the write budget."""

@@ -111,7 +111,8 @@ async def build_federation(
     )
     cap = ExtractionSettings().agent_confidence_cap if confidence_cap is None else confidence_cap
     return MemoryFederation(
-        router, on_degraded=on_degraded or audit_sink(audit), reconciler=reconciler, confidence_cap=cap
+        router, on_degraded=on_degraded or audit_sink(audit), reconciler=reconciler, confidence_cap=cap,
+        recall=(config or ArcanaConfig()).recall,
     )
 
 

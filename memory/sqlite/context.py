@@ -35,13 +35,25 @@ def render_date(when: datetime) -> str:
 
 
 # The turn before row ``c``: the latest admitted memory of the same agent and
-# session, not ``c`` itself, written no later. One definition for the context
-# derived at write and for scoring neighbours at read.
-_BEFORE = (
-    "SELECT p.{column} FROM memories p WHERE p.source_session_id = {c}source_session_id "
-    "AND p.agent_id = {c}agent_id AND p.id != {c}id AND p.created_at <= {c}created_at AND {gate} "
-    "ORDER BY p.created_at DESC, p.seq DESC LIMIT 1"
-)
+# session before ``c`` in the store's order, date then insertion (``seq``): a
+# history imported with one date per session has every turn at the same
+# instant, and its order is then the order it was written in. One definition
+# for the context derived at write and for scoring neighbours at read;
+# ``_AFTER`` is its mirror, the turn after ``c``.
+def _next_to(after: bool) -> str:
+    """The turn next to row ``c`` (before it, or ``after``), as a scalar subquery to format."""
+    reach, tie, order = (">=", "<=", "ASC") if after else ("<=", ">=", "DESC")
+    return (
+        "SELECT p.{column} FROM memories p WHERE p.source_session_id = {c}source_session_id "
+        f"AND p.agent_id = {{c}}agent_id AND p.created_at {reach} {{c}}created_at "
+        f"AND NOT (p.created_at = {{c}}created_at AND p.seq {tie} {{c}}seq) AND {{gate}} "
+        f"ORDER BY p.created_at {order}, p.seq {order} LIMIT 1"
+    )
+
+
+_BEFORE, _AFTER = _next_to(False), _next_to(True)
+# A row not yet written comes after every row: the seq it will get.
+_NOT_YET = 9223372036854775807
 
 
 def previous_turn(raw, entry: MemoryEntry) -> str | None:
@@ -51,10 +63,11 @@ def previous_turn(raw, entry: MemoryEntry) -> str | None:
     gate = admission("p")
     sql = (
         f"SELECT ({_BEFORE.format(column='content', c='m.', gate=gate.sql)}) "
-        "FROM (SELECT ? AS source_session_id, ? AS agent_id, ? AS id, ? AS created_at) AS m"
+        "FROM (SELECT ? AS source_session_id, ? AS agent_id, ? AS created_at, "
+        "coalesce((SELECT seq FROM memories WHERE id = ?), ?) AS seq) AS m"
     )
     row = raw.execute(
-        sql, (*gate.params, entry.source_session_id, entry.agent_id, entry.id, entry.created_at.timestamp())
+        sql, (*gate.params, entry.source_session_id, entry.agent_id, entry.created_at.timestamp(), entry.id, _NOT_YET)
     ).fetchone()
     return row[0][:PREVIOUS_CHARS] if row and row[0] is not None else None
 
@@ -70,3 +83,13 @@ def previous_ids(raw, ids: list[str], clause_sql: str, params: tuple) -> dict[st
 def derive(raw, entry: MemoryEntry) -> dict[str, str]:
     """The derived, indexed columns of ``entry``: ``context`` (the turn before it) and ``dated``."""
     return {"context": previous_turn(raw, entry) or "", "dated": render_date(entry.created_at)}
+
+
+def adjacent_ids(raw, ids: list[str], clause_sql: str, params: tuple) -> dict[str, list[str]]:
+    """For each of ``ids`` admitted by ``clause_sql`` (alias ``m``), the ids of the turns before and after it."""
+    gate = admission("p")
+    before = _BEFORE.format(column="id", c="m.", gate=gate.sql)
+    after = _AFTER.format(column="id", c="m.", gate=gate.sql)
+    sql = f"SELECT m.id, ({before}), ({after}) FROM {listed('id')} WHERE m.source_session_id IS NOT NULL AND {clause_sql}"
+    rows = raw.execute(sql, (*gate.params, *gate.params, keys(ids), *params))
+    return {a: [n for n in (b, c) if n is not None] for a, b, c in rows}

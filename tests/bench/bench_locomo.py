@@ -12,7 +12,8 @@ decay profiles that do not refresh on access (passed through the public
 
 1. any@5 / any@10 / MRR@10 per mode (keyword, semantic, hybrid = the default)
    and per category, per conversation and pooled; the same with the store
-   alone (``VectorAdapter.search``, no federation ranking);
+   alone (``VectorAdapter.search``, no federation ranking); and with
+   session-neighbour expansion the other way (on at depth 2 when the default is off);
 2. the wall-clock variant: dates shifted so the last session was yesterday,
    the real clock;
 3. candidate coverage: how often an evidence turn is in the top 50 of either leg;
@@ -30,7 +31,13 @@ reconciled path instead of the store's batch write (decisions printed; a turn
 decided noop is answered by the turn it reinforced): what reconciliation does
 to recall on conversational turns.
 
-Run: python tests/bench/bench_locomo.py [--store-only | --quick] [--via-from] [--dump PATH]
+``--via-write`` writes each turn one at a time through the federation's ``write``
+(reconciliation on, the global tier on) with every turn of a session at the
+session's date, the same instant: the path a user's writes take, and a history
+imported with one date per session (decisions printed; a noop is answered as
+with ``--via-from``).
+
+Run: python tests/bench/bench_locomo.py [--store-only | --quick] [--via-from | --via-write] [--dump PATH]
 
 ``--dump PATH`` also pickles what a rerank experiment needs without
 re-embedding: per conversation every turn's text, context, session, date,
@@ -58,7 +65,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from memory.config import ArcanaConfig  # noqa: E402
+from memory.config import ArcanaConfig, RecallConfig  # noqa: E402
 from memory.embedding.factory import vector_options  # noqa: E402
 from memory.embedding.gateway import EmbeddingGateway  # noqa: E402
 from memory.ranking.decay import DEFAULT_PROFILES  # noqa: E402
@@ -71,7 +78,8 @@ LIMIT = 10
 POOL = 50
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
 VIA_FROM = "--via-from" in sys.argv
-DECISIONS: Counter = Counter()  # --via-from: reconciliation's decisions over every conversation
+VIA_WRITE = "--via-write" in sys.argv  # one write per turn, a session's turns at one instant
+DECISIONS: Counter = Counter()  # --via-from / --via-write: reconciliation's decisions over every conversation
 MODES = (RetrievalMode.keyword, RetrievalMode.semantic, RetrievalMode.hybrid)
 
 
@@ -124,7 +132,9 @@ class Conversation:
     last: datetime
 
 
-def load(path: Path, shift: timedelta = timedelta(0)) -> Conversation:
+def load(path: Path, shift: timedelta = timedelta(0), *, same_instant: bool = False) -> Conversation:
+    """One conversation's turns and questions; turn ``i`` of a session at ``+i`` seconds, or
+    every turn at the session's date with ``same_instant``."""
     raw = json.loads(path.read_text(encoding="utf-8"))
     agent = f"locomo-{path.stem}"
     turns = []
@@ -139,7 +149,8 @@ def load(path: Path, shift: timedelta = timedelta(0)) -> Conversation:
                 text += f" [shares a photo: {turn['blip_caption']}]"
             entry = MemoryEntry(
                 agent_id=agent, content=text, source_session_id=f"{agent}-s{n}",
-                created_at=when + timedelta(seconds=i), updated_at=when + timedelta(seconds=i),
+                created_at=when + timedelta(seconds=0 if same_instant else i),
+                updated_at=when + timedelta(seconds=0 if same_instant else i),
             )
             turns.append((turn["dia_id"], entry))
         n += 1
@@ -220,18 +231,20 @@ class Store:
         self.fed = await build_federation(
             agent, home=self.home, embedding=EmbeddingGateway([self.embedder]),
             decay_profiles=no_refresh_profiles(), vector_options=vector_options(ArcanaConfig().embedding),
-            global_tier=False, clock=self.clock, on_degraded=lambda event: None,
+            global_tier=VIA_WRITE, clock=self.clock, on_degraded=lambda event: None,
         )
         self.vectors = self.fed.router.private.backend
         entries = [e for _, e in self.conv.turns]
         started = time.perf_counter()
         if VIA_FROM:
             await self._remember_from(entries)
+        elif VIA_WRITE:
+            await self._write_each(entries)
         else:
             await self.vectors.write_many(entries)
         self.ingest_seconds = time.perf_counter() - started
         self.dia_of = {e.id: dia for dia, e in self.conv.turns}
-        if VIA_FROM:
+        if VIA_FROM or VIA_WRITE:
             self._answer_restated_turns_through_what_they_reinforced()
         # what the model really embedded (content + previous turn): the raw baseline's texts
         self.embedded = await self.vectors.store.run(
@@ -249,6 +262,15 @@ class Store:
 
         report = await remember_many(self.fed, Parsed(entries, [], {e.id for e in entries}, len(entries)))
         DECISIONS.update(report.decisions)
+        await self._read_restated()
+
+    async def _write_each(self, entries: list[MemoryEntry]) -> None:
+        """``--via-write``: each turn through the federation's ``write``, one at a time, in order."""
+        for entry in entries:
+            DECISIONS[(await self.fed.write(entry)).decision or "add"] += 1
+        await self._read_restated()
+
+    async def _read_restated(self) -> None:
         self.restated = await self.vectors.store.run(
             lambda raw: raw.execute("SELECT src_id, dst_id FROM memory_edges WHERE relation = 'restates'").fetchall()
         )
@@ -293,7 +315,7 @@ async def snapshot(store: Store, asked_at: datetime) -> dict:
     profiles = no_refresh_profiles()
     entries = {e.id: e for _, e in store.conv.turns}
     turns = {
-        r[0]: {"dia": store.dia_of[r[0]], "content": r[2], "context": r[3], "session": r[4], "created_at": r[5],
+        r[0]: {"dia": store.dia_of[r[0]], "seq": r[1], "content": r[2], "context": r[3], "session": r[4], "created_at": r[5],
                "vector": vecs.get(r[1]),
                "freshness": assess(entries[r[0]], profiles[entries[r[0]].type], asked_at)[0]}
         for r in rows
@@ -410,9 +432,9 @@ async def wall_clock(files: list[Path], embedder, tmp: Path) -> None:
     once with the questions as written, once with the dates they name shifted too."""
     as_written, shifted = [], []
     for f in files:
-        first = load(f)
+        first = load(f, same_instant=VIA_WRITE)
         shift = (datetime.now(timezone.utc) - timedelta(days=1)) - first.last
-        conv = load(f, shift)
+        conv = load(f, shift, same_instant=VIA_WRITE)
         async with Store(conv, tmp / f"wall-{conv.name}", embedder, lambda: datetime.now(timezone.utc)) as store:
             as_written.append(await evaluate(store, federation=True))
             store.conv.questions = [Question(shift_dates(q.text, shift), q.evidence, q.category) for q in conv.questions]
@@ -433,15 +455,17 @@ async def main() -> None:
         return
     if VIA_FROM:
         print("ingest: remember --from's reconciled path (--via-from)")
+    if VIA_WRITE:
+        print("ingest: one federation write per turn, a session's turns at one instant (--via-write)")
     dump = sys.argv[sys.argv.index("--dump") + 1] if "--dump" in sys.argv else None
     snapshots = {}
     files = sorted(data_dir().glob("*.json"))
     embedder = FastEmbedEmbedder(models_root=Path(os.environ.get("ARCANA_MODELS", Path.home() / ".arcana" / "models")))
     await embedder.embed(["warm up"])
-    convs = [load(f) for f in files]
+    convs = [load(f, same_instant=VIA_WRITE) for f in files]
     print(f"{len(convs)} conversations, {sum(len(c.turns) for c in convs)} turns, "
           f"{sum(len(c.questions) for c in convs)} questions (categories 1-4)")
-    fed_results, store_results, legs_by_conv = [], [], {}
+    fed_results, other_results, store_results, legs_by_conv = [], [], [], {}
     ingest_turns, ingest_seconds, raw_seconds = 0, 0.0, 0.0
     with tempfile.TemporaryDirectory() as tmp:
         for conv in convs:
@@ -455,6 +479,10 @@ async def main() -> None:
                 if store_only:
                     continue
                 fed_results.append(await evaluate(store, federation=True))
+                default = store.fed.recall_settings  # session-neighbour expansion the other way too
+                store.fed.recall_settings = default.model_copy(update={"neighbour_depth": 0 if default.neighbour_depth else 2})
+                other_results.append(await evaluate(store, federation=True))
+                store.fed.recall_settings = default
                 items = []
                 for q in store.conv.questions:
                     s, k, c = await store.legs(q)
@@ -471,7 +499,9 @@ async def main() -> None:
         for conv, result in zip(convs, fed_results, strict=True):
             print_table(f"through the federation, conversation {conv.name}", pooled([result]))
         print_table("through the federation, all conversations", pooled(fed_results))
-        if VIA_FROM:
+        flipped = "off" if RecallConfig().neighbour_depth else "on (recall.neighbour_depth 2)"
+        print_table(f"through the federation, all conversations, session-neighbour expansion {flipped}", pooled(other_results))
+        if VIA_FROM or VIA_WRITE:
             print(f"\n== reconciliation decisions over every turn ==\n  {dict(DECISIONS)}")
         coverage(legs_by_conv)
         cross_validate(legs_by_conv)

@@ -10,8 +10,11 @@ the federation's relevance x freshness x time-window rank. The default variant
 must reproduce the federation ranking the snapshot recorded (printed as
 ``agreement``), so a variant's figure is what the real path would measure.
 
-Run: python tests/bench/locomo_replay.py SNAPSHOT [--failures] [--before-rerank]
-(``--before-rerank`` for a snapshot written before the word-pair / reply / asking rerank.)
+Run: python tests/bench/locomo_replay.py SNAPSHOT [--failures] [--before-rerank] [--expansion]
+(``--before-rerank`` for a snapshot written before the word-pair / reply / asking rerank;
+``--expansion`` cross-validates session-neighbour expansion, :mod:`memory.ranking.neighbours`,
+per mode: hybrid as the real path, keyword and semantic as each leg's top 10. A snapshot
+records its turns' ``seq``, so turns at one instant keep the store's order here too.)
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from types import SimpleNamespace
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
+from memory.config import RecallConfig  # noqa: E402
 from memory.federation.federation import RELEVANCE_FLOOR  # noqa: E402
 from memory.federation.router import ASKING_WEIGHT, DECAY_SHARE, TIME_BOOST  # noqa: E402
 from memory.ranking.fusion import (
@@ -37,10 +41,13 @@ from memory.ranking.fusion import (
     lift_by_pairs,
     spread_to_neighbours,
 )
+from memory.ranking.neighbours import expand  # noqa: E402
 from memory.sqlite.fts import pair_share  # noqa: E402
+from memory.sqlite.rows import SELECT_COLUMNS  # noqa: E402
 
 LIMIT = 10
 NEAR = 30
+DEFAULT_EXPANSION = (RecallConfig().neighbour_depth, RecallConfig().neighbour_share)  # the real path's
 SHARE = 0.15
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
 
@@ -67,7 +74,9 @@ class Conv:
         self.questions = snap["questions"]
         self.db = sqlite3.connect(":memory:")
         self.db.execute(FTS_SCHEMA)
-        self.db.execute("CREATE TABLE memories (seq INTEGER PRIMARY KEY, id TEXT UNIQUE)")  # pair_share's join
+        self.db.row_factory = sqlite3.Row
+        columns = ", ".join(c.removeprefix("m.") for c in SELECT_COLUMNS.split(", ") if c != "m.id")
+        self.db.execute(f"CREATE TABLE memories (seq INTEGER PRIMARY KEY, id TEXT UNIQUE, {columns})")  # pair_share's read
         self.seq = {}
         for n, (entry_id, t) in enumerate(sorted(self.turns.items(), key=lambda kv: kv[1]["created_at"]), 1):
             self.seq[entry_id] = n
@@ -78,12 +87,12 @@ class Conv:
             )
         self.id_of = {s: i for i, s in self.seq.items()}
         by_session = defaultdict(list)
-        for entry_id, t in self.turns.items():
-            by_session[t["session"]].append((t["created_at"], entry_id))
+        for entry_id, t in self.turns.items():  # the store's order: date, then insertion (seq)
+            by_session[t["session"]].append((t["created_at"], t.get("seq", 0), entry_id))
         self.previous = {}
         for rows in by_session.values():
             rows.sort()
-            for (_, a), (_, b) in zip(rows, rows[1:]):
+            for (*_, a), (*_, b) in zip(rows, rows[1:]):
                 self.previous[b] = a
         self.following = {a: b for b, a in self.previous.items()}
 
@@ -92,11 +101,14 @@ def entries(pool):
     return [SimpleNamespace(id=i, score=s) for i, s in pool]
 
 
-def federation_rank(conv: Conv, q: dict, scores: dict[str, float], asking: float = ASKING_WEIGHT) -> list[str]:
-    """MemoryFederation.recall over one private tier: relevance x freshness x asking x time window."""
+def federation_rank(conv: Conv, q: dict, scores: dict[str, float], asking: float = ASKING_WEIGHT,
+                    expansion: tuple[int, float] | None = None) -> list[str]:
+    """MemoryFederation.recall over one private tier: relevance x freshness x asking x time window,
+    then (``expansion`` = (depth, share)) the session neighbours of the best ``depth`` merged in."""
     top = max(scores.values(), default=0.0)
     if top <= 0:
         return best(scores, LIMIT)
+    expansion = expansion or DEFAULT_EXPANSION
     ranked = []
     for entry_id, score in scores.items():
         t = conv.turns[entry_id]
@@ -108,8 +120,13 @@ def federation_rank(conv: Conv, q: dict, scores: dict[str, float], asking: float
         if window is not None and window[0].timestamp() <= t["created_at"] < window[1].timestamp():
             value *= 1.0 + TIME_BOOST
         ranked.append((value, score, t["created_at"], entry_id))
-    ranked.sort(reverse=True)
-    return [r[3] for r in ranked[:LIMIT]]
+    ranked.sort(key=lambda r: r[:3], reverse=True)  # ties: the store's order, as the router keeps it
+    if not expansion[0]:
+        return [r[3] for r in ranked[:LIMIT]]
+    depth, share = expansion
+    hits = [(r[3], r[0]) for r in ranked[:LIMIT]]
+    near = [[n for n in (conv.previous.get(i), conv.following.get(i)) if n] for i, _ in hits[:depth]]
+    return [i for i, _ in expand(hits, near, share=share, limit=LIMIT, key=lambda i: i)]
 
 
 def store_scores(conv: Conv, q: dict, *, pairs: bool = True, replies: bool = True,
@@ -144,6 +161,12 @@ def default_scores(conv: Conv, q: dict) -> dict[str, float]:
     return store_scores(conv, q)
 
 
+def leg_scores(leg: str):
+    """One leg's top LIMIT as its mode answers alone (keyword, semantic): an approximation, the
+    snapshot records no such ranking to check it against."""
+    return lambda conv, q: dict(q[leg][:LIMIT])
+
+
 def score(ranked: list[str], conv: Conv, evidence) -> tuple[float, float, float]:
     for rank, entry_id in enumerate(ranked[:LIMIT], 1):
         if conv.turns[entry_id]["dia"] in evidence:
@@ -159,19 +182,22 @@ def fmt(row) -> str:
     return " ".join(f"{v:.3f}" for v in row)
 
 
-def evaluate(convs: list[Conv], variant) -> dict[str, dict[str, tuple]]:
+def evaluate(convs: list[Conv], variant, *, raw: bool = False) -> dict[str, dict[str, tuple]]:
     """Per conversation (and 'all'), per category (and 'all'): (any@5, any@10, MRR@10).
 
-    ``variant`` is (store scores of one question, the federation's asking weight).
+    ``variant`` is (store scores of one question, the federation's asking weight[, expansion]).
     """
-    store_scores, asking = variant
+    store_scores, asking, *expansion = variant
     rows = defaultdict(lambda: defaultdict(list))
     for conv in convs:
         for q in conv.questions:
-            s = score(federation_rank(conv, q, store_scores(conv, q), asking), conv, q["evidence"])
+            ranked = federation_rank(conv, q, store_scores(conv, q), asking, *expansion)
+            s = score(ranked, conv, q["evidence"])
             for c in (conv.name, "all"):
                 rows[c]["all"].append(s)
                 rows[c][CATEGORIES[q["category"]]].append(s)
+    if raw:  # the per-question rows, to pool across folds
+        return rows
     return {c: {k: mean(v) for k, v in cats.items()} for c, cats in rows.items()}
 
 
@@ -236,6 +262,22 @@ GRID = {
 }
 
 
+# session-neighbour expansion (memory.ranking.neighbours): (depth, share), per mode
+def expansion_grid(scores) -> dict:
+    return {"no expansion": (scores, ASKING_WEIGHT, (0, 1.0))} | {
+        f"expand depth={d} share={s}": (scores, ASKING_WEIGHT, (d, s))
+        for d in (1, 2, 3, 5) for s in (0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.99)
+    }
+
+
+MODES = {"hybrid": default_scores, "keyword": leg_scores("keyword"), "semantic": leg_scores("semantic")}
+
+
+def per_category(convs: list[Conv], variant) -> str:
+    table = evaluate(convs, variant)["all"]
+    return "  ".join(f"{c}: {fmt(table.get(c, (0, 0, 0)))}" for c in ("all", *CATEGORIES.values()))
+
+
 def cross_validate(convs: list[Conv], grid: dict) -> None:
     """Fit on two conversations (any@10 + MRR@10), score the third."""
     results = {name: evaluate(convs, v) for name, v in grid.items()}
@@ -247,10 +289,10 @@ def cross_validate(convs: list[Conv], grid: dict) -> None:
             n = [len(c.questions) for c in train]
             return sum((r[1] + r[2]) * k for r, k in zip(rows, n))
         chosen = max(grid, key=fit)
-        held.append((results[chosen][test.name]["all"], len(test.questions)))
+        held.append(evaluate([test], grid[chosen], raw=True)[test.name])
         print(f"  held out {test.name}: chose {chosen:<24} -> {fmt(results[chosen][test.name]['all'])}")
-    total = sum(n for _, n in held)
-    print(f"  held-out pooled: {fmt(tuple(sum(r[i] * n for r, n in held) / total for i in range(3)))}")
+    pooled = {c: mean([r for fold in held for r in fold.get(c, [])]) for c in ("all", *CATEGORIES.values())}
+    print("  held-out pooled: " + "  ".join(f"{c}: {fmt(v)}" for c, v in pooled.items()))
     for name, table in sorted(results.items(), key=lambda kv: -(kv[1]['all']['all'][2])):
         print(f"  {name:<28} {fmt(table['all']['all'])}")
 
@@ -265,6 +307,13 @@ def main() -> None:
     table = evaluate(convs, GRID["default"])
     per = "  ".join(f"{c.name}: {fmt(table[c.name]['all'])}" for c in convs)
     print(f"default: all {fmt(table['all']['all'])}   {per}")
+    if "--expansion" in sys.argv:
+        for mode, scores in MODES.items():
+            print(f"\n== {mode}: session-neighbour expansion, cross-validated (fit on two, score the third) ==")
+            grid = expansion_grid(scores)
+            print(f"  before: {per_category(convs, grid['no expansion'])}")
+            cross_validate(convs, grid)
+        return
     cross_validate(convs, GRID)
 
 
