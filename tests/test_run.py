@@ -143,7 +143,7 @@ def test_prompt_from_stdin_and_json_shape(cli, setup, model_server):
     assert model_server.requests[-1]["body"]["messages"][-1]["content"] == "I use vim for everything."
     assert set(payload) >= {"answer", "recalled_ids", "written_ids", "timings_ms", "session_id", "jobs"}
     assert set(payload["timings_ms"]) >= {"recall_render", "model", "memory_jobs", "total", "overhead"}
-    assert payload["jobs"]["completed"] == 2 and payload["jobs"]["shed"] == 0
+    assert payload["jobs"]["completed"] == 3 and payload["jobs"]["shed"] == 0
 
 
 def test_session_continue_show_and_close(cli, setup, model_server, arcana_home):
@@ -262,7 +262,7 @@ def test_a_hung_extraction_is_abandoned_within_the_budget(arcana_home):
         result = asyncio.run(turn())  # includes the event loop's shutdown
         elapsed = time.perf_counter() - started
     assert result.answer == "Quick answer." and elapsed < 2.0
-    assert result.written_ids == [] and result.jobs["abandoned"] == 2  # extraction cut off, the summary never started
+    assert result.written_ids == [] and result.jobs["abandoned"] == 3  # extraction cut off; the summary and consolidation never started
     assert result.session_closed  # the one-shot session still closes (without a summary)
     events = [json.loads(line) for line in arcana_home.audit_log.read_text().splitlines()]
-    assert [e["job"] for e in events if e["event"] == "job_abandoned"] == ["extraction", "summary"]
+    assert [e["job"] for e in events if e["event"] == "job_abandoned"] == ["extraction", "summary", "consolidation"]
