@@ -42,7 +42,7 @@ def cli():
 
 @pytest.fixture
 def model_server():
-    """A loopback Ollama/OpenAI-speaking chat server; see tests/model_server.py."""
+    """A loopback Ollama/OpenAI-speaking chat server; see tests/support/model_server.py."""
     from model_server import LoopbackModelServer
 
     with LoopbackModelServer() as server:
@@ -149,11 +149,9 @@ def offline_like_ollama(embed_server, offline_embedder):
 @pytest.fixture
 def no_embedder(arcana_home):
     """A home whose config lists no embedding provider: keyword-only, no model load."""
-    import json
+    from runner import keyword_only
 
-    arcana_home.ensure()
-    arcana_home.config_path.write_text(json.dumps({"embedding": {"providers": []}}))
-    arcana_home.config_path.chmod(0o600)
+    keyword_only(arcana_home)
     return arcana_home
 
 
@@ -162,7 +160,7 @@ def no_embedder(arcana_home):
 
 @pytest.fixture(scope="session")
 def pg_server():
-    """A throwaway PostgreSQL 16 + pgvector for the session (tests/pg_server.py).
+    """A throwaway PostgreSQL 16 + pgvector for the session (tests/support/pg_server.py).
 
     Skipped with a one-line reason only where no server can be had; under CI
     (``CI=true``) that is a failure instead.

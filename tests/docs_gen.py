@@ -1,7 +1,7 @@
 """Generate completions/, man/arcana.1 and the manual's generated blocks from the live CLI.
 
 ``python tests/docs_gen.py`` rewrites them; ``--check`` exits 1 when any
-is stale (tests/test_docs_drift.py runs the same comparison), so the shipped
+is stale (tests/cli/test_docs_drift.py runs the same comparison), so the shipped
 docs can never drift from the commands. A generated block is the text between
 ``<!-- generated:NAME -->`` and ``<!-- /generated:NAME -->`` in README.md or
 any man/*.md page (see ``BLOCKS``).

@@ -29,7 +29,7 @@ def test_capabilities_are_declared_protocols_not_probed_names():
     import re
     from pathlib import Path
 
-    root = Path(__file__).resolve().parent.parent / "memory"
+    root = Path(__file__).resolve().parents[2] / "memory"
     probe = re.compile(r"hasattr\((?!conn, \"enable_load_extension\"|raw, \"enable_load_extension\")")
     offenders = [
         f"{p.relative_to(root)}:{n}"

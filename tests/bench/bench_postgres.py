@@ -1,6 +1,6 @@
 """The global tier on PostgreSQL + pgvector and on SQLite, side by side in one run.
 
-A throwaway server (tests/pg_server.py) holds N memories: real MiniLM
+A throwaway server (tests/support/pg_server.py) holds N memories: real MiniLM
 embeddings for a sample, random unit vectors for the bulk (random vectors are
 HNSW's worst case). Measured: bulk import through the ledgered store against
 raw ``COPY`` of the same rows; vector load then HNSW build; semantic KNN p50 and
@@ -27,7 +27,7 @@ import numpy as np
 from pgvector.asyncpg import register_vector
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
+sys.path[:0] = [str(ROOT), str(ROOT / "tests" / "support")]
 
 import pg_server  # noqa: E402
 from planted import answer, paraphrases  # noqa: E402

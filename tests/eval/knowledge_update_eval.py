@@ -22,7 +22,7 @@ tuning and reported as the ``fresh`` split.
 
 Run: ``python tests/eval/knowledge_update_eval.py`` (prints the table; failures
 of the dev split, or every split with ``--holdout``).
-``tests/test_reconcile_eval.py`` asserts the targets.
+``tests/integration/test_reconcile_eval.py`` asserts the targets.
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ queried by identifier. ``near_misses.txt`` adds a hard negative per target
 the same names and topic words: about 450 entries. For every mode we report recall@5 and MRR (over the top 10).
 
 Run: ``python tests/eval/retrieval_eval.py`` (prints the table and a weight
-sweep). ``tests/test_hybrid_eval.py`` asserts hybrid >= both legs.
+sweep). ``tests/integration/test_hybrid_eval.py`` asserts hybrid >= both legs.
 """
 
 from __future__ import annotations

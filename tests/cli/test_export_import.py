@@ -1,0 +1,218 @@
+"""`arcana export` / `arcana import`: lossless round trips, idempotence, visibility, bad input."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+from factories import varied
+from runner import keyword_only
+
+from memory.adapters.sqlite import SQLiteAdapter
+from memory.agents import AgentRegistry
+from memory.home import Home
+from memory.types import Audience, MemoryEntry, MemoryQuery, Visibility
+
+async def _seed(home: Home, name: str, entries_for) -> tuple[str, list[MemoryEntry]]:
+    card = AgentRegistry(home).create(name)
+    entries = entries_for(card.id)
+    store = SQLiteAdapter.for_agent(card.id, home=home, actor="test")
+    await store.write_many(entries)
+    await store.aclose()
+    return card.id, entries
+
+
+async def _stored(home: Home, name: str) -> dict[str, MemoryEntry]:
+    card = AgentRegistry(home).resolve(name)
+    store = SQLiteAdapter.for_agent(card.id, home=home)
+    rows = await store.search(MemoryQuery(limit=10_000), audience=Audience.OPERATOR, include_archived=True)
+    await store.aclose()
+    return {e.id: e for e in rows}
+
+
+async def _ledger_ops(home: Home, name: str) -> list[str]:
+    store = SQLiteAdapter.for_agent(AgentRegistry(home).resolve(name).id, home=home)
+    rows = await store.run(lambda raw: raw.execute("SELECT op FROM memory_ledger ORDER BY seq").fetchall())
+    await store.aclose()
+    return [r[0] for r in rows]
+
+
+def seed(home: Home, name: str, entries_for) -> tuple[str, list[MemoryEntry]]:
+    return asyncio.run(_seed(home, name, entries_for))
+
+
+def stored(home: Home, name: str) -> dict[str, MemoryEntry]:
+    return asyncio.run(_stored(home, name))
+
+
+def ledger_ops(home: Home, name: str) -> list[str]:
+    return asyncio.run(_ledger_ops(home, name))
+
+
+def same_fields(original: MemoryEntry, copy: MemoryEntry, agent_id: str) -> None:
+    want = original.model_dump()
+    want["agent_id"] = agent_id
+    want["visibility"] = original.visibility or Visibility.VISIBLE
+    assert copy.model_dump() == want
+
+
+@pytest.fixture
+def other_home(tmp_path) -> Home:
+    home = Home(tmp_path / "other-home")
+    keyword_only(home)
+    return home
+
+
+def test_jsonl_round_trip_keeps_every_field_and_is_idempotent(arcana_home, other_home, cli, tmp_path):
+    keyword_only(arcana_home)
+    _, originals = seed(arcana_home, "ada", varied)
+    dump = tmp_path / "ada.jsonl"
+    result = cli("export", "--agent", "ada", "--output", str(dump), "--with-history", "--json")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["memories"] == len(originals)
+    lines = dump.read_text(encoding="utf-8").splitlines()
+    head = json.loads(lines[0])
+    assert (head["format"], head["version"], head["exported"]["agent"]) == ("arcana-export", 1, "ada")
+    assert all(json.loads(line)["history"][0]["op"] == "insert" for line in lines[1:])
+
+    first = cli("--home", str(other_home.root), "import", str(dump), "--agent", "ada", "--json")
+    assert first.exit_code == 0, first.output
+    assert json.loads(first.stdout)["ops"] == {"insert": len(originals)}
+    new_id = AgentRegistry(other_home).resolve("ada").id
+    copies = stored(other_home, "ada")
+    assert set(copies) == {e.id for e in originals}
+    for original in originals:
+        same_fields(original, copies[original.id], new_id)
+    assert ledger_ops(other_home, "ada") == ["import"] * len(originals)
+
+    again = cli("--home", str(other_home.root), "import", str(dump), "--agent", "ada", "--json")
+    assert again.exit_code == 0
+    assert json.loads(again.stdout)["ops"] == {"noop": len(originals)}
+    assert stored(other_home, "ada") == copies
+    assert ledger_ops(other_home, "ada") == ["import"] * len(originals)  # nothing new to ledger
+
+
+def test_visibility_survives_the_round_trip(arcana_home, other_home, cli, tmp_path):
+    keyword_only(arcana_home)
+    _, originals = seed(arcana_home, "ada", varied)
+    dump = tmp_path / "ada.jsonl"
+    assert cli("export", "--agent", "ada", "-o", str(dump)).exit_code == 0
+    assert cli("--home", str(other_home.root), "import", str(dump), "--agent", "ada").exit_code == 0
+    recalled = cli("--home", str(other_home.root), "recall", "launch code diary Ada", "--agent", "ada", "--json")
+    ids = {r["id"] for r in json.loads(recalled.stdout)["results"]}
+    hidden = next(e for e in originals if e.visibility is Visibility.HIDDEN)
+    private = next(e for e in originals if e.visibility is Visibility.PRIVATE)
+    assert originals[0].id in ids  # positive control: a visible memory is recalled
+    assert hidden.id not in ids and private.id not in ids
+    listing = json.loads(cli("--home", str(other_home.root), "memory", "list", "--agent", "ada", "--all", "--json").stdout)
+    assert {m["id"]: m["visibility"] for m in listing}[hidden.id] == "hidden"
+
+
+def test_malformed_lines_are_named_good_ones_imported_and_exit_2(arcana_home, other_home, cli, tmp_path):
+    keyword_only(arcana_home)
+    _, originals = seed(arcana_home, "ada", varied)
+    dump = tmp_path / "ada.jsonl"
+    assert cli("export", "--agent", "ada", "-o", str(dump)).exit_code == 0
+    lines = dump.read_text(encoding="utf-8").splitlines()
+    broken = json.loads(lines[2])
+    broken["memory"]["importance"] = 7
+    lines[1] = lines[1][:-5]  # truncated JSON on line 2
+    lines[2] = json.dumps(broken)  # a field out of range on line 3
+    lines.insert(4, '["not", "a", "record"]')  # line 5
+    dump.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+    strict = cli("--home", str(other_home.root), "import", str(dump), "--agent", "ada", "--strict")
+    assert strict.exit_code == 2
+    assert "line 2: not JSON" in strict.stderr and "line 3: invalid importance" in strict.stderr
+    assert "line 5: not a memory record" in strict.stderr and "nothing was imported" in strict.stderr
+    assert stored(other_home, "ada") == {}
+
+    lenient = cli("--home", str(other_home.root), "import", str(dump), "--agent", "ada", "--json")
+    assert lenient.exit_code == 2
+    report = json.loads(lenient.stdout)
+    assert [b["where"] for b in report["bad"]] == ["line 2", "line 3", "line 5"]
+    assert len(stored(other_home, "ada")) == len(originals) - 2 == report["read"]
+    assert all(line.startswith("arcana: error: ") for line in lenient.stderr.splitlines())
+
+
+def test_unknown_format_version_or_foreign_file_is_refused_with_exit_2(other_home, cli, tmp_path):
+    future = tmp_path / "future.jsonl"
+    future.write_text(json.dumps({"format": "arcana-export", "version": 99}) + "\n"
+                      + json.dumps({"memory": {"agent_id": "x", "content": "from the future"}}) + "\n")
+    result = cli("--home", str(other_home.root), "import", str(future), "--agent", "ada")
+    assert result.exit_code == 2
+    assert result.stderr.count("\n") == 1 and "version 99 is newer" in result.stderr
+    foreign = tmp_path / "foreign.jsonl"
+    foreign.write_text('{"hello": "world"}\n')
+    result = cli("--home", str(other_home.root), "import", str(foreign), "--agent", "ada")
+    assert result.exit_code == 2 and "not an arcana-export header" in result.stderr
+    ok = tmp_path / "ok.jsonl"  # positive control: version 1 imports
+    ok.write_text(json.dumps({"format": "arcana-export", "version": 1}) + "\n"
+                  + json.dumps({"memory": {"agent_id": "x", "content": "from the present"}}) + "\n")
+    assert cli("--home", str(other_home.root), "import", str(ok), "--agent", "ada").exit_code == 0
+    assert [e.content for e in (stored(other_home, "ada")).values()] == ["from the present"]
+
+
+def test_markdown_round_trip_and_a_person_edited_vault(arcana_home, other_home, cli, tmp_path):
+    keyword_only(arcana_home)
+    _, originals = seed(arcana_home, "ada", varied)
+    folder = tmp_path / "notes"
+    assert cli("export", "--agent", "ada", "--format", "markdown", "--output", str(folder)).exit_code == 0
+    notes = sorted(folder.glob("*.md"))
+    assert len(notes) == len(originals)
+    assert cli("--home", str(other_home.root), "import", str(folder), "--agent", "ada").exit_code == 0
+    new_id = AgentRegistry(other_home).resolve("ada").id
+    copies = stored(other_home, "ada")
+    for original in originals:
+        same_fields(original, copies[original.id], new_id)
+
+    tea = next(p for p in notes if originals[0].id[:8] in p.name)
+    tea.write_text(tea.read_text(encoding="utf-8").replace("Ada prefers tea over coffee", "Ada prefers green tea"))
+    (folder / "new idea.md").write_text("A note a person wrote by hand, no frontmatter.\n")
+    result = cli("--home", str(other_home.root), "import", str(folder), "--agent", "ada", "--json")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["ops"] == {"noop": len(originals) - 1, "update": 1, "insert": 1}
+    copies = stored(other_home, "ada")
+    assert copies[originals[0].id].content == "Ada prefers green tea"
+    assert "A note a person wrote by hand, no frontmatter." in {e.content for e in copies.values()}
+
+
+def test_export_all_names_each_store_and_pool_import(arcana_home, cli, tmp_path):
+    keyword_only(arcana_home)
+    seed(arcana_home, "ada", lambda a: [MemoryEntry(agent_id=a, content="ada's own")])
+    seed(arcana_home, "bob", lambda a: [MemoryEntry(agent_id=a, content="bob's own")])
+    assert cli("pool", "create", "team").exit_code == 0
+    dump = tmp_path / "all.jsonl"
+    assert cli("export", "--agent", "ada", "-o", str(dump)).exit_code == 0
+    assert cli("import", str(dump), "--pool", "team").exit_code == 0
+    everything = tmp_path / "everything.jsonl"
+    assert cli("export", "--all", "-o", str(everything)).exit_code == 0
+    records = [json.loads(line) for line in everything.read_text().splitlines()[1:]]
+    assert sorted((r["store"], r["memory"]["content"]) for r in records) == [
+        ("agent:ada", "ada's own"), ("agent:bob", "bob's own"), ("pool:team", "ada's own"),
+    ]
+    pooled = next(r["memory"] for r in records if r["store"] == "pool:team")
+    assert (pooled["scope"], pooled["pool_name"]) == ("shared", "team")
+    assert cli("export", "--agent", "ada", "--pool", "team").exit_code == 2
+    assert cli("export", "--pool", "nope").exit_code == 3
+
+
+def test_vectors_travel_with_the_file_or_are_re_embedded(arcana_home, tmp_path, cli, offline_embedder):
+    """Default config (the real offline model): --with-vectors skips re-embedding; without, import embeds."""
+    arcana_home.root.mkdir(parents=True, exist_ok=True)
+    for text in ("the user is allergic to peanuts", "the build uses make", "holidays are in August"):
+        assert cli("remember", text, "--agent", "ada").exit_code == 0
+    with_vectors, bare = tmp_path / "v.jsonl", tmp_path / "bare.jsonl"
+    assert cli("export", "--agent", "ada", "-o", str(with_vectors), "--with-vectors").exit_code == 0
+    assert cli("export", "--agent", "ada", "-o", str(bare)).exit_code == 0
+    assert json.loads(with_vectors.read_text().splitlines()[0])["model"]["dimension"] == 384
+
+    kept = cli("import", str(with_vectors), "--agent", "copy", "--json")
+    assert kept.exit_code == 0, kept.output
+    assert (json.loads(kept.stdout)["vectors_kept"], json.loads(kept.stdout)["embedded"]) == (3, 0)
+    embedded = cli("import", str(bare), "--agent", "fresh", "--json")
+    assert (json.loads(embedded.stdout)["vectors_kept"], json.loads(embedded.stdout)["embedded"]) == (0, 3)
+    for agent in ("copy", "fresh"):
+        found = json.loads(cli("recall", "food intolerance", "--agent", agent, "--mode", "semantic", "--json").stdout)
+        assert found["results"][0]["content"] == "the user is allergic to peanuts"

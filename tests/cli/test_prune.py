@@ -1,0 +1,147 @@
+"""The cron-safe prune CLI: targets, modes, config defaults, locks (the store's rules:
+tests/contract/test_store_prune.py)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+
+# Keyword-only homes: these tests are about the store, not the embedding model.
+pytestmark = pytest.mark.usefixtures("no_embedder")
+
+
+# -- CLI ---------------------------------------------------------------------------
+
+
+def _seed(cli, agent: str, importances: list[float]) -> None:
+    for i, importance in enumerate(importances):
+        result = cli("remember", f"{agent} memory {i}", "--agent", agent, "--importance", str(importance))
+        assert result.exit_code == 0, result.stderr
+
+
+def _live(cli, agent: str) -> int:
+    return len(json.loads(cli("memory", "list", "--agent", agent, "--json").stdout))
+
+
+def test_prune_one_agent_leaves_the_other(cli):
+    _seed(cli, "ada", [0.1, 0.2, 0.9])
+    _seed(cli, "bob", [0.1, 0.9])
+    result = cli("prune", "--agent", "ada", "--min-importance", "0.5", "--json")
+    assert result.exit_code == 0, result.stderr
+    [report] = json.loads(result.stdout)["agents"]
+    assert (report["agent"], report["archived"]) == ("ada", 2)
+    assert (_live(cli, "ada"), _live(cli, "bob")) == (1, 2)
+
+
+def test_prune_all_agents_and_purge_mode(cli):
+    _seed(cli, "ada", [0.1, 0.9])
+    _seed(cli, "bob", [0.1, 0.2, 0.9])
+    result = cli("prune", "--all", "--min-importance", "0.5", "--mode", "purge", "--yes", "--json")
+    assert result.exit_code == 0, result.stderr
+    reports = {r["agent"]: r["purged"] for r in json.loads(result.stdout)["agents"]}
+    assert reports == {"ada": 1, "bob": 2}
+    listed = json.loads(cli("memory", "list", "--agent", "bob", "--all", "--archived", "--json").stdout)
+    assert len(listed) == 1
+
+
+def test_prune_dry_run_via_cli(cli):
+    _seed(cli, "ada", [0.1, 0.2, 0.9])
+    result = cli("prune", "--agent", "ada", "--max-entries", "1", "--dry-run", "--json")
+    assert json.loads(result.stdout)["agents"][0]["archived"] == 2
+    assert "would remove 2" in result.stderr
+    assert _live(cli, "ada") == 3
+
+
+def test_nothing_to_do_is_exit_zero_and_quiet_is_silent(cli):
+    _seed(cli, "ada", [0.9])
+    result = cli("prune", "--agent", "ada", "--min-importance", "0.5")
+    assert result.exit_code == 0 and "nothing to prune" in result.stderr
+    quiet = cli("prune", "--all", "--min-importance", "0.95", "--quiet")
+    assert (quiet.exit_code, quiet.stdout, quiet.stderr) == (0, "", "")
+    assert _live(cli, "ada") == 0  # positive control: quiet still pruned
+
+
+def test_prune_uses_config_defaults_and_rejects_no_rule(cli):
+    _seed(cli, "ada", [0.05, 0.3, 0.9])
+    default = cli("prune", "--agent", "ada", "--json")  # the built-in policy: archive below 0.1
+    assert default.exit_code == 0, default.stderr
+    assert json.loads(default.stdout)["policy"]["mode"] == "archive"
+    assert json.loads(default.stdout)["agents"][0]["archived"] == 1 and _live(cli, "ada") == 2
+    assert cli("config", "set", "prune.min_importance", "0.5").exit_code == 0
+    result = cli("prune", "--agent", "ada", "--json")
+    assert result.exit_code == 0 and json.loads(result.stdout)["agents"][0]["archived"] == 1
+    flags = cli("prune", "--agent", "ada", "--max-entries", "5", "--json")  # flags replace prune.* entirely
+    assert json.loads(flags.stdout)["policy"]["min_importance"] is None and _live(cli, "ada") == 1
+    assert cli("config", "set", "prune.min_importance", "null").exit_code == 0
+    no_rule = cli("prune", "--agent", "ada")
+    assert no_rule.exit_code == 2 and "no rule" in no_rule.stderr
+
+
+def test_prune_needs_exactly_one_target(cli):
+    _seed(cli, "ada", [0.1])
+    assert cli("prune", "--min-importance", "0.5").exit_code == 2
+    assert cli("prune", "--agent", "ada", "--all", "--min-importance", "0.5").exit_code == 2
+    assert cli("prune", "--agent", "nobody", "--min-importance", "0.5").exit_code == 3
+
+
+def test_lock_held_by_another_process_exits_75(cli, arcana_home):
+    _seed(cli, "ada", [0.1])
+    lock = arcana_home.locks_dir / "prune.lock"
+    holder = subprocess.Popen(
+        [sys.executable, "-c",
+         "import fcntl, os, sys, time\n"
+         f"fd = os.open({str(lock)!r}, os.O_RDWR | os.O_CREAT)\n"
+         "fcntl.flock(fd, fcntl.LOCK_EX)\n"
+         "print('locked', flush=True)\n"
+         "sys.stdin.read()\n"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+    )
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        result = cli("prune", "--agent", "ada", "--min-importance", "0.5", "--quiet")
+        assert result.exit_code == 75
+        assert "another prune is running" in result.stderr
+        assert _live(cli, "ada") == 1
+    finally:
+        holder.stdin.close()
+        holder.wait(timeout=10)
+    assert cli("prune", "--agent", "ada", "--min-importance", "0.5", "--quiet").exit_code == 0
+    assert _live(cli, "ada") == 0
+
+
+def test_prune_all_with_no_agents_is_nothing_to_do(cli):
+    result = cli("prune", "--all", "--min-importance", "0.5")
+    assert result.exit_code == 0 and "nothing to prune" in result.stderr
+
+
+def test_prune_a_pool_and_the_global_tier_leaves_private_stores_alone(cli, no_embedder):
+    assert cli("pool", "create", "team").exit_code == 0
+    _seed(cli, "ada", [0.1])
+    assert cli("agent", "join", "ada", "team").exit_code == 0
+    for importance in ("0.1", "0.8"):
+        written = cli("remember", f"team note {importance}", "--agent", "ada", "--pool", "team", "--importance", importance)
+        assert written.exit_code == 0, written.stderr
+    result = cli("prune", "--pool", "team", "--min-importance", "0.5", "--json")
+    assert result.exit_code == 0, result.stderr
+    payload = json.loads(result.stdout)
+    assert payload["agents"] == [] and [(t["tier"], t["archived"]) for t in payload["tiers"]] == [("pool:team", 1)]
+    assert _live(cli, "ada") == 1  # the private store was not a target
+    recalled = json.loads(cli("recall", "team note", "--agent", "ada", "--json").stdout)["results"]
+    assert [r["content"] for r in recalled] == ["team note 0.8"]
+    assert cli("prune", "--pool", "nope", "--min-importance", "0.5").exit_code == 3
+    assert cli("prune", "--min-importance", "0.5").exit_code == 2  # no target named
+
+
+def test_prune_the_global_tier(cli, arcana_home):
+    assert cli("config", "set", "embedding.providers", "[]").exit_code == 0
+    none_yet = cli("prune", "--global", "--min-importance", "0.5", "--json")  # nothing promoted: nothing to do
+    assert none_yet.exit_code == 0 and json.loads(none_yet.stdout)["tiers"] == []
+    _seed(cli, "ada", [0.95, 0.95])  # promoted: private and global copies
+    result = cli("prune", "--global", "--max-entries", "1", "--json")
+    assert result.exit_code == 0, result.stderr
+    assert [(t["tier"], t["archived"]) for t in json.loads(result.stdout)["tiers"]] == [("global", 1)]
+    assert _live(cli, "ada") == 2  # control: private copies untouched

@@ -1,0 +1,161 @@
+"""Pruning a store: one victim set from floor and cap, pinned never touched, archive restorable,
+purge final, dry runs inert; run on both engines (the CLI around it: tests/cli/test_prune.py)."""
+
+from __future__ import annotations
+
+import hashlib
+
+import pytest
+from factories import entry
+
+from memory.adapters.sqlite import SQLiteAdapter
+from memory.types import Audience, MemoryQuery, PruneMode, PrunePolicy
+
+# Keyword-only homes: these tests are about the store, not the embedding model.
+pytestmark = pytest.mark.usefixtures("no_embedder")
+
+
+@pytest.fixture
+async def ten(store):
+    """Importance 0.0 .. 0.9, plus one pinned entry at importance 0."""
+    entries = [entry(f"prune probe {i}", importance=i / 10) for i in range(10)]
+    pinned = entry("prune probe pinned", importance=0.0, pinned=True)
+    await store.write_many([*entries, pinned])
+    return entries, pinned
+
+
+def importances(entries, ids) -> list[float]:
+    by_id = {e.id: e.importance for e in entries}
+    return sorted(by_id[i] for i in ids)
+
+
+@pytest.mark.parametrize(
+    "floor, cap, expected",
+    [
+        (0.3, None, [0.0, 0.1, 0.2]),
+        (None, 7, [0.0, 0.1, 0.2, 0.3]),  # 11 live (pinned counts), keep 7
+        (0.5, 9, [0.0, 0.1, 0.2, 0.3, 0.4]),  # cap's victims are inside the floor's
+        (0.15, 6, [0.0, 0.1, 0.2, 0.3, 0.4]),  # cap reaches past the floor
+        (1.0, None, [0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9]),
+        (None, 0, [0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9]),
+    ],
+)
+async def test_floor_and_cap_compose_into_one_victim_set(store, ten, floor, cap, expected):
+    entries, pinned = ten
+    report = await store.prune(PrunePolicy(min_importance=floor, max_entries=cap))
+    assert pinned.id not in report.victim_ids
+    assert importances(entries, report.victim_ids) == pytest.approx(expected)
+    assert len(set(report.victim_ids)) == len(report.victim_ids) == report.archived
+    assert report.scanned == 11
+    assert (await store.get(pinned.id)).pinned  # untouched and still recalled
+
+
+async def test_a_cap_removes_derived_memories_before_any_fact(store):
+    """A summary outweighing the fact it repeats still goes first; a pinned summary stays (control)."""
+    fact = entry("I prefer tea over coffee", importance=0.3)
+    other = entry("The ferry leaves at nine", importance=0.2)
+    summaries = [entry(f"Session summary {i}", importance=0.9, tags=["derived"]) for i in range(3)]
+    pinned = entry("Session summary pinned", importance=0.0, tags=["derived"], pinned=True)
+    await store.write_many([fact, other, *summaries, pinned])
+    report = await store.prune(PrunePolicy(max_entries=3))
+    assert set(report.victim_ids) == {s.id for s in summaries[:3]}
+    report = await store.prune(PrunePolicy(max_entries=2))
+    assert report.victim_ids == [other.id]  # with no derived memory left to take, the lowest fact goes
+
+
+@pytest.mark.sqlite_only("consolidation edges live in SQLite stores only")
+async def test_a_cap_keeps_what_recall_returns_and_what_carries_others(store):
+    """Among equal importance, a memory recall keeps returning and a consolidated memory with
+    sources outlive two never recalled, though both are older; the older of those goes first."""
+    from datetime import UTC, datetime
+
+    from memory.graph.edges import EdgeStore, MemoryEdge
+    from memory.sqlite.consolidation import SOURCES
+
+    day = lambda d: datetime(2024, 1, d, tzinfo=UTC)  # noqa: E731
+    recalled = entry("harbour note kelp", importance=0.5, created_at=day(1), access_count=8, last_accessed_at=day(2))
+    digest = entry("harbour note gull", importance=0.5, created_at=day(1))
+    old, new = entry("harbour note tide", importance=0.5, created_at=day(5)), entry("harbour note buoy", importance=0.5, created_at=day(6))
+    source = entry("harbour note source", importance=0.5, created_at=day(1), archived=True)
+    await store.write_many([recalled, digest, old, new, source])
+    await EdgeStore(store).upsert([MemoryEdge(digest.id, source.id, SOURCES, "consolidation")])
+    report = await store.prune(PrunePolicy(max_entries=2, dry_run=True))
+    assert set(report.victim_ids) == {old.id, new.id}
+    report = await store.prune(PrunePolicy(max_entries=3, dry_run=True))
+    assert report.victim_ids == [old.id]  # least recently used first among the rest
+
+
+async def test_a_planned_prune_removes_no_more_than_it_planned(store, ten):
+    """What operations/prune.py relies on: copies followed for the plan, then exactly the plan pruned;
+    a row that became a victim since stays for the next prune."""
+    entries, _ = ten
+    planned = (await store.prune(PrunePolicy(min_importance=0.3, dry_run=True))).victim_ids
+    late = entry("prune probe late", importance=0.05)
+    await store.write(late)
+    report = await store.prune(PrunePolicy(min_importance=0.3, within=frozenset(planned)))
+    assert sorted(report.victim_ids) == sorted(planned) and report.archived == 3
+    assert await store.get(late.id) is not None  # the late victim is still live
+    assert [await store.get(i) for i in planned] == [None] * 3  # and the plan went
+    assert PrunePolicy(min_importance=0.3, within=frozenset(planned)).model_dump() == PrunePolicy(min_importance=0.3).model_dump()
+    assert late.id in (await store.prune(PrunePolicy(min_importance=0.3))).victim_ids
+
+
+async def test_archive_hides_keeps_and_restores(store, ten):
+    entries, _ = ten
+    report = await store.prune(PrunePolicy(min_importance=0.3))
+    victims = set(report.victim_ids)
+    recalled = {e.id for e in await store.search(MemoryQuery(text="prune probe", limit=50))}
+    assert recalled and not recalled & victims
+    assert await store.count() == 11  # kept
+    for victim in victims:
+        kept = await store.get(victim, audience=Audience.OPERATOR, include_archived=True)
+        assert kept.archived
+    assert await store.restore(sorted(victims)) == 3
+    recalled = {e.id for e in await store.search(MemoryQuery(text="prune probe", limit=50))}
+    assert victims <= recalled
+
+
+async def test_a_second_archive_prune_finds_nothing(store, ten):
+    assert (await store.prune(PrunePolicy(min_importance=0.3))).archived == 3
+    again = await store.prune(PrunePolicy(min_importance=0.3))
+    assert (again.archived, again.victim_ids, again.scanned) == (0, [], 8)
+
+
+async def test_purge_deletes_including_already_archived(store, ten):
+    entries, pinned = ten
+    await store.archive([entries[0].id])
+    report = await store.prune(PrunePolicy(min_importance=0.3, mode=PruneMode.PURGE))
+    assert report.purged == 3 and report.archived == 0
+    assert await store.count() == 8
+    for victim in report.victim_ids:
+        assert await store.get(victim, audience=Audience.OPERATOR, include_archived=True) is None
+        assert (await store.history(victim))[-1].op == "purge"  # the ledger keeps the story
+    assert await store.get(pinned.id) is not None
+
+
+def _file_state(path) -> tuple:
+    return tuple(
+        hashlib.sha256(p.read_bytes()).hexdigest() if p.exists() else None
+        for p in (path, path.with_name(path.name + "-wal"))
+    )
+
+
+@pytest.mark.parametrize("mode", list(PruneMode))
+async def test_dry_run_changes_nothing(tmp_path, mode):
+    path = tmp_path / "dry.db"
+    store = SQLiteAdapter(path)
+    await store.write_many([entry(f"dry {i}", importance=i / 10) for i in range(10)])
+    await store.aclose()
+    before = _file_state(path)
+
+    store = SQLiteAdapter(path)
+    report = await store.prune(PrunePolicy(min_importance=0.5, max_entries=2, mode=mode, dry_run=True))
+    await store.aclose()
+    assert report.dry_run and len(report.victim_ids) == 8
+    assert (report.archived if mode is PruneMode.ARCHIVE else report.purged) == 8
+    assert _file_state(path) == before
+
+    store = SQLiteAdapter(path)  # positive control: the same policy for real does change the file
+    await store.prune(PrunePolicy(min_importance=0.5, max_entries=2, mode=mode))
+    await store.aclose()
+    assert _file_state(path) != before

@@ -1,0 +1,97 @@
+"""Issue 23: a change said in everyday words ("I switched from tea to coffee") ends the old fact at write
+time; a cue word that is not about the old fact, an additive "also", a negated cue or a question ends
+nothing. Real SQLite, real fastembed, and keyword-only; each exclusion beside a supersession in the same store."""
+
+from __future__ import annotations
+
+
+import pytest
+
+
+import knowledge_update_eval as ku  # noqa: E402
+import phrased_update_eval as pe  # noqa: E402
+
+from memory.config import ReconcileSettings  # noqa: E402
+from memory.types import MemoryEntry, MemoryType  # noqa: E402
+
+
+class Store:
+    """One agent store behind a reconciling federation, as ``arcana remember`` writes."""
+
+    def __init__(self, backend, federation):
+        self.backend, self.federation = backend, federation
+        self.ids: dict[str, str] = {}
+
+    async def say(self, text: str) -> list[str]:
+        """Write ``text``; the texts it superseded."""
+        entry = MemoryEntry(agent_id="ada", content=text, type=MemoryType.SEMANTIC)
+        self.ids[text] = entry.id
+        report = await self.federation.write(entry)
+        by_id = {v: k for k, v in self.ids.items()}
+        return [by_id[i] for i in report.supersedes]
+
+    async def current(self) -> set[str]:
+        """What recall may still answer: the current versions (through the admission predicate)."""
+        return {text for text, i in self.ids.items() if await self.backend.get(i) is not None}
+
+
+@pytest.fixture(params=[True, False], ids=["fastembed", "keyword-only"])
+async def store(request, tmp_path, offline_embedder):
+    path = tmp_path / "ada.db"
+    if request.param:
+        backend, federation = await ku.open_case(path, offline_embedder, "en", ReconcileSettings())
+    else:
+        backend, federation = await pe._keyword_case(path)
+    yield Store(backend, federation)
+    await backend.aclose()
+
+
+async def test_a_cue_phrased_change_ends_the_old_fact_and_not_the_new_value(store):
+    await store.say("I drink tea every morning.")
+    await store.say("I drink coffee at work.")
+    assert await store.say("I switched from tea to coffee.") == ["I drink tea every morning."]
+    assert await store.current() == {"I drink coffee at work.", "I switched from tea to coffee."}
+
+
+async def test_a_cue_about_something_else_ends_nothing(store):
+    await store.say("My gym is Fitness First.")
+    await store.say("I like rock.")
+    await store.say("I love Paris.")
+    assert await store.say("I left my keys at the gym.") == []  # the cue is about the keys, far from "gym"
+    assert await store.say("I moved the meeting; flights from Paris to Rome are cheap.") == []  # "from" far from the cue
+    assert await store.say("Did you switch gyms?") == []  # a question states no change
+    assert await store.say("I won't leave Fitness First.") == []  # nor does a negated cue
+    # Positive control, same store: the change is next to what it changes.
+    assert await store.say("I left Fitness First and joined PureGym.") == ["My gym is Fitness First."]
+    assert {"I like rock.", "I love Paris."} <= await store.current()
+
+
+async def test_also_adds_a_taste_and_a_switch_replaces_it(store):
+    """Decided: an additive word ("also", "too", "as well") blocks supersession, in the slots' change
+    marker and in the cue rule alike: "I now also like jazz" keeps "I like rock"."""
+    await store.say("I like rock.")
+    assert await store.say("I now also like jazz.") == []
+    assert await store.current() == {"I like rock.", "I now also like jazz."}
+    assert await store.say("I switched from rock to blues.") == ["I like rock."]  # positive control
+
+
+async def test_only_a_short_memory_is_ended_never_one_that_says_more(store):
+    story = "I like rock, I play guitar in a band called Static Lanterns and we rehearse at the old mill."
+    await store.say(story)
+    await store.say("I listen to rock.")
+    assert await store.say("I switched from rock to jazz.") == ["I listen to rock."]
+    assert story in await store.current()
+
+
+async def test_a_cue_for_someone_else_ends_nothing_of_mine(store):
+    await store.say("My barber is Luis.")
+    assert await store.say("My brother's barber is now Nico.") == []
+    assert await store.say("I switched barbers, Nico cuts my hair now.") == ["My barber is Luis."]
+
+
+async def test_a_person_who_moves_is_no_link_a_thing_that_moves_is(store):
+    await store.say("My manager visited Kyoto.")
+    await store.say("Our standup is at 9:30.")
+    assert await store.say("My manager moved to Oslo.") == []  # where she lives, not what she visited
+    assert await store.say("The standup moved to 10:15.") == ["Our standup is at 9:30."]
+    assert "My manager visited Kyoto." in await store.current()

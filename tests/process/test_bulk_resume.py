@@ -1,0 +1,89 @@
+"""After a killed bulk write, a re-run embeds the rows it left without a vector, and `doctor` reports them.
+
+A real `remember --from` process with the real offline embedder is killed
+with SIGKILL while a batch's rows are committed and its vectors are not yet;
+the re-run finds those rows unchanged and must still embed them.
+"""
+
+from __future__ import annotations
+
+from runner import run_arcana
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from arcana_cli import exit_codes
+
+ARCANA = [sys.executable, "-m", "arcana_cli.main"]
+LINES = 2500
+
+
+def _arcana(home: Path, *args: str) -> subprocess.CompletedProcess:
+    return run_arcana(*args, home=home, timeout=600)
+
+
+def _counts(db: Path) -> tuple[int, int]:
+    """(rows, vectors) as committed; the vector index's rowid table is plain SQLite."""
+    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=0.2)
+    try:
+        rows = conn.execute("SELECT count(*) FROM memories").fetchone()[0]
+        try:
+            vectors = conn.execute("SELECT count(*) FROM memory_vec_1_rowids").fetchone()[0]
+        except sqlite3.OperationalError:
+            vectors = 0
+        return rows, vectors
+    finally:
+        conn.close()
+
+
+def _killed_between_rows_and_vectors(home: Path, source: Path) -> tuple[int, int]:
+    proc = subprocess.Popen([*ARCANA, "remember", "--from", str(source), "--agent", "ada"],
+                            env={**os.environ, "ARCANA_HOME": str(home)}, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 300
+    try:
+        while time.monotonic() < deadline and proc.poll() is None:
+            db = next(home.glob("agents/*/memory.db"), None)
+            if db is not None:
+                try:
+                    rows, vectors = _counts(db)
+                except sqlite3.Error:
+                    rows = vectors = 0
+                if rows > vectors and rows >= 1024:
+                    proc.send_signal(signal.SIGKILL)
+                    proc.wait()
+                    return _counts(db)
+            time.sleep(0.005)
+        raise AssertionError(f"the import ended before a batch's vectors were pending: {proc.communicate()}")
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+def test_a_rerun_embeds_what_a_killed_run_left_and_doctor_reports_it(tmp_path):
+    home = tmp_path / "home"
+    source = tmp_path / "lines.jsonl"
+    source.write_text("".join(json.dumps({"content": f"fact {i}: the crate of item {i} sits on shelf {i % 97}"}) + "\n"
+                              for i in range(LINES)))
+    rows, vectors = _killed_between_rows_and_vectors(home, source)
+    assert rows > vectors
+    doctor = _arcana(home, "doctor")
+    assert doctor.returncode == exit_codes.FAILURE
+    line = next(row for row in doctor.stdout.splitlines() if " vectors " in f" {row} ")
+    assert line.startswith("FAIL") and f"ada: {rows - vectors} of {rows}" in line, line
+    again = _arcana(home, "remember", "--from", str(source), "--agent", "ada", "--json")
+    assert again.returncode == 0, again.stderr
+    report = json.loads(again.stdout)
+    assert report["vectors_completed"] == rows - vectors
+    assert report["unchanged"] == rows and report["written"] == LINES - rows  # and the rest of the file went in
+    status = json.loads(_arcana(home, "embeddings", "status", "--json").stdout)
+    mine = next(row for row in status["databases"] if row["agent"] == "ada")
+    assert (mine["rows"], mine["missing"]) == (LINES, 0)
+    doctor = _arcana(home, "doctor")
+    assert any(row.startswith("ok") and " vectors " in f" {row} " for row in doctor.stdout.splitlines()), doctor.stdout

@@ -1,0 +1,83 @@
+"""Issue 24: a consolidated memory lists its sources in every result, and an operator's hide or
+forget of a source reaches the consolidated memories that carry it (each beside a control)."""
+
+from __future__ import annotations
+
+import json
+
+from mcp_client import call, session
+from runner import arcana
+
+LINES = [  # two old sessions: each becomes one digest
+    {"content": "Caroline: I went to an LGBTQ support group yesterday.", "type": "episodic", "session": "s1",
+     "created_at": "2023-05-08T10:00:00Z"},
+    {"content": "Caroline: I want to study counseling next year.", "type": "episodic", "session": "s1", "created_at": "2023-05-08T10:01:00Z"},
+    {"content": "Melanie: I painted a sunrise over the lake.", "type": "episodic", "session": "s2", "created_at": "2023-06-01T10:00:00Z"},
+    {"content": "Melanie: My kids loved the pottery class.", "type": "episodic", "session": "s2", "created_at": "2023-06-01T10:01:00Z"},
+]
+
+
+def recall(cli, query: str) -> list[dict]:
+    done = cli("recall", query, "--agent", "ada", "--json")
+    assert done.exit_code == 0, done.output
+    return json.loads(done.stdout)["results"]
+
+
+def digests(cli) -> tuple[dict, dict]:
+    """(the support-group digest, the painting digest), as recall returns them."""
+    group = next(r for r in recall(cli, "support group counseling") if r.get("sources"))
+    paint = next(r for r in recall(cli, "painted sunrise pottery") if r.get("sources"))
+    return group, paint
+
+
+def setup(cli, tmp_path) -> dict[str, str]:
+    path = tmp_path / "turns.jsonl"
+    path.write_text("".join(json.dumps(line) + "\n" for line in LINES))
+    assert cli("remember", "--from", str(path), "--agent", "ada", "--no-reconcile").exit_code == 0
+    assert cli("remember", "I prefer tea over coffee", "--agent", "ada").exit_code == 0
+    listed = json.loads(cli("memory", "list", "--agent", "ada", "--json").stdout)
+    assert cli("consolidate", "--agent", "ada").exit_code == 0
+    return {m["content"]: m["id"] for m in listed}
+
+
+def test_results_list_the_sources_they_carry_and_only_those(cli, tmp_path):
+    ids = setup(cli, tmp_path)
+    group, paint = digests(cli)
+    assert group["sources"] == sorted([ids[LINES[0]["content"]], ids[LINES[1]["content"]]])
+    assert paint["sources"] == sorted([ids[LINES[2]["content"]], ids[LINES[3]["content"]]])
+    tea = next(r for r in recall(cli, "tea coffee") if "tea" in r["content"])
+    assert "sources" not in tea  # control: a plain memory carries nothing
+    shown = json.loads(cli("memory", "show", group["id"], "--agent", "ada", "--json").stdout)
+    assert shown["sources"] == group["sources"]
+
+
+async def test_mcp_recall_and_get_list_sources(tmp_path):
+    path = tmp_path / "turns.jsonl"
+    path.write_text("".join(json.dumps(line) + "\n" for line in LINES))
+    arcana("remember", "--from", str(path), "--agent", "ada", "--no-reconcile")
+    arcana("consolidate", "--agent", "ada")
+    found = json.loads(arcana("recall", "support group counseling", "--agent", "ada", "--json"))["results"]
+    group = next(r for r in found if r.get("sources"))
+    async with session("--agent", "ada") as client:
+        failed, found = await call(client, "recall", query="support group counseling")
+        assert not failed and any(r.get("sources") == group["sources"] for r in found["results"])
+        failed, got = await call(client, "get", id=group["id"])
+        assert not failed and got["sources"] == group["sources"]
+
+
+def test_hiding_or_forgetting_a_source_reaches_its_digest_only(cli, tmp_path):
+    ids = setup(cli, tmp_path)
+    group, paint = digests(cli)
+    hidden = cli("memory", "set", ids[LINES[0]["content"]], "--agent", "ada", "--visibility", "hidden", "--json")
+    assert hidden.exit_code == 0, hidden.output
+    assert [r["id"] for r in json.loads(hidden.stdout)["reached"]] == [group["id"]]
+    assert group["id"] not in [r["id"] for r in recall(cli, "support group counseling")]
+    assert paint["id"] in [r["id"] for r in recall(cli, "painted sunrise pottery")]  # control: the other digest
+    shown = json.loads(cli("memory", "show", group["id"], "--agent", "ada", "--json").stdout)
+    assert shown["visibility"] == "hidden"
+
+    forgot = cli("memory", "forget", ids[LINES[2]["content"]], "--agent", "ada", "--json")
+    assert forgot.exit_code == 0, forgot.output
+    assert [r["id"] for r in json.loads(forgot.stdout)["reached"]] == [paint["id"]]
+    assert paint["id"] not in [r["id"] for r in recall(cli, "painted sunrise pottery")]
+    assert any("tea" in r["content"] for r in recall(cli, "tea coffee"))  # control: the rest still answers

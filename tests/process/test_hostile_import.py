@@ -1,0 +1,71 @@
+"""Markdown `import` reads a folder under the vault's rules: what it cannot safely read it skips and names.
+
+A symlink to a file outside the folder, a FIFO named like a note (which hung
+the import forever), a file name that is not UTF-8 (which aborted it), and a
+note over `max_content_bytes` (which was stored) sit beside ordinary notes in
+one exported folder; every ordinary note is imported. A JSONL import refuses a
+memory over the limit the same way.
+"""
+
+from __future__ import annotations
+
+from runner import run_arcana
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from arcana_cli import exit_codes
+
+ARCANA = [sys.executable, "-m", "arcana_cli.main"]
+
+
+def _arcana(home: Path, *args: str, timeout: float = 120) -> subprocess.CompletedProcess:
+    return run_arcana(*args, home=home, timeout=timeout)
+
+
+def _contents(home: Path, agent: str) -> list[str]:
+    done = _arcana(home, "memory", "list", "--agent", agent, "--json", "--limit", "1000")
+    assert done.returncode == 0, done.stderr
+    return [m["content"] for m in json.loads(done.stdout)]
+
+
+def test_markdown_import_skips_and_names_what_it_cannot_safely_read(no_embedder, tmp_path):
+    home = no_embedder.root
+    for text in ("the deploy runs on Tuesdays", "the staging DB is pg-stage-2"):
+        assert _arcana(home, "remember", text, "--agent", "ada").returncode == 0
+    folder = tmp_path / "notes"
+    assert _arcana(home, "export", "--agent", "ada", "--format", "markdown", "-o", str(folder)).returncode == 0
+    secret = tmp_path / "outside-secret.md"
+    secret.write_text("---\nid: stolen\n---\n\nthe root password is hunter2\n")
+    (folder / "linked.md").symlink_to(secret)
+    os.mkfifo(folder / "pipe.md")
+    (folder / os.fsdecode(b"caf\xe9.md")).write_text("a name that is not UTF-8\n")
+    assert _arcana(home, "config", "set", "memory.max_content_bytes", "4096").returncode == 0
+    (folder / "huge.md").write_text("---\nid: huge-note\n---\n\n" + "words and more words " * 1000 + "\n")
+    done = _arcana(home, "import", str(folder), "--agent", "copy", timeout=60)  # a FIFO read would hang here
+    assert done.returncode == exit_codes.USAGE, done.stderr
+    assert "Traceback" not in done.stderr
+    named = {line.split(": ")[3] for line in done.stderr.splitlines() if line.count(": ") >= 4}
+    assert {"linked.md", "pipe.md", "caf\\xe9.md", "huge.md"} <= named, done.stderr
+    assert "symlink" in done.stderr and "not_a_regular_file" in done.stderr and "name_not_utf8" in done.stderr
+    stored = _contents(home, "copy")
+    assert sorted(stored) == ["the deploy runs on Tuesdays", "the staging DB is pg-stage-2"]  # positive control
+    assert not any("hunter2" in text for text in stored)
+
+
+def test_a_jsonl_import_refuses_a_memory_over_the_limit(no_embedder, tmp_path):
+    home = no_embedder.root
+    assert _arcana(home, "remember", "a small fact", "--agent", "ada").returncode == 0
+    export = tmp_path / "ada.jsonl"
+    assert _arcana(home, "export", "--agent", "ada", "-o", str(export)).returncode == 0
+    head, row = export.read_text().splitlines()
+    record = json.loads(row)
+    big = {**record, "memory": {**record["memory"], "id": "big-one", "content": "q" * (3 << 20)}}
+    export.write_text("\n".join([head, row, json.dumps(big)]) + "\n")
+    done = _arcana(home, "import", str(export), "--agent", "copy", "--no-embed")
+    assert done.returncode == exit_codes.USAGE
+    assert "line 3: content is 3,145,728 bytes, over the limit" in done.stderr
+    assert _contents(home, "copy") == ["a small fact"]

@@ -1,0 +1,304 @@
+"""`arcana mcp` through the SDK's own client over a real stdio subprocess.
+
+Most servers here run keyword-only (no embedder configured) so each test
+starts in about a second. The host configuration the README documents is
+started as a host would by tests/process/test_walkthroughs.py.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+
+import pytest
+from mcp import ClientSession
+from mcp_client import call, seed, session
+from runner import arcana, keyword_only
+
+from memory.adapters.sqlite import SQLiteAdapter
+from memory.agents import AgentRegistry
+from memory.types import Audience, Visibility
+
+ALL_TOOLS = {"remember", "recall", "forget", "list", "context", "get", "update", "history"}
+
+
+@pytest.fixture
+async def zoo(arcana_home):
+    """alice: visible, hidden, private and archived memories that all say 'zebra'; bob: a private one too."""
+    keyword_only(arcana_home)
+    _, alice = await seed(
+        arcana_home,
+        "alice",
+        [
+            {"content": "visible zebra stripes are black and white", "tags": ["zoo"]},
+            {"content": "hidden zebra secret: the vault code is 4711", "visibility": Visibility.HIDDEN},
+            {"content": "private zebra diary entry", "visibility": Visibility.PRIVATE},
+            {"content": "archived zebra fact from last year", "archived": True},
+        ],
+    )
+    _, bob = await seed(arcana_home, "bob", [{"content": "bob zebra password hunter2"}])
+    return alice, bob
+
+
+async def test_tools_listed_with_schemas_and_each_happy_path(zoo, arcana_home):
+    alice, _ = zoo
+    async with session("--agent", "alice") as client:
+        tools = {t.name: t for t in (await client.list_tools()).tools}
+        assert set(tools) == ALL_TOOLS  # no vault attached: no vault_search
+        assert all(t.description and "\n" not in t.description for t in tools.values())
+        assert tools["remember"].input_schema["required"] == ["content"]
+        assert tools["recall"].input_schema["required"] == ["query"]
+
+        error, stored = await call(client, "remember", content="giraffes sleep standing up", type="semantic",
+                                   importance=0.7, tags=["zoo"])
+        assert not error and stored["accepted"] == ["private"]
+
+        error, found = await call(client, "recall", query="giraffes", limit=5, mode="keyword", types=["semantic"], since="1d")
+        assert not error
+        hit = found["results"][0]
+        assert hit["id"] == stored["id"] and hit["content"] == "giraffes sleep standing up"
+        assert {"type", "score", "tier", "age"} <= set(hit) and hit["tier"] == "private"
+
+        error, listed = await call(client, "list", limit=10, tags=["zoo"])
+        assert not error
+        assert {m["id"] for m in listed["memories"]} == {stored["id"], alice["visible"]}
+
+        error, block = await call(client, "context", query="zebra stripes", budget_tokens=300)
+        assert not error and block["ids"] == [alice["visible"]]
+        assert "[private · episodic · user_confirmed 1.00] visible zebra stripes" in block["context"]
+        assert block["tokens"] <= 300
+
+        error, gone = await call(client, "forget", id=stored["id"])
+        assert not error and gone == {"id": stored["id"], "archived": True, "changed": True, "copies": [], "restorable": True}
+        error, found = await call(client, "recall", query="giraffes")
+        assert not error and found["results"] == []
+    # archived, not deleted: the operator can still see and restore it
+    store = SQLiteAdapter.for_agent(AgentRegistry(arcana_home).resolve("alice").id, home=arcana_home)
+    kept = await store.get(stored["id"], audience=Audience.OPERATOR, include_archived=True)
+    await store.aclose()
+    assert kept is not None and kept.archived
+
+
+async def test_hidden_private_archived_and_other_agents_memories_never_leave(zoo):
+    alice, bob = zoo
+    secret = re.compile(r"4711|diary|hunter2|last year")
+    async with session("--agent", "alice") as client:
+        for tool, args in [
+            ("recall", {"query": "zebra"}),
+            ("recall", {"query": "zebra", "mode": "hybrid", "limit": 100}),
+            ("list", {"limit": 100}),
+            ("context", {"query": "zebra", "budget_tokens": 5000}),
+        ]:
+            error, answer = await call(client, tool, **args)
+            assert not error, answer
+            text = json.dumps(answer)
+            assert alice["visible"] in text  # positive control: the visible one comes back
+            assert not secret.search(text), (tool, text)
+            for name in ("hidden", "private", "archived"):
+                assert alice[name] not in text
+            assert bob["bob"] not in text
+        # by id is no way in either: hidden, private, archived and bob's look unknown
+        for memory_id in (alice["hidden"], alice["private"], bob["bob"]):
+            error, message = await call(client, "forget", id=memory_id)
+            assert error and "no memory with id" in message and "\n" not in message
+        error, _ = await call(client, "forget", id=alice["visible"])
+        assert not error  # positive control
+
+
+HOSTILE = [
+    'zebra" OR 1=1; DROP TABLE memories; --',
+    "NEAR(zebra secret) * ^ AND OR NOT",
+    "zebra' UNION SELECT content FROM memories WHERE visibility='hidden' --",
+    "\x00\u202e🦓" + "z" * 5000,
+]
+
+
+async def test_hostile_queries_are_answered_safely(zoo, arcana_home):
+    alice, _ = zoo
+    async with session("--agent", "alice") as client:
+        for hostile in HOSTILE:
+            for tool in ("recall", "context", "list"):
+                args = {"recall": {"query": hostile}, "context": {"query": hostile, "budget_tokens": 2000},
+                        "list": {"tags": [hostile]}}[tool]
+                error, answer = await call(client, tool, **args)
+                text = answer if error else json.dumps(answer)
+                assert "4711" not in text and "hunter2" not in text, (hostile, tool)
+                if error:
+                    assert "\n" not in text
+            error, answer = await call(client, "recall", query="zebra stripes")
+            assert not error and answer["results"][0]["id"] == alice["visible"]
+    store = SQLiteAdapter.for_agent(AgentRegistry(arcana_home).resolve("alice").id, home=arcana_home)
+    assert await store.count() == 4  # nothing dropped
+    await store.aclose()
+
+
+async def test_tool_errors_are_one_line_and_the_server_keeps_serving(zoo):
+    alice, _ = zoo
+    async with session("--agent", "alice") as client:
+        bad_calls = [
+            ("recall", {"query": "zebra", "limit": "many"}, "invalid limit"),
+            ("recall", {"query": "zebra", "limit": 0}, "invalid limit"),
+            ("recall", {}, "invalid query"),
+            ("recall", {"query": "zebra", "since": "last tuesday"}, "since"),
+            ("recall", {"query": "zebra", "types": ["gossip"]}, "invalid types"),
+            ("remember", {"content": "   "}, "invalid content"),
+            ("remember", {"content": "x", "importance": 7}, "invalid importance"),
+            ("remember", {"content": "x", "scope": "private", "pool": "team"}, "cannot be combined"),
+            ("remember", {"content": "x", "scope": "shared"}, "pool"),
+            ("forget", {"id": "no-such-id"}, "no memory with id 'no-such-id'"),
+            ("context", {"query": "zebra", "budget_tokens": 1}, "invalid budget_tokens"),
+            ("vault_search", {"vault": "x", "query": "y"}, "vault_search"),
+        ]
+        for tool, args, expected in bad_calls:
+            result = await client.call_tool(tool, args)
+            message = result.content[0].text
+            assert result.is_error, (tool, args, message)
+            assert expected in message and "\n" not in message, message
+            # still serving, and still right
+            error, answer = await call(client, "recall", query="zebra stripes")
+            assert not error and answer["results"][0]["id"] == alice["visible"]
+
+
+async def test_read_only_serves_reads_only(zoo, arcana_home):
+    alice, _ = zoo
+    async with session("--agent", "alice", "--read-only") as client:
+        names = {t.name for t in (await client.list_tools()).tools}
+        assert names == {"recall", "list", "context", "get", "history"}
+        for tool, args in (("remember", {"content": "sneaky write"}), ("forget", {"id": alice["visible"]})):
+            result = await client.call_tool(tool, args)
+            assert result.is_error and "\n" not in result.content[0].text
+        error, answer = await call(client, "recall", query="zebra")
+        assert not error and [r["id"] for r in answer["results"]] == [alice["visible"]]
+    store = SQLiteAdapter.for_agent(AgentRegistry(arcana_home).resolve("alice").id, home=arcana_home)
+    assert await store.count() == 4 and not (await store.get(alice["visible"])).archived
+    await store.aclose()
+
+
+async def test_a_corrupt_private_store_is_reported_and_the_server_still_works(arcana_home, tmp_path):
+    keyword_only(arcana_home)
+    agent_id, _ = await seed(arcana_home, "alice", [{"content": "soon to be damaged"}])
+    db = arcana_home.agent_db(agent_id)
+    with db.open("r+b") as handle:
+        handle.write(b"\xde\xad" * 2048)
+    errlog = (tmp_path / "stderr.txt").open("w+")
+    async with session("--agent", "alice", stderr=errlog) as client:
+        error, stored = await call(client, "remember", content="written after the quarantine")
+        assert not error and "was corrupt and was moved to" in stored["warnings"][0]
+        error, found = await call(client, "recall", query="quarantine")
+        assert not error and [r["id"] for r in found["results"]] == [stored["id"]]
+        assert found["warnings"]
+    errlog.seek(0)
+    logged = errlog.read()
+    assert "was corrupt" in logged
+    assert list(arcana_home.quarantine_dir.rglob("*memory*"))  # the damaged file was kept, not deleted
+
+
+async def test_vault_search_over_an_attached_vault(arcana_home, make_vault, cli):
+    keyword_only(arcana_home)
+    AgentRegistry(arcana_home).create("alice")
+    vault = make_vault({"Garden.md": "Tomatoes need full sun and deep watering.", "Other.md": "unrelated"})
+    assert cli("vault", "add", str(vault), "--name", "notes", "--agent", "alice").exit_code == 0
+    async with session("--agent", "alice") as client:
+        names = {t.name for t in (await client.list_tools()).tools}
+        assert "vault_search" in names
+        error, found = await call(client, "vault_search", vault="notes", query="tomatoes sun", limit=5)
+        assert not error and found["results"][0]["path"] == "Garden.md"
+        error, message = await call(client, "vault_search", vault="elsewhere", query="tomatoes")
+        assert error and "attached: notes" in message
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+async def test_http_transport_needs_the_bearer_token(zoo, arcana_home, tmp_path):
+    import subprocess
+
+    import anyio
+    import httpx2
+    from mcp.client.streamable_http import streamable_http_client
+
+    alice, _ = zoo
+    port = free_port()
+    errlog = (tmp_path / "http-stderr.txt").open("w+")
+    proc = subprocess.Popen([sys.executable, "-m", "arcana_cli.main", "mcp", "--agent", "alice", "--http",
+                             f"127.0.0.1:{port}"], stdout=subprocess.PIPE, stderr=errlog, env=dict(os.environ))
+    try:
+        token_file = arcana_home.root / "mcp" / "token"
+        url = f"http://127.0.0.1:{port}/mcp"
+        async with httpx2.AsyncClient() as raw:
+            for _ in range(300):
+                try:
+                    refused = await raw.post(url, json={})
+                    break
+                except httpx2.TransportError:
+                    await anyio.sleep(0.1)
+            assert refused.status_code == 401  # no token
+            wrong = await raw.post(url, json={}, headers={"Authorization": "Bearer guess"})
+            assert wrong.status_code == 401
+        token = token_file.read_text().strip()
+        assert oct(token_file.stat().st_mode & 0o777) == "0o600" and len(token) >= 40
+        errlog.seek(0)
+        assert errlog.read().count(token) == 1  # printed once, on stderr
+        headers = {"Authorization": f"Bearer {token}"}
+        async with httpx2.AsyncClient() as raw:  # the shared loopback guard: Host, then Origin, then the token
+            rebound = await raw.post(url, json={}, headers={**headers, "Host": f"rebind.example:{port}"})
+            assert rebound.status_code == 421
+            foreign = await raw.post(url, json={}, headers={**headers, "Origin": "http://rebind.example"})
+            assert foreign.status_code == 403
+        async with httpx2.AsyncClient(headers=headers) as authed, \
+                streamable_http_client(url, http_client=authed) as (read, write, *_), \
+                ClientSession(read, write) as client:
+            await client.initialize()
+            assert {t.name for t in (await client.list_tools()).tools} == ALL_TOOLS
+            error, answer = await call(client, "recall", query="zebra")
+            assert not error and [r["id"] for r in answer["results"]] == [alice["visible"]]
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+    assert proc.stdout.read() == b""  # stdout stays clean on the HTTP transport too
+
+
+def test_http_refuses_a_non_loopback_address(arcana_home):
+    import subprocess
+
+    done = subprocess.run([sys.executable, "-m", "arcana_cli.main", "mcp", "--agent", "a", "--http", "0.0.0.0:8765"],
+                          capture_output=True, text=True, timeout=60, env=dict(os.environ))
+    assert done.returncode == 2 and "loopback only" in done.stderr
+    assert not (arcana_home.root / "mcp" / "token").exists()
+
+
+async def test_forget_also_archives_the_promoted_copy(arcana_home):
+    """An MCP forget is the operator's forget: another agent stops recalling the global copy."""
+    for name in ("ada", "bob"):
+        arcana("agent", "create", name)
+    made = json.loads(arcana("remember", "fact GLOBALHERON nests by the lake", "--agent", "ada", "--importance", "0.95", "--json"))
+    arcana("remember", "fact GLOBALHERON control stays shared", "--agent", "ada", "--importance", "0.95")
+    seen = lambda: {r["content"] for r in json.loads(arcana("recall", "GLOBALHERON", "--agent", "bob", "--json"))["results"]}
+    assert "fact GLOBALHERON nests by the lake" in seen()
+    async with session("--agent", "ada") as client:
+        failed, answer = await call(client, "forget", id=made["id"])
+    assert not failed and [c["op"] for c in answer["copies"]] == ["archive"]
+    assert seen() == {"fact GLOBALHERON control stays shared"}  # the control still answers
+
+
+async def test_an_agents_remember_never_promotes_to_global(arcana_home):
+    """A tool call is the agent's own claim: importance 1.0 stays private; the user's 0.95 (the control) promotes."""
+    for name in ("ada", "bob"):
+        arcana("agent", "create", name)
+    arcana("remember", "fact MCPHERON the user said it", "--agent", "ada", "--importance", "0.95")
+    async with session("--agent", "ada") as client:
+        failed, answer = await call(client, "remember", content="fact MCPHERON the agent claims it", importance=1.0)
+        refused, why = await call(client, "remember", content="fact MCPHERON the agent posts it", scope="global")
+    assert not failed and answer["accepted"] == ["private"]
+    assert refused and "scope" in str(why)  # not written straight into the global tier either
+    seen = {r["content"] for r in json.loads(arcana("recall", "MCPHERON", "--agent", "bob", "--json"))["results"]}
+    assert seen == {"fact MCPHERON the user said it"}
+    mine = {r["content"] for r in json.loads(arcana("recall", "MCPHERON", "--agent", "ada", "--json"))["results"]}
+    assert "fact MCPHERON the agent claims it" in mine

@@ -1,0 +1,187 @@
+"""The by-id MCP tools (get, update, history) and every tool's annotations, through the official client.
+
+Each refusal sits beside a positive control in the same store: a hidden,
+private, or another agent's memory gets the answer a missing id gets, while
+the agent's own visible memory is found.
+"""
+
+from __future__ import annotations
+
+import json
+
+from memory.adapters.sqlite import SQLiteAdapter
+from memory.agents import AgentRegistry
+from memory.types import Audience, Visibility
+from mcp_client import call, seed, session
+from runner import arcana, keyword_only
+
+HINTS = {  # tool: (readOnly, destructive, idempotent); openWorld is False for all
+    "remember": (False, False, False), "update": (False, False, False), "forget": (False, True, True),
+    "recall": (True, False, True), "list": (True, False, True), "context": (True, False, True),
+    "get": (True, False, True), "history": (True, False, True),
+}
+
+
+async def _zoo(home):
+    keyword_only(home)
+    _, alice = await seed(home, "alice", [
+        {"content": "visible zebra stripes are black and white", "tags": ["zoo"], "importance": 0.5},
+        {"content": "hidden zebra secret 4711", "visibility": Visibility.HIDDEN},
+        {"content": "private zebra diary", "visibility": Visibility.PRIVATE},
+    ])
+    _, bob = await seed(home, "bob", [{"content": "bob zebra password hunter2"}])
+    return alice, bob
+
+
+def missing(id: str) -> str:
+    return f"no memory with id '{id}' among this agent's memories"
+
+
+async def test_every_tool_is_annotated(arcana_home):
+    await _zoo(arcana_home)
+    async with session("--agent", "alice") as client:
+        tools = {t.name: t for t in (await client.list_tools()).tools}
+    assert set(tools) == set(HINTS)
+    for name, (read_only, destructive, idempotent) in HINTS.items():
+        a = tools[name].annotations
+        assert (a.read_only_hint, a.destructive_hint, a.idempotent_hint, a.open_world_hint) == (read_only, destructive, idempotent, False), name
+
+
+async def test_get_own_by_id_and_prefix_refuses_hidden_private_and_others(arcana_home):
+    alice, bob = await _zoo(arcana_home)
+    async with session("--agent", "alice") as client:
+        error, got = await call(client, "get", id=alice["visible"])
+        assert not error and got["content"].startswith("visible zebra") and got["importance"] == 0.5
+        error, got = await call(client, "get", id=alice["visible"][:8])  # a prefix, as on the CLI
+        assert not error and got["id"] == alice["visible"]
+        for other in (alice["hidden"], alice["private"], bob["bob"], alice["hidden"][:8], bob["bob"][:8], "nonexistent-id"):
+            error, message = await call(client, "get", id=other)
+            assert error and message.endswith(": " + missing(other)), other
+        error, message = await call(client, "get", id=alice["visible"][:4])  # too short for a prefix
+        assert error and message.endswith(": " + missing(alice["visible"][:4]))
+
+
+async def test_update_tags_and_importance_capped_through_the_ledger(arcana_home):
+    alice, bob = await _zoo(arcana_home)
+    async with session("--agent", "alice") as client:
+        error, done = await call(client, "update", id=alice["visible"][:8], importance=1.0, tags=["zoo", "africa"])
+        assert not error and done["changed"] and done["importance"] == 0.89 and done["tags"] == ["zoo", "africa"]
+        for other in (alice["hidden"], bob["bob"]):
+            error, message = await call(client, "update", id=other, tags=["mine"])
+            assert error and message.endswith(": " + missing(other))
+        error, message = await call(client, "update", id=alice["visible"])
+        assert error and "nothing to change" in message
+    card = AgentRegistry(arcana_home).resolve("alice")
+    store = SQLiteAdapter.for_agent(card.id, home=arcana_home)
+    records = await store.history(alice["visible"])
+    hidden = await store.get(alice["hidden"], audience=Audience.OPERATOR)
+    await store.aclose()
+    assert records[-1].op == "update" and records[-1].after["importance"] == 0.89  # the edit is in the ledger
+    assert hidden.tags == []  # the refused update changed nothing
+    bob_store = SQLiteAdapter.for_agent(AgentRegistry(arcana_home).resolve("bob").id, home=arcana_home)
+    assert (await bob_store.get(bob["bob"])).tags == []
+    await bob_store.aclose()
+
+
+async def test_update_content_is_a_new_version_and_history_shows_the_chain(arcana_home):
+    keyword_only(arcana_home)
+    _, alice = await seed(arcana_home, "alice", [
+        {"content": "deploys run on fridays", "confidence_source": "agent"},
+        {"content": "hidden deploy key 4711", "visibility": Visibility.HIDDEN},
+    ])
+    async with session("--agent", "alice") as client:
+        error, done = await call(client, "update", id=alice["deploys"], content="deploys run on mondays now")
+        assert not error and done["superseded"] and done["replaces"] == alice["deploys"]
+        error, history = await call(client, "history", id=done["id"])
+        assert not error
+        assert [v["content"] for v in history["versions"]] == ["deploys run on fridays", "deploys run on mondays now"]
+        assert [v["current"] for v in history["versions"]] == [False, True]
+        assert {r["memory"] for r in history["ledger"]} == {alice["deploys"], done["id"]}
+        assert "4711" not in str(history)
+        error, found = await call(client, "recall", query="deploys", mode="keyword")
+        assert not error and [r["id"] for r in found["results"]] == [done["id"]]
+        error, message = await call(client, "history", id=alice["hidden"])
+        assert error and message.endswith(": " + missing(alice["hidden"]))
+
+
+async def test_update_of_a_user_confirmed_fact_is_held_beside_it(arcana_home):
+    keyword_only(arcana_home)
+    _, alice = await seed(arcana_home, "alice", [{"content": "office is in Berlin"}])  # user_confirmed (default)
+    async with session("--agent", "alice") as client:
+        error, done = await call(client, "update", id=alice["office"], content="office is in Munich")
+        assert not error and not done["superseded"] and done["held_beside"] == alice["office"]
+        error, got = await call(client, "get", id=alice["office"])
+        assert not error and got["valid_to"] is None  # still current
+
+
+async def test_read_only_leaves_update_out_but_keeps_get_and_history(arcana_home):
+    alice, _ = await _zoo(arcana_home)
+    async with session("--agent", "alice", "--read-only") as client:
+        names = {t.name for t in (await client.list_tools()).tools}
+        assert "update" not in names and {"get", "history"} <= names
+        result = await client.call_tool("update", {"id": alice["visible"], "tags": ["x"]})
+        assert result.is_error
+        error, got = await call(client, "get", id=alice["visible"])
+        assert not error and got["tags"] == ["zoo"]
+
+
+async def test_get_over_http_own_found_hidden_refused(arcana_home, tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    import anyio
+    import httpx2
+    from mcp import ClientSession
+    from mcp.client.streamable_http import streamable_http_client
+    from test_mcp_server import free_port
+
+    alice, bob = await _zoo(arcana_home)
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "arcana_cli.main", "mcp", "--agent", "alice", "--http", f"127.0.0.1:{port}"],
+                            stdout=subprocess.DEVNULL, stderr=(tmp_path / "err.txt").open("w"), env=dict(os.environ))
+    try:
+        url = f"http://127.0.0.1:{port}/mcp"
+        async with httpx2.AsyncClient() as raw:
+            for _ in range(300):
+                try:
+                    await raw.post(url, json={})
+                    break
+                except httpx2.TransportError:
+                    await anyio.sleep(0.1)
+        headers = {"Authorization": f"Bearer {(arcana_home.root / 'mcp' / 'token').read_text().strip()}"}
+        async with httpx2.AsyncClient(headers=headers) as authed, \
+                streamable_http_client(url, http_client=authed) as (read, write, *_), \
+                ClientSession(read, write) as client:
+            await client.initialize()
+            error, got = await call(client, "get", id=alice["visible"][:8])
+            assert not error and got["id"] == alice["visible"]
+            for other in (alice["hidden"], bob["bob"]):
+                error, message = await call(client, "get", id=other)
+                assert error and message.endswith(": " + missing(other))
+            error, history = await call(client, "history", id=alice["visible"])
+            assert not error and [v["id"] for v in history["versions"]] == [alice["visible"]]
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
+async def test_get_and_history_read_a_shared_memory_the_agent_recalls_and_nothing_else(arcana_home):
+    keyword_only(arcana_home)
+    arcana("pool", "create", "team")
+    for name in ("alice", "bob"):
+        arcana("agent", "join", name, "team")
+    shared = json.loads(arcana("remember", "standup moved to 10am", "--agent", "bob", "--pool", "team", "--json"))["id"]
+    quarantined = json.loads(arcana("remember", "standup secret 4711", "--agent", "bob", "--pool", "team", "--json"))["id"]
+    arcana("memory", "set", quarantined, "--pool", "team", "--visibility", "hidden")
+    private = json.loads(arcana("remember", "bob standup diary", "--agent", "bob", "--json"))["id"]
+    async with session("--agent", "alice") as client:
+        error, got = await call(client, "get", id=shared)
+        assert not error and got["content"] == "standup moved to 10am" and got["tier"] == "pool:team"
+        error, chain = await call(client, "history", id=shared)
+        assert not error and [v["id"] for v in chain["versions"]] == [shared] and chain["ledger"][0]["op"] == "insert"
+        for other in (quarantined, private, shared[:8]):  # hidden, another's private, a prefix of a shared id
+            error, message = await call(client, "get", id=other)
+            assert error and message.endswith(": " + missing(other)), other
+            error, message = await call(client, "history", id=other)
+            assert error and message.endswith(": " + missing(other)), other

@@ -1,0 +1,506 @@
+"""Vault registration, incremental indexing, search and the CLI, over real folders and real SQLite."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+from runner import run_arcana as _cli
+
+from memory.errors import InvalidRequestError, NotFoundError
+from memory.graph.edges import EdgeStore
+from memory.locks import exclusive
+from memory.markdown.notes import note_id
+from memory.types import MemoryQuery, MemoryScope, RetrievalMode
+from memory.vaults.indexer import check_vault, index_vault, open_store
+from memory.vaults.registry import VaultRegistry
+from memory.vaults.search import search_vault
+from memory.vaults.state import read_state
+
+NOTES = {
+    "Home.md": "---\ntags: [start]\n---\nWelcome. See [[Projects/Alpha]] and [[beta|the beta]] and ![[chart.png]].",
+    "Projects/Alpha.md": "---\naliases: [A1]\n---\n# Goal\nMetric units everywhere. Back to [[Home#top]].",
+    "Projects/Beta.md": "Beta uses [[A1]] and [[Nowhere]]. #status/active",
+    "assets/chart.png": b"\x89PNG\r\n",
+}
+
+
+@pytest.fixture
+def vault(make_vault, arcana_home):
+    root = make_vault(NOTES, name="notes")
+    arcana_home.ensure()
+    return VaultRegistry(arcana_home).add(root, "notes")
+
+
+async def stored(vault):
+    store = open_store(vault)
+    try:
+        rows = await store.run(lambda raw: raw.execute("SELECT id, content FROM memories ORDER BY id").fetchall())
+        ledger = await store.run(lambda raw: raw.execute("SELECT op FROM memory_ledger ORDER BY seq").fetchall())
+        return {r[0]: r[1] for r in rows}, [r[0] for r in ledger]
+    finally:
+        await store.aclose()
+
+
+def test_registry_validates_and_remove_never_touches_the_folder(vault, arcana_home, tree_digest, tmp_path):
+    registry = VaultRegistry(arcana_home)
+    assert [v.name for v in registry.list()] == ["notes"]
+    with pytest.raises(InvalidRequestError):
+        registry.add(vault.root, "bad name!")
+    with pytest.raises(NotFoundError):
+        registry.add(tmp_path / "missing", "x")
+    with pytest.raises(ValueError):
+        registry.add(vault.root, "notes")
+    with pytest.raises(ValueError):
+        registry.add(vault.root, "again")  # same folder twice
+    with pytest.raises(ValueError):
+        registry.add(vault.root, "both", agent="a", pool="p")
+    before = tree_digest(vault.root)
+    vault.db_path.parent.mkdir(parents=True, exist_ok=True)
+    vault.db_path.write_bytes(b"")
+    removed = registry.remove("notes")
+    assert vault.db_path in removed and not vault.db_path.exists()
+    assert tree_digest(vault.root) == before
+    with pytest.raises(NotFoundError):
+        registry.get("notes")
+
+
+async def test_removal_waits_for_an_index_run_in_flight_and_no_later_run_recreates_the_index(vault, arcana_home, monkeypatch):
+    """The writer lock held (an index run in flight): removal waits for it, or gives up with the vault
+    intact; once removed, a run that held the vault from before (a watch's) indexes nothing."""
+    import threading
+
+    import memory.vaults.registry as registry_mod
+    from memory.errors import LockHeldError
+
+    await index_vault(vault, embed=False)  # control: a run makes the index
+    assert vault.db_path.exists()
+    registry = VaultRegistry(arcana_home)
+    monkeypatch.setattr(registry_mod, "REMOVE_WAIT_SECONDS", 0.3)
+    with exclusive(vault.lock_path, "index in flight"):
+        with pytest.raises(LockHeldError, match="try again"):
+            registry.remove("notes")
+        assert registry.get("notes").name == "notes" and vault.db_path.exists()  # nothing half-removed
+        monkeypatch.setattr(registry_mod, "REMOVE_WAIT_SECONDS", 30.0)
+        removal = threading.Thread(target=registry.remove, args=("notes",))
+        removal.start()
+        time.sleep(0.5)
+        assert removal.is_alive() and vault.db_path.exists()  # waiting for the run to finish
+    removal.join(10)
+    assert not removal.is_alive() and not vault.db_path.exists()
+    with pytest.raises(NotFoundError, match="was removed"):
+        await index_vault(vault, embed=False)
+    assert not vault.db_path.exists()
+
+
+async def test_full_then_incremental_index_follows_every_kind_of_change(vault, tree_digest):
+    digest = tree_digest(vault.root)
+    report = await index_vault(vault, embed=False)
+    assert (report.scanned, report.added, report.updated, report.removed, report.unchanged) == (3, 3, 0, 0, 0)
+    links = report.links.counts()
+    assert links == {
+        "notes_scanned": 3, "links_found": 6, "resolved": 4, "attachments": 1, "self_links": 0,
+        "dangling": 1, "ambiguous": 0, "edges_written": 4,
+    }
+    rows, ledger = await stored(vault)
+    assert set(rows) == {note_id(p) for p in ("Home.md", "Projects/Alpha.md", "Projects/Beta.md")}
+    assert ledger == ["insert"] * 3
+    assert tree_digest(vault.root) == digest
+
+    again = await index_vault(vault, embed=False)
+    assert (again.added, again.updated, again.removed, again.unchanged) == (0, 0, 0, 3)
+
+    os.utime(vault.root / "Home.md", ns=(10**18, 10**18))  # touched, same bytes: not rewritten
+    touched = await index_vault(vault, embed=False)
+    assert (touched.updated, touched.unchanged) == (0, 3)
+
+    (vault.root / "Projects/Beta.md").write_text("Beta now links [[Home]] only.")
+    (vault.root / "Gamma.md").write_text("new note about [[Nowhere]]")  # the dangling link's target appears
+    (vault.root / "Nowhere.md").write_text("I exist now")
+    (vault.root / "Projects/Alpha.md").rename(vault.root / "Projects/Alpha2.md")
+    report = await index_vault(vault, embed=False)
+    assert (report.added, report.updated, report.removed, report.unchanged) == (3, 1, 1, 1)
+    rows, ledger = await stored(vault)
+    assert note_id("Projects/Alpha.md") not in rows and note_id("Projects/Alpha2.md") in rows
+    assert ledger.count("purge") == 1 and ledger.count("update") == 1
+    assert report.links.dangling == 1  # Home's [[Projects/Alpha]] now dangles; [[Nowhere]] resolved
+    store = open_store(vault)
+    try:
+        edges = EdgeStore(store)
+        assert note_id("Home.md") in await edges.neighbors(note_id("Projects/Beta.md"))
+        assert await edges.neighbors(note_id("Projects/Alpha.md")) == []
+    finally:
+        await store.aclose()
+
+    (vault.root / "Gamma.md").unlink()
+    report = await index_vault(vault, embed=False)
+    assert (report.removed, report.unchanged) == (1, 4)
+    state = read_state(vault.state_path)
+    assert state["last_index"]["removed"] == 1 and state["last_indexed_at"] > 0
+
+
+async def test_hostile_vault_indexes_with_everything_counted(make_vault, arcana_home, tree_digest):
+    root = make_vault(
+        {
+            "binary.md": b"\x00\x01\x02garbage",
+            "empty.md": "",
+            "huge.md": "y" * (1024 * 1024 + 1),
+            "list-frontmatter.md": "---\n- a\n- b\n---\nbody",
+            "a/Dup.md": "one",
+            "b/Dup.md": "two",
+            "links.md": "[[Dup]] [[empty]] `[[binary]]`\n```\n[[huge]]\n```\n[[über note]]",
+            "über note.md": "ünïcödé",
+            ".obsidian/app.md": "config",
+        },
+        name="hostile",
+    )
+    (root / "loop").symlink_to(root)
+    arcana_home.ensure()
+    vault = VaultRegistry(arcana_home).add(root, "hostile")
+    digest = tree_digest(root)
+    report = await index_vault(vault, embed=False)
+    assert report.skipped_counts() == {"binary": 1, "hidden": 1, "symlink": 1, "too_large": 1}
+    assert report.frontmatter_problems == ["list-frontmatter.md"]
+    assert report.added == 6
+    assert (report.links.resolved, report.links.ambiguous, report.links.dangling) == (2, 1, 0)
+    plan, links = await check_vault(vault)
+    assert [(p.target, p.candidates) for p in links.ambiguous_links] == [("Dup", ("a/Dup.md", "b/Dup.md"))]
+    assert dict(plan.skipped)["huge.md"] == "too_large"
+    assert tree_digest(root) == digest
+
+
+async def test_a_missing_folder_fails_loudly_and_keeps_the_index(vault, tmp_path):
+    await index_vault(vault, embed=False)
+    moved = tmp_path / "elsewhere"
+    vault.root.rename(moved)
+    with pytest.raises(NotFoundError):
+        await index_vault(vault, embed=False)
+    rows, _ = await stored(vault)
+    assert len(rows) == 3  # nothing was purged because the folder vanished
+    moved.rename(vault.root)
+    assert (await index_vault(vault, embed=False)).unchanged == 3
+
+
+async def test_attaching_to_a_pool_restamps_every_entry(make_vault, arcana_home):
+    root = make_vault({"a.md": "alpha"}, name="p")
+    arcana_home.ensure()
+    registry = VaultRegistry(arcana_home)
+    vault = registry.add(root, "p")
+    await index_vault(vault, embed=False)
+    registry.remove("p")
+    from memory.federation.pools import PoolRegistry
+
+    await PoolRegistry(arcana_home).create("team")  # a vault attaches only to a pool that exists
+    vault = registry.add(root, "p", pool="team")
+    report = await index_vault(vault, embed=False)
+    assert report.added == 1  # the index was removed with the vault
+    store = open_store(vault)
+    try:
+        entry = await store.get(note_id("a.md"))
+    finally:
+        await store.aclose()
+    assert (entry.agent_id, entry.scope, entry.pool_name) == ("vault:p", MemoryScope.SHARED, "team")
+
+
+async def test_search_reads_the_folder_before_indexing_and_the_index_after(vault):
+    notices: list[str] = []
+    hits = await search_vault(vault, MemoryQuery(text="metric units"), notify=notices.append)
+    assert hits.source == "folder" and len(notices) == 1
+    assert [hits.paths[e.id] for e in hits.entries] == ["Projects/Alpha.md"]
+    await index_vault(vault, embed=False)
+    hits = await search_vault(vault, MemoryQuery(text="metric units", retrieval_mode=RetrievalMode.keyword))
+    assert hits.source == "index"
+    paths = [hits.paths[e.id] for e in hits.entries]
+    assert paths[0] == "Projects/Alpha.md"
+    assert {"Home.md", "Projects/Beta.md"} <= set(paths[1:])  # one wikilink away
+    assert all(e.matched_by == ["graph"] for e in hits.entries[1:])
+    assert all(e.tiers == ["vault:notes"] for e in hits.entries)
+    plain = await search_vault(vault, MemoryQuery(text="metric units", retrieval_mode=RetrievalMode.keyword), expand=False)
+    assert [plain.paths[e.id] for e in plain.entries] == ["Projects/Alpha.md"]
+
+
+async def test_embedding_index_embeds_only_what_changed(vault):
+    report = await index_vault(vault, embed=True)
+    assert report.embedded == 3 and "MiniLM" in report.embedding
+    (vault.root / "Projects/Beta.md").write_text("Beta is about baking sourdough loaves with a long fermentation.")
+    report = await index_vault(vault, embed=True)
+    assert (report.updated, report.embedded) == (1, 1)
+    assert (await index_vault(vault, embed=True)).embedded == 0
+    hits = await search_vault(
+        vault, MemoryQuery(text="how to bake bread at home", retrieval_mode=RetrievalMode.semantic, limit=1), expand=False
+    )
+    assert [hits.paths[e.id] for e in hits.entries] == ["Projects/Beta.md"]
+
+
+async def test_keyword_only_rows_are_backfilled_by_the_next_embedding_pass(vault):
+    await index_vault(vault, embed=False)
+    report = await index_vault(vault, embed=True)
+    assert (report.updated, report.embedded) == (0, 3)
+
+
+def test_indexers_wait_for_each_other_instead_of_failing(vault, arcana_home):
+    env = {**os.environ, "ARCANA_HOME": str(arcana_home.root)}
+    command = [sys.executable, "-m", "arcana_cli.main", "vault", "index", "notes", "--keyword-only", "--json"]
+    with exclusive(vault.lock_path, "test"):
+        procs = [subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env) for _ in range(3)]
+        time.sleep(1.5)
+        assert all(p.poll() is None for p in procs)  # all waiting on the held lock, none failed
+    results = [p.communicate(timeout=120) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0, 0], [r[1] for r in results]
+    reports = [json.loads(out) for out, _ in results]
+    assert sorted(r["added"] for r in reports) == [0, 0, 3]  # one did the work, the others found nothing to do
+
+
+def test_cli_commands_json_and_exit_codes(vault, arcana_home, tree_digest):
+    digest = tree_digest(vault.root)
+    index = _cli("vault", "index", "notes", "--keyword-only", "--json", home=arcana_home)
+    assert index.returncode == 0, index.stderr
+    assert json.loads(index.stdout)["added"] == 3
+    listed = json.loads(_cli("vault", "list", "--json", home=arcana_home).stdout)
+    assert [v["name"] for v in listed] == ["notes"]
+    check = json.loads(_cli("vault", "check", "notes", "--json", home=arcana_home).stdout)
+    assert check["dangling"] == [{"note": "Projects/Beta.md", "target": "Nowhere"}]
+    links = json.loads(_cli("vault", "links", "alpha", "--json", home=arcana_home).stdout)
+    assert links["note"] == "Projects/Alpha.md"
+    assert links["outgoing"] == ["Home.md"] and links["backlinks"] == ["Home.md", "Projects/Beta.md"]
+    found = _cli("vault", "search", "notes", "metric", "--mode", "keyword", "--json", home=arcana_home)
+    assert json.loads(found.stdout)["results"][0]["path"] == "Projects/Alpha.md"
+    status = json.loads(_cli("vault", "status", "notes", "--json", home=arcana_home).stdout)
+    assert status["notes_indexed"] == 3 and status["watch"]["running"] is False and status["edges"] == 4
+    missing = _cli("vault", "index", "nope", home=arcana_home)
+    assert missing.returncode == 3 and missing.stderr.count("\n") == 1 and missing.stdout == ""
+    unforced = _cli("vault", "remove", "notes", home=arcana_home)
+    assert unforced.returncode == 2 and vault.db_path.exists()
+    removed = _cli("vault", "remove", "notes", "--yes", home=arcana_home)
+    assert removed.returncode == 0 and not vault.db_path.exists()
+    assert tree_digest(vault.root) == digest
+
+
+async def _snapshot(vault):
+    store = open_store(vault)
+    try:
+        rows = await store.run(lambda raw: raw.execute("SELECT id, content, tags FROM memories ORDER BY id").fetchall())
+        edges = await store.run(
+            lambda raw: raw.execute("SELECT src_id, dst_id FROM memory_edges ORDER BY src_id, dst_id").fetchall()
+        )
+        return [tuple(r) for r in rows], [tuple(e) for e in edges]
+    finally:
+        await store.aclose()
+
+
+async def test_a_targeted_pass_at_the_changed_paths_matches_a_full_pass(make_vault, arcana_home):
+    files = dict(NOTES)
+    arcana_home.ensure()
+    registry = VaultRegistry(arcana_home)
+    targeted = registry.add(make_vault(files, name="t"), "t")
+    full = registry.add(make_vault(files, name="f"), "f")
+    for vault in (targeted, full):
+        await index_vault(vault, embed=False)
+    edits = [
+        ("Projects/Beta.md", "Beta now links [[Home]] and [[Gamma]]."),  # content edit, new dangling link
+        ("Gamma.md", "---\naliases: [G]\n---\nnew, linking [[A1]]"),  # a new note resolves Beta's link
+        ("Home.md", None),  # deleted: Alpha's backlink target goes
+        (".obsidian/x.md", "hidden, ignored"),
+    ]
+    for vault in (targeted, full):
+        for rel, text in edits:
+            path = vault.root / rel
+            if text is None:
+                path.unlink()
+            else:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_text(text)
+    t_report = await index_vault(targeted, embed=False, paths=[rel for rel, _ in edits])
+    f_report = await index_vault(full, embed=False)
+    assert t_report.mode == "targeted" and f_report.mode == "full"
+    assert (t_report.added, t_report.updated, t_report.removed) == (f_report.added, f_report.updated, f_report.removed) == (1, 1, 1)
+    assert t_report.links.counts() == f_report.links.counts()
+    assert await _snapshot(targeted) == await _snapshot(full)
+    (targeted.root / "Projects/Beta.md").write_text("Beta, edited again: [[G]] [[Projects/Alpha]]")  # not structural
+    (full.root / "Projects/Beta.md").write_text("Beta, edited again: [[G]] [[Projects/Alpha]]")
+    t_report = await index_vault(targeted, embed=False, paths=["Projects/Beta.md"])
+    f_report = await index_vault(full, embed=False)
+    assert t_report.links.counts() == f_report.links.counts()
+    assert (t_report.links.resolved, t_report.links.dangling) == (3, 1)  # Alpha still links the deleted Home
+    assert await _snapshot(targeted) == await _snapshot(full)
+    _, checked = await check_vault(targeted)
+    assert checked.counts() == t_report.links.counts() | {"edges_written": 0}  # check reads, never writes
+
+
+async def test_an_emptied_folder_does_not_empty_the_index(vault):
+    await index_vault(vault, embed=False)
+    for path in list(vault.root.rglob("*.md")):
+        path.unlink()  # what an unmounted drive's mount point looks like
+    with pytest.raises(NotFoundError, match="has no notes now"):
+        await index_vault(vault, embed=False)
+    rows, _ = await stored(vault)
+    assert len(rows) == 3
+    (vault.root / "one.md").write_text("one note back")  # positive control: a real deletion still purges
+    report = await index_vault(vault, embed=False)
+    assert (report.added, report.removed) == (1, 3)
+
+
+def test_commands_that_do_not_embed_never_import_the_embedding_stack(vault, arcana_home):
+    code = (
+        "import sys; from arcana_cli.app import run\n"
+        "for args in (['-q', 'vault', 'index', 'notes', '--keyword-only'], ['vault', 'search', 'notes', 'units', '--mode', 'keyword'],"
+        " ['vault', 'check', 'notes'], ['vault', 'links', 'Home'], ['vault', 'status', 'notes'], ['vault', 'list']):\n"
+        "    try:\n"
+        "        run(args)\n"
+        "    except SystemExit as exc:\n"
+        "        assert exc.code in (0, None), (args, exc.code)\n"
+        "print('MODULES', sorted(m for m in ('fastembed', 'onnxruntime') if m in sys.modules), flush=True)\n"
+        "try:\n"
+        "    run(['-q', 'vault', 'index', 'notes'])\n"  # positive control: embedding does load it
+        "except SystemExit:\n"
+        "    pass\n"
+        "print('MODULES', sorted(m for m in ('fastembed', 'onnxruntime') if m in sys.modules), flush=True)\n"
+    )
+    env = {**os.environ, "ARCANA_HOME": str(arcana_home.root)}
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert [line for line in result.stdout.splitlines() if line.startswith("MODULES")] == ["MODULES []", "MODULES ['fastembed', 'onnxruntime']"]
+
+
+async def test_vault_adapter_is_a_read_only_memory_tier(vault):
+    from memory.errors import MemoryWriteError
+    from memory.protocols import MemoryAdapter
+    from memory.types import MemoryEntry
+    from memory.vaults.search import VaultAdapter
+
+    tier = VaultAdapter(vault)
+    assert isinstance(tier, MemoryAdapter)
+    assert (await tier.health_check()).healthy
+    before = await tier.search(MemoryQuery(text="metric units"))  # not indexed yet: the folder answers
+    await index_vault(vault, embed=False)
+    after = await tier.search(MemoryQuery(text="metric units", retrieval_mode=RetrievalMode.keyword))
+    assert before[0].id == after[0].id == note_id("Projects/Alpha.md")  # same ids either way
+    assert (await tier.get(note_id("Home.md"))).content.startswith("Home")
+    with pytest.raises(MemoryWriteError):
+        await tier.write(MemoryEntry(agent_id="x", content="no"))
+
+
+def test_index_all_keeps_going_past_a_missing_folder_and_reports_it(vault, make_vault, arcana_home, tmp_path):
+    other = VaultRegistry(arcana_home).add(make_vault({"x.md": "x"}, name="other"), "other")
+    other.root.rename(tmp_path / "gone")
+    result = _cli("vault", "index", "--all", "--keyword-only", "--json", home=arcana_home)
+    assert result.returncode == 3  # the missing folder's exit code, after the others were indexed
+    assert [r["vault"] for r in json.loads(result.stdout)] == ["notes"]
+    assert "other" in result.stderr
+    both = _cli("vault", "index", "notes", "--all", home=arcana_home)
+    assert both.returncode == 2
+
+
+def test_recall_through_an_attached_vault_reports_graph_expansion(make_vault, no_embedder, cli):
+    folder = make_vault(
+        {"Coffee.md": "The machine needs descaling monthly. See [[Tea]].", "Tea.md": "Green tea steeps two minutes."}
+    )
+    assert cli("agent", "create", "scout").exit_code == 0
+    assert cli("vault", "add", str(folder), "--name", "notes", "--agent", "scout").exit_code == 0
+    assert cli("vault", "index", "notes").exit_code == 0
+    found = cli("recall", "descaling", "--agent", "scout", "--json")
+    assert found.exit_code == 0, found.stderr
+    payload = json.loads(found.stdout)
+    by_note = {r["content"].split()[0]: r["matched_by"] for r in payload["results"]}
+    assert by_note["Coffee"] == ["keyword"]  # the seed, found by its words
+    assert by_note["Tea"] == ["graph"]  # one link away, found by expansion only
+    assert payload["legs"] == ["keyword", "graph"]
+
+
+async def test_obsidians_excluded_files_are_not_indexed_or_read(make_vault, arcana_home, tree_digest):
+    app = {"userIgnoreFilters": ["Archive/", "Templates", "/^Daily/", "weird[1]*"]}
+    root = make_vault(
+        {
+            ".obsidian/app.json": json.dumps(app),
+            "Archive/old.md": "kettle plan from last year",
+            "Archived ideas.md": "kettle ideas still live",  # "Archive/" is a folder prefix: not this
+            "Templates/meeting.md": "kettle template",
+            "Templates.md": "kettle template index",  # "Templates" is a bare prefix, as in Obsidian
+            "Daily 2026-11-29.md": "kettle daily note",  # a regex filter: reported, not applied
+            "weird[1]*notes.md": "kettle weird literal",  # brackets and star taken literally
+            "weird1.md": "kettle weird other",
+        },
+        name="obs",
+    )
+    arcana_home.ensure()
+    vault = VaultRegistry(arcana_home).add(root, "obs")
+    digest = tree_digest(root)
+    report = await index_vault(vault, embed=False)
+    assert report.added == 3
+    assert report.skipped_counts()["ignored"] == 4  # Archive/, Templates/, Templates.md, weird[1]*notes.md
+    assert any("'/^Daily/' is not applied" in n for n in report.notices)
+    hits = await search_vault(vault, MemoryQuery(text="kettle", retrieval_mode=RetrievalMode.keyword, limit=20))
+    assert sorted(hits.paths[e.id] for e in hits.entries) == ["Archived ideas.md", "Daily 2026-11-29.md", "weird1.md"]
+    assert tree_digest(root) == digest
+
+
+async def test_a_damaged_obsidian_config_is_reported_and_the_vault_still_indexes(make_vault, arcana_home):
+    root = make_vault({".obsidian/app.json": "{not json", "a.md": "alpha note", "Archive/b.md": "beta note"}, name="dmg")
+    arcana_home.ensure()
+    vault = VaultRegistry(arcana_home).add(root, "dmg")
+    report = await index_vault(vault, embed=False)
+    assert report.added == 2  # nothing excluded: the filters could not be read
+    assert any("app.json: unreadable" in n and "not applied" in n for n in report.notices)
+
+
+async def test_the_index_and_the_extractor_write_the_same_wikilink_edges(vault, store):
+    """One implementation: ``arcana vault index`` and the seed's WikilinkEdgeExtractor agree edge for edge."""
+    from memory.adapters.markdown import MarkdownFolderAdapter
+    from memory.graph.wikilinks import WIKILINK_SOURCE, WikilinkEdgeExtractor
+
+    def wikilink_edges(raw):
+        sql = "SELECT src_id, dst_id FROM memory_edges WHERE source = ? ORDER BY src_id, dst_id"
+        return [tuple(r) for r in raw.execute(sql, (WIKILINK_SOURCE,))]
+
+    indexed = await index_vault(vault, embed=False)
+    index = open_store(vault)
+    try:
+        from_index = await index.run(wikilink_edges)
+    finally:
+        await index.aclose()
+    report = await WikilinkEdgeExtractor(MarkdownFolderAdapter(vault.root, "agent"), EdgeStore(store)).reindex()
+    from_extractor = await store.run(wikilink_edges)
+    assert from_index == from_extractor
+    assert len(from_index) == report.edges_written == indexed.links.edges_written == 4  # control: edges exist
+    assert {k: v for k, v in report.counts().items() if k != "edges_written"} == {
+        k: v for k, v in indexed.links.counts().items() if k != "edges_written"
+    }
+
+
+def test_only_the_extractor_writes_wikilink_edges():
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2] / "memory"
+    writing = re.compile(r"replace_(source|outgoing)\(\s*WIKILINK_SOURCE")
+    writers = sorted(p.relative_to(root).as_posix() for p in root.rglob("*.py") if writing.search(p.read_text()))
+    assert writers == ["graph/wikilinks.py"]  # the extractor itself is found: the pattern is live
+
+
+async def test_a_vault_tier_keeps_one_folder_reader_and_one_index_open(vault):
+    """The federation's vault tier re-parses only edited notes and opens its index once, until closed."""
+    from memory.vaults.search import VaultAdapter
+
+    tier = VaultAdapter(vault, expand=False)
+    query = MemoryQuery(text="metric units", retrieval_mode=RetrievalMode.keyword)
+    try:
+        assert [e.id for e in await tier.search(query)] == [note_id("Projects/Alpha.md")]  # not indexed: folder
+        parsed = dict(tier.reader.folder._cache)
+        (vault.root / "Home.md").write_text("Welcome back. Metric units at home too.")
+        found = await tier.search(query)
+        assert {e.id for e in found} == {note_id("Projects/Alpha.md"), note_id("Home.md")}
+        cache = tier.reader.folder._cache
+        assert cache["Projects/Alpha.md"] is parsed["Projects/Alpha.md"]  # unchanged: not parsed again
+        assert cache["Home.md"] is not parsed["Home.md"]  # control: the edited note was
+        await index_vault(vault, embed=False)
+        assert await tier.search(query)
+        store = tier.reader.index()
+        assert store is not None and await tier.get(note_id("Home.md")) is not None
+        assert tier.reader.index() is store  # one index store for the tier's life
+    finally:
+        await tier.aclose()
+    assert store._conn is None  # closed with the tier

@@ -1,0 +1,39 @@
+"""The one way tests run `arcana` as a separate process, and the one keyword-only home."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ARCANA = [sys.executable, "-m", "arcana_cli.main"]
+
+
+def run_arcana(
+    *args: str, home: Path | str | None = None, stdin: str | None = None, env: dict | None = None, timeout: float = 120,
+) -> subprocess.CompletedProcess:
+    """`arcana ARGS` in a new process, as a user's shell runs it: text out, nothing on stdin unless given.
+    ``home`` sets ARCANA_HOME (else the test's, from the environment); ``env`` adds variables."""
+    environ = {**os.environ, **(env or {})}
+    if home is not None:
+        environ["ARCANA_HOME"] = str(getattr(home, "root", home))
+    return subprocess.run(
+        [*ARCANA, *args], input=stdin, capture_output=True, text=True, env=environ, timeout=timeout,
+        stdin=None if stdin is not None else subprocess.DEVNULL,
+    )
+
+
+def arcana(*args: str, **kw) -> str:
+    """:func:`run_arcana` that must succeed; its stdout."""
+    done = run_arcana(*args, **kw)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def keyword_only(home) -> None:
+    """A home whose config lists no embedding provider: keyword-only, no model load, fast processes."""
+    home.root.mkdir(parents=True, exist_ok=True)
+    home.config_path.write_text(json.dumps({"embedding": {"providers": []}}))
+    home.config_path.chmod(0o600)
