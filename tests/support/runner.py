@@ -17,8 +17,8 @@ def run_arcana(
     """`arcana ARGS` in a new process, as a user's shell runs it: text out, nothing on stdin unless given.
     ``home`` sets ARCANA_HOME (else the test's, from the environment); ``env`` adds variables."""
     environ = {**os.environ, **(env or {})}
-    if home is not None:
-        environ["ARCANA_HOME"] = str(getattr(home, "root", home))
+    if home is not None:  # a Home (its .root) or a path; a Path's own .root is "/", never the home
+        environ["ARCANA_HOME"] = str(home if isinstance(home, (str, Path)) else home.root)
     return subprocess.run(
         [*ARCANA, *args], input=stdin, capture_output=True, text=True, env=environ, timeout=timeout,
         stdin=None if stdin is not None else subprocess.DEVNULL,
@@ -34,6 +34,6 @@ def arcana(*args: str, **kw) -> str:
 
 def keyword_only(home) -> None:
     """A home whose config lists no embedding provider: keyword-only, no model load, fast processes."""
-    home.root.mkdir(parents=True, exist_ok=True)
+    home.ensure()  # 0700, as Arcana makes it
     home.config_path.write_text(json.dumps({"embedding": {"providers": []}}))
     home.config_path.chmod(0o600)
