@@ -43,7 +43,7 @@ async def mcp(
     card = cli.agent_to_store_for(agent) if create else cli.agent(agent)
 
     stderr_logging()
-    async with agent_federation(cli, card, out) as federation:
+    async with agent_federation(cli, card, out, actor="mcp") as federation:  # the ledger says who wrote
         tools = MemoryTools(card, cli.home, cli.config, federation, attached_vaults(cli.config, card))
         for warning in tools.warnings():
             out.warn(warning)

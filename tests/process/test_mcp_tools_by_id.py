@@ -185,3 +185,15 @@ async def test_get_and_history_read_a_shared_memory_the_agent_recalls_and_nothin
             assert error and message.endswith(": " + missing(other)), other
             error, message = await call(client, "history", id=other)
             assert error and message.endswith(": " + missing(other)), other
+
+
+async def test_the_ledger_names_the_mcp_server_as_the_writer(arcana_home):
+    keyword_only(arcana_home)
+    arcana("remember", "the user said this on the CLI", "--agent", "alice")  # control: the CLI's own actor
+    async with session("--agent", "alice") as client:
+        failed, stored = await call(client, "remember", content="the agent said this over MCP")
+        assert not failed
+        failed, chain = await call(client, "history", id=stored["id"])
+    assert not failed and [r["actor"] for r in chain["ledger"]] == ["mcp"]
+    cli_id = json.loads(arcana("recall", "said CLI", "--agent", "alice", "--json"))["results"][0]["id"]
+    assert [r["actor"] for r in json.loads(arcana("memory", "history", cli_id, "--agent", "alice", "--json"))] == ["cli"]
