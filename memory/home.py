@@ -11,6 +11,14 @@ from pathlib import Path
 PRIVATE_DIR, PRIVATE_FILE = 0o700, 0o600
 
 
+_HOME_MARKS = ("config.json", "agents", "logs", "locks", "connections", "vector", "pools")
+
+
+def _home_or_empty(root: Path) -> bool:
+    """An Arcana home already (any of the entries Arcana makes in one), or an empty folder."""
+    return any((root / mark).exists() for mark in _HOME_MARKS) or next(root.iterdir(), None) is None
+
+
 def private_dir(path: Path | str) -> Path:
     """Create ``path`` and every missing parent as 0700, whatever the umask; return it.
 
@@ -161,7 +169,19 @@ class Home:
         return self.root / "models"
 
     def ensure(self) -> None:
-        """Create the home (0700) and its fixed sub-directories; idempotent."""
+        """Create the home (0700) and its fixed sub-directories; idempotent.
+
+        An existing folder becomes a home only when it is empty or already one:
+        making ``/``, ``$HOME`` or ``/tmp`` 0700 because ARCANA_HOME pointed
+        there would lock everyone else out of it.
+        """
+        if self.root.is_dir() and not _home_or_empty(self.root):
+            from memory.errors import InvalidRequestError
+
+            raise InvalidRequestError(
+                f"ARCANA_HOME {self.root} is a folder that already holds other things and no Arcana home; "
+                f"point ARCANA_HOME (or --home) at a folder of its own, such as {self.root / '.arcana'}"
+            )
         for directory in (self.root, self.agents_dir, self.root / "logs", self.locks_dir):
             private_dir(directory)
         os.chmod(self.root, PRIVATE_DIR)
