@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from memory.adapters.vector import VectorAdapter
 from memory.audit import AuditLog
-from memory.consolidation.store import consolidate_store
 from memory.errors import LockHeldError
 from memory.federation.federation import MemoryFederation
 from memory.home import Home
@@ -27,6 +26,8 @@ async def consolidate_if_grown(
     live = await store.count(include_archived=False)
     if live // every == max(0, live - written) // every:
         return None
+    from memory.consolidation.store import consolidate_store  # numpy: only when a consolidation is due
+
     backend = memory.router.private.backend
     embed = backend.complete if isinstance(backend, VectorAdapter) else None
     try:

@@ -43,3 +43,10 @@ def test_the_seeds_names_import_from_where_the_seed_puts_them():
     assert (FromModule, SQLiteFromModule, VectorFromModule, ExtractorFromModule) == (
         MarkdownFolderAdapter, SQLiteAdapter, VectorAdapter, WikilinkEdgeExtractor
     )
+
+
+def test_the_run_path_loads_no_numpy_until_a_consolidation_is_due():
+    """`arcana run` keyword-only must not pay for numpy (consolidation's) at import."""
+    probe = "import sys, memory.runtime.agent, memory.runtime.upkeep; print('numpy' in sys.modules)"
+    loaded = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
+    assert loaded.strip() == "False"
