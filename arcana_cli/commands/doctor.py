@@ -12,7 +12,8 @@ from memory.operations.doctor import run_checks
 @command("doctor")
 async def doctor(cli: CliContext, out: Out) -> None:
     """Check the home, config, every database and a real write → search round trip."""
-    checks = await run_checks(cli.home)
+    with out.progress("checking databases") as bar:
+        checks = await run_checks(cli.home, on_progress=bar.update)
     healthy = all(c.ok for c in checks)
     out.data(
         {"healthy": healthy, "checks": [c.as_dict() for c in checks]},

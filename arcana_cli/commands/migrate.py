@@ -22,7 +22,8 @@ async def status(cli: CliContext, out: Out) -> None:
 @command("up", quiet=True)
 async def up(cli: CliContext, out: Out) -> None:
     """Migrate every database to the latest schema, copying each aside first."""
-    results = [r.as_dict() for r in await upgrade_home(cli.home, actor="cli")]
+    with out.progress("migrating databases") as bar:
+        results = [r.as_dict() for r in await upgrade_home(cli.home, actor="cli", on_progress=bar.update)]
     results += [r.as_dict() for r in await server_versions(cli.home, cli.config, upgrade=True, actor="cli")]
     out.data(
         results,

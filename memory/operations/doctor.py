@@ -6,11 +6,13 @@ from __future__ import annotations
 import os
 import stat
 import tempfile
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from memory.home import Home
+
+Progress = Callable[[int, int], None]
 
 
 @dataclass
@@ -120,14 +122,18 @@ def check_sqlite() -> list[Check]:
     ]
 
 
-async def check_databases(home: Home) -> list[Check]:
+async def check_databases(home: Home, on_progress: Progress | None = None) -> list[Check]:
+    """Version and ``quick_check`` of each database: the step that grows with the stores, hence the progress."""
     from memory.migrations.runner import head_version
     from memory.operations.schema import describe, read_version
     from memory.sqlite.connection import connect_readonly, dbapi
 
     checks = []
     head = head_version()
-    for db in home.databases():
+    databases = home.databases()
+    for done, db in enumerate(databases):
+        if on_progress is not None:
+            on_progress(done, len(databases))
         name = f"db {db.relative_to(home.root)}"
         version, problem = read_version(db)
         if problem:
@@ -152,6 +158,8 @@ async def check_databases(home: Home) -> list[Check]:
         if version < head:
             detail += f" ({describe(version, head)}: run arcana migrate up)"
         checks.append(Check(name, True, detail))
+    if on_progress is not None:
+        on_progress(len(databases), len(databases))
     return checks
 
 
@@ -274,9 +282,10 @@ async def check_tiers(home: Home, failed: dict[Path, str] | None = None) -> list
     return [Check(f"tier {r.tier}", r.ok, r.detail) for r in await tier_reports(home, failed=failed or {})]
 
 
-async def run_checks(home: Home) -> list[Check]:
+async def run_checks(home: Home, on_progress: Progress | None = None) -> list[Check]:
+    """Every check; ``on_progress(done, total)`` follows the databases' integrity checks."""
     checks = check_home(home) + check_config(home) + check_sqlite()
-    databases = await check_databases(home)
+    databases = await check_databases(home, on_progress)
     checks += databases
     checks += check_quarantine(home)
     checks.append(check_conflicts(home))

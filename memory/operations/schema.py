@@ -6,6 +6,7 @@ version from here, so they can never disagree about what "pending" means.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -71,13 +72,19 @@ def home_status(home: Home) -> list[DatabaseVersion]:
     return rows
 
 
-async def upgrade_home(home: Home, *, actor: str = "library") -> list[MigrationResult]:
-    """Migrate every pending database (each copied aside first); the rest are reported as they are."""
+async def upgrade_home(
+    home: Home, *, actor: str = "library", on_progress: Callable[[int, int], None] | None = None
+) -> list[MigrationResult]:
+    """Migrate every pending database (each copied aside first); the rest are reported as they are.
+    ``on_progress(done, total)`` counts databases: a large one's copy and migration take a while."""
     from memory.adapters.opener import open_database
 
     head = head_version()
     results = []
-    for db in home.databases():
+    databases = home.databases()
+    for done, db in enumerate(databases):
+        if on_progress is not None:
+            on_progress(done, len(databases))
         version, problem = read_version(db)
         result = MigrationResult(str(db.relative_to(home.root)), version, version, describe(version, head, problem))
         if result.state == "newer than this Arcana":
@@ -92,6 +99,8 @@ async def upgrade_home(home: Home, *, actor: str = "library") -> list[MigrationR
             finally:
                 await store.aclose()
         results.append(result)
+    if on_progress is not None:
+        on_progress(len(databases), len(databases))
     return results
 
 

@@ -1,0 +1,59 @@
+"""`doctor` and `migrate up` show a progress bar on a terminal, and only there (issue 26).
+
+Their slow step grows with the stores (a database's ``quick_check``, a
+migration's copy aside), so a user at a terminal sees it move. Real processes:
+stderr on a pseudo-terminal, as a user's shell has it, against the same
+command with stderr piped, where no bar may appear.
+"""
+
+from __future__ import annotations
+
+import os
+import pty
+import select
+import subprocess
+import sys
+
+import pytest
+from runner import ARCANA, arcana, run_arcana
+
+BARS = {("doctor",): b"checking databases", ("migrate", "up"): b"migrating databases"}
+
+
+def _on_tty(env: dict, *args: str) -> tuple[int, bytes]:
+    """Run ``arcana ARGS`` with stderr on a pseudo-terminal; (exit code, everything it drew there)."""
+    master, slave = pty.openpty()
+    proc = subprocess.Popen([*ARCANA, *args], env=env, stdout=subprocess.DEVNULL, stderr=slave,
+                            stdin=subprocess.DEVNULL)
+    os.close(slave)
+    drawn = b""
+    try:
+        while True:
+            ready, _, _ = select.select([master], [], [], 1)
+            if ready:
+                try:
+                    chunk = os.read(master, 65536)
+                except OSError:  # the child closed its end
+                    break
+                if not chunk:
+                    break
+                drawn += chunk
+            elif proc.poll() is not None:
+                break
+        return proc.wait(timeout=60), drawn
+    finally:
+        os.close(master)
+
+
+@pytest.mark.parametrize("args", list(BARS), ids=" ".join)
+def test_the_bar_is_drawn_on_a_terminal_and_not_when_piped(no_embedder, args):
+    arcana("remember", "the ferry leaves at nine", "--agent", "a", home=no_embedder)
+    env = {**os.environ, "ARCANA_HOME": str(no_embedder.root), "TERM": "xterm", "COLUMNS": "100"}
+    code, drawn = _on_tty(env, *args)
+    assert code == 0, drawn.decode(errors="replace")
+    assert BARS[args] in drawn, drawn.decode(errors="replace")  # positive control: the bar on a terminal
+    piped = run_arcana(*args, home=no_embedder)
+    assert piped.returncode == 0, piped.stderr
+    assert BARS[args].decode() not in piped.stderr  # and never in a pipe (a script's log)
+    quiet_code, quiet = _on_tty(env, "--quiet", *args)
+    assert quiet_code == 0 and BARS[args] not in quiet  # nor under --quiet on a terminal
