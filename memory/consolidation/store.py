@@ -12,7 +12,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from memory.consolidation.plan import Candidate, Merge, Plan, plan
-from memory.sqlite.consolidation import apply_txn, current_page
+from memory.sqlite.consolidation import apply_txn, current_count, current_page
 
 PAGE = 2_000
 BATCH = 200  # decisions per transaction
@@ -24,9 +24,10 @@ async def consolidate_store(
     """Consolidate one SQLite store (an open or openable :class:`SQLiteAdapter`): ``(scanned, plan)``.
 
     ``embed(ids)`` gives the digests written their vectors (``VectorAdapter.complete``);
-    without it they are embedded by the next reindex or write.
+    without it they are embedded by the next reindex or write. ``on_progress(done, total)``
+    counts the current rows read (the long part of a large store), then the decisions applied.
     """
-    candidates = await _candidates(store)
+    candidates = await _candidates(store, on_progress)
     planned = plan(candidates, now)
     if not dry_run:
         new_ids = await _apply(store, planned, f"{actor}:consolidate", on_progress)
@@ -35,13 +36,16 @@ async def consolidate_store(
     return len(candidates), planned
 
 
-async def _candidates(store) -> list[Candidate]:
+async def _candidates(store, progress) -> list[Candidate]:
     found: list[Candidate] = []
     after = 0
     await store.ensure_vec()  # stored vectors are read back when the store has an index
+    total = await store.run(current_count) if progress else 0
     while page := await store.run(current_page, after, PAGE):
         found.extend(Candidate(entry, vector) for _, entry, vector in page)
         after = page[-1][0]
+        if progress:
+            progress(len(found), max(total, len(found)))
     return found
 
 

@@ -29,7 +29,7 @@ from memory.store_kinds import StoreKind
 from memory.types import now_utc
 
 Progress = Callable[[str, int, int], None]
-"""``on_progress(label, done, total)``: decisions applied in the store named ``label``."""
+"""``on_progress(label, done, total)``: rows read, then decisions applied, in the store named ``label``."""
 
 
 @dataclass

@@ -24,11 +24,19 @@ from memory.types import DERIVED_TAG, MemoryEntry
 SOURCES = "consolidates"  # edge relation: consolidated memory -> a source whose content it carries
 
 
+_CURRENT = "m.archived = 0 AND m.valid_to IS NULL"
+
+
+def current_count(raw) -> int:
+    """How many rows :func:`current_page` pages through (a progress bar's total)."""
+    return raw.execute(f"SELECT count(*) FROM memories m WHERE {_CURRENT}").fetchone()[0]
+
+
 def current_page(raw, after_seq: int, limit: int) -> list[tuple[int, MemoryEntry, list[float] | None]]:
     """Up to ``limit`` current (live, not superseded) rows after ``after_seq``, with their stored vectors."""
     rows = raw.execute(
         f"SELECT m.seq, {SELECT_COLUMNS} FROM memories m "
-        "WHERE m.seq > ? AND m.archived = 0 AND m.valid_to IS NULL ORDER BY m.seq LIMIT ?",
+        f"WHERE m.seq > ? AND {_CURRENT} ORDER BY m.seq LIMIT ?",
         (after_seq, limit),
     ).fetchall()
     meta = read_meta(raw)
