@@ -17,7 +17,7 @@ its peak at the smallest: the ratio is printed per command, and, last, one
 summary line per command:
 ``command=… size=N rss_mib=… wall_s=… … rss_ratio=…``.
 
-Run: python tests/bench/bench_commands_scale.py [--sizes 100000,1000000]
+Run: python tests/bench/bench_commands_scale.py [--sizes 100000,1000000] [--skip LABEL,...]
 """
 
 from __future__ import annotations
@@ -77,7 +77,7 @@ def commands(n: int, root: Path) -> list[tuple[str, list[str]]]:
     ]
 
 
-def main(sizes: list[int]) -> None:
+def main(sizes: list[int], skip: set[str]) -> None:
     results: dict[str, dict[int, tuple[int, float]]] = {}
     for n in sizes:
         root = Path(tempfile.mkdtemp(prefix="arcana-bench-cmds-"))
@@ -88,6 +88,8 @@ def main(sizes: list[int]) -> None:
             print(f"\n== {n:,} keyword-only memories (no vectors): built in {time.monotonic() - started:.0f} s, "
                   f"{db / 2**20:,.0f} MiB of databases ==", flush=True)
             for label, args in commands(n, root):
+                if label in skip:
+                    continue
                 results.setdefault(label, {})[n] = measure(f"{label}, {n:,}", args, home)
         finally:
             shutil.rmtree(root, ignore_errors=True)
@@ -102,4 +104,7 @@ def main(sizes: list[int]) -> None:
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=lambda s: [int(x) for x in s.split(",")], default=[100_000, 1_000_000])
-    main(parser.parse_args().sizes)
+    parser.add_argument("--skip", type=lambda s: set(s.split(",")), default=set(),
+                        help='Commands to leave out, by label: "prune --dry-run,prune" (the rest then run on every row).')
+    args = parser.parse_args()
+    main(args.sizes, args.skip)
