@@ -57,17 +57,21 @@ def cued_update(
     ``new_facts`` have their subjects resolved to entity keys, as the candidates' facts do;
     ``subjects`` are the same facts' subjects as said ("my friend lena")."""
     cues = [(m, True) for m in patterns.change_cues.finditer(norm)] + [(m, False) for m in patterns.change_hints.finditer(norm)]
-    if not cues or patterns.additive.search(norm) or "?" in text:  # "did you switch jobs?" states nothing
+    ending = list(patterns.ending_cues.finditer(norm))
+    correction = bool(patterns.corrections.search(" ".join(text.lower().split())))
+    if not (cues or ending or correction) or patterns.additive.search(norm) or "?" in text:  # "did you switch jobs?"
         return None
-    cue_words = {stem(w) for m, _ in cues for w in m.group(0).split()}
+    cue_words = {stem(w) for m in [*(m for m, _ in cues), *ending] for w in m.group(0).split()}
     new_words = content_words(norm) - cue_words
     if len(new_words) > MAX_NEW_WORDS:
         return None
-    strong = any(is_cue for _, is_cue in cues)
-    spans = _spans(norm, cues)
-    old_named, new_named, named_at = _named_values(norm, patterns, [m for m, is_cue in cues if is_cue])
-    named_near = named_at is not None and any(first - WINDOW <= named_at <= last + WINDOW for first, last in spans)
-    people = {w for s in subjects if s.key in patterns.relations for w in content_words(" ".join([s.key, *s.aliases]))}
+    strong = any(is_cue for _, is_cue in cues) or bool(ending)  # a correction alone never ends one of many tastes
+    ranges = _ranges(norm, cues, ending, correction)
+    old_named, new_named, named_at, whole = _named_values(norm, patterns, [m for m, is_cue in cues if is_cue] + ending)
+    named_near = named_at is not None and any(lo <= named_at <= hi for lo, hi in ranges)
+    lead = _lead_person(norm, patterns)
+    people = {w for s in subjects if _head(s.key) in patterns.relations for w in content_words(" ".join([s.key, *s.aliases]))}
+    people |= {lead} - {None}
     best: tuple[tuple, Candidate, str] | None = None
     for candidate in candidates:
         old_words = content_words(candidate.norm)
@@ -79,21 +83,25 @@ def cued_update(
             continue
         if (old_named and not old_named & old_words) or (new_named - old_named and new_named - old_named <= old_words):
             continue  # "from tea to coffee" ends the tea, never the coffee; "moved to Acme" not "visited Acme"
+        if whole and not whole <= old_words:
+            continue  # "I used to play chess but now ..." is not about "I play tennis"
         # Linked by what the candidate says, not by whom: "Lena moved" does not end "my friend Lena likes sushi".
         # Nor by the person the new text is about: "my manager moved to Oslo" does not end "my manager visited Kyoto".
         said = {w for f in candidate.facts for w in content_words(f"{f.attribute} {f.value}")} if candidate.facts else old_words
         links = _links(norm, candidate, patterns, said - cue_words - people, cue_words)
-        near = {word for word, at in links if any(first - WINDOW <= at <= last + WINDOW for first, last in spans)}
+        near = {word for word, at in links if any(lo <= at <= hi for lo, hi in ranges)}
         if named_near:  # "I ported my number from Vodafone": the old value named beside the cue is the link
             near |= old_named & old_words
-        if not near or not _same_subject(new_facts, subjects, norm, candidate, patterns):
+        if not (cues or ending) and len(near) < 2 and not (old_named & old_words):
+            continue  # a correction links the whole sentence, so it needs more than one shared word
+        if not near or not _same_subject(new_facts, subjects, norm, candidate, patterns, lead):
             continue
         score = (len(near), len(old_words & content_words(norm)) / len(old_words), candidate.similarity or 0.0)
         if best is None or score > best[0]:
             best = (score, candidate, sorted(near)[0])
     if best is None:
         return None
-    cue = next(m.group(0) for m, _ in cues)
+    cue = next((m.group(0) for m in [*(m for m, _ in cues), *ending]), "a correction")
     return Decision(DecisionKind.UPDATE, [best[1].entry.id], f"a change cue ('{cue}') about '{best[2]}'")
 
 
@@ -102,15 +110,76 @@ def _tokens(norm: str) -> list[tuple[int, str]]:
     return [(m.start(), m.group(0).strip(".,;:!?\"'()")) for m in re.finditer(r"\S+", norm)]
 
 
-def _spans(norm: str, cues: list) -> list[tuple[int, int]]:
-    """The index of each cue's first and last word."""
-    starts = [start for start, _ in _tokens(norm)]
-    out = []
-    for match, _ in cues:
-        inside = [i for i, start in enumerate(starts) if match.start() <= start < match.end()]
-        if inside:
-            out.append((inside[0], inside[-1]))
+_AUXILIARY = frozenset("was were is are got get gets been be has have had just".split())
+_DETERMINER = frozenset("the a an my our his her their its your this that".split())
+_PHRASE_END = frozenset("for with and to so but in on at because since after then by from".split())
+
+
+def _ranges(norm: str, cues: list, ending: list[re.Match], correction: bool) -> list[tuple[int, int]]:
+    """The word indexes each cue reaches: ``WINDOW`` words about a change cue; only the head of the noun
+    phrase beside an ending cue ("the Napa offsite was called off" ends the offsite, "the Napa wine tour
+    was called off" nothing in Napa); the whole text for a correction ("sorry, I meant ...")."""
+    tokens = _tokens(norm)
+    spans = [span for span in (_span(tokens, m) for m, _ in cues) if span]
+    out = [(first - WINDOW, last + WINDOW) for first, last in spans]
+    for match in ending:
+        span = _span(tokens, match)
+        head = _head_beside(norm, tokens, *span) if span else None
+        if head is not None:
+            out.append((head, head))
+    if correction:
+        out.append((0, len(tokens)))
     return out
+
+
+def _span(tokens: list[tuple[int, str]], match: re.Match) -> tuple[int, int] | None:
+    """The index of a cue's first and last word."""
+    inside = [i for i, (start, _) in enumerate(tokens) if match.start() <= start < match.end()]
+    return (inside[0], inside[-1]) if inside else None
+
+
+def _head_beside(norm: str, tokens: list[tuple[int, str]], first: int, last: int) -> int | None:
+    """The head word of what an ending cue ends: before it when passive ("the offsite was called off"),
+    else the last word of the phrase after it ("cancelled the Spanish course", adverbs aside)."""
+    before = first - 1
+    if before >= 0 and tokens[before][1] in _AUXILIARY:
+        while before >= 0 and tokens[before][1] in _AUXILIARY:
+            before -= 1
+        return before if before >= 0 and tokens[before][1] not in _DETERMINER else None
+    head = None
+    for at in range(last + 1, min(last + 5, len(tokens))):
+        word = tokens[at][1]
+        if word in _PHRASE_END:
+            break
+        if word not in _DETERMINER and not word.endswith("ly"):
+            head = at
+        if norm[tokens[at][0] + len(word):][:1] in {",", ";", "."}:
+            break  # "Priya cancelled Saturday, so ..."
+    return head
+
+
+def _head(phrase: str) -> str:
+    """A compound's head word: "office manager" is a manager, not an office."""
+    return phrase.split()[-1] if phrase.split() else phrase
+
+
+def _lead_person(norm: str, patterns: SlotPatterns) -> str | None:
+    """The person a text opens with ("my wife cut out coffee", "my brother's car"), when the slots could
+    not read it: a change of theirs is no change of the speaker's."""
+    mine = patterns.possessive.match(norm)
+    first = mine.group(1).split()[0] if mine and mine.group(1).split() else ""
+    owner = first[:-2] if first.endswith("'s") else first
+    return owner if owner in patterns.relations or first.endswith("'s") else None
+
+
+def _loose(word: str) -> str:
+    """A word's root for linking only: "smoking" and "smoke", "running" and "run" are one thing."""
+    word = stem(word)
+    if len(word) > 5 and word.endswith("ing"):
+        word = word[:-3]
+        if len(word) > 2 and word[-1] == word[-2] and word[-1] not in "aeiouls":
+            word = word[:-1]  # "running" → "run"
+    return word[:-1] if len(word) > 3 and word.endswith("e") else word
 
 
 def _links(norm: str, candidate: Candidate, patterns: SlotPatterns, old_words: set[str], cue_words: set[str]) -> list[tuple[str, int]]:
@@ -118,11 +187,13 @@ def _links(norm: str, candidate: Candidate, patterns: SlotPatterns, old_words: s
     topics = {stem(w) for f in candidate.facts for w in patterns.attribute_words.get(f.attribute, "").split()} - cue_words
     shapes = [patterns.value_shapes[f.attribute] for f in candidate.facts if f.attribute in patterns.value_shapes]
     asides = [(m.start(), m.end()) for m in re.finditer(r"\([^)]*\)?", norm)]  # "(note 12)" changes nothing
+    loose = {_loose(w): w for w in old_words | topics if not re.search(r"[/:#\d]", w)}
     links = []
     for at, (start, word) in enumerate(_tokens(norm)):
         if any(a <= start < b for a, b in asides):
             continue
         hit = {stem(word), *map(stem, re.split(r"[/:#-]", word))} & (old_words | topics)
+        hit = hit or ({loose[_loose(word)]} if _loose(word) in loose and _loose(word) not in cue_words else set())
         if hit:
             links.append((sorted(hit)[0], at))
         elif any(shape.search(word) for shape in shapes):
@@ -130,15 +201,17 @@ def _links(norm: str, candidate: Candidate, patterns: SlotPatterns, old_words: s
     return links
 
 
-def _named_values(norm: str, patterns: SlotPatterns, cues: list[re.Match]) -> tuple[set[str], set[str], int | None]:
+def _named_values(norm: str, patterns: SlotPatterns, cues: list[re.Match]) -> tuple[set[str], set[str], int | None, set[str]]:
     """The old and new values the text names ("from A to B", "instead of A", "<cue> ... to B"), as content
-    words, and the index of the word where "from A" / "instead of A" starts."""
+    words, the index of the word where "from A" / "instead of A" starts, and an old value the candidate
+    must say whole ("used to A but now", ", not A")."""
     match = patterns.change_from.search(norm)
     groups = match.groupdict() if match else {}
+    whole = content_words(groups.get("was") or groups.get("was2") or "")
     old = groups.get("old") or groups.get("old2") or ""
     new = groups.get("new") or next((m.group("new") for m in (patterns.change_to.match(norm, c.end()) for c in cues) if m), "")
     at = sum(start < match.start() for start, _ in _tokens(norm)) if match else None
-    return content_words(old), content_words(new), at
+    return content_words(old) | whole, content_words(new), at, whole
 
 
 def _told_apart(new_facts: list[Fact], old_facts: list[Fact]) -> bool:
@@ -149,14 +222,22 @@ def _told_apart(new_facts: list[Fact], old_facts: list[Fact]) -> bool:
     )
 
 
-def _same_subject(new_facts: list[Fact], subjects: list[Subject], norm: str, candidate: Candidate, patterns: SlotPatterns) -> bool:
+def _same_subject(
+    new_facts: list[Fact], subjects: list[Subject], norm: str, candidate: Candidate, patterns: SlotPatterns, lead: str | None
+) -> bool:
     """The new text is about the candidate's subject: each it names (besides the speaker) is the
-    candidate's, and a speaker's change ("I switched barbers") never ends someone else's fact."""
+    candidate's, a speaker's change ("I switched barbers") never ends someone else's fact, and a
+    change the text opens with someone else making ("my wife cut out coffee") never ends the speaker's."""
     attributes = {w for f in candidate.facts for w in content_words(f.attribute)}
+    if lead is not None and not new_facts:
+        if candidate.facts and all(f.subject == SPEAKER for f in candidate.facts):
+            return False
+        if not candidate.facts and lead not in content_words(candidate.norm):
+            return False
     for fact, subject in zip(new_facts, subjects):
         if fact.subject == SPEAKER:
             continue
-        names = content_words(" ".join([subject.key, *subject.aliases]))
+        names = content_words(" ".join([_head(subject.key), *subject.aliases]))
         if candidate.facts:  # the same entity, or what it names is the candidate's attribute ("the office" moved)
             if not (any(f.subject == fact.subject for f in candidate.facts) or names & attributes):
                 return False

@@ -68,6 +68,10 @@ class SlotPatterns:
     additive: re.Pattern = re.compile(r"(?!)")
     change_from: re.Pattern = re.compile(r"(?!)")
     change_to: re.Pattern = re.compile(r"(?!)")
+    # Cues that end the thing right beside them ("cancelled the course", "the offsite was called off"), and the
+    # marks of a correction ("sorry, I meant", "turns out"), read on the text before framing strips them.
+    ending_cues: re.Pattern = re.compile(r"(?!)")
+    corrections: re.Pattern = re.compile(r"(?!)")
     attribute_words: dict[str, str] = field(default_factory=dict)  # extra keyword-search words per attribute
     value_shapes: dict[str, re.Pattern] = field(default_factory=dict)  # "phone" needs digits: "my phone is a Pixel" is a device
 
@@ -92,6 +96,8 @@ def compile_slots(
     additive: str = r"(?!)",
     change_from: str = r"(?!)",
     change_to: str = r"(?!)",
+    ending_cues: str = r"(?!)",
+    corrections: str = r"(?!)",
     attribute_words: dict[str, str] | None = None,
     value_shapes: dict[str, str] | None = None,
 ) -> SlotPatterns:
@@ -99,7 +105,8 @@ def compile_slots(
 
     ``facts`` items are ``(regex, attribute_or_None, multi[, changed])``; the
     placeholder ``{S}`` in a regex is the subject group; ``change_from`` names groups
-    ``old`` and optionally ``new``, ``change_to`` the group ``new``.
+    ``old`` and optionally ``new`` (or ``old2``, or ``was`` / ``was2``: an old value the candidate must
+    say whole, "used to play chess" is not "play tennis"), ``change_to`` the group ``new``.
     """
     subject = r"(?P<subj>i|we|(?:my|our|minha|meu|minhas|meus|a minha|o meu) [\w'-]+(?: [\w'-]+){0,2}?|[\w'-]+(?: [\w'-]+){0,2}?)"
     compiled = []
@@ -127,6 +134,8 @@ def compile_slots(
         additive=re.compile(additive, _FLAGS),
         change_from=re.compile(change_from, _FLAGS),
         change_to=re.compile(change_to, _FLAGS),
+        ending_cues=re.compile(ending_cues, _FLAGS),
+        corrections=re.compile(corrections, _FLAGS),
         attribute_words=dict(attribute_words or {}),
         value_shapes={k: re.compile(v, _FLAGS) for k, v in (value_shapes or {}).items()},
     )
