@@ -66,7 +66,7 @@ def cued_update(
     if len(new_words) > MAX_NEW_WORDS:
         return None
     strong = any(is_cue for _, is_cue in cues) or bool(ending)  # a correction alone never ends one of many tastes
-    ranges = _ranges(norm, cues, ending, correction)
+    ranges, phrases = _ranges(norm, cues, correction), _phrases(norm, ending)
     old_named, new_named, named_at, whole = _named_values(norm, patterns, [m for m, is_cue in cues if is_cue] + ending)
     named_near = named_at is not None and any(lo <= named_at <= hi for lo, hi in ranges)
     lead = _lead_person(norm, patterns)
@@ -90,10 +90,13 @@ def cued_update(
         said = {w for f in candidate.facts for w in content_words(f"{f.attribute} {f.value}")} if candidate.facts else old_words
         links = _links(norm, candidate, patterns, said - cue_words - people, cue_words)
         near = {word for word, at in links if any(lo <= at <= hi for lo, hi in ranges)}
+        linked = dict((at, word) for word, at in links)
+        # An ending cue ends a phrase the candidate says whole: "dropped spin class", not "dropped the yoga class".
+        near |= {linked[at] for phrase in phrases if all(at in linked for at in phrase) for at in phrase}
         if named_near:  # "I ported my number from Vodafone": the old value named beside the cue is the link
             near |= old_named & old_words
-        if not (cues or ending) and len(near) < 2 and not (old_named & old_words):
-            continue  # a correction links the whole sentence, so it needs more than one shared word
+        if not (cues or ending) and not _corrects(near, old_named & old_words, new_words, old_words):
+            continue
         if not near or not _same_subject(new_facts, subjects, norm, candidate, patterns, lead):
             continue
         score = (len(near), len(old_words & content_words(norm)) / len(old_words), candidate.similarity or 0.0)
@@ -115,21 +118,26 @@ _DETERMINER = frozenset("the a an my our his her their its your this that".split
 _PHRASE_END = frozenset("for with and to so but in on at because since after then by from".split())
 
 
-def _ranges(norm: str, cues: list, ending: list[re.Match], correction: bool) -> list[tuple[int, int]]:
-    """The word indexes each cue reaches: ``WINDOW`` words about a change cue; only the head of the noun
-    phrase beside an ending cue ("the Napa offsite was called off" ends the offsite, "the Napa wine tour
-    was called off" nothing in Napa); the whole text for a correction ("sorry, I meant ...")."""
+def _ranges(norm: str, cues: list, correction: bool) -> list[tuple[int, int]]:
+    """The word indexes each cue reaches: ``WINDOW`` words about a change cue, the whole text for a
+    correction ("sorry, I meant ...")."""
     tokens = _tokens(norm)
     spans = [span for span in (_span(tokens, m) for m, _ in cues) if span]
-    out = [(first - WINDOW, last + WINDOW) for first, last in spans]
-    for match in ending:
-        span = _span(tokens, match)
-        head = _head_beside(norm, tokens, *span) if span else None
-        if head is not None:
-            out.append((head, head))
-    if correction:
-        out.append((0, len(tokens)))
-    return out
+    return [(first - WINDOW, last + WINDOW) for first, last in spans] + ([(0, len(tokens))] if correction else [])
+
+
+def _phrases(norm: str, ending: list[re.Match]) -> list[list[int]]:
+    """The word indexes of the noun phrase beside each ending cue ("the Napa offsite was called off" ends
+    the Napa offsite, "the Napa wine tour was called off" no offsite)."""
+    tokens = _tokens(norm)
+    spans = [span for span in (_span(tokens, m) for m in ending) if span]
+    return [phrase for phrase in (_phrase_beside(norm, tokens, *span) for span in spans) if phrase]
+
+
+def _corrects(near: set[str], named: set[str], new_words: set[str], old_words: set[str]) -> bool:
+    """A correction reaches the whole sentence, so it ends a candidate only when it names the old value
+    (", not Lyon"), shares two words, or swaps one word ("I meant the meeting is at 4pm", after 3pm)."""
+    return bool(named) or len(near) >= 2 or (bool(near) and len(old_words - new_words) <= 1 and len(new_words - old_words) <= 1)
 
 
 def _span(tokens: list[tuple[int, str]], match: re.Match) -> tuple[int, int] | None:
@@ -138,24 +146,28 @@ def _span(tokens: list[tuple[int, str]], match: re.Match) -> tuple[int, int] | N
     return (inside[0], inside[-1]) if inside else None
 
 
-def _head_beside(norm: str, tokens: list[tuple[int, str]], first: int, last: int) -> int | None:
-    """The head word of what an ending cue ends: before it when passive ("the offsite was called off"),
-    else the last word of the phrase after it ("cancelled the Spanish course", adverbs aside)."""
+def _phrase_beside(norm: str, tokens: list[tuple[int, str]], first: int, last: int) -> list[int]:
+    """The content words of what an ending cue ends: the phrase before it when passive ("the offsite
+    was called off"), else the phrase after it ("cancelled the Spanish course"), adverbs aside."""
     before = first - 1
     if before >= 0 and tokens[before][1] in _AUXILIARY:
         while before >= 0 and tokens[before][1] in _AUXILIARY:
             before -= 1
-        return before if before >= 0 and tokens[before][1] not in _DETERMINER else None
-    head = None
+        words = []
+        while before >= 0 and len(words) < 3 and tokens[before][1] not in _DETERMINER | _PHRASE_END:
+            words.insert(0, before)
+            before -= 1
+        return words
+    words = []
     for at in range(last + 1, min(last + 5, len(tokens))):
         word = tokens[at][1]
         if word in _PHRASE_END:
             break
-        if word not in _DETERMINER and not word.endswith("ly"):
-            head = at
+        if word not in _DETERMINER and not word.endswith("ly") and content_words(word):
+            words.append(at)
         if norm[tokens[at][0] + len(word):][:1] in {",", ";", "."}:
             break  # "Priya cancelled Saturday, so ..."
-    return head
+    return words
 
 
 def _head(phrase: str) -> str:
@@ -169,7 +181,7 @@ def _lead_person(norm: str, patterns: SlotPatterns) -> str | None:
     mine = patterns.possessive.match(norm)
     first = mine.group(1).split()[0] if mine and mine.group(1).split() else ""
     owner = first[:-2] if first.endswith("'s") else first
-    return owner if owner in patterns.relations or first.endswith("'s") else None
+    return stem(owner) if owner in patterns.relations or first.endswith("'s") else None
 
 
 def _loose(word: str) -> str:
@@ -229,11 +241,8 @@ def _same_subject(
     candidate's, a speaker's change ("I switched barbers") never ends someone else's fact, and a
     change the text opens with someone else making ("my wife cut out coffee") never ends the speaker's."""
     attributes = {w for f in candidate.facts for w in content_words(f.attribute)}
-    if lead is not None and not new_facts:
-        if candidate.facts and all(f.subject == SPEAKER for f in candidate.facts):
-            return False
-        if not candidate.facts and lead not in content_words(candidate.norm):
-            return False
+    if lead is not None and not new_facts and lead not in content_words(candidate.norm):
+        return False
     for fact, subject in zip(new_facts, subjects):
         if fact.subject == SPEAKER:
             continue

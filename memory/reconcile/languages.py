@@ -76,6 +76,11 @@ ENGLISH = compile_slots(
          r"is moving|are moving|are relocating|am relocating)(?: back| over| out| house)?(?: all the way)? (?:to|into|in to) (?P<val>.+)",
          "residence", False, True),
         (r"(?:my|our) (?:home|house|place|flat|apartment|address|home address) is (?:now )?(?:in|at|near|on)? ?(?P<val>.+)", "residence", False),
+        # "we're in Manchester now", "I'm still in Leeds": a place only when said as a name, and only with a
+        # "now" or a "still" (without one, "I'm in Berlin" is as likely a trip)
+        (r"{S} (?:am|is|are) (?:now |currently )?(?:over |out |down |up )?in (?P<val>[\w' -]+?) (?:now|these days|nowadays"
+         r"|for good|permanently)", "residence", False, True, True),
+        (r"{S} (?:am|is|are) still (?:over |out |down |up )?in (?P<val>[\w' -]+)", "residence", False, False, True),
         (r"{S} (?:call|calls) (?P<val>.+?) home(?: now)?", "residence", False),
         (r"(?P<val>[\w -]+?) is where (?P<subj>i|we) (?:live|am living|are living|am based|are based)(?: now)?", "residence", False),
         # work: employer, then job title
@@ -102,7 +107,7 @@ ENGLISH = compile_slots(
          r" (?P<val>.+)", "partner", False),
         (r"{S} (?:got married to|married|got engaged to) (?P<val>.+)", "partner", False, True),
         # "my X (has) changed to Y", "my X changed, it is Y"
-        (r"(?:my|our) (?P<attr>[a-z][\w' -]{0,40}?) (?:has |have )?(?:changed|switched|moved|been changed|been moved"
+        (r"(?:my|our) (?P<attr>[a-z](?:(?! and )[\w' -]){0,40}?) (?:has |have )?(?:changed|switched|moved|been changed|been moved"
          r"|been updated|been pushed|updated|was moved|was changed|got moved) to (?P<val>.+)", None, False, True),
         (r"(?P<subj>[\w-]+(?: [\w-]+)?)'s (?P<attr>[a-z][\w -]{0,30}?) (?:has |have )?(?:changed|switched|moved|been changed"
          r"|been moved|been updated|been pushed|updated|was moved|was changed|got moved) to (?P<val>.+)", None, False, True),
@@ -164,6 +169,7 @@ ENGLISH = compile_slots(
         "mother", "mom", "mum", "father", "dad", "son", "daughter", "boss", "manager", "friend", "cousin", "aunt",
         "uncle", "colleague", "coworker", "roommate", "flatmate", "grandmother", "grandfather", "grandma", "grandpa",
         "niece", "nephew", "neighbor", "neighbour", "mentor", "dog", "cat", "kid", "child", "baby", "lead", "client",
+        "parents", "grandparents", "kids", "children", "in-laws", "twins",
     ],
     attribute_aliases={
         "phone number": "phone", "number": "phone", "mobile": "phone", "mobile number": "phone", "cell": "phone",
@@ -197,7 +203,7 @@ ENGLISH = compile_slots(
         r"|(?<!\bam )(?<!\bis )(?<!\bare )(?<!\bget )(?<!\bgot )\bused to\b"  # "I used to X", not "I am used to X"
     ),
     ending_cues=(  # what they end is the noun phrase beside them: "cancelled the Spanish course", "the offsite was called off"
-        r"(?<!\bnot )(?<!\bnever )(?<!\bto )\b(?:cancell?ed|cancell?ing|called off|calling off|scrapped|traded in|traded"
+        r"(?<!\bnot )(?<!\bnever )(?<!\bto )\b(?:cancell?ed|cancell?ing|called off|calling off|scrapped|traded in|traded|sold"
         r"|swapped|swapping|ditched|dropped|cut out|kicked)\b"
     ),
     corrections=r"^\W*(?:sorry|oops|my bad|my mistake|correction)\b|\b(?:i meant|turns out|turned out|i misspoke|scratch that)\b",

@@ -42,6 +42,7 @@ class FactPattern:
     attribute: str | None = None
     multi: bool = False
     changed: bool = False
+    named: bool = False  # the value must be a name, capitalised as said ("we're in Leeds now", not "in a meeting now")
 
 
 @dataclass(frozen=True)
@@ -103,7 +104,7 @@ def compile_slots(
 ) -> SlotPatterns:
     """Build :class:`SlotPatterns` from plain regex strings (case-insensitive).
 
-    ``facts`` items are ``(regex, attribute_or_None, multi[, changed])``; the
+    ``facts`` items are ``(regex, attribute_or_None, multi[, changed[, named]])``; the
     placeholder ``{S}`` in a regex is the subject group; ``change_from`` names groups
     ``old`` and optionally ``new`` (or ``old2``, or ``was`` / ``was2``: an old value the candidate must
     say whole, "used to play chess" is not "play tennis"), ``change_to`` the group ``new``.
@@ -113,7 +114,10 @@ def compile_slots(
     for item in facts:
         regex, attribute, multi, *rest = item
         compiled.append(
-            FactPattern(re.compile("^" + regex.replace("{S}", subject) + "$", _FLAGS), attribute, multi, bool(rest and rest[0]))
+            FactPattern(
+                re.compile("^" + regex.replace("{S}", subject) + "$", _FLAGS), attribute, multi,
+                bool(rest and rest[0]), bool(rest[1:] and rest[1]),
+            )
         )
     return SlotPatterns(
         language=language,
@@ -193,6 +197,12 @@ def subject_of(text: str | None, patterns: SlotPatterns) -> Subject:
     return Subject(text)
 
 
+def _capitalised(value: str, text: str) -> bool:
+    """``value``'s first word is written with a capital in ``text``: a name, not "a meeting"."""
+    said = re.search(r"(?<!\w)" + re.escape(value.split()[0]), text, re.IGNORECASE)
+    return bool(said) and said.group(0)[:1].isupper()
+
+
 def retracted(text: str, patterns: SlotPatterns) -> tuple[str, bool]:
     """The proposition a retraction retracts, and whether ``text`` was one."""
     for regex, replacement in patterns.retractions:
@@ -219,7 +229,7 @@ def parse(text: str, patterns: SlotPatterns) -> tuple[list[tuple[Fact, Subject]]
                 continue
             groups = match.groupdict()
             value = _clean_value(groups.get("val") or "", patterns)
-            if not value:
+            if not value or (pattern.named and not _capitalised(value, text)):
                 continue
             attribute = _clean_attribute(groups.get("attr") or pattern.attribute or "", patterns)
             subject = subject_of(groups.get("subj"), patterns)
