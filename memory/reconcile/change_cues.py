@@ -6,9 +6,12 @@ only when the heuristic would add, and ends at most one candidate, when all
 of these hold:
 
 - the new text carries a change cue (the language's ``change_cues``:
-  "switched", "gave up", "from now on"), or a weaker hint (``change_hints``:
-  "now", "new") — a hint never ends a many-valued fact ("I like pizza" is
-  not ended by "I'm eating pizza now");
+  "switched", "gave up", "from now on", "used to"), an ending cue
+  (``ending_cues``: "cancelled", "called off", "traded in", "sold"), a
+  correction (``corrections``: "sorry, I meant", "turns out"), or a weaker
+  hint (``change_hints``: "now", "new") — a hint or a correction alone never
+  ends a many-valued fact ("I like pizza" is not ended by "I'm eating pizza
+  now");
 - it has no additive word (``additive``: "I now also like jazz" keeps
   "I like rock") and is no question; a cue is not negated or intended ("I
   won't quit", "I want to move": the language's ``change_cues`` say so);
@@ -19,12 +22,17 @@ of these hold:
   changed thing sits next to the change ("Maria left", "I gave up tennis"),
   while "I left my keys at the gym" is about keys, not the gym; the person
   the new text is about ("my manager moved") and an aside in parentheses
-  are no link;
+  are no link; an ending cue links only the phrase beside it, said whole by
+  the candidate ("cancelled the Spanish course", not "the Napa wine tour was
+  called off" for an offsite in Napa); a correction reaches the whole text
+  but must name the old value (", not Lyon"), share two words, or swap one;
+- "used to A but now" / ", not A" name an old value the candidate says whole;
 - "from A to B" / "instead of A" name the old value: the candidate must
   contain A; a new value named ("from A to B", "moved to B", "replaced it
   with B") must not be all the candidate says already ("moved to Acme" does
   not end "visited Acme");
-- the new text is about the same subject (not "my sister's dentist"), the
+- the new text is about the same subject (not "my sister's dentist", nor
+  "my wife cut out coffee" for the speaker's coffee), the
   slots have not already told the two apart (same subject, different named
   attributes: "pottery class" is not "yoga class"), and it adds a word the
   candidate lacks (else it is a restatement, not a change).
@@ -253,4 +261,6 @@ def _same_subject(
         elif not names & content_words(candidate.norm):
             return False
     speaker = any(f.subject == SPEAKER for f in new_facts) or norm.split(" ", 1)[0] in patterns.self_subjects
+    if speaker and not candidate.facts and _lead_person(candidate.norm, patterns):
+        return False  # "I stopped jogging" is not "my neighbour stopped jogging"
     return not (speaker and candidate.facts and all(f.subject != SPEAKER for f in candidate.facts))
