@@ -14,8 +14,9 @@ with the real offline embedder and again keyword-only (no vectors).
 
 Reported per split and mode: update precision (supersessions that ended the
 right memory of a true update) and recall (updates that ended the old fact
-and whose new value answers at rank 1), the noop rate on restatements, and
-false supersessions on the controls.
+and whose new value answers at rank 1), ``update_ended`` (the old fact ended,
+however recall then ranks: the reconciler's share apart from retrieval's),
+the noop rate on restatements, and false supersessions on the controls.
 
 Run: ``python tests/eval/phrased_update_eval.py [--misses] [--cases PATH]``.
 """
@@ -97,6 +98,8 @@ def metrics(outcomes: list[dict]) -> dict:
             "updates": len(updates),
             "update_precision": round(len(right) / len(superseding), 3) if superseding else 1.0,
             "update_recall": round(len(recalled) / len(updates), 3) if updates else 1.0,
+            # The write-time decision alone (the old fact ended), whether or not recall then ranks the new one first.
+            "update_ended": round(sum(o["ended"] == [o["first_id"]] for o in updates) / len(updates), 3) if updates else 1.0,
             "noop_rate": round(sum(o["decision"] == "noop" for o in restated) / len(restated), 3) if restated else 1.0,
             "false_supersessions": sum(bool(o["ended"]) for o in controls),
             "controls": len(controls),
