@@ -14,8 +14,8 @@ In order, first to go:
 
 A row cap and a byte budget (content bytes of live memories) take from one
 order until both are met; with a byte budget, the last tier is ranked by worth
-per byte, a consolidated memory's worth counted once for each source it
-carries: a digest of five turns in 700 bytes outlives one 700-byte turn. The engine reads the candidates
+times content words per byte: what says the most in the fewest bytes (a
+digest of the facts of five turns, a terse fact) outlives the chattiest. The engine reads the candidates
 (:func:`candidates_sql`); the order is decided here, in Python, because "no
 content words" is the consolidation's own test (:mod:`memory.sqlite.fact_words`).
 """
@@ -90,8 +90,9 @@ def _worth(c: Candidate) -> float:
 
 
 def _worth_per_byte(c: Candidate) -> float:
-    """Under a byte budget: worth for each record it holds (itself, or the sources it carries), per byte."""
-    return _worth(c) * max(1, c.carries) / max(1, c.nbytes)
+    """Under a byte budget: worth for each content word it holds, per byte; a consolidated memory
+    holds its words once for each source it is the record of."""
+    return _worth(c) * len(content_words(c.content)) * max(1, c.carries) / max(1, c.nbytes)
 
 
 def overflow(candidates: Iterable[Candidate], totals: tuple[int, int],
