@@ -1,14 +1,14 @@
 """The words of a memory that can carry a fact: what consolidation merges and digests by, and what
 prune reads to tell a fact from small talk ("haha, yes!" carries nothing).
 
-Here, beside keyword search's stop words, because both engines' prune order needs it.
+Here, in the engine layer, because both engines' prune order needs it.
 """
 
 from __future__ import annotations
 
 import re
 
-from memory.sqlite.fts import STOPWORDS
+from memory.query_terms import STOPWORDS
 
 _SPEAKER = re.compile(r"^\s*([A-Z][\w.'-]*(?: [A-Z][\w.'-]*)?):\s+")
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
