@@ -226,6 +226,7 @@ complete -c arcana -n 'test (__arcana_path) = "prune"' -l pool -r -d 'Prune a sh
 complete -c arcana -n 'test (__arcana_path) = "prune"' -l global -d 'Prune the global tier.'
 complete -c arcana -n 'test (__arcana_path) = "prune"' -l min-importance -r -d 'Floor: below it goes.'
 complete -c arcana -n 'test (__arcana_path) = "prune"' -l max-entries -r -d 'Keep at most N live entries.'
+complete -c arcana -n 'test (__arcana_path) = "prune"' -l max-bytes -r -d 'Keep at most N bytes of live content (UTF-8).'
 complete -c arcana -n 'test (__arcana_path) = "prune"' -l mode -x -a 'archive purge' -d 'archive (default, restorable) or purge.'
 complete -c arcana -n 'test (__arcana_path) = "prune"' -l dry-run -d 'Report what would go; change nothing.'
 complete -c arcana -n 'test (__arcana_path) = "prune"' -l yes -s y -d 'Confirm a purge without asking (needed when stdin is not a terminal).'

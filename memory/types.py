@@ -219,13 +219,16 @@ class MemoryQuery(BaseModel):
 class PrunePolicy(BaseModel):
     """Which entries a prune removes.
 
-    The importance floor and the entry cap compose into one victim set: an entry
-    goes if it is below the floor *or* outside the top ``max_entries`` live
-    entries by importance. Pinned entries are never victims.
+    The importance floor and the budgets compose into one victim set: an entry
+    goes if it is below the floor *or* outside what the least-worth-first order
+    (:mod:`memory.sqlite.prune_order`) keeps within ``max_entries`` live entries
+    and ``max_bytes`` of their content. Pinned entries are never victims.
     """
 
     min_importance: float | None = Field(default=None, ge=0.0, le=1.0)
     max_entries: int | None = Field(default=None, ge=0)
+    max_bytes: int | None = Field(default=None, ge=0)
+    """Keep at most this many content bytes (UTF-8) of live entries, taken from the same order as the cap."""
     mode: PruneMode = PruneMode.ARCHIVE
     dry_run: bool = False
     within: frozenset[str] | None = Field(default=None, exclude=True)
@@ -236,8 +239,8 @@ class PrunePolicy(BaseModel):
 
     @model_validator(mode="after")
     def _has_a_rule(self) -> PrunePolicy:
-        if self.min_importance is None and self.max_entries is None:
-            raise ValueError("a prune policy needs min_importance, max_entries, or both")
+        if self.min_importance is None and self.max_entries is None and self.max_bytes is None:
+            raise ValueError("a prune policy needs min_importance, max_entries or max_bytes")
         return self
 
 

@@ -24,6 +24,9 @@ async def prune(
         float | None, typer.Option("--min-importance", min=0.0, max=1.0, help="Floor: below it goes.")
     ] = None,
     max_entries: Annotated[int | None, typer.Option("--max-entries", min=0, help="Keep at most N live entries.")] = None,
+    max_bytes: Annotated[
+        int | None, typer.Option("--max-bytes", min=0, help="Keep at most N bytes of live content (UTF-8).")
+    ] = None,
     mode: Annotated[PruneMode | None, typer.Option("--mode", help="archive (default, restorable) or purge.")] = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Report what would go; change nothing.")] = False,
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Confirm a purge without asking (needed when stdin is not a terminal).")] = False,
@@ -31,13 +34,15 @@ async def prune(
     """Archive or purge low-value memories of agents, pools or the global tier. Pinned memories are never touched; safe under cron."""
     defaults = cli.config.prune
     # The rule comes from the flags or, when none is given, from prune.* (by default: archive below 0.1).
-    flagged = min_importance is not None or max_entries is not None
+    flagged = min_importance is not None or max_entries is not None or max_bytes is not None
     floor, cap = (min_importance, max_entries) if flagged else (defaults.min_importance, defaults.max_entries)
-    if floor is None and cap is None:
+    if floor is None and cap is None and max_bytes is None:
         raise typer.BadParameter(
-            "no rule: pass --min-importance and/or --max-entries, or set prune.min_importance / prune.max_entries"
+            "no rule: pass --min-importance, --max-entries and/or --max-bytes, "
+            "or set prune.min_importance / prune.max_entries"
         )
-    policy = PrunePolicy(min_importance=floor, max_entries=cap, mode=mode or defaults.mode, dry_run=dry_run)
+    policy = PrunePolicy(min_importance=floor, max_entries=cap, max_bytes=max_bytes, mode=mode or defaults.mode,
+                         dry_run=dry_run)
     selection = Selection(agent=agent, all=all_, pools=pool or (), global_=global_)
     if policy.mode is PruneMode.PURGE and not dry_run:
         # A purge deletes for good (an archive is restorable): confirmed like every other destructive command.

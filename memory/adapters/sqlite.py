@@ -21,7 +21,7 @@ from memory.migrations.runner import check_not_newer, migrate
 from memory.promotion import promote
 from memory.query_terms import QueryTerms, terms
 from memory.protocols import MemoryAdapter
-from memory.sqlite import consolidation, context, inspection, mutations, vectors
+from memory.sqlite import consolidation, context, inspection, mutations, prune_order, vectors
 from memory.sqlite import versions as version_sql
 from memory.sqlite.admission import SQLITE, where
 from memory.sqlite.batches import select_in
@@ -40,14 +40,12 @@ from memory.sqlite.connection import (
     translate,
 )
 from memory.sqlite.fts import coverage, focused_match, match_expression, pair_share
-from memory.sqlite.prune_order import overflow_sql
 from memory.sqlite.quarantine import quarantine_store
 from memory.sqlite.rows import SELECT_COLUMNS, admitted_rows, row_to_entry
 from memory.sqlite.semantic import semantic_leg
 from memory.inspection import Census, Growth, RecallDay
 from memory.store_kinds import StoreKind, store_options
 from memory.types import (
-    DERIVED_TAG,
     Audience,
     HealthStatus,
     LedgerRecord,
@@ -676,10 +674,11 @@ def _prune_txn(raw, policy: PrunePolicy, actor: str) -> PruneReport:
             sql += " AND archived = 0" if live_only else ""
             for (mid,) in raw.execute(sql + " ORDER BY importance, created_at", (policy.min_importance,)):
                 victims[mid] = None
-        if policy.max_entries is not None:
-            # Derived memories go first, so a fact never goes while something made from it stays.
-            overflow = raw.execute(overflow_sql(SQLITE), (DERIVED_TAG, policy.max_entries))
-            for (mid,) in overflow:
+        if policy.max_entries is not None or policy.max_bytes is not None:
+            sql, params = prune_order.candidates_sql(SQLITE)
+            candidates = [prune_order.Candidate(*row) for row in raw.execute(sql, params)]
+            totals = raw.execute(prune_order.totals_sql(SQLITE)).fetchone()
+            for mid in prune_order.overflow(candidates, totals, policy.max_entries, policy.max_bytes):
                 victims[mid] = None
         for mid in consolidation.derived_from(raw, list(victims), live_only=live_only):
             victims[mid] = None  # a summary goes with a fact it carries, whatever its importance

@@ -30,7 +30,7 @@ from datetime import datetime
 import numpy as np
 
 from memory.ranking.decay import DEFAULT_PROFILES, DecayProfile, should_consolidate
-from memory.query_terms import STOPWORDS
+from memory.sqlite.fact_words import content_words, speaker_of
 from memory.types import DERIVED_TAG, ConfidenceSource, MemoryEntry, MemoryType
 
 MERGE_SIMILARITY = 0.8  # close by meaning; the content-word rule is what keeps different facts apart
@@ -38,35 +38,10 @@ DIGEST_TURNS = 5  # contentful turns per digest: small enough to stay findable b
 REINFORCE_STEP = 0.05  # importance one more restatement adds
 REINFORCE_CEILING = 0.85  # a merge never lifts importance to the promotion bar by repetition alone
 
-_SPEAKER = re.compile(r"^\s*([A-Z][\w.'-]*(?: [A-Z][\w.'-]*)?):\s+")
-_WORD = re.compile(r"[^\W_]+", re.UNICODE)
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
-# Words that carry no fact of their own in a conversation: reactions, greetings, fillers.
-SMALL_TALK = frozenset(
-    """
-    haha hahaha lol yeah yes yep yup no nope ok okay sure thanks thank thx appreciate welcome hi hey hello
-    bye goodbye wow oh ah aw aww hmm um uh cool great nice awesome amazing wonderful fantastic incredible
-    beautiful lovely sweet fun glad happy proud excited sounds sound looks look seems totally really
-    definitely absolutely exactly true agree right same good well much lot also just like love care soon
-    talk later chat catch glad congrats congratulations super pretty kind very always ever
-    """.split()
-)
+_CLAUSE = re.compile(r"(?<=,)\s+")
 _TRUST = {ConfidenceSource.USER_CONFIRMED: 0, ConfidenceSource.IMPORTED: 1, ConfidenceSource.AGENT: 2,
           ConfidenceSource.INFERRED: 3}
-
-
-def speaker_of(text: str) -> tuple[str | None, str]:
-    """("Caroline", "rest") for a chat line "Caroline: rest"; (None, text) otherwise."""
-    match = _SPEAKER.match(text)
-    return (match.group(1), text[match.end():]) if match else (None, text)
-
-
-def content_words(text: str) -> frozenset[str]:
-    """The words of ``text`` that can carry a fact (lower-cased, a plural's "s" dropped)."""
-    _, body = speaker_of(text)
-    words = (w.lower() for w in _WORD.findall(body))
-    return frozenset(w[:-1] if len(w) > 3 and w.endswith("s") else w
-                     for w in words if w not in STOPWORDS and w not in SMALL_TALK and len(w) > 1)
 
 
 def carried_text(text: str) -> str:
@@ -74,6 +49,27 @@ def carried_text(text: str) -> str:
     _, body = speaker_of(text)
     kept = [s.strip() for s in _SENTENCE.split(body.strip()) if content_words(s)]
     return " ".join(kept)
+
+
+def compact_text(text: str, names: frozenset[str] = frozenset()) -> str:
+    """What a digest writes of a turn: its statements with content words, less what says nothing.
+
+    Dropped: a clause whose only content words are the speakers' names ("Wow, that's cool,
+    Caroline!"), and a question when the turn also states something (a question states no
+    fact). Every content word of what is kept is the turn's own; a turn left with nothing this
+    way keeps its :func:`carried_text`.
+    """
+    def says(part: str) -> bool:
+        return bool(content_words(part) - names)
+
+    sentences = [s.strip() for s in _SENTENCE.split(speaker_of(text)[1].strip()) if says(s)]
+    statements = [s for s in sentences if not s.endswith("?")] or sentences
+    kept = []
+    for sentence in statements:
+        clauses = [c for c in _CLAUSE.split(sentence) if says(c)]
+        clause = ", ".join(c.rstrip(",") for c in clauses)
+        kept.append(clause if clause[-1:] in ".!?" else clause + sentence[-1:] * (sentence[-1:] in ".!?"))
+    return " ".join(kept) or carried_text(text)
 
 
 @dataclass(frozen=True)
@@ -207,9 +203,10 @@ def _digest_tags(turns: list[MemoryEntry]) -> list[str]:
 
 def _digest_entry(turns: list[MemoryEntry], now: datetime) -> MemoryEntry:
     parts, speaker_last = [], None
+    names = frozenset(w for t in turns for w in content_words(speaker_of(t.content)[0] or ""))
     for turn in turns:
         speaker, _ = speaker_of(turn.content)
-        text = carried_text(turn.content)
+        text = compact_text(turn.content, names)
         parts.append(f"{speaker}: {text}" if speaker and speaker != speaker_last else text)
         speaker_last = speaker
     first = turns[0]

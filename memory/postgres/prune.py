@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from memory.postgres import mutations
 from memory.postgres.admission import POSTGRES, numbered
-from memory.sqlite.prune_order import overflow_sql
-from memory.types import DERIVED_TAG, PruneMode, PrunePolicy, PruneReport
+from memory.sqlite import prune_order
+from memory.types import PruneMode, PrunePolicy, PruneReport
 
 
 async def prune(conn, policy: PrunePolicy, actor: str) -> PruneReport:
@@ -18,9 +18,12 @@ async def prune(conn, policy: PrunePolicy, actor: str) -> PruneReport:
             policy.min_importance,
         ):
             victims[r["id"]] = None
-    if policy.max_entries is not None:
-        for r in await conn.fetch(numbered(overflow_sql(POSTGRES)), DERIVED_TAG, policy.max_entries):
-            victims[r["id"]] = None
+    if policy.max_entries is not None or policy.max_bytes is not None:
+        sql, params = prune_order.candidates_sql(POSTGRES)
+        candidates = [prune_order.Candidate(*r) for r in await conn.fetch(numbered(sql), *params)]
+        totals = tuple(await conn.fetchrow(prune_order.totals_sql(POSTGRES)))
+        for mid in prune_order.overflow(candidates, totals, policy.max_entries, policy.max_bytes):
+            victims[mid] = None
     ids = policy.restrict(list(victims))
     report = PruneReport(scanned=scanned, dry_run=policy.dry_run, victim_ids=ids)
     if policy.dry_run:

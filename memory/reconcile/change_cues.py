@@ -6,9 +6,12 @@ only when the heuristic would add, and ends at most one candidate, when all
 of these hold:
 
 - the new text carries a change cue (the language's ``change_cues``:
-  "switched", "gave up", "from now on"), or a weaker hint (``change_hints``:
-  "now", "new") — a hint never ends a many-valued fact ("I like pizza" is
-  not ended by "I'm eating pizza now");
+  "switched", "gave up", "from now on", "used to"), an ending cue
+  (``ending_cues``: "cancelled", "called off", "traded in", "sold"), a
+  correction (``corrections``: "sorry, I meant", "turns out"), or a weaker
+  hint (``change_hints``: "now", "new") — a hint or a correction alone never
+  ends a many-valued fact ("I like pizza" is not ended by "I'm eating pizza
+  now");
 - it has no additive word (``additive``: "I now also like jazz" keeps
   "I like rock") and is no question; a cue is not negated or intended ("I
   won't quit", "I want to move": the language's ``change_cues`` say so);
@@ -19,12 +22,17 @@ of these hold:
   changed thing sits next to the change ("Maria left", "I gave up tennis"),
   while "I left my keys at the gym" is about keys, not the gym; the person
   the new text is about ("my manager moved") and an aside in parentheses
-  are no link;
+  are no link; an ending cue links only the phrase beside it, said whole by
+  the candidate ("cancelled the Spanish course", not "the Napa wine tour was
+  called off" for an offsite in Napa); a correction reaches the whole text
+  but must name the old value (", not Lyon"), share two words, or swap one;
+- "used to A but now" / ", not A" name an old value the candidate says whole;
 - "from A to B" / "instead of A" name the old value: the candidate must
   contain A; a new value named ("from A to B", "moved to B", "replaced it
   with B") must not be all the candidate says already ("moved to Acme" does
   not end "visited Acme");
-- the new text is about the same subject (not "my sister's dentist"), the
+- the new text is about the same subject (not "my sister's dentist", nor
+  "my wife cut out coffee" for the speaker's coffee), the
   slots have not already told the two apart (same subject, different named
   attributes: "pottery class" is not "yoga class"), and it adds a word the
   candidate lacks (else it is a restatement, not a change).
@@ -37,8 +45,9 @@ from __future__ import annotations
 
 import re
 
+from memory.federation.decisions import Decision, DecisionKind
 from memory.reconcile.entities import SPEAKER
-from memory.reconcile.heuristic import Candidate, Decision, DecisionKind, content_words, stem
+from memory.reconcile.heuristic import Candidate, content_words, stem
 from memory.reconcile.slots import Fact, SlotPatterns, Subject
 
 WINDOW = 3  # words between the cue and the thing it changes
@@ -57,17 +66,21 @@ def cued_update(
     ``new_facts`` have their subjects resolved to entity keys, as the candidates' facts do;
     ``subjects`` are the same facts' subjects as said ("my friend lena")."""
     cues = [(m, True) for m in patterns.change_cues.finditer(norm)] + [(m, False) for m in patterns.change_hints.finditer(norm)]
-    if not cues or patterns.additive.search(norm) or "?" in text:  # "did you switch jobs?" states nothing
+    ending = list(patterns.ending_cues.finditer(norm))
+    correction = bool(patterns.corrections.search(" ".join(text.lower().split())))
+    if not (cues or ending or correction) or patterns.additive.search(norm) or "?" in text:  # "did you switch jobs?"
         return None
-    cue_words = {stem(w) for m, _ in cues for w in m.group(0).split()}
+    cue_words = {stem(w) for m in [*(m for m, _ in cues), *ending] for w in m.group(0).split()}
     new_words = content_words(norm) - cue_words
     if len(new_words) > MAX_NEW_WORDS:
         return None
-    strong = any(is_cue for _, is_cue in cues)
-    spans = _spans(norm, cues)
-    old_named, new_named, named_at = _named_values(norm, patterns, [m for m, is_cue in cues if is_cue])
-    named_near = named_at is not None and any(first - WINDOW <= named_at <= last + WINDOW for first, last in spans)
-    people = {w for s in subjects if s.key in patterns.relations for w in content_words(" ".join([s.key, *s.aliases]))}
+    strong = any(is_cue for _, is_cue in cues) or bool(ending)  # a correction alone never ends one of many tastes
+    ranges, phrases = _ranges(norm, cues, correction), _phrases(norm, ending)
+    old_named, new_named, named_at, whole = _named_values(norm, patterns, [m for m, is_cue in cues if is_cue] + ending)
+    named_near = named_at is not None and any(lo <= named_at <= hi for lo, hi in ranges)
+    lead = _lead_person(norm, patterns)
+    people = {w for s in subjects if _head(s.key) in patterns.relations for w in content_words(" ".join([s.key, *s.aliases]))}
+    people |= {lead} - {None}
     best: tuple[tuple, Candidate, str] | None = None
     for candidate in candidates:
         old_words = content_words(candidate.norm)
@@ -79,21 +92,28 @@ def cued_update(
             continue
         if (old_named and not old_named & old_words) or (new_named - old_named and new_named - old_named <= old_words):
             continue  # "from tea to coffee" ends the tea, never the coffee; "moved to Acme" not "visited Acme"
+        if whole and not whole <= old_words:
+            continue  # "I used to play chess but now ..." is not about "I play tennis"
         # Linked by what the candidate says, not by whom: "Lena moved" does not end "my friend Lena likes sushi".
         # Nor by the person the new text is about: "my manager moved to Oslo" does not end "my manager visited Kyoto".
         said = {w for f in candidate.facts for w in content_words(f"{f.attribute} {f.value}")} if candidate.facts else old_words
         links = _links(norm, candidate, patterns, said - cue_words - people, cue_words)
-        near = {word for word, at in links if any(first - WINDOW <= at <= last + WINDOW for first, last in spans)}
+        near = {word for word, at in links if any(lo <= at <= hi for lo, hi in ranges)}
+        linked = dict((at, word) for word, at in links)
+        # An ending cue ends a phrase the candidate says whole: "dropped spin class", not "dropped the yoga class".
+        near |= {linked[at] for phrase in phrases if all(at in linked for at in phrase) for at in phrase}
         if named_near:  # "I ported my number from Vodafone": the old value named beside the cue is the link
             near |= old_named & old_words
-        if not near or not _same_subject(new_facts, subjects, norm, candidate, patterns):
+        if not (cues or ending) and not _corrects(near, old_named & old_words, new_words, old_words):
+            continue
+        if not near or not _same_subject(new_facts, subjects, norm, candidate, patterns, lead):
             continue
         score = (len(near), len(old_words & content_words(norm)) / len(old_words), candidate.similarity or 0.0)
         if best is None or score > best[0]:
             best = (score, candidate, sorted(near)[0])
     if best is None:
         return None
-    cue = next(m.group(0) for m, _ in cues)
+    cue = next((m.group(0) for m in [*(m for m, _ in cues), *ending]), "a correction")
     return Decision(DecisionKind.UPDATE, [best[1].entry.id], f"a change cue ('{cue}') about '{best[2]}'")
 
 
@@ -102,15 +122,85 @@ def _tokens(norm: str) -> list[tuple[int, str]]:
     return [(m.start(), m.group(0).strip(".,;:!?\"'()")) for m in re.finditer(r"\S+", norm)]
 
 
-def _spans(norm: str, cues: list) -> list[tuple[int, int]]:
-    """The index of each cue's first and last word."""
-    starts = [start for start, _ in _tokens(norm)]
-    out = []
-    for match, _ in cues:
-        inside = [i for i, start in enumerate(starts) if match.start() <= start < match.end()]
-        if inside:
-            out.append((inside[0], inside[-1]))
-    return out
+_AUXILIARY = frozenset("was were is are got get gets been be has have had just".split())
+_DETERMINER = frozenset("the a an my our his her their its your this that".split())
+_PHRASE_END = frozenset("for with and to so but in on at because since after then by from".split())
+
+
+def _ranges(norm: str, cues: list, correction: bool) -> list[tuple[int, int]]:
+    """The word indexes each cue reaches: ``WINDOW`` words about a change cue, the whole text for a
+    correction ("sorry, I meant ...")."""
+    tokens = _tokens(norm)
+    spans = [span for span in (_span(tokens, m) for m, _ in cues) if span]
+    return [(first - WINDOW, last + WINDOW) for first, last in spans] + ([(0, len(tokens))] if correction else [])
+
+
+def _phrases(norm: str, ending: list[re.Match]) -> list[list[int]]:
+    """The word indexes of the noun phrase beside each ending cue ("the Napa offsite was called off" ends
+    the Napa offsite, "the Napa wine tour was called off" no offsite)."""
+    tokens = _tokens(norm)
+    spans = [span for span in (_span(tokens, m) for m in ending) if span]
+    return [phrase for phrase in (_phrase_beside(norm, tokens, *span) for span in spans) if phrase]
+
+
+def _corrects(near: set[str], named: set[str], new_words: set[str], old_words: set[str]) -> bool:
+    """A correction reaches the whole sentence, so it ends a candidate only when it names the old value
+    (", not Lyon"), shares two words, or swaps one word ("I meant the meeting is at 4pm", after 3pm)."""
+    return bool(named) or len(near) >= 2 or (bool(near) and len(old_words - new_words) <= 1 and len(new_words - old_words) <= 1)
+
+
+def _span(tokens: list[tuple[int, str]], match: re.Match) -> tuple[int, int] | None:
+    """The index of a cue's first and last word."""
+    inside = [i for i, (start, _) in enumerate(tokens) if match.start() <= start < match.end()]
+    return (inside[0], inside[-1]) if inside else None
+
+
+def _phrase_beside(norm: str, tokens: list[tuple[int, str]], first: int, last: int) -> list[int]:
+    """The content words of what an ending cue ends: the phrase before it when passive ("the offsite
+    was called off"), else the phrase after it ("cancelled the Spanish course"), adverbs aside."""
+    before = first - 1
+    if before >= 0 and tokens[before][1] in _AUXILIARY:
+        while before >= 0 and tokens[before][1] in _AUXILIARY:
+            before -= 1
+        words = []
+        while before >= 0 and len(words) < 3 and tokens[before][1] not in _DETERMINER | _PHRASE_END:
+            words.insert(0, before)
+            before -= 1
+        return words
+    words = []
+    for at in range(last + 1, min(last + 5, len(tokens))):
+        word = tokens[at][1]
+        if word in _PHRASE_END:
+            break
+        if word not in _DETERMINER and not word.endswith("ly") and content_words(word):
+            words.append(at)
+        if norm[tokens[at][0] + len(word):][:1] in {",", ";", "."}:
+            break  # "Priya cancelled Saturday, so ..."
+    return words
+
+
+def _head(phrase: str) -> str:
+    """A compound's head word: "office manager" is a manager, not an office."""
+    return phrase.split()[-1] if phrase.split() else phrase
+
+
+def _lead_person(norm: str, patterns: SlotPatterns) -> str | None:
+    """The person a text opens with ("my wife cut out coffee", "my brother's car"), when the slots could
+    not read it: a change of theirs is no change of the speaker's."""
+    mine = patterns.possessive.match(norm)
+    first = mine.group(1).split()[0] if mine and mine.group(1).split() else ""
+    owner = first[:-2] if first.endswith("'s") else first
+    return stem(owner) if owner in patterns.relations or first.endswith("'s") else None
+
+
+def _loose(word: str) -> str:
+    """A word's root for linking only: "smoking" and "smoke", "running" and "run" are one thing."""
+    word = stem(word)
+    if len(word) > 5 and word.endswith("ing"):
+        word = word[:-3]
+        if len(word) > 2 and word[-1] == word[-2] and word[-1] not in "aeiouls":
+            word = word[:-1]  # "running" → "run"
+    return word[:-1] if len(word) > 3 and word.endswith("e") else word
 
 
 def _links(norm: str, candidate: Candidate, patterns: SlotPatterns, old_words: set[str], cue_words: set[str]) -> list[tuple[str, int]]:
@@ -118,11 +208,13 @@ def _links(norm: str, candidate: Candidate, patterns: SlotPatterns, old_words: s
     topics = {stem(w) for f in candidate.facts for w in patterns.attribute_words.get(f.attribute, "").split()} - cue_words
     shapes = [patterns.value_shapes[f.attribute] for f in candidate.facts if f.attribute in patterns.value_shapes]
     asides = [(m.start(), m.end()) for m in re.finditer(r"\([^)]*\)?", norm)]  # "(note 12)" changes nothing
+    loose = {_loose(w): w for w in old_words | topics if not re.search(r"[/:#\d]", w)}
     links = []
     for at, (start, word) in enumerate(_tokens(norm)):
         if any(a <= start < b for a, b in asides):
             continue
         hit = {stem(word), *map(stem, re.split(r"[/:#-]", word))} & (old_words | topics)
+        hit = hit or ({loose[_loose(word)]} if _loose(word) in loose and _loose(word) not in cue_words else set())
         if hit:
             links.append((sorted(hit)[0], at))
         elif any(shape.search(word) for shape in shapes):
@@ -130,15 +222,17 @@ def _links(norm: str, candidate: Candidate, patterns: SlotPatterns, old_words: s
     return links
 
 
-def _named_values(norm: str, patterns: SlotPatterns, cues: list[re.Match]) -> tuple[set[str], set[str], int | None]:
+def _named_values(norm: str, patterns: SlotPatterns, cues: list[re.Match]) -> tuple[set[str], set[str], int | None, set[str]]:
     """The old and new values the text names ("from A to B", "instead of A", "<cue> ... to B"), as content
-    words, and the index of the word where "from A" / "instead of A" starts."""
+    words, the index of the word where "from A" / "instead of A" starts, and an old value the candidate
+    must say whole ("used to A but now", ", not A")."""
     match = patterns.change_from.search(norm)
     groups = match.groupdict() if match else {}
+    whole = content_words(groups.get("was") or groups.get("was2") or "")
     old = groups.get("old") or groups.get("old2") or ""
     new = groups.get("new") or next((m.group("new") for m in (patterns.change_to.match(norm, c.end()) for c in cues) if m), "")
     at = sum(start < match.start() for start, _ in _tokens(norm)) if match else None
-    return content_words(old), content_words(new), at
+    return content_words(old) | whole, content_words(new), at, whole
 
 
 def _told_apart(new_facts: list[Fact], old_facts: list[Fact]) -> bool:
@@ -149,18 +243,25 @@ def _told_apart(new_facts: list[Fact], old_facts: list[Fact]) -> bool:
     )
 
 
-def _same_subject(new_facts: list[Fact], subjects: list[Subject], norm: str, candidate: Candidate, patterns: SlotPatterns) -> bool:
+def _same_subject(
+    new_facts: list[Fact], subjects: list[Subject], norm: str, candidate: Candidate, patterns: SlotPatterns, lead: str | None
+) -> bool:
     """The new text is about the candidate's subject: each it names (besides the speaker) is the
-    candidate's, and a speaker's change ("I switched barbers") never ends someone else's fact."""
+    candidate's, a speaker's change ("I switched barbers") never ends someone else's fact, and a
+    change the text opens with someone else making ("my wife cut out coffee") never ends the speaker's."""
     attributes = {w for f in candidate.facts for w in content_words(f.attribute)}
+    if lead is not None and not new_facts and lead not in content_words(candidate.norm):
+        return False
     for fact, subject in zip(new_facts, subjects):
         if fact.subject == SPEAKER:
             continue
-        names = content_words(" ".join([subject.key, *subject.aliases]))
+        names = content_words(" ".join([_head(subject.key), *subject.aliases]))
         if candidate.facts:  # the same entity, or what it names is the candidate's attribute ("the office" moved)
             if not (any(f.subject == fact.subject for f in candidate.facts) or names & attributes):
                 return False
         elif not names & content_words(candidate.norm):
             return False
     speaker = any(f.subject == SPEAKER for f in new_facts) or norm.split(" ", 1)[0] in patterns.self_subjects
+    if speaker and not candidate.facts and _lead_person(candidate.norm, patterns):
+        return False  # "I stopped jogging" is not "my neighbour stopped jogging"
     return not (speaker and candidate.facts and all(f.subject != SPEAKER for f in candidate.facts))

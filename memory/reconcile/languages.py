@@ -29,7 +29,9 @@ ENGLISH = compile_slots(
     framing=(
         r"^(?:(?:by the way|btw|oh|also|so|hey|ok(?:ay)?|fyi|actually|well|yeah|yes|update|quick update|news"
         r"|heads up|correction|just so you know|just to let you know|for the record|for your information"
-        r"|please|just|and|anyway|good news|big news|small update|in case you were wondering)\b[,:!.\s-]*)"
+        r"|please|just|and|anyway|good news|big news|small update|in case you were wondering"
+        r"|sorry|oops|my bad|my mistake|(?:it )?turn(?:s|ed) out(?: that)?)\b[,:!.\s-]*)"
+        r"|^(?:i meant(?: to say)?(?: that)?(?!\s+to\b)\b[,:\s]*)"  # "sorry, I meant the flight lands at 8pm"
         r"|^(?:(?:please )?(?:remember|note|keep in mind|don't forget|do not forget)(?: that)?\b[,:\s]*)"
         r"|^(?:(?:as of|since|starting|from|effective|beginning) [^,]{1,30},\s*)"
         r"|^(?:(?:these days|nowadays|lately|recently|currently|right now|at the moment|today|this week"
@@ -74,6 +76,11 @@ ENGLISH = compile_slots(
          r"is moving|are moving|are relocating|am relocating)(?: back| over| out| house)?(?: all the way)? (?:to|into|in to) (?P<val>.+)",
          "residence", False, True),
         (r"(?:my|our) (?:home|house|place|flat|apartment|address|home address) is (?:now )?(?:in|at|near|on)? ?(?P<val>.+)", "residence", False),
+        # "we're in Manchester now", "I'm still in Leeds": a place only when said as a name, and only with a
+        # "now" or a "still" (without one, "I'm in Berlin" is as likely a trip)
+        (r"{S} (?:am|is|are) (?:now |currently )?(?:over |out |down |up )?in (?P<val>[\w' -]+?) (?:now|these days|nowadays"
+         r"|for good|permanently)", "residence", False, True, True),
+        (r"{S} (?:am|is|are) still (?:over |out |down |up )?in (?P<val>[\w' -]+)", "residence", False, False, True),
         (r"{S} (?:call|calls) (?P<val>.+?) home(?: now)?", "residence", False),
         (r"(?P<val>[\w -]+?) is where (?P<subj>i|we) (?:live|am living|are living|am based|are based)(?: now)?", "residence", False),
         # work: employer, then job title
@@ -100,7 +107,7 @@ ENGLISH = compile_slots(
          r" (?P<val>.+)", "partner", False),
         (r"{S} (?:got married to|married|got engaged to) (?P<val>.+)", "partner", False, True),
         # "my X (has) changed to Y", "my X changed, it is Y"
-        (r"(?:my|our) (?P<attr>[a-z][\w' -]{0,40}?) (?:has |have )?(?:changed|switched|moved|been changed|been moved"
+        (r"(?:my|our) (?P<attr>[a-z](?:(?! and )[\w' -]){0,40}?) (?:has |have )?(?:changed|switched|moved|been changed|been moved"
          r"|been updated|been pushed|updated|was moved|was changed|got moved) to (?P<val>.+)", None, False, True),
         (r"(?P<subj>[\w-]+(?: [\w-]+)?)'s (?P<attr>[a-z][\w -]{0,30}?) (?:has |have )?(?:changed|switched|moved|been changed"
          r"|been moved|been updated|been pushed|updated|was moved|was changed|got moved) to (?P<val>.+)", None, False, True),
@@ -162,6 +169,7 @@ ENGLISH = compile_slots(
         "mother", "mom", "mum", "father", "dad", "son", "daughter", "boss", "manager", "friend", "cousin", "aunt",
         "uncle", "colleague", "coworker", "roommate", "flatmate", "grandmother", "grandfather", "grandma", "grandpa",
         "niece", "nephew", "neighbor", "neighbour", "mentor", "dog", "cat", "kid", "child", "baby", "lead", "client",
+        "parents", "grandparents", "kids", "children", "in-laws", "twins",
     ],
     attribute_aliases={
         "phone number": "phone", "number": "phone", "mobile": "phone", "mobile number": "phone", "cell": "phone",
@@ -191,11 +199,20 @@ ENGLISH = compile_slots(
     change_cues=(  # not negated or intended: "I won't quit", "I want to move" change nothing yet
         r"(?<!\bnot )(?<!\bnever )(?<!\bto )\b(?:switch|switched|switching|changed|changing|replaced|replacing|upgraded|upgrading|renamed|renaming"
         r"|moved|moving|left|leaving|quit|quitting|stopped|gave up|given up|giving up|rescheduled|retired|ported"
-        r"|from now on|no longer|anymore|any longer|instead|became|updated)\b"
+        r"|from now on|no longer|anymore|any longer|instead|became|updated|relocated|relocating)\b"
+        r"|(?<!\bam )(?<!\bis )(?<!\bare )(?<!\bget )(?<!\bgot )\bused to\b"  # "I used to X", not "I am used to X"
     ),
+    ending_cues=(  # what they end is the noun phrase beside them: "cancelled the Spanish course", "the offsite was called off"
+        r"(?<!\bnot )(?<!\bnever )(?<!\bto )\b(?:cancell?ed|cancell?ing|called off|calling off|scrapped|traded in|traded|sold"
+        r"|swapped|swapping|ditched|dropped|cut out|kicked)\b"
+    ),
+    corrections=r"^\W*(?:sorry|oops|my bad|my mistake|correction)\b|\b(?:i meant|turns out|turned out|i misspoke|scratch that)\b",
     change_hints=r"\b(?:now|new|these days|nowadays)\b",
     additive=r"\b(?:also|too|as well|in addition|additionally)\b",
-    change_from=r"\bfrom (?!now on)(?P<old>[^,;]+?) to (?P<new>[^,;]+)|\binstead of (?P<old2>[^,;]+)",
+    change_from=(
+        r"\bfrom (?!now on)(?P<old>[^,;]+?) to (?P<new>[^,;]+)|\binstead of (?P<old2>[^,;]+)"
+        r"|\bused to (?P<was>[^,;]+?),? but (?:now|these days|nowadays)\b|, not (?P<was2>[^,;]+)$"
+    ),
     change_to=r"\s*(?:[^\s,;]+\s+){0,3}?(?:to|into|with|for) (?P<new>[^,;(]+)",
     attribute_words={
         "residence": "live lives living moved based home address",

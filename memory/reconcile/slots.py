@@ -42,6 +42,7 @@ class FactPattern:
     attribute: str | None = None
     multi: bool = False
     changed: bool = False
+    named: bool = False  # the value must be a name, capitalised as said ("we're in Leeds now", not "in a meeting now")
 
 
 @dataclass(frozen=True)
@@ -68,6 +69,10 @@ class SlotPatterns:
     additive: re.Pattern = re.compile(r"(?!)")
     change_from: re.Pattern = re.compile(r"(?!)")
     change_to: re.Pattern = re.compile(r"(?!)")
+    # Cues that end the thing right beside them ("cancelled the course", "the offsite was called off"), and the
+    # marks of a correction ("sorry, I meant", "turns out"), read on the text before framing strips them.
+    ending_cues: re.Pattern = re.compile(r"(?!)")
+    corrections: re.Pattern = re.compile(r"(?!)")
     attribute_words: dict[str, str] = field(default_factory=dict)  # extra keyword-search words per attribute
     value_shapes: dict[str, re.Pattern] = field(default_factory=dict)  # "phone" needs digits: "my phone is a Pixel" is a device
 
@@ -92,21 +97,27 @@ def compile_slots(
     additive: str = r"(?!)",
     change_from: str = r"(?!)",
     change_to: str = r"(?!)",
+    ending_cues: str = r"(?!)",
+    corrections: str = r"(?!)",
     attribute_words: dict[str, str] | None = None,
     value_shapes: dict[str, str] | None = None,
 ) -> SlotPatterns:
     """Build :class:`SlotPatterns` from plain regex strings (case-insensitive).
 
-    ``facts`` items are ``(regex, attribute_or_None, multi[, changed])``; the
+    ``facts`` items are ``(regex, attribute_or_None, multi[, changed[, named]])``; the
     placeholder ``{S}`` in a regex is the subject group; ``change_from`` names groups
-    ``old`` and optionally ``new``, ``change_to`` the group ``new``.
+    ``old`` and optionally ``new`` (or ``old2``, or ``was`` / ``was2``: an old value the candidate must
+    say whole, "used to play chess" is not "play tennis"), ``change_to`` the group ``new``.
     """
     subject = r"(?P<subj>i|we|(?:my|our|minha|meu|minhas|meus|a minha|o meu) [\w'-]+(?: [\w'-]+){0,2}?|[\w'-]+(?: [\w'-]+){0,2}?)"
     compiled = []
     for item in facts:
         regex, attribute, multi, *rest = item
         compiled.append(
-            FactPattern(re.compile("^" + regex.replace("{S}", subject) + "$", _FLAGS), attribute, multi, bool(rest and rest[0]))
+            FactPattern(
+                re.compile("^" + regex.replace("{S}", subject) + "$", _FLAGS), attribute, multi,
+                bool(rest and rest[0]), bool(rest[1:] and rest[1]),
+            )
         )
     return SlotPatterns(
         language=language,
@@ -127,6 +138,8 @@ def compile_slots(
         additive=re.compile(additive, _FLAGS),
         change_from=re.compile(change_from, _FLAGS),
         change_to=re.compile(change_to, _FLAGS),
+        ending_cues=re.compile(ending_cues, _FLAGS),
+        corrections=re.compile(corrections, _FLAGS),
         attribute_words=dict(attribute_words or {}),
         value_shapes={k: re.compile(v, _FLAGS) for k, v in (value_shapes or {}).items()},
     )
@@ -184,6 +197,12 @@ def subject_of(text: str | None, patterns: SlotPatterns) -> Subject:
     return Subject(text)
 
 
+def _capitalised(value: str, text: str) -> bool:
+    """``value``'s first word is written with a capital in ``text``: a name, not "a meeting"."""
+    said = re.search(r"(?<!\w)" + re.escape(value.split()[0]), text, re.IGNORECASE)
+    return bool(said) and said.group(0)[:1].isupper()
+
+
 def retracted(text: str, patterns: SlotPatterns) -> tuple[str, bool]:
     """The proposition a retraction retracts, and whether ``text`` was one."""
     for regex, replacement in patterns.retractions:
@@ -210,7 +229,7 @@ def parse(text: str, patterns: SlotPatterns) -> tuple[list[tuple[Fact, Subject]]
                 continue
             groups = match.groupdict()
             value = _clean_value(groups.get("val") or "", patterns)
-            if not value:
+            if not value or (pattern.named and not _capitalised(value, text)):
                 continue
             attribute = _clean_attribute(groups.get("attr") or pattern.attribute or "", patterns)
             subject = subject_of(groups.get("subj"), patterns)

@@ -1,36 +1,109 @@
 """Which memories a capped prune removes first, in both engines: the least worth keeping.
 
-Worth, lowest first: a derived memory (an echo, a summary) before any fact;
-then importance, lifted by how often recall returned the memory (up to
-ACCESS_LIFT at ACCESS_SATURATION hits) and by how many memories it carries (a
-consolidated memory's sources, up to CARRIES_LIFT at CARRIES_SATURATION, where
-the engine keeps edges: SQLite); then the least recently used.
+In order, first to go:
+
+1. what costs nothing to lose: a memory a live consolidated memory carries as a
+   source (its content survives there; only SQLite keeps the edges), and one
+   with no content words ("haha, yes!");
+2. a derived memory (an echo, a summary) that is nobody's only record: none of
+   the memories it carries is archived;
+3. the rest by worth: importance, lifted by how often recall returned the
+   memory (up to ACCESS_LIFT at ACCESS_SATURATION hits) and by how many
+   memories it carries (up to CARRIES_LIFT at CARRIES_SATURATION); among
+   equals the least recently used.
+
+A row cap and a byte budget (content bytes of live memories) take from one
+order until both are met; with a byte budget, the last tier is ranked by worth
+times content words per byte: what says the most in the fewest bytes (a
+digest of the facts of five turns, a terse fact) outlives the chattiest. The engine reads the candidates
+(:func:`candidates_sql`); the order is decided here, in Python, because "no
+content words" is the consolidation's own test (:mod:`memory.sqlite.fact_words`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from typing import NamedTuple
+
 from memory.sqlite.admission import Dialect
 from memory.sqlite.consolidation import SOURCES
+from memory.sqlite.fact_words import content_words
+from memory.types import DERIVED_TAG
 
 ACCESS_LIFT, ACCESS_SATURATION = 0.1, 10
 CARRIES_LIFT, CARRIES_SATURATION = 0.1, 5
 
 
-def overflow_sql(dialect: Dialect) -> str:
-    """``SELECT id`` of the live, unpinned memories beyond a cap, least worth first.
+class Candidate(NamedTuple):
+    """A live, unpinned memory as the prune order sees it (the columns of :func:`candidates_sql`)."""
 
-    Parameters, in order: the derived tag, then the cap (``?`` marks; PostgreSQL numbers them).
-    """
-    least = "min" if dialect.name == "sqlite" else "least"
-    worth = f"importance + {ACCESS_LIFT} * {least}(access_count, {ACCESS_SATURATION}) / {ACCESS_SATURATION}.0"
-    if dialect.name == "sqlite":
-        carried = (f"(SELECT {least}(count(*), {CARRIES_SATURATION}) FROM memory_edges e "
-                   f"WHERE e.src_id = memories.id AND e.relation = '{SOURCES}')")
-        worth += f" + {CARRIES_LIFT} * {carried} / {CARRIES_SATURATION}.0"
-    cap = "max" if dialect.name == "sqlite" else "greatest"
-    return (
-        "SELECT id FROM memories WHERE archived = 0 AND pinned = 0 "
-        f"ORDER BY {dialect.has_tag.format(col='tags')} DESC, {worth} ASC, "
-        "coalesce(last_accessed_at, created_at) ASC "
-        f"LIMIT {cap}(0, (SELECT count(*) FROM memories WHERE archived = 0) - ?)"
-    )
+    id: str
+    content: str
+    derived: bool
+    importance: float
+    access_count: int
+    used_at: object  # last access, else creation: comparable within one engine
+    nbytes: int
+    carries: int  # sources it carries
+    covered: bool  # a live consolidated memory, not derived, carries it
+    only_record: bool  # it carries a source that is archived
+
+
+def _bytes(dialect: Dialect, col: str) -> str:
+    return f"length(CAST({col} AS BLOB))" if dialect.name == "sqlite" else f"octet_length({col})"
+
+
+def candidates_sql(dialect: Dialect) -> tuple[str, tuple]:
+    """``(sql, params)`` selecting every live, unpinned memory as a :class:`Candidate` row."""
+    derived = dialect.has_tag.format(col="tags")
+    if dialect.name == "sqlite":  # the consolidation edges
+        carries = (f"(SELECT count(*) FROM memory_edges e WHERE e.src_id = memories.id "
+                   f"AND e.relation = '{SOURCES}')")
+        covered = (f"EXISTS (SELECT 1 FROM memory_edges e JOIN memories c ON c.id = e.src_id "
+                   f"WHERE e.dst_id = memories.id AND e.relation = '{SOURCES}' AND c.archived = 0 "
+                   f"AND NOT {dialect.has_tag.format(col='c.tags')})")
+        only = (f"EXISTS (SELECT 1 FROM memory_edges e JOIN memories s ON s.id = e.dst_id "
+                f"WHERE e.src_id = memories.id AND e.relation = '{SOURCES}' AND s.archived = 1)")
+        params: tuple = (DERIVED_TAG, DERIVED_TAG)
+    else:
+        carries, covered, only, params = "0", "FALSE", "FALSE", (DERIVED_TAG,)
+    sql = (f"SELECT id, content, {derived}, importance, access_count, coalesce(last_accessed_at, created_at), "
+           f"{_bytes(dialect, 'content')}, {carries}, {covered}, {only} "
+           "FROM memories WHERE archived = 0 AND pinned = 0")
+    return sql, params
+
+
+def totals_sql(dialect: Dialect) -> str:
+    """``(rows, content bytes)`` of every live memory, pinned ones included: what a budget counts."""
+    return f"SELECT count(*), coalesce(sum({_bytes(dialect, 'content')}), 0) FROM memories WHERE archived = 0"
+
+
+def _tier(c: Candidate) -> int:
+    if c.covered or not content_words(c.content):
+        return 0
+    return 1 if c.derived and not c.only_record else 2
+
+
+def _worth(c: Candidate) -> float:
+    return (c.importance + ACCESS_LIFT * min(c.access_count, ACCESS_SATURATION) / ACCESS_SATURATION
+            + CARRIES_LIFT * min(c.carries, CARRIES_SATURATION) / CARRIES_SATURATION)
+
+
+def _worth_per_byte(c: Candidate) -> float:
+    """Under a byte budget: worth for each content word it holds, per byte; a consolidated memory
+    holds its words once for each source it is the record of."""
+    return _worth(c) * len(content_words(c.content)) * max(1, c.carries) / max(1, c.nbytes)
+
+
+def overflow(candidates: Iterable[Candidate], totals: tuple[int, int],
+             max_entries: int | None, max_bytes: int | None) -> list[str]:
+    """The ids to remove, least worth first, until ``totals`` (rows, bytes) meet both budgets."""
+    rows, nbytes = totals
+    victims: list[str] = []
+    value = _worth if max_bytes is None else _worth_per_byte
+    for c in sorted(candidates, key=lambda c: (_tier(c), value(c), c.used_at, c.id)):
+        if (max_entries is None or rows <= max_entries) and (max_bytes is None or nbytes <= max_bytes):
+            break
+        victims.append(c.id)
+        rows, nbytes = rows - 1, nbytes - c.nbytes
+    return victims

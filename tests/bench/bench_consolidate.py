@@ -7,9 +7,9 @@ default mode, through the federation, the day after the last session):
 
 - **full**: as written;
 - **consolidate**: after ``consolidate_store`` (no budget);
-- **consolidate + prune**: then ``prune --max-entries`` down to a budget of 50%
-  of the full store's current rows *and* 50% of their content bytes;
-- **prune**: ``prune`` alone to the same budget (today's policy).
+- **consolidate + prune**: then ``prune --max-entries --max-bytes`` down to a budget of
+  50% of the full store's current rows *and* 50% of their content bytes;
+- **prune**: ``prune`` alone to the same budget.
 
 A consolidated result counts as a hit when it or one of its sources is
 evidence. Also printed: user-stated facts removed (an archived user row with
@@ -35,7 +35,7 @@ import bench_locomo as lb  # noqa: E402
 
 from memory.adapters.opener import vector_adapter  # noqa: E402
 from memory.config import ArcanaConfig  # noqa: E402
-from memory.consolidation.plan import content_words  # noqa: E402
+from memory.sqlite.fact_words import content_words  # noqa: E402
 from memory.embedding.gateway import EmbeddingGateway  # noqa: E402
 from memory.home import Home  # noqa: E402
 from memory.operations.bulk_import import Parsed, remember_many  # noqa: E402
@@ -77,25 +77,13 @@ async def census(home: Path, agent: str) -> tuple[int, int]:
 
 
 async def prune_to(home: Path, agent: str, rows: int, nbytes: int) -> int:
-    """``prune --max-entries k`` with the largest k that meets both budgets (k found on copies)."""
-    lo, hi = 0, rows
-    while lo < hi:  # largest k whose pruned store fits the byte budget
-        k = (lo + hi + 1) // 2
-        with tempfile.TemporaryDirectory() as trial:
-            shutil.copytree(home, Path(trial) / "h")
-            store = private(Path(trial) / "h", agent)
-            try:
-                await store.prune(PrunePolicy(max_entries=k))
-            finally:
-                await store.aclose()
-            fits = (await census(Path(trial) / "h", agent))[1] <= nbytes
-        lo, hi = (k, hi) if fits else (lo, k - 1)
+    """``prune --max-entries rows --max-bytes nbytes``: the rows it kept."""
     store = private(home, agent)
     try:
-        await store.prune(PrunePolicy(max_entries=lo))
+        await store.prune(PrunePolicy(max_entries=rows, max_bytes=nbytes))
     finally:
         await store.aclose()
-    return lo
+    return (await census(home, agent))[0]
 
 
 async def sources(home: Path, agent: str) -> dict[str, list[str]]:

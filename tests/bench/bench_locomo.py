@@ -57,6 +57,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import uuid
 from collections import Counter, defaultdict
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta, timezone
@@ -149,7 +150,8 @@ def load(path: Path, shift: timedelta = timedelta(0), *, same_instant: bool = Fa
             text = f"{turn['speaker']}: {turn['text']}"
             if turn.get("blip_caption"):
                 text += f" [shares a photo: {turn['blip_caption']}]"
-            entry = MemoryEntry(
+            entry = MemoryEntry(  # an id from the turn: ties rank alike run after run
+                id=str(uuid.uuid5(uuid.NAMESPACE_URL, f"locomo/{agent}/{turn['dia_id']}")),
                 agent_id=agent, content=text, source_session_id=f"{agent}-s{n}",
                 created_at=when + timedelta(seconds=0 if same_instant else i),
                 updated_at=when + timedelta(seconds=0 if same_instant else i),

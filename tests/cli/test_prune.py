@@ -81,6 +81,18 @@ def test_prune_uses_config_defaults_and_rejects_no_rule(cli):
     assert no_rule.exit_code == 2 and "no rule" in no_rule.stderr
 
 
+def test_max_bytes_keeps_the_content_within_a_budget_and_is_a_rule_of_its_own(cli):
+    _seed(cli, "ada", [0.05, 0.5, 0.9])  # "ada memory N": 12 bytes each
+    roomy = cli("prune", "--agent", "ada", "--max-bytes", "36", "--json")
+    assert json.loads(roomy.stdout)["policy"]["max_bytes"] == 36
+    assert json.loads(roomy.stdout)["agents"][0]["archived"] == 0  # the flag replaces prune.* (control: 0.05 stays)
+    tight = cli("prune", "--agent", "ada", "--max-bytes", "20", "--json")
+    assert tight.exit_code == 0, tight.stderr
+    assert json.loads(tight.stdout)["agents"][0]["archived"] == 2  # 36 -> 12 bytes, the least worth first
+    assert [m["content"] for m in json.loads(cli("memory", "list", "--agent", "ada", "--json").stdout)] == ["ada memory 2"]
+    assert cli("prune", "--agent", "ada", "--max-bytes", "-1").exit_code == 2
+
+
 def test_prune_needs_exactly_one_target(cli):
     _seed(cli, "ada", [0.1])
     assert cli("prune", "--min-importance", "0.5").exit_code == 2

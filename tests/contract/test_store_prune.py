@@ -85,6 +85,74 @@ async def test_a_cap_keeps_what_recall_returns_and_what_carries_others(store):
     assert report.victim_ids == [old.id]  # least recently used first among the rest
 
 
+async def test_a_cap_takes_what_carries_nothing_before_a_fact(store):
+    """Small talk goes first whatever its importance; the least important fact is next (control)."""
+    filler = [entry("haha, yes!", importance=0.9), entry("Thanks, you too!", importance=0.9)]
+    low, high = entry("The ferry leaves at nine", importance=0.1), entry("Ada moved to Lisbon", importance=0.5)
+    await store.write_many([*filler, low, high])
+    assert set((await store.prune(PrunePolicy(max_entries=2, dry_run=True))).victim_ids) == {f.id for f in filler}
+    assert (await store.prune(PrunePolicy(max_entries=1, dry_run=True))).victim_ids[-1] == low.id
+
+
+async def test_a_byte_budget_takes_from_the_same_order_until_the_content_fits(store):
+    """Content bytes of live memories (pinned ones count, never go): the least worth goes until they fit."""
+    facts = [entry(f"{'byte budget fact ' * 5}{i}", importance=(i + 1) / 10) for i in range(3)]  # 86 bytes each
+    pinned = entry("pinned byte budget fact", importance=0.0, pinned=True)  # 23 bytes
+    await store.write_many([*facts, pinned])
+    report = await store.prune(PrunePolicy(max_bytes=200, dry_run=True))
+    assert report.victim_ids == [facts[0].id]  # 281 -> 195 bytes
+    assert (await store.prune(PrunePolicy(max_bytes=195, dry_run=True))).victim_ids == [facts[0].id]  # at the budget
+    assert (await store.prune(PrunePolicy(max_bytes=0))).victim_ids == [f.id for f in facts]
+    assert (await store.get(pinned.id)) is not None
+
+
+async def test_both_budgets_must_hold(store):
+    facts = [entry(f"both budgets fact {i}", importance=(i + 1) / 10) for i in range(4)]  # 19 bytes each
+    await store.write_many(facts)
+    assert len((await store.prune(PrunePolicy(max_entries=3, max_bytes=1000, dry_run=True))).victim_ids) == 1
+    assert len((await store.prune(PrunePolicy(max_entries=3, max_bytes=20, dry_run=True))).victim_ids) == 3
+
+
+@pytest.mark.sqlite_only("consolidation edges live in SQLite stores only")
+async def test_a_cap_takes_what_a_live_digest_carries_before_the_only_record_of_a_fact(store):
+    """A live source of a live digest goes first (its content survives there); a less important fact
+    that is its own only record stays (control), and so does the digest."""
+    from memory.graph.edges import EdgeStore, MemoryEdge
+    from memory.sqlite.consolidation import SOURCES
+
+    carried = entry("Ada moved to Lisbon in 2022", importance=0.9)
+    digest = entry("On 1 May 2023: Ada moved to Lisbon in 2022", importance=0.5)
+    lone = entry("The ferry leaves at nine", importance=0.1)
+    await store.write_many([carried, digest, lone])
+    await EdgeStore(store).upsert([MemoryEdge(digest.id, carried.id, SOURCES, "consolidation")])
+    assert (await store.prune(PrunePolicy(max_entries=2))).victim_ids == [carried.id]
+    assert None not in [await store.get(i) for i in (digest.id, lone.id)]
+
+
+@pytest.mark.sqlite_only("consolidation edges live in SQLite stores only")
+@pytest.mark.parametrize("policy", [PrunePolicy(max_entries=3), PrunePolicy(min_importance=0.25)])
+async def test_prune_never_archives_a_user_fact_while_keeping_what_was_derived_from_it(store, policy):
+    """A derived memory carrying a pruned user fact goes with it, however much it outweighs it (it is
+    also the only record of an archived source); one carrying a fact that stays, stays (control)."""
+    from memory.graph.edges import EdgeStore, MemoryEdge
+    from memory.sqlite.consolidation import SOURCES
+    from memory.types import DERIVED_TAG, ConfidenceSource
+
+    user = dict(confidence_source=ConfidenceSource.USER_CONFIRMED)
+    fact, kept = entry("Caroline joined a support group", importance=0.2, **user), entry("Mel paints sunsets", importance=0.3, **user)
+    old = [entry(f"an earlier echo {i}", tags=[DERIVED_TAG], archived=True) for i in range(2)]
+    made = entry("Summary: Caroline joined a support group", importance=0.9, tags=[DERIVED_TAG])
+    control = entry("Summary: Mel paints sunsets", importance=0.9, tags=[DERIVED_TAG])
+    await store.write_many([fact, kept, *old, made, control])
+    await EdgeStore(store).upsert([MemoryEdge(made.id, fact.id, SOURCES, "consolidation"),
+                                   MemoryEdge(made.id, old[0].id, SOURCES, "consolidation"),
+                                   MemoryEdge(control.id, kept.id, SOURCES, "consolidation"),
+                                   MemoryEdge(control.id, old[1].id, SOURCES, "consolidation")])
+    report = await store.prune(policy)
+    assert set(report.victim_ids) == {fact.id, made.id}
+    assert None not in [await store.get(i) for i in (kept.id, control.id)]
+
+
 async def test_a_planned_prune_removes_no_more_than_it_planned(store, ten):
     """What operations/prune.py relies on: copies followed for the plan, then exactly the plan pruned;
     a row that became a victim since stays for the next prune."""

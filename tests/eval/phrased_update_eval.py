@@ -14,10 +14,11 @@ with the real offline embedder and again keyword-only (no vectors).
 
 Reported per split and mode: update precision (supersessions that ended the
 right memory of a true update) and recall (updates that ended the old fact
-and whose new value answers at rank 1), the noop rate on restatements, and
-false supersessions on the controls.
+and whose new value answers at rank 1), ``update_ended`` (the old fact ended,
+however recall then ranks: the reconciler's share apart from retrieval's),
+the noop rate on restatements, and false supersessions on the controls.
 
-Run: ``python tests/eval/phrased_update_eval.py [--misses]``.
+Run: ``python tests/eval/phrased_update_eval.py [--misses] [--cases PATH]``.
 """
 
 from __future__ import annotations
@@ -40,11 +41,12 @@ from memory.reconcile.reconciler import Reconciler  # noqa: E402
 from memory.types import MemoryEntry, MemoryQuery, MemoryType, RetrievalMode  # noqa: E402
 
 DATA = Path(__file__).with_name("phrased_updates.json")
-SPLITS = ("held_out", "tuning")
 
 
 def load() -> list[dict]:
-    return json.loads(DATA.read_text(encoding="utf-8"))["cases"]
+    """The cases of ``--cases PATH`` (a set of the same shape written elsewhere), else of DATA."""
+    path = Path(sys.argv[sys.argv.index("--cases") + 1]) if "--cases" in sys.argv else DATA
+    return json.loads(path.read_text(encoding="utf-8"))["cases"]
 
 
 async def _keyword_case(path: Path) -> tuple[SQLiteAdapter, MemoryFederation]:
@@ -84,7 +86,7 @@ async def run_case(root: Path, embedder, case: dict, index: int) -> dict:
 
 def metrics(outcomes: list[dict]) -> dict:
     out = {}
-    for split in SPLITS:
+    for split in dict.fromkeys(o["case"]["split"] for o in outcomes):
         chosen = [o for o in outcomes if o["case"]["split"] == split]
         updates = [o for o in chosen if o["case"]["kind"] == "update"]
         superseding = [o for o in chosen if o["ended"]]
@@ -96,6 +98,8 @@ def metrics(outcomes: list[dict]) -> dict:
             "updates": len(updates),
             "update_precision": round(len(right) / len(superseding), 3) if superseding else 1.0,
             "update_recall": round(len(recalled) / len(updates), 3) if updates else 1.0,
+            # The write-time decision alone (the old fact ended), whether or not recall then ranks the new one first.
+            "update_ended": round(sum(o["ended"] == [o["first_id"]] for o in updates) / len(updates), 3) if updates else 1.0,
             "noop_rate": round(sum(o["decision"] == "noop" for o in restated) / len(restated), 3) if restated else 1.0,
             "false_supersessions": sum(bool(o["ended"]) for o in controls),
             "controls": len(controls),

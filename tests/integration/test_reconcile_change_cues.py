@@ -95,3 +95,58 @@ async def test_a_person_who_moves_is_no_link_a_thing_that_moves_is(store):
     assert await store.say("My manager moved to Oslo.") == []  # where she lives, not what she visited
     assert await store.say("The standup moved to 10:15.") == ["Our standup is at 9:30."]
     assert "My manager visited Kyoto." in await store.current()
+
+
+async def test_an_ending_cue_ends_the_phrase_beside_it_not_a_place_it_shares(store):
+    await store.say("Our trip to Lisbon is in June.")
+    assert await store.say("The Lisbon food tour was cancelled.") == []  # a tour in Lisbon, not the trip
+    assert await store.say("The Lisbon trip was called off, we're going to Porto instead.") == ["Our trip to Lisbon is in June."]
+
+
+async def test_a_dropped_class_must_be_the_class_the_candidate_names(store):
+    await store.say("I go to salsa class on Fridays.")
+    assert await store.say("The studio dropped the Friday jazz class.") == []  # jazz class is not salsa class
+    assert await store.say("I dropped salsa class, I do climbing on Fridays now.") == ["I go to salsa class on Fridays."]
+
+
+async def test_a_trade_in_by_someone_else_ends_nothing_of_mine(store):
+    await store.say("I ride a Vespa.")
+    assert await store.say("My cousin traded in his Vespa for a Honda.") == []
+    assert await store.say("I traded the Vespa for an electric bike.") == ["I ride a Vespa."]
+
+
+async def test_a_correction_swaps_a_value_and_a_correction_about_something_else_ends_nothing(store):
+    await store.say("Dinner with the Lees is at 7pm.")
+    await store.say("I love ramen.")
+    assert await store.say("Sorry, I meant to say the printer is fixed.") == []
+    assert await store.say("Turns out I love sushi.") == []  # a correction alone never ends one of many tastes
+    assert await store.say("Sorry, I meant dinner with the Lees is at 8pm.") == ["Dinner with the Lees is at 7pm."]
+    assert "I love ramen." in await store.current()
+
+
+async def test_used_to_names_the_old_habit_whole(store):
+    await store.say("I play squash on Tuesdays.")
+    assert await store.say("I used to play chess but now I mostly read.") == []  # "play" alone is no link
+    assert await store.say("I used to play squash on Tuesdays but now I row.") == ["I play squash on Tuesdays."]
+
+
+async def test_a_change_someone_else_makes_is_not_the_speakers(store):
+    await store.say("I drink oat milk.")
+    await store.say("I jog in the park.")
+    assert await store.say("My husband cut out oat milk and drinks soy instead.") == []
+    assert await store.say("My neighbour stopped jogging last year.") == []
+    assert await store.say("I cut out oat milk and drink soy instead.") == ["I drink oat milk."]
+    # "jogging" is "jog"; and the neighbour's jogging, sharing more words, is not the speaker's to end
+    assert await store.say("I stopped jogging, I swim now.") == ["I jog in the park."]
+
+
+async def test_a_place_and_its_staff_move_apart(store):
+    await store.say("Our clinic is on Elm Street.")
+    assert await store.say("Our clinic director relocated to Denver.") == []  # a director is not the clinic
+    assert await store.say("The clinic relocated to Oak Avenue.") == ["Our clinic is on Elm Street."]
+
+
+async def test_we_are_in_a_named_place_now_is_a_move_and_in_a_hurry_is_not(store):
+    await store.say("We live in Galway.")
+    assert await store.say("We're in a hurry now.") == []
+    assert await store.say("We're in Limerick now.") == ["We live in Galway."]

@@ -1,0 +1,38 @@
+"""The words of a memory that can carry a fact: what consolidation merges and digests by, and what
+prune reads to tell a fact from small talk ("haha, yes!" carries nothing).
+
+Here, in the engine layer, because both engines' prune order needs it.
+"""
+
+from __future__ import annotations
+
+import re
+
+from memory.query_terms import STOPWORDS
+
+_SPEAKER = re.compile(r"^\s*([A-Z][\w.'-]*(?: [A-Z][\w.'-]*)?):\s+")
+_WORD = re.compile(r"[^\W_]+", re.UNICODE)
+# Words that carry no fact of their own in a conversation: reactions, greetings, fillers.
+SMALL_TALK = frozenset(
+    """
+    haha hahaha lol yeah yes yep yup no nope ok okay sure thanks thank thx appreciate welcome hi hey hello
+    bye goodbye wow oh ah aw aww hmm um uh cool great nice awesome amazing wonderful fantastic incredible
+    beautiful lovely sweet fun glad happy proud excited sounds sound looks look seems totally really
+    definitely absolutely exactly true agree right same good well much lot also just like love care soon
+    talk later chat catch glad congrats congratulations super pretty kind very always ever
+    """.split()
+)
+
+
+def speaker_of(text: str) -> tuple[str | None, str]:
+    """("Caroline", "rest") for a chat line "Caroline: rest"; (None, text) otherwise."""
+    match = _SPEAKER.match(text)
+    return (match.group(1), text[match.end():]) if match else (None, text)
+
+
+def content_words(text: str) -> frozenset[str]:
+    """The words of ``text`` that can carry a fact (lower-cased, a plural's "s" dropped)."""
+    _, body = speaker_of(text)
+    words = (w.lower() for w in _WORD.findall(body))
+    return frozenset(w[:-1] if len(w) > 3 and w.endswith("s") else w
+                     for w in words if w not in STOPWORDS and w not in SMALL_TALK and len(w) > 1)

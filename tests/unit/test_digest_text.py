@@ -1,0 +1,42 @@
+"""What a digest writes of each turn (memory/consolidation/plan.py): shorter, never a fact or a date less."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from memory.consolidation.plan import Candidate, compact_text, plan_digests
+from memory.sqlite.fact_words import content_words
+from memory.types import MemoryEntry, MemoryType
+
+NAMES = frozenset({"caroline", "melanie"})
+
+
+def test_a_clause_that_only_names_the_speakers_goes_and_a_fact_beside_a_name_stays():
+    assert compact_text("Melanie: Wow, that's cool, Caroline! I ran a charity race on 20 May 2023.", NAMES) == \
+        "I ran a charity race on 20 May 2023."
+    assert compact_text("Melanie: Caroline, I moved to Lisbon in 2022.", NAMES) == "I moved to Lisbon in 2022."
+    assert compact_text("Melanie: Caroline, I moved to Lisbon in 2022.") == "Caroline, I moved to Lisbon in 2022."
+
+
+def test_a_question_goes_when_the_turn_states_something_and_stays_when_it_is_all_the_turn_says():
+    assert compact_text("Caroline: I paint sunsets. What do you paint?", NAMES) == "I paint sunsets."
+    assert compact_text("Caroline: Wow, Melanie! What do you paint?", NAMES) == "What do you paint?"
+    assert compact_text("Caroline: Thanks, Melanie!", NAMES) == "Thanks, Melanie!"  # nothing else to keep
+
+
+def test_a_digest_is_shorter_than_its_turns_and_keeps_every_content_word_of_their_statements():
+    at = datetime(2023, 5, 8, 13, tzinfo=UTC)
+    said = ["Caroline: Hey Melanie! I went to an LGBTQ support group yesterday, and it was so powerful.",
+            "Melanie: Wow, that's cool, Caroline! Did you hear any inspiring stories?",
+            "Caroline: The transgender stories were so inspiring! I start counseling classes on 3 June."]
+    turns = [MemoryEntry(agent_id="ada", type=MemoryType.EPISODIC, content=c, source_session_id="s1",
+                         created_at=at + timedelta(seconds=i), updated_at=at + timedelta(seconds=i))
+             for i, c in enumerate(said)]
+    (digest,) = plan_digests([Candidate(t) for t in turns], at + timedelta(days=90))
+    text = digest.entry.content
+    assert text.startswith("On 8 May 2023: Caroline: I went to an LGBTQ support group yesterday")
+    assert len(text) < sum(len(c) for c in said)
+    statements = (content_words(said[0]) | content_words(said[2])) - NAMES
+    assert statements <= content_words(text)
+    assert "3 June" in text and "Wow" not in text
+    assert [s.id for s in digest.sources] == [t.id for t in turns]  # every turn is carried, the question too
