@@ -27,7 +27,7 @@ from memory.markdown.notes import (
     read_note,
     walk_folder,
 )
-from memory.sqlite.fts import query_tokens
+from memory.query_terms import query_tokens
 from memory.types import HealthStatus, MemoryEntry, MemoryQuery, MemoryScope, MemoryType, RetrievalMode
 
 

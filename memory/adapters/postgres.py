@@ -23,6 +23,7 @@ from datetime import datetime
 from typing import Any
 
 from memory import audit as audit_mod
+from memory.adapters.hybrid import hybrid
 from memory.access import DAY_SECONDS, AccessBuffer
 from memory.inspection import Census, Growth, RecallDay, day_date
 from memory.config import DEFAULT_KEYWORD_WEIGHT, DEFAULT_VECTOR_WEIGHT
@@ -31,17 +32,17 @@ from memory.errors import MemoryStorageError, NotFoundError, SchemaTooNewError, 
 from memory.postgres import bulk, mutations, search
 from memory.postgres import prune as prune_sql
 from memory.postgres import vectors as vector_sql
-from memory.postgres.admission import numbered, where
+from memory.postgres.admission import gate, numbered, where
 from memory.postgres.connection import CONNECT_TIMEOUT_S, STATEMENT_TIMEOUT_MS, open_pool, storage_error
 from memory.postgres.fts import text_query
 from memory.postgres.migrations import current_version, migrate, refuse_newer
 from memory.postgres.mutations import SELECT_COLUMNS
 from memory.postgres.vectors import VEC_TABLE
-from memory.ranking.fusion import Weights, fuse
+from memory.query_terms import QueryTerms, terms
+from memory.ranking.fusion import Weights, hybrid_pool
 from memory.server_urls import check_url, mask_url
 from memory.sqlite import versions as version_sql
 from memory.sqlite.admission import POSTGRES
-from memory.sqlite.fts import query_tokens
 from memory.sqlite.rows import row_to_entry
 from memory.types import (
     Audience,
@@ -325,7 +326,7 @@ class PostgresAdapter:
                 await self.record_access(entries)
                 return entries
         clause = where(query, audience=audience, include_archived=include_archived)
-        tq = text_query(query.text)
+        tq = text_query(terms(query.text))
         if tq is None:
             rows = await self._call(search.ordered, clause, query.limit)
             entries = [_entry(r) for r in rows]
@@ -340,9 +341,29 @@ class PostgresAdapter:
         return [_entry(r, score=r["rank"], matched_by=["keyword"]) for r in rows]
 
     async def keyword_candidates(self, query: MemoryQuery, limit: int) -> list[MemoryEntry]:
-        """The keyword leg for hybrid fusion: admitted, filtered, ts_rank_cd-scored."""
-        tq = text_query(query.text)
+        """Admitted, filtered, ts_rank_cd-scored matches of the query's words."""
+        tq = text_query(terms(query.text))
         return [] if tq is None else await self._keyword(tq, where(query), limit)
+
+    async def keyword_leg(self, query: MemoryQuery, parsed: QueryTerms, limit: int) -> tuple[list[MemoryEntry], float]:
+        """The keyword leg of a hybrid recall, in one call: the best ``limit`` matches and the share
+        of the query's words the best one contains (see :mod:`memory.ranking.fusion`)."""
+        tq = text_query(parsed)
+        if tq is None:
+            return [], 0.0
+        rows, covered = await self._call(search.keyword_leg, tq, list(parsed.tokens), where(query), limit)
+        return [_entry(r, score=r["rank"], matched_by=["keyword"]) for r in rows], covered
+
+    async def turn_context(
+        self, query: MemoryQuery, parsed: QueryTerms, entry_ids: Sequence[str]
+    ) -> tuple[dict[str, str], dict[str, float]]:
+        """What the hybrid re-rank needs of ``entry_ids``, in one call: the turn before each (id to
+        id) and the share of the query's word pairs each holds (both among admitted rows only)."""
+        if not entry_ids:
+            return {}, {}
+        clause = where(query, start=2)
+        neighbour = gate("p", 2 + len(clause.params))
+        return await self._call(search.turn_context, list(entry_ids), parsed.pairs, clause, neighbour)
 
     async def admitted_by_id(
         self, query: MemoryQuery, entry_ids: Sequence[str], *, audience: Audience = Audience.RECALL,
@@ -585,11 +606,8 @@ class PostgresAdapter:
         text = vector_sql.vector_text(vector)
         if query.retrieval_mode is RetrievalMode.semantic:
             return await self._knn(query, text, query.limit)
-        pool = max(3 * query.limit, 30)
-        semantic = await self._knn(query, text, pool)
-        keyword = await self.keyword_candidates(query, pool)
-        coverage = await self._call(search.coverage, keyword[0].id, query_tokens(query.text)) if keyword else 0.0
-        return fuse(semantic, keyword, self.weights, query.limit, coverage)
+        semantic = await self._knn(query, text, hybrid_pool(query.limit))
+        return await hybrid(self, query, terms(query.text), semantic, self.weights)
 
     async def _knn(self, query: MemoryQuery, vector_text: str, limit: int) -> list[MemoryEntry]:
         rows = await self._call(search.knn, vector_text, where(query, start=3), limit)  # $1 vector, $2 window

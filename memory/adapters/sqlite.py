@@ -12,12 +12,14 @@ from typing import Any
 
 from memory import audit as audit_mod
 from memory.access import AccessBuffer
+from memory.embedding.base import EmbeddingMeta
 from memory.errors import MemoryCorruptError, MemoryStorageError, NotFoundError
 from memory.home import Home
 from memory.limits import MAX_CONTENT_BYTES, check_content
 from memory.migrations.backup import backup_copy
 from memory.migrations.runner import check_not_newer, migrate
 from memory.promotion import promote
+from memory.query_terms import QueryTerms, terms
 from memory.protocols import MemoryAdapter
 from memory.sqlite import consolidation, context, inspection, mutations, vectors
 from memory.sqlite import versions as version_sql
@@ -37,10 +39,11 @@ from memory.sqlite.connection import (
     transaction,
     translate,
 )
-from memory.sqlite.fts import coverage, focused_match, match_expression
+from memory.sqlite.fts import coverage, focused_match, match_expression, pair_share
 from memory.sqlite.prune_order import overflow_sql
 from memory.sqlite.quarantine import quarantine_store
 from memory.sqlite.rows import SELECT_COLUMNS, admitted_rows, row_to_entry
+from memory.sqlite.semantic import semantic_leg
 from memory.inspection import Census, Growth, RecallDay
 from memory.store_kinds import StoreKind, store_options
 from memory.types import (
@@ -223,6 +226,15 @@ class SQLiteAdapter:
             self._vec_loaded = await load_sqlite_vec(self.connection)
         return self._vec_loaded or None
 
+    async def vector_pin(self) -> tuple[EmbeddingMeta | None, str | None]:
+        """The database's embedding pin and the loaded sqlite-vec version (None when unavailable),
+        read together: what a semantic search must know before it embeds the query."""
+        try:
+            vec = await self.ensure_vec()
+        except MemoryStorageError:
+            vec = None
+        return await self.run(vectors.read_meta, inline=True), vec
+
     # -- writes (all through memory.sqlite.mutations) ----------------------
 
     async def write(self, entry: MemoryEntry) -> None:
@@ -362,7 +374,7 @@ class SQLiteAdapter:
         ranking is :class:`VectorAdapter`'s job.
         """
         clause = where(query, audience=audience, include_archived=include_archived)
-        match = match_expression(query.text)
+        match = match_expression(terms(query.text))
         if match is None:
             rows = await self.run(_ordered, clause.sql, clause.params, query.limit, inline=True)
             entries = [row_to_entry(r) for r in rows]
@@ -374,7 +386,7 @@ class SQLiteAdapter:
         return entries
 
     async def keyword_candidates(self, query: MemoryQuery, limit: int, *, focused: bool = False) -> list[MemoryEntry]:
-        """The keyword leg for hybrid fusion: admitted, filtered, BM25-scored.
+        """Admitted, filtered, BM25-scored matches of the query's words.
 
         ``focused`` matches only the memories' own words, on the few most
         informative words of the query (:func:`memory.sqlite.fts.focused_match`):
@@ -382,18 +394,38 @@ class SQLiteAdapter:
         """
         clause = where(query)
         if focused:
-            rows = await self.run(_focused_keyword, query.text, clause.sql, clause.params, limit, inline=True)
-            return [row_to_entry(r, score=-r["rank"], matched_by=["keyword"]) for r in rows]
-        match = match_expression(query.text)
-        if match is None:
-            return []
-        rows = await self.run(_keyword, match, clause.sql, clause.params, limit, inline=True)
+            rows = await self.run(_focused_keyword, terms(query.text), clause.sql, clause.params, limit, inline=True)
+        else:
+            match = match_expression(terms(query.text))
+            if match is None:
+                return []
+            rows = await self.run(_keyword, match, clause.sql, clause.params, limit, inline=True)
         return [row_to_entry(r, score=-r["rank"], matched_by=["keyword"]) for r in rows]
 
-    async def term_coverage(self, query: MemoryQuery, entry_id: str) -> float:
-        """The share of the query's search words that ``entry_id`` contains (0 unless the query admits it)."""
+    async def keyword_leg(self, query: MemoryQuery, parsed: QueryTerms, limit: int) -> tuple[list[MemoryEntry], float]:
+        """The keyword leg of a hybrid recall, in one call: the best ``limit`` BM25 matches and the
+        share of the query's words the best one contains (see :mod:`memory.ranking.fusion`)."""
         clause = where(query)
-        return await self.run(coverage, query.text, entry_id, clause.sql, clause.params, inline=True)
+        rows, covered = await self.run(_keyword_leg, parsed, clause.sql, clause.params, limit, inline=True)
+        return [row_to_entry(r, score=-r["rank"], matched_by=["keyword"]) for r in rows], covered
+
+    async def semantic_leg(
+        self, query: MemoryQuery, table: str, blob: bytes, wanted: int, *, min_similarity: float, compact_from: int
+    ) -> list[MemoryEntry]:
+        """The ``wanted`` nearest admitted memories to the packed vector ``blob`` in the vector
+        index ``table``, in one call (see :mod:`memory.sqlite.semantic`)."""
+        clause = where(query)
+        return await self.run(
+            semantic_leg, table, blob, wanted, clause.sql, clause.params, min_similarity, compact_from
+        )
+
+    async def turn_context(
+        self, query: MemoryQuery, parsed: QueryTerms, entry_ids: Sequence[str]
+    ) -> tuple[dict[str, str], dict[str, float]]:
+        """What the hybrid re-rank needs of ``entry_ids``, in one call: the turn before each (id to
+        id) and the share of the query's word pairs each holds (both among admitted rows only)."""
+        clause = where(query)
+        return await self.run(_turn_context, parsed, list(entry_ids), clause.sql, clause.params, inline=True)
 
     async def admitted_by_id(
         self, query: MemoryQuery, entry_ids: Sequence[str], *, audience: Audience = Audience.RECALL,
@@ -595,9 +627,23 @@ def _keyword(raw, match, clause_sql, params, limit):
         window = min(window * 8, total)
 
 
-def _focused_keyword(raw, text, clause_sql, params, limit):
-    match = focused_match(raw, text)
+def _focused_keyword(raw, parsed, clause_sql, params, limit):
+    match = focused_match(raw, parsed)
     return [] if match is None else _keyword(raw, match, clause_sql, params, limit)
+
+
+def _keyword_leg(raw, parsed, clause_sql, params, limit):
+    match = match_expression(parsed)
+    if match is None:
+        return [], 0.0
+    rows = _keyword(raw, match, clause_sql, params, limit)
+    return rows, coverage(raw, parsed, rows[0]["id"], clause_sql, params) if rows else 0.0
+
+
+def _turn_context(raw, parsed, ids, clause_sql, params):
+    if not ids:
+        return {}, {}
+    return context.previous_ids(raw, ids, clause_sql, params), pair_share(raw, parsed, ids, clause_sql, params)
 
 
 def _ordered(raw, clause_sql, params, limit, offset=0):

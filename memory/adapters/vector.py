@@ -22,32 +22,19 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from memory.adapters.hybrid import hybrid
 from memory.adapters.sqlite import SQLiteAdapter
 from memory.config import DEFAULT_KEYWORD_WEIGHT, DEFAULT_VECTOR_WEIGHT
 from memory.embedding.base import Embedder, EmbeddingMeta, content_hash, l2_normalize, length_order
 from memory.embedding.chunking import embed_text
 from memory.embedding.gateway import EmbeddingGateway
 from memory.errors import MemoryStorageError
-from memory.ranking.fusion import (
-    Weights,
-    asks,
-    best,
-    fused_scores,
-    hand_to_replies,
-    lift_by_pairs,
-    ranked_entries,
-    spread_to_neighbours,
-)
-from memory.sqlite import chunks, compact, context, fts
-from memory.sqlite.admission import where
-from memory.sqlite.rows import admitted_rows, row_to_entry
+from memory.query_terms import terms
+from memory.ranking.fusion import Weights, hybrid_pool
+from memory.sqlite import chunks, compact
 from memory.sqlite.vectors import (
-    KNN_FLOOR,
-    OVERFETCH,
     build_table,
     embedded_of,
-    filtered_scan,
-    nearest,
     pack,
     put_build_txn,
     put_live_txn,
@@ -58,35 +45,12 @@ from memory.sqlite.vectors import (
 )
 from memory.types import FillReport, HealthStatus, MemoryEntry, MemoryQuery, PrunePolicy, PruneReport, RetrievalMode
 
-KNN_MAX = 4096  # sqlite-vec's ceiling on k
 # Rows, then their vectors, per window of this many entries. The embedder sorts
 # each window by length to cut padding: 256 measured 0.91x raw fastembed over
 # 1,800 texts, 1,024 1.03x (a longer window pads less).
 COMMIT_BATCH = 1024
 EMBED_CHUNK = 128  # texts per embed call within a window: paces progress, costs nothing
 REUSABLE_VECTORS = 4  # query vectors similar() keeps for the write that follows it
-
-
-def hybrid_pool(limit: int) -> int:
-    """Candidates each hybrid leg contributes: enough that fusion can reorder, few enough to stay fast.
-
-    On LoCoMo an evidence turn was in the top 50 of either leg for 96.6% of
-    questions; 30 and 100 measured the same any@10 at 50's cost or more.
-    """
-    return max(5 * limit, 50)
-
-
-# What an adjacent turn of the same session gains of a match's fused score,
-# among the best NEIGHBOUR_POOL x limit fused candidates (LoCoMo any@10 +0.008
-# at 0.15 over none; 0.1-0.3 within 0.005; the whole pool of 100 measured
-# within 0.002 of the best 30, at three times the lookups).
-NEIGHBOUR_SHARE = 0.15
-NEIGHBOUR_POOL = 3
-# Those best NEIGHBOUR_POOL x limit are then re-ranked on what the legs' bags of
-# words cannot see: the query's word pairs said together (lift_by_pairs) and a
-# reply taking the score of the turn that asked (hand_to_replies). LoCoMo
-# through the federation, with the federation's asking weight: any@10 / MRR@10
-# 0.846 / 0.552 -> 0.859 / 0.614 (man/benchmarks.md).
 
 
 @dataclass(frozen=True)
@@ -201,10 +165,10 @@ class VectorAdapter:
 
     async def _searchable(self) -> tuple[Embedder, EmbeddingMeta] | str | None:
         """What semantic search needs, a fallback reason, or None (nothing embedded yet)."""
-        meta = await self.meta()
+        meta, vec = await self.store.vector_pin()
         if meta is None:
             return None
-        if await self._vec() is None:
+        if vec is None:
             return "sqlite-vec is unavailable: semantic search falls back to keyword"
         embedder = await self.embedder(meta)
         if embedder is None:
@@ -407,20 +371,8 @@ class VectorAdapter:
                 entries = await self._semantic(query, embedder, meta, query.limit)
                 legs: tuple[str, ...] = ("semantic",)
             else:
-                pool = hybrid_pool(query.limit)
-                semantic = await self._semantic(query, embedder, meta, pool)
-                keyword = await self.store.keyword_candidates(query, pool)
-                clause = where(query)
-                coverage = await self.store.term_coverage(query, keyword[0].id) if keyword else 0.0
-                scores = fused_scores(semantic, keyword, self.weights, coverage)
-                near = best(scores, NEIGHBOUR_POOL * query.limit)
-                previous = await self.store.run(context.previous_ids, near, clause.sql, clause.params, inline=True)
-                scores = spread_to_neighbours({i: scores[i] for i in near}, previous, NEIGHBOUR_SHARE)
-                pairs = await self.store.run(fts.pair_share, query.text, near, clause.sql, clause.params, inline=True)
-                scores = lift_by_pairs(scores, pairs)
-                content = {e.id: e.content for e in (*keyword, *semantic)}
-                scores = hand_to_replies(scores, previous, {i for i in near if asks(content[i])})
-                entries = ranked_entries(scores, semantic, keyword, query.limit)
+                semantic = await self._semantic(query, embedder, meta, hybrid_pool(query.limit))
+                entries = await hybrid(self.store, query, terms(query.text), semantic, self.weights)
                 legs = ("semantic", "keyword")
         except _QueryEmbedFailed as exc:
             reason = f"embedding the query failed ({exc}): falling back to keyword"
@@ -469,9 +421,8 @@ class VectorAdapter:
 
     async def _semantic(
         self, query: MemoryQuery, embedder: Embedder, meta: EmbeddingMeta, wanted: int, vector: list[float] | None = None
-    ):
-        """KNN by cosine distance (of ``vector``, else the query text's), admitted and filtered,
-        over-fetching until ``wanted`` are found."""
+    ) -> list[MemoryEntry]:
+        """The store's semantic leg for ``vector`` (else the query text's), admitted and filtered."""
         if vector is None:
             try:
                 vector = (await embedder.embed([query.text]))[0]
@@ -481,84 +432,9 @@ class VectorAdapter:
             raise MemoryStorageError(
                 f"query vector has {len(vector)} dimensions but the index holds {meta.dimension}"
             )
-        blob = pack(vector)
-        k = min(max(OVERFETCH * wanted, KNN_FLOOR), KNN_MAX)
-        clause = where(query)
-        while True:
-            hits, admitted = await self.store.run(
-                nearest, meta.vec_table, blob, k, clause.sql, clause.params, self.compact_from
-            )
-            hits, spans, exhausted = await self._with_chunks(meta.vec_table, blob, k, hits)
-            exhausted = exhausted and not admitted  # admitted hits fall short of k on a filter, not an empty index
-            results = await self._admit(query, hits, wanted, spans)
-            if len(results) >= wanted or exhausted:  # enough, or the index is exhausted
-                break
-            if hits and 1.0 - hits[-1][1] < self.min_similarity:  # nearest-first: nothing further can pass
-                break
-            if k >= KNN_MAX:  # selective filters: scan only the rows that pass them
-                hits = await self.store.run(filtered_scan, meta.vec_table, blob, clause.sql, clause.params, wanted)
-                results = await self._admit(query, hits, wanted)
-                break
-            k = min(4 * k, KNN_MAX)
-        return results[:wanted]
-
-    async def _with_chunks(self, vec_table: str, blob: bytes, k: int, hits: list[tuple[int, float]]):
-        """``hits`` merged with the nearest chunks: a memory scores its best vector, whichever it is.
-
-        Returns (hits nearest first, seq -> the winning chunk, whether both
-        indexes are exhausted). A memory without chunk vectors is unaffected.
-        """
-        found, answered = await self.store.run(chunks.nearest, chunks.chunk_table(vec_table), blob, k)
-        exhausted = len(hits) < k and answered < k
-        if not found:
-            return hits, {}, exhausted
-        best = dict(hits)
-        spans = {}
-        for hit in found:
-            if hit.distance < best.get(hit.seq, 2.0):
-                spans[hit.seq] = (hit, best.get(hit.seq))
-                best[hit.seq] = hit.distance
-        return sorted(best.items(), key=lambda item: (item[1], item[0])), spans, exhausted
-
-    async def _admit(
-        self, query: MemoryQuery, hits: list[tuple[int, float]], wanted: int, spans: dict | None = None
-    ) -> list[MemoryEntry]:
-        """Hits that pass admission and filters, nearest first; reads rows only until ``wanted`` are found.
-
-        A hit won by a chunk carries that chunk as its snippet, unless the
-        content changed since the chunk was cut: then only the memory's own
-        vector counts.
-        """
-        results: list[MemoryEntry] = []
-        spans = spans or {}
-        clause = where(query)  # KNN found candidate rowids; admission decides which may be read
-        start, step = 0, wanted
-        while start < len(hits) and len(results) < wanted:
-            chunk = hits[start : start + step]
-            rows = await self.store.run(
-                admitted_rows, "seq", [seq for seq, _ in chunk], clause.sql, clause.params, inline=True
-            )
-            admitted = {r["seq"]: row_to_entry(r) for r in rows}
-            for seq, distance in chunk:
-                entry = admitted.get(seq)
-                if entry is None:
-                    continue
-                update: dict = {"matched_by": ["semantic"]}
-                won = spans.get(seq)
-                if won is not None:
-                    hit, own = won
-                    if hit.source_hash == content_hash(entry.content):
-                        update["snippet"] = entry.content[hit.start : hit.end]
-                    elif own is None:
-                        continue
-                    else:
-                        distance = own
-                if 1.0 - distance >= self.min_similarity:
-                    update["score"] = 1.0 - distance
-                    results.append(entry.model_copy(update=update))
-            start, step = start + len(chunk), step * 4
-        results.sort(key=lambda e: -(e.score or 0.0))
-        return results
+        return await self.store.semantic_leg(
+            query, meta.vec_table, pack(vector), wanted, min_similarity=self.min_similarity, compact_from=self.compact_from
+        )
 
     async def get(self, entry_id: str) -> MemoryEntry | None:
         return await self.store.get(entry_id)

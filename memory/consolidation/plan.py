@@ -30,7 +30,7 @@ from datetime import datetime
 import numpy as np
 
 from memory.ranking.decay import DEFAULT_PROFILES, DecayProfile, should_consolidate
-from memory.sqlite.fts import STOPWORDS
+from memory.query_terms import STOPWORDS
 from memory.types import DERIVED_TAG, ConfidenceSource, MemoryEntry, MemoryType
 
 MERGE_SIMILARITY = 0.8  # close by meaning; the content-word rule is what keeps different facts apart

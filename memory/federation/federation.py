@@ -18,6 +18,7 @@ from typing import Any
 from memory.audit import AuditLog
 from memory.config import ExtractionSettings, RecallConfig
 from memory.errors import MemoryStorageError, MemoryWriteError, TierWriteFailed
+from memory.federation.decisions import DecisionKind
 from memory.federation.events import DegradedSink, MemoryDegradedEvent, audit_sink
 from memory.federation.resilience import ResilientTier, describe_failure, failure_reason
 from memory.federation.router import MemoryRouter
@@ -181,7 +182,7 @@ class MemoryFederation:
         self.router = router
         self.recall_settings = recall or RecallConfig()  # session-neighbour expansion
         self.confidence_cap = confidence_cap  # the agent's: what its own claims are stored at, at most
-        self.reconciler = reconciler  # memory.reconcile.Reconciler: write-time add/noop/update/delete
+        self.reconciler = reconciler  # memory.reconcile.Reconciler: decides add/noop/update/delete, settles after
         self.on_degraded = on_degraded or audit_sink(AuditLog(Home.resolve().audit_log))
         self._closed = False
 
@@ -219,15 +220,28 @@ class MemoryFederation:
     async def write(self, entry: MemoryEntry, *, reconcile: bool = True) -> WriteReport:
         """Reconcile ``entry`` with what the agent already knows, then write it; return the split.
 
-        With a reconciler (and ``reconcile``) the write may instead reinforce an
-        existing memory (``decision`` noop) or end the versions it replaces
-        (update / delete); see :mod:`memory.reconcile`. An agent's claim is
-        stored capped (:func:`memory.promotion.as_claimed`) whoever sends it.
+        With a reconciler (and ``reconcile``) the write is decided first, changing
+        no row (:mod:`memory.federation.decisions`): a noop reinforces the existing
+        memory instead (stored after all when that memory went meanwhile); anything
+        else is fanned out here, and only then settled by the reconciler, which ends
+        the versions it replaces (update / delete): a failed write ends nothing. See
+        :mod:`memory.reconcile`. An agent's claim is stored capped
+        (:func:`memory.promotion.as_claimed`) whoever sends it.
         """
         entry = as_claimed(entry, self.confidence_cap)
-        if reconcile and self.reconciler is not None:
-            return await self.reconciler.write(entry, self._fan_out)
-        return await self._fan_out(entry)
+        if not reconcile or self.reconciler is None:
+            return await self._fan_out(entry)
+        decision = await self.reconciler.decide_write(entry)
+        if decision.kind is DecisionKind.NOOP:
+            reinforced = await self.reconciler.reinforce(decision, entry)
+            if reinforced is not None:
+                return reinforced
+            decision = decision.restated_gone()
+        if decision.conflict_with:
+            entry = entry.model_copy(update={"conflict_with": decision.conflict_with})
+        report = await self._fan_out(entry)
+        await self.reconciler.settle(decision, entry, report)
+        return report
 
     async def _fan_out(self, entry: MemoryEntry) -> WriteReport:
         """Write ``entry`` to every routed tier concurrently; return the split.
@@ -277,14 +291,22 @@ class MemoryFederation:
     async def write_many(self, entries: Sequence[MemoryEntry], *, reconcile: bool = False) -> BatchWriteReport:
         """Write a batch the way :meth:`write` writes one entry, one backend call per tier.
 
-        With ``reconcile`` (and a reconciler) each entry is first decided as
-        :meth:`write` decides it (``remember --from``); see
-        :meth:`memory.reconcile.reconciler.Reconciler.write_many`.
+        With ``reconcile`` (and a reconciler) the batch is first decided as
+        :meth:`write` decides one entry (``remember --from``), then written with
+        one fan-out, then settled; see :mod:`memory.reconcile.batch`.
         """
         entries = [as_claimed(entry, self.confidence_cap) for entry in entries]
-        if reconcile and self.reconciler is not None:
-            return await self.reconciler.write_many(list(entries), self._fan_out_many)
-        return await self._fan_out_many(entries)
+        if not reconcile or self.reconciler is None:
+            return await self._fan_out_many(entries)
+        batch = await self.reconciler.decide_many(entries)
+        report = await self._fan_out_many(batch.written) if batch.written else BatchWriteReport()
+        leftovers = await self.reconciler.settle_many(batch, report)
+        if leftovers:  # restatements whose memory went meanwhile: stored after all
+            more = await self._fan_out_many(leftovers)
+            report.decisions[DecisionKind.ADD.value] += len(leftovers)
+            for name, count in more.accepted.items():
+                report.accepted[name] = report.accepted.get(name, 0) + count
+        return report
 
     async def _fan_out_many(self, entries: Sequence[MemoryEntry]) -> BatchWriteReport:
         """Write a batch to every routed tier, one backend call per tier.

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from memory.sqlite.admission import POSTGRES, Clause
+from memory.sqlite.admission import POSTGRES, Clause, admission
 from memory.sqlite.admission import where as _where
 from memory.types import Audience, MemoryQuery
 
@@ -28,4 +28,10 @@ def where(
 ) -> Clause:
     """Admission AND the query's filters, numbered from ``$start``."""
     clause = _where(query, alias, audience=audience, include_archived=include_archived, dialect=POSTGRES)
+    return Clause(numbered(clause.sql, start), clause.params)
+
+
+def gate(alias: str, start: int) -> Clause:
+    """The admission predicate alone for ``alias`` (a neighbouring row, no query filters), numbered from ``$start``."""
+    clause = admission(alias, dialect=POSTGRES)
     return Clause(numbered(clause.sql, start), clause.params)

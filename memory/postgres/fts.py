@@ -1,6 +1,6 @@
 """User text to a PostgreSQL full-text query that can never raise.
 
-The same tokens as the SQLite engine (memory/sqlite/fts.py: letters and digits
+The same terms as the SQLite engine (memory/query_terms.py: letters and digits
 only, stop words dropped, at most 32), OR-ed in ``websearch_to_tsquery``
 syntax — a function that accepts any text without a syntax error; the tokens
 carry no operator characters anyway. The ``english`` configuration stems like
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from memory.sqlite.fts import STOPWORDS, query_tokens
+from memory.query_terms import QueryTerms
 
 TEXT_CONFIG = "english"
 
@@ -24,10 +24,9 @@ class TextQuery:
     text: str  # the websearch_to_tsquery argument
 
 
-def text_query(text: str | None) -> TextQuery | None:
-    """How to search for ``text``, or None when it has no searchable word."""
-    tokens = query_tokens(text)
-    if not tokens:
+def text_query(parsed: QueryTerms) -> TextQuery | None:
+    """How to search for the query's terms, or None when there is no searchable word."""
+    if not parsed.tokens:
         return None
-    config = "simple" if all(t in STOPWORDS for t in tokens) else TEXT_CONFIG
-    return TextQuery(config, " or ".join(tokens))
+    config = "simple" if parsed.only_stopwords else TEXT_CONFIG
+    return TextQuery(config, " or ".join(parsed.tokens))

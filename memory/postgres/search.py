@@ -89,3 +89,40 @@ async def knn(conn, vector_text: str, clause, limit: int):
         if window >= total:
             return rows
         window = min(window * 8, total)
+
+
+async def keyword_leg(conn, tq, tokens: list[str], clause, limit: int):
+    """The keyword leg of a hybrid recall on one connection: the best ``limit`` rows and the
+    best one's :func:`coverage` of the query's words."""
+    rows = await keyword(conn, tq, clause, limit)
+    return rows, await coverage(conn, rows[0]["id"], tokens) if rows else 0.0
+
+
+# The turn before row m: memory/sqlite/context.py's definition (same agent and
+# session, date then insertion order), among rows the admission predicate admits.
+_BEFORE = (
+    "SELECT p.id FROM memories p WHERE p.source_session_id = m.source_session_id AND p.agent_id = m.agent_id "
+    "AND p.created_at <= m.created_at AND NOT (p.created_at = m.created_at AND p.seq >= m.seq) AND {gate} "
+    "ORDER BY p.created_at DESC, p.seq DESC LIMIT 1"
+)
+# A word pair said together: either order, at most two words between, as FTS5's NEAR(a b, 2).
+_PAIR = "(m.tsv @@ to_tsquery('english'::regconfig, {q}))::int"
+
+
+async def turn_context(conn, ids: list[str], pairs: list[tuple[str, str]], clause, gate):
+    """For each of ``ids`` that ``clause`` admits (numbered from $2): the id of the turn before it
+    that ``gate`` admits (numbered after the clause), and the share of ``pairs`` its text holds."""
+    n = 1 + len(clause.params) + len(gate.params)
+    near = []
+    for first, second in pairs:
+        a, b = f"${n + 1 + 2 * len(near)}::text", f"${n + 2 + 2 * len(near)}::text"
+        spans = [f"{x} || ' <{d}> ' || {y}" for d in (1, 2, 3) for x, y in ((a, b), (b, a))]
+        near.append(_PAIR.format(q=" || ' | ' || ".join(spans)))
+    share = f"({' + '.join(near)})::float / {len(near)}" if near else "0.0"
+    sql = (
+        f"SELECT m.id, ({_BEFORE.format(gate=gate.sql)}) AS before, {share} AS share FROM memories m "
+        f"WHERE m.id = ANY($1::text[]) AND {clause.sql}"
+    )
+    words = [w for pair in pairs for w in pair]
+    rows = await conn.fetch(sql, ids, *clause.params, *gate.params, *words)
+    return {r["id"]: r["before"] for r in rows if r["before"] is not None}, {r["id"]: r["share"] for r in rows if r["share"]}

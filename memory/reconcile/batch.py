@@ -12,19 +12,21 @@ subject and attribute, or the same words), so a history that says "I live in
 Berlin" and later "I moved to Lisbon" ends Berlin even when both arrive in
 one file. Their texts are embedded for the store's candidate search in one
 call (``VectorAdapter.prime``), not one per line; into an empty store there
-is no such search, and no such embedding. Adds, updates and deletes are written with one batch write;
-then restatements are reinforced and replaced versions ended, in order,
-through the same paths a single ``remember`` uses.
+is no such search, and no such embedding. :func:`decide_many` decides the
+batch and changes no row; the federation writes its adds, updates and
+deletes with one batch write; then :func:`settle_many` reinforces
+restatements and ends replaced versions, in order, through the same paths a
+single ``remember`` uses.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
+from memory.federation.decisions import Decision, DecisionKind, ImportDecisions
 from memory.reconcile import restatements
-from memory.reconcile.heuristic import Decision, DecisionKind
 from memory.reconcile.slots import Fact, Subject, parse
 from memory.types import Audience, MemoryEntry, MemoryQuery, MemoryScope
 
@@ -80,14 +82,10 @@ async def _already(store: Any, entries: Sequence[MemoryEntry]) -> tuple[set[str]
     return set(rows), same, restated
 
 
-async def write_many(reconciler: Any, entries: list[MemoryEntry], fan_out_many: Callable[[list[MemoryEntry]], Awaitable[Any]]) -> Any:
-    """Reconcile and write ``entries``; the fan-out's ``BatchWriteReport`` with ``decisions`` and ``warnings``."""
-    from memory.federation.federation import BatchWriteReport, WriteReport
-
+async def decide_many(reconciler: Any, entries: list[MemoryEntry]) -> ImportDecisions:
+    """Decide ``entries`` as one import; no row changes. What to write, and the lines to settle after."""
     if reconciler.settings.strategy == "off" or not entries:
-        report = await fan_out_many(entries) if entries else BatchWriteReport()
-        report.decisions[DecisionKind.ADD.value] += len(entries)
-        return report
+        return ImportDecisions(written=list(entries), as_given=True)
     held, same, restated = await _already(reconciler.store, entries)
     known = [e for e in entries if e.id in held and e.id not in same]  # an edited line: upserted by id, as before
     new = sorted((e for e in entries if e.id not in held and e.id not in restated), key=lambda e: e.created_at)
@@ -96,49 +94,56 @@ async def write_many(reconciler: Any, entries: list[MemoryEntry], fan_out_many: 
     search_store = await reconciler.store.count() > 0
     private = [e for e in new if e.scope is MemoryScope.PRIVATE]
     earlier = Earlier(reconciler.patterns, await _prime(reconciler, private) if search_store else {})
-    decided: list[tuple[MemoryEntry, Decision, Any, list[Subject]]] = []
+    lines: list[tuple[MemoryEntry, Decision]] = []
     for entry in new:
         if entry.scope is not MemoryScope.PRIVATE:
-            decided.append((entry, Decision(reason="not a private memory"), {}, []))
+            lines.append((entry, Decision(reason="not a private memory")))
             continue
         try:
-            decision, candidates, subjects = await reconciler.decide(entry, earlier, search_store=search_store)
-        except Exception as exc:  # as in Reconciler.write: never a reason to lose a write
+            decision = await reconciler.decide(entry, earlier, search_store=search_store)
+        except Exception as exc:  # as in Reconciler.decide_write: never a reason to lose a write
             reconciler._audit("reconcile_fallback", entry, f"{type(exc).__name__}: {exc}")
-            decision, candidates, subjects = Decision(reason="reconciliation failed: added"), {}, []
+            decision = Decision(reason="reconciliation failed: added")
         if decision.conflict_with:
             entry = entry.model_copy(update={"conflict_with": decision.conflict_with})
-        decided.append((entry, decision, candidates, subjects))
+        lines.append((entry, decision))
         if decision.kind is not DecisionKind.NOOP:
             earlier.add(entry)
-    written = known + [e for e, d, _, _ in decided if d.kind is not DecisionKind.NOOP]
-    report = await fan_out_many(written) if written else BatchWriteReport()
-    for entry_id in restated | same:
+    written = known + [e for e, d in lines if d.kind is not DecisionKind.NOOP]
+    return ImportDecisions(written, lines, skipped=restated | same, unchanged=same)
+
+
+async def settle_many(reconciler: Any, batch: ImportDecisions, report: Any) -> list[MemoryEntry]:
+    """After ``batch.written`` was written (``report``, the fan-out's ``BatchWriteReport``): reinforce
+    restatements and end replaced versions, in the order the lines were said, counting ``decisions``
+    and collecting ``warnings`` on ``report``. Returns the restating lines whose memory went
+    meanwhile: the caller stores them after all (as adds)."""
+    from memory.federation.federation import WriteReport
+
+    if batch.as_given:
+        report.decisions[DecisionKind.ADD.value] += len(batch.written)
+        return []
+    for entry_id in batch.skipped:
         report.changed[entry_id] = False  # imported (or restated) on an earlier run: nothing to do again
-    if same and reconciler.vectors is not None:  # but a run killed between rows and vectors left some unembedded
-        report.embedded_again = (await reconciler.vectors.complete(sorted(same))).embedded
+    if batch.unchanged and reconciler.vectors is not None:  # but a run killed between rows and vectors left some unembedded
+        report.embedded_again = (await reconciler.vectors.complete(sorted(batch.unchanged))).embedded
     if "private" not in report.accepted:
-        return report
+        return []
     leftovers = []
-    for entry, decision, candidates, subjects in decided:  # in the order the lines were said
-        single = WriteReport(entry.id)
+    for entry, decision in batch.lines:
         if decision.kind is DecisionKind.NOOP:
-            single = await reconciler._reinforce(entry, decision, candidates)
+            single = await reconciler.reinforce(decision, entry)
             if single is None:
                 leftovers.append(entry)  # the restated memory went meanwhile: store this line after all
                 continue
             await restatements.record(reconciler.store, entry.id, decision.targets[0])
-        elif decision.targets:
-            await reconciler._supersede(decision.targets, entry, single)
+            await reconciler._link(entry, decision.subjects)
+        else:
+            single = WriteReport(entry.id, accepted=["private"])
+            await reconciler.settle(decision, entry, single)
         report.decisions[decision.kind.value] += 1
         report.warnings += single.warnings
-        await reconciler._link(entry, subjects)
-    if leftovers:
-        more = await fan_out_many(leftovers)
-        report.decisions[DecisionKind.ADD.value] += len(leftovers)
-        for name, count in more.accepted.items():
-            report.accepted[name] = report.accepted.get(name, 0) + count
-    return report
+    return leftovers
 
 
 async def _prime(reconciler: Any, entries: list[MemoryEntry]) -> dict[str, list[float]]:

@@ -37,8 +37,9 @@ from __future__ import annotations
 
 import re
 
+from memory.federation.decisions import Decision, DecisionKind
 from memory.reconcile.entities import SPEAKER
-from memory.reconcile.heuristic import Candidate, Decision, DecisionKind, content_words, stem
+from memory.reconcile.heuristic import Candidate, content_words, stem
 from memory.reconcile.slots import Fact, SlotPatterns, Subject
 
 WINDOW = 3  # words between the cue and the thing it changes

@@ -14,31 +14,14 @@ ends an old fact (:mod:`memory.reconcile.change_cues`, run after this).
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
-from enum import StrEnum
+from dataclasses import dataclass
 
+from memory.federation.decisions import Decision, DecisionKind
 from memory.reconcile.slots import Fact
 from memory.types import MemoryEntry
 
 # Multi-valued attributes a stated change may still replace ("I prefer coffee now").
 CHANGEABLE = frozenset({"likes", "dislikes", "use"})
-
-
-class DecisionKind(StrEnum):
-    ADD = "add"
-    NOOP = "noop"
-    UPDATE = "update"
-    DELETE = "delete"
-
-
-@dataclass
-class Decision:
-    """What a write does. ``targets``: the reinforced id (noop) or the ended ids (update/delete)."""
-
-    kind: DecisionKind = DecisionKind.ADD
-    targets: list[str] = field(default_factory=list)
-    reason: str = ""
-    conflict_with: str | None = None
 
 
 @dataclass

@@ -11,8 +11,8 @@ import asyncio
 import json
 import re
 
+from memory.federation.decisions import Decision, DecisionKind
 from memory.models.base import ChatMessage, ChatProvider, astream
-from memory.reconcile.heuristic import Decision, DecisionKind
 from memory.types import MemoryEntry
 
 INSTRUCTIONS = """You keep one person's memory consistent. You get a NEW statement and numbered EXISTING

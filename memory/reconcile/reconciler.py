@@ -1,30 +1,35 @@
 """Write-time reconciliation: the one step between "a memory arrives" and "rows change".
 
-:meth:`Reconciler.write` wraps the federation's fan-out. It finds the
-candidates, resolves subjects to entities, decides (heuristic, or the model
-with the heuristic's candidates), applies the source rule, and then either
-reinforces an existing row (noop) or lets the write through and ends the
-versions it replaces — every effect through the ledger. Nothing is ever
-removed: a superseded row keeps its content and answers ``--as-of``.
+Reconciliation is a decision taken before the write, applied by the
+federation (:mod:`memory.federation.decisions`). :meth:`Reconciler.decide_write`
+finds the candidates, resolves subjects to entities, decides (heuristic, or the
+model with the heuristic's candidates) and applies the source rule, changing
+no row. The federation then either has the restated row reinforced
+(:meth:`~Reconciler.reinforce`, the noop) or fans the write out itself and
+hands the decision back to :meth:`~Reconciler.settle`, which ends the versions
+it replaces and links its entities — every effect through the ledger. Nothing
+is ever removed: a superseded row keeps its content and answers ``--as-of``.
 
 Failure is safe by construction: any error while deciding (an embedder
 down, a model timeout) makes the write an ``add``. The write lands before the
 old version is ended, so a crash between the two leaves two current facts,
-never none.
+never none; a write that fails ends nothing.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from memory.config import ReconcileSettings
 from memory.errors import NotFoundError
+from memory.federation.decisions import Decision, DecisionKind, ImportDecisions
 from memory.operator.edits import Edit, EditReport, LiveCopyError, MemoryEditor
 from memory.reconcile import entities
 from memory.reconcile.candidates import find_candidates
 from memory.reconcile.change_cues import cued_update
-from memory.reconcile.heuristic import Candidate, Decision, DecisionKind, decide
+from memory.reconcile.heuristic import Candidate, decide
 from memory.reconcile.languages import get_slots, slot_languages
 from memory.reconcile.slots import Fact, Subject, parse
 from memory.types import ConfidenceSource, MemoryEntry, MemoryScope
@@ -62,51 +67,60 @@ class Reconciler:
         language = self.settings.language if self.settings.language in slot_languages() else "en"
         self.patterns = get_slots(language)
 
-    async def write(self, entry: MemoryEntry, fan_out: Callable[[MemoryEntry], Awaitable[Any]]) -> Any:
-        """Decide, then write through ``fan_out`` (or reinforce); returns the fan-out's report, annotated."""
+    async def decide_write(self, entry: MemoryEntry) -> Decision:
+        """What writing ``entry`` does; no row changes. Any failure decides ``add`` (audited)."""
         if self.settings.strategy == "off" or entry.scope is not MemoryScope.PRIVATE:
-            return await fan_out(entry)
+            return Decision()
         try:
-            decision, candidates, subjects = await self.decide(entry)
+            return await self.decide(entry)
         except Exception as exc:  # deciding is an optimisation of the store, never a reason to lose a write
             self._audit("reconcile_fallback", entry, f"{type(exc).__name__}: {exc}")
-            decision, candidates, subjects = Decision(reason="reconciliation failed: added"), {}, []
-        report = await self._reinforce(entry, decision, candidates) if decision.kind is DecisionKind.NOOP else None
-        if report is None:
-            if decision.kind is DecisionKind.NOOP:  # the restated memory went meanwhile: store this one
-                decision = Decision(reason="the restated memory is gone: added")
-            if decision.conflict_with:
-                entry = entry.model_copy(update={"conflict_with": decision.conflict_with})
-            report = await fan_out(entry)
-            if decision.targets and "private" in report.accepted:
-                decision.targets = await self._supersede(decision.targets, entry, report)
-            await self._link(entry, subjects)
-        report.decision = decision.kind.value
-        report.supersedes = list(decision.targets) if decision.kind in (DecisionKind.UPDATE, DecisionKind.DELETE) else []
-        report.conflict_with = decision.conflict_with
-        report.reason = decision.reason
-        return report
+            return Decision(reason="reconciliation failed: added")
 
-    async def write_many(self, entries: list[MemoryEntry], fan_out_many: Callable[[list[MemoryEntry]], Awaitable[Any]]) -> Any:
-        """:meth:`write` for a batch (``remember --from``): see :func:`memory.reconcile.batch.write_many`."""
-        from memory.reconcile.batch import write_many
-
-        return await write_many(self, entries, fan_out_many)
-
-    async def _reinforce(self, entry: MemoryEntry, decision: Decision, candidates: dict) -> Any | None:
+    async def reinforce(self, decision: Decision, entry: MemoryEntry) -> Any | None:
         """The noop: reinforce the restated memory here and its global copy (promoting it when it
-        becomes promotable); None when it is gone, so the write is stored instead. An asserted
-        restatement counts as an access but never lifts importance past the asserted cap."""
+        becomes promotable); the write's report, or None when it is gone, so the write is stored
+        instead. An asserted restatement counts as an access but never lifts importance past the
+        asserted cap."""
         from memory.federation.federation import WriteReport
 
         target = decision.targets[0]
-        confirm = entry.confidence if self._confirms(entry, candidates[target]) else None
+        confirm = entry.confidence if self._confirms(entry, decision.restated) else None
         report = WriteReport(target, accepted=["private"])
         applied = await self._through_copies([target], Edit("reinforce", (REINFORCE_STEP, confirm, entry.confidence_source in _ASSERTED)), "reinforced", entry, report)
         if not applied:
             return None
         report.accepted += [c.tier for c in applied[0].copies if c.changed and c.op in ("reinforce", "promote")]
+        self._annotate(report, decision, [])
         return report
+
+    async def settle(self, decision: Decision, entry: MemoryEntry, report: Any) -> None:
+        """After ``entry`` was written (``report``, the fan-out's): end the versions it replaces,
+        link its entities, and say on ``report`` what was decided and ended."""
+        ended = decision.targets
+        if decision.targets and "private" in report.accepted:
+            ended = await self._supersede(decision.targets, entry, report)
+        await self._link(entry, decision.subjects)
+        self._annotate(report, decision, ended)
+
+    @staticmethod
+    def _annotate(report: Any, decision: Decision, ended: list[str]) -> None:
+        report.decision = decision.kind.value
+        report.supersedes = list(ended) if decision.kind in (DecisionKind.UPDATE, DecisionKind.DELETE) else []
+        report.conflict_with = decision.conflict_with
+        report.reason = decision.reason
+
+    async def decide_many(self, entries: list[MemoryEntry]) -> ImportDecisions:
+        """:meth:`decide_write` for a batch (``remember --from``): see :func:`memory.reconcile.batch.decide_many`."""
+        from memory.reconcile.batch import decide_many
+
+        return await decide_many(self, entries)
+
+    async def settle_many(self, batch: ImportDecisions, report: Any) -> list[MemoryEntry]:
+        """:meth:`settle` for a batch; the lines to store after all: see :func:`memory.reconcile.batch.settle_many`."""
+        from memory.reconcile.batch import settle_many
+
+        return await settle_many(self, batch, report)
 
     async def _supersede(self, targets: list[str], entry: MemoryEntry, report: Any) -> list[str]:
         """End each target here and its promoted global copy: the old fact is no longer current anywhere.
@@ -143,8 +157,9 @@ class Reconciler:
 
     async def decide(
         self, entry: MemoryEntry, earlier: Any | None = None, *, search_store: bool = True
-    ) -> tuple[Decision, dict[str, MemoryEntry], list[Subject]]:
-        """The decision for ``entry``, the candidates by id, and the subjects it is about (to link).
+    ) -> Decision:
+        """The decision for ``entry``, with the subjects it is about (to link) and, for a noop, the
+        memory it restates.
 
         ``earlier`` (a :class:`memory.reconcile.batch.Earlier`) adds the lines of
         the same import decided before this one, not yet in the store;
@@ -163,9 +178,8 @@ class Reconciler:
             )
         if earlier is not None:
             found += earlier.candidates(entry, parsed, norm, {e.id for e, _ in found}, self.settings.candidates)
-        by_id = {e.id: e for e, _ in found}
         if not found:
-            return Decision(reason="no similar memory"), by_id, [s for _, s in parsed]
+            return Decision(reason="no similar memory", subjects=[s for _, s in parsed])
         candidate_parses = [(e, sim, *parse(e.content, self.patterns)) for e, sim in found]
         subjects = [s for _, s in parsed] + [s for *_, facts, _ in candidate_parses for _, s in facts]
         known = await self.store.run(entities.load_aliases, entry.agent_id, entities.all_names(subjects))
@@ -181,7 +195,10 @@ class Reconciler:
             decision = cued_update(entry.content, new_facts, [s for _, s in parsed], norm, candidates, self.patterns) or decision
         if self.settings.strategy == "llm" and self.provider is not None and decision.reason != "the same words":
             decision = await self._ask_model(entry, [c.entry for c in candidates])
-        return self._source_rule(entry, decision, by_id), by_id, [s for _, s in parsed]
+        by_id = {e.id: e for e, _ in found}
+        decision = self._source_rule(entry, decision, by_id)
+        restated = by_id[decision.targets[0]] if decision.kind is DecisionKind.NOOP else None
+        return replace(decision, subjects=[s for _, s in parsed], restated=restated)
 
     async def _ask_model(self, entry: MemoryEntry, candidates: list[MemoryEntry]) -> Decision:
         from memory.reconcile.llm import llm_decide

@@ -1,56 +1,19 @@
-"""Turn arbitrary user text into a safe, fast FTS5 MATCH expression.
+"""A query's terms (memory/query_terms.py) as safe, fast FTS5 lookups: the MATCH expression of
+the keyword leg, a focused match for reconciliation, coverage and word pairs for fusion.
 
-Tokens are extracted with the same notion of a word FTS5's unicode61 tokenizer
-uses, quoted (so no operator or column syntax survives), stop words dropped
-(OR-ing "the" across 100k rows is what makes raw FTS5 slow, and measured
-keyword recall rose when they went), and OR-joined. The porter tokenizer on the
-index stems both sides.
+Each token is quoted (so no operator or column syntax survives) and OR-joined;
+the porter tokenizer on the index stems both sides.
 """
 
 from __future__ import annotations
 
-import re
-
+from memory.query_terms import QueryTerms
 from memory.sqlite.batches import select_in
 from memory.sqlite.rows import admitted_rows
 
-# unicode61 separates on anything that is not a letter, number or the private-use
-# "Co" category; \w is close enough and never yields an operator character.
-_TOKEN = re.compile(r"[^\W_]+", re.UNICODE)
-MAX_TOKENS = 32
-
-STOPWORDS = frozenset(
-    """
-    a about above after again against all am an and any are as at be because been
-    before being below between both but by can could did do does doing down during
-    each few for from further had has have having he her here hers herself him
-    himself his how i if in into is it its itself just me more most my myself no
-    nor not now of off on once only or other our ours ourselves out over own same
-    she should so some such than that the their theirs them themselves then there
-    these they this those through to too under until up very was we were what when
-    where which while who whom why will with would you your yours yourself
-    yourselves s t d ll m re ve don
-    """.split()
-)
-
-
-def query_tokens(text: str | None) -> list[str]:
-    """Distinct lower-cased content words of ``text``, in order.
-
-    Stop words are dropped unless nothing else is left, so "who am I" still
-    searches for something.
-    """
-    if not text:
-        return []
-    words = [w.lower() for w in _TOKEN.findall(text)]
-    distinct = list(dict.fromkeys(words))
-    content = [w for w in distinct if w not in STOPWORDS]
-    return (content or distinct)[:MAX_TOKENS]
-
-
-def match_expression(text: str | None) -> str | None:
-    """A MATCH expression for ``text``, or None when it has no searchable word."""
-    tokens = query_tokens(text)
+def match_expression(terms: QueryTerms) -> str | None:
+    """A MATCH expression for ``terms``, or None when there is no searchable word."""
+    tokens = terms.tokens
     if not tokens:
         return None
     return " OR ".join(f'"{token}"' for token in tokens)
@@ -75,16 +38,16 @@ def document_count(raw, token: str, cap: int) -> int:
     return raw.execute(sql, (f'content : "{token}"', cap)).fetchone()[0]
 
 
-def focused_match(raw, text: str | None) -> str | None:
-    """A MATCH on the ``content`` column for the few most informative words of ``text``.
+def focused_match(raw, parsed: QueryTerms) -> str | None:
+    """A MATCH on the ``content`` column for the few most informative of the query's words.
 
     Each word's document count is read bounded (``LIMIT DF_CAP + 1``); words
     no memory contains are dropped (they can find nothing), then the rarest
     are kept (ties: the longer word first) within the budget. None when no
-    word of ``text`` is in the index.
+    word of the query is in the index.
     """
     counted = []
-    for token in query_tokens(text):
+    for token in parsed.tokens:
         df = document_count(raw, token, DF_CAP + 1)
         if df:
             counted.append((df, -len(token), token))
@@ -99,15 +62,15 @@ def focused_match(raw, text: str | None) -> str | None:
     return "content : (" + " OR ".join(f'"{token}"' for token in chosen) + ")"
 
 
-def coverage(raw, text: str | None, entry_id: str, clause_sql: str, params: tuple) -> float:
-    """The share of ``text``'s search words that the FTS row of ``entry_id`` contains (any column).
+def coverage(raw, terms: QueryTerms, entry_id: str, clause_sql: str, params: tuple) -> float:
+    """The share of the query's search words that the FTS row of ``entry_id`` contains (any column).
 
     What tells a keyword match on the question's words from one on a stray
     word (see :mod:`memory.ranking.fusion`); stemmed by the index itself,
     one indexed lookup per word. Only a row admitted by ``clause_sql`` (alias
     ``m``) is looked at; 0 for any other, or when there is nothing to match.
     """
-    tokens = query_tokens(text)
+    tokens = terms.tokens
     row = raw.execute(f"SELECT m.seq FROM memories m WHERE m.id = ? AND {clause_sql}", (entry_id, *params)).fetchone()
     if not tokens or row is None:
         return 0.0
@@ -116,7 +79,7 @@ def coverage(raw, text: str | None, entry_id: str, clause_sql: str, params: tupl
     return found / len(tokens)
 
 
-def pair_share(raw, text: str | None, entry_ids: list[str], clause_sql: str, params: tuple) -> dict[str, float]:
+def pair_share(raw, terms: QueryTerms, entry_ids: list[str], clause_sql: str, params: tuple) -> dict[str, float]:
     """For each of ``entry_ids`` admitted by ``clause_sql`` (alias ``m``), the share of the query's
     adjacent search-word pairs that its own text holds within two words of each other
     (FTS5 ``NEAR`` on the ``content`` column).
@@ -126,14 +89,13 @@ def pair_share(raw, text: str | None, entry_ids: list[str], clause_sql: str, par
     by the index; one lookup per pair; {} for a query of fewer than two
     search words.
     """
-    tokens = query_tokens(text)
-    pairs = list(zip(tokens, tokens[1:]))
+    pairs = terms.pairs
     if not pairs or not entry_ids:
         return {}
     seq_of = {r["seq"]: r["id"] for r in admitted_rows(raw, "id", entry_ids, clause_sql, params)}
     if not seq_of:
         return {}
-    common = {t for t in tokens if document_count(raw, t, PAIR_DF_CAP + 1) > PAIR_DF_CAP}
+    common = {t for t in terms.tokens if document_count(raw, t, PAIR_DF_CAP + 1) > PAIR_DF_CAP}
     found: dict[str, int] = {}
     for first, second in pairs:
         match = f'content : NEAR("{first}" "{second}", 2)'

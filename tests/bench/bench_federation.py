@@ -4,7 +4,14 @@ The same N memories are written once into a single SQLite store (the
 baseline) and once split evenly across three tier files behind a
 MemoryFederation. Each query is then timed both ways, interleaved so machine
 noise hits both alike. Target: federated median within 1.5x of the baseline.
-Run: python tests/bench/bench_federation.py [--memories N] [--queries N] [--limit K]
+
+``--corpus zipf`` writes bench_store's Zipf sentences (8-25 words of a 6,000-word
+vocabulary) in raw batches, as bench_scale.py does, so a million rows build in
+minutes; the default ``small`` corpus (24 words, every query common) goes
+through the stores' ledgered ``write_many``. ``--pool postgres`` puts the pool
+tier on a throwaway PostgreSQL server (tests/support/pg_server.py).
+
+Run: python tests/bench/bench_federation.py [--memories N] [--queries N] [--limit K] [--corpus small|zipf] [--pool sqlite|postgres]
 """
 
 from __future__ import annotations
@@ -19,8 +26,13 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path[:0] = [str(ROOT)]
+sys.path[:0] = [str(ROOT), str(ROOT / "tests" / "support")]
 
+import pg_server  # noqa: E402
+from bench_store import Zipf, queries, raw_batch, vocabulary  # noqa: E402
+from bench_store import corpus as zipf_corpus  # noqa: E402
+
+from memory.adapters.postgres import PostgresAdapter  # noqa: E402
 from memory.adapters.sqlite import SQLiteAdapter  # noqa: E402
 from memory.federation.federation import MemoryFederation  # noqa: E402
 from memory.federation.router import MemoryRouter  # noqa: E402
@@ -53,23 +65,52 @@ def scoped(entry: MemoryEntry, tier: int) -> MemoryEntry:
     return entry
 
 
-async def main(memories: int, queries: int, limit: int) -> None:
-    rng = random.Random(7)
-    entries = corpus(memories, rng)
-    with tempfile.TemporaryDirectory(prefix="arcana-bench-fed-") as tmp:
-        root = Path(tmp)
-        single = SQLiteAdapter(root / "single.db")
-        tiers = [SQLiteAdapter(root / f"{name}.db") for name in ("private", "team", "global")]
+CHUNK = 50_000  # zipf rows generated and written at a time: bounded memory at any size
+
+
+async def fill(stores: list, memories: int, kind: str, rng: random.Random) -> list[str]:
+    """Write the same ``memories`` into ``stores[0]`` (the single store) and split over the tiers
+    ``stores[1:]``; returns query texts in the corpus's vocabulary."""
+    single, tiers = stores[0], stores[1:]
+    if kind == "small":
+        entries = corpus(memories, rng)
         await single.write_many(entries)
         for index, store in enumerate(tiers):
             await store.write_many([scoped(e, index) for e in entries[index::3]])
+        return [" ".join(rng.sample(WORDS, 2)) for _ in range(1000)]
+    zipf = Zipf(vocabulary(rng), rng)
+    for start in range(0, memories, CHUNK):
+        chunk = zipf_corpus(min(CHUNK, memories - start), zipf, rng)
+        await single.run(raw_batch, chunk)
+        for index, store in enumerate(tiers):
+            part = [scoped(e, index) for e in chunk[index::3]]
+            if isinstance(store, SQLiteAdapter):
+                await store.run(raw_batch, part)
+            else:
+                await store.write_many(part)
+        print(f"  written {start + len(chunk):,} of {memories:,}", flush=True)
+    return queries(1000, zipf, rng)
+
+
+async def main(memories: int, n_queries: int, limit: int, kind: str, pool: str) -> None:
+    rng = random.Random(7)
+    server = pg_server.start_server() if pool == "postgres" else None
+    with tempfile.TemporaryDirectory(prefix="arcana-bench-fed-") as tmp:
+        root = Path(tmp)
+        single = SQLiteAdapter(root / "single.db")
+        team = (PostgresAdapter(server.create_database("team"), actor="bench", statement_timeout_ms=600_000)
+                if server else SQLiteAdapter(root / "team.db"))
+        tiers = [SQLiteAdapter(root / "private.db"), team, SQLiteAdapter(root / "global.db")]
+        started = time.perf_counter()
+        texts = (await fill([single, *tiers], memories, kind, rng))[:n_queries]
+        print(f"built in {time.perf_counter() - started:.0f} s", flush=True)
         router = MemoryRouter(private=tiers[0], pools={"team": tiers[1]}, global_=tiers[2])
         federation = MemoryFederation(router, on_degraded=lambda event: None)
         # The same single store behind a one-tier federation: the wrapper's own cost.
         wrapped = MemoryFederation(MemoryRouter(private=single), on_degraded=lambda event: None)
 
-        texts = [" ".join(rng.sample(WORDS, 2)) for _ in range(queries)]
-        print(f"memories={memories} queries={queries} limit={limit} keyword recall, 3 tiers x {limit} candidates")
+        print(f"memories={memories} queries={len(texts)} limit={limit} corpus={kind} pool={pool}: "
+              f"keyword recall, 3 tiers x {limit} candidates")
         # As `arcana recall` asks (agent filter on: shared/global tiers drop it),
         # and with no filter anywhere, so both paths do exactly the same SQL work.
         for label, agent in (("agent-filtered", "bench"), ("unfiltered", None)):
@@ -87,6 +128,8 @@ async def main(memories: int, queries: int, limit: int) -> None:
               f"ratio {statistics.median(fed) / statistics.median(base):.2f}x")
         await federation.aclose()
         await single.aclose()
+    if server:
+        pg_server.remove(server)
 
 
 async def timed(single, federation, make, texts) -> tuple[list[float], list[float]]:
@@ -116,5 +159,7 @@ if __name__ == "__main__":
     parser.add_argument("--memories", type=int, default=6000)
     parser.add_argument("--queries", type=int, default=300)
     parser.add_argument("--limit", type=int, default=10)
+    parser.add_argument("--corpus", choices=["small", "zipf"], default="small")
+    parser.add_argument("--pool", choices=["sqlite", "postgres"], default="sqlite")
     args = parser.parse_args()
-    asyncio.run(main(args.memories, args.queries, args.limit))
+    asyncio.run(main(args.memories, args.queries, args.limit, args.corpus, args.pool))

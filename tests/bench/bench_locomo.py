@@ -37,7 +37,7 @@ session's date, the same instant: the path a user's writes take, and a history
 imported with one date per session (decisions printed; a noop is answered as
 with ``--via-from``).
 
-Run: python tests/bench/bench_locomo.py [--store-only | --quick] [--via-from | --via-write] [--dump PATH]
+Run: python tests/bench/bench_locomo.py [--store-only | --quick] [--via-from | --via-write] [--dump PATH] [--ranks PATH]
 
 ``--dump PATH`` also pickles what a rerank experiment needs without
 re-embedding: per conversation every turn's text, context, session, date,
@@ -57,6 +57,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import uuid
 from collections import Counter, defaultdict
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta, timezone
@@ -69,6 +70,7 @@ from memory.config import ArcanaConfig, RecallConfig  # noqa: E402
 from memory.embedding.factory import vector_options  # noqa: E402
 from memory.embedding.gateway import EmbeddingGateway  # noqa: E402
 from memory.ranking.decay import DEFAULT_PROFILES  # noqa: E402
+from memory.query_terms import terms  # noqa: E402
 from memory.ranking.fusion import Weights, fuse, fuse_rrf  # noqa: E402
 from memory.runtime.assembly import build_federation  # noqa: E402
 from memory.sqlite.context import EMBEDDED_TEXT_SQL  # noqa: E402
@@ -79,6 +81,7 @@ POOL = 50
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
 VIA_FROM = "--via-from" in sys.argv
 VIA_WRITE = "--via-write" in sys.argv  # one write per turn, a session's turns at one instant
+RANKED: list[list] = []  # every answer's ranked turns, for --ranks FILE (to compare two versions of the code)
 DECISIONS: Counter = Counter()  # --via-from / --via-write: reconciliation's decisions over every conversation
 MODES = (RetrievalMode.keyword, RetrievalMode.semantic, RetrievalMode.hybrid)
 
@@ -147,7 +150,8 @@ def load(path: Path, shift: timedelta = timedelta(0), *, same_instant: bool = Fa
             text = f"{turn['speaker']}: {turn['text']}"
             if turn.get("blip_caption"):
                 text += f" [shares a photo: {turn['blip_caption']}]"
-            entry = MemoryEntry(
+            entry = MemoryEntry(  # an id from the turn: ties rank alike run after run
+                id=str(uuid.uuid5(uuid.NAMESPACE_URL, f"locomo/{agent}/{turn['dia_id']}")),
                 agent_id=agent, content=text, source_session_id=f"{agent}-s{n}",
                 created_at=when + timedelta(seconds=0 if same_instant else i),
                 updated_at=when + timedelta(seconds=0 if same_instant else i),
@@ -293,8 +297,7 @@ class Store:
         """Both legs' top ``POOL`` for one question, as the hybrid path fetches them, and the keyword coverage."""
         semantic = await self.vectors.search(self.query(question.text, RetrievalMode.semantic, POOL))
         query = self.query(question.text, RetrievalMode.keyword)
-        keyword = await self.vectors.store.keyword_candidates(query, POOL)
-        coverage = await self.vectors.store.term_coverage(query, keyword[0].id) if keyword else 0.0
+        keyword, coverage = await self.vectors.store.keyword_leg(query, terms(question.text), POOL)
         return semantic, keyword, coverage
 
 
@@ -339,7 +342,9 @@ async def evaluate(store: Store, *, federation: bool) -> dict[str, dict]:
     for mode in MODES:
         per_cat: dict[str, list] = defaultdict(list)
         for q in store.conv.questions:
-            s = score(await store.ask(q, mode, federation=federation), q.evidence)
+            ranked = await store.ask(q, mode, federation=federation)
+            RANKED.append([store.conv.name, federation, mode.value, q.text, ranked])
+            s = score(ranked, q.evidence)
             per_cat[CATEGORIES[q.category]].append(s)
             per_cat["all"].append(s)
         out[mode.value] = per_cat
@@ -505,6 +510,8 @@ async def main() -> None:
             print(f"\n== reconciliation decisions over every turn ==\n  {dict(DECISIONS)}")
         coverage(legs_by_conv)
         cross_validate(legs_by_conv)
+        if "--ranks" in sys.argv:
+            Path(sys.argv[sys.argv.index("--ranks") + 1]).write_text(json.dumps(RANKED))
         if dump:
             import pickle
 

@@ -24,6 +24,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from memory.adapters.sqlite import SQLiteAdapter  # noqa: E402
+from memory.query_terms import terms  # noqa: E402
 from memory.sqlite import fts  # noqa: E402
 from memory.sqlite.admission import where  # noqa: E402
 from memory.sqlite.rows import SELECT_COLUMNS, admitted_rows  # noqa: E402
@@ -73,7 +74,7 @@ async def main(memories: int) -> None:
                 times, shares = [], []
                 for text in texts:
                     t = time.perf_counter()
-                    shares.append(await store.run(fts.pair_share, text, ids, clause.sql, clause.params))
+                    shares.append(await store.run(fts.pair_share, terms(text), ids, clause.sql, clause.params))
                     times.append(time.perf_counter() - t)
                 result[label] = (statistics.median(times) * 1000, shares)
             (a, sa), (b, sb) = result.values()

@@ -57,6 +57,7 @@ from memory.embedding.fastembed import FastEmbedEmbedder  # noqa: E402
 from memory.embedding.gateway import EmbeddingGateway  # noqa: E402
 from memory.home import Home  # noqa: E402
 from memory.sqlite import compact  # noqa: E402
+from memory.query_terms import terms  # noqa: E402
 from memory.sqlite.fts import match_expression  # noqa: E402
 from memory.sqlite.vectors import knn, pack, put_live_txn  # noqa: E402
 from memory.types import MemoryEntry, MemoryQuery, MemoryType, RetrievalMode  # noqa: E402
@@ -167,7 +168,7 @@ async def bench_size(n: int, n_queries: int, cli_runs: int, root: Path, model: F
     keyword = ask(RetrievalMode.keyword)
     for text in words[:WARM]:
         await keyword(text)
-        probe.execute(RAW_SEARCH, (match_expression(text), 10)).fetchall()
+        probe.execute(RAW_SEARCH, (match_expression(terms(text)), 10)).fetchall()
     ours, raw = [], []
     for i, text in enumerate(words):  # interleaved, alternating who goes first (the second finds pages warm)
         for side in (("ours", "raw") if i % 2 == 0 else ("raw", "ours")):
@@ -176,7 +177,7 @@ async def bench_size(n: int, n_queries: int, cli_runs: int, root: Path, model: F
                 await keyword(text)
                 ours.append(time.perf_counter() - t0)
             else:
-                probe.execute(RAW_SEARCH, (match_expression(text), 10)).fetchall()
+                probe.execute(RAW_SEARCH, (match_expression(terms(text)), 10)).fetchall()
                 raw.append(time.perf_counter() - t0)
     probe.close()
     await adapter.aclose()

@@ -36,6 +36,7 @@ from memory.agents import AgentRegistry  # noqa: E402
 from memory.home import Home  # noqa: E402
 from memory.migrations.versions import v001_core, v007_fact_versions  # noqa: E402
 from memory.sqlite.connection import dbapi  # noqa: E402
+from memory.query_terms import terms  # noqa: E402
 from memory.sqlite.fts import match_expression  # noqa: E402
 from memory.sqlite.rows import COLUMNS, entry_values  # noqa: E402
 from memory.types import MemoryEntry, MemoryQuery, MemoryType, RetrievalMode  # noqa: E402
@@ -217,7 +218,7 @@ async def bench_size(n: int, n_queries: int, root: Path) -> None:
     probe = raw_connect(store.path)
     for text in texts[:30]:  # warm-up both paths
         await store.search(MemoryQuery(agent_id="bench", text=text, retrieval_mode=RetrievalMode.keyword))
-        probe.execute(RAW_SEARCH, (match_expression(text), 10)).fetchall()
+        probe.execute(RAW_SEARCH, (match_expression(terms(text)), 10)).fetchall()
     ours, theirs, ids_only, hits = [], [], [], 0
     for i, text in enumerate(texts):
         query = MemoryQuery(agent_id="bench", text=text, retrieval_mode=RetrievalMode.keyword, limit=10)
@@ -228,10 +229,10 @@ async def bench_size(n: int, n_queries: int, root: Path) -> None:
                 found = await store.search(query)
                 ours.append(time.perf_counter() - started)
             else:
-                expected = probe.execute(RAW_SEARCH, (match_expression(text), 10)).fetchall()
+                expected = probe.execute(RAW_SEARCH, (match_expression(terms(text)), 10)).fetchall()
                 theirs.append(time.perf_counter() - started)
         started = time.perf_counter()
-        probe.execute(_RAW_IDS, (match_expression(text), 10)).fetchall()
+        probe.execute(_RAW_IDS, (match_expression(terms(text)), 10)).fetchall()
         ids_only.append(time.perf_counter() - started)
         hits += len(found) == len(expected)
     probe.close()

@@ -42,6 +42,7 @@ from memory.ranking.fusion import (
     spread_to_neighbours,
 )
 from memory.ranking.neighbours import expand  # noqa: E402
+from memory.query_terms import terms  # noqa: E402
 from memory.sqlite.fts import pair_share  # noqa: E402
 from memory.sqlite.rows import SELECT_COLUMNS  # noqa: E402
 
@@ -151,7 +152,7 @@ def store_scores(conv: Conv, q: dict, *, pairs: bool = True, replies: bool = Tru
                 lifted[later] = max(lifted[later], pool[later] + forward * pool[earlier])
                 lifted[earlier] = max(lifted[earlier], pool[earlier] + SHARE * pool[later])
     if pairs:
-        lifted = lift_by_pairs(lifted, pair_share(conv.db, q["text"], near, "1", ()))
+        lifted = lift_by_pairs(lifted, pair_share(conv.db, terms(q["text"]), near, "1", ()))
     if replies:
         lifted = hand_to_replies(lifted, previous, {i for i in near if asks(conv.turns[i]["content"])})
     return {i: lifted[i] for i in best(lifted, LIMIT)}

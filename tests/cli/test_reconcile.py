@@ -292,17 +292,18 @@ def test_a_superseded_fact_stops_answering_from_its_global_copy(cli, keyword_hom
 async def test_the_keyword_candidates_focus_on_the_rarest_words(store):
     """Without vectors the candidate search ORs only the few rarest words of the statement,
     so its work stays bounded on a large store; the memory it is about is still found."""
+    from memory.query_terms import terms
     from memory.sqlite.fts import DF_CAP, focused_match
 
     common = [MemoryEntry(agent_id="a", content=f"weather report number {i}") for i in range(DF_CAP + 50)]
     berlin = MemoryEntry(agent_id="a", content="The weather report said Berlin gets snow")
     await store.write_many([*common, berlin])
-    match = await store.run(focused_match, "weather report for Berlin")
+    match = await store.run(focused_match, terms("weather report for Berlin"))
     assert match.startswith("content : (") and '"berlin"' in match
     assert match.count('"') == 4  # berlin and one common word fit the budget; the second common word does not
     found = await store.keyword_candidates(MemoryQuery(agent_id="a", text="weather report for Berlin", limit=3), 3, focused=True)
     assert found[0].id == berlin.id
-    assert await store.run(focused_match, "zebra quagga") is None  # words no memory has find nothing
+    assert await store.run(focused_match, terms("zebra quagga")) is None  # words no memory has find nothing
 
 
 async def test_a_reconciled_write_stores_the_vector_its_candidate_search_embedded(arcana_home, offline_embedder):

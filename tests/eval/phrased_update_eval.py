@@ -17,7 +17,7 @@ right memory of a true update) and recall (updates that ended the old fact
 and whose new value answers at rank 1), the noop rate on restatements, and
 false supersessions on the controls.
 
-Run: ``python tests/eval/phrased_update_eval.py [--misses]``.
+Run: ``python tests/eval/phrased_update_eval.py [--misses] [--cases PATH]``.
 """
 
 from __future__ import annotations
@@ -40,11 +40,12 @@ from memory.reconcile.reconciler import Reconciler  # noqa: E402
 from memory.types import MemoryEntry, MemoryQuery, MemoryType, RetrievalMode  # noqa: E402
 
 DATA = Path(__file__).with_name("phrased_updates.json")
-SPLITS = ("held_out", "tuning")
 
 
 def load() -> list[dict]:
-    return json.loads(DATA.read_text(encoding="utf-8"))["cases"]
+    """The cases of ``--cases PATH`` (a set of the same shape written elsewhere), else of DATA."""
+    path = Path(sys.argv[sys.argv.index("--cases") + 1]) if "--cases" in sys.argv else DATA
+    return json.loads(path.read_text(encoding="utf-8"))["cases"]
 
 
 async def _keyword_case(path: Path) -> tuple[SQLiteAdapter, MemoryFederation]:
@@ -84,7 +85,7 @@ async def run_case(root: Path, embedder, case: dict, index: int) -> dict:
 
 def metrics(outcomes: list[dict]) -> dict:
     out = {}
-    for split in SPLITS:
+    for split in dict.fromkeys(o["case"]["split"] for o in outcomes):
         chosen = [o for o in outcomes if o["case"]["split"] == split]
         updates = [o for o in chosen if o["case"]["kind"] == "update"]
         superseding = [o for o in chosen if o["ended"]]

@@ -27,9 +27,11 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from memory.adapters.sqlite import SQLiteAdapter  # noqa: E402
-from memory.adapters.vector import VectorAdapter, hybrid_pool  # noqa: E402
+from memory.adapters.vector import VectorAdapter  # noqa: E402
+from memory.ranking.fusion import hybrid_pool  # noqa: E402
 from memory.embedding.gateway import EmbeddingGateway  # noqa: E402
 from memory.ranking.fusion import SEED_WEIGHTS, Weights, fuse, fuse_rrf  # noqa: E402
+from memory.query_terms import terms  # noqa: E402
 from memory.sqlite.fts import match_expression  # noqa: E402
 from memory.types import MemoryEntry, MemoryQuery, RetrievalMode  # noqa: E402
 
@@ -120,7 +122,7 @@ def overlapping_pairs() -> list[str]:
     for memory, paraphrase, _ in load_pairs():
         conn.execute("DELETE FROM t")
         conn.execute("INSERT INTO t VALUES (?)", (memory,))
-        match = match_expression(paraphrase)
+        match = match_expression(terms(paraphrase))
         if match and conn.execute("SELECT 1 FROM t WHERE t MATCH ?", (match,)).fetchone():
             bad.append(paraphrase)
     return bad
@@ -186,8 +188,7 @@ async def sweep(vectors: VectorAdapter, cases: list[Case], weights: list[Weights
             MemoryQuery(agent_id=AGENT, text=case.query, retrieval_mode=RetrievalMode.semantic, limit=pool)
         )
         query = MemoryQuery(agent_id=AGENT, text=case.query)
-        keyword = await vectors.store.keyword_candidates(query, pool)
-        coverage = await vectors.store.term_coverage(query, keyword[0].id) if keyword else 0.0
+        keyword, coverage = await vectors.store.keyword_leg(query, terms(case.query), pool)
         legs[case] = (semantic, keyword, coverage)
     out = {}
     for w in weights:

@@ -9,7 +9,8 @@ from __future__ import annotations
 import pytest
 
 from memory.adapters.sqlite import SQLiteAdapter
-from memory.adapters.vector import VectorAdapter, hybrid_pool
+from memory.adapters.vector import VectorAdapter
+from memory.ranking.fusion import hybrid_pool
 from memory.embedding.gateway import EmbeddingGateway
 from memory.sqlite import compact
 from memory.sqlite.admission import where

@@ -8,7 +8,7 @@ import math
 import pytest
 
 from memory.adapters.sqlite import SQLiteAdapter
-from memory.adapters.vector import VectorAdapter, hybrid_pool
+from memory.adapters.vector import VectorAdapter
 from memory.embedding.gateway import EmbeddingGateway
 from memory.ranking.fusion import (
     DEFAULT_WEIGHTS,
@@ -21,8 +21,10 @@ from memory.ranking.fusion import (
     hand_to_replies,
     lift_by_pairs,
     minmax,
+    hybrid_pool,
     spread_to_neighbours,
 )
+from memory.query_terms import terms
 from memory.sqlite import fts
 from memory.sqlite.admission import where
 from memory.sqlite.fts import pair_share
@@ -104,12 +106,12 @@ async def test_pair_share_counts_query_word_pairs_said_together_and_only_for_adm
         q = MemoryQuery(agent_id=AGENT, text="When did Caroline go to the support groups?")
         clause = where(q)
         ids = [together.id, apart.id, hidden.id]
-        shares = await store.run(pair_share, q.text, ids, clause.sql, clause.params)
+        shares = await store.run(pair_share, terms(q.text), ids, clause.sql, clause.params)
         # pairs: (caroline, go), (go, support), (support, groups); only the last is said together
         # (stemmed: groups ~ group); "apart" holds both words six apart; the hidden row says it
         # too but is not admitted, so it gets no share at all
         assert shares == {together.id: pytest.approx(1 / 3)}
-        one_word = await store.run(pair_share, "support", ids, clause.sql, clause.params)
+        one_word = await store.run(pair_share, terms("support"), ids, clause.sql, clause.params)
         assert one_word == {}
     finally:
         await store.aclose()
@@ -122,13 +124,23 @@ async def test_coverage_is_the_share_of_query_words_a_hit_contains(tmp_path):
             MemoryEntry(agent_id=AGENT, content="Caroline: hiking was fun.")
         await store.write_many([covered, stray])
         q = MemoryQuery(agent_id=AGENT, text="When did Caroline apply to adoption agencies?")
-        assert await store.term_coverage(q, covered.id) == 1.0  # stemmed by the index: apply ~ applied
-        assert await store.term_coverage(q, stray.id) == 0.25  # only the name
-        assert await store.term_coverage(q.model_copy(update={"text": "?!"}), covered.id) == 0.0
+        clause = where(q)
+
+        async def share(entry_id, text=q.text):
+            return await store.run(fts.coverage, terms(text), entry_id, clause.sql, clause.params)
+
+        assert await share(covered.id) == 1.0  # stemmed by the index: apply ~ applied
+        assert await share(stray.id) == 0.25  # only the name
+        assert await share(covered.id, "?!") == 0.0
+        # the keyword leg reports its best hit's coverage
+        hits, best_coverage = await store.keyword_leg(q, terms(q.text), 5)
+        assert [h.id for h in hits][0] == covered.id and best_coverage == 1.0
         # hidden means hidden: a hidden row reveals nothing, not even how many words it holds
         await store.set_visibility([covered.id], Visibility.HIDDEN)
-        assert await store.term_coverage(q, covered.id) == 0.0
-        assert await store.term_coverage(q, stray.id) == 0.25  # the visible one still answers
+        assert await share(covered.id) == 0.0
+        assert await share(stray.id) == 0.25  # the visible one still answers
+        hits, best_coverage = await store.keyword_leg(q, terms(q.text), 5)
+        assert [h.id for h in hits] == [stray.id] and best_coverage == 0.25
     finally:
         await store.aclose()
 
@@ -166,8 +178,7 @@ async def test_hybrid_ranks_an_entry_both_legs_found_first(tmp_path, offline_emb
         assert result.entries[0].matched_by == ["semantic", "keyword"]
         # the adapter's hybrid is fuse() over hybrid_pool candidates from each leg, with the adapter's weights
         semantic = await adapter.search(q.model_copy(update={"retrieval_mode": RetrievalMode.semantic, "limit": hybrid_pool(3)}))
-        keyword = await adapter.store.keyword_candidates(q, hybrid_pool(3))
-        coverage = await adapter.store.term_coverage(q, keyword[0].id)
+        keyword, coverage = await adapter.store.keyword_leg(q, terms(q.text), hybrid_pool(3))
         assert 0 < coverage < 1  # "Alice" is in the best keyword hit, "food", "must", "avoid" are not
         expected = fuse(semantic, keyword, DEFAULT_WEIGHTS, 3, coverage)
         assert [(e.id, round(e.score, 9)) for e in result.entries] == [(e.id, round(e.score, 9)) for e in expected]
@@ -176,3 +187,38 @@ async def test_hybrid_ranks_an_entry_both_legs_found_first(tmp_path, offline_emb
         assert [e.id for e in seed_result] == [e.id for e in fuse(semantic, keyword, SEED_WEIGHTS, 3, coverage)]
     finally:
         await adapter.aclose()
+
+
+class _Counted:
+    """The real store, counting each call the vector adapter makes into it."""
+
+    def __init__(self, store):
+        self._store, self.calls = store, []
+
+    def __getattr__(self, name):
+        value = getattr(self._store, name)
+        if not callable(value):
+            return value
+
+        def counted(*args, **kwargs):
+            self.calls.append(name)
+            return value(*args, **kwargs)
+
+        return counted
+
+
+async def test_one_hybrid_recall_enters_the_store_once_per_leg(tmp_path, offline_embedder):
+    store = SQLiteAdapter(tmp_path / "m.db")
+    adapter = VectorAdapter(store, EmbeddingGateway([offline_embedder]))
+    try:
+        await adapter.write_many([MemoryEntry(agent_id=AGENT, content=t, source_session_id="s1") for t in (
+            "Melanie: What did you adopt?", "Caroline: A cat, Milo, two years old.", "Caroline: I work at a bakery.",
+        )])
+        q = MemoryQuery(agent_id=AGENT, text="the cat Caroline adopted", retrieval_mode=RetrievalMode.hybrid, limit=3)
+        expected = [e.id for e in (await adapter.recall(q)).entries]
+        adapter.store = _Counted(store)
+        assert [e.id for e in (await adapter.recall(q)).entries] == expected
+        # the pin, each leg, the re-rank's context, the access buffer: five, not ten
+        assert adapter.store.calls == ["vector_pin", "semantic_leg", "keyword_leg", "turn_context", "record_access"]
+    finally:
+        await store.aclose()

@@ -109,9 +109,9 @@ async def test_filters_and_admission_apply_to_semantic_results(vectors):
 
 @pytest.mark.parametrize("knn_max", [4096, 40])  # 40: forces the filtered scan past sqlite-vec's k ceiling
 async def test_selective_filters_do_not_starve_the_limit(vectors, monkeypatch, knn_max):
-    import memory.adapters.vector as vector_module
+    import memory.sqlite.semantic as semantic_module
 
-    monkeypatch.setattr(vector_module, "KNN_MAX", knn_max)
+    monkeypatch.setattr(semantic_module, "KNN_MAX", knn_max)
     near = [entry(f"The user prefers metric units, note {i}.") for i in range(120)]
     rare = [entry(t, type=MemoryType.PROCEDURAL) for t in (
         "To bake bread, knead the dough for ten minutes.",

@@ -10,7 +10,8 @@ from hypothesis import strategies as st
 
 from memory.adapters.sqlite import SQLiteAdapter
 from memory.sqlite.connection import dbapi
-from memory.sqlite.fts import MAX_TOKENS, STOPWORDS, match_expression, query_tokens
+from memory.query_terms import MAX_TOKENS, STOPWORDS, query_tokens, terms
+from memory.sqlite.fts import match_expression
 from memory.types import MemoryEntry, MemoryQuery
 
 # Text that looks like FTS5 syntax, mixed with anything at all.
@@ -36,7 +37,7 @@ def fts_conn():
 @settings(max_examples=400, deadline=None)
 @given(ANY_TEXT)
 def test_match_expression_is_always_valid_fts5(fts_conn, text):
-    expression = match_expression(text)
+    expression = match_expression(terms(text))
     if expression is None:
         assert query_tokens(text) == []
         return
@@ -69,7 +70,7 @@ def test_search_never_raises(seeded_store, loop, text):
 
 
 def test_operators_are_searched_as_words():
-    assert match_expression('kettle AND "blue" NEAR(x) content:harbour -foo*') == (
+    assert match_expression(terms('kettle AND "blue" NEAR(x) content:harbour -foo*')) == (
         '"kettle" OR "blue" OR "near" OR "x" OR "content" OR "harbour" OR "foo"'
     )
 
@@ -87,4 +88,4 @@ def test_tokens_are_distinct_lowercase_and_bounded():
 
 @pytest.mark.parametrize("text", [None, "", "   ", '"""', "()*:^-", "\x00\x01"])
 def test_no_words_means_no_match(text):
-    assert match_expression(text) is None
+    assert match_expression(terms(text)) is None

@@ -1,0 +1,63 @@
+"""A query's search words, parsed once for every part of a recall that reads them.
+
+The keyword leg of either engine, word-pair re-ranking and the vault
+connector all search for the same words: letters and digits only (the
+notion of a word FTS5's unicode61 tokenizer uses, so no operator or column
+syntax survives), lower-cased, distinct, stop words dropped (OR-ing "the"
+across 100k rows is what makes raw FTS5 slow, and measured keyword recall
+rose when they went), at most :data:`MAX_TOKENS`.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+# unicode61 separates on anything that is not a letter, number or the private-use
+# "Co" category; \w is close enough and never yields an operator character.
+_TOKEN = re.compile(r"[^\W_]+", re.UNICODE)
+MAX_TOKENS = 32
+
+STOPWORDS = frozenset(
+    """
+    a about above after again against all am an and any are as at be because been
+    before being below between both but by can could did do does doing down during
+    each few for from further had has have having he her here hers herself him
+    himself his how i if in into is it its itself just me more most my myself no
+    nor not now of off on once only or other our ours ourselves out over own same
+    she should so some such than that the their theirs them themselves then there
+    these they this those through to too under until up very was we were what when
+    where which while who whom why will with would you your yours yourself
+    yourselves s t d ll m re ve don
+    """.split()
+)
+
+
+@dataclass(frozen=True)
+class QueryTerms:
+    """The search words of one query text, in order; ``pairs`` are its adjacent search words."""
+
+    tokens: tuple[str, ...]
+
+    @property
+    def pairs(self) -> list[tuple[str, str]]:
+        return list(zip(self.tokens, self.tokens[1:]))
+
+    @property
+    def only_stopwords(self) -> bool:
+        return bool(self.tokens) and all(t in STOPWORDS for t in self.tokens)
+
+
+def terms(text: str | None) -> QueryTerms:
+    """The terms of ``text``: stop words are dropped unless nothing else is left, so "who am I"
+    still searches for something."""
+    if not text:
+        return QueryTerms(())
+    distinct = list(dict.fromkeys(w.lower() for w in _TOKEN.findall(text)))
+    content = [w for w in distinct if w not in STOPWORDS]
+    return QueryTerms(tuple((content or distinct)[:MAX_TOKENS]))
+
+
+def query_tokens(text: str | None) -> list[str]:
+    """Distinct lower-cased content words of ``text``, in order (see :func:`terms`)."""
+    return list(terms(text).tokens)

@@ -1,0 +1,94 @@
+"""The semantic leg of a recall, answered in one call on the connection thread.
+
+KNN by cosine distance over the float index (or its compact index, from a
+size), merged with the nearest chunks (a memory scores its best vector,
+whichever it is), admitted and filtered, over-fetching until ``wanted`` rows
+pass; a selective filter ends in an exact scan of only the rows it admits.
+One call, not one per step: a recall used to enter the store once for the
+KNN, once for the chunks and once per admission window.
+"""
+
+from __future__ import annotations
+
+from memory.embedding.base import content_hash
+from memory.sqlite import chunks
+from memory.sqlite.rows import admitted_rows, row_to_entry
+from memory.sqlite.vectors import KNN_FLOOR, OVERFETCH, filtered_scan, nearest
+from memory.types import MemoryEntry
+
+KNN_MAX = 4096  # sqlite-vec's ceiling on k
+
+
+def semantic_leg(
+    raw, table: str, blob: bytes, wanted: int, clause_sql: str, params: tuple, min_similarity: float, compact_from: int
+) -> list[MemoryEntry]:
+    """The ``wanted`` nearest admitted memories to ``blob``, scored by cosine, nearest first."""
+    k = min(max(OVERFETCH * wanted, KNN_FLOOR), KNN_MAX)
+    while True:
+        hits, admitted = nearest(raw, table, blob, k, clause_sql, params, compact_from)
+        hits, spans, exhausted = _with_chunks(raw, table, blob, k, hits)
+        exhausted = exhausted and not admitted  # admitted hits fall short of k on a filter, not an empty index
+        results = _admit(raw, hits, wanted, clause_sql, params, min_similarity, spans)
+        if len(results) >= wanted or exhausted:  # enough, or the index is exhausted
+            break
+        if hits and 1.0 - hits[-1][1] < min_similarity:  # nearest-first: nothing further can pass
+            break
+        if k >= KNN_MAX:  # selective filters: scan only the rows that pass them
+            hits = filtered_scan(raw, table, blob, clause_sql, params, wanted)
+            results = _admit(raw, hits, wanted, clause_sql, params, min_similarity, {})
+            break
+        k = min(4 * k, KNN_MAX)
+    return results[:wanted]
+
+
+def _with_chunks(raw, table: str, blob: bytes, k: int, hits: list[tuple[int, float]]):
+    """``hits`` merged with the nearest chunks: (hits nearest first, seq -> the winning chunk and
+    the memory's own distance, whether both indexes are exhausted). A memory without chunk
+    vectors is unaffected."""
+    found, answered = chunks.nearest(raw, chunks.chunk_table(table), blob, k)
+    exhausted = len(hits) < k and answered < k
+    if not found:
+        return hits, {}, exhausted
+    best = dict(hits)
+    spans = {}
+    for hit in found:
+        if hit.distance < best.get(hit.seq, 2.0):
+            spans[hit.seq] = (hit, best.get(hit.seq))
+            best[hit.seq] = hit.distance
+    return sorted(best.items(), key=lambda item: (item[1], item[0])), spans, exhausted
+
+
+def _admit(
+    raw, hits: list[tuple[int, float]], wanted: int, clause_sql: str, params: tuple, min_similarity: float, spans: dict
+) -> list[MemoryEntry]:
+    """Hits that pass admission and filters, nearest first; reads rows only until ``wanted`` are found.
+
+    KNN found candidate rowids; admission decides which may be read. A hit
+    won by a chunk carries that chunk as its snippet, unless the content
+    changed since the chunk was cut: then only the memory's own vector counts.
+    """
+    results: list[MemoryEntry] = []
+    start, step = 0, wanted
+    while start < len(hits) and len(results) < wanted:
+        window = hits[start : start + step]
+        admitted = {r["seq"]: r for r in admitted_rows(raw, "seq", [seq for seq, _ in window], clause_sql, params)}
+        for seq, distance in window:
+            row = admitted.get(seq)
+            if row is None:
+                continue
+            snippet = None
+            won = spans.get(seq)
+            if won is not None:
+                hit, own = won
+                if hit.source_hash == content_hash(row["content"]):
+                    snippet = row["content"][hit.start : hit.end]
+                elif own is None:
+                    continue
+                else:
+                    distance = own
+            if 1.0 - distance >= min_similarity:
+                extra = {"snippet": snippet} if snippet is not None else {}
+                results.append(row_to_entry(row, score=1.0 - distance, matched_by=["semantic"], **extra))
+        start, step = start + len(window), step * 4
+    results.sort(key=lambda e: -(e.score or 0.0))
+    return results

@@ -1,0 +1,50 @@
+"""The engine's half of a hybrid recall (memory/adapters/hybrid.py), alike in both engines: the
+keyword leg with its coverage, and each candidate's turn context (the turn before it, its share
+of the query's word pairs), inside the admission rule."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+from factories import entry
+
+from memory.query_terms import terms
+from memory.types import MemoryQuery, Visibility
+
+SAID = datetime(2023, 5, 8, 13, 56, tzinfo=timezone.utc)
+
+
+async def session(store):
+    """One session imported with a single date (every turn the same instant), a hidden turn and another session."""
+    turns = {
+        "went": entry("Caroline: I went to a support group yesterday.", source_session_id="s1", created_at=SAID),
+        "asked": entry("Melanie: How did the group go?", source_session_id="s1", created_at=SAID),
+        "hidden": entry("Caroline: The support group meets on Mondays.", source_session_id="s1", created_at=SAID),
+        "reply": entry("Caroline: It went well, the support there helps.", source_session_id="s1", created_at=SAID),
+        "elsewhere": entry("Caroline: a support group for painters", source_session_id="s2", created_at=SAID),
+    }
+    for turn in turns.values():  # one at a time: insertion order is the session's order
+        await store.write(turn)
+    await store.set_visibility([turns["hidden"].id], Visibility.HIDDEN)
+    return turns
+
+
+async def test_turn_context_reads_the_turn_before_and_word_pairs_among_admitted_rows_only(store):
+    t = await session(store)
+    query = MemoryQuery(text="When did Caroline go to the support group?")
+    ids = [e.id for e in t.values()]
+    previous, pairs = await store.turn_context(query, terms(query.text), ids)
+    # the hidden turn is skipped: the reply's previous admitted turn is the question
+    assert previous == {t["asked"].id: t["went"].id, t["reply"].id: t["asked"].id}
+    # pairs (caroline, go) (go, support) (support, group): only "support group" is said together
+    assert pairs == {t["went"].id: 1 / 3, t["elsewhere"].id: 1 / 3}  # the hidden row says it too: no share
+    assert await store.turn_context(query, terms(query.text), []) == ({}, {})
+
+
+async def test_the_keyword_leg_reports_its_best_hits_coverage(store):
+    t = await session(store)
+    query = MemoryQuery(text="support group painters")
+    hits, coverage = await store.keyword_leg(query, terms(query.text), 10)
+    assert hits[0].id == t["elsewhere"].id and coverage == 1.0
+    assert t["hidden"].id not in {h.id for h in hits} and t["went"].id in {h.id for h in hits}
+    assert await store.keyword_leg(query, terms("?!"), 10) == ([], 0.0)
