@@ -31,6 +31,13 @@ class MemoryAdapter(Protocol):
 
 
 @runtime_checkable
+class GetsMany(Protocol):
+    """Reads many ids in one call, each admitted as :meth:`MemoryAdapter.get` admits one (a bulk import's lookup)."""
+
+    async def get_many(self, entry_ids: Sequence[str]) -> dict[str, MemoryEntry]: ...
+
+
+@runtime_checkable
 class Closeable(Protocol):
     """Holds something to release (a file, a pool of connections); a bare read-only source may not."""
 

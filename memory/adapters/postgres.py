@@ -385,6 +385,10 @@ class PostgresAdapter:
         rows = await self._call(search.by_ids, [entry_id], clause)
         return _entry(rows[0]) if rows else None
 
+    async def get_many(self, entry_ids: Sequence[str]) -> dict[str, MemoryEntry]:
+        """What :meth:`get` finds for each of ``entry_ids``, in one read."""
+        return await self.admitted_by_id(MemoryQuery(), entry_ids)
+
     async def find_by_prefix(self, prefix: str, limit: int = 5) -> list[MemoryEntry]:
         """Operator lookup of ids starting with ``prefix`` (any visibility, archived too)."""
         clause = where(MemoryQuery(), audience=Audience.OPERATOR, include_archived=True, start=3)

@@ -57,7 +57,7 @@ from memory.types import (
     Visibility,
 )
 
-WRITE_BATCH = 500
+WRITE_BATCH = 512  # rows a transaction: half the vector store's and bulk import's window of 1,024, so none leaves a tail
 INLINE_ROWS = 16  # up to this many rows a write runs inline (see run_inline)
 _HIT_FLUSH = 256
 
@@ -452,6 +452,10 @@ class SQLiteAdapter:
         clause = where(MemoryQuery(), audience=audience, include_archived=include_archived)
         rows = await self.run(_by_id, entry_id, clause.sql, clause.params, inline=True)
         return row_to_entry(rows[0]) if rows else None
+
+    async def get_many(self, entry_ids: Sequence[str]) -> dict[str, MemoryEntry]:
+        """What :meth:`get` finds for each of ``entry_ids``, in one read."""
+        return await self.admitted_by_id(MemoryQuery(), entry_ids)
 
     async def find_by_prefix(self, prefix: str, limit: int = 5) -> list[MemoryEntry]:
         """Operator lookup of ids starting with ``prefix`` (any visibility, archived too)."""

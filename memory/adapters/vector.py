@@ -439,6 +439,9 @@ class VectorAdapter:
     async def get(self, entry_id: str) -> MemoryEntry | None:
         return await self.store.get(entry_id)
 
+    async def get_many(self, entry_ids: Sequence[str]) -> dict[str, MemoryEntry]:
+        return await self.store.get_many(entry_ids)
+
     async def session_neighbours(self, query: MemoryQuery, entry_ids: Sequence[str]) -> dict[str, list[MemoryEntry]]:
         return await self.store.session_neighbours(query, entry_ids)
 

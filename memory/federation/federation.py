@@ -493,6 +493,19 @@ class MemoryFederation:
                 return found.model_copy(update={"tiers": [tier.name]})
         return None
 
+    async def get_many(self, entry_ids: Sequence[str]) -> dict[str, MemoryEntry]:
+        """:meth:`get` of each of ``entry_ids``, one read per tier: a bulk import's lookup."""
+        found: dict[str, MemoryEntry] = {}
+        for tier in self.router.tiers:
+            missing = [entry_id for entry_id in entry_ids if entry_id not in found]
+            if not missing:
+                break
+            hits, event = await tier.get_many(missing)
+            if event is not None:
+                self._emit([event])
+            found.update((i, e.model_copy(update={"tiers": [tier.name]})) for i, e in hits.items())
+        return found
+
     # -- health and maintenance -------------------------------------------
 
     async def tier_health(self) -> list[TierHealth]:

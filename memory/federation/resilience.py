@@ -19,7 +19,7 @@ from memory.budgets import TierBudget
 from memory.deadline import DEADLINE
 from memory.errors import MemoryCorruptError, TierWriteFailed
 from memory.federation.events import DegradedSink, MemoryDegradedEvent
-from memory.protocols import BatchWriter, MemoryAdapter, PreparesWrites, SessionNeighbours, is_read_only
+from memory.protocols import BatchWriter, GetsMany, MemoryAdapter, PreparesWrites, SessionNeighbours, is_read_only
 from memory.types import HealthStatus, MemoryEntry, MemoryQuery, MemoryScope, RetrievalMode
 
 Clock = Callable[[], float]
@@ -204,6 +204,21 @@ class ResilientTier:
             return found, None
         except Exception as exc:
             return None, self._event("get", exc)
+
+    async def get_many(self, entry_ids: Sequence[str]) -> tuple[dict[str, MemoryEntry], MemoryDegradedEvent | None]:
+        """:meth:`get` of many ids, in one backend read where the backend can (:class:`GetsMany`)."""
+        backend = self.backend
+
+        async def read() -> dict[str, MemoryEntry]:
+            if isinstance(backend, GetsMany):
+                return await backend.get_many(entry_ids)
+            found = {entry_id: await backend.get(entry_id) for entry_id in entry_ids}
+            return {entry_id: entry for entry_id, entry in found.items() if entry is not None}
+
+        try:
+            return await self._guarded(read, self.budget.read_timeout_ms / 1000), None
+        except Exception as exc:
+            return {}, self._event("get", exc)
 
     async def session_neighbours(
         self, query: MemoryQuery, entry_ids: Sequence[str]

@@ -81,6 +81,8 @@ def cued_update(
     lead = _lead_person(norm, patterns)
     people = {w for s in subjects if _head(s.key) in patterns.relations for w in content_words(" ".join([s.key, *s.aliases]))}
     people |= {lead} - {None}
+    # A weak hint said with someone else in it is theirs: "got my dad a new phone" is no new phone of mine.
+    others = {stem(w) for w in norm.split() if w in patterns.relations}
     best: tuple[tuple, Candidate, str] | None = None
     for candidate in candidates:
         old_words = content_words(candidate.norm)
@@ -88,7 +90,7 @@ def cued_update(
             continue
         if not new_words - old_words or _told_apart(new_facts, candidate.facts):
             continue  # a restatement, or the slots already tell them apart
-        if not strong and any(f.multi for f in candidate.facts):
+        if not strong and (any(f.multi for f in candidate.facts) or others - {stem(w) for w in old_words}):
             continue
         if (old_named and not old_named & old_words) or (new_named - old_named and new_named - old_named <= old_words):
             continue  # "from tea to coffee" ends the tea, never the coffee; "moved to Acme" not "visited Acme"

@@ -10,7 +10,8 @@ every writer (``arcana run``, ``remember``, bulk import, the library) gets it.
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import date, datetime
+from functools import cache
 
 from memory.sqlite.admission import admission
 from memory.sqlite.rows import keys, listed
@@ -31,7 +32,13 @@ def render_date(when: datetime) -> str:
     No weekday: "the deploy runs on Tuesdays" would otherwise match every
     memory written on a Tuesday.
     """
-    return f"{when.day} {when:%B %Y}"
+    return f"{when.day} {_month(when.year, when.month)}"
+
+
+@cache
+def _month(year: int, month: int) -> str:
+    """'May 2023', formatted once a month: a bulk import renders the same month for every row."""
+    return f"{date(year, month, 1):%B %Y}"
 
 
 # The turn before row ``c``: the latest admitted memory of the same agent and

@@ -58,8 +58,11 @@ def _append(raw, rows: list[tuple]) -> None:
     )
 
 
+_IMAGE = json.JSONEncoder(ensure_ascii=False, sort_keys=True)  # built once: json.dumps with options builds one a call
+
+
 def _dump(image: dict | None) -> str | None:
-    return None if image is None else json.dumps(image, ensure_ascii=False, sort_keys=True)
+    return None if image is None else _IMAGE.encode(image)
 
 
 def change_label(before: dict, after: dict) -> str:

@@ -41,6 +41,16 @@ async def test_recall_reads_never_return_private_or_hidden(store, three):
         assert (got is not None) == (v is Visibility.VISIBLE), v
 
 
+async def test_get_many_admits_each_id_as_get_does(store, three):
+    """A bulk import's one-read lookup: the same rows as a get per id, archived ones gone too."""
+    ids = [e.id for e in three.values()] + ["never-stored"]
+    found = await store.get_many(ids)
+    assert list(found) == [three[Visibility.VISIBLE].id]  # the control: a visible row is found
+    assert found[three[Visibility.VISIBLE].id] == await store.get(three[Visibility.VISIBLE].id)
+    await store.archive([three[Visibility.VISIBLE].id])
+    assert await store.get_many(ids) == {}
+
+
 async def test_operator_reads_show_every_visibility(store, three):
     everything = {e.id for e in three.values()}
     found = await store.search(MemoryQuery(text="lantern"), audience=Audience.OPERATOR)

@@ -201,6 +201,28 @@ async def test_get_returns_the_most_local_copy(stores):
     assert await federation.get("no-such-id") is None
 
 
+async def test_get_many_finds_each_id_in_its_most_local_tier_in_one_read_a_tier(stores):
+    federation = federate(stores, [])
+    promoted, private_only = entry("the vault code is 1234", importance=0.95), entry("a passing remark")
+    await federation.write_many([promoted, private_only])
+    only_global = entry("a fact only the global tier holds")
+    await stores["global"].write(only_global)
+    found = await federation.get_many([promoted.id, private_only.id, only_global.id, "no-such-id"])
+    assert {i: e.tiers for i, e in found.items()} == {
+        promoted.id: ["private"], private_only.id: ["private"], only_global.id: ["global"]
+    }
+
+
+async def test_get_many_skips_a_broken_tier_and_reports_it(tmp_path, stores):
+    events = []
+    broken = SQLiteAdapter(corrupt_file(tmp_path / "broken.db"))
+    federation = MemoryFederation(MemoryRouter(private=broken, global_=stores["global"]), on_degraded=events.append)
+    held = entry("a fact the global tier holds")
+    await stores["global"].write(held)
+    assert list(await federation.get_many([held.id])) == [held.id]
+    assert [(e.tier, e.op, e.reason) for e in events] == [("private", "get", "corruption")]
+
+
 async def test_with_every_tier_down_health_says_so_and_reads_come_back_empty(tmp_path):
     broken = SQLiteAdapter(corrupt_file(tmp_path / "private.db"))  # no quarantine dir: stays broken
     events = []

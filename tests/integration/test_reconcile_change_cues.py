@@ -150,3 +150,9 @@ async def test_we_are_in_a_named_place_now_is_a_move_and_in_a_hurry_is_not(store
     await store.say("We live in Galway.")
     assert await store.say("We're in a hurry now.") == []
     assert await store.say("We're in Limerick now.") == ["We live in Galway."]
+
+
+async def test_a_new_thing_for_someone_else_is_theirs(store):
+    await store.say("My phone is an iPhone 13.")
+    assert await store.say("Got my dad a new phone for his birthday, a Samsung Galaxy.") == []
+    assert await store.say("I got a new phone, a Pixel 8.") == ["My phone is an iPhone 13."]  # the speaker's own
