@@ -680,9 +680,9 @@ def _prune_txn(raw, policy: PrunePolicy, actor: str) -> PruneReport:
                 victims[mid] = None
         if policy.max_entries is not None or policy.max_bytes is not None:
             sql, params = prune_order.candidates_sql(SQLITE)
-            candidates = [prune_order.Candidate(*row) for row in raw.execute(sql, params)]
             totals = raw.execute(prune_order.totals_sql(SQLITE)).fetchone()
-            for mid in prune_order.overflow(candidates, totals, policy.max_entries, policy.max_bytes):
+            keys = [prune_order.sort_key(row, policy.max_bytes is not None) for row in raw.execute(sql, params)]
+            for mid in prune_order.overflow(keys, totals, policy.max_entries, policy.max_bytes):
                 victims[mid] = None
         for mid in consolidation.derived_from(raw, list(victims), live_only=live_only):
             victims[mid] = None  # a summary goes with a fact it carries, whatever its importance

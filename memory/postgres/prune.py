@@ -20,9 +20,10 @@ async def prune(conn, policy: PrunePolicy, actor: str) -> PruneReport:
             victims[r["id"]] = None
     if policy.max_entries is not None or policy.max_bytes is not None:
         sql, params = prune_order.candidates_sql(POSTGRES)
-        candidates = [prune_order.Candidate(*r) for r in await conn.fetch(numbered(sql), *params)]
         totals = tuple(await conn.fetchrow(prune_order.totals_sql(POSTGRES)))
-        for mid in prune_order.overflow(candidates, totals, policy.max_entries, policy.max_bytes):
+        keys = [prune_order.sort_key(tuple(r), policy.max_bytes is not None)
+                async for r in conn.cursor(numbered(sql), *params, prefetch=2000)]
+        for mid in prune_order.overflow(keys, totals, policy.max_entries, policy.max_bytes):
             victims[mid] = None
     ids = policy.restrict(list(victims))
     report = PruneReport(scanned=scanned, dry_run=policy.dry_run, victim_ids=ids)

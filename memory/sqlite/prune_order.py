@@ -22,7 +22,6 @@ content words" is the consolidation's own test (:mod:`memory.sqlite.fact_words`)
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from typing import NamedTuple
 
 from memory.sqlite.admission import Dialect
@@ -59,11 +58,13 @@ def candidates_sql(dialect: Dialect) -> tuple[str, tuple]:
     if dialect.name == "sqlite":  # the consolidation edges
         carries = (f"(SELECT count(*) FROM memory_edges e WHERE e.src_id = memories.id "
                    f"AND e.relation = '{SOURCES}')")
+        # "+c.archived": from the edge to its carrier by id; on the archived column the planner would
+        # walk every live row for each candidate (a 100k-row prune ran for over ten minutes).
         covered = (f"EXISTS (SELECT 1 FROM memory_edges e JOIN memories c ON c.id = e.src_id "
-                   f"WHERE e.dst_id = memories.id AND e.relation = '{SOURCES}' AND c.archived = 0 "
+                   f"WHERE e.dst_id = memories.id AND e.relation = '{SOURCES}' AND +c.archived = 0 "
                    f"AND NOT {dialect.has_tag.format(col='c.tags')})")
         only = (f"EXISTS (SELECT 1 FROM memory_edges e JOIN memories s ON s.id = e.dst_id "
-                f"WHERE e.src_id = memories.id AND e.relation = '{SOURCES}' AND s.archived = 1)")
+                f"WHERE e.src_id = memories.id AND e.relation = '{SOURCES}' AND +s.archived = 1)")
         params: tuple = (DERIVED_TAG, DERIVED_TAG)
     else:
         carries, covered, only, params = "0", "FALSE", "FALSE", (DERIVED_TAG,)
@@ -95,15 +96,22 @@ def _worth_per_byte(c: Candidate) -> float:
     return _worth(c) * len(content_words(c.content)) * max(1, c.carries) / max(1, c.nbytes)
 
 
-def overflow(candidates: Iterable[Candidate], totals: tuple[int, int],
-             max_entries: int | None, max_bytes: int | None) -> list[str]:
-    """The ids to remove, least worth first, until ``totals`` (rows, bytes) meet both budgets."""
-    rows, nbytes = totals
+def sort_key(row: tuple, by_bytes: bool) -> tuple:
+    """A :func:`candidates_sql` row's place in the order, then its id and size: all prune keeps of a row
+    (a million live rows' contents are never held at once)."""
+    c = Candidate(*row)
+    return (_tier(c), (_worth_per_byte if by_bytes else _worth)(c), c.used_at, c.id, c.nbytes)
+
+
+def overflow(keys: list[tuple], totals: tuple[int, int], max_entries: int | None, max_bytes: int | None) -> list[str]:
+    """The ids to remove, least worth first (``keys`` from :func:`sort_key`), until ``totals``
+    (rows, bytes) meet both budgets."""
+    keys.sort()
+    count, nbytes = totals
     victims: list[str] = []
-    value = _worth if max_bytes is None else _worth_per_byte
-    for c in sorted(candidates, key=lambda c: (_tier(c), value(c), c.used_at, c.id)):
-        if (max_entries is None or rows <= max_entries) and (max_bytes is None or nbytes <= max_bytes):
+    for *_, entry_id, size in keys:
+        if (max_entries is None or count <= max_entries) and (max_bytes is None or nbytes <= max_bytes):
             break
-        victims.append(c.id)
-        rows, nbytes = rows - 1, nbytes - c.nbytes
+        victims.append(entry_id)
+        count, nbytes = count - 1, nbytes - size
     return victims

@@ -227,3 +227,17 @@ async def test_dry_run_changes_nothing(tmp_path, mode):
     await store.prune(PrunePolicy(min_importance=0.5, max_entries=2, mode=mode))
     await store.aclose()
     assert _file_state(path) != before
+
+
+@pytest.mark.sqlite_only("it reads SQLite's query plans")
+async def test_prune_reads_each_candidates_edges_by_index_never_the_live_rows_again(store):
+    """A capped prune looks up each candidate's carriers by id: a plan that walks the live rows inside
+    the per-candidate subqueries made a 100k-row prune run for over ten minutes."""
+    from memory.sqlite import prune_order
+    from memory.sqlite.admission import SQLITE
+
+    sql, params = prune_order.candidates_sql(SQLITE)
+    plan = await store.run(lambda raw: [r[3] for r in raw.execute("EXPLAIN QUERY PLAN " + sql, params)])
+    assert plan[0].startswith("SEARCH memories USING INDEX memories_order")  # the outer scan of live rows
+    assert [step for step in plan[1:] if "memories_order" in step] == []
+    assert any("memory_edges_dst (dst_id=?)" in step for step in plan)  # positive control: the edge index
