@@ -12,11 +12,11 @@ from collections.abc import Iterator, Sequence
 BATCH = 500  # values per IN list, leaving room under the cap for a statement's other parameters
 
 
-def batches(values: Sequence) -> Iterator[list]:
-    """``values`` in lists of at most :data:`BATCH`."""
+def batches(values: Sequence, size: int = BATCH) -> Iterator[list]:
+    """``values`` in lists of at most ``size`` (:data:`BATCH`: an IN list's worth)."""
     values = list(values)
-    for start in range(0, len(values), BATCH):
-        yield values[start : start + BATCH]
+    for start in range(0, len(values), size):
+        yield values[start : start + size]
 
 
 def marks(values: Sequence) -> str:

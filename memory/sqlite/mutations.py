@@ -24,6 +24,7 @@ from memory.errors import StaleEditError
 from memory.promotion import ASSERTED_IMPORTANCE_CAP
 from memory.types import MemoryEntry, Visibility
 
+MUTATION_WINDOW = 2_000  # ids whose before and after images one step of a large edit holds
 _SKIP_COMPARE = {"updated_at", "access_count", "last_accessed_at"}
 # Version links change only through supersede / make_current: a re-save of an
 # entry object (which may predate its supersession) never resurrects it.
@@ -228,9 +229,15 @@ def update(raw, ids: Sequence[str], op: str, actor: str, assignments: str, param
 
     ``updated_at`` is stamped afterwards on the rows that really changed, so
     an edit that changes nothing (``--current`` on a current memory) leaves
-    the row exactly as it was, with no ledger row.
+    the row exactly as it was, with no ledger row. Ids are taken a window at
+    a time (all in the caller's transaction), so archiving half a million-row
+    store holds one window's images, not every row's.
     """
     now = time.time()
+    return sum(_update_window(raw, window, op, actor, assignments, params, now) for window in batches(ids, MUTATION_WINDOW))
+
+
+def _update_window(raw, ids: list[str], op: str, actor: str, assignments: str, params: Sequence, now: float) -> int:
     before = _images(raw, ids)
     if not before:
         return 0
@@ -247,13 +254,18 @@ def update(raw, ids: Sequence[str], op: str, actor: str, assignments: str, param
 
 
 def delete(raw, ids: Sequence[str], op: str, actor: str) -> int:
-    """Hard-delete ``ids`` (and their vectors and chunk vectors), one ledger row each. ``op`` is 'delete' or 'purge'."""
+    """Hard-delete ``ids`` (and their vectors and chunk vectors), one ledger row each, a window at a
+    time (see :func:`update`). ``op`` is 'delete' or 'purge'."""
     now = time.time()
+    vec_tables = vectors.vec_tables(raw)
+    return sum(_delete_window(raw, window, op, actor, now, vec_tables) for window in batches(ids, MUTATION_WINDOW))
+
+
+def _delete_window(raw, ids: list[str], op: str, actor: str, now: float, vec_tables: list[str]) -> int:
     before = _images(raw, ids)
     if not before:
         return 0
     present = list(before)
-    vec_tables = vectors.vec_tables(raw)
     for chunk in batches(present):
         seqs = [r[0] for r in raw.execute(f"SELECT seq FROM memories WHERE id IN ({marks(chunk)})", chunk)]
         for table in vec_tables:

@@ -241,3 +241,19 @@ async def test_prune_reads_each_candidates_edges_by_index_never_the_live_rows_ag
     assert plan[0].startswith("SEARCH memories USING INDEX memories_order")  # the outer scan of live rows
     assert [step for step in plan[1:] if "memories_order" in step] == []
     assert any("memory_edges_dst (dst_id=?)" in step for step in plan)  # positive control: the edge index
+
+
+@pytest.mark.sqlite_only("it shrinks SQLite's mutation window")
+@pytest.mark.parametrize("mode", [PruneMode.ARCHIVE, PruneMode.PURGE])
+async def test_a_prune_larger_than_one_mutation_window_ledgers_every_row(store, monkeypatch, mode):
+    from memory.sqlite import mutations
+
+    monkeypatch.setattr(mutations, "MUTATION_WINDOW", 7)
+    kept = entry("the one to keep", importance=0.9)
+    await store.write_many([kept, *(entry(f"filler fact number {i}", importance=0.1) for i in range(30))])
+    report = await store.prune(PrunePolicy(max_entries=1, mode=mode))
+    assert (report.archived if mode is PruneMode.ARCHIVE else report.purged) == 30
+    ops = await store.run(lambda raw: raw.execute(
+        "SELECT op, count(*) FROM memory_ledger WHERE op IN ('archive', 'purge') GROUP BY op").fetchall())
+    assert [tuple(r) for r in ops] == [(mode.value if mode is PruneMode.PURGE else "archive", 30)]
+    assert [e.id for e in await store.search(MemoryQuery())] == [kept.id]  # positive control: the kept one answers
