@@ -340,11 +340,6 @@ class PostgresAdapter:
         rows = await self._call(search.keyword, tq, clause, limit)
         return [_entry(r, score=r["rank"], matched_by=["keyword"]) for r in rows]
 
-    async def keyword_candidates(self, query: MemoryQuery, limit: int) -> list[MemoryEntry]:
-        """Admitted, filtered, ts_rank_cd-scored matches of the query's words."""
-        tq = text_query(terms(query.text))
-        return [] if tq is None else await self._keyword(tq, where(query), limit)
-
     async def keyword_leg(self, query: MemoryQuery, parsed: QueryTerms, limit: int) -> tuple[list[MemoryEntry], float]:
         """The keyword leg of a hybrid recall, in one call: the best ``limit`` matches and the share
         of the query's words the best one contains (see :mod:`memory.ranking.fusion`)."""

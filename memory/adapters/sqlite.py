@@ -383,21 +383,12 @@ class SQLiteAdapter:
             await self.record_access(entries)
         return entries
 
-    async def keyword_candidates(self, query: MemoryQuery, limit: int, *, focused: bool = False) -> list[MemoryEntry]:
-        """Admitted, filtered, BM25-scored matches of the query's words.
-
-        ``focused`` matches only the memories' own words, on the few most
-        informative words of the query (:func:`memory.sqlite.fts.focused_match`):
-        bounded work for write-time reconciliation on a large store.
-        """
+    async def keyword_candidates(self, query: MemoryQuery, limit: int) -> list[MemoryEntry]:
+        """Admitted, filtered, BM25-scored matches of the memories' own words on the few most
+        informative words of the query (:func:`memory.sqlite.fts.focused_match`): bounded work
+        for write-time reconciliation on a large store."""
         clause = where(query)
-        if focused:
-            rows = await self.run(_focused_keyword, terms(query.text), clause.sql, clause.params, limit, inline=True)
-        else:
-            match = match_expression(terms(query.text))
-            if match is None:
-                return []
-            rows = await self.run(_keyword, match, clause.sql, clause.params, limit, inline=True)
+        rows = await self.run(_focused_keyword, terms(query.text), clause.sql, clause.params, limit, inline=True)
         return [row_to_entry(r, score=-r["rank"], matched_by=["keyword"]) for r in rows]
 
     async def keyword_leg(self, query: MemoryQuery, parsed: QueryTerms, limit: int) -> tuple[list[MemoryEntry], float]:

@@ -32,7 +32,7 @@ async def find_candidates(
         # per write at 10k rows), so it runs only when vectors cannot answer, and on the
         # few most informative words only (memory.sqlite.fts.focused_match).
         query = MemoryQuery(agent_id=entry.agent_id, text=f"{entry.content} {extra_words}", limit=limit)
-        for hit in await store.keyword_candidates(query, limit, focused=True):
+        for hit in await store.keyword_candidates(query, limit):
             found.setdefault(hit.id, (hit, None))
     found.pop(entry.id, None)
     return list(found.values())

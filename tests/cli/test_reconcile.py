@@ -301,7 +301,7 @@ async def test_the_keyword_candidates_focus_on_the_rarest_words(store):
     match = await store.run(focused_match, terms("weather report for Berlin"))
     assert match.startswith("content : (") and '"berlin"' in match
     assert match.count('"') == 4  # berlin and one common word fit the budget; the second common word does not
-    found = await store.keyword_candidates(MemoryQuery(agent_id="a", text="weather report for Berlin", limit=3), 3, focused=True)
+    found = await store.keyword_candidates(MemoryQuery(agent_id="a", text="weather report for Berlin", limit=3), 3)
     assert found[0].id == berlin.id
     assert await store.run(focused_match, terms("zebra quagga")) is None  # words no memory has find nothing
 

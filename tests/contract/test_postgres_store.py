@@ -20,6 +20,7 @@ from memory.embedding.gateway import EmbeddingGateway
 from memory.embedding.ollama import OllamaEmbedder
 from memory.errors import MemoryStorageError, SchemaTooNewError
 from memory.postgres import bulk
+from memory.query_terms import terms
 from memory.sqlite.rows import COLUMNS
 from memory.types import Audience, MemoryEntry, MemoryQuery, MemoryScope, RetrievalMode, Visibility
 
@@ -92,7 +93,7 @@ async def test_the_same_admission_cases_on_both_engines(store, audience, archive
         got = {n for n, e in made.items() if await store.get(e.id, audience=audience, include_archived=archived)}
         assert got == admitted
     if audience is Audience.RECALL and not archived:
-        leg = await store.keyword_candidates(MemoryQuery(text="beacon", **fields), 50)
+        leg, _ = await store.keyword_leg(MemoryQuery(text="beacon", **fields), terms("beacon"), 50)
         assert {names[e.id] for e in leg} == admitted
         by_id = await store.admitted_by_id(MemoryQuery(**fields), [e.id for e in made.values()])
         assert {names[i] for i in by_id} == admitted

@@ -9,6 +9,7 @@ import pytest
 from factories import entry
 
 from memory.adapters.sqlite import SQLiteAdapter
+from memory.query_terms import terms
 from memory.sqlite.admission import where
 from memory.sqlite.rows import admitted_rows
 from memory.types import Audience, MemoryQuery, Visibility
@@ -32,6 +33,7 @@ async def test_recall_reads_never_return_private_or_hidden(store, three):
     assert [e.id for e in await store.search(query)] == [visible]
     assert [e.id for e in await store.search(MemoryQuery())] == [visible]
     assert [e.id for e in await store.keyword_candidates(query, 10)] == [visible]
+    assert [e.id for e in (await store.keyword_leg(query, terms(query.text), 10))[0]] == [visible]
     assert list(await store.admitted_by_id(MemoryQuery(), [e.id for e in three.values()])) == [visible]
     seqs = await store.run(lambda raw: [r[0] for r in raw.execute("SELECT seq FROM memories")])
     clause = where(MemoryQuery())  # the semantic leg's way in: KNN rowids, then admission

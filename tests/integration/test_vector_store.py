@@ -5,10 +5,10 @@ from __future__ import annotations
 import math
 
 import pytest
-
 from embed_server import hashed_vectors
 from memory.adapters.sqlite import SQLiteAdapter
 from memory.adapters.vector import VectorAdapter
+from memory.query_terms import terms
 from memory.audit import AuditLog
 from memory.embedding.gateway import EmbeddingGateway
 from memory.embedding.ollama import OllamaEmbedder
@@ -72,7 +72,8 @@ async def test_semantic_search_ranks_by_meaning(vectors):
     assert result.entries[0].matched_by == ["semantic"]
     assert result.entries[0].score > 0.6 > result.entries[1].score
     # the keyword leg alone cannot find it with other words: semantic is doing the work
-    assert not await vectors.store.keyword_candidates(query("what scale for lengths and weights"), 5)
+    q = query("what scale for lengths and weights")
+    assert (await vectors.store.keyword_leg(q, terms(q.text), 5))[0] == []
     found = await vectors.search(query("what scale for lengths and weights", limit=1))
     assert found[0].content == "The user prefers metric units."
 
