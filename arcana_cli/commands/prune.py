@@ -6,7 +6,7 @@ import typer
 
 from arcana_cli.command import add_commands, command
 from arcana_cli.context import CliContext
-from arcana_cli.output import Out, YesOpt, confirm
+from arcana_cli.output import Out, confirm
 from memory.operations.prune import prune_home
 from memory.operator.targets import Selection
 from memory.types import PruneMode, PrunePolicy

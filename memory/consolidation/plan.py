@@ -1,4 +1,5 @@
-"""What consolidation would do to a store's current memories, decided before anything is written.
+"""What consolidation decides, one decision at a time: which memories restate each other, and what an
+old session's digest says (the store is walked by :mod:`memory.consolidation.store`).
 
 Three decisions, each about content words (a memory's words less stop words,
 small talk and a chat speaker's "Name:" prefix):
@@ -23,6 +24,7 @@ is exactly as visible as each of its sources. Pinned memories are left alone.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -72,14 +74,6 @@ def compact_text(text: str, names: frozenset[str] = frozenset()) -> str:
     return " ".join(kept) or carried_text(text)
 
 
-@dataclass(frozen=True)
-class Candidate:
-    """A current memory as consolidation sees it."""
-
-    entry: MemoryEntry
-    vector: Sequence[float] | None = None
-
-
 @dataclass
 class Merge:
     keep: MemoryEntry
@@ -104,90 +98,67 @@ class Digest:
 
 @dataclass
 class Plan:
+    """What consolidation decided: counts always; the decisions themselves only when ``keep`` (a dry
+    run shows each), so applying a million rows' worth holds one batch at a time."""
+
+    keep: bool = True
     merges: list[Merge] = field(default_factory=list)
     digests: list[Digest] = field(default_factory=list)
+    tally: Counter = field(default_factory=Counter)
+
+    def add(self, decision: Merge | Digest) -> None:
+        if isinstance(decision, Merge):
+            self.tally.update(merged=1, merged_sources=len(decision.sources))
+            if self.keep:
+                self.merges.append(decision)
+        else:
+            self.tally.update(digests=1, digested=len(decision.sources), idle=len(decision.idle))
+            if self.keep:
+                self.digests.append(decision)
 
     @property
     def archived(self) -> int:
-        return sum(len(m.sources) for m in self.merges) + sum(len(d.sources) + len(d.idle) for d in self.digests)
+        return self.tally["merged_sources"] + self.tally["digested"] + self.tally["idle"]
 
     def counts(self) -> dict[str, int]:
-        return {"merged": len(self.merges), "merged_sources": sum(len(m.sources) for m in self.merges),
-                "digests": len(self.digests), "digested": sum(len(d.sources) for d in self.digests),
-                "idle": sum(len(d.idle) for d in self.digests), "archived": self.archived}
+        names = ("merged", "merged_sources", "digests", "digested", "idle")
+        return {**{name: self.tally[name] for name in names}, "archived": self.archived}
 
 
-def _group_key(entry: MemoryEntry) -> tuple:
-    return (entry.agent_id, entry.scope, entry.pool_name, entry.visibility)
-
-
-def _keeper(group: list[Candidate]) -> Candidate:
+def _keeper(group: Sequence[MemoryEntry]) -> MemoryEntry:
     """The member that says the most; among equals the most trusted, then the earliest. A derived
     memory (an echo, a summary) never keeps over what it was made from: no fact is archived into one."""
-    return min(group, key=lambda c: (c.entry.derived, -len(content_words(c.entry.content)),
-                                     _TRUST[c.entry.confidence_source], c.entry.created_at, c.entry.id))
+    return min(group, key=lambda e: (e.derived, -len(content_words(e.content)), _TRUST[e.confidence_source],
+                                     e.created_at, e.id))
 
 
-def _carries(big: frozenset[str], small: frozenset[str]) -> bool:
+def carries(big: frozenset[str], small: frozenset[str]) -> bool:
+    """True when ``big``'s content words hold all of ``small``'s (and it has some): a restatement."""
     return bool(small) and small <= big
 
 
-def plan_merges(candidates: Sequence[Candidate], merge_similarity: float = MERGE_SIMILARITY) -> list[Merge]:
-    """Restatements: clusters of memories whose words one member carries, close by meaning."""
-    pool = [c for c in candidates if not c.entry.pinned and content_words(c.entry.content)]
-    parent = list(range(len(pool)))
-
-    def find(i: int) -> int:
-        while parent[i] != i:
-            parent[i] = parent[parent[i]]
-            i = parent[i]
-        return i
-
-    words = [content_words(c.entry.content) for c in pool]
-    for i, j in _close_pairs(pool, merge_similarity):
-        a, b = pool[i].entry, pool[j].entry
-        if _group_key(a) == _group_key(b) and (_carries(words[i], words[j]) or _carries(words[j], words[i])):
-            parent[find(i)] = find(j)
-    clusters: dict[int, list[int]] = {}
-    for i in range(len(pool)):
-        clusters.setdefault(find(i), []).append(i)
-    merges = []
-    for members in clusters.values():
-        if len(members) < 2:
-            continue
-        group = [pool[i] for i in members]
-        keep = _keeper(group)
-        kept_words = content_words(keep.entry.content)
-        # Union-find chains pairs; a source must be carried by the keeper itself.
-        sources = [c.entry for c in group if c is not keep and _carries(kept_words, content_words(c.entry.content))]
-        if not sources:
-            continue
-        top = max([keep.entry.importance, *(s.importance for s in sources)])
-        lifted = min(top + REINFORCE_STEP * len(sources), max(top, REINFORCE_CEILING))
-        merges.append(Merge(keep.entry, sources, lifted))
-    return merges
+def restates(words: frozenset[str], vector, other_words: frozenset[str], other_vector,
+             merge_similarity: float = MERGE_SIMILARITY) -> bool:
+    """Whether two memories of the same agent, scope, pool and visibility say the same thing: one's
+    content words carry the other's, and their vectors are close (without vectors, equal words)."""
+    if vector is None or other_vector is None:
+        return vector is None and other_vector is None and words == other_words
+    a, b = np.asarray(vector, dtype=np.float32), np.asarray(other_vector, dtype=np.float32)
+    cosine = float(a @ b) / max(float(np.linalg.norm(a) * np.linalg.norm(b)), 1e-12)
+    return cosine >= merge_similarity and (carries(words, other_words) or carries(other_words, words))
 
 
-def _close_pairs(pool: Sequence[Candidate], threshold: float, block: int = 512):
-    """Index pairs (i < j) at or above ``threshold`` cosine; without vectors, equal content words."""
-    with_vec = [i for i, c in enumerate(pool) if c.vector is not None]
-    if with_vec:
-        matrix = np.asarray([pool[i].vector for i in with_vec], dtype=np.float32)
-        matrix /= np.maximum(np.linalg.norm(matrix, axis=1, keepdims=True), 1e-12)
-        for start in range(0, len(with_vec), block):
-            sims = matrix[start:start + block] @ matrix.T
-            for a, b in zip(*np.nonzero(sims >= threshold)):
-                i, j = with_vec[start + a], with_vec[b]
-                if i < j:
-                    yield i, j
-    by_words: dict[frozenset[str], int] = {}
-    for i, c in enumerate(pool):
-        if c.vector is None:
-            key = content_words(c.entry.content)
-            if key in by_words:
-                yield by_words[key], i
-            else:
-                by_words[key] = i
+def merge_of(group: Sequence[MemoryEntry]) -> Merge | None:
+    """A cluster of restatements (chained pairs) as one merge: its keeper, and the members the
+    keeper itself carries as sources, importance lifted by how often it was said."""
+    keep = _keeper(group)
+    kept_words = content_words(keep.content)
+    sources = [e for e in group if e is not keep and carries(kept_words, content_words(e.content))]
+    if not sources:
+        return None
+    top = max([keep.importance, *(s.importance for s in sources)])
+    lifted = min(top + REINFORCE_STEP * len(sources), max(top, REINFORCE_CEILING))
+    return Merge(keep, sources, lifted)
 
 
 def _date_words(start: datetime, end: datetime) -> str:
@@ -227,43 +198,26 @@ def _digest_entry(turns: list[MemoryEntry], now: datetime) -> MemoryEntry:
     )
 
 
-def plan_digests(
-    candidates: Sequence[Candidate],
-    now: datetime,
-    profiles: Mapping[MemoryType, DecayProfile] = DEFAULT_PROFILES,
-    turns_per_digest: int = DIGEST_TURNS,
-) -> list[Digest]:
-    """Aged-out episodes, by session and in order, as digests of ``turns_per_digest`` contentful turns."""
-    profile = profiles[MemoryType.EPISODIC]
-    sessions: dict[tuple, list[MemoryEntry]] = {}
-    for c in candidates:
-        e = c.entry
-        if e.type is MemoryType.EPISODIC and not e.pinned and should_consolidate(e, profile, now):
-            sessions.setdefault((*_group_key(e), e.source_session_id or e.created_at.date().isoformat()), []).append(e)
-    digests = []
-    for turns in sessions.values():
-        turns.sort(key=lambda e: (e.created_at, e.id))
-        made: list[Digest] = []
-        window: list[MemoryEntry] = []
-        idle: list[MemoryEntry] = []
-        for turn in turns:
-            (window if carried_text(turn.content) else idle).append(turn)
-            if len(window) == turns_per_digest:
-                made.append(Digest(_digest_entry(window, now), window, idle))
-                window, idle = [], []
-        if window:
+def aged_out(entry: MemoryEntry, now: datetime,
+             profiles: Mapping[MemoryType, DecayProfile] = DEFAULT_PROFILES) -> bool:
+    """An unpinned episode past its decay profile's consolidation point: what digests gather."""
+    return (entry.type is MemoryType.EPISODIC and not entry.pinned
+            and should_consolidate(entry, profiles[MemoryType.EPISODIC], now))
+
+
+def session_digests(turns: Sequence[MemoryEntry], now: datetime, turns_per_digest: int = DIGEST_TURNS) -> list[Digest]:
+    """One session's aged-out turns, in order, as digests of ``turns_per_digest`` contentful turns;
+    small talk goes with the digest it falls in (after the last fact: with the last digest)."""
+    made: list[Digest] = []
+    window: list[MemoryEntry] = []
+    idle: list[MemoryEntry] = []
+    for turn in turns:
+        (window if carried_text(turn.content) else idle).append(turn)
+        if len(window) == turns_per_digest:
             made.append(Digest(_digest_entry(window, now), window, idle))
-        elif idle and made:  # small talk after the session's last fact goes with its last digest
-            made[-1].idle.extend(idle)
-        digests.extend(made)
-    return digests
-
-
-def plan(candidates: Sequence[Candidate], now: datetime,
-         profiles: Mapping[MemoryType, DecayProfile] = DEFAULT_PROFILES,
-         merge_similarity: float = MERGE_SIMILARITY) -> Plan:
-    """Digests first (old episodes), then merges among what is left and the digests' neighbours."""
-    digests = plan_digests(candidates, now, profiles)
-    digested = {e.id for d in digests for e in (*d.sources, *d.idle)}
-    rest = [c for c in candidates if c.entry.id not in digested]
-    return Plan(merges=plan_merges(rest, merge_similarity), digests=digests)
+            window, idle = [], []
+    if window:
+        made.append(Digest(_digest_entry(window, now), window, idle))
+    elif idle and made:
+        made[-1].idle.extend(idle)
+    return made

@@ -1,61 +1,94 @@
-"""Consolidate one SQLite store: read it page by page, plan it whole, apply the plan in batches.
+"""Consolidate one SQLite store in bounded memory: old episodes digested session by session, then
+restatements found row by row through the keyword index, each decision applied in batches.
 
-Each batch is one transaction with its ledger rows
-(:func:`memory.sqlite.consolidation.apply_txn`), so a killed run leaves every
-decision done or not done. Shared by ``arcana consolidate`` (home-wide, under
-its lock: :mod:`memory.operations.consolidate`) and the job ``arcana run``
-queues when the store has grown (:mod:`memory.runtime.agent`).
+Nothing is planned whole: episodes are staged in digest order inside SQLite
+and read a page at a time; each current memory asks the index for the rows
+that hold all of its content words (at most ``CARRIERS``, bm25's best), and
+only pairs that restate each other are kept. Each batch is one transaction
+with its ledger rows (:func:`memory.sqlite.consolidation.apply_txn`), so a
+killed run leaves every decision done or not done. Shared by ``arcana
+consolidate`` (home-wide, under its lock: :mod:`memory.operations.consolidate`)
+and the job ``arcana run`` queues when the store has grown
+(:mod:`memory.runtime.agent`).
 """
 
 from __future__ import annotations
 
 from datetime import datetime
 
-from memory.consolidation.plan import Candidate, Merge, Plan, plan
-from memory.sqlite.consolidation import apply_txn, current_count, current_page
+from memory.consolidation.plan import Digest, Merge, Plan, aged_out, carries, merge_of, restates, session_digests
+from memory.sqlite.consolidation import (
+    apply_txn,
+    carrier_rows,
+    current_extent,
+    drop_stage,
+    entries_of,
+    stage_episodes,
+    staged_episodes,
+    unpinned_page,
+    vectors_of,
+)
+from memory.sqlite.fact_words import content_words
 
 PAGE = 2_000
 BATCH = 200  # decisions per transaction
+CARRIERS = 200  # rows looked at per memory: a one-word memory in a big store stays a bounded lookup
+ASKED_WORDS = 4  # of a memory's content words, the longest (the rarest, as a rule) go to the index
 
 
 async def consolidate_store(
     store, now: datetime, *, dry_run: bool = False, embed=None, actor: str = "library", on_progress=None
 ) -> tuple[int, Plan]:
-    """Consolidate one SQLite store (an open or openable :class:`SQLiteAdapter`): ``(scanned, plan)``.
+    """Consolidate one SQLite store (an open or openable :class:`SQLiteAdapter`): ``(current rows, plan)``.
 
-    ``embed(ids)`` gives the digests written their vectors (``VectorAdapter.complete``);
+    The plan keeps every decision on a dry run (it shows them) and only counts otherwise.
+    ``embed(ids)`` gives each batch's digests their vectors (``VectorAdapter.complete``);
     without it they are embedded by the next reindex or write. ``on_progress(done, total)``
-    counts the current rows read (the long part of a large store), then the decisions applied.
+    counts rows read: the staged episodes, then every current row.
     """
-    candidates = await _candidates(store, on_progress)
-    planned = plan(candidates, now)
-    if not dry_run:
-        new_ids = await _apply(store, planned, f"{actor}:consolidate", on_progress)
-        if new_ids and embed is not None:
-            await embed(new_ids)
-    return len(candidates), planned
-
-
-async def _candidates(store, progress) -> list[Candidate]:
-    found: list[Candidate] = []
-    after = 0
     await store.ensure_vec()  # stored vectors are read back when the store has an index
-    total = await store.run(current_count) if progress else 0
-    while page := await store.run(current_page, after, PAGE):
-        found.extend(Candidate(entry, vector) for _, entry, vector in page)
-        after = page[-1][0]
-        if progress:
-            progress(len(found), max(total, len(found)))
-    return found
+    scanned, upto = await store.run(current_extent)
+    batches = _Batches(store, Plan(keep=dry_run), dry_run, embed, f"{actor}:consolidate")
+    try:
+        staged = await store.run(stage_episodes)
+        progress = _Progress(on_progress, staged + scanned)
+        digested = await _digest(store, now, batches, progress)
+    finally:
+        await store.run(drop_stage)
+    await _merge(store, upto, digested, batches, progress)
+    await batches.flush()
+    return scanned, batches.plan
 
 
-async def _apply(store, planned: Plan, actor: str, progress) -> list[str]:
-    """Write the plan batch by batch; return the ids of the digests it wrote (to embed)."""
-    decisions: list = [*planned.merges, *planned.digests]
-    total = len(decisions)
-    for start in range(0, total, BATCH):
+class _Progress:
+    def __init__(self, report, total: int):
+        self.report, self.total, self.done = report, total, 0
+
+    def advance(self, rows: int) -> None:
+        self.done += rows
+        if self.report:
+            self.report(self.done, max(self.total, self.done))
+
+
+class _Batches:
+    """Decisions applied ``BATCH`` at a time, each batch one transaction; a dry run only records them."""
+
+    def __init__(self, store, plan: Plan, dry_run: bool, embed, actor: str):
+        self.store, self.plan, self.dry_run, self.embed, self.actor = store, plan, dry_run, embed, actor
+        self.pending: list[Merge | Digest] = []
+
+    async def add(self, decision: Merge | Digest) -> None:
+        self.plan.add(decision)
+        if not self.dry_run:
+            self.pending.append(decision)
+            if len(self.pending) == BATCH:
+                await self.flush()
+
+    async def flush(self) -> None:
+        if not self.pending:
+            return
         writes, importance, links, archive = [], {}, [], []
-        for decision in decisions[start : start + BATCH]:
+        for decision in self.pending:
             if isinstance(decision, Merge):
                 importance[decision.keep.id] = decision.importance
                 links += [(decision.keep.id, s.id) for s in decision.sources]
@@ -64,7 +97,77 @@ async def _apply(store, planned: Plan, actor: str, progress) -> list[str]:
                 writes.append(decision.entry)
                 links += [(decision.entry.id, s.id) for s in decision.sources]
                 archive += [s.id for s in (*decision.sources, *decision.idle)]
-        await store.run(apply_txn, writes, importance, links, archive, actor)
-        if progress:
-            progress(min(start + BATCH, total), total)
-    return [d.entry.id for d in planned.digests]
+        self.pending = []
+        await self.store.run(apply_txn, writes, importance, links, archive, self.actor)
+        if writes and self.embed is not None:
+            await self.embed([entry.id for entry in writes])
+
+
+async def _digest(store, now: datetime, batches: _Batches, progress: _Progress) -> set[str]:
+    """Digest each session's aged-out episodes; return the ids a dry run digested (the merge walk
+    skips them; a real run archived them)."""
+    digested: set[str] = set()
+    key, turns, after = None, [], 0
+
+    async def close_session() -> None:
+        for digest in session_digests(turns, now):
+            await batches.add(digest)
+            if batches.dry_run:
+                digested.update(e.id for e in (*digest.sources, *digest.idle))
+
+    while page := await store.run(staged_episodes, after, PAGE):
+        for _, session, entry in page:
+            group = (entry.agent_id, entry.scope, entry.pool_name, entry.visibility, session)
+            if group != key:
+                await close_session()
+                key, turns = group, []
+            if aged_out(entry, now):
+                turns.append(entry)
+        after = page[-1][0]
+        progress.advance(len(page))
+    await close_session()
+    await batches.flush()  # the merge walk reads what is current: digested turns are archived by now
+    return digested
+
+
+async def _merge(store, upto: int, skip: set[str], batches: _Batches, progress: _Progress) -> None:
+    """Walk every current row once; union the pairs that restate each other; merge each cluster."""
+    parent: dict[int, int] = {}
+
+    def root(seq: int) -> int:
+        parent.setdefault(seq, seq)
+        while parent[seq] != seq:
+            parent[seq] = parent[parent[seq]]
+            seq = parent[seq]
+        return seq
+
+    after = 0
+    while page := await store.run(unpinned_page, after, upto, PAGE):
+        after = page[-1][0]
+        progress.advance(len(page))
+        mine = {seq: (entry, vector, words) for seq, entry, vector in page
+                if entry.id not in skip and (words := content_words(entry.content))}
+        asks = [(seq, entry, sorted(words, key=lambda w: (-len(w), w))[:ASKED_WORDS])
+                for seq, (entry, _, words) in mine.items()]
+        found = await store.run(carrier_rows, asks, upto, CARRIERS)
+        pairs = []
+        for seq, rows in found.items():
+            words = mine[seq][2]
+            for other, other_id, content in rows:
+                if other_id not in skip and carries(other_words := content_words(content), words):
+                    pairs.append((seq, other, other_words))
+        vectors = await store.run(vectors_of, sorted({other for _, other, _ in pairs}))
+        for seq, other, other_words in pairs:
+            _, vector, words = mine[seq]
+            if restates(words, vector, other_words, vectors.get(other)):
+                parent[root(seq)] = root(other)
+    clusters: dict[int, list[int]] = {}
+    for seq in parent:
+        clusters.setdefault(root(seq), []).append(seq)
+    groups = sorted(sorted(members) for members in clusters.values())
+    for start in range(0, len(groups), PAGE):
+        chunk = groups[start:start + PAGE]
+        entries = await store.run(entries_of, [seq for members in chunk for seq in members])
+        for members in chunk:
+            if (merge := merge_of([entries[seq] for seq in members])) is not None:
+                await batches.add(merge)

@@ -1,10 +1,10 @@
 """Consolidate across stores under one lock: restatements merged, old episodes digested, sources archived.
 
-Each store is read page by page, planned whole (:mod:`memory.consolidation.plan`),
-then applied in batches, each batch one transaction with its ledger rows
+Each store is walked in bounded memory (:mod:`memory.consolidation.store`), each
+decision applied in batches, each batch one transaction with its ledger rows
 (:func:`memory.sqlite.consolidation.apply_txn`). Sources are archived, never
-purged, so ``memory restore`` brings any of them back; the digests a run
-wrote are embedded afterwards like any other new row. A server tier
+purged, so ``memory restore`` brings any of them back; the digests a batch
+wrote are embedded after it like any other new row. A server tier
 (PostgreSQL) is reported as not consolidated, with the reason. Copies that
 promotion made in the global tier are left as they are: the global tier is
 consolidated on its own (``--global``).

@@ -123,8 +123,6 @@ def build(raw, table: str) -> int:
 
 
 def _centroids(raw, table: str) -> tuple[np.ndarray, int]:
-    import numpy as np
-
     blobs = [r[0] for r in raw.execute(f"SELECT centroid FROM {cells_table(table)} ORDER BY cell")]
     dimension = len(blobs[0]) // 4
     return _floats(blobs, dimension), dimension

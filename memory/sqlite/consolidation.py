@@ -1,6 +1,7 @@
-"""The SQL behind consolidation: a store's current memories with their vectors, page by page, and
-the ``consolidates`` edges from a consolidated memory (or a session summary) to the memories whose
-content it carries, and the derived memories prune takes with their sources.
+"""The SQL behind consolidation: old episodes in digest order, current memories page by page with the
+rows that could restate each, the ``consolidates`` edges from a consolidated memory (or a session
+summary) to the memories whose content it carries, and the derived memories prune takes with
+their sources.
 
 Reads here are the operator's (every current row, whatever its visibility, as
 prune sees them); what consolidation makes of hidden or private rows is
@@ -17,6 +18,7 @@ from memory.sqlite import mutations
 from memory.sqlite.admission import SQLITE
 from memory.sqlite.batches import select_in
 from memory.sqlite.connection import transaction
+from memory.sqlite.fts import every_word_match
 from memory.sqlite.rows import SELECT_COLUMNS, row_to_entry
 from memory.sqlite.vectors import read_meta, table_exists
 from memory.types import DERIVED_TAG, MemoryEntry
@@ -25,27 +27,93 @@ SOURCES = "consolidates"  # edge relation: consolidated memory -> a source whose
 
 
 _CURRENT = "m.archived = 0 AND m.valid_to IS NULL"
+# A digest gathers one session's turns: its id, or for a turn with none the day it was said.
+_SESSION = "COALESCE(m.source_session_id, date(m.created_at, 'unixepoch'))"
+_STAGE = "temp.consolidation_order"
 
 
-def current_count(raw) -> int:
-    """How many rows :func:`current_page` pages through (a progress bar's total)."""
-    return raw.execute(f"SELECT count(*) FROM memories m WHERE {_CURRENT}").fetchone()[0]
+def current_extent(raw) -> tuple[int, int]:
+    """(how many current rows, the highest seq now): the merge walk stops at the rows that were
+    there when it began, so neither a digest it wrote nor a concurrent write joins it."""
+    count = raw.execute(f"SELECT count(*) FROM memories m WHERE {_CURRENT}").fetchone()[0]
+    return count, raw.execute("SELECT coalesce(max(seq), 0) FROM memories").fetchone()[0]
 
 
-def current_page(raw, after_seq: int, limit: int) -> list[tuple[int, MemoryEntry, list[float] | None]]:
-    """Up to ``limit`` current (live, not superseded) rows after ``after_seq``, with their stored vectors."""
+def stage_episodes(raw) -> int:
+    """Line up every current, unpinned episode in digest order (agent, scope, pool, visibility,
+    session, time) in a TEMP table; return how many. Only seqs are sorted, and a TEMP table is
+    the connection's own, so a dry run writes nothing to the store and nothing is held in memory."""
+    raw.execute(f"DROP TABLE IF EXISTS {_STAGE}")
+    raw.execute("CREATE TEMP TABLE consolidation_order (n INTEGER PRIMARY KEY, seq INTEGER NOT NULL, "
+                "session TEXT NOT NULL)")
+    raw.execute(
+        f"INSERT INTO {_STAGE} (seq, session) SELECT m.seq, {_SESSION} FROM memories m "
+        f"WHERE {_CURRENT} AND m.type = 'episodic' AND m.pinned = 0 "
+        f"ORDER BY m.agent_id, m.scope, m.pool_name, m.visibility, {_SESSION}, m.created_at, m.id"
+    )
+    return raw.execute(f"SELECT count(*) FROM {_STAGE}").fetchone()[0]
+
+
+def staged_episodes(raw, after: int, limit: int) -> list[tuple[int, str, MemoryEntry]]:
+    """The next ``limit`` staged episodes after position ``after``: (position, session key, entry)."""
+    rows = raw.execute(
+        f"SELECT o.n, o.session, {SELECT_COLUMNS} FROM {_STAGE} o JOIN memories m ON m.seq = o.seq "
+        "WHERE o.n > ? ORDER BY o.n LIMIT ?",
+        (after, limit),
+    ).fetchall()
+    return [(r[0], r[1], row_to_entry(r[2:])) for r in rows]
+
+
+def drop_stage(raw) -> None:
+    raw.execute(f"DROP TABLE IF EXISTS {_STAGE}")
+
+
+def unpinned_page(raw, after_seq: int, upto: int, limit: int) -> list[tuple[int, MemoryEntry, list[float] | None]]:
+    """Up to ``limit`` current, unpinned rows with ``after_seq < seq <= upto``, with their stored vectors."""
     rows = raw.execute(
         f"SELECT m.seq, {SELECT_COLUMNS} FROM memories m "
-        f"WHERE m.seq > ? AND {_CURRENT} ORDER BY m.seq LIMIT ?",
-        (after_seq, limit),
+        f"WHERE m.seq > ? AND m.seq <= ? AND {_CURRENT} AND m.pinned = 0 ORDER BY m.seq LIMIT ?",
+        (after_seq, upto, limit),
     ).fetchall()
-    meta = read_meta(raw)
-    vectors: dict[int, list[float]] = {}
-    if rows and meta is not None and table_exists(raw, meta.vec_table):
-        sql = f"SELECT rowid, embedding FROM {meta.vec_table} WHERE rowid IN ({{marks}})"
-        for seq, blob in select_in(raw, sql, [r[0] for r in rows]):
-            vectors[seq] = list(struct.unpack(f"{len(blob) // 4}f", blob))
+    vectors = vectors_of(raw, [r[0] for r in rows])
     return [(r[0], row_to_entry(r[1:]), vectors.get(r[0])) for r in rows]
+
+
+def vectors_of(raw, seqs: Sequence[int]) -> dict[int, list[float]]:
+    """The stored vectors of ``seqs`` (none for a store without a vector index)."""
+    meta = read_meta(raw)
+    if not seqs or meta is None or not table_exists(raw, meta.vec_table):
+        return {}
+    sql = f"SELECT rowid, embedding FROM {meta.vec_table} WHERE rowid IN ({{marks}})"
+    return {seq: list(struct.unpack(f"{len(blob) // 4}f", blob)) for seq, blob in select_in(raw, sql, seqs)}
+
+
+def carrier_rows(
+    raw, asks: Sequence[tuple[int, MemoryEntry, Sequence[str]]], upto: int, cap: int
+) -> dict[int, list[tuple[int, str, str]]]:
+    """For each ask ``(seq, entry, words)``: up to ``cap`` other current, unpinned rows (seq <= ``upto``)
+    of the entry's agent, scope, pool and visibility whose content holds every one of ``words``,
+    bm25's best first, as ``(seq, id, content)``. The keyword index finds them (a superset of
+    what carries the entry's words: the caller checks), so no pair of rows is ever compared blind."""
+    sql = (
+        # CROSS JOIN keeps the index as the outer loop: a plain join lets the planner walk the
+        # agent's rows and run the MATCH once per row
+        "SELECT m.seq, m.id, m.content FROM memories_fts CROSS JOIN memories m ON m.seq = memories_fts.rowid "
+        f"WHERE memories_fts MATCH ? AND m.seq <= ? AND m.seq != ? AND {_CURRENT} AND m.pinned = 0 "
+        "AND m.agent_id = ? AND m.scope = ? AND m.pool_name IS ? AND m.visibility = ? "
+        "ORDER BY memories_fts.rank LIMIT ?"
+    )
+    found = {}
+    for seq, entry, words in asks:
+        params = (every_word_match(words), upto, seq, entry.agent_id, entry.scope.value, entry.pool_name,
+                  entry.visibility.value, cap)
+        found[seq] = raw.execute(sql, params).fetchall()
+    return found
+
+
+def entries_of(raw, seqs: Sequence[int]) -> dict[int, MemoryEntry]:
+    sql = f"SELECT m.seq, {SELECT_COLUMNS} FROM memories m WHERE m.seq IN ({{marks}})"
+    return {r[0]: row_to_entry(r[1:]) for r in select_in(raw, sql, seqs)}
 
 
 def sources_of(raw, ids: Sequence[str]) -> dict[str, list[str]]:

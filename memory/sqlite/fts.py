@@ -62,6 +62,12 @@ def focused_match(raw, parsed: QueryTerms) -> str | None:
     return "content : (" + " OR ".join(f'"{token}"' for token in chosen) + ")"
 
 
+def every_word_match(words) -> str:
+    """A MATCH on the ``content`` column for rows holding every one of ``words``: content words
+    (:mod:`memory.sqlite.fact_words`), whose plural "s" was dropped, so each is matched with it too."""
+    return "content : (" + " AND ".join(f'("{w}" OR "{w}s")' for w in words) + ")"
+
+
 def coverage(raw, terms: QueryTerms, entry_id: str, clause_sql: str, params: tuple) -> float:
     """The share of the query's search words that the FTS row of ``entry_id`` contains (any column).
 

@@ -156,7 +156,6 @@ def plan_index(
 ) -> IndexPlan:
     """Compare the folder (all of it, or just ``paths``) with the manifest; read only what may have changed
     (every note under ``reread``: what the manifest does not keep, such as bad frontmatter, is seen again)."""
-    cfg = vault.config
     if not vault.root.is_dir():
         raise NotFoundError(f"vault '{vault.name}': folder {vault.root} is missing; the index was left as it was")
     force = reread or stored.meta.get("identity") != _identity_key(who)

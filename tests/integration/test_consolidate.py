@@ -48,7 +48,7 @@ async def test_a_restatement_merges_into_the_fuller_one_and_different_facts_neve
 
     scanned, plan = await _consolidate(store, offline_embedder)
 
-    assert scanned == 4 and len(plan.merges) == 1
+    assert scanned == 4 and plan.counts()["merged"] == 1
     current = await _current(store)
     assert set(current) == {milk.id, primary.id, secondary.id}  # control: the clusters stay two facts
     assert current[milk.id].importance > 0.6  # said twice
@@ -98,8 +98,31 @@ async def test_a_second_run_changes_nothing(store, offline_embedder):
     _, first = await _consolidate(store, offline_embedder)
     ledger = len(await store.ledger())
     _, second = await _consolidate(store, offline_embedder)
-    assert first.archived == 2 and second.archived == 0 and not second.merges and not second.digests
+    assert first.archived == 2 and second.archived == 0
+    assert second.counts()["merged"] == second.counts()["digests"] == 0
     assert len(await store.ledger()) == ledger
+
+
+async def test_a_turn_is_digested_or_merged_never_both_and_a_dry_run_decides_the_same(store, offline_embedder):
+    vectors = VectorAdapter(store, EmbeddingGateway([offline_embedder]))
+    # two old turns that restate each other: digests take them (a merge would archive one twice)
+    old = [turn("Caroline: Thanks, Melanie! Your kind words really mean a lot.", 0),
+           turn("Caroline: Thanks, Melanie! Your kind words mean a lot.", 0, session="s2", when=OLD + timedelta(days=3))]
+    # control: restatements that have not aged out still merge, a plural included
+    cat, cats = fact("I adopted a cat from the shelter."), fact("I adopted two cats from the shelter in May.")
+    await vectors.write_many([*old, cat, cats])
+
+    _, dry = await _consolidate(store, offline_embedder, dry_run=True)
+    _, real = await _consolidate(store, offline_embedder)
+
+    assert dry.counts() == real.counts()
+    assert real.counts()["merged"] == 1 and real.counts()["digested"] == 2
+    current = await _current(store)
+    assert cats.id in current and cat.id not in current
+    edges = await store.run(lambda raw: raw.execute(
+        f"SELECT dst_id, count(*) FROM memory_edges WHERE relation = '{SOURCES}' GROUP BY dst_id").fetchall())
+    assert {dst for dst, _ in edges} == {old[0].id, old[1].id, cat.id}
+    assert all(n == 1 for _, n in edges)  # each archived row has exactly one consolidated parent
 
 
 def test_a_dry_run_shows_every_decision_and_changes_nothing(cli):
@@ -134,8 +157,9 @@ async def test_a_fact_is_never_archived_into_an_echo_and_a_digest_with_a_fact_is
 
     _, plan = await _consolidate(store, offline_embedder)
 
-    assert [m.keep.id for m in plan.merges] == [milk.id]  # control: a restatement between facts still merges
+    assert plan.counts()["merged"] == 1  # control: a restatement between facts still merges
+    assert await store.run(sources_of, [milk.id]) == {milk.id: [tea.id]}
     current = await _current(store)
     assert said.id in current and echo.id in current  # an echo never keeps over the fact it repeats
-    (digest,) = [d for d in plan.digests if d.sources[0].source_session_id == "s7"]
-    assert DERIVED_TAG not in digest.entry.tags  # it carries Caroline's fact
+    (digest,) = [e for e in current.values() if e.type is MemoryType.SEMANTIC and e.source_session_id == "s7"]
+    assert DERIVED_TAG not in digest.tags  # it carries Caroline's fact

@@ -14,7 +14,6 @@ import os
 import pty
 import select
 import subprocess
-import sys
 
 import pytest
 from runner import ARCANA, arcana, run_arcana

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from memory.consolidation.plan import Candidate, compact_text, plan_digests
+from memory.consolidation.plan import aged_out, compact_text, session_digests
 from memory.sqlite.fact_words import content_words
 from memory.types import MemoryEntry, MemoryType
 
@@ -32,7 +32,9 @@ def test_a_digest_is_shorter_than_its_turns_and_keeps_every_content_word_of_thei
     turns = [MemoryEntry(agent_id="ada", type=MemoryType.EPISODIC, content=c, source_session_id="s1",
                          created_at=at + timedelta(seconds=i), updated_at=at + timedelta(seconds=i))
              for i, c in enumerate(said)]
-    (digest,) = plan_digests([Candidate(t) for t in turns], at + timedelta(days=90))
+    later = at + timedelta(days=90)
+    assert all(aged_out(t, later) for t in turns) and not any(aged_out(t, at) for t in turns)  # control
+    (digest,) = session_digests(turns, later)
     text = digest.entry.content
     assert text.startswith("On 8 May 2023: Caroline: I went to an LGBTQ support group yesterday")
     assert len(text) < sum(len(c) for c in said)
