@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
+from memory.progress import Report
 from memory.types import HealthStatus, MemoryEntry, MemoryQuery, PrunePolicy, PruneReport
 
 
@@ -46,9 +47,10 @@ class Closeable(Protocol):
 
 @runtime_checkable
 class Prunable(Protocol):
-    """Can archive or purge by a :class:`PrunePolicy` (the stores that keep rows)."""
+    """Can archive or purge by a :class:`PrunePolicy` (the stores that keep rows); ``on_progress(done,
+    total)`` counts rows read, then rows removed."""
 
-    async def prune(self, policy: PrunePolicy) -> PruneReport: ...
+    async def prune(self, policy: PrunePolicy, on_progress: Report | None = None) -> PruneReport: ...
 
 
 @runtime_checkable

@@ -47,7 +47,8 @@ async def prune(
     if policy.mode is PruneMode.PURGE and not dry_run:
         # A purge deletes for good (an archive is restorable): confirmed like every other destructive command.
         confirm("purge low-value memories (deleted for good, not archived)", yes)
-    result = await prune_home(cli.home, cli.config, selection, policy, actor="cli")
+    with out.progress_per_store("pruning") as on_progress:
+        result = await prune_home(cli.home, cli.config, selection, policy, actor="cli", on_progress=on_progress)
     if out.quiet and not out.json_mode:
         return  # cron: silence unless something went wrong
     out.data(

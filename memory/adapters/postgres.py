@@ -38,6 +38,7 @@ from memory.postgres.fts import text_query
 from memory.postgres.migrations import current_version, migrate, refuse_newer
 from memory.postgres.mutations import SELECT_COLUMNS
 from memory.postgres.vectors import VEC_TABLE
+from memory.progress import Report
 from memory.query_terms import QueryTerms, terms
 from memory.ranking.fusion import Weights, hybrid_pool
 from memory.server_urls import check_url, mask_url
@@ -468,9 +469,9 @@ class PostgresAdapter:
 
     # -- maintenance -------------------------------------------------------
 
-    async def prune(self, policy: PrunePolicy) -> PruneReport:
+    async def prune(self, policy: PrunePolicy, on_progress: Report | None = None) -> PruneReport:
         """Archive (default) or purge the policy's victims in one transaction; pinned never."""
-        return await self._call(prune_sql.prune, policy, self.actor, transaction=True)
+        return await self._call(prune_sql.prune, policy, self.actor, on_progress, transaction=True)
 
     # -- the pin and vectors -------------------------------------------------
 

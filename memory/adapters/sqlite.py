@@ -18,6 +18,7 @@ from memory.home import Home
 from memory.limits import MAX_CONTENT_BYTES, check_content
 from memory.migrations.backup import backup_copy
 from memory.migrations.runner import check_not_newer, migrate
+from memory.progress import Progress, Report
 from memory.promotion import promote
 from memory.query_terms import QueryTerms, terms
 from memory.protocols import MemoryAdapter
@@ -523,11 +524,12 @@ class SQLiteAdapter:
 
     # -- maintenance -------------------------------------------------------
 
-    async def prune(self, policy: PrunePolicy) -> PruneReport:
-        """Archive (default) or purge the policy's victims in one transaction; pinned never."""
+    async def prune(self, policy: PrunePolicy, on_progress: Report | None = None) -> PruneReport:
+        """Archive (default) or purge the policy's victims in one transaction; pinned never.
+        ``on_progress(done, total)`` counts rows read, then rows removed."""
         if policy.mode is PruneMode.PURGE and not policy.dry_run and await self._has_vectors():
             await self.ensure_vec()
-        return await self.run(_prune_txn, policy, self.actor)
+        return await self.run(_prune_txn, policy, self.actor, on_progress)
 
 
 # -- work run on the connection thread ----------------------------------------
@@ -659,9 +661,10 @@ def _by_prefix(raw, pattern, clause_sql, params, limit):
     return raw.execute(sql, (pattern, *params, limit)).fetchall()
 
 
-def _prune_txn(raw, policy: PrunePolicy, actor: str) -> PruneReport:
+def _prune_txn(raw, policy: PrunePolicy, actor: str, on_progress: Report | None) -> PruneReport:
     with transaction(raw):
         scanned = raw.execute("SELECT count(*) FROM memories WHERE archived = 0").fetchone()[0]
+        progress = Progress(on_progress, scanned)
         victims: dict[str, None] = {}
         live_only = policy.mode is PruneMode.ARCHIVE
         if policy.min_importance is not None:
@@ -672,13 +675,16 @@ def _prune_txn(raw, policy: PrunePolicy, actor: str) -> PruneReport:
         if policy.max_entries is not None or policy.max_bytes is not None:
             sql, params = prune_order.candidates_sql(SQLITE)
             totals = raw.execute(prune_order.totals_sql(SQLITE)).fetchone()
-            keys = [prune_order.sort_key(row, policy.max_bytes is not None) for row in raw.execute(sql, params)]
+            rows = progress.counting(raw.execute(sql, params))
+            keys = [prune_order.sort_key(row, policy.max_bytes is not None) for row in rows]
             for mid in prune_order.overflow(keys, totals, policy.max_entries, policy.max_bytes):
                 victims[mid] = None
         for mid in consolidation.derived_from(raw, list(victims), live_only=live_only):
             victims[mid] = None  # a summary goes with a fact it carries, whatever its importance
         ids = policy.restrict(list(victims))
         report = PruneReport(scanned=scanned, dry_run=policy.dry_run, victim_ids=ids)
+        progress.total = progress.done + (0 if policy.dry_run else len(ids))  # read, then to remove
+        progress.advance(0)
         if policy.dry_run:  # counts say what would happen; nothing is written
             if policy.mode is PruneMode.ARCHIVE:
                 report.archived = len(ids)
@@ -688,7 +694,7 @@ def _prune_txn(raw, policy: PrunePolicy, actor: str) -> PruneReport:
         if not ids:
             return report
         if policy.mode is PruneMode.ARCHIVE:
-            report.archived = mutations.update(raw, ids, "archive", f"{actor}:prune", "archived = 1")
+            report.archived = mutations.update(raw, ids, "archive", f"{actor}:prune", "archived = 1", progress=progress)
         else:
-            report.purged = mutations.delete(raw, ids, "purge", f"{actor}:prune")
+            report.purged = mutations.delete(raw, ids, "purge", f"{actor}:prune", progress=progress)
         return report

@@ -29,6 +29,7 @@ from memory.embedding.base import Embedder, EmbeddingMeta, content_hash, l2_norm
 from memory.embedding.chunking import embed_text
 from memory.embedding.gateway import EmbeddingGateway
 from memory.errors import MemoryStorageError
+from memory.progress import Report
 from memory.query_terms import terms
 from memory.ranking.fusion import Weights, hybrid_pool
 from memory.sqlite import chunks, compact
@@ -445,9 +446,9 @@ class VectorAdapter:
     async def session_neighbours(self, query: MemoryQuery, entry_ids: Sequence[str]) -> dict[str, list[MemoryEntry]]:
         return await self.store.session_neighbours(query, entry_ids)
 
-    async def prune(self, policy: PrunePolicy) -> PruneReport:
+    async def prune(self, policy: PrunePolicy, on_progress: Report | None = None) -> PruneReport:
         """Prune through the store; a PURGE clears the removed entries' vectors in the same transaction."""
-        return await self.store.prune(policy)
+        return await self.store.prune(policy, on_progress)
 
     async def purge(self, entry_ids: Sequence[str]) -> int:
         return await self.store.purge(entry_ids)

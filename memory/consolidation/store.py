@@ -28,6 +28,7 @@ from memory.sqlite.consolidation import (
     unpinned_page,
     vectors_of,
 )
+from memory.progress import Progress
 from memory.sqlite.fact_words import content_words
 
 PAGE = 2_000
@@ -51,23 +52,13 @@ async def consolidate_store(
     batches = _Batches(store, Plan(keep=dry_run), dry_run, embed, f"{actor}:consolidate")
     try:
         staged = await store.run(stage_episodes)
-        progress = _Progress(on_progress, staged + scanned)
+        progress = Progress(on_progress, staged + scanned)
         digested = await _digest(store, now, batches, progress)
     finally:
         await store.run(drop_stage)
     await _merge(store, upto, digested, batches, progress)
     await batches.flush()
     return scanned, batches.plan
-
-
-class _Progress:
-    def __init__(self, report, total: int):
-        self.report, self.total, self.done = report, total, 0
-
-    def advance(self, rows: int) -> None:
-        self.done += rows
-        if self.report:
-            self.report(self.done, max(self.total, self.done))
 
 
 class _Batches:
@@ -103,7 +94,7 @@ class _Batches:
             await self.embed([entry.id for entry in writes])
 
 
-async def _digest(store, now: datetime, batches: _Batches, progress: _Progress) -> set[str]:
+async def _digest(store, now: datetime, batches: _Batches, progress: Progress) -> set[str]:
     """Digest each session's aged-out episodes; return the ids a dry run digested (the merge walk
     skips them; a real run archived them)."""
     digested: set[str] = set()
@@ -130,7 +121,7 @@ async def _digest(store, now: datetime, batches: _Batches, progress: _Progress) 
     return digested
 
 
-async def _merge(store, upto: int, skip: set[str], batches: _Batches, progress: _Progress) -> None:
+async def _merge(store, upto: int, skip: set[str], batches: _Batches, progress: Progress) -> None:
     """Walk every current row once; union the pairs that restate each other; merge each cluster."""
     parent: dict[int, int] = {}
 

@@ -9,6 +9,7 @@ running the same prune again still finds them.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -61,10 +62,12 @@ class PruneRun:
 
 
 async def prune_home(
-    home: Home, config: Any, selection: Selection, policy: PrunePolicy, *, actor: str = "library"
+    home: Home, config: Any, selection: Selection, policy: PrunePolicy, *, actor: str = "library",
+    on_progress: Callable[[str, int, int], None] | None = None,
 ) -> PruneRun:
     """Prune every store ``selection`` names (see :func:`prune_targets`) with ``policy``, under
-    ``<home>/locks/prune.lock``: a second prune of the same home fails at once with :class:`LockHeldError`."""
+    ``<home>/locks/prune.lock``: a second prune of the same home fails at once with :class:`LockHeldError`.
+    ``on_progress(label, done, total)``: rows read, then rows removed, in the store named ``label``."""
     targets = prune_targets(home, config, selection)
     run = PruneRun(policy)
     audit = AuditLog(home.audit_log)
@@ -72,7 +75,8 @@ async def prune_home(
         copies = GlobalCopies.of_home(home, config, actor=actor)
         try:
             for target in targets:
-                done = await _prune_one(home, config, target, policy, copies, actor)
+                progress = (lambda d, t, label=target.shown: on_progress(label, d, t)) if on_progress else None
+                done = await _prune_one(home, config, target, policy, copies, actor, progress)
                 run.stores.append(done)
                 if done.report.archived or done.report.purged:
                     fields = {k: v for k, v in done.report.as_dict().items() if k != "victim_ids"}
@@ -85,7 +89,7 @@ async def prune_home(
 
 
 async def _prune_one(
-    home: Home, config: Any, target: Target, policy: PrunePolicy, copies: GlobalCopies, actor: str
+    home: Home, config: Any, target: Target, policy: PrunePolicy, copies: GlobalCopies, actor: str, progress
 ) -> StorePrune:
     if target.kind is StoreKind.PRIVATE:
         store = open_store(home, StoreKind.PRIVATE, target.name, actor=actor)
@@ -93,12 +97,12 @@ async def _prune_one(
         store = open_tier(home, target.kind, target.name, config=config, actor=actor)
     try:
         if target.agent_id is None or policy.dry_run or not copies.may_hold_copies:
-            return StorePrune(target, await store.prune(policy))
+            return StorePrune(target, await store.prune(policy, progress))
         op = policy.mode.value
-        planned = (await store.prune(policy.model_copy(update={"dry_run": True}))).victim_ids
+        planned = (await store.prune(policy.model_copy(update={"dry_run": True}), progress)).victim_ids
         change = await copies.follow_many(store, target.agent_id, planned, op, _VERB[op])
         # Exactly the planned rows: one that became a victim since has a copy nobody followed (the next prune takes it).
-        report = await store.prune(policy.model_copy(update={"within": frozenset(planned)}))
+        report = await store.prune(policy.model_copy(update={"within": frozenset(planned)}), progress)
         return StorePrune(target, report, change)
     finally:
         await store.aclose()

@@ -21,6 +21,7 @@ from memory.sqlite import chunks, compact, context, vectors
 from memory.sqlite.batches import batches, marks, select_in
 from memory.sqlite.rows import COLUMNS, SELECT_COLUMNS, entry_values, row_image
 from memory.errors import StaleEditError
+from memory.progress import Progress
 from memory.promotion import ASSERTED_IMPORTANCE_CAP
 from memory.types import MemoryEntry, Visibility
 
@@ -224,17 +225,23 @@ def stale_message(entry_id: str, seq: int, newest: int | None) -> str:
     )
 
 
-def update(raw, ids: Sequence[str], op: str, actor: str, assignments: str, params: Sequence = ()) -> int:
+def update(raw, ids: Sequence[str], op: str, actor: str, assignments: str, params: Sequence = (),
+           progress: Progress | None = None) -> int:
     """Apply ``UPDATE memories SET <assignments>`` to ``ids``, one ledger row per changed row.
 
     ``updated_at`` is stamped afterwards on the rows that really changed, so
     an edit that changes nothing (``--current`` on a current memory) leaves
     the row exactly as it was, with no ledger row. Ids are taken a window at
     a time (all in the caller's transaction), so archiving half a million-row
-    store holds one window's images, not every row's.
+    store holds one window's images, not every row's; ``progress`` advances a window at a time.
     """
     now = time.time()
-    return sum(_update_window(raw, window, op, actor, assignments, params, now) for window in batches(ids, MUTATION_WINDOW))
+    changed = 0
+    for window in batches(ids, MUTATION_WINDOW):
+        changed += _update_window(raw, window, op, actor, assignments, params, now)
+        if progress is not None:
+            progress.advance(len(window))
+    return changed
 
 
 def _update_window(raw, ids: list[str], op: str, actor: str, assignments: str, params: Sequence, now: float) -> int:
@@ -253,12 +260,17 @@ def _update_window(raw, ids: list[str], op: str, actor: str, assignments: str, p
     return len(ledger)
 
 
-def delete(raw, ids: Sequence[str], op: str, actor: str) -> int:
+def delete(raw, ids: Sequence[str], op: str, actor: str, progress: Progress | None = None) -> int:
     """Hard-delete ``ids`` (and their vectors and chunk vectors), one ledger row each, a window at a
     time (see :func:`update`). ``op`` is 'delete' or 'purge'."""
     now = time.time()
     vec_tables = vectors.vec_tables(raw)
-    return sum(_delete_window(raw, window, op, actor, now, vec_tables) for window in batches(ids, MUTATION_WINDOW))
+    deleted = 0
+    for window in batches(ids, MUTATION_WINDOW):
+        deleted += _delete_window(raw, window, op, actor, now, vec_tables)
+        if progress is not None:
+            progress.advance(len(window))
+    return deleted
 
 
 def _delete_window(raw, ids: list[str], op: str, actor: str, now: float, vec_tables: list[str]) -> int:

@@ -257,3 +257,16 @@ async def test_a_prune_larger_than_one_mutation_window_ledgers_every_row(store, 
         "SELECT op, count(*) FROM memory_ledger WHERE op IN ('archive', 'purge') GROUP BY op").fetchall())
     assert [tuple(r) for r in ops] == [(mode.value if mode is PruneMode.PURGE else "archive", 30)]
     assert [e.id for e in await store.search(MemoryQuery())] == [kept.id]  # positive control: the kept one answers
+
+
+@pytest.mark.parametrize("dry_run", [True, False])
+async def test_progress_counts_every_row_read_then_every_row_removed(store, ten, dry_run):
+    """A million-row prune is one long transaction: its progress reaches the rows it read (ten
+    unpinned), then, for real, those plus the four it archives, and never runs backwards."""
+    seen: list[tuple[int, int]] = []
+    report = await store.prune(PrunePolicy(max_entries=7, dry_run=dry_run), lambda done, total: seen.append((done, total)))
+    assert report.archived == 4
+    expected = 10 if dry_run else 14
+    assert seen[-1] == (expected, expected)
+    assert all(done <= total for done, total in seen)
+    assert [done for done, _ in seen] == sorted(done for done, _ in seen)

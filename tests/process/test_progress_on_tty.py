@@ -1,8 +1,8 @@
-"""`doctor`, `migrate up` and `consolidate` show a progress bar on a terminal, and only there (issue 26).
+"""`doctor`, `migrate up`, `consolidate` and `prune` show a progress bar on a terminal, and only there (issue 26).
 
 Their slow step grows with the stores (a database's ``quick_check``, a
-migration's copy aside, consolidation reading every current row before it
-decides anything: here there is nothing to decide), so a user at a terminal
+migration's copy aside, consolidation reading every current row, prune
+reading every row to rank it and archiving a window at a time), so a user at a terminal
 sees it move. Real processes:
 stderr on a pseudo-terminal, as a user's shell has it, against the same
 command with stderr piped, where no bar may appear.
@@ -19,7 +19,8 @@ import pytest
 from runner import ARCANA, arcana, run_arcana
 
 BARS = {("doctor",): b"checking databases", ("migrate", "up"): b"migrating databases",
-        ("consolidate", "--agent", "a"): b"a: consolidating"}
+        ("consolidate", "--agent", "a"): b"a: consolidating",
+        ("prune", "--agent", "a", "--max-entries", "1"): b"a: pruning"}
 
 
 def _on_tty(env: dict, *args: str) -> tuple[int, bytes]:
