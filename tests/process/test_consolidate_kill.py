@@ -1,0 +1,113 @@
+"""A consolidate killed mid-run leaves every decision done or not done, and a re-run finishes the job.
+
+A real `arcana consolidate` process over a keyword-only store of 1,200 old
+sessions (4,800 digests to make, 200 a transaction) is killed with SIGKILL
+once some sources are archived and before the last batch. Then no digest is
+without its sources archived and no source is archived without a current
+digest carrying it; a re-run leaves the store exactly as one uninterrupted
+run does (the same turns archived, the same digests), on a copy made before
+either ran.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import sqlite3
+import subprocess
+import time
+
+from runner import ARCANA, arcana
+
+SESSIONS, TURNS = 1200, 21  # 4 digests and a bit of small talk a session
+
+
+def _lines() -> str:
+    lines = []
+    for s in range(SESSIONS):
+        day = f"2023-{1 + s % 12:02d}-{1 + s % 28:02d}T10:00:00+00:00"
+        for t in range(TURNS):
+            content = "haha, yes!" if t == 7 else f"Ada: crate {s}-{t} went to shelf {(s * TURNS + t) % 997} near dock {t}"
+            lines.append(json.dumps({"content": content, "session": f"s{s}", "type": "episodic", "created_at": day}))
+    return "\n".join(lines) + "\n"
+
+
+def _state(db) -> tuple[set[str], list[str]]:
+    """(ids archived, contents of the current digests, sorted) as committed."""
+    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5)
+    try:
+        archived = {r[0] for r in conn.execute("SELECT id FROM memories WHERE archived = 1")}
+        digests = sorted(r[0] for r in conn.execute(
+            "SELECT content FROM memories WHERE archived = 0 AND id IN (SELECT src_id FROM memory_edges)"))
+        return archived, digests
+    finally:
+        conn.close()
+
+
+def _half_applied(db) -> list[str]:
+    """Edges of a batch that did not land whole: a source still current, or one archived under no current digest."""
+    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5)
+    try:
+        current_sources = conn.execute(
+            "SELECT e.dst_id FROM memory_edges e JOIN memories m ON m.id = e.dst_id WHERE m.archived = 0").fetchall()
+        orphans = conn.execute(
+            "SELECT m.id FROM memories m WHERE m.archived = 1 AND m.content != 'haha, yes!' AND NOT EXISTS "
+            "(SELECT 1 FROM memory_edges e JOIN memories d ON d.id = e.src_id WHERE e.dst_id = m.id AND d.archived = 0)"
+        ).fetchall()
+        return [r[0] for r in (*current_sources, *orphans)]
+    finally:
+        conn.close()
+
+
+def _archived_count(db) -> int:
+    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=0.2)
+    try:
+        return conn.execute("SELECT count(*) FROM memories WHERE archived = 1").fetchone()[0]
+    finally:
+        conn.close()
+
+
+def _killed_midway(home) -> None:
+    db = next(home.root.glob("agents/*/memory.db"))
+    proc = subprocess.Popen([*ARCANA, "consolidate", "--agent", "ada"], env={**os.environ, "ARCANA_HOME": str(home.root)},
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 300
+    try:
+        while time.monotonic() < deadline and proc.poll() is None:
+            try:
+                if _archived_count(db) > 0:
+                    proc.send_signal(signal.SIGKILL)
+                    proc.wait()
+                    return
+            except sqlite3.Error:
+                pass
+            time.sleep(0.005)
+        raise AssertionError(f"consolidate ended before a batch was seen: {proc.communicate()}")
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+def test_a_killed_consolidate_leaves_whole_batches_and_a_rerun_ends_as_one_run_would(no_embedder, tmp_path):
+    source = tmp_path / "lines.jsonl"
+    source.write_text(_lines())
+    arcana("--quiet", "remember", "--from", str(source), "--agent", "ada", "--no-reconcile", home=no_embedder)
+    whole = tmp_path / "whole"
+    shutil.copytree(no_embedder.root, whole)
+    arcana("--quiet", "consolidate", "--agent", "ada", home=whole)
+    expected = _state(next(whole.glob("agents/*/memory.db")))
+    assert len(expected[1]) >= SESSIONS * 4 and len(expected[0]) == SESSIONS * TURNS  # positive control: it digests
+
+    _killed_midway(no_embedder)
+    db = next(no_embedder.root.glob("agents/*/memory.db"))
+    partial = _state(db)
+    assert 0 < len(partial[0]) < len(expected[0]), "the kill did not land mid-run"
+    assert _half_applied(db) == []
+    assert partial[0] <= expected[0]
+
+    arcana("--quiet", "consolidate", "--agent", "ada", home=no_embedder)
+    assert _state(db) == expected
+    assert _half_applied(db) == []
