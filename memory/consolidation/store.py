@@ -58,6 +58,8 @@ async def consolidate_store(
         await store.run(drop_stage)
     await _merge(store, upto, digested, batches, progress)
     await batches.flush()
+    progress.total = progress.done  # the walk skips what was digested and what is pinned: the bar ends full
+    progress.advance(0)
     return scanned, batches.plan
 
 

@@ -112,10 +112,14 @@ async def test_a_turn_is_digested_or_merged_never_both_and_a_dry_run_decides_the
     cat, cats = fact("I adopted a cat from the shelter."), fact("I adopted two cats from the shelter in May.")
     await vectors.write_many([*old, cat, cats])
 
-    _, dry = await _consolidate(store, offline_embedder, dry_run=True)
-    _, real = await _consolidate(store, offline_embedder)
+    seen = {True: [], False: []}
+    _, dry = await _consolidate(store, offline_embedder, dry_run=True, on_progress=lambda *p: seen[True].append(p))
+    _, real = await _consolidate(store, offline_embedder, on_progress=lambda *p: seen[False].append(p))
 
     assert dry.counts() == real.counts()
+    for calls in seen.values():  # a bar that only moves forward and ends full
+        assert calls[-1][0] == calls[-1][1] > 0 and all(done <= total for done, total in calls)
+        assert [done for done, _ in calls] == sorted(done for done, _ in calls)
     assert real.counts()["merged"] == 1 and real.counts()["digested"] == 2
     current = await _current(store)
     assert cats.id in current and cat.id not in current
