@@ -28,8 +28,8 @@ async def consolidate(
 
     selection = Selection(agent=agent, all=all_, pools=pool or (), global_=global_)
     with out.progress_per_store("consolidating") as on_progress:
-        result = await consolidate_home(cli.home, cli.config, selection, dry_run=dry_run, on_progress=on_progress,
-                                        actor="cli")
+        result = await consolidate_home(cli.home, cli.config, selection, dry_run=dry_run, decisions=out.json_mode,
+                                        on_progress=on_progress, actor="cli")
     for done in result.failed:
         out.warn(f"{done.name}: {done.error}")
     if not (out.quiet and not out.json_mode):

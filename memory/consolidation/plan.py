@@ -98,23 +98,23 @@ class Digest:
 
 @dataclass
 class Plan:
-    """What consolidation decided: counts always; the decisions themselves only when ``keep`` (a dry
-    run shows each), so applying a million rows' worth holds one batch at a time."""
+    """What consolidation decided: counts always; the decisions only when ``keep`` (a dry run that
+    lists them), each as its ids and text, so a run over a million rows holds one batch of entries."""
 
     keep: bool = True
-    merges: list[Merge] = field(default_factory=list)
-    digests: list[Digest] = field(default_factory=list)
+    merges: list[dict] = field(default_factory=list)
+    digests: list[dict] = field(default_factory=list)
     tally: Counter = field(default_factory=Counter)
 
     def add(self, decision: Merge | Digest) -> None:
         if isinstance(decision, Merge):
             self.tally.update(merged=1, merged_sources=len(decision.sources))
             if self.keep:
-                self.merges.append(decision)
+                self.merges.append(decision.as_dict())
         else:
             self.tally.update(digests=1, digested=len(decision.sources), idle=len(decision.idle))
             if self.keep:
-                self.digests.append(decision)
+                self.digests.append(decision.as_dict())
 
     @property
     def archived(self) -> int:

@@ -23,6 +23,7 @@ from memory.sqlite.consolidation import (
     current_extent,
     drop_stage,
     entries_of,
+    skip,
     stage_episodes,
     staged_episodes,
     unpinned_page,
@@ -38,25 +39,26 @@ ASKED_WORDS = 4  # of a memory's content words, the longest (the rarest, as a ru
 
 
 async def consolidate_store(
-    store, now: datetime, *, dry_run: bool = False, embed=None, actor: str = "library", on_progress=None
+    store, now: datetime, *, dry_run: bool = False, decisions: bool = False, embed=None, actor: str = "library",
+    on_progress=None,
 ) -> tuple[int, Plan]:
     """Consolidate one SQLite store (an open or openable :class:`SQLiteAdapter`): ``(current rows, plan)``.
 
-    The plan keeps every decision on a dry run (it shows them) and only counts otherwise.
+    The plan counts; with ``decisions``, a dry run's plan also lists each decision.
     ``embed(ids)`` gives each batch's digests their vectors (``VectorAdapter.complete``);
     without it they are embedded by the next reindex or write. ``on_progress(done, total)``
     counts rows read: the staged episodes, then every current row.
     """
     await store.ensure_vec()  # stored vectors are read back when the store has an index
     scanned, upto = await store.run(current_extent)
-    batches = _Batches(store, Plan(keep=dry_run), dry_run, embed, f"{actor}:consolidate")
+    batches = _Batches(store, Plan(keep=dry_run and decisions), dry_run, embed, f"{actor}:consolidate")
     try:
         staged = await store.run(stage_episodes)
         progress = Progress(on_progress, staged + scanned)
-        digested = await _digest(store, now, batches, progress)
+        await _digest(store, now, batches, progress)
+        await _merge(store, upto, batches, progress)
     finally:
         await store.run(drop_stage)
-    await _merge(store, upto, digested, batches, progress)
     await batches.flush()
     progress.total = progress.done  # the walk skips what was digested and what is pinned: the bar ends full
     progress.advance(0)
@@ -96,17 +98,17 @@ class _Batches:
             await self.embed([entry.id for entry in writes])
 
 
-async def _digest(store, now: datetime, batches: _Batches, progress: Progress) -> set[str]:
-    """Digest each session's aged-out episodes; return the ids a dry run digested (the merge walk
-    skips them; a real run archived them)."""
-    digested: set[str] = set()
+async def _digest(store, now: datetime, batches: _Batches, progress: Progress) -> None:
+    """Digest each session's aged-out episodes (a dry run sets them aside: the merge walk passes
+    over them as it does over the archived rows of a real run)."""
     key, turns, after = None, [], 0
 
     async def close_session() -> None:
-        for digest in session_digests(turns, now):
+        digests = session_digests(turns, now)
+        for digest in digests:
             await batches.add(digest)
-            if batches.dry_run:
-                digested.update(e.id for e in (*digest.sources, *digest.idle))
+        if batches.dry_run and digests:
+            await store.run(skip, [e.id for digest in digests for e in (*digest.sources, *digest.idle)])
 
     while page := await store.run(staged_episodes, after, PAGE):
         for _, session, entry in page:
@@ -120,10 +122,9 @@ async def _digest(store, now: datetime, batches: _Batches, progress: Progress) -
         progress.advance(len(page))
     await close_session()
     await batches.flush()  # the merge walk reads what is current: digested turns are archived by now
-    return digested
 
 
-async def _merge(store, upto: int, skip: set[str], batches: _Batches, progress: Progress) -> None:
+async def _merge(store, upto: int, batches: _Batches, progress: Progress) -> None:
     """Walk every current row once; union the pairs that restate each other; merge each cluster."""
     parent: dict[int, int] = {}
 
@@ -138,16 +139,15 @@ async def _merge(store, upto: int, skip: set[str], batches: _Batches, progress: 
     while page := await store.run(unpinned_page, after, upto, PAGE):
         after = page[-1][0]
         progress.advance(len(page))
-        mine = {seq: (entry, vector, words) for seq, entry, vector in page
-                if entry.id not in skip and (words := content_words(entry.content))}
+        mine = {seq: (entry, vector, words) for seq, entry, vector in page if (words := content_words(entry.content))}
         asks = [(seq, entry, sorted(words, key=lambda w: (-len(w), w))[:ASKED_WORDS])
                 for seq, (entry, _, words) in mine.items()]
         found = await store.run(carrier_rows, asks, upto, CARRIERS)
         pairs = []
         for seq, rows in found.items():
             words = mine[seq][2]
-            for other, other_id, content in rows:
-                if other_id not in skip and carries(other_words := content_words(content), words):
+            for other, content in rows:
+                if carries(other_words := content_words(content), words):
                     pairs.append((seq, other, other_words))
         vectors = await store.run(vectors_of, sorted({other for _, other, _ in pairs}))
         for seq, other, other_words in pairs:

@@ -43,13 +43,12 @@ class StoreConsolidation:
     def name(self) -> str:
         return self.target.shown
 
-    def as_dict(self, *, decisions: bool = False) -> dict:
+    def as_dict(self) -> dict:
         if self.error is not None:
             return {**self.target.fields, "error": self.error}
         data = {**self.target.fields, "scanned": self.scanned, **self.plan.counts()}
-        if decisions:
-            data["decisions"] = {"merges": [m.as_dict() for m in self.plan.merges],
-                                 "digests": [d.as_dict() for d in self.plan.digests]}
+        if self.plan.keep:
+            data["decisions"] = {"merges": self.plan.merges, "digests": self.plan.digests}
         return data
 
 
@@ -67,8 +66,8 @@ class ConsolidationRun:
         return [s for s in self.stores if s.error is not None]
 
     def as_dict(self) -> dict:
-        """The shape ``arcana consolidate --json`` prints; a dry run lists every decision."""
-        shown = [s.as_dict(decisions=self.dry_run) for s in self.stores]
+        """The shape ``arcana consolidate --json`` prints; a dry run asked for them lists every decision."""
+        shown = [s.as_dict() for s in self.stores]
         return {
             "dry_run": self.dry_run,
             "agents": [d for s, d in zip(self.stores, shown) if s.target.kind is StoreKind.PRIVATE],
@@ -82,13 +81,15 @@ async def consolidate_home(
     selection: Selection,
     *,
     dry_run: bool = False,
+    decisions: bool = False,
     now: datetime | None = None,
     on_progress: Progress | None = None,
     actor: str = "library",
 ) -> ConsolidationRun:
     """Consolidate every store ``selection`` names (the stores reindex would), under
     ``<home>/locks/consolidate.lock``; a second run of the same home fails at once with
-    :class:`LockHeldError`. ``now`` decides which episodes aged out (tests and benchmarks pass one)."""
+    :class:`LockHeldError`. ``decisions``: a dry run lists each one (as large as what it prints).
+    ``now`` decides which episodes aged out (tests and benchmarks pass one)."""
     from memory.embedding.factory import build_gateway
 
     targets = reindex_targets(home, config, selection)
@@ -100,7 +101,8 @@ async def consolidate_home(
             done = StoreConsolidation(target)
             progress = (lambda d, t, label=done.name: on_progress(label, d, t)) if on_progress else None
             try:
-                await _consolidate_one(home, config, done, gateway, now or now_utc(), dry_run, progress, actor)
+                await _consolidate_one(home, config, done, gateway, now or now_utc(), dry_run, progress, actor,
+                                       decisions=dry_run and decisions)
             except MemoryStorageError as exc:
                 done.error = str(exc)
             run.stores.append(done)
@@ -109,7 +111,8 @@ async def consolidate_home(
     return run
 
 
-async def _consolidate_one(home, config, done: StoreConsolidation, gateway, now, dry_run, progress, actor) -> None:
+async def _consolidate_one(home, config, done: StoreConsolidation, gateway, now, dry_run, progress, actor, *,
+                           decisions: bool) -> None:
     target = done.target
     if target.kind is StoreKind.PRIVATE:
         store = open_store(home, target.kind, target.name, actor=actor)
@@ -123,7 +126,7 @@ async def _consolidate_one(home, config, done: StoreConsolidation, gateway, now,
         embed = None
         if not dry_run:
             embed = vector_adapter(store, config.embedding, home, gateway=gateway).complete
-        done.scanned, done.plan = await consolidate_store(store, now, dry_run=dry_run, embed=embed, actor=actor,
-                                                          on_progress=progress)
+        done.scanned, done.plan = await consolidate_store(store, now, dry_run=dry_run, decisions=decisions, embed=embed,
+                                                          actor=actor, on_progress=progress)
     finally:
         await store.aclose()

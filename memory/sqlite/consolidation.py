@@ -30,6 +30,9 @@ _CURRENT = "m.archived = 0 AND m.valid_to IS NULL"
 # A digest gathers one session's turns: its id, or for a turn with none the day it was said.
 _SESSION = "COALESCE(m.source_session_id, date(m.created_at, 'unixepoch'))"
 _STAGE = "temp.consolidation_order"
+# What a dry run digested: the merge walk passes over it as a real run would (there it is archived).
+_SKIP = "temp.consolidation_skip"
+_UNSKIPPED = f"m.id NOT IN (SELECT id FROM {_SKIP})"
 
 
 def current_extent(raw) -> tuple[int, int]:
@@ -41,11 +44,13 @@ def current_extent(raw) -> tuple[int, int]:
 
 def stage_episodes(raw) -> int:
     """Line up every current, unpinned episode in digest order (agent, scope, pool, visibility,
-    session, time) in a TEMP table; return how many. Only seqs are sorted, and a TEMP table is
-    the connection's own, so a dry run writes nothing to the store and nothing is held in memory."""
-    raw.execute(f"DROP TABLE IF EXISTS {_STAGE}")
+    session, time) in a TEMP table, beside an empty one of what a dry run sets aside; return how
+    many. Only seqs are sorted, and a TEMP table is the connection's own, so a dry run writes
+    nothing to the store and holds nothing in memory."""
+    drop_stage(raw)
     raw.execute("CREATE TEMP TABLE consolidation_order (n INTEGER PRIMARY KEY, seq INTEGER NOT NULL, "
                 "session TEXT NOT NULL)")
+    raw.execute("CREATE TEMP TABLE consolidation_skip (id TEXT PRIMARY KEY) WITHOUT ROWID")
     raw.execute(
         f"INSERT INTO {_STAGE} (seq, session) SELECT m.seq, {_SESSION} FROM memories m "
         f"WHERE {_CURRENT} AND m.type = 'episodic' AND m.pinned = 0 "
@@ -64,15 +69,22 @@ def staged_episodes(raw, after: int, limit: int) -> list[tuple[int, str, MemoryE
     return [(r[0], r[1], row_to_entry(r[2:])) for r in rows]
 
 
+def skip(raw, ids: Sequence[str]) -> None:
+    """Set ``ids`` aside for the rest of a dry run (they were digested)."""
+    raw.executemany(f"INSERT OR IGNORE INTO {_SKIP} (id) VALUES (?)", [(i,) for i in ids])
+
+
 def drop_stage(raw) -> None:
     raw.execute(f"DROP TABLE IF EXISTS {_STAGE}")
+    raw.execute(f"DROP TABLE IF EXISTS {_SKIP}")
 
 
 def unpinned_page(raw, after_seq: int, upto: int, limit: int) -> list[tuple[int, MemoryEntry, list[float] | None]]:
-    """Up to ``limit`` current, unpinned rows with ``after_seq < seq <= upto``, with their stored vectors."""
+    """Up to ``limit`` current, unpinned rows with ``after_seq < seq <= upto`` and not set aside, with
+    their stored vectors."""
     rows = raw.execute(
         f"SELECT m.seq, {SELECT_COLUMNS} FROM memories m "
-        f"WHERE m.seq > ? AND m.seq <= ? AND {_CURRENT} AND m.pinned = 0 ORDER BY m.seq LIMIT ?",
+        f"WHERE m.seq > ? AND m.seq <= ? AND {_CURRENT} AND m.pinned = 0 AND {_UNSKIPPED} ORDER BY m.seq LIMIT ?",
         (after_seq, upto, limit),
     ).fetchall()
     vectors = vectors_of(raw, [r[0] for r in rows])
@@ -90,16 +102,16 @@ def vectors_of(raw, seqs: Sequence[int]) -> dict[int, list[float]]:
 
 def carrier_rows(
     raw, asks: Sequence[tuple[int, MemoryEntry, Sequence[str]]], upto: int, cap: int
-) -> dict[int, list[tuple[int, str, str]]]:
+) -> dict[int, list[tuple[int, str]]]:
     """For each ask ``(seq, entry, words)``: up to ``cap`` other current, unpinned rows (seq <= ``upto``)
-    of the entry's agent, scope, pool and visibility whose content holds every one of ``words``,
-    bm25's best first, as ``(seq, id, content)``. The keyword index finds them (a superset of
+    of the entry's agent, scope, pool and visibility, not set aside, whose content holds every one
+    of ``words``, bm25's best first, as ``(seq, content)``. The keyword index finds them (a superset of
     what carries the entry's words: the caller checks), so no pair of rows is ever compared blind."""
     sql = (
         # CROSS JOIN keeps the index as the outer loop: a plain join lets the planner walk the
         # agent's rows and run the MATCH once per row
-        "SELECT m.seq, m.id, m.content FROM memories_fts CROSS JOIN memories m ON m.seq = memories_fts.rowid "
-        f"WHERE memories_fts MATCH ? AND m.seq <= ? AND m.seq != ? AND {_CURRENT} AND m.pinned = 0 "
+        "SELECT m.seq, m.content FROM memories_fts CROSS JOIN memories m ON m.seq = memories_fts.rowid "
+        f"WHERE memories_fts MATCH ? AND m.seq <= ? AND m.seq != ? AND {_CURRENT} AND m.pinned = 0 AND {_UNSKIPPED} "
         "AND m.agent_id = ? AND m.scope = ? AND m.pool_name IS ? AND m.visibility = ? "
         "ORDER BY memories_fts.rank LIMIT ?"
     )

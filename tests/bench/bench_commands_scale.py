@@ -4,7 +4,9 @@ For each size N an agent's store (real migrations, a real agent card) holds N
 keyword-only memories: Zipf sentences of 8-25 words (bench_store.corpus)
 written with raw batched INSERTs, as bench_scale.py fills its stores, but with
 no vectors (so the figures are the commands' own memory, not a model's or
-sqlite-vec's). Each command then runs as a real ``arcana`` process
+sqlite-vec's). The quarter of them that are episodes belong to sessions of 20
+turns dated in 2025, long aged out: months of an agent's history, which
+consolidate digests. Each command then runs as a real ``arcana`` process
 (bench_peak_rss.measure: the child's ``ru_maxrss``), in this order, on the
 same store:
 
@@ -29,6 +31,7 @@ import shutil
 import sys
 import tempfile
 import time
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -40,8 +43,11 @@ from bench_store import Zipf, corpus, raw_batch, vocabulary  # noqa: E402
 from memory.adapters.sqlite import SQLiteAdapter  # noqa: E402
 from memory.agents import AgentRegistry  # noqa: E402
 from memory.home import Home  # noqa: E402
+from memory.types import MemoryEntry, MemoryType  # noqa: E402
 
 CHUNK = 20_000  # rows generated and inserted at a time (the builder's memory stays bounded too)
+OLD = datetime(2025, 1, 1, tzinfo=UTC)
+SESSION_TURNS = 20
 
 
 async def build(n: int, root: Path) -> Path:
@@ -55,9 +61,18 @@ async def build(n: int, root: Path) -> Path:
     rng = random.Random(n)
     zipf = Zipf(vocabulary(rng), rng)
     for done in range(0, n, CHUNK):
-        await store.run(raw_batch, corpus(min(CHUNK, n - done), zipf, rng, agent_id=card.id))
+        entries = corpus(min(CHUNK, n - done), zipf, rng, agent_id=card.id)
+        await store.run(raw_batch, [_old_turn(e, done + i) if e.type is MemoryType.EPISODIC else e
+                                    for i, e in enumerate(entries)])
     await store.aclose()
     return home.root
+
+
+def _old_turn(entry: MemoryEntry, i: int) -> MemoryEntry:
+    """An episode of a session months old (SESSION_TURNS turns a session): what consolidate digests."""
+    at = OLD + timedelta(hours=i // (4 * SESSION_TURNS), seconds=i)
+    return entry.model_copy(update={"source_session_id": f"s{i // (4 * SESSION_TURNS)}", "created_at": at,
+                                    "updated_at": at})
 
 
 def commands(n: int, root: Path) -> list[tuple[str, list[str]]]:

@@ -130,17 +130,20 @@ async def test_a_turn_is_digested_or_merged_never_both_and_a_dry_run_decides_the
 
 
 def test_a_dry_run_shows_every_decision_and_changes_nothing(cli):
-    for text in ("I like tea.", "I prefer night trains."):
-        assert cli("remember", "--agent", "ada", text).exit_code == 0
+    for text in ("I like tea.", "I like tea.", "I prefer night trains."):
+        assert cli("remember", "--agent", "ada", "--no-reconcile", text).exit_code == 0
     before = json.loads(cli("memory", "list", "--agent", "ada", "--json").stdout)
     done = cli("consolidate", "--agent", "ada", "--dry-run", "--json")
     assert done.exit_code == 0, done.output
     report = json.loads(done.stdout)
-    assert report["dry_run"] and report["agents"][0]["scanned"] == 2
-    assert report["agents"][0]["decisions"] == {"merges": [], "digests": []}
+    assert report["dry_run"] and report["agents"][0]["scanned"] == 3
+    decisions = report["agents"][0]["decisions"]
+    (merge,) = decisions["merges"]  # the two teas; the trains stay apart (control)
+    assert merge["content"] == "I like tea." and len(merge["sources"]) == 1 and decisions["digests"] == []
+    assert {merge["keep"], *merge["sources"]} == {m["id"] for m in before if m["content"] == "I like tea."}
     assert json.loads(cli("memory", "list", "--agent", "ada", "--json").stdout) == before
-    real = cli("consolidate", "--agent", "ada", "--json")
-    assert real.exit_code == 0 and json.loads(real.stdout)["agents"][0]["archived"] == 0
+    assert "decisions" not in json.loads(cli("consolidate", "--agent", "ada", "--json").stdout)["agents"][0]
+    assert json.loads(cli("memory", "list", "--agent", "ada", "--json").stdout) != before  # the real run merged
     assert cli("consolidate").exit_code == 2  # nothing named: a usage error saying how
 
 
