@@ -1,7 +1,7 @@
 """A consolidate killed mid-run leaves every decision done or not done, and a re-run finishes the job.
 
-A real `arcana consolidate` process over a keyword-only store of 1,200 old
-sessions (4,800 digests to make, 200 a transaction) is killed with SIGKILL
+A real `arcana consolidate` process over a keyword-only store of 400 old
+sessions (1,600 digests to make, 200 a transaction) is killed with SIGKILL
 once some sources are archived and before the last batch. Then no digest is
 without its sources archived and no source is archived without a current
 digest carrying it; a re-run leaves the store exactly as one uninterrupted
@@ -21,7 +21,7 @@ import time
 
 from runner import ARCANA, arcana
 
-SESSIONS, TURNS = 1200, 21  # 4 digests and a bit of small talk a session
+SESSIONS, TURNS = 400, 21  # 4 digests and a bit of small talk a session
 
 
 def _lines() -> str:
