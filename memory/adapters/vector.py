@@ -116,7 +116,7 @@ class VectorAdapter:
         # (model, text) -> vector that similar() embedded for a write about to happen: the write
         # reuses it instead of embedding the same text again (reconciliation's largest cost).
         self._reusable: dict[tuple[str, str], list[float]] = {}
-        self._primed: dict[tuple[str, str], list[float]] = {}  # a reconciled batch's texts (prime())
+        self._primed: dict[tuple[str, str], list[float]] = {}  # a reconciled batch's texts (prime()), kept for its write
 
     # -- lifecycle ---------------------------------------------------------
 
@@ -330,7 +330,8 @@ class VectorAdapter:
     async def _embed_isolated(self, embedder: Embedder, rows, report: FillReport) -> list[list[float] | None]:
         """Embed a batch; if it fails, embed one by one so one bad item costs only itself."""
         texts = [content for _, _, content in rows]
-        reused = [self._reusable.pop((embedder.model_name, text), None) for text in texts]
+        reused = [self._reusable.pop(key, None) or self._primed.pop(key, None)
+                  for key in ((embedder.model_name, text) for text in texts)]
         missing = [text for text, vector in zip(texts, reused, strict=True) if vector is None]
         if not missing:
             return reused
@@ -388,8 +389,9 @@ class VectorAdapter:
 
     async def prime(self, texts: Sequence[str]) -> dict[str, list[float]]:
         """Embed ``texts`` in one call for the :meth:`similar` calls about to ask for them (a batch
-        being reconciled), replacing what an earlier batch primed; returns them by text ({} when
-        semantic search cannot run)."""
+        being reconciled) and for the write of the batch after them (a text stored as it was
+        said is then embedded once, not twice), replacing what an earlier batch primed; returns
+        them by text ({} when semantic search cannot run)."""
         self._primed = {}
         ready = await self._searchable()
         if not isinstance(ready, tuple) or not texts:
@@ -413,10 +415,12 @@ class VectorAdapter:
             return []
         embedder, meta = ready
         key = (embedder.model_name, query.text)
-        vector = self._primed.pop(key, None) or (await embedder.embed([query.text]))[0]
-        self._reusable[key] = vector
-        while len(self._reusable) > REUSABLE_VECTORS:
-            del self._reusable[next(iter(self._reusable))]
+        vector = self._primed.get(key)
+        if vector is None:
+            vector = (await embedder.embed([query.text]))[0]
+            self._reusable[key] = vector
+            while len(self._reusable) > REUSABLE_VECTORS:
+                del self._reusable[next(iter(self._reusable))]
         hits = await self._semantic(query, embedder, meta, limit, vector=vector)
         return [h for h in hits if h.score is not None and h.score >= min_similarity]
 

@@ -2,9 +2,10 @@
 restatements found row by row through the keyword index, each decision applied in batches.
 
 Nothing is planned whole: episodes are staged in digest order inside SQLite
-and read a page at a time; each current memory asks the index for the rows
-that hold all of its content words (at most ``CARRIERS``, bm25's best), and
-only pairs that restate each other are kept. Each batch is one transaction
+and read a page at a time; then the current rows are read twice, once to
+count how many hold each content word, once to ask the keyword index, for
+each memory, for the rows holding its rarest words (at most ``CARRIERS``),
+keeping only the pairs that restate each other. Each batch is one transaction
 with its ledger rows (:func:`memory.sqlite.consolidation.apply_txn`), so a
 killed run leaves every decision done or not done. Shared by ``arcana
 consolidate`` (home-wide, under its lock: :mod:`memory.operations.consolidate`)
@@ -14,6 +15,7 @@ and the job ``arcana run`` queues when the store has grown
 
 from __future__ import annotations
 
+from collections import Counter
 from datetime import datetime
 
 from memory.consolidation.plan import Digest, Merge, Plan, aged_out, carries, merge_of, restates, session_digests
@@ -26,6 +28,7 @@ from memory.sqlite.consolidation import (
     skip,
     stage_episodes,
     staged_episodes,
+    unpinned_contents,
     unpinned_page,
     vectors_of,
 )
@@ -35,7 +38,6 @@ from memory.sqlite.fact_words import content_words
 PAGE = 2_000
 BATCH = 200  # decisions per transaction
 CARRIERS = 200  # rows looked at per memory: a one-word memory in a big store stays a bounded lookup
-ASKED_WORDS = 4  # of a memory's content words, the longest (the rarest, as a rule) go to the index
 
 
 async def consolidate_store(
@@ -47,14 +49,14 @@ async def consolidate_store(
     The plan counts; with ``decisions``, a dry run's plan also lists each decision.
     ``embed(ids)`` gives each batch's digests their vectors (``VectorAdapter.complete``);
     without it they are embedded by the next reindex or write. ``on_progress(done, total)``
-    counts rows read: the staged episodes, then every current row.
+    counts rows read: the staged episodes, then every current row, twice.
     """
     await store.ensure_vec()  # stored vectors are read back when the store has an index
     scanned, upto = await store.run(current_extent)
     batches = _Batches(store, Plan(keep=dry_run and decisions), dry_run, embed, f"{actor}:consolidate")
     try:
         staged = await store.run(stage_episodes)
-        progress = Progress(on_progress, staged + scanned)
+        progress = Progress(on_progress, staged + 2 * scanned)
         await _digest(store, now, batches, progress)
         await _merge(store, upto, batches, progress)
     finally:
@@ -124,8 +126,34 @@ async def _digest(store, now: datetime, batches: _Batches, progress: Progress) -
     await batches.flush()  # the merge walk reads what is current: digested turns are archived by now
 
 
+async def _frequencies(store, upto: int, progress: Progress) -> tuple[Counter, int]:
+    """How many of the walked rows hold each content word (a vocabulary's worth, not a row's), and
+    how many rows were walked."""
+    held: Counter = Counter()
+    after = rows = 0
+    while page := await store.run(unpinned_contents, after, upto, PAGE):
+        after = page[-1][0]
+        rows += len(page)
+        progress.advance(len(page))
+        for _, content in page:
+            held.update(content_words(content))
+    return held, rows
+
+
+def _rarest(words: frozenset[str], held: Counter, rows: int) -> tuple[list[str], int]:
+    """A memory's words rarest first, and how many of them to ask for first: as few as are expected
+    (as if words were independent) to leave at most ``CARRIERS`` rows; more are asked when not."""
+    ordered = sorted(words, key=lambda w: (held[w], w))
+    expected, first = float(held[ordered[0]]), 1
+    while expected > CARRIERS and first < len(ordered):
+        expected *= held[ordered[first]] / max(rows, 1)
+        first += 1
+    return ordered, first
+
+
 async def _merge(store, upto: int, batches: _Batches, progress: Progress) -> None:
     """Walk every current row once; union the pairs that restate each other; merge each cluster."""
+    held, total = await _frequencies(store, upto, progress)
     parent: dict[int, int] = {}
 
     def root(seq: int) -> int:
@@ -140,8 +168,7 @@ async def _merge(store, upto: int, batches: _Batches, progress: Progress) -> Non
         after = page[-1][0]
         progress.advance(len(page))
         mine = {seq: (entry, vector, words) for seq, entry, vector in page if (words := content_words(entry.content))}
-        asks = [(seq, entry, sorted(words, key=lambda w: (-len(w), w))[:ASKED_WORDS])
-                for seq, (entry, _, words) in mine.items()]
+        asks = [(seq, entry, *_rarest(words, held, total)) for seq, (entry, _, words) in mine.items()]
         found = await store.run(carrier_rows, asks, upto, CARRIERS)
         pairs = []
         for seq, rows in found.items():

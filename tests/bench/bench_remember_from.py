@@ -1,6 +1,6 @@
 """``remember --from``: bulk ingest rate against raw fastembed embedding of the same texts, same run.
 
-    python tests/bench/bench_remember_from.py [--limit 1451 | --sample 20000]
+    python tests/bench/bench_remember_from.py [--limit 1451 | --sample 20000] [--no-reconcile]
 
 The texts are the real turns of ../shared/data/locomo-dev (each turn one
 JSON line with its session and the session's date), or with ``--sample N``
@@ -64,6 +64,7 @@ async def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--limit", type=int, default=1451)
     parser.add_argument("--sample", type=int, default=0, help="N synthetic lines instead of LoCoMo turns")
+    parser.add_argument("--no-reconcile", action="store_true", help="as `remember --from --no-reconcile`")
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="arcana-bench-bulk-"))
     os.environ["ARCANA_HOME"] = str(work / "home")
@@ -93,14 +94,14 @@ async def main() -> None:
     federation = await federation_for_agent(card, home=home, config=config, embedding=gateway)
     try:
         started = time.perf_counter()
-        report = await remember_many(federation, parsed)
+        report = await remember_many(federation, parsed, reconcile=not args.no_reconcile)
         ingest = len(texts) / (time.perf_counter() - started)
         embedded = await federation.router.private.backend.store.run(
             lambda raw: [r[0] for r in raw.execute(f"SELECT {EMBEDDED_TEXT_SQL} FROM memories")]
         )
         raw = [await raw_rate(embedder, embedded)]
         started = time.perf_counter()
-        again = await remember_many(federation, parse(lines, card.id))
+        again = await remember_many(federation, parse(lines, card.id), reconcile=not args.no_reconcile)
         repeat = time.perf_counter() - started
         raw.append(await raw_rate(embedder, embedded))
     finally:
@@ -108,7 +109,7 @@ async def main() -> None:
     base = statistics.mean(raw)
     print(f"raw fastembed, the embedded texts (content + previous turn): {raw[0]:.1f} and {raw[1]:.1f} texts/s (mean {base:.1f})")
     print(f"raw fastembed, bare contents: {bare:.1f} texts/s")
-    print(f"remember --from: {ingest:.1f} memories/s = {ingest / base:.2f}x raw of the same texts, "
+    print(f"remember --from{' --no-reconcile' if args.no_reconcile else ''}: {ingest:.1f} memories/s = {ingest / base:.2f}x raw of the same texts, "
           f"{ingest / bare:.2f}x raw of the bare contents (written {report.written})")
     print(f"second import:   {repeat:.2f}s, written {again.written}, unchanged {again.unchanged}")
 

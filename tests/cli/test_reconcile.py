@@ -398,6 +398,9 @@ async def test_a_reconciled_import_embeds_its_batch_for_the_candidate_search_in_
         assert report.decisions == {"add": 10, "noop": 0, "update": 1, "delete": 0}
         assert len(calls) <= 3, [len(c["input"]) for c in calls]  # the primed batch, the write (its context texts)
         assert max(len(c["input"]) for c in calls) == len(lines)
+        # stored as said, each line is embedded once: the write takes the vectors primed for the search
+        embedded = [text for c in calls if c["input"] != ["health check"] for text in c["input"]]
+        assert sorted(embedded) == sorted(json.loads(line)["content"] for line in lines)
         old = await federation.reconciler.store.get(berlin.entry_id, audience=Audience.OPERATOR)
         assert old.superseded_by is not None and old.valid_to is not None
     finally:
