@@ -7,20 +7,15 @@ the re-run finds those rows unchanged and must still embed them.
 
 from __future__ import annotations
 
-from runner import run_arcana
+from runner import kill_when, run_arcana
 
 import json
-import os
-import signal
 import sqlite3
 import subprocess
-import sys
-import time
 from pathlib import Path
 
 from arcana_cli import exit_codes
 
-ARCANA = [sys.executable, "-m", "arcana_cli.main"]
 LINES = 2500
 
 
@@ -43,27 +38,15 @@ def _counts(db: Path) -> tuple[int, int]:
 
 
 def _killed_between_rows_and_vectors(home: Path, source: Path) -> tuple[int, int]:
-    proc = subprocess.Popen([*ARCANA, "remember", "--from", str(source), "--agent", "ada"],
-                            env={**os.environ, "ARCANA_HOME": str(home)}, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    deadline = time.monotonic() + 300
-    try:
-        while time.monotonic() < deadline and proc.poll() is None:
-            db = next(home.glob("agents/*/memory.db"), None)
-            if db is not None:
-                try:
-                    rows, vectors = _counts(db)
-                except sqlite3.Error:
-                    rows = vectors = 0
-                if rows > vectors and rows >= 1024:
-                    proc.send_signal(signal.SIGKILL)
-                    proc.wait()
-                    return _counts(db)
-            time.sleep(0.005)
-        raise AssertionError(f"the import ended before a batch's vectors were pending: {proc.communicate()}")
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+    def pending() -> bool:
+        db = next(home.glob("agents/*/memory.db"), None)
+        if db is None:
+            return False
+        rows, vectors = _counts(db)
+        return rows > vectors and rows >= 1024
+
+    kill_when(home, ["remember", "--from", str(source), "--agent", "ada"], pending, "a batch's vectors were pending")
+    return _counts(next(home.glob("agents/*/memory.db")))
 
 
 def test_a_rerun_embeds_what_a_killed_run_left_and_doctor_reports_it(tmp_path):

@@ -12,14 +12,10 @@ either ran.
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import signal
 import sqlite3
-import subprocess
-import time
 
-from runner import ARCANA, arcana
+from runner import arcana, kill_when
 
 SESSIONS, TURNS = 400, 21  # 4 digests and a bit of small talk a session
 
@@ -71,24 +67,7 @@ def _archived_count(db) -> int:
 
 def _killed_midway(home) -> None:
     db = next(home.root.glob("agents/*/memory.db"))
-    proc = subprocess.Popen([*ARCANA, "consolidate", "--agent", "ada"], env={**os.environ, "ARCANA_HOME": str(home.root)},
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    deadline = time.monotonic() + 300
-    try:
-        while time.monotonic() < deadline and proc.poll() is None:
-            try:
-                if _archived_count(db) > 0:
-                    proc.send_signal(signal.SIGKILL)
-                    proc.wait()
-                    return
-            except sqlite3.Error:
-                pass
-            time.sleep(0.005)
-        raise AssertionError(f"consolidate ended before a batch was seen: {proc.communicate()}")
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+    kill_when(home, ["consolidate", "--agent", "ada"], lambda: _archived_count(db) > 0, "a batch was seen")
 
 
 def test_a_killed_consolidate_leaves_whole_batches_and_a_rerun_ends_as_one_run_would(no_embedder, tmp_path):

@@ -37,3 +37,31 @@ def keyword_only(home) -> None:
     home.ensure()  # 0700, as Arcana makes it
     home.config_path.write_text(json.dumps({"embedding": {"providers": []}}))
     home.config_path.chmod(0o600)
+
+
+def kill_when(home, args: list[str], ready, what: str, timeout: float = 300) -> None:
+    """Start `arcana ARGS` against ``home`` and SIGKILL it the moment ``ready()`` is true (polled every
+    5 ms; an ``sqlite3.Error`` from a half-written database counts as not yet); fail saying ``what``
+    was awaited when the process ends first."""
+    import signal
+    import sqlite3
+    import time
+
+    environ = {**os.environ, "ARCANA_HOME": str(home if isinstance(home, (str, Path)) else home.root)}
+    proc = subprocess.Popen([*ARCANA, *args], env=environ, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + timeout
+    try:
+        while time.monotonic() < deadline and proc.poll() is None:
+            try:
+                if ready():
+                    proc.send_signal(signal.SIGKILL)
+                    proc.wait()
+                    return
+            except sqlite3.Error:
+                pass
+            time.sleep(0.005)
+        raise AssertionError(f"`arcana {' '.join(args)}` ended before {what}: {proc.communicate()}")
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
