@@ -107,6 +107,15 @@ def vectors_of(raw, seqs: Sequence[int]) -> dict[int, list[float]]:
     return {seq: list(struct.unpack(f"{len(blob) // 4}f", blob)) for seq, blob in select_in(raw, sql, seqs)}
 
 
+# CROSS JOIN keeps the index as the outer loop: a plain join let the planner walk the agent's rows
+# and run the MATCH once per row (14 s against 0.02 s on one conversation's store).
+_CARRIERS = (
+    "SELECT m.seq, m.content FROM memories_fts CROSS JOIN memories m ON m.seq = memories_fts.rowid "
+    f"WHERE memories_fts MATCH ? AND m.seq <= ? AND m.seq != ? AND {_CURRENT} AND m.pinned = 0 AND {_UNSKIPPED} "
+    "AND m.agent_id = ? AND m.scope = ? AND m.pool_name IS ? AND m.visibility = ? LIMIT ?"
+)
+
+
 def carrier_rows(
     raw, asks: Sequence[tuple[int, MemoryEntry, Sequence[str], int]], upto: int, cap: int
 ) -> dict[int, list[tuple[int, str]]]:
@@ -117,19 +126,12 @@ def carrier_rows(
     superset of what carries the entry's words: the caller checks), so no pair of rows is ever
     compared blind. Unranked on purpose: bm25 reads every asked word's whole posting list (5.7 ms
     a lookup at a million rows, against 0.2 ms for the rarest words in index order)."""
-    sql = (
-        # CROSS JOIN keeps the index as the outer loop: a plain join lets the planner walk the
-        # agent's rows and run the MATCH once per row
-        "SELECT m.seq, m.content FROM memories_fts CROSS JOIN memories m ON m.seq = memories_fts.rowid "
-        f"WHERE memories_fts MATCH ? AND m.seq <= ? AND m.seq != ? AND {_CURRENT} AND m.pinned = 0 AND {_UNSKIPPED} "
-        "AND m.agent_id = ? AND m.scope = ? AND m.pool_name IS ? AND m.visibility = ? LIMIT ?"
-    )
     found = {}
     for seq, entry, words, first in asks:
         for asked in range(first, len(words) + 1):
             params = (every_word_match(words[:asked]), upto, seq, entry.agent_id, entry.scope.value,
                       entry.pool_name, entry.visibility.value, cap + 1)
-            rows = raw.execute(sql, params).fetchall()
+            rows = raw.execute(_CARRIERS, params).fetchall()
             if len(rows) <= cap:
                 break
         found[seq] = rows[:cap]
