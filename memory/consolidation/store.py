@@ -19,6 +19,7 @@ from collections import Counter
 from datetime import datetime
 
 from memory.consolidation.plan import Digest, Merge, Plan, aged_out, carries, merge_of, restates, session_digests
+from memory.progress import Progress
 from memory.sqlite.consolidation import (
     apply_txn,
     carrier_rows,
@@ -32,7 +33,6 @@ from memory.sqlite.consolidation import (
     unpinned_page,
     vectors_of,
 )
-from memory.progress import Progress
 from memory.sqlite.fact_words import content_words
 
 PAGE = 2_000
