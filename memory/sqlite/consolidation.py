@@ -122,10 +122,11 @@ def carrier_rows(
     """For each ask ``(seq, entry, words, first)``, ``words`` rarest first: the other current, unpinned
     rows (seq <= ``upto``) of the entry's agent, scope, pool and visibility, not set aside, that hold
     the fewest of its rarest words (``first`` of them or more) that leave at most ``cap`` of them, as
-    ``(seq, content)``; when even every word leaves more, the first ``cap`` in store order. The keyword index finds them (a
-    superset of what carries the entry's words: the caller checks), so no pair of rows is ever
-    compared blind. Unranked on purpose: bm25 reads every asked word's whole posting list (5.7 ms
-    a lookup at a million rows, against 0.2 ms for the rarest words in index order)."""
+    ``(seq, content)``; when even every word leaves more, the first ``cap`` in store order.
+
+    The keyword index finds them (a superset of what carries the entry's words: the caller
+    checks), so no pair of rows is ever compared blind. Unranked on purpose: bm25 reads every
+    asked word's whole posting list (5.7 ms a lookup at a million rows, 0.27 ms this way)."""
     found = {}
     for seq, entry, words, first in asks:
         for asked in range(first, len(words) + 1):
