@@ -42,6 +42,8 @@ async def reindex(
             cli.home, cli.config, selection, keyword=not embeddings, model=model,
             notify=out.warn, on_progress=on_progress, actor="cli",
         )
+    if not cli.config.embedding.providers and model is None:
+        out.info("keyword-only home (embedding.providers is empty): keyword index rebuilt, vectors left alone")
     for done in result.stores:
         if done.error is not None:
             out.warn(f"{done.name}: {done.error}")

@@ -37,10 +37,12 @@ async def reindex(
     vectors: VectorAdapter,
     *,
     keyword: bool = True,
+    vectors_wanted: bool = True,
     reembed: Embedder | None = None,
     on_progress: Callable[[int, int], None] | None = None,
 ) -> ReindexReport:
-    """Rebuild what ``keyword``/``reembed`` ask for; vectors are always brought up to date.
+    """Rebuild what ``keyword``/``reembed`` ask for; vectors are brought up to date unless
+    ``vectors_wanted`` is false (a home configured keyword-only: no embedder to ask).
 
     ``vectors`` is a :class:`VectorAdapter` over a SQLite store, or a server
     store (:class:`PostgresAdapter`, semantic itself), whose keyword index is a
@@ -48,17 +50,12 @@ async def reindex(
     rows are counted.
     """
     report = ReindexReport()
-    if not isinstance(vectors, VectorAdapter):
-        if keyword:
-            report.keyword_rows = await vectors.count()
-        report.vectors = await (vectors.reembed(reembed, on_progress) if reembed else vectors.backfill(on_progress))
-        report.repinned = reembed is not None
-        return report
     if keyword:
-        report.keyword_rows = await vectors.store.run(_rebuild_fts)
+        on_server = not isinstance(vectors, VectorAdapter)
+        report.keyword_rows = await (vectors.count() if on_server else vectors.store.run(_rebuild_fts))
     if reembed is not None:
         report.vectors = await vectors.reembed(reembed, on_progress)
         report.repinned = True
-    else:
+    elif vectors_wanted:
         report.vectors = await vectors.backfill(on_progress)
     return report

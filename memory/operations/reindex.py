@@ -70,8 +70,11 @@ async def reindex_home(
     under ``<home>/locks/reindex.lock``; ``keyword`` rebuilds the keyword index too, ``model``
     re-embeds everything with it and re-pins each store to it.
 
-    One warm embedder serves every store. A second reindex of the same home
-    fails at once with :class:`LockHeldError`.
+    One warm embedder serves every store. A home whose config lists no
+    embedding provider is keyword-only by choice: its keyword index is rebuilt
+    and its vectors left alone (``report.vectors`` is None), which is success,
+    not a store error. A second reindex of the same home fails at once with
+    :class:`LockHeldError`.
     """
     from memory.adapters.opener import vector_adapter
     from memory.embedding.factory import build_embedder, build_gateway, vector_options
@@ -93,7 +96,8 @@ async def reindex_home(
                 vectors = open_tier(home, target.kind, target.name, config=config, embedding=gateway, actor=actor,
                                     vector_options={**vector_options(settings), "notify": notify})
             try:
-                done.report = await reindex(vectors, keyword=keyword, reembed=target_model, on_progress=progress)
+                done.report = await reindex(vectors, keyword=keyword, vectors_wanted=bool(settings.providers),
+                                            reembed=target_model, on_progress=progress)
             except MemoryStorageError as exc:
                 done.error = str(exc)
             finally:

@@ -64,7 +64,17 @@ def test_status_reindex_and_semantic_recall(cli):
     status = json.loads(cli("embeddings", "status", "--json").stdout)["databases"]
     assert [(d["model"], d["rows"], d["missing"]) for d in status] == [(None, 2, 2)]
 
-    assert cli("reindex", "--agent", "bob").exit_code == 5  # no embedder configured: storage error, said on stderr
+    # Keyword-only by choice: the keyword index is rebuilt, vectors are left alone, and that is success.
+    keyword_only = cli("reindex", "--agent", "bob", "--json")
+    assert keyword_only.exit_code == 0, keyword_only.output
+    [report] = json.loads(keyword_only.stdout)["agents"]
+    assert (report["keyword_rows"], report["vectors"]) == (2, None)
+    # An embedder configured but unreachable is a failure: exit 5, said on stderr.
+    assert cli("config", "set", "embedding.providers", '["ollama"]').exit_code == 0
+    assert cli("config", "set", "embedding.ollama_url", "http://127.0.0.1:9").exit_code == 0
+    assert cli("config", "set", "embedding.ollama_model", "nomic-embed-text").exit_code == 0
+    unreachable = cli("reindex", "--agent", "bob")
+    assert unreachable.exit_code == 5 and "no healthy embedder" in unreachable.output
     assert cli("config", "set", "embedding.providers", '["fastembed"]').exit_code == 0
     result = cli("reindex", "--all", "--json")
     assert result.exit_code == 0, result.output
