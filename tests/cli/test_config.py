@@ -4,6 +4,7 @@ atomic write, suggestions for unknown keys, malformed files left untouched."""
 from __future__ import annotations
 
 import json
+import os
 import stat
 import threading
 import time
@@ -112,7 +113,8 @@ def test_validate_ok_and_missing(cli, config_path):
 
 def test_set_replaces_the_file_atomically(cli, config_path):
     assert cli("config", "set", "recall.limit", "2").exit_code == 0
-    first_inode = config_path.stat().st_ino
+    first = config_path.open()  # held open, so its inode cannot be freed and handed to a later file
+    first_inode = os.fstat(first.fileno()).st_ino
     seen: list[str] = []
     stop = threading.Event()
 
@@ -135,5 +137,6 @@ def test_set_replaces_the_file_atomically(cli, config_path):
     assert seen and "<missing>" not in seen
     assert all(json.loads(text)["recall"]["limit"] in range(2, 20) for text in seen)  # never half-written
     assert config_path.stat().st_ino != first_inode  # replaced, not rewritten in place
+    first.close()
     assert stat.S_IMODE(config_path.stat().st_mode) == 0o600
     assert [p.name for p in config_path.parent.iterdir() if p.name.startswith(".config.")] == []
