@@ -248,8 +248,12 @@ class PruneReport(BaseModel):
     scanned: int = 0
     archived: int = 0
     purged: int = 0
+    condensed: int = 0
+    """Digests rewritten shorter to meet a byte budget (SQLite: :mod:`memory.sqlite.condense`)."""
     dry_run: bool = False
     victim_ids: list[str] = Field(default_factory=list)
+    condensations: list[dict] = Field(default_factory=list)
+    """Each condensed digest: ``{"id", "bytes": [before, after], "content"}`` (its new text)."""
 
     def as_dict(self) -> dict:
         return self.model_dump(mode="json")

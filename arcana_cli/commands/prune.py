@@ -53,13 +53,16 @@ async def prune(
         return  # cron: silence unless something went wrong
     out.data(
         result.as_dict(),
-        columns=("store", "scanned", "archived", "purged", "dry run"),
+        columns=("store", "scanned", "archived", "purged", "condensed", "dry run"),
         rows=lambda: [
-            (s.name, s.report.scanned, s.report.archived, s.report.purged, s.report.dry_run) for s in result.stores
+            (s.name, s.report.scanned, s.report.archived, s.report.purged, s.report.condensed, s.report.dry_run)
+            for s in result.stores
         ],
     )
-    verb = "would remove" if dry_run else "removed"
-    out.info(f"{verb} {result.removed} memories across {len(result.stores)} store(s)" if result.removed else "nothing to prune")
+    verb, shortened = ("would remove", "would condense") if dry_run else ("removed", "condensed")
+    done = [f"{verb} {result.removed} memories"] if result.removed else []
+    done += [f"{shortened} {result.condensed} digests"] if result.condensed else []
+    out.info(f"{' and '.join(done)} across {len(result.stores)} store(s)" if done else "nothing to prune")
 
 
 def register(app: typer.Typer) -> None:

@@ -23,6 +23,7 @@ from memory.promotion import promote
 from memory.query_terms import QueryTerms, terms
 from memory.protocols import MemoryAdapter
 from memory.sqlite import consolidation, context, inspection, mutations, prune_order, vectors
+from memory.sqlite.condense import Condenser
 from memory.sqlite import versions as version_sql
 from memory.sqlite.admission import SQLITE, where
 from memory.sqlite.batches import select_in
@@ -525,7 +526,9 @@ class SQLiteAdapter:
     # -- maintenance -------------------------------------------------------
 
     async def prune(self, policy: PrunePolicy, on_progress: Report | None = None) -> PruneReport:
-        """Archive (default) or purge the policy's victims in one transaction; pinned never.
+        """Archive (default) or purge the policy's victims in one transaction; pinned never. Under a
+        byte budget, digests are condensed before the only record of a fact goes
+        (:mod:`memory.sqlite.condense`; their vectors are the caller's to renew).
         ``on_progress(done, total)`` counts rows read, then rows removed."""
         if policy.mode is PruneMode.PURGE and not policy.dry_run and await self._has_vectors():
             await self.ensure_vec()
@@ -667,6 +670,7 @@ def _prune_txn(raw, policy: PrunePolicy, actor: str, on_progress: Report | None)
         progress = Progress(on_progress, scanned)
         victims: dict[str, None] = {}
         live_only = policy.mode is PruneMode.ARCHIVE
+        condenser = Condenser(raw, f"{actor}:prune", policy.dry_run)
         if policy.min_importance is not None:
             sql = "SELECT id FROM memories WHERE pinned = 0 AND importance < ?"
             sql += " AND archived = 0" if live_only else ""
@@ -677,12 +681,13 @@ def _prune_txn(raw, policy: PrunePolicy, actor: str, on_progress: Report | None)
             totals = raw.execute(prune_order.totals_sql(SQLITE)).fetchone()
             rows = progress.counting(raw.execute(sql, params))
             keys = [prune_order.sort_key(row, policy.max_bytes is not None) for row in rows]
-            for mid in prune_order.overflow(keys, totals, policy.max_entries, policy.max_bytes):
+            for mid in prune_order.overflow(keys, totals, policy.max_entries, policy.max_bytes, condenser):
                 victims[mid] = None
         for mid in consolidation.derived_from(raw, list(victims), live_only=live_only):
             victims[mid] = None  # a summary goes with a fact it carries, whatever its importance
         ids = policy.restrict(list(victims))
-        report = PruneReport(scanned=scanned, dry_run=policy.dry_run, victim_ids=ids)
+        report = PruneReport(scanned=scanned, dry_run=policy.dry_run, victim_ids=ids,
+                             condensed=len(condenser.decisions), condensations=condenser.decisions)
         progress.total = progress.done + (0 if policy.dry_run else len(ids))  # read, then to remove
         progress.advance(0)
         if policy.dry_run:  # counts say what would happen; nothing is written

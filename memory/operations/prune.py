@@ -1,10 +1,11 @@
-"""Prune across stores under one lock, with an audit line per store that lost memories.
+"""Prune across stores under one lock, with an audit line per store that lost (or condensed) memories.
 
 An agent's memory that goes takes its promoted copy in the global tier with
 it (archived or purged alike), so nothing an operator prunes stays
 recallable by every other agent. The copies go first: a global tier that
 cannot be reached fails the store before the agent's memories change, so
-running the same prune again still finds them.
+running the same prune again still finds them. The digests a byte budget
+condensed are re-embedded after their store's prune, like any other new text.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from memory.adapters.opener import open_store, open_tier
+from memory.adapters.opener import on_server, open_store, open_tier, vector_adapter
 from memory.audit import AuditLog
 from memory.home import Home
 from memory.locks import exclusive
@@ -23,6 +24,7 @@ from memory.store_kinds import StoreKind
 from memory.types import PrunePolicy, PruneReport
 
 _VERB = {"archive": "archived", "purge": "purged"}
+_LISTS = ("victim_ids", "condensations")  # what --json shows and the audit line only counts
 
 
 @dataclass
@@ -51,11 +53,16 @@ class PruneRun:
     def removed(self) -> int:
         return sum(s.report.archived + s.report.purged for s in self.stores)
 
+    @property
+    def condensed(self) -> int:
+        return sum(s.report.condensed for s in self.stores)
+
     def as_dict(self) -> dict:
         """The shape ``arcana prune --json`` prints: private stores under ``agents``, shared tiers under ``tiers``."""
         return {
             "policy": self.policy.model_dump(mode="json"),
             "removed": self.removed,
+            "condensed": self.condensed,
             "agents": [s.as_dict() for s in self.stores if s.target.kind is StoreKind.PRIVATE],
             "tiers": [s.as_dict() for s in self.stores if s.target.kind is not StoreKind.PRIVATE],
         }
@@ -78,8 +85,8 @@ async def prune_home(
                 progress = (lambda d, t, label=target.shown: on_progress(label, d, t)) if on_progress else None
                 done = await _prune_one(home, config, target, policy, copies, actor, progress)
                 run.stores.append(done)
-                if done.report.archived or done.report.purged:
-                    fields = {k: v for k, v in done.report.as_dict().items() if k != "victim_ids"}
+                if done.report.archived or done.report.purged or done.report.condensed:
+                    fields = {k: v for k, v in done.report.as_dict().items() if k not in _LISTS}
                     if done.copies is not None:
                         fields["copies"] = done.copies.as_dict()
                     audit.append("prune", store=target.label, **fields)
@@ -97,13 +104,25 @@ async def _prune_one(
         store = open_tier(home, target.kind, target.name, config=config, actor=actor)
     try:
         if target.agent_id is None or policy.dry_run or not copies.may_hold_copies:
-            return StorePrune(target, await store.prune(policy, progress))
-        op = policy.mode.value
-        planned = (await store.prune(policy.model_copy(update={"dry_run": True}), progress)).victim_ids
-        change = await copies.follow_many(store, target.agent_id, planned, op, _VERB[op])
-        # Exactly the planned rows: one that became a victim since has a copy nobody followed (the next prune takes it).
-        report = await store.prune(policy.model_copy(update={"within": frozenset(planned)}), progress)
-        return StorePrune(target, report, change)
+            done = StorePrune(target, await store.prune(policy, progress))
+        else:
+            op = policy.mode.value
+            planned = (await store.prune(policy.model_copy(update={"dry_run": True}), progress)).victim_ids
+            change = await copies.follow_many(store, target.agent_id, planned, op, _VERB[op])
+            # Exactly the planned rows: one that became a victim since has a copy nobody followed
+            # (the next prune takes it).
+            report = await store.prune(policy.model_copy(update={"within": frozenset(planned)}), progress)
+            done = StorePrune(target, report, change)
+        await _embed_condensed(home, config, store, done.report)
+        return done
     finally:
         await store.aclose()
+
+
+async def _embed_condensed(home: Home, config: Any, store, report: PruneReport) -> None:
+    """A condensed digest's vector was made from its old text: embed the new one, as a write would
+    (without sqlite-vec or a model it stays stale until ``arcana reindex``)."""
+    if report.dry_run or not report.condensations or on_server(store):
+        return
+    await vector_adapter(store, config.embedding, home).complete([c["id"] for c in report.condensations])
 

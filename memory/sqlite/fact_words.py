@@ -30,9 +30,19 @@ def speaker_of(text: str) -> tuple[str | None, str]:
     return (match.group(1), text[match.end():]) if match else (None, text)
 
 
+def fact_word(word: str) -> str | None:
+    """``word`` as a content word (lower-cased, a plural's "s" dropped), or None when it carries no fact."""
+    lowered = word.lower()
+    if lowered in STOPWORDS or lowered in SMALL_TALK or len(lowered) < 2:
+        return None
+    return lowered[:-1] if len(lowered) > 3 and lowered.endswith("s") else lowered
+
+
+def spelled_words(text: str) -> list[tuple[str, str | None]]:
+    """Each word of ``text`` after its speaker prefix, as written, with its :func:`fact_word`."""
+    return [(word, fact_word(word)) for word in _WORD.findall(speaker_of(text)[1])]
+
+
 def content_words(text: str) -> frozenset[str]:
     """The words of ``text`` that can carry a fact (lower-cased, a plural's "s" dropped)."""
-    _, body = speaker_of(text)
-    words = (w.lower() for w in _WORD.findall(body))
-    return frozenset(w[:-1] if len(w) > 3 and w.endswith("s") else w
-                     for w in words if w not in STOPWORDS and w not in SMALL_TALK and len(w) > 1)
+    return frozenset(key for _, key in spelled_words(text) if key is not None)

@@ -12,6 +12,11 @@ In order, first to go:
    memories it carries (up to CARRIES_LIFT at CARRIES_SATURATION); among
    equals the least recently used.
 
+Under a byte budget, when the walk reaches the last tier and the bytes are
+still over, digests are condensed first (:mod:`memory.sqlite.condense`, on
+SQLite; the caller passes ``shorten``): the least worth first, only as much
+as the budget needs. Only then is the only record of a fact archived.
+
 A row cap and a byte budget (content bytes of live memories) take from one
 order until both are met; with a byte budget, the last tier is ranked by worth
 times content words per byte: what says the most in the fewest bytes (a
@@ -22,9 +27,11 @@ content words" is the consolidation's own test (:mod:`memory.sqlite.fact_words`)
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import NamedTuple
 
 from memory.sqlite.admission import Dialect
+from memory.sqlite.condense import DIGEST_SQL
 from memory.sqlite.consolidation import SOURCES
 from memory.sqlite.fact_words import content_words
 from memory.types import DERIVED_TAG
@@ -46,6 +53,7 @@ class Candidate(NamedTuple):
     carries: int  # sources it carries
     covered: bool  # a live consolidated memory, not derived, carries it
     only_record: bool  # it carries a source that is archived
+    digest: bool  # consolidation wrote it from its sources: prune may condense it
 
 
 def _bytes(dialect: Dialect, col: str) -> str:
@@ -66,10 +74,11 @@ def candidates_sql(dialect: Dialect) -> tuple[str, tuple]:
         only = (f"EXISTS (SELECT 1 FROM memory_edges e JOIN memories s ON s.id = e.dst_id "
                 f"WHERE e.src_id = memories.id AND e.relation = '{SOURCES}' AND +s.archived = 1)")
         params: tuple = (DERIVED_TAG, DERIVED_TAG)
+        digest = DIGEST_SQL
     else:
-        carries, covered, only, params = "0", "FALSE", "FALSE", (DERIVED_TAG,)
+        carries, covered, only, digest, params = "0", "FALSE", "FALSE", "FALSE", (DERIVED_TAG,)
     sql = (f"SELECT id, content, {derived}, importance, access_count, coalesce(last_accessed_at, created_at), "
-           f"{_bytes(dialect, 'content')}, {carries}, {covered}, {only} "
+           f"{_bytes(dialect, 'content')}, {carries}, {covered}, {only}, {digest} "
            "FROM memories WHERE archived = 0 AND pinned = 0")
     return sql, params
 
@@ -79,10 +88,13 @@ def totals_sql(dialect: Dialect) -> str:
     return f"SELECT count(*), coalesce(sum({_bytes(dialect, 'content')}), 0) FROM memories WHERE archived = 0"
 
 
+LAST_TIER = 2  # the only records of facts: what a byte budget condenses digests to spare
+
+
 def _tier(c: Candidate) -> int:
     if c.covered or not content_words(c.content):
         return 0
-    return 1 if c.derived and not c.only_record else 2
+    return 1 if c.derived and not c.only_record else LAST_TIER
 
 
 def _worth(c: Candidate) -> float:
@@ -96,22 +108,44 @@ def _worth_per_byte(c: Candidate) -> float:
     return _worth(c) * len(content_words(c.content)) * max(1, c.carries) / max(1, c.nbytes)
 
 
-def sort_key(row: tuple, by_bytes: bool) -> tuple:
-    """A :func:`candidates_sql` row's place in the order, then its id and size: all prune keeps of a row
-    (a million live rows' contents are never held at once)."""
+class Key(NamedTuple):
+    """A candidate's place in the order (its fields sort in turn), then all else prune keeps of a row:
+    a million live rows' contents are never held at once."""
+
+    tier: int
+    worth: float
+    used_at: object
+    id: str
+    nbytes: int
+    digest: bool
+
+
+def sort_key(row: tuple, by_bytes: bool) -> Key:
+    """A :func:`candidates_sql` row's :class:`Key`."""
     c = Candidate(*row)
-    return (_tier(c), (_worth_per_byte if by_bytes else _worth)(c), c.used_at, c.id, c.nbytes)
+    return Key(_tier(c), (_worth_per_byte if by_bytes else _worth)(c), c.used_at, c.id, c.nbytes, c.digest)
 
 
-def overflow(keys: list[tuple], totals: tuple[int, int], max_entries: int | None, max_bytes: int | None) -> list[str]:
-    """The ids to remove, least worth first (``keys`` from :func:`sort_key`), until ``totals``
-    (rows, bytes) meet both budgets."""
+Shorten = Callable[[list[tuple[str, int]], int], dict[str, int]]
+"""``shorten(digests, excess)``: condense ``digests`` ((id, bytes), least worth first) to save
+``excess`` bytes; the new size of each one it rewrote."""
+
+
+def overflow(keys: list[Key], totals: tuple[int, int], max_entries: int | None, max_bytes: int | None,
+             shorten: Shorten | None = None) -> list[str]:
+    """The ids to remove, least worth first, until ``totals`` (rows, bytes) meet both budgets;
+    ``shorten`` is asked once, as the walk reaches the last tier, for the bytes still over."""
     keys.sort()
     count, nbytes = totals
     victims: list[str] = []
-    for *_, entry_id, size in keys:
+    sizes: dict[str, int] = {}
+    for key in keys:
+        if key.tier == LAST_TIER and shorten is not None and max_bytes is not None and nbytes > max_bytes:
+            sizes = shorten([(k.id, k.nbytes) for k in keys if k.tier == LAST_TIER and k.digest], nbytes - max_bytes)
+            nbytes -= sum(k.nbytes - sizes[k.id] for k in keys if k.id in sizes)
+            shorten = None
         if (max_entries is None or count <= max_entries) and (max_bytes is None or nbytes <= max_bytes):
             break
-        victims.append(entry_id)
-        count, nbytes = count - 1, nbytes - size
+        victims.append(key.id)
+        count, nbytes = count - 1, nbytes - sizes.get(key.id, key.nbytes)
     return victims

@@ -12,7 +12,8 @@ same store:
 
   recall --mode keyword, doctor, migrate status, migrate up, reindex,
   prune --dry-run (cap: half the rows), prune (the same cap, archive),
-  consolidate --dry-run, consolidate, export -o FILE, backup DEST
+  consolidate --dry-run, consolidate, prune --max-bytes (half the bytes
+  written: digests condensed first), export -o FILE, backup DEST
 
 Bounded means a command's peak RSS at the largest size is not ~(size ratio)x
 its peak at the smallest: the ratio is printed per command, and, last, one
@@ -50,8 +51,9 @@ OLD = datetime(2025, 1, 1, tzinfo=UTC)
 SESSION_TURNS = 20
 
 
-async def build(n: int, root: Path) -> Path:
-    """A keyword-only home whose agent ``bench`` holds ``n`` memories; the home's path."""
+async def build(n: int, root: Path) -> tuple[Path, int]:
+    """A keyword-only home whose agent ``bench`` holds ``n`` memories: the home's path, and the
+    content bytes written."""
     root.mkdir()
     home = Home(keyword_home(root))
     home.config_path.chmod(0o600)  # as `arcana init` writes it, so doctor judges the store, not the bench's file
@@ -60,12 +62,14 @@ async def build(n: int, root: Path) -> Path:
     await store.connect()
     rng = random.Random(n)
     zipf = Zipf(vocabulary(rng), rng)
+    nbytes = 0
     for done in range(0, n, CHUNK):
         entries = corpus(min(CHUNK, n - done), zipf, rng, agent_id=card.id)
+        nbytes += sum(len(e.content.encode()) for e in entries)
         await store.run(raw_batch, [_old_turn(e, done + i) if e.type is MemoryType.EPISODIC else e
                                     for i, e in enumerate(entries)])
     await store.aclose()
-    return home.root
+    return home.root, nbytes
 
 
 def _old_turn(entry: MemoryEntry, i: int) -> MemoryEntry:
@@ -75,7 +79,7 @@ def _old_turn(entry: MemoryEntry, i: int) -> MemoryEntry:
                                     "updated_at": at})
 
 
-def commands(n: int, root: Path) -> list[tuple[str, list[str]]]:
+def commands(n: int, nbytes: int, root: Path) -> list[tuple[str, list[str]]]:
     cap = str(n // 2)
     return [
         ("recall --mode keyword", ["recall", "shelf of the crate", "--agent", "bench", "--mode", "keyword"]),
@@ -87,6 +91,7 @@ def commands(n: int, root: Path) -> list[tuple[str, list[str]]]:
         ("prune", ["prune", "--agent", "bench", "--max-entries", cap]),
         ("consolidate --dry-run", ["consolidate", "--agent", "bench", "--dry-run"]),
         ("consolidate", ["consolidate", "--agent", "bench"]),
+        ("prune --max-bytes", ["prune", "--agent", "bench", "--max-bytes", str(nbytes // 2)]),
         ("export -o", ["export", "--agent", "bench", "-o", str(root / "export.jsonl")]),
         ("backup", ["backup", str(root / "backup")]),
     ]
@@ -98,11 +103,11 @@ def main(sizes: list[int], skip: set[str]) -> None:
         root = Path(tempfile.mkdtemp(prefix="arcana-bench-cmds-"))
         try:
             started = time.monotonic()
-            home = asyncio.run(build(n, root / "store"))
+            home, nbytes = asyncio.run(build(n, root / "store"))
             db = sum(f.stat().st_size for f in home.rglob("*.db"))
             print(f"\n== {n:,} keyword-only memories (no vectors): built in {time.monotonic() - started:.0f} s, "
                   f"{db / 2**20:,.0f} MiB of databases ==", flush=True)
-            for label, args in commands(n, root):
+            for label, args in commands(n, nbytes, root):
                 if label in skip:
                     continue
                 results.setdefault(label, {})[n] = measure(f"{label}, {n:,}", args, home)

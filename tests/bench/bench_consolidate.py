@@ -8,13 +8,15 @@ default mode, through the federation, the day after the last session):
 - **full**: as written;
 - **consolidate**: after ``consolidate_store`` (no budget);
 - **consolidate + prune**: then ``prune --max-entries --max-bytes`` down to a budget of
-  50% of the full store's current rows *and* 50% of their content bytes;
+  50% of the full store's current rows *and* 50% of their content bytes (digests condensed
+  first, then re-embedded, as ``arcana prune`` does);
 - **prune**: ``prune`` alone to the same budget.
 
 A consolidated result counts as a hit when it or one of its sources is
 evidence. Also printed: user-stated facts removed (an archived user row with
 content words that no current memory carries), what a second consolidate
-changes (must be nothing), and consolidate's cost against ingest.
+changes (must be nothing), what a second prune at the same budget changes (must be nothing),
+and consolidate's cost against ingest.
 
 Run: python tests/bench/bench_consolidate.py [--conversations 26,30]
 """
@@ -76,14 +78,17 @@ async def census(home: Path, agent: str) -> tuple[int, int]:
         await store.aclose()
 
 
-async def prune_to(home: Path, agent: str, rows: int, nbytes: int) -> int:
-    """``prune --max-entries rows --max-bytes nbytes``: the rows it kept."""
+async def prune_to(home: Path, agent: str, rows: int, nbytes: int, embedder) -> tuple[int, int, int]:
+    """``prune --max-entries rows --max-bytes nbytes``, the digests it condensed re-embedded as
+    ``arcana prune`` does: (rows kept, bytes kept, digests condensed)."""
     store = private(home, agent)
     try:
-        await store.prune(PrunePolicy(max_entries=rows, max_bytes=nbytes))
+        report = await store.prune(PrunePolicy(max_entries=rows, max_bytes=nbytes))
+        vectors = vector_adapter(store, ArcanaConfig().embedding, Home(home), gateway=EmbeddingGateway([embedder]))
+        await vectors.complete([c["id"] for c in report.condensations])
     finally:
         await store.aclose()
-    return (await census(home, agent))[0]
+    return (*await census(home, agent), report.condensed)
 
 
 async def sources(home: Path, agent: str) -> dict[str, list[str]]:
@@ -175,13 +180,16 @@ async def main() -> None:
             again, _ = await consolidate(homes["consolidate"], agent, embedder, when)
             await consolidate(homes["consolidate+prune"], agent, embedder, when)
             after = await census(homes["consolidate"], agent)
-            kept_cp = await prune_to(homes["consolidate+prune"], agent, budget_rows, budget_bytes)
-            kept_p = await prune_to(homes["prune"], agent, budget_rows, budget_bytes)
+            kept_cp = await prune_to(homes["consolidate+prune"], agent, budget_rows, budget_bytes, embedder)
+            again_cp = await prune_to(homes["consolidate+prune"], agent, budget_rows, budget_bytes, embedder)
+            kept_p = await prune_to(homes["prune"], agent, budget_rows, budget_bytes, embedder)
             print(f"\n== conversation {conv.name}: {rows} current rows, {nbytes} bytes; budget {budget_rows} rows, "
                   f"{budget_bytes} bytes ==")
             print(f"  consolidate: {counts} in {cost_s:.1f} s (ingest {ingest_s:.1f} s); after: {after[0]} rows, "
                   f"{after[1]} bytes; a second run: {again}")
-            print(f"  prune kept {kept_cp} rows after consolidate, {kept_p} rows alone")
+            print(f"  prune kept {kept_cp[0]} rows, {kept_cp[1]} bytes after consolidate ({kept_cp[2]} digests "
+                  f"condensed; a second prune: {again_cp[0] - kept_cp[0]} rows, {again_cp[1] - kept_cp[1]} bytes, "
+                  f"{again_cp[2]} condensed), {kept_p[0]} rows, {kept_p[1]} bytes alone")
             for k in table:
                 home = base if k == "full" else homes[k]
                 table[k].append(await ask(conv, home, embedder, dia_of))

@@ -157,3 +157,43 @@ def test_prune_the_global_tier(cli, arcana_home):
     assert result.exit_code == 0, result.stderr
     assert [(t["tier"], t["archived"]) for t in json.loads(result.stdout)["tiers"]] == [("global", 1)]
     assert _live(cli, "ada") == 2  # control: private copies untouched
+
+
+OLD_TURNS = [  # an aged-out session: `consolidate` digests it
+    {"content": "Caroline: I went to an LGBTQ support group and it was so very powerful for me.", "type": "episodic",
+     "session": "s1", "created_at": "2023-05-08T10:00:00Z"},
+    {"content": "Melanie: I painted a sunrise over the lake, and it was such a quiet morning.", "type": "episodic",
+     "session": "s1", "created_at": "2023-05-08T10:01:00Z"},
+]
+
+
+def test_a_byte_budget_dry_run_lists_condensations_and_the_real_run_ledgers_them(cli, tmp_path, arcana_home):
+    path = tmp_path / "old.jsonl"
+    path.write_text("".join(json.dumps(line) + "\n" for line in OLD_TURNS))
+    assert cli("remember", "--from", str(path), "--agent", "ada", "--no-reconcile").exit_code == 0
+    assert cli("consolidate", "--agent", "ada", "--quiet").exit_code == 0
+    (digest,) = json.loads(cli("memory", "list", "--agent", "ada", "--json").stdout)
+    budget = str(len(digest["content"].encode()) - 10)
+
+    dry = cli("prune", "--agent", "ada", "--max-bytes", budget, "--dry-run", "--json")
+    assert dry.exit_code == 0, dry.output
+    report = json.loads(dry.stdout)
+    (store,) = report["agents"]
+    assert (report["removed"], report["condensed"], store["archived"], store["condensed"]) == (0, 1, 0, 1)
+    (decision,) = store["condensations"]
+    assert decision["id"] == digest["id"] and decision["bytes"][0] == len(digest["content"].encode())
+    assert decision["content"].startswith("On 8 May 2023: Caroline: went LGBTQ support group")
+    assert "would condense 1 digests" in dry.stderr
+    assert json.loads(cli("memory", "list", "--agent", "ada", "--json").stdout) == [digest]  # nothing changed
+
+    done = cli("prune", "--agent", "ada", "--max-bytes", budget, "--json")
+    assert done.exit_code == 0 and json.loads(done.stdout)["agents"][0]["condensations"] == [decision]
+    (after,) = json.loads(cli("memory", "list", "--agent", "ada", "--json").stdout)
+    assert after["content"] == decision["content"]
+    history = json.loads(cli("memory", "history", digest["id"], "--agent", "ada", "--json").stdout)
+    assert history[-1]["op"] == "condense" and history[-1]["before"]["content"] == digest["content"]
+    events = [json.loads(line) for line in arcana_home.audit_log.read_text().splitlines()]
+    (line,) = [e for e in events if e["event"] == "prune" and not e["dry_run"]]
+    assert line["condensed"] == 1 and "condensations" not in line
+    again = cli("prune", "--agent", "ada", "--max-bytes", budget)
+    assert again.exit_code == 0 and "nothing to prune" in again.stderr  # a second prune: a no-op

@@ -102,7 +102,8 @@ async def test_a_byte_budget_takes_from_the_same_order_until_the_content_fits(st
     report = await store.prune(PrunePolicy(max_bytes=200, dry_run=True))
     assert report.victim_ids == [facts[0].id]  # 281 -> 195 bytes
     assert (await store.prune(PrunePolicy(max_bytes=195, dry_run=True))).victim_ids == [facts[0].id]  # at the budget
-    assert (await store.prune(PrunePolicy(max_bytes=0))).victim_ids == [f.id for f in facts]
+    everything = await store.prune(PrunePolicy(max_bytes=0))
+    assert everything.victim_ids == [f.id for f in facts] and everything.condensed == 0  # no digest to condense
     assert (await store.get(pinned.id)) is not None
 
 
@@ -241,6 +242,7 @@ async def test_prune_reads_each_candidates_edges_by_index_never_the_live_rows_ag
     assert plan[0].startswith("SEARCH memories USING INDEX memories_order")  # the outer scan of live rows
     assert [step for step in plan[1:] if "memories_order" in step] == []
     assert any("memory_edges_dst (dst_id=?)" in step for step in plan)  # positive control: the edge index
+    assert any("memory_ledger_memory (memory_id=?)" in step for step in plan)  # is it a digest: its own ledger rows
 
 
 @pytest.mark.sqlite_only("it shrinks SQLite's mutation window")
