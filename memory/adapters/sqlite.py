@@ -22,7 +22,7 @@ from memory.progress import Progress, Report
 from memory.promotion import promote
 from memory.query_terms import QueryTerms, terms
 from memory.protocols import MemoryAdapter
-from memory.sqlite import consolidation, context, inspection, mutations, prune_order, vectors
+from memory.sqlite import compact, consolidation, context, inspection, mutations, prune_order, vectors
 from memory.sqlite.condense import Condenser
 from memory.sqlite import versions as version_sql
 from memory.sqlite.admission import SQLITE, where
@@ -44,7 +44,7 @@ from memory.sqlite.connection import (
 from memory.sqlite.fts import coverage, focused_match, match_expression, pair_share
 from memory.sqlite.quarantine import quarantine_store
 from memory.sqlite.rows import SELECT_COLUMNS, admitted_rows, row_to_entry
-from memory.sqlite.semantic import semantic_leg
+from memory.sqlite.semantic import Prefetched, first_k, semantic_leg, store_version
 from memory.inspection import Census, Growth, RecallDay
 from memory.store_kinds import StoreKind, store_options
 from memory.types import (
@@ -401,14 +401,23 @@ class SQLiteAdapter:
         return [row_to_entry(r, score=-r["rank"], matched_by=["keyword"]) for r in rows], covered
 
     async def semantic_leg(
-        self, query: MemoryQuery, table: str, blob: bytes, wanted: int, *, min_similarity: float, compact_from: int
+        self, query: MemoryQuery, table: str, blob: bytes, wanted: int, *, min_similarity: float, compact_from: int,
+        first: Prefetched | None = None,
     ) -> list[MemoryEntry]:
         """The ``wanted`` nearest admitted memories to the packed vector ``blob`` in the vector
-        index ``table``, in one call (see :mod:`memory.sqlite.semantic`)."""
+        index ``table``, in one call (see :mod:`memory.sqlite.semantic`; ``first``: from :meth:`nearest_many`)."""
         clause = where(query)
         return await self.run(
-            semantic_leg, table, blob, wanted, clause.sql, clause.params, min_similarity, compact_from
+            semantic_leg, table, blob, wanted, clause.sql, clause.params, min_similarity, compact_from, first
         )
+
+    async def nearest_many(
+        self, table: str, blobs: Sequence[bytes], wanted: int, *, compact_from: int
+    ) -> list[Prefetched | None]:
+        """For each packed vector of ``blobs``, the exact scan's rows :meth:`semantic_leg` reads first
+        for ``wanted`` memories (its ``first``), the index read once for all (:mod:`memory.sqlite.window_knn`);
+        None for a vector that is searched on its own (a tie; every one once the compact index answers)."""
+        return await self.run(_nearest_many, table, list(blobs), wanted, compact_from)
 
     async def turn_context(
         self, query: MemoryQuery, parsed: QueryTerms, entry_ids: Sequence[str]
@@ -541,6 +550,15 @@ class SQLiteAdapter:
 def _probe(raw) -> None:
     """Touch the schema so a file that is not a database fails at connect."""
     raw.execute("SELECT count(*) FROM sqlite_master").fetchone()
+
+
+def _nearest_many(raw, table, blobs, wanted, compact_from):
+    if not blobs or not vectors.table_exists(raw, table) or compact.size(raw, table) >= max(compact_from, 1):
+        return [None] * len(blobs)
+    from memory.sqlite.window_knn import knn_many  # numpy: only for a window's search
+
+    version = store_version(raw)
+    return [None if hits is None else (version, hits) for hits in knn_many(raw, table, blobs, first_k(wanted))]
 
 
 def _upsert_txn(raw, entries, actor):

@@ -33,6 +33,7 @@ from memory.progress import Report
 from memory.query_terms import terms
 from memory.ranking.fusion import Weights, hybrid_pool
 from memory.sqlite import chunks, compact
+from memory.sqlite.semantic import Prefetched
 from memory.sqlite.vectors import (
     build_table,
     embedded_of,
@@ -117,6 +118,7 @@ class VectorAdapter:
         # reuses it instead of embedding the same text again (reconciliation's largest cost).
         self._reusable: dict[tuple[str, str], list[float]] = {}
         self._primed: dict[tuple[str, str], list[float]] = {}  # a reconciled batch's texts (prime()), kept for its write
+        self._nearest: dict[tuple[str, str, int], Prefetched] = {}  # their nearest rows (prime()), while nothing is written
 
     # -- lifecycle ---------------------------------------------------------
 
@@ -387,19 +389,29 @@ class VectorAdapter:
         """Can a semantic search run now (vectors indexed, sqlite-vec loaded, a compatible embedder)?"""
         return isinstance(await self._searchable(), tuple)
 
-    async def prime(self, texts: Sequence[str]) -> dict[str, list[float]]:
+    async def prime(self, texts: Sequence[str], neighbours: int = 0) -> dict[str, list[float]]:
         """Embed ``texts`` in one call for the :meth:`similar` calls about to ask for them (a batch
         being reconciled) and for the write of the batch after them (a text stored as it was
         said is then embedded once, not twice), replacing what an earlier batch primed; returns
-        them by text ({} when semantic search cannot run)."""
-        self._primed = {}
+        them by text ({} when semantic search cannot run).
+
+        With ``neighbours`` (the ``limit`` those calls will ask), each text's nearest rows are
+        found here too, the index read once for all of them instead of once per text
+        (:meth:`SQLiteAdapter.nearest_many`); a search uses them only if nothing was written since.
+        """
+        self._primed, self._nearest = {}, {}
         ready = await self._searchable()
         if not isinstance(ready, tuple) or not texts:
             return {}
-        embedder = ready[0]
+        embedder, meta = ready
         unique = list(dict.fromkeys(texts))
         vectors = dict(zip(unique, await embedder.embed(unique), strict=True))
         self._primed = {(embedder.model_name, t): v for t, v in vectors.items()}
+        if neighbours and all(len(v) == meta.dimension for v in vectors.values()):
+            found = await self.store.nearest_many(
+                meta.vec_table, [pack(v) for v in vectors.values()], neighbours, compact_from=self.compact_from
+            )
+            self._nearest = {(embedder.model_name, t, neighbours): hits for t, hits in zip(vectors, found) if hits is not None}
         return vectors
 
     async def similar(self, query: MemoryQuery, limit: int, min_similarity: float) -> list[MemoryEntry]:
@@ -416,16 +428,18 @@ class VectorAdapter:
         embedder, meta = ready
         key = (embedder.model_name, query.text)
         vector = self._primed.get(key)
+        first = None if vector is None else self._nearest.get((*key, limit))  # found for this very vector
         if vector is None:
             vector = (await embedder.embed([query.text]))[0]
             self._reusable[key] = vector
             while len(self._reusable) > REUSABLE_VECTORS:
                 del self._reusable[next(iter(self._reusable))]
-        hits = await self._semantic(query, embedder, meta, limit, vector=vector)
+        hits = await self._semantic(query, embedder, meta, limit, vector=vector, first=first)
         return [h for h in hits if h.score is not None and h.score >= min_similarity]
 
     async def _semantic(
-        self, query: MemoryQuery, embedder: Embedder, meta: EmbeddingMeta, wanted: int, vector: list[float] | None = None
+        self, query: MemoryQuery, embedder: Embedder, meta: EmbeddingMeta, wanted: int, vector: list[float] | None = None,
+        first: Prefetched | None = None,
     ) -> list[MemoryEntry]:
         """The store's semantic leg for ``vector`` (else the query text's), admitted and filtered."""
         if vector is None:
@@ -438,7 +452,8 @@ class VectorAdapter:
                 f"query vector has {len(vector)} dimensions but the index holds {meta.dimension}"
             )
         return await self.store.semantic_leg(
-            query, meta.vec_table, pack(vector), wanted, min_similarity=self.min_similarity, compact_from=self.compact_from
+            query, meta.vec_table, pack(vector), wanted, min_similarity=self.min_similarity,
+            compact_from=self.compact_from, first=first,
         )
 
     async def get(self, entry_id: str) -> MemoryEntry | None:

@@ -151,7 +151,7 @@ async def _prime(reconciler: Any, entries: list[MemoryEntry]) -> dict[str, list[
     if reconciler.vectors is None or not entries:
         return {}
     try:
-        return await reconciler.vectors.prime([e.content for e in entries])
+        return await reconciler.vectors.prime([e.content for e in entries], reconciler.settings.candidates)
     except Exception as exc:  # priming only saves time: each decision embeds on its own instead
         reconciler._audit("reconcile_fallback", entries[0], f"{type(exc).__name__}: {exc}")
         return {}

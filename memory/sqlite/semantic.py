@@ -19,13 +19,37 @@ from memory.types import MemoryEntry
 KNN_MAX = 4096  # sqlite-vec's ceiling on k
 
 
+Prefetched = tuple[tuple[int, int], list[tuple[int, float]]]  # (store_version when found, the nearest rows)
+
+
+def store_version(raw) -> tuple[int, int]:
+    """Changes to the database since: another connection's commits (``data_version``) and this one's."""
+    return raw.execute("PRAGMA data_version").fetchone()[0], raw.total_changes
+
+
+def first_k(wanted: int) -> int:
+    """How many nearest rows :func:`semantic_leg` reads first for ``wanted`` memories."""
+    return min(max(OVERFETCH * wanted, KNN_FLOOR), KNN_MAX)
+
+
 def semantic_leg(
-    raw, table: str, blob: bytes, wanted: int, clause_sql: str, params: tuple, min_similarity: float, compact_from: int
+    raw, table: str, blob: bytes, wanted: int, clause_sql: str, params: tuple, min_similarity: float, compact_from: int,
+    first: Prefetched | None = None,
 ) -> list[MemoryEntry]:
-    """The ``wanted`` nearest admitted memories to ``blob``, scored by cosine, nearest first."""
-    k = min(max(OVERFETCH * wanted, KNN_FLOOR), KNN_MAX)
+    """The ``wanted`` nearest admitted memories to ``blob``, scored by cosine, nearest first.
+
+    ``first``: the exact scan's :func:`first_k` nearest rows, when a window's search
+    (:mod:`memory.sqlite.window_knn`) found them already; used only if nothing was written
+    since (:func:`store_version`), so the rest is the same as without it.
+    """
+    k = first_k(wanted)
+    if first is not None and first[0] != store_version(raw):
+        first = None
     while True:
-        hits, admitted = nearest(raw, table, blob, k, clause_sql, params, compact_from)
+        if first is not None:
+            (hits, admitted), first = (first[1], False), None
+        else:
+            hits, admitted = nearest(raw, table, blob, k, clause_sql, params, compact_from)
         hits, spans, exhausted = _with_chunks(raw, table, blob, k, hits)
         exhausted = exhausted and not admitted  # admitted hits fall short of k on a filter, not an empty index
         results = _admit(raw, hits, wanted, clause_sql, params, min_similarity, spans)

@@ -1,0 +1,53 @@
+"""A reconciled window's candidate search, the index read once for the window (VectorAdapter.prime with
+``neighbours``), finds what each line's own search finds: real SQLite, sqlite-vec and the offline model."""
+
+from __future__ import annotations
+
+import pytest
+from factories import entries_for
+
+from memory.adapters.sqlite import SQLiteAdapter
+from memory.adapters.vector import VectorAdapter
+from memory.embedding.gateway import EmbeddingGateway
+from memory.types import MemoryQuery
+
+AGENT = "agent-1"
+entry = entries_for(AGENT)
+STORED = [f"{who} {what} on {day}" for who in ("Caroline", "Melanie", "the team", "my sister")
+          for what in ("went to the pride parade", "painted a sunset", "moved to Lisbon", "adopted a dog",
+                       "started a pottery class", "ran a charity race")
+          for day in ("Monday", "the weekend", "8 May")]
+LINES = ["Caroline went to a pride parade last weekend", "Melanie painted a sunrise", "we moved to Lisbon",
+         "my sister adopted a puppy", "a completely different topic about tax forms", "Caroline went to a pride parade last weekend"]
+LIMIT = 5
+
+
+@pytest.fixture
+async def adapter(tmp_path, offline_embedder):
+    store = SQLiteAdapter(tmp_path / "memory.db", actor="test")
+    vectors = VectorAdapter(store, EmbeddingGateway([offline_embedder]))
+    await vectors.write_many([entry(text) for text in STORED])
+    yield vectors
+    await store.aclose()
+
+
+async def found(adapter: VectorAdapter, text: str) -> list[tuple[str, float]]:
+    hits = await adapter.similar(MemoryQuery(agent_id=AGENT, text=text, limit=LIMIT), LIMIT, 0.3)
+    return [(h.id, h.score) for h in hits]
+
+
+async def test_the_windows_search_finds_each_lines_candidates(adapter):
+    await adapter.prime(LINES)  # vectors only: each line searched on its own
+    own = [await found(adapter, line) for line in LINES]
+    await adapter.prime(LINES, LIMIT)
+    assert len(adapter._nearest) == len(set(LINES))  # every line was found in the window's one pass
+    assert [await found(adapter, line) for line in LINES] == own
+    assert all(own[:4])  # positive control: the lines with near memories have candidates
+
+
+async def test_a_write_after_the_window_is_seen_by_the_next_search(adapter):
+    line = "Melanie painted a sunrise"
+    await adapter.prime([line], LIMIT)
+    nearer = entry("Melanie painted a sunrise today")
+    await adapter.write_many([nearer])  # another text: the line's primed vector and window answer stay
+    assert (await found(adapter, line))[0][0] == nearer.id  # not the window's stale answer
