@@ -43,7 +43,7 @@ async def reindex(
             notify=out.warn, on_progress=on_progress, actor="cli",
         )
     if not cli.config.embedding.providers and model is None:
-        out.info("keyword-only home (embedding.providers is empty): keyword index rebuilt, vectors left alone")
+        out.info("keyword-only home (embedding.providers is empty): vectors left alone")
     for done in result.stores:
         if done.error is not None:
             out.warn(f"{done.name}: {done.error}")
