@@ -59,7 +59,10 @@ from memory.types import (
     Visibility,
 )
 
-WRITE_BATCH = 512  # rows a transaction: half the vector store's and bulk import's window of 1,024, so none leaves a tail
+# Rows a transaction: the vector store's and bulk import's window of 1,024, so a batch is one
+# commit (512 was 4% slower at 100k rows: random-keyed index pages dirtied per row). It holds the
+# write lock about 0.1 s.
+WRITE_BATCH = 1024
 INLINE_ROWS = 16  # up to this many rows a write runs inline (see run_inline)
 _HIT_FLUSH = 256
 

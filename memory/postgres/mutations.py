@@ -11,7 +11,6 @@ update instead of an error.
 from __future__ import annotations
 
 import asyncio
-import json
 import operator
 import time
 from collections.abc import Sequence
@@ -21,6 +20,7 @@ from memory.access import AccessBuffer
 from memory.postgres import bulk
 from memory.postgres.admission import numbered
 from memory.errors import StaleEditError
+from memory.ledger_image import encode
 from memory.promotion import ASSERTED_IMPORTANCE_CAP
 from memory.sqlite.mutations import (
     REFUSED, VERSION_LINKS, change_label, differs, split_by_time, stale_message, valid_start,
@@ -51,8 +51,9 @@ _LEDGER = (
     "SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::float8[], $5::text[], $6::text[])"
 )
 # The ledger rows of rows just COPYed in, their after images made by the server from the stored
-# rows (``row_to_json`` of COLUMNS: the image :func:`_dump` makes of the same values, a test compares
-# them), so Python need not serialise every row of a large load: that was half of its preparing.
+# rows (``row_to_json`` of COLUMNS: the image :func:`memory.ledger_image.encode` makes of the same
+# values, a test compares them), so Python need not serialise every row of a large load: that was
+# half of its preparing.
 _LEDGER_COPIED = (
     "INSERT INTO memory_ledger (memory_id, op, actor, at, before, after) "
     f"SELECT t.id, $1, $2, $3, NULL, row_to_json(t)::text FROM (SELECT {', '.join(COLUMNS)} FROM memories m "
@@ -67,10 +68,6 @@ def image(row) -> dict:
 async def _images(conn, ids: Sequence[str], *, lock: bool = True) -> dict[str, dict]:
     sql = f"SELECT {SELECT_COLUMNS} FROM memories m WHERE m.id = ANY($1::text[])" + (" FOR UPDATE" if lock else "")
     return {row["id"]: image(row) for row in await conn.fetch(sql, list(ids))}
-
-
-def _dump(img: dict | None) -> str | None:
-    return None if img is None else json.dumps(img, ensure_ascii=False, sort_keys=True)
 
 
 async def _append(conn, rows: list[tuple]) -> None:
@@ -192,7 +189,7 @@ async def _apply(conn, batch: Prepared, actor: str, op: str | None, *, known: se
         if v["id"] in inserted and firsts[v["id"]] == index:
             ops.append("insert")
             if not logged:
-                ledger.append((v["id"], op or "insert", actor, now, None, _dump(v)))
+                ledger.append((v["id"], op or "insert", actor, now, None, encode(v)))
             current[v["id"]] = v  # what a later value of this id compares with (v is not changed again)
             continue
         old = current[v["id"]]
@@ -211,7 +208,7 @@ async def _apply(conn, batch: Prepared, actor: str, op: str | None, *, known: se
         changed.append(v)
         label = change_label(old, v)
         ops.append(label)
-        ledger.append((v["id"], op or label, actor, now, _dump(old), _dump(v)))
+        ledger.append((v["id"], op or label, actor, now, encode(old), encode(v)))
         current[v["id"]] = dict(v)
     if changed:
         await conn.executemany(_UPDATE_ROW, [(v["id"], *(v[c] for c in _UPDATABLE)) for v in changed])
@@ -301,7 +298,7 @@ async def _change(conn, ids: Sequence[str], op: str, actor: str, assignments: st
     changed = [mid for mid in present if differs(before[mid], after[mid])]  # only these are stamped, as on SQLite
     if changed:
         await conn.execute("UPDATE memories SET updated_at = $1 WHERE id = ANY($2::text[])", now, changed)
-    ledger = [(mid, op, actor, now, _dump(before[mid]), _dump(after[mid] | {"updated_at": now})) for mid in changed]
+    ledger = [(mid, op, actor, now, encode(before[mid]), encode(after[mid] | {"updated_at": now})) for mid in changed]
     await _append(conn, ledger)
     return len(ledger)
 
@@ -314,7 +311,7 @@ async def delete(conn, ids: Sequence[str], op: str, actor: str) -> int:
         return 0
     present = list(before)
     await conn.execute("DELETE FROM memories WHERE id = ANY($1::text[])", present)
-    await _append(conn, [(mid, op, actor, now, _dump(before[mid]), None) for mid in present])
+    await _append(conn, [(mid, op, actor, now, encode(before[mid]), None) for mid in present])
     return len(present)
 
 

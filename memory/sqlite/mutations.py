@@ -12,7 +12,6 @@ would turn every recall into a ledger write.
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Sequence
 
@@ -21,6 +20,7 @@ from memory.sqlite import chunks, compact, context, vectors
 from memory.sqlite.batches import batches, marks, select_in
 from memory.sqlite.rows import COLUMNS, SELECT_COLUMNS, entry_values, row_image
 from memory.errors import StaleEditError
+from memory.ledger_image import encode
 from memory.progress import Progress
 from memory.promotion import ASSERTED_IMPORTANCE_CAP
 from memory.types import MemoryEntry, Visibility
@@ -58,13 +58,6 @@ def _append(raw, rows: list[tuple]) -> None:
         "INSERT INTO memory_ledger (memory_id, op, actor, at, before, after) VALUES (?, ?, ?, ?, ?, ?)",
         rows,
     )
-
-
-_IMAGE = json.JSONEncoder(ensure_ascii=False, sort_keys=True)  # built once: json.dumps with options builds one a call
-
-
-def _dump(image: dict | None) -> str | None:
-    return None if image is None else _IMAGE.encode(image)
 
 
 def change_label(before: dict, after: dict) -> str:
@@ -177,7 +170,7 @@ def upsert(raw, entries: Sequence[MemoryEntry], actor: str, *, op: str | None = 
             values["visibility"] = Visibility.VISIBLE.value
         if raw.execute(_INSERT_NEW, values | indexed).rowcount == 1:
             ops.append("insert")
-            ledger.append((entry.id, op or "insert", actor, now, None, _dump(values)))
+            ledger.append((entry.id, op or "insert", actor, now, None, encode(values)))
             continue
         old = _images(raw, [entry.id])[entry.id]
         if old["agent_id"] != values["agent_id"]:
@@ -196,7 +189,7 @@ def upsert(raw, entries: Sequence[MemoryEntry], actor: str, *, op: str | None = 
         raw.execute(_UPSERT, values | indexed)
         label = change_label(old, values)
         ops.append(label)
-        ledger.append((entry.id, op or label, actor, now, _dump(old), _dump(values)))
+        ledger.append((entry.id, op or label, actor, now, encode(old), encode(values)))
     _append(raw, ledger)
     return ops
 
@@ -255,7 +248,7 @@ def _update_window(raw, ids: list[str], op: str, actor: str, assignments: str, p
     changed = [mid for mid in present if differs(before[mid], after[mid])]
     for chunk in batches(changed):
         raw.execute(f"UPDATE memories SET updated_at = ? WHERE id IN ({marks(chunk)})", (now, *chunk))
-    ledger = [(mid, op, actor, now, _dump(before[mid]), _dump(after[mid] | {"updated_at": now})) for mid in changed]
+    ledger = [(mid, op, actor, now, encode(before[mid]), encode(after[mid] | {"updated_at": now})) for mid in changed]
     _append(raw, ledger)
     return len(ledger)
 
@@ -285,7 +278,7 @@ def _delete_window(raw, ids: list[str], op: str, actor: str, now: float, vec_tab
             compact.forget(raw, table, seqs)
         chunks.forget(raw, seqs)
         raw.execute(f"DELETE FROM memories WHERE id IN ({marks(chunk)})", chunk)
-    _append(raw, [(mid, op, actor, now, _dump(before[mid]), None) for mid in present])
+    _append(raw, [(mid, op, actor, now, encode(before[mid]), None) for mid in present])
     return len(present)
 
 
