@@ -385,10 +385,6 @@ class VectorAdapter:
         await self.store.record_access(entries)
         return Recall(entries, legs)
 
-    async def semantic_ready(self) -> bool:
-        """Can a semantic search run now (vectors indexed, sqlite-vec loaded, a compatible embedder)?"""
-        return isinstance(await self._searchable(), tuple)
-
     async def prime(self, texts: Sequence[str], neighbours: int = 0) -> dict[str, list[float]]:
         """Embed ``texts`` in one call for the :meth:`similar` calls about to ask for them (a batch
         being reconciled) and for the write of the batch after them (a text stored as it was
@@ -414,17 +410,18 @@ class VectorAdapter:
             self._nearest = {(embedder.model_name, t, neighbours): hits for t, hits in zip(vectors, found) if hits is not None}
         return vectors
 
-    async def similar(self, query: MemoryQuery, limit: int, min_similarity: float) -> list[MemoryEntry]:
+    async def similar(self, query: MemoryQuery, limit: int, min_similarity: float) -> list[MemoryEntry] | None:
         """Admitted nearest neighbours of ``query.text`` at cosine >= ``min_similarity``, scored by cosine.
 
         For write-time reconciliation: not a recall, so no access is recorded
-        and no fallback notice is given; [] when semantic search cannot run.
+        and no fallback notice is given; None when semantic search cannot run
+        (nothing embedded yet, no sqlite-vec, no compatible embedder).
         The text's vector is kept (the last few) for the write of that text to
         reuse: the memory is embedded once, not once to decide and once to store.
         """
         ready = await self._searchable()
         if not isinstance(ready, tuple):
-            return []
+            return None
         embedder, meta = ready
         key = (embedder.model_name, query.text)
         vector = self._primed.get(key)

@@ -22,6 +22,7 @@ single ``remember`` uses.
 from __future__ import annotations
 
 import math
+from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any
 
@@ -39,25 +40,35 @@ def _cosine(a: Sequence[float] | None, b: Sequence[float] | None) -> float | Non
 
 
 class Earlier:
-    """The lines of this batch decided so far (and to be written), as candidates for the next one."""
+    """The lines of this batch decided so far (and to be written), as candidates for the next one.
+
+    Each line is indexed by its normalised text and by each slot it states,
+    so finding a line's candidates reads only the lines sharing one (a
+    1,024-line window compared every line with every earlier one).
+    """
 
     def __init__(self, patterns: Any, vectors: dict[str, list[float]]):
         self.patterns = patterns
         self.vectors = vectors  # text -> its primed vector (empty without an embedder)
-        self.lines: list[tuple[MemoryEntry, set[tuple[str, str]], str]] = []
+        self.lines: list[MemoryEntry] = []
+        # (normalised text,) or (subject key, attribute) -> positions in ``lines``
+        self.sharing: dict[tuple[str, ...], list[int]] = defaultdict(list)
 
     def add(self, entry: MemoryEntry) -> None:
         parsed, norm = parse(entry.content, self.patterns)
-        self.lines.append((entry, {(s.key, f.attribute) for f, s in parsed}, norm))
+        for key in {(norm,)} | {(s.key, f.attribute) for f, s in parsed}:
+            self.sharing[key].append(len(self.lines))
+        self.lines.append(entry)
 
     def candidates(
         self, entry: MemoryEntry, parsed: list[tuple[Fact, Subject]], norm: str, seen: set[str], limit: int
     ) -> list[tuple[MemoryEntry, float | None]]:
         """The latest ``limit`` earlier lines stating a slot ``entry`` states, or the same words."""
-        slots = {(s.key, f.attribute) for f, s in parsed}
+        keys = {(norm,)} | {(s.key, f.attribute) for f, s in parsed}
+        positions = sorted({p for key in keys for p in self.sharing.get(key, ())}, reverse=True)
         found = []
-        for line, line_slots, line_norm in reversed(self.lines):
-            if line.id in seen or line.agent_id != entry.agent_id or not (line_norm == norm or slots & line_slots):
+        for line in (self.lines[p] for p in positions):
+            if line.id in seen or line.agent_id != entry.agent_id:
                 continue
             found.append((line, _cosine(self.vectors.get(entry.content), self.vectors.get(line.content))))
             if len(found) >= limit:

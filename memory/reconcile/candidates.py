@@ -20,13 +20,13 @@ async def find_candidates(
 ) -> list[tuple[MemoryEntry, float | None]]:
     """Up to ``2 * limit`` distinct candidates with their cosine similarity (None: found by keyword only)."""
     found: dict[str, tuple[MemoryEntry, float | None]] = {}
-    semantic = False
+    similar = None
     if vectors is not None:
         query = MemoryQuery(agent_id=entry.agent_id, text=entry.content, limit=limit)
-        semantic = await vectors.semantic_ready()
-        for hit in await vectors.similar(query, limit, min_similarity):
+        similar = await vectors.similar(query, limit, min_similarity)
+        for hit in similar or []:
             found[hit.id] = (hit, hit.score)
-    if not semantic:
+    if similar is None:
         # Trigger: no vector leg (keyword-only install, embedder down). Why: OR-ing the
         # statement's and its slots' common words ranks most of a large store (65 of 84 ms
         # per write at 10k rows), so it runs only when vectors cannot answer, and on the
