@@ -51,3 +51,17 @@ async def test_a_write_after_the_window_is_seen_by_the_next_search(adapter):
     nearer = entry("Melanie painted a sunrise today")
     await adapter.write_many([nearer])  # another text: the line's primed vector and window answer stay
     assert (await found(adapter, line))[0][0] == nearer.id  # not the window's stale answer
+
+
+async def test_a_store_with_nothing_embedded_says_it_cannot_search(tmp_path, offline_embedder):
+    """None, not [], so reconciliation searches by keyword instead (memory.reconcile.candidates)."""
+    store = SQLiteAdapter(tmp_path / "empty.db", actor="test")
+    vectors = VectorAdapter(store, EmbeddingGateway([offline_embedder]))
+    try:
+        await store.write_many([entry("Melanie painted a sunset")])  # rows, but no vector index yet
+        query = MemoryQuery(agent_id=AGENT, text="Melanie painted a sunrise", limit=LIMIT)
+        assert await vectors.similar(query, LIMIT, 0.3) is None
+        await vectors.write_many([entry("Melanie painted a sunrise on Monday")])
+        assert await vectors.similar(query, LIMIT, 0.3)  # positive control: once embedded, it finds
+    finally:
+        await store.aclose()
