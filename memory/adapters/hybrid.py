@@ -34,4 +34,4 @@ async def hybrid(
     scores = fused_scores(semantic, keyword, weights, coverage)
     near = best(scores, NEIGHBOUR_POOL * query.limit)
     previous, pairs = await engine.turn_context(query, parsed, near)
-    return rerank(scores, near, previous, pairs, semantic, keyword, query.limit)
+    return rerank(scores, near, previous, pairs, semantic, keyword, query.limit, query.text or "")

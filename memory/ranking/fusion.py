@@ -24,9 +24,10 @@ without coverage, even weights cost the synthetic paraphrase slice (MRR 0.786
 embedding.keyword_weight override the base weights.
 
 The best fused candidates are then re-ranked (:func:`spread_to_neighbours`,
-:func:`lift_by_pairs`, :func:`hand_to_replies`): adjacent turns scored
-together, the query's word pairs said together, and the reply to a turn that
-asked the question. LoCoMo any@10 / MRR@10 0.846 / 0.552 -> 0.859 / 0.614
+:func:`lift_by_pairs`, :func:`hand_to_replies`, then
+:func:`memory.ranking.speakers.lift_named_speakers`): adjacent turns scored
+together, the query's word pairs said together, the reply to a turn that
+asked the question, and the lines of a speaker the query names. LoCoMo any@10 / MRR@10 0.846 / 0.552 -> 0.859 / 0.614
 with the federation's asking weight (see memory.federation.router).
 """
 
@@ -37,6 +38,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from memory.config import DEFAULT_KEYWORD_WEIGHT, DEFAULT_VECTOR_WEIGHT
+from memory.ranking.speakers import lift_named_speakers
 from memory.types import MemoryEntry
 
 SEED_VECTOR_WEIGHT = 0.7
@@ -218,14 +220,17 @@ def rerank(
     semantic: Sequence[MemoryEntry],
     keyword: Sequence[MemoryEntry],
     limit: int,
+    query_text: str,
 ) -> list[MemoryEntry]:
     """The best ``limit`` of the ``near`` candidates once re-ranked on what the legs' bags of words
-    cannot see: adjacent turns scored together, the query's word pairs said together, and the
-    reply to a turn that asked (``previous``: turn to the turn before it, among admitted rows)."""
+    cannot see: adjacent turns scored together, the query's word pairs said together, the
+    reply to a turn that asked (``previous``: turn to the turn before it, among admitted rows),
+    and the lines of a speaker ``query_text`` names (:mod:`memory.ranking.speakers`)."""
     lifted = spread_to_neighbours({i: scores[i] for i in near}, previous, NEIGHBOUR_SHARE)
     lifted = lift_by_pairs(lifted, pair_share)
     content = {e.id: e.content for e in (*keyword, *semantic)}
     lifted = hand_to_replies(lifted, previous, {i for i in near if asks(content[i])})
+    lifted = lift_named_speakers(lifted, content, query_text)
     return ranked_entries(lifted, semantic, keyword, limit)
 
 

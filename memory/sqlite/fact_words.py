@@ -9,8 +9,8 @@ from __future__ import annotations
 import re
 
 from memory.query_terms import STOPWORDS
+from memory.ranking.speakers import speaker_of
 
-_SPEAKER = re.compile(r"^\s*([A-Z][\w.'-]*(?: [A-Z][\w.'-]*)?):\s+")
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 # Words that carry no fact of their own in a conversation: reactions, greetings, fillers.
 SMALL_TALK = frozenset(
@@ -22,12 +22,6 @@ SMALL_TALK = frozenset(
     talk later chat catch glad congrats congratulations super pretty kind very always ever
     """.split()
 )
-
-
-def speaker_of(text: str) -> tuple[str | None, str]:
-    """("Caroline", "rest") for a chat line "Caroline: rest"; (None, text) otherwise."""
-    match = _SPEAKER.match(text)
-    return (match.group(1), text[match.end():]) if match else (None, text)
 
 
 def fact_word(word: str) -> str | None:
