@@ -90,6 +90,7 @@ async def _edit(cli: CliContext, out: Out, memory_id: str, agent, pool, global_,
     for copy in report.copies:
         if copy.changed and copy.op in ("withdraw", "promote"):
             out.info(f"{report.entry_id}: {'withdrawn from' if copy.op == 'withdraw' else 'promoted to'} the {copy.tier} tier")
+    return report
 
 
 @command("forget")
@@ -156,6 +157,23 @@ async def set_(
     await _edit(cli, out, memory_id, agent, pool, global_, "update", "changed", changes)
 
 
+@command("revert")
+async def revert(
+    cli: CliContext, out: Out, memory_id: IdArg,
+    to: Annotated[int, typer.Option("--to", help="The ledger seq (from `memory history`) whose result to restore.")],
+    agent: WhoseOpt = None, pool: PoolOpt = None, global_: GlobalOpt = False,
+) -> None:
+    """Restore a memory's text, tags, type, importance, pin and visibility as ledger row SEQ left them (its global copy too)."""
+    from memory.operator.revert import reverted_fields
+
+    async with target_store(cli, agent, pool, global_) as editor:
+        entry = await editor.resolve(memory_id)
+        changes = reverted_fields(await editor.store.history(entry.id), to)
+    report = await _edit(cli, out, entry.id, agent, pool, global_, "update", "reverted", changes)
+    short = entry.id[:8]
+    out.info(f"{short} is as ledger row {to} left it" if report.changed else f"{short} was already as ledger row {to} left it")
+
+
 @command("history")
 async def history(
     cli: CliContext, out: Out, memory_id: IdArg, agent: WhoseOpt = None, pool: PoolOpt = None, global_: GlobalOpt = False,
@@ -208,4 +226,4 @@ async def _versions(cli: CliContext, out: Out, memory_id: str, agent, pool, glob
 def register(app: typer.Typer) -> None:
     group = typer.Typer(help="Inspect and edit individual memories (operator reads).", no_args_is_help=True)
     app.add_typer(group, name="memory")
-    add_commands(group, list_, show, forget, restore, purge, set_, history)
+    add_commands(group, list_, show, forget, restore, purge, set_, revert, history)

@@ -106,6 +106,11 @@ CASES: dict[tuple[str, str | None], list[Case]] = {
     ("set", "content"): [
         Case(["set", "--content", "reworded"], lambda c: c["content"].startswith("reworded"), True, "update", "update")
     ],
+    ("revert", "to"): [
+        # back to the text its insert left, after a rewording: the copy follows ("{insert}": the row's seq)
+        Case(["revert", "--to", "{insert}"], lambda c: c["content"].startswith("fact heron"), True, "update", "update",
+             prepare=[["set", "--content", "reworded elsewhere"]]),
+    ],
     ("set", "current"): [
         Case(["set", "--current"], lambda c: c["valid_to"] is None and c["superseded_by"] is None, True,
              "make_current", "make_current", content="My favourite bird is the {word}.",
@@ -141,7 +146,8 @@ def test_every_operator_mutator_reaches_the_promoted_copy(cli, home):
             assert later["supersedes"] == [written["id"]] and "global" in later["accepted"]
         for step in case.prepare:
             ok(cli("memory", step[0], written["id"], "--agent", "ada", *step[1:], "--json"))
-        args = [f"reworded {word}" if a == "reworded" else a for a in case.args]
+        insert = ok(cli("memory", "history", written["id"], "--agent", "ada", "--json"))[0]["seq"]
+        args = [f"reworded {word}" if a == "reworded" else str(insert) if a == "{insert}" else a for a in case.args]
         result = cli("memory", args[0], written["id"], "--agent", "ada", *args[1:], "--json")
         assert result.exit_code == 0, f"{args}: {result.output}"
         done[word] = (written["id"], f"memory {command} {option or ''}: {args}", case)

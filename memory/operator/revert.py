@@ -1,0 +1,34 @@
+"""A memory brought back to what one of its ledger rows left it (``arcana memory revert ID --to SEQ``).
+
+Prune's condensing, an operator's ``memory set`` and a reconciler's edit
+rewrite a memory in place; the ledger keeps each row's after image. A revert
+reads the image row SEQ left and writes back the fields an operator may set
+(:data:`REVERTIBLE`) through the one operator edit (``update``), so it is
+ledgered like any change and reaches the memory's global copy. Version links,
+dates and provenance are not rewound: a revert changes what a memory says,
+not its history.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from memory.errors import InvalidRequestError, NotFoundError
+from memory.types import LedgerRecord
+
+REVERTIBLE = ("content", "tags", "type", "importance", "pinned", "visibility")
+
+
+def reverted_fields(records: Sequence[LedgerRecord], seq: int) -> dict[str, Any]:
+    """The :data:`REVERTIBLE` fields as ledger row ``seq`` of ``records`` (one memory's history) left them."""
+    record = next((r for r in records if r.seq == seq), None)
+    if record is None:
+        seqs = ", ".join(str(r.seq) for r in records[-5:])
+        raise NotFoundError(f"the memory has no ledger row {seq} (its latest: {seqs}); see `arcana memory history ID`")
+    if record.after is None:
+        raise InvalidRequestError(f"ledger row {seq} removed the memory; give a row that left it in place")
+    image = record.after
+    tags = json.loads(image["tags"]) if isinstance(image["tags"], str) else image["tags"]
+    return {**{k: image[k] for k in REVERTIBLE if k != "tags"}, "tags": tags, "pinned": bool(image["pinned"])}
