@@ -68,13 +68,19 @@ async def show(cli: CliContext, out: Out, memory_id: IdArg, agent: WhoseOpt = No
     )
 
 
-async def _edit(cli: CliContext, out: Out, memory_id: str, agent, pool, global_, op: str, verb: str, changes: dict | None = None):
-    """Every mutating command: resolve, then one core call that reaches every copy."""
+async def _edit(
+    cli: CliContext, out: Out, memory_id: str, agent, pool, global_, op: str, verb: str, changes: dict | None = None,
+    *, changes_for=None,
+):
+    """Every mutating command: resolve, then one core call that reaches every copy. ``changes_for(editor,
+    entry)`` reads an ``update``'s changes off the resolved memory, in the same editor."""
     from memory.operator.edits import Edit
 
-    edit = Edit(op, changes=changes or {})
     async with target_store(cli, agent, pool, global_) as editor:
         entry = await editor.resolve(memory_id)
+        if changes_for is not None:
+            changes = await changes_for(editor, entry)
+        edit = Edit(op, changes=changes or {})
         report = await editor.apply(entry.id, edit, verb=verb)
     if edit.op in ("update", "make_current"):
         reached = {k: v for k, v in edit_json(report).items() if k in ("copies", "reached")}
@@ -163,14 +169,14 @@ async def revert(
     to: Annotated[int, typer.Option("--to", help="The ledger seq (from `memory history`) whose result to restore.")],
     agent: WhoseOpt = None, pool: PoolOpt = None, global_: GlobalOpt = False,
 ) -> None:
-    """Restore a memory's text, tags, type, importance, pin and visibility as ledger row SEQ left them (its global copy too)."""
+    """Restore a memory's text, tags, type, importance, pin and visibility as ledger row SEQ left them (its global copy too; a hide is never lifted)."""
     from memory.operator.revert import reverted_fields
 
-    async with target_store(cli, agent, pool, global_) as editor:
-        entry = await editor.resolve(memory_id)
-        changes = reverted_fields(await editor.store.history(entry.id), to)
-    report = await _edit(cli, out, entry.id, agent, pool, global_, "update", "reverted", changes)
-    short = entry.id[:8]
+    async def changes_for(editor, entry):
+        return reverted_fields(entry, await editor.store.history(entry.id), to)
+
+    report = await _edit(cli, out, memory_id, agent, pool, global_, "update", "reverted", changes_for=changes_for)
+    short = report.entry_id[:8]
     out.info(f"{short} is as ledger row {to} left it" if report.changed else f"{short} was already as ledger row {to} left it")
 
 

@@ -6,7 +6,9 @@ reads the image row SEQ left and writes back the fields an operator may set
 (:data:`REVERTIBLE`) through the one operator edit (``update``), so it is
 ledgered like any change and reaches the memory's global copy. Version links,
 dates and provenance are not rewound: a revert changes what a memory says,
-not its history.
+not its history. Nor does it lift a restriction: a memory hidden or made
+private since that row stays so (:func:`keep_restrictions`, as for an import);
+lifting one is ``memory set --visibility``.
 """
 
 from __future__ import annotations
@@ -16,13 +18,15 @@ from collections.abc import Sequence
 from typing import Any
 
 from memory.errors import InvalidRequestError, NotFoundError
-from memory.types import LedgerRecord
+from memory.operator.edits import keep_restrictions
+from memory.types import LedgerRecord, MemoryEntry, Visibility
 
 REVERTIBLE = ("content", "tags", "type", "importance", "pinned", "visibility")
 
 
-def reverted_fields(records: Sequence[LedgerRecord], seq: int) -> dict[str, Any]:
-    """The :data:`REVERTIBLE` fields as ledger row ``seq`` of ``records`` (one memory's history) left them."""
+def reverted_fields(current: MemoryEntry, records: Sequence[LedgerRecord], seq: int) -> dict[str, Any]:
+    """The :data:`REVERTIBLE` fields as ledger row ``seq`` of ``records`` (``current``'s history) left
+    them, its visibility never less restricted than ``current``'s."""
     record = next((r for r in records if r.seq == seq), None)
     if record is None:
         seqs = ", ".join(str(r.seq) for r in records[-5:])
@@ -31,4 +35,6 @@ def reverted_fields(records: Sequence[LedgerRecord], seq: int) -> dict[str, Any]
         raise InvalidRequestError(f"ledger row {seq} removed the memory; give a row that left it in place")
     image = record.after
     tags = json.loads(image["tags"]) if isinstance(image["tags"], str) else image["tags"]
-    return {**{k: image[k] for k in REVERTIBLE if k != "tags"}, "tags": tags, "pinned": bool(image["pinned"])}
+    then = current.model_copy(update={"visibility": Visibility(image["visibility"])})
+    return {**{k: image[k] for k in REVERTIBLE}, "tags": tags, "pinned": bool(image["pinned"]),
+            "visibility": keep_restrictions(current, then).visibility}

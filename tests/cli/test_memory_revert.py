@@ -10,7 +10,7 @@ import pytest
 
 from memory.errors import InvalidRequestError
 from memory.operator.revert import reverted_fields
-from memory.types import LedgerRecord
+from memory.types import LedgerRecord, MemoryEntry, Visibility
 
 
 def ok(result) -> dict | list:
@@ -63,11 +63,28 @@ def test_a_row_that_is_not_the_memorys_own_is_refused(cli, no_embedder):
     assert content(cli, door) == "the heronvault door code is 5521"
 
 
+def test_a_revert_never_lifts_a_hide(cli, no_embedder):
+    ok(cli("agent", "create", "ada", "--json"))
+    door = remember(cli, "the heronvault door code is 5521")
+    inserted = history(cli, door)[0]["seq"]
+    ok(cli("memory", "set", door, "--agent", "ada", "--content", "the heronvault door code is 9999", "--json"))
+    ok(cli("memory", "set", door, "--agent", "ada", "--visibility", "hidden", "--json"))
+    reverted = ok(cli("memory", "revert", door, "--agent", "ada", "--to", str(inserted), "--json"))
+    assert (reverted["content"], reverted["visibility"]) == ("the heronvault door code is 5521", "hidden")
+    assert ok(cli("recall", "heronvault door code", "--agent", "ada", "--json"))["results"] == []
+    # positive control: lifting it on purpose works, and the reverted text is what recall then finds
+    ok(cli("memory", "set", door, "--agent", "ada", "--visibility", "visible", "--json"))
+    found = ok(cli("recall", "heronvault door code", "--agent", "ada", "--json"))["results"]
+    assert [r["content"] for r in found] == ["the heronvault door code is 5521"]
+
+
 def test_a_row_that_removed_the_memory_is_refused():
     at = datetime(2026, 1, 1, tzinfo=UTC)
     image = {"content": "x", "tags": '["a"]', "type": "semantic", "importance": 0.5, "pinned": 1, "visibility": "visible"}
     rows = [LedgerRecord(seq=1, memory_id="m", op="insert", actor="t", at=at, before=None, after=image),
             LedgerRecord(seq=2, memory_id="m", op="withdraw", actor="t", at=at, before=image, after=None)]
+    current = MemoryEntry(id="m", agent_id="a", content="y", visibility=Visibility.PRIVATE)
     with pytest.raises(InvalidRequestError, match="removed the memory"):
-        reverted_fields(rows, 2)
-    assert reverted_fields(rows, 1) == {**image, "tags": ["a"], "pinned": True}  # the row's own JSON tags, as a list
+        reverted_fields(current, rows, 2)
+    # the row's own JSON tags as a list; its "visible" never loosens the current "private"
+    assert reverted_fields(current, rows, 1) == {**image, "tags": ["a"], "pinned": True, "visibility": Visibility.PRIVATE}
