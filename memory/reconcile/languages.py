@@ -198,8 +198,12 @@ ENGLISH = compile_slots(
     ),
     change_cues=(  # not negated or intended: "I won't quit", "I want to move" change nothing yet
         r"(?<!\bnot )(?<!\bnever )(?<!\bto )\b(?:switch|switched|switching|changed|changing|replaced|replacing|upgraded|upgrading|renamed|renaming"
-        r"|moved|moving|left|leaving|quit|quitting|stopped|gave up|given up|giving up|rescheduled|retired|ported"
-        r"|from now on|no longer|anymore|any longer|instead|became|updated|relocated|relocating)\b"
+        r"|moved|moving|left|leaving|quit|quitting|stopped(?! (?:by|at|in|off|over)\b)|gave up|given up|giving up|rescheduled|retired|ported"
+        r"|from now on|no longer|anymore|any longer|instead|became|updated|relocated|relocating"
+        # a state that ends in one step: a relationship, a job, a plan (not "closed down my branch", "rebooked me": those
+        # end a visit, not a fact)
+        r"|broke up|split up|got engaged|got married|passed away|went bust|resigned|handed in (?:my|his|her|their) notice"
+        r"|got fired|(?:was|got|been) laid off|deferred|moved out|outgr[eo]wn|went (?:fully )?(?:vegan|vegetarian|veggie))\b"
         r"|(?<!\bam )(?<!\bis )(?<!\bare )(?<!\bget )(?<!\bgot )\bused to\b"  # "I used to X", not "I am used to X"
     ),
     ending_cues=(  # what they end is the noun phrase beside them: "cancelled the Spanish course", "the offsite was called off"

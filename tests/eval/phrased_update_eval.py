@@ -10,7 +10,9 @@ was changed for it and is never tuned on; ``tuning`` is the rest.
 
 Each pair runs in a fresh agent store behind a reconciling federation, as
 ``arcana remember`` writes (``ReconcileSettings()`` defaults, ``heuristic``),
-with the real offline embedder and again keyword-only (no vectors).
+with the real offline embedder and again keyword-only (no vectors). The few
+background memories are embedded too, as every memory of a real store is, so
+they are vector candidates beside the first statement.
 
 Reported per split and mode: update precision (supersessions that ended the
 right memory of a true update) and recall (updates that ended the old fact
@@ -70,7 +72,7 @@ async def run_case(root: Path, embedder, case: dict, index: int) -> dict:
     agent = f"case-{index}"
     try:
         backend = federation.router.private
-        await getattr(backend, "backend", backend).write_many(
+        await backend.write_many(
             [MemoryEntry(agent_id=agent, content=t, type=MemoryType.SEMANTIC) for t in ku.background()[: 2 + index % 3]]
         )
         first = MemoryEntry(agent_id=agent, content=case["first"], type=MemoryType.SEMANTIC)

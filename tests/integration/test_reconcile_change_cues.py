@@ -156,3 +156,13 @@ async def test_a_new_thing_for_someone_else_is_theirs(store):
     await store.say("My phone is an iPhone 13.")
     assert await store.say("Got my dad a new phone for his birthday, a Samsung Galaxy.") == []
     assert await store.say("I got a new phone, a Pixel 8.") == ["My phone is an iPhone 13."]  # the speaker's own
+
+
+async def test_a_stop_on_the_way_is_a_visit_and_a_relationship_or_job_that_ends_is_a_change(store):
+    await store.say("I buy bread at Gail's bakery.")
+    await store.say("I work at Acme as a designer.")
+    await store.say("My brother Tom is dating Priya.")
+    assert await store.say("I stopped by the bakery on the way home.") == []  # a visit, not a habit that ended
+    assert await store.say("Tom and Priya broke up last month.") == ["My brother Tom is dating Priya."]
+    assert await store.say("Handed in my notice at Acme, I start at Globex in March.") == ["I work at Acme as a designer."]
+    assert await store.say("I stopped buying bread at Gail's, I bake my own now.") == ["I buy bread at Gail's bakery."]
