@@ -126,7 +126,11 @@ def _tokens(norm: str) -> list[tuple[int, str]]:
 
 _AUXILIARY = frozenset("was were is are got get gets been be has have had just".split())
 _DETERMINER = frozenset("the a an my our his her their its your this that".split())
-_PHRASE_END = frozenset("for with and to so but in on at because since after then by from".split())
+_PHRASE_END = frozenset(
+    "for with and to so but in on at because since after then by from"
+    " last this next yesterday today tonight tomorrow ago earlier"  # "sold the Civic last weekend": the Civic
+    .split()
+)
 
 
 def _ranges(norm: str, cues: list, correction: bool) -> list[tuple[int, int]]:
