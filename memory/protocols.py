@@ -89,6 +89,13 @@ class PreparesWrites(Protocol):
 
 
 @runtime_checkable
+class EmbedsAhead(Protocol):
+    """Can embed the next batch while this one is decided and written (an import)."""
+
+    def embed_ahead(self, entries: Sequence[MemoryEntry], settled: Any = None) -> None: ...
+
+
+@runtime_checkable
 class Provenance(Protocol):
     """Knows which memories a consolidated memory carries (its ``consolidates`` edges)."""
 

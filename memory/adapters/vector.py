@@ -18,8 +18,9 @@ search falls back to keyword with a one-time notice; nothing fails.
 
 from __future__ import annotations
 
+import asyncio
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
 from memory.adapters.hybrid import hybrid
@@ -33,6 +34,7 @@ from memory.progress import Report
 from memory.query_terms import terms
 from memory.ranking.fusion import Weights, hybrid_pool
 from memory.sqlite import chunks, compact
+from memory.sqlite.rows import held_ids
 from memory.sqlite.semantic import Prefetched
 from memory.sqlite.vectors import (
     build_table,
@@ -51,6 +53,7 @@ from memory.types import FillReport, HealthStatus, MemoryEntry, MemoryQuery, Pru
 # each window by length to cut padding: 256 measured 0.91x raw fastembed over
 # 1,800 texts, 1,024 1.03x (a longer window pads less).
 COMMIT_BATCH = 1024
+Settled = Callable[[list[str]], Awaitable[set[str]]]  # the ids of a batch a re-run does not write again
 EMBED_CHUNK = 128  # texts per embed call within a window: paces progress, costs nothing
 REUSABLE_VECTORS = 4  # query vectors similar() keeps for the write that follows it
 
@@ -119,6 +122,8 @@ class VectorAdapter:
         self._reusable: dict[tuple[str, str], list[float]] = {}
         self._primed: dict[tuple[str, str], list[float]] = {}  # a reconciled batch's texts (prime()), kept for its write
         self._nearest: dict[tuple[str, str, int], Prefetched] = {}  # their nearest rows (prime()), while nothing is written
+        self._ahead: list[tuple[frozenset[str], asyncio.Future]] = []  # the next batches' vectors (embed_ahead())
+        self._turn: asyncio.Future | None = None  # the model call in progress: one at a time (_embed())
 
     # -- lifecycle ---------------------------------------------------------
 
@@ -126,6 +131,9 @@ class VectorAdapter:
         await self.store.connect()
 
     async def aclose(self) -> None:
+        for _, pending in self._ahead:
+            pending.cancel()
+        self._ahead = []
         await self.store.aclose()
 
     async def health_check(self) -> HealthStatus:
@@ -332,13 +340,14 @@ class VectorAdapter:
     async def _embed_isolated(self, embedder: Embedder, rows, report: FillReport) -> list[list[float] | None]:
         """Embed a batch; if it fails, embed one by one so one bad item costs only itself."""
         texts = [content for _, _, content in rows]
-        reused = [self._reusable.pop(key, None) or self._primed.pop(key, None)
+        ahead = await self._from_ahead(embedder, texts)
+        reused = [self._reusable.pop(key, None) or self._primed.pop(key, None) or ahead.get(key[1])
                   for key in ((embedder.model_name, text) for text in texts)]
         missing = [text for text, vector in zip(texts, reused, strict=True) if vector is None]
         if not missing:
             return reused
         try:
-            fresh = iter(await embedder.embed(missing))
+            fresh = iter(await self._embed(embedder, missing))
             return [next(fresh) if vector is None else vector for vector in reused]
         except Exception:
             pass  # find the culprit(s) below
@@ -348,7 +357,7 @@ class VectorAdapter:
                 out.append(vector)
                 continue
             try:
-                out.append((await embedder.embed([text]))[0])
+                out.append((await self._embed(embedder, [text]))[0])
             except Exception as exc:
                 report.skipped.append((entry_id, f"{type(exc).__name__}: {exc}"[:200]))
                 out.append(None)
@@ -385,6 +394,70 @@ class VectorAdapter:
         await self.store.record_access(entries)
         return Recall(entries, legs)
 
+    def embed_ahead(self, entries: Sequence[MemoryEntry], settled: Settled | None = None) -> None:
+        """Start embedding the texts of ``entries`` that the next batch will write (an import's next
+        window): the model then works while this batch is decided and written, instead of after it
+        (still one model call at a time, :meth:`_embed`). Up to two batches are kept ahead; an
+        older one is dropped. ``settled(ids)`` says which of them a re-run will not write again
+        (by default: those the store holds a row for); they are not embedded.
+
+        Trigger: ``remember --from`` with an embedder. Why: deciding and writing a batch is Python
+        and SQLite work that left the model idle. Outcome: :meth:`prime` and the write take their
+        vectors from here; a failure here only costs the time it took, as they embed whatever is
+        missing themselves.
+        """
+        if not entries:
+            return
+        texts = frozenset(e.content for e in entries)
+        pending = asyncio.ensure_future(self._embed_new(list(entries), settled or self._held))
+        for _, dropped in self._ahead[:-1]:
+            dropped.cancel()
+        self._ahead = self._ahead[-1:] + [(texts, pending)]
+
+    async def _held(self, ids: list[str]) -> set[str]:
+        return await self.store.run(held_ids, ids)
+
+    async def _embed_new(self, entries: list[MemoryEntry], settled: Settled) -> dict[tuple[str, str], list[float]]:
+        try:
+            embedder = await self._write_target(await self.meta())
+            if isinstance(embedder, str):
+                return {}
+            done = await settled([e.id for e in entries])
+            texts = list(dict.fromkeys(e.content for e in entries if e.id not in done))
+            return {(embedder.model_name, t): v for t, v in zip(texts, await self._embed(embedder, texts), strict=True)}
+        except Exception:  # the batch's own write embeds what is missing, and reports what fails there
+            return {}
+
+    async def _embed(self, embedder: Embedder, texts: Sequence[str]) -> list[list[float]]:
+        """``embedder.embed``, one call of this adapter's at a time: a batch embedded ahead and the
+        write's own texts would otherwise share the same cores, each slower by half."""
+        if not texts:
+            return []
+        previous, self._turn = self._turn, asyncio.get_running_loop().create_future()
+        mine = self._turn
+        try:
+            if previous is not None and not previous.done():
+                await asyncio.wait([previous])
+            return await embedder.embed(texts)
+        finally:
+            mine.set_result(None)
+
+    async def _from_ahead(self, embedder: Embedder, texts: Sequence[str]) -> dict[str, list[float]]:
+        """The vectors of ``texts`` embedded ahead (waiting for the batch that holds them), taken out."""
+        wanted, found = set(texts), {}
+        for covered, pending in self._ahead:
+            if not covered & wanted:
+                continue
+            await asyncio.wait([pending])
+            if pending.cancelled():
+                continue
+            vectors = pending.result()
+            for text in covered & wanted:
+                vector = vectors.pop((embedder.model_name, text), None)
+                if vector is not None:
+                    found[text] = vector
+        return found
+
     async def prime(self, texts: Sequence[str], neighbours: int = 0) -> dict[str, list[float]]:
         """Embed ``texts`` in one call for the :meth:`similar` calls about to ask for them (a batch
         being reconciled) and for the write of the batch after them (a text stored as it was
@@ -401,7 +474,11 @@ class VectorAdapter:
             return {}
         embedder, meta = ready
         unique = list(dict.fromkeys(texts))
-        vectors = dict(zip(unique, await embedder.embed(unique), strict=True))
+        vectors = await self._from_ahead(embedder, unique)
+        missing = [t for t in unique if t not in vectors]
+        if missing:
+            vectors.update(zip(missing, await self._embed(embedder, missing), strict=True))
+        vectors = {t: vectors[t] for t in unique}
         self._primed = {(embedder.model_name, t): v for t, v in vectors.items()}
         if neighbours and all(len(v) == meta.dimension for v in vectors.values()):
             found = await self.store.nearest_many(
@@ -427,7 +504,7 @@ class VectorAdapter:
         vector = self._primed.get(key)
         first = None if vector is None else self._nearest.get((*key, limit))  # found for this very vector
         if vector is None:
-            vector = (await embedder.embed([query.text]))[0]
+            vector = (await self._embed(embedder, [query.text]))[0]
             self._reusable[key] = vector
             while len(self._reusable) > REUSABLE_VECTORS:
                 del self._reusable[next(iter(self._reusable))]
@@ -441,7 +518,7 @@ class VectorAdapter:
         """The store's semantic leg for ``vector`` (else the query text's), admitted and filtered."""
         if vector is None:
             try:
-                vector = (await embedder.embed([query.text]))[0]
+                vector = (await self._embed(embedder, [query.text]))[0]
             except Exception as exc:
                 raise _QueryEmbedFailed(str(exc)) from exc
         if len(vector) != meta.dimension:

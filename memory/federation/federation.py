@@ -24,7 +24,7 @@ from memory.federation.resilience import ResilientTier, describe_failure, failur
 from memory.federation.router import MemoryRouter
 from memory.home import Home
 from memory.promotion import as_claimed, global_copy
-from memory.protocols import Closeable, Prunable, provenance_of
+from memory.protocols import Closeable, EmbedsAhead, Prunable, provenance_of
 from memory.ranking import timeframe
 from memory.ranking.neighbours import expand
 from memory.types import HealthStatus, MemoryEntry, MemoryQuery, MemoryScope, PrunePolicy, PruneReport
@@ -307,6 +307,15 @@ class MemoryFederation:
             for name, count in more.accepted.items():
                 report.accepted[name] = report.accepted.get(name, 0) + count
         return report
+
+    def embed_ahead(self, entries: Sequence[MemoryEntry], *, reconcile: bool = False) -> None:
+        """Let the private store embed the private ``entries`` the next :meth:`write_many` brings (an
+        import's next batch) while this one is decided and written; lines a reconciled re-run will
+        not decide again (imported, or restated, before) are left out."""
+        backend = self.router.private.backend
+        if isinstance(backend, EmbedsAhead):
+            settled = self.reconciler.settled if reconcile and self.reconciler is not None else None
+            backend.embed_ahead([e for e in entries if e.scope is MemoryScope.PRIVATE], settled)
 
     async def _fan_out_many(self, entries: Sequence[MemoryEntry]) -> BatchWriteReport:
         """Write a batch to every routed tier, one backend call per tier.

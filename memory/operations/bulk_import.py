@@ -273,19 +273,35 @@ async def remember_many(
     """
     report = BulkReport()
     done = 0
-    async with aclosing(_read_ahead([parsed] if isinstance(parsed, Parsed) else parsed)) as windows:
-        async for window in windows:
-            report.lines = window.lines
-            report.bad += window.bad[: REPORTED - len(report.bad)]
-            report.bad_total += len(window.bad)
-            entries = sorted(window.entries, key=lambda e: len(e.content))
-            for start in range(0, len(entries), BATCH):
-                batch = await _keep_stored_times(federation, entries[start : start + BATCH], window.dated)
-                report.add(batch, await federation.write_many(batch, reconcile=reconcile))
-                done += len(batch)
-                if on_progress:
-                    on_progress(done, window.lines)
+    windows = _read_ahead([parsed] if isinstance(parsed, Parsed) else parsed)
+    async with aclosing(windows), aclosing(_batches(windows)) as batches:
+        # The model embeds each batch ahead, the next one while this one is decided and written.
+        following = await anext(batches, None)
+        if following is not None:
+            federation.embed_ahead(following[1], reconcile=reconcile)
+        while following is not None:
+            window, batch, first = following
+            following = await anext(batches, None)
+            if following is not None:
+                federation.embed_ahead(following[1], reconcile=reconcile)
+            if first:
+                report.lines = window.lines
+                report.bad += window.bad[: REPORTED - len(report.bad)]
+                report.bad_total += len(window.bad)
+            batch = await _keep_stored_times(federation, batch, window.dated)
+            report.add(batch, await federation.write_many(batch, reconcile=reconcile))
+            done += len(batch)
+            if on_progress:
+                on_progress(done, window.lines)
     return report
+
+
+async def _batches(windows: AsyncIterator[Parsed]) -> AsyncIterator[tuple[Parsed, list[MemoryEntry], bool]]:
+    """Each window's entries, shortest first, ``BATCH`` at a time, and whether the batch is its window's first."""
+    async for window in windows:
+        entries = sorted(window.entries, key=lambda e: len(e.content))
+        for start in range(0, len(entries), BATCH):
+            yield window, entries[start : start + BATCH], start == 0
 
 
 async def _read_ahead(windows: Iterable[Parsed]) -> AsyncIterator[Parsed]:

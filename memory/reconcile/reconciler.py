@@ -26,12 +26,13 @@ from memory.config import ReconcileSettings
 from memory.errors import NotFoundError
 from memory.federation.decisions import Decision, DecisionKind, ImportDecisions
 from memory.operator.edits import Edit, EditReport, LiveCopyError, MemoryEditor
-from memory.reconcile import entities
+from memory.reconcile import entities, restatements
 from memory.reconcile.candidates import find_candidates
 from memory.reconcile.change_cues import cued_update
 from memory.reconcile.heuristic import Candidate, decide
 from memory.reconcile.languages import get_slots, slot_languages
 from memory.reconcile.slots import Fact, Subject, parse
+from memory.sqlite.rows import held_ids
 from memory.types import ConfidenceSource, MemoryEntry, MemoryScope
 
 REINFORCE_STEP = 0.05
@@ -109,6 +110,10 @@ class Reconciler:
         report.supersedes = list(ended) if decision.kind in (DecisionKind.UPDATE, DecisionKind.DELETE) else []
         report.conflict_with = decision.conflict_with
         report.reason = decision.reason
+
+    async def settled(self, entry_ids: list[str]) -> set[str]:
+        """The ids an import does not decide again: a row holds them, or they restated a memory before."""
+        return await self.store.run(lambda raw: held_ids(raw, entry_ids) | restatements.recorded(raw, entry_ids))
 
     async def decide_many(self, entries: list[MemoryEntry]) -> ImportDecisions:
         """:meth:`decide_write` for a batch (``remember --from``): see :func:`memory.reconcile.batch.decide_many`."""

@@ -105,6 +105,11 @@ def keys(values: Sequence) -> str:
     return json.dumps(list(dict.fromkeys(values)))
 
 
+def held_ids(raw, ids: Sequence[str]) -> set[str]:
+    """Those of ``ids`` the store has a row for, in any state: an operator's fact, read by no one else."""
+    return {row[0] for row in raw.execute(f"SELECT m.id FROM {listed('id')}", (keys(ids),))}
+
+
 def admitted_rows(raw, column: str, values: Sequence, clause_sql: str, params: tuple) -> list:
     """Rows whose ``column`` (seq or id) is among ``values`` and that ``clause_sql`` (the admission
     predicate and the query's filters, from :func:`memory.sqlite.admission.where`) admits, in the
