@@ -70,12 +70,16 @@ def cued_update(
     correction = bool(patterns.corrections.search(" ".join(text.lower().split())))
     if not (cues or ending or correction) or patterns.additive.search(norm) or "?" in text:  # "did you switch jobs?"
         return None
+    if patterns.unreal.search(norm) or patterns.one_off.search(norm):  # "if I ever quit", "cancelled this week"
+        return None
     cue_words = {stem(w) for m in [*(m for m, _ in cues), *ending] for w in m.group(0).split()}
     new_words = content_words(norm) - cue_words
     if len(new_words) > MAX_NEW_WORDS:
         return None
     strong = any(is_cue for _, is_cue in cues) or bool(ending)  # a correction alone never ends one of many tastes
     ranges, phrases = _ranges(norm, cues, correction), _phrases(norm, ending)
+    tokens = _tokens(norm)
+    first_cue = min((span[0] for span in (_span(tokens, m) for m in [*(m for m, _ in cues), *ending]) if span), default=0)
     old_named, new_named, named_at, whole = _named_values(norm, patterns, [m for m, is_cue in cues if is_cue] + ending)
     named_near = named_at is not None and any(lo <= named_at <= hi for lo, hi in ranges)
     lead = _lead_person(norm, patterns)
@@ -100,6 +104,8 @@ def cued_update(
         # Nor by the person the new text is about: "my manager moved to Oslo" does not end "my manager visited Kyoto".
         said = {w for f in candidate.facts for w in content_words(f"{f.attribute} {f.value}")} if candidate.facts else old_words
         links = _links(norm, candidate, patterns, said - cue_words - people, cue_words)
+        # Before the cue, an indefinite one is its subject and not the candidate's: "one of the teachers left".
+        links = [(word, at) for word, at in links if at >= first_cue or not _another(tokens, at)]
         near = {word for word, at in links if any(lo <= at <= hi for lo, hi in ranges)}
         linked = dict((at, word) for word, at in links)
         # An ending cue ends a phrase the candidate says whole: "dropped spin class", not "dropped the yoga class".
@@ -126,6 +132,10 @@ def _tokens(norm: str) -> list[tuple[int, str]]:
 
 _AUXILIARY = frozenset("was were is are got get gets been be has have had just".split())
 _DETERMINER = frozenset("the a an my our his her their its your this that".split())
+# Verbs whose object is the thing that changes ("moved the meeting to 3pm"), unlike "left" or "quit",
+# whose subject does ("Claire left the company").
+_MOVERS = frozenset("moved moving changed changing switched switching replaced replacing renamed renaming upgraded".split())
+_INDEFINITE = frozenset("a an one another other some any each every".split())
 _PHRASE_END = frozenset(
     "for with and to so but in on at because since after then by from"
     " last this next yesterday today tonight tomorrow ago earlier"  # "sold the Civic last weekend": the Civic
@@ -134,11 +144,44 @@ _PHRASE_END = frozenset(
 
 
 def _ranges(norm: str, cues: list, correction: bool) -> list[tuple[int, int]]:
-    """The word indexes each cue reaches: ``WINDOW`` words about a change cue, the whole text for a
-    correction ("sorry, I meant ...")."""
+    """The word indexes each cue reaches: ``WINDOW`` words about a change cue (from its object on when it
+    moves one: "Tom moved the sofa" is about the sofa, not Tom), the whole text for a correction
+    ("sorry, I meant ...")."""
     tokens = _tokens(norm)
-    spans = [span for span in (_span(tokens, m) for m, _ in cues) if span]
-    return [(first - WINDOW, last + WINDOW) for first, last in spans] + ([(0, len(tokens))] if correction else [])
+    ranges = []
+    for match, is_cue in cues:
+        span = _span(tokens, match)
+        if span:
+            moved = is_cue and match.group(0) in _MOVERS and _object(norm, tokens, span[1])
+            ranges.append((moved[0] if moved else span[0] - WINDOW, span[1] + WINDOW))
+    return ranges + ([(0, len(tokens))] if correction else [])
+
+
+def _object(norm: str, tokens: list[tuple[int, str]], last: int) -> tuple[int, int] | None:
+    """The first and last index of the thing a verb ending at ``last`` moves, when a determiner opens it
+    ("moved the guinea pigs' hutch into the shed": the hutch; a possessor is not the thing)."""
+    if last + 1 >= len(tokens) or tokens[last + 1][1] not in _DETERMINER:
+        return None
+    words: list[int] = []
+    for at in range(last + 2, min(last + 2 + WINDOW, len(tokens))):
+        start, word = tokens[at]
+        if word in _PHRASE_END:
+            break
+        said = norm[start:].split(" ", 1)[0]
+        words = [] if said.rstrip(",.;:!?").endswith(("'", "'s")) else [*words, at]  # "pigs' hutch": the hutch
+        if said[-1:] in {",", ";", "."}:
+            break
+    return (words[0], words[-1]) if words else None
+
+
+def _another(tokens: list[tuple[int, str]], at: int) -> bool:
+    """The word at ``at`` is said of some other one: "one of the English teachers", "a colleague"."""
+    for before in range(at - 1, max(at - 5, -1), -1):
+        if tokens[before][1] in _INDEFINITE:
+            return True
+        if tokens[before][1] in _PHRASE_END - {"of"}:
+            return False
+    return False
 
 
 def _phrases(norm: str, ending: list[re.Match]) -> list[list[int]]:

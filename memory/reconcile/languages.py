@@ -213,6 +213,15 @@ ENGLISH = compile_slots(
     corrections=r"^\W*(?:sorry|oops|my bad|my mistake|correction)\b|\b(?:i meant|turns out|turned out|i misspoke|scratch that)\b",
     change_hints=r"\b(?:now|new|these days|nowadays)\b",
     additive=r"\b(?:also|too|as well|in addition|additionally)\b",
+    unreal=(
+        r"(?<!\bto )(?<!\bin )(?<!\bon )(?<!\bof )(?<!\bby )(?<!\bfrom )(?<!\buntil )\bmay\b"  # the verb, not the month
+        r"|\b(?:if|unless|whether|thinking (?:about|of)|considering|might|could|would|should|planning (?:to|on)"
+        r"|hoping to|tempted to|wondering|in case)\b|^(?:i|we) (?:would|might|could)\b"
+    ),
+    one_off=(
+        r"\b(?:cancell?ed|called off|postponed|rained off|pushed back)\b.*\b(?:today|tonight|tomorrow|this (?:morning"
+        r"|afternoon|evening|week|weekend|time)|last night|yesterday)\b"
+    ),
     change_from=(
         r"\bfrom (?!now on)(?P<old>[^,;]+?) to (?P<new>[^,;]+)|\binstead of (?P<old2>[^,;]+)"
         r"|\bused to (?P<was>[^,;]+?),? but (?:now|these days|nowadays)\b|, not (?P<was2>[^,;]+)$"

@@ -74,6 +74,10 @@ class SlotPatterns:
     # marks of a correction ("sorry, I meant", "turns out"), read on the text before framing strips them.
     ending_cues: re.Pattern = re.compile(r"(?!)")
     corrections: re.Pattern = re.compile(r"(?!)")
+    # A change that has not happened ("thinking about switching", "if I ever quit"), and a cancellation of one
+    # occasion of something that goes on ("the 8:15 was cancelled this morning"): neither ends a fact.
+    unreal: re.Pattern = re.compile(r"(?!)")
+    one_off: re.Pattern = re.compile(r"(?!)")
     attribute_words: dict[str, str] = field(default_factory=dict)  # extra keyword-search words per attribute
     value_shapes: dict[str, re.Pattern] = field(default_factory=dict)  # "phone" needs digits: "my phone is a Pixel" is a device
 
@@ -100,6 +104,8 @@ def compile_slots(
     change_to: str = r"(?!)",
     ending_cues: str = r"(?!)",
     corrections: str = r"(?!)",
+    unreal: str = r"(?!)",
+    one_off: str = r"(?!)",
     attribute_words: dict[str, str] | None = None,
     value_shapes: dict[str, str] | None = None,
 ) -> SlotPatterns:
@@ -141,6 +147,8 @@ def compile_slots(
         change_to=re.compile(change_to, _FLAGS),
         ending_cues=re.compile(ending_cues, _FLAGS),
         corrections=re.compile(corrections, _FLAGS),
+        unreal=re.compile(unreal, _FLAGS),
+        one_off=re.compile(one_off, _FLAGS),
         attribute_words=dict(attribute_words or {}),
         value_shapes={k: re.compile(v, _FLAGS) for k, v in (value_shapes or {}).items()},
     )

@@ -49,10 +49,10 @@ from memory.types import MemoryEntry, MemoryQuery, MemoryType, RetrievalMode  # 
 DATA = Path(__file__).with_name("phrased_updates.json")
 
 
-def load() -> list[dict]:
-    """The cases of ``--cases PATH`` (a set of the same shape written elsewhere), else of DATA."""
-    path = Path(sys.argv[sys.argv.index("--cases") + 1]) if "--cases" in sys.argv else DATA
-    return json.loads(path.read_text(encoding="utf-8"))["cases"]
+def load(default: Path = DATA, key: str = "cases") -> list[dict]:
+    """The ``key`` list of ``--cases PATH`` (a set of the same shape written elsewhere), else of ``default``."""
+    path = Path(sys.argv[sys.argv.index("--cases") + 1]) if "--cases" in sys.argv else default
+    return json.loads(path.read_text(encoding="utf-8"))[key]
 
 
 async def _keyword_case(path: Path) -> tuple[SQLiteAdapter, MemoryFederation]:
@@ -62,13 +62,16 @@ async def _keyword_case(path: Path) -> tuple[SQLiteAdapter, MemoryFederation]:
     return store, MemoryFederation(MemoryRouter(private=store), on_degraded=lambda event: None, reconciler=reconciler)
 
 
+async def open_store(path: Path, embedder) -> tuple[SQLiteAdapter, MemoryFederation]:
+    """A fresh agent store behind a reconciling federation: with ``embedder``'s vectors, else keyword-only."""
+    if embedder is not None:
+        return await ku.open_case(path, embedder, "en", ReconcileSettings())
+    return await _keyword_case(path)
+
+
 async def run_case(root: Path, embedder, case: dict, index: int) -> dict:
     """Background memories, the first statement, the second; then the question."""
-    path = root / f"phrased-{index}-{'v' if embedder else 'k'}.db"
-    if embedder is not None:
-        store, federation = await ku.open_case(path, embedder, "en", ReconcileSettings())
-    else:
-        store, federation = await _keyword_case(path)
+    store, federation = await open_store(root / f"phrased-{index}-{'v' if embedder else 'k'}.db", embedder)
     agent = f"case-{index}"
     try:
         backend = federation.router.private

@@ -8,10 +8,8 @@ from __future__ import annotations
 import pytest
 
 
-import knowledge_update_eval as ku  # noqa: E402
 import phrased_update_eval as pe  # noqa: E402
 
-from memory.config import ReconcileSettings  # noqa: E402
 from memory.types import MemoryEntry, MemoryType  # noqa: E402
 
 
@@ -37,11 +35,7 @@ class Store:
 
 @pytest.fixture(params=[True, False], ids=["fastembed", "keyword-only"])
 async def store(request, tmp_path, offline_embedder):
-    path = tmp_path / "ada.db"
-    if request.param:
-        backend, federation = await ku.open_case(path, offline_embedder, "en", ReconcileSettings())
-    else:
-        backend, federation = await pe._keyword_case(path)
+    backend, federation = await pe.open_store(tmp_path / "ada.db", offline_embedder if request.param else None)
     yield Store(backend, federation)
     await backend.aclose()
 
@@ -166,3 +160,21 @@ async def test_a_stop_on_the_way_is_a_visit_and_a_relationship_or_job_that_ends_
     assert await store.say("Tom and Priya broke up last month.") == ["My brother Tom is dating Priya."]
     assert await store.say("Handed in my notice at Acme, I start at Globex in March.") == ["I work at Acme as a designer."]
     assert await store.say("I stopped buying bread at Gail's, I bake my own now.") == ["I buy bread at Gail's bakery."]
+
+
+async def test_what_a_cue_moves_someone_else_a_plan_or_one_occasion_ends_nothing(store):
+    """A crowded store (tests/eval/crowded_update_eval.py): change words used of something else end nothing."""
+    for fact in ("My partner is Tom.", "Our standup is at 9:30.", "We have two guinea pigs, Salt and Pepper.",
+                 "I'm a history teacher.", "Our broadband is with Sky.", "I play five-a-side on Sunday mornings.",
+                 "I get the 8:15 bus to work."):
+        await store.say(fact)
+    assert await store.say("Tom moved the sofa over by the window.") == []  # the sofa moved, not Tom
+    assert await store.say("Moved the guinea pigs' hutch into the shed.") == []  # the hutch, not the guinea pigs
+    assert await store.say("One of the English teachers left at half term.") == []  # another teacher
+    assert await store.say("Thinking about changing broadband, the Sky contract ends in March.") == []  # a plan
+    assert await store.say("If I ever quit teaching I'd open a bookshop.") == []
+    assert await store.say("The 8:15 bus was cancelled this morning.") == []  # one morning, not the habit
+    # Positive controls, the same words about the thing itself:
+    assert await store.say("We moved the standup to 10:15.") == ["Our standup is at 9:30."]
+    assert await store.say("Changed broadband, we're with Virgin now.") == ["Our broadband is with Sky."]
+    assert await store.say("Five-a-side got cancelled for good, the pitch closed.") == ["I play five-a-side on Sunday mornings."]
