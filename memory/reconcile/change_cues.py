@@ -70,7 +70,7 @@ def cued_update(
     correction = bool(patterns.corrections.search(" ".join(text.lower().split())))
     if not (cues or ending or correction) or patterns.additive.search(norm) or "?" in text:  # "did you switch jobs?"
         return None
-    if patterns.unreal.search(norm) or patterns.one_off.search(norm):  # "if I ever quit", "cancelled this week"
+    if not_now(norm, patterns):
         return None
     cue_words = {stem(w) for m in [*(m for m, _ in cues), *ending] for w in m.group(0).split()}
     new_words = content_words(norm) - cue_words
@@ -78,8 +78,6 @@ def cued_update(
         return None
     strong = any(is_cue for _, is_cue in cues) or bool(ending)  # a correction alone never ends one of many tastes
     ranges, phrases = _ranges(norm, cues, correction), _phrases(norm, ending)
-    tokens = _tokens(norm)
-    first_cue = min((span[0] for span in (_span(tokens, m) for m in [*(m for m, _ in cues), *ending]) if span), default=0)
     old_named, new_named, named_at, whole = _named_values(norm, patterns, [m for m, is_cue in cues if is_cue] + ending)
     named_near = named_at is not None and any(lo <= named_at <= hi for lo, hi in ranges)
     lead = _lead_person(norm, patterns)
@@ -104,8 +102,6 @@ def cued_update(
         # Nor by the person the new text is about: "my manager moved to Oslo" does not end "my manager visited Kyoto".
         said = {w for f in candidate.facts for w in content_words(f"{f.attribute} {f.value}")} if candidate.facts else old_words
         links = _links(norm, candidate, patterns, said - cue_words - people, cue_words)
-        # Before the cue, an indefinite one is its subject and not the candidate's: "one of the teachers left".
-        links = [(word, at) for word, at in links if at >= first_cue or not _another(tokens, at)]
         near = {word for word, at in links if any(lo <= at <= hi for lo, hi in ranges)}
         linked = dict((at, word) for word, at in links)
         # An ending cue ends a phrase the candidate says whole: "dropped spin class", not "dropped the yoga class".
@@ -123,6 +119,13 @@ def cued_update(
         return None
     cue = next((m.group(0) for m in [*(m for m, _ in cues), *ending]), "a correction")
     return Decision(DecisionKind.UPDATE, [best[1].entry.id], f"a change cue ('{cue}') about '{best[2]}'")
+
+
+def not_now(norm: str, patterns: SlotPatterns) -> bool:
+    """``norm`` changes nothing that holds now, whatever its words: a plan or a hypothetical ("if I ever
+    quit"), a change long before ("back in college I sold my guitar"), one occasion of something that goes
+    on ("five-a-side got cancelled this week", "my phone died at lunch")."""
+    return any(p.search(norm) for p in (patterns.unreal, patterns.long_ago, patterns.one_off))
 
 
 def _tokens(norm: str) -> list[tuple[int, str]]:
@@ -151,10 +154,37 @@ def _ranges(norm: str, cues: list, correction: bool) -> list[tuple[int, int]]:
     ranges = []
     for match, is_cue in cues:
         span = _span(tokens, match)
-        if span:
-            moved = is_cue and match.group(0) in _MOVERS and _object(norm, tokens, span[1])
-            ranges.append((moved[0] if moved else span[0] - WINDOW, span[1] + WINDOW))
+        if not span or _said_of_another(norm, tokens, span[0]):
+            continue
+        if match.group(0) == "new":  # "new running shoes": the shoes are new, not the running
+            head = _head_after(norm, tokens, span[1])
+            ranges += [(head, head)] if head is not None else []
+            continue
+        moved = is_cue and match.group(0) in _MOVERS and _object(norm, tokens, span[1])
+        ranges.append((moved[0] if moved else span[0] - WINDOW, span[1] + WINDOW))
     return ranges + ([(0, len(tokens))] if correction else [])
+
+
+def _said_of_another(norm: str, tokens: list[tuple[int, str]], first: int) -> bool:
+    """The cue's clause opens with someone or something indefinite: "a guy on my team left Dell",
+    "one of the English teachers left" change nothing of the speaker's."""
+    opening = first
+    while opening > 0 and norm[tokens[opening - 1][0]:].split(" ", 1)[0][-1:] not in {",", ";", "."}:
+        opening -= 1
+    return opening < first and tokens[opening][1] in _INDEFINITE
+
+
+def _head_after(norm: str, tokens: list[tuple[int, str]], last: int) -> int | None:
+    """The index of the noun a modifier ending at ``last`` qualifies: the last of the (at most two) words
+    after it, before a phrase ends ("a new hairdresser, Alex": hairdresser)."""
+    head = None
+    for at in range(last + 1, min(last + 3, len(tokens))):
+        if tokens[at][1] in _PHRASE_END:
+            break
+        head = at
+        if norm[tokens[at][0]:].split(" ", 1)[0][-1:] in {",", ";", "."}:
+            break
+    return head
 
 
 def _object(norm: str, tokens: list[tuple[int, str]], last: int) -> tuple[int, int] | None:
@@ -172,16 +202,6 @@ def _object(norm: str, tokens: list[tuple[int, str]], last: int) -> tuple[int, i
         if said[-1:] in {",", ";", "."}:
             break
     return (words[0], words[-1]) if words else None
-
-
-def _another(tokens: list[tuple[int, str]], at: int) -> bool:
-    """The word at ``at`` is said of some other one: "one of the English teachers", "a colleague"."""
-    for before in range(at - 1, max(at - 5, -1), -1):
-        if tokens[before][1] in _INDEFINITE:
-            return True
-        if tokens[before][1] in _PHRASE_END - {"of"}:
-            return False
-    return False
 
 
 def _phrases(norm: str, ending: list[re.Match]) -> list[list[int]]:

@@ -218,9 +218,14 @@ ENGLISH = compile_slots(
         r"|\b(?:if|unless|whether|thinking (?:about|of)|considering|might|could|would|should|planning (?:to|on)"
         r"|hoping to|tempted to|wondering|in case)\b|^(?:i|we) (?:would|might|could)\b"
     ),
+    long_ago=(
+        r"\b(?:back when|back in (?:the day|my \w+|the \d0s|\d{4})|when (?:i|we) (?:was|were)|years ago"
+        r"|as a (?:kid|child|teenager|student)|growing up"
+        r"|in (?:high school|college|university|uni|nursing school|law school|med school|grad school))\b"
+    ),
     one_off=(
-        r"\b(?:cancell?ed|called off|postponed|rained off|pushed back)\b.*\b(?:today|tonight|tomorrow|this (?:morning"
-        r"|afternoon|evening|week|weekend|time)|last night|yesterday)\b"
+        r"\b(?:cancell?ed|called off|postponed|rained off|pushed back|died|broke down|ran out)\b.*\b(?:today|tonight"
+        r"|tomorrow|this (?:morning|afternoon|evening|week|weekend|time)|last night|yesterday|halfway through|at lunch)\b"
     ),
     change_from=(
         r"\bfrom (?!now on)(?P<old>[^,;]+?) to (?P<new>[^,;]+)|\binstead of (?P<old2>[^,;]+)"

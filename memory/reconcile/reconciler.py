@@ -28,7 +28,7 @@ from memory.federation.decisions import Decision, DecisionKind, ImportDecisions
 from memory.operator.edits import Edit, EditReport, LiveCopyError, MemoryEditor
 from memory.reconcile import entities, restatements
 from memory.reconcile.candidates import find_candidates
-from memory.reconcile.change_cues import cued_update
+from memory.reconcile.change_cues import cued_update, not_now
 from memory.reconcile.heuristic import Candidate, decide
 from memory.reconcile.languages import get_slots, slot_languages
 from memory.reconcile.slots import Fact, Subject, parse
@@ -196,6 +196,8 @@ class Reconciler:
         ]
         new_facts = [_resolved(f, resolution.key(s)) for f, s in parsed]
         decision = decide(new_facts, norm, candidates, self.settings.duplicate_similarity)
+        if decision.kind in (DecisionKind.UPDATE, DecisionKind.DELETE) and not_now(norm, self.patterns):
+            decision = Decision(reason="a plan, a one-off or long ago: nothing ended")  # "if I moved to Lisbon, ..."
         if decision.kind is DecisionKind.ADD:  # "I switched dentists": a change the slots could not read
             decision = cued_update(entry.content, new_facts, [s for _, s in parsed], norm, candidates, self.patterns) or decision
         if self.settings.strategy == "llm" and self.provider is not None and decision.reason != "the same words":

@@ -74,9 +74,11 @@ class SlotPatterns:
     # marks of a correction ("sorry, I meant", "turns out"), read on the text before framing strips them.
     ending_cues: re.Pattern = re.compile(r"(?!)")
     corrections: re.Pattern = re.compile(r"(?!)")
-    # A change that has not happened ("thinking about switching", "if I ever quit"), and a cancellation of one
-    # occasion of something that goes on ("the 8:15 was cancelled this morning"): neither ends a fact.
+    # A change that has not happened ("thinking about switching", "if I ever quit"), one that happened long
+    # before ("back in college I sold my guitar"), and one occasion of something that goes on ("the 8:15 was
+    # cancelled this morning", "my phone died at lunch"): none ends a fact.
     unreal: re.Pattern = re.compile(r"(?!)")
+    long_ago: re.Pattern = re.compile(r"(?!)")
     one_off: re.Pattern = re.compile(r"(?!)")
     attribute_words: dict[str, str] = field(default_factory=dict)  # extra keyword-search words per attribute
     value_shapes: dict[str, re.Pattern] = field(default_factory=dict)  # "phone" needs digits: "my phone is a Pixel" is a device
@@ -105,6 +107,7 @@ def compile_slots(
     ending_cues: str = r"(?!)",
     corrections: str = r"(?!)",
     unreal: str = r"(?!)",
+    long_ago: str = r"(?!)",
     one_off: str = r"(?!)",
     attribute_words: dict[str, str] | None = None,
     value_shapes: dict[str, str] | None = None,
@@ -148,6 +151,7 @@ def compile_slots(
         ending_cues=re.compile(ending_cues, _FLAGS),
         corrections=re.compile(corrections, _FLAGS),
         unreal=re.compile(unreal, _FLAGS),
+        long_ago=re.compile(long_ago, _FLAGS),
         one_off=re.compile(one_off, _FLAGS),
         attribute_words=dict(attribute_words or {}),
         value_shapes={k: re.compile(v, _FLAGS) for k, v in (value_shapes or {}).items()},

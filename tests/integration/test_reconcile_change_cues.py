@@ -178,3 +178,15 @@ async def test_what_a_cue_moves_someone_else_a_plan_or_one_occasion_ends_nothing
     assert await store.say("We moved the standup to 10:15.") == ["Our standup is at 9:30."]
     assert await store.say("Changed broadband, we're with Virgin now.") == ["Our broadband is with Sky."]
     assert await store.say("Five-a-side got cancelled for good, the pitch closed.") == ["I play five-a-side on Sunday mornings."]
+
+
+async def test_someone_indefinite_long_ago_or_a_new_thing_beside_it_ends_nothing_of_mine(store):
+    for fact in ("I work at Dell.", "I play guitar in a band on Sundays.", "I run on Tuesday mornings.", "I have a Pixel 7."):
+        await store.say(fact)
+    assert await store.say("A guy on my team left Dell last week for a startup.") == []  # his change, not mine
+    assert await store.say("Back in college I sold my guitar for rent money.") == []  # long before the fact
+    assert await store.say("New running shoes came in today.") == []  # the shoes are new, not the running
+    assert await store.say("My Pixel died at lunch, the battery is shot.") == []  # one afternoon, not the phone
+    # Positive controls in the same store:
+    assert await store.say("I left Dell, I'm at Intel now.") == ["I work at Dell."]
+    assert await store.say("Sold my guitar last week, I'm done with the band.") == ["I play guitar in a band on Sundays."]
