@@ -44,7 +44,7 @@ from memory.sqlite.connection import (
 from memory.sqlite.fts import coverage, focused_match, match_expression, pair_share, without_majority
 from memory.sqlite.quarantine import quarantine_store
 from memory.sqlite.rows import SELECT_COLUMNS, admitted_rows, row_to_entry
-from memory.sqlite.semantic import Prefetched, first_k, semantic_leg, store_version
+from memory.sqlite.semantic import Prefetched, ahead_k, semantic_leg, store_version
 from memory.inspection import Census, Growth, RecallDay
 from memory.store_kinds import StoreKind, store_options
 from memory.types import (
@@ -410,8 +410,9 @@ class SQLiteAdapter:
         """The ``wanted`` nearest admitted memories to the packed vector ``blob`` in the vector
         index ``table``, in one call (see :mod:`memory.sqlite.semantic`; ``first``: from :meth:`nearest_many`)."""
         clause = where(query)
-        return await self.run(
-            semantic_leg, table, blob, wanted, clause.sql, clause.params, min_similarity, compact_from, first
+        return await self.run(  # found ahead, what is left is a short read
+            semantic_leg, table, blob, wanted, clause.sql, clause.params, min_similarity, compact_from, first,
+            inline=first is not None,
         )
 
     async def nearest_many(
@@ -560,8 +561,8 @@ def _nearest_many(raw, table, blobs, wanted, compact_from):
         return [None] * len(blobs)
     from memory.sqlite.window_knn import knn_many  # numpy: only for a window's search
 
-    version = store_version(raw)
-    return [None if hits is None else (version, hits) for hits in knn_many(raw, table, blobs, first_k(wanted))]
+    version, k = store_version(raw), ahead_k(wanted)
+    return [None if hits is None else (version, k, hits) for hits in knn_many(raw, table, blobs, k)]
 
 
 def _upsert_txn(raw, entries, actor):

@@ -116,12 +116,13 @@ def decide(new_facts: list[Fact], new_norm: str, candidates: list[Candidate], du
     if noop is not None:
         return Decision(DecisionKind.NOOP, [noop.entry.id], "the same facts restated")
     for candidate in candidates:
-        comparable = not (new_facts and candidate.facts)  # slots on both sides already decided
+        near = candidate.similarity is not None and candidate.similarity >= duplicate_similarity
+        comparable = near and not (new_facts and candidate.facts)  # slots on both sides already decided
         # "ticket 4411 is fixed" is not "ticket 4412 is fixed", however close the vectors are.
         comparable = comparable and _identifiers(new_norm) == _identifiers(candidate.norm)
         # "the secondary cluster" is not "the primary cluster": a noop needs the new text to add no word.
         comparable = comparable and content_words(new_norm) <= content_words(candidate.norm)
-        if comparable and candidate.similarity is not None and candidate.similarity >= duplicate_similarity:
+        if comparable:
             return Decision(DecisionKind.NOOP, [candidate.entry.id], f"near-duplicate ({candidate.similarity:.2f})")
     return Decision(DecisionKind.ADD, [], "a new fact")
 

@@ -187,7 +187,8 @@ class Reconciler:
             return Decision(reason="no similar memory", subjects=[s for _, s in parsed])
         candidate_parses = [(e, sim, *parse(e.content, self.patterns)) for e, sim in found]
         subjects = [s for _, s in parsed] + [s for *_, facts, _ in candidate_parses for _, s in facts]
-        known = await self.store.run(entities.load_aliases, entry.agent_id, entities.all_names(subjects))
+        names = [n for n in entities.all_names(subjects) if n != entities.SPEAKER]
+        known = await self.store.run(entities.load_aliases, entry.agent_id, names, inline=True) if names else {}
         resolution = entities.Resolution(known)
         # Candidates first: their appositions ("my wife Sarah") teach the aliases the new statement may use.
         candidates = [

@@ -19,7 +19,7 @@ from memory.types import MemoryEntry
 KNN_MAX = 4096  # sqlite-vec's ceiling on k
 
 
-Prefetched = tuple[tuple[int, int], list[tuple[int, float]]]  # (store_version when found, the nearest rows)
+Prefetched = tuple[tuple[int, int], int, list[tuple[int, float]]]  # (store_version when found, k, the k nearest rows)
 
 
 def store_version(raw) -> tuple[int, int]:
@@ -32,13 +32,20 @@ def first_k(wanted: int) -> int:
     return min(max(OVERFETCH * wanted, KNN_FLOOR), KNN_MAX)
 
 
+def ahead_k(wanted: int) -> int:
+    """How many nearest rows a window's search finds ahead for ``wanted`` memories. Fewer than
+    :func:`first_k`: an import's rows are nearly all admitted, and each row found ahead is scored
+    again exactly (the window's dearest step); a first round that admits too few goes on as any does."""
+    return min(2 * wanted, KNN_MAX)
+
+
 def semantic_leg(
     raw, table: str, blob: bytes, wanted: int, clause_sql: str, params: tuple, min_similarity: float, compact_from: int,
     first: Prefetched | None = None,
 ) -> list[MemoryEntry]:
     """The ``wanted`` nearest admitted memories to ``blob``, scored by cosine, nearest first.
 
-    ``first``: the exact scan's :func:`first_k` nearest rows, when a window's search
+    ``first``: the exact scan's :func:`ahead_k` nearest rows, when a window's search
     (:mod:`memory.sqlite.window_knn`) found them already; used only if nothing was written
     since (:func:`store_version`), so the rest is the same as without it.
     """
@@ -47,7 +54,7 @@ def semantic_leg(
         first = None
     while True:
         if first is not None:
-            (hits, admitted), first = (first[1], False), None
+            (_, k, hits), admitted, first = first, False, None
         else:
             hits, admitted = nearest(raw, table, blob, k, clause_sql, params, compact_from)
         hits, spans, exhausted = _with_chunks(raw, table, blob, k, hits)

@@ -3,8 +3,8 @@
 A reconciled import searches the store for every line of a window (1,024
 lines) while no row changes. sqlite-vec's KNN reads every stored float per
 search, so that window read the whole index 1,024 times. Here the index is
-read a block at a time, numpy ranks every stored vector for every line in a
-matrix product, and the few best of each line are scored again the way
+read once, numpy ranks every stored vector for every line in a matrix
+product a block at a time, and the few best of each line are scored again the way
 sqlite-vec scores them (``distance_cosine_float``: float32 sums taken in
 order, square roots in double), so each line gets the rows and distances
 :func:`memory.sqlite.vectors.knn` gives, in its order. A line whose k
@@ -12,8 +12,10 @@ nearest hold a tie gets None: sqlite-vec's order between equal distances is
 its own, so that line is searched as before (and so is one whose k-th
 nearest is crowded by more near-equal rows than were kept).
 
-Memory stays bounded whatever the store's size: a window's lines against
-one block of stored vectors, and the best :data:`SPARE` + k of each line.
+Memory stays bounded: the index is searched this way only below
+:data:`memory.sqlite.compact.SEARCH_FROM` vectors (30 MB of floats), a
+window's lines are ranked against one block of them at a time, and the best
+:data:`SPARE` + k of each line are kept.
 """
 
 from __future__ import annotations
@@ -22,29 +24,48 @@ from collections.abc import Sequence
 
 import numpy as np  # this module is imported only by a window's search (memory.adapters.sqlite)
 
-BLOCK = 2048  # stored vectors read (and ranked against every line) at a time: 3 MB of floats at 384 dimensions
+BLOCK = 2048  # stored vectors ranked against every line at a time: a window's distances stay 8 MB
 SPARE = 16  # rows kept per line beyond k while ranking, so rescoring can reorder near the k-th
 MARGIN = 1e-4  # a matrix product's cosine is this close to sqlite-vec's (float32 rounding is ~1e-6)
+RESCORE = 256  # lines whose near rows are scored again at a time (their gathered floats stay ~15 MB)
 
 
 def knn_many(raw, table: str, blobs: Sequence[bytes], k: int) -> list[list[tuple[int, float]] | None]:
-    """For each packed vector of ``blobs``: ``knn(raw, table, blob, k)``'s answer, or None (a tie)."""
+    """For each packed vector of ``blobs``: ``knn(raw, table, blob, k)``'s answer, or None (a tie).
+
+    The index is read once and held for the rescoring: the caller asks only below
+    :data:`memory.sqlite.compact.SEARCH_FROM` vectors (30 MB of floats at 384 dimensions).
+    """
     queries = np.stack([np.frombuffer(b, dtype=np.float32) for b in blobs])
+    rowids, vectors = _index(raw, table)
     keep = k + SPARE
-    rows = np.empty((len(queries), 0), dtype=np.int64)
-    dist = np.empty((len(queries), 0), dtype=np.float32)
-    stored = 0
-    for rowids, vectors in _blocks(raw, table):
-        stored += len(rowids)
-        block = (1 - (queries @ vectors.T) / np.outer(_norms(queries), _norms(vectors))).astype(np.float32)
-        rows = np.concatenate([rows, np.broadcast_to(rowids, block.shape)], axis=1)
-        dist = np.concatenate([dist, block], axis=1)
-        if dist.shape[1] > keep:
-            top = np.argpartition(dist, keep - 1, axis=1)[:, :keep]
-            rows, dist = np.take_along_axis(rows, top, axis=1), np.take_along_axis(dist, top, axis=1)
-    near = [_near(rows[i], dist[i], k, saturated=stored > keep) for i in range(len(queries))]
-    scored = _rescored(raw, table, queries, near)
-    return [None if candidates is None else _ranked(scored[i], k) for i, candidates in enumerate(near)]
+    rows, dist = _kept(queries, vectors, keep)
+    near = [_near(rows[i], dist[i], k, saturated=len(rowids) > keep) for i in range(len(queries))]
+    scored = _rescored(queries, vectors, near)
+    return [None if at is None else _ranked(scored[i], rowids[at], k) for i, at in enumerate(near)]
+
+
+def _kept(queries: np.ndarray, vectors: np.ndarray, keep: int) -> tuple[np.ndarray, np.ndarray]:
+    """Each line's ``keep`` nearest positions in ``vectors`` by the matrix product, with those distances."""
+    own = _norms(queries)
+    rows, dist = [], []
+    for start in range(0, len(vectors), BLOCK):
+        block = vectors[start : start + BLOCK]
+        approx = (1 - (queries @ block.T) / np.outer(own, _norms(block))).astype(np.float32)
+        if approx.shape[1] > keep:
+            top = np.argpartition(approx, keep - 1, axis=1)[:, :keep]
+            approx, top = np.take_along_axis(approx, top, axis=1), top + start
+        else:
+            top = np.broadcast_to(np.arange(start, start + approx.shape[1]), approx.shape)
+        rows.append(top)
+        dist.append(approx)
+    if not rows:
+        return np.empty((len(queries), 0), dtype=np.int64), np.empty((len(queries), 0), dtype=np.float32)
+    rows, dist = np.concatenate(rows, axis=1), np.concatenate(dist, axis=1)
+    if dist.shape[1] > keep:
+        top = np.argpartition(dist, keep - 1, axis=1)[:, :keep]
+        rows, dist = np.take_along_axis(rows, top, axis=1), np.take_along_axis(dist, top, axis=1)
+    return rows, dist
 
 
 def _near(rows: np.ndarray, approx: np.ndarray, k: int, *, saturated: bool) -> np.ndarray | None:
@@ -57,36 +78,38 @@ def _near(rows: np.ndarray, approx: np.ndarray, k: int, *, saturated: bool) -> n
     return None if saturated and len(near) == len(rows) else near
 
 
-def _rescored(raw, table: str, queries: np.ndarray, near: list[np.ndarray | None]) -> list[list[tuple[float, int]]]:
-    """Each line's near rows with the distance sqlite-vec gives them, read in one more pass over the
-    index (in rowid order: vec0 reads its floats chunk by chunk, so scattered reads cost several times as much)."""
-    scored: list[list[tuple[float, int]]] = [[] for _ in near]
-    for rowids, vectors in _blocks(raw, table):
-        for i, candidates in enumerate(near):
-            if candidates is None or len(candidates) == 0:
-                continue
-            at = np.minimum(np.searchsorted(rowids, candidates), len(rowids) - 1)  # rowids ascend
-            here = at[rowids[at] == candidates]
-            if len(here):
-                found = _sqlite_vec_cosine(queries[i], vectors[here])
-                scored[i] += zip(found.tolist(), rowids[here].tolist())
+def _rescored(queries: np.ndarray, vectors: np.ndarray, near: list[np.ndarray | None]) -> list[np.ndarray]:
+    """Each line's near positions' distances as sqlite-vec gives them, :data:`RESCORE` lines at a time
+    (each vector's own sum of squares taken once, not once per pair)."""
+    sizes = np.array([0 if n is None else len(n) for n in near], dtype=np.int64)
+    own, theirs = _squares(queries), _squares(vectors) if len(vectors) else None
+    scored = []
+    for start in range(0, len(near), RESCORE):
+        counts = sizes[start : start + RESCORE]
+        if not counts.sum():
+            scored += [np.empty(0, dtype=np.float32)] * len(counts)
+            continue
+        lines = np.repeat(np.arange(start, start + len(counts)), counts)
+        at = np.concatenate([n for n in near[start : start + RESCORE] if n is not None])
+        dot = np.cumsum(vectors[at] * queries[lines], axis=1, dtype=np.float32)[:, -1]
+        found = 1 - dot.astype(np.float64) / (np.sqrt(own[lines]) * np.sqrt(theirs[at]))
+        scored += np.split(found.astype(np.float32), np.cumsum(counts)[:-1])
     return scored
 
 
-def _ranked(scored: list[tuple[float, int]], k: int) -> list[tuple[int, float]] | None:
+def _ranked(distances: np.ndarray, rowids: np.ndarray, k: int) -> list[tuple[int, float]] | None:
     """The k nearest, nearest first; None when two of them (or the k-th and the next) are tied."""
-    scored.sort()
-    if any(a[0] == b[0] for a, b in zip(scored, scored[1 : k + 1])):
+    order = np.lexsort((rowids, distances))[: k + 1]
+    distances, rowids = distances[order], rowids[order]
+    if np.any(distances[1:] == distances[:-1]):
         return None
-    return [(row, distance) for distance, row in scored[:k]]
+    return list(zip(rowids[:k].tolist(), distances[:k].tolist()))
 
 
-def _sqlite_vec_cosine(query: np.ndarray, rows: np.ndarray) -> np.ndarray:
-    """Cosine distances exactly as sqlite-vec's ``distance_cosine_float`` computes them."""
-    dot = np.cumsum(rows * query, axis=1, dtype=np.float32)[:, -1]
-    own = np.cumsum(query * query, dtype=np.float32)[-1]
-    theirs = np.cumsum(rows * rows, axis=1, dtype=np.float32)[:, -1]
-    return (1 - dot.astype(np.float64) / (np.sqrt(np.float64(own)) * np.sqrt(theirs.astype(np.float64)))).astype(np.float32)
+def _squares(vectors: np.ndarray) -> np.ndarray:
+    """Each vector's sum of squares as sqlite-vec's ``distance_cosine_float`` takes it (float32,
+    in order), in double for the square root it takes next."""
+    return np.cumsum(vectors * vectors, axis=1, dtype=np.float32)[:, -1].astype(np.float64)
 
 
 def _norms(vectors: np.ndarray) -> np.ndarray:
@@ -94,12 +117,15 @@ def _norms(vectors: np.ndarray) -> np.ndarray:
     return np.where(norms == 0, 1.0, norms)
 
 
-def _blocks(raw, table: str):
-    """(rowids, float32 matrix) of the index, :data:`BLOCK` rows at a time, in rowid order."""
-    after = -1
+def _index(raw, table: str) -> tuple[np.ndarray, np.ndarray]:
+    """(rowids, float32 matrix) of the whole index in rowid order, read in blocks of :data:`BLOCK` rows."""
+    ids, floats, after = [], [], -1
     while rows := raw.execute(
         f"SELECT rowid, embedding FROM {table} WHERE rowid > ? ORDER BY rowid LIMIT ?", (after, BLOCK)
     ).fetchall():
         after = rows[-1][0]
-        yield (np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows)),
-               np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(len(rows), -1))
+        ids.append(np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows)))
+        floats.append(b"".join(r[1] for r in rows))
+    if not ids:
+        return np.empty(0, dtype=np.int64), np.empty((0, 0), dtype=np.float32)
+    return np.concatenate(ids), np.frombuffer(b"".join(floats), dtype=np.float32).reshape(sum(map(len, ids)), -1)

@@ -65,3 +65,17 @@ async def test_a_store_with_nothing_embedded_says_it_cannot_search(tmp_path, off
         assert await vectors.similar(query, LIMIT, 0.3)  # positive control: once embedded, it finds
     finally:
         await store.aclose()
+
+
+async def test_a_window_whose_nearest_rows_are_hidden_goes_on_to_admitted_ones(adapter):
+    """The window finds only a few rows ahead per line (memory.sqlite.semantic.ahead_k); when
+    admission turns those away the search goes further, as a line's own search does."""
+    line = "Caroline went to a pride parade last weekend"
+    await adapter.prime([line])
+    nearest = [h.id for h in await adapter.similar(MemoryQuery(agent_id=AGENT, text=line, limit=40), 40, 0.0)]
+    await adapter.store.archive(nearest[:12])  # more than the window found ahead of each line
+    own = await found(adapter, line)
+    await adapter.prime([line], LIMIT)
+    assert len(adapter._nearest) == 1  # found in the window's pass ...
+    assert await found(adapter, line) == own  # ... and the same answer past the hidden rows
+    assert len(own) == LIMIT and not set(nearest[:12]) & {i for i, _ in own}  # positive control
