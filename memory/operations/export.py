@@ -27,7 +27,7 @@ from memory.home import PRIVATE_FILE, private_dir
 from memory.limits import MAX_CONTENT_BYTES, content_size
 from memory.lines import LineTooLong, decode, loads, read_lines
 from memory.operator.edits import GlobalCopies, keep_restrictions
-from memory.sqlite import mutations
+from memory.sqlite import consolidation, mutations
 from memory.sqlite.admission import where
 from memory.sqlite.batches import select_in
 from memory.sqlite.connection import transaction
@@ -177,8 +177,11 @@ async def iter_records(
         ids = [r["id"] for r in rows]
         history = await store.run(_history, ids) if with_history else {}
         vectors = await store.run(_vectors, pin["vec_table"], [r["seq"] for r in rows]) if pin else {}
+        sources = await store.run(consolidation.sources_of, ids)
         for r in rows:
             record: dict[str, Any] = {"memory": row_to_entry(r).model_dump(mode="json")}
+            if r["id"] in sources:  # what a digest or summary carries: a hide of one of them reaches it
+                record["sources"] = sources[r["id"]]
             if with_history:
                 record["history"] = history.get(r["id"], [])
             if r["seq"] in vectors:
@@ -291,6 +294,25 @@ def _entry(record: dict, max_content_bytes: int | None = MAX_CONTENT_BYTES) -> M
     return entry
 
 
+def _checked(record: dict, max_content_bytes: int | None) -> tuple[MemoryEntry, list[str]] | str:
+    """A record's memory and the ids it carries, or why the record is bad."""
+    entry = _entry(record, max_content_bytes)
+    if isinstance(entry, str):
+        return entry
+    sources = _sources(record)
+    return sources if isinstance(sources, str) else (entry, sources)
+
+
+def _sources(record: dict) -> list[str] | str:
+    """The ids a record's memory carries the content of (its ``sources``), or why they are bad."""
+    sources = record.get("sources")
+    if sources is None:
+        return []
+    if not isinstance(sources, list) or not all(isinstance(s, str) and s for s in sources):
+        return "invalid sources: a list of the memory ids it was made from"
+    return sources
+
+
 def _vector_of(record: dict, width: int | None) -> list[float] | None:
     vector = record.get("vector")
     if not isinstance(vector, list) or width is None or len(vector) != width:
@@ -303,9 +325,11 @@ def _vector_of(record: dict, width: int | None) -> list[float] | None:
 # -- writing a store ----------------------------------------------------------
 
 
-def _import_txn(raw, entries: Sequence[MemoryEntry], actor: str) -> list[str]:
+def _import_txn(raw, entries: Sequence[MemoryEntry], actor: str, links: Sequence[tuple[str, str]] = ()) -> list[str]:
     with transaction(raw):
-        return mutations.upsert(raw, entries, actor, op="import")
+        ops = mutations.upsert(raw, entries, actor, op="import")
+        consolidation.link_sources(raw, links, "import")
+        return ops
 
 
 async def import_records(
@@ -339,7 +363,7 @@ async def import_records(
     report = ImportReport()
     if strict:
         for where_, record in records:
-            problem = record if isinstance(record, str) else _entry(record, max_content_bytes)
+            problem = record if isinstance(record, str) else _checked(record, max_content_bytes)
             if isinstance(problem, str):
                 report.bad.append((where_, problem))
         if report.bad:
@@ -349,6 +373,7 @@ async def import_records(
     server = _server(store)
     vectors = await (server.vector_sink(store, model) if server else _vector_sink(store, model))
     batch: list[tuple[MemoryEntry, list[float] | None]] = []
+    carried: dict[str, list[str]] = {}  # the batch's consolidated memories: the ids each carries
     page = server.PAGE if server else PAGE
 
     async def flush() -> None:
@@ -363,12 +388,15 @@ async def import_records(
         if copies is not None:
             change = await copies.mirror(store, [e for e in entries if e.id in stored], "imported")
             report.copies_changed += change.count if change is not None else 0
-        ops = await (server.write(store, entries) if server else store.run(_import_txn, entries, store.actor))
+        # Sources are edges of SQLite stores only (a server keeps no consolidation edges).
+        links = [(e.id, source) for e in entries for source in carried.get(e.id, ())]
+        ops = await (server.write(store, entries) if server else store.run(_import_txn, entries, store.actor, links))
         for op in ops:
             report.ops[op] = report.ops.get(op, 0) + 1
         if vectors is not None:
             report.vectors_kept += await vectors([(e, v) for e, v in batch if v is not None])
         batch.clear()
+        carried.clear()
         if on_progress is not None:
             on_progress(report.read)
 
@@ -376,10 +404,13 @@ async def import_records(
         if isinstance(record, str):
             report.bad.append((where_, record))
             continue
-        entry = _entry(record, max_content_bytes)
-        if isinstance(entry, str):
-            report.bad.append((where_, entry))
+        checked = _checked(record, max_content_bytes)
+        if isinstance(checked, str):
+            report.bad.append((where_, checked))
             continue
+        entry, sources = checked
+        if sources:
+            carried[entry.id] = sources
         report.read += 1
         report.history_rows_skipped += len(record.get("history") or ())
         width = model["dimension"] if model else None
@@ -457,12 +488,13 @@ def note_name(entry: MemoryEntry) -> str:
     return f"{words}-{ident}.md"
 
 
-def note_text(entry: MemoryEntry) -> str:
-    """YAML frontmatter with every field, then the content exactly as stored."""
+def note_text(entry: MemoryEntry, sources: Sequence[str] = ()) -> str:
+    """YAML frontmatter with every field (and the ids a consolidated memory carries), then the
+    content exactly as stored."""
     import yaml
 
     data = entry.model_dump(mode="json")
-    front = {k: data[k] for k in _FRONT_FIELDS}
+    front = {k: data[k] for k in _FRONT_FIELDS} | ({"sources": list(sources)} if sources else {})
     return "---\n" + yaml.safe_dump(front, sort_keys=False, allow_unicode=True) + "---\n\n" + entry.content + "\n"
 
 
@@ -475,7 +507,7 @@ async def export_markdown(store, folder: Path, *, on_progress: Callable[[int], N
     report = ExportReport(stores=[str(store.path)])
     async for record in iter_records(store):
         entry = MemoryEntry.model_validate(record["memory"])
-        write_private(folder / note_name(entry), note_text(entry))
+        write_private(folder / note_name(entry), note_text(entry, record.get("sources", ())))
         report.memories += 1
         if on_progress is not None:
             on_progress(report.memories)
@@ -526,7 +558,7 @@ def markdown_records(
         memory.setdefault("id", note_id(info.rel_path))
         memory.setdefault("agent_id", default_agent)
         memory["content"] = content
-        yield info.rel_path, {"memory": memory}
+        yield info.rel_path, {"memory": memory} | ({"sources": meta["sources"]} if "sources" in meta else {})
 
 
 def _plain(value: Any) -> Any:

@@ -174,7 +174,7 @@ async def restore(
     described = {d["store"]: d for d in stores}
     if strict:  # everything is checked before any store is touched
         for where, record in records():
-            problem = record if isinstance(record, str) else core._entry(record, limit)
+            problem = record if isinstance(record, str) else core._checked(record, limit)
             if isinstance(problem, str):
                 report.bad.append((where, problem))
             elif _label(record, set(described)) not in described:

@@ -153,6 +153,17 @@ def sources_of(raw, ids: Sequence[str]) -> dict[str, list[str]]:
     return {k: sorted(v) for k, v in found.items()}
 
 
+def link_sources(raw, links: Sequence[tuple[str, str]], source: str) -> None:
+    """Record that each (consolidated memory, source) pair's first carries the second's content
+    (inside the caller's transaction); a pair already recorded is left as it is."""
+    now = time.time()
+    raw.executemany(
+        "INSERT OR IGNORE INTO memory_edges (src_id, dst_id, relation, source, confidence, created_at) "
+        f"VALUES (?, ?, '{SOURCES}', ?, 1.0, ?)",
+        [(src, dst, source, now) for src, dst in links],
+    )
+
+
 def carriers_of(raw, ids: Sequence[str]) -> list[str]:
     """The consolidated memories that carry any of ``ids`` (an operator's edit of a source reaches them)."""
     sql = f"SELECT DISTINCT src_id FROM memory_edges WHERE relation = '{SOURCES}' AND dst_id IN ({{marks}})"
@@ -194,11 +205,6 @@ def apply_txn(
             mutations.upsert(raw, writes, actor, op="consolidate")
         for entry_id, value in importance.items():
             mutations.update(raw, [entry_id], "reinforce", actor, "importance = ?", (value,))
-        now = time.time()
-        raw.executemany(
-            "INSERT OR IGNORE INTO memory_edges (src_id, dst_id, relation, source, confidence, created_at) "
-            f"VALUES (?, ?, '{SOURCES}', 'consolidation', 1.0, ?)",
-            [(src, dst, now) for src, dst in links],
-        )
+        link_sources(raw, links, "consolidation")
         if archive:
             mutations.update(raw, list(archive), "archive", actor, "archived = 1")

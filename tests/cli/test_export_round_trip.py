@@ -227,3 +227,57 @@ def test_an_all_export_from_before_stores_were_described_restores_by_name(cli, t
     assert {a["name"] for a in data(cli("agent", "list", "--json"))} == {"ada", "bob"}
     recalled = [r["content"] for r in data(cli("recall", "Berlin Paris", "--agent", "ada", "--json"))["results"]]
     assert recalled == ["I moved to Berlin."]
+
+
+def merged_store(cli) -> dict[str, str]:
+    """Two teas consolidated into one (a ``consolidates`` edge from the keeper to the other), and a
+    fact nothing carries. Ids by role."""
+    for text in ("I like tea.", "I like tea.", "I prefer night trains."):
+        ok(cli("remember", "--agent", "ada", "--no-reconcile", text))
+    (merge,) = data(cli("consolidate", "--agent", "ada", "--dry-run", "--json"))["agents"][0]["decisions"]["merges"]
+    ok(cli("consolidate", "--agent", "ada"))
+    trains = next(m["id"] for m in data(cli("memory", "list", "--agent", "ada", "--json")) if "trains" in m["content"])
+    return {"keeper": merge["keep"], "source": merge["sources"][0], "trains": trains}
+
+
+def shown(cli, memory_id: str) -> tuple[str, bool]:
+    memory = data(cli("memory", "show", memory_id, "--agent", "ada", "--json"))
+    return memory["visibility"], memory["archived"]
+
+
+@pytest.mark.parametrize("form", ["jsonl", "markdown"])
+def test_what_a_consolidated_memory_carries_survives_a_round_trip(cli, tmp_path, monkeypatch, form):
+    """Hidden means hidden in every copy: hiding a source reaches the memory that carries its content,
+    in the imported store exactly as in the original (the edge used to be left out of every export)."""
+    fresh_home(tmp_path, monkeypatch, "one")
+    ids = merged_store(cli)
+    exported = tmp_path / ("export.jsonl" if form == "jsonl" else "notes")
+    ok(cli("export", "--agent", "ada", "-o", str(exported), *(["--format", "markdown"] if form == "markdown" else [])))
+    if form == "jsonl":
+        lines = [json.loads(line) for line in exported.read_text().splitlines()[1:]]
+        assert {r["memory"]["id"]: r.get("sources") for r in lines}[ids["keeper"]] == [ids["source"]]
+    ok(cli("memory", "set", ids["source"], "--agent", "ada", "--visibility", "hidden"))
+    original = {role: shown(cli, i) for role, i in ids.items()}
+    assert original["keeper"] != ("visible", False) and original["trains"] == ("visible", False)
+
+    fresh_home(tmp_path, monkeypatch, "two")
+    ok(cli("agent", "create", "ada"))
+    ok(cli("import", str(exported), "--agent", "ada"))
+    assert shown(cli, ids["keeper"]) == ("visible", False)  # positive control: imported as it was exported
+    ok(cli("memory", "set", ids["source"], "--agent", "ada", "--visibility", "hidden"))
+    assert {role: shown(cli, i) for role, i in ids.items()} == original
+
+
+def test_an_import_refuses_sources_that_are_not_memory_ids(cli, tmp_path, monkeypatch):
+    fresh_home(tmp_path, monkeypatch, "one")
+    ok(cli("agent", "create", "ada"))
+    header = {"format": "arcana-export", "version": 1, "with_history": False, "with_vectors": False, "model": None}
+    good = {"memory": {"id": "m1", "agent_id": "x", "content": "I like tea."}, "sources": ["m0"]}
+    bad = {"memory": {"id": "m2", "agent_id": "x", "content": "I like coffee."}, "sources": "m0; DROP TABLE"}
+    path = tmp_path / "in.jsonl"
+    path.write_text("\n".join(json.dumps(x) for x in (header, good, bad)) + "\n")
+    done = cli("import", str(path), "--agent", "ada", "--json")
+    assert done.exit_code == 2, done.output  # a bad line: named, the good ones stored (man/exit-codes.md)
+    report = json.loads(done.stdout)
+    assert report["bad"] == [{"where": "line 3", "error": "invalid sources: a list of the memory ids it was made from"}]
+    assert report["ops"] == {"insert": 1}  # the good line (a positive control) is in
