@@ -4,8 +4,9 @@ An agent's memory that goes takes its promoted copy in the global tier with
 it (archived or purged alike), so nothing an operator prunes stays
 recallable by every other agent. The copies go first: a global tier that
 cannot be reached fails the store before the agent's memories change, so
-running the same prune again still finds them. The digests a byte budget
-condensed are re-embedded after their store's prune, like any other new text.
+running the same prune again still finds them. So do the copies of digests
+a byte budget condenses: rewritten to the condensed text first. The digests
+are re-embedded after their store's prune, like any other new text.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from memory.locks import exclusive
 from memory.operator.edits import CopyChange, GlobalCopies
 from memory.operator.targets import Selection, Target, prune_targets
 from memory.store_kinds import StoreKind
-from memory.types import PrunePolicy, PruneReport
+from memory.types import Audience, MemoryEntry, MemoryQuery, PrunePolicy, PruneReport
 
 _VERB = {"archive": "archived", "purge": "purged"}
 _LISTS = ("victim_ids", "condensations")  # what --json shows and the audit line only counts
@@ -33,7 +34,8 @@ class StorePrune:
 
     target: Target
     report: PruneReport
-    copies: CopyChange | None = None
+    copies: CopyChange | None = None  # the copies of what it removed
+    condensed_copies: CopyChange | None = None  # the copies of the digests it condensed, rewritten
 
     @property
     def name(self) -> str:
@@ -41,7 +43,11 @@ class StorePrune:
 
     def as_dict(self) -> dict:
         data = {**self.target.fields, **self.report.as_dict()}
-        return data if self.copies is None else {**data, "copies": self.copies.as_dict()}
+        if self.copies is not None:
+            data["copies"] = self.copies.as_dict()
+        if self.condensed_copies is not None:
+            data["condensed_copies"] = self.condensed_copies.as_dict()
+        return data
 
 
 @dataclass
@@ -107,16 +113,31 @@ async def _prune_one(
             done = StorePrune(target, await store.prune(policy, progress))
         else:
             op = policy.mode.value
-            planned = (await store.prune(policy.model_copy(update={"dry_run": True}), progress)).victim_ids
+            plan = await store.prune(policy.model_copy(update={"dry_run": True}), progress)
+            planned = plan.victim_ids
             change = await copies.follow_many(store, target.agent_id, planned, op, _VERB[op])
+            rewritten = await copies.mirror(store, await _condensed(store, plan.condensations), "condensed")
             # Exactly the planned rows: one that became a victim since has a copy nobody followed
             # (the next prune takes it).
             report = await store.prune(policy.model_copy(update={"within": frozenset(planned)}), progress)
-            done = StorePrune(target, report, change)
+            # A digest condensed otherwise than planned (the store changed between): its copy follows now.
+            await copies.mirror(store, await _condensed(store, [c for c in report.condensations
+                                                              if c not in plan.condensations]), "condensed")
+            done = StorePrune(target, report, change, rewritten)
         await _embed_condensed(home, config, store, done.report)
         return done
     finally:
         await store.aclose()
+
+
+async def _condensed(store, condensations: list[dict]) -> list[MemoryEntry]:
+    """The digests of ``condensations`` as each becomes: its stored row with the condensed text."""
+    if not condensations:
+        return []
+    stored = await store.admitted_by_id(
+        MemoryQuery(), [c["id"] for c in condensations], audience=Audience.OPERATOR, include_archived=True
+    )
+    return [stored[c["id"]].model_copy(update={"content": c["content"]}) for c in condensations if c["id"] in stored]
 
 
 async def _embed_condensed(home: Home, config: Any, store, report: PruneReport) -> None:

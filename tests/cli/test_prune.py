@@ -197,3 +197,27 @@ def test_a_byte_budget_dry_run_lists_condensations_and_the_real_run_ledgers_them
     assert line["condensed"] == 1 and "condensations" not in line
     again = cli("prune", "--agent", "ada", "--max-bytes", budget)
     assert again.exit_code == 0 and "nothing to prune" in again.stderr  # a second prune: a no-op
+
+
+def test_a_condensed_digest_s_global_copy_is_condensed_with_it(cli, tmp_path, arcana_home):
+    """An operator's action reaches every copy: prune's rewrite of a promoted digest rewrites its copy."""
+    assert cli("config", "set", "embedding.providers", "[]").exit_code == 0
+    path = tmp_path / "old.jsonl"
+    path.write_text("".join(json.dumps(line) + "\n" for line in OLD_TURNS))
+    assert cli("remember", "--from", str(path), "--agent", "ada", "--no-reconcile").exit_code == 0
+    assert cli("consolidate", "--agent", "ada", "--quiet").exit_code == 0
+    (digest,) = json.loads(cli("memory", "list", "--agent", "ada", "--json").stdout)
+    assert cli("remember", "I am allergic to penicillin.", "--agent", "ada", "--importance", "0.95").exit_code == 0
+    assert cli("memory", "set", digest["id"], "--agent", "ada", "--importance", "0.95").exit_code == 0
+    copy = json.loads(cli("memory", "show", digest["id"], "--global", "--json").stdout)
+    assert copy["content"] == digest["content"]  # promoted: the copy the condensing must reach
+
+    budget = str(len(digest["content"].encode()) - 10)
+    done = cli("prune", "--agent", "ada", "--max-bytes", budget, "--json")
+    assert done.exit_code == 0, done.output
+    (store,) = json.loads(done.stdout)["agents"]
+    (condensed,) = store["condensations"]
+    assert store["condensed_copies"] == {"tier": "global", "op": "update", "changed": True, "count": 1}
+    assert json.loads(cli("memory", "show", digest["id"], "--agent", "ada", "--json").stdout)["content"] == condensed["content"]
+    copy = json.loads(cli("memory", "show", digest["id"], "--global", "--json").stdout)
+    assert copy["content"] == condensed["content"] != digest["content"]
