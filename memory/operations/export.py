@@ -558,7 +558,11 @@ def markdown_records(
         memory.setdefault("id", note_id(info.rel_path))
         memory.setdefault("agent_id", default_agent)
         memory["content"] = content
-        yield info.rel_path, {"memory": memory} | ({"sources": meta["sources"]} if "sources" in meta else {})
+        # A note of one's own may hold a ``sources`` property of another kind ("sources: Wikipedia"): only
+        # a list of ids, as an export writes it, says what a consolidated memory carries.
+        sources = meta.get("sources")
+        carried = isinstance(sources, list) and all(isinstance(s, str) and s for s in sources)
+        yield info.rel_path, {"memory": memory} | ({"sources": sources} if carried else {})
 
 
 def _plain(value: Any) -> Any:

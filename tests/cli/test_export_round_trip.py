@@ -281,3 +281,14 @@ def test_an_import_refuses_sources_that_are_not_memory_ids(cli, tmp_path, monkey
     report = json.loads(done.stdout)
     assert report["bad"] == [{"where": "line 3", "error": "invalid sources: a list of the memory ids it was made from"}]
     assert report["ops"] == {"insert": 1}  # the good line (a positive control) is in
+
+
+def test_a_notes_own_sources_property_is_not_taken_for_what_it_carries(cli, tmp_path, monkeypatch):
+    fresh_home(tmp_path, monkeypatch, "one")
+    ok(cli("agent", "create", "ada"))
+    folder = tmp_path / "vault"
+    folder.mkdir()
+    (folder / "tea.md").write_text("---\nsources: Wikipedia\n---\n\nGreen tea has less caffeine than coffee.\n")
+    (folder / "trains.md").write_text("---\ntags: [travel]\n---\n\nNight trains run from Vienna.\n")
+    report = data(cli("import", str(folder), "--agent", "ada", "--json"))
+    assert report["bad"] == [] and report["ops"] == {"insert": 2}  # both notes are in; the property is theirs
