@@ -85,11 +85,14 @@ def cued_update(
     people |= {lead} - {None}
     # A weak hint said with someone else in it is theirs: "got my dad a new phone" is no new phone of mine.
     others = {stem(w) for w in norm.split() if w in patterns.relations}
+    actors = _actors(text, norm, [m for m, is_cue in cues if is_cue] + ending, patterns)
     best: tuple[tuple, Candidate, str] | None = None
     for candidate in candidates:
         old_words = content_words(candidate.norm)
         if not old_words or len(old_words) > MAX_OLD_WORDS or _CLAUSES.search(candidate.norm):
             continue
+        if actors and not actors & old_words:
+            continue  # "Tom quit the running club": Tom's change, unless the candidate is about Tom
         if not new_words - old_words or _told_apart(new_facts, candidate.facts):
             continue  # a restatement, or the slots already tell them apart
         if not strong and (any(f.multi for f in candidate.facts) or others - {stem(w) for w in old_words}):
@@ -163,6 +166,34 @@ def _ranges(norm: str, cues: list, correction: bool) -> list[tuple[int, int]]:
         moved = is_cue and match.group(0) in _MOVERS and _object(norm, tokens, span[1])
         ranges.append((moved[0] if moved else span[0] - WINDOW, span[1] + WINDOW))
     return ranges + ([(0, len(tokens))] if correction else [])
+
+
+# Words that open a sentence with a capital and are no one: "Then switched to decaf", "Honestly ...".
+_OPENERS = frozenset(
+    "then so and but also just now today yesterday tonight recently finally eventually anyway well ok okay oh yeah"
+    " yes no sadly luckily honestly actually basically apparently officially".split()
+)
+_FIRST_PERSON = re.compile(r"\b(?:i|me|my|mine|myself|we|us|our|ours|ourselves)\b")
+
+
+def _actors(text: str, norm: str, cues: list[re.Match], patterns: SlotPatterns) -> set[str]:
+    """The people named as making every cue's change in a text that says nothing of the speaker
+    ("Tom quit the running club", "Sarah has left Google"); empty when it does (a first person
+    anywhere), or a cue's maker is not named with a capital."""
+    if not cues or _FIRST_PERSON.search(norm):
+        return set()
+    tokens, actors = _tokens(norm), set()
+    for match in cues:
+        span = _span(tokens, match)
+        at = span[0] - 1 if span else -1
+        while at >= 0 and (tokens[at][1] in _AUXILIARY or tokens[at][1] in _OPENERS or tokens[at][1].endswith("ly")):
+            at -= 1
+        word = tokens[at][1] if at >= 0 else ""
+        named = word.isalpha() and re.search(rf"\b{word.capitalize()}\b", text) is not None
+        if not named or word in _OPENERS or word in patterns.relations:
+            return set()
+        actors.add(stem(word))
+    return actors
 
 
 def _said_of_another(norm: str, tokens: list[tuple[int, str]], first: int) -> bool:

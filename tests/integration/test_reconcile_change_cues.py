@@ -190,3 +190,14 @@ async def test_someone_indefinite_long_ago_or_a_new_thing_beside_it_ends_nothing
     # Positive controls in the same store:
     assert await store.say("I left Dell, I'm at Intel now.") == ["I work at Dell."]
     assert await store.say("Sold my guitar last week, I'm done with the band.") == ["I play guitar in a band on Sundays."]
+
+
+async def test_a_change_someone_named_makes_ends_nothing_of_mine(store):
+    await store.say("I play netball with a club on Tuesdays.")
+    await store.say("I work at Google.")
+    assert await store.say("Sam quit the netball club.") == []  # Sam's change: the text says nothing of mine
+    assert await store.say("Sarah has left Google.") == []
+    # Positive control, same store: my own change, said with the same cue.
+    assert await store.say("I quit the netball club, I do spin on Tuesdays now.") == [
+        "I play netball with a club on Tuesdays."
+    ]
