@@ -32,7 +32,8 @@ of these hold:
   with B") must not be all the candidate says already ("moved to Acme" does
   not end "visited Acme");
 - the new text is about the same subject (not "my sister's dentist", nor
-  "my wife cut out coffee" for the speaker's coffee), the
+  "my wife cut out coffee" for the speaker's coffee, nor "Sam quit the
+  netball club" in a text that says nothing of the speaker), the
   slots have not already told the two apart (same subject, different named
   attributes: "pottery class" is not "yoga class"), and it adds a word the
   candidate lacks (else it is a restatement, not a change).
