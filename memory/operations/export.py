@@ -560,9 +560,8 @@ def markdown_records(
         memory["content"] = content
         # A note of one's own may hold a ``sources`` property of another kind ("sources: Wikipedia"): only
         # a list of ids, as an export writes it, says what a consolidated memory carries.
-        sources = meta.get("sources")
-        carried = isinstance(sources, list) and all(isinstance(s, str) and s for s in sources)
-        yield info.rel_path, {"memory": memory} | ({"sources": sources} if carried else {})
+        sources = _sources(meta)
+        yield info.rel_path, {"memory": memory} | ({"sources": sources} if sources and isinstance(sources, list) else {})
 
 
 def _plain(value: Any) -> Any:
