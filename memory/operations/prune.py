@@ -19,7 +19,7 @@ from memory.adapters.opener import on_server, open_store, open_tier, vector_adap
 from memory.audit import AuditLog
 from memory.home import Home
 from memory.locks import exclusive
-from memory.operator.edits import CopyChange, GlobalCopies
+from memory.operator.edits import CopyChange, GlobalCopies, LiveCopyError
 from memory.operator.targets import Selection, Target, prune_targets
 from memory.store_kinds import StoreKind
 from memory.types import Audience, MemoryEntry, MemoryQuery, PrunePolicy, PruneReport
@@ -121,8 +121,14 @@ async def _prune_one(
             # (the next prune takes it).
             report = await store.prune(policy.model_copy(update={"within": frozenset(planned)}), progress)
             # A digest condensed otherwise than planned (the store changed between): its copy follows now.
-            await copies.mirror(store, await _condensed(store, [c for c in report.condensations
-                                                              if c not in plan.condensations]), "condensed")
+            late = await _condensed(store, [c for c in report.condensations if c not in plan.condensations])
+            try:
+                await copies.mirror(store, late, "condensed")
+            except LiveCopyError as exc:  # the store has changed by now: say so, not mirror's "nothing was changed"
+                raise LiveCopyError(
+                    f"{len(late)} digests were condensed in the agent's store, but their global copies could not be "
+                    f"rewritten ({exc.__cause__ or exc}) and still hold the text from before"
+                ) from exc
             done = StorePrune(target, report, change, rewritten)
         await _embed_condensed(home, config, store, done.report)
         return done
