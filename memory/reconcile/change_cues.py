@@ -33,7 +33,7 @@ of these hold:
   not end "visited Acme");
 - the new text is about the same subject (not "my sister's dentist", nor
   "my wife cut out coffee" for the speaker's coffee, nor "Sam quit the
-  netball club" in a text that says nothing of the speaker), the
+  netball club" in a clause that says nothing of the speaker), the
   slots have not already told the two apart (same subject, different named
   attributes: "pottery class" is not "yoga class"), and it adds a word the
   candidate lacks (else it is a restatement, not a change).
@@ -177,11 +177,21 @@ _OPENERS = frozenset(
 _FIRST_PERSON = re.compile(r"\b(?:i|me|my|mine|myself|we|us|our|ours|ourselves)\b")
 
 
+_CLAUSE_END = re.compile(r"[,;.!?]|\b(?:so|and|but|because|then)\b")
+
+
+def _clause(norm: str, match: re.Match) -> str:
+    """The clause a cue is in: from the boundary before it to the one after it."""
+    before = [m.end() for m in _CLAUSE_END.finditer(norm, 0, match.start())]
+    after = _CLAUSE_END.search(norm, match.end())
+    return norm[before[-1] if before else 0:after.start() if after else len(norm)]
+
+
 def _actors(text: str, norm: str, cues: list[re.Match], patterns: SlotPatterns) -> set[str]:
-    """The people named as making every cue's change in a text that says nothing of the speaker
-    ("Tom quit the running club", "Sarah has left Google"); empty when it does (a first person
-    anywhere), or a cue's maker is not named with a capital."""
-    if not cues or _FIRST_PERSON.search(norm):
+    """The people named as making every cue's change in a clause that says nothing of the speaker
+    ("Tom quit the running club", "Sam quit the netball club, so I need a new partner"); empty
+    when a cue's clause has a first person in it, or a cue's maker is not named with a capital."""
+    if not cues or any(_FIRST_PERSON.search(_clause(norm, m)) for m in cues):
         return set()
     tokens, actors = _tokens(norm), set()
     for match in cues:

@@ -195,6 +195,7 @@ async def test_someone_indefinite_long_ago_or_a_new_thing_beside_it_ends_nothing
 async def test_a_change_someone_named_makes_ends_nothing_of_mine(store):
     await store.say("I play netball with a club on Tuesdays.")
     await store.say("I work at Google.")
+    assert await store.say("Sam quit the netball club, so I need a new partner.") == []  # Sam's clause, not mine
     assert await store.say("Sam quit the netball club.") == []  # Sam's change: the text says nothing of mine
     assert await store.say("Sarah has left Google.") == []
     # Positive control, same store: my own change, said with the same cue.
