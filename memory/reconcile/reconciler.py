@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import replace
+from functools import cached_property
 from typing import Any
 
 from memory.config import ReconcileSettings
@@ -30,8 +31,7 @@ from memory.reconcile import entities, restatements
 from memory.reconcile.candidates import find_candidates
 from memory.reconcile.change_cues import cued_update, not_now
 from memory.reconcile.heuristic import Candidate, decide
-from memory.reconcile.languages import get_slots, slot_languages
-from memory.reconcile.slots import Fact, Subject, parse
+from memory.reconcile.slots import Fact, SlotPatterns, Subject, parse
 from memory.sqlite.rows import held_ids
 from memory.types import ConfidenceSource, MemoryEntry, MemoryScope
 
@@ -64,9 +64,16 @@ class Reconciler:
         self.provider = provider
         self.audit = audit
         self.copies = copies  # opens the GlobalCopies that a supersession must end too
+
+    @cached_property
+    def patterns(self) -> SlotPatterns:
+        """The slot patterns of the settings' language. Compiled on the first write it decides,
+        not at import: a command that only reads (``recall``) would spend 20 ms on them."""
+        from memory.reconcile.languages import get_slots, slot_languages
+
         # A language with extraction signals but no slot patterns yet reconciles with English slots.
         language = self.settings.language if self.settings.language in slot_languages() else "en"
-        self.patterns = get_slots(language)
+        return get_slots(language)
 
     async def decide_write(self, entry: MemoryEntry) -> Decision:
         """What writing ``entry`` does; no row changes. Any failure decides ``add`` (audited)."""

@@ -18,7 +18,7 @@ try:
 except SystemExit as exc:
     code = exc.code or 0
 sys.stdout.flush()
-heavy = sorted(m for m in ("fastembed", "onnxruntime") if m in sys.modules)
+heavy = sorted(m for m in ("fastembed", "onnxruntime", "memory.reconcile.languages") if m in sys.modules)
 sys.stderr.write(f"exit={code} heavy={','.join(heavy) or '-'}\\n")
 """
 
@@ -35,7 +35,9 @@ def probe(result: subprocess.CompletedProcess) -> str:
 
 
 def test_keyword_recall_never_imports_the_model_but_hybrid_does():
-    assert probe(arcana("remember", "The user prefers metric units.", "-a", "bob")) == "exit=0 heavy=fastembed,onnxruntime"
+    # A write decides with the slot patterns (compiled when first used); a read never compiles them.
+    remember = arcana("remember", "The user prefers metric units.", "-a", "bob")
+    assert probe(remember) == "exit=0 heavy=fastembed,memory.reconcile.languages,onnxruntime"
     keyword = arcana("recall", "metric units", "-a", "bob", "--mode", "keyword", "--json")
     assert probe(keyword) == "exit=0 heavy=-"
     payload = json.loads(keyword.stdout)
