@@ -355,6 +355,32 @@ class GlobalCopies:
         finally:
             DEADLINE.reset(token)
 
+    async def reach_carriers(self, source: SQLiteAdapter, entry_id: str, edit: Edit, verb: str) -> list[EditReport]:
+        """A hide, forget or purge of ``entry_id`` (a memory of ``source``) reaches the consolidated
+        memories of the global tier that carry its copy (a digest ``consolidate --global`` made of it),
+        as it reaches those of the agent's store; [] when the edit withholds nothing or no tier is there.
+
+        The copy's edges outlive a withdrawn or purged copy, so they are found after it went. A tier
+        that cannot be reached raises :class:`LiveCopyError` unless the memory was never promotable.
+        """
+        if _withholding(edit) is None or not self.may_hold_copies:
+            return []
+        token = DEADLINE.set(time.monotonic() + self.timeout)
+        try:
+            report = EditReport(entry_id, False, None)
+            await MemoryEditor(await self._open())._reach_carriers(entry_id, edit, verb, report, {entry_id})
+            return report.carriers
+        except (MemoryStorageError, TimeoutError) as exc:
+            if not await _ever_promoted(source, [entry_id]):
+                return []  # no copy of this memory can have been consolidated there
+            raise LiveCopyError(
+                f"memory {entry_id} was {verb} in the agent's store, but the global tier at {self.path} could not "
+                f"be reached ({exc}), so what carries its copy there may still be live; run the same command "
+                "again once the global tier is reachable"
+            ) from exc
+        finally:
+            DEADLINE.reset(token)
+
     async def follow(
         self, source: SQLiteAdapter, before: MemoryEntry, after: MemoryEntry | None, edit: Edit, verb: str,
         *, first: bool = False,
@@ -442,7 +468,10 @@ class MemoryEditor:
         report = EditReport(entry_id, changed, after)
         if change is not None:
             report.copies.append(change)
-        await self._reach_carriers(entry_id, edit, verb, report, seen or {entry_id})
+        seen = seen or {entry_id}
+        await self._reach_carriers(entry_id, edit, verb, report, seen)
+        if self.copies is not None:  # and what carries its copy in the global tier
+            report.carriers += await self.copies.reach_carriers(self.store, entry_id, edit, verb or edit.op)
         return report
 
     async def _reach_carriers(self, entry_id: str, edit: Edit, verb: str | None, report: EditReport, seen: set[str]) -> None:

@@ -81,3 +81,45 @@ def test_hiding_or_forgetting_a_source_reaches_its_digest_only(cli, tmp_path):
     assert [r["id"] for r in json.loads(forgot.stdout)["reached"]] == [paint["id"]]
     assert paint["id"] not in [r["id"] for r in recall(cli, "painted sunrise pottery")]
     assert any("tea" in r["content"] for r in recall(cli, "tea coffee"))  # control: the rest still answers
+
+
+PROMOTED = [  # ada's own old turns, important enough to be promoted: `consolidate --global` digests their copies
+    {"content": "Ada: the launch code word is heliotrope.", "type": "episodic", "session": "g1",
+     "created_at": "2023-05-08T10:00:00Z", "importance": 0.95},
+    {"content": "Ada: my sister lives in Lisbon now.", "type": "episodic", "session": "g1",
+     "created_at": "2023-05-08T10:01:00Z", "importance": 0.95},
+    {"content": "Ada: I painted a sunrise over the lake.", "type": "episodic", "session": "g2",
+     "created_at": "2023-06-01T10:00:00Z", "importance": 0.95},
+    {"content": "Ada: my kids loved the pottery class.", "type": "episodic", "session": "g2",
+     "created_at": "2023-06-01T10:01:00Z", "importance": 0.95},
+]
+
+
+def test_hiding_or_forgetting_a_source_reaches_the_global_digest_of_its_copy(cli, no_embedder, tmp_path):
+    """A digest the global tier made of ada's promoted copies carries their content to every agent:
+    ada's hide (or forget) of a source must reach it there too, not only withdraw the copy."""
+    for name in ("ada", "bob"):
+        assert cli("agent", "create", name).exit_code == 0
+    path = tmp_path / "promoted.jsonl"
+    path.write_text("".join(json.dumps(line) + "\n" for line in PROMOTED))
+    stored = cli("remember", "--from", str(path), "--agent", "ada", "--no-reconcile", "--json")
+    assert stored.exit_code == 0 and json.loads(stored.stdout)["accepted"]["global"] == 4, stored.output
+    ids = {m["content"]: m["id"] for m in json.loads(cli("memory", "list", "--agent", "ada", "--json").stdout)}
+    assert cli("consolidate", "--global").exit_code == 0
+
+    def bob_recalls(query: str) -> list[str]:
+        done = cli("recall", query, "--agent", "bob", "--mode", "keyword", "--json")
+        assert done.exit_code == 0, done.output
+        return [r["content"] for r in json.loads(done.stdout)["results"]]
+
+    assert any("heliotrope" in c and c.startswith("On 8 May 2023") for c in bob_recalls("heliotrope"))  # the digest
+    hidden = cli("memory", "set", ids[PROMOTED[0]["content"]], "--agent", "ada", "--visibility", "hidden", "--json")
+    assert hidden.exit_code == 0, hidden.output
+    assert not any("heliotrope" in c for c in bob_recalls("heliotrope"))
+    assert any("pottery" in c for c in bob_recalls("pottery"))  # control: the other global digest still answers
+
+    forgot = cli("memory", "forget", ids[PROMOTED[3]["content"]], "--agent", "ada", "--json")
+    assert forgot.exit_code == 0, forgot.output
+    assert not any("pottery" in c for c in bob_recalls("pottery"))
+    listed = json.loads(cli("memory", "list", "--global", "--json").stdout)
+    assert listed == [], listed  # nothing left that carries a withheld source (the copies were digested)
