@@ -12,6 +12,7 @@ import json
 import os
 import re
 import secrets
+from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -197,9 +198,11 @@ class SessionManager:
             _append(session.path, {"kind": "written", "turn": turn, "ids": ids})
             session.turns[turn].written_ids.extend(ids)
 
-    async def summarise(self, session: Session) -> str:
-        """Set and persist ``session.summary`` (extractor, or its deterministic fallback)."""
-        summary = await self.extractor.summarise(session)
+    async def summarise(self, session: Session, turns: list[Turn] | None = None) -> str:
+        """Set and persist ``session.summary`` (extractor, or its deterministic fallback) of ``turns``
+        (default: all of the session's)."""
+        shown = session if turns is None else replace(session, turns=list(turns))
+        summary = await self.extractor.summarise(shown)
         _append(session.path, {"kind": "summary", "text": summary})
         session.summary = summary
         return summary
@@ -213,6 +216,11 @@ class SessionManager:
     async def close_and_summarise(self, session: Session, *, memory: MemoryAdapter) -> MemoryEntry | None:
         """Summarise, write one consolidated memory, then close. No turns: just close.
 
+        Only the turns a replay would still give a model are summarised
+        (:func:`left_out_by`): a turn whose memory was hidden, made private,
+        archived or purged since is left out of the summary as it is left out
+        of every replay; with none left, the session just closes.
+
         The entry is SEMANTIC when the session stated a durable fact, else
         EPISODIC, at ``summary_importance`` (below a user-stated fact's); like
         all agent-written text its confidence is capped and it obeys
@@ -221,9 +229,10 @@ class SessionManager:
         prune never keeps it after removing one of them.
         """
         entry = None
-        if session.turns and not session.closed:
-            summary = await self.summarise(session)
-            durable = any(self.extractor.signals.states_preference(t.prompt) for t in session.turns)
+        turns = [t for t in session.turns if await left_out_by(t, memory) is None] if not session.closed else []
+        if turns:
+            summary = await self.summarise(session, turns)
+            durable = any(self.extractor.signals.states_preference(t.prompt) for t in turns)
             entry = MemoryEntry(
                 agent_id=session.agent_id,
                 type=MemoryType.SEMANTIC if durable else MemoryType.EPISODIC,
@@ -236,7 +245,7 @@ class SessionManager:
             )
             if storable([entry], self.settings):
                 held = held_id(await memory.write(entry), entry)
-                await _link_sources(memory, held, [i for t in session.turns for i in t.written_ids])
+                await _link_sources(memory, held, [i for t in turns for i in t.written_ids])
                 _append(session.path, {"kind": "summary_memory", "memory_id": entry.id})
                 session.summary_memory_id = entry.id
             else:

@@ -121,3 +121,26 @@ def test_show_and_replay_agree_on_a_turn_that_recalled_another_agents_promoted_m
     assert "4711" not in sent["raw"] and CONTROL in sent["raw"]
     left = ok(cli("session", "show", sid, "--agent", "ada", "--json"))["turns"][0]["left_out"]
     assert left == {"memory_id": shared["id"], "reason": "not admitted by the shared tier holding it"}
+
+
+@pytest.mark.parametrize("action", [["set", "--visibility", "hidden"], ["forget"]])
+def test_a_session_summary_written_after_a_withdrawal_leaves_the_withdrawn_turn_out(cli, no_embedder, action):
+    """The summary `session close` writes is one more way a turn leaves: a turn whose memory the
+    operator withdrew is summarised no more than it is replayed; the control turn still is."""
+    stated = "I prefer the zebrasecret locker by the door."  # a stated preference: the summary quotes it
+    control = "What is the weather like in Lima today?"
+    with LoopbackModelServer(lambda body: "Noted.") as server:
+        assert cli("model", "add", "loop", "--provider", "ollama", "--base-url", server.url, "--model", "tiny",
+                   "--default").exit_code == 0
+        assert cli("agent", "create", "ada").exit_code == 0
+        first = ok(cli("run", "ada", stated, "--keep-open", "--json"))
+        sid = first["session_id"]
+        assert ok(cli("run", "ada", control, "--session", sid, "--json"))["written_ids"]
+    for memory_id in first["written_ids"]:  # the turn's echo and its stated preference
+        ok(cli("memory", action[0], memory_id, "--agent", "ada", *action[1:], "--json"))
+    closed = ok(cli("session", "close", sid, "--agent", "ada", "--json"))
+    assert "zebrasecret" not in json.dumps(closed)
+    found = ok(cli("recall", "zebrasecret locker door", "--agent", "ada", "--mode", "keyword", "--json"))["results"]
+    assert not [r["content"] for r in found if "zebrasecret" in r["content"]]
+    summary = ok(cli("memory", "show", closed["summary_memory_id"], "--agent", "ada", "--json"))
+    assert "Lima" in summary["content"]  # control: the kept turn is summarised
