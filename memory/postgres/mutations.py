@@ -139,7 +139,8 @@ async def upsert(conn, entries: Sequence[MemoryEntry], actor: str, *, op: str | 
     """Insert or update ``entries`` by id; the op per entry ('noop' when unchanged).
 
     ``op`` names every ledger row this call writes (``import``), as on SQLite.
-    A None visibility keeps the stored value (``visible`` for a new row). New
+    A None visibility keeps the stored value (``visible`` for a new row), and a
+    write never brings back an archived row, as on SQLite. New
     rows go in with one statement (for a big batch a COPY through a staging
     table, with their ledger rows: :func:`_insert_copied`); the rows that were
     there already are read once, compared, and only the changed ones updated.
@@ -198,6 +199,7 @@ async def _apply(conn, batch: Prepared, actor: str, op: str | None, *, known: se
             continue
         if keep[index]:
             v["visibility"] = old["visibility"]
+        v["archived"] = max(int(old["archived"]), int(v["archived"]))  # only restore() un-archives, as on SQLite
         v["access_count"], v["last_accessed_at"] = old["access_count"], old["last_accessed_at"]
         for key in VERSION_LINKS:  # versions change only through supersede / make_current, as on SQLite
             v[key] = old[key]

@@ -154,7 +154,8 @@ def upsert(raw, entries: Sequence[MemoryEntry], actor: str, *, op: str | None = 
     op read off the change, so the ledger says where a row came from.
 
     A None visibility keeps the stored value (``visible`` for a new row), so an
-    automatic re-save never lifts an operator's private or hidden flag. A new
+    automatic re-save never lifts an operator's private or hidden flag; nor does
+    a write bring back an archived row (a forget stands until ``restore``). A new
     id is inserted straight away (no before image to read); only an existing
     one is read, compared and updated. Each row's indexed context is derived
     here, from the rows already written (earlier entries of the batch included).
@@ -178,6 +179,7 @@ def upsert(raw, entries: Sequence[MemoryEntry], actor: str, *, op: str | None = 
             continue
         if keep_visibility:
             values["visibility"] = old["visibility"]
+        values["archived"] = max(int(old["archived"]), values["archived"])  # only restore() un-archives
         values["access_count"] = old["access_count"]
         values["last_accessed_at"] = old["last_accessed_at"]
         for key in VERSION_LINKS:

@@ -184,3 +184,30 @@ def test_lines_of_one_file_reconcile_with_each_other_in_the_order_they_were_said
     again = json.loads(_import(cli, source).stdout)
     assert (again["written"], again["unchanged"], sum(again["decisions"].values())) == (0, 5, 0)
     assert _listed(cli) == current
+
+
+@pytest.mark.usefixtures("no_embedder")
+@pytest.mark.parametrize("flags", [["--no-reconcile"], []])
+def test_a_re_run_never_brings_back_what_an_operator_forgot(cli, tmp_path, flags):
+    """The same file again (or a line edited under its own id) upserts by id: the operator's forget of
+    a line's memory, and of its promoted copy, must stand; the untouched line is the control."""
+    for name in ("ada", "bob"):
+        assert cli("agent", "create", name).exit_code == 0
+    lines = [
+        {"content": "The vault combination is 31-07-44.", "id": "combo-1", "importance": 0.95},
+        {"content": "The lobby plant is a fern.", "id": "fern-1", "importance": 0.95},
+    ]
+    first = _import(cli, _file(tmp_path, lines), *flags)
+    assert first.exit_code == 0 and json.loads(first.stdout)["accepted"] == {"private": 2, "global": 2}, first.output
+    assert cli("memory", "forget", "combo-1", "--agent", "ada").exit_code == 0
+    edited = [{**lines[0], "tags": ["safe"]}, lines[1]]  # an edited line is upserted by id even when reconciled
+    for source in (_file(tmp_path, lines), _file(tmp_path, edited, "edited.jsonl")):
+        again = _import(cli, source, *flags)
+        assert again.exit_code == 0, again.output
+        for agent in ("ada", "bob"):
+            found = cli("recall", "vault combination lobby plant", "--agent", agent, "--mode", "keyword", "--json")
+            contents = [r["content"] for r in json.loads(found.stdout)["results"]]
+            assert "The lobby plant is a fern." in contents, (agent, contents)  # control
+            assert "The vault combination is 31-07-44." not in contents, (agent, source, contents)
+    shown = json.loads(cli("memory", "show", "combo-1", "--agent", "ada", "--json").stdout)
+    assert shown["archived"] and shown["tags"] == ["safe"]  # the edit itself still landed

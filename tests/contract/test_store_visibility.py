@@ -92,6 +92,20 @@ async def test_resave_without_visibility_keeps_the_stored_flag(store):
     assert (history[-1].before["visibility"], history[-1].after["visibility"]) == ("hidden", "visible")
 
 
+async def test_resave_never_brings_back_an_archived_row(store):
+    forgotten, control = entry("ember forgotten fact"), entry("ember control fact")
+    await store.write_many([forgotten, control])
+    await store.archive([forgotten.id])
+    # A re-save of the same entry (a re-run import), and one with changed words, leave it archived.
+    assert await store.write_many([forgotten, control]) == ["noop", "noop"]
+    assert await store.write_many([forgotten.model_copy(update={"content": "ember forgotten fact, reworded"})]) == ["update"]
+    assert [e.id for e in await store.search(MemoryQuery(text="ember"))] == [control.id]  # control still answers
+    stored = await store.get(forgotten.id, audience=Audience.OPERATOR, include_archived=True)
+    assert stored.archived and stored.content.endswith("reworded")
+    await store.restore([forgotten.id])  # the one way back
+    assert {e.id for e in await store.search(MemoryQuery(text="ember"))} == {forgotten.id, control.id}
+
+
 async def test_new_entry_without_visibility_is_visible(store):
     fresh = entry("plain new fact")
     await store.write(fresh)
