@@ -125,20 +125,20 @@ class MemoryTools:
         copies = [c.as_dict() for c in report.copies]
         return self._answer({"id": entry.id, "archived": True, "changed": report.changed, "copies": copies, "restorable": True})
 
-    async def _own(self, id: str, *, include_archived: bool = True) -> MemoryEntry:
+    async def _own(self, id: str) -> MemoryEntry:
         """One of this agent's memories by id or unique prefix, as the agent may see it.
 
-        Every candidate is re-read through the admission predicate (visible
-        only), so a private or hidden memory, or another agent's, gets the
-        same answer as an id that does not exist.
+        Every candidate is re-read through the admission predicate (visible,
+        not archived), so a private, hidden or forgotten memory, or another
+        agent's, gets the same answer as an id that does not exist.
         """
         from memory.runtime.assembly import private_store
         from memory.types import Audience
 
         store = private_store(self.federation)
-        entry = await store.get(id, audience=Audience.LISTING, include_archived=include_archived)
+        entry = await store.get(id, audience=Audience.LISTING)
         if entry is None and len(id) >= MIN_PREFIX:
-            seen = [await store.get(m.id, audience=Audience.LISTING, include_archived=include_archived)
+            seen = [await store.get(m.id, audience=Audience.LISTING)
                     for m in await store.find_by_prefix(id, limit=50)]
             seen = [e for e in seen if e is not None]
             if len(seen) > 1:
@@ -180,7 +180,7 @@ class MemoryTools:
 
         if content is None and importance is None and tags is None:
             raise ToolFailure("nothing to change; give content, importance or tags")
-        entry = await self._own(id, include_archived=False)
+        entry = await self._own(id)
         store = private_store(self.federation)
         if content is None:  # an edit, not a write: the agent's importance capped here
             changes = {"importance": asserted_importance(importance)} if importance is not None else {}
@@ -220,7 +220,7 @@ class MemoryTools:
         from memory.types import Audience
 
         entry, store = await self._readable(id)
-        chain = await store.versions(entry.id, audience=Audience.HISTORY, include_archived=True)
+        chain = await store.versions(entry.id, audience=Audience.HISTORY)  # no archived version either
         records = sorted([r for e in chain for r in await store.history(e.id)], key=lambda r: r.seq)
         ledger = [
             {"seq": r.seq, "at": r.at, "op": r.op, "actor": r.actor, "memory": r.memory_id,

@@ -197,3 +197,24 @@ async def test_the_ledger_names_the_mcp_server_as_the_writer(arcana_home):
     assert not failed and [r["actor"] for r in chain["ledger"]] == ["mcp"]
     cli_id = json.loads(arcana("recall", "said CLI", "--agent", "alice", "--json"))["results"][0]["id"]
     assert [r["actor"] for r in json.loads(arcana("memory", "history", cli_id, "--agent", "alice", "--json"))] == ["cli"]
+
+
+async def test_get_and_history_refuse_a_memory_the_operator_forgot(arcana_home):
+    """An archived memory leaves by no tool (man/mcp.md): by id it looks unknown, as a hidden one does,
+    whether it was seeded archived or forgotten by the operator while the server ran."""
+    keyword_only(arcana_home)
+    _, alice = await seed(arcana_home, "alice", [
+        {"content": "visible zebra stripes are black and white"},
+        {"content": "archived zebra safe code 4711", "archived": True},
+        {"content": "forgotten zebra diary entry"},
+    ])
+    async with session("--agent", "alice") as client:
+        arcana("memory", "forget", alice["forgotten"], "--agent", "alice")
+        for other in (alice["archived"], alice["forgotten"], alice["forgotten"][:8]):
+            for tool in ("get", "history"):
+                error, message = await call(client, tool, id=other)
+                assert error and message.endswith(": " + missing(other)), (tool, other, message)
+        error, got = await call(client, "get", id=alice["visible"][:8])  # control
+        assert not error and got["id"] == alice["visible"]
+        error, chain = await call(client, "history", id=alice["visible"])
+        assert not error and [v["id"] for v in chain["versions"]] == [alice["visible"]]
