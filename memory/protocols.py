@@ -39,6 +39,16 @@ class GetsMany(Protocol):
 
 
 @runtime_checkable
+class AdmitsById(Protocol):
+    """Reads many ids in one call through the admission predicate for an audience (an operator's
+    read sees every state: hidden, archived, superseded)."""
+
+    async def admitted_by_id(
+        self, query: MemoryQuery, entry_ids: Sequence[str], *, audience: Any = ..., include_archived: bool = False
+    ) -> dict[str, MemoryEntry]: ...
+
+
+@runtime_checkable
 class Closeable(Protocol):
     """Holds something to release (a file, a pool of connections); a bare read-only source may not."""
 

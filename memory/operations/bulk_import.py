@@ -288,7 +288,7 @@ async def remember_many(
                 report.lines = window.lines
                 report.bad += window.bad[: REPORTED - len(report.bad)]
                 report.bad_total += len(window.bad)
-            batch = await _keep_stored_times(federation, batch, window.dated)
+            batch = await _as_the_operator_left_them(federation, await _keep_stored_times(federation, batch, window.dated))
             report.add(batch, await federation.write_many(batch, reconcile=reconcile))
             done += len(batch)
             if on_progress:
@@ -323,6 +323,34 @@ async def _read_ahead(windows: Iterable[Parsed]) -> AsyncIterator[Parsed]:
             await asyncio.wait([ahead])
         if not ahead.cancelled():
             ahead.exception()  # retrieved, so a failure after the caller's own is not reported twice
+
+
+async def _as_the_operator_left_them(federation: Any, batch: Sequence[MemoryEntry]) -> list[MemoryEntry]:
+    """A line naming a stored memory (its ``id``) re-words it, but never undoes an operator: the memory
+    stays archived, hidden or private, and pinned, as the tier it is written to holds it (any state).
+    Lifting an archive, a hide or a pin is ``memory restore`` / ``memory set``, never an import line."""
+    from memory.operator.edits import keep_restrictions
+    from memory.protocols import AdmitsById, Layered
+    from memory.types import Audience, MemoryQuery
+
+    by_tier: dict[int, tuple[Any, list[MemoryEntry]]] = {}
+    for entry in batch:
+        writable = [t for t in federation.router.route_write(entry) if not t.read_only]
+        if writable:  # the first is where the memory lives: the private tier, or the pool's own store
+            by_tier.setdefault(id(writable[0]), (writable[0], []))[1].append(entry)
+    stored: dict[str, MemoryEntry] = {}
+    for tier, entries in by_tier.values():
+        store = tier.backend
+        while not isinstance(store, AdmitsById) and isinstance(store, Layered):
+            store = store.store
+        if isinstance(store, AdmitsById):
+            stored.update(await store.admitted_by_id(
+                MemoryQuery(), [e.id for e in entries], audience=Audience.OPERATOR, include_archived=True))
+    return [
+        keep_restrictions(stored[e.id], e).model_copy(update={"pinned": e.pinned or stored[e.id].pinned})
+        if e.id in stored and stored[e.id].agent_id == e.agent_id else e
+        for e in batch
+    ]
 
 
 async def _keep_stored_times(federation: Any, batch: Sequence[MemoryEntry], dated: set[str]) -> list[MemoryEntry]:

@@ -6,7 +6,9 @@ id and name, a pool's members. Import restores each into the same kind of
 store of this home, creating what is missing: an agent with its id and name
 (its settings are not in the file), a pool as a local one with its members
 rejoined. A store that exists already is imported into like a one-store
-import (upsert by id, an operator's restrictions kept). Nothing is merged
+import (upsert by id, an operator's restrictions kept); a pool that exists keeps
+its members, whatever the file lists, so a file never lets an agent into a pool
+of this home. Nothing is merged
 into one target: that is what the single-store import refused to guess.
 """
 
@@ -226,8 +228,8 @@ async def restore(
     for d in stores:  # an agent with no memories is in no run, but it was restored
         if d["kind"] == "agent" and d["store"] not in imported:
             report.stores.append(StoreImport(d["store"], bool(d["_created"]), core.ImportReport()))
-    for d in stores:
-        if d["kind"] == "pool":
+    for d in stores:  # only a pool made here takes the file's members: a pool of this home keeps its own
+        if d["kind"] == "pool" and d["_created"]:
             for member in d.get("members") or []:
                 if isinstance(member, str) and member in restored_ids:
                     report.joined += pools.join(agents.resolve(restored_ids[member]), d["name"])

@@ -200,6 +200,31 @@ def test_a_hostile_all_header_is_refused_before_any_store_is_touched(cli, tmp_pa
     assert {a["name"] for a in data(cli("agent", "list", "--json"))} == {"ada", "bob"}
 
 
+def test_an_all_import_never_joins_an_agent_to_a_pool_that_was_already_there(cli, tmp_path, monkeypatch, team_home):
+    """A file's header names pool members; only a pool the import creates takes them. A pool of
+    this home keeps its members, so a file cannot let an agent read a pool the operator kept it out of."""
+    dump, agents = team_home
+    lines = dump.read_text().splitlines()
+    head = json.loads(lines[0])
+    for store in head["exported"]["stores"]:
+        if store["store"] == "pool:team":
+            store["members"] = [agents["ada"], agents["bob"]]  # bob was never a member
+    hostile = tmp_path / "hostile.jsonl"
+    hostile.write_text(json.dumps(head) + "\n")  # the header alone: no memory line at all
+    ok(cli("agent", "leave", "ada", "team"))  # the operator took ada out after the export
+    report = data(cli("import", str(hostile), "--json"))
+    assert report["joined"] == 0
+    assert data(cli("pool", "show", "team", "--json"))["members"] == []
+    for name in ("ada", "bob"):
+        recalled = [r["content"] for r in data(cli("recall", "standup", "--agent", name, "--json"))["results"]]
+        assert "Standup is at nine." not in recalled, name
+    # Positive control: the same file into a fresh home creates the pool, and its members join it.
+    fresh_home(tmp_path, monkeypatch, "three")
+    report = data(cli("import", str(hostile), "--json"))
+    assert report["joined"] == 2
+    assert sorted(data(cli("pool", "show", "team", "--json"))["members"]) == ["ada", "bob"]
+
+
 def test_a_strict_all_import_with_a_bad_line_restores_nothing(cli, tmp_path, monkeypatch, team_home):
     dump, _ = team_home
     lines = dump.read_text().splitlines()

@@ -211,3 +211,37 @@ def test_a_re_run_never_brings_back_what_an_operator_forgot(cli, tmp_path, flags
             assert "The vault combination is 31-07-44." not in contents, (agent, source, contents)
     shown = json.loads(cli("memory", "show", "combo-1", "--agent", "ada", "--json").stdout)
     assert shown["archived"] and shown["tags"] == ["safe"]  # the edit itself still landed
+
+
+def _shown(cli, memory_id, agent="ada") -> dict:
+    result = cli("memory", "show", memory_id, "--agent", agent, "--json")
+    assert result.exit_code == 0, result.stderr
+    return json.loads(result.stdout)
+
+
+@pytest.mark.parametrize("reconcile", [[], ["--no-reconcile"]])
+@pytest.mark.usefixtures("no_embedder")
+def test_a_line_naming_a_memory_never_undoes_what_an_operator_did_to_it(cli, tmp_path, reconcile):
+    """A line that re-words a stored memory by its id rewrites its text, but the memory stays as
+    the operator left it: archived (forgotten), hidden, pinned. Lifting those is `memory restore` /
+    `memory set`, never an import line."""
+    ids = {}
+    for role, text in (("forgotten", "The old boat was blue."), ("hidden", "The door code is 4711."),
+                       ("pinned", "Always answer in English."), ("plain", "The bus leaves at noon.")):
+        result = cli("remember", text, "--agent", "ada", "--json")
+        assert result.exit_code == 0, result.stderr
+        ids[role] = json.loads(result.stdout)["id"]
+    for args in (("forget", ids["forgotten"]), ("set", ids["hidden"], "--visibility", "hidden"), ("set", ids["pinned"], "--pin")):
+        assert cli("memory", *args, "--agent", "ada").exit_code == 0
+    lines = [{"id": ids[role], "content": f"{role}: re-worded by a file"} for role in ids]
+    result = _import(cli, _file(tmp_path, lines), *reconcile)
+    assert result.exit_code == 0, result.stderr
+    shown = {role: _shown(cli, ids[role]) for role in ids}
+    assert all(shown[role]["content"] == f"{role}: re-worded by a file" for role in ids)  # the text is the file's
+    assert shown["forgotten"]["archived"] is True
+    assert shown["hidden"]["visibility"] == "hidden"
+    assert shown["pinned"]["pinned"] is True
+    # Positive control: a memory nobody restricted is re-worded and recalled as it was before.
+    assert (shown["plain"]["archived"], shown["plain"]["visibility"], shown["plain"]["pinned"]) == (False, "visible", False)
+    recalled = json.loads(cli("recall", "re-worded by a file", "--agent", "ada", "--json").stdout)["results"]
+    assert {r["id"] for r in recalled} == {ids["pinned"], ids["plain"]}
