@@ -93,3 +93,32 @@ async def test_empty_session_closes_without_a_memory(arcana_home, agent_store):
     session = manager.create()
     assert await manager.close_and_summarise(session, memory=agent_store) is None
     assert manager.load(session.id).closed
+
+
+def test_a_line_that_is_not_utf8_or_not_an_event_is_skipped_like_a_torn_one(arcana_home, cli):
+    """A crash that cuts a line inside a multi-byte character, or a line edited by hand, leaves
+    the rest of the session readable: `session list`/`show` skip it, never a traceback."""
+    import json as _json
+
+    from memory.agents import AgentRegistry
+
+    assert cli("agent", "create", "ada").exit_code == 0
+    manager = SessionManager(arcana_home, AgentRegistry(arcana_home).resolve("ada").id)
+    session = manager.create()
+    manager.record_turn(session, "Café au lait?", "Yes.")
+    with session.path.open("ab") as handle:
+        handle.write(b'{"at": "2026-01-01T00:00:00+00:00", "kind": "turn", "prompt": "caf\xc3\n')  # torn mid-character
+        handle.write(b'{"at": "2026-01-01T00:00:01+00:00", "kind": "turn", "prompt": "no response"}\n')
+        handle.write(b'{"at": "2026-01-01T00:00:02+00:00", "kind": "written", "turn": "x", "ids": ["m"]}\n')
+        handle.write(b'{"at": "2026-01-01T00:00:03+00:00", "kind": "summary", "text": "kept"}\n')
+    naive = manager.dir / "20250101-000000-abcdef.jsonl"  # written by hand, its time without a zone
+    naive.write_text('{"at": "2025-01-01T00:00:00", "kind": "opened"}\n', encoding="utf-8")
+    before = session.path.read_bytes()
+    listed = cli("session", "list", "--agent", "ada", "--json")
+    assert listed.exit_code == 0, listed.output
+    assert [(s["id"], s["turns"]) for s in _json.loads(listed.stdout)] == [(naive.stem, 0), (session.id, 1)]
+    shown = cli("session", "show", session.id, "--agent", "ada", "--json")
+    assert shown.exit_code == 0, shown.output
+    data = _json.loads(shown.stdout)
+    assert [t["prompt"] for t in data["turns"]] == ["Café au lait?"] and data["summary"] == "kept"
+    assert session.path.read_bytes() == before  # reading rewrites nothing
