@@ -40,8 +40,11 @@ class SessionClosedError(InvalidRequestError):
 def _append(path: Path, event: dict[str, Any]) -> None:
     line = json.dumps({"at": now_utc().isoformat(), **event}, ensure_ascii=False) + "\n"
     private_dir(path.parent)
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o600)
     try:
+        size = os.fstat(fd).st_size
+        if size and os.pread(fd, 1, size - 1) != b"\n":
+            line = "\n" + line  # after a torn last line, never glued onto it (and lost with it)
         os.write(fd, line.encode())
     finally:
         os.close(fd)

@@ -44,6 +44,19 @@ def test_a_torn_last_line_does_not_lose_the_session(arcana_home):
     assert len(manager.load(session.id).turns) == 1
 
 
+def test_a_turn_recorded_after_a_torn_line_is_not_glued_onto_it(arcana_home):
+    """`arcana run --session S` after a crash: the next turn starts a line of its own, so it is kept."""
+    manager = SessionManager(arcana_home, "agent-1")
+    session = manager.create()
+    manager.record_turn(session, "hi", "hello")
+    with session.path.open("a") as handle:
+        handle.write('{"kind": "turn", "prompt": "half')  # a crash mid-write
+    again = manager.load(session.id)
+    manager.record_turn(again, "second", "answer")
+    assert [t.prompt for t in manager.load(session.id).turns] == ["hi", "second"]
+    assert session.path.read_text().count("\n") == 4  # the torn line kept as it was, on a line of its own
+
+
 async def test_close_and_summarise_writes_one_semantic_memory_for_a_stated_fact(arcana_home, agent_store):
     manager = SessionManager(arcana_home, "agent-1")
     session = manager.create()
