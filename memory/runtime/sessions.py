@@ -76,7 +76,7 @@ def _fold(path: Path, agent_id: str) -> Session:
         elif kind == "closed":
             session.closed_at = at
     if session is None:
-        raise NotFoundError(f"session file {path} is empty")
+        raise NotFoundError(f"session file {path} has no readable line, so no turn; `arcana session list` leaves it out")
     return session
 
 
@@ -190,7 +190,13 @@ class SessionManager:
     def list(self) -> list[Session]:
         if not self.dir.exists():
             return []
-        return sorted((_fold(p, self.agent_id) for p in self.dir.glob("*.jsonl")), key=lambda s: s.created_at)
+        sessions = []
+        for path in self.dir.glob("*.jsonl"):
+            try:
+                sessions.append(_fold(path, self.agent_id))
+            except NotFoundError:
+                continue  # no readable line (a crash before its first): no turn to list, the file is left be
+        return sorted(sessions, key=lambda s: s.created_at)
 
     def record_turn(
         self,

@@ -135,3 +135,22 @@ def test_a_line_that_is_not_utf8_or_not_an_event_is_skipped_like_a_torn_one(arca
     data = _json.loads(shown.stdout)
     assert [t["prompt"] for t in data["turns"]] == ["Café au lait?"] and data["summary"] == "kept"
     assert session.path.read_bytes() == before  # reading rewrites nothing
+
+
+def test_a_session_file_left_empty_by_a_crash_does_not_hide_the_others(arcana_home, cli):
+    import json as _json
+
+    from memory.agents import AgentRegistry
+
+    assert cli("agent", "create", "ada").exit_code == 0
+    manager = SessionManager(arcana_home, AgentRegistry(arcana_home).resolve("ada").id)
+    session = manager.create()
+    manager.record_turn(session, "hi", "hello")
+    empty = manager.dir / "20250101-000000-abcdef.jsonl"
+    empty.touch()  # killed between creating the file and writing its first line
+    listed = cli("session", "list", "--agent", "ada", "--json")
+    assert listed.exit_code == 0, listed.output
+    assert [(s["id"], s["turns"]) for s in _json.loads(listed.stdout)] == [(session.id, 1)]
+    assert empty.exists() and empty.stat().st_size == 0
+    shown = cli("session", "show", empty.stem, "--agent", "ada")
+    assert shown.exit_code == 3 and "has no readable line" in shown.stderr and "Traceback" not in shown.output
