@@ -133,6 +133,23 @@ def test_a_config_file_saved_as_utf16_exits_4_naming_it_and_is_left_untouched(cl
     assert cli("recall", "deploy", "--agent", "ada").exit_code == 0
 
 
+@pytest.mark.parametrize("which", ["config", "connections"])
+def test_a_config_file_nested_too_deeply_exits_4_naming_it_and_is_left_untouched(cli, arcana_home, which):
+    """connections/memory-adapters.json nested past Python's recursion limit ended in a RecursionError traceback."""
+    seed(arcana_home, "ada", ["The deploy runs on Tuesdays."])
+    path = arcana_home.config_path if which == "config" else arcana_home.connections_path
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text('{"private": ' + "[" * 100_000 + "]" * 100_000 + "}", encoding="utf-8")
+    before = path.read_bytes()
+    result = cli("recall", "deploy", "--agent", "ada")
+    no_traceback(result)
+    assert result.exit_code == exit_codes.CONFIG, result.output
+    assert str(path) in result.stderr and "nested too deeply" in result.stderr and result.stderr.count("\n") == 1
+    assert path.read_bytes() == before
+    path.write_text(json.dumps({"recall": {"limit": 5}} if which == "config" else {"private": {"read_timeout_ms": 3000}}))
+    assert cli("recall", "deploy", "--agent", "ada").exit_code == 0  # positive control: a sane file works
+
+
 # -- 9: vault add twice ----------------------------------------------------------------
 
 
