@@ -452,17 +452,18 @@ def dump_config(config: ArcanaConfig) -> dict[str, Any]:
 
 
 def save_config(path: Path, config: ArcanaConfig) -> None:
-    """Atomically replace ``path`` (0600) with ``config``."""
-    private_dir(path.parent)
+    """Atomically replace ``path`` (0600) with ``config``; a symlinked config (dotfiles) stays linked."""
+    target = path.resolve() if path.is_symlink() else path
+    private_dir(target.parent)
     data = json.dumps(dump_config(config), indent=2, ensure_ascii=False) + "\n"
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".config.", suffix=".tmp")
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".config.", suffix=".tmp")
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
         os.chmod(tmp, 0o600)
-        os.replace(tmp, path)
+        os.replace(tmp, target)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
