@@ -14,7 +14,7 @@ from typer.core import TyperGroup
 
 from arcana_cli import __version__, exit_codes
 from arcana_cli.context import CliContext, announce_quarantines, quarantine_mark
-from arcana_cli.output import err, reader_left
+from arcana_cli.output import err, given_path, reader_left
 from memory.errors import ArcanaMemoryError
 from memory.home import Home
 
@@ -180,7 +180,8 @@ def root(
     ctx: typer.Context,
     home: Annotated[
         Path | None,
-        typer.Option("--home", help="Arcana home directory [env: ARCANA_HOME; default: ~/.arcana].", show_default=False),
+        typer.Option("--home", help="Arcana home directory [env: ARCANA_HOME; default: ~/.arcana].", show_default=False,
+                     parser=given_path),
     ] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No messages or progress on stderr.")] = False,
     version: Annotated[

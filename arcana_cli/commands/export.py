@@ -14,7 +14,7 @@ import typer
 from arcana_cli import __version__, exit_codes
 from arcana_cli.command import add_commands, command
 from arcana_cli.context import CliContext
-from arcana_cli.output import Out, err
+from arcana_cli.output import Out, err, given_path
 from memory.errors import NotFoundError
 from memory.home import private_dir
 from memory.types import MemoryScope, pool_scope
@@ -129,7 +129,8 @@ async def export(
     global_: GlobalTargetOpt = False,
     all_: Annotated[bool, typer.Option("--all", help="Every agent, pool and the global tier.")] = False,
     output: Annotated[
-        Path | None, typer.Option("--output", "-o", help="File (jsonl) or folder (markdown); default stdout (jsonl).")
+        Path | None, typer.Option("--output", "-o", help="File (jsonl) or folder (markdown); default stdout (jsonl).",
+                                   parser=given_path)
     ] = None,
     format_: Annotated[ExportFormat, typer.Option("--format", "-f", help="jsonl (lossless) or markdown (a vault).")] = ExportFormat.jsonl,
     with_history: Annotated[bool, typer.Option("--with-history", help="Include each memory's ledger rows.")] = False,
@@ -193,7 +194,7 @@ async def export(
 async def import_(
     cli: CliContext,
     out: Out,
-    source: Annotated[Path, typer.Argument(help="An `arcana export` file, or a folder of exported Markdown notes.")],
+    source: Annotated[Path, typer.Argument(help="An `arcana export` file, or a folder of exported Markdown notes.", parser=given_path)],
     agent: AgentTargetOpt = None,
     pool: PoolTargetOpt = None,
     global_: GlobalTargetOpt = False,

@@ -392,3 +392,33 @@ def test_doctor_never_calls_a_tier_ok_when_its_database_fails(cli, arcana_home, 
     assert not checks["tier private (ada)"]["ok"] and "its database failed" in checks["tier private (ada)"]["detail"]
     assert checks["tier private (bob)"]["ok"]  # control
     assert db.read_bytes() == before  # the tool that diagnoses changed nothing
+
+
+# -- an empty path argument (an unset variable) is not the current folder -------------------
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("--home", "", "agent", "create", "zed"),
+        ("backup", ""),
+        ("restore", ""),
+        ("import", "", "--agent", "ada"),
+        ("export", "--agent", "ada", "-o", ""),
+        ("vault", "add", "", "--name", "here"),
+    ],
+)
+def test_an_empty_path_is_a_usage_error_not_the_current_folder(cli, arcana_home, tmp_path, monkeypatch, args):
+    """`arcana --home "$UNSET"` made the current folder the home (0700); `backup ""` wrote into it,
+    `import ""` read its notes, `vault add ""` registered it."""
+    seed(arcana_home, "ada", ["The deploy runs on Tuesdays."])
+    here = tmp_path / "cwd"
+    here.mkdir(mode=0o755)
+    monkeypatch.chdir(here)
+    result = cli(*args)
+    no_traceback(result)
+    assert result.exit_code == exit_codes.USAGE, result.output
+    assert "the path is empty" in result.stderr and result.stderr.count("\n") == 1
+    assert list(here.iterdir()) == [] and stat.S_IMODE(here.stat().st_mode) == 0o755
+    assert cli("--home", str(arcana_home.root), "backup", ".").exit_code == 0  # control: '.' still means here
+    assert [p.name.startswith("arcana-backup-") for p in here.iterdir()] == [True]
