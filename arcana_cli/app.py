@@ -14,7 +14,7 @@ from typer.core import TyperGroup
 
 from arcana_cli import __version__, exit_codes
 from arcana_cli.context import CliContext, announce_quarantines, quarantine_mark
-from arcana_cli.output import err, reader_left
+from arcana_cli.output import err, given_path, reader_left
 from memory.errors import ArcanaMemoryError
 from memory.home import Home
 
@@ -113,6 +113,9 @@ class ArcanaGroup(TyperGroup):
         except ArcanaMemoryError as exc:
             err(str(exc))
             raise typer.Exit(exit_codes.for_error(exc)) from None
+        except OSError as exc:  # the system refused a file no check above named (unreadable, I/O error)
+            err(os_error_message(exc))
+            raise typer.Exit(exit_codes.FAILURE) from None
         except ValidationError as exc:  # a value the core's models refuse: a usage error, not a traceback
             first = exc.errors()[0]
             where = ".".join(str(part) for part in first["loc"]) or exc.title
@@ -139,6 +142,14 @@ def usage_message(exc: click.UsageError) -> str:
         where = exc.ctx.command_path if exc.ctx is not None else "arcana"
         what += f"; see `{where} --help`"
     return what
+
+
+def os_error_message(exc: OSError) -> str:
+    """An OSError as ``WHAT; HOW TO FIX``: the file and the system's reason, never a traceback."""
+    reason = exc.strerror or str(exc) or type(exc).__name__
+    if exc.filename is None:
+        return f"{reason[:1].lower()}{reason[1:]}; run the command again, and check the disk if it persists"
+    return f"{exc.filename}: {reason[:1].lower()}{reason[1:]}; check that file (its permissions, its disk) and run again"
 
 
 def _escapable(text: str) -> bool:
@@ -169,7 +180,8 @@ def root(
     ctx: typer.Context,
     home: Annotated[
         Path | None,
-        typer.Option("--home", help="Arcana home directory [env: ARCANA_HOME; default: ~/.arcana].", show_default=False),
+        typer.Option("--home", help="Arcana home directory [env: ARCANA_HOME; default: ~/.arcana].", show_default=False,
+                     parser=given_path),
     ] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No messages or progress on stderr.")] = False,
     version: Annotated[

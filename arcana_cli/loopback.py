@@ -13,6 +13,7 @@ from __future__ import annotations
 import hmac
 import os
 import secrets
+import socket
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
@@ -29,6 +30,21 @@ def parse_bind(value: str, flag: str, *, any_port: bool = False) -> tuple[str, i
     if host not in LOOPBACK:
         raise ValueError(f"{flag} serves loopback only (127.0.0.1, ::1 or localhost), not '{host}'")
     return host, int(port)
+
+
+def bind(host: str, port: int) -> socket.socket:
+    """The listening socket (port 0: a free one); OSError when the address is taken."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+        sock.listen(128)
+    except OSError:
+        sock.close()
+        raise
+    sock.setblocking(False)
+    return sock
 
 
 def new_token() -> str:

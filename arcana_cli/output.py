@@ -21,6 +21,16 @@ YesOpt = Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confir
 AgentOpt = Annotated[str, typer.Option("--agent", "-a", help="Agent name or id.", envvar="ARCANA_AGENT")]
 
 
+def given_path(value: str):
+    """A file or folder named on the command line (``parser=``): an empty one is refused, never taken
+    for the current folder (an unset variable in ``arcana import "$FILE"``)."""
+    from pathlib import Path
+
+    if not value:
+        raise typer.BadParameter("the path is empty; name the file or folder ('.' for the current one)")
+    return Path(value)
+
+
 def to_jsonable(value: Any) -> Any:
     """Plain JSON values; every time ISO 8601 (:func:`memory.timespec.iso_times`)."""
     return iso_times(_plain(value))

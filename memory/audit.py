@@ -26,8 +26,11 @@ class AuditLog:
         try:
             private_dir(self.path.parent)
             self._rotate_if_needed(len(line))
-            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+            fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o600)
             try:
+                size = os.fstat(fd).st_size
+                if size and os.pread(fd, 1, size - 1) != b"\n":
+                    line = "\n" + line  # after a torn last line, never glued onto it (and lost with it)
                 os.write(fd, line.encode())
             finally:
                 os.close(fd)

@@ -66,6 +66,8 @@ class ConnectionsConfig(BaseModel):
             raise ConfigError(f"{path}: cannot read: {exc.strerror}") from exc
         try:
             raw = json.loads(text)
+        except RecursionError:
+            raise ConfigError(f"{path}: nested too deeply to be a budgets file; fix the file — it was not changed") from None
         except json.JSONDecodeError as exc:
             raise ConfigError(f"{path}: invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from exc
         if not isinstance(raw, dict):

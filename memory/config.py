@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Annotated, Any, Literal
+from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator, model_validator
 
@@ -371,6 +372,14 @@ class ModelConfig(_Section):
     def _base_url(cls, value: str) -> str:
         if not re.match(r"^https?://[^/\s]+", value):
             raise ValueError("base_url must start with http:// or https:// and name a host")
+        try:  # what every request would trip over later: a bad [IPv6] host, a port that is no port
+            parts = urlsplit(value)
+            parts.port  # noqa: B018 - raises ValueError for one out of range or not a number
+        except ValueError as exc:
+            raise ValueError(f"{value!r} is not a usable URL ({exc}); use http(s)://HOST[:PORT][/PATH]") from None
+        if not parts.hostname or parts.username is not None or parts.password is not None:
+            raise ValueError("base_url must be http(s)://HOST[:PORT][/PATH], with no user or password in it "
+                             "(name the key's environment variable with api_key_env)")
         return value.rstrip("/")
 
     @field_validator("api_key_env")
@@ -452,17 +461,18 @@ def dump_config(config: ArcanaConfig) -> dict[str, Any]:
 
 
 def save_config(path: Path, config: ArcanaConfig) -> None:
-    """Atomically replace ``path`` (0600) with ``config``."""
-    private_dir(path.parent)
+    """Atomically replace ``path`` (0600) with ``config``; a symlinked config (dotfiles) stays linked."""
+    target = path.resolve() if path.is_symlink() else path
+    private_dir(target.parent)
     data = json.dumps(dump_config(config), indent=2, ensure_ascii=False) + "\n"
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".config.", suffix=".tmp")
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".config.", suffix=".tmp")
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
         os.chmod(tmp, 0o600)
-        os.replace(tmp, path)
+        os.replace(tmp, target)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise

@@ -16,7 +16,10 @@ def parse_since(value: str | None, what: str = "since") -> datetime | None:
     if value is None:
         return None
     if value[-1:] in _UNITS and value[:-1].isdigit():
-        return datetime.now(UTC) - timedelta(**{_UNITS[value[-1]]: int(value[:-1])})
+        try:
+            return datetime.now(UTC) - timedelta(**{_UNITS[value[-1]]: int(value[:-1])})
+        except OverflowError:  # past timedelta's range, or before the year 1
+            raise InvalidRequestError(f"{what}: {value} reaches back past the year 1; use a shorter duration or an ISO date") from None
     try:
         parsed = datetime.fromisoformat(value)
     except ValueError:

@@ -149,7 +149,7 @@ class MemoryEntry(BaseModel):
     created_at: datetime = Field(default_factory=now_utc)
     updated_at: datetime = Field(default_factory=now_utc)
     last_accessed_at: datetime | None = None
-    access_count: int = 0
+    access_count: int = Field(default=0, le=2**63 - 1)  # what SQLite's INTEGER holds: more is a bad input, not an OverflowError
     archived: bool = False
     visibility: Visibility | None = None
     valid_from: datetime | None = None

@@ -10,14 +10,14 @@ import typer
 from arcana_cli import exit_codes
 from arcana_cli.command import add_commands, command
 from arcana_cli.context import CliContext
-from arcana_cli.output import Out, err
+from arcana_cli.output import Out, err, given_path
 
 
 @command("backup")
 def backup(
     cli: CliContext,
     out: Out,
-    dest: Annotated[Path, typer.Argument(help="Folder to put the timestamped backup in (with --verify: a backup).")],
+    dest: Annotated[Path, typer.Argument(help="Folder to put the timestamped backup in (with --verify: a backup).", parser=given_path)],
     verify: Annotated[bool, typer.Option("--verify", help="Re-check a backup against its manifest instead.")] = False,
 ) -> None:
     """Back up the home (config, cards, sessions, every database) with a checksummed manifest."""
@@ -44,7 +44,7 @@ def backup(
 def restore(
     cli: CliContext,
     out: Out,
-    src: Annotated[Path, typer.Argument(help="A backup folder (or the DEST holding them: the newest is used).")],
+    src: Annotated[Path, typer.Argument(help="A backup folder (or the DEST holding them: the newest is used).", parser=given_path)],
     force: Annotated[
         bool, typer.Option("--force", help="Restore over a live home, moving its contents to the trash first.")
     ] = False,

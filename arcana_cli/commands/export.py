@@ -14,7 +14,7 @@ import typer
 from arcana_cli import __version__, exit_codes
 from arcana_cli.command import add_commands, command
 from arcana_cli.context import CliContext
-from arcana_cli.output import Out, err
+from arcana_cli.output import Out, err, given_path
 from memory.errors import NotFoundError
 from memory.home import private_dir
 from memory.types import MemoryScope, pool_scope
@@ -97,6 +97,26 @@ def _write_atomically(path: Path):
     return partial, os.fdopen(fd, "w", encoding="utf-8", newline="\n")
 
 
+def _output_file(output: Path) -> tuple[Path, bool]:
+    """Where a JSONL export is written, and whether it is renamed into place (a regular file, or none yet;
+    through a symlink, its target). A pipe or device (/dev/stdout, /dev/null) is written as it is: renaming
+    a file over it would replace the device itself. A folder is refused."""
+    if output.is_dir():
+        raise typer.BadParameter(
+            f"{output} is a folder; give a file to write the JSON Lines to (or --format markdown to write notes into it)",
+            param_hint="--output",
+        )
+    if output.exists() and not output.is_file():
+        return output, False
+    return (output.resolve() if output.is_symlink() else output), True
+
+
+def _unwritable(output: Path, exc: OSError) -> typer.BadParameter:
+    return typer.BadParameter(
+        f"{output}: cannot write there ({exc.strerror or exc}); give a path in a folder you can write", param_hint="--output"
+    )
+
+
 ExportJsonOpt = Annotated[bool, typer.Option("--json", help="Print a JSON summary on stdout (needs --output).")]
 
 
@@ -109,7 +129,8 @@ async def export(
     global_: GlobalTargetOpt = False,
     all_: Annotated[bool, typer.Option("--all", help="Every agent, pool and the global tier.")] = False,
     output: Annotated[
-        Path | None, typer.Option("--output", "-o", help="File (jsonl) or folder (markdown); default stdout (jsonl).")
+        Path | None, typer.Option("--output", "-o", help="File (jsonl) or folder (markdown); default stdout (jsonl).",
+                                   parser=given_path)
     ] = None,
     format_: Annotated[ExportFormat, typer.Option("--format", "-f", help="jsonl (lossless) or markdown (a vault).")] = ExportFormat.jsonl,
     with_history: Annotated[bool, typer.Option("--with-history", help="Include each memory's ledger rows.")] = False,
@@ -127,6 +148,8 @@ async def export(
             "(no --all, --with-vectors or --with-history)",
             param_hint="--format",
         )
+    if format_ is ExportFormat.jsonl and output is not None:
+        target, atomic = _output_file(output)
     async with AsyncExitStack() as stack:
         sources, what = await _sources(cli, stack, agent, pool, global_, all_)
         total = 0
@@ -135,16 +158,30 @@ async def export(
         options = {"what": what, "arcana_version": __version__, "with_history": with_history, "with_vectors": with_vectors}
         with out.progress("exporting", total) as bar:
             if format_ is ExportFormat.markdown:
-                report = await core.export_markdown(sources[0][1], output, on_progress=bar.update)
+                try:
+                    report = await core.export_markdown(sources[0][1], output, on_progress=bar.update)
+                except OSError as exc:
+                    raise _unwritable(output, exc) from None
             elif output is None:
                 report = await core.export_jsonl(sources, sys.stdout, **options, on_progress=bar.update)
+            elif not atomic:
+                try:
+                    with open(target, "w", encoding="utf-8", newline="\n") as handle:
+                        report = await core.export_jsonl(sources, handle, **options, on_progress=bar.update)
+                except BrokenPipeError:
+                    raise
+                except OSError as exc:  # /dev/full
+                    raise _unwritable(output, exc) from None
             else:
-                private_dir(output.parent)
-                partial, handle = _write_atomically(output)
+                try:
+                    private_dir(target.parent)
+                    partial, handle = _write_atomically(target)
+                except OSError as exc:
+                    raise _unwritable(output, exc) from None
                 try:
                     with handle:
                         report = await core.export_jsonl(sources, handle, **options, on_progress=bar.update)
-                    os.replace(partial, output)
+                    os.replace(partial, target)
                 finally:
                     partial.unlink(missing_ok=True)
     if out.json_mode:
@@ -157,7 +194,7 @@ async def export(
 async def import_(
     cli: CliContext,
     out: Out,
-    source: Annotated[Path, typer.Argument(help="An `arcana export` file, or a folder of exported Markdown notes.")],
+    source: Annotated[Path, typer.Argument(help="An `arcana export` file, or a folder of exported Markdown notes.", parser=given_path)],
     agent: AgentTargetOpt = None,
     pool: PoolTargetOpt = None,
     global_: GlobalTargetOpt = False,

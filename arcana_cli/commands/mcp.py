@@ -30,6 +30,7 @@ async def mcp(
 ) -> None:
     """Serve an agent's memory as MCP tools over stdio, or loopback HTTP (for Claude Desktop, IDE agents, ...)."""
     from arcana_cli.federated import agent_federation
+    from arcana_cli.loopback import bind as listen
     from arcana_cli.loopback import parse_bind, saved_token
     from arcana_cli.mcp.server import MemoryTools, attached_vaults, build_server, serve_http, stderr_logging
 
@@ -41,6 +42,13 @@ async def mcp(
             raise typer.BadParameter(str(exc), param_hint="--http") from None
     # A host config is written once and its stderr rarely read: a typo must fail, not serve an empty memory.
     card = cli.agent_to_store_for(agent) if create else cli.agent(agent)
+    if bind is not None:  # listening first: a taken port is one usage error, not uvicorn's log line and exit 3
+        try:
+            sock = listen(*bind)
+        except OSError as exc:
+            raise typer.BadParameter(
+                f"cannot listen on {bind[0]}:{bind[1]} ({exc.strerror}); pick another port", param_hint="--http"
+            ) from None
 
     stderr_logging()
     async with agent_federation(cli, card, out, actor="mcp") as federation:  # the ledger says who wrote
@@ -60,7 +68,7 @@ async def mcp(
             out.info(f"arcana mcp: bearer token in {cli.home.root / 'mcp' / 'token'}")
         host, port = bind
         out.info(f"arcana mcp: serving agent '{card.name}' on http://{host}:{port}/mcp{mode}")
-        await serve_http(server, host, port, token)
+        await serve_http(server, host, sock, token)
 
 
 def register(app: typer.Typer) -> None:

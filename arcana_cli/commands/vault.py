@@ -13,7 +13,7 @@ import typer
 
 from arcana_cli.command import add_commands, command
 from arcana_cli.context import CliContext
-from arcana_cli.output import Out, YesOpt, confirm, to_jsonable
+from arcana_cli.output import Out, YesOpt, confirm, given_path, to_jsonable
 from arcana_cli.render import entry_json, snippet
 from memory.errors import NotFoundError
 
@@ -61,7 +61,7 @@ def _describe(vault) -> dict:
 def add(
     cli: CliContext,
     out: Out,
-    path: Annotated[Path, typer.Argument(help="The notes folder (never modified).")],
+    path: Annotated[Path, typer.Argument(help="The notes folder (never modified).", parser=given_path)],
     name: Annotated[str, typer.Option("--name", "-n", help="A name for the vault.")],
     agent: Annotated[str | None, typer.Option("--agent", "-a", help="Attach to this agent.")] = None,
     pool: Annotated[str | None, typer.Option("--pool", help="Attach to this shared pool.")] = None,

@@ -524,13 +524,15 @@ def stderr_logging() -> None:
     root.setLevel(logging.WARNING)
 
 
-async def serve_http(server, host: str, port: int, token: str) -> None:
-    """The SDK's streamable HTTP transport at ``/mcp`` behind the loopback guard and its bearer token."""
+async def serve_http(server, host: str, sock, token: str) -> None:
+    """The SDK's streamable HTTP transport at ``/mcp`` on the listening ``sock`` (bound to ``host``, as
+    given), behind the loopback guard and its bearer token."""
     import uvicorn
 
     from arcana_cli.loopback import LoopbackGuard, bearer
 
+    port = sock.getsockname()[1]
     app = LoopbackGuard(
         server.streamable_http_app(host=host), port=port, secret=token, credential=bearer, challenge=b"Bearer"
     )
-    await uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning")).serve()
+    await uvicorn.Server(uvicorn.Config(app, log_level="warning")).serve(sockets=[sock])

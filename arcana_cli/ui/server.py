@@ -23,7 +23,7 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse, RedirectResponse
 from starlette.routing import Route
 
-from arcana_cli.loopback import LoopbackGuard
+from arcana_cli.loopback import LoopbackGuard, bind  # noqa: F401 - `arcana ui` listens through it
 from arcana_cli.ui import pages
 from arcana_cli.ui.reads import Reader
 from memory.errors import (
@@ -167,21 +167,6 @@ class _TokenToCookie:
                 await response(scope, receive, send)
                 return
         await self.app(scope, receive, send)
-
-
-def bind(host: str, port: int) -> socket.socket:
-    """The listening socket (port 0: a free one); OSError when the address is taken."""
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    try:
-        sock.bind((host, port))
-        sock.listen(128)
-    except OSError:
-        sock.close()
-        raise
-    sock.setblocking(False)
-    return sock
 
 
 async def serve(home: Home, sock: socket.socket, token: str, announce: Callable[[str], None]) -> None:

@@ -20,7 +20,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
-from memory.errors import BackupError, NotFoundError, RestoreRefusedError
+from memory.errors import BackupError, InvalidRequestError, NotFoundError, RestoreRefusedError
 from memory.home import PRIVATE_FILE, Home, private_dir
 from memory.migrations.backup import online_copy
 from memory.sqlite.connection import dbapi
@@ -123,9 +123,14 @@ def backup_home(home: Home, dest: Path, *, on_progress=None) -> BackupManifest:
     if final.exists():
         raise BackupError(f"{final} already exists; wait a second or choose another DEST")
     partial = dest / f"{PREFIX}{stamp}.partial"
-    private_dir(dest)
-    remove_abandoned(dest, f"{PREFIX}*.partial")
-    lock = _claim(partial)
+    if dest.exists() and not dest.is_dir():
+        raise InvalidRequestError(f"{dest} is not a folder; give the folder to put the backup in")
+    try:
+        private_dir(dest)
+        remove_abandoned(dest, f"{PREFIX}*.partial")
+        lock = _claim(partial)
+    except OSError as exc:
+        raise InvalidRequestError(f"{dest}: cannot make the backup there ({exc.strerror}); give a folder you can write") from None
     manifest = BackupManifest(final, created_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
     files = home_files(home, exclude=dest.resolve())
     try:

@@ -277,30 +277,34 @@ async def remember_many(
     async with aclosing(windows), aclosing(_batches(windows)) as batches:
         # The model embeds each batch ahead, the next one while this one is decided and written.
         following = await anext(batches, None)
-        if following is not None:
+        if following is not None and following[1]:
             federation.embed_ahead(following[1], reconcile=reconcile)
         while following is not None:
             window, batch, first = following
             following = await anext(batches, None)
-            if following is not None:
+            if following is not None and following[1]:
                 federation.embed_ahead(following[1], reconcile=reconcile)
             if first:
                 report.lines = window.lines
                 report.bad += window.bad[: REPORTED - len(report.bad)]
                 report.bad_total += len(window.bad)
-            batch = await _as_the_operator_left_them(federation, await _keep_stored_times(federation, batch, window.dated))
-            report.add(batch, await federation.write_many(batch, reconcile=reconcile))
-            done += len(batch)
+            if batch:
+                batch = await _keep_stored_times(federation, batch, window.dated)
+                batch = await _as_the_operator_left_them(federation, batch)
+                report.add(batch, await federation.write_many(batch, reconcile=reconcile))
+                done += len(batch)
             if on_progress:
                 on_progress(done, window.lines)
     return report
 
 
 async def _batches(windows: AsyncIterator[Parsed]) -> AsyncIterator[tuple[Parsed, list[MemoryEntry], bool]]:
-    """Each window's entries, shortest first, ``BATCH`` at a time, and whether the batch is its window's first."""
+    """Each window's entries, shortest first, ``BATCH`` at a time, and whether the batch is its window's first.
+
+    A window with no good line is one empty batch, so its bad lines and its line count are still reported."""
     async for window in windows:
         entries = sorted(window.entries, key=lambda e: len(e.content))
-        for start in range(0, len(entries), BATCH):
+        for start in range(0, max(len(entries), 1), BATCH):
             yield window, entries[start : start + BATCH], start == 0
 
 

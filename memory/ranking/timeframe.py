@@ -44,9 +44,19 @@ def _month_span(year: int, month: int, tz) -> tuple[datetime, datetime]:
 
 
 def window(text: str | None, now: datetime) -> tuple[datetime, datetime] | None:
-    """``(start, end)`` of the first time expression in ``text``, relative to ``now``; else None."""
+    """``(start, end)`` of the first time expression in ``text``, relative to ``now``; else None.
+
+    One that names no real time ("31 February 2024", "dec 9999", "99999999 years ago") is None too:
+    nothing to lift, and never an error in a recall."""
     if not text:
         return None
+    try:
+        return _window(text, now)
+    except (ValueError, OverflowError):
+        return None
+
+
+def _window(text: str, now: datetime) -> tuple[datetime, datetime] | None:
     t = text.lower()
     tz = now.tzinfo
     today = _day(now)

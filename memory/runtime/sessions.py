@@ -13,7 +13,7 @@ import os
 import re
 import secrets
 from dataclasses import replace
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -41,8 +41,11 @@ class SessionClosedError(InvalidRequestError):
 def _append(path: Path, event: dict[str, Any]) -> None:
     line = json.dumps({"at": now_utc().isoformat(), **event}, ensure_ascii=False) + "\n"
     private_dir(path.parent)
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o600)
     try:
+        size = os.fstat(fd).st_size
+        if size and os.pread(fd, 1, size - 1) != b"\n":
+            line = "\n" + line  # after a torn last line, never glued onto it (and lost with it)
         os.write(fd, line.encode())
     finally:
         os.close(fd)
@@ -50,32 +53,48 @@ def _append(path: Path, event: dict[str, Any]) -> None:
 
 def _fold(path: Path, agent_id: str) -> Session:
     session: Session | None = None
-    for line in path.read_text(encoding="utf-8").splitlines():
-        if not line.strip():
+    for raw in path.read_bytes().split(b"\n"):
+        if not raw.strip():
             continue
         try:
-            event = json.loads(line)
+            event = json.loads(raw.decode("utf-8"))
             at = datetime.fromisoformat(event["at"])
+            at = at if at.tzinfo else at.replace(tzinfo=UTC)  # one written by hand without a zone
             kind = event["kind"]
+            turn = _turn(event, at) if kind == "turn" else None
         except (ValueError, KeyError, TypeError):
-            continue  # a torn last line from a crash; the rest still stands
+            continue  # a torn line from a crash (or one edited by hand): the rest still stands
         if session is None:
             session = Session(id=path.stem, agent_id=agent_id, path=path, created_at=at)
-        if kind == "turn":
-            session.turns.append(
-                Turn(event["prompt"], event["response"], at, event.get("model"), event.get("recalled_ids", []))
-            )
-        elif kind == "written" and 0 <= event.get("turn", -1) < len(session.turns):
-            session.turns[event["turn"]].written_ids.extend(event.get("ids", []))
-        elif kind == "summary":
-            session.summary = event.get("text")
-        elif kind == "summary_memory":
-            session.summary_memory_id = event.get("memory_id")
+        if turn is not None:
+            session.turns.append(turn)
+        elif kind == "written" and _index(event.get("turn")) < len(session.turns):
+            session.turns[event["turn"]].written_ids.extend(_ids(event.get("ids")))
+        elif kind == "summary" and isinstance(event.get("text"), str):
+            session.summary = event["text"]
+        elif kind == "summary_memory" and isinstance(event.get("memory_id"), str):
+            session.summary_memory_id = event["memory_id"]
         elif kind == "closed":
             session.closed_at = at
     if session is None:
-        raise NotFoundError(f"session file {path} is empty")
+        raise NotFoundError(f"session file {path} has no readable line, so no turn; `arcana session list` leaves it out")
     return session
+
+
+def _turn(event: dict[str, Any], at: datetime) -> Turn:
+    prompt, response, model = event["prompt"], event["response"], event.get("model")
+    if not isinstance(prompt, str) or not isinstance(response, str) or not isinstance(model, str | None):
+        raise TypeError("not a turn")
+    return Turn(prompt, response, at, model, _ids(event.get("recalled_ids")))
+
+
+def _index(value: object) -> int:
+    """A ``written`` event's turn index, or one past any turn when it is not one."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 1 << 62
+
+
+def _ids(value: object) -> list[str]:
+    return [i for i in value if isinstance(i, str)] if isinstance(value, list) else []
 
 
 async def left_out_by(turn: Turn, memory: MemoryAdapter) -> str | None:
@@ -172,7 +191,13 @@ class SessionManager:
     def list(self) -> list[Session]:
         if not self.dir.exists():
             return []
-        return sorted((_fold(p, self.agent_id) for p in self.dir.glob("*.jsonl")), key=lambda s: s.created_at)
+        sessions = []
+        for path in self.dir.glob("*.jsonl"):
+            try:
+                sessions.append(_fold(path, self.agent_id))
+            except NotFoundError:
+                continue  # no readable line (a crash before its first): no turn to list, the file is left be
+        return sorted(sessions, key=lambda s: s.created_at)
 
     def record_turn(
         self,

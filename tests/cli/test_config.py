@@ -111,6 +111,23 @@ def test_validate_ok_and_missing(cli, config_path):
     assert valid.exit_code == 0 and valid.stdout.strip() == f"{config_path}: ok"
 
 
+def test_set_keeps_a_symlinked_config_linked(cli, config_path, tmp_path):
+    """A config.json linked from a dotfiles folder was replaced by a plain file: the link was gone and
+    the linked file silently kept the old values."""
+    dotfiles = tmp_path / "dotfiles"
+    dotfiles.mkdir()
+    linked = dotfiles / "arcana.json"
+    linked.write_text(json.dumps({"recall": {"limit": 4}}))
+    config_path.parent.mkdir(parents=True, exist_ok=True)
+    config_path.symlink_to(linked)
+    assert cli("config", "set", "recall.limit", "7").exit_code == 0
+    assert config_path.is_symlink() and config_path.resolve() == linked
+    assert json.loads(linked.read_text())["recall"]["limit"] == 7
+    got = cli("config", "get", "recall.limit")
+    assert (got.exit_code, got.stdout.strip()) == (0, "7")
+    assert [p.name for p in dotfiles.iterdir()] == ["arcana.json"]  # no temporary file left beside it
+
+
 def test_set_replaces_the_file_atomically(cli, config_path):
     assert cli("config", "set", "recall.limit", "2").exit_code == 0
     first = config_path.open()  # held open, so its inode cannot be freed and handed to a later file

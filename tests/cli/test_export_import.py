@@ -216,3 +216,36 @@ def test_vectors_travel_with_the_file_or_are_re_embedded(arcana_home, tmp_path, 
     for agent in ("copy", "fresh"):
         found = json.loads(cli("recall", "food intolerance", "--agent", agent, "--mode", "semantic", "--json").stdout)
         assert found["results"][0]["content"] == "the user is allergic to peanuts"
+
+
+def test_export_output_that_is_a_pipe_a_folder_or_unwritable(cli, no_embedder, tmp_path):
+    """`-o` naming a pipe or device (/dev/stdout, /dev/null) had a regular file renamed over it (as root,
+    the device node itself); a folder or an unwritable path ended in a traceback."""
+    import os
+    import stat
+
+    assert cli("remember", "Deploys happen on Tuesdays", "--agent", "ada").exit_code == 0
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    reader = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        result = cli("export", "--agent", "ada", "-o", str(fifo))
+        assert result.exit_code == 0, result.output
+        assert stat.S_ISFIFO(os.lstat(fifo).st_mode)  # still the pipe, not a file in its place
+        assert b"Deploys happen on Tuesdays" in os.read(reader, 1 << 16)
+    finally:
+        os.close(reader)
+    a_file = tmp_path / "a-file"
+    a_file.write_text("kept\n")
+    refused = [
+        (["-o", str(tmp_path)], "is a folder"),
+        (["-o", str(a_file / "x.jsonl")], "cannot write there"),
+        (["--format", "markdown", "-o", str(a_file)], "cannot write there"),
+    ]
+    for args, why in refused:
+        result = cli("export", "--agent", "ada", *args)
+        assert result.exit_code == 2, result.output
+        assert isinstance(result.exception, SystemExit) and why in result.stderr and "Traceback" not in result.stderr
+    assert a_file.read_text() == "kept\n"
+    done = cli("export", "--agent", "ada", "-o", str(tmp_path / "out.jsonl"))  # positive control: a file
+    assert done.exit_code == 0 and stat.S_IMODE((tmp_path / "out.jsonl").stat().st_mode) == 0o600

@@ -60,3 +60,15 @@ def test_the_library_refuses_a_far_date_in_every_time_field(field):
     with pytest.raises(ValidationError, match="outside the times"):
         MemoryEntry(agent_id="a", content="x", **{field: "9999-12-31T00:00:00Z"})
     assert MemoryEntry(agent_id="a", content="x", **{field: KEPT[1]})  # positive control
+
+
+@pytest.mark.parametrize("option", ["--since", "--as-of"])
+@pytest.mark.parametrize("duration", ["99999999999d", "1000000d", "99999999999999999999999h"])
+def test_a_duration_reaching_past_the_year_1_is_a_usage_error(cli, no_embedder, option, duration):
+    """Such a duration ended in an OverflowError traceback (exit 1)."""
+    assert cli("remember", "Deploys happen on Tuesdays", "--agent", "ada").exit_code == 0
+    result = cli("recall", "deploys", "--agent", "ada", option, duration)
+    assert result.exit_code == exit_codes.USAGE, result.output
+    assert isinstance(result.exception, SystemExit) and "past the year 1" in result.stderr
+    control = cli("recall", "deploys", "--agent", "ada", option, "7d", "--json")  # a duration in range still works
+    assert control.exit_code == 0, control.output

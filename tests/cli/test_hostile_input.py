@@ -66,6 +66,19 @@ def test_the_query_property_has_a_positive_control(cli, home_with_memories):
     assert [r["content"] for r in found] == ["The deploy runs on Tuesdays."]
 
 
+@pytest.mark.parametrize(
+    "when", ["31 February 2024", "February 30, 2024", "0 jan 2024", "1 jan 0000", "dec 9999", "99999999 years ago"]
+)
+def test_a_query_naming_a_date_that_does_not_exist_still_recalls(cli, home_with_memories, when):
+    """A time expression that names no real time (the ranking's time boost) ended recall in a traceback."""
+    result = cli("recall", f"deploy Tuesdays {when}", "--agent", "ada", "--json")
+    clean(result)
+    assert result.exit_code == 0, result.stderr
+    assert [r["content"] for r in json.loads(result.stdout)["results"]] == ["The deploy runs on Tuesdays."]
+    control = cli("recall", "deploy Tuesdays 2 jan 2024", "--agent", "ada", "--json")  # a real date still boosts
+    assert control.exit_code == 0 and json.loads(control.stdout)["results"]
+
+
 @fuzz(5)
 @given(body=config_like.map(lambda v: json.dumps(v, ensure_ascii=False).encode("utf-8", "surrogatepass"))
        | st.binary(max_size=64))

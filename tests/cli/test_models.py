@@ -132,6 +132,17 @@ def test_model_cli_rejects_bad_input(cli):
     assert cli("model", "remove", "nope").exit_code == 3
 
 
+@pytest.mark.parametrize("url", ["http://[::1", "http://host:abc", "http://user:secret@host", "http://host:99999"])
+def test_a_base_url_no_request_could_use_is_refused_when_added(cli, arcana_home, url):
+    """Such a URL was stored, then `model check` and `run` ended in a ValueError/InvalidURL traceback."""
+    result = cli("model", "add", "x", "--provider", "ollama", "--base-url", url, "--model", "m")
+    assert result.exit_code == 2 and "base_url" in result.stderr, result.output
+    assert isinstance(result.exception, SystemExit) and "Traceback" not in result.stderr
+    assert load_config(arcana_home.config_path).models == {}
+    port = free_port()  # positive control: an IPv6 loopback URL with a port is fine
+    assert cli("model", "add", "v6", "--provider", "ollama", "--base-url", f"http://[::1]:{port}", "--model", "m").exit_code == 0
+
+
 def test_model_check_down_exits_69(cli):
     url = f"http://127.0.0.1:{free_port()}"
     assert cli("model", "add", "down", "--provider", "ollama", "--base-url", url, "--model", "m").exit_code == 0

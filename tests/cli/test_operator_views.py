@@ -76,6 +76,15 @@ def test_the_audit_log_reads_newest_first_across_rotations(tmp_path):
     assert [e["i"] for e in log.newest(11, 3)] == every[10:13]
 
 
+def test_an_event_logged_after_a_torn_line_is_kept(tmp_path):
+    log = AuditLog(tmp_path / "audit.jsonl")
+    log.append("first")
+    with (tmp_path / "audit.jsonl").open("a") as handle:
+        handle.write('{"torn": ')  # a crash mid-write: no newline
+    log.append("second")
+    assert [e["event"] for e in log.newest(0, 5)] == ["second", "unreadable line", "first"]
+
+
 def test_a_vault_link_graph_draws_its_best_linked_notes(cli, no_embedder, make_vault):
     import asyncio
 

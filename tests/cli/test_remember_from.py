@@ -93,6 +93,23 @@ def test_a_bad_line_is_named_and_every_other_line_is_kept(cli, tmp_path):
 
 
 @pytest.mark.usefixtures("no_embedder")
+@pytest.mark.parametrize("good", [0, 1024], ids=["only-bad-lines", "bad-lines-after-a-full-batch"])
+def test_bad_lines_with_no_good_line_beside_them_are_still_named(cli, tmp_path, good):
+    """A window of lines holding no good one (a file of bad lines, or bad lines after the last full
+    batch) was dropped unreported: exit 0, "0 bad line(s)", and the line count stopped short."""
+    lines = [{"content": f"fact number {i}"} for i in range(good)] + ["{not json", {"content": 5}]
+    result = _import(cli, _file(tmp_path, lines), "--no-reconcile")
+    assert result.exit_code == 2, result.output
+    report = json.loads(result.stdout)
+    assert [b["line"] for b in report["bad"]] == [good + 1, good + 2] and report["bad_total"] == 2
+    assert report["lines"] == good + 2 and report["written"] == good
+    assert f"line {good + 1}: not JSON" in result.stderr and "Traceback" not in result.stderr
+    if good:  # positive control: every good line is stored
+        listed = cli("memory", "list", "--agent", "ada", "--json", "--limit", "2000")
+        assert len(json.loads(listed.stdout)) == good
+
+
+@pytest.mark.usefixtures("no_embedder")
 def test_stdin_and_refusals(cli, tmp_path):
     body = "".join(json.dumps(line) + "\n" for line in LINES[:2])
     result = _import(cli, "-", input=body)

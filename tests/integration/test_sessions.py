@@ -44,6 +44,19 @@ def test_a_torn_last_line_does_not_lose_the_session(arcana_home):
     assert len(manager.load(session.id).turns) == 1
 
 
+def test_a_turn_recorded_after_a_torn_line_is_not_glued_onto_it(arcana_home):
+    """`arcana run --session S` after a crash: the next turn starts a line of its own, so it is kept."""
+    manager = SessionManager(arcana_home, "agent-1")
+    session = manager.create()
+    manager.record_turn(session, "hi", "hello")
+    with session.path.open("a") as handle:
+        handle.write('{"kind": "turn", "prompt": "half')  # a crash mid-write
+    again = manager.load(session.id)
+    manager.record_turn(again, "second", "answer")
+    assert [t.prompt for t in manager.load(session.id).turns] == ["hi", "second"]
+    assert session.path.read_text().count("\n") == 4  # the torn line kept as it was, on a line of its own
+
+
 async def test_close_and_summarise_writes_one_semantic_memory_for_a_stated_fact(arcana_home, agent_store):
     manager = SessionManager(arcana_home, "agent-1")
     session = manager.create()
@@ -93,3 +106,51 @@ async def test_empty_session_closes_without_a_memory(arcana_home, agent_store):
     session = manager.create()
     assert await manager.close_and_summarise(session, memory=agent_store) is None
     assert manager.load(session.id).closed
+
+
+def test_a_line_that_is_not_utf8_or_not_an_event_is_skipped_like_a_torn_one(arcana_home, cli):
+    """A crash that cuts a line inside a multi-byte character, or a line edited by hand, leaves
+    the rest of the session readable: `session list`/`show` skip it, never a traceback."""
+    import json as _json
+
+    from memory.agents import AgentRegistry
+
+    assert cli("agent", "create", "ada").exit_code == 0
+    manager = SessionManager(arcana_home, AgentRegistry(arcana_home).resolve("ada").id)
+    session = manager.create()
+    manager.record_turn(session, "Café au lait?", "Yes.")
+    with session.path.open("ab") as handle:
+        handle.write(b'{"at": "2026-01-01T00:00:00+00:00", "kind": "turn", "prompt": "caf\xc3\n')  # torn mid-character
+        handle.write(b'{"at": "2026-01-01T00:00:01+00:00", "kind": "turn", "prompt": "no response"}\n')
+        handle.write(b'{"at": "2026-01-01T00:00:02+00:00", "kind": "written", "turn": "x", "ids": ["m"]}\n')
+        handle.write(b'{"at": "2026-01-01T00:00:03+00:00", "kind": "summary", "text": "kept"}\n')
+    naive = manager.dir / "20250101-000000-abcdef.jsonl"  # written by hand, its time without a zone
+    naive.write_text('{"at": "2025-01-01T00:00:00", "kind": "opened"}\n', encoding="utf-8")
+    before = session.path.read_bytes()
+    listed = cli("session", "list", "--agent", "ada", "--json")
+    assert listed.exit_code == 0, listed.output
+    assert [(s["id"], s["turns"]) for s in _json.loads(listed.stdout)] == [(naive.stem, 0), (session.id, 1)]
+    shown = cli("session", "show", session.id, "--agent", "ada", "--json")
+    assert shown.exit_code == 0, shown.output
+    data = _json.loads(shown.stdout)
+    assert [t["prompt"] for t in data["turns"]] == ["Café au lait?"] and data["summary"] == "kept"
+    assert session.path.read_bytes() == before  # reading rewrites nothing
+
+
+def test_a_session_file_left_empty_by_a_crash_does_not_hide_the_others(arcana_home, cli):
+    import json as _json
+
+    from memory.agents import AgentRegistry
+
+    assert cli("agent", "create", "ada").exit_code == 0
+    manager = SessionManager(arcana_home, AgentRegistry(arcana_home).resolve("ada").id)
+    session = manager.create()
+    manager.record_turn(session, "hi", "hello")
+    empty = manager.dir / "20250101-000000-abcdef.jsonl"
+    empty.touch()  # killed between creating the file and writing its first line
+    listed = cli("session", "list", "--agent", "ada", "--json")
+    assert listed.exit_code == 0, listed.output
+    assert [(s["id"], s["turns"]) for s in _json.loads(listed.stdout)] == [(session.id, 1)]
+    assert empty.exists() and empty.stat().st_size == 0
+    shown = cli("session", "show", empty.stem, "--agent", "ada")
+    assert shown.exit_code == 3 and "has no readable line" in shown.stderr and "Traceback" not in shown.output

@@ -133,6 +133,23 @@ def test_a_config_file_saved_as_utf16_exits_4_naming_it_and_is_left_untouched(cl
     assert cli("recall", "deploy", "--agent", "ada").exit_code == 0
 
 
+@pytest.mark.parametrize("which", ["config", "connections"])
+def test_a_config_file_nested_too_deeply_exits_4_naming_it_and_is_left_untouched(cli, arcana_home, which):
+    """connections/memory-adapters.json nested past Python's recursion limit ended in a RecursionError traceback."""
+    seed(arcana_home, "ada", ["The deploy runs on Tuesdays."])
+    path = arcana_home.config_path if which == "config" else arcana_home.connections_path
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text('{"private": ' + "[" * 100_000 + "]" * 100_000 + "}", encoding="utf-8")
+    before = path.read_bytes()
+    result = cli("recall", "deploy", "--agent", "ada")
+    no_traceback(result)
+    assert result.exit_code == exit_codes.CONFIG, result.output
+    assert str(path) in result.stderr and "nested too deeply" in result.stderr and result.stderr.count("\n") == 1
+    assert path.read_bytes() == before
+    path.write_text(json.dumps({"recall": {"limit": 5}} if which == "config" else {"private": {"read_timeout_ms": 3000}}))
+    assert cli("recall", "deploy", "--agent", "ada").exit_code == 0  # positive control: a sane file works
+
+
 # -- 9: vault add twice ----------------------------------------------------------------
 
 
@@ -375,3 +392,33 @@ def test_doctor_never_calls_a_tier_ok_when_its_database_fails(cli, arcana_home, 
     assert not checks["tier private (ada)"]["ok"] and "its database failed" in checks["tier private (ada)"]["detail"]
     assert checks["tier private (bob)"]["ok"]  # control
     assert db.read_bytes() == before  # the tool that diagnoses changed nothing
+
+
+# -- an empty path argument (an unset variable) is not the current folder -------------------
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("--home", "", "agent", "create", "zed"),
+        ("backup", ""),
+        ("restore", ""),
+        ("import", "", "--agent", "ada"),
+        ("export", "--agent", "ada", "-o", ""),
+        ("vault", "add", "", "--name", "here"),
+    ],
+)
+def test_an_empty_path_is_a_usage_error_not_the_current_folder(cli, arcana_home, tmp_path, monkeypatch, args):
+    """`arcana --home "$UNSET"` made the current folder the home (0700); `backup ""` wrote into it,
+    `import ""` read its notes, `vault add ""` registered it."""
+    seed(arcana_home, "ada", ["The deploy runs on Tuesdays."])
+    here = tmp_path / "cwd"
+    here.mkdir(mode=0o755)
+    monkeypatch.chdir(here)
+    result = cli(*args)
+    no_traceback(result)
+    assert result.exit_code == exit_codes.USAGE, result.output
+    assert "the path is empty" in result.stderr and result.stderr.count("\n") == 1
+    assert list(here.iterdir()) == [] and stat.S_IMODE(here.stat().st_mode) == 0o755
+    assert cli("--home", str(arcana_home.root), "backup", ".").exit_code == 0  # control: '.' still means here
+    assert [p.name.startswith("arcana-backup-") for p in here.iterdir()] == [True]

@@ -173,3 +173,16 @@ def test_an_unset_global_url_variable_degrades_the_global_tier_too(cli, no_embed
     assert done.returncode == 0, done.stderr
     assert [r["content"] for r in json.loads(done.stdout)["results"]] == ["The user likes green tea"]
     assert "tier global degraded" in done.stderr and "ARCANA_TEST_GLOBAL_PG is not set" in done.stderr
+
+
+@pytest.mark.skipif(not __import__("os").path.exists("/proc/self/mem"), reason="needs Linux /proc")
+def test_a_file_the_system_refuses_to_read_is_one_line_exit_1(no_embedder, tmp_path):
+    """An OSError no check names (here EIO reading /proc/self/mem) ended in a traceback."""
+    assert arcana(no_embedder.root, "remember", "the deploy runs on Tuesdays", "--agent", "ada").returncode == 0
+    for args in (("import", "/proc/self/mem", "--agent", "ada"), ("remember", "--from", "/proc/self/mem", "--agent", "ada")):
+        result = arcana(no_embedder.root, *args)
+        assert result.returncode == exit_codes.FAILURE, (args, result.stderr)
+        assert "input/output error" in one_error_line(result.stderr) and "Traceback" not in result.stderr
+    export = tmp_path / "ada.jsonl"  # positive control: a readable file imports
+    assert arcana(no_embedder.root, "export", "--agent", "ada", "-o", str(export)).returncode == 0
+    assert arcana(no_embedder.root, "import", str(export), "--agent", "copy", "--no-embed").returncode == 0

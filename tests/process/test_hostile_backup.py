@@ -220,3 +220,17 @@ def test_killed_backups_partial_folders_are_cleaned_and_a_running_ones_kept(cli,
     finally:
         holder.kill()
         holder.wait()
+
+
+def test_a_dest_that_is_a_file_or_cannot_be_made_is_a_usage_error(cli, tmp_path, no_embedder):
+    """DEST naming a file, or a folder under one, ended in a NotADirectoryError traceback."""
+    assert cli("remember", "the deploy runs on Tuesdays", "--agent", "ada").exit_code == 0
+    a_file = tmp_path / "a-file"
+    a_file.write_text("kept\n")
+    for dest, why in ((a_file, "is not a folder"), (a_file / "backups", "cannot make the backup there")):
+        result = cli("backup", str(dest))
+        assert result.exit_code == exit_codes.USAGE, result.output
+        assert isinstance(result.exception, SystemExit) and why in result.stderr and "Traceback" not in result.stderr
+    assert a_file.read_text() == "kept\n"
+    done = cli("backup", str(tmp_path / "backups"), "--json")  # positive control
+    assert done.exit_code == 0 and Path(json.loads(done.stdout)["path"]).is_dir()

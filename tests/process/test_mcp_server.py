@@ -274,6 +274,25 @@ def test_http_refuses_a_non_loopback_address(arcana_home):
     assert not (arcana_home.root / "mcp" / "token").exists()
 
 
+def test_http_on_a_taken_port_is_one_usage_error(arcana_home):
+    """uvicorn's own log line and its exit 3 (arcana's 'not found'), after announcing it was serving."""
+    import socket
+    import subprocess
+
+    keyword_only(arcana_home)
+    AgentRegistry(arcana_home).create("alice")
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        done = subprocess.run([sys.executable, "-m", "arcana_cli.main", "mcp", "--agent", "alice", "--http",
+                               f"127.0.0.1:{port}"], capture_output=True, text=True, timeout=60, env=dict(os.environ))
+    assert done.returncode == 2, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("arcana: error: --http: cannot listen on"), done.stderr
+    assert "Address already in use" in lines[0] and done.stdout == ""
+
+
 async def test_forget_also_archives_the_promoted_copy(arcana_home):
     """An MCP forget is the operator's forget: another agent stops recalling the global copy."""
     for name in ("ada", "bob"):
