@@ -10,6 +10,7 @@ every writer (``arcana run``, ``remember``, bulk import, the library) gets it.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from datetime import date, datetime
 from functools import cache
 
@@ -85,6 +86,23 @@ def previous_ids(raw, ids: list[str], clause_sql: str, params: tuple) -> dict[st
     before = _BEFORE.format(column="id", c="m.", gate=gate.sql)
     sql = f"SELECT m.id, ({before}) FROM {listed('id')} WHERE m.source_session_id IS NOT NULL AND {clause_sql}"
     return {a: b for a, b in raw.execute(sql, (*gate.params, keys(ids), *params)) if b is not None}
+
+
+def rederived(raw, sessions: Iterable[tuple[str, str]]) -> list[tuple[str, int]]:
+    """(context, seq) of each readable turn of ``sessions`` ((agent_id, session_id)) whose stored
+    context is no longer the turn before it now: that turn was hidden, forgotten, purged or
+    re-worded since. A turn no one can read is left as it is: its own restore re-derives it."""
+    gate, readable = admission("p"), admission("m")
+    before = _BEFORE.format(column="content", c="m.", gate=gate.sql)
+    sql = (
+        f"SELECT m.seq, m.context, coalesce(substr(({before}), 1, {PREVIOUS_CHARS}), '') FROM memories m "
+        f"WHERE m.source_session_id = ? AND m.agent_id = ? AND {readable.sql}"
+    )
+    stale: list[tuple[str, int]] = []
+    for agent_id, session_id in sessions:
+        rows = raw.execute(sql, (*gate.params, session_id, agent_id, *readable.params))
+        stale += [(new, seq) for seq, old, new in rows if old != new]
+    return stale
 
 
 def derive(raw, entry: MemoryEntry) -> dict[str, str]:

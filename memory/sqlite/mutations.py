@@ -163,6 +163,8 @@ def upsert(raw, entries: Sequence[MemoryEntry], actor: str, *, op: str | None = 
     now = time.time()
     ops: list[str] = []
     ledger: list[tuple] = []
+    sessions: set[tuple[str, str]] = set()
+    reworded: list[str] = []
     for entry in entries:
         values = entry_values(entry)
         indexed = context.derive(raw, entry)
@@ -192,7 +194,11 @@ def upsert(raw, entries: Sequence[MemoryEntry], actor: str, *, op: str | None = 
         label = change_label(old, values)
         ops.append(label)
         ledger.append((entry.id, op or label, actor, now, encode(old), encode(values)))
+        sessions |= _sessions_reworded([old], [values])
+        reworded += [entry.id] if old["content"] != values["content"] else []
     _append(raw, ledger)
+    _forget_embeddings(raw, reworded)
+    _refresh_context(raw, sessions)
     return ops
 
 
@@ -232,14 +238,17 @@ def update(raw, ids: Sequence[str], op: str, actor: str, assignments: str, param
     """
     now = time.time()
     changed = 0
+    sessions: set[tuple[str, str]] = set()
     for window in batches(ids, MUTATION_WINDOW):
-        changed += _update_window(raw, window, op, actor, assignments, params, now)
+        changed += _update_window(raw, window, op, actor, assignments, params, now, sessions)
         if progress is not None:
             progress.advance(len(window))
+    _refresh_context(raw, sessions)
     return changed
 
 
-def _update_window(raw, ids: list[str], op: str, actor: str, assignments: str, params: Sequence, now: float) -> int:
+def _update_window(raw, ids: list[str], op: str, actor: str, assignments: str, params: Sequence, now: float,
+                   sessions: set[tuple[str, str]]) -> int:
     before = _images(raw, ids)
     if not before:
         return 0
@@ -252,7 +261,52 @@ def _update_window(raw, ids: list[str], op: str, actor: str, assignments: str, p
         raw.execute(f"UPDATE memories SET updated_at = ? WHERE id IN ({marks(chunk)})", (now, *chunk))
     ledger = [(mid, op, actor, now, encode(before[mid]), encode(after[mid] | {"updated_at": now})) for mid in changed]
     _append(raw, ledger)
+    sessions |= _sessions_reworded([before[mid] for mid in changed], [after[mid] for mid in changed])
+    _forget_embeddings(raw, [mid for mid in changed if before[mid]["content"] != after[mid]["content"]])
     return len(ledger)
+
+
+# What a turn's neighbour indexes of it (memory/sqlite/context.py): its text, while it is visible and kept.
+_CONTEXT_OF = ("content", "visibility", "archived")
+
+
+def _sessions_reworded(before: Sequence[dict], after: Sequence[dict | None]) -> set[tuple[str, str]]:
+    """The (agent, session) of each turn whose change (``after`` None: removed) alters what the turn
+    after it holds as its context."""
+    return {
+        (old["agent_id"], old["source_session_id"])
+        for old, new in zip(before, after, strict=True)
+        if old["source_session_id"] and (new is None or any(old[k] != new[k] for k in _CONTEXT_OF))
+    }
+
+
+def _refresh_context(raw, sessions: set[tuple[str, str]]) -> None:
+    """Re-derive the context of the turns of ``sessions`` after one of them changed: a turn hidden,
+    forgotten, purged or re-worded must not stay findable through the turn after it. The vector made
+    from the old context goes with it (``arcana reindex`` embeds the new text)."""
+    stale = context.rederived(raw, sorted(sessions)) if sessions else []
+    if stale:
+        raw.executemany("UPDATE memories SET context = ? WHERE seq = ?", stale)
+        _forget_vectors(raw, vectors.vec_tables(raw), [seq for _, seq in stale])
+
+
+def _forget_embeddings(raw, ids: list[str]) -> None:
+    """Drop the vectors (and chunk vectors) of re-worded rows: made from the old text, they would
+    still find a row by what it no longer says (a redacted secret). A vector write re-embeds them
+    at once; an operator's edit leaves that to ``arcana reindex``."""
+    if ids:
+        seqs = [r[0] for r in select_in(raw, "SELECT seq FROM memories WHERE id IN ({marks})", ids)]
+        _forget_vectors(raw, vectors.vec_tables(raw), seqs)
+        chunks.forget(raw, seqs)
+
+
+def _forget_vectors(raw, vec_tables: list[str], seqs: list[int]) -> None:
+    if vec_tables:
+        vectors.loaded(raw)
+    for table in vec_tables:
+        for chunk in batches(seqs):
+            raw.execute(f"DELETE FROM {table} WHERE rowid IN ({marks(chunk)})", chunk)
+        compact.forget(raw, table, seqs)
 
 
 def delete(raw, ids: Sequence[str], op: str, actor: str, progress: Progress | None = None) -> int:
@@ -261,26 +315,28 @@ def delete(raw, ids: Sequence[str], op: str, actor: str, progress: Progress | No
     now = time.time()
     vec_tables = vectors.vec_tables(raw)
     deleted = 0
+    sessions: set[tuple[str, str]] = set()
     for window in batches(ids, MUTATION_WINDOW):
-        deleted += _delete_window(raw, window, op, actor, now, vec_tables)
+        deleted += _delete_window(raw, window, op, actor, now, vec_tables, sessions)
         if progress is not None:
             progress.advance(len(window))
+    _refresh_context(raw, sessions)
     return deleted
 
 
-def _delete_window(raw, ids: list[str], op: str, actor: str, now: float, vec_tables: list[str]) -> int:
+def _delete_window(raw, ids: list[str], op: str, actor: str, now: float, vec_tables: list[str],
+                   sessions: set[tuple[str, str]]) -> int:
     before = _images(raw, ids)
     if not before:
         return 0
     present = list(before)
     for chunk in batches(present):
         seqs = [r[0] for r in raw.execute(f"SELECT seq FROM memories WHERE id IN ({marks(chunk)})", chunk)]
-        for table in vec_tables:
-            raw.execute(f"DELETE FROM {table} WHERE rowid IN ({marks(seqs)})", seqs)
-            compact.forget(raw, table, seqs)
+        _forget_vectors(raw, vec_tables, seqs)
         chunks.forget(raw, seqs)
         raw.execute(f"DELETE FROM memories WHERE id IN ({marks(chunk)})", chunk)
     _append(raw, [(mid, op, actor, now, encode(before[mid]), None) for mid in present])
+    sessions |= _sessions_reworded(list(before.values()), [None] * len(before))
     return len(present)
 
 

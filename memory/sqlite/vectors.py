@@ -21,7 +21,7 @@ from dataclasses import replace
 from memory.embedding.base import EmbeddingMeta, content_hash
 from memory.sqlite import chunks, compact
 from memory.sqlite.batches import select_in
-from memory.sqlite.connection import transaction
+from memory.sqlite.connection import load_vec, transaction
 from memory.sqlite.context import EMBEDDED_TEXT_SQL
 
 _TABLE = re.compile(r"^memory_vec_(\d+)$")
@@ -48,6 +48,13 @@ def vec_tables(raw) -> list[str]:
 def _next_table(raw) -> str:
     tables = vec_tables(raw)
     return f"memory_vec_{int(_TABLE.match(tables[-1]).group(1)) + 1 if tables else 1}"
+
+
+def loaded(raw) -> None:
+    """Load sqlite-vec into this connection unless it is: an edit made through a store that never
+    searched by vector must still be able to change its vector indexes."""
+    if not raw.execute("SELECT 1 FROM pragma_module_list WHERE name = 'vec0'").fetchone():
+        load_vec(raw)
 
 
 def table_exists(raw, table: str | None) -> bool:

@@ -185,3 +185,54 @@ async def test_turns_at_one_instant_keep_the_order_they_were_written_in(store):
     await store.write(turns[1].model_copy(update={"content": "Melanie: Amazing, truly!"}))
     contexts = await store.run(lambda raw: dict(raw.execute("SELECT id, context FROM memories")))
     assert contexts[turns[1].id] == turns[0].content
+
+
+WITHHELD = {
+    "hide": lambda store, entry: store.set_visibility([entry.id], Visibility.HIDDEN),
+    "forget": lambda store, entry: store.archive([entry.id]),
+    "purge": lambda store, entry: store.purge([entry.id]),
+    "reword": lambda store, entry: store.update(entry.id, content="Caroline: Did you finish the report?"),
+}
+
+
+@pytest.mark.parametrize("action", list(WITHHELD))
+async def test_a_turn_withheld_after_the_next_was_written_lends_it_no_words(tmp_path, offline_embedder, action):
+    """The turn after a turn holds it as indexed context (keyword and vector): once the operator hides,
+    forgets, purges or re-words that turn, neither its words nor its vector still find the next one."""
+    from memory.adapters.sqlite import SQLiteAdapter
+
+    fed = await federation(tmp_path, offline_embedder)
+    secret = at(3, "Caroline: Did you finish the zanzibar merger dossier?", source_session_id="s2")
+    after = at(3 - 1e-5, "Melanie: Not yet, it needs one more week.", source_session_id="s2")
+    question = at(2, "Caroline: How was your trip to Lisbon?", source_session_id="s1")
+    answer = at(2 - 1e-5, "Melanie: Amazing! The pastries were the best part.", source_session_id="s1")
+    try:
+        for entry in (secret, after, question, answer):
+            await fed.write(entry)
+        found = [e.id for e in await fed.search(ask("zanzibar merger dossier", RetrievalMode.keyword, limit=10))]
+        assert after.id in found  # found through the turn before it, while that turn may be read
+        path = private_store(fed).path
+    finally:
+        await fed.aclose()
+    operator = SQLiteAdapter(path, actor="operator")  # as `arcana memory` edits: no vector search loaded
+    try:
+        await WITHHELD[action](operator, secret)
+    finally:
+        await operator.aclose()
+    fed = await federation(tmp_path, offline_embedder)
+    try:
+        for mode in RetrievalMode:
+            found = [e.id for e in await fed.search(ask("zanzibar merger dossier", mode, limit=10))]
+            assert after.id not in found and secret.id not in found, (mode, found)
+        # its vector, made with the withheld words, went with them; the next reindex embeds what it says now
+        vector = fed.router.private.backend
+        stale = 2 if action == "reword" else 1  # a re-worded turn's own vector was made of the old words too
+        assert (await vector.status()).missing == stale
+        assert (await vector.backfill()).embedded == stale and (await vector.status()).missing == 0
+        # positive control, in the same store: a turn is still found through the turn before it
+        found = [e.id for e in await fed.search(ask("trip to Lisbon", RetrievalMode.keyword, limit=10))]
+        assert answer.id in found, found
+        found = [e.id for e in await fed.search(ask("What did Melanie think of Lisbon?", RetrievalMode.semantic, limit=3))]
+        assert answer.id in found, found
+    finally:
+        await fed.aclose()
