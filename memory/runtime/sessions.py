@@ -251,7 +251,9 @@ class SessionManager:
         all agent-written text its confidence is capped and it obeys
         ``min_confidence_to_store``. It is derived (:data:`DERIVED_TAG`) and
         links to the memories the session wrote by ``consolidates`` edges, so
-        prune never keeps it after removing one of them.
+        prune never keeps it after removing one of them. A summary that
+        restates a memory already held is that memory (returned, and named as
+        the session's summary), never linked to turns it did not come from.
         """
         entry = None
         turns = [t for t in session.turns if await left_out_by(t, memory) is None] if not session.closed else []
@@ -270,9 +272,13 @@ class SessionManager:
             )
             if storable([entry], self.settings):
                 held = held_id(await memory.write(entry), entry)
-                await _link_sources(memory, held, [i for t in turns for i in t.written_ids])
-                _append(session.path, {"kind": "summary_memory", "memory_id": entry.id})
-                session.summary_memory_id = entry.id
+                if held == entry.id:
+                    await _link_sources(memory, held, [i for t in turns for i in t.written_ids])
+                else:  # a restatement: the memory already holding it is the summary, derived from none of these turns
+                    entry = await memory.get(held)
+                if entry is not None:
+                    _append(session.path, {"kind": "summary_memory", "memory_id": entry.id})
+                    session.summary_memory_id = entry.id
             else:
                 entry = None
         self.close(session)

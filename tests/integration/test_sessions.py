@@ -154,3 +154,38 @@ def test_a_session_file_left_empty_by_a_crash_does_not_hide_the_others(arcana_ho
     assert empty.exists() and empty.stat().st_size == 0
     shown = cli("session", "show", empty.stem, "--agent", "ada")
     assert shown.exit_code == 3 and "has no readable line" in shown.stderr and "Traceback" not in shown.output
+
+
+async def test_a_summary_that_restates_a_held_fact_is_that_fact_and_takes_no_sources(arcana_home):
+    """Reconciled as a restatement, the summary is the memory already held: the session names that
+    memory (not an id nothing holds), and the fact gets no ``consolidates`` edge to this session's
+    turns, which would make it a digest of them (pruned, hidden with them)."""
+    from memory.runtime.assembly import build_federation, private_store
+    from memory.sqlite.consolidation import SOURCES
+    from memory.types import MemoryEntry
+
+    fact_text = "The user's dog is called Rex and he is a beagle."
+    fed = await build_federation("agent-1", home=arcana_home, global_tier=False, on_degraded=lambda event: None)
+    try:
+        fact = MemoryEntry(agent_id="agent-1", content=fact_text, type=MemoryType.SEMANTIC)
+        await fed.write(fact)
+        with LoopbackModelServer(lambda body: fact_text) as server:
+            manager = SessionManager(arcana_home, "agent-1", extractor=LLMExtractor(OllamaProvider("m", server.url, "x")))
+            restating, fresh = manager.create(), manager.create()
+            for session, said in ((restating, "Which dog food suits a beagle?"), (fresh, "Is Rex due a vaccination?")):
+                manager.record_turn(session, said, "Ask the vet.")
+                turn = MemoryEntry(agent_id="agent-1", content=f"The user asked: {said}")
+                await fed.write(turn)
+                manager.record_written(session, 0, [turn.id])
+            entry = await manager.close_and_summarise(restating, memory=fed)
+            assert entry is not None and entry.id == fact.id and entry.content == fact_text
+            assert manager.load(restating.id).summary_memory_id == fact.id
+            # control, same store: a summary that is new is its own memory, linked to its session's turns
+            server.reply = lambda body: "The user asked whether Rex is due a vaccination."
+            new = await manager.close_and_summarise(fresh, memory=fed)
+        assert new is not None and new.id != fact.id and manager.load(fresh.id).summary_memory_id == new.id
+        edges = await private_store(fed).run(
+            lambda raw: raw.execute("SELECT src_id FROM memory_edges WHERE relation = ?", (SOURCES,)).fetchall())
+        assert [r[0] for r in edges] == [new.id]
+    finally:
+        await fed.aclose()
