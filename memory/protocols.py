@@ -41,11 +41,13 @@ class GetsMany(Protocol):
 @runtime_checkable
 class AdmitsById(Protocol):
     """Reads many ids in one call through the admission predicate for an audience (an operator's
-    read sees every state: hidden, archived, superseded)."""
+    read sees every state: hidden, archived, superseded), and names those it removed for good."""
 
     async def admitted_by_id(
         self, query: MemoryQuery, entry_ids: Sequence[str], *, audience: Any = ..., include_archived: bool = False
     ) -> dict[str, MemoryEntry]: ...
+
+    async def removed(self, entry_ids: Sequence[str]) -> set[str]: ...
 
 
 @runtime_checkable

@@ -149,6 +149,7 @@ async def _remember_from(cli: CliContext, agent: str, out: Out, source: str, *, 
     out.data(
         {"agent": card.name, "agent_id": card.id, "source": name, **report.as_dict()},
         text=lambda: f"{report.written} written, {report.unchanged} unchanged, {report.bad_total} bad line(s); "
+        + (f"{report.kept_removed} deleted or purged here stay gone; " if report.kept_removed else "")
         + ", ".join(f"{n} {kind}" for kind, n in report.decisions.items()),
     )
     if report.bad_total > len(report.bad):

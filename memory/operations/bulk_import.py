@@ -71,6 +71,7 @@ class BulkReport:
     lines: int = 0
     written: int = 0
     unchanged: int = 0
+    kept_removed: int = 0  # lines whose memory was deleted or purged here: it stays gone
     vectors_completed: int = 0  # unchanged rows a killed run had left without a vector, embedded now
     bad: list[BadLine] = field(default_factory=list)  # the first REPORTED of them
     bad_total: int = 0
@@ -99,6 +100,7 @@ class BulkReport:
             "lines": self.lines,
             "written": self.written,
             "unchanged": self.unchanged,
+            "kept_removed": self.kept_removed,
             "vectors_completed": self.vectors_completed,
             "decisions": self.decisions,
             "warnings": self.warnings,
@@ -289,10 +291,12 @@ async def remember_many(
                 report.bad += window.bad[: REPORTED - len(report.bad)]
                 report.bad_total += len(window.bad)
             if batch:
-                batch = await _keep_stored_times(federation, batch, window.dated)
-                batch = await _as_the_operator_left_them(federation, batch)
-                report.add(batch, await federation.write_many(batch, reconcile=reconcile))
                 done += len(batch)
+                batch = await _keep_stored_times(federation, batch, window.dated)
+                batch, gone = await _as_the_operator_left_them(federation, batch)
+                report.kept_removed += gone
+                if batch:
+                    report.add(batch, await federation.write_many(batch, reconcile=reconcile))
             if on_progress:
                 on_progress(done, window.lines)
     return report
@@ -329,10 +333,12 @@ async def _read_ahead(windows: Iterable[Parsed]) -> AsyncIterator[Parsed]:
             ahead.exception()  # retrieved, so a failure after the caller's own is not reported twice
 
 
-async def _as_the_operator_left_them(federation: Any, batch: Sequence[MemoryEntry]) -> list[MemoryEntry]:
-    """A line naming a stored memory (its ``id``) re-words it, but never undoes an operator: the memory
-    stays archived, hidden or private, and pinned, as the tier it is written to holds it (any state).
-    Lifting an archive, a hide or a pin is ``memory restore`` / ``memory set``, never an import line."""
+async def _as_the_operator_left_them(federation: Any, batch: Sequence[MemoryEntry]) -> tuple[list[MemoryEntry], int]:
+    """A line naming a stored memory (its ``id``, or the id its text derives) re-words it, but never
+    undoes an operator: the memory stays archived, hidden or private, and pinned, as the tier it is
+    written to holds it (any state), and one deleted or purged there stays gone (left out; their
+    number is returned). Lifting an archive, a hide or a pin is ``memory restore`` / ``memory set``,
+    never an import line."""
     from memory.operator.edits import keep_restrictions
     from memory.protocols import AdmitsById, Layered
     from memory.types import Audience, MemoryQuery
@@ -343,18 +349,21 @@ async def _as_the_operator_left_them(federation: Any, batch: Sequence[MemoryEntr
         if writable:  # the first is where the memory lives: the private tier, or the pool's own store
             by_tier.setdefault(id(writable[0]), (writable[0], []))[1].append(entry)
     stored: dict[str, MemoryEntry] = {}
+    removed: set[str] = set()
     for tier, entries in by_tier.values():
         store = tier.backend
         while not isinstance(store, AdmitsById) and isinstance(store, Layered):
             store = store.store
         if isinstance(store, AdmitsById):
-            stored.update(await store.admitted_by_id(
-                MemoryQuery(), [e.id for e in entries], audience=Audience.OPERATOR, include_archived=True))
-    return [
+            ids = [e.id for e in entries]
+            stored.update(await store.admitted_by_id(MemoryQuery(), ids, audience=Audience.OPERATOR, include_archived=True))
+            removed |= await store.removed(ids)
+    kept = [
         keep_restrictions(stored[e.id], e).model_copy(update={"pinned": e.pinned or stored[e.id].pinned})
         if e.id in stored and stored[e.id].agent_id == e.agent_id else e
-        for e in batch
+        for e in batch if e.id not in removed
     ]
+    return kept, len(batch) - len(kept)
 
 
 async def _keep_stored_times(federation: Any, batch: Sequence[MemoryEntry], dated: set[str]) -> list[MemoryEntry]:

@@ -262,3 +262,22 @@ def test_a_line_naming_a_memory_never_undoes_what_an_operator_did_to_it(cli, tmp
     assert (shown["plain"]["archived"], shown["plain"]["visibility"], shown["plain"]["pinned"]) == (False, "visible", False)
     recalled = json.loads(cli("recall", "re-worded by a file", "--agent", "ada", "--json").stdout)["results"]
     assert {r["id"] for r in recalled} == {ids["pinned"], ids["plain"]}
+
+
+@pytest.mark.usefixtures("no_embedder")
+@pytest.mark.parametrize("flags", [["--no-reconcile"], []])
+def test_a_re_run_leaves_a_purged_memory_gone(cli, tmp_path, flags):
+    """A line's id is derived from its text, so the same file again names the same memories: one the
+    operator purged stays gone (counted as kept_removed), while the untouched line is the control."""
+    lines = [{"content": "The old alarm code was 5521."}, {"content": "The plant by the window is a fern."}]
+    source = _file(tmp_path, lines)
+    assert _import(cli, source, *flags).exit_code == 0
+    purged = _listed(cli)["The old alarm code was 5521."]["id"]
+    assert cli("memory", "purge", purged, "--agent", "ada", "--yes").exit_code == 0
+    again = _import(cli, source, *flags)
+    assert again.exit_code == 0, again.output
+    report = json.loads(again.stdout)
+    assert report["kept_removed"] == 1 and report["unchanged"] == 1, report
+    assert list(_listed(cli)) == ["The plant by the window is a fern."]
+    text = cli("remember", "--from", source, "--agent", "ada", *flags)
+    assert "1 deleted or purged here stay gone" in text.stdout, text.stdout
