@@ -18,6 +18,12 @@ def ok(result) -> dict:
     return json.loads(result.stdout)
 
 
+def _ada_with_a_model(cli, server) -> None:
+    assert cli("model", "add", "loop", "--provider", "ollama", "--base-url", server.url, "--model", "tiny",
+               "--default").exit_code == 0
+    assert cli("agent", "create", "ada").exit_code == 0
+
+
 @pytest.mark.parametrize(
     ("action", "reason"),
     [
@@ -29,9 +35,7 @@ def ok(result) -> dict:
 )
 def test_a_withdrawn_turn_is_left_out_of_the_replay(cli, no_embedder, action, reason):
     with LoopbackModelServer(lambda body: "Noted.") as server:
-        assert cli("model", "add", "loop", "--provider", "ollama", "--base-url", server.url, "--model", "tiny",
-                   "--default").exit_code == 0
-        assert cli("agent", "create", "ada").exit_code == 0
+        _ada_with_a_model(cli, server)
         first = ok(cli("run", "ada", SECRET, "--keep-open", "--json"))
         sid = first["session_id"]
         second = ok(cli("run", "ada", CONTROL, "--session", sid, "--json"))
@@ -60,9 +64,7 @@ def test_a_withdrawn_turn_is_left_out_of_the_replay(cli, no_embedder, action, re
 def test_without_withdrawals_every_turn_is_replayed(cli, no_embedder):
     """The baseline the exclusions are measured against: the same session replays its first turn."""
     with LoopbackModelServer(lambda body: "Noted.") as server:
-        assert cli("model", "add", "loop", "--provider", "ollama", "--base-url", server.url, "--model", "tiny",
-                   "--default").exit_code == 0
-        assert cli("agent", "create", "ada").exit_code == 0
+        _ada_with_a_model(cli, server)
         sid = ok(cli("run", "ada", SECRET, "--keep-open", "--json"))["session_id"]
         ok(cli("run", "ada", "What comes next?", "--session", sid, "--json"))
         assert [m["content"] for m in server.requests[-1]["body"]["messages"][1:]] == [SECRET, "Noted.", "What comes next?"]
@@ -76,9 +78,7 @@ def test_a_turn_that_recalled_a_withdrawn_memory_is_left_out(cli, no_embedder):
         return "It is zebrasecret." if "locker" in body["messages"][-1]["content"] else "Noted."
 
     with LoopbackModelServer(answer) as server:
-        assert cli("model", "add", "loop", "--provider", "ollama", "--base-url", server.url, "--model", "tiny",
-                   "--default").exit_code == 0
-        assert cli("agent", "create", "ada").exit_code == 0
+        _ada_with_a_model(cli, server)
         secret = ok(cli("remember", SECRET, "--agent", "ada", "--json"))
         first = ok(cli("run", "ada", "What is my locker code?", "--keep-open", "--json"))
         sid = first["session_id"]
@@ -130,9 +130,7 @@ def test_a_session_summary_written_after_a_withdrawal_leaves_the_withdrawn_turn_
     stated = "I prefer the zebrasecret locker by the door."  # a stated preference: the summary quotes it
     control = "What is the weather like in Lima today?"
     with LoopbackModelServer(lambda body: "Noted.") as server:
-        assert cli("model", "add", "loop", "--provider", "ollama", "--base-url", server.url, "--model", "tiny",
-                   "--default").exit_code == 0
-        assert cli("agent", "create", "ada").exit_code == 0
+        _ada_with_a_model(cli, server)
         first = ok(cli("run", "ada", stated, "--keep-open", "--json"))
         sid = first["session_id"]
         assert ok(cli("run", "ada", control, "--session", sid, "--json"))["written_ids"]

@@ -35,22 +35,24 @@ def test_turns_are_recorded_and_reloaded(arcana_home):
         manager.load("*")  # never a glob
 
 
-def test_a_torn_last_line_does_not_lose_the_session(arcana_home):
+def _torn(arcana_home):
+    """A session of one turn whose file then ends in a line a crash cut short."""
     manager = SessionManager(arcana_home, "agent-1")
     session = manager.create()
     manager.record_turn(session, "hi", "hello")
     with session.path.open("a") as handle:
         handle.write('{"kind": "turn", "prompt": "half')  # a crash mid-write
+    return manager, session
+
+
+def test_a_torn_last_line_does_not_lose_the_session(arcana_home):
+    manager, session = _torn(arcana_home)
     assert len(manager.load(session.id).turns) == 1
 
 
 def test_a_turn_recorded_after_a_torn_line_is_not_glued_onto_it(arcana_home):
     """`arcana run --session S` after a crash: the next turn starts a line of its own, so it is kept."""
-    manager = SessionManager(arcana_home, "agent-1")
-    session = manager.create()
-    manager.record_turn(session, "hi", "hello")
-    with session.path.open("a") as handle:
-        handle.write('{"kind": "turn", "prompt": "half')  # a crash mid-write
+    manager, session = _torn(arcana_home)
     again = manager.load(session.id)
     manager.record_turn(again, "second", "answer")
     assert [t.prompt for t in manager.load(session.id).turns] == ["hi", "second"]

@@ -56,16 +56,21 @@ def test_markdown_import_skips_and_names_what_it_cannot_safely_read(no_embedder,
     assert not any("hunter2" in text for text in stored)
 
 
-def test_a_jsonl_import_refuses_a_memory_over_the_limit(no_embedder, tmp_path):
-    home = no_embedder.root
+def _import_with_a_line_changed(home, tmp_path, **changes):
+    """Export ada's one small fact, add a copy of its line with ``changes``, import it all as 'copy'."""
     assert _arcana(home, "remember", "a small fact", "--agent", "ada").returncode == 0
     export = tmp_path / "ada.jsonl"
     assert _arcana(home, "export", "--agent", "ada", "-o", str(export)).returncode == 0
     head, row = export.read_text().splitlines()
     record = json.loads(row)
-    big = {**record, "memory": {**record["memory"], "id": "big-one", "content": "q" * (3 << 20)}}
-    export.write_text("\n".join([head, row, json.dumps(big)]) + "\n")
-    done = _arcana(home, "import", str(export), "--agent", "copy", "--no-embed")
+    extra = {**record, "memory": {**record["memory"], **changes}}
+    export.write_text("\n".join([head, row, json.dumps(extra)]) + "\n")
+    return _arcana(home, "import", str(export), "--agent", "copy", "--no-embed")
+
+
+def test_a_jsonl_import_refuses_a_memory_over_the_limit(no_embedder, tmp_path):
+    home = no_embedder.root
+    done = _import_with_a_line_changed(home, tmp_path, id="big-one", content="q" * (3 << 20))
     assert done.returncode == exit_codes.USAGE
     assert "line 3: content is 3,145,728 bytes, over the limit" in done.stderr
     assert _contents(home, "copy") == ["a small fact"]
@@ -74,14 +79,7 @@ def test_a_jsonl_import_refuses_a_memory_over_the_limit(no_embedder, tmp_path):
 def test_an_access_count_no_store_can_hold_is_a_named_bad_line(no_embedder, tmp_path):
     """An access_count past SQLite's 64-bit integer ended the import in an OverflowError traceback."""
     home = no_embedder.root
-    assert _arcana(home, "remember", "a small fact", "--agent", "ada").returncode == 0
-    export = tmp_path / "ada.jsonl"
-    assert _arcana(home, "export", "--agent", "ada", "-o", str(export)).returncode == 0
-    head, row = export.read_text().splitlines()
-    record = json.loads(row)
-    huge = {**record, "memory": {**record["memory"], "id": "huge-count", "access_count": 10**23}}
-    export.write_text("\n".join([head, row, json.dumps(huge)]) + "\n")
-    done = _arcana(home, "import", str(export), "--agent", "copy", "--no-embed")
+    done = _import_with_a_line_changed(home, tmp_path, id="huge-count", access_count=10**23)
     assert done.returncode == exit_codes.USAGE, done.stderr
     assert "Traceback" not in done.stderr and "line 3: invalid access_count" in done.stderr
     assert _contents(home, "copy") == ["a small fact"]  # the good line is imported
