@@ -79,7 +79,8 @@ async def test_each_line_is_embedded_once_ahead_one_call_at_a_time_and_decided_a
     assert current == plain_current and "I live in Berlin." not in current
     assert embedded == plain_embedded <= len(LINES)  # once each, as when each batch is embedded when its turn comes
     assert counting.most == 1  # the batch ahead never shares the cores with another model call
-    # The second batch was embedded while the first was written, not after: two model calls before its write.
-    assert counting.events[: counting.events.index("write", 1)].count("embed") == 2
+    # The second batch was embedded while the first was written, not after: two model calls (or, on a busy
+    # machine, the third batch's too) before its write.
+    assert counting.events[: counting.events.index("write", 1)].count("embed") >= 2
     assert plain_counting.events[: plain_counting.events.index("write", 1)].count("embed") == 1
     assert again.written == 0 and len(counting.texts) == embedded  # a re-run embeds nothing, ahead or not
