@@ -32,7 +32,7 @@ SELECT_COLUMNS = ", ".join(f"m.{c}" for c in COLUMNS)
 _SKIP_COMPARE = {"updated_at", "access_count", "last_accessed_at"}
 _TYPES = {
     "importance": "float8", "confidence": "float8", "created_at": "float8", "updated_at": "float8",
-    "last_accessed_at": "float8", "pinned": "int4", "access_count": "int4", "archived": "int4",
+    "last_accessed_at": "float8", "pinned": "int4", "access_count": "int8", "archived": "int4",
     "valid_from": "float8", "valid_to": "float8",
 }
 _ARRAYS = ", ".join(f"${i}::{_TYPES.get(c, 'text')}[]" for i, c in enumerate(COLUMNS, 1))
