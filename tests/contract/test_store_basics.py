@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import pytest
+from engines import open_store
 from factories import entry
 
 from memory.adapters.sqlite import SQLiteAdapter
 from memory.errors import MemoryStorageError, NotFoundError
 from memory.sqlite.connection import dbapi, has_fts5
-from memory.types import Audience, MemoryQuery, MemoryScope, MemoryType
+from memory.types import MAX_ACCESS_COUNT, Audience, MemoryQuery, MemoryScope, MemoryType
 
 
 async def test_connect_is_implicit_on_first_use(tmp_path):
@@ -114,6 +115,24 @@ async def test_an_access_count_past_32_bits_is_held_as_on_sqlite(store):
     got = await store.get(big.id, audience=Audience.OPERATOR)
     assert got.access_count == 2**40
     assert (await store.get(small.id, audience=Audience.OPERATOR)).access_count == 3  # positive control
+
+
+async def test_counting_reads_saturates_at_the_largest_access_count(store, tmp_path, request):
+    """A memory already at the largest count (an import line may carry it) read again: SQLite stored the
+    overflowing sum as a float that no later read could take, so the whole tier failed every recall;
+    PostgreSQL refused the flush and dropped every other memory's hits with it."""
+    full = entry("harbour log already read as often as can be counted", access_count=MAX_ACCESS_COUNT)
+    fresh = entry("harbour log read for the first time")
+    await store.write_many([full, fresh])
+    assert {e.id for e in await store.search(MemoryQuery(text="harbour"))} == {full.id, fresh.id}
+    assert await store.reinforce(full.id, 0.1) == 1
+    await store.aclose()  # flushes the buffered hits
+    again = open_store(request.node.callspec.params["store"], tmp_path, request)
+    try:
+        found = {e.id: e.access_count for e in await again.search(MemoryQuery(text="harbour"))}
+        assert found == {full.id: MAX_ACCESS_COUNT, fresh.id: 1}  # fresh: the positive control
+    finally:
+        await again.aclose()
 
 
 async def test_delete(store):
