@@ -7,7 +7,8 @@ from engines import open_store
 from factories import entry
 
 from memory.adapters.sqlite import SQLiteAdapter
-from memory.errors import MemoryStorageError, NotFoundError
+from memory.errors import InvalidRequestError, MemoryStorageError, NotFoundError
+from memory.limits import MAX_CONTENT_BYTES
 from memory.sqlite.connection import dbapi, has_fts5
 from memory.types import MAX_ACCESS_COUNT, Audience, MemoryQuery, MemoryScope, MemoryType
 
@@ -133,6 +134,20 @@ async def test_counting_reads_saturates_at_the_largest_access_count(store, tmp_p
         assert found == {full.id: MAX_ACCESS_COUNT, fresh.id: 1}  # fresh: the positive control
     finally:
         await again.aclose()
+
+
+async def test_content_over_the_limit_refuses_the_whole_write(store):
+    """A server store took content of any size (an agent's MCP remember into a server pool stored
+    2 MiB) where a SQLite store refuses it: both refuse the call before writing anything."""
+    at_limit = entry("x" * MAX_CONTENT_BYTES)
+    assert await store.write_many([at_limit]) == ["insert"]  # positive control: the limit itself is fine
+    over, beside = entry("y" * (MAX_CONTENT_BYTES + 1)), entry("a fact written with it")
+    with pytest.raises(InvalidRequestError, match="over the limit"):
+        await store.write_many([beside, over])
+    with pytest.raises(InvalidRequestError, match="over the limit"):
+        await store.update(at_limit.id, content="z" * (MAX_CONTENT_BYTES + 1))
+    listed = await store.search(MemoryQuery(), audience=Audience.OPERATOR, include_archived=True)
+    assert [(e.id, len(e.content)) for e in listed] == [(at_limit.id, MAX_CONTENT_BYTES)]
 
 
 async def test_delete(store):
