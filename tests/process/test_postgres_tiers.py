@@ -293,6 +293,30 @@ def test_an_operator_edit_reaches_the_promoted_copy_on_a_server_global_tier(cli,
     assert seen() == {"fact GLOBALHERON control stays shared"}  # the copy is hidden; the control still answers
 
 
+@pytest.mark.parametrize("engine", ["sqlite", "postgres"])
+def test_a_promotion_the_global_tier_refuses_is_not_reported_as_done(cli, arcana_home, pg_url, monkeypatch, tmp_path, engine):
+    """bob holds ada's memory id (an import of her export keeps ids). Raising its importance reported
+    'promoted to the global tier' while the global tier had refused the write: the copy there is ada's."""
+    if engine == "postgres":
+        global_on_server(cli, arcana_home, pg_url, monkeypatch, "ada", "bob", vectors=False)
+    else:
+        arcana_home.ensure()
+        arcana_home.config_path.write_text(json.dumps({"embedding": {"providers": []}}))
+    ada = data(cli("remember", "ada's GLOBALWREN fact", "--agent", "ada", "--importance", "0.95", "--json"))
+    own = data(cli("remember", "bob's own GLOBALWREN fact", "--agent", "bob", "--importance", "0.5", "--json"))
+    dump = tmp_path / "ada.jsonl"
+    data(cli("export", "--agent", "ada", "-o", str(dump), "--json"))
+    data(cli("import", str(dump), "--agent", "bob", "--json"))
+    data(cli("memory", "set", ada["id"], "--agent", "bob", "--importance", "0.5", "--json"))
+    raised = cli("memory", "set", ada["id"], "--agent", "bob", "--importance", "0.97", "--json")
+    assert data(raised)["copies"] == [{"tier": "global", "op": "refused", "changed": False}]
+    assert "promoted to" not in raised.stderr and "not promoted: the global tier holds that id" in raised.stderr
+    control = cli("memory", "set", own["id"], "--agent", "bob", "--importance", "0.97", "--json")
+    assert data(control)["copies"] == [{"tier": "global", "op": "promote", "changed": True}]  # the positive control
+    copy = data(cli("memory", "show", ada["id"], "--global", "--json"))
+    assert (copy["agent_id"], copy["importance"]) == (ada["agent_id"], 0.95)  # ada's copy, untouched
+
+
 def _server_pin(url: str) -> tuple:
     async def go():
         store = PostgresAdapter(url, actor="test")
