@@ -118,6 +118,11 @@ derived memories rank below (:mod:`memory.federation.router`) and are pruned bef
 they come from (man/memory.md, "Derived memories")."""
 
 
+MAX_ACCESS_COUNT = 2**63 - 1
+"""What SQLite's INTEGER (and PostgreSQL's bigint) holds: a larger access_count is a bad input, and
+counting a read saturates here (past it SQLite turns the sum into a float no read could take back)."""
+
+
 class MemoryEntry(BaseModel):
     """One remembered thing.
 
@@ -149,7 +154,7 @@ class MemoryEntry(BaseModel):
     created_at: datetime = Field(default_factory=now_utc)
     updated_at: datetime = Field(default_factory=now_utc)
     last_accessed_at: datetime | None = None
-    access_count: int = Field(default=0, le=2**63 - 1)  # what SQLite's INTEGER holds: more is a bad input, not an OverflowError
+    access_count: int = Field(default=0, le=MAX_ACCESS_COUNT)  # more is a bad input, not an OverflowError
     archived: bool = False
     visibility: Visibility | None = None
     valid_from: datetime | None = None

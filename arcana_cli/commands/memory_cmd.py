@@ -96,6 +96,8 @@ async def _edit(
     for copy in report.copies:
         if copy.changed and copy.op in ("withdraw", "promote"):
             out.info(f"{report.entry_id}: {'withdrawn from' if copy.op == 'withdraw' else 'promoted to'} the {copy.tier} tier")
+        elif copy.op == "refused":
+            out.info(f"{report.entry_id}: not promoted: the {copy.tier} tier holds that id for another agent")
     return report
 
 

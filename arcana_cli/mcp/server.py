@@ -20,6 +20,7 @@ from memory.agents import AgentCard
 from memory.config import ArcanaConfig
 from memory.errors import ArcanaMemoryError
 from memory.home import Home
+from memory.limits import check_content
 from memory.promotion import asserted_importance
 from memory.timespec import iso_times
 from memory.types import ConfidenceSource, MemoryEntry, MemoryQuery, MemoryScope, MemoryType, RetrievalMode, pool_scope
@@ -56,7 +57,16 @@ class MemoryTools:
         warnings = self.warnings()
         return iso_times({**payload, "warnings": warnings} if warnings else payload)
 
+    def _within_limit(self, content: str) -> None:
+        """Refuse content over memory.max_content_bytes, as `arcana remember` does (the stores only
+        hold to the 1 MiB ceiling)."""
+        try:
+            check_content([content], self.config.memory.max_content_bytes)
+        except ArcanaMemoryError as exc:
+            raise ToolFailure(str(exc)) from None
+
     async def remember(self, content, type, importance, tags, scope, pool) -> dict:
+        self._within_limit(content.strip())
         entry = MemoryEntry(
             agent_id=self.card.id,
             type=MemoryType(type),
@@ -194,6 +204,7 @@ class MemoryTools:
             return self._answer({**_hit(report.entry), **_details(report.entry), "changed": report.changed,
                                  "copies": [c.as_dict() for c in report.copies]})
         # New words are a new version, written like any memory (reconciliation, the ledger, the cap).
+        self._within_limit(content.strip())
         successor = MemoryEntry(
             agent_id=self.card.id, type=entry.type, content=content.strip(),
             importance=entry.importance if importance is None else importance,

@@ -30,6 +30,7 @@ from memory.errors import InvalidRequestError, MemoryStorageError, NotFoundError
 from memory.home import Home
 from memory.promotion import ever_promotable, global_copy, promotable
 from memory.protocols import provenance_of
+from memory.sqlite.mutations import REFUSED
 from memory.store_kinds import StoreKind, store_path
 from memory.types import Audience, MemoryEntry, MemoryQuery, Visibility
 
@@ -85,7 +86,8 @@ class Edit:
 
 @dataclass
 class CopyChange:
-    """What an edit did to one copy: ``op`` is the edit's own, or ``withdraw`` / ``promote``."""
+    """What an edit did to one copy: ``op`` is the edit's own, or ``withdraw`` / ``promote``, or
+    ``refused`` (a promotion the global tier refused: it holds that id for another agent)."""
 
     tier: str
     op: str
@@ -412,7 +414,8 @@ class GlobalCopies:
                     and after is not None and promotable(after) and not promotable(before)
                 )
                 if raised and self.promote:
-                    await store.write(global_copy(after))
+                    if await store.write_many([global_copy(after)]) == [REFUSED]:
+                        return CopyChange(self.TIER, REFUSED, False)  # the id is another agent's copy there
                     return CopyChange(self.TIER, "promote", True)
                 return None
             if after is None:

@@ -105,10 +105,15 @@ _RECALL_ACTIVITY = (
     "hits integer NOT NULL DEFAULT 0)",
 )
 
+# access_count as 64 bits, what SQLite's INTEGER (and MemoryEntry) holds: an imported count past
+# 2^31 was refused by the server and took its whole batch with it.
+_WIDE_ACCESS_COUNT = ("ALTER TABLE memories ALTER COLUMN access_count TYPE bigint",)
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "core", _CORE),
     Migration(2, "fact_versions", _FACT_VERSIONS),
     Migration(3, "recall_activity", _RECALL_ACTIVITY),
+    Migration(4, "wide_access_count", _WIDE_ACCESS_COUNT),
 )
 
 _BOOKKEEPING = """

@@ -23,7 +23,7 @@ from memory.errors import StaleEditError
 from memory.ledger_image import encode
 from memory.promotion import ASSERTED_IMPORTANCE_CAP
 from memory.sqlite.mutations import (
-    REFUSED, VERSION_LINKS, change_label, differs, split_by_time, stale_message, valid_start,
+    REFUSED, VERSION_LINKS, change_label, counted, differs, split_by_time, stale_message, valid_start,
 )
 from memory.sqlite.rows import COLUMNS, entry_values
 from memory.types import MemoryEntry, Visibility
@@ -32,7 +32,7 @@ SELECT_COLUMNS = ", ".join(f"m.{c}" for c in COLUMNS)
 _SKIP_COMPARE = {"updated_at", "access_count", "last_accessed_at"}
 _TYPES = {
     "importance": "float8", "confidence": "float8", "created_at": "float8", "updated_at": "float8",
-    "last_accessed_at": "float8", "pinned": "int4", "access_count": "int4", "archived": "int4",
+    "last_accessed_at": "float8", "pinned": "int4", "access_count": "int8", "archived": "int4",
     "valid_from": "float8", "valid_to": "float8",
 }
 _ARRAYS = ", ".join(f"${i}::{_TYPES.get(c, 'text')}[]" for i, c in enumerate(COLUMNS, 1))
@@ -276,8 +276,8 @@ async def reinforce(
     ``asserted`` restatement lifts importance no higher than ASSERTED_IMPORTANCE_CAP)."""
     ceiling = ASSERTED_IMPORTANCE_CAP if asserted else 1.0
     assignments = (
-        "importance = greatest(importance, least(?::float8, importance + ?)), access_count = access_count + 1, "
-        "last_accessed_at = ?"
+        "importance = greatest(importance, least(?::float8, importance + ?)), "
+        f"access_count = {counted('1', 'least')}, last_accessed_at = ?"
     )
     params: list = [ceiling, importance_step, time.time()]
     if confirm is not None:
@@ -321,7 +321,7 @@ async def touch_access(conn, buffered: AccessBuffer) -> None:
     """Fold read hits into access_count / last_accessed_at and the recalls into
     ``recall_activity`` (unledgered bookkeeping, as on SQLite)."""
     await conn.executemany(
-        "UPDATE memories SET access_count = access_count + $1, "
+        f"UPDATE memories SET access_count = {counted('$1::int8', 'least')}, "
         "last_accessed_at = greatest(coalesce(last_accessed_at, 0), $2) WHERE id = $3",
         [(n, at, mid) for mid, (n, at) in buffered.hits.items()],
     )

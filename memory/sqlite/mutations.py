@@ -23,7 +23,7 @@ from memory.errors import StaleEditError
 from memory.ledger_image import encode
 from memory.progress import Progress
 from memory.promotion import ASSERTED_IMPORTANCE_CAP
-from memory.types import MemoryEntry, Visibility
+from memory.types import MAX_ACCESS_COUNT, MemoryEntry, Visibility
 
 MUTATION_WINDOW = 2_000  # ids whose before and after images one step of a large edit holds
 _SKIP_COMPARE = {"updated_at", "access_count", "last_accessed_at"}
@@ -137,7 +137,7 @@ def reinforce(
     """
     ceiling = ASSERTED_IMPORTANCE_CAP if asserted else 1.0
     assignments = (
-        "importance = max(importance, min(?, importance + ?)), access_count = access_count + 1, last_accessed_at = ?"
+        f"importance = max(importance, min(?, importance + ?)), access_count = {counted('1')}, last_accessed_at = ?"
     )
     params: list = [ceiling, importance_step, time.time()]
     if confirm is not None:
@@ -340,6 +340,13 @@ def _delete_window(raw, ids: list[str], op: str, actor: str, now: float, vec_tab
     return len(present)
 
 
+def counted(step: str, smaller: str = "min") -> str:
+    """``access_count`` plus ``step`` (SQL), saturating at :data:`MAX_ACCESS_COUNT` instead of overflowing
+    (SQLite would store a float no read accepts; PostgreSQL refuses the statement). ``smaller``: the
+    dialect's two-argument minimum (``least`` on PostgreSQL)."""
+    return f"{smaller}(access_count, {MAX_ACCESS_COUNT} - {step}) + {step}"
+
+
 def touch_access(raw, buffered: AccessBuffer) -> None:
     """Fold buffered read hits into access_count / last_accessed_at, and the recalls into
     ``recall_activity`` (unledgered bookkeeping).
@@ -348,8 +355,8 @@ def touch_access(raw, buffered: AccessBuffer) -> None:
     content and tags, so this never rewrites the search index.
     """
     raw.executemany(
-        "UPDATE memories SET access_count = access_count + ?, last_accessed_at = max(coalesce(last_accessed_at, 0), ?) "
-        "WHERE id = ?",
+        f"UPDATE memories SET access_count = {counted('?1')}, last_accessed_at = max(coalesce(last_accessed_at, 0), ?2) "
+        "WHERE id = ?3",
         [(n, at, mid) for mid, (n, at) in buffered.hits.items()],
     )
     raw.executemany(

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import pytest
+from engines import open_store
 from factories import entry
 
 from memory.adapters.sqlite import SQLiteAdapter
-from memory.errors import MemoryStorageError, NotFoundError
+from memory.errors import InvalidRequestError, MemoryStorageError, NotFoundError
+from memory.limits import MAX_CONTENT_BYTES
 from memory.sqlite.connection import dbapi, has_fts5
-from memory.types import Audience, MemoryQuery, MemoryScope, MemoryType
+from memory.types import MAX_ACCESS_COUNT, Audience, MemoryQuery, MemoryScope, MemoryType
 
 
 async def test_connect_is_implicit_on_first_use(tmp_path):
@@ -103,6 +105,49 @@ async def test_get_round_trips_every_field(store):
                   "source_session_id", "conflict_with", "created_at"):
         assert getattr(got, field) == getattr(original, field), field
     assert await store.get("no-such-id") is None
+
+
+async def test_an_access_count_past_32_bits_is_held_as_on_sqlite(store):
+    """PostgreSQL's access_count was a 32-bit column: a write carrying a count SQLite holds (an import
+    line) failed on a server with its whole batch, reported as an unreachable server."""
+    big = entry("counted past two billion", access_count=2**40)
+    small = entry("counted a little", access_count=3)
+    assert await store.write_many([big, small]) == ["insert", "insert"]
+    got = await store.get(big.id, audience=Audience.OPERATOR)
+    assert got.access_count == 2**40
+    assert (await store.get(small.id, audience=Audience.OPERATOR)).access_count == 3  # positive control
+
+
+async def test_counting_reads_saturates_at_the_largest_access_count(store, tmp_path, request):
+    """A memory already at the largest count (an import line may carry it) read again: SQLite stored the
+    overflowing sum as a float that no later read could take, so the whole tier failed every recall;
+    PostgreSQL refused the flush and dropped every other memory's hits with it."""
+    full = entry("harbour log already read as often as can be counted", access_count=MAX_ACCESS_COUNT)
+    fresh = entry("harbour log read for the first time")
+    await store.write_many([full, fresh])
+    assert {e.id for e in await store.search(MemoryQuery(text="harbour"))} == {full.id, fresh.id}
+    assert await store.reinforce(full.id, 0.1) == 1
+    await store.aclose()  # flushes the buffered hits
+    again = open_store(request.node.callspec.params["store"], tmp_path, request)
+    try:
+        found = {e.id: e.access_count for e in await again.search(MemoryQuery(text="harbour"))}
+        assert found == {full.id: MAX_ACCESS_COUNT, fresh.id: 1}  # fresh: the positive control
+    finally:
+        await again.aclose()
+
+
+async def test_content_over_the_limit_refuses_the_whole_write(store):
+    """A server store took content of any size (an agent's MCP remember into a server pool stored
+    2 MiB) where a SQLite store refuses it: both refuse the call before writing anything."""
+    at_limit = entry("x" * MAX_CONTENT_BYTES)
+    assert await store.write_many([at_limit]) == ["insert"]  # positive control: the limit itself is fine
+    over, beside = entry("y" * (MAX_CONTENT_BYTES + 1)), entry("a fact written with it")
+    with pytest.raises(InvalidRequestError, match="over the limit"):
+        await store.write_many([beside, over])
+    with pytest.raises(InvalidRequestError, match="over the limit"):
+        await store.update(at_limit.id, content="z" * (MAX_CONTENT_BYTES + 1))
+    listed = await store.search(MemoryQuery(), audience=Audience.OPERATOR, include_archived=True)
+    assert [(e.id, len(e.content)) for e in listed] == [(at_limit.id, MAX_CONTENT_BYTES)]
 
 
 async def test_delete(store):

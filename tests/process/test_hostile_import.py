@@ -83,3 +83,17 @@ def test_an_access_count_no_store_can_hold_is_a_named_bad_line(no_embedder, tmp_
     assert done.returncode == exit_codes.USAGE, done.stderr
     assert "Traceback" not in done.stderr and "line 3: invalid access_count" in done.stderr
     assert _contents(home, "copy") == ["a small fact"]  # the good line is imported
+
+
+def test_a_memory_at_the_largest_access_count_survives_being_recalled(no_embedder, tmp_path):
+    """A line at the largest count (accepted) then recalled: SQLite stored the overflowing count as a float
+    no read accepts, and from the next recall on the agent's whole private tier degraded, its memories gone."""
+    home = no_embedder.root
+    done = _import_with_a_line_changed(home, tmp_path, id="max-count", content="a much read fact", access_count=2**63 - 1)
+    assert done.returncode == 0, done.stderr
+    for _ in range(2):
+        recalled = _arcana(home, "recall", "fact", "--agent", "copy", "--json")
+        assert recalled.returncode == 0, recalled.stderr
+        result = json.loads(recalled.stdout)
+        assert result["degraded"] == [], result["degraded"]
+        assert sorted(r["content"] for r in result["results"]) == ["a much read fact", "a small fact"]

@@ -19,7 +19,7 @@ from runner import arcana, keyword_only
 
 from memory.adapters.sqlite import SQLiteAdapter
 from memory.agents import AgentRegistry
-from memory.types import Audience, Visibility
+from memory.types import Audience, MemoryQuery, Visibility
 
 ALL_TOOLS = {"remember", "recall", "forget", "list", "context", "get", "update", "history"}
 
@@ -159,6 +159,26 @@ async def test_tool_errors_are_one_line_and_the_server_keeps_serving(zoo):
             # still serving, and still right
             error, answer = await call(client, "recall", query="zebra stripes")
             assert not error and answer["results"][0]["id"] == alice["visible"]
+
+
+async def test_remember_and_update_keep_to_the_configured_content_limit(zoo, arcana_home):
+    """`remember` refuses content over memory.max_content_bytes; the MCP tools stored it (up to the
+    stores' 1 MiB ceiling), so an agent kept what the user's own command may not."""
+    config = json.loads(arcana_home.config_path.read_text())
+    arcana_home.config_path.write_text(json.dumps({**config, "memory": {"max_content_bytes": 4096}}))
+    async with session("--agent", "alice") as client:
+        error, message = await call(client, "remember", content="long " * 1000)  # 5,000 bytes
+        assert error and "over the limit of 4,096 bytes" in message and "\n" not in message, message
+        error, kept = await call(client, "remember", content="short " * 600)  # 3,600 bytes: the positive control
+        assert not error, kept
+        error, message = await call(client, "update", id=kept["id"], content="longer " * 700)
+        assert error and "over the limit of 4,096 bytes" in message, message
+    store = SQLiteAdapter.for_agent(AgentRegistry(arcana_home).resolve("alice").id, home=arcana_home)
+    try:
+        stored = await store.search(MemoryQuery(limit=100), audience=Audience.OPERATOR, include_archived=True)
+    finally:
+        await store.aclose()
+    assert max(len(e.content) for e in stored) == len("short " * 600) - 1  # stripped, and nothing longer
 
 
 async def test_read_only_serves_reads_only(zoo, arcana_home):

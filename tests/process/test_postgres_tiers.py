@@ -53,7 +53,7 @@ def server_team(cli, arcana_home, pg_url, monkeypatch):
     for name in ("alice", "bob", "carol"):
         assert cli("agent", "create", name).exit_code == 0
     created = data(cli("pool", "create", "team", "--url-env", "TEAM_PG", "--json"))
-    assert created["backend"] == "postgresql" and created["reachable"] is True and created["schema_version"] == 3
+    assert created["backend"] == "postgresql" and created["reachable"] is True and created["schema_version"] == head_version()
     for name in ("alice", "bob"):
         assert cli("agent", "join", name, "team").exit_code == 0
     return cli
@@ -293,6 +293,30 @@ def test_an_operator_edit_reaches_the_promoted_copy_on_a_server_global_tier(cli,
     assert seen() == {"fact GLOBALHERON control stays shared"}  # the copy is hidden; the control still answers
 
 
+@pytest.mark.parametrize("engine", ["sqlite", "postgres"])
+def test_a_promotion_the_global_tier_refuses_is_not_reported_as_done(cli, arcana_home, pg_url, monkeypatch, tmp_path, engine):
+    """bob holds ada's memory id (an import of her export keeps ids). Raising its importance reported
+    'promoted to the global tier' while the global tier had refused the write: the copy there is ada's."""
+    if engine == "postgres":
+        global_on_server(cli, arcana_home, pg_url, monkeypatch, "ada", "bob", vectors=False)
+    else:
+        arcana_home.ensure()
+        arcana_home.config_path.write_text(json.dumps({"embedding": {"providers": []}}))
+    ada = data(cli("remember", "ada's GLOBALWREN fact", "--agent", "ada", "--importance", "0.95", "--json"))
+    own = data(cli("remember", "bob's own GLOBALWREN fact", "--agent", "bob", "--importance", "0.5", "--json"))
+    dump = tmp_path / "ada.jsonl"
+    data(cli("export", "--agent", "ada", "-o", str(dump), "--json"))
+    data(cli("import", str(dump), "--agent", "bob", "--json"))
+    data(cli("memory", "set", ada["id"], "--agent", "bob", "--importance", "0.5", "--json"))
+    raised = cli("memory", "set", ada["id"], "--agent", "bob", "--importance", "0.97", "--json")
+    assert data(raised)["copies"] == [{"tier": "global", "op": "refused", "changed": False}]
+    assert "promoted to" not in raised.stderr and "not promoted: the global tier holds that id" in raised.stderr
+    control = cli("memory", "set", own["id"], "--agent", "bob", "--importance", "0.97", "--json")
+    assert data(control)["copies"] == [{"tier": "global", "op": "promote", "changed": True}]  # the positive control
+    copy = data(cli("memory", "show", ada["id"], "--global", "--json"))
+    assert (copy["agent_id"], copy["importance"]) == (ada["agent_id"], 0.95)  # ada's copy, untouched
+
+
 def _server_pin(url: str) -> tuple:
     async def go():
         store = PostgresAdapter(url, actor="test")
@@ -408,6 +432,24 @@ def test_remember_from_a_file_into_a_server_pool_takes_the_bulk_path(server_team
     found = data(server_team("recall", "WHARFCRANE", "--agent", "bob", "--limit", "500", "--json"))["results"]
     assert len(found) == 300  # bob, a member, sees them all
     assert data(server_team("recall", "WHARFCRANE", "--agent", "carol", "--json"))["results"] == []  # not a member
+
+
+def test_an_import_line_with_a_count_past_32_bits_goes_into_a_server_pool(server_team, tmp_path):
+    """A count SQLite holds ended a server pool's import with exit 5 ("check that the server is up"), the
+    good lines of its batch unwritten; one no store can hold is still a named bad line there."""
+    assert server_team("remember", "the team kettle is blue", "--agent", "alice", "--pool", "team").exit_code == 0
+    dump = tmp_path / "team.jsonl"
+    data(server_team("export", "--pool", "team", "-o", str(dump), "--json"))
+    head, row = dump.read_text(encoding="utf-8").splitlines()
+    memory = json.loads(row)["memory"]
+    big = {"memory": {**memory, "id": "big-count", "content": "the kettle was used very often", "access_count": 2**40}}
+    bad = {"memory": {**memory, "id": "bad-count", "content": "a count no store holds", "access_count": 10**23}}
+    dump.write_text("\n".join([head, row, json.dumps(big), json.dumps(bad)]) + "\n", encoding="utf-8")
+    done = server_team("import", str(dump), "--pool", "team", "--no-embed", "--json")
+    assert done.exit_code == 2 and "line 4: invalid access_count" in done.stderr, done.output  # the control
+    assert "Traceback" not in done.stderr
+    listed = {m["id"]: m["access_count"] for m in data(server_team("memory", "list", "--pool", "team", "--json"))}
+    assert listed == {memory["id"]: 0, "big-count": 2**40}
 
 
 def test_deleting_an_agent_withdraws_its_copies_from_a_server_global_tier(cli, arcana_home, pg_url, monkeypatch):
