@@ -56,11 +56,19 @@ class MemoryTools:
         warnings = self.warnings()
         return iso_times({**payload, "warnings": warnings} if warnings else payload)
 
+    def _content(self, text: str) -> str:
+        """The text a tool stores, refused over ``memory.max_content_bytes`` as `arcana remember` refuses it."""
+        from memory.limits import check_content
+
+        text = text.strip()
+        check_content([text], self.config.memory.max_content_bytes)  # InvalidRequestError: a one-line tool error
+        return text
+
     async def remember(self, content, type, importance, tags, scope, pool) -> dict:
         entry = MemoryEntry(
             agent_id=self.card.id,
             type=MemoryType(type),
-            content=content.strip(),
+            content=self._content(content),
             importance=importance,  # the agent's own claim: the federation caps it (never promoted)
             confidence_source=ConfidenceSource.AGENT,
             tags=tags or [],
@@ -180,6 +188,7 @@ class MemoryTools:
 
         if content is None and importance is None and tags is None:
             raise ToolFailure("nothing to change; give content, importance or tags")
+        content = None if content is None else self._content(content)
         entry = await self._own(id)
         store = private_store(self.federation)
         if content is None:  # an edit, not a write: the agent's importance capped here
@@ -195,7 +204,7 @@ class MemoryTools:
                                  "copies": [c.as_dict() for c in report.copies]})
         # New words are a new version, written like any memory (reconciliation, the ledger, the cap).
         successor = MemoryEntry(
-            agent_id=self.card.id, type=entry.type, content=content.strip(),
+            agent_id=self.card.id, type=entry.type, content=content,
             importance=entry.importance if importance is None else importance,
             confidence_source=ConfidenceSource.AGENT,  # capped and unpinned by the federation
             tags=entry.tags if tags is None else tags, scope=MemoryScope.PRIVATE,

@@ -321,3 +321,23 @@ async def test_an_agents_remember_never_promotes_to_global(arcana_home):
     assert seen == {"fact MCPHERON the user said it"}
     mine = {r["content"] for r in json.loads(arcana("recall", "MCPHERON", "--agent", "ada", "--json"))["results"]}
     assert "fact MCPHERON the agent claims it" in mine
+
+
+async def test_remember_and_update_keep_to_the_configured_content_limit(arcana_home):
+    """`memory.max_content_bytes` bounds what an MCP client stores, as it bounds `arcana remember`:
+    a text over it is a one-line tool error and nothing is written; a text within it is stored."""
+    keyword_only(arcana_home)
+    arcana_home.config_path.write_text(json.dumps({"embedding": {"providers": []}, "memory": {"max_content_bytes": 4096}}))
+    _, alice = await seed(arcana_home, "alice", [{"content": "quokka notes fit the limit", "confidence_source": "agent"}])
+    async with session("--agent", "alice") as client:
+        for tool, args in (("remember", {"content": "quokka " * 1000}),
+                           ("update", {"id": alice["quokka"], "content": "quokka " * 1000})):
+            error, message = await call(client, tool, **args)
+            assert error and "over the limit of 4,096 bytes (memory.max_content_bytes)" in message, (tool, message)
+            assert "\n" not in message
+        error, stored = await call(client, "remember", content="quokka " * 500)  # 3,500 bytes: within it
+        assert not error and stored["accepted"] == ["private"]
+        error, updated = await call(client, "update", id=alice["quokka"], content="quokka notes " * 300)
+        assert not error and updated["superseded"]
+    every_row = json.loads(arcana("memory", "list", "--agent", "alice", "--all", "--json"))  # superseded too
+    assert sorted(len(m["content"].encode()) for m in every_row) == [26, 3499, 3899]  # nothing over the limit
