@@ -257,11 +257,12 @@ class MemoryTools:
         return self._answer({"vault": vault, "source": hits.source, "results": results, "notices": hits.notices})
 
     async def context(self, query, budget_tokens) -> dict:
-        from memory.models.context import recall_context
+        from memory.models.context import context_query, render_context
 
-        rendered = await recall_context(
-            self.federation, self.card.id, query, recall=self.config.recall, budget_tokens=budget_tokens
-        )
+        # recall_context's query, read as recall reads it: a block without the private tier would mislead
+        report = await self.federation.recall(context_query(self.card.id, query, self.config.recall))
+        self._private_intact(report)
+        rendered = render_context(report.entries, budget_tokens=budget_tokens)
         return self._answer(
             {"context": rendered.text, "ids": rendered.ids, "tokens": rendered.tokens, "omitted": rendered.omitted}
         )

@@ -195,6 +195,28 @@ async def test_a_corrupt_private_store_is_reported_and_the_server_still_works(ar
     assert list(arcana_home.quarantine_dir.rglob("*memory*"))  # the damaged file was kept, not deleted
 
 
+async def test_context_on_a_private_tier_that_cannot_be_read_is_a_tool_error(arcana_home):
+    """man/mcp.md: a degraded private tier comes back as a tool error, from `context` as from `recall`,
+    never as an empty block that reads as "this agent remembers nothing"."""
+    from memory.sqlite.connection import dbapi
+
+    keyword_only(arcana_home)
+    agent_id, alice = await seed(arcana_home, "alice", [{"content": "otters hold hands while sleeping"}])
+    async with session("--agent", "alice") as client:  # control: the same store, readable
+        error, block = await call(client, "context", query="otters")
+        assert not error and block["ids"] == [alice["otters"]]
+    raw = dbapi().connect(str(arcana_home.agent_db(agent_id)))
+    raw.execute("DROP TABLE memories_fts")  # every text search of the private tier now fails
+    raw.commit()
+    raw.close()
+    async with session("--agent", "alice") as client:
+        for tool in ("recall", "context"):
+            error, message = await call(client, tool, query="otters")
+            assert error and "the private memory store is degraded" in message and "\n" not in message, (tool, message)
+        error, listed = await call(client, "list")  # still serving: a listing needs no text search
+        assert not error and [m["id"] for m in listed["memories"]] == [alice["otters"]]
+
+
 async def test_vault_search_over_an_attached_vault(arcana_home, make_vault, cli):
     keyword_only(arcana_home)
     AgentRegistry(arcana_home).create("alice")
