@@ -217,6 +217,27 @@ async def test_context_on_a_private_tier_that_cannot_be_read_is_a_tool_error(arc
         assert not error and [m["id"] for m in listed["memories"]] == [alice["otters"]]
 
 
+async def test_too_many_tags_are_a_bad_argument_not_a_failing_store(arcana_home):
+    """A recall requiring more tags than one statement can hold is refused as bad input, on one line;
+    it used to reach SQLite, come back as "the private memory store is degraded", and three such calls
+    opened the tier's circuit breaker, failing every recall of the agent for the next 30 s."""
+    from runner import run_arcana
+
+    keyword_only(arcana_home)
+    _, alice = await seed(arcana_home, "alice", [{"content": "otters hold hands while sleeping", "tags": ["zoo"]}])
+    many = [f"tag{i}" for i in range(1200)]
+    async with session("--agent", "alice") as client:
+        for tool, args in (("recall", {"query": "otters"}), ("recall", {"query": "otters"}), ("list", {}), ("recall", {"query": "otters"})):
+            error, message = await call(client, tool, tags=many, **args)
+            assert error and "invalid tags: List should have at most 100 items" in message and "\n" not in message, message
+        error, found = await call(client, "recall", query="otters", tags=["zoo"] * 100)  # control: the tier still answers
+        assert not error and [r["id"] for r in found["results"]] == [alice["otters"]] and not found["degraded"]
+    done = run_arcana("recall", "otters", "--agent", "alice", *[arg for tag in many for arg in ("--tag", tag)])
+    assert done.returncode == 2 and "at most 100 items" in done.stderr and "degraded" not in done.stderr, done.stderr
+    audit = arcana_home.audit_log.read_text() if arcana_home.audit_log.exists() else ""
+    assert "memory_degraded" not in audit
+
+
 async def test_vault_search_over_an_attached_vault(arcana_home, make_vault, cli):
     keyword_only(arcana_home)
     AgentRegistry(arcana_home).create("alice")
