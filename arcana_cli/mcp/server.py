@@ -192,7 +192,7 @@ class MemoryTools:
         entry = await self._own(id)
         store = private_store(self.federation)
         if content is None:  # an edit, not a write: the agent's importance capped here
-            changes = {"importance": asserted_importance(importance)} if importance is not None else {}
+            changes = {"importance": _asked_importance(entry.importance, importance)} if importance is not None else {}
             if tags is not None:
                 changes["tags"] = tags
             editor = MemoryEditor(store, copies=GlobalCopies.of_home(self.home, self.config, actor="mcp"))
@@ -286,6 +286,12 @@ def _since(value: str | None):
         return parse_since(value)
     except InvalidRequestError as exc:
         raise ToolFailure(str(exc)) from None
+
+
+def _asked_importance(current: float, asked: float) -> float:
+    """An agent's new importance: capped below the promotion threshold when it raises, as a restatement
+    is, so the cap never lowers what a user stated higher (that would withdraw its global copy)."""
+    return asked if asked <= current else max(current, asserted_importance(asked))
 
 
 def _round(score: float | None) -> float | None:

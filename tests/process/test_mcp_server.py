@@ -366,6 +366,26 @@ async def test_an_agents_remember_never_promotes_to_global(arcana_home):
     assert "fact MCPHERON the agent claims it" in mine
 
 
+async def test_an_agents_importance_raise_never_lowers_a_users_promoted_fact(arcana_home):
+    """The cap stops an agent lifting a memory past 0.89; asking a user's 0.95 fact for 1.0 lowered it to
+    0.89 and withdrew its global copy, so every other agent lost it. The agent's own claim (the control)
+    is still capped."""
+    for name in ("ada", "bob"):
+        arcana("agent", "create", name)
+    users = json.loads(arcana("remember", "fact UPHERON the user is allergic to peanuts", "--agent", "ada",
+                              "--importance", "0.95", "--json"))["id"]
+    seen = lambda: {r["content"] for r in json.loads(arcana("recall", "UPHERON", "--agent", "bob", "--json"))["results"]}
+    assert seen() == {"fact UPHERON the user is allergic to peanuts"}
+    async with session("--agent", "ada") as client:
+        failed, claim = await call(client, "remember", content="fact UPHERON the agent guessed it", importance=0.5)
+        assert not failed
+        failed, raised = await call(client, "update", id=users, importance=1.0)
+        assert not failed and raised["importance"] == 0.95 and not raised["changed"], raised
+        failed, capped = await call(client, "update", id=claim["id"], importance=1.0)
+        assert not failed and capped["importance"] == 0.89 and capped["changed"], capped
+    assert seen() == {"fact UPHERON the user is allergic to peanuts"}  # still shared with every agent
+
+
 async def test_remember_and_update_keep_to_the_configured_content_limit(arcana_home):
     """`memory.max_content_bytes` bounds what an MCP client stores, as it bounds `arcana remember`:
     a text over it is a one-line tool error and nothing is written; a text within it is stored."""
