@@ -197,6 +197,11 @@ class MemoryEntry(BaseModel):
         return DERIVED_TAG in self.tags
 
 
+MAX_QUERY_TAGS = 100
+"""The most tags one query may require: each is a clause of the statement, and SQLite refuses a
+statement nested past 1,000 levels, which a read would report as its tier failing."""
+
+
 class MemoryQuery(BaseModel):
     """What to recall. Filters compose with AND; ``tags`` requires every tag.
 
@@ -210,7 +215,7 @@ class MemoryQuery(BaseModel):
     scope: MemoryScope | None = None
     pool_name: str | None = None
     types: list[MemoryType] | None = None
-    tags: list[str] | None = None
+    tags: list[str] | None = Field(default=None, max_length=MAX_QUERY_TAGS)
     min_confidence: float | None = Field(default=None, ge=0.0, le=1.0)
     since: datetime | None = None
     until: datetime | None = None

@@ -20,7 +20,6 @@ from memory.agents import AgentCard
 from memory.config import ArcanaConfig
 from memory.errors import ArcanaMemoryError
 from memory.home import Home
-from memory.limits import check_content
 from memory.promotion import asserted_importance
 from memory.timespec import iso_times
 from memory.types import ConfidenceSource, MemoryEntry, MemoryQuery, MemoryScope, MemoryType, RetrievalMode, pool_scope
@@ -57,20 +56,19 @@ class MemoryTools:
         warnings = self.warnings()
         return iso_times({**payload, "warnings": warnings} if warnings else payload)
 
-    def _within_limit(self, content: str) -> None:
-        """Refuse content over memory.max_content_bytes, as `arcana remember` does (the stores only
-        hold to the 1 MiB ceiling)."""
-        try:
-            check_content([content], self.config.memory.max_content_bytes)
-        except ArcanaMemoryError as exc:
-            raise ToolFailure(str(exc)) from None
+    def _content(self, text: str) -> str:
+        """The text a tool stores, refused over ``memory.max_content_bytes`` as `arcana remember` refuses it."""
+        from memory.limits import check_content
+
+        text = text.strip()
+        check_content([text], self.config.memory.max_content_bytes)  # InvalidRequestError: a one-line tool error
+        return text
 
     async def remember(self, content, type, importance, tags, scope, pool) -> dict:
-        self._within_limit(content.strip())
         entry = MemoryEntry(
             agent_id=self.card.id,
             type=MemoryType(type),
-            content=content.strip(),
+            content=self._content(content),
             importance=importance,  # the agent's own claim: the federation caps it (never promoted)
             confidence_source=ConfidenceSource.AGENT,
             tags=tags or [],
@@ -190,10 +188,11 @@ class MemoryTools:
 
         if content is None and importance is None and tags is None:
             raise ToolFailure("nothing to change; give content, importance or tags")
+        content = None if content is None else self._content(content)
         entry = await self._own(id)
         store = private_store(self.federation)
         if content is None:  # an edit, not a write: the agent's importance capped here
-            changes = {"importance": asserted_importance(importance)} if importance is not None else {}
+            changes = {"importance": _asked_importance(entry.importance, importance)} if importance is not None else {}
             if tags is not None:
                 changes["tags"] = tags
             editor = MemoryEditor(store, copies=GlobalCopies.of_home(self.home, self.config, actor="mcp"))
@@ -204,9 +203,8 @@ class MemoryTools:
             return self._answer({**_hit(report.entry), **_details(report.entry), "changed": report.changed,
                                  "copies": [c.as_dict() for c in report.copies]})
         # New words are a new version, written like any memory (reconciliation, the ledger, the cap).
-        self._within_limit(content.strip())
         successor = MemoryEntry(
-            agent_id=self.card.id, type=entry.type, content=content.strip(),
+            agent_id=self.card.id, type=entry.type, content=content,
             importance=entry.importance if importance is None else importance,
             confidence_source=ConfidenceSource.AGENT,  # capped and unpinned by the federation
             tags=entry.tags if tags is None else tags, scope=MemoryScope.PRIVATE,
@@ -259,11 +257,12 @@ class MemoryTools:
         return self._answer({"vault": vault, "source": hits.source, "results": results, "notices": hits.notices})
 
     async def context(self, query, budget_tokens) -> dict:
-        from memory.models.context import recall_context
+        from memory.models.context import context_query, render_context
 
-        rendered = await recall_context(
-            self.federation, self.card.id, query, recall=self.config.recall, budget_tokens=budget_tokens
-        )
+        # recall_context's query, read as recall reads it: a block without the private tier would mislead
+        report = await self.federation.recall(context_query(self.card.id, query, self.config.recall))
+        self._private_intact(report)
+        rendered = render_context(report.entries, budget_tokens=budget_tokens)
         return self._answer(
             {"context": rendered.text, "ids": rendered.ids, "tokens": rendered.tokens, "omitted": rendered.omitted}
         )
@@ -287,6 +286,12 @@ def _since(value: str | None):
         return parse_since(value)
     except InvalidRequestError as exc:
         raise ToolFailure(str(exc)) from None
+
+
+def _asked_importance(current: float, asked: float) -> float:
+    """An agent's new importance: capped below the promotion threshold when it raises, as a restatement
+    is, so the cap never lowers what a user stated higher (that would withdraw its global copy)."""
+    return asked if asked <= current else max(current, asserted_importance(asked))
 
 
 def _round(score: float | None) -> float | None:

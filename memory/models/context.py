@@ -67,10 +67,9 @@ async def recall_context(memory, agent_id: str, text: str, *, recall, budget_tok
     tool hands a host: one query shape (``recall`` is the config's recall
     section: mode and limit), one renderer.
     """
-    query = MemoryQuery(
-        agent_id=agent_id,
-        text=text,
-        retrieval_mode=recall.mode_for(),
-        limit=recall.limit,
-    )
-    return render_context(await memory.search(query), budget_tokens=budget_tokens)
+    return render_context(await memory.search(context_query(agent_id, text, recall)), budget_tokens=budget_tokens)
+
+
+def context_query(agent_id: str, text: str | None, recall) -> MemoryQuery:
+    """The one query a context block is recalled with (``recall``: the config's recall section)."""
+    return MemoryQuery(agent_id=agent_id, text=text, retrieval_mode=recall.mode_for(), limit=recall.limit)

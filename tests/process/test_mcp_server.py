@@ -161,26 +161,6 @@ async def test_tool_errors_are_one_line_and_the_server_keeps_serving(zoo):
             assert not error and answer["results"][0]["id"] == alice["visible"]
 
 
-async def test_remember_and_update_keep_to_the_configured_content_limit(zoo, arcana_home):
-    """`remember` refuses content over memory.max_content_bytes; the MCP tools stored it (up to the
-    stores' 1 MiB ceiling), so an agent kept what the user's own command may not."""
-    config = json.loads(arcana_home.config_path.read_text())
-    arcana_home.config_path.write_text(json.dumps({**config, "memory": {"max_content_bytes": 4096}}))
-    async with session("--agent", "alice") as client:
-        error, message = await call(client, "remember", content="long " * 1000)  # 5,000 bytes
-        assert error and "over the limit of 4,096 bytes" in message and "\n" not in message, message
-        error, kept = await call(client, "remember", content="short " * 600)  # 3,600 bytes: the positive control
-        assert not error, kept
-        error, message = await call(client, "update", id=kept["id"], content="longer " * 700)
-        assert error and "over the limit of 4,096 bytes" in message, message
-    store = SQLiteAdapter.for_agent(AgentRegistry(arcana_home).resolve("alice").id, home=arcana_home)
-    try:
-        stored = await store.search(MemoryQuery(limit=100), audience=Audience.OPERATOR, include_archived=True)
-    finally:
-        await store.aclose()
-    assert max(len(e.content) for e in stored) == len("short " * 600) - 1  # stripped, and nothing longer
-
-
 async def test_read_only_serves_reads_only(zoo, arcana_home):
     alice, _ = zoo
     async with session("--agent", "alice", "--read-only") as client:
@@ -213,6 +193,49 @@ async def test_a_corrupt_private_store_is_reported_and_the_server_still_works(ar
     logged = errlog.read()
     assert "was corrupt" in logged
     assert list(arcana_home.quarantine_dir.rglob("*memory*"))  # the damaged file was kept, not deleted
+
+
+async def test_context_on_a_private_tier_that_cannot_be_read_is_a_tool_error(arcana_home):
+    """man/mcp.md: a degraded private tier comes back as a tool error, from `context` as from `recall`,
+    never as an empty block that reads as "this agent remembers nothing"."""
+    from memory.sqlite.connection import dbapi
+
+    keyword_only(arcana_home)
+    agent_id, alice = await seed(arcana_home, "alice", [{"content": "otters hold hands while sleeping"}])
+    async with session("--agent", "alice") as client:  # control: the same store, readable
+        error, block = await call(client, "context", query="otters")
+        assert not error and block["ids"] == [alice["otters"]]
+    raw = dbapi().connect(str(arcana_home.agent_db(agent_id)))
+    raw.execute("DROP TABLE memories_fts")  # every text search of the private tier now fails
+    raw.commit()
+    raw.close()
+    async with session("--agent", "alice") as client:
+        for tool in ("recall", "context"):
+            error, message = await call(client, tool, query="otters")
+            assert error and "the private memory store is degraded" in message and "\n" not in message, (tool, message)
+        error, listed = await call(client, "list")  # still serving: a listing needs no text search
+        assert not error and [m["id"] for m in listed["memories"]] == [alice["otters"]]
+
+
+async def test_too_many_tags_are_a_bad_argument_not_a_failing_store(arcana_home):
+    """A recall requiring more tags than one statement can hold is refused as bad input, on one line;
+    it used to reach SQLite, come back as "the private memory store is degraded", and three such calls
+    opened the tier's circuit breaker, failing every recall of the agent for the next 30 s."""
+    from runner import run_arcana
+
+    keyword_only(arcana_home)
+    _, alice = await seed(arcana_home, "alice", [{"content": "otters hold hands while sleeping", "tags": ["zoo"]}])
+    many = [f"tag{i}" for i in range(1200)]
+    async with session("--agent", "alice") as client:
+        for tool, args in (("recall", {"query": "otters"}), ("recall", {"query": "otters"}), ("list", {}), ("recall", {"query": "otters"})):
+            error, message = await call(client, tool, tags=many, **args)
+            assert error and "invalid tags: List should have at most 100 items" in message and "\n" not in message, message
+        error, found = await call(client, "recall", query="otters", tags=["zoo"] * 100)  # control: the tier still answers
+        assert not error and [r["id"] for r in found["results"]] == [alice["otters"]] and not found["degraded"]
+    done = run_arcana("recall", "otters", "--agent", "alice", *[arg for tag in many for arg in ("--tag", tag)])
+    assert done.returncode == 2 and "at most 100 items" in done.stderr and "degraded" not in done.stderr, done.stderr
+    audit = arcana_home.audit_log.read_text() if arcana_home.audit_log.exists() else ""
+    assert "memory_degraded" not in audit
 
 
 async def test_vault_search_over_an_attached_vault(arcana_home, make_vault, cli):
@@ -341,3 +364,43 @@ async def test_an_agents_remember_never_promotes_to_global(arcana_home):
     assert seen == {"fact MCPHERON the user said it"}
     mine = {r["content"] for r in json.loads(arcana("recall", "MCPHERON", "--agent", "ada", "--json"))["results"]}
     assert "fact MCPHERON the agent claims it" in mine
+
+
+async def test_an_agents_importance_raise_never_lowers_a_users_promoted_fact(arcana_home):
+    """The cap stops an agent lifting a memory past 0.89; asking a user's 0.95 fact for 1.0 lowered it to
+    0.89 and withdrew its global copy, so every other agent lost it. The agent's own claim (the control)
+    is still capped."""
+    for name in ("ada", "bob"):
+        arcana("agent", "create", name)
+    users = json.loads(arcana("remember", "fact UPHERON the user is allergic to peanuts", "--agent", "ada",
+                              "--importance", "0.95", "--json"))["id"]
+    seen = lambda: {r["content"] for r in json.loads(arcana("recall", "UPHERON", "--agent", "bob", "--json"))["results"]}
+    assert seen() == {"fact UPHERON the user is allergic to peanuts"}
+    async with session("--agent", "ada") as client:
+        failed, claim = await call(client, "remember", content="fact UPHERON the agent guessed it", importance=0.5)
+        assert not failed
+        failed, raised = await call(client, "update", id=users, importance=1.0)
+        assert not failed and raised["importance"] == 0.95 and not raised["changed"], raised
+        failed, capped = await call(client, "update", id=claim["id"], importance=1.0)
+        assert not failed and capped["importance"] == 0.89 and capped["changed"], capped
+    assert seen() == {"fact UPHERON the user is allergic to peanuts"}  # still shared with every agent
+
+
+async def test_remember_and_update_keep_to_the_configured_content_limit(arcana_home):
+    """`memory.max_content_bytes` bounds what an MCP client stores, as it bounds `arcana remember`:
+    a text over it is a one-line tool error and nothing is written; a text within it is stored."""
+    keyword_only(arcana_home)
+    arcana_home.config_path.write_text(json.dumps({"embedding": {"providers": []}, "memory": {"max_content_bytes": 4096}}))
+    _, alice = await seed(arcana_home, "alice", [{"content": "quokka notes fit the limit", "confidence_source": "agent"}])
+    async with session("--agent", "alice") as client:
+        for tool, args in (("remember", {"content": "quokka " * 1000}),
+                           ("update", {"id": alice["quokka"], "content": "quokka " * 1000})):
+            error, message = await call(client, tool, **args)
+            assert error and "over the limit of 4,096 bytes (memory.max_content_bytes)" in message, (tool, message)
+            assert "\n" not in message
+        error, stored = await call(client, "remember", content="quokka " * 500)  # 3,500 bytes: within it
+        assert not error and stored["accepted"] == ["private"]
+        error, updated = await call(client, "update", id=alice["quokka"], content="quokka notes " * 300)
+        assert not error and updated["superseded"]
+    every_row = json.loads(arcana("memory", "list", "--agent", "alice", "--all", "--json"))  # superseded too
+    assert sorted(len(m["content"].encode()) for m in every_row) == [26, 3499, 3899]  # nothing over the limit
