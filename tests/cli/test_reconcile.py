@@ -162,6 +162,42 @@ async def test_an_asserted_update_never_supersedes_a_user_confirmed_fact(keyword
     assert conflicts.ok and conflicts.detail.startswith("1 open conflict")
 
 
+async def test_the_user_confirming_a_held_claim_ends_the_fact_it_was_held_against(keyword_home):
+    """The user saying what the agent had only claimed is the update the claim was not allowed to
+    make: the claim is no longer a conflict, and the fact it was held against stops answering now
+    (it still answers --as-of before). Beside a claim the user never confirms, still held."""
+    user = await _agent_write(keyword_home, "I live in Berlin.", ConfidenceSource.USER_CONFIRMED)
+    claim = await _agent_write(keyword_home, "I moved to Lisbon.", ConfidenceSource.AGENT)
+    employer = await _agent_write(keyword_home, "My employer is Acme.", ConfidenceSource.USER_CONFIRMED)
+    rival = await _agent_write(keyword_home, "I work at Vertex now.", ConfidenceSource.AGENT)
+    assert claim.conflict_with == user.entry_id and rival.conflict_with == employer.entry_id
+    before = datetime.now(UTC)
+    time.sleep(0.05)
+
+    confirmed = await _agent_write(keyword_home, "I moved to Lisbon.", ConfidenceSource.USER_CONFIRMED)
+    assert confirmed.decision == "noop" and confirmed.entry_id == claim.entry_id
+    assert confirmed.supersedes == [user.entry_id]
+
+    store = SQLiteAdapter.for_agent("agent-x", home=keyword_home)
+    try:
+        query = MemoryQuery(agent_id="agent-x", text="live Berlin Lisbon moved")
+        answers = {e.id: e for e in await store.search(query)}
+        assert set(answers) == {claim.entry_id}  # Berlin no longer answers now
+        assert answers[claim.entry_id].conflict_with is None
+        assert answers[claim.entry_id].confidence_source is ConfidenceSource.USER_CONFIRMED
+        calm = await store.search(query.model_copy(update={"exclude_conflicts": True}))
+        assert [e.id for e in calm] == [claim.entry_id]
+        then = await store.search(query.model_copy(update={"as_of": before}))
+        assert user.entry_id in {e.id for e in then}  # what was believed before the user said it
+        # control: the claim the user never confirmed is still held beside her fact
+        work = {e.id: e for e in await store.search(MemoryQuery(agent_id="agent-x", text="employer Acme Vertex work"))}
+        assert set(work) == {employer.entry_id, rival.entry_id}
+        assert work[rival.entry_id].conflict_with == employer.entry_id and work[employer.entry_id].valid_to is None
+        assert await store.open_conflicts() == 1
+    finally:
+        await store.aclose()
+
+
 async def test_entities_resolve_aliases_so_a_renamed_subject_still_updates(keyword_home):
     from memory.runtime.assembly import build_federation
 
