@@ -30,6 +30,7 @@ from memory.errors import InvalidRequestError, MemoryStorageError, NotFoundError
 from memory.home import Home
 from memory.promotion import ever_promotable, global_copy, promotable
 from memory.protocols import provenance_of
+from memory.sqlite.fact_words import content_words
 from memory.store_kinds import StoreKind, store_path
 from memory.types import Audience, MemoryEntry, MemoryQuery, Visibility
 
@@ -470,6 +471,8 @@ class MemoryEditor:
             report.copies.append(change)
         seen = seen or {entry_id}
         await self._reach_carriers(entry_id, edit, verb, report, seen)
+        if edit.op == "supersede" and changed:
+            await self._end_restatements(before, edit, verb, report, seen)
         if self.copies is not None:  # and what carries its copy in the global tier
             report.carriers += await self.copies.reach_carriers(self.store, entry_id, edit, verb or edit.op)
         return report
@@ -487,6 +490,30 @@ class MemoryEditor:
             seen.add(carrier)
             reached = await self.apply(carrier, follow, verb=verb, seen=seen)
             report.carriers.append(reached)
+
+    async def _end_restatements(self, ended: MemoryEntry, edit: Edit, verb: str | None, report: EditReport,
+                                seen: set[str]) -> None:
+        """A superseded memory's sources that say nothing it does not (a merge's restatements, each
+        archived, a promoted one with its global copy still live) end with it, copy and all: what
+        ends a fact ends its restatements. One said after the new fact is left as it is."""
+        store = provenance_of(self.store)
+        if store is None:
+            return
+        carried = content_words(ended.content)
+        if not carried:
+            return
+        said = edit.value[1].timestamp() if edit.value[1] is not None else time.time()
+        for source_id in (await store.sources([ended.id])).get(ended.id, []):
+            source = await _operator_get(self.store, source_id)
+            if source_id in seen or source is None or source.valid_to is not None:
+                continue
+            words = content_words(source.content)
+            if not words or not words <= carried:
+                continue
+            if (source.valid_from or source.created_at).timestamp() > said:
+                continue
+            seen.add(source_id)
+            report.carriers.append(await self.apply(source_id, edit, verb=verb, seen=seen))
 
     async def aclose(self) -> None:
         if self.copies is not None:

@@ -325,6 +325,35 @@ def test_a_superseded_fact_stops_answering_from_its_global_copy(cli, keyword_hom
     assert "I live in Berlin (GLHOME)." in seen()
 
 
+def test_a_superseded_merge_ends_the_global_copy_of_the_restatement_it_absorbed(cli, keyword_home):
+    """Consolidation merges a promoted restatement into the memory that says the most and archives
+    it, leaving its global copy as it is. When a newer fact then ends the merged memory, the copy
+    of what it absorbed ends too: Berlin no longer answers from the global tier, for anyone."""
+    assert cli("agent", "create", "bob").exit_code == 0
+    keeper = remember(cli, "I live in Berlin (GLMERGE).", "--no-reconcile")
+    time.sleep(0.01)
+    absorbed = remember(cli, "I live in Berlin (GLMERGE)", "--importance", "0.95", "--no-reconcile")
+    remember(cli, "GLMERGE control: the kettle is blue.", "--importance", "0.95")
+    assert "global" in absorbed["accepted"] and "global" not in keeper["accepted"]
+    merged = data(cli("consolidate", "--agent", "ada", "--json"))["agents"][0]
+    assert merged["merged"] == 1 and merged["merged_sources"] == 1
+
+    def seen(agent):
+        results = data(cli("recall", "GLMERGE", "--agent", agent, "--mode", "keyword", "--json"))["results"]
+        return {r["content"] for r in results}
+
+    assert seen("bob") == {"I live in Berlin (GLMERGE)", "GLMERGE control: the kettle is blue."}
+    new = remember(cli, "I moved to Lisbon (GLMERGE).")
+    assert new["decision"] == "update" and new["supersedes"] == [keeper["id"]]
+    for agent in ("ada", "bob"):  # the control keeps answering from the global tier
+        assert "I live in Berlin (GLMERGE)" not in seen(agent) and "GLMERGE control: the kettle is blue." in seen(agent)
+    copy = data(cli("memory", "show", absorbed["id"], "--global", "--json"))
+    assert copy["superseded_by"] == new["id"] and copy["valid_to"] is not None
+    # restoring the absorbed restatement brings it back as a superseded version, not as the answer
+    assert cli("memory", "restore", absorbed["id"], "--agent", "ada").exit_code == 0
+    assert "I live in Berlin (GLMERGE)" not in seen("ada")
+
+
 async def test_the_keyword_candidates_focus_on_the_rarest_words(store):
     """Without vectors the candidate search ORs only the few rarest words of the statement,
     so its work stays bounded on a large store; the memory it is about is still found."""
