@@ -94,7 +94,8 @@ def decision_words(report) -> str:
     """The reconciliation decision in words ("updated: supersedes 3f2a9c1e")."""
     short = ", ".join(i[:8] for i in report.supersedes)
     if report.decision == "noop":
-        return f"already known: reinforced {report.entry_id[:8]}"
+        ends = f", confirmed: supersedes {short}" if short else ""  # a held claim the user has now said
+        return f"already known: reinforced {report.entry_id[:8]}{ends}"
     if report.decision == "update":
         return f"updated: supersedes {short}"
     if report.decision == "delete":

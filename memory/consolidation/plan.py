@@ -193,6 +193,8 @@ def _digest_entry(turns: list[MemoryEntry], now: datetime) -> MemoryEntry:
         tags=_digest_tags(turns),
         source_session_id=first.source_session_id,
         created_at=turns[0].created_at,
+        # It holds once its last turn was said: --as-of an earlier time never answers with a later turn.
+        valid_from=turns[-1].created_at if turns[-1].created_at > turns[0].created_at else None,
         updated_at=now,
         visibility=first.visibility,
     )

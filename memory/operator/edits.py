@@ -30,6 +30,7 @@ from memory.errors import InvalidRequestError, MemoryStorageError, NotFoundError
 from memory.home import Home
 from memory.promotion import ever_promotable, global_copy, promotable
 from memory.protocols import provenance_of
+from memory.sqlite.fact_words import content_words
 from memory.sqlite.mutations import REFUSED
 from memory.store_kinds import StoreKind, store_path
 from memory.types import Audience, MemoryEntry, MemoryQuery, Visibility
@@ -453,7 +454,9 @@ class MemoryEditor:
     async def resolve_recorded(self, prefix: str) -> str:
         return await resolve_recorded(self.store, prefix)
 
-    async def apply(self, entry_id: str, edit: Edit, *, verb: str | None = None, seen: set[str] | None = None) -> EditReport:
+    async def apply(
+        self, entry_id: str, edit: Edit, *, verb: str | None = None, seen: set[str] | None = None, sources: bool = True
+    ) -> EditReport:
         """Apply ``edit`` to ``entry_id`` here, then to every copy and to what carries it
         (:meth:`_reach_carriers`); raise :class:`LiveCopyError` when a copy stays live. ``verb``
         names the edit in that error."""
@@ -473,6 +476,9 @@ class MemoryEditor:
             report.copies.append(change)
         seen = seen or {entry_id}
         await self._reach_carriers(entry_id, edit, verb, report, seen)
+        down = edit if edit.op == "supersede" else _withholding(edit)
+        if down is not None and changed and sources:  # not for a carrier an edit of its source reached
+            await self._reach_restatements(before, down, verb, report, seen)
         if self.copies is not None:  # and what carries its copy in the global tier
             report.carriers += await self.copies.reach_carriers(self.store, entry_id, edit, verb or edit.op)
         return report
@@ -488,8 +494,35 @@ class MemoryEditor:
             if carrier in seen:
                 continue
             seen.add(carrier)
-            reached = await self.apply(carrier, follow, verb=verb, seen=seen)
+            reached = await self.apply(carrier, follow, verb=verb, seen=seen, sources=False)
             report.carriers.append(reached)
+
+    async def _reach_restatements(self, ended: MemoryEntry, edit: Edit, verb: str | None, report: EditReport,
+                                  seen: set[str]) -> None:
+        """A memory's sources that say nothing it does not (a merge's restatements, each archived, a
+        promoted one with its global copy still live) follow what withdraws it, copy and all: what
+        ends, hides or forgets a fact does the same to its restatements. A restatement said after
+        the fact that supersedes it is left as it is."""
+        store = provenance_of(self.store)
+        if store is None:
+            return
+        carried = content_words(ended.content)
+        if not carried:
+            return
+        said = None
+        if edit.op == "supersede":
+            said = edit.value[1].timestamp() if edit.value[1] is not None else time.time()
+        for source_id in (await store.sources([ended.id])).get(ended.id, []):
+            source = await _operator_get(self.store, source_id)
+            if source_id in seen or source is None or source.valid_to is not None:
+                continue
+            words = content_words(source.content)
+            if not words or not words <= carried:
+                continue
+            if said is not None and (source.valid_from or source.created_at).timestamp() > said:
+                continue
+            seen.add(source_id)
+            report.carriers.append(await self.apply(source_id, edit, verb=verb, seen=seen))
 
     async def aclose(self) -> None:
         if self.copies is not None:

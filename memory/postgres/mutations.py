@@ -281,7 +281,7 @@ async def reinforce(
     )
     params: list = [ceiling, importance_step, time.time()]
     if confirm is not None:
-        assignments += ", confidence_source = 'user_confirmed', confidence = greatest(confidence, ?)"
+        assignments += ", confidence_source = 'user_confirmed', confidence = greatest(confidence, ?), conflict_with = NULL"
         params.append(confirm)
     return await _change(conn, [entry_id], "reinforce", actor, assignments, params)
 

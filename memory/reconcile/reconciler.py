@@ -99,7 +99,13 @@ class Reconciler:
         if not applied:
             return None
         report.accepted += [c.tier for c in applied[0].copies if c.changed and c.op in ("reinforce", "promote")]
-        self._annotate(report, decision, [])
+        ended: list[str] = []
+        held_against = decision.restated.conflict_with if confirm is not None else None
+        if held_against:
+            # The claim was held only because an agent may not end what the user said: the user
+            # saying it herself is that update, so the fact it was held against ends here.
+            ended = await self._supersede([held_against], entry.model_copy(update={"id": target}), report)
+        self._annotate(report, decision, ended)
         return report
 
     async def settle(self, decision: Decision, entry: MemoryEntry, report: Any) -> None:
@@ -114,7 +120,8 @@ class Reconciler:
     @staticmethod
     def _annotate(report: Any, decision: Decision, ended: list[str]) -> None:
         report.decision = decision.kind.value
-        report.supersedes = list(ended) if decision.kind in (DecisionKind.UPDATE, DecisionKind.DELETE) else []
+        ends = decision.kind in (DecisionKind.UPDATE, DecisionKind.DELETE, DecisionKind.NOOP)  # a noop: a confirmed claim's
+        report.supersedes = list(ended) if ends else []
         report.conflict_with = decision.conflict_with
         report.reason = decision.reason
 

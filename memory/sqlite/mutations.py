@@ -131,7 +131,9 @@ def reinforce(
     """A restated fact: bump importance and access, ledgered even when importance is capped.
 
     ``confirm`` (the confidence of a user restating what the agent had
-    asserted) raises the source to user_confirmed. An ``asserted`` restatement
+    asserted) raises the source to user_confirmed and clears a held claim's
+    ``conflict_with``: the user has now said it (the reconciler ends the fact
+    it was held against). An ``asserted`` restatement
     (an agent's or a model's) counts as an access but lifts importance no
     higher than :data:`ASSERTED_IMPORTANCE_CAP`, below the promotion threshold.
     """
@@ -141,7 +143,7 @@ def reinforce(
     )
     params: list = [ceiling, importance_step, time.time()]
     if confirm is not None:
-        assignments += ", confidence_source = 'user_confirmed', confidence = max(confidence, ?)"
+        assignments += ", confidence_source = 'user_confirmed', confidence = max(confidence, ?), conflict_with = NULL"
         params.append(confirm)
     return update(raw, [entry_id], "reinforce", actor, assignments, params)
 

@@ -361,3 +361,21 @@ def test_pruning_an_agent_from_the_cli_reaches_its_copies(cli, home):
     report = ok(cli("prune", "--agent", "ada", "--max-entries", "2", "--json"))
     assert report["agents"][0]["copies"] == {"tier": "global", "op": "archive", "changed": True, "count": 1}
     assert recalled(cli, "bob", "heronpruned", "heronkept", "heronbobs") == {"heronkept", "heronbobs"}
+
+
+@pytest.mark.parametrize("action", [["set", "--visibility", "hidden"], ["forget"]])
+def test_hiding_or_forgetting_a_merged_memory_reaches_the_copy_of_the_restatement_it_absorbed(cli, home, action):
+    """Consolidation merged ada's promoted restatement into the fuller memory and archived it, its
+    global copy left live: hiding (or forgetting) the merged memory must withhold that copy too, or
+    bob keeps recalling the very words ada hid. Beside an unrelated promoted fact (the control)."""
+    keeper = ok(cli("remember", "heron passport X123", "--agent", "ada", "--no-reconcile", "--json"))
+    absorbed = ok(cli("remember", "heron passport X123.", "--agent", "ada", "--importance", "0.95",
+                      "--no-reconcile", "--json"))
+    assert absorbed["accepted"] == ["private", "global"] and keeper["accepted"] == ["private"]
+    merged = ok(cli("consolidate", "--agent", "ada", "--json"))["agents"][0]
+    assert merged["merged_sources"] == 1
+    assert recalled(cli, "bob", "heron") == {"heron"}
+    done = ok(cli("memory", *action[:1], keeper["id"], *action[1:], "--agent", "ada", "--json"))
+    assert done is not None
+    assert recalled(cli, "bob", "heron") == set()  # the control still answers (checked in recalled)
+    assert recalled(cli, "ada", "heron") == set()

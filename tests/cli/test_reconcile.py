@@ -162,6 +162,42 @@ async def test_an_asserted_update_never_supersedes_a_user_confirmed_fact(keyword
     assert conflicts.ok and conflicts.detail.startswith("1 open conflict")
 
 
+async def test_the_user_confirming_a_held_claim_ends_the_fact_it_was_held_against(keyword_home):
+    """The user saying what the agent had only claimed is the update the claim was not allowed to
+    make: the claim is no longer a conflict, and the fact it was held against stops answering now
+    (it still answers --as-of before). Beside a claim the user never confirms, still held."""
+    user = await _agent_write(keyword_home, "I live in Berlin.", ConfidenceSource.USER_CONFIRMED)
+    claim = await _agent_write(keyword_home, "I moved to Lisbon.", ConfidenceSource.AGENT)
+    employer = await _agent_write(keyword_home, "My employer is Acme.", ConfidenceSource.USER_CONFIRMED)
+    rival = await _agent_write(keyword_home, "I work at Vertex now.", ConfidenceSource.AGENT)
+    assert claim.conflict_with == user.entry_id and rival.conflict_with == employer.entry_id
+    before = datetime.now(UTC)
+    time.sleep(0.05)
+
+    confirmed = await _agent_write(keyword_home, "I moved to Lisbon.", ConfidenceSource.USER_CONFIRMED)
+    assert confirmed.decision == "noop" and confirmed.entry_id == claim.entry_id
+    assert confirmed.supersedes == [user.entry_id]
+
+    store = SQLiteAdapter.for_agent("agent-x", home=keyword_home)
+    try:
+        query = MemoryQuery(agent_id="agent-x", text="live Berlin Lisbon moved")
+        answers = {e.id: e for e in await store.search(query)}
+        assert set(answers) == {claim.entry_id}  # Berlin no longer answers now
+        assert answers[claim.entry_id].conflict_with is None
+        assert answers[claim.entry_id].confidence_source is ConfidenceSource.USER_CONFIRMED
+        calm = await store.search(query.model_copy(update={"exclude_conflicts": True}))
+        assert [e.id for e in calm] == [claim.entry_id]
+        then = await store.search(query.model_copy(update={"as_of": before}))
+        assert user.entry_id in {e.id for e in then}  # what was believed before the user said it
+        # control: the claim the user never confirmed is still held beside her fact
+        work = {e.id: e for e in await store.search(MemoryQuery(agent_id="agent-x", text="employer Acme Vertex work"))}
+        assert set(work) == {employer.entry_id, rival.entry_id}
+        assert work[rival.entry_id].conflict_with == employer.entry_id and work[employer.entry_id].valid_to is None
+        assert await store.open_conflicts() == 1
+    finally:
+        await store.aclose()
+
+
 async def test_entities_resolve_aliases_so_a_renamed_subject_still_updates(keyword_home):
     from memory.runtime.assembly import build_federation
 
@@ -287,6 +323,35 @@ def test_a_superseded_fact_stops_answering_from_its_global_copy(cli, keyword_hom
     assert [r["op"] for r in data(cli("memory", "history", old["id"], "--global", "--json"))][-1] == "supersede"
     assert cli("memory", "set", old["id"], "--agent", "ada", "--current").exit_code == 0
     assert "I live in Berlin (GLHOME)." in seen()
+
+
+def test_a_superseded_merge_ends_the_global_copy_of_the_restatement_it_absorbed(cli, keyword_home):
+    """Consolidation merges a promoted restatement into the memory that says the most and archives
+    it, leaving its global copy as it is. When a newer fact then ends the merged memory, the copy
+    of what it absorbed ends too: Berlin no longer answers from the global tier, for anyone."""
+    assert cli("agent", "create", "bob").exit_code == 0
+    keeper = remember(cli, "I live in Berlin (GLMERGE).", "--no-reconcile")
+    time.sleep(0.01)
+    absorbed = remember(cli, "I live in Berlin (GLMERGE)", "--importance", "0.95", "--no-reconcile")
+    remember(cli, "GLMERGE control: the kettle is blue.", "--importance", "0.95")
+    assert "global" in absorbed["accepted"] and "global" not in keeper["accepted"]
+    merged = data(cli("consolidate", "--agent", "ada", "--json"))["agents"][0]
+    assert merged["merged"] == 1 and merged["merged_sources"] == 1
+
+    def seen(agent):
+        results = data(cli("recall", "GLMERGE", "--agent", agent, "--mode", "keyword", "--json"))["results"]
+        return {r["content"] for r in results}
+
+    assert seen("bob") == {"I live in Berlin (GLMERGE)", "GLMERGE control: the kettle is blue."}
+    new = remember(cli, "I moved to Lisbon (GLMERGE).")
+    assert new["decision"] == "update" and new["supersedes"] == [keeper["id"]]
+    for agent in ("ada", "bob"):  # the control keeps answering from the global tier
+        assert "I live in Berlin (GLMERGE)" not in seen(agent) and "GLMERGE control: the kettle is blue." in seen(agent)
+    copy = data(cli("memory", "show", absorbed["id"], "--global", "--json"))
+    assert copy["superseded_by"] == new["id"] and copy["valid_to"] is not None
+    # restoring the absorbed restatement brings it back as a superseded version, not as the answer
+    assert cli("memory", "restore", absorbed["id"], "--agent", "ada").exit_code == 0
+    assert "I live in Berlin (GLMERGE)" not in seen("ada")
 
 
 async def test_the_keyword_candidates_focus_on_the_rarest_words(store):

@@ -10,7 +10,7 @@ from memory.embedding.gateway import EmbeddingGateway
 from memory.consolidation.store import consolidate_store
 from memory.sqlite.consolidation import SOURCES, sources_of
 from memory.sqlite.rows import SELECT_COLUMNS, row_to_entry
-from memory.types import MemoryEntry, MemoryType, Visibility
+from memory.types import MemoryEntry, MemoryQuery, MemoryType, Visibility
 
 NOW = datetime(2024, 6, 1, tzinfo=timezone.utc)
 OLD = NOW - timedelta(days=60)
@@ -196,3 +196,24 @@ async def test_a_carrier_lookup_runs_the_keyword_index_once_then_reads_rows_by_s
     plan = await store.run(lambda raw: [r[3] for r in raw.execute("EXPLAIN QUERY PLAN " + _CARRIERS, params)])
     assert plan[0].startswith("SCAN memories_fts VIRTUAL TABLE"), plan
     assert any(step.startswith("SEARCH m USING INTEGER PRIMARY KEY (rowid=?)") for step in plan), plan
+
+
+async def test_a_digest_answers_as_of_a_time_only_once_every_turn_it_carries_was_said(store, offline_embedder):
+    """A digest of a session that ran over days carries what was said on its last day: recall
+    --as-of a time before that must not answer with it (the later turn was not said yet).
+    After the last turn, the digest answers --as-of as it does now."""
+    start = OLD
+    talk = [turn("Caroline: I went to an LGBTQ support group yesterday.", 0, when=start),
+            turn("Caroline: I adopted a puppy called Oscar.", 0, when=start + timedelta(days=2))]
+    vectors = VectorAdapter(store, EmbeddingGateway([offline_embedder]))
+    await vectors.write_many(talk)
+    await _consolidate(store, offline_embedder)
+    (digest,) = [e for e in (await _current(store)).values() if e.type is MemoryType.SEMANTIC]
+    assert "puppy" in digest.content and "support group" in digest.content
+
+    def asked(at: datetime) -> MemoryQuery:
+        return MemoryQuery(agent_id="ada", text="puppy Oscar", as_of=at)
+
+    assert digest.id not in [e.id for e in await store.search(asked(start + timedelta(days=1)))]
+    assert digest.id in [e.id for e in await store.search(asked(start + timedelta(days=3)))]  # control
+    assert digest.id in [e.id for e in await store.search(MemoryQuery(agent_id="ada", text="puppy Oscar"))]
