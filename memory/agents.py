@@ -74,6 +74,10 @@ def refuse_id_like(name: str) -> None:
         )
 
 
+class AmbiguousAgentError(NotFoundError):
+    """An id prefix that more than one agent's id starts with (exit 3, as for a memory id prefix)."""
+
+
 class AgentRegistry:
     def __init__(self, home: Home):
         self.home = home
@@ -120,6 +124,13 @@ class AgentRegistry:
             matches = [c for c in cards if c.id.startswith(name_or_id)]
             if len(matches) == 1:
                 return matches[0]
+            if matches:  # as a memory id prefix is: said, never taken for a missing name
+                raise AmbiguousAgentError(
+                    f"agent id prefix '{name_or_id}' is ambiguous ({len(matches)} agents: "
+                    f"{', '.join(repr(c.name) for c in matches)}); give more characters of the id, or the name"
+                )
+        if _ID_LIKE.match(name_or_id):  # `agent create` refuses such a name: do not send the user there
+            raise NotFoundError(f"no agent has the name or id '{name_or_id}'; see `arcana agent list`")
         raise NotFoundError(
             f"no agent named '{name_or_id}'{did_you_mean(name_or_id, cards)}; "
             f"create it with `arcana agent create {name_or_id}`"
@@ -154,6 +165,8 @@ class AgentRegistry:
         """The agent ``name_or_id`` names, made (as name) when there is none; True when made here."""
         try:
             return self.resolve(name_or_id), False
+        except AmbiguousAgentError:
+            raise  # it names agents that exist; a new one would be a third
         except NotFoundError:
             return self._take(name_or_id)
 

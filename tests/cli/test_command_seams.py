@@ -34,3 +34,37 @@ def test_a_selection_error_names_the_command_it_came_from(cli, verb):
 
     named = cli(verb, "--agent", "ada", *(["--min-importance", "0.01"] if verb == "prune" else []))
     assert named.exit_code == 0, named.stderr  # positive control: a named store runs
+
+
+# -- an agent id prefix ----------------------------------------------------------
+
+
+def test_an_ambiguous_agent_id_prefix_is_said_as_a_memory_ids_is_and_never_sends_to_agent_create(cli, arcana_home):
+    from memory.agents import AgentCard, AgentRegistry
+
+    registry = AgentRegistry(arcana_home)
+    ada, bob = "abcdef" + "0" * 26, "abcdef" + "1" * 26  # two ids that share their first six digits
+    registry.save(AgentCard(id=ada, name="ada"))
+    registry.save(AgentCard(id=bob, name="bob"))
+    assert cli("remember", "Deploys happen on Tuesdays", "--agent", "ada").exit_code == 0
+
+    for args in (("recall", "deploys", "--agent", "abcdef"), ("agent", "show", "abcdef"),
+                 ("remember", "another fact", "--agent", "abcdef")):
+        result = cli(*args)
+        assert result.exit_code == 3, (args, result.stderr)
+        line = one_line_error(result)
+        assert "'abcdef' is ambiguous (2 agents: 'ada', 'bob'); give more characters" in line, line
+    assert sorted(c.name for c in registry.list()) == ["ada", "bob"]  # a store command made no third agent
+
+    # An id-like name that no agent has is not one `agent create` would take: the hint says where to look.
+    missing = cli("agent", "show", "fedcba")
+    assert missing.exit_code == 3
+    assert "agent create" not in one_line_error(missing) and "arcana agent list" in missing.stderr
+    assert cli("agent", "create", "fedcba").exit_code == 2  # why: such a name is refused
+    typo = cli("agent", "show", "adaa")
+    assert typo.exit_code == 3 and "did you mean 'ada'" in typo.stderr and "arcana agent create adaa" in typo.stderr
+
+    # Positive controls: a longer prefix and the name still reach each agent.
+    shown = cli("recall", "deploys", "--agent", ada[:7], "--json")
+    assert shown.exit_code == 0 and '"agent": "ada"' in shown.stdout
+    assert cli("agent", "show", bob[:7]).exit_code == 0
