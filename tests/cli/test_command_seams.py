@@ -68,3 +68,50 @@ def test_an_ambiguous_agent_id_prefix_is_said_as_a_memory_ids_is_and_never_sends
     shown = cli("recall", "deploys", "--agent", ada[:7], "--json")
     assert shown.exit_code == 0 and '"agent": "ada"' in shown.stdout
     assert cli("agent", "show", bob[:7]).exit_code == 0
+
+
+# -- vault index and embedding ---------------------------------------------------
+
+
+def vault_index(cli, name: str) -> tuple[dict, str]:
+    import json
+
+    result = cli("vault", "index", name, "--json")
+    assert result.exit_code == 0, result.stderr
+    return json.loads(result.stdout), result.stderr
+
+
+def test_vault_index_in_a_keyword_only_home_warns_of_nothing_as_reindex_does(cli, make_vault):
+    notes = make_vault({"a.md": "# Deploys\nDeploys happen on Tuesdays.", "b.md": "Cats sleep a lot."})
+    assert cli("vault", "add", str(notes), "--name", "notes").exit_code == 0
+    for _ in range(2):  # the first pass and a cron rerun with nothing changed
+        report, stderr = vault_index(cli, "notes")
+        assert report["embedding"] == "keyword-only" and report["notices"] == [], report["notices"]
+        assert "warning" not in stderr, stderr
+    reindex = cli("reindex", "--all")
+    assert reindex.exit_code == 0 and "warning" not in reindex.stderr  # the same home, the same silence
+    found = cli("vault", "search", "notes", "deploys", "--json")
+    assert found.exit_code == 0 and '"path": "a.md"' in found.stdout  # positive control: the index answers
+
+
+def test_vault_index_with_its_embedder_down_names_the_command_that_embeds_it_later(
+    cli, make_vault, arcana_home, offline_like_ollama
+):
+    import json
+
+    def embedder_at(url: str) -> None:
+        arcana_home.config_path.write_text(json.dumps({"embedding": {
+            "providers": ["ollama"], "ollama_model": "all-minilm", "ollama_url": url}}))
+
+    notes = make_vault({"a.md": "# Deploys\nDeploys happen on Tuesdays.", "b.md": "Cats sleep a lot."})
+    embedder_at("http://127.0.0.1:9")  # nothing listens there
+    assert cli("vault", "add", str(notes), "--name", "notes").exit_code == 0
+    report, _ = vault_index(cli, "notes")
+    assert report["embedded"] == 0 and len(report["notices"]) == 1
+    notice = report["notices"][0]
+    assert "`arcana vault index notes`" in notice and "arcana reindex" not in notice, notice
+
+    assert cli("config", "set", "embedding.ollama_url", offline_like_ollama.url).exit_code == 0  # the embedder is back
+    assert cli("reindex", "--all").exit_code == 0  # what the notice used to advise: vaults are not its stores
+    report, stderr = vault_index(cli, "notes")  # what it advises now embeds the notes
+    assert report["embedded"] == 2 and report["notices"] == [], (report, stderr)
