@@ -115,3 +115,19 @@ def test_vault_index_with_its_embedder_down_names_the_command_that_embeds_it_lat
     assert cli("reindex", "--all").exit_code == 0  # what the notice used to advise: vaults are not its stores
     report, stderr = vault_index(cli, "notes")  # what it advises now embeds the notes
     assert report["embedded"] == 2 and report["notices"] == [], (report, stderr)
+
+
+def test_vault_search_refuses_an_empty_query_as_recall_does(cli, make_vault):
+    notes = make_vault({"a.md": "# Deploys\nDeploys happen on Tuesdays.", "b.md": "Cats sleep a lot."})
+    assert cli("vault", "add", str(notes), "--name", "notes").exit_code == 0
+    assert cli("remember", "Deploys happen on Tuesdays", "--agent", "ada").exit_code == 0
+    for query in ("", "   "):
+        recalled = cli("recall", query, "--agent", "ada")
+        assert recalled.exit_code == 2 and "the query is empty" in one_line_error(recalled)
+        for indexed in (False, True):  # the folder itself, then its index
+            searched = cli("vault", "search", "notes", query, "--json")
+            assert searched.exit_code == 2, (indexed, searched.stdout)
+            assert "the query is empty" in one_line_error(searched) and searched.stdout == ""
+            assert cli("vault", "index", "notes").exit_code == 0
+    found = cli("vault", "search", "notes", "deploys", "--json")  # positive control
+    assert found.exit_code == 0 and '"path": "a.md"' in found.stdout and '"path": "b.md"' not in found.stdout
