@@ -131,3 +131,17 @@ def test_vault_search_refuses_an_empty_query_as_recall_does(cli, make_vault):
             assert cli("vault", "index", "notes").exit_code == 0
     found = cli("vault", "search", "notes", "deploys", "--json")  # positive control
     assert found.exit_code == 0 and '"path": "a.md"' in found.stdout and '"path": "b.md"' not in found.stdout
+
+
+# -- --since / --as-of -----------------------------------------------------------
+
+
+@pytest.mark.parametrize("option", ["--since", "--as-of"])
+def test_a_duration_of_non_ascii_digits_is_a_usage_error_not_a_traceback(cli, option):
+    assert cli("remember", "Deploys happen on Tuesdays", "--agent", "ada").exit_code == 0
+    for value in ("²d", "1²h", "٣w"):
+        result = cli("recall", "deploys", "--agent", "ada", option, value)
+        assert result.exit_code == 2, (value, result.output)
+        assert "use a duration like 7d, 12h, 2w or an ISO date" in one_line_error(result)
+    control = cli("recall", "deploys", "--agent", "ada", option, "7d" if option == "--since" else "0m", "--json")
+    assert control.exit_code == 0 and "Tuesdays" in control.stdout
