@@ -145,3 +145,21 @@ def test_a_duration_of_non_ascii_digits_is_a_usage_error_not_a_traceback(cli, op
         assert "use a duration like 7d, 12h, 2w or an ISO date" in one_line_error(result)
     control = cli("recall", "deploys", "--agent", "ada", option, "7d" if option == "--since" else "0m", "--json")
     assert control.exit_code == 0 and "Tuesdays" in control.stdout
+
+
+# -- exit 75 ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("verb", ["prune", "reindex", "consolidate"])
+def test_every_command_that_exits_75_is_on_the_manuals_75_row(cli, arcana_home, verb):
+    from arcana_cli import exit_codes
+    from memory.locks import exclusive
+
+    assert cli("remember", "Deploys happen on Tuesdays", "--agent", "ada").exit_code == 0
+    args = [verb, "--all", *(["--min-importance", "0.01"] if verb == "prune" else [])]
+    with exclusive(arcana_home.locks_dir / f"{verb}.lock", verb):
+        busy = cli(*args)
+    assert busy.exit_code == exit_codes.BUSY and f"another {verb} is running" in one_line_error(busy)
+    assert cli(*args).exit_code == 0  # positive control: the lock free, the same run succeeds
+    meaning = dict(exit_codes.TABLE)[exit_codes.BUSY]
+    assert verb in meaning, f"man/exit-codes.md's 75 row says {meaning!r}, but `arcana {verb}` exits 75"
