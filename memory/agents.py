@@ -204,17 +204,32 @@ class AgentRegistry:
             relink(self.home, card.id, old_name, deleted=False)  # a hand-written name becomes the id
         return card
 
+    @contextmanager
+    def editing(self, name_or_id: str) -> Iterator[AgentCard]:
+        """The agent's card as it is now, saved when the block ends without an error.
+
+        Held under the lock creation and rename take, so a change made
+        meanwhile by another process (a rename, another `agent set`) is in the
+        card this one changes and is never written back over; an agent deleted
+        meanwhile is NotFoundError, never a card left behind in an empty folder.
+        """
+        with self._naming():
+            card = self.resolve(name_or_id)
+            yield card
+            self.save(card)
+
     def delete(self, name_or_id: str) -> Path:
         """Move the agent's folder (card, memory, sessions) to the trash; return where.
 
         Its pool memberships and vault attachments go with it, so an agent
         created later under the same name starts with none of them.
         """
-        card = self.resolve(name_or_id)
-        private_dir(self.home.trash_dir)
-        dest = self.home.trash_dir / f"agent-{card.name}-{card.id}-{int(time.time())}"
-        relink(self.home, card.id, card.name, deleted=True)
-        self.home.agent_dir(card.id).replace(dest)
+        with self._naming():  # a card being changed is saved first, or finds the agent gone
+            card = self.resolve(name_or_id)
+            private_dir(self.home.trash_dir)
+            dest = self.home.trash_dir / f"agent-{card.name}-{card.id}-{int(time.time())}"
+            relink(self.home, card.id, card.name, deleted=True)
+            self.home.agent_dir(card.id).replace(dest)
         return dest
 
 

@@ -26,7 +26,7 @@ RACER = textwrap.dedent(
     from pathlib import Path
     go = Path(sys.argv[1])
     import arcana_cli.app, arcana_cli.commands.agent, arcana_cli.commands.config_cmd  # imported before the line
-    import arcana_cli.commands.model, arcana_cli.commands.vault, memory.config, memory.federation.pools
+    import arcana_cli.commands.model, arcana_cli.commands.vault, memory.agents, memory.config, memory.federation.pools
     while not go.exists():
         time.sleep(0.001)
     from arcana_cli.main import main
@@ -94,3 +94,37 @@ def test_a_second_vault_add_of_one_name_at_once_is_refused_not_overwritten(tmp_p
             proc.communicate()
         assert codes == [0, 2], f"trial {trial}: exit codes {codes}; both said they registered '{name}'"
         arcana("vault", "remove", name, "--yes", home=home)
+
+
+def test_concurrent_changes_to_one_agent_card_are_all_kept(tmp_path):
+    """`agent set` (two of them) and `agent rename` on one agent at once: each that exits 0 finds its
+    change in the card; a set that comes after the rename no longer finds the old name (exit 3)."""
+    jobs = [["agent", "set", "ada", "--system-prompt", "be brief"], ["agent", "set", "ada", "--weight", "semantic=0.3"],
+            ["agent", "rename", "ada", "ada2"]]
+    kept = {
+        0: lambda card: card["system_prompt"] == "be brief",
+        1: lambda card: card["memory_weights"] == {"semantic": 0.3},
+        2: lambda card: card["name"] == "ada2",
+    }
+    for trial in range(2 * TRIALS):
+        home = tmp_path / f"home-{trial}"
+        home.mkdir(mode=0o700)
+        (home / "config.json").write_text(json.dumps({"embedding": {"providers": []}}))
+        arcana("agent", "create", "ada", home=home)
+        go = tmp_path / f"go-{trial}"
+        env = {**os.environ, "ARCANA_HOME": str(home)}
+        racers = [subprocess.Popen([sys.executable, "-c", RACER, str(go), *job], env=env,
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for job in jobs]
+        time.sleep(2.0)
+        go.touch()
+        codes = []
+        for proc, job in zip(racers, jobs, strict=True):
+            _, errors = proc.communicate(timeout=120)
+            assert proc.returncode in (0, 3), f"{job}: {errors}"
+            assert proc.returncode == 0 or "no agent named 'ada'" in errors, errors
+            codes.append(proc.returncode)
+        cards = [json.loads(p.read_text()) for p in (home / "agents").glob("*/agent.json")]
+        assert len(cards) == 1, f"trial {trial}: {len(cards)} cards"
+        lost = [jobs[i] for i, code in enumerate(codes) if code == 0 and not kept[i](cards[0])]
+        assert not lost, f"trial {trial}: exited 0 but their change is gone: {lost}; card {cards[0]}"
+        assert codes[2] == 0  # the rename always finds ada: nothing else takes its name away
