@@ -74,6 +74,10 @@ def refuse_id_like(name: str) -> None:
         )
 
 
+class AmbiguousAgentError(NotFoundError):
+    """An id prefix that more than one agent's id starts with (exit 3, as for a memory id prefix)."""
+
+
 class AgentRegistry:
     def __init__(self, home: Home):
         self.home = home
@@ -120,6 +124,13 @@ class AgentRegistry:
             matches = [c for c in cards if c.id.startswith(name_or_id)]
             if len(matches) == 1:
                 return matches[0]
+            if matches:  # as a memory id prefix is: said, never taken for a missing name
+                raise AmbiguousAgentError(
+                    f"agent id prefix '{name_or_id}' is ambiguous ({len(matches)} agents: "
+                    f"{', '.join(repr(c.name) for c in matches)}); give more characters of the id, or the name"
+                )
+        if _ID_LIKE.match(name_or_id):  # `agent create` refuses such a name: do not send the user there
+            raise NotFoundError(f"no agent has the name or id '{name_or_id}'; see `arcana agent list`")
         raise NotFoundError(
             f"no agent named '{name_or_id}'{did_you_mean(name_or_id, cards)}; "
             f"create it with `arcana agent create {name_or_id}`"
@@ -154,6 +165,8 @@ class AgentRegistry:
         """The agent ``name_or_id`` names, made (as name) when there is none; True when made here."""
         try:
             return self.resolve(name_or_id), False
+        except AmbiguousAgentError:
+            raise  # it names agents that exist; a new one would be a third
         except NotFoundError:
             return self._take(name_or_id)
 
@@ -191,17 +204,32 @@ class AgentRegistry:
             relink(self.home, card.id, old_name, deleted=False)  # a hand-written name becomes the id
         return card
 
+    @contextmanager
+    def editing(self, name_or_id: str) -> Iterator[AgentCard]:
+        """The agent's card as it is now, saved when the block ends without an error.
+
+        Held under the lock creation and rename take, so a change made
+        meanwhile by another process (a rename, another `agent set`) is in the
+        card this one changes and is never written back over; an agent deleted
+        meanwhile is NotFoundError, never a card left behind in an empty folder.
+        """
+        with self._naming():
+            card = self.resolve(name_or_id)
+            yield card
+            self.save(card)
+
     def delete(self, name_or_id: str) -> Path:
         """Move the agent's folder (card, memory, sessions) to the trash; return where.
 
         Its pool memberships and vault attachments go with it, so an agent
         created later under the same name starts with none of them.
         """
-        card = self.resolve(name_or_id)
-        private_dir(self.home.trash_dir)
-        dest = self.home.trash_dir / f"agent-{card.name}-{card.id}-{int(time.time())}"
-        relink(self.home, card.id, card.name, deleted=True)
-        self.home.agent_dir(card.id).replace(dest)
+        with self._naming():  # a card being changed is saved first, or finds the agent gone
+            card = self.resolve(name_or_id)
+            private_dir(self.home.trash_dir)
+            dest = self.home.trash_dir / f"agent-{card.name}-{card.id}-{int(time.time())}"
+            relink(self.home, card.id, card.name, deleted=True)
+            self.home.agent_dir(card.id).replace(dest)
         return dest
 
 

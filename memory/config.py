@@ -8,11 +8,13 @@ bad ``config set`` never leaves a half-written file.
 from __future__ import annotations
 
 import difflib
+import fcntl
 import json
 import os
 import re
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -460,8 +462,31 @@ def dump_config(config: ArcanaConfig) -> dict[str, Any]:
     return config.model_dump(mode="json", by_alias=True, exclude_none=False)
 
 
+@contextmanager
+def config_lock(path: Path) -> Iterator[None]:
+    """Hold the home's config lock (``<home>/locks/config.lock``) for one read-change-write of ``path``.
+
+    Every command that changes config.json loads it, changes one thing and
+    saves it; two at once (`agent join` and `config set` from one script's
+    ``&`` jobs) would each write back the file as they read it, and the
+    first change would be lost without a word. Under this lock the second
+    waits, then loads the file with the first change in it. Held only around
+    the load and the save (milliseconds), never across a network call.
+    """
+    locks = private_dir(path.parent / "locks")
+    fd = os.open(locks / "config.lock", os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
 def save_config(path: Path, config: ArcanaConfig) -> None:
-    """Atomically replace ``path`` (0600) with ``config``; a symlinked config (dotfiles) stays linked."""
+    """Atomically replace ``path`` (0600) with ``config``; a symlinked config (dotfiles) stays linked.
+
+    A caller that loaded ``config`` to change it holds :func:`config_lock` from the load to here.
+    """
     target = path.resolve() if path.is_symlink() else path
     private_dir(target.parent)
     data = json.dumps(dump_config(config), indent=2, ensure_ascii=False) + "\n"

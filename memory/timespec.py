@@ -15,7 +15,7 @@ def parse_since(value: str | None, what: str = "since") -> datetime | None:
     """``value`` as a UTC time (None stays None); an InvalidRequestError naming ``what`` otherwise."""
     if value is None:
         return None
-    if value[-1:] in _UNITS and value[:-1].isdigit():
+    if value[-1:] in _UNITS and value[:-1].isascii() and value[:-1].isdigit():  # '²d' is digits to isdigit, not to int
         try:
             return datetime.now(UTC) - timedelta(**{_UNITS[value[-1]]: int(value[:-1])})
         except OverflowError:  # past timedelta's range, or before the year 1

@@ -70,53 +70,52 @@ def set_(
     from memory.errors import ConfigError, InvalidRequestError, NotFoundError
     from memory.types import MemoryType
 
-    card = cli.agent(name)
-    if model is not None:
-        if model and model not in cli.config.models:
-            raise NotFoundError(f"no model named '{model}'; add it with `arcana model add {model} ...`")
-        card.model = model or None
-    if system_prompt is not None:
-        card.system_prompt = system_prompt or None
-    for item in weight or ():
-        kind, _, value = item.partition("=")
-        try:
-            memory_type, parsed = MemoryType(kind.strip()), float(value)
-            if not 0.0 <= parsed <= 1.0:
-                raise ValueError
-        except ValueError:
-            types = ", ".join(t.value for t in MemoryType)
-            raise typer.BadParameter(f"'{item}': use TYPE=W with W in 0..1 and TYPE one of {types}", param_hint="--weight") from None
-        card.memory_weights[memory_type] = parsed
-    updates = dict(item.partition("=")[::2] for item in extraction or ())
-    if updates:
-        merged = {**card.extraction, **{k.strip(): parse_value(v) for k, v in updates.items()}}
-        try:
-            ExtractionConfig.model_validate(merged)
-        except ValidationError as exc:  # the options are wrong, not the card: a usage error with the reason
-            first = exc.errors()[0]
-            where = ".".join(str(part) for part in first["loc"])
-            why = first["msg"].removeprefix("Value error, ")
-            raise InvalidRequestError(
-                f"--extraction {where + ': ' if where else ''}{why}; see `arcana config keys` (memory.extraction.*)"
-            ) from None
-        card.extraction = merged
-    if decay:
-        from memory.ranking.decay import resolve_decay_profiles
+    with cli.agents.editing(name) as card:  # a rename or another change made meanwhile is kept
+        if model is not None:
+            if model and model not in cli.config.models:
+                raise NotFoundError(f"no model named '{model}'; add it with `arcana model add {model} ...`")
+            card.model = model or None
+        if system_prompt is not None:
+            card.system_prompt = system_prompt or None
+        for item in weight or ():
+            kind, _, value = item.partition("=")
+            try:
+                memory_type, parsed = MemoryType(kind.strip()), float(value)
+                if not 0.0 <= parsed <= 1.0:
+                    raise ValueError
+            except ValueError:
+                types = ", ".join(t.value for t in MemoryType)
+                raise typer.BadParameter(f"'{item}': use TYPE=W with W in 0..1 and TYPE one of {types}", param_hint="--weight") from None
+            card.memory_weights[memory_type] = parsed
+        updates = dict(item.partition("=")[::2] for item in extraction or ())
+        if updates:
+            merged = {**card.extraction, **{k.strip(): parse_value(v) for k, v in updates.items()}}
+            try:
+                ExtractionConfig.model_validate(merged)
+            except ValidationError as exc:  # the options are wrong, not the card: a usage error with the reason
+                first = exc.errors()[0]
+                where = ".".join(str(part) for part in first["loc"])
+                why = first["msg"].removeprefix("Value error, ")
+                raise InvalidRequestError(
+                    f"--extraction {where + ': ' if where else ''}{why}; see `arcana config keys` (memory.extraction.*)"
+                ) from None
+            card.extraction = merged
+        if decay:
+            from memory.ranking.decay import resolve_decay_profiles
 
-        overrides = {kind: dict(fields) for kind, fields in card.decay.items()}
-        for item in decay:
-            path, _, value = item.partition("=")
-            kind, _, field = path.strip().partition(".")
-            if not (kind and field and value.strip()):
-                raise typer.BadParameter(f"'{item}': use TYPE.FIELD=VALUE, e.g. episodic.half_life_days=3", param_hint="--decay")
-            overrides.setdefault(kind, {})[field] = parse_value(value.strip())
-        try:
-            resolve_decay_profiles(overrides, source="--decay")  # names the field
-        except ConfigError as exc:  # the option is wrong, not the card: a usage error
-            why = str(exc).replace("--decay.", "--decay ", 1)
-            raise InvalidRequestError(f"{why}; e.g. --decay episodic.half_life_days=3 (man/federation.md)") from None
-        card.decay = overrides
-    cli.agents.save(card)
+            overrides = {kind: dict(fields) for kind, fields in card.decay.items()}
+            for item in decay:
+                path, _, value = item.partition("=")
+                kind, _, field = path.strip().partition(".")
+                if not (kind and field and value.strip()):
+                    raise typer.BadParameter(f"'{item}': use TYPE.FIELD=VALUE, e.g. episodic.half_life_days=3", param_hint="--decay")
+                overrides.setdefault(kind, {})[field] = parse_value(value.strip())
+            try:
+                resolve_decay_profiles(overrides, source="--decay")  # names the field
+            except ConfigError as exc:  # the option is wrong, not the card: a usage error
+                why = str(exc).replace("--decay.", "--decay ", 1)
+                raise InvalidRequestError(f"{why}; e.g. --decay episodic.half_life_days=3 (man/federation.md)") from None
+            card.decay = overrides
     data = card.as_dict()
     out.data(data, text=lambda: "\n".join(f"{k}: {v}" for k, v in data.items()))
 

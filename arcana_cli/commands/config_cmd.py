@@ -8,7 +8,7 @@ import typer
 from arcana_cli.command import add_commands, command
 from arcana_cli.context import CliContext
 from arcana_cli.output import Out
-from memory.config import dump_config, get_key, load_config, parse_value, save_config, set_key, valid_keys
+from memory.config import config_lock, dump_config, get_key, load_config, parse_value, save_config, set_key, valid_keys
 
 KeyArg = Annotated[str, typer.Argument(help="Dotted key, e.g. recall.limit.")]
 
@@ -40,9 +40,12 @@ def set_(
     value: Annotated[str, typer.Argument(help="JSON value, or a plain string (comma-separated for a list key).")],
 ) -> None:
     """Validate and set one value; the file is replaced atomically."""
-    updated = set_key(load_config(cli.home.config_path), key, parse_value(value))
+    parsed = parse_value(value)
+    set_key(load_config(cli.home.config_path), key, parsed)  # a bad key or value is refused before the home is made
     cli.home.ensure()
-    save_config(cli.home.config_path, updated)
+    with config_lock(cli.home.config_path):  # another command's change made meanwhile is kept
+        updated = set_key(load_config(cli.home.config_path), key, parsed)
+        save_config(cli.home.config_path, updated)
     new = get_key(updated, key)
     out.data({"key": key, "value": new}, text=lambda: f"{key} = {json.dumps(new)}")
 

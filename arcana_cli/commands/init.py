@@ -5,19 +5,20 @@ import typer
 from arcana_cli.command import add_commands, command
 from arcana_cli.context import CliContext
 from arcana_cli.output import Out
-from memory.config import load_config, save_config
+from memory.config import config_lock, load_config, save_config
 
 
 @command("init")
 def init(cli: CliContext, out: Out) -> None:
     """Create the home directory and a default config (idempotent)."""
     home = cli.home
-    existed = home.config_path.exists()
     home.ensure()
-    if not existed:
-        save_config(home.config_path, load_config(home.config_path))
-    else:
-        load_config(home.config_path)  # validate what is there; never overwrite it
+    with config_lock(home.config_path):  # a config another command writes meanwhile is never overwritten
+        existed = home.config_path.exists()
+        if not existed:
+            save_config(home.config_path, load_config(home.config_path))
+        else:
+            load_config(home.config_path)  # validate what is there; never overwrite it
     out.data(
         {"home": str(home.root), "config": str(home.config_path), "created": not existed},
         text=lambda: str(home.root),

@@ -264,6 +264,9 @@ async def search(
     from memory.types import MemoryQuery, RetrievalMode
     from memory.vaults.search import search_vault
 
+    if not query.strip():  # as recall refuses one: an empty "$Q" would list notes scored 0 as if they matched
+        raise typer.BadParameter(f"the query is empty; give words to look for, e.g. `arcana vault search {name} \"deploys\"`",
+                                 param_hint="QUERY")
     try:
         retrieval = cli.config.recall.mode_for(RetrievalMode(mode) if mode else None)
     except ValueError:

@@ -66,13 +66,17 @@ def with_vectors(store: SQLiteAdapter, embedding: Any | None, options: Mapping[s
     return VectorAdapter(store, embedding, **dict(options or {}))
 
 
-def vector_adapter(store, config: EmbeddingConfig, home: Home, *, notify=None, gateway=None, chunk_long: bool = False):
+def vector_adapter(store, config: EmbeddingConfig, home: Home, *, notify=None, gateway=None, chunk_long: bool = False,
+                   embed_later: str | None = None):
     """A :class:`VectorAdapter` over an open SQLite store, wired from config.
 
     Pass ``gateway`` to reuse already-built embedders (a watch keeps one warm);
-    ``chunk_long`` embeds long memories in chunks too (vault notes).
+    ``chunk_long`` embeds long memories in chunks too (vault notes); ``embed_later``
+    is what a notice of rows left without vectors tells to run (default: `arcana reindex`).
     """
     options = {**vector_options(config), "notify": notify, "chunk_long": chunk_long}
+    if embed_later is not None:
+        options["embed_later"] = embed_later
     return with_vectors(store, gateway or build_gateway(config, home), options)
 
 

@@ -106,8 +106,10 @@ class VectorAdapter:
         min_similarity: float = -1.0,
         chunk_long: bool = False,
         compact_from: int = compact.SEARCH_FROM,
+        embed_later: str = "run `arcana reindex` later",
     ):
         self.store = store
+        self.embed_later = embed_later  # what a notice of rows left without vectors tells to run
         self.gateway = gateway
         self.weights = Weights(vector_weight, bm25_weight).normalized()
         self.min_similarity = min_similarity
@@ -289,7 +291,7 @@ class VectorAdapter:
         embedder = await self.embedder(meta)
         if embedder is None:
             pinned = f" compatible with the pinned model {meta.model}" if meta else ""
-            return f"no healthy embedder{pinned}: memories are stored without vectors; run `arcana reindex` later"
+            return f"no healthy embedder{pinned}: memories are stored without vectors; {self.embed_later}"
         return embedder
 
     async def _fill_batch(self, embedder, rows, report: FillReport, progress=None, build: str | None = None) -> None:

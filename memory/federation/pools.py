@@ -19,7 +19,7 @@ from pydantic import ValidationError
 from memory.adapters.opener import open_store, open_tier
 from memory.agent_links import names_agent
 from memory.agents import AgentCard, AgentRegistry
-from memory.config import ArcanaConfig, PoolSettings, load_config, save_config
+from memory.config import ArcanaConfig, PoolSettings, config_lock, load_config, save_config
 from memory.errors import InvalidRequestError, NotFoundError
 from memory.home import Home, check_name, private_dir
 from memory.store_kinds import StoreKind
@@ -72,9 +72,9 @@ class PoolRegistry:
         second create finds the schema in place and only registers it here.
         """
         check_name("pool", name)
-        config = self._config()
-        if name in config.pools:
-            raise InvalidRequestError(f"a pool named '{name}' already exists; pick another name, or join it as it is")
+        taken = InvalidRequestError(f"a pool named '{name}' already exists; pick another name, or join it as it is")
+        if name in self._config().pools:
+            raise taken
         try:
             settings = PoolSettings(url=url, url_env=url_env)
         except ValidationError as exc:  # the message never echoes the URL
@@ -84,8 +84,12 @@ class PoolRegistry:
             await store.connect()
         finally:
             await store.aclose()
-        config.pools = {**config.pools, name: settings}
-        save_config(self.home.config_path, config)
+        with config_lock(self.home.config_path):  # the connect above is not held under the lock
+            config = self._config()
+            if name in config.pools:
+                raise taken
+            config.pools = {**config.pools, name: settings}
+            save_config(self.home.config_path, config)
         return await self.show(name)
 
     def _open(self, name: str, settings: PoolSettings, actor: str):
@@ -145,42 +149,48 @@ class PoolRegistry:
 
     def remove(self, name: str) -> Path | None:
         """Drop the pool from the config and move its database to the trash; return where."""
-        config = self._config()
-        settings = self._settings(config, name)
-        moved = None
-        db = self.home.pool_db(name)
-        if settings.url is None and settings.url_env is None and db.exists():
-            private_dir(self.home.trash_dir)
-            moved = self.home.trash_dir / f"pool-{name}-{int(time.time())}"
-            moved.mkdir(mode=0o700)
-            for suffix in ("", "-wal", "-shm"):
-                part = Path(f"{db}{suffix}")
-                if part.exists():
-                    part.replace(moved / part.name)
-        config.pools = {k: v for k, v in config.pools.items() if k != name}
-        config.memory.pools = [p for p in config.memory.pools if p != name]
-        save_config(self.home.config_path, config)
+        self.show_settings(name)  # NotFoundError before any lock file is made
+        with config_lock(self.home.config_path):
+            config = self._config()
+            settings = self._settings(config, name)
+            moved = None
+            db = self.home.pool_db(name)
+            if settings.url is None and settings.url_env is None and db.exists():
+                private_dir(self.home.trash_dir)
+                moved = self.home.trash_dir / f"pool-{name}-{int(time.time())}"
+                moved.mkdir(mode=0o700)
+                for suffix in ("", "-wal", "-shm"):
+                    part = Path(f"{db}{suffix}")
+                    if part.exists():
+                        part.replace(moved / part.name)
+            config.pools = {k: v for k, v in config.pools.items() if k != name}
+            config.memory.pools = [p for p in config.memory.pools if p != name]
+            save_config(self.home.config_path, config)
         return moved
 
     def join(self, card: AgentCard, name: str) -> bool:
         """Make ``card`` a member of pool ``name``; False when it already was."""
-        config = self._config()
-        settings = self._settings(config, name)
-        if card.id in settings.members:
-            return False
-        config.pools = {**config.pools, name: settings.model_copy(update={"members": [*settings.members, card.id]})}
-        save_config(self.home.config_path, config)
+        self.show_settings(name)  # NotFoundError before any lock file is made
+        with config_lock(self.home.config_path):  # another command's change made meanwhile is kept
+            config = self._config()
+            settings = self._settings(config, name)
+            if card.id in settings.members:
+                return False
+            config.pools = {**config.pools, name: settings.model_copy(update={"members": [*settings.members, card.id]})}
+            save_config(self.home.config_path, config)
         return True
 
     def leave(self, card: AgentCard, name: str) -> bool:
         """Remove ``card`` from pool ``name``; False when it was not a member."""
-        config = self._config()
-        settings = self._settings(config, name)
-        kept = [m for m in settings.members if not names_agent(m, card.id, card.name)]
-        if len(kept) == len(settings.members):
-            return False
-        config.pools = {**config.pools, name: settings.model_copy(update={"members": kept})}
-        save_config(self.home.config_path, config)
+        self.show_settings(name)  # NotFoundError before any lock file is made
+        with config_lock(self.home.config_path):  # another command's change made meanwhile is kept
+            config = self._config()
+            settings = self._settings(config, name)
+            kept = [m for m in settings.members if not names_agent(m, card.id, card.name)]
+            if len(kept) == len(settings.members):
+                return False
+            config.pools = {**config.pools, name: settings.model_copy(update={"members": kept})}
+            save_config(self.home.config_path, config)
         return True
 
     def _member_names(self, members: list[str]) -> list[str]:

@@ -92,7 +92,7 @@ async def consolidate_home(
     ``now`` decides which episodes aged out (tests and benchmarks pass one)."""
     from memory.embedding.factory import build_gateway
 
-    targets = reindex_targets(home, config, selection)
+    targets = reindex_targets(home, config, selection, "consolidate")
     gateway = None if dry_run else build_gateway(config.embedding, home)
     run = ConsolidationRun(dry_run)
     audit = AuditLog(home.audit_log)

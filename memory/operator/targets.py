@@ -89,8 +89,9 @@ def prune_targets(home: Home, config: Any, selection: Selection) -> list[Target]
     return targets
 
 
-def reindex_targets(home: Home, config: Any, selection: Selection) -> list[Target]:
-    """The stores ``arcana reindex`` works on: --all is every agent, every pool and the global tier.
+def reindex_targets(home: Home, config: Any, selection: Selection, verb: str = "reindex") -> list[Target]:
+    """The stores ``arcana reindex`` (and ``consolidate``: ``verb``, which its errors name) works on:
+    --all is every agent, every pool and the global tier.
 
     A local pool with no database yet has nothing to index and is left out; a
     tier on a server always exists. ``--global`` before the global tier exists
@@ -98,7 +99,7 @@ def reindex_targets(home: Home, config: Any, selection: Selection) -> list[Targe
     """
     from memory.federation.pools import PoolRegistry
 
-    selection.check("reindex")
+    selection.check(verb)
     every = PoolRegistry(home).names() if selection.all else []
     named = _known_pools(home, selection.pools)
     pools = [

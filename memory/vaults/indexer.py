@@ -246,11 +246,13 @@ def embedding_gateway(config: ArcanaConfig, vault: Vault):
 def vector_store(store: SQLiteAdapter, config: ArcanaConfig, vault: Vault, gateway: Any, notify: Callable[[str], None]):
     """A VectorAdapter over ``store``; ``gateway`` (from :func:`embedding_gateway`) keeps a loaded model warm.
 
-    Notes are embedded in chunks too, so a section past the model's window is found.
+    Notes are embedded in chunks too, so a section past the model's window is found. Notes left
+    without vectors are embedded by the vault's next index (`arcana reindex` does not open vaults).
     """
     from memory.adapters.opener import vector_adapter
 
-    return vector_adapter(store, config.embedding, vault.home, notify=notify, gateway=gateway, chunk_long=True)
+    return vector_adapter(store, config.embedding, vault.home, notify=notify, gateway=gateway, chunk_long=True,
+                          embed_later=f"run `arcana vault index {vault.name}` again once it is up")
 
 
 def commit_windows(count: int) -> list[range]:
@@ -282,6 +284,8 @@ async def write_entries(
     None when unknown/unchanged). Without a usable embedder the rows are still
     written and a notice says why.
     """
+    # A keyword-only home (embedding.providers empty) indexes as --keyword-only does: by choice, no notice.
+    embed = embed and bool(config.embedding.providers)
     vectors = vector_store(store, config, vault, gateway, notices.append) if embed else None
     embedded, model = 0, None
     order = length_order([entry.content for entry in entries])

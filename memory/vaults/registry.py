@@ -7,7 +7,7 @@ from functools import cached_property
 from pathlib import Path
 
 from memory.agents import AgentRegistry
-from memory.config import VaultConfig, load_config, save_config
+from memory.config import VaultConfig, config_lock, load_config, save_config
 from memory.errors import InvalidRequestError, NotFoundError
 from memory.home import Home, check_name
 from memory.limits import MAX_CONTENT_BYTES
@@ -128,6 +128,10 @@ class VaultRegistry:
             raise NotFoundError(f"{root}: no such directory")
         if agent:
             agent = AgentRegistry(self.home).resolve(agent).id  # by id: a rename keeps it, a new namesake does not
+        with config_lock(self.home.config_path):  # a vault added meanwhile (of this name or folder) is seen
+            return self._register(root, name, agent, pool, ignore, max_file_bytes)
+
+    def _register(self, root: Path, name: str, agent, pool, ignore, max_file_bytes) -> Vault:
         config = self._config()
         if pool is not None and pool not in config.pools:
             check_name("pool", pool)
@@ -161,9 +165,10 @@ class VaultRegistry:
         removed = []
         writer = exclusive_within(vault.lock_path, f"index of vault '{name}'", REMOVE_WAIT_SECONDS)
         with writer, state_lock(vault.state_path):  # a watch's state write waits, then sees the vault gone
-            config = self._config()
-            del config.vaults[name]
-            save_config(self.home.config_path, config)
+            with config_lock(self.home.config_path):  # another command's change made meanwhile is kept
+                config = self._config()
+                config.vaults.pop(name, None)
+                save_config(self.home.config_path, config)
             for path in (vault.db_path, Path(f"{vault.db_path}-wal"), Path(f"{vault.db_path}-shm"), vault.state_path,
                          Path(f"{vault.state_path}.lock")):
                 if path.exists():
