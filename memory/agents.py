@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import difflib
-import fcntl
 import json
 import os
 import re
@@ -21,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from memory.agent_links import relink
 from memory.errors import ConfigError, InvalidRequestError, NotFoundError
 from memory.home import Home, check_name, loaded_name, private_dir
+from memory.locks import waiting
 from memory.types import MemoryType, now_utc
 
 class AgentCard(BaseModel):
@@ -148,12 +148,8 @@ class AgentRegistry:
         """One process at a time decides whether a name is free and takes it (creation, rename),
         so racing first writes to a new name never make twin agents."""
         self.home.ensure()
-        fd = os.open(self.home.locks_dir / "agents.lock", os.O_RDWR | os.O_CREAT, 0o600)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
+        with waiting(self.home.locks_dir / "agents.lock"):
             yield
-        finally:
-            os.close(fd)
 
     def create(self, name: str) -> AgentCard:
         card, made = self._take(name)

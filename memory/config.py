@@ -8,7 +8,6 @@ bad ``config set`` never leaves a half-written file.
 from __future__ import annotations
 
 import difflib
-import fcntl
 import json
 import os
 import re
@@ -473,13 +472,10 @@ def config_lock(path: Path) -> Iterator[None]:
     waits, then loads the file with the first change in it. Held only around
     the load and the save (milliseconds), never across a network call.
     """
-    locks = private_dir(path.parent / "locks")
-    fd = os.open(locks / "config.lock", os.O_RDWR | os.O_CREAT, 0o600)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
+    from memory.locks import waiting
+
+    with waiting(path.parent / "locks" / "config.lock"):
         yield
-    finally:
-        os.close(fd)
 
 
 def save_config(path: Path, config: ArcanaConfig) -> None:

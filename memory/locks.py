@@ -1,4 +1,5 @@
-"""Advisory file locks for maintenance jobs (prune, reindex) run from cron."""
+"""Advisory file locks: for maintenance jobs (prune, reindex) run from cron, and around the
+read-change-write of a shared file (config.json, the agents' names)."""
 
 from __future__ import annotations
 
@@ -44,3 +45,15 @@ def exclusive_within(path: Path, what: str, wait_seconds: float):
             time.sleep(0.05)
     with stack:
         yield
+
+
+@contextmanager
+def waiting(path: Path):
+    """Hold ``path`` exclusively, waiting for the holder: for a change that takes milliseconds."""
+    private_dir(path.parent)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
