@@ -192,6 +192,12 @@ class MemoryTools:
         entry = await self._own(id)
         store = private_store(self.federation)
         if content is None:  # an edit, not a write: the agent's importance capped here
+            if importance is not None and importance < entry.importance and _users(entry):
+                raise ToolFailure(
+                    f"memory {entry.id} is the user's ({entry.confidence_source}); an agent never lowers its "
+                    "importance (that would withdraw what the user shared): the user or an operator can, "
+                    "with `arcana memory set`"
+                )
             changes = {"importance": _asked_importance(entry.importance, importance)} if importance is not None else {}
             if tags is not None:
                 changes["tags"] = tags
@@ -286,6 +292,11 @@ def _since(value: str | None):
         return parse_since(value)
     except InvalidRequestError as exc:
         raise ToolFailure(str(exc)) from None
+
+
+def _users(entry: MemoryEntry) -> bool:
+    """Said or confirmed by the user, not an agent's own: its weight is the user's to lower."""
+    return entry.confidence_source is ConfidenceSource.USER_CONFIRMED
 
 
 def _asked_importance(current: float, asked: float) -> float:

@@ -386,6 +386,27 @@ async def test_an_agents_importance_raise_never_lowers_a_users_promoted_fact(arc
     assert seen() == {"fact UPHERON the user is allergic to peanuts"}  # still shared with every agent
 
 
+async def test_an_agent_never_lowers_a_users_fact_and_so_never_withdraws_it(arcana_home):
+    """Lowering the importance of a user's promoted fact withdrew its global copy: one agent could take
+    what the user shared away from every other. It is a tool error now; the agent's own claim (the
+    control) is still lowered."""
+    for name in ("ada", "bob"):
+        arcana("agent", "create", name)
+    users = json.loads(arcana("remember", "fact ZORBLAT the user is allergic to peanuts", "--agent", "ada",
+                              "--importance", "0.95", "--json"))["id"]
+    seen = lambda: {r["content"] for r in json.loads(arcana("recall", "ZORBLAT", "--agent", "bob", "--json"))["results"]}
+    async with session("--agent", "ada") as client:
+        failed, claim = await call(client, "remember", content="fact ZORBLAT the agent guessed it", importance=0.6)
+        assert not failed
+        failed, message = await call(client, "update", id=users, importance=0.1)
+        assert failed and "never lowers its importance" in message and "\n" not in message, message
+        failed, lowered = await call(client, "update", id=claim["id"], importance=0.2)
+        assert not failed and lowered["importance"] == 0.2 and lowered["changed"], lowered
+    assert seen() == {"fact ZORBLAT the user is allergic to peanuts"}  # still shared with every agent
+    shown = json.loads(arcana("memory", "show", users, "--agent", "ada", "--json"))
+    assert shown["importance"] == 0.95
+
+
 async def test_remember_and_update_keep_to_the_configured_content_limit(arcana_home):
     """`memory.max_content_bytes` bounds what an MCP client stores, as it bounds `arcana remember`:
     a text over it is a one-line tool error and nothing is written; a text within it is stored."""
