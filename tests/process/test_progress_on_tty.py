@@ -60,3 +60,29 @@ def test_the_bar_is_drawn_on_a_terminal_and_not_when_piped(no_embedder, args):
     assert BARS[args].decode() not in piped.stderr  # and never in a pipe (a script's log)
     quiet_code, quiet = _on_tty(env, "--quiet", *args)
     assert quiet_code == 0 and BARS[args] not in quiet  # nor under --quiet on a terminal
+
+
+@pytest.mark.parametrize(("answer", "code"), [(b"n\n", 1), (b"y\n", 0)])
+def test_a_prompt_answered_on_a_terminal(no_embedder, answer, code):
+    """A destructive action asks on a terminal: declined, it exits 1 (man/exit-codes.md) and the memory
+    is still there; accepted (the control), it is purged and exits 0."""
+    import json
+
+    memory_id = json.loads(arcana("remember", "the ferry leaves at nine", "--agent", "a", "--json", home=no_embedder))["id"]
+    env = {**os.environ, "ARCANA_HOME": str(no_embedder.root), "TERM": "xterm"}
+    master, slave = pty.openpty()
+    proc = subprocess.Popen([*ARCANA, "memory", "purge", memory_id, "--agent", "a"], env=env, stdin=slave,
+                            stdout=subprocess.DEVNULL, stderr=slave)
+    os.close(slave)
+    try:
+        asked = b""
+        while b"?" not in asked:  # the prompt, on the terminal
+            ready, _, _ = select.select([master], [], [], 30)
+            assert ready, asked
+            asked += os.read(master, 4096)
+        os.write(master, answer)
+        assert proc.wait(timeout=60) == code
+    finally:
+        os.close(master)
+    listed = json.loads(arcana("memory", "list", "--agent", "a", "--json", home=no_embedder))
+    assert [m["id"] for m in listed] == ([memory_id] if code else [])
