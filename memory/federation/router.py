@@ -136,10 +136,10 @@ class MemoryRouter:
             return [self.global_]
         if not entry.pool_name:
             # Said in the core's words, not one skin's flag: the CLI and MCP both show it.
-            raise MemoryRoutingError(f"a shared memory needs a pool name; name one of the agent's pools ({self._known_pools()})")
+            raise MemoryRoutingError(f"a shared memory needs a pool name; name one of the agent's pools ({self._known_pools(writable=True)})")
         members = self.pools.get(entry.pool_name)
         if not members:
-            raise MemoryRoutingError(f"unknown pool '{entry.pool_name}' for this agent; {self._known_pools()}")
+            raise MemoryRoutingError(f"unknown pool '{entry.pool_name}' for this agent; {self._known_pools(writable=True)}")
         if all(m.read_only for m in members):
             raise MemoryRoutingError(f"pool '{entry.pool_name}' has no writable tier (only read-only vaults)")
         return list(members)
@@ -163,8 +163,10 @@ class MemoryRouter:
             return list(self.pools[query.pool_name])
         return [tier for name in sorted(self.pools) for tier in self.pools[name]]
 
-    def _known_pools(self) -> str:
-        return f"its pools: {', '.join(sorted(self.pools))}" if self.pools else "it has joined no pools"
+    def _known_pools(self, *, writable: bool = False) -> str:
+        """The agent's pools in words; for a write, only those it can write to (not a read-only vault)."""
+        names = sorted(n for n, tiers in self.pools.items() if not writable or not all(t.read_only for t in tiers))
+        return f"its pools: {', '.join(names)}" if names else "it has joined no pools" + (" it can write to" if writable else "")
 
     def weight(self, memory_type: MemoryType) -> float:
         return self.weights.get(memory_type, NEUTRAL_WEIGHT)

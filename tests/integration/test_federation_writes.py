@@ -13,7 +13,7 @@ from memory.budgets import ConnectionsConfig, TierBudget
 from memory.errors import MemoryCorruptError, MemoryRoutingError, MemoryStorageError, MemoryWriteError
 from memory.federation.federation import FederatedWriteError, MemoryFederation
 from memory.federation.router import MemoryRouter
-from memory.types import Audience, MemoryScope, PrunePolicy
+from memory.types import Audience, MemoryQuery, MemoryScope, PrunePolicy
 
 
 class Tiers:
@@ -99,6 +99,17 @@ async def test_shared_write_goes_to_its_pool_and_the_vault_is_refused_not_accept
 async def test_shared_write_without_a_known_pool_is_a_routing_error(tiers, pool_name, needle):
     with pytest.raises(MemoryRoutingError, match=needle):
         await tiers.federation().write(entry("x", scope=MemoryScope.SHARED, pool_name=pool_name))
+
+
+async def test_a_write_to_an_unknown_pool_offers_only_pools_it_can_write_to(tiers):
+    """A read-only vault is no place to write: the error names the writable pools only; a read's names both."""
+    router = MemoryRouter(private=tiers.private, pools={"team": tiers.pool})
+    router.register_pool("notes", tiers.vault, read_only=True)
+    federation = MemoryFederation(router, on_degraded=tiers.events.append)
+    with pytest.raises(MemoryRoutingError, match=r"unknown pool 'nope' for this agent; its pools: team$"):
+        await federation.write(entry("x", scope=MemoryScope.SHARED, pool_name="nope"))
+    with pytest.raises(MemoryRoutingError, match=r"its pools: notes, team$"):  # control: reading, a vault is a pool
+        router.route_read(MemoryQuery(scope=MemoryScope.SHARED, pool_name="nope"))
 
 
 async def test_a_pool_of_only_read_only_tiers_cannot_take_a_write(tiers):
