@@ -119,7 +119,9 @@ def split_frontmatter(text: str) -> tuple[dict[str, Any], str, bool]:
     body = text[first_nl + 1 + end.end() :].lstrip("\n")
     try:
         data = yaml.safe_load(block) if block.strip() else {}
-    except yaml.YAMLError:
+    except (yaml.YAMLError, ValueError, TypeError, OverflowError, RecursionError):
+        # Not only bad syntax: PyYAML's constructors raise ValueError on a well-formed but impossible
+        # value (`date: 2024-02-30`, a 5,000-digit int), and a deeply nested block exhausts the stack.
         return {}, body, True
     if data is None:
         return {}, body, False

@@ -173,6 +173,35 @@ async def test_hostile_vault_indexes_with_everything_counted(make_vault, arcana_
     assert tree_digest(root) == digest
 
 
+@pytest.mark.parametrize(
+    "block",
+    [
+        "date: 2024-02-30\n",  # well-formed YAML, an impossible date: PyYAML raises ValueError
+        "serial: 1" + "0" * 5000 + "\n",  # past Python's int-conversion limit: ValueError
+        "x: " + "[" * 5000 + "]" * 5000 + "\n",  # nested deeper than the stack: RecursionError
+    ],
+    ids=["impossible-date", "huge-int", "deep-nesting"],
+)
+def test_frontmatter_that_pyyaml_cannot_construct_is_counted_not_fatal(make_vault, no_embedder, cli, tree_digest, block):
+    """One note whose frontmatter PyYAML parses but cannot build must not stop the vault: it is read,
+    counted as bad frontmatter, and every other note is indexed and found."""
+    root = make_vault({"Typo.md": f"---\n{block}---\nThe heron nests by the pier.", "Good.md": "Herons fish at dawn."})
+    digest = tree_digest(root)
+    assert cli("vault", "add", str(root), "--name", "fm").exit_code == 0
+    index = cli("vault", "index", "fm", "--json")
+    assert index.exit_code == 0, index.output
+    report = json.loads(index.stdout)
+    assert report["added"] == 2 and report["frontmatter_problems"] == ["Typo.md"]
+    check = cli("vault", "check", "fm", "--json")
+    assert check.exit_code == 0, check.output
+    assert json.loads(check.stdout)["frontmatter_problems"] == ["Typo.md"]
+    found = cli("vault", "search", "fm", "pier", "--json")
+    assert [r["path"] for r in json.loads(found.stdout)["results"]] == ["Typo.md"]  # its body is still a note
+    control = cli("vault", "search", "fm", "dawn", "--json")
+    assert [r["path"] for r in json.loads(control.stdout)["results"]] == ["Good.md"]
+    assert tree_digest(root) == digest
+
+
 async def test_a_missing_folder_fails_loudly_and_keeps_the_index(vault, tmp_path):
     await index_vault(vault, embed=False)
     moved = tmp_path / "elsewhere"
