@@ -197,8 +197,13 @@ def parse_note(rel_path: str, data: bytes, mtime_ns: int, size: int, who: NoteId
     problem = problem or bad_tags or bad_aliases
     note_type = who.default_type
     if "type" in meta:
+        # Only a string names a type: str() of anything else could be an alias bomb (nested *refs)
+        # that expands to gigabytes of text.
+        value = meta["type"]
         try:
-            note_type = MemoryType(str(meta["type"]).lower())
+            if not isinstance(value, str):
+                raise ValueError(value)
+            note_type = MemoryType(value.lower())
         except ValueError:
             problem = True
     importance = 0.5
