@@ -476,6 +476,39 @@ async def test_a_damaged_obsidian_config_is_reported_and_the_vault_still_indexes
     assert any("app.json: unreadable" in n and "not applied" in n for n in report.notices)
 
 
+@pytest.mark.parametrize("kind", ["fifo", "file-symlink", "folder-symlink"])
+def test_obsidians_config_is_never_read_through_a_symlink_or_from_a_fifo(make_vault, no_embedder, tmp_path, kind):
+    """`.obsidian/app.json` is the vault's, so it is read as a note is: a symlink out of the vault (to the
+    file, or to the folder) is not followed, and a FIFO named app.json does not hang `vault index` forever."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "app.json").write_text(json.dumps({"userIgnoreFilters": ["Secret"]}))
+    root = make_vault({"a.md": "alpha kettle", "Secret.md": "secret kettle"}, name="obs")
+    (root / ".obsidian").mkdir()
+    if kind == "fifo":
+        os.mkfifo(root / ".obsidian" / "app.json")
+    elif kind == "file-symlink":
+        (root / ".obsidian" / "app.json").symlink_to(outside / "app.json")
+    else:
+        (root / ".obsidian").rmdir()
+        (root / ".obsidian").symlink_to(outside, target_is_directory=True)
+    assert _cli("vault", "add", str(root), "--name", "obs", timeout=60).returncode == 0
+    index = _cli("vault", "index", "obs", "--json", timeout=60)
+    assert index.returncode == 0, index.stderr
+    report = json.loads(index.stdout)
+    assert report["added"] == 2  # nothing was read from outside the vault, so nothing is excluded
+    assert any("app.json: unreadable" in n and "not applied" in n for n in report["notices"]), report["notices"]
+    # Positive control: the same filters in a real app.json inside the vault are honoured.
+    if (root / ".obsidian").is_symlink():
+        (root / ".obsidian").unlink()
+    else:
+        (root / ".obsidian" / "app.json").unlink()
+    (root / ".obsidian").mkdir(exist_ok=True)
+    (root / ".obsidian" / "app.json").write_text((outside / "app.json").read_text())
+    again = json.loads(_cli("vault", "index", "obs", "--json", timeout=60).stdout)
+    assert (again["removed"], again["skipped"].get("ignored"), again["notices"]) == (1, 1, [])
+
+
 async def test_the_index_and_the_extractor_write_the_same_wikilink_edges(vault, store):
     """One implementation: ``arcana vault index`` and the seed's WikilinkEdgeExtractor agree edge for edge."""
     from memory.adapters.markdown import MarkdownFolderAdapter
