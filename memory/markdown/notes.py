@@ -119,7 +119,9 @@ def split_frontmatter(text: str) -> tuple[dict[str, Any], str, bool]:
     body = text[first_nl + 1 + end.end() :].lstrip("\n")
     try:
         data = yaml.safe_load(block) if block.strip() else {}
-    except yaml.YAMLError:
+    except (yaml.YAMLError, ValueError, TypeError, OverflowError, RecursionError):
+        # Not only bad syntax: PyYAML's constructors raise ValueError on a well-formed but impossible
+        # value (`date: 2024-02-30`, a 5,000-digit int), and a deeply nested block exhausts the stack.
         return {}, body, True
     if data is None:
         return {}, body, False
@@ -195,8 +197,13 @@ def parse_note(rel_path: str, data: bytes, mtime_ns: int, size: int, who: NoteId
     problem = problem or bad_tags or bad_aliases
     note_type = who.default_type
     if "type" in meta:
+        # Only a string names a type: str() of anything else could be an alias bomb (nested *refs)
+        # that expands to gigabytes of text.
+        value = meta["type"]
         try:
-            note_type = MemoryType(str(meta["type"]).lower())
+            if not isinstance(value, str):
+                raise ValueError(value)
+            note_type = MemoryType(value.lower())
         except ValueError:
             problem = True
     importance = 0.5

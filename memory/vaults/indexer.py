@@ -12,7 +12,8 @@ re-aliased, else for the whole vault (a new note can resolve old links).
 Changed notes are applied in windows (:func:`commit_windows`): each window's
 rows commit, then its vectors, then its manifest records, so a killed pass
 keeps every finished window and the next pass neither re-reads nor re-embeds
-it. A record is only written after its row and vector, so the manifest never
+it. Links are resolved after the last window, so a window also marks the
+links pending, and the pass after a kill rebuilds all of them. A record is only written after its row and vector, so the manifest never
 claims what is not stored; a row stored without its record is rewritten by the
 next pass, and its vector, whose content hash still matches, is kept.
 
@@ -212,6 +213,7 @@ def plan_index(
         or any(n.aliases != stored.files[n.rel_path].aliases for n in changed if n.rel_path in stored.files)
         or stored.meta.get("attachments_fp") != _fingerprint(attachments)
         or stored.meta.get("links_format") != LINKS_FORMAT
+        or stored.meta.get("links_pending") == "1"  # a pass stored notes, then died before their links
     )
     return IndexPlan(
         mode, stored, current, changed, touched, len(infos), sorted(skipped), sorted(problems),
@@ -409,6 +411,9 @@ async def index_vault(
             # A window's records may carry the identity only when no note is recorded under another one.
             owned = stored.meta.get("identity") == _identity_key(who) or not stored.files
             window_meta = {"identity": _identity_key(who), "root": str(vault.root)} if owned else {}
+            # A window's notes are recorded as indexed before their links are: until this pass's link step
+            # commits, the next pass must rebuild every link (it will see these notes as unchanged).
+            window_meta["links_pending"] = "1"
 
             async def committed(picked: list[int]) -> None:
                 await store.run(manifest.save, [records[i] for i in picked], [], window_meta, {})
@@ -430,6 +435,7 @@ async def index_vault(
                 "vectors": vectors,
                 "links_format": LINKS_FORMAT,
                 "chunks": CHUNKS_FORMAT if vectors == "complete" else "",
+                "links_pending": "",
             }
             if plan.structural:
                 meta["structure"] = uuid.uuid4().hex

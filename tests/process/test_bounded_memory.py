@@ -108,3 +108,30 @@ def test_a_vault_note_over_the_content_limit_is_skipped_whatever_max_file_bytes_
             await store.aclose()
 
     assert [c.split("\n")[0] for c in asyncio.run(contents())] == ["Small"]  # positive control
+
+
+def _alias_bomb(key: str) -> str:
+    """Frontmatter of 88 lines whose ``key`` is ten nested levels of ten references each: 10**9 strings once expanded."""
+    lines = ["l0: &l0 [lol, lol, lol, lol, lol, lol, lol, lol, lol, lol]"]
+    lines += [f"l{i}: &l{i} [{', '.join([f'*l{i - 1}'] * 10)}]" for i in range(1, 9)]
+    return "---\n" + "\n".join(lines) + f"\n{key}: *l8\n---\nThe bomb note still has words: lighthouse.\n"
+
+
+def test_a_yaml_alias_bomb_in_a_note_type_is_refused_in_bounded_memory(no_embedder, make_vault):
+    """PyYAML builds aliases as shared references (cheap), but turning a non-string `type:` into text
+    expanded them all: one 600-byte note took gigabytes and minutes. A type must be a string."""
+    import resource
+
+    folder = make_vault({"Bomb.md": _alias_bomb("type"), "Tags.md": _alias_bomb("tags"), "Plain.md": "type-less harbour note"})
+    env = {**os.environ, "ARCANA_HOME": str(no_embedder.root)}
+    assert subprocess.run([*ARCANA, "vault", "add", str(folder), "--name", "bomb"], env=env, capture_output=True).returncode == 0
+
+    def cap() -> None:  # the child alone: 2 GiB of address space, far more than indexing three notes needs
+        resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))
+
+    done = subprocess.run([*ARCANA, "vault", "index", "bomb", "--json"], env=env, capture_output=True, text=True,
+                          timeout=120, preexec_fn=cap, stdin=subprocess.DEVNULL)
+    assert done.returncode == 0, done.stderr[-2000:]
+    report = json.loads(done.stdout)
+    assert report["added"] == 3  # positive control: the plain note and both bombs are notes
+    assert report["frontmatter_problems"] == ["Bomb.md", "Tags.md"]

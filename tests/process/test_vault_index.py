@@ -173,6 +173,35 @@ async def test_hostile_vault_indexes_with_everything_counted(make_vault, arcana_
     assert tree_digest(root) == digest
 
 
+@pytest.mark.parametrize(
+    "block",
+    [
+        "date: 2024-02-30\n",  # well-formed YAML, an impossible date: PyYAML raises ValueError
+        "serial: 1" + "0" * 5000 + "\n",  # past Python's int-conversion limit: ValueError
+        "x: " + "[" * 5000 + "]" * 5000 + "\n",  # nested deeper than the stack: RecursionError
+    ],
+    ids=["impossible-date", "huge-int", "deep-nesting"],
+)
+def test_frontmatter_that_pyyaml_cannot_construct_is_counted_not_fatal(make_vault, no_embedder, cli, tree_digest, block):
+    """One note whose frontmatter PyYAML parses but cannot build must not stop the vault: it is read,
+    counted as bad frontmatter, and every other note is indexed and found."""
+    root = make_vault({"Typo.md": f"---\n{block}---\nThe heron nests by the pier.", "Good.md": "Herons fish at dawn."})
+    digest = tree_digest(root)
+    assert cli("vault", "add", str(root), "--name", "fm").exit_code == 0
+    index = cli("vault", "index", "fm", "--json")
+    assert index.exit_code == 0, index.output
+    report = json.loads(index.stdout)
+    assert report["added"] == 2 and report["frontmatter_problems"] == ["Typo.md"]
+    check = cli("vault", "check", "fm", "--json")
+    assert check.exit_code == 0, check.output
+    assert json.loads(check.stdout)["frontmatter_problems"] == ["Typo.md"]
+    found = cli("vault", "search", "fm", "pier", "--json")
+    assert [r["path"] for r in json.loads(found.stdout)["results"]] == ["Typo.md"]  # its body is still a note
+    control = cli("vault", "search", "fm", "dawn", "--json")
+    assert [r["path"] for r in json.loads(control.stdout)["results"]] == ["Good.md"]
+    assert tree_digest(root) == digest
+
+
 async def test_a_missing_folder_fails_loudly_and_keeps_the_index(vault, tmp_path):
     await index_vault(vault, embed=False)
     moved = tmp_path / "elsewhere"
@@ -445,6 +474,39 @@ async def test_a_damaged_obsidian_config_is_reported_and_the_vault_still_indexes
     report = await index_vault(vault, embed=False)
     assert report.added == 2  # nothing excluded: the filters could not be read
     assert any("app.json: unreadable" in n and "not applied" in n for n in report.notices)
+
+
+@pytest.mark.parametrize("kind", ["fifo", "file-symlink", "folder-symlink"])
+def test_obsidians_config_is_never_read_through_a_symlink_or_from_a_fifo(make_vault, no_embedder, tmp_path, kind):
+    """`.obsidian/app.json` is the vault's, so it is read as a note is: a symlink out of the vault (to the
+    file, or to the folder) is not followed, and a FIFO named app.json does not hang `vault index` forever."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "app.json").write_text(json.dumps({"userIgnoreFilters": ["Secret"]}))
+    root = make_vault({"a.md": "alpha kettle", "Secret.md": "secret kettle"}, name="obs")
+    (root / ".obsidian").mkdir()
+    if kind == "fifo":
+        os.mkfifo(root / ".obsidian" / "app.json")
+    elif kind == "file-symlink":
+        (root / ".obsidian" / "app.json").symlink_to(outside / "app.json")
+    else:
+        (root / ".obsidian").rmdir()
+        (root / ".obsidian").symlink_to(outside, target_is_directory=True)
+    assert _cli("vault", "add", str(root), "--name", "obs", timeout=60).returncode == 0
+    index = _cli("vault", "index", "obs", "--json", timeout=60)
+    assert index.returncode == 0, index.stderr
+    report = json.loads(index.stdout)
+    assert report["added"] == 2  # nothing was read from outside the vault, so nothing is excluded
+    assert any("app.json: unreadable" in n and "not applied" in n for n in report["notices"]), report["notices"]
+    # Positive control: the same filters in a real app.json inside the vault are honoured.
+    if (root / ".obsidian").is_symlink():
+        (root / ".obsidian").unlink()
+    else:
+        (root / ".obsidian" / "app.json").unlink()
+    (root / ".obsidian").mkdir(exist_ok=True)
+    (root / ".obsidian" / "app.json").write_text((outside / "app.json").read_text())
+    again = json.loads(_cli("vault", "index", "obs", "--json", timeout=60).stdout)
+    assert (again["removed"], again["skipped"].get("ignored"), again["notices"]) == (1, 1, [])
 
 
 async def test_the_index_and_the_extractor_write_the_same_wikilink_edges(vault, store):

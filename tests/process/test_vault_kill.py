@@ -80,3 +80,60 @@ def test_commit_windows_cover_every_note_once_in_bounded_windows():
         windows = commit_windows(count)
         assert [i for w in windows for i in w] == list(range(count))
         assert all(len(w) <= max(16, count // 16) and len(w) <= 1024 for w in windows)
+
+
+LINKED = 1200
+
+
+def _kill_after_the_last_window(env) -> None:
+    """Index one new note and SIGKILL the run just after its window committed, while the vault's links
+    (about 180,000 here, some seconds of work) are being rebuilt."""
+    master, slave = pty.openpty()
+    proc = subprocess.Popen([sys.executable, "-m", "arcana_cli.main", "vault", "index", "linked", "--keyword-only"],
+                            env=env, stdout=subprocess.DEVNULL, stderr=slave, stdin=subprocess.DEVNULL)
+    os.close(slave)
+    buffer, deadline = b"", time.monotonic() + 120
+    try:
+        while b"1/1" not in buffer and time.monotonic() < deadline and proc.poll() is None:
+            ready, _, _ = select.select([master], [], [], 0.2)
+            if ready:
+                try:
+                    buffer = (buffer + os.read(master, 4096))[-4096:]
+                except OSError:
+                    break
+        time.sleep(0.3)  # the window's manifest records commit right after its rows
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=30)
+    finally:
+        os.close(master)
+    assert proc.returncode == -signal.SIGKILL, "the index finished before it could be killed"
+
+
+def test_a_pass_killed_before_its_links_leaves_no_link_unresolved_for_good(arcana_home, tmp_path):
+    """A note added, its pass killed after the note was stored but before links were rebuilt: the next
+    pass saw the note as unchanged and the whole vault's [[Target]] links stayed dangling forever."""
+    folder = tmp_path / "linked"
+    folder.mkdir()
+    for i in range(LINKED):
+        others = " ".join(f"[[note-{(i * 7 + j) % LINKED:04}]]" for j in range(1, 150))
+        (folder / f"note-{i:04}.md").write_text(f"# Note {i}\n\nheron {i} {others} and [[Target]]\n")
+    env = {**os.environ, "ARCANA_HOME": str(arcana_home.root), "TERM": "xterm", "COLUMNS": "100"}
+    assert _run(env, "vault", "add", str(folder), "--name", "linked").returncode == 0
+    first = json.loads(_run(env, "vault", "index", "linked", "--keyword-only", "--json").stdout)
+    assert first["links"]["dangling"] == LINKED  # every [[Target]], before Target exists
+    (folder / "Target.md").write_text("The target links back to [[note-0001]].\n")
+
+    _kill_after_the_last_window(env)
+    import sqlite3
+
+    with sqlite3.connect(arcana_home.root / "vaults" / "linked.db") as raw:
+        recorded = raw.execute("SELECT count(*) FROM vault_files WHERE rel_path = 'Target.md'").fetchone()[0]
+    assert recorded == 1, "the kill landed before the new note's window committed: nothing to test"
+
+    rerun = json.loads(_run(env, "vault", "index", "linked", "--keyword-only", "--json").stdout)
+    assert (rerun["added"], rerun["unchanged"]) == (0, LINKED + 1)  # the killed pass kept the note
+    assert (rerun["links"]["dangling"], rerun["links"]["links_found"]) == (0, first["links"]["links_found"] + 1)
+    target = json.loads(_run(env, "vault", "links", "Target", "--json").stdout)
+    assert (len(target["backlinks"]), target["outgoing"]) == (LINKED, ["note-0001.md"])
+    control = json.loads(_run(env, "vault", "links", "note-0002", "--json").stdout)
+    assert "Target.md" in control["outgoing"] and len(control["outgoing"]) == 150  # the old links are all there
