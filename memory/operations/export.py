@@ -42,6 +42,7 @@ PAGE = 1000  # rows per read page and per import transaction
 # The longest export line read: a memory at the 1 MiB limit with a long history and a vector fits many
 # times over; a longer line is named and skipped unread (it could only be refused after parsing).
 LINE_BYTES = 64 * 1024 * 1024
+MAX_DIMENSION = 8192  # the widest vector sqlite-vec indexes: a header model wider than that is not one
 FRONTMATTER_BYTES = 64 * 1024  # a note may be this much larger than the content it carries
 
 
@@ -255,7 +256,24 @@ def read_header(line: str | bytes) -> dict:
         raise ImportFormatError(
             f"{FORMAT} format version {version!r} is newer than this Arcana reads ({VERSION}); upgrade Arcana"
         )
+    if (problem := _bad_model(head.get("model"))) is not None:
+        raise ImportFormatError(f"the header's \"model\" {problem}; export it again with `arcana export --with-vectors`")
     return head
+
+
+def _bad_model(model: Any) -> str | None:
+    """Why a header's embedding model (what its vectors were made with) is not one, or None."""
+    if model is None:
+        return None
+    if not isinstance(model, dict):
+        return f"is a {type(model).__name__}, not a model (name, family, dimension)"
+    for key in ("model", "family"):
+        if not isinstance(model.get(key), str) or not model[key].strip():
+            return f"has no {key!r} name"
+    dimension = model.get("dimension")
+    if isinstance(dimension, bool) or not isinstance(dimension, int) or not 0 < dimension <= MAX_DIMENSION:
+        return f"has dimension {dimension!r}, not a whole number from 1 to {MAX_DIMENSION}"
+    return None
 
 
 def jsonl_records(handle: IO[bytes]) -> Iterator[tuple[str, dict | str]]:

@@ -1,0 +1,54 @@
+"""`arcana import` of a file whose header model or vectors are hostile: refused or re-embedded, never a traceback.
+
+A file carries its embedding model in the header and one vector per line.
+Both are read from a file someone handed the user, so a header ``model``
+that is not a model (a string, a list, no dimension, a dimension sqlite-vec
+cannot hold) is refused with exit 2 before any store is touched, and a vector
+that cannot be one (NaN, an overflowing number, all zeros) is dropped and
+left to the embedder, as a vector of the wrong width is.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from arcana_cli import exit_codes
+
+MODEL = {"model": "test/tiny", "family": "tiny", "dimension": 4}
+
+
+def _file(tmp_path, name: str, model, vectors: list) -> str:
+    head = {"format": "arcana-export", "version": 1, "arcana_version": "0", "exported": {"agent": "ada"},
+            "created_at": "2024-05-01T12:00:00Z", "with_history": False, "with_vectors": True, "model": model}
+    lines = [json.dumps(head)]
+    for number, vector in enumerate(vectors):
+        memory = {"id": f"{name}-{number}", "agent_id": "x", "content": f"fact number {number} of {name}"}
+        lines.append(json.dumps({"memory": memory, "vector": vector}) if vector is not None else json.dumps({"memory": memory}))
+    path = tmp_path / f"{name}.jsonl"
+    path.write_text("\n".join(lines) + "\n")  # json.dumps writes NaN and Infinity, as Python's reader takes them
+    return str(path)
+
+
+@pytest.mark.parametrize(
+    "model",
+    ["tiny", [1, 2], {"model": "test/tiny", "family": "tiny"}, {"model": "test/tiny", "family": "tiny", "dimension": "4"},
+     {"model": "test/tiny", "family": "tiny", "dimension": 0}, {"model": "test/tiny", "family": "tiny", "dimension": 10**30},
+     {"model": 7, "family": "tiny", "dimension": 4}],
+    ids=["string", "list", "no-dimension", "dimension-text", "dimension-zero", "dimension-huge", "model-not-text"],
+)
+def test_a_header_model_that_is_not_one_is_refused_before_any_store_is_touched(cli, no_embedder, tmp_path, model):
+    """A header ``model`` of the wrong shape ended the import in a TypeError/KeyError traceback (exit 1),
+    after the target agent had already been created."""
+    hostile = _file(tmp_path, "hostile", model, [[0.1, 0.2, 0.3, 0.4]])
+    result = cli("import", hostile, "--agent", "mallory")
+    assert result.exit_code == exit_codes.USAGE, result.output
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
+    assert "model" in result.stderr and "Traceback" not in result.stderr
+    assert "mallory" not in cli("agent", "list").stdout  # nothing was touched
+
+    good = _file(tmp_path, "good", MODEL, [[0.1, 0.2, 0.3, 0.4]])  # positive control: a model that is one
+    done = cli("import", good, "--agent", "ada", "--json")
+    assert done.exit_code == 0, done.output
+    assert json.loads(done.stdout)["vectors_kept"] == 1
