@@ -332,12 +332,18 @@ def _sources(record: dict) -> list[str] | str:
 
 
 def _vector_of(record: dict, width: int | None) -> list[float] | None:
+    """A record's vector, unit length, when it is one of ``width`` finite numbers; else None (embed it)."""
     vector = record.get("vector")
     if not isinstance(vector, list) or width is None or len(vector) != width:
         return None
     if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in vector):
         return None
-    return vector
+    from memory.embedding.base import l2_normalize
+
+    try:  # NaN, an infinity, a number past float range or all zeros: no direction to keep, so re-embed
+        return l2_normalize([float(v) for v in vector])
+    except (OverflowError, ValueError):
+        return None
 
 
 # -- writing a store ----------------------------------------------------------

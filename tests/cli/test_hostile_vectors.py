@@ -52,3 +52,26 @@ def test_a_header_model_that_is_not_one_is_refused_before_any_store_is_touched(c
     done = cli("import", good, "--agent", "ada", "--json")
     assert done.exit_code == 0, done.output
     assert json.loads(done.stdout)["vectors_kept"] == 1
+
+
+def test_a_vector_that_is_not_a_direction_is_dropped_not_a_traceback(cli, no_embedder, tmp_path):
+    """A NaN, an infinity, a number past float range or an all-zero vector made l2_normalize raise
+    ValueError (or OverflowError) out of the import: a traceback, exit 1, the rows in and no vector
+    kept even for the good lines of the file."""
+    hostile = [
+        [float("nan"), 0.2, 0.3, 0.4],
+        [float("inf"), 0.2, 0.3, 0.4],
+        [1e200, 0.2, 0.3, 0.4],  # finite, but its square is not
+        [10**400, 0, 0, 0],  # a JSON integer no float can hold
+        [0.0, 0.0, 0.0, 0.0],
+    ]
+    good = [[0.1, 0.2, 0.3, 0.4], [0.4, 0.3, 0.2, 0.1]]
+    path = _file(tmp_path, "mixed", MODEL, [hostile[0], good[0], *hostile[1:], good[1]])
+    result = cli("import", path, "--agent", "ada", "--json")
+    assert result.exit_code == 0, result.output
+    assert result.exception is None, result.exception
+    report = json.loads(result.stdout)
+    assert report["read"] == 7 and report["ops"] == {"insert": 7}
+    assert report["vectors_kept"] == 2  # the good ones; the rest are left to the embedder (`arcana reindex`)
+    listed = json.loads(cli("memory", "list", "--agent", "ada", "--json", "--limit", "100").stdout)
+    assert len(listed) == 7
