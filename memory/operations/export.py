@@ -395,7 +395,7 @@ async def import_records(
             return report
         records = reopen() if reopen is not None else ()
     server = _server(store)
-    vectors = await (server.vector_sink(store, model) if server else _vector_sink(store, model))
+    vectors = await (server.vector_sink(store, model) if server else _vector_sink(store, model, gateway))
     batch: list[tuple[MemoryEntry, list[float] | None]] = []
     carried: dict[str, list[str]] = {}  # the batch's consolidated memories: the ids each carries
     page = server.PAGE if server else PAGE
@@ -454,8 +454,15 @@ async def import_records(
     return report
 
 
-async def _vector_sink(store, model: dict | None):
-    """A writer for supplied vectors when the file's model fits the store, else None (re-embed)."""
+async def _vector_sink(store, model: dict | None, gateway: Any = None):
+    """A writer for supplied vectors when the file's model fits the store, else None (re-embed).
+
+    A store with no pin yet is pinned to the file's model by the first vector kept, so with a
+    ``gateway`` (the embedders of this home) that has a healthy embedder, they are kept only when
+    one can embed queries for that model at that dimension: a file from a home with another model,
+    or claiming a width its model does not have, would otherwise pin the store to vectors no query
+    here can be compared with, and semantic search would fall back to keyword for good.
+    """
     if model is None or not await store.ensure_vec():
         return None
     from memory.embedding.base import EmbeddingMeta, content_hash, l2_normalize
@@ -465,6 +472,8 @@ async def _vector_sink(store, model: dict | None):
         return None
     # The pin is decided again under the write lock (a store pinned meanwhile wins, as for any vector write).
     candidate = EmbeddingMeta(model["model"], model["family"], model["dimension"], "", datetime.now(UTC).timestamp())
+    if pin is None and gateway is not None and await gateway.resolve(candidate) is None and await gateway.resolve(None):
+        return None  # this home embeds with another model (or width): its own vectors, not the file's
 
     async def put(pairs: list[tuple[MemoryEntry, list[float]]]) -> int:
         if not pairs:

@@ -75,3 +75,35 @@ def test_a_vector_that_is_not_a_direction_is_dropped_not_a_traceback(cli, no_emb
     assert report["vectors_kept"] == 2  # the good ones; the rest are left to the embedder (`arcana reindex`)
     listed = json.loads(cli("memory", "list", "--agent", "ada", "--json", "--limit", "100").stdout)
     assert len(listed) == 7
+
+
+def test_vectors_of_a_model_this_home_cannot_query_do_not_pin_a_new_store(arcana_home, cli, tmp_path, offline_embedder):
+    """Into an agent with no vectors yet, a file's vectors were kept whatever model they claimed, pinning
+    the store to it: a file from a home with another model, or one naming this home's model at a width
+    it does not have, left every later recall and remember saying 'no healthy embedder compatible with
+    the pinned model' and semantic search falling back to keyword, with `reindex` unable to help."""
+    arcana_home.root.mkdir(parents=True, exist_ok=True)
+    for text in ("the user is allergic to peanuts", "the build uses make"):
+        assert cli("remember", text, "--agent", "ada").exit_code == 0
+    real = tmp_path / "real.jsonl"
+    assert cli("export", "--agent", "ada", "-o", str(real), "--with-vectors").exit_code == 0
+    head, *rows = real.read_text().splitlines()
+    model = json.loads(head)["model"]
+    foreign = {"model": "BAAI/bge-small-en-v1.5", "family": "bge-small-en-v1.5", "dimension": 384}
+    narrow = {**model, "dimension": 3}
+    for name, claimed, width in (("foreign", foreign, 384), ("narrow", narrow, 3)):
+        lines = [json.dumps({**json.loads(head), "model": claimed})]
+        for row in rows:
+            record = json.loads(row)
+            lines.append(json.dumps({**record, "vector": record["vector"][:width]}))
+        path = tmp_path / f"{name}.jsonl"
+        path.write_text("\n".join(lines) + "\n")
+        done = cli("import", str(path), "--agent", name, "--json")
+        assert done.exit_code == 0, done.output
+        assert (json.loads(done.stdout)["vectors_kept"], json.loads(done.stdout)["embedded"]) == (0, 2), name
+        found = cli("recall", "food intolerance", "--agent", name, "--mode", "semantic", "--json")
+        assert "no healthy embedder" not in found.stderr, found.stderr
+        assert json.loads(found.stdout)["results"][0]["content"] == "the user is allergic to peanuts", name
+
+    kept = cli("import", str(real), "--agent", "copy", "--json")  # positive control: this home's own model
+    assert (json.loads(kept.stdout)["vectors_kept"], json.loads(kept.stdout)["embedded"]) == (2, 0)
