@@ -372,6 +372,7 @@ def restore_home(path: Path, home: Home, *, force: bool = False) -> RestoreRepor
     if problems:
         raise BackupError(f"backup {manifest.path} fails verification ({problems[0]}; {len(problems)} problem(s)); "
                           "nothing was restored")
+    _refuse_newer_schema(manifest)
     remove_abandoned(home.root, ".restore-*.partial")
     live = _occupied(home)
     if live and not force:
@@ -401,6 +402,33 @@ def restore_home(path: Path, home: Home, *, force: bool = False) -> RestoreRepor
         os.close(lock)
     home.ensure()
     return RestoreReport(manifest.path, len(manifest.files), moved)
+
+
+def _refuse_newer_schema(manifest: BackupManifest) -> None:
+    """SchemaTooNewError when a database of the backup (read off the file, whatever its entry's kind)
+    is newer than this Arcana opens: restored, it would leave a home no command can use."""
+    from memory.errors import SchemaTooNewError
+    from memory.migrations.runner import head_version
+
+    head = head_version()
+    for entry in manifest.files:
+        file = manifest.path / entry["path"]
+        if not _is_database(file):
+            continue
+        try:
+            conn = _readonly(file)
+            try:
+                version = conn.execute("PRAGMA user_version").fetchone()[0]
+            finally:
+                conn.close()
+        except dbapi().Error as exc:
+            raise BackupError(f"backup {manifest.path}: {entry['path']} cannot be read as a database ({exc}); "
+                              "nothing was restored") from None
+        if version > head:
+            raise SchemaTooNewError(
+                f"backup {manifest.path}: {entry['path']} has schema version {version}, newer than this Arcana "
+                f"understands ({head}); upgrade Arcana to restore it — nothing was restored"
+            )
 
 
 def _copy_checked(folder: Path, staging: Path, entry: dict) -> None:

@@ -42,6 +42,7 @@ PAGE = 1000  # rows per read page and per import transaction
 # The longest export line read: a memory at the 1 MiB limit with a long history and a vector fits many
 # times over; a longer line is named and skipped unread (it could only be refused after parsing).
 LINE_BYTES = 64 * 1024 * 1024
+MAX_DIMENSION = 8192  # the widest vector sqlite-vec indexes: a header model wider than that is not one
 FRONTMATTER_BYTES = 64 * 1024  # a note may be this much larger than the content it carries
 
 
@@ -255,7 +256,24 @@ def read_header(line: str | bytes) -> dict:
         raise ImportFormatError(
             f"{FORMAT} format version {version!r} is newer than this Arcana reads ({VERSION}); upgrade Arcana"
         )
+    if (problem := _bad_model(head.get("model"))) is not None:
+        raise ImportFormatError(f"the header's \"model\" {problem}; export it again with `arcana export --with-vectors`")
     return head
+
+
+def _bad_model(model: Any) -> str | None:
+    """Why a header's embedding model (what its vectors were made with) is not one, or None."""
+    if model is None:
+        return None
+    if not isinstance(model, dict):
+        return f"is a {type(model).__name__}, not a model (name, family, dimension)"
+    for key in ("model", "family"):
+        if not isinstance(model.get(key), str) or not model[key].strip():
+            return f"has no {key!r} name"
+    dimension = model.get("dimension")
+    if isinstance(dimension, bool) or not isinstance(dimension, int) or not 0 < dimension <= MAX_DIMENSION:
+        return f"has dimension {dimension!r}, not a whole number from 1 to {MAX_DIMENSION}"
+    return None
 
 
 def jsonl_records(handle: IO[bytes]) -> Iterator[tuple[str, dict | str]]:
@@ -314,12 +332,18 @@ def _sources(record: dict) -> list[str] | str:
 
 
 def _vector_of(record: dict, width: int | None) -> list[float] | None:
+    """A record's vector, unit length, when it is one of ``width`` finite numbers; else None (embed it)."""
     vector = record.get("vector")
     if not isinstance(vector, list) or width is None or len(vector) != width:
         return None
     if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in vector):
         return None
-    return vector
+    from memory.embedding.base import l2_normalize
+
+    try:  # NaN, an infinity, a number past float range or all zeros: no direction to keep, so re-embed
+        return l2_normalize([float(v) for v in vector])
+    except (OverflowError, ValueError):
+        return None
 
 
 # -- writing a store ----------------------------------------------------------
@@ -371,7 +395,7 @@ async def import_records(
             return report
         records = reopen() if reopen is not None else ()
     server = _server(store)
-    vectors = await (server.vector_sink(store, model) if server else _vector_sink(store, model))
+    vectors = await (server.vector_sink(store, model) if server else _vector_sink(store, model, gateway))
     batch: list[tuple[MemoryEntry, list[float] | None]] = []
     carried: dict[str, list[str]] = {}  # the batch's consolidated memories: the ids each carries
     page = server.PAGE if server else PAGE
@@ -430,8 +454,15 @@ async def import_records(
     return report
 
 
-async def _vector_sink(store, model: dict | None):
-    """A writer for supplied vectors when the file's model fits the store, else None (re-embed)."""
+async def _vector_sink(store, model: dict | None, gateway: Any = None):
+    """A writer for supplied vectors when the file's model fits the store, else None (re-embed).
+
+    A store with no pin yet is pinned to the file's model by the first vector kept, so with a
+    ``gateway`` (the embedders of this home) that has a healthy embedder, they are kept only when
+    one can embed queries for that model at that dimension: a file from a home with another model,
+    or claiming a width its model does not have, would otherwise pin the store to vectors no query
+    here can be compared with, and semantic search would fall back to keyword for good.
+    """
     if model is None or not await store.ensure_vec():
         return None
     from memory.embedding.base import EmbeddingMeta, content_hash, l2_normalize
@@ -441,6 +472,8 @@ async def _vector_sink(store, model: dict | None):
         return None
     # The pin is decided again under the write lock (a store pinned meanwhile wins, as for any vector write).
     candidate = EmbeddingMeta(model["model"], model["family"], model["dimension"], "", datetime.now(UTC).timestamp())
+    if pin is None and gateway is not None and await gateway.resolve(candidate) is None and await gateway.resolve(None):
+        return None  # this home embeds with another model (or width): its own vectors, not the file's
 
     async def put(pairs: list[tuple[MemoryEntry, list[float]]]) -> int:
         if not pairs:

@@ -60,7 +60,7 @@ def stores_of(head: dict) -> list[dict] | None:
         d = extra.get(label, {})
         store = {"store": label, "kind": kind, "name": name or None}
         if kind == "agent" and isinstance(d.get("agent_id"), str):
-            store["agent_id"] = d["agent_id"]
+            store["agent_id"] = check_name("agent id", d["agent_id"])  # it becomes the agent's folder name
         if kind == "pool" and isinstance(d.get("members"), list):
             store["members"] = [m for m in d["members"] if isinstance(m, str)]
         out.append(store)

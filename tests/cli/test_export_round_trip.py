@@ -200,6 +200,29 @@ def test_a_hostile_all_header_is_refused_before_any_store_is_touched(cli, tmp_pa
     assert {a["name"] for a in data(cli("agent", "list", "--json"))} == {"ada", "bob"}
 
 
+@pytest.mark.parametrize("agent_id", ["../../evil", "a/b", ""])
+def test_a_path_like_agent_id_in_an_all_header_is_refused_before_any_agent_is_made(
+        cli, tmp_path, monkeypatch, team_home, agent_id):
+    """A store descriptor's agent id becomes the agent's folder name. One that is path-like was refused
+    only when its agent was being made, after the agents before it in the header had been created, and
+    with pydantic's three-line ValidationError rather than one line."""
+    dump, _ = team_home
+    lines = dump.read_text().splitlines()
+    head = json.loads(lines[0])
+    stores = head["exported"]["stores"]
+    assert [d["store"] for d in stores][:2] == ["agent:ada", "agent:bob"]
+    stores[1]["agent_id"] = agent_id
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("\n".join([json.dumps(head), *lines[1:]]) + "\n")
+    fresh_home(tmp_path, monkeypatch, "two")
+    refused = cli("import", str(bad))
+    assert refused.exit_code == 2, refused.output
+    assert "agent id" in refused.stderr and len(refused.stderr.strip().splitlines()) == 1, refused.stderr
+    assert data(cli("agent", "list", "--json")) == []  # not even ada, who came first
+    ok(cli("import", str(dump)))  # positive control: the untouched file restores
+    assert {a["name"] for a in data(cli("agent", "list", "--json"))} == {"ada", "bob"}
+
+
 def test_an_all_import_never_joins_an_agent_to_a_pool_that_was_already_there(cli, tmp_path, monkeypatch, team_home):
     """A file's header names pool members; only a pool the import creates takes them. A pool of
     this home keeps its members, so a file cannot let an agent read a pool the operator kept it out of."""

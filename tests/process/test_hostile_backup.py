@@ -234,3 +234,38 @@ def test_a_dest_that_is_a_file_or_cannot_be_made_is_a_usage_error(cli, tmp_path,
     assert a_file.read_text() == "kept\n"
     done = cli("backup", str(tmp_path / "backups"), "--json")  # positive control
     assert done.exit_code == 0 and Path(json.loads(done.stdout)["path"]).is_dir()
+
+
+def _bump_schema(folder: Path, version: int) -> None:
+    """Give the backup's database a schema version, its manifest entry the matching size and sha256."""
+    import sqlite3
+
+    body = _manifest(folder)
+    entry = next(e for e in body["files"] if e["kind"] == "database")
+    db = folder / entry["path"]
+    with sqlite3.connect(db) as conn:
+        conn.execute(f"PRAGMA user_version = {version}")
+    entry.update(size=db.stat().st_size, sha256=hashlib.sha256(db.read_bytes()).hexdigest())
+    _write_manifest(folder, body)
+
+
+def test_a_backup_from_a_newer_arcana_never_replaces_the_home(cli, arcana_home, tmp_path, no_embedder):
+    """A backup whose databases a newer Arcana wrote passed verification and `restore --force` moved the
+    live home to the trash for them; every command then failed with exit 5 (schema newer than this
+    Arcana), so the restore had swapped a working home for one this Arcana cannot open."""
+    from memory.migrations.runner import head_version
+
+    folder = _backup(cli, tmp_path)
+    assert cli("remember", "written after the backup", "--agent", "ada").exit_code == 0
+    _bump_schema(folder, head_version() + 1)
+    result = cli("restore", str(folder), "--force")
+    assert result.exit_code == exit_codes.STORAGE, result.output
+    assert result.stderr.startswith("arcana: error:") and "newer than this Arcana" in result.stderr
+    assert "nothing was restored" in result.stderr
+    assert not (arcana_home.trash_dir).exists() or not list(arcana_home.trash_dir.glob("pre-restore-*"))
+    assert "written after the backup" in cli("recall", "written", "--agent", "ada").stdout  # the home is as it was
+
+    _bump_schema(folder, head_version())  # positive control: the same backup at this Arcana's schema
+    done = cli("restore", str(folder), "--force")
+    assert done.exit_code == 0, done.output
+    assert "Tuesdays" in cli("recall", "deploy", "--agent", "ada").stdout
