@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import sys
 from collections.abc import Callable, Sequence
@@ -47,6 +48,15 @@ def _plain(value: Any) -> Any:
 
 
 _CHUNK = 64 * 1024
+# Terminal control characters (C0 but newline and tab, DEL, C1): a memory, a note or a file name is
+# someone else's text, and an escape sequence in it must not restyle, move or clear the reader's
+# terminal. Human output shows them escaped; JSON already does (\u001b).
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def printable(text: str) -> str:
+    """``text`` with every terminal control character shown as ``\\xNN``."""
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
 
 
 def emit(text: str) -> None:
@@ -94,20 +104,20 @@ class Out:
         if self.json_mode:
             emit(json.dumps(to_jsonable(payload), ensure_ascii=False, indent=2) + "\n")
         elif columns is not None and rows is not None:
-            emit(format_table(columns, rows()))
+            emit(printable(format_table(columns, rows())))
         elif text is not None:
-            emit(text() + "\n")
+            emit(printable(text()) + "\n")
         else:
             emit(json.dumps(to_jsonable(payload), ensure_ascii=False, indent=2) + "\n")
 
     def info(self, message: str) -> None:
         if not self.quiet:
-            sys.stderr.write(message + "\n")
+            sys.stderr.write(printable(message) + "\n")
 
     def warn(self, message: str) -> None:
         """Warnings show even under --json (stderr is not data), but not under --quiet."""
         if not self.quiet:
-            sys.stderr.write(f"warning: {message}\n")
+            sys.stderr.write(f"warning: {printable(message)}\n")
 
     def progress(self, description: str, total: int | None = None):
         """A Rich progress bar on a TTY; a no-op when quiet, under --json, or piped."""
@@ -239,4 +249,4 @@ def confirm(action: str, yes: bool) -> None:
 
 def err(message: str) -> None:
     """One-line error on stderr (used by the error mapper)."""
-    sys.stderr.write(f"arcana: error: {message}\n")
+    sys.stderr.write(f"arcana: error: {printable(message)}\n")

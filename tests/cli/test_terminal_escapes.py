@@ -1,0 +1,30 @@
+"""Someone else's text (a memory, a note, an import line) never drives the reader's terminal: human
+output shows its control characters escaped; --json carries them exactly (as JSON escapes)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+HOSTILE = "The boat key is under the \x1b[2J\x1b[31mred\x1b[0m mat\r\x9b."
+
+
+@pytest.mark.usefixtures("no_embedder")
+def test_a_memorys_escape_sequences_are_shown_not_obeyed(cli, make_vault):
+    assert cli("remember", HOSTILE, "--agent", "ada").exit_code == 0
+    assert cli("remember", "The spare key is with the neighbour.", "--agent", "ada").exit_code == 0  # control
+    vault = make_vault({"keys.md": "# Keys\n\nThe shed key hangs by the \x1b]0;pwned\x07 door.\n"})
+    assert cli("vault", "add", str(vault), "--name", "notes").exit_code == 0
+    assert cli("vault", "index", "notes", "--keyword-only").exit_code == 0
+    shown = [
+        cli("recall", "key", "--agent", "ada", "--mode", "keyword").stdout,
+        cli("memory", "list", "--agent", "ada").stdout,
+        cli("vault", "search", "notes", "shed key").stdout,
+    ]
+    for text in shown:
+        assert not any(c in text for c in "\x1b\r\x9b\x07"), repr(text)
+    assert "\\x1b[31mred\\x1b[0m mat" in shown[0] and "\\x9b." in shown[0] and "The spare key is with the neighbour." in shown[0]
+    assert "\\x1b]0;pwned\\x07" in shown[2]
+    data = json.loads(cli("recall", "key", "--agent", "ada", "--mode", "keyword", "--json").stdout)
+    assert HOSTILE in [r["content"] for r in data["results"]]  # the stored text itself is untouched
