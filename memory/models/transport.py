@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import http.client
 import json
 import socket
 import urllib.error
@@ -31,6 +32,8 @@ def post_lines(url: str, body: dict, *, headers: dict[str, str], timeout: float,
         raise ModelUnavailableError(f"{label} at {url} did not answer within {timeout:g}s") from None
     except OSError as exc:
         raise ModelUnavailableError(f"{label} at {url} is unreachable: {exc}") from None
+    except http.client.HTTPException as exc:  # a status line that is no HTTP's, a header past the limits
+        raise ModelUnavailableError(f"{label} at {url} did not answer in HTTP: {type(exc).__name__}") from None
     with response:
         try:
             for raw in response:
@@ -41,6 +44,8 @@ def post_lines(url: str, body: dict, *, headers: dict[str, str], timeout: float,
             raise ModelUnavailableError(f"{label} at {url} stopped answering (timeout {timeout:g}s)") from None
         except OSError as exc:
             raise ModelUnavailableError(f"{label} at {url} dropped the connection: {exc}") from None
+        except http.client.HTTPException as exc:  # IncompleteRead: the body ended mid-chunk
+            raise ModelUnavailableError(f"{label} at {url} dropped the connection mid-answer ({type(exc).__name__})") from None
 
 
 def _error_detail(payload: bytes) -> str:
@@ -54,6 +59,25 @@ def _error_detail(payload: bytes) -> str:
         pass
     text = " ".join(text.split())[:200]
     return f": {text}" if text else ""
+
+
+def text_of(value: object, *, label: str, line: str) -> str:
+    """A chunk's text: a string, or nothing (``None``); anything else is a malformed answer."""
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise ModelUnavailableError(f"{label} sent a chunk whose text is not a string: {line[:80]!r}")
+    return value
+
+
+def object_or_empty(value: object, *, label: str, line: str) -> dict:
+    """A nested object of a chunk (``message``, ``delta``, a choice), ``{}`` when absent or empty;
+    anything else is malformed."""
+    if not value:
+        return {}
+    if not isinstance(value, dict):
+        raise ModelUnavailableError(f"{label} sent a chunk of an unexpected shape: {line[:80]!r}")
+    return value
 
 
 def parse_json_line(line: str, *, label: str) -> dict:

@@ -1,0 +1,71 @@
+"""A model server is hostile input: whatever it sends, `arcana run` and `arcana model check` end
+with one line on stderr and exit 69 (man/exit-codes.md), never a traceback or a hang."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from raw_model_server import CHUNKED_OK, LAST_CHUNK, RawModelServer, chunk
+
+
+def ndjson(*objects) -> list[bytes]:
+    return [chunk((json.dumps(o) + "\n").encode()) for o in objects]
+
+
+def sse(*objects) -> list[bytes]:
+    return [chunk(f"data: {json.dumps(o)}\n\n".encode()) for o in objects]
+
+
+GOOD = {
+    "ollama": [CHUNKED_OK, *ndjson({"message": {"content": "All "}, "done": False},
+                                   {"message": {"content": "good."}, "done": True}), LAST_CHUNK],
+    "openai": [CHUNKED_OK, *sse({"choices": [{"delta": {"content": "All "}}]},
+                                {"choices": [{"delta": {"content": "good."}}]}), chunk(b"data: [DONE]\n\n"), LAST_CHUNK],
+}
+
+MALFORMED = {
+    "ollama message is a string": ("ollama", [CHUNKED_OK, *ndjson({"message": "hi", "done": False}), LAST_CHUNK]),
+    "ollama content is a number": ("ollama", [CHUNKED_OK, *ndjson({"message": {"content": 5}, "done": False}), LAST_CHUNK]),
+    "openai choices is a string": ("openai", [CHUNKED_OK, *sse({"choices": "abc"}), LAST_CHUNK]),
+    "openai delta is a list": ("openai", [CHUNKED_OK, *sse({"choices": [{"delta": ["x"]}]}), LAST_CHUNK]),
+    "openai content is an object": ("openai", [CHUNKED_OK, *sse({"choices": [{"delta": {"content": {"a": 1}}}]}), LAST_CHUNK]),
+    "dropped mid-chunk": ("ollama", [CHUNKED_OK, *ndjson({"message": {"content": "partial "}, "done": False}),
+                                     b"40\r\n{\"message\""]),
+    "not HTTP at all": ("ollama", [b"SSH-2.0-OpenSSH_9.6\r\n"]),
+}
+
+
+def _home_with(cli, url: str, provider: str) -> None:
+    assert cli("config", "set", "embedding.providers", "[]").exit_code == 0
+    added = cli("model", "add", "m", "--provider", provider, "--base-url", url, "--model", "x", "--default", "--timeout", "5")
+    assert added.exit_code == 0, added.output
+    assert cli("agent", "create", "ada").exit_code == 0
+
+
+def _one_line_69(result) -> str:
+    assert result.exit_code == 69, (result.exit_code, result.output)
+    assert "Traceback" not in result.output
+    (line,) = result.stderr.strip().splitlines()
+    assert line.startswith("arcana: error: model 'm' (")
+    return line
+
+
+@pytest.mark.parametrize("provider", ["ollama", "openai"])
+def test_a_well_formed_raw_stream_is_answered(cli, provider):
+    """The positive control: the raw server speaking each protocol properly."""
+    with RawModelServer(lambda: GOOD[provider]) as server:
+        _home_with(cli, server.url, provider)
+        result = cli("run", "ada", "hello there")
+        assert result.exit_code == 0, result.output
+        assert result.stdout.strip() == "All good."
+        assert cli("model", "check", "m").exit_code == 0
+
+
+@pytest.mark.parametrize("case", sorted(MALFORMED))
+def test_a_malformed_answer_is_one_line_and_exit_69(cli, case):
+    provider, parts = MALFORMED[case]
+    with RawModelServer(lambda: parts) as server:
+        _home_with(cli, server.url, provider)
+        _one_line_69(cli("run", "ada", "hello there"))
+        _one_line_69(cli("model", "check", "m"))
