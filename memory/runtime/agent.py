@@ -154,8 +154,8 @@ class AgentRuntime:
         started = time.perf_counter()
         timings: dict[str, float] = {}
         session = None
-        if self.memory is not None:
-            session = self.sessions.load(session_id) if session_id else self.sessions.create()
+        if self.memory is not None and session_id:
+            session = self.sessions.load(session_id)
             if session.closed:
                 raise SessionClosedError(f"session {session.id} is closed; start a new one")
         recall_started = time.perf_counter()
@@ -176,6 +176,9 @@ class AgentRuntime:
         if on_answered:
             on_answered()
 
+        if self.memory is not None and session is None:
+            # A new session begins with its first answer: a model that fails leaves no empty session open.
+            session = self.sessions.create()
         result = TurnResult(answer, session.id if session else None, recalled_ids=context.ids, context=context)
         if session is not None:
             jobs_started = time.perf_counter()

@@ -69,3 +69,33 @@ def test_a_malformed_answer_is_one_line_and_exit_69(cli, case):
         _home_with(cli, server.url, provider)
         _one_line_69(cli("run", "ada", "hello there"))
         _one_line_69(cli("model", "check", "m"))
+
+
+def _sessions(cli) -> list[dict]:
+    listed = cli("session", "list", "--agent", "ada", "--json")
+    assert listed.exit_code == 0, listed.output
+    return json.loads(listed.stdout)
+
+
+@pytest.mark.parametrize("extra", [[], ["--keep-open"]])
+def test_a_run_whose_model_fails_leaves_no_session_behind(cli, extra):
+    """A failed one-shot run has no turn: it used to leave an empty session open, one per retry."""
+    from model_server import LoopbackModelServer, free_port
+
+    with LoopbackModelServer() as server:
+        _home_with(cli, f"http://127.0.0.1:{free_port()}", "ollama")  # down
+        for _ in range(2):
+            _one_line_69(cli("run", "ada", "hello there", *extra))
+        assert _sessions(cli) == []
+        server.reply = lambda body: "a partial answer that breaks"
+        server.stream_error = "out of memory"  # fails mid-answer
+        assert cli("model", "add", "mid", "--provider", "ollama", "--base-url", server.url, "--model", "x").exit_code == 0
+        broken = cli("run", "ada", "hello there", "--model", "mid", *extra)
+        assert broken.exit_code == 69 and "out of memory" in broken.stderr
+        assert _sessions(cli) == []
+        server.stream_error = None  # the positive control: one answered run, one session with its turn
+        done = cli("run", "ada", "hello there", "--model", "mid", *extra, "--json")
+        assert done.exit_code == 0, done.output
+    (session,) = _sessions(cli)
+    assert session["id"] == json.loads(done.stdout)["session_id"] and session["turns"] == 1
+    assert (session["closed_at"] is None) == bool(extra)
