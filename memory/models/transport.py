@@ -12,6 +12,15 @@ from collections.abc import Iterator
 from memory.errors import ModelUnavailableError
 
 
+MAX_LINE_BYTES = 1 << 20
+"""The longest line (one NDJSON object, one SSE field) an answer may have: a chunk is a few tokens."""
+MAX_ANSWER_BYTES = 16 << 20
+"""The most an answer's stream may carry, about a hundred thousand streamed tokens: a server that
+sends more (a runaway model, a body without end) is cut off before it fills memory."""
+ERROR_BODY_BYTES = 64 << 10
+"""How much of an HTTP error's body is read for its message."""
+
+
 def post_lines(url: str, body: dict, *, headers: dict[str, str], timeout: float, label: str) -> Iterator[str]:
     """Yield decoded, non-blank response lines; raise ModelUnavailableError naming ``label`` and ``url``."""
     request = urllib.request.Request(
@@ -23,7 +32,10 @@ def post_lines(url: str, body: dict, *, headers: dict[str, str], timeout: float,
     try:
         response = urllib.request.urlopen(request, timeout=timeout)
     except urllib.error.HTTPError as exc:
-        detail = _error_detail(exc.read())
+        try:
+            detail = _error_detail(exc.read(ERROR_BODY_BYTES))
+        except (OSError, http.client.HTTPException):  # a body that never ends or breaks off: the status will do
+            detail = ""
         raise ModelUnavailableError(f"{label} at {url} answered HTTP {exc.code}{detail}") from None
     except urllib.error.URLError as exc:
         reason = exc.reason.strerror if isinstance(exc.reason, OSError) and exc.reason.strerror else exc.reason
@@ -36,7 +48,13 @@ def post_lines(url: str, body: dict, *, headers: dict[str, str], timeout: float,
         raise ModelUnavailableError(f"{label} at {url} did not answer in HTTP: {type(exc).__name__}") from None
     with response:
         try:
-            for raw in response:
+            received = 0
+            while raw := response.readline(MAX_LINE_BYTES + 1):
+                received += len(raw)
+                if len(raw) > MAX_LINE_BYTES:
+                    raise ModelUnavailableError(f"{label} at {url} sent a line longer than {MAX_LINE_BYTES >> 20} MiB")
+                if received > MAX_ANSWER_BYTES:
+                    raise ModelUnavailableError(f"{label} at {url} sent more than {MAX_ANSWER_BYTES >> 20} MiB; cut off")
                 line = raw.decode("utf-8", errors="replace").strip()
                 if line:
                     yield line

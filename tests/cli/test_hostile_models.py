@@ -99,3 +99,45 @@ def test_a_run_whose_model_fails_leaves_no_session_behind(cli, extra):
     (session,) = _sessions(cli)
     assert session["id"] == json.loads(done.stdout)["session_id"] and session["turns"] == 1
     assert (session["closed_at"] is None) == bool(extra)
+
+
+def _endless(piece: bytes, first: bytes = b""):
+    def respond():
+        yield CHUNKED_OK + first
+        while True:
+            yield piece
+    return respond
+
+
+ENDLESS = {
+    # a runaway model: well-formed chunks of text, without end
+    "endless stream": _endless(chunk((json.dumps({"message": {"content": "la " * 20_000}, "done": False}) + "\n").encode())),
+    # one line that never ends: the client used to buffer it all, waiting for its newline
+    "endless line": _endless(chunk(b"a" * 65536), first=chunk(b'{"message": {"content": "')),
+}
+
+
+@pytest.mark.parametrize("case", sorted(ENDLESS))
+def test_an_answer_without_end_is_cut_off_with_exit_69(cli, case):
+    """It used to hang `arcana run` (and `model check`) for good, its memory growing with what it read."""
+    import time
+
+    with RawModelServer(ENDLESS[case]) as server:
+        _home_with(cli, server.url, "ollama")
+        started = time.monotonic()
+        line = _one_line_69(cli("run", "ada", "hello there"))
+        assert "MiB" in line and time.monotonic() - started < 30
+        assert "MiB" in _one_line_69(cli("model", "check", "m"))
+        assert server.sent < 64 << 20  # the client stopped reading; nothing near that much was taken in
+
+
+def test_an_error_status_with_a_body_without_end_is_exit_69(cli):
+    def respond():
+        yield b"HTTP/1.1 500 Internal Server Error\r\nContent-Type: text/plain\r\nTransfer-Encoding: chunked\r\n\r\n"
+        yield chunk(b"model exploded ")
+        while True:
+            yield chunk(b"x" * 65536)
+
+    with RawModelServer(respond) as server:
+        _home_with(cli, server.url, "openai")
+        assert "HTTP 500: model exploded" in _one_line_69(cli("run", "ada", "hello there"))
