@@ -316,13 +316,16 @@ class Turn:
     model: str | None = None
     recalled_ids: list[str] = field(default_factory=list)
     written_ids: list[str] = field(default_factory=list)
+    replayed_ids: list[str] = field(default_factory=list)
+    """Memories recalled by the earlier turns replayed to the model with this one (and theirs in
+    turn): their answers, in its context, may have quoted them."""
 
     @property
     def evidence(self) -> str | None:
         """The answer as something that may be remembered: None when recalled memories were in the
-        model's context, since the answer may restate them and, stored again, would read as new
-        evidence of what it quoted."""
-        return None if self.recalled_ids else self.response
+        model's context, directly or quoted by a replayed earlier answer, since the answer may restate
+        them and, stored again, would read as new evidence of what it quoted."""
+        return None if self.recalled_ids or self.replayed_ids else self.response
 
 
 @dataclass
@@ -361,6 +364,7 @@ class Session:
                     "at": iso(t.at),
                     "model": t.model,
                     "recalled_ids": t.recalled_ids,
+                    "replayed_ids": t.replayed_ids,
                     "written_ids": t.written_ids,
                     "left_out": left_out.get(i),
                 }

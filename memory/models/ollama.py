@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 from memory.errors import ModelUnavailableError
 from memory.models.base import ChatMessage
-from memory.models.transport import parse_json_line, post_lines
+from memory.models.transport import object_or_empty, parse_json_line, post_lines, text_of
 
 
 class OllamaProvider:
@@ -25,7 +25,8 @@ class OllamaProvider:
             data = parse_json_line(line, label=label)
             if "error" in data:
                 raise ModelUnavailableError(f"{label}: {data['error']}")
-            content = (data.get("message") or {}).get("content")
+            message = object_or_empty(data.get("message"), label=label, line=line)
+            content = text_of(message.get("content"), label=label, line=line)
             if content:
                 yield content
             if data.get("done"):

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 from memory.errors import ModelUnavailableError, UnsetVariableError
 from memory.models.base import ChatMessage
-from memory.models.transport import parse_json_line, post_lines
+from memory.models.transport import object_or_empty, parse_json_line, post_lines, text_of
 
 
 class OpenAIProvider:
@@ -48,7 +48,11 @@ class OpenAIProvider:
             if "error" in data:
                 error = data["error"]
                 raise ModelUnavailableError(f"{label}: {error.get('message', error) if isinstance(error, dict) else error}")
-            for choice in data.get("choices") or ():
-                content = (choice.get("delta") or {}).get("content")
+            choices = data.get("choices") or []
+            if not isinstance(choices, list):
+                raise ModelUnavailableError(f"{label} sent a chunk of an unexpected shape: {payload[:80]!r}")
+            for choice in choices:
+                delta = object_or_empty(object_or_empty(choice, label=label, line=payload).get("delta"), label=label, line=payload)
+                content = text_of(delta.get("content"), label=label, line=payload)
                 if content:
                     yield content

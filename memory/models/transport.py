@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import http.client
 import json
 import socket
 import urllib.error
@@ -9,6 +10,15 @@ import urllib.request
 from collections.abc import Iterator
 
 from memory.errors import ModelUnavailableError
+
+
+MAX_LINE_BYTES = 1 << 20
+"""The longest line (one NDJSON object, one SSE field) an answer may have: a chunk is a few tokens."""
+MAX_ANSWER_BYTES = 16 << 20
+"""The most an answer's stream may carry, about a hundred thousand streamed tokens: a server that
+sends more (a runaway model, a body without end) is cut off before it fills memory."""
+ERROR_BODY_BYTES = 64 << 10
+"""How much of an HTTP error's body is read for its message."""
 
 
 def post_lines(url: str, body: dict, *, headers: dict[str, str], timeout: float, label: str) -> Iterator[str]:
@@ -22,7 +32,10 @@ def post_lines(url: str, body: dict, *, headers: dict[str, str], timeout: float,
     try:
         response = urllib.request.urlopen(request, timeout=timeout)
     except urllib.error.HTTPError as exc:
-        detail = _error_detail(exc.read())
+        try:
+            detail = _error_detail(exc.read(ERROR_BODY_BYTES))
+        except (OSError, http.client.HTTPException):  # a body that never ends or breaks off: the status will do
+            detail = ""
         raise ModelUnavailableError(f"{label} at {url} answered HTTP {exc.code}{detail}") from None
     except urllib.error.URLError as exc:
         reason = exc.reason.strerror if isinstance(exc.reason, OSError) and exc.reason.strerror else exc.reason
@@ -31,9 +44,17 @@ def post_lines(url: str, body: dict, *, headers: dict[str, str], timeout: float,
         raise ModelUnavailableError(f"{label} at {url} did not answer within {timeout:g}s") from None
     except OSError as exc:
         raise ModelUnavailableError(f"{label} at {url} is unreachable: {exc}") from None
+    except http.client.HTTPException as exc:  # a status line that is no HTTP's, a header past the limits
+        raise ModelUnavailableError(f"{label} at {url} did not answer in HTTP: {type(exc).__name__}") from None
     with response:
         try:
-            for raw in response:
+            received = 0
+            while raw := response.readline(MAX_LINE_BYTES + 1):
+                received += len(raw)
+                if len(raw) > MAX_LINE_BYTES:
+                    raise ModelUnavailableError(f"{label} at {url} sent a line longer than {MAX_LINE_BYTES >> 20} MiB")
+                if received > MAX_ANSWER_BYTES:
+                    raise ModelUnavailableError(f"{label} at {url} sent more than {MAX_ANSWER_BYTES >> 20} MiB; cut off")
                 line = raw.decode("utf-8", errors="replace").strip()
                 if line:
                     yield line
@@ -41,6 +62,8 @@ def post_lines(url: str, body: dict, *, headers: dict[str, str], timeout: float,
             raise ModelUnavailableError(f"{label} at {url} stopped answering (timeout {timeout:g}s)") from None
         except OSError as exc:
             raise ModelUnavailableError(f"{label} at {url} dropped the connection: {exc}") from None
+        except http.client.HTTPException as exc:  # IncompleteRead: the body ended mid-chunk
+            raise ModelUnavailableError(f"{label} at {url} dropped the connection mid-answer ({type(exc).__name__})") from None
 
 
 def _error_detail(payload: bytes) -> str:
@@ -54,6 +77,25 @@ def _error_detail(payload: bytes) -> str:
         pass
     text = " ".join(text.split())[:200]
     return f": {text}" if text else ""
+
+
+def text_of(value: object, *, label: str, line: str) -> str:
+    """A chunk's text: a string, or nothing (``None``); anything else is a malformed answer."""
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise ModelUnavailableError(f"{label} sent a chunk whose text is not a string: {line[:80]!r}")
+    return value
+
+
+def object_or_empty(value: object, *, label: str, line: str) -> dict:
+    """A nested object of a chunk (``message``, ``delta``, a choice), ``{}`` when absent or empty;
+    anything else is malformed."""
+    if not value:
+        return {}
+    if not isinstance(value, dict):
+        raise ModelUnavailableError(f"{label} sent a chunk of an unexpected shape: {line[:80]!r}")
+    return value
 
 
 def parse_json_line(line: str, *, label: str) -> dict:

@@ -154,8 +154,8 @@ class AgentRuntime:
         started = time.perf_counter()
         timings: dict[str, float] = {}
         session = None
-        if self.memory is not None:
-            session = self.sessions.load(session_id) if session_id else self.sessions.create()
+        if self.memory is not None and session_id:
+            session = self.sessions.load(session_id)
             if session.closed:
                 raise SessionClosedError(f"session {session.id} is closed; start a new one")
         recall_started = time.perf_counter()
@@ -176,10 +176,14 @@ class AgentRuntime:
         if on_answered:
             on_answered()
 
+        if self.memory is not None and session is None:
+            # A new session begins with its first answer: a model that fails leaves no empty session open.
+            session = self.sessions.create()
         result = TurnResult(answer, session.id if session else None, recalled_ids=context.ids, context=context)
         if session is not None:
             jobs_started = time.perf_counter()
-            await self._remember(session, prompt, answer, result, closing=not (keep_open or session_id), budget=job_budget_seconds)
+            await self._remember(session, prompt, answer, result, history,
+                                 closing=not (keep_open or session_id), budget=job_budget_seconds)
             timings["memory_jobs"] = _ms(time.perf_counter() - jobs_started)
         timings["total"] = _ms(time.perf_counter() - started)
         timings["overhead"] = round(timings["total"] - timings["model"], 3)
@@ -187,16 +191,19 @@ class AgentRuntime:
         return result
 
     async def _remember(
-        self, session: Session, prompt: str, answer: str, result: TurnResult, *, closing: bool, budget: float
+        self, session: Session, prompt: str, answer: str, result: TurnResult, history: list[Turn], *,
+        closing: bool, budget: float,
     ) -> None:
-        """Record the turn now; extract and summarise as jobs drained within ``budget``."""
+        """Record the turn now (with the turns replayed to the model); extract and summarise as jobs
+        drained within ``budget``."""
         turn = self.sessions.record_turn(
-            session, prompt, answer, model=self.provider.name, recalled_ids=result.recalled_ids
+            session, prompt, answer, model=self.provider.name, recalled_ids=result.recalled_ids, replayed=history
         )
         queue = BackgroundJobQueue(max_drain_seconds=budget)
 
         async def extract() -> None:
-            # An answer given with recalled memories in context is not remembered (Turn.evidence).
+            # An answer given with recalled memories in context (or replayed answers that had them) is
+            # not remembered (Turn.evidence).
             said = session.turns[turn].evidence
             entries = storable(await self.extractor.extract(prompt, said, session), self.settings)
             for entry in entries:

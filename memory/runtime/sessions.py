@@ -85,7 +85,7 @@ def _turn(event: dict[str, Any], at: datetime) -> Turn:
     prompt, response, model = event["prompt"], event["response"], event.get("model")
     if not isinstance(prompt, str) or not isinstance(response, str) or not isinstance(model, str | None):
         raise TypeError("not a turn")
-    return Turn(prompt, response, at, model, _ids(event.get("recalled_ids")))
+    return Turn(prompt, response, at, model, _ids(event.get("recalled_ids")), replayed_ids=_ids(event.get("replayed_ids")))
 
 
 def _index(value: object) -> int:
@@ -207,13 +207,16 @@ class SessionManager:
         *,
         model: str | None = None,
         recalled_ids: list[str] | None = None,
+        replayed: list[Turn] | None = None,
     ) -> int:
-        """Append a turn; returns its index (for :meth:`record_written`)."""
+        """Append a turn; returns its index (for :meth:`record_written`). ``replayed``: the earlier
+        turns the model was given with it (their recalled memories become its ``replayed_ids``)."""
         if session.closed:
             raise SessionClosedError(f"session {session.id} is closed; start a new one")
-        turn = Turn(prompt, response, now_utc(), model, list(recalled_ids or []))
+        carried = list(dict.fromkeys(i for t in replayed or () for i in (*t.recalled_ids, *t.replayed_ids)))
+        turn = Turn(prompt, response, now_utc(), model, list(recalled_ids or []), replayed_ids=carried)
         _append(session.path, {"kind": "turn", "prompt": prompt, "response": response, "model": model,
-                               "recalled_ids": turn.recalled_ids})
+                               "recalled_ids": turn.recalled_ids, "replayed_ids": carried})
         session.turns.append(turn)
         return len(session.turns) - 1
 

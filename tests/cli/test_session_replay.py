@@ -142,3 +142,50 @@ def test_a_session_summary_written_after_a_withdrawal_leaves_the_withdrawn_turn_
     assert not [r["content"] for r in found if "zebrasecret" in r["content"]]
     summary = ok(cli("memory", "show", closed["summary_memory_id"], "--agent", "ada", "--json"))
     assert "Lima" in summary["content"]  # control: the kept turn is summarised
+
+
+def _repeat_the_last_answer(body) -> str:
+    """A model that answers the locker question from memory and otherwise repeats what it said last."""
+    messages = body["messages"]
+    if "locker" in messages[-1]["content"]:
+        return "It is zebrasecret."
+    said = [m["content"] for m in messages if m["role"] == "assistant"]
+    return f"As I said: {said[-1]}" if said else "Noted."
+
+
+def _written_texts(cli, ids) -> list[str]:
+    return [ok(cli("memory", "show", i, "--agent", "ada", "--json"))["content"] for i in ids]
+
+
+def test_an_answer_that_repeats_a_replayed_answer_from_memory_is_not_new_evidence(cli, no_embedder):
+    """Turn 2 recalls nothing, but the model is given turn 1, whose answer quoted a recalled memory:
+    its answer used to be stored as new evidence ("Assistant answered: ... zebrasecret"), a visible
+    copy that outlived hiding the memory it came from."""
+    with LoopbackModelServer(_repeat_the_last_answer) as server:
+        _ada_with_a_model(cli, server)
+        secret = ok(cli("remember", SECRET, "--agent", "ada", "--json"))
+        first = ok(cli("run", "ada", "What is my locker code?", "--keep-open", "--json"))
+        sid = first["session_id"]
+        assert secret["id"] in first["recalled_ids"]
+        second = ok(cli("run", "ada", "Say that again please", "--session", sid, "--json"))
+        assert second["recalled_ids"] == [] and "zebrasecret" in second["answer"]
+        third = ok(cli("run", "ada", "Once more please", "--session", sid, "--json"))  # carried on
+        assert "zebrasecret" in third["answer"]
+        ok(cli("memory", "set", secret["id"], "--agent", "ada", "--visibility", "hidden", "--json"))
+        found = ok(cli("recall", "zebrasecret", "--agent", "ada", "--json"))
+    assert _written_texts(cli, second["written_ids"]) == ["User asked: Say that again please"]
+    assert _written_texts(cli, third["written_ids"]) == ["User asked: Once more please"]
+    assert found["results"] == []
+    shown = ok(cli("session", "show", sid, "--agent", "ada", "--json"))
+    assert [t["replayed_ids"] for t in shown["turns"]] == [[], [secret["id"]], [secret["id"]]]
+
+
+def test_an_answer_after_replayed_turns_that_recalled_nothing_is_remembered(cli, no_embedder):
+    """The control: a continued session whose earlier turns recalled nothing keeps the answer as evidence."""
+    with LoopbackModelServer(_repeat_the_last_answer) as server:
+        _ada_with_a_model(cli, server)
+        sid = ok(cli("run", "ada", CONTROL, "--keep-open", "--json"))["session_id"]
+        second = ok(cli("run", "ada", "Say that again please", "--session", sid, "--json"))
+    assert _written_texts(cli, second["written_ids"]) == [
+        "User asked: Say that again please — Assistant answered: As I said: Noted."
+    ]

@@ -1,0 +1,143 @@
+"""A model server is hostile input: whatever it sends, `arcana run` and `arcana model check` end
+with one line on stderr and exit 69 (man/exit-codes.md), never a traceback or a hang."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from raw_model_server import CHUNKED_OK, LAST_CHUNK, RawModelServer, chunk
+
+
+def ndjson(*objects) -> list[bytes]:
+    return [chunk((json.dumps(o) + "\n").encode()) for o in objects]
+
+
+def sse(*objects) -> list[bytes]:
+    return [chunk(f"data: {json.dumps(o)}\n\n".encode()) for o in objects]
+
+
+GOOD = {
+    "ollama": [CHUNKED_OK, *ndjson({"message": {"content": "All "}, "done": False},
+                                   {"message": {"content": "good."}, "done": True}), LAST_CHUNK],
+    "openai": [CHUNKED_OK, *sse({"choices": [{"delta": {"content": "All "}}]},
+                                {"choices": [{"delta": {"content": "good."}}]}), chunk(b"data: [DONE]\n\n"), LAST_CHUNK],
+}
+
+MALFORMED = {
+    "ollama message is a string": ("ollama", [CHUNKED_OK, *ndjson({"message": "hi", "done": False}), LAST_CHUNK]),
+    "ollama content is a number": ("ollama", [CHUNKED_OK, *ndjson({"message": {"content": 5}, "done": False}), LAST_CHUNK]),
+    "openai choices is a string": ("openai", [CHUNKED_OK, *sse({"choices": "abc"}), LAST_CHUNK]),
+    "openai delta is a list": ("openai", [CHUNKED_OK, *sse({"choices": [{"delta": ["x"]}]}), LAST_CHUNK]),
+    "openai content is an object": ("openai", [CHUNKED_OK, *sse({"choices": [{"delta": {"content": {"a": 1}}}]}), LAST_CHUNK]),
+    "dropped mid-chunk": ("ollama", [CHUNKED_OK, *ndjson({"message": {"content": "partial "}, "done": False}),
+                                     b"40\r\n{\"message\""]),
+    "not HTTP at all": ("ollama", [b"SSH-2.0-OpenSSH_9.6\r\n"]),
+}
+
+
+def _home_with(cli, url: str, provider: str) -> None:
+    assert cli("config", "set", "embedding.providers", "[]").exit_code == 0
+    added = cli("model", "add", "m", "--provider", provider, "--base-url", url, "--model", "x", "--default", "--timeout", "5")
+    assert added.exit_code == 0, added.output
+    assert cli("agent", "create", "ada").exit_code == 0
+
+
+def _one_line_69(result) -> str:
+    assert result.exit_code == 69, (result.exit_code, result.output)
+    assert "Traceback" not in result.output
+    (line,) = result.stderr.strip().splitlines()
+    assert line.startswith("arcana: error: model 'm' (")
+    return line
+
+
+@pytest.mark.parametrize("provider", ["ollama", "openai"])
+def test_a_well_formed_raw_stream_is_answered(cli, provider):
+    """The positive control: the raw server speaking each protocol properly."""
+    with RawModelServer(lambda: GOOD[provider]) as server:
+        _home_with(cli, server.url, provider)
+        result = cli("run", "ada", "hello there")
+        assert result.exit_code == 0, result.output
+        assert result.stdout.strip() == "All good."
+        assert cli("model", "check", "m").exit_code == 0
+
+
+@pytest.mark.parametrize("case", sorted(MALFORMED))
+def test_a_malformed_answer_is_one_line_and_exit_69(cli, case):
+    provider, parts = MALFORMED[case]
+    with RawModelServer(lambda: parts) as server:
+        _home_with(cli, server.url, provider)
+        _one_line_69(cli("run", "ada", "hello there"))
+        _one_line_69(cli("model", "check", "m"))
+
+
+def _sessions(cli) -> list[dict]:
+    listed = cli("session", "list", "--agent", "ada", "--json")
+    assert listed.exit_code == 0, listed.output
+    return json.loads(listed.stdout)
+
+
+@pytest.mark.parametrize("extra", [[], ["--keep-open"]])
+def test_a_run_whose_model_fails_leaves_no_session_behind(cli, extra):
+    """A failed one-shot run has no turn: it used to leave an empty session open, one per retry."""
+    from model_server import LoopbackModelServer, free_port
+
+    with LoopbackModelServer() as server:
+        _home_with(cli, f"http://127.0.0.1:{free_port()}", "ollama")  # down
+        for _ in range(2):
+            _one_line_69(cli("run", "ada", "hello there", *extra))
+        assert _sessions(cli) == []
+        server.reply = lambda body: "a partial answer that breaks"
+        server.stream_error = "out of memory"  # fails mid-answer
+        assert cli("model", "add", "mid", "--provider", "ollama", "--base-url", server.url, "--model", "x").exit_code == 0
+        broken = cli("run", "ada", "hello there", "--model", "mid", *extra)
+        assert broken.exit_code == 69 and "out of memory" in broken.stderr
+        assert _sessions(cli) == []
+        server.stream_error = None  # the positive control: one answered run, one session with its turn
+        done = cli("run", "ada", "hello there", "--model", "mid", *extra, "--json")
+        assert done.exit_code == 0, done.output
+    (session,) = _sessions(cli)
+    assert session["id"] == json.loads(done.stdout)["session_id"] and session["turns"] == 1
+    assert (session["closed_at"] is None) == bool(extra)
+
+
+def _endless(piece: bytes, first: bytes = b""):
+    def respond():
+        yield CHUNKED_OK + first
+        while True:
+            yield piece
+    return respond
+
+
+ENDLESS = {
+    # a runaway model: well-formed chunks of text, without end
+    "endless stream": _endless(chunk((json.dumps({"message": {"content": "la " * 20_000}, "done": False}) + "\n").encode())),
+    # one line that never ends: the client used to buffer it all, waiting for its newline
+    "endless line": _endless(chunk(b"a" * 65536), first=chunk(b'{"message": {"content": "')),
+}
+
+
+@pytest.mark.parametrize("case", sorted(ENDLESS))
+def test_an_answer_without_end_is_cut_off_with_exit_69(cli, case):
+    """It used to hang `arcana run` (and `model check`) for good, its memory growing with what it read."""
+    import time
+
+    with RawModelServer(ENDLESS[case]) as server:
+        _home_with(cli, server.url, "ollama")
+        started = time.monotonic()
+        line = _one_line_69(cli("run", "ada", "hello there"))
+        assert "MiB" in line and time.monotonic() - started < 30
+        assert "MiB" in _one_line_69(cli("model", "check", "m"))
+        assert server.sent < 64 << 20  # the client stopped reading; nothing near that much was taken in
+
+
+def test_an_error_status_with_a_body_without_end_is_exit_69(cli):
+    def respond():
+        yield b"HTTP/1.1 500 Internal Server Error\r\nContent-Type: text/plain\r\nTransfer-Encoding: chunked\r\n\r\n"
+        yield chunk(b"model exploded ")
+        while True:
+            yield chunk(b"x" * 65536)
+
+    with RawModelServer(respond) as server:
+        _home_with(cli, server.url, "openai")
+        assert "HTTP 500: model exploded" in _one_line_69(cli("run", "ada", "hello there"))
