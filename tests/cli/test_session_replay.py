@@ -71,6 +71,14 @@ def test_without_withdrawals_every_turn_is_replayed(cli, no_embedder):
 
 
 
+def _asked_for_the_secret(cli) -> tuple[dict, str]:
+    """The secret remembered, then asked for in a session left open: (the secret, the session id)."""
+    secret = ok(cli("remember", SECRET, "--agent", "ada", "--json"))
+    first = ok(cli("run", "ada", "What is my locker code?", "--keep-open", "--json"))
+    assert secret["id"] in first["recalled_ids"]
+    return secret, first["session_id"]
+
+
 def test_a_turn_that_recalled_a_withdrawn_memory_is_left_out(cli, no_embedder):
     """Its answer may quote what it recalled: hiding the recalled memory withdraws the turn; the control stays."""
 
@@ -79,10 +87,7 @@ def test_a_turn_that_recalled_a_withdrawn_memory_is_left_out(cli, no_embedder):
 
     with LoopbackModelServer(answer) as server:
         _ada_with_a_model(cli, server)
-        secret = ok(cli("remember", SECRET, "--agent", "ada", "--json"))
-        first = ok(cli("run", "ada", "What is my locker code?", "--keep-open", "--json"))
-        sid = first["session_id"]
-        assert secret["id"] in first["recalled_ids"]
+        secret, sid = _asked_for_the_secret(cli)
         ok(cli("run", "ada", CONTROL, "--session", sid, "--json"))
         ok(cli("memory", "set", secret["id"], "--agent", "ada", "--visibility", "hidden", "--json"))
         ok(cli("run", "ada", "What comes next?", "--session", sid, "--json"))
@@ -163,10 +168,7 @@ def test_an_answer_that_repeats_a_replayed_answer_from_memory_is_not_new_evidenc
     copy that outlived hiding the memory it came from."""
     with LoopbackModelServer(_repeat_the_last_answer) as server:
         _ada_with_a_model(cli, server)
-        secret = ok(cli("remember", SECRET, "--agent", "ada", "--json"))
-        first = ok(cli("run", "ada", "What is my locker code?", "--keep-open", "--json"))
-        sid = first["session_id"]
-        assert secret["id"] in first["recalled_ids"]
+        secret, sid = _asked_for_the_secret(cli)
         second = ok(cli("run", "ada", "Say that again please", "--session", sid, "--json"))
         assert second["recalled_ids"] == [] and "zebrasecret" in second["answer"]
         third = ok(cli("run", "ada", "Once more please", "--session", sid, "--json"))  # carried on
