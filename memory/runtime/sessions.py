@@ -98,14 +98,16 @@ def _ids(value: object) -> list[str]:
 
 
 async def left_out_by(turn: Turn, memory: MemoryAdapter) -> str | None:
-    """The id of the first memory ``turn`` recalled or wrote that admission no longer lets through, else None.
+    """The id of the first memory ``turn`` recalled, wrote or was answered beside (recalled by a turn
+    replayed with it) that admission no longer lets through, else None.
 
     ``memory.get`` is the admission rule's way in, so a memory hidden, made
     private, archived or purged since the turn was said keeps the turn out
     of every replay: its answer may quote what it recalled as much as what
-    it wrote. A turn that touched no memory has nothing to withdraw.
+    it wrote, or repeat an earlier answer that quoted it. A turn that touched
+    no memory has nothing to withdraw.
     """
-    for memory_id in [*turn.recalled_ids, *turn.written_ids]:
+    for memory_id in dict.fromkeys([*turn.recalled_ids, *turn.written_ids, *turn.replayed_ids]):
         if await memory.get(memory_id) is None:
             return memory_id
     return None

@@ -87,8 +87,11 @@ def test_a_turn_that_recalled_a_withdrawn_memory_is_left_out(cli, no_embedder):
 
     with LoopbackModelServer(answer) as server:
         _ada_with_a_model(cli, server)
-        secret, sid = _asked_for_the_secret(cli)
-        ok(cli("run", "ada", CONTROL, "--session", sid, "--json"))
+        secret = ok(cli("remember", SECRET, "--agent", "ada", "--json"))
+        sid = ok(cli("run", "ada", CONTROL, "--keep-open", "--json"))["session_id"]  # said before the secret came up
+        asked = ok(cli("run", "ada", "What is my locker code?", "--session", sid, "--json"))
+        assert secret["id"] in asked["recalled_ids"]
+        ok(cli("run", "ada", "And the weather?", "--session", sid, "--json"))  # answered beside that turn
         ok(cli("memory", "set", secret["id"], "--agent", "ada", "--visibility", "hidden", "--json"))
         ok(cli("run", "ada", "What comes next?", "--session", sid, "--json"))
         sent = server.requests[-1]
@@ -175,11 +178,13 @@ def test_an_answer_that_repeats_a_replayed_answer_from_memory_is_not_new_evidenc
         assert "zebrasecret" in third["answer"]
         ok(cli("memory", "set", secret["id"], "--agent", "ada", "--visibility", "hidden", "--json"))
         found = ok(cli("recall", "zebrasecret", "--agent", "ada", "--json"))
+        ok(cli("run", "ada", "Anything else?", "--session", sid, "--json"))
+        assert "zebrasecret" not in server.requests[-1]["raw"]  # nor replayed: every answer that repeated it is left out
     assert _written_texts(cli, second["written_ids"]) == ["User asked: Say that again please"]
     assert _written_texts(cli, third["written_ids"]) == ["User asked: Once more please"]
     assert found["results"] == []
     shown = ok(cli("session", "show", sid, "--agent", "ada", "--json"))
-    assert [t["replayed_ids"] for t in shown["turns"]] == [[], [secret["id"]], [secret["id"]]]
+    assert [t["replayed_ids"] for t in shown["turns"]] == [[], [secret["id"]], [secret["id"]], []]  # the last, without them
 
 
 def test_an_answer_after_replayed_turns_that_recalled_nothing_is_remembered(cli, no_embedder):
