@@ -292,8 +292,7 @@ async def remember_many(
                 report.bad_total += len(window.bad)
             if batch:
                 done += len(batch)
-                batch = await _keep_stored_times(federation, batch, window.dated)
-                batch, gone = await _as_the_operator_left_them(federation, batch)
+                batch, gone = await _as_stored(federation, batch, window.dated)
                 report.kept_removed += gone
                 if batch:
                     report.add(batch, await federation.write_many(batch, reconcile=reconcile))
@@ -333,12 +332,16 @@ async def _read_ahead(windows: Iterable[Parsed]) -> AsyncIterator[Parsed]:
             ahead.exception()  # retrieved, so a failure after the caller's own is not reported twice
 
 
-async def _as_the_operator_left_them(federation: Any, batch: Sequence[MemoryEntry]) -> tuple[list[MemoryEntry], int]:
-    """A line naming a stored memory (its ``id``, or the id its text derives) re-words it, but never
-    undoes an operator: the memory stays archived, hidden or private, and pinned, as the tier it is
-    written to holds it (any state), and one deleted or purged there stays gone (left out; their
-    number is returned). Lifting an archive, a hide or a pin is ``memory restore`` / ``memory set``,
-    never an import line."""
+async def _as_stored(federation: Any, batch: Sequence[MemoryEntry], dated: set[str]) -> tuple[list[MemoryEntry], int]:
+    """``batch`` as the store already holds it, in one read of the tier each line is written to.
+
+    A line naming a stored memory (its ``id``, or the id its text derives)
+    re-words it, but: undated, it keeps the time the memory was first stored
+    (or a re-run would change it every time); it never undoes an operator
+    (the memory stays archived, hidden or private, and pinned; lifting one
+    is ``memory restore`` / ``memory set``, never an import line); and one
+    deleted or purged there stays gone: left out, their number returned.
+    """
     from memory.operator.edits import keep_restrictions
     from memory.protocols import AdmitsById, Layered
     from memory.types import Audience, MemoryQuery
@@ -356,21 +359,18 @@ async def _as_the_operator_left_them(federation: Any, batch: Sequence[MemoryEntr
             store = store.store
         if isinstance(store, AdmitsById):
             ids = [e.id for e in entries]
-            stored.update(await store.admitted_by_id(MemoryQuery(), ids, audience=Audience.OPERATOR, include_archived=True))
-            removed |= await store.removed(ids)
-    kept = [
-        keep_restrictions(stored[e.id], e).model_copy(update={"pinned": e.pinned or stored[e.id].pinned})
-        if e.id in stored and stored[e.id].agent_id == e.agent_id else e
-        for e in batch if e.id not in removed
-    ]
+            found = await store.admitted_by_id(MemoryQuery(), ids, audience=Audience.OPERATOR, include_archived=True)
+            stored.update(found)
+            removed |= await store.removed([i for i in ids if i not in found])
+    kept = []
+    for entry in batch:
+        if entry.id in removed:
+            continue
+        held = stored.get(entry.id)
+        if held is not None and held.agent_id == entry.agent_id:
+            update: dict[str, Any] = {"pinned": entry.pinned or held.pinned}
+            if entry.id not in dated:
+                update |= {"created_at": held.created_at, "updated_at": held.created_at}
+            entry = keep_restrictions(held, entry).model_copy(update=update)
+        kept.append(entry)
     return kept, len(batch) - len(kept)
-
-
-async def _keep_stored_times(federation: Any, batch: Sequence[MemoryEntry], dated: set[str]) -> list[MemoryEntry]:
-    """An undated line re-imported keeps the time its memory was first stored (or it would change every run)."""
-    stored = await federation.get_many([entry.id for entry in batch if entry.id not in dated])
-    return [
-        entry.model_copy(update={"created_at": stored[entry.id].created_at, "updated_at": stored[entry.id].created_at})
-        if entry.id in stored else entry
-        for entry in batch
-    ]
