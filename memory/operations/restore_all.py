@@ -21,7 +21,7 @@ from typing import Any
 
 from memory.agents import AgentCard, AgentRegistry
 from memory.config import ArcanaConfig
-from memory.errors import ImportFormatError, NotFoundError
+from memory.errors import ImportFormatError
 from memory.home import Home, check_name
 from memory.operations import export as core
 from memory.types import MemoryScope
@@ -112,13 +112,13 @@ class RestoreReport:
 
 
 def _agent(registry: AgentRegistry, described: dict) -> tuple[AgentCard, bool]:
-    """The agent a described store restores into: the same id, else the same name, else made with both."""
+    """The agent a described store restores into: the same id (exactly: never a name or an id prefix,
+    which would put one agent's lines into another's store), else the same name, else made with both."""
     agent_id, name = described.get("agent_id"), described["name"]
     if agent_id is not None:
-        try:
-            return registry.resolve(agent_id), False
-        except NotFoundError:
-            pass
+        same = [card for card in registry.list() if card.id == agent_id]
+        if same:
+            return same[0], False
         if not registry.exists(name):
             try:
                 card = AgentCard(id=agent_id, name=name)

@@ -223,6 +223,24 @@ def test_a_path_like_agent_id_in_an_all_header_is_refused_before_any_agent_is_ma
     assert {a["name"] for a in data(cli("agent", "list", "--json"))} == {"ada", "bob"}
 
 
+@pytest.mark.parametrize("points_at", ["name", "prefix"])
+def test_a_header_agent_id_naming_another_agent_never_puts_a_store_into_its(cli, tmp_path, monkeypatch, team_home,
+                                                                             points_at):
+    """A descriptor's agent id is matched exactly: bob's name or an id prefix of his in ada's descriptor
+    put ada's lines into bob's store (reported as ada's); they go to ada, by her name, as before."""
+    dump, agents = team_home
+    lines = dump.read_text().splitlines()
+    head = json.loads(lines[0])
+    (ada,) = [d for d in head["exported"]["stores"] if d["store"] == "agent:ada"]
+    ada["agent_id"] = "bob" if points_at == "name" else agents["bob"][:8]
+    aimed = tmp_path / "aimed.jsonl"
+    aimed.write_text("\n".join([json.dumps(head), *lines[1:]]) + "\n")
+    report = data(cli("import", str(aimed), "--json"))
+    assert {s["store"]: s["ops"] for s in report["stores"] if s["read"]}["agent:ada"] == {"noop": 2}  # ada's, again
+    assert [m["content"] for m in data(cli("memory", "list", "--agent", "bob", "--json"))] == []
+    assert "I moved to Berlin." in [m["content"] for m in data(cli("memory", "list", "--agent", "ada", "--json"))]
+
+
 def test_an_all_import_never_joins_an_agent_to_a_pool_that_was_already_there(cli, tmp_path, monkeypatch, team_home):
     """A file's header names pool members; only a pool the import creates takes them. A pool of
     this home keeps its members, so a file cannot let an agent read a pool the operator kept it out of."""
