@@ -31,3 +31,4 @@ class OllamaProvider:
                 yield content
             if data.get("done"):
                 return
+        raise ModelUnavailableError(f"{label}: the answer ended before the server said it was done (cut off); try again")

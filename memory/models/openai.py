@@ -38,6 +38,7 @@ class OpenAIProvider:
         if temperature is not None:
             body["temperature"] = temperature
         label = f"model '{self.name}' (openai)"
+        finished = False  # a choice said why it ended: servers that never send [DONE] still end so
         for line in post_lines(self.url, body, headers=self._headers(), timeout=self.timeout, label=label):
             if not line.startswith("data:"):
                 continue  # SSE comments, event names and keep-alives
@@ -52,7 +53,11 @@ class OpenAIProvider:
             if not isinstance(choices, list):
                 raise ModelUnavailableError(f"{label} sent a chunk of an unexpected shape: {payload[:80]!r}")
             for choice in choices:
-                delta = object_or_empty(object_or_empty(choice, label=label, line=payload).get("delta"), label=label, line=payload)
+                choice = object_or_empty(choice, label=label, line=payload)
+                delta = object_or_empty(choice.get("delta"), label=label, line=payload)
                 content = text_of(delta.get("content"), label=label, line=payload)
                 if content:
                     yield content
+                finished = finished or choice.get("finish_reason") is not None
+        if not finished:
+            raise ModelUnavailableError(f"{label}: the answer ended before the server said it was done (cut off); try again")

@@ -33,6 +33,11 @@ MALFORMED = {
     "dropped mid-chunk": ("ollama", [CHUNKED_OK, *ndjson({"message": {"content": "partial "}, "done": False}),
                                      b"40\r\n{\"message\""]),
     "not HTTP at all": ("ollama", [b"SSH-2.0-OpenSSH_9.6\r\n"]),
+    # A stream that ends cleanly before its end marker is a cut-off answer, not a short one.
+    "ollama ends without done": ("ollama", [CHUNKED_OK, *ndjson({"message": {"content": "The code is "}, "done": False}),
+                                            LAST_CHUNK]),
+    "openai ends without [DONE]": ("openai", [CHUNKED_OK, *sse({"choices": [{"delta": {"content": "The code is "}}]}),
+                                              LAST_CHUNK]),
 }
 
 
@@ -60,6 +65,15 @@ def test_a_well_formed_raw_stream_is_answered(cli, provider):
         assert result.exit_code == 0, result.output
         assert result.stdout.strip() == "All good."
         assert cli("model", "check", "m").exit_code == 0
+
+
+def test_an_openai_stream_that_says_why_it_ended_needs_no_done_marker(cli):
+    """Some OpenAI-compatible servers end on a choice's finish_reason and send no [DONE]: complete."""
+    parts = [CHUNKED_OK, *sse({"choices": [{"delta": {"content": "All good."}, "finish_reason": "stop"}]}), LAST_CHUNK]
+    with RawModelServer(lambda: parts) as server:
+        _home_with(cli, server.url, "openai")
+        result = cli("run", "ada", "hello there")
+        assert result.exit_code == 0 and result.stdout.strip() == "All good.", result.output
 
 
 @pytest.mark.parametrize("case", sorted(MALFORMED))
