@@ -7,7 +7,8 @@ from and why (the operator's side: :mod:`memory.operations.quarantine`).
 Salvage reads a private copy, never the quarantined file itself: a scan in
 rowid order as far as it goes; at a damaged page it steps one rowid past the
 one that broke the scan and seeks again, so one bad page costs only its own
-rows and an intact stretch is still read as one scan.
+rows and an intact stretch is still read as one scan. A file cut short is
+read as far as it goes.
 """
 
 from __future__ import annotations
@@ -88,6 +89,10 @@ def salvage(file: Path) -> Salvage:
             shutil.copyfile(f"{file}-wal", f"{copy}-wal")
         raw = driver.connect(str(copy), isolation_level=None)
         try:
+            # A file cut short (a disk that filled, a copy that stopped) is refused whole, schema and all,
+            # unless the schema may be read as writable: then its pages that are left read as any others.
+            # Only this private copy is opened so, and nothing is written to it.
+            raw.execute("PRAGMA writable_schema = ON")
             try:
                 present = [r[1] for r in raw.execute("PRAGMA table_info(memories)")]
             except driver.Error as exc:

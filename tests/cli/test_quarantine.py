@@ -179,3 +179,35 @@ def test_salvage_reads_past_a_destroyed_page_and_leaves_the_file_untouched(arcan
     garbage.write_bytes(os.urandom(8 * PAGE))
     with pytest.raises(Exception, match="nothing can be salvaged"):
         salvage(garbage)
+
+
+def test_salvage_reads_a_store_cut_short_as_far_as_it_goes(arcana_home):
+    """A memory.db truncated (a full disk, a copy that stopped) is refused whole by SQLite, schema and all;
+    salvage still reads the rows on the pages that are left."""
+    card = AgentRegistry(arcana_home).create("cut")
+    entries = [MemoryEntry(agent_id=card.id, content=f"Fact {i}: " + "tide " * 200) for i in range(ROWS * 4)]
+
+    async def write():
+        store = SQLiteAdapter.for_agent(card.id, home=arcana_home)
+        try:
+            await store.write_many(entries)
+        finally:
+            await store.aclose()
+
+    asyncio.run(write())
+    db = arcana_home.agent_db(card.id)
+    assert not Path(f"{db}-wal").exists() or Path(f"{db}-wal").stat().st_size == 0
+    assert len(salvage(db).entries) == len(entries)  # positive control: the whole file gives every row
+    pages = db.stat().st_size // PAGE
+    os.truncate(db, (pages * 2 // 3) * PAGE)
+    raw = dbapi().connect(str(db))
+    try:  # the precondition: SQLite itself refuses the cut file
+        with pytest.raises(dbapi().DatabaseError, match="malformed"):
+            raw.execute("SELECT count(*) FROM sqlite_master").fetchone()
+    finally:
+        raw.close()
+    before = db.read_bytes()
+    found = salvage(db)
+    assert db.read_bytes() == before
+    ids = {e.id for e in found.entries}
+    assert ids <= {e.id for e in entries} and len(ids) >= len(entries) // 3, (len(ids), found.damaged)
