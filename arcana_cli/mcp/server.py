@@ -183,7 +183,7 @@ class MemoryTools:
         return self._answer({**_hit(entry), **_details(entry)})
 
     async def update(self, id, content, importance, tags) -> dict:
-        from memory.operator.edits import Edit, GlobalCopies, MemoryEditor
+        from memory.operator.edits import Edit, GlobalCopies, MemoryEditor, carries_users_fact
         from memory.runtime.assembly import private_store
 
         if content is None and importance is None and tags is None:
@@ -209,13 +209,15 @@ class MemoryTools:
             return self._answer({**_hit(report.entry), **_details(report.entry), "changed": report.changed,
                                  "copies": [c.as_dict() for c in report.copies]})
         # New words are a new version, written like any memory (reconciliation, the ledger, the cap).
+        # An agent's claim never ends a user-confirmed fact, nor a merge or digest carrying one (its
+        # supersession would reach that fact and its global copy): it is held beside it (the source rule).
+        held = entry.id if await carries_users_fact(store, entry) else None
         successor = MemoryEntry(
             agent_id=self.card.id, type=entry.type, content=content,
             importance=entry.importance if importance is None else importance,
             confidence_source=ConfidenceSource.AGENT,  # capped and unpinned by the federation
             tags=entry.tags if tags is None else tags, scope=MemoryScope.PRIVATE,
-            # an agent's claim never ends a user-confirmed fact: it is held beside it (the source rule)
-            conflict_with=entry.id if entry.confidence_source is ConfidenceSource.USER_CONFIRMED else None,
+            conflict_with=held,
         )
         report = await self.federation.write(successor)
         if not report.accepted:
