@@ -42,6 +42,26 @@ class MemoryTools:
     federation: Any
     vaults: list[str] = field(default_factory=list)
 
+    async def follow_membership(self) -> None:
+        """Before every tool call: the pools and vaults the agent is in now, from ``config.json``. A
+        server runs for as long as its host, and `arcana agent leave` (or a vault detached) must stop
+        it reading and writing that pool at the next call, as it stops the CLI, not at a restart.
+        Joining one still takes a restart (a new tier is opened at start only)."""
+        from memory.config import load_config
+        from memory.federation.shared_tiers import agent_pools
+        from memory.protocols import Closeable
+
+        config = load_config(self.home.config_path)
+        vaults = set(attached_vaults(config, self.card))
+        keep = set(agent_pools(config, self.card)) | {f"vault:{name}" for name in vaults}
+        self.vaults = [name for name in self.vaults if name in vaults]
+        for tier in self.federation.router.withdraw_pools(keep):
+            if isinstance(tier.backend, Closeable):
+                try:
+                    await tier.backend.aclose()
+                except Exception as exc:  # the tier is out of the federation either way
+                    log.warning("closing %s: %s", tier.name, exc)
+
     def warnings(self) -> list[str]:
         """Said in every answer, so a host sees that the private store was broken and moved aside."""
         from memory.runtime.assembly import private_store
@@ -183,7 +203,7 @@ class MemoryTools:
         return self._answer({**_hit(entry), **_details(entry)})
 
     async def update(self, id, content, importance, tags) -> dict:
-        from memory.operator.edits import Edit, GlobalCopies, MemoryEditor
+        from memory.operator.edits import Edit, GlobalCopies, MemoryEditor, carries_users_fact
         from memory.runtime.assembly import private_store
 
         if content is None and importance is None and tags is None:
@@ -209,13 +229,15 @@ class MemoryTools:
             return self._answer({**_hit(report.entry), **_details(report.entry), "changed": report.changed,
                                  "copies": [c.as_dict() for c in report.copies]})
         # New words are a new version, written like any memory (reconciliation, the ledger, the cap).
+        # An agent's claim never ends a user-confirmed fact, nor a merge or digest carrying one (its
+        # supersession would reach that fact and its global copy): it is held beside it (the source rule).
+        held = entry.id if await carries_users_fact(store, entry) else None
         successor = MemoryEntry(
             agent_id=self.card.id, type=entry.type, content=content,
             importance=entry.importance if importance is None else importance,
             confidence_source=ConfidenceSource.AGENT,  # capped and unpinned by the federation
             tags=entry.tags if tags is None else tags, scope=MemoryScope.PRIVATE,
-            # an agent's claim never ends a user-confirmed fact: it is held beside it (the source rule)
-            conflict_with=entry.id if entry.confidence_source is ConfidenceSource.USER_CONFIRMED else None,
+            conflict_with=held,
         )
         report = await self.federation.write(successor)
         if not report.accepted:
@@ -354,13 +376,16 @@ def _one_line(exc: BaseException) -> str:
     return " ".join(text.split())
 
 
-def _guarded(fn):
-    """Every failure leaves as a one-line tool error; nothing takes the server down."""
+def _guard(fn, before=None):
+    """Every failure leaves as a one-line tool error; nothing takes the server down. ``before`` is
+    awaited first (the agent's current pool membership, :meth:`MemoryTools.follow_membership`)."""
     from mcp.server.mcpserver.exceptions import ToolError
 
     @functools.wraps(fn)
     async def call(*args, **kwargs):
         try:
+            if before is not None:
+                await before()
             return await fn(*args, **kwargs)
         except ToolError:
             raise
@@ -432,6 +457,7 @@ def build_server(tools: MemoryTools, *, read_only: bool = False):
 
     from arcana_cli import __version__
 
+    _guarded = functools.partial(_guard, before=tools.follow_membership)
     server = MCPServer(
         name="arcana",
         version=__version__,

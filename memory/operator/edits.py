@@ -33,7 +33,7 @@ from memory.protocols import provenance_of
 from memory.sqlite.fact_words import content_words
 from memory.sqlite.mutations import REFUSED
 from memory.store_kinds import StoreKind, store_path
-from memory.types import Audience, MemoryEntry, MemoryQuery, Visibility
+from memory.types import Audience, ConfidenceSource, MemoryEntry, MemoryQuery, Visibility
 
 MUTATORS = (
     "archive", "restore", "purge", "set_visibility", "set_pinned", "update", "make_current", "supersede", "reinforce"
@@ -503,30 +503,55 @@ class MemoryEditor:
         promoted one with its global copy still live) follow what withdraws it, copy and all: what
         ends, hides or forgets a fact does the same to its restatements. A restatement said after
         the fact that supersedes it is left as it is."""
-        store = provenance_of(self.store)
-        if store is None:
-            return
-        carried = content_words(ended.content)
-        if not carried:
-            return
         said = None
         if edit.op == "supersede":
             said = edit.value[1].timestamp() if edit.value[1] is not None else time.time()
-        for source_id in (await store.sources([ended.id])).get(ended.id, []):
-            source = await _operator_get(self.store, source_id)
-            if source_id in seen or source is None or source.valid_to is not None:
+        for source in await restatements(self.store, ended, said):
+            if source.id in seen:
                 continue
-            words = content_words(source.content)
-            if not words or not words <= carried:
-                continue
-            if said is not None and (source.valid_from or source.created_at).timestamp() > said:
-                continue
-            seen.add(source_id)
-            report.carriers.append(await self.apply(source_id, edit, verb=verb, seen=seen))
+            seen.add(source.id)
+            report.carriers.append(await self.apply(source.id, edit, verb=verb, seen=seen))
 
     async def aclose(self) -> None:
         if self.copies is not None:
             await self.copies.aclose()
+
+
+async def restatements(store: SQLiteAdapter, ended: MemoryEntry, said: float | None = None) -> list[MemoryEntry]:
+    """The sources of ``ended`` (a merge or digest) that an edit withdrawing it reaches too
+    (:meth:`MemoryEditor._reach_restatements`): current, saying nothing ``ended`` does not, and,
+    for a supersession at ``said`` (a timestamp), said no later than it."""
+    provenance = provenance_of(store)
+    carried = content_words(ended.content)
+    if provenance is None or not carried:
+        return []
+    found = []
+    for source_id in (await provenance.sources([ended.id])).get(ended.id, []):
+        source = await _operator_get(store, source_id)
+        if source is None or source.valid_to is not None:
+            continue
+        words = content_words(source.content)
+        if not words or not words <= carried:
+            continue
+        if said is not None and (source.valid_from or source.created_at).timestamp() > said:
+            continue
+        found.append(source)
+    return found
+
+
+async def carries_users_fact(store: SQLiteAdapter, entry: MemoryEntry, seen: set[str] | None = None) -> bool:
+    """Whether ending ``entry`` ends a user-confirmed fact: it is one, or a restatement it carries
+    (and a supersession of it would reach, :func:`restatements`) is, at any depth. An agent's new
+    text never ends such a memory: it is held beside it (the source rule, man/facts.md)."""
+    if entry.confidence_source is ConfidenceSource.USER_CONFIRMED:
+        return True
+    seen = seen if seen is not None else {entry.id}
+    for source in await restatements(store, entry):
+        if source.id not in seen:
+            seen.add(source.id)
+            if await carries_users_fact(store, source, seen):
+                return True
+    return False
 
 
 def _withholding(edit: Edit) -> Edit | None:

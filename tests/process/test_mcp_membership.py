@@ -1,0 +1,47 @@
+"""A running `arcana mcp` server follows the agent's pool membership, through the official client.
+
+A host keeps its server for as long as it runs; `arcana agent leave` stops the agent reading and
+writing that pool at the server's next tool call, as it does on the CLI. A pool the agent is still
+in (the control) keeps answering in the same session.
+"""
+
+from __future__ import annotations
+
+import json
+
+from mcp_client import call, session
+from runner import arcana, keyword_only
+
+
+def _remember(content: str, pool: str) -> str:
+    return json.loads(arcana("remember", content, "--agent", "alice", "--pool", pool, "--json"))["id"]
+
+
+async def test_leaving_a_pool_stops_a_running_server_reading_and_writing_it(arcana_home):
+    keyword_only(arcana_home)
+    for pool in ("team", "ops"):
+        arcana("pool", "create", pool)
+        for name in ("alice", "bob"):
+            arcana("agent", "join", name, pool)
+    _remember("standup moved to 10am", "team")
+    _remember("standup runbook lives in the ops wiki", "ops")
+    async with session("--agent", "bob") as client:
+        failed, found = await call(client, "recall", query="standup", mode="keyword")
+        assert not failed and {r["tier"] for r in found["results"]} == {"pool:team", "pool:ops"}
+        arcana("agent", "leave", "bob", "team")
+        secret = _remember("standup secret plan made after bob left", "team")
+        ops = _remember("standup pager rota for ops", "ops")
+        failed, found = await call(client, "recall", query="standup", mode="keyword")
+        assert not failed and {r["tier"] for r in found["results"]} == {"pool:ops"}, found
+        failed, listed = await call(client, "list")
+        assert not failed and all(m["tier"] == "pool:ops" for m in listed["memories"]), listed
+        failed, message = await call(client, "get", id=secret)
+        assert failed and message.endswith(f"no memory with id '{secret}' among this agent's memories")
+        failed, message = await call(client, "remember", content="bob still writes to team", pool="team")
+        assert failed and "unknown pool 'team'" in message
+        failed, got = await call(client, "get", id=ops)  # the control: a pool bob is still in
+        assert not failed and got["tier"] == "pool:ops"
+        failed, wrote = await call(client, "remember", content="bob writes to ops", pool="ops")
+        assert not failed and wrote["accepted"] == ["pool:ops"]
+    team = json.loads(arcana("memory", "list", "--pool", "team", "--json"))
+    assert "bob still writes to team" not in {m["content"] for m in team} and len(team) == 2
