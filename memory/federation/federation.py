@@ -15,6 +15,7 @@ from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from memory.access import deferred_access
 from memory.audit import AuditLog
 from memory.config import ExtractionSettings, RecallConfig
 from memory.errors import MemoryStorageError, MemoryWriteError, TierWriteFailed
@@ -409,8 +410,18 @@ class MemoryFederation:
         :func:`tier_relevance`); a copy held by several tiers keeps its best
         factor, and relevance, not age, decides (see :meth:`MemoryRouter.rank`);
         a time expression in the text ("last week", "in May 2023") lifts what
-        was written then.
+        was written then. Only the entries returned count as read (their
+        access hit and, with ``refresh_on_access``, their decay clock): a
+        candidate a tier read but the ranking left out is untouched.
         """
+        with deferred_access() as read:
+            report = await self._recall(query)
+        returned = {entry.id for entry in report.entries}
+        for store, ids in read.values():  # only what the user is shown refreshes its decay and counts a hit
+            await store.record_access([entry for entry in report.entries if entry.id in ids and entry.id in returned])
+        return report
+
+    async def _recall(self, query: MemoryQuery) -> RecallReport:
         tiers = self.router.route_read(query)
         reads = [tier.read(self._query_for(tier, query)) for tier in tiers]
         # One tier (a zero-config agent) needs no task; gather costs an event-loop turn per task.
