@@ -8,8 +8,11 @@ web view plots). Both engines keep one :class:`AccessBuffer`.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
+from typing import Any
 
 DAY_SECONDS = 86_400
 
@@ -43,3 +46,31 @@ class AccessBuffer:
 
     def clear(self) -> None:
         self.hits, self.days = {}, {}
+
+
+# A federated recall reads more candidates than it returns (each tier's ``limit``,
+# entries that aged out of a listing, what ranks below another tier's matches).
+# While one is open, a store's ``record_access`` notes what it read here instead
+# of counting it, and the federation then counts only what it returned: a
+# candidate the user never saw neither has its decay clock reset nor gains a hit.
+_DEFERRED: ContextVar[dict[int, tuple[Any, set[str]]] | None] = ContextVar("arcana_deferred_access", default=None)
+
+
+@contextmanager
+def deferred_access() -> Iterator[dict[int, tuple[Any, set[str]]]]:
+    """Within the block, stores' read hits are collected (store id -> (store, ids read)), not recorded."""
+    pending: dict[int, tuple[Any, set[str]]] = {}
+    token = _DEFERRED.set(pending)
+    try:
+        yield pending
+    finally:
+        _DEFERRED.reset(token)
+
+
+def defer(store: Any, ids: Iterable[str]) -> bool:
+    """Note ``ids`` as read by ``store`` when a federated recall is collecting; False when not (record now)."""
+    pending = _DEFERRED.get()
+    if pending is None:
+        return False
+    pending.setdefault(id(store), (store, set()))[1].update(ids)
+    return True

@@ -24,7 +24,7 @@ from typing import Any
 
 from memory import audit as audit_mod
 from memory.adapters.hybrid import hybrid
-from memory.access import DAY_SECONDS, AccessBuffer
+from memory.access import DAY_SECONDS, AccessBuffer, defer
 from memory.inspection import Census, Growth, RecallDay, day_date
 from memory.limits import MAX_CONTENT_BYTES, check_content
 from memory.config import DEFAULT_KEYWORD_WEIGHT, DEFAULT_VECTOR_WEIGHT
@@ -405,6 +405,8 @@ class PostgresAdapter:
 
     async def record_access(self, entries: Sequence[MemoryEntry]) -> None:
         """Buffer read hits; folded in at close or every few hundred hits."""
+        if defer(self, (entry.id for entry in entries)):
+            return  # a federated recall counts only what it returns (memory.access.deferred_access)
         self._hits.record((entry.id for entry in entries), time.time())
         if len(self._hits) >= _HIT_FLUSH and self._pool is not None:
             await self._flush_hits(self._pool)

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from memory import audit as audit_mod
-from memory.access import AccessBuffer
+from memory.access import AccessBuffer, defer
 from memory.embedding.base import EmbeddingMeta
 from memory.errors import MemoryCorruptError, MemoryStorageError, NotFoundError
 from memory.home import Home
@@ -472,6 +472,8 @@ class SQLiteAdapter:
 
     async def record_access(self, entries: Sequence[MemoryEntry]) -> None:
         """Buffer read hits; they are folded in at close or every few hundred hits."""
+        if defer(self, (entry.id for entry in entries)):
+            return  # a federated recall counts only what it returns (memory.access.deferred_access)
         self._hits.record((entry.id for entry in entries), time.time())
         if len(self._hits) >= _HIT_FLUSH and self._conn is not None:
             await self._flush_hits(self._conn)

@@ -15,12 +15,13 @@ from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from memory.access import deferred_access
 from memory.audit import AuditLog
 from memory.config import ExtractionSettings, RecallConfig
 from memory.errors import MemoryStorageError, MemoryWriteError, TierWriteFailed
 from memory.federation.decisions import DecisionKind
 from memory.federation.events import DegradedSink, MemoryDegradedEvent, audit_sink
-from memory.federation.resilience import ResilientTier, describe_failure, failure_reason
+from memory.federation.resilience import ResilientTier, TierRead, describe_failure, failure_reason
 from memory.federation.router import MemoryRouter
 from memory.home import Home
 from memory.promotion import as_claimed, global_copy
@@ -111,6 +112,8 @@ def _content_key(entry: MemoryEntry) -> str:
 
 
 RELEVANCE_FLOOR = 0.05
+# The most rows a listing asks one tier for when what aged out left it short (MemoryQuery's own cap).
+MAX_LISTING_READ = 10_000
 
 
 def tier_relevance(entries: list[MemoryEntry]) -> dict[str, float]:
@@ -389,15 +392,19 @@ class MemoryFederation:
     # -- reads -----------------------------------------------------------
 
     @staticmethod
-    def _query_for(tier: ResilientTier, query: MemoryQuery) -> MemoryQuery:
+    def _query_for(tier: ResilientTier, query: MemoryQuery, limit: int | None = None) -> MemoryQuery:
         """The query as one tier should see it.
 
         Shared and global tiers hold many agents' memories, so the agent filter
         goes; the pool filter goes too, because routing already chose the pool.
         Each tier is asked for ``limit``, no more: with several tiers the pool
         of candidates is already a multiple of ``limit``, and over-fetching
-        cost more (rows to convert) than it ever changed the top results.
+        cost more (rows to convert) than it ever changed the top results. (A
+        listing left short of ``limit`` by entries that aged out asks again,
+        for more: see :meth:`recall`.)
         """
+        if limit is not None and limit != query.limit:
+            query = query.model_copy(update={"limit": limit})
         if tier.scope is MemoryScope.PRIVATE:
             return query
         return query.model_copy(update={"agent_id": None, "pool_name": None})
@@ -409,27 +416,49 @@ class MemoryFederation:
         :func:`tier_relevance`); a copy held by several tiers keeps its best
         factor, and relevance, not age, decides (see :meth:`MemoryRouter.rank`);
         a time expression in the text ("last week", "in May 2023") lifts what
-        was written then.
+        was written then. Only the entries returned count as read (their
+        access hit and, with ``refresh_on_access``, their decay clock): a
+        candidate a tier read but the ranking left out is untouched.
         """
+        with deferred_access() as read:
+            report = await self._recall(query)
+        returned = {entry.id for entry in report.entries}
+        for store, ids in read.values():  # only what the user is shown refreshes its decay and counts a hit
+            await store.record_access([entry for entry in report.entries if entry.id in ids and entry.id in returned])
+        return report
+
+    async def _recall(self, query: MemoryQuery) -> RecallReport:
         tiers = self.router.route_read(query)
-        reads = [tier.read(self._query_for(tier, query)) for tier in tiers]
-        # One tier (a zero-config agent) needs no task; gather costs an event-loop turn per task.
-        outcomes = [await reads[0]] if len(reads) == 1 else await asyncio.gather(*reads)
+        now = self.router.clock()
+        asked = query.limit
+        outcomes = [TierRead([]) for _ in tiers]
+        again = list(range(len(tiers)))
+        while True:
+            reads = [tiers[i].read(self._query_for(tiers[i], query, asked)) for i in again]
+            # One tier (a zero-config agent) needs no task; gather costs an event-loop turn per task.
+            for i, outcome in zip(again, [await reads[0]] if len(reads) == 1 else await asyncio.gather(*reads), strict=True):
+                outcomes[i] = outcome
+            per_tier = [(tier.name, o.entries) for tier, o in zip(tiers, outcomes, strict=True)]
+            relevance: dict[str, float] | None = None
+            if query.text:
+                relevance = {}
+                for _, entries in per_tier:
+                    for entry_id, factor in tier_relevance(entries).items():
+                        relevance[entry_id] = max(factor, relevance.get(entry_id, 0.0))
+                relevance = relevance or None  # no word to match (e.g. only punctuation): a listing
+            merged = dedupe(per_tier)
+            span = timeframe.window(query.text, now) if relevance is not None else None
+            ranked = self.router.rank([entry for entry, _ in merged], query.limit, now, relevance=relevance, window=span)
+            # A listing drops what aged out: when that leaves it short of ``limit``, the tiers
+            # that may hold more rows than they were asked for are asked again for more (never
+            # past the query cap); the others' reads stand.
+            again = [i for i, o in enumerate(outcomes) if o.degraded is None and len(o.entries) >= asked]
+            if relevance is not None or len(ranked) >= query.limit or not again or asked >= MAX_LISTING_READ:
+                break
+            asked = min(asked * 4, MAX_LISTING_READ)
         degraded = [o.degraded for o in outcomes if o.degraded is not None]
         self._emit(degraded)
-        per_tier = [(tier.name, o.entries) for tier, o in zip(tiers, outcomes, strict=True)]
-        relevance: dict[str, float] | None = None
-        if query.text:
-            relevance = {}
-            for _, entries in per_tier:
-                for entry_id, factor in tier_relevance(entries).items():
-                    relevance[entry_id] = max(factor, relevance.get(entry_id, 0.0))
-            relevance = relevance or None  # no word to match (e.g. only punctuation): a listing
-        merged = dedupe(per_tier)
         tiers_of = {id(entry): names for entry, names in merged}  # by identity: vault notes may share an id
-        now = self.router.clock()
-        span = timeframe.window(query.text, now) if relevance is not None else None
-        ranked = self.router.rank([entry for entry, _ in merged], query.limit, now, relevance=relevance, window=span)
         if relevance is not None and self.recall_settings.neighbour_depth:
             ranked = await self._with_neighbours(query, tiers, ranked, tiers_of, degraded)
         entries = [entry.model_copy(update={"score": score, "tiers": tiers_of[id(entry)]}) for entry, score in ranked]

@@ -62,3 +62,26 @@ async def test_card_weights_change_the_order(tmp_path):
     )
     assert [e.content for e in await weighted.search(MemoryQuery(agent_id="a"))] == ["a procedure", "an episode"]
     await private.aclose()
+
+
+async def test_a_listing_short_of_its_limit_after_aging_out_reads_further(tmp_path):
+    """Each tier is asked for ``limit`` rows in stored-importance order; when the ones that aged out
+    fill them, the listing asks again for more instead of returning fewer (or none) of the live."""
+    now = now_utc()
+    private = SQLiteAdapter(tmp_path / "private.db")
+    pool = SQLiteAdapter(tmp_path / "team.db")
+    federation = MemoryFederation(MemoryRouter(private=private, pools={"team": pool}), on_degraded=lambda event: None)
+    for n in range(4):  # 0.5 ** (60 / 7) of their importance left: aged out, though stored highest
+        await federation.write(MemoryEntry(agent_id="a", type=MemoryType.EPISODIC, importance=0.9,
+                                           content=f"old episode {n}", created_at=now - timedelta(days=60)), reconcile=False)
+    live = ["the deploy target is eu-west", "the on-call rota is weekly"]
+    for text in live:
+        await federation.write(MemoryEntry(agent_id="a", type=MemoryType.SEMANTIC, importance=0.5, content=text), reconcile=False)
+    await federation.write(MemoryEntry(agent_id="a", type=MemoryType.PROCEDURAL, importance=0.4, content="to deploy run make release",
+                                       scope=MemoryScope.SHARED, pool_name="team"), reconcile=False)
+    expected = {*live, "to deploy run make release"}
+    # The control: a limit above the aged-out rows always listed every live memory.
+    assert {e.content for e in await federation.search(MemoryQuery(agent_id="a", limit=10))} == expected
+    assert {e.content for e in await federation.search(MemoryQuery(agent_id="a", limit=3))} == expected  # was the pool's one
+    assert len(await federation.search(MemoryQuery(agent_id="a", limit=1))) == 1  # was none
+    await federation.aclose()
