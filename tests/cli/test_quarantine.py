@@ -27,6 +27,20 @@ MARK = b"QuarantineHeron"
 pytestmark = pytest.mark.usefixtures("no_embedder")  # about storage, not the model
 
 
+def _written(arcana_home, agent_id: str, entries: list[MemoryEntry]) -> Path:
+    """``entries`` written to the agent's store, closed: its memory.db."""
+
+    async def write():
+        store = SQLiteAdapter.for_agent(agent_id, home=arcana_home)
+        try:
+            await store.write_many(entries)
+        finally:
+            await store.aclose()
+
+    asyncio.run(write())
+    return arcana_home.agent_db(agent_id)
+
+
 def _corrupt_store(arcana_home) -> tuple[str, Path, list[MemoryEntry]]:
     """An agent with ROWS memories (~1 KB each, a few per page); the pages holding TARGET's text are destroyed."""
     card = AgentRegistry(arcana_home).create("keeper")
@@ -39,15 +53,7 @@ def _corrupt_store(arcana_home) -> tuple[str, Path, list[MemoryEntry]]:
         for i in range(ROWS)
     ]
 
-    async def write():
-        store = SQLiteAdapter.for_agent(card.id, home=arcana_home)
-        try:
-            await store.write_many(entries)
-        finally:
-            await store.aclose()
-
-    asyncio.run(write())
-    db = arcana_home.agent_db(card.id)
+    db = _written(arcana_home, card.id, entries)
     assert not Path(f"{db}-wal").exists() or Path(f"{db}-wal").stat().st_size == 0  # all of it is in the file
     data = db.read_bytes()
     pages = [n for n in range(len(data) // PAGE) if MARK in data[n * PAGE : (n + 1) * PAGE]]
@@ -115,14 +121,7 @@ def test_recall_that_quarantines_is_loud_and_restore_salvages_every_readable_row
     assert cli("remember", "written after the damage", "--agent", "keeper").exit_code == 0
     live_copy = entries[0].model_copy(update={"content": "Fact 0, as corrected after the damage"})
 
-    async def rewrite():
-        store = SQLiteAdapter.for_agent(agent_id, home=arcana_home)
-        try:
-            await store.write(live_copy)
-        finally:
-            await store.aclose()
-
-    asyncio.run(rewrite())
+    _written(arcana_home, agent_id, [live_copy])
     # ... and one is purged there after the damage: the operator's removal must stand.
     asyncio.run(_write_then_purge(agent_id, arcana_home, entries[3]))
 
@@ -187,15 +186,7 @@ def test_salvage_reads_a_store_cut_short_as_far_as_it_goes(arcana_home):
     card = AgentRegistry(arcana_home).create("cut")
     entries = [MemoryEntry(agent_id=card.id, content=f"Fact {i}: " + "tide " * 200) for i in range(ROWS * 4)]
 
-    async def write():
-        store = SQLiteAdapter.for_agent(card.id, home=arcana_home)
-        try:
-            await store.write_many(entries)
-        finally:
-            await store.aclose()
-
-    asyncio.run(write())
-    db = arcana_home.agent_db(card.id)
+    db = _written(arcana_home, card.id, entries)
     assert not Path(f"{db}-wal").exists() or Path(f"{db}-wal").stat().st_size == 0
     assert len(salvage(db).entries) == len(entries)  # positive control: the whole file gives every row
     pages = db.stat().st_size // PAGE
