@@ -47,14 +47,24 @@ def bind(host: str, port: int) -> socket.socket:
     return sock
 
 
+MIN_TOKEN_CHARS = 16  # new_token() makes 43; a token of your own, written to the file, needs as many
+
+
 def new_token() -> str:
     return secrets.token_urlsafe(32)
 
 
 def saved_token(path: Path) -> tuple[str, bool]:
-    """The token kept at ``path`` (0600, its folder 0700), made on first use; (token, newly made)."""
+    """The token kept at ``path`` (0600, its folder 0700), made on first use; (token, newly made).
+    A file left empty or cut short (a full disk) holds no secret any client could send: refused."""
     if path.exists():
-        return path.read_text(encoding="utf-8").strip(), False
+        token = path.read_text(encoding="utf-8", errors="replace").strip()
+        if len(token) < MIN_TOKEN_CHARS:
+            from memory.errors import ConfigError
+
+            raise ConfigError(f"{path} holds no usable token ({len(token)} characters); delete it and run again "
+                              "to make a new one (clients then need the new token)")
+        return token, False
     path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     token = new_token()
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)

@@ -11,6 +11,7 @@ import json
 import os
 import re
 import sys
+import time
 
 import pytest
 from mcp import ClientSession
@@ -306,6 +307,39 @@ async def test_http_transport_needs_the_bearer_token(zoo, arcana_home, tmp_path)
         proc.terminate()
         proc.wait(timeout=30)
     assert proc.stdout.read() == b""  # stdout stays clean on the HTTP transport too
+
+
+@pytest.mark.parametrize(("held", "code"), [("", 4), ("short", 4), (None, 0)])
+def test_http_refuses_a_token_file_that_holds_no_token(arcana_home, held, code):
+    """An empty token file (a full disk) served every request a bare 401; it is refused at start, while a
+    missing one is made (the control: the server starts, and is stopped here)."""
+    import subprocess
+
+    keyword_only(arcana_home)
+    AgentRegistry(arcana_home).create("alice")
+    token_file = arcana_home.root / "mcp" / "token"
+    if held is not None:
+        token_file.parent.mkdir(mode=0o700, exist_ok=True)
+        token_file.write_text(held)
+    proc = subprocess.Popen([sys.executable, "-m", "arcana_cli.main", "mcp", "--agent", "alice", "--http",
+                             f"127.0.0.1:{free_port()}"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            text=True, env=dict(os.environ))
+    try:
+        if code:
+            assert proc.wait(timeout=60) == code
+            (line,) = proc.stderr.read().strip().splitlines()
+            assert "holds no usable token" in line and "delete it" in line, line
+            assert token_file.read_text() == held  # left as it was
+        else:
+            for _ in range(600):
+                if token_file.exists() and len(token_file.read_text().strip()) >= 40:
+                    break
+                assert proc.poll() is None, proc.stderr.read()
+                time.sleep(0.1)
+            assert proc.poll() is None  # serving
+    finally:
+        proc.kill()
+        proc.wait(timeout=30)
 
 
 def test_http_refuses_a_non_loopback_address(arcana_home):
