@@ -12,6 +12,7 @@ import json
 import os
 import re
 import secrets
+from collections.abc import Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -28,7 +29,7 @@ from memory.types import DERIVED_TAG, ConfidenceSource, MemoryEntry, MemoryType,
 if TYPE_CHECKING:
     from memory.adapters.sqlite import SQLiteAdapter
     from memory.extraction.extractors import MemoryExtractor
-    from memory.protocols import MemoryAdapter
+    from memory.protocols import GetsMany, MemoryAdapter
 
 SUMMARY_TAG = "session-summary"
 _SESSION_ID = re.compile(r"[0-9A-Za-z-]{1,64}")
@@ -97,40 +98,44 @@ def _ids(value: object) -> list[str]:
     return [i for i in value if isinstance(i, str)] if isinstance(value, list) else []
 
 
-async def left_out_by(turn: Turn, memory: MemoryAdapter) -> str | None:
-    """The id of the first memory ``turn`` recalled, wrote or was answered beside (recalled by a turn
-    replayed with it) that admission no longer lets through, else None.
+def _touched(turn: Turn) -> list[str]:
+    """The memories ``turn`` recalled, wrote or was answered beside (recalled by a turn replayed with it)."""
+    return list(dict.fromkeys([*turn.recalled_ids, *turn.written_ids, *turn.replayed_ids]))
 
-    ``memory.get`` is the admission rule's way in, so a memory hidden, made
-    private, archived or purged since the turn was said keeps the turn out
-    of every replay: its answer may quote what it recalled as much as what
-    it wrote, or repeat an earlier answer that quoted it. A turn that touched
-    no memory has nothing to withdraw.
+
+async def withdrawn(turns: Sequence[Turn], memory: GetsMany) -> set[str]:
+    """The memories ``turns`` touched that admission no longer lets through, in one read of them all.
+
+    ``memory.get_many`` is the admission rule's way in (as ``get``, for many),
+    so a memory hidden, made private, archived or purged since a turn was said
+    keeps that turn out of every replay (:func:`left_out_by`): its answer may
+    quote what it recalled as much as what it wrote, or repeat an earlier
+    answer that quoted it.
     """
-    for memory_id in dict.fromkeys([*turn.recalled_ids, *turn.written_ids, *turn.replayed_ids]):
-        if await memory.get(memory_id) is None:
-            return memory_id
-    return None
+    ids = list(dict.fromkeys(i for turn in turns for i in _touched(turn)))
+    return set(ids) - set(await memory.get_many(ids)) if ids else set()
+
+
+def left_out_by(turn: Turn, gone: set[str]) -> str | None:
+    """The first memory ``turn`` touched that is among ``gone`` (:func:`withdrawn`), else None; a turn
+    that touched no memory has nothing to withdraw."""
+    return next((i for i in _touched(turn) if i in gone), None)
 
 
 async def replayable(session: Session, memory: MemoryAdapter, limit: int) -> list[Turn]:
     """The last ``limit`` turns of ``session`` that admission lets back into a prompt, oldest first."""
-    kept: list[Turn] = []
-    for turn in reversed(session.turns):
-        if len(kept) == limit:
-            break
-        if await left_out_by(turn, memory) is None:
-            kept.append(turn)
-    return kept[::-1]
+    gone = await withdrawn(session.turns, memory)
+    return [turn for turn in session.turns if left_out_by(turn, gone) is None][-limit:] if limit else []
 
 
 async def replay_exclusions(session: Session, memory: MemoryAdapter, store: SQLiteAdapter) -> dict[int, dict[str, str]]:
     """For an operator: every turn (by index) a replay through ``memory`` (the agent's federation, as
     ``arcana run`` replays) leaves out, with the memory and why — never its text. ``store`` is the
     agent's private store, which says why for its own memories."""
+    gone = await withdrawn(session.turns, memory)
     excluded = {}
     for index, turn in enumerate(session.turns):
-        memory_id = await left_out_by(turn, memory)
+        memory_id = left_out_by(turn, gone)
         if memory_id is not None:
             excluded[index] = {"memory_id": memory_id, "reason": await _why_not_admitted(store, memory_id)}
     return excluded
@@ -247,7 +252,7 @@ class SessionManager:
         """Summarise, write one consolidated memory, then close. No turns: just close.
 
         Only the turns a replay would still give a model are summarised
-        (:func:`left_out_by`): a turn whose memory was hidden, made private,
+        (:func:`withdrawn`): a turn whose memory was hidden, made private,
         archived or purged since is left out of the summary as it is left out
         of every replay; with none left, the session just closes.
 
@@ -261,7 +266,8 @@ class SessionManager:
         the session's summary), never linked to turns it did not come from.
         """
         entry = None
-        turns = [t for t in session.turns if await left_out_by(t, memory) is None] if not session.closed else []
+        gone = await withdrawn(session.turns, memory) if not session.closed else set()
+        turns = [t for t in session.turns if left_out_by(t, gone) is None] if not session.closed else []
         if turns:
             summary = await self.summarise(session, turns)
             durable = any(self.extractor.signals.states_preference(t.prompt) for t in turns)
