@@ -212,7 +212,7 @@ class MemoryTools:
         entry = await self._own(id)
         store = private_store(self.federation)
         if content is None:  # an edit, not a write: the agent's importance capped here
-            if importance is not None and importance < entry.importance and _users(entry):
+            if importance is not None and importance < entry.importance and entry.confidence_source is ConfidenceSource.USER_CONFIRMED:
                 raise ToolFailure(
                     f"memory {entry.id} is the user's ({entry.confidence_source}); an agent never lowers its "
                     "importance (that would withdraw what the user shared): the user or an operator can, "
@@ -314,11 +314,6 @@ def _since(value: str | None):
         return parse_since(value)
     except InvalidRequestError as exc:
         raise ToolFailure(str(exc)) from None
-
-
-def _users(entry: MemoryEntry) -> bool:
-    """Said or confirmed by the user, not an agent's own: its weight is the user's to lower."""
-    return entry.confidence_source is ConfidenceSource.USER_CONFIRMED
 
 
 def _asked_importance(current: float, asked: float) -> float:

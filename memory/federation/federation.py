@@ -422,9 +422,8 @@ class MemoryFederation:
         """
         with deferred_access() as read:
             report = await self._recall(query)
-        returned = {entry.id for entry in report.entries}
         for store, ids in read.values():  # only what the user is shown refreshes its decay and counts a hit
-            await store.record_access([entry for entry in report.entries if entry.id in ids and entry.id in returned])
+            await store.record_access([entry for entry in report.entries if entry.id in ids])
         return report
 
     async def _recall(self, query: MemoryQuery) -> RecallReport:

@@ -108,8 +108,7 @@ class MemoryRouter:
     def withdraw_pools(self, keep: set[str]) -> list[ResilientTier]:
         """Drop every shared tier whose pool name is not in ``keep`` (an agent that left a pool, a
         vault detached from it); the tiers dropped, for the caller to close."""
-        dropped = [tier for name in sorted(self.pools) if name not in keep for tier in self.pools.pop(name)]
-        return dropped
+        return [tier for name in sorted(self.pools) if name not in keep for tier in self.pools.pop(name)]
 
     @property
     def tiers(self) -> list[ResilientTier]:
