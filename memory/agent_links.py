@@ -9,7 +9,7 @@ reference is dropped when the agent is deleted.
 
 from __future__ import annotations
 
-from memory.config import ArcanaConfig, config_lock, load_config, save_config
+from memory.config import ArcanaConfig, editing_config
 from memory.home import Home
 
 
@@ -23,12 +23,8 @@ def relink(home: Home, agent_id: str, agent_name: str, *, deleted: bool) -> int:
     path = home.config_path
     if not path.exists():
         return 0
-    with config_lock(path):  # another command's change made meanwhile is kept
-        config = load_config(path)
-        changed = _relink(config, agent_id, agent_name, deleted=deleted)
-        if changed:
-            save_config(path, config)
-    return changed
+    with editing_config(path) as edit:  # another command's change made meanwhile is kept
+        return _relink(edit.config, agent_id, agent_name, deleted=deleted)
 
 
 def _relink(config: ArcanaConfig, agent_id: str, agent_name: str, *, deleted: bool) -> int:

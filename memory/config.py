@@ -461,27 +461,40 @@ def dump_config(config: ArcanaConfig) -> dict[str, Any]:
     return config.model_dump(mode="json", by_alias=True, exclude_none=False)
 
 
+@dataclass
+class ConfigEdit:
+    """The config being changed inside :func:`editing_config`: change ``config`` in place, or replace it."""
+
+    config: ArcanaConfig
+
+
 @contextmanager
-def config_lock(path: Path) -> Iterator[None]:
-    """Hold the home's config lock (``<home>/locks/config.lock``) for one read-change-write of ``path``.
+def editing_config(path: Path) -> Iterator[ConfigEdit]:
+    """``path`` loaded under the home's config lock (``<home>/locks/config.lock``), saved on leaving if changed.
 
     Every command that changes config.json loads it, changes one thing and
     saves it; two at once (`agent join` and `config set` from one script's
     ``&`` jobs) would each write back the file as they read it, and the
     first change would be lost without a word. Under this lock the second
-    waits, then loads the file with the first change in it. Held only around
-    the load and the save (milliseconds), never across a network call.
+    waits, then loads the file with the first change in it. A block that
+    raises saves nothing; one that changes nothing leaves the file untouched
+    (a missing file is written, with the defaults). Held for milliseconds:
+    never put a network call inside.
     """
     from memory.locks import waiting
 
     with waiting(path.parent / "locks" / "config.lock"):
-        yield
+        edit = ConfigEdit(load_config(path))
+        before = dump_config(edit.config)
+        yield edit
+        if not path.exists() or dump_config(edit.config) != before:
+            save_config(path, edit.config)
 
 
 def save_config(path: Path, config: ArcanaConfig) -> None:
     """Atomically replace ``path`` (0600) with ``config``; a symlinked config (dotfiles) stays linked.
 
-    A caller that loaded ``config`` to change it holds :func:`config_lock` from the load to here.
+    A caller that loaded ``config`` to change it uses :func:`editing_config` instead.
     """
     target = path.resolve() if path.is_symlink() else path
     private_dir(target.parent)

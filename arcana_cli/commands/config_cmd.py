@@ -8,7 +8,7 @@ import typer
 from arcana_cli.command import add_commands, command
 from arcana_cli.context import CliContext
 from arcana_cli.output import Out
-from memory.config import config_lock, dump_config, get_key, load_config, parse_value, save_config, set_key, valid_keys
+from memory.config import dump_config, editing_config, get_key, load_config, parse_value, set_key, valid_keys
 
 KeyArg = Annotated[str, typer.Argument(help="Dotted key, e.g. recall.limit.")]
 
@@ -43,10 +43,9 @@ def set_(
     parsed = parse_value(value)
     set_key(load_config(cli.home.config_path), key, parsed)  # a bad key or value is refused before the home is made
     cli.home.ensure()
-    with config_lock(cli.home.config_path):  # another command's change made meanwhile is kept
-        updated = set_key(load_config(cli.home.config_path), key, parsed)
-        save_config(cli.home.config_path, updated)
-    new = get_key(updated, key)
+    with editing_config(cli.home.config_path) as edit:  # another command's change made meanwhile is kept
+        edit.config = set_key(edit.config, key, parsed)
+    new = get_key(edit.config, key)
     out.data({"key": key, "value": new}, text=lambda: f"{key} = {json.dumps(new)}")
 
 

@@ -11,7 +11,7 @@ from arcana_cli.command import add_commands, command
 from arcana_cli.context import CliContext
 from arcana_cli.output import Out
 from memory.home import check_name
-from memory.config import ModelConfig, config_lock, load_config, save_config
+from memory.config import ModelConfig, editing_config, load_config
 from memory.errors import InvalidRequestError, NotFoundError
 
 NameArg = Annotated[str, typer.Argument(help="Model name (yours to choose).")]
@@ -47,14 +47,13 @@ def add(
     if name in load_config(cli.home.config_path).models:  # refused before the home is made
         raise InvalidRequestError(f"a model named '{name}' already exists; `arcana model remove {name}` first")
     cli.home.ensure()
-    with config_lock(cli.home.config_path):  # another command's change made meanwhile is kept
-        config = load_config(cli.home.config_path)
+    with editing_config(cli.home.config_path) as edit:  # another command's change made meanwhile is kept
+        config = edit.config
         if name in config.models:
             raise InvalidRequestError(f"a model named '{name}' already exists; `arcana model remove {name}` first")
         config.models = {**config.models, name: spec}
         if default:
             config.default_model = name
-        save_config(cli.home.config_path, config)
     out.data(_describe(name, spec, config.default_model), text=lambda: name)
 
 
@@ -79,14 +78,13 @@ def remove(cli: CliContext, out: Out, name: NameArg) -> None:
     missing = NotFoundError(f"no model named '{name}'; see `arcana model list`")
     if name not in load_config(cli.home.config_path).models:  # refused before any lock file is made
         raise missing
-    with config_lock(cli.home.config_path):  # another command's change made meanwhile is kept
-        config = load_config(cli.home.config_path)
+    with editing_config(cli.home.config_path) as edit:  # another command's change made meanwhile is kept
+        config = edit.config
         if name not in config.models:
             raise missing
         config.models = {n: s for n, s in config.models.items() if n != name}
         if config.default_model == name:
             config.default_model = None
-        save_config(cli.home.config_path, config)
     out.data({"removed": name}, text=lambda: name)
     users = [c.name for c in cli.agents.list() if c.model == name]
     if users:

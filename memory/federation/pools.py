@@ -19,7 +19,7 @@ from pydantic import ValidationError
 from memory.adapters.opener import open_store, open_tier
 from memory.agent_links import names_agent
 from memory.agents import AgentCard, AgentRegistry
-from memory.config import ArcanaConfig, PoolSettings, config_lock, load_config, save_config
+from memory.config import ArcanaConfig, PoolSettings, editing_config, load_config
 from memory.errors import InvalidRequestError, NotFoundError
 from memory.home import Home, check_name, private_dir
 from memory.store_kinds import StoreKind
@@ -84,12 +84,10 @@ class PoolRegistry:
             await store.connect()
         finally:
             await store.aclose()
-        with config_lock(self.home.config_path):  # the connect above is not held under the lock
-            config = self._config()
-            if name in config.pools:
+        with editing_config(self.home.config_path) as edit:  # the connect above is not held under the lock
+            if name in edit.config.pools:
                 raise taken
-            config.pools = {**config.pools, name: settings}
-            save_config(self.home.config_path, config)
+            edit.config.pools = {**edit.config.pools, name: settings}
         return await self.show(name)
 
     def _open(self, name: str, settings: PoolSettings, actor: str):
@@ -150,8 +148,8 @@ class PoolRegistry:
     def remove(self, name: str) -> Path | None:
         """Drop the pool from the config and move its database to the trash; return where."""
         self.show_settings(name)  # NotFoundError before any lock file is made
-        with config_lock(self.home.config_path):
-            config = self._config()
+        with editing_config(self.home.config_path) as edit:
+            config = edit.config
             settings = self._settings(config, name)
             moved = None
             db = self.home.pool_db(name)
@@ -165,32 +163,29 @@ class PoolRegistry:
                         part.replace(moved / part.name)
             config.pools = {k: v for k, v in config.pools.items() if k != name}
             config.memory.pools = [p for p in config.memory.pools if p != name]
-            save_config(self.home.config_path, config)
         return moved
 
     def join(self, card: AgentCard, name: str) -> bool:
         """Make ``card`` a member of pool ``name``; False when it already was."""
         self.show_settings(name)  # NotFoundError before any lock file is made
-        with config_lock(self.home.config_path):  # another command's change made meanwhile is kept
-            config = self._config()
+        with editing_config(self.home.config_path) as edit:  # another command's change made meanwhile is kept
+            config = edit.config
             settings = self._settings(config, name)
             if card.id in settings.members:
                 return False
             config.pools = {**config.pools, name: settings.model_copy(update={"members": [*settings.members, card.id]})}
-            save_config(self.home.config_path, config)
         return True
 
     def leave(self, card: AgentCard, name: str) -> bool:
         """Remove ``card`` from pool ``name``; False when it was not a member."""
         self.show_settings(name)  # NotFoundError before any lock file is made
-        with config_lock(self.home.config_path):  # another command's change made meanwhile is kept
-            config = self._config()
+        with editing_config(self.home.config_path) as edit:  # another command's change made meanwhile is kept
+            config = edit.config
             settings = self._settings(config, name)
             kept = [m for m in settings.members if not names_agent(m, card.id, card.name)]
             if len(kept) == len(settings.members):
                 return False
             config.pools = {**config.pools, name: settings.model_copy(update={"members": kept})}
-            save_config(self.home.config_path, config)
         return True
 
     def _member_names(self, members: list[str]) -> list[str]:

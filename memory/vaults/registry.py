@@ -7,7 +7,7 @@ from functools import cached_property
 from pathlib import Path
 
 from memory.agents import AgentRegistry
-from memory.config import VaultConfig, config_lock, load_config, save_config
+from memory.config import ArcanaConfig, VaultConfig, editing_config, load_config
 from memory.errors import InvalidRequestError, NotFoundError
 from memory.home import Home, check_name
 from memory.limits import MAX_CONTENT_BYTES
@@ -128,11 +128,10 @@ class VaultRegistry:
             raise NotFoundError(f"{root}: no such directory")
         if agent:
             agent = AgentRegistry(self.home).resolve(agent).id  # by id: a rename keeps it, a new namesake does not
-        with config_lock(self.home.config_path):  # a vault added meanwhile (of this name or folder) is seen
-            return self._register(root, name, agent, pool, ignore, max_file_bytes)
+        with editing_config(self.home.config_path) as edit:  # a vault added meanwhile (of this name or folder) is seen
+            return self._register(edit.config, root, name, agent, pool, ignore, max_file_bytes)
 
-    def _register(self, root: Path, name: str, agent, pool, ignore, max_file_bytes) -> Vault:
-        config = self._config()
+    def _register(self, config: ArcanaConfig, root: Path, name: str, agent, pool, ignore, max_file_bytes) -> Vault:
         if pool is not None and pool not in config.pools:
             check_name("pool", pool)
             raise NotFoundError(f"no pool named '{pool}'; create it with `arcana pool create {pool}` first")
@@ -151,7 +150,6 @@ class VaultRegistry:
         if max_file_bytes is not None:
             fields["max_file_bytes"] = max_file_bytes
         config.vaults[name] = VaultConfig(**fields)
-        save_config(self.home.config_path, config)
         return Vault(name, config.vaults[name], self.home)
 
     def remove(self, name: str) -> list[Path]:
@@ -165,10 +163,8 @@ class VaultRegistry:
         removed = []
         writer = exclusive_within(vault.lock_path, f"index of vault '{name}'", REMOVE_WAIT_SECONDS)
         with writer, state_lock(vault.state_path):  # a watch's state write waits, then sees the vault gone
-            with config_lock(self.home.config_path):  # another command's change made meanwhile is kept
-                config = self._config()
-                config.vaults.pop(name, None)
-                save_config(self.home.config_path, config)
+            with editing_config(self.home.config_path) as edit:  # another command's change made meanwhile is kept
+                edit.config.vaults.pop(name, None)
             for path in (vault.db_path, Path(f"{vault.db_path}-wal"), Path(f"{vault.db_path}-shm"), vault.state_path,
                          Path(f"{vault.state_path}.lock")):
                 if path.exists():
