@@ -29,9 +29,22 @@ class Dialect:
     name: str
     true: str
     has_tag: str
+    # At ``as_of``, whether a row consolidation archived (``{alias}``) still answered then (one ``?``: the
+    # time); None where nothing is consolidated.
+    consolidated_after: str | None = None
 
 
-SQLITE = Dialect("sqlite", "1", "EXISTS (SELECT 1 FROM json_each({col}) WHERE value = ?)")
+# ``archived`` values: 0 live; 1 archived by an operator or prune; 2 by consolidation (its content lives on in a
+# merge or digest, so it still answers for a time before that).
+CONSOLIDATED = 2
+SOURCES = "consolidates"  # edge relation: consolidated memory -> a source whose content it carries
+
+SQLITE = Dialect(
+    "sqlite", "1", "EXISTS (SELECT 1 FROM json_each({col}) WHERE value = ?)",
+    f"{{alias}}.archived = {CONSOLIDATED} AND (SELECT min(coalesce(carrier.valid_from, carrier.created_at)) "
+    "FROM memory_edges carried JOIN memories carrier ON carrier.id = carried.src_id "
+    f"WHERE carried.dst_id = {{alias}}.id AND carried.relation = '{SOURCES}') > ?",
+)
 # tags is JSON text on both engines; jsonb containment, never the jsonb ``?`` operator
 # (it would read as a placeholder).
 POSTGRES = Dialect("postgres", "TRUE", "({col})::jsonb @> jsonb_build_array(?::text)")
@@ -70,22 +83,27 @@ def admission(
     dialect: Dialect = SQLITE,
 ) -> Clause:
     """The SQL that decides whether a row may be read at all."""
-    if audience is Audience.RECALL:
+    if audience in (Audience.RECALL, Audience.LISTING):
         version = current_version(alias, as_of)
+        live = Clause("", ()) if audience is Audience.LISTING and include_archived else _live(alias, as_of, dialect)
         return Clause(
-            f"{alias}.visibility = ? AND {alias}.archived = 0 AND {version.sql}",
-            (Visibility.VISIBLE.value, *version.params),
+            f"{alias}.visibility = ?{live.sql} AND {version.sql}", (Visibility.VISIBLE.value, *live.params, *version.params)
         )
-    if audience is Audience.LISTING:
-        version = current_version(alias, as_of)
-        archived = "" if include_archived else f" AND {alias}.archived = 0"
-        return Clause(f"{alias}.visibility = ?{archived} AND {version.sql}", (Visibility.VISIBLE.value, *version.params))
     if audience is Audience.HISTORY:  # every version, but never a private or hidden one
         archived = "" if include_archived else f" AND {alias}.archived = 0"
         return Clause(f"{alias}.visibility = ?{archived}", (Visibility.VISIBLE.value,))
     if include_archived:
         return Clause(dialect.true, ())
     return Clause(f"{alias}.archived = 0", ())
+
+
+def _live(alias: str, as_of: datetime | None, dialect: Dialect) -> Clause:
+    """Not archived (an AND-ed clause); at ``as_of``, also a source consolidation archived whose
+    carriers (the merge or digest holding it now) all began to hold after that time: it answered then,
+    and nothing else carried it yet."""
+    if as_of is None or dialect.consolidated_after is None:
+        return Clause(f" AND {alias}.archived = 0", ())
+    return Clause(f" AND ({alias}.archived = 0 OR {dialect.consolidated_after.format(alias=alias)})", (as_of.timestamp(),))
 
 
 def query_filters(query: MemoryQuery, alias: str = "m", dialect: Dialect = SQLITE) -> Clause:

@@ -15,16 +15,13 @@ import time
 from collections.abc import Mapping, Sequence
 
 from memory.sqlite import mutations
-from memory.sqlite.admission import SQLITE
+from memory.sqlite.admission import CONSOLIDATED, SOURCES, SQLITE
 from memory.sqlite.batches import select_in
 from memory.sqlite.connection import transaction
 from memory.sqlite.fts import every_word_match
 from memory.sqlite.rows import SELECT_COLUMNS, row_to_entry
 from memory.sqlite.vectors import read_meta, table_exists
 from memory.types import DERIVED_TAG, MemoryEntry
-
-SOURCES = "consolidates"  # edge relation: consolidated memory -> a source whose content it carries
-
 
 _CURRENT = "m.archived = 0 AND m.valid_to IS NULL"
 # A digest gathers one session's turns: its id, or for a turn with none the day it was said.
@@ -207,4 +204,4 @@ def apply_txn(
             mutations.update(raw, [entry_id], "reinforce", actor, "importance = ?", (value,))
         link_sources(raw, links, "consolidation")
         if archive:
-            mutations.update(raw, list(archive), "archive", actor, "archived = 1")
+            mutations.update(raw, list(archive), "archive", actor, f"archived = {CONSOLIDATED}")

@@ -8,7 +8,7 @@ from memory.inspection import Census, Growth, RecallDay, day_date
 CENSUS = (
     "SELECT count(*), "
     "coalesce(sum(visibility = 'visible' AND archived = 0 AND valid_to IS NULL), 0), "
-    "coalesce(sum(archived), 0), coalesce(sum(visibility = 'hidden'), 0), coalesce(sum(visibility = 'private'), 0), "
+    "coalesce(sum(archived != 0), 0), coalesce(sum(visibility = 'hidden'), 0), coalesce(sum(visibility = 'private'), 0), "
     "coalesce(sum(valid_to IS NOT NULL), 0) FROM memories"
 )
 

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from memory.access import AccessBuffer
 from memory.sqlite import chunks, compact, context, vectors
 from memory.sqlite.batches import batches, marks, select_in
-from memory.sqlite.rows import COLUMNS, SELECT_COLUMNS, entry_values, row_image
+from memory.sqlite.rows import COLUMNS, STORED_COLUMNS, entry_values, row_image
 from memory.errors import StaleEditError
 from memory.ledger_image import encode
 from memory.progress import Progress
@@ -49,7 +49,7 @@ over) another's pool or promoted memory by reusing its id."""
 
 
 def _images(raw, ids: Sequence[str]) -> dict[str, dict]:
-    rows = select_in(raw, f"SELECT {SELECT_COLUMNS} FROM memories m WHERE m.id IN ({{marks}})", ids)
+    rows = select_in(raw, f"SELECT {STORED_COLUMNS} FROM memories m WHERE m.id IN ({{marks}})", ids)
     return {row["id"]: row_image(row) for row in rows}
 
 

@@ -72,7 +72,7 @@ def candidates_sql(dialect: Dialect) -> tuple[str, tuple]:
                    f"WHERE e.dst_id = memories.id AND e.relation = '{SOURCES}' AND +c.archived = 0 "
                    f"AND NOT {dialect.has_tag.format(col='c.tags')})")
         only = (f"EXISTS (SELECT 1 FROM memory_edges e JOIN memories s ON s.id = e.dst_id "
-                f"WHERE e.src_id = memories.id AND e.relation = '{SOURCES}' AND +s.archived = 1)")
+                f"WHERE e.src_id = memories.id AND e.relation = '{SOURCES}' AND +s.archived != 0)")
         params: tuple = (DERIVED_TAG, DERIVED_TAG)
         digest = DIGEST_SQL
     else:

@@ -34,7 +34,11 @@ COLUMNS = (
     "valid_to",
     "supersedes",
 )
-SELECT_COLUMNS = ", ".join(f"m.{c}" for c in COLUMNS)
+# The columns as stored: what the ledger's images hold.
+STORED_COLUMNS = ", ".join(f"m.{c}" for c in COLUMNS)
+# The columns an entry is read from: ``archived`` as a flag, 1 (an operator's or prune's) and 2
+# (consolidation's, admission.CONSOLIDATED) alike.
+SELECT_COLUMNS = STORED_COLUMNS.replace("m.archived", "(m.archived != 0) AS archived")
 
 
 def _ts(value: datetime | None) -> float | None:

@@ -217,3 +217,37 @@ async def test_a_digest_answers_as_of_a_time_only_once_every_turn_it_carries_was
     assert digest.id not in [e.id for e in await store.search(asked(start + timedelta(days=1)))]
     assert digest.id in [e.id for e in await store.search(asked(start + timedelta(days=3)))]  # control
     assert digest.id in [e.id for e in await store.search(MemoryQuery(agent_id="ada", text="puppy Oscar"))]
+
+
+async def test_a_consolidated_source_answers_as_of_a_time_before_its_carrier_and_an_operator_can_still_end_it(
+    store, offline_embedder
+):
+    """Consolidation archives what it digests, but what was current then stays so: recall --as-of a time
+    before the digest began to hold answers with the turn it carries. An operator's forget or hide of
+    such a turn is an operator's action and holds at every time."""
+    start = OLD
+    group, camping, puppy = (
+        turn("Caroline: I went to an LGBTQ support group yesterday.", 0, when=start),
+        turn("Caroline: We went camping by the lake with the kids.", 1, when=start),
+        turn("Caroline: I adopted a puppy called Oscar.", 0, when=start + timedelta(days=2)),
+    )
+    await VectorAdapter(store, EmbeddingGateway([offline_embedder])).write_many([group, camping, puppy])
+    await _consolidate(store, offline_embedder)
+    assert {group.id, camping.id, puppy.id} <= {i for i, e in (await _rows(store)).items() if e.archived}
+
+    async def found(text: str, at: datetime | None) -> set[str]:
+        return {e.id for e in await store.search(MemoryQuery(agent_id="ada", text=text, as_of=at))}
+
+    before = start + timedelta(days=1)
+    assert group.id in await found("support group", before)
+    assert camping.id in await found("camping lake", before)
+    assert puppy.id not in await found("puppy Oscar", before)  # not said yet
+    for now in (None, start + timedelta(days=3)):  # the digest answers, its turns do not
+        assert not {group.id, camping.id, puppy.id} & (await found("support group camping puppy", now))
+
+    await store.archive([group.id])  # `arcana memory forget`
+    await store.set_visibility([camping.id], Visibility.HIDDEN)
+    assert group.id not in await found("support group", before)
+    assert camping.id not in await found("camping lake", before)
+    await store.restore([group.id])  # control: lifting the forget makes it current now
+    assert group.id in await found("support group", None)
