@@ -73,6 +73,10 @@ class Visibility(StrEnum):
     HIDDEN = "hidden"
 
 
+RESTRICTION = {Visibility.VISIBLE: 0, Visibility.PRIVATE: 1, Visibility.HIDDEN: 2}
+"""How far each visibility keeps readers out: a write that must not loosen keeps the higher."""
+
+
 class ConfidenceSource(StrEnum):
     USER_CONFIRMED = "user_confirmed"
     AGENT = "agent"
@@ -166,6 +170,9 @@ class MemoryEntry(BaseModel):
     tiers: list[str] = Field(default_factory=list, exclude=True)
     snippet: str | None = Field(default=None, exclude=True)  # the part of a long memory that matched
     sources: list[str] = Field(default_factory=list, exclude=True)  # a consolidated memory's: ids it carries
+    # Written by an import (``remember --from``, ``import``): the store's upsert keeps what an operator set on
+    # the row and leaves out an id it deleted or purged, in the write's own transaction (mutations.upsert).
+    imported: bool = Field(default=False, exclude=True)
 
     _agent = field_validator("agent_id", mode="before")(_agent_str)
 

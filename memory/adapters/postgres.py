@@ -279,10 +279,7 @@ class PostgresAdapter:
     async def removed(self, entry_ids: Sequence[str]) -> set[str]:
         """The ids among ``entry_ids`` that this store once held and removed (deleted, purged,
         withdrawn) and does not hold again: an import must not bring them back."""
-        rows = await self._call(lambda conn: conn.fetch(
-            "SELECT DISTINCT l.memory_id FROM memory_ledger l WHERE l.memory_id = ANY($1::text[]) AND l.after IS NULL "
-            "AND NOT EXISTS (SELECT 1 FROM memories m WHERE m.id = l.memory_id)", list(entry_ids)))
-        return {r["memory_id"] for r in rows}
+        return await self._call(mutations.removed, entry_ids)
 
     async def supersede(self, old_ids: Sequence[str], new_id: str, at: datetime | None = None) -> list[str]:
         """End the current ``old_ids`` in favour of ``new_id`` (both ledgered) at ``at``, when the new

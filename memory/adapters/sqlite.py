@@ -298,7 +298,7 @@ class SQLiteAdapter:
     async def removed(self, entry_ids: Sequence[str]) -> set[str]:
         """The ids among ``entry_ids`` that this store once held and removed (deleted, purged,
         withdrawn) and does not hold again: an import must not bring them back."""
-        return await self.run(lambda raw: {r[0] for r in select_in(raw, _REMOVED, list(entry_ids))})
+        return await self.run(mutations.removed, entry_ids)
 
     # ``expect_seq`` (one id only): refuse with StaleEditError unless it is the memory's newest ledger row.
 
@@ -693,12 +693,6 @@ def _ordered(raw, clause_sql, params, limit, offset=0):
 def _by_id(raw, entry_id, clause_sql, params):
     sql = f"SELECT {SELECT_COLUMNS}, m.seq FROM memories m WHERE m.id = ? AND {clause_sql}"
     return raw.execute(sql, (entry_id, *params)).fetchall()
-
-
-_REMOVED = (
-    "SELECT DISTINCT l.memory_id FROM memory_ledger l WHERE l.memory_id IN ({marks}) AND l.after IS NULL "
-    "AND NOT EXISTS (SELECT 1 FROM memories m WHERE m.id = l.memory_id)"
-)
 
 
 def _by_prefix(raw, pattern, clause_sql, params, limit):

@@ -78,6 +78,7 @@ class BatchWriteReport:
     decisions: Counter = field(default_factory=Counter)  # reconciliation: entries per add | noop | update | delete
     warnings: list[str] = field(default_factory=list)
     embedded_again: int = 0  # vectors written for unchanged rows that had none (a re-run after a kill)
+    gone: set[str] = field(default_factory=set)  # imported ids a tier had deleted or purged: left out there
 
 
 class FederatedWriteError(MemoryWriteError):
@@ -360,6 +361,9 @@ class MemoryFederation:
                         report.warnings.append(
                             f"memory {entry.id}: the {tier.name} tier holds that id for another agent; its memory was left as it was"
                         )
+                        continue
+                    if op == "gone":  # the tier removed it after the import read it (mutations.upsert): it stays gone
+                        report.gone.add(entry.id)
                         continue
                     report.changed[entry.id] = report.changed.get(entry.id, False) or op != "noop"
                 continue

@@ -91,9 +91,11 @@ class BulkReport:
             self.accepted[name] = self.accepted.get(name, 0) + count
         self.refused = sorted(set(self.refused) | set(result.refused))
         self.failed.update(result.failed)
-        unchanged = sum(1 for e in batch if result.changed.get(e.id) is False)
+        gone = sum(1 for e in batch if e.id in result.gone)
+        unchanged = sum(1 for e in batch if e.id not in result.gone and result.changed.get(e.id) is False)
+        self.kept_removed += gone
         self.unchanged += unchanged
-        self.written += len(batch) - unchanged
+        self.written += len(batch) - unchanged - gone
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -176,6 +178,7 @@ def parse_line(text: str, agent_id: str, defaults: dict[str, Any], max_content_b
         "tags": tags,
         "source_session_id": session,
         "confidence_source": ConfidenceSource.IMPORTED,
+        "imported": True,
     }
     for key in ("scope", "pool_name"):
         if defaults.get(key) is not None:
@@ -337,10 +340,12 @@ async def _as_stored(federation: Any, batch: Sequence[MemoryEntry], dated: set[s
 
     A line naming a stored memory (its ``id``, or the id its text derives)
     re-words it, but: undated, it keeps the time the memory was first stored
-    (or a re-run would change it every time); it never undoes an operator
-    (the memory stays archived, hidden or private, and pinned; lifting one
-    is ``memory restore`` / ``memory set``, never an import line); and one
-    deleted or purged there stays gone: left out, their number returned.
+    (or a re-run would change it every time); it keeps the memory's
+    restrictions, so routing never promotes a hidden or private one; and one
+    deleted or purged there is left out, their number returned. The store
+    itself makes sure of the last two when it writes (an entry is
+    ``imported``: see memory.sqlite.mutations.upsert), so an operator's edit
+    made after this read stands too.
     """
     from memory.operator.edits import keep_restrictions
     from memory.protocols import AdmitsById, Layered
@@ -368,9 +373,8 @@ async def _as_stored(federation: Any, batch: Sequence[MemoryEntry], dated: set[s
             continue
         held = stored.get(entry.id)
         if held is not None and held.agent_id == entry.agent_id:
-            update: dict[str, Any] = {"pinned": entry.pinned or held.pinned}
+            entry = keep_restrictions(held, entry)
             if entry.id not in dated:
-                update |= {"created_at": held.created_at, "updated_at": held.created_at}
-            entry = keep_restrictions(held, entry).model_copy(update=update)
+                entry = entry.model_copy(update={"created_at": held.created_at, "updated_at": held.created_at})
         kept.append(entry)
     return kept, len(batch) - len(kept)

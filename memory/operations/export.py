@@ -48,14 +48,15 @@ FRONTMATTER_BYTES = 64 * 1024  # a note may be this much larger than the content
 
 @dataclass(frozen=True)
 class Target:
-    """Where imported memories land: the identity fields a file cannot choose for itself."""
+    """Where imported memories land: the identity fields a file cannot choose for itself. Each entry
+    is marked ``imported``, so the store's own write never undoes an operator (mutations.upsert)."""
 
     scope: MemoryScope
     agent_id: str | None = None  # private: the owning agent
     pool_name: str | None = None  # shared: the pool
 
     def adopt(self, entry: MemoryEntry) -> MemoryEntry:
-        update: dict[str, Any] = {"scope": self.scope, "pool_name": self.pool_name}
+        update: dict[str, Any] = {"scope": self.scope, "pool_name": self.pool_name, "imported": True}
         if self.agent_id is not None:
             update["agent_id"] = self.agent_id
         return entry.model_copy(update=update)
@@ -416,7 +417,10 @@ async def import_records(
         links = [(e.id, source) for e in entries for source in carried.get(e.id, ())]
         ops = await (server.write(store, entries) if server else store.run(_import_txn, entries, store.actor, links))
         for op in ops:
-            report.ops[op] = report.ops.get(op, 0) + 1
+            if op == mutations.GONE:  # purged or deleted since the read above: the write left it out
+                report.kept_removed += 1
+            else:
+                report.ops[op] = report.ops.get(op, 0) + 1
         if vectors is not None:
             report.vectors_kept += await vectors([(e, v) for e, v in batch if v is not None])
         batch.clear()

@@ -33,7 +33,7 @@ from memory.protocols import provenance_of
 from memory.sqlite.fact_words import content_words
 from memory.sqlite.mutations import REFUSED
 from memory.store_kinds import StoreKind, store_path
-from memory.types import Audience, ConfidenceSource, MemoryEntry, MemoryQuery, Visibility
+from memory.types import RESTRICTION, Audience, ConfidenceSource, MemoryEntry, MemoryQuery, Visibility
 
 MUTATORS = (
     "archive", "restore", "purge", "set_visibility", "set_pinned", "update", "make_current", "supersede", "reinforce"
@@ -159,16 +159,13 @@ def _ambiguous(prefix: str, matches: list) -> None:
         raise NotFoundError(f"memory id prefix '{prefix}' is ambiguous ({len(matches)} matches); give more characters")
 
 
-_RESTRICTION = {Visibility.VISIBLE: 0, Visibility.PRIVATE: 1, Visibility.HIDDEN: 2}
-
-
 def keep_restrictions(stored: MemoryEntry, incoming: MemoryEntry) -> MemoryEntry:
     """``incoming`` for a row that ``stored`` already is, never less restricted: the stricter
     visibility, archived if either is. An import of a file written before an operator hid or
     archived a memory must not undo that; lifting one is ``memory set`` / ``memory restore``."""
     visibility = max(
         (v for v in (stored.visibility, incoming.visibility) if v is not None),
-        key=_RESTRICTION.__getitem__,
+        key=RESTRICTION.__getitem__,
         default=None,
     )
     return incoming.model_copy(update={"visibility": visibility, "archived": stored.archived or incoming.archived})

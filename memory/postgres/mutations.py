@@ -23,7 +23,8 @@ from memory.errors import StaleEditError
 from memory.ledger_image import encode
 from memory.promotion import ASSERTED_IMPORTANCE_CAP
 from memory.sqlite.mutations import (
-    REFUSED, VERSION_LINKS, change_label, counted, differs, split_by_time, stale_message, valid_start,
+    GONE, REFUSED, VERSION_LINKS, change_label, counted, differs, never_looser, split_by_time, stale_message,
+    valid_start,
 )
 from memory.sqlite.rows import COLUMNS, entry_values
 from memory.types import MemoryEntry, Visibility
@@ -115,6 +116,7 @@ class Prepared:
 
     values: list[dict]
     keep: list[bool]  # per value: its visibility was unset (an existing row keeps the stored one)
+    imported: list[bool]  # per value: an import's, which never loosens the stored row
     firsts: dict[str, int]  # id -> index of its first value (a repeated id is an update of it)
     records: list[tuple] | None = None  # the first values as COPY rows, when there are enough for COPY
 
@@ -129,7 +131,7 @@ def prepare(entries: Sequence[MemoryEntry], copy: bool = False) -> Prepared:
     firsts: dict[str, int] = {}
     for index, v in enumerate(values):
         firsts.setdefault(v["id"], index)
-    batch = Prepared(values, keep, firsts)
+    batch = Prepared(values, keep, [e.imported for e in entries], firsts)
     if copy or len(firsts) >= bulk.COPY_MIN:
         batch.records = [_row(values[i]) for i in firsts.values()]
     return batch
@@ -144,8 +146,33 @@ async def upsert(conn, entries: Sequence[MemoryEntry], actor: str, *, op: str | 
     rows go in with one statement (for a big batch a COPY through a staging
     table, with their ledger rows: :func:`_insert_copied`); the rows that were
     there already are read once, compared, and only the changed ones updated.
+    An ``imported`` entry never loosens a row nor brings back a removed id, as on SQLite.
     """
-    return await _apply(conn, prepare(entries), actor, op)
+    return await _leaving_out_removed(conn, entries, lambda kept: _apply(conn, prepare(kept), actor, op))
+
+
+_REMOVED = (
+    "SELECT DISTINCT l.memory_id FROM memory_ledger l WHERE l.memory_id = ANY($1::text[]) AND l.after IS NULL "
+    "AND NOT EXISTS (SELECT 1 FROM memories m WHERE m.id = l.memory_id)"
+)
+
+
+async def removed(conn, ids: Sequence[str]) -> set[str]:
+    """The ids among ``ids`` that this store once held and removed and does not hold again."""
+    return {r["memory_id"] for r in await conn.fetch(_REMOVED, list(ids))}
+
+
+async def _leaving_out_removed(conn, entries: Sequence[MemoryEntry], write) -> list[str]:
+    """``write(entries)`` but for an imported one whose id this store removed (:data:`GONE` for it).
+    The imported ids' rows are locked first, so an operator's delete racing the check waits for
+    this transaction instead of being undone by it."""
+    ids = [e.id for e in entries if e.imported]
+    if not ids:
+        return await write(entries)
+    await conn.execute("SELECT 1 FROM memories WHERE id = ANY($1::text[]) FOR UPDATE", ids)
+    gone = await removed(conn, ids)
+    ops = iter(await write([e for e in entries if not (e.imported and e.id in gone)]))
+    return [GONE if e.imported and e.id in gone else next(ops) for e in entries]
 
 
 async def load(
@@ -156,6 +183,13 @@ async def load(
     which the server would otherwise sit through). ``locked``: the caller holds the table's
     exclusive lock; its ids are read once (it holds fewer rows than the load) instead of looked up
     per batch (see :func:`_insert_copied`)."""
+    return await _leaving_out_removed(
+        conn, entries, lambda kept: _load(conn, kept, actor, op=op, size=size, locked=locked, on_progress=on_progress)
+    )
+
+
+async def _load(conn, entries: Sequence[MemoryEntry], actor: str, *, op: str | None, size: int, locked: bool, on_progress
+                ) -> list[str]:
     known = {r["id"] for r in await conn.fetch("SELECT id FROM memories")} if locked else None
     head = max(size // 10, 1)  # a small first batch: the server starts while Python prepares the next
     batches = [entries[:head]] + [entries[start : start + size] for start in range(head, len(entries), size)]
@@ -199,6 +233,8 @@ async def _apply(conn, batch: Prepared, actor: str, op: str | None, *, known: se
             continue
         if keep[index]:
             v["visibility"] = old["visibility"]
+        if batch.imported[index]:
+            never_looser(old, v)
         v["archived"] = max(int(old["archived"]), int(v["archived"]))  # only restore() un-archives, as on SQLite
         v["access_count"], v["last_accessed_at"] = old["access_count"], old["last_accessed_at"]
         for key in VERSION_LINKS:  # versions change only through supersede / make_current, as on SQLite

@@ -23,7 +23,7 @@ from memory.errors import StaleEditError
 from memory.ledger_image import encode
 from memory.progress import Progress
 from memory.promotion import ASSERTED_IMPORTANCE_CAP
-from memory.types import MAX_ACCESS_COUNT, MemoryEntry, Visibility
+from memory.types import MAX_ACCESS_COUNT, RESTRICTION, MemoryEntry, Visibility
 
 MUTATION_WINDOW = 2_000  # ids whose before and after images one step of a large edit holds
 _SKIP_COMPARE = {"updated_at", "access_count", "last_accessed_at"}
@@ -46,6 +46,28 @@ REFUSED = "refused"
 """The op of a write that reused an id another agent's row holds: nothing changed, nothing ledgered.
 Ids are visible to every reader of a shared tier, so without this any agent could rewrite (and take
 over) another's pool or promoted memory by reusing its id."""
+
+GONE = "gone"
+"""The op of an imported entry whose id this store removed (deleted, purged, withdrawn) and does not
+hold again: nothing written, it stays gone (see :func:`upsert`)."""
+
+_REMOVED = (
+    "SELECT DISTINCT l.memory_id FROM memory_ledger l WHERE l.memory_id IN ({marks}) AND l.after IS NULL "
+    "AND NOT EXISTS (SELECT 1 FROM memories m WHERE m.id = l.memory_id)"
+)
+
+
+def removed(raw, ids: Sequence[str]) -> set[str]:
+    """The ids among ``ids`` that this store once held and removed and does not hold again."""
+    return {r[0] for r in select_in(raw, _REMOVED, list(ids))}
+
+
+def never_looser(old: dict, new: dict) -> None:
+    """Make an import's image ``new`` of the row ``old`` no less restricted: the stricter visibility,
+    pinned if either is (archived already is, for every write). Lifting one is ``memory set`` /
+    ``memory restore``, never an import line."""
+    new["visibility"] = max(old["visibility"], new["visibility"], key=RESTRICTION.__getitem__)
+    new["pinned"] = max(int(old["pinned"]), int(new["pinned"]))
 
 
 def _images(raw, ids: Sequence[str]) -> dict[str, dict]:
@@ -161,13 +183,21 @@ def upsert(raw, entries: Sequence[MemoryEntry], actor: str, *, op: str | None = 
     id is inserted straight away (no before image to read); only an existing
     one is read, compared and updated. Each row's indexed context is derived
     here, from the rows already written (earlier entries of the batch included).
+
+    An ``imported`` entry never loosens (:func:`never_looser`) and never brings
+    back a removed id (:data:`GONE`): decided here, under the write lock, so an
+    operator's edit made after the import read the row stands.
     """
     now = time.time()
     ops: list[str] = []
     ledger: list[tuple] = []
     sessions: set[tuple[str, str]] = set()
     reworded: list[str] = []
+    gone = removed(raw, [entry.id for entry in entries if entry.imported])
     for entry in entries:
+        if entry.imported and entry.id in gone:
+            ops.append(GONE)
+            continue
         values = entry_values(entry)
         indexed = context.derive(raw, entry)
         keep_visibility = values["visibility"] is None
@@ -183,6 +213,8 @@ def upsert(raw, entries: Sequence[MemoryEntry], actor: str, *, op: str | None = 
             continue
         if keep_visibility:
             values["visibility"] = old["visibility"]
+        if entry.imported:
+            never_looser(old, values)
         values["archived"] = max(int(old["archived"]), values["archived"])  # only restore() un-archives
         values["access_count"] = old["access_count"]
         values["last_accessed_at"] = old["last_accessed_at"]
