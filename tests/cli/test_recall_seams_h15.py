@@ -1,0 +1,58 @@
+"""Recall's seams: a semantic leg that fails, and a vault read before its first index.
+
+A failed semantic leg must leave keyword answering (with a notice), not lose the
+whole tier; an unindexed vault must answer ``--as-of`` as its index does.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from memory.sqlite.connection import dbapi, load_vec
+
+DEPLOYS = "Deploys happen on Tuesdays at noon"
+CAT = "The cat is named Biscuit"
+
+
+def recalled(cli, query, *extra):
+    result = cli("recall", query, "--agent", "ada", "--json", *extra)
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout), result.stderr
+
+
+@pytest.fixture
+def store_file(cli, arcana_home):
+    """Ada's store, written with the real offline model (so it holds a vector index)."""
+    for text in (DEPLOYS, CAT):
+        assert cli("remember", text, "--agent", "ada").exit_code == 0
+    (agent,) = arcana_home.agents_dir.iterdir()
+    return arcana_home.agent_db(agent.name)
+
+
+def damage(path, statement: str) -> None:
+    raw = dbapi().connect(str(path))
+    load_vec(raw)
+    raw.execute(statement)
+    raw.commit()
+    raw.close()
+
+
+@pytest.mark.parametrize(
+    "statement",
+    ["DROP TABLE memory_vec_1", "DROP TABLE memory_vec_1_vector_chunks00"],
+    ids=["index-missing", "index-damaged"],
+)
+@pytest.mark.parametrize("mode", ["hybrid", "semantic"])
+def test_a_failed_semantic_leg_leaves_keyword_answering(cli, store_file, statement, mode):
+    """The private tier was reported degraded and every memory in it went missing."""
+    before, _ = recalled(cli, "deploys", "--mode", mode)
+    assert [r["content"] for r in before["results"]] == [DEPLOYS] and before["legs"][0] == "semantic"
+    damage(store_file, statement)
+    data, stderr = recalled(cli, "deploys", "--mode", mode)
+    assert [r["content"] for r in data["results"]] == [DEPLOYS]
+    assert data["legs"] == ["keyword"] and data["degraded"] == []
+    assert "falling back to keyword" in stderr and "Traceback" not in stderr
+    cat, _ = recalled(cli, "biscuit", "--mode", mode)  # control: the fallback still matches, not lists
+    assert [r["content"] for r in cat["results"]] == [CAT]
