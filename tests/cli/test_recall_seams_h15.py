@@ -7,6 +7,7 @@ whole tier; an unindexed vault must answer ``--as-of`` as its index does.
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 
@@ -56,3 +57,28 @@ def test_a_failed_semantic_leg_leaves_keyword_answering(cli, store_file, stateme
     assert "falling back to keyword" in stderr and "Traceback" not in stderr
     cat, _ = recalled(cli, "biscuit", "--mode", mode)  # control: the fallback still matches, not lists
     assert [r["content"] for r in cat["results"]] == [CAT]
+
+
+@pytest.mark.usefixtures("no_embedder")
+def test_an_unindexed_vault_answers_as_of_as_its_index_does(cli, tmp_path):
+    """The folder scan ignored --as-of: a note written after that time was recalled until the vault was indexed."""
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    note = notes / "zeppelin.md"
+    note.write_text("The zeppelin hangar opens at dawn\n")
+    written = 1_748_736_000  # 2025-06-01T00:00:00Z
+    os.utime(note, (written, written))
+    assert cli("remember", "A placeholder memory", "--agent", "ada").exit_code == 0
+    assert cli("vault", "add", str(notes), "--name", "notes", "--agent", "ada").exit_code == 0
+
+    def found(as_of):
+        data, _ = recalled(cli, "zeppelin hangar", "--as-of", as_of)
+        return [r["content"].splitlines()[-1] for r in data["results"]]
+
+    answers = {}
+    for state in ("folder", "index"):
+        if state == "index":
+            assert cli("vault", "index", "notes").exit_code == 0
+        answers[state] = [found(when) for when in ("2025-01-01", "2025-06-01T00:00:00Z", "2025-12-01")]
+    assert answers["index"] == [[], ["The zeppelin hangar opens at dawn"], ["The zeppelin hangar opens at dawn"]]
+    assert answers["folder"] == answers["index"]
