@@ -82,3 +82,16 @@ def test_an_unindexed_vault_answers_as_of_as_its_index_does(cli, tmp_path):
         answers[state] = [found(when) for when in ("2025-01-01", "2025-06-01T00:00:00Z", "2025-12-01")]
     assert answers["index"] == [[], ["The zeppelin hangar opens at dawn"], ["The zeppelin hangar opens at dawn"]]
     assert answers["folder"] == answers["index"]
+
+
+@pytest.mark.usefixtures("no_embedder")
+@pytest.mark.parametrize("query", ['"', "?!", "🎉", "*"])
+def test_a_query_with_no_words_says_it_listed_not_which_legs_answered(cli, query):
+    """Such a query lists the memories (no word to match); stderr said "answered by:  from private"."""
+    for text in (DEPLOYS, CAT):
+        assert cli("remember", text, "--agent", "ada").exit_code == 0
+    data, stderr = recalled(cli, query)
+    assert len(data["results"]) == 2 and data["legs"] == []
+    assert "answered by" not in stderr and "no word to search" in stderr
+    _, control = recalled(cli, "deploys")  # a query with words still names its leg
+    assert "answered by: keyword from private" in control
