@@ -97,8 +97,14 @@ async def recall(
     for event in report.degraded:
         out.warn(f"tier {event.tier} degraded ({event.reason}): {event.detail}; its memories are missing here")
     tiers = ", ".join(report.tiers) or "no tier"
-    # Only a result has legs: with none, say what was searched, not which leg "answered".
-    out.info(f"answered by: {' + '.join(legs)} from {tiers}" if entries else f"no memories matched (searched {tiers})")
+    # Only a result has legs: with none, say what was searched, not which leg "answered"; results
+    # no leg found are a listing (a query of punctuation or emoji has no word for keyword to match).
+    if legs:
+        out.info(f"answered by: {' + '.join(legs)} from {tiers}")
+    elif entries:
+        out.info(f"the query has no word to search: listed from {tiers}")
+    else:
+        out.info(f"no memories matched (searched {tiers})")
 
 
 def register(app: typer.Typer) -> None:

@@ -200,6 +200,8 @@ def _passes(entry: MemoryEntry, query: MemoryQuery) -> bool:
         return False
     if query.until is not None and entry.created_at > query.until:
         return False
+    if query.as_of is not None and entry.created_at > query.as_of:  # a note has one version: written by then
+        return False
     if query.min_confidence is not None and entry.confidence < query.min_confidence:
         return False
     if query.pool_name is not None and entry.pool_name != query.pool_name:

@@ -29,7 +29,7 @@ from memory.config import DEFAULT_KEYWORD_WEIGHT, DEFAULT_VECTOR_WEIGHT
 from memory.embedding.base import Embedder, EmbeddingMeta, content_hash, l2_normalize, length_order
 from memory.embedding.chunking import embed_text
 from memory.embedding.gateway import EmbeddingGateway
-from memory.errors import MemoryStorageError
+from memory.errors import MemoryBusyError, MemoryCorruptError, MemoryStorageError, MemoryTimeoutError
 from memory.progress import Report
 from memory.query_terms import terms
 from memory.ranking.fusion import Weights, hybrid_pool
@@ -381,20 +381,29 @@ class VectorAdapter:
                 self._notice(ready)
             return Recall(await self.store.search(query), ("keyword",), ready)
         embedder, meta = ready
+        wanted = query.limit if mode is RetrievalMode.semantic else hybrid_pool(query.limit)
         try:
-            if mode is RetrievalMode.semantic:
-                entries = await self._semantic(query, embedder, meta, query.limit)
-                legs: tuple[str, ...] = ("semantic",)
-            else:
-                semantic = await self._semantic(query, embedder, meta, hybrid_pool(query.limit))
-                entries = await hybrid(self.store, query, terms(query.text), semantic, self.weights)
-                legs = ("semantic", "keyword")
+            semantic = await self._semantic(query, embedder, meta, wanted)
         except _QueryEmbedFailed as exc:
-            reason = f"embedding the query failed ({exc}): falling back to keyword"
-            self._notice(reason)
-            return Recall(await self.store.search(query), ("keyword",), reason)
+            return await self._keyword_instead(query, f"embedding the query failed ({exc})")
+        except (MemoryBusyError, MemoryTimeoutError, MemoryCorruptError):
+            raise  # the store's own trouble: a keyword read would meet it too
+        except MemoryStorageError as exc:
+            # Trigger: the vector index is missing, damaged or of another width. Why: the rows and
+            # their keyword index are intact. Outcome: keyword answers, with a notice, not the tier lost.
+            return await self._keyword_instead(query, f"the vector index could not be searched ({exc})")
+        if mode is RetrievalMode.semantic:
+            entries, legs = semantic, ("semantic",)
+        else:
+            entries = await hybrid(self.store, query, terms(query.text), semantic, self.weights)
+            legs = ("semantic", "keyword")
         await self.store.record_access(entries)
         return Recall(entries, legs)
+
+    async def _keyword_instead(self, query: MemoryQuery, why: str) -> Recall:
+        reason = f"{why}: falling back to keyword"
+        self._notice(reason)
+        return Recall(await self.store.search(query), ("keyword",), reason)
 
     def embed_ahead(self, entries: Sequence[MemoryEntry], settled: Settled | None = None) -> None:
         """Start embedding the texts of ``entries`` that the next batch will write (an import's next
