@@ -1,0 +1,85 @@
+"""`arcana ui` against hostile requests and hostile text: a real server process on 127.0.0.1 over
+the browser test's stocked home, spoken to with http.client (no browser: no script runs on these
+pages, so what matters is the bytes sent).
+
+Each exclusion has its control on the same server: the page that refuses or hides one thing
+shows the ordinary one.
+"""
+
+from __future__ import annotations
+
+import http.client
+import re
+import time
+from urllib.parse import quote, urlsplit
+
+from test_ui_browser import made, server, stocked  # noqa: F401 - the browser test's fixtures, reused
+
+
+class Client:
+    """Requests to the server with the cookie its token was swapped for; Host names the server."""
+
+    def __init__(self, url: str):
+        parts = urlsplit(url)
+        self.port = parts.port
+        self.token = parts.query.removeprefix("token=")
+        self.cookie = f"arcana_ui_{self.port}={self.token}"
+
+    def get(self, path: str, **headers) -> tuple[int, dict, str]:
+        sent = {"Host": f"127.0.0.1:{self.port}", "Cookie": self.cookie}
+        sent.update({k.replace("_", "-"): v for k, v in headers.items()})
+        sent = {k: v for k, v in sent.items() if v is not None}
+        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=120)
+        try:
+            conn.request("GET", path, headers=sent)
+            answer = conn.getresponse()
+            return answer.status, {k.lower(): v for k, v in answer.getheaders()}, answer.read().decode("utf-8")
+        finally:
+            conn.close()
+
+
+def reason(page: str) -> str:
+    found = re.search(r'id="reason">([^<]*)<', page)
+    return found.group(1) if found else ""
+
+
+def test_a_refusal_before_the_token_does_not_name_the_home(server, arcana_home):
+    """A page that rebinds a foreign name to 127.0.0.1 reads the answer to its request: the 421
+    (and the 401 and 403) said where the home is, the user's name in its path, to anyone asking."""
+    url, base, errors = server
+    client = Client(url)
+    home = str(arcana_home.root)
+    status, headers, page = client.get("/")
+    assert status == 200 and home in page  # the control: the operator's own pages name the home
+    refusals = (
+        (421, client.get("/", Host=f"rebind.example:{client.port}")),
+        (421, client.get("/memories?agent=alice", Host=f"rebind.example:{client.port}", Cookie=None)),
+        (401, client.get("/", Cookie=None)),
+        (401, client.get("/", Cookie=f"arcana_ui_{client.port}=guess")),
+        (403, client.get("/", Origin="http://attacker.example")),
+    )
+    for expected, (status, headers, page) in refusals:
+        assert status == expected, page
+        assert home not in page and arcana_home.root.name not in page, page
+        assert reason(page) and "content-security-policy" in headers  # still a page with its reason
+        assert "Green tea" not in page and "green tea" not in page
+    assert "Traceback" not in errors.read_text()
+
+
+def test_the_operators_keyword_search_keeps_to_the_core_query_bound(server, stocked):
+    """page x per of an operator search was handed to the store as the query's limit (2,000,001 at
+    page 10,000 x 200) past MemoryQuery's bound of 10,000: every matching row was read on the
+    server's one event loop to show an empty page, and every other request waited."""
+    url, base, errors = server
+    client = Client(url)
+    status, _, page = client.get("/memories?agent=alice&view=operator&q=Alice")
+    assert status == 200 and stocked["tea"] in page  # the control: the search itself answers
+    status, _, page = client.get("/memories?agent=alice&view=operator&q=Alice&page=50&per=200")
+    assert status == 200 and stocked["tea"] not in page  # within the bound, a page past the results: empty
+    for far in ("page=10000&per=200", "page=51&per=200", "page=201&per=50"):
+        status, _, page = client.get(f"/memories?agent=alice&view=operator&q=Alice&{far}")
+        assert status == 400, (far, page)
+        assert "10,000" in reason(page) and "Traceback" not in page
+    status, _, page = client.get("/memories?agent=alice&view=operator&page=10000&per=200")
+    assert status == 200  # a listing without words pages in SQL: any page is cheap
+    assert "Traceback" not in errors.read_text()
