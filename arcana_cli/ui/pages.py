@@ -7,16 +7,29 @@ from importlib import resources
 from urllib.parse import urlencode
 
 from jinja2 import Environment, PackageLoader, select_autoescape
+from markupsafe import Markup
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
+from arcana_cli.output import legible
 from arcana_cli.ui import params, plots
 from arcana_cli.ui.reads import ListRequest, Reader
 from arcana_cli.ui.targets import Target
 from memory.operator.edits import Edit, open_editor
 from memory.types import MAX_QUERY_LIMIT, LedgerRecord, MemoryEntry, MemoryType, RetrievalMode, Visibility
 
-TEMPLATES = Environment(loader=PackageLoader("arcana_cli.ui", "templates"), autoescape=select_autoescape(default=True))
+
+def _legible(value):
+    """Every value a page prints shows its control and direction characters as escapes instead of
+    obeying them: memory text, tags, note names and echoed parameters are someone else's text.
+    Markup too (a joined list, an SVG's labels): an escape adds no markup of its own."""
+    if isinstance(value, Markup):
+        return Markup(legible(str(value)))
+    return legible(value) if isinstance(value, str) else value
+
+
+TEMPLATES = Environment(loader=PackageLoader("arcana_cli.ui", "templates"), autoescape=select_autoescape(default=True),
+                        finalize=_legible)
 TEMPLATES.globals["qs"] = lambda **kw: urlencode(kw)
 
 # action -> (button, the core edit, what the done message says, what the confirmation explains)

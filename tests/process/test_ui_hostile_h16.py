@@ -83,3 +83,40 @@ def test_the_operators_keyword_search_keeps_to_the_core_query_bound(server, stoc
     status, _, page = client.get("/memories?agent=alice&view=operator&page=10000&per=200")
     assert status == 200  # a listing without words pages in SQL: any page is cheap
     assert "Traceback" not in errors.read_text()
+
+
+# U+202E (right-to-left override) turns what follows it around on screen: "\u202egnp.exe" reads as
+# "exe.png"; an escape sequence is invisible. The CLI shows control characters as \xNN.
+SPOOF = "Alice saved the report \u202egnp.exe\u202c as sent\x1b[2J\x07"
+
+
+def test_control_and_direction_characters_are_shown_not_obeyed(server, stocked, cli, make_vault):
+    """Memory text, tags, note names and echoed parameters are someone else's text: a right-to-left
+    override in them turned the rest of the line (another tag, a note's link count, an error's
+    reason) around on screen, and control characters went out raw."""
+    url, base, errors = server
+    client = Client(url)
+    spoofed = made(cli, "remember", SPOOF, "--agent", "alice", "--tag", "a\u202eb", "--tag", "plain")["id"]
+    notes = {"Hub.md": "[[Gone \u202etxt.exe]] [[Other]]", "Gone \u202etxt.exe.md": "[[Hub]]", "Other.md": "[[Hub]]"}
+    added = cli("vault", "add", str(make_vault(notes, name="spoofed")), "--name", "spoofed", "--agent", "alice")
+    assert added.exit_code == 0, added.output
+    assert cli("vault", "index", "spoofed").exit_code == 0
+
+    status, _, page = client.get(f"/memory/{spoofed}?agent=alice")
+    assert status == 200
+    content = re.search(r'id="content">([^<]*)<', page).group(1)
+    assert content == "Alice saved the report \\u202egnp.exe\\u202c as sent\\x1b[2J\\x07"
+    assert "a\\u202eb, plain" in page
+    status, _, page = client.get(f"/memory/{stocked['tea']}?agent=alice")  # the control: ordinary text as it is
+    assert status == 200 and re.search(r'id="content">([^<]*)<', page).group(1) == "Alice prefers green tea in the morning"
+
+    status, _, listing = client.get("/memories?agent=alice&view=operator&q=report")
+    assert status == 200 and spoofed in listing and "\\u202egnp.exe" in listing
+    status, _, graph = client.get("/graph?vault=spoofed")
+    assert status == 200 and "Gone \\u202etxt.exe" in graph and "Other" in graph
+    status, _, refused = client.get("/memories?agent=" + quote("\u202eecila"))
+    assert status == 404 and "\\u202eecila" in reason(refused)
+
+    for text in (page, listing, graph, refused):
+        assert not re.search("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]", text)
+    assert "Traceback" not in errors.read_text()
