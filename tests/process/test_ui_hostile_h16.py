@@ -120,3 +120,33 @@ def test_control_and_direction_characters_are_shown_not_obeyed(server, stocked, 
     for text in (page, listing, graph, refused):
         assert not re.search("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]", text)
     assert "Traceback" not in errors.read_text()
+
+
+async def test_mcp_tags_keep_to_the_memory_limit(arcana_home):
+    """`memory.max_content_bytes` bounded an MCP memory's text but not its tags: with a 4 KB limit an
+    agent stored 20,000 tags (4 MB) or one tag of 3 MB, and every recall carried them out again.
+    Now more than 100 tags, or tags over the limit together, are a one-line tool error, nothing written."""
+    import json
+
+    from mcp_client import call, seed, session
+    from runner import arcana, keyword_only
+
+    keyword_only(arcana_home)
+    arcana_home.config_path.write_text(json.dumps({"embedding": {"providers": []}, "memory": {"max_content_bytes": 4096}}))
+    _, alice = await seed(arcana_home, "alice", [{"content": "quokka notes fit the limit", "confidence_source": "agent"}])
+    async with session("--agent", "alice") as client:
+        for tool, args in (("remember", {"content": "quokka many tags", "tags": [f"t{i}" for i in range(101)]}),
+                           ("remember", {"content": "quokka big tag", "tags": ["y" * 5000]}),
+                           ("remember", {"content": "quokka big tags", "tags": [f"{i:03d}" + "z" * 97 for i in range(50)]}),
+                           ("update", {"id": alice["quokka"], "tags": ["y" * 5000]}),
+                           ("update", {"id": alice["quokka"], "content": "quokka new words", "tags": [f"t{i}" for i in range(101)]})):
+            error, message = await call(client, tool, **args)
+            assert error and "\n" not in message, (tool, message)
+            assert "tags" in message and ("4,096 bytes" in message or "100" in message), (tool, message)
+        error, stored = await call(client, "remember", content="quokka with tags", tags=["zoo", "marsupial"])
+        assert not error and stored["accepted"] == ["private"]  # the control: ordinary tags are stored
+        error, updated = await call(client, "update", id=alice["quokka"], tags=["kept", "small"])
+        assert not error and updated["tags"] == ["kept", "small"]
+    rows = json.loads(arcana("memory", "list", "--agent", "alice", "--all", "--json"))
+    assert sorted(m["content"] for m in rows) == ["quokka notes fit the limit", "quokka with tags"]
+    assert max(sum(len(t) for t in m["tags"]) for m in rows) < 100
