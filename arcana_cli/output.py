@@ -59,6 +59,16 @@ def printable(text: str) -> str:
     return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
 
 
+# Bidirectional embeddings, overrides and isolates: a page (unlike a terminal) obeys them, so a
+# right-to-left override turns what follows it around ("\u202egnp.exe" reads as "exe.png").
+_DIRECTION = re.compile("[\u202a-\u202e\u2066-\u2069]")
+
+
+def legible(text: str) -> str:
+    """``text`` as :func:`printable` shows it, with every direction control shown as ``\\uNNNN`` too."""
+    return _DIRECTION.sub(lambda m: f"\\u{ord(m.group()):04x}", printable(text))
+
+
 def emit(text: str) -> None:
     """Write ``text`` to stdout and flush, in pipe-sized pieces.
 

@@ -34,3 +34,15 @@ def check_content(contents: Iterable[str], limit: int | None) -> None:
     for content in contents:
         if (size := content_size(content, limit)) > limit:
             raise content_too_large(size, limit)
+
+
+def check_tags(tags: Iterable[str], limit: int | None) -> None:
+    """Refuse tags that together are over ``limit`` UTF-8 bytes (as content is): a memory's tags go out
+    with it on every recall, so a limit on its text that its tags could pass would bound nothing."""
+    if limit is None:
+        return
+    size = sum(len(tag.encode("utf-8", "surrogatepass")) for tag in tags)
+    if size > limit:
+        raise InvalidRequestError(
+            f"memory tags are {size:,} bytes together, over the limit of {limit:,} bytes (memory.max_content_bytes)"
+        )

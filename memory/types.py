@@ -204,6 +204,9 @@ class MemoryEntry(BaseModel):
         return DERIVED_TAG in self.tags
 
 
+MAX_QUERY_LIMIT = 10_000
+"""The most rows one query may ask for: a read materialises every row up to its limit."""
+
 MAX_QUERY_TAGS = 100
 """The most tags one query may require: each is a clause of the statement, and SQLite refuses a
 statement nested past 1,000 levels, which a read would report as its tier failing."""
@@ -228,7 +231,7 @@ class MemoryQuery(BaseModel):
     until: datetime | None = None
     exclude_conflicts: bool = False
     as_of: datetime | None = None
-    limit: int = Field(default=10, ge=1, le=10_000)
+    limit: int = Field(default=10, ge=1, le=MAX_QUERY_LIMIT)
 
     _agent = field_validator("agent_id", mode="before")(_agent_str)
 

@@ -22,7 +22,7 @@ from memory.errors import ArcanaMemoryError
 from memory.home import Home
 from memory.promotion import asserted_importance
 from memory.timespec import iso_times
-from memory.types import ConfidenceSource, MemoryEntry, MemoryQuery, MemoryScope, MemoryType, RetrievalMode, pool_scope
+from memory.types import MAX_QUERY_TAGS, ConfidenceSource, MemoryEntry, MemoryQuery, MemoryScope, MemoryType, RetrievalMode, pool_scope
 
 log = logging.getLogger("arcana.mcp")
 
@@ -84,7 +84,15 @@ class MemoryTools:
         check_content([text], self.config.memory.max_content_bytes)  # InvalidRequestError: a one-line tool error
         return text
 
+    def _tags(self, tags: list[str] | None) -> list[str] | None:
+        """Tags a tool stores, within ``memory.max_content_bytes`` together: they leave with the memory."""
+        from memory.limits import check_tags
+
+        check_tags(tags or (), self.config.memory.max_content_bytes)
+        return tags
+
     async def remember(self, content, type, importance, tags, scope, pool) -> dict:
+        tags = self._tags(tags)
         entry = MemoryEntry(
             agent_id=self.card.id,
             type=MemoryType(type),
@@ -209,6 +217,7 @@ class MemoryTools:
         if content is None and importance is None and tags is None:
             raise ToolFailure("nothing to change; give content, importance or tags")
         content = None if content is None else self._content(content)
+        tags = self._tags(tags)
         entry = await self._own(id)
         store = private_store(self.federation)
         if content is None:  # an edit, not a write: the agent's importance capped here
@@ -469,7 +478,7 @@ def build_server(tools: MemoryTools, *, read_only: bool = False):
         content: Annotated[str, Field(min_length=1, description="The fact, preference or event to remember.")],
         type: Annotated[TypeName, Field(description="Memory type.")] = "semantic",
         importance: Annotated[float, Field(ge=0.0, le=1.0, description="0..1 (an agent's own memory is capped below the promotion threshold: it stays in its tier).")] = 0.5,
-        tags: Annotated[list[str] | None, Field(description="Tags.")] = None,
+        tags: Annotated[list[str] | None, Field(max_length=MAX_QUERY_TAGS, description="Tags.")] = None,
         scope: Annotated[Literal["private", "shared"] | None, Field(description="private (default) or shared (needs pool). Not global: that tier holds what users state and operators write, never an agent's own claim.")] = None,
         pool: Annotated[str | None, Field(description="Shared pool to write to.")] = None,
     ) -> dict[str, Any]:
@@ -523,7 +532,7 @@ def build_server(tools: MemoryTools, *, read_only: bool = False):
         id: Annotated[str, Field(min_length=1, description="One of your memory ids, or a unique prefix of 6+ characters.")],
         content: Annotated[str | None, Field(min_length=1, description="New text: stored as a new version that replaces this one.")] = None,
         importance: Annotated[float | None, Field(ge=0.0, le=1.0, description="New importance, 0..1 (capped below the promotion threshold).")] = None,
-        tags: Annotated[list[str] | None, Field(description="Replace the tags.")] = None,
+        tags: Annotated[list[str] | None, Field(max_length=MAX_QUERY_TAGS, description="Replace the tags.")] = None,
     ) -> dict[str, Any]:
         return await tools.update(id, content, importance, tags)
 

@@ -7,16 +7,29 @@ from importlib import resources
 from urllib.parse import urlencode
 
 from jinja2 import Environment, PackageLoader, select_autoescape
+from markupsafe import Markup
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
+from arcana_cli.output import legible
 from arcana_cli.ui import params, plots
 from arcana_cli.ui.reads import ListRequest, Reader
 from arcana_cli.ui.targets import Target
 from memory.operator.edits import Edit, open_editor
-from memory.types import LedgerRecord, MemoryEntry, MemoryType, RetrievalMode, Visibility
+from memory.types import MAX_QUERY_LIMIT, LedgerRecord, MemoryEntry, MemoryType, RetrievalMode, Visibility
 
-TEMPLATES = Environment(loader=PackageLoader("arcana_cli.ui", "templates"), autoescape=select_autoescape(default=True))
+
+def _legible(value):
+    """Every value a page prints shows its control and direction characters as escapes instead of
+    obeying them: memory text, tags, note names and echoed parameters are someone else's text.
+    Markup too (a joined list, an SVG's labels): an escape adds no markup of its own."""
+    if isinstance(value, Markup):
+        return Markup(legible(str(value)))
+    return legible(value) if isinstance(value, str) else value
+
+
+TEMPLATES = Environment(loader=PackageLoader("arcana_cli.ui", "templates"), autoescape=select_autoescape(default=True),
+                        finalize=_legible)
 TEMPLATES.globals["qs"] = lambda **kw: urlencode(kw)
 
 # action -> (button, the core edit, what the done message says, what the confirmation explains)
@@ -35,8 +48,9 @@ LIST_MODES = ("keyword", "semantic", "hybrid")
 RECALL_MOST = 1000  # as `arcana recall --limit`
 
 
-def render(reader: Reader, name: str, code: int = 200, **context) -> HTMLResponse:
-    html = TEMPLATES.get_template(name).render(home=str(reader.home.root), **context)
+def render(reader: Reader, name: str, code: int = 200, *, trusted: bool = True, **context) -> HTMLResponse:
+    """``trusted=False``: a page for a request not yet let in, which must not say where the home is."""
+    html = TEMPLATES.get_template(name).render(home=str(reader.home.root) if trusted else "", **context)
     return HTMLResponse(html, status_code=code, headers=SECURITY_HEADERS)
 
 
@@ -95,6 +109,11 @@ def list_request(query) -> ListRequest:
     )
     if ask.text and not ask.operator and ask.page * ask.per > RECALL_MOST:
         raise params.bad(f"recall returns at most {RECALL_MOST} memories: ask fewer pages, or narrow the search")
+    # Trigger: an operator's keyword search, a page far down. Why: a search is not paged in SQL; it
+    # reads every row up to page x per. Outcome: at most a query's bound, as the core allows, else a 400.
+    if ask.text and ask.operator and ask.page * ask.per > MAX_QUERY_LIMIT:
+        raise params.bad(f"the operator's search reads at most {MAX_QUERY_LIMIT:,} memories: ask fewer pages, "
+                         "or narrow the search")
     return ask
 
 

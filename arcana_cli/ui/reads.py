@@ -23,7 +23,7 @@ from memory.operator.edits import open_editor
 from memory.types import Audience
 from memory.adapters.opener import open_store, open_tier, server_url
 from memory.store_kinds import StoreKind, store_path
-from memory.types import LedgerRecord, MemoryEntry, MemoryQuery, MemoryType, RetrievalMode
+from memory.types import MAX_QUERY_LIMIT, LedgerRecord, MemoryEntry, MemoryQuery, MemoryType, RetrievalMode
 
 ACTOR = "ui"
 
@@ -103,10 +103,11 @@ class Reader:
         audience = Audience.OPERATOR if ask.operator else Audience.LISTING
         async with open_editor(self.home, self.config, target.operator, actor=ACTOR) as editor:
             if ask.text:  # the operator's search: every row of the store, by keyword (as `memory list --all`)
-                found = await editor.store.search(
-                    query.model_copy(update={"text": ask.text, "limit": ask.page * ask.per + 1}),
-                    audience=audience, include_archived=ask.archived,
+                searched = MemoryQuery(  # built, not copied: the core's bounds are checked
+                    text=ask.text, types=query.types, tags=query.tags, since=query.since,
+                    limit=min(ask.page * ask.per + 1, MAX_QUERY_LIMIT),
                 )
+                found = await editor.store.search(searched, audience=audience, include_archived=ask.archived)
                 return Listing.cut(found[(ask.page - 1) * ask.per :], ask.per, how="keyword, every row (operator view)")
             found = await editor.store.page(query, offset=(ask.page - 1) * ask.per, audience=audience, include_archived=ask.archived)
         return Listing.cut(found, ask.per, how="operator listing" if ask.operator else "listing")

@@ -89,10 +89,11 @@ def guarded(endpoint: Callable) -> Callable:
     return call
 
 
-def error_page(reader: Reader, status: int, reason: str):
+def error_page(reader: Reader, status: int, reason: str, *, trusted: bool = True):
     phrase = HTTPStatus(status).phrase
     try:
-        return pages.render(reader, "error.html", status, title=f"{status} {phrase}", status=status, phrase=phrase, reason=reason)
+        return pages.render(reader, "error.html", status, trusted=trusted, title=f"{status} {phrase}", status=status,
+                            phrase=phrase, reason=reason)
     except Exception as exc:  # the page itself failed to draw: the reason still goes out, as text
         log.error("drawing the %s page failed: %s: %s", status, type(exc).__name__, exc)
         return PlainTextResponse(f"{status} {phrase}: {reason}\n", status_code=status)
@@ -127,7 +128,9 @@ def build_app(home: Home, token: str, port: int):
     name = cookie_name(port)
 
     async def refuse(send, status: int, reason: str, challenge) -> None:
-        response = error_page(reader, status, reason)
+        # Trigger: no token, a foreign Host (DNS rebinding) or Origin. Why: the asking page reads this
+        # answer, and the home's path names the user. Outcome: the reason, not the home.
+        response = error_page(reader, status, reason, trusted=False)
         await response({"type": "http"}, None, send)
 
     return LoopbackGuard(_TokenToCookie(app, name), port=port, secret=token, credential=_credential(name), reject=refuse)

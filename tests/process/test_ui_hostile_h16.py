@@ -1,0 +1,152 @@
+"""`arcana ui` against hostile requests and hostile text: a real server process on 127.0.0.1 over
+the browser test's stocked home, spoken to with http.client (no browser: no script runs on these
+pages, so what matters is the bytes sent).
+
+Each exclusion has its control on the same server: the page that refuses or hides one thing
+shows the ordinary one.
+"""
+
+from __future__ import annotations
+
+import http.client
+import re
+import time
+from urllib.parse import quote, urlsplit
+
+from test_ui_browser import made, server, stocked  # noqa: F401 - the browser test's fixtures, reused
+
+
+class Client:
+    """Requests to the server with the cookie its token was swapped for; Host names the server."""
+
+    def __init__(self, url: str):
+        parts = urlsplit(url)
+        self.port = parts.port
+        self.token = parts.query.removeprefix("token=")
+        self.cookie = f"arcana_ui_{self.port}={self.token}"
+
+    def get(self, path: str, **headers) -> tuple[int, dict, str]:
+        sent = {"Host": f"127.0.0.1:{self.port}", "Cookie": self.cookie}
+        sent.update({k.replace("_", "-"): v for k, v in headers.items()})
+        sent = {k: v for k, v in sent.items() if v is not None}
+        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=120)
+        try:
+            conn.request("GET", path, headers=sent)
+            answer = conn.getresponse()
+            return answer.status, {k.lower(): v for k, v in answer.getheaders()}, answer.read().decode("utf-8")
+        finally:
+            conn.close()
+
+
+def reason(page: str) -> str:
+    found = re.search(r'id="reason">([^<]*)<', page)
+    return found.group(1) if found else ""
+
+
+def test_a_refusal_before_the_token_does_not_name_the_home(server, arcana_home):
+    """A page that rebinds a foreign name to 127.0.0.1 reads the answer to its request: the 421
+    (and the 401 and 403) said where the home is, the user's name in its path, to anyone asking."""
+    url, base, errors = server
+    client = Client(url)
+    home = str(arcana_home.root)
+    status, headers, page = client.get("/")
+    assert status == 200 and home in page  # the control: the operator's own pages name the home
+    refusals = (
+        (421, client.get("/", Host=f"rebind.example:{client.port}")),
+        (421, client.get("/memories?agent=alice", Host=f"rebind.example:{client.port}", Cookie=None)),
+        (401, client.get("/", Cookie=None)),
+        (401, client.get("/", Cookie=f"arcana_ui_{client.port}=guess")),
+        (403, client.get("/", Origin="http://attacker.example")),
+    )
+    for expected, (status, headers, page) in refusals:
+        assert status == expected, page
+        assert home not in page and arcana_home.root.name not in page, page
+        assert reason(page) and "content-security-policy" in headers  # still a page with its reason
+        assert "Green tea" not in page and "green tea" not in page
+    assert "Traceback" not in errors.read_text()
+
+
+def test_the_operators_keyword_search_keeps_to_the_core_query_bound(server, stocked):
+    """page x per of an operator search was handed to the store as the query's limit (2,000,001 at
+    page 10,000 x 200) past MemoryQuery's bound of 10,000: every matching row was read on the
+    server's one event loop to show an empty page, and every other request waited."""
+    url, base, errors = server
+    client = Client(url)
+    status, _, page = client.get("/memories?agent=alice&view=operator&q=Alice")
+    assert status == 200 and stocked["tea"] in page  # the control: the search itself answers
+    status, _, page = client.get("/memories?agent=alice&view=operator&q=Alice&page=50&per=200")
+    assert status == 200 and stocked["tea"] not in page  # within the bound, a page past the results: empty
+    for far in ("page=10000&per=200", "page=51&per=200", "page=201&per=50"):
+        status, _, page = client.get(f"/memories?agent=alice&view=operator&q=Alice&{far}")
+        assert status == 400, (far, page)
+        assert "10,000" in reason(page) and "Traceback" not in page
+    status, _, page = client.get("/memories?agent=alice&view=operator&page=10000&per=200")
+    assert status == 200  # a listing without words pages in SQL: any page is cheap
+    assert "Traceback" not in errors.read_text()
+
+
+# U+202E (right-to-left override) turns what follows it around on screen: "\u202egnp.exe" reads as
+# "exe.png"; an escape sequence is invisible. The CLI shows control characters as \xNN.
+SPOOF = "Alice saved the report \u202egnp.exe\u202c as sent\x1b[2J\x07"
+
+
+def test_control_and_direction_characters_are_shown_not_obeyed(server, stocked, cli, make_vault):
+    """Memory text, tags, note names and echoed parameters are someone else's text: a right-to-left
+    override in them turned the rest of the line (another tag, a note's link count, an error's
+    reason) around on screen, and control characters went out raw."""
+    url, base, errors = server
+    client = Client(url)
+    spoofed = made(cli, "remember", SPOOF, "--agent", "alice", "--tag", "a\u202eb", "--tag", "plain")["id"]
+    notes = {"Hub.md": "[[Gone \u202etxt.exe]] [[Other]]", "Gone \u202etxt.exe.md": "[[Hub]]", "Other.md": "[[Hub]]"}
+    added = cli("vault", "add", str(make_vault(notes, name="spoofed")), "--name", "spoofed", "--agent", "alice")
+    assert added.exit_code == 0, added.output
+    assert cli("vault", "index", "spoofed").exit_code == 0
+
+    status, _, page = client.get(f"/memory/{spoofed}?agent=alice")
+    assert status == 200
+    content = re.search(r'id="content">([^<]*)<', page).group(1)
+    assert content == "Alice saved the report \\u202egnp.exe\\u202c as sent\\x1b[2J\\x07"
+    assert "a\\u202eb, plain" in page
+    status, _, page = client.get(f"/memory/{stocked['tea']}?agent=alice")  # the control: ordinary text as it is
+    assert status == 200 and re.search(r'id="content">([^<]*)<', page).group(1) == "Alice prefers green tea in the morning"
+
+    status, _, listing = client.get("/memories?agent=alice&view=operator&q=report")
+    assert status == 200 and spoofed in listing and "\\u202egnp.exe" in listing
+    status, _, graph = client.get("/graph?vault=spoofed")
+    assert status == 200 and "Gone \\u202etxt.exe" in graph and "Other" in graph
+    status, _, refused = client.get("/memories?agent=" + quote("\u202eecila"))
+    assert status == 404 and "\\u202eecila" in reason(refused)
+
+    for text in (page, listing, graph, refused):
+        assert not re.search("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]", text)
+    assert "Traceback" not in errors.read_text()
+
+
+async def test_mcp_tags_keep_to_the_memory_limit(arcana_home):
+    """`memory.max_content_bytes` bounded an MCP memory's text but not its tags: with a 4 KB limit an
+    agent stored 20,000 tags (4 MB) or one tag of 3 MB, and every recall carried them out again.
+    Now more than 100 tags, or tags over the limit together, are a one-line tool error, nothing written."""
+    import json
+
+    from mcp_client import call, seed, session
+    from runner import arcana, keyword_only
+
+    keyword_only(arcana_home)
+    arcana_home.config_path.write_text(json.dumps({"embedding": {"providers": []}, "memory": {"max_content_bytes": 4096}}))
+    _, alice = await seed(arcana_home, "alice", [{"content": "quokka notes fit the limit", "confidence_source": "agent"}])
+    async with session("--agent", "alice") as client:
+        for tool, args in (("remember", {"content": "quokka many tags", "tags": [f"t{i}" for i in range(101)]}),
+                           ("remember", {"content": "quokka big tag", "tags": ["y" * 5000]}),
+                           ("remember", {"content": "quokka big tags", "tags": [f"{i:03d}" + "z" * 97 for i in range(50)]}),
+                           ("update", {"id": alice["quokka"], "tags": ["y" * 5000]}),
+                           ("update", {"id": alice["quokka"], "content": "quokka new words", "tags": [f"t{i}" for i in range(101)]})):
+            error, message = await call(client, tool, **args)
+            assert error and "\n" not in message, (tool, message)
+            assert "tags" in message and ("4,096 bytes" in message or "100" in message), (tool, message)
+        error, stored = await call(client, "remember", content="quokka with tags", tags=["zoo", "marsupial"])
+        assert not error and stored["accepted"] == ["private"]  # the control: ordinary tags are stored
+        error, updated = await call(client, "update", id=alice["quokka"], tags=["kept", "small"])
+        assert not error and updated["tags"] == ["kept", "small"]
+    rows = json.loads(arcana("memory", "list", "--agent", "alice", "--all", "--json"))
+    assert sorted(m["content"] for m in rows) == ["quokka notes fit the limit", "quokka with tags"]
+    assert max(sum(len(t) for t in m["tags"]) for m in rows) < 100
