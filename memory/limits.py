@@ -36,13 +36,27 @@ def check_content(contents: Iterable[str], limit: int | None) -> None:
             raise content_too_large(size, limit)
 
 
+def tags_size(tags: Iterable[str], limit: int = MAX_CONTENT_BYTES) -> int:
+    """The UTF-8 size of ``tags`` together, or their length when that proves them within ``limit``."""
+    tags = list(tags)
+    length = sum(map(len, tags))
+    return length if length * 4 <= limit else sum(len(tag.encode("utf-8", "surrogatepass")) for tag in tags)
+
+
 def check_tags(tags: Iterable[str], limit: int | None) -> None:
     """Refuse tags that together are over ``limit`` UTF-8 bytes (as content is): a memory's tags go out
     with it on every recall, so a limit on its text that its tags could pass would bound nothing."""
-    if limit is None:
-        return
-    size = sum(len(tag.encode("utf-8", "surrogatepass")) for tag in tags)
-    if size > limit:
+    if limit is not None and (size := tags_size(tags, limit)) > limit:
         raise InvalidRequestError(
             f"memory tags are {size:,} bytes together, over the limit of {limit:,} bytes (memory.max_content_bytes)"
         )
+
+
+def check_entries(entries: Iterable, limit: int | None) -> None:
+    """Refuse (before anything is written) when any memory's content, or its tags together, are over ``limit``."""
+    if limit is None:
+        return
+    for entry in entries:
+        check_content([entry.content], limit)
+        if entry.tags:
+            check_tags(entry.tags, limit)

@@ -11,6 +11,7 @@ from arcana_cli.command import add_commands, command
 from arcana_cli.context import CliContext
 from arcana_cli.output import AgentOpt, Out, err, text_or_stdin
 from memory.errors import MemoryWriteError
+from memory.limits import check_tags
 from memory.types import MemoryEntry, MemoryScope, MemoryType, Visibility, pool_scope
 
 
@@ -56,6 +57,7 @@ async def remember(
         body = text_or_stdin(
             text, "TEXT", "nothing to remember: the text is empty", max_bytes=cli.config.memory.max_content_bytes
         )
+        check_tags(tag or (), cli.config.memory.max_content_bytes)
     scope = pool_scope(scope, pool, MemoryScope.PRIVATE)
     if from_ is not None:
         await _remember_from(

@@ -26,7 +26,7 @@ from memory import audit as audit_mod
 from memory.adapters.hybrid import hybrid
 from memory.access import DAY_SECONDS, AccessBuffer, defer
 from memory.inspection import Census, Growth, RecallDay, day_date
-from memory.limits import MAX_CONTENT_BYTES, check_content
+from memory.limits import MAX_CONTENT_BYTES, check_entries
 from memory.config import DEFAULT_KEYWORD_WEIGHT, DEFAULT_VECTOR_WEIGHT
 from memory.embedding.base import Embedder, EmbeddingMeta, l2_normalize, length_order
 from memory.errors import MemoryStorageError, NotFoundError, SchemaTooNewError, StaleEditError
@@ -226,10 +226,10 @@ class PostgresAdapter:
         (:data:`BULK_BATCH` for a large load into a larger table). Each
         statement's timeout grows with the rows, as the tier's write budget
         does. ``op`` names the ledger rows (``import``). Content over
-        ``max_content_bytes`` refuses the whole call before anything is
-        written, as on SQLite.
+        ``max_content_bytes`` (or tags together over it) refuses the whole
+        call before anything is written, as on SQLite.
         """
-        check_content((entry.content for entry in entries), self.max_content_bytes)
+        check_entries(entries, self.max_content_bytes)
         if len(entries) >= bulk.REBUILD_MIN and await self._call(bulk.outnumbers, len(entries), "memories"):
             ops = await self._call(self._load, entries, op, on_progress, transaction=True)
             if self.gateway is not None:

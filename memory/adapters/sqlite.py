@@ -15,7 +15,7 @@ from memory.access import AccessBuffer, defer
 from memory.embedding.base import EmbeddingMeta
 from memory.errors import MemoryCorruptError, MemoryStorageError, NotFoundError
 from memory.home import Home
-from memory.limits import MAX_CONTENT_BYTES, check_content
+from memory.limits import MAX_CONTENT_BYTES, check_entries
 from memory.migrations.backup import backup_copy
 from memory.migrations.runner import check_not_newer, migrate
 from memory.progress import Progress, Report
@@ -249,9 +249,9 @@ class SQLiteAdapter:
     ) -> list[str]:
         """Upsert in bounded transactions; return the op per entry (insert/update/noop/...).
 
-        Content over ``max_content_bytes`` refuses the whole call before anything is written.
+        Content (or tags together) over ``max_content_bytes`` refuses the whole call before anything is written.
         """
-        check_content((entry.content for entry in entries), self.max_content_bytes)
+        check_entries(entries, self.max_content_bytes)
         ops: list[str] = []
         for start in range(0, len(entries), WRITE_BATCH):
             batch = entries[start : start + WRITE_BATCH]
@@ -276,7 +276,7 @@ class SQLiteAdapter:
         if current is None:
             raise NotFoundError(f"no memory with id {entry_id}")
         updated = MemoryEntry(**{**current.model_dump(), **changes})
-        check_content([updated.content], self.max_content_bytes)
+        check_entries([updated], self.max_content_bytes)
         await self.run(_upsert_txn, [updated], self.actor, inline=True)
         return await self.get(entry_id, audience=Audience.OPERATOR, include_archived=True)
 

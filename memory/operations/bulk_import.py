@@ -35,7 +35,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from memory.limits import MAX_CONTENT_BYTES, content_size
+from memory.limits import MAX_CONTENT_BYTES, content_size, tags_size
 from memory.lines import LineTooLong, decode, loads
 from memory.types import ConfidenceSource, MemoryEntry, MemoryType
 
@@ -158,6 +158,8 @@ def parse_line(text: str, agent_id: str, defaults: dict[str, Any], max_content_b
     tags = data.get("tags", [])
     if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
         raise ValueError("'tags' must be a list of strings")
+    if (size := tags_size(tags, max_content_bytes)) > max_content_bytes:
+        raise ValueError(f"'tags' are {size:,} bytes together, over the limit of {max_content_bytes:,} (memory.max_content_bytes)")
     entry_id = data.get("id")
     if entry_id is not None and (not isinstance(entry_id, str) or not entry_id.strip()):
         raise ValueError("'id' must be a non-empty string")

@@ -24,7 +24,7 @@ from pydantic import ValidationError
 
 from memory.errors import ImportFormatError, MemoryStorageError
 from memory.home import PRIVATE_FILE, private_dir
-from memory.limits import MAX_CONTENT_BYTES, content_size
+from memory.limits import MAX_CONTENT_BYTES, content_size, tags_size
 from memory.lines import LineTooLong, decode, loads, read_lines
 from memory.operator.edits import GlobalCopies, keep_restrictions
 from memory.sqlite import consolidation, mutations
@@ -310,6 +310,8 @@ def _entry(record: dict, max_content_bytes: int | None = MAX_CONTENT_BYTES) -> M
         return "nested too deeply to be a memory"
     if max_content_bytes is not None and (size := content_size(entry.content, max_content_bytes)) > max_content_bytes:
         return f"content is {size:,} bytes, over the limit of {max_content_bytes:,} (memory.max_content_bytes)"
+    if max_content_bytes is not None and (size := tags_size(entry.tags, max_content_bytes)) > max_content_bytes:
+        return f"tags are {size:,} bytes together, over the limit of {max_content_bytes:,} (memory.max_content_bytes)"
     return entry
 
 

@@ -146,6 +146,10 @@ async def test_content_over_the_limit_refuses_the_whole_write(store):
         await store.write_many([beside, over])
     with pytest.raises(InvalidRequestError, match="over the limit"):
         await store.update(at_limit.id, content="z" * (MAX_CONTENT_BYTES + 1))
+    tagged = entry("a fact whose tags are over the limit together")
+    tagged.tags = ["t" * (MAX_CONTENT_BYTES // 2), "u" * (MAX_CONTENT_BYTES // 2 + 1)]
+    with pytest.raises(InvalidRequestError, match="tags are 1,048,577 bytes together"):
+        await store.write_many([beside, tagged])
     listed = await store.search(MemoryQuery(), audience=Audience.OPERATOR, include_archived=True)
     assert [(e.id, len(e.content)) for e in listed] == [(at_limit.id, MAX_CONTENT_BYTES)]
 

@@ -97,3 +97,25 @@ def test_a_memory_at_the_largest_access_count_survives_being_recalled(no_embedde
         result = json.loads(recalled.stdout)
         assert result["degraded"] == [], result["degraded"]
         assert sorted(r["content"] for r in result["results"]) == ["a much read fact", "a small fact"]
+
+
+def test_tags_over_the_memory_limit_are_refused_on_every_way_in(no_embedder, tmp_path):
+    """A limit on a memory's text that its tags could pass bounds nothing (tags leave with it on every
+    recall): an `import` record, `remember --tag` and a `remember --from` line over the configured
+    limit together are refused, one line each, and every other memory is stored."""
+    home = no_embedder.root
+    assert _arcana(home, "config", "set", "memory.max_content_bytes", "4096").returncode == 0
+    done = _import_with_a_line_changed(home, tmp_path, id="tagged", tags=["w" * 5000])
+    assert done.returncode == exit_codes.USAGE and "line 3: tags are 5,000 bytes together" in done.stderr, done.stderr
+    assert "Traceback" not in done.stderr
+    assert _contents(home, "copy") == ["a small fact"]  # control: the good record is imported
+
+    done = _arcana(home, "remember", "a tagged fact", "--agent", "eve", "--tag", "t" * 5000)
+    assert done.returncode == exit_codes.USAGE and "tags are 5,000 bytes together" in done.stderr, done.stderr
+    assert _arcana(home, "remember", "a lightly tagged fact", "--agent", "eve", "--tag", "ok").returncode == 0
+    lines = tmp_path / "lines.jsonl"
+    lines.write_text(json.dumps({"content": "line one", "tags": ["y" * 3000, "z" * 3000]}) + "\n"
+                     + json.dumps({"content": "line two", "tags": ["fine"]}) + "\n")
+    done = _arcana(home, "remember", "--from", str(lines), "--agent", "eve")
+    assert done.returncode == exit_codes.USAGE and "line 1: 'tags' are 6,000 bytes together" in done.stderr, done.stderr
+    assert sorted(_contents(home, "eve")) == ["a lightly tagged fact", "line two"]
