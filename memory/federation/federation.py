@@ -432,7 +432,8 @@ class MemoryFederation:
 
     async def _recall(self, query: MemoryQuery) -> RecallReport:
         tiers = self.router.route_read(query)
-        now = self.router.clock()
+        # --as-of answers as recall would have then: age and "last week" are measured from that time.
+        now = self.router.clock() if query.as_of is None else min(query.as_of, self.router.clock())
         asked = query.limit
         outcomes = [TierRead([]) for _ in tiers]
         again = list(range(len(tiers)))

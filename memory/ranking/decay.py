@@ -72,9 +72,11 @@ DEFAULT_PROFILES: dict[MemoryType, DecayProfile] = {
 
 
 def age_days(entry: MemoryEntry, profile: DecayProfile, now: datetime) -> float:
-    """Days since the entry was written, or last read when the profile refreshes on access."""
+    """Days since the entry was written, or last read when the profile refreshes on access.
+
+    A read after ``now`` (a recall --as-of an earlier time) had not happened then: it is not counted."""
     reference = entry.created_at
-    if profile.refresh_on_access and entry.last_accessed_at is not None:
+    if profile.refresh_on_access and entry.last_accessed_at is not None and entry.last_accessed_at <= now:
         reference = max(reference, entry.last_accessed_at)
     return (now - reference).total_seconds() / DAY_SECONDS
 

@@ -245,3 +245,28 @@ def test_relevance_is_a_fraction_of_the_tiers_best_score_and_reorders_close_impo
     ranked = router.rank([weak, answer], 10, relevance=tier_relevance([answer, weak]))
     assert [e.content for e, _ in ranked] == ["the answer", "a weak neighbour"]
     assert [e.content for e, _ in router.rank([weak, answer], 10)] == ["a weak neighbour", "the answer"]  # control
+
+
+async def test_a_recall_as_of_an_earlier_time_measures_age_from_then(stores):
+    """--as-of answers as recall would have then: an episode a few days old then is listed (it aged
+    out only since), and a read made later (today's recall refreshed its decay clock) was not made yet."""
+    from datetime import datetime, timezone
+
+    from memory.types import MemoryType
+
+    def day(d: int) -> datetime:
+        return datetime(2024, 1, d, 10, tzinfo=timezone.utc)
+
+    hiking = entry("went hiking at the lake", type=MemoryType.EPISODIC, created_at=day(1), updated_at=day(1))
+    trip = entry("the lake trip was fun", type=MemoryType.EPISODIC, created_at=day(2), updated_at=day(2))
+    await stores["private"].write_many([hiking, trip])
+    federation = federate(stores, [])
+
+    async def listed(as_of: datetime | None) -> list[str]:
+        return [e.id for e in (await federation.recall(MemoryQuery(agent_id="a", as_of=as_of))).entries]
+
+    assert await listed(None) == []  # control: two years on, both episodes aged out of a listing
+    assert await listed(day(5)) == [trip.id, hiking.id]  # then, both were days old: the newer first
+    await stores["private"].recall_activity()  # folds in the reads the listing just made (today)
+    assert set(await listed(None)) == {trip.id, hiking.id}  # control: today's read refreshed both
+    assert await listed(day(30)) == []  # on 30 January both had aged out: that read was not made yet
