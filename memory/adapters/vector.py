@@ -373,7 +373,10 @@ class VectorAdapter:
     async def recall(self, query: MemoryQuery) -> Recall:
         """Search in the query's mode, falling back to keyword when semantic cannot run."""
         mode = query.retrieval_mode
-        if mode is RetrievalMode.keyword or not (query.text and query.text.strip()):
+        # A hybrid query with no word to search (punctuation, an emoji) is the listing keyword mode
+        # gives it, not whatever a vector of "?" lands near.
+        wordless = mode is RetrievalMode.hybrid and not terms(query.text).tokens
+        if mode is RetrievalMode.keyword or not (query.text and query.text.strip()) or wordless:
             return Recall(await self.store.search(query), ("keyword",) if query.text else ())
         ready = await self._searchable()
         if not isinstance(ready, tuple):

@@ -95,3 +95,14 @@ def test_a_query_with_no_words_says_it_listed_not_which_legs_answered(cli, query
     assert "answered by" not in stderr and "no word to search" in stderr
     _, control = recalled(cli, "deploys")  # a query with words still names its leg
     assert "answered by: keyword from private" in control
+
+
+@pytest.mark.parametrize("query", ["?!", "🎉"])
+def test_a_hybrid_query_with_no_words_lists_as_keyword_mode_does(cli, store_file, query):
+    """Hybrid (the default) answered nothing where keyword mode listed: the vector of "?!" sits near
+    nothing. Both now list; a query with words is still searched by both legs (the control)."""
+    hybrid, _ = recalled(cli, query, "--mode", "hybrid")
+    keyword, _ = recalled(cli, query, "--mode", "keyword")
+    assert [r["id"] for r in hybrid["results"]] == [r["id"] for r in keyword["results"]] and len(hybrid["results"]) == 2
+    searched, stderr = recalled(cli, "biscuit", "--mode", "hybrid")
+    assert searched["legs"] == ["semantic", "keyword"] and [r["content"] for r in searched["results"]] == [CAT]
