@@ -5,6 +5,7 @@ from __future__ import annotations
 import http.client
 import json
 import socket
+import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -19,6 +20,10 @@ MAX_ANSWER_BYTES = 16 << 20
 sends more (a runaway model, a body without end) is cut off before it fills memory."""
 ERROR_BODY_BYTES = 64 << 10
 """How much of an HTTP error's body is read for its message."""
+ANSWER_WAITS = 10
+"""A whole answer may take this many times the model's ``timeout_seconds`` (20 minutes at the default
+120 s): the timeout bounds each wait, and a server trickling a byte at a time would otherwise never end."""
+READ_BYTES = 64 << 10
 
 
 def post_lines(url: str, body: dict, *, headers: dict[str, str], timeout: float, label: str) -> Iterator[str]:
@@ -48,13 +53,7 @@ def post_lines(url: str, body: dict, *, headers: dict[str, str], timeout: float,
         raise ModelUnavailableError(f"{label} at {url} did not answer in HTTP: {type(exc).__name__}") from None
     with response:
         try:
-            received = 0
-            while raw := response.readline(MAX_LINE_BYTES + 1):
-                received += len(raw)
-                if len(raw) > MAX_LINE_BYTES:
-                    raise ModelUnavailableError(f"{label} at {url} sent a line longer than {MAX_LINE_BYTES >> 20} MiB")
-                if received > MAX_ANSWER_BYTES:
-                    raise ModelUnavailableError(f"{label} at {url} sent more than {MAX_ANSWER_BYTES >> 20} MiB; cut off")
+            for raw in _raw_lines(response, time.monotonic() + timeout * ANSWER_WAITS, f"{label} at {url}"):
                 line = raw.decode("utf-8", errors="replace").strip()
                 if line:
                     yield line
@@ -64,6 +63,29 @@ def post_lines(url: str, body: dict, *, headers: dict[str, str], timeout: float,
             raise ModelUnavailableError(f"{label} at {url} dropped the connection: {exc}") from None
         except http.client.HTTPException as exc:  # IncompleteRead: the body ended mid-chunk
             raise ModelUnavailableError(f"{label} at {url} dropped the connection mid-answer ({type(exc).__name__})") from None
+
+
+def _raw_lines(response, deadline: float, who: str) -> Iterator[bytes]:
+    """The answer's lines, read a piece at a time (one wait each) so that its size, its longest line
+    and its whole duration stay bounded, however slowly the bytes come."""
+    pending = bytearray()
+    received = 0
+    while piece := response.read1(READ_BYTES):
+        received += len(piece)
+        if received > MAX_ANSWER_BYTES:
+            raise ModelUnavailableError(f"{who} sent more than {MAX_ANSWER_BYTES >> 20} MiB; cut off")
+        if time.monotonic() > deadline:
+            raise ModelUnavailableError(f"{who} was still answering at {ANSWER_WAITS} times its timeout; cut off")
+        scan = len(pending)
+        pending += piece
+        while 0 <= (end := pending.find(b"\n", scan)) <= MAX_LINE_BYTES:
+            yield bytes(pending[:end])
+            del pending[: end + 1]
+            scan = 0
+        if len(pending) > MAX_LINE_BYTES:  # its first line, ended or not, is longer
+            raise ModelUnavailableError(f"{who} sent a line longer than {MAX_LINE_BYTES >> 20} MiB")
+    if pending:
+        yield bytes(pending)
 
 
 def _error_detail(payload: bytes) -> str:

@@ -155,3 +155,39 @@ def test_an_error_status_with_a_body_without_end_is_exit_69(cli):
     with RawModelServer(respond) as server:
         _home_with(cli, server.url, "openai")
         assert "HTTP 500: model exploded" in _one_line_69(cli("run", "ada", "hello there"))
+
+
+def _trickle(piece: bytes, first: bytes = b""):
+    def respond():
+        import time
+
+        yield CHUNKED_OK + first
+        while True:
+            time.sleep(0.2)
+            yield piece
+    return respond
+
+
+TRICKLES = {
+    # well-formed chunks of a few tokens, each well inside the timeout, without end
+    "slow stream": _trickle(chunk((json.dumps({"message": {"content": "la "}, "done": False}) + "\n").encode())),
+    # a line that never ends, a byte at a time: each wait was inside the timeout, the whole never ended
+    "slow line": _trickle(chunk(b"a"), first=chunk(b'{"message": {"content": "')),
+}
+
+
+@pytest.mark.parametrize("case", sorted(TRICKLES))
+def test_an_answer_trickling_without_end_is_cut_off_at_ten_timeouts(cli, case):
+    """Each piece came within the model's timeout, so `arcana run` waited for good (cron jobs never
+    ended). A whole answer now gets ten times the timeout: 0.5 s here, so 5 s."""
+    import time
+
+    with RawModelServer(TRICKLES[case]) as server:
+        _home_with(cli, server.url, "ollama")
+        assert cli("model", "add", "slow", "--provider", "ollama", "--base-url", server.url, "--model", "x",
+                   "--timeout", "0.5").exit_code == 0
+        started = time.monotonic()
+        result = cli("run", "ada", "hello there", "--model", "slow")
+        assert result.exit_code == 69 and "still answering at 10 times its timeout" in result.stderr, result.output
+        assert 5 <= time.monotonic() - started < 30
+        assert "Traceback" not in result.output
