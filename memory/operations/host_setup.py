@@ -75,8 +75,14 @@ def plan(host: Host, project: Path, *, launcher: list[str], home: Path, agent: s
         claude_code.SETTINGS_FILE: lambda data: claude_code.merge_hooks(data, launcher, home_text, agent),
     }
     planned = []
+    inside = Path(project).resolve()
     for relative, merge in merges.items():
         path = Path(os.path.abspath(project / relative))
+        # A cloned project's `.mcp.json` or `.claude` may be a link to anywhere (~/.claude, a dotfile):
+        # setup reads and writes only what resolves inside the project. A link within it stays linked.
+        if not path.resolve().is_relative_to(inside):
+            raise InvalidRequestError(f"{path} leads outside {inside}, to {path.resolve()}; host setup writes only "
+                                      "inside the project: remove the link and run again; nothing was written")
         before, data = _read(path)
         try:
             merged = merge(data)

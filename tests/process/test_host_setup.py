@@ -308,3 +308,26 @@ async def test_the_mcp_entry_starts_as_written_and_serves_the_agent(home, projec
         assert {"recall", "remember", "context"} <= tools
         found = await client.call_tool("recall", {"query": "linter"})
         assert not found.is_error and "ruff" in found.content[0].text
+
+
+def test_a_project_file_linked_outside_the_project_is_refused_and_nothing_is_written(home, project, tmp_path):
+    """A cloned repository's `.mcp.json` linked to a file of the user's (or `.claude` to ~/.claude)
+    had setup --write merge Arcana's entries into that file. A link inside the project stays linked."""
+    theirs = tmp_path / "dotfiles" / "tool.json"
+    theirs.parent.mkdir()
+    theirs.write_text('{"keep": true}\n')
+    (project / ".mcp.json").symlink_to(theirs)
+    done = setup(project, "--write")
+    assert done.returncode == exit_codes.USAGE and "leads outside" in done.stderr, done.stderr
+    assert theirs.read_text() == '{"keep": true}\n' and not (project / ".claude").exists()
+    (project / ".mcp.json").unlink()
+    (project / ".claude").symlink_to(theirs.parent, target_is_directory=True)
+    done = setup(project, "--write")
+    assert done.returncode == exit_codes.USAGE and "leads outside" in done.stderr, done.stderr
+    assert sorted(p.name for p in theirs.parent.iterdir()) == ["tool.json"]
+    (project / ".claude").unlink()  # control: a link within the project is written through, and stays a link
+    (project / "shared.json").write_text("{}\n")
+    (project / ".mcp.json").symlink_to(project / "shared.json")
+    done = setup(project, "--write")
+    assert done.returncode == 0, done.stderr
+    assert (project / ".mcp.json").is_symlink() and "mcpServers" in json.loads((project / "shared.json").read_text())
