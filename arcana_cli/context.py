@@ -40,6 +40,13 @@ class CliContext:
         """An existing agent; an unknown name is exit 3 (reading never creates an agent)."""
         return self.agents.resolve(name_or_id)
 
+    def known_pool(self, name: str | None) -> None:
+        """An unregistered pool is exit 3 (as everywhere a pool is named), before any agent is made."""
+        if name is not None:
+            from memory.federation.pools import PoolRegistry
+
+            PoolRegistry(self.home).show_settings(name)
+
     def agent_to_store_for(self, name_or_id: str) -> AgentCard:
         """The agent a command stores something for, created when no agent has that name.
 

@@ -64,6 +64,7 @@ async def recall(
             f"the query is empty; to see every memory use `arcana memory list --agent {agent}`", param_hint="QUERY"
         )
     scope = pool_scope(scope, pool, None)
+    cli.known_pool(pool)
     card = cli.agent(agent)
     memory_query = MemoryQuery(
         agent_id=card.id,

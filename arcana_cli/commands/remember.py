@@ -59,6 +59,7 @@ async def remember(
         )
         check_tags(tag or (), cli.config.memory.max_content_bytes)
     scope = pool_scope(scope, pool, MemoryScope.PRIVATE)
+    cli.known_pool(pool)
     if from_ is not None:
         await _remember_from(
             cli, agent, out, from_, type_=type_, importance=importance, scope=scope, pool=pool, reconcile=not no_reconcile

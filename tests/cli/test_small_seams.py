@@ -187,3 +187,14 @@ def test_doctor_fail_row_does_not_say_ok(cli, arcana_home):
     failed = [c for c in rows.values() if not c["ok"]]
     assert len(failed) == 1 and "upgrade Arcana" in failed[0]["detail"] and "ok" not in failed[0]["detail"]
     assert any(c["ok"] and c["detail"].startswith("integrity ok") for c in rows.values())  # control
+
+
+def test_an_unregistered_pool_is_exit_3_for_remember_and_recall_as_everywhere_and_makes_no_agent(cli):
+    """`remember --pool typo` was exit 2 (every other command: 3) after creating the agent it named."""
+    for args in (("remember", "a fact", "--agent", "newbie", "--pool", "typo"), ("recall", "fact", "--agent", "newbie", "--pool", "typo")):
+        done = cli(*args)
+        assert done.exit_code == 3 and "no pool named 'typo'" in done.stderr, done.output
+    assert "newbie" not in cli("agent", "list").stdout
+    assert cli("pool", "create", "team").exit_code == 0  # control: a registered pool the agent has not joined
+    done = cli("remember", "a fact", "--agent", "newbie", "--pool", "team")
+    assert done.exit_code == 2 and "unknown pool 'team' for this agent" in done.stderr, done.output
