@@ -190,6 +190,13 @@ def root(
 ) -> None:
     """Local memory for AI agents: remember, recall, prune — all in SQLite under your home."""
     ctx.obj = CliContext(home=Home.resolve(home), quiet=quiet)
+    # Trigger: a `restore` killed part-way left its staging folder in the home. Why: with its journal
+    # written, the home is half swapped; without, an unfinished copy lies there. Outcome: finished or
+    # removed before this command runs, said in one line even under --quiet.
+    from memory.operations.restore_swap import finish_interrupted_restores
+
+    for line in finish_interrupted_restores(ctx.obj.home.root):
+        err(line)
 
 
 _registered: set[str] = set()

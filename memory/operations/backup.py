@@ -11,6 +11,7 @@ its manifest is written, so a folder without ``.partial`` is complete.
 from __future__ import annotations
 
 import fcntl
+import fnmatch
 import hashlib
 import json
 import os
@@ -23,6 +24,7 @@ from pathlib import Path, PurePosixPath
 from memory.errors import BackupError, InvalidRequestError, NotFoundError, RestoreRefusedError
 from memory.home import PRIVATE_FILE, Home, private_dir
 from memory.migrations.backup import online_copy
+from memory.operations import restore_swap
 from memory.sqlite.connection import dbapi
 
 FORMAT = "arcana-backup"
@@ -34,8 +36,9 @@ SKIP_DIRS = ("locks", "trash", "backups", "models")
 SIDECARS = ("-wal", "-shm", "-journal")
 KINDS = ("file", "database")
 _SQLITE_MAGIC = b"SQLite format 3\x00"
-LOCK = ".lock"  # held (flock) by the process building a .partial folder; gone once it is complete
-ABANDONED_AFTER = 60.0  # seconds: a .partial with no lock file this old was left by a killed process
+# held (flock) by the process building a .partial folder; gone once it is complete. A .partial with no
+# lock file older than ABANDONED_AFTER seconds was left by a killed process. The same rules as a restore's.
+LOCK, ABANDONED_AFTER = restore_swap.LOCK, restore_swap.ABANDONED_AFTER
 
 
 @dataclass
@@ -175,10 +178,7 @@ def _write_private(path: Path, text: str) -> None:
 
 def _claim(partial: Path) -> int:
     """Make ``partial`` (0700) and hold its lock file, so a concurrent clean-up leaves it alone."""
-    partial.mkdir(mode=0o700)
-    fd = os.open(partial / LOCK, os.O_RDWR | os.O_CREAT | os.O_EXCL, PRIVATE_FILE)
-    fcntl.flock(fd, fcntl.LOCK_EX)
-    return fd
+    return restore_swap.claim(partial)
 
 
 def remove_abandoned(folder: Path, pattern: str) -> list[Path]:
@@ -220,10 +220,18 @@ def remove_abandoned(folder: Path, pattern: str) -> list[Path]:
 
 
 def resolve_backup(path: Path) -> Path:
-    """``path`` itself when it holds a manifest, else the newest complete backup inside it."""
+    """``path`` itself when it holds a manifest, else the newest complete backup inside it.
+
+    A ``.partial`` folder is never one: a backup is complete only once renamed
+    (one killed while writing its manifest holds half of one).
+    """
+    if path.name.endswith(".partial"):
+        raise NotFoundError(f"{path} is an unfinished backup (a .partial folder); give a folder `arcana backup` "
+                            "printed, or its DEST")
     if (path / MANIFEST).is_file():
         return path
-    candidates = sorted(p for p in path.glob(f"{PREFIX}*") if (p / MANIFEST).is_file()) if path.is_dir() else []
+    candidates = sorted(p for p in path.glob(f"{PREFIX}*")
+                        if not p.name.endswith(".partial") and (p / MANIFEST).is_file()) if path.is_dir() else []
     if not candidates:
         raise NotFoundError(f"no Arcana backup at {path} (no {MANIFEST}); give the folder `arcana backup` printed")
     return candidates[-1]
@@ -283,8 +291,8 @@ def unsafe_path(rel: str) -> str | None:
         return "is absolute"
     if any(part in ("..", ".") for part in rel.split("/")) or path.as_posix() != rel:
         return "is not a plain relative path (it holds '..', '.' or empty parts)"
-    if rel == MANIFEST or path.parts[0] in SKIP_DIRS:
-        return "names a place a backup never holds"
+    if rel == MANIFEST or path.parts[0] in SKIP_DIRS or any(part.endswith(".partial") for part in path.parts):
+        return "names a place a backup never holds"  # a .partial one: a restore's staging folder, if restored
     return None
 
 
@@ -355,25 +363,27 @@ class RestoreReport:
 def _occupied(home: Home) -> list[Path]:
     if not home.root.exists():
         return []
-    return [p for p in home.root.iterdir() if p.name != "trash"]
+    return [p for p in home.root.iterdir() if p.name != "trash" and not fnmatch.fnmatch(p.name, restore_swap.STAGING)]
 
 
 def restore_home(path: Path, home: Home, *, force: bool = False) -> RestoreReport:
-    """Restore a verified backup into ``home``, all or nothing.
+    """Restore a verified backup into ``home``, all or nothing, even if killed.
 
     Into an empty (or missing) home only, unless ``force``: then the live
-    home's contents move to ``<home>/trash/pre-restore-<stamp>/`` first —
+    home's contents move to ``<home>/trash/pre-restore-<stamp>/`` —
     nothing is deleted. Every file is first copied (never through a symlink)
-    into a ``.partial`` folder inside the home and checked against the
-    manifest again, so a backup changed after verification, a full disk or a
-    kill leaves the home as it was.
+    into a staging folder inside the home and checked against the manifest
+    again, so a backup changed after verification, a full disk or a kill
+    leaves the home as it was; then a journal is written and the copy swapped
+    in by renames (:mod:`memory.operations.restore_swap`), which the next
+    command finishes if this one is killed.
     """
     manifest, problems = verify_backup(path)
     if problems:
         raise BackupError(f"backup {manifest.path} fails verification ({problems[0]}; {len(problems)} problem(s)); "
                           "nothing was restored")
     _refuse_newer_schema(manifest)
-    remove_abandoned(home.root, ".restore-*.partial")
+    restore_swap.finish_interrupted_restores(home.root)
     live = _occupied(home)
     if live and not force:
         raise RestoreRefusedError(f"{home.root} is not empty; restore into an empty home, or pass --force to move "
@@ -381,23 +391,17 @@ def restore_home(path: Path, home: Home, *, force: bool = False) -> RestoreRepor
     private_dir(home.root)
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
     staging = home.root / f".restore-{stamp}-{os.getpid()}.partial"
-    lock = _claim(staging)
+    lock = restore_swap.claim(staging)
     try:
-        for entry in manifest.files:
-            _copy_checked(manifest.path, staging, entry)
-        (staging / LOCK).unlink()
-        moved = None
-        if live:
-            moved = home.trash_dir / f"pre-restore-{stamp}"
-            private_dir(moved)
-            for item in live:
-                item.rename(moved / item.name)
-        for item in sorted(staging.iterdir()):
-            item.rename(home.root / item.name)
-        staging.rmdir()
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
+        try:
+            content = private_dir(staging / restore_swap.CONTENT)
+            for entry in manifest.files:
+                _copy_checked(manifest.path, content, entry)
+            restore_swap.commit(staging, source=manifest.path, trash=f"pre-restore-{stamp}")
+        except BaseException:
+            shutil.rmtree(staging, ignore_errors=True)
+            raise
+        moved = restore_swap.swap(home.root, staging)
     finally:
         os.close(lock)
     home.ensure()

@@ -175,7 +175,7 @@ def test_a_killed_restore_leaves_the_home_empty_and_the_next_one_completes(cli, 
     _big_home(cli, arcana_home)
     folder = Path(json.loads(cli("backup", str(tmp_path / "backups"), "--json").stdout)["path"])
     proc = _arcana("restore", str(folder), home=fresh)
-    _kill_when(proc, lambda: any(p.stat().st_size > (8 << 20) for p in fresh.glob(".restore-*/sessions-archive.bin")))
+    _kill_when(proc, lambda: any(p.stat().st_size > (8 << 20) for p in fresh.glob(".restore-*/home/sessions-archive.bin")))
     assert [p.name for p in fresh.iterdir() if not p.name.startswith(".restore-")] == []  # nothing half-restored
     done = subprocess.run([*ARCANA, "restore", str(folder)], env={**os.environ, "ARCANA_HOME": str(fresh)},
                           capture_output=True, text=True, timeout=120)
