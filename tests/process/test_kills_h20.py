@@ -1,0 +1,87 @@
+"""Killed `arcana run`s, migrations and maintenance beside writers (hunt 20): what was written stays
+whole and accounted for.
+
+Every kill is a SIGKILL of a real `arcana` process at a point it was seen to
+reach (a row, a line, a file), with a real loopback model server answering.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+
+import pytest
+from model_server import LoopbackModelServer
+from runner import arcana, kill_when, run_arcana
+
+pytestmark = pytest.mark.usefixtures("no_embedder")
+
+FACTS = 40
+
+
+def _extracting_model(body: dict) -> str:
+    """Answers a turn, extracts ``FACTS`` facts (a long run of writes to be killed in), summarises."""
+    system = body["messages"][0]["content"]
+    room = sum(map(ord, body["messages"][-1]["content"])) % 9000  # each prompt its own facts
+    if "JSON list" in system:
+        return json.dumps([{"type": "semantic", "content": f"Ada keeps crate {i} in room {room} on shelf {i * 7 % 31}.",
+                            "importance": 0.6} for i in range(FACTS)])
+    if "Summarise" in system:
+        return f"Ada keeps her crates in room {room} on numbered shelves."
+    return "Noted."
+
+
+def _ro(db) -> sqlite3.Connection:
+    return sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5)
+
+
+def _session_rows_and_sources(db, session_id: str) -> tuple[set[str], set[str], str]:
+    """(ids the session wrote, ids its summary links as sources, the summary's id)."""
+    conn = _ro(db)
+    try:
+        rows = conn.execute("SELECT id, tags FROM memories WHERE source_session_id = ?", (session_id,)).fetchall()
+        [summary] = [i for i, tags in rows if "session-summary" in json.loads(tags)]
+        sources = {r[0] for r in conn.execute("SELECT dst_id FROM memory_edges WHERE src_id = ?", (summary,))}
+        return {i for i, _ in rows if i != summary}, sources, summary
+    finally:
+        conn.close()
+
+
+@pytest.fixture
+def llm_home(arcana_home):
+    with LoopbackModelServer(_extracting_model) as server:
+        arcana("model", "add", "loop", "--provider", "ollama", "--base-url", server.url, "--model", "tiny",
+               "--default", home=arcana_home)
+        arcana("config", "set", "memory.extraction.strategy", "llm", home=arcana_home)
+        arcana("agent", "create", "ada", home=arcana_home)
+        yield arcana_home
+
+
+def test_a_run_killed_while_writing_its_memories_closes_later_with_every_one_as_a_source(llm_home):
+    # Positive control: an uninterrupted run's summary carries every memory the turn wrote.
+    whole = json.loads(arcana("run", "ada", "Where are my crates?", "--json", home=llm_home))
+    db = next(llm_home.root.glob("agents/*/memory.db"))
+    written, sources, _ = _session_rows_and_sources(db, whole["session_id"])
+    assert len(written) == FACTS and sources == written
+
+    def some_written() -> bool:
+        conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=0.2)
+        try:
+            return conn.execute("SELECT count(*) FROM memories WHERE source_session_id != ?",
+                                (whole["session_id"],)).fetchone()[0] >= 2
+        finally:
+            conn.close()
+
+    kill_when(llm_home, ["run", "ada", "Which shelf holds crate 3?"], some_written, "the turn's memories were being written")
+    listed = json.loads(arcana("session", "list", "--agent", "ada", "--json", home=llm_home))
+    [killed] = [s for s in listed if s["id"] != whole["session_id"]]
+    assert killed["turns"] == 1 and killed["closed_at"] is None  # the turn whole, the session open to close
+    closed = json.loads(arcana("session", "close", killed["id"], "--agent", "ada", "--json", home=llm_home))
+    assert closed["closed_at"] and closed["summary_memory_id"]
+    written, sources, summary = _session_rows_and_sources(db, killed["id"])
+    assert summary == closed["summary_memory_id"]
+    assert written and sources == written  # the rows the killed process wrote and never named, too
+    shown = json.loads(arcana("session", "show", killed["id"], "--agent", "ada", "--json", home=llm_home))
+    assert [t["prompt"] for t in shown["turns"]] == ["Which shelf holds crate 3?"]  # one turn, not replayed twice
+    again = run_arcana("run", "ada", "Anything else?", "--json", home=llm_home)
+    assert again.returncode == 0, again.stderr
