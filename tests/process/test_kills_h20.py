@@ -85,3 +85,73 @@ def test_a_run_killed_while_writing_its_memories_closes_later_with_every_one_as_
     assert [t["prompt"] for t in shown["turns"]] == ["Which shelf holds crate 3?"]  # one turn, not replayed twice
     again = run_arcana("run", "ada", "Anything else?", "--json", home=llm_home)
     assert again.returncode == 0, again.stderr
+
+
+# -- arcana migrate up, killed while copying the store aside and while migrating it -----------------
+
+OLD_ROWS = 100_000
+
+
+def _v1_store(home) -> tuple[str, object]:
+    """An agent whose store is at schema v1 (as v1 wrote it) with ``OLD_ROWS`` memories."""
+    import asyncio
+
+    from memory.agents import AgentRegistry
+    from memory.migrations.runner import MIGRATIONS, migrate
+    from memory.sqlite.connection import open_connection
+
+    card = AgentRegistry(home).create("elder")
+    db = home.agent_db(card.id)
+
+    async def make() -> None:
+        conn = await open_connection(db)
+        try:
+            assert await migrate(conn, db, MIGRATIONS[:1]) == 1
+            await conn.execute("BEGIN IMMEDIATE")
+            await conn.executemany(
+                "INSERT INTO memories (id, agent_id, type, content, created_at, updated_at) VALUES (?, ?, 'semantic', ?, 0, 0)",
+                [(f"old-{i}", card.id, f"old memory {i}: crate {i % 97} sits on shelf {i % 13}") for i in range(OLD_ROWS)],
+            )
+            await conn.execute("COMMIT")
+        finally:
+            await conn.close()
+
+    asyncio.run(make())
+    return card.id, db
+
+
+def _version_and_rows(db) -> tuple[int, int]:
+    conn = _ro(db)
+    try:
+        assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+        return conn.execute("PRAGMA user_version").fetchone()[0], conn.execute("SELECT count(*) FROM memories").fetchone()[0]
+    finally:
+        conn.close()
+
+
+@pytest.mark.parametrize("stage", ["copying", "migrating"])
+def test_a_killed_migrate_leaves_the_old_store_whole_and_only_whole_copies_named_as_such(arcana_home, stage):
+    _, db = _v1_store(arcana_home)
+    copies = arcana_home.root / "backups"
+
+    def reached() -> bool:
+        made = list(copies.glob("*")) if copies.exists() else []
+        if stage == "copying":
+            return bool(made)  # the copy's file has appeared: it is being written
+        # The copy is whole (named, its journal gone): the migration's transaction is under way.
+        return any(p.suffix == ".db" for p in made) and not any(p.name.endswith(("-journal", ".partial")) for p in made)
+
+    kill_when(arcana_home, ["migrate", "up"], reached, f"the {stage} stage")
+    assert _version_and_rows(db) == (1, OLD_ROWS)  # old, whole: the migration is one transaction
+    for copy in copies.glob("*.db"):  # a file named as the copy taken before migrating is that copy, whole
+        assert _version_and_rows(copy) == (1, OLD_ROWS), copy.name
+    status = json.loads(arcana("migrate", "status", "--json", home=arcana_home))
+    assert [(s["version"], s["state"]) for s in status] == [(1, "pending")]
+
+    [done] = json.loads(arcana("migrate", "up", "--json", home=arcana_home))
+    assert (done["from"], done["to"], done["state"]) == (1, 9, "migrated")
+    assert _version_and_rows(db) == (9, OLD_ROWS)
+    assert _version_and_rows(done["backup"]) == (1, OLD_ROWS)  # positive control: the rerun's copy is whole
+    for copy in copies.glob("*.db"):
+        assert _version_and_rows(copy) == (1, OLD_ROWS), copy.name
+    assert not list(copies.glob("*.partial*"))  # the killed run's unfinished copy was cleared, not kept
