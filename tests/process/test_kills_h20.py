@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import zlib
 
 import pytest
 from model_server import LoopbackModelServer
@@ -22,7 +23,7 @@ FACTS = 40
 def _extracting_model(body: dict) -> str:
     """Answers a turn, extracts ``FACTS`` facts (a long run of writes to be killed in), summarises."""
     system = body["messages"][0]["content"]
-    room = sum(map(ord, body["messages"][-1]["content"])) % 9000  # each prompt its own facts
+    room = zlib.crc32(body["messages"][-1]["content"].encode()) % 90_000  # each prompt its own facts
     if "JSON list" in system:
         return json.dumps([{"type": "semantic", "content": f"Ada keeps crate {i} in room {room} on shelf {i * 7 % 31}.",
                             "importance": 0.6} for i in range(FACTS)])
@@ -155,3 +156,37 @@ def test_a_killed_migrate_leaves_the_old_store_whole_and_only_whole_copies_named
     for copy in copies.glob("*.db"):
         assert _version_and_rows(copy) == (1, OLD_ROWS), copy.name
     assert not list(copies.glob("*.partial*"))  # the killed run's unfinished copy was cleared, not kept
+
+
+# -- two arcana run on one agent at once --------------------------------------------------------------
+
+
+def test_two_runs_of_one_agent_at_once_keep_their_sessions_and_memories(llm_home):
+    import os
+    import subprocess
+
+    from runner import ARCANA
+
+    env = {**os.environ, "ARCANA_HOME": str(llm_home.root)}
+    results = []
+    for round_ in range(3):
+        runs = [subprocess.Popen([*ARCANA, "run", "ada", f"Round {round_}, writer {w}: where are my crates?", "--json"],
+                                 env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for w in "ab"]
+        for run in runs:
+            out, err = run.communicate(timeout=120)
+            assert (run.returncode, err) == (0, ""), err  # nobody waits out a lock into a traceback
+            results.append(json.loads(out))
+    sessions = {s["id"]: s for s in json.loads(arcana("session", "list", "--agent", "ada", "--json", home=llm_home))}
+    assert sorted(sessions) == sorted(r["session_id"] for r in results)  # one session each, none shared
+    assert all(s["turns"] == 1 and s["closed_at"] for s in sessions.values())
+    db = next(llm_home.root.glob("agents/*/memory.db"))
+    conn = _ro(db)
+    try:
+        assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+        for result in results:  # each run's acknowledged writes are in the store, its own
+            assert len(result["written_ids"]) == FACTS
+            found = conn.execute(f"SELECT source_session_id FROM memories WHERE id IN ({','.join('?' * FACTS)})",
+                                 result["written_ids"]).fetchall()
+            assert sorted(found) == [(result["session_id"],)] * FACTS
+    finally:
+        conn.close()
