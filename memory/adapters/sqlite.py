@@ -350,6 +350,11 @@ class SQLiteAdapter:
         """For each id that is a consolidated memory, the ids whose content it carries (sorted)."""
         return await self.run(consolidation.sources_of, list(entry_ids), inline=True) if entry_ids else {}
 
+    async def written_in_session(self, session_id: str, summary_tag: str) -> list[str]:
+        """The current memories a session's turns wrote here (``source_session_id``), those tagged
+        ``summary_tag`` aside: what the session file may not name when its process was killed mid-write."""
+        return await self.run(consolidation.written_in_session, session_id, summary_tag, inline=True)
+
     async def carriers(self, entry_ids: Sequence[str]) -> list[str]:
         """The consolidated memories that carry any of ``entry_ids``: where an operator's edit must reach."""
         return await self.run(consolidation.carriers_of, list(entry_ids), inline=True) if entry_ids else []

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 from pathlib import Path
 
@@ -10,10 +11,21 @@ from memory.sqlite.connection import dbapi
 
 
 def backup_copy(db: Path, dest_dir: Path, label: str) -> Path:
-    """Copy ``db`` with SQLite's online backup API (WAL contents included); return the copy."""
+    """Copy ``db`` with SQLite's online backup API (WAL contents included); return the copy.
+
+    The copy is made under a ``.partial`` name and renamed whole, so a process killed mid-copy
+    never leaves an empty or torn file named as the copy taken before a migration; the next
+    upgrade of ``db`` (serialised by its write lock) starts its own ``.partial`` afresh.
+    """
     private_dir(dest_dir)
     stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
-    return online_copy(db, dest_dir / f"{db.parent.name}-{db.stem}.{label}.{stamp}.db")
+    name = f"{db.parent.name}-{db.stem}.{label}"
+    partial = dest_dir / f"{name}.partial"
+    for leftover in (partial, partial.with_name(partial.name + "-journal")):
+        leftover.unlink(missing_ok=True)
+    final = dest_dir / f"{name}.{stamp}.db"
+    os.replace(online_copy(db, partial), final)
+    return final
 
 
 def online_copy(db: Path, dest: Path) -> Path:

@@ -284,7 +284,7 @@ class SessionManager:
             if storable([entry], self.settings):
                 held = held_id(await memory.write(entry), entry)
                 if held == entry.id:
-                    await _link_sources(memory, held, [i for t in turns for i in t.written_ids])
+                    await _link_sources(memory, held, session, turns)
                 else:  # a restatement: the memory already holding it is the summary, derived from none of these turns
                     entry = await memory.get(held)
                 if entry is not None:
@@ -302,14 +302,29 @@ def held_id(report: object, entry: MemoryEntry) -> str:
     return report.entry_id if isinstance(report, WriteReport) else entry.id
 
 
-async def _link_sources(memory: MemoryAdapter, summary_id: str, source_ids: list[str]) -> None:
+async def _link_sources(memory: MemoryAdapter, summary_id: str, session: Session, turns: list[Turn]) -> None:
     """``consolidates`` edges from a summary to its sources, in the private SQLite store that holds
-    both (the same relation :mod:`memory.operations.consolidate` writes)."""
+    both (the same relation :mod:`memory.operations.consolidate` writes).
+
+    The sources are the memories ``turns`` recorded writing and, since a process killed between a
+    write and its ``written`` line leaves the store holding rows the session file does not name,
+    the session's other rows there that admission still lets through (without them, prune would
+    remove a fact and keep the summary carrying it).
+    """
     from memory.adapters.sqlite import SQLiteAdapter
     from memory.graph.edges import EdgeStore, MemoryEdge
     from memory.runtime.assembly import private_store
     from memory.sqlite.consolidation import SOURCES
 
     store = private_store(memory) if isinstance(memory, MemoryFederation) else memory
-    if source_ids and isinstance(store, SQLiteAdapter):
-        await EdgeStore(store).upsert([MemoryEdge(summary_id, i, SOURCES, "session") for i in dict.fromkeys(source_ids)])
+    if not isinstance(store, SQLiteAdapter):
+        return
+    source_ids = [i for t in turns for i in t.written_ids]
+    recorded = {i for t in session.turns for i in t.written_ids}
+    unrecorded = [i for i in await store.written_in_session(session.id, SUMMARY_TAG) if i not in recorded]
+    if unrecorded:
+        admitted = await memory.get_many(unrecorded)
+        source_ids += [i for i in unrecorded if i in admitted]
+    source_ids = [i for i in dict.fromkeys(source_ids) if i != summary_id]
+    if source_ids:
+        await EdgeStore(store).upsert([MemoryEdge(summary_id, i, SOURCES, "session") for i in source_ids])
