@@ -310,6 +310,9 @@ async def reinforce(
 ) -> int:
     """A restated fact: importance and access bumped, ledgered ('reinforce'), as on SQLite (an
     ``asserted`` restatement lifts importance no higher than ASSERTED_IMPORTANCE_CAP)."""
+    live = "SELECT 1 FROM memories WHERE id = $1 AND archived = 0 AND valid_to IS NULL FOR UPDATE"
+    if await conn.fetchval(live, entry_id) is None:
+        return 0  # archived or ended since it was found restated, as on SQLite
     ceiling = ASSERTED_IMPORTANCE_CAP if asserted else 1.0
     assignments = (
         "importance = greatest(importance, least(?::float8, importance + ?)), "

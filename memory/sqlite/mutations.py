@@ -147,6 +147,9 @@ def make_current(raw, entry_id: str, actor: str) -> list[str]:
     return changed
 
 
+_LIVE = "SELECT 1 FROM memories WHERE id = ? AND archived = 0 AND valid_to IS NULL"
+
+
 def reinforce(
     raw, entry_id: str, actor: str, *, importance_step: float, confirm: float | None, asserted: bool = False
 ) -> int:
@@ -159,6 +162,8 @@ def reinforce(
     (an agent's or a model's) counts as an access but lifts importance no
     higher than :data:`ASSERTED_IMPORTANCE_CAP`, below the promotion threshold.
     """
+    if raw.execute(_LIVE, (entry_id,)).fetchone() is None:
+        return 0  # archived or ended since it was found restated (a prune between): the write is stored instead
     ceiling = ASSERTED_IMPORTANCE_CAP if asserted else 1.0
     assignments = (
         f"importance = max(importance, min(?, importance + ?)), access_count = {counted('1')}, last_accessed_at = ?"

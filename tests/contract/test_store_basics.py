@@ -239,3 +239,18 @@ async def test_concurrent_first_use_opens_one_connection(tmp_path):
         await store.aclose()
     started[0].join(timeout=5)
     assert not started[0].is_alive()
+
+
+async def test_a_restatement_reinforces_only_a_live_current_memory(store):
+    """The reconciler finds a restated memory, then bumps it in a transaction of its own: one archived
+    (a prune) or ended in between was bumped anyway and the write reported saved into it. Now the
+    bump changes nothing there (0), and the write is stored instead."""
+    live, archived, ended, newer = (entry(t) for t in ("tea at four", "coffee at nine", "lunch at one", "lunch at two"))
+    await store.write_many([live, archived, ended, newer])
+    await store.archive([archived.id])
+    await store.supersede([ended.id], newer.id)
+    assert await store.reinforce(live.id, 0.1) == 1  # control
+    assert await store.reinforce(archived.id, 0.1) == 0 and await store.reinforce(ended.id, 0.1) == 0
+    rows = {e.id: e for e in await store.search(MemoryQuery(), audience=Audience.OPERATOR, include_archived=True)}
+    assert rows[live.id].importance > live.importance
+    assert (rows[archived.id].importance, rows[ended.id].importance) == (archived.importance, ended.importance)
