@@ -73,14 +73,12 @@ async def close(
     card = cli.agent(agent)
     manager = _manager(cli, card, with_model=not no_summary)
     session = manager.load(session_id)
-    entry = None
     if no_summary or not manager.settings.summarise_on_close:
         manager.close(session)
     else:
         async with agent_federation(cli, card, out) as federation:
-            entry = await manager.close_and_summarise(session, memory=federation)
-    data = {**session.as_dict(), "summary_memory_id": entry.id if entry else None}
-    out.data(data, text=lambda: session.summary or f"session {session.id} closed")
+            await manager.close_and_summarise(session, memory=federation)
+    out.data(session.as_dict(), text=lambda: session.summary or f"session {session.id} closed")
 
 
 def register(app: typer.Typer) -> None:

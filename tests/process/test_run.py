@@ -164,6 +164,8 @@ def test_session_continue_show_and_close(cli, setup, model_server, arcana_home):
     data = json.loads(closed.stdout)
     assert data["summary_memory_id"] and "My cat is called Miso" in data["summary"]
     assert data["summary_memory_id"] in {e.id for e in operator_entries(arcana_home, card)}
+    again = cli("session", "close", sid, "--agent", "ada", "--json")  # closed already: the same summary named
+    assert again.exit_code == 0 and json.loads(again.stdout)["summary_memory_id"] == data["summary_memory_id"]
     refused = cli("run", "ada", "one more", "--session", sid)
     assert refused.exit_code == exit_codes.USAGE and "closed" in refused.output
 
