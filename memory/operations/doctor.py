@@ -198,6 +198,36 @@ async def check_vectors(home: Home, failed: Collection[Path] = ()) -> list[Check
             *damaged]
 
 
+def check_rows(home: Home) -> list[Check]:
+    """One failing check per store holding rows an outside edit left invalid (importance out of 0..1,
+    an unknown type...): reads use the nearest bound or fail on that row, the file stays as it is."""
+    from memory.sqlite.connection import connect_readonly, dbapi
+    from memory.sqlite.rows import out_of_range
+
+    checks = []
+    for db in home.databases():
+        try:
+            conn = connect_readonly(db)
+            try:
+                bad = out_of_range(conn)
+            finally:
+                conn.close()
+        except dbapi().Error:
+            continue  # unreadable or not a memory store: the database checks report it
+        if not bad:
+            continue
+        first_id, first = bad[0]
+        fix = (f"`arcana memory set {first_id} --importance N`" if first.startswith("importance")
+               else f"`arcana memory history {first_id}`, then `arcana memory revert {first_id} --to SEQ`")
+        shown = ", ".join(f"{entry_id} ({what})" for entry_id, what in bad)
+        checks.append(Check(
+            f"rows {db.relative_to(home.root)}", False,
+            f"invalid stored values, edited outside Arcana: {shown}; reads use the nearest bound "
+            f"and the file is unchanged: fix each, e.g. {fix}",
+        ))
+    return checks or [Check("rows", True, "every stored value is in range")]
+
+
 def check_conflicts(home: Home) -> Check:
     """Open conflicts: agent-asserted claims held beside the user-confirmed fact they contradict.
 
@@ -304,6 +334,7 @@ async def run_checks(home: Home, on_progress: Progress | None = None) -> list[Ch
     checks += databases
     checks += check_quarantine(home)
     checks.append(check_conflicts(home))
+    checks += check_rows(home)
     failed = {home.root / c.name.removeprefix("db "): c.name for c in databases if not c.ok}
     checks += await check_vectors(home, failed)
     checks.append(await round_trip())

@@ -94,3 +94,38 @@ def test_a_dropped_vector_index_is_backfilled_by_reindex(arcana_home):
     assert code == 1 and [f["name"] for f in failures] == ["vectors"] and "ada: 2 of 2" in failures[0]["detail"]
     assert run_arcana("reindex", "--all", home=arcana_home).returncode == 0
     assert _failures(arcana_home) == (0, [])
+@pytest.mark.parametrize("column, value", [("importance", 7.0), ("confidence", -2.0)])
+def test_a_row_out_of_range_is_read_clamped_and_reported_with_its_id(arcana_home, column, value):
+    _home_with_two_agents(arcana_home, keyword=True)
+    ada = _agent_id(arcana_home, "ada")
+    db = arcana_home.agent_db(ada)
+    _edit(db, f"UPDATE memories SET {column} = {value} WHERE content LIKE '%metric%'")
+    conn = dbapi().connect(str(db))
+    bad_id = conn.execute("SELECT id FROM memories WHERE content LIKE '%metric%'").fetchone()[0]
+    conn.close()
+
+    done = run_arcana("memory", "list", "-a", "ada", "--json", home=arcana_home)
+    assert done.returncode == 0, done.stderr
+    rows = {r["id"]: r for r in json.loads(done.stdout)}
+    assert len(rows) == 2 and rows[bad_id][column] == (1.0 if value > 1 else 0.0)  # clamped on read
+
+    done = run_arcana("recall", "metric units", "-a", "ada", "--json", home=arcana_home)
+    assert done.returncode == 0 and "degraded" not in done.stderr, done.stderr
+    assert bad_id in done.stdout
+    done = run_arcana("recall", "kettle", "-a", "bob", "--json", home=arcana_home)
+    assert done.returncode == 0 and "kettle is blue" in done.stdout  # control: the other store
+
+    code, failures = _failures(arcana_home)
+    assert code == 1
+    [failure] = failures
+    fix_verb = "set" if column == "importance" else "revert"
+    assert failure["name"] == f"rows agents/{ada}/memory.db"
+    assert bad_id in failure["detail"] and column in failure["detail"] and f"arcana memory {fix_verb}" in failure["detail"]
+    conn = dbapi().connect(str(db))  # reading never rewrote the row
+    assert conn.execute(f"SELECT {column} FROM memories WHERE id = ?", (bad_id,)).fetchone()[0] == value
+    conn.close()
+
+    # The fix doctor names, by the CLI: importance is set; any other value restored from the ledger.
+    fix = ["set", bad_id, "--importance", "0.5"] if column == "importance" else ["revert", bad_id, "--to", "1"]
+    assert run_arcana("memory", *fix, "-a", "ada", home=arcana_home).returncode == 0
+    assert _failures(arcana_home) == (0, [])
