@@ -217,8 +217,12 @@ def check_rows(home: Home) -> list[Check]:
         if not bad:
             continue
         first_id, first = bad[0]
-        fix = (f"`arcana memory set {first_id} --importance N`" if first.startswith("importance")
-               else f"`arcana memory history {first_id}`, then `arcana memory revert {first_id} --to SEQ`")
+        if first.startswith("importance"):
+            fix = f"`arcana memory set {first_id} --importance N`"
+        elif first.startswith("confidence"):
+            fix = f"`arcana memory history {first_id}`, then `arcana memory revert {first_id} --to SEQ`"
+        else:  # an unknown value: the row cannot be read, so no memory command can edit it yet
+            fix = "restore the store from a backup (`arcana backup restore`)"
         shown = ", ".join(f"{entry_id} ({what})" for entry_id, what in bad)
         checks.append(Check(
             f"rows {db.relative_to(home.root)}", False,
