@@ -15,6 +15,18 @@ class MemoryStorageError(ArcanaMemoryError):
     """A read or write against a backend failed (I/O, constraint, missing feature)."""
 
 
+class VectorIndexDamagedError(MemoryStorageError):
+    """A store's pinned vector index cannot be read whole; its rows are intact.
+
+    Not corruption of the store (nothing is quarantined): the index is rebuilt
+    from the rows by a re-embed with ``model``, the pinned model.
+    """
+
+    def __init__(self, message: str, *, model: str) -> None:
+        super().__init__(message)
+        self.model = model
+
+
 class MemoryCorruptError(MemoryStorageError):
     """The backend reported a malformed or unreadable database image.
 

@@ -29,11 +29,17 @@ from memory.config import DEFAULT_KEYWORD_WEIGHT, DEFAULT_VECTOR_WEIGHT
 from memory.embedding.base import Embedder, EmbeddingMeta, content_hash, l2_normalize, length_order
 from memory.embedding.chunking import embed_text
 from memory.embedding.gateway import EmbeddingGateway
-from memory.errors import MemoryBusyError, MemoryCorruptError, MemoryStorageError, MemoryTimeoutError
+from memory.errors import (
+    MemoryBusyError,
+    MemoryCorruptError,
+    MemoryStorageError,
+    MemoryTimeoutError,
+    VectorIndexDamagedError,
+)
 from memory.progress import Report
 from memory.query_terms import terms
 from memory.ranking.fusion import Weights, hybrid_pool
-from memory.sqlite import chunks, compact
+from memory.sqlite import chunks, compact, vec0
 from memory.sqlite.rows import held_ids
 from memory.sqlite.semantic import Prefetched
 from memory.sqlite.vectors import (
@@ -74,6 +80,7 @@ class VectorStatus:
     embedded: int
     vec_available: bool
     chunks: int = 0
+    damage: str | None = None  # the pinned index cannot be read whole: its vectors are not counted
 
     @property
     def missing(self) -> int:
@@ -567,14 +574,29 @@ class VectorAdapter:
         rows = await self.store.count()
         vec = await self._vec() is not None
         embedded = chunk_vectors = 0
-        if meta is not None and vec:
+        damage = await self.index_damage()
+        if meta is not None and vec and damage is None:
             embedded = rows - len(await self.store.run(stale_rows, meta.vec_table, None))
             chunk_vectors = await self.store.run(chunks.count, chunks.chunk_table(meta.vec_table))
-        return VectorStatus(meta, rows, embedded, vec, chunk_vectors)
+        return VectorStatus(meta, rows, embedded, vec, chunk_vectors, damage)
+
+    async def index_damage(self) -> str | None:
+        """What is wrong with the pinned vector index (:func:`memory.sqlite.vec0.damage`), or None.
+
+        None too with no pin, no sqlite-vec, or the index dropped whole: its rows
+        then merely lack vectors, which a backfill recreates and refills.
+        """
+        meta = await self.meta()
+        if meta is None or await self._vec() is None or not await self.store.run(table_exists, meta.vec_table):
+            return None
+        return await self.store.run(vec0.damage, meta.vec_table, meta.dimension)
 
     async def backfill(self, on_progress: Callable[[int, int], None] | None = None) -> FillReport:
         """Embed every row that has no vector (or a stale one) with the pinned model's embedder."""
         meta = await self.meta()
+        damage = await self.index_damage()
+        if damage is not None:  # a backfill would fail on it, or find nothing to do while search finds nothing
+            raise VectorIndexDamagedError(f"{self.store.path}: {damage}", model=meta.model)
         embedder = await self._write_target(meta)
         if isinstance(embedder, str):
             raise MemoryStorageError(f"{self.store.path}: cannot embed: {embedder}")

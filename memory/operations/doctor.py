@@ -163,24 +163,73 @@ async def check_databases(home: Home, on_progress: Progress | None = None) -> li
     return checks
 
 
-async def check_vectors(home: Home, failed: Collection[Path] = ()) -> Check:
-    """Rows of a store with vectors that have none (a bulk write killed between its rows and their vectors)."""
+async def check_vectors(home: Home, failed: Collection[Path] = ()) -> list[Check]:
+    """Rows of a store with vectors that have none (a bulk write killed between its rows and their
+    vectors), and, one failing check each, stores whose pinned vector index is damaged (an outside
+    edit; ``quick_check`` does not see it)."""
     from memory.config import load_config
     from memory.operations.embedding_status import database_status
+    from memory.operations.reindex import rebuild_command
     from memory.errors import ArcanaMemoryError
+    from memory.store_kinds import StoreKind, kind_of
 
     try:
         embedding = bool(load_config(home.config_path).embedding.providers)
     except ArcanaMemoryError:
         embedding = False
+    statuses = await database_status(home, skip=failed, repair=False)
+    damaged = []
+    for row in statuses:
+        if row.damage is None:
+            continue
+        path = home.root / row.database
+        kind = kind_of(home, path)
+        how = rebuild_command(kind, row.agent if kind is StoreKind.PRIVATE else path.stem, row.model)
+        damaged.append(Check(f"vector index {row.agent or row.database}", False,
+                             f"{row.database}: {row.damage}; rows are intact, rebuild it from them: {how}"))
     # An agent's store that was never pinned lacks every vector when an embedder is configured:
     # its first batch's vectors were lost (killed) or never made (the embedder was down).
-    gaps = [row for row in await database_status(home, skip=failed, repair=False)
-            if row.missing and (row.model is not None or (embedding and row.agent is not None))]
+    gaps = [row for row in statuses
+            if row.damage is None and row.missing and (row.model is not None or (embedding and row.agent is not None))]
     if not gaps:
-        return Check("vectors", True, "every row of every embedded store has its vector")
+        return [Check("vectors", True, "every row of every embedded store has its vector"), *damaged]
     shown = ", ".join(f"{row.agent or row.database}: {row.missing} of {row.rows}" for row in gaps[:5])
-    return Check("vectors", False, f"rows without a vector ({shown}); semantic recall misses them: run `arcana reindex`")
+    return [Check("vectors", False, f"rows without a vector ({shown}); semantic recall misses them: run `arcana reindex`"),
+            *damaged]
+
+
+def check_rows(home: Home) -> list[Check]:
+    """One failing check per store holding rows an outside edit left invalid (importance out of 0..1,
+    an unknown type...): reads use the nearest bound or fail on that row, the file stays as it is."""
+    from memory.sqlite.connection import connect_readonly, dbapi
+    from memory.sqlite.rows import out_of_range
+
+    checks = []
+    for db in home.databases():
+        try:
+            conn = connect_readonly(db)
+            try:
+                bad = out_of_range(conn)
+            finally:
+                conn.close()
+        except dbapi().Error:
+            continue  # unreadable or not a memory store: the database checks report it
+        if not bad:
+            continue
+        first_id, first = bad[0]
+        if first.startswith("importance"):
+            fix = f"`arcana memory set {first_id} --importance N`"
+        elif first.startswith("confidence"):
+            fix = f"`arcana memory history {first_id}`, then `arcana memory revert {first_id} --to SEQ`"
+        else:  # an unknown value: the row cannot be read, so no memory command can edit it yet
+            fix = "restore the store from a backup (`arcana backup restore`)"
+        shown = ", ".join(f"{entry_id} ({what})" for entry_id, what in bad)
+        checks.append(Check(
+            f"rows {db.relative_to(home.root)}", False,
+            f"invalid stored values, edited outside Arcana: {shown}; reads use the nearest bound "
+            f"and the file is unchanged: fix each, e.g. {fix}",
+        ))
+    return checks or [Check("rows", True, "every stored value is in range")]
 
 
 def check_conflicts(home: Home) -> Check:
@@ -289,8 +338,9 @@ async def run_checks(home: Home, on_progress: Progress | None = None) -> list[Ch
     checks += databases
     checks += check_quarantine(home)
     checks.append(check_conflicts(home))
+    checks += check_rows(home)
     failed = {home.root / c.name.removeprefix("db "): c.name for c in databases if not c.ok}
-    checks.append(await check_vectors(home, failed))
+    checks += await check_vectors(home, failed)
     checks.append(await round_trip())
     checks += await check_tiers(home, failed)
     checks += await check_embedders(home)

@@ -28,6 +28,7 @@ class DatabaseStatus:
     embedded: int | None = None
     missing: int | None = None
     note: str = ""
+    damage: str | None = None  # the pinned vector index cannot be read whole (memory/sqlite/vec0.py)
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -54,6 +55,7 @@ async def database_status(home: Home, *, skip: Collection[Path] = (), repair: bo
         else:
             meta = status.meta
             row.rows, row.embedded, row.missing = status.rows, status.embedded, status.missing
+            row.damage = status.damage
             if meta is not None:
                 row.model, row.family, row.dimension, row.vec_table = meta.model, meta.family, meta.dimension, meta.vec_table
             if not status.vec_available:

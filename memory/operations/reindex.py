@@ -12,7 +12,7 @@ from typing import Any
 
 from memory.adapters.opener import open_store, open_tier
 from memory.audit import AuditLog
-from memory.errors import MemoryStorageError
+from memory.errors import MemoryStorageError, VectorIndexDamagedError
 from memory.home import Home
 from memory.locks import exclusive
 from memory.operations.indexes import ReindexReport, reindex
@@ -21,6 +21,15 @@ from memory.store_kinds import StoreKind
 
 Progress = Callable[[str, int, int], None]
 """``on_progress(label, done, total)``: embedding progress of the store named ``label``."""
+
+
+def rebuild_command(kind: StoreKind, name: str | None, model: str) -> str:
+    """How to rebuild a store's vector index from its rows: a re-embed with its pinned ``model``
+    (``name``: the agent's name, the pool's or the vault's)."""
+    if kind is StoreKind.VAULT:  # derived from its notes as a whole, and not a reindex target
+        return f"move the vault's index aside and run `arcana vault index {name}`"
+    where = {StoreKind.PRIVATE: f"--agent {name}", StoreKind.POOL: f"--pool {name}", StoreKind.GLOBAL: "--global"}[kind]
+    return f"`arcana reindex {where} --re-embed --model {model}`"
 
 
 @dataclass
@@ -98,6 +107,9 @@ async def reindex_home(
             try:
                 done.report = await reindex(vectors, keyword=keyword, vectors_wanted=bool(settings.providers),
                                             reembed=target_model, on_progress=progress)
+            except VectorIndexDamagedError as exc:
+                how = rebuild_command(target.kind, target.fields.get("agent") or target.name, exc.model)
+                done.error = f"{exc}; rows are intact, rebuild it from them: {how}"
             except MemoryStorageError as exc:
                 done.error = str(exc)
             finally:

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from memory.embedding.base import content_hash
 from memory.embedding.chunking import CHUNK_CHARS, Span, split
 from memory.sqlite.batches import batches, marks, select_in
+from memory.sqlite import vec0
 from memory.sqlite.connection import transaction
 
 PREFIX = "memory_chunkvec_"
@@ -175,4 +176,4 @@ def count(raw, table: str) -> int:
 
 def drop(raw, vec_table: str) -> None:
     """Drop the chunk vectors that belonged to ``vec_table`` (inside the caller's transaction)."""
-    raw.execute(f"DROP TABLE IF EXISTS {chunk_table(vec_table)}")
+    vec0.drop(raw, chunk_table(vec_table))

@@ -7,7 +7,10 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from memory.types import MemoryEntry
+from pydantic import ValidationError
+
+from memory.errors import MemoryStorageError
+from memory.types import ConfidenceSource, MemoryEntry, MemoryScope, MemoryType, Visibility
 
 COLUMNS = (
     "id",
@@ -89,7 +92,43 @@ def row_to_entry(row, **annotations: Any) -> MemoryEntry:
     data = dict(zip(COLUMNS, row[: len(COLUMNS)]))
     data["tags"] = [] if data["tags"] == "[]" else json.loads(data["tags"])
     data.update(annotations)
-    return MemoryEntry.model_validate(data)
+    try:
+        return MemoryEntry.model_validate(data)
+    except ValidationError:  # only an outside edit of the file gets here: off the hot path
+        return _clamped(data)
+
+
+# Numbers a row may hold out of range only through an outside edit, and their bounds.
+BOUNDS = {"importance": (0.0, 1.0), "confidence": (0.0, 1.0)}
+
+
+def _clamped(data: dict[str, Any]) -> MemoryEntry:
+    """The entry with its out-of-range numbers read as the nearest bound (the row itself is left as it
+    is: ``arcana doctor`` names it, see :func:`out_of_range`). Anything else invalid fails in one line
+    naming the row, not the whole read in pydantic's many."""
+    for column, (low, high) in BOUNDS.items():
+        value = data[column]
+        if isinstance(value, (int, float)):
+            data[column] = low if value != value else min(max(value, low), high)  # NaN reads as the low bound
+    try:
+        return MemoryEntry.model_validate(data)
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        field = ".".join(str(part) for part in error["loc"])
+        raise MemoryStorageError(
+            f"memory {data['id']} cannot be read ({field}: {error['msg']}); see `arcana doctor`"
+        ) from None
+
+
+def out_of_range(raw, limit: int = 5) -> list[tuple[str, str]]:
+    """Up to ``limit`` rows (id, what is wrong) whose numbers are out of range or whose enums are unknown:
+    what :func:`row_to_entry` clamps or cannot read. One scan, in SQL."""
+    checks = [(f"{c} NOT BETWEEN {low} AND {high}", f"{c} outside {low}..{high}") for c, (low, high) in BOUNDS.items()]
+    for column, kind in (("type", MemoryType), ("scope", MemoryScope), ("confidence_source", ConfidenceSource),
+                         ("visibility", Visibility)):
+        checks.append((f"{column} NOT IN ({', '.join(repr(v.value) for v in kind)})", f"unknown {column}"))
+    cases = " ".join(f"WHEN {sql} THEN '{what}'" for sql, what in checks)
+    return [tuple(r) for r in raw.execute(f"SELECT id, CASE {cases} END AS what FROM memories WHERE what IS NOT NULL LIMIT ?", (limit,))]
 
 
 def listed(column: str) -> str:

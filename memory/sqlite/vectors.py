@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from memory.embedding.base import EmbeddingMeta, content_hash
-from memory.sqlite import chunks, compact
+from memory.sqlite import chunks, compact, vec0
 from memory.sqlite.batches import select_in
 from memory.sqlite.connection import load_vec, transaction
 from memory.sqlite.context import EMBEDDED_TEXT_SQL
@@ -147,7 +147,7 @@ def build_table(raw, live: str | None, model: str, dimension: int) -> str:
         if row is not None and tuple(row) == (model, dimension):
             return table
         with transaction(raw):  # an abandoned build for another model, or empty: start over
-            raw.execute(f"DROP TABLE {table}")
+            vec0.drop(raw, table)
             chunks.drop(raw, table)
             compact.drop(raw, table)
     table = _next_table(raw)
@@ -167,7 +167,7 @@ def repin_txn(raw, pin: EmbeddingMeta, old: str | None) -> None:
             (pin.model, pin.family, pin.dimension, pin.vec_table, pin.pinned_at),
         )
         if old and old != pin.vec_table:
-            raw.execute(f"DROP TABLE {old}")
+            vec0.drop(raw, old)  # also when an outside edit damaged it
             chunks.drop(raw, old)
             compact.drop(raw, old)
 
