@@ -222,7 +222,7 @@ def check_rows(home: Home) -> list[Check]:
         elif first.startswith("confidence"):
             fix = f"`arcana memory history {first_id}`, then `arcana memory revert {first_id} --to SEQ`"
         else:  # an unknown value: the row cannot be read, so no memory command can edit it yet
-            fix = "restore the store from a backup (`arcana backup restore`)"
+            fix = "restore the home from a backup (`arcana restore BACKUP --force`)"
         shown = ", ".join(f"{entry_id} ({what})" for entry_id, what in bad)
         checks.append(Check(
             f"rows {db.relative_to(home.root)}", False,

@@ -19,20 +19,23 @@ SHADOWS = ("info", "chunks", "rowids", "vector_chunks00", "auxiliary")
 
 def damage(raw, table: str, dimension: int) -> str | None:
     """What is wrong with the vector index ``table`` (of ``dimension``-float vectors), or None when it
-    reads whole. Read-only: every vector and its auxiliary row are read, and one nearest-neighbour
-    search must find a row exactly when the index says it holds some."""
+    reads whole. Read-only and without reading every vector (doctor and every index run ask): its
+    tables exist, it lists as many rows as it holds auxiliary rows for, one row reads back whole,
+    and one nearest-neighbour search finds a row exactly when it lists some."""
     names = {r[0] for r in raw.execute("SELECT name FROM sqlite_master WHERE name GLOB ?", (f"{table}_*",))}
     missing = [f"{table}_{s}" for s in SHADOWS if f"{table}_{s}" not in names]
     if missing:
         return f"vector index {table} is damaged: its table {', '.join(missing)} is missing"
     try:
-        count = 0
-        for _ in raw.execute(f"SELECT content_hash, vec_length(embedding) FROM {table}"):
-            count += 1
+        count = raw.execute(f"SELECT count(*) FROM {table}_rowids").fetchone()[0]
+        extra = raw.execute(f"SELECT count(*) FROM {table}_auxiliary").fetchone()[0]
+        raw.execute(f"SELECT content_hash, vec_length(embedding) FROM {table} LIMIT 1").fetchall()
         probe = struct.pack(f"{int(dimension)}f", *[1.0] * int(dimension))
         found = raw.execute(f"SELECT rowid FROM {table} WHERE embedding MATCH ? AND k = 1", (probe,)).fetchall()
     except dbapi().Error as exc:
         return f"vector index {table} is damaged: {exc}"
+    if count != extra:
+        return f"vector index {table} is damaged: it lists {count} vector(s) but holds {extra} rows of their columns"
     if bool(count) != bool(found):
         return f"vector index {table} is damaged: it lists {count} vector(s) but a search finds {len(found)}"
     return None
