@@ -109,7 +109,7 @@ async def user_facts_lost(home: Path, agent: str) -> int:
     store = private(home, agent)
     try:
         archived, carried = await store.run(lambda raw: (
-            raw.execute("SELECT id, content FROM memories WHERE archived = 1 "
+            raw.execute("SELECT id, content FROM memories WHERE archived != 0 "
                         "AND confidence_source = 'user_confirmed'").fetchall(),
             {r[0] for r in raw.execute(
                 f"SELECT e.dst_id FROM memory_edges e JOIN memories m ON m.id = e.src_id "

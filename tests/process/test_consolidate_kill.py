@@ -34,7 +34,7 @@ def _state(db) -> tuple[set[str], list[str]]:
     """(ids archived, contents of the current digests, sorted) as committed."""
     conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5)
     try:
-        archived = {r[0] for r in conn.execute("SELECT id FROM memories WHERE archived = 1")}
+        archived = {r[0] for r in conn.execute("SELECT id FROM memories WHERE archived != 0")}
         digests = sorted(r[0] for r in conn.execute(
             "SELECT content FROM memories WHERE archived = 0 AND id IN (SELECT src_id FROM memory_edges)"))
         return archived, digests
@@ -49,7 +49,7 @@ def _half_applied(db) -> list[str]:
         current_sources = conn.execute(
             "SELECT e.dst_id FROM memory_edges e JOIN memories m ON m.id = e.dst_id WHERE m.archived = 0").fetchall()
         orphans = conn.execute(
-            "SELECT m.id FROM memories m WHERE m.archived = 1 AND m.content != 'haha, yes!' AND NOT EXISTS "
+            "SELECT m.id FROM memories m WHERE m.archived != 0 AND m.content != 'haha, yes!' AND NOT EXISTS "
             "(SELECT 1 FROM memory_edges e JOIN memories d ON d.id = e.src_id WHERE e.dst_id = m.id AND d.archived = 0)"
         ).fetchall()
         return [r[0] for r in (*current_sources, *orphans)]
@@ -60,7 +60,7 @@ def _half_applied(db) -> list[str]:
 def _archived_count(db) -> int:
     conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=0.2)
     try:
-        return conn.execute("SELECT count(*) FROM memories WHERE archived = 1").fetchone()[0]
+        return conn.execute("SELECT count(*) FROM memories WHERE archived != 0").fetchone()[0]
     finally:
         conn.close()
 
