@@ -32,6 +32,10 @@ async def consolidate(
                                         on_progress=on_progress, actor="cli")
     for done in result.failed:
         out.warn(f"{done.name}: {done.error}")
+    for done in result.stores:
+        if done.plan is not None and (changed := done.plan.tally["changed"]):
+            out.warn(f"{done.name}: {changed} decision(s) left for the next run: a memory they were made on "
+                     "changed meanwhile")
     if not (out.quiet and not out.json_mode):
         out.data(
             result.as_dict(),

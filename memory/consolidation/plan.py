@@ -121,7 +121,7 @@ class Plan:
         return self.tally["merged_sources"] + self.tally["digested"] + self.tally["idle"]
 
     def counts(self) -> dict[str, int]:
-        names = ("merged", "merged_sources", "digests", "digested", "idle")
+        names = ("merged", "merged_sources", "digests", "digested", "idle", "changed")
         return {**{name: self.tally[name] for name in names}, "archived": self.archived}
 
 

@@ -21,6 +21,7 @@ from datetime import datetime
 from memory.consolidation.plan import Digest, Merge, Plan, aged_out, carries, merge_of, restates, session_digests
 from memory.progress import Progress
 from memory.sqlite.consolidation import (
+    Change,
     apply_txn,
     carrier_rows,
     current_extent,
@@ -75,29 +76,39 @@ class _Batches:
         self.pending: list[Merge | Digest] = []
 
     async def add(self, decision: Merge | Digest) -> None:
-        self.plan.add(decision)
-        if not self.dry_run:
-            self.pending.append(decision)
-            if len(self.pending) == BATCH:
-                await self.flush()
+        if self.dry_run:
+            self.plan.add(decision)
+            return
+        self.pending.append(decision)
+        if len(self.pending) == BATCH:
+            await self.flush()
 
     async def flush(self) -> None:
+        """Apply the pending decisions; one a memory changed under (an operator's edit meanwhile) is
+        left out and counted ``changed``."""
         if not self.pending:
             return
-        writes, importance, links, archive = [], {}, [], []
-        for decision in self.pending:
-            if isinstance(decision, Merge):
-                importance[decision.keep.id] = decision.importance
-                links += [(decision.keep.id, s.id) for s in decision.sources]
-                archive += [s.id for s in decision.sources]
+        pending, self.pending = self.pending, []
+        applied = await self.store.run(apply_txn, [_change(d) for d in pending], self.actor)
+        for decision, done in zip(pending, applied, strict=True):
+            if done:
+                self.plan.add(decision)
             else:
-                writes.append(decision.entry)
-                links += [(decision.entry.id, s.id) for s in decision.sources]
-                archive += [s.id for s in (*decision.sources, *decision.idle)]
-        self.pending = []
-        await self.store.run(apply_txn, writes, importance, links, archive, self.actor)
+                self.plan.tally["changed"] += 1
+        writes = [d.entry.id for d, done in zip(pending, applied, strict=True) if done and isinstance(d, Digest)]
         if writes and self.embed is not None:
-            await self.embed([entry.id for entry in writes])
+            await self.embed(writes)
+
+
+def _change(decision: Merge | Digest) -> Change:
+    """The decision as the store applies it, with the memories it was made on as they were read."""
+    if isinstance(decision, Merge):
+        read = [decision.keep, *decision.sources]
+        return Change({e.id: e.updated_at for e in read}, [(decision.keep.id, s.id) for s in decision.sources],
+                      [s.id for s in decision.sources], keep=(decision.keep.id, decision.importance))
+    gone = [*decision.sources, *decision.idle]
+    return Change({e.id: e.updated_at for e in gone}, [(decision.entry.id, s.id) for s in decision.sources],
+                  [e.id for e in gone], write=decision.entry)
 
 
 async def _digest(store, now: datetime, batches: _Batches, progress: Progress) -> None:

@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import struct
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
 
 from memory.sqlite import mutations
 from memory.sqlite.admission import CONSOLIDATED, SOURCES, SQLITE
@@ -190,25 +192,44 @@ def derived_from(raw, ids: Sequence[str], *, live_only: bool) -> list[str]:
     return [row[0] for row in select_in(raw, sql, carriers, before=(DERIVED_TAG,))]
 
 
-def apply_txn(
-    raw,
-    writes: Sequence[MemoryEntry],
-    importance: Mapping[str, float],
-    links: Sequence[tuple[str, str]],
-    archive: Sequence[str],
-    actor: str,
-) -> None:
+@dataclass
+class Change:
+    """One consolidation decision as the store applies it: whole, or not at all when a memory it was
+    decided on has changed since it was read."""
+
+    read: dict[str, datetime]  # every memory the decision was made on -> its updated_at when read
+    links: list[tuple[str, str]]  # (consolidated memory, source)
+    archive: list[str]
+    write: MemoryEntry | None = None  # a digest
+    keep: tuple[str, float] | None = None  # a merge's keeper and the importance it gets
+
+
+def apply_txn(raw, changes: Sequence[Change], actor: str) -> list[bool]:
     """One batch of consolidation decisions in one transaction: new consolidated memories, the
     importance a merge gives its keeper, the ``consolidates`` edges, and the sources archived.
+    Whether each was applied.
 
     All or nothing, so a killed run leaves either the sources current and no
     consolidated memory, or both done: a re-run never digests a source twice.
+    A decision any of whose memories an operator (or a write) changed, removed
+    or archived since it was read — every such edit stamps ``updated_at`` — is
+    left out whole: a run reads for minutes on a large store, and a memory
+    pinned, hidden or re-worded meanwhile must not be archived into what it
+    said before. The next run decides on it afresh.
     """
     with transaction(raw):
+        stamped = {i: at for i, at in select_in(raw, "SELECT id, updated_at FROM memories WHERE archived = 0 "
+                                                     "AND id IN ({marks})", [i for c in changes for i in c.read])}
+        applied = [all(i in stamped and abs(stamped[i] - at.timestamp()) < 1e-5 for i, at in c.read.items())
+                   for c in changes]
+        kept = [c for c, ok in zip(changes, applied, strict=True) if ok]
+        writes = [c.write for c in kept if c.write is not None]
         if writes:
             mutations.upsert(raw, writes, actor, op="consolidate")
-        for entry_id, value in importance.items():
+        for entry_id, value in (c.keep for c in kept if c.keep is not None):
             mutations.update(raw, [entry_id], "reinforce", actor, "importance = ?", (value,))
-        link_sources(raw, links, "consolidation")
+        link_sources(raw, [link for c in kept for link in c.links], "consolidation")
+        archive = [i for c in kept for i in c.archive]
         if archive:
-            mutations.update(raw, list(archive), "archive", actor, f"archived = {CONSOLIDATED}")
+            mutations.update(raw, archive, "archive", actor, f"archived = {CONSOLIDATED}")
+    return applied

@@ -251,3 +251,33 @@ async def test_a_consolidated_source_answers_as_of_a_time_before_its_carrier_and
     assert camping.id not in await found("camping lake", before)
     await store.restore([group.id])  # control: lifting the forget makes it current now
     assert group.id in await found("support group", None)
+
+
+async def test_a_decision_whose_memory_an_operator_changed_meanwhile_is_left_for_the_next_run(store, offline_embedder):
+    """A run reads, decides, then applies in batches; on a large store minutes apart. A turn pinned
+    in between (here by a second connection, as another process would) was archived into its digest
+    all the same. Now that digest is left out whole and counted; the other session's is made."""
+    from memory.sqlite import mutations
+    from memory.sqlite.connection import dbapi
+
+    first = [turn("Caroline: I went to a support group.", 0, session="s1"), turn("Mel: that sounds good.", 1, session="s1")]
+    second = [turn("Caroline: I adopted a puppy.", 0, session="s2"), turn("Mel: what is its name?", 1, session="s2")]
+    await VectorAdapter(store, EmbeddingGateway([offline_embedder])).write_many([*first, *second])
+    pinned = []
+
+    def operator_pins_meanwhile(done: int, total: int) -> None:
+        if not pinned:
+            other = dbapi().connect(str(store.path), isolation_level=None)
+            other.row_factory = dbapi().Row
+            other.execute("BEGIN IMMEDIATE")
+            mutations.update(other, [second[0].id], "pin", "cli", "pinned = ?", (1,))
+            other.execute("COMMIT")
+            other.close()
+            pinned.append(second[0].id)
+
+    _, plan = await _consolidate(store, offline_embedder, on_progress=operator_pins_meanwhile)
+    assert pinned and plan.counts()["digests"] == 1 and plan.counts()["changed"] == 1
+    rows = await _rows(store)
+    assert rows[first[0].id].archived and rows[first[1].id].archived  # control: s1 was digested
+    assert not rows[second[0].id].archived and rows[second[0].id].pinned and not rows[second[1].id].archived
+    assert (await _consolidate(store, offline_embedder))[1].counts()["changed"] == 0  # the next run decides afresh
