@@ -160,6 +160,7 @@ def test_remember_from_stopped_between_batches_keeps_the_batches_done_and_a_reru
     assert (report["written"], report["not_stored"], report["accepted"]) == (1024, 176, {"pool:team": 1024})
     warning, error = done.stderr.strip().splitlines()
     assert "tier pool:team did not store the memories" in warning and "Traceback" not in done.stderr
+    assert "connection was closed" in warning and "__aexit__" not in warning  # the server's reason, not the rollback's
     assert error.startswith("arcana: error: 176 of the lines not stored"), error
     pg_server.start()
     count = "SELECT count(*) FROM memories WHERE id LIKE 'fact-%'"
