@@ -158,6 +158,14 @@ async def _remember_from(cli: CliContext, agent: str, out: Out, source: str, *, 
     )
     if report.bad_total > len(report.bad):
         out.warn(f"... and {report.bad_total - len(report.bad)} more bad line(s) not listed")
+    if report.not_stored:
+        # Trigger: a pool or global tier (the only one these lines go to) failed for some batches, e.g. its
+        # server stopped mid-run. Why: a run that left lines out is not a success, as a single remember
+        # whose every tier failed is not. Outcome: exit 5; the batches stored stay, a re-run adds the rest.
+        raise MemoryWriteError(
+            f"{report.not_stored} of the lines not stored: every tier they go to failed (see the warning above); "
+            "run it again once the tier is back (stored lines stay unchanged)"
+        )
     if report.bad:
         err(
             f"{report.bad_total} bad line(s) in {name}, first {report.bad[0]}; "

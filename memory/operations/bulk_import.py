@@ -72,6 +72,7 @@ class BulkReport:
     written: int = 0
     unchanged: int = 0
     kept_removed: int = 0  # lines whose memory was deleted or purged here: it stays gone
+    not_stored: int = 0  # lines of batches no tier stored (a server tier down mid-run): a re-run adds them
     vectors_completed: int = 0  # unchanged rows a killed run had left without a vector, embedded now
     bad: list[BadLine] = field(default_factory=list)  # the first REPORTED of them
     bad_total: int = 0
@@ -91,6 +92,9 @@ class BulkReport:
             self.accepted[name] = self.accepted.get(name, 0) + count
         self.refused = sorted(set(self.refused) | set(result.refused))
         self.failed.update(result.failed)
+        if result.failed and not result.accepted:  # every tier the batch routes to failed: none of it is stored
+            self.not_stored += len(batch)
+            return
         gone = sum(1 for e in batch if e.id in result.gone)
         unchanged = sum(1 for e in batch if e.id not in result.gone and result.changed.get(e.id) is False)
         self.kept_removed += gone
@@ -103,6 +107,7 @@ class BulkReport:
             "written": self.written,
             "unchanged": self.unchanged,
             "kept_removed": self.kept_removed,
+            "not_stored": self.not_stored,
             "vectors_completed": self.vectors_completed,
             "decisions": self.decisions,
             "warnings": self.warnings,

@@ -17,7 +17,14 @@ MAX_CONNECTIONS = 4
 
 
 def storage_error(url: str, exc: BaseException) -> MemoryStorageError:
-    """A one-line storage error naming the masked URL, never the password."""
+    """A one-line storage error naming the masked URL, never the password.
+
+    A transaction whose connection died under it fails twice: the statement (the server's reason),
+    then the rollback on the closed connection ("cannot call Transaction.__aexit__()"), which
+    carries the first as its context; the reason named is the first's.
+    """
+    if type(exc).__name__ == "InterfaceError" and isinstance(exc.__context__, Exception):
+        exc = exc.__context__
     detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
     return MemoryStorageError(scrub(f"{mask_url(url)}: {detail}; check that the server is up and the URL is right", url))
 

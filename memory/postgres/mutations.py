@@ -215,17 +215,25 @@ async def _apply(conn, batch: Prepared, actor: str, op: str | None, *, known: se
     else:
         fresh = [values[i] for i in firsts.values()]
         inserted = {r["id"] for r in await conn.fetch(_INSERT_NEW, *([v[c] for v in fresh] for c in COLUMNS))}
+    ledgered = inserted if logged else set()  # ids whose insert's ledger row the server wrote
     there = [i for i in firsts if i not in inserted]
     current = await _images(conn, there) if there else {}
+    vanished = [i for i in there if i not in current and not batch.imported[firsts[i]]]
+    if vanished:
+        again, found = await _insert_vanished(conn, [values[firsts[i]] for i in vanished])
+        inserted, current = inserted | again, current | found
     ops: list[str] = []
     ledger: list[tuple] = []
     changed: list[dict] = []
     for index, v in enumerate(values):
         if v["id"] in inserted and firsts[v["id"]] == index:
             ops.append("insert")
-            if not logged:
+            if v["id"] not in ledgered:
                 ledger.append((v["id"], op or "insert", actor, now, None, encode(v)))
             current[v["id"]] = v  # what a later value of this id compares with (v is not changed again)
+            continue
+        if v["id"] not in current:  # an import's id deleted by another machine during this write: it stays gone
+            ops.append(GONE)
             continue
         old = current[v["id"]]
         if old["agent_id"] != v["agent_id"]:
@@ -255,6 +263,25 @@ async def _apply(conn, batch: Prepared, actor: str, op: str | None, *, known: se
     else:
         await _append(conn, ledger)
     return ops
+
+
+async def _insert_vanished(conn, fresh: list[dict]) -> tuple[set[str], dict[str, dict]]:
+    """Insert again the rows another machine deleted after this write's INSERT found them there and
+    before its read locked them (the read skips a row deleted meanwhile); the ids inserted, and the
+    images of those found there again (re-created meanwhile, now locked).
+
+    Trigger: an ordinary write racing a ``delete`` / ``purge`` / ``withdraw`` of the same id.
+    Why: on SQLite the write lock orders the two, and a write after a delete inserts the row afresh.
+    Outcome: the same here, instead of a KeyError that failed the whole batch.
+    """
+    inserted: set[str] = set()
+    current: dict[str, dict] = {}
+    while fresh:
+        inserted |= {r["id"] for r in await conn.fetch(_INSERT_NEW, *([v[c] for v in fresh] for c in COLUMNS))}
+        rest = [v for v in fresh if v["id"] not in inserted]
+        current |= await _images(conn, [v["id"] for v in rest]) if rest else {}
+        fresh = [v for v in rest if v["id"] not in current]
+    return inserted, current
 
 
 async def update(conn, ids: Sequence[str], op: str, actor: str, column: str, value, expect_seq: int | None = None) -> int:
