@@ -302,7 +302,7 @@ async def remember_many(
                 report.bad_total += len(window.bad)
             if batch:
                 done += len(batch)
-                batch, gone = await _as_stored(federation, batch, window.dated)
+                batch, gone = await _as_stored(federation, batch, window.dated, reconcile)
                 report.kept_removed += gone
                 if batch:
                     report.add(batch, await federation.write_many(batch, reconcile=reconcile))
@@ -342,17 +342,19 @@ async def _read_ahead(windows: Iterable[Parsed]) -> AsyncIterator[Parsed]:
             ahead.exception()  # retrieved, so a failure after the caller's own is not reported twice
 
 
-async def _as_stored(federation: Any, batch: Sequence[MemoryEntry], dated: set[str]) -> tuple[list[MemoryEntry], int]:
+async def _as_stored(federation: Any, batch: Sequence[MemoryEntry], dated: set[str], reconcile: bool
+                     ) -> tuple[list[MemoryEntry], int]:
     """``batch`` as the store already holds it, in one read of the tier each line is written to.
 
     A line naming a stored memory (its ``id``, or the id its text derives)
     re-words it, but: undated, it keeps the time the memory was first stored
     (or a re-run would change it every time); it keeps the memory's
-    restrictions, so routing never promotes a hidden or private one; and one
-    deleted or purged there is left out, their number returned. The store
-    itself makes sure of the last two when it writes (an entry is
-    ``imported``: see memory.sqlite.mutations.upsert), so an operator's edit
-    made after this read stands too.
+    restrictions, so routing never promotes a hidden or private one; and, with
+    ``reconcile``, one deleted or purged there is left out before the
+    reconciler decides on it, their number returned. The store itself makes
+    sure of the last two when it writes (an entry is ``imported``: see
+    memory.sqlite.mutations.upsert), so an operator's edit made after this
+    read stands too, and without reconciliation that is the one check.
     """
     from memory.operator.edits import keep_restrictions
     from memory.protocols import AdmitsById, Layered
@@ -373,7 +375,8 @@ async def _as_stored(federation: Any, batch: Sequence[MemoryEntry], dated: set[s
             ids = [e.id for e in entries]
             found = await store.admitted_by_id(MemoryQuery(), ids, audience=Audience.OPERATOR, include_archived=True)
             stored.update(found)
-            removed |= await store.removed([i for i in ids if i not in found])
+            if reconcile:  # else the write itself leaves them out (one read fewer a batch)
+                removed |= await store.removed([i for i in ids if i not in found])
     kept = []
     for entry in batch:
         if entry.id in removed:
