@@ -1,0 +1,74 @@
+"""What a model returns is input: `arcana run` with the `llm` extractor against a real loopback model
+server answering with hostile JSON, checked in the agent's real store (hunt-21)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+from model_server import LoopbackModelServer
+
+from memory.adapters.sqlite import SQLiteAdapter
+from memory.agents import AgentRegistry
+from memory.types import Audience, ConfidenceSource, MemoryQuery, MemoryType
+
+
+def operator_entries(home, card):
+    async def read():
+        store = SQLiteAdapter.for_agent(card.id, home=home)
+        try:
+            return await store.search(MemoryQuery(limit=10_000), audience=Audience.OPERATOR)
+        finally:
+            await store.aclose()
+
+    return asyncio.run(read())
+
+
+def audit_events(home) -> list[dict]:
+    return [json.loads(line) for line in home.audit_log.read_text().splitlines()] if home.audit_log.exists() else []
+
+
+@pytest.fixture
+def hostile(cli, arcana_home):
+    """A keyword-only home whose one model answers the extraction call with ``facts`` (a list, as JSON)."""
+    facts: list = []
+
+    def reply(body):
+        return json.dumps(facts) if "JSON list" in body["messages"][0]["content"] else "Fine."
+
+    with LoopbackModelServer(reply, chunk=1 << 20) as server:
+        assert cli("config", "set", "embedding.providers", "[]").exit_code == 0
+        assert cli("model", "add", "m", "--provider", "ollama", "--base-url", server.url, "--model", "x", "--default").exit_code == 0
+        assert cli("config", "set", "memory.extraction.strategy", "llm").exit_code == 0
+        assert cli("agent", "create", "ada").exit_code == 0
+        yield facts, AgentRegistry(arcana_home).resolve("ada")
+
+
+def run(cli, prompt: str) -> dict:
+    result = cli("run", "ada", prompt, "--json")
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)
+
+
+@pytest.mark.parametrize("strategy", ["heuristic", "llm"])
+def test_extracted_memories_keep_within_max_content_bytes(cli, hostile, arcana_home, strategy):
+    """memory.max_content_bytes bounds what a run stores as it bounds `remember`: the extractor's
+    own character cap (2000) is no byte cap, and a 2-byte letter doubles it."""
+    facts, card = hostile
+    assert cli("config", "set", "memory.max_content_bytes", "1024").exit_code == 0
+    assert cli("config", "set", "memory.extraction.strategy", strategy).exit_code == 0
+    facts[:] = [{"type": "semantic", "content": "é" * 1500}, {"type": "semantic", "content": "My cat is called Tom."}]
+    prompt = "Remember that my favourite colour is teal. " + "Some more words of context here. " * 45
+    assert len(prompt.encode()) > 1024 and len(prompt) < 2000  # under the character cap, over the byte limit
+    written = run(cli, prompt)["written_ids"]
+    stored = operator_entries(arcana_home, card)
+    assert {e.id for e in stored} >= set(written) and len(stored) == len(written) + 1  # and the summary
+    assert all(len(e.content.encode()) <= 1024 for e in stored), [len(e.content.encode()) for e in stored]
+    long_ones = [e for e in stored if e.content.startswith(("é", "User asked"))]
+    assert long_ones and all(e.content.endswith("…") for e in long_ones)  # cut, and says so
+    # Positive control: the short facts are stored whole.
+    short = "My favourite colour is teal." if strategy == "heuristic" else "My cat is called Tom."
+    assert any(e.content == short for e in stored)
+    if strategy == "llm":
+        assert MemoryType.SEMANTIC in {e.type for e in stored}
