@@ -115,9 +115,13 @@ def _sentence(text: str) -> str:
     return text if text.endswith((".", "!", "?", "…")) else text + "."
 
 
-EXTRACTION_INSTRUCTIONS = """You extract durable memories from one exchange between a user and an assistant.
-Answer with ONLY a JSON list (no prose, no code fence). Each item is an object:
-{"type": "episodic" | "semantic" | "procedural", "content": "<one self-contained sentence>", "importance": <0..1>}
+MAX_EXTRACTED = 20
+"""The most memories one exchange may give: an answer with more (a runaway or hostile model, which
+could otherwise fill the store from one turn) is not used, and the heuristic answers for the turn."""
+
+EXTRACTION_INSTRUCTIONS = f"""You extract durable memories from one exchange between a user and an assistant.
+Answer with ONLY a JSON list of at most {MAX_EXTRACTED} items (no prose, no code fence). Each item is an object:
+{{"type": "episodic" | "semantic" | "procedural", "content": "<one self-contained sentence>", "importance": <0..1>}}
 Use "semantic" for lasting facts or preferences the user stated, "procedural" for how-to steps,
 "episodic" for what happened. Return [] when nothing is worth remembering."""
 
@@ -180,6 +184,8 @@ class LLMExtractor:
             raise ExtractionFallback(f"malformed JSON from the model: {exc}") from None
         if not isinstance(items, list) or not items:
             raise ExtractionFallback("the model returned no memories" if items == [] else "the model did not return a list")
+        if len(items) > MAX_EXTRACTED:
+            raise ExtractionFallback(f"the model returned {len(items)} memories, more than the {MAX_EXTRACTED} one exchange may give")
         entries = []
         for item in items:
             if not isinstance(item, dict) or not isinstance(item.get("content"), str):

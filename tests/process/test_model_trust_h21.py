@@ -51,6 +51,23 @@ def run(cli, prompt: str) -> dict:
     return json.loads(result.stdout)
 
 
+def test_a_model_that_floods_extraction_stores_none_of_the_flood(cli, hostile, arcana_home):
+    facts, card = hostile
+    facts[:] = [{"type": "semantic", "content": f"Flood fact {i} about gadget{i}."} for i in range(300)]
+    run(cli, "I prefer green tea.")
+    stored = operator_entries(arcana_home, card)
+    assert not any(e.content.startswith("Flood fact") for e in stored), len(stored)
+    # The heuristic answered for the turn: the user's own statement is kept, and why is audited.
+    assert any(e.content == "I prefer green tea." and e.confidence_source is ConfidenceSource.USER_CONFIRMED for e in stored)
+    assert any(a["event"] == "extraction_fallback" and "300 memories" in a["reason"] for a in audit_events(arcana_home))
+
+    # Positive control, same store: a model answer of a few facts is stored as the model gave them.
+    facts[:] = [{"type": "semantic", "content": f"Small fact {i} about widget{i}."} for i in range(3)]
+    written = run(cli, "Tell me about widgets.")["written_ids"]
+    kept = {e.id: e.content for e in operator_entries(arcana_home, card)}
+    assert sorted(kept[i] for i in written) == [f"Small fact {i} about widget{i}." for i in range(3)]
+
+
 @pytest.mark.parametrize("strategy", ["heuristic", "llm"])
 def test_extracted_memories_keep_within_max_content_bytes(cli, hostile, arcana_home, strategy):
     """memory.max_content_bytes bounds what a run stores as it bounds `remember`: the extractor's
