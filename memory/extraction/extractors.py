@@ -115,7 +115,7 @@ def _sentence(text: str) -> str:
     return text if text.endswith((".", "!", "?", "…")) else text + "."
 
 
-MAX_EXTRACTED = 20
+MAX_EXTRACTED = 50
 """The most memories one exchange may give: an answer with more (a runaway or hostile model, which
 could otherwise fill the store from one turn) is not used, and the heuristic answers for the turn."""
 
