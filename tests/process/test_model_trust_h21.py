@@ -89,3 +89,59 @@ def test_extracted_memories_keep_within_max_content_bytes(cli, hostile, arcana_h
     assert any(e.content == short for e in stored)
     if strategy == "llm":
         assert MemoryType.SEMANTIC in {e.type for e in stored}
+
+
+def test_a_turn_whose_extraction_was_cut_off_leaves_replay_once_its_memory_is_hidden(cli, arcana_home):
+    """Extraction cut off by its job budget after some writes (each reconciled by a slow model) still
+    names them in the session: hiding one keeps the turn that said it out of the next prompt."""
+    import time
+
+    from memory.config import ArcanaConfig, ExtractionConfig, MemoryConfig, ModelConfig, ReconcileConfig
+    from memory.models.registry import provider_for
+    from memory.runtime.agent import AgentRuntime, build_runtime_with_memory
+    from memory.types import MemoryEntry
+
+    def reply(body):
+        system = body["messages"][0]["content"]
+        if "JSON list" in system:
+            return json.dumps([{"type": "semantic", "content": f"The locker code is 47{i}."} for i in range(5)])
+        if "memory consistent" in system:
+            time.sleep(1.5)  # past the reconcile timeout: each write takes about a second, then adds
+            return '{"decision": "add"}'
+        return "Noted."
+
+    with LoopbackModelServer(reply) as server:
+        config = ArcanaConfig(
+            memory=MemoryConfig(extraction=ExtractionConfig(strategy="llm"),
+                                reconcile=ReconcileConfig(strategy="llm", timeout_seconds=1)),
+            models={"loop": ModelConfig(provider="ollama", base_url=server.url, model="m")},
+        )
+        card = AgentRegistry(arcana_home).create("ada")
+
+        seeded = MemoryEntry(agent_id=card.id, content="The locker room is in the basement.")  # a candidate
+
+        async def turn(prompt, session_id=None, budget=0.5):
+            if session_id is None:
+                seed = SQLiteAdapter.for_agent(card.id, home=arcana_home)
+                await seed.write(seeded)
+                await seed.aclose()
+            _, federation = await build_runtime_with_memory(arcana_home, card, config=config)
+            try:
+                runtime = AgentRuntime(arcana_home, card, provider_for(config, "loop"), memory=federation, config=config)
+                server.requests.clear()
+                return await runtime.turn(prompt, session_id=session_id, keep_open=True, job_budget_seconds=budget)
+            finally:
+                await federation.aclose()
+
+        first = asyncio.run(turn("Please note: code 4711 opens it.", budget=2.5))
+        assert first.jobs["abandoned"] >= 1 and first.written_ids  # cut off after some writes
+        asyncio.run(turn("What opens it?", first.session_id))
+        control = server.requests[0]["raw"]
+        written = [e for e in operator_entries(arcana_home, card) if e.content.startswith("The locker code")]
+        assert {e.id for e in written} == set(first.written_ids)
+        assert cli("memory", "set", written[0].id, "--visibility", "hidden", "-a", "ada").exit_code == 0
+        asyncio.run(turn("And what opens it now?", first.session_id))
+        after = server.requests[0]["raw"]
+    assert "code 4711 opens it" in control  # positive control: replayed while its memories are visible
+    assert "code 4711 opens it" not in after
+    assert "And what opens it now?" in after
