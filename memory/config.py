@@ -74,6 +74,8 @@ class ExtractionSettings:
     signal_boost: float = 0.2
     summary_importance: float = 0.4  # below a user-stated fact (0.5 remembered, 0.6 extracted)
     summarise_on_close: bool = True
+    # Not a key of memory.extraction: memory.max_content_bytes, which no extracted text may pass.
+    max_content_bytes: int = MAX_CONTENT_BYTES
 
 
 def _bool(text: str) -> bool:
@@ -120,6 +122,8 @@ class ExtractionConfig(_Section):
         environ = os.environ if environ is None else environ
         values: dict[str, Any] = {}
         for item in fields(ExtractionSettings):
+            if item.name not in ExtractionConfig.model_fields:
+                continue  # set from outside the block (extraction_settings)
             chosen = getattr(self, item.name)
             var = ENV_PREFIX + item.name.upper()
             if chosen is None and var in environ:

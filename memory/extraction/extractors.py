@@ -59,13 +59,13 @@ class HeuristicExtractor:
         )
 
     async def extract(self, prompt: str, response: str | None, session: Session) -> list[MemoryEntry]:
-        s, cues, limit = self.settings, self._signals, self.settings.max_content
+        s, cues, limit, size = self.settings, self._signals, self.settings.max_content, self.settings.max_content_bytes
         echo = f"User asked: {prompt.strip()}" + (f" — Assistant answered: {response.strip()}" if response else "")
         entries = [
             self._entry(
                 session,
                 MemoryType.EPISODIC,
-                trim_content(echo, limit),
+                trim_content(echo, limit, size),
                 tags=(DERIVED_TAG,),
                 importance=asserted_importance(importance(s.base_importance, prompt, cues, s)),
                 confidence=agent_confidence(s),
@@ -77,7 +77,7 @@ class HeuristicExtractor:
                 self._entry(
                     session,
                     MemoryType.SEMANTIC,
-                    distil(prompt, cues, limit),
+                    distil(prompt, cues, limit, size),
                     importance=importance(s.durable_importance, prompt, cues, s),
                     confidence=s.user_confidence,
                     confidence_source=ConfidenceSource.USER_CONFIRMED,
@@ -89,7 +89,7 @@ class HeuristicExtractor:
                 self._entry(
                     session,
                     MemoryType.PROCEDURAL,
-                    trim_content(f"{prompt.strip()} — " + " ".join(steps), limit),
+                    trim_content(f"{prompt.strip()} — " + " ".join(steps), limit, size),
                     importance=asserted_importance(importance(s.durable_importance, prompt, cues, s)),
                     confidence=agent_confidence(s),
                     confidence_source=ConfidenceSource.AGENT,
@@ -107,7 +107,7 @@ class HeuristicExtractor:
             parts.append(_sentence("User stated: " + "; ".join(dict.fromkeys(s.rstrip(".") for s in stated))))
         if asked:
             parts.append(_sentence("Asked about: " + " | ".join(dict.fromkeys(asked[:5]))))
-        return trim_content(" ".join(parts), limit)
+        return trim_content(" ".join(parts), limit, self.settings.max_content_bytes)
 
 
 def _sentence(text: str) -> str:
@@ -115,9 +115,13 @@ def _sentence(text: str) -> str:
     return text if text.endswith((".", "!", "?", "…")) else text + "."
 
 
-EXTRACTION_INSTRUCTIONS = """You extract durable memories from one exchange between a user and an assistant.
-Answer with ONLY a JSON list (no prose, no code fence). Each item is an object:
-{"type": "episodic" | "semantic" | "procedural", "content": "<one self-contained sentence>", "importance": <0..1>}
+MAX_EXTRACTED = 50
+"""The most memories one exchange may give: an answer with more (a runaway or hostile model, which
+could otherwise fill the store from one turn) is not used, and the heuristic answers for the turn."""
+
+EXTRACTION_INSTRUCTIONS = f"""You extract durable memories from one exchange between a user and an assistant.
+Answer with ONLY a JSON list of at most {MAX_EXTRACTED} items (no prose, no code fence). Each item is an object:
+{{"type": "episodic" | "semantic" | "procedural", "content": "<one self-contained sentence>", "importance": <0..1>}}
 Use "semantic" for lasting facts or preferences the user stated, "procedural" for how-to steps,
 "episodic" for what happened. Return [] when nothing is worth remembering."""
 
@@ -180,6 +184,8 @@ class LLMExtractor:
             raise ExtractionFallback(f"malformed JSON from the model: {exc}") from None
         if not isinstance(items, list) or not items:
             raise ExtractionFallback("the model returned no memories" if items == [] else "the model did not return a list")
+        if len(items) > MAX_EXTRACTED:
+            raise ExtractionFallback(f"the model returned {len(items)} memories, more than the {MAX_EXTRACTED} one exchange may give")
         entries = []
         for item in items:
             if not isinstance(item, dict) or not isinstance(item.get("content"), str):
@@ -190,7 +196,7 @@ class LLMExtractor:
                     MemoryEntry(
                         agent_id=session.agent_id,
                         type=kind,
-                        content=trim_content(item["content"], self.settings.max_content),
+                        content=trim_content(item["content"], self.settings.max_content, self.settings.max_content_bytes),
                         # Model output is agent-asserted whatever it claims: confidence capped
                         # below 1.0, importance below the promotion threshold.
                         importance=asserted_importance(item.get("importance", self.settings.base_importance)),
@@ -211,7 +217,7 @@ class LLMExtractor:
             summary = (await self._ask(SUMMARY_INSTRUCTIONS, trim_content(transcript, 4 * self.settings.max_content))).strip()
             if not summary:
                 raise ExtractionFallback("the model returned an empty summary")
-            return trim_content(summary, self.settings.max_content)
+            return trim_content(summary, self.settings.max_content, self.settings.max_content_bytes)
         except Exception as exc:
             self._fell_back("summarise", session, exc)
             return await self.fallback.summarise(session)

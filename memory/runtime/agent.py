@@ -207,8 +207,11 @@ class AgentRuntime:
             said = session.turns[turn].evidence
             entries = storable(await self.extractor.extract(prompt, said, session), self.settings)
             for entry in entries:
-                result.written_ids.append(held_id(await self.memory.write(entry), entry))
-            self.sessions.record_written(session, turn, result.written_ids)
+                held = held_id(await self.memory.write(entry), entry)
+                result.written_ids.append(held)
+                # Named in the session as it is written: a job cut off by its budget after some
+                # writes must still keep this turn out of a replay once one of them is hidden.
+                self.sessions.record_written(session, turn, [held])
 
         async def summarise() -> None:
             entry = await self.sessions.close_and_summarise(session, memory=self.memory)

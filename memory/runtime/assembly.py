@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -165,7 +166,8 @@ async def federation_for_agent(
 def extraction_settings(config: ArcanaConfig, card: AgentCard) -> ExtractionSettings:
     """The agent card's ``extraction`` block over config.json's, then env, then defaults."""
     file_values = config.memory.extraction.model_dump(exclude_none=True)
-    return ExtractionConfig.model_validate({**file_values, **card.extraction}).effective()
+    settings = ExtractionConfig.model_validate({**file_values, **card.extraction}).effective()
+    return replace(settings, max_content_bytes=config.memory.max_content_bytes)
 
 
 def reconcile_settings(config: ArcanaConfig, card: AgentCard) -> ReconcileSettings:

@@ -130,7 +130,7 @@ async def _save(home, config, card, memory, hook, host, audit, max_bytes) -> Sav
             entry = MemoryEntry(
                 agent_id=card.id,
                 type=MemoryType.SEMANTIC,
-                content=distil(exchange.prompt, signals, settings.max_content),
+                content=distil(exchange.prompt, signals, settings.max_content, settings.max_content_bytes),
                 importance=asserted_importance(settings.durable_importance),
                 confidence=agent_confidence(settings),
                 confidence_source=ConfidenceSource.AGENT,
