@@ -10,6 +10,7 @@ import sys
 import time
 
 import pytest
+from factories import operator_entries
 from model_server import LoopbackModelServer, free_port
 
 from arcana_cli import exit_codes
@@ -17,7 +18,7 @@ from memory.adapters.sqlite import SQLiteAdapter
 from memory.agents import AgentRegistry
 from memory.models.context import render_context
 from memory.runtime.sessions import SessionManager
-from memory.types import Audience, MemoryEntry, MemoryQuery, MemoryType, Visibility
+from memory.types import MemoryEntry, MemoryType, Visibility
 
 
 @pytest.fixture
@@ -38,19 +39,6 @@ def run_json(cli, *args, input=None):
     result = cli("run", *args, "--json", input=input)
     assert result.exit_code == 0, result.output
     return json.loads(result.stdout)
-
-
-def operator_entries(home, card):
-    """Everything in the agent's private store, any visibility (an operator read)."""
-
-    async def read():
-        store = SQLiteAdapter.for_agent(card.id, home=home)
-        try:
-            return await store.search(MemoryQuery(limit=100), audience=Audience.OPERATOR)
-        finally:
-            await store.aclose()
-
-    return asyncio.run(read())
 
 
 @pytest.mark.parametrize("provider", ["ollama", "openai"])

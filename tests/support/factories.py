@@ -39,3 +39,20 @@ def varied(agent_id: str) -> list[MemoryEntry]:
         MemoryEntry(agent_id=agent_id, content="multi\nline\n\n  content with ünïcode 🦓 and --- dashes",
                     type=MemoryType.PROCEDURAL),
     ]
+
+
+def operator_entries(home, card) -> list[MemoryEntry]:
+    """Everything in the agent's private store, any visibility (an operator read)."""
+    import asyncio
+
+    from memory.adapters.sqlite import SQLiteAdapter
+    from memory.types import Audience, MemoryQuery
+
+    async def read():
+        store = SQLiteAdapter.for_agent(card.id, home=home)
+        try:
+            return await store.search(MemoryQuery(limit=10_000), audience=Audience.OPERATOR)
+        finally:
+            await store.aclose()
+
+    return asyncio.run(read())

@@ -7,22 +7,12 @@ import asyncio
 import json
 
 import pytest
+from factories import operator_entries
 from model_server import LoopbackModelServer
 
 from memory.adapters.sqlite import SQLiteAdapter
 from memory.agents import AgentRegistry
-from memory.types import Audience, ConfidenceSource, MemoryQuery, MemoryType
-
-
-def operator_entries(home, card):
-    async def read():
-        store = SQLiteAdapter.for_agent(card.id, home=home)
-        try:
-            return await store.search(MemoryQuery(limit=10_000), audience=Audience.OPERATOR)
-        finally:
-            await store.aclose()
-
-    return asyncio.run(read())
+from memory.types import ConfidenceSource, MemoryType
 
 
 def audit_events(home) -> list[dict]:
