@@ -1,5 +1,5 @@
 """What a model returns is input: `arcana run` with the `llm` extractor against a real loopback model
-server answering with hostile JSON, checked in the agent's real store (hunt-21)."""
+server answering with hostile JSON, checked in the agent's real store."""
 
 from __future__ import annotations
 
