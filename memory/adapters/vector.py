@@ -382,7 +382,8 @@ class VectorAdapter:
         mode = query.retrieval_mode
         # A hybrid query with no word to search (punctuation, an emoji) is the listing keyword mode
         # gives it, not whatever a vector of "?" lands near.
-        wordless = mode is RetrievalMode.hybrid and not terms(query.text).tokens
+        words = terms(query.text)
+        wordless = mode is RetrievalMode.hybrid and not words.tokens
         if mode is RetrievalMode.keyword or not (query.text and query.text.strip()) or wordless:
             return Recall(await self.store.search(query), ("keyword",) if query.text else ())
         ready = await self._searchable()
@@ -405,7 +406,7 @@ class VectorAdapter:
         if mode is RetrievalMode.semantic:
             entries, legs = semantic, ("semantic",)
         else:
-            entries = await hybrid(self.store, query, terms(query.text), semantic, self.weights)
+            entries = await hybrid(self.store, query, words, semantic, self.weights)
             legs = ("semantic", "keyword")
         await self.store.record_access(entries)
         return Recall(entries, legs)

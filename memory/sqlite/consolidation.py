@@ -174,9 +174,9 @@ DERIVED = SQLITE.has_tag.format(col="tags")  # one parameter: DERIVED_TAG
 
 def written_in_session(raw, session_id: str, summary_tag: str) -> list[str]:
     """Ids of the current rows whose ``source_session_id`` is ``session_id``, those tagged ``summary_tag`` left out."""
-    has_tag = SQLITE.has_tag.format(col="tags")
-    sql = f"SELECT id FROM memories WHERE source_session_id = ? AND {_CURRENT.replace('m.', '')} AND NOT {has_tag}"
-    return [row[0] for row in raw.execute(sql + " ORDER BY seq", (session_id, summary_tag))]
+    has_tag = SQLITE.has_tag.format(col="m.tags")
+    sql = f"SELECT m.id FROM memories m WHERE m.source_session_id = ? AND {_CURRENT} AND NOT {has_tag} ORDER BY m.seq"
+    return [row[0] for row in raw.execute(sql, (session_id, summary_tag))]
 
 
 def derived_from(raw, ids: Sequence[str], *, live_only: bool) -> list[str]:
