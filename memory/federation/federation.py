@@ -28,7 +28,7 @@ from memory.promotion import as_claimed, global_copy
 from memory.protocols import Closeable, EmbedsAhead, Prunable, provenance_of
 from memory.ranking import timeframe
 from memory.ranking.neighbours import expand
-from memory.types import HealthStatus, MemoryEntry, MemoryQuery, MemoryScope, PrunePolicy, PruneReport
+from memory.types import MAX_QUERY_LIMIT, HealthStatus, MemoryEntry, MemoryQuery, MemoryScope, PrunePolicy, PruneReport
 
 
 @dataclass
@@ -113,8 +113,6 @@ def _content_key(entry: MemoryEntry) -> str:
 
 
 RELEVANCE_FLOOR = 0.05
-# The most rows a listing asks one tier for when what aged out left it short (MemoryQuery's own cap).
-MAX_LISTING_READ = 10_000
 
 
 def tier_relevance(entries: list[MemoryEntry]) -> dict[str, float]:
@@ -457,9 +455,9 @@ class MemoryFederation:
             # that may hold more rows than they were asked for are asked again for more (never
             # past the query cap); the others' reads stand.
             again = [i for i, o in enumerate(outcomes) if o.degraded is None and len(o.entries) >= asked]
-            if relevance is not None or len(ranked) >= query.limit or not again or asked >= MAX_LISTING_READ:
+            if relevance is not None or len(ranked) >= query.limit or not again or asked >= MAX_QUERY_LIMIT:
                 break
-            asked = min(asked * 4, MAX_LISTING_READ)
+            asked = min(asked * 4, MAX_QUERY_LIMIT)
         degraded = [o.degraded for o in outcomes if o.degraded is not None]
         self._emit(degraded)
         tiers_of = {id(entry): names for entry, names in merged}  # by identity: vault notes may share an id
