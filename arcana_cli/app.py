@@ -14,7 +14,7 @@ from typer.core import TyperGroup
 
 from arcana_cli import __version__, exit_codes
 from arcana_cli.context import CliContext, announce_quarantines, quarantine_mark
-from arcana_cli.output import err, given_path, reader_left
+from arcana_cli.output import err, given_path, notice, reader_left
 from memory.errors import ArcanaMemoryError
 from memory.home import Home
 
@@ -196,7 +196,7 @@ def root(
     from memory.operations.restore_swap import finish_interrupted_restores
 
     for line in finish_interrupted_restores(ctx.obj.home.root):
-        err(line)
+        notice(line)
 
 
 _registered: set[str] = set()

@@ -260,3 +260,8 @@ def confirm(action: str, yes: bool) -> None:
 def err(message: str) -> None:
     """One-line error on stderr (used by the error mapper)."""
     sys.stderr.write(f"arcana: error: {printable(message)}\n")
+
+
+def notice(message: str) -> None:
+    """One line on stderr, even under --quiet, for what was done to the home before the command: not an error."""
+    sys.stderr.write(f"arcana: {printable(message)}\n")
