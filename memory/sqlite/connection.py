@@ -57,7 +57,8 @@ def translate(exc: BaseException, path: Path | str) -> BaseException:
     """Map a driver error onto the memory taxonomy, naming the file."""
     message = str(exc)
     lowered = message.lower()
-    if any(marker in lowered for marker in _CORRUPT_MARKERS):
+    # 'malformed JSON' is one cell's text (a JSON function's argument), not the file: never quarantine for it.
+    if any(marker in lowered for marker in _CORRUPT_MARKERS) and "malformed json" not in lowered:
         return MemoryCorruptError(f"{path}: database is corrupt ({message})")
     if lowered == "interrupted":
         return MemoryTimeoutError(f"{path}: stopped at its deadline")

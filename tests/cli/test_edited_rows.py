@@ -1,0 +1,61 @@
+"""Rows an outside edit left unreadable (invalid JSON in tags, an unknown enum, a timestamp no
+datetime holds) never take down their store: not quarantined, not failing every read; the file keeps
+them as they are and `doctor` names them. Bob's store, in the same home, is the positive control.
+"""
+
+from __future__ import annotations
+
+import json
+
+from memory.sqlite.connection import dbapi
+from runner import keyword_only, run_arcana
+
+
+def _home(home) -> dict[str, str]:
+    """ada (three memories) and bob (one), keyword-only; their ids by name."""
+    keyword_only(home)
+    for name, texts in (("ada", ["The user prefers metric units.", "Tea is served at four.", "The door code is 1234."]),
+                        ("bob", ["The kettle is blue."])):
+        assert run_arcana("agent", "create", name, home=home).returncode == 0
+        for text in texts:
+            assert run_arcana("remember", text, "-a", name, "--tag", "house", home=home).returncode == 0
+    return {n: json.loads(run_arcana("agent", "show", n, "--json", home=home).stdout)["id"] for n in ("ada", "bob")}
+
+
+def _edit(db, sql: str) -> str:
+    """An outside edit of the row about tea; its id."""
+    conn = dbapi().connect(str(db))
+    try:
+        conn.execute(f"UPDATE memories SET {sql} WHERE content LIKE 'Tea%'")
+        conn.commit()
+        return conn.execute("SELECT id FROM memories WHERE content LIKE 'Tea%'").fetchone()[0]
+    finally:
+        conn.close()
+
+
+def _stored(db, bad_id: str) -> tuple:
+    conn = dbapi().connect(str(db))
+    try:
+        return conn.execute("SELECT * FROM memories WHERE id = ?", (bad_id,)).fetchone()
+    finally:
+        conn.close()
+
+
+def test_invalid_json_in_tags_does_not_quarantine_the_store(arcana_home):
+    """SQLite's 'malformed JSON' (json_each over one cell) read as a corrupt file: a prune moved ada's
+    whole store to quarantine and started her on an empty one."""
+    ids = _home(arcana_home)
+    db = arcana_home.agent_db(ids["ada"])
+    bad_id = _edit(db, "tags = '[not json'")
+    before = _stored(db, bad_id)
+
+    for args in (["prune", "-a", "ada", "--max-entries", "1", "--dry-run"], ["recall", "units", "-a", "ada", "--tag", "house"]):
+        done = run_arcana(*args, home=arcana_home)
+        assert done.returncode == 0, done.stderr
+        assert "quarantine" not in done.stderr and "corrupt" not in done.stderr
+    assert "metric units" in done.stdout  # a healthy row of the same store, by its tag
+    assert not (arcana_home.root / "quarantine").exists()
+    assert _stored(db, bad_id) == before  # the file keeps the row as it was
+
+    done = run_arcana("recall", "kettle", "-a", "bob", "--tag", "house", home=arcana_home)
+    assert done.returncode == 0 and "kettle is blue" in done.stdout  # control: the other store
