@@ -226,8 +226,8 @@ def check_rows(home: Home) -> list[Check]:
         shown = ", ".join(f"{entry_id} ({what})" for entry_id, what in bad)
         checks.append(Check(
             f"rows {db.relative_to(home.root)}", False,
-            f"invalid stored values, edited outside Arcana: {shown}; reads use the nearest bound "
-            f"and the file is unchanged: fix each, e.g. {fix}",
+            f"invalid stored values, edited outside Arcana: {shown}; reads use the nearest bound for a number "
+            f"out of range and leave out a row they cannot read, and the file is unchanged: fix each, e.g. {fix}",
         ))
     return checks or [Check("rows", True, "every stored value is in range")]
 

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from memory.sqlite.connection import dbapi
 from runner import keyword_only, run_arcana
 
@@ -58,4 +60,45 @@ def test_invalid_json_in_tags_does_not_quarantine_the_store(arcana_home):
     assert _stored(db, bad_id) == before  # the file keeps the row as it was
 
     done = run_arcana("recall", "kettle", "-a", "bob", "--tag", "house", home=arcana_home)
+    assert done.returncode == 0 and "kettle is blue" in done.stdout  # control: the other store
+
+
+@pytest.mark.parametrize("damage, what", [
+    ("type = 'gossip'", "unknown type"),
+    ("tags = '[not json'", "tags not a JSON list"),
+    ("tags = '{\"a\": 1}'", "tags not a JSON list"),
+    ("created_at = 'yesterday'", "created_at not a time"),
+    ("updated_at = 1e300", "updated_at not a time"),
+    ("pinned = 9", "pinned neither 0 nor 1"),
+])
+def test_an_unreadable_row_is_left_out_of_reads_and_named_by_doctor(arcana_home, damage, what):
+    """One such row failed every read of its store: recall lost the tier ('degraded'), memory list and
+    consolidate exited 5, and invalid tags or a text time were a traceback (memory list, prune)."""
+    ids = _home(arcana_home)
+    db = arcana_home.agent_db(ids["ada"])
+    bad_id = _edit(db, damage)
+    before = _stored(db, bad_id)
+
+    done = run_arcana("memory", "list", "-a", "ada", "--json", home=arcana_home)
+    assert done.returncode == 0, done.stderr
+    assert sorted(r["content"] for r in json.loads(done.stdout)) == ["The door code is 1234.", "The user prefers metric units."]
+    for text in ("metric units", "tea four"):
+        done = run_arcana("recall", text, "-a", "ada", "--json", home=arcana_home)
+        assert done.returncode == 0 and "degraded" not in done.stderr and "Traceback" not in done.stderr, done.stderr
+    done = run_arcana("recall", "metric units", "-a", "ada", "--json", home=arcana_home)
+    assert "metric units" in done.stdout and bad_id not in done.stdout
+    for args in (["consolidate", "-a", "ada", "--dry-run"], ["prune", "-a", "ada", "--max-entries", "1", "--dry-run"]):
+        done = run_arcana(*args, home=arcana_home)
+        assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+
+    done = run_arcana("memory", "show", bad_id, "-a", "ada", home=arcana_home)  # asked for by id: named, one line
+    assert done.returncode == 5 and done.stderr.count("\n") == 1 and bad_id in done.stderr and "arcana doctor" in done.stderr
+
+    done = run_arcana("doctor", "--json", home=arcana_home)
+    assert done.returncode == 1
+    [failure] = [c for c in json.loads(done.stdout)["checks"] if not c["ok"]]
+    assert failure["name"] == f"rows agents/{ids['ada']}/memory.db" and f"{bad_id} ({what})" in failure["detail"]
+    assert _stored(db, bad_id) == before  # nothing read or listed rewrote it
+
+    done = run_arcana("recall", "kettle", "-a", "bob", "--json", home=arcana_home)
     assert done.returncode == 0 and "kettle is blue" in done.stdout  # control: the other store
