@@ -102,3 +102,20 @@ def test_an_unreadable_row_is_left_out_of_reads_and_named_by_doctor(arcana_home,
 
     done = run_arcana("recall", "kettle", "-a", "bob", "--json", home=arcana_home)
     assert done.returncode == 0 and "kettle is blue" in done.stdout  # control: the other store
+
+
+def test_export_writes_every_other_row_and_names_the_unreadable_one(arcana_home, tmp_path):
+    """An export stopped at the first unreadable row: nothing of the store could be exported."""
+    ids = _home(arcana_home)
+    bad_id = _edit(arcana_home.agent_db(ids["ada"]), "type = 'gossip'")
+    target = tmp_path / "ada.jsonl"
+
+    done = run_arcana("export", "-a", "ada", "-o", str(target), home=arcana_home)
+    assert done.returncode == 5
+    assert f"warning: not exported: memory {bad_id} cannot be read" in done.stderr
+    assert done.stderr.splitlines()[-1].startswith("arcana: error: 1 memory could not be read")
+    records = [json.loads(line) for line in target.read_text().splitlines()[1:]]
+    assert sorted(r["memory"]["content"] for r in records) == ["The door code is 1234.", "The user prefers metric units."]
+
+    done = run_arcana("export", "-a", "bob", "-o", str(tmp_path / "bob.jsonl"), home=arcana_home)
+    assert done.returncode == 0 and "warning" not in done.stderr  # control: a healthy store
