@@ -192,7 +192,7 @@ async def export(
         for reason in report.unreadable:
             out.warn(f"not exported: {reason}")
         raise MemoryStorageError(
-            f"{len(report.unreadable)} {'memory' if len(report.unreadable) == 1 else 'memories'} could not be read "
+            f"{len(report.unreadable)} stored {'row' if len(report.unreadable) == 1 else 'rows'} could not be read "
             "and not exported (the rest were); "
             "fix them as `arcana doctor` says, then export again"
         )

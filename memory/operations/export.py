@@ -35,7 +35,7 @@ from memory.errors import UnreadableRowError
 from memory.sqlite.rows import SELECT_COLUMNS, row_to_entry
 from memory.sqlite.vectors import pack, put_live_txn, read_meta
 from memory.timespec import iso
-from memory.types import Audience, MemoryEntry, MemoryQuery, MemoryScope
+from memory.types import Audience, LedgerRecord, MemoryEntry, MemoryQuery, MemoryScope
 
 FORMAT = "arcana-export"
 VERSION = 1
@@ -113,19 +113,20 @@ def _page(raw, after_seq: int, clause_sql: str, params: tuple, limit: int):
     return raw.execute(sql, (after_seq, *params, limit)).fetchall()
 
 
-def _history(raw, ids: Sequence[str]) -> dict[str, list[dict]]:
+def _history(raw, ids: Sequence[str]) -> tuple[dict[str, list[dict]], list[str]]:
+    """The ledger rows of ``ids`` by memory, and why each row an outside edit left unreadable was left out."""
     found: dict[str, list[dict]] = {}
+    unreadable: list[str] = []
     for r in select_in(raw, "SELECT * FROM memory_ledger WHERE memory_id IN ({marks}) ORDER BY seq", ids):
+        try:
+            record = LedgerRecord.from_row(r)
+        except UnreadableRowError as exc:
+            unreadable.append(str(exc))
+            continue
         found.setdefault(r["memory_id"], []).append(
-            {
-                "op": r["op"],
-                "actor": r["actor"],
-                "at": r["at"],
-                "before": json.loads(r["before"]) if r["before"] else None,
-                "after": json.loads(r["after"]) if r["after"] else None,
-            }
+            {"op": r["op"], "actor": r["actor"], "at": r["at"], "before": record.before, "after": record.after}
         )
-    return found
+    return found, unreadable
 
 
 def _pin(raw) -> dict | None:
@@ -185,7 +186,11 @@ async def iter_records(
             return
         after = rows[-1]["seq"]
         ids = [r["id"] for r in rows]
-        history = await store.run(_history, ids) if with_history else {}
+        history, bad = await store.run(_history, ids) if with_history else ({}, [])
+        if bad and unreadable is None:
+            raise UnreadableRowError(bad[0])
+        if bad:
+            unreadable.extend(bad)  # the memory is exported with the rest of its history
         vectors = await store.run(_vectors, pin["vec_table"], [r["seq"] for r in rows]) if pin else {}
         sources = await store.run(consolidation.sources_of, ids)
         for r in rows:

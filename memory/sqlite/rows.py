@@ -158,6 +158,16 @@ def out_of_range(raw, limit: int = 5) -> list[tuple[str, str]]:
     return [tuple(r) for r in raw.execute(f"SELECT id, CASE {cases} END AS what FROM memories WHERE what IS NOT NULL LIMIT ?", (limit,))]
 
 
+
+def unreadable_ledger(raw, limit: int = 5) -> list[tuple[int, str]]:
+    """Up to ``limit`` ledger rows (seq, memory id) an outside edit left unreadable: an image that is
+    not a JSON object or a time that is not a number, what :meth:`LedgerRecord.from_row` refuses. One scan."""
+    bad_image = "({c} IS NOT NULL AND {c} != '' AND (NOT json_valid({c}) OR json_type({c}) != 'object'))"
+    sql = (f"SELECT seq, memory_id FROM memory_ledger WHERE {bad_image.format(c='before')} OR {bad_image.format(c='after')} "
+           f"OR typeof(at) NOT IN ('integer', 'real') OR at NOT BETWEEN {_EPOCH_RANGE[0]} AND {_EPOCH_RANGE[1]} "
+           "ORDER BY seq LIMIT ?")
+    return [tuple(r) for r in raw.execute(sql, (limit,))]
+
 def listed(column: str) -> str:
     """A FROM clause for the ``memories`` rows (alias ``m``) whose ``column`` (seq or id) is in a JSON
     list (one ``?``: :func:`keys`), each looked up by itself.

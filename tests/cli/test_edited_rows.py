@@ -113,9 +113,41 @@ def test_export_writes_every_other_row_and_names_the_unreadable_one(arcana_home,
     done = run_arcana("export", "-a", "ada", "-o", str(target), home=arcana_home)
     assert done.returncode == 5
     assert f"warning: not exported: memory {bad_id} cannot be read" in done.stderr
-    assert done.stderr.splitlines()[-1].startswith("arcana: error: 1 memory could not be read")
+    assert done.stderr.splitlines()[-1].startswith("arcana: error: 1 stored row could not be read")
     records = [json.loads(line) for line in target.read_text().splitlines()[1:]]
     assert sorted(r["memory"]["content"] for r in records) == ["The door code is 1234.", "The user prefers metric units."]
 
     done = run_arcana("export", "-a", "bob", "-o", str(tmp_path / "bob.jsonl"), home=arcana_home)
     assert done.returncode == 0 and "warning" not in done.stderr  # control: a healthy store
+
+
+def test_an_unreadable_ledger_row_is_one_line_and_named_by_doctor(arcana_home, tmp_path):
+    """The ledger refuses updates and deletes, not an outside INSERT: a row whose image is not JSON was a
+    traceback in memory history, memory revert and export --with-history, and doctor said all was well."""
+    ids = _home(arcana_home)
+    db = arcana_home.agent_db(ids["ada"])
+    tea = _edit(db, "importance = importance")  # no change: the tea row's id
+    conn = dbapi().connect(str(db))
+    conn.execute("INSERT INTO memory_ledger (memory_id, op, actor, at, before, after) VALUES (?, 'update', 'x', 1.7e9, '{bad', '[1]')", (tea,))
+    conn.commit()
+    seq = conn.execute("SELECT max(seq) FROM memory_ledger").fetchone()[0]
+    conn.close()
+
+    for args in (["memory", "history", tea, "-a", "ada"], ["memory", "revert", tea, "--to", "1", "-a", "ada"]):
+        done = run_arcana(*args, home=arcana_home)
+        assert done.returncode == 5 and done.stderr.count("\n") == 1, done.stderr
+        assert f"ledger row {seq} of memory {tea} cannot be read" in done.stderr
+    target = tmp_path / "ada.jsonl"
+    done = run_arcana("export", "-a", "ada", "--with-history", "-o", str(target), home=arcana_home)
+    assert done.returncode == 5 and f"not exported: ledger row {seq}" in done.stderr, done.stderr
+    assert len(target.read_text().splitlines()) == 1 + 3  # every memory, with the rest of its history
+
+    done = run_arcana("doctor", "--json", home=arcana_home)
+    [failure] = [c for c in json.loads(done.stdout)["checks"] if not c["ok"]]
+    assert failure["name"] == f"ledger agents/{ids['ada']}/memory.db" and f"{seq} (memory {tea})" in failure["detail"]
+
+    done = run_arcana("recall", "tea four", "-a", "ada", "--json", home=arcana_home)
+    assert done.returncode == 0 and tea in done.stdout  # control: the memory itself still answers
+    [other] = json.loads(run_arcana("recall", "metric", "-a", "ada", "--json", home=arcana_home).stdout)["results"]
+    done = run_arcana("memory", "history", other["id"], "-a", "ada", home=arcana_home)
+    assert done.returncode == 0, done.stderr  # control: another memory's history
