@@ -66,7 +66,10 @@ def translate(exc: BaseException, path: Path | str) -> BaseException:
     if "database or disk is full" in lowered or ("disk i/o error" in lowered and _disk_full(path)):
         return MemoryStorageError(f"{path}: the disk is full ({message}); free space on it and run again")
     if "locked" in lowered or "busy" in lowered:
-        return MemoryBusyError(f"{path}: database stayed locked by another writer ({message})")
+        return MemoryBusyError(
+            f"{path}: database stayed locked by another writer ({message}); "
+            "run again once the other process has finished its write"
+        )
     return MemoryStorageError(f"{path}: {message}")
 
 
