@@ -35,6 +35,7 @@ def test_a_full_disk_is_exit_5_naming_it_and_loses_nothing(small_disk):
     assert run_arcana("agent", "create", "ada", env=env).returncode == 0
     assert run_arcana("remember", "Tea is served at four.", "-a", "ada", env=env).returncode == 0
     config = (home / "config.json").read_bytes()
+    ada = json.loads(run_arcana("agent", "show", "ada", "--json", env=env).stdout)["id"]
     filler = small_disk / "filler"
     with open(filler, "wb", buffering=0) as out:  # fill the disk to its last block
         try:
@@ -48,6 +49,8 @@ def test_a_full_disk_is_exit_5_naming_it_and_loses_nothing(small_disk):
         assert done.returncode == 5, (args, done.stderr)  # config set and agent create said 1, 'unexpected error'
         assert done.stderr.count("\n") == 1 and "disk is full" in done.stderr and "free space" in done.stderr, done.stderr
     assert (home / "config.json").read_bytes() == config
+    # The failed agent create left nothing behind: it left an empty agent's folder holding a temp file.
+    assert [p.name for p in (home / "agents").iterdir()] == [ada] and not list(home.rglob("*.tmp"))
 
     filler.unlink()  # space again: the same home, nothing lost
     assert run_arcana("remember", "The kettle is blue.", "-a", "ada", env=env).returncode == 0
