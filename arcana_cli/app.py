@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import importlib
 import sys
 from pathlib import Path
@@ -115,7 +116,7 @@ class ArcanaGroup(TyperGroup):
             raise typer.Exit(exit_codes.for_error(exc)) from None
         except OSError as exc:  # the system refused a file no check above named (unreadable, I/O error)
             err(os_error_message(exc))
-            raise typer.Exit(exit_codes.FAILURE) from None
+            raise typer.Exit(exit_codes.STORAGE if exc.errno in FULL_DISK else exit_codes.FAILURE) from None
         except ValidationError as exc:  # a value the core's models refuse: a usage error, not a traceback
             first = exc.errors()[0]
             where = ".".join(str(part) for part in first["loc"]) or exc.title
@@ -144,9 +145,16 @@ def usage_message(exc: click.UsageError) -> str:
     return what
 
 
+# A full disk (or quota) is a storage problem, exit 5 as when SQLite meets it: running again does not help.
+FULL_DISK = {errno.ENOSPC, errno.EDQUOT}
+
+
 def os_error_message(exc: OSError) -> str:
     """An OSError as ``WHAT; HOW TO FIX``: the file and the system's reason, never a traceback."""
     reason = exc.strerror or str(exc) or type(exc).__name__
+    if exc.errno in FULL_DISK:
+        where = f"{exc.filename}: " if exc.filename is not None else ""
+        return f"{where}{reason[:1].lower()}{reason[1:]}: the disk is full; free space on it (the home's, or the output's) and run again"
     if exc.filename is None:
         return f"{reason[:1].lower()}{reason[1:]}; run the command again, and check the disk if it persists"
     return f"{exc.filename}: {reason[:1].lower()}{reason[1:]}; check that file (its permissions, its disk) and run again"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import json
 import os
@@ -183,10 +184,16 @@ class AgentRegistry:
         path = self._card_path(card.id)
         private_dir(path.parent)
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".agent.", suffix=".tmp")
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(card.model_dump_json(indent=2) + "\n")
-        os.chmod(tmp, 0o600)
-        os.replace(tmp, path)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                handle.write(card.model_dump_json(indent=2) + "\n")
+            os.chmod(tmp, 0o600)
+            os.replace(tmp, path)
+        except BaseException:  # a full disk: no temp file left, nor the empty folder of an agent never made
+            Path(tmp).unlink(missing_ok=True)
+            with contextlib.suppress(OSError):
+                path.parent.rmdir()  # only when empty: an existing agent's folder holds its card and store
+            raise
 
     def rename(self, name_or_id: str, new_name: str) -> AgentCard:
         validate_name(new_name)

@@ -35,6 +35,12 @@ class MemoryCorruptError(MemoryStorageError):
     """
 
 
+class UnreadableRowError(MemoryStorageError):
+    """One stored row an outside edit left unreadable (an unknown type, tags that are not a JSON list, a
+    timestamp no datetime holds): listings and searches leave it out, ``arcana doctor`` names it, and the
+    file keeps it as it is. Never corruption of the store."""
+
+
 class SchemaTooNewError(MemoryStorageError):
     """The database was written by a newer Arcana; this code refuses to touch it."""
 

@@ -297,12 +297,24 @@ class LedgerRecord(BaseModel):
 
     @classmethod
     def from_row(cls, row: Any) -> LedgerRecord:
-        """A ledger row as either engine returns it, its images parsed from JSON."""
-        return cls(
-            seq=row["seq"], memory_id=row["memory_id"], op=row["op"], actor=row["actor"], at=row["at"],
-            before=json.loads(row["before"]) if row["before"] else None,
-            after=json.loads(row["after"]) if row["after"] else None,
-        )
+        """A ledger row as either engine returns it, its images parsed from JSON; one an outside edit
+        left unreadable (an image that is not a JSON object, a time that is not one) is
+        :class:`~memory.errors.UnreadableRowError` naming it, not a traceback."""
+        from pydantic import ValidationError
+
+        from memory.errors import UnreadableRowError
+
+        try:
+            return cls(
+                seq=row["seq"], memory_id=row["memory_id"], op=row["op"], actor=row["actor"], at=row["at"],
+                before=json.loads(row["before"]) if row["before"] else None,
+                after=json.loads(row["after"]) if row["after"] else None,
+            )
+        except (ValueError, TypeError, ValidationError) as exc:  # JSONDecodeError is a ValueError
+            what = exc.errors()[0]["msg"] if isinstance(exc, ValidationError) else str(exc)
+            raise UnreadableRowError(
+                f"ledger row {row['seq']} of memory {row['memory_id']} cannot be read ({what}); see `arcana doctor`"
+            ) from None
 
 
 @dataclass

@@ -15,7 +15,7 @@ from arcana_cli import __version__, exit_codes
 from arcana_cli.command import add_commands, command
 from arcana_cli.context import CliContext
 from arcana_cli.output import Out, err, given_path
-from memory.errors import NotFoundError
+from memory.errors import MemoryStorageError, NotFoundError
 from memory.home import private_dir
 from memory.types import MemoryScope, pool_scope
 
@@ -188,6 +188,14 @@ async def export(
         out.data({"output": str(output) if output else "-", "format": format_.value, **report.as_dict()})
     out.info(f"exported {report.memories} memories from {', '.join(report.stores) or 'nothing'}"
              + (f" to {output}" if output else ""))
+    if report.unreadable:  # one row an outside edit broke does not stop the export; it is never silent
+        for reason in report.unreadable:
+            out.warn(f"not exported: {reason}")
+        raise MemoryStorageError(
+            f"{len(report.unreadable)} stored {'row' if len(report.unreadable) == 1 else 'rows'} could not be read "
+            "and not exported (the rest were); "
+            "fix them as `arcana doctor` says, then export again"
+        )
 
 
 @command("import")

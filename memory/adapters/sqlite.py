@@ -43,7 +43,7 @@ from memory.sqlite.connection import (
 )
 from memory.sqlite.fts import coverage, focused_match, match_expression, pair_share, without_majority
 from memory.sqlite.quarantine import quarantine_store
-from memory.sqlite.rows import SELECT_COLUMNS, admitted_rows, row_to_entry
+from memory.sqlite.rows import SELECT_COLUMNS, admitted_rows, readable, row_to_entry
 from memory.sqlite.semantic import Prefetched, ahead_k, semantic_leg, store_version
 from memory.inspection import Census, Growth, RecallDay
 from memory.store_kinds import StoreKind, store_options
@@ -66,6 +66,11 @@ WRITE_BATCH = 1024
 INLINE_ROWS = 16  # up to this many rows a write runs inline (see run_inline)
 _HIT_FLUSH = 256
 
+
+
+def _keyword_hit(row) -> dict[str, Any]:
+    """A keyword search row's annotations: its BM25 score, and the leg that found it."""
+    return {"score": -row["rank"], "matched_by": ["keyword"]}
 
 class SQLiteAdapter:
     """Async store over one ``.db`` file. Implements :class:`MemoryAdapter`.
@@ -344,7 +349,7 @@ class SQLiteAdapter:
         """The version chain through ``entry_id``, oldest first, as ``audience`` may see it (one query)."""
         query = version_sql.chain(entry_id, f"{SELECT_COLUMNS}, m.seq", audience=audience, include_archived=include_archived)
         rows = await self.run(lambda raw: raw.execute(query.sql, query.params).fetchall(), inline=True)
-        return [row_to_entry(r) for r in rows]
+        return readable(rows)
 
     async def sources(self, entry_ids: Sequence[str]) -> dict[str, list[str]]:
         """For each id that is a consolidated memory, the ids whose content it carries (sorted)."""
@@ -385,10 +390,10 @@ class SQLiteAdapter:
         parsed = terms(query.text)
         if not parsed.tokens:
             rows = await self.run(_ordered, clause.sql, clause.params, query.limit, inline=True)
-            entries = [row_to_entry(r) for r in rows]
+            entries = readable(rows)
         else:
             rows = await self.run(_ranked, parsed, clause.sql, clause.params, query.limit, inline=True)
-            entries = [row_to_entry(r, score=-r["rank"], matched_by=["keyword"]) for r in rows]
+            entries = readable(rows, _keyword_hit)
         if audience is Audience.RECALL:
             await self.record_access(entries)
         return entries
@@ -399,14 +404,14 @@ class SQLiteAdapter:
         for write-time reconciliation on a large store."""
         clause = where(query)
         rows = await self.run(_focused_keyword, terms(query.text), clause.sql, clause.params, limit, inline=True)
-        return [row_to_entry(r, score=-r["rank"], matched_by=["keyword"]) for r in rows]
+        return readable(rows, _keyword_hit)
 
     async def keyword_leg(self, query: MemoryQuery, parsed: QueryTerms, limit: int) -> tuple[list[MemoryEntry], float]:
         """The keyword leg of a hybrid recall, in one call: the best ``limit`` BM25 matches and the
         share of the query's words the best one contains (see :mod:`memory.ranking.fusion`)."""
         clause = where(query)
         rows, covered = await self.run(_keyword_leg, parsed, clause.sql, clause.params, limit, inline=True)
-        return [row_to_entry(r, score=-r["rank"], matched_by=["keyword"]) for r in rows], covered
+        return readable(rows, _keyword_hit), covered
 
     async def semantic_leg(
         self, query: MemoryQuery, table: str, blob: bytes, wanted: int, *, min_similarity: float, compact_from: int,
@@ -447,7 +452,7 @@ class SQLiteAdapter:
         """
         clause = where(query, audience=audience, include_archived=include_archived)
         rows = await self.run(admitted_rows, "id", list(entry_ids), clause.sql, clause.params, inline=True)
-        return {r["id"]: row_to_entry(r) for r in rows}
+        return {e.id: e for e in readable(rows)}
 
     async def session_neighbours(self, query: MemoryQuery, entry_ids: Sequence[str]) -> dict[str, list[MemoryEntry]]:
         """For each of ``entry_ids`` the query admits, the turns before and after it in its session
@@ -473,7 +478,7 @@ class SQLiteAdapter:
         clause = where(MemoryQuery(), audience=Audience.OPERATOR, include_archived=True)
         escaped = prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
         rows = await self.run(_by_prefix, escaped + "%", clause.sql, clause.params, limit, inline=True)
-        return [row_to_entry(r) for r in rows]
+        return [row_to_entry(r) for r in rows]  # the operator asked for these rows: one unreadable is named
 
     async def record_access(self, entries: Sequence[MemoryEntry]) -> None:
         """Buffer read hits; they are folded in at close or every few hundred hits."""
@@ -522,7 +527,7 @@ class SQLiteAdapter:
             raise ValueError("a listing page is not a recall; use search()")
         clause = where(query, audience=audience, include_archived=include_archived)
         rows = await self.run(_ordered, clause.sql, clause.params, query.limit, offset, inline=True)
-        return [row_to_entry(r) for r in rows]
+        return readable(rows)
 
     async def census(self) -> Census:
         """Rows by state (one aggregate statement)."""

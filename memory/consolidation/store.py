@@ -125,6 +125,8 @@ async def _digest(store, now: datetime, batches: _Batches, progress: Progress) -
 
     while page := await store.run(staged_episodes, after, PAGE):
         for _, session, entry in page:
+            if entry is None:
+                continue  # unreadable (an outside edit): doctor names it, consolidation leaves it be
             group = (entry.agent_id, entry.scope, entry.pool_name, entry.visibility, session)
             if group != key:
                 await close_session()
@@ -178,7 +180,8 @@ async def _merge(store, upto: int, batches: _Batches, progress: Progress) -> Non
     while page := await store.run(unpinned_page, after, upto, PAGE):
         after = page[-1][0]
         progress.advance(len(page))
-        mine = {seq: (entry, vector, words) for seq, entry, vector in page if (words := content_words(entry.content))}
+        mine = {seq: (entry, vector, words) for seq, entry, vector in page
+                if entry is not None and (words := content_words(entry.content))}  # None: unreadable, left be
         asks = [(seq, entry, *_rarest(words, held, total)) for seq, (entry, _, words) in mine.items()]
         found = await store.run(carrier_rows, asks, upto, CARRIERS)
         pairs = []
@@ -200,5 +203,5 @@ async def _merge(store, upto: int, batches: _Batches, progress: Progress) -> Non
         chunk = groups[start:start + PAGE]
         entries = await store.run(entries_of, [seq for members in chunk for seq in members])
         for members in chunk:
-            if (merge := merge_of([entries[seq] for seq in members])) is not None:
+            if (merge := merge_of([entries[seq] for seq in members if seq in entries])) is not None:
                 await batches.add(merge)

@@ -89,6 +89,16 @@ class FederatedWriteError(MemoryWriteError):
         self.report = report
 
 
+def private_failed(failure: BaseException) -> str:
+    """The one line for a failed private write: what failed and, for a timeout (whose cause the tier
+    cannot see: most often another process's write holding the store's lock), what to do."""
+    message = f"private memory write failed; nothing was lost silently: {describe_failure(failure)}"
+    if failure_reason(failure) == "timeout":
+        message += ("; another process may be writing this store: run again once it is done, or raise "
+                    "private.write_timeout_ms in connections/memory-adapters.json")
+    return message
+
+
 @dataclass
 class RecallReport:
     """A federated read: ranked entries, the tiers asked, and the ones that dropped out."""
@@ -284,10 +294,7 @@ class MemoryFederation:
                 )
         self._emit(events)
         if private_failure is not None:
-            raise FederatedWriteError(
-                f"private memory write failed; nothing was lost silently: {describe_failure(private_failure)}",
-                report,
-            ) from (private_failure.cause if isinstance(private_failure, TierWriteFailed) else private_failure)
+            raise FederatedWriteError(private_failed(private_failure), report) from (private_failure.cause if isinstance(private_failure, TierWriteFailed) else private_failure)
         return report
 
     async def write_many(self, entries: Sequence[MemoryEntry], *, reconcile: bool = False) -> BatchWriteReport:
@@ -378,9 +385,7 @@ class MemoryFederation:
         self._emit(events)
         if private_failure is not None:
             single = WriteReport(entries[0].id if entries else "", list(report.accepted), report.refused, report.failed)
-            raise FederatedWriteError(
-                f"private memory write failed; nothing was lost silently: {describe_failure(private_failure)}", single
-            ) from (private_failure.cause if isinstance(private_failure, TierWriteFailed) else private_failure)
+            raise FederatedWriteError(private_failed(private_failure), single) from (private_failure.cause if isinstance(private_failure, TierWriteFailed) else private_failure)
         return report
 
     @staticmethod

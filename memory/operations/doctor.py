@@ -202,7 +202,7 @@ def check_rows(home: Home) -> list[Check]:
     """One failing check per store holding rows an outside edit left invalid (importance out of 0..1,
     an unknown type...): reads use the nearest bound or fail on that row, the file stays as it is."""
     from memory.sqlite.connection import connect_readonly, dbapi
-    from memory.sqlite.rows import out_of_range
+    from memory.sqlite.rows import out_of_range, unreadable_ledger
 
     checks = []
     for db in home.databases():
@@ -210,10 +210,19 @@ def check_rows(home: Home) -> list[Check]:
             conn = connect_readonly(db)
             try:
                 bad = out_of_range(conn)
+                ledger = unreadable_ledger(conn)
             finally:
                 conn.close()
         except dbapi().Error:
             continue  # unreadable or not a memory store: the database checks report it
+        if ledger:  # append-only: no command rewrites a ledger row
+            shown = ", ".join(f"{seq} (memory {memory_id})" for seq, memory_id in ledger)
+            checks.append(Check(
+                f"ledger {db.relative_to(home.root)}", False,
+                f"ledger rows edited outside Arcana cannot be read: {shown}; memory history, revert and "
+                "export --with-history of those memories fail on them, the memories themselves still answer: "
+                "restore the home from a backup (`arcana restore BACKUP --force`) to be rid of them",
+            ))
         if not bad:
             continue
         first_id, first = bad[0]
@@ -226,8 +235,8 @@ def check_rows(home: Home) -> list[Check]:
         shown = ", ".join(f"{entry_id} ({what})" for entry_id, what in bad)
         checks.append(Check(
             f"rows {db.relative_to(home.root)}", False,
-            f"invalid stored values, edited outside Arcana: {shown}; reads use the nearest bound "
-            f"and the file is unchanged: fix each, e.g. {fix}",
+            f"invalid stored values, edited outside Arcana: {shown}; reads use the nearest bound for a number "
+            f"out of range and leave out a row they cannot read, and the file is unchanged: fix each, e.g. {fix}",
         ))
     return checks or [Check("rows", True, "every stored value is in range")]
 

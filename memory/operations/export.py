@@ -31,10 +31,11 @@ from memory.sqlite import consolidation, mutations
 from memory.sqlite.admission import where
 from memory.sqlite.batches import select_in
 from memory.sqlite.connection import transaction
+from memory.errors import UnreadableRowError
 from memory.sqlite.rows import SELECT_COLUMNS, row_to_entry
 from memory.sqlite.vectors import pack, put_live_txn, read_meta
 from memory.timespec import iso
-from memory.types import Audience, MemoryEntry, MemoryQuery, MemoryScope
+from memory.types import Audience, LedgerRecord, MemoryEntry, MemoryQuery, MemoryScope
 
 FORMAT = "arcana-export"
 VERSION = 1
@@ -68,9 +69,12 @@ class ExportReport:
     history_rows: int = 0
     vectors: int = 0
     stores: list[str] = field(default_factory=list)
+    # Why each row an outside edit left unreadable was not exported (the rest of its store was).
+    unreadable: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict:
-        return {"memories": self.memories, "history_rows": self.history_rows, "vectors": self.vectors, "stores": self.stores}
+        return {"memories": self.memories, "history_rows": self.history_rows, "vectors": self.vectors, "stores": self.stores,
+                "unreadable": len(self.unreadable)}
 
 
 @dataclass
@@ -109,19 +113,20 @@ def _page(raw, after_seq: int, clause_sql: str, params: tuple, limit: int):
     return raw.execute(sql, (after_seq, *params, limit)).fetchall()
 
 
-def _history(raw, ids: Sequence[str]) -> dict[str, list[dict]]:
+def _history(raw, ids: Sequence[str]) -> tuple[dict[str, list[dict]], list[str]]:
+    """The ledger rows of ``ids`` by memory, and why each row an outside edit left unreadable was left out."""
     found: dict[str, list[dict]] = {}
+    unreadable: list[str] = []
     for r in select_in(raw, "SELECT * FROM memory_ledger WHERE memory_id IN ({marks}) ORDER BY seq", ids):
+        try:
+            record = LedgerRecord.from_row(r)
+        except UnreadableRowError as exc:
+            unreadable.append(str(exc))
+            continue
         found.setdefault(r["memory_id"], []).append(
-            {
-                "op": r["op"],
-                "actor": r["actor"],
-                "at": r["at"],
-                "before": json.loads(r["before"]) if r["before"] else None,
-                "after": json.loads(r["after"]) if r["after"] else None,
-            }
+            {"op": r["op"], "actor": r["actor"], "at": r["at"], "before": record.before, "after": record.after}
         )
-    return found
+    return found, unreadable
 
 
 def _pin(raw) -> dict | None:
@@ -154,9 +159,13 @@ async def vector_pin(store) -> dict | None:
 
 
 async def iter_records(
-    store, *, with_history: bool = False, with_vectors: bool = False, page: int = PAGE
+    store, *, with_history: bool = False, with_vectors: bool = False, page: int = PAGE,
+    unreadable: list[str] | None = None,
 ) -> AsyncIterator[dict]:
     """Every row of ``store`` (operator audience: any visibility, archived too), oldest first.
+
+    A row an outside edit left unreadable fails the whole read, or with ``unreadable`` is left out and
+    named there (:class:`~memory.errors.UnreadableRowError`'s message).
 
     Keyset pages by ``seq``, so a concurrent writer never makes a row appear
     twice and memory stays bounded by ``page``.
@@ -177,11 +186,21 @@ async def iter_records(
             return
         after = rows[-1]["seq"]
         ids = [r["id"] for r in rows]
-        history = await store.run(_history, ids) if with_history else {}
+        history, bad = await store.run(_history, ids) if with_history else ({}, [])
+        if bad and unreadable is None:
+            raise UnreadableRowError(bad[0])
+        if bad:
+            unreadable.extend(bad)  # the memory is exported with the rest of its history
         vectors = await store.run(_vectors, pin["vec_table"], [r["seq"] for r in rows]) if pin else {}
         sources = await store.run(consolidation.sources_of, ids)
         for r in rows:
-            record: dict[str, Any] = {"memory": row_to_entry(r).model_dump(mode="json")}
+            try:
+                record: dict[str, Any] = {"memory": row_to_entry(r).model_dump(mode="json")}
+            except UnreadableRowError as exc:
+                if unreadable is None:
+                    raise
+                unreadable.append(str(exc))  # the rest of the store is exported; the caller says what was not
+                continue
             if r["id"] in sources:  # what a digest or summary carries: a hide of one of them reaches it
                 record["sources"] = sources[r["id"]]
             if with_history:
@@ -229,7 +248,8 @@ async def export_jsonl(
         pin = await vector_pin(store) if with_vectors else None
         same_model = model is not None and pin is not None and (pin["model"], pin["dimension"]) == (
             model["model"], model["dimension"])
-        async for record in iter_records(store, with_history=with_history, with_vectors=same_model):
+        async for record in iter_records(store, with_history=with_history, with_vectors=same_model,
+                                         unreadable=report.unreadable):
             if labelled:
                 record["store"] = label
             out.write(json.dumps(record, ensure_ascii=False) + "\n")
@@ -544,7 +564,7 @@ async def export_markdown(store, folder: Path, *, on_progress: Callable[[int], N
     """
     private_dir(folder)
     report = ExportReport(stores=[str(store.path)])
-    async for record in iter_records(store):
+    async for record in iter_records(store, unreadable=report.unreadable):
         entry = MemoryEntry.model_validate(record["memory"])
         write_private(folder / note_name(entry), note_text(entry, record.get("sources", ())))
         report.memories += 1

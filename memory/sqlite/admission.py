@@ -39,8 +39,10 @@ class Dialect:
 CONSOLIDATED = 2
 SOURCES = "consolidates"  # edge relation: consolidated memory -> a source whose content it carries
 
+# A tags cell an outside edit left as invalid JSON holds no tag: json_each would fail the whole
+# statement ('malformed JSON'), so one row would take down every read and prune of its store.
 SQLITE = Dialect(
-    "sqlite", "1", "EXISTS (SELECT 1 FROM json_each({col}) WHERE value = ?)",
+    "sqlite", "1", "EXISTS (SELECT 1 FROM json_each(CASE WHEN json_valid({col}) THEN {col} END) WHERE value = ?)",
     f"{{alias}}.archived = {CONSOLIDATED} AND (SELECT min(coalesce(carrier.valid_from, carrier.created_at)) "
     "FROM memory_edges carried JOIN memories carrier ON carrier.id = carried.src_id "
     f"WHERE carried.dst_id = {{alias}}.id AND carried.relation = '{SOURCES}') > ?",

@@ -12,6 +12,7 @@ back to the stdlib module otherwise.
 from __future__ import annotations
 
 import os
+import shutil
 import threading
 import time
 from functools import cache
@@ -57,13 +58,28 @@ def translate(exc: BaseException, path: Path | str) -> BaseException:
     """Map a driver error onto the memory taxonomy, naming the file."""
     message = str(exc)
     lowered = message.lower()
-    if any(marker in lowered for marker in _CORRUPT_MARKERS):
+    # 'malformed JSON' is one cell's text (a JSON function's argument), not the file: never quarantine for it.
+    if any(marker in lowered for marker in _CORRUPT_MARKERS) and "malformed json" not in lowered:
         return MemoryCorruptError(f"{path}: database is corrupt ({message})")
     if lowered == "interrupted":
         return MemoryTimeoutError(f"{path}: stopped at its deadline")
+    if "database or disk is full" in lowered or ("disk i/o error" in lowered and _disk_full(path)):
+        return MemoryStorageError(f"{path}: the disk is full ({message}); free space on it and run again")
     if "locked" in lowered or "busy" in lowered:
-        return MemoryBusyError(f"{path}: database stayed locked by another writer ({message})")
+        return MemoryBusyError(
+            f"{path}: database stayed locked by another writer ({message}); "
+            "run again once the other process has finished its write"
+        )
     return MemoryStorageError(f"{path}: {message}")
+
+
+def _disk_full(path: Path | str) -> bool:
+    """Whether the disk holding ``path`` has (next to) no space left: SQLite reports a write to its
+    ``-shm`` or ``-wal`` on a full disk as a bare 'disk I/O error'."""
+    try:
+        return shutil.disk_usage(Path(path).parent).free < 1 << 20
+    except OSError:
+        return False
 
 
 def connect_readonly(path: Path | str):

@@ -21,7 +21,7 @@ from memory.sqlite.admission import CONSOLIDATED, SOURCES, SQLITE
 from memory.sqlite.batches import select_in
 from memory.sqlite.connection import transaction
 from memory.sqlite.fts import every_word_match
-from memory.sqlite.rows import SELECT_COLUMNS, row_to_entry
+from memory.sqlite.rows import SELECT_COLUMNS, entry_or_none
 from memory.sqlite.vectors import read_meta, table_exists
 from memory.types import DERIVED_TAG, MemoryEntry
 
@@ -65,7 +65,7 @@ def staged_episodes(raw, after: int, limit: int) -> list[tuple[int, str, MemoryE
         "WHERE o.n > ? ORDER BY o.n LIMIT ?",
         (after, limit),
     ).fetchall()
-    return [(r[0], r[1], row_to_entry(r[2:])) for r in rows]
+    return [(r[0], r[1], entry_or_none(r[2:])) for r in rows]  # None: unreadable, left out by the caller
 
 
 def skip(raw, ids: Sequence[str]) -> None:
@@ -89,7 +89,7 @@ def unpinned_page(raw, after_seq: int, upto: int, limit: int) -> list[tuple[int,
     """Up to ``limit`` walked rows with ``after_seq < seq <= upto``, with their stored vectors."""
     rows = raw.execute(f"SELECT m.seq, {SELECT_COLUMNS} FROM memories m WHERE {_WALKED}", (after_seq, upto, limit)).fetchall()
     vectors = vectors_of(raw, [r[0] for r in rows])
-    return [(r[0], row_to_entry(r[1:]), vectors.get(r[0])) for r in rows]
+    return [(r[0], entry_or_none(r[1:]), vectors.get(r[0])) for r in rows]  # None: unreadable, left out by the caller
 
 
 def unpinned_contents(raw, after_seq: int, upto: int, limit: int) -> list[tuple[int, str]]:
@@ -140,7 +140,8 @@ def carrier_rows(
 
 def entries_of(raw, seqs: Sequence[int]) -> dict[int, MemoryEntry]:
     sql = f"SELECT m.seq, {SELECT_COLUMNS} FROM memories m WHERE m.seq IN ({{marks}})"
-    return {r[0]: row_to_entry(r[1:]) for r in select_in(raw, sql, seqs)}
+    found = ((r[0], entry_or_none(r[1:])) for r in select_in(raw, sql, seqs))
+    return {seq: entry for seq, entry in found if entry is not None}  # an unreadable row is left out
 
 
 def sources_of(raw, ids: Sequence[str]) -> dict[str, list[str]]:

@@ -75,11 +75,14 @@ def candidates_sql(dialect: Dialect) -> tuple[str, tuple]:
                 f"WHERE e.src_id = memories.id AND e.relation = '{SOURCES}' AND +s.archived != 0)")
         params: tuple = (DERIVED_TAG, DERIVED_TAG)
         digest = DIGEST_SQL
+        # A time an outside edit left as text has no place in the order (it failed the sort, a traceback):
+        # prune leaves that row be, as reads do; doctor names it.
+        timed = " AND typeof(coalesce(last_accessed_at, created_at)) IN ('integer', 'real')"
     else:
-        carries, covered, only, digest, params = "0", "FALSE", "FALSE", "FALSE", (DERIVED_TAG,)
+        carries, covered, only, digest, params, timed = "0", "FALSE", "FALSE", "FALSE", (DERIVED_TAG,), ""
     sql = (f"SELECT id, content, {derived}, importance, access_count, coalesce(last_accessed_at, created_at), "
            f"{_bytes(dialect, 'content')}, {carries}, {covered}, {only}, {digest} "
-           "FROM memories WHERE archived = 0 AND pinned = 0")
+           f"FROM memories WHERE archived = 0 AND pinned = 0{timed}")
     return sql, params
 
 

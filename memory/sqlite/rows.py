@@ -9,7 +9,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from memory.errors import MemoryStorageError
+from memory.errors import UnreadableRowError
 from memory.types import ConfidenceSource, MemoryEntry, MemoryScope, MemoryType, Visibility
 
 COLUMNS = (
@@ -90,7 +90,10 @@ def row_to_entry(row, **annotations: Any) -> MemoryEntry:
     strings to enums. Only ``tags`` (JSON text) needs decoding first.
     """
     data = dict(zip(COLUMNS, row[: len(COLUMNS)]))
-    data["tags"] = [] if data["tags"] == "[]" else json.loads(data["tags"])
+    try:
+        data["tags"] = [] if data["tags"] == "[]" else json.loads(data["tags"])
+    except (TypeError, ValueError):
+        pass  # not JSON (an outside edit): left as text, so validation fails and names the row
     data.update(annotations)
     try:
         return MemoryEntry.model_validate(data)
@@ -98,8 +101,26 @@ def row_to_entry(row, **annotations: Any) -> MemoryEntry:
         return _clamped(data)
 
 
+def entry_or_none(row, **annotations: Any) -> MemoryEntry | None:
+    """:func:`row_to_entry`, or None for a row an outside edit left unreadable: a listing or search leaves
+    that row out rather than fail on it (``arcana doctor`` names it; the file keeps it)."""
+    try:
+        return row_to_entry(row, **annotations)
+    except UnreadableRowError:
+        return None
+
+
+def readable(rows, annotate: Any = None) -> list[MemoryEntry]:
+    """The entries of ``rows`` (``annotate(row)``: each one's annotations), unreadable rows left out."""
+    entries = (entry_or_none(r, **annotate(r)) if annotate else entry_or_none(r) for r in rows)
+    return [e for e in entries if e is not None]
+
+
 # Numbers a row may hold out of range only through an outside edit, and their bounds.
 BOUNDS = {"importance": (0.0, 1.0), "confidence": (0.0, 1.0)}
+# The times a row holds (the first two always), as epoch seconds a datetime can hold: years 1 to 9999.
+TIMES = ("created_at", "updated_at", "last_accessed_at", "valid_from", "valid_to")
+_EPOCH_RANGE = (-62135596800, 253402300799)
 
 
 def _clamped(data: dict[str, Any]) -> MemoryEntry:
@@ -115,21 +136,37 @@ def _clamped(data: dict[str, Any]) -> MemoryEntry:
     except ValidationError as exc:
         error = exc.errors()[0]
         field = ".".join(str(part) for part in error["loc"])
-        raise MemoryStorageError(
+        raise UnreadableRowError(
             f"memory {data['id']} cannot be read ({field}: {error['msg']}); see `arcana doctor`"
         ) from None
 
 
 def out_of_range(raw, limit: int = 5) -> list[tuple[str, str]]:
-    """Up to ``limit`` rows (id, what is wrong) whose numbers are out of range or whose enums are unknown:
-    what :func:`row_to_entry` clamps or cannot read. One scan, in SQL."""
+    """Up to ``limit`` rows (id, what is wrong) whose numbers are out of range, or whose enums, flags,
+    tags or times no entry can hold: what :func:`row_to_entry` clamps or cannot read. One scan, in SQL."""
     checks = [(f"{c} NOT BETWEEN {low} AND {high}", f"{c} outside {low}..{high}") for c, (low, high) in BOUNDS.items()]
     for column, kind in (("type", MemoryType), ("scope", MemoryScope), ("confidence_source", ConfidenceSource),
                          ("visibility", Visibility)):
         checks.append((f"{column} NOT IN ({', '.join(repr(v.value) for v in kind)})", f"unknown {column}"))
+    checks.append(("pinned NOT IN (0, 1)", "pinned neither 0 nor 1"))
+    checks.append(("NOT json_valid(tags) OR json_type(tags) != 'array'", "tags not a JSON list"))
+    low, high = _EPOCH_RANGE
+    for column in TIMES:  # NULL is no time (the optional ones): it passes
+        checks.append((f"typeof({column}) NOT IN ('integer', 'real', 'null') OR {column} NOT BETWEEN {low} AND {high}",
+                       f"{column} not a time"))
     cases = " ".join(f"WHEN {sql} THEN '{what}'" for sql, what in checks)
     return [tuple(r) for r in raw.execute(f"SELECT id, CASE {cases} END AS what FROM memories WHERE what IS NOT NULL LIMIT ?", (limit,))]
 
+
+
+def unreadable_ledger(raw, limit: int = 5) -> list[tuple[int, str]]:
+    """Up to ``limit`` ledger rows (seq, memory id) an outside edit left unreadable: an image that is
+    not a JSON object or a time that is not a number, what :meth:`LedgerRecord.from_row` refuses. One scan."""
+    bad_image = "({c} IS NOT NULL AND {c} != '' AND (NOT json_valid({c}) OR json_type({c}) != 'object'))"
+    sql = (f"SELECT seq, memory_id FROM memory_ledger WHERE {bad_image.format(c='before')} OR {bad_image.format(c='after')} "
+           f"OR typeof(at) NOT IN ('integer', 'real') OR at NOT BETWEEN {_EPOCH_RANGE[0]} AND {_EPOCH_RANGE[1]} "
+           "ORDER BY seq LIMIT ?")
+    return [tuple(r) for r in raw.execute(sql, (limit,))]
 
 def listed(column: str) -> str:
     """A FROM clause for the ``memories`` rows (alias ``m``) whose ``column`` (seq or id) is in a JSON

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from memory.embedding.base import content_hash
 from memory.sqlite import chunks
-from memory.sqlite.rows import admitted_rows, row_to_entry
+from memory.sqlite.rows import admitted_rows, entry_or_none
 from memory.sqlite.vectors import KNN_FLOOR, OVERFETCH, filtered_scan, nearest
 from memory.types import MemoryEntry
 
@@ -119,7 +119,9 @@ def _admit(
                     distance = own
             if 1.0 - distance >= min_similarity:
                 extra = {"snippet": snippet} if snippet is not None else {}
-                results.append(row_to_entry(row, score=1.0 - distance, matched_by=["semantic"], **extra))
+                entry = entry_or_none(row, score=1.0 - distance, matched_by=["semantic"], **extra)
+                if entry is not None:  # a row an outside edit left unreadable is left out, not the whole leg
+                    results.append(entry)
         start, step = start + len(window), step * 4
     results.sort(key=lambda e: -(e.score or 0.0))
     return results
