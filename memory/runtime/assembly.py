@@ -17,6 +17,7 @@ from typing import Any
 
 from memory.adapters.opener import open_tier, with_vectors
 from memory.adapters.sqlite import SQLiteAdapter
+from memory.agent_lock import AgentPresence
 from memory.agents import AgentCard
 from memory.audit import AuditLog
 from memory.budgets import ConnectionsConfig
@@ -143,7 +144,7 @@ async def federation_for_agent(
     from memory.embedding.factory import vector_options as configured
 
     vector_options = {**configured(config.embedding), "notify": notify}
-    return await build_federation(
+    federation = await build_federation(
         card.id,
         home=home,
         embedding=embedding,
@@ -161,6 +162,8 @@ async def federation_for_agent(
         config=config,
         confidence_cap=extraction_settings(config, card).agent_confidence_cap,
     )
+    federation.presence = AgentPresence(home, card.id, card.name)  # `agent delete` stops its writes
+    return federation
 
 
 def extraction_settings(config: ArcanaConfig, card: AgentCard) -> ExtractionSettings:

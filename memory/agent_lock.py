@@ -1,0 +1,78 @@
+"""An agent's writes and its deletion, one at a time.
+
+`arcana agent delete` withdraws the agent's global copies and then moves its
+folder to the trash. A process already writing for the agent (`remember
+--from`, an MCP server, `arcana run`) holds its store open, so without this
+lock its next write went into the moved file and promoted a fresh global copy
+that every other agent recalled after the delete had reported the copies
+withdrawn. Each federated write holds ``locks/agent-<id>.lock`` shared and
+checks the agent's card is still there; a deletion holds it exclusively from
+the withdrawal to the move.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import fcntl
+import os
+import time
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
+from pathlib import Path
+
+from memory.errors import LockHeldError, NotFoundError
+from memory.home import Home, private_dir
+from memory.locks import exclusive_within
+
+WAIT_SECONDS = 30.0  # a deletion waits this long for writes in flight, a write this long for a deletion
+
+
+def agent_lock_path(home: Home, agent_id: str) -> Path:
+    return home.locks_dir / f"agent-{agent_id}.lock"
+
+
+@contextmanager
+def deleting(home: Home, agent_id: str, wait_seconds: float = WAIT_SECONDS) -> Iterator[None]:
+    """Hold the agent's lock exclusively: no write of it is in flight, none starts. :class:`LockHeldError`
+    when writes kept it for ``wait_seconds``."""
+    with exclusive_within(agent_lock_path(home, agent_id), "write for this agent", wait_seconds):
+        yield
+
+
+class AgentPresence:
+    """A federation's guard for the agent it writes for: writes only while the agent exists."""
+
+    def __init__(self, home: Home, agent_id: str, name: str, wait_seconds: float = WAIT_SECONDS):
+        self.home, self.agent_id, self.name, self.wait_seconds = home, agent_id, name, wait_seconds
+
+    def check(self) -> None:
+        """:class:`NotFoundError` once the agent's card is gone (deleted, moved to the trash)."""
+        if not (self.home.agent_dir(self.agent_id) / "agent.json").is_file():
+            raise NotFoundError(
+                f"agent '{self.name}' was deleted while this process was using it (its memory is in the trash); "
+                "nothing more is read or stored for it"
+            )
+
+    @asynccontextmanager
+    async def writing(self) -> AsyncIterator[None]:
+        """Hold the agent's lock shared around one write (waiting, without blocking the event loop,
+        for a deletion to finish), after checking the agent is still there."""
+        path = agent_lock_path(self.home, self.agent_id)
+        private_dir(path.parent)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            deadline = time.monotonic() + self.wait_seconds
+            while True:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    if time.monotonic() >= deadline:
+                        raise LockHeldError(
+                            f"agent '{self.name}' is being deleted (lock {path}); try again later"
+                        ) from None
+                    await asyncio.sleep(0.05)
+            self.check()
+            yield
+        finally:
+            os.close(fd)
