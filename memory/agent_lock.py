@@ -27,16 +27,34 @@ from memory.locks import exclusive_within
 WAIT_SECONDS = 30.0  # a deletion waits this long for writes in flight, a write this long for a deletion
 
 
-def agent_lock_path(home: Home, agent_id: str) -> Path:
-    return home.locks_dir / f"agent-{agent_id}.lock"
+def agent_lock_path(home: Home, agent_id: str, part: str = "") -> Path:
+    return home.locks_dir / f"agent-{agent_id}{part}.lock"
 
 
 @contextmanager
 def deleting(home: Home, agent_id: str, wait_seconds: float = WAIT_SECONDS) -> Iterator[None]:
     """Hold the agent's lock exclusively: no write of it is in flight, none starts. :class:`LockHeldError`
-    when writes kept it for ``wait_seconds``."""
-    with exclusive_within(agent_lock_path(home, agent_id), "write for this agent", wait_seconds):
+    when writes kept it for ``wait_seconds``.
+
+    The gate is taken first: a writer passes it only on the way to its shared hold, so a `remember
+    --from` writing batch after batch (its shared holds all but back to back) cannot keep a deletion
+    out until it ends; it waits at the gate for the deletion instead.
+    """
+    with exclusive_within(agent_lock_path(home, agent_id, "-gate"), "deletion of this agent", wait_seconds), \
+            exclusive_within(agent_lock_path(home, agent_id), "write for this agent", wait_seconds):
         yield
+
+
+async def _shared(fd: int, deadline: float, busy: str) -> None:
+    """``flock(fd, LOCK_SH)``, polled so the event loop (an MCP server's) keeps running meanwhile."""
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+            return
+        except BlockingIOError:
+            if time.monotonic() >= deadline:
+                raise LockHeldError(busy) from None
+            await asyncio.sleep(0.05)
 
 
 class AgentPresence:
@@ -57,21 +75,18 @@ class AgentPresence:
     async def writing(self) -> AsyncIterator[None]:
         """Hold the agent's lock shared around one write (waiting, without blocking the event loop,
         for a deletion to finish), after checking the agent is still there."""
-        path = agent_lock_path(self.home, self.agent_id)
+        path, gate_path = agent_lock_path(self.home, self.agent_id), agent_lock_path(self.home, self.agent_id, "-gate")
         private_dir(path.parent)
+        busy = f"agent '{self.name}' is being deleted (lock {path}); try again later"
+        deadline = time.monotonic() + self.wait_seconds
         fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
         try:
-            deadline = time.monotonic() + self.wait_seconds
-            while True:
-                try:
-                    fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-                    break
-                except BlockingIOError:
-                    if time.monotonic() >= deadline:
-                        raise LockHeldError(
-                            f"agent '{self.name}' is being deleted (lock {path}); try again later"
-                        ) from None
-                    await asyncio.sleep(0.05)
+            gate = os.open(gate_path, os.O_RDWR | os.O_CREAT, 0o600)
+            try:
+                await _shared(gate, deadline, busy)  # a deletion waiting holds it: go after it, not before
+                await _shared(fd, deadline, busy)
+            finally:
+                os.close(gate)
             self.check()
             yield
         finally:
