@@ -16,11 +16,11 @@ import asyncio
 import fcntl
 import os
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 
-from memory.errors import LockHeldError, NotFoundError
+from memory.errors import LockHeldError, MemoryStorageError, NotFoundError
 from memory.home import Home, private_dir
 from memory.locks import exclusive_within
 
@@ -58,17 +58,42 @@ async def _shared(fd: int, deadline: float, busy: str) -> None:
 
 
 class AgentPresence:
-    """A federation's guard for the agent it writes for: writes only while the agent exists."""
+    """A federation's guard for the agent it writes for: writes only while the agent exists, and
+    only into the store that is the agent's now.
 
-    def __init__(self, home: Home, agent_id: str, name: str, wait_seconds: float = WAIT_SECONDS):
+    ``opened()`` is the (device, inode) of the private store file the process has open: after
+    `arcana restore --force` the agent's path holds the restored file while the old one sits in
+    the trash, and a long-lived process (an MCP server) acknowledged writes that went there.
+    """
+
+    def __init__(
+        self, home: Home, agent_id: str, name: str, opened: Callable[[], tuple[int, int] | None] | None = None,
+        wait_seconds: float = WAIT_SECONDS,
+    ):
         self.home, self.agent_id, self.name, self.wait_seconds = home, agent_id, name, wait_seconds
+        self.opened = opened
 
     def check(self) -> None:
-        """:class:`NotFoundError` once the agent's card is gone (deleted, moved to the trash)."""
-        if not (self.home.agent_dir(self.agent_id) / "agent.json").is_file():
+        """:class:`NotFoundError` once the agent's card is gone (deleted, moved to the trash);
+        :class:`MemoryStorageError` once its path holds another file than the one open here."""
+        folder = self.home.agent_dir(self.agent_id)
+        if not (folder / "agent.json").is_file():
             raise NotFoundError(
                 f"agent '{self.name}' was deleted while this process was using it (its memory is in the trash); "
                 "nothing more is read or stored for it"
+            )
+        opened = self.opened() if self.opened is not None else None
+        if opened is None:
+            return
+        try:
+            now = os.stat(folder / "memory.db")
+        except FileNotFoundError:
+            now = None
+        if now is None or (now.st_dev, now.st_ino) != opened:
+            raise MemoryStorageError(
+                f"agent '{self.name}': its memory database was replaced while this process was using it "
+                "(a restore --force, or the file moved); nothing more is read or stored through this process: "
+                "start it again"
             )
 
     @asynccontextmanager

@@ -162,7 +162,8 @@ async def federation_for_agent(
         config=config,
         confidence_cap=extraction_settings(config, card).agent_confidence_cap,
     )
-    federation.presence = AgentPresence(home, card.id, card.name)  # `agent delete` stops its writes
+    store = private_store(federation)  # `agent delete` and `restore --force` stop its writes
+    federation.presence = AgentPresence(home, card.id, card.name, opened=lambda: store.opened_file)
     return federation
 
 

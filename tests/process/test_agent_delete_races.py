@@ -1,4 +1,4 @@
-"""`arcana agent delete` while other processes are writing for the same agent.
+"""`arcana agent delete` and `restore --force` while other processes are writing for the same agent.
 
 Delete withdraws the agent's global copies, then moves its folder to the trash. A writer that
 opened the agent's store before that (a `remember --from` from a CI script, an MCP server) used to
@@ -95,3 +95,29 @@ async def test_a_running_mcp_server_stops_serving_a_deleted_agent(arcana_home):
         conn.close()
     assert stored == {"the heron code is 42", "heron nests by the lake"}
     assert not arcana_home.agent_dir(ada).exists()
+
+
+async def test_a_running_mcp_server_stops_writing_once_restore_replaced_the_home(arcana_home, tmp_path):
+    """`restore --force` moves the live home to the trash and puts the backup in its place; a server
+    started before it wrote into the trashed store and said 'accepted'."""
+    keyword_only(arcana_home)
+    arcana("remember", "the heron code is 42", "--agent", "ada")
+    arcana("backup", str(tmp_path / "backups"))
+    async with session("--agent", "ada") as client:
+        failed, wrote = await call(client, "remember", content="heron nests by the lake")
+        assert not failed and wrote["accepted"] == ["private"]  # the control: the store is the one open
+        arcana("restore", str(tmp_path / "backups"), "--force")
+        failed, message = await call(client, "remember", content="heron written after the restore")
+        assert failed and message.endswith(
+            "agent 'ada': its memory database was replaced while this process was using it (a restore --force, "
+            "or the file moved); nothing more is read or stored through this process: start it again"), message
+        failed, message = await call(client, "recall", query="heron", mode="keyword")
+        assert failed and "was replaced" in message
+    trashed = [str(db) for db in (arcana_home.root / "trash").rglob("memory.db")]
+    for db in (arcana_home.agent_db(_agent_id("ada")), *trashed):
+        conn = sqlite3.connect(db)
+        try:
+            assert "heron written after the restore" not in {r[0] for r in conn.execute("SELECT content FROM memories")}
+        finally:
+            conn.close()
+    assert trashed and _recalls("ada", "heron") == ["the heron code is 42"]  # the restored home, as backed up
