@@ -116,3 +116,14 @@ class AgentPresence:
             yield
         finally:
             os.close(fd)
+
+
+async def connect_agent_store(home: Home, agent_id: str, name: str, store) -> None:
+    """Connect ``store``, agent ``agent_id``'s private store, only while the agent exists.
+
+    A maintenance run (prune, reindex, consolidate --all) lists the agents and then opens each in
+    turn; connecting made the store file, folders included, so an agent deleted meanwhile came back
+    as an empty store without a card. :class:`NotFoundError` instead: the run leaves it out.
+    """
+    async with AgentPresence(home, agent_id, name).writing():
+        await store.connect()
