@@ -46,11 +46,14 @@ class MemoryTools:
         """Before every tool call: the pools and vaults the agent is in now, from ``config.json``. A
         server runs for as long as its host, and `arcana agent leave` (or a vault detached) must stop
         it reading and writing that pool at the next call, as it stops the CLI, not at a restart.
-        Joining one still takes a restart (a new tier is opened at start only)."""
+        Joining one still takes a restart (a new tier is opened at start only). An agent deleted
+        meanwhile (`arcana agent delete`) is a one-line error for every call: its memory is in the trash."""
         from memory.config import load_config
         from memory.federation.shared_tiers import agent_pools
         from memory.protocols import Closeable
 
+        if self.federation.presence is not None:
+            self.federation.presence.check()
         config = load_config(self.home.config_path)
         vaults = set(attached_vaults(config, self.card))
         keep = set(agent_pools(config, self.card)) | {f"vault:{name}" for name in vaults}

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import time
 from collections.abc import Callable, Sequence
 from datetime import datetime
@@ -107,6 +108,7 @@ class SQLiteAdapter:
         self._lock = asyncio.Lock()
         self._hits = AccessBuffer()
         self._vec_loaded: str | None | bool = False
+        self.opened_file: tuple[int, int] | None = None  # (device, inode) of the file open now
 
     @classmethod
     def for_agent(cls, agent_id: Any, *, home: Home | Path | str | None = None, **kwargs: Any) -> SQLiteAdapter:
@@ -160,9 +162,11 @@ class SQLiteAdapter:
                 )
             await apply_pragmas(conn, self.path)
             await migrate(conn, self.path, before_upgrade=self._back_up)
+            opened = os.stat(self.path)
         except BaseException:
             await conn.close()
             raise
+        self.opened_file = (opened.st_dev, opened.st_ino)
         return conn
 
     def _back_up(self, version: int) -> None:

@@ -10,12 +10,14 @@ raises, a failed shared or global leg degrades with a visible event.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections import Counter
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from memory.access import deferred_access
+from memory.agent_lock import AgentPresence
 from memory.audit import AuditLog
 from memory.config import ExtractionSettings, RecallConfig
 from memory.errors import MemoryStorageError, MemoryWriteError, TierWriteFailed
@@ -196,6 +198,7 @@ class MemoryFederation:
         self.confidence_cap = confidence_cap  # the agent's: what its own claims are stored at, at most
         self.reconciler = reconciler  # memory.reconcile.Reconciler: decides add/noop/update/delete, settles after
         self.on_degraded = on_degraded or audit_sink(AuditLog(Home.resolve().audit_log))
+        self.presence: AgentPresence | None = None  # set for a stored agent: writes stop once it is deleted
         self._closed = False
 
     def _emit(self, events: list[MemoryDegradedEvent]) -> None:
@@ -255,6 +258,11 @@ class MemoryFederation:
         await self.reconciler.settle(decision, entry, report)
         return report
 
+    def _writing(self):
+        """Held around each fan-out: the agent's lock shared, so `agent delete` never withdraws the
+        agent's global copies while a write is promoting one, and a write after it finds the agent gone."""
+        return self.presence.writing() if self.presence is not None else contextlib.nullcontext()
+
     async def _fan_out(self, entry: MemoryEntry) -> WriteReport:
         """Write ``entry`` to every routed tier concurrently; return the split.
 
@@ -263,6 +271,10 @@ class MemoryFederation:
         entry to global). Not transactional across tiers. Raises
         :class:`FederatedWriteError` when the private leg fails.
         """
+        async with self._writing():
+            return await self._fan_out_now(entry)
+
+    async def _fan_out_now(self, entry: MemoryEntry) -> WriteReport:
         targets = self.router.route_write(entry)
         report = WriteReport(entry.id)
         writable = [t for t in targets if not t.read_only]
@@ -335,6 +347,10 @@ class MemoryFederation:
         is the batch's first entry's); other tiers' failures are reported and
         emitted as degraded events, as for a single write.
         """
+        async with self._writing():
+            return await self._fan_out_many_now(entries)
+
+    async def _fan_out_many_now(self, entries: Sequence[MemoryEntry]) -> BatchWriteReport:
         report = BatchWriteReport()
         groups: dict[tuple[int, ...], list[MemoryEntry]] = {}
         tiers: dict[int, ResilientTier] = {}

@@ -18,10 +18,11 @@ from datetime import datetime
 from typing import Any
 
 from memory.adapters.opener import on_server, open_store, open_tier, vector_adapter
+from memory.agent_lock import connect_agent_store
 from memory.audit import AuditLog
 from memory.consolidation.plan import Plan
 from memory.consolidation.store import consolidate_store
-from memory.errors import MemoryStorageError
+from memory.errors import MemoryStorageError, NotFoundError
 from memory.home import Home
 from memory.locks import exclusive
 from memory.operator.targets import Selection, Target, reindex_targets
@@ -101,8 +102,9 @@ async def consolidate_home(
             done = StoreConsolidation(target)
             progress = (lambda d, t, label=done.name: on_progress(label, d, t)) if on_progress else None
             try:
-                await _consolidate_one(home, config, done, gateway, now or now_utc(), dry_run, progress, actor,
-                                       decisions=dry_run and decisions)
+                if not await _consolidate_one(home, config, done, gateway, now or now_utc(), dry_run, progress,
+                                              actor, decisions=dry_run and decisions):
+                    continue  # the agent was deleted since the run listed it
             except MemoryStorageError as exc:
                 done.error = str(exc)
             run.stores.append(done)
@@ -112,16 +114,21 @@ async def consolidate_home(
 
 
 async def _consolidate_one(home, config, done: StoreConsolidation, gateway, now, dry_run, progress, actor, *,
-                           decisions: bool) -> None:
+                           decisions: bool) -> bool:
+    """Consolidate ``done.target`` into ``done``; False when it is an agent deleted since the run listed it."""
     target = done.target
     if target.kind is StoreKind.PRIVATE:
         store = open_store(home, target.kind, target.name, actor=actor)
+        try:
+            await connect_agent_store(home, target.name, target.shown, store)
+        except NotFoundError:
+            return False
     else:
         store = open_tier(home, target.kind, target.name, config=config, actor=actor)
         if on_server(store):
             await store.aclose()
             done.error = "a tier on a PostgreSQL server is not consolidated yet; its SQLite stores are"
-            return
+            return True
     try:
         embed = None
         if not dry_run:
@@ -130,3 +137,4 @@ async def _consolidate_one(home, config, done: StoreConsolidation, gateway, now,
                                                           actor=actor, on_progress=progress)
     finally:
         await store.aclose()
+    return True

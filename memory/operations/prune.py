@@ -16,7 +16,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from memory.adapters.opener import on_server, open_store, open_tier, vector_adapter
+from memory.agent_lock import connect_agent_store
 from memory.audit import AuditLog
+from memory.errors import NotFoundError
 from memory.home import Home
 from memory.locks import exclusive
 from memory.operator.edits import CopyChange, GlobalCopies, LiveCopyError
@@ -90,6 +92,8 @@ async def prune_home(
             for target in targets:
                 progress = (lambda d, t, label=target.shown: on_progress(label, d, t)) if on_progress else None
                 done = await _prune_one(home, config, target, policy, copies, actor, progress)
+                if done is None:
+                    continue
                 run.stores.append(done)
                 if done.report.archived or done.report.purged or done.report.condensed:
                     fields = {k: v for k, v in done.report.as_dict().items() if k not in _LISTS}
@@ -103,9 +107,13 @@ async def prune_home(
 
 async def _prune_one(
     home: Home, config: Any, target: Target, policy: PrunePolicy, copies: GlobalCopies, actor: str, progress
-) -> StorePrune:
+) -> StorePrune | None:
     if target.kind is StoreKind.PRIVATE:
         store = open_store(home, StoreKind.PRIVATE, target.name, actor=actor)
+        try:
+            await connect_agent_store(home, target.name, target.shown, store)
+        except NotFoundError:
+            return None  # deleted since the run listed it: nothing of it to prune
     else:
         store = open_tier(home, target.kind, target.name, config=config, actor=actor)
     try:

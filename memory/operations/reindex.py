@@ -11,8 +11,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from memory.adapters.opener import open_store, open_tier
+from memory.agent_lock import connect_agent_store
 from memory.audit import AuditLog
-from memory.errors import MemoryStorageError, VectorIndexDamagedError
+from memory.errors import MemoryStorageError, NotFoundError, VectorIndexDamagedError
 from memory.home import Home
 from memory.locks import exclusive
 from memory.operations.indexes import ReindexReport, reindex
@@ -99,8 +100,16 @@ async def reindex_home(
             done = StoreReindex(target)
             progress = (lambda d, t, label=done.name: on_progress(label, d, t)) if on_progress else None
             if target.kind is StoreKind.PRIVATE:
-                vectors = vector_adapter(open_store(home, target.kind, target.name, actor=actor), settings, home,
-                                         notify=notify, gateway=gateway)
+                store = open_store(home, target.kind, target.name, actor=actor)
+                try:
+                    await connect_agent_store(home, target.name, target.shown, store)
+                except NotFoundError:
+                    continue  # deleted since the run listed it
+                except MemoryStorageError as exc:  # as when the store is first read below
+                    done.error = str(exc)
+                    run.stores.append(done)
+                    continue
+                vectors = vector_adapter(store, settings, home, notify=notify, gateway=gateway)
             else:  # a pool or the global tier: its SQLite file behind the vector layer, or its server
                 vectors = open_tier(home, target.kind, target.name, config=config, embedding=gateway, actor=actor,
                                     vector_options={**vector_options(settings), "notify": notify})

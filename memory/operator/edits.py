@@ -582,21 +582,27 @@ async def delete_agent(home: Home, config: ArcanaConfig, name_or_id: str, *, act
     In that order: a global tier out of reach raises :class:`LiveCopyError`
     and the agent stays, so the same call can be made again; otherwise its
     memories would stay recallable by every other agent after it is gone.
+    Both under the agent's lock (:mod:`memory.agent_lock`): a write another
+    process has in flight finishes first (:class:`LockHeldError` if writes hold
+    it 30 s), and its next write finds the agent gone instead of promoting a
+    copy nobody withdraws.
     """
+    from memory.agent_lock import deleting
     from memory.agents import AgentRegistry
 
     registry = AgentRegistry(home)
     card = registry.resolve(name_or_id)
-    copies = GlobalCopies.of_home(home, config, actor=actor)
-    path = store_path(home, StoreKind.PRIVATE, card.id)
-    source = open_store(home, StoreKind.PRIVATE, card.id, actor=actor, repair=False) if path.exists() else None
-    try:
-        change = await copies.withdraw_agent(card.id, source)
-    finally:
-        await copies.aclose()
-        if source is not None:
-            await source.aclose()
-    return AgentRemoval(card.id, card.name, registry.delete(card.id), change)
+    with deleting(home, card.id):  # no write of the agent promotes a copy between the withdrawal and the move
+        copies = GlobalCopies.of_home(home, config, actor=actor)
+        path = store_path(home, StoreKind.PRIVATE, card.id)
+        source = open_store(home, StoreKind.PRIVATE, card.id, actor=actor, repair=False) if path.exists() else None
+        try:
+            change = await copies.withdraw_agent(card.id, source)
+        finally:
+            await copies.aclose()
+            if source is not None:
+                await source.aclose()
+        return AgentRemoval(card.id, card.name, registry.delete(card.id), change)
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,7 @@ from typing import Any
 
 from memory.adapters.opener import open_tier, with_vectors
 from memory.adapters.sqlite import SQLiteAdapter
+from memory.agent_lock import AgentPresence
 from memory.agents import AgentCard
 from memory.audit import AuditLog
 from memory.budgets import ConnectionsConfig
@@ -143,7 +144,7 @@ async def federation_for_agent(
     from memory.embedding.factory import vector_options as configured
 
     vector_options = {**configured(config.embedding), "notify": notify}
-    return await build_federation(
+    federation = await build_federation(
         card.id,
         home=home,
         embedding=embedding,
@@ -161,6 +162,9 @@ async def federation_for_agent(
         config=config,
         confidence_cap=extraction_settings(config, card).agent_confidence_cap,
     )
+    store = private_store(federation)  # `agent delete` and `restore --force` stop its writes
+    federation.presence = AgentPresence(home, card.id, card.name, opened=lambda: store.opened_file)
+    return federation
 
 
 def extraction_settings(config: ArcanaConfig, card: AgentCard) -> ExtractionSettings:

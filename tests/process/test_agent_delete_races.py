@@ -1,0 +1,123 @@
+"""`arcana agent delete` and `restore --force` while other processes are writing for the same agent.
+
+Delete withdraws the agent's global copies, then moves its folder to the trash. A writer that
+opened the agent's store before that (a `remember --from` from a CI script, an MCP server) used to
+keep writing into the moved file and promote fresh global copies nobody withdrew: every other
+agent recalled the deleted agent's facts, and the writer exited 0 saying they were stored.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import subprocess
+import time
+
+from mcp_client import call, session
+from runner import ARCANA, arcana, keyword_only, run_arcana
+
+
+def _global_rows(home, agent_id: str) -> int:
+    try:
+        conn = sqlite3.connect(f"file:{home.global_db}?mode=ro", uri=True)
+    except sqlite3.Error:
+        return 0
+    try:
+        return conn.execute("SELECT count(*) FROM memories WHERE agent_id = ?", (agent_id,)).fetchone()[0]
+    except sqlite3.Error:  # not created yet
+        return 0
+    finally:
+        conn.close()
+
+
+def _agent_id(name: str) -> str:
+    return json.loads(arcana("agent", "show", name, "--json"))["id"]
+
+
+def _recalls(name: str, word: str) -> list[str]:
+    found = json.loads(arcana("recall", word, "--agent", name, "--mode", "keyword", "--json"))
+    return [r["content"] for r in found["results"]]
+
+
+def test_delete_during_remember_from_leaves_no_global_copy(arcana_home, tmp_path):
+    keyword_only(arcana_home)
+    arcana("remember", "ada keeps the zebra key", "--agent", "ada", "--importance", "0.95")
+    arcana("remember", "bob likes tea", "--agent", "bob")
+    ada = _agent_id("ada")
+    assert _recalls("bob", "zebra") == ["ada keeps the zebra key"]  # positive control: a promoted copy is shared
+    lines = tmp_path / "facts.jsonl"
+    lines.write_text("".join(json.dumps({"content": f"ada user fact {i} zebra"}) + "\n" for i in range(20_000)))
+    writer = subprocess.Popen(
+        [*ARCANA, "remember", "--from", str(lines), "--agent", "ada", "--importance", "0.95", "--no-reconcile"],
+        env={**os.environ, "ARCANA_HOME": str(arcana_home.root)}, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while _global_rows(arcana_home, ada) < 300:  # its promotions are landing: the writer is mid-run
+            assert writer.poll() is None and time.monotonic() < deadline, writer.stderr.read() if writer.poll() else ""
+            time.sleep(0.02)
+        deleted = run_arcana("agent", "delete", "ada", "--yes", "--json")
+        out, err = writer.communicate(timeout=60)
+    finally:
+        if writer.poll() is None:
+            writer.kill()
+    assert deleted.returncode == 0, deleted.stderr
+    assert json.loads(deleted.stdout)["copies"]["changed"] is True
+    assert writer.returncode == 3, (out, err)
+    assert err.strip().splitlines() == [
+        "arcana: error: agent 'ada' was deleted while this process was using it (its memory is in the trash); "
+        "nothing more is read or stored for it"
+    ]
+    assert _global_rows(arcana_home, ada) == 0  # every copy withdrawn, none promoted after
+    assert _recalls("bob", "zebra") == []
+    assert not (arcana_home.agent_dir(ada)).exists()  # no folder re-made for the deleted agent
+
+
+async def test_a_running_mcp_server_stops_serving_a_deleted_agent(arcana_home):
+    keyword_only(arcana_home)
+    arcana("remember", "the heron code is 42", "--agent", "ada")
+    ada = _agent_id("ada")
+    async with session("--agent", "ada") as client:
+        failed, wrote = await call(client, "remember", content="heron nests by the lake")
+        assert not failed and wrote["accepted"] == ["private"]  # the control: the agent is there
+        moved = json.loads(arcana("agent", "delete", "ada", "--yes", "--json"))["moved_to"]
+        failed, message = await call(client, "remember", content="heron written after the delete")
+        assert failed and message.endswith("agent 'ada' was deleted while this process was using it (its memory "
+                                           "is in the trash); nothing more is read or stored for it"), message
+        failed, message = await call(client, "recall", query="heron", mode="keyword")
+        assert failed and "was deleted" in message
+    conn = sqlite3.connect(f"{moved}/memory.db")
+    try:
+        stored = {r[0] for r in conn.execute("SELECT content FROM memories")}
+    finally:
+        conn.close()
+    assert stored == {"the heron code is 42", "heron nests by the lake"}
+    assert not arcana_home.agent_dir(ada).exists()
+
+
+async def test_a_running_mcp_server_stops_writing_once_restore_replaced_the_home(arcana_home, tmp_path):
+    """`restore --force` moves the live home to the trash and puts the backup in its place; a server
+    started before it wrote into the trashed store and said 'accepted'."""
+    keyword_only(arcana_home)
+    arcana("remember", "the heron code is 42", "--agent", "ada")
+    arcana("backup", str(tmp_path / "backups"))
+    async with session("--agent", "ada") as client:
+        failed, wrote = await call(client, "remember", content="heron nests by the lake")
+        assert not failed and wrote["accepted"] == ["private"]  # the control: the store is the one open
+        arcana("restore", str(tmp_path / "backups"), "--force")
+        failed, message = await call(client, "remember", content="heron written after the restore")
+        assert failed and message.endswith(
+            "agent 'ada': its memory database was replaced while this process was using it (a restore --force, "
+            "or the file moved); nothing more is read or stored through this process: start it again"), message
+        failed, message = await call(client, "recall", query="heron", mode="keyword")
+        assert failed and "was replaced" in message
+    trashed = [str(db) for db in (arcana_home.root / "trash").rglob("memory.db")]
+    for db in (arcana_home.agent_db(_agent_id("ada")), *trashed):
+        conn = sqlite3.connect(db)
+        try:
+            assert "heron written after the restore" not in {r[0] for r in conn.execute("SELECT content FROM memories")}
+        finally:
+            conn.close()
+    assert trashed and _recalls("ada", "heron") == ["the heron code is 42"]  # the restored home, as backed up
