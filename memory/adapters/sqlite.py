@@ -68,10 +68,10 @@ INLINE_ROWS = 16  # up to this many rows a write runs inline (see run_inline)
 _HIT_FLUSH = 256
 
 
-
 def _keyword_hit(row) -> dict[str, Any]:
     """A keyword search row's annotations: its BM25 score, and the leg that found it."""
     return {"score": -row["rank"], "matched_by": ["keyword"]}
+
 
 class SQLiteAdapter:
     """Async store over one ``.db`` file. Implements :class:`MemoryAdapter`.

@@ -91,14 +91,16 @@ class FederatedWriteError(MemoryWriteError):
         self.report = report
 
 
-def private_failed(failure: BaseException) -> str:
-    """The one line for a failed private write: what failed and, for a timeout (whose cause the tier
+def private_failed(failure: BaseException, report) -> FederatedWriteError:
+    """The error for a failed private write: what failed and, for a timeout (whose cause the tier
     cannot see: most often another process's write holding the store's lock), what to do."""
     message = f"private memory write failed; nothing was lost silently: {describe_failure(failure)}"
     if failure_reason(failure) == "timeout":
         message += ("; another process may be writing this store: run again once it is done, or raise "
                     "private.write_timeout_ms in connections/memory-adapters.json")
-    return message
+    error = FederatedWriteError(message, report)
+    error.__cause__ = failure.cause if isinstance(failure, TierWriteFailed) else failure  # as `raise ... from`
+    return error
 
 
 @dataclass
@@ -306,7 +308,7 @@ class MemoryFederation:
                 )
         self._emit(events)
         if private_failure is not None:
-            raise FederatedWriteError(private_failed(private_failure), report) from (private_failure.cause if isinstance(private_failure, TierWriteFailed) else private_failure)
+            raise private_failed(private_failure, report)
         return report
 
     async def write_many(self, entries: Sequence[MemoryEntry], *, reconcile: bool = False) -> BatchWriteReport:
@@ -401,7 +403,7 @@ class MemoryFederation:
         self._emit(events)
         if private_failure is not None:
             single = WriteReport(entries[0].id if entries else "", list(report.accepted), report.refused, report.failed)
-            raise FederatedWriteError(private_failed(private_failure), single) from (private_failure.cause if isinstance(private_failure, TierWriteFailed) else private_failure)
+            raise private_failed(private_failure, single)
         return report
 
     @staticmethod

@@ -22,7 +22,7 @@ from typing import IO, Any
 
 from pydantic import ValidationError
 
-from memory.errors import ImportFormatError, MemoryStorageError
+from memory.errors import ImportFormatError, MemoryStorageError, UnreadableRowError
 from memory.home import PRIVATE_FILE, private_dir
 from memory.limits import MAX_CONTENT_BYTES, content_size, tags_size
 from memory.lines import LineTooLong, decode, loads, read_lines
@@ -31,7 +31,6 @@ from memory.sqlite import consolidation, mutations
 from memory.sqlite.admission import where
 from memory.sqlite.batches import select_in
 from memory.sqlite.connection import transaction
-from memory.errors import UnreadableRowError
 from memory.sqlite.rows import SELECT_COLUMNS, row_to_entry
 from memory.sqlite.vectors import pack, put_live_txn, read_meta
 from memory.timespec import iso

@@ -158,7 +158,6 @@ def out_of_range(raw, limit: int = 5) -> list[tuple[str, str]]:
     return [tuple(r) for r in raw.execute(f"SELECT id, CASE {cases} END AS what FROM memories WHERE what IS NOT NULL LIMIT ?", (limit,))]
 
 
-
 def unreadable_ledger(raw, limit: int = 5) -> list[tuple[int, str]]:
     """Up to ``limit`` ledger rows (seq, memory id) an outside edit left unreadable: an image that is
     not a JSON object or a time that is not a number, what :meth:`LedgerRecord.from_row` refuses. One scan."""
@@ -167,6 +166,7 @@ def unreadable_ledger(raw, limit: int = 5) -> list[tuple[int, str]]:
            f"OR typeof(at) NOT IN ('integer', 'real') OR at NOT BETWEEN {_EPOCH_RANGE[0]} AND {_EPOCH_RANGE[1]} "
            "ORDER BY seq LIMIT ?")
     return [tuple(r) for r in raw.execute(sql, (limit,))]
+
 
 def listed(column: str) -> str:
     """A FROM clause for the ``memories`` rows (alias ``m``) whose ``column`` (seq or id) is in a JSON
