@@ -1,0 +1,62 @@
+"""The scripting contract over every command that it applies to (man/commands.md, man/exit-codes.md):
+a destructive command asked about something that does not exist says so (exit 3) before it asks for
+--yes, and a command that fails says why in an `arcana: error:` line, --quiet or not."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from typer.main import get_command
+
+from arcana_cli.app import app
+
+pytestmark = pytest.mark.usefixtures("no_embedder")
+
+MISSING = "00000000-0000-0000-0000-000000000000"
+
+# Every command with --yes, and arguments naming a target that does not exist (or, for prune, a purge of one).
+DESTRUCTIVE = {
+    "agent delete": ["agent", "delete", "nobody"],
+    "pool remove": ["pool", "remove", "nopool"],
+    "vault remove": ["vault", "remove", "novault"],
+    "quarantine dismiss": ["quarantine", "dismiss", "noitem"],
+    "memory purge": ["memory", "purge", MISSING, "--agent", "ada"],
+    "prune": ["prune", "--pool", "nopool", "--mode", "purge", "--min-importance", "0.5"],
+}
+
+
+def _leaves(command, path=()):
+    if hasattr(command, "commands"):
+        for name, sub in command.commands.items():
+            yield from _leaves(sub, (*path, name))
+    else:
+        yield " ".join(path), command
+
+
+def test_every_destructive_command_says_not_found_before_it_asks_for_yes(cli):
+    with_yes = {name for name, command in _leaves(get_command(app)) if any(p.name == "yes" for p in command.params)}
+    assert with_yes == set(DESTRUCTIVE), "a new destructive command: add its missing-target case here"
+    assert cli("remember", "keep me", "--agent", "ada").exit_code == 0
+    for name, args in DESTRUCTIVE.items():
+        done = cli(*args)  # stdin is not a terminal: nothing to ask on
+        assert done.exit_code == 3, (name, done.exit_code, done.stderr)
+        [line] = done.stderr.splitlines()
+        assert line.startswith("arcana: error: ") and "pass --yes" not in line, (name, line)
+    for variant in (["memory", "purge", MISSING[:8], "--agent", "ada"], ["prune", "--agent", "nobody", "--mode", "purge"]):
+        done = cli(*variant)
+        assert done.exit_code == 3 and "pass --yes" not in done.stderr, (variant, done.stderr)
+
+
+def test_a_destructive_command_on_what_exists_still_needs_yes(cli):
+    """Control: the same commands on a target that exists refuse without --yes (exit 2) and change nothing."""
+    made = cli("remember", "keep me", "--agent", "ada", "--importance", "0.1", "--json")
+    memory_id = json.loads(made.stdout)["id"]
+    for args in (["memory", "purge", memory_id[:8], "--agent", "ada"], ["prune", "--agent", "ada", "--mode", "purge",
+                                                                         "--min-importance", "0.5"]):
+        done = cli(*args)
+        assert done.exit_code == 2 and "pass --yes" in done.stderr, (args, done.stderr)
+    # The question names the whole id, not the prefix typed.
+    assert f"purge memory {memory_id}:" in cli("memory", "purge", memory_id[:8], "--agent", "ada").stderr
+    listed = cli("memory", "list", "--agent", "ada", "--json")
+    assert [m["id"] for m in json.loads(listed.stdout)] == [memory_id]
