@@ -60,3 +60,53 @@ def test_a_destructive_command_on_what_exists_still_needs_yes(cli):
     assert f"purge memory {memory_id}:" in cli("memory", "purge", memory_id[:8], "--agent", "ada").stderr
     listed = cli("memory", "list", "--agent", "ada", "--json")
     assert [m["id"] for m in json.loads(listed.stdout)] == [memory_id]
+
+
+# -- a failure is an error line, under --quiet too ------------------------------------------------
+
+# Commands that work through every store and report each; a store that fails makes the run fail.
+EVERY_STORE = {
+    "consolidate": (["consolidate", "--all"], 5),
+    "reindex": (["reindex", "--all"], 5),
+    "doctor": (["doctor"], 1),
+    "prune": (["prune", "--all", "--pool", "team", "--min-importance", "0.1"], 5),
+    "export": (["export", "--all"], 5),
+}
+
+
+@pytest.fixture
+def team_from_the_future(cli, arcana_home):
+    """A home whose pool 'team' was written by a newer Arcana (exit 5 wherever it is opened); ada is fine."""
+    from memory.migrations.runner import head_version
+    from memory.sqlite.connection import dbapi
+
+    assert cli("remember", "ada's own note", "--agent", "ada").exit_code == 0
+    assert cli("pool", "create", "team").exit_code == 0
+    assert cli("agent", "join", "ada", "team").exit_code == 0
+    assert cli("remember", "a team note", "--agent", "ada", "--pool", "team").exit_code == 0
+    conn = dbapi().connect(str(arcana_home.pool_db("team")))
+    conn.execute(f"PRAGMA user_version = {head_version() + 1}")
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    conn.close()
+
+
+@pytest.mark.parametrize("quiet", [[], ["--quiet"]], ids=["plain", "quiet"])
+@pytest.mark.parametrize("name", list(EVERY_STORE))
+def test_a_run_that_fails_a_store_says_so_in_an_error_line(cli, team_from_the_future, name, quiet):
+    """consolidate and reindex exited 5 with only a 'warning:' line, and under --quiet (the cron line)
+    with nothing at all; doctor exited 1 with no line on stderr. Every failure is an `arcana: error:` line."""
+    args, code = EVERY_STORE[name]
+    done = cli(*quiet, *args)
+    assert done.exit_code == code, (done.exit_code, done.stderr)
+    errors = [line for line in done.stderr.splitlines() if line.startswith("arcana: error: ")]
+    assert errors and all("team" in line for line in errors), done.stderr
+    assert "newer than this Arcana" in done.stderr or "FAIL" in done.stdout
+
+
+@pytest.mark.parametrize("name", ["consolidate", "reindex", "doctor"])
+def test_a_run_whose_stores_are_all_well_has_no_error_line(cli, name):
+    """Control: the same commands over a sound home exit 0, and --quiet leaves stderr empty."""
+    assert cli("remember", "ada's own note", "--agent", "ada").exit_code == 0
+    args, _ = EVERY_STORE[name]
+    done = cli("--quiet", *args)
+    assert done.exit_code == 0 and done.stderr == "", done.stderr
