@@ -110,3 +110,15 @@ def test_a_run_whose_stores_are_all_well_has_no_error_line(cli, name):
     args, _ = EVERY_STORE[name]
     done = cli("--quiet", *args)
     assert done.exit_code == 0 and done.stderr == "", done.stderr
+
+
+@pytest.mark.parametrize("quiet", [[], ["--quiet"]], ids=["plain", "quiet"])
+def test_a_memory_no_tier_stored_says_why_in_its_error_line(cli, team_from_the_future, quiet):
+    """The error said 'see the warnings above', and under --quiet there were none: the reason was nowhere."""
+    done = cli(*quiet, "remember", "a new team fact", "--agent", "ada", "--pool", "team")
+    assert done.exit_code == 5, done.stderr
+    [error] = [line for line in done.stderr.splitlines() if line.startswith("arcana: error: ")]
+    assert "memory not stored" in error and "pool:team" in error and "newer than this Arcana" in error, error
+    assert "above" not in error
+    control = cli(*quiet, "remember", "ada's second note", "--agent", "ada")  # the private tier is fine
+    assert control.exit_code == 0
