@@ -122,3 +122,62 @@ def test_a_memory_no_tier_stored_says_why_in_its_error_line(cli, team_from_the_f
     assert "above" not in error
     control = cli(*quiet, "remember", "ada's second note", "--agent", "ada")  # the private tier is fine
     assert control.exit_code == 0
+
+
+# -- the cron commands are silent under --quiet unless something fails ---------------------------
+
+
+def _cron_commands() -> list[str]:
+    """The commands man/commands.md calls the cron commands."""
+    import re
+
+    import docs_gen
+
+    text = (docs_gen.ROOT / "man" / "commands.md").read_text(encoding="utf-8")
+    listed = re.search(r"The cron commands \(([^)]*)\)", text.replace("\n  ", " "))
+    return re.findall(r"`([a-z ]+)`", listed.group(1))
+
+
+CRON_ARGS = {
+    "prune": ["prune", "--all", "--min-importance", "0.1"],
+    "reindex": ["reindex", "--all"],
+    "consolidate": ["consolidate", "--all"],
+    "vault index": ["vault", "index", "--all"],
+}
+
+
+def test_every_cron_command_has_quiet_and_is_silent_under_it_when_all_is_well(cli, make_vault, arcana_home):
+    """vault index, a cron command, had no --quiet and printed its five-line report under the global one
+    (a cron mail every run); the others print nothing. Each still reports under plain and --json."""
+    cron = _cron_commands()
+    assert set(cron) == set(CRON_ARGS), cron
+    leaves = dict(_leaves(get_command(app)))
+    assert cli("remember", "The user prefers metric units.", "--agent", "ada").exit_code == 0
+    assert cli("vault", "add", str(make_vault({"a.md": "A note."})), "--name", "notes").exit_code == 0
+    for name in cron:
+        assert "quiet" in [p.name for p in leaves[name].params], name
+        for quiet in (["--quiet"], []):
+            args = CRON_ARGS[name]
+            done = cli(*args, *quiet) if quiet else cli(*args)
+            assert done.exit_code == 0, (name, done.stderr)
+            if quiet:
+                assert done.stdout == "" and done.stderr == "", (name, done.stdout, done.stderr)
+            else:
+                assert done.stdout.strip(), name  # control: the report is there without --quiet
+        data = cli(*CRON_ARGS[name], "--quiet", "--json")
+        assert data.exit_code == 0 and json.loads(data.stdout) is not None, name  # --json is data, kept
+
+
+def test_vault_index_all_names_every_vault_that_failed_under_quiet(cli, make_vault, tmp_path):
+    """Two missing folders: both named in error lines (under --quiet, where the per-vault warnings were
+    silenced and only the first was raised); the sound vault is still indexed."""
+    assert cli("vault", "add", str(make_vault({"a.md": "A note."})), "--name", "notes").exit_code == 0
+    for gone in ("first", "second"):
+        folder = make_vault({"x.md": "x"}, name=gone)
+        assert cli("vault", "add", str(folder), "--name", gone).exit_code == 0
+        folder.rename(tmp_path / f"{gone}-moved")
+    done = cli("vault", "index", "--all", "--quiet", "--json")
+    assert done.exit_code == 3, done.stderr
+    assert [r["vault"] for r in json.loads(done.stdout)] == ["notes"]
+    errors = [line for line in done.stderr.splitlines() if line.startswith("arcana: error: ")]
+    assert len(errors) == 2 and "first" in errors[0] and "second" in errors[1], done.stderr
