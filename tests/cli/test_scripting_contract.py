@@ -181,3 +181,30 @@ def test_vault_index_all_names_every_vault_that_failed_under_quiet(cli, make_vau
     assert [r["vault"] for r in json.loads(done.stdout)] == ["notes"]
     errors = [line for line in done.stderr.splitlines() if line.startswith("arcana: error: ")]
     assert len(errors) == 2 and "first" in errors[0] and "second" in errors[1], done.stderr
+
+
+# -- the fix an error names works ------------------------------------------------------------------
+
+UNUSABLE_NAMES = ["", "two words", "a/b"]  # an unset variable, a phrase, a path: `agent create` refuses each
+
+
+@pytest.mark.parametrize("name", UNUSABLE_NAMES, ids=["empty", "space", "slash"])
+@pytest.mark.parametrize("args", [["recall", "x", "--agent", "{}"], ["agent", "show", "{}"], ["session", "list", "--agent", "{}"],
+                                  ["pool", "show", "{}"], ["recall", "x", "--agent", "ada", "--pool", "{}"]],
+                         ids=["recall-agent", "agent-show", "session-list", "pool-show", "recall-pool"])
+def test_a_name_that_cannot_exist_is_not_found_without_a_fix_that_fails(cli, args, name):
+    """`--agent "$AGENT"` with the variable unset said: create it with `arcana agent create ` (exit 2 itself)."""
+    assert cli("remember", "a note", "--agent", "ada").exit_code == 0
+    done = cli(*[a.replace("{}", name) for a in args])
+    assert done.exit_code == 3, done.stderr
+    [line] = done.stderr.splitlines()
+    assert "create it with" not in line and ("list`" in line), line
+
+
+def test_a_missing_valid_name_still_points_to_create(cli):
+    """Control: a name that could exist is still sent to `agent create` / `pool create`, and that works."""
+    for args, fix in ((["agent", "show", "newbie"], ["agent", "create", "newbie"]), (["pool", "show", "crew"], ["pool", "create", "crew"])):
+        done = cli(*args)
+        assert done.exit_code == 3 and f"`arcana {' '.join(fix)}`" in done.stderr, done.stderr
+        assert cli(*fix).exit_code == 0
+        assert cli(*args).exit_code == 0
