@@ -53,7 +53,9 @@ class ReconcileSettings:
 
 
 class _Section(BaseModel):
-    model_config = ConfigDict(extra="forbid", populate_by_name=True, validate_assignment=True)
+    # allow_inf_nan=False: config.json is JSON, which has no Infinity or NaN (a weight of 1e999 was
+    # written as the bare word Infinity, and `config get --json` printed it).
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, validate_assignment=True, allow_inf_nan=False)
 
 
 ENV_PREFIX = "ARCANA_EXTRACTION_"

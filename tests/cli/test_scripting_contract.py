@@ -208,3 +208,50 @@ def test_a_missing_valid_name_still_points_to_create(cli):
         assert done.exit_code == 3 and f"`arcana {' '.join(fix)}`" in done.stderr, done.stderr
         assert cli(*fix).exit_code == 0
         assert cli(*args).exit_code == 0
+
+
+# -- --json is strict JSON: no number JSON has not -------------------------------------------------
+
+
+def _strict_json(text: str):
+    """json.loads that refuses Infinity and NaN, as jq and every other strict parser does."""
+
+    def refuse(constant):
+        raise ValueError(f"{constant} is not JSON")
+
+    return json.loads(text, parse_constant=refuse)
+
+
+def test_no_config_key_takes_a_number_json_cannot_hold(cli, arcana_home):
+    """`config set embedding.vector_weight 1e999` wrote Infinity into config.json, and `config get --json`
+    printed it: neither is JSON. Every key refuses it (exit 2, file unchanged) or stores a real value."""
+    keys = [k for k in _strict_json(cli("config", "keys", "--json").stdout) if "<name>" not in k]
+    assert len(keys) > 30
+    for key in keys:
+        for value in ("1e999", "-1e999", "Infinity", "NaN", "inf"):
+            before = arcana_home.config_path.read_bytes() if arcana_home.config_path.exists() else None
+            done = cli("config", "set", key, value)
+            if done.exit_code != 0:
+                assert done.exit_code == 2, (key, value, done.stderr)
+                after = arcana_home.config_path.read_bytes() if arcana_home.config_path.exists() else None
+                assert after == before, (key, value)
+                continue
+            _strict_json(arcana_home.config_path.read_text())  # the file stays JSON
+            _strict_json(cli("config", "show", "--json").stdout)
+            _strict_json(cli("config", "get", key, "--json").stdout)
+    assert cli("config", "set", "embedding.vector_weight", "0.7").exit_code == 0  # control: a real weight is taken
+    assert _strict_json(cli("config", "get", "embedding.vector_weight", "--json").stdout) == 0.7
+
+
+@pytest.mark.parametrize("value", ["1e999", "inf", "nan"])
+def test_agent_set_refuses_a_decay_that_json_cannot_hold(cli, value):
+    """`--decay episodic.half_life_days=1e999` was taken (exit 0) and stored as null in the card, after
+    which every recall of the agent failed with exit 4, blaming the card."""
+    assert cli("remember", "The user prefers metric units.", "--agent", "ada").exit_code == 0
+    done = cli("agent", "set", "ada", "--decay", f"episodic.half_life_days={value}")
+    assert done.exit_code == 2 and "half_life_days" in done.stderr, done.stderr
+    assert cli("recall", "metric units", "--agent", "ada").exit_code == 0
+    shown = _strict_json(cli("agent", "show", "ada", "--json").stdout)
+    assert shown["decay"] == {}
+    ok = cli("agent", "set", "ada", "--decay", "episodic.half_life_days=3")  # control: a real half-life is taken
+    assert ok.exit_code == 0 and cli("recall", "metric units", "--agent", "ada").exit_code == 0
