@@ -258,6 +258,13 @@ class EmbeddingConfig(_Section):
             raise ValueError(f"unknown provider {unknown[0]!r}; use 'fastembed' and/or 'ollama'")
         return value
 
+    @model_validator(mode="after")
+    def _some_weight(self) -> EmbeddingConfig:
+        """Hybrid fusion normalises the two weights to sum 1: both 0 weigh nothing (every recall failed)."""
+        if self.vector_weight + self.keyword_weight <= 0:
+            raise ValueError("keyword_weight and vector_weight are both 0; give one of them a weight above 0")
+        return self
+
 
 # The policy a bare `arcana prune` (e.g. the cron line in man/memory.md) applies: archive — restorable
 # with `memory restore` — the unpinned memories nobody rated above 0.1; nothing is purged.

@@ -255,3 +255,23 @@ def test_agent_set_refuses_a_decay_that_json_cannot_hold(cli, value):
     assert shown["decay"] == {}
     ok = cli("agent", "set", "ada", "--decay", "episodic.half_life_days=3")  # control: a real half-life is taken
     assert ok.exit_code == 0 and cli("recall", "metric units", "--agent", "ada").exit_code == 0
+
+
+def test_both_fusion_weights_zero_is_refused_not_a_traceback_later(cli, arcana_home):
+    """Each `config set embedding.*_weight 0` was taken; with both at 0 every recall and remember then
+    died with a Python traceback ('fusion weights must be ... not both zero')."""
+    assert cli("remember", "The user prefers metric units.", "--agent", "ada").exit_code == 0
+    assert cli("config", "set", "embedding.vector_weight", "0").exit_code == 0  # control: one at 0 is a choice
+    before = arcana_home.config_path.read_bytes()
+    done = cli("config", "set", "embedding.keyword_weight", "0")
+    assert done.exit_code == 2 and "keyword_weight" in done.stderr and len(done.stderr.splitlines()) == 1, done.stderr
+    assert arcana_home.config_path.read_bytes() == before
+    assert cli("recall", "metric units", "--agent", "ada").exit_code == 0
+    # The same values written by hand: the file is refused (exit 4) in one line, never a traceback.
+    config = json.loads(before)
+    config["embedding"]["keyword_weight"] = 0
+    arcana_home.config_path.write_text(json.dumps(config))
+    for args in (("recall", "metric units", "--agent", "ada"), ("config", "validate")):
+        done = cli(*args)
+        assert done.exit_code == 4 and done.stderr.startswith("arcana: error: "), (args, done.exit_code, done.stderr)
+        assert "keyword_weight" in done.stderr and len(done.stderr.splitlines()) == 1, done.stderr
