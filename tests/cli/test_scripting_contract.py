@@ -275,3 +275,11 @@ def test_both_fusion_weights_zero_is_refused_not_a_traceback_later(cli, arcana_h
         done = cli(*args)
         assert done.exit_code == 4 and done.stderr.startswith("arcana: error: "), (args, done.exit_code, done.stderr)
         assert "keyword_weight" in done.stderr and len(done.stderr.splitlines()) == 1, done.stderr
+
+
+@pytest.mark.parametrize(("verb", "does"), [("prune", "prunes"), ("reindex", "reindexes"), ("consolidate", "consolidates")])
+def test_agent_and_all_together_is_one_usage_line_in_english(cli, verb, does):
+    """It said '--all already reindexs every agent'."""
+    assert cli("remember", "a note", "--agent", "ada").exit_code == 0
+    done = cli(verb, "--agent", "ada", "--all")
+    assert done.exit_code == 2 and f"--all already {does} every agent" in done.stderr, done.stderr
