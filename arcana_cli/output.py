@@ -258,5 +258,6 @@ def confirm(action: str, yes: bool) -> None:
 
 
 def err(message: str) -> None:
-    """One-line error on stderr (used by the error mapper)."""
-    sys.stderr.write(f"arcana: error: {printable(message)}\n")
+    """One-line error on stderr (used by the error mapper): a newline in what it echoes (a value given
+    as `"$(cat file)"`, a reason from elsewhere) is shown as ``\\n``, so the line stays one line."""
+    sys.stderr.write("arcana: error: " + printable(message).replace("\n", "\\n") + "\n")

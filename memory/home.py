@@ -85,7 +85,7 @@ def unusable_name(kind: str, name: str) -> str | None:
     """Why ``name`` can name no agent or pool at all (``create`` refuses it), for a not-found message that must
     not send the user to a ``create`` that fails; None for a name that could exist."""
     if not name.strip():
-        return f"the {kind} name is empty (an unset variable?)"
+        return "the name is empty: an unset variable?"
     return None if is_safe_name(name) else f"not a valid {kind} name"
 
 

@@ -283,3 +283,32 @@ def test_agent_and_all_together_is_one_usage_line_in_english(cli, verb, does):
     assert cli("remember", "a note", "--agent", "ada").exit_code == 0
     done = cli(verb, "--agent", "ada", "--all")
     assert done.exit_code == 2 and f"--all already {does} every agent" in done.stderr, done.stderr
+
+
+# -- an error is one line, whatever it echoes ---------------------------------------------------------
+
+SERVING = {"mcp", "ui", "vault watch", "run", "host save"}  # serve, stream or read a hook: not this walk
+
+
+def test_every_command_refusing_a_value_with_a_newline_says_so_in_one_line(cli):
+    """A value with a newline in it (`--agent "$(cat file)"`) was echoed as is: the error ran onto a
+    second line, which a script reading the one `arcana: error:` line cut in half."""
+    assert cli("remember", "a note", "--agent", "ada").exit_code == 0
+    checked = 0
+    for name, command in _leaves(get_command(app)):
+        if name in SERVING:
+            continue
+        arguments = [p for p in command.params if p.param_type_name == "argument"]
+        options = [p for p in command.params if p.param_type_name == "option" and not p.is_flag
+                   and p.name not in ("json_", "quiet")]
+        for target in arguments + options:
+            argv = name.split()
+            argv += ["bad\nvalue" if p is target else "ada" for p in arguments]
+            argv += [*target.opts[:1], "bad\nvalue"] if target in options else []
+            argv += [x for p in options if p.required and p is not target for x in (p.opts[0], "ada")]
+            done = cli(*argv, input="")
+            assert done.exception is None or isinstance(done.exception, SystemExit), (argv, done.exception)
+            if done.exit_code != 0:
+                checked += 1
+                assert len(done.stderr.splitlines()) == 1 and done.stderr.startswith("arcana: error: "), (argv, done.stderr)
+    assert checked > 50
