@@ -116,7 +116,9 @@ class Out:
         elif columns is not None and rows is not None:
             emit(printable(format_table(columns, rows())))
         elif text is not None:
-            emit(printable(text()) + "\n")
+            body = printable(text())
+            if body:  # nothing to say is nothing on stdout, not an empty line a hook or a pipe reads
+                emit(body + "\n")
         else:
             emit(json.dumps(to_jsonable(payload), ensure_ascii=False, indent=2) + "\n")
 

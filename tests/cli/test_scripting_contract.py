@@ -312,3 +312,15 @@ def test_every_command_refusing_a_value_with_a_newline_says_so_in_one_line(cli):
                 checked += 1
                 assert len(done.stderr.splitlines()) == 1 and done.stderr.startswith("arcana: error: "), (argv, done.stderr)
     assert checked > 50
+
+
+def test_a_command_with_nothing_to_print_prints_nothing_not_an_empty_line(cli):
+    """`context` for an agent with no memories printed a bare newline (what a session-start hook then put
+    before the model), as did `vault index --all` with no vault; --json still prints its document."""
+    assert cli("agent", "create", "newbie").exit_code == 0
+    for args in (["context", "anything", "--agent", "newbie"], ["vault", "index", "--all"]):
+        done = cli(*args)
+        assert done.exit_code == 0 and done.stdout == "", (args, repr(done.stdout))
+        assert json.loads(cli(*args, "--json").stdout) is not None
+    assert cli("remember", "The user prefers metric units.", "--agent", "newbie").exit_code == 0
+    assert "metric units" in cli("context", "units", "--agent", "newbie").stdout  # control: data is printed
