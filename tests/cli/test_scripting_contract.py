@@ -71,6 +71,7 @@ EVERY_STORE = {
     "doctor": (["doctor"], 1),
     "prune": (["prune", "--all", "--pool", "team", "--min-importance", "0.1"], 5),
     "export": (["export", "--all"], 5),
+    "migrate up": (["migrate", "up"], 5),
 }
 
 
@@ -94,7 +95,8 @@ def team_from_the_future(cli, arcana_home):
 @pytest.mark.parametrize("name", list(EVERY_STORE))
 def test_a_run_that_fails_a_store_says_so_in_an_error_line(cli, team_from_the_future, name, quiet):
     """consolidate and reindex exited 5 with only a 'warning:' line, and under --quiet (the cron line)
-    with nothing at all; doctor exited 1 with no line on stderr. Every failure is an `arcana: error:` line."""
+    with nothing at all; doctor exited 1 with no line on stderr; migrate up exited 0 leaving the database
+    unmigrated (a deploy's `migrate up && restart` went on). Every failure is an `arcana: error:` line."""
     args, code = EVERY_STORE[name]
     done = cli(*quiet, *args)
     assert done.exit_code == code, (done.exit_code, done.stderr)
@@ -103,7 +105,21 @@ def test_a_run_that_fails_a_store_says_so_in_an_error_line(cli, team_from_the_fu
     assert "newer than this Arcana" in done.stderr or "FAIL" in done.stdout
 
 
-@pytest.mark.parametrize("name", ["consolidate", "reindex", "doctor"])
+def test_migrate_up_names_a_database_it_cannot_read_and_exits_5(cli, arcana_home):
+    """A database that is not one (a torn copy) was skipped with exit 0, and under --quiet nothing said it."""
+    assert cli("remember", "ada's own note", "--agent", "ada").exit_code == 0
+    assert cli("pool", "create", "team").exit_code == 0
+    arcana_home.pool_db("team").write_bytes(b"this is not a database" * 10)
+    for quiet in ([], ["--quiet"]):
+        done = cli(*quiet, "migrate", "up", "--json")
+        assert done.exit_code == 5, done.stderr
+        [error] = [line for line in done.stderr.splitlines() if line.startswith("arcana: error: ")]
+        assert "pools/team.db" in error and "unreadable" in error, error
+        states = {r["database"]: r["state"] for r in json.loads(done.stdout)}  # the report is still printed
+        assert states["pools/team.db"].startswith("unreadable") and "current" in states.values()
+
+
+@pytest.mark.parametrize("name", ["consolidate", "reindex", "doctor", "migrate up"])
 def test_a_run_whose_stores_are_all_well_has_no_error_line(cli, name):
     """Control: the same commands over a sound home exit 0, and --quiet leaves stderr empty."""
     assert cli("remember", "ada's own note", "--agent", "ada").exit_code == 0
