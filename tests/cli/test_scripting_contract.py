@@ -306,9 +306,10 @@ def test_agent_and_all_together_is_one_usage_line_in_english(cli, verb, does):
 SERVING = {"mcp", "ui", "vault watch", "run", "host save"}  # serve, stream or read a hook: not this walk
 
 
-def test_every_command_refusing_a_value_with_a_newline_says_so_in_one_line(cli):
+def test_every_command_refusing_a_value_with_a_newline_says_so_in_one_line(cli, tmp_path, monkeypatch):
     """A value with a newline in it (`--agent "$(cat file)"`) was echoed as is: the error ran onto a
     second line, which a script reading the one `arcana: error:` line cut in half."""
+    monkeypatch.chdir(tmp_path)  # a command that takes the value as a path (backup, export -o) writes here
     assert cli("remember", "a note", "--agent", "ada").exit_code == 0
     checked = 0
     for name, command in _leaves(get_command(app)):
