@@ -116,7 +116,9 @@ class Out:
         elif columns is not None and rows is not None:
             emit(printable(format_table(columns, rows())))
         elif text is not None:
-            emit(printable(text()) + "\n")
+            body = printable(text())
+            if body:  # nothing to say is nothing on stdout, not an empty line a hook or a pipe reads
+                emit(body + "\n")
         else:
             emit(json.dumps(to_jsonable(payload), ensure_ascii=False, indent=2) + "\n")
 
@@ -125,9 +127,9 @@ class Out:
             sys.stderr.write(printable(message) + "\n")
 
     def warn(self, message: str) -> None:
-        """Warnings show even under --json (stderr is not data), but not under --quiet."""
+        """Warnings show even under --json (stderr is not data), but not under --quiet; one line each."""
         if not self.quiet:
-            sys.stderr.write(f"warning: {printable(message)}\n")
+            sys.stderr.write(f"warning: {one_line(message)}\n")
 
     def progress(self, description: str, total: int | None = None):
         """A Rich progress bar on a TTY; a no-op when quiet, under --json, or piped."""
@@ -259,9 +261,15 @@ def confirm(action: str, yes: bool) -> None:
 
 def err(message: str) -> None:
     """One-line error on stderr (used by the error mapper)."""
-    sys.stderr.write(f"arcana: error: {printable(message)}\n")
+    sys.stderr.write(f"arcana: error: {one_line(message)}\n")
 
 
 def notice(message: str) -> None:
     """One line on stderr, even under --quiet, for what was done to the home before the command: not an error."""
-    sys.stderr.write(f"arcana: {printable(message)}\n")
+    sys.stderr.write(f"arcana: {one_line(message)}\n")
+
+
+def one_line(message: str) -> str:
+    """``message`` printable and on one line: a newline in what it echoes (a value given as
+    `"$(cat file)"`, a reason from elsewhere) is shown as ``\\n``."""
+    return printable(message).replace("\n", "\\n")

@@ -460,6 +460,7 @@ complete -c arcana -n 'test (__arcana_path) = "vault remove"' -l help -s h -d 'S
 complete -c arcana -n 'test (__arcana_path) = "vault index"' -l all -d 'Index every registered vault (for cron).'
 complete -c arcana -n 'test (__arcana_path) = "vault index"' -l embed -l keyword-only -d 'Embed changed notes for semantic search (when an embedder is available).'
 complete -c arcana -n 'test (__arcana_path) = "vault index"' -l json -d 'Print machine-readable JSON on stdout.'
+complete -c arcana -n 'test (__arcana_path) = "vault index"' -l quiet -s q -d 'No messages or progress on stderr.'
 complete -c arcana -n 'test (__arcana_path) = "vault index"' -l help -s h -d 'Show help and exit.'
 complete -c arcana -n 'test (__arcana_path) = "vault watch"' -l all -d 'Watch every registered vault.'
 complete -c arcana -n 'test (__arcana_path) = "vault watch"' -l debounce -r -d 'Longest wait (ms) to batch changes.'

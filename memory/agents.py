@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from memory.agent_links import relink
 from memory.errors import ConfigError, InvalidRequestError, NotFoundError
-from memory.home import Home, check_name, loaded_name, private_dir
+from memory.home import Home, check_name, loaded_name, private_dir, unusable_name
 from memory.locks import waiting
 from memory.types import MemoryType, now_utc
 
@@ -132,6 +132,8 @@ class AgentRegistry:
                 )
         if _ID_LIKE.match(name_or_id):  # `agent create` refuses such a name: do not send the user there
             raise NotFoundError(f"no agent has the name or id '{name_or_id}'; see `arcana agent list`")
+        if why := unusable_name("agent", name_or_id):  # nor there, for an empty or malformed name
+            raise NotFoundError(f"no agent named '{name_or_id}' ({why}); see `arcana agent list`")
         raise NotFoundError(
             f"no agent named '{name_or_id}'{did_you_mean(name_or_id, cards)}; "
             f"create it with `arcana agent create {name_or_id}`"

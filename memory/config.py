@@ -53,7 +53,9 @@ class ReconcileSettings:
 
 
 class _Section(BaseModel):
-    model_config = ConfigDict(extra="forbid", populate_by_name=True, validate_assignment=True)
+    # allow_inf_nan=False: config.json is JSON, which has no Infinity or NaN (a weight of 1e999 was
+    # written as the bare word Infinity, and `config get --json` printed it).
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, validate_assignment=True, allow_inf_nan=False)
 
 
 ENV_PREFIX = "ARCANA_EXTRACTION_"
@@ -255,6 +257,13 @@ class EmbeddingConfig(_Section):
         if unknown:
             raise ValueError(f"unknown provider {unknown[0]!r}; use 'fastembed' and/or 'ollama'")
         return value
+
+    @model_validator(mode="after")
+    def _some_weight(self) -> EmbeddingConfig:
+        """Hybrid fusion normalises the two weights to sum 1: both 0 weigh nothing (every recall failed)."""
+        if self.vector_weight + self.keyword_weight <= 0:
+            raise ValueError("keyword_weight and vector_weight are both 0; give one of them a weight above 0")
+        return self
 
 
 # The policy a bare `arcana prune` (e.g. the cron line in man/memory.md) applies: archive — restorable

@@ -81,6 +81,14 @@ def check_name(kind: str, name: str) -> str:
     return name
 
 
+def unusable_name(kind: str, name: str) -> str | None:
+    """Why ``name`` can name no agent or pool at all (``create`` refuses it), for a not-found message that must
+    not send the user to a ``create`` that fails; None for a name that could exist."""
+    if not name.strip():
+        return "the name is empty: an unset variable?"
+    return None if is_safe_name(name) else f"not a valid {kind} name"
+
+
 def loaded_name(kind: str, name: str) -> str:
     """A name read from a file (config.json, agent.json): ValueError, so pydantic names the field."""
     if not is_safe_name(name):

@@ -24,7 +24,8 @@ def backup(
     from memory.operations.backup import backup_home, verify_backup
 
     if verify:
-        manifest, problems = verify_backup(dest)
+        with out.progress("verifying") as bar:
+            manifest, problems = verify_backup(dest, on_progress=bar.update)
         out.data(
             {**manifest.as_dict(), "ok": not problems, "problems": problems},
             text=lambda: "\n".join(problems) if problems else f"{manifest.path}: ok",
@@ -52,7 +53,8 @@ def restore(
     """Restore a verified backup into an empty home (over a live one only with --force)."""
     from memory.operations.backup import restore_home
 
-    report = restore_home(src, cli.home, force=force)
+    with out.progress("restoring") as bar:
+        report = restore_home(src, cli.home, force=force, on_progress=bar.update)
     out.data({**report.as_dict(), "home": str(cli.home.root)}, text=lambda: str(cli.home.root))
     if report.moved_to_trash:
         out.info(f"the previous home's contents are in {report.moved_to_trash}")

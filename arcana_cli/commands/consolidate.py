@@ -7,7 +7,7 @@ import typer
 from arcana_cli import exit_codes
 from arcana_cli.command import add_commands, command
 from arcana_cli.context import CliContext
-from arcana_cli.output import Out
+from arcana_cli.output import Out, err
 
 
 @command("consolidate", quiet=True)
@@ -30,8 +30,8 @@ async def consolidate(
     with out.progress_per_store("consolidating") as on_progress:
         result = await consolidate_home(cli.home, cli.config, selection, dry_run=dry_run, decisions=out.json_mode,
                                         on_progress=on_progress, actor="cli")
-    for done in result.failed:
-        out.warn(f"{done.name}: {done.error}")
+    for done in result.failed:  # a failure, not a warning: said even under --quiet (cron mails stderr)
+        err(f"{done.name}: {done.error}")
     for done in result.stores:
         if done.plan is not None and (changed := done.plan.tally["changed"]):
             out.warn(f"{done.name}: {changed} decision(s) left for the next run: a memory they were made on "

@@ -5,7 +5,7 @@ import typer
 from arcana_cli import exit_codes
 from arcana_cli.command import add_commands, command
 from arcana_cli.context import CliContext
-from arcana_cli.output import Out
+from arcana_cli.output import Out, err
 from memory.operations.doctor import run_checks
 
 
@@ -20,7 +20,9 @@ async def doctor(cli: CliContext, out: Out) -> None:
         columns=("", "check", "detail"),
         rows=lambda: [("ok" if c.ok else "FAIL", c.name, c.detail) for c in checks],
     )
-    if not healthy:
+    if not healthy:  # the report is data; the failure is also one line on stderr, --quiet or not
+        failed = [c.name for c in checks if not c.ok]
+        err(f"{len(failed)} check(s) failed: {', '.join(failed)}; each FAIL row says what is wrong and how to fix it")
         raise typer.Exit(exit_codes.FAILURE)
 
 

@@ -119,7 +119,10 @@ async def purge(
     yes: YesOpt = False,
 ) -> None:
     """Delete a memory and its global copy for good (their ledger history stays)."""
-    confirm(f"purge memory {memory_id}", yes)
+    if not yes:  # what is asked about exists (else exit 3, as every destructive command), and is named whole
+        async with target_store(cli, agent, pool, global_) as editor:
+            memory_id = (await editor.resolve(memory_id)).id
+        confirm(f"purge memory {memory_id}", yes)
     await _edit(cli, out, memory_id, agent, pool, global_, "purge", "purged")
 
 

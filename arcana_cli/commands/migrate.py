@@ -2,9 +2,10 @@ from __future__ import annotations
 
 import typer
 
+from arcana_cli import exit_codes
 from arcana_cli.command import add_commands, command
 from arcana_cli.context import CliContext
-from arcana_cli.output import Out
+from arcana_cli.output import Out, err
 from memory.operations.schema import home_status, server_versions, upgrade_home
 
 
@@ -31,10 +32,16 @@ async def up(cli: CliContext, out: Out) -> None:
         rows=lambda: [(r["database"], r["from"], r["to"], r["state"], r["backup"] or "-") for r in results],
     )
     migrated = sum(r["state"] == "migrated" for r in results)
-    skipped = sum(r["state"] not in ("migrated", "current") for r in results)
+    skipped = [r for r in results if r["state"] not in ("migrated", "current")]
     out.info(f"migrated {migrated} database(s)" if migrated else "nothing to migrate")
     if skipped:
-        out.warn(f"{skipped} database(s) skipped (newer than this Arcana, or unreadable); see the table")
+        # Trigger: a database newer than this Arcana, or unreadable. Why: the home is not at the latest
+        # schema, and a deploy's `migrate up && restart` must not go on as if it were. Outcome: the report
+        # as always, an error line even under --quiet, exit 5 (the storage code those states have elsewhere).
+        named = "; ".join(f"{r['database']}: {r['state']}" for r in skipped)
+        err(f"{len(skipped)} database(s) skipped ({named}); upgrade Arcana for a newer one, "
+            "`arcana doctor` for an unreadable one")
+        raise typer.Exit(exit_codes.STORAGE)
 
 
 def register(app: typer.Typer) -> None:

@@ -8,7 +8,7 @@ from arcana_cli.command import add_commands, command
 from arcana_cli.context import CliContext
 from arcana_cli.output import Out, confirm
 from memory.operations.prune import prune_home
-from memory.operator.targets import Selection
+from memory.operator.targets import Selection, prune_targets
 from memory.types import PruneMode, PrunePolicy
 
 
@@ -44,8 +44,10 @@ async def prune(
     policy = PrunePolicy(min_importance=floor, max_entries=cap, max_bytes=max_bytes, mode=mode or defaults.mode,
                          dry_run=dry_run)
     selection = Selection(agent=agent, all=all_, pools=pool or (), global_=global_)
-    if policy.mode is PruneMode.PURGE and not dry_run:
-        # A purge deletes for good (an archive is restorable): confirmed like every other destructive command.
+    if policy.mode is PruneMode.PURGE and not dry_run and not yes:
+        # A purge deletes for good (an archive is restorable): confirmed like every other destructive command,
+        # once the stores it names exist (an unknown agent or pool is exit 3, not a question).
+        prune_targets(cli.home, cli.config, selection)
         confirm("purge low-value memories (deleted for good, not archived)", yes)
     with out.progress_per_store("pruning") as on_progress:
         result = await prune_home(cli.home, cli.config, selection, policy, actor="cli", on_progress=on_progress)

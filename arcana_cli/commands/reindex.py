@@ -7,7 +7,7 @@ import typer
 from arcana_cli import exit_codes
 from arcana_cli.command import add_commands, command
 from arcana_cli.context import CliContext
-from arcana_cli.output import Out
+from arcana_cli.output import Out, err
 
 
 @command("reindex", quiet=True)
@@ -45,8 +45,8 @@ async def reindex(
     if not cli.config.embedding.providers and model is None:
         out.info("keyword-only home (embedding.providers is empty): vectors left alone")
     for done in result.stores:
-        if done.error is not None:
-            out.warn(f"{done.name}: {done.error}")
+        if done.error is not None:  # a failure, not a warning: said even under --quiet (cron mails stderr)
+            err(f"{done.name}: {done.error}")
         for entry_id, reason in done.report.vectors.skipped if done.report and done.report.vectors else ():
             out.warn(f"{done.name}: skipped {entry_id}: {reason}")
     if not (out.quiet and not out.json_mode):

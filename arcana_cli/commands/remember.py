@@ -80,17 +80,23 @@ async def remember(
     # Every tier stores the row either way; vectors are added where an embedder is up.
     async with agent_federation(cli, card, out) as federation:
         report = await federation.write(entry, reconcile=not no_reconcile)
-    for tier, why in report.failed.items():
-        out.warn(f"tier {tier} did not store the memory ({why})")
     payload = {"agent": card.name, "agent_id": card.id, "scope": entry.scope.value, **report.as_dict()}
     if not report.accepted:
         if out.json_mode:  # a script reads which tiers failed and why (accepted: {}), then the exit code
             out.data({**payload, "stored": False})
-        raise MemoryWriteError(f"memory not stored: every {entry.scope.value} tier failed; see the warnings above")
+        # The error line says why itself: under --quiet there are no warnings above it to point to.
+        raise MemoryWriteError(f"memory not stored: every {entry.scope.value} tier failed ({_reasons(report.failed)})")
+    for tier, why in report.failed.items():
+        out.warn(f"tier {tier} did not store the memory ({why})")
     for warning in report.warnings:
         out.warn(warning)
     out.data({**payload, "stored": True}, text=lambda: report.entry_id)
     out.info(decision_words(report))
+
+
+def _reasons(failed: dict) -> str:
+    """Each failed tier and why, for the one error line."""
+    return "; ".join(f"{tier}: {why}" for tier, why in failed.items())
 
 
 def decision_words(report) -> str:
@@ -163,7 +169,7 @@ async def _remember_from(cli: CliContext, agent: str, out: Out, source: str, *, 
         # server stopped mid-run. Why: a run that left lines out is not a success, as a single remember
         # whose every tier failed is not. Outcome: exit 5; the batches stored stay, a re-run adds the rest.
         raise MemoryWriteError(
-            f"{report.not_stored} of the lines not stored: every tier they go to failed (see the warning above); "
+            f"{report.not_stored} of the lines not stored: every tier they go to failed ({_reasons(report.failed)}); "
             "run it again once the tier is back (stored lines stay unchanged)"
         )
     if report.bad:

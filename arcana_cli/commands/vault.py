@@ -11,9 +11,10 @@ from typing import Annotated
 
 import typer
 
+from arcana_cli import exit_codes
 from arcana_cli.command import add_commands, command
 from arcana_cli.context import CliContext
-from arcana_cli.output import Out, YesOpt, confirm, given_path, to_jsonable
+from arcana_cli.output import Out, YesOpt, confirm, err, given_path, to_jsonable
 from arcana_cli.render import entry_json, snippet
 from memory.errors import NotFoundError
 
@@ -134,7 +135,7 @@ def remove(cli: CliContext, out: Out, name: NameArg, yes: YesOpt = False) -> Non
     out.data({"removed": name, "deleted": [str(p) for p in removed], "folder": str(vault.root)}, text=lambda: name)
 
 
-@command("index")
+@command("index", quiet=True)
 async def index(
     cli: CliContext,
     out: Out,
@@ -157,16 +158,17 @@ async def index(
             if not all_:
                 raise
             failures.append(exc)
-            out.warn(f"vault '{vault.name}': {exc}")
+            err(f"vault '{vault.name}': {exc}")  # each one, even under --quiet: a failure is never silent
     for report in reports:
         for notice in report.notices:
             out.warn(notice)
-    if all_:
-        out.data([r.as_dict() for r in reports], text=lambda: "\n".join(_index_text(r) for r in reports))
-    else:
-        out.data(reports[0].as_dict(), text=lambda: _index_text(reports[0]))
+    # Trigger: --quiet (a cron line). Why: the report every run is mail nobody reads, as prune, reindex
+    # and consolidate know. Outcome: nothing on stdout unless --json asks for the data.
+    if out.json_mode or not out.quiet:
+        data = [r.as_dict() for r in reports] if all_ else reports[0].as_dict()
+        out.data(data, text=lambda: "\n".join(_index_text(r) for r in reports))
     if failures:
-        raise failures[0]
+        raise typer.Exit(exit_codes.for_error(failures[0]))
 
 
 WatchJsonOpt = Annotated[bool, typer.Option("--json", help="One JSON object per batch (JSON Lines) on stdout.")]

@@ -21,7 +21,7 @@ from memory.agent_links import names_agent
 from memory.agents import AgentCard, AgentRegistry
 from memory.config import ArcanaConfig, PoolSettings, editing_config, load_config
 from memory.errors import InvalidRequestError, NotFoundError
-from memory.home import Home, check_name, private_dir
+from memory.home import Home, check_name, private_dir, unusable_name
 from memory.store_kinds import StoreKind
 
 
@@ -62,6 +62,8 @@ class PoolRegistry:
 
     def _settings(self, config: ArcanaConfig, name: str) -> PoolSettings:
         if name not in config.pools:
+            if why := unusable_name("pool", name):  # `pool create` refuses it: do not send the user there
+                raise NotFoundError(f"no pool named '{name}' ({why}); see `arcana pool list`")
             raise NotFoundError(f"no pool named '{name}'; create it with `arcana pool create {name}`")
         return config.pools[name]
 

@@ -309,13 +309,22 @@ def _inside(root: Path, rel: str) -> Path | str:
     return probe
 
 
-def verify_backup(path: Path) -> tuple[BackupManifest, list[str]]:
-    """Re-check every file against the manifest (path safety, size, sha256) and every database's integrity."""
+def _counted(items: list, on_progress):
+    """``items`` one by one; ``on_progress(done, total)`` once the caller's loop body is over for each."""
+    for done, item in enumerate(items, start=1):
+        yield item
+        if on_progress is not None:
+            on_progress(done, len(items))
+
+
+def verify_backup(path: Path, *, on_progress=None) -> tuple[BackupManifest, list[str]]:
+    """Re-check every file against the manifest (path safety, size, sha256) and every database's integrity.
+    ``on_progress(done, total)`` after each file of the manifest."""
     folder = resolve_backup(path)
     manifest = read_manifest(folder)
     problems = []
     listed = set()
-    for entry in manifest.files:
+    for entry in _counted(manifest.files, on_progress):
         rel = entry["path"]
         if rel in listed:
             problems.append(f"{rel}: listed twice in the manifest")
@@ -366,7 +375,7 @@ def _occupied(home: Home) -> list[Path]:
     return [p for p in home.root.iterdir() if p.name != "trash" and not fnmatch.fnmatch(p.name, restore_swap.STAGING)]
 
 
-def restore_home(path: Path, home: Home, *, force: bool = False) -> RestoreReport:
+def restore_home(path: Path, home: Home, *, force: bool = False, on_progress=None) -> RestoreReport:
     """Restore a verified backup into ``home``, all or nothing, even if killed.
 
     Into an empty (or missing) home only, unless ``force``: then the live
@@ -377,8 +386,12 @@ def restore_home(path: Path, home: Home, *, force: bool = False) -> RestoreRepor
     leaves the home as it was; then a journal is written and the copy swapped
     in by renames (:mod:`memory.operations.restore_swap`), which the next
     command finishes if this one is killed.
+
+    ``on_progress(done, total)``: files verified, then files copied (``total`` is twice the files).
     """
-    manifest, problems = verify_backup(path)
+    verified = (lambda done, total: on_progress(done, 2 * total)) if on_progress is not None else None
+    copied = (lambda done, total: on_progress(total + done, 2 * total)) if on_progress is not None else None
+    manifest, problems = verify_backup(path, on_progress=verified)
     if problems:
         raise BackupError(f"backup {manifest.path} fails verification ({problems[0]}; {len(problems)} problem(s)); "
                           "nothing was restored")
@@ -395,7 +408,7 @@ def restore_home(path: Path, home: Home, *, force: bool = False) -> RestoreRepor
     try:
         try:
             content = private_dir(staging / restore_swap.CONTENT)
-            for entry in manifest.files:
+            for entry in _counted(manifest.files, copied):
                 _copy_checked(manifest.path, content, entry)
             restore_swap.commit(staging, source=manifest.path, trash=f"pre-restore-{stamp}")
         except BaseException:

@@ -26,7 +26,8 @@ class Selection:
         if not (self.agent or self.all or self.pools or self.global_):
             raise InvalidRequestError(f"nothing to {verb}; name a store: --agent A, --all, --pool P or --global")
         if self.agent and self.all:
-            raise InvalidRequestError(f"give --agent or --all, not both; --all already {verb}s every agent")
+            does = f"{verb}es" if verb.endswith(("x", "s", "sh", "ch")) else f"{verb}s"  # reindexes, prunes
+            raise InvalidRequestError(f"give --agent or --all, not both; --all already {does} every agent")
 
 
 @dataclass(frozen=True)

@@ -39,7 +39,8 @@ class DecayProfile(BaseModel):
     floor at or above the threshold therefore means "never ages out".
     """
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # A card is JSON, which has no Infinity: a half-life of 1e999 was stored as null, and the card refused.
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
     kind: DecayKind = DecayKind.EXPONENTIAL
     half_life_days: float = Field(default=30.0, gt=0.0)

@@ -70,7 +70,7 @@ def test_a_damaged_vector_index_is_reported_fails_reindex_and_is_rebuilt(arcana_
     assert done.returncode == 5, done.stderr  # a failed store, as cron and CI must see it
     agents = {a["agent"]: a for a in json.loads(done.stdout)["agents"]}
     assert "damaged" in agents["ada"]["error"] and "bob" in agents and "error" not in agents["bob"]  # bob still done
-    [line] = [line for line in done.stderr.splitlines() if line.startswith("warning: ada:")]
+    [line] = [line for line in done.stderr.splitlines() if line.startswith("arcana: error: ada:")]
     assert "--re-embed" in line
 
     done = run_arcana("reindex", "--agent", "ada", "--re-embed", "--model", MODEL, home=arcana_home)

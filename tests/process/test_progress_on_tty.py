@@ -86,3 +86,20 @@ def test_a_prompt_answered_on_a_terminal(no_embedder, answer, code):
         os.close(master)
     listed = json.loads(arcana("memory", "list", "--agent", "a", "--json", home=no_embedder))
     assert [m["id"] for m in listed] == ([memory_id] if code else [])
+
+
+def test_restore_and_backup_verify_draw_a_bar_on_a_terminal(no_embedder, tmp_path):
+    """Both read every file of a backup (checksums, each database's integrity check; a restore then copies
+    and checks each again): as long as the backup that draws a bar, and they drew none."""
+    arcana("remember", "the ferry leaves at nine", "--agent", "a", home=no_embedder)
+    arcana("backup", str(tmp_path / "backups"), home=no_embedder)
+    env = {**os.environ, "ARCANA_HOME": str(no_embedder.root), "TERM": "xterm", "COLUMNS": "100"}
+    for args, bar in ((("backup", "--verify", str(tmp_path / "backups")), b"verifying"),
+                      (("restore", str(tmp_path / "backups"), "--force"), b"restoring")):
+        code, drawn = _on_tty(env, *args)
+        assert code == 0 and bar in drawn, drawn.decode(errors="replace")
+        piped = run_arcana(*args, home=no_embedder)
+        assert piped.returncode == 0 and bar.decode() not in piped.stderr, piped.stderr  # never in a pipe
+        quiet_code, quiet = _on_tty(env, "--quiet", *args)
+        assert quiet_code == 0 and bar not in quiet  # nor under --quiet
+    assert "the ferry" in arcana("recall", "ferry", "--agent", "a", home=no_embedder)  # the restores restored
