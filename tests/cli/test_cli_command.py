@@ -60,3 +60,17 @@ def test_every_data_command_has_json_last_and_maintenance_has_quiet():
 def test_quiet_comes_from_the_command_or_the_root(cli, args):
     result = cli(*args) if args[0] == "prune" else cli("--quiet", *args[:-1])
     assert result.exit_code == 0 and result.stderr == ""
+
+
+def test_every_stderr_line_stays_one_line_whatever_it_echoes(capsys):
+    """An error, a notice and a warning echoing a value with a newline (a file name, "$(cat file)"):
+    each is one line; a value without one is echoed as it is (control)."""
+    from arcana_cli.output import err, notice
+
+    err("no vault named 'a\nb'")
+    notice("removed /home/x\ny")
+    Out(json_mode=False, quiet=False).warn("skipped note 'c\nd.md'")
+    Out(json_mode=False, quiet=False).warn("skipped note 'plain.md'")
+    lines = capsys.readouterr().err.splitlines()
+    assert lines == ["arcana: error: no vault named 'a\\nb'", "arcana: removed /home/x\\ny",
+                     "warning: skipped note 'c\\nd.md'", "warning: skipped note 'plain.md'"]
