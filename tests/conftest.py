@@ -2,9 +2,20 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from memory.home import Home
+
+# Each worker loads the offline model and may start its own PostgreSQL: past a few, more cores
+# buy little and cost memory.
+MAX_WORKERS = 4
+
+
+def pytest_xdist_auto_num_workers(config) -> int:
+    """``-n auto``: one worker per core this process may use, at most MAX_WORKERS."""
+    return max(1, min(MAX_WORKERS, len(os.sched_getaffinity(0))))
 
 
 @pytest.fixture(autouse=True)
