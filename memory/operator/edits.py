@@ -460,6 +460,9 @@ class MemoryEditor:
         before = await _operator_get(self.store, entry_id)
         if before is None:
             raise NotFoundError(f"no memory with id '{entry_id}'")
+        if edit.op == "update" and edit.changes.get("content", before.content) == before.content:
+            # The text it already has (a revert of other fields): no old words to withdraw (_withholding).
+            edit = Edit("update", changes={k: v for k, v in edit.changes.items() if k != "content"})
         change = None
         if edit.op == "purge" and self.copies is not None:
             # The copy first: once the row is gone a re-run could not find it to try the copy again.
@@ -553,8 +556,11 @@ async def carries_users_fact(store: SQLiteAdapter, entry: MemoryEntry, seen: set
 
 def _withholding(edit: Edit) -> Edit | None:
     """The edit a carrier of the edited memory gets when ``edit`` withdraws content (a forget, a
-    purge, a visibility other than visible), else None: a carrier is archived, never purged, by it."""
-    if edit.op in ("archive", "purge"):
+    purge, a visibility other than visible, new text), else None: a carrier is archived, never purged, by it.
+
+    New text withdraws the old words: a digest or merge carrying the memory still holds them, and so
+    does a restatement a merge absorbed, so each is archived (restorable) as a forget would."""
+    if edit.op in ("archive", "purge") or (edit.op == "update" and "content" in edit.changes):
         return Edit("archive")
     visibility = edit.value if edit.op == "set_visibility" else edit.changes.get("visibility") if edit.op == "update" else None
     if visibility is None or Visibility(visibility) is Visibility.VISIBLE:
