@@ -1,0 +1,43 @@
+"""A digest an operator hid or forgot stays withheld at every time: `recall --as-of` a time before
+it began to hold answers with the turns it archived, and those must not bring back what was hidden.
+Real homes (keyword only), the real Typer app."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+DAY1, DAY2, DAY3 = "2024-01-01T10:00:00Z", "2024-01-02T10:00:00Z", "2024-01-03T10:00:00Z"
+
+
+def ok(result) -> dict | list:
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)
+
+
+def recalled_as_of(cli, *words: str) -> set[str]:
+    query = " ".join([*words, "harbour"])
+    results = ok(cli("recall", query, "--agent", "ada", "--mode", "keyword", "--as-of", DAY2, "--json"))["results"]
+    return {word for word in words if any(word in r["content"] for r in results)}
+
+
+@pytest.mark.parametrize("action", [["set", "--visibility", "hidden"], ["forget"]])
+def test_a_turn_a_hidden_digest_archived_does_not_answer_as_of_a_time_before_it(cli, no_embedder, action):
+    """Each session ran over two days; its digest holds from its last turn (day 3). The first turn
+    also asks a question, which the digest leaves out, so it is no restatement of the digest and
+    hiding (or forgetting) the digest did not reach it: `--as-of` day 2 still answered 'zebracode',
+    the words the operator hid. The other session's digest, left alone, is the control."""
+    turns = [("s1", DAY1, "Caroline: the harbour door code is zebracode. Have you been to the marina?"),
+             ("s1", DAY3, "Caroline: I adopted a puppy called Oscar."),
+             ("s2", DAY1, "Caroline: the harbour stall code is tangerinecode. Have you been to the fair?"),
+             ("s2", DAY3, "Caroline: I adopted a kitten called Milo.")]
+    lines = no_embedder.root / "turns.jsonl"
+    lines.write_text("".join(json.dumps({"content": text, "type": "episodic", "session": session,
+                                         "created_at": at}) + "\n" for session, at, text in turns))
+    ok(cli("remember", "--agent", "ada", "--from", str(lines), "--json"))
+    assert ok(cli("consolidate", "--agent", "ada", "--json"))["agents"][0]["digests"] == 2
+    assert recalled_as_of(cli, "zebracode", "tangerinecode") == {"zebracode", "tangerinecode"}
+    (digest,) = [m for m in ok(cli("memory", "list", "--agent", "ada", "--json")) if "zebracode" in m["content"]]
+    ok(cli("memory", *action[:1], digest["id"], *action[1:], "--agent", "ada", "--json"))
+    assert recalled_as_of(cli, "zebracode", "tangerinecode") == {"tangerinecode"}
