@@ -41,3 +41,26 @@ def test_a_turn_a_hidden_digest_archived_does_not_answer_as_of_a_time_before_it(
     (digest,) = [m for m in ok(cli("memory", "list", "--agent", "ada", "--json")) if "zebracode" in m["content"]]
     ok(cli("memory", *action[:1], digest["id"], *action[1:], "--agent", "ada", "--json"))
     assert recalled_as_of(cli, "zebracode", "tangerinecode") == {"tangerinecode"}
+
+
+def test_condensing_a_digest_never_brings_back_words_an_operator_took_out_of_it(cli, no_embedder):
+    """prune --max-bytes rewrites a digest from its turns' words: after `memory set --content` wrote the
+    code out of the digest, the condensed digest said 'zebracode' again (the turn keeps its words;
+    a question the digest had left out came back too). A condensed digest holds only words the digest
+    itself holds. The other digest, condensed as well, is the control."""
+    turns = [("s1", DAY1, "Caroline: the harbour door code is zebracode. Have you been to the marina?"),
+             ("s1", DAY3, "Caroline: I adopted a puppy called Oscar."),
+             ("s2", DAY1, "Caroline: the harbour stall code is tangerinecode. Have you been to the fair?"),
+             ("s2", DAY3, "Caroline: I adopted a kitten called Milo.")]
+    lines = no_embedder.root / "turns.jsonl"
+    lines.write_text("".join(json.dumps({"content": text, "type": "episodic", "session": session,
+                                         "created_at": at}) + "\n" for session, at, text in turns))
+    ok(cli("remember", "--agent", "ada", "--from", str(lines), "--json"))
+    assert ok(cli("consolidate", "--agent", "ada", "--json"))["agents"][0]["digests"] == 2
+    (digest,) = [m for m in ok(cli("memory", "list", "--agent", "ada", "--json")) if "zebracode" in m["content"]]
+    written_out = digest["content"].replace("zebracode", "withheld")
+    ok(cli("memory", "set", digest["id"], "--content", written_out, "--agent", "ada", "--json"))
+    assert ok(cli("prune", "--agent", "ada", "--max-bytes", "200", "--json"))["condensed"] == 2
+    contents = [m["content"] for m in ok(cli("memory", "list", "--agent", "ada", "--json"))]
+    assert any("tangerinecode" in c and "Milo" in c for c in contents), contents  # the control, condensed
+    assert not [c for c in contents if "zebracode" in c or "marina" in c or "fair" in c], contents
