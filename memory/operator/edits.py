@@ -483,6 +483,15 @@ class MemoryEditor:
             report.carriers += await self.copies.reach_carriers(self.store, entry_id, edit, verb or edit.op)
         return report
 
+    async def withhold_carriers(self, entry_id: str, edit: Edit, verb: str) -> list[EditReport]:
+        """For ``edit`` already made to ``entry_id`` by another writer (an import's upsert): what
+        carries it here, and what carries its copy in the global tier, gets what the edit withholds."""
+        report = EditReport(entry_id, False, None)
+        await self._reach_carriers(entry_id, edit, verb, report, {entry_id})
+        if self.copies is not None:
+            report.carriers += await self.copies.reach_carriers(self.store, entry_id, edit, verb)
+        return report.carriers
+
     async def _reach_carriers(self, entry_id: str, edit: Edit, verb: str | None, report: EditReport, seen: set[str]) -> None:
         """A hide or forget of a memory reaches the consolidated memories that carry its content
         (and their copies): a digest is never more visible than what it carries."""
@@ -552,6 +561,16 @@ async def carries_users_fact(store: SQLiteAdapter, entry: MemoryEntry, seen: set
             if await carries_users_fact(store, source, seen):
                 return True
     return False
+
+
+def withheld_by(before: MemoryEntry, after: MemoryEntry) -> Edit | None:
+    """The operator edit a write from ``before`` to ``after`` amounts to when it withholds content
+    (new text, an archive, a stricter visibility), else None."""
+    if after.content != before.content or (after.archived and not before.archived):
+        return Edit("archive")
+    if after.visibility is not before.visibility and after.visibility is not Visibility.VISIBLE:
+        return Edit("set_visibility", after.visibility)
+    return None
 
 
 def _withholding(edit: Edit) -> Edit | None:

@@ -64,3 +64,34 @@ def test_condensing_a_digest_never_brings_back_words_an_operator_took_out_of_it(
     contents = [m["content"] for m in ok(cli("memory", "list", "--agent", "ada", "--json"))]
     assert any("tangerinecode" in c and "Milo" in c for c in contents), contents  # the control, condensed
     assert not [c for c in contents if "zebracode" in c or "marina" in c or "fair" in c], contents
+
+
+@pytest.mark.parametrize("change", [{"visibility": "hidden"}, {"content": "Caroline: the harbour door code is withheld."}])
+def test_an_import_that_withholds_a_digested_turn_reaches_the_digest_carrying_it(cli, no_embedder, change):
+    """`arcana import` of an edited export line (the turn hidden or re-worded) changed the
+    turn but left its digest live, still answering 'zebracode'; `memory set` of the same turn reaches
+    it. The import now withholds the digests carrying what it withheld; the other session's digest,
+    in the same file unchanged, is the control."""
+    turns = [("s1", DAY1, "Caroline: the harbour door code is zebracode."),
+             ("s2", DAY1, "Caroline: the harbour stall code is tangerinecode.")]
+    lines = no_embedder.root / "turns.jsonl"
+    lines.write_text("".join(json.dumps({"content": text, "type": "episodic", "session": session,
+                                         "created_at": at}) + "\n" for session, at, text in turns))
+    ok(cli("remember", "--agent", "ada", "--from", str(lines), "--json"))
+    assert ok(cli("consolidate", "--agent", "ada", "--json"))["agents"][0]["digests"] == 2
+    exported = no_embedder.root / "ada.jsonl"
+    assert cli("export", "--agent", "ada", "-o", str(exported)).exit_code == 0
+    header, *records = exported.read_text().splitlines()
+    edited = []
+    for line in records:
+        record = json.loads(line)
+        if record["memory"]["content"] == turns[0][2]:
+            record["memory"].update(change)
+        edited.append(json.dumps(record))
+    exported.write_text("\n".join([header, *edited]) + "\n")
+    assert cli("import", str(exported), "--agent", "ada").exit_code == 0
+    results = ok(cli("recall", "harbour code zebracode tangerinecode", "--agent", "ada", "--mode", "keyword",
+                     "--json"))["results"]
+    contents = [r["content"] for r in results]
+    assert any("tangerinecode" in c for c in contents), contents  # the control
+    assert not [c for c in contents if "zebracode" in c], contents
