@@ -8,7 +8,8 @@ instead of probing attribute names.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from datetime import datetime
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
@@ -125,6 +126,27 @@ def provenance_of(adapter: object) -> Provenance | None:
     while not isinstance(adapter, Provenance) and isinstance(adapter, Layered):
         adapter = adapter.store
     return adapter if isinstance(adapter, Provenance) else None
+
+
+@runtime_checkable
+class Rewords(Protocol):
+    """Says which memories were re-worded after a time (a federation, over its tiers' ledgers)."""
+
+    async def reworded(self, since: Mapping[str, datetime]) -> set[str]: ...
+
+
+@runtime_checkable
+class Ledgered(Protocol):
+    """Keeps a mutation ledger it can read per memory (both engines' stores)."""
+
+    async def history(self, entry_id: str) -> list[Any]: ...
+
+
+def ledger_of(adapter: object) -> Ledgered | None:
+    """The store under ``adapter`` (through layers) that keeps the ledger, if any."""
+    while not isinstance(adapter, Ledgered) and isinstance(adapter, Layered):
+        adapter = adapter.store
+    return adapter if isinstance(adapter, Ledgered) else None
 
 
 @runtime_checkable

@@ -327,8 +327,10 @@ def _summary(report) -> str:
     ops = ", ".join(f"{n} {op}" for op, n in sorted(report.ops.items())) or "nothing"
     kept = f"; {report.kept_removed} deleted or purged here stay gone" if report.kept_removed else ""
     copies = f"; {report.copies_changed} global copies followed" if report.copies_changed else ""
+    carriers = (f"; also withheld {report.carriers_withheld} consolidated memories that carry what it withheld"
+                if report.carriers_withheld else "")
     return (f"imported {report.read} memories: {ops}; vectors kept {report.vectors_kept}, "
-            f"embedded {report.embedded}{kept}{copies}")
+            f"embedded {report.embedded}{kept}{copies}{carriers}")
 
 
 def register(app: typer.Typer) -> None:

@@ -12,8 +12,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections import Counter
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from memory.access import deferred_access
@@ -567,6 +568,14 @@ class MemoryFederation:
             if event is not None:
                 self._emit([event])
             found.update((i, e.model_copy(update={"tiers": [tier.name]})) for i, e in hits.items())
+        return found
+
+    async def reworded(self, since: Mapping[str, datetime]) -> set[str]:
+        """Of ``since`` (memory id -> a time), those whose text an edit changed after that time in
+        any tier holding them (a promoted copy is changed with its original)."""
+        found: set[str] = set()
+        for tier in self.router.tiers:
+            found |= await tier.reworded({i: at for i, at in since.items() if i not in found})
         return found
 
     # -- health and maintenance -------------------------------------------

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
@@ -19,7 +20,9 @@ from memory.budgets import TierBudget
 from memory.deadline import DEADLINE
 from memory.errors import MemoryCorruptError, TierWriteFailed
 from memory.federation.events import DegradedSink, MemoryDegradedEvent
-from memory.protocols import BatchWriter, GetsMany, MemoryAdapter, PreparesWrites, SessionNeighbours, is_read_only
+from memory.protocols import (
+    BatchWriter, GetsMany, MemoryAdapter, PreparesWrites, SessionNeighbours, is_read_only, ledger_of,
+)
 from memory.types import HealthStatus, MemoryEntry, MemoryQuery, MemoryScope, RetrievalMode
 
 Clock = Callable[[], float]
@@ -219,6 +222,29 @@ class ResilientTier:
             return await self._guarded(read, self.budget.read_timeout_ms / 1000), None
         except Exception as exc:
             return {}, self._event("get", exc)
+
+    async def reworded(self, since: Mapping[str, datetime]) -> set[str]:
+        """Of ``since`` (memory id -> a time), those this tier's ledger shows re-worded after that
+        time (an ``update`` whose text differs). A tier that cannot say counts every one of them:
+        the caller leaves out what quoted them rather than give back words an operator removed."""
+        store = ledger_of(self.backend)
+        if store is None or not since:
+            return set()
+
+        async def read() -> set[str]:
+            found = set()
+            for memory_id, at in since.items():
+                for record in await store.history(memory_id):
+                    if record.op == "update" and record.at > at and record.before and record.after \
+                            and record.before.get("content") != record.after.get("content"):
+                        found.add(memory_id)
+                        break
+            return found
+
+        try:
+            return await self._guarded(read, self.budget.read_timeout_ms / 1000)
+        except Exception:
+            return set(since)
 
     async def session_neighbours(
         self, query: MemoryQuery, entry_ids: Sequence[str]

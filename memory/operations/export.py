@@ -26,7 +26,7 @@ from memory.errors import ImportFormatError, MemoryStorageError, UnreadableRowEr
 from memory.home import PRIVATE_FILE, private_dir
 from memory.limits import MAX_CONTENT_BYTES, content_size, tags_size
 from memory.lines import LineTooLong, decode, loads, read_lines
-from memory.operator.edits import GlobalCopies, keep_restrictions
+from memory.operator.edits import GlobalCopies, MemoryEditor, keep_restrictions, withheld_by
 from memory.sqlite import consolidation, mutations
 from memory.sqlite.admission import where
 from memory.sqlite.batches import select_in
@@ -88,6 +88,7 @@ class ImportReport:
     embed_notice: str | None = None
     kept_removed: int = 0  # memories this store had deleted or purged: they stay gone
     copies_changed: int = 0  # global copies rewritten or withdrawn to match
+    carriers_withheld: int = 0  # digests and merges carrying what the import hid, archived or re-worded
 
     def as_dict(self) -> dict:
         return {
@@ -100,6 +101,7 @@ class ImportReport:
             "imported": not self.strict_refused,
             "kept_removed": self.kept_removed,
             "copies_changed": self.copies_changed,
+            "carriers_withheld": self.carriers_withheld,
             "embed_notice": self.embed_notice,
         }
 
@@ -442,6 +444,12 @@ async def import_records(
                 report.kept_removed += 1
             else:
                 report.ops[op] = report.ops.get(op, 0) + 1
+        if not server:  # what carries a memory the import withheld (hid, archived, re-worded) follows, as for `memory set`
+            editor = MemoryEditor(store, copies=copies)
+            for entry in entries:
+                edit = withheld_by(stored[entry.id], entry) if entry.id in stored else None
+                if edit is not None:
+                    report.carriers_withheld += len(await editor.withhold_carriers(entry.id, edit, "imported"))
         if vectors is not None:
             report.vectors_kept += await vectors([(e, v) for e, v in batch if v is not None])
         batch.clear()

@@ -460,6 +460,9 @@ class MemoryEditor:
         before = await _operator_get(self.store, entry_id)
         if before is None:
             raise NotFoundError(f"no memory with id '{entry_id}'")
+        if edit.op == "update" and edit.changes.get("content", before.content) == before.content:
+            # The text it already has (a revert of other fields): no old words to withdraw (_withholding).
+            edit = Edit("update", changes={k: v for k, v in edit.changes.items() if k != "content"})
         change = None
         if edit.op == "purge" and self.copies is not None:
             # The copy first: once the row is gone a re-run could not find it to try the copy again.
@@ -479,6 +482,15 @@ class MemoryEditor:
         if self.copies is not None:  # and what carries its copy in the global tier
             report.carriers += await self.copies.reach_carriers(self.store, entry_id, edit, verb or edit.op)
         return report
+
+    async def withhold_carriers(self, entry_id: str, edit: Edit, verb: str) -> list[EditReport]:
+        """For ``edit`` already made to ``entry_id`` by another writer (an import's upsert): what
+        carries it here, and what carries its copy in the global tier, gets what the edit withholds."""
+        report = EditReport(entry_id, False, None)
+        await self._reach_carriers(entry_id, edit, verb, report, {entry_id})
+        if self.copies is not None:
+            report.carriers += await self.copies.reach_carriers(self.store, entry_id, edit, verb)
+        return report.carriers
 
     async def _reach_carriers(self, entry_id: str, edit: Edit, verb: str | None, report: EditReport, seen: set[str]) -> None:
         """A hide or forget of a memory reaches the consolidated memories that carry its content
@@ -551,10 +563,23 @@ async def carries_users_fact(store: SQLiteAdapter, entry: MemoryEntry, seen: set
     return False
 
 
+def withheld_by(before: MemoryEntry, after: MemoryEntry) -> Edit | None:
+    """The operator edit a write from ``before`` to ``after`` amounts to when it withholds content
+    (new text, an archive, a stricter visibility), else None."""
+    if after.content != before.content or (after.archived and not before.archived):
+        return Edit("archive")
+    if after.visibility is not before.visibility and after.visibility is not Visibility.VISIBLE:
+        return Edit("set_visibility", after.visibility)
+    return None
+
+
 def _withholding(edit: Edit) -> Edit | None:
     """The edit a carrier of the edited memory gets when ``edit`` withdraws content (a forget, a
-    purge, a visibility other than visible), else None: a carrier is archived, never purged, by it."""
-    if edit.op in ("archive", "purge"):
+    purge, a visibility other than visible, new text), else None: a carrier is archived, never purged, by it.
+
+    New text withdraws the old words: a digest or merge carrying the memory still holds them, and so
+    does a restatement a merge absorbed, so each is archived (restorable) as a forget would."""
+    if edit.op in ("archive", "purge") or (edit.op == "update" and "content" in edit.changes):
         return Edit("archive")
     visibility = edit.value if edit.op == "set_visibility" else edit.changes.get("visibility") if edit.op == "update" else None
     if visibility is None or Visibility(visibility) is Visibility.VISIBLE:

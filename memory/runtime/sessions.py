@@ -24,6 +24,7 @@ from memory.extraction.scoring import agent_confidence, storable
 from memory.federation.federation import MemoryFederation, WriteReport
 from memory.home import Home, private_dir
 from memory.promotion import asserted_importance
+from memory.protocols import Rewords
 from memory.types import DERIVED_TAG, ConfidenceSource, MemoryEntry, MemoryType, Session, Turn, Visibility, now_utc
 
 if TYPE_CHECKING:
@@ -113,7 +114,20 @@ async def withdrawn(turns: Sequence[Turn], memory: GetsMany) -> set[str]:
     answer that quoted it.
     """
     ids = list(dict.fromkeys(i for turn in turns for i in _touched(turn)))
-    return set(ids) - set(await memory.get_many(ids)) if ids else set()
+    if not ids:
+        return set()
+    found = await memory.get_many(ids)
+    gone = set(ids) - set(found)
+    # Re-worded since (`memory set --content`): admitted still, but a turn said before quoted words an
+    # operator removed. Only a memory changed after the first turn that touched it can have been.
+    first = {}
+    for turn in turns:
+        for i in _touched(turn):
+            first.setdefault(i, turn.at)
+    since = {i: first[i] for i, entry in found.items() if entry.updated_at > first[i]}
+    if since and isinstance(memory, Rewords):
+        gone |= await memory.reworded(since)
+    return gone
 
 
 def left_out_by(turn: Turn, gone: set[str]) -> str | None:
@@ -149,7 +163,9 @@ async def _why_not_admitted(store: SQLiteAdapter, memory_id: str) -> str:
         return "purged" if memory_id in await store.removed([memory_id]) else "not admitted by the shared tier holding it"
     if entry.visibility not in (None, Visibility.VISIBLE):
         return entry.visibility.value
-    return "archived" if entry.archived else "not admitted"
+    if entry.archived:
+        return "archived"
+    return "not admitted" if entry.valid_to is not None else "re-worded"  # admitted, its text changed since
 
 
 class SessionManager:

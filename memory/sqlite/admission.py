@@ -39,13 +39,20 @@ class Dialect:
 CONSOLIDATED = 2
 SOURCES = "consolidates"  # edge relation: consolidated memory -> a source whose content it carries
 
+_CARRIERS = (
+    "FROM memory_edges carried JOIN memories carrier ON carrier.id = carried.src_id "
+    f"WHERE carried.dst_id = {{alias}}.id AND carried.relation = '{SOURCES}'"
+)
 # A tags cell an outside edit left as invalid JSON holds no tag: json_each would fail the whole
 # statement ('malformed JSON'), so one row would take down every read and prune of its store.
+# A source answers for its carrier only while no carrier is withheld (hidden, private, or archived by
+# an operator or prune): what an operator withheld stays so at every time, even in the words of a
+# turn the digest archived that says more than it (so the hide did not reach it).
 SQLITE = Dialect(
     "sqlite", "1", "EXISTS (SELECT 1 FROM json_each(CASE WHEN json_valid({col}) THEN {col} END) WHERE value = ?)",
     f"{{alias}}.archived = {CONSOLIDATED} AND (SELECT min(coalesce(carrier.valid_from, carrier.created_at)) "
-    "FROM memory_edges carried JOIN memories carrier ON carrier.id = carried.src_id "
-    f"WHERE carried.dst_id = {{alias}}.id AND carried.relation = '{SOURCES}') > ?",
+    f"{_CARRIERS}) > ? AND NOT EXISTS (SELECT 1 {_CARRIERS} "
+    f"AND (carrier.visibility != '{Visibility.VISIBLE.value}' OR carrier.archived = 1))",
 )
 # tags is JSON text on both engines; jsonb containment, never the jsonb ``?`` operator
 # (it would read as a placeholder).

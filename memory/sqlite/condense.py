@@ -4,7 +4,7 @@ the only record of a fact.
 A digest carries up to five aged-out turns whose rows are archived, so archiving the
 digest loses them; yet it keeps most of their bytes (88% on LoCoMo). Before a
 byte budget takes a digest or an undigested fact, prune rewrites digests to
-their date, each turn's speaker and the rarest of each turn's content words
+their date, each turn's speaker and the rarest of each turn's content words the digest holds
 ("On 8 May 2023: Caroline: went LGBTQ support group transgender stories.
 Melanie: painting sunrise lake."), a share of them at a time: every digest
 loses its commonest words before any digest loses more, and only as many
@@ -45,10 +45,15 @@ def condensed_text(digest: str, turns: Sequence[str], held: Counter, share: floa
     """``digest``'s date and, for each of its ``turns`` in order, the speaker and the rarest ``share``
     of its distinct content words by ``held`` (rows holding each word), in the turn's own order."""
     dated = _DATED.match(digest)
+    # Only words the digest still holds: it left some of a turn out (a question), and an operator may
+    # have written a word out of it since (`memory set --content`); condensing never brings one back.
+    own = {key for _, key in spelled_words(digest) if key is not None}
     parts, speaker_last = [], None
     for turn in turns:
         speaker = speaker_of(turn)[0]
-        spelled = [(word, key) for word, key in spelled_words(turn) if key is not None]
+        spelled = [(word, key) for word, key in spelled_words(turn) if key in own]
+        if not spelled:
+            continue
         keys = list(dict.fromkeys(key for _, key in spelled))
         kept = set(sorted(keys, key=lambda k: (held[k], k))[:max(1, math.ceil(share * len(keys)))])
         words = []

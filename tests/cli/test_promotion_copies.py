@@ -379,3 +379,43 @@ def test_hiding_or_forgetting_a_merged_memory_reaches_the_copy_of_the_restatemen
     assert done is not None
     assert recalled(cli, "bob", "heron") == set()  # the control still answers (checked in recalled)
     assert recalled(cli, "ada", "heron") == set()
+
+
+def test_new_text_for_a_merged_memory_withdraws_the_restatement_it_absorbed_and_its_copy(cli, home):
+    """`memory set --content` of the merged memory replaced its words, but the promoted restatement
+    consolidation archived into it kept the old ones, its global copy live: bob still recalled
+    'X123' after ada's operator wrote it out. The new text withdraws what said the old words (the
+    restatement, copy and all), as a hide or forget does. The control fact still answers."""
+    keeper = ok(cli("remember", "heron passport X123", "--agent", "ada", "--no-reconcile", "--json"))
+    absorbed = ok(cli("remember", "heron passport X123.", "--agent", "ada", "--importance", "0.95",
+                      "--no-reconcile", "--json"))
+    assert absorbed["accepted"] == ["private", "global"]
+    assert ok(cli("consolidate", "--agent", "ada", "--json"))["agents"][0]["merged_sources"] == 1
+    assert recalled(cli, "bob", "X123") == {"X123"}
+    ok(cli("memory", "set", keeper["id"], "--content", "heron passport withheld", "--agent", "ada", "--json"))
+    assert recalled(cli, "bob", "X123", "heron") == set()
+    assert recalled(cli, "ada", "X123", "withheld") == {"withheld"}
+    assert recalled(cli, "ada", "X123") == set()
+
+
+def test_new_text_for_a_digested_turn_withdraws_the_digest_that_carries_its_old_words(cli, home):
+    """A digest carries its turns' words: after `memory set --content` of a digested turn, recall
+    still answered the old words from the digest. The digest holding them is archived (restorable),
+    as a forget of the turn archives it; a digest of another session (the control) stays."""
+    lines = home.root / "turns.jsonl"
+    lines.write_text(
+        json.dumps({"content": "Caroline: the harbour door code is zebracode.", "type": "episodic",
+                    "session": "s1", "created_at": "2024-01-01T10:00:00Z"}) + "\n"
+        + json.dumps({"content": "Caroline: the harbour stall code is tangerinecode.", "type": "episodic",
+                      "session": "s2", "created_at": "2024-01-02T10:00:00Z"}) + "\n"
+    )
+    ok(cli("remember", "--agent", "ada", "--from", str(lines), "--json"))
+    assert ok(cli("consolidate", "--agent", "ada", "--json"))["agents"][0]["digests"] == 2
+    assert recalled(cli, "ada", "zebracode", "tangerinecode") == {"zebracode", "tangerinecode"}
+    rows = ok(cli("memory", "list", "--agent", "ada", "--archived", "--all", "--json"))
+    (turn,) = [m for m in rows if m["content"] == "Caroline: the harbour door code is zebracode."]
+    ok(cli("memory", "set", turn["id"], "--content", turn["content"], "--agent", "ada", "--json"))
+    assert recalled(cli, "ada", "zebracode") == {"zebracode"}  # the same text withdraws nothing
+    ok(cli("memory", "set", turn["id"], "--content", "Caroline: the harbour door code is withheld.",
+           "--agent", "ada", "--json"))
+    assert recalled(cli, "ada", "zebracode", "tangerinecode") == {"tangerinecode"}

@@ -79,8 +79,12 @@ def _asked_for_the_secret(cli) -> tuple[dict, str]:
     return secret, first["session_id"]
 
 
-def test_a_turn_that_recalled_a_withdrawn_memory_is_left_out(cli, no_embedder):
-    """Its answer may quote what it recalled: hiding the recalled memory withdraws the turn; the control stays."""
+@pytest.mark.parametrize(("action", "reason"), [(["--visibility", "hidden"], "hidden"),
+                                               (["--content", "My locker code is withheld."], "re-worded")])
+def test_a_turn_that_recalled_a_withdrawn_memory_is_left_out(cli, no_embedder, action, reason):
+    """Its answer may quote what it recalled: hiding the recalled memory withdraws the turn; the control
+    stays. So does new text for it (an operator writing the code out): the turn's answer still quoted
+    the old words, and the next prompt gave them back to the model."""
 
     def answer(body) -> str:
         return "It is zebrasecret." if "locker" in body["messages"][-1]["content"] else "Noted."
@@ -92,13 +96,16 @@ def test_a_turn_that_recalled_a_withdrawn_memory_is_left_out(cli, no_embedder):
         asked = ok(cli("run", "ada", "What is my locker code?", "--session", sid, "--json"))
         assert secret["id"] in asked["recalled_ids"]
         ok(cli("run", "ada", "And the weather?", "--session", sid, "--json"))  # answered beside that turn
-        ok(cli("memory", "set", secret["id"], "--agent", "ada", "--visibility", "hidden", "--json"))
+        ok(cli("memory", "set", secret["id"], "--agent", "ada", *action, "--json"))
         ok(cli("run", "ada", "What comes next?", "--session", sid, "--json"))
         sent = server.requests[-1]
     assert "zebrasecret" not in sent["raw"]
     assert [(m["role"], m["content"]) for m in sent["body"]["messages"][1:]] == [  # the control turn is replayed
         ("user", CONTROL), ("assistant", "Noted."), ("user", "What comes next?")
     ]
+    turns = ok(cli("session", "show", sid, "--agent", "ada", "--json"))["turns"]
+    assert turns[1]["left_out"] == {"memory_id": secret["id"], "reason": reason}
+    assert turns[0]["left_out"] is None  # the control
 
 
 def test_show_and_replay_agree_on_a_turn_that_recalled_another_agents_promoted_memory(cli, no_embedder):
@@ -131,7 +138,8 @@ def test_show_and_replay_agree_on_a_turn_that_recalled_another_agents_promoted_m
     assert left == {"memory_id": shared["id"], "reason": "not admitted by the shared tier holding it"}
 
 
-@pytest.mark.parametrize("action", [["set", "--visibility", "hidden"], ["forget"]])
+@pytest.mark.parametrize("action", [["set", "--visibility", "hidden"], ["forget"],
+                                    ["set", "--content", "I prefer the locker by the door."]])
 def test_a_session_summary_written_after_a_withdrawal_leaves_the_withdrawn_turn_out(cli, no_embedder, action):
     """The summary `session close` writes is one more way a turn leaves: a turn whose memory the
     operator withdrew is summarised no more than it is replayed; the control turn still is."""
