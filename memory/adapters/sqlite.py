@@ -339,6 +339,10 @@ class SQLiteAdapter:
         when = time.time() if at is None else at.timestamp()
         return await self.run(_supersede_txn, list(old_ids), new_id, when, self.actor, inline=True)
 
+    async def repair(self, entry_id: str, seq: int, taken: Sequence[str]) -> int:
+        """Revert a row an outside edit left unreadable to ledger row ``seq``'s image (:func:`mutations.repair`)."""
+        return await self.run(_repair_txn, entry_id, seq, list(taken), self.actor, inline=True)
+
     async def make_current(self, entry_id: str) -> list[str]:
         """Undo a supersession or release a held conflict: ``entry_id`` answers recall again (ledgered)."""
         return await self.run(_make_current_txn, entry_id, self.actor, inline=True)
@@ -606,6 +610,11 @@ def _supersede_txn(raw, old_ids, new_id, at, actor):
 def _make_current_txn(raw, entry_id, actor):
     with transaction(raw):
         return mutations.make_current(raw, entry_id, actor)
+
+
+def _repair_txn(raw, entry_id, seq, taken, actor):
+    with transaction(raw):
+        return mutations.repair(raw, entry_id, seq, taken, actor)
 
 
 def _reinforce_txn(raw, entry_id, actor, step, confirm, asserted):

@@ -228,10 +228,8 @@ def check_rows(home: Home) -> list[Check]:
         first_id, first = bad[0]
         if first.startswith("importance"):
             fix = f"`arcana memory set {first_id} --importance N`"
-        elif first.startswith("confidence"):
+        else:  # a revert takes a ledger row's image, for a row that cannot be read too
             fix = f"`arcana memory history {first_id}`, then `arcana memory revert {first_id} --to SEQ`"
-        else:  # an unknown value: the row cannot be read, so no memory command can edit it yet
-            fix = "restore the home from a backup (`arcana restore BACKUP --force`)"
         shown = ", ".join(f"{entry_id} ({what})" for entry_id, what in bad)
         checks.append(Check(
             f"rows {db.relative_to(home.root)}", False,

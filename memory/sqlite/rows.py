@@ -141,6 +141,32 @@ def _clamped(data: dict[str, Any]) -> MemoryEntry:
         ) from None
 
 
+def repaired(current: dict[str, Any], image: dict[str, Any], taken: Sequence[str]) -> dict[str, Any]:
+    """The columns to write to the stored row ``current`` (an outside edit left it unreadable) so it
+    reads again: ``taken`` from ``image`` (a ledger row's after image of it, what a revert restores),
+    and from ``image`` too each column that still stops it reading; every other column stays as it is.
+    :class:`UnreadableRowError` when ``image`` itself leaves the row unreadable."""
+    row = {**current, **{k: image[k] for k in taken}}
+    for _ in COLUMNS:
+        data = {**row, "archived": row["archived"] != 0}
+        try:
+            data["tags"] = json.loads(data["tags"])
+        except (TypeError, ValueError):
+            pass
+        try:
+            MemoryEntry.model_validate(data)
+            return {k: row[k] for k in COLUMNS if row[k] != current[k]}
+        except ValidationError as exc:
+            column = str(exc.errors()[0]["loc"][0])
+            if column not in image or row[column] == image[column]:
+                raise UnreadableRowError(
+                    f"memory {current['id']} cannot be read as that ledger row left it either ({column}); "
+                    "give an earlier one"
+                ) from None
+            row[column] = image[column]
+    raise UnreadableRowError(f"memory {current['id']} cannot be read as that ledger row left it either")
+
+
 def out_of_range(raw, limit: int = 5) -> list[tuple[str, str]]:
     """Up to ``limit`` rows (id, what is wrong) whose numbers are out of range, or whose enums, flags,
     tags or times no entry can hold: what :func:`row_to_entry` clamps or cannot read. One scan, in SQL."""
