@@ -44,7 +44,7 @@ from memory.sqlite.connection import (
 )
 from memory.sqlite.fts import coverage, focused_match, match_expression, pair_share, without_majority
 from memory.sqlite.quarantine import quarantine_store
-from memory.sqlite.rows import SELECT_COLUMNS, admitted_rows, readable, row_to_entry
+from memory.sqlite.rows import SELECT_COLUMNS, UNREADABLE, admitted_rows, readable, row_to_entry
 from memory.sqlite.semantic import Prefetched, ahead_k, semantic_leg, store_version
 from memory.inspection import Census, Growth, RecallDay
 from memory.store_kinds import StoreKind, store_options
@@ -744,6 +744,10 @@ def _prune_txn(raw, policy: PrunePolicy, actor: str, on_progress: Report | None)
                 victims[mid] = None
         for mid in consolidation.derived_from(raw, list(victims), live_only=live_only):
             victims[mid] = None  # a summary goes with a fact it carries, whatever its importance
+        # A row an outside edit left unreadable is left as it is (doctor names it, `memory revert` repairs it):
+        # nothing acts on a row it cannot read, as consolidation and every read leave it out.
+        for (mid,) in select_in(raw, f"SELECT id FROM memories WHERE id IN ({{marks}}) AND {UNREADABLE}", list(victims)):
+            del victims[mid]
         ids = policy.restrict(list(victims))
         report = PruneReport(scanned=scanned, dry_run=policy.dry_run, victim_ids=ids,
                              condensed=len(condenser.decisions), condensations=condenser.decisions)

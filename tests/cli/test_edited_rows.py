@@ -184,3 +184,25 @@ def test_revert_repairs_an_unreadable_row_from_its_ledger(arcana_home, damage):
     assert done.returncode == 0 and "was already as ledger row" in done.stderr, done.stderr  # control: a readable row
     done = run_arcana("recall", "metric units", "-a", "ada", "--json", home=arcana_home)
     assert done.returncode == 0 and "metric units" in done.stdout  # control: a healthy row of the same store
+
+
+@pytest.mark.parametrize("damage", ["type = 'gossip'", "tags = '[not json'", "created_at = 'yesterday'"])
+@pytest.mark.parametrize("args", [["--min-importance", "0.99"], ["--max-entries", "0"], ["--max-entries", "0", "--mode", "purge", "-y"]])
+def test_prune_leaves_an_unreadable_row_as_it_is(arcana_home, damage, args):
+    """Prune skipped only a row whose time was text: a row with an unknown type or bad tags was archived
+    (or purged) by a prune that cannot read it, while consolidation and every read leave it be."""
+    ids = _home(arcana_home)
+    db = arcana_home.agent_db(ids["ada"])
+    bad_id = _edit(db, damage)
+    before = _stored(db, bad_id)
+
+    done = run_arcana("prune", "-a", "ada", *args, "--json", home=arcana_home)
+    assert done.returncode == 0, done.stderr
+    assert _stored(db, bad_id) == before
+    conn = dbapi().connect(str(db))
+    try:
+        assert conn.execute("SELECT op FROM memory_ledger WHERE memory_id = ? ORDER BY seq", (bad_id,)).fetchall() == [("insert",)]
+        others = conn.execute("SELECT count(*) FROM memories WHERE id != ? AND archived = 0", (bad_id,)).fetchone()[0]
+    finally:
+        conn.close()
+    assert others == 0  # control: the readable rows of the same store went
