@@ -239,6 +239,35 @@ def check_rows(home: Home) -> list[Check]:
     return checks or [Check("rows", True, "every stored value is in range")]
 
 
+def unwritable(db: Path) -> str | None:
+    """Why ``db`` (or its folder, or its -wal/-shm file) cannot be written, or None: SQLite opens such a
+    store read-only without a word, and only its first write fails. Nothing is written to find out."""
+    for path in (db, db.with_name(db.name + "-wal"), db.with_name(db.name + "-shm")):
+        try:
+            os.close(os.open(path, os.O_RDWR))
+        except FileNotFoundError:
+            continue  # no -wal or -shm while no one has the store open
+        except OSError as exc:
+            return f"{path.name}: {exc.strerror}"
+    if not os.access(db.parent, os.W_OK):  # a write makes its -wal and -shm there
+        return f"its folder: {os.strerror(13)}"
+    return None
+
+
+def check_writable(home: Home) -> list[Check]:
+    """One failing check per store the system will not let Arcana write (an immutable file, a
+    read-only mount or mode): reads go on, every write fails."""
+    from memory.sqlite.connection import unwritable_fix
+
+    checks = []
+    for db in home.databases():
+        why = unwritable(db)
+        if why is not None:
+            checks.append(Check(f"writable {db.relative_to(home.root)}", False,
+                                f"the store cannot be written ({why}); {unwritable_fix(db)}"))
+    return checks or [Check("writable", True, "every store can be written")]
+
+
 def check_conflicts(home: Home) -> Check:
     """Open conflicts: agent-asserted claims held beside the user-confirmed fact they contradict.
 
@@ -346,6 +375,7 @@ async def run_checks(home: Home, on_progress: Progress | None = None) -> list[Ch
     checks += check_quarantine(home)
     checks.append(check_conflicts(home))
     checks += check_rows(home)
+    checks += check_writable(home)
     failed = {home.root / c.name.removeprefix("db "): c.name for c in databases if not c.ok}
     checks += await check_vectors(home, failed)
     checks.append(await round_trip())
