@@ -39,3 +39,20 @@ def test_a_store_that_cannot_be_written_is_named_by_doctor_and_the_write(arcana_
     done = run_arcana("doctor", "--json", home=arcana_home)
     assert done.returncode == 0, [c for c in json.loads(done.stdout)["checks"] if not c["ok"]]
     assert run_arcana("remember", "The kettle is blue.", "-a", "ada", home=arcana_home).returncode == 0
+
+
+def test_an_immutable_agent_card_is_named_with_its_fix(arcana_home):
+    """agent set on an immutable agent.json named the temp file it had written and already removed."""
+    keyword_only(arcana_home)
+    assert run_arcana("agent", "create", "ada", home=arcana_home).returncode == 0
+    ada = json.loads(run_arcana("agent", "show", "ada", "--json", home=arcana_home).stdout)["id"]
+    card = arcana_home.root / "agents" / ada / "agent.json"
+    before = card.read_bytes()
+
+    with immutable(card):
+        done = run_arcana("agent", "set", "ada", "--system-prompt", "Be brief.", home=arcana_home)
+    assert done.returncode == 1 and done.stderr.count("\n") == 1, done.stderr
+    assert done.stderr.startswith(f"arcana: error: {card}: operation not permitted;") and f"chattr -i -a {card}" in done.stderr
+    assert card.read_bytes() == before and [p.name for p in card.parent.glob(".agent.*")] == []
+    done = run_arcana("agent", "set", "ada", "--system-prompt", "Be brief.", home=arcana_home)
+    assert done.returncode == 0, done.stderr  # control: once it may change again
