@@ -157,7 +157,8 @@ def repaired(current: dict[str, Any], image: dict[str, Any], taken: Sequence[str
             MemoryEntry.model_validate(data)
             return {k: row[k] for k in COLUMNS if row[k] != current[k]}
         except ValidationError as exc:
-            column = str(exc.errors()[0]["loc"][0])
+            loc = exc.errors()[0]["loc"]
+            column = str(loc[0]) if loc else ""  # a whole-entry rule (no column) is not this repair's to mend
             if column not in image or row[column] == image[column]:
                 raise UnreadableRowError(
                     f"memory {current['id']} cannot be read as that ledger row left it either ({column}); "
