@@ -157,6 +157,9 @@ def os_error_message(exc: OSError) -> str:
         return f"{where}{reason[:1].lower()}{reason[1:]}: the disk is full; free space on it (the home's, or the output's) and run again"
     if exc.filename is None:
         return f"{reason[:1].lower()}{reason[1:]}; run the command again, and check the disk if it persists"
+    if exc.errno == errno.EPERM:  # not the mode bits (that is EACCES): an immutable or append-only flag
+        return (f"{exc.filename}: {reason[:1].lower()}{reason[1:]}; it is likely immutable or append-only "
+                f"(`lsattr {exc.filename}`): `chattr -i -a {exc.filename}` as root, then run again")
     return f"{exc.filename}: {reason[:1].lower()}{reason[1:]}; check that file (its permissions, its disk) and run again"
 
 

@@ -189,8 +189,13 @@ class AgentRegistry:
         try:
             with os.fdopen(fd, "w", encoding="utf-8") as handle:
                 handle.write(card.model_dump_json(indent=2) + "\n")
+                handle.flush()
+                os.fsync(handle.fileno())  # on disk before the rename: a crash never leaves an empty card
             os.chmod(tmp, 0o600)
-            os.replace(tmp, path)
+            try:
+                os.replace(tmp, path)
+            except OSError as exc:  # names the temp file, removed below: the one that refused is the card
+                raise OSError(exc.errno, exc.strerror, str(path)) from exc
         except BaseException:  # a full disk: no temp file left, nor the empty folder of an agent never made
             Path(tmp).unlink(missing_ok=True)
             with contextlib.suppress(OSError):

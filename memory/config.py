@@ -519,7 +519,10 @@ def save_config(path: Path, config: ArcanaConfig) -> None:
             handle.flush()
             os.fsync(handle.fileno())
         os.chmod(tmp, 0o600)
-        os.replace(tmp, target)
+        try:
+            os.replace(tmp, target)
+        except OSError as exc:  # names the temp file, removed below: the one that refused is the config
+            raise OSError(exc.errno, exc.strerror, str(target)) from exc
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise

@@ -8,7 +8,7 @@ from arcana_cli.command import add_commands, command
 from arcana_cli.context import CliContext
 from arcana_cli.output import Out, YesOpt, confirm
 from arcana_cli.render import LIST_COLUMNS, age, entry_json, list_rows, snippet, version_mark
-from memory.errors import NotFoundError
+from memory.errors import NotFoundError, UnreadableRowError
 from memory.types import Audience, MemoryQuery, MemoryType, Visibility
 
 IdArg = Annotated[str, typer.Argument(help="Memory id (or a unique prefix of 6+ characters).")]
@@ -175,12 +175,21 @@ async def revert(
     agent: WhoseOpt = None, pool: PoolOpt = None, global_: GlobalOpt = False,
 ) -> None:
     """Restore a memory's text, tags, type, importance, pin and visibility as ledger row SEQ left them (its global copy too; a hide is never lifted)."""
-    from memory.operator.revert import reverted_fields
+    from memory.operator.revert import revert_unreadable, reverted_fields
 
     async def changes_for(editor, entry):
         return reverted_fields(entry, await editor.store.history(entry.id), to)
 
-    report = await _edit(cli, out, memory_id, agent, pool, global_, "update", "reverted", changes_for=changes_for)
+    try:
+        report = await _edit(cli, out, memory_id, agent, pool, global_, "update", "reverted", changes_for=changes_for)
+    except UnreadableRowError as exc:  # the row itself, or one of its ledger rows
+        async with target_store(cli, agent, pool, global_) as editor:
+            report = await revert_unreadable(editor, memory_id, to)
+        if report is None:
+            raise exc from None  # the row reads: a ledger row could not be
+        out.data(entry_json(report.entry), text=lambda: report.entry_id)
+        out.info(f"{report.entry_id[:8]} can be read again, as ledger row {to} left it")
+        return
     short = report.entry_id[:8]
     out.info(f"{short} is as ledger row {to} left it" if report.changed else f"{short} was already as ledger row {to} left it")
 

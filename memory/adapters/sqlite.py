@@ -44,7 +44,7 @@ from memory.sqlite.connection import (
 )
 from memory.sqlite.fts import coverage, focused_match, match_expression, pair_share, without_majority
 from memory.sqlite.quarantine import quarantine_store
-from memory.sqlite.rows import SELECT_COLUMNS, admitted_rows, readable, row_to_entry
+from memory.sqlite.rows import SELECT_COLUMNS, UNREADABLE, admitted_rows, readable, row_to_entry
 from memory.sqlite.semantic import Prefetched, ahead_k, semantic_leg, store_version
 from memory.inspection import Census, Growth, RecallDay
 from memory.store_kinds import StoreKind, store_options
@@ -339,6 +339,10 @@ class SQLiteAdapter:
         when = time.time() if at is None else at.timestamp()
         return await self.run(_supersede_txn, list(old_ids), new_id, when, self.actor, inline=True)
 
+    async def repair(self, entry_id: str, seq: int, taken: Sequence[str]) -> int:
+        """Revert a row an outside edit left unreadable to ledger row ``seq``'s image (:func:`mutations.repair`)."""
+        return await self.run(_repair_txn, entry_id, seq, list(taken), self.actor, inline=True)
+
     async def make_current(self, entry_id: str) -> list[str]:
         """Undo a supersession or release a held conflict: ``entry_id`` answers recall again (ledgered)."""
         return await self.run(_make_current_txn, entry_id, self.actor, inline=True)
@@ -608,6 +612,11 @@ def _make_current_txn(raw, entry_id, actor):
         return mutations.make_current(raw, entry_id, actor)
 
 
+def _repair_txn(raw, entry_id, seq, taken, actor):
+    with transaction(raw):
+        return mutations.repair(raw, entry_id, seq, taken, actor)
+
+
 def _reinforce_txn(raw, entry_id, actor, step, confirm, asserted):
     with transaction(raw):
         return mutations.reinforce(raw, entry_id, actor, importance_step=step, confirm=confirm, asserted=asserted)
@@ -735,6 +744,10 @@ def _prune_txn(raw, policy: PrunePolicy, actor: str, on_progress: Report | None)
                 victims[mid] = None
         for mid in consolidation.derived_from(raw, list(victims), live_only=live_only):
             victims[mid] = None  # a summary goes with a fact it carries, whatever its importance
+        # A row an outside edit left unreadable is left as it is (doctor names it, `memory revert` repairs it):
+        # nothing acts on a row it cannot read, as consolidation and every read leave it out.
+        for (mid,) in select_in(raw, f"SELECT id FROM memories WHERE id IN ({{marks}}) AND {UNREADABLE}", list(victims)):
+            del victims[mid]
         ids = policy.restrict(list(victims))
         report = PruneReport(scanned=scanned, dry_run=policy.dry_run, victim_ids=ids,
                              condensed=len(condenser.decisions), condensations=condenser.decisions)

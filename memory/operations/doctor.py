@@ -228,10 +228,8 @@ def check_rows(home: Home) -> list[Check]:
         first_id, first = bad[0]
         if first.startswith("importance"):
             fix = f"`arcana memory set {first_id} --importance N`"
-        elif first.startswith("confidence"):
+        else:  # a revert takes a ledger row's image, for a row that cannot be read too
             fix = f"`arcana memory history {first_id}`, then `arcana memory revert {first_id} --to SEQ`"
-        else:  # an unknown value: the row cannot be read, so no memory command can edit it yet
-            fix = "restore the home from a backup (`arcana restore BACKUP --force`)"
         shown = ", ".join(f"{entry_id} ({what})" for entry_id, what in bad)
         checks.append(Check(
             f"rows {db.relative_to(home.root)}", False,
@@ -239,6 +237,35 @@ def check_rows(home: Home) -> list[Check]:
             f"out of range and leave out a row they cannot read, and the file is unchanged: fix each, e.g. {fix}",
         ))
     return checks or [Check("rows", True, "every stored value is in range")]
+
+
+def unwritable(db: Path) -> str | None:
+    """Why ``db`` (or its folder, or its -wal/-shm file) cannot be written, or None: SQLite opens such a
+    store read-only without a word, and only its first write fails. Nothing is written to find out."""
+    for path in (db, db.with_name(db.name + "-wal"), db.with_name(db.name + "-shm")):
+        try:
+            os.close(os.open(path, os.O_RDWR))
+        except FileNotFoundError:
+            continue  # no -wal or -shm while no one has the store open
+        except OSError as exc:
+            return f"{path.name}: {exc.strerror}"
+    if not os.access(db.parent, os.W_OK):  # a write makes its -wal and -shm there
+        return f"its folder: {os.strerror(13)}"
+    return None
+
+
+def check_writable(home: Home) -> list[Check]:
+    """One failing check per store the system will not let Arcana write (an immutable file, a
+    read-only mount or mode): reads go on, every write fails."""
+    from memory.sqlite.connection import unwritable_fix
+
+    checks = []
+    for db in home.databases():
+        why = unwritable(db)
+        if why is not None:
+            checks.append(Check(f"writable {db.relative_to(home.root)}", False,
+                                f"the store cannot be written ({why}); {unwritable_fix(db)}"))
+    return checks or [Check("writable", True, "every store can be written")]
 
 
 def check_conflicts(home: Home) -> Check:
@@ -348,6 +375,7 @@ async def run_checks(home: Home, on_progress: Progress | None = None) -> list[Ch
     checks += check_quarantine(home)
     checks.append(check_conflicts(home))
     checks += check_rows(home)
+    checks += check_writable(home)
     failed = {home.root / c.name.removeprefix("db "): c.name for c in databases if not c.ok}
     checks += await check_vectors(home, failed)
     checks.append(await round_trip())

@@ -26,7 +26,7 @@ from memory.adapters.opener import open_store, open_tier, server_url
 from memory.adapters.sqlite import SQLiteAdapter
 from memory.config import ArcanaConfig
 from memory.deadline import DEADLINE
-from memory.errors import InvalidRequestError, MemoryStorageError, NotFoundError
+from memory.errors import InvalidRequestError, MemoryStorageError, NotFoundError, UnreadableRowError
 from memory.home import Home
 from memory.promotion import ever_promotable, global_copy, promotable
 from memory.protocols import provenance_of
@@ -135,7 +135,7 @@ async def resolve_recorded(store: SQLiteAdapter, prefix: str) -> str:
     """The id ``prefix`` names among the memories the ledger has recorded, purged ones too (their history stays)."""
     try:
         return (await resolve(store, prefix)).id  # a prefix too short is refused here
-    except NotFoundError:
+    except (NotFoundError, UnreadableRowError):  # gone, or a row an outside edit left unreadable
         ids = await store.ledger_ids(prefix)
         if len(ids) == 1:
             return ids[0]

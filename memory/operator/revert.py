@@ -17,9 +17,9 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from memory.errors import InvalidRequestError, NotFoundError
-from memory.operator.edits import keep_restrictions
-from memory.types import LedgerRecord, MemoryEntry, Visibility
+from memory.errors import InvalidRequestError, NotFoundError, UnreadableRowError
+from memory.operator.edits import EditReport, MemoryEditor, keep_restrictions
+from memory.types import Audience, LedgerRecord, MemoryEntry, Visibility
 
 REVERTIBLE = ("content", "tags", "type", "importance", "pinned", "visibility")
 
@@ -38,3 +38,20 @@ def reverted_fields(current: MemoryEntry, records: Sequence[LedgerRecord], seq: 
     then = current.model_copy(update={"visibility": Visibility(image["visibility"])})
     return {**{k: image[k] for k in REVERTIBLE}, "tags": tags, "pinned": bool(image["pinned"]),
             "visibility": keep_restrictions(current, then).visibility}
+
+
+async def revert_unreadable(editor: MemoryEditor, prefix: str, seq: int) -> EditReport | None:
+    """A revert of a row an outside edit left unreadable, which no entry can be read from (None when
+    it reads: revert it through :meth:`MemoryEditor.apply`). Ledger row ``seq``'s :data:`REVERTIBLE`
+    fields are written back, and whatever else stops the row reading, in this store only: a global
+    copy was never that row (revert again, once it reads, to reach the copy)."""
+    if not hasattr(editor.store, "repair"):  # SQLite's: a server store's rows are left to the server's tools
+        return None
+    entry_id = await editor.resolve_recorded(prefix)
+    try:
+        await editor.store.get(entry_id, audience=Audience.OPERATOR, include_archived=True)
+        return None
+    except UnreadableRowError:
+        pass
+    changed = await editor.store.repair(entry_id, seq, REVERTIBLE)
+    return EditReport(entry_id, bool(changed), await editor.store.get(entry_id, audience=Audience.OPERATOR, include_archived=True))

@@ -65,12 +65,21 @@ def translate(exc: BaseException, path: Path | str) -> BaseException:
         return MemoryTimeoutError(f"{path}: stopped at its deadline")
     if "database or disk is full" in lowered or ("disk i/o error" in lowered and _disk_full(path)):
         return MemoryStorageError(f"{path}: the disk is full ({message}); free space on it and run again")
+    if "readonly database" in lowered:  # SQLite opened it read-only: the system refused it for writing
+        return MemoryStorageError(f"{path}: the store cannot be written ({message}); {unwritable_fix(path)}")
     if "locked" in lowered or "busy" in lowered:
         return MemoryBusyError(
             f"{path}: database stayed locked by another writer ({message}); "
             "run again once the other process has finished its write"
         )
     return MemoryStorageError(f"{path}: {message}")
+
+
+def unwritable_fix(path: Path | str) -> str:
+    """What to do about a store the system will not let Arcana write (reads go on): most often an
+    immutable flag, which no mode bit shows."""
+    return (f"reads go on, writes fail: if `lsattr {path}` shows it immutable, `chattr -i {path}` as root, "
+            "else make it (its folder and its -wal/-shm files) writable by this user, then run again")
 
 
 def _disk_full(path: Path | str) -> bool:

@@ -18,12 +18,12 @@ from collections.abc import Sequence
 from memory.access import AccessBuffer
 from memory.sqlite import chunks, compact, context, vectors
 from memory.sqlite.batches import batches, marks, select_in
-from memory.sqlite.rows import COLUMNS, STORED_COLUMNS, entry_values, row_image
-from memory.errors import StaleEditError
+from memory.sqlite.rows import COLUMNS, STORED_COLUMNS, entry_values, repaired, row_image
+from memory.errors import InvalidRequestError, NotFoundError, StaleEditError
 from memory.ledger_image import encode
 from memory.progress import Progress
 from memory.promotion import ASSERTED_IMPORTANCE_CAP
-from memory.types import MAX_ACCESS_COUNT, RESTRICTION, MemoryEntry, Visibility
+from memory.types import MAX_ACCESS_COUNT, RESTRICTION, LedgerRecord, MemoryEntry, Visibility
 
 MUTATION_WINDOW = 2_000  # ids whose before and after images one step of a large edit holds
 _SKIP_COMPARE = {"updated_at", "access_count", "last_accessed_at"}
@@ -239,6 +239,32 @@ def upsert(raw, entries: Sequence[MemoryEntry], actor: str, *, op: str | None = 
     _forget_embeddings(raw, reworded)
     _refresh_context(raw, sessions)
     return ops
+
+
+def repair(raw, entry_id: str, seq: int, taken: Sequence[str], actor: str) -> int:
+    """Revert ``entry_id``, a row an outside edit left unreadable, to ledger row ``seq``'s after image:
+    its ``taken`` columns, and each other column that stops it reading (:func:`repaired`); its visibility
+    never less restricted than a readable one it has. Ledgered ('revert'); 1 if it changed, else 0.
+
+    The row is never read as an entry (it cannot be), only as stored: what a
+    revert of a readable row does through :meth:`update`, for the one row it cannot.
+    """
+    current = _images(raw, [entry_id]).get(entry_id)
+    if current is None:
+        raise NotFoundError(f"no memory with id '{entry_id}'")
+    row = raw.execute("SELECT * FROM memory_ledger WHERE seq = ? AND memory_id = ?", (seq, entry_id)).fetchone()
+    if row is None:
+        raise NotFoundError(f"the memory has no ledger row {seq}; see `arcana memory history {entry_id}`")
+    image = LedgerRecord.from_row(row).after
+    if image is None:
+        raise InvalidRequestError(f"ledger row {seq} removed the memory; give a row that left it in place")
+    image = dict(image)
+    if "visibility" in taken and current["visibility"] in (v.value for v in Visibility):
+        image["visibility"] = max(current["visibility"], image["visibility"], key=lambda v: RESTRICTION[Visibility(v)])
+    values = repaired(current, image, taken)
+    if not values:
+        return 0
+    return update(raw, [entry_id], "revert", actor, ", ".join(f"{c} = ?" for c in values), list(values.values()))
 
 
 def differs(before: dict, after: dict) -> bool:

@@ -34,6 +34,7 @@ from memory.sqlite.admission import Dialect
 from memory.sqlite.condense import DIGEST_SQL
 from memory.sqlite.consolidation import SOURCES
 from memory.sqlite.fact_words import content_words
+from memory.sqlite.rows import UNREADABLE
 from memory.types import DERIVED_TAG
 
 ACCESS_LIFT, ACCESS_SATURATION = 0.1, 10
@@ -75,9 +76,9 @@ def candidates_sql(dialect: Dialect) -> tuple[str, tuple]:
                 f"WHERE e.src_id = memories.id AND e.relation = '{SOURCES}' AND +s.archived != 0)")
         params: tuple = (DERIVED_TAG, DERIVED_TAG)
         digest = DIGEST_SQL
-        # A time an outside edit left as text has no place in the order (it failed the sort, a traceback):
-        # prune leaves that row be, as reads do; doctor names it.
-        timed = " AND typeof(coalesce(last_accessed_at, created_at)) IN ('integer', 'real')"
+        # A row an outside edit left unreadable (a time as text failed the sort, a traceback) has no place
+        # in the order: prune leaves it be, as reads do; doctor names it.
+        timed = f" AND NOT {UNREADABLE}"
     else:
         carries, covered, only, digest, params, timed = "0", "FALSE", "FALSE", "FALSE", (DERIVED_TAG,), ""
     sql = (f"SELECT id, content, {derived}, importance, access_count, coalesce(last_accessed_at, created_at), "

@@ -141,20 +141,59 @@ def _clamped(data: dict[str, Any]) -> MemoryEntry:
         ) from None
 
 
-def out_of_range(raw, limit: int = 5) -> list[tuple[str, str]]:
-    """Up to ``limit`` rows (id, what is wrong) whose numbers are out of range, or whose enums, flags,
-    tags or times no entry can hold: what :func:`row_to_entry` clamps or cannot read. One scan, in SQL."""
+def repaired(current: dict[str, Any], image: dict[str, Any], taken: Sequence[str]) -> dict[str, Any]:
+    """The columns to write to the stored row ``current`` (an outside edit left it unreadable) so it
+    reads again: ``taken`` from ``image`` (a ledger row's after image of it, what a revert restores),
+    and from ``image`` too each column that still stops it reading; every other column stays as it is.
+    :class:`UnreadableRowError` when ``image`` itself leaves the row unreadable."""
+    row = {**current, **{k: image[k] for k in taken}}
+    for _ in COLUMNS:
+        data = {**row, "archived": row["archived"] != 0}
+        try:
+            data["tags"] = json.loads(data["tags"])
+        except (TypeError, ValueError):
+            pass
+        try:
+            MemoryEntry.model_validate(data)
+            return {k: row[k] for k in COLUMNS if row[k] != current[k]}
+        except ValidationError as exc:
+            loc = exc.errors()[0]["loc"]
+            column = str(loc[0]) if loc else ""  # a whole-entry rule (no column) is not this repair's to mend
+            if column not in image or row[column] == image[column]:
+                raise UnreadableRowError(
+                    f"memory {current['id']} cannot be read as that ledger row left it either ({column}); "
+                    "give an earlier one"
+                ) from None
+            row[column] = image[column]
+    raise UnreadableRowError(f"memory {current['id']} cannot be read as that ledger row left it either")
+
+
+def _checks() -> list[tuple[str, str]]:
+    """(SQL true for a bad row, what is wrong): the numbers out of range first (read as their nearest
+    bound), then what no entry can hold (:data:`UNREADABLE`)."""
     checks = [(f"{c} NOT BETWEEN {low} AND {high}", f"{c} outside {low}..{high}") for c, (low, high) in BOUNDS.items()]
     for column, kind in (("type", MemoryType), ("scope", MemoryScope), ("confidence_source", ConfidenceSource),
                          ("visibility", Visibility)):
         checks.append((f"{column} NOT IN ({', '.join(repr(v.value) for v in kind)})", f"unknown {column}"))
     checks.append(("pinned NOT IN (0, 1)", "pinned neither 0 nor 1"))
-    checks.append(("NOT json_valid(tags) OR json_type(tags) != 'array'", "tags not a JSON list"))
+    # json_type() of text that is not JSON is an error ("malformed JSON"), and an OR need not stop at its first term
+    checks.append(("CASE WHEN json_valid(tags) THEN json_type(tags) != 'array' ELSE 1 END", "tags not a JSON list"))
     low, high = _EPOCH_RANGE
     for column in TIMES:  # NULL is no time (the optional ones): it passes
         checks.append((f"typeof({column}) NOT IN ('integer', 'real', 'null') OR {column} NOT BETWEEN {low} AND {high}",
                        f"{column} not a time"))
-    cases = " ".join(f"WHEN {sql} THEN '{what}'" for sql, what in checks)
+    return checks
+
+
+UNREADABLE = "coalesce(" + " OR ".join(f"({sql})" for sql, _ in _checks()[len(BOUNDS):]) + ", 0)"
+"""SQL true for a ``memories`` row no entry can be read from (what :func:`row_to_entry` refuses): what
+acts on rows (prune) leaves it be, as reads leave it out, until an operator repairs it."""
+
+
+def out_of_range(raw, limit: int = 5) -> list[tuple[str, str]]:
+    """Up to ``limit`` rows (id, what is wrong) whose numbers are out of range, or whose enums, flags,
+    tags or times no entry can hold: what :func:`row_to_entry` clamps or cannot read. One scan, in SQL."""
+    cases = " ".join(f"WHEN {sql} THEN '{what}'" for sql, what in _checks())
     return [tuple(r) for r in raw.execute(f"SELECT id, CASE {cases} END AS what FROM memories WHERE what IS NOT NULL LIMIT ?", (limit,))]
 
 

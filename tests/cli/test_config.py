@@ -157,3 +157,21 @@ def test_set_replaces_the_file_atomically(cli, config_path):
     first.close()
     assert stat.S_IMODE(config_path.stat().st_mode) == 0o600
     assert [p.name for p in config_path.parent.iterdir() if p.name.startswith(".config.")] == []
+
+
+def test_an_immutable_config_is_named_with_its_fix(arcana_home, config_path):
+    """config set on an immutable config.json named the temp file it had written and already removed
+    (`.config.XXXX.tmp: operation not permitted; check that file`), not config.json."""
+    from immutable import immutable
+    from runner import run_arcana
+
+    assert run_arcana("config", "set", "recall.limit", "6", home=arcana_home).returncode == 0
+    before = config_path.read_bytes()
+    with immutable(config_path):
+        done = run_arcana("config", "set", "recall.limit", "7", home=arcana_home)
+    assert done.returncode == 1 and done.stderr.count("\n") == 1, done.stderr
+    assert done.stderr.startswith(f"arcana: error: {config_path}: operation not permitted;"), done.stderr
+    assert f"chattr -i -a {config_path}" in done.stderr and ".tmp" not in done.stderr
+    assert config_path.read_bytes() == before and [p.name for p in config_path.parent.glob(".config.*")] == []
+    done = run_arcana("config", "set", "recall.limit", "7", home=arcana_home)  # control: once it may change again
+    assert done.returncode == 0 and json.loads(config_path.read_text())["recall"]["limit"] == 7

@@ -151,3 +151,58 @@ def test_an_unreadable_ledger_row_is_one_line_and_named_by_doctor(arcana_home, t
     [other] = json.loads(run_arcana("recall", "metric", "-a", "ada", "--json", home=arcana_home).stdout)["results"]
     done = run_arcana("memory", "history", other["id"], "-a", "ada", home=arcana_home)
     assert done.returncode == 0, done.stderr  # control: another memory's history
+
+
+@pytest.mark.parametrize("damage", ["type = 'gossip'", "tags = '[not json'", "created_at = 'yesterday'"])
+def test_revert_repairs_an_unreadable_row_from_its_ledger(arcana_home, damage):
+    """No command could repair a row an outside edit left unreadable: `memory history` and `memory revert`
+    read the row first and failed on it, so doctor's only advice was a restore from a backup, losing
+    everything written since. A revert now takes the ledger row's image for what cannot be read."""
+    ids = _home(arcana_home)
+    db = arcana_home.agent_db(ids["ada"])
+    bad_id = _edit(db, damage)
+    assert bad_id not in run_arcana("recall", "tea four", "-a", "ada", "--json", home=arcana_home).stdout
+
+    done = run_arcana("doctor", "--json", home=arcana_home)
+    [failure] = [c for c in json.loads(done.stdout)["checks"] if not c["ok"]]
+    assert f"arcana memory revert {bad_id} --to SEQ" in failure["detail"] and "backup" not in failure["detail"]
+    done = run_arcana("memory", "history", bad_id, "-a", "ada", "--json", home=arcana_home)
+    assert done.returncode == 0, done.stderr
+    [created] = json.loads(done.stdout)
+    done = run_arcana("memory", "revert", bad_id, "--to", str(created["seq"]), "-a", "ada", home=arcana_home)
+    assert done.returncode == 0 and "can be read again" in done.stderr, done.stderr
+
+    done = run_arcana("recall", "tea four", "-a", "ada", "--json", home=arcana_home)
+    assert done.returncode == 0 and bad_id in done.stdout, done.stderr
+    shown = json.loads(run_arcana("memory", "show", bad_id, "-a", "ada", "--json", home=arcana_home).stdout)
+    assert shown["type"] == created["after"]["type"] and shown["tags"] == ["house"]
+    history = json.loads(run_arcana("memory", "history", bad_id, "-a", "ada", "--json", home=arcana_home).stdout)
+    assert [r["op"] for r in history] == ["insert", "revert"] and history[-1]["actor"] == "cli"
+    assert run_arcana("doctor", home=arcana_home).returncode == 0
+
+    done = run_arcana("memory", "revert", bad_id, "--to", str(created["seq"]), "-a", "ada", home=arcana_home)
+    assert done.returncode == 0 and "was already as ledger row" in done.stderr, done.stderr  # control: a readable row
+    done = run_arcana("recall", "metric units", "-a", "ada", "--json", home=arcana_home)
+    assert done.returncode == 0 and "metric units" in done.stdout  # control: a healthy row of the same store
+
+
+@pytest.mark.parametrize("damage", ["type = 'gossip'", "tags = '[not json'", "created_at = 'yesterday'"])
+@pytest.mark.parametrize("args", [["--min-importance", "0.99"], ["--max-entries", "0"], ["--max-entries", "0", "--mode", "purge", "-y"]])
+def test_prune_leaves_an_unreadable_row_as_it_is(arcana_home, damage, args):
+    """Prune skipped only a row whose time was text: a row with an unknown type or bad tags was archived
+    (or purged) by a prune that cannot read it, while consolidation and every read leave it be."""
+    ids = _home(arcana_home)
+    db = arcana_home.agent_db(ids["ada"])
+    bad_id = _edit(db, damage)
+    before = _stored(db, bad_id)
+
+    done = run_arcana("prune", "-a", "ada", *args, "--json", home=arcana_home)
+    assert done.returncode == 0, done.stderr
+    assert _stored(db, bad_id) == before
+    conn = dbapi().connect(str(db))
+    try:
+        assert conn.execute("SELECT op FROM memory_ledger WHERE memory_id = ? ORDER BY seq", (bad_id,)).fetchall() == [("insert",)]
+        others = conn.execute("SELECT count(*) FROM memories WHERE id != ? AND archived = 0", (bad_id,)).fetchone()[0]
+    finally:
+        conn.close()
+    assert others == 0  # control: the readable rows of the same store went
