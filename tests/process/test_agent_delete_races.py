@@ -121,3 +121,25 @@ async def test_a_running_mcp_server_stops_writing_once_restore_replaced_the_home
         finally:
             conn.close()
     assert trashed and _recalls("ada", "heron") == ["the heron code is 42"]  # the restored home, as backed up
+
+
+async def test_a_command_that_resolved_the_agent_before_its_delete_makes_no_empty_store(arcana_home):
+    """`arcana remember` (or `run`) reads the card, then opens the store: a delete in between left
+    `agents/<id>/memory.db` made again, empty and without a card, though the write was refused."""
+    from memory.agents import AgentRegistry
+    from memory.errors import NotFoundError
+    from memory.runtime.assembly import federation_for_agent
+
+    keyword_only(arcana_home)
+    arcana("remember", "the heron code is 42", "--agent", "ada")
+    card = AgentRegistry(arcana_home).resolve("ada")
+    federation = await federation_for_agent(card, home=arcana_home)  # the control: it opens while the card is there
+    await federation.aclose()
+    arcana("agent", "delete", "ada", "--yes")
+    try:
+        await federation_for_agent(card, home=arcana_home)
+    except NotFoundError as exc:
+        assert "agent 'ada' was deleted" in str(exc)
+    else:
+        raise AssertionError("the deleted agent's store was opened")
+    assert not arcana_home.agent_dir(card.id).exists()
