@@ -27,6 +27,14 @@ from memory.locks import exclusive_within
 WAIT_SECONDS = 30.0  # a deletion waits this long for writes in flight, a write this long for a deletion
 
 
+def deleted_meanwhile(name: str) -> NotFoundError:
+    """What a process using agent ``name`` says once the agent was deleted under it."""
+    return NotFoundError(
+        f"agent '{name}' was deleted while this process was using it (its memory is in the trash); "
+        "nothing more is read or stored for it"
+    )
+
+
 def agent_lock_path(home: Home, agent_id: str, part: str = "") -> Path:
     return home.locks_dir / f"agent-{agent_id}{part}.lock"
 
@@ -78,10 +86,7 @@ class AgentPresence:
         :class:`MemoryStorageError` once its path holds another file than the one open here."""
         folder = self.home.agent_dir(self.agent_id)
         if not (folder / "agent.json").is_file():
-            raise NotFoundError(
-                f"agent '{self.name}' was deleted while this process was using it (its memory is in the trash); "
-                "nothing more is read or stored for it"
-            )
+            raise deleted_meanwhile(self.name)
         opened = self.opened() if self.opened is not None else None
         if opened is None:
             return

@@ -143,3 +143,45 @@ async def test_a_command_that_resolved_the_agent_before_its_delete_makes_no_empt
     else:
         raise AssertionError("the deleted agent's store was opened")
     assert not arcana_home.agent_dir(card.id).exists()
+
+
+def test_agent_delete_while_run_waits_for_the_model_leaves_no_session_folder(arcana_home):
+    """`arcana run` opens its session when the model has answered: a delete meanwhile made
+    `agents/<id>/sessions/<session>.jsonl`, folders included, for an agent that no longer exists."""
+    import threading
+
+    from model_server import LoopbackModelServer, echo_memory_answer
+
+    keyword_only(arcana_home)
+    asked, answer = threading.Event(), threading.Event()
+
+    def reply(body: dict) -> str:
+        asked.set()
+        answer.wait(30)
+        return echo_memory_answer(body)
+
+    with LoopbackModelServer(reply) as server:
+        arcana("model", "add", "loop", "--provider", "ollama", "--base-url", server.url, "--model", "tiny", "--default")
+        arcana("agent", "create", "ada")
+        ada = _agent_id("ada")
+        answer.set()
+        arcana("run", "ada", "hello there")  # the control: a run makes the agent's session file
+        assert list((arcana_home.agent_dir(ada) / "sessions").glob("*.jsonl"))
+        asked.clear()
+        answer.clear()
+        run = subprocess.Popen([*ARCANA, "run", "ada", "remember that my locker is 12"],
+                               env={**os.environ, "ARCANA_HOME": str(arcana_home.root)}, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True)
+        try:
+            assert asked.wait(30), "the run never asked the model"
+            arcana("agent", "delete", "ada", "--yes")
+            answer.set()
+            out, err = run.communicate(timeout=60)
+        finally:
+            if run.poll() is None:
+                run.kill()
+    assert run.returncode == 3, (out, err)
+    assert err.strip().splitlines()[-1] == (
+        "arcana: error: agent 'ada' was deleted while this process was using it (its memory is in the trash); "
+        "nothing more is read or stored for it")
+    assert not arcana_home.agent_dir(ada).exists()
