@@ -18,9 +18,11 @@ import os
 import shutil
 import stat
 import time
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
+from memory import agent_lock
 from memory.errors import BackupError, InvalidRequestError, NotFoundError, RestoreRefusedError
 from memory.home import PRIVATE_FILE, Home, private_dir
 from memory.migrations.backup import online_copy
@@ -393,19 +395,35 @@ def restore_home(path: Path, home: Home, *, force: bool = False) -> RestoreRepor
     staging = home.root / f".restore-{stamp}-{os.getpid()}.partial"
     lock = restore_swap.claim(staging)
     try:
-        try:
-            content = private_dir(staging / restore_swap.CONTENT)
-            for entry in manifest.files:
-                _copy_checked(manifest.path, content, entry)
-            restore_swap.commit(staging, source=manifest.path, trash=f"pre-restore-{stamp}")
-        except BaseException:
-            shutil.rmtree(staging, ignore_errors=True)
-            raise
-        moved = restore_swap.swap(home.root, staging)
+        with ExitStack() as writes_held:
+            try:
+                content = private_dir(staging / restore_swap.CONTENT)
+                for entry in manifest.files:
+                    _copy_checked(manifest.path, content, entry)
+                for agent_id in _agent_folders(home):  # no write is in flight while the stores move
+                    writes_held.enter_context(agent_lock.deleting(home, agent_id))
+                restore_swap.commit(staging, source=manifest.path, trash=f"pre-restore-{stamp}")
+            except BaseException:
+                shutil.rmtree(staging, ignore_errors=True)
+                raise
+            moved = restore_swap.swap(home.root, staging)
     finally:
         os.close(lock)
     home.ensure()
     return RestoreReport(manifest.path, len(manifest.files), moved)
+
+
+def _agent_folders(home: Home) -> list[str]:
+    """The live home's agent folders, in one order (two restores take their locks alike).
+
+    A restore holds each one's agent lock, as `agent delete` does, from its commit to the end of
+    its swap: a write that checked its store was the live one wrote into the file the swap then
+    moved to the trash, acknowledged, and one tier it opened after the swap wrote into the
+    restored home instead.
+    """
+    if not home.agents_dir.is_dir():
+        return []
+    return sorted(p.name for p in home.agents_dir.iterdir() if p.is_dir() and not p.is_symlink())
 
 
 def _refuse_newer_schema(manifest: BackupManifest) -> None:

@@ -30,7 +30,9 @@ CONTENT = "home"  # the backup's copy, inside the staging folder
 JOURNAL = "journal.json"  # present: the copy is complete and checked, and the swap must be finished
 LOCK = ".lock"  # held (flock) by the restore that owns the staging folder
 ABANDONED_AFTER = 60.0  # seconds: a staging folder with no lock file this old was left by a killed process
-_NEVER_MOVED = ("trash",)
+# Never moved: the trash, and the lock files, which a backup never holds. The restore holds its agents'
+# locks through the swap, and a process waiting on one must wait on the file the next one takes.
+_NEVER_MOVED = ("trash", "locks")
 
 
 def claim(staging: Path) -> int:

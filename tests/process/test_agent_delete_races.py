@@ -14,6 +14,7 @@ import sqlite3
 import subprocess
 import time
 
+import pytest
 from mcp_client import call, session
 from runner import ARCANA, arcana, keyword_only, run_arcana
 
@@ -185,3 +186,50 @@ def test_agent_delete_while_run_waits_for_the_model_leaves_no_session_folder(arc
         "arcana: error: agent 'ada' was deleted while this process was using it (its memory is in the trash); "
         "nothing more is read or stored for it")
     assert not arcana_home.agent_dir(ada).exists()
+
+
+async def test_restore_force_waits_for_a_write_in_flight_and_every_write_goes_to_the_live_store(arcana_home, tmp_path):
+    """A write checks the agent's store is the one it opened and then writes, holding the agent's lock
+    shared; `restore --force` swapped the home without the lock, so a write past its check went into
+    the store the restore had just moved to the trash (and, with a tier it opened lazily, into the
+    restored home: half of one memory on each side)."""
+    import asyncio
+
+    from memory.adapters.sqlite import SQLiteAdapter
+    from memory.agent_lock import AgentPresence
+    from memory.errors import MemoryStorageError
+    from memory.types import MemoryEntry
+
+    keyword_only(arcana_home)
+    arcana("remember", "the heron code is 42", "--agent", "ada")
+    arcana("backup", str(tmp_path / "backups"))
+    ada = _agent_id("ada")
+    store = SQLiteAdapter.for_agent(ada, home=arcana_home)
+    await store.connect()
+    presence = AgentPresence(arcana_home, ada, "ada", opened=lambda: store.opened_file)
+    restore = None
+    try:
+        async with presence.writing():  # a write in flight: past its check, not yet written
+            restore = subprocess.Popen([*ARCANA, "restore", str(tmp_path / "backups"), "--force", "--json"],
+                                       env={**os.environ, "ARCANA_HOME": str(arcana_home.root)},
+                                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            await asyncio.sleep(3)  # the restore has copied and verified the backup by now
+            live = os.stat(arcana_home.agent_db(ada))
+            assert (live.st_dev, live.st_ino) == store.opened_file, "the home was swapped under a write in flight"
+            await store.write(MemoryEntry(agent_id=ada, content="heron written in flight"))
+        out, err = await asyncio.to_thread(restore.communicate, timeout=60)
+    finally:
+        await store.aclose()
+        if restore is not None and restore.poll() is None:
+            restore.kill()
+    assert restore.returncode == 0, err  # the control: the restore went ahead once the write was done
+    moved = json.loads(out)["moved_to_trash"]
+    conn = sqlite3.connect(f"{moved}/agents/{ada}/memory.db")
+    try:
+        assert "heron written in flight" in {r[0] for r in conn.execute("SELECT content FROM memories")}
+    finally:
+        conn.close()
+    assert _recalls("ada", "heron") == ["the heron code is 42"]  # the restored home, as backed up
+    with pytest.raises(MemoryStorageError, match="was replaced"):  # nothing more goes to the store it opened
+        async with presence.writing():
+            pass
