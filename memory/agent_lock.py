@@ -53,6 +53,35 @@ def deleting(home: Home, agent_id: str, wait_seconds: float = WAIT_SECONDS) -> I
         yield
 
 
+@contextmanager
+def copying(home: Home, agent_id: str, wait_seconds: float = WAIT_SECONDS) -> Iterator[None]:
+    """Hold the agent's lock shared, as a write does, while a backup copies its folder: a deletion
+    moves the folder before or after, never between its card and its database.
+    :class:`LockHeldError` when a deletion kept it for ``wait_seconds``."""
+    path, gate_path = agent_lock_path(home, agent_id), agent_lock_path(home, agent_id, "-gate")
+    private_dir(path.parent)
+    deadline = time.monotonic() + wait_seconds
+    busy = f"agent {agent_id} is being deleted (lock {path}); try again later"
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        gate = os.open(gate_path, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            for held in (gate, fd):
+                while True:
+                    try:
+                        fcntl.flock(held, fcntl.LOCK_SH | fcntl.LOCK_NB)
+                        break
+                    except BlockingIOError:
+                        if time.monotonic() >= deadline:
+                            raise LockHeldError(busy) from None
+                        time.sleep(0.05)
+        finally:
+            os.close(gate)
+        yield
+    finally:
+        os.close(fd)
+
+
 async def _shared(fd: int, deadline: float, busy: str) -> None:
     """``flock(fd, LOCK_SH)``, polled so the event loop (an MCP server's) keeps running meanwhile."""
     while True:

@@ -138,8 +138,15 @@ def backup_home(home: Home, dest: Path, *, on_progress=None) -> BackupManifest:
         raise InvalidRequestError(f"{dest}: cannot make the backup there ({exc.strerror}); give a folder you can write") from None
     manifest = BackupManifest(final, created_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
     files = home_files(home, exclude=dest.resolve())
+    held, holding = ExitStack(), None  # the agent whose folder is being copied, its lock held shared
     try:
         for done, rel in enumerate(files, start=1):
+            agent = rel.parts[1] if len(rel.parts) > 2 and rel.parts[0] == "agents" else None
+            if agent != holding:  # an agent's files come together (the walk is depth-first)
+                held.close()
+                if agent is not None:
+                    held.enter_context(agent_lock.copying(home, agent))
+                holding = agent
             source, target = home.root / rel, partial / rel
             private_dir(target.parent)
             if not source.exists():
@@ -156,6 +163,7 @@ def backup_home(home: Home, dest: Path, *, on_progress=None) -> BackupManifest:
             manifest.files.append(entry)
             if on_progress is not None:
                 on_progress(done, len(files))
+        held.close()
         body = {"format": FORMAT, "version": VERSION, "created_at": manifest.created_at,
                 "source_home": str(home.root), "files": manifest.files}
         _write_private(partial / MANIFEST, json.dumps(body, indent=2) + "\n")
@@ -164,6 +172,7 @@ def backup_home(home: Home, dest: Path, *, on_progress=None) -> BackupManifest:
         (partial / LOCK).unlink()
         partial.rename(final)
     except BaseException:
+        held.close()
         shutil.rmtree(partial, ignore_errors=True)
         raise
     finally:

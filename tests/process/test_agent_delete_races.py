@@ -233,3 +233,31 @@ async def test_restore_force_waits_for_a_write_in_flight_and_every_write_goes_to
     with pytest.raises(MemoryStorageError, match="was replaced"):  # nothing more goes to the store it opened
         async with presence.writing():
             pass
+
+
+def test_a_backup_copies_an_agent_before_or_after_its_deletion_never_during_it(arcana_home, tmp_path):
+    """A backup lists the home's files and then copies them; an agent deleted meanwhile was copied in
+    part (its card without its memory.db when the folder moved between the two) or whole after its
+    global copies were withdrawn. Holding the agent's lock shared, the backup waits for the deletion."""
+    from memory.agent_lock import deleting
+
+    keyword_only(arcana_home)
+    arcana("remember", "the heron code is 42", "--agent", "ada")
+    arcana("remember", "bob likes tea", "--agent", "bob")
+    ada, bob = _agent_id("ada"), _agent_id("bob")
+    with deleting(arcana_home, ada):  # `agent delete ada` is under way: copies withdrawn, folder not yet moved
+        backup = subprocess.Popen([*ARCANA, "backup", str(tmp_path / "b"), "--json"],
+                                  env={**os.environ, "ARCANA_HOME": str(arcana_home.root)},
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            backup.wait(timeout=4)
+        except subprocess.TimeoutExpired:
+            pass  # waiting for the deletion, as it should
+        assert backup.poll() is None, "the backup copied an agent whose deletion was under way"
+        arcana_home.agent_dir(ada).rename(tmp_path / "ada-trashed")  # the deletion's move, then its lock goes
+    out, err = backup.communicate(timeout=60)
+    assert backup.returncode == 0, err
+    paths = {f["path"] for f in json.loads((next((tmp_path / "b").glob("arcana-backup-*")) / "manifest.json")
+                                           .read_text())["files"]}
+    assert {f"agents/{bob}/agent.json", f"agents/{bob}/memory.db"} <= paths  # the control: bob, whole
+    assert not [p for p in paths if p.startswith(f"agents/{ada}/")]
