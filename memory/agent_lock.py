@@ -8,6 +8,12 @@ that every other agent recalled after the delete had reported the copies
 withdrawn. Each federated write holds ``locks/agent-<id>.lock`` shared and
 checks the agent's card is still there; a deletion holds it exclusively from
 the withdrawal to the move.
+
+The lock files of a deleted agent are left in ``locks/`` on purpose. A process
+may still hold one open (a writer refused after the delete, one waiting at the
+gate); unlinking it would let the next process make a new file of that name
+and lock that one, two holders at once, which is the race the lock is for.
+Ids are random and never reused, the files are a few bytes, backups skip them.
 """
 
 from __future__ import annotations
