@@ -261,3 +261,45 @@ def test_a_backup_copies_an_agent_before_or_after_its_deletion_never_during_it(a
                                            .read_text())["files"]}
     assert {f"agents/{bob}/agent.json", f"agents/{bob}/memory.db"} <= paths  # the control: bob, whole
     assert not [p for p in paths if p.startswith(f"agents/{ada}/")]
+
+
+async def test_the_command_that_finishes_a_killed_restore_waits_for_a_write_in_flight(arcana_home, tmp_path):
+    """A restore killed after its journal leaves the swap to the next command, which swapped without
+    the agents' locks the killed restore had held: a write past its check went into the trash."""
+    import asyncio
+
+    from test_restore_kill import killed_at
+
+    from memory.adapters.sqlite import SQLiteAdapter
+    from memory.agent_lock import AgentPresence
+    from memory.types import MemoryEntry
+
+    keyword_only(arcana_home)
+    arcana("remember", "the heron code is 42", "--agent", "ada")
+    backups = tmp_path / "backups"
+    arcana("backup", str(backups))
+    ada = _agent_id("ada")
+    killed = killed_at("journal:1:after", "restore", str(backups), "--force", home=arcana_home.root)
+    assert killed.returncode == -9, killed.stderr
+    store = SQLiteAdapter.for_agent(ada, home=arcana_home)
+    await store.connect()
+    presence = AgentPresence(arcana_home, ada, "ada", opened=lambda: store.opened_file)
+    after = None
+    try:
+        async with presence.writing():  # a write in flight, in a process started before the restore
+            after = subprocess.Popen([*ARCANA, "backup", "--verify", str(backups)],
+                                     env={**os.environ, "ARCANA_HOME": str(arcana_home.root)},
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            await asyncio.sleep(3)
+            live = os.stat(arcana_home.agent_db(ada))
+            assert (live.st_dev, live.st_ino) == store.opened_file, "the home was swapped under a write in flight"
+            await store.write(MemoryEntry(agent_id=ada, content="heron written in flight"))
+        out, err = await asyncio.to_thread(after.communicate, timeout=60)
+    finally:
+        await store.aclose()
+        if after is not None and after.poll() is None:
+            after.kill()
+    assert after.returncode == 0, err
+    assert err.startswith(f"arcana: finished a restore from {next(backups.glob('arcana-backup-*'))} that was "
+                          "interrupted")  # the control: it finished the swap once the write was done
+    assert _recalls("ada", "heron") == ["the heron code is 42"]
