@@ -41,6 +41,31 @@ def deleted_meanwhile(name: str) -> NotFoundError:
     )
 
 
+def agent_subfolder(home: Home, agent_id: str, name: str, folder: Path) -> Path:
+    """Make ``folder`` (0700, parents too) inside agent ``agent_id``'s folder, never that folder itself.
+
+    A process writing a file there (a session, a host hook's offset) made the agent's folder again
+    when `agent delete` had moved it to the trash meanwhile: a folder without a card.
+    :func:`deleted_meanwhile` instead. A file opened in ``folder`` afterwards fails with
+    FileNotFoundError if the folder moved in between, so it is never made again either.
+    """
+    top = home.agent_dir(agent_id)
+    missing = []
+    probe = folder
+    while probe != top and not probe.exists():
+        missing.append(probe)
+        probe = probe.parent
+    for made in reversed(missing):
+        try:
+            made.mkdir(mode=0o700)
+            os.chmod(made, 0o700)
+        except FileExistsError:
+            pass
+        except FileNotFoundError:
+            raise deleted_meanwhile(name) from None
+    return folder
+
+
 def agent_lock_path(home: Home, agent_id: str, part: str = "") -> Path:
     return home.locks_dir / f"agent-{agent_id}{part}.lock"
 

@@ -303,3 +303,31 @@ async def test_the_command_that_finishes_a_killed_restore_waits_for_a_write_in_f
     assert err.startswith(f"arcana: finished a restore from {next(backups.glob('arcana-backup-*'))} that was "
                           "interrupted")  # the control: it finished the swap once the write was done
     assert _recalls("ada", "heron") == ["the heron code is 42"]
+
+
+async def test_a_host_save_hook_running_across_agent_delete_makes_no_folder_again(arcana_home, tmp_path):
+    """`arcana host save` reads the transcript and then records how far it read, in the agent's
+    folder: an agent deleted meanwhile came back as agents/<id>/hosts/claude-code/<session>.json."""
+    from memory.agents import AgentRegistry
+    from memory.config import load_config
+    from memory.errors import NotFoundError
+    from memory.runtime.assembly import federation_for_agent
+    from memory.runtime.host_save import HookInput, save_transcript
+
+    keyword_only(arcana_home)
+    arcana("agent", "create", "dev")
+    card = AgentRegistry(arcana_home).resolve("dev")
+    transcript = tmp_path / "t.jsonl"
+    transcript.write_text("")  # nothing said yet: no memory is written, only the offset
+    config = load_config(arcana_home.config_path)
+    federation = await federation_for_agent(card, home=arcana_home, config=config)
+    try:
+        report = await save_transcript(arcana_home, config, card, federation, HookInput("s1", transcript))
+        assert report.exchanges == 0  # the control: the hook runs and records its offset
+        assert (arcana_home.agent_dir(card.id) / "hosts" / "claude-code" / "s1.json").is_file()
+        arcana("agent", "delete", "dev", "--yes")
+        with pytest.raises(NotFoundError, match="agent 'dev' was deleted"):
+            await save_transcript(arcana_home, config, card, federation, HookInput("s2", transcript))
+    finally:
+        await federation.aclose()
+    assert not arcana_home.agent_dir(card.id).exists()
