@@ -8,6 +8,12 @@ that every other agent recalled after the delete had reported the copies
 withdrawn. Each federated write holds ``locks/agent-<id>.lock`` shared and
 checks the agent's card is still there; a deletion holds it exclusively from
 the withdrawal to the move.
+
+The lock files of a deleted agent are left in ``locks/`` on purpose. A process
+may still hold one open (a writer refused after the delete, one waiting at the
+gate); unlinking it would let the next process make a new file of that name
+and lock that one, two holders at once, which is the race the lock is for.
+Ids are random and never reused, the files are a few bytes, backups skip them.
 """
 
 from __future__ import annotations
@@ -27,6 +33,39 @@ from memory.locks import exclusive_within
 WAIT_SECONDS = 30.0  # a deletion waits this long for writes in flight, a write this long for a deletion
 
 
+def deleted_meanwhile(name: str) -> NotFoundError:
+    """What a process using agent ``name`` says once the agent was deleted under it."""
+    return NotFoundError(
+        f"agent '{name}' was deleted while this process was using it (its memory is in the trash); "
+        "nothing more is read or stored for it"
+    )
+
+
+def agent_subfolder(home: Home, agent_id: str, name: str, folder: Path) -> Path:
+    """Make ``folder`` (0700, parents too) inside agent ``agent_id``'s folder, never that folder itself.
+
+    A process writing a file there (a session, a host hook's offset) made the agent's folder again
+    when `agent delete` had moved it to the trash meanwhile: a folder without a card.
+    :func:`deleted_meanwhile` instead. A file opened in ``folder`` afterwards fails with
+    FileNotFoundError if the folder moved in between, so it is never made again either.
+    """
+    top = home.agent_dir(agent_id)
+    missing = []
+    probe = folder
+    while probe != top and not probe.exists():
+        missing.append(probe)
+        probe = probe.parent
+    for made in reversed(missing):
+        try:
+            made.mkdir(mode=0o700)
+            os.chmod(made, 0o700)
+        except FileExistsError:
+            pass
+        except FileNotFoundError:
+            raise deleted_meanwhile(name) from None
+    return folder
+
+
 def agent_lock_path(home: Home, agent_id: str, part: str = "") -> Path:
     return home.locks_dir / f"agent-{agent_id}{part}.lock"
 
@@ -43,6 +82,35 @@ def deleting(home: Home, agent_id: str, wait_seconds: float = WAIT_SECONDS) -> I
     with exclusive_within(agent_lock_path(home, agent_id, "-gate"), "deletion of this agent", wait_seconds), \
             exclusive_within(agent_lock_path(home, agent_id), "write for this agent", wait_seconds):
         yield
+
+
+@contextmanager
+def copying(home: Home, agent_id: str, wait_seconds: float = WAIT_SECONDS) -> Iterator[None]:
+    """Hold the agent's lock shared, as a write does, while a backup copies its folder: a deletion
+    moves the folder before or after, never between its card and its database.
+    :class:`LockHeldError` when a deletion kept it for ``wait_seconds``."""
+    path, gate_path = agent_lock_path(home, agent_id), agent_lock_path(home, agent_id, "-gate")
+    private_dir(path.parent)
+    deadline = time.monotonic() + wait_seconds
+    busy = f"agent {agent_id} is being deleted (lock {path}); try again later"
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        gate = os.open(gate_path, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            for held in (gate, fd):
+                while True:
+                    try:
+                        fcntl.flock(held, fcntl.LOCK_SH | fcntl.LOCK_NB)
+                        break
+                    except BlockingIOError:
+                        if time.monotonic() >= deadline:
+                            raise LockHeldError(busy) from None
+                        time.sleep(0.05)
+        finally:
+            os.close(gate)
+        yield
+    finally:
+        os.close(fd)
 
 
 async def _shared(fd: int, deadline: float, busy: str) -> None:
@@ -78,10 +146,7 @@ class AgentPresence:
         :class:`MemoryStorageError` once its path holds another file than the one open here."""
         folder = self.home.agent_dir(self.agent_id)
         if not (folder / "agent.json").is_file():
-            raise NotFoundError(
-                f"agent '{self.name}' was deleted while this process was using it (its memory is in the trash); "
-                "nothing more is read or stored for it"
-            )
+            raise deleted_meanwhile(self.name)
         opened = self.opened() if self.opened is not None else None
         if opened is None:
             return

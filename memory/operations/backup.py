@@ -18,9 +18,11 @@ import os
 import shutil
 import stat
 import time
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
+from memory import agent_lock
 from memory.errors import BackupError, InvalidRequestError, NotFoundError, RestoreRefusedError
 from memory.home import PRIVATE_FILE, Home, private_dir
 from memory.migrations.backup import online_copy
@@ -136,8 +138,15 @@ def backup_home(home: Home, dest: Path, *, on_progress=None) -> BackupManifest:
         raise InvalidRequestError(f"{dest}: cannot make the backup there ({exc.strerror}); give a folder you can write") from None
     manifest = BackupManifest(final, created_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
     files = home_files(home, exclude=dest.resolve())
+    held, holding = ExitStack(), None  # the agent whose folder is being copied, its lock held shared
     try:
         for done, rel in enumerate(files, start=1):
+            agent = rel.parts[1] if len(rel.parts) > 2 and rel.parts[0] == "agents" else None
+            if agent != holding:  # an agent's files come together (the walk is depth-first)
+                held.close()
+                if agent is not None:
+                    held.enter_context(agent_lock.copying(home, agent))
+                holding = agent
             source, target = home.root / rel, partial / rel
             private_dir(target.parent)
             if not source.exists():
@@ -154,6 +163,7 @@ def backup_home(home: Home, dest: Path, *, on_progress=None) -> BackupManifest:
             manifest.files.append(entry)
             if on_progress is not None:
                 on_progress(done, len(files))
+        held.close()
         body = {"format": FORMAT, "version": VERSION, "created_at": manifest.created_at,
                 "source_home": str(home.root), "files": manifest.files}
         _write_private(partial / MANIFEST, json.dumps(body, indent=2) + "\n")
@@ -162,6 +172,7 @@ def backup_home(home: Home, dest: Path, *, on_progress=None) -> BackupManifest:
         (partial / LOCK).unlink()
         partial.rename(final)
     except BaseException:
+        held.close()
         shutil.rmtree(partial, ignore_errors=True)
         raise
     finally:
@@ -406,19 +417,35 @@ def restore_home(path: Path, home: Home, *, force: bool = False, on_progress=Non
     staging = home.root / f".restore-{stamp}-{os.getpid()}.partial"
     lock = restore_swap.claim(staging)
     try:
-        try:
-            content = private_dir(staging / restore_swap.CONTENT)
-            for entry in _counted(manifest.files, copied):
-                _copy_checked(manifest.path, content, entry)
-            restore_swap.commit(staging, source=manifest.path, trash=f"pre-restore-{stamp}")
-        except BaseException:
-            shutil.rmtree(staging, ignore_errors=True)
-            raise
-        moved = restore_swap.swap(home.root, staging)
+        with ExitStack() as writes_held:
+            try:
+                content = private_dir(staging / restore_swap.CONTENT)
+                for entry in _counted(manifest.files, copied):
+                    _copy_checked(manifest.path, content, entry)
+                for agent_id in _agent_folders(home):  # no write is in flight while the stores move
+                    writes_held.enter_context(agent_lock.deleting(home, agent_id))
+                restore_swap.commit(staging, source=manifest.path, trash=f"pre-restore-{stamp}")
+            except BaseException:
+                shutil.rmtree(staging, ignore_errors=True)
+                raise
+            moved = restore_swap.swap(home.root, staging)
     finally:
         os.close(lock)
     home.ensure()
     return RestoreReport(manifest.path, len(manifest.files), moved)
+
+
+def _agent_folders(home: Home) -> list[str]:
+    """The live home's agent folders, in one order (two restores take their locks alike).
+
+    A restore holds each one's agent lock, as `agent delete` does, from its commit to the end of
+    its swap: a write that checked its store was the live one wrote into the file the swap then
+    moved to the trash, acknowledged, and one tier it opened after the swap wrote into the
+    restored home instead.
+    """
+    if not home.agents_dir.is_dir():
+        return []
+    return sorted(p.name for p in home.agents_dir.iterdir() if p.is_dir() and not p.is_symlink())
 
 
 def _refuse_newer_schema(manifest: BackupManifest) -> None:

@@ -91,6 +91,29 @@ def check_config(home: Home) -> list[Check]:
     return checks
 
 
+def check_agent_folders(home: Home) -> Check:
+    """Every folder under ``agents/`` has its card: one without is an orphan no command reaches.
+
+    Trigger: ``agents/<id>/`` holds no ``agent.json`` (a card removed by hand, a folder copied in, or
+    left by an older Arcana writing for an agent deleted meanwhile). Why: no agent uses its memory,
+    yet backups carry it and doctor checked its database as if it were one. Outcome: named, with the fix.
+    """
+    if not home.agents_dir.is_dir():
+        return Check("agent folders", True, "no agents yet")
+    orphans = sorted(p for p in home.agents_dir.iterdir()
+                     if p.is_dir() and not p.is_symlink() and not (p / "agent.json").is_file())
+    if not orphans:
+        return Check("agent folders", True, "every agent folder has its card")
+    shown = ", ".join(str(p.relative_to(home.root)) + ("/ (memory.db)" if (p / "memory.db").exists() else "/")
+                      for p in orphans[:5])
+    more = f" and {len(orphans) - 5} more" if len(orphans) > 5 else ""
+    return Check(
+        "agent folders", False,
+        f"{len(orphans)} without an agent.json, used by no agent: {shown}{more}; move each into "
+        f"{home.root / 'trash'} (or put its agent.json back from the trash or a backup)",
+    )
+
+
 def check_sqlite() -> list[Check]:
     from memory.sqlite.connection import dbapi
 
@@ -369,7 +392,7 @@ async def check_tiers(home: Home, failed: dict[Path, str] | None = None) -> list
 
 async def run_checks(home: Home, on_progress: Progress | None = None) -> list[Check]:
     """Every check; ``on_progress(done, total)`` follows the databases' integrity checks."""
-    checks = check_home(home) + check_config(home) + check_sqlite()
+    checks = check_home(home) + check_config(home) + [check_agent_folders(home)] + check_sqlite()
     databases = await check_databases(home, on_progress)
     checks += databases
     checks += check_quarantine(home)

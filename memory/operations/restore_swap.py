@@ -30,7 +30,9 @@ CONTENT = "home"  # the backup's copy, inside the staging folder
 JOURNAL = "journal.json"  # present: the copy is complete and checked, and the swap must be finished
 LOCK = ".lock"  # held (flock) by the restore that owns the staging folder
 ABANDONED_AFTER = 60.0  # seconds: a staging folder with no lock file this old was left by a killed process
-_NEVER_MOVED = ("trash",)
+# Never moved: the trash, and the lock files, which a backup never holds. The restore holds its agents'
+# locks through the swap, and a process waiting on one must wait on the file the next one takes.
+_NEVER_MOVED = ("trash", "locks")
 
 
 def claim(staging: Path) -> int:
@@ -98,7 +100,12 @@ def finish_interrupted_restores(root: Path) -> list[str]:
         try:
             if (staging / JOURNAL).is_file():
                 journal = _read_journal(staging)
-                trash = swap(root, staging)
+                held = _stop_writes(root)
+                try:
+                    trash = swap(root, staging)
+                finally:
+                    for lock in held:
+                        os.close(lock)
                 moved = f"; its previous contents are in {trash}" if trash else ""
                 said.append(f"finished a restore from {journal['source']} that was interrupted: the home now holds "
                             f"that backup{moved}")
@@ -112,6 +119,32 @@ def finish_interrupted_restores(root: Path) -> list[str]:
             if fd is not None:
                 os.close(fd)
     return said
+
+
+def _stop_writes(root: Path) -> list[int]:
+    """Every agent's lock held exclusively (waiting for each), as the restore held them for its swap.
+
+    The restore's kill released them: without them again, a write in flight would check the
+    store it opened is still the live one and write into it just as this swap moved it to the trash.
+    """
+    from memory.agent_lock import agent_lock_path
+    from memory.home import Home
+
+    agents, home = root / "agents", Home(root)
+    names = sorted(p.name for p in agents.iterdir() if p.is_dir() and not p.is_symlink()) if agents.is_dir() else []
+    held: list[int] = []
+    try:
+        for name in names:
+            for part in ("-gate", ""):  # the order `agent delete` takes them in
+                path = agent_lock_path(home, name, part)
+                private_dir(path.parent)
+                held.append(os.open(path, os.O_RDWR | os.O_CREAT, PRIVATE_FILE))
+                fcntl.flock(held[-1], fcntl.LOCK_EX)
+    except BaseException:
+        for lock in held:
+            os.close(lock)
+        raise
+    return held
 
 
 def _owner_gone(staging: Path) -> int | None | bool:

@@ -73,7 +73,7 @@ def session_manager(home: Home, config: ArcanaConfig, card: AgentCard, *, with_m
         except (InvalidRequestError, NotFoundError):
             provider = None  # no model: the deterministic summary
     extractor = build_extractor(settings, provider, audit=audit)
-    return SessionManager(home, card.id, extractor=extractor, settings=settings)
+    return SessionManager(home, card.id, extractor=extractor, settings=settings, agent_name=card.name)
 
 
 @dataclass
@@ -114,7 +114,8 @@ class AgentRuntime:
         self.audit = audit or AuditLog(home.audit_log)
         self.settings = extraction_settings(self.config, card)
         self.extractor: MemoryExtractor = build_extractor(self.settings, provider, audit=self.audit)
-        self.sessions = SessionManager(home, card.id, extractor=self.extractor, settings=self.settings)
+        self.sessions = SessionManager(home, card.id, extractor=self.extractor, settings=self.settings,
+                                       agent_name=card.name)
 
     async def recall(self, prompt: str, budget_tokens: int) -> RenderedContext:
         if self.memory is None:

@@ -57,6 +57,7 @@ async def build_federation(
     reconcile: ReconcileSettings | None = None,
     reconcile_model: Any | None = None,
     confidence_cap: float | None = None,
+    agent_name: str | None = None,
 ) -> MemoryFederation:
     """Assemble the tier stack for one agent and return its federation.
 
@@ -76,13 +77,23 @@ async def build_federation(
     ``reconcile_model`` is the chat provider of its ``llm`` strategy.
     ``confidence_cap`` (default: config's ``agent_confidence_cap``) is the
     most confidence an agent-asserted write is stored with.
-    Raises if the private tier cannot be opened — an agent
+    ``agent_name`` (a stored agent's, from its card) guards the federation with
+    the agent's lock (:class:`AgentPresence`): its private store is opened only
+    while the card is there, so an agent deleted after it was resolved is not
+    made again as an empty store, and its writes stop once it is deleted or its
+    store replaced. Raises if the private tier cannot be opened — an agent
     without its durability anchor must not start.
     """
     home = _home(home)
     connections = ConnectionsConfig.load(home.connections_path)
     private = SQLiteAdapter.for_agent(agent_id, home=home, actor=actor)
-    await private.connect()
+    presence = None
+    if agent_name is None:
+        await private.connect()
+    else:
+        presence = AgentPresence(home, str(agent_id), agent_name, opened=lambda: private.opened_file)
+        async with presence.writing():  # NotFoundError, and no folder made, once the card is gone
+            await private.connect()
     global_ = None
     if embedding is not None and global_tier:
         global_ = open_tier(
@@ -112,10 +123,12 @@ async def build_federation(
         copies=lambda: GlobalCopies.of_home(home, config or ArcanaConfig(), actor=actor),
     )
     cap = ExtractionSettings().agent_confidence_cap if confidence_cap is None else confidence_cap
-    return MemoryFederation(
+    federation = MemoryFederation(
         router, on_degraded=on_degraded or audit_sink(audit), reconciler=reconciler, confidence_cap=cap,
         recall=(config or ArcanaConfig()).recall,
     )
+    federation.presence = presence  # `agent delete` and `restore --force` stop its writes
+    return federation
 
 
 async def federation_for_agent(
@@ -144,7 +157,7 @@ async def federation_for_agent(
     from memory.embedding.factory import vector_options as configured
 
     vector_options = {**configured(config.embedding), "notify": notify}
-    federation = await build_federation(
+    return await build_federation(
         card.id,
         home=home,
         embedding=embedding,
@@ -161,10 +174,8 @@ async def federation_for_agent(
         reconcile_model=_reconcile_model(config, card),
         config=config,
         confidence_cap=extraction_settings(config, card).agent_confidence_cap,
+        agent_name=card.name,
     )
-    store = private_store(federation)  # `agent delete` and `restore --force` stop its writes
-    federation.presence = AgentPresence(home, card.id, card.name, opened=lambda: store.opened_file)
-    return federation
 
 
 def extraction_settings(config: ArcanaConfig, card: AgentCard) -> ExtractionSettings:

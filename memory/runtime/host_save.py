@@ -26,12 +26,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from memory.agent_lock import agent_subfolder, deleted_meanwhile
 from memory.agents import AgentCard
 from memory.audit import AuditLog
 from memory.config import ArcanaConfig
 from memory.errors import InvalidRequestError, MemoryWriteError
 from memory.extraction.scoring import agent_confidence, distil, storable
-from memory.home import Home, private_dir
+from memory.home import Home
 from memory.hosts import Host
 from memory.hosts.claude_code import read_transcript
 from memory.locks import exclusive_within
@@ -148,7 +149,7 @@ async def _save(home, config, card, memory, hook, host, audit, max_bytes) -> Sav
             manager.record_written(session, turn, [written.entry_id])
         summary = await manager.close_and_summarise(session, memory=memory)
         report.summary_memory_id = summary.id if summary else None
-    _save_offset(state_path, read.end)
+    _save_offset(home, card, state_path, read.end)
     return report
 
 
@@ -186,10 +187,14 @@ def _offset(path: Path) -> int:
     return value if isinstance(value, int) and value >= 0 else 0
 
 
-def _save_offset(path: Path, offset: int) -> None:
-    private_dir(path.parent)
+def _save_offset(home: Home, card: AgentCard, path: Path, offset: int) -> None:
+    """Write how far the transcript was read; never making the agent's folder again once it was deleted."""
+    agent_subfolder(home, card.id, card.name, path.parent)
     tmp = path.with_suffix(".tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    except FileNotFoundError:
+        raise deleted_meanwhile(card.name) from None
     with os.fdopen(fd, "w", encoding="utf-8") as handle:
         json.dump({"offset": offset}, handle)
     os.replace(tmp, path)

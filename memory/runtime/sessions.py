@@ -18,6 +18,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from memory.agent_lock import agent_subfolder, deleted_meanwhile
 from memory.config import ExtractionSettings
 from memory.errors import InvalidRequestError, NotFoundError
 from memory.extraction.scoring import agent_confidence, storable
@@ -40,10 +41,24 @@ class SessionClosedError(InvalidRequestError):
     """A closed session cannot take more turns; start a new one."""
 
 
-def _append(path: Path, event: dict[str, Any]) -> None:
+def _append(path: Path, event: dict[str, Any], *, agent: tuple[Home, str, str] | None = None) -> None:
+    """Append ``event`` to the session file at ``path``.
+
+    For a stored agent (``agent``: home, id, name) the agent's own folder is never made: it is gone
+    when `agent delete` moved it to the trash, and making it again left a folder without a card.
+    :class:`NotFoundError` then.
+    """
     line = json.dumps({"at": now_utc().isoformat(), **event}, ensure_ascii=False) + "\n"
-    private_dir(path.parent)
-    fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o600)
+    if agent is None:
+        private_dir(path.parent)
+    else:
+        agent_subfolder(*agent, path.parent)
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o600)
+    except FileNotFoundError:
+        if agent is None:
+            raise
+        raise deleted_meanwhile(agent[2]) from None
     try:
         size = os.fstat(fd).st_size
         if size and os.pread(fd, 1, size - 1) != b"\n":
@@ -178,8 +193,12 @@ class SessionManager:
         *,
         extractor: MemoryExtractor | None = None,
         settings: ExtractionSettings | None = None,
+        agent_name: str | None = None,
     ):
+        """``agent_name``: a stored agent's (from its card); its sessions are then written only while
+        its folder is there, never making it again once `agent delete` moved it to the trash."""
         self.dir = home.agent_dir(agent_id) / "sessions"
+        self._agent = None if agent_name is None else (home, agent_id, agent_name)
         self.agent_id = agent_id
         self.settings = settings or ExtractionSettings()
         self._extractor = extractor
@@ -195,7 +214,7 @@ class SessionManager:
     def create(self) -> Session:
         session_id = f"{now_utc():%Y%m%d-%H%M%S}-{secrets.token_hex(3)}"
         path = self.dir / f"{session_id}.jsonl"
-        _append(path, {"kind": "opened", "agent_id": self.agent_id})
+        _append(path, {"kind": "opened", "agent_id": self.agent_id}, agent=self._agent)
         return _fold(path, self.agent_id)
 
     def load(self, session_id: str) -> Session:
@@ -239,14 +258,14 @@ class SessionManager:
         carried = list(dict.fromkeys(i for t in replayed or () for i in (*t.recalled_ids, *t.replayed_ids)))
         turn = Turn(prompt, response, now_utc(), model, list(recalled_ids or []), replayed_ids=carried)
         _append(session.path, {"kind": "turn", "prompt": prompt, "response": response, "model": model,
-                               "recalled_ids": turn.recalled_ids, "replayed_ids": carried})
+                               "recalled_ids": turn.recalled_ids, "replayed_ids": carried}, agent=self._agent)
         session.turns.append(turn)
         return len(session.turns) - 1
 
     def record_written(self, session: Session, turn: int, ids: list[str]) -> None:
         """Note which memories a turn's extraction wrote (it may finish after the turn is recorded)."""
         if ids:
-            _append(session.path, {"kind": "written", "turn": turn, "ids": ids})
+            _append(session.path, {"kind": "written", "turn": turn, "ids": ids}, agent=self._agent)
             session.turns[turn].written_ids.extend(ids)
 
     async def summarise(self, session: Session, turns: list[Turn] | None = None) -> str:
@@ -254,14 +273,14 @@ class SessionManager:
         (default: all of the session's)."""
         shown = session if turns is None else replace(session, turns=list(turns))
         summary = await self.extractor.summarise(shown)
-        _append(session.path, {"kind": "summary", "text": summary})
+        _append(session.path, {"kind": "summary", "text": summary}, agent=self._agent)
         session.summary = summary
         return summary
 
     def close(self, session: Session) -> None:
         """Mark the session closed. Synchronous and model-free on purpose; idempotent."""
         if not session.closed:
-            _append(session.path, {"kind": "closed"})
+            _append(session.path, {"kind": "closed"}, agent=self._agent)
             session.closed_at = now_utc()
 
     async def close_and_summarise(self, session: Session, *, memory: MemoryAdapter) -> MemoryEntry | None:
@@ -304,7 +323,7 @@ class SessionManager:
                 else:  # a restatement: the memory already holding it is the summary, derived from none of these turns
                     entry = await memory.get(held)
                 if entry is not None:
-                    _append(session.path, {"kind": "summary_memory", "memory_id": entry.id})
+                    _append(session.path, {"kind": "summary_memory", "memory_id": entry.id}, agent=self._agent)
                     session.summary_memory_id = entry.id
             else:
                 entry = None

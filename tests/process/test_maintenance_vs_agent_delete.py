@@ -54,3 +54,23 @@ def test_prune_all_never_brings_a_deleted_agent_back(arcana_home):
     kept = json.loads(run_arcana("memory", "list", "--agent", "a00", "--all", "--archived", "--json",
                                  "--limit", "1000").stdout)
     assert len(kept) == ROWS and all(m["archived"] for m in kept)  # the control: a00 stayed and was pruned
+
+
+def test_doctor_names_an_agent_folder_without_its_card_and_the_fix(arcana_home):
+    """An orphan store (a folder under agents/ with no agent.json) is memory no agent uses; doctor
+    checked its database and said the home was healthy."""
+    keyword_only(arcana_home)
+    done = run_arcana("remember", "the heron code is 42", "--agent", "ada")
+    assert done.returncode == 0, done.stderr
+    healthy = run_arcana("doctor", "--json")
+    assert healthy.returncode == 0, healthy.stdout  # the control: an agent with its card is fine
+    assert {"name": "agent folders", "ok": True, "detail": "every agent folder has its card"} in \
+        json.loads(healthy.stdout)["checks"]
+    (card,) = arcana_home.agents_dir.glob("*/agent.json")
+    card.unlink()
+    sick = run_arcana("doctor", "--json")
+    assert sick.returncode == 1
+    (check,) = [c for c in json.loads(sick.stdout)["checks"] if c["name"] == "agent folders"]
+    assert check == {"name": "agent folders", "ok": False, "detail": (
+        f"1 without an agent.json, used by no agent: agents/{card.parent.name}/ (memory.db); move each into "
+        f"{arcana_home.root / 'trash'} (or put its agent.json back from the trash or a backup)")}

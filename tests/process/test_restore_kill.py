@@ -71,11 +71,12 @@ def killed_at(point: str, *args: str, home: Path) -> subprocess.CompletedProcess
 
 
 def tree(root: Path) -> dict[str, str]:
-    """Every file under ``root`` -> its sha256, leaving out the trash and restore staging folders."""
+    """Every file under ``root`` -> its sha256, leaving out the trash, restore staging folders and the
+    lock files (no backup holds them, and a restore leaves them where processes wait on them)."""
     found = {}
     for dirpath, dirnames, filenames in os.walk(root):
         if Path(dirpath) == root:
-            dirnames[:] = [d for d in dirnames if d != "trash" and not d.startswith(".restore-")]
+            dirnames[:] = [d for d in dirnames if d not in ("trash", "locks") and not d.startswith(".restore-")]
         for name in filenames:
             path = Path(dirpath) / name
             found[path.relative_to(root).as_posix()] = hashlib.sha256(path.read_bytes()).hexdigest()
