@@ -89,40 +89,46 @@ def copying(home: Home, agent_id: str, wait_seconds: float = WAIT_SECONDS) -> It
     """Hold the agent's lock shared, as a write does, while a backup copies its folder: a deletion
     moves the folder before or after, never between its card and its database.
     :class:`LockHeldError` when a deletion kept it for ``wait_seconds``."""
+    deadline = time.monotonic() + wait_seconds
+    busy = f"agent {agent_id} is being deleted (lock {agent_lock_path(home, agent_id)}); try again later"
+    with _lock_files(home, agent_id) as (gate, fd):
+        for held in (gate, fd):
+            while not _took_shared(held, deadline, busy):
+                time.sleep(0.05)
+        fcntl.flock(gate, fcntl.LOCK_UN)  # past the gate: a deletion may queue there now
+        yield
+
+
+@contextmanager
+def _lock_files(home: Home, agent_id: str) -> Iterator[tuple[int, int]]:
+    """The agent's gate and lock files, open (made if missing), closed at the end (their locks with them).
+
+    A writer takes the gate, then the lock, both shared, and lets go of the gate at once: a deletion
+    waiting at the gate holds it exclusively, so writes queue behind the deletion instead of keeping
+    it out with back-to-back holds of the lock.
+    """
     path, gate_path = agent_lock_path(home, agent_id), agent_lock_path(home, agent_id, "-gate")
     private_dir(path.parent)
-    deadline = time.monotonic() + wait_seconds
-    busy = f"agent {agent_id} is being deleted (lock {path}); try again later"
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
     try:
         gate = os.open(gate_path, os.O_RDWR | os.O_CREAT, 0o600)
         try:
-            for held in (gate, fd):
-                while True:
-                    try:
-                        fcntl.flock(held, fcntl.LOCK_SH | fcntl.LOCK_NB)
-                        break
-                    except BlockingIOError:
-                        if time.monotonic() >= deadline:
-                            raise LockHeldError(busy) from None
-                        time.sleep(0.05)
+            yield gate, fd
         finally:
             os.close(gate)
-        yield
     finally:
         os.close(fd)
 
 
-async def _shared(fd: int, deadline: float, busy: str) -> None:
-    """``flock(fd, LOCK_SH)``, polled so the event loop (an MCP server's) keeps running meanwhile."""
-    while True:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-            return
-        except BlockingIOError:
-            if time.monotonic() >= deadline:
-                raise LockHeldError(busy) from None
-            await asyncio.sleep(0.05)
+def _took_shared(fd: int, deadline: float, busy: str) -> bool:
+    """``flock(fd, LOCK_SH)`` if free now; False to try again later, :class:`LockHeldError` past ``deadline``."""
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        return True
+    except BlockingIOError:
+        if time.monotonic() >= deadline:
+            raise LockHeldError(busy) from None
+        return False
 
 
 class AgentPresence:
@@ -165,22 +171,15 @@ class AgentPresence:
     async def writing(self) -> AsyncIterator[None]:
         """Hold the agent's lock shared around one write (waiting, without blocking the event loop,
         for a deletion to finish), after checking the agent is still there."""
-        path, gate_path = agent_lock_path(self.home, self.agent_id), agent_lock_path(self.home, self.agent_id, "-gate")
-        private_dir(path.parent)
-        busy = f"agent '{self.name}' is being deleted (lock {path}); try again later"
+        busy = f"agent '{self.name}' is being deleted (lock {agent_lock_path(self.home, self.agent_id)}); try again later"
         deadline = time.monotonic() + self.wait_seconds
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
-        try:
-            gate = os.open(gate_path, os.O_RDWR | os.O_CREAT, 0o600)
-            try:
-                await _shared(gate, deadline, busy)  # a deletion waiting holds it: go after it, not before
-                await _shared(fd, deadline, busy)
-            finally:
-                os.close(gate)
+        with _lock_files(self.home, self.agent_id) as (gate, fd):
+            for held in (gate, fd):  # a deletion waiting holds the gate: go after it, not before
+                while not _took_shared(held, deadline, busy):
+                    await asyncio.sleep(0.05)
+            fcntl.flock(gate, fcntl.LOCK_UN)
             self.check()
             yield
-        finally:
-            os.close(fd)
 
 
 async def connect_agent_store(home: Home, agent_id: str, name: str, store) -> None:

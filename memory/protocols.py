@@ -129,6 +129,14 @@ def provenance_of(adapter: object) -> Provenance | None:
 
 
 @runtime_checkable
+class RepairsRows(Protocol):
+    """Can write a row an outside edit left unreadable back from its ledger (SQLite stores; a server
+    store's rows are left to the server's tools)."""
+
+    async def repair(self, entry_id: str, seq: int, taken: Sequence[str]) -> int: ...
+
+
+@runtime_checkable
 class Rewords(Protocol):
     """Says which memories were re-worded after a time (a federation, over its tiers' ledgers)."""
 

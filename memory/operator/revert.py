@@ -19,6 +19,7 @@ from typing import Any
 
 from memory.errors import InvalidRequestError, NotFoundError, UnreadableRowError
 from memory.operator.edits import EditReport, MemoryEditor, keep_restrictions
+from memory.protocols import RepairsRows
 from memory.types import Audience, LedgerRecord, MemoryEntry, Visibility
 
 REVERTIBLE = ("content", "tags", "type", "importance", "pinned", "visibility")
@@ -45,7 +46,7 @@ async def revert_unreadable(editor: MemoryEditor, prefix: str, seq: int) -> Edit
     it reads: revert it through :meth:`MemoryEditor.apply`). Ledger row ``seq``'s :data:`REVERTIBLE`
     fields are written back, and whatever else stops the row reading, in this store only: a global
     copy was never that row (revert again, once it reads, to reach the copy)."""
-    if not hasattr(editor.store, "repair"):  # SQLite's: a server store's rows are left to the server's tools
+    if not isinstance(editor.store, RepairsRows):
         return None
     entry_id = await editor.resolve_recorded(prefix)
     try:
