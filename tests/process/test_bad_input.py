@@ -422,3 +422,23 @@ def test_an_empty_path_is_a_usage_error_not_the_current_folder(cli, arcana_home,
     assert list(here.iterdir()) == [] and stat.S_IMODE(here.stat().st_mode) == 0o755
     assert cli("--home", str(arcana_home.root), "backup", ".").exit_code == 0  # control: '.' still means here
     assert [p.name.startswith("arcana-backup-") for p in here.iterdir()] == [True]
+
+
+def test_a_home_that_is_a_file_is_a_usage_error_not_an_empty_home(no_embedder, tmp_path):
+    """`--home FILE` (or ARCANA_HOME=FILE): agent list and config show exited 0 with nothing listed and
+    the default config, as if the file were an empty home. Now exit 2, one line saying so; the file untouched."""
+    from runner import run_arcana
+
+    assert run_arcana("agent", "create", "ada", home=no_embedder).returncode == 0
+    a_file = tmp_path / "notes.txt"
+    a_file.write_text("not a home\n")
+    for args, kw in ((["--home", str(a_file)], {}), ([], {"home": a_file})):
+        for command in (["agent", "list"], ["config", "show"]):
+            done = run_arcana(*args, *command, **kw)
+            assert done.returncode == exit_codes.USAGE, (args, command, done.stdout)
+            [line] = done.stderr.splitlines()
+            assert line.startswith("arcana: error: ") and "is a file, not a folder" in line and done.stdout == ""
+    assert a_file.read_text() == "not a home\n"
+    # Controls: the real home lists its agent; a home that does not exist yet is still made on demand.
+    assert "ada" in run_arcana("--home", str(no_embedder.root), "agent", "list").stdout
+    assert run_arcana("--home", str(tmp_path / "fresh"), "agent", "list").returncode == 0
