@@ -167,6 +167,23 @@ def test_adding_the_same_vault_folder_twice_says_so_with_exit_2(cli, arcana_home
     assert cli("vault", "add", str(other), "--name", "y").exit_code == 0  # control: a new folder is fine
 
 
+def test_vault_add_of_a_file_is_a_usage_error_and_of_a_missing_folder_not_found(arcana_home, no_embedder, tmp_path):
+    """`vault add FILE` said 'no such directory', exit 3, as for a folder that is not there: a file is
+    there, and the path given is the wrong kind (exit 2). A missing folder stays exit 3 (man/exit-codes.md)."""
+    from runner import run_arcana
+
+    a_file = tmp_path / "notes.md"
+    a_file.write_text("# a note, not a vault\n")
+    refused = run_arcana("vault", "add", str(a_file), "--name", "v")
+    assert refused.returncode == exit_codes.USAGE, refused.stderr
+    [line] = refused.stderr.splitlines()
+    assert "is a file, not a folder" in line and "no such directory" not in line
+    missing = run_arcana("vault", "add", str(tmp_path / "gone"), "--name", "v")
+    assert missing.returncode == exit_codes.NOT_FOUND and "no such directory" in missing.stderr
+    assert "vaults" not in json.loads(arcana_home.config_path.read_text())
+    assert run_arcana("vault", "add", str(tmp_path), "--name", "v").returncode == 0  # control: a folder
+
+
 # -- 10: exit 141 on a closed pipe -----------------------------------------------------------
 
 
