@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import errno
 import importlib
+import os
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -201,6 +202,17 @@ def root(
 ) -> None:
     """Local memory for AI agents: remember, recall, prune — all in SQLite under your home."""
     ctx.obj = CliContext(home=Home.resolve(home), quiet=quiet)
+    root_dir = ctx.obj.home.root
+    if root_dir.exists() and not root_dir.is_dir():
+        # Trigger: --home or ARCANA_HOME names a file. Why: every read found nothing under it and
+        # exited 0 with an empty list or the default config. Outcome: exit 2 before any command runs.
+        from memory.errors import InvalidRequestError
+
+        given = "--home" if home is not None else ("ARCANA_HOME" if os.environ.get("ARCANA_HOME") else "the home")
+        raise InvalidRequestError(
+            f"{given} {root_dir} is a file, not a folder; name a folder for the home (a missing one is made) "
+            "or move the file away"
+        )
     # Trigger: a `restore` killed part-way left its staging folder in the home. Why: with its journal
     # written, the home is half swapped; without, an unfinished copy lies there. Outcome: finished or
     # removed before this command runs, said in one line even under --quiet.

@@ -271,6 +271,7 @@ complete -c arcana -n 'test (__arcana_path) = "export"' -l output -s o -r -d 'Fi
 complete -c arcana -n 'test (__arcana_path) = "export"' -l format -s f -x -a 'jsonl markdown' -d 'jsonl (lossless) or markdown (a vault).'
 complete -c arcana -n 'test (__arcana_path) = "export"' -l with-history -d 'Include each memory\'s ledger rows.'
 complete -c arcana -n 'test (__arcana_path) = "export"' -l with-vectors -d 'Include the model pin and vectors.'
+complete -c arcana -n 'test (__arcana_path) = "export"' -l yes -s y -d 'Replace an existing --output file (or edited notes) without asking.'
 complete -c arcana -n 'test (__arcana_path) = "export"' -l json -d 'Print a JSON summary on stdout (needs --output).'
 complete -c arcana -n 'test (__arcana_path) = "export"' -l help -s h -d 'Show help and exit.'
 complete -c arcana -n 'test (__arcana_path) = "import"' -l agent -s a -r -d 'An agent\'s private memory.'

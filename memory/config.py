@@ -604,9 +604,17 @@ def set_key(config: ArcanaConfig, key: str, value: Any) -> ArcanaConfig:
             raise InvalidRequestError(f"config key '{key}': '{part}' is not a section")
     node[parts[-1]] = value
     try:
-        return parse_config(data, "config")
+        new = parse_config(data, "config")
     except ConfigError as exc:
         raise InvalidRequestError(f"{exc}; see `arcana config keys` and man/configuration.md") from None
+    if key == "default_model" and new.default_model and new.default_model not in new.models:
+        raise unknown_model(new.default_model)  # as `agent set --model` refuses it: a run could not use it
+    return new
+
+
+def unknown_model(name: str) -> NotFoundError:
+    """The error for a model name no ``models.<name>`` entry registers (exit 3)."""
+    return NotFoundError(f"no model named '{name}'; see `arcana model list`, or add it with `arcana model add {name} ...`")
 
 
 def _is_list_key(key: str) -> bool:

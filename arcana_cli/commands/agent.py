@@ -66,14 +66,14 @@ def set_(
     """Change an agent's model, system prompt, memory weights, decay or extraction settings."""
     from pydantic import ValidationError
 
-    from memory.config import ExtractionConfig, parse_value
-    from memory.errors import ConfigError, InvalidRequestError, NotFoundError
+    from memory.config import ExtractionConfig, parse_value, unknown_model
+    from memory.errors import ConfigError, InvalidRequestError
     from memory.types import MemoryType
 
     with cli.agents.editing(name) as card:  # a rename or another change made meanwhile is kept
         if model is not None:
             if model and model not in cli.config.models:
-                raise NotFoundError(f"no model named '{model}'; add it with `arcana model add {model} ...`")
+                raise unknown_model(model)
             card.model = model or None
         if system_prompt is not None:
             card.system_prompt = system_prompt or None

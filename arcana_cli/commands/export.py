@@ -14,7 +14,7 @@ import typer
 from arcana_cli import __version__, exit_codes
 from arcana_cli.command import add_commands, command
 from arcana_cli.context import CliContext
-from arcana_cli.output import Out, err, given_path
+from arcana_cli.output import Out, YesOpt, confirm, err, given_path
 from memory.errors import MemoryStorageError, NotFoundError
 from memory.home import private_dir
 from memory.types import MemoryScope, pool_scope
@@ -135,6 +135,7 @@ async def export(
     format_: Annotated[ExportFormat, typer.Option("--format", "-f", help="jsonl (lossless) or markdown (a vault).")] = ExportFormat.jsonl,
     with_history: Annotated[bool, typer.Option("--with-history", help="Include each memory's ledger rows.")] = False,
     with_vectors: Annotated[bool, typer.Option("--with-vectors", help="Include the model pin and vectors.")] = False,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Replace an existing --output file (or edited notes) without asking.")] = False,
 ) -> None:
     """Export memories (every field, hidden and archived ones marked) as JSON Lines or Markdown notes."""
     from memory.operations import export as core
@@ -151,7 +152,19 @@ async def export(
     if format_ is ExportFormat.jsonl and output is not None:
         target, atomic = _output_file(output)
     async with AsyncExitStack() as stack:
-        sources, what = await _sources(cli, stack, agent, pool, global_, all_)
+        sources, what = await _sources(cli, stack, agent, pool, global_, all_)  # an unknown store: exit 3 before asking
+        if format_ is ExportFormat.jsonl and output is not None and atomic and target.is_file() and target.stat().st_size:
+            # Trigger: -o names a file that holds something (a user's notes.txt as much as an old export).
+            # Why: the rename would replace it for good. Outcome: ask on a terminal, else --yes or exit 2.
+            confirm(f"replace {output} (an existing file) with the export", yes)
+        if format_ is ExportFormat.markdown and not yes and output.is_dir() and any(output.iterdir()):
+            # Trigger: a folder that already holds notes (an earlier export a person has edited since).
+            # Why: a note of the same name was overwritten with the store's text, the edit lost. Outcome:
+            # replacing one that differs is asked for as above; new notes and unchanged ones need nothing.
+            if replaced := await core.notes_replaced(sources[0][1], output):
+                more = f" and {len(replaced) - 1} more" if len(replaced) > 1 else ""
+                confirm(f"replace {len(replaced)} note(s) in {output} whose text differs from the export "
+                        f"({replaced[0]}{more})", yes)
         total = 0
         for _, store in sources:
             total += await store.count()

@@ -171,7 +171,7 @@ async def set_(
 @command("revert")
 async def revert(
     cli: CliContext, out: Out, memory_id: IdArg,
-    to: Annotated[int, typer.Option("--to", help="The ledger seq (from `memory history`) whose result to restore.")],
+    to: Annotated[int, typer.Option("--to", min=1, help="The ledger seq (from `memory history`) whose result to restore.")],
     agent: WhoseOpt = None, pool: PoolOpt = None, global_: GlobalOpt = False,
 ) -> None:
     """Restore a memory's text, tags, type, importance, pin and visibility as ledger row SEQ left them (its global copy too; a hide is never lifted)."""

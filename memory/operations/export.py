@@ -9,6 +9,7 @@ stream in bounded pages, so memory use does not grow with the store.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
@@ -580,12 +581,43 @@ async def export_markdown(store, folder: Path, *, on_progress: Callable[[int], N
     return report
 
 
+async def notes_replaced(store, folder: Path) -> list[str]:
+    """The names of the notes in ``folder`` that an export of ``store`` would replace with other text: a
+    person's edit of an earlier export, or a note of their own by that name. A note the export would write
+    as it is, or a name not there yet, loses nothing. Reads the store once more; call it only when the
+    folder holds something."""
+    if not folder.is_dir():
+        return []
+    replaced: list[str] = []
+    async for record in iter_records(store, unreadable=[]):
+        entry = MemoryEntry.model_validate(record["memory"])
+        path = folder / note_name(entry)
+        if path.is_symlink() or not path.is_file():
+            continue  # nothing there, or what write_private refuses to replace anyway
+        try:
+            differs = path.read_bytes() != note_text(entry, record.get("sources", ())).encode("utf-8")
+        except OSError:
+            differs = True  # unreadable: it cannot be shown to be the same
+        if differs:
+            replaced.append(path.name)
+    return replaced
+
+
 def write_private(path: Path, text: str) -> None:
-    """Write ``path`` as 0600 (replacing any file there, never following a symlink in its place)."""
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, PRIVATE_FILE)
-    with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
-        os.fchmod(handle.fileno(), PRIVATE_FILE)
-        handle.write(text)
+    """Write ``path`` as 0600: into a hidden temp file, renamed over any file there once complete (a
+    failed write leaves the old note whole); a symlink in its place is refused, never followed or replaced."""
+    if path.is_symlink():
+        raise OSError(errno.ELOOP, "a symlink is in the note's place", str(path))
+    partial = path.with_name(f".{path.name}.partial")
+    fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, PRIVATE_FILE)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
+            os.fchmod(handle.fileno(), PRIVATE_FILE)
+            handle.write(text)
+        os.replace(partial, path)
+    except BaseException:
+        partial.unlink(missing_ok=True)
+        raise
 
 
 def markdown_records(

@@ -124,8 +124,11 @@ class VaultRegistry:
         if agent and pool:
             raise InvalidRequestError("a vault attaches to an agent or to a pool, not both; give one of --agent or --pool")
         root = Path(path).expanduser().resolve()
-        if not root.is_dir():
+        if not root.exists():
             raise NotFoundError(f"{root}: no such directory")
+        if not root.is_dir():  # there, but not a folder: the path given is wrong, not missing
+            kind = "a file, not a folder" if root.is_file() else "not a folder"
+            raise InvalidRequestError(f"{root} is {kind}; give the folder of notes to index")
         if agent:
             agent = AgentRegistry(self.home).resolve(agent).id  # by id: a rename keeps it, a new namesake does not
         with editing_config(self.home.config_path) as edit:  # a vault added meanwhile (of this name or folder) is seen

@@ -249,3 +249,55 @@ def test_export_output_that_is_a_pipe_a_folder_or_unwritable(cli, no_embedder, t
     assert a_file.read_text() == "kept\n"
     done = cli("export", "--agent", "ada", "-o", str(tmp_path / "out.jsonl"))  # positive control: a file
     assert done.exit_code == 0 and stat.S_IMODE((tmp_path / "out.jsonl").stat().st_mode) == 0o600
+
+
+def test_export_over_an_existing_file_needs_yes(no_embedder, tmp_path):
+    """`-o` naming a file that holds something (a user's notes, an earlier export) replaced it without a
+    word. Off a terminal it is exit 2 asking for --yes, the file untouched; a new or empty file needs none."""
+    from runner import arcana, run_arcana
+
+    arcana("remember", "Deploys happen on Tuesdays", "--agent", "ada")
+    notes = tmp_path / "notes.txt"
+    notes.write_text("my own notes\n")
+    refused = run_arcana("export", "--agent", "ada", "-o", str(notes))
+    assert refused.returncode == 2, refused.stderr
+    [line] = refused.stderr.splitlines()
+    assert line.startswith("arcana: error: replace ") and "pass --yes" in line
+    assert notes.read_text() == "my own notes\n" and not list(tmp_path.glob("*.partial"))
+    # An unknown agent is not found (exit 3) before any question about the file.
+    assert run_arcana("export", "--agent", "nobody", "-o", str(notes)).returncode == 3
+    # Controls: a new file and an empty one are written without --yes; --yes replaces the notes.
+    arcana("export", "--agent", "ada", "-o", str(tmp_path / "new.jsonl"))
+    (tmp_path / "empty.jsonl").write_text("")
+    arcana("export", "--agent", "ada", "-o", str(tmp_path / "empty.jsonl"))
+    arcana("export", "--agent", "ada", "-o", str(notes), "--yes")
+    for written in (tmp_path / "new.jsonl", tmp_path / "empty.jsonl", notes):
+        assert "Deploys happen on Tuesdays" in written.read_text()
+    # A re-export over an earlier export is a replacement too.
+    assert run_arcana("export", "--agent", "ada", "-o", str(tmp_path / "new.jsonl")).returncode == 2
+
+
+def test_a_markdown_export_over_notes_a_person_edited_needs_yes(no_embedder, tmp_path):
+    """A re-export into a vault folder overwrote a note a person had edited since, in place. A note whose
+    text would change is now asked for (off a terminal: exit 2, every note as it was); new notes, notes
+    the export would write as they are and a person's own other notes need no --yes."""
+    from runner import arcana, run_arcana
+
+    arcana("remember", "Deploys happen on Tuesdays", "--agent", "ada")
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    (vault / "mine.md").write_text("my own note\n")
+    arcana("export", "--agent", "ada", "-f", "markdown", "-o", str(vault))  # control: a folder with other notes
+    arcana("export", "--agent", "ada", "-f", "markdown", "-o", str(vault))  # control: the same notes again
+    [note] = [p for p in vault.glob("*.md") if p.name != "mine.md"]
+    note.write_text(note.read_text() + "a person's edit\n")
+    edited = note.read_text()
+    arcana("remember", "Releases are tagged on Fridays", "--agent", "ada")
+    refused = run_arcana("export", "--agent", "ada", "-f", "markdown", "-o", str(vault))
+    assert refused.returncode == 2, refused.stderr
+    [line] = refused.stderr.splitlines()
+    assert note.name in line and "pass --yes" in line
+    assert note.read_text() == edited and len(list(vault.glob("*.md"))) == 2  # nothing written
+    arcana("export", "--agent", "ada", "-f", "markdown", "-o", str(vault), "--yes")
+    assert "a person's edit" not in note.read_text() and len(list(vault.glob("*.md"))) == 3
+    assert (vault / "mine.md").read_text() == "my own note\n" and not list(vault.glob(".*"))

@@ -63,6 +63,25 @@ def test_a_row_that_is_not_the_memorys_own_is_refused(cli, no_embedder):
     assert content(cli, door) == "the heronvault door code is 5521"
 
 
+def test_a_seq_below_1_is_a_usage_error_not_a_missing_row(no_embedder):
+    """`--to -1` (or 0) said 'no ledger row -1', exit 3, as for a row that might have existed: a ledger seq
+    starts at 1, so it is bad input (exit 2, man/exit-codes.md), through the real entry point."""
+    from runner import arcana, run_arcana
+
+    door = json.loads(arcana("remember", "the heronvault door code is 5521", "--agent", "ada", "--json"))["id"]
+    arcana("memory", "set", door, "--agent", "ada", "--content", "the heronvault door code is 9999")
+    for seq in ("-1", "0"):
+        refused = run_arcana("memory", "revert", door, "--agent", "ada", "--to", seq)
+        assert refused.returncode == 2, refused.stderr
+        [line] = refused.stderr.splitlines()
+        assert line.startswith("arcana: error: '--to'") and "greater than or equal to 1" in line
+    # Controls: a seq that could exist but is not this memory's stays not found; its own row reverts.
+    assert run_arcana("memory", "revert", door, "--agent", "ada", "--to", "999").returncode == 3
+    first = json.loads(arcana("memory", "history", door, "--agent", "ada", "--json"))[0]["seq"]
+    arcana("memory", "revert", door, "--agent", "ada", "--to", str(first))
+    assert json.loads(arcana("memory", "show", door, "--agent", "ada", "--json"))["content"].endswith("5521")
+
+
 def test_a_revert_never_lifts_a_hide(cli, no_embedder):
     ok(cli("agent", "create", "ada", "--json"))
     door = remember(cli, "the heronvault door code is 5521")

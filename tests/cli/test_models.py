@@ -149,3 +149,26 @@ def test_model_check_down_exits_69(cli):
     checked = cli("model", "check", "down")
     assert checked.exit_code == 69
     assert "unreachable" in checked.output
+
+
+def test_config_set_default_model_names_a_registered_model_as_agent_set_does(arcana_home, no_embedder):
+    """`config set default_model nope` was stored (exit 0) while `agent set --model nope` was exit 3: every
+    later run then failed on a model nothing registers. Both are exit 3 now, the file unchanged."""
+    from runner import run_arcana
+
+    run_arcana("agent", "create", "ada")
+    before = arcana_home.config_path.read_text()
+    for args in (["config", "set", "default_model", "nope"], ["agent", "set", "ada", "--model", "nope"]):
+        done = run_arcana(*args)
+        assert done.returncode == 3, (args, done.stderr)
+        [line] = done.stderr.splitlines()
+        assert "no model named 'nope'" in line and "arcana model list" in line and "arcana model add" in line
+    assert arcana_home.config_path.read_text() == before
+    # Controls: a registered model is taken by both; null clears the default again.
+    assert run_arcana("model", "add", "local", "--provider", "ollama", "--base-url", "http://127.0.0.1:9",
+                      "--model", "m").returncode == 0
+    assert run_arcana("config", "set", "default_model", "local").returncode == 0
+    assert load_config(arcana_home.config_path).default_model == "local"
+    assert run_arcana("agent", "set", "ada", "--model", "local").returncode == 0
+    assert run_arcana("config", "set", "default_model", "null").returncode == 0
+    assert load_config(arcana_home.config_path).default_model is None

@@ -167,6 +167,23 @@ def test_adding_the_same_vault_folder_twice_says_so_with_exit_2(cli, arcana_home
     assert cli("vault", "add", str(other), "--name", "y").exit_code == 0  # control: a new folder is fine
 
 
+def test_vault_add_of_a_file_is_a_usage_error_and_of_a_missing_folder_not_found(arcana_home, no_embedder, tmp_path):
+    """`vault add FILE` said 'no such directory', exit 3, as for a folder that is not there: a file is
+    there, and the path given is the wrong kind (exit 2). A missing folder stays exit 3 (man/exit-codes.md)."""
+    from runner import run_arcana
+
+    a_file = tmp_path / "notes.md"
+    a_file.write_text("# a note, not a vault\n")
+    refused = run_arcana("vault", "add", str(a_file), "--name", "v")
+    assert refused.returncode == exit_codes.USAGE, refused.stderr
+    [line] = refused.stderr.splitlines()
+    assert "is a file, not a folder" in line and "no such directory" not in line
+    missing = run_arcana("vault", "add", str(tmp_path / "gone"), "--name", "v")
+    assert missing.returncode == exit_codes.NOT_FOUND and "no such directory" in missing.stderr
+    assert "vaults" not in json.loads(arcana_home.config_path.read_text())
+    assert run_arcana("vault", "add", str(tmp_path), "--name", "v").returncode == 0  # control: a folder
+
+
 # -- 10: exit 141 on a closed pipe -----------------------------------------------------------
 
 
@@ -422,3 +439,23 @@ def test_an_empty_path_is_a_usage_error_not_the_current_folder(cli, arcana_home,
     assert list(here.iterdir()) == [] and stat.S_IMODE(here.stat().st_mode) == 0o755
     assert cli("--home", str(arcana_home.root), "backup", ".").exit_code == 0  # control: '.' still means here
     assert [p.name.startswith("arcana-backup-") for p in here.iterdir()] == [True]
+
+
+def test_a_home_that_is_a_file_is_a_usage_error_not_an_empty_home(no_embedder, tmp_path):
+    """`--home FILE` (or ARCANA_HOME=FILE): agent list and config show exited 0 with nothing listed and
+    the default config, as if the file were an empty home. Now exit 2, one line saying so; the file untouched."""
+    from runner import run_arcana
+
+    assert run_arcana("agent", "create", "ada", home=no_embedder).returncode == 0
+    a_file = tmp_path / "notes.txt"
+    a_file.write_text("not a home\n")
+    for args, kw in ((["--home", str(a_file)], {}), ([], {"home": a_file})):
+        for command in (["agent", "list"], ["config", "show"]):
+            done = run_arcana(*args, *command, **kw)
+            assert done.returncode == exit_codes.USAGE, (args, command, done.stdout)
+            [line] = done.stderr.splitlines()
+            assert line.startswith("arcana: error: ") and "is a file, not a folder" in line and done.stdout == ""
+    assert a_file.read_text() == "not a home\n"
+    # Controls: the real home lists its agent; a home that does not exist yet is still made on demand.
+    assert "ada" in run_arcana("--home", str(no_embedder.root), "agent", "list").stdout
+    assert run_arcana("--home", str(tmp_path / "fresh"), "agent", "list").returncode == 0

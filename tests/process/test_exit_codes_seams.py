@@ -51,8 +51,8 @@ def test_list_keys_take_a_plain_comma_separated_value(cli, no_embedder):
         assert json.loads(no_embedder.config_path.read_text())["embedding"]["providers"] == expected
     assert cli("config", "set", "pools.team.members", "alice,bob").exit_code == 0
     assert json.loads(no_embedder.config_path.read_text())["pools"]["team"]["members"] == ["alice", "bob"]
-    assert cli("config", "set", "default_model", "a,b").exit_code == 0  # a string key keeps its commas
-    assert json.loads(no_embedder.config_path.read_text())["default_model"] == "a,b"
+    kept = cli("config", "set", "default_model", "a,b")  # a string key keeps its commas: one name, not two
+    assert kept.exit_code == exit_codes.NOT_FOUND and "no model named 'a,b'" in kept.stderr
 
 
 def test_agent_set_extraction_and_decay_say_why_and_exit_2(cli, no_embedder, arcana_home):
