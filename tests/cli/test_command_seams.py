@@ -30,7 +30,7 @@ def test_a_selection_error_names_the_command_it_came_from(cli, verb):
 
     both = cli(verb, "--agent", "ada", "--all")
     assert both.exit_code == 2
-    assert f"--all already {verb}s every agent" in one_line_error(both)
+    assert f"--all already {'reindexes' if verb == 'reindex' else verb + 's'} every agent" in one_line_error(both)
 
     named = cli(verb, "--agent", "ada", *(["--min-importance", "0.01"] if verb == "prune" else []))
     assert named.exit_code == 0, named.stderr  # positive control: a named store runs

@@ -85,6 +85,13 @@ async def _reinforce(s, t):
     assert await s.reinforce(t.id, 0.05) == 1
 
 
+async def _repair(s, t):
+    """An outside edit leaves the row unreadable (never ledgered); the repair from its insert's image is."""
+    [insert] = await s.history(t.id)
+    await s.run(lambda raw: raw.execute("UPDATE memories SET type = 'gossip' WHERE id = ?", (t.id,)))
+    assert await s.repair(t.id, insert.seq, ["importance"]) == 1
+
+
 MUTATORS = {
     "write": (_write, "update", True),
     "write_many": (_write_many, "update", True),
@@ -101,6 +108,7 @@ MUTATORS = {
     "supersede": (_supersede, "supersede", True),
     "make_current": (_make_current, "make_current", True),
     "reinforce": (_reinforce, "reinforce", True),
+    "repair": (_repair, "revert", True),
 }
 
 # Public coroutines that never change what is remembered. record_access only
