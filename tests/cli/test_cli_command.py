@@ -12,6 +12,7 @@ from arcana_cli.app import app
 from arcana_cli.commands import agent, memory_cmd
 from arcana_cli.context import CliContext
 from arcana_cli.output import Out
+from command_tree import leaves
 
 
 def test_a_command_is_a_plain_function_a_test_can_call(arcana_home, capsys):
@@ -35,18 +36,10 @@ async def test_an_async_command_is_awaited_directly(arcana_home, capsys):
     assert removed["name"] == "ada" and not arcana_home.agent_dir(removed["id"]).exists()
 
 
-def _leaves(command, path=()):
-    if hasattr(command, "commands"):
-        for name, sub in command.commands.items():
-            yield from _leaves(sub, (*path, name))
-    else:
-        yield " ".join(path), command
-
-
 def test_every_data_command_has_json_last_and_maintenance_has_quiet():
-    leaves = dict(_leaves(get_command(app)))
-    assert len(leaves) > 50
-    for name, command in leaves.items():
+    commands = dict(leaves(get_command(app)))
+    assert len(commands) > 50
+    for name, command in commands.items():
         options = [p.name for p in command.params]
         if name in ("mcp", "ui"):  # serve a protocol or pages, not data: no --json
             assert "json_" not in options

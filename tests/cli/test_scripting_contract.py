@@ -10,6 +10,7 @@ import pytest
 from typer.main import get_command
 
 from arcana_cli.app import app
+from command_tree import leaves
 
 pytestmark = pytest.mark.usefixtures("no_embedder")
 
@@ -27,18 +28,10 @@ DESTRUCTIVE = {
 }
 
 
-def _leaves(command, path=()):
-    if hasattr(command, "commands"):
-        for name, sub in command.commands.items():
-            yield from _leaves(sub, (*path, name))
-    else:
-        yield " ".join(path), command
-
-
 def test_every_destructive_command_says_not_found_before_it_asks_for_yes(cli, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "notes.txt").write_text("my own notes\n")
-    with_yes = {name for name, command in _leaves(get_command(app)) if any(p.name == "yes" for p in command.params)}
+    with_yes = {name for name, command in leaves(get_command(app)) if any(p.name == "yes" for p in command.params)}
     assert with_yes == set(DESTRUCTIVE), "a new destructive command: add its missing-target case here"
     assert cli("remember", "keep me", "--agent", "ada").exit_code == 0
     for name, args in DESTRUCTIVE.items():
@@ -170,11 +163,11 @@ def test_every_cron_command_has_quiet_and_is_silent_under_it_when_all_is_well(cl
     (a cron mail every run); the others print nothing. Each still reports under plain and --json."""
     cron = _cron_commands()
     assert set(cron) == set(CRON_ARGS), cron
-    leaves = dict(_leaves(get_command(app)))
+    commands = dict(leaves(get_command(app)))
     assert cli("remember", "The user prefers metric units.", "--agent", "ada").exit_code == 0
     assert cli("vault", "add", str(make_vault({"a.md": "A note."})), "--name", "notes").exit_code == 0
     for name in cron:
-        assert "quiet" in [p.name for p in leaves[name].params], name
+        assert "quiet" in [p.name for p in commands[name].params], name
         for quiet in (["--quiet"], []):
             args = CRON_ARGS[name]
             done = cli(*args, *quiet) if quiet else cli(*args)
@@ -316,7 +309,7 @@ def test_every_command_refusing_a_value_with_a_newline_says_so_in_one_line(cli, 
     monkeypatch.chdir(tmp_path)  # a command that takes the value as a path (backup, export -o) writes here
     assert cli("remember", "a note", "--agent", "ada").exit_code == 0
     checked = 0
-    for name, command in _leaves(get_command(app)):
+    for name, command in leaves(get_command(app)):
         if name in SERVING:
             continue
         arguments = [p for p in command.params if p.param_type_name == "argument"]

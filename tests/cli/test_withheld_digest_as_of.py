@@ -22,21 +22,29 @@ def recalled_as_of(cli, *words: str) -> set[str]:
     return {word for word in words if any(word in r["content"] for r in results)}
 
 
+# Two sessions over two days each: the first turn also asks a question, which a digest leaves out.
+TWO_DAYS = [("s1", DAY1, "Caroline: the harbour door code is zebracode. Have you been to the marina?"),
+            ("s1", DAY3, "Caroline: I adopted a puppy called Oscar."),
+            ("s2", DAY1, "Caroline: the harbour stall code is tangerinecode. Have you been to the fair?"),
+            ("s2", DAY3, "Caroline: I adopted a kitten called Milo.")]
+
+
+def digested(cli, home, turns) -> None:
+    """``turns`` (session, time, text) remembered for ada and consolidated: one digest per session."""
+    lines = home.root / "turns.jsonl"
+    lines.write_text("".join(json.dumps({"content": text, "type": "episodic", "session": session,
+                                         "created_at": at}) + "\n" for session, at, text in turns))
+    ok(cli("remember", "--agent", "ada", "--from", str(lines), "--json"))
+    assert ok(cli("consolidate", "--agent", "ada", "--json"))["agents"][0]["digests"] == 2
+
+
 @pytest.mark.parametrize("action", [["set", "--visibility", "hidden"], ["forget"]])
 def test_a_turn_a_hidden_digest_archived_does_not_answer_as_of_a_time_before_it(cli, no_embedder, action):
     """Each session ran over two days; its digest holds from its last turn (day 3). The first turn
     also asks a question, which the digest leaves out, so it is no restatement of the digest and
     hiding (or forgetting) the digest did not reach it: `--as-of` day 2 still answered 'zebracode',
     the words the operator hid. The other session's digest, left alone, is the control."""
-    turns = [("s1", DAY1, "Caroline: the harbour door code is zebracode. Have you been to the marina?"),
-             ("s1", DAY3, "Caroline: I adopted a puppy called Oscar."),
-             ("s2", DAY1, "Caroline: the harbour stall code is tangerinecode. Have you been to the fair?"),
-             ("s2", DAY3, "Caroline: I adopted a kitten called Milo.")]
-    lines = no_embedder.root / "turns.jsonl"
-    lines.write_text("".join(json.dumps({"content": text, "type": "episodic", "session": session,
-                                         "created_at": at}) + "\n" for session, at, text in turns))
-    ok(cli("remember", "--agent", "ada", "--from", str(lines), "--json"))
-    assert ok(cli("consolidate", "--agent", "ada", "--json"))["agents"][0]["digests"] == 2
+    digested(cli, no_embedder, TWO_DAYS)
     assert recalled_as_of(cli, "zebracode", "tangerinecode") == {"zebracode", "tangerinecode"}
     (digest,) = [m for m in ok(cli("memory", "list", "--agent", "ada", "--json")) if "zebracode" in m["content"]]
     ok(cli("memory", *action[:1], digest["id"], *action[1:], "--agent", "ada", "--json"))
@@ -48,15 +56,7 @@ def test_condensing_a_digest_never_brings_back_words_an_operator_took_out_of_it(
     code out of the digest, the condensed digest said 'zebracode' again (the turn keeps its words;
     a question the digest had left out came back too). A condensed digest holds only words the digest
     itself holds. The other digest, condensed as well, is the control."""
-    turns = [("s1", DAY1, "Caroline: the harbour door code is zebracode. Have you been to the marina?"),
-             ("s1", DAY3, "Caroline: I adopted a puppy called Oscar."),
-             ("s2", DAY1, "Caroline: the harbour stall code is tangerinecode. Have you been to the fair?"),
-             ("s2", DAY3, "Caroline: I adopted a kitten called Milo.")]
-    lines = no_embedder.root / "turns.jsonl"
-    lines.write_text("".join(json.dumps({"content": text, "type": "episodic", "session": session,
-                                         "created_at": at}) + "\n" for session, at, text in turns))
-    ok(cli("remember", "--agent", "ada", "--from", str(lines), "--json"))
-    assert ok(cli("consolidate", "--agent", "ada", "--json"))["agents"][0]["digests"] == 2
+    digested(cli, no_embedder, TWO_DAYS)
     (digest,) = [m for m in ok(cli("memory", "list", "--agent", "ada", "--json")) if "zebracode" in m["content"]]
     written_out = digest["content"].replace("zebracode", "withheld")
     ok(cli("memory", "set", digest["id"], "--content", written_out, "--agent", "ada", "--json"))
@@ -74,11 +74,7 @@ def test_an_import_that_withholds_a_digested_turn_reaches_the_digest_carrying_it
     in the same file unchanged, is the control."""
     turns = [("s1", DAY1, "Caroline: the harbour door code is zebracode."),
              ("s2", DAY1, "Caroline: the harbour stall code is tangerinecode.")]
-    lines = no_embedder.root / "turns.jsonl"
-    lines.write_text("".join(json.dumps({"content": text, "type": "episodic", "session": session,
-                                         "created_at": at}) + "\n" for session, at, text in turns))
-    ok(cli("remember", "--agent", "ada", "--from", str(lines), "--json"))
-    assert ok(cli("consolidate", "--agent", "ada", "--json"))["agents"][0]["digests"] == 2
+    digested(cli, no_embedder, turns)
     exported = no_embedder.root / "ada.jsonl"
     assert cli("export", "--agent", "ada", "-o", str(exported)).exit_code == 0
     header, *records = exported.read_text().splitlines()
