@@ -110,6 +110,8 @@ MUTATORS = {
     "reinforce": (_reinforce, "reinforce", True),
     "repair": (_repair, "revert", True),
 }
+# SQLite's alone: a server store's rows are left to the server's tools (test_postgres_store.py).
+SQLITE_ONLY_MUTATORS = {"repair"}
 
 # Public coroutines that never change what is remembered. record_access only
 # bumps access counters (documented, unledgered bookkeeping); ensure_vec loads
