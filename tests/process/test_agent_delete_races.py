@@ -193,36 +193,15 @@ async def test_restore_force_waits_for_a_write_in_flight_and_every_write_goes_to
     shared; `restore --force` swapped the home without the lock, so a write past its check went into
     the store the restore had just moved to the trash (and, with a tier it opened lazily, into the
     restored home: half of one memory on each side)."""
-    import asyncio
-
-    from memory.adapters.sqlite import SQLiteAdapter
-    from memory.agent_lock import AgentPresence
     from memory.errors import MemoryStorageError
-    from memory.types import MemoryEntry
 
     keyword_only(arcana_home)
     arcana("remember", "the heron code is 42", "--agent", "ada")
     arcana("backup", str(tmp_path / "backups"))
     ada = _agent_id("ada")
-    store = SQLiteAdapter.for_agent(ada, home=arcana_home)
-    await store.connect()
-    presence = AgentPresence(arcana_home, ada, "ada", opened=lambda: store.opened_file)
-    restore = None
-    try:
-        async with presence.writing():  # a write in flight: past its check, not yet written
-            restore = subprocess.Popen([*ARCANA, "restore", str(tmp_path / "backups"), "--force", "--json"],
-                                       env={**os.environ, "ARCANA_HOME": str(arcana_home.root)},
-                                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-            await asyncio.sleep(3)  # the restore has copied and verified the backup by now
-            live = os.stat(arcana_home.agent_db(ada))
-            assert (live.st_dev, live.st_ino) == store.opened_file, "the home was swapped under a write in flight"
-            await store.write(MemoryEntry(agent_id=ada, content="heron written in flight"))
-        out, err = await asyncio.to_thread(restore.communicate, timeout=60)
-    finally:
-        await store.aclose()
-        if restore is not None and restore.poll() is None:
-            restore.kill()
-    assert restore.returncode == 0, err  # the control: the restore went ahead once the write was done
+    out, err, code, presence = await _run_during_a_write(
+        arcana_home, ada, "restore", str(tmp_path / "backups"), "--force", "--json")
+    assert code == 0, err  # the control: the restore went ahead once the write was done
     moved = json.loads(out)["moved_to_trash"]
     conn = sqlite3.connect(f"{moved}/agents/{ada}/memory.db")
     try:
@@ -266,13 +245,7 @@ def test_a_backup_copies_an_agent_before_or_after_its_deletion_never_during_it(a
 async def test_the_command_that_finishes_a_killed_restore_waits_for_a_write_in_flight(arcana_home, tmp_path):
     """A restore killed after its journal leaves the swap to the next command, which swapped without
     the agents' locks the killed restore had held: a write past its check went into the trash."""
-    import asyncio
-
     from test_restore_kill import killed_at
-
-    from memory.adapters.sqlite import SQLiteAdapter
-    from memory.agent_lock import AgentPresence
-    from memory.types import MemoryEntry
 
     keyword_only(arcana_home)
     arcana("remember", "the heron code is 42", "--agent", "ada")
@@ -281,25 +254,8 @@ async def test_the_command_that_finishes_a_killed_restore_waits_for_a_write_in_f
     ada = _agent_id("ada")
     killed = killed_at("journal:1:after", "restore", str(backups), "--force", home=arcana_home.root)
     assert killed.returncode == -9, killed.stderr
-    store = SQLiteAdapter.for_agent(ada, home=arcana_home)
-    await store.connect()
-    presence = AgentPresence(arcana_home, ada, "ada", opened=lambda: store.opened_file)
-    after = None
-    try:
-        async with presence.writing():  # a write in flight, in a process started before the restore
-            after = subprocess.Popen([*ARCANA, "backup", "--verify", str(backups)],
-                                     env={**os.environ, "ARCANA_HOME": str(arcana_home.root)},
-                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-            await asyncio.sleep(3)
-            live = os.stat(arcana_home.agent_db(ada))
-            assert (live.st_dev, live.st_ino) == store.opened_file, "the home was swapped under a write in flight"
-            await store.write(MemoryEntry(agent_id=ada, content="heron written in flight"))
-        out, err = await asyncio.to_thread(after.communicate, timeout=60)
-    finally:
-        await store.aclose()
-        if after is not None and after.poll() is None:
-            after.kill()
-    assert after.returncode == 0, err
+    out, err, code, _ = await _run_during_a_write(arcana_home, ada, "backup", "--verify", str(backups))
+    assert code == 0, err
     assert err.startswith(f"arcana: finished a restore from {next(backups.glob('arcana-backup-*'))} that was "
                           "interrupted")  # the control: it finished the swap once the write was done
     assert _recalls("ada", "heron") == ["the heron code is 42"]
@@ -331,3 +287,33 @@ async def test_a_host_save_hook_running_across_agent_delete_makes_no_folder_agai
     finally:
         await federation.aclose()
     assert not arcana_home.agent_dir(card.id).exists()
+
+
+async def _run_during_a_write(arcana_home, ada: str, *args: str):
+    """``arcana ARGS`` started while this process holds a write of ada's store in flight (past its check,
+    not yet written); the write lands, in the file it opened, before the command may swap the home.
+    The command's stdout, stderr and exit code, and the writer's presence guard (its store closed)."""
+    import asyncio
+
+    from memory.adapters.sqlite import SQLiteAdapter
+    from memory.agent_lock import AgentPresence
+    from memory.types import MemoryEntry
+
+    store = SQLiteAdapter.for_agent(ada, home=arcana_home)
+    await store.connect()
+    presence = AgentPresence(arcana_home, ada, "ada", opened=lambda: store.opened_file)
+    proc = None
+    try:
+        async with presence.writing():
+            proc = subprocess.Popen([*ARCANA, *args], env={**os.environ, "ARCANA_HOME": str(arcana_home.root)},
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            await asyncio.sleep(3)  # long enough for the command to have copied and verified the backup
+            live = os.stat(arcana_home.agent_db(ada))
+            assert (live.st_dev, live.st_ino) == store.opened_file, "the home was swapped under a write in flight"
+            await store.write(MemoryEntry(agent_id=ada, content="heron written in flight"))
+        out, err = await asyncio.to_thread(proc.communicate, timeout=60)
+    finally:
+        await store.aclose()
+        if proc is not None and proc.poll() is None:
+            proc.kill()
+    return out, err, proc.returncode, presence
