@@ -17,7 +17,7 @@ from typing import Any
 
 from memory.adapters.opener import open_tier, with_vectors
 from memory.adapters.sqlite import SQLiteAdapter
-from memory.agent_lock import AgentPresence
+from memory.agent_lock import AgentPresence, connect_agent_store
 from memory.agents import AgentCard
 from memory.audit import AuditLog
 from memory.budgets import ConnectionsConfig
@@ -90,10 +90,9 @@ async def build_federation(
     presence = None
     if agent_name is None:
         await private.connect()
-    else:
+    else:  # NotFoundError, and no folder made, once the card is gone
+        await connect_agent_store(home, str(agent_id), agent_name, private)
         presence = AgentPresence(home, str(agent_id), agent_name, opened=lambda: private.opened_file)
-        async with presence.writing():  # NotFoundError, and no folder made, once the card is gone
-            await private.connect()
     global_ = None
     if embedding is not None and global_tier:
         global_ = open_tier(
