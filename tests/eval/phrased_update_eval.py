@@ -20,7 +20,7 @@ and whose new value answers at rank 1), ``update_ended`` (the old fact ended,
 however recall then ranks: the reconciler's share apart from retrieval's),
 the noop rate on restatements, and false supersessions on the controls.
 
-``phrased_updates_unseen.json`` holds two more sets of the same shape, each
+``phrased_updates_unseen.json`` holds four more sets of the same shape, each
 written by someone who never saw the rules or the other sets, never tuned on:
 pass it with ``--cases``.
 
