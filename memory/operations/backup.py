@@ -94,11 +94,16 @@ def _seal(db: Path) -> int:
 
 
 def _integrity(db: Path) -> str:
-    conn = _readonly(db)
+    """``ok``, or what SQLite finds wrong: a file it cannot open as a database at all (not one, its
+    header torn) is a verdict like any other, never an exception out of a verify."""
     try:
-        return "; ".join(r[0] for r in conn.execute("PRAGMA integrity_check(5)").fetchall())
-    finally:
-        conn.close()
+        conn = _readonly(db)
+        try:
+            return "; ".join(r[0] for r in conn.execute("PRAGMA integrity_check(5)").fetchall())
+        finally:
+            conn.close()
+    except dbapi().Error as exc:
+        return f"cannot be read as a database ({exc})"
 
 
 def home_files(home: Home, *, exclude: Path | None = None) -> list[Path]:

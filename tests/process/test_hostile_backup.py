@@ -125,6 +125,31 @@ def test_a_database_swapped_for_a_symlink_is_refused(cli, tmp_path, fresh, no_em
     _refused(cli, folder, fresh, "symlink")
 
 
+def _rewrite_database(folder: Path, make) -> dict:
+    """Replace the backup's database with ``make(its bytes)``, its manifest entry matching; the entry."""
+    body = _manifest(folder)
+    entry = next(e for e in body["files"] if e["path"].endswith("memory.db"))
+    db = folder / entry["path"]
+    data = make(db.read_bytes())
+    db.write_bytes(data)
+    entry.update(size=len(data), sha256=hashlib.sha256(data).hexdigest())
+    _write_manifest(folder, body)
+    return entry
+
+
+@pytest.mark.parametrize("make", [lambda _: b"not a database at all\n", lambda data: data[: len(data) // 2],
+                                  lambda data: data[:16] + b"\xff" * 84 + data[100:]],
+                         ids=["text", "cut-in-half", "torn-header"])
+def test_a_database_sqlite_cannot_open_is_a_named_problem_not_a_traceback(cli, tmp_path, fresh, make, no_embedder):
+    """integrity_check raised out of verify for a file SQLite cannot open at all (not a database, a
+    torn header, malformed pages): a traceback, exit 1, and restore said nothing either. The sizes
+    and sums match, so only the database check can catch it; the untampered backup is the control."""
+    folder = _backup(cli, tmp_path)
+    assert cli("backup", str(folder), "--verify").exit_code == 0
+    _rewrite_database(folder, make)
+    _refused(cli, folder, fresh, "cannot be read as a database")
+
+
 def test_an_entry_under_a_symlinked_folder_is_refused(cli, tmp_path, fresh, no_embedder):
     folder = _backup(cli, tmp_path)
     outside = tmp_path / "elsewhere"
