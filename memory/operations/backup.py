@@ -334,8 +334,8 @@ def _counted(items: list, on_progress):
 
 
 def verify_backup(path: Path, *, on_progress=None) -> tuple[BackupManifest, list[str]]:
-    """Re-check every file against the manifest (path safety, size, sha256) and every database's integrity.
-    ``on_progress(done, total)`` after each file of the manifest."""
+    """Re-check every file against the manifest (path safety, size, sha256) and every database's integrity
+    (each file that is one, whatever the manifest calls it). ``on_progress(done, total)`` after each file."""
     folder = resolve_backup(path)
     manifest = read_manifest(folder)
     problems = []
@@ -360,7 +360,9 @@ def verify_backup(path: Path, *, on_progress=None) -> tuple[BackupManifest, list
             problems.append(f"{rel}: size {file.stat().st_size} != {entry['size']} in the manifest")
         elif _sha256(file) != entry["sha256"]:
             problems.append(f"{rel}: checksum differs from the manifest")
-        elif entry["kind"] == "database" and (verdict := _integrity(file)) != "ok":
+        # A database is checked by what the file is, whatever its entry's kind says (as restore reads its
+        # schema): a manifest calling a damaged memory.db a "file" would have it restored unchecked.
+        elif (entry["kind"] == "database" or _is_database(file)) and (verdict := _integrity(file)) != "ok":
             problems.append(f"{rel}: integrity_check: {verdict}")
     for dirpath, dirnames, filenames in os.walk(folder):
         for name in sorted(dirnames + filenames):

@@ -150,6 +150,26 @@ def test_a_database_sqlite_cannot_open_is_a_named_problem_not_a_traceback(cli, t
     _refused(cli, folder, fresh, "cannot be read as a database")
 
 
+def _damaged(data: bytes) -> bytes:
+    """The database with its fourth page overwritten: its header (and schema version) still read."""
+    return data[: 3 * 4096] + b"\xab" * 2000 + data[3 * 4096 + 2000:]
+
+
+def test_a_damaged_database_the_manifest_calls_a_file_is_still_checked(cli, tmp_path, fresh, no_embedder):
+    """A manifest that called the damaged memory.db a "file" had it skip integrity_check: --verify said
+    ok and restore put the damaged store into the home (doctor then failed it). The intact database
+    called a file (the control) still verifies and restores."""
+    folder = _backup(cli, tmp_path)
+    body = _manifest(folder)
+    for entry in body["files"]:
+        entry["kind"] = "file"
+    _write_manifest(folder, body)
+    assert cli("backup", str(folder), "--verify").exit_code == 0
+    assert cli("--home", str(tmp_path / "control"), "restore", str(folder)).exit_code == 0
+    _rewrite_database(folder, _damaged)
+    _refused(cli, folder, fresh, "memory.db")
+
+
 def test_an_entry_under_a_symlinked_folder_is_refused(cli, tmp_path, fresh, no_embedder):
     folder = _backup(cli, tmp_path)
     outside = tmp_path / "elsewhere"
