@@ -307,8 +307,11 @@ def unsafe_path(rel: str) -> str | None:
         return "is absolute"
     if any(part in ("..", ".") for part in rel.split("/")) or path.as_posix() != rel:
         return "is not a plain relative path (it holds '..', '.' or empty parts)"
-    if rel == MANIFEST or path.parts[0] in SKIP_DIRS or any(part.endswith(".partial") for part in path.parts):
-        return "names a place a backup never holds"  # a .partial one: a restore's staging folder, if restored
+    if (rel == MANIFEST or path.parts[0] in SKIP_DIRS or any(part.endswith(".partial") for part in path.parts)
+            or path.name.endswith(SIDECARS)):
+        # a .partial one: a restore's staging folder, if restored; a -wal or -journal beside a database: SQLite
+        # would apply it when the restored store opens, content no integrity check of the database saw
+        return "names a place a backup never holds"
     return None
 
 

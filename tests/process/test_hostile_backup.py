@@ -170,6 +170,39 @@ def test_a_damaged_database_the_manifest_calls_a_file_is_still_checked(cli, tmp_
     _refused(cli, folder, fresh, "memory.db")
 
 
+def test_a_wal_beside_a_database_is_refused_not_applied_unchecked(cli, tmp_path, fresh, no_embedder):
+    """A backup never holds a -wal or -journal, yet one listed in the manifest was verified as a plain file
+    and restored beside memory.db, where SQLite applied it on the first open: the home recalled words
+    (here a rewritten memory) that integrity_check, run on the database alone, never saw. The backup
+    without it (the control) verifies."""
+    import shutil
+    import sqlite3
+
+    folder = _backup(cli, tmp_path)
+    assert cli("backup", str(folder), "--verify").exit_code == 0
+    entry = next(e for e in _manifest(folder)["files"] if e["path"].endswith("memory.db"))
+    work = tmp_path / "wal-work"
+    work.mkdir()
+    shutil.copy(folder / entry["path"], work / "memory.db")
+    conn = sqlite3.connect(work / "memory.db")
+    conn.execute("PRAGMA journal_mode = WAL")
+    conn.execute("PRAGMA wal_autocheckpoint = 0")
+    conn.execute("UPDATE memories SET content = 'PLANTED by the wal'")
+    conn.commit()
+    wal = (work / "memory.db-wal").read_bytes()  # read while the connection holds it: not checkpointed
+    base = (work / "memory.db").read_bytes()  # the header says WAL, the pages the original's
+    conn.close()
+    applied = tmp_path / "applied"  # the pair as a restored home opens it: the WAL's words win
+    applied.mkdir()
+    (applied / "memory.db").write_bytes(base)
+    (applied / "memory.db-wal").write_bytes(wal)
+    with sqlite3.connect(applied / "memory.db") as check:
+        assert check.execute("SELECT content FROM memories").fetchall() == [("PLANTED by the wal",)]
+    _rewrite_database(folder, lambda _: base)
+    _add_entry(folder, entry["path"] + "-wal", wal, place=folder / (entry["path"] + "-wal"))
+    _refused(cli, folder, fresh, "-wal")
+
+
 def test_an_entry_under_a_symlinked_folder_is_refused(cli, tmp_path, fresh, no_embedder):
     folder = _backup(cli, tmp_path)
     outside = tmp_path / "elsewhere"
