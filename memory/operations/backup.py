@@ -107,7 +107,12 @@ def _integrity(db: Path) -> str:
 
 
 def home_files(home: Home, *, exclude: Path | None = None) -> list[Path]:
-    """The files a backup holds, relative to the home: everything but :data:`SKIP_DIRS` and SQLite sidecars."""
+    """The files a backup holds, relative to the home: everything but :data:`SKIP_DIRS` and SQLite sidecars.
+
+    A folder that is a symlink (an agent's folder moved to another disk and linked back) is an
+    :class:`InvalidRequestError` naming it: every command reads and writes through it, but the walk
+    never follows a link, so the backup would leave that agent out and say nothing.
+    """
     found = []
     root = home.root
     for dirpath, dirnames, filenames in os.walk(root):
@@ -117,6 +122,13 @@ def home_files(home: Home, *, exclude: Path | None = None) -> list[Path]:
         dirnames[:] = [d for d in dirnames if not d.endswith(".partial")
                        and (exclude is None or (here / d).resolve() != exclude)]
         dirnames.sort()
+        for name in dirnames:
+            if (here / name).is_symlink():
+                rel = (here / name).relative_to(root)
+                raise InvalidRequestError(
+                    f"{rel} in the home is a symlink to {os.path.realpath(here / name)}; a backup copies no folder "
+                    "through a link and would leave it out: move that folder into the home in the link's place, "
+                    "then back up again (nothing was backed up)")
         for name in sorted(filenames):
             if name.endswith(SIDECARS) or name.endswith(".partial"):
                 continue
@@ -135,6 +147,7 @@ def backup_home(home: Home, dest: Path, *, on_progress=None) -> BackupManifest:
     partial = dest / f"{PREFIX}{stamp}.partial"
     if dest.exists() and not dest.is_dir():
         raise InvalidRequestError(f"{dest} is not a folder; give the folder to put the backup in")
+    files = home_files(home, exclude=dest.resolve())  # a folder it cannot hold is refused before DEST is touched
     try:
         private_dir(dest)
         remove_abandoned(dest, f"{PREFIX}*.partial")
@@ -142,7 +155,6 @@ def backup_home(home: Home, dest: Path, *, on_progress=None) -> BackupManifest:
     except OSError as exc:
         raise InvalidRequestError(f"{dest}: cannot make the backup there ({exc.strerror}); give a folder you can write") from None
     manifest = BackupManifest(final, created_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
-    files = home_files(home, exclude=dest.resolve())
     held, holding = ExitStack(), None  # the agent whose folder is being copied, its lock held shared
     try:
         for done, rel in enumerate(files, start=1):

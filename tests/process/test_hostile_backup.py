@@ -347,3 +347,30 @@ def test_a_backup_from_a_newer_arcana_never_replaces_the_home(cli, arcana_home, 
     done = cli("restore", str(folder), "--force")
     assert done.exit_code == 0, done.output
     assert "Tuesdays" in cli("recall", "deploy", "--agent", "ada").stdout
+
+
+def test_an_agent_folder_that_is_a_symlink_is_named_not_left_out(cli, arcana_home, tmp_path, fresh, no_embedder):
+    """Every command reads and writes an agent whose folder is linked from another disk, but the backup's
+    walk never follows a link: it left the agent out (card and memory), said 'backed up', exit 0, and a
+    restore of it had no such agent. The backup is now refused with one line naming the link, nothing
+    written; bob, a plain folder, is backed up and restored (the control) once ada's is moved back."""
+    assert cli("remember", "ada keeps the LINKEDFOLDER note", "--agent", "ada").exit_code == 0
+    assert cli("remember", "bob keeps the PLAINFOLDER note", "--agent", "bob").exit_code == 0
+    ada = arcana_home.agents_dir / json.loads(cli("agent", "show", "ada", "--json").stdout)["id"]
+    moved = tmp_path / "other-disk" / "ada"
+    moved.parent.mkdir()
+    ada.rename(moved)
+    ada.symlink_to(moved, target_is_directory=True)
+    assert "LINKEDFOLDER" in cli("recall", "LINKEDFOLDER", "--agent", "ada").stdout  # the commands use it
+    dest = tmp_path / "backups"
+    result = cli("backup", str(dest))
+    assert result.exit_code == exit_codes.USAGE, result.stdout + result.stderr
+    assert result.stderr.startswith("arcana: error:") and result.stderr.count("\n") == 1
+    assert ada.relative_to(arcana_home.root).as_posix() in result.stderr and "symlink" in result.stderr
+    assert not dest.exists()
+    ada.unlink()
+    moved.rename(ada)
+    folder = Path(json.loads(cli("backup", str(dest), "--json").stdout)["path"])
+    assert cli("--home", str(fresh), "restore", str(folder)).exit_code == 0
+    for name, word in (("ada", "LINKEDFOLDER"), ("bob", "PLAINFOLDER")):
+        assert word in cli("--home", str(fresh), "recall", word, "--agent", name).stdout
