@@ -94,15 +94,25 @@ def _seal(db: Path) -> int:
 
 
 def _integrity(db: Path) -> str:
-    conn = _readonly(db)
+    """``ok``, or what SQLite finds wrong: a file it cannot open as a database at all (not one, its
+    header torn) is a verdict like any other, never an exception out of a verify."""
     try:
-        return "; ".join(r[0] for r in conn.execute("PRAGMA integrity_check(5)").fetchall())
-    finally:
-        conn.close()
+        conn = _readonly(db)
+        try:
+            return "; ".join(r[0] for r in conn.execute("PRAGMA integrity_check(5)").fetchall())
+        finally:
+            conn.close()
+    except dbapi().Error as exc:
+        return f"cannot be read as a database ({exc})"
 
 
 def home_files(home: Home, *, exclude: Path | None = None) -> list[Path]:
-    """The files a backup holds, relative to the home: everything but :data:`SKIP_DIRS` and SQLite sidecars."""
+    """The files a backup holds, relative to the home: everything but :data:`SKIP_DIRS` and SQLite sidecars.
+
+    A folder that is a symlink (an agent's folder moved to another disk and linked back) is an
+    :class:`InvalidRequestError` naming it: every command reads and writes through it, but the walk
+    never follows a link, so the backup would leave that agent out and say nothing.
+    """
     found = []
     root = home.root
     for dirpath, dirnames, filenames in os.walk(root):
@@ -112,6 +122,13 @@ def home_files(home: Home, *, exclude: Path | None = None) -> list[Path]:
         dirnames[:] = [d for d in dirnames if not d.endswith(".partial")
                        and (exclude is None or (here / d).resolve() != exclude)]
         dirnames.sort()
+        for name in dirnames:
+            if (here / name).is_symlink():
+                rel = (here / name).relative_to(root)
+                raise InvalidRequestError(
+                    f"{rel} in the home is a symlink to {os.path.realpath(here / name)}; a backup copies no folder "
+                    "through a link and would leave it out: move that folder into the home in the link's place, "
+                    "then back up again (nothing was backed up)")
         for name in sorted(filenames):
             if name.endswith(SIDECARS) or name.endswith(".partial"):
                 continue
@@ -130,6 +147,7 @@ def backup_home(home: Home, dest: Path, *, on_progress=None) -> BackupManifest:
     partial = dest / f"{PREFIX}{stamp}.partial"
     if dest.exists() and not dest.is_dir():
         raise InvalidRequestError(f"{dest} is not a folder; give the folder to put the backup in")
+    files = home_files(home, exclude=dest.resolve())  # a folder it cannot hold is refused before DEST is touched
     try:
         private_dir(dest)
         remove_abandoned(dest, f"{PREFIX}*.partial")
@@ -137,7 +155,6 @@ def backup_home(home: Home, dest: Path, *, on_progress=None) -> BackupManifest:
     except OSError as exc:
         raise InvalidRequestError(f"{dest}: cannot make the backup there ({exc.strerror}); give a folder you can write") from None
     manifest = BackupManifest(final, created_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
-    files = home_files(home, exclude=dest.resolve())
     held, holding = ExitStack(), None  # the agent whose folder is being copied, its lock held shared
     try:
         for done, rel in enumerate(files, start=1):
@@ -302,8 +319,11 @@ def unsafe_path(rel: str) -> str | None:
         return "is absolute"
     if any(part in ("..", ".") for part in rel.split("/")) or path.as_posix() != rel:
         return "is not a plain relative path (it holds '..', '.' or empty parts)"
-    if rel == MANIFEST or path.parts[0] in SKIP_DIRS or any(part.endswith(".partial") for part in path.parts):
-        return "names a place a backup never holds"  # a .partial one: a restore's staging folder, if restored
+    if (rel == MANIFEST or path.parts[0] in SKIP_DIRS or any(part.endswith(".partial") for part in path.parts)
+            or path.name.endswith(SIDECARS)):
+        # a .partial one: a restore's staging folder, if restored; a -wal or -journal beside a database: SQLite
+        # would apply it when the restored store opens, content no integrity check of the database saw
+        return "names a place a backup never holds"
     return None
 
 
@@ -329,8 +349,8 @@ def _counted(items: list, on_progress):
 
 
 def verify_backup(path: Path, *, on_progress=None) -> tuple[BackupManifest, list[str]]:
-    """Re-check every file against the manifest (path safety, size, sha256) and every database's integrity.
-    ``on_progress(done, total)`` after each file of the manifest."""
+    """Re-check every file against the manifest (path safety, size, sha256) and every database's integrity
+    (each file that is one, whatever the manifest calls it). ``on_progress(done, total)`` after each file."""
     folder = resolve_backup(path)
     manifest = read_manifest(folder)
     problems = []
@@ -355,7 +375,9 @@ def verify_backup(path: Path, *, on_progress=None) -> tuple[BackupManifest, list
             problems.append(f"{rel}: size {file.stat().st_size} != {entry['size']} in the manifest")
         elif _sha256(file) != entry["sha256"]:
             problems.append(f"{rel}: checksum differs from the manifest")
-        elif entry["kind"] == "database" and (verdict := _integrity(file)) != "ok":
+        # A database is checked by what the file is, whatever its entry's kind says (as restore reads its
+        # schema): a manifest calling a damaged memory.db a "file" would have it restored unchecked.
+        elif (entry["kind"] == "database" or _is_database(file)) and (verdict := _integrity(file)) != "ok":
             problems.append(f"{rel}: integrity_check: {verdict}")
     for dirpath, dirnames, filenames in os.walk(folder):
         for name in sorted(dirnames + filenames):

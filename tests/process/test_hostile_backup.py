@@ -125,6 +125,84 @@ def test_a_database_swapped_for_a_symlink_is_refused(cli, tmp_path, fresh, no_em
     _refused(cli, folder, fresh, "symlink")
 
 
+def _rewrite_database(folder: Path, make) -> dict:
+    """Replace the backup's database with ``make(its bytes)``, its manifest entry matching; the entry."""
+    body = _manifest(folder)
+    entry = next(e for e in body["files"] if e["path"].endswith("memory.db"))
+    db = folder / entry["path"]
+    data = make(db.read_bytes())
+    db.write_bytes(data)
+    entry.update(size=len(data), sha256=hashlib.sha256(data).hexdigest())
+    _write_manifest(folder, body)
+    return entry
+
+
+@pytest.mark.parametrize("make", [lambda _: b"not a database at all\n", lambda data: data[: len(data) // 2],
+                                  lambda data: data[:16] + b"\xff" * 84 + data[100:]],
+                         ids=["text", "cut-in-half", "torn-header"])
+def test_a_database_sqlite_cannot_open_is_a_named_problem_not_a_traceback(cli, tmp_path, fresh, make, no_embedder):
+    """integrity_check raised out of verify for a file SQLite cannot open at all (not a database, a
+    torn header, malformed pages): a traceback, exit 1, and restore said nothing either. The sizes
+    and sums match, so only the database check can catch it; the untampered backup is the control."""
+    folder = _backup(cli, tmp_path)
+    assert cli("backup", str(folder), "--verify").exit_code == 0
+    _rewrite_database(folder, make)
+    _refused(cli, folder, fresh, "cannot be read as a database")
+
+
+def _damaged(data: bytes) -> bytes:
+    """The database with its fourth page overwritten: its header (and schema version) still read."""
+    return data[: 3 * 4096] + b"\xab" * 2000 + data[3 * 4096 + 2000:]
+
+
+def test_a_damaged_database_the_manifest_calls_a_file_is_still_checked(cli, tmp_path, fresh, no_embedder):
+    """A manifest that called the damaged memory.db a "file" had it skip integrity_check: --verify said
+    ok and restore put the damaged store into the home (doctor then failed it). The intact database
+    called a file (the control) still verifies and restores."""
+    folder = _backup(cli, tmp_path)
+    body = _manifest(folder)
+    for entry in body["files"]:
+        entry["kind"] = "file"
+    _write_manifest(folder, body)
+    assert cli("backup", str(folder), "--verify").exit_code == 0
+    assert cli("--home", str(tmp_path / "control"), "restore", str(folder)).exit_code == 0
+    _rewrite_database(folder, _damaged)
+    _refused(cli, folder, fresh, "memory.db")
+
+
+def test_a_wal_beside_a_database_is_refused_not_applied_unchecked(cli, tmp_path, fresh, no_embedder):
+    """A backup never holds a -wal or -journal, yet one listed in the manifest was verified as a plain file
+    and restored beside memory.db, where SQLite applied it on the first open: the home recalled words
+    (here a rewritten memory) that integrity_check, run on the database alone, never saw. The backup
+    without it (the control) verifies."""
+    import shutil
+    import sqlite3
+
+    folder = _backup(cli, tmp_path)
+    assert cli("backup", str(folder), "--verify").exit_code == 0
+    entry = next(e for e in _manifest(folder)["files"] if e["path"].endswith("memory.db"))
+    work = tmp_path / "wal-work"
+    work.mkdir()
+    shutil.copy(folder / entry["path"], work / "memory.db")
+    conn = sqlite3.connect(work / "memory.db")
+    conn.execute("PRAGMA journal_mode = WAL")
+    conn.execute("PRAGMA wal_autocheckpoint = 0")
+    conn.execute("UPDATE memories SET content = 'PLANTED by the wal'")
+    conn.commit()
+    wal = (work / "memory.db-wal").read_bytes()  # read while the connection holds it: not checkpointed
+    base = (work / "memory.db").read_bytes()  # the header says WAL, the pages the original's
+    conn.close()
+    applied = tmp_path / "applied"  # the pair as a restored home opens it: the WAL's words win
+    applied.mkdir()
+    (applied / "memory.db").write_bytes(base)
+    (applied / "memory.db-wal").write_bytes(wal)
+    with sqlite3.connect(applied / "memory.db") as check:
+        assert check.execute("SELECT content FROM memories").fetchall() == [("PLANTED by the wal",)]
+    _rewrite_database(folder, lambda _: base)
+    _add_entry(folder, entry["path"] + "-wal", wal, place=folder / (entry["path"] + "-wal"))
+    _refused(cli, folder, fresh, "-wal")
+
+
 def test_an_entry_under_a_symlinked_folder_is_refused(cli, tmp_path, fresh, no_embedder):
     folder = _backup(cli, tmp_path)
     outside = tmp_path / "elsewhere"
@@ -269,3 +347,30 @@ def test_a_backup_from_a_newer_arcana_never_replaces_the_home(cli, arcana_home, 
     done = cli("restore", str(folder), "--force")
     assert done.exit_code == 0, done.output
     assert "Tuesdays" in cli("recall", "deploy", "--agent", "ada").stdout
+
+
+def test_an_agent_folder_that_is_a_symlink_is_named_not_left_out(cli, arcana_home, tmp_path, fresh, no_embedder):
+    """Every command reads and writes an agent whose folder is linked from another disk, but the backup's
+    walk never follows a link: it left the agent out (card and memory), said 'backed up', exit 0, and a
+    restore of it had no such agent. The backup is now refused with one line naming the link, nothing
+    written; bob, a plain folder, is backed up and restored (the control) once ada's is moved back."""
+    assert cli("remember", "ada keeps the LINKEDFOLDER note", "--agent", "ada").exit_code == 0
+    assert cli("remember", "bob keeps the PLAINFOLDER note", "--agent", "bob").exit_code == 0
+    ada = arcana_home.agents_dir / json.loads(cli("agent", "show", "ada", "--json").stdout)["id"]
+    moved = tmp_path / "other-disk" / "ada"
+    moved.parent.mkdir()
+    ada.rename(moved)
+    ada.symlink_to(moved, target_is_directory=True)
+    assert "LINKEDFOLDER" in cli("recall", "LINKEDFOLDER", "--agent", "ada").stdout  # the commands use it
+    dest = tmp_path / "backups"
+    result = cli("backup", str(dest))
+    assert result.exit_code == exit_codes.USAGE, result.stdout + result.stderr
+    assert result.stderr.startswith("arcana: error:") and result.stderr.count("\n") == 1
+    assert ada.relative_to(arcana_home.root).as_posix() in result.stderr and "symlink" in result.stderr
+    assert not dest.exists()
+    ada.unlink()
+    moved.rename(ada)
+    folder = Path(json.loads(cli("backup", str(dest), "--json").stdout)["path"])
+    assert cli("--home", str(fresh), "restore", str(folder)).exit_code == 0
+    for name, word in (("ada", "LINKEDFOLDER"), ("bob", "PLAINFOLDER")):
+        assert word in cli("--home", str(fresh), "recall", word, "--agent", name).stdout
