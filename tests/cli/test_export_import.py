@@ -301,3 +301,26 @@ def test_a_markdown_export_over_notes_a_person_edited_needs_yes(no_embedder, tmp
     arcana("export", "--agent", "ada", "-f", "markdown", "-o", str(vault), "--yes")
     assert "a person's edit" not in note.read_text() and len(list(vault.glob("*.md"))) == 3
     assert (vault / "mine.md").read_text() == "my own note\n" and not list(vault.glob(".*"))
+
+
+def test_export_output_dash_is_stdout(no_embedder, tmp_path, monkeypatch):
+    """`-o -` wrote a file named "-" in the current folder; by the convention it is stdout, as no -o is,
+    and stdout then holds the export alone (the summary goes to stderr). `-o ./-` still names a file."""
+    from runner import arcana, run_arcana
+
+    here = tmp_path / "here"
+    here.mkdir()
+    monkeypatch.chdir(here)
+    arcana("remember", "Deploys happen on Tuesdays", "--agent", "ada")
+    done = run_arcana("export", "--agent", "ada", "-o", "-")
+    assert done.returncode == 0, done.stderr
+    header, *lines = [json.loads(line) for line in done.stdout.splitlines()]
+    assert [r["memory"]["content"] for r in lines] == ["Deploys happen on Tuesdays"] and "exported 1" in done.stderr
+    assert list(here.iterdir()) == []  # no file named "-"
+    # --json's summary and a markdown folder both need a real --output: `-` is refused as no -o is.
+    for extra in (["--json"], ["-f", "markdown"]):
+        refused = run_arcana("export", "--agent", "ada", "-o", "-", *extra)
+        assert refused.returncode == 2 and refused.stdout == "", refused.stderr
+    # Positive control: a path that says it is a file writes the file, nothing on stdout.
+    to_file = run_arcana("export", "--agent", "ada", "-o", "./-")
+    assert to_file.returncode == 0 and to_file.stdout == "" and "Deploys" in (here / "-").read_text()
