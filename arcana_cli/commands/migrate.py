@@ -26,11 +26,12 @@ async def up(cli: CliContext, out: Out) -> None:
     with out.progress("migrating databases") as bar:
         results = [r.as_dict() for r in await upgrade_home(cli.home, actor="cli", on_progress=bar.update)]
     results += [r.as_dict() for r in await server_versions(cli.home, cli.config, upgrade=True, actor="cli")]
-    out.data(
-        results,
-        columns=("database", "from", "to", "state", "backup"),
-        rows=lambda: [(r["database"], r["from"], r["to"], r["state"], r["backup"] or "-") for r in results],
-    )
+    if out.json_mode or not out.quiet:  # --quiet (a deploy script's line) prints no report, as the cron commands
+        out.data(
+            results,
+            columns=("database", "from", "to", "state", "backup"),
+            rows=lambda: [(r["database"], r["from"], r["to"], r["state"], r["backup"] or "-") for r in results],
+        )
     migrated = sum(r["state"] == "migrated" for r in results)
     skipped = [r for r in results if r["state"] not in ("migrated", "current")]
     out.info(f"migrated {migrated} database(s)" if migrated else "nothing to migrate")
