@@ -422,6 +422,17 @@ class ArcanaConfig(_Section):
             loaded_name(info.field_name.rstrip("s"), name)
         return value
 
+    @model_validator(mode="after")
+    def _default_model_is_registered(self) -> ArcanaConfig:
+        """``default_model`` names a ``models`` entry, in a hand-edited file as through `config set` (which
+        refuses the name first, exit 3): else every run without --model failed later on a name nothing
+        registers, and `config validate` said ok. In the file it is the file's error (exit 4)."""
+        if self.default_model and self.default_model not in self.models:
+            known = ", ".join(sorted(self.models)) or "none"
+            raise ValueError(f"default_model: no model named '{self.default_model}' (models: {known}); "
+                             "add it under \"models\" or remove default_model, then `arcana config validate`")
+        return self
+
 
 def _describe(exc: ValidationError) -> str:
     first = exc.errors()[0]
@@ -603,13 +614,12 @@ def set_key(config: ArcanaConfig, key: str, value: Any) -> ArcanaConfig:
         if not isinstance(node, dict):
             raise InvalidRequestError(f"config key '{key}': '{part}' is not a section")
     node[parts[-1]] = value
+    if key == "default_model" and value and isinstance(value, str) and value not in config.models:
+        raise unknown_model(value)  # as `agent set --model` refuses it (exit 3), before the file's own check
     try:
-        new = parse_config(data, "config")
+        return parse_config(data, "config")
     except ConfigError as exc:
         raise InvalidRequestError(f"{exc}; see `arcana config keys` and man/configuration.md") from None
-    if key == "default_model" and new.default_model and new.default_model not in new.models:
-        raise unknown_model(new.default_model)  # as `agent set --model` refuses it: a run could not use it
-    return new
 
 
 def unknown_model(name: str) -> NotFoundError:
