@@ -11,7 +11,6 @@ import difflib
 import json
 import os
 import re
-import tempfile
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, fields
@@ -22,7 +21,7 @@ from urllib.parse import urlsplit
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator, model_validator
 
 from memory.errors import ConfigError, InvalidRequestError, NotFoundError, UnsetVariableError
-from memory.home import is_safe_name, loaded_name, private_dir
+from memory.home import is_safe_name, loaded_name, private_dir, replace_file
 from memory.limits import MAX_CONTENT_BYTES
 from memory.server_urls import check_url, password_of
 from memory.types import DEFAULT_RETRIEVAL_MODE, PruneMode, RetrievalMode
@@ -523,20 +522,7 @@ def save_config(path: Path, config: ArcanaConfig) -> None:
     target = path.resolve() if path.is_symlink() else path
     private_dir(target.parent)
     data = json.dumps(dump_config(config), indent=2, ensure_ascii=False) + "\n"
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".config.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(tmp, 0o600)
-        try:
-            os.replace(tmp, target)
-        except OSError as exc:  # names the temp file, removed below: the one that refused is the config
-            raise OSError(exc.errno, exc.strerror, str(target)) from exc
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    replace_file(target, data)
 
 
 # -- dotted keys ----------------------------------------------------------------
