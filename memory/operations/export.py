@@ -27,7 +27,7 @@ from memory.errors import ImportFormatError, MemoryStorageError, UnreadableRowEr
 from memory.home import PRIVATE_FILE, private_dir
 from memory.limits import MAX_CONTENT_BYTES, content_size, tags_size
 from memory.lines import LineTooLong, decode, loads, read_lines
-from memory.operator.edits import GlobalCopies, MemoryEditor, keep_restrictions, withheld_by
+from memory.operator.edits import GlobalCopies, keep_restrictions, withhold_carriers_of
 from memory.sqlite import consolidation, mutations
 from memory.sqlite.admission import where
 from memory.sqlite.batches import select_in
@@ -446,11 +446,7 @@ async def import_records(
             else:
                 report.ops[op] = report.ops.get(op, 0) + 1
         if not server:  # what carries a memory the import withheld (hid, archived, re-worded) follows, as for `memory set`
-            editor = MemoryEditor(store, copies=copies)
-            for entry in entries:
-                edit = withheld_by(stored[entry.id], entry) if entry.id in stored else None
-                if edit is not None:
-                    report.carriers_withheld += len(await editor.withhold_carriers(entry.id, edit, "imported"))
+            report.carriers_withheld += await withhold_carriers_of(store, stored, entries, "imported", copies=copies)
         if vectors is not None:
             report.vectors_kept += await vectors([(e, v) for e, v in batch if v is not None])
         batch.clear()
