@@ -5,9 +5,7 @@ from __future__ import annotations
 import contextlib
 import difflib
 import json
-import os
 import re
-import tempfile
 import time
 import uuid
 from collections.abc import Iterator
@@ -20,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from memory.agent_links import relink
 from memory.errors import ConfigError, InvalidRequestError, NotFoundError
-from memory.home import Home, check_name, loaded_name, private_dir, unusable_name
+from memory.home import Home, check_name, loaded_name, private_dir, replace_file, unusable_name
 from memory.locks import waiting
 from memory.types import MemoryType, now_utc
 
@@ -185,19 +183,9 @@ class AgentRegistry:
         self.home.ensure()
         path = self._card_path(card.id)
         private_dir(path.parent)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".agent.", suffix=".tmp")
         try:
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                handle.write(card.model_dump_json(indent=2) + "\n")
-                handle.flush()
-                os.fsync(handle.fileno())  # on disk before the rename: a crash never leaves an empty card
-            os.chmod(tmp, 0o600)
-            try:
-                os.replace(tmp, path)
-            except OSError as exc:  # names the temp file, removed below: the one that refused is the card
-                raise OSError(exc.errno, exc.strerror, str(path)) from exc
+            replace_file(path, card.model_dump_json(indent=2) + "\n")  # a crash never leaves an empty card
         except BaseException:  # a full disk: no temp file left, nor the empty folder of an agent never made
-            Path(tmp).unlink(missing_ok=True)
             with contextlib.suppress(OSError):
                 path.parent.rmdir()  # only when empty: an existing agent's folder holds its card and store
             raise

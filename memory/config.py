@@ -11,7 +11,6 @@ import difflib
 import json
 import os
 import re
-import tempfile
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, fields
@@ -22,7 +21,7 @@ from urllib.parse import urlsplit
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator, model_validator
 
 from memory.errors import ConfigError, InvalidRequestError, NotFoundError, UnsetVariableError
-from memory.home import is_safe_name, loaded_name, private_dir
+from memory.home import is_safe_name, loaded_name, private_dir, replace_file
 from memory.limits import MAX_CONTENT_BYTES
 from memory.server_urls import check_url, password_of
 from memory.types import DEFAULT_RETRIEVAL_MODE, PruneMode, RetrievalMode
@@ -422,6 +421,17 @@ class ArcanaConfig(_Section):
             loaded_name(info.field_name.rstrip("s"), name)
         return value
 
+    @model_validator(mode="after")
+    def _default_model_is_registered(self) -> ArcanaConfig:
+        """``default_model`` names a ``models`` entry, in a hand-edited file as through `config set` (which
+        refuses the name first, exit 3): else every run without --model failed later on a name nothing
+        registers, and `config validate` said ok. In the file it is the file's error (exit 4)."""
+        if self.default_model and self.default_model not in self.models:
+            known = ", ".join(sorted(self.models)) or "none"
+            raise ValueError(f"default_model: no model named '{self.default_model}' (models: {known}); "
+                             "add it under \"models\" or remove default_model, then `arcana config validate`")
+        return self
+
 
 def _describe(exc: ValidationError) -> str:
     first = exc.errors()[0]
@@ -512,20 +522,7 @@ def save_config(path: Path, config: ArcanaConfig) -> None:
     target = path.resolve() if path.is_symlink() else path
     private_dir(target.parent)
     data = json.dumps(dump_config(config), indent=2, ensure_ascii=False) + "\n"
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".config.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(tmp, 0o600)
-        try:
-            os.replace(tmp, target)
-        except OSError as exc:  # names the temp file, removed below: the one that refused is the config
-            raise OSError(exc.errno, exc.strerror, str(target)) from exc
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    replace_file(target, data)
 
 
 # -- dotted keys ----------------------------------------------------------------
@@ -603,13 +600,12 @@ def set_key(config: ArcanaConfig, key: str, value: Any) -> ArcanaConfig:
         if not isinstance(node, dict):
             raise InvalidRequestError(f"config key '{key}': '{part}' is not a section")
     node[parts[-1]] = value
+    if key == "default_model" and value and isinstance(value, str) and value not in config.models:
+        raise unknown_model(value)  # as `agent set --model` refuses it (exit 3), before the file's own check
     try:
-        new = parse_config(data, "config")
+        return parse_config(data, "config")
     except ConfigError as exc:
         raise InvalidRequestError(f"{exc}; see `arcana config keys` and man/configuration.md") from None
-    if key == "default_model" and new.default_model and new.default_model not in new.models:
-        raise unknown_model(new.default_model)  # as `agent set --model` refuses it: a run could not use it
-    return new
 
 
 def unknown_model(name: str) -> NotFoundError:

@@ -57,6 +57,30 @@ def private_file(path: Path | str) -> Path:
     return path
 
 
+def replace_file(path: Path | str, text: str, *, mode: int = PRIVATE_FILE) -> None:
+    """Replace ``path`` with ``text`` (UTF-8) atomically: a temp file of a unique name in the same folder
+    (two writers never share one), written, fsynced and given ``mode`` before the rename, so a crash
+    leaves the old file or the new one, never an empty or half-written one. The temp file is removed
+    when anything fails, and an error from the rename names ``path``, not the temp file."""
+    import tempfile
+
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.chmod(tmp, mode)
+        try:
+            os.replace(tmp, path)
+        except OSError as exc:
+            raise OSError(exc.errno, exc.strerror, str(path)) from exc
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
 def default_home() -> Path:
     env = os.environ.get("ARCANA_HOME")
     return Path(env).expanduser() if env else Path.home() / ".arcana"

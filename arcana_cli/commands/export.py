@@ -117,6 +117,12 @@ def _unwritable(output: Path, exc: OSError) -> typer.BadParameter:
     )
 
 
+def _output_path(value: str) -> Path | None:
+    """``-o -`` is stdout, as no ``-o`` is: the convention, where a file named "-" surprised (``-o ./-``
+    still names one)."""
+    return None if value == "-" else given_path(value)
+
+
 ExportJsonOpt = Annotated[bool, typer.Option("--json", help="Print a JSON summary on stdout (needs --output).")]
 
 
@@ -129,8 +135,8 @@ async def export(
     global_: GlobalTargetOpt = False,
     all_: Annotated[bool, typer.Option("--all", help="Every agent, pool and the global tier.")] = False,
     output: Annotated[
-        Path | None, typer.Option("--output", "-o", help="File (jsonl) or folder (markdown); default stdout (jsonl).",
-                                   parser=given_path)
+        Path | None, typer.Option("--output", "-o", help="File (jsonl; - for stdout) or folder (markdown); default stdout (jsonl).",
+                                   parser=_output_path)
     ] = None,
     format_: Annotated[ExportFormat, typer.Option("--format", "-f", help="jsonl (lossless) or markdown (a vault).")] = ExportFormat.jsonl,
     with_history: Annotated[bool, typer.Option("--with-history", help="Include each memory's ledger rows.")] = False,
@@ -142,7 +148,7 @@ async def export(
 
     _one_target(agent, pool, global_, all_)
     if out.json_mode and output is None:
-        raise typer.BadParameter("--json prints a summary on stdout, where the export goes; give --output", param_hint="--json")
+        raise typer.BadParameter("--json prints a summary on stdout, where the export goes; give --output FILE (not -)", param_hint="--json")
     if format_ is ExportFormat.markdown and (output is None or all_ or with_vectors or with_history):
         raise typer.BadParameter(
             "markdown export writes one store into a folder: give --output DIR and one of --agent, --pool, --global "

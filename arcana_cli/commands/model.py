@@ -82,9 +82,9 @@ def remove(cli: CliContext, out: Out, name: NameArg) -> None:
         config = edit.config
         if name not in config.models:
             raise missing
-        config.models = {n: s for n, s in config.models.items() if n != name}
-        if config.default_model == name:
+        if config.default_model == name:  # first: the config refuses a default_model no entry registers
             config.default_model = None
+        config.models = {n: s for n, s in config.models.items() if n != name}
     out.data({"removed": name}, text=lambda: name)
     users = [c.name for c in cli.agents.list() if c.model == name]
     if users:

@@ -139,6 +139,7 @@ async def _remember_from(cli: CliContext, agent: str, out: Out, source: str, *, 
     """
     from arcana_cli.federated import agent_federation
     from memory.operations.bulk_import import line_limit, remember_many, stream
+    from memory.operator.edits import GlobalCopies
     from memory.lines import read_lines
 
     limit = cli.config.memory.max_content_bytes
@@ -146,9 +147,14 @@ async def _remember_from(cli: CliContext, agent: str, out: Out, source: str, *, 
         card = cli.agent_to_store_for(agent)  # once the file opens: a wrong path creates no agent
         windows = stream(read_lines(handle, line_limit(limit)), card.id, max_content_bytes=limit,
                          type=type_, importance=importance, scope=scope, pool_name=pool)
-        async with agent_federation(cli, card, out) as federation:
-            with out.progress("remembering") as bar:
-                report = await remember_many(federation, windows, reconcile=reconcile, on_progress=bar.update)
+        copies = GlobalCopies.of_home(cli.home, cli.config, actor="cli")  # opened only if a line reaches a copy
+        try:
+            async with agent_federation(cli, card, out) as federation:
+                with out.progress("remembering") as bar:
+                    report = await remember_many(federation, windows, reconcile=reconcile, on_progress=bar.update,
+                                                 copies=copies)
+        finally:
+            await copies.aclose()
     for tier, why in report.failed.items():
         out.warn(f"tier {tier} did not store the memories ({why})")
     for warning in report.warnings:
@@ -160,6 +166,8 @@ async def _remember_from(cli: CliContext, agent: str, out: Out, source: str, *, 
         {"agent": card.name, "agent_id": card.id, "source": name, **report.as_dict()},
         text=lambda: f"{report.written} written, {report.unchanged} unchanged, {report.bad_total} bad line(s); "
         + (f"{report.kept_removed} deleted or purged here stay gone; " if report.kept_removed else "")
+        + (f"also withheld {report.carriers_withheld} consolidated memories that carry the words re-worded; "
+           if report.carriers_withheld else "")
         + ", ".join(f"{n} {kind}" for kind, n in report.decisions.items()),
     )
     if report.bad_total > len(report.bad):

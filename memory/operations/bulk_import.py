@@ -73,6 +73,7 @@ class BulkReport:
     unchanged: int = 0
     kept_removed: int = 0  # lines whose memory was deleted or purged here: it stays gone
     not_stored: int = 0  # lines of batches no tier stored (a server tier down mid-run): a re-run adds them
+    carriers_withheld: int = 0  # digests and merges carrying the old words of a memory a line re-worded
     vectors_completed: int = 0  # unchanged rows a killed run had left without a vector, embedded now
     bad: list[BadLine] = field(default_factory=list)  # the first REPORTED of them
     bad_total: int = 0
@@ -108,6 +109,7 @@ class BulkReport:
             "unchanged": self.unchanged,
             "kept_removed": self.kept_removed,
             "not_stored": self.not_stored,
+            "carriers_withheld": self.carriers_withheld,
             "vectors_completed": self.vectors_completed,
             "decisions": self.decisions,
             "warnings": self.warnings,
@@ -271,14 +273,19 @@ def parse(lines: Iterable[str | bytes], agent_id: str, **defaults: Any) -> Parse
 
 
 async def remember_many(
-    federation: Any, parsed: Parsed | Iterable[Parsed], *, reconcile: bool = True, on_progress: Progress | None = None
+    federation: Any, parsed: Parsed | Iterable[Parsed], *, reconcile: bool = True, on_progress: Progress | None = None,
+    copies: Any | None = None,
 ) -> BulkReport:
     """Write each window of ``parsed`` through ``federation.write_many``, shortest first, ``BATCH`` at a time.
 
     With ``reconcile`` every line not imported before is reconciled as a
     ``remember`` is (add / noop / update / delete, counted in ``decisions``);
     a line already imported is left to the upsert by id, so a re-run
-    reinforces nothing. ``on_progress(entries written, lines read)``.
+    reinforces nothing. A line that re-words (or withholds) a stored memory
+    withholds the consolidated memories carrying it as `import` and `memory set`
+    do (:func:`memory.operator.edits.withhold_carriers_of`; ``copies``, the
+    agent's :class:`GlobalCopies`, reaches those of its global copy).
+    ``on_progress(entries written, lines read)``.
 
     Raises what the federation raises when the private tier fails; windows
     before it stay written (and are reported by a re-run as unchanged).
@@ -302,10 +309,12 @@ async def remember_many(
                 report.bad_total += len(window.bad)
             if batch:
                 done += len(batch)
-                batch, gone = await _as_stored(federation, batch, window.dated, reconcile)
+                batch, gone, held = await _as_stored(federation, batch, window.dated, reconcile)
                 report.kept_removed += gone
                 if batch:
-                    report.add(batch, await federation.write_many(batch, reconcile=reconcile))
+                    result = await federation.write_many(batch, reconcile=reconcile)
+                    report.add(batch, result)
+                    report.carriers_withheld += await _withhold_carriers(federation, held, batch, result, copies)
             if on_progress:
                 on_progress(done, window.lines)
     return report
@@ -342,9 +351,27 @@ async def _read_ahead(windows: Iterable[Parsed]) -> AsyncIterator[Parsed]:
             ahead.exception()  # retrieved, so a failure after the caller's own is not reported twice
 
 
+async def _withhold_carriers(federation: Any, held: list[tuple[Any, Any, dict[str, MemoryEntry]]],
+                             batch: Sequence[MemoryEntry], result: Any, copies: Any | None) -> int:
+    """After a batch's write: in each tier that took it, what carries a memory a line changed (from
+    ``held``, as :func:`_as_stored` read it) is withheld as that change withholds it."""
+    from memory.operator.edits import withhold_carriers_of
+
+    reached = 0
+    for tier, store, before in held:
+        if tier.name in result.failed:  # nothing of the batch changed there
+            continue
+        written = [e for e in batch if e.id in before and e.id not in result.gone]
+        reached += await withhold_carriers_of(
+            store, before, written, "remembered", copies=copies if tier is federation.router.private else None
+        )
+    return reached
+
+
 async def _as_stored(federation: Any, batch: Sequence[MemoryEntry], dated: set[str], reconcile: bool
-                     ) -> tuple[list[MemoryEntry], int]:
-    """``batch`` as the store already holds it, in one read of the tier each line is written to.
+                     ) -> tuple[list[MemoryEntry], int, list[tuple[Any, Any, dict[str, MemoryEntry]]]]:
+    """``batch`` as the store already holds it, in one read of the tier each line is written to; the number
+    left out; and per tier, (tier, its store, the memories it held that lines name).
 
     A line naming a stored memory (its ``id``, or the id its text derives)
     re-words it, but: undated, it keeps the time the memory was first stored
@@ -367,6 +394,7 @@ async def _as_stored(federation: Any, batch: Sequence[MemoryEntry], dated: set[s
             by_tier.setdefault(id(writable[0]), (writable[0], []))[1].append(entry)
     stored: dict[str, MemoryEntry] = {}
     removed: set[str] = set()
+    per_tier: list[tuple[Any, Any, dict[str, MemoryEntry]]] = []
     for tier, entries in by_tier.values():
         store = tier.backend
         while not isinstance(store, AdmitsById) and isinstance(store, Layered):
@@ -375,6 +403,7 @@ async def _as_stored(federation: Any, batch: Sequence[MemoryEntry], dated: set[s
             ids = [e.id for e in entries]
             found = await store.admitted_by_id(MemoryQuery(), ids, audience=Audience.OPERATOR, include_archived=True)
             stored.update(found)
+            per_tier.append((tier, store, found))
             if reconcile:  # else the write itself leaves them out (one read fewer a batch)
                 removed |= await store.removed([i for i in ids if i not in found])
     kept = []
@@ -387,4 +416,4 @@ async def _as_stored(federation: Any, batch: Sequence[MemoryEntry], dated: set[s
             if entry.id not in dated:
                 entry = entry.model_copy(update={"created_at": held.created_at, "updated_at": held.created_at})
         kept.append(entry)
-    return kept, len(batch) - len(kept)
+    return kept, len(batch) - len(kept), per_tier

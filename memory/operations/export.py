@@ -27,7 +27,7 @@ from memory.errors import ImportFormatError, MemoryStorageError, UnreadableRowEr
 from memory.home import PRIVATE_FILE, private_dir
 from memory.limits import MAX_CONTENT_BYTES, content_size, tags_size
 from memory.lines import LineTooLong, decode, loads, read_lines
-from memory.operator.edits import GlobalCopies, MemoryEditor, keep_restrictions, withheld_by
+from memory.operator.edits import GlobalCopies, keep_restrictions, withhold_carriers_of
 from memory.sqlite import consolidation, mutations
 from memory.sqlite.admission import where
 from memory.sqlite.batches import select_in
@@ -446,11 +446,7 @@ async def import_records(
             else:
                 report.ops[op] = report.ops.get(op, 0) + 1
         if not server:  # what carries a memory the import withheld (hid, archived, re-worded) follows, as for `memory set`
-            editor = MemoryEditor(store, copies=copies)
-            for entry in entries:
-                edit = withheld_by(stored[entry.id], entry) if entry.id in stored else None
-                if edit is not None:
-                    report.carriers_withheld += len(await editor.withhold_carriers(entry.id, edit, "imported"))
+            report.carriers_withheld += await withhold_carriers_of(store, stored, entries, "imported", copies=copies)
         if vectors is not None:
             report.vectors_kept += await vectors([(e, v) for e, v in batch if v is not None])
         batch.clear()
@@ -551,8 +547,59 @@ def note_name(entry: MemoryEntry) -> str:
     id can name a path outside the folder.
     """
     words = _SLUG.sub("-", entry.content[:48].lower()).strip("-") or "memory"
-    ident = entry.id if _ID_IN_NAME.fullmatch(entry.id) else "sha256-" + hashlib.sha256(entry.id.encode()).hexdigest()
-    return f"{words}-{ident}.md"
+    return f"{words}-{_name_ident(entry)}.md"
+
+
+def _name_ident(entry: MemoryEntry) -> str:
+    """The part of a note's name after its words: the id, or the id's sha256."""
+    return entry.id if _ID_IN_NAME.fullmatch(entry.id) else "sha256-" + hashlib.sha256(entry.id.encode()).hexdigest()
+
+
+_WORDS = re.compile(r"\w+(?:-\w+)*")  # what _SLUG leaves of a memory's first words
+
+
+class EarlierNotes:
+    """The notes an earlier export left in a folder, found again by the id their names end with.
+
+    A note is named by the memory's first words, so a memory whose text changed since gets a new name
+    and its old note would stay beside it (and an import of the folder bring the old words back). The
+    export's own note is told by its name (words, then this memory's id) and by its frontmatter id;
+    any other file, a person's own note included, is never one.
+    """
+
+    def __init__(self, folder: Path):
+        self.folder = folder
+        self._by_suffix: dict[str, list[str]] = {}
+        try:
+            listing = list(os.scandir(folder))
+        except (FileNotFoundError, NotADirectoryError):
+            listing = []
+        for item in listing:
+            name = item.name
+            if name.startswith(".") or not name.endswith(".md") or not item.is_file(follow_symlinks=False):
+                continue
+            stem = name[:-3]
+            for at, char in enumerate(stem):
+                if char == "-":
+                    self._by_suffix.setdefault(stem[at + 1 :], []).append(name)
+
+    def stale(self, entry: MemoryEntry, name: str) -> list[Path]:
+        """This memory's notes in the folder under another name than ``name`` (its note now)."""
+        from memory.markdown.notes import split_frontmatter
+
+        ident = _name_ident(entry)
+        found = []
+        for other in self._by_suffix.get(ident, ()):
+            path = self.folder / other
+            if other == name or not _WORDS.fullmatch(other[: -len(ident) - 4]) or path.is_symlink():
+                continue
+            try:
+                front, _, _ = split_frontmatter(path.read_bytes().decode("utf-8", "replace"))
+            except OSError:
+                continue  # unreadable: it cannot be shown to be this memory's note, so it stays
+            if front.get("id") == entry.id:
+                found.append(path)
+        return found
 
 
 def note_text(entry: MemoryEntry, sources: Sequence[str] = ()) -> str:
@@ -572,9 +619,13 @@ async def export_markdown(store, folder: Path, *, on_progress: Callable[[int], N
     """
     private_dir(folder)
     report = ExportReport(stores=[str(store.path)])
+    earlier = EarlierNotes(folder)
     async for record in iter_records(store, unreadable=report.unreadable):
         entry = MemoryEntry.model_validate(record["memory"])
-        write_private(folder / note_name(entry), note_text(entry, record.get("sources", ())))
+        name = note_name(entry)
+        write_private(folder / name, note_text(entry, record.get("sources", ())))
+        for stale in earlier.stale(entry, name):  # its note under its old words: replaced by the one above
+            stale.unlink(missing_ok=True)
         report.memories += 1
         if on_progress is not None:
             on_progress(report.memories)
@@ -583,15 +634,18 @@ async def export_markdown(store, folder: Path, *, on_progress: Callable[[int], N
 
 async def notes_replaced(store, folder: Path) -> list[str]:
     """The names of the notes in ``folder`` that an export of ``store`` would replace with other text: a
-    person's edit of an earlier export, or a note of their own by that name. A note the export would write
+    person's edit of an earlier export, or a note of their own by that name, and an earlier export's note
+    of a memory whose words (so its note's name) changed since. A note the export would write
     as it is, or a name not there yet, loses nothing. Reads the store once more; call it only when the
     folder holds something."""
     if not folder.is_dir():
         return []
     replaced: list[str] = []
+    earlier = EarlierNotes(folder)
     async for record in iter_records(store, unreadable=[]):
         entry = MemoryEntry.model_validate(record["memory"])
         path = folder / note_name(entry)
+        replaced += [stale.name for stale in earlier.stale(entry, path.name)]  # renamed: its text goes too
         if path.is_symlink() or not path.is_file():
             continue  # nothing there, or what write_private refuses to replace anyway
         try:

@@ -14,7 +14,6 @@ import difflib
 import json
 import os
 import shutil
-import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
@@ -22,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from memory.errors import ConfigError, InvalidRequestError
+from memory.home import replace_file
 from memory.hosts import Host, claude_code
 from memory.types import now_utc
 
@@ -105,17 +105,7 @@ def apply(files: list[PlannedFile], *, now: datetime | None = None) -> list[Plan
             planned.backup = _free_name(target.with_name(f"{target.name}.bak-{stamp}"))
             shutil.copy2(target, planned.backup)
             mode = os.stat(target).st_mode & 0o7777
-        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                handle.write(planned.after)
-                handle.flush()
-                os.fsync(handle.fileno())
-            os.chmod(tmp, mode)
-            os.replace(tmp, target)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        replace_file(target, planned.after, mode=mode)
     return files
 
 

@@ -7,7 +7,7 @@ version from here, so they can never disagree about what "pending" means.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from memory.home import Home
@@ -56,6 +56,9 @@ class MigrationResult:
     state: str  # "migrated", or why it was left alone
     backup: str | None = None
     head: int = 0  # the schema this Arcana would migrate it to
+    # Why a server tier was not checked, where the config stopped it before the server was asked: its
+    # ConfigError, or the UnsetVariableError of a ``url_env`` this process lacks (not in as_dict).
+    error: Exception | None = field(default=None, repr=False, compare=False)
 
     def as_dict(self) -> dict:
         return {"database": self.database, "from": self.from_version, "to": self.to_version,
@@ -117,7 +120,7 @@ async def server_versions(home: Home, config, *, upgrade: bool = False, actor: s
     results = []
     for label, store in server_tiers(home, config, actor=actor):
         if isinstance(store, Exception):
-            results.append(MigrationResult(label, 0, 0, f"not checked: {store}", head=head_version()))
+            results.append(MigrationResult(label, 0, 0, f"not checked: {store}", head=head_version(), error=store))
             continue
         result = MigrationResult(f"{label} {store.path}", 0, 0, "", head=head_version())
         try:

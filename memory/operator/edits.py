@@ -16,7 +16,7 @@ Every operator mutator goes through :meth:`MemoryEditor.apply`.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -561,6 +561,26 @@ async def carries_users_fact(store: SQLiteAdapter, entry: MemoryEntry, seen: set
             if await carries_users_fact(store, source, seen):
                 return True
     return False
+
+
+async def withhold_carriers_of(
+    store: Any, before: Mapping[str, MemoryEntry], written: Iterable[MemoryEntry], verb: str,
+    *, copies: GlobalCopies | None = None,
+) -> int:
+    """The one path for a write that changed stored memories outside :meth:`MemoryEditor.apply` (an
+    import's upsert, a `remember --from` line naming a stored memory by id): each of ``written`` whose
+    ``before`` it withholds content from (:func:`withheld_by`: new words, an archive, a stricter
+    visibility) has what carries it here, and its global copy's carriers through ``copies``, withheld
+    as `memory set` would. How many carriers that reached; 0 for a store that keeps no provenance."""
+    if provenance_of(store) is None:
+        return 0
+    editor = MemoryEditor(store, copies=copies)
+    reached = 0
+    for entry in written:
+        edit = withheld_by(before[entry.id], entry) if entry.id in before else None
+        if edit is not None:
+            reached += len(await editor.withhold_carriers(entry.id, edit, verb))
+    return reached
 
 
 def withheld_by(before: MemoryEntry, after: MemoryEntry) -> Edit | None:

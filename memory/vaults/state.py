@@ -11,14 +11,13 @@ from __future__ import annotations
 import fcntl
 import json
 import os
-import tempfile
 import time
 from collections.abc import Callable
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from memory.home import private_dir
+from memory.home import private_dir, replace_file
 
 
 def read_state(path: Path) -> dict[str, Any]:
@@ -56,14 +55,7 @@ def update_state(path: Path, *, only_while: Callable[[], bool] | None = None, **
                 state.pop(key, None)
             else:
                 state[key] = value
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".state.", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                json.dump(state, handle, indent=2, sort_keys=True)
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        replace_file(path, json.dumps(state, indent=2, sort_keys=True))  # fsynced before the rename
     return state
 
 

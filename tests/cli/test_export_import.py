@@ -301,3 +301,56 @@ def test_a_markdown_export_over_notes_a_person_edited_needs_yes(no_embedder, tmp
     arcana("export", "--agent", "ada", "-f", "markdown", "-o", str(vault), "--yes")
     assert "a person's edit" not in note.read_text() and len(list(vault.glob("*.md"))) == 3
     assert (vault / "mine.md").read_text() == "my own note\n" and not list(vault.glob(".*"))
+
+
+def test_export_output_dash_is_stdout(no_embedder, tmp_path, monkeypatch):
+    """`-o -` wrote a file named "-" in the current folder; by the convention it is stdout, as no -o is,
+    and stdout then holds the export alone (the summary goes to stderr). `-o ./-` still names a file."""
+    from runner import arcana, run_arcana
+
+    here = tmp_path / "here"
+    here.mkdir()
+    monkeypatch.chdir(here)
+    arcana("remember", "Deploys happen on Tuesdays", "--agent", "ada")
+    done = run_arcana("export", "--agent", "ada", "-o", "-")
+    assert done.returncode == 0, done.stderr
+    header, *lines = [json.loads(line) for line in done.stdout.splitlines()]
+    assert [r["memory"]["content"] for r in lines] == ["Deploys happen on Tuesdays"] and "exported 1" in done.stderr
+    assert list(here.iterdir()) == []  # no file named "-"
+    # --json's summary and a markdown folder both need a real --output: `-` is refused as no -o is.
+    for extra in (["--json"], ["-f", "markdown"]):
+        refused = run_arcana("export", "--agent", "ada", "-o", "-", *extra)
+        assert refused.returncode == 2 and refused.stdout == "", refused.stderr
+    # Positive control: a path that says it is a file writes the file, nothing on stdout.
+    to_file = run_arcana("export", "--agent", "ada", "-o", "./-")
+    assert to_file.returncode == 0 and to_file.stdout == "" and "Deploys" in (here / "-").read_text()
+
+
+def test_a_markdown_re_export_replaces_the_note_of_a_memory_whose_words_changed(no_embedder, tmp_path):
+    """A note is named by the memory's first words: after `memory set --content` a re-export wrote the new
+    note beside the old one, and importing the folder brought the old words back. The old note is replaced
+    (asked for like any replaced note); notes the export did not write stay, whatever their names."""
+    from runner import arcana, run_arcana
+
+    changed = arcana("remember", "Deploys happen on Tuesdays", "--agent", "ada").strip()
+    arcana("remember", "Releases are tagged on Fridays", "--agent", "ada")
+    vault = tmp_path / "vault"
+    arcana("export", "--agent", "ada", "-f", "markdown", "-o", str(vault))
+    [old] = vault.glob(f"deploys-*-{changed}.md")
+    mine = {vault / "mine.md": "my own note\n",  # controls: a person's notes, one even named like the export's
+            vault / f"my-copy-{changed}.md": "my copy, no frontmatter\n"}
+    for path, text in mine.items():
+        path.write_text(text)
+    arcana("memory", "set", changed, "--agent", "ada", "--content", "Deploys happen on Thursdays")
+    refused = run_arcana("export", "--agent", "ada", "-f", "markdown", "-o", str(vault))
+    assert refused.returncode == 2 and old.name in refused.stderr, refused.stderr
+    assert old.exists() and len(list(vault.glob("*.md"))) == 4  # nothing written
+    arcana("export", "--agent", "ada", "-f", "markdown", "-o", str(vault), "--yes")
+    assert not old.exists() and len(list(vault.glob(f"deploys-happen-on-thursdays-{changed}.md"))) == 1
+    assert all(path.read_text() == text for path, text in mine.items())
+    assert len(list(vault.glob("releases-are-tagged-on-fridays-*.md"))) == 1  # control: the unchanged memory
+    for path in mine:
+        path.unlink()
+    arcana("import", str(vault), "--agent", "copy", "--no-embed")
+    listed = json.loads(arcana("memory", "list", "--agent", "copy", "--json"))
+    assert sorted(m["content"] for m in listed) == ["Deploys happen on Thursdays", "Releases are tagged on Fridays"]

@@ -172,3 +172,27 @@ def test_config_set_default_model_names_a_registered_model_as_agent_set_does(arc
     assert run_arcana("agent", "set", "ada", "--model", "local").returncode == 0
     assert run_arcana("config", "set", "default_model", "null").returncode == 0
     assert load_config(arcana_home.config_path).default_model is None
+
+
+def test_a_hand_edited_default_model_naming_no_model_is_refused_at_load(arcana_home, no_embedder):
+    """`config set default_model nope` is refused (exit 3), but the same name written into config.json by
+    hand loaded, `config validate` said ok, and only a later `run` failed. Loading refuses it now as every
+    other invalid value in the file: one line naming the file and the key, exit 4 (the file unchanged)."""
+    from runner import run_arcana
+
+    assert run_arcana("remember", "Deploys happen on Tuesdays", "--agent", "ada").returncode == 0
+    config = json.loads(arcana_home.config_path.read_text())
+    model = {"provider": "ollama", "base_url": "http://127.0.0.1:9", "model": "m"}
+    arcana_home.config_path.write_text(json.dumps({**config, "default_model": "nope"}))
+    written = arcana_home.config_path.read_text()
+    for args in (["config", "validate"], ["recall", "deploys", "--agent", "ada"], ["model", "list"]):
+        done = run_arcana(*args)
+        assert done.returncode == 4 and done.stdout == "", (args, done.stderr)
+        [line] = done.stderr.splitlines()
+        assert str(arcana_home.config_path) in line and "default_model: no model named 'nope'" in line, line
+    assert arcana_home.config_path.read_text() == written
+    # Controls: the same file with the model registered loads; the CLI path still refuses a new name with 3.
+    arcana_home.config_path.write_text(json.dumps({**config, "models": {"nope": model}, "default_model": "nope"}))
+    assert run_arcana("config", "validate").returncode == 0
+    assert "Deploys" in run_arcana("recall", "deploys", "--agent", "ada").stdout
+    assert run_arcana("config", "set", "default_model", "other").returncode == 3

@@ -180,6 +180,22 @@ def test_every_cron_command_has_quiet_and_is_silent_under_it_when_all_is_well(cl
         assert data.exit_code == 0 and json.loads(data.stdout) is not None, name  # --json is data, kept
 
 
+def test_migrate_up_prints_no_report_under_its_quiet_but_json_still_does(cli):
+    """`migrate up --quiet` printed its table all the same; its --quiet is the cron commands' (the only
+    other commands with one of their own): no report, --json still data, plain still the table."""
+    commands = dict(leaves(get_command(app)))
+    own_quiet = {name for name, command in commands.items() if "quiet" in [p.name for p in command.params]}
+    assert own_quiet == set(_cron_commands()) | {"migrate up"}, own_quiet
+    assert cli("remember", "The user prefers metric units.", "--agent", "ada").exit_code == 0
+    quiet = cli("migrate", "up", "--quiet")
+    assert (quiet.exit_code, quiet.stdout, quiet.stderr) == (0, "", "")
+    data = cli("migrate", "up", "--quiet", "--json")
+    assert data.exit_code == 0 and [r["state"] for r in json.loads(data.stdout)] == ["current"]
+    assert data.stderr == ""
+    plain = cli("migrate", "up")  # control: the table is there without --quiet
+    assert plain.exit_code == 0 and "current" in plain.stdout and "nothing to migrate" in plain.stderr
+
+
 def test_vault_index_all_names_every_vault_that_failed_under_quiet(cli, make_vault, tmp_path):
     """Two missing folders: both named in error lines (under --quiet, where the per-vault warnings were
     silenced and only the first was raised); the sound vault is still indexed."""

@@ -91,3 +91,28 @@ def test_an_import_that_withholds_a_digested_turn_reaches_the_digest_carrying_it
     contents = [r["content"] for r in results]
     assert any("tangerinecode" in c for c in contents), contents  # the control
     assert not [c for c in contents if "zebracode" in c], contents
+
+
+@pytest.mark.parametrize("reconcile", [[], ["--no-reconcile"]], ids=["reconcile", "no-reconcile"])
+def test_remember_from_a_line_that_rewords_a_digested_turn_reaches_the_digest_carrying_it(cli, no_embedder, reconcile):
+    """`remember --from` with a line naming a stored turn by id and re-wording it changed the turn but left
+    its digest live, still answering 'zebracode', where `import` and `memory set` of the same change reach
+    it. It now withholds the digests carrying the old words, as they do; the other session's digest is
+    the control, and so is a line that restates its turn word for word."""
+    turns = [("s1", DAY1, "Caroline: the harbour door code is zebracode."),
+             ("s2", DAY1, "Caroline: the harbour stall code is tangerinecode.")]
+    digested(cli, no_embedder, turns)
+    listed = ok(cli("memory", "list", "--agent", "ada", "--archived", "--json"))  # the digested turns are archived
+    ids = {m["content"]: m["id"] for m in listed}
+    lines = no_embedder.root / "rewords.jsonl"
+    lines.write_text("".join(json.dumps({"id": ids[text], "content": new, "type": "episodic", "session": session,
+                                         "created_at": at}) + "\n"
+                             for (session, at, text), new in zip(turns, ["Caroline: the harbour door code is withheld.",
+                                                                         turns[1][2]], strict=True)))
+    done = ok(cli("remember", "--agent", "ada", "--from", str(lines), *reconcile, "--json"))
+    results = ok(cli("recall", "harbour code zebracode tangerinecode", "--agent", "ada", "--mode", "keyword",
+                     "--json"))["results"]
+    contents = [r["content"] for r in results]
+    assert any("tangerinecode" in c for c in contents), contents  # the control
+    assert not [c for c in contents if "zebracode" in c], contents
+    assert done["carriers_withheld"] == 1, done  # the re-worded line's digest; the restated one reached none

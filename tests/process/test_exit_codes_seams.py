@@ -165,6 +165,31 @@ def test_remember_to_the_unset_pool_prints_its_json_report_and_exits_5(unset_poo
     assert listed.returncode == exit_codes.USAGE and "ARCANA_TEST_TEAM_PG" in one_error_line(listed.stderr)
 
 
+def test_migrate_up_with_an_unset_url_variable_is_a_usage_error_as_memory_list_is(unset_pool):
+    """`migrate up` exited 5 (storage) for a pool whose url_env is unset, where every other command on that
+    server's store exits 2 (the invocation lacks the variable). The report still lists every database."""
+    listed = arcana(unset_pool, "memory", "list", "--pool", "team")
+    assert listed.returncode == exit_codes.USAGE
+    done = arcana(unset_pool, "migrate", "up", "--json", "--quiet")  # --quiet: the error line alone on stderr
+    assert done.returncode == exit_codes.USAGE, done.stderr
+    error = one_error_line(done.stderr)
+    assert "pool:team" in error and "ARCANA_TEST_TEAM_PG is not set" in error and "upgrade Arcana" not in error
+    states = {r["database"]: r["state"] for r in json.loads(done.stdout)}
+    assert states["pools/local.db"] == "current" and states["pool:team"].startswith("not checked: ")
+    # Controls: the variable set to a server that is down is the server's problem, 5; so is a local
+    # database newer than this Arcana beside the unset variable (what is stored outranks what is missing).
+    down = arcana(unset_pool, "migrate", "up", "--quiet", ARCANA_TEST_TEAM_PG="postgresql://arcana@127.0.0.1:1/none")
+    assert down.returncode == exit_codes.STORAGE and "unreachable" in one_error_line(down.stderr)
+    from memory.migrations.runner import head_version
+    from memory.sqlite.connection import dbapi
+
+    conn = dbapi().connect(str(unset_pool.pool_db("local")))
+    conn.execute(f"PRAGMA user_version = {head_version() + 1}")
+    conn.close()
+    both = arcana(unset_pool, "migrate", "up", "--quiet")
+    assert both.returncode == exit_codes.STORAGE and "newer than this Arcana" in one_error_line(both.stderr)
+
+
 def test_an_unset_global_url_variable_degrades_the_global_tier_too(cli, no_embedder, monkeypatch):
     monkeypatch.delenv("ARCANA_TEST_GLOBAL_PG", raising=False)
     assert cli("remember", "The user likes green tea", "--agent", "alice").exit_code == 0
