@@ -15,6 +15,7 @@ import json
 import os
 import re
 import struct
+from bisect import bisect_left
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -569,19 +570,27 @@ class EarlierNotes:
 
     def __init__(self, folder: Path):
         self.folder = folder
-        self._by_suffix: dict[str, list[str]] = {}
+        names: list[str] = []
         try:
-            listing = list(os.scandir(folder))
+            with os.scandir(folder) as listing:
+                for item in listing:
+                    name = item.name
+                    if not name.startswith(".") and name.endswith(".md") and item.is_file(follow_symlinks=False):
+                        names.append(name[::-1])
         except (FileNotFoundError, NotADirectoryError):
-            listing = []
-        for item in listing:
-            name = item.name
-            if name.startswith(".") or not name.endswith(".md") or not item.is_file(follow_symlinks=False):
-                continue
-            stem = name[:-3]
-            for at, char in enumerate(stem):
-                if char == "-":
-                    self._by_suffix.setdefault(stem[at + 1 :], []).append(name)
+            pass
+        # Reversed and sorted, the notes ending "-<id>.md" are one run that bisection finds: a string a note,
+        # where a map of every name's suffixes held about twelve (245 MB for a folder of 100,000 notes).
+        names.sort()
+        self._reversed = names
+
+    def _ending(self, ident: str) -> Iterator[str]:
+        """The names in the folder that end with ``-<ident>.md``."""
+        key = f"-{ident}.md"[::-1]
+        at = bisect_left(self._reversed, key)
+        while at < len(self._reversed) and self._reversed[at].startswith(key):
+            yield self._reversed[at][::-1]
+            at += 1
 
     def stale(self, entry: MemoryEntry, name: str) -> list[Path]:
         """This memory's notes in the folder under another name than ``name`` (its note now)."""
@@ -589,7 +598,7 @@ class EarlierNotes:
 
         ident = _name_ident(entry)
         found = []
-        for other in self._by_suffix.get(ident, ()):
+        for other in self._ending(ident):
             path = self.folder / other
             if other == name or not _WORDS.fullmatch(other[: -len(ident) - 4]) or path.is_symlink():
                 continue
