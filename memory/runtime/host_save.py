@@ -32,7 +32,7 @@ from memory.audit import AuditLog
 from memory.config import ArcanaConfig
 from memory.errors import InvalidRequestError, MemoryWriteError
 from memory.extraction.scoring import agent_confidence, distil, storable
-from memory.home import Home
+from memory.home import Home, replace_file
 from memory.hosts import Host
 from memory.hosts.claude_code import read_transcript
 from memory.locks import exclusive_within
@@ -188,13 +188,11 @@ def _offset(path: Path) -> int:
 
 
 def _save_offset(home: Home, card: AgentCard, path: Path, offset: int) -> None:
-    """Write how far the transcript was read; never making the agent's folder again once it was deleted."""
+    """Write how far the transcript was read (atomically and synced: an empty file after a crash would
+    have the next save read the whole transcript again); never making the agent's folder again once it
+    was deleted."""
     agent_subfolder(home, card.id, card.name, path.parent)
-    tmp = path.with_suffix(".tmp")
     try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        replace_file(path, json.dumps({"offset": offset}))
     except FileNotFoundError:
         raise deleted_meanwhile(card.name) from None
-    with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        json.dump({"offset": offset}, handle)
-    os.replace(tmp, path)

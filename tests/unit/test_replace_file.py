@@ -65,3 +65,18 @@ def test_config_json_passes_the_same_check(tmp_path, calls):
     save_config(path, ArcanaConfig())
     _temp_synced_then_renamed(calls, path)
     assert json.loads(path.read_text())["recall"]
+
+
+def test_a_host_transcript_offset_is_fsynced_before_its_rename(tmp_path, calls):
+    """`host save` wrote how far it had read a transcript through a fixed ``.tmp`` name, unsynced: a crash
+    could leave an empty offset file, and the next save read (and stored) the whole transcript again."""
+    from memory.agents import AgentRegistry
+    from memory.home import Home
+    from memory.runtime.host_save import _offset, _save_offset
+
+    home = Home(tmp_path / "home")
+    card = AgentRegistry(home).create("ada")
+    path = home.agent_dir(card.id) / "hosts" / "claude-code" / "session-1.json"
+    _save_offset(home, card, path, 1234)
+    _temp_synced_then_renamed(calls, path)
+    assert _offset(path) == 1234
