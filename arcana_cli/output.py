@@ -122,6 +122,12 @@ class Out:
         else:
             emit(json.dumps(to_jsonable(payload), ensure_ascii=False, indent=2) + "\n")
 
+    def report(self, payload: Any, **shape: Any) -> None:
+        """A command's report of what it did, as :meth:`data`; nothing under --quiet without --json (a
+        cron or deploy line prints nothing unless something went wrong, and --json asks for the data)."""
+        if self.json_mode or not self.quiet:
+            self.data(payload, **shape)
+
     def info(self, message: str) -> None:
         if not self.quiet:
             sys.stderr.write(printable(message) + "\n")

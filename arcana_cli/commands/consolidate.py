@@ -36,14 +36,13 @@ async def consolidate(
         if done.plan is not None and (changed := done.plan.tally["changed"]):
             out.warn(f"{done.name}: {changed} decision(s) left for the next run: a memory they were made on "
                      "changed meanwhile")
-    if not (out.quiet and not out.json_mode):
-        out.data(
-            result.as_dict(),
-            columns=("store", "scanned", "merged", "digests", "archived", "error"),
-            rows=lambda: [_row(done) for done in result.stores],
-        )
-        verb = "would archive" if dry_run else "archived"
-        out.info(f"{verb} {result.archived} memories into consolidated ones across {len(result.stores)} store(s)")
+    out.report(
+        result.as_dict(),
+        columns=("store", "scanned", "merged", "digests", "archived", "error"),
+        rows=lambda: [_row(done) for done in result.stores],
+    )
+    verb = "would archive" if dry_run else "archived"
+    out.info(f"{verb} {result.archived} memories into consolidated ones across {len(result.stores)} store(s)")
     if result.failed:
         raise typer.Exit(exit_codes.STORAGE)
 

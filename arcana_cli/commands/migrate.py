@@ -27,12 +27,11 @@ async def up(cli: CliContext, out: Out) -> None:
         done = await upgrade_home(cli.home, actor="cli", on_progress=bar.update)
     done += await server_versions(cli.home, cli.config, upgrade=True, actor="cli")
     results = [r.as_dict() for r in done]
-    if out.json_mode or not out.quiet:  # --quiet (a deploy script's line) prints no report, as the cron commands
-        out.data(
-            results,
-            columns=("database", "from", "to", "state", "backup"),
-            rows=lambda: [(r["database"], r["from"], r["to"], r["state"], r["backup"] or "-") for r in results],
-        )
+    out.report(  # --quiet (a deploy script's line) prints no report, as the cron commands
+        results,
+        columns=("database", "from", "to", "state", "backup"),
+        rows=lambda: [(r["database"], r["from"], r["to"], r["state"], r["backup"] or "-") for r in results],
+    )
     migrated = sum(r.state == "migrated" for r in done)
     skipped = [r for r in done if r.state not in ("migrated", "current")]
     out.info(f"migrated {migrated} database(s)" if migrated else "nothing to migrate")

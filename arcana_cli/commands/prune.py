@@ -51,9 +51,7 @@ async def prune(
         confirm("purge low-value memories (deleted for good, not archived)", yes)
     with out.progress_per_store("pruning") as on_progress:
         result = await prune_home(cli.home, cli.config, selection, policy, actor="cli", on_progress=on_progress)
-    if out.quiet and not out.json_mode:
-        return  # cron: silence unless something went wrong
-    out.data(
+    out.report(  # cron (--quiet): silence unless something went wrong
         result.as_dict(),
         columns=("store", "scanned", "archived", "purged", "condensed", "dry run"),
         rows=lambda: [

@@ -49,12 +49,11 @@ async def reindex(
             err(f"{done.name}: {done.error}")
         for entry_id, reason in done.report.vectors.skipped if done.report and done.report.vectors else ():
             out.warn(f"{done.name}: skipped {entry_id}: {reason}")
-    if not (out.quiet and not out.json_mode):
-        out.data(
-            result.as_dict(),
-            columns=("store", "model", "index", "to embed", "embedded", "skipped", "error"),
-            rows=lambda: [_row(done) for done in result.stores],
-        )
+    out.report(
+        result.as_dict(),
+        columns=("store", "model", "index", "to embed", "embedded", "skipped", "error"),
+        rows=lambda: [_row(done) for done in result.stores],
+    )
     if result.failed:
         raise typer.Exit(exit_codes.STORAGE)
 

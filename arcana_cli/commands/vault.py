@@ -162,11 +162,9 @@ async def index(
     for report in reports:
         for notice in report.notices:
             out.warn(notice)
-    # Trigger: --quiet (a cron line). Why: the report every run is mail nobody reads, as prune, reindex
-    # and consolidate know. Outcome: nothing on stdout unless --json asks for the data.
-    if out.json_mode or not out.quiet:
-        data = [r.as_dict() for r in reports] if all_ else reports[0].as_dict()
-        out.data(data, text=lambda: "\n".join(_index_text(r) for r in reports))
+    # --quiet (a cron line): the report every run is mail nobody reads; --json still asks for the data.
+    data = [r.as_dict() for r in reports] if all_ else reports[0].as_dict()
+    out.report(data, text=lambda: "\n".join(_index_text(r) for r in reports))
     if failures:
         raise typer.Exit(exit_codes.for_error(failures[0]))
 
