@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import os
+import shutil
 import sys
-from contextlib import AsyncExitStack
+import tempfile
+from collections.abc import Iterator
+from contextlib import AsyncExitStack, contextmanager
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
@@ -217,11 +220,22 @@ async def export(
         )
 
 
+STDIN = Path("/dev/stdin")
+
+
+def _source(value: str) -> Path:
+    """``-`` is stdin (``arcana export | arcana --home OTHER import -``); ``./-`` names a file."""
+    return STDIN if value == "-" else given_path(value)
+
+
 @command("import")
 async def import_(
     cli: CliContext,
     out: Out,
-    source: Annotated[Path, typer.Argument(help="An `arcana export` file, or a folder of exported Markdown notes.", parser=given_path)],
+    source: Annotated[
+        Path, typer.Argument(help="An `arcana export` file (- for stdin), or a folder of exported Markdown notes.",
+                             parser=_source)
+    ],
     agent: AgentTargetOpt = None,
     pool: PoolTargetOpt = None,
     global_: GlobalTargetOpt = False,
@@ -232,23 +246,43 @@ async def import_(
 
     An `export --all` file is imported with no target: each store goes back to its own (agents and pools created).
     """
+    with _spooled(source) as readable:
+        await _import(cli, out, readable, Path("-") if source == STDIN else source, agent, pool, global_, strict, embed)
+
+
+@contextmanager
+def _spooled(source: Path) -> Iterator[Path]:
+    """Stdin copied to a private temp file first: an import reads its records again from the top (after
+    refusing a bad file, to embed), which a pipe cannot."""
+    if source != STDIN:
+        yield source
+        return
+    with tempfile.NamedTemporaryFile(prefix="arcana-import-", suffix=".jsonl") as spool:
+        shutil.copyfileobj(sys.stdin.buffer, spool)
+        spool.flush()
+        yield Path(spool.name)
+
+
+async def _import(cli: CliContext, out: Out, source: Path, shown: Path, agent, pool, global_, strict: bool,
+                  embed: bool) -> None:
+    """:func:`import_` of ``source``, a file or folder (named ``shown`` in messages)."""
     from memory.operations import export as core
     from memory.operations import restore_all
     from memory.operator.edits import GlobalCopies
 
     if not source.exists():
-        raise typer.BadParameter(f"{source} does not exist", param_hint="SOURCE")
+        raise typer.BadParameter(f"{shown} does not exist", param_hint="SOURCE")
     model, stores = None, None
     if not source.is_dir():  # refuse a foreign or future file before touching any store
         if not source.is_file():
-            raise typer.BadParameter(f"{source} is not a regular file or a folder", param_hint="SOURCE")
+            raise typer.BadParameter(f"{shown} is not a regular file or a folder", param_hint="SOURCE")
         with source.open("rb") as handle:
             head = core.read_header(handle.readline(core.LINE_BYTES))
         model, stores = head.get("model"), restore_all.stores_of(head)
     if stores is not None:
         if agent or pool or global_:
-            raise typer.BadParameter(restore_all.refusal(str(source), stores), param_hint="SOURCE")
-        await _restore_all(cli, out, source, stores, model=model, strict=strict, embed=embed)
+            raise typer.BadParameter(restore_all.refusal(str(shown), stores), param_hint="SOURCE")
+        await _restore_all(cli, out, source, stores, model=model, strict=strict, embed=embed, shown=shown)
         return
     if not (agent or pool or global_):
         raise typer.BadParameter(
@@ -289,7 +323,7 @@ async def import_(
     out.data(report.as_dict(), text=lambda: _summary(report))
     if report.embed_notice:
         out.warn(report.embed_notice)
-    _bad_records(source, report.bad, report.read, report.strict_refused)
+    _bad_records(shown, report.bad, report.read, report.strict_refused)
 
 
 def _gateway(cli, embed: bool):
@@ -313,7 +347,8 @@ def _jsonl_reader(source: Path, stack):
     return records
 
 
-async def _restore_all(cli, out: Out, source: Path, stores: list, *, model, strict: bool, embed: bool) -> None:
+async def _restore_all(cli, out: Out, source: Path, stores: list, *, model, strict: bool, embed: bool,
+                       shown: Path) -> None:
     """An `export --all` file: every store it holds back into its own store of this home."""
     from contextlib import ExitStack
 
@@ -330,7 +365,7 @@ async def _restore_all(cli, out: Out, source: Path, stores: list, *, model, stri
     for part in report.stores:
         if part.report.embed_notice:
             out.warn(f"{part.store}: {part.report.embed_notice}")
-    _bad_records(source, report.all_bad, report.read, report.strict_refused)
+    _bad_records(shown, report.all_bad, report.read, report.strict_refused)
 
 
 def _bad_records(source: Path, bad: list, read: int, refused: bool) -> None:

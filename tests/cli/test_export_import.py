@@ -354,3 +354,24 @@ def test_a_markdown_re_export_replaces_the_note_of_a_memory_whose_words_changed(
     arcana("import", str(vault), "--agent", "copy", "--no-embed")
     listed = json.loads(arcana("memory", "list", "--agent", "copy", "--json"))
     assert sorted(m["content"] for m in listed) == ["Deploys happen on Thursdays", "Releases are tagged on Fridays"]
+
+
+def test_import_dash_reads_stdin(no_embedder, tmp_path):
+    """`arcana import -` said "- does not exist": an export piped into another home had to go through a file.
+    `-` is stdin now, as `remember --from -` is; `./-` still names a file."""
+    from runner import arcana, run_arcana
+
+    arcana("remember", "Deploys happen on Tuesdays", "--agent", "ada")
+    exported = arcana("export", "--agent", "ada")
+    other = tmp_path / "other-home"
+    arcana("agent", "create", "bob", home=other)
+    done = run_arcana("import", "-", "--agent", "bob", home=other, stdin=exported)
+    assert done.returncode == 0, done.stderr
+    assert "Deploys happen on Tuesdays" in arcana("recall", "deploys", "--agent", "bob", home=other)
+    # A bad line is named as on stdin's line, not by the temp file it was spooled to.
+    bad = run_arcana("import", "-", "--agent", "bob", home=other, stdin=exported + "not json\n")
+    assert bad.returncode == 2 and bad.stderr.startswith("arcana: error: -: "), bad.stderr
+    assert "arcana-import-" not in bad.stderr
+    # Control: `./-` is a file by that name, which does not exist here.
+    missing = run_arcana("import", "./-", "--agent", "bob", home=other)
+    assert missing.returncode == 2 and "does not exist" in missing.stderr
