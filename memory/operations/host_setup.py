@@ -13,6 +13,7 @@ from __future__ import annotations
 import difflib
 import json
 import os
+import re
 import shutil
 import tempfile
 from collections.abc import Callable
@@ -26,6 +27,7 @@ from memory.hosts import Host, claude_code
 from memory.types import now_utc
 
 MAX_CONFIG_BYTES = 4 << 20  # a host's config file is a few kilobytes; a bigger one is not one
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")  # json.loads pairs the halves it can; these are left alone
 
 
 @dataclass
@@ -39,7 +41,11 @@ class PlannedFile:
 
     @property
     def after(self) -> str:
-        return json.dumps(self.data, indent=self.indent, ensure_ascii=False) + "\n"
+        text = json.dumps(self.data, indent=self.indent, ensure_ascii=False) + "\n"
+        # Trigger: a string of the user's holds a lone surrogate ("\ud800" in their file is valid JSON).
+        # Why: UTF-8 cannot encode it, and the write died after the first file was written.
+        # Outcome: it goes back out as the escape it came in as; every other character stays as it is.
+        return _LONE_SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
     @property
     def changed(self) -> bool:

@@ -331,3 +331,22 @@ def test_a_project_file_linked_outside_the_project_is_refused_and_nothing_is_wri
     done = setup(project, "--write")
     assert done.returncode == 0, done.stderr
     assert (project / ".mcp.json").is_symlink() and "mcpServers" in json.loads((project / "shared.json").read_text())
+
+
+def test_a_lone_surrogate_in_the_users_file_is_kept_and_both_files_are_written(home, project):
+    """`"\\ud800"` is valid JSON (a lone half of a pair, as JavaScript writes it), but its character
+    cannot be encoded in UTF-8: --write wrote .mcp.json, backed the settings up and then died on the
+    settings' write with a UnicodeEncodeError traceback, the project half set up."""
+    text = '{"statusLine": "\\ud800 caf\\u00e9 \\ud83d\\ude00", "model": "opus"}\n'
+    (project / ".claude").mkdir()
+    (project / ".claude" / "settings.json").write_text(text)
+    done = setup(project, "--write")
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+    written = (project / ".claude" / "settings.json").read_text(encoding="utf-8")
+    settings = json.loads(written)
+    assert settings["statusLine"] == "\ud800 caf\u00e9 \U0001f600" and settings["model"] == "opus"
+    assert "\\ud800 café 😀" in written  # the control: only the lone half is escaped, other characters stay as they are
+    assert hook_command(project, "SessionStart").endswith("context --agent dev")
+    assert "mcpServers" in json.loads((project / ".mcp.json").read_text())
+    (backup,) = (project / ".claude").glob("settings.json.bak-*")
+    assert backup.read_text() == text
