@@ -11,6 +11,7 @@ nothing the second time.
 from __future__ import annotations
 
 import difflib
+import errno
 import json
 import os
 import re
@@ -86,8 +87,9 @@ def plan(host: Host, project: Path, *, launcher: list[str], home: Path, agent: s
         path = Path(os.path.abspath(project / relative))
         # A cloned project's `.mcp.json` or `.claude` may be a link to anywhere (~/.claude, a dotfile):
         # setup reads and writes only what resolves inside the project. A link within it stays linked.
-        if not path.resolve().is_relative_to(inside):
-            raise InvalidRequestError(f"{path} leads outside {inside}, to {path.resolve()}; host setup writes only "
+        real = _resolved(path)
+        if not real.is_relative_to(inside):
+            raise InvalidRequestError(f"{path} leads outside {inside}, to {real}; host setup writes only "
                                       "inside the project: remove the link and run again; nothing was written")
         before, data = _read(path)
         try:
@@ -123,6 +125,18 @@ def apply(files: list[PlannedFile], *, now: datetime | None = None) -> list[Plan
             Path(tmp).unlink(missing_ok=True)
             raise
     return files
+
+
+def _resolved(path: Path) -> Path:
+    """Where ``path`` leads. A link that leads back to itself (``.mcp.json -> .mcp.json``) is refused
+    in one line: resolve() raised RuntimeError on it before Python 3.13 (a traceback)."""
+    try:
+        os.stat(path)
+    except OSError as exc:  # a missing file is a new one; other faults are named when the file is read
+        if exc.errno == errno.ELOOP:
+            raise InvalidRequestError(f"{path} is a symbolic link that leads back to itself; remove the link and "
+                                      "run again; nothing was written") from None
+    return path.resolve()
 
 
 def _read(path: Path) -> tuple[str | None, dict[str, Any]]:

@@ -350,3 +350,24 @@ def test_a_lone_surrogate_in_the_users_file_is_kept_and_both_files_are_written(h
     assert "mcpServers" in json.loads((project / ".mcp.json").read_text())
     (backup,) = (project / ".claude").glob("settings.json.bak-*")
     assert backup.read_text() == text
+
+
+def test_a_link_that_leads_back_to_itself_is_one_line_and_nothing_is_written(home, project):
+    """`.mcp.json -> .mcp.json` (or `.claude` and another link pointing at each other) made the
+    outside-the-project check's resolve() raise RuntimeError: a traceback, exit 1."""
+    (project / ".mcp.json").symlink_to(".mcp.json")
+    done = setup(project, "--write")
+    assert done.returncode == exit_codes.USAGE, done.stderr
+    assert done.stderr.startswith("arcana: error: ") and done.stderr.count("\n") == 1 and "leads back to itself" in done.stderr
+    assert sorted(p.name for p in project.iterdir()) == [".mcp.json"]
+    (project / ".mcp.json").unlink()
+    (project / ".claude").symlink_to("conf")
+    (project / "conf").symlink_to(".claude")
+    done = setup(project, "--write")
+    assert done.returncode == exit_codes.USAGE and "leads back to itself" in done.stderr, done.stderr
+    assert sorted(p.name for p in project.iterdir()) == [".claude", "conf"]  # .mcp.json was not written either
+    (project / "conf").unlink()  # the control: the link now leads to a folder in the project, written through
+    (project / "conf").mkdir()
+    done = setup(project, "--write")
+    assert done.returncode == 0, done.stderr
+    assert (project / ".claude").is_symlink() and (project / "conf" / "settings.json").is_file()
