@@ -13,6 +13,7 @@ from __future__ import annotations
 import difflib
 import errno
 import json
+import math
 import os
 import re
 import shutil
@@ -153,7 +154,9 @@ def _read(path: Path) -> tuple[str | None, dict[str, Any]]:
         raise ConfigError(f"{path}: larger than {MAX_CONFIG_BYTES >> 20} MiB, not a host configuration; {fix}")
     try:
         text = raw.decode("utf-8")
-        data = json.loads(text) if text.strip() else {}
+        data = json.loads(text, parse_constant=_no_constant, parse_float=_finite) if text.strip() else {}
+    except _Unwritable as exc:
+        raise ConfigError(f"{path}: {exc}; {fix}") from None
     except UnicodeDecodeError as exc:
         raise ConfigError(f"{path}: not UTF-8 (byte 0x{raw[exc.start]:02x} at offset {exc.start}); {fix}") from None
     except json.JSONDecodeError as exc:
@@ -163,6 +166,25 @@ def _read(path: Path) -> tuple[str | None, dict[str, Any]]:
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: holds a JSON {type(data).__name__}, expected an object; {fix}")
     return text, data
+
+
+class _Unwritable(ValueError):
+    """A value Python's json reads but JSON cannot hold: written back, it would break the file."""
+
+
+def _no_constant(name: str):
+    # Trigger: NaN or Infinity in the file. Why: Python reads them, JSON has no such values, and the
+    # merged file kept them, still broken for the host. Outcome: refused like any other malformed file.
+    raise _Unwritable(f"not valid JSON ({name} is not a JSON value)")
+
+
+def _finite(text: str) -> float:
+    # Trigger: a number past a double's range (1e400). Why: it reads as inf, which json.dumps wrote
+    # out as Infinity: the host could no longer read the file at all. Outcome: refused, named.
+    value = float(text)
+    if math.isinf(value):
+        raise _Unwritable(f"the number {text[:40]} is too large to keep (it would be written as Infinity, not JSON)")
+    return value
 
 
 def _indent_of(text: str | None) -> int | str:

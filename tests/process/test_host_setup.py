@@ -129,7 +129,12 @@ def test_write_keeps_the_users_servers_and_hooks_backs_up_shows_a_diff_and_twice
 
 
 @pytest.mark.parametrize("text, why", [("{\"hooks\": {", "not valid JSON"), ('{"hooks": []}', "'hooks' is a list"),
-                                       ("[1, 2]", "expected an object")])
+                                       ("[1, 2]", "expected an object"),
+                                       # Python reads these, JSON has no such value: the merge wrote them back
+                                       # (1e400 as Infinity), a file the host could no longer read at all
+                                       ('{"cleanupPeriodDays": NaN}', "NaN is not a JSON value"),
+                                       ('{"x": [-Infinity]}', "-Infinity is not a JSON value"),
+                                       ('{"cleanupPeriodDays": 1e400}', "the number 1e400 is too large")])
 def test_a_malformed_existing_file_is_refused_and_nothing_is_written(home, project, text, why):
     (project / ".claude").mkdir()
     (project / ".claude" / "settings.json").write_text(text)
@@ -371,3 +376,18 @@ def test_a_link_that_leads_back_to_itself_is_one_line_and_nothing_is_written(hom
     done = setup(project, "--write")
     assert done.returncode == 0, done.stderr
     assert (project / ".claude").is_symlink() and (project / "conf" / "settings.json").is_file()
+
+
+def test_numbers_of_the_users_file_are_written_back_as_json(home, project):
+    """The control for NaN, Infinity and 1e400 (refused): a large finite number, -0.0 and an
+    exponent are merged and written back, and the written file is strict JSON."""
+    (project / ".claude").mkdir()
+    (project / ".claude" / "settings.json").write_text('{"cleanupPeriodDays": 1.5e300, "a": -0.0, "b": 1E2, "c": 7}')
+    done = setup(project, "--write")
+    assert done.returncode == 0, done.stderr
+
+    def strict(name):
+        raise ValueError(name)
+
+    settings = json.loads((project / ".claude" / "settings.json").read_text(), parse_constant=strict)
+    assert [settings[k] for k in ("cleanupPeriodDays", "a", "b", "c")] == [1.5e300, 0.0, 100.0, 7]
