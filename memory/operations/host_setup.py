@@ -10,6 +10,7 @@ nothing the second time.
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import errno
 import json
@@ -102,30 +103,66 @@ def plan(host: Host, project: Path, *, launcher: list[str], home: Path, agent: s
 
 
 def apply(files: list[PlannedFile], *, now: datetime | None = None) -> list[PlannedFile]:
-    """Write every changed file: its backup first, then the new text by an atomic rename."""
+    """Write every changed file, all or none: each one's backup and new text (a temp file beside it)
+    are made first, and only once all are made are they renamed into place."""
     stamp = (now or now_utc()).strftime("%Y%m%dT%H%M%SZ")
-    for planned in files:
-        if not planned.changed:
-            continue
-        target = planned.path.resolve() if planned.path.is_symlink() else planned.path  # a linked file stays linked
-        target.parent.mkdir(parents=True, exist_ok=True)
+    staged: list[tuple[Path, Path]] = []  # (temp file, the file it replaces)
+    made: list[Path] = []  # folders and backups this run made, taken back if a file cannot be made
+    try:
+        for planned in files:
+            if planned.changed:
+                staged.append((_stage(planned, stamp, made), _target(planned)))
+    except BaseException:
+        # Trigger: one file could not be made (an immutable or read-only .claude, a full disk).
+        # Why: the files before it were already replaced, the project left half set up (a server, no hooks).
+        # Outcome: nothing is replaced; what this run made is removed and the error says where.
+        for tmp, _ in staged:
+            tmp.unlink(missing_ok=True)
+        for path in reversed(made):
+            with contextlib.suppress(OSError):
+                path.rmdir() if path.is_dir() else path.unlink()
+        for planned in files:
+            planned.backup = None
+        raise
+    for tmp, target in staged:
+        os.replace(tmp, target)
+    return files
+
+
+def _target(planned: PlannedFile) -> Path:
+    return planned.path.resolve() if planned.path.is_symlink() else planned.path  # a linked file stays linked
+
+
+def _stage(planned: PlannedFile, stamp: str, made: list[Path]) -> Path:
+    """The backup of ``planned``'s file (when there is one) and a temp file holding its new text; the temp's path."""
+    target = _target(planned)
+    folder = target.parent
+    try:
+        missing = [p for p in (folder, *folder.parents) if not p.exists()]
+        folder.mkdir(parents=True, exist_ok=True)
+        made.extend(reversed(missing))
         mode = 0o666 & ~_umask()
         if planned.before is not None:
             planned.backup = _free_name(target.with_name(f"{target.name}.bak-{stamp}"))
+            made.append(planned.backup)
             shutil.copy2(target, planned.backup)
             mode = os.stat(target).st_mode & 0o7777
-        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                handle.write(planned.after)
-                handle.flush()
-                os.fsync(handle.fileno())
-            os.chmod(tmp, mode)
-            os.replace(tmp, target)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{target.name}.", suffix=".tmp")
+    except OSError as exc:  # making a file in the folder failed: the folder is what to fix
+        if exc.errno in (errno.ENOSPC, errno.EDQUOT):
             raise
-    return files
+        raise OSError(exc.errno, f"{exc.strerror} (making {target.name}'s backup or new text in it; "
+                      "nothing was written)", str(folder)) from None
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(planned.after)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.chmod(tmp, mode)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return Path(tmp)
 
 
 def _resolved(path: Path) -> Path:

@@ -391,3 +391,27 @@ def test_numbers_of_the_users_file_are_written_back_as_json(home, project):
 
     settings = json.loads((project / ".claude" / "settings.json").read_text(), parse_constant=strict)
     assert [settings[k] for k in ("cleanupPeriodDays", "a", "b", "c")] == [1.5e300, 0.0, 100.0, 7]
+
+
+def test_a_file_that_cannot_be_written_leaves_every_file_as_it_was(home, project):
+    """With .claude unwritable (immutable here), --write replaced .mcp.json (Arcana's server in it)
+    and then failed on the settings: the project half set up, a server without its hooks, and the
+    error named a backup file that was never made. Now every file is made before any is replaced."""
+    from immutable import immutable
+
+    servers = '{"mcpServers": {"theirs": {"command": "/usr/bin/true"}}}\n'
+    (project / ".mcp.json").write_text(servers)
+    (project / ".claude").mkdir()
+    (project / ".claude" / "settings.json").write_text('{"model": "opus"}\n')
+    with immutable(project / ".claude"):
+        done = setup(project, "--write")
+    error = done.stderr.splitlines()[-1]  # after the agent made and the diffs shown
+    assert done.returncode != 0 and error.startswith("arcana: error: ") and "Traceback" not in done.stderr
+    assert (project / ".mcp.json").read_text() == servers  # not replaced, and its backup taken back
+    assert f"{project / '.claude'}: operation not permitted" in error and "nothing was written" in error
+    assert sorted(p.name for p in project.rglob("*")) == [".claude", ".mcp.json", "settings.json"]
+    done = setup(project, "--write")  # the control: writable again, both files are merged and backed up
+    assert done.returncode == 0, done.stderr
+    assert set(json.loads((project / ".mcp.json").read_text())["mcpServers"]) == {"theirs", "arcana"}
+    assert hook_command(project, "SessionEnd").endswith("host save claude-code --agent dev")
+    assert len(list(project.glob(".mcp.json.bak-*"))) == len(list((project / ".claude").glob("settings.json.bak-*"))) == 1
