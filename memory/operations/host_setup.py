@@ -184,6 +184,10 @@ def _read(path: Path) -> tuple[str | None, dict[str, Any]]:
             raw = handle.read(MAX_CONFIG_BYTES + 1)
     except FileNotFoundError:
         return None, {}
+    except IsADirectoryError:
+        raise ConfigError(f"{path} is a folder, not a file; move it aside and run again; nothing was written") from None
+    except NotADirectoryError:
+        raise ConfigError(f"{path.parent} is a file, not a folder; move it aside and run again; nothing was written") from None
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read it ({exc.strerror}); fix its permissions and run again") from None
     fix = "fix the file (or move it aside) and run again; nothing was written"

@@ -415,3 +415,20 @@ def test_a_file_that_cannot_be_written_leaves_every_file_as_it_was(home, project
     assert set(json.loads((project / ".mcp.json").read_text())["mcpServers"]) == {"theirs", "arcana"}
     assert hook_command(project, "SessionEnd").endswith("host save claude-code --agent dev")
     assert len(list(project.glob(".mcp.json.bak-*"))) == len(list((project / ".claude").glob("settings.json.bak-*"))) == 1
+
+
+def test_a_folder_where_a_file_goes_or_a_file_where_a_folder_goes_is_named_as_such(home, project):
+    """`.mcp.json` a folder, or `.claude` a file, was 'cannot read it (Is a directory); fix its
+    permissions': the permissions are fine, the thing is the wrong kind."""
+    (project / ".mcp.json").mkdir()
+    done = setup(project, "--write")
+    assert done.returncode == exit_codes.CONFIG and done.stderr.count("\n") == 1, done.stderr
+    assert f"{project / '.mcp.json'} is a folder, not a file; move it aside" in done.stderr
+    (project / ".mcp.json").rmdir()
+    (project / ".claude").write_text("not a folder\n")
+    done = setup(project, "--write")
+    assert done.returncode == exit_codes.CONFIG and done.stderr.count("\n") == 1, done.stderr
+    assert f"{project / '.claude'} is a file, not a folder; move it aside" in done.stderr
+    assert sorted(p.name for p in project.iterdir()) == [".claude"] and "permissions" not in done.stderr
+    (project / ".claude").unlink()  # the control: both made as they should be
+    assert setup(project, "--write").returncode == 0 and (project / ".claude" / "settings.json").is_file()
