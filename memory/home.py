@@ -58,10 +58,21 @@ def private_file(path: Path | str) -> Path:
 
 
 def replace_file(path: Path | str, text: str, *, mode: int = PRIVATE_FILE) -> None:
-    """Replace ``path`` with ``text`` (UTF-8) atomically: a temp file of a unique name in the same folder
-    (two writers never share one), written, fsynced and given ``mode`` before the rename, so a crash
-    leaves the old file or the new one, never an empty or half-written one. The temp file is removed
-    when anything fails, and an error from the rename names ``path``, not the temp file."""
+    """Replace ``path`` with ``text`` (UTF-8) atomically: :func:`staged_file`, then the rename, so a crash
+    leaves the old file or the new one, never an empty or half-written one. An error from the rename
+    names ``path``, not the temp file (which is removed)."""
+    path = Path(path)
+    tmp = staged_file(path, text, mode=mode)
+    try:
+        os.replace(tmp, path)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise OSError(exc.errno, exc.strerror, str(path)) from exc
+
+
+def staged_file(path: Path | str, text: str, *, mode: int = PRIVATE_FILE) -> Path:
+    """A temp file of a unique name beside ``path`` (two writers never share one) holding ``text``,
+    fsynced and given ``mode``, ready to be renamed over ``path``; removed when anything fails."""
     import tempfile
 
     path = Path(path)
@@ -72,13 +83,10 @@ def replace_file(path: Path | str, text: str, *, mode: int = PRIVATE_FILE) -> No
             handle.flush()
             os.fsync(handle.fileno())
         os.chmod(tmp, mode)
-        try:
-            os.replace(tmp, path)
-        except OSError as exc:
-            raise OSError(exc.errno, exc.strerror, str(path)) from exc
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+    return Path(tmp)
 
 
 def default_home() -> Path:

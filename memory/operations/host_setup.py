@@ -10,9 +10,13 @@ nothing the second time.
 
 from __future__ import annotations
 
+import contextlib
 import difflib
+import errno
 import json
+import math
 import os
+import re
 import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -21,11 +25,12 @@ from pathlib import Path
 from typing import Any
 
 from memory.errors import ConfigError, InvalidRequestError
-from memory.home import replace_file
+from memory.home import staged_file
 from memory.hosts import Host, claude_code
 from memory.types import now_utc
 
 MAX_CONFIG_BYTES = 4 << 20  # a host's config file is a few kilobytes; a bigger one is not one
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")  # json.loads pairs the halves it can; these are left alone
 
 
 @dataclass
@@ -39,7 +44,11 @@ class PlannedFile:
 
     @property
     def after(self) -> str:
-        return json.dumps(self.data, indent=self.indent, ensure_ascii=False) + "\n"
+        text = json.dumps(self.data, indent=self.indent, ensure_ascii=False) + "\n"
+        # Trigger: a string of the user's holds a lone surrogate ("\ud800" in their file is valid JSON).
+        # Why: UTF-8 cannot encode it, and the write died after the first file was written.
+        # Outcome: it goes back out as the escape it came in as; every other character stays as it is.
+        return _LONE_SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
     @property
     def changed(self) -> bool:
@@ -80,8 +89,9 @@ def plan(host: Host, project: Path, *, launcher: list[str], home: Path, agent: s
         path = Path(os.path.abspath(project / relative))
         # A cloned project's `.mcp.json` or `.claude` may be a link to anywhere (~/.claude, a dotfile):
         # setup reads and writes only what resolves inside the project. A link within it stays linked.
-        if not path.resolve().is_relative_to(inside):
-            raise InvalidRequestError(f"{path} leads outside {inside}, to {path.resolve()}; host setup writes only "
+        real = _resolved(path)
+        if not real.is_relative_to(inside):
+            raise InvalidRequestError(f"{path} leads outside {inside}, to {real}; host setup writes only "
                                       "inside the project: remove the link and run again; nothing was written")
         before, data = _read(path)
         try:
@@ -93,20 +103,68 @@ def plan(host: Host, project: Path, *, launcher: list[str], home: Path, agent: s
 
 
 def apply(files: list[PlannedFile], *, now: datetime | None = None) -> list[PlannedFile]:
-    """Write every changed file: its backup first, then the new text by an atomic rename."""
+    """Write every changed file, all or none: each one's backup and new text (a temp file beside it)
+    are made first, and only once all are made are they renamed into place."""
     stamp = (now or now_utc()).strftime("%Y%m%dT%H%M%SZ")
-    for planned in files:
-        if not planned.changed:
-            continue
-        target = planned.path.resolve() if planned.path.is_symlink() else planned.path  # a linked file stays linked
-        target.parent.mkdir(parents=True, exist_ok=True)
+    staged: list[tuple[Path, Path]] = []  # (temp file, the file it replaces)
+    made: list[Path] = []  # folders and backups this run made, taken back if a file cannot be made
+    try:
+        for planned in files:
+            if planned.changed:
+                staged.append((_stage(planned, stamp, made), _target(planned)))
+    except BaseException:
+        # Trigger: one file could not be made (an immutable or read-only .claude, a full disk).
+        # Why: the files before it were already replaced, the project left half set up (a server, no hooks).
+        # Outcome: nothing is replaced; what this run made is removed and the error says where.
+        for tmp, _ in staged:
+            tmp.unlink(missing_ok=True)
+        for path in reversed(made):
+            with contextlib.suppress(OSError):
+                path.rmdir() if path.is_dir() else path.unlink()
+        for planned in files:
+            planned.backup = None
+        raise
+    for tmp, target in staged:
+        os.replace(tmp, target)
+    return files
+
+
+def _target(planned: PlannedFile) -> Path:
+    return planned.path.resolve() if planned.path.is_symlink() else planned.path  # a linked file stays linked
+
+
+def _stage(planned: PlannedFile, stamp: str, made: list[Path]) -> Path:
+    """The backup of ``planned``'s file (when there is one) and a temp file holding its new text; the temp's path."""
+    target = _target(planned)
+    folder = target.parent
+    try:
+        missing = [p for p in (folder, *folder.parents) if not p.exists()]
+        folder.mkdir(parents=True, exist_ok=True)
+        made.extend(reversed(missing))
         mode = 0o666 & ~_umask()
         if planned.before is not None:
             planned.backup = _free_name(target.with_name(f"{target.name}.bak-{stamp}"))
+            made.append(planned.backup)
             shutil.copy2(target, planned.backup)
             mode = os.stat(target).st_mode & 0o7777
-        replace_file(target, planned.after, mode=mode)
-    return files
+        return staged_file(target, planned.after, mode=mode)
+    except OSError as exc:  # making a file in the folder failed: the folder is what to fix
+        if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+            raise
+        raise OSError(exc.errno, f"{exc.strerror} (making {target.name}'s backup or new text in it; "
+                      "nothing was written)", str(folder)) from None
+
+
+def _resolved(path: Path) -> Path:
+    """Where ``path`` leads. A link that leads back to itself (``.mcp.json -> .mcp.json``) is refused
+    in one line: resolve() raised RuntimeError on it before Python 3.13 (a traceback)."""
+    try:
+        os.stat(path)
+    except OSError as exc:  # a missing file is a new one; other faults are named when the file is read
+        if exc.errno == errno.ELOOP:
+            raise InvalidRequestError(f"{path} is a symbolic link that leads back to itself; remove the link and "
+                                      "run again; nothing was written") from None
+    return path.resolve()
 
 
 def _read(path: Path) -> tuple[str | None, dict[str, Any]]:
@@ -116,6 +174,10 @@ def _read(path: Path) -> tuple[str | None, dict[str, Any]]:
             raw = handle.read(MAX_CONFIG_BYTES + 1)
     except FileNotFoundError:
         return None, {}
+    except IsADirectoryError:
+        raise ConfigError(f"{path} is a folder, not a file; move it aside and run again; nothing was written") from None
+    except NotADirectoryError:
+        raise ConfigError(f"{path.parent} is a file, not a folder; move it aside and run again; nothing was written") from None
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read it ({exc.strerror}); fix its permissions and run again") from None
     fix = "fix the file (or move it aside) and run again; nothing was written"
@@ -123,7 +185,9 @@ def _read(path: Path) -> tuple[str | None, dict[str, Any]]:
         raise ConfigError(f"{path}: larger than {MAX_CONFIG_BYTES >> 20} MiB, not a host configuration; {fix}")
     try:
         text = raw.decode("utf-8")
-        data = json.loads(text) if text.strip() else {}
+        data = json.loads(text, parse_constant=_no_constant, parse_float=_finite) if text.strip() else {}
+    except _Unwritable as exc:
+        raise ConfigError(f"{path}: {exc}; {fix}") from None
     except UnicodeDecodeError as exc:
         raise ConfigError(f"{path}: not UTF-8 (byte 0x{raw[exc.start]:02x} at offset {exc.start}); {fix}") from None
     except json.JSONDecodeError as exc:
@@ -133,6 +197,25 @@ def _read(path: Path) -> tuple[str | None, dict[str, Any]]:
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: holds a JSON {type(data).__name__}, expected an object; {fix}")
     return text, data
+
+
+class _Unwritable(ValueError):
+    """A value Python's json reads but JSON cannot hold: written back, it would break the file."""
+
+
+def _no_constant(name: str):
+    # Trigger: NaN or Infinity in the file. Why: Python reads them, JSON has no such values, and the
+    # merged file kept them, still broken for the host. Outcome: refused like any other malformed file.
+    raise _Unwritable(f"not valid JSON ({name} is not a JSON value)")
+
+
+def _finite(text: str) -> float:
+    # Trigger: a number past a double's range (1e400). Why: it reads as inf, which json.dumps wrote
+    # out as Infinity: the host could no longer read the file at all. Outcome: refused, named.
+    value = float(text)
+    if math.isinf(value):
+        raise _Unwritable(f"the number {text[:40]} is too large to keep (it would be written as Infinity, not JSON)")
+    return value
 
 
 def _indent_of(text: str | None) -> int | str:

@@ -129,7 +129,12 @@ def test_write_keeps_the_users_servers_and_hooks_backs_up_shows_a_diff_and_twice
 
 
 @pytest.mark.parametrize("text, why", [("{\"hooks\": {", "not valid JSON"), ('{"hooks": []}', "'hooks' is a list"),
-                                       ("[1, 2]", "expected an object")])
+                                       ("[1, 2]", "expected an object"),
+                                       # Python reads these, JSON has no such value: the merge wrote them back
+                                       # (1e400 as Infinity), a file the host could no longer read at all
+                                       ('{"cleanupPeriodDays": NaN}', "NaN is not a JSON value"),
+                                       ('{"x": [-Infinity]}', "-Infinity is not a JSON value"),
+                                       ('{"cleanupPeriodDays": 1e400}', "the number 1e400 is too large")])
 def test_a_malformed_existing_file_is_refused_and_nothing_is_written(home, project, text, why):
     (project / ".claude").mkdir()
     (project / ".claude" / "settings.json").write_text(text)
@@ -331,3 +336,99 @@ def test_a_project_file_linked_outside_the_project_is_refused_and_nothing_is_wri
     done = setup(project, "--write")
     assert done.returncode == 0, done.stderr
     assert (project / ".mcp.json").is_symlink() and "mcpServers" in json.loads((project / "shared.json").read_text())
+
+
+def test_a_lone_surrogate_in_the_users_file_is_kept_and_both_files_are_written(home, project):
+    """`"\\ud800"` is valid JSON (a lone half of a pair, as JavaScript writes it), but its character
+    cannot be encoded in UTF-8: --write wrote .mcp.json, backed the settings up and then died on the
+    settings' write with a UnicodeEncodeError traceback, the project half set up."""
+    text = '{"statusLine": "\\ud800 caf\\u00e9 \\ud83d\\ude00", "model": "opus"}\n'
+    (project / ".claude").mkdir()
+    (project / ".claude" / "settings.json").write_text(text)
+    done = setup(project, "--write")
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+    written = (project / ".claude" / "settings.json").read_text(encoding="utf-8")
+    settings = json.loads(written)
+    assert settings["statusLine"] == "\ud800 caf\u00e9 \U0001f600" and settings["model"] == "opus"
+    assert "\\ud800 café 😀" in written  # the control: only the lone half is escaped, other characters stay as they are
+    assert hook_command(project, "SessionStart").endswith("context --agent dev")
+    assert "mcpServers" in json.loads((project / ".mcp.json").read_text())
+    (backup,) = (project / ".claude").glob("settings.json.bak-*")
+    assert backup.read_text() == text
+
+
+def test_a_link_that_leads_back_to_itself_is_one_line_and_nothing_is_written(home, project):
+    """`.mcp.json -> .mcp.json` (or `.claude` and another link pointing at each other) made the
+    outside-the-project check's resolve() raise RuntimeError: a traceback, exit 1."""
+    (project / ".mcp.json").symlink_to(".mcp.json")
+    done = setup(project, "--write")
+    assert done.returncode == exit_codes.USAGE, done.stderr
+    assert done.stderr.startswith("arcana: error: ") and done.stderr.count("\n") == 1 and "leads back to itself" in done.stderr
+    assert sorted(p.name for p in project.iterdir()) == [".mcp.json"]
+    (project / ".mcp.json").unlink()
+    (project / ".claude").symlink_to("conf")
+    (project / "conf").symlink_to(".claude")
+    done = setup(project, "--write")
+    assert done.returncode == exit_codes.USAGE and "leads back to itself" in done.stderr, done.stderr
+    assert sorted(p.name for p in project.iterdir()) == [".claude", "conf"]  # .mcp.json was not written either
+    (project / "conf").unlink()  # the control: the link now leads to a folder in the project, written through
+    (project / "conf").mkdir()
+    done = setup(project, "--write")
+    assert done.returncode == 0, done.stderr
+    assert (project / ".claude").is_symlink() and (project / "conf" / "settings.json").is_file()
+
+
+def test_numbers_of_the_users_file_are_written_back_as_json(home, project):
+    """The control for NaN, Infinity and 1e400 (refused): a large finite number, -0.0 and an
+    exponent are merged and written back, and the written file is strict JSON."""
+    (project / ".claude").mkdir()
+    (project / ".claude" / "settings.json").write_text('{"cleanupPeriodDays": 1.5e300, "a": -0.0, "b": 1E2, "c": 7}')
+    done = setup(project, "--write")
+    assert done.returncode == 0, done.stderr
+
+    def strict(name):
+        raise ValueError(name)
+
+    settings = json.loads((project / ".claude" / "settings.json").read_text(), parse_constant=strict)
+    assert [settings[k] for k in ("cleanupPeriodDays", "a", "b", "c")] == [1.5e300, 0.0, 100.0, 7]
+
+
+def test_a_file_that_cannot_be_written_leaves_every_file_as_it_was(home, project):
+    """With .claude unwritable (immutable here), --write replaced .mcp.json (Arcana's server in it)
+    and then failed on the settings: the project half set up, a server without its hooks, and the
+    error named a backup file that was never made. Now every file is made before any is replaced."""
+    from immutable import immutable
+
+    servers = '{"mcpServers": {"theirs": {"command": "/usr/bin/true"}}}\n'
+    (project / ".mcp.json").write_text(servers)
+    (project / ".claude").mkdir()
+    (project / ".claude" / "settings.json").write_text('{"model": "opus"}\n')
+    with immutable(project / ".claude"):
+        done = setup(project, "--write")
+    error = done.stderr.splitlines()[-1]  # after the agent made and the diffs shown
+    assert done.returncode != 0 and error.startswith("arcana: error: ") and "Traceback" not in done.stderr
+    assert (project / ".mcp.json").read_text() == servers  # not replaced, and its backup taken back
+    assert f"{project / '.claude'}: operation not permitted" in error and "nothing was written" in error
+    assert sorted(p.name for p in project.rglob("*")) == [".claude", ".mcp.json", "settings.json"]
+    done = setup(project, "--write")  # the control: writable again, both files are merged and backed up
+    assert done.returncode == 0, done.stderr
+    assert set(json.loads((project / ".mcp.json").read_text())["mcpServers"]) == {"theirs", "arcana"}
+    assert hook_command(project, "SessionEnd").endswith("host save claude-code --agent dev")
+    assert len(list(project.glob(".mcp.json.bak-*"))) == len(list((project / ".claude").glob("settings.json.bak-*"))) == 1
+
+
+def test_a_folder_where_a_file_goes_or_a_file_where_a_folder_goes_is_named_as_such(home, project):
+    """`.mcp.json` a folder, or `.claude` a file, was 'cannot read it (Is a directory); fix its
+    permissions': the permissions are fine, the thing is the wrong kind."""
+    (project / ".mcp.json").mkdir()
+    done = setup(project, "--write")
+    assert done.returncode == exit_codes.CONFIG and done.stderr.count("\n") == 1, done.stderr
+    assert f"{project / '.mcp.json'} is a folder, not a file; move it aside" in done.stderr
+    (project / ".mcp.json").rmdir()
+    (project / ".claude").write_text("not a folder\n")
+    done = setup(project, "--write")
+    assert done.returncode == exit_codes.CONFIG and done.stderr.count("\n") == 1, done.stderr
+    assert f"{project / '.claude'} is a file, not a folder; move it aside" in done.stderr
+    assert sorted(p.name for p in project.iterdir()) == [".claude"] and "permissions" not in done.stderr
+    (project / ".claude").unlink()  # the control: both made as they should be
+    assert setup(project, "--write").returncode == 0 and (project / ".claude" / "settings.json").is_file()
