@@ -560,9 +560,25 @@ async def test_a_vault_tier_keeps_one_folder_reader_and_one_index_open(vault):
         assert cache["Home.md"] is not parsed["Home.md"]  # control: the edited note was
         await index_vault(vault, embed=False)
         assert await tier.search(query)
-        store = tier.reader.index()
+        store = await tier.reader.index()
         assert store is not None and await tier.get(note_id("Home.md")) is not None
-        assert tier.reader.index() is store  # one index store for the tier's life
+        assert await tier.reader.index() is store  # one index store for the tier's life
     finally:
         await tier.aclose()
     assert store._conn is None  # closed with the tier
+
+
+async def test_a_vault_tier_never_answers_from_the_index_of_a_removed_vault(vault, arcana_home):
+    """A long-lived tier held the index open: after `vault remove` (its file unlinked) it still answered."""
+    from memory.vaults.search import VaultAdapter
+
+    await index_vault(vault, embed=False)
+    tier = VaultAdapter(vault, expand=False)
+    query = MemoryQuery(text="metric units", retrieval_mode=RetrievalMode.keyword)
+    try:
+        assert [e.id for e in await tier.search(query)] == [note_id("Projects/Alpha.md")]  # control: open, answering
+        VaultRegistry(arcana_home).remove("notes")
+        with pytest.raises(NotFoundError, match="was removed"):
+            await tier.search(query)
+    finally:
+        await tier.aclose()
