@@ -202,6 +202,33 @@ def test_frontmatter_that_pyyaml_cannot_construct_is_counted_not_fatal(make_vaul
     assert tree_digest(root) == digest
 
 
+def test_frontmatter_too_long_to_read_is_counted_and_not_parsed(make_vault, no_embedder, cli, tree_digest):
+    """A note under the 1 MiB note limit whose frontmatter is a long YAML flow list took PyYAML 22 s,
+    on every `vault index` that read it and every `vault check`. A block over 64 KiB is not parsed:
+    the note is read (its body found), its properties are not applied, and it is counted."""
+    from memory.markdown.notes import MAX_FRONTMATTER_CHARS
+
+    padding = "ids: [" + ",".join("1" for _ in range(MAX_FRONTMATTER_CHARS // 2)) + "]\n"
+    root = make_vault({
+        "Long.md": f"---\ntags: [longtag]\n{padding}---\nThe heron nests by the pier.",
+        "Short.md": f"---\ntags: [shorttag]\nids: [{','.join('1' for _ in range(1000))}]\n---\nHerons fish at dawn.",
+    })
+    digest = tree_digest(root)
+    assert cli("vault", "add", str(root), "--name", "fm").exit_code == 0
+    index = cli("vault", "index", "fm", "--json")
+    assert index.exit_code == 0, index.output
+    assert json.loads(index.stdout)["frontmatter_problems"] == ["Long.md"]
+    check = cli("vault", "check", "fm", "--json")
+    assert json.loads(check.stdout)["frontmatter_problems"] == ["Long.md"]
+    found = cli("vault", "search", "fm", "pier", "--json")
+    [hit] = json.loads(found.stdout)["results"]
+    assert hit["path"] == "Long.md" and hit["tags"] == []  # its body is a note; its properties were not read
+    control = cli("vault", "search", "fm", "dawn", "--json")
+    [hit] = json.loads(control.stdout)["results"]
+    assert hit["path"] == "Short.md" and hit["tags"] == ["shorttag"]  # a block under the limit is read
+    assert tree_digest(root) == digest
+
+
 async def test_a_missing_folder_fails_loudly_and_keeps_the_index(vault, tmp_path):
     await index_vault(vault, embed=False)
     moved = tmp_path / "elsewhere"
