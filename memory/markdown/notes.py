@@ -33,6 +33,9 @@ NOTE_NAMESPACE = uuid.UUID("6f1d3c52-8a47-5b0e-9a41-0a7c5e2b9d13")
 NOTE_SUFFIXES = (".md", ".markdown")
 DEFAULT_MAX_FILE_BYTES = 1024 * 1024
 DEFAULT_IGNORE_GLOBS: tuple[str, ...] = ()
+# Properties are a few lines; PyYAML reads about 50 KB a second of the worst YAML (a long flow list):
+# a 1 MiB block took 22 s, every `vault check` and unindexed search again. A larger block is not read.
+MAX_FRONTMATTER_CHARS = 64 * 1024
 
 # Skip reasons, as reported by scans and `arcana vault check`.
 HIDDEN, SYMLINK, TOO_LARGE, IGNORED, UNREADABLE, VANISHED, BINARY, BAD_NAME, NOT_REGULAR = (
@@ -105,8 +108,9 @@ def mask_code(text: str) -> str:
     return _COMMENT.sub(blank, _INLINE_CODE.sub(blank, _FENCE.sub(blank, text)))
 
 
-def split_frontmatter(text: str) -> tuple[dict[str, Any], str, bool]:
-    """(frontmatter mapping, body, malformed) — a bad block is dropped, never fatal."""
+def split_frontmatter(text: str, max_chars: int | None = None) -> tuple[dict[str, Any], str, bool]:
+    """(frontmatter mapping, body, malformed) — a bad block is dropped, never fatal; so is one
+    longer than ``max_chars``, which is not parsed at all."""
     if not text.startswith("---"):
         return {}, text, False
     first_nl = text.find("\n")
@@ -117,6 +121,8 @@ def split_frontmatter(text: str) -> tuple[dict[str, Any], str, bool]:
         return {}, text, False
     block = text[first_nl + 1 : first_nl + 1 + end.start()]
     body = text[first_nl + 1 + end.end() :].lstrip("\n")
+    if max_chars is not None and len(block) > max_chars:
+        return {}, body, True
     try:
         data = yaml.safe_load(block) if block.strip() else {}
     except (yaml.YAMLError, ValueError, TypeError, OverflowError, RecursionError):
@@ -190,7 +196,7 @@ class NoteIdentity:
 def parse_note(rel_path: str, data: bytes, mtime_ns: int, size: int, who: NoteIdentity) -> ParsedNote:
     """Parse one note's bytes into an entry. Never raises on content."""
     text = data.decode("utf-8", errors="replace").lstrip("\ufeff").replace("\r\n", "\n")
-    meta, body, problem = split_frontmatter(text)
+    meta, body, problem = split_frontmatter(text, MAX_FRONTMATTER_CHARS)
     masked = mask_code(body)
     tags, bad_tags = _string_list(meta.get("tags", meta.get("tag")))
     aliases, bad_aliases = _aliases(meta.get("aliases", meta.get("alias")))

@@ -393,6 +393,7 @@ async def index_vault(
     to those files; without it the whole folder is walked.
     """
     started = time.perf_counter()
+    vault.check_apart()  # before the lock: its file would be one more write into the folder
     config = config or load_config(vault.home.config_path)
     agent_id, scope, pool = vault.identity()
     who = NoteIdentity(agent_id, scope, pool)

@@ -31,6 +31,35 @@ class Vault:
     def root(self) -> Path:
         return Path(self.config.path)
 
+    def overlap(self) -> str | None:
+        """Why this folder cannot be a vault of this home, or None: the two must not overlap.
+
+        A folder that holds the home (where its walk and watch see it) would be written by every
+        index (its database, state and lock files), and a watch would see those writes and index
+        again, without end; a folder inside the home is the home's to back up, restore over and
+        trash. A home in a dot-folder of the vault (``~/.arcana`` in a vault at ``~``) is apart:
+        no walk or watch looks there.
+        """
+        root, home = self.root.resolve(), self.home.root.expanduser().resolve()
+        if root == home:
+            return f"{root} is the Arcana home: every index would write into the folder"
+        if root in home.parents:
+            if not any(part.startswith(".") for part in home.relative_to(root).parts):
+                return f"{root} holds the Arcana home {home}: every index would write into the folder"
+        elif home in root.parents:
+            return f"{root} is inside the Arcana home {home}, which backup, restore and agent removal manage"
+        return None
+
+    def check_apart(self) -> None:
+        """ConfigError (exit 4) when a registered vault overlaps the home (a hand-edited config, a home
+        moved since): nothing is indexed or watched, and ``vault remove`` still forgets it."""
+        problem = self.overlap()
+        if problem is not None:
+            from memory.errors import ConfigError
+
+            raise ConfigError(f"vault '{self.name}': {problem}; nothing was indexed "
+                              f"(`arcana vault remove {self.name}`, or keep the home elsewhere)")
+
     def registered(self) -> bool:
         """Whether the vault is still in the config (a watch outlives a `vault remove`)."""
         try:
@@ -152,8 +181,12 @@ class VaultRegistry:
         fields: dict = {"path": str(root), "agent": agent, "pool": pool, "ignore": list(ignore or [])}
         if max_file_bytes is not None:
             fields["max_file_bytes"] = max_file_bytes
-        config.vaults[name] = VaultConfig(**fields)
-        return Vault(name, config.vaults[name], self.home)
+        vault = Vault(name, VaultConfig(**fields), self.home)
+        problem = vault.overlap()
+        if problem is not None:
+            raise InvalidRequestError(f"{problem}; nothing registered (keep the notes and the home apart)")
+        config.vaults[name] = vault.config
+        return vault
 
     def remove(self, name: str) -> list[Path]:
         """Unregister ``name`` and delete its derived index and state; the folder is never touched.

@@ -7,6 +7,7 @@ indexed is still searchable: the live folder is scanned, with a notice.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -15,12 +16,13 @@ from memory.adapters.markdown import MarkdownFolderAdapter
 from memory.adapters.sqlite import SQLiteAdapter
 from memory.config import ArcanaConfig, load_config
 from memory.embedding.chunking import snippet_for
+from memory.errors import NotFoundError
 from memory.graph.edges import EdgeStore
 from memory.graph.expand import DEFAULT_DECAY, expand_one_hop
 from memory.types import MemoryEntry, MemoryQuery, RetrievalMode
 from memory.vaults import manifest
 from memory.vaults.indexer import open_store, vector_store
-from memory.vaults.registry import Vault
+from memory.vaults.registry import Vault, VaultRegistry
 
 
 @dataclass
@@ -41,26 +43,44 @@ class VaultReader:
 
     def __init__(self, vault: Vault, *, config: ArcanaConfig | None = None, gateway: Any = None,
                  notify: Callable[[str], None] | None = None):
-        self.vault = vault
         self.config = config
         self.gateway = gateway
         self.notify = notify
+        self._follow(vault)
+        self._store: SQLiteAdapter | None = None
+        self._opened: tuple[int, int] | None = None  # the index file the store was opened on
+        self._vectors: Any = None
+        self._notices: list[str] = []
+
+    def _follow(self, vault: Vault) -> None:
+        self.vault = vault
         self.folder = MarkdownFolderAdapter(
             vault.root, f"vault:{vault.name}", ignore_globs=vault.ignore_globs,
             max_file_bytes=vault.max_note_bytes, on_degraded=self._note,
         )
-        self._store: SQLiteAdapter | None = None
-        self._vectors: Any = None
-        self._notices: list[str] = []
 
     def _note(self, message: str) -> None:
         self._notices.append(message)
         if self.notify is not None:
             self.notify(message)
 
-    def index(self) -> SQLiteAdapter | None:
-        """The index store, or None while the vault has never been indexed."""
+    async def index(self) -> SQLiteAdapter | None:
+        """The index store, or None while the vault has never been indexed.
+
+        An index deleted or replaced since it was opened (`vault remove`, perhaps then `vault add`
+        of another folder under the same name) is closed and the registration read again: a
+        long-lived reader (an MCP server's) never answers from a removed vault's unlinked index.
+        """
+        if self._store is not None and _file_id(self.vault.db_path) != self._opened:
+            await self.aclose()
+            try:
+                current = VaultRegistry(self.vault.home).get(self.vault.name)
+            except NotFoundError:
+                raise NotFoundError(f"vault '{self.vault.name}' was removed; its index is gone") from None
+            if current.config != self.vault.config:
+                self._follow(current)
         if self._store is None and self.vault.db_path.exists():
+            self._opened = _file_id(self.vault.db_path)
             self._store = open_store(self.vault)
         return self._store
 
@@ -74,7 +94,7 @@ class VaultReader:
         """Search the vault (read-only); results carry ``tiers=["vault:<name>"]``."""
         self._notices = []
         tier = f"vault:{self.vault.name}"
-        store = self.index()
+        store = await self.index()
         if store is None:
             self._note(
                 f"vault '{self.vault.name}' is not indexed yet; scanning the folder "
@@ -100,13 +120,22 @@ class VaultReader:
         return VaultHits([_annotated(e, tier, query) for e in entries], paths, "index", self._notices)
 
     async def get(self, entry_id: str) -> MemoryEntry | None:
-        store = self.index()
+        store = await self.index()
         return await (self.folder.get(entry_id) if store is None else store.get(entry_id))
 
     async def aclose(self) -> None:
-        store, self._store, self._vectors = self._store, None, None
+        store, self._store, self._vectors, self._opened = self._store, None, None, None
         if store is not None:
             await store.aclose()
+
+
+def _file_id(path) -> tuple[int, int] | None:
+    """Which file ``path`` is now (device, inode); None when there is none."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
 
 
 async def search_vault(

@@ -127,6 +127,7 @@ async def watch_vault(
     poll_seconds: float = POLL_SECONDS,
 ) -> None:
     """Watch one vault until ``stop`` is set (or it is removed). Never modifies the folder."""
+    vault.check_apart()  # a watch over the home would see its own writes and index without end
     gateway = embedding_gateway(load_config(vault.home.config_path), vault) if embed else None
     vault.record(watch_pid=os.getpid(), watch_started_at=time.time(), watch_stopped_at=None)
     try:
@@ -203,5 +204,8 @@ def _first(group: BaseExceptionGroup) -> BaseException:
 
 
 async def watch_vaults(vaults: Sequence[Vault], stop: asyncio.Event, line: Line, **options) -> None:
-    """Watch several vaults at once; returns when ``stop`` is set."""
+    """Watch several vaults at once; returns when ``stop`` is set. A vault that overlaps the home
+    is refused before any watch starts (ConfigError), not left to fail beside the others."""
+    for vault in vaults:
+        vault.check_apart()
     await asyncio.gather(*(watch_vault(v, stop, line, **options) for v in vaults))

@@ -45,3 +45,26 @@ async def test_leaving_a_pool_stops_a_running_server_reading_and_writing_it(arca
         assert not failed and wrote["accepted"] == ["pool:ops"]
     team = json.loads(arcana("memory", "list", "--pool", "team", "--json"))
     assert "bob still writes to team" not in {m["content"] for m in team} and len(team) == 2
+
+
+async def test_a_vault_removed_and_added_again_under_its_name_answers_from_its_new_index(arcana_home, tmp_path):
+    """`vault remove notes` then `vault add OTHER --name notes` between two tool calls: the running server
+    kept the removed index open (its file unlinked) and went on answering its notes, not the new folder's."""
+    keyword_only(arcana_home)
+    arcana("agent", "create", "bob")
+    old, new = tmp_path / "old-notes", tmp_path / "new-notes"
+    old.mkdir(), new.mkdir()
+    (old / "Heron.md").write_text("The heron nests by the weir.\n")
+    (new / "Otter.md").write_text("The otter nests by the weir.\n")
+    arcana("vault", "add", str(old), "--name", "notes", "--agent", "bob")
+    arcana("vault", "index", "notes")
+    async with session("--agent", "bob") as client:
+        failed, found = await call(client, "recall", query="weir nests", mode="keyword")
+        assert not failed and [r["content"] for r in found["results"]] == ["Heron\n\nThe heron nests by the weir."]
+        arcana("vault", "remove", "notes", "--yes")
+        arcana("vault", "add", str(new), "--name", "notes", "--agent", "bob")
+        arcana("vault", "index", "notes")
+        failed, found = await call(client, "recall", query="weir nests", mode="keyword")
+        assert not failed and [r["content"] for r in found["results"]] == ["Otter\n\nThe otter nests by the weir."], found
+        failed, found = await call(client, "vault_search", vault="notes", query="weir nests")
+        assert not failed and [r["content"] for r in found["results"]] == ["Otter\n\nThe otter nests by the weir."], found

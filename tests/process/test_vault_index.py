@@ -202,6 +202,33 @@ def test_frontmatter_that_pyyaml_cannot_construct_is_counted_not_fatal(make_vaul
     assert tree_digest(root) == digest
 
 
+def test_frontmatter_too_long_to_read_is_counted_and_not_parsed(make_vault, no_embedder, cli, tree_digest):
+    """A note under the 1 MiB note limit whose frontmatter is a long YAML flow list took PyYAML 22 s,
+    on every `vault index` that read it and every `vault check`. A block over 64 KiB is not parsed:
+    the note is read (its body found), its properties are not applied, and it is counted."""
+    from memory.markdown.notes import MAX_FRONTMATTER_CHARS
+
+    padding = "ids: [" + ",".join("1" for _ in range(MAX_FRONTMATTER_CHARS // 2)) + "]\n"
+    root = make_vault({
+        "Long.md": f"---\ntags: [longtag]\n{padding}---\nThe heron nests by the pier.",
+        "Short.md": f"---\ntags: [shorttag]\nids: [{','.join('1' for _ in range(1000))}]\n---\nHerons fish at dawn.",
+    })
+    digest = tree_digest(root)
+    assert cli("vault", "add", str(root), "--name", "fm").exit_code == 0
+    index = cli("vault", "index", "fm", "--json")
+    assert index.exit_code == 0, index.output
+    assert json.loads(index.stdout)["frontmatter_problems"] == ["Long.md"]
+    check = cli("vault", "check", "fm", "--json")
+    assert json.loads(check.stdout)["frontmatter_problems"] == ["Long.md"]
+    found = cli("vault", "search", "fm", "pier", "--json")
+    [hit] = json.loads(found.stdout)["results"]
+    assert hit["path"] == "Long.md" and hit["tags"] == []  # its body is a note; its properties were not read
+    control = cli("vault", "search", "fm", "dawn", "--json")
+    [hit] = json.loads(control.stdout)["results"]
+    assert hit["path"] == "Short.md" and hit["tags"] == ["shorttag"]  # a block under the limit is read
+    assert tree_digest(root) == digest
+
+
 async def test_a_missing_folder_fails_loudly_and_keeps_the_index(vault, tmp_path):
     await index_vault(vault, embed=False)
     moved = tmp_path / "elsewhere"
@@ -560,9 +587,25 @@ async def test_a_vault_tier_keeps_one_folder_reader_and_one_index_open(vault):
         assert cache["Home.md"] is not parsed["Home.md"]  # control: the edited note was
         await index_vault(vault, embed=False)
         assert await tier.search(query)
-        store = tier.reader.index()
+        store = await tier.reader.index()
         assert store is not None and await tier.get(note_id("Home.md")) is not None
-        assert tier.reader.index() is store  # one index store for the tier's life
+        assert await tier.reader.index() is store  # one index store for the tier's life
     finally:
         await tier.aclose()
     assert store._conn is None  # closed with the tier
+
+
+async def test_a_vault_tier_never_answers_from_the_index_of_a_removed_vault(vault, arcana_home):
+    """A long-lived tier held the index open: after `vault remove` (its file unlinked) it still answered."""
+    from memory.vaults.search import VaultAdapter
+
+    await index_vault(vault, embed=False)
+    tier = VaultAdapter(vault, expand=False)
+    query = MemoryQuery(text="metric units", retrieval_mode=RetrievalMode.keyword)
+    try:
+        assert [e.id for e in await tier.search(query)] == [note_id("Projects/Alpha.md")]  # control: open, answering
+        VaultRegistry(arcana_home).remove("notes")
+        with pytest.raises(NotFoundError, match="was removed"):
+            await tier.search(query)
+    finally:
+        await tier.aclose()
