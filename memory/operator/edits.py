@@ -674,9 +674,11 @@ async def open_editor(home: Home, config: ArcanaConfig, target: OperatorTarget, 
     hides, fixes or purges it there. An unknown agent or pool, or a shared
     tier with no memories yet, is :class:`NotFoundError`.
     """
+    from memory.agent_lock import connect_agent_store
     from memory.agents import AgentRegistry
 
     target.check()
+    card = None
     if not (target.pool or target.global_):
         card = AgentRegistry(home).resolve(target.agent)
         store = open_store(home, StoreKind.PRIVATE, card.id, actor=actor)
@@ -692,7 +694,10 @@ async def open_editor(home: Home, config: ArcanaConfig, target: OperatorTarget, 
             raise NotFoundError(f"{'pool ' + target.pool if target.pool else 'the global tier'} has no memories yet ({store.path})")
         editor = MemoryEditor(store)
     try:
-        await store.connect()
+        if card is not None:  # an agent deleted since it was resolved is not made again, card-less and empty
+            await connect_agent_store(home, card.id, card.name, store)
+        else:
+            await store.connect()
         yield editor
     finally:
         await editor.aclose()

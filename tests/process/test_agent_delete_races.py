@@ -317,3 +317,36 @@ async def _run_during_a_write(arcana_home, ada: str, *args: str):
         if proc is not None and proc.poll() is None:
             proc.kill()
     return out, err, proc.returncode, presence
+
+
+async def test_an_operator_edit_opens_the_agents_store_under_its_lock(arcana_home):
+    """`memory forget` / `hide` / the web view's edits opened the agent's store without its lock: a delete
+    between reading the card and opening made `agents/<id>/memory.db` again, empty and card-less. The
+    editor now connects as writes do: it waits while a delete holds the lock, then finds the agent gone."""
+    import asyncio
+    import shutil
+
+    from memory.agent_lock import deleting
+    from memory.agents import AgentRegistry
+    from memory.config import ArcanaConfig
+    from memory.errors import NotFoundError
+    from memory.operator.edits import OperatorTarget, open_editor
+
+    keyword_only(arcana_home)
+    arcana("remember", "the heron code is 42", "--agent", "ada")
+    card = AgentRegistry(arcana_home).resolve("ada")
+    target = OperatorTarget(agent="ada")
+
+    async def edit() -> None:
+        async with open_editor(arcana_home, ArcanaConfig(), target):
+            pass
+
+    await edit()  # the control: with no delete under way it opens at once
+    with deleting(arcana_home, card.id):
+        opening = asyncio.create_task(edit())
+        await asyncio.sleep(0.5)
+        assert not opening.done()  # it waits for the delete, as a write does
+        shutil.rmtree(arcana_home.agent_dir(card.id))  # what the delete moves to the trash
+    with pytest.raises(NotFoundError, match="was deleted"):
+        await opening
+    assert not arcana_home.agent_dir(card.id).exists()
