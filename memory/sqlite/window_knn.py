@@ -118,14 +118,10 @@ def _norms(vectors: np.ndarray) -> np.ndarray:
 
 
 def _index(raw, table: str) -> tuple[np.ndarray, np.ndarray]:
-    """(rowids, float32 matrix) of the whole index in rowid order, read in blocks of :data:`BLOCK` rows."""
-    ids, floats, after = [], [], -1
-    while rows := raw.execute(
-        f"SELECT rowid, embedding FROM {table} WHERE rowid > ? ORDER BY rowid LIMIT ?", (after, BLOCK)
-    ).fetchall():
-        after = rows[-1][0]
-        ids.append(np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows)))
-        floats.append(b"".join(r[1] for r in rows))
-    if not ids:
+    """(rowids, float32 matrix) of the whole index in rowid order, in one scan: a query per block
+    (``rowid > ? ORDER BY rowid LIMIT ?``) made vec0 scan and sort the whole index for each block."""
+    rows = raw.execute(f"SELECT rowid, embedding FROM {table} ORDER BY rowid").fetchall()
+    if not rows:
         return np.empty(0, dtype=np.int64), np.empty((0, 0), dtype=np.float32)
-    return np.concatenate(ids), np.frombuffer(b"".join(floats), dtype=np.float32).reshape(sum(map(len, ids)), -1)
+    ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+    return ids, np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(len(rows), -1)
