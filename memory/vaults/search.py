@@ -68,21 +68,28 @@ class VaultReader:
         """The index store, or None while the vault has never been indexed.
 
         An index deleted or replaced since it was opened (`vault remove`, perhaps then `vault add`
-        of another folder under the same name) is closed and the registration read again: a
-        long-lived reader (an MCP server's) never answers from a removed vault's unlinked index.
+        of another folder under the same name) is closed and the registration read again, as it is
+        before each scan of a vault not indexed yet: a long-lived reader (an MCP server's) never
+        answers from a removed vault's unlinked index or its folder.
         """
         if self._store is not None and _file_id(self.vault.db_path) != self._opened:
             await self.aclose()
-            try:
-                current = VaultRegistry(self.vault.home).get(self.vault.name)
-            except NotFoundError:
-                raise NotFoundError(f"vault '{self.vault.name}' was removed; its index is gone") from None
-            if current.config != self.vault.config:
-                self._follow(current)
+            self._registered_again()
+        elif self._store is None:  # a folder scan: a vault removed (or moved) since answers from nothing (or the new one)
+            self._registered_again()
         if self._store is None and self.vault.db_path.exists():
             self._opened = _file_id(self.vault.db_path)
             self._store = open_store(self.vault)
         return self._store
+
+    def _registered_again(self) -> None:
+        """Follow the vault's registration as it is now; :class:`NotFoundError` once it is removed."""
+        try:
+            current = VaultRegistry(self.vault.home).get(self.vault.name)
+        except NotFoundError:
+            raise NotFoundError(f"vault '{self.vault.name}' was removed; its index is gone") from None
+        if current.config != self.vault.config:
+            self._follow(current)
 
     def _vector_store(self, store: SQLiteAdapter):
         if self._vectors is None:

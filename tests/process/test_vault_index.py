@@ -609,3 +609,19 @@ async def test_a_vault_tier_never_answers_from_the_index_of_a_removed_vault(vaul
             await tier.search(query)
     finally:
         await tier.aclose()
+
+
+async def test_a_vault_tier_never_indexed_stops_scanning_its_folder_once_removed(vault, arcana_home):
+    """A tier over a vault never indexed scans the folder; after `vault remove` it went on scanning it
+    (the removed vault answered until something was indexed under its name)."""
+    from memory.vaults.search import VaultAdapter
+
+    tier = VaultAdapter(vault, expand=False)
+    query = MemoryQuery(text="metric units", retrieval_mode=RetrievalMode.keyword)
+    try:
+        assert [e.id for e in await tier.search(query)] == [note_id("Projects/Alpha.md")]  # control: the scan answers
+        VaultRegistry(arcana_home).remove("notes")
+        with pytest.raises(NotFoundError, match="was removed"):
+            await tier.search(query)
+    finally:
+        await tier.aclose()
