@@ -251,5 +251,5 @@ def test_a_turn_that_recalled_a_memory_an_import_reworded_is_left_out(cli, no_em
     assert "zebrasecret" not in sent["raw"]
     assert [(m["role"], m["content"]) for m in sent["body"]["messages"][1:3]] == [("user", CONTROL), ("assistant", "Noted.")]
     turns = ok(cli("session", "show", sid, "--agent", "ada", "--json"))["turns"]
-    assert turns[1]["left_out"]["memory_id"] == secret["id"]
+    assert turns[1]["left_out"] == {"memory_id": secret["id"], "reason": "re-worded"}
     assert turns[0]["left_out"] is None  # the control
