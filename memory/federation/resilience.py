@@ -225,8 +225,10 @@ class ResilientTier:
 
     async def reworded(self, since: Mapping[str, datetime]) -> set[str]:
         """Of ``since`` (memory id -> a time), those this tier's ledger shows re-worded after that
-        time (an ``update`` whose text differs). A tier that cannot say counts every one of them:
-        the caller leaves out what quoted them rather than give back words an operator removed."""
+        time: any change whose text differs, whatever op it is ledgered as (`memory set --content` and
+        a revert write an ``update``, an import of an edited export an ``import``). A tier that cannot
+        say counts every one of them: the caller leaves out what quoted them rather than give back
+        words an operator removed."""
         store = ledger_of(self.backend)
         if store is None or not since:
             return set()
@@ -235,7 +237,7 @@ class ResilientTier:
             found = set()
             for memory_id, at in since.items():
                 for record in await store.history(memory_id):
-                    if record.op == "update" and record.at > at and record.before and record.after \
+                    if record.at > at and record.before and record.after \
                             and record.before.get("content") != record.after.get("content"):
                         found.add(memory_id)
                         break

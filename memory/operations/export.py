@@ -436,7 +436,7 @@ async def import_records(
         batch[:] = [(keep_restrictions(stored[e.id], e) if e.id in stored else e, v) for e, v in batch]
         entries = [entry for entry, _ in batch]
         if copies is not None:
-            change = await copies.mirror(store, [e for e in entries if e.id in stored], "imported")
+            change = await copies.mirror(store, [e for e in entries if e.id in stored], "imported", before=stored)
             report.copies_changed += change.count if change is not None else 0
         # Sources are edges of SQLite stores only (a server keeps no consolidation edges).
         links = [(e.id, source) for e in entries for source in carried.get(e.id, ())]

@@ -288,9 +288,15 @@ class GlobalCopies:
         finally:
             DEADLINE.reset(token)
 
-    async def mirror(self, source: SQLiteAdapter, entries: Sequence[MemoryEntry], verb: str) -> CopyChange | None:
+    async def mirror(
+        self, source: SQLiteAdapter, entries: Sequence[MemoryEntry], verb: str,
+        before: Mapping[str, MemoryEntry] | None = None,
+    ) -> CopyChange | None:
         """Bring the copies of ``entries`` (what memories of ``source`` are about to become) in line
         first: rewritten, never less restricted than they are, or withdrawn when no longer promotable.
+        With ``before`` (the memories as ``source`` holds them now), a copy gets only what changes
+        from that to the entry (:func:`_followed`), as an operator edit reaches it: an unchanged
+        line of an import leaves it as it is, words an operator gave the copy itself included.
 
         Before ``source`` changes, so a tier that cannot be reached leaves
         the agent's memories as they were (:class:`LiveCopyError`) unless
@@ -310,7 +316,10 @@ class GlobalCopies:
                     MemoryQuery(agent_id=agent_id), [e.id for e in mine], audience=Audience.OPERATOR, include_archived=True
                 )
                 gone = [e.id for e in mine if e.id in copies and not promotable(e)]
-                kept = [keep_restrictions(copies[e.id], global_copy(e)) for e in mine if e.id in copies and promotable(e)]
+                kept = [
+                    keep_restrictions(copies[e.id], _followed(copies[e.id], (before or {}).get(e.id), e))
+                    for e in mine if e.id in copies and promotable(e)
+                ]
                 changed += await store.withdraw(gone) if gone else 0
                 changed += sum(op != "noop" for op in (await store.write_many(kept) if kept else []))
             return CopyChange(self.TIER, "update", bool(changed), count=changed) if changed else None
@@ -591,6 +600,19 @@ def withheld_by(before: MemoryEntry, after: MemoryEntry) -> Edit | None:
     if after.visibility is not before.visibility and after.visibility is not Visibility.VISIBLE:
         return Edit("set_visibility", after.visibility)
     return None
+
+
+_NOT_MIRRORED = frozenset({"id", "agent_id", "scope", "pool_name", "updated_at", "last_accessed_at", "access_count"})
+
+
+def _followed(copy: MemoryEntry, before: MemoryEntry | None, after: MemoryEntry) -> MemoryEntry:
+    """What ``copy`` becomes when its original goes from ``before`` to ``after``: the fields that
+    change, and no other (None ``before``: the copy is rewritten from ``after`` whole)."""
+    if before is None:
+        return global_copy(after)
+    changed = {k: getattr(after, k) for k in type(after).model_fields if k not in _NOT_MIRRORED
+               and getattr(before, k) != getattr(after, k)}
+    return copy.model_copy(update=changed)
 
 
 def _withholding(edit: Edit) -> Edit | None:

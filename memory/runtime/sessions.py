@@ -166,16 +166,20 @@ async def replay_exclusions(session: Session, memory: MemoryAdapter, store: SQLi
     for index, turn in enumerate(session.turns):
         memory_id = left_out_by(turn, gone)
         if memory_id is not None:
-            excluded[index] = {"memory_id": memory_id, "reason": await _why_not_admitted(store, memory_id)}
+            excluded[index] = {"memory_id": memory_id, "reason": await _why_not_admitted(store, memory, memory_id)}
     return excluded
 
 
-async def _why_not_admitted(store: SQLiteAdapter, memory_id: str) -> str:
+async def _why_not_admitted(store: SQLiteAdapter, memory: GetsMany, memory_id: str) -> str:
     from memory.types import Audience
 
     entry = await store.get(memory_id, audience=Audience.OPERATOR, include_archived=True)
     if entry is None:
-        return "purged" if memory_id in await store.removed([memory_id]) else "not admitted by the shared tier holding it"
+        if memory_id in await store.removed([memory_id]):
+            return "purged"
+        # A shared tier's memory (a pool's, a promoted copy) it still admits was left out for its new text.
+        shared = memory_id in await memory.get_many([memory_id])
+        return "re-worded" if shared else "not admitted by the shared tier holding it"
     if entry.visibility not in (None, Visibility.VISIBLE):
         return entry.visibility.value
     if entry.archived:

@@ -419,3 +419,38 @@ def test_new_text_for_a_digested_turn_withdraws_the_digest_that_carries_its_old_
     ok(cli("memory", "set", turn["id"], "--content", "Caroline: the harbour door code is withheld.",
            "--agent", "ada", "--json"))
     assert recalled(cli, "ada", "zebracode", "tangerinecode") == {"tangerinecode"}
+
+
+@pytest.mark.parametrize("engine", ["sqlite", "postgres"])
+def test_an_unchanged_import_line_leaves_the_words_an_operator_gave_a_global_copy(cli, no_embedder, tmp_path, engine,
+                                                                                   request, monkeypatch):
+    """An operator who re-words a copy in the global tier itself (`memory set --global --content`)
+    takes the old words out of every agent's recall. Importing the agent's own export again, which
+    changes nothing in its store, rewrote the copy whole from the original and gave them back to
+    every agent. A line that does change something still reaches the copy (the control)."""
+    if engine == "postgres":
+        monkeypatch.setenv("GLOBAL_PG", request.getfixturevalue("pg_url"))
+        config = json.loads(no_embedder.config_path.read_text())
+        no_embedder.config_path.write_text(json.dumps({**config, "memory": {"global_url_env": "GLOBAL_PG"}}))
+    for name in ("ada", "bob"):
+        assert cli("agent", "create", name).exit_code == 0
+    secret = ok(cli("remember", "heron zebracode", "--agent", "ada", "--importance", "0.95", "--json"))
+    control = ok(cli("remember", CONTROL, "--agent", "ada", "--importance", "0.95", "--json"))
+    assert secret["accepted"] == control["accepted"] == ["private", "global"]
+    ok(cli("memory", "set", secret["id"], "--global", "--content", "heron redacted", "--json"))
+    assert recalled(cli, "bob", "zebracode", "redacted") == {"redacted"}
+    dump = tmp_path / "ada.jsonl"
+    lines = []
+    for line in cli("export", "--agent", "ada").stdout.splitlines():
+        record = json.loads(line)
+        if record.get("memory", {}).get("id") == control["id"]:
+            record["memory"]["importance"] = 0.97
+        lines.append(json.dumps(record))
+    dump.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+    report = ok(cli("import", str(dump), "--agent", "ada", "--json"))
+    assert report["ops"] == {"noop": 1, "update": 1} and report["copies_changed"] == 1, report
+    assert recalled(cli, "bob", "zebracode", "redacted") == {"redacted"}
+    copies = {m["id"]: m for m in ok(cli("memory", "list", "--global", "--all", "--json"))}
+    assert copies[secret["id"]]["content"] == "heron redacted"
+    assert copies[control["id"]]["importance"] == 0.97  # what the file changed reached the copy

@@ -204,3 +204,52 @@ def test_an_answer_after_replayed_turns_that_recalled_nothing_is_remembered(cli,
     assert _written_texts(cli, second["written_ids"]) == [
         "User asked: Say that again please — Assistant answered: As I said: Noted."
     ]
+
+
+def _edited_export(cli, target: list[str], memory_id: str, content: str, path) -> str:
+    """``target``'s export with ``memory_id`` given ``content``: what an operator edits and imports back."""
+    exported = cli("export", *target)
+    assert exported.exit_code == 0, exported.output
+    lines = []
+    for line in exported.stdout.splitlines():
+        record = json.loads(line)
+        if record.get("memory", {}).get("id") == memory_id:
+            record["memory"]["content"] = content
+        lines.append(json.dumps(record))
+    path.write_text("\n".join(lines) + "\n")
+    return str(path)
+
+
+@pytest.mark.parametrize("tier", ["private", "pool on PostgreSQL"])
+def test_a_turn_that_recalled_a_memory_an_import_reworded_is_left_out(cli, no_embedder, tier, request, monkeypatch):
+    """An import of an edited export line gives a memory new text as `memory set --content` does, but
+    ledgers it as an ``import``: the turn that recalled the old words was replayed all the same. Here
+    in the agent's own store, and in a pool on a PostgreSQL server the operator imports into."""
+
+    def answer(body) -> str:
+        return "It is zebrasecret." if "locker" in body["messages"][-1]["content"] else "Noted."
+
+    with LoopbackModelServer(answer) as server:
+        _ada_with_a_model(cli, server)
+        target, where = ["--agent", "ada"], ["--agent", "ada"]
+        if tier != "private":
+            monkeypatch.setenv("TEAM_PG", request.getfixturevalue("pg_url"))
+            assert cli("pool", "create", "team", "--url-env", "TEAM_PG").exit_code == 0
+            assert cli("agent", "join", "ada", "team").exit_code == 0
+            target, where = ["--pool", "team"], ["--agent", "ada", "--pool", "team"]
+        secret = ok(cli("remember", SECRET, *where, "--json"))
+        sid = ok(cli("run", "ada", CONTROL, "--keep-open", "--json"))["session_id"]  # said before the secret came up
+        asked = ok(cli("run", "ada", "What is my locker code?", "--session", sid, "--json"))
+        assert secret["id"] in asked["recalled_ids"]
+        ok(cli("run", "ada", "What comes next?", "--session", sid, "--json"))
+        assert "zebrasecret" in server.requests[-1]["raw"]  # replayed while the memory says it
+        edited = _edited_export(cli, target, secret["id"], "My locker code is withheld.", no_embedder.root / "e.jsonl")
+        ok(cli("import", edited, *target, "--json"))
+        assert ok(cli("memory", "show", secret["id"], *target, "--json"))["content"] == "My locker code is withheld."
+        ok(cli("run", "ada", "And now?", "--session", sid, "--json"))
+        sent = server.requests[-1]
+    assert "zebrasecret" not in sent["raw"]
+    assert [(m["role"], m["content"]) for m in sent["body"]["messages"][1:3]] == [("user", CONTROL), ("assistant", "Noted.")]
+    turns = ok(cli("session", "show", sid, "--agent", "ada", "--json"))["turns"]
+    assert turns[1]["left_out"] == {"memory_id": secret["id"], "reason": "re-worded"}
+    assert turns[0]["left_out"] is None  # the control
