@@ -26,6 +26,18 @@ ANSWER_WAITS = 10
 READ_BYTES = 64 << 10
 
 
+class _NoRedirects(urllib.request.HTTPRedirectHandler):
+    """A model endpoint that redirects is answered with its status, not followed: urllib would resend
+    the request's headers, the API key among them, to whatever host the redirect names, and turn the
+    POST into a GET that no chat API answers."""
+
+    def redirect_request(self, req, fp, code, msg, headers, newurl):
+        return None
+
+
+_OPENER = urllib.request.build_opener(_NoRedirects)
+
+
 def post_lines(url: str, body: dict, *, headers: dict[str, str], timeout: float, label: str) -> Iterator[str]:
     """Yield decoded, non-blank response lines; raise ModelUnavailableError naming ``label`` and ``url``."""
     request = urllib.request.Request(
@@ -35,8 +47,14 @@ def post_lines(url: str, body: dict, *, headers: dict[str, str], timeout: float,
         method="POST",
     )
     try:
-        response = urllib.request.urlopen(request, timeout=timeout)
+        response = _OPENER.open(request, timeout=timeout)
     except urllib.error.HTTPError as exc:
+        location = exc.headers.get("Location") if 300 <= exc.code < 400 and exc.headers else None
+        if location:
+            raise ModelUnavailableError(
+                f"{label} at {url} answered HTTP {exc.code}, a redirect to {location[:200]} (not followed: "
+                "set the model's base_url to the server itself)"
+            ) from None
         try:
             detail = _error_detail(exc.read(ERROR_BODY_BYTES))
         except (OSError, http.client.HTTPException):  # a body that never ends or breaks off: the status will do

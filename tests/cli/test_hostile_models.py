@@ -191,3 +191,31 @@ def test_an_answer_trickling_without_end_is_cut_off_at_ten_timeouts(cli, case):
         assert result.exit_code == 69 and "still answering at 10 times its timeout" in result.stderr, result.output
         assert 5 <= time.monotonic() - started < 30
         assert "Traceback" not in result.output
+
+
+def _redirect_to(target: str, code: int = 302):
+    def respond():
+        yield (f"HTTP/1.1 {code} Found\r\nLocation: {target}/v1/chat/completions\r\n"
+               "Content-Length: 0\r\nConnection: close\r\n\r\n").encode()
+    return respond
+
+
+@pytest.mark.parametrize("code", [301, 302, 303])
+def test_a_redirect_is_not_followed_and_the_key_stays_home(cli, monkeypatch, code):
+    """urllib followed a 30x to whatever host it named, resending the Authorization header (the API
+    key) there as a GET: the key went to a host nobody configured. Now the redirect is the answer."""
+    from model_server import LoopbackModelServer
+
+    monkeypatch.setenv("ARCANA_TEST_KEY", "sk-secret")
+    with LoopbackModelServer() as elsewhere, RawModelServer(_redirect_to(elsewhere.url, code)) as server:
+        assert cli("config", "set", "embedding.providers", "[]").exit_code == 0
+        assert cli("agent", "create", "ada").exit_code == 0
+        for name, url in (("direct", elsewhere.url), ("m", server.url)):
+            assert cli("model", "add", name, "--provider", "openai", "--base-url", url, "--model", "x",
+                       "--api-key-env", "ARCANA_TEST_KEY", "--timeout", "5").exit_code == 0
+        # The control: named as the base_url, the other server is sent the key and answers.
+        assert cli("run", "ada", "hello there", "--model", "direct").exit_code == 0
+        assert [r["headers"].get("Authorization") for r in elsewhere.requests] == ["Bearer sk-secret"]
+        line = _one_line_69(cli("run", "ada", "hello there", "--model", "m"))
+        assert f"answered HTTP {code}, a redirect to {elsewhere.url}" in line
+        assert len(elsewhere.requests) == 1 and server.requests == 1  # nothing reached the other host
