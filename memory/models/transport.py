@@ -5,7 +5,7 @@ from __future__ import annotations
 import http.client
 import json
 import socket
-import time
+import threading
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -35,7 +35,72 @@ class _NoRedirects(urllib.request.HTTPRedirectHandler):
         return None
 
 
-_OPENER = urllib.request.build_opener(_NoRedirects)
+class _Watchdog:
+    """Shuts the answer's socket at the whole answer's deadline, whichever phase the read is in: the
+    timeout bounds one wait, so a status line or headers sent a byte per wait would never end, and
+    only the body's reads could check the clock."""
+
+    def __init__(self, seconds: float):
+        self.fired = False
+        self._sock: socket.socket | None = None
+        self._lock = threading.Lock()
+        self._timer = threading.Timer(seconds, self._fire)
+        self._timer.daemon = True
+
+    def __enter__(self) -> _Watchdog:
+        self._timer.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._timer.cancel()
+
+    def attach(self, sock: socket.socket) -> None:
+        with self._lock:
+            self._sock = sock
+            if self.fired:
+                self._shut()
+
+    def _fire(self) -> None:
+        with self._lock:
+            self.fired = True
+            self._shut()
+
+    def _shut(self) -> None:
+        if self._sock is not None:
+            try:  # the plain socket's shutdown, under TLS too: a blocked read returns at once
+                socket.socket.shutdown(self._sock, socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+
+class _WatchedConnections:
+    """Mixed into urllib's HTTP and HTTPS handlers: each connection hands its socket to the watchdog."""
+
+    def __init__(self, watchdog: _Watchdog, **kwargs):
+        super().__init__(**kwargs)
+        self.watchdog = watchdog
+
+    def do_open(self, http_class, req, **kwargs):
+        watchdog = self.watchdog
+
+        class Watched(http_class):
+            def connect(self):
+                super().connect()
+                watchdog.attach(self.sock)
+
+        return super().do_open(Watched, req, **kwargs)
+
+
+class _WatchedHTTP(_WatchedConnections, urllib.request.HTTPHandler):
+    pass
+
+
+class _WatchedHTTPS(_WatchedConnections, urllib.request.HTTPSHandler):
+    pass
+
+
+def _opener(watchdog: _Watchdog) -> urllib.request.OpenerDirector:
+    return urllib.request.build_opener(_NoRedirects, _WatchedHTTP(watchdog), _WatchedHTTPS(watchdog))
 
 
 def post_lines(url: str, body: dict, *, headers: dict[str, str], timeout: float, label: str) -> Iterator[str]:
@@ -46,44 +111,59 @@ def post_lines(url: str, body: dict, *, headers: dict[str, str], timeout: float,
         headers={"Content-Type": "application/json", "Accept": "application/json, text/event-stream", **headers},
         method="POST",
     )
+    who = f"{label} at {url}"
+    with _Watchdog(timeout * ANSWER_WAITS) as watchdog:
+        try:
+            yield from _lines(_opener(watchdog), request, timeout, who, watchdog)
+        except ModelUnavailableError:
+            if watchdog.fired:  # whatever the shut socket looked like to the reader, the clock ran out
+                raise _too_long(who) from None
+            raise
+
+
+def _too_long(who: str) -> ModelUnavailableError:
+    return ModelUnavailableError(f"{who} was still answering at {ANSWER_WAITS} times its timeout; cut off")
+
+
+def _lines(opener, request, timeout: float, who: str, watchdog: _Watchdog) -> Iterator[str]:
     try:
-        response = _OPENER.open(request, timeout=timeout)
+        response = opener.open(request, timeout=timeout)
     except urllib.error.HTTPError as exc:
         location = exc.headers.get("Location") if 300 <= exc.code < 400 and exc.headers else None
         if location:
             raise ModelUnavailableError(
-                f"{label} at {url} answered HTTP {exc.code}, a redirect to {location[:200]} (not followed: "
+                f"{who} answered HTTP {exc.code}, a redirect to {location[:200]} (not followed: "
                 "set the model's base_url to the server itself)"
             ) from None
         try:
             detail = _error_detail(exc.read(ERROR_BODY_BYTES))
         except (OSError, http.client.HTTPException):  # a body that never ends or breaks off: the status will do
             detail = ""
-        raise ModelUnavailableError(f"{label} at {url} answered HTTP {exc.code}{detail}") from None
+        raise ModelUnavailableError(f"{who} answered HTTP {exc.code}{detail}") from None
     except urllib.error.URLError as exc:
         reason = exc.reason.strerror if isinstance(exc.reason, OSError) and exc.reason.strerror else exc.reason
-        raise ModelUnavailableError(f"{label} at {url} is unreachable: {reason}") from None
+        raise ModelUnavailableError(f"{who} is unreachable: {reason}") from None
     except (TimeoutError, socket.timeout):
-        raise ModelUnavailableError(f"{label} at {url} did not answer within {timeout:g}s") from None
+        raise ModelUnavailableError(f"{who} did not answer within {timeout:g}s") from None
     except OSError as exc:
-        raise ModelUnavailableError(f"{label} at {url} is unreachable: {exc}") from None
+        raise ModelUnavailableError(f"{who} is unreachable: {exc}") from None
     except http.client.HTTPException as exc:  # a status line that is no HTTP's, a header past the limits
-        raise ModelUnavailableError(f"{label} at {url} did not answer in HTTP: {type(exc).__name__}") from None
+        raise ModelUnavailableError(f"{who} did not answer in HTTP: {type(exc).__name__}") from None
     with response:
         try:
-            for raw in _raw_lines(response, time.monotonic() + timeout * ANSWER_WAITS, f"{label} at {url}"):
+            for raw in _raw_lines(response, watchdog, who):
                 line = raw.decode("utf-8", errors="replace").strip()
                 if line:
                     yield line
         except (TimeoutError, socket.timeout):
-            raise ModelUnavailableError(f"{label} at {url} stopped answering (timeout {timeout:g}s)") from None
+            raise ModelUnavailableError(f"{who} stopped answering (timeout {timeout:g}s)") from None
         except OSError as exc:
-            raise ModelUnavailableError(f"{label} at {url} dropped the connection: {exc}") from None
+            raise ModelUnavailableError(f"{who} dropped the connection: {exc}") from None
         except http.client.HTTPException as exc:  # IncompleteRead: the body ended mid-chunk
-            raise ModelUnavailableError(f"{label} at {url} dropped the connection mid-answer ({type(exc).__name__})") from None
+            raise ModelUnavailableError(f"{who} dropped the connection mid-answer ({type(exc).__name__})") from None
 
 
-def _raw_lines(response, deadline: float, who: str) -> Iterator[bytes]:
+def _raw_lines(response, watchdog: _Watchdog, who: str) -> Iterator[bytes]:
     """The answer's lines, read a piece at a time (one wait each) so that its size, its longest line
     and its whole duration stay bounded, however slowly the bytes come."""
     pending = bytearray()
@@ -92,8 +172,8 @@ def _raw_lines(response, deadline: float, who: str) -> Iterator[bytes]:
         received += len(piece)
         if received > MAX_ANSWER_BYTES:
             raise ModelUnavailableError(f"{who} sent more than {MAX_ANSWER_BYTES >> 20} MiB; cut off")
-        if time.monotonic() > deadline:
-            raise ModelUnavailableError(f"{who} was still answering at {ANSWER_WAITS} times its timeout; cut off")
+        if watchdog.fired:
+            raise _too_long(who)
         scan = len(pending)
         pending += piece
         while 0 <= (end := pending.find(b"\n", scan)) <= MAX_LINE_BYTES:
@@ -102,6 +182,8 @@ def _raw_lines(response, deadline: float, who: str) -> Iterator[bytes]:
             scan = 0
         if len(pending) > MAX_LINE_BYTES:  # its first line, ended or not, is longer
             raise ModelUnavailableError(f"{who} sent a line longer than {MAX_LINE_BYTES >> 20} MiB")
+    if watchdog.fired:  # the shut socket reads as an answer that ended: it was cut off
+        raise _too_long(who)
     if pending:
         yield bytes(pending)
 

@@ -157,11 +157,11 @@ def test_an_error_status_with_a_body_without_end_is_exit_69(cli):
         assert "HTTP 500: model exploded" in _one_line_69(cli("run", "ada", "hello there"))
 
 
-def _trickle(piece: bytes, first: bytes = b""):
+def _trickle(piece: bytes, first: bytes = b"", head: bytes = CHUNKED_OK):
     def respond():
         import time
 
-        yield CHUNKED_OK + first
+        yield head + first
         while True:
             time.sleep(0.2)
             yield piece
@@ -173,6 +173,11 @@ TRICKLES = {
     "slow stream": _trickle(chunk((json.dumps({"message": {"content": "la "}, "done": False}) + "\n").encode())),
     # a line that never ends, a byte at a time: each wait was inside the timeout, the whole never ended
     "slow line": _trickle(chunk(b"a"), first=chunk(b'{"message": {"content": "')),
+    # the headers, or the status line, a byte at a time: only the body's reads looked at the clock
+    "slow header": _trickle(b"a", head=b"HTTP/1.1 200 OK\r\nX-Slow: "),
+    "slow headers": _trickle(b"X-Slow: a\r\n", head=b"HTTP/1.1 200 OK\r\n"),
+    "slow status line": _trickle(b"K", head=b"HTTP/1.1 200 O"),
+    "slow error body": _trickle(b"x", head=b"HTTP/1.1 500 Oops\r\nContent-Length: 1000000\r\n\r\n"),
 }
 
 
