@@ -220,6 +220,12 @@ def object_or_empty(value: object, *, label: str, line: str) -> dict:
     return value
 
 
+def no_text(label: str) -> ModelUnavailableError:
+    """An answer that ended properly without a word: nothing to print or remember, so a failure
+    (exit 69), not an empty success a script would take for an answer."""
+    return ModelUnavailableError(f"{label} answered with no text")
+
+
 def parse_json_line(line: str, *, label: str) -> dict:
     try:
         data = json.loads(line)

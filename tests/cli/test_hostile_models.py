@@ -38,6 +38,17 @@ MALFORMED = {
                                             LAST_CHUNK]),
     "openai ends without [DONE]": ("openai", [CHUNKED_OK, *sse({"choices": [{"delta": {"content": "The code is "}}]}),
                                               LAST_CHUNK]),
+    # An answer that ends properly with no text (a tool call: Arcana offers no tools; an empty list of
+    # choices; a filtered answer) printed nothing and exited 0, recorded as a turn and summarised.
+    "openai tool call": ("openai", [CHUNKED_OK, *sse({"choices": [{"delta": {"tool_calls": [
+        {"index": 0, "function": {"name": "f", "arguments": "{}"}}]}}]}, {"choices": [{"delta": {}, "finish_reason": "tool_calls"}]}),
+        chunk(b"data: [DONE]\n\n"), LAST_CHUNK]),
+    "openai empty choices": ("openai", [CHUNKED_OK, *sse({"choices": []}), chunk(b"data: [DONE]\n\n"), LAST_CHUNK]),
+    "openai no text": ("openai", [CHUNKED_OK, *sse({"choices": [{"delta": {"content": ""}, "finish_reason": "content_filter"}]}),
+                                  LAST_CHUNK]),
+    "ollama tool call": ("ollama", [CHUNKED_OK, *ndjson({"message": {"content": "", "tool_calls": [
+        {"function": {"name": "f", "arguments": {}}}]}, "done": True}), LAST_CHUNK]),
+    "ollama no text": ("ollama", [CHUNKED_OK, *ndjson({"message": {"content": ""}, "done": True}), LAST_CHUNK]),
 }
 
 
