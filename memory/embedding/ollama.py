@@ -3,18 +3,17 @@
 from __future__ import annotations
 
 import asyncio
-import json
-import urllib.error
-import urllib.request
 from collections.abc import Sequence
 
 from memory.embedding.base import l2_normalize, model_family
-from memory.errors import MemoryStorageError
+from memory.errors import MemoryStorageError, ModelUnavailableError
 from memory.types import HealthStatus
 
 HEALTH_TIMEOUT_S = 0.5  # a down server must not stall recall
 EMBED_TIMEOUT_S = 60.0
 DEFAULT_BATCH = 32
+MAX_ANSWER_BYTES = 64 << 20
+"""The largest /api/embed answer read: a batch of 32 vectors of 8192 dimensions is about 6 MiB as JSON."""
 
 
 class OllamaEmbedder:
@@ -34,18 +33,15 @@ class OllamaEmbedder:
         return self._dimension
 
     def _post(self, texts: list[str], timeout: float) -> list[list[float]]:
-        body = json.dumps({"model": self.model_name, "input": texts}).encode()
-        request = urllib.request.Request(
-            f"{self.url}/api/embed", data=body, headers={"Content-Type": "application/json"}, method="POST"
-        )
-        try:
-            with urllib.request.urlopen(request, timeout=timeout) as response:
-                payload = json.loads(response.read())
-        except urllib.error.HTTPError as exc:
-            detail = exc.read().decode(errors="replace")[:200]
-            raise MemoryStorageError(f"ollama {self.model_name}: HTTP {exc.code}: {detail}") from None
-        except (urllib.error.URLError, TimeoutError, OSError, ValueError) as exc:
-            raise MemoryStorageError(f"ollama {self.model_name} at {self.url}: {exc}") from None
+        from memory.bounded_http import post_json
+
+        try:  # bounded: a server trickling its answer, or sending one without end, is cut off
+            payload = post_json(
+                f"{self.url}/api/embed", {"model": self.model_name, "input": texts},
+                timeout=timeout, deadline=timeout, max_bytes=MAX_ANSWER_BYTES, label=f"ollama {self.model_name}",
+            )
+        except ModelUnavailableError as exc:
+            raise MemoryStorageError(str(exc)) from None
         vectors = payload.get("embeddings") if isinstance(payload, dict) else None
         if not isinstance(vectors, list) or len(vectors) != len(texts):
             raise MemoryStorageError(f"ollama {self.model_name}: malformed /api/embed response")

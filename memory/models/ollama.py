@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 from memory.errors import ModelUnavailableError
 from memory.models.base import ChatMessage
-from memory.models.transport import object_or_empty, parse_json_line, post_lines, text_of
+from memory.models.transport import no_text, object_or_empty, parse_json_line, post_lines, text_of
 
 
 class OllamaProvider:
@@ -21,14 +21,20 @@ class OllamaProvider:
         if temperature is not None:
             body["options"] = {"temperature": temperature}
         label = f"model '{self.name}' (ollama)"
+        said = False
         for line in post_lines(self.url, body, headers={}, timeout=self.timeout, label=label):
             data = parse_json_line(line, label=label)
             if "error" in data:
                 raise ModelUnavailableError(f"{label}: {data['error']}")
             message = object_or_empty(data.get("message"), label=label, line=line)
+            if message.get("tool_calls"):
+                raise ModelUnavailableError(f"{label} answered with a tool call, not text (it is offered no tools)")
             content = text_of(message.get("content"), label=label, line=line)
             if content:
+                said = True
                 yield content
             if data.get("done"):
+                if not said:
+                    raise no_text(label)
                 return
         raise ModelUnavailableError(f"{label}: the answer ended before the server said it was done (cut off); try again")

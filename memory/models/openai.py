@@ -7,7 +7,10 @@ from collections.abc import Iterator
 
 from memory.errors import ModelUnavailableError, UnsetVariableError
 from memory.models.base import ChatMessage
-from memory.models.transport import object_or_empty, parse_json_line, post_lines, text_of
+from memory.models.transport import no_text, object_or_empty, parse_json_line, post_lines, text_of
+
+TOOL_CALLS = ("tool_calls", "function_call")
+"""The finish reasons of an answer that is a call to a tool, not text."""
 
 
 class OpenAIProvider:
@@ -39,12 +42,13 @@ class OpenAIProvider:
             body["temperature"] = temperature
         label = f"model '{self.name}' (openai)"
         finished = False  # a choice said why it ended: servers that never send [DONE] still end so
+        said = False
         for line in post_lines(self.url, body, headers=self._headers(), timeout=self.timeout, label=label):
             if not line.startswith("data:"):
                 continue  # SSE comments, event names and keep-alives
             payload = line[5:].strip()
             if payload == "[DONE]":
-                return
+                break
             data = parse_json_line(payload, label=label)
             if "error" in data:
                 error = data["error"]
@@ -55,9 +59,15 @@ class OpenAIProvider:
             for choice in choices:
                 choice = object_or_empty(choice, label=label, line=payload)
                 delta = object_or_empty(choice.get("delta"), label=label, line=payload)
+                if delta.get("tool_calls") or delta.get("function_call") or choice.get("finish_reason") in TOOL_CALLS:
+                    raise ModelUnavailableError(f"{label} answered with a tool call, not text (it is offered no tools)")
                 content = text_of(delta.get("content"), label=label, line=payload)
                 if content:
+                    said = True
                     yield content
                 finished = finished or choice.get("finish_reason") is not None
-        if not finished:
-            raise ModelUnavailableError(f"{label}: the answer ended before the server said it was done (cut off); try again")
+        else:
+            if not finished:
+                raise ModelUnavailableError(f"{label}: the answer ended before the server said it was done (cut off); try again")
+        if not said:
+            raise no_text(label)

@@ -5,11 +5,10 @@ from __future__ import annotations
 import http.client
 import json
 import socket
-import time
-import urllib.error
 import urllib.request
 from collections.abc import Iterator
 
+from memory.bounded_http import READ_BYTES, Watchdog, open_response, opener
 from memory.errors import ModelUnavailableError
 
 
@@ -18,12 +17,9 @@ MAX_LINE_BYTES = 1 << 20
 MAX_ANSWER_BYTES = 16 << 20
 """The most an answer's stream may carry, about a hundred thousand streamed tokens: a server that
 sends more (a runaway model, a body without end) is cut off before it fills memory."""
-ERROR_BODY_BYTES = 64 << 10
-"""How much of an HTTP error's body is read for its message."""
 ANSWER_WAITS = 10
 """A whole answer may take this many times the model's ``timeout_seconds`` (20 minutes at the default
 120 s): the timeout bounds each wait, and a server trickling a byte at a time would otherwise never end."""
-READ_BYTES = 64 << 10
 
 
 def post_lines(url: str, body: dict, *, headers: dict[str, str], timeout: float, label: str) -> Iterator[str]:
@@ -34,38 +30,37 @@ def post_lines(url: str, body: dict, *, headers: dict[str, str], timeout: float,
         headers={"Content-Type": "application/json", "Accept": "application/json, text/event-stream", **headers},
         method="POST",
     )
-    try:
-        response = urllib.request.urlopen(request, timeout=timeout)
-    except urllib.error.HTTPError as exc:
+    who = f"{label} at {url}"
+    with Watchdog(timeout * ANSWER_WAITS) as watchdog:
         try:
-            detail = _error_detail(exc.read(ERROR_BODY_BYTES))
-        except (OSError, http.client.HTTPException):  # a body that never ends or breaks off: the status will do
-            detail = ""
-        raise ModelUnavailableError(f"{label} at {url} answered HTTP {exc.code}{detail}") from None
-    except urllib.error.URLError as exc:
-        reason = exc.reason.strerror if isinstance(exc.reason, OSError) and exc.reason.strerror else exc.reason
-        raise ModelUnavailableError(f"{label} at {url} is unreachable: {reason}") from None
-    except (TimeoutError, socket.timeout):
-        raise ModelUnavailableError(f"{label} at {url} did not answer within {timeout:g}s") from None
-    except OSError as exc:
-        raise ModelUnavailableError(f"{label} at {url} is unreachable: {exc}") from None
-    except http.client.HTTPException as exc:  # a status line that is no HTTP's, a header past the limits
-        raise ModelUnavailableError(f"{label} at {url} did not answer in HTTP: {type(exc).__name__}") from None
+            yield from _lines(opener(watchdog), request, timeout, who, watchdog)
+        except ModelUnavailableError:
+            if watchdog.fired:  # whatever the shut socket looked like to the reader, the clock ran out
+                raise _too_long(who) from None
+            raise
+
+
+def _too_long(who: str) -> ModelUnavailableError:
+    return ModelUnavailableError(f"{who} was still answering at {ANSWER_WAITS} times its timeout; cut off")
+
+
+def _lines(client, request, timeout: float, who: str, watchdog: Watchdog) -> Iterator[str]:
+    response = open_response(client, request, timeout, who)
     with response:
         try:
-            for raw in _raw_lines(response, time.monotonic() + timeout * ANSWER_WAITS, f"{label} at {url}"):
+            for raw in _raw_lines(response, watchdog, who):
                 line = raw.decode("utf-8", errors="replace").strip()
                 if line:
                     yield line
         except (TimeoutError, socket.timeout):
-            raise ModelUnavailableError(f"{label} at {url} stopped answering (timeout {timeout:g}s)") from None
+            raise ModelUnavailableError(f"{who} stopped answering (timeout {timeout:g}s)") from None
         except OSError as exc:
-            raise ModelUnavailableError(f"{label} at {url} dropped the connection: {exc}") from None
+            raise ModelUnavailableError(f"{who} dropped the connection: {exc}") from None
         except http.client.HTTPException as exc:  # IncompleteRead: the body ended mid-chunk
-            raise ModelUnavailableError(f"{label} at {url} dropped the connection mid-answer ({type(exc).__name__})") from None
+            raise ModelUnavailableError(f"{who} dropped the connection mid-answer ({type(exc).__name__})") from None
 
 
-def _raw_lines(response, deadline: float, who: str) -> Iterator[bytes]:
+def _raw_lines(response, watchdog: Watchdog, who: str) -> Iterator[bytes]:
     """The answer's lines, read a piece at a time (one wait each) so that its size, its longest line
     and its whole duration stay bounded, however slowly the bytes come."""
     pending = bytearray()
@@ -74,8 +69,8 @@ def _raw_lines(response, deadline: float, who: str) -> Iterator[bytes]:
         received += len(piece)
         if received > MAX_ANSWER_BYTES:
             raise ModelUnavailableError(f"{who} sent more than {MAX_ANSWER_BYTES >> 20} MiB; cut off")
-        if time.monotonic() > deadline:
-            raise ModelUnavailableError(f"{who} was still answering at {ANSWER_WAITS} times its timeout; cut off")
+        if watchdog.fired:
+            raise _too_long(who)
         scan = len(pending)
         pending += piece
         while 0 <= (end := pending.find(b"\n", scan)) <= MAX_LINE_BYTES:
@@ -84,21 +79,10 @@ def _raw_lines(response, deadline: float, who: str) -> Iterator[bytes]:
             scan = 0
         if len(pending) > MAX_LINE_BYTES:  # its first line, ended or not, is longer
             raise ModelUnavailableError(f"{who} sent a line longer than {MAX_LINE_BYTES >> 20} MiB")
+    if watchdog.fired:  # the shut socket reads as an answer that ended: it was cut off
+        raise _too_long(who)
     if pending:
         yield bytes(pending)
-
-
-def _error_detail(payload: bytes) -> str:
-    """The server's own error message when it sent one, briefly."""
-    text = payload.decode("utf-8", errors="replace").strip()
-    try:
-        data = json.loads(text)
-        error = data.get("error", data) if isinstance(data, dict) else data
-        text = error.get("message", json.dumps(error)) if isinstance(error, dict) else str(error)
-    except (json.JSONDecodeError, AttributeError):
-        pass
-    text = " ".join(text.split())[:200]
-    return f": {text}" if text else ""
 
 
 def text_of(value: object, *, label: str, line: str) -> str:
@@ -118,6 +102,12 @@ def object_or_empty(value: object, *, label: str, line: str) -> dict:
     if not isinstance(value, dict):
         raise ModelUnavailableError(f"{label} sent a chunk of an unexpected shape: {line[:80]!r}")
     return value
+
+
+def no_text(label: str) -> ModelUnavailableError:
+    """An answer that ended properly without a word: nothing to print or remember, so a failure
+    (exit 69), not an empty success a script would take for an answer."""
+    return ModelUnavailableError(f"{label} answered with no text")
 
 
 def parse_json_line(line: str, *, label: str) -> dict:

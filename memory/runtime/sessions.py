@@ -34,6 +34,8 @@ if TYPE_CHECKING:
     from memory.protocols import GetsMany, MemoryAdapter
 
 SUMMARY_TAG = "session-summary"
+SUMMARY_ATTEMPTS = 3
+"""How many times a summary is asked for when its turns' memories are withdrawn while it is written."""
 _SESSION_ID = re.compile(r"[0-9A-Za-z-]{1,64}")
 
 
@@ -305,10 +307,10 @@ class SessionManager:
         the session's summary), never linked to turns it did not come from.
         """
         entry = None
-        gone = await withdrawn(session.turns, memory) if not session.closed else set()
-        turns = [t for t in session.turns if left_out_by(t, gone) is None] if not session.closed else []
-        if turns:
-            summary = await self.summarise(session, turns)
+        summary, turns = await self._summary_of_admitted(session, memory) if not session.closed else (None, [])
+        if summary is not None:
+            _append(session.path, {"kind": "summary", "text": summary}, agent=self._agent)
+            session.summary = summary
             durable = any(self.extractor.signals.states_preference(t.prompt) for t in turns)
             entry = MemoryEntry(
                 agent_id=session.agent_id,
@@ -333,6 +335,27 @@ class SessionManager:
                 entry = None
         self.close(session)
         return entry
+
+
+    async def _summary_of_admitted(self, session: Session, memory: MemoryAdapter) -> tuple[str | None, list[Turn]]:
+        """A summary of the turns admission still lets through, and those turns; ``None`` when none is left.
+
+        A model takes a while to summarise: a memory an operator withdrew meanwhile (hidden,
+        archived, purged) would otherwise come back as the summary's text. So admission is asked
+        again once the summary is in, and what is left is summarised again, a bounded number of
+        times; a session whose turns keep being withdrawn closes without a summary.
+        """
+        gone = await withdrawn(session.turns, memory)
+        turns = [t for t in session.turns if left_out_by(t, gone) is None]
+        for _ in range(SUMMARY_ATTEMPTS):
+            if not turns:
+                return None, []
+            summary = await self.extractor.summarise(replace(session, turns=list(turns)))
+            gone = await withdrawn(turns, memory)
+            if all(left_out_by(t, gone) is None for t in turns):
+                return summary, turns
+            turns = [t for t in turns if left_out_by(t, gone) is None]
+        return None, []
 
 
 def held_id(report: object, entry: MemoryEntry) -> str:

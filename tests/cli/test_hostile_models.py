@@ -38,6 +38,17 @@ MALFORMED = {
                                             LAST_CHUNK]),
     "openai ends without [DONE]": ("openai", [CHUNKED_OK, *sse({"choices": [{"delta": {"content": "The code is "}}]}),
                                               LAST_CHUNK]),
+    # An answer that ends properly with no text (a tool call: Arcana offers no tools; an empty list of
+    # choices; a filtered answer) printed nothing and exited 0, recorded as a turn and summarised.
+    "openai tool call": ("openai", [CHUNKED_OK, *sse({"choices": [{"delta": {"tool_calls": [
+        {"index": 0, "function": {"name": "f", "arguments": "{}"}}]}}]}, {"choices": [{"delta": {}, "finish_reason": "tool_calls"}]}),
+        chunk(b"data: [DONE]\n\n"), LAST_CHUNK]),
+    "openai empty choices": ("openai", [CHUNKED_OK, *sse({"choices": []}), chunk(b"data: [DONE]\n\n"), LAST_CHUNK]),
+    "openai no text": ("openai", [CHUNKED_OK, *sse({"choices": [{"delta": {"content": ""}, "finish_reason": "content_filter"}]}),
+                                  LAST_CHUNK]),
+    "ollama tool call": ("ollama", [CHUNKED_OK, *ndjson({"message": {"content": "", "tool_calls": [
+        {"function": {"name": "f", "arguments": {}}}]}, "done": True}), LAST_CHUNK]),
+    "ollama no text": ("ollama", [CHUNKED_OK, *ndjson({"message": {"content": ""}, "done": True}), LAST_CHUNK]),
 }
 
 
@@ -157,11 +168,11 @@ def test_an_error_status_with_a_body_without_end_is_exit_69(cli):
         assert "HTTP 500: model exploded" in _one_line_69(cli("run", "ada", "hello there"))
 
 
-def _trickle(piece: bytes, first: bytes = b""):
+def _trickle(piece: bytes, first: bytes = b"", head: bytes = CHUNKED_OK):
     def respond():
         import time
 
-        yield CHUNKED_OK + first
+        yield head + first
         while True:
             time.sleep(0.2)
             yield piece
@@ -173,6 +184,11 @@ TRICKLES = {
     "slow stream": _trickle(chunk((json.dumps({"message": {"content": "la "}, "done": False}) + "\n").encode())),
     # a line that never ends, a byte at a time: each wait was inside the timeout, the whole never ended
     "slow line": _trickle(chunk(b"a"), first=chunk(b'{"message": {"content": "')),
+    # the headers, or the status line, a byte at a time: only the body's reads looked at the clock
+    "slow header": _trickle(b"a", head=b"HTTP/1.1 200 OK\r\nX-Slow: "),
+    "slow headers": _trickle(b"X-Slow: a\r\n", head=b"HTTP/1.1 200 OK\r\n"),
+    "slow status line": _trickle(b"K", head=b"HTTP/1.1 200 O"),
+    "slow error body": _trickle(b"x", head=b"HTTP/1.1 500 Oops\r\nContent-Length: 1000000\r\n\r\n"),
 }
 
 
@@ -191,3 +207,31 @@ def test_an_answer_trickling_without_end_is_cut_off_at_ten_timeouts(cli, case):
         assert result.exit_code == 69 and "still answering at 10 times its timeout" in result.stderr, result.output
         assert 5 <= time.monotonic() - started < 30
         assert "Traceback" not in result.output
+
+
+def _redirect_to(target: str, code: int = 302):
+    def respond():
+        yield (f"HTTP/1.1 {code} Found\r\nLocation: {target}/v1/chat/completions\r\n"
+               "Content-Length: 0\r\nConnection: close\r\n\r\n").encode()
+    return respond
+
+
+@pytest.mark.parametrize("code", [301, 302, 303])
+def test_a_redirect_is_not_followed_and_the_key_stays_home(cli, monkeypatch, code):
+    """urllib followed a 30x to whatever host it named, resending the Authorization header (the API
+    key) there as a GET: the key went to a host nobody configured. Now the redirect is the answer."""
+    from model_server import LoopbackModelServer
+
+    monkeypatch.setenv("ARCANA_TEST_KEY", "sk-secret")
+    with LoopbackModelServer() as elsewhere, RawModelServer(_redirect_to(elsewhere.url, code)) as server:
+        assert cli("config", "set", "embedding.providers", "[]").exit_code == 0
+        assert cli("agent", "create", "ada").exit_code == 0
+        for name, url in (("direct", elsewhere.url), ("m", server.url)):
+            assert cli("model", "add", name, "--provider", "openai", "--base-url", url, "--model", "x",
+                       "--api-key-env", "ARCANA_TEST_KEY", "--timeout", "5").exit_code == 0
+        # The control: named as the base_url, the other server is sent the key and answers.
+        assert cli("run", "ada", "hello there", "--model", "direct").exit_code == 0
+        assert [r["headers"].get("Authorization") for r in elsewhere.requests] == ["Bearer sk-secret"]
+        line = _one_line_69(cli("run", "ada", "hello there", "--model", "m"))
+        assert f"answered HTTP {code}, a redirect to {elsewhere.url}" in line
+        assert len(elsewhere.requests) == 1 and server.requests == 1  # nothing reached the other host
