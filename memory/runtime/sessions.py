@@ -274,15 +274,6 @@ class SessionManager:
             _append(session.path, {"kind": "written", "turn": turn, "ids": ids}, agent=self._agent)
             session.turns[turn].written_ids.extend(ids)
 
-    async def summarise(self, session: Session, turns: list[Turn] | None = None) -> str:
-        """Set and persist ``session.summary`` (extractor, or its deterministic fallback) of ``turns``
-        (default: all of the session's)."""
-        shown = session if turns is None else replace(session, turns=list(turns))
-        summary = await self.extractor.summarise(shown)
-        _append(session.path, {"kind": "summary", "text": summary}, agent=self._agent)
-        session.summary = summary
-        return summary
-
     def close(self, session: Session) -> None:
         """Mark the session closed. Synchronous and model-free on purpose; idempotent."""
         if not session.closed:
@@ -335,7 +326,6 @@ class SessionManager:
                 entry = None
         self.close(session)
         return entry
-
 
     async def _summary_of_admitted(self, session: Session, memory: MemoryAdapter) -> tuple[str | None, list[Turn]]:
         """A summary of the turns admission still lets through, and those turns; ``None`` when none is left.
