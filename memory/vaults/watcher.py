@@ -127,7 +127,6 @@ async def watch_vault(
     poll_seconds: float = POLL_SECONDS,
 ) -> None:
     """Watch one vault until ``stop`` is set (or it is removed). Never modifies the folder."""
-    vault.check_apart()  # a watch over the home would see its own writes and index without end
     gateway = embedding_gateway(load_config(vault.home.config_path), vault) if embed else None
     vault.record(watch_pid=os.getpid(), watch_started_at=time.time(), watch_stopped_at=None)
     try:
