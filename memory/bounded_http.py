@@ -104,6 +104,10 @@ def post_json(url: str, body: dict, *, timeout: float, deadline: float, max_byte
         url, data=json.dumps(body).encode(), headers={"Content-Type": "application/json"}, method="POST"
     )
     who = f"{label} at {url}"
+
+    def late() -> ModelUnavailableError:  # the watchdog shut the socket, whatever the read then saw
+        return ModelUnavailableError(f"{who} was still answering after {deadline:g}s; cut off")
+
     with Watchdog(deadline) as watchdog:
         try:
             with open_response(opener(watchdog), request, timeout, who) as response:
@@ -113,19 +117,19 @@ def post_json(url: str, body: dict, *, timeout: float, deadline: float, max_byte
                     if len(payload) > max_bytes:
                         raise ModelUnavailableError(f"{who} sent more than {max_bytes >> 20} MiB; cut off")
             if watchdog.fired:
-                raise ModelUnavailableError(f"{who} was still answering after {deadline:g}s; cut off")
+                raise late()
             return json.loads(payload)
         except (TimeoutError, socket.timeout):
             raise ModelUnavailableError(f"{who} stopped answering (timeout {timeout:g}s)") from None
         except (OSError, http.client.HTTPException) as exc:
             if watchdog.fired:
-                raise ModelUnavailableError(f"{who} was still answering after {deadline:g}s; cut off") from None
+                raise late() from None
             raise ModelUnavailableError(f"{who} dropped the connection: {type(exc).__name__}") from None
         except ValueError as exc:  # not JSON, or not UTF-8
             raise ModelUnavailableError(f"{who} answered with something that is not JSON: {exc}") from None
         except ModelUnavailableError:
             if watchdog.fired:
-                raise ModelUnavailableError(f"{who} was still answering after {deadline:g}s; cut off") from None
+                raise late() from None
             raise
 
 
