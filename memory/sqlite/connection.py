@@ -137,12 +137,20 @@ async def open_connection(path: Path | str) -> StoreConnection:
     return conn
 
 
+# Page cache per connection, in KiB (SQLite's default is 2 MiB). A write transaction's dirty
+# pages cannot leave the cache, so with 2 MiB a transaction that wrote a batch and then read an
+# index (the compact index's build over 20,000 vectors: 30 MB of floats) re-read every page
+# from the file: 2.0 s instead of 0.13 s. Pages are taken as they are used, not up front.
+CACHE_KIB = 32 * 1024
+
+
 async def apply_pragmas(conn: StoreConnection, path: Path | str) -> None:
     def _apply(raw) -> None:
         raw.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
         _enable_wal(raw)
         raw.execute("PRAGMA synchronous = NORMAL")
         raw.execute("PRAGMA foreign_keys = ON")
+        raw.execute(f"PRAGMA cache_size = -{CACHE_KIB}")
 
     await run_sync(conn, _apply, path=path)
     if str(path) != ":memory:":

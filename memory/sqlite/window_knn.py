@@ -46,26 +46,30 @@ def knn_many(raw, table: str, blobs: Sequence[bytes], k: int) -> list[list[tuple
 
 
 def _kept(queries: np.ndarray, vectors: np.ndarray, keep: int) -> tuple[np.ndarray, np.ndarray]:
-    """Each line's ``keep`` nearest positions in ``vectors`` by the matrix product, with those distances."""
-    own = _norms(queries)
-    rows, dist = [], []
+    """Each line's ``keep`` nearest positions in ``vectors`` by the matrix product, with those distances.
+
+    Ranked by the product of unit vectors, largest first, and only the kept ones turned into
+    distances: dividing every product by both norms and subtracting it from one took most of
+    a 20,000-line reconciled import's search time."""
+    queries = queries / _norms(queries)[:, None]
+    rows, near = [], []
     for start in range(0, len(vectors), BLOCK):
         block = vectors[start : start + BLOCK]
-        approx = (1 - (queries @ block.T) / np.outer(own, _norms(block))).astype(np.float32)
-        if approx.shape[1] > keep:
-            top = np.argpartition(approx, keep - 1, axis=1)[:, :keep]
-            approx, top = np.take_along_axis(approx, top, axis=1), top + start
+        similar = queries @ (block / _norms(block)[:, None]).T
+        if similar.shape[1] > keep:
+            top = np.argpartition(similar, -keep, axis=1)[:, -keep:]
+            similar, top = np.take_along_axis(similar, top, axis=1), top + start
         else:
-            top = np.broadcast_to(np.arange(start, start + approx.shape[1]), approx.shape)
+            top = np.broadcast_to(np.arange(start, start + similar.shape[1]), similar.shape)
         rows.append(top)
-        dist.append(approx)
+        near.append(similar)
     if not rows:
         return np.empty((len(queries), 0), dtype=np.int64), np.empty((len(queries), 0), dtype=np.float32)
-    rows, dist = np.concatenate(rows, axis=1), np.concatenate(dist, axis=1)
-    if dist.shape[1] > keep:
-        top = np.argpartition(dist, keep - 1, axis=1)[:, :keep]
-        rows, dist = np.take_along_axis(rows, top, axis=1), np.take_along_axis(dist, top, axis=1)
-    return rows, dist
+    rows, near = np.concatenate(rows, axis=1), np.concatenate(near, axis=1)
+    if near.shape[1] > keep:
+        top = np.argpartition(near, -keep, axis=1)[:, -keep:]
+        rows, near = np.take_along_axis(rows, top, axis=1), np.take_along_axis(near, top, axis=1)
+    return rows, (1 - near).astype(np.float32)
 
 
 def _near(rows: np.ndarray, approx: np.ndarray, k: int, *, saturated: bool) -> np.ndarray | None:
