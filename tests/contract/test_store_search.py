@@ -103,6 +103,19 @@ async def test_stopword_only_query_still_searches(store):
     assert ids(await store.search(MemoryQuery(text="who am I"))) == [who.id]
 
 
+async def test_words_are_split_and_folded_alike_on_both_engines(store):
+    """FTS5's unicode61 reads "bob@example.com" as three words and "café" as "cafe"; PostgreSQL's
+    default parser read the address as one token and kept the accent, so these found nothing there."""
+    mail = entry("Mail bob@example.com about the résumé from Zürich, version 3.14")
+    other = entry("a note about something else entirely")
+    await store.write_many([mail, other])
+    for text in ("résumé", "Zürich", "bob"):  # positive control: the words as written
+        assert ids(await store.search(MemoryQuery(text=text))) == [mail.id], text
+    for text in ("resume", "zurich", "example", "com", "14"):
+        assert ids(await store.search(MemoryQuery(text=text))) == [mail.id], text
+    assert ids(await store.search(MemoryQuery(text="entirely"))) == [other.id]
+
+
 async def test_stopwords_are_dropped_when_content_words_exist(store):
     target = entry("the kettle is blue")
     noise = [entry(f"the {w} is the thing") for w in ("cat", "dog", "car", "sun", "moon")]
