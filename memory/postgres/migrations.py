@@ -113,11 +113,13 @@ _WIDE_ACCESS_COUNT = ("ALTER TABLE memories ALTER COLUMN access_count TYPE bigin
 # mark separates words (the default parser read "bob@example.com", "example.com" or "3.14" as one
 # token, so "example" never found them) and a Latin letter's diacritics go ("cafe" finds "café").
 # The index, the per-row 'simple' vector and every query (memory/postgres/search.py) go through it.
+# normalize() needs a UTF8 server; elsewhere only the punctuation rule applies (an encoding is fixed per database).
 _SEARCH_TEXT = (
     r"""
     CREATE FUNCTION arcana_search_text(t text) RETURNS text LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE AS $$
         SELECT regexp_replace(
-            translate(normalize(t, NFD), '!"#$%&''()*+,-./:;<=>?@[\]^_`{|}~', repeat(' ', 32)),
+            translate(CASE WHEN current_setting('server_encoding') = 'UTF8' THEN normalize(t, NFD) ELSE t END,
+                      '!"#$%&''()*+,-./:;<=>?@[\]^_`{|}~', repeat(' ', 32)),
             '([A-Za-z])[\u0300-\u036f]+', '\1', 'g')
     $$
     """,
