@@ -68,6 +68,17 @@ async def test_metadata_filters_with_and_without_text(store, query_fields, wante
     assert ids(await store.search(MemoryQuery(**query_fields))) == [wanted.id]
 
 
+async def test_a_tag_filter_with_a_nul_matches_nothing_on_either_engine(store):
+    """PostgreSQL refused the parameter ("invalid byte sequence"), so a hostile tag filter (an MCP
+    `list`) failed a server pool's read where SQLite answered; no stored tag holds a NUL."""
+    tagged = entry("a tagged fact", tags=["work"])
+    await store.write_many([tagged, entry("an untagged fact")])
+    assert ids(await store.search(MemoryQuery(tags=["work"]))) == [tagged.id]  # positive control
+    for text in (None, "fact"):
+        assert await store.search(MemoryQuery(text=text, tags=["work", "wo\x00rk"])) == []
+        assert await store.search(MemoryQuery(text=text, tags=["\x00"])) == []
+
+
 async def test_time_range_filters(store):
     now = datetime.now(UTC)
     old = entry("timeline probe old", created_at=now - timedelta(days=30))
