@@ -52,11 +52,27 @@ def check_tags(tags: Iterable[str], limit: int | None) -> None:
         )
 
 
+def nul_field(content: str, tags: Iterable[str]) -> str | None:
+    """'content' or 'tags' when it holds a NUL character, else None. PostgreSQL text cannot hold one (a pool
+    refused the write as if the server were down) and jsonb cannot read one in a tag (one such row failed every
+    tag-filtered read of its pool), so no engine takes it: a memory reads the same on every tier."""
+    if "\x00" in content:
+        return "content"
+    return "tags" if any("\x00" in tag for tag in tags) else None
+
+
+def nul_refused(field: str) -> InvalidRequestError:
+    return InvalidRequestError(f"a NUL character (\\x00) in the memory's {field}, which no store keeps; remove it")
+
+
 def check_entries(entries: Iterable, limit: int | None) -> None:
-    """Refuse (before anything is written) when any memory's content, or its tags together, are over ``limit``."""
-    if limit is None:
-        return
+    """Refuse (before anything is written) when any memory's content, or its tags together, are over ``limit``,
+    or either holds a NUL character."""
     for entry in entries:
+        if (field := nul_field(entry.content, entry.tags)) is not None:
+            raise nul_refused(field)
+        if limit is None:
+            continue
         check_content([entry.content], limit)
         if entry.tags:
             check_tags(entry.tags, limit)

@@ -411,6 +411,6 @@ def read_note_bytes(root: Path, info: FileStat, max_file_bytes: int) -> tuple[by
         os.close(fd)
     if len(data) > max_file_bytes:
         return TOO_LARGE
-    if b"\x00" in data[:8192]:
+    if b"\x00" in data:  # anywhere, not only near the start: no store keeps a NUL (memory.limits.nul_field)
         return BINARY
     return data, st.st_mtime_ns

@@ -35,7 +35,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from memory.limits import MAX_CONTENT_BYTES, content_size, tags_size
+from memory.limits import MAX_CONTENT_BYTES, content_size, nul_field, nul_refused, tags_size
 from memory.lines import LineTooLong, decode, loads
 from memory.types import ConfidenceSource, MemoryEntry, MemoryType
 
@@ -167,6 +167,8 @@ def parse_line(text: str, agent_id: str, defaults: dict[str, Any], max_content_b
         raise ValueError("'tags' must be a list of strings")
     if (size := tags_size(tags, max_content_bytes)) > max_content_bytes:
         raise ValueError(f"'tags' are {size:,} bytes together, over the limit of {max_content_bytes:,} (memory.max_content_bytes)")
+    if (field := nul_field(content, tags)) is not None:
+        raise ValueError(str(nul_refused(field)))
     entry_id = data.get("id")
     if entry_id is not None and (not isinstance(entry_id, str) or not entry_id.strip()):
         raise ValueError("'id' must be a non-empty string")

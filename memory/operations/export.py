@@ -26,7 +26,7 @@ from pydantic import ValidationError
 
 from memory.errors import ImportFormatError, MemoryStorageError, UnreadableRowError
 from memory.home import PRIVATE_FILE, private_dir
-from memory.limits import MAX_CONTENT_BYTES, content_size, tags_size
+from memory.limits import MAX_CONTENT_BYTES, content_size, nul_field, nul_refused, tags_size
 from memory.lines import LineTooLong, decode, loads, read_lines
 from memory.operator.edits import GlobalCopies, keep_restrictions, withhold_carriers_of
 from memory.sqlite import consolidation, mutations
@@ -335,6 +335,8 @@ def _entry(record: dict, max_content_bytes: int | None = MAX_CONTENT_BYTES) -> M
         return f"content is {size:,} bytes, over the limit of {max_content_bytes:,} (memory.max_content_bytes)"
     if max_content_bytes is not None and (size := tags_size(entry.tags, max_content_bytes)) > max_content_bytes:
         return f"tags are {size:,} bytes together, over the limit of {max_content_bytes:,} (memory.max_content_bytes)"
+    if (field := nul_field(entry.content, entry.tags)) is not None:
+        return str(nul_refused(field))
     return entry
 
 

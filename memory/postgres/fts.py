@@ -18,6 +18,18 @@ from memory.query_terms import QueryTerms
 TEXT_CONFIG = "english"
 
 
+def search_words(sql: str) -> str:
+    """``sql`` (a text expression) as the indexed column reads words: through the store's
+    ``arcana_search_text`` (memory/postgres/migrations.py), so "cafe" finds "café" and "example"
+    finds "bob@example.com" as on SQLite."""
+    return f"arcana_search_text({sql})"
+
+
+# The 'simple' configuration's vector of a row (stop-word-only queries; computed per row, no index).
+ROW_TEXT = "m.content || ' ' || m.tags"  # what the indexed column is computed from
+SIMPLE_VECTOR = f"to_tsvector('simple'::regconfig, {search_words(ROW_TEXT)})"
+
+
 @dataclass(frozen=True)
 class TextQuery:
     config: str  # 'english' (the indexed tsvector) or 'simple' (stop words only, computed per row)

@@ -109,11 +109,32 @@ _RECALL_ACTIVITY = (
 # 2^31 was refused by the server and took its whole batch with it.
 _WIDE_ACCESS_COUNT = ("ALTER TABLE memories ALTER COLUMN access_count TYPE bigint",)
 
+# Words as SQLite's FTS5 tokenizer (unicode61, remove_diacritics 2) reads them: every ASCII punctuation
+# mark separates words (the default parser read "bob@example.com", "example.com" or "3.14" as one
+# token, so "example" never found them) and a Latin letter's diacritics go ("cafe" finds "café").
+# The index, the per-row 'simple' vector and every query (memory/postgres/search.py) go through it.
+# normalize() needs a UTF8 server; elsewhere only the punctuation rule applies (an encoding is fixed per database).
+_SEARCH_TEXT = (
+    r"""
+    CREATE FUNCTION arcana_search_text(t text) RETURNS text LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE AS $$
+        SELECT regexp_replace(
+            translate(CASE WHEN current_setting('server_encoding') = 'UTF8' THEN normalize(t, NFD) ELSE t END,
+                      '!"#$%&''()*+,-./:;<=>?@[\]^_`{|}~', repeat(' ', 32)),
+            '([A-Za-z])[\u0300-\u036f]+', '\1', 'g')
+    $$
+    """,
+    "ALTER TABLE memories DROP COLUMN tsv",  # its GIN index goes with it
+    "ALTER TABLE memories ADD COLUMN tsv tsvector GENERATED ALWAYS AS "
+    "(to_tsvector('english'::regconfig, arcana_search_text(content || ' ' || tags))) STORED",
+    "CREATE INDEX memories_tsv ON memories USING gin (tsv)",
+)
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "core", _CORE),
     Migration(2, "fact_versions", _FACT_VERSIONS),
     Migration(3, "recall_activity", _RECALL_ACTIVITY),
     Migration(4, "wide_access_count", _WIDE_ACCESS_COUNT),
+    Migration(5, "search_text", _SEARCH_TEXT),
 )
 
 _BOOKKEEPING = """

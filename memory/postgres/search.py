@@ -6,7 +6,7 @@ Each function runs on a pooled connection and takes an admission clause
 
 from __future__ import annotations
 
-from memory.postgres.fts import TEXT_CONFIG
+from memory.postgres.fts import SIMPLE_VECTOR, TEXT_CONFIG, search_words
 from memory.postgres.mutations import SELECT_COLUMNS
 from memory.postgres.vectors import VEC_TABLE
 
@@ -33,8 +33,8 @@ async def coverage(conn, entry_id: str, tokens: list[str]) -> float:
         return 0.0
     sql = (
         "SELECT count(*) FROM memories m CROSS JOIN unnest($2::text[]) AS t(word) WHERE m.id = $1 "
-        "AND (m.tsv @@ plainto_tsquery('english'::regconfig, t.word) OR to_tsvector('simple'::regconfig, "
-        "m.content || ' ' || m.tags) @@ plainto_tsquery('simple'::regconfig, t.word))"
+        f"AND (m.tsv @@ plainto_tsquery('english'::regconfig, {search_words('t.word')}) "
+        f"OR {SIMPLE_VECTOR} @@ plainto_tsquery('simple'::regconfig, {search_words('t.word')}))"
     )
     return await conn.fetchval(sql, entry_id, tokens) / len(tokens)
 
@@ -54,10 +54,10 @@ async def keyword(conn, tq, clause, limit: int):
     if tq.config == TEXT_CONFIG:
         vector = "m.tsv"
     else:
-        vector = "to_tsvector('simple'::regconfig, m.content || ' ' || m.tags)"
+        vector = SIMPLE_VECTOR
     # The query inline, not as a FROM item: joined from a function scan, the GIN
     # index went unused (13 ms instead of under 1 ms on 5,000 rows).
-    q = f"websearch_to_tsquery('{tq.config}'::regconfig, ${n + 1})"
+    q = f"websearch_to_tsquery('{tq.config}'::regconfig, {search_words(f'${n + 1}')})"
     sql = (
         f"SELECT * FROM (SELECT {SELECT_COLUMNS}, ts_rank_cd({vector}, {q}, 1) AS rank, m.seq FROM memories m "
         f"WHERE {vector} @@ {q} AND {clause.sql} LIMIT ${n + 3}) AS c ORDER BY rank DESC, seq LIMIT ${n + 2}"
@@ -115,7 +115,7 @@ async def turn_context(conn, ids: list[str], pairs: list[tuple[str, str]], claus
     n = 1 + len(clause.params) + len(gate.params)
     near = []
     for first, second in pairs:
-        a, b = f"${n + 1 + 2 * len(near)}::text", f"${n + 2 + 2 * len(near)}::text"
+        a, b = search_words(f"${n + 1 + 2 * len(near)}::text"), search_words(f"${n + 2 + 2 * len(near)}::text")
         spans = [f"{x} || ' <{d}> ' || {y}" for d in (1, 2, 3) for x, y in ((a, b), (b, a))]
         near.append(_PAIR.format(q=" || ' | ' || ".join(spans)))
     share = f"({' + '.join(near)})::float / {len(near)}" if near else "0.0"

@@ -132,6 +132,9 @@ def query_filters(query: MemoryQuery, alias: str = "m", dialect: Dialect = SQLIT
         parts.append(f"{alias}.type IN ({','.join('?' * len(query.types))})")
         params.extend(t.value for t in query.types)
     for tag in query.tags or ():
+        if "\x00" in tag:  # no stored tag holds a NUL (memory.limits.nul_field); PostgreSQL refuses it as a parameter
+            parts.append(f"NOT {dialect.true}")
+            continue
         parts.append(dialect.has_tag.format(col=f"{alias}.tags"))
         params.append(tag)
     if query.min_confidence is not None:

@@ -154,6 +154,21 @@ async def test_content_over_the_limit_refuses_the_whole_write(store):
     assert [(e.id, len(e.content)) for e in listed] == [(at_limit.id, MAX_CONTENT_BYTES)]
 
 
+async def test_a_nul_character_is_refused_alike_and_tag_filters_keep_working(store):
+    """SQLite stored a NUL in content or a tag; a server pool refused the content as if the server were down,
+    and took the tag, after which every tag-filtered read of the pool failed (jsonb has no NUL)."""
+    kept = entry("a tagged fact", tags=["work"])
+    assert await store.write_many([kept]) == ["insert"]  # positive control
+    for bad in (entry("before\x00after"), entry("a fact with an odd tag", tags=["a\x00b"])):
+        with pytest.raises(InvalidRequestError, match="NUL character"):
+            await store.write_many([entry("written beside it"), bad])
+    with pytest.raises(InvalidRequestError, match="NUL character"):
+        await store.update(kept.id, tags=["work", "x\x00"])
+    assert [e.id for e in await store.search(MemoryQuery(tags=["work"]))] == [kept.id]
+    listed = await store.search(MemoryQuery(), audience=Audience.OPERATOR, include_archived=True)
+    assert [(e.id, e.tags) for e in listed] == [(kept.id, ["work"])]
+
+
 async def test_delete(store):
     keep, drop = entry("keep me"), entry("drop me")
     await store.write_many([keep, drop])

@@ -68,6 +68,17 @@ async def test_metadata_filters_with_and_without_text(store, query_fields, wante
     assert ids(await store.search(MemoryQuery(**query_fields))) == [wanted.id]
 
 
+async def test_a_tag_filter_with_a_nul_matches_nothing_on_either_engine(store):
+    """PostgreSQL refused the parameter ("invalid byte sequence"), so a hostile tag filter (an MCP
+    `list`) failed a server pool's read where SQLite answered; no stored tag holds a NUL."""
+    tagged = entry("a tagged fact", tags=["work"])
+    await store.write_many([tagged, entry("an untagged fact")])
+    assert ids(await store.search(MemoryQuery(tags=["work"]))) == [tagged.id]  # positive control
+    for text in (None, "fact"):
+        assert await store.search(MemoryQuery(text=text, tags=["work", "wo\x00rk"])) == []
+        assert await store.search(MemoryQuery(text=text, tags=["\x00"])) == []
+
+
 async def test_time_range_filters(store):
     now = datetime.now(UTC)
     old = entry("timeline probe old", created_at=now - timedelta(days=30))
@@ -101,6 +112,19 @@ async def test_stopword_only_query_still_searches(store):
     other = entry("unrelated text")
     await store.write_many([who, other])
     assert ids(await store.search(MemoryQuery(text="who am I"))) == [who.id]
+
+
+async def test_words_are_split_and_folded_alike_on_both_engines(store):
+    """FTS5's unicode61 reads "bob@example.com" as three words and "café" as "cafe"; PostgreSQL's
+    default parser read the address as one token and kept the accent, so these found nothing there."""
+    mail = entry("Mail bob@example.com about the résumé from Zürich, version 3.14")
+    other = entry("a note about something else entirely")
+    await store.write_many([mail, other])
+    for text in ("résumé", "Zürich", "bob"):  # positive control: the words as written
+        assert ids(await store.search(MemoryQuery(text=text))) == [mail.id], text
+    for text in ("resume", "zurich", "example", "com", "14"):
+        assert ids(await store.search(MemoryQuery(text=text))) == [mail.id], text
+    assert ids(await store.search(MemoryQuery(text="entirely"))) == [other.id]
 
 
 async def test_stopwords_are_dropped_when_content_words_exist(store):
