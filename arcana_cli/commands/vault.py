@@ -197,8 +197,10 @@ async def watch(
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
-    out.info(f"watching {', '.join(v.name for v in vaults)}; Ctrl-C to stop")
-    await watch_vaults(vaults, stop, line, embed=embed, debounce_ms=debounce, step_ms=min(DEFAULT_STEP_MS, debounce))
+    await watch_vaults(
+        vaults, stop, line, lambda: out.info(f"watching {', '.join(v.name for v in vaults)}; Ctrl-C to stop"),
+        embed=embed, debounce_ms=debounce, step_ms=min(DEFAULT_STEP_MS, debounce),
+    )
     out.info("watch stopped")
 
 

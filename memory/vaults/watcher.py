@@ -202,9 +202,13 @@ def _first(group: BaseExceptionGroup) -> BaseException:
     return group
 
 
-async def watch_vaults(vaults: Sequence[Vault], stop: asyncio.Event, line: Line, **options) -> None:
+async def watch_vaults(
+    vaults: Sequence[Vault], stop: asyncio.Event, line: Line, ready: Callable[[], None] = lambda: None, **options
+) -> None:
     """Watch several vaults at once; returns when ``stop`` is set. A vault that overlaps the home
-    is refused before any watch starts (ConfigError), not left to fail beside the others."""
+    is refused before any watch starts (ConfigError), not left to fail beside the others; ``ready``
+    is called once none is, so "watching" is never said of a watch that does not start."""
     for vault in vaults:
         vault.check_apart()
+    ready()
     await asyncio.gather(*(watch_vault(v, stop, line, **options) for v in vaults))

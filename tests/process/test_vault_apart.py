@@ -78,6 +78,7 @@ def test_a_registered_vault_holding_the_home_is_neither_indexed_nor_watched(tmp_
         out, err = watch.communicate()
         raise AssertionError(f"the watch over the home kept running; {len(out.splitlines())} index lines") from None
     assert watch.returncode == exit_codes.CONFIG and "holds the Arcana home" in err and out == ""
+    assert "watching" not in err  # before: "watching data; Ctrl-C to stop", then the refusal
     assert not home.vault_db("data").exists() and not home.vault_state("data").exists()
 
     # Control in the same home: the vault beside it indexes and is searched; removal still forgets the bad one.

@@ -180,7 +180,8 @@ def test_cron_index_while_a_watch_runs_never_errors(vault, arcana_home):
         assert watch.proc.poll() is None  # the watch is still alive
     finally:
         assert watch.stop() == 0
-    assert "error" not in watch.proc.stderr.read().lower()
+    err = watch.proc.stderr.read()
+    assert "error" not in err.lower() and "watching notes; Ctrl-C to stop" in err
 
 
 def test_removing_a_watched_vault_ends_its_watch_without_recreating_the_index(vault, arcana_home, tree_digest):
