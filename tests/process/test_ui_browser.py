@@ -283,11 +283,12 @@ def test_requests_a_browser_would_not_make_are_refused_with_a_reason(server, sto
     assert "Traceback" not in errors.read_text()
 
 
-@pytest.mark.parametrize("bind", ["0.0.0.0:8765", "192.168.1.5:0", "127.0.0.1", "127.0.0.1:99999"])
+@pytest.mark.parametrize("bind", ["0.0.0.0:8765", "192.168.1.5:0", "127.0.0.1", "127.0.0.1:99999", "127.0.0.1:\u00b2"])
 def test_ui_serves_loopback_only(bind, arcana_home):
     done = subprocess.run([sys.executable, "-m", "arcana_cli.main", "ui", "--bind", bind],
                           capture_output=True, text=True, timeout=60, env=dict(os.environ))
     assert done.returncode == 2 and "--bind" in done.stderr and "Traceback" not in done.stderr
+    assert "HOST:PORT" in done.stderr or "loopback only" in done.stderr, done.stderr  # says how, not int()'s words
     assert "token=" not in done.stderr
 
 
