@@ -49,8 +49,10 @@ RECALL_MOST = 1000  # as `arcana recall --limit`
 
 
 def render(reader: Reader, name: str, code: int = 200, *, trusted: bool = True, **context) -> HTMLResponse:
-    """``trusted=False``: a page for a request not yet let in, which must not say where the home is."""
-    html = TEMPLATES.get_template(name).render(home=str(reader.home.root) if trusted else "", **context)
+    """``trusted=False``: a page for a request not yet let in, which must not say where the home is,
+    nor the run's path (with it, a server on another port could have the cookie sent to it)."""
+    html = TEMPLATES.get_template(name).render(home=str(reader.home.root) if trusted else "",
+                                               root=reader.root if trusted else "", trusted=trusted, **context)
     return HTMLResponse(html, status_code=code, headers=SECURITY_HEADERS)
 
 
@@ -197,7 +199,7 @@ async def act(request: Request) -> Response:
         entry = await editor.resolve(_memory_id(request))
         report = await editor.apply(entry.id, edit, verb=message)
     copies = any(c.changed for c in report.copies)
-    return RedirectResponse(f"/memory/{entry.id}?{target.query(done=action, copies='1' if copies else '')}", status_code=303)
+    return RedirectResponse(f"{reader.root}/memory/{entry.id}?{target.query(done=action, copies='1' if copies else '')}", status_code=303)
 
 
 async def activity(request: Request) -> Response:

@@ -40,9 +40,11 @@ class Notices:
 
 @dataclass
 class Reader:
-    """The server's view of one home: config read per request, one embedder kept warm."""
+    """The server's view of one home: config read per request, one embedder kept warm; ``root`` is
+    the path its pages are served under (every link starts with it)."""
 
     home: Home
+    root: str = ""
     _gateway: Any = None
     _growth: dict[tuple, Growth] = field(default_factory=dict)
 

@@ -91,7 +91,7 @@ def server(stocked, arcana_home, tmp_path):
     try:
         url = None
         for _ in range(600):
-            found = re.search(r"http://127\.0\.0\.1:\d+/\?token=\S+", errors.read_text())
+            found = re.search(r"http://127\.0\.0\.1:\d+/\S*\?token=\S+", errors.read_text())
             if found:
                 url = found.group(0)
                 break
@@ -263,9 +263,11 @@ def test_requests_a_browser_would_not_make_are_refused_with_a_reason(server, sto
     url, base, errors = server
     with httpx.Client(base_url=base, follow_redirects=False) as client:
         swap = client.get(url.removeprefix(base))
-        assert swap.status_code == 303 and swap.headers["location"] == "/"
+        root = httpx.URL(base).path  # the run's path: every page is under it, and the cookie with them
+        assert swap.status_code == 303 and swap.headers["location"] == root + "/"
         cookie = swap.headers["set-cookie"]
         assert "HttpOnly" in cookie and "SameSite=strict" in cookie.replace("Strict", "strict")
+        assert f"Path={root};" in cookie + ";" and root.startswith("/v-")
         assert client.get("/").status_code == 200  # the cookie is the credential now (the control)
         rebound = client.get("/", headers={"Host": "rebind.example"})
         assert rebound.status_code == 421 and "Host header" in rebound.text

@@ -13,19 +13,22 @@ import re
 import time
 from urllib.parse import quote, urlsplit
 
-from test_ui_browser import made, server, stocked  # noqa: F401 - the browser test's fixtures, reused
+from test_ui_browser import ARGS, CHROMIUM, browser_or_skip, made, server, stocked  # noqa: F401 - the browser test's fixtures, reused
 
 
 class Client:
-    """Requests to the server with the cookie its token was swapped for; Host names the server."""
+    """Requests to the server with the cookie its token was swapped for; Host names the server; a
+    path is under the run's root (the printed URL's path)."""
 
     def __init__(self, url: str):
         parts = urlsplit(url)
         self.port = parts.port
+        self.root = parts.path.rstrip("/")
         self.token = parts.query.removeprefix("token=")
         self.cookie = f"arcana_ui_{self.port}={self.token}"
 
     def get(self, path: str, **headers) -> tuple[int, dict, str]:
+        path = self.root + path
         sent = {"Host": f"127.0.0.1:{self.port}", "Cookie": self.cookie}
         sent.update({k.replace("_", "-"): v for k, v in headers.items()})
         sent = {k: v for k, v in sent.items() if v is not None}
@@ -165,4 +168,60 @@ def test_a_number_in_other_digits_is_a_400_naming_the_parameter(server, stocked)
         assert reason(page).startswith(query.split("=")[0] + ": a whole number") and "int()" not in page, reason(page)
     status, _, page = client.get("/audit?page=%C2%B2")
     assert status == 400 and reason(page).startswith("page: a whole number")
+    assert "Traceback" not in errors.read_text()
+
+
+def test_the_cookie_is_not_handed_to_another_port(server, stocked):
+    """Cookies ignore ports: the cookie (the token itself) was set for path '/' on 127.0.0.1 and the
+    browser sent it to every server on 127.0.0.1 the user then opened, whatever its port (a dev
+    server, any other local process), which could then read every memory and edit them. Now the
+    pages live under the run's random path and the cookie is scoped to it."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    sync_playwright = browser_or_skip()
+    url, base, errors = server
+    client = Client(url)
+    heard: list[tuple[str, str]] = []
+
+    class Other(BaseHTTPRequestHandler):
+        def do_GET(self):
+            heard.append((self.path, self.headers.get("Cookie") or ""))
+            self.send_response(200)
+            self.send_header("Set-Cookie", "other=own; Path=/")
+            self.send_header("Content-Type", "text/html")
+            self.end_headers()
+            self.wfile.write(b"<p>another local server</p>")
+
+        def log_message(self, *args):
+            pass
+
+    other = ThreadingHTTPServer(("127.0.0.1", 0), Other)
+    threading.Thread(target=other.serve_forever, daemon=True).start()
+    elsewhere = f"http://127.0.0.1:{other.server_address[1]}"
+    try:
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
+            try:
+                page = browser.new_page()
+                assert page.goto(url).status == 200 and page.url == base + "/"  # the token swapped for the cookie
+                for path in ("/", "/memories?agent=alice", "/again"):
+                    assert page.goto(elsewhere + path).status == 200
+                response = page.goto(f"{base}/memories?agent=alice")  # the cookie still goes to the view (the control)
+                assert response.status == 200 and "green tea" in page.content()
+                cookies = page.context.cookies()
+            finally:
+                browser.close()
+    finally:
+        other.shutdown()
+        other.server_close()
+    pages = [(path, cookie) for path, cookie in heard if path != "/favicon.ico"]  # the browser asks for icons too
+    assert [path for path, _ in pages] == ["/", "/memories?agent=alice", "/again"]
+    assert pages[-1][1] == "other=own"  # the other server's own cookie comes back to it: cookies do travel
+    assert not any(client.token in cookie or "arcana_ui" in cookie for _, cookie in heard), heard
+    ours = [c for c in cookies if c["name"] == f"arcana_ui_{client.port}"]
+    assert len(ours) == 1 and ours[0]["path"] == client.root and client.root.startswith("/v-")
+    # A refusal (the answer a foreign page can read) does not name the run's path either
+    status, _, page = client.get("/", Cookie=None)
+    assert status == 401 and client.root not in page
     assert "Traceback" not in errors.read_text()
