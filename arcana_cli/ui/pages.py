@@ -85,11 +85,16 @@ def changed(record: LedgerRecord) -> str:
     return ", ".join(sorted(k for k in record.after if record.before.get(k) != record.after[k] and k != "updated_at"))
 
 
+HOME_PAGE = 50  # agents, pools and vaults a home page shows of each
+
+
 async def home(request: Request) -> Response:
     reader: Reader = request.app.state.reader
-    data = await reader.overview()
+    page = params.integer(request.query_params, "page", 1, 1, 100_000)
+    data = await reader.overview(page, HOME_PAGE)
     return render(reader, "home.html", title="Home", agents=data["agents"], pools=data["pools"],
-                  global_=data["global"], vaults=data["vaults"])
+                  global_=data["global"], vaults=data["vaults"], counts=data["counts"], more=data["more"], page=page,
+                  per=HOME_PAGE, first=(page - 1) * HOME_PAGE)
 
 
 def list_request(query) -> ListRequest:

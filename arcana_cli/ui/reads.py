@@ -61,28 +61,35 @@ class Reader:
 
     # -- the home -----------------------------------------------------------
 
-    async def overview(self) -> dict:
-        """Agents, pools, the global tier and vaults, each store with its census (None: no store yet)."""
+    async def overview(self, page: int = 1, per: int = 50) -> dict:
+        """Agents, pools, the global tier and vaults, each store with its census (None: no store yet).
+
+        A page of each list: every census opens its store (a pool's may be a server), so a home
+        of thousands of agents would keep the one event loop busy for seconds on every visit."""
         from memory.federation.shared_tiers import agent_pools
         from memory.federation.pools import PoolRegistry
         from memory.vaults.registry import VaultRegistry
         from memory.vaults.status import vault_status
 
         config = self.config
+        cards, infos, registered = AgentRegistry(self.home).list(), await PoolRegistry(self.home).list(), VaultRegistry(self.home).list()
+        shown = slice((page - 1) * per, page * per)
         agents = []
-        for card in AgentRegistry(self.home).list():
+        for card in cards[shown]:
             path = self.home.agent_db(card.id)
             census = await _census(open_store(self.home, StoreKind.PRIVATE, card.id, actor=ACTOR)) if path.exists() else None
             agents.append({"card": card, "census": census, "pools": agent_pools(config, card)})
         pools = []
-        for info in await PoolRegistry(self.home).list():
+        for info in infos[shown]:
             pools.append({"info": info, "census": await self._tier_census(config, StoreKind.POOL, info.name)})
-        vaults = [await vault_status(vault) for vault in VaultRegistry(self.home).list()]
+        vaults = [await vault_status(vault) for vault in registered[shown]]
         return {
             "agents": agents,
             "pools": pools,
             "global": await self._tier_census(config, StoreKind.GLOBAL, None),
             "vaults": vaults,
+            "counts": {"agents": len(cards), "pools": len(infos), "vaults": len(registered)},
+            "more": max(len(cards), len(infos), len(registered)) > page * per,
         }
 
     async def _tier_census(self, config: ArcanaConfig, kind: StoreKind, name: str | None) -> Census | str | None:
