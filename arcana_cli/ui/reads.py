@@ -45,7 +45,7 @@ class Reader:
 
     home: Home
     root: str = ""
-    _gateway: Any = None
+    _gateway: tuple[str, Any] | None = None  # (the embedding config it was built for, the gateway)
     _growth: dict[tuple, Growth] = field(default_factory=dict)
 
     @property
@@ -53,11 +53,14 @@ class Reader:
         return load_config(self.home.config_path)
 
     def gateway(self, config: ArcanaConfig):
-        if self._gateway is None:
+        """The embedder for ``config``, kept while its embedding section stays as it is: config.json
+        is read per request, and a changed model or provider list must not be answered by the old one."""
+        key = config.embedding.model_dump_json()
+        if self._gateway is None or self._gateway[0] != key:
             from memory.embedding.factory import build_gateway
 
-            self._gateway = build_gateway(config.embedding, self.home)
-        return self._gateway
+            self._gateway = (key, build_gateway(config.embedding, self.home))
+        return self._gateway[1]
 
     # -- the home -----------------------------------------------------------
 

@@ -253,3 +253,24 @@ def test_the_home_page_shows_a_page_of_agents(server, stocked, arcana_home):
     status, _, page = client.get("/?page=abc")
     assert status == 400 and reason(page).startswith("page: a whole number")
     assert "Traceback" not in errors.read_text()
+
+
+def test_a_changed_embedding_config_is_searched_with_the_new_embedder(server, stocked, arcana_home):
+    """config.json is read per request, but the embedder was built once, from whatever the first
+    semantic search found there: with no provider configured then, every semantic search after
+    the provider was set again found nothing (and said nothing), while `arcana recall` found it."""
+    import json
+
+    url, base, errors = server
+    client = Client(url)
+    config = arcana_home.config_path.read_text()
+    search = "/memories?agent=alice&mode=semantic&q=" + quote("a hot beverage early in the day")
+    shown = json.loads(config)
+    shown["embedding"]["providers"] = []
+    arcana_home.config_path.write_text(json.dumps(shown))
+    status, _, page = client.get(search)
+    assert status == 200 and stocked["tea"] not in page  # no embedder: no semantic hit
+    arcana_home.config_path.write_text(config)
+    status, _, page = client.get(search)
+    assert status == 200 and stocked["tea"] in page, page  # the provider back: the new embedder answers
+    assert "Traceback" not in errors.read_text()
