@@ -21,13 +21,12 @@ import socket
 import sys
 from collections.abc import Callable
 from http import HTTPStatus
-from http.cookies import SimpleCookie
 from urllib.parse import parse_qsl, urlencode
 
 from pydantic import ValidationError
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
-from starlette.requests import Request
+from starlette.requests import Request, cookie_parser
 from starlette.responses import PlainTextResponse, RedirectResponse
 from starlette.routing import Mount, Route
 
@@ -157,10 +156,10 @@ def _credential(name: str):
             if key == "token":
                 return value.encode("latin-1")
         for header, value in scope.get("headers") or ():
-            if header == b"cookie":
-                morsel = SimpleCookie(value.decode("latin-1")).get(name)
-                if morsel is not None:
-                    return morsel.value.encode("latin-1")
+            if header == b"cookie":  # parsed as browsers write it: other ports' cookies come too, any shape
+                found = cookie_parser(value.decode("latin-1")).get(name)
+                if found is not None:
+                    return found.encode("latin-1")
         return None
 
     return credential

@@ -274,3 +274,19 @@ def test_a_changed_embedding_config_is_searched_with_the_new_embedder(server, st
     status, _, page = client.get(search)
     assert status == 200 and stocked["tea"] in page, page  # the provider back: the new embedder answers
     assert "Traceback" not in errors.read_text()
+
+
+def test_another_servers_cookie_does_not_hide_ours(server, stocked):
+    """Every server on 127.0.0.1 shares the browser's cookie header, and browsers take values that
+    http.cookies does not (JSON, spaces): SimpleCookie gave up on the whole header at the first such
+    cookie, ours was not found, and the user was refused (401) right after the token was swapped."""
+    url, base, errors = server
+    client = Client(url)
+    ours = client.cookie
+    for header in (f'prefs={{"theme": "dark"}}; {ours}', f"{ours}; note=two words", f'{ours}; half="open'):
+        status, _, page = client.get("/memories?agent=alice", Cookie=header)
+        assert status == 200 and stocked["tea"] in page, (header, reason(page))
+    wrong = f'prefs={{"theme": "dark"}}; arcana_ui_{client.port}=guess'  # the control: still the token that counts
+    status, _, page = client.get("/memories?agent=alice", Cookie=wrong)
+    assert status == 401 and stocked["tea"] not in page
+    assert "Traceback" not in errors.read_text()
