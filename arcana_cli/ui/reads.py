@@ -80,7 +80,7 @@ class Reader:
         agents = []
         for card in cards[shown]:
             path = self.home.agent_db(card.id)
-            census = await _census(open_store(self.home, StoreKind.PRIVATE, card.id, actor=ACTOR)) if path.exists() else None
+            census = await _census(lambda: open_store(self.home, StoreKind.PRIVATE, card.id, actor=ACTOR)) if path.exists() else None
             agents.append({"card": card, "census": census, "pools": agent_pools(config, card)})
         pools = []
         for info in infos[shown]:
@@ -98,10 +98,7 @@ class Reader:
     async def _tier_census(self, config: ArcanaConfig, kind: StoreKind, name: str | None) -> Census | str | None:
         if server_url(config, kind, name) is None and not store_path(self.home, kind, name).exists():
             return None
-        try:
-            return await _census(open_tier(self.home, kind, name, config=config, actor=ACTOR))
-        except ArcanaMemoryError as exc:  # a server out of reach: say so, list the rest
-            return str(exc)
+        return await _census(lambda: open_tier(self.home, kind, name, config=config, actor=ACTOR))
 
     def card(self, target: Target) -> AgentCard:
         return AgentRegistry(self.home).resolve(target.name)
@@ -222,11 +219,17 @@ def _inode(path) -> int | None:
         return None
 
 
-async def _census(store) -> Census:
+async def _census(opener) -> Census | str:
+    """The census of the store ``opener`` opens, or why it could not be read (a server out of reach,
+    a schema newer than this Arcana, a busy file): one such store must not hide the rest of the home."""
     try:
-        return await store.census()
-    finally:
-        await store.aclose()
+        store = opener()
+        try:
+            return await store.census()
+        finally:
+            await store.aclose()
+    except ArcanaMemoryError as exc:
+        return str(exc)
 
 
 @dataclass

@@ -290,3 +290,27 @@ def test_another_servers_cookie_does_not_hide_ours(server, stocked):
     status, _, page = client.get("/memories?agent=alice", Cookie=wrong)
     assert status == 401 and stocked["tea"] not in page
     assert "Traceback" not in errors.read_text()
+
+
+def test_one_store_that_cannot_be_read_does_not_hide_the_home(server, stocked, arcana_home):
+    """The home page read every agent's census with no way to fail alone: one agent's store that
+    could not be opened (a schema newer than this Arcana, a busy file) made the whole page a 503,
+    every other agent, pool and vault with it; a pool's store already failed on its own row."""
+    import sqlite3
+
+    from memory.agents import AgentRegistry
+
+    url, base, errors = server
+    client = Client(url)
+    bob = AgentRegistry(arcana_home).resolve("bob")
+    with sqlite3.connect(arcana_home.agent_db(bob.id)) as db:
+        db.execute("PRAGMA user_version = 99")
+    status, _, page = client.get("/")
+    assert status == 200, reason(page)
+    rows = {name: row for name, row in re.findall(r'<tr><td><a href="[^"]*\?agent=(\w+)">(.*?)</tr>', page, re.S)}
+    assert "schema version 99 is newer" in rows["bob"]
+    assert re.search(r'<td class="num">\d+</td>', rows["alice"])  # the control: alice's census is there
+    assert "?pool=team" in page and "notes" in page  # and the rest of the home
+    status, _, page = client.get("/memories?agent=bob")  # bob's own page says why
+    assert status == 503 and "newer" in reason(page)
+    assert "Traceback" not in errors.read_text()
