@@ -85,7 +85,12 @@ class Reader:
         pools = []
         for info in infos[shown]:
             pools.append({"info": info, "census": await self._tier_census(config, StoreKind.POOL, info.name)})
-        vaults = [await vault_status(vault) for vault in registered[shown]]
+        vaults = []
+        for vault in registered[shown]:
+            try:
+                vaults.append({"status": await vault_status(vault), "name": vault.name, "path": str(vault.root)})
+            except ArcanaMemoryError as exc:  # its index not readable: that row says why, the rest stays
+                vaults.append({"status": None, "name": vault.name, "path": str(vault.root), "error": str(exc)})
         return {
             "agents": agents,
             "pools": pools,
