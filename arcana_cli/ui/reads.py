@@ -178,14 +178,21 @@ class Reader:
             ledger = await editor.store.history(entry.id)
             view = MemoryView(target, entry, chain, ledger)
             if editor.copies is not None:
-                copy = await editor.copies.copy_of(entry)
-                if copy is not None:
-                    view.copies.append(("global", Target("global"), copy))
+                try:
+                    copy = await editor.copies.copy_of(entry)
+                except ArcanaMemoryError as exc:  # the global tier not readable: the memory is still shown
+                    view.copies_unread = f"the global tier was not read: {exc}"
+                else:
+                    if copy is not None:
+                        view.copies.append(("global", Target("global"), copy))
             if isinstance(editor.store, SQLiteAdapter):  # edges live beside the rows in SQLite stores
                 edges = EdgeStore(editor.store)
                 view.edges = [("to", e) for e in await edges.outgoing(entry.id)] + [("from", e) for e in await edges.incoming(entry.id)]
         if target.kind == "global":
-            view.copies += await self._original(entry)
+            try:
+                view.copies += await self._original(entry)
+            except ArcanaMemoryError as exc:  # the agent's store not readable: likewise
+                view.copies_unread = f"the agent's own store was not read: {exc}"
         return view
 
     async def _original(self, copy: MemoryEntry) -> list[tuple[str, Target, MemoryEntry]]:
@@ -272,6 +279,7 @@ class MemoryView:
     ledger: list[LedgerRecord]
     copies: list[tuple[str, Target, MemoryEntry]] = field(default_factory=list)
     edges: list[tuple[str, Any]] = field(default_factory=list)
+    copies_unread: str = ""  # why the tier holding its copy could not be read, if it could not
 
     @property
     def seq(self) -> int | None:

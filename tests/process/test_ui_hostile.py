@@ -321,3 +321,24 @@ def test_one_store_that_cannot_be_read_does_not_hide_the_home(server, stocked, a
     status, _, page = client.get("/memories?agent=bob")  # bob's own page says why
     assert status == 503 and "newer" in reason(page)
     assert "Traceback" not in errors.read_text()
+
+
+def test_a_memory_page_shows_the_memory_when_its_copys_tier_cannot_be_read(server, stocked, arcana_home):
+    """The memory page looked for the global copy with nothing to catch a failure: with the global
+    store unreadable (a schema newer than this Arcana), an agent's own memory, in a store that
+    reads fine and that `arcana memory show` prints, was a 503."""
+    import sqlite3
+
+    url, base, errors = server
+    client = Client(url)
+    status, _, page = client.get(f"/memory/{stocked['tea']}?agent=alice")
+    assert status == 200 and "copies-unread" not in page  # the control, before: the global tier read
+    with sqlite3.connect(arcana_home.root / "vector" / "global.db") as db:
+        db.execute("PRAGMA user_version = 99")
+    status, _, page = client.get(f"/memory/{stocked['tea']}?agent=alice")
+    assert status == 200, reason(page)
+    assert re.search(r'id="content">([^<]*)<', page).group(1) == "Alice prefers green tea in the morning"
+    unread = re.search(r'id="copies-unread">([^<]*)<', page).group(1)
+    assert "global tier was not read" in unread and "newer" in unread
+    assert 'id="actions"' in page
+    assert "Traceback" not in errors.read_text()
