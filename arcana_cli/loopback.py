@@ -25,7 +25,7 @@ def parse_bind(value: str, flag: str, *, any_port: bool = False) -> tuple[str, i
     host, sep, port = value.rpartition(":")
     host = host.strip("[]")
     low = 0 if any_port else 1
-    if not sep or not port.isdigit() or not low <= int(port) < 65536:
+    if not sep or not (port.isascii() and port.isdigit()) or not low <= int(port) < 65536:
         raise ValueError(f"{flag} takes HOST:PORT, e.g. 127.0.0.1:8765 (got '{value}')")
     if host not in LOOPBACK:
         raise ValueError(f"{flag} serves loopback only (127.0.0.1, ::1 or localhost), not '{host}'")

@@ -49,8 +49,10 @@ RECALL_MOST = 1000  # as `arcana recall --limit`
 
 
 def render(reader: Reader, name: str, code: int = 200, *, trusted: bool = True, **context) -> HTMLResponse:
-    """``trusted=False``: a page for a request not yet let in, which must not say where the home is."""
-    html = TEMPLATES.get_template(name).render(home=str(reader.home.root) if trusted else "", **context)
+    """``trusted=False``: a page for a request not yet let in, which must not say where the home is,
+    nor the run's path (with it, a server on another port could have the cookie sent to it)."""
+    html = TEMPLATES.get_template(name).render(home=str(reader.home.root) if trusted else "",
+                                               root=reader.root if trusted else "", trusted=trusted, **context)
     return HTMLResponse(html, status_code=code, headers=SECURITY_HEADERS)
 
 
@@ -83,11 +85,16 @@ def changed(record: LedgerRecord) -> str:
     return ", ".join(sorted(k for k in record.after if record.before.get(k) != record.after[k] and k != "updated_at"))
 
 
+HOME_PAGE = 50  # agents, pools and vaults a home page shows of each
+
+
 async def home(request: Request) -> Response:
     reader: Reader = request.app.state.reader
-    data = await reader.overview()
+    page = params.integer(request.query_params, "page", 1, 1, 100_000)
+    data = await reader.overview(page, HOME_PAGE)
     return render(reader, "home.html", title="Home", agents=data["agents"], pools=data["pools"],
-                  global_=data["global"], vaults=data["vaults"])
+                  global_=data["global"], vaults=data["vaults"], counts=data["counts"], more=data["more"], page=page,
+                  per=HOME_PAGE, first=(page - 1) * HOME_PAGE)
 
 
 def list_request(query) -> ListRequest:
@@ -197,7 +204,7 @@ async def act(request: Request) -> Response:
         entry = await editor.resolve(_memory_id(request))
         report = await editor.apply(entry.id, edit, verb=message)
     copies = any(c.changed for c in report.copies)
-    return RedirectResponse(f"/memory/{entry.id}?{target.query(done=action, copies='1' if copies else '')}", status_code=303)
+    return RedirectResponse(f"{reader.root}/memory/{entry.id}?{target.query(done=action, copies='1' if copies else '')}", status_code=303)
 
 
 async def activity(request: Request) -> Response:

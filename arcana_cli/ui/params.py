@@ -15,6 +15,11 @@ def bad(reason: str, status: int = 400) -> HTTPException:
     return HTTPException(status, reason)
 
 
+def whole(raw: str) -> bool:
+    """ASCII digits only: '²' and '٣' are digits to ``isdigit`` but not what a URL's number is ('²' breaks ``int``)."""
+    return raw.isascii() and raw.isdigit()
+
+
 def text(params: Mapping, name: str, default: str = "", *, limit: int = 1000) -> str:
     value = params.get(name, default)
     if len(value) > limit:
@@ -34,7 +39,7 @@ def integer(params: Mapping, name: str, default: int, low: int, high: int) -> in
     raw = params.get(name)
     if raw in (None, ""):
         return default
-    if not raw.isdigit() or not low <= int(raw) <= high:
+    if not whole(raw) or not low <= int(raw) <= high:
         raise bad(f"{name}: a whole number from {low} to {high}, not '{raw[:40]}'")
     return int(raw)
 
@@ -60,7 +65,7 @@ async def form(request) -> dict[str, str]:
     if request.headers.get("content-type", "").split(";")[0].strip() != "application/x-www-form-urlencoded":
         raise bad("send the form as application/x-www-form-urlencoded", 415)
     declared = request.headers.get("content-length")
-    if declared is None or not declared.isdigit() or int(declared) > MAX_FORM_BYTES:
+    if declared is None or not whole(declared) or int(declared) > MAX_FORM_BYTES:
         raise bad(f"a form of at most {MAX_FORM_BYTES} bytes, with its Content-Length", 413)
     body = await request.body()
     if len(body) > MAX_FORM_BYTES:

@@ -40,10 +40,12 @@ class Notices:
 
 @dataclass
 class Reader:
-    """The server's view of one home: config read per request, one embedder kept warm."""
+    """The server's view of one home: config read per request, one embedder kept warm; ``root`` is
+    the path its pages are served under (every link starts with it)."""
 
     home: Home
-    _gateway: Any = None
+    root: str = ""
+    _gateway: tuple[str, Any] | None = None  # (the embedding config it was built for, the gateway)
     _growth: dict[tuple, Growth] = field(default_factory=dict)
 
     @property
@@ -51,45 +53,57 @@ class Reader:
         return load_config(self.home.config_path)
 
     def gateway(self, config: ArcanaConfig):
-        if self._gateway is None:
+        """The embedder for ``config``, kept while its embedding section stays as it is: config.json
+        is read per request, and a changed model or provider list must not be answered by the old one."""
+        key = config.embedding.model_dump_json()
+        if self._gateway is None or self._gateway[0] != key:
             from memory.embedding.factory import build_gateway
 
-            self._gateway = build_gateway(config.embedding, self.home)
-        return self._gateway
+            self._gateway = (key, build_gateway(config.embedding, self.home))
+        return self._gateway[1]
 
     # -- the home -----------------------------------------------------------
 
-    async def overview(self) -> dict:
-        """Agents, pools, the global tier and vaults, each store with its census (None: no store yet)."""
+    async def overview(self, page: int = 1, per: int = 50) -> dict:
+        """Agents, pools, the global tier and vaults, each store with its census (None: no store yet).
+
+        A page of each list: every census opens its store (a pool's may be a server), so a home
+        of thousands of agents would keep the one event loop busy for seconds on every visit."""
         from memory.federation.shared_tiers import agent_pools
         from memory.federation.pools import PoolRegistry
         from memory.vaults.registry import VaultRegistry
         from memory.vaults.status import vault_status
 
         config = self.config
+        cards, infos, registered = AgentRegistry(self.home).list(), await PoolRegistry(self.home).list(), VaultRegistry(self.home).list()
+        shown = slice((page - 1) * per, page * per)
         agents = []
-        for card in AgentRegistry(self.home).list():
+        for card in cards[shown]:
             path = self.home.agent_db(card.id)
-            census = await _census(open_store(self.home, StoreKind.PRIVATE, card.id, actor=ACTOR)) if path.exists() else None
+            census = await _census(lambda: open_store(self.home, StoreKind.PRIVATE, card.id, actor=ACTOR)) if path.exists() else None
             agents.append({"card": card, "census": census, "pools": agent_pools(config, card)})
         pools = []
-        for info in await PoolRegistry(self.home).list():
+        for info in infos[shown]:
             pools.append({"info": info, "census": await self._tier_census(config, StoreKind.POOL, info.name)})
-        vaults = [await vault_status(vault) for vault in VaultRegistry(self.home).list()]
+        vaults = []
+        for vault in registered[shown]:
+            try:
+                vaults.append({"status": await vault_status(vault), "name": vault.name, "path": str(vault.root)})
+            except ArcanaMemoryError as exc:  # its index not readable: that row says why, the rest stays
+                vaults.append({"status": None, "name": vault.name, "path": str(vault.root), "error": str(exc)})
         return {
             "agents": agents,
             "pools": pools,
             "global": await self._tier_census(config, StoreKind.GLOBAL, None),
             "vaults": vaults,
+            "counts": {"agents": len(cards), "pools": len(infos), "vaults": len(registered)},
+            "more": max(len(cards), len(infos), len(registered)) > page * per,
         }
 
     async def _tier_census(self, config: ArcanaConfig, kind: StoreKind, name: str | None) -> Census | str | None:
         if server_url(config, kind, name) is None and not store_path(self.home, kind, name).exists():
             return None
-        try:
-            return await _census(open_tier(self.home, kind, name, config=config, actor=ACTOR))
-        except ArcanaMemoryError as exc:  # a server out of reach: say so, list the rest
-            return str(exc)
+        return await _census(lambda: open_tier(self.home, kind, name, config=config, actor=ACTOR))
 
     def card(self, target: Target) -> AgentCard:
         return AgentRegistry(self.home).resolve(target.name)
@@ -164,14 +178,21 @@ class Reader:
             ledger = await editor.store.history(entry.id)
             view = MemoryView(target, entry, chain, ledger)
             if editor.copies is not None:
-                copy = await editor.copies.copy_of(entry)
-                if copy is not None:
-                    view.copies.append(("global", Target("global"), copy))
+                try:
+                    copy = await editor.copies.copy_of(entry)
+                except ArcanaMemoryError as exc:  # the global tier not readable: the memory is still shown
+                    view.copies_unread = f"the global tier was not read: {exc}"
+                else:
+                    if copy is not None:
+                        view.copies.append(("global", Target("global"), copy))
             if isinstance(editor.store, SQLiteAdapter):  # edges live beside the rows in SQLite stores
                 edges = EdgeStore(editor.store)
                 view.edges = [("to", e) for e in await edges.outgoing(entry.id)] + [("from", e) for e in await edges.incoming(entry.id)]
         if target.kind == "global":
-            view.copies += await self._original(entry)
+            try:
+                view.copies += await self._original(entry)
+            except ArcanaMemoryError as exc:  # the agent's store not readable: likewise
+                view.copies_unread = f"the agent's own store was not read: {exc}"
         return view
 
     async def _original(self, copy: MemoryEntry) -> list[tuple[str, Target, MemoryEntry]]:
@@ -210,11 +231,17 @@ def _inode(path) -> int | None:
         return None
 
 
-async def _census(store) -> Census:
+async def _census(opener) -> Census | str:
+    """The census of the store ``opener`` opens, or why it could not be read (a server out of reach,
+    a schema newer than this Arcana, a busy file): one such store must not hide the rest of the home."""
     try:
-        return await store.census()
-    finally:
-        await store.aclose()
+        store = opener()
+        try:
+            return await store.census()
+        finally:
+            await store.aclose()
+    except ArcanaMemoryError as exc:
+        return str(exc)
 
 
 @dataclass
@@ -252,6 +279,7 @@ class MemoryView:
     ledger: list[LedgerRecord]
     copies: list[tuple[str, Target, MemoryEntry]] = field(default_factory=list)
     edges: list[tuple[str, Any]] = field(default_factory=list)
+    copies_unread: str = ""  # why the tier holding its copy could not be read, if it could not
 
     @property
     def seq(self) -> int | None:

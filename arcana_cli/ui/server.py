@@ -4,24 +4,31 @@ The token arrives once in the URL that ``arcana ui`` prints; the first request
 with it is answered with a cookie (HttpOnly, SameSite=Strict, so another
 site's form cannot send it) and a redirect to the same page without the
 token, so the token does not stay in the address bar or the history.
+
+Cookies ignore ports: a browser sends one set by 127.0.0.1:8765 to every server
+on 127.0.0.1, whatever its port, so a dev server or any other local process the
+user browses to would be handed the token. So every page lives under a path of
+its own, random for each run (``/<root>/``), and the cookie is scoped to it
+(``Path``): another port only gets it for a request under that path, which it
+cannot name, as no page of ours sends its address elsewhere (``Referrer-Policy``).
 """
 
 from __future__ import annotations
 
 import logging
+import secrets
 import socket
 import sys
 from collections.abc import Callable
 from http import HTTPStatus
-from http.cookies import SimpleCookie
 from urllib.parse import parse_qsl, urlencode
 
 from pydantic import ValidationError
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
-from starlette.requests import Request
+from starlette.requests import Request, cookie_parser
 from starlette.responses import PlainTextResponse, RedirectResponse
-from starlette.routing import Route
+from starlette.routing import Mount, Route
 
 from arcana_cli.loopback import LoopbackGuard, bind  # noqa: F401 - `arcana ui` listens through it
 from arcana_cli.ui import pages
@@ -112,16 +119,22 @@ ROUTES = [
 ]
 
 
-def build_app(home: Home, token: str, port: int):
-    """The web view of ``home`` for a server on ``port``, behind the loopback guard and ``token``."""
-    reader = Reader(home)
+def new_root() -> str:
+    """The run's path, e.g. ``/v-3q0TfK8w2xYbA1cd``: the cookie is sent under it alone."""
+    return f"/v-{secrets.token_urlsafe(12)}"
+
+
+def build_app(home: Home, token: str, port: int, root: str):
+    """The web view of ``home`` for a server on ``port`` with its pages under ``root``, behind the
+    loopback guard and ``token``."""
+    reader = Reader(home, root)
 
     async def not_routed(request: Request, exc: HTTPException):
         reason = "no such page" if exc.status_code == 404 else f"{request.method} is not allowed here"
         return error_page(reader, exc.status_code, reason)
 
     app = Starlette(
-        routes=[Route(path, guarded(fn), methods=methods) for path, fn, methods in ROUTES],
+        routes=[Mount(root, routes=[Route(path, guarded(fn), methods=methods) for path, fn, methods in ROUTES])],
         exception_handlers={404: not_routed, 405: not_routed},
     )
     app.state.reader = reader
@@ -133,7 +146,7 @@ def build_app(home: Home, token: str, port: int):
         response = error_page(reader, status, reason, trusted=False)
         await response({"type": "http"}, None, send)
 
-    return LoopbackGuard(_TokenToCookie(app, name), port=port, secret=token, credential=_credential(name), reject=refuse)
+    return LoopbackGuard(_TokenToCookie(app, name, root), port=port, secret=token, credential=_credential(name), reject=refuse)
 
 
 def _credential(name: str):
@@ -143,21 +156,23 @@ def _credential(name: str):
             if key == "token":
                 return value.encode("latin-1")
         for header, value in scope.get("headers") or ():
-            if header == b"cookie":
-                morsel = SimpleCookie(value.decode("latin-1")).get(name)
-                if morsel is not None:
-                    return morsel.value.encode("latin-1")
+            if header == b"cookie":  # parsed as browsers write it: other ports' cookies come too, any shape
+                found = cookie_parser(value.decode("latin-1")).get(name)
+                if found is not None:
+                    return found.encode("latin-1")
         return None
 
     return credential
 
 
 class _TokenToCookie:
-    """A request that carried the token (already checked) is redirected without it, with the cookie set."""
+    """A request that carried the token (already checked) is redirected without it, with the cookie
+    set for ``root`` only (a request outside it is sent to ``root``'s home page)."""
 
-    def __init__(self, app, name: str):
+    def __init__(self, app, name: str, root: str):
         self.app = app
         self.name = name
+        self.root = root
 
     async def __call__(self, scope, receive, send):
         if scope["type"] == "http":
@@ -165,8 +180,9 @@ class _TokenToCookie:
             token = next((v for k, v in query if k == "token"), None)
             if token is not None:
                 rest = urlencode([(k, v) for k, v in query if k != "token"])
-                response = RedirectResponse(scope["path"] + (f"?{rest}" if rest else ""), status_code=303)
-                response.set_cookie(self.name, token, httponly=True, samesite="strict", path="/")
+                path = scope["path"] if scope["path"].startswith(self.root + "/") else self.root + "/"
+                response = RedirectResponse(path + (f"?{rest}" if rest else ""), status_code=303)
+                response.set_cookie(self.name, token, httponly=True, samesite="strict", path=self.root)
                 await response(scope, receive, send)
                 return
         await self.app(scope, receive, send)
@@ -182,7 +198,8 @@ async def serve(home: Home, sock: socket.socket, token: str, announce: Callable[
     handler.setFormatter(logging.Formatter("arcana ui: %(levelname)s %(message)s"))
     log.handlers[:] = [handler]
     log.propagate = False
-    app = build_app(home, token, port)
-    announce(f"http://{shown}:{port}/?token={token}")
+    root = new_root()
+    app = build_app(home, token, port, root)
+    announce(f"http://{shown}:{port}{root}/?token={token}")
     config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off")
     await uvicorn.Server(config).serve(sockets=[sock])

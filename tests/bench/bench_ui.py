@@ -89,7 +89,7 @@ def main(memories: int, queries: int) -> None:
         try:
             url = None
             while url is None:
-                found = re.search(r"http://127\.0\.0\.1:\d+/\?token=\S+", errors.read_text())
+                found = re.search(r"http://127\.0\.0\.1:\d+/\S*\?token=\S+", errors.read_text())
                 url = found.group(0) if found else None
                 if proc.poll() is not None:
                     raise SystemExit(errors.read_text())

@@ -91,7 +91,7 @@ def server(stocked, arcana_home, tmp_path):
     try:
         url = None
         for _ in range(600):
-            found = re.search(r"http://127\.0\.0\.1:\d+/\?token=\S+", errors.read_text())
+            found = re.search(r"http://127\.0\.0\.1:\d+/\S*\?token=\S+", errors.read_text())
             if found:
                 url = found.group(0)
                 break
@@ -263,9 +263,11 @@ def test_requests_a_browser_would_not_make_are_refused_with_a_reason(server, sto
     url, base, errors = server
     with httpx.Client(base_url=base, follow_redirects=False) as client:
         swap = client.get(url.removeprefix(base))
-        assert swap.status_code == 303 and swap.headers["location"] == "/"
+        root = httpx.URL(base).path  # the run's path: every page is under it, and the cookie with them
+        assert swap.status_code == 303 and swap.headers["location"] == root + "/"
         cookie = swap.headers["set-cookie"]
         assert "HttpOnly" in cookie and "SameSite=strict" in cookie.replace("Strict", "strict")
+        assert f"Path={root};" in cookie + ";" and root.startswith("/v-")
         assert client.get("/").status_code == 200  # the cookie is the credential now (the control)
         rebound = client.get("/", headers={"Host": "rebind.example"})
         assert rebound.status_code == 421 and "Host header" in rebound.text
@@ -283,11 +285,12 @@ def test_requests_a_browser_would_not_make_are_refused_with_a_reason(server, sto
     assert "Traceback" not in errors.read_text()
 
 
-@pytest.mark.parametrize("bind", ["0.0.0.0:8765", "192.168.1.5:0", "127.0.0.1", "127.0.0.1:99999"])
+@pytest.mark.parametrize("bind", ["0.0.0.0:8765", "192.168.1.5:0", "127.0.0.1", "127.0.0.1:99999", "127.0.0.1:\u00b2"])
 def test_ui_serves_loopback_only(bind, arcana_home):
     done = subprocess.run([sys.executable, "-m", "arcana_cli.main", "ui", "--bind", bind],
                           capture_output=True, text=True, timeout=60, env=dict(os.environ))
     assert done.returncode == 2 and "--bind" in done.stderr and "Traceback" not in done.stderr
+    assert "HOST:PORT" in done.stderr or "loopback only" in done.stderr, done.stderr  # says how, not int()'s words
     assert "token=" not in done.stderr
 
 

@@ -13,19 +13,22 @@ import re
 import time
 from urllib.parse import quote, urlsplit
 
-from test_ui_browser import made, server, stocked  # noqa: F401 - the browser test's fixtures, reused
+from test_ui_browser import ARGS, CHROMIUM, browser_or_skip, made, server, stocked  # noqa: F401 - the browser test's fixtures, reused
 
 
 class Client:
-    """Requests to the server with the cookie its token was swapped for; Host names the server."""
+    """Requests to the server with the cookie its token was swapped for; Host names the server; a
+    path is under the run's root (the printed URL's path)."""
 
     def __init__(self, url: str):
         parts = urlsplit(url)
         self.port = parts.port
+        self.root = parts.path.rstrip("/")
         self.token = parts.query.removeprefix("token=")
         self.cookie = f"arcana_ui_{self.port}={self.token}"
 
     def get(self, path: str, **headers) -> tuple[int, dict, str]:
+        path = self.root + path
         sent = {"Host": f"127.0.0.1:{self.port}", "Cookie": self.cookie}
         sent.update({k.replace("_", "-"): v for k, v in headers.items()})
         sent = {k: v for k, v in sent.items() if v is not None}
@@ -150,3 +153,192 @@ async def test_mcp_tags_keep_to_the_memory_limit(arcana_home):
     rows = json.loads(arcana("memory", "list", "--agent", "alice", "--all", "--json"))
     assert sorted(m["content"] for m in rows) == ["quokka notes fit the limit", "quokka with tags"]
     assert max(sum(len(t) for t in m["tags"]) for m in rows) < 100
+
+
+def test_a_number_in_other_digits_is_a_400_naming_the_parameter(server, stocked):
+    """'²' is a digit to str.isdigit but not to int(): page=² passed the check and int() broke, the
+    page said "invalid literal for int() with base 10" and not which parameter or what it takes."""
+    url, base, errors = server
+    client = Client(url)
+    status, _, page = client.get("/memories?agent=alice&view=operator&page=1&per=200")
+    assert status == 200 and stocked["tea"] in page  # the control: an ordinary number
+    for query in ("page=%C2%B2", "per=%C2%B2", "page=%D9%A3"):
+        status, _, page = client.get(f"/memories?agent=alice&view=operator&{query}")
+        assert status == 400, (query, page)
+        assert reason(page).startswith(query.split("=")[0] + ": a whole number") and "int()" not in page, reason(page)
+    status, _, page = client.get("/audit?page=%C2%B2")
+    assert status == 400 and reason(page).startswith("page: a whole number")
+    assert "Traceback" not in errors.read_text()
+
+
+def test_the_cookie_is_not_handed_to_another_port(server, stocked):
+    """Cookies ignore ports: the cookie (the token itself) was set for path '/' on 127.0.0.1 and the
+    browser sent it to every server on 127.0.0.1 the user then opened, whatever its port (a dev
+    server, any other local process), which could then read every memory and edit them. Now the
+    pages live under the run's random path and the cookie is scoped to it."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    sync_playwright = browser_or_skip()
+    url, base, errors = server
+    client = Client(url)
+    heard: list[tuple[str, str]] = []
+
+    class Other(BaseHTTPRequestHandler):
+        def do_GET(self):
+            heard.append((self.path, self.headers.get("Cookie") or ""))
+            self.send_response(200)
+            self.send_header("Set-Cookie", "other=own; Path=/")
+            self.send_header("Content-Type", "text/html")
+            self.end_headers()
+            self.wfile.write(b"<p>another local server</p>")
+
+        def log_message(self, *args):
+            pass
+
+    other = ThreadingHTTPServer(("127.0.0.1", 0), Other)
+    threading.Thread(target=other.serve_forever, daemon=True).start()
+    elsewhere = f"http://127.0.0.1:{other.server_address[1]}"
+    try:
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
+            try:
+                page = browser.new_page()
+                assert page.goto(url).status == 200 and page.url == base + "/"  # the token swapped for the cookie
+                for path in ("/", "/memories?agent=alice", "/again"):
+                    assert page.goto(elsewhere + path).status == 200
+                response = page.goto(f"{base}/memories?agent=alice")  # the cookie still goes to the view (the control)
+                assert response.status == 200 and "green tea" in page.content()
+                cookies = page.context.cookies()
+            finally:
+                browser.close()
+    finally:
+        other.shutdown()
+        other.server_close()
+    pages = [(path, cookie) for path, cookie in heard if path != "/favicon.ico"]  # the browser asks for icons too
+    assert [path for path, _ in pages] == ["/", "/memories?agent=alice", "/again"]
+    assert pages[-1][1] == "other=own"  # the other server's own cookie comes back to it: cookies do travel
+    assert not any(client.token in cookie or "arcana_ui" in cookie for _, cookie in heard), heard
+    ours = [c for c in cookies if c["name"] == f"arcana_ui_{client.port}"]
+    assert len(ours) == 1 and ours[0]["path"] == client.root and client.root.startswith("/v-")
+    # A refusal (the answer a foreign page can read) does not name the run's path either
+    status, _, page = client.get("/", Cookie=None)
+    assert status == 401 and client.root not in page
+    assert "Traceback" not in errors.read_text()
+
+
+def test_the_home_page_shows_a_page_of_agents(server, stocked, arcana_home):
+    """The home page opened every agent's store for its census, all of them on every visit: 400
+    agents took 1.2 s of the one event loop (3 ms each; thousands: seconds, every request waiting).
+    Now 50 of each list a page, with the way to the next."""
+    from memory.agents import AgentRegistry
+
+    url, base, errors = server
+    client = Client(url)
+    registry = AgentRegistry(arcana_home)
+    for i in range(58):
+        registry.create(f"many{i:02d}")
+    names = sorted(["alice", "bob"] + [f"many{i:02d}" for i in range(58)])
+
+    def listed(page: str) -> list[str]:
+        table = re.search(r'<table id="agents">(.*?)</table>', page, re.S).group(1)
+        return re.findall(r"/memories\?agent=([^\"]+)\">", table)
+
+    status, _, first = client.get("/")
+    assert status == 200 and listed(first) == names[:50] and 'id="next"' in first
+    assert "(1–50 of 60 in all)" in first
+    status, _, second = client.get("/?page=2")
+    assert status == 200 and listed(second) == names[50:] and 'id="next"' not in second
+    assert "notes" in first and "(51–60 of 60 in all)" in second  # the vault on page 1; the rest of the agents after
+    status, _, page = client.get("/?page=abc")
+    assert status == 400 and reason(page).startswith("page: a whole number")
+    assert "Traceback" not in errors.read_text()
+
+
+def test_a_changed_embedding_config_is_searched_with_the_new_embedder(server, stocked, arcana_home):
+    """config.json is read per request, but the embedder was built once, from whatever the first
+    semantic search found there: with no provider configured then, every semantic search after
+    the provider was set again found nothing (and said nothing), while `arcana recall` found it."""
+    import json
+
+    url, base, errors = server
+    client = Client(url)
+    config = arcana_home.config_path.read_text()
+    search = "/memories?agent=alice&mode=semantic&q=" + quote("a hot beverage early in the day")
+    shown = json.loads(config)
+    shown["embedding"]["providers"] = []
+    arcana_home.config_path.write_text(json.dumps(shown))
+    status, _, page = client.get(search)
+    assert status == 200 and stocked["tea"] not in page  # no embedder: no semantic hit
+    arcana_home.config_path.write_text(config)
+    status, _, page = client.get(search)
+    assert status == 200 and stocked["tea"] in page, page  # the provider back: the new embedder answers
+    assert "Traceback" not in errors.read_text()
+
+
+def test_another_servers_cookie_does_not_hide_ours(server, stocked):
+    """Every server on 127.0.0.1 shares the browser's cookie header, and browsers take values that
+    http.cookies does not (JSON, spaces): SimpleCookie gave up on the whole header at the first such
+    cookie, ours was not found, and the user was refused (401) right after the token was swapped."""
+    url, base, errors = server
+    client = Client(url)
+    ours = client.cookie
+    for header in (f'prefs={{"theme": "dark"}}; {ours}', f"{ours}; note=two words", f'{ours}; half="open'):
+        status, _, page = client.get("/memories?agent=alice", Cookie=header)
+        assert status == 200 and stocked["tea"] in page, (header, reason(page))
+    wrong = f'prefs={{"theme": "dark"}}; arcana_ui_{client.port}=guess'  # the control: still the token that counts
+    status, _, page = client.get("/memories?agent=alice", Cookie=wrong)
+    assert status == 401 and stocked["tea"] not in page
+    assert "Traceback" not in errors.read_text()
+
+
+def test_one_store_that_cannot_be_read_does_not_hide_the_home(server, stocked, arcana_home, cli, make_vault):
+    """The home page read every agent's census with no way to fail alone: one agent's store that
+    could not be opened (a schema newer than this Arcana, a busy file) made the whole page a 503,
+    every other agent, pool and vault with it; so did a vault's index. A pool's store already
+    failed on its own row."""
+    import sqlite3
+
+    from memory.agents import AgentRegistry
+    from memory.vaults.registry import VaultRegistry
+
+    url, base, errors = server
+    client = Client(url)
+    added = cli("vault", "add", str(make_vault({"A.md": "[[B]]", "B.md": "[[A]]"}, name="newer")), "--name", "newer")
+    assert added.exit_code == 0 and cli("vault", "index", "newer").exit_code == 0
+    bob = AgentRegistry(arcana_home).resolve("bob")
+    for path in (arcana_home.agent_db(bob.id), VaultRegistry(arcana_home).get("newer").db_path):
+        with sqlite3.connect(path) as db:
+            db.execute("PRAGMA user_version = 99")
+    status, _, page = client.get("/")
+    assert status == 200, reason(page)
+    rows = {name: row for name, row in re.findall(r'<tr><td><a href="[^"]*\?agent=(\w+)">(.*?)</tr>', page, re.S)}
+    assert "schema version 99 is newer" in rows["bob"]
+    assert re.search(r'<td class="num">\d+</td>', rows["alice"])  # the control: alice's census is there
+    vaults = dict(re.findall(r"<tr><td>(\w+)</td><td><code>.*?</code></td>(.*?)</tr>", page, re.S))
+    assert "schema version 99 is newer" in vaults["newer"] and "link graph" in vaults["notes"]
+    assert "?pool=team" in page  # and the rest of the home
+    status, _, page = client.get("/memories?agent=bob")  # bob's own page says why
+    assert status == 503 and "newer" in reason(page)
+    assert "Traceback" not in errors.read_text()
+
+
+def test_a_memory_page_shows_the_memory_when_its_copys_tier_cannot_be_read(server, stocked, arcana_home):
+    """The memory page looked for the global copy with nothing to catch a failure: with the global
+    store unreadable (a schema newer than this Arcana), an agent's own memory, in a store that
+    reads fine and that `arcana memory show` prints, was a 503."""
+    import sqlite3
+
+    url, base, errors = server
+    client = Client(url)
+    status, _, page = client.get(f"/memory/{stocked['tea']}?agent=alice")
+    assert status == 200 and "copies-unread" not in page  # the control, before: the global tier read
+    with sqlite3.connect(arcana_home.root / "vector" / "global.db") as db:
+        db.execute("PRAGMA user_version = 99")
+    status, _, page = client.get(f"/memory/{stocked['tea']}?agent=alice")
+    assert status == 200, reason(page)
+    assert re.search(r'id="content">([^<]*)<', page).group(1) == "Alice prefers green tea in the morning"
+    unread = re.search(r'id="copies-unread">([^<]*)<', page).group(1)
+    assert "global tier was not read" in unread and "newer" in unread
+    assert 'id="actions"' in page
+    assert "Traceback" not in errors.read_text()
