@@ -12,7 +12,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from memory.errors import SchemaTooNewError
+from memory.errors import ConfigError, SchemaTooNewError
 
 LOCK_KEY = 0x41524341  # 'ARCA': the advisory lock every Arcana upgrade takes
 
@@ -167,11 +167,26 @@ def refuse_newer(version: int, where: str, migrations: tuple[Migration, ...] = M
         )
 
 
+OLDEST_SERVER = 130000  # server_version_num: v5's normalize() came with PostgreSQL 13
+
+
+def refuse_older_server(version_num: int, where: str) -> None:
+    """A server too old for the schema is named before anything is applied, not left to fail
+    half-way with "function normalize(text) does not exist"."""
+    if version_num < OLDEST_SERVER:
+        major = version_num // 10000 if version_num >= 100000 else f"{version_num // 10000}.{version_num // 100 % 100}"
+        raise ConfigError(
+            f"{where}: PostgreSQL {major} is too old for Arcana's schema; point it at PostgreSQL "
+            f"{OLDEST_SERVER // 10000} or later (with pgvector) — nothing was changed"
+        )
+
+
 async def migrate(conn, where: str, migrations: tuple[Migration, ...] = MIGRATIONS) -> int:
     """Apply every pending migration under the advisory lock; return the resulting version."""
     refuse_newer(await current_version(conn), where, migrations)
     if await current_version(conn) >= head_version(migrations):
         return head_version(migrations)
+    refuse_older_server(int(await conn.fetchval("SHOW server_version_num")), where)
     async with conn.transaction():
         await conn.execute("SELECT pg_advisory_xact_lock($1)", LOCK_KEY)
         await conn.execute(_BOOKKEEPING)
