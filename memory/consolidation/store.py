@@ -40,6 +40,7 @@ from memory.sqlite.fact_words import content_words
 PAGE = 2_000
 BATCH = 200  # decisions per transaction
 CARRIERS = 200  # rows looked at per memory: a one-word memory in a big store stays a bounded lookup
+ASKS = 20  # memories whose carrier rows are read at a time
 
 
 async def consolidate_store(
@@ -195,6 +196,27 @@ def _rarest(words: frozenset[str], held: WordCounts, rows: int) -> tuple[list[st
     return ordered, first
 
 
+async def _restating(store, mine: dict, asks: list, upto: int) -> list[tuple[int, int]]:
+    """The pairs ``(seq, other)`` where ``other`` restates the page's row ``seq`` or is restated by
+    it, for ``asks`` (a few of the page's rows): at most ``ASKS * CARRIERS`` rows are in hand, and
+    rows of the same text share their words, so a store that says one thing thousands of times
+    stays as small as any other (the page's 400,000 carrier rows at once peaked at 424 MiB on
+    5,000 copies of one sentence)."""
+    found = await store.run(carrier_rows, asks, upto, CARRIERS)
+    words_of: dict[str, frozenset[str]] = {}
+    pairs = []
+    for seq, rows in found.items():
+        words = mine[seq][2]
+        for other, content in rows:
+            if (other_words := words_of.get(content)) is None:
+                other_words = words_of[content] = content_words(content)
+            if carries(other_words, words):
+                pairs.append((seq, other, other_words))
+    vectors = await store.run(vectors_of, sorted({other for _, other, _ in pairs}))
+    return [(seq, other) for seq, other, other_words in pairs
+            if restates(mine[seq][2], mine[seq][1], other_words, vectors.get(other))]
+
+
 async def _merge(store, upto: int, batches: _Batches, progress: Progress) -> None:
     """Walk every current row once; union the pairs that restate each other; merge each cluster."""
     held, total = await _frequencies(store, upto, progress)
@@ -214,17 +236,8 @@ async def _merge(store, upto: int, batches: _Batches, progress: Progress) -> Non
         mine = {seq: (entry, vector, words) for seq, entry, vector in page
                 if entry is not None and (words := content_words(entry.content))}  # None: unreadable, left be
         asks = [(seq, entry, *_rarest(words, held, total)) for seq, (entry, _, words) in mine.items()]
-        found = await store.run(carrier_rows, asks, upto, CARRIERS)
-        pairs = []
-        for seq, rows in found.items():
-            words = mine[seq][2]
-            for other, content in rows:
-                if carries(other_words := content_words(content), words):
-                    pairs.append((seq, other, other_words))
-        vectors = await store.run(vectors_of, sorted({other for _, other, _ in pairs}))
-        for seq, other, other_words in pairs:
-            _, vector, words = mine[seq]
-            if restates(words, vector, other_words, vectors.get(other)):
+        for start in range(0, len(asks), ASKS):
+            for seq, other in await _restating(store, mine, asks[start:start + ASKS], upto):
                 parent[root(seq)] = root(other)
     clusters: dict[int, list[int]] = {}
     for seq in parent:

@@ -320,3 +320,30 @@ async def test_the_word_counts_of_the_merge_walk_do_not_grow_with_the_words_a_st
     finally:
         await other.aclose()
     assert held[1] < 1.5 * held[0], held  # 10,000 words that no other row holds, against 60
+
+
+async def test_a_store_that_says_one_thing_thousands_of_times_is_walked_in_as_little_memory(store, tmp_path):
+    """Each page asked the keyword index for every row's carriers at once and kept each pair with
+    its words: 2,000 rows x 200 carriers, 400,000 pairs in hand (424 MiB peak on 5,000 copies of one
+    sentence, 82 MiB now). The same number of different sentences is the control; the copies still
+    merge into one, as the control's two teas do."""
+    import tracemalloc
+
+    from memory.adapters.sqlite import SQLiteAdapter
+
+    copies = [fact("The user prefers metric units.") for _ in range(2_000)]
+    different = [fact(f"The user keeps crate {i} on shelf s{i}x of aisle a{i}y.") for i in range(2_000)]
+    other = SQLiteAdapter(tmp_path / "different" / "memory.db", actor="test")
+    peaks, plans = [], []
+    try:
+        for target, rows in ((other, [*different, fact("I like tea."), fact("I like tea.")]), (store, copies)):
+            await target.write_many(rows)
+            tracemalloc.start()
+            plans.append((await consolidate_store(target, NOW, dry_run=True))[1].counts())
+            peaks.append(tracemalloc.get_traced_memory()[1])
+            tracemalloc.stop()
+    finally:
+        await other.aclose()
+    assert (plans[0]["merged"], plans[0]["merged_sources"]) == (1, 1)  # the control's teas
+    assert (plans[1]["merged"], plans[1]["merged_sources"]) == (1, 1_999)
+    assert peaks[1] < 3 * peaks[0], peaks
