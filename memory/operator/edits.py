@@ -488,6 +488,8 @@ class MemoryEditor:
         down = edit if edit.op == "supersede" else _withholding(edit)
         if down is not None and changed and sources:  # not for a carrier an edit of its source reached
             await self._reach_restatements(before, down, verb, report, seen)
+            if down.op != "supersede" and self.copies is not None:
+                await self._withhold_source_copies(entry_id, down, verb or edit.op, report, seen)
         if self.copies is not None:  # and what carries its copy in the global tier
             report.carriers += await self.copies.reach_carriers(self.store, entry_id, edit, verb or edit.op)
         return report
@@ -529,6 +531,29 @@ class MemoryEditor:
                 continue
             seen.add(source.id)
             report.carriers.append(await self.apply(source.id, edit, verb=verb, seen=seen))
+
+    async def _withhold_source_copies(self, carrier_id: str, edit: Edit, verb: str, report: EditReport,
+                                      seen: set[str]) -> None:
+        """The global copies of the archived sources of a withheld merge or digest get what it got.
+        Consolidation leaves a source's copy live, and the admission predicate withholds the source
+        itself once its carrier is withheld (even a turn that says more than the digest kept, which
+        no restatement rule reaches): its copy must not go on answering the same words to every
+        agent. A source restored since stands on its own and is left as it is."""
+        store = provenance_of(self.store)
+        if store is None:
+            return
+        for source_id in (await store.sources([carrier_id])).get(carrier_id, []):
+            source = await _operator_get(self.store, source_id)
+            if source_id in seen or source is None or not source.archived:
+                continue
+            seen.add(source_id)
+            withheld = source.model_copy(update={"archived": True} if edit.op == "archive" else {"visibility": edit.value})
+            reached = EditReport(source_id, False, source)
+            if (change := await self.copies.follow(self.store, source, withheld, edit, verb)) is not None:
+                reached.copies.append(change)
+            reached.carriers = await self.copies.reach_carriers(self.store, source_id, edit, verb)
+            if reached.copies or reached.carriers:
+                report.carriers.append(reached)
 
     async def aclose(self) -> None:
         if self.copies is not None:

@@ -116,3 +116,27 @@ def test_remember_from_a_line_that_rewords_a_digested_turn_reaches_the_digest_ca
     assert any("tangerinecode" in c for c in contents), contents  # the control
     assert not [c for c in contents if "zebracode" in c], contents
     assert done["carriers_withheld"] == 1, done  # the re-worded line's digest; the restated one reached none
+
+
+@pytest.mark.parametrize("action", [["set", "--visibility", "hidden"], ["forget"]])
+def test_a_hidden_digest_withholds_the_global_copies_of_the_turns_it_archived(cli, no_embedder, action):
+    """The turns are important enough to be promoted, and consolidation leaves their global copies
+    live. The first turn asks a question the digest leaves out, so hiding (or forgetting) the digest
+    did not reach it, and its copy kept answering 'zebracode' to every agent, ada included, though
+    ada's own store withholds it. The other session's digest, left alone, is the control."""
+    lines = no_embedder.root / "turns.jsonl"
+    lines.write_text("".join(json.dumps({"content": text, "type": "episodic", "session": session, "created_at": at,
+                                         "importance": 0.95}) + "\n" for session, at, text in TWO_DAYS))
+    ok(cli("remember", "--agent", "ada", "--from", str(lines), "--json"))
+    ok(cli("remember", "--agent", "bob", "I keep a diary.", "--json"))
+    assert ok(cli("consolidate", "--agent", "ada", "--json"))["agents"][0]["digests"] == 2
+
+    def recalled(agent: str) -> set[str]:
+        results = ok(cli("recall", "harbour code zebracode tangerinecode", "--agent", agent, "--mode", "keyword",
+                         "--json"))["results"]
+        return {word for word in ("zebracode", "tangerinecode") if any(word in r["content"] for r in results)}
+
+    assert recalled("bob") == recalled("ada") == {"zebracode", "tangerinecode"}
+    (digest,) = [m for m in ok(cli("memory", "list", "--agent", "ada", "--json")) if "zebracode" in m["content"]]
+    ok(cli("memory", *action[:1], digest["id"], *action[1:], "--agent", "ada", "--json"))
+    assert recalled("bob") == recalled("ada") == {"tangerinecode"}

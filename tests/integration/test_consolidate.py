@@ -281,3 +281,69 @@ async def test_a_decision_whose_memory_an_operator_changed_meanwhile_is_left_for
     assert rows[first[0].id].archived and rows[first[1].id].archived  # control: s1 was digested
     assert not rows[second[0].id].archived and rows[second[0].id].pinned and not rows[second[1].id].archived
     assert (await _consolidate(store, offline_embedder))[1].counts()["changed"] == 0  # the next run decides afresh
+
+
+
+async def test_the_word_counts_of_the_merge_walk_do_not_grow_with_the_words_a_store_holds(store, tmp_path):
+    """The walk counted every distinct content word exactly, in a dict: a store whose rows each carry
+    codes or order numbers has about as many words as rows, so consolidate grew with the store (85 MiB
+    peak on 20,000 such rows, 134 MiB on 300,000). The same number of rows drawn from 60 words is the
+    control: the counts now hold alike for either, and both dry runs still decide the tea merge."""
+    import random
+    import tracemalloc
+
+    from memory.adapters.sqlite import SQLiteAdapter
+    from memory.consolidation.store import _frequencies
+    from memory.progress import Progress
+    from memory.sqlite.consolidation import drop_stage, stage_episodes
+
+    rng = random.Random(7)
+    vocabulary = [f"{a}{b}" for a in ("ka", "lo", "mi", "ne", "ru", "ta") for b in ("sen", "dor", "vil", "mar", "pex",
+                                                                                   "tug", "bal", "cor", "fen", "gis")]
+    drawn = [fact(" ".join(rng.sample(vocabulary, 8)) + ".") for _ in range(2_000)]
+    coded = [fact(" ".join(rng.sample(vocabulary, 2)) + f" order q{i}x ticket t{i}y code c{i}z ref r{i}w slip s{i}v.")
+             for i in range(2_000)]
+    other = SQLiteAdapter(tmp_path / "coded" / "memory.db", actor="test")
+    held = []
+    try:
+        for target, rows in ((store, drawn), (other, coded)):
+            await target.write_many([*rows, fact("I like tea."), fact("I like tea.")])
+            await target.run(stage_episodes)  # the walk runs beside the stage and its set-aside table
+            tracemalloc.start()
+            counts, walked = await _frequencies(target, 10_000, Progress(None, 0))
+            held.append(tracemalloc.get_traced_memory()[0])
+            tracemalloc.stop()
+            await target.run(drop_stage)
+            assert walked == 2_002 and counts["tea"] >= 2, (walked, counts["tea"])
+            _, plan = await consolidate_store(target, NOW, dry_run=True)
+            assert plan.counts()["merged"] == 1  # the two teas, in either store
+    finally:
+        await other.aclose()
+    assert held[1] < 1.5 * held[0], held  # 10,000 words that no other row holds, against 60
+
+
+async def test_a_store_that_says_one_thing_thousands_of_times_is_walked_in_as_little_memory(store, tmp_path):
+    """Each page asked the keyword index for every row's carriers at once and kept each pair with
+    its words: 2,000 rows x 200 carriers, 400,000 pairs in hand (424 MiB peak on 5,000 copies of one
+    sentence, 82 MiB now). The same number of different sentences is the control; the copies still
+    merge into one, as the control's two teas do."""
+    import tracemalloc
+
+    from memory.adapters.sqlite import SQLiteAdapter
+
+    copies = [fact("The user prefers metric units.") for _ in range(2_000)]
+    different = [fact(f"The user keeps crate {i} on shelf s{i}x of aisle a{i}y.") for i in range(2_000)]
+    other = SQLiteAdapter(tmp_path / "different" / "memory.db", actor="test")
+    peaks, plans = [], []
+    try:
+        for target, rows in ((other, [*different, fact("I like tea."), fact("I like tea.")]), (store, copies)):
+            await target.write_many(rows)
+            tracemalloc.start()
+            plans.append((await consolidate_store(target, NOW, dry_run=True))[1].counts())
+            peaks.append(tracemalloc.get_traced_memory()[1])
+            tracemalloc.stop()
+    finally:
+        await other.aclose()
+    assert (plans[0]["merged"], plans[0]["merged_sources"]) == (1, 1)  # the control's teas
+    assert (plans[1]["merged"], plans[1]["merged_sources"]) == (1, 1_999)
+    assert peaks[1] < 3 * peaks[0], peaks
