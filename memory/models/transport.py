@@ -104,6 +104,22 @@ def object_or_empty(value: object, *, label: str, line: str) -> dict:
     return value
 
 
+CUT_SHORT = {
+    "length": "reached the server's length limit (max_tokens, num_predict)",
+    "content_filter": "was stopped by the server's content filter",
+}
+"""Why a server says it stopped an answer before its end (OpenAI's ``finish_reason``, Ollama's ``done_reason``)."""
+
+
+def cut_short(reason: object, label: str) -> ModelUnavailableError | None:
+    """The error for an answer the server itself says it stopped short, else None: half a JSON
+    list or half a summary is never taken (extraction and summaries fall back to the heuristic,
+    `arcana run` records no turn), however properly the stream ended."""
+    if reason not in CUT_SHORT:
+        return None
+    return ModelUnavailableError(f"{label}: the answer {CUT_SHORT[reason]}, so it is cut off; raise the limit or try again")
+
+
 def no_text(label: str) -> ModelUnavailableError:
     """An answer that ended properly without a word: nothing to print or remember, so a failure
     (exit 69), not an empty success a script would take for an answer."""

@@ -49,6 +49,12 @@ MALFORMED = {
     "ollama tool call": ("ollama", [CHUNKED_OK, *ndjson({"message": {"content": "", "tool_calls": [
         {"function": {"name": "f", "arguments": {}}}]}, "done": True}), LAST_CHUNK]),
     "ollama no text": ("ollama", [CHUNKED_OK, *ndjson({"message": {"content": ""}, "done": True}), LAST_CHUNK]),
+    # A server that stops at its token limit ends its stream properly, saying why: half an answer was
+    # printed with exit 0 and recorded as the turn.
+    "openai cut at its length limit": ("openai", [CHUNKED_OK, *sse({"choices": [{"delta": {"content": "The code is "}}]},
+        {"choices": [{"delta": {}, "finish_reason": "length"}]}), chunk(b"data: [DONE]\n\n"), LAST_CHUNK]),
+    "ollama cut at its length limit": ("ollama", [CHUNKED_OK, *ndjson({"message": {"content": "The code is "}, "done": False},
+        {"message": {"content": ""}, "done": True, "done_reason": "length"}), LAST_CHUNK]),
 }
 
 
