@@ -19,9 +19,9 @@ def sse(*objects) -> list[bytes]:
 
 GOOD = {
     "ollama": [CHUNKED_OK, *ndjson({"message": {"content": "All "}, "done": False},
-                                   {"message": {"content": "good."}, "done": True}), LAST_CHUNK],
+                                   {"message": {"content": "good, café ☕."}, "done": True}), LAST_CHUNK],
     "openai": [CHUNKED_OK, *sse({"choices": [{"delta": {"content": "All "}}]},
-                                {"choices": [{"delta": {"content": "good."}}]}), chunk(b"data: [DONE]\n\n"), LAST_CHUNK],
+                                {"choices": [{"delta": {"content": "good, café ☕."}}]}), chunk(b"data: [DONE]\n\n"), LAST_CHUNK],
 }
 
 MALFORMED = {
@@ -53,6 +53,16 @@ MALFORMED = {
     # printed with exit 0 and recorded as the turn.
     "openai cut at its length limit": ("openai", [CHUNKED_OK, *sse({"choices": [{"delta": {"content": "The code is "}}]},
         {"choices": [{"delta": {}, "finish_reason": "length"}]}), chunk(b"data: [DONE]\n\n"), LAST_CHUNK]),
+    # Text that is not Unicode: invalid UTF-8 was replaced with U+FFFD, printed and recorded as the
+    # turn; a lone surrogate (valid JSON) ended `arcana run` in a traceback when printed.
+    "ollama invalid UTF-8": ("ollama", [CHUNKED_OK, chunk(b'{"message": {"content": "caf\xe9"}, "done": false}\n'),
+                                        *ndjson({"message": {"content": "."}, "done": True}), LAST_CHUNK]),
+    "openai invalid UTF-8": ("openai", [CHUNKED_OK, chunk(b'data: {"choices": [{"delta": {"content": "caf\xe9"}}]}\n\n'),
+                                        chunk(b"data: [DONE]\n\n"), LAST_CHUNK]),
+    "ollama lone surrogate": ("ollama", [CHUNKED_OK, chunk(b'{"message": {"content": "x \\ud800"}, "done": false}\n'),
+                                         *ndjson({"message": {"content": "."}, "done": True}), LAST_CHUNK]),
+    "openai lone surrogate": ("openai", [CHUNKED_OK, chunk(b'data: {"choices": [{"delta": {"content": "x \\udfff"}}]}\n\n'),
+                                         chunk(b"data: [DONE]\n\n"), LAST_CHUNK]),
     "ollama cut at its length limit": ("ollama", [CHUNKED_OK, *ndjson({"message": {"content": "The code is "}, "done": False},
         {"message": {"content": ""}, "done": True, "done_reason": "length"}), LAST_CHUNK]),
 }
@@ -75,12 +85,12 @@ def _one_line_69(result) -> str:
 
 @pytest.mark.parametrize("provider", ["ollama", "openai"])
 def test_a_well_formed_raw_stream_is_answered(cli, provider):
-    """The positive control: the raw server speaking each protocol properly."""
+    """The positive control: the raw server speaking each protocol properly, UTF-8 beyond ASCII too."""
     with RawModelServer(lambda: GOOD[provider]) as server:
         _home_with(cli, server.url, provider)
         result = cli("run", "ada", "hello there")
         assert result.exit_code == 0, result.output
-        assert result.stdout.strip() == "All good."
+        assert result.stdout.strip() == "All good, café ☕."
         assert cli("model", "check", "m").exit_code == 0
 
 
