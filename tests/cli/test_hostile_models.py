@@ -112,6 +112,21 @@ def test_a_malformed_answer_is_one_line_and_exit_69(cli, case):
         _one_line_69(cli("model", "check", "m"))
 
 
+@pytest.mark.parametrize("provider", ["ollama", "openai"])
+def test_an_answer_that_breaks_off_has_its_line_ended_before_the_error(cli, provider):
+    """What arrived stays printed, on a line of its own: the line was left open, so on a terminal the
+    error ran on after the text ("The code is arcana: error: ..."). The control: a whole answer."""
+    _, parts = MALFORMED[f"{provider} cut at its length limit"]
+    with RawModelServer(lambda: parts) as server:
+        _home_with(cli, server.url, provider)
+        _one_line_69(broken := cli("run", "ada", "hello there"))
+        assert broken.stdout == "The code is \n"
+    with RawModelServer(lambda: GOOD[provider]) as server:
+        assert cli("model", "add", "good", "--provider", provider, "--base-url", server.url, "--model", "x").exit_code == 0
+        whole = cli("run", "ada", "hello there", "--model", "good")
+        assert whole.exit_code == 0 and whole.stdout == "All good, café ☕.\n", whole.output
+
+
 def _sessions(cli) -> list[dict]:
     listed = cli("session", "list", "--agent", "ada", "--json")
     assert listed.exit_code == 0, listed.output
