@@ -12,9 +12,23 @@ from arcana_cli.federated import agent_federation
 from arcana_cli.output import Out, text_or_stdin
 
 
-def _stream(chunk: str) -> None:
-    sys.stdout.write(chunk)
-    sys.stdout.flush()
+class _Streamed:
+    """The answer as it arrives on stdout; ``end()`` closes its line once, whether it ended or broke
+    off: a model failing mid-answer left the line open, and the error ran on after the text."""
+
+    def __init__(self) -> None:
+        self.open = False
+
+    def chunk(self, text: str) -> None:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+        self.open = True
+
+    def end(self) -> None:
+        if self.open:
+            sys.stdout.write("\n")
+            sys.stdout.flush()
+            self.open = False
 
 
 @command("run")
@@ -66,22 +80,21 @@ async def run_(
             sys.stderr.write((context.text or "(no memories recalled)") + "\n")
             sys.stderr.flush()
 
-    def answered() -> None:
-        if not out.json_mode:
-            sys.stdout.write("\n")
-            sys.stdout.flush()
-
+    streamed = _Streamed()
     async with agent_federation(cli, card, out) if use_memory else nullcontext() as memory:
         runtime = AgentRuntime(cli.home, card, provider, memory=memory, config=config, audit=cli.audit)
-        result = await runtime.turn(
-            text,
-            session_id=session,
-            keep_open=keep_open,
-            budget_tokens=context_tokens,
-            on_context=context_shown,
-            on_chunk=None if out.json_mode else _stream,
-            on_answered=answered,
-        )
+        try:
+            result = await runtime.turn(
+                text,
+                session_id=session,
+                keep_open=keep_open,
+                budget_tokens=context_tokens,
+                on_context=context_shown,
+                on_chunk=None if out.json_mode else streamed.chunk,
+                on_answered=streamed.end,
+            )
+        finally:
+            streamed.end()
     if out.json_mode:
         out.data(
             {

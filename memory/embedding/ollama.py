@@ -42,10 +42,7 @@ class OllamaEmbedder:
             )
         except ModelUnavailableError as exc:
             raise MemoryStorageError(str(exc)) from None
-        vectors = payload.get("embeddings") if isinstance(payload, dict) else None
-        if not isinstance(vectors, list) or len(vectors) != len(texts):
-            raise MemoryStorageError(f"ollama {self.model_name}: malformed /api/embed response")
-        return [l2_normalize(v) for v in vectors]
+        return _unit_vectors(payload, len(texts), f"ollama {self.model_name} at {self.url}")
 
     async def embed(self, texts: Sequence[str]) -> list[list[float]]:
         out: list[list[float]] = []
@@ -61,3 +58,20 @@ class OllamaEmbedder:
             return HealthStatus(healthy=False, message=str(exc))
         self._dimension = len(vector)
         return HealthStatus(healthy=True, message=f"ollama {self.model_name} at {self.url} ({self._dimension}-dim)")
+
+
+def _unit_vectors(payload: object, count: int, who: str) -> list[list[float]]:
+    """``count`` vectors of numbers, one width, finite, at unit length; else MemoryStorageError saying
+    what was wrong: a string or a list in a vector surfaced as Python's own TypeError, a ``true`` was
+    taken for 1.0, and NaN (which JSON parsing lets through) as a ValueError naming no server."""
+    vectors = payload.get("embeddings") if isinstance(payload, dict) else None
+    if not isinstance(vectors, list) or len(vectors) != count:
+        raise MemoryStorageError(f"{who}: malformed /api/embed response (not a list of {count} embeddings)")
+    if not all(isinstance(v, list) and v and all(type(x) in (float, int) for x in v) for v in vectors):
+        raise MemoryStorageError(f"{who}: malformed /api/embed response (an embedding that is not a list of numbers)")
+    if len({len(v) for v in vectors}) > 1:
+        raise MemoryStorageError(f"{who}: malformed /api/embed response (embeddings of different widths in one answer)")
+    try:
+        return [l2_normalize(v) for v in vectors]
+    except ValueError as exc:  # NaN, infinity, or all zeros
+        raise MemoryStorageError(f"{who}: {exc}") from None

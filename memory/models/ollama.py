@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 from memory.errors import ModelUnavailableError
 from memory.models.base import ChatMessage
-from memory.models.transport import no_text, object_or_empty, parse_json_line, post_lines, text_of
+from memory.models.transport import cut_short, no_text, object_or_empty, parse_json_line, post_lines, text_of
 
 
 class OllamaProvider:
@@ -34,6 +34,8 @@ class OllamaProvider:
                 said = True
                 yield content
             if data.get("done"):
+                if error := cut_short(data.get("done_reason"), label):
+                    raise error
                 if not said:
                     raise no_text(label)
                 return

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 from memory.errors import ModelUnavailableError, UnsetVariableError
 from memory.models.base import ChatMessage
-from memory.models.transport import no_text, object_or_empty, parse_json_line, post_lines, text_of
+from memory.models.transport import cut_short, no_text, object_or_empty, parse_json_line, post_lines, text_of
 
 TOOL_CALLS = ("tool_calls", "function_call")
 """The finish reasons of an answer that is a call to a tool, not text."""
@@ -41,7 +41,7 @@ class OpenAIProvider:
         if temperature is not None:
             body["temperature"] = temperature
         label = f"model '{self.name}' (openai)"
-        finished = False  # a choice said why it ended: servers that never send [DONE] still end so
+        reason = None  # why a choice said it ended: servers that never send [DONE] still end so
         said = False
         for line in post_lines(self.url, body, headers=self._headers(), timeout=self.timeout, label=label):
             if not line.startswith("data:"):
@@ -65,9 +65,12 @@ class OpenAIProvider:
                 if content:
                     said = True
                     yield content
-                finished = finished or choice.get("finish_reason") is not None
+                if choice.get("finish_reason") is not None:
+                    reason = choice["finish_reason"]
         else:
-            if not finished:
+            if reason is None:
                 raise ModelUnavailableError(f"{label}: the answer ended before the server said it was done (cut off); try again")
+        if error := cut_short(reason, label):
+            raise error
         if not said:
             raise no_text(label)

@@ -49,7 +49,11 @@ def _lines(client, request, timeout: float, who: str, watchdog: Watchdog) -> Ite
     with response:
         try:
             for raw in _raw_lines(response, watchdog, who):
-                line = raw.decode("utf-8", errors="replace").strip()
+                try:  # strict: replacement characters would be printed and remembered as the model's words
+                    line = raw.decode("utf-8").strip()
+                except UnicodeDecodeError as exc:
+                    raise ModelUnavailableError(f"{who} sent bytes that are not UTF-8 ({exc.reason} at byte "
+                                                f"{exc.start} of a line): a malformed answer") from None
                 if line:
                     yield line
         except (TimeoutError, socket.timeout):
@@ -86,11 +90,17 @@ def _raw_lines(response, watchdog: Watchdog, who: str) -> Iterator[bytes]:
 
 
 def text_of(value: object, *, label: str, line: str) -> str:
-    """A chunk's text: a string, or nothing (``None``); anything else is a malformed answer."""
+    """A chunk's text: a string, or nothing (``None``); anything else is a malformed answer, a string
+    with a lone surrogate (``"\\ud800"`` is valid JSON) among them: no UTF-8 can carry it, so printing
+    or storing it would fail later with a traceback."""
     if value is None:
         return ""
     if not isinstance(value, str):
         raise ModelUnavailableError(f"{label} sent a chunk whose text is not a string: {line[:80]!r}")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ModelUnavailableError(f"{label} sent text with a lone surrogate, which is not Unicode: {line[:80]!r}") from None
     return value
 
 
@@ -102,6 +112,22 @@ def object_or_empty(value: object, *, label: str, line: str) -> dict:
     if not isinstance(value, dict):
         raise ModelUnavailableError(f"{label} sent a chunk of an unexpected shape: {line[:80]!r}")
     return value
+
+
+CUT_SHORT = {
+    "length": "reached the server's length limit (max_tokens, num_predict)",
+    "content_filter": "was stopped by the server's content filter",
+}
+"""Why a server says it stopped an answer before its end (OpenAI's ``finish_reason``, Ollama's ``done_reason``)."""
+
+
+def cut_short(reason: object, label: str) -> ModelUnavailableError | None:
+    """The error for an answer the server itself says it stopped short, else None: half a JSON
+    list or half a summary is never taken (extraction and summaries fall back to the heuristic,
+    `arcana run` records no turn), however properly the stream ended."""
+    if reason not in CUT_SHORT:
+        return None
+    return ModelUnavailableError(f"{label}: the answer {CUT_SHORT[reason]}, so it is cut off; raise the limit or try again")
 
 
 def no_text(label: str) -> ModelUnavailableError:

@@ -26,6 +26,7 @@ from typing import Any
 from memory.config import ReconcileSettings
 from memory.errors import NotFoundError
 from memory.federation.decisions import Decision, DecisionKind, ImportDecisions
+from memory.federation.resilience import BreakerState, CircuitBreaker
 from memory.operator.edits import Edit, EditReport, LiveCopyError, MemoryEditor
 from memory.reconcile import entities, restatements
 from memory.reconcile.candidates import find_candidates
@@ -64,6 +65,9 @@ class Reconciler:
         self.provider = provider
         self.audit = audit
         self.copies = copies  # opens the GlobalCopies that a supersession must end too
+        # The tiers' breaker, around the model: a model that keeps failing (a hung endpoint costs the
+        # whole timeout) is not asked for every line of a `remember --from`; one probe once it resets.
+        self.model_breaker = CircuitBreaker()
 
     @cached_property
     def patterns(self) -> SlotPatterns:
@@ -225,11 +229,20 @@ class Reconciler:
     async def _ask_model(self, entry: MemoryEntry, candidates: list[MemoryEntry]) -> Decision:
         from memory.reconcile.llm import llm_decide
 
+        breaker = self.model_breaker
+        if not breaker.allow():
+            return Decision(reason="model not asked: it failed again and again (breaker open): added")
         try:
-            return await llm_decide(self.provider, entry, candidates, timeout=self.settings.timeout_seconds)
+            decision = await llm_decide(self.provider, entry, candidates, timeout=self.settings.timeout_seconds)
         except Exception as exc:  # any model failure adds: never an update or delete on a guess
+            breaker.record_failure()
             self._audit("reconcile_fallback", entry, str(exc))
+            if breaker.state is BreakerState.OPEN:
+                self._audit("reconcile_model_paused", entry, f"{breaker.failures} failures in a row; the model is "
+                            f"asked again in {breaker.reset_after_seconds:g}s, every write adds meanwhile")
             return Decision(reason=f"model failed ({str(exc)[:120]}): added")
+        breaker.record_success()
+        return decision
 
     @staticmethod
     def _source_rule(entry: MemoryEntry, decision: Decision, by_id: dict[str, MemoryEntry]) -> Decision:

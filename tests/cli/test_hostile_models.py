@@ -19,9 +19,9 @@ def sse(*objects) -> list[bytes]:
 
 GOOD = {
     "ollama": [CHUNKED_OK, *ndjson({"message": {"content": "All "}, "done": False},
-                                   {"message": {"content": "good."}, "done": True}), LAST_CHUNK],
+                                   {"message": {"content": "good, café ☕."}, "done": True}), LAST_CHUNK],
     "openai": [CHUNKED_OK, *sse({"choices": [{"delta": {"content": "All "}}]},
-                                {"choices": [{"delta": {"content": "good."}}]}), chunk(b"data: [DONE]\n\n"), LAST_CHUNK],
+                                {"choices": [{"delta": {"content": "good, café ☕."}}]}), chunk(b"data: [DONE]\n\n"), LAST_CHUNK],
 }
 
 MALFORMED = {
@@ -49,6 +49,22 @@ MALFORMED = {
     "ollama tool call": ("ollama", [CHUNKED_OK, *ndjson({"message": {"content": "", "tool_calls": [
         {"function": {"name": "f", "arguments": {}}}]}, "done": True}), LAST_CHUNK]),
     "ollama no text": ("ollama", [CHUNKED_OK, *ndjson({"message": {"content": ""}, "done": True}), LAST_CHUNK]),
+    # A server that stops at its token limit ends its stream properly, saying why: half an answer was
+    # printed with exit 0 and recorded as the turn.
+    "openai cut at its length limit": ("openai", [CHUNKED_OK, *sse({"choices": [{"delta": {"content": "The code is "}}]},
+        {"choices": [{"delta": {}, "finish_reason": "length"}]}), chunk(b"data: [DONE]\n\n"), LAST_CHUNK]),
+    # Text that is not Unicode: invalid UTF-8 was replaced with U+FFFD, printed and recorded as the
+    # turn; a lone surrogate (valid JSON) ended `arcana run` in a traceback when printed.
+    "ollama invalid UTF-8": ("ollama", [CHUNKED_OK, chunk(b'{"message": {"content": "caf\xe9"}, "done": false}\n'),
+                                        *ndjson({"message": {"content": "."}, "done": True}), LAST_CHUNK]),
+    "openai invalid UTF-8": ("openai", [CHUNKED_OK, chunk(b'data: {"choices": [{"delta": {"content": "caf\xe9"}}]}\n\n'),
+                                        chunk(b"data: [DONE]\n\n"), LAST_CHUNK]),
+    "ollama lone surrogate": ("ollama", [CHUNKED_OK, chunk(b'{"message": {"content": "x \\ud800"}, "done": false}\n'),
+                                         *ndjson({"message": {"content": "."}, "done": True}), LAST_CHUNK]),
+    "openai lone surrogate": ("openai", [CHUNKED_OK, chunk(b'data: {"choices": [{"delta": {"content": "x \\udfff"}}]}\n\n'),
+                                         chunk(b"data: [DONE]\n\n"), LAST_CHUNK]),
+    "ollama cut at its length limit": ("ollama", [CHUNKED_OK, *ndjson({"message": {"content": "The code is "}, "done": False},
+        {"message": {"content": ""}, "done": True, "done_reason": "length"}), LAST_CHUNK]),
 }
 
 
@@ -69,12 +85,12 @@ def _one_line_69(result) -> str:
 
 @pytest.mark.parametrize("provider", ["ollama", "openai"])
 def test_a_well_formed_raw_stream_is_answered(cli, provider):
-    """The positive control: the raw server speaking each protocol properly."""
+    """The positive control: the raw server speaking each protocol properly, UTF-8 beyond ASCII too."""
     with RawModelServer(lambda: GOOD[provider]) as server:
         _home_with(cli, server.url, provider)
         result = cli("run", "ada", "hello there")
         assert result.exit_code == 0, result.output
-        assert result.stdout.strip() == "All good."
+        assert result.stdout.strip() == "All good, café ☕."
         assert cli("model", "check", "m").exit_code == 0
 
 
@@ -94,6 +110,21 @@ def test_a_malformed_answer_is_one_line_and_exit_69(cli, case):
         _home_with(cli, server.url, provider)
         _one_line_69(cli("run", "ada", "hello there"))
         _one_line_69(cli("model", "check", "m"))
+
+
+@pytest.mark.parametrize("provider", ["ollama", "openai"])
+def test_an_answer_that_breaks_off_has_its_line_ended_before_the_error(cli, provider):
+    """What arrived stays printed, on a line of its own: the line was left open, so on a terminal the
+    error ran on after the text ("The code is arcana: error: ..."). The control: a whole answer."""
+    _, parts = MALFORMED[f"{provider} cut at its length limit"]
+    with RawModelServer(lambda: parts) as server:
+        _home_with(cli, server.url, provider)
+        _one_line_69(broken := cli("run", "ada", "hello there"))
+        assert broken.stdout == "The code is \n"
+    with RawModelServer(lambda: GOOD[provider]) as server:
+        assert cli("model", "add", "good", "--provider", provider, "--base-url", server.url, "--model", "x").exit_code == 0
+        whole = cli("run", "ada", "hello there", "--model", "good")
+        assert whole.exit_code == 0 and whole.stdout == "All good, café ☕.\n", whole.output
 
 
 def _sessions(cli) -> list[dict]:

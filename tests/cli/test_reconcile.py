@@ -272,6 +272,31 @@ def test_llm_strategy_failures_fall_back_to_add(cli, keyword_home, model_server,
     assert any(a.get("event") == "reconcile_fallback" for a in audit)
 
 
+def test_a_model_that_keeps_failing_is_not_asked_for_every_line(cli, keyword_home, model_server, arcana_home, tmp_path):
+    """`remember --from` asked a failing model once per line, each a whole timeout when it hangs (10 s
+    by default: a day for 10,000 lines). The tiers' breaker now opens after three failures in a row;
+    the lines still go in, as adds. Control: an answering model is asked for every line."""
+    _llm_home(cli, model_server)
+    remember(cli, "I live in Hamburg.")
+
+    def bulk(name, cities):
+        path = tmp_path / name
+        path.write_text("".join(json.dumps({"content": f"I live in {c}.", "created_at": f"2024-01-{i + 1:02d}T10:00:00Z"})
+                                + "\n" for i, c in enumerate(cities)))
+        return data(cli("remember", "--from", str(path), "--agent", "ada", "--json"))
+
+    model_server.fail_status = 500
+    failing = bulk("failing.jsonl", ["Berlin", "Lisbon", "Paris", "Rome", "Oslo", "Madrid", "Vienna", "Prague"])
+    assert failing["written"] == 8 and failing["decisions"]["add"] == 8
+    assert len(model_server.requests) == 3
+    events = [json.loads(line)["event"] for line in arcana_home.audit_log.read_text().splitlines()]
+    assert events.count("reconcile_fallback") == 3 and events.count("reconcile_model_paused") == 1
+    model_server.fail_status = None  # the control, in the same home: a model that answers is asked each time
+    model_server.reply = lambda body: '{"decision": "add", "target": null}'
+    answered = bulk("answered.jsonl", ["Dublin", "Athens", "Bern", "Riga", "Turin"])
+    assert answered["written"] == 5 and len(model_server.requests) == 3 + 5
+
+
 # -- the current-version clause of the admission predicate ------------------------
 
 

@@ -95,3 +95,28 @@ async def test_ollama_rejected_input_is_a_storage_error(embed_server):
     assert len(await embedder.embed(["fine"])) == 1
     with pytest.raises(MemoryStorageError, match="400"):
         await embedder.embed(["POISON"])
+
+
+BAD_EMBEDDINGS = {
+    "a string in a vector": lambda texts: [["0.1"] * 4 for _ in texts],
+    "booleans": lambda texts: [[True] * 4 for _ in texts],
+    "nested lists": lambda texts: [[[0.1]] * 4 for _ in texts],
+    "NaN": lambda texts: [[float("nan")] * 4 for _ in texts],
+    "infinity": lambda texts: [[float("inf"), 0.1, 0.2, 0.3] for _ in texts],
+    "all zeros": lambda texts: [[0.0] * 4 for _ in texts],
+    "widths differ": lambda texts: [[0.1] * (4 + i) for i in range(len(texts))],
+    "too few": lambda texts: [[0.1] * 4],
+    "empty vectors": lambda texts: [[] for _ in texts],
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_EMBEDDINGS))
+async def test_an_embedding_answer_of_the_wrong_shape_is_a_storage_error_naming_the_server(embed_server, case):
+    """A string or a list inside a vector came out as Python's TypeError, NaN as a ValueError naming no
+    server, and ``true`` was stored as 1.0: now each is a MemoryStorageError naming the model and URL
+    (the write stores the memory without a vector, the recall falls back to keyword). The control: the
+    same server's well-formed model, in the same batch of two."""
+    server = embed_server({"good": hashed_vectors(4), "bad": BAD_EMBEDDINGS[case]})
+    assert [len(v) for v in await OllamaEmbedder("good", url=server.url).embed(["a", "b"])] == [4, 4]
+    with pytest.raises(MemoryStorageError, match=rf"ollama bad at {server.url}: "):
+        await OllamaEmbedder("bad", url=server.url).embed(["a", "b"])

@@ -17,6 +17,7 @@ from memory.extraction.extractors import EXTRACTION_INSTRUCTIONS, HeuristicExtra
 from memory.extraction.scoring import distil, storable, trim_content
 from memory.extraction.signals import ENGLISH, compile_patterns, get_signals, register_language
 from memory.models.ollama import OllamaProvider
+from memory.models.openai import OpenAIProvider
 from memory.runtime.sessions import SessionManager
 from memory.types import ConfidenceSource, MemoryType
 
@@ -170,6 +171,28 @@ async def test_llm_extractor_output_is_capped_agent_confidence(session):
         (entry,) = await extractor.extract("I prefer tea.", "Noted.", session)
     assert entry.content == "User drinks tea." and entry.importance == 0.8
     assert entry.confidence == 0.7 and entry.confidence_source is ConfidenceSource.AGENT
+
+
+@pytest.mark.parametrize("provider", [OllamaProvider, OpenAIProvider])
+async def test_an_answer_the_server_cut_off_at_its_length_limit_is_not_taken(session, arcana_home, provider):
+    """A server that stops at its token limit still ends its stream properly ("length"): half a summary
+    was stored as the session's summary, and a list cut at an item's end as the turn's memories. Now
+    either falls back to the heuristic, with the reason in the audit log; "stop" is the control."""
+    audit = AuditLog(arcana_home.audit_log)
+    listed = '[{"type": "semantic", "content": "User drinks tea.", "importance": 0.8}]'
+    SessionManager(arcana_home, "agent-1").record_turn(session, "I prefer tea.", "Noted.")
+    with extraction_server(listed) as server:
+        server.reply = lambda body: listed if body["messages"][0]["content"] == EXTRACTION_INSTRUCTIONS else "The user prefers"
+        extractor = LLMExtractor(provider("m", server.url, "x"), audit=audit)
+        server.finish_reason = "stop"
+        assert [e.content for e in await extractor.extract("I prefer tea.", "Noted.", session)] == ["User drinks tea."]
+        assert await extractor.summarise(session) == "The user prefers"
+        server.finish_reason = "length"
+        assert kinds(await extractor.extract("I prefer tea.", "Noted.", session)) == ["episodic", "semantic"]
+        assert await extractor.summarise(session) == "Session of 1 turn. User stated: I prefer tea."
+    reasons = [(e["what"], e["reason"]) for e in audit.read() if e["event"] == "extraction_fallback"]
+    assert [what for what, _ in reasons] == ["extract", "summarise"]
+    assert all("length limit" in reason for _, reason in reasons)
 
 
 def test_build_extractor_llm_without_provider_is_heuristic():

@@ -26,6 +26,7 @@ class LoopbackModelServer:
         self.requests: list[dict] = []  # {"path", "headers", "body", "raw"}
         self.fail_status: int | None = None
         self.stream_error: str | None = None  # sent in-stream after the first chunk
+        self.finish_reason: str | None = None  # why the answer ended: OpenAI's finish_reason, Ollama's done_reason
         server = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -54,13 +55,18 @@ class LoopbackModelServer:
                     lines = [json.dumps({"model": body["model"], "message": {"role": "assistant", "content": p}, "done": False}) for p in pieces]
                     if server.stream_error:
                         lines.insert(1, json.dumps({"error": server.stream_error}))
-                    lines.append(json.dumps({"model": body["model"], "message": {"role": "assistant", "content": ""}, "done": True}))
+                    done = {"model": body["model"], "message": {"role": "assistant", "content": ""}, "done": True}
+                    if server.finish_reason:
+                        done["done_reason"] = server.finish_reason
+                    lines.append(json.dumps(done))
                     self._stream("application/x-ndjson", [line + "\n" for line in lines])
                 elif self.path == "/v1/chat/completions":
                     events = [": keep-alive\n\n"]
                     events += [f"data: {json.dumps({'choices': [{'index': 0, 'delta': {'content': p}}]})}\n\n" for p in pieces]
                     if server.stream_error:
                         events.insert(2, f"data: {json.dumps({'error': {'message': server.stream_error}})}\n\n")
+                    if server.finish_reason:
+                        events.append(f"data: {json.dumps({'choices': [{'index': 0, 'delta': {}, 'finish_reason': server.finish_reason}]})}\n\n")
                     events.append("data: [DONE]\n\n")
                     self._stream("text/event-stream", events)
                 else:
