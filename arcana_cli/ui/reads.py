@@ -137,6 +137,10 @@ class Reader:
             limit=ask.page * ask.per + 1,
         )
         notices = Notices()
+        from memory.embedding.factory import semantic_unavailable
+
+        if why := semantic_unavailable(config.embedding, mode):
+            notices.warn(why)
         if target.kind == "agent":
             from arcana_cli.federated import agent_federation
             from memory.runtime.assembly import quarantine_events
