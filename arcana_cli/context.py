@@ -97,7 +97,7 @@ def announce_quarantines(cli: CliContext | None, mark: int) -> bool:
     from memory.operations.quarantine import load
 
     try:
-        names = {cli.home.agent_db(card.id): card.name for card in cli.agents.list()}
+        names = {cli.home.agent_db(card.id): card.name for card in cli.agents.scan().cards}
     except ArcanaMemoryError:
         names = {}
     for folder in moved:

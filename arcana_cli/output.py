@@ -270,6 +270,13 @@ def err(message: str) -> None:
     sys.stderr.write(f"arcana: error: {one_line(message)}\n")
 
 
+def left_out(cards: Sequence[Any]) -> None:
+    """Each unreadable agent card an --all run left out, one line (path, what is wrong, the fix) on stderr,
+    even under --quiet: cron mails stderr, and an agent is never skipped without a word."""
+    for card in cards:
+        err(f"agent {card.agent_id} left out: {card}")
+
+
 def notice(message: str) -> None:
     """One line on stderr, even under --quiet, for what was done to the home before the command: not an error."""
     sys.stderr.write(f"arcana: {one_line(message)}\n")

@@ -10,6 +10,7 @@ import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -18,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from memory.agent_links import relink
 from memory.errors import ConfigError, InvalidRequestError, NotFoundError
-from memory.home import Home, check_name, loaded_name, private_dir, replace_file, unusable_name
+from memory.home import Home, check_name, is_safe_name, loaded_name, private_dir, replace_file, unusable_name
 from memory.locks import waiting
 from memory.types import MemoryType, now_utc
 
@@ -77,6 +78,38 @@ class AmbiguousAgentError(NotFoundError):
     """An id prefix that more than one agent's id starts with (exit 3, as for a memory id prefix)."""
 
 
+@dataclass(frozen=True)
+class UnreadableCard:
+    """An ``agents/<id>/agent.json`` that cannot be read, and the ConfigError saying why and how to fix it."""
+
+    path: Path
+    error: ConfigError
+
+    @property
+    def agent_id(self) -> str:
+        return self.path.parent.name  # a card is only valid in the folder named after its id
+
+    def __str__(self) -> str:
+        return str(self.error)
+
+
+@dataclass
+class Roster:
+    """The agents a home has: ``cards`` readable (by name), ``unreadable`` named for the operator."""
+
+    cards: list[AgentCard] = field(default_factory=list)
+    unreadable: list[UnreadableCard] = field(default_factory=list)
+
+    def complete(self) -> list[AgentCard]:
+        """The cards when every one is readable, else the first unreadable one's ConfigError."""
+        if self.unreadable:
+            more = len(self.unreadable) - 1
+            if not more:
+                raise self.unreadable[0].error
+            raise ConfigError(f"{self.unreadable[0]} (and {more} more unreadable agent card(s); see `arcana doctor`)")
+        return self.cards
+
+
 class AgentRegistry:
     def __init__(self, home: Home):
         self.home = home
@@ -84,23 +117,45 @@ class AgentRegistry:
     def _card_path(self, agent_id: str) -> Path:
         return self.home.agent_dir(agent_id) / "agent.json"
 
-    def list(self) -> list[AgentCard]:
-        cards = []
+    def scan(self) -> Roster:
+        """Every agent card: the readable ones by name, and each unreadable one with why.
+
+        One bad card must not stop the others: lookups and --all runs work on
+        the readable cards and name the unreadable ones.
+        """
+        roster = Roster()
         if self.home.agents_dir.exists():
             for path in sorted(self.home.agents_dir.glob("*/agent.json")):
-                cards.append(self._load(path))
-        return sorted(cards, key=lambda c: c.name)
+                try:
+                    roster.cards.append(self._load(path))
+                except ConfigError as exc:
+                    roster.unreadable.append(UnreadableCard(path, exc))
+        roster.cards.sort(key=lambda c: c.name)
+        return roster
+
+    def list(self) -> list[AgentCard]:
+        """Every agent, or the first unreadable card's ConfigError: for callers that need all or nothing."""
+        return self.scan().complete()
+
+    def get(self, agent_id: str) -> AgentCard | None:
+        """The agent whose id is exactly ``agent_id`` (its folder), None if none; its ConfigError if unreadable."""
+        if not is_safe_name(agent_id):  # no agent's folder has such a name (an import's id is unchecked input)
+            return None
+        path = self._card_path(agent_id)
+        return self._load(path) if path.is_file() else None
 
     def _load(self, path: Path) -> AgentCard:
         """A card as read; its id must be its folder's name, or a copied card could take over another agent."""
+        fix = (f"; repair the JSON by hand, or move {path.parent} into {self.home.trash_dir} "
+               "to set the agent aside")
         try:
             card = AgentCard.model_validate_json(path.read_text(encoding="utf-8"))
         except ValidationError as exc:
             first = exc.errors()[0]
             where = ".".join(str(part) for part in first["loc"]) or "card"
-            raise ConfigError(f"{path}: invalid agent card: {where}: {first['msg']}") from None
-        except ValueError as exc:
-            raise ConfigError(f"{path}: invalid agent card: {exc}".splitlines()[0]) from None
+            raise ConfigError(f"{path}: invalid agent card: {where}: {first['msg']}".splitlines()[0] + fix) from None
+        except (ValueError, OSError) as exc:
+            raise ConfigError(f"{path}: invalid agent card: {exc}".splitlines()[0] + fix) from None
         if card.id != path.parent.name:
             raise ConfigError(f"{path}: the card's id {card.id!r} is not its folder's name {path.parent.name!r}; "
                               "a card is only valid in agents/<its id>/ (restore the folder as it was backed up)")
@@ -110,24 +165,37 @@ class AgentRegistry:
         """Find an agent by exact id, then exact name, then a unique id prefix (6+ chars).
 
         An id outranks a name, so no name (even one made before names that look
-        like ids were refused) can take over ``--agent <id>``.
+        like ids were refused) can take over ``--agent <id>``. An unreadable
+        card's id is its folder's name: asked for by it (or a prefix of it), it
+        is its ConfigError. A name no readable card has, beside an unreadable
+        card, is that card's ConfigError, never NotFoundError: the unreadable
+        card may be the one asked for, and ``resolve_or_create`` must not make its twin.
         """
-        cards = self.list()
+        roster = self.scan()
+        cards, broken = roster.cards, {u.agent_id: u for u in roster.unreadable}
         for card in cards:
             if card.id == name_or_id:
                 return card
+        if name_or_id in broken:
+            raise broken[name_or_id].error
         for card in cards:
             if card.name == name_or_id:
                 return card
         if len(name_or_id) >= 6:
-            matches = [c for c in cards if c.id.startswith(name_or_id)]
+            matches = [c.id for c in cards if c.id.startswith(name_or_id)]
+            matches += [i for i in broken if i.startswith(name_or_id)]
             if len(matches) == 1:
-                return matches[0]
+                if matches[0] in broken:
+                    raise broken[matches[0]].error
+                return next(c for c in cards if c.id == matches[0])
             if matches:  # as a memory id prefix is: said, never taken for a missing name
+                named = {c.id: repr(c.name) for c in cards}
                 raise AmbiguousAgentError(
                     f"agent id prefix '{name_or_id}' is ambiguous ({len(matches)} agents: "
-                    f"{', '.join(repr(c.name) for c in matches)}); give more characters of the id, or the name"
+                    f"{', '.join(named.get(i, f'unreadable {i}') for i in matches)}); "
+                    "give more characters of the id, or the name"
                 )
+        roster.complete()  # the name may be an unreadable card's
         if _ID_LIKE.match(name_or_id):  # `agent create` refuses such a name: do not send the user there
             raise NotFoundError(f"no agent has the name or id '{name_or_id}'; see `arcana agent list`")
         if why := unusable_name("agent", name_or_id):  # nor there, for an empty or malformed name
@@ -138,11 +206,17 @@ class AgentRegistry:
         )
 
     def near(self, name: str) -> str:
-        """`` (did you mean 'ada'?)`` when an agent's name is close to ``name`` (a typo), else ''."""
-        return did_you_mean(name, self.list())
+        """`` (did you mean 'ada'?)`` when a readable agent's name is close to ``name`` (a typo), else ''."""
+        return did_you_mean(name, self.scan().cards)
 
     def exists(self, name: str) -> bool:
-        return any(c.name == name for c in self.list())
+        """Whether an agent has ``name``; an unreadable card's ConfigError when no readable one has it
+        (that card may have it: a rename to it would make a twin)."""
+        roster = self.scan()
+        if any(c.name == name for c in roster.cards):
+            return True
+        roster.complete()
+        return False
 
     @contextmanager
     def _naming(self) -> Iterator[None]:

@@ -6,7 +6,8 @@ import typer
 
 from arcana_cli.command import add_commands, command
 from arcana_cli.context import CliContext
-from arcana_cli.output import Out, YesOpt, confirm
+from arcana_cli import exit_codes
+from arcana_cli.output import Out, YesOpt, confirm, left_out
 
 NameArg = Annotated[str, typer.Argument(help="Agent name or id.")]
 PoolArg = Annotated[str, typer.Argument(help="Pool name.")]
@@ -23,12 +24,16 @@ def create(cli: CliContext, out: Out, name: Annotated[str, typer.Argument(help="
 @command("list")
 def list_(cli: CliContext, out: Out) -> None:
     """List agents."""
-    cards = cli.agents.list()
+    roster = cli.agents.scan()
+    cards = roster.cards
     out.data(
         [c.as_dict() for c in cards],
         columns=("name", "id", "model", "created"),
         rows=lambda: [(c.name, c.id, c.model or "-", c.created_at.date().isoformat()) for c in cards],
     )
+    left_out(roster.unreadable)  # the readable agents are listed; each unreadable card is named, exit 4
+    if roster.unreadable:
+        raise typer.Exit(exit_codes.CONFIG)
 
 
 @command("show")

@@ -7,7 +7,7 @@ import typer
 from arcana_cli import exit_codes
 from arcana_cli.command import add_commands, command
 from arcana_cli.context import CliContext
-from arcana_cli.output import Out, err
+from arcana_cli.output import Out, err, left_out
 
 
 @command("consolidate", quiet=True)
@@ -43,8 +43,11 @@ async def consolidate(
     )
     verb = "would archive" if dry_run else "archived"
     out.info(f"{verb} {result.archived} memories into consolidated ones across {len(result.stores)} store(s)")
+    left_out(result.unreadable)
     if result.failed:
         raise typer.Exit(exit_codes.STORAGE)
+    if result.unreadable:
+        raise typer.Exit(exit_codes.CONFIG)
 
 
 def _row(done) -> tuple:

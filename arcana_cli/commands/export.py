@@ -17,7 +17,7 @@ import typer
 from arcana_cli import __version__, exit_codes
 from arcana_cli.command import add_commands, command
 from arcana_cli.context import CliContext
-from arcana_cli.output import Out, YesOpt, confirm, err, given_path
+from arcana_cli.output import Out, YesOpt, confirm, err, given_path, left_out
 from memory.errors import MemoryStorageError, NotFoundError
 from memory.home import private_dir
 from memory.types import MemoryScope, pool_scope
@@ -57,18 +57,23 @@ async def _open_shared(cli, stack: AsyncExitStack, kind, name: str | None = None
     return store
 
 
-async def _sources(cli, stack: AsyncExitStack, agent, pool, global_, all_) -> tuple[list, dict]:
-    """The (label, open store) pairs an export reads, and the header's description of them."""
+async def _sources(cli, stack: AsyncExitStack, agent, pool, global_, all_) -> tuple[list, dict, list]:
+    """The (label, open store) pairs an export reads, the header's description of them, and the
+    unreadable agent cards --all leaves out (the export says so and exits 4, never silently short)."""
     from memory.adapters.opener import server_url
     from memory.store_kinds import StoreKind
 
-    sources = []
+    sources, left = [], []
     if agent or all_:
-        cards = cli.agents.list() if all_ else [cli.agent(agent)]
+        if all_:
+            roster = cli.agents.scan()
+            cards, left = roster.cards, roster.unreadable
+        else:
+            cards = [cli.agent(agent)]
         for card in cards:
             sources.append((f"agent:{card.name}", await stack.enter_async_context(cli.private_store(card))))
         if agent:
-            return sources, {"agent": cards[0].name, "agent_id": cards[0].id}
+            return sources, {"agent": cards[0].name, "agent_id": cards[0].id}, left
     from memory.federation.pools import PoolRegistry
 
     registry = PoolRegistry(cli.home)
@@ -84,12 +89,12 @@ async def _sources(cli, stack: AsyncExitStack, agent, pool, global_, all_) -> tu
     for label, kind, name in tiers:
         sources.append((label, await _open_shared(cli, stack, kind, name, must_exist=True)))
     if not all_:
-        return sources, ({"pool": pool} if pool else {"global": True})
+        return sources, ({"pool": pool} if pool else {"global": True}), left
     from memory.operations.restore_all import describe
 
     members = {name: registry.show_settings(name).members for label, kind, name in tiers if kind is StoreKind.POOL}
     stores = describe(cards, members, with_global=any(label == "global" for label, _, _ in tiers))
-    return sources, {"all": [s[0] for s in sources], "stores": stores}
+    return sources, {"all": [s[0] for s in sources], "stores": stores}, left
 
 
 def _write_atomically(path: Path):
@@ -161,7 +166,7 @@ async def export(
     if format_ is ExportFormat.jsonl and output is not None:
         target, atomic = _output_file(output)
     async with AsyncExitStack() as stack:
-        sources, what = await _sources(cli, stack, agent, pool, global_, all_)  # an unknown store: exit 3 before asking
+        sources, what, left = await _sources(cli, stack, agent, pool, global_, all_)  # an unknown store: exit 3 before asking
         if format_ is ExportFormat.jsonl and output is not None and atomic and target.is_file() and target.stat().st_size:
             # Trigger: -o names a file that holds something (a user's notes.txt as much as an old export).
             # Why: the rename would replace it for good. Outcome: ask on a terminal, else --yes or exit 2.
@@ -207,9 +212,11 @@ async def export(
                 finally:
                     partial.unlink(missing_ok=True)
     if out.json_mode:
-        out.data({"output": str(output) if output else "-", "format": format_.value, **report.as_dict()})
+        out.data({"output": str(output) if output else "-", "format": format_.value, **report.as_dict(),
+                  "agents_left_out": [str(card) for card in left]})
     out.info(f"exported {report.memories} memories from {', '.join(report.stores) or 'nothing'}"
              + (f" to {output}" if output else ""))
+    left_out(left)
     if report.unreadable:  # one row an outside edit broke does not stop the export; it is never silent
         for reason in report.unreadable:
             out.warn(f"not exported: {reason}")
@@ -218,6 +225,8 @@ async def export(
             "and not exported (the rest were); "
             "fix them as `arcana doctor` says, then export again"
         )
+    if left:
+        raise typer.Exit(exit_codes.CONFIG)
 
 
 STDIN = Path("/dev/stdin")

@@ -86,7 +86,7 @@ def remove(cli: CliContext, out: Out, name: NameArg) -> None:
             config.default_model = None
         config.models = {n: s for n, s in config.models.items() if n != name}
     out.data({"removed": name}, text=lambda: name)
-    users = [c.name for c in cli.agents.list() if c.model == name]
+    users = [c.name for c in cli.agents.scan().cards if c.model == name]
     if users:
         out.warn(f"agents still set to '{name}': {', '.join(users)}; `arcana agent set AGENT --model NAME`")
 

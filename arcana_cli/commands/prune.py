@@ -6,7 +6,8 @@ import typer
 
 from arcana_cli.command import add_commands, command
 from arcana_cli.context import CliContext
-from arcana_cli.output import Out, confirm
+from arcana_cli import exit_codes
+from arcana_cli.output import Out, confirm, left_out
 from memory.operations.prune import prune_home
 from memory.operator.targets import Selection, prune_targets
 from memory.types import PruneMode, PrunePolicy
@@ -63,6 +64,9 @@ async def prune(
     done = [f"{verb} {result.removed} memories"] if result.removed else []
     done += [f"{shortened} {result.condensed} digests"] if result.condensed else []
     out.info(f"{' and '.join(done)} across {len(result.stores)} store(s)" if done else "nothing to prune")
+    left_out(result.unreadable)
+    if result.unreadable:
+        raise typer.Exit(exit_codes.CONFIG)
 
 
 def register(app: typer.Typer) -> None:

@@ -97,6 +97,10 @@ async def recall(
     )
     for event in report.degraded:
         out.warn(f"tier {event.tier} degraded ({event.reason}): {event.detail}; its memories are missing here")
+    from memory.embedding.factory import semantic_unavailable
+
+    if why := semantic_unavailable(cli.config.embedding, memory_query.retrieval_mode):
+        out.warn(why)
     tiers = ", ".join(report.tiers) or "no tier"
     # Only a result has legs: with none, say what was searched, not which leg "answered"; results
     # no leg found are a listing (a query of punctuation or emoji has no word for keyword to match).

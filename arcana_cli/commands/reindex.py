@@ -7,7 +7,7 @@ import typer
 from arcana_cli import exit_codes
 from arcana_cli.command import add_commands, command
 from arcana_cli.context import CliContext
-from arcana_cli.output import Out, err
+from arcana_cli.output import Out, err, left_out
 
 
 @command("reindex", quiet=True)
@@ -54,8 +54,11 @@ async def reindex(
         columns=("store", "model", "index", "to embed", "embedded", "skipped", "error"),
         rows=lambda: [_row(done) for done in result.stores],
     )
+    left_out(result.unreadable)
     if result.failed:
         raise typer.Exit(exit_codes.STORAGE)
+    if result.unreadable:
+        raise typer.Exit(exit_codes.CONFIG)
 
 
 def _row(done) -> tuple:

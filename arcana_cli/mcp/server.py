@@ -112,11 +112,14 @@ class MemoryTools:
         return self._answer({"id": entry.id, "scope": entry.scope.value, **report.as_dict()})
 
     async def recall(self, query, limit, mode, types, since, tags=None) -> dict:
+        from memory.embedding.factory import semantic_unavailable
+
+        retrieval_mode = self.config.recall.mode_for(RetrievalMode(mode) if mode else None)
         report = await self.federation.recall(
             MemoryQuery(
                 agent_id=self.card.id,
                 text=query,
-                retrieval_mode=self.config.recall.mode_for(RetrievalMode(mode) if mode else None),
+                retrieval_mode=retrieval_mode,
                 types=[MemoryType(t) for t in types] if types else None,
                 tags=tags or None,
                 since=_since(since),
@@ -124,11 +127,13 @@ class MemoryTools:
             )
         )
         self._private_intact(report)
+        why = semantic_unavailable(self.config.embedding, retrieval_mode)
         return self._answer(
             {
                 "results": [_hit(e) for e in report.entries],
                 "tiers": report.tiers,
                 "degraded": [f"{d.tier} ({d.reason}): {d.detail}" for d in report.degraded],
+                **({"notices": [why]} if why else {}),
             }
         )
 

@@ -92,7 +92,7 @@ async def home(request: Request) -> Response:
     reader: Reader = request.app.state.reader
     page = params.integer(request.query_params, "page", 1, 1, 100_000)
     data = await reader.overview(page, HOME_PAGE)
-    return render(reader, "home.html", title="Home", agents=data["agents"], pools=data["pools"],
+    return render(reader, "home.html", title="Home", agents=data["agents"], unreadable=data["unreadable"], pools=data["pools"],
                   global_=data["global"], vaults=data["vaults"], counts=data["counts"], more=data["more"], page=page,
                   per=HOME_PAGE, first=(page - 1) * HOME_PAGE)
 

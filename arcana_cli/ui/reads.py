@@ -75,7 +75,8 @@ class Reader:
         from memory.vaults.status import vault_status
 
         config = self.config
-        cards, infos, registered = AgentRegistry(self.home).list(), await PoolRegistry(self.home).list(), VaultRegistry(self.home).list()
+        roster = AgentRegistry(self.home).scan()  # an unreadable card is named on the page, the rest shown
+        cards, infos, registered = roster.cards, await PoolRegistry(self.home).list(), VaultRegistry(self.home).list()
         shown = slice((page - 1) * per, page * per)
         agents = []
         for card in cards[shown]:
@@ -93,6 +94,7 @@ class Reader:
                 vaults.append({"status": None, "name": vault.name, "path": str(vault.root), "error": str(exc)})
         return {
             "agents": agents,
+            "unreadable": [str(card) for card in roster.unreadable],
             "pools": pools,
             "global": await self._tier_census(config, StoreKind.GLOBAL, None),
             "vaults": vaults,
@@ -135,6 +137,10 @@ class Reader:
             limit=ask.page * ask.per + 1,
         )
         notices = Notices()
+        from memory.embedding.factory import semantic_unavailable
+
+        if why := semantic_unavailable(config.embedding, mode):
+            notices.warn(why)
         if target.kind == "agent":
             from arcana_cli.federated import agent_federation
             from memory.runtime.assembly import quarantine_events

@@ -6,6 +6,7 @@ from memory.config import EmbeddingConfig
 from memory.embedding.base import Embedder
 from memory.embedding.gateway import EmbeddingGateway
 from memory.home import Home
+from memory.types import RetrievalMode
 
 OLLAMA_PREFIX = "ollama:"
 
@@ -21,15 +22,34 @@ def build_embedder(name: str, config: EmbeddingConfig, home: Home) -> Embedder:
     return FastEmbedEmbedder(name, models_root=home.models_cache, batch_size=config.batch_size)
 
 
-def build_gateway(config: EmbeddingConfig, home: Home) -> EmbeddingGateway:
-    """Embedders in the order of ``embedding.providers`` (the priority order)."""
-    embedders: list[Embedder] = []
+def embedder_names(config: EmbeddingConfig) -> list[str]:
+    """The embedders ``embedding.providers`` configures, in its (priority) order; ollama without a model is none."""
+    names = []
     for provider in config.providers:
         if provider == "fastembed":
-            embedders.append(build_embedder(config.fastembed_model, config, home))
+            names.append(config.fastembed_model)
         elif provider == "ollama" and config.ollama_model:
-            embedders.append(build_embedder(OLLAMA_PREFIX + config.ollama_model, config, home))
-    return EmbeddingGateway(embedders)
+            names.append(OLLAMA_PREFIX + config.ollama_model)
+    return names
+
+
+def build_gateway(config: EmbeddingConfig, home: Home) -> EmbeddingGateway:
+    """Embedders in the order of ``embedding.providers`` (the priority order)."""
+    return EmbeddingGateway([build_embedder(name, config, home) for name in embedder_names(config)])
+
+
+def semantic_unavailable(config: EmbeddingConfig, mode: RetrievalMode) -> str | None:
+    """Why a recall that asked for semantic search is answered by keyword here, or None.
+
+    Trigger: semantic mode (``--mode semantic``, ``recall.mode``) in a home with no embedder
+    configured. Why: the vector layer stays quiet there (keyword-only is the operator's
+    choice), so semantic answered keyword hits, or nothing, without a word. Outcome: every
+    surface (recall, the web view, the MCP tool) says this one line; hybrid stays quiet.
+    """
+    if mode is not RetrievalMode.semantic or embedder_names(config):
+        return None
+    return ("semantic search needs an embedder and none is configured (embedding.providers is empty): "
+            "answered by keyword instead; `arcana config set embedding.providers fastembed` turns it on")
 
 
 def vector_options(config: EmbeddingConfig) -> dict:

@@ -191,5 +191,5 @@ class PoolRegistry:
         return True
 
     def _member_names(self, members: list[str]) -> list[str]:
-        by_id = {card.id: card.name for card in AgentRegistry(self.home).list()}
+        by_id = {card.id: card.name for card in AgentRegistry(self.home).scan().cards}  # an unreadable one: its id
         return [by_id.get(member, member) for member in members]

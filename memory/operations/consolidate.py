@@ -19,13 +19,14 @@ from typing import Any
 
 from memory.adapters.opener import on_server, open_store, open_tier, vector_adapter
 from memory.agent_lock import connect_agent_store
+from memory.agents import UnreadableCard
 from memory.audit import AuditLog
 from memory.consolidation.plan import Plan
 from memory.consolidation.store import consolidate_store
 from memory.errors import MemoryStorageError, NotFoundError
 from memory.home import Home
 from memory.locks import exclusive
-from memory.operator.targets import Selection, Target, reindex_targets
+from memory.operator.targets import Selection, Target, reindex_targets, unreadable_cards
 from memory.store_kinds import StoreKind
 from memory.types import now_utc
 
@@ -57,6 +58,7 @@ class StoreConsolidation:
 class ConsolidationRun:
     dry_run: bool
     stores: list[StoreConsolidation] = field(default_factory=list)
+    unreadable: list[UnreadableCard] = field(default_factory=list)  # agents --all could not consolidate
 
     @property
     def archived(self) -> int:
@@ -73,6 +75,7 @@ class ConsolidationRun:
             "dry_run": self.dry_run,
             "agents": [d for s, d in zip(self.stores, shown) if s.target.kind is StoreKind.PRIVATE],
             "tiers": [d for s, d in zip(self.stores, shown) if s.target.kind is not StoreKind.PRIVATE],
+            "unreadable": [str(card) for card in self.unreadable],
         }
 
 
@@ -95,7 +98,7 @@ async def consolidate_home(
 
     targets = reindex_targets(home, config, selection, "consolidate")
     gateway = None if dry_run else build_gateway(config.embedding, home)
-    run = ConsolidationRun(dry_run)
+    run = ConsolidationRun(dry_run, unreadable=unreadable_cards(home, selection))
     audit = AuditLog(home.audit_log)
     with exclusive(home.locks_dir / "consolidate.lock", "consolidate"):
         for target in targets:

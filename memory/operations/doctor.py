@@ -83,11 +83,11 @@ def check_config(home: Home) -> list[Check]:
         checks.append(Check("config", True, f"{home.config_path}: valid" + ("" if home.config_path.exists() else " (defaults)")))
     except ConfigError as exc:
         checks.append(Check("config", False, str(exc)))
-    try:
-        agents = AgentRegistry(home).list()
-        checks.append(Check("agent cards", True, f"{len(agents)} agent(s)"))
-    except ConfigError as exc:
-        checks.append(Check("agent cards", False, str(exc)))
+    roster = AgentRegistry(home).scan()
+    if not roster.unreadable:
+        checks.append(Check("agent cards", True, f"{len(roster.cards)} agent(s)"))
+    for card in roster.unreadable:  # each one its own row: the readable agents are checked on regardless
+        checks.append(Check("agent cards", False, str(card)))
     return checks
 
 

@@ -38,7 +38,7 @@ async def database_status(home: Home, *, skip: Collection[Path] = (), repair: bo
     """One row per store under the home but ``skip``; a broken store is reported, not fatal
     (and, with ``repair=False`` for diagnosis, left where it is)."""
     try:
-        names = {home.agent_db(card.id): card.name for card in AgentRegistry(home).list()}
+        names = {home.agent_db(card.id): card.name for card in AgentRegistry(home).scan().cards}
     except ArcanaMemoryError:
         names = {}
     rows = []

@@ -17,12 +17,13 @@ from typing import Any
 
 from memory.adapters.opener import on_server, open_store, open_tier, vector_adapter
 from memory.agent_lock import connect_agent_store
+from memory.agents import UnreadableCard
 from memory.audit import AuditLog
 from memory.errors import NotFoundError
 from memory.home import Home
 from memory.locks import exclusive
 from memory.operator.edits import CopyChange, GlobalCopies, LiveCopyError
-from memory.operator.targets import Selection, Target, prune_targets
+from memory.operator.targets import Selection, Target, prune_targets, unreadable_cards
 from memory.store_kinds import StoreKind
 from memory.types import Audience, MemoryEntry, MemoryQuery, PrunePolicy, PruneReport
 
@@ -56,6 +57,7 @@ class StorePrune:
 class PruneRun:
     policy: PrunePolicy
     stores: list[StorePrune] = field(default_factory=list)
+    unreadable: list[UnreadableCard] = field(default_factory=list)  # agents --all could not prune
 
     @property
     def removed(self) -> int:
@@ -73,6 +75,7 @@ class PruneRun:
             "condensed": self.condensed,
             "agents": [s.as_dict() for s in self.stores if s.target.kind is StoreKind.PRIVATE],
             "tiers": [s.as_dict() for s in self.stores if s.target.kind is not StoreKind.PRIVATE],
+            "unreadable": [str(card) for card in self.unreadable],
         }
 
 
@@ -84,7 +87,7 @@ async def prune_home(
     ``<home>/locks/prune.lock``: a second prune of the same home fails at once with :class:`LockHeldError`.
     ``on_progress(label, done, total)``: rows read, then rows removed, in the store named ``label``."""
     targets = prune_targets(home, config, selection)
-    run = PruneRun(policy)
+    run = PruneRun(policy, unreadable=unreadable_cards(home, selection))
     audit = AuditLog(home.audit_log)
     with exclusive(home.locks_dir / "prune.lock", "prune"):
         copies = GlobalCopies.of_home(home, config, actor=actor)

@@ -12,12 +12,13 @@ from typing import Any
 
 from memory.adapters.opener import open_store, open_tier
 from memory.agent_lock import connect_agent_store
+from memory.agents import UnreadableCard
 from memory.audit import AuditLog
 from memory.errors import MemoryStorageError, NotFoundError, VectorIndexDamagedError
 from memory.home import Home
 from memory.locks import exclusive
 from memory.operations.indexes import ReindexReport, reindex
-from memory.operator.targets import Selection, Target, reindex_targets
+from memory.operator.targets import Selection, Target, reindex_targets, unreadable_cards
 from memory.store_kinds import StoreKind
 
 Progress = Callable[[str, int, int], None]
@@ -52,6 +53,7 @@ class StoreReindex:
 @dataclass
 class ReindexRun:
     stores: list[StoreReindex] = field(default_factory=list)
+    unreadable: list[UnreadableCard] = field(default_factory=list)  # agents --all could not reindex
 
     @property
     def failed(self) -> list[StoreReindex]:
@@ -62,6 +64,7 @@ class ReindexRun:
         return {
             "agents": [s.as_dict() for s in self.stores if s.target.kind is StoreKind.PRIVATE],
             "tiers": [s.as_dict() for s in self.stores if s.target.kind is not StoreKind.PRIVATE],
+            "unreadable": [str(card) for card in self.unreadable],
         }
 
 
@@ -94,7 +97,7 @@ async def reindex_home(
     target_model = build_embedder(model, settings, home) if model else None
     gateway = build_gateway(settings, home)
     audit = AuditLog(home.audit_log)
-    run = ReindexRun()
+    run = ReindexRun(unreadable=unreadable_cards(home, selection))
     with exclusive(home.locks_dir / "reindex.lock", "reindex"):
         for target in targets:
             done = StoreReindex(target)

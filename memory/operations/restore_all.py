@@ -116,9 +116,9 @@ def _agent(registry: AgentRegistry, described: dict) -> tuple[AgentCard, bool]:
     which would put one agent's lines into another's store), else the same name, else made with both."""
     agent_id, name = described.get("agent_id"), described["name"]
     if agent_id is not None:
-        same = [card for card in registry.list() if card.id == agent_id]
-        if same:
-            return same[0], False
+        same = registry.get(agent_id)  # that agent's card even beside an unreadable one; its own unreadable: exit 4
+        if same is not None:
+            return same, False
         if not registry.exists(name):
             try:
                 card = AgentCard(id=agent_id, name=name)

@@ -80,13 +80,16 @@ async def tier_reports(home: Home, *, failed: dict[Path, str] | None = None) -> 
     failed = failed or {}
     try:
         config = load_config(home.config_path)
-        cards = AgentRegistry(home).list()
+        roster = AgentRegistry(home).scan()
         connections = ConnectionsConfig.load(home.connections_path)
         config.memory.global_server_url()  # an unset global_url_env: reported below, not raised mid-probe
     except (ConfigError, UnsetVariableError) as exc:
         return [TierReport("tiers", False, f"not probed: {exc}")]
-    reports: dict[str, TierReport] = {}
-    for card in cards:
+    reports: dict[str, TierReport] = {
+        f"private ({u.agent_id})": TierReport(f"private ({u.agent_id})", False, "not probed: its agent card is unreadable")
+        for u in roster.unreadable
+    }
+    for card in roster.cards:
         private = open_store(home, StoreKind.PRIVATE, card.id, actor="doctor", repair=False)
         if config.memory.global_url is not None or config.memory.global_url_env is not None:
             global_ = open_tier(home, StoreKind.GLOBAL, config=config, actor="doctor")

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from memory.adapters.opener import server_url
-from memory.agents import AgentRegistry
+from memory.agents import AgentRegistry, UnreadableCard
 from memory.errors import InvalidRequestError, NotFoundError
 from memory.home import Home
 from memory.store_kinds import StoreKind
@@ -50,9 +50,16 @@ class Target:
 
 
 def _agents(home: Home, selection: Selection) -> list[Target]:
+    """The readable agents the selection names; --all leaves out the unreadable cards (see :func:`unreadable_cards`)."""
     registry = AgentRegistry(home)
-    cards = registry.list() if selection.all else [registry.resolve(selection.agent)] if selection.agent else []
+    cards = registry.scan().cards if selection.all else [registry.resolve(selection.agent)] if selection.agent else []
     return [Target(StoreKind.PRIVATE, c.id, f"agent:{c.id}", {"agent": c.name, "agent_id": c.id}) for c in cards]
+
+
+def unreadable_cards(home: Home, selection: Selection) -> list[UnreadableCard]:
+    """The agent cards an --all run cannot read: it works on every other agent and reports these
+    (a cron run never skips an agent silently). A named agent with such a card is its ConfigError instead."""
+    return AgentRegistry(home).scan().unreadable if selection.all else []
 
 
 def _known_pools(home: Home, names: Sequence[str]) -> list[str]:

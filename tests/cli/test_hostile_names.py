@@ -56,13 +56,18 @@ def test_a_card_claiming_another_agents_id_is_refused(cli, arcana_home, no_embed
     twin = arcana_home.agents_dir / "0123456789abcdef0123456789abcdef"
     twin.mkdir()
     (twin / "agent.json").write_text(json.dumps({**card, "name": "mallory"}))
-    result = cli("recall", "own", "--agent", card["id"])
-    assert result.exit_code == exit_codes.CONFIG
-    _one_line(result)
-    assert "folder" in result.stderr
-    (twin / "agent.json").unlink()
-    twin.rmdir()
-    assert cli("recall", "own", "--agent", card["id"]).exit_code == 0  # positive control: the real card
+    for who in ("mallory", twin.name, twin.name[:8]):  # the copy is refused whichever way it is asked for
+        result = cli("recall", "own", "--agent", who)
+        assert result.exit_code == exit_codes.CONFIG, who
+        _one_line(result)
+        assert "is not its folder's name" in result.stderr
+    # it takes nothing over: ada's id and name still reach ada's own card and store (and only hers)
+    for who in (card["id"], "ada"):
+        result = cli("recall", "own", "--agent", who, "--json")
+        assert result.exit_code == 0 and [r["content"] for r in json.loads(result.stdout)["results"]] == ["ada's own"]
+    listed = cli("agent", "list", "--json")
+    assert listed.exit_code == exit_codes.CONFIG and [a["name"] for a in json.loads(listed.stdout)] == ["ada"]
+    assert str(twin) in listed.stderr
 
 
 @pytest.mark.parametrize("name", ["/abs/path", "sub/dir", "..", "../../p"])

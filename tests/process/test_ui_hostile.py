@@ -323,6 +323,28 @@ def test_one_store_that_cannot_be_read_does_not_hide_the_home(server, stocked, a
     assert "Traceback" not in errors.read_text()
 
 
+def test_an_unreadable_agent_card_is_named_and_does_not_hide_the_home(server, stocked, arcana_home):
+    """The home page listed every card at once: bob's card cut short made it a 503 for alice too.
+    Now alice's row is there, the page names bob's card, and bob's own page says why (exit 4's reason)."""
+    from memory.agents import AgentRegistry
+
+    url, base, errors = server
+    client = Client(url)
+    card = arcana_home.agent_dir(AgentRegistry(arcana_home).resolve("bob").id) / "agent.json"
+    card.write_text('{"name": "bob", "id": 5')
+    status, _, page = client.get("/")
+    assert status == 200, reason(page)
+    rows = dict(re.findall(r'<tr><td><a href="[^"]*\?agent=(\w+)">(.*?)</tr>', page, re.S))
+    assert list(rows) == ["alice"] and re.search(r'<td class="num">\d+</td>', rows["alice"])  # the control
+    assert re.search(r'class="notice unreadable-card">agent left out: [^<]*' + re.escape(str(card)), page)
+    assert "?pool=team" in page
+    status, _, page = client.get("/memories?agent=alice")
+    assert status == 200 and "Alice prefers green tea" in page
+    status, _, page = client.get("/memories?agent=bob")
+    assert status != 200 and str(card) in reason(page)
+    assert "Traceback" not in errors.read_text()
+
+
 def test_a_memory_page_shows_the_memory_when_its_copys_tier_cannot_be_read(server, stocked, arcana_home):
     """The memory page looked for the global copy with nothing to catch a failure: with the global
     store unreadable (a schema newer than this Arcana), an agent's own memory, in a store that
