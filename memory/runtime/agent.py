@@ -26,13 +26,14 @@ from memory.models.base import ChatMessage, ChatProvider, astream
 from memory.models.context import RenderedContext, recall_context
 from memory.protocols import MemoryAdapter
 from memory.runtime.assembly import extraction_settings, federation_for_agent
-from memory.runtime.sessions import SessionClosedError, SessionManager, held_id, replayable
+from memory.runtime.sessions import SessionClosedError, SessionManager, held_id, replayable, within
 from memory.runtime.upkeep import consolidate_if_grown
 from memory.types import Session, Turn
 
 DEFAULT_SYSTEM_PROMPT = "You are a helpful assistant."
 CONTEXT_BUDGET_TOKENS = 1000
 HISTORY_TURNS = 6
+HISTORY_CHARS = 24_000  # of the turns replayed (about 6,000 tokens): a budget, not only a count
 JOB_BUDGET_SECONDS = 10.0
 
 
@@ -125,10 +126,11 @@ class AgentRuntime:
         )
 
     async def history(self, session: Session | None) -> list[Turn]:
-        """The session's last turns that admission still allows (see :func:`replayable`)."""
+        """The session's last turns that admission still allows (see :func:`replayable`), within
+        :data:`HISTORY_CHARS` (see :func:`within`)."""
         if session is None or self.memory is None:
             return []
-        return await replayable(session, self.memory, HISTORY_TURNS)
+        return within(await replayable(session, self.memory, HISTORY_TURNS), HISTORY_CHARS)
 
     def messages(self, prompt: str, context: RenderedContext, history: list[Turn]) -> list[ChatMessage]:
         system = self.card.system_prompt or DEFAULT_SYSTEM_PROMPT

@@ -159,6 +159,33 @@ async def replayable(session: Session, memory: MemoryAdapter, limit: int) -> lis
     return [turn for turn in session.turns if left_out_by(turn, gone) is None][-limit:] if limit else []
 
 
+def within(turns: list[Turn], chars: int) -> list[Turn]:
+    """The latest of ``turns`` whose prompts and answers fit in ``chars`` together, oldest first.
+
+    A replay is resent with every later turn of its session: one runaway answer (a model may send
+    megabytes) went to the model again and again until its context overflowed. Older turns go
+    first; the latest turn alone over the budget is kept cut (its prompt's and answer's starts)."""
+    kept: list[Turn] = []
+    for turn in reversed(turns):
+        size = len(turn.prompt) + len(turn.response)
+        if size <= chars:
+            kept.append(turn)
+            chars -= size
+            continue
+        if not kept:
+            prompt = _cut(turn.prompt, chars // 2)
+            kept.append(replace(turn, prompt=prompt, response=_cut(turn.response, chars - len(prompt))))
+        break
+    return kept[::-1]
+
+
+def _cut(text: str, chars: int) -> str:
+    return text if len(text) <= chars else text[: max(chars - len(CUT), 0)] + CUT
+
+
+CUT = " […]"  # where a replayed text was cut
+
+
 async def replay_exclusions(session: Session, memory: MemoryAdapter, store: SQLiteAdapter) -> dict[int, dict[str, str]]:
     """For an operator: every turn (by index) a replay through ``memory`` (the agent's federation, as
     ``arcana run`` replays) leaves out, with the memory and why — never its text. ``store`` is the

@@ -253,3 +253,24 @@ def test_a_turn_that_recalled_a_memory_an_import_reworded_is_left_out(cli, no_em
     turns = ok(cli("session", "show", sid, "--agent", "ada", "--json"))["turns"]
     assert turns[1]["left_out"] == {"memory_id": secret["id"], "reason": "re-worded"}
     assert turns[0]["left_out"] is None  # the control
+
+
+def test_a_runaway_answer_is_replayed_within_a_budget(cli, no_embedder):
+    """A session's replay is bounded in characters, not only in turns: a 1 MB answer was resent whole
+    with every later turn of its session. The latest turn over the budget alone is sent cut; once a
+    later turn follows, the runaway one is dropped and that turn (the control) is sent whole."""
+    from memory.runtime.agent import HISTORY_CHARS
+
+    answers = iter(["Go on. " + "la " * 350_000, "Noted.", "Fine.", "Sure."])
+    with LoopbackModelServer(lambda body: next(answers)) as server:
+        _ada_with_a_model(cli, server)
+        sid = ok(cli("run", "ada", "Sing for me.", "--keep-open", "--json"))["session_id"]
+        ok(cli("run", "ada", CONTROL, "--session", sid, "--json"))
+        cut = server.requests[-1]["body"]["messages"][1:]
+        ok(cli("run", "ada", "What comes next?", "--session", sid, "--json"))
+        after = server.requests[-1]["body"]["messages"][1:]
+    assert [m["content"][:13] for m in cut] == ["Sing for me.", "Go on. la la ", CONTROL[:13]]
+    assert cut[1]["content"].endswith("[…]") and sum(len(m["content"]) for m in cut[:2]) <= HISTORY_CHARS
+    assert [(m["role"], m["content"]) for m in after] == [  # the runaway turn dropped, the control whole
+        ("user", CONTROL), ("assistant", "Noted."), ("user", "What comes next?")
+    ]
