@@ -31,6 +31,7 @@ from memory.home import Home, private_dir
 from memory.locks import exclusive_within
 
 WAIT_SECONDS = 30.0  # a deletion waits this long for writes in flight, a write this long for a deletion
+DECIDE_WAIT_SECONDS = 300.0  # a reconciled write waits this long for another's (an import's batch embeds ~1,000 lines)
 
 
 def deleted_meanwhile(name: str) -> NotFoundError:
@@ -93,21 +94,21 @@ def copying(home: Home, agent_id: str, wait_seconds: float = WAIT_SECONDS) -> It
     busy = f"agent {agent_id} is being deleted (lock {agent_lock_path(home, agent_id)}); try again later"
     with _lock_files(home, agent_id) as (gate, fd):
         for held in (gate, fd):
-            while not _took_shared(held, deadline, busy):
+            while not _took(held, fcntl.LOCK_SH, deadline, busy):
                 time.sleep(0.05)
         fcntl.flock(gate, fcntl.LOCK_UN)  # past the gate: a deletion may queue there now
         yield
 
 
 @contextmanager
-def _lock_files(home: Home, agent_id: str) -> Iterator[tuple[int, int]]:
+def _lock_files(home: Home, agent_id: str, part: str = "") -> Iterator[tuple[int, int]]:
     """The agent's gate and lock files, open (made if missing), closed at the end (their locks with them).
 
     A writer takes the gate, then the lock, both shared, and lets go of the gate at once: a deletion
     waiting at the gate holds it exclusively, so writes queue behind the deletion instead of keeping
     it out with back-to-back holds of the lock.
     """
-    path, gate_path = agent_lock_path(home, agent_id), agent_lock_path(home, agent_id, "-gate")
+    path, gate_path = agent_lock_path(home, agent_id, part), agent_lock_path(home, agent_id, f"{part}-gate")
     private_dir(path.parent)
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
     try:
@@ -120,10 +121,10 @@ def _lock_files(home: Home, agent_id: str) -> Iterator[tuple[int, int]]:
         os.close(fd)
 
 
-def _took_shared(fd: int, deadline: float, busy: str) -> bool:
-    """``flock(fd, LOCK_SH)`` if free now; False to try again later, :class:`LockHeldError` past ``deadline``."""
+def _took(fd: int, mode: int, deadline: float, busy: str) -> bool:
+    """``flock(fd, mode)`` if free now; False to try again later, :class:`LockHeldError` past ``deadline``."""
     try:
-        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        fcntl.flock(fd, mode | fcntl.LOCK_NB)
         return True
     except BlockingIOError:
         if time.monotonic() >= deadline:
@@ -175,10 +176,30 @@ class AgentPresence:
         deadline = time.monotonic() + self.wait_seconds
         with _lock_files(self.home, self.agent_id) as (gate, fd):
             for held in (gate, fd):  # a deletion waiting holds the gate: go after it, not before
-                while not _took_shared(held, deadline, busy):
+                while not _took(held, fcntl.LOCK_SH, deadline, busy):
                     await asyncio.sleep(0.05)
             fcntl.flock(gate, fcntl.LOCK_UN)
             self.check()
+            yield
+
+    @asynccontextmanager
+    async def deciding(self) -> AsyncIterator[None]:
+        """Hold the agent's decision lock exclusively from a reconciled write's decision to its settling.
+
+        Two processes remembering the same fact at once (a cron import, an MCP server) each decided
+        ``add`` against a store holding neither row yet, and the fact was stored twice. Writers queue
+        at a gate, as for :meth:`writing`, so an import's batches back to back cannot starve a
+        `remember`; :class:`LockHeldError` when another write kept deciding for ``DECIDE_WAIT_SECONDS``.
+        """
+        path = agent_lock_path(self.home, self.agent_id, "-decide")
+        busy = (f"another write for agent '{self.name}' kept deciding for {DECIDE_WAIT_SECONDS:.0f}s "
+                f"(lock {path}); try again once it is done")
+        deadline = time.monotonic() + DECIDE_WAIT_SECONDS
+        with _lock_files(self.home, self.agent_id, "-decide") as (gate, fd):
+            for held in (gate, fd):
+                while not _took(held, fcntl.LOCK_EX, deadline, busy):
+                    await asyncio.sleep(0.05)
+            fcntl.flock(gate, fcntl.LOCK_UN)
             yield
 
 

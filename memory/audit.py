@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import time
@@ -38,12 +39,36 @@ class AuditLog:
             pass
 
     def _rotate_if_needed(self, incoming: int) -> None:
+        """Rotate once the log is full, holding the full file's lock and checking again under it.
+
+        Processes that all found the log full (cron's prune beside writers) each rotated: the second
+        moved the first's fresh ``.1`` on and dropped the oldest file, or found no log to move and its
+        line was lost. A process that waited for the lock now finds the log already rotated.
+        """
         try:
             size = self.path.stat().st_size
         except FileNotFoundError:
             return
         if size + incoming <= self.max_bytes:
             return
+        try:
+            fd = os.open(self.path, os.O_RDONLY)
+        except FileNotFoundError:  # rotated meanwhile
+            return
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            held = os.fstat(fd)
+            try:
+                now = self.path.stat()
+            except FileNotFoundError:
+                return
+            if (now.st_dev, now.st_ino) != (held.st_dev, held.st_ino) or now.st_size + incoming <= self.max_bytes:
+                return  # another process rotated it while this one waited
+            self._rotate()
+        finally:
+            os.close(fd)
+
+    def _rotate(self) -> None:
         for index in range(self.keep - 1, 0, -1):
             older = self.path.with_name(f"{self.path.name}.{index}")
             if older.exists():

@@ -249,17 +249,23 @@ class MemoryFederation:
         entry = as_claimed(entry, self.confidence_cap)
         if not reconcile or self.reconciler is None:
             return await self._fan_out(entry)
-        decision = await self.reconciler.decide_write(entry)
-        if decision.kind is DecisionKind.NOOP:
-            reinforced = await self.reconciler.reinforce(decision, entry)
-            if reinforced is not None:
-                return reinforced
-            decision = decision.restated_gone()
-        if decision.conflict_with:
-            entry = entry.model_copy(update={"conflict_with": decision.conflict_with})
-        report = await self._fan_out(entry)
-        await self.reconciler.settle(decision, entry, report)
-        return report
+        async with self._deciding():
+            decision = await self.reconciler.decide_write(entry)
+            if decision.kind is DecisionKind.NOOP:
+                reinforced = await self.reconciler.reinforce(decision, entry)
+                if reinforced is not None:
+                    return reinforced
+                decision = decision.restated_gone()
+            if decision.conflict_with:
+                entry = entry.model_copy(update={"conflict_with": decision.conflict_with})
+            report = await self._fan_out(entry)
+            await self.reconciler.settle(decision, entry, report)
+            return report
+
+    def _deciding(self):
+        """Held from a reconciled write's decision to its settling: another process's write for the
+        agent decides only after this one is stored (:meth:`AgentPresence.deciding`)."""
+        return self.presence.deciding() if self.presence is not None else contextlib.nullcontext()
 
     def _writing(self):
         """Held around each fan-out: the agent's lock shared, so `agent delete` never withdraws the
@@ -322,14 +328,15 @@ class MemoryFederation:
         entries = [as_claimed(entry, self.confidence_cap) for entry in entries]
         if not reconcile or self.reconciler is None:
             return await self._fan_out_many(entries)
-        batch = await self.reconciler.decide_many(entries)
-        report = await self._fan_out_many(batch.written) if batch.written else BatchWriteReport()
-        leftovers = await self.reconciler.settle_many(batch, report)
-        if leftovers:  # restatements whose memory went meanwhile: stored after all
-            more = await self._fan_out_many(leftovers)
-            report.decisions[DecisionKind.ADD.value] += len(leftovers)
-            for name, count in more.accepted.items():
-                report.accepted[name] = report.accepted.get(name, 0) + count
+        async with self._deciding():
+            batch = await self.reconciler.decide_many(entries)
+            report = await self._fan_out_many(batch.written) if batch.written else BatchWriteReport()
+            leftovers = await self.reconciler.settle_many(batch, report)
+            if leftovers:  # restatements whose memory went meanwhile: stored after all
+                more = await self._fan_out_many(leftovers)
+                report.decisions[DecisionKind.ADD.value] += len(leftovers)
+                for name, count in more.accepted.items():
+                    report.accepted[name] = report.accepted.get(name, 0) + count
         return report
 
     def embed_ahead(self, entries: Sequence[MemoryEntry], *, reconcile: bool = False) -> None:

@@ -140,18 +140,13 @@ def backup_home(home: Home, dest: Path, *, on_progress=None) -> BackupManifest:
     """Copy ``home`` into a new timestamped folder under ``dest``; return its manifest."""
     if not home.root.is_dir():
         raise BackupError(f"{home.root} is not an Arcana home (no such directory)")
-    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
-    final = dest / f"{PREFIX}{stamp}"
-    if final.exists():
-        raise BackupError(f"{final} already exists; wait a second or choose another DEST")
-    partial = dest / f"{PREFIX}{stamp}.partial"
     if dest.exists() and not dest.is_dir():
         raise InvalidRequestError(f"{dest} is not a folder; give the folder to put the backup in")
     files = home_files(home, exclude=dest.resolve())  # a folder it cannot hold is refused before DEST is touched
     try:
         private_dir(dest)
         remove_abandoned(dest, f"{PREFIX}*.partial")
-        lock = _claim(partial)
+        final, partial, lock = _claim_name(dest, time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()))
     except OSError as exc:
         raise InvalidRequestError(f"{dest}: cannot make the backup there ({exc.strerror}); give a folder you can write") from None
     manifest = BackupManifest(final, created_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
@@ -204,9 +199,30 @@ def _write_private(path: Path, text: str) -> None:
     os.chmod(path, PRIVATE_FILE)
 
 
-def _claim(partial: Path) -> int:
-    """Make ``partial`` (0700) and hold its lock file, so a concurrent clean-up leaves it alone."""
-    return restore_swap.claim(partial)
+def _claim_name(dest: Path, stamp: str) -> tuple[Path, Path, int]:
+    """A name under ``dest`` no other backup has or is writing, its ``.partial`` folder claimed:
+    ``(final, partial, lock)``.
+
+    Two backups in the same second (a cron job beside a deploy script's) both claimed
+    ``<stamp>.partial``: the second failed saying the folder could not be written, and one after a
+    finished one was refused. The second now takes ``<stamp>-2`` (then ``-3``…), which sorts after
+    the first, so the newest backup is still the last name.
+    """
+    n = 0
+    while True:
+        n += 1
+        final = dest / f"{PREFIX}{stamp}{'' if n == 1 else f'-{n}'}"
+        partial = final.with_name(f"{final.name}.partial")
+        if final.exists():
+            continue
+        try:
+            lock = restore_swap.claim(partial)  # a running backup holds it: FileExistsError
+        except FileExistsError:
+            continue
+        if not final.exists():
+            return final, partial, lock
+        shutil.rmtree(partial, ignore_errors=True)  # its holder before us renamed it whole meanwhile
+        os.close(lock)
 
 
 def remove_abandoned(folder: Path, pattern: str) -> list[Path]:

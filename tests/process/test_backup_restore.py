@@ -175,3 +175,46 @@ def test_restore_over_a_live_home_needs_force_and_keeps_the_old_one_in_the_trash
     trash = Path(json.loads(forced.stdout)["moved_to_trash"])
     assert trash.parent == arcana_home.trash_dir and list(trash.glob("agents/*/memory.db"))
     assert contents(arcana_home, "ada") == ["from the backup"]
+
+
+CLAIMER = textwrap.dedent(
+    """
+    import sys
+    from pathlib import Path
+    from memory.operations.restore_swap import claim
+    held = [claim(Path(p)) for p in sys.argv[1:]]
+    print("held", flush=True)
+    sys.stdin.read()
+    """
+)
+
+
+def test_a_backup_in_the_same_second_as_another_takes_the_next_name(arcana_home, tmp_path):
+    """Every second of the next two minutes already has a backup: a finished one (even seconds) or
+    one still being written by a running process (odd); a backup now still succeeds, beside them."""
+    import time
+    from datetime import UTC, datetime, timedelta
+
+    keyword_home(arcana_home)
+    assert arcana("remember", "Backups run nightly.", "-a", "ada", home=arcana_home).returncode == 0
+    dest = tmp_path / "backups"
+    start = datetime.fromtimestamp(int(time.time()), UTC)
+    names = [f"arcana-backup-{(start + timedelta(seconds=s)):%Y%m%dT%H%M%SZ}" for s in range(120)]
+    for name in names[::2]:
+        (dest / name).mkdir(parents=True)
+        (dest / name / "mine.txt").write_text("someone else's backup")
+    holder = subprocess.Popen([sys.executable, "-c", CLAIMER, *(str(dest / f"{n}.partial") for n in names[1::2])],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        done = arcana("backup", str(dest), "--json", home=arcana_home)
+        assert done.returncode == 0, done.stderr
+        made = Path(json.loads(done.stdout)["path"])
+        assert made.name.rsplit("-", 1)[0] in names and made.name.endswith("-2"), made.name
+        assert all((dest / n / "mine.txt").read_text() == "someone else's backup" for n in names[::2])
+        assert all((dest / f"{n}.partial").is_dir() for n in names[1::2])  # their writers still run: kept
+    finally:
+        holder.stdin.close()
+        holder.wait(timeout=30)
+    checked = arcana("backup", "--verify", str(dest), "--json", home=arcana_home)  # the newest: this one
+    assert checked.returncode == 0 and json.loads(checked.stdout)["path"] == str(made), checked.stdout + checked.stderr
