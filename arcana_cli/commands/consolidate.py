@@ -42,7 +42,9 @@ async def consolidate(
         rows=lambda: [_row(done) for done in result.stores],
     )
     verb = "would archive" if dry_run else "archived"
-    out.info(f"{verb} {result.archived} memories into consolidated ones across {len(result.stores)} store(s)")
+    done = len(result.stores) - len(result.failed)
+    failed = f" ({len(result.failed)} more failed)" if result.failed else ""
+    out.info(f"{verb} {result.archived} memories into consolidated ones across {done} store(s){failed}")
     left_out(result.unreadable)
     if result.failed:
         raise typer.Exit(exit_codes.STORAGE)

@@ -4,13 +4,16 @@ and a pool whose URL variable is unset degrades that tier instead of failing eve
 from __future__ import annotations
 
 import json
+import sqlite3
 import subprocess
+from contextlib import closing
 
 import pytest
-from runner import run_arcana
+from runner import keyword_only, run_arcana
 
 from arcana_cli import exit_codes
 from memory.agents import AgentRegistry
+from memory.home import Home
 
 
 def arcana(home, *args: str, stdin: str = "", **env: str) -> subprocess.CompletedProcess:
@@ -211,3 +214,23 @@ def test_a_file_the_system_refuses_to_read_is_one_line_exit_1(no_embedder, tmp_p
     export = tmp_path / "ada.jsonl"  # positive control: a readable file imports
     assert arcana(no_embedder.root, "export", "--agent", "ada", "-o", str(export)).returncode == 0
     assert arcana(no_embedder.root, "import", str(export), "--agent", "copy", "--no-embed").returncode == 0
+
+
+def test_consolidate_all_counts_a_failed_store_as_failed(tmp_path):
+    """`consolidate --all` with one agent's store newer than this Arcana: exit 5 naming it, and the
+    summary counts the store it consolidated (ada, the control, whose row is read) apart from the one
+    that failed; it said 'across 2 store(s)'."""
+    home = Home(tmp_path / "home")
+    keyword_only(home)
+    for name in ("ada", "bob"):
+        assert run_arcana("remember", f"{name} takes tea at four", "-a", name, home=home).returncode == 0
+    bob = json.loads(run_arcana("agent", "show", "bob", "--json", home=home).stdout)["id"]
+    with closing(sqlite3.connect(home.agent_db(bob))) as db:
+        db.execute("PRAGMA user_version = 999")
+    done = run_arcana("consolidate", "--all", home=home)
+    assert done.returncode == exit_codes.STORAGE and f"bob: {home.agent_db(bob)}: schema version 999" in done.stderr
+    assert "across 1 store(s) (1 more failed)" in done.stderr
+    data = run_arcana("consolidate", "--all", "--json", home=home)
+    assert data.returncode == exit_codes.STORAGE
+    assert [(a["agent"], a.get("scanned"), "error" in a) for a in json.loads(data.stdout)["agents"]] == [
+        ("ada", 1, False), ("bob", None, True)]
