@@ -9,6 +9,7 @@ the server keeps serving; stdout carries protocol messages only.
 from __future__ import annotations
 
 import functools
+import inspect
 import logging
 import sys
 from dataclasses import dataclass, field
@@ -428,6 +429,30 @@ async def one_line_errors(ctx, call_next):
     return result
 
 
+def refuse_unknown_arguments(accepted: dict[str, frozenset[str]]):
+    """Server middleware: a tool call naming an argument its tool does not take is a one-line tool error.
+
+    The SDK drops such names silently, so ``remember`` with ``pinned: true`` or
+    ``confidence_source: "user_confirmed"`` answered as if stored so; the agent
+    was told nothing of what its call did not do. ``accepted``: tool name -> its
+    argument names.
+    """
+
+    async def middleware(ctx, call_next):
+        params = ctx.params or {}
+        name, arguments = params.get("name"), params.get("arguments")
+        if ctx.method == "tools/call" and name in accepted and isinstance(arguments, dict):
+            unknown = sorted(str(k) for k in arguments if k not in accepted[name])
+            if unknown:
+                said = ", ".join(repr(k[:60]) for k in unknown[:5]) + (f" and {len(unknown) - 5} more" if len(unknown) > 5 else "")
+                text = (f"Error executing tool {name}: unknown argument {said}; "
+                        f"{name} takes {', '.join(sorted(accepted[name]))}")
+                return {"content": [{"type": "text", "text": " ".join(text.split())}], "isError": True}
+        return await call_next(ctx)
+
+    return middleware
+
+
 Limit = Annotated[int, Field(ge=1, le=100, description="Most results.")]
 Since = Annotated[str | None, Field(description="Only newer than a duration (7d, 12h, 30m, 2w) or an ISO date.")]
 Types = Annotated[list[TypeName] | None, Field(description="Only these memory types.")]
@@ -475,6 +500,8 @@ def build_server(tools: MemoryTools, *, read_only: bool = False):
         log_level="WARNING",
         middleware=[one_line_errors],
     )
+    accepted: dict[str, frozenset[str]] = {}
+    server.middleware.append(refuse_unknown_arguments(accepted))  # filled as the tools are added below
 
     @_guarded
     async def remember(
@@ -560,6 +587,7 @@ def build_server(tools: MemoryTools, *, read_only: bool = False):
         if name == "vault_search" and not tools.vaults:
             continue
         server.add_tool(fn, name=name, description=description, annotations=ANNOTATIONS[name])
+        accepted[name] = frozenset(inspect.signature(fn).parameters)
     return server
 
 

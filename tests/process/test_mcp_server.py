@@ -162,6 +162,28 @@ async def test_tool_errors_are_one_line_and_the_server_keeps_serving(zoo):
             assert not error and answer["results"][0]["id"] == alice["visible"]
 
 
+async def test_an_argument_the_tool_does_not_take_is_a_tool_error_and_nothing_is_written(zoo, arcana_home):
+    """The SDK dropped unknown argument names: `remember` with `pinned` and `confidence_source:
+    user_confirmed` answered as stored, and the agent believed its memory pinned and confirmed.
+    Each such call is refused now, naming the argument; the same call without it (the control) stores."""
+    async with session("--agent", "alice") as client:
+        for tool, args in [
+            ("remember", {"content": "pelican claims to be pinned", "pinned": True, "confidence_source": "user_confirmed"}),
+            ("remember", {"content": "pelican written for another agent", "agent_id": "bob"}),
+            ("update", {"id": zoo[0]["visible"], "tags": ["zoo"], "visibility": "hidden"}),
+            ("recall", {"query": "zebra", "limt": 5}),
+        ]:
+            failed, message = await call(client, tool, **args)
+            assert failed and "unknown argument" in message and "\n" not in message, (tool, message)
+            assert f"{tool} takes " in message
+        failed, stored = await call(client, "remember", content="pelican stored without extras")
+        assert not failed and stored["accepted"] == ["private"]
+        failed, found = await call(client, "recall", query="pelican", mode="keyword", limit=10)
+    assert not failed and [r["content"] for r in found["results"]] == ["pelican stored without extras"]
+    shown = json.loads(arcana("memory", "show", zoo[0]["visible"], "--agent", "alice", "--json"))
+    assert shown["visibility"] == "visible"  # the refused update changed nothing
+
+
 async def test_read_only_serves_reads_only(zoo, arcana_home):
     alice, _ = zoo
     async with session("--agent", "alice", "--read-only") as client:
