@@ -184,6 +184,63 @@ async def test_an_argument_the_tool_does_not_take_is_a_tool_error_and_nothing_is
     assert shown["visibility"] == "visible"  # the refused update changed nothing
 
 
+def _raw_requests(lines: list[str]) -> list[dict]:
+    """`arcana mcp --agent alice` fed ``lines`` as raw stdio after the handshake; its answers, in order.
+    Each request is answered before the next is sent (an unanswered one fails on the read's guard)."""
+    import select
+    import subprocess
+
+    from runner import ARCANA
+
+    proc = subprocess.Popen([*ARCANA, "mcp", "--agent", "alice"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL)
+
+    def ask(line: str) -> dict:
+        proc.stdin.write(line.encode() + b"\n")
+        proc.stdin.flush()
+        ready, _, _ = select.select([proc.stdout], [], [], 120)  # a guard against a hang, not a measurement
+        assert ready, f"no answer to {line[:80]}"
+        return json.loads(proc.stdout.readline())
+
+    try:
+        ask(json.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}}))
+        proc.stdin.write(b'{"jsonrpc": "2.0", "method": "notifications/initialized"}\n')
+        return [ask(line) for line in lines]
+    finally:
+        proc.stdin.close()
+        proc.wait(timeout=60)
+
+
+def test_a_request_the_sdk_cannot_parse_is_answered_and_nothing_is_written(zoo, arcana_home):
+    """JSON allows a lone surrogate escape (what JavaScript's JSON.stringify writes for a string cut
+    inside an emoji) and any depth; the SDK's parser takes neither and dropped the line, so the host
+    waited for good. Each is answered now (a tool call with a one-line tool error), nothing is written,
+    and the next call is served; an emoji written whole (the control) is stored."""
+    call = lambda i, name, arguments: (
+        f'{{"jsonrpc": "2.0", "id": {i}, "method": "tools/call", "params": {{"name": "{name}", "arguments": {arguments}}}}}'
+    )
+    answers = _raw_requests([
+        call(1, "remember", '{"content": "half an emoji \\ud83e zebra"}'),
+        call(2, "remember", '{"content": "nested zebra", "tags": ' + "[" * 300 + "]" * 300 + "}"),
+        call(3, "recall", '{"query": "zebra", "tags": ' + "[" * 5000 + "]" * 5000 + "}"),
+        '{"jsonrpc": "2.0", "id": 4, "method": "tools/list", "params": {"cursor": "\\udc00"}}',
+        call(5, "remember", '{"content": "a whole emoji \\ud83e\\udd93 zebra"}'),
+        call(6, "recall", '{"query": "emoji", "mode": "keyword"}'),
+    ])
+    assert [a["id"] for a in answers] == [1, 2, 3, 4, 5, 6]
+    for answer, why in zip(answers[:3], ["surrogate", "nested deeper", "nested deeper"]):
+        assert answer["result"]["isError"], answer
+        text = answer["result"]["content"][0]["text"]
+        assert "could not be read" in text and why in text and "\n" not in text, text
+    assert answers[3]["error"]["code"] == -32602 and "surrogate" in answers[3]["error"]["message"]
+    assert not answers[4]["result"]["isError"]
+    found = json.loads(answers[5]["result"]["content"][0]["text"])["results"]
+    assert [r["content"] for r in found] == ["a whole emoji \U0001f993 zebra"]
+    stored = json.loads(arcana("memory", "list", "--agent", "alice", "--json", "--limit", "100"))
+    assert not any("half an emoji" in m["content"] or "nested" in m["content"] for m in stored)
+
+
 async def test_read_only_serves_reads_only(zoo, arcana_home):
     alice, _ = zoo
     async with session("--agent", "alice", "--read-only") as client:
