@@ -21,7 +21,7 @@ from memory.agents import AgentCard
 from memory.config import ArcanaConfig
 from memory.errors import ArcanaMemoryError
 from memory.home import Home
-from memory.promotion import asserted_importance
+from memory.promotion import asserted_importance, users_own
 from memory.timespec import iso_times
 from memory.types import MAX_QUERY_TAGS, ConfidenceSource, MemoryEntry, MemoryQuery, MemoryScope, MemoryType, RetrievalMode, pool_scope
 
@@ -225,7 +225,7 @@ class MemoryTools:
         entry = await self._own(id)
         store = private_store(self.federation)
         if content is None:  # an edit, not a write: the agent's importance capped here
-            if importance is not None and importance < entry.importance and entry.confidence_source is ConfidenceSource.USER_CONFIRMED:
+            if importance is not None and importance < entry.importance and users_own(entry):
                 raise ToolFailure(
                     f"memory {entry.id} is the user's ({entry.confidence_source}); an agent never lowers its "
                     "importance (that would withdraw what the user shared): the user or an operator can, "

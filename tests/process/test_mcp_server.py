@@ -520,6 +520,29 @@ async def test_an_agent_never_lowers_a_users_fact_and_so_never_withdraws_it(arca
     assert shown["importance"] == 0.95
 
 
+async def test_an_agent_never_lowers_the_users_imported_notes_either(arcana_home, tmp_path):
+    """The guard above named user_confirmed only, but the user's imported notes promote too: ada's
+    `update importance=0.1` of an imported fact at 0.95 withdrew its global copy and bob stopped
+    recalling it. Refused now; the agent's own claim (the control) is still lowered."""
+    for name in ("ada", "bob"):
+        arcana("agent", "create", name)
+    notes = tmp_path / "notes.jsonl"
+    notes.write_text(json.dumps({"content": "fact KESTREL the user's notes say the boiler is gas", "importance": 0.95}) + "\n")
+    arcana("remember", "--from", str(notes), "--agent", "ada")
+    seen = lambda: {r["content"] for r in json.loads(arcana("recall", "KESTREL", "--agent", "bob", "--json"))["results"]}
+    assert seen() == {"fact KESTREL the user's notes say the boiler is gas"}
+    imported = json.loads(arcana("recall", "KESTREL", "--agent", "ada", "--json"))["results"][0]["id"]
+    async with session("--agent", "ada") as client:
+        failed, claim = await call(client, "remember", content="fact KESTREL the agent guessed it", importance=0.6)
+        assert not failed
+        failed, message = await call(client, "update", id=imported, importance=0.1)
+        assert failed and "(imported)" in message and "never lowers its importance" in message, message
+        failed, lowered = await call(client, "update", id=claim["id"], importance=0.2)
+        assert not failed and lowered["importance"] == 0.2 and lowered["changed"], lowered
+    assert seen() == {"fact KESTREL the user's notes say the boiler is gas"}  # still shared with every agent
+    assert json.loads(arcana("memory", "show", imported, "--agent", "ada", "--json"))["importance"] == 0.95
+
+
 async def test_remember_and_update_keep_to_the_configured_content_limit(arcana_home):
     """`memory.max_content_bytes` bounds what an MCP client stores, as it bounds `arcana remember`:
     a text over it is a one-line tool error and nothing is written; a text within it is stored."""
