@@ -49,6 +49,12 @@ def as_claimed(entry: MemoryEntry, confidence_cap: float) -> MemoryEntry:
     return entry.model_copy(update=changes) if changes else entry
 
 
+def users_own(entry: MemoryEntry) -> bool:
+    """Whether ``entry`` is the user's (said, written by an operator, or the user's notes imported), not an
+    agent's claim: what may be promoted, so what an agent may not lower (that would withdraw its copy)."""
+    return entry.confidence_source not in ASSERTED_SOURCES
+
+
 def promotable(entry: MemoryEntry) -> bool:
     """True when ``entry`` belongs in the global tier too: private, important enough, and not self-asserted."""
     visibility = None if entry.visibility is None else Visibility(entry.visibility).value

@@ -18,7 +18,7 @@ def parse_since(value: str | None, what: str = "since") -> datetime | None:
     if value[-1:] in _UNITS and value[:-1].isascii() and value[:-1].isdigit():  # '²d' is digits to isdigit, not to int
         try:
             return datetime.now(UTC) - timedelta(**{_UNITS[value[-1]]: int(value[:-1])})
-        except OverflowError:  # past timedelta's range, or before the year 1
+        except (OverflowError, ValueError):  # past timedelta's range, before the year 1, or past int()'s 4,300 digits
             raise InvalidRequestError(f"{what}: {value} reaches back past the year 1; use a shorter duration or an ISO date") from None
     try:
         parsed = datetime.fromisoformat(value)

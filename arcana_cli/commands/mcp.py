@@ -33,6 +33,7 @@ async def mcp(
     from arcana_cli.loopback import bind as listen
     from arcana_cli.loopback import parse_bind, saved_token
     from arcana_cli.mcp.server import MemoryTools, attached_vaults, build_server, serve_http, stderr_logging
+    from arcana_cli.mcp.wire import serve_stdio
 
     bind = None
     if http is not None:
@@ -59,7 +60,7 @@ async def mcp(
         mode = " (read-only)" if read_only else ""
         if bind is None:
             out.info(f"arcana mcp: serving agent '{card.name}' on stdio{mode}")
-            await server.run_stdio_async()
+            await serve_stdio(server)
             return
         token, new = saved_token(cli.home.root / "mcp" / "token")
         if new:  # printed once, to stderr even under --quiet: without it nobody can connect

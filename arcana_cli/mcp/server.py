@@ -9,6 +9,7 @@ the server keeps serving; stdout carries protocol messages only.
 from __future__ import annotations
 
 import functools
+import inspect
 import logging
 import sys
 from dataclasses import dataclass, field
@@ -20,7 +21,7 @@ from memory.agents import AgentCard
 from memory.config import ArcanaConfig
 from memory.errors import ArcanaMemoryError
 from memory.home import Home
-from memory.promotion import asserted_importance
+from memory.promotion import asserted_importance, users_own
 from memory.timespec import iso_times
 from memory.types import MAX_QUERY_TAGS, ConfidenceSource, MemoryEntry, MemoryQuery, MemoryScope, MemoryType, RetrievalMode, pool_scope
 
@@ -229,7 +230,7 @@ class MemoryTools:
         entry = await self._own(id)
         store = private_store(self.federation)
         if content is None:  # an edit, not a write: the agent's importance capped here
-            if importance is not None and importance < entry.importance and entry.confidence_source is ConfidenceSource.USER_CONFIRMED:
+            if importance is not None and importance < entry.importance and users_own(entry):
                 raise ToolFailure(
                     f"memory {entry.id} is the user's ({entry.confidence_source}); an agent never lowers its "
                     "importance (that would withdraw what the user shared): the user or an operator can, "
@@ -433,6 +434,30 @@ async def one_line_errors(ctx, call_next):
     return result
 
 
+def refuse_unknown_arguments(accepted: dict[str, frozenset[str]]):
+    """Server middleware: a tool call naming an argument its tool does not take is a one-line tool error.
+
+    The SDK drops such names silently, so ``remember`` with ``pinned: true`` or
+    ``confidence_source: "user_confirmed"`` answered as if stored so; the agent
+    was told nothing of what its call did not do. ``accepted``: tool name -> its
+    argument names.
+    """
+
+    async def middleware(ctx, call_next):
+        params = ctx.params or {}
+        name, arguments = params.get("name"), params.get("arguments")
+        if ctx.method == "tools/call" and name in accepted and isinstance(arguments, dict):
+            unknown = sorted(str(k) for k in arguments if k not in accepted[name])
+            if unknown:
+                said = ", ".join(repr(k[:60]) for k in unknown[:5]) + (f" and {len(unknown) - 5} more" if len(unknown) > 5 else "")
+                text = (f"Error executing tool {name}: unknown argument {said}; "
+                        f"{name} takes {', '.join(sorted(accepted[name]))}")
+                return {"content": [{"type": "text", "text": " ".join(text.split())}], "isError": True}
+        return await call_next(ctx)
+
+    return middleware
+
+
 Limit = Annotated[int, Field(ge=1, le=100, description="Most results.")]
 Since = Annotated[str | None, Field(description="Only newer than a duration (7d, 12h, 30m, 2w) or an ISO date.")]
 Types = Annotated[list[TypeName] | None, Field(description="Only these memory types.")]
@@ -480,6 +505,8 @@ def build_server(tools: MemoryTools, *, read_only: bool = False):
         log_level="WARNING",
         middleware=[one_line_errors],
     )
+    accepted: dict[str, frozenset[str]] = {}
+    server.middleware.append(refuse_unknown_arguments(accepted))  # filled as the tools are added below
 
     @_guarded
     async def remember(
@@ -565,6 +592,7 @@ def build_server(tools: MemoryTools, *, read_only: bool = False):
         if name == "vault_search" and not tools.vaults:
             continue
         server.add_tool(fn, name=name, description=description, annotations=ANNOTATIONS[name])
+        accepted[name] = frozenset(inspect.signature(fn).parameters)
     return server
 
 

@@ -484,8 +484,7 @@ class SQLiteAdapter:
     async def find_by_prefix(self, prefix: str, limit: int = 5) -> list[MemoryEntry]:
         """Operator lookup of ids starting with ``prefix`` (any visibility, archived too)."""
         clause = where(MemoryQuery(), audience=Audience.OPERATOR, include_archived=True)
-        escaped = prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-        rows = await self.run(_by_prefix, escaped + "%", clause.sql, clause.params, limit, inline=True)
+        rows = await self.run(_by_prefix, prefix, clause.sql, clause.params, limit, inline=True)
         return [row_to_entry(r) for r in rows]  # the operator asked for these rows: one unreadable is named
 
     async def record_access(self, entries: Sequence[MemoryEntry]) -> None:
@@ -510,9 +509,8 @@ class SQLiteAdapter:
 
     async def ledger_ids(self, prefix: str, limit: int = 5) -> list[str]:
         """Ids the ledger records that start with ``prefix``: a purged memory's row is gone, its history is not."""
-        escaped = prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-        sql = "SELECT DISTINCT memory_id FROM memory_ledger WHERE memory_id LIKE ? ESCAPE '\\' LIMIT ?"
-        return [r[0] for r in await self.run(lambda raw: raw.execute(sql, (escaped + "%", limit)).fetchall())]
+        sql = f"SELECT DISTINCT memory_id FROM memory_ledger WHERE {_STARTS_WITH.format(col='memory_id')} LIMIT ?"
+        return [r[0] for r in await self.run(lambda raw: raw.execute(sql, (prefix, prefix, limit)).fetchall())]
 
     async def ledger(self, entry_ids: Sequence[str] | None = None, *, after: int = 0, limit: int = -1) -> list[LedgerRecord]:
         """The ledger rows of ``entry_ids``, oldest first, in one read; with None, of every memory,
@@ -718,9 +716,14 @@ def _by_id(raw, entry_id, clause_sql, params):
     return raw.execute(sql, (entry_id, *params)).fetchall()
 
 
-def _by_prefix(raw, pattern, clause_sql, params, limit):
-    sql = f"SELECT {SELECT_COLUMNS}, m.seq FROM memories m WHERE m.id LIKE ? ESCAPE '\\' AND {clause_sql} LIMIT ?"
-    return raw.execute(sql, (pattern, *params, limit)).fetchall()
+# An id starting with a prefix, ASCII case folded as LIKE folds it, without LIKE's pattern: SQLite refuses
+# one over 50,000 bytes ('LIKE or GLOB pattern too complex'), which a pasted id or a tool's argument can be.
+_STARTS_WITH = "substr({col}, 1, length(?)) = ? COLLATE NOCASE"
+
+
+def _by_prefix(raw, prefix, clause_sql, params, limit):
+    sql = f"SELECT {SELECT_COLUMNS}, m.seq FROM memories m WHERE {_STARTS_WITH.format(col='m.id')} AND {clause_sql} LIMIT ?"
+    return raw.execute(sql, (prefix, prefix, *params, limit)).fetchall()
 
 
 def _prune_txn(raw, policy: PrunePolicy, actor: str, on_progress: Report | None) -> PruneReport:

@@ -63,9 +63,10 @@ def test_the_library_refuses_a_far_date_in_every_time_field(field):
 
 
 @pytest.mark.parametrize("option", ["--since", "--as-of"])
-@pytest.mark.parametrize("duration", ["99999999999d", "1000000d", "99999999999999999999999h"])
+@pytest.mark.parametrize("duration", ["99999999999d", "1000000d", "99999999999999999999999h", "9" * 5000 + "d"])
 def test_a_duration_reaching_past_the_year_1_is_a_usage_error(cli, no_embedder, option, duration):
-    """Such a duration ended in an OverflowError traceback (exit 1)."""
+    """Such a duration ended in an OverflowError traceback (exit 1); one of over 4,300 digits in a
+    ValueError traceback telling the user to call sys.set_int_max_str_digits()."""
     assert cli("remember", "Deploys happen on Tuesdays", "--agent", "ada").exit_code == 0
     result = cli("recall", "deploys", "--agent", "ada", option, duration)
     assert result.exit_code == exit_codes.USAGE, result.output

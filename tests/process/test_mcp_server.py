@@ -162,6 +162,85 @@ async def test_tool_errors_are_one_line_and_the_server_keeps_serving(zoo):
             assert not error and answer["results"][0]["id"] == alice["visible"]
 
 
+async def test_an_argument_the_tool_does_not_take_is_a_tool_error_and_nothing_is_written(zoo, arcana_home):
+    """The SDK dropped unknown argument names: `remember` with `pinned` and `confidence_source:
+    user_confirmed` answered as stored, and the agent believed its memory pinned and confirmed.
+    Each such call is refused now, naming the argument; the same call without it (the control) stores."""
+    async with session("--agent", "alice") as client:
+        for tool, args in [
+            ("remember", {"content": "pelican claims to be pinned", "pinned": True, "confidence_source": "user_confirmed"}),
+            ("remember", {"content": "pelican written for another agent", "agent_id": "bob"}),
+            ("update", {"id": zoo[0]["visible"], "tags": ["zoo"], "visibility": "hidden"}),
+            ("recall", {"query": "zebra", "limt": 5}),
+        ]:
+            failed, message = await call(client, tool, **args)
+            assert failed and "unknown argument" in message and "\n" not in message, (tool, message)
+            assert f"{tool} takes " in message
+        failed, stored = await call(client, "remember", content="pelican stored without extras")
+        assert not failed and stored["accepted"] == ["private"]
+        failed, found = await call(client, "recall", query="pelican", mode="keyword", limit=10)
+    assert not failed and [r["content"] for r in found["results"]] == ["pelican stored without extras"]
+    shown = json.loads(arcana("memory", "show", zoo[0]["visible"], "--agent", "alice", "--json"))
+    assert shown["visibility"] == "visible"  # the refused update changed nothing
+
+
+def _raw_requests(lines: list[str]) -> list[dict]:
+    """`arcana mcp --agent alice` fed ``lines`` as raw stdio after the handshake; its answers, in order.
+    Each request is answered before the next is sent (an unanswered one fails on the read's guard)."""
+    import select
+    import subprocess
+
+    from runner import ARCANA
+
+    proc = subprocess.Popen([*ARCANA, "mcp", "--agent", "alice"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL)
+
+    def ask(line: str) -> dict:
+        proc.stdin.write(line.encode() + b"\n")
+        proc.stdin.flush()
+        ready, _, _ = select.select([proc.stdout], [], [], 120)  # a guard against a hang, not a measurement
+        assert ready, f"no answer to {line[:80]}"
+        return json.loads(proc.stdout.readline())
+
+    try:
+        ask(json.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}}))
+        proc.stdin.write(b'{"jsonrpc": "2.0", "method": "notifications/initialized"}\n')
+        return [ask(line) for line in lines]
+    finally:
+        proc.stdin.close()
+        proc.wait(timeout=60)
+
+
+def test_a_request_the_sdk_cannot_parse_is_answered_and_nothing_is_written(zoo, arcana_home):
+    """JSON allows a lone surrogate escape (what JavaScript's JSON.stringify writes for a string cut
+    inside an emoji) and any depth; the SDK's parser takes neither and dropped the line, so the host
+    waited for good. Each is answered now (a tool call with a one-line tool error), nothing is written,
+    and the next call is served; an emoji written whole (the control) is stored."""
+    call = lambda i, name, arguments: (
+        f'{{"jsonrpc": "2.0", "id": {i}, "method": "tools/call", "params": {{"name": "{name}", "arguments": {arguments}}}}}'
+    )
+    answers = _raw_requests([
+        call(1, "remember", '{"content": "half an emoji \\ud83e zebra"}'),
+        call(2, "remember", '{"content": "nested zebra", "tags": ' + "[" * 300 + "]" * 300 + "}"),
+        call(3, "recall", '{"query": "zebra", "tags": ' + "[" * 5000 + "]" * 5000 + "}"),
+        '{"jsonrpc": "2.0", "id": 4, "method": "tools/list", "params": {"cursor": "\\udc00"}}',
+        call(5, "remember", '{"content": "a whole emoji \\ud83e\\udd93 zebra"}'),
+        call(6, "recall", '{"query": "emoji", "mode": "keyword"}'),
+    ])
+    assert [a["id"] for a in answers] == [1, 2, 3, 4, 5, 6]
+    for answer, why in zip(answers[:3], ["surrogate", "nested deeper", "nested deeper"]):
+        assert answer["result"]["isError"], answer
+        text = answer["result"]["content"][0]["text"]
+        assert "could not be read" in text and why in text and "\n" not in text, text
+    assert answers[3]["error"]["code"] == -32602 and "surrogate" in answers[3]["error"]["message"]
+    assert not answers[4]["result"]["isError"]
+    found = json.loads(answers[5]["result"]["content"][0]["text"])["results"]
+    assert [r["content"] for r in found] == ["a whole emoji \U0001f993 zebra"]
+    stored = json.loads(arcana("memory", "list", "--agent", "alice", "--json", "--limit", "100"))
+    assert not any("half an emoji" in m["content"] or "nested" in m["content"] for m in stored)
+
+
 async def test_read_only_serves_reads_only(zoo, arcana_home):
     alice, _ = zoo
     async with session("--agent", "alice", "--read-only") as client:
@@ -439,6 +518,29 @@ async def test_an_agent_never_lowers_a_users_fact_and_so_never_withdraws_it(arca
     assert seen() == {"fact ZORBLAT the user is allergic to peanuts"}  # still shared with every agent
     shown = json.loads(arcana("memory", "show", users, "--agent", "ada", "--json"))
     assert shown["importance"] == 0.95
+
+
+async def test_an_agent_never_lowers_the_users_imported_notes_either(arcana_home, tmp_path):
+    """The guard above named user_confirmed only, but the user's imported notes promote too: ada's
+    `update importance=0.1` of an imported fact at 0.95 withdrew its global copy and bob stopped
+    recalling it. Refused now; the agent's own claim (the control) is still lowered."""
+    for name in ("ada", "bob"):
+        arcana("agent", "create", name)
+    notes = tmp_path / "notes.jsonl"
+    notes.write_text(json.dumps({"content": "fact KESTREL the user's notes say the boiler is gas", "importance": 0.95}) + "\n")
+    arcana("remember", "--from", str(notes), "--agent", "ada")
+    seen = lambda: {r["content"] for r in json.loads(arcana("recall", "KESTREL", "--agent", "bob", "--json"))["results"]}
+    assert seen() == {"fact KESTREL the user's notes say the boiler is gas"}
+    imported = json.loads(arcana("recall", "KESTREL", "--agent", "ada", "--json"))["results"][0]["id"]
+    async with session("--agent", "ada") as client:
+        failed, claim = await call(client, "remember", content="fact KESTREL the agent guessed it", importance=0.6)
+        assert not failed
+        failed, message = await call(client, "update", id=imported, importance=0.1)
+        assert failed and "(imported)" in message and "never lowers its importance" in message, message
+        failed, lowered = await call(client, "update", id=claim["id"], importance=0.2)
+        assert not failed and lowered["importance"] == 0.2 and lowered["changed"], lowered
+    assert seen() == {"fact KESTREL the user's notes say the boiler is gas"}  # still shared with every agent
+    assert json.loads(arcana("memory", "show", imported, "--agent", "ada", "--json"))["importance"] == 0.95
 
 
 async def test_remember_and_update_keep_to_the_configured_content_limit(arcana_home):
