@@ -77,3 +77,26 @@ def test_a_refused_line_never_makes_the_owners_row_a_carrier(cli, pool_file, tmp
     shown = _ok(cli("memory", "show", bob, "--pool", "team", "--json"))
     assert (shown["visibility"], shown["archived"]) == ("visible", False)
     assert bob in _semantic(cli, "bob", "where is the coffee machine")
+
+
+def test_a_refused_remember_from_line_leaves_what_carries_the_owners_row(cli, arcana_home, tmp_path):
+    """`remember --from --pool` by carl naming bob's merged-away restatement by id archived bob's
+    merged memory (the carrier), though the line itself was refused."""
+    arcana_home.root.mkdir(parents=True, exist_ok=True)
+    _ok(cli("pool", "create", "team", "--json"))
+    for agent in ("bob", "carl"):
+        _ok(cli("agent", "join", agent, "team", "--json"))
+    said = tmp_path / "bob.jsonl"
+    said.write_text('{"content": "I like tea", "id": "tea-a"}\n{"content": "I like tea with milk", "id": "tea-b"}\n')
+    _ok(cli("remember", "--from", str(said), "--agent", "bob", "--pool", "team", "--no-reconcile", "--json"))
+    assert _ok(cli("consolidate", "--pool", "team", "--json"))["tiers"][0]["merged"] == 1  # tea-b carries tea-a
+    claim = tmp_path / "claim.jsonl"
+    claim.write_text('{"content": "Tea is bad.", "id": "tea-a"}\n')
+    report = _ok(cli("remember", "--from", str(claim), "--agent", "carl", "--pool", "team", "--json"))
+    assert (report["carriers_withheld"], len(report["warnings"])) == (0, 1)
+    assert _ok(cli("memory", "show", "tea-b", "--pool", "team", "--json"))["archived"] is False
+    reword = tmp_path / "reword.jsonl"
+    reword.write_text('{"content": "I like green tea", "id": "tea-a"}\n')
+    report = _ok(cli("remember", "--from", str(reword), "--agent", "bob", "--pool", "team", "--json"))
+    assert report["carriers_withheld"] == 1  # positive control: bob's own re-wording reaches his merged memory
+    assert _ok(cli("memory", "show", "tea-b", "--pool", "team", "--json"))["archived"] is True
