@@ -356,14 +356,15 @@ async def _read_ahead(windows: Iterable[Parsed]) -> AsyncIterator[Parsed]:
 async def _withhold_carriers(federation: Any, held: list[tuple[Any, Any, dict[str, MemoryEntry]]],
                              batch: Sequence[MemoryEntry], result: Any, copies: Any | None) -> int:
     """After a batch's write: in each tier that took it, what carries a memory a line changed (from
-    ``held``, as :func:`_as_stored` read it) is withheld as that change withholds it."""
+    ``held``, as :func:`_as_stored` read it) is withheld as that change withholds it. A line naming
+    another agent's row (in a pool) was refused and changed nothing: what carries that row stays."""
     from memory.operator.edits import withhold_carriers_of
 
     reached = 0
     for tier, store, before in held:
         if tier.name in result.failed:  # nothing of the batch changed there
             continue
-        written = [e for e in batch if e.id in before and e.id not in result.gone]
+        written = [e for e in batch if e.id in before and before[e.id].agent_id == e.agent_id and e.id not in result.gone]
         reached += await withhold_carriers_of(
             store, before, written, "remembered", copies=copies if tier is federation.router.private else None
         )

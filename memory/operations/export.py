@@ -377,10 +377,16 @@ def _vector_of(record: dict, width: int | None) -> list[float] | None:
 # -- writing a store ----------------------------------------------------------
 
 
+LEFT_OUT = frozenset({mutations.GONE, mutations.REFUSED})  # ops of lines the write did not take
+
+
 def _import_txn(raw, entries: Sequence[MemoryEntry], actor: str, links: Sequence[tuple[str, str]] = ()) -> list[str]:
+    """Upsert ``entries`` and record what they carry, from the lines the write took only: a refused
+    line names another agent's row, which must not become a carrier of the file's memories."""
     with transaction(raw):
         ops = mutations.upsert(raw, entries, actor, op="import")
-        consolidation.link_sources(raw, links, "import")
+        taken = {entry.id for entry, op in zip(entries, ops, strict=True) if op not in LEFT_OUT}
+        consolidation.link_sources(raw, [link for link in links if link[0] in taken], "import")
         return ops
 
 
@@ -448,8 +454,12 @@ async def import_records(
                 report.kept_removed += 1
             else:
                 report.ops[op] = report.ops.get(op, 0) + 1
+        # A line the write left out (gone, or refused: another agent's row in a shared tier) changed
+        # nothing, so neither that row's vector nor what carries it may follow the line.
+        batch[:] = [pair for pair, op in zip(batch, ops, strict=True) if op not in LEFT_OUT]
         if not server:  # what carries a memory the import withheld (hid, archived, re-worded) follows, as for `memory set`
-            report.carriers_withheld += await withhold_carriers_of(store, stored, entries, "imported", copies=copies)
+            written = [entry for entry, _ in batch]
+            report.carriers_withheld += await withhold_carriers_of(store, stored, written, "imported", copies=copies)
         if vectors is not None:
             report.vectors_kept += await vectors([(e, v) for e, v in batch if v is not None])
         batch.clear()
