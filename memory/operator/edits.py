@@ -194,6 +194,29 @@ async def _agent_ever_promoted(source: SQLiteAdapter) -> bool:
     return False
 
 
+async def embed_rows(store: Any, ids: Sequence[str], home: Home, config: ArcanaConfig) -> None:
+    """Give the rows of ``ids`` that an edit wrote or re-worded in ``store`` (opened bare, so stored
+    without) their vectors now: else semantic recall missed them, and `doctor` failed, until an
+    `arcana reindex`. Rows whose vector is current are left as they are; with no embedder
+    configured, or one that fails, `reindex` does it later."""
+    if not ids or not config.embedding.providers:
+        return
+    from memory.adapters.opener import vector_adapter
+    from memory.embedding.factory import build_gateway
+
+    gateway = build_gateway(config.embedding, home)
+    token = DEADLINE.set(None)  # the edit is done: a tier's write budget does not cover a model's load
+    try:
+        if isinstance(store, SQLiteAdapter):
+            await vector_adapter(store, config.embedding, home, gateway=gateway).complete(list(ids))
+        else:  # a server tier embeds every row that has no current vector
+            await store.backfill(gateway=gateway)
+    except MemoryStorageError:
+        pass  # the row stands; `doctor` names the rows without vectors and `reindex` embeds them
+    finally:
+        DEADLINE.reset(token)
+
+
 class GlobalCopies:
     """The global tier as seen from one agent's memories: the copies its promotion made.
 
@@ -248,6 +271,10 @@ class GlobalCopies:
         finally:
             DEADLINE.reset(token)
         return copy if copy is not None and copy.agent_id == entry.agent_id else None
+
+    async def _embedded(self, store: Any, ids: Sequence[str]) -> None:
+        """Copies written or re-worded here get their vectors now, as a promotion at write time does."""
+        await embed_rows(store, ids, self.home, self.config)
 
     @property
     def may_hold_copies(self) -> bool:
@@ -322,6 +349,7 @@ class GlobalCopies:
                 ]
                 changed += await store.withdraw(gone) if gone else 0
                 changed += sum(op != "noop" for op in (await store.write_many(kept) if kept else []))
+                await self._embedded(store, [e.id for e in kept])
             return CopyChange(self.TIER, "update", bool(changed), count=changed) if changed else None
         except (MemoryStorageError, TimeoutError) as exc:
             if not await _ever_promoted(source, [e.id for e in entries]):
@@ -403,7 +431,13 @@ class GlobalCopies:
         ``source``'s ledger was ever promotable: a run that failed after
         lowering the importance must fail again, not report the copy gone.
         """
-        if not self.may_hold_copies:
+        # Promotion needs a user-confirmed or operator write: never an asserted restatement.
+        asserted = edit.op == "reinforce" and edit.value[2]
+        raised = self.promote and (
+            edit.op in ("update", "reinforce", "set_visibility") and not asserted
+            and after is not None and promotable(after) and not promotable(before)
+        )
+        if not self.may_hold_copies and not raised:  # a home's first promotion makes its global tier
             return None
         at_stake = promotable(before) or (after is not None and promotable(after))
         copy: MemoryEntry | None = None
@@ -414,22 +448,19 @@ class GlobalCopies:
             if copy is not None and copy.agent_id != before.agent_id:
                 copy = None  # the same id from another agent is not this agent's copy
             if copy is None:
-                # Promotion needs a user-confirmed or operator write: never an asserted restatement.
-                asserted = edit.op == "reinforce" and edit.value[2]
-                raised = (
-                    edit.op in ("update", "reinforce", "set_visibility") and not asserted
-                    and after is not None and promotable(after) and not promotable(before)
-                )
-                if raised and self.promote:
+                if raised:
                     if await store.write_many([global_copy(after)]) == [REFUSED]:
                         return CopyChange(self.TIER, REFUSED, False)  # the id is another agent's copy there
+                    await self._embedded(store, [after.id])
                     return CopyChange(self.TIER, "promote", True)
                 return None
             if after is None:
                 return CopyChange(self.TIER, "purge", bool(await store.purge([before.id])))
             if not promotable(after):
                 return CopyChange(self.TIER, "withdraw", bool(await store.withdraw([before.id])))
-            return CopyChange(self.TIER, edit.op, await edit.on(store, before.id))
+            changed = await edit.on(store, before.id)
+            await self._embedded(store, [before.id])
+            return CopyChange(self.TIER, edit.op, changed)
         except (MemoryStorageError, TimeoutError) as exc:
             if copy is None and not at_stake and not await _ever_promoted(source, [before.id]):
                 return None  # nothing of this memory can be there: the edit stands on its own
@@ -446,9 +477,11 @@ class GlobalCopies:
 class MemoryEditor:
     """Operator edits of one store's memories; with ``copies``, of the agent's promoted copies too."""
 
-    def __init__(self, store: SQLiteAdapter, *, copies: GlobalCopies | None = None):
+    def __init__(self, store: SQLiteAdapter, *, copies: GlobalCopies | None = None,
+                 embedding: tuple[Home, ArcanaConfig] | None = None):
         self.store = store
         self.copies = copies
+        self.embedding = embedding  # re-worded rows are embedded with the home's configured model
 
     async def resolve(self, prefix: str) -> MemoryEntry:
         """The memory ``prefix`` names, any visibility, with its ``sources`` if it is consolidated."""
@@ -478,6 +511,8 @@ class MemoryEditor:
             change = await self.copies.follow(self.store, before, None, edit, verb or edit.op, first=True)
         changed = await edit.on(self.store, entry_id, guarded=True)
         after = await _operator_get(self.store, entry_id)
+        if self.embedding is not None and after is not None and after.content != before.content:
+            await embed_rows(self.store, [entry_id], *self.embedding)
         if edit.op != "purge" and self.copies is not None:
             change = await self.copies.follow(self.store, before, after, edit, verb or edit.op)
         report = EditReport(entry_id, changed, after)
@@ -729,7 +764,7 @@ async def open_editor(home: Home, config: ArcanaConfig, target: OperatorTarget, 
     if not (target.pool or target.global_):
         card = AgentRegistry(home).resolve(target.agent)
         store = open_store(home, StoreKind.PRIVATE, card.id, actor=actor)
-        editor = MemoryEditor(store, copies=GlobalCopies.of_home(home, config, actor=actor))
+        editor = MemoryEditor(store, copies=GlobalCopies.of_home(home, config, actor=actor), embedding=(home, config))
     else:
         if target.pool:
             from memory.federation.pools import PoolRegistry
@@ -739,7 +774,7 @@ async def open_editor(home: Home, config: ArcanaConfig, target: OperatorTarget, 
         store = open_tier(home, kind, target.pool, config=config, actor=actor)
         if server_url(config, kind, target.pool) is None and not store.path.exists():  # a server tier always exists
             raise NotFoundError(f"{'pool ' + target.pool if target.pool else 'the global tier'} has no memories yet ({store.path})")
-        editor = MemoryEditor(store)
+        editor = MemoryEditor(store, embedding=(home, config))
     try:
         if card is not None:  # an agent deleted since it was resolved is not made again, card-less and empty
             await connect_agent_store(home, card.id, card.name, store)
