@@ -17,12 +17,30 @@ _NEVER = re.compile(r"(?!)")
 _STEP_LINE = r"^\s*(?:\d+[.)]|[-*•]|{word}\s*\d+\s*[:.)-])\s+\S"
 
 
-_SENTENCE = re.compile(r"(?<=[.!?？])\s+")
+_SENTENCE = re.compile(r"[.!?？]\s+")
+# Words a period ends without ending the sentence: "My dentist is Dr. Weiss" was two facts, the
+# first "My dentist is Dr.". Titles and a few Latin ones (English, Portuguese); a lone letter is an
+# initial ("J. K. Rowling").
+ABBREVIATIONS = frozenset({
+    "dr", "dra", "mr", "mrs", "ms", "mx", "prof", "profa", "sr", "sra", "srta", "jr", "st", "mt",
+    "vs", "etc", "e.g", "i.e", "cf", "approx", "a.m", "p.m",
+})
 
 
 def sentences(text: str) -> list[str]:
-    """``text`` split after . ! or ?, whitespace collapsed, empty pieces dropped."""
-    return [s for s in _SENTENCE.split(" ".join(text.split())) if s.strip()]
+    """``text`` split after . ! or ?, whitespace collapsed, empty pieces dropped; not after an
+    abbreviation's period (:data:`ABBREVIATIONS`) or an initial's."""
+    text = " ".join(text.split())
+    pieces, start = [], 0
+    for end in _SENTENCE.finditer(text):
+        said = text[start : end.start() + 1]
+        word = said.rsplit(" ", 1)[-1][:-1].lower()
+        if said.endswith(".") and (word in ABBREVIATIONS or (len(word) == 1 and word.isalpha())):
+            continue
+        pieces.append(said)
+        start = end.end()
+    pieces.append(text[start:])
+    return [s for s in pieces if s.strip()]
 
 
 @dataclass(frozen=True)

@@ -59,6 +59,17 @@ async def test_a_question_with_a_preference_cue_states_nothing(session):
     assert next(e for e in told if e.type is MemoryType.SEMANTIC).content == "I like Helix."
 
 
+async def test_a_title_or_an_initial_does_not_end_the_fact(session):
+    """"Dr." ended a sentence: the fact stored was "My dentist is Dr." (found by hunt-44). The control
+    in the same prompt: a sentence that does end there is still a sentence of its own."""
+    told = await HeuristicExtractor().extract(
+        "Remember that my dentist is Dr. Weiss on Baker St. near J. K. Rowling's old flat. Which bus goes there?",
+        "The 12.", session,
+    )
+    facts = [e.content for e in told if e.type is MemoryType.SEMANTIC]
+    assert facts == ["My dentist is Dr. Weiss on Baker St. near J. K. Rowling's old flat."]
+
+
 async def test_howto_answer_with_steps_becomes_procedural(session):
     answer = "Sure:\n1. Open the settings.\n2. Choose Backup.\n3. Press Start."
     entries = await HeuristicExtractor().extract("How do I back up my notes?", answer, session)
