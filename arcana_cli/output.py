@@ -284,5 +284,18 @@ def notice(message: str) -> None:
 
 def one_line(message: str) -> str:
     """``message`` printable and on one line: a newline in what it echoes (a value given as
-    `"$(cat file)"`, a reason from elsewhere) is shown as ``\\n``."""
-    return printable(message).replace("\n", "\\n")
+    `"$(cat file)"`, a reason from elsewhere) is shown as ``\\n``; no longer than :func:`shortened` keeps."""
+    return shortened(printable(message).replace("\n", "\\n"))
+
+
+MESSAGE_CHARS = 2_000  # of an error's line: the value it echoes may be a megabyte (an id pasted whole)
+KEPT_END = 500  # the end stays: it says how to fix it
+
+
+def shortened(text: str) -> str:
+    """``text`` cut in its middle to about :data:`MESSAGE_CHARS`, its start and its last
+    :data:`KEPT_END` characters kept: `memory show` of a 1 MB prefix printed a 1 MB error line."""
+    if len(text) <= MESSAGE_CHARS:
+        return text
+    cut = len(text) - MESSAGE_CHARS
+    return f"{text[: MESSAGE_CHARS - KEPT_END]} […{cut:,} characters…] {text[-KEPT_END:]}"

@@ -17,6 +17,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, ValidationError
 
+from arcana_cli.output import shortened
 from memory.agents import AgentCard
 from memory.config import ArcanaConfig
 from memory.errors import ArcanaMemoryError
@@ -386,7 +387,7 @@ def _one_line(exc: BaseException) -> str:
         text = str(exc)
     else:
         text = f"internal error ({type(exc).__name__}): {exc}"
-    return " ".join(text.split())
+    return shortened(" ".join(text.split()))
 
 
 def _guard(fn, before=None):

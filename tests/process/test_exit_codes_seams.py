@@ -234,3 +234,18 @@ def test_consolidate_all_counts_a_failed_store_as_failed(tmp_path):
     assert data.returncode == exit_codes.STORAGE
     assert [(a["agent"], a.get("scanned"), "error" in a) for a in json.loads(data.stdout)["agents"]] == [
         ("ada", 1, False), ("bob", None, True)]
+
+
+def test_an_error_echoing_a_huge_value_stays_a_readable_line(tmp_path):
+    """`memory show` of a 100,000-character id printed a 100,000-character error line (MCP tool errors
+    the same). The line is cut in its middle, keeping its start and its end (where a message says
+    how to fix it); a short id's message (the control) is printed whole."""
+    home = Home(tmp_path / "home")
+    keyword_only(home)
+    assert run_arcana("remember", "tea at four", "-a", "ada", home=home).returncode == 0
+    short = run_arcana("memory", "show", "zzzzzzzz", "-a", "ada", home=home)
+    huge = run_arcana("memory", "show", "z" * 100_000, "-a", "ada", home=home)
+    assert short.returncode == huge.returncode == exit_codes.NOT_FOUND
+    assert short.stderr.count("\n") == huge.stderr.count("\n") == 1 and "characters…]" not in short.stderr
+    assert len(huge.stderr) < 2_100 and "characters…]" in huge.stderr
+    assert huge.stderr.startswith("arcana: error: no memory with id 'zzz") and huge.stderr.endswith("zzz'\n")

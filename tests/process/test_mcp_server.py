@@ -561,3 +561,14 @@ async def test_remember_and_update_keep_to_the_configured_content_limit(arcana_h
         assert not error and updated["superseded"]
     every_row = json.loads(arcana("memory", "list", "--agent", "alice", "--all", "--json"))  # superseded too
     assert sorted(len(m["content"].encode()) for m in every_row) == [26, 3499, 3899]  # nothing over the limit
+
+
+async def test_a_tool_error_echoing_a_huge_id_stays_a_readable_line(arcana_home):
+    """MCP get of a 100,000-character id answered a 100,000-character tool error; it is cut in its
+    middle like the CLI's, and a short id's error (the control) is whole."""
+    arcana("agent", "create", "ada")
+    async with session("--agent", "ada") as client:
+        short_failed, short = await call(client, "get", id="zzzzzzzz")
+        huge_failed, huge = await call(client, "get", id="z" * 100_000)
+    assert short_failed and huge_failed
+    assert "characters…]" not in str(short) and "characters…]" in str(huge) and len(str(huge)) < 2_200
