@@ -24,7 +24,7 @@ class OllamaProvider:
         said = False
         for line in post_lines(self.url, body, headers={}, timeout=self.timeout, label=label):
             data = parse_json_line(line, label=label)
-            if "error" in data:
+            if data.get("error") is not None:  # a server may send "error": null beside a good chunk
                 raise ModelUnavailableError(f"{label}: {data['error']}")
             message = object_or_empty(data.get("message"), label=label, line=line)
             if message.get("tool_calls"):
@@ -33,7 +33,7 @@ class OllamaProvider:
             if content:
                 said = True
                 yield content
-            if data.get("done"):
+            if data.get("done") is True:  # only JSON true: "false" (a string) is no end of the answer
                 if error := cut_short(data.get("done_reason"), label):
                     raise error
                 if not said:

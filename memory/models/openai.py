@@ -50,7 +50,7 @@ class OpenAIProvider:
             if payload == "[DONE]":
                 break
             data = parse_json_line(payload, label=label)
-            if "error" in data:
+            if data.get("error") is not None:  # a server may send "error": null beside a good chunk
                 error = data["error"]
                 raise ModelUnavailableError(f"{label}: {error.get('message', error) if isinstance(error, dict) else error}")
             choices = data.get("choices") or []

@@ -36,6 +36,9 @@ MALFORMED = {
     # A stream that ends cleanly before its end marker is a cut-off answer, not a short one.
     "ollama ends without done": ("ollama", [CHUNKED_OK, *ndjson({"message": {"content": "The code is "}, "done": False}),
                                             LAST_CHUNK]),
+    # "done": "false" (a string) is no end: the stream then ended before its end marker.
+    "ollama done is a string": ("ollama", [CHUNKED_OK, *ndjson({"message": {"content": "The code is "}, "done": "false"}),
+                                           LAST_CHUNK]),
     "openai ends without [DONE]": ("openai", [CHUNKED_OK, *sse({"choices": [{"delta": {"content": "The code is "}}]}),
                                               LAST_CHUNK]),
     # An answer that ends properly with no text (a tool call: Arcana offers no tools; an empty list of
@@ -92,6 +95,19 @@ def test_a_well_formed_raw_stream_is_answered(cli, provider):
         assert result.exit_code == 0, result.output
         assert result.stdout.strip() == "All good, café ☕."
         assert cli("model", "check", "m").exit_code == 0
+
+
+@pytest.mark.parametrize("provider", ["ollama", "openai"])
+def test_an_error_field_of_null_is_no_error(cli, provider):
+    """A chunk carrying "error": null beside its text is answered: any "error" key was taken for a
+    failure. The failing cases (an error with a message) are among MALFORMED and the in-stream tests."""
+    first = {"message": {"content": "All "}, "done": False, "error": None} if provider == "ollama" else \
+        {"choices": [{"delta": {"content": "All "}}], "error": None}
+    parts = [GOOD[provider][0], *(ndjson if provider == "ollama" else sse)(first), *GOOD[provider][2:]]
+    with RawModelServer(lambda: parts) as server:
+        _home_with(cli, server.url, provider)
+        result = cli("run", "ada", "hello there")
+        assert result.exit_code == 0 and result.stdout.strip() == "All good, café ☕.", result.output
 
 
 def test_an_openai_stream_that_says_why_it_ended_needs_no_done_marker(cli):
