@@ -262,7 +262,7 @@ def test_a_runaway_answer_is_replayed_within_a_budget(cli, no_embedder):
     from memory.runtime.agent import HISTORY_CHARS
 
     answers = iter(["Go on. " + "la " * 350_000, "Noted.", "Fine.", "Sure."])
-    with LoopbackModelServer(lambda body: next(answers)) as server:
+    with LoopbackModelServer(lambda body: next(answers), chunk=65_536) as server:
         _ada_with_a_model(cli, server)
         sid = ok(cli("run", "ada", "Sing for me.", "--keep-open", "--json"))["session_id"]
         ok(cli("run", "ada", CONTROL, "--session", sid, "--json"))
