@@ -199,10 +199,11 @@ async def embed_rows(store: Any, ids: Sequence[str], home: Home, config: ArcanaC
     without) their vectors now: else semantic recall missed them, and `doctor` failed, until an
     `arcana reindex`. Rows whose vector is current are left as they are; with no embedder
     configured, or one that fails, `reindex` does it later."""
-    if not ids or not config.embedding.providers:
+    from memory.embedding.factory import build_gateway, embedder_names
+
+    if not ids or not embedder_names(config.embedding):
         return
     from memory.adapters.opener import vector_adapter
-    from memory.embedding.factory import build_gateway
 
     gateway = build_gateway(config.embedding, home)
     token = DEADLINE.set(None)  # the edit is done: a tier's write budget does not cover a model's load
