@@ -205,8 +205,8 @@ def _claim_name(dest: Path, stamp: str) -> tuple[Path, Path, int]:
 
     Two backups in the same second (a cron job beside a deploy script's) both claimed
     ``<stamp>.partial``: the second failed saying the folder could not be written, and one after a
-    finished one was refused. The second now takes ``<stamp>-2`` (then ``-3``…), which sorts after
-    the first, so the newest backup is still the last name.
+    finished one was refused. The second now takes ``<stamp>-2`` (then ``-3``…), which
+    :func:`resolve_backup` takes as made after the first.
     """
     n = 0
     while True:
@@ -274,11 +274,18 @@ def resolve_backup(path: Path) -> Path:
                             "printed, or its DEST")
     if (path / MANIFEST).is_file():
         return path
-    candidates = sorted(p for p in path.glob(f"{PREFIX}*")
-                        if not p.name.endswith(".partial") and (p / MANIFEST).is_file()) if path.is_dir() else []
+    candidates = [p for p in path.glob(f"{PREFIX}*")
+                  if not p.name.endswith(".partial") and (p / MANIFEST).is_file()] if path.is_dir() else []
     if not candidates:
         raise NotFoundError(f"no Arcana backup at {path} (no {MANIFEST}); give the folder `arcana backup` printed")
-    return candidates[-1]
+    return max(candidates, key=_made_order)
+
+
+def _made_order(folder: Path) -> tuple[str, int]:
+    """A backup's place in time: its stamp, then its ``-N`` (``-10`` after ``-9``, which names alone
+    would sort before ``-2``)."""
+    stamp, dash, n = folder.name.partition("-backup-")[2].partition("-")
+    return stamp, int(n) if dash and n.isdigit() else 1
 
 
 def read_manifest(folder: Path) -> BackupManifest:

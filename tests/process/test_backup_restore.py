@@ -218,3 +218,22 @@ def test_a_backup_in_the_same_second_as_another_takes_the_next_name(arcana_home,
         holder.wait(timeout=30)
     checked = arcana("backup", "--verify", str(dest), "--json", home=arcana_home)  # the newest: this one
     assert checked.returncode == 0 and json.loads(checked.stdout)["path"] == str(made), checked.stdout + checked.stderr
+
+
+def test_the_tenth_backup_of_a_second_is_the_newest(arcana_home, tmp_path):
+    """Names alone sort ``-10`` before ``-2``: a folder given as DEST answers with ``-10``, the last made."""
+    import shutil
+
+    keyword_home(arcana_home)
+    assert arcana("remember", "Backups run nightly.", "-a", "ada", home=arcana_home).returncode == 0
+    dest = tmp_path / "backups"
+    done = arcana("backup", str(dest), "--json", home=arcana_home)
+    assert done.returncode == 0, done.stderr
+    first = Path(json.loads(done.stdout)["path"])
+    for n in range(2, 11):
+        shutil.copytree(first, first.with_name(f"{first.name}-{n}"))
+    checked = arcana("backup", "--verify", str(dest), "--json", home=arcana_home)
+    assert checked.returncode == 0 and json.loads(checked.stdout)["path"] == f"{first}-10", checked.stdout
+    shutil.rmtree(f"{first}-10")  # control: without it, -9 is the newest
+    checked = arcana("backup", "--verify", str(dest), "--json", home=arcana_home)
+    assert json.loads(checked.stdout)["path"] == f"{first}-9", checked.stdout
