@@ -61,6 +61,7 @@ from memory.types import (
 
 WRITE_BATCH = 500
 BULK_BATCH = 50_000  # rows per transaction of a large load (memory stays bounded)
+EMBED_PAGE = 1_024  # rows embedded at a time: their vectors, as Python floats, stay ~15 MB
 EF_SEARCH = 200  # HNSW candidate list: recall over speed (see man/benchmarks.md, PostgreSQL)
 _HIT_FLUSH = 256
 
@@ -509,15 +510,30 @@ class PostgresAdapter:
         if self.audit is not None:
             self.audit.append("embedding_degraded", db=self.path, reason=message)
 
-    async def _embed_ids(self, ids: Sequence[str] | None) -> int:
-        """Embed the rows among ``ids`` (all when None) whose vector is missing or stale."""
+    async def _embed_ids(self, ids: Sequence[str]) -> int:
+        """Embed the rows among ``ids`` whose vector is missing or stale, :data:`EMBED_PAGE` at a time."""
         meta = await self.meta()
+        embedder = await self._write_embedder(meta)
+        done = 0
+        for start in range(0, len(ids) if embedder else 0, EMBED_PAGE):
+            rows = await self._call(vector_sql.stale_rows, meta is not None, ids[start : start + EMBED_PAGE])
+            written = await self._embed_rows(embedder, rows)
+            if written is None:
+                break  # the embedder failed (said once, in the notices): reindex embeds the rest
+            done += written
+            meta = await self.meta()  # the first page pins an unpinned pool
+        return done
+
+    async def _write_embedder(self, meta: EmbeddingMeta | None) -> Embedder | None:
         embedder = await self.embedder(meta)
         if embedder is None:
             pinned = f" compatible with the pinned model {meta.model}" if meta else ""
             self._notice(f"no healthy embedder{pinned}: memories are stored without vectors; run `arcana reindex` later")
-            return 0
-        rows = await self._call(vector_sql.stale_rows, meta is not None, ids)
+        return embedder
+
+    async def _embed_rows(self, embedder: Embedder, rows: Sequence[Any]) -> int | None:
+        """Embed ``rows`` (stale rows: seq, content, hash) and write their vectors, pinning an unpinned
+        pool to ``embedder``; how many were written, or None when the embedder failed."""
         if not rows:
             return 0
         rows = [rows[i] for i in length_order([r["content"] for r in rows])]
@@ -525,7 +541,8 @@ class PostgresAdapter:
             vectors = await embedder.embed([r["content"] for r in rows])
         except Exception as exc:
             self._notice(f"embedding failed ({exc}): memories stored without vectors; run `arcana reindex` later")
-            return 0
+            return None
+        meta = await self.meta()
         if meta is None:
             meta = await self.ensure_pin(EmbeddingMeta(embedder.model_name, embedder.model_family, len(vectors[0]), VEC_TABLE, 0))
             if (meta.family, meta.dimension) != (embedder.model_family, len(vectors[0])):
@@ -540,23 +557,39 @@ class PostgresAdapter:
             self._meta = None  # re-pinned by another machine meanwhile: read the pin again next time
         return written
 
+    async def complete(self, ids: Sequence[str], *, gateway: Any | None = None) -> int:
+        """Embed the rows of ``ids`` that have no current vector (an operator's edit of them); how many.
+
+        ``gateway``: embed with it from now on (a tier opened bare, without one)."""
+        if gateway is not None:
+            self.gateway = gateway
+        return await self._embed_ids(ids)
+
     async def backfill(
         self, on_progress: Callable[[int, int], None] | None = None, *, gateway: Any | None = None
     ) -> FillReport:
-        """Embed every row without a current vector (``arcana reindex`` on a server pool).
+        """Embed every row without a current vector (``arcana reindex`` on a server pool), a page
+        at a time: memory stays bounded however many rows the pool holds, and progress moves.
 
         ``gateway``: embed with it from now on (an import that wrote its rows without embedding).
         """
         if gateway is not None:
             self.gateway = gateway
         meta = await self.meta()
-        if self.gateway is None or await self.embedder(meta) is None:
+        embedder = None if self.gateway is None else await self.embedder(meta)
+        if embedder is None:
             pinned = f" compatible with the pinned model {meta.model}" if meta else ""
             raise MemoryStorageError(f"{self.path}: cannot embed: no healthy embedder{pinned}")
-        total = len(await self._call(vector_sql.stale_rows, meta is not None, None))
-        done = await self._embed_ids(None)
-        if on_progress:
-            on_progress(done, total)
+        pinned = meta is not None
+        total = await self._call(vector_sql.stale_count, pinned)
+        done = 0
+        async for page in vector_sql.stale_pages(self._call, pinned, size=EMBED_PAGE):
+            written = await self._embed_rows(embedder, page)
+            if written is None:
+                break  # the embedder failed (said once, in the notices): the rest waits for the next reindex
+            done += written
+            if on_progress:
+                on_progress(done, total)
         meta = await self.meta()
         skipped = [] if done == total else [("*", f"{total - done} rows not embedded: {'; '.join(self.notices)}")]
         return FillReport(vec_table=VEC_TABLE, model=meta and meta.model, total=total, embedded=done, skipped=skipped)

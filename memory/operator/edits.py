@@ -210,8 +210,8 @@ async def embed_rows(store: Any, ids: Sequence[str], home: Home, config: ArcanaC
     try:
         if isinstance(store, SQLiteAdapter):
             await vector_adapter(store, config.embedding, home, gateway=gateway).complete(list(ids))
-        else:  # a server tier embeds every row that has no current vector
-            await store.backfill(gateway=gateway)
+        else:
+            await store.complete(list(ids), gateway=gateway)
     except MemoryStorageError:
         pass  # the row stands; `doctor` names the rows without vectors and `reindex` embeds them
     finally:

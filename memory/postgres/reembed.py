@@ -18,7 +18,7 @@ import time
 from collections.abc import Awaitable, Callable
 
 from memory.embedding.base import Embedder, l2_normalize, length_order
-from memory.postgres.vectors import PIN_LOCK, VEC_TABLE, put_vectors, stale_rows, vector_text
+from memory.postgres.vectors import PIN_LOCK, VEC_TABLE, put_vectors, stale_count, stale_pages, vector_text
 from memory.types import FillReport
 
 BUILD = f"{VEC_TABLE}_build"
@@ -45,11 +45,11 @@ async def _prepare(conn, model: str, dimension: int) -> None:
 
 
 async def _fill(call: Call, embedder: Embedder, report: FillReport, on_progress) -> None:
-    rows = await call(stale_rows, True, None, BUILD)
-    rows = [rows[i] for i in length_order([r["content"] for r in rows])]
-    report.total += len(rows)
-    for start in range(0, len(rows), WINDOW):
-        window = rows[start : start + WINDOW]
+    total = await call(stale_count, True, BUILD)
+    report.total += total
+    done = 0
+    async for page in stale_pages(call, True, BUILD, size=WINDOW):
+        window = [page[i] for i in length_order([r["content"] for r in page])]
         vectors = await embedder.embed([r["content"] for r in window])
         good = []
         for r, v in zip(window, vectors, strict=True):
@@ -58,8 +58,9 @@ async def _fill(call: Call, embedder: Embedder, report: FillReport, on_progress)
             else:
                 report.skipped.append((str(r["seq"]), f"{len(v)} dimensions, expected {embedder.dimension}"))
         report.embedded += await call(put_vectors, good, BUILD, transaction=True)
+        done += len(window)
         if on_progress:
-            on_progress(min(start + WINDOW, len(rows)), len(rows))
+            on_progress(min(done, total), total)
 
 
 async def _index(conn) -> None:

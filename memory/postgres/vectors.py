@@ -19,16 +19,38 @@ def vector_text(vector: Sequence[float]) -> str:
 HASH = "left(encode(sha256(convert_to(m.content, 'UTF8')), 'hex'), 32)"
 
 
-async def stale_rows(conn, pinned: bool, ids: Sequence[str] | None, table: str = VEC_TABLE):
-    """Rows (among ``ids``; all when None) that ``table`` holds no current vector for."""
-    only = "" if ids is None else " AND m.id = ANY($1::text[])"
-    args = () if ids is None else (list(ids),)
-    if not pinned:
-        return await conn.fetch(f"SELECT m.seq, m.content, {HASH} AS hash FROM memories m WHERE TRUE{only}", *args)
+async def stale_rows(conn, pinned: bool, ids: Sequence[str] | None, table: str = VEC_TABLE, after: int = 0, limit: int | None = None):
+    """Rows (among ``ids``; all when None) that ``table`` holds no current vector for; with
+    ``limit``, the first ``limit`` of them past sequence number ``after`` (a page of a backfill)."""
+    clauses, args = ["m.seq > $1"], [after]
+    if ids is not None:
+        clauses.append(f"m.id = ANY(${len(args) + 1}::text[])")
+        args.append(list(ids))
+    if pinned:
+        clauses.append(f"(v.seq IS NULL OR v.content_hash <> {HASH})")
+    join = f" LEFT JOIN {table} v ON v.seq = m.seq" if pinned else ""
+    page = "" if limit is None else f" ORDER BY m.seq LIMIT {int(limit)}"
     return await conn.fetch(
-        f"SELECT m.seq, m.content, {HASH} AS hash FROM memories m LEFT JOIN {table} v ON v.seq = m.seq "
-        f"WHERE (v.seq IS NULL OR v.content_hash <> {HASH}){only}",
-        *args,
+        f"SELECT m.seq, m.content, {HASH} AS hash FROM memories m{join} WHERE {' AND '.join(clauses)}{page}", *args
+    )
+
+
+async def stale_pages(call, pinned: bool, table: str = VEC_TABLE, *, size: int):
+    """The rows ``table`` holds no current vector for, ``size`` at a time in sequence order; each
+    page is read after the one before was handled, so memory stays bounded however many rows the
+    pool holds. ``call`` runs ``fn(conn, *args)`` on a pooled connection."""
+    after = 0
+    while rows := await call(stale_rows, pinned, None, table, after, size):
+        after = rows[-1]["seq"]
+        yield rows
+
+
+async def stale_count(conn, pinned: bool, table: str = VEC_TABLE) -> int:
+    """How many rows ``table`` holds no current vector for (a backfill's total, counted, not read)."""
+    if not pinned:
+        return await conn.fetchval("SELECT count(*) FROM memories")
+    return await conn.fetchval(
+        f"SELECT count(*) FROM memories m LEFT JOIN {table} v ON v.seq = m.seq WHERE v.seq IS NULL OR v.content_hash <> {HASH}"
     )
 
 

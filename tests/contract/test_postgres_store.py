@@ -379,6 +379,40 @@ async def test_a_pool_pinned_to_one_model_refuses_another(semantic_pg, pg_url, e
     assert await semantic_pg.embedded_count() == 2
 
 
+async def test_a_server_pool_is_embedded_a_page_at_a_time_and_an_edit_embeds_only_its_rows(pg_url, offline_embedder, monkeypatch):
+    """`reindex` of a pool written without an embedder reads and embeds its rows a page at a time (it
+    read and embedded every row at once: a million rows would not fit), its progress moving with
+    each page; an operator's edit embeds the rows it wrote, not every stale row of the pool."""
+    import memory.adapters.postgres as postgres
+
+    bare = PostgresAdapter(pg_url, actor="test")
+    rows = [entry(f"Deploy note {i}: the canary runs in region {i}.") for i in range(5)]
+    await bare.write_many(rows)
+    await bare.aclose()
+    monkeypatch.setattr(postgres, "EMBED_PAGE", 2)
+    pool = PostgresAdapter(pg_url, actor="test", gateway=EmbeddingGateway([offline_embedder]))
+    try:
+        assert await pool.complete([rows[0].id, rows[1].id, rows[2].id]) == 3  # an edit's rows, two pages
+        assert await pool.embedded_count() == 3  # the other two are left for reindex
+        moved: list[tuple[int, int]] = []
+        report = await pool.backfill(lambda done, total: moved.append((done, total)))
+        assert (report.total, report.embedded) == (2, 2) and moved == [(2, 2)]
+        await pool.write_many([entry(f"Later note {i} about the staging cluster.") for i in range(3)])
+        await pool.aclose()
+        bare = PostgresAdapter(pg_url, actor="test")
+        await bare.write_many([entry(f"Unembedded note {i} about the build cache.") for i in range(5)])
+        await bare.aclose()
+        pool = PostgresAdapter(pg_url, actor="test", gateway=EmbeddingGateway([offline_embedder]))
+        moved.clear()
+        report = await pool.backfill(lambda done, total: moved.append((done, total)))
+        assert (report.total, report.embedded) == (5, 5) and moved == [(2, 5), (4, 5), (5, 5)]
+        assert await pool.embedded_count() == 13
+        found = await pool.search(MemoryQuery(text="build cache", retrieval_mode=RetrievalMode.semantic))
+        assert "build cache" in found[0].content
+    finally:
+        await pool.aclose()
+
+
 async def test_selective_filters_still_fill_the_semantic_page(semantic_pg):
     """The HNSW window is widened when admission rejects its nearest candidates."""
     crowd = [entry(f"The user prefers metric units, note {i}.", agent_id="a2") for i in range(60)]
