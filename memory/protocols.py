@@ -107,6 +107,10 @@ class EmbedsAhead(Protocol):
 
     def embed_ahead(self, entries: Sequence[MemoryEntry], settled: Any = None) -> None: ...
 
+    async def embedded_ahead(self, entries: Sequence[MemoryEntry]) -> None:
+        """Return once what was embedded ahead for ``entries`` is done (or failed)."""
+        ...
+
 
 @runtime_checkable
 class Provenance(Protocol):

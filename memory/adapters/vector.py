@@ -436,6 +436,17 @@ class VectorAdapter:
             dropped.cancel()
         self._ahead = self._ahead[-1:] + [(texts, pending)]
 
+    async def embedded_ahead(self, entries: Sequence[MemoryEntry]) -> None:
+        """Return once the batches embedded ahead that hold texts of ``entries`` are done, their
+        vectors left for :meth:`prime` and the write to take. A reconciled batch waits here before
+        it takes the agent's decide lock: else it held the lock through the model's time for its
+        own texts, and every other write for the agent (a `remember`, an `arcana run` turn's
+        extraction) waited on the model too."""
+        wanted = {e.content for e in entries}
+        pending = [task for covered, task in self._ahead if covered & wanted]
+        if pending:
+            await asyncio.wait(pending)
+
     async def _held(self, ids: list[str]) -> set[str]:
         return await self.store.run(held_ids, ids)
 

@@ -328,6 +328,9 @@ class MemoryFederation:
         entries = [as_claimed(entry, self.confidence_cap) for entry in entries]
         if not reconcile or self.reconciler is None:
             return await self._fan_out_many(entries)
+        backend = self.router.private.backend
+        if isinstance(backend, EmbedsAhead):  # the model's time for these texts is spent before the lock
+            await backend.embedded_ahead(entries)
         async with self._deciding():
             batch = await self.reconciler.decide_many(entries)
             report = await self._fan_out_many(batch.written) if batch.written else BatchWriteReport()

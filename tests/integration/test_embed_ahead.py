@@ -84,3 +84,40 @@ async def test_each_line_is_embedded_once_ahead_one_call_at_a_time_and_decided_a
     assert counting.events[: counting.events.index("write", 1)].count("embed") >= 2
     assert plain_counting.events[: plain_counting.events.index("write", 1)].count("embed") == 1
     assert again.written == 0 and len(counting.texts) == embedded  # a re-run embeds nothing, ahead or not
+
+
+async def test_a_batch_holds_the_decide_lock_only_after_its_texts_are_embedded(tmp_path, offline_embedder, monkeypatch, small_batches):
+    """The model's time for a batch's own texts is spent before the batch takes the agent's decide lock
+    (held from its first decision to its settling): a `remember` or an `arcana run` turn waiting on that
+    lock beside a large import waited on the model too. The model is slowed so that a batch reaches its
+    decisions before its embedding ends unless it waits for it first."""
+    import asyncio
+
+    log: list[tuple[str, frozenset[str]]] = []
+
+    class Slow(Counting):
+        async def embed(self, texts):
+            log.append(("embedding", frozenset(texts)))
+            await asyncio.sleep(0.2)
+            try:
+                return await super().embed(texts)
+            finally:
+                log.append(("embedded", frozenset(texts)))
+
+    store, federation = await ku.open_case(tmp_path / "slow.db", Slow(offline_embedder), "en", ReconcileSettings())
+    decide_many = federation.reconciler.decide_many
+
+    async def deciding(entries):
+        log.append(("deciding", frozenset(e.content for e in entries)))
+        return await decide_many(entries)
+
+    monkeypatch.setattr(federation.reconciler, "decide_many", deciding)
+    report = await remember_many(federation, parse([json.dumps({"content": text}) for text in LINES], "ada"))
+    await store.aclose()
+    assert report.written == len(LINES) - 1 and report.decisions["update"] >= 1  # control: all decided, Lisbon ends Berlin
+    decided = [(at, texts) for at, (what, texts) in enumerate(log) if what == "deciding"]
+    assert len(decided) == -(-len(LINES) // 16)  # every batch
+    for at, texts in decided:
+        for start, (what, embedding) in enumerate(log):
+            if what == "embedding" and embedding & texts:
+                assert ("embedded", embedding) in log[start:at], f"batch {texts} decided while its texts were embedded"
