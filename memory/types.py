@@ -99,6 +99,10 @@ def _agent_str(value: Any) -> Any:
 EARLIEST, LATEST = datetime(1700, 1, 1, tzinfo=UTC), datetime(2200, 1, 1, tzinfo=UTC)
 
 
+TIME_FIELDS = ("created_at", "updated_at", "last_accessed_at", "valid_from", "valid_to")
+"""A memory's times: stored as epoch seconds, given and shown as ISO 8601."""
+
+
 def aware_utc(value: datetime | None) -> datetime | None:
     """``value`` with UTC assumed when it names no zone: stores and filters take ``timestamp()``,
     which reads a naive time in the process's TZ, so the same data would answer differently per TZ."""
@@ -182,7 +186,7 @@ class MemoryEntry(BaseModel):
 
     _agent = field_validator("agent_id", mode="before")(_agent_str)
 
-    @field_validator("created_at", "updated_at", "last_accessed_at", "valid_from", "valid_to")
+    @field_validator(*TIME_FIELDS)
     @classmethod
     def _storable_time(cls, value: datetime | None) -> datetime | None:
         return None if value is None else storable_time(value)
