@@ -15,6 +15,7 @@ import fnmatch
 import hashlib
 import json
 import os
+import re
 import shutil
 import stat
 import time
@@ -274,11 +275,22 @@ def resolve_backup(path: Path) -> Path:
                             "printed, or its DEST")
     if (path / MANIFEST).is_file():
         return path
-    candidates = sorted(p for p in path.glob(f"{PREFIX}*")
-                        if not p.name.endswith(".partial") and (p / MANIFEST).is_file()) if path.is_dir() else []
+    candidates = sorted((p for p in path.glob(f"{PREFIX}*")
+                         if not p.name.endswith(".partial") and (p / MANIFEST).is_file()), key=_made_order) if path.is_dir() else []
     if not candidates:
         raise NotFoundError(f"no Arcana backup at {path} (no {MANIFEST}); give the folder `arcana backup` printed")
     return candidates[-1]
+
+
+_SAME_SECOND = re.compile(r"(.*?)-(\d+)")
+
+
+def _made_order(path: Path) -> tuple[str, int]:
+    """A backup's name in the order :func:`_claim_name` gave them: by second, then by its ``-N`` within it
+    (as text ``-10`` sorts before ``-2``, and the tenth backup of a second was not the newest)."""
+    if match := _SAME_SECOND.fullmatch(path.name.removeprefix(PREFIX)):
+        return match[1], int(match[2])
+    return path.name.removeprefix(PREFIX), 1
 
 
 def read_manifest(folder: Path) -> BackupManifest:

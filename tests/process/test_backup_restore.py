@@ -218,3 +218,38 @@ def test_a_backup_in_the_same_second_as_another_takes_the_next_name(arcana_home,
         holder.wait(timeout=30)
     checked = arcana("backup", "--verify", str(dest), "--json", home=arcana_home)  # the newest: this one
     assert checked.returncode == 0 and json.loads(checked.stdout)["path"] == str(made), checked.stdout + checked.stderr
+
+
+def test_the_tenth_backup_of_a_second_is_the_newest(arcana_home, tmp_path):
+    """Names -2 to -9 of every second of the next minute already hold a backup of 'old' (the first
+    backup's, linked): the backup of 'new' takes -10, which sorted as text before -2, so restore and
+    --verify of DEST took a backup of 'old' for the newest. (The names of the seconds after it are
+    removed once it is made: they are later by name.)"""
+    import shutil
+    import time
+    from datetime import UTC, datetime, timedelta
+
+    keyword_home(arcana_home)
+    assert arcana("remember", "old", "-a", "ada", home=arcana_home).returncode == 0
+    first = arcana("backup", str(tmp_path / "first"), "--json", home=arcana_home)
+    older = Path(json.loads(first.stdout)["path"])
+    dest = tmp_path / "backups"
+    start = datetime.fromtimestamp(int(time.time()), UTC)
+    for s in range(60):
+        stamp = f"arcana-backup-{(start + timedelta(seconds=s)):%Y%m%dT%H%M%SZ}"
+        for name in [stamp, *(f"{stamp}-{n}" for n in range(2, 10))]:
+            shutil.copytree(older, dest / name, copy_function=os.link)
+    assert arcana("remember", "new", "-a", "ada", home=arcana_home).returncode == 0
+    done = arcana("backup", str(dest), "--json", home=arcana_home)
+    made = Path(json.loads(done.stdout)["path"])
+    assert made.name.endswith("-10"), made.name
+    second = made.name.removesuffix("-10")
+    for later in [p for p in dest.iterdir() if p.name.split("Z")[0] + "Z" > second]:  # names it did not need
+        shutil.rmtree(later)
+    checked = arcana("backup", "--verify", str(dest), "--json", home=arcana_home)
+    assert checked.returncode == 0 and json.loads(checked.stdout)["path"] == str(made), checked.stdout + checked.stderr
+    fresh = Home(tmp_path / "fresh")
+    restored = arcana("restore", str(dest), home=fresh)
+    assert restored.returncode == 0, restored.stderr
+    listed = arcana("memory", "list", "-a", "ada", "--json", home=fresh)
+    assert sorted(m["content"] for m in json.loads(listed.stdout)) == ["new", "old"]
