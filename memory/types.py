@@ -99,13 +99,23 @@ def _agent_str(value: Any) -> Any:
 EARLIEST, LATEST = datetime(1700, 1, 1, tzinfo=UTC), datetime(2200, 1, 1, tzinfo=UTC)
 
 
+TIME_FIELDS = ("created_at", "updated_at", "last_accessed_at", "valid_from", "valid_to")
+"""A memory's times: stored as epoch seconds, given and shown as ISO 8601."""
+
+
+def aware_utc(value: datetime | None) -> datetime | None:
+    """``value`` with UTC assumed when it names no zone: stores and filters take ``timestamp()``,
+    which reads a naive time in the process's TZ, so the same data would answer differently per TZ."""
+    return value if value is None or value.tzinfo is not None else value.replace(tzinfo=UTC)
+
+
 def storable_time(value: datetime) -> datetime:
-    """``value`` when a store keeps it exactly; ValueError otherwise."""
-    aware = value if value.tzinfo is not None else value.replace(tzinfo=UTC)
+    """``value`` in UTC (UTC when it names no zone) when a store keeps it exactly; ValueError otherwise."""
+    aware = aware_utc(value)
     if not EARLIEST <= aware < LATEST:
         raise ValueError(f"{value.isoformat()} is outside the times a memory can hold exactly "
                          f"({EARLIEST.year}-01-01 to {LATEST.year - 1}-12-31)")
-    return value
+    return aware.astimezone(UTC)
 class Audience(Enum):
     """Who is reading."""
 
@@ -176,7 +186,7 @@ class MemoryEntry(BaseModel):
 
     _agent = field_validator("agent_id", mode="before")(_agent_str)
 
-    @field_validator("created_at", "updated_at", "last_accessed_at", "valid_from", "valid_to")
+    @field_validator(*TIME_FIELDS)
     @classmethod
     def _storable_time(cls, value: datetime | None) -> datetime | None:
         return None if value is None else storable_time(value)
@@ -234,6 +244,7 @@ class MemoryQuery(BaseModel):
     limit: int = Field(default=10, ge=1, le=MAX_QUERY_LIMIT)
 
     _agent = field_validator("agent_id", mode="before")(_agent_str)
+    _times = field_validator("since", "until", "as_of")(aware_utc)
 
 
 class PrunePolicy(BaseModel):

@@ -26,7 +26,7 @@ from typing import Any
 
 import yaml
 
-from memory.types import ConfidenceSource, MemoryEntry, MemoryScope, MemoryType
+from memory.types import EARLIEST, LATEST, ConfidenceSource, MemoryEntry, MemoryScope, MemoryType
 
 # Fixed forever: changing it would change every note id and orphan every index.
 NOTE_NAMESPACE = uuid.UUID("6f1d3c52-8a47-5b0e-9a41-0a7c5e2b9d13")
@@ -38,7 +38,7 @@ DEFAULT_IGNORE_GLOBS: tuple[str, ...] = ()
 MAX_FRONTMATTER_CHARS = 64 * 1024
 
 # Skip reasons, as reported by scans and `arcana vault check`.
-HIDDEN, SYMLINK, TOO_LARGE, IGNORED, UNREADABLE, VANISHED, BINARY, BAD_NAME, NOT_REGULAR = (
+HIDDEN, SYMLINK, TOO_LARGE, IGNORED, UNREADABLE, VANISHED, BINARY, BAD_NAME, NOT_REGULAR, BAD_TIME = (
     "hidden",
     "symlink",
     "too_large",
@@ -48,6 +48,7 @@ HIDDEN, SYMLINK, TOO_LARGE, IGNORED, UNREADABLE, VANISHED, BINARY, BAD_NAME, NOT
     "binary",
     "name_not_utf8",
     "not_a_regular_file",
+    "time_out_of_range",
 )
 
 
@@ -384,6 +385,10 @@ def read_note(root: Path, info: FileStat, who: NoteIdentity, max_file_bytes: int
     if isinstance(read, str):
         return read
     data, mtime_ns = read
+    # A modification time a memory cannot hold (`touch -d 2300-01-01`, a card from a camera with no clock)
+    # failed the whole index, search and check with a line naming no file: only this note is skipped.
+    if not EARLIEST.timestamp() * 1e9 <= mtime_ns < LATEST.timestamp() * 1e9:
+        return BAD_TIME
     return parse_note(info.rel_path, data, mtime_ns, len(data), who)
 
 

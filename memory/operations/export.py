@@ -18,7 +18,7 @@ import struct
 from bisect import bisect_left
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import IO, Any
 
@@ -36,7 +36,7 @@ from memory.sqlite.connection import transaction
 from memory.sqlite.rows import SELECT_COLUMNS, row_to_entry
 from memory.sqlite.vectors import pack, put_live_txn, read_meta
 from memory.timespec import iso
-from memory.types import Audience, LedgerRecord, MemoryEntry, MemoryQuery, MemoryScope
+from memory.types import TIME_FIELDS, Audience, LedgerRecord, MemoryEntry, MemoryQuery, MemoryScope
 
 FORMAT = "arcana-export"
 VERSION = 1
@@ -324,6 +324,8 @@ def jsonl_records(handle: IO[bytes]) -> Iterator[tuple[str, dict | str]]:
 
 def _entry(record: dict, max_content_bytes: int | None = MAX_CONTENT_BYTES) -> MemoryEntry | str:
     try:
+        if (number := _time_as_number(record["memory"])) is not None:
+            return number
         entry = MemoryEntry.model_validate(record["memory"])
     except ValidationError as exc:
         first = exc.errors()[0]
@@ -338,6 +340,27 @@ def _entry(record: dict, max_content_bytes: int | None = MAX_CONTENT_BYTES) -> M
     if (field := nul_field(entry.content, entry.tags)) is not None:
         return str(nul_refused(field))
     return entry
+
+
+def _time_as_number(memory: dict) -> str | None:
+    """Why a time that is not ISO text (a number, or digits in a string) is refused, else None. Pydantic
+    reads a number as epoch seconds, or past 2e10 as milliseconds (25000000000 became 1970-10-17):
+    a silent rewrite. An export writes every time as ISO text."""
+    for name in TIME_FIELDS:
+        value = memory.get(name)
+        if value is not None and (not isinstance(value, str) or _numeric(value)):
+            shown = json.dumps(value, ensure_ascii=False)
+            shown = shown if len(shown) <= 40 else shown[:40] + "…"
+            return f"invalid {name}: {shown} is not an ISO 8601 time; give one such as 2024-05-01T12:00:00Z"
+    return None
+
+
+def _numeric(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
 
 
 def _checked(record: dict, max_content_bytes: int | None) -> tuple[MemoryEntry, list[str]] | str:
@@ -738,5 +761,5 @@ def markdown_records(
 
 
 def _plain(value: Any) -> Any:
-    """YAML turns an ISO timestamp into a datetime; give pydantic what the JSON path gives it."""
-    return value.isoformat() if isinstance(value, datetime) else value
+    """YAML turns an ISO timestamp into a datetime (a bare day into a date); give pydantic what the JSON path gives it."""
+    return value.isoformat() if isinstance(value, date) else value

@@ -101,10 +101,15 @@ def valid_start(image: dict) -> float:
 
 def split_by_time(images: dict[str, dict], at: float) -> tuple[list[str], dict | None]:
     """The still-current versions a fact said at ``at`` ends (those that began by then), and the
-    earliest one that began after it: an older statement arriving late ends *itself* there."""
+    earliest one that began after it: an older statement arriving late ends *itself* there.
+
+    A version that begins after this moment was stamped by a clock ahead of this one (a line from
+    another machine, or this clock stepped back since): it is no newer than anything said now, so it
+    is ended too, never kept current over the update replacing it."""
+    now = time.time()
     current = [i for i in images.values() if i["valid_to"] is None and i["superseded_by"] is None]
-    ended = [i["id"] for i in current if valid_start(i) <= at]
-    later = min((i for i in current if valid_start(i) > at), key=valid_start, default=None)
+    ended = [i["id"] for i in current if not at < valid_start(i) <= now]
+    later = min((i for i in current if at < valid_start(i) <= now), key=valid_start, default=None)
     return ended, later
 
 

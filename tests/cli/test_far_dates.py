@@ -73,3 +73,25 @@ def test_a_duration_reaching_past_the_year_1_is_a_usage_error(cli, no_embedder, 
     assert isinstance(result.exception, SystemExit) and "past the year 1" in result.stderr
     control = cli("recall", "deploys", "--agent", "ada", option, "7d", "--json")  # a duration in range still works
     assert control.exit_code == 0, control.output
+
+
+def test_import_refuses_a_time_given_as_a_number(cli, tmp_path, no_embedder):
+    """A number was read as epoch seconds, or past 2e10 as milliseconds: 25000000000 (the year 2762 in
+    seconds) was stored as 1970-10-17 without a word. Each is a bad line now; the ISO time is the control."""
+    assert cli("remember", "an ordinary memory", "--agent", "ada").exit_code == 0
+    export = tmp_path / "ada.jsonl"
+    assert cli("export", "--agent", "ada", "-o", str(export)).exit_code == 0
+    head, row = export.read_text().splitlines()
+    record = json.loads(row)
+    given = [25000000000, 1714564800, 1714564800.5, "1714564800", True, "2024-05-01T12:00:00Z"]
+    lines = [head] + [
+        json.dumps({**record, "memory": {**record["memory"], "id": f"n{n}", "content": f"said {when!r}", "created_at": when}})
+        for n, when in enumerate(given)
+    ] + [json.dumps({**record, "memory": {**record["memory"], "id": "v", "content": "valid", "valid_to": 1714564800}})]
+    export.write_text("\n".join(lines) + "\n")
+    result = cli("import", str(export), "--agent", "copy", "--no-embed")
+    assert result.exit_code == exit_codes.USAGE
+    for number, shown in zip(range(2, 7), ("25000000000", "1714564800", "1714564800.5", '"1714564800"', "true")):
+        assert f"line {number}: invalid created_at: {shown} is not an ISO 8601 time" in result.stderr
+    assert "line 8: invalid valid_to: 1714564800 is not" in result.stderr
+    assert _listed(cli, "copy") == {"said '2024-05-01T12:00:00Z'": "2024-05-01T12:00:00Z"}

@@ -166,6 +166,25 @@ def test_dismiss_deals_with_a_quarantine_without_restoring(cli, arcana_home):
     assert code == 0 and [c["ok"] for c in checks] == [True]
 
 
+@pytest.mark.parametrize("at", ['"2024-05-01"', "1e300", "true"])
+def test_a_damaged_quarantine_time_is_unknown_not_a_traceback(cli, arcana_home, at):
+    """quarantine.json's "at" as text (or past any clock) failed quarantine list and doctor with a
+    TypeError/OverflowError traceback (exit 1); it shows as '?' now, the store still listed."""
+    _corrupt_store(arcana_home)
+    assert cli("--quiet", "recall", "QuarantineHeron", "--agent", "keeper").exit_code == 5
+    [item] = json.loads(cli("quarantine", "list", "--json").stdout)["quarantined"]
+    assert item["at"] is not None  # the control: the time quarantine wrote
+    damaged = arcana_home.quarantine_dir / "damaged"
+    damaged.mkdir()
+    (damaged / "quarantine.json").write_text(f'{{"database": "/gone/memory.db", "reason": "r", "at": {at}}}')
+    listed = cli("quarantine", "list", "--json")
+    assert listed.exit_code == 0, listed.output
+    assert {q["id"]: q["at"] for q in json.loads(listed.stdout)["quarantined"]} == {item["id"]: item["at"], "damaged": None}
+    assert "?" in cli("quarantine", "list").stdout
+    code, checks = _quarantine_checks(cli)
+    assert code == 1 and len(checks) == 2
+
+
 def test_salvage_reads_past_a_destroyed_page_and_leaves_the_file_untouched(arcana_home):
     agent_id, db, entries = _corrupt_store(arcana_home)
     before = db.read_bytes()

@@ -143,3 +143,44 @@ async def test_the_supersession_ends_at_the_time_it_is_given(engine_store):
     late = await store.get(older.id, audience=Audience.OPERATOR)
     assert kept.valid_to is None and kept.supersedes == old.id  # its own predecessor link is kept
     assert (late.valid_to, late.superseded_by) == (new.created_at, new.id)
+
+
+async def test_a_version_stamped_ahead_of_this_clock_is_ended_by_a_fact_said_now(engine_store):
+    """A row whose time is still to come (a line from a machine whose clock ran ahead, or this
+    clock stepped back since) was kept current over the update said now, which ended itself instead;
+    a row from the past that began after ``at`` (the control) still stays."""
+    from datetime import timedelta
+
+    from memory.types import Audience, MemoryEntry
+
+    store = engine_store
+    now = datetime.now(UTC)
+    ahead = MemoryEntry(agent_id="a", content="ahead", created_at=now + timedelta(hours=1))
+    past = MemoryEntry(agent_id="a", content="past", created_at=now - timedelta(days=1))
+    update, late = (MemoryEntry(agent_id="a", content=t, created_at=at) for t, at in
+                    (("update", now), ("late", now - timedelta(days=2))))
+    await store.write_many([ahead, past, update, late])
+    assert await store.supersede([ahead.id], update.id, update.created_at) == [ahead.id]
+    assert await store.get(ahead.id) is None and (await store.get(update.id)).valid_to is None
+    ended = await store.get(ahead.id, audience=Audience.OPERATOR)
+    assert (ended.valid_to, ended.superseded_by) == (update.created_at, update.id)
+    assert await store.supersede([past.id], late.id, late.created_at) == []  # the control: "past" is newer
+    assert (await store.get(past.id)).valid_to is None and await store.get(late.id) is None
+
+
+@pytest.mark.usefixtures("no_embedder")
+def test_the_user_moving_ends_a_fact_stamped_ahead_of_this_clock(cli, tmp_path):
+    """Berlin came from a machine whose clock ran an hour ahead; "I moved to Lisbon", said now, was
+    decided an update and yet ended itself (supersedes []), and recall kept answering Berlin. The
+    control: an older statement imported late (bob, 2024) still never ends the newer fact."""
+    from datetime import timedelta
+
+    ahead = (datetime.now(UTC) + timedelta(hours=1)).isoformat()
+    cli("remember", "--from", _file(tmp_path, "ahead.jsonl", {**BERLIN, "created_at": ahead}), "--agent", "ada")
+    moved = data(cli("remember", "I moved to Lisbon", "--agent", "ada", "--json"))
+    berlin = everything(cli)["I live in Berlin"]
+    assert moved["decision"] == "update" and moved["supersedes"] == [berlin["id"]]
+    assert answers(cli, "live Berlin Lisbon") == ["I moved to Lisbon"]
+    cli("remember", "--from", _file(tmp_path, "a.jsonl", LISBON), "--agent", "bob")
+    cli("remember", "--from", _file(tmp_path, "b.jsonl", BERLIN), "--agent", "bob")
+    assert answers(cli, "live Berlin Lisbon", agent="bob") == ["I moved to Lisbon"]

@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 import time
+from datetime import UTC, datetime
 
 import pytest
 from runner import run_arcana as _cli
@@ -226,6 +227,29 @@ def test_frontmatter_too_long_to_read_is_counted_and_not_parsed(make_vault, no_e
     control = cli("vault", "search", "fm", "dawn", "--json")
     [hit] = json.loads(control.stdout)["results"]
     assert hit["path"] == "Short.md" and hit["tags"] == ["shorttag"]  # a block under the limit is read
+    assert tree_digest(root) == digest
+
+
+def test_a_note_modified_in_the_year_2300_is_skipped_not_fatal(make_vault, no_embedder, cli, tree_digest):
+    """One note whose modification time a memory cannot hold (`touch -d 2300-01-01`) failed the folder
+    scan, `vault index` and `vault check` with exit 2 and a line naming no file, so no other note was
+    found either. It is skipped with its reason; the note beside it is indexed and found."""
+    root = make_vault({"Far.md": "The heron nests by the pier.", "Good.md": "Herons fish at dawn."})
+    far = int(datetime(2300, 1, 1, tzinfo=UTC).timestamp()) * 10**9
+    os.utime(root / "Far.md", ns=(far, far))
+    digest = tree_digest(root)
+    assert cli("vault", "add", str(root), "--name", "fm").exit_code == 0
+    for phase in ("folder", "index"):
+        if phase == "index":
+            index = cli("vault", "index", "fm", "--json")
+            assert index.exit_code == 0, index.output
+            assert json.loads(index.stdout)["added"] == 1
+        found = cli("vault", "search", "fm", "dawn", "--json")
+        assert found.exit_code == 0, found.output
+        assert [r["path"] for r in json.loads(found.stdout)["results"]] == ["Good.md"], phase
+    check = cli("vault", "check", "fm", "--json")
+    assert check.exit_code == 0, check.output
+    assert {"path": "Far.md", "reason": "time_out_of_range"} in json.loads(check.stdout)["skipped"]
     assert tree_digest(root) == digest
 
 
