@@ -26,7 +26,7 @@ def search_words(sql: str) -> str:
 
 
 # The 'simple' configuration's vector of a row (stop-word-only queries; computed per row, no index).
-ROW_TEXT = "m.content || ' ' || m.tags"  # what the indexed column is computed from
+ROW_TEXT = "m.content || ' ' || m.tags || ' ' || arcana_date_words(m.created_at)"  # what the indexed column is computed from
 SIMPLE_VECTOR = f"to_tsvector('simple'::regconfig, {search_words(ROW_TEXT)})"
 
 

@@ -129,12 +129,29 @@ _SEARCH_TEXT = (
     "CREATE INDEX memories_tsv ON memories USING gin (tsv)",
 )
 
+# Each row's date in words, as the SQLite store indexes it beside the content (memory/sqlite/context.py's
+# render_date: "8 May 2023", no weekday): a server pool answered "what happened in May 2023?" with nothing
+# where a SQLite pool found that month's memories. The day is the UTC one; 'FMMonth' is never localised
+# (only 'TM' is), so the function is immutable as a generated column needs.
+_DATE_WORDS = (
+    """
+    CREATE FUNCTION arcana_date_words(t double precision) RETURNS text LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE AS $$
+        SELECT to_char(to_timestamp(t) AT TIME ZONE 'UTC', 'FMDD FMMonth FMYYYY')
+    $$
+    """,
+    "ALTER TABLE memories DROP COLUMN tsv",  # its GIN index goes with it
+    "ALTER TABLE memories ADD COLUMN tsv tsvector GENERATED ALWAYS AS (to_tsvector('english'::regconfig, "
+    "arcana_search_text(content || ' ' || tags || ' ' || arcana_date_words(created_at)))) STORED",
+    "CREATE INDEX memories_tsv ON memories USING gin (tsv)",
+)
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "core", _CORE),
     Migration(2, "fact_versions", _FACT_VERSIONS),
     Migration(3, "recall_activity", _RECALL_ACTIVITY),
     Migration(4, "wide_access_count", _WIDE_ACCESS_COUNT),
     Migration(5, "search_text", _SEARCH_TEXT),
+    Migration(6, "date_words", _DATE_WORDS),
 )
 
 _BOOKKEEPING = """

@@ -152,3 +152,15 @@ async def test_filters_that_reject_the_best_matches_still_fill_the_page(store):
     few = await store.search(MemoryQuery(text="anchor", types=[MemoryType.PREFERENCE], limit=50))
     assert set(ids(few)) == {lone.id, *(e.id for e in weak)}
     assert len(await store.search(MemoryQuery(text="anchor", limit=10))) == 10
+
+
+async def test_a_question_about_a_month_finds_what_was_said_then(store):
+    """Each memory is indexed with its date in words (man/recall.md), on either engine: a pool on a
+    PostgreSQL server answered "May" or "8 May 2023" with nothing, where a SQLite pool found the day's memories."""
+    said = entry("we signed the lease", created_at=datetime(2023, 5, 8, 12, tzinfo=UTC))
+    later = entry("we painted the hall", created_at=datetime(2024, 6, 9, 23, 59, tzinfo=UTC))
+    await store.write_many([said, later])
+    assert ids(await store.search(MemoryQuery(text="May"))) == [said.id]
+    assert ids(await store.search(MemoryQuery(text="8 May 2023")))[:1] == [said.id]
+    assert ids(await store.search(MemoryQuery(text="June 2024")))[:1] == [later.id]
+    assert ids(await store.search(MemoryQuery(text="lease"))) == [said.id]  # the content is indexed as before
