@@ -6,7 +6,7 @@ filter that dropped everything would fail.
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
@@ -164,3 +164,16 @@ async def test_a_question_about_a_month_finds_what_was_said_then(store):
     assert ids(await store.search(MemoryQuery(text="8 May 2023")))[:1] == [said.id]
     assert ids(await store.search(MemoryQuery(text="June 2024")))[:1] == [later.id]
     assert ids(await store.search(MemoryQuery(text="lease"))) == [said.id]  # the content is indexed as before
+
+
+async def test_the_date_indexed_is_the_stored_utc_day_whatever_offset_the_writer_gave(store):
+    """A time given at -02:00 late on 31 May is 1 June in UTC, the time the store keeps. SQLite
+    indexed the writer's local day ("May") until the row was re-written ("June"), and a PostgreSQL
+    tier the UTC one: the same memory answered another month on each engine and after an edit."""
+    late = entry("the late night note", created_at=datetime(2023, 5, 31, 23, 30, tzinfo=timezone(timedelta(hours=-2))))
+    may = entry("the lunch note", created_at=datetime(2023, 5, 31, 12, tzinfo=UTC))
+    await store.write_many([late, may])
+    assert ids(await store.search(MemoryQuery(text="June"))) == [late.id]
+    assert ids(await store.search(MemoryQuery(text="31 May"))) == [may.id]  # the positive control: a May row
+    await store.write((await store.get(late.id)).model_copy(update={"content": "the late night note, edited"}))
+    assert ids(await store.search(MemoryQuery(text="June"))) == [late.id]
