@@ -112,7 +112,7 @@ _WIDE_ACCESS_COUNT = ("ALTER TABLE memories ALTER COLUMN access_count TYPE bigin
 # Words as SQLite's FTS5 tokenizer (unicode61, remove_diacritics 2) reads them: every ASCII punctuation
 # mark separates words (the default parser read "bob@example.com", "example.com" or "3.14" as one
 # token, so "example" never found them) and a Latin letter's diacritics go ("cafe" finds "café").
-# The index, the per-row 'simple' vector and every query (memory/postgres/search.py) go through it.
+# The index, the per-row stop-word vector and every query (memory/postgres/search.py) go through it.
 # normalize() needs a UTF8 server; elsewhere only the punctuation rule applies (an encoding is fixed per database).
 _SEARCH_TEXT = (
     r"""
@@ -145,6 +145,15 @@ _DATE_WORDS = (
     "CREATE INDEX memories_tsv ON memories USING gin (tsv)",
 )
 
+# English stemming that keeps stop words, for a query made only of them ("who am I", "being"): the
+# 'simple' configuration used before did not stem, so "being" or "its" found nothing on a server tier
+# where SQLite's porter tokenizer finds "to be" or "it's". memory/postgres/fts.py's STOPWORD_CONFIG.
+_STOPWORD_STEMS = (
+    "CREATE TEXT SEARCH DICTIONARY arcana_english_stem (TEMPLATE = snowball, Language = english)",
+    "CREATE TEXT SEARCH CONFIGURATION arcana_stem (COPY = english)",
+    "ALTER TEXT SEARCH CONFIGURATION arcana_stem ALTER MAPPING REPLACE english_stem WITH arcana_english_stem",
+)
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "core", _CORE),
     Migration(2, "fact_versions", _FACT_VERSIONS),
@@ -152,6 +161,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(4, "wide_access_count", _WIDE_ACCESS_COUNT),
     Migration(5, "search_text", _SEARCH_TEXT),
     Migration(6, "date_words", _DATE_WORDS),
+    Migration(7, "stopword_stems", _STOPWORD_STEMS),
 )
 
 _BOOKKEEPING = """

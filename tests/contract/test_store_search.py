@@ -177,3 +177,15 @@ async def test_the_date_indexed_is_the_stored_utc_day_whatever_offset_the_writer
     assert ids(await store.search(MemoryQuery(text="31 May"))) == [may.id]  # the positive control: a May row
     await store.write((await store.get(late.id)).model_copy(update={"content": "the late night note, edited"}))
     assert ids(await store.search(MemoryQuery(text="June"))) == [late.id]
+
+
+async def test_a_query_of_stop_words_only_is_stemmed_as_any_other(store):
+    """ "being" or "its" alone are searched for all the same, and stemmed: a PostgreSQL tier matched
+    them unstemmed, so they found nothing where SQLite found "to be" and "it's"."""
+    be = entry("to be or not to be")
+    its = entry("it's raining")
+    other = entry("a cat on the mat")
+    await store.write_many([be, its, other])
+    assert ids(await store.search(MemoryQuery(text="being"))) == [be.id]
+    assert ids(await store.search(MemoryQuery(text="its"))) == [its.id]
+    assert ids(await store.search(MemoryQuery(text="be"))) == [be.id]  # the unstemmed word, as before
