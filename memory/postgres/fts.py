@@ -29,7 +29,7 @@ def search_words(sql: str) -> str:
 STOPWORD_CONFIG = "arcana_stem"  # english stemming, no stop words dropped (memory/postgres/migrations.py, v7)
 # A row's vector in that configuration (stop-word-only queries; computed per row, no index).
 ROW_TEXT = "m.content || ' ' || m.tags || ' ' || arcana_date_words(m.created_at)"  # what the indexed column is computed from
-STOPWORD_VECTOR = f"to_tsvector('{STOPWORD_CONFIG}'::regconfig, {search_words(ROW_TEXT)})"
+STOPWORD_VECTOR = f"arcana_tsvector('{STOPWORD_CONFIG}'::regconfig, {search_words(ROW_TEXT)})"  # never over 1 MiB (v6)
 
 
 @dataclass(frozen=True)

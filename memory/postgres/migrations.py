@@ -133,14 +133,39 @@ _SEARCH_TEXT = (
 # render_date: "8 May 2023", no weekday): a server pool answered "what happened in May 2023?" with nothing
 # where a SQLite pool found that month's memories. The day is the UTC one; 'FMMonth' is never localised
 # (only 'TM' is), so the function is immutable as a generated column needs.
+# The vector is built by arcana_tsvector: a tsvector holds at most 1 MiB, about three times the text at
+# worst (distinct three-letter words), so a memory within max_content_bytes (1 MiB) was refused by the
+# server ("string is too long for tsvector") where SQLite stored it. Text up to 256 KiB is vectorised as
+# is (no overhead on the rows that matter); a longer one keeps as much of its start as fits.
 _DATE_WORDS = (
     """
     CREATE FUNCTION arcana_date_words(t double precision) RETURNS text LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE AS $$
         SELECT to_char(to_timestamp(t) AT TIME ZONE 'UTC', 'FMDD FMMonth FMYYYY')
     $$
     """,
+    """
+    CREATE FUNCTION arcana_long_tsvector(config regconfig, t text) RETURNS tsvector
+    LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE AS $$
+    DECLARE
+        kept text := t;
+    BEGIN
+        LOOP
+            BEGIN
+                RETURN to_tsvector(config, kept);
+            EXCEPTION WHEN program_limit_exceeded THEN
+                kept := left(kept, length(kept) / 2);
+            END;
+        END LOOP;
+    END
+    $$
+    """,
+    """
+    CREATE FUNCTION arcana_tsvector(config regconfig, t text) RETURNS tsvector LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE AS $$
+        SELECT CASE WHEN octet_length(t) <= 262144 THEN to_tsvector(config, t) ELSE arcana_long_tsvector(config, t) END
+    $$
+    """,
     "ALTER TABLE memories DROP COLUMN tsv",  # its GIN index goes with it
-    "ALTER TABLE memories ADD COLUMN tsv tsvector GENERATED ALWAYS AS (to_tsvector('english'::regconfig, "
+    "ALTER TABLE memories ADD COLUMN tsv tsvector GENERATED ALWAYS AS (arcana_tsvector('english'::regconfig, "
     "arcana_search_text(content || ' ' || tags || ' ' || arcana_date_words(created_at)))) STORED",
     "CREATE INDEX memories_tsv ON memories USING gin (tsv)",
 )

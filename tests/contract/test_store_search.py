@@ -189,3 +189,18 @@ async def test_a_query_of_stop_words_only_is_stemmed_as_any_other(store):
     assert ids(await store.search(MemoryQuery(text="being"))) == [be.id]
     assert ids(await store.search(MemoryQuery(text="its"))) == [its.id]
     assert ids(await store.search(MemoryQuery(text="be"))) == [be.id]  # the unstemmed word, as before
+
+
+async def test_a_memory_as_long_as_the_limit_allows_is_stored_and_searched(store):
+    """A text of distinct words makes a keyword vector about three times its size, and PostgreSQL's
+    holds 1 MiB: a server tier refused a 900 kB memory that max_content_bytes (1 MiB) allows and SQLite
+    stored. Its start is found by keyword on either engine, and a stop-word query still runs."""
+    long = entry("the zeppelin " + " ".join(f"w{i:06d}" for i in range(120_000)))
+    short = entry("a zeppelin over the harbour")
+    await store.write_many([long])
+    await store.write(short)
+    assert len(long.content.encode()) > 900_000
+    assert (await store.get(long.id)).content == long.content
+    assert set(ids(await store.search(MemoryQuery(text="zeppelin")))) == {long.id, short.id}
+    assert ids(await store.search(MemoryQuery(text="w000001"))) == [long.id]
+    assert long.id in ids(await store.search(MemoryQuery(text="the")))
