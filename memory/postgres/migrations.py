@@ -112,7 +112,7 @@ _WIDE_ACCESS_COUNT = ("ALTER TABLE memories ALTER COLUMN access_count TYPE bigin
 # Words as SQLite's FTS5 tokenizer (unicode61, remove_diacritics 2) reads them: every ASCII punctuation
 # mark separates words (the default parser read "bob@example.com", "example.com" or "3.14" as one
 # token, so "example" never found them) and a Latin letter's diacritics go ("cafe" finds "café").
-# The index, the per-row 'simple' vector and every query (memory/postgres/search.py) go through it.
+# The index, the per-row stop-word vector and every query (memory/postgres/search.py) go through it.
 # normalize() needs a UTF8 server; elsewhere only the punctuation rule applies (an encoding is fixed per database).
 _SEARCH_TEXT = (
     r"""
@@ -129,12 +129,64 @@ _SEARCH_TEXT = (
     "CREATE INDEX memories_tsv ON memories USING gin (tsv)",
 )
 
+# Each row's date in words, as the SQLite store indexes it beside the content (memory/sqlite/context.py's
+# render_date: "8 May 2023", no weekday): a server pool answered "what happened in May 2023?" with nothing
+# where a SQLite pool found that month's memories. The day is the UTC one; 'FMMonth' is never localised
+# (only 'TM' is), so the function is immutable as a generated column needs.
+# The vector is built by arcana_tsvector: a tsvector holds at most 1 MiB, about three times the text at
+# worst (distinct three-letter words), so a memory within max_content_bytes (1 MiB) was refused by the
+# server ("string is too long for tsvector") where SQLite stored it. Text up to 256 KiB is vectorised as
+# is (no overhead on the rows that matter); a longer one keeps as much of its start as fits.
+_DATE_WORDS = (
+    """
+    CREATE FUNCTION arcana_date_words(t double precision) RETURNS text LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE AS $$
+        SELECT to_char(to_timestamp(t) AT TIME ZONE 'UTC', 'FMDD FMMonth FMYYYY')
+    $$
+    """,
+    """
+    CREATE FUNCTION arcana_long_tsvector(config regconfig, t text) RETURNS tsvector
+    LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE AS $$
+    DECLARE
+        kept text := t;
+    BEGIN
+        LOOP
+            BEGIN
+                RETURN to_tsvector(config, kept);
+            EXCEPTION WHEN program_limit_exceeded THEN
+                kept := left(kept, length(kept) / 2);
+            END;
+        END LOOP;
+    END
+    $$
+    """,
+    """
+    CREATE FUNCTION arcana_tsvector(config regconfig, t text) RETURNS tsvector LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE AS $$
+        SELECT CASE WHEN octet_length(t) <= 262144 THEN to_tsvector(config, t) ELSE arcana_long_tsvector(config, t) END
+    $$
+    """,
+    "ALTER TABLE memories DROP COLUMN tsv",  # its GIN index goes with it
+    "ALTER TABLE memories ADD COLUMN tsv tsvector GENERATED ALWAYS AS (arcana_tsvector('english'::regconfig, "
+    "arcana_search_text(content || ' ' || tags || ' ' || arcana_date_words(created_at)))) STORED",
+    "CREATE INDEX memories_tsv ON memories USING gin (tsv)",
+)
+
+# English stemming that keeps stop words, for a query made only of them ("who am I", "being"): the
+# 'simple' configuration used before did not stem, so "being" or "its" found nothing on a server tier
+# where SQLite's porter tokenizer finds "to be" or "it's". memory/postgres/fts.py's STOPWORD_CONFIG.
+_STOPWORD_STEMS = (
+    "CREATE TEXT SEARCH DICTIONARY arcana_english_stem (TEMPLATE = snowball, Language = english)",
+    "CREATE TEXT SEARCH CONFIGURATION arcana_stem (COPY = english)",
+    "ALTER TEXT SEARCH CONFIGURATION arcana_stem ALTER MAPPING REPLACE english_stem WITH arcana_english_stem",
+)
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "core", _CORE),
     Migration(2, "fact_versions", _FACT_VERSIONS),
     Migration(3, "recall_activity", _RECALL_ACTIVITY),
     Migration(4, "wide_access_count", _WIDE_ACCESS_COUNT),
     Migration(5, "search_text", _SEARCH_TEXT),
+    Migration(6, "date_words", _DATE_WORDS),
+    Migration(7, "stopword_stems", _STOPWORD_STEMS),
 )
 
 _BOOKKEEPING = """

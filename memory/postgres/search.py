@@ -6,7 +6,7 @@ Each function runs on a pooled connection and takes an admission clause
 
 from __future__ import annotations
 
-from memory.postgres.fts import SIMPLE_VECTOR, TEXT_CONFIG, search_words
+from memory.postgres.fts import STOPWORD_CONFIG, STOPWORD_VECTOR, TEXT_CONFIG, search_words
 from memory.postgres.mutations import SELECT_COLUMNS
 from memory.postgres.vectors import VEC_TABLE
 
@@ -34,7 +34,7 @@ async def coverage(conn, entry_id: str, tokens: list[str]) -> float:
     sql = (
         "SELECT count(*) FROM memories m CROSS JOIN unnest($2::text[]) AS t(word) WHERE m.id = $1 "
         f"AND (m.tsv @@ plainto_tsquery('english'::regconfig, {search_words('t.word')}) "
-        f"OR {SIMPLE_VECTOR} @@ plainto_tsquery('simple'::regconfig, {search_words('t.word')}))"
+        f"OR {STOPWORD_VECTOR} @@ plainto_tsquery('{STOPWORD_CONFIG}'::regconfig, {search_words('t.word')}))"
     )
     return await conn.fetchval(sql, entry_id, tokens) / len(tokens)
 
@@ -47,14 +47,14 @@ async def keyword(conn, tq, clause, limit: int):
     ranked, so a common word costs the same at 1M rows as at 10k instead of
     detoasting and ranking every match (36 ms at 100k). A query matching more
     rows than that ranks a sample of them: recall is bounded, precision kept.
-    A stop-word-only query matches on the ``simple`` configuration computed
+    A stop-word-only query matches on the stemming, stop-word-keeping configuration computed
     per row (no index): rare, and what SQLite's FTS5 would still find.
     """
     n = len(clause.params)
     if tq.config == TEXT_CONFIG:
         vector = "m.tsv"
     else:
-        vector = SIMPLE_VECTOR
+        vector = STOPWORD_VECTOR
     # The query inline, not as a FROM item: joined from a function scan, the GIN
     # index went unused (13 ms instead of under 1 ms on 5,000 rows).
     q = f"websearch_to_tsquery('{tq.config}'::regconfig, {search_words(f'${n + 1}')})"

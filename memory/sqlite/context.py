@@ -11,7 +11,7 @@ every writer (``arcana run``, ``remember``, bulk import, the library) gets it.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from datetime import date, datetime
+from datetime import UTC, date, datetime
 from functools import cache
 
 from memory.sqlite.admission import admission
@@ -31,8 +31,11 @@ def render_date(when: datetime) -> str:
     """'8 May 2023': the words a question about that day or month uses.
 
     No weekday: "the deploy runs on Tuesdays" would otherwise match every
-    memory written on a Tuesday.
+    memory written on a Tuesday. The UTC day, as the store keeps the time
+    (and as a PostgreSQL tier renders it): a writer's offset would otherwise
+    move a row to another day when it is re-written.
     """
+    when = when.astimezone(UTC)
     return f"{when.day} {_month(when.year, when.month)}"
 
 

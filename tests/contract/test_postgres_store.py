@@ -308,6 +308,32 @@ async def test_migrations_record_the_version_and_race_safely(pg_url):
             await s.aclose()
 
 
+async def test_upgrading_to_v6_indexes_the_date_of_rows_already_there(pg_url):
+    """v6 rebuilds the keyword index with each row's date in words: a row written under v5 is
+    found by its month after the upgrade, as by its words before."""
+    import asyncpg
+
+    from memory.postgres.migrations import MIGRATIONS, migrate
+
+    conn = await asyncpg.connect(pg_url)
+    try:
+        assert await migrate(conn, "pool", MIGRATIONS[:5]) == 5
+        await conn.execute(
+            "INSERT INTO memories (id, agent_id, type, content, created_at, updated_at) "
+            "VALUES ('old', 'a1', 'semantic', 'we signed the lease', $1, $1)",
+            datetime(2023, 5, 8, 12, tzinfo=UTC).timestamp(),
+        )
+    finally:
+        await conn.close()
+    store = PostgresAdapter(pg_url, actor="test")
+    try:
+        assert [e.id for e in await store.search(MemoryQuery(text="lease"))] == ["old"]
+        assert [e.id for e in await store.search(MemoryQuery(text="May 2023"))] == ["old"]
+        assert await store.search(MemoryQuery(text="June")) == []
+    finally:
+        await store.aclose()
+
+
 async def test_a_newer_schema_is_refused_and_left_untouched(pg_url):
     store = PostgresAdapter(pg_url, actor="test")
     await store.write(entry("written by this version"))

@@ -6,7 +6,7 @@ filter that dropped everything would fail.
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
@@ -152,3 +152,55 @@ async def test_filters_that_reject_the_best_matches_still_fill_the_page(store):
     few = await store.search(MemoryQuery(text="anchor", types=[MemoryType.PREFERENCE], limit=50))
     assert set(ids(few)) == {lone.id, *(e.id for e in weak)}
     assert len(await store.search(MemoryQuery(text="anchor", limit=10))) == 10
+
+
+async def test_a_question_about_a_month_finds_what_was_said_then(store):
+    """Each memory is indexed with its date in words (man/recall.md), on either engine: a pool on a
+    PostgreSQL server answered "May" or "8 May 2023" with nothing, where a SQLite pool found the day's memories."""
+    said = entry("we signed the lease", created_at=datetime(2023, 5, 8, 12, tzinfo=UTC))
+    later = entry("we painted the hall", created_at=datetime(2024, 6, 9, 23, 59, tzinfo=UTC))
+    await store.write_many([said, later])
+    assert ids(await store.search(MemoryQuery(text="May"))) == [said.id]
+    assert ids(await store.search(MemoryQuery(text="8 May 2023")))[:1] == [said.id]
+    assert ids(await store.search(MemoryQuery(text="June 2024")))[:1] == [later.id]
+    assert ids(await store.search(MemoryQuery(text="lease"))) == [said.id]  # the content is indexed as before
+
+
+async def test_the_date_indexed_is_the_stored_utc_day_whatever_offset_the_writer_gave(store):
+    """A time given at -02:00 late on 31 May is 1 June in UTC, the time the store keeps. SQLite
+    indexed the writer's local day ("May") until the row was re-written ("June"), and a PostgreSQL
+    tier the UTC one: the same memory answered another month on each engine and after an edit."""
+    late = entry("the late night note", created_at=datetime(2023, 5, 31, 23, 30, tzinfo=timezone(timedelta(hours=-2))))
+    may = entry("the lunch note", created_at=datetime(2023, 5, 31, 12, tzinfo=UTC))
+    await store.write_many([late, may])
+    assert ids(await store.search(MemoryQuery(text="June"))) == [late.id]
+    assert ids(await store.search(MemoryQuery(text="31 May"))) == [may.id]  # the positive control: a May row
+    await store.write((await store.get(late.id)).model_copy(update={"content": "the late night note, edited"}))
+    assert ids(await store.search(MemoryQuery(text="June"))) == [late.id]
+
+
+async def test_a_query_of_stop_words_only_is_stemmed_as_any_other(store):
+    """ "being" or "its" alone are searched for all the same, and stemmed: a PostgreSQL tier matched
+    them unstemmed, so they found nothing where SQLite found "to be" and "it's"."""
+    be = entry("to be or not to be")
+    its = entry("it's raining")
+    other = entry("a cat on the mat")
+    await store.write_many([be, its, other])
+    assert ids(await store.search(MemoryQuery(text="being"))) == [be.id]
+    assert ids(await store.search(MemoryQuery(text="its"))) == [its.id]
+    assert ids(await store.search(MemoryQuery(text="be"))) == [be.id]  # the unstemmed word, as before
+
+
+async def test_a_memory_as_long_as_the_limit_allows_is_stored_and_searched(store):
+    """A text of distinct words makes a keyword vector about three times its size, and PostgreSQL's
+    holds 1 MiB: a server tier refused a 900 kB memory that max_content_bytes (1 MiB) allows and SQLite
+    stored. Its start is found by keyword on either engine, and a stop-word query still runs."""
+    long = entry("the zeppelin " + " ".join(f"w{i:06d}" for i in range(120_000)))
+    short = entry("a zeppelin over the harbour")
+    await store.write_many([long])
+    await store.write(short)
+    assert len(long.content.encode()) > 900_000
+    assert (await store.get(long.id)).content == long.content
+    assert set(ids(await store.search(MemoryQuery(text="zeppelin")))) == {long.id, short.id}
+    assert ids(await store.search(MemoryQuery(text="w000001"))) == [long.id]
+    assert long.id in ids(await store.search(MemoryQuery(text="the")))
