@@ -11,12 +11,10 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from runner import arcana, kill_when, run_arcana
+from runner import arcana, flock_holder, kill_when, run_arcana
 
 from arcana_cli import exit_codes
 
@@ -31,22 +29,13 @@ def _export_lines(path: Path) -> tuple[dict, int]:
     return json.loads(lines[0]), sum(1 for line in lines[1:] if "memory" in json.loads(line))
 
 
-def _holding(partial: Path) -> subprocess.Popen:
-    """A process that holds ``partial`` as a running export does (open, flocked, half-written)."""
-    script = ("import fcntl, os, sys; fd = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT, 0o600); "
-              "fcntl.flock(fd, fcntl.LOCK_EX); os.write(fd, b'half an export'); print('held', flush=True); sys.stdin.read()")
-    holder = subprocess.Popen([sys.executable, "-c", script, str(partial)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-    assert holder.stdout.readline() == "held\n"
-    return holder
-
-
 def test_an_export_to_a_file_another_export_is_writing_is_refused_and_takes_over_once_it_died(arcana_home, tmp_path):
     arcana("remember", "Deploys happen on Tuesdays", "--agent", "ada")
     arcana("remember", "The cellar key hangs by the door", "--agent", "ada", "--visibility", "hidden")
     out = tmp_path / "out.jsonl"
     out.write_text("an earlier export\n")
     partial = tmp_path / "out.jsonl.partial"
-    holder = _holding(partial)
+    holder = flock_holder(partial, b"half an export")
     try:
         refused = run_arcana("export", "--agent", "ada", "-o", str(out), "--yes")
         assert refused.returncode == exit_codes.BUSY, refused.stderr
