@@ -28,11 +28,10 @@ from pathlib import Path
 
 from memory.errors import LockHeldError, MemoryStorageError, NotFoundError
 from memory.home import Home, private_dir
-from memory.locks import exclusive_within
+from memory.locks import WaitNotice, exclusive_within
 
 WAIT_SECONDS = 30.0  # a deletion waits this long for writes in flight, a write this long for a deletion
 DECIDE_WAIT_SECONDS = 300.0  # a reconciled write waits this long for another's (an import's batch embeds ~1,000 lines)
-NOTICE_AFTER_SECONDS = 1.0  # a write still waiting for the agent's lock this long says what it waits for
 
 
 def deleted_meanwhile(name: str) -> NotFoundError:
@@ -205,15 +204,12 @@ class AgentPresence:
 
     async def _take(self, fds: tuple[int, ...], mode: int, wait_seconds: float, busy: str, waiting: str) -> None:
         """Lock each of ``fds`` in turn, without blocking the event loop; :class:`LockHeldError` (``busy``)
-        after ``wait_seconds``. A wait past :data:`NOTICE_AFTER_SECONDS` is said once through ``notify``:
-        a `remember` behind an import's batch sat silent for tens of seconds, as if hung."""
-        start = time.monotonic()
-        deadline, told = start + wait_seconds, self.notify is None
+        after ``wait_seconds``; a long wait is said through ``notify`` (a `remember` behind an import's
+        batch sat silent for tens of seconds)."""
+        deadline, notice = time.monotonic() + wait_seconds, WaitNotice(self.notify, waiting)
         for held in fds:
             while not _took(held, mode, deadline, busy):
-                if not told and time.monotonic() - start >= NOTICE_AFTER_SECONDS:
-                    self.notify(waiting)
-                    told = True
+                notice.still_waiting()
                 await asyncio.sleep(0.05)
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import fcntl
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import IO
@@ -48,6 +48,22 @@ def exclusive_within(path: Path, what: str, wait_seconds: float):
             time.sleep(0.05)
     with stack:
         yield
+
+
+NOTICE_AFTER_SECONDS = 1.0  # a lock wait this long says what it waits for
+
+
+class WaitNotice:
+    """Says ``message`` once through ``notify`` when a lock wait passes :data:`NOTICE_AFTER_SECONDS`: a
+    command waiting minutes for another process's lock with nothing on stderr looked hung."""
+
+    def __init__(self, notify: Callable[[str], None] | None, message: str):
+        self.notify, self.message, self.since = notify, message, time.monotonic()
+
+    def still_waiting(self) -> None:
+        if self.notify is not None and time.monotonic() - self.since >= NOTICE_AFTER_SECONDS:
+            self.notify(self.message)
+            self.notify = None
 
 
 @contextmanager
