@@ -11,7 +11,7 @@ NOT_FOUND = 3  # agent, memory, pool or vault does not exist
 CONFIG = 4  # malformed config or agent card (what is stored; a bad argument is USAGE)
 STORAGE = 5  # corrupt database, schema newer than this Arcana, database busy, full disk, a store not writable
 MODEL_UNAVAILABLE = 69  # the chat model endpoint is down or failed (EX_UNAVAILABLE)
-BUSY = 75  # another prune/reindex/consolidate holds the lock, or a vault's or agent's lock stayed held (EX_TEMPFAIL)
+BUSY = 75  # another prune/reindex/consolidate holds the lock, a vault's or agent's lock stayed held, or another export writes the same file (EX_TEMPFAIL)
 INTERRUPTED = 130  # Ctrl-C
 PIPE_CLOSED = 141  # stdout's reader left early (128 + SIGPIPE)
 
@@ -23,7 +23,7 @@ TABLE = [
     (CONFIG, "malformed config.json, agent card or `ARCANA_EXTRACTION_*` variable (the file is left unchanged)"),
     (STORAGE, "storage problem: corrupt database, schema newer than this Arcana, database busy, a full disk, or a store the system will not let Arcana write (immutable, read-only)"),
     (MODEL_UNAVAILABLE, "the chat model endpoint is unreachable, timed out, or answered with an error"),
-    (BUSY, "another prune, reindex or consolidate is running (lock held), or a vault's index lock or an agent's lock stayed held; retry later"),
+    (BUSY, "another prune, reindex or consolidate is running (lock held), a vault's index lock or an agent's lock stayed held, or another export is writing the same file; retry later"),
     (INTERRUPTED, "interrupted (Ctrl-C)"),
     (PIPE_CLOSED, "standard output was closed early (e.g. `| head`); nothing else went wrong"),
 ]

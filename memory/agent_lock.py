@@ -28,7 +28,7 @@ from pathlib import Path
 
 from memory.errors import LockHeldError, MemoryStorageError, NotFoundError
 from memory.home import Home, private_dir
-from memory.locks import exclusive_within
+from memory.locks import WaitNotice, exclusive_within
 
 WAIT_SECONDS = 30.0  # a deletion waits this long for writes in flight, a write this long for a deletion
 DECIDE_WAIT_SECONDS = 300.0  # a reconciled write waits this long for another's (an import's batch embeds ~1,000 lines)
@@ -143,10 +143,10 @@ class AgentPresence:
 
     def __init__(
         self, home: Home, agent_id: str, name: str, opened: Callable[[], tuple[int, int] | None] | None = None,
-        wait_seconds: float = WAIT_SECONDS,
+        wait_seconds: float = WAIT_SECONDS, notify: Callable[[str], None] | None = None,
     ):
         self.home, self.agent_id, self.name, self.wait_seconds = home, agent_id, name, wait_seconds
-        self.opened = opened
+        self.opened, self.notify = opened, notify
 
     def check(self) -> None:
         """:class:`NotFoundError` once the agent's card is gone (deleted, moved to the trash);
@@ -172,12 +172,13 @@ class AgentPresence:
     async def writing(self) -> AsyncIterator[None]:
         """Hold the agent's lock shared around one write (waiting, without blocking the event loop,
         for a deletion to finish), after checking the agent is still there."""
-        busy = f"agent '{self.name}' is being deleted (lock {agent_lock_path(self.home, self.agent_id)}); try again later"
-        deadline = time.monotonic() + self.wait_seconds
+        path = agent_lock_path(self.home, self.agent_id)
+        busy = f"agent '{self.name}' is being deleted (lock {path}); try again later"
+        waiting = (f"waiting for agent '{self.name}' to be deleted or restored by another process "
+                   f"(lock {path}; at most {self.wait_seconds:.0f}s)")
         with _lock_files(self.home, self.agent_id) as (gate, fd):
-            for held in (gate, fd):  # a deletion waiting holds the gate: go after it, not before
-                while not _took(held, fcntl.LOCK_SH, deadline, busy):
-                    await asyncio.sleep(0.05)
+            # a deletion waiting holds the gate: go after it, not before
+            await self._take((gate, fd), fcntl.LOCK_SH, self.wait_seconds, busy, waiting)
             fcntl.flock(gate, fcntl.LOCK_UN)
             self.check()
             yield
@@ -194,13 +195,22 @@ class AgentPresence:
         path = agent_lock_path(self.home, self.agent_id, "-decide")
         busy = (f"another write for agent '{self.name}' kept deciding for {DECIDE_WAIT_SECONDS:.0f}s "
                 f"(lock {path}); try again once it is done")
-        deadline = time.monotonic() + DECIDE_WAIT_SECONDS
+        waiting = (f"waiting for another process's write for agent '{self.name}' to be stored first "
+                   f"(lock {path}; at most {DECIDE_WAIT_SECONDS:.0f}s)")
         with _lock_files(self.home, self.agent_id, "-decide") as (gate, fd):
-            for held in (gate, fd):
-                while not _took(held, fcntl.LOCK_EX, deadline, busy):
-                    await asyncio.sleep(0.05)
+            await self._take((gate, fd), fcntl.LOCK_EX, DECIDE_WAIT_SECONDS, busy, waiting)
             fcntl.flock(gate, fcntl.LOCK_UN)
             yield
+
+    async def _take(self, fds: tuple[int, ...], mode: int, wait_seconds: float, busy: str, waiting: str) -> None:
+        """Lock each of ``fds`` in turn, without blocking the event loop; :class:`LockHeldError` (``busy``)
+        after ``wait_seconds``; a long wait is said through ``notify`` (a `remember` behind an import's
+        batch sat silent for tens of seconds)."""
+        deadline, notice = time.monotonic() + wait_seconds, WaitNotice(self.notify, waiting)
+        for held in fds:
+            while not _took(held, mode, deadline, busy):
+                notice.still_waiting()
+                await asyncio.sleep(0.05)
 
 
 async def connect_agent_store(home: Home, agent_id: str, name: str, store) -> None:

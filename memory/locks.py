@@ -1,16 +1,19 @@
-"""Advisory file locks: for maintenance jobs (prune, reindex) run from cron, and around the
-read-change-write of a shared file (config.json, the agents' names)."""
+"""Advisory file locks: for maintenance jobs (prune, reindex) run from cron, around the
+read-change-write of a shared file (config.json, the agents' names), and on a file written whole
+before it is renamed into place (an export)."""
 
 from __future__ import annotations
 
 import fcntl
 import os
 import time
+from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
+from typing import IO
 
 from memory.errors import LockHeldError
-from memory.home import private_dir
+from memory.home import PRIVATE_FILE, private_dir
 
 
 @contextmanager
@@ -47,6 +50,22 @@ def exclusive_within(path: Path, what: str, wait_seconds: float):
         yield
 
 
+NOTICE_AFTER_SECONDS = 1.0  # a lock wait this long says what it waits for
+
+
+class WaitNotice:
+    """Says ``message`` once through ``notify`` when a lock wait passes :data:`NOTICE_AFTER_SECONDS`: a
+    command waiting minutes for another process's lock with nothing on stderr looked hung."""
+
+    def __init__(self, notify: Callable[[str], None] | None, message: str):
+        self.notify, self.message, self.since = notify, message, time.monotonic()
+
+    def still_waiting(self) -> None:
+        if self.notify is not None and time.monotonic() - self.since >= NOTICE_AFTER_SECONDS:
+            self.notify(self.message)
+            self.notify = None
+
+
 @contextmanager
 def waiting(path: Path):
     """Hold ``path`` exclusively, waiting for the holder: for a change that takes milliseconds."""
@@ -57,3 +76,46 @@ def waiting(path: Path):
         yield
     finally:
         os.close(fd)
+
+
+@contextmanager
+def replaced_when_complete(path: Path, partial: Path, what: str) -> Iterator[IO[str]]:
+    """A text handle on ``partial`` (0600), renamed over ``path`` when the block ends and removed when it
+    fails, so ``path`` is never seen half-written.
+
+    ``partial`` is held (flock) while it is written. Two writers of one path used to share it: the second
+    truncated or unlinked the first's, the first renamed the second's unfinished file into place and said
+    done. Now the second gets :class:`LockHeldError` naming ``what`` at once; a partial a killed writer
+    left (its lock went with it) is taken over and truncated.
+    """
+    while True:
+        fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW, PRIVATE_FILE)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            raise LockHeldError(f"another {what} is running (it writes {partial}); try again when it ends") from None
+        if _still_named(fd, partial):
+            break
+        os.close(fd)  # its holder renamed it into place meanwhile: what we locked is its finished file
+    try:
+        os.ftruncate(fd, 0)
+        os.fchmod(fd, PRIVATE_FILE)
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n", closefd=False) as handle:
+            yield handle
+        os.replace(partial, path)
+    except BaseException:
+        partial.unlink(missing_ok=True)  # still ours: nobody else takes the name while we hold its lock
+        raise
+    finally:
+        os.close(fd)
+
+
+def _still_named(fd: int, path: Path) -> bool:
+    """Whether ``path`` is still the file open as ``fd``."""
+    try:
+        named = os.stat(path, follow_symlinks=False)
+    except FileNotFoundError:
+        return False
+    held = os.fstat(fd)
+    return (named.st_dev, named.st_ino) == (held.st_dev, held.st_ino)

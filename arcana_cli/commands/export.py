@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import shutil
 import sys
 import tempfile
@@ -20,6 +19,7 @@ from arcana_cli.context import CliContext
 from arcana_cli.output import Out, YesOpt, confirm, err, given_path, left_out
 from memory.errors import MemoryStorageError, NotFoundError
 from memory.home import private_dir
+from memory.locks import replaced_when_complete
 from memory.types import MemoryScope, pool_scope
 
 AgentTargetOpt = Annotated[str | None, typer.Option("--agent", "-a", help="An agent's private memory.", envvar="ARCANA_AGENT")]
@@ -95,14 +95,6 @@ async def _sources(cli, stack: AsyncExitStack, agent, pool, global_, all_) -> tu
     members = {name: registry.show_settings(name).members for label, kind, name in tiers if kind is StoreKind.POOL}
     stores = describe(cards, members, with_global=any(label == "global" for label, _, _ in tiers))
     return sources, {"all": [s[0] for s in sources], "stores": stores}, left
-
-
-def _write_atomically(path: Path):
-    """The export goes to ``path.partial`` (0600: it holds hidden memories) and is renamed into place when complete."""
-    partial = path.with_name(path.name + ".partial")
-    partial.unlink(missing_ok=True)
-    fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    return partial, os.fdopen(fd, "w", encoding="utf-8", newline="\n")
 
 
 def _output_file(output: Path) -> tuple[Path, bool]:
@@ -200,17 +192,15 @@ async def export(
                 except OSError as exc:  # /dev/full
                     raise _unwritable(output, exc) from None
             else:
+                # Into ``target.partial`` (0600: it holds hidden memories), renamed into place when complete;
+                # a second export to the same file meanwhile is exit 75, never mixed into this one.
                 try:
                     private_dir(target.parent)
-                    partial, handle = _write_atomically(target)
+                    with replaced_when_complete(target, target.with_name(target.name + ".partial"),
+                                                f"export to {output}") as handle:
+                        report = await core.export_jsonl(sources, handle, **options, on_progress=bar.update)
                 except OSError as exc:
                     raise _unwritable(output, exc) from None
-                try:
-                    with handle:
-                        report = await core.export_jsonl(sources, handle, **options, on_progress=bar.update)
-                    os.replace(partial, target)
-                finally:
-                    partial.unlink(missing_ok=True)
     if out.json_mode:
         out.data({"output": str(output) if output else "-", "format": format_.value, **report.as_dict(),
                   "agents_left_out": [str(card) for card in left]})

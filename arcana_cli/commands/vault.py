@@ -153,7 +153,8 @@ async def index(
     for vault in vaults:
         try:
             with out.progress(f"indexing {vault.name}") as bar:
-                reports.append(await index_vault(vault, embed=embed, config=cli.config, on_progress=bar.update))
+                reports.append(await index_vault(vault, embed=embed, config=cli.config, on_progress=bar.update,
+                                                  notify=out.warn))
         except ArcanaMemoryError as exc:  # one vault's missing folder must not stop the others
             if not all_:
                 raise

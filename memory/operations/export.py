@@ -25,9 +25,10 @@ from typing import IO, Any
 from pydantic import ValidationError
 
 from memory.errors import ImportFormatError, MemoryStorageError, UnreadableRowError
-from memory.home import PRIVATE_FILE, private_dir
+from memory.home import private_dir
 from memory.limits import MAX_CONTENT_BYTES, content_size, nul_field, nul_refused, tags_size
 from memory.lines import LineTooLong, decode, loads, read_lines
+from memory.locks import replaced_when_complete
 from memory.operator.edits import GlobalCopies, keep_restrictions, withhold_carriers_of
 from memory.sqlite import consolidation, mutations
 from memory.sqlite.admission import where
@@ -702,20 +703,12 @@ async def notes_replaced(store, folder: Path) -> list[str]:
 
 
 def write_private(path: Path, text: str) -> None:
-    """Write ``path`` as 0600: into a hidden temp file, renamed over any file there once complete (a
-    failed write leaves the old note whole); a symlink in its place is refused, never followed or replaced."""
+    """Write ``path`` as 0600 through a hidden partial file renamed over it once complete (a failed write
+    leaves the old note whole); a symlink in its place is refused, never followed or replaced."""
     if path.is_symlink():
         raise OSError(errno.ELOOP, "a symlink is in the note's place", str(path))
-    partial = path.with_name(f".{path.name}.partial")
-    fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, PRIVATE_FILE)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
-            os.fchmod(handle.fileno(), PRIVATE_FILE)
-            handle.write(text)
-        os.replace(partial, path)
-    except BaseException:
-        partial.unlink(missing_ok=True)
-        raise
+    with replaced_when_complete(path, path.with_name(f".{path.name}.partial"), f"export of note {path.name}") as handle:
+        handle.write(text)
 
 
 def markdown_records(

@@ -58,6 +58,7 @@ async def build_federation(
     reconcile_model: Any | None = None,
     confidence_cap: float | None = None,
     agent_name: str | None = None,
+    notify: Callable[[str], None] | None = None,
 ) -> MemoryFederation:
     """Assemble the tier stack for one agent and return its federation.
 
@@ -81,8 +82,8 @@ async def build_federation(
     the agent's lock (:class:`AgentPresence`): its private store is opened only
     while the card is there, so an agent deleted after it was resolved is not
     made again as an empty store, and its writes stop once it is deleted or its
-    store replaced. Raises if the private tier cannot be opened — an agent
-    without its durability anchor must not start.
+    store replaced; ``notify`` hears when a write waits on that lock. Raises if the private tier
+    cannot be opened — an agent without its durability anchor must not start.
     """
     home = _home(home)
     connections = ConnectionsConfig.load(home.connections_path)
@@ -92,7 +93,7 @@ async def build_federation(
         await private.connect()
     else:  # NotFoundError, and no folder made, once the card is gone
         await connect_agent_store(home, str(agent_id), agent_name, private)
-        presence = AgentPresence(home, str(agent_id), agent_name, opened=lambda: private.opened_file)
+        presence = AgentPresence(home, str(agent_id), agent_name, opened=lambda: private.opened_file, notify=notify)
     global_ = None
     if embedding is not None and global_tier:
         global_ = open_tier(
@@ -147,7 +148,7 @@ async def federation_for_agent(
     switches the global tier off. (``memory.enabled`` is not read here: it
     decides whether ``arcana run`` uses memory at all, while explicit memory
     commands always reach the agent's tiers.) ``notify`` receives the vector
-    layer's fallback notices.
+    layer's fallback notices and says when a write waits on the agent's lock.
     """
     from memory.config import load_config
 
@@ -174,6 +175,7 @@ async def federation_for_agent(
         config=config,
         confidence_cap=extraction_settings(config, card).agent_confidence_cap,
         agent_name=card.name,
+        notify=notify,
     )
 
 

@@ -50,7 +50,7 @@ from memory.graph.wikilinks import (
     link_graph,
     link_targets,
 )
-from memory.locks import exclusive
+from memory.locks import WaitNotice, exclusive
 from memory.markdown.notes import NoteIdentity, ParsedNote, read_note, stat_note, walk_folder
 from memory.types import MemoryEntry
 from memory.vaults import manifest
@@ -222,9 +222,12 @@ def plan_index(
 
 
 @asynccontextmanager
-async def writer_lock(vault: Vault, wait_seconds: float = LOCK_WAIT_SECONDS):
-    """Hold the vault's writer lock, waiting (not failing) while another writer finishes."""
+async def writer_lock(vault: Vault, wait_seconds: float = LOCK_WAIT_SECONDS, notify: Callable[[str], None] | None = None):
+    """Hold the vault's writer lock, waiting (not failing) while another writer finishes; a long wait
+    is said through ``notify``."""
     deadline = time.monotonic() + wait_seconds
+    notice = WaitNotice(notify, f"waiting for another index run of vault '{vault.name}' to finish "
+                                f"(lock {vault.lock_path}; at most {wait_seconds:.0f}s)")
     while True:
         stack = ExitStack()
         try:
@@ -233,6 +236,7 @@ async def writer_lock(vault: Vault, wait_seconds: float = LOCK_WAIT_SECONDS):
         except LockHeldError:
             if time.monotonic() >= deadline:
                 raise
+            notice.still_waiting()
             await asyncio.sleep(0.05)
     with stack:
         yield
@@ -386,11 +390,13 @@ async def index_vault(
     lock_wait: float = LOCK_WAIT_SECONDS,
     gateway: Any = None,
     paths: Sequence[str] | None = None,
+    notify: Callable[[str], None] | None = None,
 ) -> VaultIndexReport:
     """Make the vault's index match its folder now; the folder is only read.
 
     ``paths`` (root-relative note paths a watcher saw change) limits the look
-    to those files; without it the whole folder is walked.
+    to those files; without it the whole folder is walked. ``notify`` hears
+    when the run has waited a second for another run's lock.
     """
     started = time.perf_counter()
     vault.check_apart()  # before the lock: its file would be one more write into the folder
@@ -398,7 +404,7 @@ async def index_vault(
     agent_id, scope, pool = vault.identity()
     who = NoteIdentity(agent_id, scope, pool)
     report = VaultIndexReport(vault=vault.name)
-    async with writer_lock(vault, lock_wait):
+    async with writer_lock(vault, lock_wait, notify):
         if not vault.registered():  # removed while this run waited: never recreate its index
             raise NotFoundError(f"vault '{vault.name}' was removed; nothing was indexed")
         store = open_store(vault)

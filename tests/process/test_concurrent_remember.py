@@ -49,3 +49,35 @@ def test_one_fact_said_by_processes_at_once_is_stored_once(arcana_home):
         assert len(set(ids[n * SAYERS:(n + 1) * SAYERS])) == 1, ids
     stored = json.loads(arcana("memory", "list", "-a", "ada", "--json", home=arcana_home))
     assert sorted(m["content"] for m in stored) == sorted([*FACTS, "Tea is served at four."])
+
+
+def test_a_remember_waiting_behind_another_processs_write_says_what_it_waits_for(arcana_home):
+    """A `remember` behind an import's batch waited on the agent's decision lock for tens of seconds with
+    nothing on stderr, as if hung. It now says, once, what it waits for and where; then it stores."""
+    import select
+    import signal
+
+    from runner import flock_holder, run_arcana
+
+    keyword_only(arcana_home)
+    agent = json.loads(arcana("agent", "create", "ada", "--json", home=arcana_home))["id"]
+    quiet = run_arcana("remember", "The user's parrot is named Kiwi.", "-a", "ada", home=arcana_home)
+    assert quiet.returncode == 0 and "waiting" not in quiet.stderr  # control: a free lock, no word of waiting
+    lock = arcana_home.locks_dir / f"agent-{agent}-decide.lock"
+    holder = flock_holder(lock)  # another process's write is deciding
+    environ = {**os.environ, "ARCANA_HOME": str(arcana_home.root)}
+    waiter = subprocess.Popen([*ARCANA, "remember", "The staging database lives on host pg-stage-2.", "-a", "ada"],
+                              env=environ, text=True, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE)
+    try:
+        assert select.select([waiter.stderr], [], [], 120)[0], "no word on stderr while waiting"
+        line = waiter.stderr.readline()
+        assert line.startswith("warning: waiting for another process's write for agent 'ada'") and str(lock) in line
+        assert waiter.poll() is None  # still waiting, nothing stored yet
+    finally:
+        holder.send_signal(signal.SIGKILL)
+        holder.wait()
+    out, err = waiter.communicate(timeout=120)
+    assert waiter.returncode == 0, err
+    stored = json.loads(arcana("memory", "list", "-a", "ada", "--json", home=arcana_home))
+    assert sorted(m["content"] for m in stored) == sorted(FACTS)

@@ -335,6 +335,24 @@ def test_indexers_wait_for_each_other_instead_of_failing(vault, arcana_home):
     assert sorted(r["added"] for r in reports) == [0, 0, 3]  # one did the work, the others found nothing to do
 
 
+def test_an_indexer_waiting_for_the_lock_says_what_it_waits_for(vault, arcana_home):
+    """A `vault index` behind another run sat silent up to 5 minutes, as if hung; it now says so, once."""
+    import select
+
+    env = {**os.environ, "ARCANA_HOME": str(arcana_home.root)}
+    command = [sys.executable, "-m", "arcana_cli.main", "vault", "index", "notes", "--keyword-only", "--json"]
+    with exclusive(vault.lock_path, "test"):
+        proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+        assert select.select([proc.stderr], [], [], 120)[0], "no word on stderr while waiting"
+        line = proc.stderr.readline()
+        assert line.startswith("warning: waiting for another index run of vault 'notes'") and str(vault.lock_path) in line
+        assert proc.poll() is None  # still waiting
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0 and json.loads(out)["added"] == 3, err
+    again = _cli("vault", "index", "notes", "--keyword-only", home=arcana_home)  # control: a free lock, no such line
+    assert again.returncode == 0 and "waiting" not in again.stderr
+
+
 def test_cli_commands_json_and_exit_codes(vault, arcana_home, tree_digest):
     digest = tree_digest(vault.root)
     index = _cli("vault", "index", "notes", "--keyword-only", "--json", home=arcana_home)

@@ -65,3 +65,15 @@ def kill_when(home, args: list[str], ready, what: str, timeout: float = 300) -> 
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+def flock_holder(path: Path, content: bytes = b"") -> subprocess.Popen:
+    """A process holding ``path`` flocked exclusively (made 0600 if missing, ``content`` written), as
+    another Arcana process would, until it is killed; returned once it holds it."""
+    script = ("import fcntl, os, sys\nfd = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT, 0o600)\n"
+              "fcntl.flock(fd, fcntl.LOCK_EX)\nos.write(fd, sys.argv[2].encode('latin-1'))\n"
+              "print('held', flush=True)\nsys.stdin.read()\n")
+    holder = subprocess.Popen([sys.executable, "-c", script, str(path), content.decode("latin-1")],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    assert holder.stdout.readline() == "held\n"
+    return holder
