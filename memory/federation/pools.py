@@ -51,6 +51,12 @@ class PoolInfo:
         }
 
 
+@dataclass(frozen=True)
+class PoolRemoval:
+    moved_to: Path | None  # the database in the trash (None: a server pool, or no file yet)
+    detached_vaults: list[str]  # vaults that were attached to the pool, now attached to nothing
+
+
 class PoolRegistry:
     """Create, inspect, remove pools and manage their members for one home."""
 
@@ -147,12 +153,18 @@ class PoolRegistry:
     async def list(self) -> list[PoolInfo]:
         return [await self.show(name) for name in self.names()]
 
-    def remove(self, name: str) -> Path | None:
-        """Drop the pool from the config and move its database to the trash; return where."""
+    def remove(self, name: str) -> PoolRemoval:
+        """Drop the pool from the config, detach the vaults attached to it and move its database to
+        the trash. A vault names its pool by name, so one left attached would join a new pool that
+        reuses the name and show its notes to agents never given them."""
         self.show_settings(name)  # NotFoundError before any lock file is made
         with editing_config(self.home.config_path) as edit:
             config = edit.config
             settings = self._settings(config, name)
+            detached = sorted(v for v, vault in config.vaults.items() if vault.pool == name)
+            config.vaults = {
+                v: vault.model_copy(update={"pool": None}) if vault.pool == name else vault for v, vault in config.vaults.items()
+            }
             moved = None
             db = self.home.pool_db(name)
             if settings.url is None and settings.url_env is None and db.exists():
@@ -165,7 +177,7 @@ class PoolRegistry:
                         part.replace(moved / part.name)
             config.pools = {k: v for k, v in config.pools.items() if k != name}
             config.memory.pools = [p for p in config.memory.pools if p != name]
-        return moved
+        return PoolRemoval(moved, detached)
 
     def join(self, card: AgentCard, name: str) -> bool:
         """Make ``card`` a member of pool ``name``; False when it already was."""
