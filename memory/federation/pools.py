@@ -191,11 +191,21 @@ class PoolRegistry:
         return True
 
     def leave(self, card: AgentCard, name: str) -> bool:
-        """Remove ``card`` from pool ``name``; False when it was not a member."""
+        """Remove ``card`` from pool ``name``; False when it was not a member.
+
+        A pool in ``memory.pools`` is every agent's: leaving it would change nothing the agent
+        reads or writes, so it is refused rather than reported as done (or as never joined).
+        """
         self.show_settings(name)  # NotFoundError before any lock file is made
         with editing_config(self.home.config_path) as edit:  # another command's change made meanwhile is kept
             config = edit.config
             settings = self._settings(config, name)
+            if name in config.memory.pools:
+                raise InvalidRequestError(
+                    f"pool '{name}' is in memory.pools, which every agent belongs to, so '{card.name}' cannot leave it "
+                    f"alone; nothing changed (take '{name}' out of memory.pools with `arcana config set`, "
+                    "then `arcana agent join` the agents that stay)"
+                )
             kept = [m for m in settings.members if not names_agent(m, card.id, card.name)]
             if len(kept) == len(settings.members):
                 return False
