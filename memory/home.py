@@ -89,6 +89,17 @@ def staged_file(path: Path | str, text: str, *, mode: int = PRIVATE_FILE) -> Pat
     return Path(tmp)
 
 
+def file_id(path: Path | str) -> tuple[int, int] | None:
+    """Which file ``path`` is now (device, inode); None when there is none. A long-lived reader
+    compares it with the file it opened: a store removed (perhaps made again under its name) is
+    another file at the same path, and its open handle still reads the old one."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
+
+
 def default_home() -> Path:
     env = os.environ.get("ARCANA_HOME")
     return Path(env).expanduser() if env else Path.home() / ".arcana"

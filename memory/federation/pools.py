@@ -21,7 +21,7 @@ from memory.agent_links import names_agent
 from memory.agents import AgentCard, AgentRegistry
 from memory.config import ArcanaConfig, PoolSettings, editing_config, load_config
 from memory.errors import InvalidRequestError, NotFoundError
-from memory.home import Home, check_name, private_dir, unusable_name
+from memory.home import Home, check_name, file_id, private_dir, unusable_name
 from memory.store_kinds import StoreKind
 
 
@@ -49,6 +49,18 @@ class PoolInfo:
             "schema_version": self.schema_version,
             "error": self.error,
         }
+
+
+def pool_identity(home: Home, config: ArcanaConfig, name: str) -> tuple | None:
+    """Which database pool ``name`` is now: its server settings, or its file (device, inode);
+    None when no such pool is registered. A pool removed and created again under its name is
+    another database, which a tier opened on the old one (kept open, its file in the trash) is not."""
+    settings = config.pools.get(name)
+    if settings is None:
+        return None
+    if settings.url is not None or settings.url_env is not None:
+        return ("server", settings.url, settings.url_env)
+    return ("file", file_id(home.pool_db(name)))
 
 
 @dataclass(frozen=True)
