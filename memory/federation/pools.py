@@ -10,7 +10,6 @@ A server URL is shown with its password masked, everywhere.
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -21,7 +20,7 @@ from memory.agent_links import names_agent
 from memory.agents import AgentCard, AgentRegistry
 from memory.config import ArcanaConfig, PoolSettings, editing_config, load_config
 from memory.errors import InvalidRequestError, NotFoundError
-from memory.home import Home, check_name, file_id, private_dir, unusable_name
+from memory.home import Home, check_name, file_id, unusable_name
 from memory.store_kinds import StoreKind
 
 
@@ -180,8 +179,7 @@ class PoolRegistry:
             moved = None
             db = self.home.pool_db(name)
             if settings.url is None and settings.url_env is None and db.exists():
-                private_dir(self.home.trash_dir)
-                moved = self.home.trash_dir / f"pool-{name}-{int(time.time())}"
+                moved = self.home.trash_place(f"pool-{name}")
                 moved.mkdir(mode=0o700)
                 for suffix in ("", "-wal", "-shm"):
                     part = Path(f"{db}{suffix}")

@@ -106,3 +106,32 @@ def test_a_removed_pool_detaches_its_vaults_and_a_new_namesake_gets_none(cli, no
     assert "The sailboat needs new paint" in fresh and not any("pier seven" in c for c in fresh)
     assert any("shed nine" in c for c in recalled(cli, "bob", "sailboat oar"))  # the other pool's vault stays
     assert json.loads(cli("pool", "show", "crew", "--json").stdout)["vaults"] == ["crewnotes"]
+
+
+def test_a_trash_folder_of_the_same_name_and_second_is_never_reused(cli, no_embedder):
+    """The trash names a pool by name and second: a pool removed, made again and removed within one
+    second failed on the first one's folder ('file exists', exit 1), and an agent deleted so failed
+    ('directory not empty') after its pool memberships were dropped. Here the names those moves would
+    take for the next half minute are taken already; each lands beside them, the earlier ones intact."""
+    import time
+
+    assert cli("pool", "create", "team").exit_code == 0
+    assert cli("agent", "join", "ada", "team").exit_code == 0
+    assert cli("remember", "Standup is at nine", "--agent", "ada", "--pool", "team").exit_code == 0
+    ada_id = json.loads(cli("agent", "show", "ada", "--json").stdout)["id"]
+    now = int(time.time())
+    for stem in ("pool-team", f"agent-ada-{ada_id}"):
+        for second in range(now - 1, now + 30):
+            earlier = no_embedder.trash_dir / f"{stem}-{second}"
+            earlier.mkdir(parents=True)
+            (earlier / "earlier.txt").write_text("an earlier removal")
+    removed = cli("pool", "remove", "team", "--yes", "--json")
+    assert removed.exit_code == 0, removed.output
+    moved = json.loads(removed.stdout)["moved_to"]
+    assert sorted(p.name for p in (no_embedder.trash_dir / moved.rsplit("/", 1)[-1]).iterdir()) == ["team.db"]
+    deleted = cli("agent", "delete", "ada", "--yes", "--json")
+    assert deleted.exit_code == 0, deleted.output
+    assert (no_embedder.trash_dir / json.loads(deleted.stdout)["moved_to"].rsplit("/", 1)[-1] / "agent.json").is_file()
+    assert not no_embedder.agent_dir(ada_id).exists()
+    earlier = [p for p in no_embedder.trash_dir.iterdir() if (p / "earlier.txt").exists()]
+    assert len(earlier) == 62 and all(sorted(c.name for c in p.iterdir()) == ["earlier.txt"] for p in earlier)
