@@ -6,7 +6,6 @@ import contextlib
 import difflib
 import json
 import re
-import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -298,10 +297,11 @@ class AgentRegistry:
         """
         with self._naming():  # a card being changed is saved first, or finds the agent gone
             card = self.resolve(name_or_id)
-            private_dir(self.home.trash_dir)
-            dest = self.home.trash_dir / f"agent-{card.name}-{card.id}-{int(time.time())}"
-            relink(self.home, card.id, card.name, deleted=True)
+            dest = self.home.trash_place(f"agent-{card.name}-{card.id}")
             self.home.agent_dir(card.id).replace(dest)
+            # After the move: a move that fails leaves the agent with its pools and vaults, and a
+            # relink that fails leaves only references to an id no agent will have again.
+            relink(self.home, card.id, card.name, deleted=True)
         return dest
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -87,6 +88,17 @@ def staged_file(path: Path | str, text: str, *, mode: int = PRIVATE_FILE) -> Pat
         Path(tmp).unlink(missing_ok=True)
         raise
     return Path(tmp)
+
+
+def file_id(path: Path | str) -> tuple[int, int] | None:
+    """Which file ``path`` is now (device, inode); None when there is none. A long-lived reader
+    compares it with the file it opened: a store removed (perhaps made again under its name) is
+    another file at the same path, and its open handle still reads the old one."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
 
 
 def default_home() -> Path:
@@ -191,6 +203,18 @@ class Home:
     @property
     def trash_dir(self) -> Path:
         return self.root / "trash"
+
+    def trash_place(self, stem: str) -> Path:
+        """A free path in the trash for something moved there: ``<stem>-<unix time>``, then ``-2``,
+        ``-3``… A pool removed, made again and removed within one second has the same stem and time,
+        and the second move must not fail on (or into) the first one's folder."""
+        private_dir(self.trash_dir)
+        base = self.trash_dir / f"{stem}-{int(time.time())}"
+        place, n = base, 1
+        while place.exists() or place.is_symlink():
+            n += 1
+            place = base.with_name(f"{base.name}-{n}")
+        return place
 
     @property
     def locks_dir(self) -> Path:

@@ -22,7 +22,9 @@ from memory.home import private_dir
 from memory.locks import replaced_when_complete
 from memory.types import MemoryScope, pool_scope
 
-AgentTargetOpt = Annotated[str | None, typer.Option("--agent", "-a", help="An agent's private memory.", envvar="ARCANA_AGENT")]
+AgentTargetOpt = Annotated[
+    str | None, typer.Option("--agent", "-a", help="An agent's private memory (default: $ARCANA_AGENT, when no other store is named).")
+]
 PoolTargetOpt = Annotated[str | None, typer.Option("--pool", help="A shared pool's memory.")]
 GlobalTargetOpt = Annotated[bool, typer.Option("--global", help="The global tier's memory.")]
 
@@ -30,6 +32,15 @@ GlobalTargetOpt = Annotated[bool, typer.Option("--global", help="The global tier
 class ExportFormat(StrEnum):
     jsonl = "jsonl"
     markdown = "markdown"
+
+
+def _default_agent(agent: str | None, *others: object) -> str | None:
+    """``agent``, else ``ARCANA_AGENT`` when no other store is named: the variable is the default
+    for --agent (the `memory` commands let --pool and --global win over it), never a second target
+    beside the --pool, --global or --all a user typed, or an `export --all` file's own stores."""
+    if agent or any(others):
+        return agent
+    return os.environ.get("ARCANA_AGENT") or None
 
 
 def _one_target(agent: str | None, pool: str | None, global_: bool, all_: bool | None = None) -> None:
@@ -146,6 +157,7 @@ async def export(
     """Export memories (every field, hidden and archived ones marked) as JSON Lines or Markdown notes."""
     from memory.operations import export as core
 
+    agent = _default_agent(agent, pool, global_, all_)
     _one_target(agent, pool, global_, all_)
     if out.json_mode and output is None:
         raise typer.BadParameter("--json prints a summary on stdout, where the export goes; give --output FILE (not -)", param_hint="--json")
@@ -278,6 +290,7 @@ async def _import(cli: CliContext, out: Out, source: Path, shown: Path, agent, p
         with source.open("rb") as handle:
             head = core.read_header(handle.readline(core.LINE_BYTES))
         model, stores = head.get("model"), restore_all.stores_of(head)
+    agent = _default_agent(agent, pool, global_, stores is not None)
     if stores is not None:
         if agent or pool or global_:
             raise typer.BadParameter(restore_all.refusal(str(shown), stores), param_hint="SOURCE")

@@ -42,15 +42,27 @@ def setup(
     ] = False,
 ) -> None:
     """Print the host's configuration for an agent: MCP server, session-start and pre-compaction hooks (--write writes it)."""
+    from memory.agents import AmbiguousAgentError
+    from memory.errors import NotFoundError
     from memory.operations.host_setup import apply, plan
 
     if not name.strip():
         raise typer.BadParameter("the server needs a name", param_hint="--name")
     files = plan(host, directory, launcher=launcher(), home=cli.home.root, agent=agent, server=name)
+    # The files name the agent by id, as config.json does: a rename keeps the project's memory, and
+    # a new agent that reuses the name after a delete is never served the old one's project.
+    card = None
     if write:
-        cli.agent_to_store_for(agent)  # once every file checked out: a malformed one creates nothing
-    elif not cli.agents.exists(agent):
-        out.warn(f"no agent named '{agent}' yet; --write creates it")
+        card = cli.agent_to_store_for(agent)  # once every file checked out: a malformed one creates nothing
+    else:
+        try:
+            card = cli.agent(agent)
+        except AmbiguousAgentError:
+            raise
+        except NotFoundError:
+            out.warn(f"no agent named '{agent}' yet; --write creates it (the files then name its id)")
+    if card is not None and card.id != agent:
+        files = plan(host, directory, launcher=launcher(), home=cli.home.root, agent=card.id, server=name)
     for planned in files:
         if planned.changed and planned.before is not None and not out.quiet:  # a new file's text is on stdout
             sys.stderr.write(planned.diff())
@@ -59,7 +71,8 @@ def setup(
         for planned in files:
             if planned.backup is not None:
                 out.info(f"backed up {planned.path} to {planned.backup}")
-    payload = {"host": host.value, "agent": agent, "written": write, "files": [f.as_dict() for f in files]}
+    payload = {"host": host.value, "agent": agent, "agent_id": None if card is None else card.id, "written": write,
+               "files": [f.as_dict() for f in files]}
 
     def text() -> str:
         if write:

@@ -70,10 +70,14 @@ async def remove(cli: CliContext, out: Out, name: PoolArg, yes: YesOpt = False) 
     registry = _registry(cli)
     info = await registry.show(name, count=False)
     confirm(f"remove pool '{name}' (database moved to {cli.home.trash_dir})", yes)
-    moved = registry.remove(name)
-    out.data({"name": info.name, "moved_to": None if moved is None else str(moved)}, text=lambda: str(moved or "-"))
+    removal = registry.remove(name)
+    moved = removal.moved_to
+    data = {"name": info.name, "moved_to": None if moved is None else str(moved), "detached_vaults": removal.detached_vaults}
+    out.data(data, text=lambda: str(moved or "-"))
     if moved is not None:
         out.info(f"pool '{name}' removed; its database is in {moved}")
+    if removal.detached_vaults:
+        out.info(f"detached vault(s) {', '.join(removal.detached_vaults)}: still registered, attached to nothing")
 
 
 def register(app: typer.Typer) -> None:

@@ -43,6 +43,23 @@ class MemoryTools:
     config: ArcanaConfig
     federation: Any
     vaults: list[str] = field(default_factory=list)
+    pools_opened: dict[str, tuple | None] = field(default_factory=dict, init=False)  # each pool's database at start
+
+    def __post_init__(self) -> None:
+        from memory.federation.pools import pool_identity
+
+        self.pools_opened = {name: pool_identity(self.home, self.config, name) for name in self.config.pools}
+
+    def _same_pool(self, config: ArcanaConfig, name: str) -> bool:
+        """False for a pool removed and created again since the server started: its tier still holds
+        the old database (in the trash), and a new pool is reached after a restart, as a joined one is."""
+        from memory.federation.pools import pool_identity
+
+        now, opened = pool_identity(self.home, config, name), self.pools_opened.get(name)
+        if opened is None or opened == ("file", None):  # not opened at start, or its file made since by us
+            self.pools_opened[name] = now
+            return True
+        return now == opened
 
     async def follow_membership(self) -> None:
         """Before every tool call: the pools and vaults the agent is in now, from ``config.json``. A
@@ -58,7 +75,8 @@ class MemoryTools:
             self.federation.presence.check()
         config = load_config(self.home.config_path)
         vaults = set(attached_vaults(config, self.card))
-        keep = set(agent_pools(config, self.card)) | {f"vault:{name}" for name in vaults}
+        pools = {name for name in agent_pools(config, self.card) if self._same_pool(config, name)}
+        keep = pools | {f"vault:{name}" for name in vaults}
         self.vaults = [name for name in self.vaults if name in vaults]
         for tier in self.federation.router.withdraw_pools(keep):
             if isinstance(tier.backend, Closeable):

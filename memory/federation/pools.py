@@ -10,7 +10,6 @@ A server URL is shown with its password masked, everywhere.
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -21,7 +20,7 @@ from memory.agent_links import names_agent
 from memory.agents import AgentCard, AgentRegistry
 from memory.config import ArcanaConfig, PoolSettings, editing_config, load_config
 from memory.errors import InvalidRequestError, NotFoundError
-from memory.home import Home, check_name, private_dir, unusable_name
+from memory.home import Home, check_name, file_id, unusable_name
 from memory.store_kinds import StoreKind
 
 
@@ -49,6 +48,24 @@ class PoolInfo:
             "schema_version": self.schema_version,
             "error": self.error,
         }
+
+
+def pool_identity(home: Home, config: ArcanaConfig, name: str) -> tuple | None:
+    """Which database pool ``name`` is now: its server settings, or its file (device, inode);
+    None when no such pool is registered. A pool removed and created again under its name is
+    another database, which a tier opened on the old one (kept open, its file in the trash) is not."""
+    settings = config.pools.get(name)
+    if settings is None:
+        return None
+    if settings.url is not None or settings.url_env is not None:
+        return ("server", settings.url, settings.url_env)
+    return ("file", file_id(home.pool_db(name)))
+
+
+@dataclass(frozen=True)
+class PoolRemoval:
+    moved_to: Path | None  # the database in the trash (None: a server pool, or no file yet)
+    detached_vaults: list[str]  # vaults that were attached to the pool, now attached to nothing
 
 
 class PoolRegistry:
@@ -147,17 +164,22 @@ class PoolRegistry:
     async def list(self) -> list[PoolInfo]:
         return [await self.show(name) for name in self.names()]
 
-    def remove(self, name: str) -> Path | None:
-        """Drop the pool from the config and move its database to the trash; return where."""
+    def remove(self, name: str) -> PoolRemoval:
+        """Drop the pool from the config, detach the vaults attached to it and move its database to
+        the trash. A vault names its pool by name, so one left attached would join a new pool that
+        reuses the name and show its notes to agents never given them."""
         self.show_settings(name)  # NotFoundError before any lock file is made
         with editing_config(self.home.config_path) as edit:
             config = edit.config
             settings = self._settings(config, name)
+            detached = sorted(v for v, vault in config.vaults.items() if vault.pool == name)
+            config.vaults = {
+                v: vault.model_copy(update={"pool": None}) if vault.pool == name else vault for v, vault in config.vaults.items()
+            }
             moved = None
             db = self.home.pool_db(name)
             if settings.url is None and settings.url_env is None and db.exists():
-                private_dir(self.home.trash_dir)
-                moved = self.home.trash_dir / f"pool-{name}-{int(time.time())}"
+                moved = self.home.trash_place(f"pool-{name}")
                 moved.mkdir(mode=0o700)
                 for suffix in ("", "-wal", "-shm"):
                     part = Path(f"{db}{suffix}")
@@ -165,7 +187,7 @@ class PoolRegistry:
                         part.replace(moved / part.name)
             config.pools = {k: v for k, v in config.pools.items() if k != name}
             config.memory.pools = [p for p in config.memory.pools if p != name]
-        return moved
+        return PoolRemoval(moved, detached)
 
     def join(self, card: AgentCard, name: str) -> bool:
         """Make ``card`` a member of pool ``name``; False when it already was."""
@@ -179,11 +201,21 @@ class PoolRegistry:
         return True
 
     def leave(self, card: AgentCard, name: str) -> bool:
-        """Remove ``card`` from pool ``name``; False when it was not a member."""
+        """Remove ``card`` from pool ``name``; False when it was not a member.
+
+        A pool in ``memory.pools`` is every agent's: leaving it would change nothing the agent
+        reads or writes, so it is refused rather than reported as done (or as never joined).
+        """
         self.show_settings(name)  # NotFoundError before any lock file is made
         with editing_config(self.home.config_path) as edit:  # another command's change made meanwhile is kept
             config = edit.config
             settings = self._settings(config, name)
+            if name in config.memory.pools:
+                raise InvalidRequestError(
+                    f"pool '{name}' is in memory.pools, which every agent belongs to, so '{card.name}' cannot leave it "
+                    f"alone; nothing changed (take '{name}' out of memory.pools with `arcana config set`, "
+                    "then `arcana agent join` the agents that stay)"
+                )
             kept = [m for m in settings.members if not names_agent(m, card.id, card.name)]
             if len(kept) == len(settings.members):
                 return False

@@ -12,14 +12,13 @@ from __future__ import annotations
 
 import json
 import re
-import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from memory.adapters.opener import open_store
 from memory.audit import AuditLog
 from memory.errors import NotFoundError
-from memory.home import Home, private_dir
+from memory.home import Home
 from memory.sqlite.quarantine import META, insert_missing, salvage
 from memory.store_kinds import kind_of
 from memory.types import EARLIEST, LATEST
@@ -102,8 +101,7 @@ def find(home: Home, quarantine_id: str) -> Quarantined:
 
 
 def _to_trash(home: Home, item: Quarantined, why: str) -> Path:
-    private_dir(home.trash_dir)
-    dest = home.trash_dir / f"quarantine-{item.id}-{why}-{int(time.time())}"
+    dest = home.trash_place(f"quarantine-{item.id}-{why}")
     item.folder.replace(dest)
     return dest
 

@@ -7,7 +7,6 @@ indexed is still searchable: the live folder is scanned, with a notice.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -19,6 +18,7 @@ from memory.embedding.chunking import snippet_for
 from memory.errors import NotFoundError
 from memory.graph.edges import EdgeStore
 from memory.graph.expand import DEFAULT_DECAY, expand_one_hop
+from memory.home import file_id
 from memory.types import MemoryEntry, MemoryQuery, RetrievalMode
 from memory.vaults import manifest
 from memory.vaults.indexer import open_store, vector_store
@@ -72,13 +72,13 @@ class VaultReader:
         before each scan of a vault not indexed yet: a long-lived reader (an MCP server's) never
         answers from a removed vault's unlinked index or its folder.
         """
-        if self._store is not None and _file_id(self.vault.db_path) != self._opened:
+        if self._store is not None and file_id(self.vault.db_path) != self._opened:
             await self.aclose()
             self._registered_again()
         elif self._store is None:  # a folder scan: a vault removed (or moved) since answers from nothing (or the new one)
             self._registered_again()
         if self._store is None and self.vault.db_path.exists():
-            self._opened = _file_id(self.vault.db_path)
+            self._opened = file_id(self.vault.db_path)
             self._store = open_store(self.vault)
         return self._store
 
@@ -134,15 +134,6 @@ class VaultReader:
         store, self._store, self._vectors, self._opened = self._store, None, None, None
         if store is not None:
             await store.aclose()
-
-
-def _file_id(path) -> tuple[int, int] | None:
-    """Which file ``path`` is now (device, inode); None when there is none."""
-    try:
-        st = os.stat(path)
-    except OSError:
-        return None
-    return st.st_dev, st.st_ino
 
 
 async def search_vault(

@@ -80,3 +80,58 @@ def test_a_hand_written_agent_name_still_attaches_and_becomes_the_id_on_rename(c
     assert after["vaults"]["notes"]["agent"] == ada_id and after["pools"]["team"]["members"] == [ada_id]
     assert any("pier seven" in c for c in recalled(cli, "ada3", "sailboat pier"))
     assert json.loads(cli("agent", "show", "ada3", "--json").stdout)["pools"] == ["team"]
+
+
+def test_a_removed_pool_detaches_its_vaults_and_a_new_namesake_gets_none(cli, no_embedder, tmp_path):
+    """A vault names its pool by name: left attached, it joined a new pool of the same name."""
+    for pool, agent in (("team", "ada"), ("crew", "bob")):
+        assert cli("pool", "create", pool).exit_code == 0
+        assert cli("agent", "join", agent, pool).exit_code == 0
+    indexed_vault(cli, tmp_path, "--pool", "team")
+    crew_notes = tmp_path / "crew"
+    crew_notes.mkdir()
+    (crew_notes / "oar.md").write_text("# Oar\nThe spare sailboat oar hangs in shed nine.\n")
+    assert cli("vault", "add", str(crew_notes), "--name", "crewnotes", "--pool", "crew").exit_code == 0
+    assert cli("vault", "index", "crewnotes", "--keyword-only").exit_code == 0
+    assert any("pier seven" in c for c in recalled(cli, "ada", "sailboat pier"))
+
+    removed = cli("pool", "remove", "team", "--yes", "--json")
+    assert removed.exit_code == 0, removed.output
+    assert json.loads(removed.stdout)["detached_vaults"] == ["notes"]
+    assert config(no_embedder)["vaults"]["notes"].get("pool") is None  # still registered, attached to nothing
+    assert cli("pool", "create", "team").exit_code == 0
+    assert cli("agent", "join", "cara", "team").exit_code == 0
+    assert cli("remember", "The sailboat needs new paint", "--agent", "cara", "--pool", "team").exit_code == 0
+    fresh = recalled(cli, "cara", "sailboat pier")
+    assert "The sailboat needs new paint" in fresh and not any("pier seven" in c for c in fresh)
+    assert any("shed nine" in c for c in recalled(cli, "bob", "sailboat oar"))  # the other pool's vault stays
+    assert json.loads(cli("pool", "show", "crew", "--json").stdout)["vaults"] == ["crewnotes"]
+
+
+def test_a_trash_folder_of_the_same_name_and_second_is_never_reused(cli, no_embedder):
+    """The trash names a pool by name and second: a pool removed, made again and removed within one
+    second failed on the first one's folder ('file exists', exit 1), and an agent deleted so failed
+    ('directory not empty') after its pool memberships were dropped. Here the names those moves would
+    take for the next half minute are taken already; each lands beside them, the earlier ones intact."""
+    import time
+
+    assert cli("pool", "create", "team").exit_code == 0
+    assert cli("agent", "join", "ada", "team").exit_code == 0
+    assert cli("remember", "Standup is at nine", "--agent", "ada", "--pool", "team").exit_code == 0
+    ada_id = json.loads(cli("agent", "show", "ada", "--json").stdout)["id"]
+    now = int(time.time())
+    for stem in ("pool-team", f"agent-ada-{ada_id}"):
+        for second in range(now - 1, now + 30):
+            earlier = no_embedder.trash_dir / f"{stem}-{second}"
+            earlier.mkdir(parents=True)
+            (earlier / "earlier.txt").write_text("an earlier removal")
+    removed = cli("pool", "remove", "team", "--yes", "--json")
+    assert removed.exit_code == 0, removed.output
+    moved = json.loads(removed.stdout)["moved_to"]
+    assert sorted(p.name for p in (no_embedder.trash_dir / moved.rsplit("/", 1)[-1]).iterdir()) == ["team.db"]
+    deleted = cli("agent", "delete", "ada", "--yes", "--json")
+    assert deleted.exit_code == 0, deleted.output
+    assert (no_embedder.trash_dir / json.loads(deleted.stdout)["moved_to"].rsplit("/", 1)[-1] / "agent.json").is_file()
+    assert not no_embedder.agent_dir(ada_id).exists()
+    earlier = [p for p in no_embedder.trash_dir.iterdir() if (p / "earlier.txt").exists()]
+    assert len(earlier) == 62 and all(sorted(c.name for c in p.iterdir()) == ["earlier.txt"] for p in earlier)

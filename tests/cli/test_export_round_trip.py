@@ -185,6 +185,27 @@ def test_an_all_export_into_one_target_is_refused_saying_how(cli, tmp_path, monk
     assert [m["content"] for m in data(cli("memory", "list", "--agent", "x", "--json"))] == ["I moved to Berlin."]
 
 
+
+def test_arcana_agent_is_a_default_that_yields_to_another_store(cli, tmp_path, monkeypatch, team_home):
+    """With ARCANA_AGENT set (man/commands.md: the default for --agent), `export --pool team`,
+    `export --all` and the import of an --all file said "give exactly one of ... (got --agent, --pool)"
+    or "give no --agent", though no --agent was typed; `memory list --pool` lets the pool win."""
+    dump, _ = team_home
+    monkeypatch.setenv("ARCANA_AGENT", "bob")
+    pool = tmp_path / "team.jsonl"
+    ok(cli("export", "--pool", "team", "-o", str(pool)))
+    assert [json.loads(line)["memory"]["content"] for line in pool.read_text().splitlines()[1:]] == ["Standup is at nine."]
+    ok(cli("export", "--all", "-o", str(tmp_path / "again.jsonl"), "--yes"))
+    monkeypatch.setenv("ARCANA_AGENT", "ada")
+    mine = data(cli("export", "--json", "-o", str(tmp_path / "ada.jsonl")))  # the control: alone, it is --agent
+    assert mine["memories"] == 2 and mine["stores"] == ["agent:ada"], mine
+    typed = cli("export", "--agent", "ada", "--pool", "team")  # two targets typed are still refused
+    assert typed.exit_code == 2 and "got --agent, --pool" in typed.output
+    fresh_home(tmp_path, monkeypatch, "two")
+    report = data(cli("import", str(dump), "--json"))
+    assert {s["store"] for s in report["stores"]} == {"agent:ada", "agent:bob", "pool:team", "global"}
+    assert {a["name"] for a in data(cli("agent", "list", "--json"))} == {"ada", "bob"}
+
 def test_a_hostile_all_header_is_refused_before_any_store_is_touched(cli, tmp_path, monkeypatch, team_home):
     dump, _ = team_home
     lines = dump.read_text().splitlines()

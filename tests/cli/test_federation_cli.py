@@ -46,6 +46,20 @@ def test_pool_lifecycle(team, arcana_home):
     assert team("pool", "show", "team").exit_code == 3
 
 
+
+def test_leaving_a_pool_every_agent_belongs_to_is_refused(team, arcana_home):
+    """memory.pools makes every agent a member: 'leave' answered 'was not in pool' (exit 0) and bob
+    kept reading and writing it."""
+    assert team("pool", "create", "all").exit_code == 0
+    assert team("config", "set", "memory.pools", '["all"]').exit_code == 0
+    data(team("remember", "the shared kettle is green", "--agent", "alice", "--pool", "all", "--json"))
+    refused = team("agent", "leave", "bob", "all")
+    assert refused.exit_code == 2 and "memory.pools" in refused.stderr and len(refused.stderr.strip().splitlines()) == 1
+    assert data(team("agent", "show", "bob", "--json"))["pools"] == ["all", "team"]  # nothing changed, and bob still reads it:
+    assert [r["content"] for r in data(team("recall", "kettle", "--agent", "bob", "--json"))["results"]] == ["the shared kettle is green"]
+    assert data(team("agent", "leave", "bob", "team", "--json"))["changed"] is True  # a pool he joined himself he leaves
+    assert data(team("agent", "show", "bob", "--json"))["pools"] == ["all"]
+
 def test_shared_memory_reaches_pool_members_only(team):
     written = data(team("remember", "the team kettle is blue", "--agent", "alice", "--pool", "team", "--json"))
     assert (written["scope"], written["accepted"], written["refused"], written["failed"]) == ("shared", ["pool:team"], [], {})

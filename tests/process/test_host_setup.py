@@ -48,6 +48,10 @@ def setup(project: Path, *extra: str) -> subprocess.CompletedProcess:
     return arcana("host", "setup", "claude-code", "--agent", "dev", "--dir", str(project), *extra)
 
 
+def agent_id(name: str) -> str:
+    return json.loads(arcana("agent", "show", name, "--json").stdout)["id"]
+
+
 def hook_command(project: Path, event: str) -> str:
     settings = json.loads((project / ".claude" / "settings.json").read_text())
     (group,) = settings["hooks"][event]
@@ -99,7 +103,7 @@ def test_write_keeps_the_users_servers_and_hooks_backs_up_shows_a_diff_and_twice
     assert done.returncode == 0, done.stderr
     mcp = json.loads((project / ".mcp.json").read_text())
     assert mcp["mcpServers"]["github"] == theirs_mcp["mcpServers"]["github"] and mcp["note"] == 1
-    assert mcp["mcpServers"]["arcana"]["args"] == ["mcp", "--agent", "dev"]
+    assert mcp["mcpServers"]["arcana"]["args"] == ["mcp", "--agent", agent_id("dev")]  # by id, as config.json
     settings = json.loads((project / ".claude" / "settings.json").read_text())
     assert settings["permissions"] == {"allow": ["Bash(ls)"]}
     assert settings["hooks"]["SessionStart"][0] == their_hook and len(settings["hooks"]["SessionStart"]) == 2
@@ -122,10 +126,10 @@ def test_write_keeps_the_users_servers_and_hooks_backs_up_shows_a_diff_and_twice
     assert arcana("host", "setup", "claude-code", "--agent", "ops", "--dir", str(project), "--write").returncode == 0
     settings = json.loads((project / ".claude" / "settings.json").read_text())
     start = settings["hooks"]["SessionStart"]
-    assert start[0] == their_hook and len(start) == 2 and start[1]["hooks"][0]["command"].endswith("--agent ops")
+    assert start[0] == their_hook and len(start) == 2 and start[1]["hooks"][0]["command"].endswith(f"--agent {agent_id('ops')}")
     assert [len(settings["hooks"][e]) for e in ("PreCompact", "SessionEnd")] == [1, 1]
     (save,) = settings["hooks"]["PreCompact"][0]["hooks"]
-    assert save["timeout"] == 120 and save["command"].endswith("host save claude-code --agent ops")
+    assert save["timeout"] == 120 and save["command"].endswith(f"host save claude-code --agent {agent_id('ops')}")
 
 
 @pytest.mark.parametrize("text, why", [("{\"hooks\": {", "not valid JSON"), ('{"hooks": []}', "'hooks' is a list"),
@@ -300,6 +304,25 @@ def test_the_session_start_hook_prints_the_agents_context(home, project):
     assert asked["query"] == "which python version" and "Python 3.12" in asked["context"] and len(asked["ids"]) == 1
 
 
+
+def test_the_hooks_follow_a_renamed_agent_and_never_serve_a_new_namesake(home, project):
+    """The files named the agent by name: after `agent rename dev dev2` every hook failed (exit 3 in a
+    hook whose stderr nobody reads: the sessions went unsaved), and after `agent delete` a new agent
+    called dev was served the project, its context and its sessions. They name the id now."""
+    assert setup(project, "--write").returncode == 0
+    assert arcana("remember", "The CI runs on Python 3.12 only.", "--agent", "dev").returncode == 0
+    start = {"session_id": "s3", "transcript_path": "/nonexistent", "hook_event_name": "SessionStart", "source": "startup"}
+    assert arcana("agent", "rename", "dev", "dev2").returncode == 0
+    done = run_hook(hook_command(project, "SessionStart"), start, project)
+    assert done.returncode == 0 and "Python 3.12" in done.stdout, done.stderr  # the renamed agent, still served
+    assert arcana("agent", "delete", "dev2", "--yes").returncode == 0
+    assert arcana("remember", "The new dev likes tabs.", "--agent", "dev").returncode == 0
+    done = run_hook(hook_command(project, "SessionStart"), start, project)
+    assert done.returncode == exit_codes.NOT_FOUND and "tabs" not in done.stdout, done.stdout
+    assert setup(project, "--write").returncode == 0  # set up again for the new dev: served
+    done = run_hook(hook_command(project, "SessionStart"), start, project)
+    assert done.returncode == 0 and "tabs" in done.stdout and "Python 3.12" not in done.stdout, done.stderr
+
 async def test_the_mcp_entry_starts_as_written_and_serves_the_agent(home, project):
     assert setup(project, "--write").returncode == 0
     assert arcana("remember", "The linter is ruff.", "--agent", "dev").returncode == 0
@@ -351,7 +374,7 @@ def test_a_lone_surrogate_in_the_users_file_is_kept_and_both_files_are_written(h
     settings = json.loads(written)
     assert settings["statusLine"] == "\ud800 caf\u00e9 \U0001f600" and settings["model"] == "opus"
     assert "\\ud800 café 😀" in written  # the control: only the lone half is escaped, other characters stay as they are
-    assert hook_command(project, "SessionStart").endswith("context --agent dev")
+    assert hook_command(project, "SessionStart").endswith(f"context --agent {agent_id('dev')}")
     assert "mcpServers" in json.loads((project / ".mcp.json").read_text())
     (backup,) = (project / ".claude").glob("settings.json.bak-*")
     assert backup.read_text() == text
@@ -413,7 +436,7 @@ def test_a_file_that_cannot_be_written_leaves_every_file_as_it_was(home, project
     done = setup(project, "--write")  # the control: writable again, both files are merged and backed up
     assert done.returncode == 0, done.stderr
     assert set(json.loads((project / ".mcp.json").read_text())["mcpServers"]) == {"theirs", "arcana"}
-    assert hook_command(project, "SessionEnd").endswith("host save claude-code --agent dev")
+    assert hook_command(project, "SessionEnd").endswith(f"host save claude-code --agent {agent_id('dev')}")
     assert len(list(project.glob(".mcp.json.bak-*"))) == len(list((project / ".claude").glob("settings.json.bak-*"))) == 1
 
 

@@ -68,3 +68,34 @@ async def test_a_vault_removed_and_added_again_under_its_name_answers_from_its_n
         assert not failed and [r["content"] for r in found["results"]] == ["Otter\n\nThe otter nests by the weir."], found
         failed, found = await call(client, "vault_search", vault="notes", query="weir nests")
         assert not failed and [r["content"] for r in found["results"]] == ["Otter\n\nThe otter nests by the weir."], found
+
+
+async def test_a_pool_removed_and_created_again_under_its_name_is_not_read_through_the_old_database(arcana_home):
+    """`pool remove team`, `pool create team`, `agent join bob team` between two tool calls: the running
+    server kept the old pool's database open (moved to the trash), went on recalling its memories and
+    wrote into it, where no command reaches. It now drops that tier, as for a pool left; the new pool is
+    reached after a restart, as a joined one is. The pool bob stays in (ops) is the control."""
+    keyword_only(arcana_home)
+    for pool in ("team", "ops"):
+        arcana("pool", "create", pool)
+        for name in ("alice", "bob"):
+            arcana("agent", "join", name, pool)
+    _remember("kettle rota of the old team", "team")
+    _remember("kettle rota of ops", "ops")
+    async with session("--agent", "bob") as client:
+        failed, found = await call(client, "recall", query="kettle rota", mode="keyword")
+        assert not failed and {r["tier"] for r in found["results"]} == {"pool:team", "pool:ops"}
+        arcana("pool", "remove", "team", "--yes")
+        arcana("pool", "create", "team")
+        arcana("agent", "join", "bob", "team")
+        failed, found = await call(client, "recall", query="kettle rota", mode="keyword")
+        assert not failed and [r["content"] for r in found["results"]] == ["kettle rota of ops"], found
+        failed, message = await call(client, "remember", content="bob writes to the trashed team", pool="team")
+        assert failed and "unknown pool 'team'" in message
+        failed, wrote = await call(client, "remember", content="bob writes to ops", pool="ops")
+        assert not failed and wrote["accepted"] == ["pool:ops"]
+    assert json.loads(arcana("memory", "list", "--pool", "team", "--json")) == []
+    async with session("--agent", "bob") as client:  # after a restart: the new pool
+        failed, wrote = await call(client, "remember", content="bob writes to the new team", pool="team")
+        assert not failed and wrote["accepted"] == ["pool:team"]
+    assert [m["content"] for m in json.loads(arcana("memory", "list", "--pool", "team", "--json"))] == ["bob writes to the new team"]
