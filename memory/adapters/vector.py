@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
 from memory.adapters.hybrid import hybrid
@@ -43,6 +43,7 @@ from memory.sqlite import chunks, compact, vec0
 from memory.sqlite.rows import held_ids
 from memory.sqlite.semantic import Prefetched
 from memory.sqlite.vectors import (
+    StoredHashes,
     build_table,
     embedded_of,
     pack,
@@ -50,6 +51,7 @@ from memory.sqlite.vectors import (
     put_live_txn,
     read_meta,
     repin_txn,
+    stale_page,
     stale_rows,
     table_exists,
 )
@@ -588,7 +590,9 @@ class VectorAdapter:
         embedded = chunk_vectors = 0
         damage = await self.index_damage()
         if meta is not None and vec and damage is None:
-            embedded = rows - len(await self.store.run(stale_rows, meta.vec_table, None))
+            embedded = rows
+            async for page, _ in self._stale_pages(meta.vec_table):
+                embedded -= len(page)
             chunk_vectors = await self.store.run(chunks.count, chunks.chunk_table(meta.vec_table))
         return VectorStatus(meta, rows, embedded, vec, chunk_vectors, damage)
 
@@ -638,18 +642,32 @@ class VectorAdapter:
         return report
 
     async def _fill(self, table: str | None, embedder, build: str | None, on_progress) -> FillReport:
-        """Embed every row ``table`` lacks (all rows when it is None or absent), window by window."""
-        rows = await self.store.run(stale_rows, table, None)
-        report = FillReport(vec_table=table, model=embedder.model_name, total=len(rows))
-        for start in range(0, len(rows), self.commit_batch):
-            await self._fill_batch(
-                embedder, rows[start : start + self.commit_batch], report, _offset(on_progress, start, len(rows)), build
-            )
+        """Embed every row ``table`` lacks (all rows when it is None or absent), checking the store
+        :attr:`commit_batch` rows at a time and committing each page's vectors before reading the
+        next: memory stays bounded however many rows the store holds (reading every stale row's text
+        first held a million of them). ``on_progress(rows checked, rows)``."""
+        report = FillReport(vec_table=table, model=embedder.model_name, total=0)
+        rows = await self.store.count() if on_progress else 0
+        async for page, checked in self._stale_pages(table):
+            report.total += len(page)
+            await self._fill_batch(embedder, page, report, None, build)
             if on_progress:
-                on_progress(min(start + self.commit_batch, len(rows)), len(rows))
+                on_progress(checked, max(rows, checked))
         if await self.store.run(table_exists, table):
             await self._fill_chunks(table, embedder, None, report)
         return report
+
+    async def _stale_pages(self, table: str | None) -> AsyncIterator[tuple[list[tuple[int, str, str]], int]]:
+        """The rows whose vector in ``table`` is missing or stale, a page of :attr:`commit_batch` rows
+        checked at a time (each read after the one before was handled), with the rows checked so far."""
+        hashes = await self.store.run(StoredHashes, table)
+        after, checked = 0, 0
+        while True:
+            page, last, read = await self.store.run(stale_page, hashes, after, self.commit_batch)
+            if not read:
+                return
+            after, checked = last, checked + read
+            yield page, checked
 
     async def _fill_chunks(self, table: str, embedder: Embedder, ids: Sequence[str] | None, report: FillReport) -> None:
         """With ``chunk_long``, (re)embed the chunks of the long memories among ``ids`` (None: all) that need it.
