@@ -13,16 +13,21 @@ from mcp_client import call, session
 from runner import arcana, keyword_only
 
 
+def _two_pools(home) -> None:
+    """Pools team and ops, alice and bob in both."""
+    keyword_only(home)
+    for pool in ("team", "ops"):
+        arcana("pool", "create", pool)
+        for name in ("alice", "bob"):
+            arcana("agent", "join", name, pool)
+
+
 def _remember(content: str, pool: str) -> str:
     return json.loads(arcana("remember", content, "--agent", "alice", "--pool", pool, "--json"))["id"]
 
 
 async def test_leaving_a_pool_stops_a_running_server_reading_and_writing_it(arcana_home):
-    keyword_only(arcana_home)
-    for pool in ("team", "ops"):
-        arcana("pool", "create", pool)
-        for name in ("alice", "bob"):
-            arcana("agent", "join", name, pool)
+    _two_pools(arcana_home)
     _remember("standup moved to 10am", "team")
     _remember("standup runbook lives in the ops wiki", "ops")
     async with session("--agent", "bob") as client:
@@ -75,11 +80,7 @@ async def test_a_pool_removed_and_created_again_under_its_name_is_not_read_throu
     server kept the old pool's database open (moved to the trash), went on recalling its memories and
     wrote into it, where no command reaches. It now drops that tier, as for a pool left; the new pool is
     reached after a restart, as a joined one is. The pool bob stays in (ops) is the control."""
-    keyword_only(arcana_home)
-    for pool in ("team", "ops"):
-        arcana("pool", "create", pool)
-        for name in ("alice", "bob"):
-            arcana("agent", "join", name, pool)
+    _two_pools(arcana_home)
     _remember("kettle rota of the old team", "team")
     _remember("kettle rota of ops", "ops")
     async with session("--agent", "bob") as client:
