@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from contextlib import AsyncExitStack, contextmanager
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated
+from typing import IO, Annotated
 
 import typer
 
@@ -258,8 +258,8 @@ async def import_(
 
     An `export --all` file is imported with no target: each store goes back to its own (agents and pools created).
     """
-    with _spooled(source) as readable:
-        await _import(cli, out, readable, Path("-") if source == STDIN else source, agent, pool, global_, strict, embed)
+    with _spooled(source) as readable, _opened(readable) as handle:
+        await _import(cli, out, readable, handle, Path("-") if source == STDIN else source, agent, pool, global_, strict, embed)
 
 
 @contextmanager
@@ -275,9 +275,21 @@ def _spooled(source: Path) -> Iterator[Path]:
         yield Path(spool.name)
 
 
-async def _import(cli: CliContext, out: Out, source: Path, shown: Path, agent, pool, global_, strict: bool,
-                  embed: bool) -> None:
-    """:func:`import_` of ``source``, a file or folder (named ``shown`` in messages)."""
+@contextmanager
+def _opened(source: Path) -> Iterator[IO[bytes] | None]:
+    """``source`` opened once when it is a regular file: every pass over it (its header, `--strict`'s
+    check, the import, an `--all` file's two) rewinds this one file, so the lines imported are the lines
+    checked even when the path is replaced meanwhile (an export writing it again)."""
+    if not source.is_file():
+        yield None
+        return
+    with source.open("rb") as handle:
+        yield handle
+
+
+async def _import(cli: CliContext, out: Out, source: Path, handle: IO[bytes] | None, shown: Path, agent, pool,
+                  global_, strict: bool, embed: bool) -> None:
+    """:func:`import_` of ``source``, a file (open as ``handle``) or folder (named ``shown`` in messages)."""
     from memory.operations import export as core
     from memory.operations import restore_all
     from memory.operator.edits import GlobalCopies
@@ -286,16 +298,15 @@ async def _import(cli: CliContext, out: Out, source: Path, shown: Path, agent, p
         raise typer.BadParameter(f"{shown} does not exist", param_hint="SOURCE")
     model, stores = None, None
     if not source.is_dir():  # refuse a foreign or future file before touching any store
-        if not source.is_file():
+        if handle is None:
             raise typer.BadParameter(f"{shown} is not a regular file or a folder", param_hint="SOURCE")
-        with source.open("rb") as handle:
-            head = core.read_header(handle.readline(core.LINE_BYTES))
+        head = core.read_header(handle.readline(core.LINE_BYTES))
         model, stores = head.get("model"), restore_all.stores_of(head)
     agent = _default_agent(agent, pool, global_, stores is not None)
     if stores is not None:
         if agent or pool or global_:
             raise typer.BadParameter(restore_all.refusal(str(shown), stores), param_hint="SOURCE")
-        await _restore_all(cli, out, source, stores, model=model, strict=strict, embed=embed, shown=shown)
+        await _restore_all(cli, out, handle, stores, model=model, strict=strict, embed=embed, shown=shown)
         return
     if not (agent or pool or global_):
         raise typer.BadParameter(
@@ -326,7 +337,7 @@ async def _import(cli: CliContext, out: Out, source: Path, shown: Path, agent, p
                 return core.markdown_records(source, default_agent=target.agent_id or "imported", max_content_bytes=limit)
 
         else:
-            records = _jsonl_reader(source, stack)
+            records = _jsonl_reader(handle)
 
         with out.progress("importing") as bar:
             report = await core.import_records(
@@ -347,29 +358,26 @@ def _gateway(cli, embed: bool):
     return build_gateway(cli.config.embedding, cli.home)
 
 
-def _jsonl_reader(source: Path, stack):
-    """A function that reads ``source``'s records again from the top, past its header."""
+def _jsonl_reader(handle: IO[bytes]):
+    """A function that reads the file's records again from the top, past its header (one pass at a time)."""
     from memory.operations import export as core
 
     def records():
-        handle = source.open("rb")
-        stack.callback(handle.close)
+        handle.seek(0)
         core.read_header(handle.readline(core.LINE_BYTES))
         return core.jsonl_records(handle)
 
     return records
 
 
-async def _restore_all(cli, out: Out, source: Path, stores: list, *, model, strict: bool, embed: bool,
+async def _restore_all(cli, out: Out, handle: IO[bytes], stores: list, *, model, strict: bool, embed: bool,
                        shown: Path) -> None:
     """An `export --all` file: every store it holds back into its own store of this home."""
-    from contextlib import ExitStack
-
     from memory.operations import restore_all
 
-    with ExitStack() as stack, out.progress("importing") as bar:
+    with out.progress("importing") as bar:
         report = await restore_all.restore(
-            cli.home, cli.config, stores, _jsonl_reader(source, stack), strict=strict, model=model,
+            cli.home, cli.config, stores, _jsonl_reader(handle), strict=strict, model=model,
             gateway=_gateway(cli, embed), actor="cli", on_progress=bar.update,
         )
     out.data(report.as_dict(), text=lambda: "\n".join(

@@ -136,6 +136,38 @@ def test_malformed_lines_are_named_good_ones_imported_and_exit_2(arcana_home, ot
     assert all(line.startswith("arcana: error: ") for line in lenient.stderr.splitlines())
 
 
+def test_a_strict_import_imports_the_lines_it_checked(arcana_home, other_home, cli, tmp_path, monkeypatch):
+    """--strict checks every line, then reads the file again to import it: the path was opened again,
+    so a file put in its place meanwhile (an export writing it anew) was imported unchecked. The one
+    open file is rewound instead. Here the path is replaced by a file with a bad line the moment the
+    check has read the last line: the lines checked (the control) are imported, the bad one never read."""
+    import os
+
+    from memory.operations import export as core
+
+    keyword_only(arcana_home)
+    _, originals = seed(arcana_home, "ada", varied)
+    dump = tmp_path / "ada.jsonl"
+    assert cli("export", "--agent", "ada", "-o", str(dump)).exit_code == 0
+    header, *lines = dump.read_text(encoding="utf-8").splitlines()
+    swapped = tmp_path / "swapped.jsonl"
+    swapped.write_text("\n".join([header, *lines, '{"memory": {"content": "an unchecked line"}}']) + "\n", encoding="utf-8")
+    read = core.jsonl_records
+    passes = []
+
+    def records(handle):
+        passes.append(1)
+        yield from read(handle)
+        if len(passes) == 1:  # the check is done: the path now names another file
+            os.replace(swapped, dump)
+
+    monkeypatch.setattr(core, "jsonl_records", records)
+    done = cli("--home", str(other_home.root), "import", str(dump), "--agent", "ada", "--strict", "--json")
+    assert done.exit_code == 0 and len(passes) == 2, done.stderr
+    imported = {e.content for e in stored(other_home, "ada").values()}
+    assert len(imported) == len(originals) and "an unchecked line" not in imported
+
+
 def test_unknown_format_version_or_foreign_file_is_refused_with_exit_2(other_home, cli, tmp_path):
     future = tmp_path / "future.jsonl"
     future.write_text(json.dumps({"format": "arcana-export", "version": 99}) + "\n"
