@@ -351,9 +351,11 @@ class VectorAdapter:
     async def _embed_isolated(self, embedder: Embedder, rows, report: FillReport) -> list[list[float] | None]:
         """Embed a batch; if it fails, embed one by one so one bad item costs only itself."""
         texts = [content for _, _, content in rows]
-        ahead = await self._from_ahead(embedder, texts)
-        reused = [self._reusable.pop(key, None) or self._primed.pop(key, None) or ahead.get(key[1])
-                  for key in ((embedder.model_name, text) for text in texts)]
+        reused = [self._reusable.pop(key, None) or self._primed.pop(key, None) for key in ((embedder.model_name, t) for t in texts)]
+        # Only what is not held yet is taken from the batches embedded ahead: a text the next batch
+        # says again keeps its vector there, for that batch's own search.
+        ahead = await self._from_ahead(embedder, [t for t, vector in zip(texts, reused, strict=True) if vector is None])
+        reused = [vector or ahead.get(text) for text, vector in zip(texts, reused, strict=True)]
         missing = [text for text, vector in zip(texts, reused, strict=True) if vector is None]
         if not missing:
             return reused
@@ -481,13 +483,14 @@ class VectorAdapter:
         """The vectors of ``texts`` embedded ahead (waiting for the batch that holds them), taken out."""
         wanted, found = set(texts), {}
         for covered, pending in self._ahead:
-            if not covered & wanted:
+            need = covered & wanted - found.keys()  # a text the next batch says again is left to it
+            if not need:
                 continue
             await asyncio.wait([pending])
             if pending.cancelled():
                 continue
             vectors = pending.result()
-            for text in covered & wanted:
+            for text in need:
                 vector = vectors.pop((embedder.model_name, text), None)
                 if vector is not None:
                     found[text] = vector

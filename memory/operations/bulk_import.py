@@ -16,10 +16,13 @@ The file is read as a stream, a window of :data:`BATCH` entries (or
 its size (the next window is read while one is written); a line longer than any
 memory can be is skipped unread and named,
 as is one whose content is over ``max_content_bytes``. Each window is written
-shortest first through the federation's batch write (the same routing,
-promotion and ledger as ``arcana remember``), so an embedder pads each batch
-little. A later line with an id already seen replaces it (in its window, or
-by the upsert when it comes in a later one).
+in the file's order through the federation's batch write (the same routing,
+promotion and ledger as ``arcana remember``): a history imported with one date
+per session has every turn at the same instant, and its order (which turn
+follows which, which fact came later) is then the order it is written in. The
+embedder sorts its texts by length itself, so a batch is padded little. A
+later line with an id already seen replaces it (in its window, or by the
+upsert when it comes in a later one).
 """
 
 from __future__ import annotations
@@ -278,7 +281,7 @@ async def remember_many(
     federation: Any, parsed: Parsed | Iterable[Parsed], *, reconcile: bool = True, on_progress: Progress | None = None,
     copies: Any | None = None,
 ) -> BulkReport:
-    """Write each window of ``parsed`` through ``federation.write_many``, shortest first, ``BATCH`` at a time.
+    """Write each window of ``parsed`` through ``federation.write_many``, in order, ``BATCH`` at a time.
 
     With ``reconcile`` every line not imported before is reconciled as a
     ``remember`` is (add / noop / update / delete, counted in ``decisions``);
@@ -323,11 +326,11 @@ async def remember_many(
 
 
 async def _batches(windows: AsyncIterator[Parsed]) -> AsyncIterator[tuple[Parsed, list[MemoryEntry], bool]]:
-    """Each window's entries, shortest first, ``BATCH`` at a time, and whether the batch is its window's first.
+    """Each window's entries in the file's order, ``BATCH`` at a time, and whether the batch is its window's first.
 
     A window with no good line is one empty batch, so its bad lines and its line count are still reported."""
     async for window in windows:
-        entries = sorted(window.entries, key=lambda e: len(e.content))
+        entries = window.entries
         for start in range(0, max(len(entries), 1), BATCH):
             yield window, entries[start : start + BATCH], start == 0
 

@@ -172,6 +172,27 @@ def test_an_import_is_reconciled_and_a_re_run_reinforces_nothing(cli, tmp_path):
 
 
 @pytest.mark.usefixtures("no_embedder")
+def test_lines_at_one_instant_keep_the_file_order(cli, tmp_path, arcana_home):
+    """A history with one date per session: each window was written shortest first, so "I live in
+    Lisbon now." (said second, but shorter) was decided before Berlin, which then ended it, and each
+    turn's context was the shorter turn before it, not the one said before it."""
+    import sqlite3
+
+    from memory.agents import AgentRegistry
+
+    at = {"session": "s1", "created_at": "2024-05-01T10:00:00Z"}
+    said = ["I live in Berlin, Germany.", "I live in Lisbon now.",
+            "Guess what happened at the animal shelter on Saturday?", "We adopted a puppy named Rex."]
+    result = _import(cli, _file(tmp_path, [{"content": c, **at} for c in said]))
+    assert json.loads(result.stdout)["decisions"]["update"] == 1
+    assert "I live in Lisbon now." in _listed(cli) and "I live in Berlin, Germany." not in _listed(cli)
+    db = arcana_home.agent_dir(AgentRegistry(arcana_home).resolve("ada").id) / "memory.db"
+    with sqlite3.connect(db) as raw:
+        context = dict(raw.execute("SELECT content, context FROM memories"))
+    assert context[said[3]] == said[2] and context[said[2]] == said[1]  # the turn said before each
+
+
+@pytest.mark.usefixtures("no_embedder")
 def test_an_import_with_no_reconcile_stores_every_line_as_given(cli, tmp_path):
     first = json.loads(cli("remember", "I live in Berlin.", "--agent", "ada", "--json").stdout)
     lines = [{"content": "I moved to Lisbon last month."}, {"content": "I live in Berlin."}]
