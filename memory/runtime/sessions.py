@@ -390,13 +390,8 @@ async def _link_sources(memory: MemoryAdapter, summary_id: str, session: Session
     the session's other rows there that admission still lets through (without them, prune would
     remove a fact and keep the summary carrying it).
     """
-    from memory.adapters.sqlite import SQLiteAdapter
-    from memory.graph.edges import EdgeStore, MemoryEdge
-    from memory.runtime.assembly import private_store
-    from memory.sqlite.consolidation import SOURCES
-
-    store = private_store(memory) if isinstance(memory, MemoryFederation) else memory
-    if not isinstance(store, SQLiteAdapter):
+    store = _private_sqlite(memory)
+    if store is None:
         return
     source_ids = [i for t in turns for i in t.written_ids]
     recorded = {i for t in session.turns for i in t.written_ids}
@@ -404,6 +399,26 @@ async def _link_sources(memory: MemoryAdapter, summary_id: str, session: Session
     if unrecorded:
         admitted = await memory.get_many(unrecorded)
         source_ids += [i for i in unrecorded if i in admitted]
-    source_ids = [i for i in dict.fromkeys(source_ids) if i != summary_id]
-    if source_ids:
-        await EdgeStore(store).upsert([MemoryEdge(summary_id, i, SOURCES, "session") for i in source_ids])
+    await link_carried(memory, summary_id, source_ids)
+
+
+async def link_carried(memory: MemoryAdapter, carrier_id: str, source_ids: Sequence[str]) -> None:
+    """``consolidates`` edges from ``carrier_id`` to ``source_ids`` in the agent's private SQLite
+    store, so an operator's hide, forget or new text of a source reaches the memory that repeats
+    its words (:meth:`memory.operator.edits.MemoryEditor.apply`), and prune takes them together."""
+    from memory.graph.edges import EdgeStore, MemoryEdge
+    from memory.sqlite.consolidation import SOURCES
+
+    store = _private_sqlite(memory)
+    source_ids = [i for i in dict.fromkeys(source_ids) if i != carrier_id]
+    if store is not None and source_ids:
+        await EdgeStore(store).upsert([MemoryEdge(carrier_id, i, SOURCES, "session") for i in source_ids])
+
+
+def _private_sqlite(memory: MemoryAdapter) -> SQLiteAdapter | None:
+    """The private SQLite store behind ``memory`` (a federation, or the store itself), else None."""
+    from memory.adapters.sqlite import SQLiteAdapter
+    from memory.runtime.assembly import private_store
+
+    store = private_store(memory) if isinstance(memory, MemoryFederation) else memory
+    return store if isinstance(store, SQLiteAdapter) else None
