@@ -352,13 +352,16 @@ class Turn:
     replayed_ids: list[str] = field(default_factory=list)
     """Memories recalled by the earlier turns replayed to the model with this one (and theirs in
     turn): their answers, in its context, may have quoted them."""
+    briefed: bool = False
+    """Answered with the agent's memory in context though which memories is not known: a host's
+    session, which began with `arcana context`'s briefing and may call the MCP recall tool."""
 
     @property
     def evidence(self) -> str | None:
         """The answer as something that may be remembered: None when recalled memories were in the
         model's context, directly or quoted by a replayed earlier answer, since the answer may restate
-        them and, stored again, would read as new evidence of what it quoted."""
-        return None if self.recalled_ids or self.replayed_ids else self.response
+        them and, stored again, would read as new evidence of what it quoted (and outlive their hide)."""
+        return None if self.recalled_ids or self.replayed_ids or self.briefed else self.response
 
 
 @dataclass

@@ -104,7 +104,8 @@ def _turn(event: dict[str, Any], at: datetime) -> Turn:
     prompt, response, model = event["prompt"], event["response"], event.get("model")
     if not isinstance(prompt, str) or not isinstance(response, str) or not isinstance(model, str | None):
         raise TypeError("not a turn")
-    return Turn(prompt, response, at, model, _ids(event.get("recalled_ids")), replayed_ids=_ids(event.get("replayed_ids")))
+    return Turn(prompt, response, at, model, _ids(event.get("recalled_ids")), replayed_ids=_ids(event.get("replayed_ids")),
+                briefed=event.get("briefed") is True)
 
 
 def _index(value: object) -> int:
@@ -283,15 +284,18 @@ class SessionManager:
         model: str | None = None,
         recalled_ids: list[str] | None = None,
         replayed: list[Turn] | None = None,
+        briefed: bool = False,
     ) -> int:
         """Append a turn; returns its index (for :meth:`record_written`). ``replayed``: the earlier
-        turns the model was given with it (their recalled memories become its ``replayed_ids``)."""
+        turns the model was given with it (their recalled memories become its ``replayed_ids``);
+        ``briefed``: see :attr:`Turn.briefed`."""
         if session.closed:
             raise SessionClosedError(f"session {session.id} is closed; start a new one")
         carried = list(dict.fromkeys(i for t in replayed or () for i in (*t.recalled_ids, *t.replayed_ids)))
-        turn = Turn(prompt, response, now_utc(), model, list(recalled_ids or []), replayed_ids=carried)
-        _append(session.path, {"kind": "turn", "prompt": prompt, "response": response, "model": model,
-                               "recalled_ids": turn.recalled_ids, "replayed_ids": carried}, agent=self._agent)
+        turn = Turn(prompt, response, now_utc(), model, list(recalled_ids or []), replayed_ids=carried, briefed=briefed)
+        event = {"kind": "turn", "prompt": prompt, "response": response, "model": model,
+                 "recalled_ids": turn.recalled_ids, "replayed_ids": carried}
+        _append(session.path, {**event, "briefed": True} if briefed else event, agent=self._agent)
         session.turns.append(turn)
         return len(session.turns) - 1
 
