@@ -131,21 +131,46 @@ async def withdrawn(turns: Sequence[Turn], memory: GetsMany) -> set[str]:
     quote what it recalled as much as what it wrote, or repeat an earlier
     answer that quoted it.
     """
-    ids = list(dict.fromkeys(i for turn in turns for i in _touched(turn)))
-    if not ids:
-        return set()
-    found = await memory.get_many(ids)
-    gone = set(ids) - set(found)
-    # Re-worded since (`memory set --content`): admitted still, but a turn said before quoted words an
-    # operator removed. Only a memory changed after the first turn that touched it can have been.
     first = {}
     for turn in turns:
         for i in _touched(turn):
             first.setdefault(i, turn.at)
+    return await _not_admitted_since(first, memory)
+
+
+async def _not_admitted_since(first: dict[str, datetime], memory: GetsMany) -> set[str]:
+    """Those of ``first`` (a memory id -> when its words were taken) that admission no longer lets
+    through, or that were re-worded since (`memory set --content`: admitted still, but what was taken
+    quotes words an operator removed; only a memory changed after that time can have been)."""
+    if not first:
+        return set()
+    found = await memory.get_many(list(first))
+    gone = set(first) - set(found)
     since = {i: first[i] for i, entry in found.items() if entry.updated_at > first[i]}
     if since and isinstance(memory, Rewords):
         gone |= await memory.reworded(since)
     return gone
+
+
+async def withheld_summaries(sessions: Sequence[Session], memory: MemoryAdapter, store: SQLiteAdapter) -> dict[str, dict[str, str]]:
+    """For an operator's listing: the sessions (by id) whose summary text is not shown, with the memory
+    and why. A summary's text is its summary memory's words: once that memory is withdrawn (a hide or
+    forget of what the session wrote reaches it) the session file must not print them either. A
+    summary with no memory is judged by the turns it was made from (:func:`left_out_by`)."""
+    summarised = [s for s in sessions if s.summary is not None]
+    first = {s.summary_memory_id: s.closed_at or s.created_at for s in summarised if s.summary_memory_id}
+    gone = await _not_admitted_since(first, memory)
+    turns_gone = await withdrawn([t for s in summarised if not s.summary_memory_id for t in s.turns], memory)
+    withheld = {}
+    for session in summarised:
+        memory_id = session.summary_memory_id
+        if memory_id is None:
+            memory_id = next((i for t in session.turns if (i := left_out_by(t, turns_gone))), None)
+        elif memory_id not in gone:
+            memory_id = None
+        if memory_id is not None:
+            withheld[session.id] = {"memory_id": memory_id, "reason": await _why_not_admitted(store, memory, memory_id)}
+    return withheld
 
 
 def left_out_by(turn: Turn, gone: set[str]) -> str | None:

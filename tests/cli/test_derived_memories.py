@@ -152,3 +152,25 @@ def test_withholding_a_stated_fact_withholds_its_turns_echo(cli, agent, edit):
     assert echo["id"] in bike["written_ids"] and echo["id"] in data(cli, "context", "--agent", "ada")["ids"]
     assert "painted teal" in context
     assert any(h["id"] == echo["id"] for h in data(cli, "recall", "bike painted teal", "--agent", "ada")["results"])
+
+
+def test_session_list_and_show_leave_out_a_withheld_summarys_text(cli, agent):
+    """session show names a left-out turn without its text, but printed the session's summary, and
+    session list its first words, from the session file: 'User stated: My locker code is 4471.'
+    after the operator hid that fact (and, through it, the summary memory)."""
+    locker = data(cli, "run", "ada", "Remember that my locker code is 4471")
+    bike = data(cli, "run", "ada", "Remember that my bike is painted teal")
+    (fact,) = [m["id"] for m in stored(cli) if m["content"] == "My locker code is 4471"]
+    assert cli("memory", "set", fact, "--agent", "ada", "--visibility", "hidden").exit_code == 0
+
+    listed = {s["id"]: s for s in data(cli, "session", "list", "--agent", "ada")}
+    shown = data(cli, "session", "show", locker["session_id"], "--agent", "ada")
+    for session in (listed[locker["session_id"]], shown):
+        assert session["summary"] is None
+        assert session["summary_left_out"] == {"memory_id": locker["summary_memory_id"], "reason": "hidden"}
+    for text in (cli("session", "list", "--agent", "ada").output,
+                 cli("session", "show", locker["session_id"], "--agent", "ada").output):
+        assert "4471" not in text and "left out" in text
+    # control: the other session's summary, by the same commands
+    assert "painted teal" in listed[bike["session_id"]]["summary"] and listed[bike["session_id"]]["summary_left_out"] is None
+    assert "User stated: My bike is painted teal." in cli("session", "show", bike["session_id"], "--agent", "ada").output
