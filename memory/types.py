@@ -352,13 +352,16 @@ class Turn:
     replayed_ids: list[str] = field(default_factory=list)
     """Memories recalled by the earlier turns replayed to the model with this one (and theirs in
     turn): their answers, in its context, may have quoted them."""
+    briefed: bool = False
+    """Answered with the agent's memory in context though which memories is not known: a host's
+    session, which began with `arcana context`'s briefing and may call the MCP recall tool."""
 
     @property
     def evidence(self) -> str | None:
         """The answer as something that may be remembered: None when recalled memories were in the
         model's context, directly or quoted by a replayed earlier answer, since the answer may restate
-        them and, stored again, would read as new evidence of what it quoted."""
-        return None if self.recalled_ids or self.replayed_ids else self.response
+        them and, stored again, would read as new evidence of what it quoted (and outlive their hide)."""
+        return None if self.recalled_ids or self.replayed_ids or self.briefed else self.response
 
 
 @dataclass
@@ -376,17 +379,20 @@ class Session:
     def closed(self) -> bool:
         return self.closed_at is not None
 
-    def as_dict(self, *, with_turns: bool = False, left_out: dict[int, dict[str, str]] | None = None) -> dict[str, Any]:
+    def as_dict(self, *, with_turns: bool = False, left_out: dict[int, dict[str, str]] | None = None,
+                summary_left_out: dict[str, str] | None = None) -> dict[str, Any]:
         """The session as data. With ``left_out`` (see :func:`replay_exclusions`) a left-out
-        turn carries ``left_out`` instead of its prompt and response."""
+        turn carries ``left_out`` instead of its prompt and response; with ``summary_left_out``
+        (see :func:`withheld_summaries`) the summary is None and that says why."""
         data: dict[str, Any] = {
             "id": self.id,
             "agent_id": self.agent_id,
             "created_at": iso(self.created_at),
             "closed_at": iso(self.closed_at) if self.closed_at else None,
             "turns": len(self.turns),
-            "summary": self.summary,
+            "summary": None if summary_left_out else self.summary,
             "summary_memory_id": self.summary_memory_id,
+            "summary_left_out": summary_left_out,
         }
         if with_turns:
             left_out = left_out or {}

@@ -19,30 +19,48 @@ def _manager(cli: CliContext, card, *, with_model: bool = False):
 
 
 @command("list")
-def list_(cli: CliContext, out: Out, agent: AgentOpt = ...) -> None:
+async def list_(cli: CliContext, out: Out, agent: AgentOpt = ...) -> None:
     """List an agent's sessions, oldest first."""
-    sessions = _manager(cli, cli.agent(agent)).list()
+    card = cli.agent(agent)
+    sessions = _manager(cli, card).list()
+    withheld = await _withheld_summaries(cli, card, out, sessions)
     out.data(
-        [s.as_dict() for s in sessions],
+        [s.as_dict(summary_left_out=withheld.get(s.id)) for s in sessions],
         columns=("id", "age", "turns", "state", "summary"),
         rows=lambda: [
-            (s.id, age(s.created_at), len(s.turns), "closed" if s.closed else "open", snippet(s.summary or "-", 60))
+            (s.id, age(s.created_at), len(s.turns), "closed" if s.closed else "open",
+             _left_out(withheld[s.id]) if s.id in withheld else snippet(s.summary or "-", 60))
             for s in sessions
         ],
     )
+
+
+async def _withheld_summaries(cli: CliContext, card, out: Out, sessions) -> dict[str, dict[str, str]]:
+    from arcana_cli.federated import agent_federation
+    from memory.runtime.sessions import withheld_summaries
+
+    if not any(s.summary is not None for s in sessions):
+        return {}
+    async with agent_federation(cli, card, out) as memory, cli.private_store(card) as store:
+        return await withheld_summaries(sessions, memory, store)
+
+
+def _left_out(why: dict[str, str]) -> str:
+    return f"left out: its memory {why['memory_id']} is {why['reason']}"
 
 
 @command("show")
 async def show(cli: CliContext, out: Out, session_id: IdArg, agent: AgentOpt = ...) -> None:
     """Show a session's turns and summary; a turn a replay would leave out is named, not printed."""
     from arcana_cli.federated import agent_federation
-    from memory.runtime.sessions import replay_exclusions
+    from memory.runtime.sessions import replay_exclusions, withheld_summaries
 
     card = cli.agent(agent)
     session = _manager(cli, card).load(session_id)
     async with agent_federation(cli, card, out) as memory, cli.private_store(card) as store:
         left_out = await replay_exclusions(session, memory, store)
-    data = session.as_dict(with_turns=True, left_out=left_out)
+        summary_left_out = (await withheld_summaries([session], memory, store)).get(session.id)
+    data = session.as_dict(with_turns=True, left_out=left_out, summary_left_out=summary_left_out)
 
     def text() -> str:
         lines = [f"session {session.id} ({'closed' if session.closed else 'open'}, {len(session.turns)} turns)"]
@@ -52,7 +70,9 @@ async def show(cli: CliContext, out: Out, session_id: IdArg, agent: AgentOpt = .
                 lines.append(f"[{number}] left out of replay: its memory {why['memory_id']} is {why['reason']}")
             else:
                 lines += [f"[{number}] user: {turn.prompt}", f"[{number}] assistant: {turn.response}"]
-        if session.summary:
+        if summary_left_out:
+            lines.append(f"summary {_left_out(summary_left_out)}")
+        elif session.summary:
             lines.append(f"summary: {session.summary}")
         return "\n".join(lines)
 

@@ -38,7 +38,7 @@ DEFAULT_IGNORE_GLOBS: tuple[str, ...] = ()
 MAX_FRONTMATTER_CHARS = 64 * 1024
 
 # Skip reasons, as reported by scans and `arcana vault check`.
-HIDDEN, SYMLINK, TOO_LARGE, IGNORED, UNREADABLE, VANISHED, BINARY, BAD_NAME, NOT_REGULAR, BAD_TIME = (
+HIDDEN, SYMLINK, TOO_LARGE, IGNORED, UNREADABLE, VANISHED, BINARY, BAD_NAME, NOT_REGULAR, BAD_TIME, WITHHELD = (
     "hidden",
     "symlink",
     "too_large",
@@ -49,6 +49,7 @@ HIDDEN, SYMLINK, TOO_LARGE, IGNORED, UNREADABLE, VANISHED, BINARY, BAD_NAME, NOT
     "name_not_utf8",
     "not_a_regular_file",
     "time_out_of_range",
+    "withheld",
 )
 
 
@@ -177,6 +178,7 @@ class ParsedNote:
     size: int
     frontmatter_problem: bool
     words: Counter = field(repr=False, compare=False)
+    withheld: bool = False  # its frontmatter says hidden, private or archived (see :func:`withheld`)
     lowered: str = field(default="", repr=False, compare=False)  # content, lower-cased once per parse
 
     @property
@@ -252,8 +254,17 @@ def parse_note(rel_path: str, data: bytes, mtime_ns: int, size: int, who: NoteId
         size=size,
         frontmatter_problem=problem,
         words=words,
+        withheld=withheld(meta),
         lowered=content.lower(),
     )
+
+
+def withheld(meta: dict[str, Any]) -> bool:
+    """Whether a note's properties withhold it from every read: ``visibility: hidden`` or ``private``,
+    or ``archived: true``. `arcana export --format markdown` writes a memory an operator hid or forgot
+    so; a vault made of such an export must not answer with it (other values are the user's own)."""
+    visibility = meta.get("visibility")
+    return meta.get("archived") is True or (isinstance(visibility, str) and visibility.strip().lower() in ("hidden", "private"))
 
 
 # -- the walk -----------------------------------------------------------------
@@ -389,7 +400,8 @@ def read_note(root: Path, info: FileStat, who: NoteIdentity, max_file_bytes: int
     # failed the whole index, search and check with a line naming no file: only this note is skipped.
     if not EARLIEST.timestamp() * 1e9 <= mtime_ns < LATEST.timestamp() * 1e9:
         return BAD_TIME
-    return parse_note(info.rel_path, data, mtime_ns, len(data), who)
+    parsed = parse_note(info.rel_path, data, mtime_ns, len(data), who)
+    return WITHHELD if parsed.withheld else parsed
 
 
 def read_note_bytes(root: Path, info: FileStat, max_file_bytes: int) -> tuple[bytes, int] | str:

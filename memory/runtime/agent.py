@@ -26,9 +26,9 @@ from memory.models.base import ChatMessage, ChatProvider, astream
 from memory.models.context import RenderedContext, recall_context
 from memory.protocols import MemoryAdapter
 from memory.runtime.assembly import extraction_settings, federation_for_agent
-from memory.runtime.sessions import SessionClosedError, SessionManager, held_id, replayable, within
+from memory.runtime.sessions import SessionClosedError, SessionManager, held_id, link_carried, replayable, within
 from memory.runtime.upkeep import consolidate_if_grown
-from memory.types import Session, Turn
+from memory.types import DERIVED_TAG, Session, Turn
 
 DEFAULT_SYSTEM_PROMPT = "You are a helpful assistant."
 CONTEXT_BUDGET_TOKENS = 1000
@@ -209,12 +209,22 @@ class AgentRuntime:
             # not remembered (Turn.evidence).
             said = session.turns[turn].evidence
             entries = storable(await self.extractor.extract(prompt, said, session), self.settings)
+            echoes, facts = [], []
             for entry in entries:
                 held = held_id(await self.memory.write(entry), entry)
                 result.written_ids.append(held)
                 # Named in the session as it is written: a job cut off by its budget after some
                 # writes must still keep this turn out of a replay once one of them is hidden.
                 self.sessions.record_written(session, turn, [held])
+                # The turn's echo quotes the words its facts were distilled from: it carries them, so
+                # hiding, forgetting or re-wording a fact withholds the echo too (and prune takes both).
+                if DERIVED_TAG not in entry.tags:
+                    facts.append(held)
+                    for echo in echoes:
+                        await link_carried(self.memory, echo, [held])
+                elif held == entry.id:  # a new echo, not an older memory a reconciled write reinforced
+                    echoes.append(held)
+                    await link_carried(self.memory, held, facts)
 
         async def summarise() -> None:
             entry = await self.sessions.close_and_summarise(session, memory=self.memory)

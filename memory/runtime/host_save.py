@@ -125,7 +125,10 @@ async def _save(home, config, card, memory, hook, host, audit, max_bytes) -> Sav
         session = manager.create()
         report.session_id = session.id
         for exchange in said:
-            turn = manager.record_turn(session, exchange.prompt, exchange.response)
+            # The host's model answered with the agent's memory in context (the session-start briefing,
+            # the MCP recall tool): its answers are no evidence for the summary, which would keep a
+            # memory's words after an operator hides it (Turn.briefed).
+            turn = manager.record_turn(session, exchange.prompt, exchange.response, briefed=True)
             if not signals.states_preference(exchange.prompt):
                 continue
             entry = MemoryEntry(

@@ -104,7 +104,8 @@ def _turn(event: dict[str, Any], at: datetime) -> Turn:
     prompt, response, model = event["prompt"], event["response"], event.get("model")
     if not isinstance(prompt, str) or not isinstance(response, str) or not isinstance(model, str | None):
         raise TypeError("not a turn")
-    return Turn(prompt, response, at, model, _ids(event.get("recalled_ids")), replayed_ids=_ids(event.get("replayed_ids")))
+    return Turn(prompt, response, at, model, _ids(event.get("recalled_ids")), replayed_ids=_ids(event.get("replayed_ids")),
+                briefed=event.get("briefed") is True)
 
 
 def _index(value: object) -> int:
@@ -130,21 +131,46 @@ async def withdrawn(turns: Sequence[Turn], memory: GetsMany) -> set[str]:
     quote what it recalled as much as what it wrote, or repeat an earlier
     answer that quoted it.
     """
-    ids = list(dict.fromkeys(i for turn in turns for i in _touched(turn)))
-    if not ids:
-        return set()
-    found = await memory.get_many(ids)
-    gone = set(ids) - set(found)
-    # Re-worded since (`memory set --content`): admitted still, but a turn said before quoted words an
-    # operator removed. Only a memory changed after the first turn that touched it can have been.
     first = {}
     for turn in turns:
         for i in _touched(turn):
             first.setdefault(i, turn.at)
+    return await _not_admitted_since(first, memory)
+
+
+async def _not_admitted_since(first: dict[str, datetime], memory: GetsMany) -> set[str]:
+    """Those of ``first`` (a memory id -> when its words were taken) that admission no longer lets
+    through, or that were re-worded since (`memory set --content`: admitted still, but what was taken
+    quotes words an operator removed; only a memory changed after that time can have been)."""
+    if not first:
+        return set()
+    found = await memory.get_many(list(first))
+    gone = set(first) - set(found)
     since = {i: first[i] for i, entry in found.items() if entry.updated_at > first[i]}
     if since and isinstance(memory, Rewords):
         gone |= await memory.reworded(since)
     return gone
+
+
+async def withheld_summaries(sessions: Sequence[Session], memory: MemoryAdapter, store: SQLiteAdapter) -> dict[str, dict[str, str]]:
+    """For an operator's listing: the sessions (by id) whose summary text is not shown, with the memory
+    and why. A summary's text is its summary memory's words: once that memory is withdrawn (a hide or
+    forget of what the session wrote reaches it) the session file must not print them either. A
+    summary with no memory is judged by the turns it was made from (:func:`left_out_by`)."""
+    summarised = [s for s in sessions if s.summary is not None]
+    first = {s.summary_memory_id: s.closed_at or s.created_at for s in summarised if s.summary_memory_id}
+    gone = await _not_admitted_since(first, memory)
+    turns_gone = await withdrawn([t for s in summarised if not s.summary_memory_id for t in s.turns], memory)
+    withheld = {}
+    for session in summarised:
+        memory_id = session.summary_memory_id
+        if memory_id is None:
+            memory_id = next((i for t in session.turns if (i := left_out_by(t, turns_gone))), None)
+        elif memory_id not in gone:
+            memory_id = None
+        if memory_id is not None:
+            withheld[session.id] = {"memory_id": memory_id, "reason": await _why_not_admitted(store, memory, memory_id)}
+    return withheld
 
 
 def left_out_by(turn: Turn, gone: set[str]) -> str | None:
@@ -283,15 +309,18 @@ class SessionManager:
         model: str | None = None,
         recalled_ids: list[str] | None = None,
         replayed: list[Turn] | None = None,
+        briefed: bool = False,
     ) -> int:
         """Append a turn; returns its index (for :meth:`record_written`). ``replayed``: the earlier
-        turns the model was given with it (their recalled memories become its ``replayed_ids``)."""
+        turns the model was given with it (their recalled memories become its ``replayed_ids``);
+        ``briefed``: see :attr:`Turn.briefed`."""
         if session.closed:
             raise SessionClosedError(f"session {session.id} is closed; start a new one")
         carried = list(dict.fromkeys(i for t in replayed or () for i in (*t.recalled_ids, *t.replayed_ids)))
-        turn = Turn(prompt, response, now_utc(), model, list(recalled_ids or []), replayed_ids=carried)
-        _append(session.path, {"kind": "turn", "prompt": prompt, "response": response, "model": model,
-                               "recalled_ids": turn.recalled_ids, "replayed_ids": carried}, agent=self._agent)
+        turn = Turn(prompt, response, now_utc(), model, list(recalled_ids or []), replayed_ids=carried, briefed=briefed)
+        event = {"kind": "turn", "prompt": prompt, "response": response, "model": model,
+                 "recalled_ids": turn.recalled_ids, "replayed_ids": carried}
+        _append(session.path, {**event, "briefed": True} if briefed else event, agent=self._agent)
         session.turns.append(turn)
         return len(session.turns) - 1
 
@@ -390,13 +419,8 @@ async def _link_sources(memory: MemoryAdapter, summary_id: str, session: Session
     the session's other rows there that admission still lets through (without them, prune would
     remove a fact and keep the summary carrying it).
     """
-    from memory.adapters.sqlite import SQLiteAdapter
-    from memory.graph.edges import EdgeStore, MemoryEdge
-    from memory.runtime.assembly import private_store
-    from memory.sqlite.consolidation import SOURCES
-
-    store = private_store(memory) if isinstance(memory, MemoryFederation) else memory
-    if not isinstance(store, SQLiteAdapter):
+    store = _private_sqlite(memory)
+    if store is None:
         return
     source_ids = [i for t in turns for i in t.written_ids]
     recorded = {i for t in session.turns for i in t.written_ids}
@@ -404,6 +428,26 @@ async def _link_sources(memory: MemoryAdapter, summary_id: str, session: Session
     if unrecorded:
         admitted = await memory.get_many(unrecorded)
         source_ids += [i for i in unrecorded if i in admitted]
-    source_ids = [i for i in dict.fromkeys(source_ids) if i != summary_id]
-    if source_ids:
-        await EdgeStore(store).upsert([MemoryEdge(summary_id, i, SOURCES, "session") for i in source_ids])
+    await link_carried(memory, summary_id, source_ids)
+
+
+async def link_carried(memory: MemoryAdapter, carrier_id: str, source_ids: Sequence[str]) -> None:
+    """``consolidates`` edges from ``carrier_id`` to ``source_ids`` in the agent's private SQLite
+    store, so an operator's hide, forget or new text of a source reaches the memory that repeats
+    its words (:meth:`memory.operator.edits.MemoryEditor.apply`), and prune takes them together."""
+    from memory.graph.edges import EdgeStore, MemoryEdge
+    from memory.sqlite.consolidation import SOURCES
+
+    store = _private_sqlite(memory)
+    source_ids = [i for i in dict.fromkeys(source_ids) if i != carrier_id]
+    if store is not None and source_ids:
+        await EdgeStore(store).upsert([MemoryEdge(carrier_id, i, SOURCES, "session") for i in source_ids])
+
+
+def _private_sqlite(memory: MemoryAdapter) -> SQLiteAdapter | None:
+    """The private SQLite store behind ``memory`` (a federation, or the store itself), else None."""
+    from memory.adapters.sqlite import SQLiteAdapter
+    from memory.runtime.assembly import private_store
+
+    store = private_store(memory) if isinstance(memory, MemoryFederation) else memory
+    return store if isinstance(store, SQLiteAdapter) else None

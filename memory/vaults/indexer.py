@@ -63,6 +63,7 @@ LOCK_WAIT_SECONDS = 300.0
 # embedder's length sort works within a window; 1,024 is its best measured size).
 WINDOW_SHARE, WINDOW_MIN, WINDOW_MAX = 16, 16, 1024
 LINKS_FORMAT = "1"  # bump to force a full link rebuild when per-note tallies change meaning
+NOTES_FORMAT = "2"  # bump to read every note again when what a note's text means changes (2: withheld notes)
 CHUNKS_FORMAT = "1"  # bump to re-chunk every note (an index from before chunking has none)
 
 Progress = Callable[[int, int], None]
@@ -159,7 +160,7 @@ def plan_index(
     (every note under ``reread``: what the manifest does not keep, such as bad frontmatter, is seen again)."""
     if not vault.root.is_dir():
         raise NotFoundError(f"vault '{vault.name}': folder {vault.root} is missing; the index was left as it was")
-    force = reread or stored.meta.get("identity") != _identity_key(who)
+    force = reread or stored.meta.get("identity") != _identity_key(who) or stored.meta.get("notes_format") != NOTES_FORMAT
     if paths is None or force:
         walk = walk_folder(vault.root, ignore_globs=vault.ignore_globs, max_file_bytes=vault.max_note_bytes)
         infos, skipped, attachments, current = walk.notes, list(walk.skipped), walk.attachments, {}
@@ -441,6 +442,7 @@ async def index_vault(
                 "root": str(vault.root),
                 "vectors": vectors,
                 "links_format": LINKS_FORMAT,
+                "notes_format": NOTES_FORMAT,
                 "chunks": CHUNKS_FORMAT if vectors == "complete" else "",
                 "links_pending": "",
             }

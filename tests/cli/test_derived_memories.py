@@ -72,7 +72,8 @@ def test_a_summary_goes_with_the_fact_it_carries(cli, agent):
     left = {m["id"] for m in stored(cli)}
     assert fact_id not in left and told["summary_memory_id"] not in left  # the summary of the fact went with it
     assert other["summary_memory_id"] in left  # control: a summary of something else, same importance, stays
-    assert set(told["written_ids"]) - {fact_id} <= left  # the turn's echo is at 0.3, not below it
+    assert not (set(told["written_ids"]) - {fact_id}) & left  # the turn's echo quoted the fact: it went too
+    assert set(other["written_ids"]) <= left  # control: another turn's echo, at the same 0.3, stays
 
 
 def test_an_answer_from_memory_is_not_stored_as_new_evidence(cli, agent, model_server):
@@ -129,3 +130,47 @@ def test_the_llm_extractor_is_not_shown_an_answer_from_memory(cli, no_embedder):
     assert "Assistant" not in asked[1] and TEA not in asked[1]
     echoes = [m for m in stored(cli) if m["content"] == "The user asked about drinks."]
     assert echoes and all(DERIVED_TAG in m["tags"] for m in echoes)
+
+
+@pytest.mark.parametrize("edit", [["--visibility", "hidden"], ["--content", "My locker code was changed"], "forget"])
+def test_withholding_a_stated_fact_withholds_its_turns_echo(cli, agent, edit):
+    """The echo quotes the prompt the fact was distilled from: hiding, re-wording or forgetting the
+    fact left "User asked: Remember that my locker code is 4471 ..." answering recall and the context
+    a session-start hook prints."""
+    locker = data(cli, "run", "ada", "Remember that my locker code is 4471")
+    bike = data(cli, "run", "ada", "Remember that my bike is painted teal")
+    (fact,) = [m["id"] for m in stored(cli) if m["content"] == "My locker code is 4471"]
+    assert fact in locker["written_ids"]
+    command = ["memory", "forget", fact] if edit == "forget" else ["memory", "set", fact, *edit]
+    assert cli(*command, "--agent", "ada").exit_code == 0
+
+    recalled = data(cli, "recall", "locker code 4471", "--agent", "ada")["results"]
+    context = data(cli, "context", "--agent", "ada")["context"]
+    assert not [hit for hit in recalled if "4471" in hit["content"]] and "4471" not in context
+    # control: the other turn's fact and echo, by the same paths
+    (echo,) = [m for m in stored(cli) if m["content"].startswith("User asked: Remember that my bike")]
+    assert echo["id"] in bike["written_ids"] and echo["id"] in data(cli, "context", "--agent", "ada")["ids"]
+    assert "painted teal" in context
+    assert any(h["id"] == echo["id"] for h in data(cli, "recall", "bike painted teal", "--agent", "ada")["results"])
+
+
+def test_session_list_and_show_leave_out_a_withheld_summarys_text(cli, agent):
+    """session show names a left-out turn without its text, but printed the session's summary, and
+    session list its first words, from the session file: 'User stated: My locker code is 4471.'
+    after the operator hid that fact (and, through it, the summary memory)."""
+    locker = data(cli, "run", "ada", "Remember that my locker code is 4471")
+    bike = data(cli, "run", "ada", "Remember that my bike is painted teal")
+    (fact,) = [m["id"] for m in stored(cli) if m["content"] == "My locker code is 4471"]
+    assert cli("memory", "set", fact, "--agent", "ada", "--visibility", "hidden").exit_code == 0
+
+    listed = {s["id"]: s for s in data(cli, "session", "list", "--agent", "ada")}
+    shown = data(cli, "session", "show", locker["session_id"], "--agent", "ada")
+    for session in (listed[locker["session_id"]], shown):
+        assert session["summary"] is None
+        assert session["summary_left_out"] == {"memory_id": locker["summary_memory_id"], "reason": "hidden"}
+    for text in (cli("session", "list", "--agent", "ada").output,
+                 cli("session", "show", locker["session_id"], "--agent", "ada").output):
+        assert "4471" not in text and "left out" in text
+    # control: the other session's summary, by the same commands
+    assert "painted teal" in listed[bike["session_id"]]["summary"] and listed[bike["session_id"]]["summary_left_out"] is None
+    assert "User stated: My bike is painted teal." in cli("session", "show", bike["session_id"], "--agent", "ada").output

@@ -455,3 +455,45 @@ def test_a_folder_where_a_file_goes_or_a_file_where_a_folder_goes_is_named_as_su
     assert sorted(p.name for p in project.iterdir()) == [".claude"] and "permissions" not in done.stderr
     (project / ".claude").unlink()  # the control: both made as they should be
     assert setup(project, "--write").returncode == 0 and (project / ".claude" / "settings.json").is_file()
+
+
+def test_a_host_sessions_summary_never_keeps_what_the_briefing_told_the_model(home, project, tmp_path):
+    """The host's model answers with the agent's memory in context (the session-start briefing), so
+    an answer quoting a memory is no evidence: the llm summary kept 'Use the staging key kestrel5510',
+    which still answered recall and the next session's briefing after the operator hid that memory."""
+    from model_server import LoopbackModelServer
+
+    from memory.extraction.extractors import SUMMARY_INSTRUCTIONS
+
+    def reply(body):  # a faithful summariser: it keeps every word it was shown
+        messages = body["messages"]
+        return "Summary: " + messages[-1]["content"] if messages[0]["content"] == SUMMARY_INSTRUCTIONS else "ok"
+
+    with LoopbackModelServer(reply) as server:
+        assert arcana("model", "add", "loop", "--provider", "ollama", "--base-url", server.url, "--model", "t",
+                      "--default").returncode == 0
+        assert setup(project, "--write").returncode == 0
+        assert arcana("agent", "set", "dev", "--extraction", "strategy=llm").returncode == 0
+        key = arcana("remember", "The staging deploy key is kestrel5510.", "--agent", "dev").stdout.strip()
+        start = {"session_id": "s3", "transcript_path": "/nonexistent", "hook_event_name": "SessionStart"}
+        assert "kestrel5510" in run_hook(hook_command(project, "SessionStart"), start, project).stdout
+        transcript = tmp_path / "s3.jsonl"
+        _write_transcript(transcript, [
+            _line("user", "Which key do I use for the staging deploy?"),
+            _line("assistant", [{"type": "text", "text": "Use the staging deploy key kestrel5510."}]),
+            _line("user", "Please remember that the release branch is named heron-2."),
+            _line("assistant", [{"type": "text", "text": "Noted."}]),
+        ], garbage=False)
+        end = {"session_id": "s3", "transcript_path": str(transcript), "hook_event_name": "SessionEnd"}
+        done = run_hook(hook_command(project, "SessionEnd"), end, project)
+        assert done.returncode == 0, done.stderr
+        asked = [r["body"]["messages"] for r in server.requests]
+        assert any(m[0]["content"] == SUMMARY_INSTRUCTIONS for m in asked)  # the model summarised the session
+    assert arcana("memory", "set", key, "--agent", "dev", "--visibility", "hidden").returncode == 0
+
+    assert not [hit for hit in _recall("kestrel5510 staging deploy key") if "kestrel5510" in hit["content"]]
+    briefing = run_hook(hook_command(project, "SessionStart"), {**start, "session_id": "s4"}, project).stdout
+    assert "kestrel5510" not in briefing
+    # control: the summary the model wrote, with what the person said, by the same paths
+    assert any(hit["content"].startswith("Summary:") and "heron-2" in hit["content"] for hit in _recall("release branch heron"))
+    assert "Summary:" in briefing

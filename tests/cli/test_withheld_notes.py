@@ -1,0 +1,69 @@
+"""A Markdown export made into a vault withholds what the operator withheld.
+
+`arcana export --format markdown` writes every memory, hidden and forgotten ones
+too (their frontmatter says so), into a folder the manual calls "a vault to read
+and edit". Registered as a vault, that folder answered `vault search`, and an
+agent's recall through the attached vault, with the hidden memory's words: the
+note parser read type, importance and pin from the properties but not
+visibility or archived. Such a note is now skipped ("withheld") by the folder
+scan and the index alike, and an index built before is read again.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+
+from memory.home import Home
+
+
+def out(result) -> dict:
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)
+
+
+def contents(hits: list[dict]) -> str:
+    return "\n".join(hit["content"] for hit in hits)
+
+
+def test_hidden_and_forgotten_memories_exported_to_a_vault_stay_withheld(cli, no_embedder, tmp_path):
+    ids = {}
+    for key, text in (("hidden", "The alarm disarm code is walrus3391"), ("forgotten", "The safe opens with walrus8120"),
+                      ("visible", "The alarm panel hangs by the walrus poster"), ("later", "The walrus key hangs in the hall")):
+        ids[key] = out(cli("remember", text, "--agent", "hal", "--json"))["id"]
+    assert cli("memory", "set", ids["hidden"], "--agent", "hal", "--visibility", "hidden").exit_code == 0
+    assert cli("memory", "forget", ids["forgotten"], "--agent", "hal").exit_code == 0
+    folder = tmp_path / "hal-notes"
+    assert cli("export", "--format", "markdown", "--agent", "hal", "--output", str(folder)).exit_code == 0
+    assert len(list(folder.glob("*.md"))) == 4  # the export itself stays whole
+    assert cli("agent", "create", "bob").exit_code == 0
+    assert cli("vault", "add", str(folder), "--name", "hal", "--agent", "bob").exit_code == 0
+
+    def answers() -> list[str]:
+        searched = contents(out(cli("vault", "search", "hal", "walrus", "--json"))["results"])
+        recalled = contents(out(cli("recall", "walrus", "--agent", "bob", "--json"))["results"])
+        return [searched, recalled]
+
+    for phase in ("folder", "index"):
+        if phase == "index":
+            index = out(cli("vault", "index", "hal", "--json"))
+            assert index["added"] == 2 and index["skipped"] == {"withheld": 2}, index
+        for answer in answers():
+            assert "walrus3391" not in answer and "walrus8120" not in answer, phase
+            assert "by the walrus poster" in answer and "walrus key" in answer, phase  # control: visible notes
+    check = out(cli("vault", "check", "hal", "--json"))
+    assert sorted(s["reason"] for s in check["skipped"]) == ["withheld", "withheld"]
+
+    # An index built before notes were read so (no notes_format) may hold a note withheld now whose file
+    # it saw unchanged (same size and time): its next index reads every note again.
+    (note,) = [n for n in folder.glob("*.md") if "walrus key" in n.read_text()]
+    stat = note.stat()
+    note.write_text(note.read_text().replace("visibility: visible", "visibility: private"))
+    os.utime(note, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    assert note.stat().st_size == stat.st_size
+    with sqlite3.connect(Home.resolve().root / "vaults" / "hal.db") as raw:
+        raw.execute("DELETE FROM vault_meta WHERE key = 'notes_format'")
+    assert out(cli("vault", "index", "hal", "--json"))["removed"] == 1
+    for answer in answers():
+        assert "walrus key" not in answer and "by the walrus poster" in answer
