@@ -17,6 +17,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from memory.agent_links import relink
+from memory.config import parse_json_file
 from memory.errors import ConfigError, InvalidRequestError, NotFoundError
 from memory.home import Home, check_name, is_safe_name, loaded_name, private_dir, replace_file, unusable_name
 from memory.locks import waiting
@@ -148,13 +149,16 @@ class AgentRegistry:
         fix = (f"; repair the JSON by hand, or move {path.parent} into {self.home.trash_dir} "
                "to set the agent aside")
         try:
-            card = AgentCard.model_validate_json(path.read_text(encoding="utf-8"))
+            text = path.read_text(encoding="utf-8")
+        except (ValueError, OSError) as exc:
+            raise ConfigError(f"{path}: invalid agent card: {exc}".splitlines()[0] + fix) from None
+        raw = parse_json_file(path, text, fix.removeprefix("; "))
+        try:
+            card = AgentCard.model_validate(raw)
         except ValidationError as exc:
             first = exc.errors()[0]
             where = ".".join(str(part) for part in first["loc"]) or "card"
             raise ConfigError(f"{path}: invalid agent card: {where}: {first['msg']}".splitlines()[0] + fix) from None
-        except (ValueError, OSError) as exc:
-            raise ConfigError(f"{path}: invalid agent card: {exc}".splitlines()[0] + fix) from None
         if card.id != path.parent.name:
             raise ConfigError(f"{path}: the card's id {card.id!r} is not its folder's name {path.parent.name!r}; "
                               "a card is only valid in agents/<its id>/ (restore the folder as it was backed up)")

@@ -440,22 +440,49 @@ def _describe(exc: ValidationError) -> str:
     return f"{location}: {message}" if location else message
 
 
+class DuplicateKeyError(ValueError):
+    """A key given twice in one JSON object of a config file."""
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    seen: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in seen:
+            raise DuplicateKeyError(key)
+        seen[key] = value
+    return seen
+
+
+def parse_json_file(path: Path, text: str, fix: str = "fix the file (arcana config validate)") -> Any:
+    """``text`` (the file at ``path``) as JSON, or a one-line ConfigError naming the file.
+
+    A key given twice in one object is refused: JSON parsers keep only the last, so
+    a hand-added second ``"pools"`` block hid the first without a word, and the next
+    write (``config set``, ``agent set``) dropped it from the file for good.
+    """
+    try:
+        return json.loads(text, object_pairs_hook=_unique_keys)
+    except RecursionError:
+        raise ConfigError(f"{path}: nested too deeply to be an Arcana file; {fix} — it was not changed") from None
+    except json.JSONDecodeError as exc:
+        raise ConfigError(
+            f"{path}: invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}; {fix} — it was not changed"
+        ) from exc
+    except DuplicateKeyError as exc:
+        raise ConfigError(
+            f"{path}: the key {str(exc)!r} is given twice in one object (only the last would count); "
+            "merge the two into one — the file was not changed"
+        ) from None
+
+
 def load_config(path: Path) -> ArcanaConfig:
     if not path.exists():  # defaults, but ARCANA_EXTRACTION_* still validate: the same error as from a file
         return parse_config({}, f"{path} (missing: defaults)")
     try:
-        raw = json.loads(read_utf8(path))
-    except RecursionError:
-        raise ConfigError(f"{path}: nested too deeply to be an Arcana config; fix the file "
-                          "(arcana config validate) — it was not changed") from None
-    except json.JSONDecodeError as exc:
-        raise ConfigError(
-            f"{path}: invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}; fix the file "
-            "(arcana config validate) — it was not changed"
-        ) from exc
+        text = read_utf8(path)
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read: {exc.strerror}") from exc
-    return parse_config(raw, path)
+    return parse_config(parse_json_file(path, text), path)
 
 
 def read_utf8(path: Path) -> str:

@@ -175,3 +175,40 @@ def test_an_immutable_config_is_named_with_its_fix(arcana_home, config_path):
     assert config_path.read_bytes() == before and [p.name for p in config_path.parent.glob(".config.*")] == []
     done = run_arcana("config", "set", "recall.limit", "7", home=arcana_home)  # control: once it may change again
     assert done.returncode == 0 and json.loads(config_path.read_text())["recall"]["limit"] == 7
+
+
+def test_a_key_given_twice_is_refused_in_every_config_file_and_nothing_is_dropped(cli, arcana_home, config_path):
+    """JSON keeps a duplicated key's last value: a hand-added second "pools" block hid the first pool,
+    `config validate` said ok, and the next `config set` wrote the file back without it."""
+    assert cli("agent", "create", "ada").exit_code == 0
+    card = next(arcana_home.agents_dir.glob("*/agent.json"))
+    card_text = card.read_text()
+    budgets = arcana_home.connections_path
+    budgets.parent.mkdir(parents=True, exist_ok=True)
+    twice = '{"pools": {"team": {"members": []}},\n "pools": {"ops": {"members": []}}}\n'
+    config_path.write_text(twice)
+    for args in (("config", "validate"), ("config", "set", "recall.limit", "3"), ("config", "show"),
+                 ("recall", "tea", "--agent", "ada")):
+        result = cli(*args)
+        assert result.exit_code == 4, args
+        lines = result.stderr.strip().splitlines()
+        assert len(lines) == 1 and str(config_path) in lines[0] and "'pools' is given twice" in lines[0], (args, lines)
+    assert config_path.read_text() == twice
+    # control: the two blocks merged by hand load, and a later set keeps both pools
+    config_path.write_text('{"pools": {"team": {"members": []}, "ops": {"members": []}}}')
+    assert cli("config", "set", "recall.limit", "3").exit_code == 0
+    assert set(json.loads(config_path.read_text())["pools"]) == {"team", "ops"}
+    # an agent card and the budgets file alike: one line naming the file and the key, nothing rewritten
+    card.write_text(card_text.replace('"model": null,', '"model": null, "model": null,'))
+    budgets.write_text('{"private": {"read_timeout_ms": 900}, "private": {}}')
+    for path, key, args in ((card, "model", ("agent", "set", "ada", "--system-prompt", "hi")),
+                            (budgets, "private", ("recall", "tea", "--agent", "ada"))):
+        before = path.read_text()
+        result = cli(*args)
+        assert result.exit_code == 4, args
+        lines = result.stderr.strip().splitlines()
+        assert len(lines) == 1 and str(path) in lines[0] and f"'{key}' is given twice" in lines[0], lines
+        assert path.read_text() == before
+        path.write_text(card_text if path == card else '{"private": {"read_timeout_ms": 900}}')
+    assert cli("agent", "set", "ada", "--system-prompt", "hi").exit_code == 0  # control: each file repaired
+    assert cli("recall", "tea", "--agent", "ada").exit_code == 0
