@@ -12,7 +12,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
@@ -31,7 +31,10 @@ class AgentCard(BaseModel):
     created_at: datetime = Field(default_factory=now_utc)
     model: str | None = None
     system_prompt: str | None = None
-    memory_weights: dict[MemoryType, float] = Field(default_factory=dict)
+    # 0..1 as `agent set --weight` takes them, whoever wrote the card: a hand-edited NaN put `NaN`
+    # (not JSON) in every `recall --json`, and a negative weight ranked the type below everything.
+    memory_weights: dict[MemoryType, Annotated[float, Field(ge=0.0, le=1.0, allow_inf_nan=False)]] = Field(
+        default_factory=dict)
     decay: dict[str, dict] = Field(default_factory=dict)
     extraction: dict = Field(default_factory=dict)
 

@@ -131,3 +131,24 @@ def test_agent_set_decay_validates_before_saving(cli, arcana_home):
     assert cli("agent", "set", "ada", "--decay", "episodic").exit_code == 2
     card = json.loads(cli("agent", "show", "ada", "--json").stdout)
     assert card["decay"] == {"episodic": {"half_life_days": 3}, "semantic": {"floor": 0.5}}  # bad values saved nothing
+
+
+@pytest.mark.parametrize("bad, why", [("NaN", "a finite number"), ("-5", "greater than or equal to 0"),
+                                      ("1e308", "less than or equal to 1")])
+def test_a_hand_edited_weight_outside_0_to_1_is_the_cards_error(cli, arcana_home, bad, why):
+    """`agent set --weight` takes 0..1, but a card edited by hand to NaN was read as it was: every
+    `recall --json` printed the bare word NaN (jq refuses it), and -5 ranked the type below everything."""
+    card = create(cli, "ada")
+    assert cli("remember", "the user prefers metric units", "--agent", "ada", "--type", "semantic").exit_code == 0
+    path = arcana_home.agent_dir(card["id"]) / "agent.json"
+    path.write_text(path.read_text().replace('"memory_weights": {}', f'"memory_weights": {{"semantic": {bad}}}'))
+    edited = path.read_text()
+    refused = cli("recall", "metric units", "--agent", "ada", "--json")
+    lines = refused.stderr.strip().splitlines()
+    assert (refused.exit_code, refused.stdout) == (4, "")
+    assert len(lines) == 1 and str(path) in lines[0] and f"memory_weights.semantic: Input should be {why}" in lines[0]
+    assert path.read_text() == edited
+    path.write_text(edited.replace(f'"semantic": {bad}', '"semantic": 1'))  # control: the top of the range
+    recalled = cli("recall", "metric units", "--agent", "ada", "--json")
+    assert recalled.exit_code == 0, recalled.stderr
+    assert [r["content"] for r in json.loads(recalled.stdout)["results"]] == ["the user prefers metric units"]
