@@ -17,7 +17,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from memory.agent_links import relink
-from memory.config import parse_json_file
+from memory.config import ExtractionConfig, parse_json_file
 from memory.errors import ConfigError, InvalidRequestError, NotFoundError
 from memory.home import Home, check_name, is_safe_name, loaded_name, private_dir, replace_file, unusable_name
 from memory.locks import waiting
@@ -50,6 +50,14 @@ class AgentCard(BaseModel):
     @classmethod
     def _name(cls, value: str) -> str:
         return loaded_name("agent", value)  # the name becomes part of the trash folder's name
+
+    @field_validator("extraction")
+    @classmethod
+    def _extraction(cls, value: dict) -> dict:
+        """Checked as `agent set --extraction` checks it: a hand-edited ``"max_content": "lots"`` was read,
+        and every recall and remember of the agent then failed as a usage error naming no file."""
+        ExtractionConfig.check_override(value)
+        return value
 
     @model_validator(mode="before")
     @classmethod
@@ -161,7 +169,8 @@ class AgentRegistry:
         except ValidationError as exc:
             first = exc.errors()[0]
             where = ".".join(str(part) for part in first["loc"]) or "card"
-            raise ConfigError(f"{path}: invalid agent card: {where}: {first['msg']}".splitlines()[0] + fix) from None
+            why = first["msg"].removeprefix("Value error, ")
+            raise ConfigError(f"{path}: invalid agent card: {where}: {why}".splitlines()[0] + fix) from None
         if card.id != path.parent.name:
             raise ConfigError(f"{path}: the card's id {card.id!r} is not its folder's name {path.parent.name!r}; "
                               "a card is only valid in agents/<its id>/ (restore the folder as it was backed up)")

@@ -118,6 +118,19 @@ class ExtractionConfig(_Section):
             raise ValueError(str(exc)) from None
         return self
 
+    @classmethod
+    def check_override(cls, values: Mapping[str, Any]) -> None:
+        """Each key of ``values`` (an agent card's ``extraction``) a tunable of its type and bounds, else
+        a ValueError naming it. Whether the whole resolves (user_confidence above the cap) depends on
+        config.json's block too, and is judged when the agent's settings are assembled."""
+        for key, value in values.items():
+            if key not in cls.model_fields:
+                raise ValueError(f"unknown key {key!r} (keys: {', '.join(cls.model_fields)})")
+            try:
+                _tunable(key).validate_python(value)
+            except ValidationError as exc:
+                raise ValueError(f"{key}: {exc.errors()[0]['msg']}") from None
+
     def effective(self, environ: Mapping[str, str] | None = None) -> ExtractionSettings:
         """Resolve every tunable (config.json → env → default) and check the bounds."""
         environ = os.environ if environ is None else environ
@@ -129,10 +142,9 @@ class ExtractionConfig(_Section):
             var = ENV_PREFIX + item.name.upper()
             if chosen is None and var in environ:
                 caster = {bool: _bool, int: int, float: float}.get(type(item.default), str)
-                field = ExtractionConfig.model_fields[item.name]
                 try:
                     # The env obeys the same bounds as the file.
-                    chosen = TypeAdapter(Annotated[field.annotation, field]).validate_python(caster(environ[var]))
+                    chosen = _tunable(item.name).validate_python(caster(environ[var]))
                 except ValidationError as exc:
                     raise ConfigError(f"{var}={environ[var]!r}: {exc.errors()[0]['msg']}; fix or unset {var}") from None
                 except ValueError as exc:
@@ -145,6 +157,12 @@ class ExtractionConfig(_Section):
                 "user's own statement could not outrank what the agent asserted"
             )
         return settings
+
+
+def _tunable(name: str) -> TypeAdapter:
+    """The validator of one ``memory.extraction`` field alone, its bounds included."""
+    field = ExtractionConfig.model_fields[name]
+    return TypeAdapter(Annotated[field.annotation, field])
 
 
 class ReconcileConfig(_Section):

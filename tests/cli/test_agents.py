@@ -152,3 +152,27 @@ def test_a_hand_edited_weight_outside_0_to_1_is_the_cards_error(cli, arcana_home
     recalled = cli("recall", "metric units", "--agent", "ada", "--json")
     assert recalled.exit_code == 0, recalled.stderr
     assert [r["content"] for r in json.loads(recalled.stdout)["results"]] == ["the user prefers metric units"]
+
+
+def test_a_hand_edited_extraction_block_is_exit_4_naming_the_card(cli, arcana_home):
+    """A card's `extraction` was read as any dict: `"max_content": "lots"` passed, and every recall and
+    remember of the agent then failed with exit 2 ('invalid max_content'), naming neither card nor fix."""
+    card = create(cli, "ada")
+    path = arcana_home.agent_dir(card["id"]) / "agent.json"
+    clean = path.read_text()
+    for block, named in (('{"max_content": "lots"}', "extraction: max_content: Input should be a valid integer"),
+                         ('{"bogus": 1}', "extraction: unknown key 'bogus'")):
+        path.write_text(clean.replace('"extraction": {}', f'"extraction": {block}'))
+        for args in (("recall", "tea", "--agent", "ada"), ("remember", "tea at five", "--agent", "ada")):
+            result = cli(*args)
+            lines = result.stderr.strip().splitlines()
+            assert (result.exit_code, len(lines)) == (4, 1), (args, lines)
+            assert str(path) in lines[0] and named in lines[0], lines
+        assert block in path.read_text()  # unchanged
+    # valid alone, but together with config.json's defaults a cap above user_confidence: the agent's error
+    path.write_text(clean.replace('"extraction": {}', '"extraction": {"agent_confidence_cap": 0.95}'))
+    result = cli("recall", "tea", "--agent", "ada")
+    assert result.exit_code == 4 and "agent 'ada' extraction" in result.stderr and "agent set ada" in result.stderr
+    assert cli("agent", "set", "ada", "--extraction", "user_confidence=0.99").exit_code == 0  # its fix, and control
+    assert cli("remember", "tea at five", "--agent", "ada").exit_code == 0
+    assert "tea at five" in cli("recall", "tea", "--agent", "ada", "--json").stdout
