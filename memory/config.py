@@ -267,6 +267,13 @@ class EmbeddingConfig(_Section):
                              "'sentence-transformers/all-MiniLM-L6-v2' (no '..', no absolute path)")
         return value
 
+    @field_validator("ollama_url")
+    @classmethod
+    def _ollama_url(cls, value: str) -> str:
+        """As a model's base_url: 'notaurl' was stored and every embed failed, and a password in it
+        was printed by `arcana doctor`."""
+        return http_url(value, "ollama_url", "config.json holds no passwords")
+
     @field_validator("providers")
     @classmethod
     def _providers(cls, value: list[str]) -> list[str]:
@@ -382,6 +389,25 @@ class PoolSettings(_Section):
         return resolve_server_url(self.url, self.url_env, f"pool '{name}'")
 
 
+def http_url(value: str, key: str, secrets: str) -> str:
+    """``value`` as an http(s) endpoint every request can use, without a trailing ``/``.
+
+    Refused at load and at ``config set``, not at the first request: a bad
+    [IPv6] host or a port that is no port, and a user or password in it
+    (never stored: ``secrets`` says where they go instead).
+    """
+    if not re.match(r"^https?://[^/\s]+", value):
+        raise ValueError(f"{key} must start with http:// or https:// and name a host")
+    try:  # what every request would trip over later: a bad [IPv6] host, a port that is no port
+        parts = urlsplit(value)
+        parts.port  # noqa: B018 - raises ValueError for one out of range or not a number
+    except ValueError as exc:
+        raise ValueError(f"{value!r} is not a usable URL ({exc}); use http(s)://HOST[:PORT][/PATH]") from None
+    if not parts.hostname or parts.username is not None or parts.password is not None:
+        raise ValueError(f"{key} must be http(s)://HOST[:PORT][/PATH], with no user or password in it ({secrets})")
+    return value.rstrip("/")
+
+
 class ModelConfig(_Section):
     """One chat model endpoint. The API key is read from ``api_key_env`` at call time, never stored."""
 
@@ -401,17 +427,7 @@ class ModelConfig(_Section):
     @field_validator("base_url")
     @classmethod
     def _base_url(cls, value: str) -> str:
-        if not re.match(r"^https?://[^/\s]+", value):
-            raise ValueError("base_url must start with http:// or https:// and name a host")
-        try:  # what every request would trip over later: a bad [IPv6] host, a port that is no port
-            parts = urlsplit(value)
-            parts.port  # noqa: B018 - raises ValueError for one out of range or not a number
-        except ValueError as exc:
-            raise ValueError(f"{value!r} is not a usable URL ({exc}); use http(s)://HOST[:PORT][/PATH]") from None
-        if not parts.hostname or parts.username is not None or parts.password is not None:
-            raise ValueError("base_url must be http(s)://HOST[:PORT][/PATH], with no user or password in it "
-                             "(name the key's environment variable with api_key_env)")
-        return value.rstrip("/")
+        return http_url(value, "base_url", "name the key's environment variable with api_key_env")
 
     @field_validator("api_key_env")
     @classmethod

@@ -212,3 +212,30 @@ def test_a_key_given_twice_is_refused_in_every_config_file_and_nothing_is_droppe
         path.write_text(card_text if path == card else '{"private": {"read_timeout_ms": 900}}')
     assert cli("agent", "set", "ada", "--system-prompt", "hi").exit_code == 0  # control: each file repaired
     assert cli("recall", "tea", "--agent", "ada").exit_code == 0
+
+
+def test_an_ollama_url_no_request_could_use_is_refused_as_a_models_base_url_is(cli, config_path):
+    """embedding.ollama_url took 'notaurl', a bad [IPv6] host and a port of 99999 (every embed then failed,
+    `remember` stored memories without vectors), and a user:password, which `arcana doctor` printed."""
+    assert cli("config", "set", "embedding.ollama_url", "http://127.0.0.1:11434/").exit_code == 0
+    before = config_path.read_text()
+    for url in ("notaurl", "http://[::1", "http://h:99999", "http://u:secret@127.0.0.1:11434"):
+        result = cli("config", "set", "embedding.ollama_url", url)
+        assert result.exit_code == 2, url
+        assert "embedding.ollama_url" in result.stderr and len(result.stderr.strip().splitlines()) == 1
+        assert config_path.read_text() == before
+    # control: a usable URL is stored (its trailing / dropped, as for a model's base_url)
+    assert json.loads(config_path.read_text())["embedding"]["ollama_url"] == "http://127.0.0.1:11434"
+    assert cli("config", "set", "embedding.ollama_url", "https://[::1]:8080/ollama").exit_code == 0
+    # written by hand, it is the file's error for every command that reads the config, the file untouched
+    text = before.replace("http://127.0.0.1:11434", "http://u:secret@127.0.0.1:11434")
+    config_path.write_text(text)
+    for args in (("config", "validate"), ("remember", "tea at five", "--agent", "ada")):
+        result = cli(*args)
+        lines = result.stderr.strip().splitlines()
+        assert (result.exit_code, len(lines)) == (4, 1), (args, lines)
+        assert str(config_path) in lines[0] and "embedding.ollama_url" in lines[0]
+    doctor = cli("doctor")  # the diagnosis names it as a failed config row, and prints no password
+    assert doctor.exit_code == 1 and "embedding.ollama_url" in doctor.stdout
+    assert "secret" not in doctor.stdout + doctor.stderr
+    assert config_path.read_text() == text
