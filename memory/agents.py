@@ -111,6 +111,14 @@ class Roster:
     cards: list[AgentCard] = field(default_factory=list)
     unreadable: list[UnreadableCard] = field(default_factory=list)
 
+    def shared_names(self) -> dict[str, list[str]]:
+        """Each name more than one readable card holds, with those cards' ids. `agent create` and
+        `rename` never give a name twice; an edit or a copy outside Arcana can."""
+        ids: dict[str, list[str]] = {}
+        for card in self.cards:
+            ids.setdefault(card.name, []).append(card.id)
+        return {name: held for name, held in ids.items() if len(held) > 1}
+
     def complete(self) -> list[AgentCard]:
         """The cards when every one is readable, else the first unreadable one's ConfigError."""
         if self.unreadable:
@@ -193,9 +201,11 @@ class AgentRegistry:
                 return card
         if name_or_id in broken:
             raise broken[name_or_id].error
-        for card in cards:
-            if card.name == name_or_id:
-                return card
+        named = [card.id for card in cards if card.name == name_or_id]
+        if len(named) > 1:  # taking the first would write one agent's memories into another's store
+            raise shared_name(name_or_id, named)
+        if named:
+            return next(card for card in cards if card.id == named[0])
         if len(name_or_id) >= 6:
             matches = [c.id for c in cards if c.id.startswith(name_or_id)]
             matches += [i for i in broken if i.startswith(name_or_id)]
@@ -319,6 +329,12 @@ class AgentRegistry:
             # relink that fails leaves only references to an id no agent will have again.
             relink(self.home, card.id, card.name, deleted=True)
         return dest
+
+
+def shared_name(name: str, ids: list[str]) -> ConfigError:
+    """The error for a name on several agents' cards: which one is meant only an id can say."""
+    return ConfigError(f"the agent name '{name}' is on {len(ids)} agents' cards (ids {', '.join(ids)}); "
+                       f"give the id, and rename all but one (`arcana agent rename {ids[-1]} NEW-NAME`)")
 
 
 def did_you_mean(name: str, cards: list[AgentCard]) -> str:

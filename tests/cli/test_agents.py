@@ -176,3 +176,30 @@ def test_a_hand_edited_extraction_block_is_exit_4_naming_the_card(cli, arcana_ho
     assert cli("agent", "set", "ada", "--extraction", "user_confidence=0.99").exit_code == 0  # its fix, and control
     assert cli("remember", "tea at five", "--agent", "ada").exit_code == 0
     assert "tea at five" in cli("recall", "tea", "--agent", "ada", "--json").stdout
+
+
+def test_a_name_two_cards_hold_is_refused_never_taken_for_either_agent(cli, arcana_home):
+    """A card edited (or copied) to another agent's name was taken silently: `--agent ada` reached
+    whichever folder sorted first, so ada's next memory went into bob's store, and doctor said ok."""
+    ada, bob = create(cli, "ada")["id"], create(cli, "bob")["id"]
+    for name in ("ada", "bob"):
+        assert cli("remember", f"{name} keeps the ledger", "--agent", name).exit_code == 0
+    path = arcana_home.agent_dir(bob) / "agent.json"
+    path.write_text(path.read_text().replace('"name": "bob"', '"name": "ada"'))
+    for args in (("remember", "the vault code is 1234", "--agent", "ada"), ("recall", "ledger", "--agent", "ada"),
+                 ("agent", "delete", "ada", "--yes")):
+        refused = cli(*args)
+        lines = refused.stderr.strip().splitlines()
+        assert (refused.exit_code, len(lines), refused.stdout) == (4, 1, ""), (args, lines)
+        assert ada in lines[0] and bob in lines[0] and "agent rename" in lines[0]
+    doctor = cli("doctor")
+    assert doctor.exit_code == 1 and f"the agent name 'ada' is on 2 agents' cards" in doctor.stdout
+    # control: each is reached by its id, holding only its own memory; renamed, the name is ada's again
+    for agent_id, own in ((ada, "ada keeps the ledger"), (bob, "bob keeps the ledger")):
+        found = json.loads(cli("recall", "ledger", "--agent", agent_id, "--json").stdout)["results"]
+        assert [r["content"] for r in found] == [own]
+    assert cli("agent", "rename", bob, "bob").exit_code == 0
+    assert cli("remember", "the vault code is 1234", "--agent", "ada").exit_code == 0
+    found = json.loads(cli("recall", "vault code", "--agent", bob, "--json").stdout)["results"]
+    assert found == [] and "1234" in cli("recall", "vault code", "--agent", ada).stdout
+    assert cli("doctor").stdout.count("FAIL  agent cards") == 0
