@@ -310,6 +310,16 @@ class VaultConfig(_Section):
     ignore: list[str] = Field(default_factory=list)
     max_file_bytes: int = Field(default=1024 * 1024, ge=1)
 
+    @field_validator("path")
+    @classmethod
+    def _absolute(cls, value: str) -> str:
+        """`vault add` stores the folder resolved; a relative (or ``~``) path set by hand meant another
+        folder from each working directory, and an index run elsewhere dropped the first folder's notes."""
+        if not Path(value).is_absolute():
+            raise ValueError(f"{value!r} is not an absolute path; give the folder's full path "
+                             "(e.g. /home/me/Notes), or register it with `arcana vault add FOLDER`")
+        return value
+
     @field_validator("pool")
     @classmethod
     def _pool(cls, value: str | None) -> str | None:

@@ -239,3 +239,29 @@ def test_an_ollama_url_no_request_could_use_is_refused_as_a_models_base_url_is(c
     assert doctor.exit_code == 1 and "embedding.ollama_url" in doctor.stdout
     assert "secret" not in doctor.stdout + doctor.stderr
     assert config_path.read_text() == text
+
+
+def test_a_vault_path_is_absolute_however_it_is_set(cli, config_path, tmp_path):
+    """`vault add` stores the folder resolved, but `config set vaults.v.path notes` (or '~/notes', quoted)
+    was stored as typed: each working directory meant another folder, and a `vault index` run from
+    elsewhere dropped the first folder's notes from the index and took in another's."""
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    (folder / "tea.md").write_text("# Tea\nThe tea note.\n")
+    assert cli("config", "set", "vaults.v.path", str(folder)).exit_code == 0  # control: the full path
+    before = config_path.read_text()
+    for typed in ("notes", "~/notes", "./notes"):
+        result = cli("config", "set", "vaults.v.path", typed)
+        assert result.exit_code == 2 and "vaults.v.path" in result.stderr and "not an absolute path" in result.stderr
+        assert config_path.read_text() == before
+    indexed = cli("vault", "index", "v", "--json")
+    assert indexed.exit_code == 0, indexed.stderr
+    assert "tea.md" in cli("vault", "search", "v", "tea", "--json").stdout
+    text = before.replace(json.dumps(str(folder)), '"notes"')  # written by hand: the file's error, one line
+    config_path.write_text(text)
+    for args in (("vault", "index", "v"), ("vault", "list"), ("config", "validate")):
+        result = cli(*args)
+        lines = result.stderr.strip().splitlines()
+        assert (result.exit_code, len(lines)) == (4, 1), (args, lines)
+        assert str(config_path) in lines[0] and "vaults.v.path" in lines[0]
+    assert config_path.read_text() == text
