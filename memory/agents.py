@@ -12,11 +12,12 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from memory.agent_links import relink
+from memory.config import ExtractionConfig, parse_json_file
 from memory.errors import ConfigError, InvalidRequestError, NotFoundError
 from memory.home import Home, check_name, is_safe_name, loaded_name, private_dir, replace_file, unusable_name
 from memory.locks import waiting
@@ -30,7 +31,10 @@ class AgentCard(BaseModel):
     created_at: datetime = Field(default_factory=now_utc)
     model: str | None = None
     system_prompt: str | None = None
-    memory_weights: dict[MemoryType, float] = Field(default_factory=dict)
+    # 0..1 as `agent set --weight` takes them, whoever wrote the card: a hand-edited NaN put `NaN`
+    # (not JSON) in every `recall --json`, and a negative weight ranked the type below everything.
+    memory_weights: dict[MemoryType, Annotated[float, Field(ge=0.0, le=1.0, allow_inf_nan=False)]] = Field(
+        default_factory=dict)
     decay: dict[str, dict] = Field(default_factory=dict)
     extraction: dict = Field(default_factory=dict)
 
@@ -46,6 +50,14 @@ class AgentCard(BaseModel):
     @classmethod
     def _name(cls, value: str) -> str:
         return loaded_name("agent", value)  # the name becomes part of the trash folder's name
+
+    @field_validator("extraction")
+    @classmethod
+    def _extraction(cls, value: dict) -> dict:
+        """Checked as `agent set --extraction` checks it: a hand-edited ``"max_content": "lots"`` was read,
+        and every recall and remember of the agent then failed as a usage error naming no file."""
+        ExtractionConfig.check_override(value)
+        return value
 
     @model_validator(mode="before")
     @classmethod
@@ -99,6 +111,14 @@ class Roster:
     cards: list[AgentCard] = field(default_factory=list)
     unreadable: list[UnreadableCard] = field(default_factory=list)
 
+    def shared_names(self) -> dict[str, list[str]]:
+        """Each name more than one readable card holds, with those cards' ids. `agent create` and
+        `rename` never give a name twice; an edit or a copy outside Arcana can."""
+        ids: dict[str, list[str]] = {}
+        for card in self.cards:
+            ids.setdefault(card.name, []).append(card.id)
+        return {name: held for name, held in ids.items() if len(held) > 1}
+
     def complete(self) -> list[AgentCard]:
         """The cards when every one is readable, else the first unreadable one's ConfigError."""
         if self.unreadable:
@@ -148,13 +168,17 @@ class AgentRegistry:
         fix = (f"; repair the JSON by hand, or move {path.parent} into {self.home.trash_dir} "
                "to set the agent aside")
         try:
-            card = AgentCard.model_validate_json(path.read_text(encoding="utf-8"))
+            text = path.read_text(encoding="utf-8")
+        except (ValueError, OSError) as exc:
+            raise ConfigError(f"{path}: invalid agent card: {exc}".splitlines()[0] + fix) from None
+        raw = parse_json_file(path, text, fix.removeprefix("; "))
+        try:
+            card = AgentCard.model_validate(raw)
         except ValidationError as exc:
             first = exc.errors()[0]
             where = ".".join(str(part) for part in first["loc"]) or "card"
-            raise ConfigError(f"{path}: invalid agent card: {where}: {first['msg']}".splitlines()[0] + fix) from None
-        except (ValueError, OSError) as exc:
-            raise ConfigError(f"{path}: invalid agent card: {exc}".splitlines()[0] + fix) from None
+            why = first["msg"].removeprefix("Value error, ")
+            raise ConfigError(f"{path}: invalid agent card: {where}: {why}".splitlines()[0] + fix) from None
         if card.id != path.parent.name:
             raise ConfigError(f"{path}: the card's id {card.id!r} is not its folder's name {path.parent.name!r}; "
                               "a card is only valid in agents/<its id>/ (restore the folder as it was backed up)")
@@ -177,9 +201,11 @@ class AgentRegistry:
                 return card
         if name_or_id in broken:
             raise broken[name_or_id].error
-        for card in cards:
-            if card.name == name_or_id:
-                return card
+        named = [card.id for card in cards if card.name == name_or_id]
+        if len(named) > 1:  # taking the first would write one agent's memories into another's store
+            raise shared_name(name_or_id, named)
+        if named:
+            return next(card for card in cards if card.id == named[0])
         if len(name_or_id) >= 6:
             matches = [c.id for c in cards if c.id.startswith(name_or_id)]
             matches += [i for i in broken if i.startswith(name_or_id)]
@@ -303,6 +329,12 @@ class AgentRegistry:
             # relink that fails leaves only references to an id no agent will have again.
             relink(self.home, card.id, card.name, deleted=True)
         return dest
+
+
+def shared_name(name: str, ids: list[str]) -> ConfigError:
+    """The error for a name on several agents' cards: which one is meant only an id can say."""
+    return ConfigError(f"the agent name '{name}' is on {len(ids)} agents' cards (ids {', '.join(ids)}); "
+                       f"give the id, and rename all but one (`arcana agent rename {ids[-1]} NEW-NAME`)")
 
 
 def did_you_mean(name: str, cards: list[AgentCard]) -> str:

@@ -8,12 +8,11 @@ a :class:`ConfigError` naming the file and the field, never a silent default.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from memory.config import read_utf8
+from memory.config import parse_json_file, read_utf8
 from memory.errors import ConfigError
 from memory.types import MemoryScope
 
@@ -64,12 +63,7 @@ class ConnectionsConfig(BaseModel):
             return cls()
         except OSError as exc:
             raise ConfigError(f"{path}: cannot read: {exc.strerror}") from exc
-        try:
-            raw = json.loads(text)
-        except RecursionError:
-            raise ConfigError(f"{path}: nested too deeply to be a budgets file; fix the file — it was not changed") from None
-        except json.JSONDecodeError as exc:
-            raise ConfigError(f"{path}: invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from exc
+        raw = parse_json_file(path, text, "fix the file")
         if not isinstance(raw, dict):
             raise ConfigError(f"{path}: the top level must be a JSON object")
         try:

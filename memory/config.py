@@ -118,6 +118,19 @@ class ExtractionConfig(_Section):
             raise ValueError(str(exc)) from None
         return self
 
+    @classmethod
+    def check_override(cls, values: Mapping[str, Any]) -> None:
+        """Each key of ``values`` (an agent card's ``extraction``) a tunable of its type and bounds, else
+        a ValueError naming it. Whether the whole resolves (user_confidence above the cap) depends on
+        config.json's block too, and is judged when the agent's settings are assembled."""
+        for key, value in values.items():
+            if key not in cls.model_fields:
+                raise ValueError(f"unknown key {key!r} (keys: {', '.join(cls.model_fields)})")
+            try:
+                _tunable(key).validate_python(value)
+            except ValidationError as exc:
+                raise ValueError(f"{key}: {exc.errors()[0]['msg']}") from None
+
     def effective(self, environ: Mapping[str, str] | None = None) -> ExtractionSettings:
         """Resolve every tunable (config.json → env → default) and check the bounds."""
         environ = os.environ if environ is None else environ
@@ -129,10 +142,9 @@ class ExtractionConfig(_Section):
             var = ENV_PREFIX + item.name.upper()
             if chosen is None and var in environ:
                 caster = {bool: _bool, int: int, float: float}.get(type(item.default), str)
-                field = ExtractionConfig.model_fields[item.name]
                 try:
                     # The env obeys the same bounds as the file.
-                    chosen = TypeAdapter(Annotated[field.annotation, field]).validate_python(caster(environ[var]))
+                    chosen = _tunable(item.name).validate_python(caster(environ[var]))
                 except ValidationError as exc:
                     raise ConfigError(f"{var}={environ[var]!r}: {exc.errors()[0]['msg']}; fix or unset {var}") from None
                 except ValueError as exc:
@@ -145,6 +157,12 @@ class ExtractionConfig(_Section):
                 "user's own statement could not outrank what the agent asserted"
             )
         return settings
+
+
+def _tunable(name: str) -> TypeAdapter:
+    """The validator of one ``memory.extraction`` field alone, its bounds included."""
+    field = ExtractionConfig.model_fields[name]
+    return TypeAdapter(Annotated[field.annotation, field])
 
 
 class ReconcileConfig(_Section):
@@ -249,6 +267,13 @@ class EmbeddingConfig(_Section):
                              "'sentence-transformers/all-MiniLM-L6-v2' (no '..', no absolute path)")
         return value
 
+    @field_validator("ollama_url")
+    @classmethod
+    def _ollama_url(cls, value: str) -> str:
+        """As a model's base_url: 'notaurl' was stored and every embed failed, and a password in it
+        was printed by `arcana doctor`."""
+        return http_url(value, "ollama_url", "config.json holds no passwords")
+
     @field_validator("providers")
     @classmethod
     def _providers(cls, value: list[str]) -> list[str]:
@@ -284,6 +309,16 @@ class VaultConfig(_Section):
     pool: str | None = None
     ignore: list[str] = Field(default_factory=list)
     max_file_bytes: int = Field(default=1024 * 1024, ge=1)
+
+    @field_validator("path")
+    @classmethod
+    def _absolute(cls, value: str) -> str:
+        """`vault add` stores the folder resolved; a relative (or ``~``) path set by hand meant another
+        folder from each working directory, and an index run elsewhere dropped the first folder's notes."""
+        if not Path(value).is_absolute():
+            raise ValueError(f"{value!r} is not an absolute path; give the folder's full path "
+                             "(e.g. /home/me/Notes), or register it with `arcana vault add FOLDER`")
+        return value
 
     @field_validator("pool")
     @classmethod
@@ -364,6 +399,25 @@ class PoolSettings(_Section):
         return resolve_server_url(self.url, self.url_env, f"pool '{name}'")
 
 
+def http_url(value: str, key: str, secrets: str) -> str:
+    """``value`` as an http(s) endpoint every request can use, without a trailing ``/``.
+
+    Refused at load and at ``config set``, not at the first request: a bad
+    [IPv6] host or a port that is no port, and a user or password in it
+    (never stored: ``secrets`` says where they go instead).
+    """
+    if not re.match(r"^https?://[^/\s]+", value):
+        raise ValueError(f"{key} must start with http:// or https:// and name a host")
+    try:  # what every request would trip over later: a bad [IPv6] host, a port that is no port
+        parts = urlsplit(value)
+        parts.port  # noqa: B018 - raises ValueError for one out of range or not a number
+    except ValueError as exc:
+        raise ValueError(f"{value!r} is not a usable URL ({exc}); use http(s)://HOST[:PORT][/PATH]") from None
+    if not parts.hostname or parts.username is not None or parts.password is not None:
+        raise ValueError(f"{key} must be http(s)://HOST[:PORT][/PATH], with no user or password in it ({secrets})")
+    return value.rstrip("/")
+
+
 class ModelConfig(_Section):
     """One chat model endpoint. The API key is read from ``api_key_env`` at call time, never stored."""
 
@@ -383,17 +437,7 @@ class ModelConfig(_Section):
     @field_validator("base_url")
     @classmethod
     def _base_url(cls, value: str) -> str:
-        if not re.match(r"^https?://[^/\s]+", value):
-            raise ValueError("base_url must start with http:// or https:// and name a host")
-        try:  # what every request would trip over later: a bad [IPv6] host, a port that is no port
-            parts = urlsplit(value)
-            parts.port  # noqa: B018 - raises ValueError for one out of range or not a number
-        except ValueError as exc:
-            raise ValueError(f"{value!r} is not a usable URL ({exc}); use http(s)://HOST[:PORT][/PATH]") from None
-        if not parts.hostname or parts.username is not None or parts.password is not None:
-            raise ValueError("base_url must be http(s)://HOST[:PORT][/PATH], with no user or password in it "
-                             "(name the key's environment variable with api_key_env)")
-        return value.rstrip("/")
+        return http_url(value, "base_url", "name the key's environment variable with api_key_env")
 
     @field_validator("api_key_env")
     @classmethod
@@ -440,22 +484,49 @@ def _describe(exc: ValidationError) -> str:
     return f"{location}: {message}" if location else message
 
 
+class DuplicateKeyError(ValueError):
+    """A key given twice in one JSON object of a config file."""
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    seen: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in seen:
+            raise DuplicateKeyError(key)
+        seen[key] = value
+    return seen
+
+
+def parse_json_file(path: Path, text: str, fix: str = "fix the file (arcana config validate)") -> Any:
+    """``text`` (the file at ``path``) as JSON, or a one-line ConfigError naming the file.
+
+    A key given twice in one object is refused: JSON parsers keep only the last, so
+    a hand-added second ``"pools"`` block hid the first without a word, and the next
+    write (``config set``, ``agent set``) dropped it from the file for good.
+    """
+    try:
+        return json.loads(text, object_pairs_hook=_unique_keys)
+    except RecursionError:
+        raise ConfigError(f"{path}: nested too deeply to be an Arcana file; {fix} — it was not changed") from None
+    except json.JSONDecodeError as exc:
+        raise ConfigError(
+            f"{path}: invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}; {fix} — it was not changed"
+        ) from exc
+    except DuplicateKeyError as exc:
+        raise ConfigError(
+            f"{path}: the key {str(exc)!r} is given twice in one object (only the last would count); "
+            "merge the two into one — the file was not changed"
+        ) from None
+
+
 def load_config(path: Path) -> ArcanaConfig:
     if not path.exists():  # defaults, but ARCANA_EXTRACTION_* still validate: the same error as from a file
         return parse_config({}, f"{path} (missing: defaults)")
     try:
-        raw = json.loads(read_utf8(path))
-    except RecursionError:
-        raise ConfigError(f"{path}: nested too deeply to be an Arcana config; fix the file "
-                          "(arcana config validate) — it was not changed") from None
-    except json.JSONDecodeError as exc:
-        raise ConfigError(
-            f"{path}: invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}; fix the file "
-            "(arcana config validate) — it was not changed"
-        ) from exc
+        text = read_utf8(path)
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read: {exc.strerror}") from exc
-    return parse_config(raw, path)
+    return parse_config(parse_json_file(path, text), path)
 
 
 def read_utf8(path: Path) -> str:

@@ -103,6 +103,15 @@ def file_id(path: Path | str) -> tuple[int, int] | None:
 
 def default_home() -> Path:
     env = os.environ.get("ARCANA_HOME")
+    if env and not env.isascii():
+        try:  # no store opens at a path that is not UTF-8: refused first, as `--home` with such bytes is
+            env.encode("utf-8")
+        except UnicodeEncodeError:
+            from memory.errors import InvalidRequestError
+
+            shown = env.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+            raise InvalidRequestError(f"ARCANA_HOME ('{shown}') is not valid UTF-8; point it at a folder "
+                                      "whose path is UTF-8 (rename the folder if need be)") from None
     return Path(env).expanduser() if env else Path.home() / ".arcana"
 
 

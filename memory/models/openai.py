@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 
-from memory.errors import ModelUnavailableError, UnsetVariableError
+from memory.errors import InvalidRequestError, ModelUnavailableError, UnsetVariableError
 from memory.models.base import ChatMessage
 from memory.models.transport import cut_short, no_text, object_or_empty, parse_json_line, post_lines, text_of
 
@@ -33,6 +33,14 @@ class OpenAIProvider:
             raise UnsetVariableError(
                 f"model '{self.name}' reads its API key from ${self.api_key_env}, which is not set; "
                 f"export {self.api_key_env} with the key"
+            )
+        # A key is printable ASCII: a line break (a key file saved with CRLF) or a pasted curly quote
+        # ended the request in a traceback that printed the whole key. Said without showing it.
+        at = next((i for i, char in enumerate(key) if not " " < char < "\x7f"), None)
+        if at is not None:
+            raise InvalidRequestError(
+                f"model '{self.name}': ${self.api_key_env} holds a character no API key has at position {at + 1} "
+                f"(a line break, a space or a non-ASCII character); export {self.api_key_env} with the key alone"
             )
         return {"Authorization": f"Bearer {key}"}
 

@@ -73,7 +73,7 @@ def check_home(home: Home) -> list[Check]:
 
 
 def check_config(home: Home) -> list[Check]:
-    from memory.agents import AgentRegistry
+    from memory.agents import AgentRegistry, shared_name
     from memory.config import load_config
     from memory.errors import ConfigError
 
@@ -84,10 +84,13 @@ def check_config(home: Home) -> list[Check]:
     except ConfigError as exc:
         checks.append(Check("config", False, str(exc)))
     roster = AgentRegistry(home).scan()
-    if not roster.unreadable:
+    shared = roster.shared_names()
+    if not roster.unreadable and not shared:
         checks.append(Check("agent cards", True, f"{len(roster.cards)} agent(s)"))
     for card in roster.unreadable:  # each one its own row: the readable agents are checked on regardless
         checks.append(Check("agent cards", False, str(card)))
+    for name, ids in shared.items():
+        checks.append(Check("agent cards", False, str(shared_name(name, ids))))
     return checks
 
 

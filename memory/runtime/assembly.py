@@ -15,6 +15,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from memory.adapters.opener import open_tier, with_vectors
 from memory.adapters.sqlite import SQLiteAdapter
 from memory.agent_lock import AgentPresence, connect_agent_store
@@ -22,6 +24,7 @@ from memory.agents import AgentCard
 from memory.audit import AuditLog
 from memory.budgets import ConnectionsConfig
 from memory.config import ArcanaConfig, ExtractionConfig, ExtractionSettings, ReconcileSettings
+from memory.errors import ConfigError
 from memory.federation.events import DegradedSink, MemoryDegradedEvent, audit_sink
 from memory.federation.federation import MemoryFederation
 from memory.federation.router import MemoryRouter
@@ -182,7 +185,12 @@ async def federation_for_agent(
 def extraction_settings(config: ArcanaConfig, card: AgentCard) -> ExtractionSettings:
     """The agent card's ``extraction`` block over config.json's, then env, then defaults."""
     file_values = config.memory.extraction.model_dump(exclude_none=True)
-    settings = ExtractionConfig.model_validate({**file_values, **card.extraction}).effective()
+    try:  # each value is valid alone (the card and the file are checked when read); together they may not be
+        settings = ExtractionConfig.model_validate({**file_values, **card.extraction}).effective()
+    except ValidationError as exc:
+        why = exc.errors()[0]["msg"].removeprefix("Value error, ").removeprefix("memory.extraction: ")
+        raise ConfigError(f"agent '{card.name}' extraction over config.json's memory.extraction: {why}; change "
+                          f"one with `arcana agent set {card.name} --extraction KEY=VALUE` or `arcana config set`") from None
     return replace(settings, max_content_bytes=config.memory.max_content_bytes)
 
 

@@ -131,3 +131,75 @@ def test_agent_set_decay_validates_before_saving(cli, arcana_home):
     assert cli("agent", "set", "ada", "--decay", "episodic").exit_code == 2
     card = json.loads(cli("agent", "show", "ada", "--json").stdout)
     assert card["decay"] == {"episodic": {"half_life_days": 3}, "semantic": {"floor": 0.5}}  # bad values saved nothing
+
+
+@pytest.mark.parametrize("bad, why", [("NaN", "a finite number"), ("-5", "greater than or equal to 0"),
+                                      ("1e308", "less than or equal to 1")])
+def test_a_hand_edited_weight_outside_0_to_1_is_the_cards_error(cli, arcana_home, bad, why):
+    """`agent set --weight` takes 0..1, but a card edited by hand to NaN was read as it was: every
+    `recall --json` printed the bare word NaN (jq refuses it), and -5 ranked the type below everything."""
+    card = create(cli, "ada")
+    assert cli("remember", "the user prefers metric units", "--agent", "ada", "--type", "semantic").exit_code == 0
+    path = arcana_home.agent_dir(card["id"]) / "agent.json"
+    path.write_text(path.read_text().replace('"memory_weights": {}', f'"memory_weights": {{"semantic": {bad}}}'))
+    edited = path.read_text()
+    refused = cli("recall", "metric units", "--agent", "ada", "--json")
+    lines = refused.stderr.strip().splitlines()
+    assert (refused.exit_code, refused.stdout) == (4, "")
+    assert len(lines) == 1 and str(path) in lines[0] and f"memory_weights.semantic: Input should be {why}" in lines[0]
+    assert path.read_text() == edited
+    path.write_text(edited.replace(f'"semantic": {bad}', '"semantic": 1'))  # control: the top of the range
+    recalled = cli("recall", "metric units", "--agent", "ada", "--json")
+    assert recalled.exit_code == 0, recalled.stderr
+    assert [r["content"] for r in json.loads(recalled.stdout)["results"]] == ["the user prefers metric units"]
+
+
+def test_a_hand_edited_extraction_block_is_exit_4_naming_the_card(cli, arcana_home):
+    """A card's `extraction` was read as any dict: `"max_content": "lots"` passed, and every recall and
+    remember of the agent then failed with exit 2 ('invalid max_content'), naming neither card nor fix."""
+    card = create(cli, "ada")
+    path = arcana_home.agent_dir(card["id"]) / "agent.json"
+    clean = path.read_text()
+    for block, named in (('{"max_content": "lots"}', "extraction: max_content: Input should be a valid integer"),
+                         ('{"bogus": 1}', "extraction: unknown key 'bogus'")):
+        path.write_text(clean.replace('"extraction": {}', f'"extraction": {block}'))
+        for args in (("recall", "tea", "--agent", "ada"), ("remember", "tea at five", "--agent", "ada")):
+            result = cli(*args)
+            lines = result.stderr.strip().splitlines()
+            assert (result.exit_code, len(lines)) == (4, 1), (args, lines)
+            assert str(path) in lines[0] and named in lines[0], lines
+        assert block in path.read_text()  # unchanged
+    # valid alone, but together with config.json's defaults a cap above user_confidence: the agent's error
+    path.write_text(clean.replace('"extraction": {}', '"extraction": {"agent_confidence_cap": 0.95}'))
+    result = cli("recall", "tea", "--agent", "ada")
+    assert result.exit_code == 4 and "agent 'ada' extraction" in result.stderr and "agent set ada" in result.stderr
+    assert cli("agent", "set", "ada", "--extraction", "user_confidence=0.99").exit_code == 0  # its fix, and control
+    assert cli("remember", "tea at five", "--agent", "ada").exit_code == 0
+    assert "tea at five" in cli("recall", "tea", "--agent", "ada", "--json").stdout
+
+
+def test_a_name_two_cards_hold_is_refused_never_taken_for_either_agent(cli, arcana_home):
+    """A card edited (or copied) to another agent's name was taken silently: `--agent ada` reached
+    whichever folder sorted first, so ada's next memory went into bob's store, and doctor said ok."""
+    ada, bob = create(cli, "ada")["id"], create(cli, "bob")["id"]
+    for name in ("ada", "bob"):
+        assert cli("remember", f"{name} keeps the ledger", "--agent", name).exit_code == 0
+    path = arcana_home.agent_dir(bob) / "agent.json"
+    path.write_text(path.read_text().replace('"name": "bob"', '"name": "ada"'))
+    for args in (("remember", "the vault code is 1234", "--agent", "ada"), ("recall", "ledger", "--agent", "ada"),
+                 ("agent", "delete", "ada", "--yes")):
+        refused = cli(*args)
+        lines = refused.stderr.strip().splitlines()
+        assert (refused.exit_code, len(lines), refused.stdout) == (4, 1, ""), (args, lines)
+        assert ada in lines[0] and bob in lines[0] and "agent rename" in lines[0]
+    doctor = cli("doctor")
+    assert doctor.exit_code == 1 and f"the agent name 'ada' is on 2 agents' cards" in doctor.stdout
+    # control: each is reached by its id, holding only its own memory; renamed, the name is ada's again
+    for agent_id, own in ((ada, "ada keeps the ledger"), (bob, "bob keeps the ledger")):
+        found = json.loads(cli("recall", "ledger", "--agent", agent_id, "--json").stdout)["results"]
+        assert [r["content"] for r in found] == [own]
+    assert cli("agent", "rename", bob, "bob").exit_code == 0
+    assert cli("remember", "the vault code is 1234", "--agent", "ada").exit_code == 0
+    found = json.loads(cli("recall", "vault code", "--agent", bob, "--json").stdout)["results"]
+    assert found == [] and "1234" in cli("recall", "vault code", "--agent", ada).stdout
+    assert cli("doctor").stdout.count("FAIL  agent cards") == 0

@@ -175,3 +175,93 @@ def test_an_immutable_config_is_named_with_its_fix(arcana_home, config_path):
     assert config_path.read_bytes() == before and [p.name for p in config_path.parent.glob(".config.*")] == []
     done = run_arcana("config", "set", "recall.limit", "7", home=arcana_home)  # control: once it may change again
     assert done.returncode == 0 and json.loads(config_path.read_text())["recall"]["limit"] == 7
+
+
+def test_a_key_given_twice_is_refused_in_every_config_file_and_nothing_is_dropped(cli, arcana_home, config_path):
+    """JSON keeps a duplicated key's last value: a hand-added second "pools" block hid the first pool,
+    `config validate` said ok, and the next `config set` wrote the file back without it."""
+    assert cli("agent", "create", "ada").exit_code == 0
+    card = next(arcana_home.agents_dir.glob("*/agent.json"))
+    card_text = card.read_text()
+    budgets = arcana_home.connections_path
+    budgets.parent.mkdir(parents=True, exist_ok=True)
+    twice = '{"pools": {"team": {"members": []}},\n "pools": {"ops": {"members": []}}}\n'
+    config_path.write_text(twice)
+    for args in (("config", "validate"), ("config", "set", "recall.limit", "3"), ("config", "show"),
+                 ("recall", "tea", "--agent", "ada")):
+        result = cli(*args)
+        assert result.exit_code == 4, args
+        lines = result.stderr.strip().splitlines()
+        assert len(lines) == 1 and str(config_path) in lines[0] and "'pools' is given twice" in lines[0], (args, lines)
+    assert config_path.read_text() == twice
+    # control: the two blocks merged by hand load, and a later set keeps both pools
+    config_path.write_text('{"pools": {"team": {"members": []}, "ops": {"members": []}}}')
+    assert cli("config", "set", "recall.limit", "3").exit_code == 0
+    assert set(json.loads(config_path.read_text())["pools"]) == {"team", "ops"}
+    # an agent card and the budgets file alike: one line naming the file and the key, nothing rewritten
+    card.write_text(card_text.replace('"model": null,', '"model": null, "model": null,'))
+    budgets.write_text('{"private": {"read_timeout_ms": 900}, "private": {}}')
+    for path, key, args in ((card, "model", ("agent", "set", "ada", "--system-prompt", "hi")),
+                            (budgets, "private", ("recall", "tea", "--agent", "ada"))):
+        before = path.read_text()
+        result = cli(*args)
+        assert result.exit_code == 4, args
+        lines = result.stderr.strip().splitlines()
+        assert len(lines) == 1 and str(path) in lines[0] and f"'{key}' is given twice" in lines[0], lines
+        assert path.read_text() == before
+        path.write_text(card_text if path == card else '{"private": {"read_timeout_ms": 900}}')
+    assert cli("agent", "set", "ada", "--system-prompt", "hi").exit_code == 0  # control: each file repaired
+    assert cli("recall", "tea", "--agent", "ada").exit_code == 0
+
+
+def test_an_ollama_url_no_request_could_use_is_refused_as_a_models_base_url_is(cli, config_path):
+    """embedding.ollama_url took 'notaurl', a bad [IPv6] host and a port of 99999 (every embed then failed,
+    `remember` stored memories without vectors), and a user:password, which `arcana doctor` printed."""
+    assert cli("config", "set", "embedding.ollama_url", "http://127.0.0.1:11434/").exit_code == 0
+    before = config_path.read_text()
+    for url in ("notaurl", "http://[::1", "http://h:99999", "http://u:secret@127.0.0.1:11434"):
+        result = cli("config", "set", "embedding.ollama_url", url)
+        assert result.exit_code == 2, url
+        assert "embedding.ollama_url" in result.stderr and len(result.stderr.strip().splitlines()) == 1
+        assert config_path.read_text() == before
+    # control: a usable URL is stored (its trailing / dropped, as for a model's base_url)
+    assert json.loads(config_path.read_text())["embedding"]["ollama_url"] == "http://127.0.0.1:11434"
+    assert cli("config", "set", "embedding.ollama_url", "https://[::1]:8080/ollama").exit_code == 0
+    # written by hand, it is the file's error for every command that reads the config, the file untouched
+    text = before.replace("http://127.0.0.1:11434", "http://u:secret@127.0.0.1:11434")
+    config_path.write_text(text)
+    for args in (("config", "validate"), ("remember", "tea at five", "--agent", "ada")):
+        result = cli(*args)
+        lines = result.stderr.strip().splitlines()
+        assert (result.exit_code, len(lines)) == (4, 1), (args, lines)
+        assert str(config_path) in lines[0] and "embedding.ollama_url" in lines[0]
+    doctor = cli("doctor")  # the diagnosis names it as a failed config row, and prints no password
+    assert doctor.exit_code == 1 and "embedding.ollama_url" in doctor.stdout
+    assert "secret" not in doctor.stdout + doctor.stderr
+    assert config_path.read_text() == text
+
+
+def test_a_vault_path_is_absolute_however_it_is_set(cli, config_path, tmp_path):
+    """`vault add` stores the folder resolved, but `config set vaults.v.path notes` (or '~/notes', quoted)
+    was stored as typed: each working directory meant another folder, and a `vault index` run from
+    elsewhere dropped the first folder's notes from the index and took in another's."""
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    (folder / "tea.md").write_text("# Tea\nThe tea note.\n")
+    assert cli("config", "set", "vaults.v.path", str(folder)).exit_code == 0  # control: the full path
+    before = config_path.read_text()
+    for typed in ("notes", "~/notes", "./notes"):
+        result = cli("config", "set", "vaults.v.path", typed)
+        assert result.exit_code == 2 and "vaults.v.path" in result.stderr and "not an absolute path" in result.stderr
+        assert config_path.read_text() == before
+    indexed = cli("vault", "index", "v", "--json")
+    assert indexed.exit_code == 0, indexed.stderr
+    assert "tea.md" in cli("vault", "search", "v", "tea", "--json").stdout
+    text = before.replace(json.dumps(str(folder)), '"notes"')  # written by hand: the file's error, one line
+    config_path.write_text(text)
+    for args in (("vault", "index", "v"), ("vault", "list"), ("config", "validate")):
+        result = cli(*args)
+        lines = result.stderr.strip().splitlines()
+        assert (result.exit_code, len(lines)) == (4, 1), (args, lines)
+        assert str(config_path) in lines[0] and "vaults.v.path" in lines[0]
+    assert config_path.read_text() == text

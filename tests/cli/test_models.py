@@ -54,6 +54,24 @@ def test_openai_missing_key_env_is_a_clear_config_error(model_server, monkeypatc
     assert model_server.requests == []
 
 
+def test_a_key_no_http_header_can_carry_is_one_line_exit_2_never_shown(arcana_home, model_server):
+    """An API key variable holding a line break (a key file saved with CRLF) or a non-ASCII character
+    ended `model check` and every run in a Python traceback (exit 1) whose last line printed the key."""
+    from runner import run_arcana
+
+    model_server.reply = fixed("ok")
+    assert run_arcana("model", "add", "oa", "--provider", "openai", "--base-url", model_server.url, "--model", "gpt-x",
+                      "--api-key-env", "LOOPBACK_KEY").returncode == 0
+    for key in ("sk-secret\r\n", "sk-secret\r\nX-Injected: 1", "sk-sécret"):
+        done = run_arcana("model", "check", "oa", env={"LOOPBACK_KEY": key})
+        assert done.returncode == 2 and len(done.stderr.splitlines()) == 1, done.stderr
+        assert "$LOOPBACK_KEY" in done.stderr and "with the key alone" in done.stderr and "secret" not in done.stderr
+    assert model_server.requests == []  # nothing was sent
+    checked = run_arcana("model", "check", "oa", env={"LOOPBACK_KEY": "sk-secret-123"})  # control: a clean key
+    assert checked.returncode == 0, checked.stderr
+    assert model_server.requests[-1]["headers"]["Authorization"] == "Bearer sk-secret-123"
+
+
 @pytest.mark.parametrize("cls", [OllamaProvider, OpenAIProvider])
 def test_endpoint_down_names_model_and_url(cls):
     url = f"http://127.0.0.1:{free_port()}"

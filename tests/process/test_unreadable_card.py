@@ -76,7 +76,7 @@ def test_agent_list_shows_the_readable_agents_and_names_each_unreadable_card(hom
     listed = arcana(home, "agent", "list", "--json", code=exit_codes.CONFIG)
     assert [a["name"] for a in json.loads(listed.stdout)] == ["ada"]
     lines = listed.stderr.splitlines()
-    assert len(lines) == 1 and str(home.agent_dir(bob) / "agent.json") in lines[0] and "Invalid JSON" in lines[0]
+    assert len(lines) == 1 and str(home.agent_dir(bob) / "agent.json") in lines[0] and "invalid json" in lines[0].lower()
     assert "repair the JSON by hand, or move" in lines[0]
     # a card copied into another folder (it would take over bob's id) is named too, and ada listed once
     copy = home.agents_dir / ("0" * 32)
