@@ -9,8 +9,10 @@ purged through the ledger, the manifest is updated, and wikilink edges are
 rebuilt: for the edited notes only when no note was added, removed or
 re-aliased, else for the whole vault (a new note can resolve old links).
 
-Changed notes are applied in windows (:func:`commit_windows`): each window's
-rows commit, then its vectors, then its manifest records, so a killed pass
+Changed notes are applied in windows (:func:`commit_windows`), each window's
+notes read and parsed again when it comes (the plan keeps their manifest
+records only, so a first index of 50,000 notes no longer holds 50,000 parsed
+notes at once): each window's rows commit, then its vectors, then its manifest records, so a killed pass
 keeps every finished window and the next pass neither re-reads nor re-embeds
 it. Links are resolved after the last window, so a window also marks the
 links pending, and the pass after a kill rebuilds all of them. A record is only written after its row and vector, so the manifest never
@@ -37,7 +39,6 @@ from typing import Any
 from memory.adapters import opener as stores
 from memory.adapters.sqlite import SQLiteAdapter
 from memory.config import ArcanaConfig, load_config
-from memory.embedding.base import length_order
 from memory.errors import LockHeldError, NotFoundError
 from memory.graph.edges import EdgeStore
 from memory.graph.wikilinks import (
@@ -51,7 +52,7 @@ from memory.graph.wikilinks import (
     link_targets,
 )
 from memory.locks import WaitNotice, exclusive
-from memory.markdown.notes import NoteIdentity, ParsedNote, read_note, stat_note, walk_folder
+from memory.markdown.notes import FileStat, NoteIdentity, ParsedNote, read_note, stat_note, walk_folder
 from memory.types import MemoryEntry
 from memory.vaults import manifest
 from memory.vaults.manifest import FileRecord, Stored
@@ -120,7 +121,7 @@ class IndexPlan:
     mode: str
     stored: Stored
     current: dict[str, FileRecord]  # every note after the pass; unchanged ones without targets
-    changed: list[ParsedNote]
+    changed: list[FileRecord]  # re-read window by window at apply time: a parsed note is ~4 KB, a record ~0.4
     touched: list[FileRecord]
     scanned: int
     skipped: list[tuple[str, str]]
@@ -129,10 +130,6 @@ class IndexPlan:
     removed_paths: list[str]
     attachments: list[str]
     structural: bool  # notes added/removed/re-aliased or attachments changed: every link may resolve differently
-
-    @property
-    def changed_records(self) -> list[FileRecord]:
-        return [self.current[n.rel_path] for n in self.changed]
 
 
 def open_store(vault: Vault) -> SQLiteAdapter:
@@ -176,7 +173,7 @@ def plan_index(
             elif found is not None:
                 infos.append(found)
         mode = "targeted"
-    changed: list[ParsedNote] = []
+    changed: list[FileRecord] = []
     touched: list[FileRecord] = []
     problems: list[str] = []
     for info in infos:
@@ -196,7 +193,7 @@ def plan_index(
         if fresh and old.content_hash == record.content_hash:
             touched.append(record)
         else:
-            changed.append(parsed)
+            changed.append(record)
     if mode == "full" and not current and stored.files:
         # An unmounted drive often leaves its empty mount point behind: never empty an index over that.
         raise NotFoundError(
@@ -270,7 +267,8 @@ def commit_windows(count: int) -> list[range]:
 
 async def write_entries(
     store: SQLiteAdapter,
-    entries: list[MemoryEntry],
+    sizes: Sequence[int],
+    load: Callable[[list[int]], Awaitable[list[tuple[int, MemoryEntry]]]],
     *,
     embed: bool,
     backfill: bool,
@@ -283,9 +281,12 @@ async def write_entries(
 ) -> tuple[int, str, bool | None]:
     """The one embed step: rows, and with ``embed`` vectors for exactly these rows.
 
-    Entries go shortest first (so each window pads little), one window at a
-    time; after a window's rows and vectors have committed, ``on_window``
-    gets the indices (into ``entries``) it held. ``backfill`` also embeds rows
+    ``sizes`` are the notes' byte sizes; they go smallest first (so each
+    window pads little), one window at a time, ``load(indices)`` giving a
+    window's (index, entry) pairs only when it comes (a note gone since the
+    plan is left out), so one window's entries are held, not the folder's.
+    After a window's rows and vectors have committed, ``on_window`` gets the
+    indices it wrote. ``backfill`` also embeds rows
     left without a vector by an earlier keyword-only or killed pass. Returns
     (vectors written, what embedded them, whether every row now has a vector —
     None when unknown/unchanged). Without a usable embedder the rows are still
@@ -295,11 +296,11 @@ async def write_entries(
     embed = embed and bool(config.embedding.providers)
     vectors = vector_store(store, config, vault, gateway, notices.append) if embed else None
     embedded, model = 0, None
-    order = length_order([entry.content for entry in entries])
-    for window in commit_windows(len(entries)):
-        picked = [order[i] for i in window]
-        batch = [entries[i] for i in picked]
-        progress = _from(on_progress, window.start, len(entries))
+    order = sorted(range(len(sizes)), key=sizes.__getitem__)
+    for window in commit_windows(len(sizes)):
+        loaded = await load([order[i] for i in window])
+        picked, batch = [i for i, _ in loaded], [entry for _, entry in loaded]
+        progress = _from(on_progress, window.start, len(sizes))
         if vectors is None:
             await store.write_many(batch, on_progress=progress)
         else:
@@ -308,7 +309,7 @@ async def write_entries(
         if on_window is not None:
             await on_window(picked)
     if vectors is None:
-        return 0, "keyword-only", (False if entries else None)
+        return 0, "keyword-only", (False if sizes else None)
     from memory.errors import MemoryStorageError
 
     if notices:
@@ -322,6 +323,32 @@ async def write_entries(
         embedded += fill.embedded
         model = model or fill.model
     return embedded, model or "up to date", True
+
+
+def _reread(vault: Vault, who: NoteIdentity, records: list[FileRecord]) -> list[ParsedNote | str]:
+    """A window's notes, read and parsed again now that their window has come."""
+    return [read_note(vault.root, FileStat(r.rel_path, r.mtime_ns, r.size), who, vault.max_note_bytes) for r in records]
+
+
+def _kept(plan: IndexPlan, planned: FileRecord, note: ParsedNote | str) -> bool:
+    """Whether a re-read note is written now: not when it is unreadable (named as skipped) or now carries
+    another id (its old row's removal was not planned): unrecorded, the next pass reads it again."""
+    if isinstance(note, str):
+        plan.skipped.append((planned.rel_path, note))
+        return False
+    return note.id == planned.id
+
+
+def _replan(plan: IndexPlan, records: list[FileRecord], i: int, note: ParsedNote) -> MemoryEntry:
+    """The entry of a re-read note; a note edited since the plan replaces its record there, so the
+    manifest and links say what was written (new aliases: every link is resolved again)."""
+    record = _record(note)
+    if record != records[i]:
+        plan.structural = plan.structural or record.aliases != records[i].aliases
+        records[i] = plan.current[record.rel_path] = record
+        if note.frontmatter_problem and note.rel_path not in plan.frontmatter_problems:
+            plan.frontmatter_problems.append(note.rel_path)
+    return note.entry
 
 
 def _from(on_progress: Progress | None, start: int, total: int) -> Progress | None:
@@ -356,14 +383,14 @@ async def _rebuild_links(store: SQLiteAdapter, plan: IndexPlan) -> dict[str, tup
         return {rel: links.tally() for rel, links in per_note.items()}
     if not plan.changed:
         return {}
-    changed = [LinkSource(r.rel_path, r.id, r.aliases, r.targets) for r in plan.changed_records]
+    changed = [LinkSource(r.rel_path, r.id, r.aliases, r.targets) for r in plan.changed]
     results = await extractor.replace_notes(_resolver(store, plan), changed)
     return {rel: links.tally() for rel, links in results.items()}
 
 
 def _sources(plan: IndexPlan, targets: dict[str, tuple[str, ...]]) -> list[LinkSource]:
     """Every note after ``plan`` as the resolver sees it: stored targets, overridden by the changed notes'."""
-    targets = {**targets, **{r.rel_path: r.targets for r in plan.changed_records}}
+    targets = {**targets, **{r.rel_path: r.targets for r in plan.changed}}
     return [LinkSource(r.rel_path, r.id, r.aliases, targets.get(r.rel_path, ())) for r in plan.current.values()]
 
 
@@ -412,10 +439,9 @@ async def index_vault(
         try:
             stored = await store.run(manifest.load)
             plan = await asyncio.to_thread(plan_index, vault, who, stored, paths)
-            entries = [note.entry for note in plan.changed]
-            report.added = sum(1 for e in entries if e.id not in stored.ids)
-            report.updated = len(entries) - report.added
-            records = plan.changed_records
+            records = plan.changed
+            report.added = sum(1 for r in records if r.id not in stored.ids)
+            report.updated = len(records) - report.added
             # A window's records may carry the identity only when no note is recorded under another one.
             owned = stored.meta.get("identity") == _identity_key(who) or not stored.files
             window_meta = {"identity": _identity_key(who), "root": str(vault.root)} if owned else {}
@@ -426,8 +452,13 @@ async def index_vault(
             async def committed(picked: list[int]) -> None:
                 await store.run(manifest.save, [records[i] for i in picked], [], window_meta, {})
 
+            async def load(picked: list[int]) -> list[tuple[int, MemoryEntry]]:
+                notes = await asyncio.to_thread(_reread, vault, who, [records[i] for i in picked])
+                return [(i, _replan(plan, records, i, note)) for i, note in zip(picked, notes, strict=True)
+                        if _kept(plan, records[i], note)]
+
             report.embedded, report.embedding, complete = await write_entries(
-                store, entries, embed=embed, config=config,
+                store, [r.size for r in records], load, embed=embed, config=config,
                 backfill=stored.meta.get("vectors") != "complete" or stored.meta.get("chunks") != CHUNKS_FORMAT,
                 vault=vault, notices=report.notices, on_progress=on_progress, gateway=gateway, on_window=committed,
             )
@@ -458,8 +489,8 @@ async def index_vault(
     report.mode = plan.mode
     report.scanned = plan.scanned
     report.unchanged = len(plan.current) - len(plan.changed)
-    report.skipped = plan.skipped
-    report.frontmatter_problems = plan.frontmatter_problems
+    report.skipped = sorted(plan.skipped)
+    report.frontmatter_problems = sorted(plan.frontmatter_problems)
     report.seconds = time.perf_counter() - started
     # A success clears an earlier failure (a watch's, or a cron run's): status shows the present.
     vault.record(last_indexed_at=time.time(), last_index=summary(report), last_error=None, last_error_at=None)
