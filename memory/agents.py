@@ -171,7 +171,7 @@ class AgentRegistry:
             text = path.read_text(encoding="utf-8")
         except (ValueError, OSError) as exc:
             raise ConfigError(f"{path}: invalid agent card: {exc}".splitlines()[0] + fix) from None
-        raw = parse_json_file(path, text, fix.removeprefix("; "))
+        raw = parse_json_file(path, text, fix.removeprefix("; "), what="invalid agent card: ")
         try:
             card = AgentCard.model_validate(raw)
         except ValidationError as exc:

@@ -497,8 +497,9 @@ def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return seen
 
 
-def parse_json_file(path: Path, text: str, fix: str = "fix the file (arcana config validate)") -> Any:
-    """``text`` (the file at ``path``) as JSON, or a one-line ConfigError naming the file.
+def parse_json_file(path: Path, text: str, fix: str = "fix the file (arcana config validate)", what: str = "") -> Any:
+    """``text`` (the file at ``path``) as JSON, or a one-line ConfigError naming the file (and ``what``
+    it is: "invalid agent card: invalid JSON …").
 
     A key given twice in one object is refused: JSON parsers keep only the last, so
     a hand-added second ``"pools"`` block hid the first without a word, and the next
@@ -507,14 +508,14 @@ def parse_json_file(path: Path, text: str, fix: str = "fix the file (arcana conf
     try:
         return json.loads(text, object_pairs_hook=_unique_keys)
     except RecursionError:
-        raise ConfigError(f"{path}: nested too deeply to be an Arcana file; {fix} — it was not changed") from None
+        raise ConfigError(f"{path}: {what}nested too deeply to be an Arcana file; {fix} — it was not changed") from None
     except json.JSONDecodeError as exc:
         raise ConfigError(
-            f"{path}: invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}; {fix} — it was not changed"
+            f"{path}: {what}invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}; {fix} — it was not changed"
         ) from exc
     except DuplicateKeyError as exc:
         raise ConfigError(
-            f"{path}: the key {str(exc)!r} is given twice in one object (only the last would count); "
+            f"{path}: {what}the key {str(exc)!r} is given twice in one object (only the last would count); "
             "merge the two into one — the file was not changed"
         ) from None
 
