@@ -682,7 +682,16 @@ class VectorAdapter:
         if not self.chunk_long:
             return
         target = chunks.chunk_table(table)
-        work = await self.store.run(chunks.stale, target, ids)
+        if ids is not None:
+            await self._fill_chunk_work(target, embedder, await self.store.run(chunks.stale, target, ids), report)
+            return
+        after: int | None = 0
+        while after is not None:  # the whole store: a page of long memories at a time
+            work, after = await self.store.run(chunks.stale_page, target, after, self.commit_batch)
+            await self._fill_chunk_work(target, embedder, work, report)
+
+    async def _fill_chunk_work(self, target: str, embedder: Embedder, work: list, report: FillReport) -> None:
+        """Embed ``work``'s chunks a window of :attr:`commit_batch` texts at a time, each window committed."""
         width = embedder.dimension
         start = 0
         while start < len(work):

@@ -172,6 +172,39 @@ async def test_an_index_from_before_chunking_gets_its_chunks(vault, warm):
     assert report.embedded == 0 and len(await chunk_rows(vault)) == 2
 
 
+async def test_a_whole_store_chunk_fill_reads_a_page_of_long_memories_at_a_time(vault, warm):
+    """Finding the long memories whose chunks are stale read every long memory's text at once (~3 KB
+    a note, 44 MiB at 15,000 notes, with nothing to do); it now pages by seq, losing none."""
+    from memory.sqlite import chunks
+
+    await index_vault(vault, embed=True, gateway=warm)
+    whole = await vectored_chunks(vault)
+    store = open_store(vault)
+    try:
+        await store.ensure_vec()
+        household = await store.run(lambda raw: raw.execute(
+            "SELECT seq FROM memories WHERE content LIKE '%Household%'").fetchone()[0])
+        await store.run(lambda raw: (raw.execute(
+            "DELETE FROM memory_chunkvec_1 WHERE rowid IN (SELECT id FROM memory_chunks WHERE seq = ?)", (household,)),
+            raw.execute("DELETE FROM vault_meta WHERE key = 'chunks'"), raw.commit()))
+        pages, after = [], 0
+        while after is not None:
+            work, after = await store.run(chunks.stale_page, "memory_chunkvec_1", after, 1)
+            pages.append([w.seq for w in work])
+    finally:
+        await store.aclose()
+    # One long memory a page: Allotment (chunks current) gives an empty page, Household its work; Tea is short.
+    assert sorted(pages) == [[], [], [household]]
+    assert await vectored_chunks(vault) != whole
+    report = await index_vault(vault, embed=True, gateway=warm)  # the paged fill puts back what was taken
+    assert report.embedded == 0 and await vectored_chunks(vault) == whole
+
+
+async def vectored_chunks(vault) -> dict[str, list[tuple[int, int]]]:
+    """Each memory's (chunk number, has a vector): chunk ids change when chunks are made again."""
+    return {m: [(number, v) for _, number, v in rows] for m, rows in (await chunk_rows(vault)).items()}
+
+
 def test_vault_search_json_carries_the_snippet(cli, vault):
     assert cli("vault", "index", "long").exit_code == 0
     result = cli("vault", "search", "long", "aphids on tomato plants", "--mode", "semantic", "--json", "--no-expand")
