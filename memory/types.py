@@ -116,6 +116,8 @@ def storable_time(value: datetime) -> datetime:
         raise ValueError(f"{value.isoformat()} is outside the times a memory can hold exactly "
                          f"({EARLIEST.year}-01-01 to {LATEST.year - 1}-12-31)")
     return aware.astimezone(UTC)
+
+
 class Audience(Enum):
     """Who is reading."""
 

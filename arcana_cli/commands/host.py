@@ -57,7 +57,7 @@ def setup(
     else:
         try:
             card = cli.agent(agent)
-        except AmbiguousAgentError:
+        except AmbiguousAgentError:  # a NotFoundError too, but one --write cannot settle
             raise
         except NotFoundError:
             out.warn(f"no agent named '{agent}' yet; --write creates it (the files then name its id)")

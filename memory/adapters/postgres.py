@@ -527,8 +527,7 @@ class PostgresAdapter:
     async def _write_embedder(self, meta: EmbeddingMeta | None) -> Embedder | None:
         embedder = await self.embedder(meta)
         if embedder is None:
-            pinned = f" compatible with the pinned model {meta.model}" if meta else ""
-            self._notice(f"no healthy embedder{pinned}: memories are stored without vectors; run `arcana reindex` later")
+            self._notice(f"{_no_embedder(meta)}: memories are stored without vectors; run `arcana reindex` later")
         return embedder
 
     async def _embed_rows(self, embedder: Embedder, rows: Sequence[Any]) -> int | None:
@@ -578,8 +577,7 @@ class PostgresAdapter:
         meta = await self.meta()
         embedder = None if self.gateway is None else await self.embedder(meta)
         if embedder is None:
-            pinned = f" compatible with the pinned model {meta.model}" if meta else ""
-            raise MemoryStorageError(f"{self.path}: cannot embed: no healthy embedder{pinned}")
+            raise MemoryStorageError(f"{self.path}: cannot embed: {_no_embedder(meta)}")
         pinned = meta is not None
         total = await self._call(vector_sql.stale_count, pinned)
         done = 0
@@ -657,6 +655,11 @@ _CENSUS = (
     "count(*) FILTER (WHERE archived = 1), count(*) FILTER (WHERE visibility = 'hidden'), "
     "count(*) FILTER (WHERE visibility = 'private'), count(*) FILTER (WHERE valid_to IS NOT NULL) FROM memories"
 )
+
+
+def _no_embedder(meta: EmbeddingMeta | None) -> str:
+    pinned = f" compatible with the pinned model {meta.model}" if meta else ""
+    return f"no healthy embedder{pinned}"
 
 
 async def _growth(conn, after: int) -> Growth:

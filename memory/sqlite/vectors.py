@@ -77,7 +77,10 @@ def embedded_of(raw, entry_id: str) -> tuple[int, str]:
 def stale_rows(raw, table: str | None, ids: Sequence[str]) -> list[tuple[int, str, str]]:
     """The rows of ``ids`` (seq, id, embedded text) whose vector in ``table`` is missing or was made from other text."""
     rows = [tuple(r) for r in select_in(raw, f"SELECT seq, id, {EMBEDDED_TEXT_SQL} FROM memories WHERE id IN ({{marks}})", ids)]
-    return _stale(raw, table, rows)
+    if not rows or table is None or not table_exists(raw, table):
+        return rows
+    hashes = dict(select_in(raw, f"SELECT rowid, content_hash FROM {table} WHERE rowid IN ({{marks}})", [r[0] for r in rows]))
+    return [r for r in rows if hashes.get(r[0]) != content_hash(r[2])]
 
 
 class StoredHashes:
@@ -119,13 +122,6 @@ def stale_page(raw, hashes: StoredHashes, after: int, limit: int) -> tuple[list[
         f"SELECT seq, id, {EMBEDDED_TEXT_SQL} FROM memories WHERE seq > ? ORDER BY seq LIMIT ?", (after, limit)
     )]
     return hashes.stale(rows), rows[-1][0] if rows else after, len(rows)
-
-
-def _stale(raw, table: str | None, rows: list[tuple[int, str, str]]) -> list[tuple[int, str, str]]:
-    if not rows or table is None or not table_exists(raw, table):
-        return rows
-    hashes = dict(select_in(raw, f"SELECT rowid, content_hash FROM {table} WHERE rowid IN ({{marks}})", [r[0] for r in rows]))
-    return [r for r in rows if hashes.get(r[0]) != content_hash(r[2])]
 
 
 def read_meta(raw) -> EmbeddingMeta | None:
