@@ -741,10 +741,13 @@ def _prune_txn(raw, policy: PrunePolicy, actor: str, on_progress: Report | None)
         if policy.max_entries is not None or policy.max_bytes is not None:
             sql, params = prune_order.candidates_sql(SQLITE)
             totals = raw.execute(prune_order.totals_sql(SQLITE)).fetchone()
-            rows = progress.counting(raw.execute(sql, params))
-            keys = [prune_order.sort_key(row, policy.max_bytes is not None) for row in rows]
-            for mid in prune_order.overflow(keys, totals, policy.max_entries, policy.max_bytes, condenser):
-                victims[mid] = None
+            def read():
+                return progress.counting(raw.execute(sql, params))
+
+            with prune_order.staged_order(raw, read, policy.max_bytes is not None) as (ordered, last_digests):
+                for mid in prune_order.overflow(ordered, totals, policy.max_entries, policy.max_bytes, condenser,
+                                                last_digests):
+                    victims[mid] = None
         for mid in consolidation.derived_from(raw, list(victims), live_only=live_only):
             victims[mid] = None  # a summary goes with a fact it carries, whatever its importance
         # A row an outside edit left unreadable is left as it is (doctor names it, `memory revert` repairs it):

@@ -76,9 +76,14 @@ def compact_text(text: str, names: frozenset[str] = frozenset()) -> str:
 
 @dataclass
 class Merge:
+    """A merge, or one part of it: a cluster too big to hold at once (one fact said thousands of
+    times) is applied a page of sources at a time, each part checked against the keeper as read."""
+
     keep: MemoryEntry
     sources: list[MemoryEntry]
     importance: float
+    opens: bool = True  # its merge's first part: counted as a merge, listed as a decision
+    lifts: bool = True  # its merge's last part: applying it gives the keeper ``importance``
 
     def as_dict(self) -> dict:
         return {"keep": self.keep.id, "content": self.keep.content, "importance": round(self.importance, 3),
@@ -108,9 +113,11 @@ class Plan:
 
     def add(self, decision: Merge | Digest) -> None:
         if isinstance(decision, Merge):
-            self.tally.update(merged=1, merged_sources=len(decision.sources))
-            if self.keep:
+            self.tally.update(merged=int(decision.opens), merged_sources=len(decision.sources))
+            if self.keep and decision.opens:
                 self.merges.append(decision.as_dict())
+            elif self.keep:  # a later part of the merge just listed
+                self.merges[-1]["sources"].extend(s.id for s in decision.sources)
         else:
             self.tally.update(digests=1, digested=len(decision.sources), idle=len(decision.idle))
             if self.keep:
@@ -125,9 +132,10 @@ class Plan:
         return {**{name: self.tally[name] for name in names}, "archived": self.archived}
 
 
-def _keeper(group: Sequence[MemoryEntry]) -> MemoryEntry:
+def keeper(group: Sequence[MemoryEntry]) -> MemoryEntry:
     """The member that says the most; among equals the most trusted, then the earliest. A derived
-    memory (an echo, a summary) never keeps over what it was made from: no fact is archived into one."""
+    memory (an echo, a summary) never keeps over what it was made from: no fact is archived into one.
+    A total order (ids break ties), so the keeper of keepers of parts is the keeper of the whole."""
     return min(group, key=lambda e: (e.derived, -len(content_words(e.content)), _TRUST[e.confidence_source],
                                      e.created_at, e.id))
 
@@ -151,14 +159,22 @@ def restates(words: frozenset[str], vector, other_words: frozenset[str], other_v
 def merge_of(group: Sequence[MemoryEntry]) -> Merge | None:
     """A cluster of restatements (chained pairs) as one merge: its keeper, and the members the
     keeper itself carries as sources, importance lifted by how often it was said."""
-    keep = _keeper(group)
-    kept_words = content_words(keep.content)
-    sources = [e for e in group if e is not keep and carries(kept_words, content_words(e.content))]
+    keep = keeper(group)
+    sources = sources_for(keep, group)
     if not sources:
         return None
-    top = max([keep.importance, *(s.importance for s in sources)])
-    lifted = min(top + REINFORCE_STEP * len(sources), max(top, REINFORCE_CEILING))
-    return Merge(keep, sources, lifted)
+    return Merge(keep, sources, lifted(max([keep.importance, *(s.importance for s in sources)]), len(sources)))
+
+
+def sources_for(keep: MemoryEntry, members: Sequence[MemoryEntry]) -> list[MemoryEntry]:
+    """The members (in order) other than ``keep`` whose content words ``keep`` carries."""
+    kept_words = content_words(keep.content)
+    return [e for e in members if e.id != keep.id and carries(kept_words, content_words(e.content))]
+
+
+def lifted(top: float, sources: int) -> float:
+    """A keeper's importance after a merge: the highest of the merged, lifted by how often it was said."""
+    return min(top + REINFORCE_STEP * sources, max(top, REINFORCE_CEILING))
 
 
 def _date_words(start: datetime, end: datetime) -> str:

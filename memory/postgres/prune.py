@@ -31,6 +31,7 @@ async def prune(conn, policy: PrunePolicy, actor: str, on_progress: Report | Non
             if len(keys) % progress.every == 0:
                 progress.advance(progress.every)
         progress.advance(len(keys) % progress.every)
+        keys.sort()
         for mid in prune_order.overflow(keys, totals, policy.max_entries, policy.max_bytes):
             victims[mid] = None
     ids = policy.restrict(list(victims))

@@ -21,13 +21,16 @@ A row cap and a byte budget (content bytes of live memories) take from one
 order until both are met; with a byte budget, the last tier is ranked by worth
 times content words per byte: what says the most in the fewest bytes (a
 digest of the facts of five turns, a terse fact) outlives the chattiest. The engine reads the candidates
-(:func:`candidates_sql`); the order is decided here, in Python, because "no
-content words" is the consolidation's own test (:mod:`memory.sqlite.fact_words`).
+(:func:`candidates_sql`); each one's key is decided here, in Python, because "no
+content words" is the consolidation's own test (:mod:`memory.sqlite.fact_words`);
+SQLite then sorts the keys itself (:func:`staged_order`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from itertools import islice
 from typing import NamedTuple
 
 from memory.sqlite.admission import Dialect
@@ -135,21 +138,56 @@ Shorten = Callable[[list[tuple[str, int]], int], dict[str, int]]
 ``excess`` bytes; the new size of each one it rewrote."""
 
 
-def overflow(keys: list[Key], totals: tuple[int, int], max_entries: int | None, max_bytes: int | None,
-             shorten: Shorten | None = None) -> list[str]:
-    """The ids to remove, least worth first, until ``totals`` (rows, bytes) meet both budgets;
-    ``shorten`` is asked once, as the walk reaches the last tier, for the bytes still over."""
-    keys.sort()
+def overflow(ordered: Iterable[Key], totals: tuple[int, int], max_entries: int | None, max_bytes: int | None,
+             shorten: Shorten | None = None,
+             last_digests: Callable[[], list[tuple[str, int]]] | None = None) -> list[str]:
+    """The ids to remove from ``ordered`` (the keys, sorted: least worth first), until ``totals``
+    (rows, bytes) meet both budgets; ``shorten`` is asked once, as the walk reaches the last tier,
+    for the bytes still over, with ``last_digests()``: that tier's digests as (id, bytes), in order."""
     count, nbytes = totals
     victims: list[str] = []
     sizes: dict[str, int] = {}
-    for key in keys:
+    for key in ordered:
         if key.tier == LAST_TIER and shorten is not None and max_bytes is not None and nbytes > max_bytes:
-            sizes = shorten([(k.id, k.nbytes) for k in keys if k.tier == LAST_TIER and k.digest], nbytes - max_bytes)
-            nbytes -= sum(k.nbytes - sizes[k.id] for k in keys if k.id in sizes)
+            digests = last_digests()
+            sizes = shorten(digests, nbytes - max_bytes)
+            nbytes -= sum(size - sizes[mid] for mid, size in digests if mid in sizes)
             shorten = None
         if (max_entries is None or count <= max_entries) and (max_bytes is None or nbytes <= max_bytes):
             break
         victims.append(key.id)
         count, nbytes = count - 1, nbytes - sizes.get(key.id, key.nbytes)
     return victims
+
+
+_STAGE = "prune_order_keys"
+_STAGE_PAGE = 2_000
+
+
+@contextmanager
+def staged_order(raw, read: Callable[[], Iterable[tuple]], by_bytes: bool) -> Iterator[tuple[Iterator[Key], Callable]]:
+    """SQLite: the :func:`candidates_sql` rows ``read()`` gives, as :class:`Key` s least worth first,
+    and the ``last_digests`` :func:`overflow` asks for, sorted by SQLite in a TEMP table (spilled to
+    disk past the cache), so a million rows' keys are never held in Python at once (about 300 bytes
+    a row were). Columns without a type keep each value as Python gave it, and TEXT compares as
+    Python's ``str`` does, so the order is the one ``sorted`` gives. The table is made before
+    ``read()`` starts (a schema change would abort a statement in progress) and dropped after."""
+    raw.execute(f"CREATE TEMP TABLE IF NOT EXISTS {_STAGE} (tier, worth, used_at, id, nbytes, digest)")
+    cursor = None
+    try:
+        insert = f"INSERT INTO temp.{_STAGE} VALUES (?, ?, ?, ?, ?, ?)"
+        rows = iter(read())
+        while page := [sort_key(row, by_bytes) for row in islice(rows, _STAGE_PAGE)]:
+            raw.executemany(insert, page)
+        order = " ORDER BY tier, worth, used_at, id"
+        cursor = raw.execute(f"SELECT * FROM temp.{_STAGE}{order}")
+
+        def last_digests() -> list[tuple[str, int]]:
+            sql = f"SELECT id, nbytes FROM temp.{_STAGE} WHERE tier = ? AND digest{order}"
+            return [(mid, size) for mid, size in raw.execute(sql, (LAST_TIER,))]
+
+        yield (Key(*r) for r in cursor), last_digests
+    finally:
+        if cursor is not None:
+            cursor.close()  # an unfinished read would keep the table from being dropped
+        raw.execute(f"DROP TABLE IF EXISTS temp.{_STAGE}")

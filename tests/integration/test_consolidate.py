@@ -347,3 +347,63 @@ async def test_a_store_that_says_one_thing_thousands_of_times_is_walked_in_as_li
     assert (plans[0]["merged"], plans[0]["merged_sources"]) == (1, 1)  # the control's teas
     assert (plans[1]["merged"], plans[1]["merged_sources"]) == (1, 1_999)
     assert peaks[1] < 3 * peaks[0], peaks
+
+
+async def test_a_cluster_bigger_than_a_page_merges_in_parts_exactly_as_when_read_whole(store, tmp_path, monkeypatch):
+    """A cluster of restatements was read whole, every member as a memory at once (313 MiB peak on
+    50,000 copies of one sentence); one bigger than a page is now read a page at a time and merged in
+    parts. With a page of 4 the 11-row cluster decides and ends exactly as with one page (its
+    keeper, the earliest, in a middle page); the two teas, a cluster within a page, are the control."""
+    from memory.adapters.sqlite import SQLiteAdapter
+    from memory.consolidation import store as walk
+
+    said = [fact("The user prefers metric units.", importance=0.3 + i / 100) for i in range(10)]
+    said.insert(6, fact("The user prefers metric units.", importance=0.4, created_at=OLD))
+    rows = [*said, fact("I like tea."), fact("I like tea.")]
+    whole = SQLiteAdapter(tmp_path / "whole" / "memory.db", actor="test")
+    ends, plans = [], []
+    try:
+        for target, page in ((whole, walk.PAGE), (store, 4)):
+            monkeypatch.setattr(walk, "PAGE", page)
+            await target.write_many(rows)
+            plans.append((await consolidate_store(target, NOW, dry_run=True, decisions=True))[1])
+            await consolidate_store(target, NOW)
+            edges = await target.run(lambda raw: sorted(tuple(r) for r in raw.execute(
+                "SELECT src_id, dst_id FROM memory_edges WHERE relation = ?", (SOURCES,))))
+            ends.append(({i: (e.archived, round(e.importance, 6)) for i, e in (await _rows(target)).items()}, edges))
+    finally:
+        await whole.aclose()
+    assert plans[0].counts() == plans[1].counts() and plans[1].counts()["merged"] == 2, plans[1].counts()
+    assert plans[0].merges == plans[1].merges
+    metric = next(m for m in plans[1].merges if m["keep"] == said[6].id)
+    assert metric["sources"] == [e.id for e in said if e is not said[6]] and metric["importance"] == 0.85
+    assert ends[0] == ends[1]
+    assert not ends[1][0][said[6].id][0] and ends[1][0][said[6].id][1] == 0.85  # the keeper stays, lifted
+    assert len(ends[1][1]) == 11  # ten copies and one tea, each linked to its keeper
+
+
+async def test_a_cluster_is_never_held_whole_however_many_times_one_thing_was_said(store, tmp_path, monkeypatch):
+    """With a page of 50, 2,000 copies of one sentence peak near 2,000 different sentences (2.5x: the
+    cluster's seqs are held as ints): the cluster was read whole, every copy a memory at once (13x)."""
+    import tracemalloc
+
+    from memory.adapters.sqlite import SQLiteAdapter
+    from memory.consolidation import store as walk
+
+    monkeypatch.setattr(walk, "PAGE", 50)
+    copies = [fact("The user prefers metric units.") for _ in range(2_000)]
+    different = [fact(f"The user keeps crate {i} on shelf s{i}x of aisle a{i}y.") for i in range(2_000)]
+    other = SQLiteAdapter(tmp_path / "different" / "memory.db", actor="test")
+    peaks, plans = [], []
+    try:
+        for target, rows in ((other, [*different, fact("I like tea."), fact("I like tea.")]), (store, copies)):
+            await target.write_many(rows)
+            tracemalloc.start()
+            plans.append((await consolidate_store(target, NOW, dry_run=True))[1].counts())
+            peaks.append(tracemalloc.get_traced_memory()[1])
+            tracemalloc.stop()
+    finally:
+        await other.aclose()
+    assert (plans[0]["merged"], plans[0]["merged_sources"]) == (1, 1)  # the control's teas
+    assert (plans[1]["merged"], plans[1]["merged_sources"]) == (1, 1_999)
+    assert peaks[1] < 4 * peaks[0], peaks
