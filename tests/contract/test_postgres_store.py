@@ -246,6 +246,31 @@ async def test_keyword_ranks_a_bounded_candidate_set_after_admission_and_filters
         await store.aclose()
 
 
+async def test_a_rare_word_is_never_lost_behind_a_common_words_matches(pg_url, monkeypatch):
+    """"meeting auditors": the one row holding both words ranks first, though it was written after
+    more rows holding "meeting" than the server ranks (its cap, 50 per wanted row here) and the
+    planner scans the table in the order rows were written. SQLite ranks every match."""
+    import asyncpg
+
+    import memory.postgres.search as pg
+
+    monkeypatch.setattr(pg, "KEYWORD_CANDIDATES", 1)
+    store = PostgresAdapter(pg_url, actor="test")
+    try:
+        await store.write_many([entry(f"Weekly meeting number {i} went fine") for i in range(300)])
+        await store.write(entry("Meeting with the auditors about the tax filing"))
+        conn = await asyncpg.connect(pg_url)
+        try:
+            await conn.execute("ANALYZE memories")  # as autovacuum would: the planner now picks a plain scan
+        finally:
+            await conn.close()
+        first, second = await store.search(MemoryQuery(text="meeting auditors", limit=2))
+        assert "auditors" in first.content
+        assert second.content.startswith("Weekly meeting")  # the common word's matches still fill the page
+    finally:
+        await store.aclose()
+
+
 async def test_postgres_ledger_rejects_update_and_delete(pg_url):
     import asyncpg
 
