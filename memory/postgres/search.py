@@ -51,34 +51,48 @@ async def keyword(conn, tq, clause, limit: int):
     so "meeting auditors" lost the one row holding "auditors" behind 1,000
     older meetings, where SQLite ranked it first. A word matching more rows
     than its share ranks a sample of them: recall is bounded, precision kept.
-    A stop-word-only query matches on the stemming, stop-word-keeping configuration computed
-    per row (no index, so one scan, not one per word): rare, and what SQLite's FTS5 would still find.
+    ts_rank_cd knows nothing of how rare a word is, so each row's rank is
+    weighted by the rarity of the words it holds (see :data:`_RARITY`), as
+    FTS5's BM25 weighs them. A stop-word-only query matches on the stemming,
+    stop-word-keeping configuration computed per row (no index, so one scan,
+    not one per word): rare, and what SQLite's FTS5 would still find.
     """
     n = len(clause.params)
     cap = max(KEYWORD_CANDIDATES, 50 * limit)
     # The query inline, not as a FROM item: joined from a function scan, the GIN
     # index went unused (13 ms instead of under 1 ms on 5,000 rows).
     q = f"websearch_to_tsquery('{tq.config}'::regconfig, {search_words(f'${n + 1}')})"
-    rank = f"SELECT {SELECT_COLUMNS}, ts_rank_cd({{vector}}, {q}, 1) AS rank, m.seq FROM memories m"
     if tq.config != TEXT_CONFIG or len(tq.tokens) < 2:
         vector = "m.tsv" if tq.config == TEXT_CONFIG else STOPWORD_VECTOR
         sql = (
-            f"SELECT * FROM ({rank.format(vector=vector)} WHERE {vector} @@ {q} AND {clause.sql} LIMIT ${n + 3}) AS c "
-            f"ORDER BY rank DESC, seq LIMIT ${n + 2}"
+            f"SELECT * FROM (SELECT {SELECT_COLUMNS}, ts_rank_cd({vector}, {q}, 1) AS rank, m.seq FROM memories m "
+            f"WHERE {vector} @@ {q} AND {clause.sql} LIMIT ${n + 3}) AS c ORDER BY rank DESC, seq LIMIT ${n + 2}"
         )
         return await conn.fetch(sql, *clause.params, tq.text, limit, cap)
-    each = " UNION ".join(
-        f"(SELECT m.seq FROM memories m WHERE m.tsv @@ websearch_to_tsquery('{TEXT_CONFIG}'::regconfig, "
+    each = " UNION ALL ".join(
+        f"(SELECT m.seq, {i} AS word FROM memories m WHERE m.tsv @@ websearch_to_tsquery('{TEXT_CONFIG}'::regconfig, "
         f"{search_words(f'${n + 4 + i}')}) AND {clause.sql} LIMIT ${n + 3})"
         for i in range(len(tq.tokens))
     )
-    # = ANY(ARRAY(...)): the candidates are fetched first and looked up by seq; as an IN join the
-    # planner hashed them against a scan of the whole table.
     sql = (
-        f"SELECT * FROM ({rank.format(vector='m.tsv')} WHERE m.seq = ANY(ARRAY({each}))) AS c "
-        f"ORDER BY rank DESC, seq LIMIT ${n + 2}"
+        f"WITH hits AS MATERIALIZED ({each}), "
+        "found AS (SELECT word, count(*) AS df FROM hits GROUP BY word), "
+        f"weighted AS MATERIALIZED (SELECT h.seq, sum({_RARITY.format(share=f'${n + 3}')}) AS weight "
+        "FROM hits h JOIN found f USING (word) GROUP BY h.seq) "
+        f"SELECT {SELECT_COLUMNS}, w.weight * ts_rank_cd(m.tsv, {q}, 1) AS rank, m.seq "
+        # = ANY(ARRAY(...)) looks the candidates up by seq; joined alone, the planner hashed them
+        # against a scan of the whole table.
+        "FROM weighted w JOIN memories m ON m.seq = w.seq WHERE m.seq = ANY(ARRAY(SELECT seq FROM weighted)) "
+        f"ORDER BY rank DESC, m.seq LIMIT ${n + 2}"
     )
     return await conn.fetch(sql, *clause.params, tq.text, limit, -(-cap // len(tq.tokens)), *tq.tokens)
+
+
+# How much a word a row holds weighs in its rank: ln(1 + share / matches), the words' own
+# matches counted up to their share of the candidate set. A word only this row holds weighs
+# about 6 at a share of 500, one that fills its share ln 2: the ordering BM25's idf gives,
+# from counts the candidate set already made (no table statistics, no extra read).
+_RARITY = "ln(1 + {share}::float8 / f.df)"
 
 
 async def knn(conn, vector_text: str, clause, limit: int):

@@ -271,6 +271,16 @@ async def test_a_rare_word_is_never_lost_behind_a_common_words_matches(pg_url, m
         await store.aclose()
 
 
+async def test_a_row_holding_the_rarer_word_ranks_first_on_both_engines(store):
+    """"meeting auditors" over twenty short meetings and one long row about the auditors: the rare
+    word's row first, as BM25 weighs it (ts_rank_cd alone, length-normalised, put the meetings first)."""
+    await store.write_many([entry(f"Weekly meeting number {i} went fine") for i in range(20)])
+    await store.write(entry("The auditors came by on Friday to review the quarterly tax filing documents with the finance team"))
+    first, *rest = await store.search(MemoryQuery(text="meeting auditors", limit=3))
+    assert "auditors" in first.content
+    assert len(rest) == 2 and all(e.content.startswith("Weekly meeting") for e in rest)  # the common word still ranks
+
+
 async def test_postgres_ledger_rejects_update_and_delete(pg_url):
     import asyncpg
 
