@@ -36,6 +36,7 @@ STOPWORD_VECTOR = f"arcana_tsvector('{STOPWORD_CONFIG}'::regconfig, {search_word
 class TextQuery:
     config: str  # 'english' (the indexed tsvector) or STOPWORD_CONFIG (stop words only, computed per row)
     text: str  # the websearch_to_tsquery argument
+    tokens: tuple[str, ...] = ()  # its words, each a query of its own for the bounded candidate set
 
 
 def text_query(parsed: QueryTerms) -> TextQuery | None:
@@ -43,4 +44,4 @@ def text_query(parsed: QueryTerms) -> TextQuery | None:
     if not parsed.tokens:
         return None
     config = STOPWORD_CONFIG if parsed.only_stopwords else TEXT_CONFIG
-    return TextQuery(config, " or ".join(parsed.tokens))
+    return TextQuery(config, " or ".join(parsed.tokens), tuple(parsed.tokens))

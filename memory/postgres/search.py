@@ -45,24 +45,54 @@ async def keyword(conn, tq, clause, limit: int):
     The GIN index finds admitted matches; only the first
     :data:`KEYWORD_CANDIDATES` of them (at least 50 per wanted row) are
     ranked, so a common word costs the same at 1M rows as at 10k instead of
-    detoasting and ranking every match (36 ms at 100k). A query matching more
-    rows than that ranks a sample of them: recall is bounded, precision kept.
-    A stop-word-only query matches on the stemming, stop-word-keeping configuration computed
-    per row (no index): rare, and what SQLite's FTS5 would still find.
+    detoasting and ranking every match (36 ms at 100k). The bound is shared
+    among the query's words, each taking its own first matches: one bound
+    over the OR of them filled up with a common word's rows in table order,
+    so "meeting auditors" lost the one row holding "auditors" behind 1,000
+    older meetings, where SQLite ranked it first. A word matching more rows
+    than its share ranks a sample of them: recall is bounded, precision kept.
+    ts_rank_cd knows nothing of how rare a word is, so each row's rank is
+    weighted by the rarity of the words it holds (see :data:`_RARITY`), as
+    FTS5's BM25 weighs them. A stop-word-only query matches on the stemming,
+    stop-word-keeping configuration computed per row (no index, so one scan,
+    not one per word): rare, and what SQLite's FTS5 would still find.
     """
     n = len(clause.params)
-    if tq.config == TEXT_CONFIG:
-        vector = "m.tsv"
-    else:
-        vector = STOPWORD_VECTOR
+    cap = max(KEYWORD_CANDIDATES, 50 * limit)
     # The query inline, not as a FROM item: joined from a function scan, the GIN
     # index went unused (13 ms instead of under 1 ms on 5,000 rows).
     q = f"websearch_to_tsquery('{tq.config}'::regconfig, {search_words(f'${n + 1}')})"
-    sql = (
-        f"SELECT * FROM (SELECT {SELECT_COLUMNS}, ts_rank_cd({vector}, {q}, 1) AS rank, m.seq FROM memories m "
-        f"WHERE {vector} @@ {q} AND {clause.sql} LIMIT ${n + 3}) AS c ORDER BY rank DESC, seq LIMIT ${n + 2}"
+    if tq.config != TEXT_CONFIG or len(tq.tokens) < 2:
+        vector = "m.tsv" if tq.config == TEXT_CONFIG else STOPWORD_VECTOR
+        sql = (
+            f"SELECT * FROM (SELECT {SELECT_COLUMNS}, ts_rank_cd({vector}, {q}, 1) AS rank, m.seq FROM memories m "
+            f"WHERE {vector} @@ {q} AND {clause.sql} LIMIT ${n + 3}) AS c ORDER BY rank DESC, seq LIMIT ${n + 2}"
+        )
+        return await conn.fetch(sql, *clause.params, tq.text, limit, cap)
+    each = " UNION ALL ".join(
+        f"(SELECT m.seq, {i} AS word FROM memories m WHERE m.tsv @@ websearch_to_tsquery('{TEXT_CONFIG}'::regconfig, "
+        f"{search_words(f'${n + 4 + i}')}) AND {clause.sql} LIMIT ${n + 3})"
+        for i in range(len(tq.tokens))
     )
-    return await conn.fetch(sql, *clause.params, tq.text, limit, max(KEYWORD_CANDIDATES, 50 * limit))
+    sql = (
+        f"WITH hits AS MATERIALIZED ({each}), "
+        "found AS (SELECT word, count(*) AS df FROM hits GROUP BY word), "
+        f"weighted AS MATERIALIZED (SELECT h.seq, sum({_RARITY.format(share=f'${n + 3}')}) AS weight "
+        "FROM hits h JOIN found f USING (word) GROUP BY h.seq) "
+        f"SELECT {SELECT_COLUMNS}, w.weight * ts_rank_cd(m.tsv, {q}, 1) AS rank, m.seq "
+        # = ANY(ARRAY(...)) looks the candidates up by seq; joined alone, the planner hashed them
+        # against a scan of the whole table.
+        "FROM weighted w JOIN memories m ON m.seq = w.seq WHERE m.seq = ANY(ARRAY(SELECT seq FROM weighted)) "
+        f"ORDER BY rank DESC, m.seq LIMIT ${n + 2}"
+    )
+    return await conn.fetch(sql, *clause.params, tq.text, limit, -(-cap // len(tq.tokens)), *tq.tokens)
+
+
+# How much a word a row holds weighs in its rank: ln(1 + share / matches), the words' own
+# matches counted up to their share of the candidate set. A word only this row holds weighs
+# about 6 at a share of 500, one that fills its share ln 2: the ordering BM25's idf gives,
+# from counts the candidate set already made (no table statistics, no extra read).
+_RARITY = "ln(1 + {share}::float8 / f.df)"
 
 
 async def knn(conn, vector_text: str, clause, limit: int):

@@ -246,6 +246,41 @@ async def test_keyword_ranks_a_bounded_candidate_set_after_admission_and_filters
         await store.aclose()
 
 
+async def test_a_rare_word_is_never_lost_behind_a_common_words_matches(pg_url, monkeypatch):
+    """"meeting auditors": the one row holding both words ranks first, though it was written after
+    more rows holding "meeting" than the server ranks (its cap, 50 per wanted row here) and the
+    planner scans the table in the order rows were written. SQLite ranks every match."""
+    import asyncpg
+
+    import memory.postgres.search as pg
+
+    monkeypatch.setattr(pg, "KEYWORD_CANDIDATES", 1)
+    store = PostgresAdapter(pg_url, actor="test")
+    try:
+        await store.write_many([entry(f"Weekly meeting number {i} went fine") for i in range(300)])
+        await store.write(entry("Meeting with the auditors about the tax filing"))
+        conn = await asyncpg.connect(pg_url)
+        try:
+            await conn.execute("ANALYZE memories")  # as autovacuum would: the planner now picks a plain scan
+        finally:
+            await conn.close()
+        first, second = await store.search(MemoryQuery(text="meeting auditors", limit=2))
+        assert "auditors" in first.content
+        assert second.content.startswith("Weekly meeting")  # the common word's matches still fill the page
+    finally:
+        await store.aclose()
+
+
+async def test_a_row_holding_the_rarer_word_ranks_first_on_both_engines(store):
+    """"meeting auditors" over twenty short meetings and one long row about the auditors: the rare
+    word's row first, as BM25 weighs it (ts_rank_cd alone, length-normalised, put the meetings first)."""
+    await store.write_many([entry(f"Weekly meeting number {i} went fine") for i in range(20)])
+    await store.write(entry("The auditors came by on Friday to review the quarterly tax filing documents with the finance team"))
+    first, *rest = await store.search(MemoryQuery(text="meeting auditors", limit=3))
+    assert "auditors" in first.content
+    assert len(rest) == 2 and all(e.content.startswith("Weekly meeting") for e in rest)  # the common word still ranks
+
+
 async def test_postgres_ledger_rejects_update_and_delete(pg_url):
     import asyncpg
 
