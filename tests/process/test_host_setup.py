@@ -150,6 +150,23 @@ def test_a_malformed_existing_file_is_refused_and_nothing_is_written(home, proje
     assert arcana("agent", "list", "--json").stdout.strip() == "[]"
 
 
+def test_a_key_given_twice_is_refused_and_once_merged_both_halves_are_kept(home, project):
+    """json keeps the last of a twice-given key: a second "mcpServers" pasted into .mcp.json was
+    dropped with the user's github server in it when the merged file was written back."""
+    twice = '{"mcpServers": {"github": {"command": "gh-mcp"}}, "mcpServers": {"other": {"command": "x"}}}'
+    (project / ".mcp.json").write_text(twice)
+    done = setup(project, "--write")
+    assert done.returncode == exit_codes.CONFIG
+    assert "the key 'mcpServers' is given twice" in done.stderr and done.stderr.count("\n") == 1
+    assert (project / ".mcp.json").read_text() == twice and sorted(p.name for p in project.iterdir()) == [".mcp.json"]
+
+    (project / ".mcp.json").write_text('{"mcpServers": {"github": {"command": "gh-mcp"}, "other": {"command": "x"}}}')
+    done = setup(project, "--write")
+    assert done.returncode == 0, done.stderr
+    servers = json.loads((project / ".mcp.json").read_text())["mcpServers"]
+    assert sorted(servers) == ["arcana", "github", "other"] and servers["github"] == {"command": "gh-mcp"}
+
+
 def test_an_unknown_host_is_a_usage_error(home, project):
     done = arcana("host", "setup", "vim", "--agent", "dev", "--dir", str(project))
     assert done.returncode == exit_codes.USAGE and "'vim' is not one of 'claude-code'" in done.stderr
