@@ -4,8 +4,9 @@ Two files: ``.mcp.json`` (``{"mcpServers": {NAME: {"type", "command", "args",
 "env"}}}``) and ``.claude/settings.json`` (``{"hooks": {EVENT: [{"matcher",
 "hooks": [{"type": "command", "command"}]}]}}``). Merging keeps every key,
 server and hook of the user's; Arcana's own hooks are found by what they run
-(``arcana … context`` and ``arcana … host save``), so a second set-up replaces
-them in place instead of adding twins.
+(``arcana … context`` and ``arcana … host save``, however the home is given:
+``--home PATH``, ``--home=PATH`` or ``ARCANA_HOME=PATH arcana …``), so a second
+set-up replaces them in place instead of adding twins.
 
 A transcript is one JSON object a line: ``user`` lines hold what the person
 typed (a string, or text blocks) or tool results, ``assistant`` lines hold
@@ -33,6 +34,7 @@ CONTEXT, SAVE = "context", "save"  # what an Arcana hook runs
 HOOKS = (("SessionStart", SESSION_START_MATCHER, CONTEXT), ("PreCompact", PRE_COMPACT_MATCHER, SAVE), ("SessionEnd", None, SAVE))
 
 _GLOBAL_FLAGS = {"--quiet", "-q"}
+_ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")  # a hand-edited hook may set the home this way
 
 
 def mcp_entry(launcher: list[str], home: str, agent: str) -> dict[str, Any]:
@@ -102,13 +104,15 @@ def arcana_role(command: object) -> str | None:
         words = shlex.split(command)
     except ValueError:
         return None
+    while words and _ASSIGNMENT.match(words[0]):  # `ARCANA_HOME=… arcana …`: the shell's variable prefix
+        words = words[1:]
     if words and PurePath(words[0]).name == "arcana":
         rest = words[1:]
     elif words[1:3] == ["-m", "arcana_cli.main"]:
         rest = words[3:]
     else:
         return None
-    while rest and (rest[0] == "--home" or rest[0] in _GLOBAL_FLAGS):
+    while rest and (rest[0] == "--home" or rest[0].startswith("--home=") or rest[0] in _GLOBAL_FLAGS):
         rest = rest[2:] if rest[0] == "--home" else rest[1:]
     if rest[:1] == ["context"]:
         return CONTEXT

@@ -167,6 +167,29 @@ def test_a_key_given_twice_is_refused_and_once_merged_both_halves_are_kept(home,
     assert sorted(servers) == ["arcana", "github", "other"] and servers["github"] == {"command": "gh-mcp"}
 
 
+def test_arcanas_hooks_edited_by_hand_are_replaced_in_place_not_twinned(home, project):
+    """A hook the user rewrote with `--home=PATH` or an `ARCANA_HOME=PATH` prefix was not known as
+    Arcana's: the next set-up added a second one, and each session start printed the context twice."""
+    done = setup(project, "--write")
+    assert done.returncode == 0, done.stderr
+    path = project / ".claude" / "settings.json"
+    settings = json.loads(path.read_text())
+    start, save = (settings["hooks"][e][0]["hooks"][0] for e in ("SessionStart", "PreCompact"))
+    start["command"] = start["command"].replace("--home ", "--home=", 1)
+    save["command"] = f"ARCANA_HOME={shlex.quote(str(home))} " + save["command"].replace(f"--home {shlex.quote(str(home))} ", "")
+    theirs = {"type": "command", "command": "ARCANA_HOME=/elsewhere mytool context --agent dev"}  # not Arcana's
+    settings["hooks"]["SessionStart"][0]["hooks"].append(theirs)
+    path.write_text(json.dumps(settings))
+
+    again = setup(project, "--write")
+    assert again.returncode == 0, again.stderr
+    hooks = json.loads(path.read_text())["hooks"]
+    assert [len(hooks[e]) for e in ("SessionStart", "PreCompact", "SessionEnd")] == [1, 1, 1]
+    assert hooks["SessionStart"][0]["hooks"] == [{"type": "command", "command": hook_command(project, "SessionEnd")
+                                                  .replace("host save claude-code", "context")}, theirs]
+    assert hooks["PreCompact"][0]["hooks"][0]["command"] == hook_command(project, "SessionEnd")
+
+
 def test_an_unknown_host_is_a_usage_error(home, project):
     done = arcana("host", "setup", "vim", "--agent", "dev", "--dir", str(project))
     assert done.returncode == exit_codes.USAGE and "'vim' is not one of 'claude-code'" in done.stderr
