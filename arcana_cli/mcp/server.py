@@ -256,35 +256,48 @@ class MemoryTools:
         return self._answer({**_hit(entry), **_details(entry)})
 
     async def update(self, id, content, importance, tags) -> dict:
-        from memory.operator.edits import Edit, GlobalCopies, MemoryEditor, carries_users_fact
-        from memory.runtime.assembly import private_store
-
         if content is None and importance is None and tags is None:
             raise ToolFailure("nothing to change; give content, importance or tags")
         content = None if content is None else self._content(content)
         tags = self._tags(tags)
-        entry = await self._own(id)
+        if content is None:
+            return await self._edit(await self._own(id), importance, tags)
+        # Trigger: two clients update one memory at once. Why: each found it current, each stored its
+        # text, and the second's supersede found it already ended: two current versions of one fact.
+        # Outcome: the check, the write and the supersede are one decision; the second finds it gone.
+        async with self.federation.deciding():
+            return await self._replace(await self._own(id), content, importance, tags)
+
+    async def _edit(self, entry: MemoryEntry, importance, tags) -> dict:
+        """New importance or tags: an edit, not a write; the agent's importance capped here."""
+        from memory.operator.edits import Edit, GlobalCopies, MemoryEditor
+        from memory.runtime.assembly import private_store
+
+        if importance is not None and importance < entry.importance and users_own(entry):
+            raise ToolFailure(
+                f"memory {entry.id} is the user's ({entry.confidence_source}); an agent never lowers its "
+                "importance (that would withdraw what the user shared): the user or an operator can, "
+                "with `arcana memory set`"
+            )
+        changes = {"importance": _asked_importance(entry.importance, importance)} if importance is not None else {}
+        if tags is not None:
+            changes["tags"] = tags
+        editor = MemoryEditor(private_store(self.federation), copies=GlobalCopies.of_home(self.home, self.config, actor="mcp"))
+        try:
+            report = await editor.apply(entry.id, Edit("update", changes=changes), verb="changed")
+        finally:
+            await editor.aclose()
+        return self._answer({**_hit(report.entry), **_details(report.entry), "changed": report.changed,
+                             "copies": [c.as_dict() for c in report.copies]})
+
+    async def _replace(self, entry: MemoryEntry, content: str, importance, tags) -> dict:
+        """New words are a new version, written like any memory (reconciliation, the ledger, the cap).
+        An agent's claim never ends a user-confirmed fact, nor a merge or digest carrying one (its
+        supersession would reach that fact and its global copy): it is held beside it (the source rule)."""
+        from memory.operator.edits import Edit, GlobalCopies, MemoryEditor, carries_users_fact
+        from memory.runtime.assembly import private_store
+
         store = private_store(self.federation)
-        if content is None:  # an edit, not a write: the agent's importance capped here
-            if importance is not None and importance < entry.importance and users_own(entry):
-                raise ToolFailure(
-                    f"memory {entry.id} is the user's ({entry.confidence_source}); an agent never lowers its "
-                    "importance (that would withdraw what the user shared): the user or an operator can, "
-                    "with `arcana memory set`"
-                )
-            changes = {"importance": _asked_importance(entry.importance, importance)} if importance is not None else {}
-            if tags is not None:
-                changes["tags"] = tags
-            editor = MemoryEditor(store, copies=GlobalCopies.of_home(self.home, self.config, actor="mcp"))
-            try:
-                report = await editor.apply(entry.id, Edit("update", changes=changes), verb="changed")
-            finally:
-                await editor.aclose()
-            return self._answer({**_hit(report.entry), **_details(report.entry), "changed": report.changed,
-                                 "copies": [c.as_dict() for c in report.copies]})
-        # New words are a new version, written like any memory (reconciliation, the ledger, the cap).
-        # An agent's claim never ends a user-confirmed fact, nor a merge or digest carrying one (its
-        # supersession would reach that fact and its global copy): it is held beside it (the source rule).
         held = entry.id if await carries_users_fact(store, entry) else None
         successor = MemoryEntry(
             agent_id=self.card.id, type=entry.type, content=content,
