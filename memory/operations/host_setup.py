@@ -97,6 +97,8 @@ def plan(host: Host, project: Path, *, launcher: list[str], home: Path, agent: s
         before, data = _read(path)
         try:
             merged = merge(data)
+        except InvalidRequestError:  # the request, not the file, is what to change
+            raise
         except ValueError as exc:
             raise ConfigError(f"{path}: {exc}; fix the file (or move it aside) and run again; nothing was written") from None
         planned.append(PlannedFile(path, before, data, merged, _indent_of(before)))

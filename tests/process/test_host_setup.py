@@ -190,6 +190,28 @@ def test_arcanas_hooks_edited_by_hand_are_replaced_in_place_not_twinned(home, pr
     assert hooks["PreCompact"][0]["hooks"][0]["command"] == hook_command(project, "SessionEnd")
 
 
+def test_a_name_that_is_another_server_of_the_users_is_refused(home, project):
+    """`--name github` overwrote the user's github server's command and args with Arcana's: it was gone."""
+    theirs = {"mcpServers": {"github": {"command": "npx", "args": ["-y", "server-github"], "env": {"TOKEN": "x"}},
+                             "remote": {"type": "http", "url": "https://example.com/mcp"}}}
+    text = json.dumps(theirs)
+    (project / ".mcp.json").write_text(text)
+    for name in ("github", "remote"):
+        done = setup(project, "--write", "--name", name)
+        assert done.returncode == exit_codes.USAGE
+        assert f"the server '{name}' in .mcp.json runs" in done.stderr and "choose another --name" in done.stderr
+        assert (project / ".mcp.json").read_text() == text and sorted(p.name for p in project.iterdir()) == [".mcp.json"]
+
+    python = {"command": sys.executable, "args": ["-m", "arcana_cli.main", "mcp", "--agent", "old"]}
+    theirs["mcpServers"]["memory"] = python  # Arcana's own, started by an interpreter: the control
+    (project / ".mcp.json").write_text(json.dumps(theirs))
+    done = setup(project, "--write", "--name", "memory")
+    assert done.returncode == 0, done.stderr
+    servers = json.loads((project / ".mcp.json").read_text())["mcpServers"]
+    assert servers["github"] == theirs["mcpServers"]["github"] and servers["remote"] == theirs["mcpServers"]["remote"]
+    assert servers["memory"]["args"] == ["mcp", "--agent", agent_id("dev")]
+
+
 def test_an_unknown_host_is_a_usage_error(home, project):
     done = arcana("host", "setup", "vim", "--agent", "dev", "--dir", str(project))
     assert done.returncode == exit_codes.USAGE and "'vim' is not one of 'claude-code'" in done.stderr
