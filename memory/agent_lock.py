@@ -24,6 +24,7 @@ import os
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
+from contextvars import ContextVar
 from pathlib import Path
 
 from memory.errors import LockHeldError, MemoryStorageError, NotFoundError
@@ -121,6 +122,11 @@ def _lock_files(home: Home, agent_id: str, part: str = "") -> Iterator[tuple[int
         os.close(fd)
 
 
+_DECIDING: ContextVar[frozenset[tuple[str, str]]] = ContextVar("arcana_deciding", default=frozenset())
+"""The (home, agent) decision locks the running task holds: taking one again within it is a no-op,
+where a second flock on a new descriptor would wait on itself."""
+
+
 def _took(fd: int, mode: int, deadline: float, busy: str) -> bool:
     """``flock(fd, mode)`` if free now; False to try again later, :class:`LockHeldError` past ``deadline``."""
     try:
@@ -197,10 +203,18 @@ class AgentPresence:
                 f"(lock {path}); try again once it is done")
         waiting = (f"waiting for another process's write for agent '{self.name}' to be stored first "
                    f"(lock {path}; at most {DECIDE_WAIT_SECONDS:.0f}s)")
+        key, held = (str(self.home.root), self.agent_id), _DECIDING.get()
+        if key in held:  # this task decides for the agent already (an MCP update around its write)
+            yield
+            return
         with _lock_files(self.home, self.agent_id, "-decide") as (gate, fd):
             await self._take((gate, fd), fcntl.LOCK_EX, DECIDE_WAIT_SECONDS, busy, waiting)
             fcntl.flock(gate, fcntl.LOCK_UN)
-            yield
+            token = _DECIDING.set(held | {key})
+            try:
+                yield
+            finally:
+                _DECIDING.reset(token)
 
     async def _take(self, fds: tuple[int, ...], mode: int, wait_seconds: float, busy: str, waiting: str) -> None:
         """Lock each of ``fds`` in turn, without blocking the event loop; :class:`LockHeldError` (``busy``)

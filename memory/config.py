@@ -488,7 +488,8 @@ class DuplicateKeyError(ValueError):
     """A key given twice in one JSON object of a config file."""
 
 
-def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+def unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A ``json.loads`` object hook that raises DuplicateKeyError on a key given twice in one object."""
     seen: dict[str, Any] = {}
     for key, value in pairs:
         if key in seen:
@@ -506,7 +507,7 @@ def parse_json_file(path: Path, text: str, fix: str = "fix the file (arcana conf
     write (``config set``, ``agent set``) dropped it from the file for good.
     """
     try:
-        return json.loads(text, object_pairs_hook=_unique_keys)
+        return json.loads(text, object_pairs_hook=unique_keys)
     except RecursionError:
         raise ConfigError(f"{path}: {what}nested too deeply to be an Arcana file; {fix} — it was not changed") from None
     except json.JSONDecodeError as exc:

@@ -139,6 +139,22 @@ MAX_ACCESS_COUNT = 2**63 - 1
 counting a read saturates here (past it SQLite turns the sum into a float no read could take back)."""
 
 
+def normalise_tags(value: list[str]) -> list[str]:
+    """Tags as they are stored: trimmed, without a leading ``#``, blanks and repeats dropped. A
+    query's tags are read the same way, or ``--tag " work"`` or ``#work`` found nothing stored under it."""
+    seen: dict[str, None] = {}
+    for tag in value:
+        tag = tag.strip().lstrip("#")
+        if tag:
+            seen.setdefault(tag, None)
+    return list(seen)
+
+
+def _required_tags(value: list[str] | None) -> list[str] | None:
+    """A query's tags read as stored ones are; none left (``--tag ""``) is no tag filter."""
+    return normalise_tags(value) or None if value is not None else None
+
+
 class MemoryEntry(BaseModel):
     """One remembered thing.
 
@@ -200,15 +216,7 @@ class MemoryEntry(BaseModel):
             raise ValueError("content must not be blank")
         return value
 
-    @field_validator("tags")
-    @classmethod
-    def _normalise_tags(cls, value: list[str]) -> list[str]:
-        seen: dict[str, None] = {}
-        for tag in value:
-            tag = tag.strip().lstrip("#")
-            if tag:
-                seen.setdefault(tag, None)
-        return list(seen)
+    _tags = field_validator("tags")(normalise_tags)
 
     @property
     def derived(self) -> bool:
@@ -247,6 +255,7 @@ class MemoryQuery(BaseModel):
 
     _agent = field_validator("agent_id", mode="before")(_agent_str)
     _times = field_validator("since", "until", "as_of")(aware_utc)
+    _tags = field_validator("tags")(_required_tags)
 
 
 class PrunePolicy(BaseModel):

@@ -74,6 +74,7 @@ class MemoryTools:
         if self.federation.presence is not None:
             self.federation.presence.check()
         config = load_config(self.home.config_path)
+        self._follow_settings(config)
         vaults = set(attached_vaults(config, self.card))
         pools = {name for name in agent_pools(config, self.card) if self._same_pool(config, name)}
         keep = pools | {f"vault:{name}" for name in vaults}
@@ -84,6 +85,22 @@ class MemoryTools:
                     await tier.backend.aclose()
                 except Exception as exc:  # the tier is out of the federation either way
                     log.warning("closing %s: %s", tier.name, exc)
+
+    def _follow_settings(self, config: ArcanaConfig) -> None:
+        """config.json and the agent's card as they are now, as each CLI command reads them: a server
+        kept its start's, so after `config set memory.max_content_bytes 4096` it stored what
+        `arcana remember` refuses, and after `agent set --weight` its recall ranked unlike the CLI's."""
+        from memory.agents import AgentRegistry
+        from memory.ranking.decay import resolve_decay_profiles
+        from memory.runtime.assembly import extraction_settings
+
+        card = AgentRegistry(self.home).get(self.card.id) or self.card  # a deleted agent: presence said so
+        if card != self.card or config != self.config:
+            self.federation.router.rank_by(card.memory_weights,
+                                           resolve_decay_profiles(card.decay, source=f"agent '{card.name}' decay"))
+            self.federation.confidence_cap = extraction_settings(config, card).agent_confidence_cap
+            self.federation.recall_settings = config.recall
+        self.card, self.config = card, config
 
     def warnings(self) -> list[str]:
         """Said in every answer, so a host sees that the private store was broken and moved aside."""
@@ -239,35 +256,48 @@ class MemoryTools:
         return self._answer({**_hit(entry), **_details(entry)})
 
     async def update(self, id, content, importance, tags) -> dict:
-        from memory.operator.edits import Edit, GlobalCopies, MemoryEditor, carries_users_fact
-        from memory.runtime.assembly import private_store
-
         if content is None and importance is None and tags is None:
             raise ToolFailure("nothing to change; give content, importance or tags")
         content = None if content is None else self._content(content)
         tags = self._tags(tags)
-        entry = await self._own(id)
+        if content is None:
+            return await self._edit(await self._own(id), importance, tags)
+        # Trigger: two clients update one memory at once. Why: each found it current, each stored its
+        # text, and the second's supersede found it already ended: two current versions of one fact.
+        # Outcome: the check, the write and the supersede are one decision; the second finds it gone.
+        async with self.federation.deciding():
+            return await self._replace(await self._own(id), content, importance, tags)
+
+    async def _edit(self, entry: MemoryEntry, importance, tags) -> dict:
+        """New importance or tags: an edit, not a write; the agent's importance capped here."""
+        from memory.operator.edits import Edit, GlobalCopies, MemoryEditor
+        from memory.runtime.assembly import private_store
+
+        if importance is not None and importance < entry.importance and users_own(entry):
+            raise ToolFailure(
+                f"memory {entry.id} is the user's ({entry.confidence_source}); an agent never lowers its "
+                "importance (that would withdraw what the user shared): the user or an operator can, "
+                "with `arcana memory set`"
+            )
+        changes = {"importance": _asked_importance(entry.importance, importance)} if importance is not None else {}
+        if tags is not None:
+            changes["tags"] = tags
+        editor = MemoryEditor(private_store(self.federation), copies=GlobalCopies.of_home(self.home, self.config, actor="mcp"))
+        try:
+            report = await editor.apply(entry.id, Edit("update", changes=changes), verb="changed")
+        finally:
+            await editor.aclose()
+        return self._answer({**_hit(report.entry), **_details(report.entry), "changed": report.changed,
+                             "copies": [c.as_dict() for c in report.copies]})
+
+    async def _replace(self, entry: MemoryEntry, content: str, importance, tags) -> dict:
+        """New words are a new version, written like any memory (reconciliation, the ledger, the cap).
+        An agent's claim never ends a user-confirmed fact, nor a merge or digest carrying one (its
+        supersession would reach that fact and its global copy): it is held beside it (the source rule)."""
+        from memory.operator.edits import Edit, GlobalCopies, MemoryEditor, carries_users_fact
+        from memory.runtime.assembly import private_store
+
         store = private_store(self.federation)
-        if content is None:  # an edit, not a write: the agent's importance capped here
-            if importance is not None and importance < entry.importance and users_own(entry):
-                raise ToolFailure(
-                    f"memory {entry.id} is the user's ({entry.confidence_source}); an agent never lowers its "
-                    "importance (that would withdraw what the user shared): the user or an operator can, "
-                    "with `arcana memory set`"
-                )
-            changes = {"importance": _asked_importance(entry.importance, importance)} if importance is not None else {}
-            if tags is not None:
-                changes["tags"] = tags
-            editor = MemoryEditor(store, copies=GlobalCopies.of_home(self.home, self.config, actor="mcp"))
-            try:
-                report = await editor.apply(entry.id, Edit("update", changes=changes), verb="changed")
-            finally:
-                await editor.aclose()
-            return self._answer({**_hit(report.entry), **_details(report.entry), "changed": report.changed,
-                                 "copies": [c.as_dict() for c in report.copies]})
-        # New words are a new version, written like any memory (reconciliation, the ledger, the cap).
-        # An agent's claim never ends a user-confirmed fact, nor a merge or digest carrying one (its
-        # supersession would reach that fact and its global copy): it is held beside it (the source rule).
         held = entry.id if await carries_users_fact(store, entry) else None
         successor = MemoryEntry(
             agent_id=self.card.id, type=entry.type, content=content,

@@ -249,7 +249,7 @@ class MemoryFederation:
         entry = as_claimed(entry, self.confidence_cap)
         if not reconcile or self.reconciler is None:
             return await self._fan_out(entry)
-        async with self._deciding():
+        async with self.deciding():
             decision = await self.reconciler.decide_write(entry)
             if decision.kind is DecisionKind.NOOP:
                 reinforced = await self.reconciler.reinforce(decision, entry)
@@ -262,9 +262,10 @@ class MemoryFederation:
             await self.reconciler.settle(decision, entry, report)
             return report
 
-    def _deciding(self):
+    def deciding(self):
         """Held from a reconciled write's decision to its settling: another process's write for the
-        agent decides only after this one is stored (:meth:`AgentPresence.deciding`)."""
+        agent decides only after this one is stored (:meth:`AgentPresence.deciding`). Re-entrant in a
+        task, so a caller may hold it around a check and the write that depends on it."""
         return self.presence.deciding() if self.presence is not None else contextlib.nullcontext()
 
     def _writing(self):
@@ -331,7 +332,7 @@ class MemoryFederation:
         backend = self.router.private.backend
         if isinstance(backend, EmbedsAhead):  # the model's time for these texts is spent before the lock
             await backend.embedded_ahead(entries)
-        async with self._deciding():
+        async with self.deciding():
             batch = await self.reconciler.decide_many(entries)
             report = await self._fan_out_many(batch.written) if batch.written else BatchWriteReport()
             leftovers = await self.reconciler.settle_many(batch, report)

@@ -71,8 +71,7 @@ class MemoryRouter:
         monotonic: Callable[[], float] = time.monotonic,
     ):
         self.resilience = resilience or ConnectionsConfig()
-        self.weights = dict(weights or {})
-        self.decay_profiles = {**DEFAULT_PROFILES, **(decay_profiles or {})}
+        self.rank_by(weights, decay_profiles)
         self.clock = clock
         self._monotonic = monotonic
         self.private = self._wrap(private, "private", MemoryScope.PRIVATE)
@@ -80,6 +79,12 @@ class MemoryRouter:
         self.pools: dict[str, list[ResilientTier]] = {}
         for name, adapter in (pools or {}).items():
             self.register_pool(name, adapter)
+
+    def rank_by(self, weights: Mapping[MemoryType, float] | None, decay_profiles: Mapping[MemoryType, DecayProfile] | None) -> None:
+        """The agent card's type weights and decay over the defaults; set again when a long-running
+        process (the MCP server) sees the card changed."""
+        self.weights = dict(weights or {})
+        self.decay_profiles = {**DEFAULT_PROFILES, **(decay_profiles or {})}
 
     def _wrap(self, adapter: MemoryAdapter, name: str, scope: MemoryScope, pool: str | None = None, **kw: Any) -> ResilientTier:
         if isinstance(adapter, ResilientTier):

@@ -4,8 +4,9 @@ Two files: ``.mcp.json`` (``{"mcpServers": {NAME: {"type", "command", "args",
 "env"}}}``) and ``.claude/settings.json`` (``{"hooks": {EVENT: [{"matcher",
 "hooks": [{"type": "command", "command"}]}]}}``). Merging keeps every key,
 server and hook of the user's; Arcana's own hooks are found by what they run
-(``arcana … context`` and ``arcana … host save``), so a second set-up replaces
-them in place instead of adding twins.
+(``arcana … context`` and ``arcana … host save``, however the home is given:
+``--home PATH``, ``--home=PATH`` or ``ARCANA_HOME=PATH arcana …``), so a second
+set-up replaces them in place instead of adding twins.
 
 A transcript is one JSON object a line: ``user`` lines hold what the person
 typed (a string, or text blocks) or tool results, ``assistant`` lines hold
@@ -24,6 +25,8 @@ from dataclasses import dataclass, field
 from pathlib import PurePath
 from typing import IO, Any
 
+from memory.errors import InvalidRequestError
+
 MCP_FILE = ".mcp.json"
 SETTINGS_FILE = ".claude/settings.json"
 
@@ -33,6 +36,7 @@ CONTEXT, SAVE = "context", "save"  # what an Arcana hook runs
 HOOKS = (("SessionStart", SESSION_START_MATCHER, CONTEXT), ("PreCompact", PRE_COMPACT_MATCHER, SAVE), ("SessionEnd", None, SAVE))
 
 _GLOBAL_FLAGS = {"--quiet", "-q"}
+_ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")  # a hand-edited hook may set the home this way
 
 
 def mcp_entry(launcher: list[str], home: str, agent: str) -> dict[str, Any]:
@@ -55,6 +59,12 @@ def merge_mcp(existing: dict[str, Any], name: str, entry: dict[str, Any]) -> dic
     _expect(servers, dict, "'mcpServers'")
     server = servers.setdefault(name, {})
     _expect(server, dict, f"'mcpServers.{name}'")
+    runs = server.get("command", server.get("url"))
+    if runs is not None and not (server.get("url") is None and _arcana_args([runs, *_strings(server.get("args"))]) is not None):
+        # Trigger: --name names a server of the user's (`--name github`). Why: its command and args
+        # were overwritten with Arcana's, the user's server gone. Outcome: refused, nothing written.
+        raise InvalidRequestError(f"the server '{name}' in {MCP_FILE} runs {str(runs)[:80]!r}, not Arcana; choose "
+                                  "another --name (or remove that server); nothing was written")
     env = server.get("env", {})
     _expect(env, dict, f"'mcpServers.{name}.env'")
     server.update({**entry, "env": {**env, **entry["env"]}})
@@ -102,17 +112,30 @@ def arcana_role(command: object) -> str | None:
         words = shlex.split(command)
     except ValueError:
         return None
-    if words and PurePath(words[0]).name == "arcana":
-        rest = words[1:]
-    elif words[1:3] == ["-m", "arcana_cli.main"]:
-        rest = words[3:]
-    else:
+    while words and _ASSIGNMENT.match(words[0]):  # `ARCANA_HOME=… arcana …`: the shell's variable prefix
+        words = words[1:]
+    rest = _arcana_args(words)
+    if rest is None:
         return None
-    while rest and (rest[0] == "--home" or rest[0] in _GLOBAL_FLAGS):
+    while rest and (rest[0] == "--home" or rest[0].startswith("--home=") or rest[0] in _GLOBAL_FLAGS):
         rest = rest[2:] if rest[0] == "--home" else rest[1:]
     if rest[:1] == ["context"]:
         return CONTEXT
     return SAVE if rest[:2] == ["host", "save"] else None
+
+
+def _arcana_args(words: list[str]) -> list[str] | None:
+    """What ``words`` pass to Arcana when they run it (its ``arcana`` script, or an interpreter with
+    ``-m arcana_cli.main``); None when they run something else."""
+    if words and isinstance(words[0], str) and PurePath(words[0]).name == "arcana":
+        return words[1:]
+    if words[1:3] == ["-m", "arcana_cli.main"]:
+        return words[3:]
+    return None
+
+
+def _strings(value: object) -> list[str]:
+    return [v for v in value if isinstance(v, str)] if isinstance(value, list) else []
 
 
 _JSON_KINDS = {dict: "an object", list: "a list", str: "a string", bool: "true or false", type(None): "null"}

@@ -24,6 +24,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from memory.config import DuplicateKeyError, unique_keys
 from memory.errors import ConfigError, InvalidRequestError
 from memory.home import staged_file
 from memory.hosts import Host, claude_code
@@ -96,6 +97,8 @@ def plan(host: Host, project: Path, *, launcher: list[str], home: Path, agent: s
         before, data = _read(path)
         try:
             merged = merge(data)
+        except InvalidRequestError:  # the request, not the file, is what to change
+            raise
         except ValueError as exc:
             raise ConfigError(f"{path}: {exc}; fix the file (or move it aside) and run again; nothing was written") from None
         planned.append(PlannedFile(path, before, data, merged, _indent_of(before)))
@@ -185,7 +188,14 @@ def _read(path: Path) -> tuple[str | None, dict[str, Any]]:
         raise ConfigError(f"{path}: larger than {MAX_CONFIG_BYTES >> 20} MiB, not a host configuration; {fix}")
     try:
         text = raw.decode("utf-8")
-        data = json.loads(text, parse_constant=_no_constant, parse_float=_finite) if text.strip() else {}
+        data = (json.loads(text, parse_constant=_no_constant, parse_float=_finite, object_pairs_hook=unique_keys)
+                if text.strip() else {})
+    except DuplicateKeyError as exc:
+        # Trigger: a hand-edited file gives a key twice ("mcpServers" pasted in a second time).
+        # Why: json keeps the last only, so the merged file, written back, lost the first one's servers.
+        # Outcome: refused, naming the key; the user merges the two.
+        raise ConfigError(f"{path}: the key {str(exc)!r} is given twice in one object (only the last would be "
+                          f"kept); merge the two into one and run again; nothing was written") from None
     except _Unwritable as exc:
         raise ConfigError(f"{path}: {exc}; {fix}") from None
     except UnicodeDecodeError as exc:

@@ -125,6 +125,18 @@ def test_recall_tag_filters_through_admission(cli):
     assert recall_json(cli, "deploys", "--tag", "ops", "--tag", "other")["results"] == []  # every tag
 
 
+def test_a_tag_filter_is_read_as_stored_tags_are(cli):
+    """A stored tag is trimmed and loses a leading '#' ('remember --tag " #ops "' stores 'ops'), but the
+    filter was taken as typed: recall with the same --tag found nothing."""
+    tagged = remember(cli, "deploys go out on fridays", "--tag", " #ops ")
+    untagged = remember(cli, "deploys of the website are manual")
+    for typed in (" #ops ", "ops", "#ops", "ops "):
+        assert [r["id"] for r in recall_json(cli, "deploys", "--tag", typed)["results"]] == [tagged], typed
+    assert recall_json(cli, "deploys", "--tag", "op")["results"] == []  # the control: another tag still excludes
+    # a tag that is nothing once trimmed is no tag, as in remember: no filter
+    assert {r["id"] for r in recall_json(cli, "deploys", "--tag", " ")["results"]} == {tagged, untagged}
+
+
 async def test_mcp_recall_takes_tags_and_names_no_cli_flag(arcana_home):
     from mcp_client import call, seed, session
     from runner import keyword_only

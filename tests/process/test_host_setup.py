@@ -150,6 +150,68 @@ def test_a_malformed_existing_file_is_refused_and_nothing_is_written(home, proje
     assert arcana("agent", "list", "--json").stdout.strip() == "[]"
 
 
+def test_a_key_given_twice_is_refused_and_once_merged_both_halves_are_kept(home, project):
+    """json keeps the last of a twice-given key: a second "mcpServers" pasted into .mcp.json was
+    dropped with the user's github server in it when the merged file was written back."""
+    twice = '{"mcpServers": {"github": {"command": "gh-mcp"}}, "mcpServers": {"other": {"command": "x"}}}'
+    (project / ".mcp.json").write_text(twice)
+    done = setup(project, "--write")
+    assert done.returncode == exit_codes.CONFIG
+    assert "the key 'mcpServers' is given twice" in done.stderr and done.stderr.count("\n") == 1
+    assert (project / ".mcp.json").read_text() == twice and sorted(p.name for p in project.iterdir()) == [".mcp.json"]
+
+    (project / ".mcp.json").write_text('{"mcpServers": {"github": {"command": "gh-mcp"}, "other": {"command": "x"}}}')
+    done = setup(project, "--write")
+    assert done.returncode == 0, done.stderr
+    servers = json.loads((project / ".mcp.json").read_text())["mcpServers"]
+    assert sorted(servers) == ["arcana", "github", "other"] and servers["github"] == {"command": "gh-mcp"}
+
+
+def test_arcanas_hooks_edited_by_hand_are_replaced_in_place_not_twinned(home, project):
+    """A hook the user rewrote with `--home=PATH` or an `ARCANA_HOME=PATH` prefix was not known as
+    Arcana's: the next set-up added a second one, and each session start printed the context twice."""
+    done = setup(project, "--write")
+    assert done.returncode == 0, done.stderr
+    path = project / ".claude" / "settings.json"
+    settings = json.loads(path.read_text())
+    start, save = (settings["hooks"][e][0]["hooks"][0] for e in ("SessionStart", "PreCompact"))
+    start["command"] = start["command"].replace("--home ", "--home=", 1)
+    save["command"] = f"ARCANA_HOME={shlex.quote(str(home))} " + save["command"].replace(f"--home {shlex.quote(str(home))} ", "")
+    theirs = {"type": "command", "command": "ARCANA_HOME=/elsewhere mytool context --agent dev"}  # not Arcana's
+    settings["hooks"]["SessionStart"][0]["hooks"].append(theirs)
+    path.write_text(json.dumps(settings))
+
+    again = setup(project, "--write")
+    assert again.returncode == 0, again.stderr
+    hooks = json.loads(path.read_text())["hooks"]
+    assert [len(hooks[e]) for e in ("SessionStart", "PreCompact", "SessionEnd")] == [1, 1, 1]
+    assert hooks["SessionStart"][0]["hooks"] == [{"type": "command", "command": hook_command(project, "SessionEnd")
+                                                  .replace("host save claude-code", "context")}, theirs]
+    assert hooks["PreCompact"][0]["hooks"][0]["command"] == hook_command(project, "SessionEnd")
+
+
+def test_a_name_that_is_another_server_of_the_users_is_refused(home, project):
+    """`--name github` overwrote the user's github server's command and args with Arcana's: it was gone."""
+    theirs = {"mcpServers": {"github": {"command": "npx", "args": ["-y", "server-github"], "env": {"TOKEN": "x"}},
+                             "remote": {"type": "http", "url": "https://example.com/mcp"}}}
+    text = json.dumps(theirs)
+    (project / ".mcp.json").write_text(text)
+    for name in ("github", "remote"):
+        done = setup(project, "--write", "--name", name)
+        assert done.returncode == exit_codes.USAGE
+        assert f"the server '{name}' in .mcp.json runs" in done.stderr and "choose another --name" in done.stderr
+        assert (project / ".mcp.json").read_text() == text and sorted(p.name for p in project.iterdir()) == [".mcp.json"]
+
+    python = {"command": sys.executable, "args": ["-m", "arcana_cli.main", "mcp", "--agent", "old"]}
+    theirs["mcpServers"]["memory"] = python  # Arcana's own, started by an interpreter: the control
+    (project / ".mcp.json").write_text(json.dumps(theirs))
+    done = setup(project, "--write", "--name", "memory")
+    assert done.returncode == 0, done.stderr
+    servers = json.loads((project / ".mcp.json").read_text())["mcpServers"]
+    assert servers["github"] == theirs["mcpServers"]["github"] and servers["remote"] == theirs["mcpServers"]["remote"]
+    assert servers["memory"]["args"] == ["mcp", "--agent", agent_id("dev")]
+
+
 def test_an_unknown_host_is_a_usage_error(home, project):
     done = arcana("host", "setup", "vim", "--agent", "dev", "--dir", str(project))
     assert done.returncode == exit_codes.USAGE and "'vim' is not one of 'claude-code'" in done.stderr

@@ -100,3 +100,36 @@ async def test_a_pool_removed_and_created_again_under_its_name_is_not_read_throu
         failed, wrote = await call(client, "remember", content="bob writes to the new team", pool="team")
         assert not failed and wrote["accepted"] == ["pool:team"]
     assert [m["content"] for m in json.loads(arcana("memory", "list", "--pool", "team", "--json"))] == ["bob writes to the new team"]
+
+
+async def test_a_running_server_follows_config_and_the_agents_card_as_the_cli_does(arcana_home):
+    """The server kept config.json and the card of its start: after `config set
+    memory.max_content_bytes 4096` it stored 8,000 bytes `arcana remember` refuses, and after
+    `agent set --weight` its recall ranked with the old weights, unlike `arcana recall`."""
+    keyword_only(arcana_home)
+    arcana("remember", "alice likes green tea", "--agent", "alice")
+    arcana("remember", "alice drank tea on monday", "--agent", "alice", "--type", "episodic")
+
+    def cli_recall() -> list[tuple[str, float]]:
+        found = json.loads(arcana("recall", "tea", "--agent", "alice", "--mode", "keyword", "--json"))["results"]
+        return [(r["content"], round(r["score"], 2)) for r in found]
+
+    async with session("--agent", "alice") as client:
+
+        async def mcp_recall() -> list[tuple[str, float]]:
+            failed, found = await call(client, "recall", query="tea", mode="keyword")
+            assert not failed, found
+            return [(r["content"], round(r["score"], 2)) for r in found["results"]]
+
+        assert await mcp_recall() == cli_recall()  # the control: the same answer before any change
+        arcana("config", "set", "memory.max_content_bytes", "4096")
+        arcana("agent", "set", "alice", "--weight", "semantic=0.1")
+        failed, message = await call(client, "remember", content="x" * 8000)
+        assert failed and "over the limit of 4,096 bytes (memory.max_content_bytes)" in message
+        failed, stored = await call(client, "remember", content="y" * 4000)  # within the new limit
+        assert not failed and stored["accepted"] == ["private"]
+        changed = cli_recall()
+        assert changed[0] == ("alice drank tea on monday", changed[0][1]) and ("alice likes green tea", 0.09) in changed
+        assert await mcp_recall() == changed
+    listed = json.loads(arcana("memory", "list", "--agent", "alice", "--json"))
+    assert sorted(len(m["content"]) for m in listed) == [21, 25, 4000]  # nothing over the limit stored

@@ -104,6 +104,44 @@ async def test_update_content_is_a_new_version_and_history_shows_the_chain(arcan
         assert error and message.endswith(": " + missing(alice["hidden"]))
 
 
+async def test_two_clients_updating_one_memory_at_once_leave_one_current_version(arcana_home, tmp_path):
+    """Both servers found the memory current and stored their text; the second's supersede found it
+    ended already, so two current versions of one fact stood, and its answer said nothing was wrong.
+    The agent's decision lock is held here until both servers wait on it, so both are mid-update."""
+    import asyncio
+    import fcntl
+    import os
+
+    from memory.agent_lock import agent_lock_path
+
+    keyword_only(arcana_home)
+    card_id, alice = await seed(arcana_home, "alice", [{"content": "deploys run on fridays", "confidence_source": "agent"}])
+    logs = [tmp_path / "first.err", tmp_path / "second.err"]
+    lock = os.open(agent_lock_path(arcana_home, card_id, "-decide"), os.O_RDWR | os.O_CREAT, 0o600)
+    with open(logs[0], "w") as first_err, open(logs[1], "w") as second_err:
+        async with session("--agent", "alice", stderr=first_err) as first, session("--agent", "alice", stderr=second_err) as second:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            calls = [asyncio.ensure_future(call(client, "update", id=alice["deploys"], content=text))
+                     for client, text in ((first, "deploys run on mondays"), (second, "deploys run on thursdays"))]
+            for _ in range(600):  # until both servers say they wait for the lock (each after 1 s of waiting)
+                if all("waiting for another process's write" in log.read_text() for log in logs):
+                    break
+                await asyncio.sleep(0.1)
+            else:
+                raise AssertionError(f"the servers never waited on the lock: {[log.read_text() for log in logs]}")
+            fcntl.flock(lock, fcntl.LOCK_UN)
+            answers = await asyncio.gather(*calls)
+            done = [answer for error, answer in answers if not error]
+            refused = [answer for error, answer in answers if error]
+            assert len(done) == 1 and done[0]["superseded"] and len(refused) == 1
+            assert refused[0].endswith(": " + missing(alice["deploys"]))
+            error, again = await call(second, "update", id=done[0]["id"], content="deploys run on tuesdays")  # control
+            assert not error and again["superseded"]
+    os.close(lock)
+    current = [m["content"] for m in json.loads(arcana("memory", "list", "--agent", "alice", "--json"))]
+    assert current == ["deploys run on tuesdays"]
+
+
 async def test_update_of_a_user_confirmed_fact_is_held_beside_it(arcana_home):
     keyword_only(arcana_home)
     _, alice = await seed(arcana_home, "alice", [{"content": "office is in Berlin"}])  # user_confirmed (default)
