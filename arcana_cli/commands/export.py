@@ -219,6 +219,8 @@ async def export(
                   "agents_left_out": [str(card) for card in left]})
     out.info(f"exported {report.memories} memories from {', '.join(report.stores) or 'nothing'}"
              + (f" to {output}" if output else ""))
+    if report.notes_removed:
+        out.info(f"removed {report.notes_removed} note(s) of memories deleted or purged since an earlier export")
     left_out(left)
     if report.unreadable:  # one row an outside edit broke does not stop the export; it is never silent
         for reason in report.unreadable:
