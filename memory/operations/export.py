@@ -91,6 +91,7 @@ class ImportReport:
     strict_refused: bool = False
     embed_notice: str | None = None
     kept_removed: int = 0  # memories this store had deleted or purged: they stay gone
+    kept_newer: int = 0  # lines older than a change the store made since: its text / importance stand
     copies_changed: int = 0  # global copies rewritten or withdrawn to match
     carriers_withheld: int = 0  # digests and merges carrying what the import hid, archived or re-worded
 
@@ -104,6 +105,7 @@ class ImportReport:
             "bad": [{"where": w, "error": e} for w, e in self.bad],
             "imported": not self.strict_refused,
             "kept_removed": self.kept_removed,
+            "kept_newer": self.kept_newer,
             "copies_changed": self.copies_changed,
             "carriers_withheld": self.carriers_withheld,
             "embed_notice": self.embed_notice,
@@ -132,6 +134,53 @@ def _history(raw, ids: Sequence[str]) -> tuple[dict[str, list[dict]], list[str]]
             {"op": r["op"], "actor": r["actor"], "at": r["at"], "before": record.before, "after": record.after}
         )
     return found, unreadable
+
+
+_CHANGES_SINCE = (
+    "SELECT memory_id, at, before, after FROM memory_ledger WHERE memory_id IN ({marks}) "
+    "AND op <> 'import' AND at > ? AND before IS NOT NULL AND after IS NOT NULL"
+)
+
+
+def _changes_since(raw, ids: Sequence[str], since: float) -> list[tuple[str, float, str, str]]:
+    """(memory_id, at, before, after) of each change to ``ids`` after ``since`` made other than by an import."""
+    return [tuple(r) for r in select_in(raw, _CHANGES_SINCE, ids, after=(since,))]
+
+
+# What an operator (`memory set`) or the agent (reconciliation) re-words or re-weighs. An import line
+# older than such a change keeps the store's value; restrictions follow keep_restrictions instead.
+_NEWER_WINS = ("content", "type", "importance", "tags", "confidence", "confidence_source")
+
+
+async def newer_in_store(store, entries: Sequence[MemoryEntry]) -> dict[str, set[str]]:
+    """id -> the fields of ``entries`` (stored already) that the store changed after the line's own
+    ``updated_at``, other than by an import: the line was written before that change, and applying it
+    would put back words an operator removed or undo their importance. Changes an import made (a
+    person's edited note read back) do not count, so a note edited twice is read back twice."""
+    if not entries:
+        return {}
+    since = min(e.updated_at for e in entries).timestamp()
+    ids = [e.id for e in entries]
+    server = _server(store)
+    rows = await (server.changes_since(store, ids, since) if server else store.run(_changes_since, ids, since))
+    written = {e.id: e.updated_at.timestamp() for e in entries}
+    newer: dict[str, set[str]] = {}
+    for memory_id, at, before, after in rows:
+        if at <= written[memory_id]:
+            continue
+        try:
+            old, new = json.loads(before), json.loads(after)
+        except ValueError:
+            continue  # a ledger row an outside edit broke says nothing either way
+        changed = {f for f in _NEWER_WINS if old.get(f) != new.get(f)}
+        if changed:
+            newer.setdefault(memory_id, set()).update(changed)
+    return newer
+
+
+def keep_newer(stored: MemoryEntry, incoming: MemoryEntry, fields: set[str]) -> MemoryEntry:
+    """``incoming`` with the store's value for each of ``fields`` (see :func:`newer_in_store`)."""
+    return incoming.model_copy(update={f: getattr(stored, f) for f in fields}) if fields else incoming
 
 
 def _pin(raw) -> dict | None:
@@ -466,7 +515,12 @@ async def import_records(
         stored = await store.admitted_by_id(
             MemoryQuery(), [entry.id for entry, _ in batch], audience=Audience.OPERATOR, include_archived=True
         )
-        batch[:] = [(keep_restrictions(stored[e.id], e) if e.id in stored else e, v) for e, v in batch]
+        newer = await newer_in_store(store, [e for e, _ in batch if e.id in stored])
+        report.kept_newer += sum(
+            any(getattr(e, f) != getattr(stored[e.id], f) for f in newer.get(e.id, ())) for e, _ in batch
+        )
+        batch[:] = [(keep_restrictions(stored[e.id], keep_newer(stored[e.id], e, newer.get(e.id, set())))
+                     if e.id in stored else e, v) for e, v in batch]
         entries = [entry for entry, _ in batch]
         if copies is not None:
             change = await copies.mirror(store, [e for e in entries if e.id in stored], "imported", before=stored)
