@@ -17,6 +17,11 @@ from memory.errors import ConfigError
 from memory.types import MemoryScope
 
 
+MAX_TIMEOUT_MS = 3_600_000  # an hour
+MAX_FAIL_THRESHOLD = 1_000
+MAX_RESET_SECONDS = 86_400.0  # a day
+
+
 class TierBudget(BaseModel):
     """Timeouts (milliseconds) and circuit-breaker settings for one tier.
 
@@ -24,13 +29,15 @@ class TierBudget(BaseModel):
     exists to stop a hung tier stalling a session, not to race healthy disks.
     """
 
-    model_config = ConfigDict(extra="forbid")
+    # strict: a quoted "5" or true is not a number (pydantic's lax mode read them as 5 and 1); JSON has no
+    # Infinity, and a budget past an hour (a fail-fast past a day) stops no hung tier: both are refused.
+    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
 
-    read_timeout_ms: int = Field(default=2_000, gt=0)
-    semantic_timeout_ms: int = Field(default=5_000, gt=0)
-    write_timeout_ms: int = Field(default=5_000, gt=0)
-    fail_threshold: int = Field(default=3, ge=1)
-    reset_after_seconds: float = Field(default=30.0, gt=0.0)
+    read_timeout_ms: int = Field(default=2_000, gt=0, le=MAX_TIMEOUT_MS)
+    semantic_timeout_ms: int = Field(default=5_000, gt=0, le=MAX_TIMEOUT_MS)
+    write_timeout_ms: int = Field(default=5_000, gt=0, le=MAX_TIMEOUT_MS)
+    fail_threshold: int = Field(default=3, ge=1, le=MAX_FAIL_THRESHOLD)
+    reset_after_seconds: float = Field(default=30.0, gt=0.0, le=MAX_RESET_SECONDS)
 
 
 class ConnectionsConfig(BaseModel):
@@ -71,4 +78,5 @@ class ConnectionsConfig(BaseModel):
         except ValidationError as exc:
             first = exc.errors()[0]
             field = ".".join(str(p) for p in first["loc"]) or "(root)"
-            raise ConfigError(f"{path}: {field}: {first['msg']}") from None
+            raise ConfigError(f"{path}: {field}: {first['msg']}; fix the file (man/federation.md#resilience) "
+                              "— it was not changed") from None

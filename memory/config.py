@@ -506,6 +506,9 @@ def parse_json_file(path: Path, text: str, fix: str = "fix the file (arcana conf
     a hand-added second ``"pools"`` block hid the first without a word, and the next
     write (``config set``, ``agent set``) dropped it from the file for good.
     """
+    if text.startswith("\ufeff"):  # json's own words were "Unexpected UTF-8 BOM (decode using utf-8-sig)"
+        raise ConfigError(f"{path}: {what}starts with a byte-order mark (an editor's \"UTF-8 with BOM\"); "
+                          "re-save it as plain UTF-8 — it was not changed")
     try:
         return json.loads(text, object_pairs_hook=unique_keys)
     except RecursionError:

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import fcntl
 import os
+import signal
+import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
@@ -88,6 +90,35 @@ def replaced_when_complete(path: Path, partial: Path, what: str) -> Iterator[IO[
     done. Now the second gets :class:`LockHeldError` naming ``what`` at once; a partial a killed writer
     left (its lock went with it) is taken over and truncated.
     """
+    with _removed_on_sigterm():
+        yield from _replaced_when_complete(path, partial, what)
+
+
+@contextmanager
+def _removed_on_sigterm() -> Iterator[None]:
+    """Within the block, SIGTERM (``kill``, ``timeout``, a service manager) raises instead of ending the
+    process where it stands, so the partial file is removed (it held every memory written so far, hidden
+    ones too, under a visible name); the process then dies of the signal as it did. Only the main thread
+    can take a signal handler: elsewhere the block runs as it is."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    received: list[int] = []
+
+    def stop(signum: int, _frame) -> None:
+        received.append(signum)
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, stop)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL if previous is None else previous)
+        if received:
+            signal.raise_signal(signal.SIGTERM)
+
+
+def _replaced_when_complete(path: Path, partial: Path, what: str) -> Iterator[IO[str]]:
     while True:
         fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW, PRIVATE_FILE)
         try:

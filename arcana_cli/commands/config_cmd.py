@@ -40,11 +40,25 @@ def set_(
     value: Annotated[str, typer.Argument(help="JSON value, or a plain string (comma-separated for a list key).")],
 ) -> None:
     """Validate and set one value; the file is replaced atomically."""
+    from memory.vaults.registry import VaultRegistry
+
     parsed = parse_value(value)
-    set_key(load_config(cli.home.config_path), key, parsed)  # a bad key or value is refused before the home is made
+    vaults = VaultRegistry(cli.home)
+    parts = key.split(".")
+
+    def changed(config):
+        """The config with the key set, a vault's held to `vault add`'s rules (its agent stored by id)."""
+        config = set_key(config, key, parsed)
+        if key == "memory.extraction.language" and isinstance(parsed, str):
+            from memory.extraction.signals import check_language
+
+            check_language(parsed)
+        return vaults.settled(config, parts[1], parts[2]) if parts[0] == "vaults" and len(parts) == 3 else config
+
+    changed(load_config(cli.home.config_path))  # a bad key or value is refused before the home is made
     cli.home.ensure()
     with editing_config(cli.home.config_path) as edit:  # another command's change made meanwhile is kept
-        edit.config = set_key(edit.config, key, parsed)
+        edit.config = changed(edit.config)
     new = get_key(edit.config, key)
     out.data({"key": key, "value": new}, text=lambda: f"{key} = {json.dumps(new)}")
 

@@ -219,6 +219,8 @@ async def export(
                   "agents_left_out": [str(card) for card in left]})
     out.info(f"exported {report.memories} memories from {', '.join(report.stores) or 'nothing'}"
              + (f" to {output}" if output else ""))
+    if report.notes_removed:
+        out.info(f"removed {report.notes_removed} note(s) of memories deleted or purged since an earlier export")
     left_out(left)
     if report.unreadable:  # one row an outside edit broke does not stop the export; it is never silent
         for reason in report.unreadable:
@@ -401,6 +403,8 @@ def _bad_records(source: Path, bad: list, read: int, refused: bool) -> None:
 def _summary(report) -> str:
     ops = ", ".join(f"{n} {op}" for op, n in sorted(report.ops.items())) or "nothing"
     kept = f"; {report.kept_removed} deleted or purged here stay gone" if report.kept_removed else ""
+    kept += (f"; {report.kept_newer} changed here since the file was written keep their newer text and importance "
+             "(`arcana memory set` changes them)" if report.kept_newer else "")
     copies = f"; {report.copies_changed} global copies followed" if report.copies_changed else ""
     carriers = (f"; also withheld {report.carriers_withheld} consolidated memories that carry what it withheld"
                 if report.carriers_withheld else "")

@@ -54,6 +54,7 @@ from memory.sqlite.vectors import (
     stale_page,
     stale_rows,
     table_exists,
+    unfinished_build,
 )
 from memory.types import FillReport, HealthStatus, MemoryEntry, MemoryQuery, PrunePolicy, PruneReport, RetrievalMode
 
@@ -83,6 +84,7 @@ class VectorStatus:
     vec_available: bool
     chunks: int = 0
     damage: str | None = None  # the pinned index cannot be read whole: its vectors are not counted
+    building: tuple[str, int] | None = None  # (model, vectors so far) of a re-embed stopped part way
 
     @property
     def missing(self) -> int:
@@ -597,7 +599,8 @@ class VectorAdapter:
             async for page, _ in self._stale_pages(meta.vec_table):
                 embedded -= len(page)
             chunk_vectors = await self.store.run(chunks.count, chunks.chunk_table(meta.vec_table))
-        return VectorStatus(meta, rows, embedded, vec, chunk_vectors, damage)
+        building = await self.store.run(unfinished_build, meta and meta.vec_table) if vec else None
+        return VectorStatus(meta, rows, embedded, vec, chunk_vectors, damage, building)
 
     async def index_damage(self) -> str | None:
         """What is wrong with the pinned vector index (:func:`memory.sqlite.vec0.damage`), or None.

@@ -11,6 +11,7 @@ import re
 from dataclasses import dataclass, field
 
 from memory import languages
+from memory.errors import InvalidRequestError
 
 _FLAGS = re.IGNORECASE | re.UNICODE
 _NEVER = re.compile(r"(?!)")
@@ -131,6 +132,15 @@ def register_language(code: str, patterns: SignalPatterns) -> None:
 
 def get_signals(code: str) -> SignalPatterns:
     return languages.lookup("signal", code)
+
+
+def check_language(code: str) -> None:
+    """Refuse (exit 2) a ``memory.extraction.language`` with no cue set registered: `config set` stored it,
+    and every later `arcana run` and MCP session failed on it (exit 4). Checked when it is set, not when
+    the file loads, since a library may register its own language after loading the config."""
+    if code not in languages.codes("signal"):
+        raise InvalidRequestError(f"memory.extraction.language: no language '{code}' is registered "
+                                  f"(registered: {', '.join(languages.codes('signal'))}); give one of those")
 
 
 register_language("en", ENGLISH)

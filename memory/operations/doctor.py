@@ -206,13 +206,21 @@ async def check_vectors(home: Home, failed: Collection[Path] = ()) -> list[Check
     statuses = await database_status(home, skip=failed, repair=False)
     damaged = []
     for row in statuses:
-        if row.damage is None:
+        if row.damage is None and row.building is None:
             continue
         path = home.root / row.database
         kind = kind_of(home, path)
-        how = rebuild_command(kind, row.agent if kind is StoreKind.PRIVATE else path.stem, row.model)
-        damaged.append(Check(f"vector index {row.agent or row.database}", False,
-                             f"{row.database}: {row.damage}; rows are intact, rebuild it from them: {how}"))
+        name = row.agent if kind is StoreKind.PRIVATE else path.stem
+        if row.damage is not None:
+            how = rebuild_command(kind, name, row.model)
+            damaged.append(Check(f"vector index {row.agent or row.database}", False,
+                                 f"{row.database}: {row.damage}; rows are intact, rebuild it from them: {how}"))
+        if row.building is not None:  # the store still answers on its old model; the home's others may not
+            model, done = row.building["model"], row.building["vectors"]
+            damaged.append(Check(f"re-embed {row.agent or row.database}", False,
+                                 f"{row.database}: a re-embed to {model} stopped at {done} of {row.rows} rows "
+                                 f"(recall still uses {row.model or 'no vectors'}); finish it: "
+                                 f"{rebuild_command(kind, name, model)}"))
     # An agent's store that was never pinned lacks every vector when an embedder is configured:
     # its first batch's vectors were lost (killed) or never made (the embedder was down).
     gaps = [row for row in statuses

@@ -29,6 +29,7 @@ class DatabaseStatus:
     missing: int | None = None
     note: str = ""
     damage: str | None = None  # the pinned vector index cannot be read whole (memory/sqlite/vec0.py)
+    building: dict | None = None  # {"model", "vectors"}: a re-embed stopped part way, resumed by the next one
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -62,6 +63,10 @@ async def database_status(home: Home, *, skip: Collection[Path] = (), repair: bo
                 row.note = "sqlite-vec unavailable"
             elif meta is None:
                 row.note = "not pinned yet (no vectors)"
+            if status.building is not None:
+                model, done = status.building
+                row.building = {"model": model, "vectors": done}
+                row.note = "; ".join(filter(None, [row.note, f"re-embed to {model} stopped at {done} of {status.rows} rows"]))
         finally:
             await vectors.aclose()
         rows.append(row)

@@ -37,7 +37,7 @@ from memory.sqlite.connection import transaction
 from memory.sqlite.rows import SELECT_COLUMNS, row_to_entry
 from memory.sqlite.vectors import pack, put_live_txn, read_meta
 from memory.timespec import iso
-from memory.types import TIME_FIELDS, Audience, LedgerRecord, MemoryEntry, MemoryQuery, MemoryScope
+from memory.types import TIME_FIELDS, Audience, LedgerRecord, MemoryEntry, MemoryQuery, MemoryScope, Visibility
 
 FORMAT = "arcana-export"
 VERSION = 1
@@ -73,10 +73,11 @@ class ExportReport:
     stores: list[str] = field(default_factory=list)
     # Why each row an outside edit left unreadable was not exported (the rest of its store was).
     unreadable: list[str] = field(default_factory=list)
+    notes_removed: int = 0  # a Markdown export's notes of memories deleted or purged since an earlier one
 
     def as_dict(self) -> dict:
         return {"memories": self.memories, "history_rows": self.history_rows, "vectors": self.vectors, "stores": self.stores,
-                "unreadable": len(self.unreadable)}
+                "unreadable": len(self.unreadable), "notes_removed": self.notes_removed}
 
 
 @dataclass
@@ -90,6 +91,7 @@ class ImportReport:
     strict_refused: bool = False
     embed_notice: str | None = None
     kept_removed: int = 0  # memories this store had deleted or purged: they stay gone
+    kept_newer: int = 0  # lines older than a change the store made since: its text / importance stand
     copies_changed: int = 0  # global copies rewritten or withdrawn to match
     carriers_withheld: int = 0  # digests and merges carrying what the import hid, archived or re-worded
 
@@ -103,6 +105,7 @@ class ImportReport:
             "bad": [{"where": w, "error": e} for w, e in self.bad],
             "imported": not self.strict_refused,
             "kept_removed": self.kept_removed,
+            "kept_newer": self.kept_newer,
             "copies_changed": self.copies_changed,
             "carriers_withheld": self.carriers_withheld,
             "embed_notice": self.embed_notice,
@@ -131,6 +134,53 @@ def _history(raw, ids: Sequence[str]) -> tuple[dict[str, list[dict]], list[str]]
             {"op": r["op"], "actor": r["actor"], "at": r["at"], "before": record.before, "after": record.after}
         )
     return found, unreadable
+
+
+_CHANGES_SINCE = (
+    "SELECT memory_id, at, before, after FROM memory_ledger WHERE memory_id IN ({marks}) "
+    "AND op <> 'import' AND at > ? AND before IS NOT NULL AND after IS NOT NULL"
+)
+
+
+def _changes_since(raw, ids: Sequence[str], since: float) -> list[tuple[str, float, str, str]]:
+    """(memory_id, at, before, after) of each change to ``ids`` after ``since`` made other than by an import."""
+    return [tuple(r) for r in select_in(raw, _CHANGES_SINCE, ids, after=(since,))]
+
+
+# What an operator (`memory set`) or the agent (reconciliation) re-words or re-weighs. An import line
+# older than such a change keeps the store's value; restrictions follow keep_restrictions instead.
+_NEWER_WINS = ("content", "type", "importance", "tags", "confidence", "confidence_source")
+
+
+async def newer_in_store(store, entries: Sequence[MemoryEntry]) -> dict[str, set[str]]:
+    """id -> the fields of ``entries`` (stored already) that the store changed after the line's own
+    ``updated_at``, other than by an import: the line was written before that change, and applying it
+    would put back words an operator removed or undo their importance. Changes an import made (a
+    person's edited note read back) do not count, so a note edited twice is read back twice."""
+    if not entries:
+        return {}
+    since = min(e.updated_at for e in entries).timestamp()
+    ids = [e.id for e in entries]
+    server = _server(store)
+    rows = await (server.changes_since(store, ids, since) if server else store.run(_changes_since, ids, since))
+    written = {e.id: e.updated_at.timestamp() for e in entries}
+    newer: dict[str, set[str]] = {}
+    for memory_id, at, before, after in rows:
+        if at <= written[memory_id]:
+            continue
+        try:
+            old, new = json.loads(before), json.loads(after)
+        except ValueError:
+            continue  # a ledger row an outside edit broke says nothing either way
+        changed = {f for f in _NEWER_WINS if old.get(f) != new.get(f)}
+        if changed:
+            newer.setdefault(memory_id, set()).update(changed)
+    return newer
+
+
+def keep_newer(stored: MemoryEntry, incoming: MemoryEntry, fields: set[str]) -> MemoryEntry:
+    """``incoming`` with the store's value for each of ``fields`` (see :func:`newer_in_store`)."""
+    return incoming.model_copy(update={f: getattr(stored, f) for f in fields}) if fields else incoming
 
 
 def _pin(raw) -> dict | None:
@@ -465,7 +515,12 @@ async def import_records(
         stored = await store.admitted_by_id(
             MemoryQuery(), [entry.id for entry, _ in batch], audience=Audience.OPERATOR, include_archived=True
         )
-        batch[:] = [(keep_restrictions(stored[e.id], e) if e.id in stored else e, v) for e, v in batch]
+        newer = await newer_in_store(store, [e for e, _ in batch if e.id in stored])
+        report.kept_newer += sum(
+            any(getattr(e, f) != getattr(stored[e.id], f) for f in newer.get(e.id, ())) for e, _ in batch
+        )
+        batch[:] = [(keep_restrictions(stored[e.id], keep_newer(stored[e.id], e, newer.get(e.id, set())))
+                     if e.id in stored else e, v) for e, v in batch]
         entries = [entry for entry, _ in batch]
         if copies is not None:
             change = await copies.mirror(store, [e for e in entries if e.id in stored], "imported", before=stored)
@@ -579,17 +634,20 @@ _ID_IN_NAME = re.compile(r"[A-Za-z0-9_-]{1,80}")
 def note_name(entry: MemoryEntry) -> str:
     """A readable file name that is unique because the id is: the memory's first words, then its id.
 
+    A hidden or private memory's note is ``memory-<id>.md``: a file name is read by anyone who lists
+    the folder (a file manager, a sync service, a shell's completion), so it carries no withheld words.
     An id that is not a plain file-name word (a ``/``, a dot, a long one) is
     replaced by its sha256, so no two memories of a store share a note and no
     id can name a path outside the folder.
     """
-    words = _SLUG.sub("-", entry.content[:48].lower()).strip("-") or "memory"
-    return f"{words}-{_name_ident(entry)}.md"
+    shown = entry.visibility is Visibility.VISIBLE
+    words = (_SLUG.sub("-", entry.content[:48].lower()).strip("-") if shown else "") or "memory"
+    return f"{words}-{_name_ident(entry.id)}.md"
 
 
-def _name_ident(entry: MemoryEntry) -> str:
+def _name_ident(memory_id: str) -> str:
     """The part of a note's name after its words: the id, or the id's sha256."""
-    return entry.id if _ID_IN_NAME.fullmatch(entry.id) else "sha256-" + hashlib.sha256(entry.id.encode()).hexdigest()
+    return memory_id if _ID_IN_NAME.fullmatch(memory_id) else "sha256-" + hashlib.sha256(memory_id.encode()).hexdigest()
 
 
 _WORDS = re.compile(r"\w+(?:-\w+)*")  # what _SLUG leaves of a memory's first words
@@ -599,9 +657,10 @@ class EarlierNotes:
     """The notes an earlier export left in a folder, found again by the id their names end with.
 
     A note is named by the memory's first words, so a memory whose text changed since gets a new name
-    and its old note would stay beside it (and an import of the folder bring the old words back). The
-    export's own note is told by its name (words, then this memory's id) and by its frontmatter id;
-    any other file, a person's own note included, is never one.
+    and its old note would stay beside it (and an import of the folder bring the old words back); a
+    memory purged since gets no note at all, and its old one would stay for a vault of the folder to
+    answer with. The export's own note is told by its name (words, then this memory's id) and by its
+    frontmatter id; any other file, a person's own note included, is never one.
     """
 
     def __init__(self, folder: Path):
@@ -619,32 +678,88 @@ class EarlierNotes:
         # where a map of every name's suffixes held about twelve (245 MB for a folder of 100,000 notes).
         names.sort()
         self._reversed = names
+        self._settled = bytearray(len(names))  # a byte a note: this export wrote or replaced it
 
-    def _ending(self, ident: str) -> Iterator[str]:
-        """The names in the folder that end with ``-<ident>.md``."""
+    def _ending(self, ident: str) -> Iterator[int]:
+        """The positions of the names in the folder that end with ``-<ident>.md``."""
         key = f"-{ident}.md"[::-1]
         at = bisect_left(self._reversed, key)
         while at < len(self._reversed) and self._reversed[at].startswith(key):
-            yield self._reversed[at][::-1]
+            yield at
             at += 1
+
+    def settle(self, name: str) -> None:
+        """Mark ``name`` as this export's own (written or replaced): it is no leftover."""
+        at = bisect_left(self._reversed, name[::-1])
+        if at < len(self._reversed) and self._reversed[at] == name[::-1]:
+            self._settled[at] = 1
+
+    def _is_note_of(self, name: str, memory_id: str) -> bool:
+        """Whether ``name`` is an export's note of ``memory_id``: its words, that id's ending, that id inside."""
+        ident = _name_ident(memory_id)
+        path = self.folder / name
+        if not name.endswith(f"-{ident}.md") or not _WORDS.fullmatch(name[: -len(ident) - 4]) or path.is_symlink():
+            return False
+        return _front_id(path) == memory_id
 
     def stale(self, entry: MemoryEntry, name: str) -> list[Path]:
         """This memory's notes in the folder under another name than ``name`` (its note now)."""
-        from memory.markdown.notes import split_frontmatter
-
-        ident = _name_ident(entry)
         found = []
-        for other in self._ending(ident):
-            path = self.folder / other
-            if other == name or not _WORDS.fullmatch(other[: -len(ident) - 4]) or path.is_symlink():
-                continue
-            try:
-                front, _, _ = split_frontmatter(path.read_bytes().decode("utf-8", "replace"))
-            except OSError:
-                continue  # unreadable: it cannot be shown to be this memory's note, so it stays
-            if front.get("id") == entry.id:
-                found.append(path)
+        for at in self._ending(_name_ident(entry.id)):
+            other = self._reversed[at][::-1]
+            if other != name and self._is_note_of(other, entry.id):
+                found.append(self.folder / other)
         return found
+
+    def leftovers(self) -> Iterator[tuple[str, str]]:
+        """(name, id) of each export-named note this export did not write or replace (its memory left
+        the store, or another store's export made it; a person's note holds no such name and id)."""
+        for at, reversed_name in enumerate(self._reversed):
+            name = reversed_name[::-1]
+            if self._settled[at] or not _WORDS.fullmatch(name[:-3]):
+                continue
+            memory_id = _front_id(self.folder / name)
+            if memory_id is not None and self._is_note_of(name, memory_id):
+                yield name, memory_id
+
+
+def _front_id(path: Path) -> str | None:
+    """The ``id`` in a note's frontmatter, or None (unreadable, a symlink, no such string)."""
+    from memory.markdown.notes import split_frontmatter
+
+    if path.is_symlink():
+        return None
+    try:
+        front, _, _ = split_frontmatter(path.read_bytes().decode("utf-8", "replace"))
+    except OSError:
+        return None  # unreadable: it cannot be shown to be a memory's note, so it stays
+    found = front.get("id")
+    return found if isinstance(found, str) else None
+
+
+async def removed_notes(store, earlier: EarlierNotes, *, remove: bool) -> list[str]:
+    """The notes in the folder of memories ``store`` deleted or purged since (it once held each id and
+    holds it no more), deleted from the folder when ``remove``: a purge is for good, so its words leave
+    the export too. Notes of ids this store never held (another store's, a person's) are not touched."""
+    found: list[str] = []
+    page: list[tuple[str, str]] = []
+
+    async def settle() -> None:
+        gone = await store.removed([memory_id for _, memory_id in page])
+        for name, memory_id in page:
+            if memory_id in gone:
+                if remove:
+                    (earlier.folder / name).unlink(missing_ok=True)
+                found.append(name)
+        page.clear()
+
+    for item in earlier.leftovers():
+        page.append(item)
+        if len(page) >= PAGE:
+            await settle()
+    if page:
+        await settle()
+    return found
 
 
 def note_text(entry: MemoryEntry, sources: Sequence[str] = ()) -> str:
@@ -669,11 +784,14 @@ async def export_markdown(store, folder: Path, *, on_progress: Callable[[int], N
         entry = MemoryEntry.model_validate(record["memory"])
         name = note_name(entry)
         write_private(folder / name, note_text(entry, record.get("sources", ())))
+        earlier.settle(name)
         for stale in earlier.stale(entry, name):  # its note under its old words: replaced by the one above
             stale.unlink(missing_ok=True)
+            earlier.settle(stale.name)
         report.memories += 1
         if on_progress is not None:
             on_progress(report.memories)
+    report.notes_removed = len(await removed_notes(store, earlier, remove=True))
     return report
 
 

@@ -79,6 +79,19 @@ async def _history(store: Store, ids: Sequence[str]) -> dict[str, list[dict]]:
     return found
 
 
+async def changes_since(store: Store, ids: Sequence[str], since: float) -> list[tuple[str, float, str, str]]:
+    """(memory_id, at, before, after) of each change to ``ids`` after ``since`` made other than by an
+    import: what an older import line must not undo (memory/operations/export.py)."""
+    rows = await store._call(
+        lambda conn: conn.fetch(
+            "SELECT memory_id, at, before, after FROM memory_ledger WHERE memory_id = ANY($1::text[]) "
+            "AND op <> 'import' AND at > $2 AND before IS NOT NULL AND after IS NOT NULL",
+            list(ids), since,
+        )
+    )
+    return [tuple(r) for r in rows]
+
+
 async def write(store: Store, entries: Sequence[MemoryEntry]) -> list[str]:
     """Upsert ``entries`` as ``import`` (the bulk path for a big page)."""
     return await store.write_many(entries, op="import")

@@ -160,6 +160,7 @@ async def federation_for_agent(
     from memory.embedding.factory import vector_options as configured
 
     vector_options = {**configured(config.embedding), "notify": notify}
+    decay_profiles = card_decay(home, card)  # before any tier is opened: a bad card leaves none open
     return await build_federation(
         card.id,
         home=home,
@@ -167,7 +168,7 @@ async def federation_for_agent(
         pools=pool_configs(
             home, config, card, embedding=embedding, vector_options=vector_options, notify=notify, actor=actor
         ),
-        decay_profiles=resolve_decay_profiles(card.decay, source=f"agent '{card.name}' decay"),
+        decay_profiles=decay_profiles,
         on_degraded=on_degraded,
         weights=card.memory_weights,
         actor=actor,
@@ -180,6 +181,16 @@ async def federation_for_agent(
         agent_name=card.name,
         notify=notify,
     )
+
+
+def card_decay(home: Home, card: AgentCard) -> dict[MemoryType, DecayProfile]:
+    """The card's ``decay`` block over the defaults. A bad value is set by editing the card (`agent set
+    --decay` refuses one), so its error names the card's file and the command that replaces the value."""
+    try:
+        return resolve_decay_profiles(card.decay, source=f"agent '{card.name}' decay")
+    except ConfigError as exc:
+        raise ConfigError(f"{home.agent_dir(card.id) / 'agent.json'}: {exc}; fix it there, or with "
+                          f"`arcana agent set {card.name} --decay TYPE.FIELD=VALUE` (man/federation.md)") from None
 
 
 def extraction_settings(config: ArcanaConfig, card: AgentCard) -> ExtractionSettings:

@@ -193,6 +193,18 @@ def build_table(raw, live: str | None, model: str, dimension: int) -> str:
     return table
 
 
+def unfinished_build(raw, live: str | None) -> tuple[str, int] | None:
+    """(model, vectors so far) of the index a stopped re-embed left beside the live one (what
+    :func:`build_table` resumes), or None. Counted off its rowid table, never its vectors."""
+    for table in vec_tables(raw):
+        if table == live:
+            continue
+        row = raw.execute(f"SELECT model FROM {table} LIMIT 1").fetchone()
+        if row is not None:
+            return row[0], raw.execute(f"SELECT count(*) FROM {table}_rowids").fetchone()[0]
+    return None
+
+
 def repin_txn(raw, pin: EmbeddingMeta, old: str | None) -> None:
     with transaction(raw):
         raw.execute(

@@ -163,10 +163,39 @@ class VaultRegistry:
         with editing_config(self.home.config_path) as edit:  # a vault added meanwhile (of this name or folder) is seen
             return self._register(edit.config, root, name, agent, pool, ignore, max_file_bytes)
 
-    def _register(self, config: ArcanaConfig, root: Path, name: str, agent, pool, ignore, max_file_bytes) -> Vault:
+    def settled(self, config: ArcanaConfig, name: str, field: str) -> ArcanaConfig:
+        """``config``, whose vault ``name`` just had ``field`` set (`config set vaults.<name>.<field>`), held
+        to what `vault add` holds that field to, an agent stored by id as it stores it: an unknown agent or
+        pool attached nothing, silently, until an index failed on it. Only ``field`` is checked, so
+        a bad value set by hand earlier can still be replaced (or cleared with null)."""
+        vault = config.vaults.get(name)
+        if vault is None or field not in ("agent", "pool", "path"):
+            return config
+        if field == "path":
+            problem = Vault(name, vault, self.home).overlap()
+            if problem is not None:
+                raise InvalidRequestError(f"{problem}; nothing changed (keep the notes and the home apart)")
+            return config
+        if getattr(vault, field) is None:
+            return config
+        other = "pool" if field == "agent" else "agent"
+        if getattr(vault, other) is not None:
+            raise InvalidRequestError(f"vault '{name}' is attached to its {other} already; a vault attaches to an agent "
+                                      f"or a pool: `arcana config set vaults.{name}.{other} null` first")
+        if field == "pool":
+            self._pool_exists(config, vault.pool)
+            return config
+        settled = vault.model_copy(update={"agent": AgentRegistry(self.home).resolve(vault.agent).id})
+        return config.model_copy(update={"vaults": {**config.vaults, name: settled}})
+
+    @staticmethod
+    def _pool_exists(config: ArcanaConfig, pool: str | None) -> None:
         if pool is not None and pool not in config.pools:
             check_name("pool", pool)
             raise NotFoundError(f"no pool named '{pool}'; create it with `arcana pool create {pool}` first")
+
+    def _register(self, config: ArcanaConfig, root: Path, name: str, agent, pool, ignore, max_file_bytes) -> Vault:
+        self._pool_exists(config, pool)
         for other, cfg in config.vaults.items():
             if Path(cfg.path) == root:
                 raise InvalidRequestError(

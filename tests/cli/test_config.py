@@ -265,3 +265,39 @@ def test_a_vault_path_is_absolute_however_it_is_set(cli, config_path, tmp_path):
         assert (result.exit_code, len(lines)) == (4, 1), (args, lines)
         assert str(config_path) in lines[0] and "vaults.v.path" in lines[0]
     assert config_path.read_text() == text
+
+
+def test_config_set_holds_a_vaults_agent_pool_and_path_to_vault_adds_rules(cli, arcana_home, config_path, tmp_path):
+    """`config set vaults.v.agent nobody` (or `.pool nopool`) was stored: the vault attached to nothing
+    until an index failed on it; an agent's name was stored where `vault add` stores its id (a rename broke
+    it); both could be set at once, and `.path` could point into the home. Each is refused now with
+    `vault add`'s message and code, the file unchanged; a known agent is stored by id."""
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    assert cli("agent", "create", "ada").exit_code == 0
+    assert cli("pool", "create", "team").exit_code == 0
+    assert cli("vault", "add", str(folder), "--name", "v").exit_code == 0
+    before = config_path.read_text()
+    for key, value, code, said in (("vaults.v.agent", "nobody", 3, "no agent named 'nobody'"),
+                                   ("vaults.v.pool", "nopool", 3, "no pool named 'nopool'"),
+                                   ("vaults.v.path", str(arcana_home.root / "notes"), 2, "inside the Arcana home")):
+        result = cli("config", "set", key, value)
+        assert (result.exit_code, said in result.stderr) == (code, True), (key, result.stderr)
+        assert config_path.read_text() == before
+    # Controls: a known agent is stored by its id, as `vault add --agent` stores it; then a pool beside it is refused.
+    assert cli("config", "set", "vaults.v.agent", "ada").exit_code == 0
+    assert load_config(config_path).vaults["v"].agent == json.loads(cli("agent", "list", "--json").stdout)[0]["id"]
+    both = cli("config", "set", "vaults.v.pool", "team")
+    assert both.exit_code == 2 and "`arcana config set vaults.v.agent null` first" in both.stderr
+    assert cli("config", "set", "vaults.v.agent", "null").exit_code == 0
+    assert cli("config", "set", "vaults.v.pool", "team").exit_code == 0 and load_config(config_path).vaults["v"].pool == "team"
+
+
+def test_config_set_refuses_an_extraction_language_with_no_cue_set(cli, config_path):
+    """`config set memory.extraction.language xx` was stored, and every later `arcana run` failed on it
+    (exit 4); it is refused now, naming the registered languages."""
+    result = cli("config", "set", "memory.extraction.language", "xx")
+    assert result.exit_code == 2 and "no language 'xx' is registered (registered: en, pt)" in result.stderr
+    assert not config_path.exists()
+    assert cli("config", "set", "memory.extraction.language", "pt").exit_code == 0  # control
+    assert load_config(config_path).memory.extraction.language == "pt"

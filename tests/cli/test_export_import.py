@@ -407,3 +407,34 @@ def test_import_dash_reads_stdin(no_embedder, tmp_path):
     # Control: `./-` is a file by that name, which does not exist here.
     missing = run_arcana("import", "./-", "--agent", "bob", home=other)
     assert missing.returncode == 2 and "does not exist" in missing.stderr
+
+
+def test_an_older_export_does_not_undo_an_operators_later_text_or_importance(cli, no_embedder, tmp_path):
+    """Importing an export written before `memory set --content` / `--importance` put the removed words and
+    the old importance back. A line's field the store changed after the line's own `updated_at` (other than
+    by an import) now keeps the store's value, and the summary says so; the file's other changes, another
+    memory's edit and a person's note edited twice and read back each time, still apply."""
+    def out(result) -> dict:
+        assert result.exit_code == 0, result.output
+        return json.loads(result.stdout)
+
+    code = out(cli("remember", "The gate code is 7788", "--agent", "ada", "--json"))["id"]
+    standup = out(cli("remember", "Standup is at nine", "--agent", "ada", "--json"))["id"]
+    old = tmp_path / "old.jsonl"
+    assert cli("export", "--agent", "ada", "-o", str(old)).exit_code == 0
+    assert cli("memory", "set", code, "--agent", "ada", "--content", "The gate code was changed").exit_code == 0
+    assert cli("memory", "set", code, "--agent", "ada", "--importance", "0.9").exit_code == 0
+    old.write_text(old.read_text().replace("Standup is at nine", "Standup is at ten"))  # control: the file's own edit
+    done = cli("import", str(old), "--agent", "ada")
+    shown = {m["id"]: m for m in out(cli("memory", "list", "--agent", "ada", "--json"))}
+    assert shown[code]["content"] == "The gate code was changed" and shown[code]["importance"] == 0.9
+    assert done.exit_code == 0 and "1 changed here since the file was written" in done.output, done.output
+    assert shown[standup]["content"] == "Standup is at ten"
+    folder = tmp_path / "notes"
+    assert cli("export", "--agent", "ada", "-f", "markdown", "-o", str(folder)).exit_code == 0
+    [note] = folder.glob(f"standup-*-{standup}.md")
+    for when in ("eleven", "noon"):  # a person edits the note, reads it back, edits it again
+        note.write_text(note.read_text().replace("Standup is at ten", f"Standup is at {when}")
+                        .replace("Standup is at eleven", f"Standup is at {when}"))
+        assert out(cli("import", str(folder), "--agent", "ada", "--json"))["kept_newer"] == 0
+        assert cli("memory", "show", standup, "--agent", "ada", "--json").stdout.count(f"Standup is at {when}") == 1

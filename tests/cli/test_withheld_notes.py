@@ -67,3 +67,34 @@ def test_hidden_and_forgotten_memories_exported_to_a_vault_stay_withheld(cli, no
     assert out(cli("vault", "index", "hal", "--json"))["removed"] == 1
     for answer in answers():
         assert "walrus key" not in answer and "by the walrus poster" in answer
+
+
+def test_a_re_export_takes_out_purged_memories_notes_and_names_no_hidden_words(cli, no_embedder, tmp_path):
+    """A memory purged after a Markdown export kept its note through every later export into the folder,
+    and a vault made of the folder answered with it; a hidden memory's note was named by its first words,
+    so listing the folder showed them. The purged memory's note goes now (named on stderr), a hidden or
+    private one is `memory-<id>.md`; another store's notes and a person's own stay."""
+    ids = {}
+    for key, text in (("purged", "The vault combination is otter5521"), ("hidden", "The backup passphrase is otter7730"),
+                      ("visible", "The otter poster hangs in the hall")):
+        ids[key] = out(cli("remember", text, "--agent", "hal", "--json"))["id"]
+    other = out(cli("remember", "The otter pond freezes in January", "--agent", "bob", "--json"))["id"]
+    folder = tmp_path / "notes"
+    assert cli("export", "--format", "markdown", "--agent", "bob", "--output", str(folder)).exit_code == 0
+    assert cli("export", "--format", "markdown", "--agent", "hal", "--output", str(folder)).exit_code == 0
+    (folder / "mine.md").write_text("otter facts of my own\n")
+    assert cli("memory", "purge", ids["purged"], "--agent", "hal", "--yes").exit_code == 0
+    assert cli("memory", "set", ids["hidden"], "--agent", "hal", "--visibility", "hidden").exit_code == 0
+    done = cli("export", "--format", "markdown", "--agent", "hal", "--output", str(folder), "--yes", "--json")
+    names = sorted(p.name for p in folder.glob("*.md"))
+    assert not [n for n in names if ids["purged"] in n]
+    assert out(done)["notes_removed"] == 1 and "removed 1 note(s) of memories deleted or purged" in done.stderr
+    assert f"memory-{ids['hidden']}.md" in names and not [n for n in names if "passphrase" in n]
+    # Controls: the visible memory's note keeps its words; bob's note and the person's own stay.
+    assert f"the-otter-poster-hangs-in-the-hall-{ids['visible']}.md" in names
+    assert f"the-otter-pond-freezes-in-january-{other}.md" in names and "mine.md" in names
+    assert cli("agent", "create", "cal").exit_code == 0
+    assert cli("vault", "add", str(folder), "--name", "notes", "--agent", "cal").exit_code == 0
+    found = contents(out(cli("vault", "search", "notes", "otter", "--json"))["results"])
+    assert "otter5521" not in found and "otter7730" not in found
+    assert "otter poster" in found and "otter pond" in found

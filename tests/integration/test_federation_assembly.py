@@ -123,8 +123,12 @@ async def test_card_weights_and_decay_reach_the_router(arcana_home, team):
     assert federation.router.decay_profiles[MemoryType.EPISODIC].half_life_days == 2
     await federation.aclose()
     alice.decay = {"episodic": {"half_life_days": -1}}
-    with pytest.raises(ConfigError, match="agent 'alice' decay.episodic.half_life_days"):
+    with pytest.raises(ConfigError) as refused:
         await federation_for_agent(alice, home=arcana_home, config=config)
+    # A bad value comes from editing the card by hand: the error names that file and the command that fixes it.
+    said = str(refused.value)
+    assert said.startswith(f"{arcana_home.agent_dir(alice.id) / 'agent.json'}: agent 'alice' decay.episodic.half_life_days")
+    assert "`arcana agent set alice --decay TYPE.FIELD=VALUE`" in said
 
 
 async def test_shared_write_through_an_agent_federation_lands_in_the_pool_file(arcana_home, team):

@@ -460,3 +460,38 @@ def test_a_home_that_is_a_file_is_a_usage_error_not_an_empty_home(no_embedder, t
     # Controls: the real home lists its agent; a home that does not exist yet is still made on demand.
     assert "ada" in run_arcana("--home", str(no_embedder.root), "agent", "list").stdout
     assert run_arcana("--home", str(tmp_path / "fresh"), "agent", "list").returncode == 0
+
+
+@pytest.mark.parametrize("budget", [{"read_timeout_ms": "5"}, {"read_timeout_ms": True}, {"fail_threshold": "3"},
+                                    {"reset_after_seconds": float("inf")}, {"write_timeout_ms": 10**14},
+                                    {"reset_after_seconds": 10**9}])
+def test_a_budget_that_is_no_number_or_no_budget_exits_4_naming_the_field(cli, arcana_home, budget):
+    """connections/memory-adapters.json took "5" and true as numbers (5 ms, 1 ms), Infinity and a
+    timeout of three thousand years: none of them a budget that stops a hung tier."""
+    seed(arcana_home, "ada", ["The deploy runs on Tuesdays."])
+    path = arcana_home.connections_path
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"private": budget}), encoding="utf-8")
+    before = path.read_bytes()
+    result = cli("recall", "deploy", "--agent", "ada")
+    no_traceback(result)
+    assert result.exit_code == exit_codes.CONFIG, result.output
+    [line] = result.stderr.splitlines()
+    assert f"{path}: private.{next(iter(budget))}:" in line and "fix the file" in line
+    assert path.read_bytes() == before
+    path.write_text(json.dumps({"private": {"read_timeout_ms": 3000, "reset_after_seconds": 12.5}}))
+    assert cli("recall", "deploy", "--agent", "ada").exit_code == 0  # positive control: a sane file works
+
+
+def test_a_config_file_with_a_byte_order_mark_says_so_in_plain_words(cli, arcana_home):
+    """A config.json saved as "UTF-8 with BOM" was refused with Python's words: 'Unexpected UTF-8 BOM
+    (decode using utf-8-sig)'. It says what the editor calls it and how to re-save it now."""
+    seed(arcana_home, "ada", ["The deploy runs on Tuesdays."])
+    path = arcana_home.config_path
+    path.write_bytes(b"\xef\xbb\xbf" + json.dumps({"recall": {"limit": 5}}).encode())
+    result = cli("config", "validate")
+    assert result.exit_code == exit_codes.CONFIG and "utf-8-sig" not in result.stderr
+    [line] = result.stderr.splitlines()
+    assert str(path) in line and 'byte-order mark (an editor\'s "UTF-8 with BOM")' in line and "plain UTF-8" in line
+    path.write_bytes(path.read_bytes()[3:])
+    assert cli("config", "validate").exit_code == 0  # positive control: the same file without the mark

@@ -69,3 +69,26 @@ def test_a_killed_export_leaves_the_earlier_file_whole_and_a_rerun_completes(arc
     done = run_arcana("export", "--agent", "ada", "--with-history", "-o", str(out), "--yes")
     assert done.returncode == 0, done.stderr
     assert _export_lines(out)[1] == ROWS and not partial.exists()
+
+
+def test_an_export_stopped_by_sigterm_removes_its_partial_file(arcana_home, tmp_path):
+    """`kill` (SIGTERM, as `timeout` and service managers send) ended an export where it stood: `out.jsonl.partial`
+    (0600, every memory written so far, hidden ones too) stayed beside the file until the next export to it,
+    and `doctor` cannot know of a file outside the home. The partial is removed now, the earlier file kept
+    whole, and the process still dies of the signal."""
+    source = tmp_path / "lines.jsonl"
+    source.write_text("".join(json.dumps({"content": f"crate {i} sits on shelf {i % 97} in hall {i % 13}"}) + "\n"
+                              for i in range(ROWS)))
+    arcana("remember", "--from", str(source), "--agent", "ada", "--no-reconcile", timeout=600)
+    out = tmp_path / "out.jsonl"
+    out.write_text("an earlier export\n")
+    partial = tmp_path / "out.jsonl.partial"
+    code = kill_when(arcana_home, ["export", "--agent", "ada", "--with-history", "-o", str(out), "--yes"],
+                     lambda: partial.exists() and partial.stat().st_size > 0, "the export's partial file had its first bytes",
+                     sig=signal.SIGTERM)
+    assert code == -signal.SIGTERM
+    assert not partial.exists() and out.read_text() == "an earlier export\n"
+    # Positive control: the same export left alone completes.
+    done = run_arcana("export", "--agent", "ada", "--with-history", "-o", str(out), "--yes")
+    assert done.returncode == 0, done.stderr
+    assert _export_lines(out)[1] == ROWS and not partial.exists()

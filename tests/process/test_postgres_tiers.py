@@ -511,3 +511,19 @@ def test_a_restatement_reinforces_and_promotes_on_a_server_global_tier(cli, arca
     assert [h["op"] for h in data(cli("memory", "history", firsts[0]["id"], "--global", "--json"))] == ["insert", "reinforce"]
     seen = {r["content"] for r in data(cli("recall", "PGREIN", "--agent", "bob", "--json"))["results"]}
     assert seen == set(texts[:2])
+
+
+def test_an_older_export_does_not_undo_an_operators_later_text_on_a_server_pool(server_team, tmp_path):
+    """As on SQLite (tests/cli/test_export_import.py): an import line older than `memory set --content`
+    / `--importance` keeps the server pool's newer values; the file's edit of another memory applies."""
+    code = data(server_team("remember", "The gate code is 7788", "--agent", "alice", "--pool", "team", "--json"))["id"]
+    standup = data(server_team("remember", "Standup is at nine", "--agent", "alice", "--pool", "team", "--json"))["id"]
+    old = tmp_path / "team.jsonl"
+    data(server_team("export", "--pool", "team", "-o", str(old), "--json"))
+    assert server_team("memory", "set", code, "--pool", "team", "--content", "The gate code was changed").exit_code == 0
+    assert server_team("memory", "set", code, "--pool", "team", "--importance", "0.9").exit_code == 0
+    old.write_text(old.read_text().replace("Standup is at nine", "Standup is at ten"))
+    assert data(server_team("import", str(old), "--pool", "team", "--no-embed", "--json"))["kept_newer"] == 1
+    shown = {m["id"]: m for m in data(server_team("memory", "list", "--pool", "team", "--json"))}
+    assert (shown[code]["content"], shown[code]["importance"]) == ("The gate code was changed", 0.9)
+    assert shown[standup]["content"] == "Standup is at ten"

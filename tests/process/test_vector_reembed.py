@@ -171,3 +171,48 @@ def test_reembed_killed_mid_run_leaves_the_live_index_and_resumes(tmp_path, offl
             await adapter.aclose()
 
     asyncio.run(check())
+
+
+def test_a_stopped_re_embed_shows_in_embeddings_status_and_doctor(arcana_home, cli, offline_embedder, embed_server):
+    """A re-embed stopped part way left its new index beside the live one, and neither `embeddings status`
+    nor `doctor` said so: the home looked re-embedded (the other stores may be) while this one still
+    recalled with the old model. Both name it now, with the command that finishes it; bob's store, never
+    re-embedded, and ada's once finished, are the controls."""
+    import asyncio
+    import json
+
+    from memory.agents import AgentRegistry
+
+    server = embed_server({"fake-embed": hashed_vectors(16)})
+    for name, count in (("ada", 5), ("bob", 2)):
+        for i in range(count):
+            assert cli("remember", f"{name} fact {i}: the user likes colour {i}.", "--agent", name).exit_code == 0
+    path = arcana_home.agent_db(AgentRegistry(arcana_home).resolve("ada").id)
+
+    async def reembed(on_progress=None) -> None:
+        adapter = VectorAdapter(SQLiteAdapter(path), EmbeddingGateway([offline_embedder]), commit_batch=2)
+        try:
+            await adapter.reembed(OllamaEmbedder("fake-embed", url=server.url), on_progress=on_progress)
+        finally:
+            await adapter.aclose()
+
+    def interrupt(done, total):
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        asyncio.run(reembed(interrupt))
+
+    def seen() -> tuple[dict, list[dict]]:
+        status = {r["agent"]: r for r in json.loads(cli("embeddings", "status", "--json").stdout)["databases"] if r["agent"]}
+        return status, [c for c in json.loads(cli("doctor", "--json").stdout)["checks"] if c["name"].startswith("re-embed")]
+
+    status, checks = seen()
+    assert status["ada"]["building"] == {"model": "fake-embed", "vectors": 2}
+    assert "re-embed to fake-embed stopped at 2 of 5 rows" in status["ada"]["note"]
+    [check] = checks
+    assert check["name"] == "re-embed ada" and not check["ok"]
+    assert "`arcana reindex --agent ada --re-embed --model fake-embed`" in check["detail"]
+    assert status["bob"]["building"] is None and "re-embed" not in status["bob"]["note"]
+    asyncio.run(reembed())
+    status, checks = seen()
+    assert status["ada"]["building"] is None and status["ada"]["model"] == "fake-embed" and checks == []

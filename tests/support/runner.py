@@ -39,10 +39,10 @@ def keyword_only(home) -> None:
     home.config_path.chmod(0o600)
 
 
-def kill_when(home, args: list[str], ready, what: str, timeout: float = 300) -> None:
-    """Start `arcana ARGS` against ``home`` and SIGKILL it the moment ``ready()`` is true (polled every
-    5 ms; an ``sqlite3.Error`` from a half-written database counts as not yet); fail saying ``what``
-    was awaited when the process ends first."""
+def kill_when(home, args: list[str], ready, what: str, timeout: float = 300, sig: int | None = None) -> int:
+    """Start `arcana ARGS` against ``home`` and send it ``sig`` (SIGKILL by default) the moment ``ready()``
+    is true (polled every 5 ms; an ``sqlite3.Error`` from a half-written database counts as not yet); its
+    return code. Fails saying ``what`` was awaited when the process ends first."""
     import signal
     import sqlite3
     import time
@@ -54,9 +54,8 @@ def kill_when(home, args: list[str], ready, what: str, timeout: float = 300) -> 
         while time.monotonic() < deadline and proc.poll() is None:
             try:
                 if ready():
-                    proc.send_signal(signal.SIGKILL)
-                    proc.wait()
-                    return
+                    proc.send_signal(signal.SIGKILL if sig is None else sig)
+                    return proc.wait()
             except sqlite3.Error:
                 pass
             time.sleep(0.005)
