@@ -96,6 +96,11 @@ def test_an_ordinary_edit_still_loosens_what_an_import_kept(cli, tmp_path, monke
     assert (stored["archived"], stored["visibility"], stored["pinned"]) == (False, "visible", False)
 
 
+def _edit_line(dump, old: str, new: str) -> None:
+    """A person's edit of the export file: the text the import then writes over the stored one."""
+    dump.write_text(dump.read_text().replace(json.dumps(old), json.dumps(new)))
+
+
 def _import_after(monkeypatch, *args: str) -> None:
     """As :func:`_operator_before_write`, for ``arcana import``: just before its write transaction."""
     import_txn, pending = export._import_txn, [args]
@@ -116,22 +121,22 @@ def test_an_operator_edit_during_an_import_stands(cli, tmp_path, monkeypatch, ed
     _remember(cli, _file(tmp_path, "first.jsonl", TEA))
     dump = tmp_path / "ada.jsonl"
     arcana("export", "--agent", "ada", "--output", str(dump))
-    arcana("memory", "set", "tea-1", "--agent", "ada", "--content", JASMINE["content"])
+    _edit_line(dump, TEA["content"], JASMINE["content"])
     _import_after(monkeypatch, "memory", *edit, "tea-1", "--agent", "ada")
     result = cli("import", str(dump), "--agent", "ada", "--no-embed")
     assert result.exit_code == 0, result.stderr
     stored = _shown(cli, "tea-1")
     assert stored[field] == kept
-    assert stored["content"] == TEA["content"]  # positive control: the file's text was written back
+    assert stored["content"] == JASMINE["content"]  # positive control: the file's edited text was written
 
 
 def test_a_memory_purged_during_an_import_stays_gone(cli, tmp_path, monkeypatch):
     _remember(cli, _file(tmp_path, "first.jsonl", TEA, NEW))
     dump = tmp_path / "ada.jsonl"
     arcana("export", "--agent", "ada", "--output", str(dump))
-    arcana("memory", "set", "deploy-1", "--agent", "ada", "--content", "Deploys go out on Mondays.")
+    _edit_line(dump, NEW["content"], "Deploys go out on Mondays.")
     _import_after(monkeypatch, "memory", "purge", "tea-1", "--agent", "ada", "--yes")
     result = cli("import", str(dump), "--agent", "ada", "--no-embed")
     assert result.exit_code == 0, result.stderr
     assert _shown(cli, "tea-1") is None
-    assert _shown(cli, "deploy-1")["content"] == NEW["content"]  # positive control: the rest was written back
+    assert _shown(cli, "deploy-1")["content"] == "Deploys go out on Mondays."  # positive control: the rest was written
