@@ -42,7 +42,8 @@ def test_one_fact_said_by_processes_at_once_is_stored_once(arcana_home):
         while pending:  # each connected before any may write
             pending = [p for p in pending if p.poll() is None and not _holds_open(p.pid, db)]
     said = [p.communicate(timeout=120) for p in procs]
-    assert [p.returncode for p in procs] == [0] * len(procs), [err for _, err in said]
+    failed = [(p.returncode, err) for p, (_, err) in zip(procs, said, strict=True) if p.returncode != 0]
+    assert not failed, failed  # each failure's own stderr, whole
 
     ids = [json.loads(out)["id"] for out, _ in said]
     for n, _ in enumerate(FACTS):  # every process that said a fact names the one memory holding it
