@@ -18,7 +18,7 @@ import re
 import stat
 import uuid
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -298,62 +298,96 @@ def walk_folder(root: Path, *, ignore_globs: Sequence[str] = (), max_file_bytes:
     ``Archive/*``) is not descended into.
     """
     found = FolderWalk()
-    stack = [""]
-    while stack:
-        prefix = stack.pop()
-        try:
-            with os.scandir(root / prefix if prefix else root) as it:
-                entries = list(it)
-        except FileNotFoundError:
-            if prefix:
-                found.skipped.append((prefix, VANISHED))
-            continue
-        except OSError:
-            found.skipped.append((prefix or ".", UNREADABLE))
-            continue
-        for entry in entries:
-            rel = f"{prefix}/{entry.name}" if prefix else entry.name
-            if _bad_name(entry.name):
-                found.skipped.append((printable_path(rel), BAD_NAME))
-                continue
-            try:
-                if entry.name.startswith("."):
-                    found.skipped.append((rel, HIDDEN))
-                    continue
-                if entry.is_symlink():
-                    found.skipped.append((rel, SYMLINK))
-                    continue
-                if entry.is_dir(follow_symlinks=False):
-                    if _ignored(rel, ignore_globs) or _ignored(rel + "/", ignore_globs):
-                        found.skipped.append((rel, IGNORED))
-                    else:
-                        stack.append(rel)
-                    continue
-                if not entry.is_file(follow_symlinks=False):
-                    if is_note(entry.name):  # a FIFO or device named like a note: never opened
-                        found.skipped.append((rel, NOT_REGULAR))
-                    continue
-                if _ignored(rel, ignore_globs):
-                    found.skipped.append((rel, IGNORED))
-                    continue
-                if not is_note(entry.name):
-                    found.attachments.append(rel)
-                    continue
-                st = entry.stat(follow_symlinks=False)
-            except FileNotFoundError:
-                found.skipped.append((rel, VANISHED))
-                continue
-            except OSError:
-                found.skipped.append((rel, UNREADABLE))
-                continue
-            if st.st_size > max_file_bytes:
-                found.skipped.append((rel, TOO_LARGE))
-                continue
-            found.notes.append(FileStat(rel, st.st_mtime_ns, st.st_size))
-    found.notes.sort(key=lambda n: n.rel_path)
+    found.notes = list(walk_notes(root, found, ignore_globs=ignore_globs, max_file_bytes=max_file_bytes))
     found.attachments.sort()
     found.skipped.sort()
     return found
+
+
+def walk_notes(
+    root: Path, found: FolderWalk, *, ignore_globs: Sequence[str] = (), max_file_bytes: int = DEFAULT_MAX_FILE_BYTES
+) -> Iterator[FileStat]:
+    """:func:`walk_folder`'s notes one at a time, in rel_path order, holding one directory listing per level.
+
+    The order is the sorted order of the paths themselves (a directory sorts as
+    its name plus ``/``), so a caller can merge it with a listing sorted by path
+    (the vault manifest, read by keyset) without holding either. Attachments and
+    skips go into ``found`` as they are met (unsorted).
+    """
+    levels: list[tuple[str, Iterator[os.DirEntry]]] = []
+    listing = _listing(root, "", found)
+    if listing is not None:
+        levels.append(("", listing))
+    while levels:
+        prefix, entries = levels[-1]
+        entry = next(entries, None)
+        if entry is None:
+            levels.pop()
+            continue
+        rel = f"{prefix}/{entry.name}" if prefix else entry.name
+        if _bad_name(entry.name):
+            found.skipped.append((printable_path(rel), BAD_NAME))
+            continue
+        try:
+            if entry.name.startswith("."):
+                found.skipped.append((rel, HIDDEN))
+                continue
+            if entry.is_symlink():
+                found.skipped.append((rel, SYMLINK))
+                continue
+            if entry.is_dir(follow_symlinks=False):
+                if _ignored(rel, ignore_globs) or _ignored(rel + "/", ignore_globs):
+                    found.skipped.append((rel, IGNORED))
+                else:
+                    listing = _listing(root, rel, found)
+                    if listing is not None:
+                        levels.append((rel, listing))
+                continue
+            if not entry.is_file(follow_symlinks=False):
+                if is_note(entry.name):  # a FIFO or device named like a note: never opened
+                    found.skipped.append((rel, NOT_REGULAR))
+                continue
+            if _ignored(rel, ignore_globs):
+                found.skipped.append((rel, IGNORED))
+                continue
+            if not is_note(entry.name):
+                found.attachments.append(rel)
+                continue
+            st = entry.stat(follow_symlinks=False)
+        except FileNotFoundError:
+            found.skipped.append((rel, VANISHED))
+            continue
+        except OSError:
+            found.skipped.append((rel, UNREADABLE))
+            continue
+        if st.st_size > max_file_bytes:
+            found.skipped.append((rel, TOO_LARGE))
+            continue
+        yield FileStat(rel, st.st_mtime_ns, st.st_size)
+
+
+def _listing(root: Path, prefix: str, found: FolderWalk) -> Iterator[os.DirEntry] | None:
+    """One directory's entries in path order (a directory as ``name/``), or None (noted in ``found``) if unreadable."""
+    try:
+        with os.scandir(root / prefix if prefix else root) as it:
+            entries = list(it)
+    except FileNotFoundError:
+        if prefix:
+            found.skipped.append((prefix, VANISHED))
+        return None
+    except OSError:
+        found.skipped.append((prefix or ".", UNREADABLE))
+        return None
+    entries.sort(key=_path_key)
+    return iter(entries)
+
+
+def _path_key(entry: os.DirEntry) -> str:
+    try:
+        directory = entry.is_dir(follow_symlinks=False)
+    except OSError:
+        directory = False
+    return entry.name + "/" if directory else entry.name
 
 
 def stat_note(

@@ -1,7 +1,8 @@
 """``arcana vault index``: bring a vault's SQLite index in line with its folder, incrementally.
 
-Plan (read-only): walk the folder — or, for a watcher that knows which notes
-changed, stat just those; a file whose (mtime, size) match the manifest is not
+Plan (read-only): walk the folder in path order — or, for a watcher that knows
+which notes changed, stat just those — merged with the manifest read a page at
+a time in the same order; a file whose (mtime, size) match the manifest is not
 opened; one whose bytes hash the same is only re-stamped; everything else is
 parsed. Apply: changed notes are upserted through the store (and embedded,
 when an embedder is available — only these), notes that disappeared are
@@ -31,7 +32,7 @@ import json
 import time
 import uuid
 from collections import Counter
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
 from contextlib import ExitStack, asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -52,10 +53,18 @@ from memory.graph.wikilinks import (
     link_targets,
 )
 from memory.locks import WaitNotice, exclusive
-from memory.markdown.notes import FileStat, NoteIdentity, ParsedNote, read_note, stat_note, walk_folder
+from memory.markdown.notes import (
+    FileStat,
+    FolderWalk,
+    NoteIdentity,
+    ParsedNote,
+    read_note,
+    stat_note,
+    walk_notes,
+)
 from memory.types import MemoryEntry
 from memory.vaults import manifest
-from memory.vaults.manifest import FileRecord, Stored
+from memory.vaults.manifest import FileRecord
 from memory.vaults.registry import Vault
 
 LOCK_WAIT_SECONDS = 300.0
@@ -116,11 +125,19 @@ class VaultIndexReport:
 
 @dataclass
 class IndexPlan:
-    """What an index pass would do; computing it never writes anything."""
+    """What an index pass would do; computing it never writes anything.
+
+    Notes the pass leaves as the manifest has them are counted, not held: the
+    notes after the pass are the manifest's records less ``removed_paths``,
+    overlaid with ``read`` (see :func:`current_records`).
+    """
 
     mode: str
-    stored: Stored
-    current: dict[str, FileRecord]  # every note after the pass; unchanged ones without targets
+    meta: dict[str, str]
+    read: dict[str, FileRecord]  # every note read this pass (changed and touched), by path
+    notes: int  # how many notes the vault holds after the pass
+    recorded: int  # how many records the manifest held before it
+    added: int  # changed notes whose row is new
     changed: list[FileRecord]  # re-read window by window at apply time: a parsed note is ~4 KB, a record ~0.4
     touched: list[FileRecord]
     scanned: int
@@ -151,72 +168,122 @@ def _fingerprint(paths: Sequence[str]) -> str:
 
 
 def plan_index(
-    vault: Vault, who: NoteIdentity, stored: Stored, paths: Sequence[str] | None = None, *, reread: bool = False
+    raw, vault: Vault, who: NoteIdentity, paths: Sequence[str] | None = None, *, reread: bool = False,
+    page: int | None = None,
 ) -> IndexPlan:
-    """Compare the folder (all of it, or just ``paths``) with the manifest; read only what may have changed
-    (every note under ``reread``: what the manifest does not keep, such as bad frontmatter, is seen again)."""
+    """Compare the folder (all of it, or just ``paths``) with the manifest on connection ``raw`` (None: no
+    index yet); read only what may have changed (every note under ``reread``: what the manifest does not
+    keep, such as bad frontmatter, is seen again).
+
+    Both sides are walked in path order and merge-joined, the manifest ``page`` records at a time, so an
+    unchanged vault of a million notes is compared holding one page and one directory listing.
+    """
     if not vault.root.is_dir():
         raise NotFoundError(f"vault '{vault.name}': folder {vault.root} is missing; the index was left as it was")
-    force = reread or stored.meta.get("identity") != _identity_key(who) or stored.meta.get("notes_format") != NOTES_FORMAT
+    meta = manifest.load_meta(raw) if raw is not None else {}
+    force = reread or meta.get("identity") != _identity_key(who) or meta.get("notes_format") != NOTES_FORMAT
+    found = FolderWalk()
     if paths is None or force:
-        walk = walk_folder(vault.root, ignore_globs=vault.ignore_globs, max_file_bytes=vault.max_note_bytes)
-        infos, skipped, attachments, current = walk.notes, list(walk.skipped), walk.attachments, {}
-        mode = "full"
+        infos = walk_notes(vault.root, found, ignore_globs=vault.ignore_globs, max_file_bytes=vault.max_note_bytes)
+        attachments, mode, looked = found.attachments, "full", None
     else:
-        infos, skipped, current = [], [], dict(stored.files)
-        attachments = json.loads(stored.meta.get("attachments", "[]"))
-        for rel in sorted(set(paths)):
-            found = stat_note(vault.root, rel, ignore_globs=vault.ignore_globs, max_file_bytes=vault.max_note_bytes)
-            current.pop(rel, None)
-            if isinstance(found, str):
-                skipped.append((rel, found))
-            elif found is not None:
-                infos.append(found)
-        mode = "targeted"
-    changed: list[FileRecord] = []
-    touched: list[FileRecord] = []
-    problems: list[str] = []
-    for info in infos:
-        old = stored.files.get(info.rel_path)
-        fresh = not force and old is not None and old.id in stored.ids
-        if fresh and (old.mtime_ns, old.size) == (info.mtime_ns, info.size):
-            current[info.rel_path] = old
+        looked = sorted(set(paths))
+        infos = _stat_paths(vault, looked, found)
+        attachments, mode = json.loads(meta.get("attachments", "[]")), "targeted"
+    plan = IndexPlan(mode, meta, {}, 0, 0, 0, [], [], 0, found.skipped, [], [], [], attachments, force)
+    leftover: list[str] = []  # ids of records not kept as they are: removed unless a note read now has them
+    aliases_changed = False
+    records = manifest.rows(raw, page or manifest.PAGE_ROWS) if raw is not None else iter(())
+    old, exists = next(records, (None, False))
+    for info in _then_none(infos):
+        # Records before this note (all of them after the last) are notes not seen: gone, or not looked at.
+        while old is not None and (info is None or old.rel_path < info.rel_path):
+            plan.recorded += 1
+            if looked is None or old.rel_path in looked:  # ``looked`` is small: a watcher's batch
+                plan.removed_paths.append(old.rel_path)
+                leftover.append(old.id)
+            else:
+                plan.notes += 1
+            old, exists = next(records, (None, False))
+        if info is None:
+            break
+        plan.scanned += 1
+        mine, row = (old, exists) if old is not None and old.rel_path == info.rel_path else (None, False)
+        if mine is not None:
+            plan.recorded += 1
+            old, exists = next(records, (None, False))
+        fresh = not force and mine is not None and row
+        if fresh and (mine.mtime_ns, mine.size) == (info.mtime_ns, info.size):
+            plan.notes += 1
             continue
         parsed = read_note(vault.root, info, who, vault.max_note_bytes)
+        if mine is not None:
+            leftover.append(mine.id)
         if isinstance(parsed, str):
-            skipped.append((info.rel_path, parsed))
+            found.skipped.append((info.rel_path, parsed))
+            if mine is not None:
+                plan.removed_paths.append(mine.rel_path)
             continue
         if parsed.frontmatter_problem:
-            problems.append(parsed.rel_path)
+            plan.frontmatter_problems.append(parsed.rel_path)
         record = _record(parsed)
-        current[info.rel_path] = record
-        if fresh and old.content_hash == record.content_hash:
-            touched.append(record)
+        plan.notes += 1
+        plan.read[info.rel_path] = record
+        plan.structural = plan.structural or mine is None  # a new note
+        if fresh and mine.content_hash == record.content_hash:
+            plan.touched.append(record)
         else:
-            changed.append(record)
-    if mode == "full" and not current and stored.files:
+            plan.changed.append(record)
+            aliases_changed = aliases_changed or (mine is not None and record.aliases != mine.aliases)
+    if mode == "full" and not plan.notes and plan.recorded:
         # An unmounted drive often leaves its empty mount point behind: never empty an index over that.
         raise NotFoundError(
-            f"vault '{vault.name}': {vault.root} has no notes now but the index holds {len(stored.files)}; "
+            f"vault '{vault.name}': {vault.root} has no notes now but the index holds {plan.recorded}; "
             "the index was left as it was (is the folder mounted? to forget the vault: `arcana vault remove`)"
         )
-    live_ids = {r.id for r in current.values()}
-    swept = stored.ids if mode == "full" else {r.id for r in stored.files.values()}
-    removed_ids = sorted((swept | {r.id for r in stored.files.values()}) - live_ids)
-    removed_paths = sorted(set(stored.files) - set(current))
-    structural = (
-        force
-        or bool(removed_paths)
-        or any(rel not in stored.files for rel in current)
-        or any(n.aliases != stored.files[n.rel_path].aliases for n in changed if n.rel_path in stored.files)
-        or stored.meta.get("attachments_fp") != _fingerprint(attachments)
-        or stored.meta.get("links_format") != LINKS_FORMAT
-        or stored.meta.get("links_pending") == "1"  # a pass stored notes, then died before their links
+    live = {r.id for r in plan.read.values()}
+    if mode == "full" and raw is not None:
+        leftover += manifest.orphan_ids(raw)  # a full pass sweeps every row no note owns
+    plan.removed_ids = sorted(set(leftover) - live)
+    new = [r.id for r in plan.changed]
+    existing = manifest.stored_ids(raw, new) if raw is not None else set()
+    plan.added = sum(1 for i in new if i not in existing)
+    plan.skipped.sort()
+    plan.frontmatter_problems.sort()
+    plan.attachments.sort()
+    plan.structural = (
+        plan.structural
+        or bool(plan.removed_paths)
+        or aliases_changed
+        or meta.get("attachments_fp") != _fingerprint(plan.attachments)
+        or meta.get("links_format") != LINKS_FORMAT
+        or meta.get("links_pending") == "1"  # a pass stored notes, then died before their links
     )
-    return IndexPlan(
-        mode, stored, current, changed, touched, len(infos), sorted(skipped), sorted(problems),
-        removed_ids, removed_paths, attachments, structural,
-    )
+    return plan
+
+
+def _stat_paths(vault: Vault, looked: list[str], found: FolderWalk) -> Iterator[FileStat]:
+    """The notes among ``looked`` (sorted), as a full walk would list them."""
+    for rel in looked:
+        stat = stat_note(vault.root, rel, ignore_globs=vault.ignore_globs, max_file_bytes=vault.max_note_bytes)
+        if isinstance(stat, str):
+            found.skipped.append((rel, stat))
+        elif stat is not None:
+            yield stat
+
+
+def _then_none(items: Iterable[FileStat]) -> Iterator[FileStat | None]:
+    yield from items
+    yield None
+
+
+def current_records(raw, plan: IndexPlan) -> list[FileRecord]:
+    """Every note after ``plan``, in path order, with targets: the manifest less removed paths, overlaid with
+    the notes read this pass. Only a link rebuild needs them all (it resolves against every note)."""
+    removed = set(plan.removed_paths)
+    records = {r.rel_path: r for r in manifest.load_records(raw) if r.rel_path not in removed}
+    records.update(plan.read)
+    return [records[rel] for rel in sorted(records)]
 
 
 @asynccontextmanager
@@ -345,7 +412,7 @@ def _replan(plan: IndexPlan, records: list[FileRecord], i: int, note: ParsedNote
     record = _record(note)
     if record != records[i]:
         plan.structural = plan.structural or record.aliases != records[i].aliases
-        records[i] = plan.current[record.rel_path] = record
+        records[i] = plan.read[record.rel_path] = record
         if note.frontmatter_problem and note.rel_path not in plan.frontmatter_problems:
             plan.frontmatter_problems.append(note.rel_path)
     return note.entry
@@ -363,12 +430,13 @@ def _from(on_progress: Progress | None, start: int, total: int) -> Progress | No
 _RESOLVERS: dict[str, tuple[str, LinkResolver]] = {}
 
 
-def _resolver(store: SQLiteAdapter, plan: IndexPlan) -> LinkResolver:
-    token = plan.stored.meta.get("structure", "")
+async def _resolver(store: SQLiteAdapter, plan: IndexPlan) -> LinkResolver:
+    token = plan.meta.get("structure", "")
     cached = _RESOLVERS.get(str(store.path))
     if cached is not None and cached[0] == token:
         return cached[1]
-    resolver = LinkResolver([LinkSource(r.rel_path, r.id, r.aliases) for r in plan.current.values()], plan.attachments)
+    notes = await store.run(current_records, plan)
+    resolver = LinkResolver([LinkSource(r.rel_path, r.id, r.aliases) for r in notes], plan.attachments)
     _RESOLVERS[str(store.path)] = (token, resolver)
     return resolver
 
@@ -377,21 +445,19 @@ async def _rebuild_links(store: SQLiteAdapter, plan: IndexPlan) -> dict[str, tup
     """Rewrite wikilink edges through the extractor; return the per-note tallies that changed."""
     extractor = WikilinkEdgeExtractor(None, EdgeStore(store))
     if plan.structural:
-        targets = await store.run(manifest.load_targets)
         per_note: dict[str, NoteLinks] = {}
-        await extractor.replace_all(_sources(plan, targets), plan.attachments, per_note=per_note)
+        await extractor.replace_all(_sources(await store.run(current_records, plan)), plan.attachments, per_note=per_note)
         return {rel: links.tally() for rel, links in per_note.items()}
     if not plan.changed:
         return {}
     changed = [LinkSource(r.rel_path, r.id, r.aliases, r.targets) for r in plan.changed]
-    results = await extractor.replace_notes(_resolver(store, plan), changed)
+    results = await extractor.replace_notes(await _resolver(store, plan), changed)
     return {rel: links.tally() for rel, links in results.items()}
 
 
-def _sources(plan: IndexPlan, targets: dict[str, tuple[str, ...]]) -> list[LinkSource]:
-    """Every note after ``plan`` as the resolver sees it: stored targets, overridden by the changed notes'."""
-    targets = {**targets, **{r.rel_path: r.targets for r in plan.changed}}
-    return [LinkSource(r.rel_path, r.id, r.aliases, targets.get(r.rel_path, ())) for r in plan.current.values()]
+def _sources(records: list[FileRecord]) -> list[LinkSource]:
+    """Notes as the resolver sees them."""
+    return [LinkSource(r.rel_path, r.id, r.aliases, r.targets) for r in records]
 
 
 def _link_totals(raw) -> EdgeIndexReport:
@@ -437,13 +503,12 @@ async def index_vault(
             raise NotFoundError(f"vault '{vault.name}' was removed; nothing was indexed")
         store = open_store(vault)
         try:
-            stored = await store.run(manifest.load)
-            plan = await asyncio.to_thread(plan_index, vault, who, stored, paths)
-            records = plan.changed
-            report.added = sum(1 for r in records if r.id not in stored.ids)
+            plan = await store.run(plan_index, vault, who, paths)  # read-only; on the store's thread
+            records, stored_meta = plan.changed, plan.meta
+            report.added = plan.added
             report.updated = len(records) - report.added
             # A window's records may carry the identity only when no note is recorded under another one.
-            owned = stored.meta.get("identity") == _identity_key(who) or not stored.files
+            owned = stored_meta.get("identity") == _identity_key(who) or not plan.recorded
             window_meta = {"identity": _identity_key(who), "root": str(vault.root)} if owned else {}
             # A window's notes are recorded as indexed before their links are: until this pass's link step
             # commits, the next pass must rebuild every link (it will see these notes as unchanged).
@@ -459,11 +524,11 @@ async def index_vault(
 
             report.embedded, report.embedding, complete = await write_entries(
                 store, [r.size for r in records], load, embed=embed, config=config,
-                backfill=stored.meta.get("vectors") != "complete" or stored.meta.get("chunks") != CHUNKS_FORMAT,
+                backfill=stored_meta.get("vectors") != "complete" or stored_meta.get("chunks") != CHUNKS_FORMAT,
                 vault=vault, notices=report.notices, on_progress=on_progress, gateway=gateway, on_window=committed,
             )
             report.notices.extend(vault.obsidian_excluded.problems)
-            vectors = stored.meta.get("vectors", "partial") if complete is None else ("complete" if complete else "partial")
+            vectors = stored_meta.get("vectors", "partial") if complete is None else ("complete" if complete else "partial")
             if plan.removed_ids:
                 await store.purge(plan.removed_ids)
             report.removed = len(plan.removed_ids)
@@ -488,7 +553,7 @@ async def index_vault(
             await store.aclose()
     report.mode = plan.mode
     report.scanned = plan.scanned
-    report.unchanged = len(plan.current) - len(plan.changed)
+    report.unchanged = plan.notes - len(plan.changed)
     report.skipped = sorted(plan.skipped)
     report.frontmatter_problems = sorted(plan.frontmatter_problems)
     report.seconds = time.perf_counter() - started
@@ -506,15 +571,16 @@ async def check_vault(vault: Vault) -> tuple[IndexPlan, EdgeIndexReport]:
     """The folder as a full index pass would see it now — every dangling/ambiguous link, skipped file — writing nothing."""
     agent_id, scope, pool = vault.identity()
     who = NoteIdentity(agent_id, scope, pool)
-    stored, targets = Stored({}, {}, set()), {}
+    # Every note is read again: an unchanged note's bad frontmatter is still bad after an index.
     if vault.db_path.exists():
         store = open_store(vault)
         try:
-            stored = await store.run(manifest.load)
-            targets = await store.run(manifest.load_targets)
+            plan = await store.run(lambda raw: plan_index(raw, vault, who, reread=True))
+            notes = await store.run(current_records, plan)
         finally:
             await store.aclose()
-    # Every note is read again: an unchanged note's bad frontmatter is still bad after an index.
-    plan = await asyncio.to_thread(plan_index, vault, who, stored, reread=True)
-    _, links = link_graph(_sources(plan, targets), plan.attachments)
+    else:
+        plan = await asyncio.to_thread(lambda: plan_index(None, vault, who, reread=True))
+        notes = [plan.read[rel] for rel in sorted(plan.read)]
+    _, links = link_graph(_sources(notes), plan.attachments)
     return plan, links

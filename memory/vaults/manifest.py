@@ -11,7 +11,7 @@ tables come from migration v4 (every store has them; only vault indexes fill the
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 from memory.sqlite.batches import select_in
@@ -48,6 +48,49 @@ def load(raw) -> Stored:
     meta = {r[0]: r[1] for r in raw.execute("SELECT key, value FROM vault_meta")}
     ids = {r[0] for r in raw.execute("SELECT id FROM memories")}
     return Stored(files, meta, ids)
+
+
+PAGE_ROWS = 2000  # manifest rows read at a time when it is merged with the folder walk
+
+
+def load_meta(raw) -> dict[str, str]:
+    return {r[0]: r[1] for r in raw.execute("SELECT key, value FROM vault_meta")}
+
+
+def rows(raw, page: int = PAGE_ROWS) -> Iterator[tuple[FileRecord, bool]]:
+    """Every record in rel_path order (SQLite's BINARY order of UTF-8 is Python's order of str), read by
+    keyset ``page`` rows at a time, each with whether its memory row still exists; targets are not read."""
+    after = ""
+    while True:
+        batch = raw.execute(
+            "SELECT f.id, f.rel_path, f.mtime_ns, f.size, f.content_hash, f.aliases, "
+            "EXISTS (SELECT 1 FROM memories m WHERE m.id = f.id) FROM vault_files f "
+            "WHERE f.rel_path > ? ORDER BY f.rel_path LIMIT ?",
+            (after, page),
+        ).fetchall()
+        for r in batch:
+            yield FileRecord(r[0], r[1], r[2], r[3], r[4], tuple(json.loads(r[5])) if r[5] != "[]" else ()), bool(r[6])
+        if len(batch) < page:
+            return
+        after = batch[-1][1]
+
+
+def orphan_ids(raw) -> list[str]:
+    """Memory rows no record names (a pass killed between a row and its record, or an older id scheme)."""
+    return [r[0] for r in raw.execute("SELECT id FROM memories WHERE id NOT IN (SELECT id FROM vault_files)")]
+
+
+def stored_ids(raw, ids: Sequence[str]) -> set[str]:
+    """Which of ``ids`` have a memory row."""
+    return {r[0] for r in select_in(raw, "SELECT id FROM memories WHERE id IN ({marks})", ids)}
+
+
+def load_records(raw) -> list[FileRecord]:
+    """Every record with its targets: for a rebuild of every link, which resolves against every note."""
+    return [
+        FileRecord(r[0], r[1], r[2], r[3], r[4], *(tuple(json.loads(v)) if v != "[]" else () for v in r[5:]))
+        for r in raw.execute("SELECT id, rel_path, mtime_ns, size, content_hash, aliases, targets FROM vault_files")
+    ]
 
 
 def load_targets(raw) -> dict[str, tuple[str, ...]]:

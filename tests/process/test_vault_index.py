@@ -693,3 +693,92 @@ async def test_a_vault_tier_never_indexed_stops_scanning_its_folder_once_removed
             await tier.search(query)
     finally:
         await tier.aclose()
+
+
+PAGED = {  # path order traps: '-' and '.' sort before '/', so "a-c.md" and "a.md" come before "a/b.md"
+    "a.md": "[[a/b]] and [[zeta]]", "a/b.md": "---\naliases: [Bee]\n---\nback to [[a]]", "a-c.md": "[[Bee]]",
+    "a0.md": "plain", "a/b/c.md": "deep [[a-c]]", "é.md": "accented [[a0]]", "A/z.md": "upper", "ab.md": "[[gone]]",
+    "gone.md": "soon removed", "same.md": "touched, never changed", **{f"d{i}/n{i}.md": f"note {i} [[a]]" for i in range(6)},
+}
+
+
+def _mutate_paged(root):
+    (root / "a-c.md").write_text("edited: [[a/b/c]]")
+    (root / "gone.md").unlink()
+    (root / "a/new.md").write_text("---\naliases: [Fresh]\n---\nnew note [[é]]")
+    os.utime(root / "same.md", ns=(1, 1))  # same bytes, new mtime: re-stamped only
+
+
+async def test_the_manifest_merged_a_record_at_a_time_plans_and_indexes_exactly_as_in_one_page(
+    make_vault, arcana_home, monkeypatch
+):
+    """The plan merges the sorted walk with the manifest read by keyset, a page at a time (a no-change pass
+    of 50,000 notes held the whole listing, manifest and id set: 116 MB); one-record pages give the same
+    plan, the same report and the same rows and edges as one page for all."""
+    from dataclasses import asdict
+
+    from memory.markdown.notes import NoteIdentity
+    from memory.vaults.indexer import plan_index
+
+    arcana_home.ensure()
+    registry = VaultRegistry(arcana_home)
+    paged, whole = registry.add(make_vault(PAGED, name="p"), "p"), registry.add(make_vault(PAGED, name="w"), "w")
+    for vault in (paged, whole):
+        await index_vault(vault, embed=False)
+        _mutate_paged(vault.root)
+    store = open_store(paged)
+    try:  # a row whose record a killed pass never wrote: a full pass sweeps it
+        await store.run(lambda raw: raw.execute("DELETE FROM vault_files WHERE rel_path = 'd5/n5.md'") and raw.commit())
+        (paged.root / "d5/n5.md").unlink()
+        who = NoteIdentity(*paged.identity())
+        plans = [asdict(await store.run(lambda raw, p=p: plan_index(raw, paged, who, page=p))) for p in (1, 2, 10_000)]
+    finally:
+        await store.aclose()
+    assert plans[0] == plans[1] == plans[2]
+    plan = plans[0]  # control: every kind of change is in it, so a merge that dropped rows would differ
+    assert [r["rel_path"] for r in plan["changed"]] == ["a-c.md", "a/new.md"] and plan["added"] == 1
+    assert [r["rel_path"] for r in plan["touched"]] == ["same.md"] and plan["removed_paths"] == ["gone.md"]
+    assert plan["removed_ids"] == sorted([note_id("gone.md"), note_id("d5/n5.md")])
+    assert (plan["notes"], plan["recorded"], plan["scanned"]) == (15, 15, 15)
+    (whole.root / "d5/n5.md").unlink()
+    monkeypatch.setattr("memory.vaults.manifest.PAGE_ROWS", 1)
+    one = (await index_vault(paged, embed=False)).as_dict()
+    monkeypatch.undo()
+    many = (await index_vault(whole, embed=False)).as_dict()
+    assert {**one, "vault": "", "seconds": 0} == {**many, "vault": "", "seconds": 0}
+    assert (one["added"], one["updated"], one["removed"], one["unchanged"]) == (1, 1, 2, 13)
+    assert await _snapshot(paged) == await _snapshot(whole)
+    again = await index_vault(paged, embed=False)
+    assert (again.changed, again.unchanged) == (0, 15)
+
+
+async def test_a_no_change_pass_holds_a_page_of_the_manifest_not_the_vault(make_vault, arcana_home):
+    """What a no-change plan holds does not grow with the vault (it held ~1.1 KB a note: 53 MB traced at 50,000)."""
+    import tracemalloc
+
+    from memory.markdown.notes import NoteIdentity
+    from memory.vaults.indexer import plan_index
+
+    arcana_home.ensure()
+    registry = VaultRegistry(arcana_home)
+    peaks = {}
+    for n in (200, 2000):
+        vault = registry.add(make_vault({f"d{i // 50}/n{i}.md": f"note {i} [[n{i + 1}]]" for i in range(n)}, name=f"v{n}"), f"v{n}")
+        await index_vault(vault, embed=False)
+        store = open_store(vault)
+        try:
+            who = NoteIdentity(*vault.identity())
+
+            def plan(raw, vault=vault, who=who):
+                tracemalloc.start()
+                try:
+                    found = plan_index(raw, vault, who, page=50)
+                    return found, tracemalloc.get_traced_memory()[1]
+                finally:
+                    tracemalloc.stop()
+
+            found, peaks[n] = await store.run(plan)
+        finally:
+            await store.aclose()
+        assert (found.notes, found.changed, found.structural) == (n, [], False)  # control: a real no-change plan
+    assert peaks[2000] < 2 * peaks[200], peaks
