@@ -82,6 +82,7 @@ class BatchWriteReport:
     warnings: list[str] = field(default_factory=list)
     embedded_again: int = 0  # vectors written for unchanged rows that had none (a re-run after a kill)
     gone: set[str] = field(default_factory=set)  # imported ids a tier had deleted or purged: left out there
+    inserted: set[str] = field(default_factory=set)  # ids a tier stored anew (not held there before)
 
 
 class FederatedWriteError(MemoryWriteError):
@@ -400,6 +401,8 @@ class MemoryFederation:
                         report.gone.add(entry.id)
                         continue
                     report.changed[entry.id] = report.changed.get(entry.id, False) or op != "noop"
+                    if op == "insert":
+                        report.inserted.add(entry.id)
                 continue
             report.failed[tier.name] = f"{failure_reason(outcome)}: {describe_failure(outcome)}"
             if tier.scope is MemoryScope.PRIVATE:

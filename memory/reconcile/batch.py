@@ -138,10 +138,17 @@ async def settle_many(reconciler: Any, batch: ImportDecisions, report: Any) -> l
         report.changed[entry_id] = False  # imported (or restated) on an earlier run: nothing to do again
     if batch.unchanged and reconciler.vectors is not None:  # but a run killed between rows and vectors left some unembedded
         report.embedded_again = (await reconciler.vectors.complete(sorted(batch.unchanged))).embedded
+    # Trigger: a `--pool` import. Why: its lines are not decided (not private) and no private tier
+    # accepts them, yet each one a tier stored anew is an add, as `remember --pool` reports one.
+    report.decisions[DecisionKind.ADD.value] += sum(
+        1 for entry, _ in batch.lines if entry.scope is not MemoryScope.PRIVATE and entry.id in report.inserted
+    )
     if "private" not in report.accepted:
         return []
     leftovers = []
     for entry, decision in batch.lines:
+        if entry.scope is not MemoryScope.PRIVATE:
+            continue
         if decision.kind is DecisionKind.NOOP:
             single = await reconciler.reinforce(decision, entry)
             if single is None:

@@ -302,3 +302,20 @@ def test_a_re_run_leaves_a_purged_memory_gone(cli, tmp_path, flags):
     assert list(_listed(cli)) == ["The plant by the window is a fern."]
     text = cli("remember", "--from", source, "--agent", "ada", *flags)
     assert "1 deleted or purged here stay gone" in text.stdout, text.stdout
+
+
+@pytest.mark.usefixtures("no_embedder")
+def test_a_pool_import_counts_the_lines_it_adds(cli, tmp_path):
+    """`--pool` lines are not reconciled but are added: the report says so, and a re-run adds none."""
+    assert cli("pool", "create", "team").exit_code == 0
+    assert cli("agent", "join", "ada", "team").exit_code == 0
+    pooled = _file(tmp_path, LINES, "pooled.jsonl")
+    first = json.loads(_import(cli, pooled, "--pool", "team").stdout)
+    assert (first["written"], first["decisions"]["add"]) == (4, 4)
+    listed = json.loads(cli("memory", "list", "--pool", "team", "--all", "--json").stdout)
+    assert len(listed) == 4
+    again = json.loads(_import(cli, pooled, "--pool", "team").stdout)
+    assert (again["written"], again["unchanged"], again["decisions"]["add"]) == (0, 4, 0)
+    # A positive control: the same lines into the agent's own store are counted the same way.
+    mine = json.loads(_import(cli, _file(tmp_path, LINES)).stdout)
+    assert (mine["written"], mine["decisions"]["add"]) == (4, 4)

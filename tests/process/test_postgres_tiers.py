@@ -425,9 +425,9 @@ def test_remember_from_a_file_into_a_server_pool_takes_the_bulk_path(server_team
     lines = [{"content": f"team fact number {i} about the WHARFCRANE", "id": f"fact-{i}"} for i in range(300)]
     source.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
     first = data(server_team("remember", "--from", str(source), "--agent", "alice", "--pool", "team", "--json"))
-    assert (first["written"], first["accepted"]) == (300, {"pool:team": 300})
+    assert (first["written"], first["accepted"], first["decisions"]["add"]) == (300, {"pool:team": 300}, 300)
     again = data(server_team("remember", "--from", str(source), "--agent", "alice", "--pool", "team", "--json"))
-    assert (again["written"], again["unchanged"]) == (0, 300)
+    assert (again["written"], again["unchanged"], again["decisions"]["add"]) == (0, 300, 0)
     assert [h["op"] for h in data(server_team("memory", "history", "fact-7", "--pool", "team", "--json"))] == ["insert"]
     found = data(server_team("recall", "WHARFCRANE", "--agent", "bob", "--limit", "500", "--json"))["results"]
     assert len(found) == 300  # bob, a member, sees them all
