@@ -83,6 +83,7 @@ class BatchWriteReport:
     embedded_again: int = 0  # vectors written for unchanged rows that had none (a re-run after a kill)
     gone: set[str] = field(default_factory=set)  # imported ids a tier had deleted or purged: left out there
     inserted: set[str] = field(default_factory=set)  # ids a tier stored anew (not held there before)
+    held_by_others: set[str] = field(default_factory=set)  # ids a tier refused: another agent's memory there
 
 
 class FederatedWriteError(MemoryWriteError):
@@ -393,6 +394,7 @@ class MemoryFederation:
                 report.accepted[tier.name] = len(per_tier[tier_id])
                 for entry, op in zip(per_tier[tier_id], outcome or (), strict=False):
                     if op == "refused":
+                        report.held_by_others.add(entry.id)
                         report.warnings.append(
                             f"memory {entry.id}: the {tier.name} tier holds that id for another agent; its memory was left as it was"
                         )

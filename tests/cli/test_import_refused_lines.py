@@ -20,6 +20,13 @@ def _ok(result) -> dict:
     return json.loads(result.stdout)
 
 
+def _refused(result, count: int = 1) -> dict:
+    """A run that refused ``count`` lines as another agent's: exit 2, said on stderr, the report on stdout."""
+    assert result.exit_code == 2, result.output
+    assert f"{count} line(s) in " in result.stderr and "another agent holds" in result.stderr
+    return json.loads(result.stdout)
+
+
 @pytest.fixture
 def pool_file(cli, tmp_path, arcana_home):
     """Pool ``team`` holding bob's note, and a file of carl's: a new note (with its vector), a note
@@ -56,7 +63,7 @@ def _semantic(cli, agent: str, query: str) -> list[str]:
 def test_a_refused_line_leaves_the_owners_vector_alone(cli, pool_file):
     path, bob = pool_file
     assert bob in _semantic(cli, "bob", "where is the coffee machine")
-    report = _ok(cli("import", str(path), "--pool", "team", "--json"))
+    report = _refused(cli("import", str(path), "--pool", "team", "--json"))
     assert report["ops"]["refused"] == 1
     assert report["vectors_kept"] == 1  # positive control: carl's new note kept the vector it came with
     assert bob in _semantic(cli, "bob", "where is the coffee machine")
@@ -67,7 +74,7 @@ def test_a_refused_line_leaves_the_owners_vector_alone(cli, pool_file):
 
 def test_a_refused_line_never_makes_the_owners_row_a_carrier(cli, pool_file, tmp_path):
     path, bob = pool_file
-    _ok(cli("import", str(path), "--pool", "team", "--json"))
+    _refused(cli("import", str(path), "--pool", "team", "--json"))
     header, new, *_ = (json.loads(line) for line in path.read_text().splitlines())
     hidden = tmp_path / "hide.jsonl"
     hidden.write_text(json.dumps(header) + "\n" + json.dumps({"memory": dict(new["memory"], visibility="hidden")}) + "\n")
@@ -92,8 +99,9 @@ def test_a_refused_remember_from_line_leaves_what_carries_the_owners_row(cli, ar
     assert _ok(cli("consolidate", "--pool", "team", "--json"))["tiers"][0]["merged"] == 1  # tea-b carries tea-a
     claim = tmp_path / "claim.jsonl"
     claim.write_text('{"content": "Tea is bad.", "id": "tea-a"}\n')
-    report = _ok(cli("remember", "--from", str(claim), "--agent", "carl", "--pool", "team", "--json"))
+    report = _refused(cli("remember", "--from", str(claim), "--agent", "carl", "--pool", "team", "--json"))
     assert (report["carriers_withheld"], len(report["warnings"])) == (0, 1)
+    assert (report["written"], report["held_by_others"]) == (0, 1)
     assert _ok(cli("memory", "show", "tea-b", "--pool", "team", "--json"))["archived"] is False
     reword = tmp_path / "reword.jsonl"
     reword.write_text('{"content": "I like green tea", "id": "tea-a"}\n')
