@@ -97,7 +97,9 @@ async def decide_many(reconciler: Any, entries: list[MemoryEntry]) -> ImportDeci
     """Decide ``entries`` as one import; no row changes. What to write, and the lines to settle after."""
     if reconciler.settings.strategy == "off" or not entries:
         return ImportDecisions(written=list(entries), as_given=True)
-    held, same, restated = await _already(reconciler.store, entries)
+    # Only the private lines are asked about: the store is the agent's own, and a `--pool` line whose
+    # id it holds (the same file imported privately before) is still new to the pool.
+    held, same, restated = await _already(reconciler.store, [e for e in entries if e.scope is MemoryScope.PRIVATE])
     known = [e for e in entries if e.id in held and e.id not in same]  # an edited line: upserted by id, as before
     new = sorted((e for e in entries if e.id not in held and e.id not in restated), key=lambda e: e.created_at)
     # Trigger: the first import into a fresh store. Why: nothing stored can be a candidate, and

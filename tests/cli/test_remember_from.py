@@ -319,3 +319,17 @@ def test_a_pool_import_counts_the_lines_it_adds(cli, tmp_path):
     # A positive control: the same lines into the agent's own store are counted the same way.
     mine = json.loads(_import(cli, _file(tmp_path, LINES)).stdout)
     assert (mine["written"], mine["decisions"]["add"]) == (4, 4)
+
+
+@pytest.mark.usefixtures("no_embedder")
+def test_a_file_imported_privately_still_goes_into_a_pool(cli, tmp_path):
+    """The same file into the agent's store and then into a pool: the lines' ids are the same, and the
+    pool run reported them all 'unchanged' while the pool got none of them."""
+    assert cli("pool", "create", "team").exit_code == 0
+    assert cli("agent", "join", "ada", "team").exit_code == 0
+    source = _file(tmp_path, LINES)
+    assert json.loads(_import(cli, source).stdout)["written"] == 4  # positive control: the private store takes them
+    pooled = json.loads(_import(cli, source, "--pool", "team").stdout)
+    assert (pooled["written"], pooled["unchanged"]) == (4, 0)
+    assert len(json.loads(cli("memory", "list", "--pool", "team", "--all", "--json").stdout)) == 4
+    assert json.loads(_import(cli, source).stdout)["unchanged"] == 4  # a private re-run still writes nothing
