@@ -511,3 +511,24 @@ def test_a_restatement_reinforces_and_promotes_on_a_server_global_tier(cli, arca
     assert [h["op"] for h in data(cli("memory", "history", firsts[0]["id"], "--global", "--json"))] == ["insert", "reinforce"]
     seen = {r["content"] for r in data(cli("recall", "PGREIN", "--agent", "bob", "--json"))["results"]}
     assert seen == set(texts[:2])
+
+
+def test_consolidate_all_leaves_a_server_pool_out_and_succeeds(server_team, monkeypatch, tmp_path):
+    """A cron `consolidate --all` on a home with a server pool exited 5 every run; now it consolidates the
+    SQLite stores, names the server pool as left out, and exits 0, even with the pool's url_env unset.
+    Naming the pool itself still fails, saying what bounds it instead."""
+    said = tmp_path / "tea.jsonl"
+    said.write_text('{"content": "I like tea", "id": "tea-a"}\n{"content": "I like tea with milk", "id": "tea-b"}\n')
+    assert server_team("remember", "--from", str(said), "--agent", "alice", "--no-reconcile").exit_code == 0
+    assert server_team("remember", "the team kettle is blue", "--agent", "alice", "--pool", "team").exit_code == 0
+    ran = server_team("consolidate", "--all", "--json")
+    assert ran.exit_code == 0, ran.output
+    report = json.loads(ran.stdout)
+    assert report["skipped"] == [{"tier": "pool:team", "reason": "on a PostgreSQL server, which consolidate does not reach yet"}]
+    assert [t["tier"] for t in report["tiers"]] == []
+    assert {a["agent"]: a["scanned"] for a in report["agents"]}["alice"] >= 2  # positive control: her store was done
+    assert "pool:team left out" in ran.stderr
+    named = server_team("consolidate", "--pool", "team")
+    assert named.exit_code == 5 and "arcana prune --pool team" in named.stderr
+    monkeypatch.delenv("TEAM_PG")  # cron's environment often lacks it
+    assert server_team("consolidate", "--all", "--quiet").exit_code == 0
