@@ -133,8 +133,8 @@ async def settle_many(reconciler: Any, batch: ImportDecisions, report: Any) -> l
     meanwhile: the caller stores them after all (as adds)."""
     from memory.federation.federation import WriteReport
 
-    if batch.as_given:
-        report.decisions[DecisionKind.ADD.value] += len(batch.written)
+    if batch.as_given:  # strategy off: each line a tier stored anew is an add; a re-run's lines are not
+        report.decisions[DecisionKind.ADD.value] += sum(1 for entry in batch.written if entry.id in report.inserted)
         return []
     for entry_id in batch.skipped:
         report.changed[entry_id] = False  # imported (or restated) on an earlier run: nothing to do again

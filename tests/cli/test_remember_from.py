@@ -333,3 +333,14 @@ def test_a_file_imported_privately_still_goes_into_a_pool(cli, tmp_path):
     assert (pooled["written"], pooled["unchanged"]) == (4, 0)
     assert len(json.loads(cli("memory", "list", "--pool", "team", "--all", "--json").stdout)) == 4
     assert json.loads(_import(cli, source).stdout)["unchanged"] == 4  # a private re-run still writes nothing
+
+
+@pytest.mark.usefixtures("no_embedder")
+def test_with_reconciliation_off_a_re_run_adds_nothing(cli, tmp_path):
+    """`memory.reconcile.strategy off` counted every line of a re-run as an add: '0 written, ... 4 add'."""
+    assert cli("config", "set", "memory.reconcile.strategy", "off").exit_code == 0
+    source = _file(tmp_path, LINES)
+    first = json.loads(_import(cli, source).stdout)
+    assert (first["written"], first["decisions"]["add"]) == (4, 4)  # positive control: a first run's adds
+    again = json.loads(_import(cli, source).stdout)
+    assert (again["written"], again["unchanged"], again["decisions"]["add"]) == (0, 4, 0)
