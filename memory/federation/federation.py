@@ -393,7 +393,8 @@ class MemoryFederation:
             if not isinstance(outcome, Exception):
                 report.accepted[tier.name] = len(per_tier[tier_id])
                 for entry, op in zip(per_tier[tier_id], outcome or (), strict=False):
-                    if op == "refused":
+                    if op == "refused":  # not accepted: the tier left that row as it was
+                        report.accepted[tier.name] -= 1
                         report.held_by_others.add(entry.id)
                         report.warnings.append(
                             f"memory {entry.id}: the {tier.name} tier holds that id for another agent; its memory was left as it was"

@@ -101,10 +101,11 @@ def test_a_refused_remember_from_line_leaves_what_carries_the_owners_row(cli, ar
     claim.write_text('{"content": "Tea is bad.", "id": "tea-a"}\n')
     report = _refused(cli("remember", "--from", str(claim), "--agent", "carl", "--pool", "team", "--json"))
     assert (report["carriers_withheld"], len(report["warnings"])) == (0, 1)
-    assert (report["written"], report["held_by_others"]) == (0, 1)
+    assert (report["written"], report["held_by_others"], report["accepted"]) == (0, 1, {"pool:team": 0})
     assert _ok(cli("memory", "show", "tea-b", "--pool", "team", "--json"))["archived"] is False
     reword = tmp_path / "reword.jsonl"
     reword.write_text('{"content": "I like green tea", "id": "tea-a"}\n')
     report = _ok(cli("remember", "--from", str(reword), "--agent", "bob", "--pool", "team", "--json"))
     assert report["carriers_withheld"] == 1  # positive control: bob's own re-wording reaches his merged memory
+    assert (report["written"], report["accepted"]) == (1, {"pool:team": 1})
     assert _ok(cli("memory", "show", "tea-b", "--pool", "team", "--json"))["archived"] is True
