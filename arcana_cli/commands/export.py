@@ -397,7 +397,7 @@ def _bad_records(source: Path, bad: list, read: int, refused: bool, held: int) -
     if held:
         held_by_others(held, source)
     if bad:
-        verdict = "nothing was imported (--strict)" if refused else f"the other {read} were imported"
+        verdict = "nothing was imported (--strict)" if refused else f"the other {read - held} were imported"
         err(f"{len(bad)} bad record(s) in {source}; {verdict}; fix or remove them and import again")
     if bad or held:
         raise typer.Exit(exit_codes.USAGE)

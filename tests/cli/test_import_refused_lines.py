@@ -72,6 +72,15 @@ def test_a_refused_line_leaves_the_owners_vector_alone(cli, pool_file):
     assert shown["content"] == "The coffee machine is on floor three."
 
 
+def test_a_refused_line_is_not_counted_among_the_imported(cli, pool_file):
+    """Beside a bad line, the summary said "the other 3 were imported" of three good lines, one refused."""
+    path, _ = pool_file
+    path.write_text(path.read_text() + "not json\n")
+    done = _refused(cli("import", str(path), "--pool", "team", "--json"))
+    assert (done["read"], done["ops"]["refused"]) == (3, 1)
+    assert "the other 2 were imported" in cli("import", str(path), "--pool", "team").stderr
+
+
 def test_a_refused_line_never_makes_the_owners_row_a_carrier(cli, pool_file, tmp_path):
     path, bob = pool_file
     _refused(cli("import", str(path), "--pool", "team", "--json"))
