@@ -270,6 +270,13 @@ def err(message: str) -> None:
     sys.stderr.write(f"arcana: error: {one_line(message)}\n")
 
 
+def held_by_others(count: int, source: Any) -> None:
+    """The error line for an import's lines refused whole (their id is another agent's memory in a
+    shared tier): the same words from `remember --from` and `import`, which then exit 2."""
+    err(f"{count} line(s) in {source} name a memory another agent holds in the shared tier they go to, "
+        "so they were not stored (every other line was); give them ids of their own (or no id) and run again")
+
+
 def left_out(cards: Sequence[Any]) -> None:
     """Each unreadable agent card an --all run left out, one line (path, what is wrong, the fix) on stderr,
     even under --quiet: cron mails stderr, and an agent is never skipped without a word."""

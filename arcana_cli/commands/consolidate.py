@@ -23,7 +23,7 @@ async def consolidate(
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Show every decision; change nothing.")] = False,
 ) -> None:
     """Merge restatements and digest aged-out episodes into dated facts; sources archived, never purged. Safe under cron."""
-    from memory.operations.consolidate import consolidate_home
+    from memory.operations.consolidate import ON_SERVER, consolidate_home
     from memory.operator.targets import Selection
 
     selection = Selection(agent=agent, all=all_, pools=pool or (), global_=global_)
@@ -46,6 +46,8 @@ async def consolidate(
     failed = f" ({len(result.failed)} more failed)" if result.failed else ""
     out.info(f"{verb} {result.archived} memories into consolidated ones across {done} store(s){failed}")
     left_out(result.unreadable)
+    for target in result.skipped:  # a known limit, not a failure: a warning (and `skipped` in --json)
+        out.warn(f"{target.shown} left out: it is {ON_SERVER}; `arcana prune` bounds it")
     if result.failed:
         raise typer.Exit(exit_codes.STORAGE)
     if result.unreadable:

@@ -17,7 +17,7 @@ import typer
 from arcana_cli import __version__, exit_codes
 from arcana_cli.command import add_commands, command
 from arcana_cli.context import CliContext
-from arcana_cli.output import Out, YesOpt, confirm, err, given_path, left_out
+from arcana_cli.output import Out, YesOpt, confirm, err, given_path, held_by_others, left_out
 from memory.errors import MemoryStorageError, NotFoundError
 from memory.home import private_dir
 from memory.locks import replaced_when_complete
@@ -349,7 +349,7 @@ async def _import(cli: CliContext, out: Out, source: Path, handle: IO[bytes] | N
     out.data(report.as_dict(), text=lambda: _summary(report))
     if report.embed_notice:
         out.warn(report.embed_notice)
-    _bad_records(shown, report.bad, report.read, report.strict_refused)
+    _bad_records(shown, report.bad, report.read, report.strict_refused, report.ops.get("refused", 0))
 
 
 def _gateway(cli, embed: bool):
@@ -388,15 +388,20 @@ async def _restore_all(cli, out: Out, handle: IO[bytes], stores: list, *, model,
     for part in report.stores:
         if part.report.embed_notice:
             out.warn(f"{part.store}: {part.report.embed_notice}")
-    _bad_records(shown, report.all_bad, report.read, report.strict_refused)
+    _bad_records(shown, report.all_bad, report.read, report.strict_refused,
+                 sum(part.report.ops.get("refused", 0) for part in report.stores))
 
 
-def _bad_records(source: Path, bad: list, read: int, refused: bool) -> None:
+def _bad_records(source: Path, bad: list, read: int, refused: bool, held: int) -> None:
+    """Name the bad lines, and the lines refused as another agent's (``held``); either exits 2."""
     for where, why in bad:
         err(f"{source}: {where}: {why}")
+    if held:
+        held_by_others(held, source)
     if bad:
-        verdict = "nothing was imported (--strict)" if refused else f"the other {read} were imported"
+        verdict = "nothing was imported (--strict)" if refused else f"the other {read - held} were imported"
         err(f"{len(bad)} bad record(s) in {source}; {verdict}; fix or remove them and import again")
+    if bad or held:
         raise typer.Exit(exit_codes.USAGE)
 
 

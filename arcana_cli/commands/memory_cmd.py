@@ -74,7 +74,7 @@ async def _edit(
 ):
     """Every mutating command: resolve, then one core call that reaches every copy. ``changes_for(editor,
     entry)`` reads an ``update``'s changes off the resolved memory, in the same editor."""
-    from memory.operator.edits import Edit
+    from memory.operator.edits import Edit, withheld_count
 
     async with target_store(cli, agent, pool, global_) as editor:
         entry = await editor.resolve(memory_id)
@@ -91,8 +91,8 @@ async def _edit(
     else:
         out.data(edit_json(report), text=lambda: report.entry_id)
         out.info(f"{verb} {report.entry_id}" if report.changed else f"{report.entry_id} was already {verb}")
-    if report.carriers:
-        out.info(f"also withheld {len(report.carriers)} consolidated memories that carry it")
+    if withheld := withheld_count(report.carriers):
+        out.info(f"also withheld {withheld} consolidated memories that carry it")
     for copy in report.copies:
         if copy.changed and copy.op in ("withdraw", "promote"):
             out.info(f"{report.entry_id}: {'withdrawn from' if copy.op == 'withdraw' else 'promoted to'} the {copy.tier} tier")

@@ -9,7 +9,7 @@ import typer
 from arcana_cli import exit_codes
 from arcana_cli.command import add_commands, command
 from arcana_cli.context import CliContext
-from arcana_cli.output import AgentOpt, Out, err, text_or_stdin
+from arcana_cli.output import AgentOpt, Out, err, held_by_others, text_or_stdin
 from memory.errors import MemoryWriteError
 from memory.limits import check_tags
 from memory.types import MemoryEntry, MemoryScope, MemoryType, Visibility, pool_scope
@@ -180,11 +180,14 @@ async def _remember_from(cli: CliContext, agent: str, out: Out, source: str, *, 
             f"{report.not_stored} of the lines not stored: every tier they go to failed ({_reasons(report.failed)}); "
             "run it again once the tier is back (stored lines stay unchanged)"
         )
+    if report.held_by_others:
+        held_by_others(report.held_by_others, name)
     if report.bad:
         err(
             f"{report.bad_total} bad line(s) in {name}, first {report.bad[0]}; "
             "every other line is stored: fix those lines and run again (stored lines stay unchanged)"
         )
+    if report.bad or report.held_by_others:
         raise typer.Exit(exit_codes.USAGE)
 
 

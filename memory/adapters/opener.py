@@ -141,6 +141,17 @@ def open_tier(
     )
 
 
+def configured_on_server(config: Any, kind: StoreKind, name: str | None = None) -> bool:
+    """Whether ``config`` puts a pool or the global tier on a server; reads no environment variable,
+    so a tier whose ``url_env`` is unset in this shell is still known for a server one."""
+    if kind is StoreKind.POOL:
+        settings = config.pools.get(name)
+        return settings is not None and (settings.url is not None or settings.url_env is not None)
+    if kind is StoreKind.GLOBAL:
+        return config.memory.global_url is not None or config.memory.global_url_env is not None
+    return False
+
+
 def on_server(store: Any) -> bool:
     """Whether ``store`` lives on a server (semantic itself: no SQLite file, no vector layer)."""
     from memory.adapters.postgres import PostgresAdapter
@@ -162,15 +173,15 @@ def server_tiers(home: Home, config: Any, *, actor: str = "cli") -> list[tuple[s
     from memory.errors import ConfigError, UnsetVariableError
 
     found: list[tuple[str, MemoryAdapter | Exception]] = []
-    named = [(f"pool:{n}", StoreKind.POOL, n, s) for n, s in sorted(config.pools.items())]
-    for label, kind, name, settings in named:
-        if settings.url is None and settings.url_env is None:
+    for name in sorted(config.pools):
+        label, kind = f"pool:{name}", StoreKind.POOL
+        if not configured_on_server(config, kind, name):
             continue
         try:
             found.append((label, open_tier(home, kind, name, config=config, actor=actor)))
         except (ConfigError, UnsetVariableError) as exc:
             found.append((label, exc))
-    if config.memory.global_url is not None or config.memory.global_url_env is not None:
+    if configured_on_server(config, StoreKind.GLOBAL):
         try:
             found.append(("global", open_tier(home, StoreKind.GLOBAL, config=config, actor=actor)))
         except (ConfigError, UnsetVariableError) as exc:

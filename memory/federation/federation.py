@@ -82,6 +82,8 @@ class BatchWriteReport:
     warnings: list[str] = field(default_factory=list)
     embedded_again: int = 0  # vectors written for unchanged rows that had none (a re-run after a kill)
     gone: set[str] = field(default_factory=set)  # imported ids a tier had deleted or purged: left out there
+    inserted: set[str] = field(default_factory=set)  # ids a tier stored anew (not held there before)
+    held_by_others: set[str] = field(default_factory=set)  # ids a tier refused: another agent's memory there
 
 
 class FederatedWriteError(MemoryWriteError):
@@ -392,7 +394,9 @@ class MemoryFederation:
             if not isinstance(outcome, Exception):
                 report.accepted[tier.name] = len(per_tier[tier_id])
                 for entry, op in zip(per_tier[tier_id], outcome or (), strict=False):
-                    if op == "refused":
+                    if op == "refused":  # not accepted: the tier left that row as it was
+                        report.accepted[tier.name] -= 1
+                        report.held_by_others.add(entry.id)
                         report.warnings.append(
                             f"memory {entry.id}: the {tier.name} tier holds that id for another agent; its memory was left as it was"
                         )
@@ -401,6 +405,8 @@ class MemoryFederation:
                         report.gone.add(entry.id)
                         continue
                     report.changed[entry.id] = report.changed.get(entry.id, False) or op != "noop"
+                    if op == "insert":
+                        report.inserted.add(entry.id)
                 continue
             report.failed[tier.name] = f"{failure_reason(outcome)}: {describe_failure(outcome)}"
             if tier.scope is MemoryScope.PRIVATE:

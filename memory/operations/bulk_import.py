@@ -76,6 +76,7 @@ class BulkReport:
     unchanged: int = 0
     kept_removed: int = 0  # lines whose memory was deleted or purged here: it stays gone
     not_stored: int = 0  # lines of batches no tier stored (a server tier down mid-run): a re-run adds them
+    held_by_others: int = 0  # lines no tier stored: their id is another agent's memory in the tier they go to
     carriers_withheld: int = 0  # digests and merges carrying the old words of a memory a line re-worded
     vectors_completed: int = 0  # unchanged rows a killed run had left without a vector, embedded now
     bad: list[BadLine] = field(default_factory=list)  # the first REPORTED of them
@@ -101,9 +102,13 @@ class BulkReport:
             return
         gone = sum(1 for e in batch if e.id in result.gone)
         unchanged = sum(1 for e in batch if e.id not in result.gone and result.changed.get(e.id) is False)
+        # A line refused by a shared tier and taken by no other (a `--pool` line naming another agent's
+        # memory) is not written; one the writer's private store took is (only its copy was refused).
+        held = sum(1 for e in batch if e.id in result.held_by_others and e.id not in result.changed)
         self.kept_removed += gone
         self.unchanged += unchanged
-        self.written += len(batch) - unchanged - gone
+        self.held_by_others += held
+        self.written += len(batch) - unchanged - gone - held
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -112,6 +117,7 @@ class BulkReport:
             "unchanged": self.unchanged,
             "kept_removed": self.kept_removed,
             "not_stored": self.not_stored,
+            "held_by_others": self.held_by_others,
             "carriers_withheld": self.carriers_withheld,
             "vectors_completed": self.vectors_completed,
             "decisions": self.decisions,

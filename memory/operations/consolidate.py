@@ -5,7 +5,9 @@ decision applied in batches, each batch one transaction with its ledger rows
 (:func:`memory.sqlite.consolidation.apply_txn`). Sources are archived, never
 purged, so ``memory restore`` brings any of them back; the digests a batch
 wrote are embedded after it like any other new row. A server tier
-(PostgreSQL) is reported as not consolidated, with the reason. Copies that
+(PostgreSQL) is not consolidated yet: ``--all`` leaves it out (``skipped``,
+with the reason), and naming it (``--pool``, ``--global``) fails that store
+with what to do instead. Copies that
 promotion made in the global tier are left as they are: the global tier is
 consolidated on its own (``--global``).
 """
@@ -17,7 +19,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from memory.adapters.opener import on_server, open_store, open_tier, vector_adapter
+from memory.adapters.opener import configured_on_server, open_store, open_tier, vector_adapter
 from memory.agent_lock import connect_agent_store
 from memory.agents import UnreadableCard
 from memory.audit import AuditLog
@@ -29,6 +31,8 @@ from memory.locks import exclusive
 from memory.operator.targets import Selection, Target, reindex_targets, unreadable_cards
 from memory.store_kinds import StoreKind
 from memory.types import now_utc
+
+ON_SERVER = "on a PostgreSQL server, which consolidate does not reach yet"
 
 Progress = Callable[[str, int, int], None]
 """``on_progress(label, done, total)``: rows read, then decisions applied, in the store named ``label``."""
@@ -59,6 +63,7 @@ class ConsolidationRun:
     dry_run: bool
     stores: list[StoreConsolidation] = field(default_factory=list)
     unreadable: list[UnreadableCard] = field(default_factory=list)  # agents --all could not consolidate
+    skipped: list[Target] = field(default_factory=list)  # server tiers --all left out (ON_SERVER)
 
     @property
     def archived(self) -> int:
@@ -76,6 +81,7 @@ class ConsolidationRun:
             "agents": [d for s, d in zip(self.stores, shown) if s.target.kind is StoreKind.PRIVATE],
             "tiers": [d for s, d in zip(self.stores, shown) if s.target.kind is not StoreKind.PRIVATE],
             "unreadable": [str(card) for card in self.unreadable],
+            "skipped": [{**target.fields, "reason": ON_SERVER} for target in self.skipped],
         }
 
 
@@ -103,6 +109,17 @@ async def consolidate_home(
     with exclusive(home.locks_dir / "consolidate.lock", "consolidate"):
         for target in targets:
             done = StoreConsolidation(target)
+            if configured_on_server(config, target.kind, target.name):
+                # Trigger: a server tier. Why: consolidation runs on SQLite only, and a cron `--all` on a home
+                # with a server pool must not fail every night. Outcome: --all leaves it out (said, exit 0);
+                # a store named on its own fails, saying what bounds it instead.
+                if not _named(selection, target):
+                    run.skipped.append(target)
+                    continue
+                done.error = (f"{target.shown} is {ON_SERVER}; leave it out (`consolidate --all` skips it) and "
+                              f"bound it with `arcana prune {_flag(target)}`")
+                run.stores.append(done)
+                continue
             progress = (lambda d, t, label=done.name: on_progress(label, d, t)) if on_progress else None
             try:
                 if not await _consolidate_one(home, config, done, gateway, now or now_utc(), dry_run, progress,
@@ -128,10 +145,6 @@ async def _consolidate_one(home, config, done: StoreConsolidation, gateway, now,
             return False
     else:
         store = open_tier(home, target.kind, target.name, config=config, actor=actor)
-        if on_server(store):
-            await store.aclose()
-            done.error = "a tier on a PostgreSQL server is not consolidated yet; its SQLite stores are"
-            return True
     try:
         embed = None
         if not dry_run:
@@ -141,3 +154,12 @@ async def _consolidate_one(home, config, done: StoreConsolidation, gateway, now,
     finally:
         await store.aclose()
     return True
+
+
+def _named(selection: Selection, target: Target) -> bool:
+    """Whether the operator named this tier itself (``--pool``, ``--global``), not through ``--all``."""
+    return target.name in selection.pools if target.kind is StoreKind.POOL else selection.global_
+
+
+def _flag(target: Target) -> str:
+    return f"--pool {target.name}" if target.kind is StoreKind.POOL else "--global"

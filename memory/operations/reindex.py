@@ -10,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from memory.adapters.opener import open_store, open_tier
+from memory.adapters.opener import open_store, open_tier, server_url
 from memory.agent_lock import connect_agent_store
 from memory.agents import UnreadableCard
 from memory.audit import AuditLog
@@ -93,6 +93,8 @@ async def reindex_home(
     from memory.embedding.factory import build_embedder, build_gateway, vector_options
 
     targets = reindex_targets(home, config, selection)
+    for target in targets:  # a server tier's unset url_env fails the run before any store is touched
+        server_url(config, target.kind, target.name)
     settings = config.embedding
     target_model = build_embedder(model, settings, home) if model else None
     gateway = build_gateway(settings, home)

@@ -111,6 +111,12 @@ class EditReport:
     carriers: list[EditReport] = field(default_factory=list)  # consolidated memories the edit reached
 
 
+def withheld_count(reports: Iterable[EditReport]) -> int:
+    """How many memories a withholding edit changed through ``reports`` (its ``carriers``), at every
+    depth: a digest that carries a digest is withheld too, and counted."""
+    return sum(int(r.changed) + withheld_count(r.carriers) for r in reports)
+
+
 class LiveCopyError(MemoryStorageError):
     """The edit committed where it could, but a copy could not be reached and is still live."""
 
@@ -641,7 +647,7 @@ async def withhold_carriers_of(
     import's upsert, a `remember --from` line naming a stored memory by id): each of ``written`` whose
     ``before`` it withholds content from (:func:`withheld_by`: new words, an archive, a stricter
     visibility) has what carries it here, and its global copy's carriers through ``copies``, withheld
-    as `memory set` would. How many carriers that reached; 0 for a store that keeps no provenance."""
+    as `memory set` would. How many carriers that withheld; 0 for a store that keeps no provenance."""
     if provenance_of(store) is None:
         return 0
     editor = MemoryEditor(store, copies=copies)
@@ -649,7 +655,7 @@ async def withhold_carriers_of(
     for entry in written:
         edit = withheld_by(before[entry.id], entry) if entry.id in before else None
         if edit is not None:
-            reached += len(await editor.withhold_carriers(entry.id, edit, verb))
+            reached += withheld_count(await editor.withhold_carriers(entry.id, edit, verb))
     return reached
 
 

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from memory.adapters.opener import server_url
+from memory.adapters.opener import configured_on_server
 from memory.agents import AgentRegistry, UnreadableCard
 from memory.errors import InvalidRequestError, NotFoundError
 from memory.home import Home
@@ -80,7 +80,7 @@ _GLOBAL = Target(StoreKind.GLOBAL, None, "global", {"tier": "global"})
 
 
 def _global_exists(home: Home, config: Any) -> bool:
-    return server_url(config, StoreKind.GLOBAL) is not None or home.global_db.exists()
+    return configured_on_server(config, StoreKind.GLOBAL) or home.global_db.exists()
 
 
 def prune_targets(home: Home, config: Any, selection: Selection) -> list[Target]:
@@ -113,7 +113,7 @@ def reindex_targets(home: Home, config: Any, selection: Selection, verb: str = "
     pools = [
         _pool(n)
         for n in dict.fromkeys([*every, *named])
-        if server_url(config, StoreKind.POOL, n) is not None or home.pool_db(n).exists()
+        if configured_on_server(config, StoreKind.POOL, n) or home.pool_db(n).exists()
     ]
     targets = _agents(home, selection) + pools
     if selection.global_ and not _global_exists(home, config):

@@ -97,7 +97,9 @@ async def decide_many(reconciler: Any, entries: list[MemoryEntry]) -> ImportDeci
     """Decide ``entries`` as one import; no row changes. What to write, and the lines to settle after."""
     if reconciler.settings.strategy == "off" or not entries:
         return ImportDecisions(written=list(entries), as_given=True)
-    held, same, restated = await _already(reconciler.store, entries)
+    # Only the private lines are asked about: the store is the agent's own, and a `--pool` line whose
+    # id it holds (the same file imported privately before) is still new to the pool.
+    held, same, restated = await _already(reconciler.store, [e for e in entries if e.scope is MemoryScope.PRIVATE])
     known = [e for e in entries if e.id in held and e.id not in same]  # an edited line: upserted by id, as before
     new = sorted((e for e in entries if e.id not in held and e.id not in restated), key=lambda e: e.created_at)
     # Trigger: the first import into a fresh store. Why: nothing stored can be a candidate, and
@@ -131,17 +133,24 @@ async def settle_many(reconciler: Any, batch: ImportDecisions, report: Any) -> l
     meanwhile: the caller stores them after all (as adds)."""
     from memory.federation.federation import WriteReport
 
-    if batch.as_given:
-        report.decisions[DecisionKind.ADD.value] += len(batch.written)
+    if batch.as_given:  # strategy off: each line a tier stored anew is an add; a re-run's lines are not
+        report.decisions[DecisionKind.ADD.value] += sum(1 for entry in batch.written if entry.id in report.inserted)
         return []
     for entry_id in batch.skipped:
         report.changed[entry_id] = False  # imported (or restated) on an earlier run: nothing to do again
     if batch.unchanged and reconciler.vectors is not None:  # but a run killed between rows and vectors left some unembedded
         report.embedded_again = (await reconciler.vectors.complete(sorted(batch.unchanged))).embedded
+    # Trigger: a `--pool` import. Why: its lines are not decided (not private) and no private tier
+    # accepts them, yet each one a tier stored anew is an add, as `remember --pool` reports one.
+    report.decisions[DecisionKind.ADD.value] += sum(
+        1 for entry, _ in batch.lines if entry.scope is not MemoryScope.PRIVATE and entry.id in report.inserted
+    )
     if "private" not in report.accepted:
         return []
     leftovers = []
     for entry, decision in batch.lines:
+        if entry.scope is not MemoryScope.PRIVATE:
+            continue
         if decision.kind is DecisionKind.NOOP:
             single = await reconciler.reinforce(decision, entry)
             if single is None:

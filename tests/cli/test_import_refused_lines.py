@@ -20,6 +20,13 @@ def _ok(result) -> dict:
     return json.loads(result.stdout)
 
 
+def _refused(result, count: int = 1) -> dict:
+    """A run that refused ``count`` lines as another agent's: exit 2, said on stderr, the report on stdout."""
+    assert result.exit_code == 2, result.output
+    assert f"{count} line(s) in " in result.stderr and "another agent holds" in result.stderr
+    return json.loads(result.stdout)
+
+
 @pytest.fixture
 def pool_file(cli, tmp_path, arcana_home):
     """Pool ``team`` holding bob's note, and a file of carl's: a new note (with its vector), a note
@@ -56,7 +63,7 @@ def _semantic(cli, agent: str, query: str) -> list[str]:
 def test_a_refused_line_leaves_the_owners_vector_alone(cli, pool_file):
     path, bob = pool_file
     assert bob in _semantic(cli, "bob", "where is the coffee machine")
-    report = _ok(cli("import", str(path), "--pool", "team", "--json"))
+    report = _refused(cli("import", str(path), "--pool", "team", "--json"))
     assert report["ops"]["refused"] == 1
     assert report["vectors_kept"] == 1  # positive control: carl's new note kept the vector it came with
     assert bob in _semantic(cli, "bob", "where is the coffee machine")
@@ -65,9 +72,18 @@ def test_a_refused_line_leaves_the_owners_vector_alone(cli, pool_file):
     assert shown["content"] == "The coffee machine is on floor three."
 
 
+def test_a_refused_line_is_not_counted_among_the_imported(cli, pool_file):
+    """Beside a bad line, the summary said "the other 3 were imported" of three good lines, one refused."""
+    path, _ = pool_file
+    path.write_text(path.read_text() + "not json\n")
+    done = _refused(cli("import", str(path), "--pool", "team", "--json"))
+    assert (done["read"], done["ops"]["refused"]) == (3, 1)
+    assert "the other 2 were imported" in cli("import", str(path), "--pool", "team").stderr
+
+
 def test_a_refused_line_never_makes_the_owners_row_a_carrier(cli, pool_file, tmp_path):
     path, bob = pool_file
-    _ok(cli("import", str(path), "--pool", "team", "--json"))
+    _refused(cli("import", str(path), "--pool", "team", "--json"))
     header, new, *_ = (json.loads(line) for line in path.read_text().splitlines())
     hidden = tmp_path / "hide.jsonl"
     hidden.write_text(json.dumps(header) + "\n" + json.dumps({"memory": dict(new["memory"], visibility="hidden")}) + "\n")
@@ -92,11 +108,13 @@ def test_a_refused_remember_from_line_leaves_what_carries_the_owners_row(cli, ar
     assert _ok(cli("consolidate", "--pool", "team", "--json"))["tiers"][0]["merged"] == 1  # tea-b carries tea-a
     claim = tmp_path / "claim.jsonl"
     claim.write_text('{"content": "Tea is bad.", "id": "tea-a"}\n')
-    report = _ok(cli("remember", "--from", str(claim), "--agent", "carl", "--pool", "team", "--json"))
+    report = _refused(cli("remember", "--from", str(claim), "--agent", "carl", "--pool", "team", "--json"))
     assert (report["carriers_withheld"], len(report["warnings"])) == (0, 1)
+    assert (report["written"], report["held_by_others"], report["accepted"]) == (0, 1, {"pool:team": 0})
     assert _ok(cli("memory", "show", "tea-b", "--pool", "team", "--json"))["archived"] is False
     reword = tmp_path / "reword.jsonl"
     reword.write_text('{"content": "I like green tea", "id": "tea-a"}\n')
     report = _ok(cli("remember", "--from", str(reword), "--agent", "bob", "--pool", "team", "--json"))
     assert report["carriers_withheld"] == 1  # positive control: bob's own re-wording reaches his merged memory
+    assert (report["written"], report["accepted"]) == (1, {"pool:team": 1})
     assert _ok(cli("memory", "show", "tea-b", "--pool", "team", "--json"))["archived"] is True

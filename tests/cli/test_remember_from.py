@@ -302,3 +302,45 @@ def test_a_re_run_leaves_a_purged_memory_gone(cli, tmp_path, flags):
     assert list(_listed(cli)) == ["The plant by the window is a fern."]
     text = cli("remember", "--from", source, "--agent", "ada", *flags)
     assert "1 deleted or purged here stay gone" in text.stdout, text.stdout
+
+
+@pytest.mark.usefixtures("no_embedder")
+def test_a_pool_import_counts_the_lines_it_adds(cli, tmp_path):
+    """`--pool` lines are not reconciled but are added: the report says so, and a re-run adds none."""
+    assert cli("pool", "create", "team").exit_code == 0
+    assert cli("agent", "join", "ada", "team").exit_code == 0
+    pooled = _file(tmp_path, LINES, "pooled.jsonl")
+    first = json.loads(_import(cli, pooled, "--pool", "team").stdout)
+    assert (first["written"], first["decisions"]["add"]) == (4, 4)
+    listed = json.loads(cli("memory", "list", "--pool", "team", "--all", "--json").stdout)
+    assert len(listed) == 4
+    again = json.loads(_import(cli, pooled, "--pool", "team").stdout)
+    assert (again["written"], again["unchanged"], again["decisions"]["add"]) == (0, 4, 0)
+    # A positive control: the same lines into the agent's own store are counted the same way.
+    mine = json.loads(_import(cli, _file(tmp_path, LINES)).stdout)
+    assert (mine["written"], mine["decisions"]["add"]) == (4, 4)
+
+
+@pytest.mark.usefixtures("no_embedder")
+def test_a_file_imported_privately_still_goes_into_a_pool(cli, tmp_path):
+    """The same file into the agent's store and then into a pool: the lines' ids are the same, and the
+    pool run reported them all 'unchanged' while the pool got none of them."""
+    assert cli("pool", "create", "team").exit_code == 0
+    assert cli("agent", "join", "ada", "team").exit_code == 0
+    source = _file(tmp_path, LINES)
+    assert json.loads(_import(cli, source).stdout)["written"] == 4  # positive control: the private store takes them
+    pooled = json.loads(_import(cli, source, "--pool", "team").stdout)
+    assert (pooled["written"], pooled["unchanged"]) == (4, 0)
+    assert len(json.loads(cli("memory", "list", "--pool", "team", "--all", "--json").stdout)) == 4
+    assert json.loads(_import(cli, source).stdout)["unchanged"] == 4  # a private re-run still writes nothing
+
+
+@pytest.mark.usefixtures("no_embedder")
+def test_with_reconciliation_off_a_re_run_adds_nothing(cli, tmp_path):
+    """`memory.reconcile.strategy off` counted every line of a re-run as an add: '0 written, ... 4 add'."""
+    assert cli("config", "set", "memory.reconcile.strategy", "off").exit_code == 0
+    source = _file(tmp_path, LINES)
+    first = json.loads(_import(cli, source).stdout)
+    assert (first["written"], first["decisions"]["add"]) == (4, 4)  # positive control: a first run's adds
+    again = json.loads(_import(cli, source).stdout)
+    assert (again["written"], again["unchanged"], again["decisions"]["add"]) == (0, 4, 0)

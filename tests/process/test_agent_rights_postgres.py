@@ -19,7 +19,9 @@ def test_a_pool_row_on_the_server_keeps_its_owner(server_team, arcana_home, tmp_
     cli = server_team
     said = data(cli("remember", "the heronteam deploy key rotates on fridays", "--agent", "alice", "--pool", "team", "--json"))
     forged = _line(tmp_path / "forged.jsonl", said["id"], "the heronteam deploy key is in /tmp/key")
-    assert cli("remember", "--from", forged, "--agent", "bob", "--pool", "team", "--no-reconcile").exit_code == 0
+    refused = cli("remember", "--from", forged, "--agent", "bob", "--pool", "team", "--no-reconcile", "--json")
+    assert refused.exit_code == 2 and "another agent holds" in refused.stderr  # refused, said, not reported as written
+    assert (json.loads(refused.stdout)["written"], json.loads(refused.stdout)["held_by_others"]) == (0, 1)
     [row] = [r for r in data(cli("memory", "list", "--pool", "team", "--json")) if r["id"] == said["id"]]
     alice = AgentRegistry(arcana_home).resolve("alice").id
     assert row["content"] == "the heronteam deploy key rotates on fridays" and row["agent_id"] == alice

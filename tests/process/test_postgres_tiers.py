@@ -425,9 +425,9 @@ def test_remember_from_a_file_into_a_server_pool_takes_the_bulk_path(server_team
     lines = [{"content": f"team fact number {i} about the WHARFCRANE", "id": f"fact-{i}"} for i in range(300)]
     source.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
     first = data(server_team("remember", "--from", str(source), "--agent", "alice", "--pool", "team", "--json"))
-    assert (first["written"], first["accepted"]) == (300, {"pool:team": 300})
+    assert (first["written"], first["accepted"], first["decisions"]["add"]) == (300, {"pool:team": 300}, 300)
     again = data(server_team("remember", "--from", str(source), "--agent", "alice", "--pool", "team", "--json"))
-    assert (again["written"], again["unchanged"]) == (0, 300)
+    assert (again["written"], again["unchanged"], again["decisions"]["add"]) == (0, 300, 0)
     assert [h["op"] for h in data(server_team("memory", "history", "fact-7", "--pool", "team", "--json"))] == ["insert"]
     found = data(server_team("recall", "WHARFCRANE", "--agent", "bob", "--limit", "500", "--json"))["results"]
     assert len(found) == 300  # bob, a member, sees them all
@@ -527,3 +527,24 @@ def test_an_older_export_does_not_undo_an_operators_later_text_on_a_server_pool(
     shown = {m["id"]: m for m in data(server_team("memory", "list", "--pool", "team", "--json"))}
     assert (shown[code]["content"], shown[code]["importance"]) == ("The gate code was changed", 0.9)
     assert shown[standup]["content"] == "Standup is at ten"
+
+
+def test_consolidate_all_leaves_a_server_pool_out_and_succeeds(server_team, monkeypatch, tmp_path):
+    """A cron `consolidate --all` on a home with a server pool exited 5 every run; now it consolidates the
+    SQLite stores, names the server pool as left out, and exits 0, even with the pool's url_env unset.
+    Naming the pool itself still fails, saying what bounds it instead."""
+    said = tmp_path / "tea.jsonl"
+    said.write_text('{"content": "I like tea", "id": "tea-a"}\n{"content": "I like tea with milk", "id": "tea-b"}\n')
+    assert server_team("remember", "--from", str(said), "--agent", "alice", "--no-reconcile").exit_code == 0
+    assert server_team("remember", "the team kettle is blue", "--agent", "alice", "--pool", "team").exit_code == 0
+    ran = server_team("consolidate", "--all", "--json")
+    assert ran.exit_code == 0, ran.output
+    report = json.loads(ran.stdout)
+    assert report["skipped"] == [{"tier": "pool:team", "reason": "on a PostgreSQL server, which consolidate does not reach yet"}]
+    assert [t["tier"] for t in report["tiers"]] == []
+    assert {a["agent"]: a["scanned"] for a in report["agents"]}["alice"] >= 2  # positive control: her store was done
+    assert "pool:team left out" in ran.stderr
+    named = server_team("consolidate", "--pool", "team")
+    assert named.exit_code == 5 and "arcana prune --pool team" in named.stderr
+    monkeypatch.delenv("TEAM_PG")  # cron's environment often lacks it
+    assert server_team("consolidate", "--all", "--quiet").exit_code == 0
