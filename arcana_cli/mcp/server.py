@@ -206,39 +206,44 @@ class MemoryTools:
         copies = [c.as_dict() for c in report.copies]
         return self._answer({"id": entry.id, "archived": True, "changed": report.changed, "copies": copies, "restorable": True})
 
-    async def _own(self, id: str) -> MemoryEntry:
+    async def _own(self, id: str, audience=None) -> MemoryEntry:
         """One of this agent's memories by id or unique prefix, as the agent may see it.
 
-        Every candidate is re-read through the admission predicate (visible,
-        not archived), so a private, hidden or forgotten memory, or another
-        agent's, gets the same answer as an id that does not exist.
+        Every candidate is re-read through the admission predicate for ``audience``
+        (default: visible, current, not archived; ``Audience.HISTORY``: a replaced
+        version too), so a private, hidden or forgotten memory, or another agent's,
+        gets the same answer as an id that does not exist.
         """
         from memory.runtime.assembly import private_store
         from memory.types import Audience
 
+        audience = audience or Audience.LISTING
         store = private_store(self.federation)
-        entry = await store.get(id, audience=Audience.LISTING)
+
+        async def seen(some_id: str) -> MemoryEntry | None:
+            entry = await store.get(some_id, audience=audience)
+            return entry if entry is not None and entry.agent_id == self.card.id else None
+
+        entry = await seen(id)
         if entry is None and len(id) >= MIN_PREFIX:
-            seen = [await store.get(m.id, audience=Audience.LISTING)
-                    for m in await store.find_by_prefix(id, limit=50)]
-            seen = [e for e in seen if e is not None]
-            if len(seen) > 1:
-                raise ToolFailure(f"memory id prefix '{id}' is ambiguous ({len(seen)} matches); give more characters")
-            entry = seen[0] if seen else None
-        if entry is None or entry.agent_id != self.card.id:
+            found = [e for e in [await seen(m.id) for m in await store.find_by_prefix(id, limit=50)] if e is not None]
+            if len(found) > 1:
+                raise ToolFailure(f"memory id prefix '{id}' is ambiguous ({len(found)} matches); give more characters")
+            entry = found[0] if found else None
+        if entry is None:
             raise ToolFailure(f"no memory with id '{id}' among this agent's memories")
         entry.sources = (await store.sources([entry.id])).get(entry.id, [])
         return entry
 
-    async def _readable(self, id: str) -> tuple[MemoryEntry, Any]:
-        """A memory this agent may read, and the store it lives in: its own (id or prefix), else
-        one a shared tier of its federation admits for recall (a full id: a prefix would probe
-        other agents' ids)."""
+    async def _readable(self, id: str, audience=None) -> tuple[MemoryEntry, Any]:
+        """A memory this agent may read, and the store it lives in: its own (id or prefix, as
+        ``audience`` admits it), else one a shared tier of its federation admits for recall (a full
+        id: a prefix would probe other agents' ids)."""
         from memory.protocols import Layered
         from memory.runtime.assembly import private_store
 
         try:
-            return await self._own(id), private_store(self.federation)
+            return await self._own(id, audience), private_store(self.federation)
         except ToolFailure:
             for tier in self.federation.router.tiers:
                 if tier.scope is MemoryScope.PRIVATE or tier.read_only:
@@ -323,7 +328,8 @@ class MemoryTools:
     async def history(self, id) -> dict:
         from memory.types import Audience
 
-        entry, store = await self._readable(id)
+        # A replaced version's id (the one `update` answered with) names its chain, as on the CLI.
+        entry, store = await self._readable(id, Audience.HISTORY)
         chain = await store.versions(entry.id, audience=Audience.HISTORY)  # no archived version either
         records = sorted([r for e in chain for r in await store.history(e.id)], key=lambda r: r.seq)
         ledger = [

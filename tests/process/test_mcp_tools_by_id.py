@@ -104,6 +104,30 @@ async def test_update_content_is_a_new_version_and_history_shows_the_chain(arcan
         assert error and message.endswith(": " + missing(alice["hidden"]))
 
 
+async def test_history_of_a_replaced_version_answers_its_chain_as_the_cli_does(arcana_home):
+    """`update` answers with the id it replaced; `history` on that id said "no memory" while `arcana
+    memory history` answers it. A hidden memory (and another agent's) stays unknown beside it."""
+    keyword_only(arcana_home)
+    _, alice = await seed(arcana_home, "alice", [
+        {"content": "kettle lives on the left shelf", "confidence_source": "agent"},
+        {"content": "hidden kettle key 4711", "visibility": Visibility.HIDDEN},
+    ])
+    _, bob = await seed(arcana_home, "bob", [{"content": "bob kettle password hunter2"}])
+    async with session("--agent", "alice") as client:
+        error, done = await call(client, "update", id=alice["kettle"], content="kettle lives on the right shelf")
+        assert not error and done["superseded"]
+        error, current = await call(client, "history", id=done["id"])  # the control: the current version
+        assert not error and [v["current"] for v in current["versions"]] == [False, True]
+        for old in (done["replaces"], done["replaces"][:8]):
+            error, chain = await call(client, "history", id=old)
+            assert not error and chain["versions"] == current["versions"] and chain["id"] == done["replaces"], chain
+        for other in (alice["hidden"], bob["bob"], alice["hidden"][:8]):
+            error, message = await call(client, "history", id=other)
+            assert error and message.endswith(": " + missing(other)), other
+    cli = json.loads(arcana("memory", "history", done["replaces"], "--agent", "alice", "--versions", "--json"))
+    assert [v["id"] for v in cli] == [v["id"] for v in chain["versions"]]
+
+
 async def test_two_clients_updating_one_memory_at_once_leave_one_current_version(arcana_home, tmp_path):
     """Both servers found the memory current and stored their text; the second's supersede found it
     ended already, so two current versions of one fact stood, and its answer said nothing was wrong.
