@@ -190,13 +190,10 @@ class MemoryTools:
     async def forget(self, id) -> dict:
         from memory.operator.edits import Edit, GlobalCopies, MemoryEditor
         from memory.runtime.assembly import private_store
-        from memory.types import Audience
 
+        # An id or unique prefix, as get and update take; archived already is found again (idempotent).
+        entry = await self._own(id, include_archived=True)
         store = private_store(self.federation)
-        # What the agent may see is all it may touch: a private or hidden id is unknown here.
-        entry = await store.get(id, audience=Audience.LISTING, include_archived=True)
-        if entry is None:
-            raise ToolFailure(f"no memory with id '{id}' among this agent's memories")
         # The same edit as `arcana memory forget`: the copy its promotion made is archived too.
         editor = MemoryEditor(store, copies=GlobalCopies.of_home(self.home, self.config, actor="mcp"))
         try:
@@ -206,7 +203,7 @@ class MemoryTools:
         copies = [c.as_dict() for c in report.copies]
         return self._answer({"id": entry.id, "archived": True, "changed": report.changed, "copies": copies, "restorable": True})
 
-    async def _own(self, id: str, audience=None) -> MemoryEntry:
+    async def _own(self, id: str, audience=None, *, include_archived: bool = False) -> MemoryEntry:
         """One of this agent's memories by id or unique prefix, as the agent may see it.
 
         Every candidate is re-read through the admission predicate for ``audience``
@@ -221,7 +218,7 @@ class MemoryTools:
         store = private_store(self.federation)
 
         async def seen(some_id: str) -> MemoryEntry | None:
-            entry = await store.get(some_id, audience=audience)
+            entry = await store.get(some_id, audience=audience, include_archived=include_archived)
             return entry if entry is not None and entry.agent_id == self.card.id else None
 
         entry = await seen(id)
@@ -586,7 +583,7 @@ def build_server(tools: MemoryTools, *, read_only: bool = False):
         return await tools.recall(query, limit, mode, types, since, tags)
 
     @_guarded
-    async def forget(id: Annotated[str, Field(min_length=1, description="The memory id to archive.")]) -> dict[str, Any]:
+    async def forget(id: Annotated[str, Field(min_length=1, description="One of your memory ids, or a unique prefix of 6+ characters, to archive.")]) -> dict[str, Any]:
         return await tools.forget(id)
 
     @_guarded

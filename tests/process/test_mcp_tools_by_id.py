@@ -128,6 +128,29 @@ async def test_history_of_a_replaced_version_answers_its_chain_as_the_cli_does(a
     assert [v["id"] for v in cli] == [v["id"] for v in chain["versions"]]
 
 
+async def test_forget_takes_a_unique_prefix_and_refuses_an_ambiguous_one(arcana_home):
+    """forget took only full ids while get, update and history take 6+ character prefixes; now it takes
+    one too, and a prefix two memories share is refused, never guessed. Hidden ones stay unknown."""
+    keyword_only(arcana_home)
+    _, alice = await seed(arcana_home, "alice", [
+        {"content": "heron one nests by the weir", "id": "abcdef01-0000-4000-8000-000000000001"},
+        {"content": "twin heron nests by the mill", "id": "abcdef02-0000-4000-8000-000000000002"},
+        {"content": "hidden heron secret 4711", "visibility": Visibility.HIDDEN},
+        {"content": "kept heron roost", "confidence_source": "agent"},
+    ])
+    async with session("--agent", "alice") as client:
+        error, message = await call(client, "forget", id="abcdef0")
+        assert error and "prefix 'abcdef0' is ambiguous (2 matches)" in message
+        error, message = await call(client, "forget", id=alice["hidden"][:8])
+        assert error and message.endswith(": " + missing(alice["hidden"][:8]))
+        error, done = await call(client, "forget", id="abcdef01")
+        assert not error and done["id"] == alice["heron"] and done["changed"]
+        error, again = await call(client, "forget", id="abcdef01")  # archived already: idempotent
+        assert not error and again["id"] == alice["heron"] and not again["changed"]
+    listed = {m["content"] for m in json.loads(arcana("memory", "list", "--agent", "alice", "--json"))}
+    assert listed == {"twin heron nests by the mill", "kept heron roost"}
+
+
 async def test_two_clients_updating_one_memory_at_once_leave_one_current_version(arcana_home, tmp_path):
     """Both servers found the memory current and stored their text; the second's supersede found it
     ended already, so two current versions of one fact stood, and its answer said nothing was wrong.
