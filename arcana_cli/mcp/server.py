@@ -262,13 +262,15 @@ class MemoryTools:
             raise ToolFailure("nothing to change; give content, importance or tags")
         content = None if content is None else self._content(content)
         tags = self._tags(tags)
-        if content is None:
-            return await self._edit(await self._own(id), importance, tags)
         # Trigger: two clients update one memory at once. Why: each found it current, each stored its
-        # text, and the second's supersede found it already ended: two current versions of one fact.
-        # Outcome: the check, the write and the supersede are one decision; the second finds it gone.
+        # text, and the second's supersede found it already ended: two current versions of one fact;
+        # an edit of tags or importance landed on the version another client had just replaced.
+        # Outcome: the check and the change are one decision; the second finds it gone.
         async with self.federation.deciding():
-            return await self._replace(await self._own(id), content, importance, tags)
+            entry = await self._own(id)
+            if content is None:
+                return await self._edit(entry, importance, tags)
+            return await self._replace(entry, content, importance, tags)
 
     async def _edit(self, entry: MemoryEntry, importance, tags) -> dict:
         """New importance or tags: an edit, not a write; the agent's importance capped here."""

@@ -11,7 +11,7 @@ import json
 
 from memory.adapters.sqlite import SQLiteAdapter
 from memory.agents import AgentRegistry
-from memory.types import Audience, Visibility
+from memory.types import Audience, MemoryEntry, Visibility
 from mcp_client import call, seed, session
 from runner import arcana, keyword_only
 
@@ -187,6 +187,44 @@ async def test_two_clients_updating_one_memory_at_once_leave_one_current_version
     os.close(lock)
     current = [m["content"] for m in json.loads(arcana("memory", "list", "--agent", "alice", "--json"))]
     assert current == ["deploys run on tuesdays"]
+
+
+async def test_a_tags_update_waits_for_another_clients_replacement_and_finds_it_gone(arcana_home, tmp_path):
+    """An update of tags or importance only took no decision lock: while another writer held it, having
+    decided to replace the memory, the edit went to the version that writer then ended, and the answer
+    said "changed" of tags no current version carries. Here this test is that writer: it holds the
+    lock, the server's tags update waits for it, and finds the memory replaced."""
+    import asyncio
+    import fcntl
+    import os
+
+    from memory.agent_lock import agent_lock_path
+
+    keyword_only(arcana_home)
+    card_id, alice = await seed(arcana_home, "alice", [{"content": "deploys run on fridays", "confidence_source": "agent"}])
+    log = tmp_path / "server.err"
+    lock = os.open(agent_lock_path(arcana_home, card_id, "-decide"), os.O_RDWR | os.O_CREAT, 0o600)
+    with open(log, "w") as err:
+        async with session("--agent", "alice", stderr=err) as client:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            pending = asyncio.ensure_future(call(client, "update", id=alice["deploys"], tags=["ops"]))
+            for _ in range(600):  # until the server waits on the lock (after 1 s), or answered without it
+                if pending.done() or "waiting for another process's write" in log.read_text():
+                    break
+                await asyncio.sleep(0.1)
+            store = SQLiteAdapter.for_agent(card_id, home=arcana_home, actor="test")
+            newer = MemoryEntry(agent_id=card_id, content="deploys run on mondays", confidence_source="agent")
+            await store.write(newer)
+            await store.supersede([alice["deploys"]], newer.id)
+            await store.aclose()
+            fcntl.flock(lock, fcntl.LOCK_UN)
+            error, message = await pending
+            assert error and message.endswith(": " + missing(alice["deploys"])), message
+            error, done = await call(client, "update", id=newer.id, tags=["ops"])  # the control: the current one
+            assert not error and done["tags"] == ["ops"] and done["changed"]
+    os.close(lock)
+    old = json.loads(arcana("memory", "show", alice["deploys"], "--agent", "alice", "--json"))
+    assert old["tags"] == [] and old["superseded_by"] == newer.id
 
 
 async def test_update_of_a_user_confirmed_fact_is_held_beside_it(arcana_home):
