@@ -333,7 +333,7 @@ class MemoryTools:
         records = sorted([r for e in chain for r in await store.history(e.id)], key=lambda r: r.seq)
         ledger = [
             {"seq": r.seq, "at": r.at, "op": r.op, "actor": r.actor, "memory": r.memory_id,
-             "changed": _changed(r)}
+             "changed": r.changed_fields()}
             for r in records
         ]
         versions = [{**_hit(e), **_details(e), "current": e.valid_to is None and not e.superseded_by} for e in chain]
@@ -422,13 +422,6 @@ def _details(entry: MemoryEntry) -> dict:
         "archived": entry.archived, "created_at": entry.created_at,
         "valid_from": entry.valid_from, "valid_to": entry.valid_to,
     }
-
-
-def _changed(record) -> list[str]:
-    """A ledger row as the names of the fields it changed, never its before/after images."""
-    if record.before is None or record.after is None:
-        return ["(created)" if record.before is None else "(removed)"]
-    return sorted(k for k in record.after if record.before.get(k) != record.after[k] and k != "updated_at")
 
 
 def _one_line(exc: BaseException) -> str:
