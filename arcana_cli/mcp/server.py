@@ -74,7 +74,7 @@ class MemoryTools:
         if self.federation.presence is not None:
             self.federation.presence.check()
         config = load_config(self.home.config_path)
-        self._follow_settings(config)
+        await self._follow_settings(config)
         vaults = set(attached_vaults(config, self.card))
         pools = {name for name in agent_pools(config, self.card) if self._same_pool(config, name)}
         keep = pools | {f"vault:{name}" for name in vaults}
@@ -86,20 +86,17 @@ class MemoryTools:
                 except Exception as exc:  # the tier is out of the federation either way
                     log.warning("closing %s: %s", tier.name, exc)
 
-    def _follow_settings(self, config: ArcanaConfig) -> None:
+    async def _follow_settings(self, config: ArcanaConfig) -> None:
         """config.json and the agent's card as they are now, as each CLI command reads them: a server
         kept its start's, so after `config set memory.max_content_bytes 4096` it stored what
-        `arcana remember` refuses, and after `agent set --weight` its recall ranked unlike the CLI's."""
+        `arcana remember` refuses, after `agent set --weight` its recall ranked unlike the CLI's, and
+        after `config set memory.global none` it still read the global tier."""
         from memory.agents import AgentRegistry
-        from memory.ranking.decay import resolve_decay_profiles
-        from memory.runtime.assembly import extraction_settings
+        from memory.runtime.assembly import follow_settings
 
         card = AgentRegistry(self.home).get(self.card.id) or self.card  # a deleted agent: presence said so
         if card != self.card or config != self.config:
-            self.federation.router.rank_by(card.memory_weights,
-                                           resolve_decay_profiles(card.decay, source=f"agent '{card.name}' decay"))
-            self.federation.confidence_cap = extraction_settings(config, card).agent_confidence_cap
-            self.federation.recall_settings = config.recall
+            await follow_settings(self.federation, config, card)
         self.card, self.config = card, config
 
     def warnings(self) -> list[str]:
