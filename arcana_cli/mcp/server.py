@@ -152,7 +152,7 @@ class MemoryTools:
         report = await self.federation.recall(
             MemoryQuery(
                 agent_id=self.card.id,
-                text=query,
+                text=_words(query, "the list tool lists your memories"),
                 retrieval_mode=retrieval_mode,
                 types=[MemoryType(t) for t in types] if types else None,
                 tags=tags or None,
@@ -344,7 +344,7 @@ class MemoryTools:
             raise ToolFailure(f"no vault '{vault}' is attached to this agent; attached: {', '.join(self.vaults)}")
         hits = await search_vault(
             VaultRegistry(self.home).get(vault),
-            MemoryQuery(text=query, retrieval_mode=self.config.recall.mode_for(), limit=limit),
+            MemoryQuery(text=_words(query, "give words to look for"), retrieval_mode=self.config.recall.mode_for(), limit=limit),
             config=self.config,
         )
         results = [
@@ -373,6 +373,13 @@ class MemoryTools:
 
 class ToolFailure(Exception):
     """An anticipated tool error: its one-line message goes back to the model."""
+
+
+def _words(query: str, instead: str) -> str:
+    """A query with words in it: a blank one recalled everything, scored, where `arcana recall` refuses it."""
+    if not query.strip():
+        raise ToolFailure(f"the query is empty; {instead}")
+    return query
 
 
 def _since(value: str | None):
