@@ -333,7 +333,9 @@ class MemoryTools:
              "changed": r.changed_fields()}
             for r in records
         ]
-        versions = [{**_hit(e), **_details(e), "current": e.valid_to is None and not e.superseded_by} for e in chain]
+        # Each version named by the tier it was read from, as get names it ("pool:team", not "shared").
+        versions = [{**_hit(e.model_copy(update={"tiers": entry.tiers})), **_details(e),
+                     "current": e.valid_to is None and not e.superseded_by} for e in chain]
         return self._answer({"id": entry.id, "versions": versions, "ledger": ledger})
 
     async def vault_search(self, vault, query, limit) -> dict:

@@ -303,6 +303,10 @@ async def test_get_and_history_read_a_shared_memory_the_agent_recalls_and_nothin
         assert not error and got["content"] == "standup moved to 10am" and got["tier"] == "pool:team"
         error, chain = await call(client, "history", id=shared)
         assert not error and [v["id"] for v in chain["versions"]] == [shared] and chain["ledger"][0]["op"] == "insert"
+        assert [v["tier"] for v in chain["versions"]] == ["pool:team"]  # as get names it, not "shared"
+        error, own = await call(client, "remember", content="alice standup notes")
+        error, chain = await call(client, "history", id=own["id"])  # the control: her own memory's tier
+        assert not error and [v["tier"] for v in chain["versions"]] == ["private"]
         for other in (quarantined, private, shared[:8]):  # hidden, another's private, a prefix of a shared id
             error, message = await call(client, "get", id=other)
             assert error and message.endswith(": " + missing(other)), other
