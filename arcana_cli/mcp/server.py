@@ -188,15 +188,17 @@ class MemoryTools:
         from memory.operator.edits import Edit, GlobalCopies, MemoryEditor
         from memory.runtime.assembly import private_store
 
-        # An id or unique prefix, as get and update take; archived already is found again (idempotent).
-        entry = await self._own(id, include_archived=True)
-        store = private_store(self.federation)
-        # The same edit as `arcana memory forget`: the copy its promotion made is archived too.
-        editor = MemoryEditor(store, copies=GlobalCopies.of_home(self.home, self.config, actor="mcp"))
-        try:
-            report = await editor.apply(entry.id, Edit("archive"), verb="archived")
-        finally:
-            await editor.aclose()
+        # The same edit as `arcana memory forget`: the copy its promotion made is archived too. Under the
+        # decision lock, as update: a version another client is replacing is found replaced, not archived
+        # while its successor (the fact the agent meant to forget) stays current.
+        async with self.federation.deciding():
+            # An id or unique prefix, as get and update take; archived already is found again (idempotent).
+            entry = await self._own(id, include_archived=True)
+            editor = MemoryEditor(private_store(self.federation), copies=GlobalCopies.of_home(self.home, self.config, actor="mcp"))
+            try:
+                report = await editor.apply(entry.id, Edit("archive"), verb="archived")
+            finally:
+                await editor.aclose()
         copies = [c.as_dict() for c in report.copies]
         return self._answer({"id": entry.id, "archived": True, "changed": report.changed, "copies": copies, "restorable": True})
 

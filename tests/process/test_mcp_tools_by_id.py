@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from memory.adapters.sqlite import SQLiteAdapter
 from memory.agents import AgentRegistry
 from memory.types import Audience, MemoryEntry, Visibility
@@ -189,11 +191,13 @@ async def test_two_clients_updating_one_memory_at_once_leave_one_current_version
     assert current == ["deploys run on tuesdays"]
 
 
-async def test_a_tags_update_waits_for_another_clients_replacement_and_finds_it_gone(arcana_home, tmp_path):
-    """An update of tags or importance only took no decision lock: while another writer held it, having
-    decided to replace the memory, the edit went to the version that writer then ended, and the answer
-    said "changed" of tags no current version carries. Here this test is that writer: it holds the
-    lock, the server's tags update waits for it, and finds the memory replaced."""
+@pytest.mark.parametrize("tool, arguments", [("update", {"tags": ["ops"]}), ("forget", {})])
+async def test_an_edit_waits_for_another_clients_replacement_and_finds_it_gone(arcana_home, tmp_path, tool, arguments):
+    """An update of tags or importance only, and a forget, took no decision lock: while another writer
+    held it, having decided to replace the memory, the edit went to the version that writer then ended
+    (tags no current version carries; the replaced fact "forgotten" while its successor stays current),
+    and the answer said it was done. Here this test is that writer: it holds the lock, the server's call
+    waits for it, and finds the memory replaced."""
     import asyncio
     import fcntl
     import os
@@ -207,7 +211,7 @@ async def test_a_tags_update_waits_for_another_clients_replacement_and_finds_it_
     with open(log, "w") as err:
         async with session("--agent", "alice", stderr=err) as client:
             fcntl.flock(lock, fcntl.LOCK_EX)
-            pending = asyncio.ensure_future(call(client, "update", id=alice["deploys"], tags=["ops"]))
+            pending = asyncio.ensure_future(call(client, tool, id=alice["deploys"], **arguments))
             for _ in range(600):  # until the server waits on the lock (after 1 s), or answered without it
                 if pending.done() or "waiting for another process's write" in log.read_text():
                     break
@@ -220,11 +224,11 @@ async def test_a_tags_update_waits_for_another_clients_replacement_and_finds_it_
             fcntl.flock(lock, fcntl.LOCK_UN)
             error, message = await pending
             assert error and message.endswith(": " + missing(alice["deploys"])), message
-            error, done = await call(client, "update", id=newer.id, tags=["ops"])  # the control: the current one
-            assert not error and done["tags"] == ["ops"] and done["changed"]
+            error, done = await call(client, tool, id=newer.id, **arguments)  # the control: the current one
+            assert not error and done["changed"] and done["id"] == newer.id
     os.close(lock)
     old = json.loads(arcana("memory", "show", alice["deploys"], "--agent", "alice", "--json"))
-    assert old["tags"] == [] and old["superseded_by"] == newer.id
+    assert (old["tags"], old["archived"], old["superseded_by"]) == ([], False, newer.id)
 
 
 async def test_update_of_a_user_confirmed_fact_is_held_beside_it(arcana_home):
