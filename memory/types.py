@@ -317,6 +317,13 @@ class LedgerRecord(BaseModel):
     before: dict[str, Any] | None
     after: dict[str, Any] | None
 
+    def changed_fields(self) -> list[str]:
+        """The names of the fields this row changed (``updated_at`` aside), or ``(created)`` /
+        ``(removed)``: what `memory history`, the web view and MCP `history` say, never the images."""
+        if self.before is None or self.after is None:
+            return ["(created)" if self.before is None else "(removed)"]
+        return sorted(k for k in self.after if self.before.get(k) != self.after[k] and k != "updated_at")
+
     @classmethod
     def from_row(cls, row: Any) -> LedgerRecord:
         """A ledger row as either engine returns it, its images parsed from JSON; one an outside edit

@@ -211,14 +211,7 @@ async def history(
         raise NotFoundError(f"no history for memory '{memory_id}'")
 
     def rows():
-        result = []
-        for r in records:
-            if r.before is None or r.after is None:
-                summary = "(created)" if r.before is None else "(removed)"
-            else:
-                summary = ", ".join(sorted(k for k in r.after if r.before.get(k) != r.after[k] and k != "updated_at"))
-            result.append((r.seq, r.at.isoformat(timespec="seconds"), r.op, r.actor, summary))
-        return result
+        return [(r.seq, r.at.isoformat(timespec="seconds"), r.op, r.actor, ", ".join(r.changed_fields())) for r in records]
 
     out.data(records, columns=("seq", "at", "op", "actor", "changed"), rows=rows)
 

@@ -74,7 +74,7 @@ class MemoryTools:
         if self.federation.presence is not None:
             self.federation.presence.check()
         config = load_config(self.home.config_path)
-        self._follow_settings(config)
+        await self._follow_settings(config)
         vaults = set(attached_vaults(config, self.card))
         pools = {name for name in agent_pools(config, self.card) if self._same_pool(config, name)}
         keep = pools | {f"vault:{name}" for name in vaults}
@@ -86,20 +86,17 @@ class MemoryTools:
                 except Exception as exc:  # the tier is out of the federation either way
                     log.warning("closing %s: %s", tier.name, exc)
 
-    def _follow_settings(self, config: ArcanaConfig) -> None:
+    async def _follow_settings(self, config: ArcanaConfig) -> None:
         """config.json and the agent's card as they are now, as each CLI command reads them: a server
         kept its start's, so after `config set memory.max_content_bytes 4096` it stored what
-        `arcana remember` refuses, and after `agent set --weight` its recall ranked unlike the CLI's."""
+        `arcana remember` refuses, after `agent set --weight` its recall ranked unlike the CLI's, and
+        after `config set memory.global none` it still read the global tier."""
         from memory.agents import AgentRegistry
-        from memory.ranking.decay import resolve_decay_profiles
-        from memory.runtime.assembly import extraction_settings
+        from memory.runtime.assembly import follow_settings
 
         card = AgentRegistry(self.home).get(self.card.id) or self.card  # a deleted agent: presence said so
         if card != self.card or config != self.config:
-            self.federation.router.rank_by(card.memory_weights,
-                                           resolve_decay_profiles(card.decay, source=f"agent '{card.name}' decay"))
-            self.federation.confidence_cap = extraction_settings(config, card).agent_confidence_cap
-            self.federation.recall_settings = config.recall
+            await follow_settings(self.federation, config, card)
         self.card, self.config = card, config
 
     def warnings(self) -> list[str]:
@@ -155,7 +152,7 @@ class MemoryTools:
         report = await self.federation.recall(
             MemoryQuery(
                 agent_id=self.card.id,
-                text=query,
+                text=_words(query, "the list tool lists your memories"),
                 retrieval_mode=retrieval_mode,
                 types=[MemoryType(t) for t in types] if types else None,
                 tags=tags or None,
@@ -190,55 +187,59 @@ class MemoryTools:
     async def forget(self, id) -> dict:
         from memory.operator.edits import Edit, GlobalCopies, MemoryEditor
         from memory.runtime.assembly import private_store
-        from memory.types import Audience
 
-        store = private_store(self.federation)
-        # What the agent may see is all it may touch: a private or hidden id is unknown here.
-        entry = await store.get(id, audience=Audience.LISTING, include_archived=True)
-        if entry is None:
-            raise ToolFailure(f"no memory with id '{id}' among this agent's memories")
-        # The same edit as `arcana memory forget`: the copy its promotion made is archived too.
-        editor = MemoryEditor(store, copies=GlobalCopies.of_home(self.home, self.config, actor="mcp"))
-        try:
-            report = await editor.apply(entry.id, Edit("archive"), verb="archived")
-        finally:
-            await editor.aclose()
+        # The same edit as `arcana memory forget`: the copy its promotion made is archived too. Under the
+        # decision lock, as update: a version another client is replacing is found replaced, not archived
+        # while its successor (the fact the agent meant to forget) stays current.
+        async with self.federation.deciding():
+            # An id or unique prefix, as get and update take; archived already is found again (idempotent).
+            entry = await self._own(id, include_archived=True)
+            editor = MemoryEditor(private_store(self.federation), copies=GlobalCopies.of_home(self.home, self.config, actor="mcp"))
+            try:
+                report = await editor.apply(entry.id, Edit("archive"), verb="archived")
+            finally:
+                await editor.aclose()
         copies = [c.as_dict() for c in report.copies]
         return self._answer({"id": entry.id, "archived": True, "changed": report.changed, "copies": copies, "restorable": True})
 
-    async def _own(self, id: str) -> MemoryEntry:
+    async def _own(self, id: str, audience=None, *, include_archived: bool = False) -> MemoryEntry:
         """One of this agent's memories by id or unique prefix, as the agent may see it.
 
-        Every candidate is re-read through the admission predicate (visible,
-        not archived), so a private, hidden or forgotten memory, or another
-        agent's, gets the same answer as an id that does not exist.
+        Every candidate is re-read through the admission predicate for ``audience``
+        (default: visible, current, not archived; ``Audience.HISTORY``: a replaced
+        version too), so a private, hidden or forgotten memory, or another agent's,
+        gets the same answer as an id that does not exist.
         """
         from memory.runtime.assembly import private_store
         from memory.types import Audience
 
+        audience = audience or Audience.LISTING
         store = private_store(self.federation)
-        entry = await store.get(id, audience=Audience.LISTING)
+
+        async def seen(some_id: str) -> MemoryEntry | None:
+            entry = await store.get(some_id, audience=audience, include_archived=include_archived)
+            return entry if entry is not None and entry.agent_id == self.card.id else None
+
+        entry = await seen(id)
         if entry is None and len(id) >= MIN_PREFIX:
-            seen = [await store.get(m.id, audience=Audience.LISTING)
-                    for m in await store.find_by_prefix(id, limit=50)]
-            seen = [e for e in seen if e is not None]
-            if len(seen) > 1:
-                raise ToolFailure(f"memory id prefix '{id}' is ambiguous ({len(seen)} matches); give more characters")
-            entry = seen[0] if seen else None
-        if entry is None or entry.agent_id != self.card.id:
+            found = [e for e in [await seen(m.id) for m in await store.find_by_prefix(id, limit=50)] if e is not None]
+            if len(found) > 1:
+                raise ToolFailure(f"memory id prefix '{id}' is ambiguous ({len(found)} matches); give more characters")
+            entry = found[0] if found else None
+        if entry is None:
             raise ToolFailure(f"no memory with id '{id}' among this agent's memories")
         entry.sources = (await store.sources([entry.id])).get(entry.id, [])
         return entry
 
-    async def _readable(self, id: str) -> tuple[MemoryEntry, Any]:
-        """A memory this agent may read, and the store it lives in: its own (id or prefix), else
-        one a shared tier of its federation admits for recall (a full id: a prefix would probe
-        other agents' ids)."""
+    async def _readable(self, id: str, audience=None) -> tuple[MemoryEntry, Any]:
+        """A memory this agent may read, and the store it lives in: its own (id or prefix, as
+        ``audience`` admits it), else one a shared tier of its federation admits for recall (a full
+        id: a prefix would probe other agents' ids)."""
         from memory.protocols import Layered
         from memory.runtime.assembly import private_store
 
         try:
-            return await self._own(id), private_store(self.federation)
+            return await self._own(id, audience), private_store(self.federation)
         except ToolFailure:
             for tier in self.federation.router.tiers:
                 if tier.scope is MemoryScope.PRIVATE or tier.read_only:
@@ -260,13 +261,15 @@ class MemoryTools:
             raise ToolFailure("nothing to change; give content, importance or tags")
         content = None if content is None else self._content(content)
         tags = self._tags(tags)
-        if content is None:
-            return await self._edit(await self._own(id), importance, tags)
         # Trigger: two clients update one memory at once. Why: each found it current, each stored its
-        # text, and the second's supersede found it already ended: two current versions of one fact.
-        # Outcome: the check, the write and the supersede are one decision; the second finds it gone.
+        # text, and the second's supersede found it already ended: two current versions of one fact;
+        # an edit of tags or importance landed on the version another client had just replaced.
+        # Outcome: the check and the change are one decision; the second finds it gone.
         async with self.federation.deciding():
-            return await self._replace(await self._own(id), content, importance, tags)
+            entry = await self._own(id)
+            if content is None:
+                return await self._edit(entry, importance, tags)
+            return await self._replace(entry, content, importance, tags)
 
     async def _edit(self, entry: MemoryEntry, importance, tags) -> dict:
         """New importance or tags: an edit, not a write; the agent's importance capped here."""
@@ -323,15 +326,18 @@ class MemoryTools:
     async def history(self, id) -> dict:
         from memory.types import Audience
 
-        entry, store = await self._readable(id)
+        # A replaced version's id (the one `update` answered with) names its chain, as on the CLI.
+        entry, store = await self._readable(id, Audience.HISTORY)
         chain = await store.versions(entry.id, audience=Audience.HISTORY)  # no archived version either
         records = sorted([r for e in chain for r in await store.history(e.id)], key=lambda r: r.seq)
         ledger = [
             {"seq": r.seq, "at": r.at, "op": r.op, "actor": r.actor, "memory": r.memory_id,
-             "changed": _changed(r)}
+             "changed": r.changed_fields()}
             for r in records
         ]
-        versions = [{**_hit(e), **_details(e), "current": e.valid_to is None and not e.superseded_by} for e in chain]
+        # Each version named by the tier it was read from, as get names it ("pool:team", not "shared").
+        versions = [{**_hit(e.model_copy(update={"tiers": entry.tiers})), **_details(e),
+                     "current": e.valid_to is None and not e.superseded_by} for e in chain]
         return self._answer({"id": entry.id, "versions": versions, "ledger": ledger})
 
     async def vault_search(self, vault, query, limit) -> dict:
@@ -342,7 +348,7 @@ class MemoryTools:
             raise ToolFailure(f"no vault '{vault}' is attached to this agent; attached: {', '.join(self.vaults)}")
         hits = await search_vault(
             VaultRegistry(self.home).get(vault),
-            MemoryQuery(text=query, retrieval_mode=self.config.recall.mode_for(), limit=limit),
+            MemoryQuery(text=_words(query, "give words to look for"), retrieval_mode=self.config.recall.mode_for(), limit=limit),
             config=self.config,
         )
         results = [
@@ -371,6 +377,13 @@ class MemoryTools:
 
 class ToolFailure(Exception):
     """An anticipated tool error: its one-line message goes back to the model."""
+
+
+def _words(query: str, instead: str) -> str:
+    """A query with words in it: a blank one recalled everything, scored, where `arcana recall` refuses it."""
+    if not query.strip():
+        raise ToolFailure(f"the query is empty; {instead}")
+    return query
 
 
 def _since(value: str | None):
@@ -417,13 +430,6 @@ def _details(entry: MemoryEntry) -> dict:
         "archived": entry.archived, "created_at": entry.created_at,
         "valid_from": entry.valid_from, "valid_to": entry.valid_to,
     }
-
-
-def _changed(record) -> list[str]:
-    """A ledger row as the names of the fields it changed, never its before/after images."""
-    if record.before is None or record.after is None:
-        return ["(created)" if record.before is None else "(removed)"]
-    return sorted(k for k in record.after if record.before.get(k) != record.after[k] and k != "updated_at")
 
 
 def _one_line(exc: BaseException) -> str:
@@ -580,7 +586,7 @@ def build_server(tools: MemoryTools, *, read_only: bool = False):
         return await tools.recall(query, limit, mode, types, since, tags)
 
     @_guarded
-    async def forget(id: Annotated[str, Field(min_length=1, description="The memory id to archive.")]) -> dict[str, Any]:
+    async def forget(id: Annotated[str, Field(min_length=1, description="One of your memory ids, or a unique prefix of 6+ characters, to archive.")]) -> dict[str, Any]:
         return await tools.forget(id)
 
     @_guarded

@@ -16,7 +16,7 @@ from arcana_cli.ui import params, plots
 from arcana_cli.ui.reads import ListRequest, Reader
 from arcana_cli.ui.targets import Target
 from memory.operator.edits import Edit, open_editor
-from memory.types import MAX_QUERY_LIMIT, LedgerRecord, MemoryEntry, MemoryType, RetrievalMode, Visibility
+from memory.types import MAX_QUERY_LIMIT, MemoryEntry, MemoryType, RetrievalMode, Visibility
 
 
 def _legible(value):
@@ -74,15 +74,6 @@ def offered(entry: MemoryEntry) -> list[tuple[str, str]]:
         "unpin" if entry.pinned else "pin",
     ]
     return [(name, ACTIONS[name][0]) for name in names]
-
-
-def changed(record: LedgerRecord) -> str:
-    """What one ledger row changed, as `arcana memory history` says it."""
-    if record.before is None:
-        return "(created)"
-    if record.after is None:
-        return "(removed)"
-    return ", ".join(sorted(k for k in record.after if record.before.get(k) != record.after[k] and k != "updated_at"))
 
 
 HOME_PAGE = 50  # agents, pools and vaults a home page shows of each
@@ -161,8 +152,7 @@ async def memory(request: Request) -> Response:
     if done:
         message = f"Done: {DONE[done]}" + (" (and its global copy)" if params.flag(request.query_params, "copies") else "")
     view = await reader.memory(target, _memory_id(request))
-    return render(reader, "memory.html", title=f"Memory {view.entry.id[:8]}", view=view, actions=offered(view.entry),
-                  changed=changed, done=message)
+    return render(reader, "memory.html", title=f"Memory {view.entry.id[:8]}", view=view, actions=offered(view.entry), done=message)
 
 
 def _memory_id(request: Request) -> str:

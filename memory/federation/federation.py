@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections import Counter
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -204,6 +204,7 @@ class MemoryFederation:
         self.reconciler = reconciler  # memory.reconcile.Reconciler: decides add/noop/update/delete, settles after
         self.on_degraded = on_degraded or audit_sink(AuditLog(Home.resolve().audit_log))
         self.presence: AgentPresence | None = None  # set for a stored agent: writes stop once it is deleted
+        self.open_global: Callable[[Any], Any] | None = None  # opens the global tier from a config (when it may have one)
         self._closed = False
 
     def _emit(self, events: list[MemoryDegradedEvent]) -> None:

@@ -115,6 +115,13 @@ class MemoryRouter:
         vault detached from it); the tiers dropped, for the caller to close."""
         return [tier for name in sorted(self.pools) if name not in keep for tier in self.pools.pop(name)]
 
+    def set_global(self, adapter: MemoryAdapter | None) -> ResilientTier | None:
+        """Switch the global tier on (``adapter``) or off (None), as `memory.global` now says;
+        the tier it replaces, for the caller to close."""
+        dropped = self.global_
+        self.global_ = None if adapter is None else self._wrap(adapter, "global", MemoryScope.GLOBAL)
+        return dropped
+
     @property
     def tiers(self) -> list[ResilientTier]:
         """Every tier, most local first: private, each pool's members, then global."""

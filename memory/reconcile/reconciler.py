@@ -69,6 +69,13 @@ class Reconciler:
         # whole timeout) is not asked for every line of a `remember --from`; one probe once it resets.
         self.model_breaker = CircuitBreaker()
 
+    def configure(self, settings: ReconcileSettings, provider: Any | None) -> None:
+        """New settings and model (config.json changed under a long-running process); the slot
+        patterns are compiled again for a new language."""
+        if settings.language != self.settings.language:
+            self.__dict__.pop("patterns", None)  # the cached_property's value
+        self.settings, self.provider = settings, provider
+
     @cached_property
     def patterns(self) -> SlotPatterns:
         """The slot patterns of the settings' language. Compiled on the first write it decides,

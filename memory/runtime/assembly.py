@@ -31,7 +31,7 @@ from memory.federation.router import MemoryRouter
 from memory.federation.shared_tiers import PoolConfig, pool_configs
 from memory.home import Home
 from memory.operator.edits import GlobalCopies
-from memory.protocols import Layered
+from memory.protocols import Closeable, Layered
 from memory.ranking.decay import DecayProfile, resolve_decay_profiles
 from memory.reconcile.reconciler import Reconciler
 from memory.store_kinds import StoreKind
@@ -97,13 +97,15 @@ async def build_federation(
     else:  # NotFoundError, and no folder made, once the card is gone
         await connect_agent_store(home, str(agent_id), agent_name, private)
         presence = AgentPresence(home, str(agent_id), agent_name, opened=lambda: private.opened_file, notify=notify)
-    global_ = None
-    if embedding is not None and global_tier:
-        global_ = open_tier(
-            home, StoreKind.GLOBAL, config=config or ArcanaConfig(), embedding=embedding,
+
+    def open_global(config: ArcanaConfig) -> Any:
+        return open_tier(
+            home, StoreKind.GLOBAL, config=config, embedding=embedding,
             vector_options=vector_options, budget=connections.for_tier(MemoryScope.GLOBAL), actor=actor,
             unreachable_degrades=True,
         )
+
+    global_ = open_global(config or ArcanaConfig()) if embedding is not None and global_tier else None
     private_tier = with_vectors(private, embedding, vector_options)
     router = MemoryRouter(
         private=private_tier,
@@ -131,6 +133,7 @@ async def build_federation(
         recall=(config or ArcanaConfig()).recall,
     )
     federation.presence = presence  # `agent delete` and `restore --force` stop its writes
+    federation.open_global = open_global if embedding is not None else None  # `memory.global` switched on later
     return federation
 
 
@@ -191,6 +194,29 @@ def card_decay(home: Home, card: AgentCard) -> dict[MemoryType, DecayProfile]:
     except ConfigError as exc:
         raise ConfigError(f"{home.agent_dir(card.id) / 'agent.json'}: {exc}; fix it there, or with "
                           f"`arcana agent set {card.name} --decay TYPE.FIELD=VALUE` (man/federation.md)") from None
+
+
+async def follow_settings(federation: MemoryFederation, config: ArcanaConfig, card: AgentCard) -> None:
+    """Set ``federation`` as :func:`federation_for_agent` would build it from ``config`` and ``card`` now.
+
+    A long-running process (the MCP server) kept its start's: its writes reconciled with the old
+    strategy, it read the global tier after `config set memory.global none`, and named the agent
+    by its old name. Pools and vaults are followed apart (``withdraw_pools``).
+    """
+    federation.router.rank_by(card.memory_weights, resolve_decay_profiles(card.decay, source=f"agent '{card.name}' decay"))
+    federation.confidence_cap = extraction_settings(config, card).agent_confidence_cap
+    federation.recall_settings = config.recall
+    if federation.reconciler is not None:
+        federation.reconciler.configure(reconcile_settings(config, card), _reconcile_model(config, card))
+    if federation.presence is not None:
+        federation.presence.name = card.name
+    wanted = federation.open_global is not None and config.memory.global_ != "none"
+    if wanted and federation.router.global_ is None:
+        federation.router.set_global(federation.open_global(config))
+    elif not wanted and federation.router.global_ is not None:
+        dropped = federation.router.set_global(None)
+        if isinstance(dropped.backend, Closeable):
+            await dropped.backend.aclose()
 
 
 def extraction_settings(config: ArcanaConfig, card: AgentCard) -> ExtractionSettings:

@@ -133,3 +133,61 @@ async def test_a_running_server_follows_config_and_the_agents_card_as_the_cli_do
         assert await mcp_recall() == changed
     listed = json.loads(arcana("memory", "list", "--agent", "alice", "--json"))
     assert sorted(len(m["content"]) for m in listed) == [21, 25, 4000]  # nothing over the limit stored
+
+
+async def test_a_running_server_reconciles_with_the_strategy_config_now_names(arcana_home):
+    """After `config set memory.reconcile.strategy off` the server still ended the old fact with the
+    new one, while `arcana remember` stored both; it now decides as the CLI does."""
+    keyword_only(arcana_home)
+    arcana("agent", "create", "alice")
+    async with session("--agent", "alice") as client:
+        failed, berlin = await call(client, "remember", content="I live in Berlin.")
+        failed, lisbon = await call(client, "remember", content="I moved to Lisbon.")
+        assert not failed and lisbon["decision"] == "update" and lisbon["supersedes"] == [berlin["id"]]  # the control
+        arcana("config", "set", "memory.reconcile.strategy", "off")
+        failed, porto = await call(client, "remember", content="I moved to Porto.")
+        assert not failed and (porto["decision"], porto["supersedes"]) == ("add", []), porto
+    madrid = json.loads(arcana("remember", "I moved to Madrid.", "--agent", "alice", "--json"))
+    assert (madrid["decision"], madrid["supersedes"]) == ("add", [])
+    current = {m["content"] for m in json.loads(arcana("memory", "list", "--agent", "alice", "--json"))}
+    assert current == {"I moved to Lisbon.", "I moved to Porto.", "I moved to Madrid."}
+
+
+async def test_a_running_server_follows_the_global_switch_as_recall_on_the_cli_does(arcana_home):
+    """After `config set memory.global none` the server still recalled the global tier's memories,
+    which `arcana recall` no longer reads; switched on again, both read it again. Alice's own memory
+    is the control."""
+    arcana("agent", "create", "alice")
+    arcana("agent", "create", "bob")
+    arcana("remember", "The office kettle descales on Fridays (GLOBALSWITCH).", "--agent", "bob", "--importance", "0.95")
+    arcana("remember", "Alice keeps the GLOBALSWITCH key.", "--agent", "alice")
+
+    def cli_recall() -> set[tuple[str, str]]:
+        found = json.loads(arcana("recall", "GLOBALSWITCH", "--agent", "alice", "--mode", "keyword", "--json"))["results"]
+        return {(r["content"], "+".join(r["tiers"])) for r in found}
+
+    async with session("--agent", "alice") as client:
+
+        async def mcp_recall() -> set[tuple[str, str]]:
+            failed, found = await call(client, "recall", query="GLOBALSWITCH", mode="keyword")
+            assert not failed, found
+            return {(r["content"], r["tier"]) for r in found["results"]}
+
+        both = {("The office kettle descales on Fridays (GLOBALSWITCH).", "global"), ("Alice keeps the GLOBALSWITCH key.", "private")}
+        assert await mcp_recall() == cli_recall() == both
+        arcana("config", "set", "memory.global", "none")
+        assert await mcp_recall() == cli_recall() == {("Alice keeps the GLOBALSWITCH key.", "private")}
+        arcana("config", "set", "memory.global", "vector")
+        assert await mcp_recall() == cli_recall() == both
+
+
+async def test_a_renamed_agent_deleted_under_a_running_server_is_named_by_its_new_name(arcana_home):
+    keyword_only(arcana_home)
+    arcana("agent", "create", "alice")
+    async with session("--agent", "alice") as client:
+        arcana("agent", "rename", "alice", "carol")
+        failed, listed = await call(client, "list")
+        assert not failed and listed["memories"] == []  # the control: still serving, as carol
+        arcana("agent", "delete", "carol", "--yes")
+        failed, message = await call(client, "list")
+        assert failed and "agent 'carol' was deleted while this process was using it" in message, message

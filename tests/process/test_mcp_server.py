@@ -572,3 +572,22 @@ async def test_a_tool_error_echoing_a_huge_id_stays_a_readable_line(arcana_home)
         huge_failed, huge = await call(client, "get", id="z" * 100_000)
     assert short_failed and huge_failed
     assert "characters…]" not in str(short) and "characters…]" in str(huge) and len(str(huge)) < 2_200
+
+
+async def test_a_blank_query_is_refused_as_the_cli_refuses_it(arcana_home, tmp_path):
+    """recall with query "   " answered every memory, scored, where `arcana recall "   "` exits 2
+    ("the query is empty"); vault_search likewise. Each refusal has its control in the session."""
+    keyword_only(arcana_home)
+    arcana("agent", "create", "alice")
+    arcana("remember", "weasels sing at dawn", "--agent", "alice")
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "Weasel.md").write_text("Weasels sing at dawn.\n")
+    arcana("vault", "add", str(notes), "--name", "notes", "--agent", "alice")
+    arcana("vault", "index", "notes")
+    async with session("--agent", "alice") as client:
+        for tool, args in (("recall", {"mode": "keyword"}), ("vault_search", {"vault": "notes"})):
+            error, message = await call(client, tool, query=" \t ", **args)
+            assert error and "the query is empty" in message, (tool, message)
+            error, found = await call(client, tool, query="weasels", **args)  # the control
+            assert not error and any("sing at dawn" in r["content"] for r in found["results"]), (tool, found)

@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from memory.adapters.sqlite import SQLiteAdapter
 from memory.agents import AgentRegistry
-from memory.types import Audience, Visibility
+from memory.types import Audience, MemoryEntry, Visibility
 from mcp_client import call, seed, session
 from runner import arcana, keyword_only
 
@@ -104,6 +106,53 @@ async def test_update_content_is_a_new_version_and_history_shows_the_chain(arcan
         assert error and message.endswith(": " + missing(alice["hidden"]))
 
 
+async def test_history_of_a_replaced_version_answers_its_chain_as_the_cli_does(arcana_home):
+    """`update` answers with the id it replaced; `history` on that id said "no memory" while `arcana
+    memory history` answers it. A hidden memory (and another agent's) stays unknown beside it."""
+    keyword_only(arcana_home)
+    _, alice = await seed(arcana_home, "alice", [
+        {"content": "kettle lives on the left shelf", "confidence_source": "agent"},
+        {"content": "hidden kettle key 4711", "visibility": Visibility.HIDDEN},
+    ])
+    _, bob = await seed(arcana_home, "bob", [{"content": "bob kettle password hunter2"}])
+    async with session("--agent", "alice") as client:
+        error, done = await call(client, "update", id=alice["kettle"], content="kettle lives on the right shelf")
+        assert not error and done["superseded"]
+        error, current = await call(client, "history", id=done["id"])  # the control: the current version
+        assert not error and [v["current"] for v in current["versions"]] == [False, True]
+        for old in (done["replaces"], done["replaces"][:8]):
+            error, chain = await call(client, "history", id=old)
+            assert not error and chain["versions"] == current["versions"] and chain["id"] == done["replaces"], chain
+        for other in (alice["hidden"], bob["bob"], alice["hidden"][:8]):
+            error, message = await call(client, "history", id=other)
+            assert error and message.endswith(": " + missing(other)), other
+    cli = json.loads(arcana("memory", "history", done["replaces"], "--agent", "alice", "--versions", "--json"))
+    assert [v["id"] for v in cli] == [v["id"] for v in chain["versions"]]
+
+
+async def test_forget_takes_a_unique_prefix_and_refuses_an_ambiguous_one(arcana_home):
+    """forget took only full ids while get, update and history take 6+ character prefixes; now it takes
+    one too, and a prefix two memories share is refused, never guessed. Hidden ones stay unknown."""
+    keyword_only(arcana_home)
+    _, alice = await seed(arcana_home, "alice", [
+        {"content": "heron one nests by the weir", "id": "abcdef01-0000-4000-8000-000000000001"},
+        {"content": "twin heron nests by the mill", "id": "abcdef02-0000-4000-8000-000000000002"},
+        {"content": "hidden heron secret 4711", "visibility": Visibility.HIDDEN},
+        {"content": "kept heron roost", "confidence_source": "agent"},
+    ])
+    async with session("--agent", "alice") as client:
+        error, message = await call(client, "forget", id="abcdef0")
+        assert error and "prefix 'abcdef0' is ambiguous (2 matches)" in message
+        error, message = await call(client, "forget", id=alice["hidden"][:8])
+        assert error and message.endswith(": " + missing(alice["hidden"][:8]))
+        error, done = await call(client, "forget", id="abcdef01")
+        assert not error and done["id"] == alice["heron"] and done["changed"]
+        error, again = await call(client, "forget", id="abcdef01")  # archived already: idempotent
+        assert not error and again["id"] == alice["heron"] and not again["changed"]
+    listed = {m["content"] for m in json.loads(arcana("memory", "list", "--agent", "alice", "--json"))}
+    assert listed == {"twin heron nests by the mill", "kept heron roost"}
+
+
 async def test_two_clients_updating_one_memory_at_once_leave_one_current_version(arcana_home, tmp_path):
     """Both servers found the memory current and stored their text; the second's supersede found it
     ended already, so two current versions of one fact stood, and its answer said nothing was wrong.
@@ -140,6 +189,46 @@ async def test_two_clients_updating_one_memory_at_once_leave_one_current_version
     os.close(lock)
     current = [m["content"] for m in json.loads(arcana("memory", "list", "--agent", "alice", "--json"))]
     assert current == ["deploys run on tuesdays"]
+
+
+@pytest.mark.parametrize("tool, arguments", [("update", {"tags": ["ops"]}), ("forget", {})])
+async def test_an_edit_waits_for_another_clients_replacement_and_finds_it_gone(arcana_home, tmp_path, tool, arguments):
+    """An update of tags or importance only, and a forget, took no decision lock: while another writer
+    held it, having decided to replace the memory, the edit went to the version that writer then ended
+    (tags no current version carries; the replaced fact "forgotten" while its successor stays current),
+    and the answer said it was done. Here this test is that writer: it holds the lock, the server's call
+    waits for it, and finds the memory replaced."""
+    import asyncio
+    import fcntl
+    import os
+
+    from memory.agent_lock import agent_lock_path
+
+    keyword_only(arcana_home)
+    card_id, alice = await seed(arcana_home, "alice", [{"content": "deploys run on fridays", "confidence_source": "agent"}])
+    log = tmp_path / "server.err"
+    lock = os.open(agent_lock_path(arcana_home, card_id, "-decide"), os.O_RDWR | os.O_CREAT, 0o600)
+    with open(log, "w") as err:
+        async with session("--agent", "alice", stderr=err) as client:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            pending = asyncio.ensure_future(call(client, tool, id=alice["deploys"], **arguments))
+            for _ in range(600):  # until the server waits on the lock (after 1 s), or answered without it
+                if pending.done() or "waiting for another process's write" in log.read_text():
+                    break
+                await asyncio.sleep(0.1)
+            store = SQLiteAdapter.for_agent(card_id, home=arcana_home, actor="test")
+            newer = MemoryEntry(agent_id=card_id, content="deploys run on mondays", confidence_source="agent")
+            await store.write(newer)
+            await store.supersede([alice["deploys"]], newer.id)
+            await store.aclose()
+            fcntl.flock(lock, fcntl.LOCK_UN)
+            error, message = await pending
+            assert error and message.endswith(": " + missing(alice["deploys"])), message
+            error, done = await call(client, tool, id=newer.id, **arguments)  # the control: the current one
+            assert not error and done["changed"] and done["id"] == newer.id
+    os.close(lock)
+    old = json.loads(arcana("memory", "show", alice["deploys"], "--agent", "alice", "--json"))
+    assert (old["tags"], old["archived"], old["superseded_by"]) == ([], False, newer.id)
 
 
 async def test_update_of_a_user_confirmed_fact_is_held_beside_it(arcana_home):
@@ -218,6 +307,10 @@ async def test_get_and_history_read_a_shared_memory_the_agent_recalls_and_nothin
         assert not error and got["content"] == "standup moved to 10am" and got["tier"] == "pool:team"
         error, chain = await call(client, "history", id=shared)
         assert not error and [v["id"] for v in chain["versions"]] == [shared] and chain["ledger"][0]["op"] == "insert"
+        assert [v["tier"] for v in chain["versions"]] == ["pool:team"]  # as get names it, not "shared"
+        error, own = await call(client, "remember", content="alice standup notes")
+        error, chain = await call(client, "history", id=own["id"])  # the control: her own memory's tier
+        assert not error and [v["tier"] for v in chain["versions"]] == ["private"]
         for other in (quarantined, private, shared[:8]):  # hidden, another's private, a prefix of a shared id
             error, message = await call(client, "get", id=other)
             assert error and message.endswith(": " + missing(other)), other

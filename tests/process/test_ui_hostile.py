@@ -364,3 +364,25 @@ def test_a_memory_page_shows_the_memory_when_its_copys_tier_cannot_be_read(serve
     assert "global tier was not read" in unread and "newer" in unread
     assert 'id="actions"' in page
     assert "Traceback" not in errors.read_text()
+
+
+async def test_the_page_the_cli_and_mcp_history_name_the_same_changed_fields(server, stocked):
+    """One ledger row's changed fields were worked out three times (`memory history`, this page, MCP
+    `history`); they now share one core function and say the same of every row."""
+    from mcp_client import call, session
+    from runner import arcana
+
+    arcana("memory", "set", stocked["bike"], "--agent", "alice", "--tag", "commute", "--pin")
+    arcana("memory", "set", stocked["bike"], "--agent", "alice", "--visibility", "private")
+    arcana("memory", "set", stocked["bike"], "--agent", "alice", "--visibility", "visible")
+    status, _, page = Client(server[0]).get(f"/memory/{stocked['bike']}?agent=alice")
+    assert status == 200, reason(page)
+    rows = re.findall(r'<tr><td class="num">(\d+)</td><td>[^<]*</td><td>([^<]*)</td><td>[^<]*</td><td>([^<]*)</td></tr>', page)
+    shown = [(int(seq), op, what) for seq, op, what in rows]
+    async with session("--agent", "alice") as client:
+        error, chain = await call(client, "history", id=stocked["bike"])
+    assert not error
+    said = [(r["seq"], r["op"], ", ".join(r["changed"])) for r in chain["ledger"]]
+    assert shown == said and len(said) == 4 and said[0][2] == "(created)" and said[1][2] == "pinned, tags", said
+    table = arcana("memory", "history", stocked["bike"], "--agent", "alice")
+    assert all(what in table for _, _, what in said) and "visibility" in table
