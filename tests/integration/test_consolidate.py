@@ -322,11 +322,9 @@ async def test_the_word_counts_of_the_merge_walk_do_not_grow_with_the_words_a_st
     assert held[1] < 1.5 * held[0], held  # 10,000 words that no other row holds, against 60
 
 
-async def test_a_store_that_says_one_thing_thousands_of_times_is_walked_in_as_little_memory(store, tmp_path):
-    """Each page asked the keyword index for every row's carriers at once and kept each pair with
-    its words: 2,000 rows x 200 carriers, 400,000 pairs in hand (424 MiB peak on 5,000 copies of one
-    sentence, 82 MiB now). The same number of different sentences is the control; the copies still
-    merge into one, as the control's two teas do."""
+async def _copies_against_different_sentences(store, tmp_path) -> list[int]:
+    """The traced peaks of a dry run over 2,000 different sentences (and two teas, the control, in
+    another store) and then over 2,000 copies of one sentence in ``store``; each merges as it should."""
     import tracemalloc
 
     from memory.adapters.sqlite import SQLiteAdapter
@@ -346,6 +344,15 @@ async def test_a_store_that_says_one_thing_thousands_of_times_is_walked_in_as_li
         await other.aclose()
     assert (plans[0]["merged"], plans[0]["merged_sources"]) == (1, 1)  # the control's teas
     assert (plans[1]["merged"], plans[1]["merged_sources"]) == (1, 1_999)
+    return peaks
+
+
+async def test_a_store_that_says_one_thing_thousands_of_times_is_walked_in_as_little_memory(store, tmp_path):
+    """Each page asked the keyword index for every row's carriers at once and kept each pair with
+    its words: 2,000 rows x 200 carriers, 400,000 pairs in hand (424 MiB peak on 5,000 copies of one
+    sentence, 82 MiB now). The same number of different sentences is the control; the copies still
+    merge into one, as the control's two teas do."""
+    peaks = await _copies_against_different_sentences(store, tmp_path)
     assert peaks[1] < 3 * peaks[0], peaks
 
 
@@ -385,25 +392,8 @@ async def test_a_cluster_bigger_than_a_page_merges_in_parts_exactly_as_when_read
 async def test_a_cluster_is_never_held_whole_however_many_times_one_thing_was_said(store, tmp_path, monkeypatch):
     """With a page of 50, 2,000 copies of one sentence peak near 2,000 different sentences (2.5x: the
     cluster's seqs are held as ints): the cluster was read whole, every copy a memory at once (13x)."""
-    import tracemalloc
-
-    from memory.adapters.sqlite import SQLiteAdapter
     from memory.consolidation import store as walk
 
     monkeypatch.setattr(walk, "PAGE", 50)
-    copies = [fact("The user prefers metric units.") for _ in range(2_000)]
-    different = [fact(f"The user keeps crate {i} on shelf s{i}x of aisle a{i}y.") for i in range(2_000)]
-    other = SQLiteAdapter(tmp_path / "different" / "memory.db", actor="test")
-    peaks, plans = [], []
-    try:
-        for target, rows in ((other, [*different, fact("I like tea."), fact("I like tea.")]), (store, copies)):
-            await target.write_many(rows)
-            tracemalloc.start()
-            plans.append((await consolidate_store(target, NOW, dry_run=True))[1].counts())
-            peaks.append(tracemalloc.get_traced_memory()[1])
-            tracemalloc.stop()
-    finally:
-        await other.aclose()
-    assert (plans[0]["merged"], plans[0]["merged_sources"]) == (1, 1)  # the control's teas
-    assert (plans[1]["merged"], plans[1]["merged_sources"]) == (1, 1_999)
+    peaks = await _copies_against_different_sentences(store, tmp_path)
     assert peaks[1] < 4 * peaks[0], peaks

@@ -54,7 +54,8 @@ def test_an_export_to_a_file_another_export_is_writing_is_refused_and_takes_over
     assert not partial.exists() and oct(out.stat().st_mode & 0o777) == oct(0o600)
 
 
-def test_a_killed_export_leaves_the_earlier_file_whole_and_a_rerun_completes(arcana_home, tmp_path):
+def _rows_and_an_earlier_export(tmp_path) -> tuple:
+    """ROWS memories for ada, and an earlier file at the export's path: (the path, its partial's path)."""
     source = tmp_path / "lines.jsonl"
     source.write_text("".join(json.dumps({"content": f"crate {i} sits on shelf {i % 97} in hall {i % 13}"}) + "\n"
                               for i in range(ROWS)))
@@ -62,6 +63,11 @@ def test_a_killed_export_leaves_the_earlier_file_whole_and_a_rerun_completes(arc
     out = tmp_path / "out.jsonl"
     out.write_text("an earlier export\n")
     partial = tmp_path / "out.jsonl.partial"
+    return out, partial
+
+
+def test_a_killed_export_leaves_the_earlier_file_whole_and_a_rerun_completes(arcana_home, tmp_path):
+    out, partial = _rows_and_an_earlier_export(tmp_path)
     kill_when(arcana_home, ["export", "--agent", "ada", "--with-history", "-o", str(out), "--yes"],
               lambda: partial.exists() and partial.stat().st_size > 0, "the export's partial file had its first bytes")
     assert out.read_text() == "an earlier export\n"
@@ -76,13 +82,7 @@ def test_an_export_stopped_by_sigterm_removes_its_partial_file(arcana_home, tmp_
     (0600, every memory written so far, hidden ones too) stayed beside the file until the next export to it,
     and `doctor` cannot know of a file outside the home. The partial is removed now, the earlier file kept
     whole, and the process still dies of the signal."""
-    source = tmp_path / "lines.jsonl"
-    source.write_text("".join(json.dumps({"content": f"crate {i} sits on shelf {i % 97} in hall {i % 13}"}) + "\n"
-                              for i in range(ROWS)))
-    arcana("remember", "--from", str(source), "--agent", "ada", "--no-reconcile", timeout=600)
-    out = tmp_path / "out.jsonl"
-    out.write_text("an earlier export\n")
-    partial = tmp_path / "out.jsonl.partial"
+    out, partial = _rows_and_an_earlier_export(tmp_path)
     code = kill_when(arcana_home, ["export", "--agent", "ada", "--with-history", "-o", str(out), "--yes"],
                      lambda: partial.exists() and partial.stat().st_size > 0, "the export's partial file had its first bytes",
                      sig=signal.SIGTERM)
