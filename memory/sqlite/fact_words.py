@@ -25,8 +25,13 @@ SMALL_TALK = frozenset(
 
 
 def fact_word(word: str) -> str | None:
-    """``word`` as a content word (lower-cased, a plural's "s" dropped), or None when it carries no fact."""
+    """``word`` as a content word (lower-cased, a plural's "s" dropped), or None when it carries no fact.
+
+    A word with a digit is a fact whatever its length and kept as written: "room 4" is not "room 5",
+    nor "the 1990s" "1990", so a number never lets two different facts pass as restatements."""
     lowered = word.lower()
+    if any(c.isdigit() for c in lowered):
+        return lowered
     if lowered in STOPWORDS or lowered in SMALL_TALK or len(lowered) < 2:
         return None
     return lowered[:-1] if len(lowered) > 3 and lowered.endswith("s") else lowered
