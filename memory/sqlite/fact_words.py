@@ -11,7 +11,9 @@ import re
 from memory.query_terms import STOPWORDS
 from memory.ranking.speakers import speaker_of
 
-_WORD = re.compile(r"[^\W_]+", re.UNICODE)
+# A number is one word with its inner separators ("$5,000", "3.11", "9:45", "2023-05-08"): in
+# pieces, "$5" was carried by "$5,000" (its "5"), and "version 3" by "version 3.11".
+_WORD = re.compile(r"\d+(?:[.,:/-]\d+)*[^\W_]*|[^\W_]+", re.UNICODE)
 # Words that carry no fact of their own in a conversation: reactions, greetings, fillers.
 SMALL_TALK = frozenset(
     """

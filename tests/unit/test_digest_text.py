@@ -49,5 +49,5 @@ def test_a_turn_that_says_only_a_number_says_something_and_small_talk_still_says
     about) was no content word, so it was set aside as small talk."""
     assert compact_text("Tom: 7.") == "7."
     assert compact_text("Tom: haha, yes!") == ""  # control: small talk still carries nothing
-    words = content_words("We moved in 2019, in the 1990s it was 3 rooms")
-    assert words == {"moved", "2019", "1990s", "room", "3"}
+    words = content_words("We moved in 2019, in the 1990s it was 3 rooms for $5,000 at 9:45.")
+    assert words == {"moved", "2019", "1990s", "room", "3", "5,000", "9:45"}  # a number is one word, whole
