@@ -145,26 +145,28 @@ async def index(
 ) -> None:
     """Bring a vault's index up to date: only changed notes are read and embedded."""
     from memory.errors import ArcanaMemoryError
-    from memory.vaults.indexer import index_vault
+    from memory.vaults.indexer import failure, index_vault
 
     cli.home.ensure()
     vaults = _chosen(cli, name, all_)
-    reports, failures = [], []
+    reports, failures, rows = [], [], []
     for vault in vaults:
         try:
             with out.progress(f"indexing {vault.name}") as bar:
                 reports.append(await index_vault(vault, embed=embed, config=cli.config, on_progress=bar.update,
                                                   notify=out.warn))
+            rows.append(reports[-1].as_dict())
         except ArcanaMemoryError as exc:  # one vault's missing folder must not stop the others
             if not all_:
                 raise
             failures.append(exc)
-            err(f"vault '{vault.name}': {exc}")  # each one, even under --quiet: a failure is never silent
+            rows.append({"vault": vault.name, "error": failure(vault.name, exc)})  # as `consolidate --all` lists one
+            err(rows[-1]["error"])  # each one, even under --quiet: a failure is never silent
     for report in reports:
         for notice in report.notices:
             out.warn(notice)
     # --quiet (a cron line): the report every run is mail nobody reads; --json still asks for the data.
-    data = [r.as_dict() for r in reports] if all_ else reports[0].as_dict()
+    data = rows if all_ else reports[0].as_dict()
     out.report(data, text=lambda: "\n".join(_index_text(r) for r in reports))
     if failures:
         raise typer.Exit(exit_codes.for_error(failures[0]))

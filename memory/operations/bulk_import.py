@@ -22,7 +22,8 @@ per session has every turn at the same instant, and its order (which turn
 follows which, which fact came later) is then the order it is written in. The
 embedder sorts its texts by length itself, so a batch is padded little. A
 later line with an id already seen replaces it (in its window, or by the
-upsert when it comes in a later one).
+upsert when it comes in a later one); either way the earlier copy is counted
+once, in ``repeated``, so the counts add up to the lines wherever a window ends.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+import numpy as np
 from pydantic import ValidationError
 
 from memory.limits import MAX_CONTENT_BYTES, content_size, nul_field, nul_refused, tags_size
@@ -67,6 +69,7 @@ class Parsed:
     bad: list[BadLine]
     dated: set[str]  # ids of entries whose line gave created_at
     lines: int = 0
+    repeated: int = 0  # lines a later line of the window with the same id replaced
 
 
 @dataclass
@@ -74,6 +77,7 @@ class BulkReport:
     lines: int = 0
     written: int = 0
     unchanged: int = 0
+    repeated: int = 0  # lines whose id another line of the file gives too, bar the last (which stands)
     kept_removed: int = 0  # lines whose memory was deleted or purged here: it stays gone
     not_stored: int = 0  # lines of batches no tier stored (a server tier down mid-run): a re-run adds them
     held_by_others: int = 0  # lines no tier stored: their id is another agent's memory in the tier they go to
@@ -87,8 +91,9 @@ class BulkReport:
     decisions: dict[str, int] = field(default_factory=lambda: dict.fromkeys(DECISIONS, 0))
     warnings: list[str] = field(default_factory=list)
 
-    def add(self, batch: Sequence[MemoryEntry], result: Any) -> None:
-        """Count one batch's write (the federation's ``BatchWriteReport``)."""
+    def add(self, batch: Sequence[MemoryEntry], result: Any, again: set[str] = frozenset()) -> None:
+        """Count one batch's write (the federation's ``BatchWriteReport``); ``again``: its ids an earlier
+        window of the file already wrote, each counted as one repeat rather than a second memory."""
         for kind, count in result.decisions.items():
             self.decisions[kind] = self.decisions.get(kind, 0) + count
         self.warnings += result.warnings
@@ -100,6 +105,8 @@ class BulkReport:
         if result.failed and not result.accepted:  # every tier the batch routes to failed: none of it is stored
             self.not_stored += len(batch)
             return
+        self.repeated += len(again)
+        batch = [e for e in batch if e.id not in again]
         gone = sum(1 for e in batch if e.id in result.gone)
         unchanged = sum(1 for e in batch if e.id not in result.gone and result.changed.get(e.id) is False)
         # A line refused by a shared tier and taken by no other (a `--pool` line naming another agent's
@@ -115,6 +122,7 @@ class BulkReport:
             "lines": self.lines,
             "written": self.written,
             "unchanged": self.unchanged,
+            "repeated": self.repeated,
             "kept_removed": self.kept_removed,
             "not_stored": self.not_stored,
             "held_by_others": self.held_by_others,
@@ -220,9 +228,10 @@ class _Window:
         self.dated: set[str] = set()
         self.bad: list[BadLine] = []
         self.content_bytes = 0
+        self.repeated = 0
 
     def add(self, entry: MemoryEntry, has_time: bool) -> None:
-        self.by_id.pop(entry.id, None)
+        self.repeated += self.by_id.pop(entry.id, None) is not None
         self.by_id[entry.id] = entry
         self.content_bytes += len(entry.content)
         (self.dated.add if has_time else self.dated.discard)(entry.id)
@@ -231,7 +240,33 @@ class _Window:
         return len(self.by_id) >= BATCH or self.content_bytes >= WINDOW_BYTES
 
     def parsed(self, lines: int) -> Parsed:
-        return Parsed(list(self.by_id.values()), self.bad, self.dated, lines)
+        return Parsed(list(self.by_id.values()), self.bad, self.dated, lines, self.repeated)
+
+
+class _SeenIds:
+    """The ids earlier windows of one run wrote, 8 bytes each (their hash, in sorted runs), so a line
+    repeating one is told apart wherever the window boundary fell. A hash collision (odds about
+    n²/2⁶⁴) can only move a line from one count to ``repeated``; what is stored is the same."""
+
+    def __init__(self) -> None:
+        self.runs: list[np.ndarray] = []
+
+    @staticmethod
+    def _keys(ids: Sequence[str]) -> np.ndarray:
+        return np.fromiter(map(hash, ids), dtype=np.int64, count=len(ids))
+
+    def among(self, ids: Sequence[str]) -> set[str]:
+        keys, hit = self._keys(ids), np.zeros(len(ids), dtype=bool)
+        for run in self.runs:
+            at = np.searchsorted(run, keys).clip(max=len(run) - 1)
+            hit |= run[at] == keys
+        return {i for i, seen in zip(ids, hit) if seen}
+
+    def add(self, ids: Sequence[str]) -> None:
+        self.runs.append(np.sort(self._keys(ids)))
+        while len(self.runs) > 1 and len(self.runs[-2]) <= len(self.runs[-1]):  # at most log2(windows) runs
+            last = self.runs.pop()
+            self.runs.append(np.sort(np.concatenate([self.runs.pop(), last])))
 
 
 def stream(
@@ -279,6 +314,7 @@ def parse(lines: Iterable[str | bytes], agent_id: str, **defaults: Any) -> Parse
         for entry in window.entries:
             merged.add(entry, entry.id in window.dated)
         merged.bad += window.bad
+        merged.repeated += window.repeated
         lines_read = window.lines
     return merged.parsed(lines_read)
 
@@ -302,6 +338,7 @@ async def remember_many(
     before it stay written (and are reported by a re-run as unchanged).
     """
     report = BulkReport()
+    seen = _SeenIds()
     done = 0
     windows = _read_ahead([parsed] if isinstance(parsed, Parsed) else parsed)
     async with aclosing(windows), aclosing(_batches(windows)) as batches:
@@ -318,13 +355,17 @@ async def remember_many(
                 report.lines = window.lines
                 report.bad += window.bad[: REPORTED - len(report.bad)]
                 report.bad_total += len(window.bad)
+                report.repeated += window.repeated
             if batch:
                 done += len(batch)
+                ids = [e.id for e in batch]
+                again = seen.among(ids)
+                seen.add(ids)
                 batch, gone, held = await _as_stored(federation, batch, window.dated, reconcile)
                 report.kept_removed += gone
                 if batch:
                     result = await federation.write_many(batch, reconcile=reconcile)
-                    report.add(batch, result)
+                    report.add(batch, result, again & {e.id for e in batch})
                     report.carriers_withheld += await _withhold_carriers(federation, held, batch, result, copies)
             if on_progress:
                 on_progress(done, window.lines)

@@ -379,9 +379,7 @@ def _entry(record: dict, max_content_bytes: int | None = MAX_CONTENT_BYTES) -> M
             return number
         entry = MemoryEntry.model_validate(record["memory"])
     except ValidationError as exc:
-        first = exc.errors()[0]
-        where_ = ".".join(str(p) for p in first["loc"]) or "memory"
-        return f"invalid {where_}: {first['msg']}"
+        return _invalid(exc)
     except RecursionError:
         return "nested too deeply to be a memory"
     if max_content_bytes is not None and (size := content_size(entry.content, max_content_bytes)) > max_content_bytes:
@@ -391,6 +389,13 @@ def _entry(record: dict, max_content_bytes: int | None = MAX_CONTENT_BYTES) -> M
     if (field := nul_field(entry.content, entry.tags)) is not None:
         return str(nul_refused(field))
     return entry
+
+
+def _invalid(exc: ValidationError) -> str:
+    """Every field a record got wrong, in one line: a field it gave first (pydantic lists them in the
+    model's order, so ``{"content": 42}`` was reported as "invalid agent_id: Field required")."""
+    problems = sorted(exc.errors(), key=lambda e: e["type"] == "missing")  # stable: the model's order within
+    return "invalid " + "; ".join(f"{'.'.join(map(str, e['loc'])) or 'memory'}: {e['msg']}" for e in problems)
 
 
 def _time_as_number(memory: dict) -> str | None:

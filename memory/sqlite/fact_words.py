@@ -11,7 +11,9 @@ import re
 from memory.query_terms import STOPWORDS
 from memory.ranking.speakers import speaker_of
 
-_WORD = re.compile(r"[^\W_]+", re.UNICODE)
+# A number is one word with its inner separators ("$5,000", "3.11", "9:45", "2023-05-08"): in
+# pieces, "$5" was carried by "$5,000" (its "5"), and "version 3" by "version 3.11".
+_WORD = re.compile(r"\d+(?:[.,:/-]\d+)*[^\W_]*|[^\W_]+", re.UNICODE)
 # Words that carry no fact of their own in a conversation: reactions, greetings, fillers.
 SMALL_TALK = frozenset(
     """
@@ -25,8 +27,13 @@ SMALL_TALK = frozenset(
 
 
 def fact_word(word: str) -> str | None:
-    """``word`` as a content word (lower-cased, a plural's "s" dropped), or None when it carries no fact."""
+    """``word`` as a content word (lower-cased, a plural's "s" dropped), or None when it carries no fact.
+
+    A word with a digit is a fact whatever its length and kept as written: "room 4" is not "room 5",
+    nor "the 1990s" "1990", so a number never lets two different facts pass as restatements."""
     lowered = word.lower()
+    if any(c.isdigit() for c in lowered):
+        return lowered
     if lowered in STOPWORDS or lowered in SMALL_TALK or len(lowered) < 2:
         return None
     return lowered[:-1] if len(lowered) > 3 and lowered.endswith("s") else lowered

@@ -562,6 +562,13 @@ async def index_vault(
     return report
 
 
+def failure(name: str, exc: BaseException) -> str:
+    """What a failed index of vault ``name`` says, naming the vault once: most of a vault's own
+    errors name it already, a storage error (a busy or damaged index) does not."""
+    said, named = str(exc), f"vault '{name}'"
+    return said if said.startswith(named) else f"{named}: {said}"
+
+
 def summary(report: VaultIndexReport) -> dict[str, Any]:
     """The report without its per-file list: what the state file and watch lines carry."""
     return {k: v for k, v in report.as_dict().items() if k != "skipped_files"}

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from memory.config import load_config
 from memory.markdown.notes import is_note, printable_path
-from memory.vaults.indexer import VaultIndexReport, embedding_gateway, index_vault, summary
+from memory.vaults.indexer import VaultIndexReport, embedding_gateway, failure, index_vault, summary
 from memory.vaults.registry import Vault
 
 DEFAULT_DEBOUNCE_MS = 1600
@@ -77,7 +77,7 @@ async def _index(
         _stop_if_removed(vault, line)  # removed while the pass waited for the index
         vault.record(last_error=str(exc), last_error_at=time.time())
         line(
-            f"{time.strftime('%H:%M:%S')} vault {vault.name}: index failed: {exc}",
+            f"{time.strftime('%H:%M:%S')} index failed: {failure(vault.name, exc)}",
             {"at": time.time(), "vault": vault.name, "event": "error", "error": str(exc)},
         )
         return

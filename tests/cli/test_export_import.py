@@ -136,6 +136,24 @@ def test_malformed_lines_are_named_good_ones_imported_and_exit_2(arcana_home, ot
     assert all(line.startswith("arcana: error: ") for line in lenient.stderr.splitlines())
 
 
+def test_a_record_with_a_wrong_field_is_named_by_that_field_not_by_one_it_left_out(arcana_home, other_home, cli,
+                                                                                    tmp_path):
+    """``{"memory": {"content": 42}}`` was reported as "invalid agent_id: Field required" (pydantic's first
+    error, in the model's field order): the field the record got wrong goes first, then what it lacks."""
+    keyword_only(arcana_home)
+    _, originals = seed(arcana_home, "ada", varied)
+    dump = tmp_path / "ada.jsonl"
+    assert cli("export", "--agent", "ada", "-o", str(dump)).exit_code == 0
+    with dump.open("a", encoding="utf-8") as f:
+        f.write('{"memory": {"content": 42}}\n')
+    result = cli("--home", str(other_home.root), "import", str(dump), "--agent", "ada", "--json")
+    assert result.exit_code == 2
+    report = json.loads(result.stdout)
+    bad = f"line {len(originals) + 2}"
+    assert report["bad"] == [{"where": bad, "error": "invalid content: Input should be a valid string; agent_id: Field required"}]
+    assert len(stored(other_home, "ada")) == len(originals)  # control: every good record is imported
+
+
 def test_a_strict_import_imports_the_lines_it_checked(arcana_home, other_home, cli, tmp_path, monkeypatch):
     """--strict checks every line, then reads the file again to import it: the path was opened again,
     so a file put in its place meanwhile (an export writing it anew) was imported unchecked. The one

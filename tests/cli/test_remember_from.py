@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from memory.operations.bulk_import import deterministic_id, parse
+from memory.operations.bulk_import import BATCH, deterministic_id, parse
 
 LINES = [
     {"content": "We booked the ryokan in Kyoto for the trip in March.", "session": "s1",
@@ -344,3 +344,20 @@ def test_with_reconciliation_off_a_re_run_adds_nothing(cli, tmp_path):
     assert (first["written"], first["decisions"]["add"]) == (4, 4)  # positive control: a first run's adds
     again = json.loads(_import(cli, source).stdout)
     assert (again["written"], again["unchanged"], again["decisions"]["add"]) == (0, 4, 0)
+
+
+@pytest.mark.usefixtures("no_embedder")
+@pytest.mark.parametrize("between", [1, BATCH + 5], ids=["one-window", "two-windows"])
+def test_an_id_given_twice_is_counted_once_as_repeated_and_the_last_line_stands(cli, tmp_path, between):
+    """The earlier copy of a repeated id was in no count within a window (``lines`` 3, counts 2) and
+    a second ``written`` across windows; now it is one ``repeated`` either way."""
+    filler = [{"content": f"Filler fact number {i} about the harbour.", "id": f"filler-{i}"} for i in range(between)]
+    lines = [{"content": "The gate code is 7788.", "id": "gate-code"}, *filler, {"content": "The gate code is 7789.", "id": "gate-code"}]
+    result = _import(cli, _file(tmp_path, lines), "--no-reconcile")
+    assert result.exit_code == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert report["lines"] == len(lines) == report["written"] + report["unchanged"] + report["repeated"] + report["bad_total"]
+    assert (report["written"], report["repeated"]) == (between + 1, 1)  # control: every filler line is written
+    shown = cli("memory", "show", "gate-code", "--agent", "ada", "--json")
+    assert shown.exit_code == 0, shown.stderr
+    assert json.loads(shown.stdout)["content"] == "The gate code is 7789."

@@ -206,7 +206,9 @@ def test_vault_index_all_names_every_vault_that_failed_under_quiet(cli, make_vau
         folder.rename(tmp_path / f"{gone}-moved")
     done = cli("vault", "index", "--all", "--quiet", "--json")
     assert done.exit_code == 3, done.stderr
-    assert [r["vault"] for r in json.loads(done.stdout)] == ["notes"]
+    listed = {r["vault"]: r for r in json.loads(done.stdout)}
+    assert set(listed) == {"notes", "first", "second"} and "error" not in listed["notes"]
+    assert "missing" in listed["first"]["error"] and "missing" in listed["second"]["error"]
     errors = [line for line in done.stderr.splitlines() if line.startswith("arcana: error: ")]
     assert len(errors) == 2 and "first" in errors[0] and "second" in errors[1], done.stderr
 

@@ -59,6 +59,31 @@ async def test_a_restatement_merges_into_the_fuller_one_and_different_facts_neve
     assert await store.restore([tea.id]) == 1
 
 
+async def test_facts_that_differ_only_in_a_number_never_merge_and_true_restatements_still_do(store, offline_embedder):
+    """Numbers are content words at any length, and whole: one-digit ones were dropped, so "Eve likes
+    green tea 0" to "... 4" (and "version 3.1" / "3.11") merged as restatements of each other; and a
+    number in pieces let "$5,000" carry "$5" (its "5") and "9:45" carry "9"."""
+    vectors = VectorAdapter(store, EmbeddingGateway([offline_embedder]))
+    teas = [fact(f"Eve likes green tea {i}") for i in range(5)]
+    numbered = [fact(t) for t in ("Eve is in room 101", "Eve is in room 204", "The gate code is 7788",
+                                  "The gate code is 7789", "Python version 3.1 is installed",
+                                  "Python version 3.11 is installed", "We met on May 5", "We met on May 6",
+                                  "The ticket costs $5", "The ticket costs $5,000", "The train leaves at 9",
+                                  "The train leaves at 9:45", "Python version 3 is installed")]
+    like, really, shouted = fact("I like green tea"), fact("I really like green tea!"), fact("i LIKE green tea.")
+    again = fact("the ticket really costs $5,000!")  # found through the keyword index by its whole number
+    await vectors.write_many([*teas, *numbered, like, really, shouted, again])
+
+    _, plan = await _consolidate(store, offline_embedder)
+
+    current = await _current(store)
+    five_thousand = {numbered[9].id, again.id}
+    assert {e.id for e in [*teas, *numbered]} - five_thousand <= set(current)
+    assert plan.counts()["merged"] == 2 and len(five_thousand & set(current)) == 1  # "$5,000" said twice: one
+    # positive control, same store: case, punctuation and "really" still restate one fact
+    assert len({like.id, really.id, shouted.id} & set(current)) == 1
+
+
 async def test_old_episodes_become_dated_digests_that_keep_visibility_and_skip_small_talk(store, offline_embedder):
     vectors = VectorAdapter(store, EmbeddingGateway([offline_embedder]))
     talk = [

@@ -513,8 +513,12 @@ def test_index_all_keeps_going_past_a_missing_folder_and_reports_it(vault, make_
     other.root.rename(tmp_path / "gone")
     result = _cli("vault", "index", "--all", "--keyword-only", "--json", home=arcana_home)
     assert result.returncode == 3  # the missing folder's exit code, after the others were indexed
-    assert [r["vault"] for r in json.loads(result.stdout)] == ["notes"]
-    assert "other" in result.stderr
+    # The failed vault was left out of the JSON, and its stderr line said "vault 'other': vault 'other': …".
+    notes, failed = sorted(json.loads(result.stdout), key=lambda r: r["vault"])
+    assert (notes["vault"], notes["added"], "error" in notes) == ("notes", notes["scanned"], False)  # control
+    assert notes["added"] > 0
+    assert failed == {"vault": "other", "error": f"vault 'other': folder {other.root} is missing; the index was left as it was"}
+    assert [line for line in result.stderr.splitlines() if "other" in line] == [f"arcana: error: {failed['error']}"]
     both = _cli("vault", "index", "notes", "--all", home=arcana_home)
     assert both.returncode == 2
 

@@ -42,3 +42,12 @@ def test_a_digest_is_shorter_than_its_turns_and_keeps_every_content_word_of_thei
     assert statements <= content_words(text)
     assert "3 June" in text and "Wow" not in text
     assert [s.id for s in digest.sources] == [t.id for t in turns]  # every turn is carried, the question too
+
+
+def test_a_turn_that_says_only_a_number_says_something_and_small_talk_still_says_nothing():
+    """Prune's and the digest's "says nothing" test: a one-digit answer ("Tom: 7", the floor asked
+    about) was no content word, so it was set aside as small talk."""
+    assert compact_text("Tom: 7.") == "7."
+    assert compact_text("Tom: haha, yes!") == ""  # control: small talk still carries nothing
+    words = content_words("We moved in 2019, in the 1990s it was 3 rooms for $5,000 at 9:45.")
+    assert words == {"moved", "2019", "1990s", "room", "3", "5,000", "9:45"}  # a number is one word, whole
