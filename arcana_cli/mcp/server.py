@@ -233,9 +233,9 @@ class MemoryTools:
 
     async def _readable(self, id: str, audience=None) -> tuple[MemoryEntry, Any]:
         """A memory this agent may read, and the store it lives in: its own (id or prefix, as
-        ``audience`` admits it), else one a shared tier of its federation admits for recall (a full
-        id: a prefix would probe other agents' ids)."""
-        from memory.protocols import Layered
+        ``audience`` admits it), else one a shared tier of its federation admits for recall, or for
+        ``audience`` (a full id: a prefix would probe other agents' ids)."""
+        from memory.protocols import admitting_of
         from memory.runtime.assembly import private_store
 
         try:
@@ -244,12 +244,11 @@ class MemoryTools:
             for tier in self.federation.router.tiers:
                 if tier.scope is MemoryScope.PRIVATE or tier.read_only:
                     continue
-                found, _ = await tier.get(id)
+                # History reads a shared tier as it reads the agent's own store (a replaced version
+                # too, never a hidden or archived one); get, as recall does.
+                found, _ = await tier.get(id, audience=audience)
                 if found is not None:
-                    store = tier.backend
-                    while isinstance(store, Layered):
-                        store = store.store
-                    return found.model_copy(update={"tiers": [tier.name]}), store
+                    return found.model_copy(update={"tiers": [tier.name]}), admitting_of(tier.backend)
             raise
 
     async def get(self, id) -> dict:

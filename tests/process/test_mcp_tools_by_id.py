@@ -349,3 +349,56 @@ async def test_get_and_history_refuse_a_memory_the_operator_forgot(arcana_home):
         assert not error and got["id"] == alice["visible"]
         error, chain = await call(client, "history", id=alice["visible"])
         assert not error and [v["id"] for v in chain["versions"]] == [alice["visible"]]
+
+
+@pytest.mark.parametrize("engine", ["sqlite", "postgres"])
+async def test_history_of_a_replaced_version_of_a_pool_memory_answers_as_the_cli_does(arcana_home, engine, request, monkeypatch):
+    """A pool's tier was read with recall's rules, so `history` on a replaced version of a shared fact
+    said "no memory" while `arcana memory history ID --pool` answered it. A hidden replaced version
+    and an archived one stay unknown beside it (the agent reads a pool's past as recall would show it)."""
+    from datetime import datetime, timezone
+
+    from memory.adapters.postgres import PostgresAdapter
+    from memory.types import MemoryScope
+
+    keyword_only(arcana_home)
+    if engine == "postgres":
+        monkeypatch.setenv("TEAM_PG", request.getfixturevalue("pg_url"))
+        arcana("pool", "create", "team", "--url-env", "TEAM_PG")
+    else:
+        arcana("pool", "create", "team")
+    for name in ("alice", "bob"):
+        arcana("agent", "join", name, "team")
+    bob = AgentRegistry(arcana_home).resolve("bob").id
+    now = datetime.now(timezone.utc)
+
+    def shared(content: str, **fields) -> MemoryEntry:
+        return MemoryEntry(agent_id=bob, content=content, scope=MemoryScope.SHARED, pool_name="team", **fields)
+
+    def replaced(content: str, **fields) -> tuple[MemoryEntry, MemoryEntry]:
+        """(a replaced version, the current one replacing it)."""
+        before = shared(content, valid_to=now, **fields)
+        after = shared(f"{content}, now changed", supersedes=before.id)
+        return before.model_copy(update={"superseded_by": after.id}), after
+
+    (old, current), hidden, archived = replaced("deploys run on fridays"), \
+        replaced("vault code is 4711", visibility=Visibility.HIDDEN), replaced("deploys ran on tuesdays", archived=True)
+    hidden_old, archived_old = hidden[0], archived[0]
+    store = PostgresAdapter(request.getfixturevalue("pg_url"), actor="test") if engine == "postgres" \
+        else SQLiteAdapter(arcana_home.pool_db("team"), actor="test")
+    await store.write_many([old, current, *hidden, *archived])
+    await store.aclose()
+    async with session("--agent", "alice") as client:
+        error, chain = await call(client, "history", id=current.id)  # the control: the current version
+        assert not error and old.id in [v["id"] for v in chain["versions"]]
+        error, chain = await call(client, "history", id=old.id)
+        assert not error, chain
+        assert chain["id"] == old.id and {v["id"]: v["current"] for v in chain["versions"]} == {old.id: False, current.id: True}
+        assert {v["tier"] for v in chain["versions"]} == {"pool:team"}
+        for other in (hidden_old.id, archived_old.id):
+            error, message = await call(client, "history", id=other)
+            assert error and message.endswith(": " + missing(other)), other
+            error, message = await call(client, "get", id=old.id)  # get stays a recall read: current only
+            assert error and message.endswith(": " + missing(old.id))
+    cli = json.loads(arcana("memory", "history", old.id, "--pool", "team", "--versions", "--json"))
+    assert old.id in [v["id"] for v in cli]
