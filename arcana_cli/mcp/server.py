@@ -30,6 +30,7 @@ log = logging.getLogger("arcana.mcp")
 
 WRITE_TOOLS = ("remember", "forget", "update")  # what --read-only leaves out
 MIN_PREFIX = 6  # as on the CLI: a shorter id must match exactly
+PREFIX_MATCHES = 50  # most matches a prefix lookup counts for its "ambiguous" answer
 
 TypeName = Literal["episodic", "semantic", "procedural", "preference"]
 
@@ -205,24 +206,24 @@ class MemoryTools:
     async def _own(self, id: str, audience=None, *, include_archived: bool = False) -> MemoryEntry:
         """One of this agent's memories by id or unique prefix, as the agent may see it.
 
-        Every candidate is re-read through the admission predicate for ``audience``
-        (default: visible, current, not archived; ``Audience.HISTORY``: a replaced
-        version too), so a private, hidden or forgotten memory, or another agent's,
-        gets the same answer as an id that does not exist.
+        The id and the prefix are looked up through the admission predicate for
+        ``audience`` (default: visible, current, not archived; ``Audience.HISTORY``:
+        a replaced version too) and the agent's id, in SQL, so a private, hidden or
+        forgotten memory, or another agent's, gets the same answer as an id that does
+        not exist, and never hides a visible match behind it.
         """
         from memory.runtime.assembly import private_store
         from memory.types import Audience
 
         audience = audience or Audience.LISTING
         store = private_store(self.federation)
-
-        async def seen(some_id: str) -> MemoryEntry | None:
-            entry = await store.get(some_id, audience=audience, include_archived=include_archived)
-            return entry if entry is not None and entry.agent_id == self.card.id else None
-
-        entry = await seen(id)
+        entry = await store.get(id, audience=audience, include_archived=include_archived)
+        entry = entry if entry is not None and entry.agent_id == self.card.id else None
         if entry is None and len(id) >= MIN_PREFIX:
-            found = [e for e in [await seen(m.id) for m in await store.find_by_prefix(id, limit=50)] if e is not None]
+            found = await store.find_by_prefix(
+                id, limit=PREFIX_MATCHES, query=MemoryQuery(agent_id=self.card.id), audience=audience,
+                include_archived=include_archived,
+            )
             if len(found) > 1:
                 raise ToolFailure(f"memory id prefix '{id}' is ambiguous ({len(found)} matches); give more characters")
             entry = found[0] if found else None

@@ -402,3 +402,26 @@ async def test_history_of_a_replaced_version_of_a_pool_memory_answers_as_the_cli
             assert error and message.endswith(": " + missing(old.id))
     cli = json.loads(arcana("memory", "history", old.id, "--pool", "team", "--versions", "--json"))
     assert old.id in [v["id"] for v in cli]
+
+
+async def test_a_prefix_finds_the_one_visible_match_past_fifty_hidden_ones(arcana_home):
+    """A prefix was looked up among the first 50 ids of any visibility and only then admitted, so the
+    agent's one visible memory past 50 hidden ones sharing its prefix was "no memory"; admission now
+    filters in the lookup itself. The hidden ones stay unknown, and two visible ones are ambiguous."""
+    keyword_only(arcana_home)
+    hidden = [{"content": f"hidden heron {n}", "id": f"feed0000-0000-4000-8000-{n:012d}", "visibility": Visibility.HIDDEN}
+              for n in range(60)]
+    _, alice = await seed(arcana_home, "alice", [
+        *hidden,
+        {"content": "visible heron by the weir", "id": "feed0000-0000-4000-8000-999999999999"},
+        {"content": "twin heron by the mill", "id": "feed0001-0000-4000-8000-000000000001"},
+    ])
+    async with session("--agent", "alice") as client:
+        for tool in ("get", "history", "update"):
+            extra = {"tags": ["weir"]} if tool == "update" else {}
+            error, got = await call(client, tool, id="feed0000", **extra)
+            assert not error and got["id"] == alice["visible"], (tool, got)
+        error, message = await call(client, "get", id="feed000")  # the control: two visible ones share it
+        assert error and "prefix 'feed000' is ambiguous (2 matches)" in message
+        error, message = await call(client, "get", id="feed0000-0000-4000-8000-0000000000")  # hidden ones only
+        assert error and message.endswith(": " + missing("feed0000-0000-4000-8000-0000000000"))
