@@ -185,9 +185,20 @@ class MemoryTools:
         self._private_intact(report)
         return self._answer({"memories": [_hit(e) for e in report.entries], "tiers": report.tiers})
 
-    async def forget(self, id) -> dict:
-        from memory.operator.edits import Edit, GlobalCopies, MemoryEditor
+    async def _apply(self, entry_id: str, edit, verb: str):
+        """One edit of the agent's own store, as `arcana memory` makes it: through the ledger, and
+        to the copy its promotion made in the global tier."""
+        from memory.operator.edits import GlobalCopies, MemoryEditor
         from memory.runtime.assembly import private_store
+
+        editor = MemoryEditor(private_store(self.federation), copies=GlobalCopies.of_home(self.home, self.config, actor="mcp"))
+        try:
+            return await editor.apply(entry_id, edit, verb=verb)
+        finally:
+            await editor.aclose()
+
+    async def forget(self, id) -> dict:
+        from memory.operator.edits import Edit
 
         # The same edit as `arcana memory forget`: the copy its promotion made is archived too. Under the
         # decision lock, as update: a version another client is replacing is found replaced, not archived
@@ -195,11 +206,7 @@ class MemoryTools:
         async with self.federation.deciding():
             # An id or unique prefix, as get and update take; archived already is found again (idempotent).
             entry = await self._own(id, include_archived=True)
-            editor = MemoryEditor(private_store(self.federation), copies=GlobalCopies.of_home(self.home, self.config, actor="mcp"))
-            try:
-                report = await editor.apply(entry.id, Edit("archive"), verb="archived")
-            finally:
-                await editor.aclose()
+            report = await self._apply(entry.id, Edit("archive"), verb="archived")
         copies = [c.as_dict() for c in report.copies]
         return self._answer({"id": entry.id, "archived": True, "changed": report.changed, "copies": copies, "restorable": True})
 
@@ -273,8 +280,7 @@ class MemoryTools:
 
     async def _edit(self, entry: MemoryEntry, importance, tags) -> dict:
         """New importance or tags: an edit, not a write; the agent's importance capped here."""
-        from memory.operator.edits import Edit, GlobalCopies, MemoryEditor
-        from memory.runtime.assembly import private_store
+        from memory.operator.edits import Edit
 
         if importance is not None and importance < entry.importance and users_own(entry):
             raise ToolFailure(
@@ -285,11 +291,7 @@ class MemoryTools:
         changes = {"importance": _asked_importance(entry.importance, importance)} if importance is not None else {}
         if tags is not None:
             changes["tags"] = tags
-        editor = MemoryEditor(private_store(self.federation), copies=GlobalCopies.of_home(self.home, self.config, actor="mcp"))
-        try:
-            report = await editor.apply(entry.id, Edit("update", changes=changes), verb="changed")
-        finally:
-            await editor.aclose()
+        report = await self._apply(entry.id, Edit("update", changes=changes), verb="changed")
         return self._answer({**_hit(report.entry), **_details(report.entry), "changed": report.changed,
                              "copies": [c.as_dict() for c in report.copies]})
 
@@ -297,7 +299,7 @@ class MemoryTools:
         """New words are a new version, written like any memory (reconciliation, the ledger, the cap).
         An agent's claim never ends a user-confirmed fact, nor a merge or digest carrying one (its
         supersession would reach that fact and its global copy): it is held beside it (the source rule)."""
-        from memory.operator.edits import Edit, GlobalCopies, MemoryEditor, carries_users_fact
+        from memory.operator.edits import Edit, carries_users_fact
         from memory.runtime.assembly import private_store
 
         store = private_store(self.federation)
@@ -314,12 +316,8 @@ class MemoryTools:
             raise ToolFailure(f"memory not updated: every private tier failed ({report.failed})")
         ended = list(report.supersedes)
         if successor.conflict_with is None and entry.id not in ended and report.entry_id != entry.id:
-            editor = MemoryEditor(store, copies=GlobalCopies.of_home(self.home, self.config, actor="mcp"))
-            try:
-                if (await editor.apply(entry.id, Edit("supersede", (report.entry_id, successor.created_at)), verb="superseded")).changed:
-                    ended.append(entry.id)
-            finally:
-                await editor.aclose()
+            if (await self._apply(entry.id, Edit("supersede", (report.entry_id, successor.created_at)), verb="superseded")).changed:
+                ended.append(entry.id)
         return self._answer({**report.as_dict(), "replaces": entry.id, "superseded": entry.id in ended,
                              "held_beside": successor.conflict_with})
 
