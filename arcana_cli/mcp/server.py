@@ -243,6 +243,7 @@ class MemoryTools:
         """A memory this agent may read, and the store it lives in: its own (id or prefix, as
         ``audience`` admits it), else one a shared tier of its federation admits for recall, or for
         ``audience`` (a full id: a prefix would probe other agents' ids)."""
+        from memory.federation.federation import with_sources
         from memory.protocols import admitting_of
         from memory.runtime.assembly import private_store
 
@@ -256,7 +257,9 @@ class MemoryTools:
                 # too, never a hidden or archived one); get, as recall does.
                 found, _ = await tier.get(id, audience=audience)
                 if found is not None:
-                    return found.model_copy(update={"tiers": [tier.name]}), admitting_of(tier.backend)
+                    entry = found.model_copy(update={"tiers": [tier.name]})
+                    await with_sources([entry], [tier])  # as recall lists a shared merge's sources
+                    return entry, admitting_of(tier.backend)
             raise
 
     async def get(self, id) -> dict:

@@ -425,3 +425,22 @@ async def test_a_prefix_finds_the_one_visible_match_past_fifty_hidden_ones(arcan
         assert error and "prefix 'feed000' is ambiguous (2 matches)" in message
         error, message = await call(client, "get", id="feed0000-0000-4000-8000-0000000000")  # hidden ones only
         assert error and message.endswith(": " + missing("feed0000-0000-4000-8000-0000000000"))
+
+
+async def test_get_of_a_consolidated_pool_memory_lists_its_sources_as_recall_does(arcana_home):
+    """`get` read a shared tier's memory without its provenance, so a pool's merge answered with no
+    `sources` while `recall` of the same memory listed them (man/mcp.md: a consolidated memory's
+    answer lists its sources)."""
+    keyword_only(arcana_home)
+    arcana("pool", "create", "team")
+    for name in ("alice", "bob"):
+        arcana("agent", "join", name, "team")
+    for text in ("the staging server restarts every night at two", "the staging server restarts every night at two am"):
+        arcana("remember", text, "--agent", "bob", "--pool", "team")
+    arcana("consolidate", "--pool", "team")
+    async with session("--agent", "alice") as client:
+        error, found = await call(client, "recall", query="staging server restarts")
+        [merged] = found["results"]
+        assert not error and merged["tier"] == "pool:team" and merged["sources"]  # the control
+        error, got = await call(client, "get", id=merged["id"])
+        assert not error and got["sources"] == merged["sources"]
