@@ -249,17 +249,22 @@ class MemoryTools:
 
         try:
             return await self._own(id, audience), private_store(self.federation)
-        except ToolFailure:
+        except ToolFailure as unknown:
+            unread = []
             for tier in self.federation.router.tiers:
                 if tier.scope is MemoryScope.PRIVATE or tier.read_only:
                     continue
                 # History reads a shared tier as it reads the agent's own store (a replaced version
                 # too, never a hidden or archived one); get, as recall does.
-                found, _ = await tier.get(id, audience=audience)
+                found, event = await tier.get(id, audience=audience)
                 if found is not None:
                     entry = found.model_copy(update={"tiers": [tier.name]})
                     await with_sources([entry], [tier])  # as recall lists a shared merge's sources
                     return entry, admitting_of(tier.backend)
+                if event is not None:  # "no memory" alone would say the id names nothing there
+                    unread.append(f"{event.tier} could not be read ({event.reason}): {event.detail}")
+            if unread:
+                raise ToolFailure(f"{unknown}; {'; '.join(unread)}") from None
             raise
 
     async def get(self, id) -> dict:

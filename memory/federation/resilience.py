@@ -205,15 +205,13 @@ class ResilientTier:
         self, entry_id: str, *, audience: Audience | None = None
     ) -> tuple[MemoryEntry | None, MemoryDegradedEvent | None]:
         """``entry_id`` as the backend's own get admits it (recall's rules), or as ``audience`` may read
-        it: an agent's history of a shared fact reaches its replaced versions (None where the tier's
-        store cannot admit by audience)."""
+        it: an agent's history of a shared fact reaches its replaced versions (a backend that cannot
+        admit by audience, or cannot be reached, answers by its own get)."""
 
         async def read() -> MemoryEntry | None:
-            if audience is None:
-                return await self.backend.get(entry_id)
-            store = admitting_of(self.backend)
+            store = None if audience is None else admitting_of(self.backend)
             if store is None:
-                return None
+                return await self.backend.get(entry_id)
             return (await store.admitted_by_id(MemoryQuery(), [entry_id], audience=audience)).get(entry_id)
 
         try:

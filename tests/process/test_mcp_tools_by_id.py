@@ -444,3 +444,23 @@ async def test_get_of_a_consolidated_pool_memory_lists_its_sources_as_recall_doe
         assert not error and merged["tier"] == "pool:team" and merged["sources"]  # the control
         error, got = await call(client, "get", id=merged["id"])
         assert not error and got["sources"] == merged["sources"]
+
+
+async def test_get_says_a_pool_it_could_not_read_rather_than_no_such_memory(arcana_home, pg_url, monkeypatch):
+    """A shared tier that failed the read (here its server URL unset in the server's environment) was
+    skipped in silence: `get` of a pool memory answered "no memory with id", as for an id that names
+    nothing, where recall reports the tier degraded. Now the answer names the tier it could not read."""
+    keyword_only(arcana_home)
+    monkeypatch.setenv("TEAM_PG", pg_url)
+    arcana("pool", "create", "team", "--url-env", "TEAM_PG")
+    arcana("agent", "join", "alice", "team")
+    shared = json.loads(arcana("remember", "standup moved to 10am", "--agent", "alice", "--pool", "team", "--json"))["id"]
+    async with session("--agent", "alice") as client:  # the control: the pool is reachable
+        error, got = await call(client, "get", id=shared)
+        assert not error and got["tier"] == "pool:team"
+    monkeypatch.delenv("TEAM_PG")
+    async with session("--agent", "alice") as client:
+        error, message = await call(client, "get", id=shared)
+        assert error and missing(shared) in message and "pool:team could not be read" in message, message
+        error, message = await call(client, "history", id=shared)
+        assert error and missing(shared) in message and "pool:team could not be read" in message, message
