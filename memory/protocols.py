@@ -154,6 +154,13 @@ class Ledgered(Protocol):
     async def history(self, entry_id: str) -> list[Any]: ...
 
 
+def admitting_of(adapter: object) -> AdmitsById | None:
+    """The store under ``adapter`` (through layers) that reads ids through admission, if any."""
+    while not isinstance(adapter, AdmitsById) and isinstance(adapter, Layered):
+        adapter = adapter.store
+    return adapter if isinstance(adapter, AdmitsById) else None
+
+
 def ledger_of(adapter: object) -> Ledgered | None:
     """The store under ``adapter`` (through layers) that keeps the ledger, if any."""
     while not isinstance(adapter, Ledgered) and isinstance(adapter, Layered):

@@ -30,6 +30,7 @@ log = logging.getLogger("arcana.mcp")
 
 WRITE_TOOLS = ("remember", "forget", "update")  # what --read-only leaves out
 MIN_PREFIX = 6  # as on the CLI: a shorter id must match exactly
+PREFIX_MATCHES = 50  # most matches a prefix lookup counts for its "ambiguous" answer
 
 TypeName = Literal["episodic", "semantic", "procedural", "preference"]
 
@@ -184,9 +185,20 @@ class MemoryTools:
         self._private_intact(report)
         return self._answer({"memories": [_hit(e) for e in report.entries], "tiers": report.tiers})
 
-    async def forget(self, id) -> dict:
-        from memory.operator.edits import Edit, GlobalCopies, MemoryEditor
+    async def _apply(self, entry_id: str, edit, verb: str):
+        """One edit of the agent's own store, as `arcana memory` makes it: through the ledger, and
+        to the copy its promotion made in the global tier."""
+        from memory.operator.edits import GlobalCopies, MemoryEditor
         from memory.runtime.assembly import private_store
+
+        editor = MemoryEditor(private_store(self.federation), copies=GlobalCopies.of_home(self.home, self.config, actor="mcp"))
+        try:
+            return await editor.apply(entry_id, edit, verb=verb)
+        finally:
+            await editor.aclose()
+
+    async def forget(self, id) -> dict:
+        from memory.operator.edits import Edit
 
         # The same edit as `arcana memory forget`: the copy its promotion made is archived too. Under the
         # decision lock, as update: a version another client is replacing is found replaced, not archived
@@ -194,35 +206,31 @@ class MemoryTools:
         async with self.federation.deciding():
             # An id or unique prefix, as get and update take; archived already is found again (idempotent).
             entry = await self._own(id, include_archived=True)
-            editor = MemoryEditor(private_store(self.federation), copies=GlobalCopies.of_home(self.home, self.config, actor="mcp"))
-            try:
-                report = await editor.apply(entry.id, Edit("archive"), verb="archived")
-            finally:
-                await editor.aclose()
+            report = await self._apply(entry.id, Edit("archive"), verb="archived")
         copies = [c.as_dict() for c in report.copies]
         return self._answer({"id": entry.id, "archived": True, "changed": report.changed, "copies": copies, "restorable": True})
 
     async def _own(self, id: str, audience=None, *, include_archived: bool = False) -> MemoryEntry:
         """One of this agent's memories by id or unique prefix, as the agent may see it.
 
-        Every candidate is re-read through the admission predicate for ``audience``
-        (default: visible, current, not archived; ``Audience.HISTORY``: a replaced
-        version too), so a private, hidden or forgotten memory, or another agent's,
-        gets the same answer as an id that does not exist.
+        The id and the prefix are looked up through the admission predicate for
+        ``audience`` (default: visible, current, not archived; ``Audience.HISTORY``:
+        a replaced version too) and the agent's id, in SQL, so a private, hidden or
+        forgotten memory, or another agent's, gets the same answer as an id that does
+        not exist, and never hides a visible match behind it.
         """
         from memory.runtime.assembly import private_store
         from memory.types import Audience
 
         audience = audience or Audience.LISTING
         store = private_store(self.federation)
-
-        async def seen(some_id: str) -> MemoryEntry | None:
-            entry = await store.get(some_id, audience=audience, include_archived=include_archived)
-            return entry if entry is not None and entry.agent_id == self.card.id else None
-
-        entry = await seen(id)
+        entry = await store.get(id, audience=audience, include_archived=include_archived)
+        entry = entry if entry is not None and entry.agent_id == self.card.id else None
         if entry is None and len(id) >= MIN_PREFIX:
-            found = [e for e in [await seen(m.id) for m in await store.find_by_prefix(id, limit=50)] if e is not None]
+            found = await store.find_by_prefix(
+                id, limit=PREFIX_MATCHES, query=MemoryQuery(agent_id=self.card.id), audience=audience,
+                include_archived=include_archived,
+            )
             if len(found) > 1:
                 raise ToolFailure(f"memory id prefix '{id}' is ambiguous ({len(found)} matches); give more characters")
             entry = found[0] if found else None
@@ -233,23 +241,30 @@ class MemoryTools:
 
     async def _readable(self, id: str, audience=None) -> tuple[MemoryEntry, Any]:
         """A memory this agent may read, and the store it lives in: its own (id or prefix, as
-        ``audience`` admits it), else one a shared tier of its federation admits for recall (a full
-        id: a prefix would probe other agents' ids)."""
-        from memory.protocols import Layered
+        ``audience`` admits it), else one a shared tier of its federation admits for recall, or for
+        ``audience`` (a full id: a prefix would probe other agents' ids)."""
+        from memory.federation.federation import with_sources
+        from memory.protocols import admitting_of
         from memory.runtime.assembly import private_store
 
         try:
             return await self._own(id, audience), private_store(self.federation)
-        except ToolFailure:
+        except ToolFailure as unknown:
+            unread = []
             for tier in self.federation.router.tiers:
                 if tier.scope is MemoryScope.PRIVATE or tier.read_only:
                     continue
-                found, _ = await tier.get(id)
+                # History reads a shared tier as it reads the agent's own store (a replaced version
+                # too, never a hidden or archived one); get, as recall does.
+                found, event = await tier.get(id, audience=audience)
                 if found is not None:
-                    store = tier.backend
-                    while isinstance(store, Layered):
-                        store = store.store
-                    return found.model_copy(update={"tiers": [tier.name]}), store
+                    entry = found.model_copy(update={"tiers": [tier.name]})
+                    await with_sources([entry], [tier])  # as recall lists a shared merge's sources
+                    return entry, admitting_of(tier.backend)
+                if event is not None:  # "no memory" alone would say the id names nothing there
+                    unread.append(f"{event.tier} could not be read ({event.reason}): {event.detail}")
+            if unread:
+                raise ToolFailure(f"{unknown}; {'; '.join(unread)}") from None
             raise
 
     async def get(self, id) -> dict:
@@ -273,8 +288,7 @@ class MemoryTools:
 
     async def _edit(self, entry: MemoryEntry, importance, tags) -> dict:
         """New importance or tags: an edit, not a write; the agent's importance capped here."""
-        from memory.operator.edits import Edit, GlobalCopies, MemoryEditor
-        from memory.runtime.assembly import private_store
+        from memory.operator.edits import Edit
 
         if importance is not None and importance < entry.importance and users_own(entry):
             raise ToolFailure(
@@ -285,11 +299,7 @@ class MemoryTools:
         changes = {"importance": _asked_importance(entry.importance, importance)} if importance is not None else {}
         if tags is not None:
             changes["tags"] = tags
-        editor = MemoryEditor(private_store(self.federation), copies=GlobalCopies.of_home(self.home, self.config, actor="mcp"))
-        try:
-            report = await editor.apply(entry.id, Edit("update", changes=changes), verb="changed")
-        finally:
-            await editor.aclose()
+        report = await self._apply(entry.id, Edit("update", changes=changes), verb="changed")
         return self._answer({**_hit(report.entry), **_details(report.entry), "changed": report.changed,
                              "copies": [c.as_dict() for c in report.copies]})
 
@@ -297,7 +307,7 @@ class MemoryTools:
         """New words are a new version, written like any memory (reconciliation, the ledger, the cap).
         An agent's claim never ends a user-confirmed fact, nor a merge or digest carrying one (its
         supersession would reach that fact and its global copy): it is held beside it (the source rule)."""
-        from memory.operator.edits import Edit, GlobalCopies, MemoryEditor, carries_users_fact
+        from memory.operator.edits import Edit, carries_users_fact
         from memory.runtime.assembly import private_store
 
         store = private_store(self.federation)
@@ -314,12 +324,8 @@ class MemoryTools:
             raise ToolFailure(f"memory not updated: every private tier failed ({report.failed})")
         ended = list(report.supersedes)
         if successor.conflict_with is None and entry.id not in ended and report.entry_id != entry.id:
-            editor = MemoryEditor(store, copies=GlobalCopies.of_home(self.home, self.config, actor="mcp"))
-            try:
-                if (await editor.apply(entry.id, Edit("supersede", (report.entry_id, successor.created_at)), verb="superseded")).changed:
-                    ended.append(entry.id)
-            finally:
-                await editor.aclose()
+            if (await self._apply(entry.id, Edit("supersede", (report.entry_id, successor.created_at)), verb="superseded")).changed:
+                ended.append(entry.id)
         return self._answer({**report.as_dict(), "replaces": entry.id, "superseded": entry.id in ended,
                              "held_beside": successor.conflict_with})
 

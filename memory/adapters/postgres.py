@@ -389,9 +389,13 @@ class PostgresAdapter:
         """What :meth:`get` finds for each of ``entry_ids``, in one read."""
         return await self.admitted_by_id(MemoryQuery(), entry_ids)
 
-    async def find_by_prefix(self, prefix: str, limit: int = 5) -> list[MemoryEntry]:
-        """Operator lookup of ids starting with ``prefix`` (any visibility, archived too)."""
-        clause = where(MemoryQuery(), audience=Audience.OPERATOR, include_archived=True, start=3)
+    async def find_by_prefix(
+        self, prefix: str, limit: int = 5, *, query: MemoryQuery | None = None,
+        audience: Audience = Audience.OPERATOR, include_archived: bool = True,
+    ) -> list[MemoryEntry]:
+        """Ids starting with ``prefix`` that ``audience`` may read and ``query`` admits (default: an
+        operator's lookup), admitted in SQL as SQLiteAdapter.find_by_prefix is."""
+        clause = where(query or MemoryQuery(), audience=audience, include_archived=include_archived, start=3)
         escaped = prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
         rows = await self._call(
             lambda conn: conn.fetch(

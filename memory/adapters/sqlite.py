@@ -481,9 +481,14 @@ class SQLiteAdapter:
         """What :meth:`get` finds for each of ``entry_ids``, in one read."""
         return await self.admitted_by_id(MemoryQuery(), entry_ids)
 
-    async def find_by_prefix(self, prefix: str, limit: int = 5) -> list[MemoryEntry]:
-        """Operator lookup of ids starting with ``prefix`` (any visibility, archived too)."""
-        clause = where(MemoryQuery(), audience=Audience.OPERATOR, include_archived=True)
+    async def find_by_prefix(
+        self, prefix: str, limit: int = 5, *, query: MemoryQuery | None = None,
+        audience: Audience = Audience.OPERATOR, include_archived: bool = True,
+    ) -> list[MemoryEntry]:
+        """Ids starting with ``prefix`` that ``audience`` may read and ``query`` admits (default: an
+        operator's lookup, any visibility, archived too). Admitted in SQL, so the ``limit`` counts only
+        readable rows: none past the limit is missed behind rows the reader may not see."""
+        clause = where(query or MemoryQuery(), audience=audience, include_archived=include_archived)
         rows = await self.run(_by_prefix, prefix, clause.sql, clause.params, limit, inline=True)
         return [row_to_entry(r) for r in rows]  # the operator asked for these rows: one unreadable is named
 

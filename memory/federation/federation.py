@@ -182,6 +182,22 @@ def _other_vault(first_tier: str, tier_name: str) -> bool:
     return first_tier != tier_name and first_tier.startswith("vault:") and tier_name.startswith("vault:")
 
 
+async def with_sources(entries: list[MemoryEntry], tiers: Sequence[ResilientTier]) -> None:
+    """Give each consolidated entry its ``sources``, from the tier it was read from (one read per
+    tier): recall's results, and a memory read by id, name what a merge or digest carries alike."""
+    for tier in tiers:
+        store = provenance_of(tier.backend)
+        mine = [e for e in entries if tier.name in e.tiers and not e.sources]
+        if store is None or not mine:
+            continue
+        try:
+            found = await store.sources([e.id for e in mine])
+        except MemoryStorageError:  # provenance is an annotation: never fail a read over it
+            continue
+        for entry in mine:
+            entry.sources = found.get(entry.id, [])
+
+
 class MemoryFederation:
     """Implements the MemoryAdapter protocol over a :class:`MemoryRouter`'s tiers.
 
@@ -506,7 +522,7 @@ class MemoryFederation:
         if relevance is not None and self.recall_settings.neighbour_depth:
             ranked = await self._with_neighbours(query, tiers, ranked, tiers_of, degraded)
         entries = [entry.model_copy(update={"score": score, "tiers": tiers_of[id(entry)]}) for entry, score in ranked]
-        await self._with_sources(entries, tiers)
+        await with_sources(entries, tiers)
         return RecallReport(entries, [t.name for t in tiers], degraded)
 
     async def _with_neighbours(
@@ -537,21 +553,6 @@ class MemoryFederation:
         for entry, _ in expanded:
             tiers_of.setdefault(id(entry), held.get(entry.id, []))
         return expanded
-
-    @staticmethod
-    async def _with_sources(entries: list[MemoryEntry], tiers: Sequence[ResilientTier]) -> None:
-        """Give each consolidated result its ``sources``, from the tier that returned it (one read per tier)."""
-        for tier in tiers:
-            store = provenance_of(tier.backend)
-            mine = [e for e in entries if tier.name in e.tiers and not e.sources]
-            if store is None or not mine:
-                continue
-            try:
-                found = await store.sources([e.id for e in mine])
-            except MemoryStorageError:  # provenance is an annotation: never fail a recall over it
-                continue
-            for entry in mine:
-                entry.sources = found.get(entry.id, [])
 
     async def search(self, query: MemoryQuery) -> list[MemoryEntry]:
         return (await self.recall(query)).entries

@@ -21,9 +21,9 @@ from memory.deadline import DEADLINE
 from memory.errors import MemoryCorruptError, TierWriteFailed
 from memory.federation.events import DegradedSink, MemoryDegradedEvent
 from memory.protocols import (
-    BatchWriter, GetsMany, MemoryAdapter, PreparesWrites, SessionNeighbours, is_read_only, ledger_of,
+    BatchWriter, GetsMany, MemoryAdapter, PreparesWrites, SessionNeighbours, admitting_of, is_read_only, ledger_of,
 )
-from memory.types import HealthStatus, MemoryEntry, MemoryQuery, MemoryScope, RetrievalMode
+from memory.types import Audience, HealthStatus, MemoryEntry, MemoryQuery, MemoryScope, RetrievalMode
 
 Clock = Callable[[], float]
 BULK_BUDGET_ROWS = 8  # a batch write gets one write budget per this many rows: 64 timed out embedding 1,024 rows on a loaded 2-core machine
@@ -201,9 +201,21 @@ class ResilientTier:
             self.on_degraded(outcome.degraded)
         return outcome.entries
 
-    async def get(self, entry_id: str) -> tuple[MemoryEntry | None, MemoryDegradedEvent | None]:
+    async def get(
+        self, entry_id: str, *, audience: Audience | None = None
+    ) -> tuple[MemoryEntry | None, MemoryDegradedEvent | None]:
+        """``entry_id`` as the backend's own get admits it (recall's rules), or as ``audience`` may read
+        it: an agent's history of a shared fact reaches its replaced versions (a backend that cannot
+        admit by audience, or cannot be reached, answers by its own get)."""
+
+        async def read() -> MemoryEntry | None:
+            store = None if audience is None else admitting_of(self.backend)
+            if store is None:
+                return await self.backend.get(entry_id)
+            return (await store.admitted_by_id(MemoryQuery(), [entry_id], audience=audience)).get(entry_id)
+
         try:
-            found = await self._guarded(lambda: self.backend.get(entry_id), self.budget.read_timeout_ms / 1000)
+            found = await self._guarded(read, self.budget.read_timeout_ms / 1000)
             return found, None
         except Exception as exc:
             return None, self._event("get", exc)

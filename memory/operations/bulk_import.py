@@ -437,7 +437,7 @@ async def _as_stored(federation: Any, batch: Sequence[MemoryEntry], dated: set[s
     read stands too, and without reconciliation that is the one check.
     """
     from memory.operator.edits import keep_restrictions
-    from memory.protocols import AdmitsById, Layered
+    from memory.protocols import admitting_of
     from memory.types import Audience, MemoryQuery
 
     by_tier: dict[int, tuple[Any, list[MemoryEntry]]] = {}
@@ -449,10 +449,8 @@ async def _as_stored(federation: Any, batch: Sequence[MemoryEntry], dated: set[s
     removed: set[str] = set()
     per_tier: list[tuple[Any, Any, dict[str, MemoryEntry]]] = []
     for tier, entries in by_tier.values():
-        store = tier.backend
-        while not isinstance(store, AdmitsById) and isinstance(store, Layered):
-            store = store.store
-        if isinstance(store, AdmitsById):
+        store = admitting_of(tier.backend)
+        if store is not None:
             ids = [e.id for e in entries]
             found = await store.admitted_by_id(MemoryQuery(), ids, audience=Audience.OPERATOR, include_archived=True)
             stored.update(found)

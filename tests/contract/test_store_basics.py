@@ -284,3 +284,19 @@ async def test_an_id_prefix_of_any_length_is_looked_up_not_refused(store):
     assert await store.find_by_prefix(kept.id[:7] + "%") == []  # a wildcard is a character, not a pattern
     if isinstance(store, SQLiteAdapter):
         assert [e.id for e in await store.find_by_prefix(kept.id[:8].upper())] == [kept.id]
+
+
+async def test_a_prefix_lookup_admits_in_sql_so_its_limit_counts_only_readable_rows(store):
+    """An agent's prefix lookup took the operator's first rows and admitted them afterwards, so a
+    visible match behind a limit's worth of hidden (or another agent's) rows was never seen. Admitted
+    in the query, the one visible own row is found; the operator's default lookup still sees them all."""
+    from memory.types import Visibility
+
+    hidden = [entry(f"hidden {n}", id=f"feed0000-0000-4000-8000-{n:012d}", visibility=Visibility.HIDDEN) for n in range(3)]
+    others = [entry(f"other {n}", agent_id="b2", id=f"feed0000-0000-4000-8001-{n:012d}") for n in range(3)]
+    mine = entry("mine", id="feed0000-0000-4000-8002-000000000000")
+    await store.write_many([*hidden, *others, mine])
+    agent = dict(query=MemoryQuery(agent_id="a1"), audience=Audience.LISTING, include_archived=False)
+    assert [e.id for e in await store.find_by_prefix("feed0000", limit=2, **agent)] == [mine.id]
+    assert len(await store.find_by_prefix("feed0000", limit=10)) == 7  # the control: the operator sees every row
+    assert await store.find_by_prefix("feed0000-0000-4000-8000", limit=10, **agent) == []

@@ -349,3 +349,118 @@ async def test_get_and_history_refuse_a_memory_the_operator_forgot(arcana_home):
         assert not error and got["id"] == alice["visible"]
         error, chain = await call(client, "history", id=alice["visible"])
         assert not error and [v["id"] for v in chain["versions"]] == [alice["visible"]]
+
+
+@pytest.mark.parametrize("engine", ["sqlite", "postgres"])
+async def test_history_of_a_replaced_version_of_a_pool_memory_answers_as_the_cli_does(arcana_home, engine, request, monkeypatch):
+    """A pool's tier was read with recall's rules, so `history` on a replaced version of a shared fact
+    said "no memory" while `arcana memory history ID --pool` answered it. A hidden replaced version
+    and an archived one stay unknown beside it (the agent reads a pool's past as recall would show it)."""
+    from datetime import datetime, timezone
+
+    from memory.adapters.postgres import PostgresAdapter
+    from memory.types import MemoryScope
+
+    keyword_only(arcana_home)
+    if engine == "postgres":
+        monkeypatch.setenv("TEAM_PG", request.getfixturevalue("pg_url"))
+        arcana("pool", "create", "team", "--url-env", "TEAM_PG")
+    else:
+        arcana("pool", "create", "team")
+    for name in ("alice", "bob"):
+        arcana("agent", "join", name, "team")
+    bob = AgentRegistry(arcana_home).resolve("bob").id
+    now = datetime.now(timezone.utc)
+
+    def shared(content: str, **fields) -> MemoryEntry:
+        return MemoryEntry(agent_id=bob, content=content, scope=MemoryScope.SHARED, pool_name="team", **fields)
+
+    def replaced(content: str, **fields) -> tuple[MemoryEntry, MemoryEntry]:
+        """(a replaced version, the current one replacing it)."""
+        before = shared(content, valid_to=now, **fields)
+        after = shared(f"{content}, now changed", supersedes=before.id)
+        return before.model_copy(update={"superseded_by": after.id}), after
+
+    (old, current), hidden, archived = replaced("deploys run on fridays"), \
+        replaced("vault code is 4711", visibility=Visibility.HIDDEN), replaced("deploys ran on tuesdays", archived=True)
+    hidden_old, archived_old = hidden[0], archived[0]
+    store = PostgresAdapter(request.getfixturevalue("pg_url"), actor="test") if engine == "postgres" \
+        else SQLiteAdapter(arcana_home.pool_db("team"), actor="test")
+    await store.write_many([old, current, *hidden, *archived])
+    await store.aclose()
+    async with session("--agent", "alice") as client:
+        error, chain = await call(client, "history", id=current.id)  # the control: the current version
+        assert not error and old.id in [v["id"] for v in chain["versions"]]
+        error, chain = await call(client, "history", id=old.id)
+        assert not error, chain
+        assert chain["id"] == old.id and {v["id"]: v["current"] for v in chain["versions"]} == {old.id: False, current.id: True}
+        assert {v["tier"] for v in chain["versions"]} == {"pool:team"}
+        for other in (hidden_old.id, archived_old.id):
+            error, message = await call(client, "history", id=other)
+            assert error and message.endswith(": " + missing(other)), other
+            error, message = await call(client, "get", id=old.id)  # get stays a recall read: current only
+            assert error and message.endswith(": " + missing(old.id))
+    cli = json.loads(arcana("memory", "history", old.id, "--pool", "team", "--versions", "--json"))
+    assert old.id in [v["id"] for v in cli]
+
+
+async def test_a_prefix_finds_the_one_visible_match_past_fifty_hidden_ones(arcana_home):
+    """A prefix was looked up among the first 50 ids of any visibility and only then admitted, so the
+    agent's one visible memory past 50 hidden ones sharing its prefix was "no memory"; admission now
+    filters in the lookup itself. The hidden ones stay unknown, and two visible ones are ambiguous."""
+    keyword_only(arcana_home)
+    hidden = [{"content": f"hidden heron {n}", "id": f"feed0000-0000-4000-8000-{n:012d}", "visibility": Visibility.HIDDEN}
+              for n in range(60)]
+    _, alice = await seed(arcana_home, "alice", [
+        *hidden,
+        {"content": "visible heron by the weir", "id": "feed0000-0000-4000-8000-999999999999"},
+        {"content": "twin heron by the mill", "id": "feed0001-0000-4000-8000-000000000001"},
+    ])
+    async with session("--agent", "alice") as client:
+        for tool in ("get", "history", "update"):
+            extra = {"tags": ["weir"]} if tool == "update" else {}
+            error, got = await call(client, tool, id="feed0000", **extra)
+            assert not error and got["id"] == alice["visible"], (tool, got)
+        error, message = await call(client, "get", id="feed000")  # the control: two visible ones share it
+        assert error and "prefix 'feed000' is ambiguous (2 matches)" in message
+        error, message = await call(client, "get", id="feed0000-0000-4000-8000-0000000000")  # hidden ones only
+        assert error and message.endswith(": " + missing("feed0000-0000-4000-8000-0000000000"))
+
+
+async def test_get_of_a_consolidated_pool_memory_lists_its_sources_as_recall_does(arcana_home):
+    """`get` read a shared tier's memory without its provenance, so a pool's merge answered with no
+    `sources` while `recall` of the same memory listed them (man/mcp.md: a consolidated memory's
+    answer lists its sources)."""
+    keyword_only(arcana_home)
+    arcana("pool", "create", "team")
+    for name in ("alice", "bob"):
+        arcana("agent", "join", name, "team")
+    for text in ("the staging server restarts every night at two", "the staging server restarts every night at two am"):
+        arcana("remember", text, "--agent", "bob", "--pool", "team")
+    arcana("consolidate", "--pool", "team")
+    async with session("--agent", "alice") as client:
+        error, found = await call(client, "recall", query="staging server restarts")
+        [merged] = found["results"]
+        assert not error and merged["tier"] == "pool:team" and merged["sources"]  # the control
+        error, got = await call(client, "get", id=merged["id"])
+        assert not error and got["sources"] == merged["sources"]
+
+
+async def test_get_says_a_pool_it_could_not_read_rather_than_no_such_memory(arcana_home, pg_url, monkeypatch):
+    """A shared tier that failed the read (here its server URL unset in the server's environment) was
+    skipped in silence: `get` of a pool memory answered "no memory with id", as for an id that names
+    nothing, where recall reports the tier degraded. Now the answer names the tier it could not read."""
+    keyword_only(arcana_home)
+    monkeypatch.setenv("TEAM_PG", pg_url)
+    arcana("pool", "create", "team", "--url-env", "TEAM_PG")
+    arcana("agent", "join", "alice", "team")
+    shared = json.loads(arcana("remember", "standup moved to 10am", "--agent", "alice", "--pool", "team", "--json"))["id"]
+    async with session("--agent", "alice") as client:  # the control: the pool is reachable
+        error, got = await call(client, "get", id=shared)
+        assert not error and got["tier"] == "pool:team"
+    monkeypatch.delenv("TEAM_PG")
+    async with session("--agent", "alice") as client:
+        error, message = await call(client, "get", id=shared)
+        assert error and missing(shared) in message and "pool:team could not be read" in message, message
+        error, message = await call(client, "history", id=shared)
+        assert error and missing(shared) in message and "pool:team could not be read" in message, message
