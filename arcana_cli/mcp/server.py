@@ -97,7 +97,7 @@ class MemoryTools:
 
         card = AgentRegistry(self.home).get(self.card.id) or self.card  # a deleted agent: presence said so
         if card != self.card or config != self.config:
-            await follow_settings(self.federation, config, card)
+            await follow_settings(self.federation, self.home, config, card)
         self.card, self.config = card, config
 
     def warnings(self) -> list[str]:

@@ -196,14 +196,14 @@ def card_decay(home: Home, card: AgentCard) -> dict[MemoryType, DecayProfile]:
                           f"`arcana agent set {card.name} --decay TYPE.FIELD=VALUE` (man/federation.md)") from None
 
 
-async def follow_settings(federation: MemoryFederation, config: ArcanaConfig, card: AgentCard) -> None:
+async def follow_settings(federation: MemoryFederation, home: Home, config: ArcanaConfig, card: AgentCard) -> None:
     """Set ``federation`` as :func:`federation_for_agent` would build it from ``config`` and ``card`` now.
 
     A long-running process (the MCP server) kept its start's: its writes reconciled with the old
     strategy, it read the global tier after `config set memory.global none`, and named the agent
     by its old name. Pools and vaults are followed apart (``withdraw_pools``).
     """
-    federation.router.rank_by(card.memory_weights, resolve_decay_profiles(card.decay, source=f"agent '{card.name}' decay"))
+    federation.router.rank_by(card.memory_weights, card_decay(home, card))
     federation.confidence_cap = extraction_settings(config, card).agent_confidence_cap
     federation.recall_settings = config.recall
     if federation.reconciler is not None:
