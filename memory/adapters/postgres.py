@@ -396,13 +396,8 @@ class PostgresAdapter:
         """Ids starting with ``prefix`` that ``audience`` may read and ``query`` admits (default: an
         operator's lookup), admitted in SQL as SQLiteAdapter.find_by_prefix is."""
         clause = where(query or MemoryQuery(), audience=audience, include_archived=include_archived, start=3)
-        escaped = prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-        rows = await self._call(
-            lambda conn: conn.fetch(
-                f"SELECT {SELECT_COLUMNS} FROM memories m WHERE m.id LIKE $1 AND {clause.sql} LIMIT $2",
-                escaped + "%", limit, *clause.params,
-            )
-        )
+        select = f"SELECT {SELECT_COLUMNS} FROM memories m WHERE {{match}} AND {clause.sql} LIMIT $2"
+        rows = await self._starting_with(select, "m.id", prefix, limit, *clause.params)
         return [_entry(r) for r in rows]
 
     async def record_access(self, entries: Sequence[MemoryEntry]) -> None:
@@ -454,11 +449,21 @@ class PostgresAdapter:
 
     async def ledger_ids(self, prefix: str, limit: int = 5) -> list[str]:
         """Ids the ledger records that start with ``prefix``: a purged memory's row is gone, its history is not."""
-        escaped = prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-        rows = await self._call(
-            lambda conn: conn.fetch("SELECT DISTINCT memory_id FROM memory_ledger WHERE memory_id LIKE $1 LIMIT $2", escaped + "%", limit)
-        )
+        select = "SELECT DISTINCT memory_id FROM memory_ledger WHERE {match} LIMIT $2"
+        rows = await self._starting_with(select, "memory_id", prefix, limit)
         return [r["memory_id"] for r in rows]
+
+    async def _starting_with(self, select: str, col: str, prefix: str, *params: Any) -> list:
+        """The rows of ``select`` whose ``col`` starts with ``prefix`` (``{match}``, bound as $1): as typed,
+        through the pattern index, and with case folded only when nothing matches as typed, as on SQLite
+        (``memory.adapters.sqlite._starting_with``)."""
+        pattern = prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+
+        async def fetch(conn):
+            rows = await conn.fetch(select.replace("{match}", f"{col} LIKE $1"), pattern, *params)
+            return rows or await conn.fetch(select.replace("{match}", f"lower({col}) LIKE lower($1)"), pattern, *params)
+
+        return await self._call(fetch)
 
     async def versions(
         self, entry_id: str, *, audience: Audience = Audience.OPERATOR, include_archived: bool = False

@@ -179,6 +179,13 @@ _STOPWORD_STEMS = (
     "ALTER TEXT SEARCH CONFIGURATION arcana_stem ALTER MAPPING REPLACE english_stem WITH arcana_english_stem",
 )
 
+# An id prefix (`memory show 1a2b`, an MCP get) is a left-anchored LIKE, which a plain btree index answers
+# only on a "C"-collated database; pattern ops answer it under any collation (else a full scan per lookup).
+_ID_PREFIX = (
+    "CREATE INDEX memories_id_prefix ON memories (id text_pattern_ops)",
+    "CREATE INDEX memory_ledger_id_prefix ON memory_ledger (memory_id text_pattern_ops)",
+)
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "core", _CORE),
     Migration(2, "fact_versions", _FACT_VERSIONS),
@@ -187,6 +194,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(5, "search_text", _SEARCH_TEXT),
     Migration(6, "date_words", _DATE_WORDS),
     Migration(7, "stopword_stems", _STOPWORD_STEMS),
+    Migration(8, "id_prefix", _ID_PREFIX),
 )
 
 _BOOKKEEPING = """

@@ -212,7 +212,8 @@ ENGLISH = compile_slots(
     ),
     corrections=r"^\W*(?:sorry|oops|my bad|my mistake|correction)\b|\b(?:i meant|turns out|turned out|i misspoke|scratch that)\b",
     change_hints=r"\b(?:now|new|these days|nowadays)\b",
-    additive=r"\b(?:also|too|as well|in addition|additionally)\b",
+    # "too" adds only where a phrase ends ("I like jazz too", "me too, now"): before a word it is "too much".
+    additive=r"\b(?:also|as well|in addition|additionally)\b|\btoo\b(?!\s+(?!(?:and|but|so|now|though|then)\b)\w)",
     unreal=(
         r"(?<!\bto )(?<!\bin )(?<!\bon )(?<!\bof )(?<!\bby )(?<!\bfrom )(?<!\buntil )\bmay\b"  # the verb, not the month
         r"|\b(?:if|unless|whether|thinking (?:about|of)|considering|might|could|would|should|planning (?:to|on)"

@@ -166,9 +166,10 @@ async def test_a_large_load_rebuilds_the_indexes_it_dropped(pg_url, monkeypatch)
         monkeypatch.setattr(bulk, "REBUILD_MIN", 300)
         await store.write_many([entry(f"load row {i}") for i in range(500)])  # 500 > 400 rows there
         after = await indexes()
-        assert [(r[0], r[2]) for r in after] == [(r[0], r[2]) for r in before] and len(before) == 8
+        assert [(r[0], r[2]) for r in after] == [(r[0], r[2]) for r in before] and len(before) == 10
         rebuilt = {r[0] for r in after} - {r[0] for r in after if r in before}
-        assert rebuilt == {"memories_tsv", "memories_order", "memories_agent", "memories_supersedes", "memory_ledger_memory", "memories_id_key"}
+        assert rebuilt == {"memories_tsv", "memories_order", "memories_agent", "memories_supersedes", "memory_ledger_memory", "memories_id_key",
+                           "memories_id_prefix", "memory_ledger_id_prefix"}
         late = [entry(f"late row {i}") for i in range(400)]
         await store.write_many(late)  # 400 < 900 rows there: maintained, through the staging table
         assert await indexes() == after
@@ -215,7 +216,7 @@ async def test_a_large_load_is_one_transaction_over_many_batches(pg_url, monkeyp
         [loaded] = await store.history(rows[599].id)
         assert loaded.after["content"] == "loaded heron 599" and set(loaded.after) == set(COLUMNS)
         after = await state()
-        assert (after[0], after[1]) == (700, 701) and len(set(after[2]) - set(before[2])) == 6  # 5 secondary + the unique id, rebuilt
+        assert (after[0], after[1]) == (700, 701) and len(set(after[2]) - set(before[2])) == 8  # 7 secondary + the unique id, rebuilt
         assert len(await store.search(MemoryQuery(text="heron", limit=1000))) == 600  # the rebuilt index answers
 
         await store._call(lambda c: c.execute("ALTER TABLE memories ADD CONSTRAINT no_poison CHECK (content <> 'poison')"))
@@ -279,6 +280,37 @@ async def test_a_row_holding_the_rarer_word_ranks_first_on_both_engines(store):
     first, *rest = await store.search(MemoryQuery(text="meeting auditors", limit=3))
     assert "auditors" in first.content
     assert len(rest) == 2 and all(e.content.startswith("Weekly meeting") for e in rest)  # the common word still ranks
+
+
+async def test_an_id_prefix_is_answered_by_an_index_whatever_the_collation(pg_server):
+    """A left-anchored LIKE is answered by a plain btree index only on a "C"-collated database; on any
+    other (Debian's default is the locale's) every `memory show 1a2b` or MCP get on a server pool read
+    the whole table. The pattern-ops indexes answer it on a C.utf8 database; the control: the match is found."""
+    import asyncpg
+
+    url = pg_server.fresh_database("arcana_collated") if pg_server.psql(
+        "SELECT 1 FROM pg_database WHERE datname = 'arcana_collated'") == "1" else None
+    if url is None:
+        pg_server.psql("CREATE DATABASE arcana_collated LC_COLLATE 'C.utf8' LC_CTYPE 'C.utf8' TEMPLATE template0")
+        url = pg_server.fresh_database("arcana_collated")
+    store = PostgresAdapter(url, actor="test")
+    try:
+        kept = entry("an ordinary memory")
+        await store.write(kept)
+        assert [e.id for e in await store.find_by_prefix(kept.id[:8])] == [kept.id]
+        conn = await asyncpg.connect(url)
+        try:
+            assert await conn.fetchval("SELECT datcollate FROM pg_database WHERE datname = current_database()") == "C.utf8"
+            await conn.execute("SET enable_seqscan = off")
+            plans = [
+                "\n".join(r[0] for r in await conn.fetch(f"EXPLAIN SELECT 1 FROM {table} WHERE {col} LIKE 'ab%'"))
+                for table, col in (("memories", "id"), ("memory_ledger", "memory_id"))
+            ]
+        finally:
+            await conn.close()
+        assert "memories_id_prefix" in plans[0] and "memory_ledger_id_prefix" in plans[1], plans
+    finally:
+        await store.aclose()
 
 
 async def test_postgres_ledger_rejects_update_and_delete(pg_url):

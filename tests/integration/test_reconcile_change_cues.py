@@ -69,6 +69,16 @@ async def test_also_adds_a_taste_and_a_switch_replaces_it(store):
     assert await store.say("I switched from rock to blues.") == ["I like rock."]  # positive control
 
 
+async def test_too_before_a_word_is_no_addition(store):
+    """"too" adds only where a phrase ends: "it was too expensive" read as additive kept a quit course
+    current beside the news that it was quit. The control: "too" that adds still blocks."""
+    await store.say("I take pottery lessons.")
+    await store.say("I like rock.")
+    assert await store.say("I now like jazz too.") == []
+    assert await store.say("I quit pottery lessons, it was too expensive.") == ["I take pottery lessons."]
+    assert "I like rock." in await store.current()
+
+
 async def test_only_a_short_memory_is_ended_never_one_that_says_more(store):
     story = "I like rock, I play guitar in a band called Static Lanterns and we rehearse at the old mill."
     await store.say(story)
