@@ -183,7 +183,9 @@ def plan_index(
     meta = manifest.load_meta(raw) if raw is not None else {}
     force = reread or meta.get("identity") != _identity_key(who) or meta.get("notes_format") != NOTES_FORMAT
     found = FolderWalk()
-    if paths is None or force:
+    # A watcher names a folder called like a note (``Proj.md/``) moved out of the vault as one gone
+    # path, as it would a note: the notes recorded inside it are only found gone by a full walk.
+    if paths is None or force or (raw is not None and manifest.holds_under(raw, set(paths))):
         infos = walk_notes(vault.root, found, ignore_globs=vault.ignore_globs, max_file_bytes=vault.max_note_bytes)
         attachments, mode, looked = found.attachments, "full", None
     else:

@@ -455,6 +455,25 @@ async def test_a_targeted_pass_at_the_changed_paths_matches_a_full_pass(make_vau
     assert checked.counts() == t_report.links.counts() | {"edges_written": 0}  # check reads, never writes
 
 
+async def test_a_folder_named_like_a_note_moved_out_takes_its_notes_out_of_a_targeted_pass(make_vault, arcana_home, tmp_path):
+    """A watcher reports a folder ``Proj.md/`` moved out of the vault as the one gone path ``Proj.md``,
+    as it would a deleted note: the notes inside must go too, not answer with stale text for 10 minutes."""
+    arcana_home.ensure()
+    files = {"Proj.md/Wombat.md": "Wombat burrows.", "Proj.md-x/Keep.md": "Kept wombat text.", "Home.md": "Home."}
+    vault = VaultRegistry(arcana_home).add(make_vault(files, name="v"), "v")
+    await index_vault(vault, embed=False)
+    (vault.root / "Home.md").write_text("Home, edited.")
+    control = await index_vault(vault, embed=False, paths=["Home.md"])
+    assert control.mode == "targeted" and control.updated == 1  # a note's own path stays a targeted pass
+    (vault.root / "Proj.md").rename(tmp_path / "Proj.md")
+    report = await index_vault(vault, embed=False, paths=["Proj.md"])
+    assert report.removed == 1
+    rows, _ = await stored(vault)
+    assert sorted(rows.values()) == ["Home\n\nHome, edited.", "Keep\n\nKept wombat text."]
+    hits = await search_vault(vault, MemoryQuery(text="wombat", retrieval_mode=RetrievalMode.keyword))
+    assert [hits.paths[e.id] for e in hits.entries] == ["Proj.md-x/Keep.md"]
+
+
 async def test_an_emptied_folder_does_not_empty_the_index(vault):
     await index_vault(vault, embed=False)
     for path in list(vault.root.rglob("*.md")):
