@@ -86,7 +86,9 @@ def note_title(rel_path: str) -> str:
 # -- text: code masking, frontmatter, hashtags ---------------------------------
 
 _FENCE = re.compile(r"^[ \t]{0,3}(`{3,}|~{3,})[^\n]*\n.*?(?:^[ \t]{0,3}\1[`~]*[ \t]*$|\Z)", re.M | re.S)
-_INLINE_CODE = re.compile(r"(`+)(?!`).+?(?<!`)\1(?!`)", re.S)
+# A code span lives inside one paragraph: it may wrap a line but never crosses a blank line, so a
+# stray backtick is a literal one and cannot swallow the links of the paragraphs after it.
+_INLINE_CODE = re.compile(r"(`+)(?!`)(?:(?!\n[ \t]*\n).)+?(?<!`)\1(?!`)", re.S)
 _COMMENT = re.compile(r"%%.*?(?:%%|\Z)", re.S)  # Obsidian comments; an unclosed one runs to the end
 _HASHTAG = re.compile(r"(?<![^\s(\[,;:!?\"'])#([\w/-]*[^\W\d_][\w/-]*)", re.UNICODE)
 _HEADING_MARK = re.compile(r"^[ \t]{0,3}#{1,6}(?=[ \t]|$)", re.M)

@@ -103,6 +103,16 @@ def test_mask_code_keeps_length_and_lines():
     assert hashtags("# Title\n#tag and #9 and a#b") == ["tag"]
 
 
+def test_a_stray_backtick_never_hides_the_links_of_later_paragraphs():
+    """A code span cannot cross a blank line (it is inline, within one paragraph): two stray backticks
+    paragraphs apart are literal, and the link and tag between them are real, as Obsidian shows them."""
+    text = "Press the ` key.\n\nSee [[Quokka]] #zoo.\n\nThen ` again."
+    assert "[[Quokka]]" in mask_code(text) and hashtags(mask_code(text)) == ["zoo"]
+    wrapped = "a `code [[Hidden]]\nstill code` and [[Shown]]"  # control: a span wrapping one line still masks
+    masked = mask_code(wrapped)
+    assert "[[Hidden]]" not in masked and "[[Shown]]" in masked and len(masked) == len(wrapped)
+
+
 def test_obsidian_comments_hide_links_and_tags():
     text = "see [[Shown]] #kept %%draft: [[Hidden]] #gone%% and\n%%\n[[AlsoHidden]]\n%%\n[[Last]]"
     masked = mask_code(text)
