@@ -16,6 +16,7 @@ import hashlib
 import os
 import re
 import stat
+import unicodedata
 import uuid
 from collections import Counter
 from collections.abc import Iterator, Sequence
@@ -289,7 +290,12 @@ class FolderWalk:
 
 
 def _ignored(rel_path: str, globs: Sequence[str]) -> bool:
-    return any(fnmatch.fnmatchcase(rel_path, g) for g in globs)
+    """Whether a glob matches, blind to Unicode normalisation: macOS names folders in NFD while a typed
+    glob, or Obsidian's excluded-files filter, is NFC; a mismatch would index the notes meant to stay out."""
+    if not globs:
+        return False
+    path = unicodedata.normalize("NFC", rel_path)
+    return any(fnmatch.fnmatchcase(path, unicodedata.normalize("NFC", g)) for g in globs)
 
 
 def walk_folder(root: Path, *, ignore_globs: Sequence[str] = (), max_file_bytes: int = DEFAULT_MAX_FILE_BYTES) -> FolderWalk:

@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 import time
+import unicodedata
 from datetime import UTC, datetime
 
 import pytest
@@ -583,6 +584,30 @@ async def test_obsidians_excluded_files_are_not_indexed_or_read(make_vault, arca
     hits = await search_vault(vault, MemoryQuery(text="kettle", retrieval_mode=RetrievalMode.keyword, limit=20))
     assert sorted(hits.paths[e.id] for e in hits.entries) == ["Archived ideas.md", "Daily 2026-11-29.md", "weird1.md"]
     assert tree_digest(root) == digest
+
+
+async def test_exclusions_typed_in_nfc_keep_out_a_folder_named_in_nfd(make_vault, arcana_home):
+    """macOS names a folder ``Privé`` in NFD; Obsidian's filter and a typed --ignore glob are NFC.
+    Both must still keep its notes out, by full walk and by a watcher's targeted pass."""
+    nfd = unicodedata.normalize("NFD", "Privé")
+    root = make_vault(
+        {
+            ".obsidian/app.json": json.dumps({"userIgnoreFilters": ["Privé/"]}),
+            f"{nfd}/Salary.md": "kettle salary numbers",
+            f"{unicodedata.normalize('NFD', 'Réunions')}/Plan.md": "kettle meeting plan",
+            "Public.md": "kettle public note",  # the control: indexed and found
+        },
+        name="nfd",
+    )
+    arcana_home.ensure()
+    vault = VaultRegistry(arcana_home).add(root, "nfd", ignore=["Réunions/*"])
+    report = await index_vault(vault, embed=False)
+    assert report.added == 1 and report.skipped_counts()["ignored"] == 2
+    (root / nfd / "New.md").write_text("kettle new secret")
+    report = await index_vault(vault, embed=False, paths=[f"{nfd}/New.md"])
+    assert report.mode == "targeted" and report.added == 0
+    hits = await search_vault(vault, MemoryQuery(text="kettle", retrieval_mode=RetrievalMode.keyword, limit=20))
+    assert [hits.paths[e.id] for e in hits.entries] == ["Public.md"]
 
 
 async def test_a_damaged_obsidian_config_is_reported_and_the_vault_still_indexes(make_vault, arcana_home):
