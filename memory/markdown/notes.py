@@ -78,8 +78,8 @@ def is_note(name: str) -> bool:
 
 
 def note_title(rel_path: str) -> str:
-    """The note's name as Obsidian shows it: the file name without its suffix."""
-    name = rel_path.rpartition("/")[2]
+    """The note's name as Obsidian shows it: the file name without its suffix, in NFC (see :func:`parse_note`)."""
+    name = unicodedata.normalize("NFC", rel_path.rpartition("/")[2])
     stem, dot, suffix = name.rpartition(".")
     return stem if dot and f".{suffix.lower()}" in NOTE_SUFFIXES else name
 
@@ -201,7 +201,9 @@ class NoteIdentity:
 
 def parse_note(rel_path: str, data: bytes, mtime_ns: int, size: int, who: NoteIdentity) -> ParsedNote:
     """Parse one note's bytes into an entry. Never raises on content."""
-    text = data.decode("utf-8", errors="replace").lstrip("\ufeff").replace("\r\n", "\n")
+    # NFC: text macOS wrote decomposed (e + U+0301) is the same words as typed text; a folder scan
+    # splits "pâtissier" at the combining mark and never finds it otherwise.
+    text = unicodedata.normalize("NFC", data.decode("utf-8", errors="replace")).lstrip("\ufeff").replace("\r\n", "\n")
     meta, body, problem = split_frontmatter(text, MAX_FRONTMATTER_CHARS)
     masked = mask_code(body)
     tags, bad_tags = _string_list(meta.get("tags", meta.get("tag")))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import tempfile
+import unicodedata
 import uuid
 from pathlib import Path
 
@@ -226,6 +227,18 @@ async def test_search_ranks_pinned_then_relevance_then_importance_then_recency_t
     assert order[2:] == ["f", "b", "a"]
     assert "e" not in order
     assert all(r.matched_by == ["keyword"] for r in results)
+
+
+async def test_text_written_in_nfd_is_found_by_the_words_typed_in_nfc(make_vault):
+    """macOS may write a note's name and text decomposed (e + U+0301); a typed query is NFC."""
+    root = make_vault({
+        unicodedata.normalize("NFD", "Pâtisserie.md"): unicodedata.normalize("NFD", "Le pâtissier écrit: crème"),
+        "Plain.md": "Une crème plain note",  # the control: NFC on disk, found either way
+    })
+    folder = adapter(root)
+    for query, titles in (("pâtissier", ["Pâtisserie"]), ("pâtisserie", ["Pâtisserie"]), ("crème", ["Plain", "Pâtisserie"])):
+        found = await folder.search(MemoryQuery(text=query, retrieval_mode=RetrievalMode.keyword))
+        assert sorted(r.content.split("\n")[0] for r in found) == titles, query
 
 
 async def test_ties_break_by_path(make_vault):
