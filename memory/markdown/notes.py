@@ -86,7 +86,9 @@ def note_title(rel_path: str) -> str:
 
 # -- text: code masking, frontmatter, hashtags ---------------------------------
 
-_FENCE = re.compile(r"^[ \t]{0,3}(`{3,}|~{3,})[^\n]*\n.*?(?:^[ \t]{0,3}\1[`~]*[ \t]*$|\Z)", re.M | re.S)
+# A backtick fence's info string holds no backtick (CommonMark), so a line "```npm test``` then [[Link]]"
+# is inline code, not a fence left open to the end of the note.
+_FENCE = re.compile(r"^[ \t]{0,3}(`{3,}(?=[^`\n]*$)|~{3,})[^\n]*\n.*?(?:^[ \t]{0,3}\1[`~]*[ \t]*$|\Z)", re.M | re.S)
 # A code span lives inside one paragraph: it may wrap a line but never crosses a blank line, so a
 # stray backtick is a literal one and cannot swallow the links of the paragraphs after it.
 _INLINE_CODE = re.compile(r"(`+)(?!`)(?:(?!\n[ \t]*\n).)+?(?<!`)\1(?!`)", re.S)

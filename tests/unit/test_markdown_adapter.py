@@ -114,6 +114,16 @@ def test_a_stray_backtick_never_hides_the_links_of_later_paragraphs():
     assert "[[Hidden]]" not in masked and "[[Shown]]" in masked and len(masked) == len(wrapped)
 
 
+def test_a_line_of_inline_triple_backtick_code_is_not_a_fence_left_open():
+    """A backtick fence's info string cannot hold a backtick: "```npm test``` then [[A]]" is inline
+    code, and the links after it (on that line and below) are real."""
+    text = "```npm test``` then [[A]]\n\nSee [[B]] #tag."
+    masked = mask_code(text)
+    assert "[[A]]" in masked and "[[B]]" in masked and "npm" not in masked and hashtags(masked) == ["tag"]
+    fenced = "```js title\ncode [[Hidden]]\n```\n[[After]]"  # control: a fence with an info string still masks
+    assert "[[Hidden]]" not in mask_code(fenced) and "[[After]]" in mask_code(fenced)
+
+
 def test_obsidian_comments_hide_links_and_tags():
     text = "see [[Shown]] #kept %%draft: [[Hidden]] #gone%% and\n%%\n[[AlsoHidden]]\n%%\n[[Last]]"
     masked = mask_code(text)
