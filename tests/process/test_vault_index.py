@@ -405,6 +405,26 @@ def test_cli_commands_json_and_exit_codes(vault, arcana_home, tree_digest):
     assert tree_digest(vault.root) == digest
 
 
+def test_vault_links_takes_a_link_as_written_and_refuses_an_ambiguous_note_in_one_line(make_vault, arcana_home):
+    """An ambiguous note (two folders, two vaults) was a Python traceback and exit 1; a link copied
+    with its heading or brackets was 'no indexed note matches'."""
+    arcana_home.ensure()
+    registry = VaultRegistry(arcana_home)
+    registry.add(make_vault({"a/Dup.md": "a", "b/Dup.md": "b", "Home.md": "[[a/Dup#Top]] [[Todo]]", "Todo.md": "x"}, name="one"), "one")
+    registry.add(make_vault({"Todo.md": "y"}, name="two"), "two")
+    for name in ("one", "two"):
+        assert _cli("vault", "index", name, "--keyword-only", home=arcana_home).returncode == 0
+    for note, says in (("Dup", "give its path"), ("Todo", "pick one with --vault"), ("#Top", "names no note"), ("", "names no note")):
+        refused = _cli("vault", "links", note, home=arcana_home)
+        assert refused.returncode == 2 and refused.stdout == "", (note, refused.stderr)
+        assert refused.stderr.startswith("arcana: error:") and refused.stderr.count("\n") == 1 and says in refused.stderr
+    for note in ("a/Dup", "[[a/Dup#Top|shown]]", "a/Dup#^block"):  # the control: the path, however written, answers
+        links = _cli("vault", "links", note, "--json", home=arcana_home)
+        assert links.returncode == 0, links.stderr
+        assert json.loads(links.stdout)["backlinks"] == ["Home.md"]
+    assert json.loads(_cli("vault", "links", "Todo", "--vault", "one", "--json", home=arcana_home).stdout)["note"] == "Todo.md"
+
+
 async def _snapshot(vault):
     store = open_store(vault)
     try:
