@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import posixpath
 import re
+import unicodedata
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -117,6 +118,12 @@ class EdgeIndexReport:
         }
 
 
+def _fold(text: str) -> str:
+    """A name as links match it: case-insensitive, and NFC, as Obsidian normalises paths; macOS names
+    files in NFD (``e`` + U+0301) while typed links are NFC (``é``), so ``[[Café]]`` must find either."""
+    return unicodedata.normalize("NFC", text.lower())
+
+
 def _strip_note_suffix(key: str) -> tuple[str, bool]:
     for suffix in NOTE_SUFFIXES:
         if key.endswith(suffix):
@@ -133,17 +140,17 @@ class LinkResolver:
         self.by_name: dict[str, list[LinkSource]] = defaultdict(list)
         self.by_alias: dict[str, dict[str, LinkSource]] = defaultdict(dict)
         for note in notes:
-            path = _strip_note_suffix(note.rel_path.lower())[0]
+            path = _strip_note_suffix(_fold(note.rel_path))[0]
             self.by_path[path].append(note)
             parts = path.split("/")
             for start in range(1, len(parts) - 1):
                 self.by_suffix["/".join(parts[start:])].append(note)
             self.by_name[parts[-1]].append(note)
             for alias in note.aliases:
-                self.by_alias[alias.strip().lower()][note.rel_path] = note
+                self.by_alias[_fold(alias.strip())][note.rel_path] = note
         self._memo: dict[str, tuple[str, list[LinkSource]]] = {}
-        self.attachment_paths = {a.lower() for a in attachments}
-        self.attachment_names = {a.rsplit("/", 1)[-1].lower() for a in attachments}
+        self.attachment_paths = {_fold(a) for a in attachments}
+        self.attachment_names = {_fold(a.rsplit("/", 1)[-1]) for a in attachments}
 
     def resolve(self, target: str, source: LinkSource) -> tuple[str, list[LinkSource]]:
         """(status, candidates) for ``target`` as written in ``source``."""
@@ -162,7 +169,7 @@ class LinkResolver:
             text = posixpath.normpath(posixpath.join(posixpath.dirname(source.rel_path), text))
             if text.startswith("../"):
                 return DANGLING, []
-        text = text.lstrip("/").lower()
+        text = _fold(text.lstrip("/"))
         key, explicit_note = _strip_note_suffix(text)
         for found in self._note_candidates(key):
             if found:

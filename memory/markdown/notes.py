@@ -16,6 +16,7 @@ import hashlib
 import os
 import re
 import stat
+import unicodedata
 import uuid
 from collections import Counter
 from collections.abc import Iterator, Sequence
@@ -77,16 +78,20 @@ def is_note(name: str) -> bool:
 
 
 def note_title(rel_path: str) -> str:
-    """The note's name as Obsidian shows it: the file name without its suffix."""
-    name = rel_path.rpartition("/")[2]
+    """The note's name as Obsidian shows it: the file name without its suffix, in NFC (see :func:`parse_note`)."""
+    name = unicodedata.normalize("NFC", rel_path.rpartition("/")[2])
     stem, dot, suffix = name.rpartition(".")
     return stem if dot and f".{suffix.lower()}" in NOTE_SUFFIXES else name
 
 
 # -- text: code masking, frontmatter, hashtags ---------------------------------
 
-_FENCE = re.compile(r"^[ \t]{0,3}(`{3,}|~{3,})[^\n]*\n.*?(?:^[ \t]{0,3}\1[`~]*[ \t]*$|\Z)", re.M | re.S)
-_INLINE_CODE = re.compile(r"(`+)(?!`).+?(?<!`)\1(?!`)", re.S)
+# A backtick fence's info string holds no backtick (CommonMark), so a line "```npm test``` then [[Link]]"
+# is inline code, not a fence left open to the end of the note.
+_FENCE = re.compile(r"^[ \t]{0,3}(`{3,}(?=[^`\n]*$)|~{3,})[^\n]*\n.*?(?:^[ \t]{0,3}\1[`~]*[ \t]*$|\Z)", re.M | re.S)
+# A code span lives inside one paragraph: it may wrap a line but never crosses a blank line, so a
+# stray backtick is a literal one and cannot swallow the links of the paragraphs after it.
+_INLINE_CODE = re.compile(r"(`+)(?!`)(?:(?!\n[ \t]*\n).)+?(?<!`)\1(?!`)", re.S)
 _COMMENT = re.compile(r"%%.*?(?:%%|\Z)", re.S)  # Obsidian comments; an unclosed one runs to the end
 _HASHTAG = re.compile(r"(?<![^\s(\[,;:!?\"'])#([\w/-]*[^\W\d_][\w/-]*)", re.UNICODE)
 _HEADING_MARK = re.compile(r"^[ \t]{0,3}#{1,6}(?=[ \t]|$)", re.M)
@@ -198,7 +203,9 @@ class NoteIdentity:
 
 def parse_note(rel_path: str, data: bytes, mtime_ns: int, size: int, who: NoteIdentity) -> ParsedNote:
     """Parse one note's bytes into an entry. Never raises on content."""
-    text = data.decode("utf-8", errors="replace").lstrip("\ufeff").replace("\r\n", "\n")
+    # NFC: text macOS wrote decomposed (e + U+0301) is the same words as typed text; a folder scan
+    # splits "pâtissier" at the combining mark and never finds it otherwise.
+    text = unicodedata.normalize("NFC", data.decode("utf-8", errors="replace")).lstrip("\ufeff").replace("\r\n", "\n")
     meta, body, problem = split_frontmatter(text, MAX_FRONTMATTER_CHARS)
     masked = mask_code(body)
     tags, bad_tags = _string_list(meta.get("tags", meta.get("tag")))
@@ -287,7 +294,12 @@ class FolderWalk:
 
 
 def _ignored(rel_path: str, globs: Sequence[str]) -> bool:
-    return any(fnmatch.fnmatchcase(rel_path, g) for g in globs)
+    """Whether a glob matches, blind to Unicode normalisation: macOS names folders in NFD while a typed
+    glob, or Obsidian's excluded-files filter, is NFC; a mismatch would index the notes meant to stay out."""
+    if not globs:
+        return False
+    path = unicodedata.normalize("NFC", rel_path)
+    return any(fnmatch.fnmatchcase(path, unicodedata.normalize("NFC", g)) for g in globs)
 
 
 def walk_folder(root: Path, *, ignore_globs: Sequence[str] = (), max_file_bytes: int = DEFAULT_MAX_FILE_BYTES) -> FolderWalk:

@@ -72,8 +72,8 @@ LOCK_WAIT_SECONDS = 300.0
 # most that share; at least WINDOW_MIN (fewer commits), at most WINDOW_MAX (the
 # embedder's length sort works within a window; 1,024 is its best measured size).
 WINDOW_SHARE, WINDOW_MIN, WINDOW_MAX = 16, 16, 1024
-LINKS_FORMAT = "1"  # bump to force a full link rebuild when per-note tallies change meaning
-NOTES_FORMAT = "2"  # bump to read every note again when what a note's text means changes (2: withheld notes)
+LINKS_FORMAT = "2"  # bump to force a full link rebuild when resolution or per-note tallies change (2: NFC names)
+NOTES_FORMAT = "3"  # bump to read every note again when what a note's text means changes (2: withheld notes; 3: code spans end at a blank line, "```x```" is no fence, text in NFC)
 CHUNKS_FORMAT = "1"  # bump to re-chunk every note (an index from before chunking has none)
 
 Progress = Callable[[int, int], None]
@@ -183,7 +183,9 @@ def plan_index(
     meta = manifest.load_meta(raw) if raw is not None else {}
     force = reread or meta.get("identity") != _identity_key(who) or meta.get("notes_format") != NOTES_FORMAT
     found = FolderWalk()
-    if paths is None or force:
+    # A watcher names a folder called like a note (``Proj.md/``) moved out of the vault as one gone
+    # path, as it would a note: the notes recorded inside it are only found gone by a full walk.
+    if paths is None or force or (raw is not None and manifest.holds_under(raw, set(paths))):
         infos = walk_notes(vault.root, found, ignore_globs=vault.ignore_globs, max_file_bytes=vault.max_note_bytes)
         attachments, mode, looked = found.attachments, "full", None
     else:

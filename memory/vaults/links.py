@@ -6,9 +6,9 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from memory.errors import NotFoundError
+from memory.errors import InvalidRequestError, NotFoundError
 from memory.graph.edges import EdgeStore
-from memory.graph.wikilinks import AMBIGUOUS, RESOLVED, SELF, LinkResolver, LinkSource
+from memory.graph.wikilinks import AMBIGUOUS, RESOLVED, SELF, LinkResolver, LinkSource, parse_wikilinks
 from memory.vaults import manifest
 from memory.vaults.indexer import open_store
 from memory.vaults.registry import Vault
@@ -29,8 +29,22 @@ class LinkReport:
         return asdict(self)
 
 
+def _link_target(note: str) -> str:
+    """The note part of ``note`` as a link would read it: ``[[Note#Heading|shown]]`` and ``Note#^id``
+    name ``Note``, as a link copied from a note does. Nothing left is a usage error."""
+    text = note.strip()
+    if text.startswith("[[") and text.endswith("]]"):
+        text = text[2:-2]
+    links = parse_wikilinks(f"[[{text}]]")
+    target = links[0].target if len(links) == 1 else text
+    if not target:
+        raise InvalidRequestError(f"'{note}' names no note; give a note's name, alias or path, e.g. `arcana vault links Home`")
+    return target
+
+
 async def note_links(vaults: Sequence[Vault], note: str) -> LinkReport:
     """Resolve ``note`` exactly as a ``[[note]]`` link would be, in each indexed vault; one match wins."""
+    note = _link_target(note)
     found: list[LinkReport] = []
     ambiguous: list[str] = []
     for vault in vaults:
@@ -59,11 +73,11 @@ async def note_links(vaults: Sequence[Vault], note: str) -> LinkReport:
         finally:
             await store.aclose()
     if ambiguous and not found:
-        raise ValueError(f"'{note}' matches several notes: {', '.join(ambiguous)}; give its path")
+        raise InvalidRequestError(f"'{note}' matches several notes: {', '.join(ambiguous)}; give its path")
     if not found:
         raise NotFoundError(f"no indexed note matches '{note}' (is the vault indexed? `arcana vault index NAME`)")
     if len(found) > 1:
-        raise ValueError(
+        raise InvalidRequestError(
             f"'{note}' is in several vaults ({', '.join(f.vault for f in found)}); pick one with --vault"
         )
     return found[0]

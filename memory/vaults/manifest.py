@@ -75,6 +75,16 @@ def rows(raw, page: int = PAGE_ROWS) -> Iterator[tuple[FileRecord, bool]]:
         after = batch[-1][1]
 
 
+def holds_under(raw, folders: Iterable[str]) -> bool:
+    """Whether any record lies inside one of ``folders`` (as ``folder/...``): one indexed range probe each.
+
+    ``'0'`` is the character after ``'/'``, so ``[folder/, folder0)`` is exactly the paths under it."""
+    return any(
+        raw.execute("SELECT 1 FROM vault_files WHERE rel_path >= ? AND rel_path < ? LIMIT 1", (f"{f}/", f"{f}0")).fetchone()
+        for f in folders
+    )
+
+
 def orphan_ids(raw) -> list[str]:
     """Memory rows no record names (a pass killed between a row and its record, or an older id scheme)."""
     return [r[0] for r in raw.execute("SELECT id FROM memories WHERE id NOT IN (SELECT id FROM vault_files)")]

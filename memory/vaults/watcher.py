@@ -19,9 +19,10 @@ from contextlib import aclosing
 from pathlib import Path
 
 from memory.config import load_config
+from memory.errors import NotFoundError
 from memory.markdown.notes import is_note, printable_path
 from memory.vaults.indexer import VaultIndexReport, embedding_gateway, failure, index_vault, summary
-from memory.vaults.registry import Vault
+from memory.vaults.registry import Vault, VaultRegistry
 
 DEFAULT_DEBOUNCE_MS = 1600
 DEFAULT_STEP_MS = 300
@@ -56,34 +57,41 @@ class _Removed(Exception):
     """The vault was removed while watched: stop, and do not recreate its index."""
 
 
-def _stop_if_removed(vault: Vault, line: Line) -> None:
-    if not vault.registered():
+def _current(vault: Vault, line: Line) -> Vault:
+    """The vault as registered now. A watch outlives `config set` as it does `vault remove`: a pass
+    made with the registration it started with would index notes the user has since excluded
+    (``ignore``, Obsidian's filters), or stamp them for an agent they no longer belong to."""
+    try:
+        return VaultRegistry(vault.home).get(vault.name)
+    except NotFoundError:
         line(
             f"{time.strftime('%H:%M:%S')} vault {vault.name}: removed from the config; no longer watching it",
             {"at": time.time(), "vault": vault.name, "event": "removed"},
         )
-        raise _Removed
+        raise _Removed from None
 
 
 async def _index(
     vault: Vault, changes: int | None, line: Line, gateway, *, paths: list[str] | None = None, silent_if_idle: bool = False
-) -> None:
-    _stop_if_removed(vault, line)
+) -> Vault:
+    """One pass over the vault as registered now; returns that registration (its folder may have moved)."""
+    vault = _current(vault, line)
     if changes:
         vault.record(last_event_at=time.time())
     try:
         report = await index_vault(vault, embed=gateway is not None, gateway=gateway, paths=paths)
     except Exception as exc:  # a watch never dies silently: say it, record it, keep watching
-        _stop_if_removed(vault, line)  # removed while the pass waited for the index
+        _current(vault, line)  # removed while the pass waited for the index
         vault.record(last_error=str(exc), last_error_at=time.time())
         line(
             f"{time.strftime('%H:%M:%S')} index failed: {failure(vault.name, exc)}",
             {"at": time.time(), "vault": vault.name, "event": "error", "error": str(exc)},
         )
-        return
+        return vault
     if report.changed or not silent_if_idle:
         data = {"at": time.time(), "vault": vault.name, "event": "index", "changes": changes}
         line(describe(vault, changes, report), data | {"report": summary(report)})
+    return vault
 
 
 def note_paths(root: Path, changes) -> list[str] | None:
@@ -142,8 +150,9 @@ async def _watch_loop(
 ) -> None:
     from watchfiles import awatch
 
-    root = vault.root
     while not stop.is_set():
+        vault = _current(vault, line)
+        root = vault.root
         identity = _identity(root)
         if identity is None:
             vault.record(folder_missing_since=time.time())
@@ -155,7 +164,8 @@ async def _watch_loop(
                 await _sleep_or_stop(stop, poll_seconds)
             vault.record(folder_missing_since=None)
             continue
-        await _index(vault, None, line, gateway)
+        if (await _index(vault, None, line, gateway)).root != root:
+            continue  # re-pointed (`config set vaults.NAME.path`): watch the folder registered now
         settled, last_full = False, time.monotonic()
         try:
             batches = awatch(
@@ -178,12 +188,14 @@ async def _watch_loop(
                         # (cheap when nothing changed) repairs both.
                         if not settled or time.monotonic() - last_full > FULL_RESCAN_SECONDS:
                             settled, last_full = True, time.monotonic()
-                            await _index(vault, None, line, gateway, silent_if_idle=True)
+                            if (await _index(vault, None, line, gateway, silent_if_idle=True)).root != root:
+                                break
                         continue
                     paths = note_paths(root, changes)
                     if paths is None:
                         last_full = time.monotonic()
-                    await _index(vault, len(changes), line, gateway, paths=paths)
+                    if (await _index(vault, len(changes), line, gateway, paths=paths)).root != root:
+                        break
         except* (FileNotFoundError, RuntimeError, OSError) as group:
             # watchfiles raises inside a task group; a path it cannot decode (a file name that is not
             # UTF-8) is one of these too. The catch-up pass that follows skips such a file with a reason.

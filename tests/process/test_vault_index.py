@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 import time
+import unicodedata
 from datetime import UTC, datetime
 
 import pytest
@@ -404,6 +405,26 @@ def test_cli_commands_json_and_exit_codes(vault, arcana_home, tree_digest):
     assert tree_digest(vault.root) == digest
 
 
+def test_vault_links_takes_a_link_as_written_and_refuses_an_ambiguous_note_in_one_line(make_vault, arcana_home):
+    """An ambiguous note (two folders, two vaults) was a Python traceback and exit 1; a link copied
+    with its heading or brackets was 'no indexed note matches'."""
+    arcana_home.ensure()
+    registry = VaultRegistry(arcana_home)
+    registry.add(make_vault({"a/Dup.md": "a", "b/Dup.md": "b", "Home.md": "[[a/Dup#Top]] [[Todo]]", "Todo.md": "x"}, name="one"), "one")
+    registry.add(make_vault({"Todo.md": "y"}, name="two"), "two")
+    for name in ("one", "two"):
+        assert _cli("vault", "index", name, "--keyword-only", home=arcana_home).returncode == 0
+    for note, says in (("Dup", "give its path"), ("Todo", "pick one with --vault"), ("#Top", "names no note"), ("", "names no note")):
+        refused = _cli("vault", "links", note, home=arcana_home)
+        assert refused.returncode == 2 and refused.stdout == "", (note, refused.stderr)
+        assert refused.stderr.startswith("arcana: error:") and refused.stderr.count("\n") == 1 and says in refused.stderr
+    for note in ("a/Dup", "[[a/Dup#Top|shown]]", "a/Dup#^block"):  # the control: the path, however written, answers
+        links = _cli("vault", "links", note, "--json", home=arcana_home)
+        assert links.returncode == 0, links.stderr
+        assert json.loads(links.stdout)["backlinks"] == ["Home.md"]
+    assert json.loads(_cli("vault", "links", "Todo", "--vault", "one", "--json", home=arcana_home).stdout)["note"] == "Todo.md"
+
+
 async def _snapshot(vault):
     store = open_store(vault)
     try:
@@ -453,6 +474,25 @@ async def test_a_targeted_pass_at_the_changed_paths_matches_a_full_pass(make_vau
     assert await _snapshot(targeted) == await _snapshot(full)
     _, checked = await check_vault(targeted)
     assert checked.counts() == t_report.links.counts() | {"edges_written": 0}  # check reads, never writes
+
+
+async def test_a_folder_named_like_a_note_moved_out_takes_its_notes_out_of_a_targeted_pass(make_vault, arcana_home, tmp_path):
+    """A watcher reports a folder ``Proj.md/`` moved out of the vault as the one gone path ``Proj.md``,
+    as it would a deleted note: the notes inside must go too, not answer with stale text for 10 minutes."""
+    arcana_home.ensure()
+    files = {"Proj.md/Wombat.md": "Wombat burrows.", "Proj.md-x/Keep.md": "Kept wombat text.", "Home.md": "Home."}
+    vault = VaultRegistry(arcana_home).add(make_vault(files, name="v"), "v")
+    await index_vault(vault, embed=False)
+    (vault.root / "Home.md").write_text("Home, edited.")
+    control = await index_vault(vault, embed=False, paths=["Home.md"])
+    assert control.mode == "targeted" and control.updated == 1  # a note's own path stays a targeted pass
+    (vault.root / "Proj.md").rename(tmp_path / "Proj.md")
+    report = await index_vault(vault, embed=False, paths=["Proj.md"])
+    assert report.removed == 1
+    rows, _ = await stored(vault)
+    assert sorted(rows.values()) == ["Home\n\nHome, edited.", "Keep\n\nKept wombat text."]
+    hits = await search_vault(vault, MemoryQuery(text="wombat", retrieval_mode=RetrievalMode.keyword))
+    assert [hits.paths[e.id] for e in hits.entries] == ["Proj.md-x/Keep.md"]
 
 
 async def test_an_emptied_folder_does_not_empty_the_index(vault):
@@ -564,6 +604,30 @@ async def test_obsidians_excluded_files_are_not_indexed_or_read(make_vault, arca
     hits = await search_vault(vault, MemoryQuery(text="kettle", retrieval_mode=RetrievalMode.keyword, limit=20))
     assert sorted(hits.paths[e.id] for e in hits.entries) == ["Archived ideas.md", "Daily 2026-11-29.md", "weird1.md"]
     assert tree_digest(root) == digest
+
+
+async def test_exclusions_typed_in_nfc_keep_out_a_folder_named_in_nfd(make_vault, arcana_home):
+    """macOS names a folder ``Privé`` in NFD; Obsidian's filter and a typed --ignore glob are NFC.
+    Both must still keep its notes out, by full walk and by a watcher's targeted pass."""
+    nfd = unicodedata.normalize("NFD", "Privé")
+    root = make_vault(
+        {
+            ".obsidian/app.json": json.dumps({"userIgnoreFilters": ["Privé/"]}),
+            f"{nfd}/Salary.md": "kettle salary numbers",
+            f"{unicodedata.normalize('NFD', 'Réunions')}/Plan.md": "kettle meeting plan",
+            "Public.md": "kettle public note",  # the control: indexed and found
+        },
+        name="nfd",
+    )
+    arcana_home.ensure()
+    vault = VaultRegistry(arcana_home).add(root, "nfd", ignore=["Réunions/*"])
+    report = await index_vault(vault, embed=False)
+    assert report.added == 1 and report.skipped_counts()["ignored"] == 2
+    (root / nfd / "New.md").write_text("kettle new secret")
+    report = await index_vault(vault, embed=False, paths=[f"{nfd}/New.md"])
+    assert report.mode == "targeted" and report.added == 0
+    hits = await search_vault(vault, MemoryQuery(text="kettle", retrieval_mode=RetrievalMode.keyword, limit=20))
+    assert [hits.paths[e.id] for e in hits.entries] == ["Public.md"]
 
 
 async def test_a_damaged_obsidian_config_is_reported_and_the_vault_still_indexes(make_vault, arcana_home):

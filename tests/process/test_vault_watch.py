@@ -204,3 +204,26 @@ def test_removing_a_watched_vault_ends_its_watch_without_recreating_the_index(va
     finally:
         if watch.proc.poll() is None:
             watch.stop()
+
+
+def test_a_running_watch_follows_an_ignore_set_after_it_started(vault, arcana_home):
+    """`config set vaults.NAME.ignore` while a watch runs: its next passes (targeted and full) keep the
+    newly excluded notes out, as `vault index` does; before, it indexed them with the globs it started with."""
+    from runner import arcana
+
+    (vault.root / "Secret").mkdir()
+    (vault.root / "Secret" / "Code.md").write_text("the vault code is 4242")
+    watch = Watch(arcana_home, "notes", "--debounce", "100", "--keyword-only")
+    try:
+        watch.expect("catch-up → +3")
+        assert note_id("Secret/Code.md") in indexed_ids(vault)
+        arcana("config", "set", "vaults.notes.ignore", "Secret/*", home=arcana_home)
+        (vault.root / "Secret" / "Pin.md").write_text("alarm pin 9911")
+        (vault.root / "Later.md").write_text("written after the pin")  # the control: still indexed
+        wait_for(lambda: note_id("Later.md") in indexed_ids(vault))
+        assert note_id("Secret/Pin.md") not in indexed_ids(vault)
+        (vault.root / "chart.png").write_bytes(b"\x89PNG")  # an attachment: a full walk
+        wait_for(lambda: note_id("Secret/Code.md") not in indexed_ids(vault))
+        assert note_id("Later.md") in indexed_ids(vault)
+    finally:
+        assert watch.stop() == 0

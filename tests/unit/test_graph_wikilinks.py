@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import unicodedata
+
 import pytest
 
 from memory.adapters.markdown import MarkdownFolderAdapter
@@ -86,6 +88,23 @@ def test_path_suffix_and_unicode_names_with_spaces():
     notes = [_src("a.md", "deep/Ünï côde", "ünï CÔDE"), _src("x/deep/Ünï côde.md")]
     edges, report = link_graph(notes)
     assert report.resolved == 2 and len(edges) == 1
+
+
+def test_nfd_file_names_answer_nfc_links_as_obsidian_does():
+    """macOS writes names in NFD; a typed link is NFC. Obsidian links them, so must we."""
+    nfd, nfc = unicodedata.normalize("NFD", "Café"), "Café"
+    assert nfd != nfc
+    notes = [
+        _src("a.md", nfc, f"Süd/{nfc}", "Crème", f"{nfc}.png", "Plain"),
+        _src(f"{unicodedata.normalize('NFD', 'Süd')}/{nfd}.md"),
+        _src("b.md", aliases=(unicodedata.normalize("NFD", "Crème"),)),
+        _src("Plain.md"),  # the positive control: an ASCII name resolves with or without the fix
+    ]
+    edges, report = link_graph(notes, [f"img/{nfd}.png"])
+    assert {e.dst_id for e in edges} == {
+        note_id(f"{unicodedata.normalize('NFD', 'Süd')}/{nfd}.md"), note_id("b.md"), note_id("Plain.md")
+    }
+    assert (report.resolved, report.attachments, report.dangling, report.ambiguous) == (4, 1, 0, 0)
 
 
 def test_basename_beats_alias_and_ambiguous_alias_is_counted():

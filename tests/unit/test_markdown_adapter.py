@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import tempfile
+import unicodedata
 import uuid
 from pathlib import Path
 
@@ -101,6 +102,26 @@ def test_mask_code_keeps_length_and_lines():
     assert len(masked) == len(text) and masked.count("\n") == text.count("\n")
     assert "[[L]]" not in masked and "after" in masked
     assert hashtags("# Title\n#tag and #9 and a#b") == ["tag"]
+
+
+def test_a_stray_backtick_never_hides_the_links_of_later_paragraphs():
+    """A code span cannot cross a blank line (it is inline, within one paragraph): two stray backticks
+    paragraphs apart are literal, and the link and tag between them are real, as Obsidian shows them."""
+    text = "Press the ` key.\n\nSee [[Quokka]] #zoo.\n\nThen ` again."
+    assert "[[Quokka]]" in mask_code(text) and hashtags(mask_code(text)) == ["zoo"]
+    wrapped = "a `code [[Hidden]]\nstill code` and [[Shown]]"  # control: a span wrapping one line still masks
+    masked = mask_code(wrapped)
+    assert "[[Hidden]]" not in masked and "[[Shown]]" in masked and len(masked) == len(wrapped)
+
+
+def test_a_line_of_inline_triple_backtick_code_is_not_a_fence_left_open():
+    """A backtick fence's info string cannot hold a backtick: "```npm test``` then [[A]]" is inline
+    code, and the links after it (on that line and below) are real."""
+    text = "```npm test``` then [[A]]\n\nSee [[B]] #tag."
+    masked = mask_code(text)
+    assert "[[A]]" in masked and "[[B]]" in masked and "npm" not in masked and hashtags(masked) == ["tag"]
+    fenced = "```js title\ncode [[Hidden]]\n```\n[[After]]"  # control: a fence with an info string still masks
+    assert "[[Hidden]]" not in mask_code(fenced) and "[[After]]" in mask_code(fenced)
 
 
 def test_obsidian_comments_hide_links_and_tags():
@@ -216,6 +237,18 @@ async def test_search_ranks_pinned_then_relevance_then_importance_then_recency_t
     assert order[2:] == ["f", "b", "a"]
     assert "e" not in order
     assert all(r.matched_by == ["keyword"] for r in results)
+
+
+async def test_text_written_in_nfd_is_found_by_the_words_typed_in_nfc(make_vault):
+    """macOS may write a note's name and text decomposed (e + U+0301); a typed query is NFC."""
+    root = make_vault({
+        unicodedata.normalize("NFD", "Pâtisserie.md"): unicodedata.normalize("NFD", "Le pâtissier écrit: crème"),
+        "Plain.md": "Une crème plain note",  # the control: NFC on disk, found either way
+    })
+    folder = adapter(root)
+    for query, titles in (("pâtissier", ["Pâtisserie"]), ("pâtisserie", ["Pâtisserie"]), ("crème", ["Plain", "Pâtisserie"])):
+        found = await folder.search(MemoryQuery(text=query, retrieval_mode=RetrievalMode.keyword))
+        assert sorted(r.content.split("\n")[0] for r in found) == titles, query
 
 
 async def test_ties_break_by_path(make_vault):
