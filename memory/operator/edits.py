@@ -289,14 +289,17 @@ class GlobalCopies:
         return self.on_server or self.path.exists()
 
     async def follow_many(
-        self, source: SQLiteAdapter, agent_id: str, entry_ids: Sequence[str], op: str, verb: str
+        self, source: SQLiteAdapter, agent_id: str, entry_ids: Sequence[str], op: str, verb: str,
+        *, dry_run: bool = False,
     ) -> CopyChange | None:
         """Archive or purge (``op``) the copies of ``agent_id``'s ``entry_ids`` (memories of ``source``):
         what a prune does to them.
 
         One bulk change in the global tier's ledger; None when there is no
         global tier. A tier that cannot be reached raises :class:`LiveCopyError`,
-        unless none of the memories was ever promotable.
+        unless none of the memories was ever promotable. ``dry_run`` changes
+        nothing and counts what the change would (an archived copy is not archived again),
+        so a prune's dry run reports the copies its real run takes.
         """
         if op not in ("archive", "purge"):
             raise ValueError(f"copies follow an archive or a purge, not '{op}'")
@@ -309,7 +312,10 @@ class GlobalCopies:
                 MemoryQuery(agent_id=agent_id), entry_ids, audience=Audience.OPERATOR, include_archived=True
             )
             mine = list(copies)
-            changed = await getattr(store, op)(mine) if mine else 0
+            if dry_run:
+                changed = sum(op == "purge" or not copy.archived for copy in copies.values())
+            else:
+                changed = await getattr(store, op)(mine) if mine else 0
             return CopyChange(self.TIER, op, bool(changed), count=changed)
         except (MemoryStorageError, TimeoutError) as exc:
             if not await _ever_promoted(source, entry_ids):
