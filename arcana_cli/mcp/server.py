@@ -29,8 +29,6 @@ from memory.types import MAX_QUERY_TAGS, ConfidenceSource, MemoryEntry, MemoryQu
 log = logging.getLogger("arcana.mcp")
 
 WRITE_TOOLS = ("remember", "forget", "update")  # what --read-only leaves out
-MIN_PREFIX = 6  # as on the CLI: a shorter id must match exactly
-PREFIX_MATCHES = 50  # most matches a prefix lookup counts for its "ambiguous" answer
 
 TypeName = Literal["episodic", "semantic", "procedural", "preference"]
 
@@ -219,6 +217,7 @@ class MemoryTools:
         forgotten memory, or another agent's, gets the same answer as an id that does
         not exist, and never hides a visible match behind it.
         """
+        from memory.operator.edits import MIN_PREFIX, PREFIX_MATCHES, ambiguous_prefix
         from memory.runtime.assembly import private_store
         from memory.types import Audience
 
@@ -232,7 +231,7 @@ class MemoryTools:
                 include_archived=include_archived,
             )
             if len(found) > 1:
-                raise ToolFailure(f"memory id prefix '{id}' is ambiguous ({len(found)} matches); give more characters")
+                raise ToolFailure(ambiguous_prefix(id, len(found)))
             entry = found[0] if found else None
         if entry is None:
             raise ToolFailure(f"no memory with id '{id}' among this agent's memories")
