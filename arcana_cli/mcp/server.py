@@ -249,21 +249,16 @@ class MemoryTools:
         try:
             return await self._own(id, audience), private_store(self.federation)
         except ToolFailure as unknown:
-            unread = []
-            for tier in self.federation.router.tiers:
-                if tier.scope is MemoryScope.PRIVATE or tier.read_only:
-                    continue
-                # History reads a shared tier as it reads the agent's own store (a replaced version
-                # too, never a hidden or archived one); get, as recall does.
-                found, event = await tier.get(id, audience=audience)
-                if found is not None:
-                    entry = found.model_copy(update={"tiers": [tier.name]})
-                    await with_sources([entry], [tier])  # as recall lists a shared merge's sources
-                    return entry, admitting_of(tier.backend)
-                if event is not None:  # "no memory" alone would say the id names nothing there
-                    unread.append(f"{event.tier} could not be read ({event.reason}): {event.detail}")
-            if unread:
-                raise ToolFailure(f"{unknown}; {'; '.join(unread)}") from None
+            # History reads a shared tier as it reads the agent's own store (a replaced version
+            # too, never a hidden or archived one); get, as recall does.
+            entry, tier, unread = await self.federation.get_shared(id, audience=audience)
+            if entry is not None:
+                await with_sources([entry], [tier])  # as recall lists a shared merge's sources
+                return entry, admitting_of(tier.backend)
+            if unread:  # "no memory" alone would say the id names nothing there
+                raise ToolFailure(
+                    f"{unknown}; " + "; ".join(f"{e.tier} could not be read ({e.reason}): {e.detail}" for e in unread)
+                ) from None
             raise
 
     async def get(self, id) -> dict:
