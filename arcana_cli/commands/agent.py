@@ -69,10 +69,7 @@ def set_(
     ] = None,
 ) -> None:
     """Change an agent's model, system prompt, memory weights, decay or extraction settings."""
-    from pydantic import ValidationError
-
-    from memory.config import ExtractionConfig, parse_value, unknown_model
-    from memory.errors import InvalidRequestError
+    from memory.config import parse_value, unknown_model
     from memory.types import MemoryType
 
     with cli.agents.editing(name) as card:  # a rename or another change made meanwhile is kept
@@ -94,17 +91,9 @@ def set_(
             card.memory_weights[memory_type] = parsed
         updates = dict(item.partition("=")[::2] for item in extraction or ())
         if updates:
-            merged = {**card.extraction, **{k.strip(): parse_value(v) for k, v in updates.items()}}
-            try:
-                ExtractionConfig.model_validate(merged)
-            except ValidationError as exc:  # the options are wrong, not the card: a usage error with the reason
-                first = exc.errors()[0]
-                where = ".".join(str(part) for part in first["loc"])
-                why = first["msg"].removeprefix("Value error, ")
-                raise InvalidRequestError(
-                    f"--extraction {where + ': ' if where else ''}{why}; see `arcana config keys` (memory.extraction.*)"
-                ) from None
-            card.extraction = merged
+            from memory.operations.settings import extraction_with
+
+            card.extraction = extraction_with(card.extraction, {k.strip(): parse_value(v) for k, v in updates.items()})
         if decay:
             from memory.ranking.decay import decay_block_with
             from memory.runtime.assembly import card_decay
