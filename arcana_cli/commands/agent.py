@@ -69,10 +69,7 @@ def set_(
     ] = None,
 ) -> None:
     """Change an agent's model, system prompt, memory weights, decay or extraction settings."""
-    from pydantic import ValidationError
-
-    from memory.config import ExtractionConfig, parse_value, unknown_model
-    from memory.errors import ConfigError, InvalidRequestError
+    from memory.config import parse_value, unknown_model
     from memory.types import MemoryType
 
     with cli.agents.editing(name) as card:  # a rename or another change made meanwhile is kept
@@ -94,33 +91,22 @@ def set_(
             card.memory_weights[memory_type] = parsed
         updates = dict(item.partition("=")[::2] for item in extraction or ())
         if updates:
-            merged = {**card.extraction, **{k.strip(): parse_value(v) for k, v in updates.items()}}
-            try:
-                ExtractionConfig.model_validate(merged)
-            except ValidationError as exc:  # the options are wrong, not the card: a usage error with the reason
-                first = exc.errors()[0]
-                where = ".".join(str(part) for part in first["loc"])
-                why = first["msg"].removeprefix("Value error, ")
-                raise InvalidRequestError(
-                    f"--extraction {where + ': ' if where else ''}{why}; see `arcana config keys` (memory.extraction.*)"
-                ) from None
-            card.extraction = merged
-        if decay:
-            from memory.ranking.decay import resolve_decay_profiles
+            from memory.operations.settings import extraction_with
 
-            overrides = {kind: dict(fields) for kind, fields in card.decay.items()}
+            card.extraction = extraction_with(card.extraction, {k.strip(): parse_value(v) for k, v in updates.items()})
+        if decay:
+            from memory.ranking.decay import decay_block_with
+            from memory.runtime.assembly import card_decay
+
+            changes = []
             for item in decay:
                 path, _, value = item.partition("=")
                 kind, _, field = path.strip().partition(".")
                 if not (kind and field and value.strip()):
                     raise typer.BadParameter(f"'{item}': use TYPE.FIELD=VALUE, e.g. episodic.half_life_days=3", param_hint="--decay")
-                overrides.setdefault(kind, {})[field] = parse_value(value.strip())
-            try:
-                resolve_decay_profiles(overrides, source="--decay")  # names the field
-            except ConfigError as exc:  # the option is wrong, not the card: a usage error
-                why = str(exc).replace("--decay.", "--decay ", 1)
-                raise InvalidRequestError(f"{why}; e.g. --decay episodic.half_life_days=3 (man/federation.md)") from None
-            card.decay = overrides
+                changes.append((kind, field, parse_value(value.strip())))
+            card.decay = decay_block_with(card.decay, changes)  # a bad option: exit 2
+            card_decay(cli.home, card)  # what the card still holds wrong, named (exit 4): nothing saved
     data = card.as_dict()
     out.data(data, text=lambda: "\n".join(f"{k}: {v}" for k, v in data.items()))
 

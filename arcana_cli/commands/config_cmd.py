@@ -8,7 +8,7 @@ import typer
 from arcana_cli.command import add_commands, command
 from arcana_cli.context import CliContext
 from arcana_cli.output import Out
-from memory.config import dump_config, editing_config, get_key, load_config, parse_value, set_key, valid_keys
+from memory.config import dump_config, get_key, load_config, parse_value, valid_keys
 
 KeyArg = Annotated[str, typer.Argument(help="Dotted key, e.g. recall.limit.")]
 
@@ -40,26 +40,9 @@ def set_(
     value: Annotated[str, typer.Argument(help="JSON value, or a plain string (comma-separated for a list key).")],
 ) -> None:
     """Validate and set one value; the file is replaced atomically."""
-    from memory.vaults.registry import VaultRegistry
+    from memory.operations.settings import set_config_key
 
-    parsed = parse_value(value)
-    vaults = VaultRegistry(cli.home)
-    parts = key.split(".")
-
-    def changed(config):
-        """The config with the key set, a vault's held to `vault add`'s rules (its agent stored by id)."""
-        config = set_key(config, key, parsed)
-        if key == "memory.extraction.language" and isinstance(parsed, str):
-            from memory.extraction.signals import check_language
-
-            check_language(parsed)
-        return vaults.settled(config, parts[1], parts[2]) if parts[0] == "vaults" and len(parts) == 3 else config
-
-    changed(load_config(cli.home.config_path))  # a bad key or value is refused before the home is made
-    cli.home.ensure()
-    with editing_config(cli.home.config_path) as edit:  # another command's change made meanwhile is kept
-        edit.config = changed(edit.config)
-    new = get_key(edit.config, key)
+    new = set_config_key(cli.home, key, parse_value(value))
     out.data({"key": key, "value": new}, text=lambda: f"{key} = {json.dumps(new)}")
 
 

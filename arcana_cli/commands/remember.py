@@ -165,6 +165,7 @@ async def _remember_from(cli: CliContext, agent: str, out: Out, source: str, *, 
     out.data(
         {"agent": card.name, "agent_id": card.id, "source": name, **report.as_dict()},
         text=lambda: f"{report.written} written, {report.unchanged} unchanged, {report.bad_total} bad line(s); "
+        + (f"{report.restated} already known (reinforced); " if report.restated else "")
         + (f"{report.repeated} repeated id(s), the last line of each stands; " if report.repeated else "")
         + (f"{report.kept_removed} deleted or purged here stay gone; " if report.kept_removed else "")
         + (f"also withheld {report.carriers_withheld} consolidated memories that carry the words re-worded; "

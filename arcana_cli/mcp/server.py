@@ -29,8 +29,6 @@ from memory.types import MAX_QUERY_TAGS, ConfidenceSource, MemoryEntry, MemoryQu
 log = logging.getLogger("arcana.mcp")
 
 WRITE_TOOLS = ("remember", "forget", "update")  # what --read-only leaves out
-MIN_PREFIX = 6  # as on the CLI: a shorter id must match exactly
-PREFIX_MATCHES = 50  # most matches a prefix lookup counts for its "ambiguous" answer
 
 TypeName = Literal["episodic", "semantic", "procedural", "preference"]
 
@@ -219,6 +217,7 @@ class MemoryTools:
         forgotten memory, or another agent's, gets the same answer as an id that does
         not exist, and never hides a visible match behind it.
         """
+        from memory.operator.edits import MIN_PREFIX, PREFIX_MATCHES, ambiguous_prefix
         from memory.runtime.assembly import private_store
         from memory.types import Audience
 
@@ -232,7 +231,7 @@ class MemoryTools:
                 include_archived=include_archived,
             )
             if len(found) > 1:
-                raise ToolFailure(f"memory id prefix '{id}' is ambiguous ({len(found)} matches); give more characters")
+                raise ToolFailure(ambiguous_prefix(id, len(found)))
             entry = found[0] if found else None
         if entry is None:
             raise ToolFailure(f"no memory with id '{id}' among this agent's memories")
@@ -250,21 +249,16 @@ class MemoryTools:
         try:
             return await self._own(id, audience), private_store(self.federation)
         except ToolFailure as unknown:
-            unread = []
-            for tier in self.federation.router.tiers:
-                if tier.scope is MemoryScope.PRIVATE or tier.read_only:
-                    continue
-                # History reads a shared tier as it reads the agent's own store (a replaced version
-                # too, never a hidden or archived one); get, as recall does.
-                found, event = await tier.get(id, audience=audience)
-                if found is not None:
-                    entry = found.model_copy(update={"tiers": [tier.name]})
-                    await with_sources([entry], [tier])  # as recall lists a shared merge's sources
-                    return entry, admitting_of(tier.backend)
-                if event is not None:  # "no memory" alone would say the id names nothing there
-                    unread.append(f"{event.tier} could not be read ({event.reason}): {event.detail}")
-            if unread:
-                raise ToolFailure(f"{unknown}; {'; '.join(unread)}") from None
+            # History reads a shared tier as it reads the agent's own store (a replaced version
+            # too, never a hidden or archived one); get, as recall does.
+            entry, tier, unread = await self.federation.get_shared(id, audience=audience)
+            if entry is not None:
+                await with_sources([entry], [tier])  # as recall lists a shared merge's sources
+                return entry, admitting_of(tier.backend)
+            if unread:  # "no memory" alone would say the id names nothing there
+                raise ToolFailure(
+                    f"{unknown}; " + "; ".join(f"{e.tier} could not be read ({e.reason}): {e.detail}" for e in unread)
+                ) from None
             raise
 
     async def get(self, id) -> dict:

@@ -31,7 +31,7 @@ from memory.promotion import as_claimed, global_copy
 from memory.protocols import Closeable, EmbedsAhead, Prunable, provenance_of
 from memory.ranking import timeframe
 from memory.ranking.neighbours import expand
-from memory.types import MAX_QUERY_LIMIT, HealthStatus, MemoryEntry, MemoryQuery, MemoryScope, PrunePolicy, PruneReport
+from memory.types import MAX_QUERY_LIMIT, Audience, HealthStatus, MemoryEntry, MemoryQuery, MemoryScope, PrunePolicy, PruneReport
 
 
 @dataclass
@@ -575,6 +575,24 @@ class MemoryFederation:
             if found is not None:
                 return found.model_copy(update={"tiers": [tier.name]})
         return None
+
+    async def get_shared(
+        self, entry_id: str, *, audience: Audience | None = None
+    ) -> tuple[MemoryEntry | None, Any, list[MemoryDegradedEvent]]:
+        """``entry_id`` in the first writable shared tier that admits it (recall's rules, or
+        ``audience``'s), with that tier; and the tiers that could not be read, each reported (audit)
+        as recall reports them, so the caller can name them rather than answer "no memory"."""
+        unread: list[MemoryDegradedEvent] = []
+        for tier in self.router.tiers:
+            if tier.scope is MemoryScope.PRIVATE or tier.read_only:
+                continue
+            found, event = await tier.get(entry_id, audience=audience)
+            if event is not None:
+                self._emit([event])
+                unread.append(event)
+            if found is not None:
+                return found.model_copy(update={"tiers": [tier.name]}), tier, unread
+        return None, None, unread
 
     async def get_many(self, entry_ids: Sequence[str]) -> dict[str, MemoryEntry]:
         """:meth:`get` of each of ``entry_ids``, one read per tier: a bulk import's lookup."""

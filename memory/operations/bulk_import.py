@@ -77,6 +77,7 @@ class BulkReport:
     lines: int = 0
     written: int = 0
     unchanged: int = 0
+    restated: int = 0  # new lines reconciled as a noop: they reinforced the memory that says it, storing nothing
     repeated: int = 0  # lines whose id another line of the file gives too, bar the last (which stands)
     kept_removed: int = 0  # lines whose memory was deleted or purged here: it stays gone
     not_stored: int = 0  # lines of batches no tier stored (a server tier down mid-run): a re-run adds them
@@ -112,16 +113,19 @@ class BulkReport:
         # A line refused by a shared tier and taken by no other (a `--pool` line naming another agent's
         # memory) is not written; one the writer's private store took is (only its copy was refused).
         held = sum(1 for e in batch if e.id in result.held_by_others and e.id not in result.changed)
+        restated = result.decisions.get("noop", 0)  # never in ``changed``: their own id is not written
         self.kept_removed += gone
         self.unchanged += unchanged
+        self.restated += restated
         self.held_by_others += held
-        self.written += len(batch) - unchanged - gone - held
+        self.written += len(batch) - unchanged - gone - held - restated
 
     def as_dict(self) -> dict[str, Any]:
         return {
             "lines": self.lines,
             "written": self.written,
             "unchanged": self.unchanged,
+            "restated": self.restated,
             "repeated": self.repeated,
             "kept_removed": self.kept_removed,
             "not_stored": self.not_stored,

@@ -136,46 +136,19 @@ def _history(raw, ids: Sequence[str]) -> tuple[dict[str, list[dict]], list[str]]
     return found, unreadable
 
 
-_CHANGES_SINCE = (
-    "SELECT memory_id, at, before, after FROM memory_ledger WHERE memory_id IN ({marks}) "
-    "AND op <> 'import' AND at > ? AND before IS NOT NULL AND after IS NOT NULL"
-)
-
-
-def _changes_since(raw, ids: Sequence[str], since: float) -> list[tuple[str, float, str, str]]:
-    """(memory_id, at, before, after) of each change to ``ids`` after ``since`` made other than by an import."""
-    return [tuple(r) for r in select_in(raw, _CHANGES_SINCE, ids, after=(since,))]
-
-
-# What an operator (`memory set`) or the agent (reconciliation) re-words or re-weighs. An import line
-# older than such a change keeps the store's value; restrictions follow keep_restrictions instead.
-_NEWER_WINS = ("content", "type", "importance", "tags", "confidence", "confidence_source")
-
-
 async def newer_in_store(store, entries: Sequence[MemoryEntry]) -> dict[str, set[str]]:
     """id -> the fields of ``entries`` (stored already) that the store changed after the line's own
-    ``updated_at``, other than by an import: the line was written before that change, and applying it
-    would put back words an operator removed or undo their importance. Changes an import made (a
-    person's edited note read back) do not count, so a note edited twice is read back twice."""
+    ``updated_at``, other than by an import (:func:`memory.sqlite.mutations.newer_fields`): applying
+    them would put back words an operator removed or undo their importance. Read before the write,
+    for the count and the global copies; the write decides it again under its lock, so a change
+    landing between stands too."""
     if not entries:
         return {}
-    since = min(e.updated_at for e in entries).timestamp()
-    ids = [e.id for e in entries]
+    written = mutations.written_at(entries)
+    since, ids = min(written.values()), list(written)
     server = _server(store)
-    rows = await (server.changes_since(store, ids, since) if server else store.run(_changes_since, ids, since))
-    written = {e.id: e.updated_at.timestamp() for e in entries}
-    newer: dict[str, set[str]] = {}
-    for memory_id, at, before, after in rows:
-        if at <= written[memory_id]:
-            continue
-        try:
-            old, new = json.loads(before), json.loads(after)
-        except ValueError:
-            continue  # a ledger row an outside edit broke says nothing either way
-        changed = {f for f in _NEWER_WINS if old.get(f) != new.get(f)}
-        if changed:
-            newer.setdefault(memory_id, set()).update(changed)
-    return newer
+    records = await (server.changes_since(store, ids, since) if server else store.run(mutations.changes_since, ids, since))
+    return mutations.newer_fields(records, written)
 
 
 def keep_newer(stored: MemoryEntry, incoming: MemoryEntry, fields: set[str]) -> MemoryEntry:
@@ -469,6 +442,14 @@ def _import_txn(raw, entries: Sequence[MemoryEntry], actor: str, links: Sequence
         return ops
 
 
+async def write_imported(store, entries: Sequence[MemoryEntry], links: Sequence[tuple[str, str]] = ()) -> list[str]:
+    """The import's write on either engine: upsert as ``import``, each line kept from loosening a row,
+    bringing back a removed id or undoing a newer change, all decided under the write's lock
+    (memory.sqlite.mutations.upsert); ``links``, what the lines carry, on SQLite only. The op per line."""
+    server = _server(store)
+    return await (server.write(store, entries) if server else store.run(_import_txn, entries, store.actor, links))
+
+
 async def import_records(
     records: Iterable[tuple[str, dict | str]],
     store,
@@ -532,7 +513,7 @@ async def import_records(
             report.copies_changed += change.count if change is not None else 0
         # Sources are edges of SQLite stores only (a server keeps no consolidation edges).
         links = [(e.id, source) for e in entries for source in carried.get(e.id, ())]
-        ops = await (server.write(store, entries) if server else store.run(_import_txn, entries, store.actor, links))
+        ops = await write_imported(store, entries, links)
         for op in ops:
             if op == mutations.GONE:  # purged or deleted since the read above: the write left it out
                 report.kept_removed += 1

@@ -120,10 +120,14 @@ async def _prune_one(
     else:
         store = open_tier(home, target.kind, target.name, config=config, actor=actor)
     try:
-        if target.agent_id is None or policy.dry_run or not copies.may_hold_copies:
+        op = policy.mode.value
+        if target.agent_id is None or not copies.may_hold_copies:
             done = StorePrune(target, await store.prune(policy, progress))
+        elif policy.dry_run:  # the copies the real run would take, counted: a script trusts what it is told
+            report = await store.prune(policy, progress)
+            change = await copies.follow_many(store, target.agent_id, report.victim_ids, op, _VERB[op], dry_run=True)
+            done = StorePrune(target, report, change)
         else:
-            op = policy.mode.value
             plan = await store.prune(policy.model_copy(update={"dry_run": True}), progress)
             planned = plan.victim_ids
             change = await copies.follow_many(store, target.agent_id, planned, op, _VERB[op])

@@ -130,7 +130,7 @@ async def resolve(store: SQLiteAdapter, prefix: str) -> MemoryEntry:
     entry = await _operator_get(store, prefix)
     if entry is not None:
         return entry
-    matches = await store.find_by_prefix(_long_enough(prefix))
+    matches = await store.find_by_prefix(_long_enough(prefix), PREFIX_MATCHES)
     if len(matches) == 1:
         return matches[0]
     _ambiguous(prefix, matches)
@@ -142,27 +142,35 @@ async def resolve_recorded(store: SQLiteAdapter, prefix: str) -> str:
     try:
         return (await resolve(store, prefix)).id  # a prefix too short is refused here
     except (NotFoundError, UnreadableRowError):  # gone, or a row an outside edit left unreadable
-        ids = await store.ledger_ids(prefix)
+        ids = await store.ledger_ids(prefix, PREFIX_MATCHES)
         if len(ids) == 1:
             return ids[0]
         _ambiguous(prefix, ids)
         raise
 
 
-_MIN_PREFIX = 6
+MIN_PREFIX = 6  # a shorter id must match exactly (the CLI and MCP alike)
+PREFIX_MATCHES = 50  # most matches a prefix lookup reads: enough to say how ambiguous, never a whole store
 
 
 def _long_enough(prefix: str) -> str:
-    if len(prefix) < _MIN_PREFIX:
+    if len(prefix) < MIN_PREFIX:
         raise InvalidRequestError(
-            f"'{prefix}' is too short for a memory id prefix; use at least {_MIN_PREFIX} characters (or the full id)"
+            f"'{prefix}' is too short for a memory id prefix; use at least {MIN_PREFIX} characters (or the full id)"
         )
     return prefix
 
 
+def ambiguous_prefix(prefix: str, found: int) -> str:
+    """The answer for a prefix ``found`` (at most :data:`PREFIX_MATCHES`) memories start with: at the
+    cap, "50 or more", since the lookup stopped there and there may be many more."""
+    count = f"{found} or more" if found >= PREFIX_MATCHES else str(found)
+    return f"memory id prefix '{prefix}' is ambiguous ({count} matches); give more characters"
+
+
 def _ambiguous(prefix: str, matches: list) -> None:
     if len(matches) > 1:
-        raise NotFoundError(f"memory id prefix '{prefix}' is ambiguous ({len(matches)} matches); give more characters")
+        raise NotFoundError(ambiguous_prefix(prefix, len(matches)))
 
 
 def keep_restrictions(stored: MemoryEntry, incoming: MemoryEntry) -> MemoryEntry:
@@ -289,14 +297,17 @@ class GlobalCopies:
         return self.on_server or self.path.exists()
 
     async def follow_many(
-        self, source: SQLiteAdapter, agent_id: str, entry_ids: Sequence[str], op: str, verb: str
+        self, source: SQLiteAdapter, agent_id: str, entry_ids: Sequence[str], op: str, verb: str,
+        *, dry_run: bool = False,
     ) -> CopyChange | None:
         """Archive or purge (``op``) the copies of ``agent_id``'s ``entry_ids`` (memories of ``source``):
         what a prune does to them.
 
         One bulk change in the global tier's ledger; None when there is no
         global tier. A tier that cannot be reached raises :class:`LiveCopyError`,
-        unless none of the memories was ever promotable.
+        unless none of the memories was ever promotable. ``dry_run`` changes
+        nothing and counts what the change would (an archived copy is not archived again),
+        so a prune's dry run reports the copies its real run takes.
         """
         if op not in ("archive", "purge"):
             raise ValueError(f"copies follow an archive or a purge, not '{op}'")
@@ -309,7 +320,10 @@ class GlobalCopies:
                 MemoryQuery(agent_id=agent_id), entry_ids, audience=Audience.OPERATOR, include_archived=True
             )
             mine = list(copies)
-            changed = await getattr(store, op)(mine) if mine else 0
+            if dry_run:
+                changed = sum(op == "purge" or not copy.archived for copy in copies.values())
+            else:
+                changed = await getattr(store, op)(mine) if mine else 0
             return CopyChange(self.TIER, op, bool(changed), count=changed)
         except (MemoryStorageError, TimeoutError) as exc:
             if not await _ever_promoted(source, entry_ids):

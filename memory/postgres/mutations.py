@@ -23,11 +23,11 @@ from memory.errors import StaleEditError
 from memory.ledger_image import encode
 from memory.promotion import ASSERTED_IMPORTANCE_CAP
 from memory.sqlite.mutations import (
-    GONE, REFUSED, VERSION_LINKS, change_label, counted, differs, never_looser, split_by_time, stale_message,
-    valid_start,
+    GONE, REFUSED, VERSION_LINKS, change_label, counted, differs, never_looser, newer_fields, readable_records,
+    split_by_time, stale_message, valid_start,
 )
 from memory.sqlite.rows import COLUMNS, entry_values
-from memory.types import MemoryEntry, Visibility
+from memory.types import LedgerRecord, MemoryEntry, Visibility
 
 SELECT_COLUMNS = ", ".join(f"m.{c}" for c in COLUMNS)
 _SKIP_COMPARE = {"updated_at", "access_count", "last_accessed_at"}
@@ -206,6 +206,17 @@ async def _load(conn, entries: Sequence[MemoryEntry], actor: str, *, op: str | N
     return ops
 
 
+_CHANGES_SINCE = (
+    "SELECT * FROM memory_ledger WHERE memory_id = ANY($1::text[]) "
+    "AND op <> 'import' AND at > $2 AND before IS NOT NULL AND after IS NOT NULL"
+)
+
+
+async def changes_since(conn, ids: Sequence[str], since: float) -> list[LedgerRecord]:
+    """The changes to ``ids`` made after ``since`` other than by an import, as on SQLite."""
+    return readable_records(await conn.fetch(_CHANGES_SINCE, list(ids), since))
+
+
 async def _apply(conn, batch: Prepared, actor: str, op: str | None, *, known: set[str] | None = None) -> list[str]:
     now = time.time()
     values, keep, firsts = batch.values, batch.keep, batch.firsts
@@ -222,6 +233,12 @@ async def _apply(conn, batch: Prepared, actor: str, op: str | None, *, known: se
     if vanished:
         again, found = await _insert_vanished(conn, [values[firsts[i]] for i in vanished])
         inserted, current = inserted | again, current | found
+    # An import line keeps what the store changed since it was written (memory/sqlite/mutations.py:
+    # upsert), decided here under the rows' locks, so an operator's edit after the import's read stands.
+    written = {v["id"]: v["updated_at"] for v, imported in zip(values, batch.imported, strict=True)
+               if imported and v["id"] in current}  # rows there before: a new one has no change to keep
+    newer = newer_fields(await changes_since(conn, list(written), min(written.values())), written) if (
+        op == "import" and written) else {}
     ops: list[str] = []
     ledger: list[tuple] = []
     changed: list[dict] = []
@@ -243,6 +260,8 @@ async def _apply(conn, batch: Prepared, actor: str, op: str | None, *, known: se
             v["visibility"] = old["visibility"]
         if batch.imported[index]:
             never_looser(old, v)
+        for name in newer.get(v["id"], ()):
+            v[name] = old[name]
         v["archived"] = max(int(old["archived"]), int(v["archived"]))  # only restore() un-archives, as on SQLite
         v["access_count"], v["last_accessed_at"] = old["access_count"], old["last_accessed_at"]
         for key in VERSION_LINKS:  # versions change only through supersede / make_current, as on SQLite

@@ -16,10 +16,11 @@ from typing import Any
 from memory.embedding.base import EmbeddingMeta, l2_normalize
 from memory.postgres import bulk
 from memory.postgres.admission import where
+from memory.postgres import mutations
 from memory.postgres.mutations import SELECT_COLUMNS
 from memory.postgres.vectors import HASH, VEC_TABLE, put_vectors, vector_text
 from memory.sqlite.rows import row_to_entry
-from memory.types import Audience, MemoryEntry, MemoryQuery
+from memory.types import Audience, LedgerRecord, MemoryEntry, MemoryQuery
 
 Store = Any  # a memory.adapters.postgres.PostgresAdapter (this engine module is below the adapters)
 
@@ -79,17 +80,10 @@ async def _history(store: Store, ids: Sequence[str]) -> dict[str, list[dict]]:
     return found
 
 
-async def changes_since(store: Store, ids: Sequence[str], since: float) -> list[tuple[str, float, str, str]]:
-    """(memory_id, at, before, after) of each change to ``ids`` after ``since`` made other than by an
-    import: what an older import line must not undo (memory/operations/export.py)."""
-    rows = await store._call(
-        lambda conn: conn.fetch(
-            "SELECT memory_id, at, before, after FROM memory_ledger WHERE memory_id = ANY($1::text[]) "
-            "AND op <> 'import' AND at > $2 AND before IS NOT NULL AND after IS NOT NULL",
-            list(ids), since,
-        )
-    )
-    return [tuple(r) for r in rows]
+async def changes_since(store: Store, ids: Sequence[str], since: float) -> list[LedgerRecord]:
+    """The changes to ``ids`` after ``since`` made other than by an import: what an older import
+    line must not undo (memory/operations/export.py)."""
+    return await store._call(lambda conn: mutations.changes_since(conn, ids, since))
 
 
 async def write(store: Store, entries: Sequence[MemoryEntry]) -> list[str]:

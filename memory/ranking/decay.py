@@ -12,13 +12,14 @@ carry it now). Pinned entries are exempt from all of this.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from datetime import datetime
+from typing import Any
 from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from memory.errors import ConfigError
+from memory.errors import ConfigError, InvalidRequestError
 from memory.types import MemoryEntry, MemoryType
 
 DAY_SECONDS = 86_400.0
@@ -98,6 +99,35 @@ def effective_importance(entry: MemoryEntry, profile: DecayProfile, now: datetim
 def should_consolidate(entry: MemoryEntry, profile: DecayProfile, now: datetime) -> bool:
     """True when the entry has aged out of recall (never for pinned entries)."""
     return assess(entry, profile, now)[1]
+
+
+def decay_block_with(block: Mapping[str, Mapping], changes: Iterable[tuple[str, str, Any]]) -> dict[str, dict]:
+    """A card's ``decay`` block with ``changes`` ((type, field, value); a None value clears the field
+    back to its default, a type left empty goes) laid in: what `agent set --decay` writes.
+
+    Each change is checked on its own, so a bad one is the caller's
+    :class:`InvalidRequestError` (exit 2), never blamed on the card; what the
+    card held already, valid or not, is kept unless a change names it, so a
+    field hand-edited wrong is replaced or cleared here (the whole block is
+    checked by the card's reader, which names what is still wrong).
+    """
+    merged = {kind: dict(fields) if isinstance(fields, Mapping) else fields for kind, fields in block.items()}
+    for kind, field, value in changes:
+        if value is None:
+            fields = merged.get(kind)
+            if isinstance(fields, dict):
+                fields.pop(field, None)
+            if kind in merged and not (isinstance(fields, dict) and fields):  # emptied, or no object at all
+                del merged[kind]
+            continue
+        try:
+            resolve_decay_profiles({kind: {field: value}}, source="--decay")  # names the field
+        except ConfigError as exc:
+            why = str(exc).replace("--decay.", "--decay ", 1)
+            raise InvalidRequestError(f"{why}; e.g. --decay episodic.half_life_days=3 (man/federation.md)") from None
+        fields = merged.get(kind)
+        merged[kind] = {**(fields if isinstance(fields, dict) else {}), field: value}
+    return merged
 
 
 def resolve_decay_profiles(

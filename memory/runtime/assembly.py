@@ -193,7 +193,8 @@ def card_decay(home: Home, card: AgentCard) -> dict[MemoryType, DecayProfile]:
         return resolve_decay_profiles(card.decay, source=f"agent '{card.name}' decay")
     except ConfigError as exc:
         raise ConfigError(f"{home.agent_dir(card.id) / 'agent.json'}: {exc}; fix it there, or with "
-                          f"`arcana agent set {card.name} --decay TYPE.FIELD=VALUE` (man/federation.md)") from None
+                          f"`arcana agent set {card.name} --decay TYPE.FIELD=VALUE` (VALUE null clears it; "
+                          "man/federation.md)") from None
 
 
 async def follow_settings(federation: MemoryFederation, home: Home, config: ArcanaConfig, card: AgentCard) -> None:

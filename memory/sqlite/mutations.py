@@ -13,13 +13,13 @@ would turn every recall into a ledger write.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 from memory.access import AccessBuffer
 from memory.sqlite import chunks, compact, context, vectors
 from memory.sqlite.batches import batches, marks, select_in
 from memory.sqlite.rows import COLUMNS, STORED_COLUMNS, entry_values, repaired, row_image
-from memory.errors import InvalidRequestError, NotFoundError, StaleEditError
+from memory.errors import InvalidRequestError, NotFoundError, StaleEditError, UnreadableRowError
 from memory.ledger_image import encode
 from memory.progress import Progress
 from memory.promotion import ASSERTED_IMPORTANCE_CAP
@@ -60,6 +60,56 @@ _REMOVED = (
 def removed(raw, ids: Sequence[str]) -> set[str]:
     """The ids among ``ids`` that this store once held and removed and does not hold again."""
     return {r[0] for r in select_in(raw, _REMOVED, list(ids))}
+
+
+NEWER_WINS = ("content", "type", "importance", "tags", "confidence", "confidence_source")
+"""What an operator (`memory set`) or the agent (reconciliation) re-words or re-weighs. An import line
+older than such a change keeps the store's value; restrictions follow :func:`never_looser` instead."""
+
+_CHANGES_SINCE = (
+    "SELECT * FROM memory_ledger WHERE memory_id IN ({marks}) "
+    "AND op <> 'import' AND at > ? AND before IS NOT NULL AND after IS NOT NULL"
+)
+
+
+def newer_fields(records: Iterable[LedgerRecord], written: Mapping[str, float]) -> dict[str, set[str]]:
+    """id -> the :data:`NEWER_WINS` fields that ``records`` (changes made other than by an import)
+    changed after ``written[id]``, the time the import's line was written: every engine's one rule."""
+    newer: dict[str, set[str]] = {}
+    for record in records:
+        if record.at.timestamp() <= written[record.memory_id]:
+            continue
+        changed = set(record.changed_fields()).intersection(NEWER_WINS)
+        if changed:
+            newer.setdefault(record.memory_id, set()).update(changed)
+    return newer
+
+
+def readable_records(rows: Iterable) -> list[LedgerRecord]:
+    """The ledger rows that read; one an outside edit broke says nothing either way."""
+    records = []
+    for row in rows:
+        try:
+            records.append(LedgerRecord.from_row(row))
+        except UnreadableRowError:
+            continue
+    return records
+
+
+def changes_since(raw, ids: Sequence[str], since: float) -> list[LedgerRecord]:
+    """The changes to ``ids`` made after ``since`` other than by an import (see :func:`newer_fields`)."""
+    return readable_records(select_in(raw, _CHANGES_SINCE, list(ids), after=(since,)))
+
+
+def written_at(entries: Iterable[MemoryEntry]) -> dict[str, float]:
+    """id -> when each import line was written (its ``updated_at``), for :func:`newer_fields`."""
+    return {e.id: e.updated_at.timestamp() for e in entries}
+
+
+def _newer_than_lines(raw, entries: Sequence[MemoryEntry]) -> dict[str, set[str]]:
+    """:func:`newer_fields` for import lines, read in the write's transaction."""
+    written = written_at(entries)
+    return newer_fields(changes_since(raw, list(written), min(written.values())), written) if written else {}
 
 
 def never_looser(old: dict, new: dict) -> None:
@@ -195,7 +245,9 @@ def upsert(raw, entries: Sequence[MemoryEntry], actor: str, *, op: str | None = 
     here, from the rows already written (earlier entries of the batch included).
 
     An ``imported`` entry never loosens (:func:`never_looser`) and never brings
-    back a removed id (:data:`GONE`): decided here, under the write lock, so an
+    back a removed id (:data:`GONE`); with ``op`` ``import`` (an ``arcana import``
+    line) it keeps what the store changed since the line was written
+    (:func:`newer_fields`). All decided here, under the write lock, so an
     operator's edit made after the import read the row stands.
     """
     now = time.time()
@@ -204,6 +256,7 @@ def upsert(raw, entries: Sequence[MemoryEntry], actor: str, *, op: str | None = 
     sessions: set[tuple[str, str]] = set()
     reworded: list[str] = []
     gone = removed(raw, [entry.id for entry in entries if entry.imported])
+    newer = _newer_than_lines(raw, [e for e in entries if e.imported]) if op == "import" else {}
     for entry in entries:
         if entry.imported and entry.id in gone:
             ops.append(GONE)
@@ -225,6 +278,8 @@ def upsert(raw, entries: Sequence[MemoryEntry], actor: str, *, op: str | None = 
             values["visibility"] = old["visibility"]
         if entry.imported:
             never_looser(old, values)
+        for name in newer.get(entry.id, ()):
+            values[name] = old[name]
         values["archived"] = max(int(old["archived"]), values["archived"])  # only restore() un-archives
         values["access_count"] = old["access_count"]
         values["last_accessed_at"] = old["last_accessed_at"]

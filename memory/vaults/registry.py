@@ -50,14 +50,15 @@ class Vault:
             return f"{root} is inside the Arcana home {home}, which backup, restore and agent removal manage"
         return None
 
-    def check_apart(self) -> None:
+    def check_apart(self, done: str = "indexed") -> None:
         """ConfigError (exit 4) when a registered vault overlaps the home (a hand-edited config, a home
-        moved since): nothing is indexed or watched, and ``vault remove`` still forgets it."""
+        moved since): nothing is indexed, watched or read (``done`` says which, for the message),
+        so a search never scans the home's own files as notes; ``vault remove`` still forgets it."""
         problem = self.overlap()
         if problem is not None:
             from memory.errors import ConfigError
 
-            raise ConfigError(f"vault '{self.name}': {problem}; nothing was indexed "
+            raise ConfigError(f"vault '{self.name}': {problem}; nothing was {done} "
                               f"(`arcana vault remove {self.name}`, or keep the home elsewhere)")
 
     def registered(self) -> bool:

@@ -77,6 +77,7 @@ class VaultReader:
             self._registered_again()
         elif self._store is None:  # a folder scan: a vault removed (or moved) since answers from nothing (or the new one)
             self._registered_again()
+        self.vault.check_apart("read")  # as index and watch refuse it: the home's files are no notes
         if self._store is None and self.vault.db_path.exists():
             self._opened = file_id(self.vault.db_path)
             self._store = open_store(self.vault)

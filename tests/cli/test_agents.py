@@ -133,6 +133,31 @@ def test_agent_set_decay_validates_before_saving(cli, arcana_home):
     assert card["decay"] == {"episodic": {"half_life_days": 3}, "semantic": {"floor": 0.5}}  # bad values saved nothing
 
 
+def test_agent_set_decay_mends_a_card_with_more_than_one_bad_field(cli, arcana_home):
+    """The command the card's error names could not fix the card: it checked the option merged with the
+    card's whole block, so a second hand-edited bad field failed it, blamed on the option (exit 2).
+    Now each option is checked on its own, null clears a field, and what the card still holds wrong is
+    the card's error (exit 4, nothing saved), until one command mends it all."""
+    card = create(cli, "ada")
+    path = arcana_home.agent_dir(card["id"]) / "agent.json"
+    data = json.loads(path.read_text())
+    broken = {"semantic": {"half_life_days": -5, "bogus": 1}, "sematic": {"half_life_days": 10},
+              "episodic": {"half_life_days": 3}}
+    path.write_text(json.dumps({**data, "decay": broken}))
+    one = cli("agent", "set", "ada", "--decay", "semantic.half_life_days=30")
+    assert one.exit_code == 4 and str(path) in one.stderr and "decay.semantic.bogus" in one.stderr
+    assert "null clears it" in one.stderr and "--decay semantic" not in one.stderr  # the card's error, not the option's
+    assert json.loads(path.read_text())["decay"] == broken  # nothing saved
+    bad = cli("agent", "set", "ada", "--decay", "semantic.half_life_days=0")
+    assert bad.exit_code == 2 and "--decay semantic.half_life_days" in bad.stderr  # a bad option is still the option's
+    mended = cli("agent", "set", "ada", "--decay", "semantic.half_life_days=30", "--decay", "semantic.bogus=null",
+                 "--decay", "sematic.half_life_days=null", "--json")
+    assert mended.exit_code == 0, mended.stderr
+    # the card's good field kept (the control), the bad ones replaced or cleared
+    assert json.loads(mended.stdout)["decay"] == {"semantic": {"half_life_days": 30}, "episodic": {"half_life_days": 3}}
+    assert cli("recall", "anything", "--agent", "ada").exit_code == 0
+
+
 @pytest.mark.parametrize("bad, why", [("NaN", "a finite number"), ("-5", "greater than or equal to 0"),
                                       ("1e308", "less than or equal to 1")])
 def test_a_hand_edited_weight_outside_0_to_1_is_the_cards_error(cli, arcana_home, bad, why):

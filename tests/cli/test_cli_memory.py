@@ -141,6 +141,25 @@ def test_memory_show_by_prefix(cli):
     assert missing.exit_code == 3
 
 
+def test_an_ambiguous_prefix_says_how_many_it_matches(cli, tmp_path):
+    """It said "ambiguous (5 matches)" of a prefix 60 memories share (the lookup stopped at 5): now it
+    reads up to 50 and says "50 or more" at that cap; a count under the cap is exact, and a
+    unique prefix still resolves (the controls), live or purged (the ledger's ids)."""
+    lines = [json.dumps({"id": f"abcdef-{i:03}", "content": f"numbered note {i}"}) for i in range(60)]
+    (tmp_path / "ids.jsonl").write_text("\n".join(lines) + "\n")
+    assert cli("remember", "--from", str(tmp_path / "ids.jsonl"), "--agent", "ada", "--no-reconcile").exit_code == 0
+    many = cli("memory", "show", "abcdef", "--agent", "ada")
+    assert many.exit_code == 3 and "is ambiguous (50 or more matches)" in many.stderr
+    some = cli("memory", "show", "abcdef-00", "--agent", "ada")
+    assert some.exit_code == 3 and "is ambiguous (10 matches)" in some.stderr
+    assert "numbered note 7" in cli("memory", "show", "abcdef-007", "--agent", "ada").stdout
+    assert cli("prune", "--agent", "ada", "--max-entries", "0", "--mode", "purge", "--yes").exit_code == 0
+    assert cli("memory", "show", "abcdef-007", "--agent", "ada").exit_code == 3  # purged: its ledger remains
+    purged = cli("memory", "history", "abcdef-0", "--agent", "ada")
+    assert purged.exit_code == 3 and "is ambiguous (50 or more matches)" in purged.stderr
+    assert cli("memory", "history", "abcdef-007", "--agent", "ada", "--json").exit_code == 0
+
+
 def test_forget_restore_purge_and_history(cli):
     keep = remember(cli, "harbour keeper")
     memory_id = remember(cli, "harbour lifecycle")

@@ -304,3 +304,22 @@ def test_config_set_refuses_an_extraction_language_with_no_cue_set(cli, config_p
     assert not config_path.exists()
     assert cli("config", "set", "memory.extraction.language", "pt").exit_code == 0  # control
     assert load_config(config_path).memory.extraction.language == "pt"
+
+
+def test_every_way_to_set_an_extraction_language_refuses_one_with_no_cue_set(cli, arcana_home, config_path):
+    """The check lived in the `config set` command, so the core call behind it took "xx", and
+    `agent set --extraction language=xx` stored it in the card (every later run of the agent then
+    failed). Now the core's settings calls refuse it, whichever way in."""
+    from memory.errors import InvalidRequestError
+    from memory.operations.settings import set_config_key
+
+    with pytest.raises(InvalidRequestError, match="no language 'xx' is registered"):
+        set_config_key(arcana_home, "memory.extraction.language", "xx")
+    assert not config_path.exists()
+    assert set_config_key(arcana_home, "memory.extraction.language", "pt") == "pt"  # control
+    assert cli("agent", "create", "ada").exit_code == 0
+    refused = cli("agent", "set", "ada", "--extraction", "language=xx")
+    assert refused.exit_code == 2 and "--extraction language: no language 'xx' is registered" in refused.stderr
+    assert json.loads(cli("agent", "show", "ada", "--json").stdout)["extraction"] == {}
+    taken = cli("agent", "set", "ada", "--extraction", "language=pt", "--json")  # control
+    assert taken.exit_code == 0 and json.loads(taken.stdout)["extraction"] == {"language": "pt"}

@@ -154,7 +154,8 @@ def test_an_import_is_reconciled_and_a_re_run_reinforces_nothing(cli, tmp_path):
     source = _file(tmp_path, lines)
     first = json.loads(_import(cli, source).stdout)
     assert first["decisions"] == {"add": 1, "noop": 1, "update": 1, "delete": 1}
-    assert (first["written"], first["unchanged"]) == (4, 0)
+    # the restated line stored nothing (it reinforced the wifi memory): not written, counted apart
+    assert (first["lines"], first["written"], first["restated"], first["unchanged"]) == (4, 3, 1, 0)
     current = _listed(cli)
     assert set(current) == {"I moved to Lisbon last month.", "I no longer have a cat.",
                             "The office wifi password is kestrel42.", "My sister lives in Porto."}
@@ -164,7 +165,7 @@ def test_an_import_is_reconciled_and_a_re_run_reinforces_nothing(cli, tmp_path):
     assert everything[ids["I live in Berlin."]]["superseded_by"] == current["I moved to Lisbon last month."]["id"]
 
     again = json.loads(_import(cli, source).stdout)
-    assert (again["written"], again["unchanged"]) == (0, 4)
+    assert (again["written"], again["restated"], again["unchanged"]) == (0, 0, 4)
     assert again["decisions"] == {"add": 0, "noop": 0, "update": 0, "delete": 0}
     assert _listed(cli) == current  # nothing reinforced, superseded or added again
     ops = [h["op"] for h in json.loads(cli("memory", "history", wifi["id"], "--agent", "ada", "--json").stdout)]
@@ -214,6 +215,7 @@ def test_lines_of_one_file_reconcile_with_each_other_in_the_order_they_were_said
     source = _file(tmp_path, lines)
     report = json.loads(_import(cli, source).stdout)
     assert report["decisions"] == {"add": 3, "noop": 1, "update": 1, "delete": 0}
+    assert (report["written"], report["restated"]) == (4, 1)  # the second wifi line restated the first
     current = _listed(cli)
     assert set(current) == {"I moved to Lisbon last month.", "The office wifi password is kestrel42.", "My sister lives in Porto."}
     assert current["The office wifi password is kestrel42."]["importance"] == pytest.approx(0.55)

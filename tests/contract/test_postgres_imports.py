@@ -184,3 +184,32 @@ async def test_an_ordinary_write_waiting_on_a_lock_that_is_not_a_delete_updates(
     assert await asyncio.wait_for(write, 30) == ["update"]
     row = await stored(adapter, "tea-1")
     assert (row.content, row.pinned) == ("Alice prefers jasmine tea now.", False)  # an ordinary write sets the pin it says
+
+
+async def test_the_imports_write_keeps_a_change_newer_than_the_line_itself(store):
+    """"The newer change in the store wins" is decided by the import's write, under its lock: an
+    operator's edit landing after the import read the store (here, no read at all before the write)
+    is not overwritten by the older line. Controls: a line newer than every change, and a line of a
+    memory changed only by an import, apply."""
+    from datetime import UTC, datetime, timedelta
+
+    from memory.operations.export import write_imported
+
+    said = datetime(2024, 1, 1, tzinfo=UTC)
+    await store.write_many([entry("Alice prefers green tea.", id="tea-1", updated_at=said),
+                            entry("Standup is at nine.", id="standup", updated_at=said),
+                            entry("The gate code is 7788.", id="gate", updated_at=said)])
+    await store.write(entry("Alice prefers oolong.", id="tea-1", importance=0.8, updated_at=said))  # the operator, now
+    await write_imported(store, [imported(id="gate", content="The gate code is 9911.", updated_at=said)])
+    lines = [imported(updated_at=said),  # older than the operator's change: its text and importance stand
+             imported(id="standup", content="Standup is at ten.", updated_at=said),  # nothing changed since
+             imported(id="gate", content="The gate code is 1234.", updated_at=said)]  # changed since by an import only
+    await write_imported(store, lines)
+    tea = await stored(store, "tea-1")
+    assert (tea.content, tea.importance) == ("Alice prefers oolong.", 0.8)
+    assert (await stored(store, "standup")).content == "Standup is at ten."
+    assert (await stored(store, "gate")).content == "The gate code is 1234."
+    later = imported(content="Alice prefers jasmine tea now.", importance=0.3, updated_at=datetime.now(UTC) + timedelta(days=1))
+    await write_imported(store, [later])  # a line written after the change applies
+    tea = await stored(store, "tea-1")
+    assert (tea.content, tea.importance) == ("Alice prefers jasmine tea now.", 0.3)

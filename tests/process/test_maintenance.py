@@ -181,11 +181,25 @@ async def test_pruning_an_agent_reaches_its_promoted_copies_only(arcana_home, mo
     assert line["copies"]["count"] == 2
 
 
-async def test_a_dry_run_prune_leaves_the_copies(arcana_home):
-    ada, memories = await _promoted(arcana_home, "ada", [0.91, 0.99], "dry")
-    run = await prune_home(arcana_home, KEYWORD_ONLY, Selection(agent="ada"), PrunePolicy(max_entries=1, dry_run=True))
-    assert run.removed == 1 and run.stores[0].copies is None
-    assert await _recall(arcana_home.global_db, "dry") == {m.content for m in memories}
+@pytest.mark.parametrize("mode", list(PruneMode))
+async def test_a_dry_run_prune_counts_the_copies_it_leaves(arcana_home, mode):
+    """A dry run reports the copies the real run then takes (a script trusts it), and touches none."""
+    ada, (low, mid, top) = await _promoted(arcana_home, "ada", [0.91, 0.93, 0.99], "dry")
+    copies = SQLiteAdapter(arcana_home.global_db, actor="test")
+    try:
+        await copies.archive([mid.id])  # an archived copy: archived again by nothing, purged all the same
+    finally:
+        await copies.aclose()
+    expected = 2 if mode is PruneMode.PURGE else 1
+    policy = PrunePolicy(max_entries=1, mode=mode)
+    dry = await prune_home(arcana_home, KEYWORD_ONLY, Selection(agent="ada"), policy.model_copy(update={"dry_run": True}))
+    assert dry.removed == 2
+    assert dry.stores[0].as_dict()["copies"] == {"tier": "global", "op": mode.value, "changed": True, "count": expected}
+    assert await _recall(arcana_home.global_db, "dry") == {low.content, top.content}  # nothing touched
+    assert not (await _get(arcana_home.agent_db(ada), low.id)).archived
+    real = await prune_home(arcana_home, KEYWORD_ONLY, Selection(agent="ada"), policy)
+    assert real.stores[0].as_dict()["copies"] == dry.stores[0].as_dict()["copies"]
+    assert await _recall(arcana_home.global_db, "dry") == {top.content}
 
 
 async def test_an_unreachable_global_tier_fails_the_prune_before_the_agent_changes(arcana_home):

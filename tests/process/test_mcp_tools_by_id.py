@@ -458,9 +458,19 @@ async def test_get_says_a_pool_it_could_not_read_rather_than_no_such_memory(arca
     async with session("--agent", "alice") as client:  # the control: the pool is reachable
         error, got = await call(client, "get", id=shared)
         assert not error and got["tier"] == "pool:team"
+    assert _degraded(arcana_home) == []  # the control: a tier read is no degradation
     monkeypatch.delenv("TEAM_PG")
     async with session("--agent", "alice") as client:
         error, message = await call(client, "get", id=shared)
         assert error and missing(shared) in message and "pool:team could not be read" in message, message
         error, message = await call(client, "history", id=shared)
         assert error and missing(shared) in message and "pool:team could not be read" in message, message
+    # audited as recall audits a degraded tier (it was said to the client only)
+    assert [(line["tier"], line["op"]) for line in _degraded(arcana_home)] == [("pool:team", "get")] * 2
+
+
+def _degraded(home) -> list[dict]:
+    if not home.audit_log.exists():
+        return []
+    lines = [json.loads(line) for line in home.audit_log.read_text().splitlines()]
+    return [line for line in lines if line["event"] == "memory_degraded"]

@@ -91,3 +91,32 @@ def test_a_registered_vault_holding_the_home_is_neither_indexed_nor_watched(tmp_
 
 def _env(home: Home) -> dict:
     return {**os.environ, "ARCANA_HOME": str(home.root)}
+
+
+def test_a_registered_vault_inside_the_home_is_never_read(tmp_path):
+    """A config edited by hand to point a vault inside the home: `vault search` and `recall` scanned
+    the home's files as notes (index and watch refused them). Now search exits 4 saying so, and
+    recall leaves that tier out with a notice, while a vault beside the home still answers."""
+    home = home_inside(tmp_path, "arcana")
+    inner = home.root / "inbox"
+    inner.mkdir()
+    (inner / "kept.md").write_text("the heron plan lives in the home\n")
+    beside = tmp_path / "beside"
+    beside.mkdir()
+    (beside / "two.md").write_text("the heron fishes at dawn\n")
+    assert run_arcana("remember", "the weather was mild", "--agent", "ada", home=home).returncode == 0
+    config = json.loads(home.config_path.read_text())
+    config["vaults"] = {"inbox": {"path": str(inner), "agent": "ada"}, "beside": {"path": str(beside), "agent": "ada"}}
+    home.config_path.write_text(json.dumps(config))
+
+    search = run_arcana("vault", "search", "inbox", "heron", "--json", home=home)
+    assert search.returncode == exit_codes.CONFIG and search.stdout == "", search.stderr
+    [line] = search.stderr.splitlines()
+    assert "is inside the Arcana home" in line and "nothing was read" in line and "vault remove inbox" in line
+    recall = run_arcana("recall", "heron", "--agent", "ada", "--json", home=home)
+    assert recall.returncode == 0, recall.stderr
+    found = [r["content"] for r in json.loads(recall.stdout)["results"]]
+    assert found == ["two\n\nthe heron fishes at dawn"]  # the vault beside: the control
+    assert "vault:inbox degraded" in recall.stderr and "nothing was read" in recall.stderr
+    beside_search = run_arcana("vault", "search", "beside", "heron", "--json", home=home)
+    assert [r["content"] for r in json.loads(beside_search.stdout)["results"]] == ["two\n\nthe heron fishes at dawn"]
