@@ -17,7 +17,7 @@ import typer
 from arcana_cli import __version__, exit_codes
 from arcana_cli.command import add_commands, command
 from arcana_cli.context import CliContext
-from arcana_cli.output import Out, YesOpt, confirm, err, given_path, held_by_others, left_out
+from arcana_cli.output import Out, confirm, err, given_path, held_by_others, left_out
 from memory.errors import MemoryStorageError, NotFoundError
 from memory.home import private_dir
 from memory.locks import replaced_when_complete

@@ -14,9 +14,8 @@ from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 from memory.embedding.base import EmbeddingMeta, l2_normalize
-from memory.postgres import bulk
+from memory.postgres import bulk, mutations
 from memory.postgres.admission import where
-from memory.postgres import mutations
 from memory.postgres.mutations import SELECT_COLUMNS
 from memory.postgres.vectors import HASH, VEC_TABLE, put_vectors, vector_text
 from memory.sqlite.rows import row_to_entry

@@ -33,7 +33,6 @@ import pg_server  # noqa: E402
 from planted import answer, paraphrases  # noqa: E402
 
 from memory.adapters.postgres import PostgresAdapter  # noqa: E402
-from memory.postgres.search import knn  # noqa: E402
 from memory.postgres.vectors import VEC_TABLE, put_vectors, vector_text  # noqa: E402
 from memory.adapters.sqlite import SQLiteAdapter  # noqa: E402
 from memory.embedding.base import EmbeddingMeta, l2_normalize  # noqa: E402

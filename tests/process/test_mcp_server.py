@@ -20,7 +20,7 @@ from runner import arcana, keyword_only
 
 from memory.adapters.sqlite import SQLiteAdapter
 from memory.agents import AgentRegistry
-from memory.types import Audience, MemoryQuery, Visibility
+from memory.types import Audience, Visibility
 
 ALL_TOOLS = {"remember", "recall", "forget", "list", "context", "get", "update", "history"}
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import http.client
 import re
-import time
 from urllib.parse import quote, urlsplit
 
 from test_ui_browser import ARGS, CHROMIUM, browser_or_skip, made, server, stocked  # noqa: F401 - the browser test's fixtures, reused
