@@ -32,7 +32,7 @@ from datetime import datetime
 import numpy as np
 
 from memory.ranking.decay import DEFAULT_PROFILES, DecayProfile, should_consolidate
-from memory.sqlite.fact_words import content_words, speaker_of
+from memory.sqlite.fact_words import Claim, carries, claim, content_words, speaker_of
 from memory.types import DERIVED_TAG, ConfidenceSource, MemoryEntry, MemoryType
 
 MERGE_SIMILARITY = 0.8  # close by meaning; the content-word rule is what keeps different facts apart
@@ -140,20 +140,14 @@ def keeper(group: Sequence[MemoryEntry]) -> MemoryEntry:
                                      e.created_at, e.id))
 
 
-def carries(big: frozenset[str], small: frozenset[str]) -> bool:
-    """True when ``big``'s content words hold all of ``small``'s (and it has some): a restatement."""
-    return bool(small) and small <= big
-
-
-def restates(words: frozenset[str], vector, other_words: frozenset[str], other_vector,
-             merge_similarity: float = MERGE_SIMILARITY) -> bool:
-    """Whether two memories of the same agent, scope, pool and visibility say the same thing: one's
-    content words carry the other's, and their vectors are close (without vectors, equal words)."""
+def restates(said: Claim, vector, other: Claim, other_vector, merge_similarity: float = MERGE_SIMILARITY) -> bool:
+    """Whether two memories of the same agent, scope, pool and visibility say the same thing: one
+    :func:`carries` the other, and their vectors are close (without vectors, equal claims)."""
     if vector is None or other_vector is None:
-        return vector is None and other_vector is None and words == other_words
+        return vector is None and other_vector is None and said == other
     a, b = np.asarray(vector, dtype=np.float32), np.asarray(other_vector, dtype=np.float32)
     cosine = float(a @ b) / max(float(np.linalg.norm(a) * np.linalg.norm(b)), 1e-12)
-    return cosine >= merge_similarity and (carries(words, other_words) or carries(other_words, words))
+    return cosine >= merge_similarity and (carries(said, other) or carries(other, said))
 
 
 def merge_of(group: Sequence[MemoryEntry]) -> Merge | None:
@@ -168,8 +162,8 @@ def merge_of(group: Sequence[MemoryEntry]) -> Merge | None:
 
 def sources_for(keep: MemoryEntry, members: Sequence[MemoryEntry]) -> list[MemoryEntry]:
     """The members (in order) other than ``keep`` whose content words ``keep`` carries."""
-    kept_words = content_words(keep.content)
-    return [e for e in members if e.id != keep.id and carries(kept_words, content_words(e.content))]
+    kept = claim(keep.content)
+    return [e for e in members if e.id != keep.id and carries(kept, claim(e.content))]
 
 
 def lifted(top: float, sources: int) -> float:

@@ -7,6 +7,7 @@ Here, in the engine layer, because both engines' prune order needs it.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 from memory.query_terms import STOPWORDS
 from memory.ranking.speakers import speaker_of
@@ -47,3 +48,52 @@ def spelled_words(text: str) -> list[tuple[str, str | None]]:
 def content_words(text: str) -> frozenset[str]:
     """The words of ``text`` that can carry a fact (lower-cased, a plural's "s" dropped)."""
     return frozenset(key for _, key in spelled_words(text) if key is not None)
+
+
+# Stop words that turn a statement around: "I don't like tea" is not "I like tea", nor "price went
+# up 5%" "down 5%". The stop list drops them from content words, so a restatement test keeps them.
+NEGATIONS = frozenset("not no nor never t cannot".split())  # "t": what is left of an "n't"
+DIRECTIONS = frozenset("up down before after above below over under on off in out more most against".split())
+
+
+@dataclass(frozen=True)
+class Claim:
+    """What a memory asserts, as far as a restatement test needs: its content words, their order
+    (first occurrences), how many negations it holds and which direction words."""
+
+    words: frozenset[str]
+    order: tuple[str, ...]
+    negations: int
+    directions: frozenset[str]
+
+
+def claim(text: str) -> Claim:
+    """The :class:`Claim` of ``text``. A contraction's stem ("isn" of "isn't") is not a content word:
+    "isn't" reads as "is not"."""
+    spelled = spelled_words(text)
+    lowered = [word.lower() for word, _ in spelled]
+    order: dict[str, None] = {}
+    negations, directions = 0, set()
+    for i, (_, key) in enumerate(spelled):
+        word, stem = lowered[i], lowered[i + 1:i + 2] == ["t"] and lowered[i].endswith("n")
+        if word in NEGATIONS:
+            negations += 1
+        elif word in DIRECTIONS:
+            directions.add(word)
+        elif key is not None and not stem:
+            order.setdefault(key, None)
+    return Claim(frozenset(order), tuple(order), negations, frozenset(directions))
+
+
+def carries(big: Claim, small: Claim) -> bool:
+    """True when ``big`` says all ``small`` says (and it says something): every content word, in
+    the same order, with as many negations and no direction word ``big`` lacks. "I like tea with
+    milk" carries "I like tea"; "I don't like tea", "Bob is Alice's manager" and "the flight goes
+    from Berlin to Paris" carry neither "I like tea", "Alice is Bob's manager" nor "... from Paris
+    to Berlin"."""
+    if not small.words or not small.words <= big.words or small.negations != big.negations:
+        return False
+    if not small.directions <= big.directions:
+        return False
+    later = iter(big.order)
+    return all(word in later for word in small.order)  # a subsequence: the same order

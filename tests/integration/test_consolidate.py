@@ -84,6 +84,31 @@ async def test_facts_that_differ_only_in_a_number_never_merge_and_true_restateme
     assert len({like.id, really.id, shouted.id} & set(current)) == 1
 
 
+async def test_opposite_facts_that_share_every_content_word_never_merge(store, offline_embedder):
+    """The stop list drops "not", "up", "before"... and the word sets ignored order, so "I don't like
+    tea" was archived into "I like tea", "from Berlin to Paris" into "from Paris to Berlin",
+    "Bob is Alice's manager" into "Alice is Bob's manager": 7 facts of 8 pairs lost their only record."""
+    vectors = VectorAdapter(store, EmbeddingGateway([offline_embedder]))
+    opposites = [fact(t) for t in (
+        "I like tea", "I don't like tea", "The flight goes from Paris to Berlin",
+        "The flight goes from Berlin to Paris", "Alice is Bob's manager", "Bob is Alice's manager",
+        "The meeting is on Monday", "The meeting isn't on Monday", "Ada can swim", "Ada can't swim",
+        "Price went up 5%", "Price went down 5%", "The meeting starts before lunch",
+        "The meeting starts after lunch")]
+    units, again = fact("The user prefers metric units"), fact("The user prefers metric units.")
+    milk, never = fact("The user drinks tea with milk"), fact("The user never drinks tea with milk")
+    isnt, is_not = fact("The office isn't open on Sunday"), fact("The office is not open on Sunday")
+    await vectors.write_many([*opposites, units, again, milk, never, isnt, is_not])
+
+    _, plan = await _consolidate(store, offline_embedder)
+
+    current = await _current(store)
+    assert {e.id for e in [*opposites, milk, never]} <= set(current)
+    # positive control, same store: a restatement, and a negation said either way, still merge
+    assert plan.counts()["merged"] == 2
+    assert len({units.id, again.id} & set(current)) == 1 and len({isnt.id, is_not.id} & set(current)) == 1
+
+
 async def test_old_episodes_become_dated_digests_that_keep_visibility_and_skip_small_talk(store, offline_embedder):
     vectors = VectorAdapter(store, EmbeddingGateway([offline_embedder]))
     talk = [
