@@ -18,7 +18,9 @@ small talk and a chat speaker's "Name:" prefix):
   nobody's source.
 
 Groups never cross agent, scope, pool or visibility, so a consolidated memory
-is exactly as visible as each of its sources. Pinned memories are left alone.
+is exactly as visible as each of its sources; a merge never crosses type
+either, so ``recall --type preference`` still finds a merged preference.
+Pinned memories are left alone.
 """
 
 from __future__ import annotations
@@ -141,7 +143,7 @@ def keeper(group: Sequence[MemoryEntry]) -> MemoryEntry:
 
 
 def restates(said: Claim, vector, other: Claim, other_vector, merge_similarity: float = MERGE_SIMILARITY) -> bool:
-    """Whether two memories of the same agent, scope, pool and visibility say the same thing: one
+    """Whether two memories of the same agent, scope, pool, visibility and type say the same thing: one
     :func:`carries` the other, and their vectors are close (without vectors, equal claims)."""
     if vector is None or other_vector is None:
         return vector is None and other_vector is None and said == other

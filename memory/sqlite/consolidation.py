@@ -111,7 +111,7 @@ def vectors_of(raw, seqs: Sequence[int]) -> dict[int, list[float]]:
 _CARRIERS = (
     "SELECT m.seq, m.content FROM memories_fts CROSS JOIN memories m ON m.seq = memories_fts.rowid "
     f"WHERE memories_fts MATCH ? AND m.seq <= ? AND m.seq != ? AND {_CURRENT} AND m.pinned = 0 AND {_UNSKIPPED} "
-    "AND m.agent_id = ? AND m.scope = ? AND m.pool_name IS ? AND m.visibility = ? LIMIT ?"
+    "AND m.agent_id = ? AND m.scope = ? AND m.pool_name IS ? AND m.visibility = ? AND m.type = ? LIMIT ?"
 )
 
 
@@ -119,7 +119,7 @@ def carrier_rows(
     raw, asks: Sequence[tuple[int, MemoryEntry, Sequence[str], int]], upto: int, cap: int
 ) -> dict[int, list[tuple[int, str]]]:
     """For each ask ``(seq, entry, words, first)``, ``words`` rarest first: the other current, unpinned
-    rows (seq <= ``upto``) of the entry's agent, scope, pool and visibility, not set aside, that hold
+    rows (seq <= ``upto``) of the entry's agent, scope, pool, visibility and type, not set aside, that hold
     the fewest of its rarest words (``first`` of them or more) that leave at most ``cap`` of them, as
     ``(seq, content)``; when even every word leaves more, the first ``cap`` in store order.
 
@@ -130,7 +130,7 @@ def carrier_rows(
     for seq, entry, words, first in asks:
         for asked in range(first, len(words) + 1):
             params = (every_word_match(words[:asked]), upto, seq, entry.agent_id, entry.scope.value,
-                      entry.pool_name, entry.visibility.value, cap + 1)
+                      entry.pool_name, entry.visibility.value, entry.type.value, cap + 1)
             rows = raw.execute(_CARRIERS, params).fetchall()
             if len(rows) <= cap:
                 break

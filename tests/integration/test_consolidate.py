@@ -17,7 +17,7 @@ OLD = NOW - timedelta(days=60)
 
 
 def fact(content: str, **kw) -> MemoryEntry:
-    return MemoryEntry(agent_id="ada", type=MemoryType.SEMANTIC, content=content, **kw)
+    return MemoryEntry(**{"agent_id": "ada", "type": MemoryType.SEMANTIC, "content": content, **kw})
 
 
 def turn(content: str, i: int, *, session: str = "s1", when: datetime = OLD, **kw) -> MemoryEntry:
@@ -107,6 +107,25 @@ async def test_opposite_facts_that_share_every_content_word_never_merge(store, o
     # positive control, same store: a restatement, and a negation said either way, still merge
     assert plan.counts()["merged"] == 2
     assert len({units.id, again.id} & set(current)) == 1 and len({isnt.id, is_not.id} & set(current)) == 1
+
+
+async def test_a_merge_never_crosses_type(store, offline_embedder):
+    """A preference merged into a fuller semantic memory became a semantic one: `recall --type
+    preference` no longer found "The user prefers metric units" after consolidating."""
+    vectors = VectorAdapter(store, EmbeddingGateway([offline_embedder]))
+    preference = fact("The user prefers metric units", type=MemoryType.PREFERENCE)
+    fuller = fact("The user prefers metric units for all measurements")
+    twice = fact("The user prefers metric units.", type=MemoryType.PREFERENCE)
+    await vectors.write_many([preference, fuller, twice])
+
+    _, plan = await _consolidate(store, offline_embedder)
+
+    current = await _current(store)
+    assert fuller.id in current
+    # positive control, same store: the two preferences saying it are one
+    assert plan.counts()["merged"] == 1 and len({preference.id, twice.id} & set(current)) == 1
+    hits = await store.search(MemoryQuery(agent_id="ada", text="metric units", types=[MemoryType.PREFERENCE]))
+    assert [h.id for h in hits] == [e for e in (preference.id, twice.id) if e in current]
 
 
 async def test_old_episodes_become_dated_digests_that_keep_visibility_and_skip_small_talk(store, offline_embedder):
@@ -242,7 +261,7 @@ async def test_a_carrier_lookup_runs_the_keyword_index_once_then_reads_rows_by_s
 
     await store.write_many([fact("I like tea.")])
     await store.run(stage_episodes)
-    params = ('content : ("tea")', 10, 1, "ada", "private", None, "visible", 201)
+    params = ('content : ("tea")', 10, 1, "ada", "private", None, "visible", "semantic", 201)
     plan = await store.run(lambda raw: [r[3] for r in raw.execute("EXPLAIN QUERY PLAN " + _CARRIERS, params)])
     assert plan[0].startswith("SCAN memories_fts VIRTUAL TABLE"), plan
     assert any(step.startswith("SEARCH m USING INTEGER PRIMARY KEY (rowid=?)") for step in plan), plan
