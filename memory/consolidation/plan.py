@@ -84,12 +84,13 @@ class Merge:
     keep: MemoryEntry
     sources: list[MemoryEntry]
     importance: float
+    tags: list[str] = field(default_factory=list)  # the keeper's after the merge: every member's
     opens: bool = True  # its merge's first part: counted as a merge, listed as a decision
     lifts: bool = True  # its merge's last part: applying it gives the keeper ``importance``
 
     def as_dict(self) -> dict:
         return {"keep": self.keep.id, "content": self.keep.content, "importance": round(self.importance, 3),
-                "sources": [s.id for s in self.sources]}
+                "tags": self.tags, "sources": [s.id for s in self.sources]}
 
 
 @dataclass
@@ -159,7 +160,8 @@ def merge_of(group: Sequence[MemoryEntry]) -> Merge | None:
     sources = sources_for(keep, group)
     if not sources:
         return None
-    return Merge(keep, sources, lifted(max([keep.importance, *(s.importance for s in sources)]), len(sources)))
+    return Merge(keep, sources, lifted(max([keep.importance, *(s.importance for s in sources)]), len(sources)),
+                 union_tags([keep, *sources]))
 
 
 def sources_for(keep: MemoryEntry, members: Sequence[MemoryEntry]) -> list[MemoryEntry]:
@@ -178,10 +180,11 @@ def _date_words(start: datetime, end: datetime) -> str:
     return f"On {first}" if start.date() == end.date() else f"From {first} to {end.day} {end:%B %Y}"
 
 
-def _digest_tags(turns: list[MemoryEntry]) -> list[str]:
-    """Every tag of its turns; derived only when every turn is (a digest carrying a fact is not)."""
-    tags = {tag for t in turns for tag in t.tags}
-    return sorted(tags if all(t.derived for t in turns) else tags - {DERIVED_TAG})
+def union_tags(members: Sequence[MemoryEntry]) -> list[str]:
+    """Every tag of what a digest or merge carries, so `recall --tag` still finds each; derived only
+    when every member is (a memory carrying a fact is not)."""
+    tags = {tag for m in members for tag in m.tags}
+    return sorted(tags if all(m.derived for m in members) else tags - {DERIVED_TAG})
 
 
 def _digest_entry(turns: list[MemoryEntry], now: datetime) -> MemoryEntry:
@@ -202,7 +205,7 @@ def _digest_entry(turns: list[MemoryEntry], now: datetime) -> MemoryEntry:
         importance=max(t.importance for t in turns),
         confidence=min(t.confidence for t in turns),
         confidence_source=max((t.confidence_source for t in turns), key=lambda s: _TRUST[s]),
-        tags=_digest_tags(turns),
+        tags=union_tags(turns),
         source_session_id=first.source_session_id,
         created_at=turns[0].created_at,
         # It holds once its last turn was said: --as-of an earlier time never answers with a later turn.

@@ -26,6 +26,7 @@ from memory.consolidation.plan import (
     aged_out,
     keeper,
     lifted,
+    union_tags,
     merge_of,
     restates,
     session_digests,
@@ -120,7 +121,7 @@ def _change(decision: Merge | Digest) -> Change:
     """The decision as the store applies it, with the memories it was made on as they were read."""
     if isinstance(decision, Merge):
         read = [decision.keep, *decision.sources]
-        lift = (decision.keep.id, decision.importance) if decision.lifts else None  # a part before the last: not yet
+        lift = (decision.keep.id, decision.importance, decision.tags) if decision.lifts else None  # the last part
         return Change({e.id: e.updated_at for e in read}, [(decision.keep.id, s.id) for s in decision.sources],
                       [s.id for s in decision.sources], keep=lift)
     gone = [*decision.sources, *decision.idle]
@@ -291,12 +292,13 @@ async def _merge_large(store, members: list[int], batches: _Batches) -> None:
         keep = keeper([*([keep] if keep else []), *await read(page)])
     if keep is None:
         return
-    count, top, last = 0, keep.importance, -1
+    count, top, last, tags = 0, keep.importance, -1, keep.tags
     for i, page in enumerate(pages):
         if sources := sources_for(keep, await read(page)):
             count, top, last = count + len(sources), max(top, *(s.importance for s in sources)), i
+            tags = sorted({*tags, *union_tags([keep, *sources])})  # derived only if the keeper is: then all are
     importance, opens = lifted(top, count), True
     for i, page in enumerate(pages[:last + 1]):
         if sources := sources_for(keep, await read(page)):
-            await batches.add(Merge(keep, sources, importance, opens=opens, lifts=i == last))
+            await batches.add(Merge(keep, sources, importance, tags, opens=opens, lifts=i == last))
             opens = False

@@ -21,7 +21,7 @@ from memory.sqlite.admission import CONSOLIDATED, SOURCES, SQLITE
 from memory.sqlite.batches import select_in
 from memory.sqlite.connection import transaction
 from memory.sqlite.fts import every_word_match
-from memory.sqlite.rows import SELECT_COLUMNS, entry_or_none
+from memory.sqlite.rows import SELECT_COLUMNS, entry_or_none, tags_text
 from memory.sqlite.vectors import read_meta, table_exists
 from memory.types import DERIVED_TAG, MemoryEntry
 
@@ -202,12 +202,12 @@ class Change:
     links: list[tuple[str, str]]  # (consolidated memory, source)
     archive: list[str]
     write: MemoryEntry | None = None  # a digest
-    keep: tuple[str, float] | None = None  # a merge's keeper and the importance it gets
+    keep: tuple[str, float, list[str]] | None = None  # a merge's keeper, the importance and tags it gets
 
 
 def apply_txn(raw, changes: Sequence[Change], actor: str) -> list[bool]:
     """One batch of consolidation decisions in one transaction: new consolidated memories, the
-    importance a merge gives its keeper, the ``consolidates`` edges, and the sources archived.
+    importance and tags a merge gives its keeper, the ``consolidates`` edges, and the sources archived.
     Whether each was applied.
 
     All or nothing, so a killed run leaves either the sources current and no
@@ -227,8 +227,8 @@ def apply_txn(raw, changes: Sequence[Change], actor: str) -> list[bool]:
         writes = [c.write for c in kept if c.write is not None]
         if writes:
             mutations.upsert(raw, writes, actor, op="consolidate")
-        for entry_id, value in (c.keep for c in kept if c.keep is not None):
-            mutations.update(raw, [entry_id], "reinforce", actor, "importance = ?", (value,))
+        for entry_id, value, tags in (c.keep for c in kept if c.keep is not None):
+            mutations.update(raw, [entry_id], "reinforce", actor, "importance = ?, tags = ?", (value, tags_text(tags)))
         link_sources(raw, [link for c in kept for link in c.links], "consolidation")
         archive = [i for c in kept for i in c.archive]
         if archive:

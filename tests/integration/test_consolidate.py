@@ -128,6 +128,29 @@ async def test_a_merge_never_crosses_type(store, offline_embedder):
     assert [h.id for h in hits] == [e for e in (preference.id, twice.id) if e in current]
 
 
+async def test_a_merge_keeps_every_tag_of_what_it_carries(store, offline_embedder):
+    """The keeper kept only its own tags: "I like tea" tagged drinks, merged into "I like tea with
+    milk", was no longer found by `recall --tag drinks`. A derived source's tag never makes the
+    fact that keeps it derived."""
+    from memory.types import DERIVED_TAG
+
+    vectors = VectorAdapter(store, EmbeddingGateway([offline_embedder]))
+    tea, milk = fact("I like tea", tags=["drinks"]), fact("I like tea with milk", tags=["home"])
+    echo = fact("I like tea.", tags=[DERIVED_TAG, "echo"])
+    coffee = fact("The office coffee machine is broken", tags=["work"])
+    await vectors.write_many([tea, milk, echo, coffee])
+
+    _, plan = await _consolidate(store, offline_embedder)
+
+    current = await _current(store)
+    assert set(current) == {milk.id, coffee.id} and plan.counts()["merged_sources"] == 2
+    assert current[milk.id].tags == ["drinks", "echo", "home"]  # not derived: it carries a fact
+    assert current[coffee.id].tags == ["work"]  # control: what merged with nothing is as it was
+    for tag, found in (("drinks", milk.id), ("home", milk.id), ("work", coffee.id)):
+        hits = await store.search(MemoryQuery(agent_id="ada", text="tea coffee", tags=[tag]))
+        assert [h.id for h in hits] == [found]
+
+
 async def test_old_episodes_become_dated_digests_that_keep_visibility_and_skip_small_talk(store, offline_embedder):
     vectors = VectorAdapter(store, EmbeddingGateway([offline_embedder]))
     talk = [
@@ -433,7 +456,7 @@ async def test_a_cluster_bigger_than_a_page_merges_in_parts_exactly_as_when_read
     from memory.adapters.sqlite import SQLiteAdapter
     from memory.consolidation import store as walk
 
-    said = [fact("The user prefers metric units.", importance=0.3 + i / 100) for i in range(10)]
+    said = [fact("The user prefers metric units.", importance=0.3 + i / 100, tags=[f"t{i % 3}"]) for i in range(10)]
     said.insert(6, fact("The user prefers metric units.", importance=0.4, created_at=OLD))
     rows = [*said, fact("I like tea."), fact("I like tea.")]
     whole = SQLiteAdapter(tmp_path / "whole" / "memory.db", actor="test")
@@ -446,7 +469,8 @@ async def test_a_cluster_bigger_than_a_page_merges_in_parts_exactly_as_when_read
             await consolidate_store(target, NOW)
             edges = await target.run(lambda raw: sorted(tuple(r) for r in raw.execute(
                 "SELECT src_id, dst_id FROM memory_edges WHERE relation = ?", (SOURCES,))))
-            ends.append(({i: (e.archived, round(e.importance, 6)) for i, e in (await _rows(target)).items()}, edges))
+            ends.append(({i: (e.archived, round(e.importance, 6), e.tags) for i, e in (await _rows(target)).items()},
+                         edges))
     finally:
         await whole.aclose()
     assert plans[0].counts() == plans[1].counts() and plans[1].counts()["merged"] == 2, plans[1].counts()
@@ -454,7 +478,7 @@ async def test_a_cluster_bigger_than_a_page_merges_in_parts_exactly_as_when_read
     metric = next(m for m in plans[1].merges if m["keep"] == said[6].id)
     assert metric["sources"] == [e.id for e in said if e is not said[6]] and metric["importance"] == 0.85
     assert ends[0] == ends[1]
-    assert not ends[1][0][said[6].id][0] and ends[1][0][said[6].id][1] == 0.85  # the keeper stays, lifted
+    assert ends[1][0][said[6].id] == (False, 0.85, ["t0", "t1", "t2"])  # the keeper stays, lifted, every tag
     assert len(ends[1][1]) == 11  # ten copies and one tea, each linked to its keeper
 
 
