@@ -52,7 +52,18 @@ def content_words(text: str) -> frozenset[str]:
 
 # Stop words that turn a statement around: "I don't like tea" is not "I like tea", nor "price went
 # up 5%" "down 5%". The stop list drops them from content words, so a restatement test keeps them.
-NEGATIONS = frozenset("not no nor never t cannot".split())  # "t": what is left of an "n't"
+# "t" is what is left of an "n't", "n" of a French "n'"; "without" turns "with" around.
+NEGATIONS = frozenset(
+    """
+    not no nor never t cannot neither none nothing nobody nowhere without
+    não nunca nem jamais sem ninguém nada nenhum nenhuma
+    ni jamás tampoco sin nadie ninguno ninguna
+    ne n pas aucun aucune personne rien sans
+    nicht kein keine keinen keinem keiner keines nie niemals ohne nichts niemand
+    non mai senza nessuno niente
+    niet geen nooit zonder
+    """.split()
+)
 DIRECTIONS = frozenset("up down before after above below over under on off in out more most against".split())
 
 

@@ -109,6 +109,26 @@ async def test_opposite_facts_that_share_every_content_word_never_merge(store, o
     assert len({units.id, again.id} & set(current)) == 1 and len({isnt.id, is_not.id} & set(current)) == 1
 
 
+async def test_a_negation_in_another_language_keeps_two_facts_apart(store, offline_embedder):
+    """Only English negations were known: "Não gosto de café" (with "não" a word the other lacks)
+    carried "Gosto de café", and "Je n'aime pas le thé", "Ich mag keinen Tee", "Eu não moro em
+    Lisboa" each archived the fact they deny; "tea without milk" carried "tea with milk"."""
+    vectors = VectorAdapter(store, EmbeddingGateway([offline_embedder]))
+    denied = [fact(t) for t in (
+        "Gosto de café", "Não gosto de café", "J'aime le thé", "Je n'aime pas le thé", "Ich mag Tee",
+        "Ich mag keinen Tee", "Eu moro em Lisboa", "Eu não moro em Lisboa", "I like tea with milk",
+        "I like tea without milk")]
+    again, said = fact("Eu não moro em Lisboa."), fact("Je n'aime pas le thé!")
+    await vectors.write_many([*denied, again, said])
+
+    _, plan = await _consolidate(store, offline_embedder)
+
+    current = await _current(store)
+    # positive control, same store: each denial said twice is one memory
+    assert plan.counts()["merged"] == 2 and {again.id, said.id}.isdisjoint(current)
+    assert {e.id for e in denied} <= set(current)
+
+
 async def test_a_merge_never_crosses_type(store, offline_embedder):
     """A preference merged into a fuller semantic memory became a semantic one: `recall --type
     preference` no longer found "The user prefers metric units" after consolidating."""
