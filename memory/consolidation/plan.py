@@ -165,9 +165,17 @@ def merge_of(group: Sequence[MemoryEntry]) -> Merge | None:
 
 
 def sources_for(keep: MemoryEntry, members: Sequence[MemoryEntry]) -> list[MemoryEntry]:
-    """The members (in order) other than ``keep`` whose content words ``keep`` carries."""
+    """The members (in order) other than ``keep`` that ``keep`` carries and that are trusted no more
+    than it: a user's "I like tea" archived into an inference "I like tea with a little milk" (0.5)
+    was lost to ``recall --min-confidence 0.9``, and lifting the inference's confidence would claim
+    its extra words with more than anyone said them."""
     kept = claim(keep.content)
-    return [e for e in members if e.id != keep.id and carries(kept, claim(e.content))]
+    return [e for e in members if e.id != keep.id and _trusted_no_more(e, keep) and carries(kept, claim(e.content))]
+
+
+def _trusted_no_more(source: MemoryEntry, keep: MemoryEntry) -> bool:
+    return (source.confidence <= keep.confidence
+            and _TRUST[source.confidence_source] >= _TRUST[keep.confidence_source])
 
 
 def lifted(top: float, sources: int) -> float:

@@ -129,6 +129,28 @@ async def test_a_negation_in_another_language_keeps_two_facts_apart(store, offli
     assert {e.id for e in denied} <= set(current)
 
 
+async def test_a_merge_never_archives_a_fact_into_a_less_trusted_one(store, offline_embedder):
+    """The keeper is the one that says the most, whatever its confidence: the user's "I like tea"
+    (1.0) was archived into an inference "I like tea with a little milk" (0.5), and `recall
+    --min-confidence 0.9 tea` found nothing after consolidating."""
+    from memory.types import ConfidenceSource
+
+    vectors = VectorAdapter(store, EmbeddingGateway([offline_embedder]))
+    inferred = {"confidence": 0.5, "confidence_source": ConfidenceSource.INFERRED}
+    tea, guess = fact("I like tea"), fact("I like tea with a little milk", **inferred)
+    coffee, fuller = fact("I like coffee", **inferred), fact("I like coffee with a little milk")
+    await vectors.write_many([tea, guess, coffee, fuller])
+
+    _, plan = await _consolidate(store, offline_embedder)
+
+    current = await _current(store)
+    assert {tea.id, guess.id} <= set(current)
+    # positive control, same store: an inference restated by what the user said merges into it
+    assert plan.counts()["merged"] == 1 and coffee.id not in current and fuller.id in current
+    hits = await store.search(MemoryQuery(agent_id="ada", text="tea", min_confidence=0.9))
+    assert tea.id in [h.id for h in hits]
+
+
 async def test_a_merge_never_crosses_type(store, offline_embedder):
     """A preference merged into a fuller semantic memory became a semantic one: `recall --type
     preference` no longer found "The user prefers metric units" after consolidating."""
