@@ -64,18 +64,21 @@ NEGATIONS = frozenset(
     niet geen nooit zonder
     """.split()
 )
-DIRECTIONS = frozenset("up down before after above below over under on off in out more most against".split())
+DIRECTIONS = frozenset(
+    "to from into up down before after above below over under on off in out more most against through".split()
+)
 
 
 @dataclass(frozen=True)
 class Claim:
     """What a memory asserts, as far as a restatement test needs: its content words, their order
-    (first occurrences), how many negations it holds and which direction words."""
+    (first occurrences), how many negations it holds, and each direction word with the content word
+    it points at ("to berlin", "up 5"; alone when none follows: "off")."""
 
     words: frozenset[str]
     order: tuple[str, ...]
     negations: int
-    directions: frozenset[str]
+    bound: frozenset[str]
 
 
 def claim(text: str) -> Claim:
@@ -84,27 +87,30 @@ def claim(text: str) -> Claim:
     spelled = spelled_words(text)
     lowered = [word.lower() for word, _ in spelled]
     order: dict[str, None] = {}
-    negations, directions = 0, set()
+    negations, bound, pending = 0, set(), []
     for i, (_, key) in enumerate(spelled):
         word, stem = lowered[i], lowered[i + 1:i + 2] == ["t"] and lowered[i].endswith("n")
         if word in NEGATIONS:
             negations += 1
         elif word in DIRECTIONS:
-            directions.add(word)
+            pending.append(word)
         elif key is not None and not stem:
             order.setdefault(key, None)
-    return Claim(frozenset(order), tuple(order), negations, frozenset(directions))
+            bound.update(f"{direction} {key}" for direction in pending)
+            pending = []
+    bound.update(pending)
+    return Claim(frozenset(order), tuple(order), negations, frozenset(bound))
 
 
 def carries(big: Claim, small: Claim) -> bool:
     """True when ``big`` says all ``small`` says (and it says something): every content word, in
-    the same order, with as many negations and no direction word ``big`` lacks. "I like tea with
-    milk" carries "I like tea"; "I don't like tea", "Bob is Alice's manager" and "the flight goes
-    from Berlin to Paris" carry neither "I like tea", "Alice is Bob's manager" nor "... from Paris
-    to Berlin"."""
+    the same order, as many negations, and every direction the same way. "I like tea with milk"
+    carries "I like tea"; "I don't like tea", "Bob is Alice's manager", "shipped from Berlin" and
+    "the flight goes from Berlin to Paris" carry neither "I like tea", "Alice is Bob's manager",
+    "shipped to Berlin" nor "... from Paris to Berlin"."""
     if not small.words or not small.words <= big.words or small.negations != big.negations:
         return False
-    if not small.directions <= big.directions:
+    if not small.bound <= big.bound:
         return False
     later = iter(big.order)
     return all(word in later for word in small.order)  # a subsequence: the same order

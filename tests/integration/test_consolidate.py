@@ -109,6 +109,27 @@ async def test_opposite_facts_that_share_every_content_word_never_merge(store, o
     assert len({units.id, again.id} & set(current)) == 1 and len({isnt.id, is_not.id} & set(current)) == 1
 
 
+async def test_a_direction_word_keeps_to_and_from_apart(store, offline_embedder):
+    """Direction words were compared as a set, whatever they pointed at: "shipped from Berlin"
+    was archived into "shipped to Berlin", "Ada moved from London" into "moved to London", "the
+    train from Paris" into "the train to Paris", "the flight goes from Berlin" into "goes from
+    Paris to Berlin" (both hold a "from")."""
+    vectors = VectorAdapter(store, EmbeddingGateway([offline_embedder]))
+    apart = [fact(t) for t in (
+        "The package was shipped to Berlin", "The package was shipped from Berlin", "Ada moved to London",
+        "Ada moved from London", "The train to Paris leaves at 9", "The train from Paris leaves at 9",
+        "The flight goes from Berlin")]
+    route, leg = fact("The flight goes from Paris to Berlin"), fact("The flight goes to Berlin")
+    await vectors.write_many([*apart, route, leg])
+
+    _, plan = await _consolidate(store, offline_embedder)
+
+    current = await _current(store)
+    assert {e.id for e in apart} <= set(current)
+    # positive control, same store: the leg the route says the same way merges into it
+    assert plan.counts()["merged"] == 1 and route.id in current and leg.id not in current
+
+
 async def test_a_negation_in_another_language_keeps_two_facts_apart(store, offline_embedder):
     """Only English negations were known: "Não gosto de café" (with "não" a word the other lacks)
     carried "Gosto de café", and "Je n'aime pas le thé", "Ich mag keinen Tee", "Eu não moro em
