@@ -59,15 +59,18 @@ def compact_text(text: str, names: frozenset[str] = frozenset()) -> str:
     """What a digest writes of a turn: its statements with content words, less what says nothing.
 
     Dropped: a clause whose only content words are the speakers' names ("Wow, that's cool,
-    Caroline!"), and a question when the turn also states something (a question states no
-    fact). Every content word of what is kept is the turn's own; a turn left with nothing this
-    way keeps its :func:`carried_text`.
+    Caroline!"), and a question whose every word the turn's statements say ("I paint sunsets.
+    What do you paint?"). A question with words of its own stays: "Did you know my sister lives
+    in Oslo? She is a nurse." and "I moved to Lisbon, right?" hold facts the turn says nowhere
+    else, and the turn is archived into the digest. Every content word of what is kept is the
+    turn's own; a turn left with nothing this way keeps its :func:`carried_text`.
     """
     def says(part: str) -> bool:
         return bool(content_words(part) - names)
 
     sentences = [s.strip() for s in _SENTENCE.split(speaker_of(text)[1].strip()) if says(s)]
-    statements = [s for s in sentences if not s.endswith("?")] or sentences
+    stated = frozenset().union(*(content_words(s) for s in sentences if not s.endswith("?")))
+    statements = [s for s in sentences if not s.endswith("?") or not content_words(s) - names <= stated]
     kept = []
     for sentence in statements:
         clauses = [c for c in _CLAUSE.split(sentence) if says(c)]

@@ -246,6 +246,19 @@ async def test_old_episodes_become_dated_digests_that_keep_visibility_and_skip_s
     assert (await vectors.status()).missing == 0
 
 
+async def test_a_fact_said_in_a_question_is_still_recalled_from_the_digest(store, offline_embedder):
+    """The digest dropped a question beside a statement, and archived its turn: after consolidating,
+    keyword recall of "Oslo" and "Lisbon" found nothing."""
+    vectors = VectorAdapter(store, EmbeddingGateway([offline_embedder]))
+    await vectors.write_many([turn("Caroline: Did you know my sister lives in Oslo? She is a nurse.", 0),
+                              turn("Melanie: I moved to Lisbon, right? Anyway I got a dog.", 1)])
+    _, plan = await _consolidate(store, offline_embedder)
+    assert plan.counts()["digested"] == 2
+    (digest,) = (await _current(store)).values()
+    for words in ("sister Oslo", "moved Lisbon", "nurse"):  # "nurse": the control, kept before too
+        assert [h.id for h in await store.search(MemoryQuery(agent_id="ada", text=words))] == [digest.id], words
+
+
 async def test_a_second_run_changes_nothing(store, offline_embedder):
     vectors = VectorAdapter(store, EmbeddingGateway([offline_embedder]))
     await vectors.write_many([fact("I like tea."), fact("I like tea with milk."),
