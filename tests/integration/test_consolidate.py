@@ -353,6 +353,23 @@ async def test_the_walk_reads_a_page_by_seq_never_sorting_the_store_for_each(sto
     assert not any("TEMP B-TREE FOR ORDER BY" in step for step in plan)
 
 
+async def test_a_fact_a_digest_restates_leaves_a_second_run_with_nothing_to_do(store, offline_embedder):
+    """A run's merge walk cannot see the digests it writes (nor can a dry run), so the next run
+    merged a fact into the digest of the turn that said it (its words and a date): a second run
+    archived one more memory. A digest now never merges."""
+    vectors = VectorAdapter(store, EmbeddingGateway([offline_embedder]))
+    words = "I adopted a brown puppy called Oscar from the animal shelter on Maple Street"
+    said, known, twice = turn(words + ".", 0), fact(words, created_at=OLD), fact(words + "!", created_at=OLD)
+    await vectors.write_many([said, known, twice])
+
+    _, first = await _consolidate(store, offline_embedder)
+    _, second = await _consolidate(store, offline_embedder)
+
+    # positive control, same store: the fact said twice merged on the first run, and the turn is digested
+    assert first.counts()["digests"] == 1 and first.counts()["merged"] == 1
+    assert second.counts()["archived"] == 0 and len({known.id, twice.id} & set(await _current(store))) == 1
+
+
 async def test_a_carrier_lookup_runs_the_keyword_index_once_then_reads_rows_by_seq(store):
     """Joined the other way round, the planner walked the agent's rows and ran the MATCH for each:
     14 s against 0.02 s on one LoCoMo conversation's store."""
