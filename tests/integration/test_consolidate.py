@@ -119,15 +119,33 @@ async def test_a_direction_word_keeps_to_and_from_apart(store, offline_embedder)
         "The package was shipped to Berlin", "The package was shipped from Berlin", "Ada moved to London",
         "Ada moved from London", "The train to Paris leaves at 9", "The train from Paris leaves at 9",
         "The flight goes from Berlin")]
-    route, leg = fact("The flight goes from Paris to Berlin"), fact("The flight goes to Berlin")
+    route, leg = fact("The flight goes from Paris to Berlin on Monday"), fact("The flight goes from Paris to Berlin")
     await vectors.write_many([*apart, route, leg])
 
     _, plan = await _consolidate(store, offline_embedder)
 
     current = await _current(store)
     assert {e.id for e in apart} <= set(current)
-    # positive control, same store: the leg the route says the same way merges into it
+    # positive control, same store: what the fuller memory says the same way merges into it
     assert plan.counts()["merged"] == 1 and route.id in current and leg.id not in current
+
+
+async def test_a_word_inside_a_restatement_changes_what_it_says(store, offline_embedder):
+    """Any memory holding the other's words in order carried it, wherever the extra words fell:
+    "My sister is Anna" was archived into "My sister's friend is Anna", "Tom is the CEO of Acme"
+    into "Tom is the former CEO of Acme", and "I live in Paris" into "I used to live in Paris"."""
+    vectors = VectorAdapter(store, EmbeddingGateway([offline_embedder]))
+    apart = [fact(t) for t in ("My sister is Anna", "My sister's friend is Anna", "Tom is the CEO of Acme",
+                               "Tom is the former CEO of Acme", "I live in Paris", "I used to live in Paris")]
+    tea, milk = fact("I like green tea"), fact("I really like green tea with milk")
+    await vectors.write_many([*apart, tea, milk])
+
+    _, plan = await _consolidate(store, offline_embedder)
+
+    current = await _current(store)
+    assert {e.id for e in apart} <= set(current)
+    # positive control, same store: words around a restatement still carry it
+    assert plan.counts()["merged"] == 1 and milk.id in current and tea.id not in current
 
 
 async def test_a_negation_in_another_language_keeps_two_facts_apart(store, offline_embedder):
@@ -277,7 +295,8 @@ async def test_a_turn_is_digested_or_merged_never_both_and_a_dry_run_decides_the
     old = [turn("Caroline: Thanks, Melanie! Your kind words really mean a lot.", 0),
            turn("Caroline: Thanks, Melanie! Your kind words mean a lot.", 0, session="s2", when=OLD + timedelta(days=3))]
     # control: restatements that have not aged out still merge, a plural included
-    cat, cats = fact("I adopted a cat from the shelter."), fact("I adopted two cats from the shelter in May.")
+    # ("I adopted two cats ..." no longer carries "I adopted a cat ...": "two" falls inside its words)
+    cat, cats = fact("I adopted a cat from the shelter."), fact("I adopted the cats from the shelter in May.")
     await vectors.write_many([*old, cat, cats])
 
     seen = {True: [], False: []}
