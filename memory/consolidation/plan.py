@@ -18,7 +18,9 @@ small talk and a chat speaker's "Name:" prefix):
   nobody's source.
 
 Groups never cross agent, scope, pool or visibility, so a consolidated memory
-is exactly as visible as each of its sources. Pinned memories are left alone.
+is exactly as visible as each of its sources; a merge never crosses type
+either, so ``recall --type preference`` still finds a merged preference.
+Pinned memories are left alone.
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ from datetime import datetime
 import numpy as np
 
 from memory.ranking.decay import DEFAULT_PROFILES, DecayProfile, should_consolidate
-from memory.sqlite.fact_words import content_words, speaker_of
+from memory.sqlite.fact_words import Claim, carries, claim, content_words, speaker_of
 from memory.types import DERIVED_TAG, ConfidenceSource, MemoryEntry, MemoryType
 
 MERGE_SIMILARITY = 0.8  # close by meaning; the content-word rule is what keeps different facts apart
@@ -57,15 +59,18 @@ def compact_text(text: str, names: frozenset[str] = frozenset()) -> str:
     """What a digest writes of a turn: its statements with content words, less what says nothing.
 
     Dropped: a clause whose only content words are the speakers' names ("Wow, that's cool,
-    Caroline!"), and a question when the turn also states something (a question states no
-    fact). Every content word of what is kept is the turn's own; a turn left with nothing this
-    way keeps its :func:`carried_text`.
+    Caroline!"), and a question whose every word the turn's statements say ("I paint sunsets.
+    What do you paint?"). A question with words of its own stays: "Did you know my sister lives
+    in Oslo? She is a nurse." and "I moved to Lisbon, right?" hold facts the turn says nowhere
+    else, and the turn is archived into the digest. Every content word of what is kept is the
+    turn's own; a turn left with nothing this way keeps its :func:`carried_text`.
     """
     def says(part: str) -> bool:
         return bool(content_words(part) - names)
 
     sentences = [s.strip() for s in _SENTENCE.split(speaker_of(text)[1].strip()) if says(s)]
-    statements = [s for s in sentences if not s.endswith("?")] or sentences
+    stated = frozenset().union(*(content_words(s) for s in sentences if not s.endswith("?")))
+    statements = [s for s in sentences if not s.endswith("?") or not content_words(s) - names <= stated]
     kept = []
     for sentence in statements:
         clauses = [c for c in _CLAUSE.split(sentence) if says(c)]
@@ -82,12 +87,13 @@ class Merge:
     keep: MemoryEntry
     sources: list[MemoryEntry]
     importance: float
+    tags: list[str] = field(default_factory=list)  # the keeper's after the merge: every member's
     opens: bool = True  # its merge's first part: counted as a merge, listed as a decision
     lifts: bool = True  # its merge's last part: applying it gives the keeper ``importance``
 
     def as_dict(self) -> dict:
         return {"keep": self.keep.id, "content": self.keep.content, "importance": round(self.importance, 3),
-                "sources": [s.id for s in self.sources]}
+                "tags": self.tags, "sources": [s.id for s in self.sources]}
 
 
 @dataclass
@@ -140,20 +146,14 @@ def keeper(group: Sequence[MemoryEntry]) -> MemoryEntry:
                                      e.created_at, e.id))
 
 
-def carries(big: frozenset[str], small: frozenset[str]) -> bool:
-    """True when ``big``'s content words hold all of ``small``'s (and it has some): a restatement."""
-    return bool(small) and small <= big
-
-
-def restates(words: frozenset[str], vector, other_words: frozenset[str], other_vector,
-             merge_similarity: float = MERGE_SIMILARITY) -> bool:
-    """Whether two memories of the same agent, scope, pool and visibility say the same thing: one's
-    content words carry the other's, and their vectors are close (without vectors, equal words)."""
+def restates(said: Claim, vector, other: Claim, other_vector, merge_similarity: float = MERGE_SIMILARITY) -> bool:
+    """Whether two memories of the same agent, scope, pool, visibility and type say the same thing: one
+    :func:`carries` the other, and their vectors are close (without vectors, equal claims)."""
     if vector is None or other_vector is None:
-        return vector is None and other_vector is None and words == other_words
+        return vector is None and other_vector is None and said == other
     a, b = np.asarray(vector, dtype=np.float32), np.asarray(other_vector, dtype=np.float32)
     cosine = float(a @ b) / max(float(np.linalg.norm(a) * np.linalg.norm(b)), 1e-12)
-    return cosine >= merge_similarity and (carries(words, other_words) or carries(other_words, words))
+    return cosine >= merge_similarity and (carries(said, other) or carries(other, said))
 
 
 def merge_of(group: Sequence[MemoryEntry]) -> Merge | None:
@@ -163,13 +163,22 @@ def merge_of(group: Sequence[MemoryEntry]) -> Merge | None:
     sources = sources_for(keep, group)
     if not sources:
         return None
-    return Merge(keep, sources, lifted(max([keep.importance, *(s.importance for s in sources)]), len(sources)))
+    return Merge(keep, sources, lifted(max([keep.importance, *(s.importance for s in sources)]), len(sources)),
+                 union_tags([keep, *sources]))
 
 
 def sources_for(keep: MemoryEntry, members: Sequence[MemoryEntry]) -> list[MemoryEntry]:
-    """The members (in order) other than ``keep`` whose content words ``keep`` carries."""
-    kept_words = content_words(keep.content)
-    return [e for e in members if e.id != keep.id and carries(kept_words, content_words(e.content))]
+    """The members (in order) other than ``keep`` that ``keep`` carries and that are trusted no more
+    than it: a user's "I like tea" archived into an inference "I like tea with a little milk" (0.5)
+    was lost to ``recall --min-confidence 0.9``, and lifting the inference's confidence would claim
+    its extra words with more than anyone said them."""
+    kept = claim(keep.content)
+    return [e for e in members if e.id != keep.id and _trusted_no_more(e, keep) and carries(kept, claim(e.content))]
+
+
+def _trusted_no_more(source: MemoryEntry, keep: MemoryEntry) -> bool:
+    return (source.confidence <= keep.confidence
+            and _TRUST[source.confidence_source] >= _TRUST[keep.confidence_source])
 
 
 def lifted(top: float, sources: int) -> float:
@@ -182,10 +191,11 @@ def _date_words(start: datetime, end: datetime) -> str:
     return f"On {first}" if start.date() == end.date() else f"From {first} to {end.day} {end:%B %Y}"
 
 
-def _digest_tags(turns: list[MemoryEntry]) -> list[str]:
-    """Every tag of its turns; derived only when every turn is (a digest carrying a fact is not)."""
-    tags = {tag for t in turns for tag in t.tags}
-    return sorted(tags if all(t.derived for t in turns) else tags - {DERIVED_TAG})
+def union_tags(members: Sequence[MemoryEntry]) -> list[str]:
+    """Every tag of what a digest or merge carries, so `recall --tag` still finds each; derived only
+    when every member is (a memory carrying a fact is not)."""
+    tags = {tag for m in members for tag in m.tags}
+    return sorted(tags if all(m.derived for m in members) else tags - {DERIVED_TAG})
 
 
 def _digest_entry(turns: list[MemoryEntry], now: datetime) -> MemoryEntry:
@@ -206,7 +216,7 @@ def _digest_entry(turns: list[MemoryEntry], now: datetime) -> MemoryEntry:
         importance=max(t.importance for t in turns),
         confidence=min(t.confidence for t in turns),
         confidence_source=max((t.confidence_source for t in turns), key=lambda s: _TRUST[s]),
-        tags=_digest_tags(turns),
+        tags=union_tags(turns),
         source_session_id=first.source_session_id,
         created_at=turns[0].created_at,
         # It holds once its last turn was said: --as-of an earlier time never answers with a later turn.

@@ -24,9 +24,9 @@ from memory.consolidation.plan import (
     Merge,
     Plan,
     aged_out,
-    carries,
     keeper,
     lifted,
+    union_tags,
     merge_of,
     restates,
     session_digests,
@@ -47,7 +47,7 @@ from memory.sqlite.consolidation import (
     unpinned_page,
     vectors_of,
 )
-from memory.sqlite.fact_words import content_words
+from memory.sqlite.fact_words import carries, claim, content_words
 
 PAGE = 2_000
 BATCH = 200  # decisions per transaction
@@ -121,7 +121,7 @@ def _change(decision: Merge | Digest) -> Change:
     """The decision as the store applies it, with the memories it was made on as they were read."""
     if isinstance(decision, Merge):
         read = [decision.keep, *decision.sources]
-        lift = (decision.keep.id, decision.importance) if decision.lifts else None  # a part before the last: not yet
+        lift = (decision.keep.id, decision.importance, decision.tags) if decision.lifts else None  # the last part
         return Change({e.id: e.updated_at for e in read}, [(decision.keep.id, s.id) for s in decision.sources],
                       [s.id for s in decision.sources], keep=lift)
     gone = [*decision.sources, *decision.idle]
@@ -219,18 +219,18 @@ async def _restating(store, mine: dict, asks: list, upto: int) -> list[tuple[int
     stays as small as any other (the page's 400,000 carrier rows at once peaked at 424 MiB on
     5,000 copies of one sentence)."""
     found = await store.run(carrier_rows, asks, upto, CARRIERS)
-    words_of: dict[str, frozenset[str]] = {}
+    claims = {}
     pairs = []
     for seq, rows in found.items():
-        words = mine[seq][2]
+        said = mine[seq][2]
         for other, content in rows:
-            if (other_words := words_of.get(content)) is None:
-                other_words = words_of[content] = content_words(content)
-            if carries(other_words, words):
-                pairs.append((seq, other, other_words))
+            if (other_said := claims.get(content)) is None:
+                other_said = claims[content] = claim(content)
+            if carries(other_said, said):
+                pairs.append((seq, other, other_said))
     vectors = await store.run(vectors_of, sorted({other for _, other, _ in pairs}))
-    return [(seq, other) for seq, other, other_words in pairs
-            if restates(mine[seq][2], mine[seq][1], other_words, vectors.get(other))]
+    return [(seq, other) for seq, other, other_said in pairs
+            if restates(mine[seq][2], mine[seq][1], other_said, vectors.get(other))]
 
 
 async def _merge(store, upto: int, batches: _Batches, progress: Progress) -> None:
@@ -249,9 +249,9 @@ async def _merge(store, upto: int, batches: _Batches, progress: Progress) -> Non
     while page := await store.run(unpinned_page, after, upto, PAGE):
         after = page[-1][0]
         progress.advance(len(page))
-        mine = {seq: (entry, vector, words) for seq, entry, vector in page
-                if entry is not None and (words := content_words(entry.content))}  # None: unreadable, left be
-        asks = [(seq, entry, *_rarest(words, held, total)) for seq, (entry, _, words) in mine.items()]
+        mine = {seq: (entry, vector, said) for seq, entry, vector in page
+                if entry is not None and (said := claim(entry.content)).words}  # None: unreadable, left be
+        asks = [(seq, entry, *_rarest(said.words, held, total)) for seq, (entry, _, said) in mine.items()]
         for start in range(0, len(asks), ASKS):
             for seq, other in await _restating(store, mine, asks[start:start + ASKS], upto):
                 parent[root(seq)] = root(other)
@@ -292,12 +292,13 @@ async def _merge_large(store, members: list[int], batches: _Batches) -> None:
         keep = keeper([*([keep] if keep else []), *await read(page)])
     if keep is None:
         return
-    count, top, last = 0, keep.importance, -1
+    count, top, last, tags = 0, keep.importance, -1, keep.tags
     for i, page in enumerate(pages):
         if sources := sources_for(keep, await read(page)):
             count, top, last = count + len(sources), max(top, *(s.importance for s in sources)), i
+            tags = sorted({*tags, *union_tags([keep, *sources])})  # derived only if the keeper is: then all are
     importance, opens = lifted(top, count), True
     for i, page in enumerate(pages[:last + 1]):
         if sources := sources_for(keep, await read(page)):
-            await batches.add(Merge(keep, sources, importance, opens=opens, lifts=i == last))
+            await batches.add(Merge(keep, sources, importance, tags, opens=opens, lifts=i == last))
             opens = False

@@ -25,7 +25,7 @@ from collections.abc import Sequence
 
 from memory.sqlite import mutations
 from memory.sqlite.batches import batches, select_in
-from memory.sqlite.consolidation import SOURCES
+from memory.sqlite.consolidation import SOURCES, digest_sql
 from memory.sqlite.fact_words import content_words, speaker_of, spelled_words
 
 OP = "condense"
@@ -36,8 +36,7 @@ WINDOW = 500  # digests read at a time
 
 _DATED = re.compile(r"^(?:On|From) [^:]*: ")
 
-DIGEST_SQL = ("EXISTS (SELECT 1 FROM memory_ledger l WHERE l.memory_id = memories.id "
-              "AND l.op = 'consolidate' AND l.before IS NULL)")
+DIGEST_SQL = digest_sql("memories")
 """A candidate column of the prune order: the row is a digest consolidation wrote."""
 
 

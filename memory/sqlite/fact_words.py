@@ -7,6 +7,7 @@ Here, in the engine layer, because both engines' prune order needs it.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 from memory.query_terms import STOPWORDS
 from memory.ranking.speakers import speaker_of
@@ -47,3 +48,71 @@ def spelled_words(text: str) -> list[tuple[str, str | None]]:
 def content_words(text: str) -> frozenset[str]:
     """The words of ``text`` that can carry a fact (lower-cased, a plural's "s" dropped)."""
     return frozenset(key for _, key in spelled_words(text) if key is not None)
+
+
+# Stop words that turn a statement around: "I don't like tea" is not "I like tea", nor "price went
+# up 5%" "down 5%". The stop list drops them from content words, so a restatement test keeps them.
+# "t" is what is left of an "n't", "n" of a French "n'"; "without" turns "with" around.
+NEGATIONS = frozenset(
+    """
+    not no nor never t cannot neither none nothing nobody nowhere without
+    não nunca nem jamais sem ninguém nada nenhum nenhuma
+    ni jamás tampoco sin nadie ninguno ninguna
+    ne n pas aucun aucune personne rien sans
+    nicht kein keine keinen keinem keiner keines nie niemals ohne nichts niemand
+    non mai senza nessuno niente
+    niet geen nooit zonder
+    """.split()
+)
+DIRECTIONS = frozenset(
+    "to from into up down before after above below over under on off in out more most against through".split()
+)
+
+
+@dataclass(frozen=True)
+class Claim:
+    """What a memory asserts, as far as a restatement test needs: its content words, their order
+    (first occurrences), how many negations it holds, and each direction word with the content word
+    it points at ("to berlin", "up 5"; alone when none follows: "off")."""
+
+    words: frozenset[str]
+    order: tuple[str, ...]
+    negations: int
+    bound: frozenset[str]
+
+
+def claim(text: str) -> Claim:
+    """The :class:`Claim` of ``text``. A contraction's stem ("isn" of "isn't") is not a content word:
+    "isn't" reads as "is not"."""
+    spelled = spelled_words(text)
+    lowered = [word.lower() for word, _ in spelled]
+    order: dict[str, None] = {}
+    negations, bound, pending = 0, set(), []
+    for i, (_, key) in enumerate(spelled):
+        word, stem = lowered[i], lowered[i + 1:i + 2] == ["t"] and lowered[i].endswith("n")
+        if word in NEGATIONS or (word == "used" and lowered[i + 1:i + 2] == ["to"]):
+            negations += 1  # "I used to live in Paris" says I no longer do
+        elif word in DIRECTIONS:
+            pending.append(word)
+        elif key is not None and not stem:
+            order.setdefault(key, None)
+            bound.update(f"{direction} {key}" for direction in pending)
+            pending = []
+    bound.update(pending)
+    return Claim(frozenset(order), tuple(order), negations, frozenset(bound))
+
+
+def carries(big: Claim, small: Claim) -> bool:
+    """True when ``big`` says all ``small`` says (and it says something): every content word, in
+    the same order and one run, as many negations, and every direction the same way. "I like tea with milk"
+    carries "I like tea"; "I don't like tea", "Bob is Alice's manager", "shipped from Berlin" and
+    "the flight goes from Berlin to Paris" carry neither "I like tea", "Alice is Bob's manager",
+    "shipped to Berlin" nor "... from Paris to Berlin"."""
+    if not small.words or not small.words <= big.words or small.negations != big.negations:
+        return False
+    if not small.bound <= big.bound:
+        return False
+    # One run, not scattered: a word inside it changes what the words say ("my sister is Anna" is
+    # not "my sister's friend is Anna", nor "Tom is the CEO" "Tom is the former CEO").
+    n = len(small.order)
+    return any(big.order[i:i + n] == small.order for i in range(len(big.order) - n + 1))

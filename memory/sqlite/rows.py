@@ -48,6 +48,11 @@ def _ts(value: datetime | None) -> float | None:
     return None if value is None else value.timestamp()
 
 
+def tags_text(tags: Sequence[str]) -> str:
+    """The ``tags`` column's JSON (most rows have none: "[]" without json.dumps saves 5 µs a row)."""
+    return json.dumps(list(tags), ensure_ascii=False) if tags else "[]"
+
+
 def entry_values(entry: MemoryEntry) -> dict[str, Any]:
     """Column values for ``entry``; visibility stays None when the caller left it unset."""
     return {
@@ -63,7 +68,7 @@ def entry_values(entry: MemoryEntry) -> dict[str, Any]:
         "confidence_source": entry.confidence_source.value,
         "conflict_with": entry.conflict_with,
         "superseded_by": entry.superseded_by,
-        "tags": json.dumps(entry.tags, ensure_ascii=False) if entry.tags else "[]",  # most have none: 5 µs a row
+        "tags": tags_text(entry.tags),
         "source_session_id": entry.source_session_id,
         "created_at": _ts(entry.created_at),
         "updated_at": _ts(entry.updated_at),

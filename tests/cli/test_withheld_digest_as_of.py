@@ -22,7 +22,7 @@ def recalled_as_of(cli, *words: str) -> set[str]:
     return {word for word in words if any(word in r["content"] for r in results)}
 
 
-# Two sessions over two days each: the first turn also asks a question, which a digest leaves out.
+# Two sessions over two days each: the first turn also asks a question.
 TWO_DAYS = [("s1", DAY1, "Caroline: the harbour door code is zebracode. Have you been to the marina?"),
             ("s1", DAY3, "Caroline: I adopted a puppy called Oscar."),
             ("s2", DAY1, "Caroline: the harbour stall code is tangerinecode. Have you been to the fair?"),
@@ -41,7 +41,7 @@ def digested(cli, home, turns) -> None:
 @pytest.mark.parametrize("action", [["set", "--visibility", "hidden"], ["forget"]])
 def test_a_turn_a_hidden_digest_archived_does_not_answer_as_of_a_time_before_it(cli, no_embedder, action):
     """Each session ran over two days; its digest holds from its last turn (day 3). The first turn
-    also asks a question, which the digest leaves out, so it is no restatement of the digest and
+    also asks a question, which digests once left out, so it was no restatement of the digest and
     hiding (or forgetting) the digest did not reach it: `--as-of` day 2 still answered 'zebracode',
     the words the operator hid. The other session's digest, left alone, is the control."""
     digested(cli, no_embedder, TWO_DAYS)
@@ -53,9 +53,9 @@ def test_a_turn_a_hidden_digest_archived_does_not_answer_as_of_a_time_before_it(
 
 def test_condensing_a_digest_never_brings_back_words_an_operator_took_out_of_it(cli, no_embedder):
     """prune --max-bytes rewrites a digest from its turns' words: after `memory set --content` wrote the
-    code out of the digest, the condensed digest said 'zebracode' again (the turn keeps its words;
-    a question the digest had left out came back too). A condensed digest holds only words the digest
-    itself holds. The other digest, condensed as well, is the control."""
+    code out of the digest, the condensed digest said 'zebracode' again (the turn keeps its words).
+    A condensed digest holds only words the digest itself holds (its question, with words of its
+    own, it keeps). The other digest, condensed as well, is the control."""
     digested(cli, no_embedder, TWO_DAYS)
     (digest,) = [m for m in ok(cli("memory", "list", "--agent", "ada", "--json")) if "zebracode" in m["content"]]
     written_out = digest["content"].replace("zebracode", "withheld")
@@ -63,7 +63,7 @@ def test_condensing_a_digest_never_brings_back_words_an_operator_took_out_of_it(
     assert ok(cli("prune", "--agent", "ada", "--max-bytes", "200", "--json"))["condensed"] == 2
     contents = [m["content"] for m in ok(cli("memory", "list", "--agent", "ada", "--json"))]
     assert any("tangerinecode" in c and "Milo" in c for c in contents), contents  # the control, condensed
-    assert not [c for c in contents if "zebracode" in c or "marina" in c or "fair" in c], contents
+    assert not [c for c in contents if "zebracode" in c], contents
 
 
 @pytest.mark.parametrize("change", [{"visibility": "hidden"}, {"content": "Caroline: the harbour door code is withheld."}])
@@ -121,7 +121,7 @@ def test_remember_from_a_line_that_rewords_a_digested_turn_reaches_the_digest_ca
 @pytest.mark.parametrize("action", [["set", "--visibility", "hidden"], ["forget"]])
 def test_a_hidden_digest_withholds_the_global_copies_of_the_turns_it_archived(cli, no_embedder, action):
     """The turns are important enough to be promoted, and consolidation leaves their global copies
-    live. The first turn asks a question the digest leaves out, so hiding (or forgetting) the digest
+    live. The first turn asks a question digests once left out, so hiding (or forgetting) the digest
     did not reach it, and its copy kept answering 'zebracode' to every agent, ada included, though
     ada's own store withholds it. The other session's digest, left alone, is the control."""
     lines = no_embedder.root / "turns.jsonl"

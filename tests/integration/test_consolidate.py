@@ -17,7 +17,7 @@ OLD = NOW - timedelta(days=60)
 
 
 def fact(content: str, **kw) -> MemoryEntry:
-    return MemoryEntry(agent_id="ada", type=MemoryType.SEMANTIC, content=content, **kw)
+    return MemoryEntry(**{"agent_id": "ada", "type": MemoryType.SEMANTIC, "content": content, **kw})
 
 
 def turn(content: str, i: int, *, session: str = "s1", when: datetime = OLD, **kw) -> MemoryEntry:
@@ -84,6 +84,154 @@ async def test_facts_that_differ_only_in_a_number_never_merge_and_true_restateme
     assert len({like.id, really.id, shouted.id} & set(current)) == 1
 
 
+async def test_opposite_facts_that_share_every_content_word_never_merge(store, offline_embedder):
+    """The stop list drops "not", "up", "before"... and the word sets ignored order, so "I don't like
+    tea" was archived into "I like tea", "from Berlin to Paris" into "from Paris to Berlin",
+    "Bob is Alice's manager" into "Alice is Bob's manager": 7 facts of 8 pairs lost their only record."""
+    vectors = VectorAdapter(store, EmbeddingGateway([offline_embedder]))
+    opposites = [fact(t) for t in (
+        "I like tea", "I don't like tea", "The flight goes from Paris to Berlin",
+        "The flight goes from Berlin to Paris", "Alice is Bob's manager", "Bob is Alice's manager",
+        "The meeting is on Monday", "The meeting isn't on Monday", "Ada can swim", "Ada can't swim",
+        "Price went up 5%", "Price went down 5%", "The meeting starts before lunch",
+        "The meeting starts after lunch")]
+    units, again = fact("The user prefers metric units"), fact("The user prefers metric units.")
+    milk, never = fact("The user drinks tea with milk"), fact("The user never drinks tea with milk")
+    isnt, is_not = fact("The office isn't open on Sunday"), fact("The office is not open on Sunday")
+    await vectors.write_many([*opposites, units, again, milk, never, isnt, is_not])
+
+    _, plan = await _consolidate(store, offline_embedder)
+
+    current = await _current(store)
+    assert {e.id for e in [*opposites, milk, never]} <= set(current)
+    # positive control, same store: a restatement, and a negation said either way, still merge
+    assert plan.counts()["merged"] == 2
+    assert len({units.id, again.id} & set(current)) == 1 and len({isnt.id, is_not.id} & set(current)) == 1
+
+
+async def test_a_direction_word_keeps_to_and_from_apart(store, offline_embedder):
+    """Direction words were compared as a set, whatever they pointed at: "shipped from Berlin"
+    was archived into "shipped to Berlin", "Ada moved from London" into "moved to London", "the
+    train from Paris" into "the train to Paris", "the flight goes from Berlin" into "goes from
+    Paris to Berlin" (both hold a "from")."""
+    vectors = VectorAdapter(store, EmbeddingGateway([offline_embedder]))
+    apart = [fact(t) for t in (
+        "The package was shipped to Berlin", "The package was shipped from Berlin", "Ada moved to London",
+        "Ada moved from London", "The train to Paris leaves at 9", "The train from Paris leaves at 9",
+        "The flight goes from Berlin")]
+    route, leg = fact("The flight goes from Paris to Berlin on Monday"), fact("The flight goes from Paris to Berlin")
+    await vectors.write_many([*apart, route, leg])
+
+    _, plan = await _consolidate(store, offline_embedder)
+
+    current = await _current(store)
+    assert {e.id for e in apart} <= set(current)
+    # positive control, same store: what the fuller memory says the same way merges into it
+    assert plan.counts()["merged"] == 1 and route.id in current and leg.id not in current
+
+
+async def test_a_word_inside_a_restatement_changes_what_it_says(store, offline_embedder):
+    """Any memory holding the other's words in order carried it, wherever the extra words fell:
+    "My sister is Anna" was archived into "My sister's friend is Anna", "Tom is the CEO of Acme"
+    into "Tom is the former CEO of Acme", and "I live in Paris" into "I used to live in Paris"."""
+    vectors = VectorAdapter(store, EmbeddingGateway([offline_embedder]))
+    apart = [fact(t) for t in ("My sister is Anna", "My sister's friend is Anna", "Tom is the CEO of Acme",
+                               "Tom is the former CEO of Acme", "I live in Paris", "I used to live in Paris")]
+    tea, milk = fact("I like green tea"), fact("I really like green tea with milk")
+    await vectors.write_many([*apart, tea, milk])
+
+    _, plan = await _consolidate(store, offline_embedder)
+
+    current = await _current(store)
+    assert {e.id for e in apart} <= set(current)
+    # positive control, same store: words around a restatement still carry it
+    assert plan.counts()["merged"] == 1 and milk.id in current and tea.id not in current
+
+
+async def test_a_negation_in_another_language_keeps_two_facts_apart(store, offline_embedder):
+    """Only English negations were known: "Não gosto de café" (with "não" a word the other lacks)
+    carried "Gosto de café", and "Je n'aime pas le thé", "Ich mag keinen Tee", "Eu não moro em
+    Lisboa" each archived the fact they deny; "tea without milk" carried "tea with milk"."""
+    vectors = VectorAdapter(store, EmbeddingGateway([offline_embedder]))
+    denied = [fact(t) for t in (
+        "Gosto de café", "Não gosto de café", "J'aime le thé", "Je n'aime pas le thé", "Ich mag Tee",
+        "Ich mag keinen Tee", "Eu moro em Lisboa", "Eu não moro em Lisboa", "I like tea with milk",
+        "I like tea without milk")]
+    again, said = fact("Eu não moro em Lisboa."), fact("Je n'aime pas le thé!")
+    await vectors.write_many([*denied, again, said])
+
+    _, plan = await _consolidate(store, offline_embedder)
+
+    current = await _current(store)
+    # positive control, same store: each denial said twice is one memory
+    assert plan.counts()["merged"] == 2 and {again.id, said.id}.isdisjoint(current)
+    assert {e.id for e in denied} <= set(current)
+
+
+async def test_a_merge_never_archives_a_fact_into_a_less_trusted_one(store, offline_embedder):
+    """The keeper is the one that says the most, whatever its confidence: the user's "I like tea"
+    (1.0) was archived into an inference "I like tea with a little milk" (0.5), and `recall
+    --min-confidence 0.9 tea` found nothing after consolidating."""
+    from memory.types import ConfidenceSource
+
+    vectors = VectorAdapter(store, EmbeddingGateway([offline_embedder]))
+    inferred = {"confidence": 0.5, "confidence_source": ConfidenceSource.INFERRED}
+    tea, guess = fact("I like tea"), fact("I like tea with a little milk", **inferred)
+    coffee, fuller = fact("I like coffee", **inferred), fact("I like coffee with a little milk")
+    await vectors.write_many([tea, guess, coffee, fuller])
+
+    _, plan = await _consolidate(store, offline_embedder)
+
+    current = await _current(store)
+    assert {tea.id, guess.id} <= set(current)
+    # positive control, same store: an inference restated by what the user said merges into it
+    assert plan.counts()["merged"] == 1 and coffee.id not in current and fuller.id in current
+    hits = await store.search(MemoryQuery(agent_id="ada", text="tea", min_confidence=0.9))
+    assert tea.id in [h.id for h in hits]
+
+
+async def test_a_merge_never_crosses_type(store, offline_embedder):
+    """A preference merged into a fuller semantic memory became a semantic one: `recall --type
+    preference` no longer found "The user prefers metric units" after consolidating."""
+    vectors = VectorAdapter(store, EmbeddingGateway([offline_embedder]))
+    preference = fact("The user prefers metric units", type=MemoryType.PREFERENCE)
+    fuller = fact("The user prefers metric units for all measurements")
+    twice = fact("The user prefers metric units.", type=MemoryType.PREFERENCE)
+    await vectors.write_many([preference, fuller, twice])
+
+    _, plan = await _consolidate(store, offline_embedder)
+
+    current = await _current(store)
+    assert fuller.id in current
+    # positive control, same store: the two preferences saying it are one
+    assert plan.counts()["merged"] == 1 and len({preference.id, twice.id} & set(current)) == 1
+    hits = await store.search(MemoryQuery(agent_id="ada", text="metric units", types=[MemoryType.PREFERENCE]))
+    assert [h.id for h in hits] == [e for e in (preference.id, twice.id) if e in current]
+
+
+async def test_a_merge_keeps_every_tag_of_what_it_carries(store, offline_embedder):
+    """The keeper kept only its own tags: "I like tea" tagged drinks, merged into "I like tea with
+    milk", was no longer found by `recall --tag drinks`. A derived source's tag never makes the
+    fact that keeps it derived."""
+    from memory.types import DERIVED_TAG
+
+    vectors = VectorAdapter(store, EmbeddingGateway([offline_embedder]))
+    tea, milk = fact("I like tea", tags=["drinks"]), fact("I like tea with milk", tags=["home"])
+    echo = fact("I like tea.", tags=[DERIVED_TAG, "echo"])
+    coffee = fact("The office coffee machine is broken", tags=["work"])
+    await vectors.write_many([tea, milk, echo, coffee])
+
+    _, plan = await _consolidate(store, offline_embedder)
+
+    current = await _current(store)
+    assert set(current) == {milk.id, coffee.id} and plan.counts()["merged_sources"] == 2
+    assert current[milk.id].tags == ["drinks", "echo", "home"]  # not derived: it carries a fact
+    assert current[coffee.id].tags == ["work"]  # control: what merged with nothing is as it was
+    for tag, found in (("drinks", milk.id), ("home", milk.id), ("work", coffee.id)):
+        hits = await store.search(MemoryQuery(agent_id="ada", text="tea coffee", tags=[tag]))
+        assert [h.id for h in hits] == [found]
+
+
 async def test_old_episodes_become_dated_digests_that_keep_visibility_and_skip_small_talk(store, offline_embedder):
     vectors = VectorAdapter(store, EmbeddingGateway([offline_embedder]))
     talk = [
@@ -116,6 +264,19 @@ async def test_old_episodes_become_dated_digests_that_keep_visibility_and_skip_s
     assert (await vectors.status()).missing == 0
 
 
+async def test_a_fact_said_in_a_question_is_still_recalled_from_the_digest(store, offline_embedder):
+    """The digest dropped a question beside a statement, and archived its turn: after consolidating,
+    keyword recall of "Oslo" and "Lisbon" found nothing."""
+    vectors = VectorAdapter(store, EmbeddingGateway([offline_embedder]))
+    await vectors.write_many([turn("Caroline: Did you know my sister lives in Oslo? She is a nurse.", 0),
+                              turn("Melanie: I moved to Lisbon, right? Anyway I got a dog.", 1)])
+    _, plan = await _consolidate(store, offline_embedder)
+    assert plan.counts()["digested"] == 2
+    (digest,) = (await _current(store)).values()
+    for words in ("sister Oslo", "moved Lisbon", "nurse"):  # "nurse": the control, kept before too
+        assert [h.id for h in await store.search(MemoryQuery(agent_id="ada", text=words))] == [digest.id], words
+
+
 async def test_a_second_run_changes_nothing(store, offline_embedder):
     vectors = VectorAdapter(store, EmbeddingGateway([offline_embedder]))
     await vectors.write_many([fact("I like tea."), fact("I like tea with milk."),
@@ -134,7 +295,8 @@ async def test_a_turn_is_digested_or_merged_never_both_and_a_dry_run_decides_the
     old = [turn("Caroline: Thanks, Melanie! Your kind words really mean a lot.", 0),
            turn("Caroline: Thanks, Melanie! Your kind words mean a lot.", 0, session="s2", when=OLD + timedelta(days=3))]
     # control: restatements that have not aged out still merge, a plural included
-    cat, cats = fact("I adopted a cat from the shelter."), fact("I adopted two cats from the shelter in May.")
+    # ("I adopted two cats ..." no longer carries "I adopted a cat ...": "two" falls inside its words)
+    cat, cats = fact("I adopted a cat from the shelter."), fact("I adopted the cats from the shelter in May.")
     await vectors.write_many([*old, cat, cats])
 
     seen = {True: [], False: []}
@@ -210,6 +372,23 @@ async def test_the_walk_reads_a_page_by_seq_never_sorting_the_store_for_each(sto
     assert not any("TEMP B-TREE FOR ORDER BY" in step for step in plan)
 
 
+async def test_a_fact_a_digest_restates_leaves_a_second_run_with_nothing_to_do(store, offline_embedder):
+    """A run's merge walk cannot see the digests it writes (nor can a dry run), so the next run
+    merged a fact into the digest of the turn that said it (its words and a date): a second run
+    archived one more memory. A digest now never merges."""
+    vectors = VectorAdapter(store, EmbeddingGateway([offline_embedder]))
+    words = "I adopted a brown puppy called Oscar from the animal shelter on Maple Street"
+    said, known, twice = turn(words + ".", 0), fact(words, created_at=OLD), fact(words + "!", created_at=OLD)
+    await vectors.write_many([said, known, twice])
+
+    _, first = await _consolidate(store, offline_embedder)
+    _, second = await _consolidate(store, offline_embedder)
+
+    # positive control, same store: the fact said twice merged on the first run, and the turn is digested
+    assert first.counts()["digests"] == 1 and first.counts()["merged"] == 1
+    assert second.counts()["archived"] == 0 and len({known.id, twice.id} & set(await _current(store))) == 1
+
+
 async def test_a_carrier_lookup_runs_the_keyword_index_once_then_reads_rows_by_seq(store):
     """Joined the other way round, the planner walked the agent's rows and ran the MATCH for each:
     14 s against 0.02 s on one LoCoMo conversation's store."""
@@ -217,7 +396,7 @@ async def test_a_carrier_lookup_runs_the_keyword_index_once_then_reads_rows_by_s
 
     await store.write_many([fact("I like tea.")])
     await store.run(stage_episodes)
-    params = ('content : ("tea")', 10, 1, "ada", "private", None, "visible", 201)
+    params = ('content : ("tea")', 10, 1, "ada", "private", None, "visible", "semantic", 201)
     plan = await store.run(lambda raw: [r[3] for r in raw.execute("EXPLAIN QUERY PLAN " + _CARRIERS, params)])
     assert plan[0].startswith("SCAN memories_fts VIRTUAL TABLE"), plan
     assert any(step.startswith("SEARCH m USING INTEGER PRIMARY KEY (rowid=?)") for step in plan), plan
@@ -389,7 +568,7 @@ async def test_a_cluster_bigger_than_a_page_merges_in_parts_exactly_as_when_read
     from memory.adapters.sqlite import SQLiteAdapter
     from memory.consolidation import store as walk
 
-    said = [fact("The user prefers metric units.", importance=0.3 + i / 100) for i in range(10)]
+    said = [fact("The user prefers metric units.", importance=0.3 + i / 100, tags=[f"t{i % 3}"]) for i in range(10)]
     said.insert(6, fact("The user prefers metric units.", importance=0.4, created_at=OLD))
     rows = [*said, fact("I like tea."), fact("I like tea.")]
     whole = SQLiteAdapter(tmp_path / "whole" / "memory.db", actor="test")
@@ -402,7 +581,8 @@ async def test_a_cluster_bigger_than_a_page_merges_in_parts_exactly_as_when_read
             await consolidate_store(target, NOW)
             edges = await target.run(lambda raw: sorted(tuple(r) for r in raw.execute(
                 "SELECT src_id, dst_id FROM memory_edges WHERE relation = ?", (SOURCES,))))
-            ends.append(({i: (e.archived, round(e.importance, 6)) for i, e in (await _rows(target)).items()}, edges))
+            ends.append(({i: (e.archived, round(e.importance, 6), e.tags) for i, e in (await _rows(target)).items()},
+                         edges))
     finally:
         await whole.aclose()
     assert plans[0].counts() == plans[1].counts() and plans[1].counts()["merged"] == 2, plans[1].counts()
@@ -410,7 +590,7 @@ async def test_a_cluster_bigger_than_a_page_merges_in_parts_exactly_as_when_read
     metric = next(m for m in plans[1].merges if m["keep"] == said[6].id)
     assert metric["sources"] == [e.id for e in said if e is not said[6]] and metric["importance"] == 0.85
     assert ends[0] == ends[1]
-    assert not ends[1][0][said[6].id][0] and ends[1][0][said[6].id][1] == 0.85  # the keeper stays, lifted
+    assert ends[1][0][said[6].id] == (False, 0.85, ["t0", "t1", "t2"])  # the keeper stays, lifted, every tag
     assert len(ends[1][1]) == 11  # ten copies and one tea, each linked to its keeper
 
 

@@ -24,6 +24,17 @@ def test_a_question_goes_when_the_turn_states_something_and_stays_when_it_is_all
     assert compact_text("Caroline: Thanks, Melanie!", NAMES) == "Thanks, Melanie!"  # nothing else to keep
 
 
+def test_a_question_with_words_no_statement_of_the_turn_says_stays():
+    """Every question went when the turn also stated something, so "Did you know my sister lives in
+    Oslo? She is a nurse." was digested as "She is a nurse.": with the turn archived, recall of
+    "Oslo" found nothing."""
+    assert compact_text("Caroline: Did you know my sister lives in Oslo? She is a nurse.", NAMES) == \
+        "Did you know my sister lives in Oslo? She is a nurse."
+    assert "Lisbon" in compact_text("Melanie: I moved to Lisbon, right? Anyway I got a dog.", NAMES)
+    # control: a question whose words the turn states goes
+    assert compact_text("Caroline: I paint sunsets. Do you paint sunsets?", NAMES) == "I paint sunsets."
+
+
 def test_a_digest_is_shorter_than_its_turns_and_keeps_every_content_word_of_their_statements():
     at = datetime(2023, 5, 8, 13, tzinfo=UTC)
     said = ["Caroline: Hey Melanie! I went to an LGBTQ support group yesterday, and it was so powerful.",
