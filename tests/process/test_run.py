@@ -115,6 +115,36 @@ def test_render_guards_visibility_and_budget():
     assert render_context([], budget_tokens=100).text == ""
 
 
+def _real_tokens(text: str) -> int:
+    """``text``'s length in the shipped MiniLM tokenizer's tokens (WordPiece: a CJK character is one)."""
+    from tokenizers import Tokenizer
+
+    from memory.embedding.offline_model import _SOURCES, _locate
+
+    tokenizer = Tokenizer.from_file(str(_locate(*_SOURCES["tokenizer.json"])))
+    tokenizer.no_truncation()
+    tokenizer.no_padding()
+    return len(tokenizer.encode(text, add_special_tokens=False).ids)
+
+
+def test_context_tokens_hold_for_text_that_is_not_english(cli, setup, model_server):
+    """The budget counted four characters a token in every script: a Chinese memory, about a token a
+    character, reached the model at four times --context-tokens."""
+    setup()
+    chinese = "Zebra note: " + "斑马的条纹帮助它们在草原上躲避狮子和苍蝇。" * 10  # 212 characters, ~210 tokens
+    english = "Zebra note: " + "stripes help zebras hide from lions and flies. " * 4  # 200 characters, ~50 tokens
+    for text in (chinese, english):
+        assert cli("remember", text, "--agent", "ada").exit_code == 0
+    sent = run_json(cli, "ada", "Tell me about zebra", "--context-tokens", "200")
+    system = model_server.requests[-1]["body"]["messages"][0]["content"]
+    assert "stripes help zebras hide" in system and len(sent["recalled_ids"]) == 1  # the control fits
+    assert "斑马" not in system
+    context = system.split("\n\n", 1)[1]
+    assert _real_tokens(context) <= 200
+    run_json(cli, "ada", "Tell me about zebra", "--context-tokens", "600")  # with room for it, it goes
+    assert "斑马" in model_server.requests[-1]["body"]["messages"][0]["content"]
+
+
 def test_show_context_goes_to_stderr_and_answer_to_stdout(cli, setup, model_server):
     setup()
     assert cli("run", "ada", "Remember that I prefer metric units.").exit_code == 0
