@@ -65,11 +65,12 @@ async def run_(
     config = cli.config
     use_memory = config.memory.enabled and not no_memory
     # A run that stores its turn creates an unknown agent, as remember does — once its model is known,
-    # so a run that cannot start creates nothing; one that stores nothing (--no-memory) needs the agent.
+    # so a run that cannot start creates nothing; one that stores nothing (--no-memory) needs the agent,
+    # and so does one continuing a session (an agent made now has none: it was made for an exit 3).
     try:
         card = cli.agent(agent)
     except NotFoundError:
-        if not use_memory:
+        if not use_memory or session:
             raise
         card = None
     provider = provider_for(config, resolve_model_name(config, card, model))

@@ -188,6 +188,19 @@ def test_session_continue_show_and_close(cli, setup, model_server, arcana_home):
     assert refused.exit_code == exit_codes.USAGE and "closed" in refused.output
 
 
+def test_continuing_a_session_of_an_unknown_agent_creates_no_agent(cli, setup, model_server):
+    """It made the agent, then failed (exit 3) on the session an agent made that moment cannot have."""
+    setup()
+    ghost = cli("run", "ghsot", "hello", "--session", "20261206-abc")
+    assert ghost.exit_code == 3 and "no agent named 'ghsot'" in ghost.stderr
+    assert "created agent" not in ghost.stderr and model_server.requests == []
+    names = lambda: [a["name"] for a in json.loads(cli("agent", "list", "--json").stdout)]  # noqa: E731
+    assert names() == ["ada"]
+    made = cli("run", "ghsot", "hello")  # the control: a run that stores its turn still creates it
+    assert made.exit_code == 0 and "created agent 'ghsot'" in made.stderr
+    assert sorted(names()) == ["ada", "ghsot"]
+
+
 def test_model_flag_and_unknown_model(cli, setup, model_server):
     setup()
     assert cli("run", "ada", "hi", "--model", "nope").exit_code == exit_codes.NOT_FOUND
