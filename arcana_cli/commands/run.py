@@ -109,10 +109,13 @@ async def run_(
                 "summary_memory_id": result.summary_memory_id,
                 "timings_ms": result.timings_ms,
                 "jobs": result.jobs,
+                "unsaved": None if result.unsaved is None else str(result.unsaved),
             }
         )
     elif result.session_id and not result.session_closed:
         out.info(f"session {result.session_id} is open; continue with --session {result.session_id}")
+    if result.unsaved is not None:  # the answer is out; what the user said is not remembered: exit 5
+        raise result.unsaved
 
 
 def register(app: typer.Typer) -> None:

@@ -17,6 +17,7 @@ from typing import Any
 from memory.agents import AgentCard, AgentRegistry
 from memory.audit import AuditLog
 from memory.config import ArcanaConfig, load_config
+from memory.errors import MemoryStorageError, MemoryWriteError
 from memory.extraction.extractors import MemoryExtractor, build_extractor
 from memory.extraction.scoring import storable
 from memory.federation.federation import MemoryFederation
@@ -35,6 +36,7 @@ CONTEXT_BUDGET_TOKENS = 1000
 HISTORY_TURNS = 6
 HISTORY_CHARS = 24_000  # of the turns replayed (about 6,000 tokens): a budget, not only a count
 JOB_BUDGET_SECONDS = 10.0
+_UNSAVED = (MemoryStorageError, MemoryWriteError)
 
 
 async def build_runtime_with_memory(
@@ -88,6 +90,10 @@ class TurnResult:
     context: RenderedContext = field(default_factory=RenderedContext)
     timings_ms: dict[str, float] = field(default_factory=dict)
     jobs: dict[str, Any] = field(default_factory=dict)
+    unsaved: MemoryWriteError | None = None
+    """Why the turn's memories (its extraction or summary) could not be stored in the agent's own
+    store, if they could not: the answer stands and the turn is in its session file, but what the
+    user said is not remembered, which the caller must say (the CLI: exit 5)."""
 
 
 def _ms(seconds: float) -> float:
@@ -251,6 +257,12 @@ class AgentRuntime:
             self.audit.append(
                 f"{job.kind.value}_failed", agent_id=self.card.id, session_id=session.id, error=f"{type(exc).__name__}: {exc}"
             )
+            # Trigger: the private store refused a write (not writable, full, busy, corrupt). Why: an
+            # audit line alone left `arcana run` at exit 0 with "remember that…" not remembered.
+            # Outcome: the first such failure is the result's ``unsaved``; a model's failure is not one.
+            if result.unsaved is None and job.kind is not JobKind.CONSOLIDATION and isinstance(exc, _UNSAVED):
+                result.unsaved = MemoryWriteError(
+                    f"the turn was answered and kept in session {session.id}, but its {job.label} was not stored: {exc}")
 
         report = await drain(queue, budget_seconds=budget, on_error=failed)
         for label in report.abandoned:

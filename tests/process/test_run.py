@@ -218,6 +218,28 @@ def test_continuing_a_session_of_an_unknown_agent_creates_no_agent(cli, setup, m
     assert sorted(names()) == ["ada", "ghsot"]
 
 
+def test_a_turn_whose_memories_cannot_be_stored_says_so_with_exit_5(cli, setup, model_server, arcana_home):
+    """The private store refusing the turn's writes was an audit line only: exit 0, and "remember
+    that…" silently not remembered."""
+    from immutable import immutable
+
+    card = setup()
+    said = "Remember that my cat is called Tom."
+    assert cli("recall", "cat", "--agent", "ada").exit_code == 0  # its store is made
+    with immutable(arcana_home.agent_dir(card.id) / "memory.db"):
+        refused = cli("run", "ada", said)
+        as_json = cli("run", "ada", said, "--json")
+    assert refused.exit_code == exit_codes.STORAGE and refused.stdout == "I recall: nothing yet.\n"  # the answer
+    (line,) = refused.stderr.strip().splitlines()
+    assert line.startswith("arcana: error: the turn was answered and kept in session ") and "chattr -i" in line
+    assert as_json.exit_code == exit_codes.STORAGE and "was not stored" in json.loads(as_json.stdout)["unsaved"]
+    assert operator_entries(arcana_home, card) == []
+    turns = [t.prompt for s in SessionManager(arcana_home, card.id).list() for t in s.turns]
+    assert turns == [said, said]  # the user's turn is kept
+    stored = run_json(cli, "ada", said)  # the control: once the store can be written, the same run stores
+    assert stored["unsaved"] is None and "My cat is called Tom." in [e.content for e in operator_entries(arcana_home, card)]
+
+
 def test_model_flag_and_unknown_model(cli, setup, model_server):
     setup()
     assert cli("run", "ada", "hi", "--model", "nope").exit_code == exit_codes.NOT_FOUND
