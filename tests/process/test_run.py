@@ -81,6 +81,26 @@ def test_memory_disabled_in_config_is_no_memory(cli, setup, model_server, arcana
     assert operator_entries(arcana_home, card) == []
 
 
+def test_a_session_without_memory_is_refused_not_answered_without_it(cli, setup, model_server, arcana_home):
+    """With memory off, --session answered without the session's turns and added none to it, and
+    --keep-open kept nothing open, at exit 0."""
+    card = setup()
+    sid = run_json(cli, "ada", "We are planning the release.", "--keep-open")["session_id"]
+    assert cli("config", "set", "memory.enabled", "false").exit_code == 0
+    asked = len(model_server.requests)
+    for args, why in ((["--session", sid], "`arcana config set memory.enabled true`"),
+                      (["--keep-open"], "`arcana config set memory.enabled true`"),
+                      (["--keep-open", "--no-memory"], "drop --no-memory")):
+        refused = cli("run", "ada", "And the changelog?", *args)
+        assert refused.exit_code == exit_codes.USAGE and why in refused.stderr, (args, refused.output)
+    assert len(model_server.requests) == asked
+    assert len(SessionManager(arcana_home, card.id).load(sid).turns) == 1
+    assert cli("config", "set", "memory.enabled", "true").exit_code == 0  # the control: with memory it continues
+    run_json(cli, "ada", "And the changelog?", "--session", sid)
+    assert [m["content"] for m in model_server.requests[-1]["body"]["messages"][1:]][0] == "We are planning the release."
+    assert len(SessionManager(arcana_home, card.id).load(sid).turns) == 2
+
+
 def test_private_and_hidden_never_reach_the_model(cli, setup, model_server, arcana_home):
     card = setup()
     async def seed():
