@@ -60,16 +60,21 @@ async def run_(
     from memory.runtime.agent import AgentRuntime
 
     text = text_or_stdin(prompt, "PROMPT", "the prompt is empty")
-    if no_memory and session:
-        raise typer.BadParameter("--session needs memory; drop --no-memory", param_hint="--session")
     config = cli.config
     use_memory = config.memory.enabled and not no_memory
+    # A session lives in memory: without it, --session answered without the session's turns and did
+    # not add this one to it, and --keep-open kept nothing open, both at exit 0.
+    for wanted, flag in ((session, "--session"), (keep_open, "--keep-open")):
+        if wanted and not use_memory:
+            fix = "drop --no-memory" if no_memory else "memory is off: `arcana config set memory.enabled true`"
+            raise typer.BadParameter(f"{flag} needs memory; {fix}", param_hint=flag)
     # A run that stores its turn creates an unknown agent, as remember does — once its model is known,
-    # so a run that cannot start creates nothing; one that stores nothing (--no-memory) needs the agent.
+    # so a run that cannot start creates nothing; one that stores nothing (--no-memory) needs the agent,
+    # and so does one continuing a session (an agent made now has none: it was made for an exit 3).
     try:
         card = cli.agent(agent)
     except NotFoundError:
-        if not use_memory:
+        if not use_memory or session:
             raise
         card = None
     provider = provider_for(config, resolve_model_name(config, card, model))
@@ -108,10 +113,13 @@ async def run_(
                 "summary_memory_id": result.summary_memory_id,
                 "timings_ms": result.timings_ms,
                 "jobs": result.jobs,
+                "unsaved": None if result.unsaved is None else str(result.unsaved),
             }
         )
     elif result.session_id and not result.session_closed:
         out.info(f"session {result.session_id} is open; continue with --session {result.session_id}")
+    if result.unsaved is not None:  # the answer is out; what the user said is not remembered: exit 5
+        raise result.unsaved
 
 
 def register(app: typer.Typer) -> None:

@@ -9,6 +9,7 @@ to the caller, bounded by a time budget.
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -17,7 +18,8 @@ from typing import Any
 from memory.agents import AgentCard, AgentRegistry
 from memory.audit import AuditLog
 from memory.config import ArcanaConfig, load_config
-from memory.extraction.extractors import MemoryExtractor, build_extractor
+from memory.errors import MemoryStorageError, MemoryWriteError
+from memory.extraction.extractors import HeuristicExtractor, MemoryExtractor, build_extractor
 from memory.extraction.scoring import storable
 from memory.federation.federation import MemoryFederation
 from memory.home import Home
@@ -28,13 +30,17 @@ from memory.protocols import MemoryAdapter
 from memory.runtime.assembly import extraction_settings, federation_for_agent
 from memory.runtime.sessions import SessionClosedError, SessionManager, held_id, link_carried, replayable, within
 from memory.runtime.upkeep import consolidate_if_grown
-from memory.types import DERIVED_TAG, Session, Turn
+from memory.types import DERIVED_TAG, MemoryEntry, Session, Turn
 
 DEFAULT_SYSTEM_PROMPT = "You are a helpful assistant."
 CONTEXT_BUDGET_TOKENS = 1000
 HISTORY_TURNS = 6
 HISTORY_CHARS = 24_000  # of the turns replayed (about 6,000 tokens): a budget, not only a count
 JOB_BUDGET_SECONDS = 10.0
+MODEL_EXTRACTION_SHARE = 0.5
+"""Of the job budget, what a model's extraction may take before the heuristic extracts the turn
+instead: past the budget the job was abandoned, so with a slow model "I prefer tea." was never stored."""
+_UNSAVED = (MemoryStorageError, MemoryWriteError)
 
 
 async def build_runtime_with_memory(
@@ -88,6 +94,10 @@ class TurnResult:
     context: RenderedContext = field(default_factory=RenderedContext)
     timings_ms: dict[str, float] = field(default_factory=dict)
     jobs: dict[str, Any] = field(default_factory=dict)
+    unsaved: MemoryWriteError | None = None
+    """Why the turn's memories (its extraction or summary) could not be stored in the agent's own
+    store, if they could not: the answer stands and the turn is in its session file, but what the
+    user said is not remembered, which the caller must say (the CLI: exit 5)."""
 
 
 def _ms(seconds: float) -> float:
@@ -193,6 +203,16 @@ class AgentRuntime:
         result.timings_ms = timings
         return result
 
+    async def _extracted(self, prompt: str, said: str | None, session: Session, seconds: float) -> list[MemoryEntry]:
+        """The extractor's memories of the turn, or the heuristic's once a model has taken ``seconds``
+        (the heuristic is instant and model-free, so a stated fact is stored within the budget)."""
+        try:
+            return await asyncio.wait_for(self.extractor.extract(prompt, said, session), seconds)
+        except TimeoutError:
+            self.audit.append("extraction_fallback", what="extract", agent_id=self.card.id, session_id=session.id,
+                              model=self.provider.name, reason=f"the model took longer than {seconds:g}s")
+            return await HeuristicExtractor(self.settings, self.extractor.signals).extract(prompt, said, session)
+
     async def _remember(
         self, session: Session, prompt: str, answer: str, result: TurnResult, history: list[Turn], *,
         closing: bool, budget: float,
@@ -208,7 +228,8 @@ class AgentRuntime:
             # An answer given with recalled memories in context (or replayed answers that had them) is
             # not remembered (Turn.evidence).
             said = session.turns[turn].evidence
-            entries = storable(await self.extractor.extract(prompt, said, session), self.settings)
+            entries = storable(await self._extracted(prompt, said, session, budget * MODEL_EXTRACTION_SHARE),
+                               self.settings)
             echoes, facts = [], []
             for entry in entries:
                 held = held_id(await self.memory.write(entry), entry)
@@ -251,6 +272,12 @@ class AgentRuntime:
             self.audit.append(
                 f"{job.kind.value}_failed", agent_id=self.card.id, session_id=session.id, error=f"{type(exc).__name__}: {exc}"
             )
+            # Trigger: the private store refused a write (not writable, full, busy, corrupt). Why: an
+            # audit line alone left `arcana run` at exit 0 with "remember that…" not remembered.
+            # Outcome: the first such failure is the result's ``unsaved``; a model's failure is not one.
+            if result.unsaved is None and job.kind is not JobKind.CONSOLIDATION and isinstance(exc, _UNSAVED):
+                result.unsaved = MemoryWriteError(
+                    f"the turn was answered and kept in session {session.id}, but its {job.label} was not stored: {exc}")
 
         report = await drain(queue, budget_seconds=budget, on_error=failed)
         for label in report.abandoned:

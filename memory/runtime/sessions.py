@@ -145,11 +145,29 @@ async def _not_admitted_since(first: dict[str, datetime], memory: GetsMany) -> s
     if not first:
         return set()
     found = await memory.get_many(list(first))
+    if missing := [i for i in first if i not in found]:
+        found |= await _only_superseded(memory, missing)
     gone = set(first) - set(found)
     since = {i: first[i] for i, entry in found.items() if entry.updated_at > first[i]}
     if since and isinstance(memory, Rewords):
         gone |= await memory.reworded(since)
     return gone
+
+
+async def _only_superseded(memory: GetsMany, ids: list[str]) -> dict[str, MemoryEntry]:
+    """Of ``ids``, the agent's own memories that a later fact replaced and nothing else withdrew
+    (visible, not archived, not purged: the history audience, ``superseded_by`` set).
+
+    A replaced fact is not an operator's withdrawal: the turn that recalled "I live in Berlin" and
+    said "I moved to Lisbon" was left out of its own session's replay and summary, once its own
+    write superseded what it recalled."""
+    from memory.types import Audience, MemoryQuery
+
+    store = _private_sqlite(memory)
+    if store is None:
+        return {}
+    found = await store.admitted_by_id(MemoryQuery(), ids, audience=Audience.HISTORY)
+    return {i: entry for i, entry in found.items() if entry.superseded_by is not None}
 
 
 async def withheld_summaries(sessions: Sequence[Session], memory: MemoryAdapter, store: SQLiteAdapter) -> dict[str, dict[str, str]]:

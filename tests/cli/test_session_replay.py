@@ -274,3 +274,40 @@ def test_a_runaway_answer_is_replayed_within_a_budget(cli, no_embedder):
     assert [(m["role"], m["content"]) for m in after] == [  # the runaway turn dropped, the control whole
         ("user", CONTROL), ("assistant", "Noted."), ("user", "What comes next?")
     ]
+
+
+def test_a_turn_that_recalled_the_fact_it_replaced_is_replayed_and_summarised(cli, no_embedder):
+    """A superseded fact is not withdrawn: the turn saying "I moved to Lisbon" recalled "I live in
+    Berlin", its own write superseded it, and the turn was left out of its session's replay and
+    summary ("not admitted"); once that fact is hidden, the turn is left out."""
+    moved = "Remember that I moved to Lisbon, I no longer live in Berlin."
+    with LoopbackModelServer(lambda body: "Noted.") as server:
+        _ada_with_a_model(cli, server)
+        ok(cli("run", "ada", "Remember that I live in Berlin.", "--json"))
+        first = ok(cli("run", "ada", moved, "--keep-open", "--json"))
+        sid = first["session_id"]
+        berlin = [m for m in ok(cli("memory", "list", "--agent", "ada", "--all", "--json"))
+                  if m["content"] == "I live in Berlin."]
+        assert berlin[0]["superseded_by"] and berlin[0]["id"] in first["recalled_ids"]
+        ok(cli("run", "ada", "Which neighbourhood?", "--session", sid, "--json"))
+        replayed = [(m["role"], m["content"]) for m in server.requests[-1]["body"]["messages"][1:]]
+        assert replayed == [("user", moved), ("assistant", "Noted."), ("user", "Which neighbourhood?")]
+        shown = ok(cli("session", "show", sid, "--agent", "ada", "--json"))
+        assert [t["left_out"] for t in shown["turns"]] == [None, None]
+        # the exclusion: hidden, the replaced fact withdraws the turn that recalled it (and the one after)
+        ok(cli("memory", "set", berlin[0]["id"], "--agent", "ada", "--visibility", "hidden", "--json"))
+        ok(cli("run", "ada", "Any cafés?", "--session", sid, "--json"))
+        assert moved not in server.requests[-1]["raw"]
+        shown = ok(cli("session", "show", sid, "--agent", "ada", "--json"))
+        assert shown["turns"][0]["left_out"] == {"memory_id": berlin[0]["id"], "reason": "hidden"}
+
+
+def test_a_one_shot_turn_that_replaced_a_fact_gets_its_summary(cli, no_embedder):
+    with LoopbackModelServer(lambda body: "Noted.") as server:
+        _ada_with_a_model(cli, server)
+        lived = ok(cli("run", "ada", "Remember that I live in Berlin.", "--json"))
+        assert lived["recalled_ids"] == [] and lived["summary_memory_id"]  # the control: a summary
+        moved = ok(cli("run", "ada", "Remember that I moved to Lisbon, I no longer live in Berlin.", "--json"))
+    assert moved["recalled_ids"] and moved["summary_memory_id"]
+    summaries = {s["id"]: s["summary"] for s in ok(cli("session", "list", "--agent", "ada", "--json"))}
+    assert "I moved to Lisbon" in summaries[moved["session_id"]]
