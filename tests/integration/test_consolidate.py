@@ -114,38 +114,33 @@ async def test_a_direction_word_keeps_to_and_from_apart(store, offline_embedder)
     was archived into "shipped to Berlin", "Ada moved from London" into "moved to London", "the
     train from Paris" into "the train to Paris", "the flight goes from Berlin" into "goes from
     Paris to Berlin" (both hold a "from")."""
-    vectors = VectorAdapter(store, EmbeddingGateway([offline_embedder]))
-    apart = [fact(t) for t in (
+    await _kept_apart(store, offline_embedder, (
         "The package was shipped to Berlin", "The package was shipped from Berlin", "Ada moved to London",
         "Ada moved from London", "The train to Paris leaves at 9", "The train from Paris leaves at 9",
-        "The flight goes from Berlin")]
-    route, leg = fact("The flight goes from Paris to Berlin on Monday"), fact("The flight goes from Paris to Berlin")
-    await vectors.write_many([*apart, route, leg])
-
-    _, plan = await _consolidate(store, offline_embedder)
-
-    current = await _current(store)
-    assert {e.id for e in apart} <= set(current)
-    # positive control, same store: what the fuller memory says the same way merges into it
-    assert plan.counts()["merged"] == 1 and route.id in current and leg.id not in current
+        "The flight goes from Berlin"), "The flight goes from Paris to Berlin on Monday", "The flight goes from Paris to Berlin")
 
 
 async def test_a_word_inside_a_restatement_changes_what_it_says(store, offline_embedder):
     """Any memory holding the other's words in order carried it, wherever the extra words fell:
     "My sister is Anna" was archived into "My sister's friend is Anna", "Tom is the CEO of Acme"
     into "Tom is the former CEO of Acme", and "I live in Paris" into "I used to live in Paris"."""
-    vectors = VectorAdapter(store, EmbeddingGateway([offline_embedder]))
-    apart = [fact(t) for t in ("My sister is Anna", "My sister's friend is Anna", "Tom is the CEO of Acme",
-                               "Tom is the former CEO of Acme", "I live in Paris", "I used to live in Paris")]
-    tea, milk = fact("I like green tea"), fact("I really like green tea with milk")
-    await vectors.write_many([*apart, tea, milk])
+    await _kept_apart(store, offline_embedder, (
+        "My sister is Anna", "My sister's friend is Anna", "Tom is the CEO of Acme", "Tom is the former CEO of Acme",
+        "I live in Paris", "I used to live in Paris"), "I really like green tea with milk", "I like green tea")
 
-    _, plan = await _consolidate(store, offline_embedder)
+
+async def _kept_apart(store, embedder, apart: tuple[str, ...], fuller: str, restated: str) -> None:
+    """Consolidating ``apart`` beside a restatement pair merges only the pair: every one of ``apart``
+    stays current, and (the positive control, same store) ``restated`` is archived into ``fuller``."""
+    vectors = VectorAdapter(store, EmbeddingGateway([embedder]))
+    kept, big, small = [fact(t) for t in apart], fact(fuller), fact(restated)
+    await vectors.write_many([*kept, big, small])
+
+    _, plan = await _consolidate(store, embedder)
 
     current = await _current(store)
-    assert {e.id for e in apart} <= set(current)
-    # positive control, same store: words around a restatement still carry it
-    assert plan.counts()["merged"] == 1 and milk.id in current and tea.id not in current
+    assert {e.id for e in kept} <= set(current)
+    assert plan.counts()["merged"] == 1 and big.id in current and small.id not in current
 
 
 async def test_a_negation_in_another_language_keeps_two_facts_apart(store, offline_embedder):
