@@ -278,7 +278,7 @@ async def test_an_id_prefix_of_any_length_is_looked_up_not_refused(store):
     fine, the id just names nothing. Each engine answers no match; a real id's prefix (the control)
     and its upper-case spelling (ids are looked up as typed, case folded on a miss) still find it, on
     both engines (a server pool answered the upper-case spelling with "no memory")."""
-    kept = entry("an ordinary memory")
+    kept = entry("an ordinary memory", id="abcdef12-0000-4000-8000-000000000002")  # letters: upper case differs
     await store.write(kept)
     assert [e.id for e in await store.find_by_prefix(kept.id[:8])] == [kept.id]
     assert await store.ledger_ids(kept.id[:8]) == [kept.id]
@@ -309,8 +309,9 @@ async def test_an_id_prefix_as_typed_is_found_through_the_id_index(store):
     """Every prefix lookup (`memory show 1a2b3c`, an MCP get, the ledger's ids) folded case in SQL, which no
     index answers: 149 ms a lookup at 300,000 rows, a full read of the table. A prefix as typed is now a
     range on the id index; the case-folded scan runs only when nothing matches as typed (the control:
-    the upper-case spelling of a lower-case id is still found, by that scan)."""
-    kept = entry("an ordinary memory")
+    the upper-case spelling of a lower-case id is still found, by that scan). The id has letters in its
+    first eight characters: a random one of only digits (2% of them) spells the same in upper case."""
+    kept = entry("an ordinary memory", id="abcdef12-0000-4000-8000-000000000001")
     await store.write_many([kept, entry("another memory")])
     plans: list[str] = []
 
