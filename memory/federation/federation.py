@@ -568,24 +568,24 @@ class MemoryFederation:
 
     async def get(self, entry_id: str) -> MemoryEntry | None:
         """The most local copy of ``entry_id``; a failing tier is skipped and reported."""
-        for tier in self.router.tiers:
-            found, event = await tier.get(entry_id)
-            if event is not None:
-                self._emit([event])
-            if found is not None:
-                return found.model_copy(update={"tiers": [tier.name]})
-        return None
+        return (await self._first_holding(entry_id, self.router.tiers))[0]
 
     async def get_shared(
         self, entry_id: str, *, audience: Audience | None = None
     ) -> tuple[MemoryEntry | None, Any, list[MemoryDegradedEvent]]:
         """``entry_id`` in the first writable shared tier that admits it (recall's rules, or
-        ``audience``'s), with that tier; and the tiers that could not be read, each reported (audit)
-        as recall reports them, so the caller can name them rather than answer "no memory"."""
+        ``audience``'s), with that tier; and the tiers that could not be read, so the caller can
+        name them rather than answer "no memory"."""
+        shared = [t for t in self.router.tiers if t.scope is not MemoryScope.PRIVATE and not t.read_only]
+        return await self._first_holding(entry_id, shared, audience)
+
+    async def _first_holding(
+        self, entry_id: str, tiers: Sequence[ResilientTier], audience: Audience | None = None
+    ) -> tuple[MemoryEntry | None, Any, list[MemoryDegradedEvent]]:
+        """The first of ``tiers`` that admits ``entry_id`` (its copy named by that tier), the tier, and
+        each tier that could not be read, reported (audit) as recall reports them."""
         unread: list[MemoryDegradedEvent] = []
-        for tier in self.router.tiers:
-            if tier.scope is MemoryScope.PRIVATE or tier.read_only:
-                continue
+        for tier in tiers:
             found, event = await tier.get(entry_id, audience=audience)
             if event is not None:
                 self._emit([event])
