@@ -7,6 +7,7 @@ heuristic on any error, so extraction can never fail a run.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 from typing import Protocol
@@ -28,9 +29,12 @@ class MemoryExtractor(Protocol):
     @property
     def signals(self) -> SignalPatterns: ...
 
-    async def extract(self, prompt: str, response: str | None, session: Session) -> list[MemoryEntry]:
+    async def extract(
+        self, prompt: str, response: str | None, session: Session, *, within: float | None = None
+    ) -> list[MemoryEntry]:
         """The memories one exchange gives. ``response`` is None when the answer may not be
-        remembered (it was given with recalled memories in context, see :attr:`Turn.evidence`)."""
+        remembered (it was given with recalled memories in context, see :attr:`Turn.evidence`);
+        ``within``: the seconds a model may take before the heuristic answers instead."""
         ...
 
     async def summarise(self, session: Session) -> str: ...
@@ -58,7 +62,9 @@ class HeuristicExtractor:
             **fields,
         )
 
-    async def extract(self, prompt: str, response: str | None, session: Session) -> list[MemoryEntry]:
+    async def extract(
+        self, prompt: str, response: str | None, session: Session, *, within: float | None = None
+    ) -> list[MemoryEntry]:
         s, cues, limit, size = self.settings, self._signals, self.settings.max_content, self.settings.max_content_bytes
         echo = f"User asked: {prompt.strip()}" + (f" — Assistant answered: {response.strip()}" if response else "")
         entries = [
@@ -168,12 +174,16 @@ class LLMExtractor:
                 model=self.provider.name, reason=str(reason)[:300],
             )
 
-    async def extract(self, prompt: str, response: str | None, session: Session) -> list[MemoryEntry]:
+    async def extract(
+        self, prompt: str, response: str | None, session: Session, *, within: float | None = None
+    ) -> list[MemoryEntry]:
         exchange = _exchange(prompt, response, self.settings.max_content)
         try:
-            raw = await self._ask(EXTRACTION_INSTRUCTIONS, exchange)
+            raw = await asyncio.wait_for(self._ask(EXTRACTION_INSTRUCTIONS, exchange), within)
             return self._parse(raw, session)
-        except Exception as exc:  # any model or parse failure: the heuristic answers for this turn
+        except Exception as exc:  # any model or parse failure, or a model past ``within``: the heuristic answers
+            if isinstance(exc, TimeoutError) and within is not None:
+                exc = ExtractionFallback(f"the model took longer than {within:g}s")
             self._fell_back("extract", session, exc)
             return await self.fallback.extract(prompt, response, session)
 

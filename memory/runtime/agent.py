@@ -9,7 +9,6 @@ to the caller, bounded by a time budget.
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -19,7 +18,7 @@ from memory.agents import AgentCard, AgentRegistry
 from memory.audit import AuditLog
 from memory.config import ArcanaConfig, load_config
 from memory.errors import MemoryStorageError, MemoryWriteError
-from memory.extraction.extractors import HeuristicExtractor, MemoryExtractor, build_extractor
+from memory.extraction.extractors import MemoryExtractor, build_extractor
 from memory.extraction.scoring import storable
 from memory.federation.federation import MemoryFederation
 from memory.home import Home
@@ -30,7 +29,7 @@ from memory.protocols import MemoryAdapter
 from memory.runtime.assembly import extraction_settings, federation_for_agent
 from memory.runtime.sessions import SessionClosedError, SessionManager, held_id, link_carried, replayable, within
 from memory.runtime.upkeep import consolidate_if_grown
-from memory.types import DERIVED_TAG, MemoryEntry, Session, Turn
+from memory.types import DERIVED_TAG, Session, Turn
 
 DEFAULT_SYSTEM_PROMPT = "You are a helpful assistant."
 CONTEXT_BUDGET_TOKENS = 1000
@@ -203,16 +202,6 @@ class AgentRuntime:
         result.timings_ms = timings
         return result
 
-    async def _extracted(self, prompt: str, said: str | None, session: Session, seconds: float) -> list[MemoryEntry]:
-        """The extractor's memories of the turn, or the heuristic's once a model has taken ``seconds``
-        (the heuristic is instant and model-free, so a stated fact is stored within the budget)."""
-        try:
-            return await asyncio.wait_for(self.extractor.extract(prompt, said, session), seconds)
-        except TimeoutError:
-            self.audit.append("extraction_fallback", what="extract", agent_id=self.card.id, session_id=session.id,
-                              model=self.provider.name, reason=f"the model took longer than {seconds:g}s")
-            return await HeuristicExtractor(self.settings, self.extractor.signals).extract(prompt, said, session)
-
     async def _remember(
         self, session: Session, prompt: str, answer: str, result: TurnResult, history: list[Turn], *,
         closing: bool, budget: float,
@@ -228,7 +217,7 @@ class AgentRuntime:
             # An answer given with recalled memories in context (or replayed answers that had them) is
             # not remembered (Turn.evidence).
             said = session.turns[turn].evidence
-            entries = storable(await self._extracted(prompt, said, session, budget * MODEL_EXTRACTION_SHARE),
+            entries = storable(await self.extractor.extract(prompt, said, session, within=budget * MODEL_EXTRACTION_SHARE),
                                self.settings)
             echoes, facts = [], []
             for entry in entries:
