@@ -388,6 +388,57 @@ async def test_http_transport_needs_the_bearer_token(zoo, arcana_home, tmp_path)
     assert proc.stdout.read() == b""  # stdout stays clean on the HTTP transport too
 
 
+def _loopback_port(host: str) -> int | None:
+    """A free port on ``host``; None where the machine has no such loopback (no IPv6)."""
+    import socket
+
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    try:
+        with socket.socket(family) as sock:
+            sock.bind((host, 0))
+            return sock.getsockname()[1]
+    except OSError:
+        return None
+
+
+@pytest.mark.parametrize("host", ["::1", "127.0.0.1"])
+def test_the_announced_http_url_is_one_a_client_can_use(arcana_home, tmp_path, host):
+    """On ::1 the server said it served `http://::1:PORT/mcp`, no URL at all (a host pasting it could not
+    connect); it says `http://[::1]:PORT/mcp` now, and that URL reaches it. 127.0.0.1 is the control."""
+    import subprocess
+
+    import httpx2
+
+    keyword_only(arcana_home)
+    AgentRegistry(arcana_home).create("alice")
+    port = _loopback_port(host)
+    if port is None:
+        pytest.skip(f"no {host} loopback on this machine")
+    bracketed = f"[{host}]" if ":" in host else host
+    errlog = tmp_path / "stderr.txt"
+    with errlog.open("w") as sink:
+        proc = subprocess.Popen([sys.executable, "-m", "arcana_cli.main", "mcp", "--agent", "alice", "--http",
+                                 f"{bracketed}:{port}"], stdout=subprocess.DEVNULL, stderr=sink, env=dict(os.environ))
+    try:
+        for _ in range(600):  # a guard against a server that never starts, not a measurement
+            said = re.search(r"serving agent 'alice' on (\S+)", errlog.read_text())
+            if said or proc.poll() is not None:
+                break
+            time.sleep(0.1)
+        assert said, errlog.read_text()
+        assert said.group(1) == f"http://{bracketed}:{port}/mcp"
+        for _ in range(300):
+            try:
+                answer = httpx2.post(said.group(1), json={})
+                break
+            except httpx2.TransportError:
+                time.sleep(0.1)
+        assert answer.status_code == 401  # reached: it asks for the token
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
 @pytest.mark.parametrize(("held", "code"), [("", 4), ("short", 4), (None, 0)])
 def test_http_refuses_a_token_file_that_holds_no_token(arcana_home, held, code):
     """An empty token file (a full disk) served every request a bare 401; it is refused at start, while a
