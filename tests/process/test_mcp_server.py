@@ -162,6 +162,22 @@ async def test_tool_errors_are_one_line_and_the_server_keeps_serving(zoo):
             assert not error and answer["results"][0]["id"] == alice["visible"]
 
 
+async def test_a_type_filter_repeated_many_times_is_one_filter_and_never_opens_the_breaker(zoo):
+    """300,000 repeats of one type became as many SQL variables: SQLite refused them, the answer blamed
+    a degraded store, and three such calls opened the breaker, so the next plain recall failed too. Now
+    each type counts once: the filter answers (and still filters: 'semantic' leaves the episodic one out)."""
+    alice, _ = zoo
+    async with session("--agent", "alice") as client:
+        for _ in range(4):  # past the breaker's threshold of failures
+            error, listed = await call(client, "list", types=["episodic"] * 300_000, limit=100)
+            assert not error, listed
+            assert alice["visible"] in {m["id"] for m in listed["memories"]}
+        error, found = await call(client, "recall", query="zebra", types=["semantic"] * 300_000)
+        assert not error and found["results"] == []  # the control: the filter still applies
+        error, found = await call(client, "recall", query="zebra stripes")
+        assert not error and [r["id"] for r in found["results"]] == [alice["visible"]]
+
+
 async def test_an_argument_the_tool_does_not_take_is_a_tool_error_and_nothing_is_written(zoo, arcana_home):
     """The SDK dropped unknown argument names: `remember` with `pinned` and `confidence_source:
     user_confirmed` answered as stored, and the agent believed its memory pinned and confirmed.
