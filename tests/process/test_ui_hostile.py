@@ -294,8 +294,8 @@ def test_another_servers_cookie_does_not_hide_ours(server, stocked):
 def test_one_store_that_cannot_be_read_does_not_hide_the_home(server, stocked, arcana_home, cli, make_vault):
     """The home page read every agent's census with no way to fail alone: one agent's store that
     could not be opened (a schema newer than this Arcana, a busy file) made the whole page a 503,
-    every other agent, pool and vault with it; so did a vault's index. A pool's store already
-    failed on its own row."""
+    every other agent, pool and vault with it; so did a vault's index, and a pool's (the page listed
+    the pools through `pool list`, which counted every pool and failed on the first it could not read)."""
     import sqlite3
 
     from memory.agents import AgentRegistry
@@ -305,8 +305,9 @@ def test_one_store_that_cannot_be_read_does_not_hide_the_home(server, stocked, a
     client = Client(url)
     added = cli("vault", "add", str(make_vault({"A.md": "[[B]]", "B.md": "[[A]]"}, name="newer")), "--name", "newer")
     assert added.exit_code == 0 and cli("vault", "index", "newer").exit_code == 0
+    assert cli("pool", "create", "ops").exit_code == 0
     bob = AgentRegistry(arcana_home).resolve("bob")
-    for path in (arcana_home.agent_db(bob.id), VaultRegistry(arcana_home).get("newer").db_path):
+    for path in (arcana_home.agent_db(bob.id), VaultRegistry(arcana_home).get("newer").db_path, arcana_home.pool_db("team")):
         with sqlite3.connect(path) as db:
             db.execute("PRAGMA user_version = 99")
     status, _, page = client.get("/")
@@ -316,7 +317,9 @@ def test_one_store_that_cannot_be_read_does_not_hide_the_home(server, stocked, a
     assert re.search(r'<td class="num">\d+</td>', rows["alice"])  # the control: alice's census is there
     vaults = dict(re.findall(r"<tr><td>(\w+)</td><td><code>.*?</code></td>(.*?)</tr>", page, re.S))
     assert "schema version 99 is newer" in vaults["newer"] and "link graph" in vaults["notes"]
-    assert "?pool=team" in page  # and the rest of the home
+    pools = dict(re.findall(r'<tr><td><a href="[^"]*\?pool=(\w+)">.*?</a></td>(.*?)</tr>', page, re.S))
+    assert "schema version 99 is newer" in pools["team"]
+    assert re.search(r'<td class="num">\d+</td>', pools["ops"])  # the control: another pool's census
     status, _, page = client.get("/memories?agent=bob")  # bob's own page says why
     assert status == 503 and "newer" in reason(page)
     assert "Traceback" not in errors.read_text()
