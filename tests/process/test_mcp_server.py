@@ -231,7 +231,8 @@ def _raw_requests(lines: list[str]) -> list[dict]:
 def test_a_request_the_sdk_cannot_parse_is_answered_and_nothing_is_written(zoo, arcana_home):
     """JSON allows a lone surrogate escape (what JavaScript's JSON.stringify writes for a string cut
     inside an emoji) and any depth; the SDK's parser takes neither and dropped the line, so the host
-    waited for good. Each is answered now (a tool call with a one-line tool error), nothing is written,
+    waited for good; so did a whole number of over 4,300 digits, which Python's parser refuses too.
+    Each is answered now (a tool call with a one-line tool error), nothing is written,
     and the next call is served; an emoji written whole (the control) is stored."""
     call = lambda i, name, arguments: (
         f'{{"jsonrpc": "2.0", "id": {i}, "method": "tools/call", "params": {{"name": "{name}", "arguments": {arguments}}}}}'
@@ -243,8 +244,10 @@ def test_a_request_the_sdk_cannot_parse_is_answered_and_nothing_is_written(zoo, 
         '{"jsonrpc": "2.0", "id": 4, "method": "tools/list", "params": {"cursor": "\\udc00"}}',
         call(5, "remember", '{"content": "a whole emoji \\ud83e\\udd93 zebra"}'),
         call(6, "recall", '{"query": "emoji", "mode": "keyword"}'),
+        call(7, "remember", '{"content": "huge number zebra", "importance": ' + "9" * 5000 + "}"),  # was never answered
     ])
-    assert [a["id"] for a in answers] == [1, 2, 3, 4, 5, 6]
+    assert [a["id"] for a in answers] == [1, 2, 3, 4, 5, 6, 7]
+    assert answers[6]["result"]["isError"] and "could not be read: a number too large" in answers[6]["result"]["content"][0]["text"]
     for answer, why in zip(answers[:3], ["surrogate", "nested deeper", "nested deeper"]):
         assert answer["result"]["isError"], answer
         text = answer["result"]["content"][0]["text"]
@@ -254,7 +257,7 @@ def test_a_request_the_sdk_cannot_parse_is_answered_and_nothing_is_written(zoo, 
     found = json.loads(answers[5]["result"]["content"][0]["text"])["results"]
     assert [r["content"] for r in found] == ["a whole emoji \U0001f993 zebra"]
     stored = json.loads(arcana("memory", "list", "--agent", "alice", "--json", "--limit", "100"))
-    assert not any("half an emoji" in m["content"] or "nested" in m["content"] for m in stored)
+    assert not any("half an emoji" in m["content"] or "nested" in m["content"] or "huge" in m["content"] for m in stored)
 
 
 async def test_read_only_serves_reads_only(zoo, arcana_home):
