@@ -73,6 +73,11 @@ def saved_token(path: Path) -> tuple[str, bool]:
     return token, True
 
 
+def url_host(host: str) -> str:
+    """``host`` as a URL names it: an IPv6 address in brackets (``http://::1:8765/`` is no URL)."""
+    return f"[{host}]" if ":" in host else host
+
+
 def host_names(port: int) -> set[str]:
     """The Host header values that name this server: every loopback spelling, on this port."""
     return {f"{name}:{port}" for name in ("127.0.0.1", "localhost", "[::1]")}

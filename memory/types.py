@@ -155,6 +155,12 @@ def _required_tags(value: list[str] | None) -> list[str] | None:
     return normalise_tags(value) or None if value is not None else None
 
 
+def _distinct_types(value: list[MemoryType] | None) -> list[MemoryType] | None:
+    """Each type once: a filter of 300,000 repeats (an MCP argument) became as many SQL variables,
+    failed in SQLite, and the failures opened the store's breaker for every recall after it."""
+    return list(dict.fromkeys(value)) if value is not None else None
+
+
 class MemoryEntry(BaseModel):
     """One remembered thing.
 
@@ -256,6 +262,7 @@ class MemoryQuery(BaseModel):
     _agent = field_validator("agent_id", mode="before")(_agent_str)
     _times = field_validator("since", "until", "as_of")(aware_utc)
     _tags = field_validator("tags")(_required_tags)
+    _types = field_validator("types")(_distinct_types)
 
 
 class PrunePolicy(BaseModel):

@@ -31,7 +31,7 @@ async def mcp(
     """Serve an agent's memory as MCP tools over stdio, or loopback HTTP (for Claude Desktop, IDE agents, ...)."""
     from arcana_cli.federated import agent_federation
     from arcana_cli.loopback import bind as listen
-    from arcana_cli.loopback import parse_bind, saved_token
+    from arcana_cli.loopback import parse_bind, saved_token, url_host
     from arcana_cli.mcp.server import MemoryTools, attached_vaults, build_server, serve_http, stderr_logging
     from arcana_cli.mcp.wire import serve_stdio
 
@@ -68,7 +68,7 @@ async def mcp(
         else:
             out.info(f"arcana mcp: bearer token in {cli.home.root / 'mcp' / 'token'}")
         host, port = bind
-        out.info(f"arcana mcp: serving agent '{card.name}' on http://{host}:{port}/mcp{mode}")
+        out.info(f"arcana mcp: serving agent '{card.name}' on http://{url_host(host)}:{port}/mcp{mode}")
         await serve_http(server, host, sock, token)
 
 

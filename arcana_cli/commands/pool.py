@@ -15,7 +15,7 @@ POOL_COLUMNS = ("name", "backend", "members", "vaults", "entries", "database")
 def _row(info) -> tuple:
     return (
         info.name,
-        info.backend if info.reachable is not False else f"{info.backend} (unreachable)",
+        info.backend if info.error is None else f"{info.backend} ({'unreachable' if info.reachable is False else 'unreadable'})",
         ", ".join(info.members) or "-",
         ", ".join(info.vaults) or "-",
         "-" if info.entries is None else info.entries,
@@ -54,6 +54,9 @@ async def create(
 async def list_(cli: CliContext, out: Out) -> None:
     """List pools with their members, attached vaults and entry counts."""
     pools = await _registry(cli).list()
+    for info in pools:
+        if info.error is not None and info.reachable is None:  # a pool file that could not be read
+            out.warn(f"pool '{info.name}': {info.error}")
     out.data([p.as_dict() for p in pools], columns=POOL_COLUMNS, rows=lambda: [_row(p) for p in pools])
 
 

@@ -31,7 +31,7 @@ def unreadable_answer(exc: ValidationError) -> Any | None:
     if not isinstance(raw, (str, bytes)):
         return None
     try:
-        message = json.loads(raw)
+        message = json.loads(raw, parse_int=_whole_or_none)
     except RecursionError:  # nested past Python's limit too: the head of a request as clients write it
         message = _head(raw if isinstance(raw, str) else raw.decode("utf-8", "replace"))
     except ValueError:
@@ -59,6 +59,15 @@ _HEAD = re.compile(
 )
 
 
+def _whole_or_none(text: str) -> int | None:
+    """A whole number, or None past the 4,300 digits ``int()`` converts: it raised ValueError, read as
+    "not JSON", and a tool call holding such an argument was never answered."""
+    try:
+        return int(text)
+    except ValueError:
+        return None
+
+
 def _head(raw: str) -> dict:
     """The id, method and tool name of a request too deeply nested to parse, read from its head in the
     order SDK clients write it (jsonrpc, id, method, params.name); {} when it does not start so."""
@@ -80,6 +89,8 @@ def _sayable(value: Any) -> Any:
 def _why(parser_message: str) -> str:
     if "recursion limit" in parser_message:
         return "nested deeper than 200 levels; send flatter arguments"
+    if "number out of range" in parser_message:
+        return "a number too large to read; send a smaller one"
     if "escape" in parser_message or "surrogate" in parser_message:
         return "a \\u escape of half a UTF-16 surrogate pair, which is no character; send whole characters"
     return " ".join(parser_message.split())[:200]

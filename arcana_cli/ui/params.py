@@ -39,9 +39,11 @@ def integer(params: Mapping, name: str, default: int, low: int, high: int) -> in
     raw = params.get(name)
     if raw in (None, ""):
         return default
-    if not whole(raw) or not low <= int(raw) <= high:
+    # More digits than int() converts (4,300) raised its own message, naming neither the parameter nor its range.
+    digits = raw.lstrip("0") or "0"
+    if not whole(raw) or len(digits) > len(str(high)) or not low <= int(digits) <= high:
         raise bad(f"{name}: a whole number from {low} to {high}, not '{raw[:40]}'")
-    return int(raw)
+    return int(digits)
 
 
 def flag(params: Mapping, name: str) -> bool:

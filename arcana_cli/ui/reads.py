@@ -76,7 +76,8 @@ class Reader:
 
         config = self.config
         roster = AgentRegistry(self.home).scan()  # an unreadable card is named on the page, the rest shown
-        cards, infos, registered = roster.cards, await PoolRegistry(self.home).list(), VaultRegistry(self.home).list()
+        pools_registry = PoolRegistry(self.home)
+        cards, pool_names, registered = roster.cards, pools_registry.names(), VaultRegistry(self.home).list()
         shown = slice((page - 1) * per, page * per)
         agents = []
         for card in cards[shown]:
@@ -84,8 +85,9 @@ class Reader:
             census = await _census(lambda: open_store(self.home, StoreKind.PRIVATE, card.id, actor=ACTOR)) if path.exists() else None
             agents.append({"card": card, "census": census, "pools": agent_pools(config, card)})
         pools = []
-        for info in infos[shown]:
-            pools.append({"info": info, "census": await self._tier_census(config, StoreKind.POOL, info.name)})
+        for name in pool_names[shown]:  # the census counts it (a bad file says why in its row): not counted twice
+            info = await pools_registry.show(name, count=False)
+            pools.append({"info": info, "census": await self._tier_census(config, StoreKind.POOL, name)})
         vaults = []
         for vault in registered[shown]:
             try:
@@ -98,8 +100,8 @@ class Reader:
             "pools": pools,
             "global": await self._tier_census(config, StoreKind.GLOBAL, None),
             "vaults": vaults,
-            "counts": {"agents": len(cards), "pools": len(infos), "vaults": len(registered)},
-            "more": max(len(cards), len(infos), len(registered)) > page * per,
+            "counts": {"agents": len(cards), "pools": len(pool_names), "vaults": len(registered)},
+            "more": max(len(cards), len(pool_names), len(registered)) > page * per,
         }
 
     async def _tier_census(self, config: ArcanaConfig, kind: StoreKind, name: str | None) -> Census | str | None:

@@ -30,7 +30,7 @@ from starlette.requests import Request, cookie_parser
 from starlette.responses import PlainTextResponse, RedirectResponse
 from starlette.routing import Mount, Route
 
-from arcana_cli.loopback import LoopbackGuard, bind  # noqa: F401 - `arcana ui` listens through it
+from arcana_cli.loopback import LoopbackGuard, bind, url_host  # noqa: F401 - `arcana ui` listens through bind
 from arcana_cli.ui import pages
 from arcana_cli.ui.reads import Reader
 from memory.errors import (
@@ -193,13 +193,12 @@ async def serve(home: Home, sock: socket.socket, token: str, announce: Callable[
     import uvicorn
 
     host, port = sock.getsockname()[:2]
-    shown = f"[{host}]" if ":" in host else host
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter("arcana ui: %(levelname)s %(message)s"))
     log.handlers[:] = [handler]
     log.propagate = False
     root = new_root()
     app = build_app(home, token, port, root)
-    announce(f"http://{shown}:{port}{root}/?token={token}")
+    announce(f"http://{url_host(host)}:{port}{root}/?token={token}")
     config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off")
     await uvicorn.Server(config).serve(sockets=[sock])

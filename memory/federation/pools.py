@@ -19,7 +19,7 @@ from memory.adapters.opener import open_store, open_tier
 from memory.agent_links import names_agent
 from memory.agents import AgentCard, AgentRegistry
 from memory.config import ArcanaConfig, PoolSettings, editing_config, load_config
-from memory.errors import InvalidRequestError, NotFoundError
+from memory.errors import ArcanaMemoryError, InvalidRequestError, NotFoundError
 from memory.home import Home, check_name, file_id, unusable_name
 from memory.store_kinds import StoreKind
 
@@ -34,7 +34,7 @@ class PoolInfo:
     backend: str = "sqlite"
     reachable: bool | None = None  # server pools: could the server be reached (None: not asked)
     schema_version: int | None = None
-    error: str | None = None  # why a server pool could not be counted (password masked)
+    error: str | None = None  # why the pool could not be counted: a server out of reach (password masked), a bad file
 
     def as_dict(self) -> dict:
         return {
@@ -162,7 +162,18 @@ class PoolRegistry:
             info.reachable, info.error = False, str(exc)
 
     async def list(self) -> list[PoolInfo]:
-        return [await self.show(name) for name in self.names()]
+        """Every pool, counted. A pool file that cannot be read (corrupt, a
+        newer schema) is named in its own row, as a server out of reach is: one such pool made
+        `pool list` exit 5 listing nothing, and `arcana ui`'s home page a 503."""
+        listed = []
+        for name in self.names():
+            try:
+                listed.append(await self.show(name))
+            except ArcanaMemoryError as exc:
+                info = await self.show(name, count=False)
+                info.error = str(exc)
+                listed.append(info)
+        return listed
 
     def remove(self, name: str) -> PoolRemoval:
         """Drop the pool from the config, detach the vaults attached to it and move its database to

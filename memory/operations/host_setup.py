@@ -188,7 +188,8 @@ def _read(path: Path) -> tuple[str | None, dict[str, Any]]:
         raise ConfigError(f"{path}: larger than {MAX_CONFIG_BYTES >> 20} MiB, not a host configuration; {fix}")
     try:
         text = raw.decode("utf-8")
-        data = (json.loads(text, parse_constant=_no_constant, parse_float=_finite, object_pairs_hook=unique_keys)
+        data = (json.loads(text, parse_constant=_no_constant, parse_float=_finite, parse_int=_whole,
+                           object_pairs_hook=unique_keys)
                 if text.strip() else {})
     except DuplicateKeyError as exc:
         # Trigger: a hand-edited file gives a key twice ("mcpServers" pasted in a second time).
@@ -226,6 +227,15 @@ def _finite(text: str) -> float:
     if math.isinf(value):
         raise _Unwritable(f"the number {text[:40]} is too large to keep (it would be written as Infinity, not JSON)")
     return value
+
+
+def _whole(text: str) -> int:
+    # Trigger: a whole number of more digits than Python converts (4,300). Why: int() raised a bare
+    # ValueError out of the parse: a traceback, exit 1. Outcome: refused, named, like 1e400.
+    try:
+        return int(text)
+    except ValueError:
+        raise _Unwritable(f"the number {text[:20]}… has {len(text)} digits, too many to keep") from None
 
 
 def _indent_of(text: str | None) -> int | str:

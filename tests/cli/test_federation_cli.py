@@ -47,6 +47,24 @@ def test_pool_lifecycle(team, arcana_home):
 
 
 
+def test_a_pool_file_that_cannot_be_read_is_named_in_the_list_and_hides_no_other_pool(team, arcana_home):
+    """One corrupt pool file made `pool list` exit 5, listing no pool at all; it is its own row now,
+    with the reason (as an unreachable server pool's), while the other pool is counted (the control)."""
+    assert team("pool", "create", "ops").exit_code == 0 and team("agent", "join", "alice", "ops").exit_code == 0
+    assert team("remember", "ops keep the runbook", "--agent", "alice", "--pool", "ops").exit_code == 0
+    corrupt_file(arcana_home.pool_db("team"))
+    listed = team("pool", "list", "--json")
+    rows = {p["name"]: p for p in data(listed)}
+    assert (rows["ops"]["entries"], rows["ops"]["error"]) == (1, None)
+    assert rows["team"]["entries"] is None and "corrupt" in rows["team"]["error"]
+    assert rows["team"]["members"] == ["alice", "bob"]
+    text = team("pool", "list")
+    assert text.exit_code == 0 and "sqlite (unreadable)" in text.stdout
+    (warning,) = text.stderr.strip().splitlines()
+    assert warning.startswith("warning: pool 'team': ") and "corrupt" in warning
+    assert team("pool", "show", "team").exit_code == 5  # asked for by name, it is still the error it is
+
+
 def test_leaving_a_pool_every_agent_belongs_to_is_refused(team, arcana_home):
     """memory.pools makes every agent a member: 'leave' answered 'was not in pool' (exit 0) and bob
     kept reading and writing it."""

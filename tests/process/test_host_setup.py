@@ -138,7 +138,9 @@ def test_write_keeps_the_users_servers_and_hooks_backs_up_shows_a_diff_and_twice
                                        # (1e400 as Infinity), a file the host could no longer read at all
                                        ('{"cleanupPeriodDays": NaN}', "NaN is not a JSON value"),
                                        ('{"x": [-Infinity]}', "-Infinity is not a JSON value"),
-                                       ('{"cleanupPeriodDays": 1e400}', "the number 1e400 is too large")])
+                                       ('{"cleanupPeriodDays": 1e400}', "the number 1e400 is too large"),
+                                       # more digits than Python's int() converts: it raised out of the parse
+                                       ('{"cleanupPeriodDays": ' + "9" * 5000 + "}", "5000 digits, too many to keep")])
 def test_a_malformed_existing_file_is_refused_and_nothing_is_written(home, project, text, why):
     (project / ".claude").mkdir()
     (project / ".claude" / "settings.json").write_text(text)
@@ -464,10 +466,11 @@ def test_a_link_that_leads_back_to_itself_is_one_line_and_nothing_is_written(hom
 
 
 def test_numbers_of_the_users_file_are_written_back_as_json(home, project):
-    """The control for NaN, Infinity and 1e400 (refused): a large finite number, -0.0 and an
-    exponent are merged and written back, and the written file is strict JSON."""
+    """The control for NaN, Infinity, 1e400 and 5,000 digits (refused): a large finite number, -0.0, an
+    exponent and a 4,000-digit whole number are merged and written back, and the written file is strict JSON."""
     (project / ".claude").mkdir()
-    (project / ".claude" / "settings.json").write_text('{"cleanupPeriodDays": 1.5e300, "a": -0.0, "b": 1E2, "c": 7}')
+    (project / ".claude" / "settings.json").write_text('{"cleanupPeriodDays": 1.5e300, "a": -0.0, "b": 1E2, "c": 7, '
+                                                        '"d": ' + "9" * 4000 + "}")
     done = setup(project, "--write")
     assert done.returncode == 0, done.stderr
 
@@ -475,7 +478,7 @@ def test_numbers_of_the_users_file_are_written_back_as_json(home, project):
         raise ValueError(name)
 
     settings = json.loads((project / ".claude" / "settings.json").read_text(), parse_constant=strict)
-    assert [settings[k] for k in ("cleanupPeriodDays", "a", "b", "c")] == [1.5e300, 0.0, 100.0, 7]
+    assert [settings[k] for k in ("cleanupPeriodDays", "a", "b", "c", "d")] == [1.5e300, 0.0, 100.0, 7, int("9" * 4000)]
 
 
 def test_a_file_that_cannot_be_written_leaves_every_file_as_it_was(home, project):

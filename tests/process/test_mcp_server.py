@@ -162,6 +162,22 @@ async def test_tool_errors_are_one_line_and_the_server_keeps_serving(zoo):
             assert not error and answer["results"][0]["id"] == alice["visible"]
 
 
+async def test_a_type_filter_repeated_many_times_is_one_filter_and_never_opens_the_breaker(zoo):
+    """300,000 repeats of one type became as many SQL variables: SQLite refused them, the answer blamed
+    a degraded store, and three such calls opened the breaker, so the next plain recall failed too. Now
+    each type counts once: the filter answers (and still filters: 'semantic' leaves the episodic one out)."""
+    alice, _ = zoo
+    async with session("--agent", "alice") as client:
+        for _ in range(4):  # past the breaker's threshold of failures
+            error, listed = await call(client, "list", types=["episodic"] * 300_000, limit=100)
+            assert not error, listed
+            assert alice["visible"] in {m["id"] for m in listed["memories"]}
+        error, found = await call(client, "recall", query="zebra", types=["semantic"] * 300_000)
+        assert not error and found["results"] == []  # the control: the filter still applies
+        error, found = await call(client, "recall", query="zebra stripes")
+        assert not error and [r["id"] for r in found["results"]] == [alice["visible"]]
+
+
 async def test_an_argument_the_tool_does_not_take_is_a_tool_error_and_nothing_is_written(zoo, arcana_home):
     """The SDK dropped unknown argument names: `remember` with `pinned` and `confidence_source:
     user_confirmed` answered as stored, and the agent believed its memory pinned and confirmed.
@@ -215,7 +231,8 @@ def _raw_requests(lines: list[str]) -> list[dict]:
 def test_a_request_the_sdk_cannot_parse_is_answered_and_nothing_is_written(zoo, arcana_home):
     """JSON allows a lone surrogate escape (what JavaScript's JSON.stringify writes for a string cut
     inside an emoji) and any depth; the SDK's parser takes neither and dropped the line, so the host
-    waited for good. Each is answered now (a tool call with a one-line tool error), nothing is written,
+    waited for good; so did a whole number of over 4,300 digits, which Python's parser refuses too.
+    Each is answered now (a tool call with a one-line tool error), nothing is written,
     and the next call is served; an emoji written whole (the control) is stored."""
     call = lambda i, name, arguments: (
         f'{{"jsonrpc": "2.0", "id": {i}, "method": "tools/call", "params": {{"name": "{name}", "arguments": {arguments}}}}}'
@@ -227,8 +244,10 @@ def test_a_request_the_sdk_cannot_parse_is_answered_and_nothing_is_written(zoo, 
         '{"jsonrpc": "2.0", "id": 4, "method": "tools/list", "params": {"cursor": "\\udc00"}}',
         call(5, "remember", '{"content": "a whole emoji \\ud83e\\udd93 zebra"}'),
         call(6, "recall", '{"query": "emoji", "mode": "keyword"}'),
+        call(7, "remember", '{"content": "huge number zebra", "importance": ' + "9" * 5000 + "}"),  # was never answered
     ])
-    assert [a["id"] for a in answers] == [1, 2, 3, 4, 5, 6]
+    assert [a["id"] for a in answers] == [1, 2, 3, 4, 5, 6, 7]
+    assert answers[6]["result"]["isError"] and "could not be read: a number too large" in answers[6]["result"]["content"][0]["text"]
     for answer, why in zip(answers[:3], ["surrogate", "nested deeper", "nested deeper"]):
         assert answer["result"]["isError"], answer
         text = answer["result"]["content"][0]["text"]
@@ -238,7 +257,7 @@ def test_a_request_the_sdk_cannot_parse_is_answered_and_nothing_is_written(zoo, 
     found = json.loads(answers[5]["result"]["content"][0]["text"])["results"]
     assert [r["content"] for r in found] == ["a whole emoji \U0001f993 zebra"]
     stored = json.loads(arcana("memory", "list", "--agent", "alice", "--json", "--limit", "100"))
-    assert not any("half an emoji" in m["content"] or "nested" in m["content"] for m in stored)
+    assert not any("half an emoji" in m["content"] or "nested" in m["content"] or "huge" in m["content"] for m in stored)
 
 
 async def test_read_only_serves_reads_only(zoo, arcana_home):
@@ -386,6 +405,57 @@ async def test_http_transport_needs_the_bearer_token(zoo, arcana_home, tmp_path)
         proc.terminate()
         proc.wait(timeout=30)
     assert proc.stdout.read() == b""  # stdout stays clean on the HTTP transport too
+
+
+def _loopback_port(host: str) -> int | None:
+    """A free port on ``host``; None where the machine has no such loopback (no IPv6)."""
+    import socket
+
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    try:
+        with socket.socket(family) as sock:
+            sock.bind((host, 0))
+            return sock.getsockname()[1]
+    except OSError:
+        return None
+
+
+@pytest.mark.parametrize("host", ["::1", "127.0.0.1"])
+def test_the_announced_http_url_is_one_a_client_can_use(arcana_home, tmp_path, host):
+    """On ::1 the server said it served `http://::1:PORT/mcp`, no URL at all (a host pasting it could not
+    connect); it says `http://[::1]:PORT/mcp` now, and that URL reaches it. 127.0.0.1 is the control."""
+    import subprocess
+
+    import httpx2
+
+    keyword_only(arcana_home)
+    AgentRegistry(arcana_home).create("alice")
+    port = _loopback_port(host)
+    if port is None:
+        pytest.skip(f"no {host} loopback on this machine")
+    bracketed = f"[{host}]" if ":" in host else host
+    errlog = tmp_path / "stderr.txt"
+    with errlog.open("w") as sink:
+        proc = subprocess.Popen([sys.executable, "-m", "arcana_cli.main", "mcp", "--agent", "alice", "--http",
+                                 f"{bracketed}:{port}"], stdout=subprocess.DEVNULL, stderr=sink, env=dict(os.environ))
+    try:
+        for _ in range(600):  # a guard against a server that never starts, not a measurement
+            said = re.search(r"serving agent 'alice' on (\S+)", errlog.read_text())
+            if said or proc.poll() is not None:
+                break
+            time.sleep(0.1)
+        assert said, errlog.read_text()
+        assert said.group(1) == f"http://{bracketed}:{port}/mcp"
+        for _ in range(300):
+            try:
+                answer = httpx2.post(said.group(1), json={})
+                break
+            except httpx2.TransportError:
+                time.sleep(0.1)
+        assert answer.status_code == 401  # reached: it asks for the token
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
 
 
 @pytest.mark.parametrize(("held", "code"), [("", 4), ("short", 4), (None, 0)])
