@@ -540,7 +540,7 @@ class MemoryEditor:
         if change is not None:
             report.copies.append(change)
         seen = seen or {entry_id}
-        await self._reach_carriers(entry_id, edit, verb, report, seen)
+        await self._reach_carriers(entry_id, edit, verb, report, seen, ended=changed)
         down = edit if edit.op == "supersede" else _withholding(edit)
         if down is not None and changed and sources:  # not for a carrier an edit of its source reached
             await self._reach_restatements(before, down, verb, report, seen)
@@ -559,10 +559,14 @@ class MemoryEditor:
             report.carriers += await self.copies.reach_carriers(self.store, entry_id, edit, verb)
         return report.carriers
 
-    async def _reach_carriers(self, entry_id: str, edit: Edit, verb: str | None, report: EditReport, seen: set[str]) -> None:
+    async def _reach_carriers(self, entry_id: str, edit: Edit, verb: str | None, report: EditReport, seen: set[str],
+                              ended: bool = True) -> None:
         """A hide or forget of a memory reaches the consolidated memories that carry its content
-        (and their copies): a digest is never more visible than what it carries."""
-        follow = _withholding(edit)
+        (and their copies): a digest is never more visible than what it carries. A supersession
+        (``ended``: it did end the memory) reaches them too: a session's summary or a turn's echo
+        saying "I live in Berlin" kept answering beside "I live in Lisbon now" once the fact itself
+        was replaced. They end with it (kept for ``--as-of`` and history), never before they began."""
+        follow = (edit if ended else None) if edit.op == "supersede" else _withholding(edit)
         store = provenance_of(self.store)
         if follow is None or store is None:
             return
@@ -570,7 +574,7 @@ class MemoryEditor:
             if carrier in seen:
                 continue
             seen.add(carrier)
-            reached = await self.apply(carrier, follow, verb=verb, seen=seen, sources=False)
+            reached = await self.apply(carrier, await _carried(store, carrier, follow), verb=verb, seen=seen, sources=False)
             report.carriers.append(reached)
 
     async def _reach_restatements(self, ended: MemoryEntry, edit: Edit, verb: str | None, report: EditReport,
@@ -708,6 +712,20 @@ def _withholding(edit: Edit) -> Edit | None:
     if visibility is None or Visibility(visibility) is Visibility.VISIBLE:
         return None
     return Edit("set_visibility", Visibility(visibility))
+
+
+async def _carried(store: SQLiteAdapter, carrier_id: str, edit: Edit) -> Edit:
+    """``edit`` as the carrier ``carrier_id`` gets it: a supersession ends it no earlier than it
+    began, since one ending a memory before its start would make the successor its predecessor
+    (:func:`memory.sqlite.mutations.split_by_time`) instead of ending it."""
+    if edit.op != "supersede":
+        return edit
+    carrier = await _operator_get(store, carrier_id)
+    new_id, said = edit.value
+    if carrier is None or said is None:
+        return edit
+    began = carrier.valid_from or carrier.created_at
+    return Edit("supersede", (new_id, max(said, began)))
 
 
 @dataclass
