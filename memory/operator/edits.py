@@ -771,6 +771,31 @@ async def delete_agent(home: Home, config: ArcanaConfig, name_or_id: str, *, act
         return AgentRemoval(card.id, card.name, registry.delete(card.id), change)
 
 
+async def discard_unused_agent(home: Home, card_id: str, *, actor: str = "library") -> Path | None:
+    """Move an agent to the trash if it holds nothing: no memory row and no session; where it went, else None.
+
+    For a command that created the agent and then failed before storing anything (`arcana run`'s
+    first turn, its model unreachable): the agent was made only to hold what that run stored, so
+    leaving it made a typo an agent. Checked under the agent's lock (:func:`memory.agent_lock.deleting`),
+    so a write another process made to it meanwhile keeps it.
+    """
+    from memory.agent_lock import deleting
+    from memory.agents import AgentRegistry
+
+    with deleting(home, card_id):
+        if any((home.agent_dir(card_id) / "sessions").glob("*")):
+            return None
+        path = store_path(home, StoreKind.PRIVATE, card_id)
+        if path.exists():
+            store = open_store(home, StoreKind.PRIVATE, card_id, actor=actor, repair=False)
+            try:
+                if await store.count(include_archived=True):
+                    return None
+            finally:
+                await store.aclose()
+        return AgentRegistry(home).delete(card_id)
+
+
 @dataclass(frozen=True)
 class OperatorTarget:
     """Which store an operator command works on: an agent's private memory, a pool, or the global tier."""
