@@ -4,6 +4,7 @@ fact itself does; what they carry that still holds answers on through its own me
 
 from __future__ import annotations
 
+import asyncio
 import json
 
 from model_server import LoopbackModelServer
@@ -30,3 +31,34 @@ def test_a_summary_repeating_a_superseded_fact_stops_answering_with_it(cli, no_e
     assert "I live in Lisbon now." in lisbon
     tea = {e["id"] for e in ok(cli("recall", "green tea", "--agent", "ada", "--json"))["results"]}
     assert control["summary_memory_id"] in tea and set(control["written_ids"]) <= tea  # the control answers on
+
+
+def test_a_turn_stating_a_change_leaves_no_conflict_for_its_echo_or_summary(cli, no_embedder):
+    """The echo ("User asked: I live in Lisbon now.") and the summary repeat the user's own words: held
+    as claims against the fact they repeat (or the one it replaced), they made every stated change two
+    open conflicts for an operator to settle. A claim against a user's fact is still held (control)."""
+    with LoopbackModelServer(lambda body: "Noted.") as server:
+        assert cli("model", "add", "loop", "--provider", "ollama", "--base-url", server.url, "--model", "tiny",
+                   "--default").exit_code == 0
+        ok(cli("run", "ada", "I live in Berlin.", "--json"))
+        ok(cli("run", "ada", "I live in Lisbon now.", "--json"))
+    listed = ok(cli("memory", "list", "--agent", "ada", "--all", "--json"))
+    assert [e["content"] for e in listed if e["conflict_with"]] == []
+    assert "I live in Lisbon now." in [e["content"] for e in listed if e["superseded_by"] is None]
+    lisbon = next(e["id"] for e in listed if e["content"] == "I live in Lisbon now.")
+    claim, echo = asyncio.run(_asserted(no_embedder, "I live in Porto now.", "User asked: I live in Porto now."))
+    assert claim.conflict_with == lisbon  # the control: an agent's claim against the user's fact is held
+    assert echo.conflict_with is None and echo.supersedes == []  # a derived record is neither held nor ends it
+
+
+async def _asserted(home, claim: str, echo: str):
+    from memory.agents import AgentRegistry
+    from memory.runtime.agent import build_runtime_with_memory
+    from memory.types import DERIVED_TAG, ConfidenceSource, MemoryEntry
+
+    card, federation = await build_runtime_with_memory(home, AgentRegistry(home).resolve("ada"))
+    try:
+        return [await federation.write(MemoryEntry(agent_id=card.id, content=text, confidence_source=ConfidenceSource.AGENT,
+                                                   tags=tags)) for text, tags in ((claim, []), (echo, [DERIVED_TAG]))]
+    finally:
+        await federation.aclose()
