@@ -540,7 +540,7 @@ class MemoryEditor:
         if change is not None:
             report.copies.append(change)
         seen = seen or {entry_id}
-        await self._reach_carriers(entry_id, edit, verb, report, seen, ended=changed)
+        await self._reach_carriers(entry_id, edit, verb, report, seen, ended=changed, successor=before.superseded_by)
         down = edit if edit.op == "supersede" else _withholding(edit)
         if down is not None and changed and sources:  # not for a carrier an edit of its source reached
             await self._reach_restatements(before, down, verb, report, seen)
@@ -560,21 +560,28 @@ class MemoryEditor:
         return report.carriers
 
     async def _reach_carriers(self, entry_id: str, edit: Edit, verb: str | None, report: EditReport, seen: set[str],
-                              ended: bool = True) -> None:
+                              ended: bool = True, successor: str | None = None) -> None:
         """A hide or forget of a memory reaches the consolidated memories that carry its content
-        (and their copies): a digest is never more visible than what it carries. A supersession
-        (``ended``: it did end the memory) reaches them too: a session's summary or a turn's echo
-        saying "I live in Berlin" kept answering beside "I live in Lisbon now" once the fact itself
-        was replaced. They end with it (kept for ``--as-of`` and history), never before they began."""
-        follow = (edit if ended else None) if edit.op == "supersede" else _withholding(edit)
+        (and their copies): a digest is never more visible than what it carries.
+
+        So does a supersession that ended it (``ended``): a session's summary or a turn's echo saying
+        "I live in Berlin" kept answering beside "I live in Lisbon now" once the fact itself was
+        replaced. They end with it (kept for ``--as-of`` and history), never before they began; and
+        making it current again (``--current``) brings back those its ``successor`` ended with it."""
+        follow = _withholding(edit)
+        if edit.op in ("supersede", "make_current"):
+            follow = edit if ended and (edit.op == "supersede" or successor is not None) else None
         store = provenance_of(self.store)
         if follow is None or store is None:
             return
         for carrier in await store.carriers([entry_id]):
             if carrier in seen:
                 continue
+            carried = await _carried(store, carrier, follow, successor)
+            if carried is None:
+                continue
             seen.add(carrier)
-            reached = await self.apply(carrier, await _carried(store, carrier, follow), verb=verb, seen=seen, sources=False)
+            reached = await self.apply(carrier, carried, verb=verb, seen=seen, sources=False)
             report.carriers.append(reached)
 
     async def _reach_restatements(self, ended: MemoryEntry, edit: Edit, verb: str | None, report: EditReport,
@@ -714,18 +721,20 @@ def _withholding(edit: Edit) -> Edit | None:
     return Edit("set_visibility", Visibility(visibility))
 
 
-async def _carried(store: SQLiteAdapter, carrier_id: str, edit: Edit) -> Edit:
-    """``edit`` as the carrier ``carrier_id`` gets it: a supersession ends it no earlier than it
-    began, since one ending a memory before its start would make the successor its predecessor
-    (:func:`memory.sqlite.mutations.split_by_time`) instead of ending it."""
-    if edit.op != "supersede":
+async def _carried(store: SQLiteAdapter, carrier_id: str, edit: Edit, successor: str | None) -> Edit | None:
+    """``edit`` as the carrier ``carrier_id`` gets it, None for none. A supersession ends it no earlier
+    than it began (one ending a memory before its start would make the successor its predecessor:
+    :func:`memory.sqlite.mutations.split_by_time`); ``make_current`` reaches only a carrier the same
+    ``successor`` ended, never one a fact of its own replaced."""
+    if edit.op not in ("supersede", "make_current"):
         return edit
     carrier = await _operator_get(store, carrier_id)
+    if carrier is None:
+        return None
+    if edit.op == "make_current":
+        return edit if carrier.superseded_by == successor else None
     new_id, said = edit.value
-    if carrier is None or said is None:
-        return edit
-    began = carrier.valid_from or carrier.created_at
-    return Edit("supersede", (new_id, max(said, began)))
+    return edit if said is None else Edit("supersede", (new_id, max(said, carrier.valid_from or carrier.created_at)))
 
 
 @dataclass

@@ -62,3 +62,17 @@ async def _asserted(home, claim: str, echo: str):
                                                    tags=tags)) for text, tags in ((claim, []), (echo, [DERIVED_TAG]))]
     finally:
         await federation.aclose()
+
+
+def test_making_the_fact_current_again_brings_back_what_carries_it(cli, no_embedder):
+    with LoopbackModelServer(lambda body: "Noted.") as server:
+        assert cli("model", "add", "loop", "--provider", "ollama", "--base-url", server.url, "--model", "tiny",
+                   "--default").exit_code == 0
+        first = ok(cli("run", "ada", "I live in Berlin.", "--json"))
+        ok(cli("run", "ada", "I live in Lisbon now.", "--json"))
+    listed = ok(cli("memory", "list", "--agent", "ada", "--all", "--json"))
+    berlin = next(e["id"] for e in listed if e["content"] == "I live in Berlin.")
+    ok(cli("memory", "set", berlin, "--agent", "ada", "--current", "--json"))
+    found = {e["id"] for e in ok(cli("recall", "Berlin", "--agent", "ada", "--json"))["results"]}
+    assert {berlin, first["summary_memory_id"]} <= found
+    assert set(first["written_ids"]) <= found  # the turn's echo too
