@@ -415,6 +415,8 @@ def http_url(value: str, key: str, secrets: str) -> str:
         raise ValueError(f"{value!r} is not a usable URL ({exc}); use http(s)://HOST[:PORT][/PATH]") from None
     if not parts.hostname or parts.username is not None or parts.password is not None:
         raise ValueError(f"{key} must be http(s)://HOST[:PORT][/PATH], with no user or password in it ({secrets})")
+    if "?" in value or "#" in value:  # the API's path is appended: it went into the query, the request to "/"
+        raise ValueError(f"{key} must be http(s)://HOST[:PORT][/PATH], with no ?query or #fragment (the API's path goes after it)")
     return value.rstrip("/")
 
 

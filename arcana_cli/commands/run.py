@@ -9,7 +9,7 @@ import typer
 from arcana_cli.command import add_commands, command
 from arcana_cli.context import CliContext
 from arcana_cli.federated import agent_federation
-from arcana_cli.output import Out, text_or_stdin
+from arcana_cli.output import Out, printable, text_or_stdin
 
 
 class _Streamed:
@@ -20,7 +20,7 @@ class _Streamed:
         self.open = False
 
     def chunk(self, text: str) -> None:
-        sys.stdout.write(text)
+        sys.stdout.write(printable(text))  # the model's words (which may copy a memory's) never drive the terminal
         sys.stdout.flush()
         self.open = True
 
@@ -78,28 +78,34 @@ async def run_(
             raise
         card = None
     provider = provider_for(config, resolve_model_name(config, card, model))
+    created = card is None
     card = card or cli.agent_to_store_for(agent)
 
     def context_shown(context) -> None:
         if show_context:
-            sys.stderr.write((context.text or "(no memories recalled)") + "\n")
+            sys.stderr.write(printable(context.text or "(no memories recalled)") + "\n")
             sys.stderr.flush()
 
     streamed = _Streamed()
-    async with agent_federation(cli, card, out) if use_memory else nullcontext() as memory:
-        runtime = AgentRuntime(cli.home, card, provider, memory=memory, config=config, audit=cli.audit)
-        try:
-            result = await runtime.turn(
-                text,
-                session_id=session,
-                keep_open=keep_open,
-                budget_tokens=context_tokens,
-                on_context=context_shown,
-                on_chunk=None if out.json_mode else streamed.chunk,
-                on_answered=streamed.end,
-            )
-        finally:
-            streamed.end()
+    try:
+        async with agent_federation(cli, card, out) if use_memory else nullcontext() as memory:
+            runtime = AgentRuntime(cli.home, card, provider, memory=memory, config=config, audit=cli.audit)
+            try:
+                result = await runtime.turn(
+                    text,
+                    session_id=session,
+                    keep_open=keep_open,
+                    budget_tokens=context_tokens,
+                    on_context=context_shown,
+                    on_chunk=None if out.json_mode else streamed.chunk,
+                    on_answered=streamed.end,
+                )
+            finally:
+                streamed.end()
+    except BaseException:
+        if created:  # its model failed (or Ctrl-C) before the turn stored anything: no agent left from a typo
+            await _discard(cli, card)
+        raise
     if out.json_mode:
         out.data(
             {
@@ -120,6 +126,21 @@ async def run_(
         out.info(f"session {result.session_id} is open; continue with --session {result.session_id}")
     if result.unsaved is not None:  # the answer is out; what the user said is not remembered: exit 5
         raise result.unsaved
+
+
+async def _discard(cli: CliContext, card) -> None:
+    """Take back the agent this failed run created when nothing was stored for it; else say it stays."""
+    from memory.operator.edits import discard_unused_agent
+
+    try:
+        moved = await discard_unused_agent(cli.home, card.id, actor="cli")
+    except Exception as exc:  # the run's own error is the one to exit with; this one is said beside it
+        sys.stderr.write(f"agent '{card.name}' stays ({exc}): `arcana agent delete {card.name}` removes it\n")
+        return
+    if moved is not None:
+        sys.stderr.write(f"removed agent '{card.name}' again: its first run stored nothing\n")
+    else:
+        sys.stderr.write(f"agent '{card.name}' stays: it holds what was stored meanwhile\n")
 
 
 def register(app: typer.Typer) -> None:

@@ -37,7 +37,9 @@ class MemoryExtractor(Protocol):
         ``within``: the seconds a model may take before the heuristic answers instead."""
         ...
 
-    async def summarise(self, session: Session) -> str: ...
+    async def summarise(self, session: Session, *, within: float | None = None) -> str:
+        """The session's digest; ``within``: the seconds a model may take before the heuristic answers instead."""
+        ...
 
 
 class HeuristicExtractor:
@@ -103,7 +105,7 @@ class HeuristicExtractor:
             )
         return entries
 
-    async def summarise(self, session: Session) -> str:
+    async def summarise(self, session: Session, *, within: float | None = None) -> str:
         """Deterministic digest: what the user stated, then what was asked."""
         limit = self.settings.max_content
         stated = [distil(t.prompt, self._signals, 200) for t in session.turns if self._signals.states_preference(t.prompt)]
@@ -163,9 +165,19 @@ class LLMExtractor:
     def signals(self) -> SignalPatterns:
         return self.fallback.signals
 
-    async def _ask(self, system: str, user: str) -> str:
+    async def _ask(self, system: str, user: str, within: float | None) -> str:
+        """The model's whole answer; one past ``within`` seconds is a failure like any other (the heuristic answers)."""
         messages = [ChatMessage("system", system), ChatMessage("user", user)]
-        return "".join([chunk async for chunk in astream(self.provider, messages, temperature=self.temperature)])
+
+        async def answer() -> str:
+            return "".join([chunk async for chunk in astream(self.provider, messages, temperature=self.temperature)])
+
+        try:
+            return await asyncio.wait_for(answer(), within)
+        except TimeoutError:
+            if within is None:
+                raise
+            raise ExtractionFallback(f"the model took longer than {within:g}s") from None
 
     def _fell_back(self, what: str, session: Session, reason: object) -> None:
         if self.audit is not None:
@@ -179,11 +191,8 @@ class LLMExtractor:
     ) -> list[MemoryEntry]:
         exchange = _exchange(prompt, response, self.settings.max_content)
         try:
-            raw = await asyncio.wait_for(self._ask(EXTRACTION_INSTRUCTIONS, exchange), within)
-            return self._parse(raw, session)
+            return self._parse(await self._ask(EXTRACTION_INSTRUCTIONS, exchange, within), session)
         except Exception as exc:  # any model or parse failure, or a model past ``within``: the heuristic answers
-            if isinstance(exc, TimeoutError) and within is not None:
-                exc = ExtractionFallback(f"the model took longer than {within:g}s")
             self._fell_back("extract", session, exc)
             return await self.fallback.extract(prompt, response, session)
 
@@ -221,10 +230,10 @@ class LLMExtractor:
                 raise ExtractionFallback(f"invalid item {str(item)[:80]}: {str(exc).splitlines()[0]}") from None
         return entries
 
-    async def summarise(self, session: Session) -> str:
+    async def summarise(self, session: Session, *, within: float | None = None) -> str:
         transcript = "\n\n".join(_exchange(t.prompt, t.evidence, self.settings.max_content) for t in session.turns)
         try:
-            summary = (await self._ask(SUMMARY_INSTRUCTIONS, trim_content(transcript, 4 * self.settings.max_content))).strip()
+            summary = (await self._ask(SUMMARY_INSTRUCTIONS, trim_content(transcript, 4 * self.settings.max_content), within)).strip()
             if not summary:
                 raise ExtractionFallback("the model returned an empty summary")
             return trim_content(summary, self.settings.max_content, self.settings.max_content_bytes)

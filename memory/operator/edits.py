@@ -540,7 +540,7 @@ class MemoryEditor:
         if change is not None:
             report.copies.append(change)
         seen = seen or {entry_id}
-        await self._reach_carriers(entry_id, edit, verb, report, seen)
+        await self._reach_carriers(entry_id, edit, verb, report, seen, ended=changed, successor=before.superseded_by)
         down = edit if edit.op == "supersede" else _withholding(edit)
         if down is not None and changed and sources:  # not for a carrier an edit of its source reached
             await self._reach_restatements(before, down, verb, report, seen)
@@ -559,18 +559,29 @@ class MemoryEditor:
             report.carriers += await self.copies.reach_carriers(self.store, entry_id, edit, verb)
         return report.carriers
 
-    async def _reach_carriers(self, entry_id: str, edit: Edit, verb: str | None, report: EditReport, seen: set[str]) -> None:
+    async def _reach_carriers(self, entry_id: str, edit: Edit, verb: str | None, report: EditReport, seen: set[str],
+                              ended: bool = True, successor: str | None = None) -> None:
         """A hide or forget of a memory reaches the consolidated memories that carry its content
-        (and their copies): a digest is never more visible than what it carries."""
+        (and their copies): a digest is never more visible than what it carries.
+
+        So does a supersession that ended it (``ended``): a session's summary or a turn's echo saying
+        "I live in Berlin" kept answering beside "I live in Lisbon now" once the fact itself was
+        replaced. They end with it (kept for ``--as-of`` and history), never before they began; and
+        making it current again (``--current``) brings back those its ``successor`` ended with it."""
         follow = _withholding(edit)
+        if edit.op in ("supersede", "make_current"):
+            follow = edit if ended and (edit.op == "supersede" or successor is not None) else None
         store = provenance_of(self.store)
         if follow is None or store is None:
             return
         for carrier in await store.carriers([entry_id]):
             if carrier in seen:
                 continue
+            carried = await _carried(store, carrier, follow, successor)
+            if carried is None:
+                continue
             seen.add(carrier)
-            reached = await self.apply(carrier, follow, verb=verb, seen=seen, sources=False)
+            reached = await self.apply(carrier, carried, verb=verb, seen=seen, sources=False)
             report.carriers.append(reached)
 
     async def _reach_restatements(self, ended: MemoryEntry, edit: Edit, verb: str | None, report: EditReport,
@@ -710,6 +721,22 @@ def _withholding(edit: Edit) -> Edit | None:
     return Edit("set_visibility", Visibility(visibility))
 
 
+async def _carried(store: SQLiteAdapter, carrier_id: str, edit: Edit, successor: str | None) -> Edit | None:
+    """``edit`` as the carrier ``carrier_id`` gets it, None for none. A supersession ends it no earlier
+    than it began (one ending a memory before its start would make the successor its predecessor:
+    :func:`memory.sqlite.mutations.split_by_time`); ``make_current`` reaches only a carrier the same
+    ``successor`` ended, never one a fact of its own replaced."""
+    if edit.op not in ("supersede", "make_current"):
+        return edit
+    carrier = await _operator_get(store, carrier_id)
+    if carrier is None:
+        return None
+    if edit.op == "make_current":
+        return edit if carrier.superseded_by == successor else None
+    new_id, said = edit.value
+    return edit if said is None else Edit("supersede", (new_id, max(said, carrier.valid_from or carrier.created_at)))
+
+
 @dataclass
 class AgentRemoval:
     """A deleted agent: where its folder went and what became of its promoted copies."""
@@ -751,6 +778,31 @@ async def delete_agent(home: Home, config: ArcanaConfig, name_or_id: str, *, act
             if source is not None:
                 await source.aclose()
         return AgentRemoval(card.id, card.name, registry.delete(card.id), change)
+
+
+async def discard_unused_agent(home: Home, card_id: str, *, actor: str = "library") -> Path | None:
+    """Move an agent to the trash if it holds nothing: no memory row and no session; where it went, else None.
+
+    For a command that created the agent and then failed before storing anything (`arcana run`'s
+    first turn, its model unreachable): the agent was made only to hold what that run stored, so
+    leaving it made a typo an agent. Checked under the agent's lock (:func:`memory.agent_lock.deleting`),
+    so a write another process made to it meanwhile keeps it.
+    """
+    from memory.agent_lock import deleting
+    from memory.agents import AgentRegistry
+
+    with deleting(home, card_id):
+        if any((home.agent_dir(card_id) / "sessions").glob("*")):
+            return None
+        path = store_path(home, StoreKind.PRIVATE, card_id)
+        if path.exists():
+            store = open_store(home, StoreKind.PRIVATE, card_id, actor=actor, repair=False)
+            try:
+                if await store.count(include_archived=True):
+                    return None
+            finally:
+                await store.aclose()
+        return AgentRegistry(home).delete(card_id)
 
 
 @dataclass(frozen=True)

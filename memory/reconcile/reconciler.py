@@ -34,10 +34,20 @@ from memory.reconcile.change_cues import cued_update, not_now
 from memory.reconcile.heuristic import Candidate, decide
 from memory.reconcile.slots import Fact, SlotPatterns, Subject, parse
 from memory.sqlite.rows import held_ids
-from memory.types import ConfidenceSource, MemoryEntry, MemoryScope
+from memory.types import DERIVED_TAG, ConfidenceSource, MemoryEntry, MemoryScope
 
 REINFORCE_STEP = 0.05
 _ASSERTED = (ConfidenceSource.AGENT, ConfidenceSource.INFERRED)
+
+
+def _derived_rule(entry: MemoryEntry, decision: Decision) -> Decision:
+    """A derived memory (a turn's echo, a session's summary) ends nothing and is held against nothing:
+    it repeats what its turns said, whose own facts are reconciled. Its framing words ("Session of 1
+    turn. User stated: I live in Lisbon now.") read as a change of the very fact it repeats, so every
+    change a user stated in `arcana run` left two open conflicts for an operator to settle."""
+    if DERIVED_TAG not in entry.tags or decision.kind not in (DecisionKind.UPDATE, DecisionKind.DELETE):
+        return decision
+    return Decision(reason="a derived memory: it ends nothing, its turns' facts do")
 
 
 def _resolved(fact: Fact, key: str) -> Fact:
@@ -229,7 +239,7 @@ class Reconciler:
         if self.settings.strategy == "llm" and self.provider is not None and decision.reason != "the same words":
             decision = await self._ask_model(entry, [c.entry for c in candidates])
         by_id = {e.id: e for e, _ in found}
-        decision = self._source_rule(entry, decision, by_id)
+        decision = self._source_rule(entry, _derived_rule(entry, decision), by_id)
         restated = by_id[decision.targets[0]] if decision.kind is DecisionKind.NOOP else None
         return replace(decision, subjects=[s for _, s in parsed], restated=restated)
 

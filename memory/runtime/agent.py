@@ -39,6 +39,9 @@ JOB_BUDGET_SECONDS = 10.0
 MODEL_EXTRACTION_SHARE = 0.5
 """Of the job budget, what a model's extraction may take before the heuristic extracts the turn
 instead: past the budget the job was abandoned, so with a slow model "I prefer tea." was never stored."""
+MODEL_SUMMARY_SHARE = 0.25
+"""Of the job budget, what a model's session summary may take before the heuristic summarises instead:
+a hung summary call had the summary and the consolidation after it abandoned (no summary stored)."""
 _UNSAVED = (MemoryStorageError, MemoryWriteError)
 
 
@@ -237,7 +240,7 @@ class AgentRuntime:
                     await link_carried(self.memory, held, facts)
 
         async def summarise() -> None:
-            entry = await self.sessions.close_and_summarise(session, memory=self.memory)
+            entry = await self.sessions.close_and_summarise(session, memory=self.memory, within=budget * MODEL_SUMMARY_SHARE)
             result.summary_memory_id = entry.id if entry else None
 
         def submit(job: MemoryJob) -> None:

@@ -12,6 +12,7 @@ import json
 import os
 import re
 import secrets
+import time
 from collections.abc import Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
@@ -354,8 +355,10 @@ class SessionManager:
             _append(session.path, {"kind": "closed"}, agent=self._agent)
             session.closed_at = now_utc()
 
-    async def close_and_summarise(self, session: Session, *, memory: MemoryAdapter) -> MemoryEntry | None:
-        """Summarise, write one consolidated memory, then close. No turns: just close.
+    async def close_and_summarise(self, session: Session, *, memory: MemoryAdapter,
+                                  within: float | None = None) -> MemoryEntry | None:
+        """Summarise, write one consolidated memory, then close. No turns: just close. ``within``: the
+        seconds a model may take over the summary, every attempt together, before the heuristic's is taken.
 
         Only the turns a replay would still give a model are summarised
         (:func:`withdrawn`): a turn whose memory was hidden, made private,
@@ -372,7 +375,7 @@ class SessionManager:
         the session's summary), never linked to turns it did not come from.
         """
         entry = None
-        summary, turns = await self._summary_of_admitted(session, memory) if not session.closed else (None, [])
+        summary, turns = await self._summary_of_admitted(session, memory, within) if not session.closed else (None, [])
         if summary is not None:
             _append(session.path, {"kind": "summary", "text": summary}, agent=self._agent)
             session.summary = summary
@@ -401,7 +404,8 @@ class SessionManager:
         self.close(session)
         return entry
 
-    async def _summary_of_admitted(self, session: Session, memory: MemoryAdapter) -> tuple[str | None, list[Turn]]:
+    async def _summary_of_admitted(self, session: Session, memory: MemoryAdapter,
+                                   within: float | None) -> tuple[str | None, list[Turn]]:
         """A summary of the turns admission still lets through, and those turns; ``None`` when none is left.
 
         A model takes a while to summarise: a memory an operator withdrew meanwhile (hidden,
@@ -411,10 +415,12 @@ class SessionManager:
         """
         gone = await withdrawn(session.turns, memory)
         turns = [t for t in session.turns if left_out_by(t, gone) is None]
+        deadline = None if within is None else time.monotonic() + within
         for _ in range(SUMMARY_ATTEMPTS):
             if not turns:
                 return None, []
-            summary = await self.extractor.summarise(replace(session, turns=list(turns)))
+            left = None if deadline is None else max(deadline - time.monotonic(), 0.0)
+            summary = await self.extractor.summarise(replace(session, turns=list(turns)), within=left)
             gone = await withdrawn(turns, memory)
             if all(left_out_by(t, gone) is None for t in turns):
                 return summary, turns

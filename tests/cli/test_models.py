@@ -150,9 +150,11 @@ def test_model_cli_rejects_bad_input(cli):
     assert cli("model", "remove", "nope").exit_code == 3
 
 
-@pytest.mark.parametrize("url", ["http://[::1", "http://host:abc", "http://user:secret@host", "http://host:99999"])
+@pytest.mark.parametrize("url", ["http://[::1", "http://host:abc", "http://user:secret@host", "http://host:99999",
+                                 "http://host/?api-version=1", "http://host/v1?", "http://host/v1#top"])
 def test_a_base_url_no_request_could_use_is_refused_when_added(cli, arcana_home, url):
-    """Such a URL was stored, then `model check` and `run` ended in a ValueError/InvalidURL traceback."""
+    """Such a URL was stored, then `model check` and `run` ended in a ValueError/InvalidURL traceback
+    (or, with a ?query or #fragment, posted to "/": the API's path went into the query)."""
     result = cli("model", "add", "x", "--provider", "ollama", "--base-url", url, "--model", "m")
     assert result.exit_code == 2 and "base_url" in result.stderr, result.output
     assert isinstance(result.exception, SystemExit) and "Traceback" not in result.stderr

@@ -28,3 +28,26 @@ def test_a_memorys_escape_sequences_are_shown_not_obeyed(cli, make_vault):
     assert "\\x1b]0;pwned\\x07" in shown[2]
     data = json.loads(cli("recall", "key", "--agent", "ada", "--mode", "keyword", "--json").stdout)
     assert HOSTILE in [r["content"] for r in data["results"]]  # the stored text itself is untouched
+
+
+@pytest.mark.usefixtures("no_embedder")
+def test_a_models_answer_and_the_context_shown_are_escaped_not_obeyed(cli):
+    """`arcana run` streams a model's words (which may copy a memory's) straight to the terminal, and
+    --show-context prints the recalled memories on stderr: both are someone else's text."""
+    from model_server import LoopbackModelServer
+
+    answer = "Clearing \x1b[2J\x1b]52;c;cHduZWQ=\x07 done.\nSecond line\tends."
+    assert cli("remember", HOSTILE, "--agent", "ada").exit_code == 0
+    with LoopbackModelServer(lambda body: answer) as server:
+        assert cli("model", "add", "loop", "--provider", "ollama", "--base-url", server.url, "--model", "tiny",
+                   "--default").exit_code == 0
+        shown = cli("run", "ada", "Where is the boat key?", "--show-context", "--no-memory")
+        assert shown.exit_code == 0, shown.output
+        ran = cli("run", "ada", "Where is the boat key?", "--show-context")
+        data = json.loads(cli("run", "ada", "Where is the boat key?", "--json").stdout)
+    assert ran.exit_code == 0, ran.output
+    for text in (shown.stdout, ran.stdout, ran.stderr):
+        assert not any(c in text for c in "\x1b\r\x9b\x07"), repr(text)
+    assert "Clearing \\x1b[2J\\x1b]52;c;cHduZWQ=\\x07 done.\nSecond line\tends.\n" in ran.stdout  # lines and tabs kept
+    assert "\\x1b[31mred\\x1b[0m mat" in ran.stderr and "boat key" in ran.stderr
+    assert data["answer"] == answer  # --json carries the answer exactly

@@ -372,3 +372,55 @@ def test_a_hung_extraction_falls_back_to_the_heuristic_within_the_budget(arcana_
     events = [json.loads(line) for line in arcana_home.audit_log.read_text().splitlines()]
     fallbacks = [e for e in events if e["event"] == "extraction_fallback"]
     assert len(fallbacks) == 1 and "the model took longer than 0.3s" in fallbacks[0]["reason"]
+
+
+def test_a_hung_summary_falls_back_to_the_heuristic_within_the_budget(arcana_home):
+    """A one-shot run's summary is asked of the model after the answer: one that hangs must leave the
+    session its heuristic summary, as a hung extraction leaves the heuristic's facts (the summary
+    job used to be abandoned, the session closed with no summary and consolidation never ran)."""
+    import threading
+
+    from memory.config import ArcanaConfig, ExtractionConfig, MemoryConfig, ModelConfig
+    from memory.runtime.agent import AgentRuntime, build_runtime_with_memory
+
+    hung = threading.Event()
+    released = threading.Event()
+
+    def reply(body):
+        system = body["messages"][0]["content"]
+        if "JSON list" in system:
+            return '[{"type": "semantic", "content": "The user drinks oolong.", "importance": 0.5}]'
+        if system.startswith("Summarise") and hung.is_set():
+            released.wait(30)  # the summary call hangs until the test is done
+        return "The user talked about tea." if system.startswith("Summarise") else "Quick answer."
+
+    with LoopbackModelServer(reply) as server:
+        config = ArcanaConfig(
+            memory=MemoryConfig(extraction=ExtractionConfig(strategy="llm")),
+            models={"loop": ModelConfig(provider="ollama", base_url=server.url, model="m")},
+        )
+        card = AgentRegistry(arcana_home).create("ada")
+
+        async def turn(prompt):
+            _, federation = await build_runtime_with_memory(arcana_home, card, config=config)
+            try:
+                from memory.models.registry import provider_for
+
+                runtime = AgentRuntime(arcana_home, card, provider_for(config, "loop"), memory=federation, config=config)
+                return await runtime.turn(prompt, job_budget_seconds=2.0)
+            finally:
+                await federation.aclose()
+
+        answered = asyncio.run(turn("Tell me about tea."))  # the control: a model that answers summarises
+        hung.set()
+        try:
+            result = asyncio.run(turn("I prefer tea."))
+        finally:
+            released.set()
+    stored = {e.id: e.content for e in operator_entries(arcana_home, card)}
+    assert stored[answered.summary_memory_id] == "The user talked about tea."
+    assert result.summary_memory_id is not None, result.jobs
+    assert stored[result.summary_memory_id] == "Session of 1 turn. User stated: I prefer tea."
+    assert result.jobs["abandoned"] == 0 and result.session_closed
+    events = [json.loads(line) for line in arcana_home.audit_log.read_text().splitlines()]
+    assert [e["what"] for e in events if e["event"] == "extraction_fallback"] == ["summarise"]

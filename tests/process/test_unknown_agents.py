@@ -76,6 +76,38 @@ def test_run_creates_an_unknown_agent_once_its_model_is_known(cli, no_embedder, 
     assert "created agent 'ghost'" in ran.stderr and names(cli) == ["ghost"]
 
 
+def test_a_first_run_whose_model_fails_takes_back_the_agent_it_created(cli, no_embedder, model_server):
+    from model_server import free_port
+
+    dead = f"http://127.0.0.1:{free_port()}"
+    for name, url in (("dead", dead), ("loop", model_server.url)):
+        added = cli("model", "add", name, "--provider", "ollama", "--base-url", url, "--model", "tiny")
+        assert added.exit_code == 0, added.output
+    assert cli("run", "ada", "I prefer green tea.", "--model", "loop").exit_code == 0  # control: made, and kept
+    failed = cli("run", "ghost", "hello", "--model", "dead")
+    assert failed.exit_code == exit_codes.MODEL_UNAVAILABLE
+    assert "created agent 'ghost'" in failed.stderr and "removed agent 'ghost' again" in failed.stderr
+    assert names(cli) == ["ada"]
+    kept = cli("run", "ada", "hello", "--model", "dead")  # an agent the run did not create stays, memories and all
+    assert kept.exit_code == exit_codes.MODEL_UNAVAILABLE and "removed" not in kept.stderr
+    assert names(cli) == ["ada"] and json.loads(cli("memory", "list", "--agent", "ada", "--json").stdout)
+
+
+def test_an_agent_holding_a_memory_is_not_discarded(cli, no_embedder):
+    """What another process stored for the new agent before the failed run took it back keeps it."""
+    import asyncio
+
+    from memory.agents import AgentRegistry
+    from memory.operator.edits import discard_unused_agent
+
+    assert cli("remember", "The user likes oolong", "--agent", "bob").exit_code == 0
+    empty, _ = AgentRegistry(no_embedder).resolve_or_create("carol")  # control: holds nothing
+    bob = AgentRegistry(no_embedder).resolve("bob")
+    assert asyncio.run(discard_unused_agent(no_embedder, bob.id)) is None
+    assert asyncio.run(discard_unused_agent(no_embedder, empty.id)) is not None
+    assert names(cli) == ["bob"]
+
+
 def test_import_into_an_unknown_agent_creates_it(cli, keyword_home, tmp_path):
     exported = tmp_path / "ada.jsonl"
     assert cli("export", "--agent", "ada", "--output", str(exported)).exit_code == 0
