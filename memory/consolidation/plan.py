@@ -35,7 +35,7 @@ import numpy as np
 
 from memory.ranking.decay import DEFAULT_PROFILES, DecayProfile, should_consolidate
 from memory.sqlite.fact_words import Claim, carries, claim, content_words, speaker_of
-from memory.types import DERIVED_TAG, ConfidenceSource, MemoryEntry, MemoryType
+from memory.types import DERIVED_TAG, ConfidenceSource, MemoryEntry, MemoryType, Visibility
 
 MERGE_SIMILARITY = 0.8  # close by meaning; the content-word rule is what keeps different facts apart
 DIGEST_TURNS = 5  # contentful turns per digest: small enough to stay findable by meaning
@@ -79,6 +79,13 @@ def compact_text(text: str, names: frozenset[str] = frozenset()) -> str:
     return " ".join(kept) or carried_text(text)
 
 
+def _shown(entry: MemoryEntry) -> str | None:
+    """What a listed decision says of ``entry``: its text only when it is visible. A hidden or private
+    memory's text leaves a store only by an explicit operator read (``memory list --all``), never in a
+    dry run's plan, which cron and CI log; its ids and counts still say what the run would do."""
+    return entry.content if entry.visibility in (None, Visibility.VISIBLE) else None
+
+
 @dataclass
 class Merge:
     """A merge, or one part of it: a cluster too big to hold at once (one fact said thousands of
@@ -92,7 +99,7 @@ class Merge:
     lifts: bool = True  # its merge's last part: applying it gives the keeper ``importance``
 
     def as_dict(self) -> dict:
-        return {"keep": self.keep.id, "content": self.keep.content, "importance": round(self.importance, 3),
+        return {"keep": self.keep.id, "content": _shown(self.keep), "importance": round(self.importance, 3),
                 "tags": self.tags, "sources": [s.id for s in self.sources]}
 
 
@@ -103,14 +110,15 @@ class Digest:
     idle: list[MemoryEntry] = field(default_factory=list)
 
     def as_dict(self) -> dict:
-        return {"id": self.entry.id, "content": self.entry.content, "sources": [s.id for s in self.sources],
+        return {"id": self.entry.id, "content": _shown(self.entry), "sources": [s.id for s in self.sources],
                 "idle": [s.id for s in self.idle]}
 
 
 @dataclass
 class Plan:
     """What consolidation decided: counts always; the decisions only when ``keep`` (a dry run that
-    lists them), each as its ids and text, so a run over a million rows holds one batch of entries."""
+    lists them), each as its ids and (a visible one's) text, so a run over a million rows holds one batch of
+    entries."""
 
     keep: bool = True
     merges: list[dict] = field(default_factory=list)
