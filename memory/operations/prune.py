@@ -126,7 +126,9 @@ async def _prune_one(
         elif policy.dry_run:  # the copies the real run would take, counted: a script trusts what it is told
             report = await store.prune(policy, progress)
             change = await copies.follow_many(store, target.agent_id, report.victim_ids, op, _VERB[op], dry_run=True)
-            done = StorePrune(target, report, change)
+            rewritten = await copies.mirror(store, await _condensed(store, report.condensations), "condensed",
+                                            dry_run=True)
+            done = StorePrune(target, report, change, rewritten)
         else:
             plan = await store.prune(policy.model_copy(update={"dry_run": True}), progress)
             planned = plan.victim_ids

@@ -213,11 +213,18 @@ def test_a_condensed_digest_s_global_copy_is_condensed_with_it(cli, tmp_path, ar
     assert copy["content"] == digest["content"]  # promoted: the copy the condensing must reach
 
     budget = str(len(digest["content"].encode()) - 10)
+    # the dry run counts the copy its real run rewrites (it said nothing of it), and changes none
+    dry = cli("prune", "--agent", "ada", "--max-bytes", budget, "--dry-run", "--json")
+    assert dry.exit_code == 0, dry.output
+    (planned,) = json.loads(dry.stdout)["agents"]
+    assert planned["condensed_copies"] == {"tier": "global", "op": "update", "changed": True, "count": 1}
+    assert json.loads(cli("memory", "show", digest["id"], "--global", "--json").stdout)["content"] == digest["content"]
     done = cli("prune", "--agent", "ada", "--max-bytes", budget, "--json")
     assert done.exit_code == 0, done.output
     (store,) = json.loads(done.stdout)["agents"]
     (condensed,) = store["condensations"]
-    assert store["condensed_copies"] == {"tier": "global", "op": "update", "changed": True, "count": 1}
+    assert store["condensed_copies"] == planned["condensed_copies"]
+    assert store["condensations"] == planned["condensations"]
     assert json.loads(cli("memory", "show", digest["id"], "--agent", "ada", "--json").stdout)["content"] == condensed["content"]
     copy = json.loads(cli("memory", "show", digest["id"], "--global", "--json").stdout)
     assert copy["content"] == condensed["content"] != digest["content"]
