@@ -211,7 +211,7 @@ def _digest_entry(turns: list[MemoryEntry], now: datetime) -> MemoryEntry:
     names = frozenset(w for t in turns for w in content_words(speaker_of(t.content)[0] or ""))
     for turn in turns:
         speaker, _ = speaker_of(turn.content)
-        text = compact_text(turn.content, names)
+        text = compact_text(turn.content, names) or speaker_of(turn.content)[1].strip()  # an answer: "No."
         parts.append(f"{speaker}: {text}" if speaker and speaker != speaker_last else text)
         speaker_last = speaker
     first = turns[0]
@@ -241,17 +241,34 @@ def aged_out(entry: MemoryEntry, now: datetime,
             and should_consolidate(entry, profiles[MemoryType.EPISODIC], now))
 
 
+def _asks(text: str) -> bool:
+    """Whether a turn ends on a question: the turn after it, however short, is its answer."""
+    return speaker_of(text)[1].rstrip().endswith("?")
+
+
 def session_digests(turns: Sequence[MemoryEntry], now: datetime, turns_per_digest: int = DIGEST_TURNS) -> list[Digest]:
     """One session's aged-out turns, in order, as digests of ``turns_per_digest`` contentful turns;
-    small talk goes with the digest it falls in (after the last fact: with the last digest)."""
+    small talk goes with the digest it falls in (after the last fact: with the last digest).
+
+    A turn without content words that answers the question just before it ("Did you finish the
+    vase?" "No.") is no small talk: it is carried, in its digest, after the question, and is one of
+    its sources (archived as idle, the digest read as if the question had no answer)."""
     made: list[Digest] = []
     window: list[MemoryEntry] = []
     idle: list[MemoryEntry] = []
+    contentful, previous = 0, None
     for turn in turns:
-        (window if carried_text(turn.content) else idle).append(turn)
-        if len(window) == turns_per_digest:
+        carried = bool(carried_text(turn.content))
+        answers = not carried and bool(window) and previous is window[-1] and _asks(previous.content)
+        previous = turn
+        if carried and contentful == turns_per_digest:  # a full window closes only now: its question's answer joins it
             made.append(Digest(_digest_entry(window, now), window, idle))
-            window, idle = [], []
+            window, idle, contentful = [], [], 0
+        if carried or answers:
+            window.append(turn)
+            contentful += carried
+        else:
+            idle.append(turn)
     if window:
         made.append(Digest(_digest_entry(window, now), window, idle))
     elif idle and made:
