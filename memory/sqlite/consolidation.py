@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from memory.sqlite import mutations
-from memory.sqlite.admission import CONSOLIDATED, SOURCES, SQLITE
+from memory.sqlite.admission import CONSOLIDATED, DIGEST_LINK, SOURCES, SQLITE, digest_sql
 from memory.sqlite.batches import select_in
 from memory.sqlite.connection import transaction
 from memory.sqlite.fts import every_word_match
@@ -76,20 +76,6 @@ def skip(raw, ids: Sequence[str]) -> None:
 def drop_stage(raw) -> None:
     raw.execute(f"DROP TABLE IF EXISTS {_STAGE}")
     raw.execute(f"DROP TABLE IF EXISTS {_SKIP}")
-
-
-DIGEST_LINK = "digest"
-"""The ``source`` of a digest's ``consolidates`` edges: what makes it a digest, and travels with its
-sources through export and import (a merge's keeper also carries sources, but its text is its own)."""
-
-
-def digest_sql(alias: str) -> str:
-    """Whether row ``alias`` is a digest consolidation wrote: its edges say so (:data:`DIGEST_LINK`),
-    or, for one written before they did, its ledger's ``consolidate`` insert. The ledger alone was
-    lost by export and import: an imported digest was walked, merged and archived as a plain fact."""
-    return (f"(EXISTS (SELECT 1 FROM memory_edges d WHERE d.src_id = {alias}.id AND d.relation = '{SOURCES}' "
-            f"AND d.source = '{DIGEST_LINK}') OR EXISTS (SELECT 1 FROM memory_ledger l WHERE l.memory_id = {alias}.id "
-            "AND l.op = 'consolidate' AND l.before IS NULL))")
 
 
 def digests_among(raw, ids: Sequence[str]) -> set[str]:
