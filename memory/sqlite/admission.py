@@ -150,7 +150,7 @@ def query_filters(query: MemoryQuery, alias: str = "m", dialect: Dialect = SQLIT
         typed = f"{alias}.type IN ({','.join('?' * len(query.types))})"
         # A digest (a semantic memory) carries the episodes it archived: `--type episodic` still finds them.
         if MemoryType.EPISODIC in query.types and dialect.digest is not None:
-            typed = f"({typed} OR {dialect.digest.format(alias=alias)})"
+            typed = f"({typed} OR ({alias}.type = '{MemoryType.SEMANTIC.value}' AND {dialect.digest.format(alias=alias)}))"
         parts.append(typed)
         params.extend(t.value for t in query.types)
     for tag in query.tags or ():
