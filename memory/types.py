@@ -302,7 +302,8 @@ class PruneReport(BaseModel):
     dry_run: bool = False
     victim_ids: list[str] = Field(default_factory=list)
     condensations: list[dict] = Field(default_factory=list)
-    """Each condensed digest: ``{"id", "bytes": [before, after], "content"}`` (its new text)."""
+    """Each condensed digest: ``{"id", "bytes": [before, after], "content"}`` (its new text; null for a
+    hidden or private one)."""
 
     def as_dict(self) -> dict:
         return self.model_dump(mode="json")

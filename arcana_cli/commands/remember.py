@@ -90,7 +90,8 @@ async def remember(
         out.warn(f"tier {tier} did not store the memory ({why})")
     for warning in report.warnings:
         out.warn(warning)
-    out.data({**payload, "stored": True}, text=lambda: report.entry_id)
+    # "stored": a row was written; a noop only reinforced the one already there (its id, above).
+    out.data({**payload, "stored": report.decision != "noop"}, text=lambda: report.entry_id)
     out.info(decision_words(report))
 
 

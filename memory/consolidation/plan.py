@@ -35,7 +35,7 @@ import numpy as np
 
 from memory.ranking.decay import DEFAULT_PROFILES, DecayProfile, should_consolidate
 from memory.sqlite.fact_words import Claim, carries, claim, content_words, speaker_of
-from memory.types import DERIVED_TAG, ConfidenceSource, MemoryEntry, MemoryType
+from memory.types import DERIVED_TAG, ConfidenceSource, MemoryEntry, MemoryType, Visibility
 
 MERGE_SIMILARITY = 0.8  # close by meaning; the content-word rule is what keeps different facts apart
 DIGEST_TURNS = 5  # contentful turns per digest: small enough to stay findable by meaning
@@ -79,6 +79,13 @@ def compact_text(text: str, names: frozenset[str] = frozenset()) -> str:
     return " ".join(kept) or carried_text(text)
 
 
+def _shown(entry: MemoryEntry) -> str | None:
+    """What a listed decision says of ``entry``: its text only when it is visible. A hidden or private
+    memory's text leaves a store only by an explicit operator read (``memory list --all``), never in a
+    dry run's plan, which cron and CI log; its ids and counts still say what the run would do."""
+    return entry.content if entry.visibility in (None, Visibility.VISIBLE) else None
+
+
 @dataclass
 class Merge:
     """A merge, or one part of it: a cluster too big to hold at once (one fact said thousands of
@@ -92,7 +99,7 @@ class Merge:
     lifts: bool = True  # its merge's last part: applying it gives the keeper ``importance``
 
     def as_dict(self) -> dict:
-        return {"keep": self.keep.id, "content": self.keep.content, "importance": round(self.importance, 3),
+        return {"keep": self.keep.id, "content": _shown(self.keep), "importance": round(self.importance, 3),
                 "tags": self.tags, "sources": [s.id for s in self.sources]}
 
 
@@ -103,14 +110,15 @@ class Digest:
     idle: list[MemoryEntry] = field(default_factory=list)
 
     def as_dict(self) -> dict:
-        return {"id": self.entry.id, "content": self.entry.content, "sources": [s.id for s in self.sources],
+        return {"id": self.entry.id, "content": _shown(self.entry), "sources": [s.id for s in self.sources],
                 "idle": [s.id for s in self.idle]}
 
 
 @dataclass
 class Plan:
     """What consolidation decided: counts always; the decisions only when ``keep`` (a dry run that
-    lists them), each as its ids and text, so a run over a million rows holds one batch of entries."""
+    lists them), each as its ids and (a visible one's) text, so a run over a million rows holds one batch of
+    entries."""
 
     keep: bool = True
     merges: list[dict] = field(default_factory=list)
@@ -203,7 +211,7 @@ def _digest_entry(turns: list[MemoryEntry], now: datetime) -> MemoryEntry:
     names = frozenset(w for t in turns for w in content_words(speaker_of(t.content)[0] or ""))
     for turn in turns:
         speaker, _ = speaker_of(turn.content)
-        text = compact_text(turn.content, names)
+        text = compact_text(turn.content, names) or speaker_of(turn.content)[1].strip()  # an answer: "No."
         parts.append(f"{speaker}: {text}" if speaker and speaker != speaker_last else text)
         speaker_last = speaker
     first = turns[0]
@@ -233,17 +241,34 @@ def aged_out(entry: MemoryEntry, now: datetime,
             and should_consolidate(entry, profiles[MemoryType.EPISODIC], now))
 
 
+def _asks(text: str) -> bool:
+    """Whether a turn ends on a question: the turn after it, however short, is its answer."""
+    return speaker_of(text)[1].rstrip().endswith("?")
+
+
 def session_digests(turns: Sequence[MemoryEntry], now: datetime, turns_per_digest: int = DIGEST_TURNS) -> list[Digest]:
     """One session's aged-out turns, in order, as digests of ``turns_per_digest`` contentful turns;
-    small talk goes with the digest it falls in (after the last fact: with the last digest)."""
+    small talk goes with the digest it falls in (after the last fact: with the last digest).
+
+    A turn without content words that answers the question just before it ("Did you finish the
+    vase?" "No.") is no small talk: it is carried, in its digest, after the question, and is one of
+    its sources (archived as idle, the digest read as if the question had no answer)."""
     made: list[Digest] = []
     window: list[MemoryEntry] = []
     idle: list[MemoryEntry] = []
+    contentful, previous = 0, None
     for turn in turns:
-        (window if carried_text(turn.content) else idle).append(turn)
-        if len(window) == turns_per_digest:
+        carried = bool(carried_text(turn.content))
+        answers = not carried and bool(window) and previous is window[-1] and _asks(previous.content)
+        previous = turn
+        if carried and contentful == turns_per_digest:  # a full window closes only now: its question's answer joins it
             made.append(Digest(_digest_entry(window, now), window, idle))
-            window, idle = [], []
+            window, idle, contentful = [], [], 0
+        if carried or answers:
+            window.append(turn)
+            contentful += carried
+        else:
+            idle.append(turn)
     if window:
         made.append(Digest(_digest_entry(window, now), window, idle))
     elif idle and made:

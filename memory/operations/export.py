@@ -220,6 +220,7 @@ async def iter_records(
             unreadable.extend(bad)  # the memory is exported with the rest of its history
         vectors = await store.run(_vectors, pin["vec_table"], [r["seq"] for r in rows]) if pin else {}
         sources = await store.run(consolidation.sources_of, ids)
+        digests = await store.run(consolidation.digests_among, list(sources))
         for r in rows:
             try:
                 record: dict[str, Any] = {"memory": row_to_entry(r).model_dump(mode="json")}
@@ -230,6 +231,8 @@ async def iter_records(
                 continue
             if r["id"] in sources:  # what a digest or summary carries: a hide of one of them reaches it
                 record["sources"] = sources[r["id"]]
+            if r["id"] in digests:  # an import links it as a digest again: never merged, condensed by prune
+                record["digest"] = True
             if with_history:
                 record["history"] = history.get(r["id"], [])
             if r["seq"] in vectors:
@@ -392,13 +395,18 @@ def _numeric(text: str) -> bool:
     return True
 
 
-def _checked(record: dict, max_content_bytes: int | None) -> tuple[MemoryEntry, list[str]] | str:
-    """A record's memory and the ids it carries, or why the record is bad."""
+def _checked(record: dict, max_content_bytes: int | None) -> tuple[MemoryEntry, list[str], bool] | str:
+    """A record's memory, the ids it carries and whether it is a digest of them, or why the record is bad."""
     entry = _entry(record, max_content_bytes)
     if isinstance(entry, str):
         return entry
     sources = _sources(record)
-    return sources if isinstance(sources, str) else (entry, sources)
+    if isinstance(sources, str):
+        return sources
+    digest = record.get("digest", False)
+    if not isinstance(digest, bool):
+        return "invalid digest: true (a digest consolidation wrote of its sources) or false"
+    return entry, sources, digest
 
 
 def _sources(record: dict) -> list[str] | str:
@@ -432,22 +440,29 @@ def _vector_of(record: dict, width: int | None) -> list[float] | None:
 LEFT_OUT = frozenset({mutations.GONE, mutations.REFUSED})  # ops of lines the write did not take
 
 
-def _import_txn(raw, entries: Sequence[MemoryEntry], actor: str, links: Sequence[tuple[str, str]] = ()) -> list[str]:
+def _import_txn(raw, entries: Sequence[MemoryEntry], actor: str, links: Sequence[tuple[str, str]] = (),
+                digests: frozenset[str] = frozenset()) -> list[str]:
     """Upsert ``entries`` and record what they carry, from the lines the write took only: a refused
-    line names another agent's row, which must not become a carrier of the file's memories."""
+    line names another agent's row, which must not become a carrier of the file's memories. A
+    digest's edges say it is one (:data:`consolidation.DIGEST_LINK`), as consolidation's do."""
     with transaction(raw):
         ops = mutations.upsert(raw, entries, actor, op="import")
-        taken = {entry.id for entry, op in zip(entries, ops, strict=True) if op not in LEFT_OUT}
-        consolidation.link_sources(raw, [link for link in links if link[0] in taken], "import")
+        taken = [link for link in links if link[0] in
+                 {entry.id for entry, op in zip(entries, ops, strict=True) if op not in LEFT_OUT}]
+        consolidation.link_sources(raw, [link for link in taken if link[0] in digests], consolidation.DIGEST_LINK)
+        consolidation.link_sources(raw, [link for link in taken if link[0] not in digests], "import")
         return ops
 
 
-async def write_imported(store, entries: Sequence[MemoryEntry], links: Sequence[tuple[str, str]] = ()) -> list[str]:
+async def write_imported(store, entries: Sequence[MemoryEntry], links: Sequence[tuple[str, str]] = (),
+                         digests: frozenset[str] = frozenset()) -> list[str]:
     """The import's write on either engine: upsert as ``import``, each line kept from loosening a row,
     bringing back a removed id or undoing a newer change, all decided under the write's lock
-    (memory.sqlite.mutations.upsert); ``links``, what the lines carry, on SQLite only. The op per line."""
+    (memory.sqlite.mutations.upsert); ``links``, what the lines carry (``digests``: the carriers that
+    are digests), on SQLite only. The op per line."""
     server = _server(store)
-    return await (server.write(store, entries) if server else store.run(_import_txn, entries, store.actor, links))
+    return await (server.write(store, entries) if server
+                  else store.run(_import_txn, entries, store.actor, links, digests))
 
 
 async def import_records(
@@ -492,6 +507,7 @@ async def import_records(
     vectors = await (server.vector_sink(store, model) if server else _vector_sink(store, model, gateway))
     batch: list[tuple[MemoryEntry, list[float] | None]] = []
     carried: dict[str, list[str]] = {}  # the batch's consolidated memories: the ids each carries
+    digests: set[str] = set()  # those of them that are digests
     page = server.PAGE if server else PAGE
 
     async def flush() -> None:
@@ -513,7 +529,7 @@ async def import_records(
             report.copies_changed += change.count if change is not None else 0
         # Sources are edges of SQLite stores only (a server keeps no consolidation edges).
         links = [(e.id, source) for e in entries for source in carried.get(e.id, ())]
-        ops = await write_imported(store, entries, links)
+        ops = await write_imported(store, entries, links, frozenset(digests))
         for op in ops:
             if op == mutations.GONE:  # purged or deleted since the read above: the write left it out
                 report.kept_removed += 1
@@ -529,6 +545,7 @@ async def import_records(
             report.vectors_kept += await vectors([(e, v) for e, v in batch if v is not None])
         batch.clear()
         carried.clear()
+        digests.clear()
         if on_progress is not None:
             on_progress(report.read)
 
@@ -540,9 +557,11 @@ async def import_records(
         if isinstance(checked, str):
             report.bad.append((where_, checked))
             continue
-        entry, sources = checked
+        entry, sources, digest = checked
         if sources:
             carried[entry.id] = sources
+        if sources and digest:
+            digests.add(entry.id)
         report.read += 1
         report.history_rows_skipped += len(record.get("history") or ())
         width = model["dimension"] if model else None
@@ -748,13 +767,14 @@ async def removed_notes(store, earlier: EarlierNotes, *, remove: bool) -> list[s
     return found
 
 
-def note_text(entry: MemoryEntry, sources: Sequence[str] = ()) -> str:
-    """YAML frontmatter with every field (and the ids a consolidated memory carries), then the
-    content exactly as stored."""
+def note_text(entry: MemoryEntry, sources: Sequence[str] = (), digest: bool = False) -> str:
+    """YAML frontmatter with every field (and the ids a consolidated memory carries, and whether it
+    is a digest of them), then the content exactly as stored."""
     import yaml
 
     data = entry.model_dump(mode="json")
-    front = {k: data[k] for k in _FRONT_FIELDS} | ({"sources": list(sources)} if sources else {})
+    front = ({k: data[k] for k in _FRONT_FIELDS} | ({"sources": list(sources)} if sources else {})
+             | ({"digest": True} if sources and digest else {}))
     return "---\n" + yaml.safe_dump(front, sort_keys=False, allow_unicode=True) + "---\n\n" + entry.content + "\n"
 
 
@@ -769,7 +789,7 @@ async def export_markdown(store, folder: Path, *, on_progress: Callable[[int], N
     async for record in iter_records(store, unreadable=report.unreadable):
         entry = MemoryEntry.model_validate(record["memory"])
         name = note_name(entry)
-        write_private(folder / name, note_text(entry, record.get("sources", ())))
+        write_private(folder / name, note_text(entry, record.get("sources", ()), record.get("digest", False)))
         earlier.settle(name)
         for stale in earlier.stale(entry, name):  # its note under its old words: replaced by the one above
             stale.unlink(missing_ok=True)
@@ -798,7 +818,7 @@ async def notes_replaced(store, folder: Path) -> list[str]:
         if path.is_symlink() or not path.is_file():
             continue  # nothing there, or what write_private refuses to replace anyway
         try:
-            differs = path.read_bytes() != note_text(entry, record.get("sources", ())).encode("utf-8")
+            differs = path.read_bytes() != note_text(entry, record.get("sources", ()), record.get("digest", False)).encode("utf-8")
         except OSError:
             differs = True  # unreadable: it cannot be shown to be the same
         if differs:
@@ -854,7 +874,8 @@ def markdown_records(
         # A note of one's own may hold a ``sources`` property of another kind ("sources: Wikipedia"): only
         # a list of ids, as an export writes it, says what a consolidated memory carries.
         sources = _sources(meta)
-        yield info.rel_path, {"memory": memory} | ({"sources": sources} if sources and isinstance(sources, list) else {})
+        carries = {"sources": sources, "digest": meta.get("digest") is True} if sources and isinstance(sources, list) else {}
+        yield info.rel_path, {"memory": memory} | carries
 
 
 def _plain(value: Any) -> Any:

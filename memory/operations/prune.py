@@ -126,7 +126,9 @@ async def _prune_one(
         elif policy.dry_run:  # the copies the real run would take, counted: a script trusts what it is told
             report = await store.prune(policy, progress)
             change = await copies.follow_many(store, target.agent_id, report.victim_ids, op, _VERB[op], dry_run=True)
-            done = StorePrune(target, report, change)
+            rewritten = await copies.mirror(store, await _condensed(store, report.condensations), "condensed",
+                                            dry_run=True)
+            done = StorePrune(target, report, change, rewritten)
         else:
             plan = await store.prune(policy.model_copy(update={"dry_run": True}), progress)
             planned = plan.victim_ids
@@ -152,13 +154,15 @@ async def _prune_one(
 
 
 async def _condensed(store, condensations: list[dict]) -> list[MemoryEntry]:
-    """The digests of ``condensations`` as each becomes: its stored row with the condensed text."""
+    """The digests of ``condensations`` as each becomes: its stored row with the condensed text (a hidden
+    or private one's is not listed: its copy is withdrawn for its visibility, whatever its text)."""
     if not condensations:
         return []
     stored = await store.admitted_by_id(
         MemoryQuery(), [c["id"] for c in condensations], audience=Audience.OPERATOR, include_archived=True
     )
-    return [stored[c["id"]].model_copy(update={"content": c["content"]}) for c in condensations if c["id"] in stored]
+    return [stored[c["id"]].model_copy(update={"content": c["content"]} if c["content"] is not None else {})
+            for c in condensations if c["id"] in stored]
 
 
 async def _embed_condensed(home: Home, config: Any, store, report: PruneReport) -> None:

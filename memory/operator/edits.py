@@ -338,7 +338,7 @@ class GlobalCopies:
 
     async def mirror(
         self, source: SQLiteAdapter, entries: Sequence[MemoryEntry], verb: str,
-        before: Mapping[str, MemoryEntry] | None = None,
+        before: Mapping[str, MemoryEntry] | None = None, *, dry_run: bool = False,
     ) -> CopyChange | None:
         """Bring the copies of ``entries`` (what memories of ``source`` are about to become) in line
         first: rewritten, never less restricted than they are, or withdrawn when no longer promotable.
@@ -349,6 +349,8 @@ class GlobalCopies:
         Before ``source`` changes, so a tier that cannot be reached leaves
         the agent's memories as they were (:class:`LiveCopyError`) unless
         none of them was ever promotable; None when nothing was there.
+        ``dry_run`` changes nothing and counts the copies that would be withdrawn
+        or given new text, so a prune's dry run reports the copies its condensing rewrites.
         """
         if not entries or not self.may_hold_copies:
             return None
@@ -368,6 +370,9 @@ class GlobalCopies:
                     keep_restrictions(copies[e.id], _followed(copies[e.id], (before or {}).get(e.id), e))
                     for e in mine if e.id in copies and promotable(e)
                 ]
+                if dry_run:
+                    changed += len(gone) + sum(k.content != copies[k.id].content for k in kept)
+                    continue
                 changed += await store.withdraw(gone) if gone else 0
                 changed += sum(op != "noop" for op in (await store.write_many(kept) if kept else []))
                 await self._embedded(store, [e.id for e in kept])

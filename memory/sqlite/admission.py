@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from memory.types import Audience, MemoryQuery, Visibility
+from memory.types import Audience, MemoryQuery, MemoryType, Visibility
 
 
 @dataclass(frozen=True)
@@ -32,12 +32,29 @@ class Dialect:
     # At ``as_of``, whether a row consolidation archived (``{alias}``) still answered then (one ``?``: the
     # time); None where nothing is consolidated.
     consolidated_after: str | None = None
+    # Whether row ``{alias}`` is a digest of episodes (so ``--type episodic`` finds what it carries); None
+    # where nothing is consolidated.
+    digest: str | None = None
 
 
 # ``archived`` values: 0 live; 1 archived by an operator or prune; 2 by consolidation (its content lives on in a
 # merge or digest, so it still answers for a time before that).
 CONSOLIDATED = 2
 SOURCES = "consolidates"  # edge relation: consolidated memory -> a source whose content it carries
+
+DIGEST_LINK = "digest"
+"""The ``source`` of a digest's ``consolidates`` edges: what makes it a digest, and travels with its
+sources through export and import (a merge's keeper also carries sources, but its text is its own)."""
+
+
+def digest_sql(alias: str) -> str:
+    """Whether row ``alias`` is a digest consolidation wrote: its edges say so (:data:`DIGEST_LINK`),
+    or, for one written before they did, its ledger's ``consolidate`` insert. The ledger alone was
+    lost by export and import: an imported digest was walked, merged and archived as a plain fact."""
+    return (f"(EXISTS (SELECT 1 FROM memory_edges d WHERE d.src_id = {alias}.id AND d.relation = '{SOURCES}' "
+            f"AND d.source = '{DIGEST_LINK}') OR EXISTS (SELECT 1 FROM memory_ledger l WHERE l.memory_id = {alias}.id "
+            "AND l.op = 'consolidate' AND l.before IS NULL))")
+
 
 _CARRIERS = (
     "FROM memory_edges carried JOIN memories carrier ON carrier.id = carried.src_id "
@@ -53,6 +70,7 @@ SQLITE = Dialect(
     f"{{alias}}.archived = {CONSOLIDATED} AND (SELECT min(coalesce(carrier.valid_from, carrier.created_at)) "
     f"{_CARRIERS}) > ? AND NOT EXISTS (SELECT 1 {_CARRIERS} "
     f"AND (carrier.visibility != '{Visibility.VISIBLE.value}' OR carrier.archived = 1))",
+    digest_sql("{alias}"),
 )
 # tags is JSON text on both engines; jsonb containment, never the jsonb ``?`` operator
 # (it would read as a placeholder).
@@ -129,7 +147,11 @@ def query_filters(query: MemoryQuery, alias: str = "m", dialect: Dialect = SQLIT
         parts.append(f"{alias}.pool_name = ?")
         params.append(query.pool_name)
     if query.types:
-        parts.append(f"{alias}.type IN ({','.join('?' * len(query.types))})")
+        typed = f"{alias}.type IN ({','.join('?' * len(query.types))})"
+        # A digest (a semantic memory) carries the episodes it archived: `--type episodic` still finds them.
+        if MemoryType.EPISODIC in query.types and dialect.digest is not None:
+            typed = f"({typed} OR ({alias}.type = '{MemoryType.SEMANTIC.value}' AND {dialect.digest.format(alias=alias)}))"
+        parts.append(typed)
         params.extend(t.value for t in query.types)
     for tag in query.tags or ():
         if "\x00" in tag:  # no stored tag holds a NUL (memory.limits.nul_field); PostgreSQL refuses it as a parameter

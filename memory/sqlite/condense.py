@@ -27,6 +27,7 @@ from memory.sqlite import mutations
 from memory.sqlite.batches import batches, select_in
 from memory.sqlite.consolidation import SOURCES, digest_sql
 from memory.sqlite.fact_words import content_words, speaker_of, spelled_words
+from memory.types import Visibility
 
 OP = "condense"
 # Of each turn's distinct content words, the rarest share kept (at least one), mildest first: the
@@ -85,18 +86,20 @@ class Condenser:
         was = dict(order)
         sizes = dict(was)
         texts: dict[str, str] = {}
+        shown: set[str] = set()
         saved = 0
         for share in SHARES:
             for window in batches([entry_id for entry_id, _ in order], WINDOW):
                 contents, turns = self._read(window)
+                shown |= self._visible(window)
                 for entry_id in window:
                     if saved >= excess:
-                        return self._apply(texts, sizes, was)
+                        return self._apply(texts, sizes, was, shown)
                     text = condensed_text(contents[entry_id], turns.get(entry_id, ()), held, share)
                     if turns.get(entry_id) and _size(text) < sizes[entry_id]:
                         saved += sizes[entry_id] - _size(text)
                         sizes[entry_id], texts[entry_id] = _size(text), text
-        return self._apply(texts, sizes, was)
+        return self._apply(texts, sizes, was, shown)
 
     def _held(self) -> Counter:
         """How many live rows hold each content word: a word's rarity in the store."""
@@ -115,9 +118,17 @@ class Condenser:
             turns.setdefault(src, []).append(content)
         return contents, turns
 
-    def _apply(self, texts: dict[str, str], sizes: dict[str, int], was: dict[str, int]) -> dict[str, int]:
+    def _visible(self, ids: list[str]) -> set[str]:
+        """Which of ``ids`` are visible: a hidden or private digest's new text is never listed."""
+        return {row[0] for row in select_in(self.raw, "SELECT id FROM memories WHERE visibility = ? AND id IN ({marks})",
+                                            ids, before=(Visibility.VISIBLE.value,))}
+
+    def _apply(self, texts: dict[str, str], sizes: dict[str, int], was: dict[str, int], shown: set[str]) -> dict[str, int]:
+        """Rewrite (or, in a dry run, only record) each digest; the record of a hidden or private one
+        holds no text (``prune --json`` prints it, and cron logs it), only its id and sizes."""
         for entry_id, text in texts.items():
-            self.decisions.append({"id": entry_id, "bytes": [was[entry_id], sizes[entry_id]], "content": text})
+            self.decisions.append({"id": entry_id, "bytes": [was[entry_id], sizes[entry_id]],
+                                   "content": text if entry_id in shown else None})
             if not self.dry_run:
                 mutations.update(self.raw, [entry_id], OP, self.actor, "content = ?", (text,))
         return {entry_id: sizes[entry_id] for entry_id in texts}

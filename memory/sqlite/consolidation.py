@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from memory.sqlite import mutations
-from memory.sqlite.admission import CONSOLIDATED, SOURCES, SQLITE
+from memory.sqlite.admission import CONSOLIDATED, DIGEST_LINK, SOURCES, SQLITE, digest_sql
 from memory.sqlite.batches import select_in
 from memory.sqlite.connection import transaction
 from memory.sqlite.fts import every_word_match
@@ -78,11 +78,10 @@ def drop_stage(raw) -> None:
     raw.execute(f"DROP TABLE IF EXISTS {_SKIP}")
 
 
-def digest_sql(alias: str) -> str:
-    """Whether row ``alias`` is a digest consolidation wrote: its ledger's ``consolidate`` insert
-    (a merge's keeper also carries sources, but its text is its own)."""
-    return (f"EXISTS (SELECT 1 FROM memory_ledger l WHERE l.memory_id = {alias}.id "
-            "AND l.op = 'consolidate' AND l.before IS NULL)")
+def digests_among(raw, ids: Sequence[str]) -> set[str]:
+    """Which of ``ids`` are digests (an export marks them, so the import's edges say so again)."""
+    return {row[0] for row in select_in(raw, f"SELECT m.id FROM memories m WHERE {digest_sql('m')} "
+                                             "AND m.id IN ({marks})", ids)}
 
 
 # A digest never merges: the walk that wrote it cannot see it (nor can a dry run), so a fact it
@@ -243,7 +242,8 @@ def apply_txn(raw, changes: Sequence[Change], actor: str) -> list[bool]:
             mutations.upsert(raw, writes, actor, op="consolidate")
         for entry_id, value, tags in (c.keep for c in kept if c.keep is not None):
             mutations.update(raw, [entry_id], "reinforce", actor, "importance = ?, tags = ?", (value, tags_text(tags)))
-        link_sources(raw, [link for c in kept for link in c.links], "consolidation")
+        link_sources(raw, [link for c in kept if c.write is not None for link in c.links], DIGEST_LINK)
+        link_sources(raw, [link for c in kept if c.write is None for link in c.links], "consolidation")
         archive = [i for c in kept for i in c.archive]
         if archive:
             mutations.update(raw, archive, "archive", actor, f"archived = {CONSOLIDATED}")

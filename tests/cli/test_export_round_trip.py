@@ -379,3 +379,34 @@ def test_a_notes_own_sources_property_is_not_taken_for_what_it_carries(cli, tmp_
     (folder / "trains.md").write_text("---\ntags: [travel]\n---\n\nNight trains run from Vienna.\n")
     report = data(cli("import", str(folder), "--agent", "ada", "--json"))
     assert report["bad"] == [] and report["ops"] == {"insert": 2}  # both notes are in; the property is theirs
+
+
+@pytest.mark.parametrize("form", ["jsonl", "markdown"])
+def test_a_digest_is_still_a_digest_after_a_round_trip(cli, tmp_path, monkeypatch, form):
+    """A digest was known only by its ledger's ``consolidate`` insert, which an import does not carry:
+    in the new home prune archived it instead of condensing it, and consolidate walked it as a plain
+    fact (to merge into, or be merged). The merge keeper beside it (the control) stays no digest."""
+    fresh_home(tmp_path, monkeypatch, "one")
+    turns = tmp_path / "turns.jsonl"
+    turns.write_text("".join(json.dumps(line) + "\n" for line in (
+        {"content": "Caroline: I went to an LGBTQ support group and it was so very powerful for me.",
+         "type": "episodic", "session": "s1", "created_at": "2023-05-08T10:00:00Z"},
+        {"content": "Melanie: I painted a sunrise over the lake, and it was such a quiet morning.",
+         "type": "episodic", "session": "s1", "created_at": "2023-05-08T10:01:00Z"})))
+    ok(cli("remember", "--from", str(turns), "--agent", "ada", "--no-reconcile"))
+    ids = merged_store(cli)
+    (digest,) = [m for m in data(cli("memory", "list", "--agent", "ada", "--json")) if "LGBTQ" in m["content"]]
+    budget = str(sum(len(m["content"].encode()) for m in data(cli("memory", "list", "--agent", "ada", "--json"))) - 10)
+    plan = data(cli("prune", "--agent", "ada", "--max-bytes", budget, "--dry-run", "--json"))["agents"][0]
+    assert [c["id"] for c in plan["condensations"]] == [digest["id"]] and plan["victim_ids"] == []
+    exported = tmp_path / ("export.jsonl" if form == "jsonl" else "notes")
+    ok(cli("export", "--agent", "ada", "-o", str(exported), *(["--format", "markdown"] if form == "markdown" else [])))
+
+    fresh_home(tmp_path, monkeypatch, "two")
+    ok(cli("agent", "create", "ada"))
+    ok(cli("import", str(exported), "--agent", "ada"))
+    again = data(cli("prune", "--agent", "ada", "--max-bytes", budget, "--dry-run", "--json"))["agents"][0]
+    assert again["condensations"] == plan["condensations"] and again["victim_ids"] == []
+    if form == "jsonl":
+        lines = {r["memory"]["id"]: r for r in map(json.loads, exported.read_text().splitlines()[1:])}
+        assert lines[digest["id"]]["digest"] is True and "digest" not in lines[ids["keeper"]]

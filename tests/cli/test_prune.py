@@ -213,11 +213,41 @@ def test_a_condensed_digest_s_global_copy_is_condensed_with_it(cli, tmp_path, ar
     assert copy["content"] == digest["content"]  # promoted: the copy the condensing must reach
 
     budget = str(len(digest["content"].encode()) - 10)
+    # the dry run counts the copy its real run rewrites (it said nothing of it), and changes none
+    dry = cli("prune", "--agent", "ada", "--max-bytes", budget, "--dry-run", "--json")
+    assert dry.exit_code == 0, dry.output
+    (planned,) = json.loads(dry.stdout)["agents"]
+    assert planned["condensed_copies"] == {"tier": "global", "op": "update", "changed": True, "count": 1}
+    assert json.loads(cli("memory", "show", digest["id"], "--global", "--json").stdout)["content"] == digest["content"]
     done = cli("prune", "--agent", "ada", "--max-bytes", budget, "--json")
     assert done.exit_code == 0, done.output
     (store,) = json.loads(done.stdout)["agents"]
     (condensed,) = store["condensations"]
-    assert store["condensed_copies"] == {"tier": "global", "op": "update", "changed": True, "count": 1}
+    assert store["condensed_copies"] == planned["condensed_copies"]
+    assert store["condensations"] == planned["condensations"]
     assert json.loads(cli("memory", "show", digest["id"], "--agent", "ada", "--json").stdout)["content"] == condensed["content"]
     copy = json.loads(cli("memory", "show", digest["id"], "--global", "--json").stdout)
     assert copy["content"] == condensed["content"] != digest["content"]
+
+
+def test_a_hidden_digest_s_condensed_text_never_leaves_in_the_report(cli, tmp_path):
+    """``prune --max-bytes --json`` (dry run and real) printed a hidden digest's condensed text. Now its
+    id and sizes are listed, its text null; the visible digest beside it (the control) shows its own."""
+    second = [{**line, "session": "s2", "content": line["content"].replace("lake", "harbour")} for line in OLD_TURNS]
+    path = tmp_path / "old.jsonl"
+    path.write_text("".join(json.dumps(line) + "\n" for line in [*OLD_TURNS, *second]))
+    assert cli("remember", "--from", str(path), "--agent", "ada", "--no-reconcile").exit_code == 0
+    assert cli("consolidate", "--agent", "ada", "--quiet").exit_code == 0
+    digests = json.loads(cli("memory", "list", "--agent", "ada", "--json").stdout)
+    (secret,) = [d for d in digests if "harbour" in d["content"]]
+    assert cli("memory", "set", secret["id"], "--agent", "ada", "--visibility", "hidden").exit_code == 0
+    budget = str(sum(len(d["content"].encode()) for d in digests) * 6 // 10)  # both must shrink
+
+    for dry in (["--dry-run"], []):
+        done = cli("prune", "--agent", "ada", "--max-bytes", budget, "--json", *dry)
+        assert done.exit_code == 0, done.output
+        shown = {c["id"]: c["content"] for c in json.loads(done.stdout)["agents"][0]["condensations"]}
+        assert len(shown) == 2 and shown[secret["id"]] is None and "harbour" not in done.stdout
+        assert "LGBTQ" in next(text for i, text in shown.items() if i != secret["id"])  # control
+    rows = {m["id"]: m for m in json.loads(cli("memory", "list", "--agent", "ada", "--all", "--json").stdout)}
+    assert rows[secret["id"]]["content"] != secret["content"]  # condensed all the same

@@ -495,3 +495,12 @@ async def test_a_reconciled_import_embeds_its_batch_for_the_candidate_search_in_
         assert old.superseded_by is not None and old.valid_to is not None
     finally:
         await federation.aclose()
+
+
+def test_remember_json_says_a_restatement_stored_nothing_new(cli, keyword_home):
+    """A noop writes no row: ``stored`` is false beside it (exit 0), true for the add it restates."""
+    first = remember(cli, "The ferry leaves at 7 (STOREDNOOP).")
+    again = remember(cli, "The ferry leaves at 7 (STOREDNOOP).")
+    assert first["decision"] == "add" and first["stored"] is True  # control
+    assert again["decision"] == "noop" and again["stored"] is False and again["id"] == first["id"]
+    assert len(listed(cli)) == 1

@@ -597,3 +597,46 @@ async def test_a_cluster_is_never_held_whole_however_many_times_one_thing_was_sa
     monkeypatch.setattr(walk, "PAGE", 50)
     peaks = await _copies_against_different_sentences(store, tmp_path)
     assert peaks[1] < 4 * peaks[0], peaks
+
+
+async def test_a_dry_runs_listed_decisions_never_carry_hidden_or_private_text(store, offline_embedder):
+    """``consolidate --dry-run --json`` printed a hidden merge's and a hidden digest's text; now their
+    ids and counts are listed, the text withheld. Visible decisions in the same store keep theirs."""
+    vectors = VectorAdapter(store, EmbeddingGateway([offline_embedder]))
+    shown = [fact("I like tea."), fact("I like tea with milk."), turn("Ada: I moved to Lisbon in spring.", 0)]
+    secret = [fact("The vault code is azure falcon.", visibility=Visibility.HIDDEN),
+              fact("The vault code is azure falcon nine.", visibility=Visibility.HIDDEN),
+              turn("Ada: My passport number is X1234567.", 1, session="s2", visibility=Visibility.HIDDEN),
+              fact("My diary says I fear heights.", visibility=Visibility.PRIVATE),
+              fact("My diary says I really fear heights.", visibility=Visibility.PRIVATE)]
+    await vectors.write_many([*shown, *secret])
+
+    _, plan = await _consolidate(store, offline_embedder, dry_run=True, decisions=True)
+
+    listed = json.dumps({"merges": plan.merges, "digests": plan.digests})
+    assert plan.counts()["merged"] == 3 and plan.counts()["digests"] == 2  # every decision is still counted
+    for words in ("azure", "falcon", "X1234567", "heights"):
+        assert words not in listed
+    contents = sorted(str(d["content"]) for d in [*plan.merges, *plan.digests])
+    assert contents == ["I like tea with milk.", "None", "None", "None", "On 2 April 2024: Ada: I moved to Lisbon in spring."]
+    hidden_digest = next(d for d in plan.digests if d["content"] is None)
+    assert hidden_digest["sources"] == [secret[2].id]  # its ids still say what the run would do
+
+
+async def test_recall_of_episodes_still_finds_the_turns_a_digest_carries(store, offline_embedder):
+    """A digest is a semantic memory, so once its turns were archived ``--type episodic`` found none
+    of them. It now answers for them; a plain fact and a merge's keeper (both semantic) still do not."""
+    vectors = VectorAdapter(store, EmbeddingGateway([offline_embedder]))
+    old = turn("Ada: I bought a kayak in Bergen.", 0)
+    recent = turn("Ada: I paddled my kayak to Askoy.", 0, session="s9", when=NOW - timedelta(days=1))
+    kayak, kayak_red = fact("My kayak is red."), fact("My kayak is red and yellow.")
+    await vectors.write_many([old, recent, kayak, kayak_red])
+
+    _, plan = await _consolidate(store, offline_embedder)
+
+    assert plan.counts()["digests"] == 1 and plan.counts()["merged"] == 1
+    (digest,) = [e for e in (await _current(store)).values() if e.content.startswith("On ")]
+    episodes = await store.search(MemoryQuery(agent_id="ada", text="kayak", types=[MemoryType.EPISODIC]))
+    assert sorted(h.id for h in episodes) == sorted([digest.id, recent.id])
+    facts = await store.search(MemoryQuery(agent_id="ada", text="kayak", types=[MemoryType.SEMANTIC]))
+    assert sorted(h.id for h in facts) == sorted([digest.id, kayak_red.id])  # control: a digest is a fact too

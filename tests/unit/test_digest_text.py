@@ -62,3 +62,31 @@ def test_a_turn_that_says_only_a_number_says_something_and_small_talk_still_says
     assert compact_text("Tom: haha, yes!") == ""  # control: small talk still carries nothing
     words = content_words("We moved in 2019, in the 1990s it was 3 rooms for $5,000 at 9:45.")
     assert words == {"moved", "2019", "1990s", "room", "3", "5,000", "9:45"}  # a number is one word, whole
+
+
+def test_a_bare_answer_to_a_question_is_carried_and_small_talk_is_not():
+    """"No." after "Did you finish the vase?" was archived as small talk: the digest read as if the
+    question had no answer. Now it is carried, a source; "haha, yes!" after a statement stays idle."""
+    at = datetime(2023, 5, 8, 13, tzinfo=UTC)
+    said = ["Bob: Did you finish the vase?", "Ada: No.", "Ada: I glazed the bowl instead.", "Bob: haha, yes!",
+            "Ada: Yes?", "Bob: haha"]
+    turns = [MemoryEntry(agent_id="ada", type=MemoryType.EPISODIC, content=c, source_session_id="s1",
+                         created_at=at + timedelta(seconds=i), updated_at=at + timedelta(seconds=i))
+             for i, c in enumerate(said)]
+    (digest,) = session_digests(turns, at + timedelta(days=90))
+    assert digest.entry.content == "On 8 May 2023: Bob: Did you finish the vase? Ada: No. I glazed the bowl instead."
+    assert [t.content for t in digest.sources] == said[:3]
+    # control: a contentless turn after a statement, or after a question without content words, is idle
+    assert [t.content for t in digest.idle] == said[3:]
+
+
+def test_a_question_s_answer_joins_a_full_digest_not_the_next():
+    at = datetime(2023, 5, 8, 13, tzinfo=UTC)
+    said = [f"Ada: I visited museum number {i}." for i in range(4)] + ["Bob: Was it open late?", "Ada: Yes.",
+                                                                      "Ada: I bought a ticket to Porto."]
+    turns = [MemoryEntry(agent_id="ada", type=MemoryType.EPISODIC, content=c, source_session_id="s1",
+                         created_at=at + timedelta(seconds=i), updated_at=at + timedelta(seconds=i))
+             for i, c in enumerate(said)]
+    first, second = session_digests(turns, at + timedelta(days=90))
+    assert first.entry.content.endswith("Bob: Was it open late? Ada: Yes.") and len(first.sources) == 6
+    assert [t.content for t in second.sources] == said[6:]  # control: the sixth contentful turn starts the next
