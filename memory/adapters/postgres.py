@@ -23,7 +23,7 @@ from datetime import datetime
 from typing import Any
 
 from memory import audit as audit_mod
-from memory.adapters.hybrid import hybrid
+from memory.adapters.hybrid import asks_vectors, hybrid
 from memory.access import DAY_SECONDS, AccessBuffer, defer
 from memory.inspection import Census, Growth, RecallDay, day_date
 from memory.limits import MAX_CONTENT_BYTES, check_entries
@@ -624,8 +624,9 @@ class PostgresAdapter:
         return await self._call(lambda conn: conn.fetchval(f"SELECT count(*) FROM {VEC_TABLE}"))
 
     async def _semantic_or_hybrid(self, query: MemoryQuery) -> list[MemoryEntry] | None:
-        """Semantic or hybrid results, or None to fall back to keyword (with a notice)."""
-        if not (query.text and query.text.strip()):
+        """Semantic or hybrid results, or None to fall back to keyword (with a notice, unless the
+        query asks no vector: see :func:`asks_vectors`)."""
+        if not asks_vectors(query, terms(query.text)):
             return None
         meta = await self.meta()
         if meta is None:
