@@ -365,6 +365,14 @@ class PostgresAdapter:
         neighbour = gate("p", 2 + len(clause.params))
         return await self._call(search.turn_context, list(entry_ids), parsed.pairs, clause, neighbour)
 
+    async def session_neighbours(self, query: MemoryQuery, entry_ids: Sequence[str]) -> dict[str, list[MemoryEntry]]:
+        """For each of ``entry_ids`` the query admits, the turns before and after it in its session
+        that the query admits too, as on SQLite (recall's session-neighbour step)."""
+        clause = where(query, start=2)
+        adjacent = await self._call(search.adjacent_ids, list(entry_ids), clause, gate("p", 2 + len(clause.params)))
+        admitted = await self.admitted_by_id(query, [n for near in adjacent.values() for n in near])
+        return {i: [admitted[n] for n in near if n in admitted] for i, near in adjacent.items()}
+
     async def admitted_by_id(
         self, query: MemoryQuery, entry_ids: Sequence[str], *, audience: Audience = Audience.RECALL,
         include_archived: bool = False,

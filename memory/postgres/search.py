@@ -9,6 +9,7 @@ from __future__ import annotations
 from memory.postgres.fts import STOPWORD_CONFIG, STOPWORD_VECTOR, TEXT_CONFIG, search_words
 from memory.postgres.mutations import SELECT_COLUMNS
 from memory.postgres.vectors import VEC_TABLE
+from memory.sqlite.context import AFTER, BEFORE
 
 KEYWORD_CANDIDATES = 1000  # matches ranked per keyword query (see keyword)
 
@@ -128,13 +129,6 @@ async def keyword_leg(conn, tq, tokens: list[str], clause, limit: int):
     return rows, await coverage(conn, rows[0]["id"], tokens) if rows else 0.0
 
 
-# The turn before row m: memory/sqlite/context.py's definition (same agent and
-# session, date then insertion order), among rows the admission predicate admits.
-_BEFORE = (
-    "SELECT p.id FROM memories p WHERE p.source_session_id = m.source_session_id AND p.agent_id = m.agent_id "
-    "AND p.created_at <= m.created_at AND NOT (p.created_at = m.created_at AND p.seq >= m.seq) AND {gate} "
-    "ORDER BY p.created_at DESC, p.seq DESC LIMIT 1"
-)
 # A word pair said together: either order, at most two words between, as FTS5's NEAR(a b, 2).
 _PAIR = "(m.tsv @@ to_tsquery('english'::regconfig, {q}))::int"
 
@@ -150,9 +144,22 @@ async def turn_context(conn, ids: list[str], pairs: list[tuple[str, str]], claus
         near.append(_PAIR.format(q=" || ' | ' || ".join(spans)))
     share = f"({' + '.join(near)})::float / {len(near)}" if near else "0.0"
     sql = (
-        f"SELECT m.id, ({_BEFORE.format(gate=gate.sql)}) AS before, {share} AS share FROM memories m "
+        f"SELECT m.id, ({BEFORE.format(column='id', c='m.', gate=gate.sql)}) AS before, {share} AS share FROM memories m "
         f"WHERE m.id = ANY($1::text[]) AND {clause.sql}"
     )
     words = [w for pair in pairs for w in pair]
     rows = await conn.fetch(sql, ids, *clause.params, *gate.params, *words)
     return {r["id"]: r["before"] for r in rows if r["before"] is not None}, {r["id"]: r["share"] for r in rows if r["share"]}
+
+
+async def adjacent_ids(conn, ids: list[str], clause, gate) -> dict[str, list[str]]:
+    """For each of ``ids`` that ``clause`` admits (numbered from $2), the ids of the turns before and
+    after it in its session that ``gate`` admits (numbered after the clause): memory/sqlite/context.py's
+    definition, as SQLite's session neighbours read it."""
+    before, after = (side.format(column="id", c="m.", gate=gate.sql) for side in (BEFORE, AFTER))
+    sql = (
+        f"SELECT m.id, ({before}) AS before, ({after}) AS after FROM memories m "
+        f"WHERE m.id = ANY($1::text[]) AND m.source_session_id IS NOT NULL AND {clause.sql}"
+    )
+    rows = await conn.fetch(sql, ids, *clause.params, *gate.params)
+    return {r["id"]: [n for n in (r["before"], r["after"]) if n is not None] for r in rows}

@@ -80,3 +80,19 @@ async def test_a_hybrid_query_with_no_words_lists_as_keyword_mode_does(embedded,
     assert [e.id for e in hybrid] == [e.id for e in listed]
     searched = await embedded.search(MemoryQuery(text="biscuit", retrieval_mode=RetrievalMode.hybrid))
     assert searched[0].id == cat.id and set(searched[0].matched_by) == {"semantic", "keyword"}
+
+
+async def test_session_neighbours_are_the_admitted_turns_either_side(store):
+    """A PostgreSQL pool had no session neighbours, so recall's neighbour step (the reply next to the
+    turn that matched) left a server pool's answer short of a SQLite pool's. The hidden turn is
+    skipped on both; a row of no session has none; another session is never a neighbour."""
+    t = await session(store)
+    query = MemoryQuery(text="support group")
+    loose = entry("a support group note of no session", created_at=SAID)
+    await store.write(loose)
+    found = await store.session_neighbours(query, [t["asked"].id, t["reply"].id, t["elsewhere"].id, loose.id])
+    assert {hit: [e.id for e in near] for hit, near in found.items() if near} == {
+        t["asked"].id: [t["went"].id, t["reply"].id],  # the hidden turn between asked and reply is skipped
+        t["reply"].id: [t["asked"].id],
+    }
+    assert await store.session_neighbours(MemoryQuery(agent_id="nobody"), [t["asked"].id]) == {}
