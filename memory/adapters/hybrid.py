@@ -14,7 +14,7 @@ from typing import Protocol
 
 from memory.query_terms import QueryTerms
 from memory.ranking.fusion import NEIGHBOUR_POOL, Weights, best, fused_scores, hybrid_pool, rerank
-from memory.types import MemoryEntry, MemoryQuery
+from memory.types import MemoryEntry, MemoryQuery, RetrievalMode
 
 
 class HybridEngine(Protocol):
@@ -23,6 +23,15 @@ class HybridEngine(Protocol):
     async def turn_context(
         self, query: MemoryQuery, parsed: QueryTerms, entry_ids: list[str]
     ) -> tuple[dict[str, str], dict[str, float]]: ...
+
+
+def asks_vectors(query: MemoryQuery, parsed: QueryTerms) -> bool:
+    """Whether ``query`` is searched by vector at all, on either engine: not in keyword mode, not
+    without text, and not a hybrid query with no word to search (punctuation, an emoji), which
+    is the listing keyword mode gives it, not whatever a vector of "?" lands near."""
+    if query.retrieval_mode is RetrievalMode.keyword or not (query.text and query.text.strip()):
+        return False
+    return query.retrieval_mode is not RetrievalMode.hybrid or bool(parsed.tokens)
 
 
 async def hybrid(

@@ -23,7 +23,7 @@ from datetime import datetime
 from typing import Any
 
 from memory import audit as audit_mod
-from memory.adapters.hybrid import hybrid
+from memory.adapters.hybrid import asks_vectors, hybrid
 from memory.access import DAY_SECONDS, AccessBuffer, defer
 from memory.inspection import Census, Growth, RecallDay, day_date
 from memory.limits import MAX_CONTENT_BYTES, check_entries
@@ -365,6 +365,14 @@ class PostgresAdapter:
         neighbour = gate("p", 2 + len(clause.params))
         return await self._call(search.turn_context, list(entry_ids), parsed.pairs, clause, neighbour)
 
+    async def session_neighbours(self, query: MemoryQuery, entry_ids: Sequence[str]) -> dict[str, list[MemoryEntry]]:
+        """For each of ``entry_ids`` the query admits, the turns before and after it in its session
+        that the query admits too, as on SQLite (recall's session-neighbour step)."""
+        clause = where(query, start=2)
+        adjacent = await self._call(search.adjacent_ids, list(entry_ids), clause, gate("p", 2 + len(clause.params)))
+        admitted = await self.admitted_by_id(query, [n for near in adjacent.values() for n in near])
+        return {i: [admitted[n] for n in near if n in admitted] for i, near in adjacent.items()}
+
     async def admitted_by_id(
         self, query: MemoryQuery, entry_ids: Sequence[str], *, audience: Audience = Audience.RECALL,
         include_archived: bool = False,
@@ -624,8 +632,9 @@ class PostgresAdapter:
         return await self._call(lambda conn: conn.fetchval(f"SELECT count(*) FROM {VEC_TABLE}"))
 
     async def _semantic_or_hybrid(self, query: MemoryQuery) -> list[MemoryEntry] | None:
-        """Semantic or hybrid results, or None to fall back to keyword (with a notice)."""
-        if not (query.text and query.text.strip()):
+        """Semantic or hybrid results, or None to fall back to keyword (with a notice, unless the
+        query asks no vector: see :func:`asks_vectors`)."""
+        if not asks_vectors(query, terms(query.text)):
             return None
         meta = await self.meta()
         if meta is None:

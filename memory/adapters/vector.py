@@ -23,7 +23,7 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
-from memory.adapters.hybrid import hybrid
+from memory.adapters.hybrid import asks_vectors, hybrid
 from memory.adapters.sqlite import SQLiteAdapter
 from memory.config import DEFAULT_KEYWORD_WEIGHT, DEFAULT_VECTOR_WEIGHT
 from memory.embedding.base import Embedder, EmbeddingMeta, content_hash, l2_normalize, length_order
@@ -386,11 +386,8 @@ class VectorAdapter:
     async def recall(self, query: MemoryQuery) -> Recall:
         """Search in the query's mode, falling back to keyword when semantic cannot run."""
         mode = query.retrieval_mode
-        # A hybrid query with no word to search (punctuation, an emoji) is the listing keyword mode
-        # gives it, not whatever a vector of "?" lands near.
         words = terms(query.text)
-        wordless = mode is RetrievalMode.hybrid and not words.tokens
-        if mode is RetrievalMode.keyword or not (query.text and query.text.strip()) or wordless:
+        if not asks_vectors(query, words):
             return Recall(await self.store.search(query), ("keyword",) if query.text else ())
         ready = await self._searchable()
         if not isinstance(ready, tuple):

@@ -50,7 +50,8 @@ def _month(year: int, month: int) -> str:
 # history imported with one date per session has every turn at the same
 # instant, and its order is then the order it was written in. One definition
 # for the context derived at write and for scoring neighbours at read;
-# ``_AFTER`` is its mirror, the turn after ``c``.
+# ``AFTER`` is its mirror, the turn after ``c``. PostgreSQL reads neighbours by the same definition
+# (memory/postgres/search.py).
 def _next_to(after: bool) -> str:
     """The turn next to row ``c`` (before it, or ``after``), as a scalar subquery to format."""
     reach, tie, order = (">=", "<=", "ASC") if after else ("<=", ">=", "DESC")
@@ -62,7 +63,7 @@ def _next_to(after: bool) -> str:
     )
 
 
-_BEFORE, _AFTER = _next_to(False), _next_to(True)
+BEFORE, AFTER = _next_to(False), _next_to(True)
 # A row not yet written comes after every row: the seq it will get.
 _NOT_YET = 9223372036854775807
 
@@ -73,7 +74,7 @@ def previous_turn(raw, entry: MemoryEntry) -> str | None:
         return None
     gate = admission("p")
     sql = (
-        f"SELECT ({_BEFORE.format(column='content', c='m.', gate=gate.sql)}) "
+        f"SELECT ({BEFORE.format(column='content', c='m.', gate=gate.sql)}) "
         "FROM (SELECT ? AS source_session_id, ? AS agent_id, ? AS created_at, "
         "coalesce((SELECT seq FROM memories WHERE id = ?), ?) AS seq) AS m"
     )
@@ -86,7 +87,7 @@ def previous_turn(raw, entry: MemoryEntry) -> str | None:
 def previous_ids(raw, ids: list[str], clause_sql: str, params: tuple) -> dict[str, str]:
     """For each of ``ids`` admitted by ``clause_sql`` (alias ``m``), the id of the turn before it."""
     gate = admission("p")
-    before = _BEFORE.format(column="id", c="m.", gate=gate.sql)
+    before = BEFORE.format(column="id", c="m.", gate=gate.sql)
     sql = f"SELECT m.id, ({before}) FROM {listed('id')} WHERE m.source_session_id IS NOT NULL AND {clause_sql}"
     return {a: b for a, b in raw.execute(sql, (*gate.params, keys(ids), *params)) if b is not None}
 
@@ -96,7 +97,7 @@ def rederived(raw, sessions: Iterable[tuple[str, str]]) -> list[tuple[str, int]]
     context is no longer the turn before it now: that turn was hidden, forgotten, purged or
     re-worded since. A turn no one can read is left as it is: its own restore re-derives it."""
     gate, readable = admission("p"), admission("m")
-    before = _BEFORE.format(column="content", c="m.", gate=gate.sql)
+    before = BEFORE.format(column="content", c="m.", gate=gate.sql)
     sql = (
         f"SELECT m.seq, m.context, coalesce(substr(({before}), 1, {PREVIOUS_CHARS}), '') FROM memories m "
         f"WHERE m.source_session_id = ? AND m.agent_id = ? AND {readable.sql}"
@@ -116,8 +117,8 @@ def derive(raw, entry: MemoryEntry) -> dict[str, str]:
 def adjacent_ids(raw, ids: list[str], clause_sql: str, params: tuple) -> dict[str, list[str]]:
     """For each of ``ids`` admitted by ``clause_sql`` (alias ``m``), the ids of the turns before and after it."""
     gate = admission("p")
-    before = _BEFORE.format(column="id", c="m.", gate=gate.sql)
-    after = _AFTER.format(column="id", c="m.", gate=gate.sql)
+    before = BEFORE.format(column="id", c="m.", gate=gate.sql)
+    after = AFTER.format(column="id", c="m.", gate=gate.sql)
     sql = f"SELECT m.id, ({before}), ({after}) FROM {listed('id')} WHERE m.source_session_id IS NOT NULL AND {clause_sql}"
     rows = raw.execute(sql, (*gate.params, *gate.params, keys(ids), *params))
     return {a: [n for n in (b, c) if n is not None] for a, b, c in rows}

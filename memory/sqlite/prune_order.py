@@ -160,8 +160,8 @@ def overflow(ordered: Iterable[Key], totals: tuple[int, int], max_entries: int |
     return victims
 
 
-_STAGE = "prune_order_keys"
-_STAGE_PAGE = 2_000
+STAGE_TABLE = "prune_order_keys"  # both engines sort the keys in a temporary table of this name
+STAGE_PAGE = 2_000
 
 
 @contextmanager
@@ -172,22 +172,22 @@ def staged_order(raw, read: Callable[[], Iterable[tuple]], by_bytes: bool) -> It
     a row were). Columns without a type keep each value as Python gave it, and TEXT compares as
     Python's ``str`` does, so the order is the one ``sorted`` gives. The table is made before
     ``read()`` starts (a schema change would abort a statement in progress) and dropped after."""
-    raw.execute(f"CREATE TEMP TABLE IF NOT EXISTS {_STAGE} (tier, worth, used_at, id, nbytes, digest)")
+    raw.execute(f"CREATE TEMP TABLE IF NOT EXISTS {STAGE_TABLE} (tier, worth, used_at, id, nbytes, digest)")
     cursor = None
     try:
-        insert = f"INSERT INTO temp.{_STAGE} VALUES (?, ?, ?, ?, ?, ?)"
+        insert = f"INSERT INTO temp.{STAGE_TABLE} VALUES (?, ?, ?, ?, ?, ?)"
         rows = iter(read())
-        while page := [sort_key(row, by_bytes) for row in islice(rows, _STAGE_PAGE)]:
+        while page := [sort_key(row, by_bytes) for row in islice(rows, STAGE_PAGE)]:
             raw.executemany(insert, page)
         order = " ORDER BY tier, worth, used_at, id"
-        cursor = raw.execute(f"SELECT * FROM temp.{_STAGE}{order}")
+        cursor = raw.execute(f"SELECT * FROM temp.{STAGE_TABLE}{order}")
 
         def last_digests() -> list[tuple[str, int]]:
-            sql = f"SELECT id, nbytes FROM temp.{_STAGE} WHERE tier = ? AND digest{order}"
+            sql = f"SELECT id, nbytes FROM temp.{STAGE_TABLE} WHERE tier = ? AND digest{order}"
             return [(mid, size) for mid, size in raw.execute(sql, (LAST_TIER,))]
 
         yield (Key(*r) for r in cursor), last_digests
     finally:
         if cursor is not None:
             cursor.close()  # an unfinished read would keep the table from being dropped
-        raw.execute(f"DROP TABLE IF EXISTS temp.{_STAGE}")
+        raw.execute(f"DROP TABLE IF EXISTS temp.{STAGE_TABLE}")

@@ -6,10 +6,14 @@ from __future__ import annotations
 
 from datetime import datetime, timezone
 
+import pytest
+from engines import ENGINES, open_store
 from factories import entry
 
+from memory.adapters.vector import VectorAdapter
+from memory.embedding.gateway import EmbeddingGateway
 from memory.query_terms import terms
-from memory.types import MemoryQuery, Visibility
+from memory.types import MemoryQuery, RetrievalMode, Visibility
 
 SAID = datetime(2023, 5, 8, 13, 56, tzinfo=timezone.utc)
 
@@ -48,3 +52,47 @@ async def test_the_keyword_leg_reports_its_best_hits_coverage(store):
     assert hits[0].id == t["elsewhere"].id and coverage == 1.0
     assert t["hidden"].id not in {h.id for h in hits} and t["went"].id in {h.id for h in hits}
     assert await store.keyword_leg(query, terms("?!"), 10) == ([], 0.0)
+
+
+@pytest.fixture(params=ENGINES)
+async def embedded(request, tmp_path, offline_embedder):
+    """A store that searches by vector too, with the real offline model: SQLite through its
+    VectorAdapter, PostgreSQL by itself."""
+    gateway = EmbeddingGateway([offline_embedder])
+    if request.param == "sqlite":
+        adapter = VectorAdapter(open_store("sqlite", tmp_path, request), gateway)
+    else:
+        adapter = open_store("postgres", tmp_path, request, gateway=gateway)
+    yield adapter
+    await adapter.aclose()
+
+
+@pytest.mark.parametrize("text", ["?!", "\U0001f389"])
+async def test_a_hybrid_query_with_no_words_lists_as_keyword_mode_does(embedded, text):
+    """A PostgreSQL pool answered a hybrid (the default) "?!" with nothing, searching the vector of
+    "?!", where a SQLite one listed its memories as keyword mode does. Both list now; a query with
+    words is still searched by both legs (the control)."""
+    cat = entry("The cat is named Biscuit")
+    await embedded.write_many([entry("Deploys happen on Tuesdays at noon"), cat])
+    listed = await embedded.search(MemoryQuery(text=text, retrieval_mode=RetrievalMode.keyword))
+    assert len(listed) == 2
+    hybrid = await embedded.search(MemoryQuery(text=text, retrieval_mode=RetrievalMode.hybrid))
+    assert [e.id for e in hybrid] == [e.id for e in listed]
+    searched = await embedded.search(MemoryQuery(text="biscuit", retrieval_mode=RetrievalMode.hybrid))
+    assert searched[0].id == cat.id and set(searched[0].matched_by) == {"semantic", "keyword"}
+
+
+async def test_session_neighbours_are_the_admitted_turns_either_side(store):
+    """A PostgreSQL pool had no session neighbours, so recall's neighbour step (the reply next to the
+    turn that matched) left a server pool's answer short of a SQLite pool's. The hidden turn is
+    skipped on both; a row of no session has none; another session is never a neighbour."""
+    t = await session(store)
+    query = MemoryQuery(text="support group")
+    loose = entry("a support group note of no session", created_at=SAID)
+    await store.write(loose)
+    found = await store.session_neighbours(query, [t["asked"].id, t["reply"].id, t["elsewhere"].id, loose.id])
+    assert {hit: [e.id for e in near] for hit, near in found.items() if near} == {
+        t["asked"].id: [t["went"].id, t["reply"].id],  # the hidden turn between asked and reply is skipped
+        t["reply"].id: [t["asked"].id],
+    }
+    assert await store.session_neighbours(MemoryQuery(agent_id="nobody"), [t["asked"].id]) == {}

@@ -204,3 +204,22 @@ async def test_a_memory_as_long_as_the_limit_allows_is_stored_and_searched(store
     assert set(ids(await store.search(MemoryQuery(text="zeppelin")))) == {long.id, short.id}
     assert ids(await store.search(MemoryQuery(text="w000001"))) == [long.id]
     assert long.id in ids(await store.search(MemoryQuery(text="the")))
+
+
+async def test_a_common_word_still_finds_its_newest_match(store, monkeypatch):
+    """PostgreSQL ranks a bounded set of a word's matches (KEYWORD_CANDIDATES, at least 50 per
+    wanted row) and took them in table order: the oldest. "standup" on a pool of 1,500 standup
+    notes never found the one just written, which SQLite ranks first. Newest written first now."""
+    from memory.postgres import search as pg_search
+
+    monkeypatch.setattr(pg_search, "KEYWORD_CANDIDATES", 10)  # the bound: max(10, 50 x limit 1) = 50
+    old = [entry(f"daily standup notes for sprint day {i} with the usual updates") for i in range(60)]
+    await store.write_many(old)
+    # written last, dated first (an import): last in table order and in the date index alike, so no
+    # plan of the unordered bound reached it
+    new = entry("standup moved", created_at=old[0].created_at - timedelta(days=1))
+    await store.write(new)
+    assert ids(await store.search(MemoryQuery(text="standup", limit=1))) == [new.id]
+    assert ids(await store.search(MemoryQuery(text="standup moved", limit=1))) == [new.id]
+    # positive control: an old note is still found by its own rare word, beside the common one
+    assert ids(await store.search(MemoryQuery(text="standup 7", limit=1))) == [old[7].id]
