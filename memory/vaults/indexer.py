@@ -408,6 +408,15 @@ def _kept(plan: IndexPlan, planned: FileRecord, note: ParsedNote | str) -> bool:
     return note.id == planned.id
 
 
+def _dropped(plan: IndexPlan, planned: FileRecord) -> str:
+    """Plan the removal of a note the plan meant to write but a window found skipped (a note made
+    ``visibility: hidden`` mid-run is withheld): its record goes with its row; returns its id."""
+    plan.read.pop(planned.rel_path, None)
+    plan.removed_paths.append(planned.rel_path)
+    plan.structural = True  # a note left: links to it dangle now
+    return planned.id
+
+
 def _replan(plan: IndexPlan, records: list[FileRecord], i: int, note: ParsedNote) -> MemoryEntry:
     """The entry of a re-read note; a note edited since the plan replaces its record there, so the
     manifest and links say what was written (new aliases: every link is resolved again)."""
@@ -516,13 +525,23 @@ async def index_vault(
             # commits, the next pass must rebuild every link (it will see these notes as unchanged).
             window_meta["links_pending"] = "1"
 
+            # Removed notes go before any window: a note made hidden is never searchable while the pass embeds.
+            # Killed after this, the next pass finds their records without rows and removes them again.
+            if plan.removed_ids:
+                await store.purge(plan.removed_ids)
+
             async def committed(picked: list[int]) -> None:
                 await store.run(manifest.save, [records[i] for i in picked], [], window_meta, {})
 
             async def load(picked: list[int]) -> list[tuple[int, MemoryEntry]]:
                 notes = await asyncio.to_thread(_reread, vault, who, [records[i] for i in picked])
+                gone = [records[i] for i, note in zip(picked, notes, strict=True) if isinstance(note, str)]
+                if gone:  # hidden, deleted, grown too large since the plan: its old row goes now, not next pass
+                    dropped.append(await store.purge([_dropped(plan, r) for r in gone]))
                 return [(i, _replan(plan, records, i, note)) for i, note in zip(picked, notes, strict=True)
                         if _kept(plan, records[i], note)]
+
+            dropped: list[int] = []
 
             report.embedded, report.embedding, complete = await write_entries(
                 store, [r.size for r in records], load, embed=embed, config=config,
@@ -531,9 +550,7 @@ async def index_vault(
             )
             report.notices.extend(vault.obsidian_excluded.problems)
             vectors = stored_meta.get("vectors", "partial") if complete is None else ("complete" if complete else "partial")
-            if plan.removed_ids:
-                await store.purge(plan.removed_ids)
-            report.removed = len(plan.removed_ids)
+            report.removed = len(plan.removed_ids) + sum(dropped)
             counts = await _rebuild_links(store, plan)
             meta = {
                 "identity": _identity_key(who),

@@ -125,6 +125,40 @@ async def test_a_window_reads_its_notes_when_it_comes_not_at_the_plan(make_vault
     assert (again.added, again.updated, again.removed, again.unchanged) == (0, 0, 0, 39)
 
 
+async def test_a_note_made_hidden_leaves_the_index_as_soon_as_a_pass_reads_it(make_vault, arcana_home):
+    """`visibility: hidden` seen by the plan removes the note before the first window is written, and
+    seen only when a later window re-reads it, removes it then: both stayed searchable (the second
+    until the next pass) though the report already listed them as withheld."""
+    import sqlite3
+
+    notes = {f"n{i:02}.md": f"note {i} " + "word " * i for i in range(40)}  # by size: three windows
+    root = make_vault(notes, name="big")
+    arcana_home.ensure()
+    vault = VaultRegistry(arcana_home).add(root, "big")
+    await index_vault(vault, embed=False)
+    for i in range(1, 40):
+        (root / f"n{i:02}.md").write_text(f"note {i} edited " + "word " * i)
+    (root / "n00.md").write_text("---\nvisibility: hidden\n---\nnote 0 hidden")
+    seen_in_first_window: list[list] = []
+
+    def first_window_written(done, total):
+        if seen_in_first_window:
+            return
+        with sqlite3.connect(vault.db_path) as raw:
+            seen_in_first_window.append(raw.execute("SELECT id FROM memories WHERE id = ?", (note_id("n00.md"),)).fetchall())
+        (root / "n39.md").write_text("---\nvisibility: hidden\n---\nnote 39 hidden " + "word " * 39)
+
+    report = await index_vault(vault, embed=False, on_progress=first_window_written)
+    assert seen_in_first_window == [[]]
+    assert {("n00.md", "withheld"), ("n39.md", "withheld")} <= set(report.skipped) and report.removed == 2
+    rows, _ = await stored(vault)
+    assert note_id("n00.md") not in rows and note_id("n39.md") not in rows
+    hits = await search_vault(vault, MemoryQuery(text="note", retrieval_mode=RetrievalMode.keyword, limit=100))
+    assert len(hits.entries) == 38 and all("edited" in e.content for e in hits.entries)  # control: the rest
+    again = await index_vault(vault, embed=False)  # the manifest forgot both: nothing left to remove
+    assert (again.added, again.updated, again.removed, again.unchanged) == (0, 0, 0, 38)
+
+
 async def test_full_then_incremental_index_follows_every_kind_of_change(vault, tree_digest):
     digest = tree_digest(vault.root)
     report = await index_vault(vault, embed=False)
