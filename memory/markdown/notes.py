@@ -302,6 +302,19 @@ def _ignored(rel_path: str, globs: Sequence[str]) -> bool:
     return any(fnmatch.fnmatchcase(path, unicodedata.normalize("NFC", g)) for g in globs)
 
 
+def excluded(rel_path: str, globs: Sequence[str]) -> bool:
+    """Whether the walk would keep out the note at ``rel_path``: the note or any folder on its way
+    matches a glob (as in :func:`stat_note`)."""
+    if not globs:
+        return False
+    parts = rel_path.split("/")
+    for depth in range(1, len(parts) + 1):
+        prefix = "/".join(parts[:depth])
+        if _ignored(prefix, globs) or (depth < len(parts) and _ignored(prefix + "/", globs)):
+            return True
+    return False
+
+
 def walk_folder(root: Path, *, ignore_globs: Sequence[str] = (), max_file_bytes: int = DEFAULT_MAX_FILE_BYTES) -> FolderWalk:
     """List the notes under ``root`` without reading them; never follows symlinks.
 
@@ -417,10 +430,10 @@ def stat_note(
         return BAD_NAME
     if not is_note(parts[-1]):
         return None
+    if excluded(rel_path, ignore_globs):
+        return IGNORED
     for depth in range(1, len(parts) + 1):
         prefix = "/".join(parts[:depth])
-        if _ignored(prefix, ignore_globs) or (depth < len(parts) and _ignored(prefix + "/", ignore_globs)):
-            return IGNORED
         try:
             st = os.lstat(root / prefix)
         except FileNotFoundError:

@@ -58,6 +58,7 @@ from memory.markdown.notes import (
     FolderWalk,
     NoteIdentity,
     ParsedNote,
+    excluded,
     read_note,
     stat_note,
     walk_notes,
@@ -579,6 +580,29 @@ async def index_vault(
     # A success clears an earlier failure (a watch's, or a cron run's): status shows the present.
     vault.record(last_indexed_at=time.time(), last_index=summary(report), last_error=None, last_error_at=None)
     return report
+
+
+async def drop_excluded(vault: Vault, *, lock_wait: float = LOCK_WAIT_SECONDS,
+                        notify: Callable[[str], None] | None = None) -> int:
+    """Purge the indexed notes ``vault``'s exclusions (its ``ignore``, Obsidian's excluded files) now keep
+    out, and return how many: after `config set vaults.NAME.ignore` they answered every search until the
+    next pass. Waits for a pass in flight, which may still have written them under the old globs."""
+    if not vault.db_path.exists():
+        return 0
+    async with writer_lock(vault, lock_wait, notify):
+        if not vault.registered() or not vault.db_path.exists():
+            return 0
+        globs = vault.ignore_globs
+        store = open_store(vault)
+        try:
+            gone = await store.run(manifest.matching, lambda rel: excluded(rel, globs)) if globs else []
+            if gone:
+                await store.purge([i for i, _ in gone])
+                # The notes linking to them resolve differently now: the next pass rebuilds every link.
+                await store.run(manifest.save, [], [p for _, p in gone], {"links_pending": "1"}, {})
+        finally:
+            await store.aclose()
+    return len(gone)
 
 
 def failure(name: str, exc: BaseException) -> str:

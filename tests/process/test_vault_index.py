@@ -159,6 +159,25 @@ async def test_a_note_made_hidden_leaves_the_index_as_soon_as_a_pass_reads_it(ma
     assert (again.added, again.updated, again.removed, again.unchanged) == (0, 0, 0, 38)
 
 
+async def test_notes_a_changed_ignore_excludes_leave_the_index_at_once(vault, arcana_home):
+    """`config set vaults.NAME.ignore` drops the indexed notes it now keeps out: they answered every
+    search (and recall) until the next `vault index`."""
+    await index_vault(vault, embed=False)
+    query = MemoryQuery(text="units beta welcome", retrieval_mode=RetrievalMode.keyword)
+    assert len((await search_vault(vault, query, expand=False)).entries) == 3
+    result = _cli("config", "set", "vaults.notes.ignore", '["Projects/Al*"]', home=arcana_home)
+    assert result.returncode == 0, result.stderr
+    rows, ledger = await stored(vault)
+    assert note_id("Projects/Alpha.md") not in rows and ledger[-1] == "purge"
+    hits = await search_vault(vault, query, expand=False)
+    assert {hits.paths[e.id] for e in hits.entries} == {"Home.md", "Projects/Beta.md"}  # control: the rest answer
+    vault = VaultRegistry(arcana_home).get("notes")
+    again = await index_vault(vault, embed=False)  # the manifest forgot it too; its links are rebuilt
+    assert (again.added, again.removed, again.unchanged) == (0, 0, 2) and again.links.dangling == 3
+    assert _cli("config", "set", "vaults.notes.ignore", "[]", home=arcana_home).returncode == 0
+    assert (await index_vault(VaultRegistry(arcana_home).get("notes"), embed=False)).added == 1  # back in
+
+
 async def test_full_then_incremental_index_follows_every_kind_of_change(vault, tree_digest):
     digest = tree_digest(vault.root)
     report = await index_vault(vault, embed=False)
