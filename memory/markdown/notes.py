@@ -116,31 +116,47 @@ def mask_code(text: str) -> str:
 
 
 def split_frontmatter(text: str, max_chars: int | None = None) -> tuple[dict[str, Any], str, bool]:
-    """(frontmatter mapping, body, malformed) — a bad block is dropped, never fatal; so is one
-    longer than ``max_chars``, which is not parsed at all."""
-    if not text.startswith("---"):
+    """(frontmatter mapping, body, malformed) — never fatal. A block that is no YAML mapping (bad
+    YAML, a list, prose between two ``---`` rules), or is longer than ``max_chars`` (not parsed at
+    all), is not properties: the whole text is the body, so none of it is lost to search."""
+    found = _front_block(text)
+    if found is None:
         return {}, text, False
-    first_nl = text.find("\n")
-    if first_nl < 0 or text[:first_nl].strip() != "---":
-        return {}, text, False
-    end = re.search(r"^(?:---|\.\.\.)[ \t]*$", text[first_nl + 1 :], re.M)
-    if end is None:  # an unterminated block is ordinary text (a thematic break)
-        return {}, text, False
-    block = text[first_nl + 1 : first_nl + 1 + end.start()]
-    body = text[first_nl + 1 + end.end() :].lstrip("\n")
+    block, body = found
     if max_chars is not None and len(block) > max_chars:
-        return {}, body, True
+        return {}, text, True
     try:
         data = yaml.safe_load(block) if block.strip() else {}
     except (yaml.YAMLError, ValueError, TypeError, OverflowError, RecursionError):
         # Not only bad syntax: PyYAML's constructors raise ValueError on a well-formed but impossible
         # value (`date: 2024-02-30`, a 5,000-digit int), and a deeply nested block exhausts the stack.
-        return {}, body, True
+        return {}, text, True
     if data is None:
         return {}, body, False
     if not isinstance(data, dict):
-        return {}, body, True
+        return {}, text, True
     return data, body, False
+
+
+def _front_block(text: str) -> tuple[str, str] | None:
+    """(block, body) of a leading ``---`` … ``---``/``...`` block, or None; an unterminated block is
+    ordinary text (a thematic break)."""
+    if not text.startswith("---"):
+        return None
+    first_nl = text.find("\n")
+    if first_nl < 0 or text[:first_nl].strip() != "---":
+        return None
+    end = re.search(r"^(?:---|\.\.\.)[ \t]*$", text[first_nl + 1 :], re.M)
+    if end is None:
+        return None
+    return text[first_nl + 1 : first_nl + 1 + end.start()], text[first_nl + 1 + end.end() :].lstrip("\n")
+
+
+# A withholding property in a block YAML cannot read (`tags: [a` a line below it): it still withholds.
+_WITHHOLDING_LINE = re.compile(
+    r"^(?:visibility[ \t]*:[ \t]*[\"']?(?:hidden|private)|archived[ \t]*:[ \t]*[\"']?(?:true|yes|on))[\"']?[ \t]*(?:#.*)?$",
+    re.I | re.M,
+)
 
 
 def hashtags(masked_body: str) -> list[str]:
@@ -206,7 +222,8 @@ def parse_note(rel_path: str, data: bytes, mtime_ns: int, size: int, who: NoteId
     # NFC: text macOS wrote decomposed (e + U+0301) is the same words as typed text; a folder scan
     # splits "pâtissier" at the combining mark and never finds it otherwise.
     text = unicodedata.normalize("NFC", data.decode("utf-8", errors="replace")).lstrip("\ufeff").replace("\r\n", "\n")
-    meta, body, problem = split_frontmatter(text, MAX_FRONTMATTER_CHARS)
+    meta, body, unread = split_frontmatter(text, MAX_FRONTMATTER_CHARS)
+    problem = unread
     masked = mask_code(body)
     tags, bad_tags = _string_list(meta.get("tags", meta.get("tag")))
     aliases, bad_aliases = _aliases(meta.get("aliases", meta.get("alias")))
@@ -261,7 +278,7 @@ def parse_note(rel_path: str, data: bytes, mtime_ns: int, size: int, who: NoteId
         size=size,
         frontmatter_problem=problem,
         words=words,
-        withheld=withheld(meta),
+        withheld=withheld(meta) or (unread and _withheld_unread(text)),
         lowered=content.lower(),
     )
 
@@ -272,6 +289,13 @@ def withheld(meta: dict[str, Any]) -> bool:
     so; a vault made of such an export must not answer with it (other values are the user's own)."""
     visibility = meta.get("visibility")
     return meta.get("archived") is True or (isinstance(visibility, str) and visibility.strip().lower() in ("hidden", "private"))
+
+
+def _withheld_unread(text: str) -> bool:
+    """Whether frontmatter YAML could not read still says ``visibility: hidden``/``private`` or
+    ``archived: true`` on a line of its own: a typo elsewhere in the block must not publish the note."""
+    found = _front_block(text)
+    return found is not None and _WITHHOLDING_LINE.search(found[0]) is not None
 
 
 # -- the walk -----------------------------------------------------------------
