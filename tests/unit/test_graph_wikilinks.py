@@ -14,6 +14,7 @@ from memory.graph.wikilinks import (
     WikiLink,
     WikilinkEdgeExtractor,
     link_graph,
+    link_targets,
     parse_wikilinks,
 )
 from memory.markdown.notes import note_id
@@ -36,6 +37,21 @@ def test_parses_every_obsidian_form_and_ignores_code():
         WikiLink("Note", alias="esc"),
         WikiLink("after"),
     ]
+
+
+def test_markdown_links_to_notes_are_link_targets_and_urls_are_not():
+    """`[text](Other.md)` (what Obsidian writes with wikilinks off) made no edge: the graph and
+    `vault links` missed every such link. A URL, even one ending in .md, is no note of the vault."""
+    body = (
+        "See [the plan](Project%20Alpha.md#Goal), ![chart](<assets/chart one.png> \"a chart\"), [up](../Up.md) "
+        "and [[Wiki]].\n[web](https://example.org/Readme.md) [mail](mailto:a@b.c) [top](#Heading)\n"
+        "`[code](Code.md)`\n```\n[fenced](Fenced.md)\n```\n"
+    )
+    assert link_targets(body) == ("Wiki", "Project Alpha.md", "assets/chart one.png", "../Up.md", "")
+    notes = [_src("Home.md", *link_targets(body)), _src("Project Alpha.md"), _src("Wiki.md")]
+    edges, report = link_graph(notes, ["assets/chart one.png"])
+    assert {e.dst_id for e in edges} == {note_id("Project Alpha.md"), note_id("Wiki.md")}  # with the wikilink, the control
+    assert (report.resolved, report.attachments, report.self_links, report.dangling) == (3, 1, 1, 1)
 
 
 def _src(path: str, *targets: str, aliases: tuple[str, ...] = ()) -> LinkSource:
