@@ -37,6 +37,7 @@ DEFAULT_IGNORE_GLOBS: tuple[str, ...] = ()
 # Properties are a few lines; PyYAML reads about 50 KB a second of the worst YAML (a long flow list):
 # a 1 MiB block took 22 s, every `vault check` and unindexed search again. A larger block is not read.
 MAX_FRONTMATTER_CHARS = 64 * 1024
+PROPERTY_NODES = 10_000  # values looked at for links in one note's properties (see _strings)
 
 # Skip reasons, as reported by scans and `arcana vault check`.
 HIDDEN, SYMLINK, TOO_LARGE, IGNORED, UNREADABLE, VANISHED, BINARY, BAD_NAME, NOT_REGULAR, BAD_TIME, WITHHELD = (
@@ -201,6 +202,7 @@ class ParsedNote:
     words: Counter = field(repr=False, compare=False)
     withheld: bool = False  # its frontmatter says hidden, private or archived (see :func:`withheld`)
     lowered: str = field(default="", repr=False, compare=False)  # content, lower-cased once per parse
+    properties_text: str = field(default="", repr=False, compare=False)  # its properties' strings, for their [[links]]
 
     @property
     def id(self) -> str:
@@ -280,7 +282,26 @@ def parse_note(rel_path: str, data: bytes, mtime_ns: int, size: int, who: NoteId
         words=words,
         withheld=withheld(meta) or (unread and _withheld_unread(text)),
         lowered=content.lower(),
+        properties_text="\n".join(_strings(meta)),
     )
+
+
+def _strings(meta: dict[str, Any]) -> Iterator[str]:
+    """The strings in a properties mapping, its lists and nested mappings: where Obsidian reads a
+    property's links (``up: "[[Index]]"``, ``related: ["[[A]]", "[[B]]"]``). YAML aliases share
+    nodes, so a 24 KB block can name 10**10 of them: at most PROPERTY_NODES are visited and
+    MAX_FRONTMATTER_CHARS yielded (no more than a block holds without aliases)."""
+    stack: list[Any] = [meta]
+    visits = chars = 0
+    while stack and visits < PROPERTY_NODES and chars < MAX_FRONTMATTER_CHARS:
+        value = stack.pop()
+        visits += 1
+        if isinstance(value, str):
+            chars += len(value)
+            yield value
+        elif isinstance(value, (dict, list)):  # visited plus stacked never passes PROPERTY_NODES
+            items = list(value.values()) if isinstance(value, dict) else value
+            stack.extend(reversed(items[: max(PROPERTY_NODES - visits - len(stack), 0)]))
 
 
 def withheld(meta: dict[str, Any]) -> bool:

@@ -142,6 +142,20 @@ async def edges(store):
     return EdgeStore(store)
 
 
+async def test_links_in_properties_make_edges_as_links_in_the_body_do(make_vault, edges):
+    """`up: "[[Index]]"` and `related: ["[[A]]"]` (Obsidian's property links) made no edge; a plain
+    string property, or an unquoted [[x]] that YAML reads as a nested list, is no link."""
+    root = make_vault({
+        "Note.md": '---\nup: "[[Index]]"\nrelated: ["[[A|the a]]"]\nnested: {see: "[[B#Part]]"}\n'
+                   "title: Index\nbare: [[C]]\n---\nbody [[D]]",
+        **{f"{n}.md": n for n in ("Index", "A", "B", "C", "D")},
+    })
+    report = await WikilinkEdgeExtractor(MarkdownFolderAdapter(root, "agent"), edges).reindex()
+    assert (report.links_found, report.resolved, report.dangling) == (4, 4, 0)
+    outgoing = {e.dst_id for e in await edges.outgoing(note_id("Note.md"))}
+    assert outgoing == {note_id(f"{n}.md") for n in ("Index", "A", "B", "D")}  # D, in the body, the control
+
+
 async def test_reindex_rewrites_the_whole_wikilink_set(make_vault, edges, tree_digest):
     root = make_vault(
         {
