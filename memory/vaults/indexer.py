@@ -409,6 +409,15 @@ def _kept(plan: IndexPlan, planned: FileRecord, note: ParsedNote | str) -> bool:
     return note.id == planned.id
 
 
+async def _remove(store: SQLiteAdapter, ids: Sequence[str], paths: Sequence[str]) -> int:
+    """Purge notes' rows (through the ledger) and forget their records at once: `vault links` and the UI's
+    graph read the records, so a note made hidden is not named there either while a long pass runs. Links
+    to them are rebuilt by this pass or, killed or called outside one, by the next (links_pending)."""
+    removed = await store.purge(ids) if ids else 0
+    await store.run(manifest.save, [], paths, {"links_pending": "1"}, {})
+    return removed
+
+
 def _dropped(plan: IndexPlan, planned: FileRecord) -> str:
     """Plan the removal of a note the plan meant to write but a window found skipped (a note made
     ``visibility: hidden`` mid-run is withheld): its record goes with its row; returns its id."""
@@ -526,10 +535,9 @@ async def index_vault(
             # commits, the next pass must rebuild every link (it will see these notes as unchanged).
             window_meta["links_pending"] = "1"
 
-            # Removed notes go before any window: a note made hidden is never searchable while the pass embeds.
-            # Killed after this, the next pass finds their records without rows and removes them again.
-            if plan.removed_ids:
-                await store.purge(plan.removed_ids)
+            # Removed notes go before any window: a note made hidden is never found or named while the pass embeds.
+            if plan.removed_ids or plan.removed_paths:
+                await _remove(store, plan.removed_ids, plan.removed_paths)
 
             async def committed(picked: list[int]) -> None:
                 await store.run(manifest.save, [records[i] for i in picked], [], window_meta, {})
@@ -538,7 +546,8 @@ async def index_vault(
                 notes = await asyncio.to_thread(_reread, vault, who, [records[i] for i in picked])
                 gone = [records[i] for i, note in zip(picked, notes, strict=True) if isinstance(note, str)]
                 if gone:  # hidden, deleted, grown too large since the plan: its old row goes now, not next pass
-                    dropped.append(await store.purge([_dropped(plan, r) for r in gone]))
+                    ids = [_dropped(plan, r) for r in gone]
+                    dropped.append(await _remove(store, ids, [r.rel_path for r in gone]))
                 return [(i, _replan(plan, records, i, note)) for i, note in zip(picked, notes, strict=True)
                         if _kept(plan, records[i], note)]
 
@@ -597,9 +606,7 @@ async def drop_excluded(vault: Vault, *, lock_wait: float = LOCK_WAIT_SECONDS,
         try:
             gone = await store.run(manifest.matching, lambda rel: excluded(rel, globs)) if globs else []
             if gone:
-                await store.purge([i for i, _ in gone])
-                # The notes linking to them resolve differently now: the next pass rebuilds every link.
-                await store.run(manifest.save, [], [p for _, p in gone], {"links_pending": "1"}, {})
+                await _remove(store, [i for i, _ in gone], [p for _, p in gone])
         finally:
             await store.aclose()
     return len(gone)

@@ -144,8 +144,9 @@ async def test_a_note_made_hidden_leaves_the_index_as_soon_as_a_pass_reads_it(ma
     def first_window_written(done, total):
         if seen_in_first_window:
             return
-        with sqlite3.connect(vault.db_path) as raw:
-            seen_in_first_window.append(raw.execute("SELECT id FROM memories WHERE id = ?", (note_id("n00.md"),)).fetchall())
+        with sqlite3.connect(vault.db_path) as raw:  # the row, and the record `vault links` and the UI graph name
+            seen_in_first_window.append(raw.execute("SELECT id FROM memories WHERE id = ? UNION ALL SELECT id FROM "
+                                                    "vault_files WHERE rel_path = 'n00.md'", (note_id("n00.md"),)).fetchall())
         (root / "n39.md").write_text("---\nvisibility: hidden\n---\nnote 39 hidden " + "word " * 39)
 
     report = await index_vault(vault, embed=False, on_progress=first_window_written)
