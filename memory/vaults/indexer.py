@@ -59,6 +59,7 @@ from memory.markdown.notes import (
     NoteIdentity,
     ParsedNote,
     excluded,
+    note_id,
     read_note,
     stat_note,
     walk_notes,
@@ -226,6 +227,8 @@ def plan_index(
             found.skipped.append((info.rel_path, parsed))
             if mine is not None:
                 plan.removed_paths.append(mine.rel_path)
+            else:  # no record, yet a killed pass may have left its row: a targeted pass sweeps no orphans
+                leftover.append(note_id(info.rel_path))
             continue
         if parsed.frontmatter_problem:
             plan.frontmatter_problems.append(parsed.rel_path)
@@ -536,8 +539,7 @@ async def index_vault(
             window_meta["links_pending"] = "1"
 
             # Removed notes go before any window: a note made hidden is never found or named while the pass embeds.
-            if plan.removed_ids or plan.removed_paths:
-                await _remove(store, plan.removed_ids, plan.removed_paths)
+            dropped = [await _remove(store, plan.removed_ids, plan.removed_paths)] if plan.removed_ids or plan.removed_paths else []
 
             async def committed(picked: list[int]) -> None:
                 await store.run(manifest.save, [records[i] for i in picked], [], window_meta, {})
@@ -551,8 +553,6 @@ async def index_vault(
                 return [(i, _replan(plan, records, i, note)) for i, note in zip(picked, notes, strict=True)
                         if _kept(plan, records[i], note)]
 
-            dropped: list[int] = []
-
             report.embedded, report.embedding, complete = await write_entries(
                 store, [r.size for r in records], load, embed=embed, config=config,
                 backfill=stored_meta.get("vectors") != "complete" or stored_meta.get("chunks") != CHUNKS_FORMAT,
@@ -560,7 +560,7 @@ async def index_vault(
             )
             report.notices.extend(vault.obsidian_excluded.problems)
             vectors = stored_meta.get("vectors", "partial") if complete is None else ("complete" if complete else "partial")
-            report.removed = len(plan.removed_ids) + sum(dropped)
+            report.removed = sum(dropped)  # rows purged: an id planned only in case a killed pass left its row is none
             counts = await _rebuild_links(store, plan)
             meta = {
                 "identity": _identity_key(who),

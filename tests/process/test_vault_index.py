@@ -160,6 +160,23 @@ async def test_a_note_made_hidden_leaves_the_index_as_soon_as_a_pass_reads_it(ma
     assert (again.added, again.updated, again.removed, again.unchanged) == (0, 0, 0, 38)
 
 
+async def test_a_targeted_pass_removes_a_hidden_note_whose_row_outlived_its_record(vault):
+    """A pass killed between a window's rows and its records leaves rows no record names; a note of them
+    made hidden, then seen by a watcher's pass at just that path, kept its row (a targeted pass removed
+    only recorded notes) and stayed searchable until a full pass swept it."""
+    import sqlite3
+
+    await index_vault(vault, embed=False)
+    with sqlite3.connect(vault.db_path) as raw:  # as a kill after the window's rows left it
+        raw.execute("DELETE FROM vault_files WHERE rel_path = 'Projects/Beta.md'")
+    (vault.root / "Projects" / "Beta.md").write_text("---\nvisibility: hidden\n---\nBeta uses [[A1]].")
+    report = await index_vault(vault, embed=False, paths=["Projects/Beta.md", "Home.md"])
+    assert report.mode == "targeted" and ("Projects/Beta.md", "withheld") in report.skipped
+    rows, _ = await stored(vault)
+    assert note_id("Projects/Beta.md") not in rows
+    assert {note_id("Home.md"), note_id("Projects/Alpha.md")} <= set(rows)  # control: the others stay
+
+
 async def test_notes_a_changed_ignore_excludes_leave_the_index_at_once(vault, arcana_home):
     """`config set vaults.NAME.ignore` drops the indexed notes it now keeps out: they answered every
     search (and recall) until the next `vault index`."""
