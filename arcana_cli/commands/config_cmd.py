@@ -33,16 +33,16 @@ def get(cli: CliContext, out: Out, key: KeyArg) -> None:
 
 
 @command("set")
-def set_(
+async def set_(
     cli: CliContext,
     out: Out,
     key: KeyArg,
     value: Annotated[str, typer.Argument(help="JSON value, or a plain string (comma-separated for a list key).")],
 ) -> None:
     """Validate and set one value; the file is replaced atomically."""
-    from memory.operations.settings import set_config_key
+    from memory.operations.settings import apply_config_key
 
-    new = set_config_key(cli.home, key, parse_value(value))
+    new = await apply_config_key(cli.home, key, parse_value(value), notify=out.warn)
     out.data({"key": key, "value": new}, text=lambda: f"{key} = {json.dumps(new)}")
 
 

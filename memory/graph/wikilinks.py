@@ -1,4 +1,5 @@
-"""Obsidian ``[[wikilinks]]`` and ``![[embeds]]`` → ``references`` edges, deterministically.
+"""Obsidian ``[[wikilinks]]``, ``![[embeds]]`` and Markdown ``[links](Note.md)`` → ``references`` edges,
+deterministically.
 
 Resolution, in order, never fuzzy:
 
@@ -26,9 +27,10 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
+from urllib.parse import unquote
 
 from memory.graph.edges import REFERENCES, EdgeStore, MemoryEdge
-from memory.markdown.notes import NOTE_SUFFIXES, mask_code
+from memory.markdown.notes import NOTE_SUFFIXES, ParsedNote, mask_code
 
 if TYPE_CHECKING:
     from memory.adapters.markdown import MarkdownFolderAdapter
@@ -263,8 +265,32 @@ def link_graph(
 
 
 def link_targets(body: str) -> tuple[str, ...]:
-    """The targets of ``body``'s wikilinks, as a :class:`LinkSource` carries them."""
-    return tuple(link.target for link in parse_wikilinks(body))
+    """The targets of ``body``'s wikilinks and Markdown links, as a :class:`LinkSource` carries them."""
+    return tuple(link.target for link in parse_wikilinks(body)) + markdown_link_targets(body)
+
+
+def note_targets(note: ParsedNote) -> tuple[str, ...]:
+    """A note's link targets: its body's, then its properties' wikilinks (``up: "[[Index]]"``), as Obsidian
+    links them."""
+    return link_targets(note.body) + tuple(link.target for link in parse_wikilinks(note.properties_text))
+
+
+# [text](target "title") and ![alt](<a b.png>): what Obsidian writes with "Use [[Wikilinks]]" off.
+_MD_LINK = re.compile(r"\[[^\[\]\n]*\]\(\s*(<[^<>\n]*>|[^\s()<>]+)(?:\s+(?:\"[^\"\n]*\"|'[^'\n]*'))?\s*\)")
+_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")  # http:, mailto:, obsidian:, file: — not a note of the vault
+
+
+def markdown_link_targets(body: str) -> tuple[str, ...]:
+    """The note or file part of each Markdown link in ``body`` outside code, URL-decoded
+    (``My%20Note.md``), as wikilink targets resolve: a URL with a scheme is no target."""
+    targets = []
+    for match in _MD_LINK.finditer(mask_code(body)):
+        raw = match.group(1)
+        raw = raw[1:-1] if raw.startswith("<") else raw
+        if _SCHEME.match(raw):
+            continue
+        targets.append(unquote(raw.partition("#")[0]).strip())
+    return tuple(targets)
 
 
 class WikilinkEdgeExtractor:
@@ -284,7 +310,7 @@ class WikilinkEdgeExtractor:
         if self.reader is None:
             raise ValueError("reindex() reads the folder: construct the extractor with a MarkdownFolderAdapter")
         scan = await self.reader.scan()
-        sources = [LinkSource(n.rel_path, n.id, n.aliases, link_targets(n.body)) for n in scan.notes]
+        sources = [LinkSource(n.rel_path, n.id, n.aliases, note_targets(n)) for n in scan.notes]
         return await self.replace_all(sources, scan.attachments)
 
     async def replace_all(

@@ -37,6 +37,7 @@ DEFAULT_IGNORE_GLOBS: tuple[str, ...] = ()
 # Properties are a few lines; PyYAML reads about 50 KB a second of the worst YAML (a long flow list):
 # a 1 MiB block took 22 s, every `vault check` and unindexed search again. A larger block is not read.
 MAX_FRONTMATTER_CHARS = 64 * 1024
+PROPERTY_NODES = 10_000  # values looked at for links in one note's properties (see _strings)
 
 # Skip reasons, as reported by scans and `arcana vault check`.
 HIDDEN, SYMLINK, TOO_LARGE, IGNORED, UNREADABLE, VANISHED, BINARY, BAD_NAME, NOT_REGULAR, BAD_TIME, WITHHELD = (
@@ -116,31 +117,47 @@ def mask_code(text: str) -> str:
 
 
 def split_frontmatter(text: str, max_chars: int | None = None) -> tuple[dict[str, Any], str, bool]:
-    """(frontmatter mapping, body, malformed) — a bad block is dropped, never fatal; so is one
-    longer than ``max_chars``, which is not parsed at all."""
-    if not text.startswith("---"):
+    """(frontmatter mapping, body, malformed) — never fatal. A block that is no YAML mapping (bad
+    YAML, a list, prose between two ``---`` rules), or is longer than ``max_chars`` (not parsed at
+    all), is not properties: the whole text is the body, so none of it is lost to search."""
+    found = _front_block(text)
+    if found is None:
         return {}, text, False
-    first_nl = text.find("\n")
-    if first_nl < 0 or text[:first_nl].strip() != "---":
-        return {}, text, False
-    end = re.search(r"^(?:---|\.\.\.)[ \t]*$", text[first_nl + 1 :], re.M)
-    if end is None:  # an unterminated block is ordinary text (a thematic break)
-        return {}, text, False
-    block = text[first_nl + 1 : first_nl + 1 + end.start()]
-    body = text[first_nl + 1 + end.end() :].lstrip("\n")
+    block, body = found
     if max_chars is not None and len(block) > max_chars:
-        return {}, body, True
+        return {}, text, True
     try:
         data = yaml.safe_load(block) if block.strip() else {}
     except (yaml.YAMLError, ValueError, TypeError, OverflowError, RecursionError):
         # Not only bad syntax: PyYAML's constructors raise ValueError on a well-formed but impossible
         # value (`date: 2024-02-30`, a 5,000-digit int), and a deeply nested block exhausts the stack.
-        return {}, body, True
+        return {}, text, True
     if data is None:
         return {}, body, False
     if not isinstance(data, dict):
-        return {}, body, True
+        return {}, text, True
     return data, body, False
+
+
+def _front_block(text: str) -> tuple[str, str] | None:
+    """(block, body) of a leading ``---`` … ``---``/``...`` block, or None; an unterminated block is
+    ordinary text (a thematic break)."""
+    if not text.startswith("---"):
+        return None
+    first_nl = text.find("\n")
+    if first_nl < 0 or text[:first_nl].strip() != "---":
+        return None
+    end = re.search(r"^(?:---|\.\.\.)[ \t]*$", text[first_nl + 1 :], re.M)
+    if end is None:
+        return None
+    return text[first_nl + 1 : first_nl + 1 + end.start()], text[first_nl + 1 + end.end() :].lstrip("\n")
+
+
+# A withholding property in a block YAML cannot read (`tags: [a` a line below it): it still withholds.
+_WITHHOLDING_LINE = re.compile(
+    r"^(?:visibility[ \t]*:[ \t]*[\"']?(?:hidden|private)|archived[ \t]*:[ \t]*[\"']?(?:true|yes|on))[\"']?[ \t]*(?:#.*)?$",
+    re.I | re.M,
+)
 
 
 def hashtags(masked_body: str) -> list[str]:
@@ -185,6 +202,7 @@ class ParsedNote:
     words: Counter = field(repr=False, compare=False)
     withheld: bool = False  # its frontmatter says hidden, private or archived (see :func:`withheld`)
     lowered: str = field(default="", repr=False, compare=False)  # content, lower-cased once per parse
+    properties_text: str = field(default="", repr=False, compare=False)  # its properties' strings, for their [[links]]
 
     @property
     def id(self) -> str:
@@ -206,7 +224,8 @@ def parse_note(rel_path: str, data: bytes, mtime_ns: int, size: int, who: NoteId
     # NFC: text macOS wrote decomposed (e + U+0301) is the same words as typed text; a folder scan
     # splits "pâtissier" at the combining mark and never finds it otherwise.
     text = unicodedata.normalize("NFC", data.decode("utf-8", errors="replace")).lstrip("\ufeff").replace("\r\n", "\n")
-    meta, body, problem = split_frontmatter(text, MAX_FRONTMATTER_CHARS)
+    meta, body, unread = split_frontmatter(text, MAX_FRONTMATTER_CHARS)
+    problem = unread
     masked = mask_code(body)
     tags, bad_tags = _string_list(meta.get("tags", meta.get("tag")))
     aliases, bad_aliases = _aliases(meta.get("aliases", meta.get("alias")))
@@ -261,9 +280,28 @@ def parse_note(rel_path: str, data: bytes, mtime_ns: int, size: int, who: NoteId
         size=size,
         frontmatter_problem=problem,
         words=words,
-        withheld=withheld(meta),
+        withheld=withheld(meta) or (unread and _withheld_unread(text)),
         lowered=content.lower(),
+        properties_text="\n".join(_strings(meta)),
     )
+
+
+def _strings(meta: dict[str, Any]) -> Iterator[str]:
+    """The strings in a properties mapping, its lists and nested mappings: where Obsidian reads a
+    property's links (``up: "[[Index]]"``, ``related: ["[[A]]", "[[B]]"]``). YAML aliases share
+    nodes, so a 24 KB block can name 10**10 of them: at most PROPERTY_NODES are visited and
+    MAX_FRONTMATTER_CHARS yielded (no more than a block holds without aliases)."""
+    stack: list[Any] = [meta]
+    visits = chars = 0
+    while stack and visits < PROPERTY_NODES and chars < MAX_FRONTMATTER_CHARS:
+        value = stack.pop()
+        visits += 1
+        if isinstance(value, str):
+            chars += len(value)
+            yield value
+        elif isinstance(value, (dict, list)):  # visited plus stacked never passes PROPERTY_NODES
+            items = list(value.values()) if isinstance(value, dict) else value
+            stack.extend(reversed(items[: max(PROPERTY_NODES - visits - len(stack), 0)]))
 
 
 def withheld(meta: dict[str, Any]) -> bool:
@@ -272,6 +310,13 @@ def withheld(meta: dict[str, Any]) -> bool:
     so; a vault made of such an export must not answer with it (other values are the user's own)."""
     visibility = meta.get("visibility")
     return meta.get("archived") is True or (isinstance(visibility, str) and visibility.strip().lower() in ("hidden", "private"))
+
+
+def _withheld_unread(text: str) -> bool:
+    """Whether frontmatter YAML could not read still says ``visibility: hidden``/``private`` or
+    ``archived: true`` on a line of its own: a typo elsewhere in the block must not publish the note."""
+    found = _front_block(text)
+    return found is not None and _WITHHOLDING_LINE.search(found[0]) is not None
 
 
 # -- the walk -----------------------------------------------------------------
@@ -300,6 +345,19 @@ def _ignored(rel_path: str, globs: Sequence[str]) -> bool:
         return False
     path = unicodedata.normalize("NFC", rel_path)
     return any(fnmatch.fnmatchcase(path, unicodedata.normalize("NFC", g)) for g in globs)
+
+
+def excluded(rel_path: str, globs: Sequence[str]) -> bool:
+    """Whether the walk would keep out the note at ``rel_path``: the note or any folder on its way
+    matches a glob (as in :func:`stat_note`)."""
+    if not globs:
+        return False
+    parts = rel_path.split("/")
+    for depth in range(1, len(parts) + 1):
+        prefix = "/".join(parts[:depth])
+        if _ignored(prefix, globs) or (depth < len(parts) and _ignored(prefix + "/", globs)):
+            return True
+    return False
 
 
 def walk_folder(root: Path, *, ignore_globs: Sequence[str] = (), max_file_bytes: int = DEFAULT_MAX_FILE_BYTES) -> FolderWalk:
@@ -417,10 +475,10 @@ def stat_note(
         return BAD_NAME
     if not is_note(parts[-1]):
         return None
+    if excluded(rel_path, ignore_globs):
+        return IGNORED
     for depth in range(1, len(parts) + 1):
         prefix = "/".join(parts[:depth])
-        if _ignored(prefix, ignore_globs) or (depth < len(parts) and _ignored(prefix + "/", ignore_globs)):
-            return IGNORED
         try:
             st = os.lstat(root / prefix)
         except FileNotFoundError:

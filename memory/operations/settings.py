@@ -7,7 +7,7 @@ a library caller is refused what the CLI is refused.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from memory.config import ExtractionConfig, editing_config, get_key, load_config, set_key
@@ -38,6 +38,19 @@ def set_config_key(home: Home, key: str, value: Any) -> Any:
     with editing_config(home.config_path) as edit:
         edit.config = changed(edit.config)
     return get_key(edit.config, key)
+
+
+async def apply_config_key(home: Home, key: str, value: Any, *, notify: Callable[[str], None] | None = None) -> Any:
+    """:func:`set_config_key`, then what the change means for data already stored: a vault whose
+    ``ignore`` changed drops the indexed notes it now excludes, so they leave every read at once."""
+    from memory.vaults.indexer import drop_excluded
+
+    before = load_config(home.config_path).vaults if key.split(".")[0] == "vaults" else {}
+    stored = set_config_key(home, key, value)
+    for vault in VaultRegistry(home).list() if before else ():
+        if vault.name in before and before[vault.name].ignore != vault.config.ignore:
+            await drop_excluded(vault, notify=notify)
+    return stored
 
 
 def extraction_with(block: Mapping[str, Any], updates: Mapping[str, Any]) -> dict[str, Any]:

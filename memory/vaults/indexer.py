@@ -50,7 +50,7 @@ from memory.graph.wikilinks import (
     NoteLinks,
     WikilinkEdgeExtractor,
     link_graph,
-    link_targets,
+    note_targets,
 )
 from memory.locks import WaitNotice, exclusive
 from memory.markdown.notes import (
@@ -58,6 +58,8 @@ from memory.markdown.notes import (
     FolderWalk,
     NoteIdentity,
     ParsedNote,
+    excluded,
+    note_id,
     read_note,
     stat_note,
     walk_notes,
@@ -73,7 +75,7 @@ LOCK_WAIT_SECONDS = 300.0
 # embedder's length sort works within a window; 1,024 is its best measured size).
 WINDOW_SHARE, WINDOW_MIN, WINDOW_MAX = 16, 16, 1024
 LINKS_FORMAT = "2"  # bump to force a full link rebuild when resolution or per-note tallies change (2: NFC names)
-NOTES_FORMAT = "3"  # bump to read every note again when what a note's text means changes (2: withheld notes; 3: code spans end at a blank line, "```x```" is no fence, text in NFC)
+NOTES_FORMAT = "6"  # bump to read every note again when what a note's text means changes (2: withheld notes; 3: code spans end at a blank line, "```x```" is no fence, text in NFC; 4: an unreadable frontmatter block stays text, and withholds; 5: Markdown links are link targets; 6: so are links in properties)
 CHUNKS_FORMAT = "1"  # bump to re-chunk every note (an index from before chunking has none)
 
 Progress = Callable[[int, int], None]
@@ -155,7 +157,7 @@ def open_store(vault: Vault) -> SQLiteAdapter:
 
 
 def _record(note: ParsedNote) -> FileRecord:
-    targets = link_targets(note.body)
+    targets = note_targets(note)
     return FileRecord(note.id, note.rel_path, note.mtime_ns, note.size, note.content_hash, note.aliases, targets)
 
 
@@ -225,6 +227,8 @@ def plan_index(
             found.skipped.append((info.rel_path, parsed))
             if mine is not None:
                 plan.removed_paths.append(mine.rel_path)
+            else:  # no record, yet a killed pass may have left its row: a targeted pass sweeps no orphans
+                leftover.append(note_id(info.rel_path))
             continue
         if parsed.frontmatter_problem:
             plan.frontmatter_problems.append(parsed.rel_path)
@@ -408,6 +412,24 @@ def _kept(plan: IndexPlan, planned: FileRecord, note: ParsedNote | str) -> bool:
     return note.id == planned.id
 
 
+async def _remove(store: SQLiteAdapter, ids: Sequence[str], paths: Sequence[str]) -> int:
+    """Purge notes' rows (through the ledger) and forget their records at once: `vault links` and the UI's
+    graph read the records, so a note made hidden is not named there either while a long pass runs. Links
+    to them are rebuilt by this pass or, killed or called outside one, by the next (links_pending)."""
+    removed = await store.purge(ids) if ids else 0
+    await store.run(manifest.save, [], paths, {"links_pending": "1"}, {})
+    return removed
+
+
+def _dropped(plan: IndexPlan, planned: FileRecord) -> str:
+    """Plan the removal of a note the plan meant to write but a window found skipped (a note made
+    ``visibility: hidden`` mid-run is withheld): its record goes with its row; returns its id."""
+    plan.read.pop(planned.rel_path, None)
+    plan.removed_paths.append(planned.rel_path)
+    plan.structural = True  # a note left: links to it dangle now
+    return planned.id
+
+
 def _replan(plan: IndexPlan, records: list[FileRecord], i: int, note: ParsedNote) -> MemoryEntry:
     """The entry of a re-read note; a note edited since the plan replaces its record there, so the
     manifest and links say what was written (new aliases: every link is resolved again)."""
@@ -516,11 +538,18 @@ async def index_vault(
             # commits, the next pass must rebuild every link (it will see these notes as unchanged).
             window_meta["links_pending"] = "1"
 
+            # Removed notes go before any window: a note made hidden is never found or named while the pass embeds.
+            dropped = [await _remove(store, plan.removed_ids, plan.removed_paths)] if plan.removed_ids or plan.removed_paths else []
+
             async def committed(picked: list[int]) -> None:
                 await store.run(manifest.save, [records[i] for i in picked], [], window_meta, {})
 
             async def load(picked: list[int]) -> list[tuple[int, MemoryEntry]]:
                 notes = await asyncio.to_thread(_reread, vault, who, [records[i] for i in picked])
+                gone = [records[i] for i, note in zip(picked, notes, strict=True) if isinstance(note, str)]
+                if gone:  # hidden, deleted, grown too large since the plan: its old row goes now, not next pass
+                    ids = [_dropped(plan, r) for r in gone]
+                    dropped.append(await _remove(store, ids, [r.rel_path for r in gone]))
                 return [(i, _replan(plan, records, i, note)) for i, note in zip(picked, notes, strict=True)
                         if _kept(plan, records[i], note)]
 
@@ -531,9 +560,7 @@ async def index_vault(
             )
             report.notices.extend(vault.obsidian_excluded.problems)
             vectors = stored_meta.get("vectors", "partial") if complete is None else ("complete" if complete else "partial")
-            if plan.removed_ids:
-                await store.purge(plan.removed_ids)
-            report.removed = len(plan.removed_ids)
+            report.removed = sum(dropped)  # rows purged: an id planned only in case a killed pass left its row is none
             counts = await _rebuild_links(store, plan)
             meta = {
                 "identity": _identity_key(who),
@@ -562,6 +589,27 @@ async def index_vault(
     # A success clears an earlier failure (a watch's, or a cron run's): status shows the present.
     vault.record(last_indexed_at=time.time(), last_index=summary(report), last_error=None, last_error_at=None)
     return report
+
+
+async def drop_excluded(vault: Vault, *, lock_wait: float = LOCK_WAIT_SECONDS,
+                        notify: Callable[[str], None] | None = None) -> int:
+    """Purge the indexed notes ``vault``'s exclusions (its ``ignore``, Obsidian's excluded files) now keep
+    out, and return how many: after `config set vaults.NAME.ignore` they answered every search until the
+    next pass. Waits for a pass in flight, which may still have written them under the old globs."""
+    if not vault.db_path.exists():
+        return 0
+    async with writer_lock(vault, lock_wait, notify):
+        if not vault.registered() or not vault.db_path.exists():
+            return 0
+        globs = vault.ignore_globs
+        store = open_store(vault)
+        try:
+            gone = await store.run(manifest.matching, lambda rel: excluded(rel, globs)) if globs else []
+            if gone:
+                await _remove(store, [i for i, _ in gone], [p for _, p in gone])
+        finally:
+            await store.aclose()
+    return len(gone)
 
 
 def failure(name: str, exc: BaseException) -> str:

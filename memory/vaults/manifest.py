@@ -11,7 +11,7 @@ tables come from migration v4 (every store has them; only vault indexes fill the
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 from memory.sqlite.batches import select_in
@@ -83,6 +83,11 @@ def holds_under(raw, folders: Iterable[str]) -> bool:
         raw.execute("SELECT 1 FROM vault_files WHERE rel_path >= ? AND rel_path < ? LIMIT 1", (f"{f}/", f"{f}0")).fetchone()
         for f in folders
     )
+
+
+def matching(raw, keep_out: Callable[[str], bool], page: int = PAGE_ROWS) -> list[tuple[str, str]]:
+    """(id, rel_path) of every record ``keep_out`` says to exclude, read by keyset ``page`` rows at a time."""
+    return [(r.id, r.rel_path) for r, _ in rows(raw, page) if keep_out(r.rel_path)]
 
 
 def orphan_ids(raw) -> list[str]:

@@ -135,3 +135,28 @@ def test_a_yaml_alias_bomb_in_a_note_type_is_refused_in_bounded_memory(no_embedd
     report = json.loads(done.stdout)
     assert report["added"] == 3  # positive control: the plain note and both bombs are notes
     assert report["frontmatter_problems"] == ["Bomb.md", "Tags.md"]
+
+
+def test_a_wide_yaml_alias_bomb_of_property_links_is_read_in_bounded_memory(no_embedder, make_vault):
+    """Properties are read for their [[links]]; YAML aliases make a 24 KB block name 8 * 10**9 link
+    strings (three levels of 2,000 references), and walking them all never finished. At most a block's
+    worth of property text is looked at."""
+    import resource
+
+    refs = ", ".join(["*a"] * 2000)
+    block = f'a: &a ["[[Plain]]"]\nb: &b [{refs}]\nc: &c [{refs.replace("a", "b")}]\nrelated: [{refs.replace("a", "c")}]\n'
+    folder = make_vault({"Bomb.md": f"---\n{block}---\nbomb body", "Plain.md": "harbour note",
+                         "Up.md": '---\nup: "[[Plain]]"\n---\nup body'})
+    env = {**os.environ, "ARCANA_HOME": str(no_embedder.root)}
+    assert subprocess.run([*ARCANA, "vault", "add", str(folder), "--name", "bomb"], env=env, capture_output=True).returncode == 0
+
+    def cap() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))
+
+    done = subprocess.run([*ARCANA, "vault", "index", "bomb", "--json"], env=env, capture_output=True, text=True,
+                          timeout=120, preexec_fn=cap, stdin=subprocess.DEVNULL)
+    assert done.returncode == 0, done.stderr[-2000:]
+    report = json.loads(done.stdout)
+    assert report["added"] == 3
+    assert report["links"]["edges_written"] == 2  # Bomb → Plain once, and Up → Plain: the control
+    assert report["links"]["links_found"] < 20_000

@@ -125,6 +125,77 @@ async def test_a_window_reads_its_notes_when_it_comes_not_at_the_plan(make_vault
     assert (again.added, again.updated, again.removed, again.unchanged) == (0, 0, 0, 39)
 
 
+async def test_a_note_made_hidden_leaves_the_index_as_soon_as_a_pass_reads_it(make_vault, arcana_home):
+    """`visibility: hidden` seen by the plan removes the note before the first window is written, and
+    seen only when a later window re-reads it, removes it then: both stayed searchable (the second
+    until the next pass) though the report already listed them as withheld."""
+    import sqlite3
+
+    notes = {f"n{i:02}.md": f"note {i} " + "word " * i for i in range(40)}  # by size: three windows
+    root = make_vault(notes, name="big")
+    arcana_home.ensure()
+    vault = VaultRegistry(arcana_home).add(root, "big")
+    await index_vault(vault, embed=False)
+    for i in range(1, 40):
+        (root / f"n{i:02}.md").write_text(f"note {i} edited " + "word " * i)
+    (root / "n00.md").write_text("---\nvisibility: hidden\n---\nnote 0 hidden")
+    seen_in_first_window: list[list] = []
+
+    def first_window_written(done, total):
+        if seen_in_first_window:
+            return
+        with sqlite3.connect(vault.db_path) as raw:  # the row, and the record `vault links` and the UI graph name
+            seen_in_first_window.append(raw.execute("SELECT id FROM memories WHERE id = ? UNION ALL SELECT id FROM "
+                                                    "vault_files WHERE rel_path = 'n00.md'", (note_id("n00.md"),)).fetchall())
+        (root / "n39.md").write_text("---\nvisibility: hidden\n---\nnote 39 hidden " + "word " * 39)
+
+    report = await index_vault(vault, embed=False, on_progress=first_window_written)
+    assert seen_in_first_window == [[]]
+    assert {("n00.md", "withheld"), ("n39.md", "withheld")} <= set(report.skipped) and report.removed == 2
+    rows, _ = await stored(vault)
+    assert note_id("n00.md") not in rows and note_id("n39.md") not in rows
+    hits = await search_vault(vault, MemoryQuery(text="note", retrieval_mode=RetrievalMode.keyword, limit=100))
+    assert len(hits.entries) == 38 and all("edited" in e.content for e in hits.entries)  # control: the rest
+    again = await index_vault(vault, embed=False)  # the manifest forgot both: nothing left to remove
+    assert (again.added, again.updated, again.removed, again.unchanged) == (0, 0, 0, 38)
+
+
+async def test_a_targeted_pass_removes_a_hidden_note_whose_row_outlived_its_record(vault):
+    """A pass killed between a window's rows and its records leaves rows no record names; a note of them
+    made hidden, then seen by a watcher's pass at just that path, kept its row (a targeted pass removed
+    only recorded notes) and stayed searchable until a full pass swept it."""
+    import sqlite3
+
+    await index_vault(vault, embed=False)
+    with sqlite3.connect(vault.db_path) as raw:  # as a kill after the window's rows left it
+        raw.execute("DELETE FROM vault_files WHERE rel_path = 'Projects/Beta.md'")
+    (vault.root / "Projects" / "Beta.md").write_text("---\nvisibility: hidden\n---\nBeta uses [[A1]].")
+    report = await index_vault(vault, embed=False, paths=["Projects/Beta.md", "Home.md"])
+    assert report.mode == "targeted" and ("Projects/Beta.md", "withheld") in report.skipped
+    rows, _ = await stored(vault)
+    assert note_id("Projects/Beta.md") not in rows
+    assert {note_id("Home.md"), note_id("Projects/Alpha.md")} <= set(rows)  # control: the others stay
+
+
+async def test_notes_a_changed_ignore_excludes_leave_the_index_at_once(vault, arcana_home):
+    """`config set vaults.NAME.ignore` drops the indexed notes it now keeps out: they answered every
+    search (and recall) until the next `vault index`."""
+    await index_vault(vault, embed=False)
+    query = MemoryQuery(text="units beta welcome", retrieval_mode=RetrievalMode.keyword)
+    assert len((await search_vault(vault, query, expand=False)).entries) == 3
+    result = _cli("config", "set", "vaults.notes.ignore", '["Projects/Al*"]', home=arcana_home)
+    assert result.returncode == 0, result.stderr
+    rows, ledger = await stored(vault)
+    assert note_id("Projects/Alpha.md") not in rows and ledger[-1] == "purge"
+    hits = await search_vault(vault, query, expand=False)
+    assert {hits.paths[e.id] for e in hits.entries} == {"Home.md", "Projects/Beta.md"}  # control: the rest answer
+    vault = VaultRegistry(arcana_home).get("notes")
+    again = await index_vault(vault, embed=False)  # the manifest forgot it too; its links are rebuilt
+    assert (again.added, again.removed, again.unchanged) == (0, 0, 2) and again.links.dangling == 3
+    assert _cli("config", "set", "vaults.notes.ignore", "[]", home=arcana_home).returncode == 0
+    assert (await index_vault(VaultRegistry(arcana_home).get("notes"), embed=False)).added == 1  # back in
+
+
 async def test_full_then_incremental_index_follows_every_kind_of_change(vault, tree_digest):
     digest = tree_digest(vault.root)
     report = await index_vault(vault, embed=False)

@@ -14,6 +14,7 @@ from memory.graph.wikilinks import (
     WikiLink,
     WikilinkEdgeExtractor,
     link_graph,
+    link_targets,
     parse_wikilinks,
 )
 from memory.markdown.notes import note_id
@@ -36,6 +37,21 @@ def test_parses_every_obsidian_form_and_ignores_code():
         WikiLink("Note", alias="esc"),
         WikiLink("after"),
     ]
+
+
+def test_markdown_links_to_notes_are_link_targets_and_urls_are_not():
+    """`[text](Other.md)` (what Obsidian writes with wikilinks off) made no edge: the graph and
+    `vault links` missed every such link. A URL, even one ending in .md, is no note of the vault."""
+    body = (
+        "See [the plan](Project%20Alpha.md#Goal), ![chart](<assets/chart one.png> \"a chart\"), [up](../Up.md) "
+        "and [[Wiki]].\n[web](https://example.org/Readme.md) [mail](mailto:a@b.c) [top](#Heading)\n"
+        "`[code](Code.md)`\n```\n[fenced](Fenced.md)\n```\n"
+    )
+    assert link_targets(body) == ("Wiki", "Project Alpha.md", "assets/chart one.png", "../Up.md", "")
+    notes = [_src("Home.md", *link_targets(body)), _src("Project Alpha.md"), _src("Wiki.md")]
+    edges, report = link_graph(notes, ["assets/chart one.png"])
+    assert {e.dst_id for e in edges} == {note_id("Project Alpha.md"), note_id("Wiki.md")}  # with the wikilink, the control
+    assert (report.resolved, report.attachments, report.self_links, report.dangling) == (3, 1, 1, 1)
 
 
 def _src(path: str, *targets: str, aliases: tuple[str, ...] = ()) -> LinkSource:
@@ -124,6 +140,20 @@ def test_basename_beats_alias_and_ambiguous_alias_is_counted():
 async def edges(store):
     await store.connect()
     return EdgeStore(store)
+
+
+async def test_links_in_properties_make_edges_as_links_in_the_body_do(make_vault, edges):
+    """`up: "[[Index]]"` and `related: ["[[A]]"]` (Obsidian's property links) made no edge; a plain
+    string property, or an unquoted [[x]] that YAML reads as a nested list, is no link."""
+    root = make_vault({
+        "Note.md": '---\nup: "[[Index]]"\nrelated: ["[[A|the a]]"]\nnested: {see: "[[B#Part]]"}\n'
+                   "title: Index\nbare: [[C]]\n---\nbody [[D]]",
+        **{f"{n}.md": n for n in ("Index", "A", "B", "C", "D")},
+    })
+    report = await WikilinkEdgeExtractor(MarkdownFolderAdapter(root, "agent"), edges).reindex()
+    assert (report.links_found, report.resolved, report.dangling) == (4, 4, 0)
+    outgoing = {e.dst_id for e in await edges.outgoing(note_id("Note.md"))}
+    assert outgoing == {note_id(f"{n}.md") for n in ("Index", "A", "B", "D")}  # D, in the body, the control
 
 
 async def test_reindex_rewrites_the_whole_wikilink_set(make_vault, edges, tree_digest):

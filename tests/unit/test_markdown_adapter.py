@@ -80,8 +80,35 @@ def test_malformed_frontmatter_never_fails_the_scan_and_is_counted(make_vault, b
     scan = adapter(root).scan_sync()
     notes = by_path(scan)
     assert set(notes) == {"bad.md", "good.md"}  # positive control: the good note is there too
-    assert notes["bad.md"].entry.content == "bad\n\nbody words here"
+    assert notes["bad.md"].entry.content == f"bad\n\n---\n{block}---\nbody words here"  # no properties: all text
     assert scan.frontmatter_problems == ["bad.md"]
+
+
+def test_a_leading_block_that_is_no_yaml_mapping_stays_searchable_text(make_vault):
+    """A note opening with a `---` rule, prose, and another rule lost that prose from every search
+    (the block was dropped as bad frontmatter); a real properties block is still not text."""
+    root = make_vault({
+        "Minutes.md": "---\nThe kickoff went well, said Ana.\n---\nAction items follow.",
+        "Props.md": "---\ntags: [work]\n---\nThe kickoff agenda.",
+    })
+    hits = adapter(root).scan_sync()
+    notes = by_path(hits)
+    assert "The kickoff went well, said Ana." in notes["Minutes.md"].entry.content
+    assert notes["Props.md"].entry.content == "Props\n\nThe kickoff agenda." and notes["Props.md"].entry.tags == ["work"]
+    assert hits.frontmatter_problems == ["Minutes.md"]
+
+
+def test_a_withholding_property_in_frontmatter_yaml_cannot_read_still_withholds(make_vault):
+    """`visibility: hidden` with a YAML typo on another line made the note public, its text searchable."""
+    root = make_vault({
+        "Hidden.md": "---\nvisibility: hidden\ntags: [a\n---\nthe safe code is 4242",
+        "Archived.md": "---\narchived: true\nimportance: [\n---\nthe safe code is 4242",
+        "Public.md": "---\nvisibility: public\ntags: [a\n---\nthe safe code is 4242",  # control
+        "Nested.md": "---\nnote:\n  visibility: hidden\ntags: [a\n---\nthe safe code is 4242",  # control
+    })
+    scan = adapter(root).scan_sync()
+    assert sorted(by_path(scan)) == ["Nested.md", "Public.md"]
+    assert ("Archived.md", "withheld") in scan.skipped and ("Hidden.md", "withheld") in scan.skipped
 
 
 def test_invalid_frontmatter_values_are_ignored_and_counted(make_vault):
