@@ -133,6 +133,39 @@ def _strip_note_suffix(key: str) -> tuple[str, bool]:
     return key, False
 
 
+def _filed(note: LinkSource) -> tuple[str, list[str], str, list[str]]:
+    """The keys a resolver files ``note`` under: its path (no note suffix), that path's suffixes on a
+    ``/`` boundary, its file name and its aliases, all folded."""
+    path = _strip_note_suffix(_fold(note.rel_path))[0]
+    parts = path.split("/")
+    suffixes = ["/".join(parts[start:]) for start in range(1, len(parts) - 1)]
+    return path, suffixes, parts[-1], [_fold(alias.strip()) for alias in note.aliases]
+
+
+def _written(target: str, source: LinkSource) -> str | None:
+    """``target`` as written in ``source``, folded and root-relative; None for a path above the root."""
+    text = target.replace("\\", "/").strip()
+    if text.startswith(("./", "../")):
+        text = posixpath.normpath(posixpath.join(posixpath.dirname(source.rel_path), text))
+        if text.startswith("../"):
+            return None
+    return _fold(text.lstrip("/"))
+
+
+def lookup_key(target: str, source: LinkSource) -> str | None:
+    """The one key ``target`` (written in ``source``) is looked up by: a resolver holding every note filed
+    under it (:func:`filed_under`) resolves it as one holding the whole vault does."""
+    text = _written(target, source)
+    return None if text is None else _strip_note_suffix(text)[0]
+
+
+def filed_under(note: LinkSource, keys: set[str]) -> bool:
+    """Whether a resolver files ``note`` under any of ``keys``: the notes a few links can resolve to, picked
+    from a vault's manifest a page at a time instead of loading every note."""
+    path, suffixes, name, aliases = _filed(note)
+    return path in keys or name in keys or not keys.isdisjoint(suffixes) or not keys.isdisjoint(aliases)
+
+
 class LinkResolver:
     """Maps link targets to note ids for one folder snapshot."""
 
@@ -142,14 +175,13 @@ class LinkResolver:
         self.by_name: dict[str, list[LinkSource]] = defaultdict(list)
         self.by_alias: dict[str, dict[str, LinkSource]] = defaultdict(dict)
         for note in notes:
-            path = _strip_note_suffix(_fold(note.rel_path))[0]
+            path, suffixes, name, aliases = _filed(note)
             self.by_path[path].append(note)
-            parts = path.split("/")
-            for start in range(1, len(parts) - 1):
-                self.by_suffix["/".join(parts[start:])].append(note)
-            self.by_name[parts[-1]].append(note)
-            for alias in note.aliases:
-                self.by_alias[_fold(alias.strip())][note.rel_path] = note
+            for suffix in suffixes:
+                self.by_suffix[suffix].append(note)
+            self.by_name[name].append(note)
+            for alias in aliases:
+                self.by_alias[alias][note.rel_path] = note
         self._memo: dict[str, tuple[str, list[LinkSource]]] = {}
         self.attachment_paths = {_fold(a) for a in attachments}
         self.attachment_names = {_fold(a.rsplit("/", 1)[-1]) for a in attachments}
@@ -166,12 +198,9 @@ class LinkResolver:
         return self._resolve(target, source)
 
     def _resolve(self, target: str, source: LinkSource) -> tuple[str, list[LinkSource]]:
-        text = target.replace("\\", "/").strip()
-        if text.startswith(("./", "../")):
-            text = posixpath.normpath(posixpath.join(posixpath.dirname(source.rel_path), text))
-            if text.startswith("../"):
-                return DANGLING, []
-        text = _fold(text.lstrip("/"))
+        text = _written(target, source)
+        if text is None:
+            return DANGLING, []
         key, explicit_note = _strip_note_suffix(text)
         for found in self._note_candidates(key):
             if found:

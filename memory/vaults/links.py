@@ -8,7 +8,9 @@ from typing import Any
 
 from memory.errors import InvalidRequestError, NotFoundError
 from memory.graph.edges import EdgeStore
-from memory.graph.wikilinks import AMBIGUOUS, RESOLVED, SELF, LinkResolver, LinkSource, parse_wikilinks
+from memory.graph.wikilinks import (
+    AMBIGUOUS, RESOLVED, SELF, LinkResolver, LinkSource, filed_under, lookup_key, parse_wikilinks,
+)
 from memory.vaults import manifest
 from memory.vaults.indexer import open_store
 from memory.vaults.registry import Vault
@@ -42,31 +44,47 @@ def _link_target(note: str) -> str:
     return target
 
 
+def _resolver(raw, targets: Sequence[str], source: LinkSource) -> LinkResolver:
+    """A resolver that resolves ``targets`` (written in ``source``) as one holding the whole vault would:
+    it holds only the notes filed under their keys, picked from the manifest a page at a time, so
+    `vault links` on a vault of 100,000 notes never holds them all."""
+    keys = {key for key in (lookup_key(t, source) for t in targets) if key is not None}
+    picked = (LinkSource(r.rel_path, r.id, r.aliases) for r, _ in manifest.rows(raw))
+    return LinkResolver([s for s in picked if filed_under(s, keys)] if keys else [])
+
+
+def _outgoing_and_unresolved(raw, target: LinkSource) -> tuple[LinkSource, list[str]]:
+    """``target`` with its link targets, and those of them that resolve to no note or attachment."""
+    target = LinkSource(target.rel_path, target.id, target.aliases, manifest.targets_of(raw, target.rel_path))
+    resolver = _resolver(raw, target.targets, target)
+    return target, [t for t in target.targets if resolver.resolve(t, target)[0] not in (RESOLVED, SELF, "attachment")]
+
+
 async def note_links(vaults: Sequence[Vault], note: str) -> LinkReport:
     """Resolve ``note`` exactly as a ``[[note]]`` link would be, in each indexed vault; one match wins."""
     note = _link_target(note)
     found: list[LinkReport] = []
     ambiguous: list[str] = []
+    asked = LinkSource("", "")
     for vault in vaults:
         if not vault.db_path.exists():
             continue
         store = open_store(vault)
         try:
-            records = (await store.run(manifest.load)).files
-            targets = await store.run(manifest.load_targets)
-            sources = {r.id: LinkSource(r.rel_path, r.id, r.aliases, targets.get(r.rel_path, ())) for r in records.values()}
-            resolver = LinkResolver(list(sources.values()))
-            status, candidates = resolver.resolve(note, LinkSource("", ""))
+            resolver = await store.run(_resolver, [note], asked)
+            status, candidates = resolver.resolve(note, asked)
             if status == AMBIGUOUS:
                 ambiguous += [f"{vault.name}:{c.rel_path}" for c in candidates]
                 continue
             if status not in (RESOLVED, SELF) or not candidates or not candidates[0].id:
                 continue
-            target = candidates[0]
+            target, unresolved = await store.run(_outgoing_and_unresolved, candidates[0])
             edges = EdgeStore(store)
-            outgoing = [sources[e.dst_id].rel_path for e in await edges.outgoing(target.id) if e.dst_id in sources]
-            backlinks = [sources[e.src_id].rel_path for e in await edges.incoming(target.id) if e.src_id in sources]
-            unresolved = [t for t in target.targets if resolver.resolve(t, target)[0] not in (RESOLVED, SELF, "attachment")]
+            out_ids = [e.dst_id for e in await edges.outgoing(target.id)]
+            in_ids = [e.src_id for e in await edges.incoming(target.id)]
+            paths = await store.run(manifest.paths_for, list(dict.fromkeys(out_ids + in_ids)))
+            outgoing = [paths[i] for i in out_ids if i in paths]
+            backlinks = [paths[i] for i in in_ids if i in paths]
             found.append(
                 LinkReport(vault.name, target.rel_path, target.id, sorted(set(outgoing)), sorted(set(backlinks)), unresolved)
             )

@@ -31,25 +31,6 @@ class FileRecord:
     targets: tuple[str, ...] = ()
 
 
-@dataclass
-class Stored:
-    """The manifest's cheap part, loaded on every pass: no JSON decoded except non-empty aliases."""
-
-    files: dict[str, FileRecord]  # without targets
-    meta: dict[str, str]
-    ids: set[str]  # every memory id in the store
-
-
-def load(raw) -> Stored:
-    files = {
-        r[1]: FileRecord(r[0], r[1], r[2], r[3], r[4], tuple(json.loads(r[5])) if r[5] != "[]" else ())
-        for r in raw.execute("SELECT id, rel_path, mtime_ns, size, content_hash, aliases FROM vault_files")
-    }
-    meta = {r[0]: r[1] for r in raw.execute("SELECT key, value FROM vault_meta")}
-    ids = {r[0] for r in raw.execute("SELECT id FROM memories")}
-    return Stored(files, meta, ids)
-
-
 PAGE_ROWS = 2000  # manifest rows read at a time when it is merged with the folder walk
 
 
@@ -108,14 +89,6 @@ def load_records(raw) -> list[FileRecord]:
     ]
 
 
-def load_targets(raw) -> dict[str, tuple[str, ...]]:
-    """Every note's wikilink targets (only needed when the set of link targets changed)."""
-    return {
-        r[0]: tuple(json.loads(r[1])) if r[1] != "[]" else ()
-        for r in raw.execute("SELECT rel_path, targets FROM vault_files")
-    }
-
-
 def save(
     raw,
     upserts: Sequence[FileRecord],
@@ -150,6 +123,12 @@ def save(
 def totals(raw) -> dict[str, int]:
     row = raw.execute(f"SELECT count(*), {', '.join(f'coalesce(sum({c}), 0)' for c in COUNT_COLUMNS)} FROM vault_files").fetchone()
     return {"notes": row[0], **dict(zip(COUNT_COLUMNS, row[1:], strict=True))}
+
+
+def targets_of(raw, rel_path: str) -> tuple[str, ...]:
+    """One note's link targets."""
+    row = raw.execute("SELECT targets FROM vault_files WHERE rel_path = ?", (rel_path,)).fetchone()
+    return tuple(json.loads(row[0])) if row and row[0] != "[]" else ()
 
 
 def paths_for(raw, ids: Sequence[str]) -> dict[str, str]:

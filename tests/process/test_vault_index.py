@@ -921,3 +921,39 @@ async def test_a_no_change_pass_holds_a_page_of_the_manifest_not_the_vault(make_
             await store.aclose()
         assert (found.notes, found.changed, found.structural) == (n, [], False)  # control: a real no-change plan
     assert peaks[2000] < 2 * peaks[200], peaks
+
+
+async def test_vault_links_reads_a_big_manifest_a_page_at_a_time(make_vault, arcana_home):
+    """`vault links NOTE` loaded every note's record, aliases and link targets to resolve one note:
+    a vault of 100,000 notes held them all. It now keeps only the notes its few links could name,
+    read from the manifest a page at a time, and answers as before (the control: the same links)."""
+    import tracemalloc
+
+    from memory.vaults import manifest
+    from memory.vaults.links import note_links
+
+    arcana_home.ensure()
+    vault = VaultRegistry(arcana_home).add(make_vault({
+        "Home.md": "[[Alpha]] [[Nowhere]] [[./Sub/Beta]] [[Gamma]]",
+        "Alpha.md": "---\naliases: [First]\n---\nback to [[Home]]",
+        "Sub/Beta.md": "[[home]] and [[First]]",
+    }), "big")
+    await index_vault(vault, embed=False)
+    peaks = []
+    for fillers in (2_000, 40_000):
+        records = [manifest.FileRecord(f"filler-{i:06d}", f"filler/{i:06d}/Note {i}.md", 1, 1, "h",
+                                       tuple(f"alias {i} {k}" for k in range(4)), ("Home", f"Other {i}"))
+                   for i in range(fillers)]
+        records.append(manifest.FileRecord("gamma", "zz/Gamma.md", 1, 1, "h"))  # on the last page: still found
+        store = open_store(vault)
+        try:
+            await store.run(manifest.save, records, [], {}, {})
+            tracemalloc.start()
+            links = await note_links([vault], "home")
+            peaks.append(tracemalloc.get_traced_memory()[1])
+            tracemalloc.stop()
+        finally:
+            await store.aclose()
+        assert (links.note, links.outgoing, links.unresolved) == ("Home.md", ["Alpha.md", "Sub/Beta.md"], ["Nowhere"])
+        assert links.backlinks == ["Alpha.md", "Sub/Beta.md"]
+    assert peaks[1] < peaks[0] + 1_000_000, f"peak {peaks[0]} B beside 2,000 notes, {peaks[1]} B beside 40,000"
