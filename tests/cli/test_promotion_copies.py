@@ -224,6 +224,24 @@ def test_a_locked_global_tier_fails_the_edit_naming_the_live_copy(cli, home):
     assert ok(cli("memory", "forget", unpromoted, "--agent", "ada", "--json"))["changed"] is True
 
 
+def test_a_supersession_the_global_tier_missed_is_finished_by_saying_the_new_fact_again(cli, home):
+    """"I moved to Lisbon" while the global tier was locked ended Berlin in ada's store only and warned
+    to run the same command again; that re-run is a restatement (a noop), so Berlin's copy stayed
+    current and answered bob, and ada, for good. The restatement now ends it."""
+    berlin = ok(cli("remember", "I live in Berlin", "--agent", "ada", "--importance", "0.95", "--json"))["id"]
+    with locked_by_another_process(home.global_db):
+        moved = ok(cli("remember", "I moved to Lisbon", "--agent", "ada", "--json"))
+    assert moved["supersedes"] == [berlin]
+    assert any(f"memory {berlin}" in w and "still live" in w for w in moved["warnings"]), moved["warnings"]
+    assert recalled(cli, "bob", "Berlin") == {"Berlin"}  # honestly still live, as the warning said
+    again = ok(cli("remember", "I moved to Lisbon", "--agent", "ada", "--json"))
+    assert again["decision"] == "noop" and again["warnings"] == []
+    assert recalled(cli, "bob", "Berlin") == set()
+    assert recalled(cli, "ada", "Berlin", "Lisbon") == {"Lisbon"}
+    copies = {m["id"]: m for m in ok(cli("memory", "list", "--global", "--all", "--json"))}
+    assert copies[berlin]["superseded_by"] == moved["id"]
+
+
 def test_a_failed_withdrawal_fails_again_until_the_copy_is_gone(cli, home):
     """Lowering the importance withdraws the copy; with the global tier unreadable that fails, and so
     must every re-run while it stays so, though the memory is no longer promotable (it was, once)."""
