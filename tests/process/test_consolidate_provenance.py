@@ -148,6 +148,7 @@ def test_a_newer_fact_ends_the_global_digest_of_its_old_versions_copy(cli, no_em
     for agent in ("bob", "ada"):
         assert not any("Lisbon" in c for c in recalls(agent)), agent
         assert any("pottery" in c for c in recalls(agent))  # control: the other global digest still answers
-    again = cli("memory", "set", old, "--agent", "ada", "--current", "--json")
+    again = cli("memory", "set", old, "--agent", "ada", "--current")
     assert again.exit_code == 0, again.output
+    assert "also made current again 1 consolidated memories" in again.stderr, again.stderr  # it said "withheld"
     assert any("sister lives in Lisbon" in c for c in recalls("bob"))
