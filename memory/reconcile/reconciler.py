@@ -120,7 +120,7 @@ class Reconciler:
         if not applied:
             return None
         report.accepted += [c.tier for c in applied[0].copies if c.changed and c.op in ("reinforce", "promote")]
-        await self._end_live_copies(target, entry, report)
+        await self.end_live_copies(target, entry, report)
         ended: list[str] = []
         held_against = decision.restated.conflict_with if confirm is not None else None
         if held_against:
@@ -173,10 +173,11 @@ class Reconciler:
         applied = await self._through_copies(targets, Edit("supersede", (entry.id, said)), "superseded", entry, report)
         return [a.entry_id for a in applied if a.changed]
 
-    async def _end_live_copies(self, target: str, entry: MemoryEntry, report: Any) -> None:
+    async def end_live_copies(self, target: str, entry: MemoryEntry, report: Any) -> None:
         """Restating ``target`` ends the global copies still current of the versions it replaced: a
         supersession whose global tier was out of reach left the old fact's copy answering every
-        agent, and its warning says to run the same command again, which is this restatement."""
+        agent, and its warning says to run the same command again: a restatement, or a
+        ``remember --from`` re-run of the same line."""
         if not self.copies:
             return
         ended = [v for v in await self.store.versions(target, include_archived=True)

@@ -224,22 +224,29 @@ def test_a_locked_global_tier_fails_the_edit_naming_the_live_copy(cli, home):
     assert ok(cli("memory", "forget", unpromoted, "--agent", "ada", "--json"))["changed"] is True
 
 
-def test_a_supersession_the_global_tier_missed_is_finished_by_saying_the_new_fact_again(cli, home):
+@pytest.mark.parametrize("how", ["remember", "from"])
+def test_a_supersession_the_global_tier_missed_is_finished_by_saying_the_new_fact_again(cli, home, tmp_path, how):
     """"I moved to Lisbon" while the global tier was locked ended Berlin in ada's store only and warned
-    to run the same command again; that re-run is a restatement (a noop), so Berlin's copy stayed
-    current and answered bob, and ada, for good. The restatement now ends it."""
+    to run the same command again; that re-run is a restatement (a noop), or for `remember --from` a
+    line skipped as imported, so Berlin's copy stayed current and answered bob, and ada, for good.
+    The re-run now ends it."""
     berlin = ok(cli("remember", "I live in Berlin", "--agent", "ada", "--importance", "0.95", "--json"))["id"]
+    lines = tmp_path / "moved.jsonl"
+    lines.write_text(json.dumps({"content": "I moved to Lisbon"}) + "\n")
+    args = ["I moved to Lisbon"] if how == "remember" else ["--from", str(lines)]
     with locked_by_another_process(home.global_db):
-        moved = ok(cli("remember", "I moved to Lisbon", "--agent", "ada", "--json"))
-    assert moved["supersedes"] == [berlin]
+        moved = ok(cli("remember", *args, "--agent", "ada", "--json"))
+    if how == "remember":
+        assert moved["supersedes"] == [berlin]
     assert any(f"memory {berlin}" in w and "still live" in w for w in moved["warnings"]), moved["warnings"]
     assert recalled(cli, "bob", "Berlin") == {"Berlin"}  # honestly still live, as the warning said
-    again = ok(cli("remember", "I moved to Lisbon", "--agent", "ada", "--json"))
-    assert again["decision"] == "noop" and again["warnings"] == []
+    again = ok(cli("remember", *args, "--agent", "ada", "--json"))
+    assert again["warnings"] == []
     assert recalled(cli, "bob", "Berlin") == set()
     assert recalled(cli, "ada", "Berlin", "Lisbon") == {"Lisbon"}
+    lisbon = {m["content"]: m["id"] for m in ok(cli("memory", "list", "--agent", "ada", "--json"))}["I moved to Lisbon"]
     copies = {m["id"]: m for m in ok(cli("memory", "list", "--global", "--all", "--json"))}
-    assert copies[berlin]["superseded_by"] == moved["id"]
+    assert copies[berlin]["superseded_by"] == lisbon
 
 
 def test_a_failed_withdrawal_fails_again_until_the_copy_is_gone(cli, home):
