@@ -28,6 +28,7 @@ from memory.errors import MemoryStorageError, NotFoundError
 from memory.federation.decisions import Decision, DecisionKind, ImportDecisions
 from memory.federation.resilience import BreakerState, CircuitBreaker
 from memory.operator.edits import Edit, EditReport, LiveCopyError, MemoryEditor
+from memory.promotion import promotable
 from memory.reconcile import entities, restatements
 from memory.reconcile.candidates import find_candidates
 from memory.reconcile.change_cues import cued_update, not_now
@@ -181,7 +182,7 @@ class Reconciler:
         if not self.copies:
             return
         ended = [v for v in await self.store.versions(target, include_archived=True)
-                 if v.superseded_by == target and v.valid_to is not None]
+                 if v.superseded_by == target and v.valid_to is not None and promotable(v)]  # others have no copy
         if not ended:
             return
         copies = self.copies()
