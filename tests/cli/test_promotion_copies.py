@@ -249,6 +249,20 @@ def test_a_supersession_the_global_tier_missed_is_finished_by_saying_the_new_fac
     assert copies[berlin]["superseded_by"] == lisbon
 
 
+def test_restating_a_fact_whose_old_version_was_never_promoted_leaves_the_global_tier_alone(cli, home):
+    """Only a version that was promotable can have a copy to end: restating Lisbon over a Berlin said
+    at 0.5 neither reads an unreadable global tier nor warns about it (the control: a promoted one does)."""
+    ok(cli("remember", "I live in Berlin", "--agent", "ada", "--json"))
+    ok(cli("remember", "I moved to Lisbon", "--agent", "ada", "--json"))
+    ok(cli("remember", "My dog is called Rex", "--agent", "ada", "--importance", "0.95", "--json"))
+    ok(cli("remember", "My dog is now called Max", "--agent", "ada", "--json"))
+    corrupt_file(home.global_db)
+    again = ok(cli("remember", "I moved to Lisbon", "--agent", "ada", "--json"))
+    assert again["decision"] == "noop" and again["warnings"] == []
+    control = ok(cli("remember", "My dog is now called Max", "--agent", "ada", "--json"))
+    assert any("not checked" in w for w in control["warnings"]), control["warnings"]
+
+
 def test_a_failed_withdrawal_fails_again_until_the_copy_is_gone(cli, home):
     """Lowering the importance withdraws the copy; with the global tier unreadable that fails, and so
     must every re-run while it stays so, though the memory is no longer promotable (it was, once)."""
