@@ -91,8 +91,9 @@ async def _edit(
     else:
         out.data(edit_json(report), text=lambda: report.entry_id)
         out.info(f"{verb} {report.entry_id}" if report.changed else f"{report.entry_id} was already {verb}")
-    if withheld := withheld_count(report.carriers):
-        out.info(f"also withheld {withheld} consolidated memories that carry it")
+    if reached := withheld_count(report.carriers):  # --current brings back what its supersession ended
+        done = "made current again" if edit.op == "make_current" else "withheld"
+        out.info(f"also {done} {reached} consolidated memories that carry it")
     for copy in report.copies:
         if copy.changed and copy.op in ("withdraw", "promote"):
             out.info(f"{report.entry_id}: {'withdrawn from' if copy.op == 'withdraw' else 'promoted to'} the {copy.tier} tier")

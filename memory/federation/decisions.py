@@ -57,4 +57,7 @@ class ImportDecisions:
     lines: list[tuple[MemoryEntry, Decision]] = field(default_factory=list)
     skipped: set[str] = field(default_factory=set)
     unchanged: set[str] = field(default_factory=set)
+    successors: list[MemoryEntry] = field(default_factory=list)
+    """The rows of unchanged lines that replaced a version: a re-run ends the global copies that
+    version's supersession could not reach then (:meth:`Reconciler.end_live_copies`)."""
     as_given: bool = False

@@ -16,7 +16,7 @@ import os
 import re
 import struct
 from bisect import bisect_left
-from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from pathlib import Path
@@ -57,11 +57,17 @@ class Target:
     scope: MemoryScope
     agent_id: str | None = None  # private: the owning agent
     pool_name: str | None = None  # shared: the pool
+    owners: Mapping[str, str] = field(default_factory=dict)
+    """A shared tier restored with its agents (``import`` of an ``--all`` file): each file agent id
+    to the id that agent has here, so a global copy stays its original's (same id, same agent) and
+    the agent's edits, and its deletion, still reach it."""
 
     def adopt(self, entry: MemoryEntry) -> MemoryEntry:
         update: dict[str, Any] = {"scope": self.scope, "pool_name": self.pool_name, "imported": True}
         if self.agent_id is not None:
             update["agent_id"] = self.agent_id
+        elif entry.agent_id in self.owners:
+            update["agent_id"] = self.owners[entry.agent_id]
         return entry.model_copy(update=update)
 
 

@@ -208,10 +208,10 @@ async def restore(
             copies = GlobalCopies.of_home(home, config, actor=actor)
         elif d["kind"] == "pool":
             store = pools.store(d["name"], actor=actor)
-            target = core.Target(MemoryScope.SHARED, pool_name=d["name"])
+            target = core.Target(MemoryScope.SHARED, pool_name=d["name"], owners=restored_ids)
         else:
             store = open_tier(home, StoreKind.GLOBAL, config=config, actor=actor)
-            target = core.Target(MemoryScope.GLOBAL)
+            target = core.Target(MemoryScope.GLOBAL, owners=restored_ids)
         try:
             await store.connect()
             part = await core.import_records(

@@ -418,20 +418,26 @@ class GlobalCopies:
         finally:
             DEADLINE.reset(token)
 
-    async def reach_carriers(self, source: SQLiteAdapter, entry_id: str, edit: Edit, verb: str) -> list[EditReport]:
+    async def reach_carriers(self, source: SQLiteAdapter, entry_id: str, edit: Edit, verb: str,
+                             *, ended: bool = True, successor: str | None = None) -> list[EditReport]:
         """A hide, forget or purge of ``entry_id`` (a memory of ``source``) reaches the consolidated
         memories of the global tier that carry its copy (a digest ``consolidate --global`` made of it),
-        as it reaches those of the agent's store; [] when the edit withholds nothing or no tier is there.
+        as it reaches those of the agent's store; so does a supersession that ``ended`` it, and
+        making it current again (its old ``successor``), as in the agent's store: the global digest
+        of "my sister lives in Lisbon" kept answering every agent after "she lives in Porto now".
+        [] when the edit reaches no carrier or no tier is there.
 
         The copy's edges outlive a withdrawn or purged copy, so they are found after it went. A tier
         that cannot be reached raises :class:`LiveCopyError` unless the memory was never promotable.
         """
-        if _withholding(edit) is None or not self.may_hold_copies:
+        versioning = edit.op in ("supersede", "make_current")
+        if (_withholding(edit) is None and not versioning) or not self.may_hold_copies:
             return []
         token = DEADLINE.set(time.monotonic() + self.timeout)
         try:
             report = EditReport(entry_id, False, None)
-            await MemoryEditor(await self._open())._reach_carriers(entry_id, edit, verb, report, {entry_id})
+            await MemoryEditor(await self._open())._reach_carriers(
+                entry_id, edit, verb, report, {entry_id}, ended=ended, successor=successor)
             return report.carriers
         except (MemoryStorageError, TimeoutError) as exc:
             if not await _ever_promoted(source, [entry_id]):
@@ -552,7 +558,10 @@ class MemoryEditor:
             if down.op != "supersede" and self.copies is not None:
                 await self._withhold_source_copies(entry_id, down, verb or edit.op, report, seen)
         if self.copies is not None:  # and what carries its copy in the global tier
-            report.carriers += await self.copies.reach_carriers(self.store, entry_id, edit, verb or edit.op)
+            report.carriers += await self.copies.reach_carriers(
+                self.store, entry_id, edit, verb or edit.op,
+                ended=changed or any(c.changed for c in report.copies), successor=before.superseded_by,
+            )
         return report
 
     async def withhold_carriers(self, entry_id: str, edit: Edit, verb: str) -> list[EditReport]:

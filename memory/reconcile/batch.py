@@ -82,15 +82,15 @@ def _same_line(line: MemoryEntry, row: MemoryEntry) -> bool:
     return (line.content, line.type, line.tags) == (row.content, row.type, row.tags)
 
 
-async def _already(store: Any, entries: Sequence[MemoryEntry]) -> tuple[set[str], set[str], set[str]]:
-    """Ids the store holds in any state (an operator read), those of them the line still says
-    the same of, and the ids that restated a memory on an earlier run."""
+async def _already(store: Any, entries: Sequence[MemoryEntry]) -> tuple[dict[str, MemoryEntry], set[str], set[str]]:
+    """The rows the store holds in any state (an operator read) by id, the ids of those the line
+    still says the same of, and the ids that restated a memory on an earlier run."""
     restated = await store.run(restatements.recorded, [e.id for e in entries])
     rows = await store.admitted_by_id(
         MemoryQuery(), [e.id for e in entries if e.id not in restated], audience=Audience.OPERATOR, include_archived=True
     )
     same = {e.id for e in entries if e.id in rows and _same_line(e, rows[e.id])}
-    return set(rows), same, restated
+    return rows, same, restated
 
 
 async def decide_many(reconciler: Any, entries: list[MemoryEntry]) -> ImportDecisions:
@@ -123,7 +123,8 @@ async def decide_many(reconciler: Any, entries: list[MemoryEntry]) -> ImportDeci
         if decision.kind is not DecisionKind.NOOP:
             earlier.add(entry)
     written = known + [e for e, d in lines if d.kind is not DecisionKind.NOOP]
-    return ImportDecisions(written, lines, skipped=restated | same, unchanged=same)
+    successors = [held[i] for i in sorted(same) if held[i].supersedes is not None]
+    return ImportDecisions(written, lines, skipped=restated | same, unchanged=same, successors=successors)
 
 
 async def settle_many(reconciler: Any, batch: ImportDecisions, report: Any) -> list[MemoryEntry]:
@@ -145,6 +146,8 @@ async def settle_many(reconciler: Any, batch: ImportDecisions, report: Any) -> l
     report.decisions[DecisionKind.ADD.value] += sum(
         1 for entry, _ in batch.lines if entry.scope is not MemoryScope.PRIVATE and entry.id in report.inserted
     )
+    for row in batch.successors:  # a re-run finishes what a global tier out of reach left undone
+        await reconciler.end_live_copies(row.id, row, report)
     if "private" not in report.accepted:
         return []
     leftovers = []

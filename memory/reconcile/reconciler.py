@@ -24,10 +24,11 @@ from functools import cached_property
 from typing import Any
 
 from memory.config import ReconcileSettings
-from memory.errors import NotFoundError
+from memory.errors import MemoryStorageError, NotFoundError
 from memory.federation.decisions import Decision, DecisionKind, ImportDecisions
 from memory.federation.resilience import BreakerState, CircuitBreaker
 from memory.operator.edits import Edit, EditReport, LiveCopyError, MemoryEditor
+from memory.promotion import promotable
 from memory.reconcile import entities, restatements
 from memory.reconcile.candidates import find_candidates
 from memory.reconcile.change_cues import cued_update, not_now
@@ -120,6 +121,7 @@ class Reconciler:
         if not applied:
             return None
         report.accepted += [c.tier for c in applied[0].copies if c.changed and c.op in ("reinforce", "promote")]
+        await self.end_live_copies(target, entry, report)
         ended: list[str] = []
         held_against = decision.restated.conflict_with if confirm is not None else None
         if held_against:
@@ -171,6 +173,29 @@ class Reconciler:
         said = entry.valid_from or entry.created_at
         applied = await self._through_copies(targets, Edit("supersede", (entry.id, said)), "superseded", entry, report)
         return [a.entry_id for a in applied if a.changed]
+
+    async def end_live_copies(self, target: str, entry: MemoryEntry, report: Any) -> None:
+        """Restating ``target`` ends the global copies still current of the versions it replaced: a
+        supersession whose global tier was out of reach left the old fact's copy answering every
+        agent, and its warning says to run the same command again: a restatement, or a
+        ``remember --from`` re-run of the same line."""
+        if not self.copies:
+            return
+        ended = [v for v in await self.store.versions(target, include_archived=True)
+                 if v.superseded_by == target and v.valid_to is not None and promotable(v)]  # others have no copy
+        if not ended:
+            return
+        copies = self.copies()
+        try:
+            live = [v for v in ended if (copy := await copies.copy_of(v)) is not None and copy.superseded_by is None]
+        except (MemoryStorageError, TimeoutError) as exc:
+            report.warnings.append(f"the global copies of what {target} replaced were not checked ({exc}); run the "
+                                   "same command again once the global tier is reachable")
+            return
+        finally:
+            await copies.aclose()
+        for old in live:
+            await self._through_copies([old.id], Edit("supersede", (target, old.valid_to)), "superseded", entry, report)
 
     async def _through_copies(self, targets: list[str], edit: Edit, verb: str, entry: MemoryEntry, report: Any) -> list:
         """Apply ``edit`` to each target and its global copy through the operator edits' one path.

@@ -287,6 +287,35 @@ def test_an_all_import_never_joins_an_agent_to_a_pool_that_was_already_there(cli
     assert sorted(data(cli("pool", "show", "team", "--json"))["members"]) == ["ada", "bob"]
 
 
+def test_an_all_import_into_a_home_whose_agent_has_another_id_keeps_its_copies_its_own(cli, tmp_path, monkeypatch):
+    """An --all file restored into a home where 'ada' exists with another id put her private lines
+    into that ada but kept the file's id on the global copies: hiding her fact there left its copy
+    live (bob, and ada, still recalled it from the global tier) and deleting her withdrew none."""
+    fresh_home(tmp_path, monkeypatch, "one")
+    secret = ok(cli("remember", "heron zebracode", "--agent", "ada", "--importance", "0.95")).stdout.strip()
+    ok(cli("remember", "kingfisher control fact", "--agent", "ada", "--importance", "0.95"))
+    dump = tmp_path / "all.jsonl"
+    ok(cli("export", "--all", "-o", str(dump)))
+    fresh_home(tmp_path, monkeypatch, "two")
+    ok(cli("agent", "create", "ada"))  # the same name, a new id
+    ok(cli("agent", "create", "bob"))
+    ok(cli("import", str(dump)))
+    ada = {a["name"]: a["id"] for a in data(cli("agent", "list", "--json"))}["ada"]
+    assert {m["agent_id"] for m in data(cli("memory", "list", "--global", "--all", "--json"))} == {ada}
+
+    def bob_recalls():
+        return {r["content"] for r in data(cli("recall", "zebracode kingfisher", "--agent", "bob", "--mode", "keyword",
+                                               "--json"))["results"]}
+
+    assert bob_recalls() == {"heron zebracode", "kingfisher control fact"}
+    hidden = data(cli("memory", "set", secret, "--agent", "ada", "--visibility", "hidden", "--json"))
+    assert [c["op"] for c in hidden["copies"]] == ["withdraw"]
+    assert bob_recalls() == {"kingfisher control fact"}  # the control's copy still answers
+    gone = data(cli("agent", "delete", "ada", "--yes", "--json"))
+    assert gone["copies"]["count"] == 1
+    assert data(cli("memory", "list", "--global", "--all", "--json")) == []
+
+
 def test_a_strict_all_import_with_a_bad_line_restores_nothing(cli, tmp_path, monkeypatch, team_home):
     dump, _ = team_home
     lines = dump.read_text().splitlines()

@@ -224,6 +224,45 @@ def test_a_locked_global_tier_fails_the_edit_naming_the_live_copy(cli, home):
     assert ok(cli("memory", "forget", unpromoted, "--agent", "ada", "--json"))["changed"] is True
 
 
+@pytest.mark.parametrize("how", ["remember", "from"])
+def test_a_supersession_the_global_tier_missed_is_finished_by_saying_the_new_fact_again(cli, home, tmp_path, how):
+    """"I moved to Lisbon" while the global tier was locked ended Berlin in ada's store only and warned
+    to run the same command again; that re-run is a restatement (a noop), or for `remember --from` a
+    line skipped as imported, so Berlin's copy stayed current and answered bob, and ada, for good.
+    The re-run now ends it."""
+    berlin = ok(cli("remember", "I live in Berlin", "--agent", "ada", "--importance", "0.95", "--json"))["id"]
+    lines = tmp_path / "moved.jsonl"
+    lines.write_text(json.dumps({"content": "I moved to Lisbon"}) + "\n")
+    args = ["I moved to Lisbon"] if how == "remember" else ["--from", str(lines)]
+    with locked_by_another_process(home.global_db):
+        moved = ok(cli("remember", *args, "--agent", "ada", "--json"))
+    if how == "remember":
+        assert moved["supersedes"] == [berlin]
+    assert any(f"memory {berlin}" in w and "still live" in w for w in moved["warnings"]), moved["warnings"]
+    assert recalled(cli, "bob", "Berlin") == {"Berlin"}  # honestly still live, as the warning said
+    again = ok(cli("remember", *args, "--agent", "ada", "--json"))
+    assert again["warnings"] == []
+    assert recalled(cli, "bob", "Berlin") == set()
+    assert recalled(cli, "ada", "Berlin", "Lisbon") == {"Lisbon"}
+    lisbon = {m["content"]: m["id"] for m in ok(cli("memory", "list", "--agent", "ada", "--json"))}["I moved to Lisbon"]
+    copies = {m["id"]: m for m in ok(cli("memory", "list", "--global", "--all", "--json"))}
+    assert copies[berlin]["superseded_by"] == lisbon
+
+
+def test_restating_a_fact_whose_old_version_was_never_promoted_leaves_the_global_tier_alone(cli, home):
+    """Only a version that was promotable can have a copy to end: restating Lisbon over a Berlin said
+    at 0.5 neither reads an unreadable global tier nor warns about it (the control: a promoted one does)."""
+    ok(cli("remember", "I live in Berlin", "--agent", "ada", "--json"))
+    ok(cli("remember", "I moved to Lisbon", "--agent", "ada", "--json"))
+    ok(cli("remember", "My dog is called Rex", "--agent", "ada", "--importance", "0.95", "--json"))
+    ok(cli("remember", "My dog is now called Max", "--agent", "ada", "--json"))
+    corrupt_file(home.global_db)
+    again = ok(cli("remember", "I moved to Lisbon", "--agent", "ada", "--json"))
+    assert again["decision"] == "noop" and again["warnings"] == []
+    control = ok(cli("remember", "My dog is now called Max", "--agent", "ada", "--json"))
+    assert any("not checked" in w for w in control["warnings"]), control["warnings"]
+
+
 def test_a_failed_withdrawal_fails_again_until_the_copy_is_gone(cli, home):
     """Lowering the importance withdraws the copy; with the global tier unreadable that fails, and so
     must every re-run while it stays so, though the memory is no longer promotable (it was, once)."""

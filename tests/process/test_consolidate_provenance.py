@@ -123,3 +123,32 @@ def test_hiding_or_forgetting_a_source_reaches_the_global_digest_of_its_copy(cli
     assert not any("pottery" in c for c in bob_recalls("pottery"))
     listed = json.loads(cli("memory", "list", "--global", "--json").stdout)
     assert listed == [], listed  # nothing left that carries a withheld source (the copies were digested)
+
+
+def test_a_newer_fact_ends_the_global_digest_of_its_old_versions_copy(cli, no_embedder, tmp_path):
+    """Superseding a promoted turn ended its global copy but not the digest `consolidate --global` made
+    of that copy, so every agent (ada too) still recalled "my sister lives in Lisbon" after "she lives
+    in Porto now", where a digest in ada's own store ends with it. `--current` brings it back."""
+    for name in ("ada", "bob"):
+        assert cli("agent", "create", name).exit_code == 0
+    path = tmp_path / "promoted.jsonl"
+    path.write_text("".join(json.dumps(line) + "\n" for line in PROMOTED))
+    assert cli("remember", "--from", str(path), "--agent", "ada", "--no-reconcile").exit_code == 0
+    assert cli("consolidate", "--global").exit_code == 0
+
+    def recalls(agent: str) -> list[str]:
+        done = cli("recall", "sister pottery", "--agent", agent, "--mode", "keyword", "--json")
+        assert done.exit_code == 0, done.output
+        return [r["content"] for r in json.loads(done.stdout)["results"]]
+
+    assert any("sister lives in Lisbon" in c for c in recalls("bob"))  # the digest of the copy
+    moved = cli("remember", "My sister lives in Porto now", "--agent", "ada", "--json")
+    assert moved.exit_code == 0, moved.output
+    (old,) = json.loads(moved.stdout)["supersedes"]
+    for agent in ("bob", "ada"):
+        assert not any("Lisbon" in c for c in recalls(agent)), agent
+        assert any("pottery" in c for c in recalls(agent))  # control: the other global digest still answers
+    again = cli("memory", "set", old, "--agent", "ada", "--current")
+    assert again.exit_code == 0, again.output
+    assert "also made current again 1 consolidated memories" in again.stderr, again.stderr  # it said "withheld"
+    assert any("sister lives in Lisbon" in c for c in recalls("bob"))
