@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 import time
+from contextlib import contextmanager
 
 import pytest
 from factories import operator_entries
@@ -323,23 +324,13 @@ def test_semantic_recall_through_run_with_the_real_embedder(cli, model_server, a
     assert result["recalled_ids"]
 
 
-def test_a_hung_extraction_falls_back_to_the_heuristic_within_the_budget(arcana_home):
-    """Extraction runs after the answer, bounded: a model that hangs cannot hold up the run, nor keep
-    what the user stated from being stored (its extraction job used to be abandoned with nothing written)."""
-    import threading
-
+@contextmanager
+def _llm_turns(arcana_home, reply, budget: float):
+    """ada with `llm` extraction on a loopback model answering ``reply``; yields (card, turn): ``turn(prompt)``
+    runs one turn of ``budget`` job seconds."""
     from memory.config import ArcanaConfig, ExtractionConfig, MemoryConfig, ModelConfig
+    from memory.models.registry import provider_for
     from memory.runtime.agent import AgentRuntime, build_runtime_with_memory
-
-    hung = threading.Event()
-    released = threading.Event()
-
-    def reply(body):
-        if "JSON list" in body["messages"][0]["content"]:
-            if not hung.is_set():
-                return '[{"type": "semantic", "content": "The user drinks oolong.", "importance": 0.5}]'
-            released.wait(30)  # the extraction call hangs until the test is done
-        return "Quick answer."
 
     with LoopbackModelServer(reply) as server:
         config = ArcanaConfig(
@@ -351,13 +342,30 @@ def test_a_hung_extraction_falls_back_to_the_heuristic_within_the_budget(arcana_
         async def turn(prompt):
             _, federation = await build_runtime_with_memory(arcana_home, card, config=config)
             try:
-                from memory.models.registry import provider_for
-
                 runtime = AgentRuntime(arcana_home, card, provider_for(config, "loop"), memory=federation, config=config)
-                return await runtime.turn(prompt, job_budget_seconds=0.6)
+                return await runtime.turn(prompt, job_budget_seconds=budget)
             finally:
                 await federation.aclose()
 
+        yield card, turn
+
+
+def test_a_hung_extraction_falls_back_to_the_heuristic_within_the_budget(arcana_home):
+    """Extraction runs after the answer, bounded: a model that hangs cannot hold up the run, nor keep
+    what the user stated from being stored (its extraction job used to be abandoned with nothing written)."""
+    import threading
+
+    hung = threading.Event()
+    released = threading.Event()
+
+    def reply(body):
+        if "JSON list" in body["messages"][0]["content"]:
+            if not hung.is_set():
+                return '[{"type": "semantic", "content": "The user drinks oolong.", "importance": 0.5}]'
+            released.wait(30)  # the extraction call hangs until the test is done
+        return "Quick answer."
+
+    with _llm_turns(arcana_home, reply, 0.6) as (card, turn):
         answered = asyncio.run(turn("Tell me about tea."))  # the control: a model that answers extracts
         hung.set()
         started = time.perf_counter()
@@ -380,9 +388,6 @@ def test_a_hung_summary_falls_back_to_the_heuristic_within_the_budget(arcana_hom
     job used to be abandoned, the session closed with no summary and consolidation never ran)."""
     import threading
 
-    from memory.config import ArcanaConfig, ExtractionConfig, MemoryConfig, ModelConfig
-    from memory.runtime.agent import AgentRuntime, build_runtime_with_memory
-
     hung = threading.Event()
     released = threading.Event()
 
@@ -394,23 +399,7 @@ def test_a_hung_summary_falls_back_to_the_heuristic_within_the_budget(arcana_hom
             released.wait(30)  # the summary call hangs until the test is done
         return "The user talked about tea." if system.startswith("Summarise") else "Quick answer."
 
-    with LoopbackModelServer(reply) as server:
-        config = ArcanaConfig(
-            memory=MemoryConfig(extraction=ExtractionConfig(strategy="llm")),
-            models={"loop": ModelConfig(provider="ollama", base_url=server.url, model="m")},
-        )
-        card = AgentRegistry(arcana_home).create("ada")
-
-        async def turn(prompt):
-            _, federation = await build_runtime_with_memory(arcana_home, card, config=config)
-            try:
-                from memory.models.registry import provider_for
-
-                runtime = AgentRuntime(arcana_home, card, provider_for(config, "loop"), memory=federation, config=config)
-                return await runtime.turn(prompt, job_budget_seconds=2.0)
-            finally:
-                await federation.aclose()
-
+    with _llm_turns(arcana_home, reply, 2.0) as (card, turn):
         answered = asyncio.run(turn("Tell me about tea."))  # the control: a model that answers summarises
         hung.set()
         try:
