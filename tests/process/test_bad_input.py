@@ -477,7 +477,9 @@ def test_a_budget_that_is_no_number_or_no_budget_exits_4_naming_the_field(cli, a
     no_traceback(result)
     assert result.exit_code == exit_codes.CONFIG, result.output
     [line] = result.stderr.splitlines()
-    assert f"{path}: private.{next(iter(budget))}:" in line and "fix the file" in line
+    # Infinity is not JSON at all: refused by the reader, before any field is looked at
+    why = "Infinity is not a JSON value" if budget == {"reset_after_seconds": float("inf")} else f"private.{next(iter(budget))}:"
+    assert f"{path}: {why}" in line and "fix the file" in line
     assert path.read_bytes() == before
     path.write_text(json.dumps({"private": {"read_timeout_ms": 3000, "reset_after_seconds": 12.5}}))
     assert cli("recall", "deploy", "--agent", "ada").exit_code == 0  # positive control: a sane file works
