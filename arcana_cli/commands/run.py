@@ -9,7 +9,7 @@ import typer
 from arcana_cli.command import add_commands, command
 from arcana_cli.context import CliContext
 from arcana_cli.federated import agent_federation
-from arcana_cli.output import Out, text_or_stdin
+from arcana_cli.output import Out, printable, text_or_stdin
 
 
 class _Streamed:
@@ -20,7 +20,7 @@ class _Streamed:
         self.open = False
 
     def chunk(self, text: str) -> None:
-        sys.stdout.write(text)
+        sys.stdout.write(printable(text))  # a model can repeat a memory's escape sequence or override
         sys.stdout.flush()
         self.open = True
 
@@ -82,7 +82,7 @@ async def run_(
 
     def context_shown(context) -> None:
         if show_context:
-            sys.stderr.write((context.text or "(no memories recalled)") + "\n")
+            sys.stderr.write(printable(context.text or "(no memories recalled)") + "\n")
             sys.stderr.flush()
 
     streamed = _Streamed()
