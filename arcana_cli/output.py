@@ -50,23 +50,23 @@ def _plain(value: Any) -> Any:
 _CHUNK = 64 * 1024
 # Terminal control characters (C0 but newline and tab, DEL, C1): a memory, a note or a file name is
 # someone else's text, and an escape sequence in it must not restyle, move or clear the reader's
-# terminal. Human output shows them escaped; JSON already does (\u001b).
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+# terminal. Direction controls (embeddings, overrides, isolates, marks) are obeyed by a page and by
+# bidi-aware terminals alike: "\u202egnp.exe" reads as "exe.png". Invisible characters (zero-width
+# space, word joiner, a BOM, line/paragraph separators) make two different texts look the same.
+# Human output shows all of them escaped; JSON keeps the text exact. Joiners (U+200C/D) are left:
+# emoji sequences and several scripts need them.
+_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200b\u200e\u200f\u2028-\u202e\u2060-\u2064\u2066-\u2069\ufeff]")
+
+
+def _escaped(match: re.Match) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 
 
 def printable(text: str) -> str:
-    """``text`` with every terminal control character shown as ``\\xNN``."""
-    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
-
-
-# Bidirectional embeddings, overrides and isolates: a page (unlike a terminal) obeys them, so a
-# right-to-left override turns what follows it around ("\u202egnp.exe" reads as "exe.png").
-_DIRECTION = re.compile("[\u202a-\u202e\u2066-\u2069]")
-
-
-def legible(text: str) -> str:
-    """``text`` as :func:`printable` shows it, with every direction control shown as ``\\uNNNN`` too."""
-    return _DIRECTION.sub(lambda m: f"\\u{ord(m.group()):04x}", printable(text))
+    """``text`` with every terminal control character shown as ``\\xNN`` and every direction control
+    or invisible character as ``\\uNNNN``: for the terminal and the web view alike."""
+    return _UNSAFE.sub(_escaped, text)
 
 
 def emit(text: str) -> None:

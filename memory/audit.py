@@ -131,6 +131,6 @@ def _lines_backwards(path: Path):
 def _event(line: str) -> dict:
     try:
         record = json.loads(line)
-    except ValueError:
+    except (ValueError, RecursionError):  # nested past the parser's depth: the web view's /audit was a 500
         record = None
     return record if isinstance(record, dict) else {"event": "unreadable line", "line": line[:200]}

@@ -20,6 +20,7 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator, model_validator
 
+from memory import strict_json
 from memory.errors import ConfigError, InvalidRequestError, NotFoundError, UnsetVariableError
 from memory.home import is_safe_name, loaded_name, private_dir, replace_file
 from memory.limits import MAX_CONTENT_BYTES
@@ -486,44 +487,18 @@ def _describe(exc: ValidationError) -> str:
     return f"{location}: {message}" if location else message
 
 
-class DuplicateKeyError(ValueError):
-    """A key given twice in one JSON object of a config file."""
-
-
-def unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    """A ``json.loads`` object hook that raises DuplicateKeyError on a key given twice in one object."""
-    seen: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in seen:
-            raise DuplicateKeyError(key)
-        seen[key] = value
-    return seen
-
-
 def parse_json_file(path: Path, text: str, fix: str = "fix the file (arcana config validate)", what: str = "") -> Any:
     """``text`` (the file at ``path``) as JSON, or a one-line ConfigError naming the file (and ``what``
     it is: "invalid agent card: invalid JSON …").
 
-    A key given twice in one object is refused: JSON parsers keep only the last, so
-    a hand-added second ``"pools"`` block hid the first without a word, and the next
-    write (``config set``, ``agent set``) dropped it from the file for good.
+    Read by :func:`memory.strict_json.loads`: a key given twice (a hand-added second
+    ``"pools"`` block hid the first, and the next write dropped it for good), NaN,
+    1e400 and a number of 5,000 digits (a traceback from every command) are refused.
     """
-    if text.startswith("\ufeff"):  # json's own words were "Unexpected UTF-8 BOM (decode using utf-8-sig)"
-        raise ConfigError(f"{path}: {what}starts with a byte-order mark (an editor's \"UTF-8 with BOM\"); "
-                          "re-save it as plain UTF-8 — it was not changed")
     try:
-        return json.loads(text, object_pairs_hook=unique_keys)
-    except RecursionError:
-        raise ConfigError(f"{path}: {what}nested too deeply to be an Arcana file; {fix} — it was not changed") from None
-    except json.JSONDecodeError as exc:
-        raise ConfigError(
-            f"{path}: {what}invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}; {fix} — it was not changed"
-        ) from exc
-    except DuplicateKeyError as exc:
-        raise ConfigError(
-            f"{path}: {what}the key {str(exc)!r} is given twice in one object (only the last would count); "
-            "merge the two into one — the file was not changed"
-        ) from None
+        return strict_json.loads(text)
+    except strict_json.JSONRefused as exc:
+        raise ConfigError(f"{path}: {what}{exc}; {exc.fix or fix} — it was not changed") from None
 
 
 def load_config(path: Path) -> ArcanaConfig:
@@ -538,15 +513,10 @@ def load_config(path: Path) -> ArcanaConfig:
 
 def read_utf8(path: Path) -> str:
     """A config file's text; bytes that are not UTF-8 (a UTF-16 save) are a ConfigError naming the file."""
-    data = path.read_bytes()
     try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        hint = ", a UTF-16 byte-order mark" if data[:2] in (b"\xff\xfe", b"\xfe\xff") else ""
-        raise ConfigError(
-            f"{path}: not UTF-8 (byte 0x{data[exc.start]:02x} at offset {exc.start}{hint}); "
-            "re-save the file as UTF-8 — it was not changed"
-        ) from None
+        return strict_json.decode(path.read_bytes())
+    except strict_json.JSONRefused as exc:
+        raise ConfigError(f"{path}: {exc}; re-save the file as UTF-8 — it was not changed") from None
 
 
 def parse_config(raw: Any, path: Path | str = "config.json") -> ArcanaConfig:
@@ -653,11 +623,11 @@ def get_key(config: ArcanaConfig, key: str) -> Any:
 def parse_value(text: str) -> Any:
     """JSON when it parses (numbers, booleans, null, lists), otherwise the raw string."""
     try:
-        return json.loads(text)
-    except RecursionError:
-        raise InvalidRequestError("the value is nested too deeply to be a config value") from None
-    except json.JSONDecodeError:
+        return strict_json.loads(text)
+    except strict_json.NotJSON:
         return text
+    except strict_json.JSONRefused as exc:  # 5,000 digits was a traceback; NaN was read as a float
+        raise InvalidRequestError(f"the value cannot be a config value: {exc}") from None
 
 
 def set_key(config: ArcanaConfig, key: str, value: Any) -> ArcanaConfig:

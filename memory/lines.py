@@ -9,9 +9,10 @@ allowed, whatever the file's size.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from typing import IO, Any
+
+from memory import strict_json
 
 CHUNK = 1 << 20  # how much of an over-long line is read at a time while skipping it
 
@@ -57,8 +58,6 @@ def decode(raw: bytes) -> str:
 def loads(text: str) -> Any:
     """One line's JSON value; ValueError saying why it is not one (nesting too deep included)."""
     try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"not JSON ({exc.msg} at column {exc.colno})") from None
-    except RecursionError:
-        raise ValueError("nested too deeply to be a record") from None
+        return strict_json.loads(text)
+    except strict_json.JSONRefused as exc:  # NaN, a 5,000-digit number or a key twice, as much as bad JSON
+        raise ValueError(f"not JSON ({exc})") from None

@@ -99,6 +99,15 @@ def _agent_str(value: Any) -> Any:
 EARLIEST, LATEST = datetime(1700, 1, 1, tzinfo=UTC), datetime(2200, 1, 1, tzinfo=UTC)
 
 
+def stored_moment(at: object) -> float | None:
+    """``at`` when it is a time (epoch seconds a memory could hold), else None ("?"/"never"): a damaged
+    status file ("at": "2024-05-01", or 1e300) failed `quarantine list`, `doctor` and `vault status`
+    with a traceback."""
+    if isinstance(at, (int, float)) and not isinstance(at, bool) and EARLIEST.timestamp() <= at < LATEST.timestamp():
+        return float(at)
+    return None
+
+
 TIME_FIELDS = ("created_at", "updated_at", "last_accessed_at", "valid_from", "valid_to")
 """A memory's times: stored as epoch seconds, given and shown as ISO 8601."""
 

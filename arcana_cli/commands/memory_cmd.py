@@ -46,11 +46,18 @@ async def list_(
     limit: Annotated[int, typer.Option("--limit", "-n", min=1, max=10_000, help="Most rows to show.")] = 50,
 ) -> None:
     """List an agent's (or a pool's) current memories: pinned, then importance, then newest."""
+    from memory.operator.edits import NoStoreYet
+
     query = MemoryQuery(types=type_ or None, limit=limit)
-    async with target_store(cli, agent, pool, global_) as editor:
-        # Filtered in SQL, before the limit; a listing is not a recall hit.
-        audience = Audience.OPERATOR if all_ else Audience.LISTING
-        entries = await editor.store.search(query, audience=audience, include_archived=archived)
+    try:
+        async with target_store(cli, agent, pool, global_) as editor:
+            # Filtered in SQL, before the limit; a listing is not a recall hit.
+            audience = Audience.OPERATOR if all_ else Audience.LISTING
+            entries = await editor.store.search(query, audience=audience, include_archived=archived)
+    except NoStoreYet:
+        if pool or global_:  # a shared tier with no store is said (exit 3), as before
+            raise
+        entries = []  # an agent that has stored nothing yet lists nothing
     out.data([entry_json(e) for e in entries], columns=LIST_COLUMNS, rows=lambda: list_rows(entries))
 
 

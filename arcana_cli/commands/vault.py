@@ -14,7 +14,7 @@ import typer
 from arcana_cli import exit_codes
 from arcana_cli.command import add_commands, command
 from arcana_cli.context import CliContext
-from arcana_cli.output import Out, YesOpt, confirm, err, given_path, to_jsonable
+from arcana_cli.output import Out, YesOpt, confirm, err, given_path, printable, to_jsonable
 from arcana_cli.render import entry_json, snippet
 from memory.errors import NotFoundError
 
@@ -193,7 +193,7 @@ async def watch(
         raise NotFoundError("no vaults registered; add one with `arcana vault add PATH --name N`")
 
     def line(text: str, data: dict) -> None:
-        sys.stdout.write((json.dumps(to_jsonable(data), ensure_ascii=False) if out.json_mode else text) + "\n")
+        sys.stdout.write((json.dumps(to_jsonable(data), ensure_ascii=False) if out.json_mode else printable(text)) + "\n")
         sys.stdout.flush()
 
     stop = asyncio.Event()

@@ -11,7 +11,7 @@ from markupsafe import Markup
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
-from arcana_cli.output import legible
+from arcana_cli.output import printable
 from arcana_cli.ui import params, plots
 from arcana_cli.ui.reads import ListRequest, Reader
 from arcana_cli.ui.targets import Target
@@ -19,17 +19,17 @@ from memory.operator.edits import Edit, open_editor
 from memory.types import MAX_QUERY_LIMIT, MemoryEntry, MemoryType, RetrievalMode, Visibility
 
 
-def _legible(value):
+def _printable(value):
     """Every value a page prints shows its control and direction characters as escapes instead of
     obeying them: memory text, tags, note names and echoed parameters are someone else's text.
     Markup too (a joined list, an SVG's labels): an escape adds no markup of its own."""
     if isinstance(value, Markup):
-        return Markup(legible(str(value)))
-    return legible(value) if isinstance(value, str) else value
+        return Markup(printable(str(value)))
+    return printable(value) if isinstance(value, str) else value
 
 
 TEMPLATES = Environment(loader=PackageLoader("arcana_cli.ui", "templates"), autoescape=select_autoescape(default=True),
-                        finalize=_legible)
+                        finalize=_printable)
 TEMPLATES.globals["qs"] = lambda **kw: urlencode(kw)
 
 # action -> (button, the core edit, what the done message says, what the confirmation explains)

@@ -112,6 +112,11 @@ class Reader:
     def card(self, target: Target) -> AgentCard:
         return AgentRegistry(self.home).resolve(target.name)
 
+    def _no_store_yet(self, target: Target) -> bool:
+        """An agent whose memory.db is not made yet: its pages are empty (opening it made it; a shared
+        tier's missing store is the editor's 404, as before)."""
+        return target.kind == "agent" and not self.home.agent_db(self.card(target).id).exists()
+
     # -- memory lists -------------------------------------------------------
 
     async def memories(self, target: Target, ask: ListRequest) -> Listing:
@@ -119,6 +124,8 @@ class Reader:
             return await self._recall(target, ask)
         query = MemoryQuery(types=ask.types or None, tags=ask.tags or None, since=ask.since, limit=ask.per + 1)
         audience = Audience.OPERATOR if ask.operator else Audience.LISTING
+        if self._no_store_yet(target):
+            return Listing.cut([], ask.per, how="no memories yet")
         async with open_editor(self.home, self.config, target.operator, actor=ACTOR) as editor:
             if ask.text:  # the operator's search: every row of the store, by keyword (as `memory list --all`)
                 searched = MemoryQuery(  # built, not copied: the core's bounds are checked
@@ -222,6 +229,8 @@ class Reader:
 
     async def activity(self, target: Target) -> Activity:
         """Growth (the ledger summed once, then only its new rows) and recall activity of one store."""
+        if self._no_store_yet(target):
+            return Activity(Growth())
         async with open_editor(self.home, self.config, target.operator, actor=ACTOR) as editor:
             store = editor.store
             key = (str(store.path), _inode(store.path))

@@ -22,7 +22,7 @@ from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
-from memory import agent_lock
+from memory import agent_lock, strict_json
 from memory.errors import BackupError, InvalidRequestError, NotFoundError, RestoreRefusedError
 from memory.home import PRIVATE_FILE, Home, private_dir
 from memory.migrations.backup import online_copy
@@ -294,10 +294,10 @@ def read_manifest(folder: Path) -> BackupManifest:
     if where.is_symlink():
         raise BackupError(f"{where} is a symlink; the backup cannot be trusted")
     try:
-        body = json.loads(where.read_text(encoding="utf-8"))
-    except RecursionError:
-        raise BackupError(f"{where} is nested too deeply to be a manifest; the backup cannot be trusted") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        body = strict_json.loads(strict_json.decode(where.read_bytes()))
+    except OSError as exc:
+        raise BackupError(f"{where} is unreadable ({exc.strerror}); the backup cannot be trusted") from None
+    except strict_json.JSONRefused as exc:  # a 5,000-digit number was a traceback, not this
         raise BackupError(f"{where} is unreadable ({exc}); the backup cannot be trusted") from None
     if not isinstance(body, dict) or body.get("format") != FORMAT:
         raise BackupError(f"{where} is not an {FORMAT} manifest")

@@ -14,7 +14,6 @@ import contextlib
 import difflib
 import errno
 import json
-import math
 import os
 import re
 import shutil
@@ -24,7 +23,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from memory.config import DuplicateKeyError, unique_keys
+from memory import strict_json
 from memory.errors import ConfigError, InvalidRequestError
 from memory.home import staged_file
 from memory.hosts import Host, claude_code
@@ -186,56 +185,17 @@ def _read(path: Path) -> tuple[str | None, dict[str, Any]]:
     fix = "fix the file (or move it aside) and run again; nothing was written"
     if len(raw) > MAX_CONFIG_BYTES:
         raise ConfigError(f"{path}: larger than {MAX_CONFIG_BYTES >> 20} MiB, not a host configuration; {fix}")
+    # Trigger: a hand-edited file gives a key twice, NaN, 1e400 or a number of 5,000 digits.
+    # Why: json kept the last key only and wrote NaN/Infinity back, so the merged file lost servers or
+    # broke the host; the long number was a traceback. Outcome: refused, named, nothing written.
     try:
-        text = raw.decode("utf-8")
-        data = (json.loads(text, parse_constant=_no_constant, parse_float=_finite, parse_int=_whole,
-                           object_pairs_hook=unique_keys)
-                if text.strip() else {})
-    except DuplicateKeyError as exc:
-        # Trigger: a hand-edited file gives a key twice ("mcpServers" pasted in a second time).
-        # Why: json keeps the last only, so the merged file, written back, lost the first one's servers.
-        # Outcome: refused, naming the key; the user merges the two.
-        raise ConfigError(f"{path}: the key {str(exc)!r} is given twice in one object (only the last would be "
-                          f"kept); merge the two into one and run again; nothing was written") from None
-    except _Unwritable as exc:
-        raise ConfigError(f"{path}: {exc}; {fix}") from None
-    except UnicodeDecodeError as exc:
-        raise ConfigError(f"{path}: not UTF-8 (byte 0x{raw[exc.start]:02x} at offset {exc.start}); {fix}") from None
-    except json.JSONDecodeError as exc:
-        raise ConfigError(f"{path}: not valid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno}); {fix}") from None
-    except RecursionError:
-        raise ConfigError(f"{path}: nested too deeply to parse; {fix}") from None
+        text = strict_json.decode(raw)
+        data = strict_json.loads(text) if text.strip() else {}
+    except strict_json.JSONRefused as exc:
+        raise ConfigError(f"{path}: {exc}; {exc.fix + ' and run again; nothing was written' if exc.fix else fix}") from None
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: holds a JSON {type(data).__name__}, expected an object; {fix}")
     return text, data
-
-
-class _Unwritable(ValueError):
-    """A value Python's json reads but JSON cannot hold: written back, it would break the file."""
-
-
-def _no_constant(name: str):
-    # Trigger: NaN or Infinity in the file. Why: Python reads them, JSON has no such values, and the
-    # merged file kept them, still broken for the host. Outcome: refused like any other malformed file.
-    raise _Unwritable(f"not valid JSON ({name} is not a JSON value)")
-
-
-def _finite(text: str) -> float:
-    # Trigger: a number past a double's range (1e400). Why: it reads as inf, which json.dumps wrote
-    # out as Infinity: the host could no longer read the file at all. Outcome: refused, named.
-    value = float(text)
-    if math.isinf(value):
-        raise _Unwritable(f"the number {text[:40]} is too large to keep (it would be written as Infinity, not JSON)")
-    return value
-
-
-def _whole(text: str) -> int:
-    # Trigger: a whole number of more digits than Python converts (4,300). Why: int() raised a bare
-    # ValueError out of the parse: a traceback, exit 1. Outcome: refused, named, like 1e400.
-    try:
-        return int(text)
-    except ValueError:
-        raise _Unwritable(f"the number {text[:20]}… has {len(text)} digits, too many to keep") from None
 
 
 def _indent_of(text: str | None) -> int | str:

@@ -21,7 +21,7 @@ from memory.errors import NotFoundError
 from memory.home import Home
 from memory.sqlite.quarantine import META, insert_missing, salvage
 from memory.store_kinds import kind_of
-from memory.types import EARLIEST, LATEST
+from memory.types import stored_moment
 
 _LEGACY_NAME = re.compile(r"^(?P<parent>[^-]+)-(?P<stem>.+)-\d{8}T\d{6}(?:-\d+)?$")
 
@@ -72,17 +72,9 @@ def load(home: Home, folder: Path) -> Quarantined:
     """The quarantined store in ``folder``."""
     try:
         meta = json.loads((folder / META).read_text(encoding="utf-8"))
-        return Quarantined(folder.name, folder, Path(meta["database"]), str(meta.get("reason", "")), _moment(meta.get("at")))
+        return Quarantined(folder.name, folder, Path(meta["database"]), str(meta.get("reason", "")), stored_moment(meta.get("at")))
     except (OSError, ValueError, KeyError, TypeError):
         return Quarantined(folder.name, folder, _legacy_origin(home, folder.name), "unknown (no quarantine.json)", None)
-
-
-def _moment(at: object) -> float | None:
-    """``at`` when it is a time (epoch seconds a memory could hold), else None ("?"): a damaged
-    quarantine.json ("at": "2024-05-01", or 1e300) failed quarantine list and doctor with a traceback."""
-    if isinstance(at, (int, float)) and not isinstance(at, bool) and EARLIEST.timestamp() <= at < LATEST.timestamp():
-        return float(at)
-    return None
 
 
 def list_quarantined(home: Home) -> list[Quarantined]:

@@ -834,14 +834,19 @@ class OperatorTarget:
             raise InvalidRequestError("say whose memory: give --agent (or --pool / --global)")
 
 
+class NoStoreYet(NotFoundError):
+    """The store an operator names has not been made yet: there is nothing in it to read or edit."""
+
+
 @asynccontextmanager
 async def open_editor(home: Home, config: ArcanaConfig, target: OperatorTarget, *, actor: str = "library"):
     """A connected :class:`MemoryEditor` on ``target``; a pool or the global tier wins over an agent.
 
     An agent's editor reaches the global copies its promotion made. Shared
     tiers can hold a poisoned or wrong memory too; this is how an operator
-    hides, fixes or purges it there. An unknown agent or pool, or a shared
-    tier with no memories yet, is :class:`NotFoundError`.
+    hides, fixes or purges it there. An unknown agent or pool is
+    :class:`NotFoundError`; a store not made yet (an agent's, a shared tier's)
+    is :class:`NoStoreYet`, never made here: a read must leave the home as it was.
     """
     from memory.agent_lock import connect_agent_store
     from memory.agents import AgentRegistry
@@ -850,6 +855,8 @@ async def open_editor(home: Home, config: ArcanaConfig, target: OperatorTarget, 
     card = None
     if not (target.pool or target.global_):
         card = AgentRegistry(home).resolve(target.agent)
+        if not home.agent_db(card.id).exists():  # opening it made it: a web view page or `memory list` left a store
+            raise NoStoreYet(f"agent {card.name} has no memories yet ({home.agent_db(card.id)})")
         store = open_store(home, StoreKind.PRIVATE, card.id, actor=actor)
         editor = MemoryEditor(store, copies=GlobalCopies.of_home(home, config, actor=actor), embedding=(home, config))
     else:
@@ -860,7 +867,7 @@ async def open_editor(home: Home, config: ArcanaConfig, target: OperatorTarget, 
         kind = StoreKind.POOL if target.pool else StoreKind.GLOBAL
         store = open_tier(home, kind, target.pool, config=config, actor=actor)
         if server_url(config, kind, target.pool) is None and not store.path.exists():  # a server tier always exists
-            raise NotFoundError(f"{'pool ' + target.pool if target.pool else 'the global tier'} has no memories yet ({store.path})")
+            raise NoStoreYet(f"{'pool ' + target.pool if target.pool else 'the global tier'} has no memories yet ({store.path})")
         editor = MemoryEditor(store, embedding=(home, config))
     try:
         if card is not None:  # an agent deleted since it was resolved is not made again, card-less and empty

@@ -17,13 +17,16 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from memory import strict_json
 from memory.home import private_dir, replace_file
 
 
 def read_state(path: Path) -> dict[str, Any]:
+    """The state, or {} when there is none or it cannot be read: a status, rebuilt by the next index
+    or watch. Read strictly: a file nested past the parser's depth was a traceback from `vault status`."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        data = strict_json.loads(strict_json.decode(path.read_bytes()))
+    except (OSError, strict_json.JSONRefused):
         return {}
     return data if isinstance(data, dict) else {}
 

@@ -9,6 +9,7 @@ from memory.graph.edges import EdgeStore
 from memory.graph.wikilinks import WIKILINK_SOURCE
 from memory.vaults.indexer import open_store
 from memory.vaults.registry import Vault
+from memory.types import stored_moment
 from memory.vaults.state import pid_alive, read_state
 
 
@@ -61,15 +62,15 @@ async def vault_status(vault: Vault) -> VaultStatus:
         indexed=vault.db_path.exists(),
         notes_indexed=notes,
         edges=edges,
-        last_indexed_at=state.get("last_indexed_at"),
-        last_index=state.get("last_index"),
-        last_error=state.get("last_error"),
+        last_indexed_at=stored_moment(state.get("last_indexed_at")),
+        last_index=state.get("last_index") if isinstance(state.get("last_index"), dict) else None,
+        last_error=state.get("last_error") if isinstance(state.get("last_error"), str) else None,
         watch=WatchStatus(
             running=pid_alive(pid),
             pid=pid if pid_alive(pid) else None,
-            started_at=state.get("watch_started_at"),
-            stopped_at=state.get("watch_stopped_at"),
-            last_event_at=state.get("last_event_at"),
-            folder_missing_since=state.get("folder_missing_since"),
+            started_at=stored_moment(state.get("watch_started_at")),
+            stopped_at=stored_moment(state.get("watch_stopped_at")),
+            last_event_at=stored_moment(state.get("last_event_at")),
+            folder_missing_since=stored_moment(state.get("folder_missing_since")),
         ),
     )

@@ -88,6 +88,10 @@ def test_keys_lists_every_settable_key(cli):
         ('{"recall": {"limit": -3}}', "recall.limit"),
         ('{"recal": {}}', "recal"),
         ("[1, 2]", "top level"),
+        # Python's json reads these; they were a traceback (int()'s 4,300 digits) or a float JSON has not
+        ('{"memory": {"consolidate_every": ' + "1" * 5000 + "}}", "5000 digits"),
+        ('{"embedding": {"vector_weight": NaN}}', "NaN is not a JSON value"),
+        ('{"embedding": {"vector_weight": 1e400}}', "too large"),
     ],
 )
 def test_malformed_config_is_one_line_exit_4_and_untouched(cli, config_path, content, named):
@@ -101,6 +105,17 @@ def test_malformed_config_is_one_line_exit_4_and_untouched(cli, config_path, con
         assert len(lines) == 1 and str(config_path) in lines[0] and named in lines[0], (args, lines)
         assert result.stdout == ""
         assert config_path.read_text() == content
+
+
+def test_a_config_value_json_cannot_keep_is_refused_and_an_ordinary_one_is_set(cli, config_path):
+    """`config set` read its value with json.loads: 5,000 digits raised out of int() (a traceback)."""
+    assert cli("init").exit_code == 0
+    before = config_path.read_text()
+    refused = cli("config", "set", "memory.consolidate_every", "1" * 5000)
+    assert refused.exit_code == 2 and refused.stderr.count("\n") == 1 and "5000 digits" in refused.stderr
+    assert config_path.read_text() == before
+    assert cli("config", "set", "memory.consolidate_every", "7").exit_code == 0
+    assert cli("config", "get", "memory.consolidate_every").stdout.strip() == "7"
 
 
 def test_validate_ok_and_missing(cli, config_path):

@@ -136,6 +136,25 @@ def test_malformed_lines_are_named_good_ones_imported_and_exit_2(arcana_home, ot
     assert all(line.startswith("arcana: error: ") for line in lenient.stderr.splitlines())
 
 
+def test_a_line_json_cannot_keep_is_named_and_the_other_lines_imported(arcana_home, other_home, cli, tmp_path):
+    """A 5,000-digit importance was named with Python's own advice (sys.set_int_max_str_digits), and
+    NaN was read as a float; both are now a named bad line, the good lines still imported."""
+    keyword_only(arcana_home)
+    _, originals = seed(arcana_home, "ada", varied)
+    dump = tmp_path / "ada.jsonl"
+    assert cli("export", "--agent", "ada", "-o", str(dump)).exit_code == 0
+    lines = dump.read_text(encoding="utf-8").splitlines()
+    lines[1] = lines[1].replace('"importance": ', '"importance": ' + "1" * 5000 + ', "was": ', 1)
+    lines[2] = lines[2].replace('"importance": ', '"importance": NaN, "was": ', 1)
+    dump.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    result = cli("--home", str(other_home.root), "import", str(dump), "--agent", "ada")
+    assert result.exit_code == 2
+    assert "line 2: not JSON (the number 1111" in result.stderr and "5000 digits" in result.stderr
+    assert "line 3: not JSON (NaN is not a JSON value)" in result.stderr
+    assert "set_int_max_str_digits" not in result.stderr
+    assert len(stored(other_home, "ada")) == len(originals) - 2 > 0
+
+
 def test_a_record_with_a_wrong_field_is_named_by_that_field_not_by_one_it_left_out(arcana_home, other_home, cli,
                                                                                     tmp_path):
     """``{"memory": {"content": 42}}`` was reported as "invalid agent_id: Field required" (pydantic's first

@@ -45,3 +45,14 @@ def test_appenders_rotating_at_once_lose_no_line(tmp_path):
     assert sorted((e["writer"], e["n"]) for e in seen) == sorted((f"w{i}", n) for i in range(WRITERS) for n in range(LINES))
     newest = AuditLog(path, keep=len(files)).newest(limit=WRITERS * LINES)
     assert len(newest) == WRITERS * LINES  # and the reader finds them all, through the rotated files
+
+
+def test_a_line_nested_past_the_parsers_depth_is_shown_unreadable_not_raised(tmp_path):
+    """json.loads raised RecursionError on such a line, which `_event` did not catch: every page of the
+    web view's /audit that reached it was a 500, hiding the events around it."""
+    log = AuditLog(tmp_path / "audit.jsonl")
+    log.append("before")
+    with log.path.open("a") as handle:
+        handle.write('{"event": "deep", "x": ' + "[" * 100_000 + "]" * 100_000 + "}\n")
+    log.append("after")
+    assert [e["event"] for e in log.newest()] == ["after", "unreadable line", "before"]

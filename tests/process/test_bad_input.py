@@ -379,6 +379,31 @@ def test_the_manual_cron_line_works_as_written_without_prune_config(cli, arcana_
     assert archived == {"barely worth keeping": True, "worth keeping": False}  # archived, not purged
 
 
+@pytest.mark.parametrize("state", ['{"last_event_at": 1e300, "watch_started_at": "2024-05-01", "last_error": 5}',
+                                   "[" * 100_000 + "]" * 100_000])
+def test_vault_status_reads_a_damaged_state_file_as_unknown_not_a_traceback(cli, tmp_path, no_embedder, arcana_home, state):
+    """A state file with a time past time_t (OverflowError) or nested past the parser's depth
+    (RecursionError) made `vault status` a traceback; now such values read as never/none."""
+    from memory.vaults.registry import VaultRegistry
+
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "a.md").write_text("# A\n")
+    assert cli("vault", "add", str(notes), "--name", "n").exit_code == 0
+    assert cli("vault", "index", "n").exit_code == 0
+    vault = VaultRegistry(arcana_home).get("n")
+    good = json.loads(cli("vault", "status", "n", "--json").stdout)
+    assert good["last_indexed_at"] and good["notes_indexed"] == 1  # the control: an index recorded
+    vault.state_path.write_text(state)
+    for args in (("vault", "status", "n"), ("vault", "status", "n", "--json")):
+        result = cli(*args)
+        no_traceback(result)
+        assert result.exit_code == 0, result.output
+    shown = json.loads(result.stdout)
+    assert shown["notes_indexed"] == 1 and shown["last_error"] is None
+    assert shown["watch"]["last_event_at"] is None and shown["watch"]["started_at"] is None
+
+
 def test_vault_status_forgets_an_old_error_after_a_later_success(cli, tmp_path, no_embedder, arcana_home):
     from memory.vaults.registry import VaultRegistry
     from memory.vaults.state import update_state
@@ -477,7 +502,9 @@ def test_a_budget_that_is_no_number_or_no_budget_exits_4_naming_the_field(cli, a
     no_traceback(result)
     assert result.exit_code == exit_codes.CONFIG, result.output
     [line] = result.stderr.splitlines()
-    assert f"{path}: private.{next(iter(budget))}:" in line and "fix the file" in line
+    # Infinity is not JSON at all: refused by the reader, before any field is looked at
+    why = "Infinity is not a JSON value" if budget == {"reset_after_seconds": float("inf")} else f"private.{next(iter(budget))}:"
+    assert f"{path}: {why}" in line and "fix the file" in line
     assert path.read_bytes() == before
     path.write_text(json.dumps({"private": {"read_timeout_ms": 3000, "reset_after_seconds": 12.5}}))
     assert cli("recall", "deploy", "--agent", "ada").exit_code == 0  # positive control: a sane file works

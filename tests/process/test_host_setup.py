@@ -132,7 +132,7 @@ def test_write_keeps_the_users_servers_and_hooks_backs_up_shows_a_diff_and_twice
     assert save["timeout"] == 120 and save["command"].endswith(f"host save claude-code --agent {agent_id('ops')}")
 
 
-@pytest.mark.parametrize("text, why", [("{\"hooks\": {", "not valid JSON"), ('{"hooks": []}', "'hooks' is a list"),
+@pytest.mark.parametrize("text, why", [("{\"hooks\": {", "invalid JSON at line 1"), ('{"hooks": []}', "'hooks' is a list"),
                                        ("[1, 2]", "expected an object"),
                                        # Python reads these, JSON has no such value: the merge wrote them back
                                        # (1e400 as Infinity), a file the host could no longer read at all

@@ -104,6 +104,19 @@ def test_a_malformed_manifest_is_one_line_not_a_traceback(cli, tmp_path, fresh, 
     assert not fresh.exists()
 
 
+def test_a_manifest_number_past_int_digits_is_one_line_and_the_same_backup_verifies(cli, tmp_path, fresh, no_embedder):
+    """A 5,000-digit "version" raised out of int() inside json.loads: a traceback from verify and restore."""
+    folder = _backup(cli, tmp_path)
+    assert cli("backup", str(folder), "--verify").exit_code == 0
+    good = (folder / "manifest.json").read_text()
+    (folder / "manifest.json").write_text(good.replace('"version": 1', '"version": ' + "1" * 5000, 1))
+    for args in (("backup", str(folder), "--verify"), ("--home", str(fresh), "restore", str(folder))):
+        result = cli(*args)
+        assert result.exit_code == exit_codes.FAILURE, args
+        assert result.stderr.startswith("arcana: error:") and "5000 digits" in result.stderr, result.stderr
+    assert not fresh.exists()
+
+
 def test_a_nested_manifest_is_one_line(cli, tmp_path, fresh, no_embedder):
     folder = _backup(cli, tmp_path)
     (folder / "manifest.json").write_text("[" * 100_000 + "]" * 100_000)

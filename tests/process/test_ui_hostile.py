@@ -9,6 +9,7 @@ shows the ordinary one.
 from __future__ import annotations
 
 import http.client
+import json
 import re
 from urllib.parse import quote, urlsplit
 
@@ -391,3 +392,21 @@ async def test_the_page_the_cli_and_mcp_history_name_the_same_changed_fields(ser
     assert shown == said and len(said) == 4 and said[0][2] == "(created)" and said[1][2] == "pinned, tags", said
     table = arcana("memory", "history", stocked["bike"], "--agent", "alice")
     assert all(what in table for _, _, what in said) and "visibility" in table
+
+
+def test_reading_an_agent_with_no_store_yet_makes_none(server, arcana_home, cli):
+    """The memories and activity pages of an agent that had stored nothing opened its private store to
+    read it, and so made memory.db: a read changed the home. Now they are empty and make nothing."""
+    url, _, _ = server
+    client = Client(url)
+    card = made(cli, "agent", "create", "carol")
+    store = arcana_home.agent_db(card["id"])
+    for path in ("/memories?agent=carol", "/activity?agent=carol"):
+        status, _, page = client.get(path)
+        assert status == 200, (path, page[:500])
+    listed = cli("memory", "list", "--agent", "carol", "--json")
+    assert (listed.exit_code, json.loads(listed.stdout)) == (0, [])
+    assert not store.exists() and not store.parent.joinpath("memory.db-wal").exists()
+    status, _, page = client.get("/memories?agent=alice")  # the control: an agent's store is read as before
+    assert status == 200 and "Alice prefers green tea in the morning" in page
+    assert json.loads(cli("memory", "list", "--agent", "alice", "--json").stdout)
