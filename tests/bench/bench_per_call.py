@@ -6,7 +6,8 @@ migrations, real sqlite-vec). Timed, median of many calls on the same file:
 - baseline: ``SQLiteAdapter.get`` of one id (an index lookup: flat by design);
 - the live count the consolidation check asks after every ``arcana run`` turn
   that wrote (``count(include_archived=False)``), and the census the web
-  view's first page takes of every store it lists (``census()``); beside
+  view's first page takes of every store it lists (``census()``), and the
+  memories a session wrote, asked when it closes (``written_in_session``); beside
   each, the statement v9 ran for it (an aggregate over every row), on the
   same file, so before and after come from one run.
 
@@ -31,6 +32,8 @@ from bench_scale import build, load
 from bench_semantic import models_root
 
 from memory.embedding.fastembed import FastEmbedEmbedder
+from memory.runtime.sessions import SUMMARY_TAG
+from memory.sqlite.admission import SQLITE
 
 # What v9 ran, kept here only to measure against (v10 reads the census row: memory/sqlite/inspection.py).
 V9_LIVE = "SELECT count(*) FROM memories WHERE archived = 0"
@@ -39,6 +42,10 @@ V9_CENSUS = (
     "coalesce(sum(visibility = 'visible' AND archived = 0 AND valid_to IS NULL), 0), "
     "coalesce(sum(archived != 0), 0), coalesce(sum(visibility = 'hidden'), 0), coalesce(sum(visibility = 'private'), 0), "
     "coalesce(sum(valid_to IS NOT NULL), 0) FROM memories"
+)
+V9_SESSION = (
+    "SELECT m.id FROM memories m WHERE m.source_session_id = ? AND m.archived = 0 AND m.valid_to IS NULL "
+    f"AND NOT {SQLITE.has_tag.format(col='m.tags')} ORDER BY m.seq"
 )
 
 
@@ -57,17 +64,19 @@ async def bench_size(n: int, calls: int, root: Path, model: FastEmbedEmbedder) -
     _, _, store = await build(n, root / f"size-{n}", model)
     some = await store.run(lambda raw: raw.execute("SELECT id FROM memories WHERE seq = ?", (n // 2,)).fetchone()[0])
 
-    def v9(sql: str):
-        return lambda: store.run(lambda raw: raw.execute(sql).fetchone())
+    def v9(sql: str, *params):
+        return lambda: store.run(lambda raw: raw.execute(sql, params).fetchall())
 
     live = await store.count(include_archived=False)
-    assert live == (await v9(V9_LIVE)())[0], "the census row disagrees with the table"
-    assert astuple(await store.census()) == tuple(await v9(V9_CENSUS)()), "the census row disagrees"
+    assert live == (await v9(V9_LIVE)())[0][0], "the census row disagrees with the table"
+    assert astuple(await store.census()) == tuple((await v9(V9_CENSUS)())[0]), "the census row disagrees"
     base = await median_ms(lambda: store.get(some), calls)
     print(f"== {n:,} memories; load {load()}\n  get by id (baseline) {base:.3f} ms", flush=True)
     for label, before, after in (
         ("live count (consolidation check)", v9(V9_LIVE), lambda: store.count(include_archived=False)),
         ("census (web view, each store)", v9(V9_CENSUS), store.census),
+        ("a session's memories (session close)", v9(V9_SESSION, "s-bench", SUMMARY_TAG),
+         lambda: store.written_in_session("s-bench", SUMMARY_TAG)),
     ):
         was, now = await median_ms(before, calls), await median_ms(after, calls)
         print(f"  {label}: v9 {was:.3f} ms = {was / base:.1f}x baseline -> now {now:.3f} ms = {now / base:.2f}x", flush=True)
