@@ -555,7 +555,9 @@ class SQLiteAdapter:
         return await self.run(inspection.recalls)
 
     async def count(self, *, include_archived: bool = True) -> int:
-        sql = "SELECT count(*) FROM memories" + ("" if include_archived else " WHERE archived = 0")
+        """Rows held (or live ones), read off the census row (migration v10), not counted: the
+        consolidation check asks after every `arcana run` turn that wrote."""
+        sql = f"SELECT {'total' if include_archived else 'total - archived'} FROM memory_census WHERE id = 1"
         rows = await self.run(lambda raw: raw.execute(sql).fetchall())
         return rows[0][0]
 

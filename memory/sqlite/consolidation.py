@@ -186,11 +186,17 @@ def carriers_of(raw, ids: Sequence[str]) -> list[str]:
 DERIVED = SQLITE.has_tag.format(col="tags")  # one parameter: DERIVED_TAG
 
 
+# ``+archived``: the planner otherwise went through ``memories_order`` and read every live row of the
+# store to find one session's (650 ms at 300,000 rows on each session close); it goes by ``memories_session``.
+WRITTEN_IN_SESSION = (
+    "SELECT m.id FROM memories m WHERE m.source_session_id = ? AND +m.archived = 0 AND m.valid_to IS NULL "
+    f"AND NOT {SQLITE.has_tag.format(col='m.tags')} ORDER BY m.seq"
+)
+
+
 def written_in_session(raw, session_id: str, summary_tag: str) -> list[str]:
     """Ids of the current rows whose ``source_session_id`` is ``session_id``, those tagged ``summary_tag`` left out."""
-    has_tag = SQLITE.has_tag.format(col="m.tags")
-    sql = f"SELECT m.id FROM memories m WHERE m.source_session_id = ? AND {_CURRENT} AND NOT {has_tag} ORDER BY m.seq"
-    return [row[0] for row in raw.execute(sql, (session_id, summary_tag))]
+    return [row[0] for row in raw.execute(WRITTEN_IN_SESSION, (session_id, summary_tag))]
 
 
 def derived_from(raw, ids: Sequence[str], *, live_only: bool) -> list[str]:

@@ -21,7 +21,7 @@ pytestmark = pytest.mark.usefixtures("no_embedder")
 
 # The exact schema a blank database reaches at head. A new migration must
 # extend this (and head below) on purpose.
-HEAD = 9
+HEAD = 10
 TABLES = {
     "memories": [
         "seq", "id", "agent_id", "type", "content", "scope", "pool_name", "importance", "pinned", "confidence",
@@ -48,6 +48,7 @@ TABLES = {
     "entities": ["id", "agent_id", "name", "created_at"],
     "entity_aliases": ["agent_id", "alias", "entity_id"],
     "recall_activity": ["day", "recalls", "hits"],
+    "memory_census": ["id", "total", "recallable", "archived", "hidden", "private", "superseded"],
 }
 INDEXES = {
     "memories_agent": ("memories", ["agent_id"]),
@@ -73,6 +74,9 @@ TRIGGERS = {
     "memories_fts_update": "memories",
     "memory_ledger_no_update": "memory_ledger",
     "memory_ledger_no_delete": "memory_ledger",
+    "memory_census_insert": "memories",
+    "memory_census_delete": "memories",
+    "memory_census_update": "memories",
 }
 NOT_NULL = {
     "memories": {"id", "agent_id", "type", "content", "scope", "importance", "pinned", "confidence",
@@ -233,6 +237,24 @@ async def test_connecting_to_an_older_database_backs_it_up_first(tmp_path):
     await again.connect()
     assert again.backed_up_to is None
     await again.aclose()
+
+
+async def test_an_older_store_has_its_rows_counted_when_it_reaches_v10(tmp_path):
+    """v10 takes the census of the rows a store already holds once; its triggers keep it from then on."""
+    path = tmp_path / "old.db"
+    await _make_v1(path, "live before the upgrade")
+    await _make_v1(path, "archived before the upgrade")
+    raw = dbapi().connect(str(path))
+    raw.execute("UPDATE memories SET archived = 1 WHERE content LIKE 'archived%'")
+    raw.commit()
+    raw.close()
+    store = SQLiteAdapter(path, backup_dir=tmp_path / "backups")
+    try:
+        assert (await store.count(), await store.count(include_archived=False)) == (2, 1)
+        await store.write(MemoryEntry(agent_id="old", content="written after it"))
+        assert (await store.count(), await store.count(include_archived=False)) == (3, 2)
+    finally:
+        await store.aclose()
 
 
 def test_migrate_status_and_up_through_the_cli(cli, arcana_home):

@@ -12,6 +12,7 @@ from memory.adapters.sqlite import SQLiteAdapter
 from memory.adapters.vector import VectorAdapter
 from memory.ranking.fusion import hybrid_pool
 from memory.embedding.gateway import EmbeddingGateway
+from memory.migrations.runner import head_version
 from memory.sqlite import compact
 from memory.sqlite.admission import where
 from memory.sqlite.vectors import KNN_FLOOR, nearest, pack
@@ -145,16 +146,19 @@ async def test_migration_9_builds_it_for_an_existing_store(tmp_path, offline_emb
     await adapter.write_many(corpus())
     table = (await adapter.meta()).vec_table
 
-    def back_to_v8(raw):  # the store as v8 left it: float vectors, no compact index
+    def back_to_v8(raw):  # the store as v8 left it: float vectors, no compact index (nor v10's census)
         compact.drop(raw, table)
-        raw.execute("DELETE FROM schema_migrations WHERE version = 9")
+        for trigger in ("insert", "delete", "update"):
+            raw.execute(f"DROP TRIGGER memory_census_{trigger}")
+        raw.execute("DROP TABLE memory_census")
+        raw.execute("DELETE FROM schema_migrations WHERE version >= 9")
         raw.execute("PRAGMA user_version = 8")
 
     await store.run(back_to_v8)
     assert await codes(adapter) == 0
     await adapter.aclose()
     reopened = VectorAdapter(SQLiteAdapter(path, actor="test"), EmbeddingGateway([offline_embedder]), compact_from=1)
-    assert await reopened.store.schema_version() == 9
+    assert await reopened.store.schema_version() == head_version()
     assert await codes(reopened) == len(corpus())
     assert await on_compact_path(reopened, offline_embedder, query(QUERIES[0]))
     await reopened.aclose()

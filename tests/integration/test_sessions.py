@@ -11,7 +11,7 @@ from memory.errors import NotFoundError
 from memory.extraction.extractors import LLMExtractor
 from memory.models.ollama import OllamaProvider
 from memory.runtime.sessions import SUMMARY_TAG, SessionClosedError, SessionManager
-from memory.types import ConfidenceSource, MemoryQuery, MemoryType
+from memory.types import ConfidenceSource, MemoryEntry, MemoryQuery, MemoryType
 
 
 @pytest.fixture
@@ -191,3 +191,20 @@ async def test_a_summary_that_restates_a_held_fact_is_that_fact_and_takes_no_sou
         assert [r[0] for r in edges] == [new.id]
     finally:
         await fed.aclose()
+
+
+async def test_a_session_s_memories_are_found_through_the_session_index(agent_store):
+    """Closing a session asks which current memories it wrote: the query went through memories_order
+    and read every live row of the store (650 ms a close at 300,000 rows)."""
+    from memory.sqlite.consolidation import WRITTEN_IN_SESSION
+
+    mine = [MemoryEntry(agent_id="agent-1", content=f"said in s1 {i}", source_session_id="s1") for i in range(3)]
+    other = MemoryEntry(agent_id="agent-1", content="said in s2", source_session_id="s2")
+    summary = MemoryEntry(agent_id="agent-1", content="summary of s1", source_session_id="s1", tags=[SUMMARY_TAG])
+    await agent_store.write_many([*mine, other, summary])
+    await agent_store.archive([mine[1].id])
+    assert await agent_store.written_in_session("s1", SUMMARY_TAG) == [mine[0].id, mine[2].id]  # control: same answer
+    plan = await agent_store.run(
+        lambda raw: [r[3] for r in raw.execute("EXPLAIN QUERY PLAN " + WRITTEN_IN_SESSION, ("s1", SUMMARY_TAG))])
+    assert plan[0] == "SEARCH m USING INDEX memories_session (source_session_id=?)", plan
+    assert not any("memories_order" in step for step in plan), plan
