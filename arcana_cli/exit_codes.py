@@ -9,7 +9,7 @@ FAILURE = 1  # unexpected error, `doctor` found problems, a backup fails verific
 USAGE = 2  # bad arguments, option values or input; an environment variable the config names is unset
 NOT_FOUND = 3  # agent, memory, pool or vault does not exist
 CONFIG = 4  # malformed config or agent card (what is stored; a bad argument is USAGE)
-STORAGE = 5  # corrupt database, schema newer than this Arcana, database busy, full disk, a store not writable
+STORAGE = 5  # corrupt database, schema newer than this Arcana, database busy, full disk, a store not writable, a restore's server copies unchecked
 MODEL_UNAVAILABLE = 69  # the chat model endpoint is down or failed (EX_UNAVAILABLE)
 BUSY = 75  # another prune/reindex/consolidate holds the lock, a vault's or agent's lock stayed held, or another export writes the same file (EX_TEMPFAIL)
 INTERRUPTED = 130  # Ctrl-C
@@ -21,7 +21,7 @@ TABLE = [
     (USAGE, "invalid arguments, options or input (including `config set` values), or an environment variable the config names is not set"),
     (NOT_FOUND, "the agent, memory, pool or vault does not exist"),
     (CONFIG, "malformed config.json, agent card or `ARCANA_EXTRACTION_*` variable (the file is left unchanged)"),
-    (STORAGE, "storage problem: corrupt database, schema newer than this Arcana, database busy, a full disk, or a store the system will not let Arcana write (immutable, read-only)"),
+    (STORAGE, "storage problem: corrupt database, schema newer than this Arcana, database busy, a full disk, or a store the system will not let Arcana write (immutable, read-only); after `restore`, the home is restored but a server's copies of its agents' memories were not checked (run `arcana restore --copies`)"),
     (MODEL_UNAVAILABLE, "the chat model endpoint is unreachable, timed out, or answered with an error"),
     (BUSY, "another prune, reindex or consolidate is running (lock held), a vault's index lock or an agent's lock stayed held, or another export is writing the same file; retry later"),
     (INTERRUPTED, "interrupted (Ctrl-C)"),

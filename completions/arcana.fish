@@ -292,6 +292,7 @@ complete -c arcana -n 'test (__arcana_path) = "backup"' -l verify -d 'Re-check a
 complete -c arcana -n 'test (__arcana_path) = "backup"' -l json -d 'Print machine-readable JSON on stdout.'
 complete -c arcana -n 'test (__arcana_path) = "backup"' -l help -s h -d 'Show help and exit.'
 complete -c arcana -n 'test (__arcana_path) = "restore"' -l force -d 'Restore over a live home, moving its contents to the trash first.'
+complete -c arcana -n 'test (__arcana_path) = "restore"' -l copies -d 'Read no backup: only bring the agents\' copies on a server global tier in line with their memories (what a restore does last).'
 complete -c arcana -n 'test (__arcana_path) = "restore"' -l json -d 'Print machine-readable JSON on stdout.'
 complete -c arcana -n 'test (__arcana_path) = "restore"' -l help -s h -d 'Show help and exit.'
 complete -c arcana -n 'test (__arcana_path) = "memory"' -a 'list' -d 'List an agent\'s (or a pool\'s) current memories: pinned, then importance, then newest.'

@@ -45,20 +45,51 @@ def backup(
 def restore(
     cli: CliContext,
     out: Out,
-    src: Annotated[Path, typer.Argument(help="A backup folder (or the DEST holding them: the newest is used).", parser=given_path)],
+    src: Annotated[
+        Path | None,
+        typer.Argument(help="A backup folder (or the DEST holding them: the newest is used).", parser=given_path, show_default=False),
+    ] = None,
     force: Annotated[
         bool, typer.Option("--force", help="Restore over a live home, moving its contents to the trash first.")
     ] = False,
+    copies: Annotated[
+        bool,
+        typer.Option("--copies", help="Read no backup: only bring the agents' copies on a server global tier in line "
+                                      "with their memories (what a restore does last)."),
+    ] = False,
 ) -> None:
     """Restore a verified backup into an empty home (over a live one only with --force)."""
-    from memory.operations.backup import restore_home
+    import asyncio
 
-    with out.progress("restoring") as bar:
-        report = restore_home(src, cli.home, force=force, on_progress=bar.update)
-    out.data({**report.as_dict(), "home": str(cli.home.root)}, text=lambda: str(cli.home.root))
-    if report.moved_to_trash:
-        out.info(f"the previous home's contents are in {report.moved_to_trash}")
-    out.info(f"restored {report.files} files from {report.source}; run `arcana doctor` to check")
+    from memory.operations.backup import align_server_copies, restore_home
+
+    if (src is None) != copies:
+        err("give a backup to restore, or --copies (and no backup) to check the server copies again")
+        raise typer.Exit(exit_codes.USAGE)
+    if copies:
+        report = asyncio.run(align_server_copies(cli.home, actor="cli"))
+        out.data({"copies": report.as_dict(), "home": str(cli.home.root)}, text=lambda: str(cli.home.root))
+    else:
+        with out.progress("restoring") as bar:
+            restored = restore_home(src, cli.home, force=force, on_progress=bar.update)
+        out.data({**restored.as_dict(), "home": str(cli.home.root)}, text=lambda: str(cli.home.root))
+        if restored.moved_to_trash:
+            out.info(f"the previous home's contents are in {restored.moved_to_trash}")
+        out.info(f"restored {restored.files} files from {restored.source}; run `arcana doctor` to check")
+        report = restored.copies
+    said = ", ".join(f"{verb} {n} {'copy' if n == 1 else 'copies'}" for verb, n in (
+        ("withdrew", report.changed.get("withdraw", 0)), ("archived", report.changed.get("archive", 0)),
+        ("superseded", report.changed.get("supersede", 0))) if n)
+    if report.tier is not None and not report.unchecked:
+        out.info(f"server copies on {report.tier}: {said or 'all in line with their memories'}")
+    if report.unchecked:
+        # Trigger: the server global tier could not be reached (or its config read) after the swap.
+        # Why: copies there may still answer other homes' agents with what the home now hides.
+        # Outcome: the home stays restored; exit STORAGE naming the agents and the command to finish.
+        err(f"{'the home is restored, but ' if not copies else ''}the copies of {len(report.unchecked)} agent(s) "
+            f"({', '.join(report.unchecked)}) on {report.tier} were not checked ({report.problem}){'; ' + said if said else ''}"
+            "; they may still answer with what the home hides: run `arcana restore --copies` once it is reachable")
+        raise typer.Exit(exit_codes.STORAGE)
 
 
 def register(app: typer.Typer) -> None:

@@ -10,6 +10,7 @@ its manifest is written, so a folder without ``.partial`` is complete.
 
 from __future__ import annotations
 
+import asyncio
 import fcntl
 import fnmatch
 import hashlib
@@ -23,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 from memory import agent_lock, strict_json
-from memory.errors import BackupError, InvalidRequestError, NotFoundError, RestoreRefusedError
+from memory.errors import BackupError, InvalidRequestError, MemoryStorageError, NotFoundError, RestoreRefusedError
 from memory.home import PRIVATE_FILE, Home, private_dir
 from memory.migrations.backup import online_copy
 from memory.operations import restore_swap
@@ -415,14 +416,75 @@ def verify_backup(path: Path, *, on_progress=None) -> tuple[BackupManifest, list
 
 
 @dataclass
+class CopiesReport:
+    """What a restore did to the copies its agents have on a server tier (:func:`align_server_copies`)."""
+
+    tier: str | None = None  # the server's masked URL; None: no server tier, nothing to check
+    changed: dict[str, int] = field(default_factory=dict)  # withdraw / archive / supersede: how many copies
+    unchecked: list[str] = field(default_factory=list)  # agents whose copies could not be checked
+    problem: str | None = None
+
+    def as_dict(self) -> dict:
+        return {"tier": self.tier, "withdrawn": self.changed.get("withdraw", 0), "archived": self.changed.get("archive", 0),
+                "superseded": self.changed.get("supersede", 0), "unchecked": self.unchecked, "problem": self.problem}
+
+
+@dataclass
 class RestoreReport:
     source: Path
     files: int
     moved_to_trash: Path | None
+    copies: CopiesReport = field(default_factory=CopiesReport)
 
     def as_dict(self) -> dict:
         moved = None if self.moved_to_trash is None else str(self.moved_to_trash)
-        return {"source": str(self.source), "files": self.files, "moved_to_trash": moved}
+        return {"source": str(self.source), "files": self.files, "moved_to_trash": moved, "copies": self.copies.as_dict()}
+
+
+async def align_server_copies(home: Home, *, actor: str = "restore") -> CopiesReport:
+    """Bring the copies this home's agents have on a server global tier in line with their memories.
+
+    A backup holds the home's SQLite files only: a copy on a server outlives the restore, so a
+    memory the backup holds hidden (or archived, or superseded) kept answering every home's agents
+    there. Only copies of this home's agents are read and changed (a server tier may serve other
+    homes), through :meth:`memory.operator.edits.GlobalCopies.align`. A SQLite global tier and the
+    pools need nothing: ``global.db`` is restored with the home, and pools hold no copies. A server
+    that cannot be reached leaves the rest unchecked and says so; `arcana restore --copies` finishes it.
+    """
+    from memory.adapters.opener import open_store
+    from memory.config import load_config
+    from memory.errors import ConfigError, UnsetVariableError
+    from memory.operator.edits import GlobalCopies
+    from memory.server_urls import mask_url
+    from memory.store_kinds import StoreKind
+
+    agents = _agent_folders(home)
+    try:
+        config = load_config(home.config_path)
+        url = config.memory.global_server_url()
+    except (ConfigError, UnsetVariableError) as exc:
+        return CopiesReport("the global tier", unchecked=agents, problem=str(exc))
+    report = CopiesReport(mask_url(url) if url else None)
+    if url is None:
+        return report
+    copies = GlobalCopies.of_home(home, config, actor=actor)
+    try:
+        for agent_id in agents:
+            if report.problem is not None:
+                report.unchecked.append(agent_id)
+                continue
+            source = open_store(home, StoreKind.PRIVATE, agent_id, actor=actor)
+            try:
+                for op, n in (await copies.align(source, agent_id)).items():
+                    report.changed[op] = report.changed.get(op, 0) + n
+            except MemoryStorageError as exc:  # LiveCopyError: the server; else the agent's own store
+                report.unchecked.append(agent_id)
+                report.problem = str(exc)
+            finally:
+                await source.aclose()
+    finally:
+        await copies.aclose()
+    return report
 
 
 def _occupied(home: Home) -> list[Path]:
@@ -477,7 +539,8 @@ def restore_home(path: Path, home: Home, *, force: bool = False, on_progress=Non
     finally:
         os.close(lock)
     home.ensure()
-    return RestoreReport(manifest.path, len(manifest.files), moved)
+    copies = asyncio.run(align_server_copies(home))  # the swap is done: what fails here is reported, not raised
+    return RestoreReport(manifest.path, len(manifest.files), moved, copies)
 
 
 def _agent_folders(home: Home) -> list[str]:

@@ -192,6 +192,7 @@ async def _ever_promoted(source: SQLiteAdapter, entry_ids: Sequence[str]) -> boo
 
 
 LEDGER_PAGE = 5_000  # ledger rows read at a time over a whole store (memory stays bounded)
+ALIGN_PAGE = 500  # copies a restore checks at a time (GlobalCopies.align)
 
 
 async def _agent_ever_promoted(source: SQLiteAdapter) -> bool:
@@ -417,6 +418,52 @@ class GlobalCopies:
             ) from exc
         finally:
             DEADLINE.reset(token)
+
+    async def align(self, source: SQLiteAdapter, agent_id: str, *, page: int = ALIGN_PAGE) -> dict[str, int]:
+        """Bring every copy ``agent_id`` has here in line with its original in ``source``, the agent's
+        store: what a restore must do, since a backup holds the agent's store but not a server's copies.
+
+        A copy whose original is no longer promotable (hidden, private, lowered, an agent's claim) or
+        was purged is withdrawn; an archived or superseded original archives or supersedes a copy
+        still live. Everything else is left: an original the agent's ledger never recorded is a
+        memory written to this tier directly, or one made after the backup. Copies are read a page at
+        a time and each page costs one read of the originals, one of their ledger and one bulk change
+        per kind, each bounded by the tier's write budget. Returns the count per change; a tier that
+        cannot be reached raises :class:`LiveCopyError`.
+        """
+        done = {"withdraw": 0, "archive": 0, "supersede": 0}
+        offset = 0
+        try:
+            store = await self._open()
+            while True:
+                token = DEADLINE.set(time.monotonic() + self.timeout)
+                try:
+                    copies = await store.page(MemoryQuery(agent_id=agent_id, limit=page), offset=offset,
+                                              audience=Audience.OPERATOR, include_archived=True)
+                    mine = [c for c in copies if c.agent_id == agent_id]
+                    originals = await source.admitted_by_id(
+                        MemoryQuery(agent_id=agent_id), [c.id for c in mine], audience=Audience.OPERATOR,
+                        include_archived=True)
+                    missing = [c.id for c in mine if c.id not in originals]
+                    recorded = {r.memory_id for r in await source.ledger(missing)} if missing else set()
+                    gone = [c.id for c in mine if c.id in recorded or (c.id in originals and not promotable(originals[c.id]))]
+                    live = [(c, originals[c.id]) for c in mine if c.id in originals and c.id not in gone]
+                    withdrawn = await store.withdraw(gone) if gone else 0
+                    archived = [c.id for c, o in live if o.archived and not c.archived]
+                    done["archive"] += await store.archive(archived) if archived else 0
+                    for c, o in live:  # rare: a fact superseded in the backup, made current again since
+                        if o.valid_to is not None and o.superseded_by and c.valid_to is None:
+                            done["supersede"] += len(await store.supersede([c.id], o.superseded_by, o.valid_to))
+                finally:
+                    DEADLINE.reset(token)
+                done["withdraw"] += withdrawn
+                if len(copies) < page:
+                    return done
+                offset += len(copies) - withdrawn  # a withdrawn copy leaves the listing; nothing else moves
+        except (MemoryStorageError, TimeoutError) as exc:
+            raise LiveCopyError(
+                f"the copies of agent {agent_id} on the global tier at {self.path} could not be checked ({exc})"
+            ) from exc
 
     async def reach_carriers(self, source: SQLiteAdapter, entry_id: str, edit: Edit, verb: str,
                              *, ended: bool = True, successor: str | None = None) -> list[EditReport]:
