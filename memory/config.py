@@ -620,14 +620,14 @@ def get_key(config: ArcanaConfig, key: str) -> Any:
     return node
 
 
-def parse_value(text: str) -> Any:
-    """JSON when it parses (numbers, booleans, null, lists), otherwise the raw string."""
+def parse_value(text: str, key: str) -> Any:
+    """``key``'s value: JSON when it parses (numbers, booleans, null, lists), otherwise the raw string."""
     try:
         return strict_json.loads(text)
     except strict_json.NotJSON:
         return text
     except strict_json.JSONRefused as exc:  # 5,000 digits was a traceback; NaN was read as a float
-        raise InvalidRequestError(f"the value cannot be a config value: {exc}") from None
+        raise InvalidRequestError(f"{key}: the value cannot be a config value: {exc}") from None
 
 
 def set_key(config: ArcanaConfig, key: str, value: Any) -> ArcanaConfig:

@@ -93,7 +93,7 @@ def set_(
         if updates:
             from memory.operations.settings import extraction_with
 
-            card.extraction = extraction_with(card.extraction, {k.strip(): parse_value(v) for k, v in updates.items()})
+            card.extraction = extraction_with(card.extraction, {k.strip(): parse_value(v, f"extraction.{k.strip()}") for k, v in updates.items()})
         if decay:
             from memory.ranking.decay import decay_block_with
             from memory.runtime.assembly import card_decay
@@ -104,7 +104,7 @@ def set_(
                 kind, _, field = path.strip().partition(".")
                 if not (kind and field and value.strip()):
                     raise typer.BadParameter(f"'{item}': use TYPE.FIELD=VALUE, e.g. episodic.half_life_days=3", param_hint="--decay")
-                changes.append((kind, field, parse_value(value.strip())))
+                changes.append((kind, field, parse_value(value.strip(), f"{kind}.{field}")))
             card.decay = decay_block_with(card.decay, changes)  # a bad option: exit 2
             card_decay(cli.home, card)  # what the card still holds wrong, named (exit 4): nothing saved
     data = card.as_dict()

@@ -42,7 +42,7 @@ async def set_(
     """Validate and set one value; the file is replaced atomically."""
     from memory.operations.settings import apply_config_key
 
-    new = await apply_config_key(cli.home, key, parse_value(value), notify=out.warn)
+    new = await apply_config_key(cli.home, key, parse_value(value, key), notify=out.warn)
     out.data({"key": key, "value": new}, text=lambda: f"{key} = {json.dumps(new)}")
 
 
