@@ -10,11 +10,11 @@ folder goes to the trash) or dismisses it (straight to the trash).
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from memory import strict_json
 from memory.adapters.opener import open_store
 from memory.audit import AuditLog
 from memory.errors import NotFoundError
@@ -71,7 +71,7 @@ def _legacy_origin(home: Home, name: str) -> Path | None:
 def load(home: Home, folder: Path) -> Quarantined:
     """The quarantined store in ``folder``."""
     try:
-        meta = json.loads((folder / META).read_text(encoding="utf-8"))
+        meta = strict_json.loads((folder / META).read_text(encoding="utf-8"))  # nesting too deep: refused, not raised
         return Quarantined(folder.name, folder, Path(meta["database"]), str(meta.get("reason", "")), stored_moment(meta.get("at")))
     except (OSError, ValueError, KeyError, TypeError):
         return Quarantined(folder.name, folder, _legacy_origin(home, folder.name), "unknown (no quarantine.json)", None)

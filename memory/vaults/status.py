@@ -7,9 +7,9 @@ from typing import Any
 
 from memory.graph.edges import EdgeStore
 from memory.graph.wikilinks import WIKILINK_SOURCE
+from memory.types import stored_moment
 from memory.vaults.indexer import open_store
 from memory.vaults.registry import Vault
-from memory.types import stored_moment
 from memory.vaults.state import pid_alive, read_state
 
 

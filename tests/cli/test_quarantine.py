@@ -166,10 +166,11 @@ def test_dismiss_deals_with_a_quarantine_without_restoring(cli, arcana_home):
     assert code == 0 and [c["ok"] for c in checks] == [True]
 
 
-@pytest.mark.parametrize("at", ['"2024-05-01"', "1e300", "true"])
+@pytest.mark.parametrize("at", ['"2024-05-01"', "1e300", "true", "[" * 100_000 + "]" * 100_000])
 def test_a_damaged_quarantine_time_is_unknown_not_a_traceback(cli, arcana_home, at):
-    """quarantine.json's "at" as text (or past any clock) failed quarantine list and doctor with a
-    TypeError/OverflowError traceback (exit 1); it shows as '?' now, the store still listed."""
+    """quarantine.json's "at" as text (or past any clock, or nested past the parser's depth) failed
+    quarantine list and doctor with a TypeError/OverflowError/RecursionError traceback (exit 1); it
+    shows as '?' now, the store still listed."""
     _corrupt_store(arcana_home)
     assert cli("--quiet", "recall", "QuarantineHeron", "--agent", "keeper").exit_code == 5
     [item] = json.loads(cli("quarantine", "list", "--json").stdout)["quarantined"]
