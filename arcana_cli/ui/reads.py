@@ -19,7 +19,7 @@ from memory.config import ArcanaConfig, load_config
 from memory.errors import ArcanaMemoryError, NotFoundError
 from memory.home import Home
 from memory.inspection import Activity, Census, Growth
-from memory.operator.edits import open_editor
+from memory.operator.edits import NoStoreYet, open_editor
 from memory.types import Audience
 from memory.adapters.opener import open_store, open_tier, server_url
 from memory.store_kinds import StoreKind, store_path
@@ -112,11 +112,6 @@ class Reader:
     def card(self, target: Target) -> AgentCard:
         return AgentRegistry(self.home).resolve(target.name)
 
-    def _no_store_yet(self, target: Target) -> bool:
-        """An agent whose memory.db is not made yet: its pages are empty (opening it made it; a shared
-        tier's missing store is the editor's 404, as before)."""
-        return target.kind == "agent" and not self.home.agent_db(self.card(target).id).exists()
-
     # -- memory lists -------------------------------------------------------
 
     async def memories(self, target: Target, ask: ListRequest) -> Listing:
@@ -124,17 +119,20 @@ class Reader:
             return await self._recall(target, ask)
         query = MemoryQuery(types=ask.types or None, tags=ask.tags or None, since=ask.since, limit=ask.per + 1)
         audience = Audience.OPERATOR if ask.operator else Audience.LISTING
-        if self._no_store_yet(target):
+        try:
+            async with open_editor(self.home, self.config, target.operator, actor=ACTOR) as editor:
+                if ask.text:  # the operator's search: every row of the store, by keyword (as `memory list --all`)
+                    searched = MemoryQuery(  # built, not copied: the core's bounds are checked
+                        text=ask.text, types=query.types, tags=query.tags, since=query.since,
+                        limit=min(ask.page * ask.per + 1, MAX_QUERY_LIMIT),
+                    )
+                    found = await editor.store.search(searched, audience=audience, include_archived=ask.archived)
+                    return Listing.cut(found[(ask.page - 1) * ask.per :], ask.per, how="keyword, every row (operator view)")
+                found = await editor.store.page(query, offset=(ask.page - 1) * ask.per, audience=audience, include_archived=ask.archived)
+        except NoStoreYet:  # an agent that has stored nothing: empty (a read makes no store); a shared tier: 404
+            if target.kind != "agent":
+                raise
             return Listing.cut([], ask.per, how="no memories yet")
-        async with open_editor(self.home, self.config, target.operator, actor=ACTOR) as editor:
-            if ask.text:  # the operator's search: every row of the store, by keyword (as `memory list --all`)
-                searched = MemoryQuery(  # built, not copied: the core's bounds are checked
-                    text=ask.text, types=query.types, tags=query.tags, since=query.since,
-                    limit=min(ask.page * ask.per + 1, MAX_QUERY_LIMIT),
-                )
-                found = await editor.store.search(searched, audience=audience, include_archived=ask.archived)
-                return Listing.cut(found[(ask.page - 1) * ask.per :], ask.per, how="keyword, every row (operator view)")
-            found = await editor.store.page(query, offset=(ask.page - 1) * ask.per, audience=audience, include_archived=ask.archived)
         return Listing.cut(found, ask.per, how="operator listing" if ask.operator else "listing")
 
     async def _recall(self, target: Target, ask: ListRequest) -> Listing:
@@ -229,15 +227,18 @@ class Reader:
 
     async def activity(self, target: Target) -> Activity:
         """Growth (the ledger summed once, then only its new rows) and recall activity of one store."""
-        if self._no_store_yet(target):
+        try:
+            async with open_editor(self.home, self.config, target.operator, actor=ACTOR) as editor:
+                store = editor.store
+                key = (str(store.path), _inode(store.path))
+                growth = self._growth.get(key, Growth())
+                growth = growth.extend(await store.growth(growth.seq))
+                self._growth[key] = growth
+                return Activity(growth, await store.recall_activity())
+        except NoStoreYet:  # as in memories()
+            if target.kind != "agent":
+                raise
             return Activity(Growth())
-        async with open_editor(self.home, self.config, target.operator, actor=ACTOR) as editor:
-            store = editor.store
-            key = (str(store.path), _inode(store.path))
-            growth = self._growth.get(key, Growth())
-            growth = growth.extend(await store.growth(growth.seq))
-            self._growth[key] = growth
-            return Activity(growth, await store.recall_activity())
 
 
 def _inode(path) -> int | None:
