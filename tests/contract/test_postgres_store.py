@@ -133,9 +133,11 @@ async def test_one_id_twice_in_a_batch_is_an_insert_then_an_update(store):
 async def test_a_bulk_batch_is_ledgered_and_compared_like_single_writes(store, monkeypatch):
     """A batch big enough for PostgreSQL's COPY path (and its index rebuild) keeps every promise of a small one."""
     monkeypatch.setattr(bulk, "REBUILD_MIN", 300)  # the rebuild branch without a 20,000-row test
-    single = entry("kettle written alone", importance=0.3, tags=["kitchen"])
+    day = datetime(2024, 5, 2, 9, tzinfo=UTC)  # no "7" in its date words: "number 7" must find row 7 on any day
+    single = entry("kettle written alone", importance=0.3, tags=["kitchen"], created_at=day)
     await store.write(single)
-    rows = [entry(f"kettle number {i} in the bulk load", importance=0.3, tags=["kitchen"]) for i in range(400)]
+    rows = [entry(f"kettle number {i} in the bulk load", importance=0.3, tags=["kitchen"], created_at=day + timedelta(seconds=i))
+            for i in range(400)]
     changed = single.model_copy(update={"importance": 0.7})
     assert await store.write_many([*rows, changed]) == ["insert"] * 400 + ["update"]
     [alone] = [r.after for r in await store.history(single.id) if r.op == "insert"]

@@ -213,7 +213,11 @@ async def test_a_common_word_still_finds_its_newest_match(store, monkeypatch):
     from memory.postgres import search as pg_search
 
     monkeypatch.setattr(pg_search, "KEYWORD_CANDIDATES", 10)  # the bound: max(10, 50 x limit 1) = 50
-    old = [entry(f"daily standup notes for sprint day {i} with the usual updates") for i in range(60)]
+    # Dated on a day whose words hold no "7": every row is indexed with its date ("7 December 2026"),
+    # so on the 7th of a month "standup 7" matched every note alike and the control failed.
+    day = datetime(2024, 5, 2, 9, tzinfo=UTC)
+    old = [entry(f"daily standup notes for sprint day {i} with the usual updates", created_at=day + timedelta(minutes=i))
+           for i in range(60)]
     await store.write_many(old)
     # written last, dated first (an import): last in table order and in the date index alike, so no
     # plan of the unordered bound reached it
