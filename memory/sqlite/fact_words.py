@@ -67,18 +67,38 @@ NEGATIONS = frozenset(
 DIRECTIONS = frozenset(
     "to from into up down before after above below over under on off in out more most against through".split()
 )
+# Stop words that put a statement in another time or mood: "Tom was my manager" is not "Tom is my
+# manager", nor "I will move to Berlin" "I moved to Berlin". A contraction's stem ("wasn", "won") counts.
+MOODS = {
+    **dict.fromkeys("was were had did been wasn weren hadn didn".split(), "past"),
+    **dict.fromkeys("will shall ll wo".split(), "future"),
+    **dict.fromkeys("would could might should wouldn couldn shouldn".split(), "conditional"),
+}
+_SAYS_NOTHING = STOPWORDS | SMALL_TALK
 
 
 @dataclass(frozen=True)
 class Claim:
     """What a memory asserts, as far as a restatement test needs: its content words, their order
-    (first occurrences), how many negations it holds, and each direction word with the content word
-    it points at ("to berlin", "up 5"; alone when none follows: "off")."""
+    (first occurrences), how many negations it holds, each direction word with the content word
+    it points at ("to berlin", "up 5"; alone when none follows: "off"), and the times and moods its
+    stop words put it in (see :data:`MOODS`)."""
 
     words: frozenset[str]
     order: tuple[str, ...]
     negations: int
     bound: frozenset[str]
+    moods: frozenset[str]
+
+
+def _mood(word: str) -> str | None:
+    """The time or mood ``word`` marks: an auxiliary, or the past of a word that says nothing on its
+    own ("liked" of "like": "I liked tea" is not "I like tea", though "like" is no content word)."""
+    if word in MOODS:
+        return MOODS[word]
+    if word.endswith("ed") and any(len(base) > 2 and base in _SAYS_NOTHING for base in (word[:-1], word[:-2])):
+        return "past"
+    return None
 
 
 def claim(text: str) -> Claim:
@@ -87,9 +107,11 @@ def claim(text: str) -> Claim:
     spelled = spelled_words(text)
     lowered = [word.lower() for word, _ in spelled]
     order: dict[str, None] = {}
-    negations, bound, pending = 0, set(), []
+    negations, bound, pending, moods = 0, set(), [], set()
     for i, (_, key) in enumerate(spelled):
         word, stem = lowered[i], lowered[i + 1:i + 2] == ["t"] and lowered[i].endswith("n")
+        if mood := _mood(word):
+            moods.add(mood)
         if word in NEGATIONS or (word == "used" and lowered[i + 1:i + 2] == ["to"]):
             negations += 1  # "I used to live in Paris" says I no longer do
         elif word in DIRECTIONS:
@@ -99,18 +121,19 @@ def claim(text: str) -> Claim:
             bound.update(f"{direction} {key}" for direction in pending)
             pending = []
     bound.update(pending)
-    return Claim(frozenset(order), tuple(order), negations, frozenset(bound))
+    return Claim(frozenset(order), tuple(order), negations, frozenset(bound), frozenset(moods))
 
 
 def carries(big: Claim, small: Claim) -> bool:
     """True when ``big`` says all ``small`` says (and it says something): every content word, in
-    the same order and one run, as many negations, and every direction the same way. "I like tea with milk"
-    carries "I like tea"; "I don't like tea", "Bob is Alice's manager", "shipped from Berlin" and
-    "the flight goes from Berlin to Paris" carry neither "I like tea", "Alice is Bob's manager",
-    "shipped to Berlin" nor "... from Paris to Berlin"."""
+    the same order and one run, as many negations, in the same times and moods, and every direction
+    the same way. "I like tea with milk" carries "I like tea"; "I don't like tea", "Bob is Alice's
+    manager", "shipped from Berlin", "the flight goes from Berlin to Paris" and "I liked tea" carry
+    neither "I like tea", "Alice is Bob's manager", "shipped to Berlin", "... from Paris to Berlin"
+    nor "I like tea"."""
     if not small.words or not small.words <= big.words or small.negations != big.negations:
         return False
-    if not small.bound <= big.bound:
+    if small.moods != big.moods or not small.bound <= big.bound:
         return False
     # One run, not scattered: a word inside it changes what the words say ("my sister is Anna" is
     # not "my sister's friend is Anna", nor "Tom is the CEO" "Tom is the former CEO").

@@ -129,6 +129,15 @@ async def test_a_word_inside_a_restatement_changes_what_it_says(store, offline_e
         "I live in Paris", "I used to live in Paris"), "I really like green tea with milk", "I like green tea")
 
 
+async def test_a_change_of_time_or_mood_keeps_two_facts_apart(store, offline_embedder):
+    """Tense lives in stop words, so "Tom is my manager" was archived into "Tom was my manager" (the
+    user's current manager answered as a former one), and "I like tea" into "I liked tea"."""
+    await _kept_apart(store, offline_embedder, (
+        "Tom is my manager", "Tom was my manager", "I like black coffee", "I liked black coffee",
+        "I visit Rome in May", "I will visit Rome in May", "We take the early train", "We could take the early train"),
+        "I really like green tea with milk", "I like green tea")
+
+
 async def _kept_apart(store, embedder, apart: tuple[str, ...], fuller: str, restated: str) -> None:
     """Consolidating ``apart`` beside a restatement pair merges only the pair: every one of ``apart``
     stays current, and (the positive control, same store) ``restated`` is archived into ``fuller``."""
