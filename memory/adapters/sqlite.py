@@ -44,7 +44,7 @@ from memory.sqlite.connection import (
 )
 from memory.sqlite.fts import coverage, focused_match, match_expression, pair_share, without_majority
 from memory.sqlite.quarantine import quarantine_store
-from memory.sqlite.rows import SELECT_COLUMNS, UNREADABLE, admitted_rows, readable, row_to_entry
+from memory.sqlite.rows import SELECT_COLUMNS, UNREADABLE, admitted_rows, keyset_page, readable, row_to_entry
 from memory.sqlite.semantic import Prefetched, ahead_k, semantic_leg, store_version
 from memory.inspection import Census, Growth, RecallDay
 from memory.store_kinds import StoreKind, store_options
@@ -539,6 +539,18 @@ class SQLiteAdapter:
         clause = where(query, audience=audience, include_archived=include_archived)
         rows = await self.run(_ordered, clause.sql, clause.params, query.limit, offset, inline=True)
         return readable(rows)
+
+    async def page_after(
+        self, query: MemoryQuery, after: int = 0, *, audience: Audience = Audience.LISTING, include_archived: bool = False
+    ) -> tuple[list[MemoryEntry], int]:
+        """Up to ``query.limit`` rows of the listing past row ``after``, in the order they were stored, and
+        the row to go on after (``after`` itself once none is left): a walk of every row whose pages cost the
+        same however far it has gone. Not a recall hit."""
+        if audience is Audience.RECALL:
+            raise ValueError("a listing page is not a recall; use search()")
+        clause = where(query, audience=audience, include_archived=include_archived)
+        rows = await self.run(keyset_page, after, clause.sql, clause.params, query.limit, inline=True)
+        return readable(rows), rows[-1]["seq"] if rows else after
 
     async def census(self) -> Census:
         """Rows by state (one aggregate statement)."""
