@@ -435,6 +435,16 @@ class PostgresAdapter:
         clause = where(query, audience=audience, include_archived=include_archived)
         return [_entry(r) for r in await self._call(search.ordered, clause, query.limit, offset)]
 
+    async def page_after(
+        self, query: MemoryQuery, after: int = 0, *, audience: Audience = Audience.LISTING, include_archived: bool = False
+    ) -> tuple[list[MemoryEntry], int]:
+        """Up to ``query.limit`` rows past row ``after`` and the row to go on after, as on SQLite."""
+        if audience is Audience.RECALL:
+            raise ValueError("a listing page is not a recall; use search()")
+        clause = where(query, audience=audience, include_archived=include_archived)
+        rows = await self._call(search.after, clause, after, query.limit)
+        return [_entry(r) for r in rows], rows[-1]["seq"] if rows else after
+
     async def census(self) -> Census:
         """Rows by state (one aggregate statement)."""
         return Census.of(await self._call(lambda conn: conn.fetchrow(_CENSUS)))

@@ -42,9 +42,9 @@ from memory.sqlite.connection import (
     transaction,
     translate,
 )
-from memory.sqlite.fts import coverage, focused_match, match_expression, pair_share, without_majority
+from memory.sqlite.fts import DF_BUDGET, coverage, focused_match, match_expression, pair_share, without_majority
 from memory.sqlite.quarantine import quarantine_store
-from memory.sqlite.rows import SELECT_COLUMNS, UNREADABLE, admitted_rows, readable, row_to_entry
+from memory.sqlite.rows import SELECT_COLUMNS, UNREADABLE, admitted_rows, keyset_page, readable, row_to_entry
 from memory.sqlite.semantic import Prefetched, ahead_k, semantic_leg, store_version
 from memory.inspection import Census, Growth, RecallDay
 from memory.store_kinds import StoreKind, store_options
@@ -540,6 +540,18 @@ class SQLiteAdapter:
         rows = await self.run(_ordered, clause.sql, clause.params, query.limit, offset, inline=True)
         return readable(rows)
 
+    async def page_after(
+        self, query: MemoryQuery, after: int = 0, *, audience: Audience = Audience.LISTING, include_archived: bool = False
+    ) -> tuple[list[MemoryEntry], int]:
+        """Up to ``query.limit`` rows of the listing past row ``after``, in the order they were stored, and
+        the row to go on after (``after`` itself once none is left): a walk of every row whose pages cost the
+        same however far it has gone. Not a recall hit."""
+        if audience is Audience.RECALL:
+            raise ValueError("a listing page is not a recall; use search()")
+        clause = where(query, audience=audience, include_archived=include_archived)
+        rows = await self.run(keyset_page, after, clause.sql, clause.params, query.limit, inline=True)
+        return readable(rows), rows[-1]["seq"] if rows else after
+
     async def census(self) -> Census:
         """Rows by state (one aggregate statement)."""
         return await self.run(inspection.census)
@@ -646,6 +658,9 @@ _KEYWORD_SQL = (
     "ORDER BY rank LIMIT ?) AS c "
     "CROSS JOIN memories m ON m.seq = c.rowid WHERE {clause} ORDER BY c.rank LIMIT ?"
 )
+# The same for a common word (memory.sqlite.fts.focused_match): FTS5 walks its rows newest first
+# and stops after the window, so only those are scored (2 ms for a word in 30,000 of 300,000 rows).
+_NEWEST_KEYWORD_SQL = _KEYWORD_SQL.replace("ORDER BY rank LIMIT ?", "ORDER BY rowid DESC LIMIT ?")
 
 
 def _keyword(raw, match, clause_sql, params, limit):
@@ -693,8 +708,17 @@ def _ranked(raw, parsed, clause_sql, params, limit):
 
 
 def _focused_keyword(raw, parsed, clause_sql, params, limit):
-    match = focused_match(raw, parsed)
-    return [] if match is None else _keyword(raw, match, clause_sql, params, limit)
+    """The rare words' best matches, then the common word's among its newest rows (see focused_match)."""
+    focused = focused_match(raw, parsed)
+    if focused is None:
+        return []
+    rare, common = focused
+    rows = _keyword(raw, rare, clause_sql, params, limit) if rare else []
+    if common is not None and len(rows) < limit:
+        seen = {r["seq"] for r in rows}
+        sql = _NEWEST_KEYWORD_SQL.format(columns=SELECT_COLUMNS, clause=clause_sql)
+        rows += [r for r in raw.execute(sql, (common, DF_BUDGET, *params, limit)) if r["seq"] not in seen][: limit - len(rows)]
+    return rows
 
 
 def _keyword_leg(raw, parsed, clause_sql, params, limit):

@@ -34,7 +34,7 @@ from memory.sqlite import consolidation, mutations
 from memory.sqlite.admission import where
 from memory.sqlite.batches import select_in
 from memory.sqlite.connection import transaction
-from memory.sqlite.rows import SELECT_COLUMNS, row_to_entry
+from memory.sqlite.rows import keyset_page, row_to_entry
 from memory.sqlite.vectors import pack, put_live_txn, read_meta
 from memory.timespec import iso
 from memory.types import TIME_FIELDS, Audience, LedgerRecord, MemoryEntry, MemoryQuery, MemoryScope, Visibility
@@ -119,11 +119,6 @@ class ImportReport:
 
 
 # -- reading a store ----------------------------------------------------------
-
-
-def _page(raw, after_seq: int, clause_sql: str, params: tuple, limit: int):
-    sql = f"SELECT {SELECT_COLUMNS}, m.seq FROM memories m WHERE m.seq > ? AND {clause_sql} ORDER BY m.seq LIMIT ?"
-    return raw.execute(sql, (after_seq, *params, limit)).fetchall()
 
 
 def _history(raw, ids: Sequence[str]) -> tuple[dict[str, list[dict]], list[str]]:
@@ -214,7 +209,7 @@ async def iter_records(
         pin = None  # sqlite-vec unavailable: rows still export, vectors cannot be read
     after = 0
     while True:
-        rows = await store.run(_page, after, clause.sql, clause.params, page)
+        rows = await store.run(keyset_page, after, clause.sql, clause.params, page)
         if not rows:
             return
         after = rows[-1]["seq"]

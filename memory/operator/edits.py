@@ -427,19 +427,21 @@ class GlobalCopies:
         was purged is withdrawn; an archived or superseded original archives or supersedes a copy
         still live. Everything else is left: an original the agent's ledger never recorded is a
         memory written to this tier directly, or one made after the backup. Copies are read a page at
-        a time and each page costs one read of the originals, one of their ledger and one bulk change
+        a time, each past the last (no page reads the ones before it again), and each page costs one read of the originals, one of their ledger and one bulk change
         per kind, each bounded by the tier's write budget. Returns the count per change; a tier that
         cannot be reached raises :class:`LiveCopyError`.
         """
         done = {"withdraw": 0, "archive": 0, "supersede": 0}
-        offset = 0
+        after = 0
         try:
             store = await self._open()
             while True:
                 token = DEADLINE.set(time.monotonic() + self.timeout)
                 try:
-                    copies = await store.page(MemoryQuery(agent_id=agent_id, limit=page), offset=offset,
-                                              audience=Audience.OPERATOR, include_archived=True)
+                    copies, last = await store.page_after(MemoryQuery(agent_id=agent_id, limit=page), after,
+                                                          audience=Audience.OPERATOR, include_archived=True)
+                    if last == after:
+                        return done
                     mine = [c for c in copies if c.agent_id == agent_id]
                     originals = await source.admitted_by_id(
                         MemoryQuery(agent_id=agent_id), [c.id for c in mine], audience=Audience.OPERATOR,
@@ -457,9 +459,7 @@ class GlobalCopies:
                 finally:
                     DEADLINE.reset(token)
                 done["withdraw"] += withdrawn
-                if len(copies) < page:
-                    return done
-                offset += len(copies) - withdrawn  # a withdrawn copy leaves the listing; nothing else moves
+                after = last
         except (MemoryStorageError, TimeoutError) as exc:
             raise LiveCopyError(
                 f"the copies of agent {agent_id} on the global tier at {self.path} could not be checked ({exc})"

@@ -23,6 +23,13 @@ async def ordered(conn, clause, limit: int, offset: int = 0):
     return await conn.fetch(sql, *clause.params, limit, offset)
 
 
+async def after(conn, clause, after_seq: int, limit: int):
+    """A keyset page: the first ``limit`` admitted rows past ``after_seq`` in seq order (see ordered's OFFSET)."""
+    n = len(clause.params)
+    sql = f"SELECT {SELECT_COLUMNS}, m.seq FROM memories m WHERE m.seq > ${n + 1} AND {clause.sql} ORDER BY m.seq LIMIT ${n + 2}"
+    return await conn.fetch(sql, *clause.params, after_seq, limit)
+
+
 async def by_ids(conn, ids: list[str], clause):
     sql = f"SELECT {SELECT_COLUMNS} FROM memories m WHERE m.id = ANY($1::text[]) AND {clause.sql}"
     return await conn.fetch(sql, ids, *clause.params)

@@ -44,6 +44,13 @@ STORED_COLUMNS = ", ".join(f"m.{c}" for c in COLUMNS)
 SELECT_COLUMNS = STORED_COLUMNS.replace("m.archived", "(m.archived != 0) AS archived")
 
 
+def keyset_page(raw, after_seq: int, clause_sql: str, params: tuple, limit: int):
+    """The first ``limit`` rows past ``after_seq`` admitted by ``clause_sql`` (alias ``m``), in seq order:
+    a keyset page, one index seek however far the walk has gone (an OFFSET sorts and skips every row before)."""
+    sql = f"SELECT {SELECT_COLUMNS}, m.seq FROM memories m WHERE m.seq > ? AND {clause_sql} ORDER BY m.seq LIMIT ?"
+    return raw.execute(sql, (after_seq, *params, limit)).fetchall()
+
+
 def _ts(value: datetime | None) -> float | None:
     return None if value is None else value.timestamp()
 

@@ -6,8 +6,9 @@ HNSW's worst case). Measured: bulk import through the ledgered store against
 raw ``COPY`` of the same rows; vector load then HNSW build; semantic KNN p50 and
 recall@10 against an exact scan of the same rows; keyword p50 on both engines;
 federated keyword recall (private SQLite + a PostgreSQL pool) against the same
-data all local.
-Run: python tests/bench/bench_postgres.py [--memories N] [--sample N] [--queries N]
+data all local. ``--walk``: a restore's walk over one agent's copies (``GlobalCopies.align``'s
+pages) by keyset, against the OFFSET pages it took before, on the same rows.
+Run: python tests/bench/bench_postgres.py [--memories N] [--sample N] [--queries N] [--walk]
 """
 
 from __future__ import annotations
@@ -24,7 +25,6 @@ from pathlib import Path
 
 import asyncpg
 import numpy as np
-from pgvector.asyncpg import register_vector
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests" / "support")]
@@ -38,10 +38,11 @@ from memory.adapters.sqlite import SQLiteAdapter  # noqa: E402
 from memory.embedding.base import EmbeddingMeta, l2_normalize  # noqa: E402
 from memory.embedding.fastembed import FastEmbedEmbedder  # noqa: E402
 from memory.federation.federation import MemoryFederation  # noqa: E402
+from memory.operator.edits import ALIGN_PAGE  # noqa: E402
 from memory.federation.router import MemoryRouter  # noqa: E402
 from memory.postgres.admission import where  # noqa: E402
 from memory.sqlite.rows import COLUMNS, entry_values  # noqa: E402
-from memory.types import MemoryEntry, MemoryQuery, MemoryScope, MemoryType, RetrievalMode  # noqa: E402
+from memory.types import Audience, MemoryEntry, MemoryQuery, MemoryScope, MemoryType, RetrievalMode  # noqa: E402
 
 DIM = 384
 EF_SWEEP = (40, 100, 200, 400, 800)  # hnsw.ef_search values tried, smallest first, until recall@10 >= 0.95
@@ -80,6 +81,8 @@ def load() -> str:
 async def bulk_vectors(url: str, seqs: list[int], model: str, gen, chunk: int = 50_000) -> None:
     """Random unit vectors for ``seqs`` by binary COPY (numpy + pgvector's codec; text formatting of
     1M x 384 floats took minutes), on a connection of its own so the store's text parameters stay text."""
+    from pgvector.asyncpg import register_vector  # here: the rest of the bench (--walk) runs without it
+
     conn = await asyncpg.connect(url)
     try:
         await register_vector(conn)
@@ -250,8 +253,38 @@ async def bulk_import(store, entries) -> None:
           f"{copy_s / import_s:.2f}x / {then_s / import_s:.2f}x of COPY (target >= 0.5x); load: {load()}", flush=True)
 
 
+async def walk(store) -> None:
+    """Every row of agent ``bench`` a page at a time, as a restore checks its copies: past the last
+    row (keyset) and by OFFSET (before), interleaved twice; seconds and rows of each."""
+    query = MemoryQuery(agent_id="bench", limit=ALIGN_PAGE)
+
+    async def keyset() -> int:
+        after, rows = 0, 0
+        while True:
+            page, last = await store.page_after(query, after, audience=Audience.OPERATOR, include_archived=True)
+            if last == after:
+                return rows
+            rows, after = rows + len(page), last
+
+    async def by_offset() -> int:
+        rows = 0
+        while page := await store.page(query, offset=rows, audience=Audience.OPERATOR, include_archived=True):
+            rows += len(page)
+        return rows
+
+    times: dict[str, list[float]] = {"keyset": [], "offset": []}
+    for _ in range(2):
+        for name, fn in (("keyset", keyset), ("offset", by_offset)):
+            started = time.perf_counter()
+            rows = await fn()
+            times[name].append(time.perf_counter() - started)
+    k, o = min(times["keyset"]), min(times["offset"])
+    print(f"copy walk ({rows:,} rows, pages of {ALIGN_PAGE}): keyset {k:.2f} s, OFFSET {o:.2f} s = {o / k:.1f}x the keyset; "
+          f"load: {load()}", flush=True)
+
+
 async def main(memories: int, sample: int, queries: int, hnsw_max: int, sqlite_max: int, build_memory: str, build_workers: int,
-               skip_raw: bool) -> None:
+               skip_raw: bool, walk_rows: bool) -> None:
     rng = random.Random(14)
     entries = corpus(memories, sample, rng)
     server = pg_server.start_server()
@@ -268,6 +301,9 @@ async def main(memories: int, sample: int, queries: int, hnsw_max: int, sqlite_m
             await store.write_many(entries)
         else:
             await bulk_import(store, entries)
+
+        if walk_rows:
+            await walk(store)
 
         if memories <= hnsw_max:
             await semantic(store, url, embedder, entries, sample, queries, rng, build_memory, build_workers)
@@ -298,6 +334,7 @@ if __name__ == "__main__":
     parser.add_argument("--build-memory", default="1GB", help="maintenance_work_mem for the HNSW build (the graph should fit).")
     parser.add_argument("--build-workers", type=int, default=1, help="max_parallel_maintenance_workers for the HNSW build.")
     parser.add_argument("--skip-raw", action="store_true", help="Load through the store only (no raw COPY comparison).")
+    parser.add_argument("--walk", action="store_true", help="Time a restore's walk over the copies (keyset against OFFSET).")
     args = parser.parse_args()
     asyncio.run(main(args.memories, args.sample, args.queries, args.hnsw_max, args.sqlite_max, args.build_memory, args.build_workers,
-                     args.skip_raw))
+                     args.skip_raw, args.walk))

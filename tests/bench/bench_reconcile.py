@@ -14,7 +14,11 @@ Also counts decisions for a few hundred LoCoMo conversational turns
 ``--keyword`` builds a store without vectors instead, so the keyword
 candidate leg (the one keyword-only installs use) is what is timed.
 
-Run: python tests/bench/bench_reconcile.py [--size 10000] [--writes 200] [--locomo 300] [--keyword]
+``--size`` takes several sizes (``30000,300000``): a store is built for each,
+and one summary line per size gives the p50 of a reconciled write as a ratio
+of a plain one's (issue 26: it should not grow with the store).
+
+Run: python tests/bench/bench_reconcile.py [--size 10000[,300000]] [--writes 200] [--locomo 300] [--keyword]
 """
 
 from __future__ import annotations
@@ -123,22 +127,27 @@ async def count_locomo(home: Path, gateway, limit: int) -> dict:
 
 async def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--size", type=int, default=10_000)
+    parser.add_argument("--size", type=lambda v: [int(x) for x in v.split(",")], default=[10_000])
     parser.add_argument("--writes", type=int, default=200)
     parser.add_argument("--locomo", type=int, default=300)
     parser.add_argument("--keyword", action="store_true", help="a store without vectors: time the keyword leg")
     args = parser.parse_args()
-    rng = random.Random(12)
-    with tempfile.TemporaryDirectory() as tmp:
-        gateway = None if args.keyword else EmbeddingGateway([FastEmbedEmbedder(models_root=Path(tmp) / "models")])
-        federation = await build(Path(tmp) / "home", gateway, args.size, rng)
-        try:
-            result = {"size": args.size, "vectors": gateway is not None, **await time_writes(federation, args.writes, rng)}
-        finally:
-            await federation.aclose()
-        if args.locomo and LOCOMO.exists():
-            result["locomo"] = await count_locomo(Path(tmp) / "home", gateway, args.locomo)
-    print(json.dumps(result, indent=2))
+    summary = []
+    for size in args.size:
+        rng = random.Random(12)
+        with tempfile.TemporaryDirectory() as tmp:
+            gateway = None if args.keyword else EmbeddingGateway([FastEmbedEmbedder(models_root=Path(tmp) / "models")])
+            federation = await build(Path(tmp) / "home", gateway, size, rng)
+            try:
+                result = {"size": size, "vectors": gateway is not None, **await time_writes(federation, args.writes, rng)}
+            finally:
+                await federation.aclose()
+            if args.locomo and LOCOMO.exists():
+                result["locomo"] = await count_locomo(Path(tmp) / "home", gateway, args.locomo)
+        print(json.dumps(result, indent=2), flush=True)
+        summary.append(f"size={size} p50_ms_reconcile={result['p50_ms_reconcile']} p50_ms_plain={result['p50_ms_plain']} "
+                       f"ratio={result['p50_ms_reconcile'] / result['p50_ms_plain']:.1f} decisions={result['decisions']}")
+    print("\n".join(summary))
 
 
 if __name__ == "__main__":

@@ -388,12 +388,53 @@ async def test_the_keyword_candidates_focus_on_the_rarest_words(store):
     common = [MemoryEntry(agent_id="a", content=f"weather report number {i}") for i in range(DF_CAP + 50)]
     berlin = MemoryEntry(agent_id="a", content="The weather report said Berlin gets snow")
     await store.write_many([*common, berlin])
-    match = await store.run(focused_match, terms("weather report for Berlin"))
-    assert match.startswith("content : (") and '"berlin"' in match
-    assert match.count('"') == 4  # berlin and one common word fit the budget; the second common word does not
+    # berlin alone is rare; of the common words the longer, which only fills what berlin leaves
+    assert await store.run(focused_match, terms("weather report for Berlin")) == (
+        'content : ("berlin")', 'content : ("weather")')
     found = await store.keyword_candidates(MemoryQuery(agent_id="a", text="weather report for Berlin", limit=3), 3)
     assert found[0].id == berlin.id
     assert await store.run(focused_match, terms("zebra quagga")) is None  # words no memory has find nothing
+
+
+async def test_the_keyword_candidates_of_common_words_rank_a_bounded_window(store):
+    """A word in more than DF_CAP memories, alone or beside a rare one, had BM25 score every row
+    holding it (most of a keyword-only `remember` at 300,000 rows); now only its newest DF_BUDGET
+    rows are, and only to fill what the rare words leave, so the work stays the same as the store grows."""
+    from memory.sqlite.fts import DF_BUDGET
+
+    query = MemoryQuery(agent_id="a", text="weather report", limit=3)
+    beside = MemoryQuery(agent_id="a", text="weather report from Oslo", limit=3)
+    asks = (lambda: store.keyword_candidates(query, 3), lambda: store.keyword_candidates(beside, 3),
+            lambda: store.search(query, audience=Audience.OPERATOR))
+
+    async def steps(ask) -> int:
+        count = [0]
+
+        def step() -> int:
+            count[0] += 1
+            return 0
+
+        await store.run(lambda raw: raw.set_progress_handler(step, 1))
+        try:
+            await ask()
+        finally:
+            await store.run(lambda raw: raw.set_progress_handler(None, 0))
+        return count[0]
+
+    oslo = MemoryEntry(agent_id="a", content="Oslo had snow")
+    await store.write_many([oslo, *(MemoryEntry(agent_id="a", content=f"weather report number {i}") for i in range(2 * DF_BUDGET))])
+    small = [await steps(ask) for ask in asks]
+    await store.write_many([MemoryEntry(agent_id="a", content=f"weather report number {i} again") for i in range(6 * DF_BUDGET)])
+    newest = MemoryEntry(agent_id="a", content="weather report")
+    hidden = MemoryEntry(agent_id="a", content="weather report", visibility="hidden")
+    await store.write_many([newest, hidden])
+    large = [await steps(ask) for ask in asks]
+    assert large[0] < 1.2 * small[0] and large[1] < 1.2 * small[1]  # four times the rows holding the words: the same work
+    assert large[2] > 3 * small[2]  # positive control: a recall's ranking of them all grows with them
+    found = await store.keyword_candidates(query, 3)
+    assert found[0].id == newest.id and hidden.id not in {e.id for e in found}  # the best match, admitted only
+    found = [e.id for e in await store.keyword_candidates(beside, 3)]
+    assert found[:2] == [oslo.id, newest.id] and hidden.id not in found  # the rare word's first, then the newest
 
 
 async def test_a_reconciled_write_stores_the_vector_its_candidate_search_embedded(arcana_home, offline_embedder):

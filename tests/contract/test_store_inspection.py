@@ -115,6 +115,39 @@ async def test_a_listing_paged_in_sql_covers_every_row_once(store):
         await store.page(MemoryQuery(limit=10), audience=Audience.RECALL)
 
 
+async def test_a_walk_past_the_last_row_covers_every_row_once(store):
+    """A restore checks a server's copies a page at a time: paged by OFFSET, each page sorted and
+    skipped every row before it (quadratic in an agent's copies); each page now starts past the last."""
+    rows = [entry(f"walked {i}", importance=(i % 3) / 3) for i in range(23)]
+    other = entry("walked, another agent's", agent_id="other")
+    await store.write_many([*rows, other])
+    await store.set_visibility([rows[5].id], Visibility.HIDDEN)
+    query, walked, after = MemoryQuery(agent_id=rows[0].agent_id, limit=10), [], 0
+    while True:
+        page, last = await store.page_after(query, after, audience=Audience.OPERATOR)
+        if last == after:
+            break
+        walked.append([e.id for e in page])
+        after = last
+    assert [len(p) for p in walked] == [10, 10, 3] and [i for p in walked for i in p] == [e.id for e in rows]
+    listed, _ = await store.page_after(MemoryQuery(limit=30))
+    assert rows[5].id not in {e.id for e in listed} and len(listed) == 23  # a listing admits what recall may see
+    with pytest.raises(ValueError):
+        await store.page_after(query, audience=Audience.RECALL)
+
+
+@pytest.mark.sqlite_only("it counts SQLite VM steps")
+async def test_a_walk_reads_the_same_for_its_last_page_as_for_its_first(store):
+    await store.write_many([entry(f"walked {i}") for i in range(2000)])
+    query = MemoryQuery(agent_id="a1", limit=10)
+    _, first = await store.page_after(query, audience=Audience.OPERATOR)
+    firsts = await _steps(store, store.page_after(query, audience=Audience.OPERATOR))
+    lasts = await _steps(store, store.page_after(query, first + 1980, audience=Audience.OPERATOR))
+    assert lasts == firsts
+    # Positive control: the same page by OFFSET reads every row before it.
+    assert await _steps(store, store.page(query, offset=1980, audience=Audience.OPERATOR)) > 10 * firsts
+
+
 async def test_an_edit_guarded_by_a_stale_seq_is_refused_and_writes_nothing(store):
     target, other = entry("guarded row"), entry("guarded bystander")
     await store.write_many([target, other])
