@@ -125,7 +125,7 @@ def post_json(url: str, body: dict, *, timeout: float, deadline: float, max_byte
             if watchdog.fired:
                 raise late() from None
             raise ModelUnavailableError(f"{who} dropped the connection: {type(exc).__name__}") from None
-        except ValueError as exc:  # not JSON, or not UTF-8
+        except (ValueError, RecursionError) as exc:  # not JSON, not UTF-8, or nested past the parser's depth
             raise ModelUnavailableError(f"{who} answered with something that is not JSON: {exc}") from None
         except ModelUnavailableError:
             if watchdog.fired:

@@ -139,7 +139,7 @@ def no_text(label: str) -> ModelUnavailableError:
 def parse_json_line(line: str, *, label: str) -> dict:
     try:
         data = json.loads(line)
-    except json.JSONDecodeError:
+    except (ValueError, RecursionError):  # also a number past int()'s digits, or nesting past the parser's depth
         raise ModelUnavailableError(f"{label} sent a line that is not JSON: {line[:80]!r}") from None
     if not isinstance(data, dict):
         raise ModelUnavailableError(f"{label} sent JSON that is not an object: {line[:80]!r}")

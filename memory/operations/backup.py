@@ -107,7 +107,7 @@ def _integrity(db: Path) -> str:
         return f"cannot be read as a database ({exc})"
 
 
-def home_files(home: Home, *, exclude: Path | None = None) -> list[Path]:
+def home_files(home: Home) -> list[Path]:
     """The files a backup holds, relative to the home: everything but :data:`SKIP_DIRS` and SQLite sidecars.
 
     A folder that is a symlink (an agent's folder moved to another disk and linked back) is an
@@ -120,8 +120,7 @@ def home_files(home: Home, *, exclude: Path | None = None) -> list[Path]:
         here = Path(dirpath)
         if here == root:
             dirnames[:] = [d for d in dirnames if d not in SKIP_DIRS]
-        dirnames[:] = [d for d in dirnames if not d.endswith(".partial")
-                       and (exclude is None or (here / d).resolve() != exclude)]
+        dirnames[:] = [d for d in dirnames if not d.endswith(".partial")]
         dirnames.sort()
         for name in dirnames:
             if (here / name).is_symlink():
@@ -143,7 +142,13 @@ def backup_home(home: Home, dest: Path, *, on_progress=None) -> BackupManifest:
         raise BackupError(f"{home.root} is not an Arcana home (no such directory)")
     if dest.exists() and not dest.is_dir():
         raise InvalidRequestError(f"{dest} is not a folder; give the folder to put the backup in")
-    files = home_files(home, exclude=dest.resolve())  # a folder it cannot hold is refused before DEST is touched
+    root, place, kept = home.root.resolve(), dest.resolve(), home.backups_dir.resolve()
+    if (place == root or root in place.parents) and not (place == kept or kept in place.parents):
+        # Left out of its own walk, `backup ~/.arcana/agents` held no agent; one in the home's root was
+        # copied again by every later backup. The home's backups/ is the one folder the walk leaves out.
+        raise InvalidRequestError(f"{dest} is inside the Arcana home {root}, which a backup copies; give a folder "
+                                  f"outside it (or under {kept}, which backups leave out)")
+    files = home_files(home)  # a folder it cannot hold is refused before DEST is touched
     try:
         private_dir(dest)
         remove_abandoned(dest, f"{PREFIX}*.partial")

@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import re
 from dataclasses import asdict, dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from memory import strict_json
 from memory.adapters.opener import open_store
 from memory.audit import AuditLog
 from memory.errors import NotFoundError
-from memory.home import Home
+from memory.home import Home, is_safe_name
 from memory.sqlite.quarantine import META, insert_missing, salvage
 from memory.store_kinds import kind_of
 from memory.types import stored_moment
@@ -68,11 +68,30 @@ def _legacy_origin(home: Home, name: str) -> Path | None:
     return places[parent] / f"{stem}.db" if parent in places else None
 
 
+def _origin(home: Home, recorded: str) -> Path | None:
+    """The store ``recorded`` names, in this home: a restored backup carries quarantine.json, whose
+    path names the backed-up home (or anywhere at all), and restore writes into it. Only a store's
+    place under a home is taken (``agents/ID/memory.db``, ``pools/NAME.db``, ``vaults/NAME.db``,
+    the global database); any other path is an unknown origin."""
+    parts = PurePosixPath(recorded).parts
+    if parts[-1:] == ("memory.db",) and parts[-3:-2] == ("agents",) and is_safe_name(parts[-2]):
+        return home.agent_db(parts[-2])
+    stem = PurePosixPath(recorded).stem
+    if parts[-2:-1] == ("pools",) and parts[-1].endswith(".db") and is_safe_name(stem):
+        return home.pool_db(stem)
+    if parts[-2:-1] == ("vaults",) and parts[-1].endswith(".db") and is_safe_name(stem):
+        return home.vault_db(stem)
+    if parts[-2:] == home.global_db.parts[-2:]:
+        return home.global_db
+    return None
+
+
 def load(home: Home, folder: Path) -> Quarantined:
     """The quarantined store in ``folder``."""
     try:
         meta = strict_json.loads((folder / META).read_text(encoding="utf-8"))  # nesting too deep: refused, not raised
-        return Quarantined(folder.name, folder, Path(meta["database"]), str(meta.get("reason", "")), stored_moment(meta.get("at")))
+        return Quarantined(folder.name, folder, _origin(home, meta["database"]), str(meta.get("reason", "")),
+                           stored_moment(meta.get("at")))
     except (OSError, ValueError, KeyError, TypeError):
         return Quarantined(folder.name, folder, _legacy_origin(home, folder.name), "unknown (no quarantine.json)", None)
 
@@ -125,7 +144,8 @@ async def restore(home: Home, item: Quarantined, *, actor: str = "quarantine-res
         raise NotFoundError(f"quarantined store '{item.id}' holds no database file; dismiss it")
     if item.database is None or not item.database.parent.is_dir():
         raise NotFoundError(
-            f"quarantined store '{item.id}': its origin ({item.database or 'unknown'}) no longer exists; "
+            f"quarantined store '{item.id}': its origin "
+            f"{'(' + str(item.database) + ') no longer exists' if item.database else 'is no store of this home'}; "
             f"dismiss it with `arcana quarantine dismiss {item.id} --yes`"
         )
     found = salvage(file)

@@ -74,10 +74,12 @@ class Weights:
     keyword: float
 
     def normalized(self) -> Weights:
-        total = self.vector + self.keyword
-        if self.vector < 0 or self.keyword < 0 or total <= 0:
+        """The two weights as shares summing to 1. Scaled by the larger first: two weights near the
+        largest float add up to infinity, and would divide to 0 and 0."""
+        if self.vector < 0 or self.keyword < 0 or max(self.vector, self.keyword) <= 0:
             raise ValueError("fusion weights must be non-negative and not both zero")
-        return Weights(self.vector / total, self.keyword / total)
+        vector, keyword = (w / max(self.vector, self.keyword) for w in (self.vector, self.keyword))
+        return Weights(vector / (vector + keyword), keyword / (vector + keyword))
 
 
 DEFAULT_WEIGHTS = Weights(DEFAULT_VECTOR_WEIGHT, DEFAULT_KEYWORD_WEIGHT)

@@ -185,7 +185,7 @@ def _offset(path: Path) -> int:
     """How far this host session's transcript was stored; 0 when never (or the record is unreadable)."""
     try:
         value = json.loads(path.read_text(encoding="utf-8")).get("offset", 0)
-    except (OSError, ValueError, AttributeError):
+    except (OSError, ValueError, AttributeError, RecursionError):
         return 0
     return value if isinstance(value, int) and value >= 0 else 0
 

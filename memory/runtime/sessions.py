@@ -82,8 +82,8 @@ def _fold(path: Path, agent_id: str) -> Session:
             at = at if at.tzinfo else at.replace(tzinfo=UTC)  # one written by hand without a zone
             kind = event["kind"]
             turn = _turn(event, at) if kind == "turn" else None
-        except (ValueError, KeyError, TypeError):
-            continue  # a torn line from a crash (or one edited by hand): the rest still stands
+        except (ValueError, KeyError, TypeError, RecursionError):
+            continue  # a torn line from a crash (or one edited by hand, nested however deep): the rest still stands
         if session is None:
             session = Session(id=path.stem, agent_id=agent_id, path=path, created_at=at)
         if turn is not None:

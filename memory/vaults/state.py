@@ -67,7 +67,7 @@ def pid_alive(pid: Any) -> bool:
         return False
     try:
         os.kill(pid, 0)
-    except ProcessLookupError:
+    except (ProcessLookupError, OverflowError):  # OverflowError: a pid past any process's, read off disk
         return False
     except PermissionError:
         return True

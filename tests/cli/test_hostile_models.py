@@ -66,6 +66,12 @@ MALFORMED = {
                                          *ndjson({"message": {"content": "."}, "done": True}), LAST_CHUNK]),
     "openai lone surrogate": ("openai", [CHUNKED_OK, chunk(b'data: {"choices": [{"delta": {"content": "x \\udfff"}}]}\n\n'),
                                          chunk(b"data: [DONE]\n\n"), LAST_CHUNK]),
+    # A line Python's parser cannot hold (a number past its digit limit, nesting past its depth) is no
+    # JSON line either: it was a ValueError or RecursionError traceback, exit 1.
+    "ollama number past int digits": ("ollama", [CHUNKED_OK, chunk(b'{"message": {"content": "x"}, "done": false, "n": '
+                                                                   + b"9" * 5000 + b"}\n"), LAST_CHUNK]),
+    "openai nested past the parser's depth": ("openai", [CHUNKED_OK, chunk(b"data: " + b"[" * 100_000 + b"]" * 100_000
+                                                                           + b"\n\n"), LAST_CHUNK]),
     "ollama cut at its length limit": ("ollama", [CHUNKED_OK, *ndjson({"message": {"content": "The code is "}, "done": False},
         {"message": {"content": ""}, "done": True, "done_reason": "length"}), LAST_CHUNK]),
 }

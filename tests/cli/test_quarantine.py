@@ -222,3 +222,31 @@ def test_salvage_reads_a_store_cut_short_as_far_as_it_goes(arcana_home):
     assert db.read_bytes() == before
     ids = {e.id for e in found.entries}
     assert ids <= {e.id for e in entries} and len(ids) >= len(entries) // 3, (len(ids), found.damaged)
+
+
+def test_a_quarantine_json_naming_a_store_outside_the_home_never_writes_there(cli, arcana_home, tmp_path):
+    """quarantine.json is read off disk (a restored backup carries it), and `quarantine restore` wrote
+    the salvaged rows into whatever database it named: a new memory.db outside the home, or the
+    store of the home the backup was taken from. Only a store's place under a home is taken now, in
+    this home; any other path is an unknown origin, to be dismissed."""
+    agent_id, db, entries = _corrupt_store(arcana_home)
+    assert cli("--quiet", "recall", "QuarantineHeron", "--agent", "keeper").exit_code == 5
+    [item] = json.loads(cli("quarantine", "list", "--json").stdout)["quarantined"]
+    quarantined = Path(item["folder"]) / "memory.db"
+    outside, old_home = tmp_path / "outside", tmp_path / "old-home" / "agents" / agent_id
+    for folder, recorded in (("outside", outside / "memory.db"), ("moved", old_home / "memory.db")):
+        recorded.parent.mkdir(parents=True)
+        (arcana_home.quarantine_dir / folder).mkdir()
+        (arcana_home.quarantine_dir / folder / "memory.db").write_bytes(quarantined.read_bytes())
+        (arcana_home.quarantine_dir / folder / "quarantine.json").write_text(
+            json.dumps({"database": str(recorded), "reason": "r", "at": 1}))
+    listed = {q["id"]: q["database"] for q in json.loads(cli("quarantine", "list", "--json").stdout)["quarantined"]}
+    assert listed == {item["id"]: str(db), "outside": None, "moved": str(db)}
+
+    refused = cli("quarantine", "restore", "outside")
+    assert refused.exit_code == 3 and "dismiss" in refused.stderr, refused.output
+    assert list(outside.iterdir()) == [] and (arcana_home.quarantine_dir / "outside").is_dir()
+    moved = cli("quarantine", "restore", "moved", "--json")  # control: its place under a home, in this one
+    assert moved.exit_code == 0, moved.output
+    assert json.loads(moved.stdout)["database"] == str(db) and list(old_home.iterdir()) == []
+    assert entries[ROWS - 1].id in _live_rows(db)

@@ -106,3 +106,16 @@ def test_a_hybrid_query_with_no_words_lists_as_keyword_mode_does(cli, store_file
     assert [r["id"] for r in hybrid["results"]] == [r["id"] for r in keyword["results"]] and len(hybrid["results"]) == 2
     searched, stderr = recalled(cli, "biscuit", "--mode", "hybrid")
     assert searched["legs"] == ["semantic", "keyword"] and [r["content"] for r in searched["results"]] == [CAT]
+
+
+def test_fusion_weights_too_large_to_add_still_weigh_as_their_ratio(cli, store_file):
+    """Each weight is taken up to the largest float, but the two were added before dividing: 1e308
+    and 1e308 summed to infinity, normalised to 0 and 0, and every tier of every hybrid recall
+    failed ('fusion weights must be ... not both zero'), exit 0 with no memories."""
+    found, _ = recalled(cli, "when do deploys happen")  # control: the default weights
+    assert found["results"][0]["content"] == DEPLOYS
+    for key in ("embedding.vector_weight", "embedding.keyword_weight"):
+        assert cli("config", "set", key, "1e308").exit_code == 0
+    found, stderr = recalled(cli, "when do deploys happen")
+    assert not found["degraded"], stderr
+    assert found["results"][0]["content"] == DEPLOYS

@@ -70,6 +70,22 @@ def test_vault_index_and_watch_count_links_in_one_wording(notes, cli):
     assert wording in describe(notes, 1, report)
 
 
+def test_a_watch_pid_no_process_can_have_is_no_watch_not_a_traceback(notes, cli):
+    """The state file's watch_pid is read off disk: one past a C long was an OverflowError traceback
+    from `vault status` (exit 1); it is no running watch now."""
+    import os
+
+    from memory.vaults.state import update_state
+
+    update_state(notes.state_path, watch_pid=os.getpid())  # control: a live pid is a running watch
+    shown = cli("vault", "status", "notes", "--json")
+    assert shown.exit_code == 0 and json.loads(shown.stdout)["watch"]["running"] is True, shown.output
+    update_state(notes.state_path, watch_pid=10**30)
+    shown = cli("vault", "status", "notes", "--json")
+    assert shown.exit_code == 0, shown.output
+    assert (json.loads(shown.stdout)["watch"]["running"], json.loads(shown.stdout)["watch"]["pid"]) == (False, None)
+
+
 # -- memory history ids -----------------------------------------------------------
 
 

@@ -68,3 +68,18 @@ async def test_an_answer_without_end_is_cut_off_at_its_limit():
         with pytest.raises(MemoryStorageError, match="MiB; cut off"):
             await embedder.embed(["x"])
         assert server.sent < 256 << 20  # the client stopped reading long before
+
+
+def _nested():
+    body = b'{"embeddings": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"
+    yield b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body)
+
+
+async def test_an_answer_nested_past_the_parsers_depth_is_an_unhealthy_embedder():
+    """An answer that is not JSON was one named error, but one nested past the parser's depth
+    escaped embed() as a RecursionError (the health check caught it only by catching everything)."""
+    with RawModelServer(_nested) as server:
+        embedder = OllamaEmbedder("all-minilm", url=server.url)
+        assert not (await embedder.health_check()).healthy
+        with pytest.raises(MemoryStorageError, match="not JSON"):
+            await embedder.embed(["x"])

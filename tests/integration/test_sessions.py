@@ -124,6 +124,8 @@ def test_a_line_that_is_not_utf8_or_not_an_event_is_skipped_like_a_torn_one(arca
     with session.path.open("ab") as handle:
         handle.write(b'{"at": "2026-01-01T00:00:00+00:00", "kind": "turn", "prompt": "caf\xc3\n')  # torn mid-character
         handle.write(b'{"at": "2026-01-01T00:00:01+00:00", "kind": "turn", "prompt": "no response"}\n')
+        # nested past the parser's depth: a RecursionError traceback from session list and show
+        handle.write(b'{"at": "2026-01-01T00:00:01+00:00", "kind": "turn", "prompt": ' + b"[" * 100_000 + b"]" * 100_000 + b"}\n")
         handle.write(b'{"at": "2026-01-01T00:00:02+00:00", "kind": "written", "turn": "x", "ids": ["m"]}\n')
         handle.write(b'{"at": "2026-01-01T00:00:03+00:00", "kind": "summary", "text": "kept"}\n')
     naive = manager.dir / "20250101-000000-abcdef.jsonl"  # written by hand, its time without a zone

@@ -326,6 +326,25 @@ def test_a_dest_that_is_a_file_or_cannot_be_made_is_a_usage_error(cli, tmp_path,
     assert done.exit_code == 0 and Path(json.loads(done.stdout)["path"]).is_dir()
 
 
+def test_a_dest_inside_the_home_is_a_usage_error_and_nothing_is_written(cli, arcana_home, tmp_path, no_embedder):
+    """DEST inside the home was taken: `backup ~/.arcana/agents` left the agents folder out of the
+    walk as the backup's own (every agent's memory missing, the backup verified and restorable), and
+    `backup ~/.arcana` put each backup in the home, where the next one copied it again."""
+    assert cli("remember", "the deploy runs on Tuesdays", "--agent", "ada").exit_code == 0
+    before = sorted(p.relative_to(arcana_home.root) for p in arcana_home.root.rglob("*") if "locks" not in p.parts)
+    for dest in (arcana_home.root, arcana_home.agents_dir, arcana_home.root / "vector" / "copies"):
+        result = cli("backup", str(dest))
+        assert result.exit_code == exit_codes.USAGE, (dest, result.output)
+        assert "inside the Arcana home" in result.stderr and len(result.stderr.splitlines()) == 1, result.stderr
+    after = sorted(p.relative_to(arcana_home.root) for p in arcana_home.root.rglob("*") if "locks" not in p.parts)
+    assert after == before
+    for dest in (tmp_path / "backups", arcana_home.backups_dir):  # controls: outside, and the home's backups/
+        done = cli("backup", str(dest), "--json")
+        assert done.exit_code == 0, done.output
+        files = [f["path"] for f in _manifest(Path(json.loads(done.stdout)["path"]))["files"]]
+        assert any(f.startswith("agents/") and f.endswith("/memory.db") for f in files), files
+
+
 def _bump_schema(folder: Path, version: int) -> None:
     """Give the backup's database a schema version, its manifest entry the matching size and sha256."""
     import sqlite3
