@@ -33,7 +33,7 @@ from memory.protocols import provenance_of
 from memory.sqlite.fact_words import content_words
 from memory.sqlite.mutations import REFUSED
 from memory.store_kinds import StoreKind, store_path
-from memory.types import RESTRICTION, Audience, ConfidenceSource, MemoryEntry, MemoryQuery, Visibility
+from memory.types import RESTRICTION, Audience, ConfidenceSource, MemoryEntry, MemoryQuery, MemoryScope, Visibility
 
 MUTATORS = (
     "archive", "restore", "purge", "set_visibility", "set_pinned", "update", "make_current", "supersede", "reinforce"
@@ -554,13 +554,15 @@ class GlobalCopies:
 
 
 class MemoryEditor:
-    """Operator edits of one store's memories; with ``copies``, of the agent's promoted copies too."""
+    """Operator edits of one store's memories; with ``copies``, of the agent's promoted copies too;
+    with ``originals`` (the global tier's editor), of the agents' memories its copies were promoted from."""
 
     def __init__(self, store: SQLiteAdapter, *, copies: GlobalCopies | None = None,
-                 embedding: tuple[Home, ArcanaConfig] | None = None):
+                 embedding: tuple[Home, ArcanaConfig] | None = None, originals: Originals | None = None):
         self.store = store
         self.copies = copies
         self.embedding = embedding  # re-worded rows are embedded with the home's configured model
+        self.originals = originals
 
     async def resolve(self, prefix: str) -> MemoryEntry:
         """The memory ``prefix`` names, any visibility, with its ``sources`` if it is consolidated."""
@@ -609,6 +611,9 @@ class MemoryEditor:
                 self.store, entry_id, edit, verb or edit.op,
                 ended=changed or any(c.changed for c in report.copies), successor=before.superseded_by,
             )
+        if self.originals is not None and (original := await self.originals.apply(before, edit, verb or edit.op)):
+            report.copies += [CopyChange("private", edit.op, original.changed), *(c for c in original.copies if c.changed)]
+            report.carriers += original.carriers
         return report
 
     async def withhold_carriers(self, entry_id: str, edit: Edit, verb: str) -> list[EditReport]:
@@ -881,6 +886,31 @@ class OperatorTarget:
             raise InvalidRequestError("say whose memory: give --agent (or --pool / --global)")
 
 
+class Originals:
+    """The agents' memories the global tier's copies were promoted from. A copy is the same memory
+    (same id, same agent), so an operator's edit of it (``--global``, the web view's global pages) is
+    made to its original too, as an edit through ``--agent`` (which brings the copy in line): hidden
+    or forgotten on the copy alone, the original went on answering its agent, and its next edit
+    promoted the copy back."""
+
+    def __init__(self, home: Home, config: ArcanaConfig, *, actor: str):
+        self.home, self.config, self.actor = home, config, actor
+
+    async def apply(self, copy: MemoryEntry, edit: Edit, verb: str) -> EditReport | None:
+        """``edit`` (unguarded: its seq was the copy's) made to the original of ``copy``; None when
+        ``copy`` has none here (written to the global tier directly, its agent or original gone)."""
+        from memory.agents import AgentRegistry
+
+        card = AgentRegistry(self.home).get(copy.agent_id)
+        if card is None or copy.scope is not MemoryScope.GLOBAL or not self.home.agent_db(card.id).exists():
+            return None
+        async with open_editor(self.home, self.config, OperatorTarget(card.id), actor=self.actor) as editor:
+            original = await _operator_get(editor.store, copy.id)
+            if original is None or original.agent_id != copy.agent_id or original.scope is not MemoryScope.PRIVATE:
+                return None
+            return await editor.apply(copy.id, Edit(edit.op, edit.value, edit.changes), verb=verb)
+
+
 class NoStoreYet(NotFoundError):
     """The store an operator names has not been made yet: there is nothing in it to read or edit."""
 
@@ -915,7 +945,8 @@ async def open_editor(home: Home, config: ArcanaConfig, target: OperatorTarget, 
         store = open_tier(home, kind, target.pool, config=config, actor=actor)
         if server_url(config, kind, target.pool) is None and not store.path.exists():  # a server tier always exists
             raise NoStoreYet(f"{'pool ' + target.pool if target.pool else 'the global tier'} has no memories yet ({store.path})")
-        editor = MemoryEditor(store, embedding=(home, config))
+        originals = None if target.pool else Originals(home, config, actor=actor)
+        editor = MemoryEditor(store, embedding=(home, config), originals=originals)
     try:
         if card is not None:  # an agent deleted since it was resolved is not made again, card-less and empty
             await connect_agent_store(home, card.id, card.name, store)
