@@ -419,14 +419,16 @@ class GlobalCopies:
         finally:
             DEADLINE.reset(token)
 
-    async def align(self, source: SQLiteAdapter, agent_id: str, *, page: int = ALIGN_PAGE) -> dict[str, int]:
+    async def align(self, source: SQLiteAdapter, agent_id: str, *, page: int = ALIGN_PAGE,
+                    replaced: SQLiteAdapter | None = None) -> dict[str, int]:
         """Bring every copy ``agent_id`` has here in line with its original in ``source``, the agent's
         store: what a restore must do, since a backup holds the agent's store but not a server's copies.
 
         A copy whose original is no longer promotable (hidden, private, lowered, an agent's claim) or
-        was purged is withdrawn; an archived or superseded original archives or supersedes a copy
-        still live. Everything else is left: an original the agent's ledger never recorded is a
-        memory written to this tier directly, or one made after the backup. Copies are read a page at
+        was purged is withdrawn, and so is one whose original only ``replaced`` (the agent's store the
+        restore moved to the trash) recorded: a memory made after the backup, which the restore took
+        away; an archived or superseded original archives or supersedes a copy still live. Everything
+        else is left: an original no ledger recorded is a memory written to this tier directly. Copies are read a page at
         a time and each page costs one read of the originals, one of their ledger and one bulk change
         per kind, each bounded by the tier's write budget. Returns the count per change; a tier that
         cannot be reached raises :class:`LiveCopyError`.
@@ -446,6 +448,8 @@ class GlobalCopies:
                         include_archived=True)
                     missing = [c.id for c in mine if c.id not in originals]
                     recorded = {r.memory_id for r in await source.ledger(missing)} if missing else set()
+                    if replaced is not None and (unrecorded := [i for i in missing if i not in recorded]):
+                        recorded |= {r.memory_id for r in await replaced.ledger(unrecorded)}
                     gone = [c.id for c in mine if c.id in recorded or (c.id in originals and not promotable(originals[c.id]))]
                     live = [(c, originals[c.id]) for c in mine if c.id in originals and c.id not in gone]
                     withdrawn = await store.withdraw(gone) if gone else 0

@@ -122,3 +122,31 @@ def test_a_server_out_of_reach_leaves_the_home_restored_and_says_how_to_finish(c
     report = ok(cli("restore", "--copies", "--json"))["copies"]
     assert (report["withdrawn"], report["archived"], report["unchecked"]) == (1, 1, []), report
     assert recalled(cli, "bob", "zebracode", "osprey") == {"osprey"}
+
+
+@pytest.mark.parametrize("later", [False, True])
+def test_a_restore_withdraws_the_server_copies_of_what_it_takes_away(cli, two_homes, tmp_path, pg_url, monkeypatch,
+                                                                     later):
+    """Said after the backup, a promoted memory's copy on the server outlived the restore that took the
+    memory away (and dan, an agent made since, with his): bob went on recalling both, and no `memory`
+    command of an agent here reached them. Controls: ada's fact from before the backup and carol's copy
+    (another home's) still answer bob, and so does what ada wrote to the global tier itself. ``later``:
+    the server is out of reach during the restore, and `restore --copies` finishes it."""
+    backup = ok(cli("backup", str(tmp_path / "backups"), "--json"))["path"]
+    promoted(cli, "heron latecode", "ada")
+    assert cli("agent", "create", "dan").exit_code == 0
+    promoted(cli, "dunlin lostcode", "dan")
+    direct = ok(cli("remember", "ada directcode", "--agent", "ada", "--scope", "global", "--json"))
+    assert direct["accepted"] == ["global"], direct
+    words = ("latecode", "lostcode", "directcode", "osprey")
+    assert recalled(cli, "bob", *words) == set(words)
+
+    if later:
+        monkeypatch.setenv("GLOBAL_PG", "postgresql://nobody@127.0.0.1:9/none?connect_timeout=2")
+        assert cli("restore", backup, "--force", "--json").exit_code != 0
+        monkeypatch.setenv("GLOBAL_PG", pg_url)
+        report = ok(cli("restore", "--copies", "--json"))["copies"]
+    else:
+        report = ok(cli("restore", backup, "--force", "--json"))["copies"]
+    assert recalled(cli, "bob", *words) == {"directcode", "osprey"}
+    assert (report["withdrawn"], report["unchecked"]) == (2, []), report
