@@ -900,19 +900,32 @@ class Originals:
     def __init__(self, home: Home, config: ArcanaConfig, *, actor: str):
         self.home, self.config, self.actor = home, config, actor
 
-    async def apply(self, copy: MemoryEntry, edit: Edit, verb: str) -> EditReport | None:
-        """``edit`` (unguarded: its seq was the copy's) made to the original of ``copy``; None when
-        ``copy`` has none here (written to the global tier directly, its agent or original gone)."""
+    @asynccontextmanager
+    async def _editor_of(self, copy: MemoryEntry):
+        """(the agent's card, its editor, the original of ``copy``), or None when ``copy`` has none
+        here (written to the global tier directly, its agent or original gone)."""
         from memory.agents import AgentRegistry
 
         card = AgentRegistry(self.home).get(copy.agent_id)
         if card is None or copy.scope is not MemoryScope.GLOBAL or not self.home.agent_db(card.id).exists():
-            return None
+            yield None
+            return
         async with open_editor(self.home, self.config, OperatorTarget(card.id), actor=self.actor) as editor:
             original = await _operator_get(editor.store, copy.id)
-            if original is None or original.agent_id != copy.agent_id or original.scope is not MemoryScope.PRIVATE:
+            mine = original is not None and original.agent_id == copy.agent_id and original.scope is MemoryScope.PRIVATE
+            yield (card, editor, original) if mine else None
+
+    async def find(self, copy: MemoryEntry) -> tuple[Any, MemoryEntry] | None:
+        """The agent's card and the original of ``copy`` (shown beside it), or None."""
+        async with self._editor_of(copy) as found:
+            return None if found is None else (found[0], found[2])
+
+    async def apply(self, copy: MemoryEntry, edit: Edit, verb: str) -> EditReport | None:
+        """``edit`` (unguarded: its seq was the copy's) made to the original of ``copy``, or None."""
+        async with self._editor_of(copy) as found:
+            if found is None:
                 return None
-            return await editor.apply(copy.id, Edit(edit.op, edit.value, edit.changes), verb=verb)
+            return await found[1].apply(copy.id, Edit(edit.op, edit.value, edit.changes), verb=verb)
 
 
 class NoStoreYet(NotFoundError):

@@ -121,3 +121,20 @@ def test_a_vault_link_graph_draws_its_best_linked_notes(cli, no_embedder, make_v
     assert len(graph.edges) == 5  # every link among the three drawn; c's one link is left out with c
     whole = asyncio.run(link_graph(VaultRegistry(no_embedder).get("v")))
     assert len(whole.nodes) == 5 and len(whole.edges) == 6
+
+
+async def test_a_global_copys_original_is_its_own_agents_only(promoted):
+    """What a global copy's page shows beside it, and what its actions reach: ada's memory of that id,
+    never another agent's (an id is no proof of ownership)."""
+    from memory.agents import AgentRegistry
+    from memory.operator.edits import Originals
+
+    home, high, low = promoted
+    async with await editor(home, global_=True) as ed:
+        copy = await ed.resolve(high)
+    originals = Originals(home, load_config(home.config_path), actor="ui")
+    card, original = await originals.find(copy)
+    assert card.name == "ada" and original.id == high and original.scope.value == "private"
+    bob = AgentRegistry(home).resolve("bob")
+    for stranger in ("someone-else", bob.id):
+        assert await originals.find(copy.model_copy(update={"agent_id": stranger})) is None
