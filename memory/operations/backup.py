@@ -504,7 +504,7 @@ async def align_server_copies(home: Home, *, actor: str = "restore", replaced: H
 def last_replaced(home: Home) -> Home | None:
     """The home the last restore moved to the trash (``trash/pre-restore-<stamp>``), if any: what
     `restore --copies` compares with, finishing that restore."""
-    found = sorted(home.trash_dir.glob("pre-restore-*")) if home.trash_dir.is_dir() else []
+    found = sorted(p for p in home.trash_dir.glob("pre-restore-*") if p.is_dir() and not p.is_symlink())
     return Home(found[-1]) if found else None
 
 

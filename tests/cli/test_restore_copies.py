@@ -150,3 +150,18 @@ def test_a_restore_withdraws_the_server_copies_of_what_it_takes_away(cli, two_ho
         report = ok(cli("restore", backup, "--force", "--json"))["copies"]
     assert recalled(cli, "bob", *words) == {"directcode", "osprey"}
     assert (report["withdrawn"], report["unchecked"]) == (2, []), report
+
+
+def test_restore_copies_compares_with_a_replaced_home_inside_the_trash_only(tmp_path):
+    """`restore --copies` reads the last pre-restore folder's agents: a link planted under that name
+    (to another home's agents) or a file is no such folder; the real one (the control) is taken."""
+    from memory.operations.backup import last_replaced
+
+    home = Home(tmp_path / "home")
+    real = home.trash_dir / "pre-restore-20260101T000000Z"
+    real.mkdir(parents=True)
+    elsewhere = tmp_path / "elsewhere"
+    (elsewhere / "agents").mkdir(parents=True)
+    (home.trash_dir / "pre-restore-20991231T000000Z").symlink_to(elsewhere)
+    (home.trash_dir / "pre-restore-20990101T000000Z").write_text("")
+    assert last_replaced(home).root == real
