@@ -428,10 +428,10 @@ class GlobalCopies:
         was purged is withdrawn, and so is one whose original only ``replaced`` (the agent's store the
         restore moved to the trash) recorded: a memory made after the backup, which the restore took
         away; an archived or superseded original archives or supersedes a copy still live. Everything
-        else is left: an original no ledger recorded is a memory written to this tier directly. Copies are read a page at
-        a time and each page costs one read of the originals, one of their ledger and one bulk change
-        per kind, each bounded by the tier's write budget. Returns the count per change; a tier that
-        cannot be reached raises :class:`LiveCopyError`.
+        else is left: an original no ledger recorded is a memory written to this tier directly.
+        Copies are read a page at a time and each page costs one read of the originals, one of their
+        ledger and one bulk change per kind, each bounded by the tier's write budget. Returns the
+        count per change; a tier that cannot be reached raises :class:`LiveCopyError`.
         """
         done = {"withdraw": 0, "archive": 0, "supersede": 0}
         offset = 0
@@ -894,8 +894,7 @@ class Originals:
     """The agents' memories the global tier's copies were promoted from. A copy is the same memory
     (same id, same agent), so an operator's edit of it (``--global``, the web view's global pages) is
     made to its original too, as an edit through ``--agent`` (which brings the copy in line): hidden
-    or forgotten on the copy alone, the original went on answering its agent, and its next edit
-    promoted the copy back."""
+    or forgotten on the copy alone, the original went on answering its agent."""
 
     def __init__(self, home: Home, config: ArcanaConfig, *, actor: str):
         self.home, self.config, self.actor = home, config, actor
