@@ -42,6 +42,9 @@ MUTATORS = (
 (``supersede``, with the successor's (id, valid time) as its value, and ``reinforce``,
 with its (step, confirm, asserted), are reconciliation's)."""
 
+EDITABLE = ("content", "tags", "type", "importance", "pinned", "visibility")
+"""The fields an operator's ``update`` sets (`memory set`, a revert, an import's line)."""
+
 GUARDED = ("archive", "restore", "set_visibility", "set_pinned")
 """The edits a ledger seq can guard (see :attr:`Edit.expect_seq`): the web view's actions."""
 
@@ -918,6 +921,20 @@ class Originals:
         """The agent's card and the original of ``copy`` (shown beside it), or None."""
         async with self._editor_of(copy) as found:
             return None if found is None else (found[0], found[2])
+
+    async def follow(self, before: Mapping[str, MemoryEntry], written: Iterable[MemoryEntry], verb: str) -> None:
+        """What a write into the global tier (an import) changed of the copies ``before`` held, made
+        to their originals as :meth:`apply` makes an operator's edit."""
+        for copy in written:
+            old = before.get(copy.id)
+            if old is None:
+                continue
+            changes = {k: getattr(copy, k) for k in EDITABLE if getattr(copy, k) != getattr(old, k)}
+            edits = [Edit("update", changes=changes)] if changes else []
+            if copy.archived != old.archived:
+                edits.append(Edit("archive" if copy.archived else "restore"))
+            for edit in edits:
+                await self.apply(old, edit, verb)
 
     async def apply(self, copy: MemoryEntry, edit: Edit, verb: str) -> EditReport | None:
         """``edit`` (unguarded: its seq was the copy's) made to the original of ``copy``, or None."""

@@ -498,3 +498,26 @@ def test_an_unchanged_import_line_leaves_the_words_an_operator_gave_a_global_cop
     copies = {m["id"]: m for m in ok(cli("memory", "list", "--global", "--all", "--json"))}
     assert copies[secret["id"]]["content"] == "heron redacted"
     assert copies[control["id"]]["importance"] == 0.97  # what the file changed reached the copy
+
+
+def test_an_import_into_the_global_tier_reaches_the_copies_originals(cli, home, tmp_path):
+    """A line of `import --global` that hides a copy is an operator's action on it, as `memory set
+    --global` is: the copy was hidden from bob, but ada went on recalling the original. Now it follows,
+    and so does a re-worded line; the control fact's unchanged line leaves both as they were."""
+    secret = ok(cli("remember", "heron zebracode", "--agent", "ada", "--importance", "0.95", "--json"))["id"]
+    worded = ok(cli("remember", "heron oldword", "--agent", "ada", "--importance", "0.95", "--json"))["id"]
+    lines = []
+    for line in cli("export", "--global").stdout.splitlines():
+        record = json.loads(line)
+        memory = record.get("memory", {})
+        if memory.get("id") == secret:
+            memory["visibility"] = "hidden"
+        if memory.get("id") == worded:
+            memory["content"] = "heron newword"
+        lines.append(json.dumps(record))
+    dump = tmp_path / "global.jsonl"
+    dump.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    ok(cli("import", str(dump), "--global", "--json"))
+    for agent in ("bob", "ada"):
+        assert recalled(cli, agent, "zebracode", "oldword", "newword") == {"newword"}, agent
+    assert ok(cli("memory", "show", secret, "--agent", "ada", "--json"))["visibility"] == "hidden"
