@@ -61,13 +61,13 @@ def restore(
     """Restore a verified backup into an empty home (over a live one only with --force)."""
     import asyncio
 
-    from memory.operations.backup import align_server_copies, restore_home
+    from memory.operations.backup import align_server_copies, last_replaced, restore_home
 
     if (src is None) != copies:
         err("give a backup to restore, or --copies (and no backup) to check the server copies again")
         raise typer.Exit(exit_codes.USAGE)
     if copies:
-        report = asyncio.run(align_server_copies(cli.home, actor="cli"))
+        report = asyncio.run(align_server_copies(cli.home, actor="cli", replaced=last_replaced(cli.home)))
         out.data({"copies": report.as_dict(), "home": str(cli.home.root)}, text=lambda: str(cli.home.root))
     else:
         with out.progress("restoring") as bar:

@@ -294,7 +294,7 @@ async def _import(cli: CliContext, out: Out, source: Path, handle: IO[bytes] | N
     """:func:`import_` of ``source``, a file (open as ``handle``) or folder (named ``shown`` in messages)."""
     from memory.operations import export as core
     from memory.operations import restore_all
-    from memory.operator.edits import GlobalCopies
+    from memory.operator.edits import GlobalCopies, Originals
 
     if not source.exists():
         raise typer.BadParameter(f"{shown} does not exist", param_hint="SOURCE")
@@ -322,6 +322,7 @@ async def _import(cli: CliContext, out: Out, source: Path, handle: IO[bytes] | N
             target = core.Target(MemoryScope.PRIVATE, agent_id=card.id)
             copies = GlobalCopies.of_home(cli.home, cli.config, actor="cli")
             stack.push_async_callback(copies.aclose)
+            originals = None
         else:
             from memory.store_kinds import StoreKind
 
@@ -332,6 +333,7 @@ async def _import(cli: CliContext, out: Out, source: Path, handle: IO[bytes] | N
             store = await _open_shared(cli, stack, StoreKind.POOL if pool else StoreKind.GLOBAL, pool)
             target = core.Target(pool_scope(None, pool, MemoryScope.GLOBAL), pool_name=pool)
             copies = None
+            originals = None if pool else Originals(cli.home, cli.config, actor="cli")
         gateway = _gateway(cli, embed)
         limit = cli.config.memory.max_content_bytes
         if source.is_dir():
@@ -344,7 +346,7 @@ async def _import(cli: CliContext, out: Out, source: Path, handle: IO[bytes] | N
         with out.progress("importing") as bar:
             report = await core.import_records(
                 records(), store, target, strict=strict, model=model, gateway=gateway,
-                on_progress=bar.update, reopen=records, copies=copies, max_content_bytes=limit,
+                on_progress=bar.update, reopen=records, copies=copies, originals=originals, max_content_bytes=limit,
             )
     out.data(report.as_dict(), text=lambda: _summary(report))
     if report.embed_notice:

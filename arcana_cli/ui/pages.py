@@ -150,7 +150,8 @@ async def memory(request: Request) -> Response:
     done = params.choice(request.query_params, "done", ("", *DONE), "")
     message = ""
     if done:
-        message = f"Done: {DONE[done]}" + (" (and its global copy)" if params.flag(request.query_params, "copies") else "")
+        other = "the agent's own memory" if target.kind == "global" else "its global copy"
+        message = f"Done: {DONE[done]}" + (f" (and {other})" if params.flag(request.query_params, "copies") else "")
     view = await reader.memory(target, _memory_id(request))
     return render(reader, "memory.html", title=f"Memory {view.entry.id[:8]}", view=view, actions=offered(view.entry), done=message)
 

@@ -16,10 +16,10 @@ from arcana_cli.ui.targets import Target
 from memory.adapters.sqlite import SQLiteAdapter
 from memory.agents import AgentCard, AgentRegistry
 from memory.config import ArcanaConfig, load_config
-from memory.errors import ArcanaMemoryError, NotFoundError
+from memory.errors import ArcanaMemoryError
 from memory.home import Home
 from memory.inspection import Activity, Census, Growth
-from memory.operator.edits import NoStoreYet, open_editor
+from memory.operator.edits import NoStoreYet, Originals, open_editor
 from memory.types import Audience
 from memory.adapters.opener import open_store, open_tier, server_url
 from memory.store_kinds import StoreKind, store_path
@@ -210,18 +210,11 @@ class Reader:
 
     async def _original(self, copy: MemoryEntry) -> list[tuple[str, Target, MemoryEntry]]:
         """The agent's own memory a global copy was promoted from, if the agent is still here."""
-        try:
-            card = AgentRegistry(self.home).resolve(copy.agent_id)
-        except NotFoundError:
+        found = await Originals(self.home, self.config, actor=ACTOR).find(copy)
+        if found is None:
             return []
-        if not self.home.agent_db(card.id).exists():
-            return []
-        owner = Target("agent", card.name)
-        async with open_editor(self.home, self.config, owner.operator, actor=ACTOR) as editor:
-            try:
-                return [(f"agent {card.name} (private)", owner, await editor.resolve(copy.id))]
-            except NotFoundError:
-                return []
+        card, original = found
+        return [(f"agent {card.name} (private)", Target("agent", card.name), original)]
 
     # -- activity -------------------------------------------------------------
 

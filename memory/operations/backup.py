@@ -446,13 +446,16 @@ class RestoreReport:
         return {"source": str(self.source), "files": self.files, "moved_to_trash": moved, "copies": self.copies.as_dict()}
 
 
-async def align_server_copies(home: Home, *, actor: str = "restore") -> CopiesReport:
+async def align_server_copies(home: Home, *, actor: str = "restore", replaced: Home | None = None) -> CopiesReport:
     """Bring the copies this home's agents have on a server global tier in line with their memories.
 
     A backup holds the home's SQLite files only: a copy on a server outlives the restore, so a
     memory the backup holds hidden (or archived, or superseded) kept answering every home's agents
     there. Only copies of this home's agents are read and changed (a server tier may serve other
-    homes), through :meth:`memory.operator.edits.GlobalCopies.align`. A SQLite global tier and the
+    homes), through :meth:`memory.operator.edits.GlobalCopies.align`. ``replaced`` is the home the
+    restore moved to the trash (:func:`last_replaced` for `restore --copies`): the copies of what
+    it held and the backup does not (a memory made since, an agent made since) are withdrawn, as an
+    `agent delete` withdraws an agent's. A SQLite global tier and the
     pools need nothing: ``global.db`` is restored with the home, and pools hold no copies. A server
     that cannot be reached leaves the rest unchecked and says so; `arcana restore --copies` finishes it.
     """
@@ -461,7 +464,7 @@ async def align_server_copies(home: Home, *, actor: str = "restore") -> CopiesRe
     from memory.errors import ConfigError, UnsetVariableError
     from memory.operator.edits import GlobalCopies
     from memory.server_urls import mask_url
-    from memory.store_kinds import StoreKind
+    from memory.store_kinds import StoreKind, store_path
 
     agents = _agent_folders(home)
     try:
@@ -472,24 +475,42 @@ async def align_server_copies(home: Home, *, actor: str = "restore") -> CopiesRe
     report = CopiesReport(mask_url(url) if url else None)
     if url is None:
         return report
+    gone = [] if replaced is None else [a for a in _agent_folders(replaced) if a not in agents]
     copies = GlobalCopies.of_home(home, config, actor=actor)
     try:
-        for agent_id in agents:
+        for agent_id in [*agents, *gone]:
             if report.problem is not None:
                 report.unchecked.append(agent_id)
                 continue
-            source = open_store(home, StoreKind.PRIVATE, agent_id, actor=actor)
+            source = open_store(home, StoreKind.PRIVATE, agent_id, actor=actor) if agent_id in agents else None
+            earlier = None
+            if replaced is not None and store_path(replaced, StoreKind.PRIVATE, agent_id).exists():
+                earlier = open_store(replaced, StoreKind.PRIVATE, agent_id, actor=actor, repair=False)
             try:
-                for op, n in (await copies.align(source, agent_id)).items():
+                if source is None:  # an agent the restore took away: its copies go, as an `agent delete`'s
+                    change = await copies.withdraw_agent(agent_id, earlier)
+                    done = {"withdraw": change.count if change else 0}
+                else:
+                    done = await copies.align(source, agent_id, replaced=earlier)
+                for op, n in done.items():
                     report.changed[op] = report.changed.get(op, 0) + n
             except MemoryStorageError as exc:  # LiveCopyError: the server; else the agent's own store
                 report.unchecked.append(agent_id)
                 report.problem = str(exc)
             finally:
-                await source.aclose()
+                for store in (source, earlier):
+                    if store is not None:
+                        await store.aclose()
     finally:
         await copies.aclose()
     return report
+
+
+def last_replaced(home: Home) -> Home | None:
+    """The home the last restore moved to the trash (``trash/pre-restore-<stamp>``), if any: what
+    `restore --copies` compares with, finishing that restore."""
+    found = sorted(p for p in home.trash_dir.glob("pre-restore-*") if p.is_dir() and not p.is_symlink())
+    return Home(found[-1]) if found else None
 
 
 def _occupied(home: Home) -> list[Path]:
@@ -544,7 +565,8 @@ def restore_home(path: Path, home: Home, *, force: bool = False, on_progress=Non
     finally:
         os.close(lock)
     home.ensure()
-    copies = asyncio.run(align_server_copies(home))  # the swap is done: what fails here is reported, not raised
+    # The swap is done: what fails here is reported, not raised.
+    copies = asyncio.run(align_server_copies(home, replaced=None if moved is None else Home(moved)))
     return RestoreReport(manifest.path, len(manifest.files), moved, copies)
 
 

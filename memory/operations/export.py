@@ -29,7 +29,7 @@ from memory.home import private_dir
 from memory.limits import MAX_CONTENT_BYTES, content_size, nul_field, nul_refused, tags_size
 from memory.lines import LineTooLong, decode, loads, read_lines
 from memory.locks import replaced_when_complete
-from memory.operator.edits import GlobalCopies, keep_restrictions, withhold_carriers_of
+from memory.operator.edits import GlobalCopies, Originals, keep_restrictions, withhold_carriers_of
 from memory.sqlite import consolidation, mutations
 from memory.sqlite.admission import where
 from memory.sqlite.batches import select_in
@@ -477,6 +477,7 @@ async def import_records(
     on_progress: Callable[[int], None] | None = None,
     reopen: Callable[[], Iterable[tuple[str, dict | str]]] | None = None,
     copies: GlobalCopies | None = None,
+    originals: Originals | None = None,
     max_content_bytes: int | None = MAX_CONTENT_BYTES,
 ) -> ImportReport:
     """Upsert every good record into ``store`` as ``target``; report bad ones by where they are.
@@ -539,9 +540,11 @@ async def import_records(
         # A line the write left out (gone, or refused: another agent's row in a shared tier) changed
         # nothing, so neither that row's vector nor what carries it may follow the line.
         batch[:] = [pair for pair, op in zip(batch, ops, strict=True) if op not in LEFT_OUT]
+        written = [entry for entry, _ in batch]
         if not server:  # what carries a memory the import withheld (hid, archived, re-worded) follows, as for `memory set`
-            written = [entry for entry, _ in batch]
             report.carriers_withheld += await withhold_carriers_of(store, stored, written, "imported", copies=copies)
+        if originals is not None:  # a global copy a line changed: its original follows, as for `memory set --global`
+            await originals.follow(stored, written, "imported")
         if vectors is not None:
             report.vectors_kept += await vectors([(e, v) for e, v in batch if v is not None])
         batch.clear()

@@ -33,7 +33,7 @@ from memory.protocols import provenance_of
 from memory.sqlite.fact_words import content_words
 from memory.sqlite.mutations import REFUSED
 from memory.store_kinds import StoreKind, store_path
-from memory.types import RESTRICTION, Audience, ConfidenceSource, MemoryEntry, MemoryQuery, Visibility
+from memory.types import RESTRICTION, Audience, ConfidenceSource, MemoryEntry, MemoryQuery, MemoryScope, Visibility
 
 MUTATORS = (
     "archive", "restore", "purge", "set_visibility", "set_pinned", "update", "make_current", "supersede", "reinforce"
@@ -41,6 +41,9 @@ MUTATORS = (
 """Every operator mutation, by the :class:`SQLiteAdapter` method that performs it
 (``supersede``, with the successor's (id, valid time) as its value, and ``reinforce``,
 with its (step, confirm, asserted), are reconciliation's)."""
+
+EDITABLE = ("content", "tags", "type", "importance", "pinned", "visibility")
+"""The fields an operator's ``update`` sets (`memory set`, a revert, an import's line)."""
 
 GUARDED = ("archive", "restore", "set_visibility", "set_pinned")
 """The edits a ledger seq can guard (see :attr:`Edit.expect_seq`): the web view's actions."""
@@ -419,17 +422,20 @@ class GlobalCopies:
         finally:
             DEADLINE.reset(token)
 
-    async def align(self, source: SQLiteAdapter, agent_id: str, *, page: int = ALIGN_PAGE) -> dict[str, int]:
+    async def align(self, source: SQLiteAdapter, agent_id: str, *, page: int = ALIGN_PAGE,
+                    replaced: SQLiteAdapter | None = None) -> dict[str, int]:
         """Bring every copy ``agent_id`` has here in line with its original in ``source``, the agent's
         store: what a restore must do, since a backup holds the agent's store but not a server's copies.
 
         A copy whose original is no longer promotable (hidden, private, lowered, an agent's claim) or
-        was purged is withdrawn; an archived or superseded original archives or supersedes a copy
-        still live. Everything else is left: an original the agent's ledger never recorded is a
-        memory written to this tier directly, or one made after the backup. Copies are read a page at
-        a time, each past the last (no page reads the ones before it again), and each page costs one read of the originals, one of their ledger and one bulk change
-        per kind, each bounded by the tier's write budget. Returns the count per change; a tier that
-        cannot be reached raises :class:`LiveCopyError`.
+        was purged is withdrawn, and so is one whose original only ``replaced`` (the agent's store the
+        restore moved to the trash) recorded: a memory made after the backup, which the restore took
+        away; an archived or superseded original archives or supersedes a copy still live. Everything
+        else is left: an original no ledger recorded is a memory written to this tier directly.
+        Copies are read a page at a time, each past the last (no page reads the ones before it
+        again), and each page costs one read of the originals, one of their ledger and one bulk
+        change per kind, each bounded by the tier's write budget. Returns the count per change; a
+        tier that cannot be reached raises :class:`LiveCopyError`.
         """
         done = {"withdraw": 0, "archive": 0, "supersede": 0}
         after = 0
@@ -448,6 +454,8 @@ class GlobalCopies:
                         include_archived=True)
                     missing = [c.id for c in mine if c.id not in originals]
                     recorded = {r.memory_id for r in await source.ledger(missing)} if missing else set()
+                    if replaced is not None and (unrecorded := [i for i in missing if i not in recorded]):
+                        recorded |= {r.memory_id for r in await replaced.ledger(unrecorded)}
                     gone = [c.id for c in mine if c.id in recorded or (c.id in originals and not promotable(originals[c.id]))]
                     live = [(c, originals[c.id]) for c in mine if c.id in originals and c.id not in gone]
                     withdrawn = await store.withdraw(gone) if gone else 0
@@ -554,13 +562,15 @@ class GlobalCopies:
 
 
 class MemoryEditor:
-    """Operator edits of one store's memories; with ``copies``, of the agent's promoted copies too."""
+    """Operator edits of one store's memories; with ``copies``, of the agent's promoted copies too;
+    with ``originals`` (the global tier's editor), of the agents' memories its copies were promoted from."""
 
     def __init__(self, store: SQLiteAdapter, *, copies: GlobalCopies | None = None,
-                 embedding: tuple[Home, ArcanaConfig] | None = None):
+                 embedding: tuple[Home, ArcanaConfig] | None = None, originals: Originals | None = None):
         self.store = store
         self.copies = copies
         self.embedding = embedding  # re-worded rows are embedded with the home's configured model
+        self.originals = originals
 
     async def resolve(self, prefix: str) -> MemoryEntry:
         """The memory ``prefix`` names, any visibility, with its ``sources`` if it is consolidated."""
@@ -609,6 +619,9 @@ class MemoryEditor:
                 self.store, entry_id, edit, verb or edit.op,
                 ended=changed or any(c.changed for c in report.copies), successor=before.superseded_by,
             )
+        if self.originals is not None and (original := await self.originals.apply(before, edit, verb or edit.op)):
+            report.copies += [CopyChange("private", edit.op, original.changed), *(c for c in original.copies if c.changed)]
+            report.carriers += original.carriers
         return report
 
     async def withhold_carriers(self, entry_id: str, edit: Edit, verb: str) -> list[EditReport]:
@@ -881,6 +894,57 @@ class OperatorTarget:
             raise InvalidRequestError("say whose memory: give --agent (or --pool / --global)")
 
 
+class Originals:
+    """The agents' memories the global tier's copies were promoted from. A copy is the same memory
+    (same id, same agent), so an operator's edit of it (``--global``, the web view's global pages) is
+    made to its original too, as an edit through ``--agent`` (which brings the copy in line): hidden
+    or forgotten on the copy alone, the original went on answering its agent."""
+
+    def __init__(self, home: Home, config: ArcanaConfig, *, actor: str):
+        self.home, self.config, self.actor = home, config, actor
+
+    @asynccontextmanager
+    async def _editor_of(self, copy: MemoryEntry):
+        """(the agent's card, its editor, the original of ``copy``), or None when ``copy`` has none
+        here (written to the global tier directly, its agent or original gone)."""
+        from memory.agents import AgentRegistry
+
+        card = AgentRegistry(self.home).get(copy.agent_id)
+        if card is None or copy.scope is not MemoryScope.GLOBAL or not self.home.agent_db(card.id).exists():
+            yield None
+            return
+        async with open_editor(self.home, self.config, OperatorTarget(card.id), actor=self.actor) as editor:
+            original = await _operator_get(editor.store, copy.id)
+            mine = original is not None and original.agent_id == copy.agent_id and original.scope is MemoryScope.PRIVATE
+            yield (card, editor, original) if mine else None
+
+    async def find(self, copy: MemoryEntry) -> tuple[Any, MemoryEntry] | None:
+        """The agent's card and the original of ``copy`` (shown beside it), or None."""
+        async with self._editor_of(copy) as found:
+            return None if found is None else (found[0], found[2])
+
+    async def follow(self, before: Mapping[str, MemoryEntry], written: Iterable[MemoryEntry], verb: str) -> None:
+        """What a write into the global tier (an import) changed of the copies ``before`` held, made
+        to their originals as :meth:`apply` makes an operator's edit."""
+        for copy in written:
+            old = before.get(copy.id)
+            if old is None:
+                continue
+            changes = {k: getattr(copy, k) for k in EDITABLE if getattr(copy, k) != getattr(old, k)}
+            edits = [Edit("update", changes=changes)] if changes else []
+            if copy.archived != old.archived:
+                edits.append(Edit("archive" if copy.archived else "restore"))
+            for edit in edits:
+                await self.apply(old, edit, verb)
+
+    async def apply(self, copy: MemoryEntry, edit: Edit, verb: str) -> EditReport | None:
+        """``edit`` (unguarded: its seq was the copy's) made to the original of ``copy``, or None."""
+        async with self._editor_of(copy) as found:
+            if found is None:
+                return None
+            return await found[1].apply(copy.id, Edit(edit.op, edit.value, edit.changes), verb=verb)
+
+
 class NoStoreYet(NotFoundError):
     """The store an operator names has not been made yet: there is nothing in it to read or edit."""
 
@@ -915,7 +979,8 @@ async def open_editor(home: Home, config: ArcanaConfig, target: OperatorTarget, 
         store = open_tier(home, kind, target.pool, config=config, actor=actor)
         if server_url(config, kind, target.pool) is None and not store.path.exists():  # a server tier always exists
             raise NoStoreYet(f"{'pool ' + target.pool if target.pool else 'the global tier'} has no memories yet ({store.path})")
-        editor = MemoryEditor(store, embedding=(home, config))
+        originals = None if target.pool else Originals(home, config, actor=actor)
+        editor = MemoryEditor(store, embedding=(home, config), originals=originals)
     try:
         if card is not None:  # an agent deleted since it was resolved is not made again, card-less and empty
             await connect_agent_store(home, card.id, card.name, store)

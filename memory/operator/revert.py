@@ -18,11 +18,11 @@ from collections.abc import Sequence
 from typing import Any
 
 from memory.errors import InvalidRequestError, NotFoundError, UnreadableRowError
-from memory.operator.edits import EditReport, MemoryEditor, keep_restrictions
+from memory.operator.edits import EDITABLE, EditReport, MemoryEditor, keep_restrictions
 from memory.protocols import RepairsRows
 from memory.types import Audience, LedgerRecord, MemoryEntry, Visibility
 
-REVERTIBLE = ("content", "tags", "type", "importance", "pinned", "visibility")
+REVERTIBLE = EDITABLE
 
 
 def reverted_fields(current: MemoryEntry, records: Sequence[LedgerRecord], seq: int) -> dict[str, Any]:

@@ -12,7 +12,7 @@ from memory.audit import AuditLog
 from memory.config import load_config
 from memory.errors import StaleEditError
 from memory.operator.edits import Edit, OperatorTarget, open_editor
-from memory.types import Visibility
+from memory.types import Audience, MemoryQuery, Visibility
 
 
 def ok(done) -> dict:
@@ -51,6 +51,27 @@ async def test_a_guarded_edit_reaches_the_copy_and_a_stale_one_touches_neither(p
         assert await ed.copies.copy_of(await ed.resolve(high)) is None  # hiding withdraws the copy
     with pytest.raises(ValueError, match="cannot be checked"):
         Edit("purge", expect_seq=1)  # refused before anything runs, not after the copy went
+
+
+async def test_a_guarded_edit_of_the_global_copy_reaches_the_agents_own_memory(promoted):
+    """The web view's global page edits the copy; the copy is the memory, so ada's own follows (she
+    went on recalling what the operator hid). A stale seq touches neither; bob's copy is untouched."""
+    home, high, low = promoted
+    async with await editor(home, global_=True) as ed:
+        seq = (await ed.store.history(high))[-1].seq
+        await ed.apply(high, Edit("set_pinned", True))
+        with pytest.raises(StaleEditError):
+            await ed.apply(high, Edit("set_visibility", Visibility.HIDDEN, expect_seq=seq))
+        fresh = (await ed.store.history(high))[-1].seq
+        report = await ed.apply(high, Edit("set_visibility", Visibility.HIDDEN, expect_seq=fresh))
+        assert [(c.tier, c.op, c.changed) for c in report.copies] == [
+            ("private", "set_visibility", True), ("global", "withdraw", True)]
+        bobs = [e for e in await ed.store.search(MemoryQuery(), audience=Audience.OPERATOR) if e.id != high]
+        assert [e.content for e in bobs] == ["bob's kestrel note"]  # control: another copy stays
+    async with await editor(home, "ada") as ed:
+        own = await ed.resolve(high)
+        assert own.visibility is Visibility.HIDDEN and own.pinned  # the pin reached it too
+        assert (await ed.resolve(low)).visibility is Visibility.VISIBLE
 
 
 async def test_the_copy_beside_a_memory_is_its_own_agents_only(promoted):
@@ -100,3 +121,20 @@ def test_a_vault_link_graph_draws_its_best_linked_notes(cli, no_embedder, make_v
     assert len(graph.edges) == 5  # every link among the three drawn; c's one link is left out with c
     whole = asyncio.run(link_graph(VaultRegistry(no_embedder).get("v")))
     assert len(whole.nodes) == 5 and len(whole.edges) == 6
+
+
+async def test_a_global_copys_original_is_its_own_agents_only(promoted):
+    """What a global copy's page shows beside it, and what its actions reach: ada's memory of that id,
+    never another agent's (an id is no proof of ownership)."""
+    from memory.agents import AgentRegistry
+    from memory.operator.edits import Originals
+
+    home, high, low = promoted
+    async with await editor(home, global_=True) as ed:
+        copy = await ed.resolve(high)
+    originals = Originals(home, load_config(home.config_path), actor="ui")
+    card, original = await originals.find(copy)
+    assert card.name == "ada" and original.id == high and original.scope.value == "private"
+    bob = AgentRegistry(home).resolve("bob")
+    for stranger in ("someone-else", bob.id):
+        assert await originals.find(copy.model_copy(update={"agent_id": stranger})) is None

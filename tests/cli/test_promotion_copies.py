@@ -81,6 +81,7 @@ class Case:
     ada: bool | None = None
     content: str = "fact {word}"
     later: str | None = None  # remembered (promoted too) after the memory, to supersede it before the action
+    on_copy: bool = True  # the copy is there to be named with --global (not when it was withdrawn)
 
 
 CASES: dict[tuple[str, str | None], list[Case]] = {
@@ -93,7 +94,7 @@ CASES: dict[tuple[str, str | None], list[Case]] = {
         Case(["set", "--importance", "0.5"], lambda c: c is None, False, "update", "withdraw", ada=True),  # still hers
         # symmetry: raising it back promotes a fresh copy
         Case(["set", "--importance", "0.97"], lambda c: c["importance"] == 0.97, True, "update", "insert",
-             prepare=[["set", "--importance", "0.5"]]),
+             prepare=[["set", "--importance", "0.5"]], on_copy=False),
     ],
     ("set", "type_"): [Case(["set", "--type", "procedural"], lambda c: c["type"] == "procedural", True, "update", "update")],
     ("set", "visibility"): [
@@ -131,11 +132,15 @@ def operator_mutators() -> set[tuple[str, str | None]]:
     return found
 
 
-def test_every_operator_mutator_reaches_the_promoted_copy(cli, home):
+@pytest.mark.parametrize("via", ["--agent", "--global"])
+def test_every_operator_mutator_reaches_the_promoted_copy(cli, home, via):
+    """Through --agent the edit reaches the copy; through --global, on the copy, it reaches the
+    agent's original and so every copy alike: hidden on the copy alone, ada went on recalling it."""
     mutators = operator_mutators()
     assert mutators - CASES.keys() == set(), "a new operator mutator: add a case proving it reaches promoted copies"
     assert CASES.keys() - mutators == set(), "a case for a mutator the CLI no longer has"
-    cases = [(key, case) for key, group in CASES.items() for case in group]
+    cases = [(key, case) for key, group in CASES.items() for case in group if via == "--agent" or case.on_copy]
+    whose = ["--agent", "ada"] if via == "--agent" else ["--global"]
     done = {}
     for number, ((command, option), case) in enumerate(cases):
         word = f"heron{chr(97 + number)}"  # one marker word per case: herona, heronb, ...
@@ -146,9 +151,9 @@ def test_every_operator_mutator_reaches_the_promoted_copy(cli, home):
             assert later["supersedes"] == [written["id"]] and "global" in later["accepted"]
         for step in case.prepare:
             ok(cli("memory", step[0], written["id"], "--agent", "ada", *step[1:], "--json"))
-        insert = ok(cli("memory", "history", written["id"], "--agent", "ada", "--json"))[0]["seq"]
+        insert = ok(cli("memory", "history", written["id"], *whose, "--json"))[0]["seq"]
         args = [f"reworded {word}" if a == "reworded" else str(insert) if a == "{insert}" else a for a in case.args]
-        result = cli("memory", args[0], written["id"], "--agent", "ada", *args[1:], "--json")
+        result = cli("memory", args[0], written["id"], *whose, *args[1:], "--json")
         assert result.exit_code == 0, f"{args}: {result.output}"
         done[word] = (written["id"], f"memory {command} {option or ''}: {args}", case)
     ada = AgentRegistry(home).resolve("ada")
@@ -493,3 +498,26 @@ def test_an_unchanged_import_line_leaves_the_words_an_operator_gave_a_global_cop
     copies = {m["id"]: m for m in ok(cli("memory", "list", "--global", "--all", "--json"))}
     assert copies[secret["id"]]["content"] == "heron redacted"
     assert copies[control["id"]]["importance"] == 0.97  # what the file changed reached the copy
+
+
+def test_an_import_into_the_global_tier_reaches_the_copies_originals(cli, home, tmp_path):
+    """A line of `import --global` that hides a copy is an operator's action on it, as `memory set
+    --global` is: the copy was hidden from bob, but ada went on recalling the original. Now it follows,
+    and so does a re-worded line; the control fact's unchanged line leaves both as they were."""
+    secret = ok(cli("remember", "heron zebracode", "--agent", "ada", "--importance", "0.95", "--json"))["id"]
+    worded = ok(cli("remember", "heron oldword", "--agent", "ada", "--importance", "0.95", "--json"))["id"]
+    lines = []
+    for line in cli("export", "--global").stdout.splitlines():
+        record = json.loads(line)
+        memory = record.get("memory", {})
+        if memory.get("id") == secret:
+            memory["visibility"] = "hidden"
+        if memory.get("id") == worded:
+            memory["content"] = "heron newword"
+        lines.append(json.dumps(record))
+    dump = tmp_path / "global.jsonl"
+    dump.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    ok(cli("import", str(dump), "--global", "--json"))
+    for agent in ("bob", "ada"):
+        assert recalled(cli, agent, "zebracode", "oldword", "newword") == {"newword"}, agent
+    assert ok(cli("memory", "show", secret, "--agent", "ada", "--json"))["visibility"] == "hidden"

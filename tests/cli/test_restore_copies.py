@@ -122,3 +122,46 @@ def test_a_server_out_of_reach_leaves_the_home_restored_and_says_how_to_finish(c
     report = ok(cli("restore", "--copies", "--json"))["copies"]
     assert (report["withdrawn"], report["archived"], report["unchecked"]) == (1, 1, []), report
     assert recalled(cli, "bob", "zebracode", "osprey") == {"osprey"}
+
+
+@pytest.mark.parametrize("later", [False, True])
+def test_a_restore_withdraws_the_server_copies_of_what_it_takes_away(cli, two_homes, tmp_path, pg_url, monkeypatch,
+                                                                     later):
+    """Said after the backup, a promoted memory's copy on the server outlived the restore that took the
+    memory away (and dan, an agent made since, with his): bob went on recalling both, and no `memory`
+    command of an agent here reached them. Controls: ada's fact from before the backup and carol's copy
+    (another home's) still answer bob, and so does what ada wrote to the global tier itself. ``later``:
+    the server is out of reach during the restore, and `restore --copies` finishes it."""
+    backup = ok(cli("backup", str(tmp_path / "backups"), "--json"))["path"]
+    promoted(cli, "heron latecode", "ada")
+    assert cli("agent", "create", "dan").exit_code == 0
+    promoted(cli, "dunlin lostcode", "dan")
+    direct = ok(cli("remember", "ada directcode", "--agent", "ada", "--scope", "global", "--json"))
+    assert direct["accepted"] == ["global"], direct
+    words = ("latecode", "lostcode", "directcode", "osprey")
+    assert recalled(cli, "bob", *words) == set(words)
+
+    if later:
+        monkeypatch.setenv("GLOBAL_PG", "postgresql://nobody@127.0.0.1:9/none?connect_timeout=2")
+        assert cli("restore", backup, "--force", "--json").exit_code != 0
+        monkeypatch.setenv("GLOBAL_PG", pg_url)
+        report = ok(cli("restore", "--copies", "--json"))["copies"]
+    else:
+        report = ok(cli("restore", backup, "--force", "--json"))["copies"]
+    assert recalled(cli, "bob", *words) == {"directcode", "osprey"}
+    assert (report["withdrawn"], report["unchecked"]) == (2, []), report
+
+
+def test_restore_copies_compares_with_a_replaced_home_inside_the_trash_only(tmp_path):
+    """`restore --copies` reads the last pre-restore folder's agents: a link planted under that name
+    (to another home's agents) or a file is no such folder; the real one (the control) is taken."""
+    from memory.operations.backup import last_replaced
+
+    home = Home(tmp_path / "home")
+    real = home.trash_dir / "pre-restore-20260101T000000Z"
+    real.mkdir(parents=True)
+    elsewhere = tmp_path / "elsewhere"
+    (elsewhere / "agents").mkdir(parents=True)
+    (home.trash_dir / "pre-restore-20991231T000000Z").symlink_to(elsewhere)
+    (home.trash_dir / "pre-restore-20990101T000000Z").write_text("")
+    assert last_replaced(home).root == real
