@@ -46,7 +46,7 @@ from memory.ranking.neighbours import expand  # noqa: E402
 from memory.ranking.speakers import lift_named_speakers  # noqa: E402
 from memory.query_terms import terms  # noqa: E402
 from memory.sqlite.fts import pair_share  # noqa: E402
-from memory.sqlite.rows import SELECT_COLUMNS  # noqa: E402
+from memory.sqlite.rows import COLUMNS  # noqa: E402
 
 LIMIT = 10
 NEAR = 30
@@ -78,7 +78,7 @@ class Conv:
         self.db = sqlite3.connect(":memory:")
         self.db.execute(FTS_SCHEMA)
         self.db.row_factory = sqlite3.Row
-        columns = ", ".join(c.removeprefix("m.") for c in SELECT_COLUMNS.split(", ") if c != "m.id")
+        columns = ", ".join(c for c in COLUMNS if c != "id")
         self.db.execute(f"CREATE TABLE memories (seq INTEGER PRIMARY KEY, id TEXT UNIQUE, {columns})")  # pair_share's read
         self.seq = {}
         for n, (entry_id, t) in enumerate(sorted(self.turns.items(), key=lambda kv: kv[1]["created_at"]), 1):
