@@ -232,10 +232,12 @@ class RecallConfig(_Section):
     mode: RetrievalMode | None = None  # None: DEFAULT_RETRIEVAL_MODE
     limit: int = Field(default=10, ge=1, le=1000)
     # Session-neighbour expansion (memory.ranking.neighbours): the turns before and after each of
-    # the best ``neighbour_depth`` results join at ``neighbour_share`` of their score; 0 turns it
-    # off. 2 / 0.5: what LoCoMo's cross-validation folds chose (man/benchmarks.md).
-    neighbour_depth: int = Field(default=2, ge=0, le=50)
-    neighbour_share: float = Field(default=0.5, gt=0, le=1)
+    # the best ``neighbour_depth`` results join at ``neighbour_share`` of their score, those up to
+    # ``neighbour_reach`` turns away at less; depth 0 turns it off. 1 / 0.4 / 2: what LoCoMo's
+    # cross-validation folds chose (man/benchmarks.md).
+    neighbour_depth: int = Field(default=1, ge=0, le=50)
+    neighbour_share: float = Field(default=0.4, gt=0, le=1)
+    neighbour_reach: int = Field(default=2, ge=1, le=5)
 
     def mode_for(self, requested: RetrievalMode | None = None) -> RetrievalMode:
         """The mode a recall runs in: the one asked for, else this config's, else the library default."""

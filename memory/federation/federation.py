@@ -530,25 +530,38 @@ class MemoryFederation:
         tiers_of: dict[int, list[str]], degraded: list[MemoryDegradedEvent],
     ) -> list[tuple[MemoryEntry, float]]:
         """Session-neighbour expansion (:mod:`memory.ranking.neighbours`): the turns next to the best
-        few, each read through the admission predicate of the tiers that returned it (a tier that
-        failed the read returned nothing, so it costs no second budget), merged in just below."""
+        few, then ``recall.neighbour_reach`` - 1 rings of the turns next to those, each read through
+        the admission predicate of the tiers that returned the turn it is next to (a tier that failed
+        a read returned nothing, so it costs no second budget), merged in just below."""
         top = [entry for entry, _ in ranked[: self.recall_settings.neighbour_depth]]
-        hits = [entry.id for entry in top]
-        held_by = {tier.name: [e.id for e in top if tier.name in tiers_of[id(e)]] for tier in tiers}
-        tiers = [tier for tier in tiers if held_by[tier.name]]
-        reads = await asyncio.gather(*(t.session_neighbours(self._query_for(t, query), held_by[t.name]) for t in tiers))
-        events = [event for _, event in reads if event is not None]
-        self._emit(events)
-        degraded += events
-        near: dict[str, list[MemoryEntry]] = {}
-        held: dict[str, list[str]] = {}  # a neighbour's id -> the tiers holding it
-        for tier, (found, _) in zip(tiers, reads, strict=True):  # most local first: its copy is kept
-            for hit, entries in found.items():
-                for entry in entries:
-                    if tier.name not in held.setdefault(entry.id, []):
-                        held[entry.id].append(tier.name)
-                    near.setdefault(hit, []).append(entry.model_copy(update={"matched_by": ["neighbour"]}))
-        expanded = expand(ranked, [near.get(i, []) for i in hits], share=self.recall_settings.neighbour_share,
+        rings: dict[str, list[list[MemoryEntry]]] = {entry.id: [] for entry in top}
+        origin = {entry.id: entry.id for entry in top}  # a turn reached -> the hit it was reached from
+        held = {entry.id: tiers_of[id(entry)] for entry in top}  # a turn's id -> the tiers holding it
+        frontier = list(origin)
+        for _ in range(self.recall_settings.neighbour_reach):
+            by_tier = {tier.name: [i for i in frontier if tier.name in held[i]] for tier in tiers}
+            reading = [tier for tier in tiers if by_tier[tier.name]]
+            reads = await asyncio.gather(*(t.session_neighbours(self._query_for(t, query), by_tier[t.name]) for t in reading))
+            events = [event for _, event in reads if event is not None]
+            self._emit(events)
+            degraded += events
+            for ring in rings.values():
+                ring.append([])
+            frontier = []
+            for tier, (found, _) in zip(reading, reads, strict=True):  # most local first: its copy is kept
+                for at, entries in found.items():
+                    for entry in entries:
+                        if entry.id in origin and entry.id not in frontier:
+                            continue  # a hit, or a turn an earlier ring brought
+                        if entry.id not in frontier:
+                            origin[entry.id] = origin[at]
+                            frontier.append(entry.id)
+                        if tier.name not in held.setdefault(entry.id, []):
+                            held[entry.id].append(tier.name)
+                        rings[origin[at]][-1].append(entry.model_copy(update={"matched_by": ["neighbour"]}))
+            if not frontier:
+                break
+        expanded = expand(ranked, [rings[entry.id] for entry in top], share=self.recall_settings.neighbour_share,
                           limit=query.limit, key=lambda entry: entry.id)
         for entry, _ in expanded:
             tiers_of.setdefault(id(entry), held.get(entry.id, []))

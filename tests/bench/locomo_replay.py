@@ -46,11 +46,11 @@ from memory.ranking.neighbours import expand  # noqa: E402
 from memory.ranking.speakers import lift_named_speakers  # noqa: E402
 from memory.query_terms import terms  # noqa: E402
 from memory.sqlite.fts import pair_share  # noqa: E402
-from memory.sqlite.rows import SELECT_COLUMNS  # noqa: E402
+from memory.sqlite.rows import COLUMNS  # noqa: E402
 
 LIMIT = 10
 NEAR = 30
-DEFAULT_EXPANSION = (RecallConfig().neighbour_depth, RecallConfig().neighbour_share)  # the real path's
+DEFAULT_EXPANSION = (RecallConfig().neighbour_depth, RecallConfig().neighbour_share, RecallConfig().neighbour_reach)  # the real path's
 SHARE = 0.15
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
 
@@ -78,7 +78,7 @@ class Conv:
         self.db = sqlite3.connect(":memory:")
         self.db.execute(FTS_SCHEMA)
         self.db.row_factory = sqlite3.Row
-        columns = ", ".join(c.removeprefix("m.") for c in SELECT_COLUMNS.split(", ") if c != "m.id")
+        columns = ", ".join(c for c in COLUMNS if c != "id")
         self.db.execute(f"CREATE TABLE memories (seq INTEGER PRIMARY KEY, id TEXT UNIQUE, {columns})")  # pair_share's read
         self.seq = {}
         for n, (entry_id, t) in enumerate(sorted(self.turns.items(), key=lambda kv: kv[1]["created_at"]), 1):
@@ -105,9 +105,10 @@ def entries(pool):
 
 
 def federation_rank(conv: Conv, q: dict, scores: dict[str, float], asking: float = ASKING_WEIGHT,
-                    expansion: tuple[int, float] | None = None) -> list[str]:
+                    expansion: tuple[int, float, int] | None = None) -> list[str]:
     """MemoryFederation.recall over one private tier: relevance x freshness x asking x time window,
-    then (``expansion`` = (depth, share)) the session neighbours of the best ``depth`` merged in."""
+    then (``expansion`` = (depth, share, reach)) the session neighbours of the best ``depth``, up to
+    ``reach`` turns away, merged in."""
     top = max(scores.values(), default=0.0)
     if top <= 0:
         return best(scores, LIMIT)
@@ -126,10 +127,19 @@ def federation_rank(conv: Conv, q: dict, scores: dict[str, float], asking: float
     ranked.sort(key=lambda r: r[:3], reverse=True)  # ties: the store's order, as the router keeps it
     if not expansion[0]:
         return [r[3] for r in ranked[:LIMIT]]
-    depth, share = expansion
+    depth, share, reach = expansion
     hits = [(r[3], r[0]) for r in ranked[:LIMIT]]
-    near = [[n for n in (conv.previous.get(i), conv.following.get(i)) if n] for i, _ in hits[:depth]]
-    return [i for i, _ in expand(hits, near, share=share, limit=LIMIT, key=lambda i: i)]
+    return [i for i, _ in expand(hits, [rings(conv, i, reach) for i, _ in hits[:depth]], share=share,
+                                 limit=LIMIT, key=lambda i: i)]
+
+
+def rings(conv: Conv, entry_id: str, reach: int) -> list[list[str]]:
+    """The turns 1, 2, … ``reach`` before and after ``entry_id`` in its session, ring by ring."""
+    out, before, after = [], entry_id, entry_id
+    for _ in range(reach):
+        before, after = before and conv.previous.get(before), after and conv.following.get(after)
+        out.append([n for n in (before, after) if n])
+    return out
 
 
 def store_scores(conv: Conv, q: dict, *, pairs: bool = True, replies: bool = True,
@@ -268,11 +278,11 @@ GRID = {
 }
 
 
-# session-neighbour expansion (memory.ranking.neighbours): (depth, share), per mode
+# session-neighbour expansion (memory.ranking.neighbours): (depth, share, reach), per mode
 def expansion_grid(scores) -> dict:
-    return {"no expansion": (scores, ASKING_WEIGHT, (0, 1.0))} | {
-        f"expand depth={d} share={s}": (scores, ASKING_WEIGHT, (d, s))
-        for d in (1, 2, 3, 5) for s in (0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.99)
+    return {"no expansion": (scores, ASKING_WEIGHT, (0, 1.0, 1))} | {
+        f"expand depth={d} share={s} reach={r}": (scores, ASKING_WEIGHT, (d, s, r))
+        for d in (1, 2, 3, 5) for s in (0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.99) for r in (1, 2, 3)
     }
 
 

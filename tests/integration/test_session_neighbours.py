@@ -8,7 +8,7 @@ from datetime import datetime, timedelta, timezone
 
 from memory.config import ArcanaConfig, RecallConfig
 from memory.embedding.gateway import EmbeddingGateway
-from memory.ranking.neighbours import expand
+from memory.ranking.neighbours import RING_SHARE, expand
 from memory.runtime.assembly import build_federation, private_store
 from memory.types import MemoryEntry, MemoryQuery, RetrievalMode, Visibility
 
@@ -17,10 +17,10 @@ DAY = datetime(2024, 6, 18, 18, 30, tzinfo=timezone.utc)
 NOW = DAY + timedelta(days=1)
 
 
-async def federation(tmp_path, embedder, depth: int):
-    config = ArcanaConfig(recall=RecallConfig(neighbour_depth=depth))
+async def federation(tmp_path, embedder, depth: int, reach: int = 2):
+    config = ArcanaConfig(recall=RecallConfig(neighbour_depth=depth, neighbour_reach=reach))
     return await build_federation(
-        AGENT, home=tmp_path / f"home{depth}", embedding=EmbeddingGateway([embedder]), global_tier=False,
+        AGENT, home=tmp_path / f"home{depth}-{reach}", embedding=EmbeddingGateway([embedder]), global_tier=False,
         clock=lambda: NOW, on_degraded=lambda event: None, config=config,
     )
 
@@ -84,8 +84,36 @@ async def test_a_superseded_neighbour_is_not_brought_back(tmp_path, offline_embe
         await fed.aclose()
 
 
+async def test_the_speakers_next_turn_two_away_joins_below_the_adjacent_one(tmp_path, offline_embedder):
+    # the answer is the hit's speaker's own next turn, after the other speaker's reply
+    hit = turn("s1", "Caroline: I went to a support group yesterday.")
+    reply = turn("s1", "Melanie: Wow, how did it feel?")
+    hidden = turn("s1", "Melanie: (a note to self about the group)", visibility=Visibility.HIDDEN)
+    answer = turn("s1", "Caroline: So inspiring, I now want to study counseling.")
+    after = turn("s1", "Melanie: That sounds like a great path.")
+    for reach in (1, 2):
+        fed = await federation(tmp_path, offline_embedder, 1, reach)
+        try:
+            await private_store(fed).write_many([hit, reply, hidden, answer, after])
+            found = [e.id for e in await fed.search(ask("support group"))]
+            if reach == 1:  # control: only the adjacent turn joins
+                assert found == [hit.id, reply.id]
+                continue
+            # two away through the admission predicate: the hidden turn is passed over, not counted
+            assert found == [hit.id, reply.id, answer.id]
+        finally:
+            await fed.aclose()
+
+
 def test_expand_places_neighbours_below_their_hit_and_keeps_what_is_ranked():
     ranked = [("a", 1.0), ("b", 0.8), ("c", 0.5)]
-    merged = expand(ranked, [["a-", "a+"], ["c"], []], share=0.9, limit=5, key=lambda i: i)
+    merged = expand(ranked, [[["a-", "a+"]], [["c"]], []], share=0.9, limit=5, key=lambda i: i)
     assert merged == [("a", 1.0), ("a-", 0.9), ("a+", 0.9), ("b", 0.8), ("c", 0.5)]  # c stays where it was
-    assert expand(ranked, [["x"]], share=0.4, limit=3, key=lambda i: i) == ranked  # too weak to enter
+    assert expand(ranked, [[["x"]]], share=0.4, limit=3, key=lambda i: i) == ranked  # too weak to enter
+
+
+def test_a_further_ring_joins_at_less_and_a_turn_near_two_hits_takes_the_better_place():
+    ranked = [("a", 1.0), ("b", 0.9)]
+    merged = expand(ranked, [[["a+"], ["x"]], [["x"]]], share=0.5, limit=4, key=lambda i: i)
+    assert merged == [("a", 1.0), ("b", 0.9), ("a+", 0.5), ("x", 0.45)]  # x: b's adjacent turn, not a's second ring
+    assert expand(ranked, [[["a+"], ["a++"]]], share=0.5, limit=4, key=lambda i: i)[-1] == ("a++", 0.5 * RING_SHARE)
