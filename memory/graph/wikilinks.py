@@ -159,11 +159,17 @@ def lookup_key(target: str, source: LinkSource) -> str | None:
     return None if text is None else _strip_note_suffix(text)[0]
 
 
+def filing_keys(note: LinkSource) -> set[str]:
+    """Every key a resolver files ``note`` under: only links looked up by one of them can resolve to it, so
+    adding, removing or re-aliasing it changes only those links."""
+    path, suffixes, name, aliases = _filed(note)
+    return {path, name, *suffixes, *aliases}
+
+
 def filed_under(note: LinkSource, keys: set[str]) -> bool:
     """Whether a resolver files ``note`` under any of ``keys``: the notes a few links can resolve to, picked
     from a vault's manifest a page at a time instead of loading every note."""
-    path, suffixes, name, aliases = _filed(note)
-    return path in keys or name in keys or not keys.isdisjoint(suffixes) or not keys.isdisjoint(aliases)
+    return not keys.isdisjoint(filing_keys(note))
 
 
 class LinkResolver:
@@ -350,10 +356,13 @@ class WikilinkEdgeExtractor:
         report.edges_written = await self.edges.replace_source(WIKILINK_SOURCE, edges)
         return report
 
-    async def replace_notes(self, resolver: LinkResolver, notes: Sequence[LinkSource]) -> dict[str, NoteLinks]:
-        """Re-resolve only ``notes`` (edited, while the set of names stayed) and rewrite just their outgoing edges."""
+    async def replace_notes(
+        self, resolver: LinkResolver, notes: Sequence[LinkSource], *, gone: Sequence[str] = ()
+    ) -> dict[str, NoteLinks]:
+        """Re-resolve only ``notes`` (those whose links may have changed) and rewrite just their outgoing
+        edges, dropping those of the notes ``gone`` (ids)."""
         results = {note.rel_path: resolve_note(resolver, note) for note in notes}
         await self.edges.replace_outgoing(
-            WIKILINK_SOURCE, [note.id for note in notes], [e for links in results.values() for e in links.edges]
+            WIKILINK_SOURCE, [note.id for note in notes] + list(gone), [e for links in results.values() for e in links.edges]
         )
         return results

@@ -7,8 +7,10 @@ opened; one whose bytes hash the same is only re-stamped; everything else is
 parsed. Apply: changed notes are upserted through the store (and embedded,
 when an embedder is available — only these), notes that disappeared are
 purged through the ledger, the manifest is updated, and wikilink edges are
-rebuilt: for the edited notes only when no note was added, removed or
-re-aliased, else for the whole vault (a new note can resolve old links).
+rebuilt: for the notes read, plus — when notes were added, removed or
+re-aliased — the notes with a link those notes' names can answer
+(:mod:`memory.vaults.relink`); for the whole vault only when attachments, the
+resolution rules or the identity changed, or a killed pass left links pending.
 
 Changed notes are applied in windows (:func:`commit_windows`), each window's
 notes read and parsed again when it comes (the plan keeps their manifest
@@ -49,6 +51,7 @@ from memory.graph.wikilinks import (
     LinkSource,
     NoteLinks,
     WikilinkEdgeExtractor,
+    filing_keys,
     link_graph,
     note_targets,
 )
@@ -65,7 +68,7 @@ from memory.markdown.notes import (
     walk_notes,
 )
 from memory.types import MemoryEntry
-from memory.vaults import manifest
+from memory.vaults import manifest, relink
 from memory.vaults.manifest import FileRecord
 from memory.vaults.registry import Vault
 
@@ -148,7 +151,9 @@ class IndexPlan:
     removed_ids: list[str]
     removed_paths: list[str]
     attachments: list[str]
-    structural: bool  # notes added/removed/re-aliased or attachments changed: every link may resolve differently
+    structural: bool  # notes added/removed/re-aliased or attachments changed: the set of names changed
+    relink_all: bool = False  # attachments, resolution or identity changed, or links pending: resolve every link
+    moved: set[str] = field(default_factory=set)  # keys of notes added, removed or re-aliased (unless relink_all)
 
 
 def open_store(vault: Vault) -> SQLiteAdapter:
@@ -194,9 +199,8 @@ def plan_index(
         looked = sorted(set(paths))
         infos = _stat_paths(vault, looked, found)
         attachments, mode = json.loads(meta.get("attachments", "[]")), "targeted"
-    plan = IndexPlan(mode, meta, {}, 0, 0, 0, [], [], 0, found.skipped, [], [], [], attachments, force)
+    plan = IndexPlan(mode, meta, {}, 0, 0, 0, [], [], 0, found.skipped, [], [], [], attachments, force, force)
     leftover: list[str] = []  # ids of records not kept as they are: removed unless a note read now has them
-    aliases_changed = False
     records = manifest.rows(raw, page or manifest.PAGE_ROWS) if raw is not None else iter(())
     old, exists = next(records, (None, False))
     for info in _then_none(infos):
@@ -206,6 +210,7 @@ def plan_index(
             if looked is None or old.rel_path in looked:  # ``looked`` is small: a watcher's batch
                 plan.removed_paths.append(old.rel_path)
                 leftover.append(old.id)
+                _moves(plan, old)
             else:
                 plan.notes += 1
             old, exists = next(records, (None, False))
@@ -227,6 +232,7 @@ def plan_index(
             found.skipped.append((info.rel_path, parsed))
             if mine is not None:
                 plan.removed_paths.append(mine.rel_path)
+                _moves(plan, mine)
             else:  # no record, yet a killed pass may have left its row: a targeted pass sweeps no orphans
                 leftover.append(note_id(info.rel_path))
             continue
@@ -235,12 +241,14 @@ def plan_index(
         record = _record(parsed)
         plan.notes += 1
         plan.read[info.rel_path] = record
-        plan.structural = plan.structural or mine is None  # a new note
+        if mine is None:
+            _moves(plan, record)
         if fresh and mine.content_hash == record.content_hash:
             plan.touched.append(record)
         else:
             plan.changed.append(record)
-            aliases_changed = aliases_changed or (mine is not None and record.aliases != mine.aliases)
+            if mine is not None and record.aliases != mine.aliases:
+                _moves(plan, mine, record)
     if mode == "full" and not plan.notes and plan.recorded:
         # An unmounted drive often leaves its empty mount point behind: never empty an index over that.
         raise NotFoundError(
@@ -257,15 +265,22 @@ def plan_index(
     plan.skipped.sort()
     plan.frontmatter_problems.sort()
     plan.attachments.sort()
-    plan.structural = (
-        plan.structural
-        or bool(plan.removed_paths)
-        or aliases_changed
+    plan.relink_all = (
+        plan.relink_all
         or meta.get("attachments_fp") != _fingerprint(plan.attachments)
         or meta.get("links_format") != LINKS_FORMAT
         or meta.get("links_pending") == "1"  # a pass stored notes, then died before their links
     )
+    plan.structural = plan.structural or plan.relink_all
     return plan
+
+
+def _moves(plan: IndexPlan, *records: FileRecord) -> None:
+    """Note that ``records`` (a note's old and new self) came, went or changed aliases: links looked up by
+    the keys they are filed under are resolved again (unless every link is)."""
+    plan.structural = True
+    if not plan.relink_all:
+        plan.moved.update(*(filing_keys(relink.source(r)) for r in records))
 
 
 def _stat_paths(vault: Vault, looked: list[str], found: FolderWalk) -> Iterator[FileStat]:
@@ -286,10 +301,7 @@ def _then_none(items: Iterable[FileStat]) -> Iterator[FileStat | None]:
 def current_records(raw, plan: IndexPlan) -> list[FileRecord]:
     """Every note after ``plan``, in path order, with targets: the manifest less removed paths, overlaid with
     the notes read this pass. Only a link rebuild needs them all (it resolves against every note)."""
-    removed = set(plan.removed_paths)
-    records = {r.rel_path: r for r in manifest.load_records(raw) if r.rel_path not in removed}
-    records.update(plan.read)
-    return [records[rel] for rel in sorted(records)]
+    return sorted(relink.current(raw, plan, targets=True), key=lambda r: r.rel_path)
 
 
 @asynccontextmanager
@@ -426,16 +438,17 @@ def _dropped(plan: IndexPlan, planned: FileRecord) -> str:
     ``visibility: hidden`` mid-run is withheld): its record goes with its row; returns its id."""
     plan.read.pop(planned.rel_path, None)
     plan.removed_paths.append(planned.rel_path)
-    plan.structural = True  # a note left: links to it dangle now
+    _moves(plan, planned)  # a note left: links to it dangle now
     return planned.id
 
 
 def _replan(plan: IndexPlan, records: list[FileRecord], i: int, note: ParsedNote) -> MemoryEntry:
     """The entry of a re-read note; a note edited since the plan replaces its record there, so the
-    manifest and links say what was written (new aliases: every link is resolved again)."""
+    manifest and links say what was written (new aliases: the links either set names are resolved again)."""
     record = _record(note)
     if record != records[i]:
-        plan.structural = plan.structural or record.aliases != records[i].aliases
+        if record.aliases != records[i].aliases:
+            _moves(plan, records[i], record)
         records[i] = plan.read[record.rel_path] = record
         if note.frontmatter_problem and note.rel_path not in plan.frontmatter_problems:
             plan.frontmatter_problems.append(note.rel_path)
@@ -468,20 +481,22 @@ async def _resolver(store: SQLiteAdapter, plan: IndexPlan) -> LinkResolver:
 async def _rebuild_links(store: SQLiteAdapter, plan: IndexPlan) -> dict[str, tuple[int, ...]]:
     """Rewrite wikilink edges through the extractor; return the per-note tallies that changed."""
     extractor = WikilinkEdgeExtractor(None, EdgeStore(store))
-    if plan.structural:
+    if plan.relink_all:
         per_note: dict[str, NoteLinks] = {}
         await extractor.replace_all(_sources(await store.run(current_records, plan)), plan.attachments, per_note=per_note)
         return {rel: links.tally() for rel, links in per_note.items()}
-    if not plan.changed:
+    notes = await store.run(relink.affected, plan)
+    if not notes and not plan.removed_ids:
         return {}
-    changed = [LinkSource(r.rel_path, r.id, r.aliases, r.targets) for r in plan.changed]
-    results = await extractor.replace_notes(await _resolver(store, plan), changed)
+    # A pass that changed no name keeps a watch's resolver; one that did resolves against the few notes named.
+    resolver = await store.run(relink.resolver_for, plan, notes) if plan.structural else await _resolver(store, plan)
+    results = await extractor.replace_notes(resolver, notes, gone=plan.removed_ids)
     return {rel: links.tally() for rel, links in results.items()}
 
 
 def _sources(records: list[FileRecord]) -> list[LinkSource]:
     """Notes as the resolver sees them."""
-    return [LinkSource(r.rel_path, r.id, r.aliases, r.targets) for r in records]
+    return [relink.source(r) for r in records]
 
 
 def _link_totals(raw) -> EdgeIndexReport:

@@ -9,10 +9,11 @@ from typing import Any
 from memory.errors import InvalidRequestError, NotFoundError
 from memory.graph.edges import EdgeStore
 from memory.graph.wikilinks import (
-    AMBIGUOUS, RESOLVED, SELF, LinkResolver, LinkSource, filed_under, lookup_key, parse_wikilinks,
+    AMBIGUOUS, RESOLVED, SELF, LinkResolver, LinkSource, parse_wikilinks,
 )
 from memory.vaults import manifest
 from memory.vaults.indexer import open_store
+from memory.vaults.relink import filed
 from memory.vaults.registry import Vault
 
 
@@ -48,9 +49,7 @@ def _resolver(raw, targets: Sequence[str], source: LinkSource) -> LinkResolver:
     """A resolver that resolves ``targets`` (written in ``source``) as one holding the whole vault would:
     it holds only the notes filed under their keys, picked from the manifest a page at a time, so
     `vault links` on a vault of 100,000 notes never holds them all."""
-    keys = {key for key in (lookup_key(t, source) for t in targets) if key is not None}
-    picked = (LinkSource(r.rel_path, r.id, r.aliases) for r, _ in manifest.rows(raw))
-    return LinkResolver([s for s in picked if filed_under(s, keys)] if keys else [])
+    return LinkResolver(filed((r for r, _ in manifest.rows(raw)), [(t, source) for t in targets]))
 
 
 def _outgoing_and_unresolved(raw, target: LinkSource) -> tuple[LinkSource, list[str]]:

@@ -3,8 +3,8 @@
 ``vault_files`` lets a fresh process (cron) skip reading unchanged files: a
 file whose (mtime, size) match is not opened; one whose bytes hash the same is
 not rewritten or re-embedded. It also keeps each note's aliases, wikilink
-targets and link tally, so after an edit that renames nothing only the edited
-note's links are re-resolved, and the vault's link totals are one SUM. The
+targets and link tally, so a pass re-resolves only the links its changes can
+touch (:mod:`memory.vaults.relink`), and the vault's link totals are one SUM. The
 tables come from migration v4 (every store has them; only vault indexes fill them).
 """
 
@@ -38,19 +38,20 @@ def load_meta(raw) -> dict[str, str]:
     return {r[0]: r[1] for r in raw.execute("SELECT key, value FROM vault_meta")}
 
 
-def rows(raw, page: int = PAGE_ROWS) -> Iterator[tuple[FileRecord, bool]]:
+def rows(raw, page: int = PAGE_ROWS, *, targets: bool = False) -> Iterator[tuple[FileRecord, bool]]:
     """Every record in rel_path order (SQLite's BINARY order of UTF-8 is Python's order of str), read by
-    keyset ``page`` rows at a time, each with whether its memory row still exists; targets are not read."""
+    keyset ``page`` rows at a time, each with whether its memory row still exists; targets only if asked."""
     after = ""
     while True:
         batch = raw.execute(
-            "SELECT f.id, f.rel_path, f.mtime_ns, f.size, f.content_hash, f.aliases, "
-            "EXISTS (SELECT 1 FROM memories m WHERE m.id = f.id) FROM vault_files f "
+            "SELECT f.id, f.rel_path, f.mtime_ns, f.size, f.content_hash, "
+            "EXISTS (SELECT 1 FROM memories m WHERE m.id = f.id), f.aliases"
+            f"{', f.targets' if targets else ''} FROM vault_files f "
             "WHERE f.rel_path > ? ORDER BY f.rel_path LIMIT ?",
             (after, page),
         ).fetchall()
         for r in batch:
-            yield FileRecord(r[0], r[1], r[2], r[3], r[4], tuple(json.loads(r[5])) if r[5] != "[]" else ()), bool(r[6])
+            yield FileRecord(*r[:5], *(tuple(json.loads(v)) if v != "[]" else () for v in r[6:])), bool(r[5])
         if len(batch) < page:
             return
         after = batch[-1][1]
@@ -79,14 +80,6 @@ def orphan_ids(raw) -> list[str]:
 def stored_ids(raw, ids: Sequence[str]) -> set[str]:
     """Which of ``ids`` have a memory row."""
     return {r[0] for r in select_in(raw, "SELECT id FROM memories WHERE id IN ({marks})", ids)}
-
-
-def load_records(raw) -> list[FileRecord]:
-    """Every record with its targets: for a rebuild of every link, which resolves against every note."""
-    return [
-        FileRecord(r[0], r[1], r[2], r[3], r[4], *(tuple(json.loads(v)) if v != "[]" else () for v in r[5:]))
-        for r in raw.execute("SELECT id, rel_path, mtime_ns, size, content_hash, aliases, targets FROM vault_files")
-    ]
 
 
 def save(

@@ -1,6 +1,7 @@
 """Vault indexing and search on a generated vault; ratios against baselines measured in the same run.
 
     python tests/bench/bench_vault.py [--notes 10000] [--embed-notes 1000] [--seed 7]
+    python tests/bench/bench_vault.py --links 3000 12000   # figure 5 only, at each size
 
 Figures:
   1. full keyword-only index rate (notes/s) of a --notes vault;
@@ -11,7 +12,10 @@ Figures:
      os.walk of the same vault plus one embedding (target within 2x), on the
      embedded vault and on the 10k keyword-only vault (full walk, and targeted
      as a watch does it); plus a cold `arcana vault index` process;
-  4. search latency: warm in-process keyword and hybrid, and a cold CLI call.
+  4. search latency: warm in-process keyword and hybrid, and a cold CLI call;
+  5. targeted passes (as a watch makes them) that add, edit and remove one note,
+     keyword-only: adding or removing a note must not re-resolve every link of
+     the vault, so their ratio to the edit stays flat as the vault grows.
 The machine is shared, so absolute numbers are noisy; the ratios are the point.
 """
 
@@ -64,6 +68,7 @@ async def main() -> None:
     parser.add_argument("--notes", type=int, default=10_000)
     parser.add_argument("--embed-notes", type=int, default=1_000)
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--links", type=int, nargs="*", help="only figure 5, on a vault of each of these sizes")
     args = parser.parse_args()
 
     work = Path(tempfile.mkdtemp(prefix="arcana-bench-vault-"))
@@ -81,6 +86,13 @@ async def main() -> None:
     home = Home.resolve()
     home.ensure()
     registry = VaultRegistry(home)
+    if args.links:
+        try:
+            for count in args.links:
+                await targeted_passes(registry, work / f"links-{count}", count, args.seed)
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+        return
     try:
         print(f"generating {args.notes} notes ...", flush=True)
         big = work / "vault"
@@ -219,6 +231,42 @@ async def main() -> None:
         )
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+async def targeted_passes(registry, root: Path, count: int, seed: int, rounds: int = 5) -> None:
+    """Figure 5: median targeted passes adding one note (linking three and named by a dangling link), editing
+    one, and removing the added one, on a keyword-only ``count``-note vault."""
+    from memory.vaults.indexer import index_vault
+
+    generate(root, count, seed)
+    vault = registry.add(root, root.name)
+    await index_vault(vault, embed=False)
+    edited = sorted(root.rglob("*.md"))[count // 2]
+    edited_rel = edited.relative_to(root).as_posix()
+    linked = " ".join(f"[[{p.stem}]]" for p in sorted(root.rglob("*.md"))[:3])
+    add_t, edit_t, remove_t = [], [], []
+    for round_ in range(rounds):
+        rel = f"new/Missing page {round_}.md" if round_ else "new/Missing page.md"
+        (root / "new").mkdir(exist_ok=True)
+        (root / rel).write_text(f"# Fresh {round_}\n\nSee {linked}\n")
+        t0 = time.perf_counter()
+        assert (await index_vault(vault, embed=False, paths=[rel])).added == 1
+        add_t.append(time.perf_counter() - t0)
+        edited.write_text(edited.read_text() + f"\nedited {round_}\n")
+        t0 = time.perf_counter()
+        assert (await index_vault(vault, embed=False, paths=[edited_rel])).updated == 1
+        edit_t.append(time.perf_counter() - t0)
+        (root / rel).unlink()
+        t0 = time.perf_counter()
+        assert (await index_vault(vault, embed=False, paths=[rel])).removed == 1
+        remove_t.append(time.perf_counter() - t0)
+    add, edit, remove = (statistics.median(t) * 1000 for t in (add_t, edit_t, remove_t))
+    print(
+        f"\n[5] {count} notes, keyword-only, targeted pass (median of {rounds}): adds one note {add:.0f} ms, "
+        f"edits one {edit:.0f} ms, removes one {remove:.0f} ms\n    ratios add/edit {add / edit:.2f}x, "
+        f"remove/edit {remove / edit:.2f}x",
+        flush=True,
+    )
 
 
 def _parse_all(root: Path, walk_folder):
