@@ -168,7 +168,7 @@ async def restore(
     """Import every store of an --all export (``records()`` reads its lines again) into this home."""
     from memory.adapters.opener import open_store, open_tier
     from memory.federation.pools import PoolRegistry
-    from memory.operator.edits import GlobalCopies
+    from memory.operator.edits import GlobalCopies, Originals
     from memory.store_kinds import StoreKind
 
     report = RestoreReport()
@@ -200,7 +200,7 @@ async def restore(
     done = 0
     for label, run in _by_store(records(), set(described), report.bad):
         d = described[label]
-        copies = None
+        copies = originals = None
         if d["kind"] == "agent":
             card = d["_card"]
             store = open_store(home, StoreKind.PRIVATE, card.id, actor=actor)
@@ -211,11 +211,13 @@ async def restore(
             target = core.Target(MemoryScope.SHARED, pool_name=d["name"], owners=restored_ids)
         else:
             store = open_tier(home, StoreKind.GLOBAL, config=config, actor=actor)
-            target = core.Target(MemoryScope.GLOBAL, owners=restored_ids)
+            target = core.Target(MemoryScope.GLOBAL, owners=restored_ids)  # a copy's original is found by its owner here
+            originals = Originals(home, config, actor=actor)  # as `import --global`: a changed copy's original follows
         try:
             await store.connect()
             part = await core.import_records(
-                run, store, target, model=model, gateway=gateway, copies=copies, max_content_bytes=limit,
+                run, store, target, model=model, gateway=gateway, copies=copies, originals=originals,
+                max_content_bytes=limit,
                 on_progress=None if on_progress is None else (lambda n, base=done: on_progress(base + n)),
             )
         finally:
