@@ -23,6 +23,7 @@ from memory.agents import AgentCard, AgentRegistry
 from memory.config import ArcanaConfig
 from memory.errors import ImportFormatError
 from memory.home import Home, check_name
+from memory.limits import MAX_IMPORT_STORES
 from memory.operations import export as core
 from memory.types import MemoryScope
 
@@ -49,9 +50,14 @@ def stores_of(head: dict) -> list[dict] | None:
         return None
     given = what.get("stores") if isinstance(what.get("stores"), list) else []
     extra = {d["store"]: d for d in given if isinstance(d, dict) and isinstance(d.get("store"), str)}
-    labels = what["all"] if isinstance(what["all"], list) else []
+    labels = dict.fromkeys([*(what["all"] if isinstance(what["all"], list) else []), *extra])
+    if len(labels) > MAX_IMPORT_STORES:  # each may become an agent or a pool: refused before one is made
+        raise ImportFormatError(
+            f"the header names {len(labels):,} stores, over the limit of {MAX_IMPORT_STORES:,} one import makes; "
+            "export the home in parts (`export --agent NAME`, `--pool NAME`, `--global`) and import each"
+        )
     out = []
-    for label in dict.fromkeys([*labels, *extra]):
+    for label in labels:
         kind, _, name = str(label).partition(":")
         if (kind, bool(name)) not in (("agent", True), ("pool", True), ("global", False)):
             raise ImportFormatError(f"the header names a store {label!r} that is not agent:NAME, pool:NAME or global")

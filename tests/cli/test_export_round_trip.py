@@ -10,7 +10,9 @@ from pathlib import Path
 
 import pytest
 import yaml
+from runner import run_arcana
 
+from memory.limits import MAX_IMPORT_STORES
 from memory.operations.export import _FRONT_FIELDS
 from memory.types import MemoryEntry
 
@@ -219,6 +221,30 @@ def test_a_hostile_all_header_is_refused_before_any_store_is_touched(cli, tmp_pa
     assert data(cli("agent", "list", "--json")) == []  # no agent made, no pool
     ok(cli("import", str(dump)))  # positive control: the untouched file restores
     assert {a["name"] for a in data(cli("agent", "list", "--json"))} == {"ada", "bob"}
+
+
+@pytest.mark.parametrize("kind", ["agent", "pool"])
+def test_an_all_header_naming_more_stores_than_the_limit_is_refused_before_any_is_made(
+        tmp_path, monkeypatch, team_home, kind):
+    """A header of 2,000 agent labels and no memory line made ~1,850 agents before it was stopped: a
+    file decides how much an import creates, so past MAX_IMPORT_STORES it is refused up front (exit 2,
+    one line) and the home is left as it was; the real file's stores, its positive control, restore."""
+    dump, _ = team_home
+    lines = dump.read_text().splitlines()
+    head = json.loads(lines[0])
+    head["exported"]["all"] += [f"{kind}:s{i}" for i in range(MAX_IMPORT_STORES)]
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("\n".join([json.dumps(head), *lines[1:]]) + "\n")
+    home = fresh_home(tmp_path, monkeypatch, "two")
+    refused = run_arcana("import", str(bad), home=home)
+    assert refused.returncode == 2, refused.stderr
+    assert f"over the limit of {MAX_IMPORT_STORES:,}" in refused.stderr, refused.stderr
+    assert len(refused.stderr.strip().splitlines()) == 1 and "Traceback" not in refused.stderr
+    assert json.loads(run_arcana("agent", "list", "--json", home=home).stdout) == []
+    assert json.loads(run_arcana("pool", "list", "--json", home=home).stdout) == []
+    restored = run_arcana("import", str(dump), home=home)
+    assert restored.returncode == 0, restored.stderr
+    assert {a["name"] for a in json.loads(run_arcana("agent", "list", "--json", home=home).stdout)} == {"ada", "bob"}
 
 
 @pytest.mark.parametrize("agent_id", ["../../evil", "a/b", ""])
