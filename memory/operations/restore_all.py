@@ -117,22 +117,14 @@ class RestoreReport:
         }
 
 
-def _agent(registry: AgentRegistry, described: dict) -> tuple[AgentCard, bool]:
-    """The agent a described store restores into: the same id (exactly: never a name or an id prefix,
-    which would put one agent's lines into another's store), else the same name, else made with both."""
-    agent_id, name = described.get("agent_id"), described["name"]
-    if agent_id is not None:
-        same = registry.get(agent_id)  # that agent's card even beside an unreadable one; its own unreadable: exit 4
-        if same is not None:
-            return same, False
-        if not registry.exists(name):
-            try:
-                card = AgentCard(id=agent_id, name=name)
-            except ValueError as exc:
-                raise ImportFormatError(f"store {described['store']!r}: {exc}") from None
-            registry.save(card)
-            return card, True
-    return registry.resolve_or_create(name)
+def _described_card(described: dict) -> AgentCard | None:
+    """The card a described agent is made with when neither its id nor its name is taken here."""
+    if described.get("agent_id") is None:
+        return None
+    try:
+        return AgentCard(id=described["agent_id"], name=described["name"])
+    except ValueError as exc:
+        raise ImportFormatError(f"store {described['store']!r}: {exc}") from None
 
 
 def _label(record: dict | str, labels: set[str]) -> str | None:
@@ -193,11 +185,15 @@ async def restore(
     agents = AgentRegistry(home)
     pools = PoolRegistry(home)
     restored_ids: dict[str, str] = {}  # the file's agent id -> this home's
-    for d in stores:  # every agent first, so pools can rejoin them and an empty agent is restored too
-        if d["kind"] == "agent":
-            card, created = _agent(agents, d)
-            restored_ids[d.get("agent_id") or card.id] = card.id
-            d["_card"], d["_created"] = card, created
+    restored: dict[str, AgentCard] = {}  # this home's id -> its card, for the pools to rejoin
+    # Every agent first (each by exact id, never a name or an id prefix, which would put one agent's lines
+    # into another's store; else by name), so pools can rejoin them and an empty agent is restored too.
+    described_agents = [d for d in stores if d["kind"] == "agent"]
+    wanted = [(_described_card(d), d["name"]) for d in described_agents]  # all checked before one is made
+    for d, (card, created) in zip(described_agents, agents.restore(wanted), strict=True):
+        restored_ids[d.get("agent_id") or card.id] = card.id
+        restored[card.id] = card
+        d["_card"], d["_created"] = card, created
     for d in stores:
         if d["kind"] == "pool":
             d["_created"] = d["name"] not in pools.names()
@@ -240,5 +236,5 @@ async def restore(
         if d["kind"] == "pool" and d["_created"]:
             for member in d.get("members") or []:
                 if isinstance(member, str) and member in restored_ids:
-                    report.joined += pools.join(agents.resolve(restored_ids[member]), d["name"])
+                    report.joined += pools.join(restored[restored_ids[member]], d["name"])
     return report

@@ -6,6 +6,7 @@ trip of a superseded fact does not resurrect it, and an ``export --all`` file re
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -245,6 +246,44 @@ def test_an_all_header_naming_more_stores_than_the_limit_is_refused_before_any_i
     restored = run_arcana("import", str(dump), home=home)
     assert restored.returncode == 0, restored.stderr
     assert {a["name"] for a in json.loads(run_arcana("agent", "list", "--json", home=home).stdout)} == {"ada", "bob"}
+
+
+CARD_READS: list[str] = []  # agent cards opened while a test records them (an audit hook cannot be removed)
+
+
+def _count_card_reads(event: str, args: tuple) -> None:
+    if event == "open" and CARD_READS and str(args[0]).endswith("agent.json"):
+        CARD_READS.append(str(args[0]))
+
+
+sys.addaudithook(_count_card_reads)
+
+
+@pytest.mark.parametrize("described", [True, False])
+def test_restoring_the_agents_of_an_all_header_reads_each_card_a_bounded_number_of_times(
+        cli, tmp_path, monkeypatch, described):
+    """Each agent a header restored re-read every card made before it (a scan per lookup, two or three
+    per agent), so 2,000 agents took ever longer, ~N² card reads in all. Now the agents are resolved
+    against one scan. Counted as the cards opened, for a header with ids and one of labels only; every
+    agent is made, with its id when the header gives one."""
+    agents = 120
+    stores = [{"store": f"agent:a{i}", "agent_id": f"id{i:04d}"} for i in range(agents)]
+    head = {"format": "arcana-export", "version": 1,
+            "exported": {"all": [d["store"] for d in stores], **({"stores": stores} if described else {})}}
+    dump = tmp_path / "agents.jsonl"
+    dump.write_text(json.dumps(head) + "\n")
+    fresh_home(tmp_path, monkeypatch, "many")
+    ok(cli("agent", "create", "ada"))  # one agent there already: found, never made again
+    CARD_READS[:] = ["(recording)"]
+    try:
+        ok(cli("import", str(dump)))
+    finally:
+        reads, CARD_READS[:] = len(CARD_READS) - 1, []
+    listed = data(cli("agent", "list", "--json"))
+    assert len(listed) == agents + 1
+    if described:
+        assert {a["id"] for a in listed} >= {d["agent_id"] for d in stores}
+    assert reads <= 3 * (agents + 1), reads
 
 
 @pytest.mark.parametrize("agent_id", ["../../evil", "a/b", ""])
