@@ -56,7 +56,7 @@ def stores_of(head: dict) -> list[dict] | None:
             f"the header names {len(labels):,} stores, over the limit of {MAX_IMPORT_STORES:,} one import makes; "
             "export the home in parts (`export --agent NAME`, `--pool NAME`, `--global`) and import each"
         )
-    out = []
+    out, ids = [], {}  # the agent ids given so far: each store's label
     for label in labels:
         kind, _, name = str(label).partition(":")
         if (kind, bool(name)) not in (("agent", True), ("pool", True), ("global", False)):
@@ -67,6 +67,11 @@ def stores_of(head: dict) -> list[dict] | None:
         store = {"store": label, "kind": kind, "name": name or None}
         if kind == "agent" and isinstance(d.get("agent_id"), str):
             store["agent_id"] = check_name("agent id", d["agent_id"])  # it becomes the agent's folder name
+            if (twin := ids.setdefault(store["agent_id"], label)) != label:  # both would go into one store
+                raise ImportFormatError(
+                    f"the header gives {twin} and {label} the same agent id {store['agent_id']!r}; "
+                    "each agent store needs its own"
+                )
         if kind == "pool" and isinstance(d.get("members"), list):
             store["members"] = [m for m in d["members"] if isinstance(m, str)]
         out.append(store)

@@ -309,6 +309,25 @@ def test_a_path_like_agent_id_in_an_all_header_is_refused_before_any_agent_is_ma
     assert {a["name"] for a in data(cli("agent", "list", "--json"))} == {"ada", "bob"}
 
 
+def test_two_agents_of_an_all_header_with_one_id_are_refused_before_any_is_made(cli, tmp_path, monkeypatch, team_home):
+    """Two agent stores given one id were both restored into the first: bob's lines went silently into
+    ada's store, bob was never made, and the import exited 0. Refused up front instead (exit 2, one line)."""
+    dump, agents = team_home
+    lines = dump.read_text().splitlines()
+    head = json.loads(lines[0])
+    bob = next(d for d in head["exported"]["stores"] if d["store"] == "agent:bob")
+    bob["agent_id"] = agents["ada"]
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("\n".join([json.dumps(head), *lines[1:]]) + "\n")
+    fresh_home(tmp_path, monkeypatch, "two")
+    refused = cli("import", str(bad))
+    assert refused.exit_code == 2, refused.output
+    assert "agent:ada and agent:bob" in refused.stderr and len(refused.stderr.strip().splitlines()) == 1, refused.stderr
+    assert data(cli("agent", "list", "--json")) == []
+    ok(cli("import", str(dump)))  # positive control: the untouched file restores both
+    assert {a["name"]: a["id"] for a in data(cli("agent", "list", "--json"))} == agents
+
+
 @pytest.mark.parametrize("points_at", ["name", "prefix"])
 def test_a_header_agent_id_naming_another_agent_never_puts_a_store_into_its(cli, tmp_path, monkeypatch, team_home,
                                                                              points_at):
