@@ -142,6 +142,16 @@ def _label(record: dict | str, labels: set[str]) -> str | None:
     return record.get("store")
 
 
+def _agent_ids(run: Iterator, seen: set[str]) -> Iterator:
+    """``run`` as it is read, each line's agent id added to ``seen``: an agent a file describes by name
+    only (written before ``stores``) is known by the id its own lines give, so its copies stay its own."""
+    for item in run:
+        memory = item[1].get("memory") if isinstance(item[1], dict) else None
+        if isinstance(memory, dict) and isinstance(memory.get("agent_id"), str):
+            seen.add(memory["agent_id"])
+        yield item
+
+
 def _by_store(records: Records, labels: set[str], bad: list) -> Iterator[tuple[str, Iterator]]:
     """Runs of consecutive records of one store (an --all export writes each store's lines together)."""
     def label(item: tuple[str, dict | str]) -> str | None:
@@ -208,8 +218,11 @@ async def restore(
     for label, run in _by_store(records(), set(described), report.bad):
         d = described[label]
         copies = originals = None
+        seen: set[str] = set()  # the agent ids of a name-only agent's lines
         if d["kind"] == "agent":
             card = d["_card"]
+            if d.get("agent_id") is None:
+                run = _agent_ids(run, seen)
             store = open_store(home, StoreKind.PRIVATE, card.id, actor=actor)
             target = core.Target(MemoryScope.PRIVATE, agent_id=card.id)
             copies = GlobalCopies.of_home(home, config, actor=actor)
@@ -232,6 +245,8 @@ async def restore(
                 await copies.aclose()
             await store.aclose()
         done += part.read
+        if len(seen) == 1 and (file_id := next(iter(seen))) not in restored_ids:  # its lines agree on one id
+            restored_ids[file_id] = d["_card"].id
         report.stores.append(StoreImport(label, bool(d.get("_created")), part))
     imported = {s.store for s in report.stores}
     for d in stores:  # an agent with no memories is in no run, but it was restored

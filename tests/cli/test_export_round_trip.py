@@ -429,6 +429,30 @@ def test_an_all_export_from_before_stores_were_described_restores_by_name(cli, t
     assert recalled == ["I moved to Berlin."]
 
 
+def test_an_all_export_from_before_stores_were_described_keeps_the_copies_their_agents(cli, tmp_path, monkeypatch):
+    """With no ids in the header, ada is made anew under another id, and her promoted copies kept the
+    file's id for their agent: forgetting her fact left its copy answering in the global tier. The
+    file's id is learnt from her own lines, so her copies are hers; the other copy is the control."""
+    fresh_home(tmp_path, monkeypatch, "one")
+    gone, kept = (data(cli("remember", text, "--agent", "ada", "--importance", "0.95", "--json"))
+                  for text in ("The heron nests by the lake.", "The kingfisher nests by the river."))
+    assert gone["accepted"] == kept["accepted"] == ["private", "global"]
+    dump = tmp_path / "all.jsonl"
+    ok(cli("export", "--all", "-o", str(dump)))
+    lines = dump.read_text().splitlines()
+    head = json.loads(lines[0])
+    del head["exported"]["stores"]
+    old = tmp_path / "old.jsonl"
+    old.write_text("\n".join([json.dumps(head), *lines[1:]]) + "\n")
+    fresh_home(tmp_path, monkeypatch, "two")
+    ok(cli("import", str(old)))
+    (ada,) = data(cli("agent", "list", "--json"))
+    copies = {m["id"]: m["agent_id"] for m in data(cli("memory", "list", "--global", "--json"))}
+    assert copies == {gone["id"]: ada["id"], kept["id"]: ada["id"]}
+    ok(cli("memory", "forget", gone["id"], "--agent", "ada"))
+    assert [m["id"] for m in data(cli("memory", "list", "--global", "--json"))] == [kept["id"]]
+
+
 def merged_store(cli) -> dict[str, str]:
     """Two teas consolidated into one (a ``consolidates`` edge from the keeper to the other), and a
     fact nothing carries. Ids by role."""
