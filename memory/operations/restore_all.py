@@ -50,7 +50,11 @@ def stores_of(head: dict) -> list[dict] | None:
         return None
     given = what.get("stores") if isinstance(what.get("stores"), list) else []
     extra = {d["store"]: d for d in given if isinstance(d, dict) and isinstance(d.get("store"), str)}
-    labels = dict.fromkeys([*(what["all"] if isinstance(what["all"], list) else []), *extra])
+    listed = what["all"] if isinstance(what["all"], list) else []
+    if odd := [label for label in listed if not isinstance(label, str)]:
+        kind = {dict: "an object", list: "a list"}.get(type(odd[0]), repr(odd[0]))  # never a whole object echoed
+        raise ImportFormatError(f"the header names a store that is {kind}, not agent:NAME, pool:NAME or global")
+    labels = dict.fromkeys([*listed, *extra])
     if len(labels) > MAX_IMPORT_STORES:  # each may become an agent or a pool: refused before one is made
         raise ImportFormatError(
             f"the header names {len(labels):,} stores, over the limit of {MAX_IMPORT_STORES:,} one import makes; "

@@ -224,6 +224,23 @@ def test_a_hostile_all_header_is_refused_before_any_store_is_touched(cli, tmp_pa
     assert {a["name"] for a in data(cli("agent", "list", "--json"))} == {"ada", "bob"}
 
 
+@pytest.mark.parametrize("label", [{"store": "agent:ada"}, ["agent:ada"], 7])
+def test_an_all_header_label_that_is_not_a_string_is_one_line_and_exit_2(tmp_path, monkeypatch, team_home, label):
+    """A label of the header's ``all`` that is a JSON object or list was a TypeError traceback (exit 1)."""
+    dump, _ = team_home
+    lines = dump.read_text().splitlines()
+    head = json.loads(lines[0])
+    head["exported"]["all"].append(label)
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("\n".join([json.dumps(head), *lines[1:]]) + "\n")
+    home = fresh_home(tmp_path, monkeypatch, "two")
+    refused = run_arcana("import", str(bad), home=home)
+    assert refused.returncode == 2, refused.stderr
+    assert "not agent:NAME, pool:NAME or global" in refused.stderr and len(refused.stderr.strip().splitlines()) == 1
+    assert json.loads(run_arcana("agent", "list", "--json", home=home).stdout) == []
+    assert run_arcana("import", str(dump), home=home).returncode == 0  # positive control: the real file restores
+
+
 @pytest.mark.parametrize("kind", ["agent", "pool"])
 def test_an_all_header_naming_more_stores_than_the_limit_is_refused_before_any_is_made(
         tmp_path, monkeypatch, team_home, kind):
