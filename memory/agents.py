@@ -184,8 +184,9 @@ class AgentRegistry:
                               "a card is only valid in agents/<its id>/ (restore the folder as it was backed up)")
         return card
 
-    def resolve(self, name_or_id: str) -> AgentCard:
-        """Find an agent by exact id, then exact name, then a unique id prefix (6+ chars).
+    def resolve(self, name_or_id: str, roster: Roster | None = None) -> AgentCard:
+        """Find an agent by exact id, then exact name, then a unique id prefix (6+ chars), in
+        ``roster`` when given (a scan already made), else in a scan of the cards.
 
         An id outranks a name, so no name (even one made before names that look
         like ids were refused) can take over ``--agent <id>``. An unreadable
@@ -194,7 +195,7 @@ class AgentRegistry:
         card, is that card's ConfigError, never NotFoundError: the unreadable
         card may be the one asked for, and ``resolve_or_create`` must not make its twin.
         """
-        roster = self.scan()
+        roster = roster if roster is not None else self.scan()
         cards, broken = roster.cards, {u.agent_id: u for u in roster.unreadable}
         for card in cards:
             if card.id == name_or_id:
@@ -265,6 +266,40 @@ class AgentRegistry:
             raise  # it names agents that exist; a new one would be a third
         except NotFoundError:
             return self._take(name_or_id)
+
+    def restore(self, wanted: list[tuple[AgentCard | None, str]]) -> list[tuple[AgentCard, bool]]:
+        """The agents an import restores, each given as (its card as the file describes it, or None; its
+        name): the agent of that card's exact id, else the one of that name, else that card made (with
+        no card: :meth:`resolve_or_create`'s). True when made here. All are looked up in one scan, under
+        the naming lock: a scan per agent made a header of 2,000 agents quadratic."""
+        with self._naming():
+            roster = self.scan()
+            return [self._restored(roster, card, name) for card, name in wanted]
+
+    def _restored(self, roster: Roster, card: AgentCard | None, name: str) -> tuple[AgentCard, bool]:
+        if card is not None:
+            same = next((c for c in roster.cards if c.id == card.id), None)
+            if same is not None:
+                return same, False
+            for unreadable in roster.unreadable:  # that agent's own card is unreadable: its ConfigError
+                if unreadable.agent_id == card.id:
+                    raise unreadable.error
+            if not any(c.name == name for c in roster.cards):
+                roster.complete()  # an unreadable card may have the name: never its twin
+                return self._made(roster, card)
+        try:
+            return self.resolve(name, roster), False
+        except AmbiguousAgentError:
+            raise  # it names agents that exist; a new one would be a third
+        except NotFoundError:
+            validate_name(name)
+            refuse_id_like(name)
+            return self._made(roster, AgentCard(name=name))
+
+    def _made(self, roster: Roster, card: AgentCard) -> tuple[AgentCard, bool]:
+        self.save(card)
+        roster.cards.append(card)
+        return card, True
 
     def _take(self, name: str) -> tuple[AgentCard, bool]:
         """(the agent that has ``name`` or ``name`` as id, False) or (a new agent named ``name``, True)."""

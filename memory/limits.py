@@ -1,4 +1,4 @@
-"""How much text one memory may carry.
+"""How much text one memory may carry, and how many stores one import may name.
 
 An unbounded memory costs every later read (FTS, recall, prompts) and once
 cost a gigabyte of RAM to take in; 1 MiB is far above any fact or note a
@@ -12,6 +12,10 @@ from collections.abc import Iterable
 from memory.errors import InvalidRequestError
 
 MAX_CONTENT_BYTES = 1024 * 1024
+# An `export --all` header's stores are made by its import, each an agent or a pool with its own
+# database: a header of 2,000 labels and no memory made agents for ten minutes. A home of more
+# stores than this exports them in parts (`export --agent` / `--pool`).
+MAX_IMPORT_STORES = 1000
 
 
 def content_too_large(size: int, limit: int) -> InvalidRequestError:

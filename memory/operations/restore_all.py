@@ -23,6 +23,7 @@ from memory.agents import AgentCard, AgentRegistry
 from memory.config import ArcanaConfig
 from memory.errors import ImportFormatError
 from memory.home import Home, check_name
+from memory.limits import MAX_IMPORT_STORES
 from memory.operations import export as core
 from memory.types import MemoryScope
 
@@ -49,9 +50,18 @@ def stores_of(head: dict) -> list[dict] | None:
         return None
     given = what.get("stores") if isinstance(what.get("stores"), list) else []
     extra = {d["store"]: d for d in given if isinstance(d, dict) and isinstance(d.get("store"), str)}
-    labels = what["all"] if isinstance(what["all"], list) else []
-    out = []
-    for label in dict.fromkeys([*labels, *extra]):
+    listed = what["all"] if isinstance(what["all"], list) else []
+    if odd := [label for label in listed if not isinstance(label, str)]:
+        kind = {dict: "an object", list: "a list"}.get(type(odd[0]), repr(odd[0]))  # never a whole object echoed
+        raise ImportFormatError(f"the header names a store that is {kind}, not agent:NAME, pool:NAME or global")
+    labels = dict.fromkeys([*listed, *extra])
+    if len(labels) > MAX_IMPORT_STORES:  # each may become an agent or a pool: refused before one is made
+        raise ImportFormatError(
+            f"the header names {len(labels):,} stores, over the limit of {MAX_IMPORT_STORES:,} one import makes; "
+            "export the home in parts (`export --agent NAME`, `--pool NAME`, `--global`) and import each"
+        )
+    out, ids = [], {}  # the agent ids given so far: each store's label
+    for label in labels:
         kind, _, name = str(label).partition(":")
         if (kind, bool(name)) not in (("agent", True), ("pool", True), ("global", False)):
             raise ImportFormatError(f"the header names a store {label!r} that is not agent:NAME, pool:NAME or global")
@@ -61,6 +71,11 @@ def stores_of(head: dict) -> list[dict] | None:
         store = {"store": label, "kind": kind, "name": name or None}
         if kind == "agent" and isinstance(d.get("agent_id"), str):
             store["agent_id"] = check_name("agent id", d["agent_id"])  # it becomes the agent's folder name
+            if (twin := ids.setdefault(store["agent_id"], label)) != label:  # both would go into one store
+                raise ImportFormatError(
+                    f"the header gives {twin} and {label} the same agent id {store['agent_id']!r}; "
+                    "each agent store needs its own"
+                )
         if kind == "pool" and isinstance(d.get("members"), list):
             store["members"] = [m for m in d["members"] if isinstance(m, str)]
         out.append(store)
@@ -111,22 +126,14 @@ class RestoreReport:
         }
 
 
-def _agent(registry: AgentRegistry, described: dict) -> tuple[AgentCard, bool]:
-    """The agent a described store restores into: the same id (exactly: never a name or an id prefix,
-    which would put one agent's lines into another's store), else the same name, else made with both."""
-    agent_id, name = described.get("agent_id"), described["name"]
-    if agent_id is not None:
-        same = registry.get(agent_id)  # that agent's card even beside an unreadable one; its own unreadable: exit 4
-        if same is not None:
-            return same, False
-        if not registry.exists(name):
-            try:
-                card = AgentCard(id=agent_id, name=name)
-            except ValueError as exc:
-                raise ImportFormatError(f"store {described['store']!r}: {exc}") from None
-            registry.save(card)
-            return card, True
-    return registry.resolve_or_create(name)
+def _described_card(described: dict) -> AgentCard | None:
+    """The card a described agent is made with when neither its id nor its name is taken here."""
+    if described.get("agent_id") is None:
+        return None
+    try:
+        return AgentCard(id=described["agent_id"], name=described["name"])
+    except ValueError as exc:
+        raise ImportFormatError(f"store {described['store']!r}: {exc}") from None
 
 
 def _label(record: dict | str, labels: set[str]) -> str | None:
@@ -137,6 +144,16 @@ def _label(record: dict | str, labels: set[str]) -> str | None:
     if "store" not in record and len(labels) == 1:
         return next(iter(labels))
     return record.get("store")
+
+
+def _agent_ids(run: Iterator, seen: set[str]) -> Iterator:
+    """``run`` as it is read, each line's agent id added to ``seen``: an agent a file describes by name
+    only (written before ``stores``) is known by the id its own lines give, so its copies stay its own."""
+    for item in run:
+        memory = item[1].get("memory") if isinstance(item[1], dict) else None
+        if isinstance(memory, dict) and isinstance(memory.get("agent_id"), str):
+            seen.add(memory["agent_id"])
+        yield item
 
 
 def _by_store(records: Records, labels: set[str], bad: list) -> Iterator[tuple[str, Iterator]]:
@@ -168,7 +185,7 @@ async def restore(
     """Import every store of an --all export (``records()`` reads its lines again) into this home."""
     from memory.adapters.opener import open_store, open_tier
     from memory.federation.pools import PoolRegistry
-    from memory.operator.edits import GlobalCopies
+    from memory.operator.edits import GlobalCopies, Originals
     from memory.store_kinds import StoreKind
 
     report = RestoreReport()
@@ -187,11 +204,15 @@ async def restore(
     agents = AgentRegistry(home)
     pools = PoolRegistry(home)
     restored_ids: dict[str, str] = {}  # the file's agent id -> this home's
-    for d in stores:  # every agent first, so pools can rejoin them and an empty agent is restored too
-        if d["kind"] == "agent":
-            card, created = _agent(agents, d)
-            restored_ids[d.get("agent_id") or card.id] = card.id
-            d["_card"], d["_created"] = card, created
+    restored: dict[str, AgentCard] = {}  # this home's id -> its card, for the pools to rejoin
+    # Every agent first (each by exact id, never a name or an id prefix, which would put one agent's lines
+    # into another's store; else by name), so pools can rejoin them and an empty agent is restored too.
+    described_agents = [d for d in stores if d["kind"] == "agent"]
+    wanted = [(_described_card(d), d["name"]) for d in described_agents]  # all checked before one is made
+    for d, (card, created) in zip(described_agents, agents.restore(wanted), strict=True):
+        restored_ids[d.get("agent_id") or card.id] = card.id
+        restored[card.id] = card
+        d["_card"], d["_created"] = card, created
     for d in stores:
         if d["kind"] == "pool":
             d["_created"] = d["name"] not in pools.names()
@@ -200,9 +221,12 @@ async def restore(
     done = 0
     for label, run in _by_store(records(), set(described), report.bad):
         d = described[label]
-        copies = None
+        copies = originals = None
+        seen: set[str] = set()  # the agent ids of a name-only agent's lines
         if d["kind"] == "agent":
             card = d["_card"]
+            if d.get("agent_id") is None:
+                run = _agent_ids(run, seen)
             store = open_store(home, StoreKind.PRIVATE, card.id, actor=actor)
             target = core.Target(MemoryScope.PRIVATE, agent_id=card.id)
             copies = GlobalCopies.of_home(home, config, actor=actor)
@@ -211,11 +235,13 @@ async def restore(
             target = core.Target(MemoryScope.SHARED, pool_name=d["name"], owners=restored_ids)
         else:
             store = open_tier(home, StoreKind.GLOBAL, config=config, actor=actor)
-            target = core.Target(MemoryScope.GLOBAL, owners=restored_ids)
+            target = core.Target(MemoryScope.GLOBAL, owners=restored_ids)  # a copy's original is found by its owner here
+            originals = Originals(home, config, actor=actor)  # as `import --global`: a changed copy's original follows
         try:
             await store.connect()
             part = await core.import_records(
-                run, store, target, model=model, gateway=gateway, copies=copies, max_content_bytes=limit,
+                run, store, target, model=model, gateway=gateway, copies=copies, originals=originals,
+                max_content_bytes=limit,
                 on_progress=None if on_progress is None else (lambda n, base=done: on_progress(base + n)),
             )
         finally:
@@ -223,6 +249,8 @@ async def restore(
                 await copies.aclose()
             await store.aclose()
         done += part.read
+        if len(seen) == 1 and (file_id := next(iter(seen))) not in restored_ids:  # its lines agree on one id
+            restored_ids[file_id] = d["_card"].id
         report.stores.append(StoreImport(label, bool(d.get("_created")), part))
     imported = {s.store for s in report.stores}
     for d in stores:  # an agent with no memories is in no run, but it was restored
@@ -232,5 +260,5 @@ async def restore(
         if d["kind"] == "pool" and d["_created"]:
             for member in d.get("members") or []:
                 if isinstance(member, str) and member in restored_ids:
-                    report.joined += pools.join(agents.resolve(restored_ids[member]), d["name"])
+                    report.joined += pools.join(restored[restored_ids[member]], d["name"])
     return report

@@ -6,11 +6,14 @@ trip of a superseded fact does not resurrect it, and an ``export --all`` file re
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import pytest
 import yaml
+from runner import run_arcana
 
+from memory.limits import MAX_IMPORT_STORES
 from memory.operations.export import _FRONT_FIELDS
 from memory.types import MemoryEntry
 
@@ -221,6 +224,85 @@ def test_a_hostile_all_header_is_refused_before_any_store_is_touched(cli, tmp_pa
     assert {a["name"] for a in data(cli("agent", "list", "--json"))} == {"ada", "bob"}
 
 
+@pytest.mark.parametrize("label", [{"store": "agent:ada"}, ["agent:ada"], 7])
+def test_an_all_header_label_that_is_not_a_string_is_one_line_and_exit_2(tmp_path, monkeypatch, team_home, label):
+    """A label of the header's ``all`` that is a JSON object or list was a TypeError traceback (exit 1)."""
+    dump, _ = team_home
+    lines = dump.read_text().splitlines()
+    head = json.loads(lines[0])
+    head["exported"]["all"].append(label)
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("\n".join([json.dumps(head), *lines[1:]]) + "\n")
+    home = fresh_home(tmp_path, monkeypatch, "two")
+    refused = run_arcana("import", str(bad), home=home)
+    assert refused.returncode == 2, refused.stderr
+    assert "not agent:NAME, pool:NAME or global" in refused.stderr and len(refused.stderr.strip().splitlines()) == 1
+    assert json.loads(run_arcana("agent", "list", "--json", home=home).stdout) == []
+    assert run_arcana("import", str(dump), home=home).returncode == 0  # positive control: the real file restores
+
+
+@pytest.mark.parametrize("kind", ["agent", "pool"])
+def test_an_all_header_naming_more_stores_than_the_limit_is_refused_before_any_is_made(
+        tmp_path, monkeypatch, team_home, kind):
+    """A header of 2,000 agent labels and no memory line made ~1,850 agents before it was stopped: a
+    file decides how much an import creates, so past MAX_IMPORT_STORES it is refused up front (exit 2,
+    one line) and the home is left as it was; the real file's stores, its positive control, restore."""
+    dump, _ = team_home
+    lines = dump.read_text().splitlines()
+    head = json.loads(lines[0])
+    head["exported"]["all"] += [f"{kind}:s{i}" for i in range(MAX_IMPORT_STORES)]
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("\n".join([json.dumps(head), *lines[1:]]) + "\n")
+    home = fresh_home(tmp_path, monkeypatch, "two")
+    refused = run_arcana("import", str(bad), home=home)
+    assert refused.returncode == 2, refused.stderr
+    assert f"over the limit of {MAX_IMPORT_STORES:,}" in refused.stderr, refused.stderr
+    assert len(refused.stderr.strip().splitlines()) == 1 and "Traceback" not in refused.stderr
+    assert json.loads(run_arcana("agent", "list", "--json", home=home).stdout) == []
+    assert json.loads(run_arcana("pool", "list", "--json", home=home).stdout) == []
+    restored = run_arcana("import", str(dump), home=home)
+    assert restored.returncode == 0, restored.stderr
+    assert {a["name"] for a in json.loads(run_arcana("agent", "list", "--json", home=home).stdout)} == {"ada", "bob"}
+
+
+CARD_READS: list[str] = []  # agent cards opened while a test records them (an audit hook cannot be removed)
+
+
+def _count_card_reads(event: str, args: tuple) -> None:
+    if event == "open" and CARD_READS and str(args[0]).endswith("agent.json"):
+        CARD_READS.append(str(args[0]))
+
+
+sys.addaudithook(_count_card_reads)
+
+
+@pytest.mark.parametrize("described", [True, False])
+def test_restoring_the_agents_of_an_all_header_reads_each_card_a_bounded_number_of_times(
+        cli, tmp_path, monkeypatch, described):
+    """Each agent a header restored re-read every card made before it (a scan per lookup, two or three
+    per agent), so 2,000 agents took ever longer, ~N² card reads in all. Now the agents are resolved
+    against one scan. Counted as the cards opened, for a header with ids and one of labels only; every
+    agent is made, with its id when the header gives one."""
+    agents = 120
+    stores = [{"store": f"agent:a{i}", "agent_id": f"id{i:04d}"} for i in range(agents)]
+    head = {"format": "arcana-export", "version": 1,
+            "exported": {"all": [d["store"] for d in stores], **({"stores": stores} if described else {})}}
+    dump = tmp_path / "agents.jsonl"
+    dump.write_text(json.dumps(head) + "\n")
+    fresh_home(tmp_path, monkeypatch, "many")
+    ok(cli("agent", "create", "ada"))  # one agent there already: found, never made again
+    CARD_READS[:] = ["(recording)"]
+    try:
+        ok(cli("import", str(dump)))
+    finally:
+        reads, CARD_READS[:] = len(CARD_READS) - 1, []
+    listed = data(cli("agent", "list", "--json"))
+    assert len(listed) == agents + 1
+    if described:
+        assert {a["id"] for a in listed} >= {d["agent_id"] for d in stores}
+    assert reads <= 3 * (agents + 1), reads
+
+
 @pytest.mark.parametrize("agent_id", ["../../evil", "a/b", ""])
 def test_a_path_like_agent_id_in_an_all_header_is_refused_before_any_agent_is_made(
         cli, tmp_path, monkeypatch, team_home, agent_id):
@@ -242,6 +324,25 @@ def test_a_path_like_agent_id_in_an_all_header_is_refused_before_any_agent_is_ma
     assert data(cli("agent", "list", "--json")) == []  # not even ada, who came first
     ok(cli("import", str(dump)))  # positive control: the untouched file restores
     assert {a["name"] for a in data(cli("agent", "list", "--json"))} == {"ada", "bob"}
+
+
+def test_two_agents_of_an_all_header_with_one_id_are_refused_before_any_is_made(cli, tmp_path, monkeypatch, team_home):
+    """Two agent stores given one id were both restored into the first: bob's lines went silently into
+    ada's store, bob was never made, and the import exited 0. Refused up front instead (exit 2, one line)."""
+    dump, agents = team_home
+    lines = dump.read_text().splitlines()
+    head = json.loads(lines[0])
+    bob = next(d for d in head["exported"]["stores"] if d["store"] == "agent:bob")
+    bob["agent_id"] = agents["ada"]
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("\n".join([json.dumps(head), *lines[1:]]) + "\n")
+    fresh_home(tmp_path, monkeypatch, "two")
+    refused = cli("import", str(bad))
+    assert refused.exit_code == 2, refused.output
+    assert "agent:ada and agent:bob" in refused.stderr and len(refused.stderr.strip().splitlines()) == 1, refused.stderr
+    assert data(cli("agent", "list", "--json")) == []
+    ok(cli("import", str(dump)))  # positive control: the untouched file restores both
+    assert {a["name"]: a["id"] for a in data(cli("agent", "list", "--json"))} == agents
 
 
 @pytest.mark.parametrize("points_at", ["name", "prefix"])
@@ -343,6 +444,30 @@ def test_an_all_export_from_before_stores_were_described_restores_by_name(cli, t
     assert {a["name"] for a in data(cli("agent", "list", "--json"))} == {"ada", "bob"}
     recalled = [r["content"] for r in data(cli("recall", "Berlin Paris", "--agent", "ada", "--json"))["results"]]
     assert recalled == ["I moved to Berlin."]
+
+
+def test_an_all_export_from_before_stores_were_described_keeps_the_copies_their_agents(cli, tmp_path, monkeypatch):
+    """With no ids in the header, ada is made anew under another id, and her promoted copies kept the
+    file's id for their agent: forgetting her fact left its copy answering in the global tier. The
+    file's id is learnt from her own lines, so her copies are hers; the other copy is the control."""
+    fresh_home(tmp_path, monkeypatch, "one")
+    gone, kept = (data(cli("remember", text, "--agent", "ada", "--importance", "0.95", "--json"))
+                  for text in ("The heron nests by the lake.", "The kingfisher nests by the river."))
+    assert gone["accepted"] == kept["accepted"] == ["private", "global"]
+    dump = tmp_path / "all.jsonl"
+    ok(cli("export", "--all", "-o", str(dump)))
+    lines = dump.read_text().splitlines()
+    head = json.loads(lines[0])
+    del head["exported"]["stores"]
+    old = tmp_path / "old.jsonl"
+    old.write_text("\n".join([json.dumps(head), *lines[1:]]) + "\n")
+    fresh_home(tmp_path, monkeypatch, "two")
+    ok(cli("import", str(old)))
+    (ada,) = data(cli("agent", "list", "--json"))
+    copies = {m["id"]: m["agent_id"] for m in data(cli("memory", "list", "--global", "--json"))}
+    assert copies == {gone["id"]: ada["id"], kept["id"]: ada["id"]}
+    ok(cli("memory", "forget", gone["id"], "--agent", "ada"))
+    assert [m["id"] for m in data(cli("memory", "list", "--global", "--json"))] == [kept["id"]]
 
 
 def merged_store(cli) -> dict[str, str]:

@@ -521,3 +521,26 @@ def test_an_import_into_the_global_tier_reaches_the_copies_originals(cli, home, 
     for agent in ("bob", "ada"):
         assert recalled(cli, agent, "zebracode", "oldword", "newword") == {"newword"}, agent
     assert ok(cli("memory", "show", secret, "--agent", "ada", "--json"))["visibility"] == "hidden"
+
+
+def test_an_import_of_an_all_export_reaches_the_copies_originals(cli, home, tmp_path):
+    """The whole-home import's global lines are the same operator's action as `import --global`'s: a
+    line hiding (or re-wording) a copy hid it from bob while ada went on recalling her original. The
+    file's agent lines are unchanged; the control fact's unchanged lines leave both as they were."""
+    secret = ok(cli("remember", "heron zebracode", "--agent", "ada", "--importance", "0.95", "--json"))["id"]
+    worded = ok(cli("remember", "heron oldword", "--agent", "ada", "--importance", "0.95", "--json"))["id"]
+    lines = []
+    for line in cli("export", "--all").stdout.splitlines():
+        record = json.loads(line)
+        memory = record.get("memory", {})
+        if record.get("store") == "global" and memory.get("id") == secret:
+            memory["visibility"] = "hidden"
+        if record.get("store") == "global" and memory.get("id") == worded:
+            memory["content"] = "heron newword"
+        lines.append(json.dumps(record))
+    dump = tmp_path / "all.jsonl"
+    dump.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    ok(cli("import", str(dump), "--json"))
+    for agent in ("bob", "ada"):
+        assert recalled(cli, agent, "zebracode", "oldword", "newword") == {"newword"}, agent
+    assert ok(cli("memory", "show", secret, "--agent", "ada", "--json"))["visibility"] == "hidden"
