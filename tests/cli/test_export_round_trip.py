@@ -303,6 +303,19 @@ def test_restoring_the_agents_of_an_all_header_reads_each_card_a_bounded_number_
     assert reads <= 3 * (agents + 1), reads
 
 
+def _import_into_a_fresh_home(cli, tmp_path, monkeypatch, head: dict, lines: list[str]):
+    """Import ``lines`` under the edited ``head`` into a fresh home; it must be refused (exit 2, one
+    line) with no agent made, not even one the header names before the bad one."""
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("\n".join([json.dumps(head), *lines[1:]]) + "\n")
+    fresh_home(tmp_path, monkeypatch, "two")
+    refused = cli("import", str(bad))
+    assert refused.exit_code == 2, refused.output
+    assert len(refused.stderr.strip().splitlines()) == 1, refused.stderr
+    assert data(cli("agent", "list", "--json")) == []
+    return refused
+
+
 @pytest.mark.parametrize("agent_id", ["../../evil", "a/b", ""])
 def test_a_path_like_agent_id_in_an_all_header_is_refused_before_any_agent_is_made(
         cli, tmp_path, monkeypatch, team_home, agent_id):
@@ -315,13 +328,8 @@ def test_a_path_like_agent_id_in_an_all_header_is_refused_before_any_agent_is_ma
     stores = head["exported"]["stores"]
     assert [d["store"] for d in stores][:2] == ["agent:ada", "agent:bob"]
     stores[1]["agent_id"] = agent_id
-    bad = tmp_path / "bad.jsonl"
-    bad.write_text("\n".join([json.dumps(head), *lines[1:]]) + "\n")
-    fresh_home(tmp_path, monkeypatch, "two")
-    refused = cli("import", str(bad))
-    assert refused.exit_code == 2, refused.output
-    assert "agent id" in refused.stderr and len(refused.stderr.strip().splitlines()) == 1, refused.stderr
-    assert data(cli("agent", "list", "--json")) == []  # not even ada, who came first
+    refused = _import_into_a_fresh_home(cli, tmp_path, monkeypatch, head, lines)
+    assert "agent id" in refused.stderr, refused.stderr
     ok(cli("import", str(dump)))  # positive control: the untouched file restores
     assert {a["name"] for a in data(cli("agent", "list", "--json"))} == {"ada", "bob"}
 
@@ -334,13 +342,8 @@ def test_two_agents_of_an_all_header_with_one_id_are_refused_before_any_is_made(
     head = json.loads(lines[0])
     bob = next(d for d in head["exported"]["stores"] if d["store"] == "agent:bob")
     bob["agent_id"] = agents["ada"]
-    bad = tmp_path / "bad.jsonl"
-    bad.write_text("\n".join([json.dumps(head), *lines[1:]]) + "\n")
-    fresh_home(tmp_path, monkeypatch, "two")
-    refused = cli("import", str(bad))
-    assert refused.exit_code == 2, refused.output
-    assert "agent:ada and agent:bob" in refused.stderr and len(refused.stderr.strip().splitlines()) == 1, refused.stderr
-    assert data(cli("agent", "list", "--json")) == []
+    refused = _import_into_a_fresh_home(cli, tmp_path, monkeypatch, head, lines)
+    assert "agent:ada and agent:bob" in refused.stderr, refused.stderr
     ok(cli("import", str(dump)))  # positive control: the untouched file restores both
     assert {a["name"]: a["id"] for a in data(cli("agent", "list", "--json"))} == agents
 
@@ -431,13 +434,19 @@ def test_a_strict_all_import_with_a_bad_line_restores_nothing(cli, tmp_path, mon
     assert lenient.exit_code == 2 and json.loads(lenient.stdout)["read"] == 4
 
 
-def test_an_all_export_from_before_stores_were_described_restores_by_name(cli, tmp_path, monkeypatch, team_home):
-    dump, agents = team_home
+def _without_stores(dump, tmp_path):
+    """``dump`` as an `--all` export written before its header described its stores."""
     lines = dump.read_text().splitlines()
     head = json.loads(lines[0])
     del head["exported"]["stores"]
     old = tmp_path / "old.jsonl"
     old.write_text("\n".join([json.dumps(head), *lines[1:]]) + "\n")
+    return old
+
+
+def test_an_all_export_from_before_stores_were_described_restores_by_name(cli, tmp_path, monkeypatch, team_home):
+    dump, agents = team_home
+    old = _without_stores(dump, tmp_path)
     fresh_home(tmp_path, monkeypatch, "two")
     report = data(cli("import", str(old), "--json"))
     assert {s["store"] for s in report["stores"]} == {"agent:ada", "agent:bob", "pool:team", "global"}
@@ -456,11 +465,7 @@ def test_an_all_export_from_before_stores_were_described_keeps_the_copies_their_
     assert gone["accepted"] == kept["accepted"] == ["private", "global"]
     dump = tmp_path / "all.jsonl"
     ok(cli("export", "--all", "-o", str(dump)))
-    lines = dump.read_text().splitlines()
-    head = json.loads(lines[0])
-    del head["exported"]["stores"]
-    old = tmp_path / "old.jsonl"
-    old.write_text("\n".join([json.dumps(head), *lines[1:]]) + "\n")
+    old = _without_stores(dump, tmp_path)
     fresh_home(tmp_path, monkeypatch, "two")
     ok(cli("import", str(old)))
     (ada,) = data(cli("agent", "list", "--json"))

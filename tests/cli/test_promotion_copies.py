@@ -500,47 +500,26 @@ def test_an_unchanged_import_line_leaves_the_words_an_operator_gave_a_global_cop
     assert copies[control["id"]]["importance"] == 0.97  # what the file changed reached the copy
 
 
-def test_an_import_into_the_global_tier_reaches_the_copies_originals(cli, home, tmp_path):
-    """A line of `import --global` that hides a copy is an operator's action on it, as `memory set
-    --global` is: the copy was hidden from bob, but ada went on recalling the original. Now it follows,
-    and so does a re-worded line; the control fact's unchanged line leaves both as they were."""
+@pytest.mark.parametrize("form", ["--global", "--all"])
+def test_an_import_of_global_lines_reaches_the_copies_originals(cli, home, tmp_path, form):
+    """A line of `import --global` (or of a whole-home `--all` file's global tier) that hides a copy is
+    an operator's action on it, as `memory set --global` is: the copy was hidden from bob, but ada went
+    on recalling the original. Now it follows, and so does a re-worded line; the file's agent lines are
+    unchanged, and the control fact's unchanged lines leave both as they were."""
     secret = ok(cli("remember", "heron zebracode", "--agent", "ada", "--importance", "0.95", "--json"))["id"]
     worded = ok(cli("remember", "heron oldword", "--agent", "ada", "--importance", "0.95", "--json"))["id"]
     lines = []
-    for line in cli("export", "--global").stdout.splitlines():
+    for line in cli("export", form).stdout.splitlines():
         record = json.loads(line)
-        memory = record.get("memory", {})
+        memory = record.get("memory", {}) if form == "--global" or record.get("store") == "global" else {}
         if memory.get("id") == secret:
             memory["visibility"] = "hidden"
         if memory.get("id") == worded:
             memory["content"] = "heron newword"
         lines.append(json.dumps(record))
-    dump = tmp_path / "global.jsonl"
+    dump = tmp_path / "dump.jsonl"
     dump.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    ok(cli("import", str(dump), "--global", "--json"))
-    for agent in ("bob", "ada"):
-        assert recalled(cli, agent, "zebracode", "oldword", "newword") == {"newword"}, agent
-    assert ok(cli("memory", "show", secret, "--agent", "ada", "--json"))["visibility"] == "hidden"
-
-
-def test_an_import_of_an_all_export_reaches_the_copies_originals(cli, home, tmp_path):
-    """The whole-home import's global lines are the same operator's action as `import --global`'s: a
-    line hiding (or re-wording) a copy hid it from bob while ada went on recalling her original. The
-    file's agent lines are unchanged; the control fact's unchanged lines leave both as they were."""
-    secret = ok(cli("remember", "heron zebracode", "--agent", "ada", "--importance", "0.95", "--json"))["id"]
-    worded = ok(cli("remember", "heron oldword", "--agent", "ada", "--importance", "0.95", "--json"))["id"]
-    lines = []
-    for line in cli("export", "--all").stdout.splitlines():
-        record = json.loads(line)
-        memory = record.get("memory", {})
-        if record.get("store") == "global" and memory.get("id") == secret:
-            memory["visibility"] = "hidden"
-        if record.get("store") == "global" and memory.get("id") == worded:
-            memory["content"] = "heron newword"
-        lines.append(json.dumps(record))
-    dump = tmp_path / "all.jsonl"
-    dump.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    ok(cli("import", str(dump), "--json"))
+    ok(cli("import", str(dump), *([form] if form == "--global" else []), "--json"))
     for agent in ("bob", "ada"):
         assert recalled(cli, agent, "zebracode", "oldword", "newword") == {"newword"}, agent
     assert ok(cli("memory", "show", secret, "--agent", "ada", "--json"))["visibility"] == "hidden"
