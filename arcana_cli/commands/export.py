@@ -57,10 +57,10 @@ async def _open_shared(cli, stack: AsyncExitStack, kind, name: str | None = None
 
     ``must_exist``: a local tier with no database yet is NotFoundError (nothing to export).
     """
-    from memory.adapters.opener import open_tier, server_url
+    from memory.adapters.opener import made_yet, open_tier
     from memory.store_kinds import StoreKind, store_path
 
-    if must_exist and server_url(cli.config, kind, name) is None and not store_path(cli.home, kind, name).exists():
+    if must_exist and not made_yet(cli.home, cli.config, kind, name):
         label = f"pool:{name}" if kind is StoreKind.POOL else "global"
         raise NotFoundError(f"{label} has no memories yet ({store_path(cli.home, kind, name)})")
     store = open_tier(cli.home, kind, name, config=cli.config, actor="cli")
