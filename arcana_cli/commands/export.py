@@ -69,6 +69,19 @@ async def _open_shared(cli, stack: AsyncExitStack, kind, name: str | None = None
     return store
 
 
+async def _agent_store(cli, stack: AsyncExitStack, card):
+    """The agent's private store, closed with ``stack``. One that has stored nothing is read as an empty
+    store made outside the home: opening its own would make memory.db, and an export is a read."""
+    if cli.home.agent_db(card.id).exists():
+        return await stack.enter_async_context(cli.private_store(card))
+    from memory.adapters.opener import scratch_store
+
+    store = scratch_store(Path(stack.enter_context(tempfile.TemporaryDirectory())) / "memory.db")
+    stack.push_async_callback(store.aclose)
+    await store.connect()
+    return store
+
+
 async def _sources(cli, stack: AsyncExitStack, agent, pool, global_, all_) -> tuple[list, dict, list]:
     """The (label, open store) pairs an export reads, the header's description of them, and the
     unreadable agent cards --all leaves out (the export says so and exits 4, never silently short)."""
@@ -83,7 +96,7 @@ async def _sources(cli, stack: AsyncExitStack, agent, pool, global_, all_) -> tu
         else:
             cards = [cli.agent(agent)]
         for card in cards:
-            sources.append((f"agent:{card.name}", await stack.enter_async_context(cli.private_store(card))))
+            sources.append((f"agent:{card.name}", await _agent_store(cli, stack, card)))
         if agent:
             return sources, {"agent": cards[0].name, "agent_id": cards[0].id}, left
     from memory.federation.pools import PoolRegistry
