@@ -504,7 +504,7 @@ def parse_json_file(path: Path, text: str, fix: str = "fix the file (arcana conf
 
 
 def load_config(path: Path) -> ArcanaConfig:
-    if not path.exists():  # defaults, but ARCANA_EXTRACTION_* still validate: the same error as from a file
+    if not path.exists() and not path.is_symlink():  # defaults, but ARCANA_EXTRACTION_* still validate
         return parse_config({}, f"{path} (missing: defaults)")
     try:
         text = read_utf8(path)
@@ -514,7 +514,11 @@ def load_config(path: Path) -> ArcanaConfig:
 
 
 def read_utf8(path: Path) -> str:
-    """A config file's text; bytes that are not UTF-8 (a UTF-16 save) are a ConfigError naming the file."""
+    """A config file's text; bytes that are not UTF-8 (a UTF-16 save) are a ConfigError naming the file,
+    and so is a link to a file that is gone (read as "missing", it silently dropped every setting)."""
+    if path.is_symlink() and not path.exists():
+        raise ConfigError(f"{path}: it links to {os.readlink(path)}, which does not exist; "
+                          "restore that file or remove the link")
     try:
         return strict_json.decode(path.read_bytes())
     except strict_json.JSONRefused as exc:

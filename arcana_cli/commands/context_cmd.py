@@ -29,7 +29,7 @@ async def context(
 
     card = cli.agent(agent)
     text = query.strip() if query else None
-    async with agent_federation(cli, card, out) as federation:
+    async with agent_federation(cli, card, out, reading=True) as federation:
         rendered = await recall_context(federation, card.id, text, recall=cli.config.recall, budget_tokens=budget_tokens)
     if not rendered.text:
         out.info(f"no memories of agent '{card.name}' to put in context")

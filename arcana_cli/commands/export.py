@@ -57,13 +57,26 @@ async def _open_shared(cli, stack: AsyncExitStack, kind, name: str | None = None
 
     ``must_exist``: a local tier with no database yet is NotFoundError (nothing to export).
     """
-    from memory.adapters.opener import open_tier, server_url
+    from memory.adapters.opener import made_yet, open_tier
     from memory.store_kinds import StoreKind, store_path
 
-    if must_exist and server_url(cli.config, kind, name) is None and not store_path(cli.home, kind, name).exists():
+    if must_exist and not made_yet(cli.home, cli.config, kind, name):
         label = f"pool:{name}" if kind is StoreKind.POOL else "global"
         raise NotFoundError(f"{label} has no memories yet ({store_path(cli.home, kind, name)})")
     store = open_tier(cli.home, kind, name, config=cli.config, actor="cli")
+    stack.push_async_callback(store.aclose)
+    await store.connect()
+    return store
+
+
+async def _agent_store(cli, stack: AsyncExitStack, card):
+    """The agent's private store, closed with ``stack``. One that has stored nothing is read as an empty
+    store made outside the home: opening its own would make memory.db, and an export is a read."""
+    if cli.home.agent_db(card.id).exists():
+        return await stack.enter_async_context(cli.private_store(card))
+    from memory.adapters.opener import scratch_store
+
+    store = scratch_store(Path(stack.enter_context(tempfile.TemporaryDirectory())) / "memory.db")
     stack.push_async_callback(store.aclose)
     await store.connect()
     return store
@@ -83,7 +96,7 @@ async def _sources(cli, stack: AsyncExitStack, agent, pool, global_, all_) -> tu
         else:
             cards = [cli.agent(agent)]
         for card in cards:
-            sources.append((f"agent:{card.name}", await stack.enter_async_context(cli.private_store(card))))
+            sources.append((f"agent:{card.name}", await _agent_store(cli, stack, card)))
         if agent:
             return sources, {"agent": cards[0].name, "agent_id": cards[0].id}, left
     from memory.federation.pools import PoolRegistry

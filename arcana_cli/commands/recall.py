@@ -17,7 +17,7 @@ async def recall_entries(cli: CliContext, card, query: MemoryQuery, out: Out):
     from arcana_cli.federated import agent_federation
     from memory.runtime.assembly import quarantine_events
 
-    async with agent_federation(cli, card, out) as federation:
+    async with agent_federation(cli, card, out, reading=True) as federation:
         report = await federation.recall(query)
         report.degraded += quarantine_events(federation)
         return report

@@ -155,7 +155,7 @@ class Reader:
             card = self.card(target)
             query = query.model_copy(update={"agent_id": card.id})
             async with agent_federation(
-                CliContext(self.home), card, notices, embedding=self.gateway(config), actor=ACTOR
+                CliContext(self.home), card, notices, embedding=self.gateway(config), actor=ACTOR, reading=True
             ) as federation:
                 report = await federation.recall(query)
                 degraded = report.degraded + quarantine_events(federation)

@@ -90,6 +90,19 @@ def server_url(config: Any, kind: StoreKind, name: str | None = None) -> str | N
     return None
 
 
+def made_yet(home: Home, config: Any, kind: StoreKind, name: str | None = None) -> bool:
+    """Whether ``kind``'s store is there to read: a server tier always is (one whose URL cannot be
+    had says so when opened), a local one once its file exists. A read never makes one."""
+    from memory.errors import ConfigError, UnsetVariableError
+
+    try:
+        if server_url(config, kind, name) is not None:
+            return True
+    except (UnsetVariableError, ConfigError):
+        return True
+    return store_path(home, kind, name).exists()
+
+
 def open_tier(
     home: Home,
     kind: StoreKind,

@@ -152,7 +152,7 @@ async def check_databases(home: Home, on_progress: Progress | None = None) -> li
     """Version and ``quick_check`` of each database: the step that grows with the stores, hence the progress."""
     from memory.migrations.runner import head_version
     from memory.operations.schema import describe, read_version
-    from memory.sqlite.connection import connect_readonly, dbapi
+    from memory.sqlite.connection import dbapi, reading
 
     checks = []
     head = head_version()
@@ -166,11 +166,8 @@ async def check_databases(home: Home, on_progress: Progress | None = None) -> li
             checks.append(Check(name, False, problem))
             continue
         try:
-            conn = connect_readonly(db)
-            try:
+            with reading(db) as conn:
                 result = "; ".join(r[0] for r in conn.execute("PRAGMA quick_check(5)"))
-            finally:
-                conn.close()
         except dbapi().Error as exc:
             result = f"unreadable: {exc}"
         # A failed row names only what failed: "integrity ok" on a FAIL row reads as a pass.
@@ -235,18 +232,15 @@ async def check_vectors(home: Home, failed: Collection[Path] = ()) -> list[Check
 def check_rows(home: Home) -> list[Check]:
     """One failing check per store holding rows an outside edit left invalid (importance out of 0..1,
     an unknown type...): reads use the nearest bound or fail on that row, the file stays as it is."""
-    from memory.sqlite.connection import connect_readonly, dbapi
+    from memory.sqlite.connection import dbapi, reading
     from memory.sqlite.rows import out_of_range, unreadable_ledger
 
     checks = []
     for db in home.databases():
         try:
-            conn = connect_readonly(db)
-            try:
+            with reading(db) as conn:
                 bad = out_of_range(conn)
                 ledger = unreadable_ledger(conn)
-            finally:
-                conn.close()
         except dbapi().Error:
             continue  # unreadable or not a memory store: the database checks report it
         if ledger:  # append-only: no command rewrites a ledger row
@@ -308,18 +302,15 @@ def check_conflicts(home: Home) -> Check:
     Informational (never a failure): each waits for an operator to confirm it
     (``memory set ID --current``) or drop it (``memory forget ID``).
     """
-    from memory.sqlite.connection import connect_readonly, dbapi
+    from memory.sqlite.connection import dbapi, reading
     from memory.sqlite.versions import open_conflicts
 
     query = open_conflicts()
     total, where = 0, []
     for db in home.databases():
         try:
-            conn = connect_readonly(db)
-            try:
+            with reading(db) as conn:
                 count = conn.execute(query.sql, query.params).fetchone()[0]
-            finally:
-                conn.close()
         except dbapi().Error:
             continue  # unreadable or not a memory store: the database checks report it
         if count:

@@ -12,18 +12,15 @@ from pathlib import Path
 
 from memory.home import Home
 from memory.migrations.runner import head_version
-from memory.sqlite.connection import connect_readonly, dbapi
+from memory.sqlite.connection import dbapi, reading
 
 
 def read_version(db: Path) -> tuple[int, str | None]:
     """``(user_version, problem)``; opened read-only so nothing is ever written."""
     try:
-        conn = connect_readonly(db)
-        try:
+        with reading(db) as conn:
             conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
             return int(conn.execute("PRAGMA user_version").fetchone()[0]), None
-        finally:
-            conn.close()
     except dbapi().Error as exc:
         return -1, f"unreadable: {exc}"
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from memory.adapters.opener import open_store, open_tier, server_url
+from memory.adapters.opener import made_yet, open_store, open_tier, server_url
 from memory.adapters.sqlite import SQLiteAdapter
 from memory.config import ArcanaConfig
 from memory.deadline import DEADLINE
@@ -977,7 +977,7 @@ async def open_editor(home: Home, config: ArcanaConfig, target: OperatorTarget, 
             PoolRegistry(home).show_settings(target.pool)  # NotFoundError for an unknown pool
         kind = StoreKind.POOL if target.pool else StoreKind.GLOBAL
         store = open_tier(home, kind, target.pool, config=config, actor=actor)
-        if server_url(config, kind, target.pool) is None and not store.path.exists():  # a server tier always exists
+        if not made_yet(home, config, kind, target.pool):
             raise NoStoreYet(f"{'pool ' + target.pool if target.pool else 'the global tier'} has no memories yet ({store.path})")
         originals = None if target.pool else Originals(home, config, actor=actor)
         editor = MemoryEditor(store, embedding=(home, config), originals=originals)

@@ -17,7 +17,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from memory.adapters.opener import open_tier, with_vectors
+from memory.adapters.absent import AbsentStore
+from memory.adapters.opener import made_yet, open_tier, with_vectors
 from memory.adapters.sqlite import SQLiteAdapter
 from memory.agent_lock import AgentPresence, connect_agent_store
 from memory.agents import AgentCard
@@ -62,6 +63,7 @@ async def build_federation(
     confidence_cap: float | None = None,
     agent_name: str | None = None,
     notify: Callable[[str], None] | None = None,
+    reading: bool = False,
 ) -> MemoryFederation:
     """Assemble the tier stack for one agent and return its federation.
 
@@ -86,13 +88,18 @@ async def build_federation(
     while the card is there, so an agent deleted after it was resolved is not
     made again as an empty store, and its writes stop once it is deleted or its
     store replaced; ``notify`` hears when a write waits on that lock. Raises if the private tier
-    cannot be opened — an agent without its durability anchor must not start.
+    cannot be opened — an agent without its durability anchor must not start. ``reading`` (a
+    recall, a context block) leaves the home as it was: a private store or a local global tier not
+    made yet is not made: each answers empty.
     """
     home = _home(home)
     connections = ConnectionsConfig.load(home.connections_path)
-    private = SQLiteAdapter.for_agent(agent_id, home=home, actor=actor)
+    absent = reading and not home.agent_db(str(agent_id)).exists()
+    private = AbsentStore(home.agent_db(str(agent_id))) if absent else SQLiteAdapter.for_agent(agent_id, home=home, actor=actor)
     presence = None
-    if agent_name is None:
+    if absent:
+        pass  # nothing to open, lock or reconcile against: the agent has stored nothing, and nothing is written
+    elif agent_name is None:
         await private.connect()
     else:  # NotFoundError, and no folder made, once the card is gone
         await connect_agent_store(home, str(agent_id), agent_name, private)
@@ -105,8 +112,11 @@ async def build_federation(
             unreachable_degrades=True,
         )
 
-    global_ = open_global(config or ArcanaConfig()) if embedding is not None and global_tier else None
-    private_tier = with_vectors(private, embedding, vector_options)
+    global_ = None
+    if embedding is not None and global_tier:
+        unmade = reading and not made_yet(home, config or ArcanaConfig(), StoreKind.GLOBAL)
+        global_ = AbsentStore(home.global_db) if unmade else open_global(config or ArcanaConfig())
+    private_tier = private if absent else with_vectors(private, embedding, vector_options)
     router = MemoryRouter(
         private=private_tier,
         global_=global_,
@@ -119,7 +129,7 @@ async def build_federation(
     for pool in pools or ():
         router.register_pool(pool.name, pool.adapter, read_only=pool.read_only or None, label=pool.label)
     audit = AuditLog(home.audit_log)
-    reconciler = Reconciler(
+    reconciler = None if absent else Reconciler(
         private,
         private_tier if private_tier is not private else None,
         reconcile or ReconcileSettings(),
@@ -146,6 +156,7 @@ async def federation_for_agent(
     on_degraded: DegradedSink | None = None,
     notify: Callable[[str], None] | None = None,
     actor: str = "library",
+    reading: bool = False,
 ) -> MemoryFederation:
     """The federation a stored agent runs with, from its card and ``config.json``.
 
@@ -154,7 +165,8 @@ async def federation_for_agent(
     switches the global tier off. (``memory.enabled`` is not read here: it
     decides whether ``arcana run`` uses memory at all, while explicit memory
     commands always reach the agent's tiers.) ``notify`` receives the vector
-    layer's fallback notices and says when a write waits on the agent's lock.
+    layer's fallback notices and says when a write waits on the agent's lock. ``reading``:
+    see :func:`build_federation`.
     """
     from memory.config import load_config
 
@@ -183,6 +195,7 @@ async def federation_for_agent(
         confidence_cap=extraction_settings(config, card).agent_confidence_cap,
         agent_name=card.name,
         notify=notify,
+        reading=reading,
     )
 
 
@@ -265,7 +278,7 @@ def quarantine_events(federation: MemoryFederation) -> list[MemoryDegradedEvent]
     dropped out. Outcome: one ``corruption`` event naming where the file went.
     """
     store = private_store(federation)
-    if store.quarantined_to is None:
+    if not isinstance(store, SQLiteAdapter) or store.quarantined_to is None:  # AbsentStore: none opened
         return []
     tier = federation.router.private
     return [

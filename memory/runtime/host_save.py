@@ -26,11 +26,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from memory import strict_json
 from memory.agent_lock import agent_subfolder, deleted_meanwhile
 from memory.agents import AgentCard
 from memory.audit import AuditLog
 from memory.config import ArcanaConfig
-from memory.errors import InvalidRequestError, MemoryWriteError
+from memory.errors import ConfigError, InvalidRequestError, MemoryWriteError
 from memory.extraction.scoring import agent_confidence, distil, storable
 from memory.home import Home, replace_file
 from memory.hosts import Host
@@ -182,12 +183,24 @@ class _open_regular:
 
 
 def _offset(path: Path) -> int:
-    """How far this host session's transcript was stored; 0 when never (or the record is unreadable)."""
+    """How far this host session's transcript was stored; 0 when never. A damaged record is a ConfigError:
+    read as 0, every fact and the session of what was already saved would be stored again."""
     try:
-        value = json.loads(path.read_text(encoding="utf-8")).get("offset", 0)
-    except (OSError, ValueError, AttributeError, RecursionError):
+        raw = path.read_bytes()
+    except FileNotFoundError:
         return 0
-    return value if isinstance(value, int) and value >= 0 else 0
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read: {exc.strerror}") from None
+    try:
+        value = strict_json.loads(strict_json.decode(raw))
+    except strict_json.JSONRefused as exc:
+        value = exc
+    offset = value.get("offset", 0) if isinstance(value, dict) else None
+    if not isinstance(offset, int) or isinstance(offset, bool) or offset < 0:
+        why = value if isinstance(value, Exception) else "not a record of how far the transcript was saved"
+        raise ConfigError(f"{path}: {why}; remove it (the next save reads the transcript from its start, "
+                          "storing again what was saved)")
+    return offset
 
 
 def _save_offset(home: Home, card: AgentCard, path: Path, offset: int) -> None:

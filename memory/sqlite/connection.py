@@ -11,13 +11,16 @@ back to the stdlib module otherwise.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import threading
 import time
+from collections.abc import Iterator
 from functools import cache
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import aiosqlite
 
@@ -94,6 +97,32 @@ def _disk_full(path: Path | str) -> bool:
 def connect_readonly(path: Path | str):
     """A plain read-only driver connection: for probes and diagnostics that must never write."""
     return dbapi().connect(f"file:{Path(path).as_posix()}?mode=ro", uri=True)
+
+
+@contextlib.contextmanager
+def reading(path: Path | str) -> Iterator[Any]:
+    """:func:`connect_readonly`, closed on exit, leaving no -wal and -shm it made.
+
+    Opening a WAL database makes both files, and a read-only connection cannot
+    remove them: a status or doctor run left them beside every closed store. When
+    neither was there before, a plain connection opened and closed after the read
+    removes them (SQLite does, as the last connection closes, once the empty WAL
+    is checkpointed); a writer still holding the database keeps them, and a WAL
+    that was there before is never touched (it may hold the last commits).
+    """
+    made = not any(Path(f"{path}{suffix}").exists() for suffix in ("-wal", "-shm"))
+    conn = connect_readonly(path)
+    try:
+        yield conn
+    finally:
+        conn.close()
+        if made and Path(f"{path}-wal").exists():
+            with contextlib.suppress(dbapi().Error):  # a store this user may not write keeps them
+                tidy = dbapi().connect(f"file:{Path(path).as_posix()}?mode=rw", uri=True)
+                try:
+                    tidy.execute("SELECT count(*) FROM sqlite_master").fetchone()
+                finally:
+                    tidy.close()
 
 
 class StoreConnection(aiosqlite.Connection):

@@ -602,7 +602,8 @@ async def index_vault(
     report.frontmatter_problems = sorted(plan.frontmatter_problems)
     report.seconds = time.perf_counter() - started
     # A success clears an earlier failure (a watch's, or a cron run's): status shows the present.
-    vault.record(last_indexed_at=time.time(), last_index=summary(report), last_error=None, last_error_at=None)
+    if told := vault.record(last_indexed_at=time.time(), last_index=summary(report), last_error=None, last_error_at=None):
+        report.notices.append(told)
     return report
 
 

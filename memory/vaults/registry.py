@@ -7,6 +7,7 @@ from functools import cached_property
 from pathlib import Path
 
 from memory.agents import AgentRegistry
+from memory.audit import AuditLog
 from memory.config import ArcanaConfig, VaultConfig, editing_config, load_config
 from memory.errors import InvalidRequestError, NotFoundError
 from memory.home import Home, check_name
@@ -69,9 +70,14 @@ class Vault:
             return False
         return True
 
-    def record(self, **fields) -> None:
-        """Update the state file while the vault is registered; a removed vault's state is never recreated."""
-        update_state(self.state_path, only_while=self.registered, **fields)
+    def record(self, **fields) -> str | None:
+        """Update the state file while the vault is registered; a removed vault's state is never recreated.
+        Returns the message to pass on when the file was found damaged and moved aside."""
+        told = update_state(self.state_path, only_while=self.registered, **fields)
+        if told is not None:
+            AuditLog(self.home.audit_log).append("vault_state_moved_aside", vault=self.name, detail=told)
+            told = f"vault '{self.name}': its state file {told}"
+        return told
 
     @cached_property
     def obsidian_excluded(self) -> ExcludedFiles:

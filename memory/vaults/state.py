@@ -24,11 +24,18 @@ from memory.home import private_dir, replace_file
 def read_state(path: Path) -> dict[str, Any]:
     """The state, or {} when there is none or it cannot be read: a status, rebuilt by the next index
     or watch. Read strictly: a file nested past the parser's depth was a traceback from `vault status`."""
+    return _load(path)[0]
+
+
+def _load(path: Path) -> tuple[dict[str, Any], str | None]:
+    """The state, and why the file is there but damaged (else None)."""
     try:
         data = strict_json.loads(strict_json.decode(path.read_bytes()))
-    except (OSError, strict_json.JSONRefused):
-        return {}
-    return data if isinstance(data, dict) else {}
+    except OSError:
+        return {}, None
+    except strict_json.JSONRefused as exc:
+        return {}, str(exc)
+    return (data, None) if isinstance(data, dict) else ({}, "not a JSON object")
 
 
 @contextmanager
@@ -43,23 +50,38 @@ def state_lock(path: Path):
         os.close(fd)
 
 
-def update_state(path: Path, *, only_while: Callable[[], bool] | None = None, **fields: Any) -> dict[str, Any]:
-    """Merge ``fields`` into the state file (None deletes a key); returns the new state.
+def update_state(path: Path, *, only_while: Callable[[], bool] | None = None, **fields: Any) -> str | None:
+    """Merge ``fields`` into the state file (None deletes a key); returns what to tell the user, if anything.
 
     ``only_while`` is asked under the lock: a vault removed meanwhile (its
-    files are deleted under the same lock) gets no new state file.
+    files are deleted under the same lock) gets no new state file. A damaged
+    file is moved aside beside it (never deleted, never silently written over)
+    and the state started afresh; the returned message says where it went.
     """
     with state_lock(path):
         if only_while is not None and not only_while():
-            return {}
-        state = read_state(path)
+            return None
+        state, damage = _load(path)
+        told = None
+        if damage is not None:
+            aside = _free_place(path.with_name(f"{path.name}.damaged-{time.strftime('%Y%m%dT%H%M%S', time.gmtime())}"))
+            path.replace(aside)
+            told = f"{path} was damaged ({damage}); moved it to {aside} and started it afresh"
         for key, value in fields.items():
             if value is None:
                 state.pop(key, None)
             else:
                 state[key] = value
         replace_file(path, json.dumps(state, indent=2, sort_keys=True))  # fsynced before the rename
-    return state
+    return told
+
+
+def _free_place(path: Path) -> Path:
+    place, n = path, 1
+    while place.exists() or place.is_symlink():
+        n += 1
+        place = path.with_name(f"{path.name}-{n}")
+    return place
 
 
 def pid_alive(pid: Any) -> bool:

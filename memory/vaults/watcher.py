@@ -136,7 +136,9 @@ async def watch_vault(
 ) -> None:
     """Watch one vault until ``stop`` is set (or it is removed). Never modifies the folder."""
     gateway = embedding_gateway(load_config(vault.home.config_path), vault) if embed else None
-    vault.record(watch_pid=os.getpid(), watch_started_at=time.time(), watch_stopped_at=None)
+    if told := vault.record(watch_pid=os.getpid(), watch_started_at=time.time(), watch_stopped_at=None):
+        line(f"{time.strftime('%H:%M:%S')} {told}", {"at": time.time(), "vault": vault.name, "event": "state_damaged",
+                                                       "detail": told})
     try:
         await _watch_loop(vault, stop, line, gateway, debounce_ms, step_ms, poll_seconds)
     except _Removed:

@@ -143,6 +143,30 @@ def test_set_keeps_a_symlinked_config_linked(cli, config_path, tmp_path):
     assert [p.name for p in dotfiles.iterdir()] == ["arcana.json"]  # no temporary file left beside it
 
 
+def test_a_dangling_symlinked_config_is_exit_4_and_a_linked_one_is_read(cli, arcana_home, config_path, tmp_path):
+    """A config.json (or memory-adapters.json) linked to a file that is gone was read as defaults:
+    the user's settings silently vanished. Positive control: the same link to a real file is read."""
+    linked = tmp_path / "dotfiles" / "arcana.json"
+    linked.parent.mkdir()
+    config_path.parent.mkdir(parents=True, exist_ok=True)
+    config_path.symlink_to(linked)
+    connections = arcana_home.connections_path
+    connections.parent.mkdir(parents=True, exist_ok=True)
+    connections.symlink_to(tmp_path / "dotfiles" / "adapters.json")
+    for args in (("config", "show"), ("config", "get", "recall.limit"), ("config", "validate"), ("init",)):
+        result = cli(*args)
+        assert result.exit_code == 4, (args, result.stderr)
+        lines = result.stderr.strip().splitlines()
+        assert len(lines) == 1 and str(config_path) in lines[0] and "does not exist" in lines[0], (args, lines)
+    linked.write_text(json.dumps({"recall": {"limit": 4}}))
+    assert cli("config", "get", "recall.limit").stdout.strip() == "4"
+    assert cli("agent", "create", "ada").exit_code == 0
+    refused = cli("remember", "fact", "--agent", "ada")  # reads connections/memory-adapters.json
+    assert refused.exit_code == 4 and str(connections) in refused.stderr and "does not exist" in refused.stderr
+    (tmp_path / "dotfiles" / "adapters.json").write_text("{}")
+    assert cli("remember", "fact", "--agent", "ada").exit_code == 0
+
+
 def test_set_replaces_the_file_atomically(cli, config_path):
     assert cli("config", "set", "recall.limit", "2").exit_code == 0
     first = config_path.open()  # held open, so its inode cannot be freed and handed to a later file

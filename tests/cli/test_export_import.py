@@ -267,6 +267,24 @@ def test_export_all_names_each_store_and_pool_import(arcana_home, cli, tmp_path)
     assert cli("export", "--pool", "nope").exit_code == 3
 
 
+def test_exporting_an_agent_that_has_stored_nothing_makes_no_store(arcana_home, cli, tmp_path):
+    """export --agent and export --all opened every agent's private store, and so made memory.db for one
+    that had stored nothing: a backup-by-export changed the home. It is exported as empty and still
+    named in an --all export (a restore makes the agent again). Positive control: ada's memory is exported."""
+    keyword_only(arcana_home)
+    seed(arcana_home, "ada", lambda a: [MemoryEntry(agent_id=a, content="ada's own")])
+    assert cli("agent", "create", "carol").exit_code == 0
+    carol = arcana_home.agent_db(json.loads(cli("agent", "show", "carol", "--json").stdout)["id"])
+    alone = cli("export", "--agent", "carol")
+    assert alone.exit_code == 0 and alone.stdout.count("\n") == 1 and "agent:carol" in alone.stderr, alone.output
+    everything = tmp_path / "everything.jsonl"
+    assert cli("export", "--all", "-o", str(everything)).exit_code == 0
+    lines = everything.read_text().splitlines()
+    assert "agent:carol" in json.loads(lines[0])["exported"]["all"]
+    assert [json.loads(line)["memory"]["content"] for line in lines[1:]] == ["ada's own"]
+    assert not carol.exists() and not carol.parent.joinpath("memory.db-wal").exists()
+
+
 def test_vectors_travel_with_the_file_or_are_re_embedded(arcana_home, tmp_path, cli, offline_embedder):
     """Default config (the real offline model): --with-vectors skips re-embedding; without, import embeds."""
     arcana_home.root.mkdir(parents=True, exist_ok=True)

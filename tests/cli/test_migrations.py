@@ -278,3 +278,28 @@ def test_migrate_status_and_up_through_the_cli(cli, arcana_home):
     assert json.loads(second.stdout)[0]["state"] == "current"
     recalled = json.loads(cli("recall", "old memory", "--agent", "elder", "--json").stdout)
     assert [r["content"] for r in recalled["results"]] == ["an old memory"]
+
+
+def test_status_and_doctor_leave_no_wal_files_beside_a_database_they_only_read(cli, arcana_home):
+    """A read-only open of a WAL database makes its -wal and -shm, which it cannot remove: `migrate status`
+    and doctor's checks left both beside every closed store. Positive control: a store a writer holds open
+    keeps its WAL, and the write waiting in it."""
+    assert cli("remember", "a stored fact", "--agent", "ada").exit_code == 0
+    assert cli("pool", "create", "team").exit_code == 0
+    stores = [arcana_home.agent_db(json.loads(cli("agent", "show", "ada", "--json").stdout)["id"]),
+              arcana_home.pool_db("team")]
+    sidecars = [Path(f"{db}{suffix}") for db in stores for suffix in ("-wal", "-shm")]
+    assert not any(p.exists() for p in sidecars)
+    for args in (("migrate", "status"), ("doctor",)):
+        assert cli(*args).exit_code == 0, args
+        assert [p.name for p in sidecars if p.exists()] == [], args
+    writer = dbapi().connect(str(stores[1]))
+    try:
+        writer.execute("PRAGMA wal_autocheckpoint=0")
+        writer.execute("CREATE TABLE held (x)")
+        writer.commit()
+        assert cli("migrate", "status").exit_code == 0
+        assert Path(f"{stores[1]}-wal").stat().st_size > 0 and Path(f"{stores[1]}-shm").exists()
+    finally:
+        writer.close()
+    assert "held" in schema(stores[1])["tables"]

@@ -119,3 +119,23 @@ def test_fusion_weights_too_large_to_add_still_weigh_as_their_ratio(cli, store_f
     found, stderr = recalled(cli, "when do deploys happen")
     assert not found["degraded"], stderr
     assert found["results"][0]["content"] == DEPLOYS
+
+
+def test_recall_and_context_make_no_store_for_an_agent_with_no_memories(cli, arcana_home):
+    """recall and context opened the agent's federation, which made its memory.db and vector/global.db:
+    a read changed the home. Positive control: a fact another agent put in the global tier is found
+    by the same reads, which still make no store of their own."""
+    assert cli("agent", "create", "ada").exit_code == 0
+    ada_db = arcana_home.agent_db(json.loads(cli("agent", "show", "ada", "--json").stdout)["id"])
+    reads = (("recall", "deploys", "--agent", "ada", "--json"), ("context", "--agent", "ada", "--json"),
+             ("context", "deploys", "--agent", "ada", "--json"))
+    for args in reads:
+        result = cli(*args)
+        assert result.exit_code == 0, (args, result.output)
+        assert not ada_db.exists() and not arcana_home.global_db.exists(), args
+        assert not any(arcana_home.locks_dir.glob("agent-*")), args  # nor the agent's lock files
+    assert cli("remember", DEPLOYS, "--agent", "bob", "--scope", "global").exit_code == 0
+    found, _ = recalled(cli, "deploys")
+    assert [r["content"] for r in found["results"]] == [DEPLOYS] and "global" in found["tiers"]
+    assert DEPLOYS in json.loads(cli("context", "deploys", "--agent", "ada", "--json").stdout)["context"]
+    assert not ada_db.exists()

@@ -330,21 +330,26 @@ def test_the_hook_trusts_nothing_it_is_given(home, project, tmp_path):
     assert done.returncode == 0 and "1 fact(s) stored" in done.stdout, done.stderr
 
 
-def test_a_read_record_nested_past_the_parsers_depth_reads_from_the_start(home, tmp_path):
-    """How far a host session was read is a file in the agent's folder, read back as 0 when it is
-    unreadable; one nested past the parser's depth was a RecursionError traceback from the hook."""
-    good = tmp_path / "good.jsonl"
-    _write_transcript(good, TRANSCRIPT[-2:], garbage=False)
-    hook = json.dumps({"session_id": "s1", "transcript_path": str(good)})
-    first = arcana("host", "save", "claude-code", "--agent", "dev", "--json", stdin=hook)
-    assert first.returncode == 0 and json.loads(first.stdout)["start"] == 0, first.stderr
-    record = home / "agents" / agent_id("dev") / "hosts" / "claude-code" / "s1.json"
-    read_to = json.loads(record.read_text())["offset"]
-    again = arcana("host", "save", "claude-code", "--agent", "dev", "--json", stdin=hook)  # control: read on
-    assert again.returncode == 0 and json.loads(again.stdout)["start"] == read_to, again.stderr
-    record.write_text('{"offset": ' + "[" * 100_000 + "]" * 100_000 + "}")
-    done = arcana("host", "save", "claude-code", "--agent", "dev", "--json", stdin=hook)
-    assert done.returncode == 0 and json.loads(done.stdout)["start"] == 0, done.stderr
+@pytest.mark.parametrize("record", ["[" * 100_000 + "]" * 100_000, '{"offset": 5', '{"offset": 1, "offset": 2}'])
+def test_a_damaged_save_record_is_one_line_exit_4_and_nothing_is_stored_twice(home, project, tmp_path, record):
+    """The record of how far a transcript was saved was read with json.loads: nested past the parser's
+    depth it was a RecursionError traceback, and any other damage silently read the transcript again from
+    its start (every fact and the session stored twice). Positive control: another session of the same agent."""
+    assert arcana("agent", "create", "dev").returncode == 0
+    transcript = tmp_path / "t.jsonl"
+    _write_transcript(transcript, TRANSCRIPT[-2:], garbage=False)
+    state = home / "agents" / agent_id("dev") / "hosts" / "claude-code" / "s1.json"
+    state.parent.mkdir(parents=True)
+    state.write_text(record)
+    done = arcana("host", "save", "claude-code", "--agent", "dev",
+                  stdin=json.dumps({"session_id": "s1", "transcript_path": str(transcript)}))
+    assert done.returncode == exit_codes.CONFIG, done.stderr
+    assert done.stderr.count("\n") == 1 and str(state) in done.stderr and "remove it" in done.stderr, done.stderr
+    assert state.read_text() == record
+    assert json.loads(arcana("session", "list", "--agent", "dev", "--json").stdout) == []
+    done = arcana("host", "save", "claude-code", "--agent", "dev",
+                  stdin=json.dumps({"session_id": "s2", "transcript_path": str(transcript)}))
+    assert done.returncode == 0 and "1 fact(s) stored" in done.stdout, done.stderr
 
 
 def test_a_transcript_is_read_within_its_budget_and_a_line_being_written_is_left(tmp_path):

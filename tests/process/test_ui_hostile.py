@@ -401,12 +401,13 @@ def test_reading_an_agent_with_no_store_yet_makes_none(server, arcana_home, cli)
     client = Client(url)
     card = made(cli, "agent", "create", "carol")
     store = arcana_home.agent_db(card["id"])
-    for path in ("/memories?agent=carol", "/activity?agent=carol"):
+    for path in ("/memories?agent=carol", "/activity?agent=carol", "/memories?agent=carol&q=tea"):  # q: a recall
         status, _, page = client.get(path)
         assert status == 200, (path, page[:500])
     listed = cli("memory", "list", "--agent", "carol", "--json")
     assert (listed.exit_code, json.loads(listed.stdout)) == (0, [])
     assert not store.exists() and not store.parent.joinpath("memory.db-wal").exists()
-    status, _, page = client.get("/memories?agent=alice")  # the control: an agent's store is read as before
-    assert status == 200 and "Alice prefers green tea in the morning" in page
+    for path in ("/memories?agent=alice", "/memories?agent=alice&q=tea"):  # the control: read as before
+        status, _, page = client.get(path)
+        assert status == 200 and "Alice prefers green tea in the morning" in page, path
     assert json.loads(cli("memory", "list", "--agent", "alice", "--json").stdout)

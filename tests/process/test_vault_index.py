@@ -301,6 +301,27 @@ def test_frontmatter_that_pyyaml_cannot_construct_is_counted_not_fatal(make_vaul
     assert tree_digest(root) == digest
 
 
+@pytest.mark.parametrize("damage", ['{"last_indexed_at": 12', "[" * 100_000 + "]" * 100_000, "[1, 2]"])
+def test_a_damaged_state_file_is_moved_aside_named_and_rebuilt(make_vault, no_embedder, cli, arcana_home, damage):
+    """A vault's state file that could not be read was written over without a word: what it held was
+    lost and nothing said it was damaged. Positive control: the rebuilt file is kept by the next pass."""
+    root = make_vault({"Good.md": "Herons fish at dawn."})
+    assert cli("vault", "add", str(root), "--name", "st").exit_code == 0
+    state = arcana_home.vault_state("st")
+    state.parent.mkdir(parents=True, exist_ok=True)
+    state.write_text(damage)
+    index = cli("vault", "index", "st")
+    assert index.exit_code == 0, index.output
+    aside = [p for p in state.parent.iterdir() if p.name.startswith("st.state.json.damaged-")]
+    assert len(aside) == 1 and aside[0].read_text() == damage
+    assert str(state) in index.stderr and str(aside[0]) in index.stderr, index.stderr
+    assert read_state(state)["last_index"]["added"] == 1
+    again = cli("vault", "index", "st")
+    assert again.exit_code == 0 and "damaged" not in again.stderr, again.stderr
+    assert [p for p in state.parent.iterdir() if p.name.startswith("st.state.json.damaged-")] == aside
+    assert read_state(state)["last_index"]["unchanged"] == 1
+
+
 def test_frontmatter_too_long_to_read_is_counted_and_not_parsed(make_vault, no_embedder, cli, tree_digest):
     """A note under the 1 MiB note limit whose frontmatter is a long YAML flow list took PyYAML 22 s,
     on every `vault index` that read it and every `vault check`. A block over 64 KiB is not parsed:

@@ -227,3 +227,19 @@ def test_a_running_watch_follows_an_ignore_set_after_it_started(vault, arcana_ho
         assert note_id("Later.md") in indexed_ids(vault)
     finally:
         assert watch.stop() == 0
+
+
+def test_a_watch_moves_a_damaged_state_file_aside_and_says_so(vault, arcana_home):
+    """A damaged state file was written over by a starting watch without a word. Positive control:
+    the watch then indexes and stamps the rebuilt file as ever."""
+    vault.state_path.parent.mkdir(parents=True, exist_ok=True)
+    vault.state_path.write_text('{"watch_pid": 1')
+    watch = Watch(arcana_home, "notes", "--debounce", "100", "--keyword-only", "--json")
+    try:
+        told = json.loads(watch.expect('"event": "state_damaged"'))
+        (aside,) = [p for p in vault.state_path.parent.iterdir() if p.name.startswith("notes.state.json.damaged-")]
+        assert str(aside) in told["detail"] and aside.read_text() == '{"watch_pid": 1'
+        watch.expect('"event": "index"')
+        assert status(arcana_home)["watch"]["running"] is True
+    finally:
+        assert watch.stop() == 0
