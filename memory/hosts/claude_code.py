@@ -33,7 +33,11 @@ SETTINGS_FILE = ".claude/settings.json"
 SESSION_START_MATCHER = "startup|resume|clear|compact"  # every start, and the fresh window after a compaction
 PRE_COMPACT_MATCHER = "manual|auto"
 CONTEXT, SAVE = "context", "save"  # what an Arcana hook runs
-HOOKS = (("SessionStart", SESSION_START_MATCHER, CONTEXT), ("PreCompact", PRE_COMPACT_MATCHER, SAVE), ("SessionEnd", None, SAVE))
+# Claude Code cancels SessionEnd hooks after 1.5 s unless a hook's timeout raises that budget (to 60 s at
+# most); a save takes seconds (Python, the store, a model), so without one the session's end went unsaved.
+SESSION_END_TIMEOUT = 60
+HOOKS = (("SessionStart", SESSION_START_MATCHER, CONTEXT, None), ("PreCompact", PRE_COMPACT_MATCHER, SAVE, None),
+         ("SessionEnd", None, SAVE, SESSION_END_TIMEOUT))  # (event, matcher, what it runs, its timeout in seconds)
 
 _GLOBAL_FLAGS = {"--quiet", "-q"}
 _ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")  # a hand-edited hook may set the home this way
@@ -73,11 +77,12 @@ def merge_mcp(existing: dict[str, Any], name: str, entry: dict[str, Any]) -> dic
 
 def merge_hooks(existing: dict[str, Any], launcher: list[str], home: str, agent: str) -> dict[str, Any]:
     """``existing`` with Arcana's hooks: an Arcana hook already there is updated where it stands
-    (its timeout and other keys kept), a twin of it dropped; missing ones are appended."""
+    (its timeout and other keys kept; the SessionEnd one given a timeout when it has none), a twin of
+    it dropped; missing ones are appended."""
     merged = copy.deepcopy(existing)
     hooks = merged.setdefault("hooks", {})
     _expect(hooks, dict, "'hooks'")
-    for event, matcher, role in HOOKS:
+    for event, matcher, role, timeout in HOOKS:
         ours = {"type": "command", "command": hook_command(launcher, home, agent, role)}
         groups = hooks.setdefault(event, [])
         _expect(groups, list, f"'hooks.{event}'")
@@ -92,6 +97,8 @@ def merge_hooks(existing: dict[str, Any], launcher: list[str], home: str, agent:
                     kept.append(entry)
                 elif not placed:
                     entry.update(ours)
+                    if timeout is not None:
+                        entry.setdefault("timeout", timeout)  # a timeout of the user's stays
                     kept.append(entry)
                     placed = True
             if len(kept) < len(entries):
@@ -100,6 +107,8 @@ def merge_hooks(existing: dict[str, Any], launcher: list[str], home: str, agent:
                     emptied.add(number)  # it held only a dropped twin
         groups[:] = [g for number, g in enumerate(groups) if number not in emptied]
         if not placed:
+            if timeout is not None:
+                ours["timeout"] = timeout
             groups.append({"matcher": matcher, "hooks": [ours]} if matcher is not None else {"hooks": [ours]})
     return merged
 

@@ -307,6 +307,42 @@ def test_the_pre_compact_hook_stores_what_was_said_and_ignores_tool_noise(home, 
     assert len(json.loads(arcana("session", "list", "--agent", "dev", "--json").stdout)) == 2
 
 
+SESSION_END_BUDGET = 1.5  # seconds Claude Code gives its SessionEnd hooks unless one sets a longer "timeout"
+
+
+def test_the_session_end_hook_gets_the_time_a_save_takes(home, project, tmp_path):
+    """Claude Code cancels SessionEnd hooks after 1.5 s unless a hook's `timeout` raises that budget
+    (up to 60 s); a save starts Python, opens the store and writes (seconds with a model), so the
+    session's end went unsaved. The SessionEnd hook carries a timeout; a user's own is kept."""
+    assert setup(project, "--write").returncode == 0
+    path = project / ".claude" / "settings.json"
+    hooks = json.loads(path.read_text())["hooks"]
+    (end,) = hooks["SessionEnd"][0]["hooks"]
+    assert end.get("timeout", SESSION_END_BUDGET) >= 30
+    assert "timeout" not in hooks["SessionStart"][0]["hooks"][0]  # control: their default is ten minutes
+    assert "timeout" not in hooks["PreCompact"][0]["hooks"][0]
+    transcript = tmp_path / "s4.jsonl"
+    _write_transcript(transcript, TRANSCRIPT[-2:], garbage=False)
+    env = {k: v for k, v in os.environ.items() if k != "ARCANA_HOME"} | {"PATH": "/usr/bin:/bin"}
+    done = subprocess.run(["/bin/sh", "-c", end["command"]], capture_output=True, text=True, cwd=project, env=env,
+                          input=json.dumps({"session_id": "s4", "transcript_path": str(transcript),
+                                            "hook_event_name": "SessionEnd", "reason": "prompt_input_exit"}),
+                          timeout=end.get("timeout", SESSION_END_BUDGET))  # as the host budgets it
+    assert done.returncode == 0 and _recall("release branch heron"), done.stderr
+
+    # a set-up from before (no timeout) gains one; a user's own timeout stays
+    settings = json.loads(path.read_text())
+    del settings["hooks"]["SessionEnd"][0]["hooks"][0]["timeout"]
+    path.write_text(json.dumps(settings))
+    assert setup(project, "--write").returncode == 0
+    assert json.loads(path.read_text())["hooks"]["SessionEnd"][0]["hooks"][0]["timeout"] == end["timeout"]
+    settings["hooks"]["SessionEnd"][0]["hooks"][0]["timeout"] = 45
+    path.write_text(json.dumps(settings))
+    again = setup(project, "--write")
+    assert again.returncode == 0 and again.stdout.count("unchanged") == 2, again.stdout
+    assert json.loads(path.read_text())["hooks"]["SessionEnd"][0]["hooks"][0]["timeout"] == 45
+
+
 def test_the_hook_trusts_nothing_it_is_given(home, project, tmp_path):
     fifo = tmp_path / "pipe.jsonl"
     os.mkfifo(fifo)
