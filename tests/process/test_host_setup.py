@@ -275,7 +275,10 @@ def test_the_pre_compact_hook_stores_what_was_said_and_ignores_tool_noise(home, 
     done = run_hook(hook_command(project, "PreCompact"), hook, project)
     assert done.returncode == 0, done.stderr
     assert "1 malformed line(s)" in done.stderr
-    assert "2 exchange(s) read, 2 fact(s) stored" in done.stdout
+    assert "2 exchange(s) read, 2 fact(s) stored" in done.stderr
+    # Claude Code takes a PreCompact hook's stdout as instructions for the summary it writes: the
+    # save's report there was an order to the summariser ("... fact(s) stored, summary <id>")
+    assert done.stdout == ""
     branch = _recall("release branch heron")
     assert branch and "heron-2" in branch[0]["content"]  # positive control: what the person said
     fixtures = _recall("pytest fixtures")
@@ -295,14 +298,14 @@ def test_the_pre_compact_hook_stores_what_was_said_and_ignores_tool_noise(home, 
 
     # the session's end: nothing new, nothing stored twice
     end = run_hook(hook_command(project, "SessionEnd"), {**hook, "hook_event_name": "SessionEnd"}, project)
-    assert end.returncode == 0 and end.stdout.startswith("0 exchange(s) read")
+    assert end.returncode == 0 and end.stderr.startswith("0 exchange(s) read") and end.stdout == ""
     again = json.loads(arcana("host", "save", "claude-code", "--agent", "dev", "--json", stdin=json.dumps(hook)).stdout)
     assert again["event"] == "PreCompact" and again["exchanges"] == 0 and again["start"] == again["end"]
     # more said after a compaction: only that is stored
     _write_transcript(transcript, [_line("user", "Note that the deploy script lives in tools/ship.sh."),
                                    _line("assistant", [{"type": "text", "text": "Understood."}])], garbage=False)
     more = run_hook(hook_command(project, "SessionEnd"), {**hook, "hook_event_name": "SessionEnd"}, project)
-    assert more.returncode == 0 and more.stdout.startswith("1 exchange(s) read, 1 fact(s) stored"), more.stdout
+    assert more.returncode == 0 and more.stderr.startswith("1 exchange(s) read, 1 fact(s) stored"), more.stderr
     assert _recall("deploy script ship")
     assert len(json.loads(arcana("session", "list", "--agent", "dev", "--json").stdout)) == 2
 
@@ -363,7 +366,7 @@ def test_the_hook_trusts_nothing_it_is_given(home, project, tmp_path):
     _write_transcript(good, TRANSCRIPT[-2:], garbage=False)
     done = arcana("host", "save", "claude-code", "--agent", "dev",
                   stdin=json.dumps({"session_id": "s1", "transcript_path": str(good)}))
-    assert done.returncode == 0 and "1 fact(s) stored" in done.stdout, done.stderr
+    assert done.returncode == 0 and "1 fact(s) stored" in done.stderr, done.stderr
 
 
 def test_a_read_record_nested_past_the_parsers_depth_reads_from_the_start(home, tmp_path):
