@@ -12,7 +12,9 @@ A transcript is one JSON object a line: ``user`` lines hold what the person
 typed (a string, or text blocks) or tool results, ``assistant`` lines hold
 text, thinking and tool calls. Only the person's words and the assistant's
 text make an exchange; tool calls and results, meta and sidechain lines are
-noise, counted and dropped.
+noise, counted and dropped. A resumed session's transcript begins with the
+lines of the session it resumed, each still carrying that one's
+``sessionId``: those are that session's to store.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import copy
 import json
 import re
 import shlex
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import PurePath
 from typing import IO, Any
@@ -185,11 +188,14 @@ class TranscriptRead:
     truncated: bool = False  # stopped at the byte budget; the rest is read next time
 
 
-def read_transcript(handle: IO[bytes], start: int, *, max_bytes: int, max_line: int = MAX_LINE_BYTES) -> TranscriptRead:
+def read_transcript(handle: IO[bytes], start: int, *, max_bytes: int, max_line: int = MAX_LINE_BYTES,
+                    stored_by: Callable[[str], bool] = lambda session: False) -> TranscriptRead:
     """The exchanges in ``handle`` (binary, positioned at ``start``), reading at most ``max_bytes``.
 
     A last line without its newline is still being written: it is left for the
     next read, and ``end`` stops before it. Memory stays bounded by ``max_line``.
+    A line whose ``sessionId`` names a session ``stored_by`` says stores its own
+    lines (the one this session resumed) is ignored.
     """
     read = TranscriptRead(start=start, end=start)
     prompt: str | None = None
@@ -219,7 +225,7 @@ def read_transcript(handle: IO[bytes], start: int, *, max_bytes: int, max_line: 
         read.end = handle.tell()
         if not line.strip():
             continue
-        kind, text = _classify(line)
+        kind, text = _classify(line, stored_by)
         if kind == "malformed":
             read.malformed += 1
         elif kind == "said":
@@ -233,7 +239,7 @@ def read_transcript(handle: IO[bytes], start: int, *, max_bytes: int, max_line: 
     return read
 
 
-def _classify(raw: bytes) -> tuple[str, str]:
+def _classify(raw: bytes, stored_by: Callable[[str], bool]) -> tuple[str, str]:
     """("said", text) for the person's words, ("reply", text) for assistant text (possibly empty),
     ("noise", "") for everything else a transcript holds, ("malformed", "") for what it cannot hold."""
     try:
@@ -244,6 +250,8 @@ def _classify(raw: bytes) -> tuple[str, str]:
         return "malformed", ""
     kind = line.get("type")
     if kind not in ("user", "assistant") or line.get("isSidechain") or line.get("isMeta") or line.get("isCompactSummary"):
+        return "noise", ""
+    if isinstance(line.get("sessionId"), str) and stored_by(line["sessionId"]):
         return "noise", ""
     message = line.get("message")
     content = message.get("content") if isinstance(message, dict) else None

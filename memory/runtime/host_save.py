@@ -13,11 +13,14 @@ each statement of a lasting fact or preference becomes a semantic memory as
 well. Everything is stored as the agent's claim (source ``agent``, confidence
 and importance capped): a transcript is a file on disk the agent itself can
 write. How far a transcript was read is kept per host session, so a second
-hook (another compaction, then the session's end) stores only what is new.
+hook (another compaction, then the session's end) stores only what is new,
+and a resumed session's copy of the lines of a session saved before is not
+stored again.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -114,7 +117,7 @@ async def _save(home, config, card, memory, hook, host, audit, max_bytes) -> Sav
         if start > size:  # the file was replaced by a shorter one: read it whole
             start = 0
         handle.seek(start)
-        read = read_transcript(handle, start, max_bytes=max_bytes)
+        read = read_transcript(handle, start, max_bytes=max_bytes, stored_by=_saved_elsewhere(state_path, hook.session_id))
     said = [e for e in read.exchanges if HEADER not in e.prompt]  # our own briefing, echoed back, is not said
     report.start, report.end, report.exchanges = read.start, read.end, len(said)
     report.malformed_lines, report.truncated = read.malformed, read.truncated
@@ -179,6 +182,17 @@ class _open_regular:
 
     def __exit__(self, *exc) -> None:
         self.handle.close()
+
+
+def _saved_elsewhere(state_path: Path, session_id: str):
+    """Whether a transcript line's ``sessionId`` names another host session this agent saves (the one a
+    resumed session copied its lines from): its read record is beside this session's."""
+
+    @functools.lru_cache(maxsize=64)  # a transcript names a few sessions; a hostile one, bounded
+    def saved(owner: str) -> bool:
+        return owner != session_id and bool(_SESSION_ID.fullmatch(owner)) and (state_path.parent / f"{owner}.json").is_file()
+
+    return saved
 
 
 def _offset(path: Path) -> int:

@@ -346,6 +346,38 @@ def test_the_session_end_hook_gets_the_time_a_save_takes(home, project, tmp_path
     assert json.loads(path.read_text())["hooks"]["SessionEnd"][0]["hooks"][0]["timeout"] == 45
 
 
+def test_a_resumed_session_stores_only_what_it_said_not_the_session_it_resumed(home, project, tmp_path):
+    """`claude --resume` starts a new session id and transcript that begins with the resumed session's
+    lines (still carrying that session's `sessionId`): its hooks stored the old exchanges again, as a
+    second session with the same turns. Lines of a session already saved are that session's."""
+    assert setup(project, "--write").returncode == 0
+    end = hook_command(project, "SessionEnd")
+    said = [_line("user", "Please remember that the release branch is named heron-2."),
+            _line("assistant", [{"type": "text", "text": "Noted: heron-2."}])]
+    first = tmp_path / "3f0c6f1e-aa.jsonl"
+    _write_transcript(first, said, garbage=False)
+    payload = {"session_id": "3f0c6f1e-aa", "transcript_path": str(first), "hook_event_name": "SessionEnd"}
+    assert run_hook(end, payload, project).returncode == 0
+
+    resumed = tmp_path / "9b1d-resumed.jsonl"  # the resumed session's file: the old lines, then its own
+    _write_transcript(resumed, [{"type": "summary", "summary": "Release branch", "leafUuid": "x"}, *said,
+                                {**_line("user", "Note that the deploy script lives in tools/ship.sh."), "sessionId": "9b1d-resumed"},
+                                {**_line("assistant", [{"type": "text", "text": "Understood."}]), "sessionId": "9b1d-resumed"}],
+                      garbage=False)
+    done = run_hook(end, {**payload, "session_id": "9b1d-resumed", "transcript_path": str(resumed)}, project)
+    assert done.returncode == 0 and done.stderr.startswith("1 exchange(s) read, 1 fact(s) stored"), done.stderr
+    sessions = json.loads(arcana("session", "list", "--agent", "dev", "--json").stdout)
+    assert len(sessions) == 2 and sorted(s["turns"] for s in sessions) == [1, 1], sessions
+    assert _recall("deploy script ship")
+
+    # control: lines of a session Arcana never saved (set up after it ran) are stored with the one resuming it
+    older = tmp_path / "c0ffee.jsonl"
+    _write_transcript(older, [{**line, "sessionId": "never-saved"} for line in said[:1]]
+                      + [{**_line("user", "Remember that the linter is ruff."), "sessionId": "c0ffee"}], garbage=False)
+    done = run_hook(end, {**payload, "session_id": "c0ffee", "transcript_path": str(older)}, project)
+    assert done.returncode == 0 and done.stderr.startswith("2 exchange(s) read"), done.stderr
+
+
 def test_the_hook_trusts_nothing_it_is_given(home, project, tmp_path):
     fifo = tmp_path / "pipe.jsonl"
     os.mkfifo(fifo)
