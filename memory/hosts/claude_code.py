@@ -164,7 +164,9 @@ def _expect(value: object, kind: type, where: str) -> None:
 MAX_LINE_BYTES = 4 << 20  # a longer line (a huge tool result) is skipped unread
 MAX_TEXT_CHARS = 8000  # of one prompt or one reply kept for the session record
 _NOT_SAID = ("[Request interrupted", "This session is being continued from a previous")
-_INJECTED = re.compile(r"<[a-z][\w-]*>")  # <command-name>, <local-command-stdout>, <system-reminder>: the host's, not said
+# <command-name>…</command-name>, <local-command-stdout>, <system-reminder>: the host wraps what it adds in a tag it
+# closes; a prompt that only begins with one ("<div> wrappers break …") is the person's
+_INJECTED = re.compile(r"<([a-z][\w-]*)>")
 
 
 @dataclass(frozen=True)
@@ -264,7 +266,9 @@ def _classify(raw: bytes, stored_by: Callable[[str], bool]) -> tuple[str, str]:
     text = "\n".join(b["text"] for b in blocks if b.get("type") == "text" and isinstance(b.get("text"), str)).strip()
     if kind == "assistant":
         return ("reply", text) if text else ("noise", "")
-    if not text or any(b.get("type") == "tool_result" for b in blocks) or text.startswith(_NOT_SAID) or _INJECTED.match(text):
+    tag = _INJECTED.match(text)
+    if not text or any(b.get("type") == "tool_result" for b in blocks) or text.startswith(_NOT_SAID) or (
+            tag and f"</{tag.group(1)}>" in text):
         return "noise", ""
     return "said", text
 

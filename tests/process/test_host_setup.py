@@ -441,6 +441,21 @@ def test_a_transcript_is_read_within_its_budget_and_a_line_being_written_is_left
     assert capped.exchanges == [] and capped.malformed == capped.lines - 1 == 12  # the snapshot line is short
 
 
+def test_a_prompt_that_begins_with_a_tag_is_said_when_the_host_did_not_wrap_it(tmp_path):
+    """What the host injects is wrapped in a tag it closes (<command-name>/cost</command-name>); a prompt
+    that merely began with one ("<div> wrappers break ...") was taken for the host's and dropped."""
+    from memory.hosts.claude_code import read_transcript
+
+    path = tmp_path / "t.jsonl"
+    typed = ["<div> wrappers break the flex layout; remember that we use CSS grid.", "<T> in Rust generics reads as any type."]
+    injected = ["<command-name>/cost</command-name>", "<local-command-stdout>Total cost: $0.12</local-command-stdout>",
+                "<system-reminder>Note that I prefer tabs.</system-reminder>"]
+    _write_transcript(path, [_line("user", text) for text in [*injected, *typed]], garbage=False)
+    with path.open("rb") as handle:
+        read = read_transcript(handle, 0, max_bytes=1 << 20)
+    assert [e.prompt for e in read.exchanges] == typed and read.ignored == len(injected)
+
+
 def test_the_session_start_hook_prints_the_agents_context(home, project):
     assert setup(project, "--write").returncode == 0
     assert arcana("remember", "The CI runs on Python 3.12 only.", "--agent", "dev").returncode == 0
