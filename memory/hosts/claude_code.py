@@ -175,6 +175,7 @@ class Exchange:
 
     prompt: str
     response: str
+    line: str | None = None  # the ``uuid`` of the person's line: a rewritten transcript keeps it
 
 
 @dataclass
@@ -202,10 +203,11 @@ def read_transcript(handle: IO[bytes], start: int, *, max_bytes: int, max_line: 
     read = TranscriptRead(start=start, end=start)
     prompt: str | None = None
     replies: list[str] = []
+    said_in: str | None = None
 
     def close_exchange() -> None:
         if prompt is not None:
-            read.exchanges.append(Exchange(prompt, _cut("\n\n".join(replies))))
+            read.exchanges.append(Exchange(prompt, _cut("\n\n".join(replies)), said_in))
 
     while True:
         if read.end - start >= max_bytes:
@@ -227,12 +229,12 @@ def read_transcript(handle: IO[bytes], start: int, *, max_bytes: int, max_line: 
         read.end = handle.tell()
         if not line.strip():
             continue
-        kind, text = _classify(line, stored_by)
+        kind, text, uuid = _classify(line, stored_by)
         if kind == "malformed":
             read.malformed += 1
         elif kind == "said":
             close_exchange()
-            prompt, replies = _cut(text), []
+            prompt, replies, said_in = _cut(text), [], uuid
         elif kind == "reply" and prompt is not None:
             replies.append(text)
         else:
@@ -241,20 +243,22 @@ def read_transcript(handle: IO[bytes], start: int, *, max_bytes: int, max_line: 
     return read
 
 
-def _classify(raw: bytes, stored_by: Callable[[str], bool]) -> tuple[str, str]:
-    """("said", text) for the person's words, ("reply", text) for assistant text (possibly empty),
-    ("noise", "") for everything else a transcript holds, ("malformed", "") for what it cannot hold."""
+def _classify(raw: bytes, stored_by: Callable[[str], bool]) -> tuple[str, str, str | None]:
+    """("said", text, uuid) for the person's words, ("reply", text, uuid) for assistant text (possibly
+    empty), ("noise", "", …) for everything else a transcript holds, ("malformed", "", None) for what it
+    cannot hold; uuid is the line's, None when it has none."""
     try:
         line = json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, ValueError, RecursionError):
-        return "malformed", ""
+        return "malformed", "", None
     if not isinstance(line, dict):
-        return "malformed", ""
+        return "malformed", "", None
+    uuid = line.get("uuid") if isinstance(line.get("uuid"), str) else None
     kind = line.get("type")
     if kind not in ("user", "assistant") or line.get("isSidechain") or line.get("isMeta") or line.get("isCompactSummary"):
-        return "noise", ""
+        return "noise", "", uuid
     if isinstance(line.get("sessionId"), str) and stored_by(line["sessionId"]):
-        return "noise", ""
+        return "noise", "", uuid
     message = line.get("message")
     content = message.get("content") if isinstance(message, dict) else None
     if isinstance(content, str):
@@ -262,15 +266,15 @@ def _classify(raw: bytes, stored_by: Callable[[str], bool]) -> tuple[str, str]:
     elif isinstance(content, list) and all(isinstance(b, dict) for b in content):
         blocks = content
     else:
-        return "malformed", ""
+        return "malformed", "", None
     text = "\n".join(b["text"] for b in blocks if b.get("type") == "text" and isinstance(b.get("text"), str)).strip()
     if kind == "assistant":
-        return ("reply", text) if text else ("noise", "")
+        return ("reply", text, uuid) if text else ("noise", "", uuid)
     tag = _INJECTED.match(text)
     if not text or any(b.get("type") == "tool_result" for b in blocks) or text.startswith(_NOT_SAID) or (
             tag and f"</{tag.group(1)}>" in text):
-        return "noise", ""
-    return "said", text
+        return "noise", "", uuid
+    return "said", text, uuid
 
 
 def _cut(text: str) -> str:

@@ -12,10 +12,11 @@ was taken), closed with its summary memory as ``arcana session close`` does;
 each statement of a lasting fact or preference becomes a semantic memory as
 well. Everything is stored as the agent's claim (source ``agent``, confidence
 and importance capped): a transcript is a file on disk the agent itself can
-write. How far a transcript was read is kept per host session, so a second
-hook (another compaction, then the session's end) stores only what is new,
-and a resumed session's copy of the lines of a session saved before is not
-stored again.
+write. How far a transcript was read is kept per host session, with the
+uuids of the lines stored, so a second hook (another compaction, then the
+session's end) stores only what is new, even from a transcript rewritten
+meanwhile, and a resumed session's copy of the lines of a session saved
+before is not stored again.
 """
 
 from __future__ import annotations
@@ -47,6 +48,7 @@ from memory.types import ConfidenceSource, MemoryEntry, MemoryType
 
 MAX_HOOK_INPUT = 1 << 20
 MAX_TRANSCRIPT_BYTES = 64 << 20  # read per hook; a longer stretch is finished by the next hook
+MAX_STORED_LINES = 4096  # uuids of the person's lines already stored, kept per host session (the latest)
 _SESSION_ID = re.compile(r"[0-9A-Za-z][0-9A-Za-z_-]{0,127}")
 
 
@@ -110,7 +112,7 @@ async def save_transcript(home: Home, config: ArcanaConfig, card: AgentCard, mem
 
 async def _save(home, config, card, memory, hook, host, audit, max_bytes) -> SaveReport:
     state_path = home.agent_dir(card.id) / "hosts" / host.value / f"{hook.session_id}.json"
-    start = _offset(state_path)
+    start, stored_lines = _record(state_path)
     report = SaveReport(host.value, hook.session_id, str(hook.transcript), hook.event)
     with _open_regular(hook.transcript) as handle:
         size = os.fstat(handle.fileno()).st_size
@@ -118,7 +120,14 @@ async def _save(home, config, card, memory, hook, host, audit, max_bytes) -> Sav
             start = 0
         handle.seek(start)
         read = read_transcript(handle, start, max_bytes=max_bytes, stored_by=_saved_elsewhere(state_path, hook.session_id))
-    said = [e for e in read.exchanges if HEADER not in e.prompt]  # our own briefing, echoed back, is not said
+    # Our own briefing echoed back is not said; nor is it said again when a rewritten transcript (read
+    # whole, or on from inside a line) holds an exchange already stored.
+    seen, said = set(stored_lines), []
+    for exchange in read.exchanges:
+        if HEADER not in exchange.prompt and exchange.line not in seen:
+            said.append(exchange)
+            if exchange.line is not None:  # a line without a uuid cannot be told apart: it is said
+                seen.add(exchange.line)
     report.start, report.end, report.exchanges = read.start, read.end, len(said)
     report.malformed_lines, report.truncated = read.malformed, read.truncated
     report.ignored_lines = read.ignored + len(read.exchanges) - len(said)
@@ -155,7 +164,8 @@ async def _save(home, config, card, memory, hook, host, audit, max_bytes) -> Sav
             manager.record_written(session, turn, [written.entry_id])
         summary = await manager.close_and_summarise(session, memory=memory)
         report.summary_memory_id = summary.id if summary else None
-    _save_offset(home, card, state_path, read.end)
+    stored_lines += [e.line for e in said if e.line is not None]
+    _save_record(home, card, state_path, read.end, stored_lines[-MAX_STORED_LINES:])
     return report
 
 
@@ -195,21 +205,24 @@ def _saved_elsewhere(state_path: Path, session_id: str):
     return saved
 
 
-def _offset(path: Path) -> int:
-    """How far this host session's transcript was stored; 0 when never (or the record is unreadable)."""
+def _record(path: Path) -> tuple[int, list[str]]:
+    """How far this host session's transcript was stored, and the uuids of the lines it stored; 0 and
+    none when never (or the record is unreadable)."""
     try:
-        value = json.loads(path.read_text(encoding="utf-8")).get("offset", 0)
+        record = json.loads(path.read_text(encoding="utf-8"))
+        value, lines = record.get("offset", 0), record.get("stored", [])
     except (OSError, ValueError, AttributeError, RecursionError):
-        return 0
-    return value if isinstance(value, int) and value >= 0 else 0
+        return 0, []
+    lines = [line for line in lines if isinstance(line, str)] if isinstance(lines, list) else []
+    return (value if isinstance(value, int) and value >= 0 else 0), lines
 
 
-def _save_offset(home: Home, card: AgentCard, path: Path, offset: int) -> None:
+def _save_record(home: Home, card: AgentCard, path: Path, offset: int, stored: list[str]) -> None:
     """Write how far the transcript was read (atomically and synced: an empty file after a crash would
     have the next save read the whole transcript again); never making the agent's folder again once it
     was deleted."""
     agent_subfolder(home, card.id, card.name, path.parent)
     try:
-        replace_file(path, json.dumps({"offset": offset}))
+        replace_file(path, json.dumps({"offset": offset, "stored": stored}))
     except FileNotFoundError:
         raise deleted_meanwhile(card.name) from None

@@ -378,6 +378,44 @@ def test_a_resumed_session_stores_only_what_it_said_not_the_session_it_resumed(h
     assert done.returncode == 0 and done.stderr.startswith("2 exchange(s) read"), done.stderr
 
 
+def test_a_transcript_rewritten_after_a_compaction_is_not_stored_again(home, project, tmp_path):
+    """How far a transcript was read is a byte offset: a transcript rewritten after a compaction (shorter:
+    read whole again; longer: read on from the middle of some line) had its exchanges stored twice.
+    Each line carries its `uuid`; an exchange whose line was stored is not stored again."""
+    assert setup(project, "--write").returncode == 0
+    end = hook_command(project, "SessionEnd")
+
+    def exchange(text: str) -> list[dict]:
+        return [_line("user", text), _line("assistant", [{"type": "text", "text": "Understood."}])]
+
+    heron, kiln, ship = (exchange("Please remember that the release branch is named heron-2."),
+                         exchange("Note that the build cache lives in /var/kiln."),
+                         exchange("Note that the deploy script lives in tools/ship.sh."))
+    transcript = tmp_path / "3f0c6f1e-aa.jsonl"
+    _write_transcript(transcript, [*heron, _line("assistant", [{"type": "text", "text": "x" * 2000}]), *kiln], garbage=False)
+    payload = {"session_id": "3f0c6f1e-aa", "transcript_path": str(transcript), "hook_event_name": "PreCompact"}
+    assert run_hook(end, payload, project).stderr.startswith("2 exchange(s) read")
+
+    transcript.unlink()  # rewritten shorter: the first exchange and the long reply gone, one more said
+    _write_transcript(transcript, [{"type": "summary", "summary": "Branches", "leafUuid": "x"}, *kiln, *ship], garbage=False)
+    done = run_hook(end, {**payload, "hook_event_name": "SessionEnd"}, project)
+    assert done.returncode == 0 and done.stderr.startswith("1 exchange(s) read, 1 fact(s) stored"), done.stderr
+
+    transcript.unlink()  # rewritten longer: the old offset falls inside a line
+    again = exchange("continue")
+    _write_transcript(transcript, [_line("user", "y" * 3000), *heron, *kiln, *ship, *again, *exchange("continue")],
+                      garbage=False)
+    done = run_hook(end, {**payload, "hook_event_name": "SessionEnd"}, project)
+    assert done.returncode == 0 and "\n2 exchange(s) read" in done.stderr, done.stderr  # "continue" twice: both said
+    turns = sorted(s["turns"] for s in json.loads(arcana("session", "list", "--agent", "dev", "--json").stdout))
+    assert turns == [1, 2, 2], turns
+    bare = tmp_path / "bare.jsonl"  # lines without a uuid cannot be told apart: each is said
+    _write_transcript(bare, [{k: v for k, v in line.items() if k != "uuid"} | {"sessionId": "bare"} for line in [*again, *again]],
+                      garbage=False)
+    done = run_hook(end, {**payload, "session_id": "bare", "transcript_path": str(bare)}, project)
+    assert done.returncode == 0 and done.stderr.startswith("2 exchange(s) read"), done.stderr
+
+
 def test_the_hook_trusts_nothing_it_is_given(home, project, tmp_path):
     fifo = tmp_path / "pipe.jsonl"
     os.mkfifo(fifo)
