@@ -55,12 +55,13 @@ _SESSION_ID = re.compile(r"[0-9A-Za-z][0-9A-Za-z_-]{0,127}")
 @dataclass(frozen=True)
 class HookInput:
     session_id: str
-    transcript: Path
+    transcript: Path | None  # None: the host keeps no transcript (its session persistence is off)
     event: str | None = None
 
 
 def parse_hook_input(raw: bytes) -> HookInput:
-    """The hook's JSON: an object with a ``session_id`` and an absolute ``transcript_path``."""
+    """The hook's JSON: an object with a ``session_id`` and an absolute ``transcript_path`` (empty when
+    the host keeps no transcript, as Claude Code does with session persistence off)."""
     fix = "a host hook passes JSON with session_id and transcript_path on stdin"
     if len(raw) > MAX_HOOK_INPUT:
         raise InvalidRequestError(f"the hook input is over {MAX_HOOK_INPUT >> 20} MiB; {fix}")
@@ -73,10 +74,10 @@ def parse_hook_input(raw: bytes) -> HookInput:
     session_id, path = data.get("session_id"), data.get("transcript_path")
     if not isinstance(session_id, str) or not _SESSION_ID.fullmatch(session_id):
         raise InvalidRequestError(f"the hook input's session_id is missing or not an id; {fix}")
-    if not isinstance(path, str) or not path or "\0" in path or not os.path.isabs(path):
+    if not isinstance(path, str) or (path and ("\0" in path or not os.path.isabs(path))):
         raise InvalidRequestError(f"the hook input's transcript_path is missing or not an absolute path; {fix}")
     event = data.get("hook_event_name")
-    return HookInput(session_id, Path(path), event if isinstance(event, str) else None)
+    return HookInput(session_id, Path(path) if path else None, event if isinstance(event, str) else None)
 
 
 @dataclass
@@ -106,6 +107,11 @@ async def save_transcript(home: Home, config: ArcanaConfig, card: AgentCard, mem
     """Store the exchanges of ``hook``'s transcript not stored yet, through ``memory`` (the agent's
     federation, so reconciliation and the ledger apply); then remember how far it was read."""
     # Two hooks at once (a compaction as the session ends) must not both store the same stretch.
+    if hook.transcript is None:
+        # Trigger: session persistence off. Why: refused with exit 2, which a PreCompact hook returns to
+        # block the compaction. Outcome: nothing to save, said on stderr, exit 0.
+        return SaveReport(host.value, hook.session_id, "", hook.event, warnings=[
+            f"the host keeps no transcript of session {hook.session_id} (its transcript_path is empty): nothing to save"])
     with exclusive_within(home.locks_dir / f"host-save-{card.id}.lock", "save for this agent", 30):
         return await _save(home, config, card, memory, hook, host, audit, max_bytes)
 

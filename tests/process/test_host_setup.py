@@ -439,6 +439,22 @@ def test_the_hook_trusts_nothing_it_is_given(home, project, tmp_path):
     assert done.returncode == 0 and "1 fact(s) stored" in done.stderr, done.stderr
 
 
+def test_a_session_the_host_keeps_no_transcript_of_has_nothing_to_save(home, project):
+    """With session persistence off (`--no-session-persistence`, an old `cleanupPeriodDays: 0`) Claude Code
+    writes no transcript and hands hooks an empty transcript_path: the save refused it with exit 2, which
+    a PreCompact hook returns to block the compaction, so the session could not be compacted."""
+    assert setup(project, "--write").returncode == 0
+    hook = {"session_id": "s5", "transcript_path": "", "hook_event_name": "PreCompact", "trigger": "auto"}
+    done = run_hook(hook_command(project, "PreCompact"), hook, project)
+    assert done.returncode == 0 and done.stdout == "", done.stderr
+    assert "keeps no transcript" in done.stderr and "0 exchange(s) read" in done.stderr
+    assert not (home / "agents" / agent_id("dev") / "hosts").exists()  # nothing recorded as read
+    # control: a transcript_path that is missing, or not a path, is still refused
+    for bad in ({k: v for k, v in hook.items() if k != "transcript_path"}, {**hook, "transcript_path": 7}):
+        refused = run_hook(hook_command(project, "PreCompact"), bad, project)
+        assert refused.returncode == exit_codes.USAGE and "transcript_path" in refused.stderr, refused.stderr
+
+
 def test_a_read_record_nested_past_the_parsers_depth_reads_from_the_start(home, tmp_path):
     """How far a host session was read is a file in the agent's folder, read back as 0 when it is
     unreadable; one nested past the parser's depth was a RecursionError traceback from the hook."""
