@@ -90,7 +90,7 @@ async def save(cli: CliContext, out: Out, host: HostArg, agent: AgentOpt = ...) 
     from arcana_cli.federated import agent_federation
     from memory.runtime.host_save import MAX_HOOK_INPUT, parse_hook_input, save_transcript
 
-    if sys.stdin.isatty():
+    if sys.stdin is None or sys.stdin.isatty():  # None: started with stdin closed
         raise typer.BadParameter("pipe the hook's JSON (session_id, transcript_path) on stdin", param_hint="stdin")
     hook = parse_hook_input(sys.stdin.buffer.read(MAX_HOOK_INPUT + 1))
     card = cli.agent_to_store_for(agent)

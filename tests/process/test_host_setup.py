@@ -455,6 +455,17 @@ def test_a_session_the_host_keeps_no_transcript_of_has_nothing_to_save(home, pro
         assert refused.returncode == exit_codes.USAGE and "transcript_path" in refused.stderr, refused.stderr
 
 
+def test_a_hook_run_with_stdin_closed_is_one_line_not_a_traceback(home):
+    """A hook started with its stdin closed (`<&-`, a launcher that gives it none) has no sys.stdin at
+    all: `host save` asked it whether it was a terminal and died in an AttributeError traceback, exit 1."""
+    closed = subprocess.run(["/bin/sh", "-c", 'exec "$0" host save claude-code --agent dev <&-', str(ARCANA)],
+                            capture_output=True, text=True, timeout=60)
+    assert closed.returncode == exit_codes.USAGE and "Traceback" not in closed.stderr, closed.stderr
+    assert closed.stderr.count("\n") == 1 and "stdin" in closed.stderr
+    empty = arcana("host", "save", "claude-code", "--agent", "dev", stdin="")  # control: an empty stdin, refused alike
+    assert empty.returncode == exit_codes.USAGE and "is not JSON" in empty.stderr
+
+
 def test_a_read_record_nested_past_the_parsers_depth_reads_from_the_start(home, tmp_path):
     """How far a host session was read is a file in the agent's folder, read back as 0 when it is
     unreadable; one nested past the parser's depth was a RecursionError traceback from the hook."""
