@@ -86,11 +86,11 @@ def setup(
 
 @command("save")
 async def save(cli: CliContext, out: Out, host: HostArg, agent: AgentOpt = ...) -> None:
-    """Store what a host session decided, from the hook's JSON on stdin (its transcript; only new exchanges)."""
+    """Store what a host session decided, from the hook's JSON on stdin (only new exchanges); its report goes to stderr."""
     from arcana_cli.federated import agent_federation
     from memory.runtime.host_save import MAX_HOOK_INPUT, parse_hook_input, save_transcript
 
-    if sys.stdin.isatty():
+    if sys.stdin is None or sys.stdin.isatty():  # None: started with stdin closed
         raise typer.BadParameter("pipe the hook's JSON (session_id, transcript_path) on stdin", param_hint="stdin")
     hook = parse_hook_input(sys.stdin.buffer.read(MAX_HOOK_INPUT + 1))
     card = cli.agent_to_store_for(agent)
@@ -102,12 +102,14 @@ async def save(cli: CliContext, out: Out, host: HostArg, agent: AgentOpt = ...) 
         out.warn(f"{report.malformed_lines} malformed line(s) of {hook.transcript} skipped")
     if report.truncated:
         out.warn(f"read {report.end - report.start:,} bytes of {hook.transcript}; the next hook reads on from there")
-    out.data(
-        {"agent": card.name, "agent_id": card.id, **report.as_dict()},
-        text=lambda: f"{report.exchanges} exchange(s) read, {len(report.stored)} fact(s) stored, "
-        f"summary {report.summary_memory_id or 'none'}; {report.ignored_lines} tool or meta line(s) ignored, "
-        f"{report.malformed_lines} malformed",
-    )
+    # The report goes on stderr: Claude Code takes a PreCompact hook's stdout as instructions for the
+    # summary it writes (the line "… fact(s) stored, summary <id>" was one). --json asks for it on stdout.
+    if out.json_mode:
+        out.data({"agent": card.name, "agent_id": card.id, **report.as_dict()})
+    else:
+        out.info(f"{report.exchanges} exchange(s) read, {len(report.stored)} fact(s) stored, "
+                 f"summary {report.summary_memory_id or 'none'}; {report.ignored_lines} tool or meta line(s) ignored, "
+                 f"{report.malformed_lines} malformed")
 
 
 def register(app: typer.Typer) -> None:

@@ -12,7 +12,9 @@ A transcript is one JSON object a line: ``user`` lines hold what the person
 typed (a string, or text blocks) or tool results, ``assistant`` lines hold
 text, thinking and tool calls. Only the person's words and the assistant's
 text make an exchange; tool calls and results, meta and sidechain lines are
-noise, counted and dropped.
+noise, counted and dropped. A resumed session's transcript begins with the
+lines of the session it resumed, each still carrying that one's
+``sessionId``: those are that session's to store.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import copy
 import json
 import re
 import shlex
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import PurePath
 from typing import IO, Any
@@ -33,7 +36,11 @@ SETTINGS_FILE = ".claude/settings.json"
 SESSION_START_MATCHER = "startup|resume|clear|compact"  # every start, and the fresh window after a compaction
 PRE_COMPACT_MATCHER = "manual|auto"
 CONTEXT, SAVE = "context", "save"  # what an Arcana hook runs
-HOOKS = (("SessionStart", SESSION_START_MATCHER, CONTEXT), ("PreCompact", PRE_COMPACT_MATCHER, SAVE), ("SessionEnd", None, SAVE))
+# Claude Code cancels SessionEnd hooks after 1.5 s unless a hook's timeout raises that budget (to 60 s at
+# most); a save takes seconds (Python, the store, a model), so without one the session's end went unsaved.
+SESSION_END_TIMEOUT = 60
+HOOKS = (("SessionStart", SESSION_START_MATCHER, CONTEXT, None), ("PreCompact", PRE_COMPACT_MATCHER, SAVE, None),
+         ("SessionEnd", None, SAVE, SESSION_END_TIMEOUT))  # (event, matcher, what it runs, its timeout in seconds)
 
 _GLOBAL_FLAGS = {"--quiet", "-q"}
 _ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")  # a hand-edited hook may set the home this way
@@ -73,11 +80,12 @@ def merge_mcp(existing: dict[str, Any], name: str, entry: dict[str, Any]) -> dic
 
 def merge_hooks(existing: dict[str, Any], launcher: list[str], home: str, agent: str) -> dict[str, Any]:
     """``existing`` with Arcana's hooks: an Arcana hook already there is updated where it stands
-    (its timeout and other keys kept), a twin of it dropped; missing ones are appended."""
+    (its timeout and other keys kept; the SessionEnd one given a timeout when it has none), a twin of
+    it dropped; missing ones are appended."""
     merged = copy.deepcopy(existing)
     hooks = merged.setdefault("hooks", {})
     _expect(hooks, dict, "'hooks'")
-    for event, matcher, role in HOOKS:
+    for event, matcher, role, timeout in HOOKS:
         ours = {"type": "command", "command": hook_command(launcher, home, agent, role)}
         groups = hooks.setdefault(event, [])
         _expect(groups, list, f"'hooks.{event}'")
@@ -92,6 +100,8 @@ def merge_hooks(existing: dict[str, Any], launcher: list[str], home: str, agent:
                     kept.append(entry)
                 elif not placed:
                     entry.update(ours)
+                    if timeout is not None:
+                        entry.setdefault("timeout", timeout)  # a timeout of the user's stays
                     kept.append(entry)
                     placed = True
             if len(kept) < len(entries):
@@ -100,6 +110,8 @@ def merge_hooks(existing: dict[str, Any], launcher: list[str], home: str, agent:
                     emptied.add(number)  # it held only a dropped twin
         groups[:] = [g for number, g in enumerate(groups) if number not in emptied]
         if not placed:
+            if timeout is not None:
+                ours["timeout"] = timeout
             groups.append({"matcher": matcher, "hooks": [ours]} if matcher is not None else {"hooks": [ours]})
     return merged
 
@@ -152,7 +164,9 @@ def _expect(value: object, kind: type, where: str) -> None:
 MAX_LINE_BYTES = 4 << 20  # a longer line (a huge tool result) is skipped unread
 MAX_TEXT_CHARS = 8000  # of one prompt or one reply kept for the session record
 _NOT_SAID = ("[Request interrupted", "This session is being continued from a previous")
-_INJECTED = re.compile(r"<[a-z][\w-]*>")  # <command-name>, <local-command-stdout>, <system-reminder>: the host's, not said
+# <command-name>…</command-name>, <local-command-stdout>, <system-reminder>: the host wraps what it adds in a tag it
+# closes; a prompt that only begins with one ("<div> wrappers break …") is the person's
+_INJECTED = re.compile(r"<([a-z][\w-]*)>")
 
 
 @dataclass(frozen=True)
@@ -161,6 +175,7 @@ class Exchange:
 
     prompt: str
     response: str
+    line: str | None = None  # the ``uuid`` of the person's line: a rewritten transcript keeps it
 
 
 @dataclass
@@ -176,19 +191,23 @@ class TranscriptRead:
     truncated: bool = False  # stopped at the byte budget; the rest is read next time
 
 
-def read_transcript(handle: IO[bytes], start: int, *, max_bytes: int, max_line: int = MAX_LINE_BYTES) -> TranscriptRead:
+def read_transcript(handle: IO[bytes], start: int, *, max_bytes: int, max_line: int = MAX_LINE_BYTES,
+                    stored_by: Callable[[str], bool] = lambda session: False) -> TranscriptRead:
     """The exchanges in ``handle`` (binary, positioned at ``start``), reading at most ``max_bytes``.
 
     A last line without its newline is still being written: it is left for the
     next read, and ``end`` stops before it. Memory stays bounded by ``max_line``.
+    A line whose ``sessionId`` names a session ``stored_by`` says stores its own
+    lines (the one this session resumed) is ignored.
     """
     read = TranscriptRead(start=start, end=start)
     prompt: str | None = None
     replies: list[str] = []
+    said_in: str | None = None
 
     def close_exchange() -> None:
         if prompt is not None:
-            read.exchanges.append(Exchange(prompt, _cut("\n\n".join(replies))))
+            read.exchanges.append(Exchange(prompt, _cut("\n\n".join(replies)), said_in))
 
     while True:
         if read.end - start >= max_bytes:
@@ -210,12 +229,12 @@ def read_transcript(handle: IO[bytes], start: int, *, max_bytes: int, max_line: 
         read.end = handle.tell()
         if not line.strip():
             continue
-        kind, text = _classify(line)
+        kind, text, uuid = _classify(line, stored_by)
         if kind == "malformed":
             read.malformed += 1
         elif kind == "said":
             close_exchange()
-            prompt, replies = _cut(text), []
+            prompt, replies, said_in = _cut(text), [], uuid
         elif kind == "reply" and prompt is not None:
             replies.append(text)
         else:
@@ -224,18 +243,22 @@ def read_transcript(handle: IO[bytes], start: int, *, max_bytes: int, max_line: 
     return read
 
 
-def _classify(raw: bytes) -> tuple[str, str]:
-    """("said", text) for the person's words, ("reply", text) for assistant text (possibly empty),
-    ("noise", "") for everything else a transcript holds, ("malformed", "") for what it cannot hold."""
+def _classify(raw: bytes, stored_by: Callable[[str], bool]) -> tuple[str, str, str | None]:
+    """("said", text, uuid) for the person's words, ("reply", text, uuid) for assistant text (possibly
+    empty), ("noise", "", …) for everything else a transcript holds, ("malformed", "", None) for what it
+    cannot hold; uuid is the line's, None when it has none."""
     try:
         line = json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, ValueError, RecursionError):
-        return "malformed", ""
+        return "malformed", "", None
     if not isinstance(line, dict):
-        return "malformed", ""
+        return "malformed", "", None
+    uuid = line.get("uuid") if isinstance(line.get("uuid"), str) else None
     kind = line.get("type")
     if kind not in ("user", "assistant") or line.get("isSidechain") or line.get("isMeta") or line.get("isCompactSummary"):
-        return "noise", ""
+        return "noise", "", uuid
+    if isinstance(line.get("sessionId"), str) and stored_by(line["sessionId"]):
+        return "noise", "", uuid
     message = line.get("message")
     content = message.get("content") if isinstance(message, dict) else None
     if isinstance(content, str):
@@ -243,13 +266,15 @@ def _classify(raw: bytes) -> tuple[str, str]:
     elif isinstance(content, list) and all(isinstance(b, dict) for b in content):
         blocks = content
     else:
-        return "malformed", ""
+        return "malformed", "", None
     text = "\n".join(b["text"] for b in blocks if b.get("type") == "text" and isinstance(b.get("text"), str)).strip()
     if kind == "assistant":
-        return ("reply", text) if text else ("noise", "")
-    if not text or any(b.get("type") == "tool_result" for b in blocks) or text.startswith(_NOT_SAID) or _INJECTED.match(text):
-        return "noise", ""
-    return "said", text
+        return ("reply", text, uuid) if text else ("noise", "", uuid)
+    tag = _INJECTED.match(text)
+    if not text or any(b.get("type") == "tool_result" for b in blocks) or text.startswith(_NOT_SAID) or (
+            tag and f"</{tag.group(1)}>" in text):
+        return "noise", "", uuid
+    return "said", text, uuid
 
 
 def _cut(text: str) -> str:

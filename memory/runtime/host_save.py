@@ -12,12 +12,16 @@ was taken), closed with its summary memory as ``arcana session close`` does;
 each statement of a lasting fact or preference becomes a semantic memory as
 well. Everything is stored as the agent's claim (source ``agent``, confidence
 and importance capped): a transcript is a file on disk the agent itself can
-write. How far a transcript was read is kept per host session, so a second
-hook (another compaction, then the session's end) stores only what is new.
+write. How far a transcript was read is kept per host session, with the
+uuids of the lines stored, so a second hook (another compaction, then the
+session's end) stores only what is new, even from a transcript rewritten
+meanwhile, and a resumed session's copy of the lines of a session saved
+before is not stored again.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -45,18 +49,20 @@ from memory.types import ConfidenceSource, MemoryEntry, MemoryType
 
 MAX_HOOK_INPUT = 1 << 20
 MAX_TRANSCRIPT_BYTES = 64 << 20  # read per hook; a longer stretch is finished by the next hook
+MAX_STORED_LINES = 4096  # uuids of the person's lines already stored, kept per host session (the latest)
 _SESSION_ID = re.compile(r"[0-9A-Za-z][0-9A-Za-z_-]{0,127}")
 
 
 @dataclass(frozen=True)
 class HookInput:
     session_id: str
-    transcript: Path
+    transcript: Path | None  # None: the host keeps no transcript (its session persistence is off)
     event: str | None = None
 
 
 def parse_hook_input(raw: bytes) -> HookInput:
-    """The hook's JSON: an object with a ``session_id`` and an absolute ``transcript_path``."""
+    """The hook's JSON: an object with a ``session_id`` and an absolute ``transcript_path`` (empty when
+    the host keeps no transcript, as Claude Code does with session persistence off)."""
     fix = "a host hook passes JSON with session_id and transcript_path on stdin"
     if len(raw) > MAX_HOOK_INPUT:
         raise InvalidRequestError(f"the hook input is over {MAX_HOOK_INPUT >> 20} MiB; {fix}")
@@ -69,10 +75,10 @@ def parse_hook_input(raw: bytes) -> HookInput:
     session_id, path = data.get("session_id"), data.get("transcript_path")
     if not isinstance(session_id, str) or not _SESSION_ID.fullmatch(session_id):
         raise InvalidRequestError(f"the hook input's session_id is missing or not an id; {fix}")
-    if not isinstance(path, str) or not path or "\0" in path or not os.path.isabs(path):
+    if not isinstance(path, str) or (path and ("\0" in path or not os.path.isabs(path))):
         raise InvalidRequestError(f"the hook input's transcript_path is missing or not an absolute path; {fix}")
     event = data.get("hook_event_name")
-    return HookInput(session_id, Path(path), event if isinstance(event, str) else None)
+    return HookInput(session_id, Path(path) if path else None, event if isinstance(event, str) else None)
 
 
 @dataclass
@@ -102,21 +108,33 @@ async def save_transcript(home: Home, config: ArcanaConfig, card: AgentCard, mem
     """Store the exchanges of ``hook``'s transcript not stored yet, through ``memory`` (the agent's
     federation, so reconciliation and the ledger apply); then remember how far it was read."""
     # Two hooks at once (a compaction as the session ends) must not both store the same stretch.
+    if hook.transcript is None:
+        # Trigger: session persistence off. Why: refused with exit 2, which a PreCompact hook returns to
+        # block the compaction. Outcome: nothing to save, said on stderr, exit 0.
+        return SaveReport(host.value, hook.session_id, "", hook.event, warnings=[
+            f"the host keeps no transcript of session {hook.session_id} (its transcript_path is empty): nothing to save"])
     with exclusive_within(home.locks_dir / f"host-save-{card.id}.lock", "save for this agent", 30):
         return await _save(home, config, card, memory, hook, host, audit, max_bytes)
 
 
 async def _save(home, config, card, memory, hook, host, audit, max_bytes) -> SaveReport:
     state_path = home.agent_dir(card.id) / "hosts" / host.value / f"{hook.session_id}.json"
-    start = _offset(state_path)
+    start, stored_lines = _record(state_path)
     report = SaveReport(host.value, hook.session_id, str(hook.transcript), hook.event)
     with _open_regular(hook.transcript) as handle:
         size = os.fstat(handle.fileno()).st_size
         if start > size:  # the file was replaced by a shorter one: read it whole
             start = 0
         handle.seek(start)
-        read = read_transcript(handle, start, max_bytes=max_bytes)
-    said = [e for e in read.exchanges if HEADER not in e.prompt]  # our own briefing, echoed back, is not said
+        read = read_transcript(handle, start, max_bytes=max_bytes, stored_by=_saved_elsewhere(state_path, hook.session_id))
+    # Our own briefing echoed back is not said; nor is it said again when a rewritten transcript (read
+    # whole, or on from inside a line) holds an exchange already stored.
+    seen, said = set(stored_lines), []
+    for exchange in read.exchanges:
+        if HEADER not in exchange.prompt and exchange.line not in seen:
+            said.append(exchange)
+            if exchange.line is not None:  # a line without a uuid cannot be told apart: it is said
+                seen.add(exchange.line)
     report.start, report.end, report.exchanges = read.start, read.end, len(said)
     report.malformed_lines, report.truncated = read.malformed, read.truncated
     report.ignored_lines = read.ignored + len(read.exchanges) - len(said)
@@ -153,7 +171,8 @@ async def _save(home, config, card, memory, hook, host, audit, max_bytes) -> Sav
             manager.record_written(session, turn, [written.entry_id])
         summary = await manager.close_and_summarise(session, memory=memory)
         report.summary_memory_id = summary.id if summary else None
-    _save_offset(home, card, state_path, read.end)
+    stored_lines += [e.line for e in said if e.line is not None]
+    _save_record(home, card, state_path, read.end, stored_lines[-MAX_STORED_LINES:])
     return report
 
 
@@ -182,33 +201,46 @@ class _open_regular:
         self.handle.close()
 
 
-def _offset(path: Path) -> int:
-    """How far this host session's transcript was stored; 0 when never. A damaged record is a ConfigError:
-    read as 0, every fact and the session of what was already saved would be stored again."""
+def _saved_elsewhere(state_path: Path, session_id: str):
+    """Whether a transcript line's ``sessionId`` names another host session this agent saves (the one a
+    resumed session copied its lines from): its read record is beside this session's."""
+
+    @functools.lru_cache(maxsize=64)  # a transcript names a few sessions; a hostile one, bounded
+    def saved(owner: str) -> bool:
+        return owner != session_id and bool(_SESSION_ID.fullmatch(owner)) and (state_path.parent / f"{owner}.json").is_file()
+
+    return saved
+
+
+def _record(path: Path) -> tuple[int, list[str]]:
+    """How far this host session's transcript was stored, and the uuids of the lines it stored; 0 and
+    none when never. A damaged record is a ConfigError: read as 0, every fact and the session of what
+    was already saved would be stored again."""
     try:
         raw = path.read_bytes()
     except FileNotFoundError:
-        return 0
+        return 0, []
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read: {exc.strerror}") from None
     try:
-        value = strict_json.loads(strict_json.decode(raw))
+        record = strict_json.loads(strict_json.decode(raw))
     except strict_json.JSONRefused as exc:
-        value = exc
-    offset = value.get("offset", 0) if isinstance(value, dict) else None
+        record = exc
+    offset = record.get("offset", 0) if isinstance(record, dict) else None
     if not isinstance(offset, int) or isinstance(offset, bool) or offset < 0:
-        why = value if isinstance(value, Exception) else "not a record of how far the transcript was saved"
+        why = record if isinstance(record, Exception) else "not a record of how far the transcript was saved"
         raise ConfigError(f"{path}: {why}; remove it (the next save reads the transcript from its start, "
                           "storing again what was saved)")
-    return offset
+    lines = record.get("stored", [])
+    return offset, [line for line in lines if isinstance(line, str)] if isinstance(lines, list) else []
 
 
-def _save_offset(home: Home, card: AgentCard, path: Path, offset: int) -> None:
+def _save_record(home: Home, card: AgentCard, path: Path, offset: int, stored: list[str]) -> None:
     """Write how far the transcript was read (atomically and synced: an empty file after a crash would
     have the next save read the whole transcript again); never making the agent's folder again once it
     was deleted."""
     agent_subfolder(home, card.id, card.name, path.parent)
     try:
-        replace_file(path, json.dumps({"offset": offset}))
+        replace_file(path, json.dumps({"offset": offset, "stored": stored}))
     except FileNotFoundError:
         raise deleted_meanwhile(card.name) from None

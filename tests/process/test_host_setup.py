@@ -275,7 +275,10 @@ def test_the_pre_compact_hook_stores_what_was_said_and_ignores_tool_noise(home, 
     done = run_hook(hook_command(project, "PreCompact"), hook, project)
     assert done.returncode == 0, done.stderr
     assert "1 malformed line(s)" in done.stderr
-    assert "2 exchange(s) read, 2 fact(s) stored" in done.stdout
+    assert "2 exchange(s) read, 2 fact(s) stored" in done.stderr
+    # Claude Code takes a PreCompact hook's stdout as instructions for the summary it writes: the
+    # save's report there was an order to the summariser ("... fact(s) stored, summary <id>")
+    assert done.stdout == ""
     branch = _recall("release branch heron")
     assert branch and "heron-2" in branch[0]["content"]  # positive control: what the person said
     fixtures = _recall("pytest fixtures")
@@ -295,16 +298,122 @@ def test_the_pre_compact_hook_stores_what_was_said_and_ignores_tool_noise(home, 
 
     # the session's end: nothing new, nothing stored twice
     end = run_hook(hook_command(project, "SessionEnd"), {**hook, "hook_event_name": "SessionEnd"}, project)
-    assert end.returncode == 0 and end.stdout.startswith("0 exchange(s) read")
+    assert end.returncode == 0 and end.stderr.startswith("0 exchange(s) read") and end.stdout == ""
     again = json.loads(arcana("host", "save", "claude-code", "--agent", "dev", "--json", stdin=json.dumps(hook)).stdout)
     assert again["event"] == "PreCompact" and again["exchanges"] == 0 and again["start"] == again["end"]
     # more said after a compaction: only that is stored
     _write_transcript(transcript, [_line("user", "Note that the deploy script lives in tools/ship.sh."),
                                    _line("assistant", [{"type": "text", "text": "Understood."}])], garbage=False)
     more = run_hook(hook_command(project, "SessionEnd"), {**hook, "hook_event_name": "SessionEnd"}, project)
-    assert more.returncode == 0 and more.stdout.startswith("1 exchange(s) read, 1 fact(s) stored"), more.stdout
+    assert more.returncode == 0 and more.stderr.startswith("1 exchange(s) read, 1 fact(s) stored"), more.stderr
     assert _recall("deploy script ship")
     assert len(json.loads(arcana("session", "list", "--agent", "dev", "--json").stdout)) == 2
+
+
+SESSION_END_BUDGET = 1.5  # seconds Claude Code gives its SessionEnd hooks unless one sets a longer "timeout"
+
+
+def test_the_session_end_hook_gets_the_time_a_save_takes(home, project, tmp_path):
+    """Claude Code cancels SessionEnd hooks after 1.5 s unless a hook's `timeout` raises that budget
+    (up to 60 s); a save starts Python, opens the store and writes (seconds with a model), so the
+    session's end went unsaved. The SessionEnd hook carries a timeout; a user's own is kept."""
+    assert setup(project, "--write").returncode == 0
+    path = project / ".claude" / "settings.json"
+    hooks = json.loads(path.read_text())["hooks"]
+    (end,) = hooks["SessionEnd"][0]["hooks"]
+    assert end.get("timeout", SESSION_END_BUDGET) >= 30
+    assert "timeout" not in hooks["SessionStart"][0]["hooks"][0]  # control: their default is ten minutes
+    assert "timeout" not in hooks["PreCompact"][0]["hooks"][0]
+    transcript = tmp_path / "s4.jsonl"
+    _write_transcript(transcript, TRANSCRIPT[-2:], garbage=False)
+    env = {k: v for k, v in os.environ.items() if k != "ARCANA_HOME"} | {"PATH": "/usr/bin:/bin"}
+    done = subprocess.run(["/bin/sh", "-c", end["command"]], capture_output=True, text=True, cwd=project, env=env,
+                          input=json.dumps({"session_id": "s4", "transcript_path": str(transcript),
+                                            "hook_event_name": "SessionEnd", "reason": "prompt_input_exit"}),
+                          timeout=end.get("timeout", SESSION_END_BUDGET))  # as the host budgets it
+    assert done.returncode == 0 and _recall("release branch heron"), done.stderr
+
+    # a set-up from before (no timeout) gains one; a user's own timeout stays
+    settings = json.loads(path.read_text())
+    del settings["hooks"]["SessionEnd"][0]["hooks"][0]["timeout"]
+    path.write_text(json.dumps(settings))
+    assert setup(project, "--write").returncode == 0
+    assert json.loads(path.read_text())["hooks"]["SessionEnd"][0]["hooks"][0]["timeout"] == end["timeout"]
+    settings["hooks"]["SessionEnd"][0]["hooks"][0]["timeout"] = 45
+    path.write_text(json.dumps(settings))
+    again = setup(project, "--write")
+    assert again.returncode == 0 and again.stdout.count("unchanged") == 2, again.stdout
+    assert json.loads(path.read_text())["hooks"]["SessionEnd"][0]["hooks"][0]["timeout"] == 45
+
+
+def test_a_resumed_session_stores_only_what_it_said_not_the_session_it_resumed(home, project, tmp_path):
+    """`claude --resume` starts a new session id and transcript that begins with the resumed session's
+    lines (still carrying that session's `sessionId`): its hooks stored the old exchanges again, as a
+    second session with the same turns. Lines of a session already saved are that session's."""
+    assert setup(project, "--write").returncode == 0
+    end = hook_command(project, "SessionEnd")
+    said = [_line("user", "Please remember that the release branch is named heron-2."),
+            _line("assistant", [{"type": "text", "text": "Noted: heron-2."}])]
+    first = tmp_path / "3f0c6f1e-aa.jsonl"
+    _write_transcript(first, said, garbage=False)
+    payload = {"session_id": "3f0c6f1e-aa", "transcript_path": str(first), "hook_event_name": "SessionEnd"}
+    assert run_hook(end, payload, project).returncode == 0
+
+    resumed = tmp_path / "9b1d-resumed.jsonl"  # the resumed session's file: the old lines, then its own
+    _write_transcript(resumed, [{"type": "summary", "summary": "Release branch", "leafUuid": "x"}, *said,
+                                {**_line("user", "Note that the deploy script lives in tools/ship.sh."), "sessionId": "9b1d-resumed"},
+                                {**_line("assistant", [{"type": "text", "text": "Understood."}]), "sessionId": "9b1d-resumed"}],
+                      garbage=False)
+    done = run_hook(end, {**payload, "session_id": "9b1d-resumed", "transcript_path": str(resumed)}, project)
+    assert done.returncode == 0 and done.stderr.startswith("1 exchange(s) read, 1 fact(s) stored"), done.stderr
+    sessions = json.loads(arcana("session", "list", "--agent", "dev", "--json").stdout)
+    assert len(sessions) == 2 and sorted(s["turns"] for s in sessions) == [1, 1], sessions
+    assert _recall("deploy script ship")
+
+    # control: lines of a session Arcana never saved (set up after it ran) are stored with the one resuming it
+    older = tmp_path / "c0ffee.jsonl"
+    _write_transcript(older, [{**line, "sessionId": "never-saved"} for line in said[:1]]
+                      + [{**_line("user", "Remember that the linter is ruff."), "sessionId": "c0ffee"}], garbage=False)
+    done = run_hook(end, {**payload, "session_id": "c0ffee", "transcript_path": str(older)}, project)
+    assert done.returncode == 0 and done.stderr.startswith("2 exchange(s) read"), done.stderr
+
+
+def test_a_transcript_rewritten_after_a_compaction_is_not_stored_again(home, project, tmp_path):
+    """How far a transcript was read is a byte offset: a transcript rewritten after a compaction (shorter:
+    read whole again; longer: read on from the middle of some line) had its exchanges stored twice.
+    Each line carries its `uuid`; an exchange whose line was stored is not stored again."""
+    assert setup(project, "--write").returncode == 0
+    end = hook_command(project, "SessionEnd")
+
+    def exchange(text: str) -> list[dict]:
+        return [_line("user", text), _line("assistant", [{"type": "text", "text": "Understood."}])]
+
+    heron, kiln, ship = (exchange("Please remember that the release branch is named heron-2."),
+                         exchange("Note that the build cache lives in /var/kiln."),
+                         exchange("Note that the deploy script lives in tools/ship.sh."))
+    transcript = tmp_path / "3f0c6f1e-aa.jsonl"
+    _write_transcript(transcript, [*heron, _line("assistant", [{"type": "text", "text": "x" * 2000}]), *kiln], garbage=False)
+    payload = {"session_id": "3f0c6f1e-aa", "transcript_path": str(transcript), "hook_event_name": "PreCompact"}
+    assert run_hook(end, payload, project).stderr.startswith("2 exchange(s) read")
+
+    transcript.unlink()  # rewritten shorter: the first exchange and the long reply gone, one more said
+    _write_transcript(transcript, [{"type": "summary", "summary": "Branches", "leafUuid": "x"}, *kiln, *ship], garbage=False)
+    done = run_hook(end, {**payload, "hook_event_name": "SessionEnd"}, project)
+    assert done.returncode == 0 and done.stderr.startswith("1 exchange(s) read, 1 fact(s) stored"), done.stderr
+
+    transcript.unlink()  # rewritten longer: the old offset falls inside a line
+    again = exchange("continue")
+    _write_transcript(transcript, [_line("user", "y" * 3000), *heron, *kiln, *ship, *again, *exchange("continue")],
+                      garbage=False)
+    done = run_hook(end, {**payload, "hook_event_name": "SessionEnd"}, project)
+    assert done.returncode == 0 and "\n2 exchange(s) read" in done.stderr, done.stderr  # "continue" twice: both said
+    turns = sorted(s["turns"] for s in json.loads(arcana("session", "list", "--agent", "dev", "--json").stdout))
+    assert turns == [1, 2, 2], turns
+    bare = tmp_path / "bare.jsonl"  # lines without a uuid cannot be told apart: each is said
+    _write_transcript(bare, [{k: v for k, v in line.items() if k != "uuid"} | {"sessionId": "bare"} for line in [*again, *again]],
+                      garbage=False)
+    done = run_hook(end, {**payload, "session_id": "bare", "transcript_path": str(bare)}, project)
+    assert done.returncode == 0 and done.stderr.startswith("2 exchange(s) read"), done.stderr
 
 
 def test_the_hook_trusts_nothing_it_is_given(home, project, tmp_path):
@@ -327,7 +436,34 @@ def test_the_hook_trusts_nothing_it_is_given(home, project, tmp_path):
     _write_transcript(good, TRANSCRIPT[-2:], garbage=False)
     done = arcana("host", "save", "claude-code", "--agent", "dev",
                   stdin=json.dumps({"session_id": "s1", "transcript_path": str(good)}))
-    assert done.returncode == 0 and "1 fact(s) stored" in done.stdout, done.stderr
+    assert done.returncode == 0 and "1 fact(s) stored" in done.stderr, done.stderr
+
+
+def test_a_session_the_host_keeps_no_transcript_of_has_nothing_to_save(home, project):
+    """With session persistence off (`--no-session-persistence`, an old `cleanupPeriodDays: 0`) Claude Code
+    writes no transcript and hands hooks an empty transcript_path: the save refused it with exit 2, which
+    a PreCompact hook returns to block the compaction, so the session could not be compacted."""
+    assert setup(project, "--write").returncode == 0
+    hook = {"session_id": "s5", "transcript_path": "", "hook_event_name": "PreCompact", "trigger": "auto"}
+    done = run_hook(hook_command(project, "PreCompact"), hook, project)
+    assert done.returncode == 0 and done.stdout == "", done.stderr
+    assert "keeps no transcript" in done.stderr and "0 exchange(s) read" in done.stderr
+    assert not (home / "agents" / agent_id("dev") / "hosts").exists()  # nothing recorded as read
+    # control: a transcript_path that is missing, or not a path, is still refused
+    for bad in ({k: v for k, v in hook.items() if k != "transcript_path"}, {**hook, "transcript_path": 7}):
+        refused = run_hook(hook_command(project, "PreCompact"), bad, project)
+        assert refused.returncode == exit_codes.USAGE and "transcript_path" in refused.stderr, refused.stderr
+
+
+def test_a_hook_run_with_stdin_closed_is_one_line_not_a_traceback(home):
+    """A hook started with its stdin closed (`<&-`, a launcher that gives it none) has no sys.stdin at
+    all: `host save` asked it whether it was a terminal and died in an AttributeError traceback, exit 1."""
+    closed = subprocess.run(["/bin/sh", "-c", 'exec "$0" host save claude-code --agent dev <&-', str(ARCANA)],
+                            capture_output=True, text=True, timeout=60)
+    assert closed.returncode == exit_codes.USAGE and "Traceback" not in closed.stderr, closed.stderr
+    assert closed.stderr.count("\n") == 1 and "stdin" in closed.stderr
+    empty = arcana("host", "save", "claude-code", "--agent", "dev", stdin="")  # control: an empty stdin, refused alike
+    assert empty.returncode == exit_codes.USAGE and "is not JSON" in empty.stderr
 
 
 @pytest.mark.parametrize("record", ["[" * 100_000 + "]" * 100_000, '{"offset": 5', '{"offset": 1, "offset": 2}'])
@@ -349,7 +485,7 @@ def test_a_damaged_save_record_is_one_line_exit_4_and_nothing_is_stored_twice(ho
     assert json.loads(arcana("session", "list", "--agent", "dev", "--json").stdout) == []
     done = arcana("host", "save", "claude-code", "--agent", "dev",
                   stdin=json.dumps({"session_id": "s2", "transcript_path": str(transcript)}))
-    assert done.returncode == 0 and "1 fact(s) stored" in done.stdout, done.stderr
+    assert done.returncode == 0 and "1 fact(s) stored" in done.stderr, done.stderr  # the report is on stderr
 
 
 def test_a_transcript_is_read_within_its_budget_and_a_line_being_written_is_left(tmp_path):
@@ -373,6 +509,21 @@ def test_a_transcript_is_read_within_its_budget_and_a_line_being_written_is_left
     with path.open("rb") as handle:
         capped = read_transcript(handle, 0, max_bytes=1 << 20, max_line=100)  # every line too long: skipped unread
     assert capped.exchanges == [] and capped.malformed == capped.lines - 1 == 12  # the snapshot line is short
+
+
+def test_a_prompt_that_begins_with_a_tag_is_said_when_the_host_did_not_wrap_it(tmp_path):
+    """What the host injects is wrapped in a tag it closes (<command-name>/cost</command-name>); a prompt
+    that merely began with one ("<div> wrappers break ...") was taken for the host's and dropped."""
+    from memory.hosts.claude_code import read_transcript
+
+    path = tmp_path / "t.jsonl"
+    typed = ["<div> wrappers break the flex layout; remember that we use CSS grid.", "<T> in Rust generics reads as any type."]
+    injected = ["<command-name>/cost</command-name>", "<local-command-stdout>Total cost: $0.12</local-command-stdout>",
+                "<system-reminder>Note that I prefer tabs.</system-reminder>"]
+    _write_transcript(path, [_line("user", text) for text in [*injected, *typed]], garbage=False)
+    with path.open("rb") as handle:
+        read = read_transcript(handle, 0, max_bytes=1 << 20)
+    assert [e.prompt for e in read.exchanges] == typed and read.ignored == len(injected)
 
 
 def test_the_session_start_hook_prints_the_agents_context(home, project):
