@@ -13,14 +13,11 @@ nor holds every note.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from typing import TYPE_CHECKING
 
 from memory.graph.wikilinks import LinkResolver, LinkSource, filed_under, lookup_key
 from memory.vaults import manifest
 from memory.vaults.manifest import FileRecord
-
-if TYPE_CHECKING:
-    from memory.vaults.indexer import IndexPlan
+from memory.vaults.plan import IndexPlan
 
 
 def source(record: FileRecord) -> LinkSource:
