@@ -9,7 +9,7 @@ import shutil
 import sys
 from collections.abc import Callable, Sequence
 from contextlib import contextmanager
-from typing import Annotated, Any
+from typing import Annotated, Any, BinaryIO
 
 import typer
 from pydantic import BaseModel
@@ -212,6 +212,14 @@ def format_table(columns: Sequence[str], rows: list[Sequence[Any]]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def piped_stdin() -> BinaryIO | None:
+    """Standard input as bytes when something is piped or redirected into it; None when it is a
+    terminal (nothing was piped) or closed (`<&-`: Python then has no ``sys.stdin`` at all)."""
+    if sys.stdin is None or sys.stdin.isatty():
+        return None
+    return sys.stdin.buffer
+
+
 def text_or_stdin(value: str | None, name: str, empty: str, *, max_bytes: int | None = None) -> str:
     """``value``, or standard input (strict UTF-8) when it is absent or '-'; never empty.
 
@@ -219,9 +227,9 @@ def text_or_stdin(value: str | None, name: str, empty: str, *, max_bytes: int | 
     so a huge input costs no memory.
     """
     if value is None or value == "-":
-        if sys.stdin.isatty():
+        if (stdin := piped_stdin()) is None:
             raise typer.BadParameter(f"give {name} or pipe it on stdin", param_hint=name)
-        raw = sys.stdin.buffer.read(-1 if max_bytes is None else max_bytes + 1)
+        raw = stdin.read(-1 if max_bytes is None else max_bytes + 1)
         if max_bytes is not None and len(raw) > max_bytes:
             raise typer.BadParameter(f"stdin is {_over(max_bytes)}", param_hint=name)
         try:
@@ -257,7 +265,7 @@ def confirm(action: str, yes: bool) -> None:
     """Destructive actions need --yes when stdin is not a terminal; on a terminal, ask."""
     if yes:
         return
-    if not sys.stdin.isatty():
+    if sys.stdin is None or not sys.stdin.isatty():  # None: closed, no one to ask
         from memory.errors import InvalidRequestError
 
         raise InvalidRequestError(f"{action}: destructive, and stdin is not a terminal to ask; pass --yes to confirm")

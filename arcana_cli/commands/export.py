@@ -17,7 +17,7 @@ import typer
 from arcana_cli import __version__, exit_codes
 from arcana_cli.command import add_commands, command
 from arcana_cli.context import CliContext
-from arcana_cli.output import Out, confirm, err, given_path, held_by_others, left_out
+from arcana_cli.output import Out, confirm, err, given_path, held_by_others, left_out, piped_stdin
 from memory.errors import MemoryStorageError, NotFoundError
 from memory.home import private_dir
 from memory.locks import replaced_when_complete
@@ -284,8 +284,10 @@ def _spooled(source: Path) -> Iterator[Path]:
     if source != STDIN:
         yield source
         return
+    if (stdin := piped_stdin()) is None:
+        raise typer.BadParameter("pipe the export on stdin, or give a file", param_hint="SOURCE")
     with tempfile.NamedTemporaryFile(prefix="arcana-import-", suffix=".jsonl") as spool:
-        shutil.copyfileobj(sys.stdin.buffer, spool)
+        shutil.copyfileobj(stdin, spool)
         spool.flush()
         yield Path(spool.name)
 

@@ -11,7 +11,7 @@ import typer
 
 from arcana_cli.command import add_commands, command
 from arcana_cli.context import CliContext
-from arcana_cli.output import AgentOpt, Out
+from arcana_cli.output import AgentOpt, Out, piped_stdin
 from memory.hosts import Host
 
 HostArg = Annotated[Host, typer.Argument(help="The coding-agent host: claude-code.")]
@@ -90,9 +90,9 @@ async def save(cli: CliContext, out: Out, host: HostArg, agent: AgentOpt = ...) 
     from arcana_cli.federated import agent_federation
     from memory.runtime.host_save import MAX_HOOK_INPUT, parse_hook_input, save_transcript
 
-    if sys.stdin is None or sys.stdin.isatty():  # None: started with stdin closed
+    if (stdin := piped_stdin()) is None:
         raise typer.BadParameter("pipe the hook's JSON (session_id, transcript_path) on stdin", param_hint="stdin")
-    hook = parse_hook_input(sys.stdin.buffer.read(MAX_HOOK_INPUT + 1))
+    hook = parse_hook_input(stdin.read(MAX_HOOK_INPUT + 1))
     card = cli.agent_to_store_for(agent)
     async with agent_federation(cli, card, out) as federation:
         report = await save_transcript(cli.home, cli.config, card, federation, hook, host=host, audit=cli.audit)

@@ -9,7 +9,7 @@ import typer
 from arcana_cli import exit_codes
 from arcana_cli.command import add_commands, command
 from arcana_cli.context import CliContext
-from arcana_cli.output import AgentOpt, Out, err, held_by_others, text_or_stdin
+from arcana_cli.output import AgentOpt, Out, err, held_by_others, piped_stdin, text_or_stdin
 from memory.errors import MemoryWriteError
 from memory.limits import check_tags
 from memory.types import MemoryEntry, MemoryScope, MemoryType, Visibility, pool_scope
@@ -119,9 +119,9 @@ def decision_words(report) -> str:
 def _open_lines(source: str):
     """The --from file (or stdin) as a binary stream, read a bounded line at a time."""
     if source == "-":
-        if sys.stdin.isatty():
+        if (stdin := piped_stdin()) is None:
             raise typer.BadParameter("pipe the JSON lines on stdin, or give a file", param_hint="--from")
-        yield sys.stdin.buffer
+        yield stdin
         return
     try:
         handle = open(source, "rb")  # noqa: SIM115 - closed below

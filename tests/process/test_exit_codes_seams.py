@@ -4,12 +4,13 @@ and a pool whose URL variable is unset degrades that tier instead of failing eve
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import subprocess
 from contextlib import closing
 
 import pytest
-from runner import keyword_only, run_arcana
+from runner import ARCANA, keyword_only, run_arcana
 
 from arcana_cli import exit_codes
 from memory.agents import AgentRegistry
@@ -249,3 +250,29 @@ def test_an_error_echoing_a_huge_value_stays_a_readable_line(tmp_path):
     assert short.stderr.count("\n") == huge.stderr.count("\n") == 1 and "characters…]" not in short.stderr
     assert len(huge.stderr) < 2_100 and "characters…]" in huge.stderr
     assert huge.stderr.startswith("arcana: error: no memory with id 'zzz") and huge.stderr.endswith("zzz'\n")
+
+
+def test_a_command_run_with_stdin_closed_is_one_line_not_a_traceback(tmp_path):
+    """Started with stdin closed (`<&-`, as cron or a launcher may), Python has no sys.stdin: `remember`
+    with no TEXT, `remember --from -`, `import -` and a destructive command without --yes asked it
+    whether it was a terminal and died in an AttributeError traceback, exit 1. Each is now the error
+    an empty, non-terminal stdin gets; the control, TEXT given, still stores with stdin closed."""
+    home = Home(tmp_path / "home")
+    keyword_only(home)
+    closed = [
+        (("remember", "--agent", "cc"), exit_codes.USAGE),
+        (("remember", "--agent", "cc", "--from", "-"), exit_codes.USAGE),
+        (("import", "-"), exit_codes.USAGE),
+        (("agent", "delete", "cc"), exit_codes.USAGE),
+    ]
+    env = {**os.environ, "ARCANA_HOME": str(home.root)}
+    assert run_arcana("remember", "the heron nests by the lake", "--agent", "cc", home=home).returncode == 0
+    for args, code in closed:
+        done = subprocess.run(["/bin/sh", "-c", 'exec "$@" <&-', "sh", *ARCANA, *args],
+                              capture_output=True, text=True, env=env, timeout=60)
+        assert done.returncode == code and "Traceback" not in done.stderr, (args, done.stderr)
+        one_error_line(done.stderr)
+    done = subprocess.run(["/bin/sh", "-c", 'exec "$@" <&-', "sh", *ARCANA, "remember", "kingfisher by the river",
+                           "--agent", "cc"], capture_output=True, text=True, env=env, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert AgentRegistry(home).resolve("cc")  # the refused delete left the agent
