@@ -6,22 +6,36 @@ them as they are and `doctor` names them. Bob's store, in the same home, is the 
 from __future__ import annotations
 
 import json
+import shutil
+from pathlib import Path
 
 import pytest
 
+from memory.home import Home
 from memory.sqlite.connection import dbapi
 from runner import keyword_only, run_arcana
 
 
-def _home(home) -> dict[str, str]:
-    """ada (three memories) and bob (one), keyword-only; their ids by name."""
+@pytest.fixture(scope="module")
+def _made(tmp_path_factory) -> tuple[Path, dict[str, str]]:
+    """ada (three memories) and bob (one), keyword-only, made once by the CLI; their ids by name."""
+    home = Home(tmp_path_factory.mktemp("edited") / "home")
     keyword_only(home)
     for name, texts in (("ada", ["The user prefers metric units.", "Tea is served at four.", "The door code is 1234."]),
                         ("bob", ["The kettle is blue."])):
         assert run_arcana("agent", "create", name, home=home).returncode == 0
         for text in texts:
             assert run_arcana("remember", text, "-a", name, "--tag", "house", home=home).returncode == 0
-    return {n: json.loads(run_arcana("agent", "show", n, "--json", home=home).stdout)["id"] for n in ("ada", "bob")}
+    return home.root, {n: json.loads(run_arcana("agent", "show", n, "--json", home=home).stdout)["id"] for n in ("ada", "bob")}
+
+
+@pytest.fixture
+def _home(_made):
+    """A copy of the made home as this test's home (each test edits its own); the ids by name."""
+    def copy(home) -> dict[str, str]:
+        shutil.copytree(_made[0], home.root)
+        return dict(_made[1])
+    return copy
 
 
 def _edit(db, sql: str) -> str:
@@ -43,7 +57,7 @@ def _stored(db, bad_id: str) -> tuple:
         conn.close()
 
 
-def test_invalid_json_in_tags_does_not_quarantine_the_store(arcana_home):
+def test_invalid_json_in_tags_does_not_quarantine_the_store(arcana_home, _home):
     """SQLite's 'malformed JSON' (json_each over one cell) read as a corrupt file: a prune moved ada's
     whole store to quarantine and started her on an empty one."""
     ids = _home(arcana_home)
@@ -71,7 +85,7 @@ def test_invalid_json_in_tags_does_not_quarantine_the_store(arcana_home):
     ("updated_at = 1e300", "updated_at not a time"),
     ("pinned = 9", "pinned neither 0 nor 1"),
 ])
-def test_an_unreadable_row_is_left_out_of_reads_and_named_by_doctor(arcana_home, damage, what):
+def test_an_unreadable_row_is_left_out_of_reads_and_named_by_doctor(arcana_home, _home, damage, what):
     """One such row failed every read of its store: recall lost the tier ('degraded'), memory list and
     consolidate exited 5, and invalid tags or a text time were a traceback (memory list, prune)."""
     ids = _home(arcana_home)
@@ -104,7 +118,7 @@ def test_an_unreadable_row_is_left_out_of_reads_and_named_by_doctor(arcana_home,
     assert done.returncode == 0 and "kettle is blue" in done.stdout  # control: the other store
 
 
-def test_export_writes_every_other_row_and_names_the_unreadable_one(arcana_home, tmp_path):
+def test_export_writes_every_other_row_and_names_the_unreadable_one(arcana_home, _home, tmp_path):
     """An export stopped at the first unreadable row: nothing of the store could be exported."""
     ids = _home(arcana_home)
     bad_id = _edit(arcana_home.agent_db(ids["ada"]), "type = 'gossip'")
@@ -121,7 +135,7 @@ def test_export_writes_every_other_row_and_names_the_unreadable_one(arcana_home,
     assert done.returncode == 0 and "warning" not in done.stderr  # control: a healthy store
 
 
-def test_an_unreadable_ledger_row_is_one_line_and_named_by_doctor(arcana_home, tmp_path):
+def test_an_unreadable_ledger_row_is_one_line_and_named_by_doctor(arcana_home, _home, tmp_path):
     """The ledger refuses updates and deletes, not an outside INSERT: a row whose image is not JSON was a
     traceback in memory history, memory revert and export --with-history, and doctor said all was well."""
     ids = _home(arcana_home)
@@ -154,7 +168,7 @@ def test_an_unreadable_ledger_row_is_one_line_and_named_by_doctor(arcana_home, t
 
 
 @pytest.mark.parametrize("damage", ["type = 'gossip'", "tags = '[not json'", "created_at = 'yesterday'"])
-def test_revert_repairs_an_unreadable_row_from_its_ledger(arcana_home, damage):
+def test_revert_repairs_an_unreadable_row_from_its_ledger(arcana_home, _home, damage):
     """No command could repair a row an outside edit left unreadable: `memory history` and `memory revert`
     read the row first and failed on it, so doctor's only advice was a restore from a backup, losing
     everything written since. A revert now takes the ledger row's image for what cannot be read."""
@@ -188,7 +202,7 @@ def test_revert_repairs_an_unreadable_row_from_its_ledger(arcana_home, damage):
 
 @pytest.mark.parametrize("damage", ["type = 'gossip'", "tags = '[not json'", "created_at = 'yesterday'"])
 @pytest.mark.parametrize("args", [["--min-importance", "0.99"], ["--max-entries", "0"], ["--max-entries", "0", "--mode", "purge", "-y"]])
-def test_prune_leaves_an_unreadable_row_as_it_is(arcana_home, damage, args):
+def test_prune_leaves_an_unreadable_row_as_it_is(arcana_home, _home, damage, args):
     """Prune skipped only a row whose time was text: a row with an unknown type or bad tags was archived
     (or purged) by a prune that cannot read it, while consolidation and every read leave it be."""
     ids = _home(arcana_home)
