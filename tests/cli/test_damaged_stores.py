@@ -8,9 +8,11 @@ positive control: it stays healthy and keeps answering.
 from __future__ import annotations
 
 import json
+import shutil
 
 import pytest
 
+from memory.home import Home
 from memory.sqlite.connection import dbapi, load_vec
 from runner import keyword_only, run_arcana
 
@@ -37,13 +39,30 @@ def _failures(home) -> tuple[int, list[dict]]:
     return done.returncode, [c for c in json.loads(done.stdout)["checks"] if not c["ok"]]
 
 
-def _home_with_two_agents(home, *, keyword: bool = False) -> None:
-    if keyword:
-        keyword_only(home)
-    for name, texts in (("ada", ["The user prefers metric units.", "Tea is served at four."]), ("bob", ["The kettle is blue."])):
-        assert run_arcana("agent", "create", name, home=home).returncode == 0
-        for text in texts:
-            assert run_arcana("remember", text, "-a", name, home=home).returncode == 0
+@pytest.fixture(scope="module")
+def _made(tmp_path_factory):
+    """Homes with ada (two memories) and bob (one), made by the CLI once per file and kind."""
+    made: dict[bool, Home] = {}
+
+    def make(keyword: bool) -> Home:
+        if keyword not in made:
+            home = made[keyword] = Home(tmp_path_factory.mktemp("damaged") / "home")
+            if keyword:
+                keyword_only(home)
+            for name, texts in (("ada", ["The user prefers metric units.", "Tea is served at four."]), ("bob", ["The kettle is blue."])):
+                assert run_arcana("agent", "create", name, home=home).returncode == 0
+                for text in texts:
+                    assert run_arcana("remember", text, "-a", name, home=home).returncode == 0
+        return made[keyword]
+    return make
+
+
+@pytest.fixture
+def _home_with_two_agents(_made):
+    """The made home copied as this test's home (keyword-only with ``keyword``)."""
+    def copy(home, *, keyword: bool = False) -> None:
+        shutil.copytree(_made(keyword).root, home.root)
+    return copy
 
 
 @pytest.mark.parametrize(
@@ -54,7 +73,7 @@ def _home_with_two_agents(home, *, keyword: bool = False) -> None:
         "DROP TABLE memory_vec_1_rowids",
     ],
 )
-def test_a_damaged_vector_index_is_reported_fails_reindex_and_is_rebuilt(arcana_home, damage):
+def test_a_damaged_vector_index_is_reported_fails_reindex_and_is_rebuilt(arcana_home, _home_with_two_agents, damage):
     _home_with_two_agents(arcana_home)
     ada = _agent_id(arcana_home, "ada")
     _edit(arcana_home.agent_db(ada), damage)
@@ -85,7 +104,7 @@ def test_a_damaged_vector_index_is_reported_fails_reindex_and_is_rebuilt(arcana_
     assert run_arcana("remember", "Coffee at nine.", "-a", "ada", home=arcana_home).returncode == 0
 
 
-def test_a_dropped_vector_index_is_backfilled_by_reindex(arcana_home):
+def test_a_dropped_vector_index_is_backfilled_by_reindex(arcana_home, _home_with_two_agents):
     """Control: a whole pinned index dropped is rows without vectors, which a plain reindex refills."""
     _home_with_two_agents(arcana_home)
     ada = _agent_id(arcana_home, "ada")
@@ -95,7 +114,7 @@ def test_a_dropped_vector_index_is_backfilled_by_reindex(arcana_home):
     assert run_arcana("reindex", "--all", home=arcana_home).returncode == 0
     assert _failures(arcana_home) == (0, [])
 @pytest.mark.parametrize("column, value", [("importance", 7.0), ("confidence", -2.0)])
-def test_a_row_out_of_range_is_read_clamped_and_reported_with_its_id(arcana_home, column, value):
+def test_a_row_out_of_range_is_read_clamped_and_reported_with_its_id(arcana_home, _home_with_two_agents, column, value):
     _home_with_two_agents(arcana_home, keyword=True)
     ada = _agent_id(arcana_home, "ada")
     db = arcana_home.agent_db(ada)
