@@ -349,6 +349,10 @@ async def test_vault_search_over_an_attached_vault(arcana_home, make_vault, cli)
         assert not error and found["results"][0]["path"] == "Garden.md"
         error, message = await call(client, "vault_search", vault="elsewhere", query="tomatoes")
         assert error and "attached: notes" in message
+        # A name that retitles the host's terminal and runs to 100 kB came back whole and raw.
+        error, message = await call(client, "vault_search", vault="\x1b]0;pwned\x07" + "v" * 100_000, query="tomatoes")
+        assert error and "attached: notes" in message and len(message) < 300, message[:300]
+        assert "\x1b" not in message and "\x07" not in message and "(100,010 characters)" in message
 
 
 def free_port() -> int:
