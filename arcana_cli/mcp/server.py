@@ -69,7 +69,9 @@ class MemoryTools:
         from memory.config import load_config
         from memory.federation.shared_tiers import agent_pools
         from memory.protocols import Closeable
+        from memory.runtime.assembly import follow_private
 
+        await follow_private(self.federation)  # --read-only, for an agent whose first memory came since
         if self.federation.presence is not None:
             self.federation.presence.check()
         config = load_config(self.home.config_path)
