@@ -5,12 +5,15 @@ with the caller's own error."""
 
 from __future__ import annotations
 
+import io
 import json
 from pathlib import Path
 
 import pytest
 
+from memory.audit import AuditLog
 from memory.errors import InvalidRequestError
+from memory.hosts.claude_code import read_transcript
 from memory.markdown.obsidian import excluded_files
 from memory.reconcile.llm import DecisionKind, LLMDecisionError, parse_decision
 from memory.runtime.host_save import parse_hook_input
@@ -42,3 +45,25 @@ def test_obsidian_settings_with_a_key_twice_are_reported_not_half_applied(tmp_pa
     app.write_text('{"userIgnoreFilters": ["private/"], "userIgnoreFilters": []}', encoding="utf-8")
     (problem,) = excluded_files(tmp_path).problems
     assert "twice" in problem
+
+
+def test_a_transcript_line_with_a_key_given_twice_is_malformed_not_said():
+    """Claude Code writes each line once; a line giving "isSidechain" twice passed the sidechain check
+    on its last value and was stored as the person's words."""
+    said = {"type": "user", "uuid": "u1", "message": {"role": "user", "content": "the real question"}}
+    reply = {"type": "assistant", "uuid": "a1", "message": {"role": "assistant", "content": [{"type": "text", "text": "an answer"}]}}
+    twice = b'{"type": "user", "uuid": "u2", "isSidechain": true, "message": {"content": "a subagent\'s words"}, "isSidechain": false}'
+    lines = [json.dumps(said).encode(), json.dumps(reply).encode(), twice]
+    read = read_transcript(io.BytesIO(b"\n".join(lines) + b"\n"), 0, max_bytes=1 << 20)
+    assert [(e.prompt, e.response) for e in read.exchanges] == [("the real question", "an answer")]  # the control
+    assert read.malformed == 1
+
+
+def test_an_audit_line_with_a_key_given_twice_is_shown_as_unreadable(tmp_path: Path):
+    log = AuditLog(tmp_path / "audit.log")
+    log.append("remember", agent="ada")
+    with (tmp_path / "audit.log").open("a", encoding="utf-8") as handle:
+        handle.write('{"event": "forget", "event": "remember", "agent": "ada"}\n')
+    newest, control = log.newest()
+    assert control["event"] == "remember" and control["agent"] == "ada"
+    assert newest["event"] == "unreadable line" and '"event": "forget"' in newest["line"]
