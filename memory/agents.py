@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from memory.agent_links import relink
 from memory.config import ExtractionConfig, parse_json_file
 from memory.errors import ConfigError, InvalidRequestError, NotFoundError
-from memory.home import Home, check_name, is_safe_name, loaded_name, private_dir, replace_file, unusable_name
+from memory.home import Home, check_name, is_safe_name, loaded_name, private_dir, replace_file, shown_name, unusable_name
 from memory.locks import waiting
 from memory.types import MemoryType, now_utc
 
@@ -217,17 +217,17 @@ class AgentRegistry:
             if matches:  # as a memory id prefix is: said, never taken for a missing name
                 named = {c.id: repr(c.name) for c in cards}
                 raise AmbiguousAgentError(
-                    f"agent id prefix '{name_or_id}' is ambiguous ({len(matches)} agents: "
+                    f"agent id prefix {shown_name(name_or_id)} is ambiguous ({len(matches)} agents: "
                     f"{', '.join(named.get(i, f'unreadable {i}') for i in matches)}); "
                     "give more characters of the id, or the name"
                 )
         roster.complete()  # the name may be an unreadable card's
         if _ID_LIKE.match(name_or_id):  # `agent create` refuses such a name: do not send the user there
-            raise NotFoundError(f"no agent has the name or id '{name_or_id}'; see `arcana agent list`")
+            raise NotFoundError(f"no agent has the name or id {shown_name(name_or_id)}; see `arcana agent list`")
         if why := unusable_name("agent", name_or_id):  # nor there, for an empty or malformed name
-            raise NotFoundError(f"no agent named '{name_or_id}' ({why}); see `arcana agent list`")
+            raise NotFoundError(f"no agent named {shown_name(name_or_id)} ({why}); see `arcana agent list`")
         raise NotFoundError(
-            f"no agent named '{name_or_id}'{did_you_mean(name_or_id, cards)}; "
+            f"no agent named {shown_name(name_or_id)}{did_you_mean(name_or_id, cards)}; "
             f"create it with `arcana agent create {name_or_id}`"
         )
 
@@ -255,7 +255,7 @@ class AgentRegistry:
     def create(self, name: str) -> AgentCard:
         card, made = self._take(name)
         if not made:
-            raise InvalidRequestError(f"an agent named '{name}' already exists; pick another name, or use it as it is")
+            raise InvalidRequestError(f"an agent named {shown_name(name)} already exists; pick another name, or use it as it is")
         return card
 
     def resolve_or_create(self, name_or_id: str) -> tuple[AgentCard, bool]:
@@ -330,7 +330,7 @@ class AgentRegistry:
         with self._naming():
             card = self.resolve(name_or_id)
             if new_name != card.name and self.exists(new_name):
-                raise InvalidRequestError(f"an agent named '{new_name}' already exists; pick another name")
+                raise InvalidRequestError(f"an agent named {shown_name(new_name)} already exists; pick another name")
             old_name, card.name = card.name, new_name
             self.save(card)
             relink(self.home, card.id, old_name, deleted=False)  # a hand-written name becomes the id

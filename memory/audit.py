@@ -8,6 +8,7 @@ import os
 import time
 from pathlib import Path
 
+from memory import strict_json
 from memory.home import private_dir
 
 MAX_BYTES = 5 * 1024 * 1024
@@ -130,7 +131,7 @@ def _lines_backwards(path: Path):
 
 def _event(line: str) -> dict:
     try:
-        record = json.loads(line)
-    except (ValueError, RecursionError):  # nested past the parser's depth: the web view's /audit was a 500
+        record = strict_json.loads(line)
+    except strict_json.JSONRefused:  # nested past the parser's depth was a 500 from the web view's /audit
         record = None
     return record if isinstance(record, dict) else {"event": "unreadable line", "line": line[:200]}

@@ -12,6 +12,7 @@ import threading
 import urllib.error
 import urllib.request
 
+from memory import strict_json
 from memory.errors import ModelUnavailableError
 
 ERROR_BODY_BYTES = 64 << 10
@@ -118,14 +119,14 @@ def post_json(url: str, body: dict, *, timeout: float, deadline: float, max_byte
                         raise ModelUnavailableError(f"{who} sent more than {max_bytes >> 20} MiB; cut off")
             if watchdog.fired:
                 raise late()
-            return json.loads(payload)
+            return strict_json.loads(strict_json.decode(bytes(payload)))
         except (TimeoutError, socket.timeout):
             raise ModelUnavailableError(f"{who} stopped answering (timeout {timeout:g}s)") from None
         except (OSError, http.client.HTTPException) as exc:
             if watchdog.fired:
                 raise late() from None
             raise ModelUnavailableError(f"{who} dropped the connection: {type(exc).__name__}") from None
-        except (ValueError, RecursionError) as exc:  # not JSON, not UTF-8, or nested past the parser's depth
+        except strict_json.JSONRefused as exc:
             raise ModelUnavailableError(f"{who} answered with something that is not JSON: {exc}") from None
         except ModelUnavailableError:
             if watchdog.fired:
@@ -164,10 +165,10 @@ def _error_detail(payload: bytes) -> str:
     """The server's own error message when it sent one, briefly."""
     text = payload.decode("utf-8", errors="replace").strip()
     try:
-        data = json.loads(text)
+        data = strict_json.loads(text)
         error = data.get("error", data) if isinstance(data, dict) else data
         text = error.get("message", json.dumps(error)) if isinstance(error, dict) else str(error)
-    except (json.JSONDecodeError, AttributeError):
+    except (strict_json.JSONRefused, AttributeError):  # refused (nested past the parser's depth too): shown as sent
         pass
     text = " ".join(text.split())[:200]
     return f": {text}" if text else ""

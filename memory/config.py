@@ -22,7 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError,
 
 from memory import strict_json
 from memory.errors import ConfigError, InvalidRequestError, NotFoundError, UnsetVariableError
-from memory.home import is_safe_name, loaded_name, private_dir, replace_file
+from memory.home import is_safe_name, loaded_name, private_dir, replace_file, shown_name
 from memory.limits import MAX_CONTENT_BYTES
 from memory.server_urls import check_url, password_of
 from memory.types import DEFAULT_RETRIEVAL_MODE, PruneMode, RetrievalMode
@@ -477,7 +477,7 @@ class ArcanaConfig(_Section):
         registers, and `config validate` said ok. In the file it is the file's error (exit 4)."""
         if self.default_model and self.default_model not in self.models:
             known = ", ".join(sorted(self.models)) or "none"
-            raise ValueError(f"default_model: no model named '{self.default_model}' (models: {known}); "
+            raise ValueError(f"default_model: no model named {shown_name(self.default_model)} (models: {known}); "
                              "add it under \"models\" or remove default_model, then `arcana config validate`")
         return self
 
@@ -664,7 +664,7 @@ def set_key(config: ArcanaConfig, key: str, value: Any) -> ArcanaConfig:
 
 def unknown_model(name: str) -> NotFoundError:
     """The error for a model name no ``models.<name>`` entry registers (exit 3)."""
-    return NotFoundError(f"no model named '{name}'; see `arcana model list`, or add it with `arcana model add {name} ...`")
+    return NotFoundError(f"no model named {shown_name(name)}; see `arcana model list`, or add it with `arcana model add {shown_name(name)} ...`")
 
 
 def _is_list_key(key: str) -> bool:

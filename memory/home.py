@@ -119,6 +119,19 @@ _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 NAME_RULE = "use 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit"
 
 
+SHOWN_NAME_CHARS = 80  # of a name a message echoes: a valid one is at most 64
+
+
+def shown_name(name: str) -> str:
+    """``name`` quoted as a message echoes it: control characters (a terminal's escapes that recolour or
+    retitle it) escaped as ``repr`` does, and cut after :data:`SHOWN_NAME_CHARS` characters with its length
+    said. The name is what someone typed, pasted or planted in a file: it may be a megabyte, or hostile."""
+    if len(name) <= SHOWN_NAME_CHARS:
+        return repr(name)
+    quoted = repr(name[:SHOWN_NAME_CHARS])
+    return f"{quoted[:-1]}…{quoted[-1]} ({len(name):,} characters)"
+
+
 def is_safe_name(name: object) -> bool:
     """The one rule for every name or id that becomes a file or folder name under the home
     (agent ids and names, pool and vault names): one path component, never ``..`` or absolute."""
@@ -130,7 +143,7 @@ def check_name(kind: str, name: str) -> str:
     if not is_safe_name(name):
         from memory.errors import InvalidRequestError
 
-        raise InvalidRequestError(f"invalid {kind} name {name!r}: {NAME_RULE}")
+        raise InvalidRequestError(f"invalid {kind} name {shown_name(name)}: {NAME_RULE}")
     return name
 
 
@@ -145,7 +158,7 @@ def unusable_name(kind: str, name: str) -> str | None:
 def loaded_name(kind: str, name: str) -> str:
     """A name read from a file (config.json, agent.json): ValueError, so pydantic names the field."""
     if not is_safe_name(name):
-        raise ValueError(f"invalid {kind} name {name!r} (it would become a path under the home): {NAME_RULE}")
+        raise ValueError(f"invalid {kind} name {shown_name(name)} (it would become a path under the home): {NAME_RULE}")
     return name
 
 
@@ -154,7 +167,7 @@ def _part(kind: str, name: str) -> str:
     if not is_safe_name(name):
         from memory.errors import ConfigError
 
-        raise ConfigError(f"refusing {kind} {name!r} as part of a path under the home: {NAME_RULE}")
+        raise ConfigError(f"refusing {kind} {shown_name(name)} as part of a path under the home: {NAME_RULE}")
     return name
 
 

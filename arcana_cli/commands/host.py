@@ -12,6 +12,7 @@ import typer
 from arcana_cli.command import add_commands, command
 from arcana_cli.context import CliContext
 from arcana_cli.output import AgentOpt, Out, piped_stdin
+from memory.home import shown_name
 from memory.hosts import Host
 
 HostArg = Annotated[Host, typer.Argument(help="The coding-agent host: claude-code.")]
@@ -60,7 +61,7 @@ def setup(
         except AmbiguousAgentError:  # a NotFoundError too, but one --write cannot settle
             raise
         except NotFoundError:
-            out.warn(f"no agent named '{agent}' yet; --write creates it (the files then name its id)")
+            out.warn(f"no agent named {shown_name(agent)} yet; --write creates it (the files then name its id)")
     if card is not None and card.id != agent:
         files = plan(host, directory, launcher=launcher(), home=cli.home.root, agent=card.id, server=name)
     for planned in files:

@@ -52,7 +52,8 @@ async def mcp(
             ) from None
 
     stderr_logging()
-    async with agent_federation(cli, card, out, actor="mcp") as federation:  # the ledger says who wrote
+    # --read-only is a read: an agent with no store yet gets none made (the ledger says who wrote otherwise).
+    async with agent_federation(cli, card, out, actor="mcp", reading=read_only) as federation:
         tools = MemoryTools(card, cli.home, cli.config, federation, attached_vaults(cli.config, card))
         for warning in tools.warnings():
             out.warn(warning)

@@ -10,7 +10,7 @@ from pydantic import ValidationError
 from arcana_cli.command import add_commands, command
 from arcana_cli.context import CliContext
 from arcana_cli.output import Out
-from memory.home import check_name
+from memory.home import check_name, shown_name
 from memory.config import ModelConfig, editing_config, load_config
 from memory.errors import InvalidRequestError, NotFoundError
 
@@ -75,7 +75,7 @@ def list_(cli: CliContext, out: Out) -> None:
 @command("remove")
 def remove(cli: CliContext, out: Out, name: NameArg) -> None:
     """Remove a model from config.json."""
-    missing = NotFoundError(f"no model named '{name}'; see `arcana model list`")
+    missing = NotFoundError(f"no model named {shown_name(name)}; see `arcana model list`")
     if name not in load_config(cli.home.config_path).models:  # refused before any lock file is made
         raise missing
     with editing_config(cli.home.config_path) as edit:  # another command's change made meanwhile is kept

@@ -21,7 +21,7 @@ from arcana_cli.output import shortened
 from memory.agents import AgentCard
 from memory.config import ArcanaConfig
 from memory.errors import ArcanaMemoryError
-from memory.home import Home
+from memory.home import Home, shown_name
 from memory.promotion import asserted_importance, users_own
 from memory.timespec import iso_times
 from memory.types import MAX_QUERY_TAGS, ConfidenceSource, MemoryEntry, MemoryQuery, MemoryScope, MemoryType, RetrievalMode, pool_scope
@@ -69,7 +69,9 @@ class MemoryTools:
         from memory.config import load_config
         from memory.federation.shared_tiers import agent_pools
         from memory.protocols import Closeable
+        from memory.runtime.assembly import follow_private
 
+        await follow_private(self.federation)  # --read-only, for an agent whose first memory came since
         if self.federation.presence is not None:
             self.federation.presence.check()
         config = load_config(self.home.config_path)
@@ -345,7 +347,7 @@ class MemoryTools:
         from memory.vaults.search import search_vault
 
         if vault not in self.vaults:
-            raise ToolFailure(f"no vault '{vault}' is attached to this agent; attached: {', '.join(self.vaults)}")
+            raise ToolFailure(f"no vault {shown_name(vault)} is attached to this agent; attached: {', '.join(self.vaults)}")
         hits = await search_vault(
             VaultRegistry(self.home).get(vault),
             MemoryQuery(text=_words(query, "give words to look for"), retrieval_mode=self.config.recall.mode_for(), limit=limit),

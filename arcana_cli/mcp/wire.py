@@ -8,6 +8,9 @@ the dispatcher as an exception it only logs at debug level, so the request
 was never answered and the host waited on it for good. Here the line is read
 again with Python's parser, which takes both, and a request it names gets its
 answer: a tool call a one-line tool error, any other request a JSON-RPC error.
+Not :mod:`memory.strict_json`: this reading only looks for an id to send a
+refusal to, so a line strict JSON refuses (a key twice, nesting past its
+depth) must still be answered; nothing read here is ever acted on.
 """
 
 from __future__ import annotations

@@ -8,12 +8,12 @@ heuristic on any error, so extraction can never fail a run.
 from __future__ import annotations
 
 import asyncio
-import json
 import re
 from typing import Protocol
 
 from pydantic import ValidationError
 
+from memory import strict_json
 from memory.audit import AuditLog
 from memory.config import ExtractionSettings
 from memory.extraction.scoring import agent_confidence, distil, importance, trim_content
@@ -198,8 +198,8 @@ class LLMExtractor:
 
     def _parse(self, raw: str, session: Session) -> list[MemoryEntry]:
         try:
-            items = json.loads(_FENCE.sub("", raw.strip()))
-        except json.JSONDecodeError as exc:
+            items = strict_json.loads(_FENCE.sub("", raw.strip()))
+        except strict_json.JSONRefused as exc:
             raise ExtractionFallback(f"malformed JSON from the model: {exc}") from None
         if not isinstance(items, list) or not items:
             raise ExtractionFallback("the model returned no memories" if items == [] else "the model did not return a list")

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections import Counter
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -221,6 +221,8 @@ class MemoryFederation:
         self.on_degraded = on_degraded or audit_sink(AuditLog(Home.resolve().audit_log))
         self.presence: AgentPresence | None = None  # set for a stored agent: writes stop once it is deleted
         self.open_global: Callable[[Any], Any] | None = None  # opens the global tier from a config (when it may have one)
+        # A reader's, built before its agent had a store: opens it once made (None: not made yet).
+        self.open_private: Callable[[], Awaitable[Any]] | None = None
         self._closed = False
 
     def _emit(self, events: list[MemoryDegradedEvent]) -> None:

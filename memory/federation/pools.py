@@ -20,7 +20,7 @@ from memory.agent_links import names_agent
 from memory.agents import AgentCard, AgentRegistry
 from memory.config import ArcanaConfig, PoolSettings, editing_config, load_config
 from memory.errors import ArcanaMemoryError, InvalidRequestError, NotFoundError
-from memory.home import Home, check_name, file_id, unusable_name
+from memory.home import Home, check_name, file_id, shown_name, unusable_name
 from memory.store_kinds import StoreKind
 
 
@@ -80,8 +80,8 @@ class PoolRegistry:
     def _settings(self, config: ArcanaConfig, name: str) -> PoolSettings:
         if name not in config.pools:
             if why := unusable_name("pool", name):  # `pool create` refuses it: do not send the user there
-                raise NotFoundError(f"no pool named '{name}' ({why}); see `arcana pool list`")
-            raise NotFoundError(f"no pool named '{name}'; create it with `arcana pool create {name}`")
+                raise NotFoundError(f"no pool named {shown_name(name)} ({why}); see `arcana pool list`")
+            raise NotFoundError(f"no pool named {shown_name(name)}; create it with `arcana pool create {name}`")
         return config.pools[name]
 
     async def create(self, name: str, *, url: str | None = None, url_env: str | None = None) -> PoolInfo:
@@ -91,7 +91,7 @@ class PoolRegistry:
         second create finds the schema in place and only registers it here.
         """
         check_name("pool", name)
-        taken = InvalidRequestError(f"a pool named '{name}' already exists; pick another name, or join it as it is")
+        taken = InvalidRequestError(f"a pool named {shown_name(name)} already exists; pick another name, or join it as it is")
         if name in self._config().pools:
             raise taken
         try:

@@ -122,6 +122,10 @@ class MemoryRouter:
         self.global_ = None if adapter is None else self._wrap(adapter, "global", MemoryScope.GLOBAL)
         return dropped
 
+    def set_private(self, adapter: MemoryAdapter) -> None:
+        """The agent's store in place of the stand-in a reader had while it was not made yet."""
+        self.private = self._wrap(adapter, "private", MemoryScope.PRIVATE)
+
     @property
     def tiers(self) -> list[ResilientTier]:
         """Every tier, most local first: private, each pool's members, then global."""

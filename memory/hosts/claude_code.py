@@ -20,7 +20,6 @@ lines of the session it resumed, each still carrying that one's
 from __future__ import annotations
 
 import copy
-import json
 import re
 import shlex
 from collections.abc import Callable
@@ -28,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import PurePath
 from typing import IO, Any
 
+from memory import strict_json
 from memory.errors import InvalidRequestError
 
 MCP_FILE = ".mcp.json"
@@ -248,8 +248,8 @@ def _classify(raw: bytes, stored_by: Callable[[str], bool]) -> tuple[str, str, s
     empty), ("noise", "", …) for everything else a transcript holds, ("malformed", "", None) for what it
     cannot hold; uuid is the line's, None when it has none."""
     try:
-        line = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError, RecursionError):
+        line = strict_json.loads(strict_json.decode(raw))
+    except strict_json.JSONRefused:  # a key given twice too: a second "isSidechain" must not pass a check on the first
         return "malformed", "", None
     if not isinstance(line, dict):
         return "malformed", "", None

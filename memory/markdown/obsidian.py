@@ -13,11 +13,12 @@ opened for reading.
 
 from __future__ import annotations
 
-import json
 import os
 import stat
 from dataclasses import dataclass
 from pathlib import Path
+
+from memory import strict_json
 
 APP_JSON = Path(".obsidian") / "app.json"
 MAX_APP_JSON_BYTES = 1024 * 1024  # Obsidian's own is a few hundred bytes
@@ -71,8 +72,8 @@ def excluded_files(root: Path) -> ExcludedFiles:
         raw = _read_app_json(root)
         if raw is None:
             return ExcludedFiles()
-        data = json.loads(raw.decode("utf-8"))
-    except (OSError, UnicodeDecodeError, RecursionError, json.JSONDecodeError) as exc:
+        data = strict_json.loads(strict_json.decode(raw))
+    except (OSError, strict_json.JSONRefused) as exc:
         return ExcludedFiles(problems=(f"{path}: unreadable ({exc}); Obsidian's excluded files are not applied",))
     filters = data.get("userIgnoreFilters", []) if isinstance(data, dict) else None
     if not isinstance(filters, list):

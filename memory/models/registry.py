@@ -5,6 +5,7 @@ from __future__ import annotations
 from memory.agents import AgentCard
 from memory.config import ArcanaConfig, ModelConfig
 from memory.errors import InvalidRequestError, NotFoundError
+from memory.home import shown_name
 from memory.models.base import ChatProvider
 
 
@@ -24,7 +25,7 @@ def provider_for(config: ArcanaConfig, name: str) -> ChatProvider:
     spec = config.models.get(name)
     if spec is None:
         known = ", ".join(sorted(config.models)) or "none configured"
-        raise NotFoundError(f"no model named '{name}' ({known}); add one with `arcana model add`")
+        raise NotFoundError(f"no model named {shown_name(name)} ({known}); add one with `arcana model add`")
     return build_provider(name, spec)
 
 

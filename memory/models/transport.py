@@ -8,6 +8,7 @@ import socket
 import urllib.request
 from collections.abc import Iterator
 
+from memory import strict_json
 from memory.bounded_http import READ_BYTES, Watchdog, open_response, opener
 from memory.errors import ModelUnavailableError
 
@@ -138,9 +139,9 @@ def no_text(label: str) -> ModelUnavailableError:
 
 def parse_json_line(line: str, *, label: str) -> dict:
     try:
-        data = json.loads(line)
-    except (ValueError, RecursionError):  # also a number past int()'s digits, or nesting past the parser's depth
-        raise ModelUnavailableError(f"{label} sent a line that is not JSON: {line[:80]!r}") from None
+        data = strict_json.loads(line)
+    except strict_json.JSONRefused as exc:  # a key given twice, too: which value counts is then the reader's guess
+        raise ModelUnavailableError(f"{label} sent a line that is not JSON ({exc}): {line[:80]!r}") from None
     if not isinstance(data, dict):
         raise ModelUnavailableError(f"{label} sent JSON that is not an object: {line[:80]!r}")
     return data

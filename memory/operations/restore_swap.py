@@ -9,7 +9,7 @@ command: every entry of the home that is not already the backup's moves to
 the journal's trash folder, then every entry left in the copy moves into the
 home. Each step is a rename within the home and each can be taken again, so
 from any kill the swap ends as one uninterrupted swap would. Only the standard
-library is imported here: every command calls :func:`finish_interrupted_restores`.
+library and two kernel modules are imported here: every command calls :func:`finish_interrupted_restores`.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ import stat
 import time
 from pathlib import Path
 
+from memory import strict_json
 from memory.home import PRIVATE_FILE, private_dir
 
 STAGING = ".restore-*.partial"
@@ -181,9 +182,9 @@ def _read_journal(staging: Path) -> dict:
 
     where = staging / JOURNAL
     try:
-        body = json.loads(where.read_text(encoding="utf-8"))
+        body = strict_json.loads(strict_json.decode(where.read_bytes()))  # a key twice: which names to swap is a guess
         names, trash, source = body["names"], body["trash"], body["source"]
-    except (OSError, ValueError, TypeError, KeyError) as exc:
+    except (OSError, ValueError, TypeError, KeyError) as exc:  # JSONRefused too: nested past the parser's depth
         raise BackupError(f"{where} is unreadable ({exc}): a restore was interrupted and cannot be finished; "
                           f"move {staging} out of the home and restore again") from None
     if not (isinstance(names, list) and all(_one_part(n) for n in names) and _one_part(trash)

@@ -8,9 +8,9 @@ and the reconciler then adds — never updates or deletes — on a failure.
 from __future__ import annotations
 
 import asyncio
-import json
 import re
 
+from memory import strict_json
 from memory.federation.decisions import Decision, DecisionKind
 from memory.models.base import ChatMessage, ChatProvider, astream
 from memory.types import MemoryEntry
@@ -37,8 +37,8 @@ def _prompt(entry: MemoryEntry, candidates: list[MemoryEntry]) -> str:
 
 def parse_decision(raw: str, candidates: list[MemoryEntry]) -> Decision:
     try:
-        data = json.loads(_FENCE.sub("", raw.strip()))
-    except json.JSONDecodeError as exc:
+        data = strict_json.loads(_FENCE.sub("", raw.strip()))
+    except strict_json.JSONRefused as exc:
         raise LLMDecisionError(f"malformed JSON from the model: {exc}") from None
     if not isinstance(data, dict):
         raise LLMDecisionError("the model did not answer with an object")

@@ -95,15 +95,10 @@ async def build_federation(
     home = _home(home)
     connections = ConnectionsConfig.load(home.connections_path)
     absent = reading and not home.agent_db(str(agent_id)).exists()
-    private = AbsentStore(home.agent_db(str(agent_id))) if absent else SQLiteAdapter.for_agent(agent_id, home=home, actor=actor)
-    presence = None
-    if absent:
-        pass  # nothing to open, lock or reconcile against: the agent has stored nothing, and nothing is written
-    elif agent_name is None:
-        await private.connect()
-    else:  # NotFoundError, and no folder made, once the card is gone
-        await connect_agent_store(home, str(agent_id), agent_name, private)
-        presence = AgentPresence(home, str(agent_id), agent_name, opened=lambda: private.opened_file, notify=notify)
+    if absent:  # nothing to open, lock or reconcile against: the agent has stored nothing, and nothing is written
+        private, presence = AbsentStore(home.agent_db(str(agent_id))), None
+    else:
+        private, presence = await _open_private(home, agent_id, agent_name, actor, notify)
 
     def open_global(config: ArcanaConfig) -> Any:
         return open_tier(
@@ -144,7 +139,39 @@ async def build_federation(
     )
     federation.presence = presence  # `agent delete` and `restore --force` stop its writes
     federation.open_global = open_global if embedding is not None else None  # `memory.global` switched on later
+
+    async def open_made() -> tuple[Any, AgentPresence | None] | None:
+        if not home.agent_db(str(agent_id)).exists():
+            return None
+        store, guard = await _open_private(home, agent_id, agent_name, actor, notify)
+        return with_vectors(store, embedding, vector_options), guard
+
+    federation.open_private = open_made if absent else None
     return federation
+
+
+async def _open_private(
+    home: Home, agent_id: str, agent_name: str | None, actor: str, notify: Callable[[str], None] | None
+) -> tuple[SQLiteAdapter, AgentPresence | None]:
+    """The agent's private store, connected (made if missing), and with ``agent_name`` the presence
+    that guards its writes: then it is opened only while the card is there (NotFoundError, and no
+    folder made, once it is gone)."""
+    private = SQLiteAdapter.for_agent(agent_id, home=home, actor=actor)
+    if agent_name is None:
+        await private.connect()
+        return private, None
+    await connect_agent_store(home, str(agent_id), agent_name, private)
+    return private, AgentPresence(home, str(agent_id), agent_name, opened=lambda: private.opened_file, notify=notify)
+
+
+async def follow_private(federation: MemoryFederation) -> None:
+    """A reading federation built before its agent stored anything reads the store once another
+    process has made it: a long-running reader (`arcana mcp --read-only`) answered empty for good."""
+    if federation.open_private is None or (opened := await federation.open_private()) is None:
+        return
+    adapter, federation.presence = opened
+    federation.router.set_private(adapter)  # the AbsentStore it replaces holds nothing to close
+    federation.open_private = None
 
 
 async def federation_for_agent(
@@ -278,7 +305,7 @@ def quarantine_events(federation: MemoryFederation) -> list[MemoryDegradedEvent]
     dropped out. Outcome: one ``corruption`` event naming where the file went.
     """
     store = private_store(federation)
-    if not isinstance(store, SQLiteAdapter) or store.quarantined_to is None:  # AbsentStore: none opened
+    if store.quarantined_to is None:
         return []
     tier = federation.router.private
     return [
@@ -292,7 +319,8 @@ def quarantine_events(federation: MemoryFederation) -> list[MemoryDegradedEvent]
     ]
 
 
-def private_store(federation: MemoryFederation) -> SQLiteAdapter:
-    """The private tier's SQLite store, under any vector layer (e.g. to see ``quarantined_to``)."""
+def private_store(federation: MemoryFederation) -> SQLiteAdapter | AbsentStore:
+    """The private tier's SQLite store, under any vector layer (e.g. to see ``quarantined_to``); a
+    reading federation's for an agent with no store yet stands in for it, empty."""
     backend = federation.router.private.backend
     return backend.store if isinstance(backend, Layered) else backend

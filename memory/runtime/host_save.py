@@ -67,9 +67,9 @@ def parse_hook_input(raw: bytes) -> HookInput:
     if len(raw) > MAX_HOOK_INPUT:
         raise InvalidRequestError(f"the hook input is over {MAX_HOOK_INPUT >> 20} MiB; {fix}")
     try:
-        data = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError, RecursionError):
-        raise InvalidRequestError(f"the hook input is not JSON; {fix}") from None
+        data = strict_json.loads(strict_json.decode(raw))
+    except strict_json.JSONRefused as exc:
+        raise InvalidRequestError(f"the hook input is not JSON Arcana takes: {exc}; {fix}") from None
     if not isinstance(data, dict):
         raise InvalidRequestError(f"the hook input is not a JSON object; {fix}")
     session_id, path = data.get("session_id"), data.get("transcript_path")

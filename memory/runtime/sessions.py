@@ -19,6 +19,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from memory import strict_json
 from memory.agent_lock import agent_subfolder, deleted_meanwhile
 from memory.config import ExtractionSettings
 from memory.errors import InvalidRequestError, NotFoundError
@@ -77,13 +78,13 @@ def _fold(path: Path, agent_id: str) -> Session:
         if not raw.strip():
             continue
         try:
-            event = json.loads(raw.decode("utf-8"))
+            event = strict_json.loads(strict_json.decode(raw))
             at = datetime.fromisoformat(event["at"])
             at = at if at.tzinfo else at.replace(tzinfo=UTC)  # one written by hand without a zone
             kind = event["kind"]
             turn = _turn(event, at) if kind == "turn" else None
-        except (ValueError, KeyError, TypeError, RecursionError):
-            continue  # a torn line from a crash (or one edited by hand, nested however deep): the rest still stands
+        except (ValueError, KeyError, TypeError):  # JSONRefused too: nested however deep, a key given twice
+            continue  # a torn line from a crash (or one edited by hand): the rest still stands
         if session is None:
             session = Session(id=path.stem, agent_id=agent_id, path=path, created_at=at)
         if turn is not None:

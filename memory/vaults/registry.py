@@ -10,7 +10,7 @@ from memory.agents import AgentRegistry
 from memory.audit import AuditLog
 from memory.config import ArcanaConfig, VaultConfig, editing_config, load_config
 from memory.errors import InvalidRequestError, NotFoundError
-from memory.home import Home, check_name
+from memory.home import Home, check_name, shown_name
 from memory.limits import MAX_CONTENT_BYTES
 from memory.locks import exclusive_within
 from memory.markdown.obsidian import ExcludedFiles, excluded_files
@@ -142,7 +142,7 @@ class VaultRegistry:
         config = self._config()
         if name not in config.vaults:
             known = ", ".join(sorted(config.vaults)) or "none registered"
-            raise NotFoundError(f"no vault named '{name}' (vaults: {known}); add one with `arcana vault add PATH --name N`")
+            raise NotFoundError(f"no vault named {shown_name(name)} (vaults: {known}); add one with `arcana vault add PATH --name N`")
         return Vault(name, config.vaults[name], self.home)
 
     def add(
@@ -199,7 +199,7 @@ class VaultRegistry:
     def _pool_exists(config: ArcanaConfig, pool: str | None) -> None:
         if pool is not None and pool not in config.pools:
             check_name("pool", pool)
-            raise NotFoundError(f"no pool named '{pool}'; create it with `arcana pool create {pool}` first")
+            raise NotFoundError(f"no pool named {shown_name(pool)}; create it with `arcana pool create {pool}` first")
 
     def _register(self, config: ArcanaConfig, root: Path, name: str, agent, pool, ignore, max_file_bytes) -> Vault:
         self._pool_exists(config, pool)
@@ -211,7 +211,7 @@ class VaultRegistry:
                 )
         if name in config.vaults:
             raise InvalidRequestError(
-                f"a vault named '{name}' already exists ({config.vaults[name].path}); "
+                f"a vault named {shown_name(name)} already exists ({config.vaults[name].path}); "
                 f"choose another name, or `arcana vault remove {name}` first"
             )
         fields: dict = {"path": str(root), "agent": agent, "pool": pool, "ignore": list(ignore or [])}

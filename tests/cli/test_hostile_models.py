@@ -72,6 +72,12 @@ MALFORMED = {
                                                                    + b"9" * 5000 + b"}\n"), LAST_CHUNK]),
     "openai nested past the parser's depth": ("openai", [CHUNKED_OK, chunk(b"data: " + b"[" * 100_000 + b"]" * 100_000
                                                                            + b"\n\n"), LAST_CHUNK]),
+    # A key given twice kept only its last value: a second "done" ended the answer at its first word
+    # (printed and recorded as the whole turn), a second "content" swapped the text.
+    "ollama done given twice": ("ollama", [CHUNKED_OK, chunk(b'{"message": {"content": "The"}, "done": false, "done": true}\n'),
+                                           *ndjson({"message": {"content": " end."}, "done": True}), LAST_CHUNK]),
+    "openai content given twice": ("openai", [CHUNKED_OK, chunk(b'data: {"choices": [{"delta": {"content": "a", "content": "b"}}]}\n\n'),
+                                              chunk(b"data: [DONE]\n\n"), LAST_CHUNK]),
     "ollama cut at its length limit": ("ollama", [CHUNKED_OK, *ndjson({"message": {"content": "The code is "}, "done": False},
         {"message": {"content": ""}, "done": True, "done_reason": "length"}), LAST_CHUNK]),
 }
@@ -219,6 +225,18 @@ def test_an_error_status_with_a_body_without_end_is_exit_69(cli):
     with RawModelServer(respond) as server:
         _home_with(cli, server.url, "openai")
         assert "HTTP 500: model exploded" in _one_line_69(cli("run", "ada", "hello there"))
+
+
+def test_an_error_status_with_a_body_nested_past_the_parsers_depth_is_exit_69(cli):
+    """The server's error message is read from its body for the one line: a body nested past the
+    parser's depth was a RecursionError traceback instead."""
+    def respond():
+        body = b'{"error": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"
+        yield b"HTTP/1.1 500 Internal Server Error\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body)
+
+    with RawModelServer(respond) as server:
+        _home_with(cli, server.url, "openai")
+        assert "HTTP 500" in _one_line_69(cli("run", "ada", "hello there"))
 
 
 def _trickle(piece: bytes, first: bytes = b"", head: bytes = CHUNKED_OK):

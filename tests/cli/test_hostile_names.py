@@ -150,3 +150,27 @@ def test_a_config_nested_100000_deep_exits_4_with_one_line(cli, arcana_home, no_
             assert "nested too deeply" in result.stderr
     arcana_home.config_path.write_text("{}")
     assert cli("recall", "x", "--agent", "ada").exit_code == 0  # positive control
+
+
+HOSTILE = "\x1b]0;pwned\x07\x1b[31m" + "x" * 100_000  # retitles and recolours a terminal, then runs on
+
+
+@pytest.mark.parametrize("args", [
+    ("agent", "create", "{}"), ("recall", "x", "--agent", "{}"), ("agent", "show", "{}"), ("pool", "create", "{}"),
+    ("pool", "show", "{}"), ("vault", "status", "{}"), ("model", "remove", "{}"),
+], ids=lambda args: " ".join(a for a in args if a != "{}"))
+def test_a_hostile_name_is_echoed_escaped_and_short(cli, args, no_embedder):
+    """An error echoing the name showed 2,000 of its characters (the line's own cut); one helper now
+    quotes every agent, pool, vault and model name it echoes: escaped, cut, its length said. The
+    control: a short bad name is still echoed whole."""
+    def line_for(name: str) -> str:
+        result = cli(*(a.replace("{}", name) for a in args))
+        assert result.exit_code in (exit_codes.USAGE, exit_codes.NOT_FOUND), result.output[:300]
+        _one_line(result)
+        (line,) = result.stderr.strip().splitlines()
+        return line
+
+    assert "'no/pe'" in line_for("no/pe")
+    line = line_for(HOSTILE)
+    assert len(line) < 400, line[:400]
+    assert "\x1b" not in line and "'\\x1b]0;pwned\\x07" in line and f"({len(HOSTILE):,} characters)" in line

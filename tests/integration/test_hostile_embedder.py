@@ -83,3 +83,17 @@ async def test_an_answer_nested_past_the_parsers_depth_is_an_unhealthy_embedder(
         assert not (await embedder.health_check()).healthy
         with pytest.raises(MemoryStorageError, match="not JSON"):
             await embedder.embed(["x"])
+
+
+def _twice():
+    body = b'{"embeddings": [[3.0, 4.0]], "embeddings": [[4.0, 3.0]]}'
+    yield b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body)
+
+
+async def test_an_answer_with_a_key_given_twice_is_refused():
+    """Python's parser kept the second "embeddings" silently, so which vector was stored depended on
+    the reader; the positive control is test_a_well_behaved_raw_server_is_embedded."""
+    with RawModelServer(_twice) as server:
+        embedder = OllamaEmbedder("all-minilm", url=server.url)
+        with pytest.raises(MemoryStorageError, match="twice"):
+            await embedder.embed(["x"])

@@ -141,6 +141,19 @@ def test_a_line_that_is_not_utf8_or_not_an_event_is_skipped_like_a_torn_one(arca
     assert session.path.read_bytes() == before  # reading rewrites nothing
 
 
+def test_a_session_line_with_a_key_given_twice_is_skipped_like_a_torn_one(arcana_home):
+    """A line `{"kind": "turn", …, "kind": "closed"}` closed the session on the second value while a
+    reader keeping the first saw a turn: such a line is skipped, the lines around it stand."""
+    manager = SessionManager(arcana_home, "agent-1")
+    session = manager.create()
+    manager.record_turn(session, "first", "one")
+    with session.path.open("ab") as handle:
+        handle.write(b'{"at": "2026-01-01T00:00:01+00:00", "kind": "turn", "prompt": "smuggled", "kind": "closed"}\n')
+    manager.record_turn(session, "second", "two")
+    loaded = manager.load(session.id)
+    assert [t.prompt for t in loaded.turns] == ["first", "second"] and loaded.closed_at is None
+
+
 def test_a_session_file_left_empty_by_a_crash_does_not_hide_the_others(arcana_home, cli):
     import json as _json
 

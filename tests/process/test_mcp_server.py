@@ -275,6 +275,40 @@ async def test_read_only_serves_reads_only(zoo, arcana_home):
     await store.aclose()
 
 
+def _tree(root) -> dict[str, bytes | None]:
+    return {str(p.relative_to(root)): p.read_bytes() if p.is_file() else None for p in sorted(root.rglob("*"))}
+
+
+async def test_read_only_for_an_agent_without_a_store_makes_nothing(arcana_home, tmp_path):
+    """A read leaves the home as it was: `--read-only` made the agent's memory.db (and its lock
+    files) before answering that it held nothing. Every read tool answers empty; a write is still
+    refused; once another process stores the agent's first memory, the same server reads it. The
+    control: bob, with a store, is read through the same tools first."""
+    keyword_only(arcana_home)
+    AgentRegistry(arcana_home).create("alice")
+    await seed(arcana_home, "bob", [{"content": "bob keeps one zebra"}])
+    for who, found in (("bob", ["bob keeps one zebra"]), ("alice", [])):
+        before = _tree(arcana_home.root)
+        async with session("--agent", who, "--read-only") as client:
+            error, answer = await call(client, "recall", query="zebra")
+            assert not error and [r["content"] for r in answer["results"]] == found, answer
+            error, answer = await call(client, "list")
+            assert not error and [r["content"] for r in answer["memories"]] == found, answer
+            error, answer = await call(client, "context", query="zebra")
+            assert not error and ("zebra" in answer["context"]) == bool(found), answer
+            for tool in ("get", "history"):
+                error, message = await call(client, tool, id="0123456789abcdef")
+                assert error and "no memory with id" in message, message
+            result = await client.call_tool("remember", {"content": "sneaky write"})
+            assert result.is_error
+            if who == "alice":
+                after = _tree(arcana_home.root)
+                assert after == before, {k for k in after.keys() | before.keys() if after.get(k, 0) != before.get(k, 0)}
+                arcana("remember", "alice saw a zebra later", "--agent", "alice")  # another process makes her store
+                error, answer = await call(client, "recall", query="zebra")
+                assert not error and [r["content"] for r in answer["results"]] == ["alice saw a zebra later"], answer
+
+
 async def test_a_corrupt_private_store_is_reported_and_the_server_still_works(arcana_home, tmp_path):
     keyword_only(arcana_home)
     agent_id, _ = await seed(arcana_home, "alice", [{"content": "soon to be damaged"}])
@@ -349,6 +383,10 @@ async def test_vault_search_over_an_attached_vault(arcana_home, make_vault, cli)
         assert not error and found["results"][0]["path"] == "Garden.md"
         error, message = await call(client, "vault_search", vault="elsewhere", query="tomatoes")
         assert error and "attached: notes" in message
+        # A name that retitles the host's terminal and runs to 100 kB came back whole and raw.
+        error, message = await call(client, "vault_search", vault="\x1b]0;pwned\x07" + "v" * 100_000, query="tomatoes")
+        assert error and "attached: notes" in message and len(message) < 300, message[:300]
+        assert "\x1b" not in message and "\x07" not in message and "(100,010 characters)" in message
 
 
 def free_port() -> int:
