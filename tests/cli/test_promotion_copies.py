@@ -504,9 +504,11 @@ def test_an_unchanged_import_line_leaves_the_words_an_operator_gave_a_global_cop
 def test_an_import_of_global_lines_reaches_the_copies_originals(cli, home, tmp_path, form):
     """A line of `import --global` (or of a whole-home `--all` file's global tier) that hides a copy is
     an operator's action on it, as `memory set --global` is: the copy was hidden from bob, but ada went
-    on recalling the original. Now it follows, and so does a re-worded line; the file's agent lines are
-    unchanged, and the control fact's unchanged lines leave both as they were."""
+    on recalling the original. Now it follows, and so does a re-worded line (bob's too, between ada's
+    lines: the originals are edited one agent at a time); the file's agent lines are unchanged, and the
+    control fact's unchanged lines leave both as they were."""
     secret = ok(cli("remember", "heron zebracode", "--agent", "ada", "--importance", "0.95", "--json"))["id"]
+    bobs = ok(cli("remember", "heron bobword", "--agent", "bob", "--importance", "0.95", "--json"))["id"]
     worded = ok(cli("remember", "heron oldword", "--agent", "ada", "--importance", "0.95", "--json"))["id"]
     lines = []
     for line in cli("export", form).stdout.splitlines():
@@ -516,10 +518,14 @@ def test_an_import_of_global_lines_reaches_the_copies_originals(cli, home, tmp_p
             memory["visibility"] = "hidden"
         if memory.get("id") == worded:
             memory["content"] = "heron newword"
+        if memory.get("id") == bobs:
+            memory["content"] = "heron bobnew"
         lines.append(json.dumps(record))
     dump = tmp_path / "dump.jsonl"
     dump.write_text("\n".join(lines) + "\n", encoding="utf-8")
     ok(cli("import", str(dump), *([form] if form == "--global" else []), "--json"))
     for agent in ("bob", "ada"):
-        assert recalled(cli, agent, "zebracode", "oldword", "newword") == {"newword"}, agent
+        assert recalled(cli, agent, "zebracode", "oldword", "newword", "bobword", "bobnew") == {"newword", "bobnew"}, agent
+    assert ok(cli("memory", "show", bobs, "--agent", "bob", "--json"))["content"] == "heron bobnew"
     assert ok(cli("memory", "show", secret, "--agent", "ada", "--json"))["visibility"] == "hidden"
+
