@@ -595,6 +595,15 @@ class MemoryEditor:
             # The text it already has (a revert of other fields): no old words to withdraw (_withholding).
             edit = Edit("update", changes={k: v for k, v in edit.changes.items() if k != "content"})
         change = None
+        if edit.op == "purge":
+            # Trigger: a purge, which reaches two stores and cannot be undone. Why: another writer
+            # holding the agent's store failed it after the other store's row was gone for good (the
+            # copy purged, the original answering its agent; or, with `--global`, nothing a re-run
+            # could find). Outcome: the agent's store is checked writable before anything changes.
+            if self.copies is not None:
+                await self.store.writable()
+            if self.originals is not None:
+                await self.originals.writable(before)
         if edit.op == "purge" and self.copies is not None:
             # The copy first: once the row is gone a re-run could not find it to try the copy again.
             change = await self.copies.follow(self.store, before, None, edit, verb or edit.op, first=True)
@@ -931,6 +940,13 @@ class Originals:
             if found is None or (original := await self._original(found[1], copy)) is None:
                 return None
             return found[0], original
+
+    async def writable(self, copy: MemoryEntry) -> None:
+        """Wait for the write lock of the store holding the original of ``copy`` (see
+        :meth:`SQLiteAdapter.writable`); nothing to wait for when it has none here."""
+        async with self._editor_of(copy.agent_id) as found:
+            if found is not None and await self._original(found[1], copy) is not None:
+                await found[1].store.writable()
 
     async def follow(self, before: Mapping[str, MemoryEntry], written: Iterable[MemoryEntry], verb: str) -> None:
         """What a write into the global tier (an import) changed of the copies ``before`` held, made

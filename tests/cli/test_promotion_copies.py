@@ -529,3 +529,26 @@ def test_an_import_of_global_lines_reaches_the_copies_originals(cli, home, tmp_p
     assert ok(cli("memory", "show", bobs, "--agent", "bob", "--json"))["content"] == "heron bobnew"
     assert ok(cli("memory", "show", secret, "--agent", "ada", "--json"))["visibility"] == "hidden"
 
+
+@pytest.mark.parametrize("via", [("--global",), ("--agent", "ada")])
+def test_a_purge_whose_original_is_locked_changes_nothing(cli, home, via):
+    """`memory purge` purged the copy first, then the original: with the agent's store held by another
+    writer the copy was gone for good and the original went on answering ada (after `--global`, with
+    nothing a re-run could find). The agent's store is checked first: locked, nothing changes and the
+    error says so; unlocked (the control), both go."""
+    memory_id = ok(cli("remember", "fact heronpurge", "--agent", "ada", "--importance", "0.95", "--json"))["id"]
+    ada = AgentRegistry(home).resolve("ada")
+    with locked_by_another_process(home.agent_db(ada.id)):
+        started = time.monotonic()
+        refused = cli("memory", "purge", memory_id, *via, "--yes")
+        assert time.monotonic() - started < 40
+        assert refused.exit_code == exit_codes.STORAGE, refused.output
+        assert "locked by another writer" in refused.stderr and refused.stdout == ""
+        assert refused.stderr.count("\n") == 1 and "Traceback" not in refused.stderr
+    assert recalled(cli, "bob", "heronpurge") == {"heronpurge"}  # nothing changed: the copy still answers
+    assert recalled(cli, "ada", "heronpurge") == {"heronpurge"}
+    assert ok(cli("memory", "show", memory_id, "--global", "--json"))["id"] == memory_id
+    done = ok(cli("memory", "purge", memory_id, *via, "--yes", "--json"))
+    assert done["changed"] is True
+    for agent in ("bob", "ada"):
+        assert recalled(cli, agent, "heronpurge") == set(), agent
