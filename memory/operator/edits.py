@@ -595,15 +595,15 @@ class MemoryEditor:
             # The text it already has (a revert of other fields): no old words to withdraw (_withholding).
             edit = Edit("update", changes={k: v for k, v in edit.changes.items() if k != "content"})
         change = None
-        if edit.op == "purge":
-            # Trigger: a purge, which reaches two stores and cannot be undone. Why: another writer
-            # holding the agent's store failed it after the other store's row was gone for good (the
-            # copy purged, the original answering its agent; or, with `--global`, nothing a re-run
-            # could find). Outcome: the agent's store is checked writable before anything changes.
-            if self.copies is not None:
-                await self.store.writable()
-            if self.originals is not None:
-                await self.originals.writable(before)
+        # Trigger: an edit that changes this store before the agent's (every edit of a copy, a purge
+        # through the agent). Why: another writer holding the agent's store failed it after this row
+        # had changed: hidden, forgotten or purged for every other agent while the original answered
+        # its own (after a purge, with nothing a re-run could find). Outcome: the agent's store is
+        # checked writable before anything changes.
+        if edit.op == "purge" and self.copies is not None:
+            await self.store.writable()
+        if self.originals is not None:
+            await self.originals.writable(before)
         if edit.op == "purge" and self.copies is not None:
             # The copy first: once the row is gone a re-run could not find it to try the copy again.
             change = await self.copies.follow(self.store, before, None, edit, verb or edit.op, first=True)

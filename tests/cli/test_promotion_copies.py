@@ -552,3 +552,20 @@ def test_a_purge_whose_original_is_locked_changes_nothing(cli, home, via):
     assert done["changed"] is True
     for agent in ("bob", "ada"):
         assert recalled(cli, agent, "heronpurge") == set(), agent
+
+
+@pytest.mark.parametrize("action", [("forget",), ("set", "--visibility", "hidden")])
+def test_an_edit_of_a_copy_whose_original_is_locked_changes_neither(cli, home, action):
+    """`memory forget/set --global` changed the copy, then failed on the agent's locked store: bob no
+    longer recalled it while ada did, and the error read as if nothing had happened. The original's
+    store is checked first now: locked, neither changes; unlocked (the control), both do."""
+    memory_id = ok(cli("remember", "fact heronedit", "--agent", "ada", "--importance", "0.95", "--json"))["id"]
+    with locked_by_another_process(home.agent_db(AgentRegistry(home).resolve("ada").id)):
+        refused = cli("memory", action[0], memory_id, "--global", *action[1:])
+        assert refused.exit_code == exit_codes.STORAGE, refused.output
+        assert "locked by another writer" in refused.stderr and refused.stderr.count("\n") == 1
+    for agent in ("bob", "ada"):
+        assert recalled(cli, agent, "heronedit") == {"heronedit"}, agent
+    ok(cli("memory", action[0], memory_id, "--global", *action[1:], "--json"))
+    for agent in ("bob", "ada"):
+        assert recalled(cli, agent, "heronedit") == set(), agent
