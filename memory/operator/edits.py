@@ -948,10 +948,29 @@ class Originals:
             if found is not None and await self._original(found[1], copy) is not None:
                 await found[1].store.writable()
 
+    async def ready(self, before: Mapping[str, MemoryEntry], written: Iterable[MemoryEntry]) -> None:
+        """Wait for the write lock of each agent store :meth:`follow` would edit: an import checks them
+        before it writes the copies, since a re-run of the same lines finds the copies changed already
+        and would never reach an original a locked store had kept."""
+        for agent_id in self._edits(before, written):
+            async with self._editor_of(agent_id) as found:
+                if found is not None:
+                    await found[1].store.writable()
+
     async def follow(self, before: Mapping[str, MemoryEntry], written: Iterable[MemoryEntry], verb: str) -> None:
         """What a write into the global tier (an import) changed of the copies ``before`` held, made
         to their originals as :meth:`apply` makes an operator's edit. One editor per agent: opening
         one per changed line made an import of 2,000 changed copies take a minute."""
+        for agent_id, edits in self._edits(before, written).items():
+            async with self._editor_of(agent_id) as found:
+                if found is None:
+                    continue
+                for old, edit in edits:
+                    await self._apply_in(found[1], old, edit, verb)
+
+    @staticmethod
+    def _edits(before: Mapping[str, MemoryEntry], written: Iterable[MemoryEntry]) -> dict[str, list[tuple[MemoryEntry, Edit]]]:
+        """Per agent, the copies ``written`` changed of those ``before`` held, each with its edit."""
         by_agent: dict[str, list[tuple[MemoryEntry, Edit]]] = {}
         for copy in written:
             old = before.get(copy.id)
@@ -963,12 +982,7 @@ class Originals:
                 edits.append(Edit("archive" if copy.archived else "restore"))
             if edits:
                 by_agent.setdefault(old.agent_id, []).extend((old, edit) for edit in edits)
-        for agent_id, edits in by_agent.items():
-            async with self._editor_of(agent_id) as found:
-                if found is None:
-                    continue
-                for old, edit in edits:
-                    await self._apply_in(found[1], old, edit, verb)
+        return by_agent
 
     async def apply(self, copy: MemoryEntry, edit: Edit, verb: str) -> EditReport | None:
         """``edit`` (unguarded: its seq was the copy's) made to the original of ``copy``, or None."""

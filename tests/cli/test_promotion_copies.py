@@ -569,3 +569,27 @@ def test_an_edit_of_a_copy_whose_original_is_locked_changes_neither(cli, home, a
     ok(cli("memory", action[0], memory_id, "--global", *action[1:], "--json"))
     for agent in ("bob", "ada"):
         assert recalled(cli, agent, "heronedit") == set(), agent
+
+
+def test_an_import_of_global_lines_whose_original_is_locked_changes_nothing(cli, home, tmp_path):
+    """`import --global` hiding a copy wrote the copy, then failed on the agent's locked store: bob no
+    longer recalled it, ada did, and running the import again changed nothing (the copy already said
+    hidden), so ada recalled it for good. Locked, the import now changes nothing; run again unlocked, both go."""
+    secret = ok(cli("remember", "heron zebracode", "--agent", "ada", "--importance", "0.95", "--json"))["id"]
+    lines = []
+    for line in cli("export", "--global").stdout.splitlines():
+        record = json.loads(line)
+        if record.get("memory", {}).get("id") == secret:
+            record["memory"]["visibility"] = "hidden"
+        lines.append(json.dumps(record))
+    dump = tmp_path / "dump.jsonl"
+    dump.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    with locked_by_another_process(home.agent_db(AgentRegistry(home).resolve("ada").id)):
+        refused = cli("import", str(dump), "--global", "--json")
+        assert refused.exit_code == exit_codes.STORAGE, refused.output
+        assert "locked by another writer" in refused.stderr
+    for agent in ("bob", "ada"):
+        assert recalled(cli, agent, "zebracode") == {"zebracode"}, agent
+    ok(cli("import", str(dump), "--global", "--json"))
+    for agent in ("bob", "ada"):
+        assert recalled(cli, agent, "zebracode") == set(), agent
