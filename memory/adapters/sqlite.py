@@ -301,8 +301,8 @@ class SQLiteAdapter:
 
     async def writable(self) -> None:
         """Wait for the write lock (the busy timeout), then let it go; :class:`MemoryBusyError` when another
-        writer keeps it. An edit that reaches two stores and cannot be undone (a purge) checks this
-        one before it changes the other."""
+        writer keeps it. An edit that reaches two stores (a copy and its original) checks this one
+        before it changes the other, so a lock held here fails it with neither changed."""
         await self.run(_take_write_lock)
 
     async def _remove(self, entry_ids: Sequence[str], op: str) -> int:
