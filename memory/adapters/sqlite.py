@@ -299,6 +299,12 @@ class SQLiteAdapter:
         """Remove promoted copies that no longer qualify (ledgered as ``withdraw``)."""
         return await self._remove(entry_ids, "withdraw")
 
+    async def writable(self) -> None:
+        """Wait for the write lock (the busy timeout), then let it go; :class:`MemoryBusyError` when another
+        writer keeps it. An edit that reaches two stores (a copy and its original) checks this one
+        before it changes the other, so a lock held here fails it with neither changed."""
+        await self.run(_take_write_lock)
+
     async def _remove(self, entry_ids: Sequence[str], op: str) -> int:
         if await self._has_vectors():
             await self.ensure_vec()
@@ -732,6 +738,11 @@ def _turn_context(raw, parsed, ids, clause_sql, params):
     if not ids:
         return {}, {}
     return context.previous_ids(raw, ids, clause_sql, params), pair_share(raw, parsed, ids, clause_sql, params)
+
+
+def _take_write_lock(raw) -> None:
+    with transaction(raw):
+        pass
 
 
 def _ordered(raw, clause_sql, params, limit, offset=0):

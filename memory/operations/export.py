@@ -529,6 +529,8 @@ async def import_records(
         if copies is not None:
             change = await copies.mirror(store, [e for e in entries if e.id in stored], "imported", before=stored)
             report.copies_changed += change.count if change is not None else 0
+        if originals is not None:  # a locked original fails the batch before its copies change
+            await originals.ready(stored, entries)
         # Sources are edges of SQLite stores only (a server keeps no consolidation edges).
         links = [(e.id, source) for e in entries for source in carried.get(e.id, ())]
         ops = await write_imported(store, entries, links, frozenset(digests))

@@ -595,6 +595,15 @@ class MemoryEditor:
             # The text it already has (a revert of other fields): no old words to withdraw (_withholding).
             edit = Edit("update", changes={k: v for k, v in edit.changes.items() if k != "content"})
         change = None
+        # Trigger: an edit that changes this store before the agent's (every edit of a copy, a purge
+        # through the agent). Why: another writer holding the agent's store failed it after this row
+        # had changed: hidden, forgotten or purged for every other agent while the original answered
+        # its own (after a purge, with nothing a re-run could find). Outcome: the agent's store is
+        # checked writable before anything changes.
+        if edit.op == "purge" and self.copies is not None:
+            await self.store.writable()
+        if self.originals is not None:
+            await self.originals.writable(before)
         if edit.op == "purge" and self.copies is not None:
             # The copy first: once the row is gone a re-run could not find it to try the copy again.
             change = await self.copies.follow(self.store, before, None, edit, verb or edit.op, first=True)
@@ -904,28 +913,65 @@ class Originals:
         self.home, self.config, self.actor = home, config, actor
 
     @asynccontextmanager
-    async def _editor_of(self, copy: MemoryEntry):
-        """(the agent's card, its editor, the original of ``copy``), or None when ``copy`` has none
-        here (written to the global tier directly, its agent or original gone)."""
+    async def _editor_of(self, agent_id: str):
+        """(the agent's card, its editor), or None when the agent or its store is gone."""
         from memory.agents import AgentRegistry
 
-        card = AgentRegistry(self.home).get(copy.agent_id)
-        if card is None or copy.scope is not MemoryScope.GLOBAL or not self.home.agent_db(card.id).exists():
+        card = AgentRegistry(self.home).get(agent_id)
+        if card is None or not self.home.agent_db(card.id).exists():
             yield None
             return
         async with open_editor(self.home, self.config, OperatorTarget(card.id), actor=self.actor) as editor:
-            original = await _operator_get(editor.store, copy.id)
-            mine = original is not None and original.agent_id == copy.agent_id and original.scope is MemoryScope.PRIVATE
-            yield (card, editor, original) if mine else None
+            yield card, editor
+
+    @staticmethod
+    async def _original(editor: MemoryEditor, copy: MemoryEntry) -> MemoryEntry | None:
+        """The original of ``copy`` in ``editor``'s store, or None (written to the global tier directly,
+        or its original gone)."""
+        if copy.scope is not MemoryScope.GLOBAL:
+            return None
+        original = await _operator_get(editor.store, copy.id)
+        mine = original is not None and original.agent_id == copy.agent_id and original.scope is MemoryScope.PRIVATE
+        return original if mine else None
 
     async def find(self, copy: MemoryEntry) -> tuple[Any, MemoryEntry] | None:
         """The agent's card and the original of ``copy`` (shown beside it), or None."""
-        async with self._editor_of(copy) as found:
-            return None if found is None else (found[0], found[2])
+        async with self._editor_of(copy.agent_id) as found:
+            if found is None or (original := await self._original(found[1], copy)) is None:
+                return None
+            return found[0], original
+
+    async def writable(self, copy: MemoryEntry) -> None:
+        """Wait for the write lock of the store holding the original of ``copy`` (see
+        :meth:`SQLiteAdapter.writable`); nothing to wait for when it has none here."""
+        async with self._editor_of(copy.agent_id) as found:
+            if found is not None and await self._original(found[1], copy) is not None:
+                await found[1].store.writable()
+
+    async def ready(self, before: Mapping[str, MemoryEntry], written: Iterable[MemoryEntry]) -> None:
+        """Wait for the write lock of each agent store :meth:`follow` would edit: an import checks them
+        before it writes the copies, since a re-run of the same lines finds the copies changed already
+        and would never reach an original a locked store had kept."""
+        for agent_id in self._edits(before, written):
+            async with self._editor_of(agent_id) as found:
+                if found is not None:
+                    await found[1].store.writable()
 
     async def follow(self, before: Mapping[str, MemoryEntry], written: Iterable[MemoryEntry], verb: str) -> None:
         """What a write into the global tier (an import) changed of the copies ``before`` held, made
-        to their originals as :meth:`apply` makes an operator's edit."""
+        to their originals as :meth:`apply` makes an operator's edit. One editor per agent: opening
+        one per changed line made an import of 2,000 changed copies take a minute."""
+        for agent_id, edits in self._edits(before, written).items():
+            async with self._editor_of(agent_id) as found:
+                if found is None:
+                    continue
+                for old, edit in edits:
+                    await self._apply_in(found[1], old, edit, verb)
+
+    @staticmethod
+    def _edits(before: Mapping[str, MemoryEntry], written: Iterable[MemoryEntry]) -> dict[str, list[tuple[MemoryEntry, Edit]]]:
+        """Per agent, the copies ``written`` changed of those ``before`` held, each with its edit."""
+        by_agent: dict[str, list[tuple[MemoryEntry, Edit]]] = {}
         for copy in written:
             old = before.get(copy.id)
             if old is None:
@@ -934,15 +980,19 @@ class Originals:
             edits = [Edit("update", changes=changes)] if changes else []
             if copy.archived != old.archived:
                 edits.append(Edit("archive" if copy.archived else "restore"))
-            for edit in edits:
-                await self.apply(old, edit, verb)
+            if edits:
+                by_agent.setdefault(old.agent_id, []).extend((old, edit) for edit in edits)
+        return by_agent
 
     async def apply(self, copy: MemoryEntry, edit: Edit, verb: str) -> EditReport | None:
         """``edit`` (unguarded: its seq was the copy's) made to the original of ``copy``, or None."""
-        async with self._editor_of(copy) as found:
-            if found is None:
-                return None
-            return await found[1].apply(copy.id, Edit(edit.op, edit.value, edit.changes), verb=verb)
+        async with self._editor_of(copy.agent_id) as found:
+            return None if found is None else await self._apply_in(found[1], copy, edit, verb)
+
+    async def _apply_in(self, editor: MemoryEditor, copy: MemoryEntry, edit: Edit, verb: str) -> EditReport | None:
+        if await self._original(editor, copy) is None:
+            return None
+        return await editor.apply(copy.id, Edit(edit.op, edit.value, edit.changes), verb=verb)
 
 
 class NoStoreYet(NotFoundError):

@@ -504,9 +504,11 @@ def test_an_unchanged_import_line_leaves_the_words_an_operator_gave_a_global_cop
 def test_an_import_of_global_lines_reaches_the_copies_originals(cli, home, tmp_path, form):
     """A line of `import --global` (or of a whole-home `--all` file's global tier) that hides a copy is
     an operator's action on it, as `memory set --global` is: the copy was hidden from bob, but ada went
-    on recalling the original. Now it follows, and so does a re-worded line; the file's agent lines are
-    unchanged, and the control fact's unchanged lines leave both as they were."""
+    on recalling the original. Now it follows, and so does a re-worded line (bob's too, between ada's
+    lines: the originals are edited one agent at a time); the file's agent lines are unchanged, and the
+    control fact's unchanged lines leave both as they were."""
     secret = ok(cli("remember", "heron zebracode", "--agent", "ada", "--importance", "0.95", "--json"))["id"]
+    bobs = ok(cli("remember", "heron bobword", "--agent", "bob", "--importance", "0.95", "--json"))["id"]
     worded = ok(cli("remember", "heron oldword", "--agent", "ada", "--importance", "0.95", "--json"))["id"]
     lines = []
     for line in cli("export", form).stdout.splitlines():
@@ -516,10 +518,78 @@ def test_an_import_of_global_lines_reaches_the_copies_originals(cli, home, tmp_p
             memory["visibility"] = "hidden"
         if memory.get("id") == worded:
             memory["content"] = "heron newword"
+        if memory.get("id") == bobs:
+            memory["content"] = "heron bobnew"
         lines.append(json.dumps(record))
     dump = tmp_path / "dump.jsonl"
     dump.write_text("\n".join(lines) + "\n", encoding="utf-8")
     ok(cli("import", str(dump), *([form] if form == "--global" else []), "--json"))
     for agent in ("bob", "ada"):
-        assert recalled(cli, agent, "zebracode", "oldword", "newword") == {"newword"}, agent
+        assert recalled(cli, agent, "zebracode", "oldword", "newword", "bobword", "bobnew") == {"newword", "bobnew"}, agent
+    assert ok(cli("memory", "show", bobs, "--agent", "bob", "--json"))["content"] == "heron bobnew"
     assert ok(cli("memory", "show", secret, "--agent", "ada", "--json"))["visibility"] == "hidden"
+
+
+@pytest.mark.parametrize("via", [("--global",), ("--agent", "ada")])
+def test_a_purge_whose_original_is_locked_changes_nothing(cli, home, via):
+    """`memory purge` purged the copy first, then the original: with the agent's store held by another
+    writer the copy was gone for good and the original went on answering ada (after `--global`, with
+    nothing a re-run could find). The agent's store is checked first: locked, nothing changes and the
+    error says so; unlocked (the control), both go."""
+    memory_id = ok(cli("remember", "fact heronpurge", "--agent", "ada", "--importance", "0.95", "--json"))["id"]
+    ada = AgentRegistry(home).resolve("ada")
+    with locked_by_another_process(home.agent_db(ada.id)):
+        started = time.monotonic()
+        refused = cli("memory", "purge", memory_id, *via, "--yes")
+        assert time.monotonic() - started < 40
+        assert refused.exit_code == exit_codes.STORAGE, refused.output
+        assert "locked by another writer" in refused.stderr and refused.stdout == ""
+        assert refused.stderr.count("\n") == 1 and "Traceback" not in refused.stderr
+    assert recalled(cli, "bob", "heronpurge") == {"heronpurge"}  # nothing changed: the copy still answers
+    assert recalled(cli, "ada", "heronpurge") == {"heronpurge"}
+    assert ok(cli("memory", "show", memory_id, "--global", "--json"))["id"] == memory_id
+    done = ok(cli("memory", "purge", memory_id, *via, "--yes", "--json"))
+    assert done["changed"] is True
+    for agent in ("bob", "ada"):
+        assert recalled(cli, agent, "heronpurge") == set(), agent
+
+
+@pytest.mark.parametrize("action", [("forget",), ("set", "--visibility", "hidden")])
+def test_an_edit_of_a_copy_whose_original_is_locked_changes_neither(cli, home, action):
+    """`memory forget/set --global` changed the copy, then failed on the agent's locked store: bob no
+    longer recalled it while ada did, and the error read as if nothing had happened. The original's
+    store is checked first now: locked, neither changes; unlocked (the control), both do."""
+    memory_id = ok(cli("remember", "fact heronedit", "--agent", "ada", "--importance", "0.95", "--json"))["id"]
+    with locked_by_another_process(home.agent_db(AgentRegistry(home).resolve("ada").id)):
+        refused = cli("memory", action[0], memory_id, "--global", *action[1:])
+        assert refused.exit_code == exit_codes.STORAGE, refused.output
+        assert "locked by another writer" in refused.stderr and refused.stderr.count("\n") == 1
+    for agent in ("bob", "ada"):
+        assert recalled(cli, agent, "heronedit") == {"heronedit"}, agent
+    ok(cli("memory", action[0], memory_id, "--global", *action[1:], "--json"))
+    for agent in ("bob", "ada"):
+        assert recalled(cli, agent, "heronedit") == set(), agent
+
+
+def test_an_import_of_global_lines_whose_original_is_locked_changes_nothing(cli, home, tmp_path):
+    """`import --global` hiding a copy wrote the copy, then failed on the agent's locked store: bob no
+    longer recalled it, ada did, and running the import again changed nothing (the copy already said
+    hidden), so ada recalled it for good. Locked, the import now changes nothing; run again unlocked, both go."""
+    secret = ok(cli("remember", "heron zebracode", "--agent", "ada", "--importance", "0.95", "--json"))["id"]
+    lines = []
+    for line in cli("export", "--global").stdout.splitlines():
+        record = json.loads(line)
+        if record.get("memory", {}).get("id") == secret:
+            record["memory"]["visibility"] = "hidden"
+        lines.append(json.dumps(record))
+    dump = tmp_path / "dump.jsonl"
+    dump.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    with locked_by_another_process(home.agent_db(AgentRegistry(home).resolve("ada").id)):
+        refused = cli("import", str(dump), "--global", "--json")
+        assert refused.exit_code == exit_codes.STORAGE, refused.output
+        assert "locked by another writer" in refused.stderr
+    for agent in ("bob", "ada"):
+        assert recalled(cli, agent, "zebracode") == {"zebracode"}, agent
+    ok(cli("import", str(dump), "--global", "--json"))
+    for agent in ("bob", "ada"):
+        assert recalled(cli, agent, "zebracode") == set(), agent

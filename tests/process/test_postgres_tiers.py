@@ -548,3 +548,55 @@ def test_consolidate_all_leaves_a_server_pool_out_and_succeeds(server_team, monk
     assert named.exit_code == 5 and "arcana prune --pool team" in named.stderr
     monkeypatch.delenv("TEAM_PG")  # cron's environment often lacks it
     assert server_team("consolidate", "--all", "--quiet").exit_code == 0
+
+
+FACTS = (  # (what ada says, the decision a private store takes)
+    ("I live in Berlin.", "add"), ("I moved to Lisbon last month.", "update"), ("I have a cat named Miso.", "add"),
+    ("I no longer have a cat.", "delete"), ("I moved to Lisbon last month.", "noop"), ("My sister lives in Porto.", "add"),
+)
+
+
+@pytest.mark.parametrize("engine", ["sqlite", "postgres"])
+def test_each_decision_reaches_the_promoted_copies_alike_on_either_global_engine(cli, arcana_home, pg_url, monkeypatch, engine):
+    """update, delete and noop of promoted facts: the same decisions, and the same answers for bob from
+    the global tier, whether it is a file or a server (the delete was covered on SQLite only)."""
+    if engine == "postgres":
+        global_on_server(cli, arcana_home, pg_url, monkeypatch, "ada", "bob", vectors=False)
+    else:
+        arcana_home.ensure()
+        arcana_home.config_path.write_text(json.dumps({"embedding": {"providers": []}}))
+        for name in ("ada", "bob"):
+            assert cli("agent", "create", name).exit_code == 0
+    said = [data(cli("remember", text, "--agent", "ada", "--importance", "0.95", "--json")) for text, _ in FACTS]
+    assert [s["decision"] for s in said] == [d for _, d in FACTS]
+    assert said[1]["supersedes"] == [said[0]["id"]] and said[3]["supersedes"] == [said[2]["id"]]
+    assert said[4]["id"] == said[1]["id"] and said[4]["accepted"] == ["private", "global"]  # the copy reinforced
+    bob = {r["content"] for r in data(cli("recall", "live Berlin Lisbon cat Miso sister Porto", "--agent", "bob",
+                                          "--mode", "keyword", "--json"))["results"]}
+    assert bob == {"I moved to Lisbon last month.", "I no longer have a cat.", "My sister lives in Porto."}
+    ops = [h["op"] for h in data(cli("memory", "history", said[2]["id"], "--global", "--json"))]
+    assert ops == ["insert", "supersede"]
+    ops = [h["op"] for h in data(cli("memory", "history", said[1]["id"], "--global", "--json"))]
+    assert ops == ["insert", "version", "reinforce"]
+
+
+def test_a_pool_decides_alike_on_either_engine(cli, arcana_home, pg_url, monkeypatch):
+    """The same statements into a pool file and a server pool get the same decisions (both stored as
+    given: man/facts.md, "Scope"), and both pools answer alike."""
+    monkeypatch.setenv("TEAM_PG", pg_url)
+    arcana_home.ensure()
+    arcana_home.config_path.write_text(json.dumps({"embedding": {"providers": []}}))
+    assert cli("agent", "create", "alice").exit_code == 0
+    assert cli("pool", "create", "onfile").exit_code == 0
+    data(cli("pool", "create", "onserver", "--url-env", "TEAM_PG", "--json"))
+    decided, answers = {}, {}
+    for pool in ("onfile", "onserver"):
+        assert cli("agent", "join", "alice", pool).exit_code == 0
+        said = [data(cli("remember", text, "--agent", "alice", "--pool", pool, "--json")) for text, _ in FACTS]
+        assert all(s["accepted"] == [f"pool:{pool}"] for s in said)
+        decided[pool] = [(s["decision"], len(s["supersedes"])) for s in said]
+        answers[pool] = sorted(r["content"] for r in data(cli(
+            "recall", "live Berlin Lisbon cat Miso sister Porto", "--agent", "alice", "--scope", "shared", "--pool", pool,
+            "--mode", "keyword", "--limit", "20", "--json"))["results"])
+    assert decided["onfile"] == decided["onserver"]
+    assert answers["onfile"] == answers["onserver"] and "My sister lives in Porto." in answers["onfile"]
