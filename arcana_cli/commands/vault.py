@@ -14,7 +14,7 @@ import typer
 from arcana_cli import exit_codes
 from arcana_cli.command import add_commands, command
 from arcana_cli.context import CliContext
-from arcana_cli.output import Out, YesOpt, confirm, err, given_path, printable, to_jsonable
+from arcana_cli.output import Out, YesOpt, confirm, emit, err, given_path, one_line, printable, to_jsonable
 from arcana_cli.render import entry_json, snippet
 from memory.errors import NotFoundError
 
@@ -175,7 +175,7 @@ async def index(
 WatchJsonOpt = Annotated[bool, typer.Option("--json", help="One JSON object per batch (JSON Lines) on stdout.")]
 
 
-@command("watch", json=WatchJsonOpt)
+@command("watch", json=WatchJsonOpt, quiet=True)
 async def watch(
     cli: CliContext,
     out: Out,
@@ -193,8 +193,15 @@ async def watch(
         raise NotFoundError("no vaults registered; add one with `arcana vault add PATH --name N`")
 
     def line(text: str, data: dict) -> None:
-        sys.stdout.write((json.dumps(to_jsonable(data), ensure_ascii=False) if out.json_mode else printable(text)) + "\n")
-        sys.stdout.flush()
+        """--json: every event is a line of data. Text: a pass is the watch's report (stdout, none under
+        --quiet); anything else (an index failed, a folder missing, a state file moved aside) went wrong
+        or changed the home, so stderr, --quiet or not."""
+        if out.json_mode:
+            emit(json.dumps(to_jsonable(data), ensure_ascii=False) + "\n")
+        elif data["event"] != "index":
+            sys.stderr.write(one_line(text) + "\n")
+        elif not out.quiet:
+            emit(printable(text) + "\n")
 
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
