@@ -110,13 +110,14 @@ async def status(cli: CliContext, out: Out, name: NameArg) -> None:
     watch = report.watch
 
     def text() -> str:
+        damaged = report.state_damaged
         lines = [
             f"vault:          {report.name}",
             f"folder:         {report.path} ({'present' if report.folder_present else 'MISSING'})",
             f"index:          {report.index} ({report.notes_indexed} notes, {report.edges} links)",
-            f"last indexed:   {_when(report.last_indexed_at)}",
-            f"watch:          {'running (pid ' + str(watch.pid) + ')' if watch.running else 'not running'}",
-            f"last event:     {_when(watch.last_event_at)}",
+            f"last indexed:   {'unknown: ' + damaged if damaged else _when(report.last_indexed_at)}",
+            f"watch:          {'running (pid ' + str(watch.pid) + ')' if watch.running else 'unknown' if damaged else 'not running'}",
+            f"last event:     {'unknown' if damaged else _when(watch.last_event_at)}",
         ]
         if report.last_error:
             lines.append(f"last error:     {report.last_error}")
