@@ -39,6 +39,11 @@ def load_state(path: Path) -> tuple[dict[str, Any], str | None]:
     return (data, None) if isinstance(data, dict) else ({}, "not a JSON object")
 
 
+def damaged(path: Path, vault: str, why: str) -> str:
+    """What `vault status` and `doctor` say of a state file that cannot be read, and what rebuilds it."""
+    return f"{path} is damaged ({why}); `arcana vault index {vault}` moves it aside and starts it afresh"
+
+
 @contextmanager
 def state_lock(path: Path):
     """The state file's lock: its writers, and :meth:`VaultRegistry.remove` deleting it."""

@@ -10,7 +10,7 @@ from memory.graph.wikilinks import WIKILINK_SOURCE
 from memory.types import stored_moment
 from memory.vaults.indexer import open_store
 from memory.vaults.registry import Vault
-from memory.vaults.state import load_state, pid_alive
+from memory.vaults.state import damaged, load_state, pid_alive
 
 
 @dataclass(frozen=True)
@@ -66,9 +66,7 @@ async def vault_status(vault: Vault) -> VaultStatus:
         last_indexed_at=stored_moment(state.get("last_indexed_at")),
         last_index=state.get("last_index") if isinstance(state.get("last_index"), dict) else None,
         last_error=state.get("last_error") if isinstance(state.get("last_error"), str) else None,
-        state_damaged=None if damage is None else (
-            f"{vault.state_path} is damaged ({damage}); `arcana vault index {vault.name}` moves it aside and "
-            "starts it afresh"),
+        state_damaged=None if damage is None else damaged(vault.state_path, vault.name, damage),
         watch=WatchStatus(
             running=pid_alive(pid),
             pid=pid if pid_alive(pid) else None,

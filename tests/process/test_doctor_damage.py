@@ -1,0 +1,42 @@
+"""`arcana doctor` on a home with damaged pieces beside its databases: each is a FAIL row saying what
+is wrong and how to fix it; before, every row said ok. Real homes, real processes."""
+
+from __future__ import annotations
+
+import json
+
+from runner import arcana, keyword_only, run_arcana
+
+from arcana_cli import exit_codes
+
+
+def _rows(home) -> tuple[int, dict[str, dict]]:
+    done = run_arcana("doctor", "--json", home=home)
+    assert "Traceback" not in done.stderr
+    return done.returncode, {c["name"]: c for c in json.loads(done.stdout)["checks"]}
+
+
+def test_doctor_names_a_damaged_vault_state_and_a_pool_with_no_database(arcana_home, make_vault):
+    keyword_only(arcana_home)
+    arcana("remember", "hello", "--agent", "ada")
+    arcana("vault", "add", str(make_vault({"a.md": "# A\n"})), "--name", "notes")
+    arcana("vault", "index", "notes")
+    for pool in ("team", "gone"):
+        arcana("pool", "create", pool)
+    code, rows = _rows(arcana_home)  # control: the same home before the damage is healthy, rows said
+    assert code == exit_codes.OK and rows["vault states"]["ok"] and rows["pools"]["ok"], rows
+
+    arcana_home.vault_state("notes").write_text('{"last_indexed_at": 1')
+    arcana_home.pool_db("gone").unlink()
+    config = json.loads(arcana_home.config_path.read_text())
+    config["pools"]["far"] = {"url_env": "ARCANA_TEST_UNSET_POOL_URL"}  # set by hand: no such variable
+    arcana_home.config_path.write_text(json.dumps(config))
+    code, rows = _rows(arcana_home)
+    assert code == exit_codes.FAILURE
+    vault = rows["vault state notes"]
+    assert not vault["ok"] and "damaged" in vault["detail"] and "arcana vault index notes" in vault["detail"]
+    pool = rows["pool gone"]
+    assert not pool["ok"] and str(arcana_home.pool_db("gone")) in pool["detail"] and "pool remove gone" in pool["detail"]
+    far = rows["pool far"]
+    assert not far["ok"] and "ARCANA_TEST_UNSET_POOL_URL" in far["detail"]
+    assert "pool team" not in rows and "pools" not in rows  # the intact pool is no failure (control)
