@@ -129,6 +129,14 @@ def check_side_files(home: Home) -> list[Check]:
     return checks + pools
 
 
+def check_restores(home: Home) -> list[Check]:
+    """A failed row for each interrupted restore whose journal cannot be read (none otherwise: an
+    interrupted restore with a sound journal was finished before doctor started)."""
+    from memory.operations.restore_swap import damaged_journals
+
+    return [Check("restore", False, said) for said in damaged_journals(home.root)]
+
+
 def check_agent_folders(home: Home) -> Check:
     """Every folder under ``agents/`` has its card: one without is an orphan no command reaches.
 
@@ -429,7 +437,8 @@ async def check_tiers(home: Home, failed: dict[Path, str] | None = None) -> list
 
 async def run_checks(home: Home, on_progress: Progress | None = None) -> list[Check]:
     """Every check; ``on_progress(done, total)`` follows the databases' integrity checks."""
-    checks = check_home(home) + check_config(home) + [check_agent_folders(home)] + check_side_files(home)
+    checks = check_home(home) + check_restores(home) + check_config(home) + [check_agent_folders(home)]
+    checks += check_side_files(home)
     checks += check_sqlite()
     databases = await check_databases(home, on_progress)
     checks += databases

@@ -40,3 +40,23 @@ def test_doctor_names_a_damaged_vault_state_and_a_pool_with_no_database(arcana_h
     far = rows["pool far"]
     assert not far["ok"] and "ARCANA_TEST_UNSET_POOL_URL" in far["detail"]
     assert "pool team" not in rows and "pools" not in rows  # the intact pool is no failure (control)
+
+
+def test_doctor_runs_past_a_damaged_restore_journal_and_fails_a_row_for_it(arcana_home):
+    """A restore killed in its swap whose journal is then damaged stopped every command, doctor too
+    (the tool that diagnoses must run). Now doctor runs its checks and fails a `restore` row with the
+    fix; every other command still refuses the half-swapped home (control)."""
+    keyword_only(arcana_home)
+    arcana("remember", "hello", "--agent", "ada")
+    staging = arcana_home.root / ".restore-20261207.partial"
+    (staging / "home").mkdir(parents=True)
+    (staging / ".lock").touch()  # its restore is gone: the lock is free
+    (staging / "journal.json").write_text('{"names": [')
+    code, rows = _rows(arcana_home)
+    assert code == exit_codes.FAILURE
+    restore = rows["restore"]
+    assert not restore["ok"] and "journal.json is unreadable" in restore["detail"] and f"move {staging}" in restore["detail"]
+    assert rows["round trip"]["ok"] and rows["config"]["ok"]  # the other checks ran
+    refused = run_arcana("memory", "list", "--agent", "ada", home=arcana_home)
+    assert refused.returncode != 0 and "journal.json is unreadable" in refused.stderr
+    assert staging.is_dir()  # nothing moved: the journal says nothing it can be trusted for
