@@ -137,6 +137,18 @@ def check_restores(home: Home) -> list[Check]:
     return [Check("restore", False, said) for said in damaged_journals(home.root)]
 
 
+def check_host_records(home: Home) -> list[Check]:
+    """Each agent's host-save records (how far a session's transcript was stored): a damaged one
+    stops every save of its session, so it is a failed row naming the file and the fix."""
+    from memory.hosts.records import damaged_records
+
+    agents = sorted(p for p in home.agents_dir.iterdir() if p.is_dir()) if home.agents_dir.is_dir() else []
+    checks = [Check(f"host-save record {agent.name}", False, said) for agent in agents for said in damaged_records(agent)]
+    if not checks and any((agent / "hosts").is_dir() for agent in agents):
+        checks.append(Check("host-save records", True, "every host session's record reads"))
+    return checks
+
+
 def check_agent_folders(home: Home) -> Check:
     """Every folder under ``agents/`` has its card: one without is an orphan no command reaches.
 
@@ -438,7 +450,7 @@ async def check_tiers(home: Home, failed: dict[Path, str] | None = None) -> list
 async def run_checks(home: Home, on_progress: Progress | None = None) -> list[Check]:
     """Every check; ``on_progress(done, total)`` follows the databases' integrity checks."""
     checks = check_home(home) + check_restores(home) + check_config(home) + [check_agent_folders(home)]
-    checks += check_side_files(home)
+    checks += check_side_files(home) + check_host_records(home)
     checks += check_sqlite()
     databases = await check_databases(home, on_progress)
     checks += databases

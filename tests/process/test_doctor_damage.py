@@ -60,3 +60,27 @@ def test_doctor_runs_past_a_damaged_restore_journal_and_fails_a_row_for_it(arcan
     refused = run_arcana("memory", "list", "--agent", "ada", home=arcana_home)
     assert refused.returncode != 0 and "journal.json is unreadable" in refused.stderr
     assert staging.is_dir()  # nothing moved: the journal says nothing it can be trusted for
+
+
+def test_doctor_names_a_damaged_host_save_record_and_passes_a_sound_one(arcana_home, tmp_path):
+    """A host-save record (how far a session's transcript was stored) that cannot be read stops every
+    save of that session; doctor said ok. Now it fails a row naming the file and the fix; the record a
+    real save wrote for another session is no failure (control)."""
+    keyword_only(arcana_home)
+    transcript = tmp_path / "t.jsonl"
+    transcript.write_text(json.dumps({"type": "user", "message": {"role": "user", "content": "I prefer tea."},
+                                      "sessionId": "s1", "uuid": "u1", "timestamp": "2026-12-01T10:00:00Z"}) + "\n")
+    for session in ("s1", "s2"):
+        arcana("host", "save", "claude-code", "--agent", "dev",
+               stdin=json.dumps({"session_id": session, "transcript_path": str(transcript)}))
+    [agent] = [p for p in (arcana_home.root / "agents").iterdir()]
+    records = agent / "hosts" / "claude-code"
+    assert sorted(p.name for p in records.iterdir()) == ["s1.json", "s2.json"]
+    code, rows = _rows(arcana_home)
+    assert code == exit_codes.OK and "host-save records" in rows, rows  # control: both sound
+    (records / "s2.json").write_text('{"offset": ')
+    code, rows = _rows(arcana_home)
+    assert code == exit_codes.FAILURE
+    [row] = [r for name, r in rows.items() if name.startswith("host-save record ")]
+    assert not row["ok"] and str(records / "s2.json") in row["detail"] and "remove it" in row["detail"]
+    assert "s1.json" not in row["detail"]
