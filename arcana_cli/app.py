@@ -215,10 +215,18 @@ def root(
         )
     # Trigger: a `restore` killed part-way left its staging folder in the home. Why: with its journal
     # written, the home is half swapped; without, an unfinished copy lies there. Outcome: finished or
-    # removed before this command runs, said in one line even under --quiet.
+    # removed before this command runs, said in one line even under --quiet. A journal that cannot be
+    # read stops every command but doctor, which must run to diagnose the home: it fails a `restore` row.
+    from memory.errors import BackupError
     from memory.operations.restore_swap import finish_interrupted_restores
 
-    for line in finish_interrupted_restores(ctx.obj.home.root):
+    try:
+        said = finish_interrupted_restores(ctx.obj.home.root)
+    except BackupError:
+        if ctx.invoked_subcommand != "doctor":
+            raise
+        said = []
+    for line in said:
         notice(line)
 
 

@@ -468,6 +468,7 @@ complete -c arcana -n 'test (__arcana_path) = "vault watch"' -l all -d 'Watch ev
 complete -c arcana -n 'test (__arcana_path) = "vault watch"' -l debounce -r -d 'Longest wait (ms) to batch changes.'
 complete -c arcana -n 'test (__arcana_path) = "vault watch"' -l embed -l keyword-only -d 'Embed changed notes for semantic search (when an embedder is available).'
 complete -c arcana -n 'test (__arcana_path) = "vault watch"' -l json -d 'One JSON object per batch (JSON Lines) on stdout.'
+complete -c arcana -n 'test (__arcana_path) = "vault watch"' -l quiet -s q -d 'No messages or progress on stderr.'
 complete -c arcana -n 'test (__arcana_path) = "vault watch"' -l help -s h -d 'Show help and exit.'
 complete -c arcana -n 'test (__arcana_path) = "vault links"' -l vault -s v -r -d 'Which vault (default: the one holding NOTE).'
 complete -c arcana -n 'test (__arcana_path) = "vault links"' -l json -d 'Print machine-readable JSON on stdout.'

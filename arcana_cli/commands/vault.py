@@ -14,7 +14,7 @@ import typer
 from arcana_cli import exit_codes
 from arcana_cli.command import add_commands, command
 from arcana_cli.context import CliContext
-from arcana_cli.output import Out, YesOpt, confirm, err, given_path, printable, to_jsonable
+from arcana_cli.output import Out, YesOpt, confirm, emit, err, given_path, one_line, printable, to_jsonable
 from arcana_cli.render import entry_json, snippet
 from memory.errors import NotFoundError
 
@@ -110,13 +110,14 @@ async def status(cli: CliContext, out: Out, name: NameArg) -> None:
     watch = report.watch
 
     def text() -> str:
+        damaged = report.state_damaged
         lines = [
             f"vault:          {report.name}",
             f"folder:         {report.path} ({'present' if report.folder_present else 'MISSING'})",
             f"index:          {report.index} ({report.notes_indexed} notes, {report.edges} links)",
-            f"last indexed:   {_when(report.last_indexed_at)}",
-            f"watch:          {'running (pid ' + str(watch.pid) + ')' if watch.running else 'not running'}",
-            f"last event:     {_when(watch.last_event_at)}",
+            f"last indexed:   {'unknown: ' + damaged if damaged else _when(report.last_indexed_at)}",
+            f"watch:          {'running (pid ' + str(watch.pid) + ')' if watch.running else 'unknown' if damaged else 'not running'}",
+            f"last event:     {'unknown' if damaged else _when(watch.last_event_at)}",
         ]
         if report.last_error:
             lines.append(f"last error:     {report.last_error}")
@@ -175,7 +176,7 @@ async def index(
 WatchJsonOpt = Annotated[bool, typer.Option("--json", help="One JSON object per batch (JSON Lines) on stdout.")]
 
 
-@command("watch", json=WatchJsonOpt)
+@command("watch", json=WatchJsonOpt, quiet=True)
 async def watch(
     cli: CliContext,
     out: Out,
@@ -193,8 +194,15 @@ async def watch(
         raise NotFoundError("no vaults registered; add one with `arcana vault add PATH --name N`")
 
     def line(text: str, data: dict) -> None:
-        sys.stdout.write((json.dumps(to_jsonable(data), ensure_ascii=False) if out.json_mode else printable(text)) + "\n")
-        sys.stdout.flush()
+        """--json: every event is a line of data. Text: a pass is the watch's report (stdout, none under
+        --quiet); anything else (an index failed, a folder missing, a state file moved aside) went wrong
+        or changed the home, so stderr, --quiet or not."""
+        if out.json_mode:
+            emit(json.dumps(to_jsonable(data), ensure_ascii=False) + "\n")
+        elif data["event"] != "index":
+            sys.stderr.write(one_line(text) + "\n")
+        elif not out.quiet:
+            emit(printable(text) + "\n")
 
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()

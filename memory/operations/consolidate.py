@@ -15,6 +15,7 @@ consolidated on its own (``--global``).
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -98,7 +99,8 @@ async def consolidate_home(
 ) -> ConsolidationRun:
     """Consolidate every store ``selection`` names (the stores reindex would), under
     ``<home>/locks/consolidate.lock``; a second run of the same home fails at once with
-    :class:`LockHeldError`. ``decisions``: a dry run lists each one (as large as what it prints).
+    :class:`LockHeldError`. A dry run only reads: no lock, no audit line, the home left as it was.
+    ``decisions``: a dry run lists each one (as large as what it prints).
     ``now`` decides which episodes aged out (tests and benchmarks pass one)."""
     from memory.embedding.factory import build_gateway
 
@@ -106,7 +108,7 @@ async def consolidate_home(
     gateway = None if dry_run else build_gateway(config.embedding, home)
     run = ConsolidationRun(dry_run, unreadable=unreadable_cards(home, selection))
     audit = AuditLog(home.audit_log)
-    with exclusive(home.locks_dir / "consolidate.lock", "consolidate"):
+    with nullcontext() if dry_run else exclusive(home.locks_dir / "consolidate.lock", "consolidate"):
         for target in targets:
             done = StoreConsolidation(target)
             if configured_on_server(config, target.kind, target.name):

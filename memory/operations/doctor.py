@@ -94,6 +94,61 @@ def check_config(home: Home) -> list[Check]:
     return checks
 
 
+def check_side_files(home: Home) -> list[Check]:
+    """The pieces beside the databases that the config names: each vault's state file and each pool's
+    database (or its server URL). Damaged, they read as empty ("never indexed", no memories), so no
+    other check sees them. Nothing is checked when the config itself fails its check."""
+    from memory.config import load_config
+    from memory.errors import ConfigError, UnsetVariableError
+    from memory.vaults.state import damaged, load_state
+
+    try:
+        config = load_config(home.config_path)
+    except ConfigError:
+        return []
+    checks = []
+    for name in sorted(config.vaults):
+        why = load_state(home.vault_state(name))[1]
+        if why is not None:
+            checks.append(Check(f"vault state {name}", False, damaged(home.vault_state(name), name, why)))
+    if config.vaults and not checks:
+        checks.append(Check("vault states", True, f"{len(config.vaults)} vault(s), every state file readable"))
+    pools = []
+    for name, settings in sorted(config.pools.items()):
+        if settings.url is None and settings.url_env is None:
+            if not home.pool_db(name).exists():
+                pools.append(Check(f"pool {name}", False, f"its database {home.pool_db(name)} is missing: its memories "
+                                   f"are gone; restore a backup (`arcana restore`) or `arcana pool remove {name}`"))
+            continue
+        try:
+            settings.server_url(name)
+        except (ConfigError, UnsetVariableError) as exc:  # a bad URL, or its variable not set here
+            pools.append(Check(f"pool {name}", False, str(exc)))
+    if config.pools and not pools:
+        pools.append(Check("pools", True, f"{len(config.pools)} pool(s), each with its database or server URL"))
+    return checks + pools
+
+
+def check_restores(home: Home) -> list[Check]:
+    """A failed row for each interrupted restore whose journal cannot be read (none otherwise: an
+    interrupted restore with a sound journal was finished before doctor started)."""
+    from memory.operations.restore_swap import damaged_journals
+
+    return [Check("restore", False, said) for said in damaged_journals(home.root)]
+
+
+def check_host_records(home: Home) -> list[Check]:
+    """Each agent's host-save records (how far a session's transcript was stored): a damaged one
+    stops every save of its session, so it is a failed row naming the file and the fix."""
+    from memory.hosts.records import damaged_records
+
+    agents = sorted(p for p in home.agents_dir.iterdir() if p.is_dir()) if home.agents_dir.is_dir() else []
+    checks = [Check(f"host-save record {agent.name}", False, said) for agent in agents for said in damaged_records(agent)]
+    if not checks and any((agent / "hosts").is_dir() for agent in agents):
+        checks.append(Check("host-save records", True, "every host session's record reads"))
+    return checks
+
+
 def check_agent_folders(home: Home) -> Check:
     """Every folder under ``agents/`` has its card: one without is an orphan no command reaches.
 
@@ -394,7 +449,9 @@ async def check_tiers(home: Home, failed: dict[Path, str] | None = None) -> list
 
 async def run_checks(home: Home, on_progress: Progress | None = None) -> list[Check]:
     """Every check; ``on_progress(done, total)`` follows the databases' integrity checks."""
-    checks = check_home(home) + check_config(home) + [check_agent_folders(home)] + check_sqlite()
+    checks = check_home(home) + check_restores(home) + check_config(home) + [check_agent_folders(home)]
+    checks += check_side_files(home) + check_host_records(home)
+    checks += check_sqlite()
     databases = await check_databases(home, on_progress)
     checks += databases
     checks += check_quarantine(home)

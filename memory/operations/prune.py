@@ -12,6 +12,7 @@ are re-embedded after their store's prune, like any other new text.
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -85,11 +86,12 @@ async def prune_home(
 ) -> PruneRun:
     """Prune every store ``selection`` names (see :func:`prune_targets`) with ``policy``, under
     ``<home>/locks/prune.lock``: a second prune of the same home fails at once with :class:`LockHeldError`.
+    A dry run only reads: it takes no lock and writes no audit line, so the home stays as it was.
     ``on_progress(label, done, total)``: rows read, then rows removed, in the store named ``label``."""
     targets = prune_targets(home, config, selection)
     run = PruneRun(policy, unreadable=unreadable_cards(home, selection))
     audit = AuditLog(home.audit_log)
-    with exclusive(home.locks_dir / "prune.lock", "prune"):
+    with nullcontext() if policy.dry_run else exclusive(home.locks_dir / "prune.lock", "prune"):
         copies = GlobalCopies.of_home(home, config, actor=actor)
         try:
             for target in targets:
@@ -98,7 +100,7 @@ async def prune_home(
                 if done is None:
                     continue
                 run.stores.append(done)
-                if done.report.archived or done.report.purged or done.report.condensed:
+                if not policy.dry_run and (done.report.archived or done.report.purged or done.report.condensed):
                     fields = {k: v for k, v in done.report.as_dict().items() if k not in _LISTS}
                     if done.copies is not None:
                         fields["copies"] = done.copies.as_dict()

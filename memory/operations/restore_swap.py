@@ -90,11 +90,7 @@ def finish_interrupted_restores(root: Path) -> list[str]:
     swap is waited for (a few renames), so no command runs on a half-swapped home.
     """
     said = []
-    try:
-        candidates = sorted(p for p in root.iterdir() if fnmatch.fnmatch(p.name, STAGING))
-    except (FileNotFoundError, NotADirectoryError):
-        return said
-    for staging in candidates:
+    for staging in _staging_folders(root):
         fd = _owner_gone(staging)
         if fd is False:
             continue
@@ -120,6 +116,28 @@ def finish_interrupted_restores(root: Path) -> list[str]:
             if fd is not None:
                 os.close(fd)
     return said
+
+
+def damaged_journals(root: Path) -> list[str]:
+    """What is wrong with each restore journal that cannot be finished, and the fix: every command but
+    `arcana doctor` stops at the first (the home may be half swapped); doctor lists them all."""
+    from memory.errors import BackupError
+
+    found = []
+    for staging in _staging_folders(root):
+        if (staging / JOURNAL).is_file():
+            try:
+                _read_journal(staging)
+            except BackupError as exc:
+                found.append(str(exc))
+    return found
+
+
+def _staging_folders(root: Path) -> list[Path]:
+    try:
+        return sorted(p for p in root.iterdir() if fnmatch.fnmatch(p.name, STAGING))
+    except (FileNotFoundError, NotADirectoryError):
+        return []
 
 
 def _stop_writes(root: Path) -> list[int]:

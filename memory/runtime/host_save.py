@@ -30,16 +30,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from memory import strict_json
 from memory.agent_lock import agent_subfolder, deleted_meanwhile
 from memory.agents import AgentCard
 from memory.audit import AuditLog
 from memory.config import ArcanaConfig
-from memory.errors import ConfigError, InvalidRequestError, MemoryWriteError
+from memory.errors import InvalidRequestError, MemoryWriteError
 from memory.extraction.scoring import agent_confidence, distil, storable
 from memory.home import Home, replace_file
 from memory.hosts import Host
 from memory.hosts.claude_code import read_transcript
+from memory.hosts.records import read_record
 from memory.locks import exclusive_within
 from memory.models.context import HEADER
 from memory.promotion import asserted_importance
@@ -119,7 +119,7 @@ async def save_transcript(home: Home, config: ArcanaConfig, card: AgentCard, mem
 
 async def _save(home, config, card, memory, hook, host, audit, max_bytes) -> SaveReport:
     state_path = home.agent_dir(card.id) / "hosts" / host.value / f"{hook.session_id}.json"
-    start, stored_lines = _record(state_path)
+    start, stored_lines = read_record(state_path)
     report = SaveReport(host.value, hook.session_id, str(hook.transcript), hook.event)
     with _open_regular(hook.transcript) as handle:
         size = os.fstat(handle.fileno()).st_size
@@ -210,29 +210,6 @@ def _saved_elsewhere(state_path: Path, session_id: str):
         return owner != session_id and bool(_SESSION_ID.fullmatch(owner)) and (state_path.parent / f"{owner}.json").is_file()
 
     return saved
-
-
-def _record(path: Path) -> tuple[int, list[str]]:
-    """How far this host session's transcript was stored, and the uuids of the lines it stored; 0 and
-    none when never. A damaged record is a ConfigError: read as 0, every fact and the session of what
-    was already saved would be stored again."""
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        return 0, []
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read: {exc.strerror}") from None
-    try:
-        record = strict_json.loads(strict_json.decode(raw))
-    except strict_json.JSONRefused as exc:
-        record = exc
-    offset = record.get("offset", 0) if isinstance(record, dict) else None
-    if not isinstance(offset, int) or isinstance(offset, bool) or offset < 0:
-        why = record if isinstance(record, Exception) else "not a record of how far the transcript was saved"
-        raise ConfigError(f"{path}: {why}; remove it (the next save reads the transcript from its start, "
-                          "storing again what was saved)")
-    lines = record.get("stored", [])
-    return offset, [line for line in lines if isinstance(line, str)] if isinstance(lines, list) else []
 
 
 def _save_record(home: Home, card: AgentCard, path: Path, offset: int, stored: list[str]) -> None:

@@ -24,11 +24,12 @@ from memory.home import private_dir, replace_file
 def read_state(path: Path) -> dict[str, Any]:
     """The state, or {} when there is none or it cannot be read: a status, rebuilt by the next index
     or watch. Read strictly: a file nested past the parser's depth was a traceback from `vault status`."""
-    return _load(path)[0]
+    return load_state(path)[0]
 
 
-def _load(path: Path) -> tuple[dict[str, Any], str | None]:
-    """The state, and why the file is there but damaged (else None)."""
+def load_state(path: Path) -> tuple[dict[str, Any], str | None]:
+    """The state, and why the file is there but damaged (else None): `vault status` says so rather than
+    "never" of a vault indexed a minute ago."""
     try:
         data = strict_json.loads(strict_json.decode(path.read_bytes()))
     except OSError:
@@ -36,6 +37,11 @@ def _load(path: Path) -> tuple[dict[str, Any], str | None]:
     except strict_json.JSONRefused as exc:
         return {}, str(exc)
     return (data, None) if isinstance(data, dict) else ({}, "not a JSON object")
+
+
+def damaged(path: Path, vault: str, why: str) -> str:
+    """What `vault status` and `doctor` say of a state file that cannot be read, and what rebuilds it."""
+    return f"{path} is damaged ({why}); `arcana vault index {vault}` moves it aside and starts it afresh"
 
 
 @contextmanager
@@ -61,7 +67,7 @@ def update_state(path: Path, *, only_while: Callable[[], bool] | None = None, **
     with state_lock(path):
         if only_while is not None and not only_while():
             return None
-        state, damage = _load(path)
+        state, damage = load_state(path)
         told = None
         if damage is not None:
             aside = _free_place(path.with_name(f"{path.name}.damaged-{time.strftime('%Y%m%dT%H%M%S', time.gmtime())}"))

@@ -10,7 +10,7 @@ from memory.graph.wikilinks import WIKILINK_SOURCE
 from memory.types import stored_moment
 from memory.vaults.indexer import open_store
 from memory.vaults.registry import Vault
-from memory.vaults.state import pid_alive, read_state
+from memory.vaults.state import damaged, load_state, pid_alive
 
 
 @dataclass(frozen=True)
@@ -37,6 +37,7 @@ class VaultStatus:
     last_indexed_at: float | None
     last_index: Any
     last_error: str | None
+    state_damaged: str | None  # why the state file cannot be read: its times are unknown, not "never"
     watch: WatchStatus
 
     def as_dict(self) -> dict[str, Any]:
@@ -44,7 +45,7 @@ class VaultStatus:
 
 
 async def vault_status(vault: Vault) -> VaultStatus:
-    state = read_state(vault.state_path)
+    state, damage = load_state(vault.state_path)
     notes = edges = 0
     if vault.db_path.exists():
         store = open_store(vault)
@@ -65,6 +66,7 @@ async def vault_status(vault: Vault) -> VaultStatus:
         last_indexed_at=stored_moment(state.get("last_indexed_at")),
         last_index=state.get("last_index") if isinstance(state.get("last_index"), dict) else None,
         last_error=state.get("last_error") if isinstance(state.get("last_error"), str) else None,
+        state_damaged=None if damage is None else damaged(vault.state_path, vault.name, damage),
         watch=WatchStatus(
             running=pid_alive(pid),
             pid=pid if pid_alive(pid) else None,

@@ -404,6 +404,32 @@ def test_vault_status_reads_a_damaged_state_file_as_unknown_not_a_traceback(cli,
     assert shown["watch"]["last_event_at"] is None and shown["watch"]["started_at"] is None
 
 
+def test_vault_status_says_a_damaged_state_file_is_damaged_and_how_to_rebuild_it(cli, tmp_path, no_embedder, arcana_home):
+    """A state file that cannot be read made `vault status` say "last indexed: never" of a vault indexed a
+    minute before. Now it says the state is damaged and that `vault index` rebuilds it (text and --json);
+    the index that rebuilds it is the control."""
+    from memory.vaults.registry import VaultRegistry
+
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "a.md").write_text("# A\n")
+    assert cli("vault", "add", str(notes), "--name", "n").exit_code == 0
+    assert cli("vault", "index", "n").exit_code == 0
+    vault = VaultRegistry(arcana_home).get("n")
+    vault.state_path.write_text('{"last_indexed_at": 17')  # cut short
+    text = cli("vault", "status", "n")
+    assert text.exit_code == 0, text.output
+    [said] = [line for line in text.stdout.splitlines() if line.startswith("last indexed:")]
+    assert "damaged" in said and str(vault.state_path) in said and "arcana vault index n" in said, said
+    shown = json.loads(cli("vault", "status", "n", "--json").stdout)
+    assert "damaged" in shown["state_damaged"] and shown["notes_indexed"] == 1
+    assert cli("vault", "index", "n").exit_code == 0  # moves it aside and starts it afresh
+    shown = json.loads(cli("vault", "status", "n", "--json").stdout)
+    assert shown["state_damaged"] is None and shown["last_indexed_at"]
+    [said] = [line for line in cli("vault", "status", "n").stdout.splitlines() if line.startswith("last indexed:")]
+    assert "never" not in said and "unknown" not in said, said
+
+
 def test_vault_status_forgets_an_old_error_after_a_later_success(cli, tmp_path, no_embedder, arcana_home):
     from memory.vaults.registry import VaultRegistry
     from memory.vaults.state import update_state

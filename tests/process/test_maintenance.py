@@ -144,7 +144,7 @@ async def test_prune_home_audits_each_store_that_lost_memories(arcana_home):
     assert "victim_ids" not in line
     dry = await prune_home(arcana_home, KEYWORD_ONLY, Selection(agent="bob"), PrunePolicy(max_entries=0, dry_run=True))
     assert dry.removed == 1
-    assert len([r for r in _audit(arcana_home) if r["event"] == "prune"]) == 2  # a dry run that would remove is audited too
+    assert len([r for r in _audit(arcana_home) if r["event"] == "prune"]) == 1  # a dry run leaves no line
 
 
 async def test_reindex_home_audits_a_reembed(arcana_home, fake_embedding):
@@ -250,3 +250,41 @@ async def test_selection_names_what_it_works_on(arcana_home):
         await prune_home(arcana_home, KEYWORD_ONLY, Selection(pools=["nope"]), PrunePolicy(min_importance=0.1))
     run = await prune_home(arcana_home, KEYWORD_ONLY, Selection(global_=True), PrunePolicy(min_importance=0.9))
     assert [s.target.label for s in run.stores] == ["global"] and run.stores[0].report.archived == 1
+
+
+_AGED_OUT = [  # an old session of episodes: what consolidate digests
+    {"content": f"Caroline: I went to the {place} on Monday.", "type": "episodic", "session": "s1",
+     "created_at": f"2023-05-08T10:0{i}:00Z", "importance": 0.05}
+    for i, place in enumerate(("museum", "harbour", "library"))
+]
+
+
+def _files(root) -> dict:
+    """Every file under ``root``: size, mtime, mode and bytes (folders by what they hold: SQLite makes and
+    removes a -wal and -shm beside a WAL store it opens, which moves the folder's own mtime)."""
+    import hashlib
+    import os
+
+    return {os.path.relpath(p, root): (st.st_size, st.st_mtime_ns, st.st_mode, hashlib.sha256(p.read_bytes()).hexdigest())
+            for p in sorted(root.rglob("*")) if p.is_file() and (st := p.stat())}
+
+
+@pytest.mark.parametrize("command", [["prune", "--all", "--max-entries", "1"], ["consolidate", "--all"]])
+def test_a_dry_run_leaves_the_home_as_it_was(arcana_home, tmp_path, command):
+    """A dry run changed the home: it made its lock file (and wrote its pid in it each time) and a prune's
+    dry run appended an audit line. Now every file stays as it was; the real run changes it (control)."""
+    from runner import arcana, keyword_only
+
+    keyword_only(arcana_home)
+    lines = tmp_path / "old.jsonl"
+    lines.write_text("".join(json.dumps(line) + "\n" for line in _AGED_OUT))
+    arcana("remember", "--from", str(lines), "--agent", "ada", "--no-reconcile")
+    arcana("pool", "create", "team")
+    arcana("agent", "join", "ada", "team")
+    arcana("remember", "team memory", "--agent", "ada", "--pool", "team")
+    before = _files(arcana_home.root)
+    dry = json.loads(arcana(*command, "--dry-run", "--json"))
+    assert sum(s["archived"] for s in dry["agents"]) == (3 if command[0] == "consolidate" else 2)
+    assert _files(arcana_home.root) == before
+    arcana(*command)
+    assert _files(arcana_home.root) != before  # control: the real run changes what the dry run would

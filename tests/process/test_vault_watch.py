@@ -18,7 +18,7 @@ from memory.vaults.registry import VaultRegistry
 
 
 class Watch:
-    """The watch subprocess, with its stdout lines collected on a thread."""
+    """The watch subprocess, with its stdout and stderr lines collected on threads."""
 
     def __init__(self, home, *args: str):
         env = {**os.environ, "ARCANA_HOME": str(home.root)}
@@ -26,20 +26,32 @@ class Watch:
             [sys.executable, "-m", "arcana_cli.main", "vault", "watch", *args],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, stdin=subprocess.DEVNULL,
         )
-        self.lines: queue.Queue[str] = queue.Queue()
-        threading.Thread(target=self._pump, daemon=True).start()
+        self.lines: queue.Queue[str] = queue.Queue()  # stdout: the passes (or every event, --json)
+        self.errors: queue.Queue[str] = queue.Queue()  # stderr: what went wrong or changed the home
+        self._pumps = [threading.Thread(target=self._pump, args=pipe, daemon=True)
+                       for pipe in ((self.proc.stdout, self.lines), (self.proc.stderr, self.errors))]
+        for pump in self._pumps:
+            pump.start()
 
-    def _pump(self) -> None:
-        for line in self.proc.stdout:
-            self.lines.put(line.rstrip("\n"))
+    @staticmethod
+    def _pump(pipe, lines: queue.Queue) -> None:
+        for line in pipe:
+            lines.put(line.rstrip("\n"))
 
-    def expect(self, needle: str, timeout: float = 20.0) -> str:
+    def stderr(self) -> str:
+        """Everything the watch said on stderr, once it has ended."""
+        for pump in self._pumps:
+            pump.join(timeout=10)
+        return "\n".join(self.errors.queue)
+
+    def expect(self, needle: str, timeout: float = 20.0, *, stderr: bool = False) -> str:
+        lines = self.errors if stderr else self.lines
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             try:
-                line = self.lines.get(timeout=0.2)
+                line = lines.get(timeout=0.2)
             except queue.Empty:
-                assert self.proc.poll() is None, self.proc.stderr.read()
+                assert self.proc.poll() is None, "\n".join(self.errors.queue)
                 continue
             if needle in line:
                 return line
@@ -126,7 +138,7 @@ def test_watch_follows_edits_adds_renames_deletes_and_a_vanishing_folder(vault, 
         digest = tree_digest(vault.root)
         aside = tmp_path / "aside"
         vault.root.rename(aside)
-        watch.expect("is missing")
+        watch.expect("is missing", stderr=True)
         assert indexed_ids(vault) == {note_id("a.md"), note_id("b2.md")}  # the index is kept meanwhile
         (aside / "d.md").write_text("delta, written while away")
         digest = tree_digest(aside)
@@ -150,7 +162,7 @@ def test_watch_exits_cleanly_on_ctrl_c_and_rejects_bad_usage(vault, arcana_home)
     event = json.loads(watch.expect('"event": "index"'))
     assert (event["vault"], event["changes"], event["report"]["added"]) == ("notes", None, 2)
     assert watch.stop(signal.SIGINT) == 0
-    assert "Traceback" not in watch.proc.stderr.read()
+    assert "Traceback" not in watch.stderr()
     env = {**os.environ, "ARCANA_HOME": str(arcana_home.root)}
     both = subprocess.run(
         [sys.executable, "-m", "arcana_cli.main", "vault", "watch", "notes", "--all"],
@@ -180,7 +192,7 @@ def test_cron_index_while_a_watch_runs_never_errors(vault, arcana_home):
         assert watch.proc.poll() is None  # the watch is still alive
     finally:
         assert watch.stop() == 0
-    err = watch.proc.stderr.read()
+    err = watch.stderr()
     assert "error" not in err.lower() and "watching notes; Ctrl-C to stop" in err
 
 
@@ -197,7 +209,7 @@ def test_removing_a_watched_vault_ends_its_watch_without_recreating_the_index(va
         assert removed.returncode == 0, removed.stderr
         digest = tree_digest(vault.root)
         (vault.root / "late.md").write_text("written after the vault was removed")
-        watch.expect("no longer watching")
+        watch.expect("no longer watching", stderr=True)
         assert watch.proc.wait(timeout=15) == 0  # its only vault gone, the watch ends by itself
         assert not vault.db_path.exists() and not vault.state_path.exists()
         assert tree_digest(vault.root) != digest  # positive control: the test's own write is seen
@@ -243,3 +255,27 @@ def test_a_watch_moves_a_damaged_state_file_aside_and_says_so(vault, arcana_home
         assert status(arcana_home)["watch"]["running"] is True
     finally:
         assert watch.stop() == 0
+
+
+@pytest.mark.parametrize("quiet", [False, True])
+def test_a_text_watch_reports_passes_on_stdout_and_trouble_on_stderr(vault, arcana_home, quiet):
+    """A text watch printed every line on stdout, a damaged state file's notice too (the manual says
+    stderr), and `--quiet` silenced nothing. Now a pass is one line on stdout (none under --quiet, the
+    index still follows: control), and what went wrong one line on stderr, --quiet or not."""
+    vault.state_path.parent.mkdir(parents=True, exist_ok=True)
+    vault.state_path.write_text('{"watch_pid": 1')
+    watch = Watch(arcana_home, "notes", "--debounce", "100", "--keyword-only", *["--quiet"] * quiet)
+    try:
+        time.sleep(3.0)  # the catch-up pass is done and the watch has taken hold
+        (vault.root / "c.md").write_text("gamma")
+        wait_for(lambda: note_id("c.md") in indexed_ids(vault))
+        time.sleep(0.5)  # its line is printed after the pass commits
+    finally:
+        assert watch.stop() == 0
+    err = watch.stderr().splitlines()  # the pumps have read both to their end
+    printed = list(watch.lines.queue)
+    assert not any("damaged" in line for line in printed), printed
+    passes = [line for line in printed if "vault notes: " in line and " → " in line]
+    assert (passes == []) if quiet else (len(passes) >= 2 and "+1 ~0 -0" in passes[-1]), printed
+    assert [line for line in err if "was damaged" in line and "moved it to" in line], err
+    assert any("watching notes" in line for line in err) is not quiet

@@ -72,11 +72,12 @@ def test_a_host_transcript_offset_is_fsynced_before_its_rename(tmp_path, calls):
     could leave an empty offset file, and the next save read (and stored) the whole transcript again."""
     from memory.agents import AgentRegistry
     from memory.home import Home
-    from memory.runtime.host_save import _record, _save_record
+    from memory.hosts.records import read_record
+    from memory.runtime.host_save import _save_record
 
     home = Home(tmp_path / "home")
     card = AgentRegistry(home).create("ada")
     path = home.agent_dir(card.id) / "hosts" / "claude-code" / "session-1.json"
     _save_record(home, card, path, 1234, ["u1"])
     _temp_synced_then_renamed(calls, path)
-    assert _record(path) == (1234, ["u1"])
+    assert read_record(path) == (1234, ["u1"])
