@@ -6,11 +6,14 @@ rank first often talk about the group with no date in them. Among a hybrid
 query's best candidates (:func:`memory.ranking.fusion.rerank`), when the
 query asks for a time ("when", "how long", "what year / month / date / day"),
 the lines that hold a date or a time expression ("yesterday", "last week",
-"two years ago", "for three years", "on Saturday", "May 2023") gain DATED_LIFT of their score;
-any other query ranks as before. English only, like :mod:`memory.ranking.timeframe`.
+"two years ago", "for three years", "on Saturday", "May 2023") gain
+DATED_LIFT of their score; any other query ranks as before. English only,
+like :mod:`memory.ranking.timeframe`.
 
 LoCoMo dev through the federation, replayed, fitted on two conversations and
-scored on the third: see man/benchmarks.md, "When it happened".
+scored on the third (the folds chose 0.5, 0.5, 0.75): any@5 / any@10 /
+MRR@10 0.830 / 0.890 / 0.664 -> 0.841 / 0.890 / 0.675, temporal MRR 0.795 ->
+0.840 (man/benchmarks.md, "When it happened").
 """
 
 from __future__ import annotations
