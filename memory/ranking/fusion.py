@@ -25,9 +25,11 @@ embedding.keyword_weight override the base weights.
 
 The best fused candidates are then re-ranked (:func:`spread_to_neighbours`,
 :func:`lift_by_pairs`, :func:`hand_to_replies`, then
-:func:`memory.ranking.speakers.lift_named_speakers`): adjacent turns scored
+:func:`memory.ranking.speakers.lift_named_speakers`,
+:func:`memory.ranking.dated.lift_dated_lines`): adjacent turns scored
 together, the query's word pairs said together, the reply to a turn that
-asked the question, and the lines of a speaker the query names. LoCoMo any@10 / MRR@10 0.846 / 0.552 -> 0.859 / 0.614
+asked the question, the lines of a speaker the query names, and for a
+question that asks when, the lines that say when. LoCoMo any@10 / MRR@10 0.846 / 0.552 -> 0.859 / 0.614
 with the federation's asking weight (see memory.federation.router).
 """
 
@@ -38,6 +40,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from memory.config import DEFAULT_KEYWORD_WEIGHT, DEFAULT_VECTOR_WEIGHT
+from memory.ranking.dated import lift_dated_lines
 from memory.ranking.speakers import lift_named_speakers
 from memory.types import MemoryEntry
 
@@ -227,12 +230,14 @@ def rerank(
     """The best ``limit`` of the ``near`` candidates once re-ranked on what the legs' bags of words
     cannot see: adjacent turns scored together, the query's word pairs said together, the
     reply to a turn that asked (``previous``: turn to the turn before it, among admitted rows),
-    and the lines of a speaker ``query_text`` names (:mod:`memory.ranking.speakers`)."""
+    the lines of a speaker ``query_text`` names (:mod:`memory.ranking.speakers`) and, when it
+    asks when, the lines that say when (:mod:`memory.ranking.dated`)."""
     lifted = spread_to_neighbours({i: scores[i] for i in near}, previous, NEIGHBOUR_SHARE)
     lifted = lift_by_pairs(lifted, pair_share)
     content = {e.id: e.content for e in (*keyword, *semantic)}
     lifted = hand_to_replies(lifted, previous, {i for i in near if asks(content[i])})
     lifted = lift_named_speakers(lifted, content, query_text)
+    lifted = lift_dated_lines(lifted, content, query_text)
     return ranked_entries(lifted, semantic, keyword, limit)
 
 

@@ -10,9 +10,10 @@ the federation's relevance x freshness x time-window rank. The default variant
 must reproduce the federation ranking the snapshot recorded (printed as
 ``agreement``), so a variant's figure is what the real path would measure.
 
-Run: python tests/bench/locomo_replay.py SNAPSHOT [--failures] [--before-rerank | --before-speakers] [--expansion]
+Run: python tests/bench/locomo_replay.py SNAPSHOT [--failures] [--before-rerank | --before-speakers | --before-dated] [--expansion]
 (``--before-rerank`` for a snapshot written before the word-pair / reply / asking rerank,
-``--before-speakers`` for one written before the named speakers' lift;
+``--before-speakers`` for one written before the named speakers' lift, ``--before-dated`` for
+one written before the lift of dated lines for a question that asks when;
 ``--expansion`` cross-validates session-neighbour expansion, :mod:`memory.ranking.neighbours`,
 per mode: hybrid as the real path, keyword and semantic as each leg's top 10. A snapshot
 records its turns' ``seq``, so turns at one instant keep the store's order here too.)
@@ -42,6 +43,7 @@ from memory.ranking.fusion import (
     lift_by_pairs,
     spread_to_neighbours,
 )
+from memory.ranking.dated import lift_dated_lines  # noqa: E402
 from memory.ranking.neighbours import expand  # noqa: E402
 from memory.ranking.speakers import lift_named_speakers  # noqa: E402
 from memory.query_terms import terms  # noqa: E402
@@ -143,10 +145,11 @@ def rings(conv: Conv, entry_id: str, reach: int) -> list[list[str]]:
 
 
 def store_scores(conv: Conv, q: dict, *, pairs: bool = True, replies: bool = True,
-                 forward: float = SHARE, speakers: bool = True) -> dict[str, float]:
+                 forward: float = SHARE, speakers: bool = True, dated: bool = True) -> dict[str, float]:
     """The store's hybrid path (VectorAdapter.recall): fusion; among the best NEAR, adjacent
-    turns together, the word-pair lift, the hand-over to replies and the named speakers' lift
-    (``speakers=False`` for a snapshot written before it); the top LIMIT kept.
+    turns together, the word-pair lift, the hand-over to replies, the named speakers' lift
+    (``speakers=False`` for a snapshot written before it) and the dated lines' lift
+    (``dated=False`` likewise); the top LIMIT kept.
 
     ``forward`` != SHARE replays the rejected asymmetric variant (a reply gains ``forward``
     of the turn before it, that turn SHARE of its reply).
@@ -170,6 +173,8 @@ def store_scores(conv: Conv, q: dict, *, pairs: bool = True, replies: bool = Tru
         lifted = hand_to_replies(lifted, previous, {i for i in near if asks(conv.turns[i]["content"])})
     if speakers:
         lifted = lift_named_speakers(lifted, {i: conv.turns[i]["content"] for i in lifted}, q["text"])
+    if dated:
+        lifted = lift_dated_lines(lifted, {i: conv.turns[i]["content"] for i in lifted}, q["text"])
     return {i: lifted[i] for i in best(lifted, LIMIT)}
 
 
@@ -217,14 +222,15 @@ def evaluate(convs: list[Conv], variant, *, raw: bool = False) -> dict[str, dict
     return {c: {k: mean(v) for k, v in cats.items()} for c, cats in rows.items()}
 
 
-def agreement(convs: list[Conv], recorded: float = ASKING_WEIGHT, rerank: bool = True, speakers: bool = True) -> float:
+def agreement(convs: list[Conv], recorded: float = ASKING_WEIGHT, rerank: bool = True, speakers: bool = True,
+              dated: bool = True) -> float:
     """The share of questions whose recorded federation top 10 the replay reproduces exactly
     (``recorded``: the asking weight of the code that wrote the snapshot)."""
     same = total = 0
     for conv in convs:
         for q in conv.questions:
             total += 1
-            ranked = store_scores(conv, q, pairs=rerank, replies=rerank, speakers=speakers)
+            ranked = store_scores(conv, q, pairs=rerank, replies=rerank, speakers=speakers, dated=dated)
             mine = [conv.turns[i]["dia"] for i in federation_rank(conv, q, ranked, recorded)]
             same += mine == q["federation"]
     return same / total
@@ -319,7 +325,9 @@ def main() -> None:
     before = "--before-rerank" in sys.argv  # a snapshot written before this round's rerank
     recorded = 1.0 if before else ASKING_WEIGHT
     speakers = not before and "--before-speakers" not in sys.argv  # a snapshot written before the speaker lift
-    print(f"replay agreement with the recorded federation ranking: {agreement(convs, recorded, not before, speakers):.3f}")
+    dated = speakers and "--before-dated" not in sys.argv  # … or before the dated lines' lift
+    agree = agreement(convs, recorded, not before, speakers, dated)
+    print(f"replay agreement with the recorded federation ranking: {agree:.3f}")
     failures(convs)
     table = evaluate(convs, GRID["default"])
     per = "  ".join(f"{c.name}: {fmt(table[c.name]['all'])}" for c in convs)
