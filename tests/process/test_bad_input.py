@@ -379,11 +379,8 @@ def test_the_manual_cron_line_works_as_written_without_prune_config(cli, arcana_
     assert archived == {"barely worth keeping": True, "worth keeping": False}  # archived, not purged
 
 
-@pytest.mark.parametrize("state", ['{"last_event_at": 1e300, "watch_started_at": "2024-05-01", "last_error": 5}',
-                                   "[" * 100_000 + "]" * 100_000])
-def test_vault_status_reads_a_damaged_state_file_as_unknown_not_a_traceback(cli, tmp_path, no_embedder, arcana_home, state):
-    """A state file with a time past time_t (OverflowError) or nested past the parser's depth
-    (RecursionError) made `vault status` a traceback; now such values read as never/none."""
+def _indexed_vault(cli, tmp_path, home):
+    """Vault ``n``: one note, indexed by the CLI."""
     from memory.vaults.registry import VaultRegistry
 
     notes = tmp_path / "notes"
@@ -391,7 +388,15 @@ def test_vault_status_reads_a_damaged_state_file_as_unknown_not_a_traceback(cli,
     (notes / "a.md").write_text("# A\n")
     assert cli("vault", "add", str(notes), "--name", "n").exit_code == 0
     assert cli("vault", "index", "n").exit_code == 0
-    vault = VaultRegistry(arcana_home).get("n")
+    return VaultRegistry(home).get("n")
+
+
+@pytest.mark.parametrize("state", ['{"last_event_at": 1e300, "watch_started_at": "2024-05-01", "last_error": 5}',
+                                   "[" * 100_000 + "]" * 100_000])
+def test_vault_status_reads_a_damaged_state_file_as_unknown_not_a_traceback(cli, tmp_path, no_embedder, arcana_home, state):
+    """A state file with a time past time_t (OverflowError) or nested past the parser's depth
+    (RecursionError) made `vault status` a traceback; now such values read as never/none."""
+    vault = _indexed_vault(cli, tmp_path, arcana_home)
     good = json.loads(cli("vault", "status", "n", "--json").stdout)
     assert good["last_indexed_at"] and good["notes_indexed"] == 1  # the control: an index recorded
     vault.state_path.write_text(state)
@@ -408,14 +413,7 @@ def test_vault_status_says_a_damaged_state_file_is_damaged_and_how_to_rebuild_it
     """A state file that cannot be read made `vault status` say "last indexed: never" of a vault indexed a
     minute before. Now it says the state is damaged and that `vault index` rebuilds it (text and --json);
     the index that rebuilds it is the control."""
-    from memory.vaults.registry import VaultRegistry
-
-    notes = tmp_path / "notes"
-    notes.mkdir()
-    (notes / "a.md").write_text("# A\n")
-    assert cli("vault", "add", str(notes), "--name", "n").exit_code == 0
-    assert cli("vault", "index", "n").exit_code == 0
-    vault = VaultRegistry(arcana_home).get("n")
+    vault = _indexed_vault(cli, tmp_path, arcana_home)
     vault.state_path.write_text('{"last_indexed_at": 17')  # cut short
     text = cli("vault", "status", "n")
     assert text.exit_code == 0, text.output
