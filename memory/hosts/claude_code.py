@@ -14,7 +14,8 @@ text, thinking and tool calls. Only the person's words and the assistant's
 text make an exchange; tool calls and results, meta and sidechain lines are
 noise, counted and dropped. A resumed session's transcript begins with the
 lines of the session it resumed, each still carrying that one's
-``sessionId``: those are that session's to store.
+``sessionId``: each exchange says whose it is, for the save to tell what
+that session stored from what it never did.
 """
 
 from __future__ import annotations
@@ -22,7 +23,6 @@ from __future__ import annotations
 import copy
 import re
 import shlex
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import PurePath
 from typing import IO, Any
@@ -176,6 +176,7 @@ class Exchange:
     prompt: str
     response: str
     line: str | None = None  # the ``uuid`` of the person's line: a rewritten transcript keeps it
+    owner: str | None = None  # the line's ``sessionId``: a resumed session's transcript holds the old one's
 
 
 @dataclass
@@ -191,23 +192,20 @@ class TranscriptRead:
     truncated: bool = False  # stopped at the byte budget; the rest is read next time
 
 
-def read_transcript(handle: IO[bytes], start: int, *, max_bytes: int, max_line: int = MAX_LINE_BYTES,
-                    stored_by: Callable[[str], bool] = lambda session: False) -> TranscriptRead:
+def read_transcript(handle: IO[bytes], start: int, *, max_bytes: int, max_line: int = MAX_LINE_BYTES) -> TranscriptRead:
     """The exchanges in ``handle`` (binary, positioned at ``start``), reading at most ``max_bytes``.
 
     A last line without its newline is still being written: it is left for the
     next read, and ``end`` stops before it. Memory stays bounded by ``max_line``.
-    A line whose ``sessionId`` names a session ``stored_by`` says stores its own
-    lines (the one this session resumed) is ignored.
     """
     read = TranscriptRead(start=start, end=start)
     prompt: str | None = None
     replies: list[str] = []
-    said_in: str | None = None
+    said_in: tuple[str | None, str | None] = (None, None)
 
     def close_exchange() -> None:
         if prompt is not None:
-            read.exchanges.append(Exchange(prompt, _cut("\n\n".join(replies)), said_in))
+            read.exchanges.append(Exchange(prompt, _cut("\n\n".join(replies)), *said_in))
 
     while True:
         if read.end - start >= max_bytes:
@@ -229,12 +227,12 @@ def read_transcript(handle: IO[bytes], start: int, *, max_bytes: int, max_line: 
         read.end = handle.tell()
         if not line.strip():
             continue
-        kind, text, uuid = _classify(line, stored_by)
+        kind, text, uuid, owner = _classify(line)
         if kind == "malformed":
             read.malformed += 1
         elif kind == "said":
             close_exchange()
-            prompt, replies, said_in = _cut(text), [], uuid
+            prompt, replies, said_in = _cut(text), [], (uuid, owner)
         elif kind == "reply" and prompt is not None:
             replies.append(text)
         else:
@@ -243,22 +241,21 @@ def read_transcript(handle: IO[bytes], start: int, *, max_bytes: int, max_line: 
     return read
 
 
-def _classify(raw: bytes, stored_by: Callable[[str], bool]) -> tuple[str, str, str | None]:
-    """("said", text, uuid) for the person's words, ("reply", text, uuid) for assistant text (possibly
-    empty), ("noise", "", …) for everything else a transcript holds, ("malformed", "", None) for what it
-    cannot hold; uuid is the line's, None when it has none."""
+def _classify(raw: bytes) -> tuple[str, str, str | None, str | None]:
+    """("said", text, uuid, session) for the person's words, ("reply", …) for assistant text,
+    ("noise", "", …) for everything else a transcript holds, ("malformed", "", None, None) for what it
+    cannot hold; uuid and session are the line's, None when it has none."""
     try:
         line = strict_json.loads(strict_json.decode(raw))
     except strict_json.JSONRefused:  # a key given twice too: a second "isSidechain" must not pass a check on the first
-        return "malformed", "", None
+        return "malformed", "", None, None
     if not isinstance(line, dict):
-        return "malformed", "", None
+        return "malformed", "", None, None
     uuid = line.get("uuid") if isinstance(line.get("uuid"), str) else None
+    owner = line.get("sessionId") if isinstance(line.get("sessionId"), str) else None
     kind = line.get("type")
     if kind not in ("user", "assistant") or line.get("isSidechain") or line.get("isMeta") or line.get("isCompactSummary"):
-        return "noise", "", uuid
-    if isinstance(line.get("sessionId"), str) and stored_by(line["sessionId"]):
-        return "noise", "", uuid
+        return "noise", "", uuid, owner
     message = line.get("message")
     content = message.get("content") if isinstance(message, dict) else None
     if isinstance(content, str):
@@ -266,15 +263,15 @@ def _classify(raw: bytes, stored_by: Callable[[str], bool]) -> tuple[str, str, s
     elif isinstance(content, list) and all(isinstance(b, dict) for b in content):
         blocks = content
     else:
-        return "malformed", "", None
+        return "malformed", "", None, None
     text = "\n".join(b["text"] for b in blocks if b.get("type") == "text" and isinstance(b.get("text"), str)).strip()
     if kind == "assistant":
-        return ("reply", text, uuid) if text else ("noise", "", uuid)
+        return ("reply", text, uuid, owner) if text else ("noise", "", uuid, owner)
     tag = _INJECTED.match(text)
     if not text or any(b.get("type") == "tool_result" for b in blocks) or text.startswith(_NOT_SAID) or (
             tag and f"</{tag.group(1)}>" in text):
-        return "noise", "", uuid
-    return "said", text, uuid
+        return "noise", "", uuid, owner
+    return "said", text, uuid, owner
 
 
 def _cut(text: str) -> str:

@@ -735,3 +735,38 @@ def test_a_host_sessions_summary_never_keeps_what_the_briefing_told_the_model(ho
     # control: the summary the model wrote, with what the person said, by the same paths
     assert any(hit["content"].startswith("Summary:") and "heron-2" in hit["content"] for hit in _recall("release branch heron"))
     assert "Summary:" in briefing
+
+
+def test_a_resumed_session_stores_the_tail_its_predecessor_never_saved(home, project, tmp_path):
+    """A session saved at a compaction and then killed (no SessionEnd hook ran) left its last exchanges
+    unsaved; resumed, they come first in the new transcript still naming the old session, and were
+    taken for stored because that session has a record. Only what its record stored is its own."""
+    assert setup(project, "--write").returncode == 0
+    end = hook_command(project, "SessionEnd")
+
+    def said(text: str, session: str) -> list[dict]:
+        return [{**_line("user", text), "sessionId": session},
+                {**_line("assistant", [{"type": "text", "text": "Understood."}]), "sessionId": session}]
+
+    saved, tail = said("Please remember that the release branch is named heron-2.", "a1"), said(
+        "Note that the build cache lives in /var/kiln.", "a1")
+    first = tmp_path / "a1.jsonl"
+    _write_transcript(first, saved, garbage=False)
+    payload = {"session_id": "a1", "transcript_path": str(first), "hook_event_name": "PreCompact"}
+    assert run_hook(end, payload, project).stderr.startswith("1 exchange(s) read")
+    _write_transcript(first, tail, garbage=False)  # said after the compaction; the session then killed
+
+    resumed = tmp_path / "b2.jsonl"
+    own = said("Note that the deploy script lives in tools/ship.sh.", "b2")
+    _write_transcript(resumed, [*saved, *tail, *own], garbage=False)
+    done = run_hook(end, {**payload, "session_id": "b2", "transcript_path": str(resumed)}, project)
+    assert done.returncode == 0 and done.stderr.startswith("2 exchange(s) read, 2 fact(s) stored"), done.stderr
+    assert _recall("build cache kiln") and _recall("deploy script ship")
+
+    # resumed again: the first session's tail was stored by the second; only the third's own is new
+    again = tmp_path / "c3.jsonl"
+    _write_transcript(again, [*saved, *tail, *own, *said("Remember that the linter is ruff.", "c3")], garbage=False)
+    done = run_hook(end, {**payload, "session_id": "c3", "transcript_path": str(again)}, project)
+    assert done.returncode == 0 and done.stderr.startswith("1 exchange(s) read, 1 fact(s) stored"), done.stderr
+    turns = sorted(s["turns"] for s in json.loads(arcana("session", "list", "--agent", "dev", "--json").stdout))
+    assert turns == [1, 1, 2], turns
