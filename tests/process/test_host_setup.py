@@ -770,3 +770,59 @@ def test_a_resumed_session_stores_the_tail_its_predecessor_never_saved(home, pro
     assert done.returncode == 0 and done.stderr.startswith("1 exchange(s) read, 1 fact(s) stored"), done.stderr
     turns = sorted(s["turns"] for s in json.loads(arcana("session", "list", "--agent", "dev", "--json").stdout))
     assert turns == [1, 1, 2], turns
+
+
+def test_a_line_over_four_mib_keeps_what_was_said_and_drops_a_huge_tool_result(home, project, tmp_path):
+    """A line over 4 MiB was skipped unread and counted malformed: a prompt with a pasted file lost
+    what the person said with it. Such a line is read a chunk at a time with each string cut short:
+    the person's words and the assistant's text are kept (cut, as every prompt is), a tool's output is
+    still noise, and a line that is not JSON is still malformed."""
+    assert setup(project, "--write").returncode == 0
+    pasted = "Remember that the staging host is called plover.\n" + "line of the pasted log\n" * 300_000  # 6.6 MiB
+    lines = [
+        _line("user", pasted),
+        _line("assistant", [{"type": "text", "text": "Noted: plover."},
+                            {"type": "tool_use", "id": "t1", "name": "Write", "input": {"content": "é\\\"" * 2_000_000}}]),
+        _line("user", [{"type": "tool_result", "tool_use_id": "t1", "content": "I prefer octarine. " + "z" * (5 << 20)}]),
+        _line("user", "Please remember that the release branch is named heron-2."),  # control: a short line
+        _line("assistant", [{"type": "text", "text": "Noted: heron-2."}]),
+    ]
+    transcript = tmp_path / "big.jsonl"
+    _write_transcript(transcript, lines, garbage=False)
+    with transcript.open("a") as handle:
+        handle.write('{"type": "user", "message": "' + "n" * (5 << 20) + '" not json\n')
+    payload = {"session_id": "big", "transcript_path": str(transcript), "hook_event_name": "SessionEnd"}
+    done = run_hook(hook_command(project, "SessionEnd"), payload, project)
+    assert done.returncode == 0, done.stderr
+    assert "2 exchange(s) read, 2 fact(s) stored" in done.stderr and "1 malformed" in done.stderr, done.stderr
+    assert _recall("release branch heron")
+    staging = [hit["content"] for hit in _recall("staging host plover")]
+    assert "The staging host is called plover." in staging, staging
+    assert _recall("octarine") == []  # the tool's output
+    (session,) = json.loads(arcana("session", "list", "--agent", "dev", "--json").stdout)
+    shown = json.loads(arcana("session", "show", session["id"], "--agent", "dev", "--json").stdout)
+    prompt, reply = shown["turns"][0]["prompt"], shown["turns"][0]["response"]
+    assert prompt.startswith("Remember that the staging host") and prompt.endswith("…") and len(prompt) <= 8000
+    assert reply == "Noted: plover."
+
+
+@pytest.mark.parametrize("skew", range(6))
+def test_a_long_lines_strings_are_cut_whole_across_chunks(tmp_path, skew):
+    """A long line is read in chunks and its strings cut short: an escape split by a chunk's end, or an
+    escape or UTF-8 character split by the cut, must leave the line JSON, read as any line."""
+    from memory.hosts.claude_code import MAX_TEXT_CHARS, read_transcript
+
+    max_line = 400_000
+    said = '{"type": "user", "uuid": "u1", "message": {"role": "user", "content": "Remember that ' + "x" * skew
+    said += "\\u00e9" * 40_000 + "é" * 50_000 + '"}, "toolUseResult": "'  # the cut falls inside an escape
+    pad = max_line - len(said.encode())
+    raw = said + "b" * pad + '\\"' + "b" * 1000 + '"}\n'
+    assert raw.encode()[max_line] == ord("\\")  # the first chunk ends on a backslash
+    path = tmp_path / "t.jsonl"
+    cut_in_a_character = "x" * skew + "é" * 250_000
+    path.write_text(raw + json.dumps(_line("user", [{"type": "text", "text": cut_in_a_character}]), ensure_ascii=False) + "\n")
+    with path.open("rb") as handle:
+        read = read_transcript(handle, 0, max_bytes=1 << 30, max_line=max_line)
+    assert read.malformed == 0 and len(read.exchanges) == 2, read
+    assert read.exchanges[0].prompt.startswith("Remember that " + "x" * skew + "éé") and len(read.exchanges[0].prompt) == MAX_TEXT_CHARS
+    assert read.exchanges[1].prompt.endswith("éé…") and len(read.exchanges[1].prompt) == MAX_TEXT_CHARS
