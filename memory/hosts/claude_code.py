@@ -216,7 +216,7 @@ def read_transcript(handle: IO[bytes], start: int, *, max_bytes: int, max_line: 
 
     while True:
         if read.end - start >= max_bytes:
-            read.truncated = True
+            read.truncated = handle.read(1) != b""  # a warning that more is left, only when some is
             break
         line = handle.readline(max_line + 1)
         if not line.endswith(b"\n"):

@@ -494,6 +494,9 @@ def test_a_transcript_is_read_within_its_budget_and_a_line_being_written_is_left
     path = tmp_path / "t.jsonl"
     _write_transcript(path, TRANSCRIPT, garbage=False)
     whole = path.stat().st_size
+    with path.open("rb") as handle:
+        exact = read_transcript(handle, 0, max_bytes=whole)  # the budget spent at the end: nothing left over
+    assert exact.end == whole and not exact.truncated
     with path.open("ab") as handle:
         handle.write(b'{"type": "user", "message": {"content": "half a li')  # still being written
     with path.open("rb") as handle:
@@ -826,3 +829,22 @@ def test_a_long_lines_strings_are_cut_whole_across_chunks(tmp_path, skew):
     assert read.malformed == 0 and len(read.exchanges) == 2, read
     assert read.exchanges[0].prompt.startswith("Remember that " + "x" * skew + "éé") and len(read.exchanges[0].prompt) == MAX_TEXT_CHARS
     assert read.exchanges[1].prompt.endswith("éé…") and len(read.exchanges[1].prompt) == MAX_TEXT_CHARS
+
+
+def test_a_transcript_over_the_hooks_budget_is_finished_by_the_next_hook(home, project, tmp_path):
+    """A hook reads at most 64 MiB of a transcript: what lies beyond is read by the next hook (or a
+    session resuming this one), and stderr says so, once, only when something is left."""
+    assert setup(project, "--write").returncode == 0
+    end = hook_command(project, "SessionEnd")
+    output = _line("user", [{"type": "tool_result", "tool_use_id": "t", "content": "z" * (3 << 20)}])
+    lines = [_line("user", "Please remember that the release branch is named heron-2."),
+             *[output] * 23, _line("user", "Note that the build cache lives in /var/kiln.")]  # 69 MiB
+    transcript = tmp_path / "long.jsonl"
+    _write_transcript(transcript, lines, garbage=False)
+    payload = {"session_id": "long", "transcript_path": str(transcript), "hook_event_name": "PreCompact"}
+    first = run_hook(end, payload, project)
+    assert first.returncode == 0 and "1 exchange(s) read" in first.stderr, first.stderr
+    assert "64 MiB" in first.stderr and "next hook" in first.stderr and _recall("kiln") == []
+    rest = run_hook(end, {**payload, "hook_event_name": "SessionEnd"}, project)
+    assert rest.returncode == 0 and rest.stderr.startswith("1 exchange(s) read"), rest.stderr  # nothing left: no warning
+    assert _recall("build cache kiln") and _recall("release branch heron")
