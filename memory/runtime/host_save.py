@@ -25,7 +25,7 @@ import json
 import os
 import re
 import stat
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +40,7 @@ from memory.home import Home, replace_file
 from memory.hosts import Host
 from memory.hosts.claude_code import Exchange, read_transcript
 from memory.hosts.records import read_record
+from memory.hosts.secrets import redact
 from memory.locks import exclusive_within
 from memory.models.context import HEADER
 from memory.promotion import asserted_importance
@@ -128,6 +129,8 @@ async def _save(home, config, card, memory, hook, host, audit, max_bytes) -> Sav
         handle.seek(start)
         read = read_transcript(handle, start, max_bytes=max_bytes)
     said = _not_stored(read.exchanges, stored_lines, state_path, hook.session_id)
+    # Every write below (turns, facts, the summary) takes its text from here: a pasted key never reaches one.
+    said = [replace(e, prompt=redact(e.prompt), response=redact(e.response)) for e in said]
     report.start, report.end, report.exchanges = read.start, read.end, len(said)
     report.malformed_lines, report.truncated = read.malformed, read.truncated
     report.ignored_lines = read.ignored + len(read.exchanges) - len(said)

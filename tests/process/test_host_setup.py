@@ -848,3 +848,49 @@ def test_a_transcript_over_the_hooks_budget_is_finished_by_the_next_hook(home, p
     rest = run_hook(end, {**payload, "hook_event_name": "SessionEnd"}, project)
     assert rest.returncode == 0 and rest.stderr.startswith("1 exchange(s) read"), rest.stderr  # nothing left: no warning
     assert _recall("build cache kiln") and _recall("release branch heron")
+
+
+SECRETS = {
+    "openai": "sk-proj-Q3vT9xL2mN8pR4sW7yZ1aB5cD6eF0gH2jK4lM",
+    "anthropic": "sk-ant-api03-Zx8Yw7Vu6Ts5Rq4Po3Nm2Lk1Jh0Gf9Ed8Cb7Aa-1bC2dE3fAA",
+    "github": "ghp_R2d2C3po4Bb8Ee1Yy7Kk5Ll0Mm9Nn3Oo6Pp2Qq",
+    "github-fine": "github_pat_11ABCDEFG0abcdefghijkl_mnopqrstuvwxyz0123456789ABCDEFGHIJ",
+    "aws-id": "AKIAIOSFODNN7EXAMPLE",
+    "aws-secret": "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+    "slack": "xoxb-123456789012-1234567890123-AbCdEfGhIjKlMnOpQrStUvWx",
+    "key": "MIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC7",
+}
+
+
+def test_secrets_pasted_into_a_session_are_never_stored(home, project, tmp_path):
+    """A transcript holds what the person pasted: an API key or a private key went into the session's
+    turns, its summary and a semantic memory, in plain text in the agent's store. Obvious secrets are
+    replaced before anything is written; ordinary words that look like them are kept."""
+    assert setup(project, "--write").returncode == 0
+    key = "-----BEGIN OPENSSH PRIVATE KEY-----\n" + SECRETS["key"] + "\n-----END OPENSSH PRIVATE KEY-----"
+    lines = [
+        _line("user", f"Remember that the deploy key for plover is {SECRETS['openai']} and the bot uses {SECRETS['anthropic']}."),
+        _line("assistant", [{"type": "text", "text": f"Stored. Also seen: {SECRETS['github']}, {SECRETS['github-fine']}."}]),
+        _line("user", f"Note that CI reads aws_access_key_id={SECRETS['aws-id']} aws_secret_access_key = {SECRETS['aws-secret']} "
+                      f"and slack {SECRETS['slack']}; here is the key:\n{key}\nkeep it safe."),
+        _line("assistant", [{"type": "text", "text": "Understood."}]),
+        # control: words like theirs, no secret in them
+        _line("user", "Remember that the risk-assessment-for-the-quarterly-plan uses sk-learn-compatible-pipelines, "
+                      "AKIA is the prefix of AWS key ids, ghp_ starts a GitHub token, and aws_secret_access_key "
+                      "is read from the environment; BEGIN PRIVATE KEY marks a PEM file."),
+        _line("assistant", [{"type": "text", "text": "Noted."}]),
+    ]
+    transcript = tmp_path / "secrets.jsonl"
+    _write_transcript(transcript, lines, garbage=False)
+    payload = {"session_id": "sec", "transcript_path": str(transcript), "hook_event_name": "SessionEnd"}
+    done = run_hook(hook_command(project, "SessionEnd"), payload, project)
+    assert done.returncode == 0 and done.stderr.startswith("3 exchange(s) read, 3 fact(s) stored"), done.stderr
+    stored = b"".join(path.read_bytes() for path in home.rglob("*") if path.is_file())
+    for name, secret in SECRETS.items():
+        assert secret.encode() not in stored, name
+    plover = [hit["content"] for hit in _recall("deploy key plover")]
+    assert any("[secret removed]" in text for text in plover), plover  # the fact is kept, its secret gone
+    control = " ".join(hit["content"] for hit in _recall("risk assessment quarterly plan pipelines"))
+    for kept in ("risk-assessment-for-the-quarterly-plan", "sk-learn-compatible-pipelines", "AKIA is the prefix",
+                 "ghp_ starts", "aws_secret_access_key is read", "BEGIN PRIVATE KEY marks"):
+        assert kept in control, kept
