@@ -209,6 +209,9 @@ def _not_stored(exchanges: list[Exchange], stored: list[str], state_path: Path, 
             records[owner] = read_record(path)[1]
     seen = set(stored).union(*records.values())
     last = {e.owner: number for number, e in enumerate(exchanges) if e.owner in records and e.line in seen}
+    # A copy none of whose lines its session's record names (a host that renumbered them) is taken as
+    # stored whole: a lost tail is better than every exchange of that session stored twice.
+    last.update({owner: len(exchanges) for owner, lines in records.items() if lines and owner not in last})
     said = []
     for number, exchange in enumerate(exchanges):
         if HEADER in exchange.prompt or exchange.line in seen or number <= last.get(exchange.owner, -1):

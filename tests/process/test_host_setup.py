@@ -774,6 +774,13 @@ def test_a_resumed_session_stores_the_tail_its_predecessor_never_saved(home, pro
     turns = sorted(s["turns"] for s in json.loads(arcana("session", "list", "--agent", "dev", "--json").stdout))
     assert turns == [1, 1, 2], turns
 
+    # a copy whose lines were given new uuids cannot be matched to what was stored: taken as stored
+    renumbered = tmp_path / "d4.jsonl"
+    _write_transcript(renumbered, [{**line, "uuid": os.urandom(4).hex()} for line in [*saved, *tail]]
+                      + said("Remember that the formatter is black.", "d4"), garbage=False)
+    done = run_hook(end, {**payload, "session_id": "d4", "transcript_path": str(renumbered)}, project)
+    assert done.returncode == 0 and done.stderr.startswith("1 exchange(s) read, 1 fact(s) stored"), done.stderr
+
 
 def test_a_line_over_four_mib_keeps_what_was_said_and_drops_a_huge_tool_result(home, project, tmp_path):
     """A line over 4 MiB was skipped unread and counted malformed: a prompt with a pasted file lost
