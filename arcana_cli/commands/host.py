@@ -89,7 +89,7 @@ def setup(
 async def save(cli: CliContext, out: Out, host: HostArg, agent: AgentOpt = ...) -> None:
     """Store what a host session decided, from the hook's JSON on stdin (only new exchanges); its report goes to stderr."""
     from arcana_cli.federated import agent_federation
-    from memory.runtime.host_save import MAX_HOOK_INPUT, parse_hook_input, save_transcript
+    from memory.runtime.host_save import MAX_HOOK_INPUT, MAX_TRANSCRIPT_BYTES, parse_hook_input, save_transcript
 
     if (stdin := piped_stdin()) is None:
         raise typer.BadParameter("pipe the hook's JSON (session_id, transcript_path) on stdin", param_hint="stdin")
@@ -102,7 +102,8 @@ async def save(cli: CliContext, out: Out, host: HostArg, agent: AgentOpt = ...) 
     if report.malformed_lines:
         out.warn(f"{report.malformed_lines} malformed line(s) of {hook.transcript} skipped")
     if report.truncated:
-        out.warn(f"read {report.end - report.start:,} bytes of {hook.transcript}; the next hook reads on from there")
+        out.warn(f"read {report.end - report.start:,} bytes of {hook.transcript} (a hook reads at most "
+                 f"{MAX_TRANSCRIPT_BYTES >> 20} MiB); the rest is saved by this session's next hook, or a session resuming it")
     # The report goes on stderr: Claude Code takes a PreCompact hook's stdout as instructions for the
     # summary it writes (the line "… fact(s) stored, summary <id>" was one). --json asks for it on stdout.
     if out.json_mode:

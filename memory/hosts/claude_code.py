@@ -14,15 +14,16 @@ text, thinking and tool calls. Only the person's words and the assistant's
 text make an exchange; tool calls and results, meta and sidechain lines are
 noise, counted and dropped. A resumed session's transcript begins with the
 lines of the session it resumed, each still carrying that one's
-``sessionId``: those are that session's to store.
+``sessionId``: each exchange says whose it is, for the save to tell what
+that session stored from what it never did.
 """
 
 from __future__ import annotations
 
 import copy
+import json
 import re
 import shlex
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import PurePath
 from typing import IO, Any
@@ -161,8 +162,13 @@ def _expect(value: object, kind: type, where: str) -> None:
 
 # -- transcripts -----------------------------------------------------------------
 
-MAX_LINE_BYTES = 4 << 20  # a longer line (a huge tool result) is skipped unread
+MAX_LINE_BYTES = 4 << 20  # a longer line (a pasted file, a huge tool result) is read with its strings cut short
 MAX_TEXT_CHARS = 8000  # of one prompt or one reply kept for the session record
+# Bytes of one JSON string kept from a long line: more than MAX_TEXT_CHARS characters however escaped
+# (a character is at most 12 bytes, as a \uXXXX\uXXXX pair), so a cut text is still cut with its "…".
+MAX_KEPT_STRING = 12 * (MAX_TEXT_CHARS + 2)
+_CHUNK = 1 << 20
+_STRING_BODY = re.compile(rb'(?:[^"\\]++|\\.)*+', re.DOTALL)  # up to the closing quote, or a backslash ending a chunk
 _NOT_SAID = ("[Request interrupted", "This session is being continued from a previous")
 # <command-name>…</command-name>, <local-command-stdout>, <system-reminder>: the host wraps what it adds in a tag it
 # closes; a prompt that only begins with one ("<div> wrappers break …") is the person's
@@ -176,6 +182,7 @@ class Exchange:
     prompt: str
     response: str
     line: str | None = None  # the ``uuid`` of the person's line: a rewritten transcript keeps it
+    owner: str | None = None  # the line's ``sessionId``: a resumed session's transcript holds the old one's
 
 
 @dataclass
@@ -186,55 +193,48 @@ class TranscriptRead:
     end: int
     exchanges: list[Exchange] = field(default_factory=list)
     lines: int = 0
-    malformed: int = 0  # not JSON, not UTF-8, not shaped like a transcript line, or too long
+    malformed: int = 0  # not JSON, not UTF-8, not shaped like a transcript line, or too long once shrunk
     ignored: int = 0  # tool calls and results, meta, sidechain and bookkeeping lines
     truncated: bool = False  # stopped at the byte budget; the rest is read next time
 
 
-def read_transcript(handle: IO[bytes], start: int, *, max_bytes: int, max_line: int = MAX_LINE_BYTES,
-                    stored_by: Callable[[str], bool] = lambda session: False) -> TranscriptRead:
+def read_transcript(handle: IO[bytes], start: int, *, max_bytes: int, max_line: int = MAX_LINE_BYTES) -> TranscriptRead:
     """The exchanges in ``handle`` (binary, positioned at ``start``), reading at most ``max_bytes``.
 
     A last line without its newline is still being written: it is left for the
-    next read, and ``end`` stops before it. Memory stays bounded by ``max_line``.
-    A line whose ``sessionId`` names a session ``stored_by`` says stores its own
-    lines (the one this session resumed) is ignored.
+    next read, and ``end`` stops before it. Memory stays bounded by ``max_line``:
+    a longer line is read a chunk at a time with each of its strings cut short.
     """
     read = TranscriptRead(start=start, end=start)
     prompt: str | None = None
     replies: list[str] = []
-    said_in: str | None = None
+    said_in: tuple[str | None, str | None] = (None, None)
 
     def close_exchange() -> None:
         if prompt is not None:
-            read.exchanges.append(Exchange(prompt, _cut("\n\n".join(replies)), said_in))
+            read.exchanges.append(Exchange(prompt, _cut("\n\n".join(replies)), *said_in))
 
     while True:
         if read.end - start >= max_bytes:
-            read.truncated = True
+            read.truncated = handle.read(1) != b""  # a warning that more is left, only when some is
             break
         line = handle.readline(max_line + 1)
         if not line.endswith(b"\n"):
             if len(line) <= max_line:
                 break  # end of file, or a line still being written
-            while line and not line.endswith(b"\n"):  # too long: skip it unread
-                line = handle.readline(1 << 20)
-            if not line:
-                break
-            read.lines += 1
-            read.malformed += 1
-            read.end = handle.tell()
-            continue
+            ended, line = _shrunk(line, handle, max_line)
+            if not ended:
+                break  # a long line still being written
         read.lines += 1
         read.end = handle.tell()
-        if not line.strip():
+        if line is not None and not line.strip():
             continue
-        kind, text, uuid = _classify(line, stored_by)
+        kind, text, uuid, owner = _classify(line) if line is not None else ("malformed", "", None, None)
         if kind == "malformed":
             read.malformed += 1
         elif kind == "said":
             close_exchange()
-            prompt, replies, said_in = _cut(text), [], uuid
+            prompt, replies, said_in = _cut(text), [], (uuid, owner)
         elif kind == "reply" and prompt is not None:
             replies.append(text)
         else:
@@ -243,22 +243,73 @@ def read_transcript(handle: IO[bytes], start: int, *, max_bytes: int, max_line: 
     return read
 
 
-def _classify(raw: bytes, stored_by: Callable[[str], bool]) -> tuple[str, str, str | None]:
-    """("said", text, uuid) for the person's words, ("reply", text, uuid) for assistant text (possibly
-    empty), ("noise", "", …) for everything else a transcript holds, ("malformed", "", None) for what it
-    cannot hold; uuid is the line's, None when it has none."""
+def _shrunk(head: bytes, handle: IO[bytes], max_line: int) -> tuple[bool, bytes | None]:
+    """A line over ``max_line`` bytes, read on from ``head`` to its end a chunk at a time, with each
+    string cut to MAX_KEPT_STRING bytes: a pasted file or a tool's output is one long string, so what
+    is left is the line's shape and the start of each text, to classify as any line. False when the
+    file ends before the line does (still being written); None when even shrunk it is over
+    ``max_line`` (no transcript line is) or it ends inside a string."""
+    out, carry, chunk = bytearray(), b"", head
+    in_string, cut, start = False, False, 0
+    while chunk:
+        chunk, carry, at = carry + chunk, b"", 0
+        while at < len(chunk):
+            if not in_string:
+                quote = chunk.find(b'"', at)
+                end = len(chunk) if quote < 0 else quote + 1
+                out += chunk[at:end]
+                at = end
+                if quote >= 0:
+                    in_string, cut, start = True, False, len(out)
+                continue
+            end = _STRING_BODY.match(chunk, at).end()
+            room = start + MAX_KEPT_STRING - len(out)
+            cut = cut or end - at > room
+            out += chunk[at:at + min(room, end - at)]
+            at = end
+            if at < len(chunk) and chunk[at] == ord('"'):
+                if cut:
+                    _end_cleanly(out, start)
+                out += b'"'
+                in_string, at = False, at + 1
+            elif at < len(chunk):
+                carry, at = chunk[at:], len(chunk)  # a backslash ends the chunk: what it escapes comes next
+        if chunk.endswith(b"\n"):
+            return True, bytes(out) if len(out) <= max_line and not in_string else None
+        if len(out) > max_line:  # not a transcript line: read to its end unkept
+            while chunk and not chunk.endswith(b"\n"):
+                chunk = handle.readline(_CHUNK)
+            return bool(chunk), None
+        chunk = handle.readline(_CHUNK)
+    return False, None
+
+
+def _end_cleanly(out: bytearray, start: int) -> None:
+    """Drop the last bytes of the string cut at ``out[start:]`` until it is whole: no escape or
+    UTF-8 character left in halves."""
+    for _ in range(12):
+        try:
+            json.loads(b'"' + out[start:] + b'"')
+            return
+        except ValueError:
+            del out[-1]
+
+
+def _classify(raw: bytes) -> tuple[str, str, str | None, str | None]:
+    """("said", text, uuid, session) for the person's words, ("reply", …) for assistant text,
+    ("noise", "", …) for everything else a transcript holds, ("malformed", "", None, None) for what it
+    cannot hold; uuid and session are the line's, None when it has none."""
     try:
         line = strict_json.loads(strict_json.decode(raw))
     except strict_json.JSONRefused:  # a key given twice too: a second "isSidechain" must not pass a check on the first
-        return "malformed", "", None
+        return "malformed", "", None, None
     if not isinstance(line, dict):
-        return "malformed", "", None
+        return "malformed", "", None, None
     uuid = line.get("uuid") if isinstance(line.get("uuid"), str) else None
+    owner = line.get("sessionId") if isinstance(line.get("sessionId"), str) else None
     kind = line.get("type")
     if kind not in ("user", "assistant") or line.get("isSidechain") or line.get("isMeta") or line.get("isCompactSummary"):
-        return "noise", "", uuid
-    if isinstance(line.get("sessionId"), str) and stored_by(line["sessionId"]):
-        return "noise", "", uuid
+        return "noise", "", uuid, owner
     message = line.get("message")
     content = message.get("content") if isinstance(message, dict) else None
     if isinstance(content, str):
@@ -266,15 +317,15 @@ def _classify(raw: bytes, stored_by: Callable[[str], bool]) -> tuple[str, str, s
     elif isinstance(content, list) and all(isinstance(b, dict) for b in content):
         blocks = content
     else:
-        return "malformed", "", None
+        return "malformed", "", None, None
     text = "\n".join(b["text"] for b in blocks if b.get("type") == "text" and isinstance(b.get("text"), str)).strip()
     if kind == "assistant":
-        return ("reply", text, uuid) if text else ("noise", "", uuid)
+        return ("reply", text, uuid, owner) if text else ("noise", "", uuid, owner)
     tag = _INJECTED.match(text)
     if not text or any(b.get("type") == "tool_result" for b in blocks) or text.startswith(_NOT_SAID) or (
             tag and f"</{tag.group(1)}>" in text):
-        return "noise", "", uuid
-    return "said", text, uuid
+        return "noise", "", uuid, owner
+    return "said", text, uuid, owner
 
 
 def _cut(text: str) -> str:

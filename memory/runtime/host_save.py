@@ -16,20 +16,20 @@ write. How far a transcript was read is kept per host session, with the
 uuids of the lines stored, so a second hook (another compaction, then the
 session's end) stores only what is new, even from a transcript rewritten
 meanwhile, and a resumed session's copy of the lines of a session saved
-before is not stored again.
+before is not stored again, while the tail that session never saved is.
 """
 
 from __future__ import annotations
 
-import functools
 import json
 import os
 import re
 import stat
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from memory import strict_json
 from memory.agent_lock import agent_subfolder, deleted_meanwhile
 from memory.agents import AgentCard
 from memory.audit import AuditLog
@@ -38,8 +38,9 @@ from memory.errors import InvalidRequestError, MemoryWriteError
 from memory.extraction.scoring import agent_confidence, distil, storable
 from memory.home import Home, replace_file
 from memory.hosts import Host
-from memory.hosts.claude_code import read_transcript
+from memory.hosts.claude_code import Exchange, read_transcript
 from memory.hosts.records import read_record
+from memory.hosts.secrets import redact
 from memory.locks import exclusive_within
 from memory.models.context import HEADER
 from memory.promotion import asserted_importance
@@ -126,15 +127,10 @@ async def _save(home, config, card, memory, hook, host, audit, max_bytes) -> Sav
         if start > size:  # the file was replaced by a shorter one: read it whole
             start = 0
         handle.seek(start)
-        read = read_transcript(handle, start, max_bytes=max_bytes, stored_by=_saved_elsewhere(state_path, hook.session_id))
-    # Our own briefing echoed back is not said; nor is it said again when a rewritten transcript (read
-    # whole, or on from inside a line) holds an exchange already stored.
-    seen, said = set(stored_lines), []
-    for exchange in read.exchanges:
-        if HEADER not in exchange.prompt and exchange.line not in seen:
-            said.append(exchange)
-            if exchange.line is not None:  # a line without a uuid cannot be told apart: it is said
-                seen.add(exchange.line)
+        read = read_transcript(handle, start, max_bytes=max_bytes)
+    said = _not_stored(read.exchanges, stored_lines, state_path, hook.session_id)
+    # Every write below (turns, facts, the summary) takes its text from here: a pasted key never reaches one.
+    said = [replace(e, prompt=redact(e.prompt), response=redact(e.response)) for e in said]
     report.start, report.end, report.exchanges = read.start, read.end, len(said)
     report.malformed_lines, report.truncated = read.malformed, read.truncated
     report.ignored_lines = read.ignored + len(read.exchanges) - len(said)
@@ -201,15 +197,29 @@ class _open_regular:
         self.handle.close()
 
 
-def _saved_elsewhere(state_path: Path, session_id: str):
-    """Whether a transcript line's ``sessionId`` names another host session this agent saves (the one a
-    resumed session copied its lines from): its read record is beside this session's."""
-
-    @functools.lru_cache(maxsize=64)  # a transcript names a few sessions; a hostile one, bounded
-    def saved(owner: str) -> bool:
-        return owner != session_id and bool(_SESSION_ID.fullmatch(owner)) and (state_path.parent / f"{owner}.json").is_file()
-
-    return saved
+def _not_stored(exchanges: list[Exchange], stored: list[str], state_path: Path, session_id: str) -> list[Exchange]:
+    """The exchanges to store. Our own briefing echoed back is not said; nor is an exchange whose line
+    was stored (a rewritten transcript, read whole or on from inside a line). A resumed session's
+    transcript begins with the lines of the session it resumed, still naming it: when that session
+    was saved, its lines up to the last one stored (by it, or by another session resuming it) are its
+    own, and those after it are the tail it never saved (killed before its SessionEnd hook), stored here."""
+    records = {}
+    for owner in {e.owner for e in exchanges} - {None, session_id}:
+        if _SESSION_ID.fullmatch(owner) and (path := state_path.parent / f"{owner}.json").is_file():
+            records[owner] = read_record(path)[1]
+    seen = set(stored).union(*records.values())
+    last = {e.owner: number for number, e in enumerate(exchanges) if e.owner in records and e.line in seen}
+    # A copy none of whose lines its session's record names (a host that renumbered them) is taken as
+    # stored whole: a lost tail is better than every exchange of that session stored twice.
+    last.update({owner: len(exchanges) for owner, lines in records.items() if lines and owner not in last})
+    said = []
+    for number, exchange in enumerate(exchanges):
+        if HEADER in exchange.prompt or exchange.line in seen or number <= last.get(exchange.owner, -1):
+            continue
+        said.append(exchange)
+        if exchange.line is not None:  # a line without a uuid cannot be told apart: it is said
+            seen.add(exchange.line)
+    return said
 
 
 def _save_record(home: Home, card: AgentCard, path: Path, offset: int, stored: list[str]) -> None:

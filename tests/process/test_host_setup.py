@@ -494,6 +494,9 @@ def test_a_transcript_is_read_within_its_budget_and_a_line_being_written_is_left
     path = tmp_path / "t.jsonl"
     _write_transcript(path, TRANSCRIPT, garbage=False)
     whole = path.stat().st_size
+    with path.open("rb") as handle:
+        exact = read_transcript(handle, 0, max_bytes=whole)  # the budget spent at the end: nothing left over
+    assert exact.end == whole and not exact.truncated
     with path.open("ab") as handle:
         handle.write(b'{"type": "user", "message": {"content": "half a li')  # still being written
     with path.open("rb") as handle:
@@ -735,3 +738,166 @@ def test_a_host_sessions_summary_never_keeps_what_the_briefing_told_the_model(ho
     # control: the summary the model wrote, with what the person said, by the same paths
     assert any(hit["content"].startswith("Summary:") and "heron-2" in hit["content"] for hit in _recall("release branch heron"))
     assert "Summary:" in briefing
+
+
+def test_a_resumed_session_stores_the_tail_its_predecessor_never_saved(home, project, tmp_path):
+    """A session saved at a compaction and then killed (no SessionEnd hook ran) left its last exchanges
+    unsaved; resumed, they come first in the new transcript still naming the old session, and were
+    taken for stored because that session has a record. Only what its record stored is its own."""
+    assert setup(project, "--write").returncode == 0
+    end = hook_command(project, "SessionEnd")
+
+    def said(text: str, session: str) -> list[dict]:
+        return [{**_line("user", text), "sessionId": session},
+                {**_line("assistant", [{"type": "text", "text": "Understood."}]), "sessionId": session}]
+
+    saved, tail = said("Please remember that the release branch is named heron-2.", "a1"), said(
+        "Note that the build cache lives in /var/kiln.", "a1")
+    first = tmp_path / "a1.jsonl"
+    _write_transcript(first, saved, garbage=False)
+    payload = {"session_id": "a1", "transcript_path": str(first), "hook_event_name": "PreCompact"}
+    assert run_hook(end, payload, project).stderr.startswith("1 exchange(s) read")
+    _write_transcript(first, tail, garbage=False)  # said after the compaction; the session then killed
+
+    resumed = tmp_path / "b2.jsonl"
+    own = said("Note that the deploy script lives in tools/ship.sh.", "b2")
+    _write_transcript(resumed, [*saved, *tail, *own], garbage=False)
+    done = run_hook(end, {**payload, "session_id": "b2", "transcript_path": str(resumed)}, project)
+    assert done.returncode == 0 and done.stderr.startswith("2 exchange(s) read, 2 fact(s) stored"), done.stderr
+    assert _recall("build cache kiln") and _recall("deploy script ship")
+
+    # resumed again: the first session's tail was stored by the second; only the third's own is new
+    again = tmp_path / "c3.jsonl"
+    _write_transcript(again, [*saved, *tail, *own, *said("Remember that the linter is ruff.", "c3")], garbage=False)
+    done = run_hook(end, {**payload, "session_id": "c3", "transcript_path": str(again)}, project)
+    assert done.returncode == 0 and done.stderr.startswith("1 exchange(s) read, 1 fact(s) stored"), done.stderr
+    turns = sorted(s["turns"] for s in json.loads(arcana("session", "list", "--agent", "dev", "--json").stdout))
+    assert turns == [1, 1, 2], turns
+
+    # a copy whose lines were given new uuids cannot be matched to what was stored: taken as stored
+    renumbered = tmp_path / "d4.jsonl"
+    _write_transcript(renumbered, [{**line, "uuid": os.urandom(4).hex()} for line in [*saved, *tail]]
+                      + said("Remember that the formatter is black.", "d4"), garbage=False)
+    done = run_hook(end, {**payload, "session_id": "d4", "transcript_path": str(renumbered)}, project)
+    assert done.returncode == 0 and done.stderr.startswith("1 exchange(s) read, 1 fact(s) stored"), done.stderr
+
+
+def test_a_line_over_four_mib_keeps_what_was_said_and_drops_a_huge_tool_result(home, project, tmp_path):
+    """A line over 4 MiB was skipped unread and counted malformed: a prompt with a pasted file lost
+    what the person said with it. Such a line is read a chunk at a time with each string cut short:
+    the person's words and the assistant's text are kept (cut, as every prompt is), a tool's output is
+    still noise, and a line that is not JSON is still malformed."""
+    assert setup(project, "--write").returncode == 0
+    pasted = "Remember that the staging host is called plover.\n" + "line of the pasted log\n" * 300_000  # 6.6 MiB
+    lines = [
+        _line("user", pasted),
+        _line("assistant", [{"type": "text", "text": "Noted: plover."},
+                            {"type": "tool_use", "id": "t1", "name": "Write", "input": {"content": "é\\\"" * 2_000_000}}]),
+        _line("user", [{"type": "tool_result", "tool_use_id": "t1", "content": "I prefer octarine. " + "z" * (5 << 20)}]),
+        _line("user", "Please remember that the release branch is named heron-2."),  # control: a short line
+        _line("assistant", [{"type": "text", "text": "Noted: heron-2."}]),
+    ]
+    transcript = tmp_path / "big.jsonl"
+    _write_transcript(transcript, lines, garbage=False)
+    with transcript.open("a") as handle:
+        handle.write('{"type": "user", "message": "' + "n" * (5 << 20) + '" not json\n')
+    payload = {"session_id": "big", "transcript_path": str(transcript), "hook_event_name": "SessionEnd"}
+    done = run_hook(hook_command(project, "SessionEnd"), payload, project)
+    assert done.returncode == 0, done.stderr
+    assert "2 exchange(s) read, 2 fact(s) stored" in done.stderr and "1 malformed" in done.stderr, done.stderr
+    assert _recall("release branch heron")
+    staging = [hit["content"] for hit in _recall("staging host plover")]
+    assert "The staging host is called plover." in staging, staging
+    assert _recall("octarine") == []  # the tool's output
+    (session,) = json.loads(arcana("session", "list", "--agent", "dev", "--json").stdout)
+    shown = json.loads(arcana("session", "show", session["id"], "--agent", "dev", "--json").stdout)
+    prompt, reply = shown["turns"][0]["prompt"], shown["turns"][0]["response"]
+    assert prompt.startswith("Remember that the staging host") and prompt.endswith("…") and len(prompt) <= 8000
+    assert reply == "Noted: plover."
+
+
+@pytest.mark.parametrize("skew", range(6))
+def test_a_long_lines_strings_are_cut_whole_across_chunks(tmp_path, skew):
+    """A long line is read in chunks and its strings cut short: an escape split by a chunk's end, or an
+    escape or UTF-8 character split by the cut, must leave the line JSON, read as any line."""
+    from memory.hosts.claude_code import MAX_TEXT_CHARS, read_transcript
+
+    max_line = 400_000
+    said = '{"type": "user", "uuid": "u1", "message": {"role": "user", "content": "Remember that ' + "x" * skew
+    said += "\\u00e9" * 40_000 + "é" * 50_000 + '"}, "toolUseResult": "'  # the cut falls inside an escape
+    pad = max_line - len(said.encode())
+    raw = said + "b" * pad + '\\"' + "b" * 1000 + '"}\n'
+    assert raw.encode()[max_line] == ord("\\")  # the first chunk ends on a backslash
+    path = tmp_path / "t.jsonl"
+    cut_in_a_character = "x" * skew + "é" * 250_000
+    path.write_text(raw + json.dumps(_line("user", [{"type": "text", "text": cut_in_a_character}]), ensure_ascii=False) + "\n")
+    with path.open("rb") as handle:
+        read = read_transcript(handle, 0, max_bytes=1 << 30, max_line=max_line)
+    assert read.malformed == 0 and len(read.exchanges) == 2, read
+    assert read.exchanges[0].prompt.startswith("Remember that " + "x" * skew + "éé") and len(read.exchanges[0].prompt) == MAX_TEXT_CHARS
+    assert read.exchanges[1].prompt.endswith("éé…") and len(read.exchanges[1].prompt) == MAX_TEXT_CHARS
+
+
+def test_a_transcript_over_the_hooks_budget_is_finished_by_the_next_hook(home, project, tmp_path):
+    """A hook reads at most 64 MiB of a transcript: what lies beyond is read by the next hook (or a
+    session resuming this one), and stderr says so, once, only when something is left."""
+    assert setup(project, "--write").returncode == 0
+    end = hook_command(project, "SessionEnd")
+    output = _line("user", [{"type": "tool_result", "tool_use_id": "t", "content": "z" * (3 << 20)}])
+    lines = [_line("user", "Please remember that the release branch is named heron-2."),
+             *[output] * 23, _line("user", "Note that the build cache lives in /var/kiln.")]  # 69 MiB
+    transcript = tmp_path / "long.jsonl"
+    _write_transcript(transcript, lines, garbage=False)
+    payload = {"session_id": "long", "transcript_path": str(transcript), "hook_event_name": "PreCompact"}
+    first = run_hook(end, payload, project)
+    assert first.returncode == 0 and "1 exchange(s) read" in first.stderr, first.stderr
+    assert "64 MiB" in first.stderr and "next hook" in first.stderr and _recall("kiln") == []
+    rest = run_hook(end, {**payload, "hook_event_name": "SessionEnd"}, project)
+    assert rest.returncode == 0 and rest.stderr.startswith("1 exchange(s) read"), rest.stderr  # nothing left: no warning
+    assert _recall("build cache kiln") and _recall("release branch heron")
+
+
+SECRETS = {
+    "openai": "sk-proj-Q3vT9xL2mN8pR4sW7yZ1aB5cD6eF0gH2jK4lM",
+    "anthropic": "sk-ant-api03-Zx8Yw7Vu6Ts5Rq4Po3Nm2Lk1Jh0Gf9Ed8Cb7Aa-1bC2dE3fAA",
+    "github": "ghp_R2d2C3po4Bb8Ee1Yy7Kk5Ll0Mm9Nn3Oo6Pp2Qq",
+    "github-fine": "github_pat_11ABCDEFG0abcdefghijkl_mnopqrstuvwxyz0123456789ABCDEFGHIJ",
+    "aws-id": "AKIAIOSFODNN7EXAMPLE",
+    "aws-secret": "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+    "slack": "xoxb-123456789012-1234567890123-AbCdEfGhIjKlMnOpQrStUvWx",
+    "key": "MIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC7",
+}
+
+
+def test_secrets_pasted_into_a_session_are_never_stored(home, project, tmp_path):
+    """A transcript holds what the person pasted: an API key or a private key went into the session's
+    turns, its summary and a semantic memory, in plain text in the agent's store. Obvious secrets are
+    replaced before anything is written; ordinary words that look like them are kept."""
+    assert setup(project, "--write").returncode == 0
+    key = "-----BEGIN OPENSSH PRIVATE KEY-----\n" + SECRETS["key"] + "\n-----END OPENSSH PRIVATE KEY-----"
+    lines = [
+        _line("user", f"Remember that the deploy key for plover is {SECRETS['openai']} and the bot uses {SECRETS['anthropic']}."),
+        _line("assistant", [{"type": "text", "text": f"Stored. Also seen: {SECRETS['github']}, {SECRETS['github-fine']}."}]),
+        _line("user", f"Note that CI reads aws_access_key_id={SECRETS['aws-id']} aws_secret_access_key = {SECRETS['aws-secret']} "
+                      f"and slack {SECRETS['slack']}; here is the key:\n{key}\nkeep it safe."),
+        _line("assistant", [{"type": "text", "text": "Understood."}]),
+        # control: words like theirs, no secret in them
+        _line("user", "Remember that the risk-assessment-for-the-quarterly-plan uses sk-learn-compatible-pipelines, "
+                      "AKIA is the prefix of AWS key ids, ghp_ starts a GitHub token, and aws_secret_access_key "
+                      "is read from the environment; BEGIN PRIVATE KEY marks a PEM file."),
+        _line("assistant", [{"type": "text", "text": "Noted."}]),
+    ]
+    transcript = tmp_path / "secrets.jsonl"
+    _write_transcript(transcript, lines, garbage=False)
+    payload = {"session_id": "sec", "transcript_path": str(transcript), "hook_event_name": "SessionEnd"}
+    done = run_hook(hook_command(project, "SessionEnd"), payload, project)
+    assert done.returncode == 0 and done.stderr.startswith("3 exchange(s) read, 3 fact(s) stored"), done.stderr
+    stored = b"".join(path.read_bytes() for path in home.rglob("*") if path.is_file())
+    for name, secret in SECRETS.items():
+        assert secret.encode() not in stored, name
+    plover = [hit["content"] for hit in _recall("deploy key plover")]
+    assert any("[secret removed]" in text for text in plover), plover  # the fact is kept, its secret gone
+    control = " ".join(hit["content"] for hit in _recall("risk assessment quarterly plan pipelines"))
+    for kept in ("risk-assessment-for-the-quarterly-plan", "sk-learn-compatible-pipelines", "AKIA is the prefix",
+                 "ghp_ starts", "aws_secret_access_key is read", "BEGIN PRIVATE KEY marks"):
+        assert kept in control, kept
