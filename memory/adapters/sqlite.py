@@ -604,8 +604,8 @@ def _nearest_many(raw, table, blobs, wanted, compact_from):
         return [None] * len(blobs)
     from memory.sqlite.window_knn import knn_many  # numpy: only for a window's search
 
-    version, k = store_version(raw), ahead_k(wanted)
-    return [None if hits is None else (version, k, hits) for hits in knn_many(raw, table, blobs, k)]
+    version, k, read = store_version(raw), ahead_k(wanted), {}
+    return [None if hits is None else (version, k, hits, read) for hits in knn_many(raw, table, blobs, k)]
 
 
 def _upsert_txn(raw, entries, actor):

@@ -19,7 +19,11 @@ from memory.types import MemoryEntry
 KNN_MAX = 4096  # sqlite-vec's ceiling on k
 
 
-Prefetched = tuple[tuple[int, int], int, list[tuple[int, float]]]  # (store_version when found, k, the k nearest rows)
+# (store_version when found, k, the k nearest rows, the window's :data:`Read` rows shared by all its lines)
+Prefetched = tuple[tuple[int, int], int, list[tuple[int, float]], "Read"]
+# (admission clause, params, seq) -> the row's entry, or None when the clause does not admit it (or it is
+# unreadable): what the lines of one window searched before read, valid while the store_version holds.
+Read = dict[tuple[str, tuple, int], MemoryEntry | None]
 
 
 def store_version(raw) -> tuple[int, int]:
@@ -47,26 +51,29 @@ def semantic_leg(
 
     ``first``: the exact scan's :func:`ahead_k` nearest rows, when a window's search
     (:mod:`memory.sqlite.window_knn`) found them already; used only if nothing was written
-    since (:func:`store_version`), so the rest is the same as without it.
+    since (:func:`store_version`), so the rest is the same as without it. Its rows read by
+    the window's earlier lines are taken from there, admitted as they were then (the same
+    clause, nothing written since), instead of read and validated again for every line.
     """
     k = first_k(wanted)
     if first is not None and first[0] != store_version(raw):
         first = None
+    read: Read | None = None
     while True:
         if first is not None:
-            (_, k, hits), admitted, first = first, False, None
+            (_, k, hits, read), admitted, first = first, False, None
         else:
             hits, admitted = nearest(raw, table, blob, k, clause_sql, params, compact_from)
         hits, spans, exhausted = _with_chunks(raw, table, blob, k, hits)
         exhausted = exhausted and not admitted  # admitted hits fall short of k on a filter, not an empty index
-        results = _admit(raw, hits, wanted, clause_sql, params, min_similarity, spans)
+        results = _admit(raw, hits, wanted, clause_sql, params, min_similarity, spans, read)
         if len(results) >= wanted or exhausted:  # enough, or the index is exhausted
             break
         if hits and 1.0 - hits[-1][1] < min_similarity:  # nearest-first: nothing further can pass
             break
         if k >= KNN_MAX:  # selective filters: scan only the rows that pass them
             hits = filtered_scan(raw, table, blob, clause_sql, params, wanted)
-            results = _admit(raw, hits, wanted, clause_sql, params, min_similarity, {})
+            results = _admit(raw, hits, wanted, clause_sql, params, min_similarity, {}, read)
             break
         k = min(4 * k, KNN_MAX)
     return results[:wanted]
@@ -90,7 +97,8 @@ def _with_chunks(raw, table: str, blob: bytes, k: int, hits: list[tuple[int, flo
 
 
 def _admit(
-    raw, hits: list[tuple[int, float]], wanted: int, clause_sql: str, params: tuple, min_similarity: float, spans: dict
+    raw, hits: list[tuple[int, float]], wanted: int, clause_sql: str, params: tuple, min_similarity: float, spans: dict,
+    read: Read | None = None,
 ) -> list[MemoryEntry]:
     """Hits that pass admission and filters, nearest first; reads rows only until ``wanted`` are found.
 
@@ -102,26 +110,35 @@ def _admit(
     start, step = 0, wanted
     while start < len(hits) and len(results) < wanted:
         window = hits[start : start + step]
-        admitted = {r["seq"]: r for r in admitted_rows(raw, "seq", [seq for seq, _ in window], clause_sql, params)}
+        admitted = _admitted(raw, [seq for seq, _ in window], clause_sql, params, {} if read is None else read)
         for seq, distance in window:
-            row = admitted.get(seq)
-            if row is None:
+            stored = admitted.get(seq)
+            if stored is None:  # not admitted, or a row an outside edit left unreadable: left out, not the whole leg
                 continue
             snippet = None
             won = spans.get(seq)
             if won is not None:
                 hit, own = won
-                if hit.source_hash == content_hash(row["content"]):
-                    snippet = row["content"][hit.start : hit.end]
+                if hit.source_hash == content_hash(stored.content):
+                    snippet = stored.content[hit.start : hit.end]
                 elif own is None:
                     continue
                 else:
                     distance = own
             if 1.0 - distance >= min_similarity:
                 extra = {"snippet": snippet} if snippet is not None else {}
-                entry = entry_or_none(row, score=1.0 - distance, matched_by=["semantic"], **extra)
-                if entry is not None:  # a row an outside edit left unreadable is left out, not the whole leg
-                    results.append(entry)
+                results.append(stored.model_copy(update={"score": 1.0 - distance, "matched_by": ["semantic"], **extra}))
         start, step = start + len(window), step * 4
     results.sort(key=lambda e: -(e.score or 0.0))
     return results
+
+
+def _admitted(raw, seqs: list[int], clause_sql: str, params: tuple, read: Read) -> dict[int, MemoryEntry | None]:
+    """The entries of ``seqs`` the clause admits (None: unreadable), reading only those ``read`` lacks, into it."""
+    missing = [seq for seq in seqs if (clause_sql, params, seq) not in read]
+    if missing:
+        rows = {r["seq"]: r for r in admitted_rows(raw, "seq", missing, clause_sql, params)}
+        for seq in missing:
+            row = rows.get(seq)
+            read[clause_sql, params, seq] = None if row is None else entry_or_none(row)
+    return {seq: read[clause_sql, params, seq] for seq in seqs}

@@ -79,3 +79,16 @@ async def test_a_window_whose_nearest_rows_are_hidden_goes_on_to_admitted_ones(a
     assert len(adapter._nearest) == 1  # found in the window's pass ...
     assert await found(adapter, line) == own  # ... and the same answer past the hidden rows
     assert len(own) == LIMIT and not set(nearest[:12]) & {i for i, _ in own}  # positive control
+
+
+async def test_a_row_one_line_of_the_window_read_is_admitted_again_for_the_next(adapter):
+    """The window's lines share the rows they read (memory.sqlite.semantic.Read), each under its own
+    clause: a line asking for another agent's memories gets none of the rows the first line read."""
+    lines = ["Caroline went to a pride parade last weekend", "Caroline went to the pride parade"]
+    await adapter.prime(lines, LIMIT)
+    mine = await found(adapter, lines[0])
+    other = await adapter.similar(MemoryQuery(agent_id="agent-2", text=lines[1], limit=LIMIT), LIMIT, 0.3)
+    assert other == []
+    again = await found(adapter, lines[1])
+    assert mine and {i for i, _ in mine} & {i for i, _ in again}  # positive control: the rows are shared ...
+    assert dict(again) != dict(mine)  # ... each scored for its own line
