@@ -414,6 +414,7 @@ complete -c arcana -n 'test (__arcana_path) = "config"' -a 'keys' -d 'List every
 complete -c arcana -n 'test (__arcana_path) = "config"' -l help -s h -d 'Show help and exit.'
 complete -c arcana -n 'test (__arcana_path) = "config path"' -l json -d 'Print machine-readable JSON on stdout.'
 complete -c arcana -n 'test (__arcana_path) = "config path"' -l help -s h -d 'Show help and exit.'
+complete -c arcana -n 'test (__arcana_path) = "config show"' -l explicit -d 'Only the keys config.json sets (no defaults).'
 complete -c arcana -n 'test (__arcana_path) = "config show"' -l json -d 'Print machine-readable JSON on stdout.'
 complete -c arcana -n 'test (__arcana_path) = "config show"' -l help -s h -d 'Show help and exit.'
 complete -c arcana -n 'test (__arcana_path) = "config get"' -l json -d 'Print machine-readable JSON on stdout.'

@@ -68,6 +68,7 @@ def test_a_rewrite_keeps_the_users_keys_and_the_change_only(cli, arcana_home, tm
 
     on_disk = json.loads(arcana_home.config_path.read_text())
     assert on_disk == {**USERS, **filled(added)}
+    assert json.loads(cli("config", "show", "--explicit", "--json").stdout) == on_disk
     # The change, the user's keys and the implicit defaults are all in effect (positive control).
     if changed is not None:
         key, value = changed
@@ -82,3 +83,4 @@ def test_init_writes_an_empty_object_and_show_fills_the_defaults(cli, arcana_hom
     assert arcana_home.config_path.read_text() == "{}\n"
     shown = json.loads(cli("config", "show", "--json").stdout)
     assert shown["recall"]["limit"] == ArcanaConfig().recall.limit and shown["memory"]["global"] == "vector"
+    assert json.loads(cli("config", "show", "--explicit", "--json").stdout) == {}
