@@ -162,7 +162,7 @@ function __arcana_path
 end
 
 complete -c arcana -f
-complete -c arcana -n 'test (__arcana_path) = ""' -a 'init' -d 'Create the home directory and a default config (idempotent).'
+complete -c arcana -n 'test (__arcana_path) = ""' -a 'init' -d 'Create the home directory and an empty config.json (idempotent).'
 complete -c arcana -n 'test (__arcana_path) = ""' -a 'remember' -d 'Store a memory for an agent and print its id (an unknown agent is created, and said so).'
 complete -c arcana -n 'test (__arcana_path) = ""' -a 'recall' -d 'Recall an agent\'s memories relevant to QUERY, best first.'
 complete -c arcana -n 'test (__arcana_path) = ""' -a 'context' -d 'Print the attributed memory block `arcana run` puts before the model (a session-start hook\'s briefing).'
@@ -414,6 +414,7 @@ complete -c arcana -n 'test (__arcana_path) = "config"' -a 'keys' -d 'List every
 complete -c arcana -n 'test (__arcana_path) = "config"' -l help -s h -d 'Show help and exit.'
 complete -c arcana -n 'test (__arcana_path) = "config path"' -l json -d 'Print machine-readable JSON on stdout.'
 complete -c arcana -n 'test (__arcana_path) = "config path"' -l help -s h -d 'Show help and exit.'
+complete -c arcana -n 'test (__arcana_path) = "config show"' -l explicit -d 'Only the keys config.json sets (no defaults).'
 complete -c arcana -n 'test (__arcana_path) = "config show"' -l json -d 'Print machine-readable JSON on stdout.'
 complete -c arcana -n 'test (__arcana_path) = "config show"' -l help -s h -d 'Show help and exit.'
 complete -c arcana -n 'test (__arcana_path) = "config get"' -l json -d 'Print machine-readable JSON on stdout.'

@@ -13,7 +13,7 @@ import os
 import re
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
@@ -535,14 +535,55 @@ def parse_config(raw: Any, path: Path | str = "config.json") -> ArcanaConfig:
 
 
 def dump_config(config: ArcanaConfig) -> dict[str, Any]:
+    """Every effective value, defaults filled in (`config show`)."""
     return config.model_dump(mode="json", by_alias=True, exclude_none=False)
+
+
+def set_part(config: BaseModel, before: Mapping[str, Any] | None = None, file: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """What config.json holds of ``config``: the keys the file held (``file``) and those whose value
+    differs from ``before`` (the effective values when it was loaded); every other key stays a default.
+
+    A rewrite that wrote every default turned a two-key file into ~70 lines and
+    pinned each default, so a better one in a later version never reached that
+    user. Without ``before``/``file``, ``config`` is as loaded: its set part is
+    what its file set. A map entry new since ``before`` (`pool create`) keeps
+    the fields that are not their default.
+    """
+    if before is None or file is None:
+        before, file = dump_config(config), config.model_dump(mode="json", by_alias=True, exclude_unset=True)
+    return _set_part(config, before, file)
+
+
+def _set_part(model: BaseModel, before: Mapping[str, Any] | None, file: Mapping[str, Any]) -> dict[str, Any]:
+    after = model.model_dump(mode="json", by_alias=True)
+    kept: dict[str, Any] = {}
+    for name, spec in type(model).model_fields.items():
+        key, value = spec.alias or name, getattr(model, name)
+        if before is None:  # a new map entry
+            if not spec.is_required() and value == spec.get_default(call_default_factory=True):
+                continue
+        elif key not in file and before.get(key) == after[key]:
+            continue
+        old, held = (None if before is None else before.get(key)), file.get(key)
+        held = held if isinstance(held, dict) else {}
+        if isinstance(value, BaseModel):
+            kept[key] = _set_part(value, old, held)
+        elif isinstance(value, dict) and all(isinstance(item, BaseModel) for item in value.values()):
+            kept[key] = {entry: _set_part(item, (old or {}).get(entry), held.get(entry) or {}) for entry, item in value.items()}
+        else:
+            kept[key] = after[key]
+    return kept
 
 
 @dataclass
 class ConfigEdit:
-    """The config being changed inside :func:`editing_config`: change ``config`` in place, or replace it."""
+    """The config being changed inside :func:`editing_config`: change ``config`` in place, or replace it.
+
+    ``pinned`` dotted keys are written even at their default value: `config set` named them.
+    """
 
     config: ArcanaConfig
+    pinned: set[str] = field(default_factory=set)
 
 
 @contextmanager
@@ -555,28 +596,43 @@ def editing_config(path: Path) -> Iterator[ConfigEdit]:
     first change would be lost without a word. Under this lock the second
     waits, then loads the file with the first change in it. A block that
     raises saves nothing; one that changes nothing leaves the file untouched
-    (a missing file is written, with the defaults). Held for milliseconds:
-    never put a network call inside.
+    (a missing file is written as ``{}``). What is saved is the file's keys
+    plus the changed ones (:func:`set_part`). Held for milliseconds: never put
+    a network call inside.
     """
     from memory.locks import waiting
 
     with waiting(path.parent / "locks" / "config.lock"):
         edit = ConfigEdit(load_config(path))
-        before = dump_config(edit.config)
+        before, file = dump_config(edit.config), set_part(edit.config)
         yield edit
-        if not path.exists() or dump_config(edit.config) != before:
-            save_config(path, edit.config)
+        pinned = [key for key in sorted(edit.pinned) if _hold(file, key.split("."))]
+        if not path.exists() or pinned or dump_config(edit.config) != before:
+            _write(path, set_part(edit.config, before, file))
+
+
+def _hold(file: dict[str, Any], parts: list[str]) -> bool:
+    """Mark a dotted key as one the file holds; False when it already did."""
+    for part in parts[:-1]:
+        file = file.setdefault(part, {})
+    held = parts[-1] in file
+    file.setdefault(parts[-1], None)
+    return not held
 
 
 def save_config(path: Path, config: ArcanaConfig) -> None:
-    """Atomically replace ``path`` (0600) with ``config``; a symlinked config (dotfiles) stays linked.
+    """Atomically replace ``path`` with the keys ``config`` was given (:func:`set_part`).
 
     A caller that loaded ``config`` to change it uses :func:`editing_config` instead.
     """
+    _write(path, set_part(config))
+
+
+def _write(path: Path, data: dict[str, Any]) -> None:
+    """Replace ``path`` atomically (0600); a symlinked config (dotfiles) stays linked."""
     target = path.resolve() if path.is_symlink() else path
     private_dir(target.parent)
-    data = json.dumps(dump_config(config), indent=2, ensure_ascii=False) + "\n"
-    replace_file(target, data)
+    replace_file(target, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
 
 
 # -- dotted keys ----------------------------------------------------------------
@@ -646,7 +702,7 @@ def set_key(config: ArcanaConfig, key: str, value: Any) -> ArcanaConfig:
     check_key(key)
     if isinstance(value, str) and _is_list_key(key):
         value = [item.strip() for item in value.split(",") if item.strip()]
-    data = dump_config(config)
+    data = set_part(config)  # the new config's set keys: the file's and this one
     node = data
     parts = key.split(".")
     for part in parts[:-1]:

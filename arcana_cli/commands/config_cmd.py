@@ -8,7 +8,7 @@ import typer
 from arcana_cli.command import add_commands, command
 from arcana_cli.context import CliContext
 from arcana_cli.output import Out
-from memory.config import dump_config, get_key, load_config, parse_value, valid_keys
+from memory.config import dump_config, get_key, load_config, parse_value, set_part, valid_keys
 
 KeyArg = Annotated[str, typer.Argument(help="Dotted key, e.g. recall.limit.")]
 
@@ -20,9 +20,13 @@ def path(cli: CliContext, out: Out) -> None:
 
 
 @command("show")
-def show(cli: CliContext, out: Out) -> None:
+def show(
+    cli: CliContext,
+    out: Out,
+    explicit: Annotated[bool, typer.Option("--explicit", help="Only the keys config.json sets (no defaults).")] = False,
+) -> None:
     """Print the effective config (defaults filled in)."""
-    out.data(dump_config(cli.config))
+    out.data(set_part(cli.config) if explicit else dump_config(cli.config))
 
 
 @command("get")

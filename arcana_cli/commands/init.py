@@ -10,10 +10,12 @@ from memory.config import editing_config
 
 @command("init")
 def init(cli: CliContext, out: Out) -> None:
-    """Create the home directory and a default config (idempotent)."""
+    """Create the home directory and an empty config.json (idempotent)."""
     home = cli.home
     home.ensure()
-    with editing_config(home.config_path):  # validates what is there, never overwrites it; writes the defaults when missing
+    # Validates what is there, never rewrites it; a missing file is written as {}: every default stays
+    # implicit, so a better one in a later version reaches this user (`config show` prints them all).
+    with editing_config(home.config_path):
         existed = home.config_path.exists()
     out.data(
         {"home": str(home.root), "config": str(home.config_path), "created": not existed},

@@ -37,6 +37,7 @@ def set_config_key(home: Home, key: str, value: Any) -> Any:
     home.ensure()
     with editing_config(home.config_path) as edit:
         edit.config = changed(edit.config)
+        edit.pinned.add(key)
     return get_key(edit.config, key)
 
 

@@ -62,9 +62,9 @@ def test_a_vault_state_write_is_fsynced_before_its_rename(tmp_path, calls):
 def test_config_json_passes_the_same_check(tmp_path, calls):
     """Control: the config's writer, which always fsynced, passes the check the state write failed."""
     path = tmp_path / "config.json"
-    save_config(path, ArcanaConfig())
+    save_config(path, ArcanaConfig(recall={"limit": 7}))
     _temp_synced_then_renamed(calls, path)
-    assert json.loads(path.read_text())["recall"]
+    assert json.loads(path.read_text()) == {"recall": {"limit": 7}}
 
 
 def test_a_host_transcript_offset_is_fsynced_before_its_rename(tmp_path, calls):
