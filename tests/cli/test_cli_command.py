@@ -45,7 +45,7 @@ def test_every_data_command_has_json_last_and_maintenance_has_quiet():
             assert "json_" not in options
             continue
         assert "json_" in options, name
-        tail = ["json_", "quiet"] if name in ("prune", "reindex", "consolidate", "migrate up", "vault index") else ["json_"]
+        tail = ["json_", "quiet"] if name in ("prune", "reindex", "consolidate", "migrate up", "vault index", "vault watch") else ["json_"]
         assert options[-len(tail):] == tail, name
 
 

@@ -115,13 +115,13 @@ SQLITE_ONLY_MUTATORS = {"repair"}
 
 # Public coroutines that never change what is remembered. record_access only
 # bumps access counters (documented, unledgered bookkeeping); ensure_vec loads
-# an extension; run is the escape hatch for memory/sqlite/ SQL, covered by the
-# static test below.
+# an extension; writable takes the write lock and lets it go; run is the escape
+# hatch for memory/sqlite/ SQL, covered by the static test below.
 NON_MUTATORS = {
     "connect", "aclose", "health_check", "schema_version", "run", "ensure_vec", "search",
     "keyword_candidates", "keyword_leg", "semantic_leg", "nearest_many", "turn_context", "vector_pin", "admitted_by_id", "get", "get_many", "find_by_prefix", "ledger_ids", "record_access", "history", "ledger",
     "count", "versions", "open_conflicts", "removed", "page", "page_after", "census", "growth", "recall_activity",
-    "sources", "carriers", "session_neighbours", "written_in_session",
+    "sources", "carriers", "session_neighbours", "written_in_session", "writable",
 }
 
 

@@ -118,5 +118,5 @@ async def test_an_embedding_answer_of_the_wrong_shape_is_a_storage_error_naming_
     same server's well-formed model, in the same batch of two."""
     server = embed_server({"good": hashed_vectors(4), "bad": BAD_EMBEDDINGS[case]})
     assert [len(v) for v in await OllamaEmbedder("good", url=server.url).embed(["a", "b"])] == [4, 4]
-    with pytest.raises(MemoryStorageError, match=rf"ollama bad at {server.url}: "):
+    with pytest.raises(MemoryStorageError, match=rf"ollama bad at {server.url}[:/]"):
         await OllamaEmbedder("bad", url=server.url).embed(["a", "b"])
