@@ -493,6 +493,7 @@ class MemoryFederation:
         # --as-of answers as recall would have then: age and "last week" are measured from that time.
         now = self.router.clock() if query.as_of is None else min(query.as_of, self.router.clock())
         asked = query.limit
+        place = {tier.name: i for i, tier in enumerate(tiers)}  # routing order: how local each tier is
         outcomes = [TierRead([]) for _ in tiers]
         again = list(range(len(tiers)))
         while True:
@@ -510,7 +511,8 @@ class MemoryFederation:
                 relevance = relevance or None  # no word to match (e.g. only punctuation): a listing
             merged = dedupe(per_tier)
             span = timeframe.window(query.text, now) if relevance is not None else None
-            ranked = self.router.rank([entry for entry, _ in merged], query.limit, now, relevance=relevance, window=span)
+            ranked = self.router.rank([entry for entry, _ in merged], query.limit, now, relevance=relevance, window=span,
+                                      locality=[place[names[0]] for _, names in merged])
             # A listing drops what aged out: when that leaves it short of ``limit``, the tiers
             # that may hold more rows than they were asked for are asked again for more (never
             # past the query cap); the others' reads stand.

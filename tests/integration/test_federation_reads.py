@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 
 import pytest
-from factories import entries_for
+from factories import T0, entries_for
 from federation_faults import FaultyTier, corrupt_file
 
 from memory.adapters.markdown import MarkdownFolderAdapter
@@ -270,3 +270,31 @@ async def test_a_recall_as_of_an_earlier_time_measures_age_from_then(stores):
     await stores["private"].recall_activity()  # folds in the reads the listing just made (today)
     assert set(await listed(None)) == {trip.id, hiking.id}  # control: today's read refreshed both
     assert await listed(day(30)) == []  # on 30 January both had aged out: that read was not made yet
+
+
+async def test_equal_scores_go_to_the_more_local_tier_and_within_one_by_id(stores):
+    """Each tier's best match has relevance 1 whatever its scale, so the two tiers' best tie; the
+    tie fell to the raw BM25, which a larger store makes larger: another agent's global memory
+    outranked the agent's own as soon as the global store held more rows."""
+    when = T0
+    mine = entry("the deploy freeze starts friday", created_at=when, updated_at=when)
+    theirs = entry("the deploy freeze starts monday", agent_id="b", scope=MemoryScope.GLOBAL, created_at=when,
+                   updated_at=when)
+    await stores["private"].write(mine)
+    await stores["global"].write_many([theirs, *(entry(f"other filler {i}", agent_id="b", scope=MemoryScope.GLOBAL)
+                                                 for i in range(20))])
+    federation = federate(stores, [])
+    found = await federation.recall(MemoryQuery(agent_id="a", text="deploy freeze", limit=2))
+    assert [(e.id, e.tiers) for e in found.entries] == [(mine.id, ["private"]), (theirs.id, ["global"])]
+    assert found.entries[0].score == found.entries[1].score  # a tie, which the tier decided
+    # control: a better match in the global tier still outranks a weaker private one
+    weak = entry("a deploy note", created_at=when, updated_at=when)
+    await stores["private"].write(weak)
+    found = await federation.search(MemoryQuery(agent_id="a", text="deploy freeze", limit=3))
+    assert [e.id for e in found] == [mine.id, theirs.id, weak.id]
+    # within one tier, equal matches of one age go by id, whatever order they were written in
+    twins = [entry(f"the standup {word} moved", id=f"{n}-twin", created_at=when, updated_at=when)
+             for n, word in (("2", "alpha"), ("1", "bravo"))]
+    await stores["private"].write_many(twins)
+    found = await federation.search(MemoryQuery(agent_id="a", text="standup moved", limit=2))
+    assert [e.id for e in found] == ["1-twin", "2-twin"]
