@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from memory import strict_json
 from memory.agent_lock import agent_subfolder, deleted_meanwhile
 from memory.agents import AgentCard
 from memory.audit import AuditLog
