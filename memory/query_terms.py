@@ -40,7 +40,10 @@ _DATE_NUMBERS = (
     re.compile(rf"\b(?:{MONTH_PATTERN})\.?\s+(\d{{1,2}})(?:st|nd|rd|th)?\b"),
     re.compile(rf"\b(?:{MONTH_PATTERN}|\d{{1,2}}(?:st|nd|rd|th)?)\.?,?\s+((?:19|20)\d\d)\b"),
     re.compile(r"\b(?:in|during|since|from|until|by|before|after|of)\s+((?:19|20)\d\d)\b"),
+    # "on the 7th" said alone ("on the 7th floor" is no date)
+    re.compile(r"\b(?:on|by|since|until|before|after)\s+the\s+(\d{1,2})(?:st|nd|rd|th)(?=\s*(?:$|[?.!,;]))"),
 )
+_ORDINAL = re.compile(r"(\d{1,2})(?:st|nd|rd|th)")
 
 STOPWORDS = frozenset(
     """
@@ -84,12 +87,23 @@ def terms(text: str | None) -> QueryTerms:
     still searches for something."""
     if not text:
         return QueryTerms(())
-    distinct = list(dict.fromkeys(w.lower() for w in _TOKEN.findall(text)))
-    content = [w for w in distinct if w not in STOPWORDS]
-    tokens = tuple((content or distinct)[:MAX_TOKENS])
     lowered = text.lower()
     said_as_dates = {m[1] for pattern in _DATE_NUMBERS for m in pattern.finditer(lowered)}
+    distinct = list(dict.fromkeys(_with_days([w.lower() for w in _TOKEN.findall(text)], said_as_dates)))
+    content = [w for w in distinct if w not in STOPWORDS]
+    tokens = tuple((content or distinct)[:MAX_TOKENS])
     return QueryTerms(tokens, frozenset(t for t in tokens if t.isdecimal() and t not in said_as_dates))
+
+
+def _with_days(words: list[str], said_as_dates: set[str]) -> list[str]:
+    """``words``, each ordinal said as a date ("7th") followed by its day ("7"): a row's date in
+    words has the day without one ("7 May 2023")."""
+    out = []
+    for word in words:
+        out.append(word)
+        if (m := _ORDINAL.fullmatch(word)) and m[1] in said_as_dates:
+            out.append(m[1])
+    return out
 
 
 def query_tokens(text: str | None) -> list[str]:

@@ -142,10 +142,14 @@ async def test_a_number_in_the_query_matches_as_a_number_not_as_the_day_a_row_wa
         assert {dated[0].id, other_room.id} <= set(found)  # control: "room" still finds every room
         for mode in (RetrievalMode.keyword, RetrievalMode.hybrid):  # semantic reads no date
             assert [e.id for e in await fed.search(ask(f"room {day}", mode))][0] == room.id, mode
-        # control: a question that says the day as a date still finds what was written that day
-        for question in (f"{day} June", f"June {day}th", f"what happened on June {day}, 2024"):
+        # control: a question that says the day as a date still finds what was written that day, and
+        # an ordinal ("the 7th") its day, which the date words write without one ("7 June 2024")
+        for question in (f"{day} June", f"what happened on June {day}, 2024", f"what happened on the {day}th?"):
             found = [e.id for e in await fed.search(ask(question, RetrievalMode.keyword, limit=10))]
             assert {d.id for d in dated} <= set(found), question
+        found = [e.id for e in await fed.search(ask(f"June {day}th", RetrievalMode.keyword, limit=10))]
+        assert set(found[:3]) == {*(d.id for d in dated), room.id}, found  # before June's other days (room: "7")
+        assert room.id not in [e.id for e in await fed.search(ask(f"the {day}th floor", RetrievalMode.keyword))]
     finally:
         await fed.aclose()
 
