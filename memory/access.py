@@ -12,7 +12,10 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
+
+from memory.types import MAX_ACCESS_COUNT, MemoryEntry
 
 DAY_SECONDS = 86_400
 
@@ -35,6 +38,24 @@ class AccessBuffer:
 
     def __len__(self) -> int:
         return len(self.hits)
+
+    def seen(self, entries: Iterable[MemoryEntry]) -> list[MemoryEntry]:
+        """``entries`` as they will read once these hits are folded in (as the engines' fold does:
+        count added, saturating; the later last access kept). A long-lived process (the MCP server,
+        `arcana run`) otherwise ranked its next recall by the age before its last one refreshed it,
+        where a new process reads the refreshed age."""
+        return [self._seen(entry) for entry in entries]
+
+    def _seen(self, entry: MemoryEntry) -> MemoryEntry:
+        hit = self.hits.get(entry.id)
+        if hit is None:
+            return entry
+        count, at = hit
+        last = datetime.fromtimestamp(at, UTC)
+        if entry.last_accessed_at is not None:
+            last = max(last, entry.last_accessed_at)
+        return entry.model_copy(update={"access_count": min(entry.access_count + count, MAX_ACCESS_COUNT),
+                                        "last_accessed_at": last})
 
     def take(self) -> AccessBuffer | None:
         """What was buffered (None if nothing), leaving this buffer empty."""

@@ -127,9 +127,7 @@ class Provenance(Protocol):
 
 def provenance_of(adapter: object) -> Provenance | None:
     """The store under ``adapter`` (through layers) that records provenance, if any."""
-    while not isinstance(adapter, Provenance) and isinstance(adapter, Layered):
-        adapter = adapter.store
-    return adapter if isinstance(adapter, Provenance) else None
+    return _under(adapter, Provenance)
 
 
 @runtime_checkable
@@ -154,18 +152,35 @@ class Ledgered(Protocol):
     async def history(self, entry_id: str) -> list[Any]: ...
 
 
+@runtime_checkable
+class BuffersAccess(Protocol):
+    """Buffers read hits and folds them in later (both engines' stores, memory/access.py)."""
+
+    def seen(self, entries: Sequence[MemoryEntry]) -> list[MemoryEntry]:
+        """``entries`` as they will read once the hits buffered for them are folded in."""
+        ...
+
+
 def admitting_of(adapter: object) -> AdmitsById | None:
     """The store under ``adapter`` (through layers) that reads ids through admission, if any."""
-    while not isinstance(adapter, AdmitsById) and isinstance(adapter, Layered):
-        adapter = adapter.store
-    return adapter if isinstance(adapter, AdmitsById) else None
+    return _under(adapter, AdmitsById)
 
 
 def ledger_of(adapter: object) -> Ledgered | None:
     """The store under ``adapter`` (through layers) that keeps the ledger, if any."""
-    while not isinstance(adapter, Ledgered) and isinstance(adapter, Layered):
+    return _under(adapter, Ledgered)
+
+
+def access_buffer_of(adapter: object) -> BuffersAccess | None:
+    """The store under ``adapter`` (through layers) that buffers read hits, if any."""
+    return _under(adapter, BuffersAccess)
+
+
+def _under(adapter: object, kind: type) -> Any:
+    """``adapter``, or the first store under it through layers, that is a ``kind``; else None."""
+    while not isinstance(adapter, kind) and isinstance(adapter, Layered):
         adapter = adapter.store
-    return adapter if isinstance(adapter, Ledgered) else None
+    return adapter if isinstance(adapter, kind) else None
 
 
 @runtime_checkable

@@ -6,6 +6,10 @@ notion of a word FTS5's unicode61 tokenizer uses, so no operator or column
 syntax survives), lower-cased, distinct, stop words dropped (OR-ing "the"
 across 100k rows is what makes raw FTS5 slow, and measured keyword recall
 rose when they went), at most :data:`MAX_TOKENS`.
+
+A number is a date only where the query says one ("7 May", "May 7th",
+"in 2023"): each row is indexed beside its date in words ("7 May 2023"),
+so a bare "7" in "room 7" otherwise matched every row written on a 7th.
 """
 
 from __future__ import annotations
@@ -17,6 +21,29 @@ from dataclasses import dataclass
 # "Co" category; \w is close enough and never yields an operator character.
 _TOKEN = re.compile(r"[^\W_]+", re.UNICODE)
 MAX_TOKENS = 32
+
+MONTHS = {
+    name: number
+    for number, names in enumerate(
+        [("january", "jan"), ("february", "feb"), ("march", "mar"), ("april", "apr"), ("may",), ("june", "jun"),
+         ("july", "jul"), ("august", "aug"), ("september", "sep", "sept"), ("october", "oct"),
+         ("november", "nov"), ("december", "dec")],
+        1,
+    )
+    for name in names
+}
+MONTH_PATTERN = "|".join(sorted(MONTHS, key=len, reverse=True))
+# The numbers a query says as a date: a day beside a month name ("7 May", "7th of May", "May 7"), a year
+# after a month or day ("May 2023", "May 7, 2023") or after a word that places it in time ("in 2023").
+_DATE_NUMBERS = (
+    re.compile(rf"\b(\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?(?:{MONTH_PATTERN})\b"),
+    re.compile(rf"\b(?:{MONTH_PATTERN})\.?\s+(\d{{1,2}})(?:st|nd|rd|th)?\b"),
+    re.compile(rf"\b(?:{MONTH_PATTERN}|\d{{1,2}}(?:st|nd|rd|th)?)\.?,?\s+((?:19|20)\d\d)\b"),
+    re.compile(r"\b(?:in|during|since|from|until|by|before|after|of)\s+((?:19|20)\d\d)\b"),
+    # "on the 7th" said alone ("on the 7th floor" is no date)
+    re.compile(r"\b(?:on|by|since|until|before|after)\s+the\s+(\d{1,2})(?:st|nd|rd|th)(?=\s*(?:$|[?.!,;]))"),
+)
+_ORDINAL = re.compile(r"(\d{1,2})(?:st|nd|rd|th)")
 
 STOPWORDS = frozenset(
     """
@@ -35,13 +62,20 @@ STOPWORDS = frozenset(
 
 @dataclass(frozen=True)
 class QueryTerms:
-    """The search words of one query text, in order; ``pairs`` are its adjacent search words."""
+    """The search words of one query text, in order; ``pairs`` are its adjacent search words;
+    ``plain_numbers`` are its number words the text does not say as a date (a row's date
+    in words is not searched for them)."""
 
     tokens: tuple[str, ...]
+    plain_numbers: frozenset[str] = frozenset()
 
     @property
     def pairs(self) -> list[tuple[str, str]]:
         return list(zip(self.tokens, self.tokens[1:]))
+
+    def narrowed(self, tokens: tuple[str, ...]) -> QueryTerms:
+        """These terms less some words: the ``tokens`` kept are each read as they were."""
+        return QueryTerms(tokens, self.plain_numbers & frozenset(tokens))
 
     @property
     def only_stopwords(self) -> bool:
@@ -53,9 +87,23 @@ def terms(text: str | None) -> QueryTerms:
     still searches for something."""
     if not text:
         return QueryTerms(())
-    distinct = list(dict.fromkeys(w.lower() for w in _TOKEN.findall(text)))
+    lowered = text.lower()
+    said_as_dates = {m[1] for pattern in _DATE_NUMBERS for m in pattern.finditer(lowered)}
+    distinct = list(dict.fromkeys(_with_days([w.lower() for w in _TOKEN.findall(text)], said_as_dates)))
     content = [w for w in distinct if w not in STOPWORDS]
-    return QueryTerms(tuple((content or distinct)[:MAX_TOKENS]))
+    tokens = tuple((content or distinct)[:MAX_TOKENS])
+    return QueryTerms(tokens, frozenset(t for t in tokens if t.isdecimal() and t not in said_as_dates))
+
+
+def _with_days(words: list[str], said_as_dates: set[str]) -> list[str]:
+    """``words``, each ordinal said as a date ("7th") followed by its day ("7"): a row's date in
+    words has the day without one ("7 May 2023")."""
+    out = []
+    for word in words:
+        out.append(word)
+        if (m := _ORDINAL.fullmatch(word)) and m[1] in said_as_dates:
+            out.append(m[1])
+    return out
 
 
 def query_tokens(text: str | None) -> list[str]:

@@ -408,6 +408,10 @@ class PostgresAdapter:
         rows = await self._starting_with(select, "m.id", prefix, limit, *clause.params)
         return [_entry(r) for r in rows]
 
+    def seen(self, entries: Sequence[MemoryEntry]) -> list[MemoryEntry]:
+        """``entries`` with the read hits buffered for them (see :meth:`AccessBuffer.seen`)."""
+        return self._hits.seen(entries)
+
     async def record_access(self, entries: Sequence[MemoryEntry]) -> None:
         """Buffer read hits; folded in at close or every few hundred hits."""
         if defer(self, (entry.id for entry in entries)):

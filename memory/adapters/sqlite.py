@@ -498,6 +498,10 @@ class SQLiteAdapter:
         rows = await self.run(_by_prefix, prefix, clause.sql, clause.params, limit, inline=True)
         return [row_to_entry(r) for r in rows]  # the operator asked for these rows: one unreadable is named
 
+    def seen(self, entries: Sequence[MemoryEntry]) -> list[MemoryEntry]:
+        """``entries`` with the read hits buffered for them (see :meth:`AccessBuffer.seen`)."""
+        return self._hits.seen(entries)
+
     async def record_access(self, entries: Sequence[MemoryEntry]) -> None:
         """Buffer read hits; they are folded in at close or every few hundred hits."""
         if defer(self, (entry.id for entry in entries)):

@@ -28,7 +28,7 @@ from memory.federation.resilience import ResilientTier, TierRead, describe_failu
 from memory.federation.router import MemoryRouter
 from memory.home import Home
 from memory.promotion import as_claimed, global_copy
-from memory.protocols import Closeable, EmbedsAhead, Prunable, provenance_of
+from memory.protocols import Closeable, EmbedsAhead, Prunable, access_buffer_of, provenance_of
 from memory.ranking import timeframe
 from memory.ranking.neighbours import expand
 from memory.types import MAX_QUERY_LIMIT, Audience, HealthStatus, MemoryEntry, MemoryQuery, MemoryScope, PrunePolicy, PruneReport
@@ -180,6 +180,13 @@ def _other_vault(first_tier: str, tier_name: str) -> bool:
     two different vaults is not a match (identical content still is). A vault
     note and an ingested copy in any other store do share an id on purpose."""
     return first_tier != tier_name and first_tier.startswith("vault:") and tier_name.startswith("vault:")
+
+
+def _seen(tier: ResilientTier, entries: list[MemoryEntry]) -> list[MemoryEntry]:
+    """``entries`` of ``tier`` with the read hits its store still buffers: ranked by the age the
+    last recall of this process refreshed, as a new process would read it."""
+    buffered = access_buffer_of(tier.backend)
+    return entries if buffered is None else buffered.seen(entries)
 
 
 async def with_sources(entries: list[MemoryEntry], tiers: Sequence[ResilientTier]) -> None:
@@ -493,6 +500,7 @@ class MemoryFederation:
         # --as-of answers as recall would have then: age and "last week" are measured from that time.
         now = self.router.clock() if query.as_of is None else min(query.as_of, self.router.clock())
         asked = query.limit
+        place = {tier.name: i for i, tier in enumerate(tiers)}  # routing order: how local each tier is
         outcomes = [TierRead([]) for _ in tiers]
         again = list(range(len(tiers)))
         while True:
@@ -500,7 +508,7 @@ class MemoryFederation:
             # One tier (a zero-config agent) needs no task; gather costs an event-loop turn per task.
             for i, outcome in zip(again, [await reads[0]] if len(reads) == 1 else await asyncio.gather(*reads), strict=True):
                 outcomes[i] = outcome
-            per_tier = [(tier.name, o.entries) for tier, o in zip(tiers, outcomes, strict=True)]
+            per_tier = [(tier.name, _seen(tier, o.entries)) for tier, o in zip(tiers, outcomes, strict=True)]
             relevance: dict[str, float] | None = None
             if query.text:
                 relevance = {}
@@ -510,7 +518,8 @@ class MemoryFederation:
                 relevance = relevance or None  # no word to match (e.g. only punctuation): a listing
             merged = dedupe(per_tier)
             span = timeframe.window(query.text, now) if relevance is not None else None
-            ranked = self.router.rank([entry for entry, _ in merged], query.limit, now, relevance=relevance, window=span)
+            ranked = self.router.rank([entry for entry, _ in merged], query.limit, now, relevance=relevance, window=span,
+                                      locality=[place[names[0]] for _, names in merged])
             # A listing drops what aged out: when that leaves it short of ``limit``, the tiers
             # that may hold more rows than they were asked for are asked again for more (never
             # past the query cap); the others' reads stand.

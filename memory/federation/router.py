@@ -8,7 +8,7 @@ downstream ever touches a raw backend on the read/write path.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -199,6 +199,7 @@ class MemoryRouter:
         now: datetime | None = None,
         relevance: Mapping[str, float] | None = None,
         window: tuple[datetime, datetime] | None = None,
+        locality: Sequence[int] | None = None,
     ) -> list[tuple[MemoryEntry, float]]:
         """The best ``limit`` candidates for recall with the score each ranked by, best first.
 
@@ -215,11 +216,16 @@ class MemoryRouter:
         :mod:`memory.ranking.timeframe`) lifts the matches written inside
         it by TIME_BOOST. A derived entry weighs DERIVED_WEIGHT either way. Pinned entries
         are exempt from decay; they sort first in a listing, and in a text
-        query gain only PIN_BOOST. Ties break on the backend's score, then recency. The entries themselves are not changed.
+        query gain only PIN_BOOST. Equal scores go to the more local tier (``locality``: each
+        entry's tier's place in routing order, private first; None: one tier), then to the
+        backend's score (comparable within a tier only: each tier's best is 1 whatever its
+        scale, and a raw BM25 from a larger store ranked another agent's global memory over the
+        agent's own), then the newer, then the smaller id, so a tie never falls to read order.
+        The entries themselves are not changed.
         """
         now = now or self.clock()
         scored = []
-        for entry in entries:
+        for place, entry in zip(locality or [0] * len(entries), entries, strict=True):
             effective, aged_out = assess(entry, self.decay_profiles[entry.type], now)
             if relevance is None:
                 if aged_out:
@@ -238,6 +244,7 @@ class MemoryRouter:
                 score *= DERIVED_WEIGHT
             backend_score = entry.score if entry.score is not None else float("-inf")
             first = entry.pinned and relevance is None  # a pin leads a listing, never a query's matches
-            scored.append(((first, score, backend_score, entry.created_at), score, entry))
+            scored.append(((first, score, -place, backend_score, entry.created_at), score, entry))
+        scored.sort(key=lambda item: item[2].id)  # the last tie-break; the stable sort below keeps it
         scored.sort(key=lambda item: item[0], reverse=True)
         return [(entry, score) for _, score, entry in scored[:limit]]

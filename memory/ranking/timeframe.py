@@ -12,24 +12,15 @@ from __future__ import annotations
 import re
 from datetime import datetime, timedelta
 
-MONTHS = {
-    name: number
-    for number, names in enumerate(
-        [("january", "jan"), ("february", "feb"), ("march", "mar"), ("april", "apr"), ("may",), ("june", "jun"),
-         ("july", "jul"), ("august", "aug"), ("september", "sep", "sept"), ("october", "oct"),
-         ("november", "nov"), ("december", "dec")],
-        1,
-    )
-    for name in names
-}
-_MONTH = "|".join(sorted(MONTHS, key=len, reverse=True))
+from memory.query_terms import MONTH_PATTERN, MONTHS
+
 _UNITS = {"day": 1, "week": 7, "month": 30, "year": 365}
 _AGO = re.compile(r"\b(\d+|a|an|one|two|three|four|five|six)\s+(day|week|month|year)s?\s+ago\b")
 _WORD_NUMBERS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6}
-_DAY_MONTH_YEAR = re.compile(rf"\b(\d{{1,2}})(?:st|nd|rd|th)?\s+({_MONTH})\.?,?\s+(\d{{4}})\b")
-_MONTH_DAY_YEAR = re.compile(rf"\b({_MONTH})\.?\s+(\d{{1,2}})(?:st|nd|rd|th)?,?\s+(\d{{4}})\b")
-_MONTH_YEAR = re.compile(rf"\b({_MONTH})\.?,?\s+(\d{{4}})\b")
-_IN_MONTH = re.compile(rf"\b(?:in|during|since|back in)\s+({_MONTH})\b")
+_DAY_MONTH_YEAR = re.compile(rf"\b(\d{{1,2}})(?:st|nd|rd|th)?\s+({MONTH_PATTERN})\.?,?\s+(\d{{4}})\b")
+_MONTH_DAY_YEAR = re.compile(rf"\b({MONTH_PATTERN})\.?\s+(\d{{1,2}})(?:st|nd|rd|th)?,?\s+(\d{{4}})\b")
+_MONTH_YEAR = re.compile(rf"\b({MONTH_PATTERN})\.?,?\s+(\d{{4}})\b")
+_IN_MONTH = re.compile(rf"\b(?:in|during|since|back in)\s+({MONTH_PATTERN})\b")
 _YEAR = re.compile(r"\b(?:in|during)\s+((?:19|20)\d{2})\b")
 
 

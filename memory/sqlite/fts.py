@@ -2,7 +2,8 @@
 the keyword leg, a focused match for reconciliation, coverage and word pairs for fusion.
 
 Each token is quoted (so no operator or column syntax survives) and OR-joined;
-the porter tokenizer on the index stems both sides.
+the porter tokenizer on the index stems both sides. A number the query does
+not say as a date is not looked for in a row's date in words.
 """
 
 from __future__ import annotations
@@ -11,12 +12,18 @@ from memory.query_terms import QueryTerms
 from memory.sqlite.batches import select_in
 from memory.sqlite.rows import admitted_rows
 
+def term_match(terms: QueryTerms, token: str) -> str:
+    """``token`` of ``terms`` as a MATCH on every column, but a plain number never on the row's
+    date in words (``dated``: "7 May 2023"), which would find every row written on a 7th."""
+    return f'- {{dated}} : "{token}"' if token in terms.plain_numbers else f'"{token}"'
+
+
 def match_expression(terms: QueryTerms) -> str | None:
     """A MATCH expression for ``terms``, or None when there is no searchable word."""
     tokens = terms.tokens
     if not tokens:
         return None
-    return " OR ".join(f'"{token}"' for token in tokens)
+    return " OR ".join(term_match(terms, token) for token in tokens)
 
 
 # Majority words. FTS5's bm25 clamps the idf of a word in at least half the rows to
@@ -70,7 +77,7 @@ def without_majority(raw, terms: QueryTerms) -> QueryTerms | None:
     if not windows:
         return None
     kept = tuple(t for t in terms.tokens if not _majority(raw, t, windows))
-    return QueryTerms(kept) if kept and len(kept) < len(terms.tokens) else None
+    return terms.narrowed(kept) if kept and len(kept) < len(terms.tokens) else None
 
 
 # A focused match (write-time reconciliation's candidates): a word in more than
@@ -148,7 +155,7 @@ def coverage(raw, terms: QueryTerms, entry_id: str, clause_sql: str, params: tup
     if not tokens or row is None:
         return 0.0
     sql = "SELECT count(*) FROM memories_fts WHERE memories_fts MATCH ? AND rowid = ?"
-    found = sum(raw.execute(sql, (f'"{token}"', row[0])).fetchone()[0] for token in tokens)
+    found = sum(raw.execute(sql, (term_match(terms, token), row[0])).fetchone()[0] for token in tokens)
     return found / len(tokens)
 
 

@@ -4,9 +4,10 @@ ranking, routing by scope, stream order — real SQLite tiers and a vault folder
 from __future__ import annotations
 
 import time
+from datetime import UTC, datetime, timedelta
 
 import pytest
-from factories import entries_for
+from factories import T0, entries_for
 from federation_faults import FaultyTier, corrupt_file
 
 from memory.adapters.markdown import MarkdownFolderAdapter
@@ -15,6 +16,7 @@ from memory.budgets import ConnectionsConfig, TierBudget
 from memory.errors import MemoryRoutingError
 from memory.federation.federation import MemoryFederation, dedupe
 from memory.federation.router import MemoryRouter
+from memory.ranking.decay import DEFAULT_PROFILES
 from memory.markdown.notes import note_id
 from memory.types import MemoryQuery, MemoryScope
 
@@ -270,3 +272,56 @@ async def test_a_recall_as_of_an_earlier_time_measures_age_from_then(stores):
     await stores["private"].recall_activity()  # folds in the reads the listing just made (today)
     assert set(await listed(None)) == {trip.id, hiking.id}  # control: today's read refreshed both
     assert await listed(day(30)) == []  # on 30 January both had aged out: that read was not made yet
+
+
+async def test_equal_scores_go_to_the_more_local_tier_and_within_one_by_id(stores):
+    """Each tier's best match has relevance 1 whatever its scale, so the two tiers' best tie; the
+    tie fell to the raw BM25, which a larger store makes larger: another agent's global memory
+    outranked the agent's own as soon as the global store held more rows."""
+    when = T0
+    mine = entry("the deploy freeze starts friday", created_at=when, updated_at=when)
+    theirs = entry("the deploy freeze starts monday", agent_id="b", scope=MemoryScope.GLOBAL, created_at=when,
+                   updated_at=when)
+    await stores["private"].write(mine)
+    await stores["global"].write_many([theirs, *(entry(f"other filler {i}", agent_id="b", scope=MemoryScope.GLOBAL)
+                                                 for i in range(20))])
+    no_refresh = {t: p.model_copy(update={"refresh_on_access": False}) for t, p in DEFAULT_PROFILES.items()}
+    federation = federate(stores, [], decay_profiles=no_refresh)  # a recall leaves the next one's ages alone
+    found = await federation.recall(MemoryQuery(agent_id="a", text="deploy freeze", limit=2))
+    assert [(e.id, e.tiers) for e in found.entries] == [(mine.id, ["private"]), (theirs.id, ["global"])]
+    assert found.entries[0].score == found.entries[1].score  # a tie, which the tier decided
+    # control: a better match in the global tier still outranks a weaker private one
+    weak = entry("a deploy note", created_at=when, updated_at=when)
+    await stores["private"].write(weak)
+    found = await federation.search(MemoryQuery(agent_id="a", text="deploy freeze", limit=3))
+    assert [e.id for e in found] == [mine.id, theirs.id, weak.id]
+    # within one tier, equal matches of one age go by id, whatever order they were written in
+    twins = [entry(f"the standup {word} moved", id=f"{n}-twin", created_at=when, updated_at=when)
+             for n, word in (("2", "alpha"), ("1", "bravo"))]
+    await stores["private"].write_many(twins)
+    found = await federation.search(MemoryQuery(agent_id="a", text="standup moved", limit=2))
+    assert [e.id for e in found] == ["1-twin", "2-twin"]
+
+
+async def test_a_recall_ranks_by_the_age_the_last_recall_in_the_same_process_refreshed(stores):
+    """A store buffers read hits and folds them in at close: a long-lived process (the MCP server,
+    `arcana run`) ranked its second recall by the age before its first, where a new process (each
+    `arcana recall`) ranks by the refreshed one, so the two skins disagreed on the same store."""
+    from memory.types import MemoryType
+
+    now = datetime.now(UTC) + timedelta(minutes=1)  # read hits are stamped with the real time
+    old = now - timedelta(days=10)
+    aged = entry("the zebra enclosure moved to the north gate", type=MemoryType.EPISODIC, created_at=old, updated_at=old)
+    other = entry("the zebra keeper is Ana", type=MemoryType.EPISODIC, created_at=old, updated_at=old)
+    await stores["private"].write_many([aged, other])
+    clock = lambda: now  # noqa: E731 - one instant for every read
+    federation = federate(stores, [], clock=clock)
+    first = await federation.recall(MemoryQuery(agent_id="a", text="zebra enclosure", limit=1))
+    again = await federation.recall(MemoryQuery(agent_id="a", text="zebra enclosure", limit=1))
+    await stores["private"].aclose()  # the hits folded in, as a process's exit does
+    fresh = await federate(stores, [], clock=clock).recall(MemoryQuery(agent_id="a", text="zebra enclosure", limit=1))
+    assert [e.id for e in first.entries] == [e.id for e in again.entries] == [e.id for e in fresh.entries] == [aged.id]
+    # as a new process reads it (but for the moments between the first recall's hit and the second's)
+    assert again.entries[0].score == pytest.approx(fresh.entries[0].score, rel=1e-6)
+    assert abs(again.entries[0].last_accessed_at - fresh.entries[0].last_accessed_at) < timedelta(seconds=5)
+    assert first.entries[0].score < fresh.entries[0].score  # control: the refresh does lift it

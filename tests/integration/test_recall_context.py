@@ -125,6 +125,35 @@ async def test_a_weekday_in_the_query_matches_what_says_it_not_what_was_written_
     assert {e.id for e in dated} == {said.id, other.id}  # control: the date itself is still indexed
 
 
+@pytest.mark.parametrize("day", [7, 12])
+async def test_a_number_in_the_query_matches_as_a_number_not_as_the_day_a_row_was_written(tmp_path, offline_embedder, day):
+    """Each row is indexed beside its date in words ("7 June 2024"): "room 7" found every row
+    written on a 7th, and ranked one that also said "room" beside the one about room 7."""
+    fed = await federation(tmp_path, offline_embedder)
+    try:
+        on_day = NOW.replace(day=day, hour=9)
+        room = at(16, f"The projector in room {day} is broken again.")  # 4 June: no {day} in its date
+        dated = [MemoryEntry(agent_id=AGENT, content=text, created_at=on_day, updated_at=on_day) for text in (
+            "The meeting room on floor three has a new whiteboard.", "Lunch with the new intern went well.")]
+        other_room = at(15, "Room 30 is booked for the offsite.")
+        await fed.router.private.backend.write_many([room, *dated, other_room, *(at(1, text) for text in FRESH)])
+        found = [e.id for e in await fed.search(ask(f"room {day}", RetrievalMode.keyword, limit=10))]
+        assert found[0] == room.id and dated[1].id not in found, found
+        assert {dated[0].id, other_room.id} <= set(found)  # control: "room" still finds every room
+        for mode in (RetrievalMode.keyword, RetrievalMode.hybrid):  # semantic reads no date
+            assert [e.id for e in await fed.search(ask(f"room {day}", mode))][0] == room.id, mode
+        # control: a question that says the day as a date still finds what was written that day, and
+        # an ordinal ("the 7th") its day, which the date words write without one ("7 June 2024")
+        for question in (f"{day} June", f"what happened on June {day}, 2024", f"what happened on the {day}th?"):
+            found = [e.id for e in await fed.search(ask(question, RetrievalMode.keyword, limit=10))]
+            assert {d.id for d in dated} <= set(found), question
+        found = [e.id for e in await fed.search(ask(f"June {day}th", RetrievalMode.keyword, limit=10))]
+        assert set(found[:3]) == {*(d.id for d in dated), room.id}, found  # before June's other days (room: "7")
+        assert room.id not in [e.id for e in await fed.search(ask(f"the {day}th floor", RetrievalMode.keyword))]
+    finally:
+        await fed.aclose()
+
+
 async def test_the_reply_outranks_the_turn_that_asked_the_question(tmp_path, offline_embedder):
     fed = await federation(tmp_path, offline_embedder)
     try:

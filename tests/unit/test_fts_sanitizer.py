@@ -25,9 +25,11 @@ ANY_TEXT = st.one_of(st.text(), st.lists(st.one_of(SYNTAX, st.text(max_size=5)),
 @pytest.fixture(scope="module")
 def fts_conn():
     conn = dbapi().connect(":memory:")
-    conn.execute("CREATE VIRTUAL TABLE t USING fts5(content, tags, tokenize='porter unicode61 remove_diacritics 2')")
+    # the store's columns (migrations v005): a number is matched on all but ``dated``
+    conn.execute("CREATE VIRTUAL TABLE t USING fts5(content, tags, context, dated, "
+                 "tokenize='porter unicode61 remove_diacritics 2')")
     conn.executemany(
-        "INSERT INTO t (content, tags) VALUES (?, ?)",
+        "INSERT INTO t (content, tags, dated) VALUES (?, ?, '7 May 2023')",
         [("the kettle is blue", "[]"), ("near the harbour", '["sea"]'), ("日本語 text", "[]")],
     )
     yield conn
