@@ -269,7 +269,7 @@ def test_a_changed_embedding_config_is_searched_with_the_new_embedder(server, st
     config = arcana_home.config_path.read_text()
     search = "/memories?agent=alice&mode=semantic&q=" + quote("a hot beverage early in the day")
     shown = json.loads(config)
-    shown["embedding"]["providers"] = []
+    shown.setdefault("embedding", {})["providers"] = []  # the file holds only what was set
     arcana_home.config_path.write_text(json.dumps(shown))
     status, _, page = client.get(search)
     assert status == 200 and stocked["tea"] not in page  # no embedder: no semantic hit
