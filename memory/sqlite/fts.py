@@ -12,6 +12,7 @@ from memory.query_terms import QueryTerms
 from memory.sqlite.batches import select_in
 from memory.sqlite.rows import admitted_rows
 
+
 def term_match(terms: QueryTerms, token: str) -> str:
     """``token`` of ``terms`` as a MATCH on every column, but a plain number never on the row's
     date in words (``dated``: "7 May 2023"), which would find every row written on a 7th."""
