@@ -21,15 +21,10 @@ from memory import strict_json
 from memory.home import private_dir, replace_file
 
 
-def read_state(path: Path) -> dict[str, Any]:
-    """The state, or {} when there is none or it cannot be read: a status, rebuilt by the next index
-    or watch. Read strictly: a file nested past the parser's depth was a traceback from `vault status`."""
-    return load_state(path)[0]
-
-
 def load_state(path: Path) -> tuple[dict[str, Any], str | None]:
-    """The state, and why the file is there but damaged (else None): `vault status` says so rather than
-    "never" of a vault indexed a minute ago."""
+    """The state ({} when there is none or it cannot be read: rebuilt by the next index or watch), and
+    why the file is there but damaged (else None): `vault status` says so rather than "never" of a
+    vault indexed a minute ago. Read strictly: a file nested past the parser's depth was a traceback."""
     try:
         data = strict_json.loads(strict_json.decode(path.read_bytes()))
     except OSError:

@@ -21,7 +21,7 @@ from memory.types import MemoryQuery, MemoryScope, RetrievalMode
 from memory.vaults.indexer import check_vault, index_vault, open_store
 from memory.vaults.registry import VaultRegistry
 from memory.vaults.search import search_vault
-from memory.vaults.state import read_state
+from memory.vaults.state import load_state
 
 NOTES = {
     "Home.md": "---\ntags: [start]\n---\nWelcome. See [[Projects/Alpha]] and [[beta|the beta]] and ![[chart.png]].",
@@ -238,7 +238,7 @@ async def test_full_then_incremental_index_follows_every_kind_of_change(vault, t
     (vault.root / "Gamma.md").unlink()
     report = await index_vault(vault, embed=False)
     assert (report.removed, report.unchanged) == (1, 4)
-    state = read_state(vault.state_path)
+    state = load_state(vault.state_path)[0]
     assert state["last_index"]["removed"] == 1 and state["last_indexed_at"] > 0
 
 
@@ -315,11 +315,11 @@ def test_a_damaged_state_file_is_moved_aside_named_and_rebuilt(make_vault, no_em
     aside = [p for p in state.parent.iterdir() if p.name.startswith("st.state.json.damaged-")]
     assert len(aside) == 1 and aside[0].read_text() == damage
     assert str(state) in index.stderr and str(aside[0]) in index.stderr, index.stderr
-    assert read_state(state)["last_index"]["added"] == 1
+    assert load_state(state)[0]["last_index"]["added"] == 1
     again = cli("vault", "index", "st")
     assert again.exit_code == 0 and "damaged" not in again.stderr, again.stderr
     assert [p for p in state.parent.iterdir() if p.name.startswith("st.state.json.damaged-")] == aside
-    assert read_state(state)["last_index"]["unchanged"] == 1
+    assert load_state(state)[0]["last_index"]["unchanged"] == 1
 
 
 def test_frontmatter_too_long_to_read_is_counted_and_not_parsed(make_vault, no_embedder, cli, tree_digest):

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from memory.config import ArcanaConfig, save_config
-from memory.vaults.state import read_state, update_state
+from memory.vaults.state import load_state, update_state
 
 pytestmark = pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="names an fd through /proc")
 
@@ -55,7 +55,7 @@ def test_a_vault_state_write_is_fsynced_before_its_rename(tmp_path, calls):
     calls.clear()
     update_state(path, last_index=2.0)
     assert _temp_synced_then_renamed(calls, path) != first  # a unique temp name per write
-    assert read_state(path) == {"last_event": 1.0, "last_index": 2.0}
+    assert load_state(path)[0] == {"last_event": 1.0, "last_index": 2.0}
     assert oct(path.stat().st_mode & 0o777) == oct(0o600)
 
 
