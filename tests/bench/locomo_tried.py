@@ -11,10 +11,12 @@ conversations this repository does not hold.
   cue (:data:`memory.extraction.signals.ENGLISH`);
 - ``self``: any question naming a speaker lifts that speaker's first-person lines (three sets of
   pronouns);
+- ``split``: the named speakers' lift itself split, ``first`` for their first-person lines and
+  ``other`` for the rest, in place of SPEAKER_LIFT for both;
 - ``entities``: a candidate naming the question's proper nouns other than its speakers ("Vivaldi",
   "LGBTQ", "US") is lifted by the share of them it names.
 
-Run: python tests/bench/locomo_tried.py SNAPSHOT [inference | self | entities]
+Run: python tests/bench/locomo_tried.py SNAPSHOT [inference | self | split | entities]
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import locomo_replay as replay  # noqa: E402
 from memory.extraction.signals import ENGLISH  # noqa: E402
 from memory.federation.router import ASKING_WEIGHT  # noqa: E402
-from memory.ranking.speakers import speaker_of  # noqa: E402
+from memory.ranking.speakers import SPEAKER_LIFT, speaker_of  # noqa: E402
 
 INFERENCE = re.compile(r"\b(?:would|likely|might|could|probably)\b", re.IGNORECASE)
 PRONOUNS = {
@@ -57,6 +59,20 @@ def self_statements(lift: float, says, gate: re.Pattern | None = None):
             return scores
         lifted = {i for i in scores if speaker_of(content[i])[0] in named and says(speaker_of(content[i])[1])}
         return {i: v * (1.0 + lift) if i in lifted else v for i, v in scores.items()}
+    return extra
+
+
+def split_speaker_lift(first: float, other: float, says):
+    """The named speakers' lines at 1 + ``first`` when ``says`` holds, 1 + ``other`` when not,
+    instead of the shipped 1 + SPEAKER_LIFT for both."""
+    def extra(scores, content, query_text):
+        named = named_speakers(content, query_text)
+        def factor(i):
+            speaker, said = speaker_of(content[i])
+            if speaker not in named:
+                return 1.0
+            return (1.0 + (first if says(said) else other)) / (1.0 + SPEAKER_LIFT)
+        return {i: v * factor(i) for i, v in scores.items()}
     return extra
 
 
@@ -92,6 +108,12 @@ def grid(name: str) -> dict:
             for pronouns, pattern in PRONOUNS.items()
             for lift in (0.15, 0.2, 0.25, 0.3, 0.4, 0.5)
         },
+        "split": {
+            f"first {first} other {other}": variant(split_speaker_lift(first, other, first_person.search))
+            for first in (0.75, 1.0, 1.25, 1.5)
+            for other in (0.25, 0.5, 0.75)
+            if (first, other) != (SPEAKER_LIFT, SPEAKER_LIFT)
+        },
         "entities": {f"entities {lift}": variant(entities(lift)) for lift in (0.1, 0.2, 0.3, 0.5, 0.75, 1.0)},
     }
     return {"none": replay.GRID["default"]} | grids[name]
@@ -100,7 +122,7 @@ def grid(name: str) -> dict:
 def main() -> None:
     snap = pickle.loads(Path(sys.argv[1]).read_bytes())
     convs = [replay.Conv(name, s) for name, s in snap.items()]
-    for name in sys.argv[2:] or ("inference", "self", "entities"):
+    for name in sys.argv[2:] or ("inference", "self", "split", "entities"):
         print(f"\n== {name}: in-sample, per category (any@5 any@10 MRR@10) ==")
         variants = grid(name)
         for label, v in variants.items():
