@@ -145,14 +145,16 @@ def rings(conv: Conv, entry_id: str, reach: int) -> list[list[str]]:
 
 
 def store_scores(conv: Conv, q: dict, *, pairs: bool = True, replies: bool = True,
-                 forward: float = SHARE, speakers: bool = True, dated: bool = True) -> dict[str, float]:
+                 forward: float = SHARE, speakers: bool = True, dated: bool = True,
+                 extra=None) -> dict[str, float]:
     """The store's hybrid path (VectorAdapter.recall): fusion; among the best NEAR, adjacent
     turns together, the word-pair lift, the hand-over to replies, the named speakers' lift
     (``speakers=False`` for a snapshot written before it) and the dated lines' lift
     (``dated=False`` likewise); the top LIMIT kept.
 
     ``forward`` != SHARE replays the rejected asymmetric variant (a reply gains ``forward``
-    of the turn before it, that turn SHARE of its reply).
+    of the turn before it, that turn SHARE of its reply). ``extra(scores, content, query_text)``,
+    a lift under test, runs last (``tests/bench/locomo_tried.py``).
     """
     sem, kw = entries(q["semantic"]), entries(q["keyword"])
     scores = fused_scores(sem, kw, DEFAULT_WEIGHTS, q["coverage"])
@@ -175,6 +177,8 @@ def store_scores(conv: Conv, q: dict, *, pairs: bool = True, replies: bool = Tru
         lifted = lift_named_speakers(lifted, {i: conv.turns[i]["content"] for i in lifted}, q["text"])
     if dated:
         lifted = lift_dated_lines(lifted, {i: conv.turns[i]["content"] for i in lifted}, q["text"])
+    if extra:
+        lifted = extra(lifted, {i: conv.turns[i]["content"] for i in lifted}, q["text"])
     return {i: lifted[i] for i in best(lifted, LIMIT)}
 
 

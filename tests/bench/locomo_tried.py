@@ -1,0 +1,135 @@
+"""Re-rank lifts tried on LoCoMo and not kept, replayed from a ``bench_locomo.py --dump`` snapshot.
+
+Each grid runs on top of the real hybrid path (``locomo_replay.store_scores``, its ``extra``
+hook) and is cross-validated as the shipped lifts were: fitted on two conversations, scored on
+the third, "none" first so a tie keeps the default. The figures and why each was dropped are in
+man/benchmarks.md ("Tried on 2026-12-07"); this script is kept so the same grids can be run on
+conversations this repository does not hold.
+
+- ``inference``: a question that asks for an inference ("Would Caroline …", "… likely …") and
+  names a speaker lifts that speaker's lines said in the first person, or holding a preference
+  cue (:data:`memory.extraction.signals.ENGLISH`);
+- ``self``: any question naming a speaker lifts that speaker's first-person lines (three sets of
+  pronouns);
+- ``split``: the named speakers' lift itself split, ``first`` for their first-person lines and
+  ``other`` for the rest, in place of SPEAKER_LIFT for both;
+- ``entities``: a candidate naming the question's proper nouns other than its speakers ("Vivaldi",
+  "LGBTQ", "US") is lifted by the share of them it names.
+
+Run: python tests/bench/locomo_tried.py SNAPSHOT [inference | self | split | entities]
+"""
+
+from __future__ import annotations
+
+import pickle
+import re
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import locomo_replay as replay  # noqa: E402
+from memory.extraction.signals import ENGLISH  # noqa: E402
+from memory.federation.router import ASKING_WEIGHT  # noqa: E402
+from memory.ranking.speakers import SPEAKER_LIFT, speaker_of  # noqa: E402
+
+INFERENCE = re.compile(r"\b(?:would|likely|might|could|probably)\b", re.IGNORECASE)
+PRONOUNS = {
+    "I": r"\b(?:i|i'm|i've|i'd|i'll)\b",
+    "I+my": r"\b(?:i|i'm|i've|i'd|i'll|my|me|myself)\b",
+    "I+my+we": r"\b(?:i|i'm|i've|i'd|i'll|my|me|myself|we|we're|we've|our|us)\b",
+}
+QUESTION_WORDS = frozenset(
+    "What When Where Who Why How Which Would Does Did Is Was Are Were Do Has Have Can Could Might "
+    "In On The A An I".split()
+)
+
+
+def named_speakers(content: dict[str, str], query_text: str) -> set[str]:
+    """The candidates' speakers the query names as a whole word (as the shipped speaker lift reads them)."""
+    speakers = {speaker_of(text)[0] for text in content.values()} - {None}
+    return {s for s in speakers if re.search(rf"(?<!\w){re.escape(s)}(?!\w)", query_text)}
+
+
+def self_statements(lift: float, says, gate: re.Pattern | None = None):
+    """Lift the named speakers' lines whose said text ``says`` holds (only for a query ``gate`` matches)."""
+    def extra(scores, content, query_text):
+        named = named_speakers(content, query_text) if not gate or gate.search(query_text) else set()
+        if not named:
+            return scores
+        lifted = {i for i in scores if speaker_of(content[i])[0] in named and says(speaker_of(content[i])[1])}
+        return {i: v * (1.0 + lift) if i in lifted else v for i, v in scores.items()}
+    return extra
+
+
+def split_speaker_lift(first: float, other: float, says):
+    """The named speakers' lines at 1 + ``first`` when ``says`` holds, 1 + ``other`` when not,
+    instead of the shipped 1 + SPEAKER_LIFT for both."""
+    def extra(scores, content, query_text):
+        named = named_speakers(content, query_text)
+        def factor(i):
+            speaker, said = speaker_of(content[i])
+            if speaker not in named:
+                return 1.0
+            return (1.0 + (first if says(said) else other)) / (1.0 + SPEAKER_LIFT)
+        return {i: v * factor(i) for i, v in scores.items()}
+    return extra
+
+
+def entities(lift: float):
+    """Lift each candidate by the share of the query's proper nouns (its speakers aside) it names."""
+    def extra(scores, content, query_text):
+        nouns = set(re.findall(r"\b[A-Z][\w-]*", query_text)) - QUESTION_WORDS
+        nouns -= {speaker_of(text)[0] for text in content.values()}
+        if not nouns:
+            return scores
+        found = [re.compile(rf"(?<!\w){re.escape(n)}(?!\w)") for n in nouns]
+        def share(i):
+            said = speaker_of(content[i])[1]
+            return sum(bool(p.search(said)) for p in found) / len(found)
+        return {i: v * (1.0 + lift * share(i)) for i, v in scores.items()}
+    return extra
+
+
+def variant(extra):
+    return (lambda conv, q: replay.store_scores(conv, q, extra=extra), ASKING_WEIGHT)
+
+
+def grid(name: str) -> dict:
+    first_person = re.compile(PRONOUNS["I+my"], re.IGNORECASE)
+    grids = {
+        "inference": {
+            f"{cue} {lift}": variant(self_statements(lift, says, INFERENCE))
+            for cue, says in (("first person", first_person.search), ("preference", ENGLISH.states_preference))
+            for lift in (0.1, 0.2, 0.3, 0.5, 0.75, 1.0)
+        },
+        "self": {
+            f"{pronouns} {lift}": variant(self_statements(lift, re.compile(pattern, re.IGNORECASE).search))
+            for pronouns, pattern in PRONOUNS.items()
+            for lift in (0.15, 0.2, 0.25, 0.3, 0.4, 0.5)
+        },
+        "split": {
+            f"first {first} other {other}": variant(split_speaker_lift(first, other, first_person.search))
+            for first in (0.75, 1.0, 1.25, 1.5)
+            for other in (0.25, 0.5, 0.75)
+            if (first, other) != (SPEAKER_LIFT, SPEAKER_LIFT)
+        },
+        "entities": {f"entities {lift}": variant(entities(lift)) for lift in (0.1, 0.2, 0.3, 0.5, 0.75, 1.0)},
+    }
+    return {"none": replay.GRID["default"]} | grids[name]
+
+
+def main() -> None:
+    snap = pickle.loads(Path(sys.argv[1]).read_bytes())
+    convs = [replay.Conv(name, s) for name, s in snap.items()]
+    for name in sys.argv[2:] or ("inference", "self", "split", "entities"):
+        print(f"\n== {name}: in-sample, per category (any@5 any@10 MRR@10) ==")
+        variants = grid(name)
+        for label, v in variants.items():
+            print(f"  {label:<20} {replay.per_category(convs, v)}")
+        print(f"== {name}: cross-validated (fit on two conversations, score the third) ==")
+        replay.cross_validate(convs, variants)
+
+
+if __name__ == "__main__":
+    main()
