@@ -29,7 +29,6 @@ from memory.sqlite import versions as version_sql
 from memory.sqlite.admission import SQLITE, where
 from memory.sqlite.batches import select_in
 from memory.sqlite.connection import (
-    BUSY_TIMEOUT_MS,
     StoreConnection,
     apply_pragmas,
     connect_readonly,
@@ -515,7 +514,7 @@ class SQLiteAdapter:
         if hits is None:
             return
         try:
-            await run_sync(conn, _touch_txn, hits, path=self.path)
+            await run_sync(conn, _touch_txn, hits, conn.lock_wait_ms, path=self.path)
         except MemoryStorageError:
             pass  # access counts are a ranking hint; never fail a read over them
 
@@ -649,13 +648,13 @@ def _reinforce_txn(raw, entry_id, actor, step, confirm, asserted):
         return mutations.reinforce(raw, entry_id, actor, importance_step=step, confirm=confirm, asserted=asserted)
 
 
-def _touch_txn(raw, hits):
-    raw.execute("PRAGMA busy_timeout = 1000")
+def _touch_txn(raw, hits, lock_wait_ms):
+    raw.execute(f"PRAGMA busy_timeout = {min(1000, lock_wait_ms)}")
     try:
         with transaction(raw):
             mutations.touch_access(raw, hits)
     finally:
-        raw.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        raw.execute(f"PRAGMA busy_timeout = {lock_wait_ms}")
 
 
 # BM25 weight per FTS column (content, tags, context, dated): a word of the

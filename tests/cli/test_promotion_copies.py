@@ -540,8 +540,8 @@ def test_a_purge_whose_original_is_locked_changes_nothing(cli, home, via):
     ada = AgentRegistry(home).resolve("ada")
     with locked_by_another_process(home.agent_db(ada.id)):
         started = time.monotonic()
-        refused = cli("memory", "purge", memory_id, *via, "--yes")
-        assert time.monotonic() - started < 40
+        refused = cli("--lock-wait", "1", "memory", "purge", memory_id, *via, "--yes")
+        assert time.monotonic() - started < 10  # the wait it was given, not SQLite's default 30 s
         assert refused.exit_code == exit_codes.STORAGE, refused.output
         assert "locked by another writer" in refused.stderr and refused.stdout == ""
         assert refused.stderr.count("\n") == 1 and "Traceback" not in refused.stderr
@@ -561,7 +561,9 @@ def test_an_edit_of_a_copy_whose_original_is_locked_changes_neither(cli, home, a
     store is checked first now: locked, neither changes; unlocked (the control), both do."""
     memory_id = ok(cli("remember", "fact heronedit", "--agent", "ada", "--importance", "0.95", "--json"))["id"]
     with locked_by_another_process(home.agent_db(AgentRegistry(home).resolve("ada").id)):
-        refused = cli("memory", action[0], memory_id, "--global", *action[1:])
+        started = time.monotonic()
+        refused = cli("--lock-wait", "1", "memory", action[0], memory_id, "--global", *action[1:])
+        assert time.monotonic() - started < 10
         assert refused.exit_code == exit_codes.STORAGE, refused.output
         assert "locked by another writer" in refused.stderr and refused.stderr.count("\n") == 1
     for agent in ("bob", "ada"):
@@ -585,7 +587,9 @@ def test_an_import_of_global_lines_whose_original_is_locked_changes_nothing(cli,
     dump = tmp_path / "dump.jsonl"
     dump.write_text("\n".join(lines) + "\n", encoding="utf-8")
     with locked_by_another_process(home.agent_db(AgentRegistry(home).resolve("ada").id)):
-        refused = cli("import", str(dump), "--global", "--json")
+        started = time.monotonic()
+        refused = cli("--lock-wait", "1", "import", str(dump), "--global", "--json")
+        assert time.monotonic() - started < 10
         assert refused.exit_code == exit_codes.STORAGE, refused.output
         assert "locked by another writer" in refused.stderr
     for agent in ("bob", "ada"):
