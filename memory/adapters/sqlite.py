@@ -6,7 +6,7 @@ import asyncio
 import contextlib
 import os
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -34,8 +34,10 @@ from memory.sqlite.connection import (
     connect_readonly,
     dbapi,
     has_fts5,
+    hold_write_lock,
     load_sqlite_vec,
     open_connection,
+    release_write_lock,
     run_inline,
     run_sync,
     transaction,
@@ -107,6 +109,7 @@ class SQLiteAdapter:
         self._lock = asyncio.Lock()
         self._hits = AccessBuffer()
         self._vec_loaded: str | None | bool = False
+        self._held = False  # inside write_locked()
         self.opened_file: tuple[int, int] | None = None  # (device, inode) of the file open now
 
     @classmethod
@@ -298,11 +301,24 @@ class SQLiteAdapter:
         """Remove promoted copies that no longer qualify (ledgered as ``withdraw``)."""
         return await self._remove(entry_ids, "withdraw")
 
-    async def writable(self) -> None:
-        """Wait for the write lock (the busy timeout), then let it go; :class:`MemoryBusyError` when another
-        writer keeps it. An edit that reaches two stores (a copy and its original) checks this one
-        before it changes the other, so a lock held here fails it with neither changed."""
-        await self.run(_take_write_lock)
+    @contextlib.asynccontextmanager
+    async def write_locked(self) -> AsyncIterator[None]:
+        """Hold this store's write lock until the block ends: for an edit that changes this store and
+        another (an original and its global copy). Taken first, waiting as any write does, so another
+        writer keeping it fails the edit (:class:`MemoryBusyError`) with neither store changed; held,
+        so no writer gets in between the two changes. Writes inside are each whole (savepoints) and
+        ledgered as ever; what they did is committed when the block ends, by an error too. A hold
+        inside a hold of the same store is the outer one."""
+        if self._held:
+            yield
+            return
+        await self.run(hold_write_lock)
+        self._held = True
+        try:
+            yield
+        finally:
+            self._held = False
+            await self.run(release_write_lock)
 
     async def _remove(self, entry_ids: Sequence[str], op: str) -> int:
         if await self._has_vectors():
@@ -741,11 +757,6 @@ def _turn_context(raw, parsed, ids, clause_sql, params):
     if not ids:
         return {}, {}
     return context.previous_ids(raw, ids, clause_sql, params), pair_share(raw, parsed, ids, clause_sql, params)
-
-
-def _take_write_lock(raw) -> None:
-    with transaction(raw):
-        pass
 
 
 def _ordered(raw, clause_sql, params, limit, offset=0):

@@ -327,19 +327,44 @@ class transaction:
 
     IMMEDIATE takes the write lock up front, so two processes never deadlock
     upgrading a read to a write (which SQLite reports as "database is locked"
-    without waiting for the busy timeout).
+    without waiting for the busy timeout). Inside a transaction already open
+    (:func:`hold_write_lock`) it is a savepoint, released or rolled back alike:
+    each change still whole or not at all, the lock kept until the holder ends.
     """
 
     def __init__(self, raw):
         self.raw = raw
 
     def __enter__(self):
-        self.raw.execute("BEGIN IMMEDIATE")
+        self.nested = self.raw.in_transaction
+        self.raw.execute("SAVEPOINT change" if self.nested else "BEGIN IMMEDIATE")
         return self.raw
 
     def __exit__(self, exc_type, exc, tb):
         if exc_type is None:
-            self.raw.execute("COMMIT")
+            self.raw.execute("RELEASE change" if self.nested else "COMMIT")
         elif self.raw.in_transaction:
-            self.raw.execute("ROLLBACK")
+            if self.nested:
+                self.raw.execute("ROLLBACK TO change")
+                self.raw.execute("RELEASE change")
+            else:
+                self.raw.execute("ROLLBACK")
         return False
+
+
+def hold_write_lock(raw) -> None:
+    """Take the write lock (waiting the busy timeout) and keep it: every :class:`transaction` until
+    :func:`release_write_lock` is a savepoint of this one."""
+    raw.execute("BEGIN IMMEDIATE")
+
+
+def release_write_lock(raw) -> None:
+    """Commit what was changed under :func:`hold_write_lock`: each change was whole, so it stands as
+    it would have without the hold (rolled back only when the commit itself fails)."""
+    if not raw.in_transaction:  # SQLite rolled it back itself (an interrupted or failed write)
+        return
+    try:
+        raw.execute("COMMIT")
+    except dbapi().Error:
+        raw.execute("ROLLBACK")
+        raise
