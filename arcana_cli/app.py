@@ -12,11 +12,13 @@ from typing import Annotated
 import typer
 from pydantic import ValidationError
 from typer._click import exceptions as click  # Typer 0.29+ carries its own Click: its parse errors
+from typer._click.core import ParameterSource
 from typer.core import TyperGroup
 
 from arcana_cli import __version__, exit_codes
 from arcana_cli.context import CliContext, announce_quarantines, quarantine_mark
 from arcana_cli.output import err, given_path, notice, reader_left
+from memory.deadline import DEFAULT_LOCK_WAIT_SECONDS, LOCK_WAIT, MAX_LOCK_WAIT_SECONDS
 from memory.errors import ArcanaMemoryError
 from memory.home import Home
 
@@ -138,12 +140,22 @@ def usage_message(exc: click.UsageError) -> str:
     hint, _, message = what.partition(": ")
     if message.startswith(hint.strip("'")):  # "--http: --http takes HOST:PORT" says it once
         what = message
+    if (var := _from_environment(exc)) is not None:  # the command line was fine: the variable is what to fix
+        what = f"{var}={os.environ.get(var, '')!r}: {message[:1].lower()}{message[1:]}; fix or unset {var}"
     if what[:1].isupper() and what[1:2].islower():
         what = what[0].lower() + what[1:]
     if ";" not in what:
         where = exc.ctx.command_path if exc.ctx is not None else "arcana"
         what += f"; see `{where} --help`"
     return what
+
+
+def _from_environment(exc: click.UsageError) -> str | None:
+    """The environment variable a refused option value came from (``ARCANA_LOCK_WAIT=soon``), or None."""
+    if not isinstance(exc, click.BadParameter) or exc.param is None or exc.ctx is None:
+        return None
+    from_environment = exc.ctx.get_parameter_source(exc.param.name) is ParameterSource.ENVIRONMENT
+    return exc.param.envvar if from_environment and isinstance(exc.param.envvar, str) else None
 
 
 # A full disk (or quota) is a storage problem, exit 5 as when SQLite meets it: running again does not help.
@@ -196,12 +208,21 @@ def root(
                      parser=given_path),
     ] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No messages or progress on stderr.")] = False,
+    lock_wait: Annotated[
+        float,
+        typer.Option("--lock-wait", envvar="ARCANA_LOCK_WAIT", show_envvar=False, min=0.0, max=MAX_LOCK_WAIT_SECONDS,
+                     metavar="SECONDS", show_default=False,
+                     help="Seconds to wait for another process's write lock on a store before failing with exit 5 "
+                          "[env: ARCANA_LOCK_WAIT; default: 30; 0: do not wait]."),
+    ] = DEFAULT_LOCK_WAIT_SECONDS,
     version: Annotated[
         bool, typer.Option("--version", "-V", callback=_version, is_eager=True, help="Print the version and exit.")
     ] = False,
 ) -> None:
     """Local memory for AI agents: remember, recall, prune — all in SQLite under your home."""
     ctx.obj = CliContext(home=Home.resolve(home), quiet=quiet)
+    waits = LOCK_WAIT.set(lock_wait)
+    ctx.call_on_close(lambda: LOCK_WAIT.reset(waits))  # an in-process caller's next command starts from the default
     root_dir = ctx.obj.home.root
     if root_dir.exists() and not root_dir.is_dir():
         # Trigger: --home or ARCANA_HOME names a file. Why: every read found nothing under it and
@@ -231,7 +252,7 @@ def root(
 
 
 _registered: set[str] = set()
-_VALUE_OPTIONS = {"--home"}
+_VALUE_OPTIONS = {"--home", "--lock-wait"}
 
 
 def register(names=None) -> typer.Typer:

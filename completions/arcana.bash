@@ -14,7 +14,7 @@ declare -A _arcana_children=(
     ["host"]="setup save"
 )
 declare -A _arcana_options=(
-    ["_"]="--home --quiet -q --version -V --help -h"
+    ["_"]="--home --quiet -q --lock-wait --version -V --help -h"
     ["init"]="--json --help -h"
     ["remember"]="--agent -a --type -t --importance -i --pin --tag --visibility --scope --pool --no-reconcile --from --json --help -h"
     ["recall"]="--agent -a --limit -n --type -t --tag --since --min-confidence --mode -m --scope --pool --as-of --json --help -h"
@@ -94,6 +94,7 @@ declare -A _arcana_options=(
 )
 declare -A _arcana_values=(
     ["_|--home"]="__value__"
+    ["_|--lock-wait"]="__value__"
     ["remember|--agent"]="__value__"
     ["remember|-a"]="__value__"
     ["remember|--type"]="episodic semantic procedural preference"

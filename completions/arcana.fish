@@ -190,6 +190,7 @@ complete -c arcana -n 'test (__arcana_path) = ""' -a 'quarantine' -d 'Corrupt da
 complete -c arcana -n 'test (__arcana_path) = ""' -a 'host' -d 'Coding-agent hosts (Claude Code): set up the MCP server and hooks; the saving hook.'
 complete -c arcana -n 'test (__arcana_path) = ""' -l home -r -d 'Arcana home directory [env: ARCANA_HOME; default: ~/.arcana].'
 complete -c arcana -n 'test (__arcana_path) = ""' -l quiet -s q -d 'No messages or progress on stderr.'
+complete -c arcana -n 'test (__arcana_path) = ""' -l lock-wait -r -d 'Seconds to wait for another process\'s write lock on a store before failing with exit 5 [env: ARCANA_LOCK_WAIT; default: 30; 0: do not wait].'
 complete -c arcana -n 'test (__arcana_path) = ""' -l version -s V -d 'Print the version and exit.'
 complete -c arcana -n 'test (__arcana_path) = ""' -l help -s h -d 'Show help and exit.'
 complete -c arcana -n 'test (__arcana_path) = "init"' -l json -d 'Print machine-readable JSON on stdout.'

@@ -6,7 +6,7 @@ import asyncio
 import contextlib
 import os
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -29,14 +29,15 @@ from memory.sqlite import versions as version_sql
 from memory.sqlite.admission import SQLITE, where
 from memory.sqlite.batches import select_in
 from memory.sqlite.connection import (
-    BUSY_TIMEOUT_MS,
     StoreConnection,
     apply_pragmas,
     connect_readonly,
     dbapi,
     has_fts5,
+    hold_write_lock,
     load_sqlite_vec,
     open_connection,
+    release_write_lock,
     run_inline,
     run_sync,
     transaction,
@@ -108,6 +109,7 @@ class SQLiteAdapter:
         self._lock = asyncio.Lock()
         self._hits = AccessBuffer()
         self._vec_loaded: str | None | bool = False
+        self._held = False  # inside write_locked()
         self.opened_file: tuple[int, int] | None = None  # (device, inode) of the file open now
 
     @classmethod
@@ -299,11 +301,24 @@ class SQLiteAdapter:
         """Remove promoted copies that no longer qualify (ledgered as ``withdraw``)."""
         return await self._remove(entry_ids, "withdraw")
 
-    async def writable(self) -> None:
-        """Wait for the write lock (the busy timeout), then let it go; :class:`MemoryBusyError` when another
-        writer keeps it. An edit that reaches two stores (a copy and its original) checks this one
-        before it changes the other, so a lock held here fails it with neither changed."""
-        await self.run(_take_write_lock)
+    @contextlib.asynccontextmanager
+    async def write_locked(self) -> AsyncIterator[None]:
+        """Hold this store's write lock until the block ends: for an edit that changes this store and
+        another (an original and its global copy). Taken first, waiting as any write does, so another
+        writer keeping it fails the edit (:class:`MemoryBusyError`) with neither store changed; held,
+        so no writer gets in between the two changes. Writes inside are each whole (savepoints) and
+        ledgered as ever; what they did is committed when the block ends, by an error too. A hold
+        inside a hold of the same store is the outer one."""
+        if self._held:
+            yield
+            return
+        await self.run(hold_write_lock)
+        self._held = True
+        try:
+            yield
+        finally:
+            self._held = False
+            await self.run(release_write_lock)
 
     async def _remove(self, entry_ids: Sequence[str], op: str) -> int:
         if await self._has_vectors():
@@ -515,7 +530,7 @@ class SQLiteAdapter:
         if hits is None:
             return
         try:
-            await run_sync(conn, _touch_txn, hits, path=self.path)
+            await run_sync(conn, _touch_txn, hits, conn.lock_wait_ms, path=self.path)
         except MemoryStorageError:
             pass  # access counts are a ranking hint; never fail a read over them
 
@@ -649,13 +664,13 @@ def _reinforce_txn(raw, entry_id, actor, step, confirm, asserted):
         return mutations.reinforce(raw, entry_id, actor, importance_step=step, confirm=confirm, asserted=asserted)
 
 
-def _touch_txn(raw, hits):
-    raw.execute("PRAGMA busy_timeout = 1000")
+def _touch_txn(raw, hits, lock_wait_ms):
+    raw.execute(f"PRAGMA busy_timeout = {min(1000, lock_wait_ms)}")
     try:
         with transaction(raw):
             mutations.touch_access(raw, hits)
     finally:
-        raw.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        raw.execute(f"PRAGMA busy_timeout = {lock_wait_ms}")
 
 
 # BM25 weight per FTS column (content, tags, context, dated): a word of the
@@ -742,11 +757,6 @@ def _turn_context(raw, parsed, ids, clause_sql, params):
     if not ids:
         return {}, {}
     return context.previous_ids(raw, ids, clause_sql, params), pair_share(raw, parsed, ids, clause_sql, params)
-
-
-def _take_write_lock(raw) -> None:
-    with transaction(raw):
-        pass
 
 
 def _ordered(raw, clause_sql, params, limit, offset=0):

@@ -16,6 +16,7 @@ import os
 import re
 import struct
 from bisect import bisect_left
+from contextlib import nullcontext
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
@@ -529,24 +530,27 @@ async def import_records(
         if copies is not None:
             change = await copies.mirror(store, [e for e in entries if e.id in stored], "imported", before=stored)
             report.copies_changed += change.count if change is not None else 0
-        if originals is not None:  # a locked original fails the batch before its copies change
-            await originals.ready(stored, entries)
-        # Sources are edges of SQLite stores only (a server keeps no consolidation edges).
-        links = [(e.id, source) for e in entries for source in carried.get(e.id, ())]
-        ops = await write_imported(store, entries, links, frozenset(digests))
-        for op in ops:
-            if op == mutations.GONE:  # purged or deleted since the read above: the write left it out
-                report.kept_removed += 1
-            else:
-                report.ops[op] = report.ops.get(op, 0) + 1
-        # A line the write left out (gone, or refused: another agent's row in a shared tier) changed
-        # nothing, so neither that row's vector nor what carries it may follow the line.
-        batch[:] = [pair for pair, op in zip(batch, ops, strict=True) if op not in LEFT_OUT]
-        written = [entry for entry, _ in batch]
-        if not server:  # what carries a memory the import withheld (hid, archived, re-worded) follows, as for `memory set`
-            report.carriers_withheld += await withhold_carriers_of(store, stored, written, "imported", copies=copies)
-        if originals is not None:  # a global copy a line changed: its original follows, as for `memory set --global`
-            await originals.follow(stored, written, "imported")
+        # A global copy a line changes: its original follows, as for `memory set --global`. Its store is
+        # locked before the copies change (locked elsewhere: the batch fails, nothing of it changed) and
+        # until the original has followed, so no other writer comes in between.
+        held = originals.held(originals.changed(stored, entries)) if originals is not None else nullcontext()
+        async with held:
+            # Sources are edges of SQLite stores only (a server keeps no consolidation edges).
+            links = [(e.id, source) for e in entries for source in carried.get(e.id, ())]
+            ops = await write_imported(store, entries, links, frozenset(digests))
+            for op in ops:
+                if op == mutations.GONE:  # purged or deleted since the read above: the write left it out
+                    report.kept_removed += 1
+                else:
+                    report.ops[op] = report.ops.get(op, 0) + 1
+            # A line the write left out (gone, or refused: another agent's row in a shared tier) changed
+            # nothing, so neither that row's vector nor what carries it may follow the line.
+            batch[:] = [pair for pair, op in zip(batch, ops, strict=True) if op not in LEFT_OUT]
+            written = [entry for entry, _ in batch]
+            if not server:  # what carries a memory the import withheld (hid, archived, re-worded) follows, as for `memory set`
+                report.carriers_withheld += await withhold_carriers_of(store, stored, written, "imported", copies=copies)
+            if originals is not None:
+                await originals.follow(stored, written, "imported")
         if vectors is not None:
             report.vectors_kept += await vectors([(e, v) for e, v in batch if v is not None])
         batch.clear()

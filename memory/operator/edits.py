@@ -16,8 +16,8 @@ Every operator mutator goes through :meth:`MemoryEditor.apply`.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Mapping, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
+from contextlib import AsyncExitStack, asynccontextmanager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -594,16 +594,23 @@ class MemoryEditor:
         if edit.op == "update" and edit.changes.get("content", before.content) == before.content:
             # The text it already has (a revert of other fields): no old words to withdraw (_withholding).
             edit = Edit("update", changes={k: v for k, v in edit.changes.items() if k != "content"})
-        change = None
-        # Trigger: an edit that changes this store before the agent's (every edit of a copy, a purge
-        # through the agent). Why: another writer holding the agent's store failed it after this row
-        # had changed: hidden, forgotten or purged for every other agent while the original answered
-        # its own (after a purge, with nothing a re-run could find). Outcome: the agent's store is
-        # checked writable before anything changes.
-        if edit.op == "purge" and self.copies is not None:
-            await self.store.writable()
+        # Trigger: an edit that changes a copy before the agent's own memory (every edit of a copy, a
+        # purge through the agent). Why: another writer holding the agent's store failed it after the
+        # copy had changed: hidden, forgotten or purged for every other agent while the original
+        # answered its own (after a purge, with nothing a re-run could find); checking the store
+        # first still let a writer in between the two. Outcome: the agent's store is write-locked
+        # before anything changes and until both have, so a writer there fails it with neither
+        # changed, or waits for both.
         if self.originals is not None:
-            await self.originals.writable(before)
+            held = self.originals.held([before])
+        else:
+            held = self.store.write_locked() if edit.op == "purge" and self.copies is not None else nullcontext()
+        async with held:
+            return await self._apply(entry_id, before, edit, verb, seen, sources)
+
+    async def _apply(self, entry_id: str, before: MemoryEntry, edit: Edit, verb: str | None, seen: set[str] | None,
+                     sources: bool) -> EditReport:
+        change = None
         if edit.op == "purge" and self.copies is not None:
             # The copy first: once the row is gone a re-run could not find it to try the copy again.
             change = await self.copies.follow(self.store, before, None, edit, verb or edit.op, first=True)
@@ -911,12 +918,17 @@ class Originals:
 
     def __init__(self, home: Home, config: ArcanaConfig, *, actor: str):
         self.home, self.config, self.actor = home, config, actor
+        self._held: dict[str, tuple[Any, MemoryEditor]] = {}  # agent id -> (card, editor) while held()
 
     @asynccontextmanager
     async def _editor_of(self, agent_id: str):
-        """(the agent's card, its editor), or None when the agent or its store is gone."""
+        """(the agent's card, its editor), or None when the agent or its store is gone; the one
+        :meth:`held` holds, while it does."""
         from memory.agents import AgentRegistry
 
+        if agent_id in self._held:
+            yield self._held[agent_id]
+            return
         card = AgentRegistry(self.home).get(agent_id)
         if card is None or not self.home.agent_db(card.id).exists():
             yield None
@@ -941,21 +953,34 @@ class Originals:
                 return None
             return found[0], original
 
-    async def writable(self, copy: MemoryEntry) -> None:
-        """Wait for the write lock of the store holding the original of ``copy`` (see
-        :meth:`SQLiteAdapter.writable`); nothing to wait for when it has none here."""
-        async with self._editor_of(copy.agent_id) as found:
-            if found is not None and await self._original(found[1], copy) is not None:
-                await found[1].store.writable()
+    @asynccontextmanager
+    async def held(self, copies: Iterable[MemoryEntry]) -> AsyncIterator[None]:
+        """Within the block, the stores holding the originals of ``copies`` are each opened once and
+        write-locked (:meth:`SQLiteAdapter.write_locked`), and :meth:`apply` and :meth:`follow` edit
+        through them: taken before the copies change, so a store another writer keeps fails the
+        edit with nothing changed, and held until the originals have changed too, so no writer gets
+        in between (a re-run of an import finds the copies changed already and would never reach an
+        original left behind). Stores are taken in agent-id order (two imports never wait on each
+        other crosswise); a copy with no original here takes no lock."""
+        by_agent: dict[str, list[MemoryEntry]] = {}
+        for copy in copies:
+            by_agent.setdefault(copy.agent_id, []).append(copy)
+        async with AsyncExitStack() as stack:
+            for agent_id in sorted(by_agent.keys() - self._held.keys()):
+                found = await stack.enter_async_context(self._editor_of(agent_id))
+                if found is None:
+                    continue
+                for copy in by_agent[agent_id]:
+                    if await self._original(found[1], copy) is not None:
+                        await stack.enter_async_context(found[1].store.write_locked())
+                        break
+                self._held[agent_id] = found
+                stack.callback(self._held.pop, agent_id)
+            yield
 
-    async def ready(self, before: Mapping[str, MemoryEntry], written: Iterable[MemoryEntry]) -> None:
-        """Wait for the write lock of each agent store :meth:`follow` would edit: an import checks them
-        before it writes the copies, since a re-run of the same lines finds the copies changed already
-        and would never reach an original a locked store had kept."""
-        for agent_id in self._edits(before, written):
-            async with self._editor_of(agent_id) as found:
-                if found is not None:
-                    await found[1].store.writable()
+    def changed(self, before: Mapping[str, MemoryEntry], written: Iterable[MemoryEntry]) -> list[MemoryEntry]:
+        """The copies in ``before`` that ``written`` changes: whose originals :meth:`follow` edits."""
+        return [old for edits in self._edits(before, written).values() for old, _ in edits]
 
     async def follow(self, before: Mapping[str, MemoryEntry], written: Iterable[MemoryEntry], verb: str) -> None:
         """What a write into the global tier (an import) changed of the copies ``before`` held, made

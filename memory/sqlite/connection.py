@@ -24,11 +24,10 @@ from typing import Any
 
 import aiosqlite
 
-from memory.deadline import DEADLINE
+from memory.deadline import DEADLINE, LOCK_WAIT
 from memory.errors import MemoryBusyError, MemoryCorruptError, MemoryStorageError, MemoryTimeoutError
 from memory.home import private_file
 
-BUSY_TIMEOUT_MS = 30_000
 LOCK_WAIT_GRACE_MS = 250  # how long past a caller's deadline a lock wait may run
 
 # "vtable constructor failed" is how a damaged FTS5 shadow table surfaces
@@ -73,7 +72,8 @@ def translate(exc: BaseException, path: Path | str) -> BaseException:
     if "locked" in lowered or "busy" in lowered:
         return MemoryBusyError(
             f"{path}: database stayed locked by another writer ({message}); "
-            "run again once the other process has finished its write"
+            "run again once the other process has finished its write, or wait longer for it "
+            "with --lock-wait SECONDS (ARCANA_LOCK_WAIT)"
         )
     return MemoryStorageError(f"{path}: {message}")
 
@@ -127,11 +127,14 @@ def reading(path: Path | str) -> Iterator[Any]:
 
 class StoreConnection(aiosqlite.Connection):
     """aiosqlite's connection plus a gate held by whoever is running work on
-    the raw connection: aiosqlite's thread, or the event loop (:func:`run_inline`)."""
+    the raw connection: aiosqlite's thread, or the event loop (:func:`run_inline`);
+    and its busy timeout (:data:`LOCK_WAIT` when it was opened), which a call that
+    changes it for a while puts back."""
 
-    def __init__(self, connector, iter_chunk_size: int = 256):
+    def __init__(self, connector, lock_wait_ms: int, iter_chunk_size: int = 256):
         super().__init__(connector, iter_chunk_size)
         self.gate = threading.Lock()
+        self.lock_wait_ms = lock_wait_ms
 
 
 async def open_connection(path: Path | str) -> StoreConnection:
@@ -142,20 +145,21 @@ async def open_connection(path: Path | str) -> StoreConnection:
     code is never written to.
     """
     module = dbapi()
+    lock_wait_ms = round(LOCK_WAIT.get() * 1000)  # read here: aiosqlite's thread does not see the caller's context
 
     def connector():
         conn = module.connect(
             str(path),
             isolation_level=None,
             check_same_thread=False,
-            timeout=BUSY_TIMEOUT_MS / 1000,
+            timeout=lock_wait_ms / 1000,
         )
         conn.row_factory = module.Row
         return conn
 
     if str(path) != ":memory:":
         private_file(path)  # 0600 in 0700 folders; its -wal/-shm inherit the mode
-    conn = StoreConnection(connector)
+    conn = StoreConnection(connector, lock_wait_ms)
     # A connection someone forgot to close must not keep the process alive at
     # exit; committed data is safe in the WAL either way.
     conn._thread.daemon = True
@@ -175,8 +179,8 @@ CACHE_KIB = 32 * 1024
 
 async def apply_pragmas(conn: StoreConnection, path: Path | str) -> None:
     def _apply(raw) -> None:
-        raw.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-        _enable_wal(raw)
+        raw.execute(f"PRAGMA busy_timeout = {conn.lock_wait_ms}")
+        _enable_wal(raw, conn.lock_wait_ms)
         raw.execute("PRAGMA synchronous = NORMAL")
         raw.execute("PRAGMA foreign_keys = ON")
         raw.execute(f"PRAGMA cache_size = -{CACHE_KIB}")
@@ -186,7 +190,7 @@ async def apply_pragmas(conn: StoreConnection, path: Path | str) -> None:
         _restrict(Path(path))
 
 
-def _enable_wal(raw) -> None:
+def _enable_wal(raw, lock_wait_ms: int) -> None:
     """Switch to WAL, retrying while another connection does the same.
 
     The switch reads page 1 and then upgrades to a write, and SQLite never runs
@@ -194,7 +198,7 @@ def _enable_wal(raw) -> None:
     database at once made one fail with "database is locked" at once, not
     after the busy timeout. Retry until that timeout instead.
     """
-    deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
+    deadline = time.monotonic() + lock_wait_ms / 1000
     delay = 0.005
     while True:
         try:
@@ -266,11 +270,11 @@ async def run_sync(conn: StoreConnection, fn, *args, path: Path | str = ""):
             # the busy timeout must end by the deadline too (just after it, so the
             # caller's own timeout still speaks first).
             wait_ms = max(0, int((deadline - time.monotonic()) * 1000)) + LOCK_WAIT_GRACE_MS
-            raw.execute(f"PRAGMA busy_timeout = {min(wait_ms, BUSY_TIMEOUT_MS)}")
+            raw.execute(f"PRAGMA busy_timeout = {min(wait_ms, conn.lock_wait_ms)}")
             try:
                 return _call(raw, deadline, fn, args)
             finally:
-                raw.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+                raw.execute(f"PRAGMA busy_timeout = {conn.lock_wait_ms}")
 
     try:
         return await conn._execute(gated, conn._conn)
@@ -297,7 +301,7 @@ async def run_inline(conn: StoreConnection, fn, *args, path: Path | str = ""):
             try:
                 return _call(raw, DEADLINE.get(), fn, args)
             finally:
-                raw.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+                raw.execute(f"PRAGMA busy_timeout = {conn.lock_wait_ms}")
         except dbapi().Error as exc:
             error = translate(exc, path)
             if not isinstance(error, MemoryBusyError):
@@ -323,19 +327,44 @@ class transaction:
 
     IMMEDIATE takes the write lock up front, so two processes never deadlock
     upgrading a read to a write (which SQLite reports as "database is locked"
-    without waiting for the busy timeout).
+    without waiting for the busy timeout). Inside a transaction already open
+    (:func:`hold_write_lock`) it is a savepoint, released or rolled back alike:
+    each change still whole or not at all, the lock kept until the holder ends.
     """
 
     def __init__(self, raw):
         self.raw = raw
 
     def __enter__(self):
-        self.raw.execute("BEGIN IMMEDIATE")
+        self.nested = self.raw.in_transaction
+        self.raw.execute("SAVEPOINT change" if self.nested else "BEGIN IMMEDIATE")
         return self.raw
 
     def __exit__(self, exc_type, exc, tb):
         if exc_type is None:
-            self.raw.execute("COMMIT")
+            self.raw.execute("RELEASE change" if self.nested else "COMMIT")
         elif self.raw.in_transaction:
-            self.raw.execute("ROLLBACK")
+            if self.nested:
+                self.raw.execute("ROLLBACK TO change")
+                self.raw.execute("RELEASE change")
+            else:
+                self.raw.execute("ROLLBACK")
         return False
+
+
+def hold_write_lock(raw) -> None:
+    """Take the write lock (waiting the busy timeout) and keep it: every :class:`transaction` until
+    :func:`release_write_lock` is a savepoint of this one."""
+    raw.execute("BEGIN IMMEDIATE")
+
+
+def release_write_lock(raw) -> None:
+    """Commit what was changed under :func:`hold_write_lock`: each change was whole, so it stands as
+    it would have without the hold (rolled back only when the commit itself fails)."""
+    if not raw.in_transaction:  # SQLite rolled it back itself (an interrupted or failed write)
+        return
+    try:
+        raw.execute("COMMIT")
+    except dbapi().Error:
+        raw.execute("ROLLBACK")
+        raise

@@ -10,7 +10,7 @@ import time
 from dataclasses import dataclass, field
 
 import pytest
-from federation_faults import corrupt_file, locked_by_another_process
+from federation_faults import corrupt_file, locked_by_another_process, locked_once
 from typer.main import get_command
 
 from arcana_cli import exit_codes
@@ -19,6 +19,7 @@ from memory.adapters.sqlite import SQLiteAdapter
 from memory.agents import AgentRegistry
 from memory.operator import edits as operator_edits
 from memory.operator.edits import MUTATORS, Edit, GlobalCopies, MemoryEditor
+from memory.sqlite.connection import connect_readonly
 from memory.types import Audience, MemoryEntry, MemoryQuery, MemoryType, Visibility
 
 READ_ONLY = {"list", "show", "history"}
@@ -540,8 +541,8 @@ def test_a_purge_whose_original_is_locked_changes_nothing(cli, home, via):
     ada = AgentRegistry(home).resolve("ada")
     with locked_by_another_process(home.agent_db(ada.id)):
         started = time.monotonic()
-        refused = cli("memory", "purge", memory_id, *via, "--yes")
-        assert time.monotonic() - started < 40
+        refused = cli("--lock-wait", "1", "memory", "purge", memory_id, *via, "--yes")
+        assert time.monotonic() - started < 10  # the wait it was given, not SQLite's default 30 s
         assert refused.exit_code == exit_codes.STORAGE, refused.output
         assert "locked by another writer" in refused.stderr and refused.stdout == ""
         assert refused.stderr.count("\n") == 1 and "Traceback" not in refused.stderr
@@ -561,7 +562,9 @@ def test_an_edit_of_a_copy_whose_original_is_locked_changes_neither(cli, home, a
     store is checked first now: locked, neither changes; unlocked (the control), both do."""
     memory_id = ok(cli("remember", "fact heronedit", "--agent", "ada", "--importance", "0.95", "--json"))["id"]
     with locked_by_another_process(home.agent_db(AgentRegistry(home).resolve("ada").id)):
-        refused = cli("memory", action[0], memory_id, "--global", *action[1:])
+        started = time.monotonic()
+        refused = cli("--lock-wait", "1", "memory", action[0], memory_id, "--global", *action[1:])
+        assert time.monotonic() - started < 10
         assert refused.exit_code == exit_codes.STORAGE, refused.output
         assert "locked by another writer" in refused.stderr and refused.stderr.count("\n") == 1
     for agent in ("bob", "ada"):
@@ -571,11 +574,49 @@ def test_an_edit_of_a_copy_whose_original_is_locked_changes_neither(cli, home, a
         assert recalled(cli, agent, "heronedit") == set(), agent
 
 
-def test_an_import_of_global_lines_whose_original_is_locked_changes_nothing(cli, home, tmp_path):
-    """`import --global` hiding a copy wrote the copy, then failed on the agent's locked store: bob no
-    longer recalled it, ada did, and running the import again changed nothing (the copy already said
-    hidden), so ada recalled it for good. Locked, the import now changes nothing; run again unlocked, both go."""
-    secret = ok(cli("remember", "heron zebracode", "--agent", "ada", "--importance", "0.95", "--json"))["id"]
+CHANGED = {  # per edit through --global: the SQL that counts the memory as changed, in either store
+    "forget": "SELECT count(*) FROM memories WHERE id = ? AND archived = 1",
+    "hide": "SELECT count(*) FROM memories WHERE id = ? AND visibility = 'hidden'",
+    "pin": "SELECT count(*) FROM memories WHERE id = ? AND pinned = 1",
+    "purge": "SELECT count(*) = 0 FROM memories WHERE id = ?",
+}
+ACTIONS = {"forget": ["forget", "--global"], "hide": ["set", "--global", "--visibility", "hidden"],
+           "pin": ["set", "--global", "--pin"], "purge": ["purge", "--global", "--yes"]}
+
+
+def changed_in(path, action: str, memory_id: str) -> bool:
+    """Whether ``path`` holds the memory as ``action`` leaves it (a hidden copy is withdrawn: gone)."""
+    conn = connect_readonly(path)
+    try:
+        if conn.execute(CHANGED[action], (memory_id,)).fetchone()[0]:
+            return True
+        return action == "hide" and path.name == "global.db" and not conn.execute(
+            "SELECT count(*) FROM memories WHERE id = ?", (memory_id,)).fetchone()[0]
+    finally:
+        conn.close()
+
+
+@pytest.mark.parametrize("action", list(ACTIONS))
+def test_a_writer_between_the_copy_and_its_original_waits_for_both(cli, home, action):
+    """`memory forget --global` checked that ada's store took a write, changed the copy, then opened her
+    store again to change the original: a writer that took her store in between (here another process
+    that takes it the moment the copy changes, and holds it 3 s) failed the second change after the
+    first, so bob no longer recalled the memory while ada did. The edit holds her store's lock across
+    both now: that writer gets in only once the original has changed too, and the command succeeds."""
+    memory_id = ok(cli("remember", "fact heronrace", "--agent", "ada", "--importance", "0.95", "--json"))["id"]
+    ada = home.agent_db(AgentRegistry(home).resolve("ada").id)
+    with locked_once(ada, home.global_db, CHANGED[action], memory_id) as writer_saw:
+        done = cli("--lock-wait", "1", "memory", ACTIONS[action][0], memory_id, *ACTIONS[action][1:])
+        assert writer_saw() == 1  # when the other writer got ada's store, her original had changed already
+    assert done.exit_code == 0, done.output
+    assert changed_in(home.global_db, action, memory_id) and changed_in(ada, action, memory_id)
+    gone = set() if action != "pin" else {"heronrace"}
+    for agent in ("bob", "ada"):  # the control memory is recalled throughout
+        assert recalled(cli, agent, "heronrace") == gone, agent
+
+
+def global_dump_hiding(cli, tmp_path, secret: str):
+    """`export --global` with the copy ``secret`` made hidden: an import that hides it."""
     lines = []
     for line in cli("export", "--global").stdout.splitlines():
         record = json.loads(line)
@@ -584,8 +625,19 @@ def test_an_import_of_global_lines_whose_original_is_locked_changes_nothing(cli,
         lines.append(json.dumps(record))
     dump = tmp_path / "dump.jsonl"
     dump.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return dump
+
+
+def test_an_import_of_global_lines_whose_original_is_locked_changes_nothing(cli, home, tmp_path):
+    """`import --global` hiding a copy wrote the copy, then failed on the agent's locked store: bob no
+    longer recalled it, ada did, and running the import again changed nothing (the copy already said
+    hidden), so ada recalled it for good. Locked, the import now changes nothing; run again unlocked, both go."""
+    secret = ok(cli("remember", "heron zebracode", "--agent", "ada", "--importance", "0.95", "--json"))["id"]
+    dump = global_dump_hiding(cli, tmp_path, secret)
     with locked_by_another_process(home.agent_db(AgentRegistry(home).resolve("ada").id)):
-        refused = cli("import", str(dump), "--global", "--json")
+        started = time.monotonic()
+        refused = cli("--lock-wait", "1", "import", str(dump), "--global", "--json")
+        assert time.monotonic() - started < 10
         assert refused.exit_code == exit_codes.STORAGE, refused.output
         assert "locked by another writer" in refused.stderr
     for agent in ("bob", "ada"):
@@ -593,3 +645,20 @@ def test_an_import_of_global_lines_whose_original_is_locked_changes_nothing(cli,
     ok(cli("import", str(dump), "--global", "--json"))
     for agent in ("bob", "ada"):
         assert recalled(cli, agent, "zebracode") == set(), agent
+
+
+def test_a_writer_between_an_imported_copy_and_its_original_waits_for_both(cli, home, tmp_path):
+    """`import --global` checked the agents' stores took a write, wrote the copies, then opened each
+    store again to change the originals: a writer in between (another process that takes ada's store
+    the moment the copy turns hidden) left the copy hidden and the original not. The import holds the
+    stores' locks across both now: that writer gets in once the original is hidden too."""
+    secret = ok(cli("remember", "heron zebrarace", "--agent", "ada", "--importance", "0.95", "--json"))["id"]
+    dump = global_dump_hiding(cli, tmp_path, secret)
+    ada = home.agent_db(AgentRegistry(home).resolve("ada").id)
+    with locked_once(ada, home.global_db, CHANGED["hide"], secret) as writer_saw:
+        done = cli("--lock-wait", "1", "import", str(dump), "--global", "--json")
+        assert writer_saw() == 1
+    assert done.exit_code == 0, done.output
+    assert changed_in(home.global_db, "hide", secret) and changed_in(ada, "hide", secret)
+    for agent in ("bob", "ada"):
+        assert recalled(cli, agent, "zebrarace") == set(), agent

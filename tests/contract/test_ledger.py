@@ -12,7 +12,8 @@ import pytest
 from factories import entry
 
 from memory.adapters.sqlite import SQLiteAdapter
-from memory.errors import MemoryStorageError
+from memory.deadline import LOCK_WAIT
+from memory.errors import MemoryBusyError, MemoryStorageError, StaleEditError
 from memory.sqlite.connection import dbapi
 from memory.sqlite.rows import COLUMNS
 from memory.types import Audience, MemoryQuery, PruneMode, PrunePolicy, Visibility
@@ -115,13 +116,14 @@ SQLITE_ONLY_MUTATORS = {"repair"}
 
 # Public coroutines that never change what is remembered. record_access only
 # bumps access counters (documented, unledgered bookkeeping); ensure_vec loads
-# an extension; writable takes the write lock and lets it go; run is the escape
-# hatch for memory/sqlite/ SQL, covered by the static test below.
+# an extension; run is the escape hatch for memory/sqlite/ SQL, covered by the
+# static test below. (write_locked, a context manager and so not listed, holds
+# the write lock around writes that are each one of the mutators here.)
 NON_MUTATORS = {
     "connect", "aclose", "health_check", "schema_version", "run", "ensure_vec", "search",
     "keyword_candidates", "keyword_leg", "semantic_leg", "nearest_many", "turn_context", "vector_pin", "admitted_by_id", "get", "get_many", "find_by_prefix", "ledger_ids", "record_access", "history", "ledger",
     "count", "versions", "open_conflicts", "removed", "page", "page_after", "census", "growth", "recall_activity",
-    "sources", "carriers", "session_neighbours", "written_in_session", "writable",
+    "sources", "carriers", "session_neighbours", "written_in_session",
 }
 
 
@@ -261,3 +263,31 @@ def test_the_static_check_can_fail(tmp_path):
     rogue.write_text('SQL = "UPDATE memories SET archived = 1"\nOK = "UPDATE memories_fts SET x = 1"\n')
     (tmp_path / "arcana_cli").mkdir()
     assert _offenders(tmp_path) == ['memory/rogue.py:1: SQL = "UPDATE memories SET archived = 1"']
+
+
+@pytest.mark.sqlite_only("the hold is SQLite's write lock (a server tier's edits are not held across stores)")
+async def test_writes_under_a_held_write_lock_are_each_ledgered_and_stand(store):
+    """``write_locked`` keeps every other writer out until the block ends; what was written inside
+    stands (ledgered) even when the block then fails, and a write refused inside leaves nothing."""
+    target, other = entry("held target", importance=0.2), entry("held bystander", importance=0.2)
+    await store.write_many([target, other])
+    token = LOCK_WAIT.set(0.2)
+    try:
+        rival = SQLiteAdapter(store.path, actor="test-rival")
+        await rival.connect()
+    finally:
+        LOCK_WAIT.reset(token)
+    try:
+        with pytest.raises(RuntimeError):
+            async with store.write_locked():
+                assert await store.archive([target.id]) == 1
+                with pytest.raises(StaleEditError):
+                    await store.set_pinned([other.id], True, expect_seq=0)
+                with pytest.raises(MemoryBusyError):
+                    await rival.set_pinned([other.id], True)
+                raise RuntimeError("after the change")
+        assert [r.op for r in await store.history(target.id)] == ["insert", "archive"]
+        assert [r.op for r in await store.history(other.id)] == ["insert"]
+        assert await rival.set_pinned([other.id], True) == 1  # released: the control writes
+    finally:
+        await rival.aclose()

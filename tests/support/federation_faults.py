@@ -4,6 +4,7 @@ is slow, or raises — the federation and resilience code under test are untouch
 from __future__ import annotations
 
 import asyncio
+import json
 import subprocess
 import sys
 from contextlib import contextmanager
@@ -102,3 +103,33 @@ async def seeded(path: Path, *entries: MemoryEntry) -> SQLiteAdapter:
     for entry in entries:
         await store.write(entry)
     return store
+
+
+@contextmanager
+def locked_once(path: Path, watched: Path, sql: str, *params, hold: float = 3.0):
+    """Another process that takes SQLite's write lock on ``path`` the moment ``sql`` (one count) on
+    ``watched`` first comes out non-zero, holds it ``hold`` seconds, then lets go: a writer slipping in
+    between two changes of one command. Yields a call that waits for it and returns what the same
+    ``sql`` counted in ``path`` once the lock was had."""
+    holder = subprocess.Popen(
+        [sys.executable, "-c",
+         "import json, sys, time\nfrom memory.sqlite.connection import dbapi\n"
+         "path, watched, sql, hold, params = sys.argv[1], sys.argv[2], sys.argv[3], float(sys.argv[4]), json.loads(sys.argv[5])\n"
+         "seen = dbapi().connect(f'file:{watched}?mode=ro', uri=True, isolation_level=None)\n"
+         "mine = dbapi().connect(path, isolation_level=None, timeout=60)\n"
+         "print('watching', flush=True)\n"
+         "give_up = time.monotonic() + 60\n"
+         "while not seen.execute(sql, params).fetchone()[0] and time.monotonic() < give_up:\n"
+         "    time.sleep(0.001)\n"
+         "mine.execute('BEGIN IMMEDIATE')\n"
+         "print(mine.execute(sql, params).fetchone()[0], flush=True)\n"
+         "time.sleep(hold)\n"
+         "mine.execute('ROLLBACK')\n",
+         str(path), str(watched), sql, str(hold), json.dumps(params)],
+        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, text=True,
+    )
+    try:
+        assert holder.stdout.readline().strip() == "watching"
+        yield lambda: int(holder.stdout.readline())
+    finally:
+        holder.wait(timeout=90)
