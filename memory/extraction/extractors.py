@@ -20,6 +20,7 @@ from memory.extraction.scoring import agent_confidence, distil, importance, trim
 from memory.extraction.signals import SignalPatterns, get_signals
 from memory.models.base import ChatMessage, ChatProvider, astream
 from memory.promotion import asserted_importance
+from memory.redaction import redact
 from memory.types import DERIVED_TAG, ConfidenceSource, MemoryEntry, MemoryType, Session
 
 EXTRACTED_TAG = "extracted"
@@ -215,7 +216,8 @@ class LLMExtractor:
                     MemoryEntry(
                         agent_id=session.agent_id,
                         type=kind,
-                        content=trim_content(item["content"], self.settings.max_content, self.settings.max_content_bytes),
+                        # The model's words are untrusted: a key it repeats is not stored.
+                        content=trim_content(redact(item["content"]), self.settings.max_content, self.settings.max_content_bytes),
                         # Model output is agent-asserted whatever it claims: confidence capped
                         # below 1.0, importance below the promotion threshold.
                         importance=asserted_importance(item.get("importance", self.settings.base_importance)),
@@ -233,7 +235,8 @@ class LLMExtractor:
     async def summarise(self, session: Session, *, within: float | None = None) -> str:
         transcript = "\n\n".join(_exchange(t.prompt, t.evidence, self.settings.max_content) for t in session.turns)
         try:
-            summary = (await self._ask(SUMMARY_INSTRUCTIONS, trim_content(transcript, 4 * self.settings.max_content), within)).strip()
+            answer = await self._ask(SUMMARY_INSTRUCTIONS, trim_content(transcript, 4 * self.settings.max_content), within)
+            summary = redact(answer).strip()
             if not summary:
                 raise ExtractionFallback("the model returned an empty summary")
             return trim_content(summary, self.settings.max_content, self.settings.max_content_bytes)

@@ -1,10 +1,14 @@
-"""Obvious secrets taken out of what a host transcript says before any of it is stored.
+"""Obvious secrets taken out of text Arcana captures without the user typing it as a memory.
 
-A transcript holds what the person pasted: an API key, a token, a private key.
-Stored, it would sit in plain text in the agent's session turns, summary and
-memories, and come back in every briefing and recall. Only shapes no prose has
-are replaced (a provider's key prefix followed by a long token with a digit,
-an AWS key id, a private key block), so ordinary text naming them is kept.
+A host transcript, an `arcana run` turn, what a model extracts or summarises
+from them, and what an agent asks the MCP tools to store hold what was pasted
+or repeated: an API key, a token, a private key. Stored, it would sit in plain
+text in the session's turns, its summary and its memories, and come back in
+every briefing and recall. The user's own `arcana remember` is stored as typed
+(their choice, man/memory.md). Only shapes no prose has are replaced (a
+provider's key prefix followed by a long token with a digit, an AWS key id, a
+private key block), so ordinary text naming them is kept. The kernel holds it
+because the runtime, the extraction library and the MCP skin all apply it.
 """
 
 from __future__ import annotations
