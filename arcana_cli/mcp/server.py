@@ -115,10 +115,13 @@ class MemoryTools:
         return iso_times({**payload, "warnings": warnings} if warnings else payload)
 
     def _content(self, text: str) -> str:
-        """The text a tool stores, refused over ``memory.max_content_bytes`` as `arcana remember` refuses it."""
+        """The text a tool stores, refused over ``memory.max_content_bytes`` as `arcana remember` refuses it.
+        An agent's request is untrusted input: an obvious secret in it (a key it was shown) is not stored,
+        where the user's own `arcana remember` keeps what was typed."""
         from memory.limits import check_content
+        from memory.redaction import redact
 
-        text = text.strip()
+        text = redact(text).strip()
         check_content([text], self.config.memory.max_content_bytes)  # InvalidRequestError: a one-line tool error
         return text
 
