@@ -126,9 +126,12 @@ class MemoryTools:
         return text
 
     def _tags(self, tags: list[str] | None) -> list[str] | None:
-        """Tags a tool stores, within ``memory.max_content_bytes`` together: they leave with the memory."""
+        """Tags a tool stores, within ``memory.max_content_bytes`` together: they leave with the memory.
+        Untrusted as the content is: a key sent as a tag is not stored either."""
         from memory.limits import check_tags
+        from memory.redaction import redact
 
+        tags = None if tags is None else [redact(tag) for tag in tags]
         check_tags(tags or (), self.config.memory.max_content_bytes)
         return tags
 

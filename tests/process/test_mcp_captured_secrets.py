@@ -26,12 +26,15 @@ async def test_mcp_remember_and_update_store_no_secret(arcana_home):
     keyword_only(arcana_home)
     arcana("remember", f"the user keeps their own key {GOOGLE} on purpose", "--agent", "ada")
     async with session("--agent", "ada") as client:
-        failed, stored = await call(client, "remember", content=f"The heron bot posts with {SLACK}; {LOOKALIKE}.")
+        failed, stored = await call(client, "remember", content=f"The heron bot posts with {SLACK}; {LOOKALIKE}.",
+                                    tags=[SLACK, "heron-bot"])
         assert not failed, stored
         failed, updated = await call(client, "update", id=stored["id"], content=f"The heron bot now uses {GOOGLE}; {LOOKALIKE}.")
         assert not failed, updated
     stored_text = b"".join(p.read_bytes() for p in (arcana_home.root / "agents").rglob("*.db*"))
     assert SLACK.encode() not in stored_text
+    listed = json.loads(arcana("memory", "list", "--agent", "ada", "--all", "--json"))
+    assert any("heron-bot" in m["tags"] for m in listed)  # control: a tag that is no secret stays
     texts = contents()
     assert f"The heron bot posts with [secret removed]; {LOOKALIKE}." in texts, texts
     assert f"The heron bot now uses [secret removed]; {LOOKALIKE}." in texts, texts
