@@ -184,7 +184,7 @@ class LLMExtractor:
         if self.audit is not None:
             self.audit.append(
                 "extraction_fallback", what=what, agent_id=session.agent_id, session_id=session.id,
-                model=self.provider.name, reason=str(reason)[:300],
+                model=self.provider.name, reason=redact(str(reason))[:300],
             )
 
     async def extract(
@@ -209,7 +209,7 @@ class LLMExtractor:
         entries = []
         for item in items:
             if not isinstance(item, dict) or not isinstance(item.get("content"), str):
-                raise ExtractionFallback(f"item without string content: {str(item)[:80]}")
+                raise ExtractionFallback(f"item without string content: {_quoted(item)}")
             try:
                 kind = MemoryType(item.get("type", "episodic"))
                 entries.append(
@@ -229,7 +229,7 @@ class LLMExtractor:
                     )
                 )
             except (ValueError, TypeError, ValidationError) as exc:
-                raise ExtractionFallback(f"invalid item {str(item)[:80]}: {str(exc).splitlines()[0]}") from None
+                raise ExtractionFallback(f"invalid item {_quoted(item)}: {str(exc).splitlines()[0]}") from None
         return entries
 
     async def summarise(self, session: Session, *, within: float | None = None) -> str:
@@ -243,6 +243,11 @@ class LLMExtractor:
         except Exception as exc:
             self._fell_back("summarise", session, exc)
             return await self.fallback.summarise(session)
+
+
+def _quoted(item: object) -> str:
+    """A refused item as the audit line quotes it: redacted before it is cut, as a cut key has no shape."""
+    return redact(str(item))[:80]
 
 
 def _exchange(prompt: str, response: str | None, limit: int) -> str:

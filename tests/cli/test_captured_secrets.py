@@ -105,3 +105,23 @@ def test_remember_keeps_what_the_user_typed(cli, no_embedder):
     assert cli("agent", "create", "ada").exit_code == 0
     assert cli("remember", f"The plover deploy key is {OPENAI}", "--agent", "ada").exit_code == 0
     assert OPENAI in contents(cli)
+
+
+def test_a_model_item_refused_with_a_secret_in_it_is_audited_without_it(cli, no_embedder):
+    """Why a model's extraction was not used is an audit line quoting the refused item: the key in it
+    went into logs/audit.jsonl in plain text (cut at 80 characters, past where a shape is known)."""
+
+    def reply(body):
+        if body["messages"][0]["content"] == EXTRACTION_INSTRUCTIONS:
+            return json.dumps([{"content": f"{GITHUB} is the plover token", "type": "nonsense-kind"}])
+        return "Noted."
+
+    with LoopbackModelServer(reply) as server:
+        assert cli("model", "add", "loop", "--provider", "ollama", "--base-url", server.url, "--model", "t", "--default").exit_code == 0
+        assert cli("agent", "create", "ada").exit_code == 0
+        assert cli("agent", "set", "ada", "--extraction", "strategy=llm").exit_code == 0
+        data(cli, "run", "ada", "Which token does plover use?")
+    audit = no_embedder.audit_log.read_text()
+    fallbacks = [json.loads(line) for line in audit.splitlines() if '"extraction_fallback"' in line]
+    assert any("nonsense-kind" in line["reason"] for line in fallbacks), audit  # the reason is still told
+    assert GITHUB[:20] not in audit and "[secret removed]" in audit
