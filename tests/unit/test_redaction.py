@@ -81,3 +81,15 @@ def test_redacting_twice_changes_nothing_more():
     text = " ".join(secret for secret, _ in SECRETS)
     once = redact(text)
     assert once.count(R) >= len(SECRETS) and redact(once) == once
+
+
+@pytest.mark.parametrize("unit", ["a.", "http://a:", "password=", 'token: "a', "x_password."])
+def test_a_runaway_answer_is_redacted_in_linear_time(unit):
+    """A model may answer with megabytes: one unanchored pattern took 42 s over "a." * 50_000 (quadratic);
+    200 KB now takes well under a second, so 10 s only fails a pattern that scans from every character."""
+    import time
+
+    text = unit * (200_000 // len(unit))
+    started = time.perf_counter()
+    assert redact(text + f" password=hunter22 {JWT}").endswith(f" password={R} {R}")  # control: still redacts after it
+    assert time.perf_counter() - started < 10
