@@ -43,7 +43,7 @@ _KEY = r"[\w.-]*?(?:password|passwd|secret|token|api[_-]?key|secret[_-]?(?:acces
 _ASSIGNED = re.compile(
     rf"""(?ix) (?<![\w.-]) (?P<kq>["']?) {_KEY} (?P=kq) [ \t]* (?P<sep>:?=|:) [ \t]*
     (?: (?P<q>["']) (?P<quoted>[^"'\n]{{1,1024}}) (?P=q)          # a quoted value
-      | (?P<bare>[^\s"']{{0,1023}}[^\s"'.,;:!?)\]]) )            # a bare one, without the sentence's full stop
+      | (?P<bare>[^\s"'`]{{0,1023}}[^\s"'`.,;:!?)\]]) )  # a bare one, without the sentence's full stop or a Markdown `
     """
 )
 # Every repeat is bounded and every start is the start of a word: a model's answer of megabytes
@@ -52,11 +52,11 @@ _AUTHORIZATION = re.compile(
     r"""(?i)\bauthorization["']?[ \t]*[:=][ \t]*["']?(?:bearer|basic|token)[ \t]+(?P<bare>[A-Za-z0-9._~+/-]+=*)"""
 )
 _URL_PASSWORD = re.compile(  # scheme://user:PASSWORD@host
-    r"(?i)(?<![a-z0-9+.-])[a-z][a-z0-9+.-]{0,31}://[^\s:/?#@]{0,256}:(?P<bare>[^\s/?#]{1,256})@"
+    r"(?i)(?<![a-z0-9+.-])[a-z][a-z0-9+.-]{0,31}://[^\s:/?#@]{0,256}:(?P<bare>[^\s/?#`]{1,256})@"
 )
 # a template or placeholder (${X}, <your key>, %(x)s, PASSWORD, user:password@), code (getpass(),
-# os.environ[…]), a mask (****)
-_PLACEHOLDER = re.compile(r"[$<%]|.*[()\[\]{}]|[*xX.•]+$|[A-Z_]+$|(?i:pass(?:word)?|secret|changeme)$")
+# os.environ[…]), a mask or an elision (****, …)
+_PLACEHOLDER = re.compile(r"[$<%]|.*[()\[\]{}]|[*xX.•…]+$|[A-Z_]+$|(?i:pass(?:word)?|secret|changeme)$")
 
 
 _WORDS = re.compile(r"[^\W\d_]+(?:[._-][^\W\d_]+)*$")  # words, or words joined by . _ - (args.password, tmp_path)

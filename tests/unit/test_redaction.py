@@ -22,6 +22,7 @@ SECRETS = [
     # assignments: the key name stays, the value goes
     ("password=hunter2", f"password={R}"),
     ("password=hunter2.", f"password={R}."),
+    ("in Markdown: `password=hunter2`, then `passwd: Tr0ub4dor&3`.", f"in Markdown: `password={R}`, then `passwd: {R}`."),
     ("DB_PASSWORD=s3cr3t!x in .env", f"DB_PASSWORD={R} in .env"),
     ("passwd: Tr0ub4dor&3", f"passwd: {R}"),
     ('secret="correct horse battery staple"', f'secret="{R}"'),
@@ -56,7 +57,8 @@ LOOKALIKES = [
     "secret = tmp_path / 'outside-secret.md'; password = args.password; token = self.auth-token",
     "api_key=os.environ['OPENAI_API_KEY']",
     "password=${DB_PASSWORD} and token=<your token> and secret=%(secret)s",
-    "password=******** in the masked log",
+    "password=******** in the masked log, password=… and token=... elided",
+    "Markdown names them: `passwd: files`, ``password=…``, ``scheme://user:…@host``, `args.password`",
     "the Authorization: Bearer header, then Authorization: Bearer $TOKEN",
     "https://example.com:8080/path?q=1 and git@github.com:org/repo.git and ssh://git@host:22/repo",
     "postgres://app:${PGPASSWORD}@db/main",
