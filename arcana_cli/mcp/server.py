@@ -115,17 +115,23 @@ class MemoryTools:
         return iso_times({**payload, "warnings": warnings} if warnings else payload)
 
     def _content(self, text: str) -> str:
-        """The text a tool stores, refused over ``memory.max_content_bytes`` as `arcana remember` refuses it."""
+        """The text a tool stores, refused over ``memory.max_content_bytes`` as `arcana remember` refuses it.
+        An agent's request is untrusted input: an obvious secret in it (a key it was shown) is not stored,
+        where the user's own `arcana remember` keeps what was typed."""
         from memory.limits import check_content
+        from memory.redaction import redact
 
-        text = text.strip()
+        text = redact(text).strip()
         check_content([text], self.config.memory.max_content_bytes)  # InvalidRequestError: a one-line tool error
         return text
 
     def _tags(self, tags: list[str] | None) -> list[str] | None:
-        """Tags a tool stores, within ``memory.max_content_bytes`` together: they leave with the memory."""
+        """Tags a tool stores, within ``memory.max_content_bytes`` together: they leave with the memory.
+        Untrusted as the content is: a key sent as a tag is not stored either."""
         from memory.limits import check_tags
+        from memory.redaction import redact
 
+        tags = None if tags is None else [redact(tag) for tag in tags]
         check_tags(tags or (), self.config.memory.max_content_bytes)
         return tags
 

@@ -20,6 +20,7 @@ from memory.extraction.scoring import agent_confidence, distil, importance, trim
 from memory.extraction.signals import SignalPatterns, get_signals
 from memory.models.base import ChatMessage, ChatProvider, astream
 from memory.promotion import asserted_importance
+from memory.redaction import redact
 from memory.types import DERIVED_TAG, ConfidenceSource, MemoryEntry, MemoryType, Session
 
 EXTRACTED_TAG = "extracted"
@@ -183,7 +184,7 @@ class LLMExtractor:
         if self.audit is not None:
             self.audit.append(
                 "extraction_fallback", what=what, agent_id=session.agent_id, session_id=session.id,
-                model=self.provider.name, reason=str(reason)[:300],
+                model=self.provider.name, reason=redact(str(reason))[:300],
             )
 
     async def extract(
@@ -208,14 +209,15 @@ class LLMExtractor:
         entries = []
         for item in items:
             if not isinstance(item, dict) or not isinstance(item.get("content"), str):
-                raise ExtractionFallback(f"item without string content: {str(item)[:80]}")
+                raise ExtractionFallback(f"item without string content: {_quoted(item)}")
             try:
                 kind = MemoryType(item.get("type", "episodic"))
                 entries.append(
                     MemoryEntry(
                         agent_id=session.agent_id,
                         type=kind,
-                        content=trim_content(item["content"], self.settings.max_content, self.settings.max_content_bytes),
+                        # The model's words are untrusted: a key it repeats is not stored.
+                        content=trim_content(redact(item["content"]), self.settings.max_content, self.settings.max_content_bytes),
                         # Model output is agent-asserted whatever it claims: confidence capped
                         # below 1.0, importance below the promotion threshold.
                         importance=asserted_importance(item.get("importance", self.settings.base_importance)),
@@ -227,19 +229,25 @@ class LLMExtractor:
                     )
                 )
             except (ValueError, TypeError, ValidationError) as exc:
-                raise ExtractionFallback(f"invalid item {str(item)[:80]}: {str(exc).splitlines()[0]}") from None
+                raise ExtractionFallback(f"invalid item {_quoted(item)}: {str(exc).splitlines()[0]}") from None
         return entries
 
     async def summarise(self, session: Session, *, within: float | None = None) -> str:
         transcript = "\n\n".join(_exchange(t.prompt, t.evidence, self.settings.max_content) for t in session.turns)
         try:
-            summary = (await self._ask(SUMMARY_INSTRUCTIONS, trim_content(transcript, 4 * self.settings.max_content), within)).strip()
+            answer = await self._ask(SUMMARY_INSTRUCTIONS, trim_content(transcript, 4 * self.settings.max_content), within)
+            summary = redact(answer).strip()
             if not summary:
                 raise ExtractionFallback("the model returned an empty summary")
             return trim_content(summary, self.settings.max_content, self.settings.max_content_bytes)
         except Exception as exc:
             self._fell_back("summarise", session, exc)
             return await self.fallback.summarise(session)
+
+
+def _quoted(item: object) -> str:
+    """A refused item as the audit line quotes it: redacted before it is cut, as a cut key has no shape."""
+    return redact(str(item))[:80]
 
 
 def _exchange(prompt: str, response: str | None, limit: int) -> str:

@@ -26,6 +26,7 @@ from memory.jobs import BackgroundJobQueue, JobKind, MemoryJob, drain
 from memory.models.base import ChatMessage, ChatProvider, astream
 from memory.models.context import RenderedContext, recall_context
 from memory.protocols import MemoryAdapter
+from memory.redaction import redact
 from memory.runtime.assembly import extraction_settings, federation_for_agent
 from memory.runtime.sessions import SessionClosedError, SessionManager, held_id, link_carried, replayable, within
 from memory.runtime.upkeep import consolidate_if_grown
@@ -211,6 +212,9 @@ class AgentRuntime:
     ) -> None:
         """Record the turn now (with the turns replayed to the model); extract and summarise as jobs
         drained within ``budget``."""
+        # The model was given the prompt as typed and the person sees its answer; what is kept of
+        # them (the session's turn, its echo, its facts, the summary) never holds a pasted key.
+        prompt, answer = redact(prompt), redact(answer)
         turn = self.sessions.record_turn(
             session, prompt, answer, model=self.provider.name, recalled_ids=result.recalled_ids, replayed=history
         )

@@ -40,7 +40,7 @@ from memory.home import Home, replace_file
 from memory.hosts import Host
 from memory.hosts.claude_code import Exchange, read_transcript
 from memory.hosts.records import read_record
-from memory.hosts.secrets import redact
+from memory.redaction import redact
 from memory.locks import exclusive_within
 from memory.models.context import HEADER
 from memory.promotion import asserted_importance

@@ -28,6 +28,7 @@ from memory.federation.federation import MemoryFederation, WriteReport
 from memory.home import Home, private_dir
 from memory.promotion import asserted_importance
 from memory.protocols import Rewords
+from memory.redaction import redact
 from memory.types import DERIVED_TAG, ConfidenceSource, MemoryEntry, MemoryType, Session, Turn, Visibility, now_utc
 
 if TYPE_CHECKING:
@@ -421,7 +422,9 @@ class SessionManager:
             if not turns:
                 return None, []
             left = None if deadline is None else max(deadline - time.monotonic(), 0.0)
-            summary = await self.extractor.summarise(replace(session, turns=list(turns)), within=left)
+            # Turns are recorded redacted; one recorded before that, in a session still open, is not.
+            said = [replace(t, prompt=redact(t.prompt), response=redact(t.response)) for t in turns]
+            summary = await self.extractor.summarise(replace(session, turns=said), within=left)
             gone = await withdrawn(turns, memory)
             if all(left_out_by(t, gone) is None for t in turns):
                 return summary, turns
