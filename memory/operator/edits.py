@@ -672,11 +672,13 @@ class MemoryEditor:
         """A memory's sources that say nothing it does not (a merge's restatements, each archived, a
         promoted one with its global copy still live) follow what withdraws it, copy and all: what
         ends, hides or forgets a fact does the same to its restatements. A restatement said after
-        the fact that supersedes it is left as it is."""
+        the fact that supersedes it is left as it is. A withholding edit also reaches the earlier
+        versions ``ended`` restates (:func:`restated_versions`); a supersession leaves them ended."""
         said = None
         if edit.op == "supersede":
             said = edit.value[1].timestamp() if edit.value[1] is not None else time.time()
-        for source in await restatements(self.store, ended, said):
+        earlier = [] if edit.op == "supersede" else await restated_versions(self.store, ended)
+        for source in [*await restatements(self.store, ended, said), *earlier]:
             if source.id in seen:
                 continue
             seen.add(source.id)
@@ -730,6 +732,25 @@ async def restatements(store: SQLiteAdapter, ended: MemoryEntry, said: float | N
             continue
         found.append(source)
     return found
+
+
+async def restated_versions(store: SQLiteAdapter, ended: MemoryEntry) -> list[MemoryEntry]:
+    """The versions ``ended`` replaced that say nothing it does not: what a hide, forget or new text
+    of ``ended`` withholds too (:meth:`MemoryEditor._reach_restatements`).
+
+    A reconciled write that says more than a stored fact supersedes it, and the older row answers
+    `recall --as-of` and the history tools as a version: hiding "My locker code is 4471 at the gym"
+    left "My locker code is 4471" answering there. Decided by content containment, the rule a merge's
+    restatements follow, since a version chain records replacement, not what was repeated: an
+    earlier version with words of its own ("I live in Berlin" before "I live in Lisbon now") is
+    history in its own right and is left as it is."""
+    carried = content_words(ended.content)
+    if ended.supersedes is None or not carried:
+        return []
+    # Walked from the version it replaced: a purge has removed ``ended`` itself by now.
+    chain = await store.versions(ended.supersedes, audience=Audience.OPERATOR, include_archived=True)
+    earlier = next((chain[:i + 1] for i, version in enumerate(chain) if version.id == ended.supersedes), [])
+    return [v for v in earlier if (words := content_words(v.content)) and words <= carried]
 
 
 async def carries_users_fact(store: SQLiteAdapter, entry: MemoryEntry, seen: set[str] | None = None) -> bool:

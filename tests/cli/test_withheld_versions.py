@@ -1,0 +1,63 @@
+"""An operator's hide, forget or new text of a fact reaches the earlier versions it restates.
+
+A reconciled write that says more than a stored fact ("My locker code is 4471 at the downtown gym"
+after "My locker code is 4471") supersedes it: the older row stays as a version, answering
+`recall --as-of` and the MCP history tool. Hiding the newer one left the same code answering there.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from datetime import UTC, datetime
+
+import pytest
+
+from memory.agents import AgentRegistry
+
+
+@pytest.fixture
+def ada(cli, no_embedder):
+    assert cli("agent", "create", "ada").exit_code == 0
+    return AgentRegistry(no_embedder).resolve("ada")
+
+
+def data(cli, *args):
+    result = cli(*args, "--json")
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)
+
+
+def remember(cli, text: str) -> dict:
+    told = data(cli, "remember", text, "--agent", "ada")
+    time.sleep(0.05)  # the next version begins strictly after this one
+    return told
+
+
+def as_of(cli, query: str, at: str) -> list[str]:
+    return [h["content"] for h in data(cli, "recall", query, "--agent", "ada", "--as-of", at)["results"]]
+
+
+@pytest.mark.parametrize("edit", [["--visibility", "hidden"], ["--visibility", "private"],
+                                  ["--content", "My locker code was changed"], "forget", "purge"])
+def test_withholding_a_fact_withholds_the_versions_it_restates(cli, ada, edit):
+    first = remember(cli, "My locker code is 4471")
+    berlin = remember(cli, "I live in Berlin")
+    then = datetime.now(UTC).isoformat()
+    time.sleep(0.05)
+    newer = remember(cli, "My locker code is 4471 at the downtown gym")
+    lisbon = remember(cli, "I live in Lisbon now")
+    assert newer["supersedes"] == [first["id"]] and lisbon["supersedes"] == [berlin["id"]]
+    assert [t for t in as_of(cli, "locker code 4471", then) if "4471" in t] == ["My locker code is 4471"]
+
+    for fact in (newer["id"], lisbon["id"]):
+        command = ["memory", edit, fact] if isinstance(edit, str) else ["memory", "set", fact, *edit]
+        done = cli(*command, "--agent", "ada", *(["--yes"] if edit == "purge" else []))
+        assert done.exit_code == 0, done.output
+
+    assert not [t for t in as_of(cli, "locker code 4471", then) if "4471" in t]
+    assert not [t for t in as_of(cli, "locker code 4471", datetime.now(UTC).isoformat()) if "4471" in t]
+    # control: an earlier version with words the withheld one does not say is history of its own
+    assert "I live in Berlin" in as_of(cli, "live Berlin", then)
+
+
