@@ -619,6 +619,8 @@ class MemoryEditor:
         seen = seen or {entry_id}
         await self._reach_carriers(entry_id, edit, verb, report, seen, ended=changed, successor=before.superseded_by)
         down = edit if edit.op == "supersede" else _withholding(edit)
+        if down is not None and down.op != "supersede" and changed:
+            await self._reach_later_versions(before, down, verb, report, seen)
         if down is not None and changed and sources:  # not for a carrier an edit of its source reached
             await self._reach_restatements(before, down, verb, report, seen)
             if down.op != "supersede" and self.copies is not None:
@@ -666,6 +668,17 @@ class MemoryEditor:
             seen.add(carrier)
             reached = await self.apply(carrier, carried, verb=verb, seen=seen, sources=False)
             report.carriers.append(reached)
+
+    async def _reach_later_versions(self, withheld: MemoryEntry, edit: Edit, verb: str | None, report: EditReport,
+                                    seen: set[str]) -> None:
+        """The newer versions that repeat every content word of ``withheld`` get ``edit`` (what it
+        withholds), as a digest carrying it does: hiding "My locker code is 4471" left the code
+        answering recall in "My locker code is 4471 at the downtown gym", the version that replaced
+        it (:func:`repeating_versions`)."""
+        for version in await repeating_versions(self.store, withheld):
+            if version.id not in seen:
+                seen.add(version.id)
+                report.carriers.append(await self.apply(version.id, edit, verb=verb, seen=seen, sources=False))
 
     async def _reach_restatements(self, ended: MemoryEntry, edit: Edit, verb: str | None, report: EditReport,
                                   seen: set[str]) -> None:
@@ -751,6 +764,18 @@ async def restated_versions(store: SQLiteAdapter, ended: MemoryEntry) -> list[Me
     chain = await store.versions(ended.supersedes, audience=Audience.OPERATOR, include_archived=True)
     earlier = next((chain[:i + 1] for i, version in enumerate(chain) if version.id == ended.supersedes), [])
     return [v for v in earlier if (words := content_words(v.content)) and words <= carried]
+
+
+async def repeating_versions(store: SQLiteAdapter, withheld: MemoryEntry) -> list[MemoryEntry]:
+    """The versions that replaced ``withheld`` and still say every content word of it: they carry its
+    words as a digest carries its sources' (the other way round from :func:`restated_versions`)."""
+    words = content_words(withheld.content)
+    if withheld.superseded_by is None or not words:
+        return []
+    # Walked from its successor: a purge has removed ``withheld`` itself by now.
+    chain = await store.versions(withheld.superseded_by, audience=Audience.OPERATOR, include_archived=True)
+    later = next((chain[i:] for i, version in enumerate(chain) if version.id == withheld.superseded_by), [])
+    return [v for v in later if words <= content_words(v.content)]
 
 
 async def carries_users_fact(store: SQLiteAdapter, entry: MemoryEntry, seen: set[str] | None = None) -> bool:

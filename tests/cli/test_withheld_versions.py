@@ -1,8 +1,9 @@
-"""An operator's hide, forget or new text of a fact reaches the earlier versions it restates.
+"""An operator's hide, forget or new text of a fact reaches the other versions that share its words.
 
 A reconciled write that says more than a stored fact ("My locker code is 4471 at the downtown gym"
 after "My locker code is 4471") supersedes it: the older row stays as a version, answering
-`recall --as-of` and the MCP history tool. Hiding the newer one left the same code answering there.
+`recall --as-of` and the MCP history tool. Hiding the newer one left the same code answering there;
+hiding the older one left it answering recall in the newer one's words.
 """
 
 from __future__ import annotations
@@ -61,3 +62,22 @@ def test_withholding_a_fact_withholds_the_versions_it_restates(cli, ada, edit):
     assert "I live in Berlin" in as_of(cli, "live Berlin", then)
 
 
+
+
+@pytest.mark.parametrize("edit", [["--visibility", "hidden"], "forget"])
+def test_withholding_an_earlier_version_withholds_the_newer_one_that_repeats_it(cli, ada, edit):
+    first = remember(cli, "My locker code is 4471")
+    berlin = remember(cli, "I live in Berlin")
+    newer = remember(cli, "My locker code is 4471 at the downtown gym")
+    lisbon = remember(cli, "I live in Lisbon now")
+    assert newer["supersedes"] == [first["id"]] and lisbon["supersedes"] == [berlin["id"]]
+
+    for fact in (first["id"], berlin["id"]):
+        command = ["memory", edit, fact] if isinstance(edit, str) else ["memory", "set", fact, *edit]
+        done = cli(*command, "--agent", "ada")
+        assert done.exit_code == 0, done.output
+
+    assert not [h for h in data(cli, "recall", "locker code 4471", "--agent", "ada")["results"] if "4471" in h["content"]]
+    assert "4471" not in data(cli, "context", "--agent", "ada")["context"]
+    # control: the newer version of a fact it does not repeat answers as before
+    assert "I live in Lisbon now" in [h["content"] for h in data(cli, "recall", "live Lisbon", "--agent", "ada")["results"]]
