@@ -619,12 +619,8 @@ class MemoryEditor:
         seen = seen or {entry_id}
         await self._reach_carriers(entry_id, edit, verb, report, seen, ended=changed, successor=before.superseded_by)
         down = edit if edit.op == "supersede" else _withholding(edit)
-        if down is not None and down.op != "supersede" and changed:
-            await self._reach_later_versions(before, down, verb, report, seen)
-        if down is not None and changed and sources:  # not for a carrier an edit of its source reached
-            await self._reach_restatements(before, down, verb, report, seen)
-            if down.op != "supersede" and self.copies is not None:
-                await self._withhold_source_copies(entry_id, down, verb or edit.op, report, seen)
+        if down is not None and changed:
+            await self._reach_words(before, down, verb or edit.op, report, seen, sources=sources)
         if self.copies is not None:  # and what carries its copy in the global tier
             report.carriers += await self.copies.reach_carriers(
                 self.store, entry_id, edit, verb or edit.op,
@@ -635,14 +631,29 @@ class MemoryEditor:
             report.carriers += original.carriers
         return report
 
-    async def withhold_carriers(self, entry_id: str, edit: Edit, verb: str) -> list[EditReport]:
-        """For ``edit`` already made to ``entry_id`` by another writer (an import's upsert): what
-        carries it here, and what carries its copy in the global tier, gets what the edit withholds."""
-        report = EditReport(entry_id, False, None)
-        await self._reach_carriers(entry_id, edit, verb, report, {entry_id})
+    async def withhold_carriers(self, before: MemoryEntry, edit: Edit, verb: str) -> list[EditReport]:
+        """For ``edit`` already made by another writer (an import's upsert) to the memory ``before``
+        was: what carries it here, what else says its words (:meth:`_reach_words`) and what carries
+        its copy in the global tier get what the edit withholds, as :meth:`apply` gives them."""
+        report = EditReport(before.id, False, None)
+        seen = {before.id}
+        await self._reach_carriers(before.id, edit, verb, report, seen)
+        await self._reach_words(before, edit, verb, report, seen)
         if self.copies is not None:
-            report.carriers += await self.copies.reach_carriers(self.store, entry_id, edit, verb)
+            report.carriers += await self.copies.reach_carriers(self.store, before.id, edit, verb)
         return report.carriers
+
+    async def _reach_words(self, before: MemoryEntry, down: Edit, verb: str, report: EditReport, seen: set[str],
+                           *, sources: bool = True) -> None:
+        """``down`` (a supersession, or what an edit withholds) reaches the other rows holding the words
+        ``before`` held: the newer versions repeating them, and unless this row is itself a carrier an
+        edit of its source reached (``sources`` False), its restatements and its sources' copies."""
+        if down.op != "supersede":
+            await self._reach_later_versions(before, down, verb, report, seen)
+        if sources:
+            await self._reach_restatements(before, down, verb, report, seen)
+            if down.op != "supersede" and self.copies is not None:
+                await self._withhold_source_copies(before.id, down, verb, report, seen)
 
     async def _reach_carriers(self, entry_id: str, edit: Edit, verb: str | None, report: EditReport, seen: set[str],
                               ended: bool = True, successor: str | None = None) -> None:
@@ -800,8 +811,8 @@ async def withhold_carriers_of(
     """The one path for a write that changed stored memories outside :meth:`MemoryEditor.apply` (an
     import's upsert, a `remember --from` line naming a stored memory by id): each of ``written`` whose
     ``before`` it withholds content from (:func:`withheld_by`: new words, an archive, a stricter
-    visibility) has what carries it here, and its global copy's carriers through ``copies``, withheld
-    as `memory set` would. How many carriers that withheld; 0 for a store that keeps no provenance."""
+    visibility) has what carries it or repeats its words here, and its global copy's carriers through
+    ``copies``, withheld as `memory set` would. How many carriers that withheld; 0 for a store that keeps no provenance."""
     if provenance_of(store) is None:
         return 0
     editor = MemoryEditor(store, copies=copies)
@@ -809,7 +820,7 @@ async def withhold_carriers_of(
     for entry in written:
         edit = withheld_by(before[entry.id], entry) if entry.id in before else None
         if edit is not None:
-            reached += withheld_count(await editor.withhold_carriers(entry.id, edit, verb))
+            reached += withheld_count(await editor.withhold_carriers(before[entry.id], edit, verb))
     return reached
 
 

@@ -81,3 +81,27 @@ def test_withholding_an_earlier_version_withholds_the_newer_one_that_repeats_it(
     assert "4471" not in data(cli, "context", "--agent", "ada")["context"]
     # control: the newer version of a fact it does not repeat answers as before
     assert "I live in Lisbon now" in [h["content"] for h in data(cli, "recall", "live Lisbon", "--agent", "ada")["results"]]
+
+
+def test_a_hide_an_import_brings_reaches_the_versions_it_restates(cli, ada, tmp_path):
+    """An import line hiding a stored memory withholds what carries it "as `memory set` would", but
+    reached no restatement: the version it replaced went on answering `--as-of` with the code."""
+    first = remember(cli, "My locker code is 4471")
+    berlin = remember(cli, "I live in Berlin")
+    then = datetime.now(UTC).isoformat()
+    time.sleep(0.05)
+    newer = remember(cli, "My locker code is 4471 at the downtown gym")
+    lisbon = remember(cli, "I live in Lisbon now")
+    assert newer["supersedes"] == [first["id"]] and lisbon["supersedes"] == [berlin["id"]]
+    exported = tmp_path / "ada.jsonl"
+    assert cli("export", "--agent", "ada", "-o", str(exported)).exit_code == 0
+    lines = [json.loads(line) for line in exported.read_text().splitlines()]
+    for line in lines:
+        if line.get("memory", {}).get("id") in (newer["id"], lisbon["id"]):
+            line["memory"].update(visibility="hidden", updated_at=datetime.now(UTC).isoformat())
+    exported.write_text("".join(json.dumps(line) + "\n" for line in lines))
+
+    imported = data(cli, "import", str(exported), "--agent", "ada")
+    assert imported["carriers_withheld"] == 1
+    assert not [t for t in as_of(cli, "locker code 4471", then) if "4471" in t]
+    assert "I live in Berlin" in as_of(cli, "live Berlin", then)  # control: a version with words of its own
