@@ -378,6 +378,11 @@ class SQLiteAdapter:
         """The consolidated memories that carry any of ``entry_ids``: where an operator's edit must reach."""
         return await self.run(consolidation.carriers_of, list(entry_ids), inline=True) if entry_ids else []
 
+    async def held_beside(self, entry_id: str) -> list[MemoryEntry]:
+        """The claims held beside the fact ``entry_id`` (any visibility, archived too)."""
+        query = version_sql.held_beside(entry_id, SELECT_COLUMNS)
+        return readable(await self.run(lambda raw: raw.execute(query.sql, query.params).fetchall(), inline=True))
+
     async def open_conflicts(self) -> int:
         """Claims held beside the user-confirmed fact they contradict, awaiting an operator."""
         query = version_sql.open_conflicts()

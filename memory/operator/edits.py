@@ -778,14 +778,18 @@ async def restated_versions(store: SQLiteAdapter, ended: MemoryEntry) -> list[Me
 
 
 async def repeating_versions(store: SQLiteAdapter, withheld: MemoryEntry) -> list[MemoryEntry]:
-    """The versions that replaced ``withheld`` and still say every content word of it: they carry its
-    words as a digest carries its sources' (the other way round from :func:`restated_versions`)."""
+    """The versions that replaced ``withheld``, and the claims held beside it (an agent's new text for
+    a user's fact), that still say every content word of it: they carry its words as a digest carries
+    its sources' (the other way round from :func:`restated_versions`). A claim is reached from the
+    fact, never the fact from a claim: a user's words stand on their own."""
     words = content_words(withheld.content)
-    if withheld.superseded_by is None or not words:
+    if not words:
         return []
-    # Walked from its successor: a purge has removed ``withheld`` itself by now.
-    chain = await store.versions(withheld.superseded_by, audience=Audience.OPERATOR, include_archived=True)
-    later = next((chain[i:] for i, version in enumerate(chain) if version.id == withheld.superseded_by), [])
+    later = await store.held_beside(withheld.id)
+    if withheld.superseded_by is not None:
+        # Walked from its successor: a purge has removed ``withheld`` itself by now.
+        chain = await store.versions(withheld.superseded_by, audience=Audience.OPERATOR, include_archived=True)
+        later += next((chain[i:] for i, version in enumerate(chain) if version.id == withheld.superseded_by), [])
     return [v for v in later if words <= content_words(v.content)]
 
 
