@@ -745,7 +745,7 @@ async def restatements(store: SQLiteAdapter, ended: MemoryEntry, said: float | N
     if provenance is None or not carried:
         return []
     found = []
-    for source_id in (await provenance.sources([ended.id])).get(ended.id, []):
+    for source_id in (await provenance.sources([ended.id], quoted=False)).get(ended.id, []):
         source = await _operator_get(store, source_id)
         if source is None or source.valid_to is not None:
             continue
