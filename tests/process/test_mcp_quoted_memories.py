@@ -57,3 +57,29 @@ async def test_the_link_never_lets_the_agent_withdraw_the_fact_it_quoted(arcana_
         assert not failed and answer["changed"], answer
 
     assert _recalled("locker code 4471") == ["My locker code is 4471"]
+
+
+async def test_the_link_keeps_its_one_way_through_export_and_import(arcana_home, tmp_path):
+    """An export names what a claim only quotes (``quoted``), so in the store it is imported into
+    the fact still reaches the claim and forgetting the claim still leaves the fact."""
+    keyword_only(arcana_home)
+    arcana("agent", "create", "ada")
+    fact = json.loads(arcana("remember", "My locker code is 4471", "--agent", "ada", "--json"))["id"]
+    async with session("--agent", "ada") as client:
+        assert not (await call(client, "recall", query="locker code", mode="keyword"))[0]
+        failed, claim = await call(client, "remember", content="The user's locker code 4471 opens locker twelve")
+        assert not failed
+    exported = tmp_path / "ada.jsonl"
+    arcana("export", "--agent", "ada", "-o", str(exported))
+    (line,) = [json.loads(x)["memory"] | json.loads(x) for x in exported.read_text().splitlines()[1:]
+               if json.loads(x)["memory"]["id"] == claim["id"]]
+    assert line["sources"] == [fact] and line["quoted"] == [fact]
+    arcana("agent", "create", "eve")
+    arcana("import", str(exported), "--agent", "eve")
+
+    arcana("memory", "forget", claim["id"], "--agent", "eve")
+    assert [r["content"] for r in json.loads(arcana("recall", "locker code", "--agent", "eve", "--json"))["results"]] \
+        == ["My locker code is 4471"]  # the claim went, the fact it quoted stays
+    arcana("memory", "restore", claim["id"], "--agent", "eve")
+    done = json.loads(arcana("memory", "set", fact, "--agent", "eve", "--visibility", "hidden", "--json"))
+    assert [r["id"] for r in done["reached"]] == [claim["id"]]
