@@ -116,8 +116,9 @@ class EmbedsAhead(Protocol):
 class Provenance(Protocol):
     """Knows which memories a consolidated memory carries (its ``consolidates`` edges)."""
 
-    async def sources(self, entry_ids: Sequence[str]) -> dict[str, list[str]]:
-        """For each id that is a consolidated memory, the ids of the memories whose content it carries."""
+    async def sources(self, entry_ids: Sequence[str], *, quoted: bool = True) -> dict[str, list[str]]:
+        """For each id that is a consolidated memory, the ids of the memories whose content it carries
+        (without ``quoted``, not those an agent's claim only quotes)."""
         ...
 
     async def carriers(self, entry_ids: Sequence[str]) -> list[str]:

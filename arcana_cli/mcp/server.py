@@ -13,7 +13,7 @@ import inspect
 import logging
 import sys
 from dataclasses import dataclass, field
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import Field, ValidationError
 
@@ -25,6 +25,9 @@ from memory.home import Home, shown_name
 from memory.promotion import asserted_importance, users_own
 from memory.timespec import iso_times
 from memory.types import MAX_QUERY_TAGS, ConfidenceSource, MemoryEntry, MemoryQuery, MemoryScope, MemoryType, RetrievalMode, pool_scope
+
+if TYPE_CHECKING:
+    from memory.runtime.sessions import ShownMemories
 
 log = logging.getLogger("arcana.mcp")
 
@@ -42,11 +45,14 @@ class MemoryTools:
     config: ArcanaConfig
     federation: Any
     vaults: list[str] = field(default_factory=list)
+    shown: ShownMemories = field(init=False)  # what a remember may quote (set on start)
     pools_opened: dict[str, tuple | None] = field(default_factory=dict, init=False)  # each pool's database at start
 
     def __post_init__(self) -> None:
         from memory.federation.pools import pool_identity
+        from memory.runtime.sessions import ShownMemories
 
+        self.shown = ShownMemories()
         self.pools_opened = {name: pool_identity(self.home, self.config, name) for name in self.config.pools}
 
     def _same_pool(self, config: ArcanaConfig, name: str) -> bool:
@@ -150,6 +156,7 @@ class MemoryTools:
         report = await self.federation.write(entry)
         if not report.accepted:
             raise ToolFailure(f"memory not stored: every {entry.scope.value} tier failed ({report.failed})")
+        await self.shown.link(self.federation, entry, report)
         return self._answer({"id": entry.id, "scope": entry.scope.value, **report.as_dict()})
 
     async def recall(self, query, limit, mode, types, since, tags=None) -> dict:
@@ -168,6 +175,7 @@ class MemoryTools:
             )
         )
         self._private_intact(report)
+        self.shown.saw(report.entries)
         why = semantic_unavailable(self.config.embedding, retrieval_mode)
         return self._answer(
             {
@@ -189,6 +197,7 @@ class MemoryTools:
             )
         )
         self._private_intact(report)
+        self.shown.saw(report.entries)
         return self._answer({"memories": [_hit(e) for e in report.entries], "tiers": report.tiers})
 
     async def _apply(self, entry_id: str, edit, verb: str):
@@ -271,6 +280,7 @@ class MemoryTools:
 
     async def get(self, id) -> dict:
         entry, _ = await self._readable(id)
+        self.shown.saw([entry])
         return self._answer({**_hit(entry), **_details(entry)})
 
     async def update(self, id, content, importance, tags) -> dict:
@@ -337,6 +347,7 @@ class MemoryTools:
         # A replaced version's id (the one `update` answered with) names its chain, as on the CLI.
         entry, store = await self._readable(id, Audience.HISTORY)
         chain = await store.versions(entry.id, audience=Audience.HISTORY)  # no archived version either
+        self.shown.saw(chain)
         records = sorted([r for e in chain for r in await store.history(e.id)], key=lambda r: r.seq)
         ledger = [
             {"seq": r.seq, "at": r.at, "op": r.op, "actor": r.actor, "memory": r.memory_id,
@@ -372,6 +383,7 @@ class MemoryTools:
         report = await self.federation.recall(context_query(self.card.id, query, self.config.recall))
         self._private_intact(report)
         rendered = render_context(report.entries, budget_tokens=budget_tokens)
+        self.shown.saw(e for e in report.entries if e.id in rendered.ids)
         return self._answer(
             {"context": rendered.text, "ids": rendered.ids, "tokens": rendered.tokens, "omitted": rendered.omitted}
         )

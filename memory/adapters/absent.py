@@ -47,5 +47,5 @@ class AbsentStore:
     ) -> list[MemoryEntry]:
         return []
 
-    async def sources(self, entry_ids: Sequence[str]) -> dict[str, list[str]]:
+    async def sources(self, entry_ids: Sequence[str], *, quoted: bool = True) -> dict[str, list[str]]:
         return {}

@@ -495,6 +495,12 @@ class PostgresAdapter:
         rows = await self._call(lambda conn: conn.fetch(numbered(query.sql), *query.params))
         return [_entry(r) for r in rows]
 
+    async def held_beside(self, entry_id: str) -> list[MemoryEntry]:
+        """The claims held beside the fact ``entry_id`` (any visibility, archived too)."""
+        query = version_sql.held_beside(entry_id, SELECT_COLUMNS, POSTGRES)
+        rows = await self._call(lambda conn: conn.fetch(numbered(query.sql), *query.params))
+        return [_entry(r) for r in rows]
+
     async def open_conflicts(self) -> int:
         """Claims held beside the user-confirmed fact they contradict, awaiting an operator."""
         query = version_sql.open_conflicts(POSTGRES)

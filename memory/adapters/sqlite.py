@@ -380,9 +380,10 @@ class SQLiteAdapter:
         rows = await self.run(lambda raw: raw.execute(query.sql, query.params).fetchall(), inline=True)
         return readable(rows)
 
-    async def sources(self, entry_ids: Sequence[str]) -> dict[str, list[str]]:
-        """For each id that is a consolidated memory, the ids whose content it carries (sorted)."""
-        return await self.run(consolidation.sources_of, list(entry_ids), inline=True) if entry_ids else {}
+    async def sources(self, entry_ids: Sequence[str], *, quoted: bool = True) -> dict[str, list[str]]:
+        """For each id that is a consolidated memory, the ids whose content it carries (sorted);
+        without ``quoted``, not the memories an agent's claim only quotes."""
+        return await self.run(consolidation.sources_of, list(entry_ids), quoted, inline=True) if entry_ids else {}
 
     async def written_in_session(self, session_id: str, summary_tag: str) -> list[str]:
         """The current memories a session's turns wrote here (``source_session_id``), those tagged
@@ -392,6 +393,11 @@ class SQLiteAdapter:
     async def carriers(self, entry_ids: Sequence[str]) -> list[str]:
         """The consolidated memories that carry any of ``entry_ids``: where an operator's edit must reach."""
         return await self.run(consolidation.carriers_of, list(entry_ids), inline=True) if entry_ids else []
+
+    async def held_beside(self, entry_id: str) -> list[MemoryEntry]:
+        """The claims held beside the fact ``entry_id`` (any visibility, archived too)."""
+        query = version_sql.held_beside(entry_id, SELECT_COLUMNS)
+        return readable(await self.run(lambda raw: raw.execute(query.sql, query.params).fetchall(), inline=True))
 
     async def open_conflicts(self) -> int:
         """Claims held beside the user-confirmed fact they contradict, awaiting an operator."""

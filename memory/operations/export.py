@@ -222,6 +222,7 @@ async def iter_records(
             unreadable.extend(bad)  # the memory is exported with the rest of its history
         vectors = await store.run(_vectors, pin["vec_table"], [r["seq"] for r in rows]) if pin else {}
         sources = await store.run(consolidation.sources_of, ids)
+        absorbed = await store.run(consolidation.sources_of, list(sources), False)
         digests = await store.run(consolidation.digests_among, list(sources))
         for r in rows:
             try:
@@ -233,6 +234,9 @@ async def iter_records(
                 continue
             if r["id"] in sources:  # what a digest or summary carries: a hide of one of them reaches it
                 record["sources"] = sources[r["id"]]
+                # what an agent's claim only quotes: an import links it one way again (QUOTED_LINK)
+                if quoted := [s for s in sources[r["id"]] if s not in absorbed.get(r["id"], ())]:
+                    record["quoted"] = quoted
             if r["id"] in digests:  # an import links it as a digest again: never merged, condensed by prune
                 record["digest"] = True
             if with_history:
@@ -397,8 +401,9 @@ def _numeric(text: str) -> bool:
     return True
 
 
-def _checked(record: dict, max_content_bytes: int | None) -> tuple[MemoryEntry, list[str], bool] | str:
-    """A record's memory, the ids it carries and whether it is a digest of them, or why the record is bad."""
+def _checked(record: dict, max_content_bytes: int | None) -> tuple[MemoryEntry, list[str], bool, list[str]] | str:
+    """A record's memory, the ids it carries, whether it is a digest of them and those of them it only
+    quotes, or why the record is bad."""
     entry = _entry(record, max_content_bytes)
     if isinstance(entry, str):
         return entry
@@ -408,7 +413,10 @@ def _checked(record: dict, max_content_bytes: int | None) -> tuple[MemoryEntry, 
     digest = record.get("digest", False)
     if not isinstance(digest, bool):
         return "invalid digest: true (a digest consolidation wrote of its sources) or false"
-    return entry, sources, digest
+    quoted = record.get("quoted", [])
+    if not isinstance(quoted, list) or not all(isinstance(q, str) and q in sources for q in quoted):
+        return "invalid quoted: a list of those of its sources an agent's claim only quotes"
+    return entry, sources, digest, quoted
 
 
 def _sources(record: dict) -> list[str] | str:
@@ -443,28 +451,31 @@ LEFT_OUT = frozenset({mutations.GONE, mutations.REFUSED})  # ops of lines the wr
 
 
 def _import_txn(raw, entries: Sequence[MemoryEntry], actor: str, links: Sequence[tuple[str, str]] = (),
-                digests: frozenset[str] = frozenset()) -> list[str]:
+                digests: frozenset[str] = frozenset(), quoted: frozenset[tuple[str, str]] = frozenset()) -> list[str]:
     """Upsert ``entries`` and record what they carry, from the lines the write took only: a refused
     line names another agent's row, which must not become a carrier of the file's memories. A
-    digest's edges say it is one (:data:`consolidation.DIGEST_LINK`), as consolidation's do."""
+    digest's edges say it is one (:data:`consolidation.DIGEST_LINK`), as consolidation's do, and
+    the ``quoted`` links of an agent's claim run one way (:data:`consolidation.QUOTED_LINK`)."""
     with transaction(raw):
         ops = mutations.upsert(raw, entries, actor, op="import")
         taken = [link for link in links if link[0] in
                  {entry.id for entry, op in zip(entries, ops, strict=True) if op not in LEFT_OUT}]
         consolidation.link_sources(raw, [link for link in taken if link[0] in digests], consolidation.DIGEST_LINK)
-        consolidation.link_sources(raw, [link for link in taken if link[0] not in digests], "import")
+        consolidation.link_sources(raw, [link for link in taken if link in quoted], consolidation.QUOTED_LINK)
+        consolidation.link_sources(raw, [link for link in taken if link[0] not in digests and link not in quoted], "import")
         return ops
 
 
 async def write_imported(store, entries: Sequence[MemoryEntry], links: Sequence[tuple[str, str]] = (),
-                         digests: frozenset[str] = frozenset()) -> list[str]:
+                         digests: frozenset[str] = frozenset(),
+                         quoted: frozenset[tuple[str, str]] = frozenset()) -> list[str]:
     """The import's write on either engine: upsert as ``import``, each line kept from loosening a row,
     bringing back a removed id or undoing a newer change, all decided under the write's lock
     (memory.sqlite.mutations.upsert); ``links``, what the lines carry (``digests``: the carriers that
     are digests), on SQLite only. The op per line."""
     server = _server(store)
     return await (server.write(store, entries) if server
-                  else store.run(_import_txn, entries, store.actor, links, digests))
+                  else store.run(_import_txn, entries, store.actor, links, digests, quoted))
 
 
 async def import_records(
@@ -511,6 +522,7 @@ async def import_records(
     batch: list[tuple[MemoryEntry, list[float] | None]] = []
     carried: dict[str, list[str]] = {}  # the batch's consolidated memories: the ids each carries
     digests: set[str] = set()  # those of them that are digests
+    quoted: set[tuple[str, str]] = set()  # the (claim, memory) links of what a claim only quotes
     page = server.PAGE if server else PAGE
 
     async def flush() -> None:
@@ -537,7 +549,7 @@ async def import_records(
         async with held:
             # Sources are edges of SQLite stores only (a server keeps no consolidation edges).
             links = [(e.id, source) for e in entries for source in carried.get(e.id, ())]
-            ops = await write_imported(store, entries, links, frozenset(digests))
+            ops = await write_imported(store, entries, links, frozenset(digests), frozenset(quoted))
             for op in ops:
                 if op == mutations.GONE:  # purged or deleted since the read above: the write left it out
                     report.kept_removed += 1
@@ -556,6 +568,7 @@ async def import_records(
         batch.clear()
         carried.clear()
         digests.clear()
+        quoted.clear()
         if on_progress is not None:
             on_progress(report.read)
 
@@ -567,9 +580,10 @@ async def import_records(
         if isinstance(checked, str):
             report.bad.append((where_, checked))
             continue
-        entry, sources, digest = checked
+        entry, sources, digest, quotes = checked
         if sources:
             carried[entry.id] = sources
+        quoted.update((entry.id, q) for q in quotes)
         if sources and digest:
             digests.add(entry.id)
         report.read += 1

@@ -626,10 +626,8 @@ class MemoryEditor:
         seen = seen or {entry_id}
         await self._reach_carriers(entry_id, edit, verb, report, seen, ended=changed, successor=before.superseded_by)
         down = edit if edit.op == "supersede" else _withholding(edit)
-        if down is not None and changed and sources:  # not for a carrier an edit of its source reached
-            await self._reach_restatements(before, down, verb, report, seen)
-            if down.op != "supersede" and self.copies is not None:
-                await self._withhold_source_copies(entry_id, down, verb or edit.op, report, seen)
+        if down is not None and changed:
+            await self._reach_words(before, down, verb or edit.op, report, seen, sources=sources)
         if self.copies is not None:  # and what carries its copy in the global tier
             report.carriers += await self.copies.reach_carriers(
                 self.store, entry_id, edit, verb or edit.op,
@@ -640,14 +638,29 @@ class MemoryEditor:
             report.carriers += original.carriers
         return report
 
-    async def withhold_carriers(self, entry_id: str, edit: Edit, verb: str) -> list[EditReport]:
-        """For ``edit`` already made to ``entry_id`` by another writer (an import's upsert): what
-        carries it here, and what carries its copy in the global tier, gets what the edit withholds."""
-        report = EditReport(entry_id, False, None)
-        await self._reach_carriers(entry_id, edit, verb, report, {entry_id})
+    async def withhold_carriers(self, before: MemoryEntry, edit: Edit, verb: str) -> list[EditReport]:
+        """For ``edit`` already made by another writer (an import's upsert) to the memory ``before``
+        was: what carries it here, what else says its words (:meth:`_reach_words`) and what carries
+        its copy in the global tier get what the edit withholds, as :meth:`apply` gives them."""
+        report = EditReport(before.id, False, None)
+        seen = {before.id}
+        await self._reach_carriers(before.id, edit, verb, report, seen)
+        await self._reach_words(before, edit, verb, report, seen)
         if self.copies is not None:
-            report.carriers += await self.copies.reach_carriers(self.store, entry_id, edit, verb)
+            report.carriers += await self.copies.reach_carriers(self.store, before.id, edit, verb)
         return report.carriers
+
+    async def _reach_words(self, before: MemoryEntry, down: Edit, verb: str, report: EditReport, seen: set[str],
+                           *, sources: bool = True) -> None:
+        """``down`` (a supersession, or what an edit withholds) reaches the other rows holding the words
+        ``before`` held: the newer versions repeating them, and unless this row is itself a carrier an
+        edit of its source reached (``sources`` False), its restatements and its sources' copies."""
+        if down.op != "supersede":
+            await self._reach_later_versions(before, down, verb, report, seen)
+        if sources:
+            await self._reach_restatements(before, down, verb, report, seen)
+            if down.op != "supersede" and self.copies is not None:
+                await self._withhold_source_copies(before.id, down, verb, report, seen)
 
     async def _reach_carriers(self, entry_id: str, edit: Edit, verb: str | None, report: EditReport, seen: set[str],
                               ended: bool = True, successor: str | None = None) -> None:
@@ -674,16 +687,29 @@ class MemoryEditor:
             reached = await self.apply(carrier, carried, verb=verb, seen=seen, sources=False)
             report.carriers.append(reached)
 
+    async def _reach_later_versions(self, withheld: MemoryEntry, edit: Edit, verb: str | None, report: EditReport,
+                                    seen: set[str]) -> None:
+        """The newer versions that repeat every content word of ``withheld`` get ``edit`` (what it
+        withholds), as a digest carrying it does: hiding "My locker code is 4471" left the code
+        answering recall in "My locker code is 4471 at the downtown gym", the version that replaced
+        it (:func:`repeating_versions`)."""
+        for version in await repeating_versions(self.store, withheld):
+            if version.id not in seen:
+                seen.add(version.id)
+                report.carriers.append(await self.apply(version.id, edit, verb=verb, seen=seen, sources=False))
+
     async def _reach_restatements(self, ended: MemoryEntry, edit: Edit, verb: str | None, report: EditReport,
                                   seen: set[str]) -> None:
         """A memory's sources that say nothing it does not (a merge's restatements, each archived, a
         promoted one with its global copy still live) follow what withdraws it, copy and all: what
         ends, hides or forgets a fact does the same to its restatements. A restatement said after
-        the fact that supersedes it is left as it is."""
+        the fact that supersedes it is left as it is. A withholding edit also reaches the earlier
+        versions ``ended`` restates (:func:`restated_versions`); a supersession leaves them ended."""
         said = None
         if edit.op == "supersede":
             said = edit.value[1].timestamp() if edit.value[1] is not None else time.time()
-        for source in await restatements(self.store, ended, said):
+        earlier = [] if edit.op == "supersede" else await restated_versions(self.store, ended)
+        for source in [*await restatements(self.store, ended, said), *earlier]:
             if source.id in seen:
                 continue
             seen.add(source.id)
@@ -726,7 +752,7 @@ async def restatements(store: SQLiteAdapter, ended: MemoryEntry, said: float | N
     if provenance is None or not carried:
         return []
     found = []
-    for source_id in (await provenance.sources([ended.id])).get(ended.id, []):
+    for source_id in (await provenance.sources([ended.id], quoted=False)).get(ended.id, []):
         source = await _operator_get(store, source_id)
         if source is None or source.valid_to is not None:
             continue
@@ -737,6 +763,41 @@ async def restatements(store: SQLiteAdapter, ended: MemoryEntry, said: float | N
             continue
         found.append(source)
     return found
+
+
+async def restated_versions(store: SQLiteAdapter, ended: MemoryEntry) -> list[MemoryEntry]:
+    """The versions ``ended`` replaced that say nothing it does not: what a hide, forget or new text
+    of ``ended`` withholds too (:meth:`MemoryEditor._reach_restatements`).
+
+    A reconciled write that says more than a stored fact supersedes it, and the older row answers
+    `recall --as-of` and the history tools as a version: hiding "My locker code is 4471 at the gym"
+    left "My locker code is 4471" answering there. Decided by content containment, the rule a merge's
+    restatements follow, since a version chain records replacement, not what was repeated: an
+    earlier version with words of its own ("I live in Berlin" before "I live in Lisbon now") is
+    history in its own right and is left as it is."""
+    carried = content_words(ended.content)
+    if ended.supersedes is None or not carried:
+        return []
+    # Walked from the version it replaced: a purge has removed ``ended`` itself by now.
+    chain = await store.versions(ended.supersedes, audience=Audience.OPERATOR, include_archived=True)
+    earlier = next((chain[:i + 1] for i, version in enumerate(chain) if version.id == ended.supersedes), [])
+    return [v for v in earlier if (words := content_words(v.content)) and words <= carried]
+
+
+async def repeating_versions(store: SQLiteAdapter, withheld: MemoryEntry) -> list[MemoryEntry]:
+    """The versions that replaced ``withheld``, and the claims held beside it (an agent's new text for
+    a user's fact), that still say every content word of it: they carry its words as a digest carries
+    its sources' (the other way round from :func:`restated_versions`). A claim is reached from the
+    fact, never the fact from a claim: a user's words stand on their own."""
+    words = content_words(withheld.content)
+    if not words:
+        return []
+    later = await store.held_beside(withheld.id)
+    if withheld.superseded_by is not None:
+        # Walked from its successor: a purge has removed ``withheld`` itself by now.
+        chain = await store.versions(withheld.superseded_by, audience=Audience.OPERATOR, include_archived=True)
+        later += next((chain[i:] for i, version in enumerate(chain) if version.id == withheld.superseded_by), [])
+    return [v for v in later if words <= content_words(v.content)]
 
 
 async def carries_users_fact(store: SQLiteAdapter, entry: MemoryEntry, seen: set[str] | None = None) -> bool:
@@ -761,8 +822,8 @@ async def withhold_carriers_of(
     """The one path for a write that changed stored memories outside :meth:`MemoryEditor.apply` (an
     import's upsert, a `remember --from` line naming a stored memory by id): each of ``written`` whose
     ``before`` it withholds content from (:func:`withheld_by`: new words, an archive, a stricter
-    visibility) has what carries it here, and its global copy's carriers through ``copies``, withheld
-    as `memory set` would. How many carriers that withheld; 0 for a store that keeps no provenance."""
+    visibility) has what carries it or repeats its words here, and its global copy's carriers through
+    ``copies``, withheld as `memory set` would. How many carriers that withheld; 0 for a store that keeps no provenance."""
     if provenance_of(store) is None:
         return 0
     editor = MemoryEditor(store, copies=copies)
@@ -770,7 +831,7 @@ async def withhold_carriers_of(
     for entry in written:
         edit = withheld_by(before[entry.id], entry) if entry.id in before else None
         if edit is not None:
-            reached += withheld_count(await editor.withhold_carriers(entry.id, edit, verb))
+            reached += withheld_count(await editor.withhold_carriers(before[entry.id], edit, verb))
     return reached
 
 

@@ -13,7 +13,7 @@ import os
 import re
 import secrets
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -29,7 +29,11 @@ from memory.home import Home, private_dir
 from memory.promotion import asserted_importance
 from memory.protocols import Rewords
 from memory.redaction import redact
-from memory.types import DERIVED_TAG, ConfidenceSource, MemoryEntry, MemoryType, Session, Turn, Visibility, now_utc
+from memory.sqlite.admission import QUOTED_LINK
+from memory.sqlite.fact_words import content_words
+from memory.types import (
+    DERIVED_TAG, ConfidenceSource, MemoryEntry, MemoryScope, MemoryType, Session, Turn, Visibility, now_utc,
+)
 
 if TYPE_CHECKING:
     from memory.adapters.sqlite import SQLiteAdapter
@@ -459,17 +463,56 @@ async def _link_sources(memory: MemoryAdapter, summary_id: str, session: Session
     await link_carried(memory, summary_id, source_ids)
 
 
-async def link_carried(memory: MemoryAdapter, carrier_id: str, source_ids: Sequence[str]) -> None:
-    """``consolidates`` edges from ``carrier_id`` to ``source_ids`` in the agent's private SQLite
-    store, so an operator's hide, forget or new text of a source reaches the memory that repeats
-    its words (:meth:`memory.operator.edits.MemoryEditor.apply`), and prune takes them together."""
+async def link_carried(memory: MemoryAdapter, carrier_id: str, source_ids: Sequence[str], link: str = "session") -> None:
+    """``consolidates`` edges (their ``source``: ``link``) from ``carrier_id`` to ``source_ids`` in the
+    agent's private SQLite store, so an operator's hide, forget or new text of a source reaches the
+    memory that repeats its words (:meth:`memory.operator.edits.MemoryEditor.apply`), and prune takes
+    them together."""
     from memory.graph.edges import EdgeStore, MemoryEdge
     from memory.sqlite.consolidation import SOURCES
 
     store = _private_sqlite(memory)
     source_ids = [i for i in dict.fromkeys(source_ids) if i != carrier_id]
     if store is not None and source_ids:
-        await EdgeStore(store).upsert([MemoryEdge(carrier_id, i, SOURCES, "session") for i in source_ids])
+        await EdgeStore(store).upsert([MemoryEdge(carrier_id, i, SOURCES, link) for i in source_ids])
+
+
+SHOWN_LIMIT = 2_000
+"""How many memories :class:`ShownMemories` keeps (the latest shown): a long connection stays bounded."""
+
+
+class ShownMemories:
+    """The memories a long-lived skin (the MCP server) has shown its agent, so that what the agent
+    writes next repeating one of them is linked to it (:func:`link_carried`).
+
+    An `arcana run` turn never stores an answer given with recalled memories (:attr:`Turn.evidence`),
+    but an agent over MCP recalls "My locker code is 4471" and may `remember` "The user's locker code
+    4471 opens locker twelve": with no link, an operator's hide of the fact left the code answering in
+    the claim. A claim is linked to a shown memory only when it holds every content word of it (the
+    restatement rule), so one that merely came after a recall is not withheld with all it saw. The
+    link runs one way (:data:`QUOTED_LINK`): withdrawing the claim leaves what it quoted.
+    """
+
+    def __init__(self, limit: int = SHOWN_LIMIT):
+        self.limit = limit
+        self._words: dict[str, frozenset[str]] = {}
+
+    def saw(self, entries: Iterable[MemoryEntry]) -> None:
+        for entry in entries:
+            self._words.pop(entry.id, None)  # seen again: the latest
+            self._words[entry.id] = content_words(entry.content)
+        while len(self._words) > self.limit:
+            del self._words[next(iter(self._words))]
+
+    async def link(self, memory: MemoryAdapter, written: MemoryEntry, report: object) -> None:
+        """Link ``written``, just stored through ``memory`` (``report``: its write's), to the shown
+        memories it repeats. A restatement an older memory holds is not ``written``'s row, and a
+        shared one lives where the agent's private edges do not reach: both are left."""
+        if written.scope is not MemoryScope.PRIVATE or held_id(report, written) != written.id:
+            return
+        words = content_words(written.content)
+        quoted = [i for i, shown in self._words.items() if shown and shown <= words]
+        await link_carried(memory, written.id, quoted, QUOTED_LINK)
 
 
 def _private_sqlite(memory: MemoryAdapter) -> SQLiteAdapter | None:

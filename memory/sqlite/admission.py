@@ -46,6 +46,11 @@ DIGEST_LINK = "digest"
 """The ``source`` of a digest's ``consolidates`` edges: what makes it a digest, and travels with its
 sources through export and import (a merge's keeper also carries sources, but its text is its own)."""
 
+QUOTED_LINK = "quoted"
+"""The ``source`` of the edges from an agent's claim to the memories it repeats after being shown them
+(:class:`memory.runtime.sessions.ShownMemories`): an edit of such a memory reaches the claim, but the
+claim absorbed nothing, so what withdraws it never reaches them as a merge's restatements."""
+
 
 def digest_sql(alias: str) -> str:
     """Whether row ``alias`` is a digest consolidation wrote: its edges say so (:data:`DIGEST_LINK`),

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from memory.sqlite import mutations
-from memory.sqlite.admission import CONSOLIDATED, DIGEST_LINK, SOURCES, SQLITE, digest_sql
+from memory.sqlite.admission import CONSOLIDATED, DIGEST_LINK, QUOTED_LINK, SOURCES, SQLITE, digest_sql
 from memory.sqlite.batches import select_in
 from memory.sqlite.connection import transaction
 from memory.sqlite.fts import every_word_match
@@ -157,10 +157,12 @@ def entries_of(raw, seqs: Sequence[int]) -> dict[int, MemoryEntry]:
     return {seq: entry for seq, entry in found if entry is not None}  # an unreadable row is left out
 
 
-def sources_of(raw, ids: Sequence[str]) -> dict[str, list[str]]:
-    """For each id among ``ids`` that is a consolidated memory, the ids of its sources (sorted)."""
+def sources_of(raw, ids: Sequence[str], quoted: bool = True) -> dict[str, list[str]]:
+    """For each id among ``ids`` that is a consolidated memory, the ids of its sources (sorted);
+    without ``quoted``, not those it only quotes (:data:`QUOTED_LINK`)."""
     found: dict[str, list[str]] = {}
-    sql = f"SELECT src_id, dst_id FROM memory_edges WHERE relation = '{SOURCES}' AND src_id IN ({{marks}})"
+    only = "" if quoted else f" AND source != '{QUOTED_LINK}'"
+    sql = f"SELECT src_id, dst_id FROM memory_edges WHERE relation = '{SOURCES}'{only} AND src_id IN ({{marks}})"
     for src, dst in select_in(raw, sql, ids):
         found.setdefault(src, []).append(dst)
     return {k: sorted(v) for k, v in found.items()}

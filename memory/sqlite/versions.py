@@ -45,6 +45,13 @@ def chain(
     return Clause(_CHAIN.format(columns=columns, gate=gate.sql), (entry_id, entry_id, *gate.params))
 
 
+def held_beside(entry_id: str, columns: str, dialect: Dialect = SQLITE) -> Clause:
+    """The query for the claims held beside ``entry_id`` (``conflict_with`` names it), any visibility,
+    archived too: what an operator's edit of that fact may reach."""
+    gate = admission("m", audience=Audience.OPERATOR, include_archived=True, dialect=dialect)
+    return Clause(f"SELECT {columns} FROM memories m WHERE m.conflict_with = ? AND {gate.sql}", (entry_id, *gate.params))
+
+
 def open_conflicts(dialect: Dialect = SQLITE) -> Clause:
     """Count of the claims held beside a user-confirmed fact, as ``memory list --all`` shows them:
     any visibility, not archived, still current."""

@@ -557,6 +557,19 @@ async def test_open_conflicts_count_current_unarchived_claims_of_any_visibility(
     assert await store.open_conflicts() == 2
 
 
+async def test_held_beside_names_every_claim_beside_the_fact_and_no_other(store):
+    """What an operator's hide of a fact may reach (a claim repeating its words): any visibility, archived too."""
+    held = {"conflict_with": "the-user-fact"}
+    await store.write_many([
+        entry("open claim", **held),
+        entry("hidden claim", visibility=Visibility.HIDDEN, **held),
+        entry("archived claim", archived=True, **held),
+        entry("beside another fact", conflict_with="another-fact"),
+        entry("no claim at all"),
+    ])
+    assert sorted(e.content for e in await store.held_beside("the-user-fact")) == ["archived claim", "hidden claim", "open claim"]
+
+
 async def test_an_edit_that_changes_nothing_leaves_updated_at_and_the_ledger_alone(store):
     """make_current on a current memory, archive twice: no stamp, no ledger row; a real change writes both."""
     old = entry("stamp test", created_at=T0, updated_at=T0)
