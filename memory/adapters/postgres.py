@@ -351,7 +351,7 @@ class PostgresAdapter:
         tq = text_query(parsed)
         if tq is None:
             return [], 0.0
-        rows, covered = await self._call(search.keyword_leg, tq, list(parsed.tokens), where(query), limit)
+        rows, covered = await self._call(search.keyword_leg, tq, where(query), limit)
         return [_entry(r, score=r["rank"], matched_by=["keyword"]) for r in rows], covered
 
     async def turn_context(

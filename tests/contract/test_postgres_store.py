@@ -168,9 +168,9 @@ async def test_a_large_load_rebuilds_the_indexes_it_dropped(pg_url, monkeypatch)
         monkeypatch.setattr(bulk, "REBUILD_MIN", 300)
         await store.write_many([entry(f"load row {i}") for i in range(500)])  # 500 > 400 rows there
         after = await indexes()
-        assert [(r[0], r[2]) for r in after] == [(r[0], r[2]) for r in before] and len(before) == 10
+        assert [(r[0], r[2]) for r in after] == [(r[0], r[2]) for r in before] and len(before) == 11
         rebuilt = {r[0] for r in after} - {r[0] for r in after if r in before}
-        assert rebuilt == {"memories_tsv", "memories_order", "memories_agent", "memories_supersedes", "memory_ledger_memory", "memories_id_key",
+        assert rebuilt == {"memories_tsv", "memories_dated", "memories_order", "memories_agent", "memories_supersedes", "memory_ledger_memory", "memories_id_key",
                            "memories_id_prefix", "memory_ledger_id_prefix"}
         late = [entry(f"late row {i}") for i in range(400)]
         await store.write_many(late)  # 400 < 900 rows there: maintained, through the staging table
@@ -218,7 +218,7 @@ async def test_a_large_load_is_one_transaction_over_many_batches(pg_url, monkeyp
         [loaded] = await store.history(rows[599].id)
         assert loaded.after["content"] == "loaded heron 599" and set(loaded.after) == set(COLUMNS)
         after = await state()
-        assert (after[0], after[1]) == (700, 701) and len(set(after[2]) - set(before[2])) == 8  # 7 secondary + the unique id, rebuilt
+        assert (after[0], after[1]) == (700, 701) and len(set(after[2]) - set(before[2])) == 9  # 8 secondary + the unique id, rebuilt
         assert len(await store.search(MemoryQuery(text="heron", limit=1000))) == 600  # the rebuilt index answers
 
         await store._call(lambda c: c.execute("ALTER TABLE memories ADD CONSTRAINT no_poison CHECK (content <> 'poison')"))

@@ -227,3 +227,21 @@ async def test_a_common_word_still_finds_its_newest_match(store, monkeypatch):
     assert ids(await store.search(MemoryQuery(text="standup moved", limit=1))) == [new.id]
     # positive control: an old note is still found by its own rare word, beside the common one
     assert ids(await store.search(MemoryQuery(text="standup 7", limit=1))) == [old[7].id]
+
+
+async def test_a_plain_number_is_not_matched_against_the_day_a_row_was_written(store):
+    """Each row is indexed beside its date in words ("7 June 2024"). SQLite searches a number the
+    query does not say as a date ("room 7") in the content only; a PostgreSQL tier, whose date words
+    shared one vector with the content, found every row written on a 7th and ranked one that merely
+    said "room" as high as the one about room 7."""
+    room = entry("room 7 is booked for the offsite", created_at=datetime(2024, 6, 4, 9, tzinfo=UTC))
+    on_the_7th = datetime(2024, 6, 7, 9, tzinfo=UTC)
+    lunch = entry("lunch with the new intern went well", created_at=on_the_7th)
+    board = entry("the meeting room has a new whiteboard", created_at=on_the_7th)
+    await store.write_many([room, lunch, board])
+    assert ids(await store.search(MemoryQuery(text="room 7"))) == [room.id, board.id]
+    assert ids(await store.search(MemoryQuery(text="7"))) == [room.id]
+    # positive controls: a number said as a date still finds what was written that day, and a month
+    # however stemmed ("Junes": june)
+    for question in ("June 7", "7 June", "what happened on the 7th?", "in 2024", "Junes"):
+        assert {lunch.id, board.id} <= set(ids(await store.search(MemoryQuery(text=question)))), question
