@@ -15,6 +15,11 @@ from dataclasses import dataclass
 from memory.errors import ConfigError, SchemaTooNewError
 
 LOCK_KEY = 0x41524341  # 'ARCA': the advisory lock every Arcana upgrade takes
+# An upgrade rewrites the table (v9: about 4,000 rows/s on 2 busy cores) and a second machine waits on
+# the lock meanwhile, so neither runs under the tier's statement timeout (5 s for `arcana migrate up`,
+# which no pool past some 20,000 rows could then pass); an hour per statement is over 10M rows.
+# A recall that connects to a pool still pending stays bounded by its tier's budget (and rolls back).
+UPGRADE_TIMEOUT_S = 3600
 
 
 @dataclass(frozen=True)
@@ -295,7 +300,8 @@ async def migrate(conn, where: str, migrations: tuple[Migration, ...] = MIGRATIO
         return head_version(migrations)
     refuse_older_server(int(await conn.fetchval("SHOW server_version_num")), where)
     async with conn.transaction():
-        await conn.execute("SELECT pg_advisory_xact_lock($1)", LOCK_KEY)
+        await conn.execute(f"SET LOCAL statement_timeout = {UPGRADE_TIMEOUT_S * 1000}")
+        await conn.execute("SELECT pg_advisory_xact_lock($1)", LOCK_KEY, timeout=UPGRADE_TIMEOUT_S)
         await conn.execute(_BOOKKEEPING)
         version = await current_version(conn)  # another machine may have upgraded while we waited
         refuse_newer(version, where, migrations)
@@ -303,7 +309,7 @@ async def migrate(conn, where: str, migrations: tuple[Migration, ...] = MIGRATIO
             if migration.version <= version:
                 continue
             for statement in migration.statements:
-                await conn.execute(statement)
+                await conn.execute(statement, timeout=UPGRADE_TIMEOUT_S)
             await conn.execute(
                 "INSERT INTO arcana_schema (version, name, applied_at) VALUES ($1, $2, $3)",
                 migration.version, migration.name, time.time(),

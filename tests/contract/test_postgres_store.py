@@ -403,6 +403,33 @@ async def test_upgrading_to_v6_indexes_the_date_of_rows_already_there(pg_url):
         await store.aclose()
 
 
+async def test_an_upgrade_that_outlasts_the_tiers_statement_timeout_still_completes(pg_url):
+    """v9 rewrites the table (about 4,000 rows/s here), but ran under the tier's statement timeout
+    (5 s for `arcana migrate up`): a pool of some 20,000 rows could never be upgraded, and every
+    command's first connection tried again and failed. An upgrade has the time it takes."""
+    import asyncpg
+
+    from memory.postgres.migrations import MIGRATIONS, head_version, migrate
+
+    conn = await asyncpg.connect(pg_url)
+    try:
+        await migrate(conn, "pool", MIGRATIONS[:8])
+        rows = [(f"r{i}", "a1", "semantic", f"note {i} about the heron and the lake, with some more words", 1.7e9 + i, 1.7e9 + i)
+                for i in range(5_000)]
+        await conn.copy_records_to_table("memories", records=rows, columns=["id", "agent_id", "type", "content", "created_at", "updated_at"])
+    finally:
+        await conn.close()
+    store = PostgresAdapter(pg_url, actor="test", statement_timeout_ms=50)
+    try:
+        started = time.monotonic()
+        await store.connect()
+        assert time.monotonic() - started > 0.05  # it did outlast the timeout
+        assert await store.schema_version() == head_version()
+        assert [e.id for e in await store.search(MemoryQuery(text="heron 4999"))][:1] == ["r4999"]
+    finally:
+        await store.aclose()
+
+
 async def test_a_newer_schema_is_refused_and_left_untouched(pg_url):
     store = PostgresAdapter(pg_url, actor="test")
     await store.write(entry("written by this version"))
