@@ -197,7 +197,9 @@ _ID_PREFIX = (
 # has its GIN index: one vector labelling its date words instead made a plain "2026" recheck every
 # row written in 2026 (41-85 ms at 200k rows, 2-4 ms before). Ranking reads ``tsv || dated``, the date
 # words labelled A so a plain number's query ('7':D) skips them there too (memory/postgres/fts.py).
-# A long text is cut as v6 cuts it, so that it fits a tsvector's 1 MiB with its date words beside it.
+# A long text is cut as v6 cuts it, so that it fits a tsvector's 1 MiB with its date words beside it;
+# that loop's exception block cannot run in parallel mode (leader included), so both are parallel
+# unsafe (v6's was declared safe: a stop-word query meeting a long row under a parallel plan failed).
 _DATES_APART = (
     """
     CREATE FUNCTION arcana_dates_tsvector(config regconfig, created double precision) RETURNS tsvector
@@ -207,7 +209,7 @@ _DATES_APART = (
     """,
     """
     CREATE FUNCTION arcana_long_tsvector(config regconfig, t text, tail tsvector) RETURNS tsvector
-    LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE AS $$
+    LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL UNSAFE AS $$
     DECLARE
         kept text := t;
     BEGIN
@@ -223,7 +225,7 @@ _DATES_APART = (
     """,
     """
     CREATE FUNCTION arcana_content_tsvector(config regconfig, t text, created double precision) RETURNS tsvector
-    LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE AS $$
+    LANGUAGE sql IMMUTABLE STRICT PARALLEL UNSAFE AS $$
         SELECT CASE WHEN octet_length(s) <= 262144 THEN to_tsvector(config, s)
             ELSE ts_filter(arcana_long_tsvector(config, s, arcana_dates_tsvector(config, created)), '{d}') END
         FROM (SELECT arcana_search_text(t) AS s) AS parts

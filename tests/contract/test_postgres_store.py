@@ -434,6 +434,24 @@ async def test_an_upgrade_that_outlasts_the_tiers_statement_timeout_still_comple
         await store.aclose()
 
 
+async def test_a_long_memory_is_searched_by_stop_words_under_a_parallel_plan(pg_server, pg_url):
+    """A stop-word-only query vectorises each row as it reads it, a long one through a function
+    with an exception block, which was declared safe for parallel workers: a parallel scan (a large
+    pool) failed with "cannot start subtransactions during a parallel operation"."""
+    settings = ("debug_parallel_query", "parallel_setup_cost", "parallel_tuple_cost", "min_parallel_table_scan_size")
+    pg_server.psql("; ".join(f"ALTER DATABASE arcana_test SET {s} = {v}" for s, v in zip(settings, ("on", 0, 0, 0))))
+    store = PostgresAdapter(pg_url, actor="test")
+    try:
+        long = entry("the zeppelin " + " ".join(f"w{i:06d}" for i in range(60_000)))  # over 256 KiB
+        short = entry("it is what it is")
+        await store.write_many([long, short])
+        assert set(ids(await store.search(MemoryQuery(text="the")))) == {long.id}
+        assert ids(await store.search(MemoryQuery(text="what is it"))) == [short.id]  # the positive control
+    finally:
+        await store.aclose()
+        pg_server.psql("ALTER DATABASE arcana_test RESET ALL")
+
+
 async def test_a_newer_schema_is_refused_and_left_untouched(pg_url):
     store = PostgresAdapter(pg_url, actor="test")
     await store.write(entry("written by this version"))
