@@ -239,6 +239,26 @@ _DATES_APART = (
     "CREATE INDEX memories_dated ON memories USING gin (dated)",
 )
 
+# A row's tags as jsonb, or NULL where an outside edit left the cell invalid JSON: a tag filter cast
+# every cell (``tags::jsonb``), so one such row failed every tag-filtered read of the pool, where
+# SQLite reads that cell as holding no tag (memory/sqlite/admission.py's has_tag). pg_input_is_valid
+# (PostgreSQL 16) costs nothing measurable; before it, a cast in an exception block (about 2 us a row,
+# and parallel unsafe, see _DATES_APART).
+_TAGS_GUARD = (
+    r"""
+    DO $$
+    BEGIN
+        IF current_setting('server_version_num')::int >= 160000 THEN
+            EXECUTE $f$CREATE FUNCTION arcana_tags(t text) RETURNS jsonb LANGUAGE sql STABLE STRICT PARALLEL SAFE
+                AS 'SELECT CASE WHEN pg_input_is_valid(t, ''jsonb'') THEN t::jsonb END'$f$;
+        ELSE
+            EXECUTE $f$CREATE FUNCTION arcana_tags(t text) RETURNS jsonb LANGUAGE plpgsql STABLE STRICT PARALLEL UNSAFE
+                AS 'BEGIN RETURN t::jsonb; EXCEPTION WHEN invalid_text_representation THEN RETURN NULL; END'$f$;
+        END IF;
+    END $$
+    """,
+)
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "core", _CORE),
     Migration(2, "fact_versions", _FACT_VERSIONS),
@@ -249,6 +269,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(7, "stopword_stems", _STOPWORD_STEMS),
     Migration(8, "id_prefix", _ID_PREFIX),
     Migration(9, "dates_apart", _DATES_APART),
+    Migration(10, "tags_guard", _TAGS_GUARD),
 )
 
 _BOOKKEEPING = """

@@ -245,3 +245,36 @@ async def test_a_plain_number_is_not_matched_against_the_day_a_row_was_written(s
     # however stemmed ("Junes": june)
     for question in ("June 7", "7 June", "what happened on the 7th?", "in 2024", "Junes"):
         assert {lunch.id, board.id} <= set(ids(await store.search(MemoryQuery(text=question)))), question
+
+
+async def _outside_edit(store, assignment: str, entry_id: str) -> None:
+    """An UPDATE no Arcana path makes (a hand edit of the file or on the server): never ledgered."""
+    from memory.adapters.postgres import PostgresAdapter
+
+    sql = f"UPDATE memories SET {assignment} WHERE id = "
+    if isinstance(store, PostgresAdapter):
+        await store._call(lambda conn: conn.execute(sql + "$1", entry_id))
+    else:
+        await store.run(lambda raw: raw.execute(sql + "?", (entry_id,)))
+
+
+@pytest.mark.parametrize("damage", ["type = 'gossip'", "tags = '[not json'", "tags = '{\"a\": 1}'"])
+async def test_a_row_an_outside_edit_left_unreadable_is_left_out_of_reads_on_either_engine(store, damage):
+    """SQLite leaves such a row out of searches and listings (`arcana doctor` names it; `memory show`
+    names it too); a server tier failed every read that met it, so one hand-edited row took the whole
+    pool out of every recall ('cannot be read')."""
+    from memory.errors import UnreadableRowError
+    from memory.query_terms import terms
+
+    bad = entry("tea is served at four", tags=["house"])
+    good = entry("tea and metric units", tags=["house"])  # the positive control, beside it in every read
+    await store.write_many([bad, good])
+    await _outside_edit(store, damage, bad.id)
+    for query in (MemoryQuery(text="tea"), MemoryQuery(), MemoryQuery(tags=["house"]), MemoryQuery(text="tea", tags=["house"])):
+        assert ids(await store.search(query)) == [good.id], query
+        assert ids(await store.page(query)) == [good.id], query
+    assert ids((await store.page_after(MemoryQuery()))[0]) == [good.id]
+    assert list(await store.get_many([bad.id, good.id])) == [good.id]
+    assert ids((await store.keyword_leg(MemoryQuery(text="tea"), terms("tea"), 10))[0]) == [good.id]
+    with pytest.raises(UnreadableRowError, match=bad.id):  # asked for by id, it is named
+        await store.get(bad.id)
