@@ -15,6 +15,7 @@ so a bare "7" in "room 7" otherwise matched every row written on a 7th.
 from __future__ import annotations
 
 import re
+import unicodedata
 from dataclasses import dataclass
 
 # unicode61 separates on anything that is not a letter, number or the private-use
@@ -44,6 +45,7 @@ _DATE_NUMBERS = (
     re.compile(r"\b(?:on|by|since|until|before|after)\s+the\s+(\d{1,2})(?:st|nd|rd|th)(?=\s*(?:$|[?.!,;]))"),
 )
 _ORDINAL = re.compile(r"(\d{1,2})(?:st|nd|rd|th)")
+_MONTH_STARTS = frozenset(name[:3] for name in MONTHS)
 
 STOPWORDS = frozenset(
     """
@@ -104,6 +106,14 @@ def _with_days(words: list[str], said_as_dates: set[str]) -> list[str]:
         if (m := _ORDINAL.fullmatch(word)) and m[1] in said_as_dates:
             out.append(m[1])
     return out
+
+
+def dates_may_hold(token: str) -> bool:
+    """Whether a row's date in words ("7 June 2024", stemmed) can hold ``token``: a number can, and a
+    word that begins as a month's name ("june", "marches", "Julie": stemmed as "juli" like "July"),
+    accents aside. An engine keeping the date words apart need not look there for any other word."""
+    folded = "".join(c for c in unicodedata.normalize("NFD", token) if not unicodedata.combining(c))
+    return token.isdecimal() or folded[:3] in _MONTH_STARTS
 
 
 def query_tokens(text: str | None) -> list[str]:

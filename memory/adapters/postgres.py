@@ -45,7 +45,7 @@ from memory.ranking.fusion import Weights, hybrid_pool
 from memory.server_urls import check_url, mask_url
 from memory.sqlite import versions as version_sql
 from memory.sqlite.admission import POSTGRES
-from memory.sqlite.rows import row_to_entry
+from memory.sqlite.rows import readable, row_to_entry
 from memory.types import (
     Audience,
     FillReport,
@@ -66,8 +66,9 @@ EF_SEARCH = 200  # HNSW candidate list: recall over speed (see man/benchmarks.md
 _HIT_FLUSH = 256
 
 
-def _entry(row, **annotations: Any) -> MemoryEntry:
-    return row_to_entry(tuple(row), **annotations)
+def _keyword_hit(row) -> dict[str, Any]:
+    """A keyword search row's annotations: its rank (higher is better, unlike BM25), and the leg that found it."""
+    return {"score": row["rank"], "matched_by": ["keyword"]}
 
 
 class _QueryEmbedFailed(Exception):
@@ -334,7 +335,7 @@ class PostgresAdapter:
         tq = text_query(terms(query.text))
         if tq is None:
             rows = await self._call(search.ordered, clause, query.limit)
-            entries = [_entry(r) for r in rows]
+            entries = readable(rows)
         else:
             entries = await self._keyword(tq, clause, query.limit)
         if audience is Audience.RECALL:
@@ -343,7 +344,7 @@ class PostgresAdapter:
 
     async def _keyword(self, tq, clause, limit: int) -> list[MemoryEntry]:
         rows = await self._call(search.keyword, tq, clause, limit)
-        return [_entry(r, score=r["rank"], matched_by=["keyword"]) for r in rows]
+        return readable(rows, _keyword_hit)
 
     async def keyword_leg(self, query: MemoryQuery, parsed: QueryTerms, limit: int) -> tuple[list[MemoryEntry], float]:
         """The keyword leg of a hybrid recall, in one call: the best ``limit`` matches and the share
@@ -351,8 +352,8 @@ class PostgresAdapter:
         tq = text_query(parsed)
         if tq is None:
             return [], 0.0
-        rows, covered = await self._call(search.keyword_leg, tq, list(parsed.tokens), where(query), limit)
-        return [_entry(r, score=r["rank"], matched_by=["keyword"]) for r in rows], covered
+        rows, covered = await self._call(search.keyword_leg, tq, where(query), limit)
+        return readable(rows, _keyword_hit), covered
 
     async def turn_context(
         self, query: MemoryQuery, parsed: QueryTerms, entry_ids: Sequence[str]
@@ -384,14 +385,14 @@ class PostgresAdapter:
         """
         clause = where(query, audience=audience, include_archived=include_archived, start=2)
         rows = await self._call(search.by_ids, list(entry_ids), clause)
-        return {r["id"]: _entry(r) for r in rows}
+        return {e.id: e for e in readable(rows)}
 
     async def get(
         self, entry_id: str, *, audience: Audience = Audience.RECALL, include_archived: bool = False
     ) -> MemoryEntry | None:
         clause = where(MemoryQuery(), audience=audience, include_archived=include_archived, start=2)
         rows = await self._call(search.by_ids, [entry_id], clause)
-        return _entry(rows[0]) if rows else None
+        return row_to_entry(rows[0]) if rows else None  # asked for by id: an unreadable row is named
 
     async def get_many(self, entry_ids: Sequence[str]) -> dict[str, MemoryEntry]:
         """What :meth:`get` finds for each of ``entry_ids``, in one read."""
@@ -406,7 +407,7 @@ class PostgresAdapter:
         clause = where(query or MemoryQuery(), audience=audience, include_archived=include_archived, start=3)
         select = f"SELECT {SELECT_COLUMNS} FROM memories m WHERE {{match}} AND {clause.sql} LIMIT $2"
         rows = await self._starting_with(select, "m.id", prefix, limit, *clause.params)
-        return [_entry(r) for r in rows]
+        return [row_to_entry(r) for r in rows]  # the operator asked for these rows: one unreadable is named
 
     def seen(self, entries: Sequence[MemoryEntry]) -> list[MemoryEntry]:
         """``entries`` with the read hits buffered for them (see :meth:`AccessBuffer.seen`)."""
@@ -437,7 +438,7 @@ class PostgresAdapter:
         if audience is Audience.RECALL:
             raise ValueError("a listing page is not a recall; use search()")
         clause = where(query, audience=audience, include_archived=include_archived)
-        return [_entry(r) for r in await self._call(search.ordered, clause, query.limit, offset)]
+        return readable(await self._call(search.ordered, clause, query.limit, offset))
 
     async def page_after(
         self, query: MemoryQuery, after: int = 0, *, audience: Audience = Audience.LISTING, include_archived: bool = False
@@ -447,7 +448,7 @@ class PostgresAdapter:
             raise ValueError("a listing page is not a recall; use search()")
         clause = where(query, audience=audience, include_archived=include_archived)
         rows = await self._call(search.after, clause, after, query.limit)
-        return [_entry(r) for r in rows], rows[-1]["seq"] if rows else after
+        return readable(rows), rows[-1]["seq"] if rows else after
 
     async def census(self) -> Census:
         """Rows by state (one aggregate statement)."""
@@ -493,7 +494,7 @@ class PostgresAdapter:
         """The version chain through ``entry_id``, oldest first, as ``audience`` may see it (one query)."""
         query = version_sql.chain(entry_id, SELECT_COLUMNS, audience=audience, include_archived=include_archived, dialect=POSTGRES)
         rows = await self._call(lambda conn: conn.fetch(numbered(query.sql), *query.params))
-        return [_entry(r) for r in rows]
+        return readable(rows)
 
     async def held_beside(self, entry_id: str) -> list[MemoryEntry]:
         """The claims held beside the fact ``entry_id`` (any visibility, archived too)."""
@@ -681,11 +682,8 @@ class PostgresAdapter:
 
     async def _knn(self, query: MemoryQuery, vector_text: str, limit: int) -> list[MemoryEntry]:
         rows = await self._call(search.knn, vector_text, where(query, start=3), limit)  # $1 vector, $2 window
-        return [
-            _entry(r, score=1.0 - r["distance"], matched_by=["semantic"])
-            for r in rows
-            if 1.0 - r["distance"] >= self.min_similarity
-        ]
+        near = [r for r in rows if 1.0 - r["distance"] >= self.min_similarity]
+        return readable(near, lambda r: {"score": 1.0 - r["distance"], "matched_by": ["semantic"]})
 
 
 _CENSUS = (

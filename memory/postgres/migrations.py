@@ -15,6 +15,11 @@ from dataclasses import dataclass
 from memory.errors import ConfigError, SchemaTooNewError
 
 LOCK_KEY = 0x41524341  # 'ARCA': the advisory lock every Arcana upgrade takes
+# An upgrade rewrites the table (v9: about 4,000 rows/s on 2 busy cores) and a second machine waits on
+# the lock meanwhile, so neither runs under the tier's statement timeout (5 s for `arcana migrate up`,
+# which no pool past some 20,000 rows could then pass); an hour per statement is over 10M rows.
+# A recall that connects to a pool still pending stays bounded by its tier's budget (and rolls back).
+UPGRADE_TIMEOUT_S = 3600
 
 
 @dataclass(frozen=True)
@@ -186,6 +191,74 @@ _ID_PREFIX = (
     "CREATE INDEX memory_ledger_id_prefix ON memory_ledger (memory_id text_pattern_ops)",
 )
 
+# Each row's date words in a column of their own, as SQLite's ``dated`` FTS column: a number the query
+# does not say as a date ("room 7") is looked for in ``tsv`` (content and tags) alone, and no longer
+# finds every row written on a 7th (memory/sqlite/fts.py's term_match); a date word in either. Each
+# has its GIN index: one vector labelling its date words instead made a plain "2026" recheck every
+# row written in 2026 (41-85 ms at 200k rows, 2-4 ms before). Ranking reads ``tsv || dated``, the date
+# words labelled A so a plain number's query ('7':D) skips them there too (memory/postgres/fts.py).
+# A long text is cut as v6 cuts it, so that it fits a tsvector's 1 MiB with its date words beside it;
+# that loop's exception block cannot run in parallel mode (leader included), so both are parallel
+# unsafe (v6's was declared safe: a stop-word query meeting a long row under a parallel plan failed).
+_DATES_APART = (
+    """
+    CREATE FUNCTION arcana_dates_tsvector(config regconfig, created double precision) RETURNS tsvector
+    LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE AS $$
+        SELECT setweight(to_tsvector(config, arcana_date_words(created)), 'A')
+    $$
+    """,
+    """
+    CREATE FUNCTION arcana_long_tsvector(config regconfig, t text, tail tsvector) RETURNS tsvector
+    LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL UNSAFE AS $$
+    DECLARE
+        kept text := t;
+    BEGIN
+        LOOP
+            BEGIN
+                RETURN to_tsvector(config, kept) || tail;
+            EXCEPTION WHEN program_limit_exceeded THEN
+                kept := left(kept, length(kept) / 2);
+            END;
+        END LOOP;
+    END
+    $$
+    """,
+    """
+    CREATE FUNCTION arcana_content_tsvector(config regconfig, t text, created double precision) RETURNS tsvector
+    LANGUAGE sql IMMUTABLE STRICT PARALLEL UNSAFE AS $$
+        SELECT CASE WHEN octet_length(s) <= 262144 THEN to_tsvector(config, s)
+            ELSE ts_filter(arcana_long_tsvector(config, s, arcana_dates_tsvector(config, created)), '{d}') END
+        FROM (SELECT arcana_search_text(t) AS s) AS parts
+    $$
+    """,
+    # one statement, one rewrite of the table; the old column's GIN index goes with it
+    "ALTER TABLE memories DROP COLUMN tsv, ADD COLUMN tsv tsvector GENERATED ALWAYS AS "
+    "(arcana_content_tsvector('english'::regconfig, content || ' ' || tags, created_at)) STORED, "
+    "ADD COLUMN dated tsvector GENERATED ALWAYS AS (arcana_dates_tsvector('english'::regconfig, created_at)) STORED",
+    "CREATE INDEX memories_tsv ON memories USING gin (tsv)",
+    "CREATE INDEX memories_dated ON memories USING gin (dated)",
+)
+
+# A row's tags as jsonb, or NULL where an outside edit left the cell invalid JSON: a tag filter cast
+# every cell (``tags::jsonb``), so one such row failed every tag-filtered read of the pool, where
+# SQLite reads that cell as holding no tag (memory/sqlite/admission.py's has_tag). pg_input_is_valid
+# (PostgreSQL 16) costs nothing measurable; before it, a cast in an exception block (about 2 us a row,
+# and parallel unsafe, see _DATES_APART).
+_TAGS_GUARD = (
+    r"""
+    DO $$
+    BEGIN
+        IF current_setting('server_version_num')::int >= 160000 THEN
+            EXECUTE $f$CREATE FUNCTION arcana_tags(t text) RETURNS jsonb LANGUAGE sql STABLE STRICT PARALLEL SAFE
+                AS 'SELECT CASE WHEN pg_input_is_valid(t, ''jsonb'') THEN t::jsonb END'$f$;
+        ELSE
+            EXECUTE $f$CREATE FUNCTION arcana_tags(t text) RETURNS jsonb LANGUAGE plpgsql STABLE STRICT PARALLEL UNSAFE
+                AS 'BEGIN RETURN t::jsonb; EXCEPTION WHEN invalid_text_representation THEN RETURN NULL; END'$f$;
+        END IF;
+    END $$
+    """,
+)
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "core", _CORE),
     Migration(2, "fact_versions", _FACT_VERSIONS),
@@ -195,6 +268,8 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(6, "date_words", _DATE_WORDS),
     Migration(7, "stopword_stems", _STOPWORD_STEMS),
     Migration(8, "id_prefix", _ID_PREFIX),
+    Migration(9, "dates_apart", _DATES_APART),
+    Migration(10, "tags_guard", _TAGS_GUARD),
 )
 
 _BOOKKEEPING = """
@@ -248,7 +323,8 @@ async def migrate(conn, where: str, migrations: tuple[Migration, ...] = MIGRATIO
         return head_version(migrations)
     refuse_older_server(int(await conn.fetchval("SHOW server_version_num")), where)
     async with conn.transaction():
-        await conn.execute("SELECT pg_advisory_xact_lock($1)", LOCK_KEY)
+        await conn.execute(f"SET LOCAL statement_timeout = {UPGRADE_TIMEOUT_S * 1000}")
+        await conn.execute("SELECT pg_advisory_xact_lock($1)", LOCK_KEY, timeout=UPGRADE_TIMEOUT_S)
         await conn.execute(_BOOKKEEPING)
         version = await current_version(conn)  # another machine may have upgraded while we waited
         refuse_newer(version, where, migrations)
@@ -256,7 +332,7 @@ async def migrate(conn, where: str, migrations: tuple[Migration, ...] = MIGRATIO
             if migration.version <= version:
                 continue
             for statement in migration.statements:
-                await conn.execute(statement)
+                await conn.execute(statement, timeout=UPGRADE_TIMEOUT_S)
             await conn.execute(
                 "INSERT INTO arcana_schema (version, name, applied_at) VALUES ($1, $2, $3)",
                 migration.version, migration.name, time.time(),

@@ -6,7 +6,7 @@ Each function runs on a pooled connection and takes an admission clause
 
 from __future__ import annotations
 
-from memory.postgres.fts import STOPWORD_CONFIG, STOPWORD_VECTOR, TEXT_CONFIG, search_words
+from memory.postgres.fts import ROW_VECTOR, STOPWORD_CONFIG, STOPWORD_VECTOR, TEXT_CONFIG, rank, search_words
 from memory.postgres.mutations import SELECT_COLUMNS
 from memory.postgres.vectors import VEC_TABLE
 from memory.sqlite.context import AFTER, BEFORE
@@ -35,16 +35,14 @@ async def by_ids(conn, ids: list[str], clause):
     return await conn.fetch(sql, ids, *clause.params)
 
 
-async def coverage(conn, entry_id: str, tokens: list[str]) -> float:
-    """The share of ``tokens`` the row ``entry_id`` contains, as memory.sqlite.fts.coverage (each word stemmed alike)."""
-    if not tokens:
-        return 0.0
-    sql = (
-        "SELECT count(*) FROM memories m CROSS JOIN unnest($2::text[]) AS t(word) WHERE m.id = $1 "
-        f"AND (m.tsv @@ plainto_tsquery('english'::regconfig, {search_words('t.word')}) "
-        f"OR {STOPWORD_VECTOR} @@ plainto_tsquery('{STOPWORD_CONFIG}'::regconfig, {search_words('t.word')}))"
+async def coverage(conn, entry_id: str, tq) -> float:
+    """The share of the words of ``tq`` the row ``entry_id`` contains, as memory.sqlite.fts.coverage
+    (each word stemmed alike, a plain number not in the date words)."""
+    found = " + ".join(
+        f"({ROW_VECTOR} @@ {tq.word(i, f'${2 + i}', TEXT_CONFIG)} OR {STOPWORD_VECTOR} @@ {tq.word(i, f'${2 + i}', STOPWORD_CONFIG)})::int"
+        for i in range(len(tq.tokens))
     )
-    return await conn.fetchval(sql, entry_id, tokens) / len(tokens)
+    return (await conn.fetchval(f"SELECT {found} FROM memories m WHERE m.id = $1", entry_id, *tq.tokens) or 0) / len(tq.tokens)
 
 
 async def keyword(conn, tq, clause, limit: int):
@@ -72,31 +70,31 @@ async def keyword(conn, tq, clause, limit: int):
     cap = max(KEYWORD_CANDIDATES, 50 * limit)
     # The query inline, not as a FROM item: joined from a function scan, the GIN
     # index went unused (13 ms instead of under 1 ms on 5,000 rows).
-    q = f"websearch_to_tsquery('{tq.config}'::regconfig, {search_words(f'${n + 1}')})"
+    q = tq.any_word(n + 3)
     if tq.config != TEXT_CONFIG or len(tq.tokens) < 2:
-        vector = "m.tsv" if tq.config == TEXT_CONFIG else STOPWORD_VECTOR
+        vector, finds = (ROW_VECTOR, tq.finds(n + 3)) if tq.config == TEXT_CONFIG else (STOPWORD_VECTOR, f"{STOPWORD_VECTOR} @@ {q}")
         sql = (
-            f"SELECT * FROM (SELECT {SELECT_COLUMNS}, ts_rank_cd({vector}, {q}, 1) AS rank, m.seq FROM memories m "
-            f"WHERE {vector} @@ {q} AND {clause.sql} ORDER BY m.seq DESC LIMIT ${n + 3}) AS c ORDER BY rank DESC, seq LIMIT ${n + 2}"
+            f"SELECT * FROM (SELECT {SELECT_COLUMNS}, {rank(vector, q)} AS rank, m.seq FROM memories m "
+            f"WHERE {finds} AND {clause.sql} ORDER BY m.seq DESC LIMIT ${n + 2}) AS c ORDER BY rank DESC, seq LIMIT ${n + 1}"
         )
-        return await conn.fetch(sql, *clause.params, tq.text, limit, cap)
+        return await conn.fetch(sql, *clause.params, limit, cap, *tq.tokens)
     each = " UNION ALL ".join(
-        f"(SELECT m.seq, {i} AS word FROM memories m WHERE m.tsv @@ websearch_to_tsquery('{TEXT_CONFIG}'::regconfig, "
-        f"{search_words(f'${n + 4 + i}')}) AND {clause.sql} ORDER BY m.seq DESC LIMIT ${n + 3})"
+        f"(SELECT m.seq, {i} AS word FROM memories m WHERE {tq.finds(n + 3, i)} "
+        f"AND {clause.sql} ORDER BY m.seq DESC LIMIT ${n + 2})"
         for i in range(len(tq.tokens))
     )
     sql = (
         f"WITH hits AS MATERIALIZED ({each}), "
         "found AS (SELECT word, count(*) AS df FROM hits GROUP BY word), "
-        f"weighted AS MATERIALIZED (SELECT h.seq, sum({_RARITY.format(share=f'${n + 3}')}) AS weight "
+        f"weighted AS MATERIALIZED (SELECT h.seq, sum({_RARITY.format(share=f'${n + 2}')}) AS weight "
         "FROM hits h JOIN found f USING (word) GROUP BY h.seq) "
-        f"SELECT {SELECT_COLUMNS}, w.weight * ts_rank_cd(m.tsv, {q}, 1) AS rank, m.seq "
+        f"SELECT {SELECT_COLUMNS}, w.weight * {rank(ROW_VECTOR, q)} AS rank, m.seq "
         # = ANY(ARRAY(...)) looks the candidates up by seq; joined alone, the planner hashed them
         # against a scan of the whole table.
         "FROM weighted w JOIN memories m ON m.seq = w.seq WHERE m.seq = ANY(ARRAY(SELECT seq FROM weighted)) "
-        f"ORDER BY rank DESC, m.seq LIMIT ${n + 2}"
+        f"ORDER BY rank DESC, m.seq LIMIT ${n + 1}"
     )
-    return await conn.fetch(sql, *clause.params, tq.text, limit, -(-cap // len(tq.tokens)), *tq.tokens)
+    return await conn.fetch(sql, *clause.params, limit, -(-cap // len(tq.tokens)), *tq.tokens)
 
 
 # How much a word a row holds weighs in its rank: ln(1 + share / matches), the words' own
@@ -132,14 +130,15 @@ async def knn(conn, vector_text: str, clause, limit: int):
         window = min(window * 8, total)
 
 
-async def keyword_leg(conn, tq, tokens: list[str], clause, limit: int):
+async def keyword_leg(conn, tq, clause, limit: int):
     """The keyword leg of a hybrid recall on one connection: the best ``limit`` rows and the
     best one's :func:`coverage` of the query's words."""
     rows = await keyword(conn, tq, clause, limit)
-    return rows, await coverage(conn, rows[0]["id"], tokens) if rows else 0.0
+    return rows, await coverage(conn, rows[0]["id"], tq) if rows else 0.0
 
 
-# A word pair said together: either order, at most two words between, as FTS5's NEAR(a b, 2).
+# A word pair said together: either order, at most two words between, as FTS5's NEAR(a b, 2) (on the
+# content and tags: never a row's last word and its first date word, v9).
 _PAIR = "(m.tsv @@ to_tsquery('english'::regconfig, {q}))::int"
 
 

@@ -78,8 +78,9 @@ SQLITE = Dialect(
     digest_sql("{alias}"),
 )
 # tags is JSON text on both engines; jsonb containment, never the jsonb ``?`` operator
-# (it would read as a placeholder).
-POSTGRES = Dialect("postgres", "TRUE", "({col})::jsonb @> jsonb_build_array(?::text)")
+# (it would read as a placeholder); through arcana_tags (memory/postgres/migrations.py, v10): invalid
+# JSON holds no tag there either.
+POSTGRES = Dialect("postgres", "TRUE", "arcana_tags({col}) @> jsonb_build_array(?::text)")
 
 
 @dataclass(frozen=True)

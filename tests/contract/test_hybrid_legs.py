@@ -54,6 +54,24 @@ async def test_the_keyword_leg_reports_its_best_hits_coverage(store):
     assert await store.keyword_leg(query, terms("?!"), 10) == ([], 0.0)
 
 
+async def test_a_plain_number_counts_in_coverage_and_pairs_only_where_the_row_says_it(store):
+    """A row's date in words ("7 June 2024") is no match for "room 7": a PostgreSQL tier counted the
+    row written on a 7th as covering "7" and holding the pair "room 7" (its content's last word next
+    to its date's first), which SQLite, searching the date words apart, never did."""
+    booked = entry("the offsite is in room 7", created_at=datetime(2024, 6, 4, 9, tzinfo=timezone.utc))
+    board = entry("a whiteboard for the meeting room", created_at=datetime(2024, 6, 7, 9, tzinfo=timezone.utc))
+    await store.write_many([booked, board])
+    query = MemoryQuery(text="meeting room 7")
+    hits, coverage = await store.keyword_leg(query, terms(query.text), 10)
+    assert {h.id for h in hits} == {board.id, booked.id} and coverage == pytest.approx(2 / 3)  # either holds two words
+    _, pairs = await store.turn_context(query, terms(query.text), [booked.id, board.id])
+    assert pairs == {booked.id: 1 / 2, board.id: 1 / 2}  # (room, 7) in the first, (meeting, room) in the second
+    # positive control: said as a date, the day is found in the date words
+    dated = MemoryQuery(text="meeting on June 7")
+    hits, coverage = await store.keyword_leg(dated, terms(dated.text), 10)
+    assert hits[0].id == board.id and coverage == 1.0
+
+
 @pytest.fixture(params=ENGINES)
 async def embedded(request, tmp_path, offline_embedder):
     """A store that searches by vector too, with the real offline model: SQLite through its

@@ -168,9 +168,9 @@ async def test_a_large_load_rebuilds_the_indexes_it_dropped(pg_url, monkeypatch)
         monkeypatch.setattr(bulk, "REBUILD_MIN", 300)
         await store.write_many([entry(f"load row {i}") for i in range(500)])  # 500 > 400 rows there
         after = await indexes()
-        assert [(r[0], r[2]) for r in after] == [(r[0], r[2]) for r in before] and len(before) == 10
+        assert [(r[0], r[2]) for r in after] == [(r[0], r[2]) for r in before] and len(before) == 11
         rebuilt = {r[0] for r in after} - {r[0] for r in after if r in before}
-        assert rebuilt == {"memories_tsv", "memories_order", "memories_agent", "memories_supersedes", "memory_ledger_memory", "memories_id_key",
+        assert rebuilt == {"memories_tsv", "memories_dated", "memories_order", "memories_agent", "memories_supersedes", "memory_ledger_memory", "memories_id_key",
                            "memories_id_prefix", "memory_ledger_id_prefix"}
         late = [entry(f"late row {i}") for i in range(400)]
         await store.write_many(late)  # 400 < 900 rows there: maintained, through the staging table
@@ -218,7 +218,7 @@ async def test_a_large_load_is_one_transaction_over_many_batches(pg_url, monkeyp
         [loaded] = await store.history(rows[599].id)
         assert loaded.after["content"] == "loaded heron 599" and set(loaded.after) == set(COLUMNS)
         after = await state()
-        assert (after[0], after[1]) == (700, 701) and len(set(after[2]) - set(before[2])) == 8  # 7 secondary + the unique id, rebuilt
+        assert (after[0], after[1]) == (700, 701) and len(set(after[2]) - set(before[2])) == 9  # 8 secondary + the unique id, rebuilt
         assert len(await store.search(MemoryQuery(text="heron", limit=1000))) == 600  # the rebuilt index answers
 
         await store._call(lambda c: c.execute("ALTER TABLE memories ADD CONSTRAINT no_poison CHECK (content <> 'poison')"))
@@ -401,6 +401,55 @@ async def test_upgrading_to_v6_indexes_the_date_of_rows_already_there(pg_url):
         assert await store.search(MemoryQuery(text="June")) == []
     finally:
         await store.aclose()
+
+
+async def test_an_upgrade_that_outlasts_the_tiers_statement_timeout_still_completes(pg_url):
+    """v9 rewrites the table (about 4,000 rows/s here), but ran under the tier's statement timeout
+    (5 s for `arcana migrate up`): a pool of some 20,000 rows could never be upgraded, and every
+    command's first connection tried again and failed. An upgrade has the time it takes."""
+    import asyncpg
+
+    from memory.postgres.migrations import MIGRATIONS, head_version, migrate
+
+    conn = await asyncpg.connect(pg_url)
+    try:
+        await migrate(conn, "pool", MIGRATIONS[:8])
+        rows = [(f"r{i}", "a1", "semantic", f"note {i} about the heron and the lake, with some more words", 1.7e9 + i, 1.7e9 + i)
+                for i in range(5_000)]
+        await conn.copy_records_to_table("memories", records=rows, columns=["id", "agent_id", "type", "content", "created_at", "updated_at"])
+    finally:
+        await conn.close()
+    store = PostgresAdapter(pg_url, actor="test", statement_timeout_ms=200)
+    try:
+        started = time.monotonic()
+        await store.connect()
+        assert time.monotonic() - started > 0.2  # it did outlast the timeout
+    finally:
+        await store.aclose()
+    store = PostgresAdapter(pg_url, actor="test")  # the reads after it under the usual timeout
+    try:
+        assert await store.schema_version() == head_version()
+        assert [e.id for e in await store.search(MemoryQuery(text="heron 4999"))][:1] == ["r4999"]
+    finally:
+        await store.aclose()
+
+
+async def test_a_long_memory_is_searched_by_stop_words_under_a_parallel_plan(pg_server, pg_url):
+    """A stop-word-only query vectorises each row as it reads it, a long one through a function
+    with an exception block, which was declared safe for parallel workers: a parallel scan (a large
+    pool) failed with "cannot start subtransactions during a parallel operation"."""
+    settings = ("debug_parallel_query", "parallel_setup_cost", "parallel_tuple_cost", "min_parallel_table_scan_size")
+    pg_server.psql("; ".join(f"ALTER DATABASE arcana_test SET {s} = {v}" for s, v in zip(settings, ("on", 0, 0, 0))))
+    store = PostgresAdapter(pg_url, actor="test")
+    try:
+        long = entry("the zeppelin " + " ".join(f"w{i:06d}" for i in range(60_000)))  # over 256 KiB
+        short = entry("it is what it is")
+        await store.write_many([long, short])
+        assert set(ids(await store.search(MemoryQuery(text="the")))) == {long.id}
+        assert ids(await store.search(MemoryQuery(text="what is it"))) == [short.id]  # the positive control
+    finally:
+        await store.aclose()
+        pg_server.psql("ALTER DATABASE arcana_test RESET ALL")
 
 
 async def test_a_newer_schema_is_refused_and_left_untouched(pg_url):

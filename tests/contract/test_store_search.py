@@ -227,3 +227,54 @@ async def test_a_common_word_still_finds_its_newest_match(store, monkeypatch):
     assert ids(await store.search(MemoryQuery(text="standup moved", limit=1))) == [new.id]
     # positive control: an old note is still found by its own rare word, beside the common one
     assert ids(await store.search(MemoryQuery(text="standup 7", limit=1))) == [old[7].id]
+
+
+async def test_a_plain_number_is_not_matched_against_the_day_a_row_was_written(store):
+    """Each row is indexed beside its date in words ("7 June 2024"). SQLite searches a number the
+    query does not say as a date ("room 7") in the content only; a PostgreSQL tier, whose date words
+    shared one vector with the content, found every row written on a 7th and ranked one that merely
+    said "room" as high as the one about room 7."""
+    room = entry("room 7 is booked for the offsite", created_at=datetime(2024, 6, 4, 9, tzinfo=UTC))
+    on_the_7th = datetime(2024, 6, 7, 9, tzinfo=UTC)
+    lunch = entry("lunch with the new intern went well", created_at=on_the_7th)
+    board = entry("the meeting room has a new whiteboard", created_at=on_the_7th)
+    await store.write_many([room, lunch, board])
+    assert ids(await store.search(MemoryQuery(text="room 7"))) == [room.id, board.id]
+    assert ids(await store.search(MemoryQuery(text="7"))) == [room.id]
+    # positive controls: a number said as a date still finds what was written that day, and a month
+    # however stemmed ("Junes": june)
+    for question in ("June 7", "7 June", "what happened on the 7th?", "in 2024", "Junes"):
+        assert {lunch.id, board.id} <= set(ids(await store.search(MemoryQuery(text=question)))), question
+
+
+async def _outside_edit(store, assignment: str, entry_id: str) -> None:
+    """An UPDATE no Arcana path makes (a hand edit of the file or on the server): never ledgered."""
+    from memory.adapters.postgres import PostgresAdapter
+
+    sql = f"UPDATE memories SET {assignment} WHERE id = "
+    if isinstance(store, PostgresAdapter):
+        await store._call(lambda conn: conn.execute(sql + "$1", entry_id))
+    else:
+        await store.run(lambda raw: raw.execute(sql + "?", (entry_id,)))
+
+
+@pytest.mark.parametrize("damage", ["type = 'gossip'", "tags = '[not json'", "tags = '{\"a\": 1}'"])
+async def test_a_row_an_outside_edit_left_unreadable_is_left_out_of_reads_on_either_engine(store, damage):
+    """SQLite leaves such a row out of searches and listings (`arcana doctor` names it; `memory show`
+    names it too); a server tier failed every read that met it, so one hand-edited row took the whole
+    pool out of every recall ('cannot be read')."""
+    from memory.errors import UnreadableRowError
+    from memory.query_terms import terms
+
+    bad = entry("tea is served at four", tags=["house"])
+    good = entry("tea and metric units", tags=["house"])  # the positive control, beside it in every read
+    await store.write_many([bad, good])
+    await _outside_edit(store, damage, bad.id)
+    for query in (MemoryQuery(text="tea"), MemoryQuery(), MemoryQuery(tags=["house"]), MemoryQuery(text="tea", tags=["house"])):
+        assert ids(await store.search(query)) == [good.id], query
+        assert ids(await store.page(query)) == [good.id], query
+    assert ids((await store.page_after(MemoryQuery()))[0]) == [good.id]
+    assert list(await store.get_many([bad.id, good.id])) == [good.id]
+    assert ids((await store.keyword_leg(MemoryQuery(text="tea"), terms("tea"), 10))[0]) == [good.id]
+    with pytest.raises(UnreadableRowError, match=bad.id):  # asked for by id, it is named
+        await store.get(bad.id)

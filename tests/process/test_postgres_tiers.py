@@ -13,6 +13,7 @@ import json
 import os
 import subprocess
 import sys
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -279,6 +280,65 @@ def test_a_fresh_server_database_is_pending_until_migrate_up(cli, arcana_home, p
     assert row["version"] == 0  # status changed nothing
     [done] = [r for r in data(cli("migrate", "up", "--json")) if r["database"].startswith("global")]
     assert (done["from"], done["to"], done["state"]) == (0, head_version(), "migrated")
+
+
+ON_THE_7TH = datetime(2024, 6, 7, 9, tzinfo=UTC)
+DATED_ROWS = [
+    MemoryEntry(id="room", agent_id="a1", content="room 7 is booked", created_at=datetime(2024, 5, 4, 9, tzinfo=UTC)),
+    MemoryEntry(id="lunch", agent_id="a1", content="lunch with the new intern", created_at=ON_THE_7TH),
+]
+DATED_QUESTIONS = {"room 7": ["room"], "7": ["room"], "June 7": ["lunch", "room"], "June": ["lunch"]}
+
+
+async def _a_pool_under_v8_whose_v9_failed_half_way(url: str) -> None:
+    """A pool written under schema v8 (date words in one vector with the content), then a v9 that
+    failed after its last statement: the transaction leaves v8 and every row as they were."""
+    import asyncpg
+
+    from memory.postgres.migrations import MIGRATIONS, Migration, current_version, migrate
+
+    conn = await asyncpg.connect(url)
+    try:
+        assert await migrate(conn, "pool", MIGRATIONS[:8]) == 8
+        for e in DATED_ROWS:
+            await conn.execute(
+                "INSERT INTO memories (id, agent_id, type, content, created_at, updated_at) VALUES ($1, $2, 'semantic', $3, $4, $4)",
+                e.id, e.agent_id, e.content, e.created_at.timestamp(),
+            )
+        v9 = MIGRATIONS[8]
+        with pytest.raises(asyncpg.DivisionByZeroError):
+            await migrate(conn, "pool", (*MIGRATIONS[:8], Migration(v9.version, v9.name, (*v9.statements, "SELECT 1/0"))))
+        assert await current_version(conn) == 8 and await conn.fetchval("SELECT count(*) FROM memories") == 2
+    finally:
+        await conn.close()
+
+
+async def _answers(store) -> dict[str, list[str]]:
+    try:
+        return {q: [e.id for e in await store.search(MemoryQuery(text=q))] for q in DATED_QUESTIONS}
+    finally:
+        await store.aclose()
+
+
+def test_migrate_up_brings_an_old_pool_forward_to_answer_as_sqlite_does(cli, arcana_home, pg_url, tmp_path):
+    """v9 labels each row's date words apart, so "room 7" stops finding every row written on a 7th
+    on a server pool as on SQLite. `migrate up` brings a pool made under v8 (and left there by a v9
+    that failed half-way) forward; its rows then answer as a SQLite store's do; a second run changes nothing."""
+    from memory.adapters.sqlite import SQLiteAdapter
+
+    asyncio.run(_a_pool_under_v8_whose_v9_failed_half_way(pg_url))
+    arcana_home.ensure()
+    arcana_home.config_path.write_text(json.dumps({"embedding": {"providers": []}, "pools": {"team": {"url": pg_url}}}))
+    [row] = [r for r in data(cli("migrate", "status", "--json")) if r["database"].startswith("pool:team")]
+    assert (row["version"], row["state"]) == (8, "pending")
+    [done] = [r for r in data(cli("migrate", "up", "--json")) if r["database"].startswith("pool:team")]
+    assert (done["from"], done["to"], done["state"]) == (8, head_version(), "migrated")
+    [again] = [r for r in data(cli("migrate", "up", "--json")) if r["database"].startswith("pool:team")]
+    assert again["state"] == "current"
+    sqlite = SQLiteAdapter(tmp_path / "same.db", actor="test")
+    asyncio.run(sqlite.write_many(DATED_ROWS))
+    assert asyncio.run(_answers(sqlite)) == DATED_QUESTIONS
+    assert asyncio.run(_answers(PostgresAdapter(pg_url, actor="test"))) == DATED_QUESTIONS
 
 
 def test_an_operator_edit_reaches_the_promoted_copy_on_a_server_global_tier(cli, arcana_home, pg_url, monkeypatch):
