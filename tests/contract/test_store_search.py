@@ -213,8 +213,8 @@ async def test_a_common_word_still_finds_its_newest_match(store, monkeypatch):
     from memory.postgres import search as pg_search
 
     monkeypatch.setattr(pg_search, "KEYWORD_CANDIDATES", 10)  # the bound: max(10, 50 x limit 1) = 50
-    # Dated on a day whose words hold no "7": every row is indexed with its date ("7 December 2026"),
-    # so on the 7th of a month "standup 7" matched every note alike and the control failed.
+    # Dated on a day whose words hold no "7", so the control below needs nothing of the date rule
+    # (a plain number no longer matches a row's date words, test below).
     day = datetime(2024, 5, 2, 9, tzinfo=UTC)
     old = [entry(f"daily standup notes for sprint day {i} with the usual updates", created_at=day + timedelta(minutes=i))
            for i in range(60)]
