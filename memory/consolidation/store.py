@@ -43,6 +43,7 @@ from memory.sqlite.consolidation import (
     skip,
     stage_episodes,
     staged_episodes,
+    unembedded_digests,
     unpinned_contents,
     unpinned_page,
     vectors_of,
@@ -62,11 +63,13 @@ async def consolidate_store(
     """Consolidate one SQLite store (an open or openable :class:`SQLiteAdapter`): ``(current rows, plan)``.
 
     The plan counts; with ``decisions``, a dry run's plan also lists each decision.
-    ``embed(ids)`` gives each batch's digests their vectors (``VectorAdapter.complete``);
-    without it they are embedded by the next reindex or write. ``on_progress(done, total)``
-    counts rows read: the staged episodes, then every current row, twice.
+    ``embed(ids)`` gives each batch's digests their vectors (``VectorAdapter.complete``), first
+    those a killed run committed without them; without it they are embedded by the next reindex
+    or write. ``on_progress(done, total)`` counts rows read: the staged episodes, then every current row, twice.
     """
     await store.ensure_vec()  # stored vectors are read back when the store has an index
+    if embed is not None and not dry_run and (unembedded := await store.run(unembedded_digests)):
+        await embed(unembedded)  # a killed run's last digests: semantic recall found none of them
     scanned, upto = await store.run(current_extent)
     batches = _Batches(store, Plan(keep=dry_run and decisions), dry_run, embed, f"{actor}:consolidate")
     try:

@@ -151,6 +151,18 @@ def carrier_rows(
     return found
 
 
+def unembedded_digests(raw) -> list[str]:
+    """The current digests without a vector in the store's index: a run killed between a batch's
+    transaction and its embedding (or whose embedder failed) left them, and no run writes them again."""
+    meta = read_meta(raw)
+    if meta is None or not table_exists(raw, meta.vec_table):
+        return []  # no index yet: nothing is embedded, and the first embedding write or reindex fills it
+    return [row[0] for row in raw.execute(
+        f"SELECT DISTINCT m.id FROM memory_edges e JOIN memories m ON m.id = e.src_id WHERE e.relation = '{SOURCES}' "
+        f"AND e.source = '{DIGEST_LINK}' AND m.archived = 0 AND m.valid_to IS NULL "
+        f"AND NOT EXISTS (SELECT 1 FROM {meta.vec_table} v WHERE v.rowid = m.seq)")]
+
+
 def entries_of(raw, seqs: Sequence[int]) -> dict[int, MemoryEntry]:
     sql = f"SELECT m.seq, {SELECT_COLUMNS} FROM memories m WHERE m.seq IN ({{marks}})"
     found = ((r[0], entry_or_none(r[1:])) for r in select_in(raw, sql, seqs))

@@ -90,3 +90,28 @@ def test_a_killed_consolidate_leaves_whole_batches_and_a_rerun_ends_as_one_run_w
     arcana("--quiet", "consolidate", "--agent", "ada", home=no_embedder)
     assert _state(db) == expected
     assert _half_applied(db) == []
+
+
+def _missing_vectors(home) -> int:
+    (status,) = json.loads(arcana("embeddings", "status", "--json", home=home))["databases"]
+    return status["missing"]
+
+
+def test_digests_a_killed_run_wrote_before_embedding_them_are_embedded_by_the_rerun(arcana_home, tmp_path):
+    """A batch's digests are embedded after its transaction: a kill in between left them without
+    vectors, the re-run never wrote them again, and semantic recall never found them (only a
+    `reindex` did)."""
+    source = tmp_path / "lines.jsonl"
+    source.write_text("".join(json.dumps({"content": f"Ada: crate {s}-{t} went to shelf {s * 7 + t} near dock {t}",
+                                          "session": f"s{s}", "type": "episodic",
+                                          "created_at": f"2023-{1 + s % 12:02d}-{1 + s % 28:02d}T10:00:00+00:00"}) + "\n"
+                              for s in range(40) for t in range(6)))
+    arcana("--quiet", "remember", "--from", str(source), "--agent", "ada", "--no-reconcile", home=arcana_home)
+    assert _missing_vectors(arcana_home) == 0  # control: every turn was embedded as it was written
+
+    _killed_midway(arcana_home)
+    assert _missing_vectors(arcana_home) > 0, "the kill did not land between the digests and their vectors"
+    arcana("--quiet", "consolidate", "--agent", "ada", home=arcana_home)
+    assert _missing_vectors(arcana_home) == 0
+    digests = _state(next(arcana_home.root.glob("agents/*/memory.db")))[1]
+    assert len(digests) == 80  # 40 sessions of 6 contentful turns: 5 and 1 a session
