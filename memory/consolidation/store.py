@@ -23,6 +23,7 @@ from memory.consolidation.plan import (
     Digest,
     Merge,
     Plan,
+    Read,
     aged_out,
     keeper,
     lifted,
@@ -123,10 +124,9 @@ class _Batches:
 def _change(decision: Merge | Digest) -> Change:
     """The decision as the store applies it, with the memories it was made on as they were read."""
     if isinstance(decision, Merge):
-        read = [decision.keep, *decision.sources]
-        lift = (decision.keep.id, decision.importance, decision.tags) if decision.lifts else None  # the last part
+        read = [Read.of(decision.keep), *decision.sources]
         return Change({e.id: e.updated_at for e in read}, [(decision.keep.id, s.id) for s in decision.sources],
-                      [s.id for s in decision.sources], keep=lift)
+                      [s.id for s in decision.sources], keep=(decision.keep.id, decision.importance, decision.tags))
     gone = [*decision.sources, *decision.idle]
     return Change({e.id: e.updated_at for e in gone}, [(decision.entry.id, s.id) for s in decision.sources],
                   [e.id for e in gone], write=decision.entry)
@@ -263,7 +263,7 @@ async def _merge(store, upto: int, batches: _Batches, progress: Progress) -> Non
         clusters.setdefault(root(seq), []).append(seq)
     groups = sorted(sorted(members) for members in clusters.values())
     start = 0
-    while start < len(groups):  # clusters read together up to PAGE rows; a bigger one alone, in parts
+    while start < len(groups):  # clusters read together up to PAGE rows; a bigger one alone, a page at a time
         if len(groups[start]) > PAGE:
             await _merge_large(store, groups[start], batches)
             start += 1
@@ -281,9 +281,8 @@ async def _merge(store, upto: int, batches: _Batches, progress: Progress) -> Non
 
 async def _merge_large(store, members: list[int], batches: _Batches) -> None:
     """Merge a cluster of more than ``PAGE`` rows (one fact said thousands of times) as
-    :func:`merge_of` would, reading it a page at a time: once for its keeper, once for how many it
-    carries, once to merge each page's sources in a part of its own (a cluster read whole peaked at
-    313 MiB on 50,000 copies of one sentence)."""
+    :func:`merge_of` would, reading it a page at a time: once for its keeper, once for what it
+    carries, kept as ids (a cluster read whole peaked at 313 MiB on 50,000 copies of one sentence)."""
     pages = [members[i:i + PAGE] for i in range(0, len(members), PAGE)]
 
     async def read(page: list[int]) -> list:
@@ -295,13 +294,11 @@ async def _merge_large(store, members: list[int], batches: _Batches) -> None:
         keep = keeper([*([keep] if keep else []), *await read(page)])
     if keep is None:
         return
-    count, top, last, tags = 0, keep.importance, -1, keep.tags
-    for i, page in enumerate(pages):
-        if sources := sources_for(keep, await read(page)):
-            count, top, last = count + len(sources), max(top, *(s.importance for s in sources)), i
-            tags = sorted({*tags, *union_tags([keep, *sources])})  # derived only if the keeper is: then all are
-    importance, opens = lifted(top, count), True
-    for i, page in enumerate(pages[:last + 1]):
-        if sources := sources_for(keep, await read(page)):
-            await batches.add(Merge(keep, sources, importance, tags, opens=opens, lifts=i == last))
-            opens = False
+    sources, top, tags = [], keep.importance, keep.tags
+    for page in pages:
+        if carried := sources_for(keep, await read(page)):
+            sources += [Read.of(s) for s in carried]
+            top = max(top, *(s.importance for s in carried))
+            tags = sorted({*tags, *union_tags([keep, *carried])})  # derived only if the keeper is: then all are
+    if sources:
+        await batches.add(Merge(keep, sources, lifted(top, len(sources)), tags))

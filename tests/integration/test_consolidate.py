@@ -564,10 +564,10 @@ async def test_a_store_that_says_one_thing_thousands_of_times_is_walked_in_as_li
     assert peaks[1] < 3 * peaks[0], peaks
 
 
-async def test_a_cluster_bigger_than_a_page_merges_in_parts_exactly_as_when_read_whole(store, tmp_path, monkeypatch):
+async def test_a_cluster_bigger_than_a_page_merges_exactly_as_when_read_whole(store, tmp_path, monkeypatch):
     """A cluster of restatements was read whole, every member as a memory at once (313 MiB peak on
-    50,000 copies of one sentence); one bigger than a page is now read a page at a time and merged in
-    parts. With a page of 4 the 11-row cluster decides and ends exactly as with one page (its
+    50,000 copies of one sentence); one bigger than a page is now read a page at a time and merged as
+    one decision of ids. With a page of 4 the 11-row cluster decides and ends exactly as with one page (its
     keeper, the earliest, in a middle page); the two teas, a cluster within a page, are the control."""
     from memory.adapters.sqlite import SQLiteAdapter
     from memory.consolidation import store as walk
