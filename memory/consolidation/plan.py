@@ -20,7 +20,8 @@ small talk and a chat speaker's "Name:" prefix):
 Groups never cross agent, scope, pool or visibility, so a consolidated memory
 is exactly as visible as each of its sources; a merge never crosses type
 either, so ``recall --type preference`` still finds a merged preference.
-Pinned memories are left alone.
+Pinned memories are left alone, and so are claims held beside a user's fact (an open conflict is
+the operator's to decide).
 """
 
 from __future__ import annotations

@@ -194,6 +194,34 @@ async def test_a_merge_never_archives_a_fact_into_a_less_trusted_one(store, offl
     assert tea.id in [h.id for h in hits]
 
 
+async def test_a_claim_held_beside_a_users_fact_waits_for_the_operator(store, offline_embedder):
+    """An agent's claim held beside what the user said (``conflict_with``, an open conflict in
+    `doctor`) was archived into a restatement of it, or took one in: the conflict closed with no
+    operator deciding, and the claim's mark was gone from what answers. Held claims are left alone,
+    as pinned memories are; the teas beside them still merge (the control)."""
+    from memory.sqlite.versions import open_conflicts
+    from memory.types import ConfidenceSource
+
+    vectors = VectorAdapter(store, EmbeddingGateway([offline_embedder]))
+    agent = {"confidence": 0.7, "confidence_source": ConfidenceSource.AGENT}
+    berlin, bike = fact("I live in Berlin."), fact("I own a green bike.")
+    held = fact("I live in Paris.", conflict_with=berlin.id, **agent, created_at=OLD)
+    restated = fact("I live in Paris really.", **agent, created_at=OLD - timedelta(days=1))  # keeps over the claim
+    holding = fact("I own a red bike with a bell.", conflict_with=bike.id, **agent)  # would keep over the next
+    said = fact("I own a red bike.", **agent)
+    old_turn = turn("Ada: I think I moved to Paris in spring.", 0, conflict_with=berlin.id, **agent)
+    tea, milk = fact("I like tea."), fact("I like tea with milk.")
+    await vectors.write_many([berlin, bike, held, restated, holding, said, old_turn, tea, milk])
+    count = open_conflicts()
+
+    _, plan = await _consolidate(store, offline_embedder)
+
+    current = await _current(store)
+    assert {held.id, restated.id, holding.id, said.id, old_turn.id} <= set(current)
+    assert await store.run(lambda raw: raw.execute(count.sql, count.params).fetchone()[0]) == 3
+    assert plan.counts()["merged"] == 1 and tea.id not in current and milk.id in current  # control
+
+
 async def test_a_merge_never_crosses_type(store, offline_embedder):
     """A preference merged into a fuller semantic memory became a semantic one: `recall --type
     preference` no longer found "The user prefers metric units" after consolidating."""
