@@ -222,6 +222,7 @@ async def iter_records(
         vectors = await store.run(_vectors, pin["vec_table"], [r["seq"] for r in rows]) if pin else {}
         sources = await store.run(consolidation.sources_of, ids)
         digests = await store.run(consolidation.digests_among, list(sources))
+        carried = await store.run(consolidation.consolidated_among, ids)
         for r in rows:
             try:
                 record: dict[str, Any] = {"memory": row_to_entry(r).model_dump(mode="json")}
@@ -234,6 +235,8 @@ async def iter_records(
                 record["sources"] = sources[r["id"]]
             if r["id"] in digests:  # an import links it as a digest again: never merged, condensed by prune
                 record["digest"] = True
+            if r["id"] in carried:  # archived into a merge or digest: it answers --as-of a time before it
+                record["consolidated"] = True
             if with_history:
                 record["history"] = history.get(r["id"], [])
             if r["seq"] in vectors:
@@ -396,8 +399,9 @@ def _numeric(text: str) -> bool:
     return True
 
 
-def _checked(record: dict, max_content_bytes: int | None) -> tuple[MemoryEntry, list[str], bool] | str:
-    """A record's memory, the ids it carries and whether it is a digest of them, or why the record is bad."""
+def _checked(record: dict, max_content_bytes: int | None) -> tuple[MemoryEntry, list[str], bool, bool] | str:
+    """A record's memory, the ids it carries, whether it is a digest of them and whether consolidation
+    archived it, or why the record is bad."""
     entry = _entry(record, max_content_bytes)
     if isinstance(entry, str):
         return entry
@@ -407,7 +411,10 @@ def _checked(record: dict, max_content_bytes: int | None) -> tuple[MemoryEntry, 
     digest = record.get("digest", False)
     if not isinstance(digest, bool):
         return "invalid digest: true (a digest consolidation wrote of its sources) or false"
-    return entry, sources, digest
+    consolidated = record.get("consolidated", False)
+    if not isinstance(consolidated, bool):
+        return "invalid consolidated: true (archived into a merge or digest) or false"
+    return entry, sources, digest, consolidated
 
 
 def _sources(record: dict) -> list[str] | str:
@@ -442,12 +449,15 @@ LEFT_OUT = frozenset({mutations.GONE, mutations.REFUSED})  # ops of lines the wr
 
 
 def _import_txn(raw, entries: Sequence[MemoryEntry], actor: str, links: Sequence[tuple[str, str]] = (),
-                digests: frozenset[str] = frozenset()) -> list[str]:
+                digests: frozenset[str] = frozenset(), consolidated: frozenset[str] = frozenset()) -> list[str]:
     """Upsert ``entries`` and record what they carry, from the lines the write took only: a refused
     line names another agent's row, which must not become a carrier of the file's memories. A
-    digest's edges say it is one (:data:`consolidation.DIGEST_LINK`), as consolidation's do."""
+    digest's edges say it is one (:data:`consolidation.DIGEST_LINK`), as consolidation's do; a new
+    row ``consolidated`` archived is archived as consolidation's (a stored row keeps its archive)."""
     with transaction(raw):
         ops = mutations.upsert(raw, entries, actor, op="import")
+        consolidation.mark_consolidated(raw, [e.id for e, op in zip(entries, ops, strict=True)
+                                              if op == "insert" and e.archived and e.id in consolidated], actor)
         taken = [link for link in links if link[0] in
                  {entry.id for entry, op in zip(entries, ops, strict=True) if op not in LEFT_OUT}]
         consolidation.link_sources(raw, [link for link in taken if link[0] in digests], consolidation.DIGEST_LINK)
@@ -456,14 +466,14 @@ def _import_txn(raw, entries: Sequence[MemoryEntry], actor: str, links: Sequence
 
 
 async def write_imported(store, entries: Sequence[MemoryEntry], links: Sequence[tuple[str, str]] = (),
-                         digests: frozenset[str] = frozenset()) -> list[str]:
+                         digests: frozenset[str] = frozenset(), consolidated: frozenset[str] = frozenset()) -> list[str]:
     """The import's write on either engine: upsert as ``import``, each line kept from loosening a row,
     bringing back a removed id or undoing a newer change, all decided under the write's lock
     (memory.sqlite.mutations.upsert); ``links``, what the lines carry (``digests``: the carriers that
-    are digests), on SQLite only. The op per line."""
+    are digests), and ``consolidated``, the lines consolidation archived, on SQLite only. The op per line."""
     server = _server(store)
     return await (server.write(store, entries) if server
-                  else store.run(_import_txn, entries, store.actor, links, digests))
+                  else store.run(_import_txn, entries, store.actor, links, digests, consolidated))
 
 
 async def import_records(
@@ -510,6 +520,7 @@ async def import_records(
     batch: list[tuple[MemoryEntry, list[float] | None]] = []
     carried: dict[str, list[str]] = {}  # the batch's consolidated memories: the ids each carries
     digests: set[str] = set()  # those of them that are digests
+    consolidated: set[str] = set()  # the batch's memories consolidation archived
     page = server.PAGE if server else PAGE
 
     async def flush() -> None:
@@ -533,7 +544,7 @@ async def import_records(
             await originals.ready(stored, entries)
         # Sources are edges of SQLite stores only (a server keeps no consolidation edges).
         links = [(e.id, source) for e in entries for source in carried.get(e.id, ())]
-        ops = await write_imported(store, entries, links, frozenset(digests))
+        ops = await write_imported(store, entries, links, frozenset(digests), frozenset(consolidated))
         for op in ops:
             if op == mutations.GONE:  # purged or deleted since the read above: the write left it out
                 report.kept_removed += 1
@@ -552,6 +563,7 @@ async def import_records(
         batch.clear()
         carried.clear()
         digests.clear()
+        consolidated.clear()
         if on_progress is not None:
             on_progress(report.read)
 
@@ -563,11 +575,13 @@ async def import_records(
         if isinstance(checked, str):
             report.bad.append((where_, checked))
             continue
-        entry, sources, digest = checked
+        entry, sources, digest, archived_into = checked
         if sources:
             carried[entry.id] = sources
         if sources and digest:
             digests.add(entry.id)
+        if archived_into:
+            consolidated.add(entry.id)
         report.read += 1
         report.history_rows_skipped += len(record.get("history") or ())
         width = model["dimension"] if model else None

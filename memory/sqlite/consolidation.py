@@ -87,6 +87,19 @@ def digests_among(raw, ids: Sequence[str]) -> set[str]:
                                              "AND m.id IN ({marks})", ids)}
 
 
+def consolidated_among(raw, ids: Sequence[str]) -> set[str]:
+    """Which of ``ids`` consolidation archived (an export marks them, so in the store they are imported
+    into they still answer ``--as-of`` a time before what carries them, unlike an operator's archive)."""
+    return {row[0] for row in select_in(raw, f"SELECT id FROM memories WHERE archived = {CONSOLIDATED} "
+                                             "AND id IN ({marks})", ids)}
+
+
+def mark_consolidated(raw, ids: Sequence[str], actor: str) -> None:
+    """Archive ``ids``, rows an import just wrote archived, as consolidation's (inside the caller's transaction)."""
+    if ids:
+        mutations.update(raw, ids, "import", actor, f"archived = {CONSOLIDATED}")
+
+
 # A digest never merges: the walk that wrote it cannot see it (nor can a dry run), so a fact it
 # restates merged into it on the next run, and a second run was never a no-op.
 # The ledger is asked only of a row that carries sources (the primary key's src_id prefix): asked of
