@@ -50,6 +50,7 @@ from memory.sqlite.consolidation import (
     vectors_of,
 )
 from memory.sqlite.fact_words import carries, claim, content_words
+from memory.types import MemoryEntry
 
 PAGE = 2_000
 BATCH = 200  # decisions per transaction
@@ -103,6 +104,10 @@ class _Batches:
         self.held += 1 + len(decision.sources)
         if len(self.pending) == BATCH or self.held >= PAGE:
             await self.flush()
+
+    def left_out(self) -> None:
+        """A decision not made: a memory it would be made on changed since the walk read it."""
+        self.plan.tally["changed"] += 1
 
     async def flush(self) -> None:
         """Apply the pending decisions; one a memory changed under (an operator's edit meanwhile) is
@@ -275,8 +280,25 @@ async def _merge(store, upto: int, batches: _Batches, progress: Progress) -> Non
         chunk, start = groups[start:end], end
         entries = await store.run(entries_of, [seq for members in chunk for seq in members])
         for members in chunk:
-            if (merge := merge_of([entries[seq] for seq in members if seq in entries])) is not None:
+            group = [entries[seq] for seq in members if seq in entries]
+            if group and _drifted(group, _group(group[0])):
+                batches.left_out()
+            elif (merge := merge_of(group)) is not None:
                 await batches.add(merge)
+
+
+def _group(entry: MemoryEntry) -> tuple:
+    """What the walk pairs memories within: a merge never crosses it."""
+    return entry.agent_id, entry.scope, entry.pool_name, entry.visibility, entry.type
+
+
+def _drifted(entries: list[MemoryEntry], group: tuple) -> bool:
+    """Whether any of a cluster's memories, read again to merge them, is no longer what the walk
+    paired: out of ``group``, ended, pinned or held. Merges are applied after the walk (minutes on a
+    large store), and their stamps are taken from this read: "I like tea." hidden in between was
+    archived into the visible "I like tea with milk", which then answered with the hidden words."""
+    return any(_group(e) != group or e.archived or e.valid_to is not None or e.pinned or e.conflict_with
+               for e in entries)
 
 
 async def _merge_large(store, members: list[int], batches: _Batches) -> None:
@@ -296,7 +318,10 @@ async def _merge_large(store, members: list[int], batches: _Batches) -> None:
         return
     sources, top, tags = [], keep.importance, keep.tags
     for page in pages:
-        if carried := sources_for(keep, await read(page)):
+        if _drifted(entries := await read(page), _group(keep)):  # these stamps are the ones checked
+            batches.left_out()
+            return
+        if carried := sources_for(keep, entries):
             sources += [Read.of(s) for s in carried]
             top = max(top, *(s.importance for s in carried))
             tags = sorted({*tags, *union_tags([keep, *carried])})  # derived only if the keeper is: then all are

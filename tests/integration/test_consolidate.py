@@ -520,6 +520,40 @@ async def test_a_decision_whose_memory_an_operator_changed_meanwhile_is_left_for
 
 
 
+async def test_a_memory_hidden_between_the_walk_and_its_merge_is_never_archived_into_a_visible_one(
+        store, offline_embedder):
+    """Merges are decided on the rows the walk read, then applied after the walk, on the rows read
+    again: "I like tea." hidden in between (a second connection, as another process would) was read
+    hidden, its stamp matched, and it was archived into the visible "I like tea with milk", whose
+    recall then carried the hidden words. Now the cluster is left out whole and counted `changed`;
+    the coffees beside it merge (the control)."""
+    from memory.sqlite import mutations
+    from memory.sqlite.connection import dbapi
+
+    tea, milk = fact("I like tea."), fact("I like tea with milk.")
+    coffee, sugar = fact("I like coffee."), fact("I like coffee with sugar.")
+    await VectorAdapter(store, EmbeddingGateway([offline_embedder])).write_many([tea, milk, coffee, sugar])
+    calls = []
+
+    def operator_hides_after_the_walk_read_it(done: int, total: int) -> None:
+        calls.append(done)
+        if len(calls) == 2:  # the merge walk has read its page: the pairs are not asked for yet
+            other = dbapi().connect(str(store.path), isolation_level=None)
+            other.row_factory = dbapi().Row
+            other.execute("BEGIN IMMEDIATE")
+            mutations.update(other, [tea.id], "visibility", "cli", "visibility = ?", (Visibility.HIDDEN.value,))
+            other.execute("COMMIT")
+            other.close()
+
+    _, plan = await _consolidate(store, offline_embedder, on_progress=operator_hides_after_the_walk_read_it)
+
+    current = await _current(store)
+    assert {tea.id, milk.id} <= set(current) and current[tea.id].visibility is Visibility.HIDDEN
+    assert plan.counts()["changed"] == 1
+    assert plan.counts()["merged"] == 1 and coffee.id not in current and sugar.id in current  # control
+    assert (await _consolidate(store, offline_embedder))[1].counts()["changed"] == 0  # the next run decides afresh
+
+
 async def test_the_word_counts_of_the_merge_walk_do_not_grow_with_the_words_a_store_holds(store, tmp_path):
     """The walk counted every distinct content word exactly, in a dict: a store whose rows each carry
     codes or order numbers has about as many words as rows, so consolidate grew with the store (85 MiB
