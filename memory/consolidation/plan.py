@@ -20,7 +20,8 @@ small talk and a chat speaker's "Name:" prefix):
 Groups never cross agent, scope, pool or visibility, so a consolidated memory
 is exactly as visible as each of its sources; a merge never crosses type
 either, so ``recall --type preference`` still finds a merged preference.
-Pinned memories are left alone.
+Pinned memories are left alone, and so are claims held beside a user's fact (an open conflict is
+the operator's to decide).
 """
 
 from __future__ import annotations
@@ -86,17 +87,29 @@ def _shown(entry: MemoryEntry) -> str | None:
     return entry.content if entry.visibility in (None, Visibility.VISIBLE) else None
 
 
+@dataclass(frozen=True, slots=True)
+class Read:
+    """A memory as a decision read it: what the store checks before applying it (an edit since
+    stamps ``updated_at``). A merge holds its sources as these, so one fact said 50,000 times is
+    a decision of ids, never 50,000 memories in hand."""
+
+    id: str
+    updated_at: datetime
+
+    @classmethod
+    def of(cls, entry: MemoryEntry) -> Read:
+        return cls(entry.id, entry.updated_at)
+
+
 @dataclass
 class Merge:
-    """A merge, or one part of it: a cluster too big to hold at once (one fact said thousands of
-    times) is applied a page of sources at a time, each part checked against the keeper as read."""
+    """A merge: whole, one transaction, however many sources (in parts, a run stopped between two
+    left the keeper without the tags of the sources archived first)."""
 
     keep: MemoryEntry
-    sources: list[MemoryEntry]
+    sources: list[Read]
     importance: float
     tags: list[str] = field(default_factory=list)  # the keeper's after the merge: every member's
-    opens: bool = True  # its merge's first part: counted as a merge, listed as a decision
-    lifts: bool = True  # its merge's last part: applying it gives the keeper ``importance``
 
     def as_dict(self) -> dict:
         return {"keep": self.keep.id, "content": _shown(self.keep), "importance": round(self.importance, 3),
@@ -127,11 +140,9 @@ class Plan:
 
     def add(self, decision: Merge | Digest) -> None:
         if isinstance(decision, Merge):
-            self.tally.update(merged=int(decision.opens), merged_sources=len(decision.sources))
-            if self.keep and decision.opens:
+            self.tally.update(merged=1, merged_sources=len(decision.sources))
+            if self.keep:
                 self.merges.append(decision.as_dict())
-            elif self.keep:  # a later part of the merge just listed
-                self.merges[-1]["sources"].extend(s.id for s in decision.sources)
         else:
             self.tally.update(digests=1, digested=len(decision.sources), idle=len(decision.idle))
             if self.keep:
@@ -171,7 +182,8 @@ def merge_of(group: Sequence[MemoryEntry]) -> Merge | None:
     sources = sources_for(keep, group)
     if not sources:
         return None
-    return Merge(keep, sources, lifted(max([keep.importance, *(s.importance for s in sources)]), len(sources)),
+    return Merge(keep, [Read.of(s) for s in sources],
+                 lifted(max([keep.importance, *(s.importance for s in sources)]), len(sources)),
                  union_tags([keep, *sources]))
 
 

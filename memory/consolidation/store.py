@@ -23,6 +23,7 @@ from memory.consolidation.plan import (
     Digest,
     Merge,
     Plan,
+    Read,
     aged_out,
     keeper,
     lifted,
@@ -43,11 +44,13 @@ from memory.sqlite.consolidation import (
     skip,
     stage_episodes,
     staged_episodes,
+    unembedded_digests,
     unpinned_contents,
     unpinned_page,
     vectors_of,
 )
 from memory.sqlite.fact_words import carries, claim, content_words
+from memory.types import MemoryEntry
 
 PAGE = 2_000
 BATCH = 200  # decisions per transaction
@@ -62,11 +65,13 @@ async def consolidate_store(
     """Consolidate one SQLite store (an open or openable :class:`SQLiteAdapter`): ``(current rows, plan)``.
 
     The plan counts; with ``decisions``, a dry run's plan also lists each decision.
-    ``embed(ids)`` gives each batch's digests their vectors (``VectorAdapter.complete``);
-    without it they are embedded by the next reindex or write. ``on_progress(done, total)``
-    counts rows read: the staged episodes, then every current row, twice.
+    ``embed(ids)`` gives each batch's digests their vectors (``VectorAdapter.complete``), first
+    those a killed run committed without them; without it they are embedded by the next reindex
+    or write. ``on_progress(done, total)`` counts rows read: the staged episodes, then every current row, twice.
     """
     await store.ensure_vec()  # stored vectors are read back when the store has an index
+    if embed is not None and not dry_run and (unembedded := await store.run(unembedded_digests)):
+        await embed(unembedded)  # a killed run's last digests: semantic recall found none of them
     scanned, upto = await store.run(current_extent)
     batches = _Batches(store, Plan(keep=dry_run and decisions), dry_run, embed, f"{actor}:consolidate")
     try:
@@ -100,6 +105,10 @@ class _Batches:
         if len(self.pending) == BATCH or self.held >= PAGE:
             await self.flush()
 
+    def left_out(self) -> None:
+        """A decision not made: a memory it would be made on changed since the walk read it."""
+        self.plan.tally["changed"] += 1
+
     async def flush(self) -> None:
         """Apply the pending decisions; one a memory changed under (an operator's edit meanwhile) is
         left out and counted ``changed``."""
@@ -120,10 +129,9 @@ class _Batches:
 def _change(decision: Merge | Digest) -> Change:
     """The decision as the store applies it, with the memories it was made on as they were read."""
     if isinstance(decision, Merge):
-        read = [decision.keep, *decision.sources]
-        lift = (decision.keep.id, decision.importance, decision.tags) if decision.lifts else None  # the last part
+        read = [Read.of(decision.keep), *decision.sources]
         return Change({e.id: e.updated_at for e in read}, [(decision.keep.id, s.id) for s in decision.sources],
-                      [s.id for s in decision.sources], keep=lift)
+                      [s.id for s in decision.sources], keep=(decision.keep.id, decision.importance, decision.tags))
     gone = [*decision.sources, *decision.idle]
     return Change({e.id: e.updated_at for e in gone}, [(decision.entry.id, s.id) for s in decision.sources],
                   [e.id for e in gone], write=decision.entry)
@@ -260,7 +268,7 @@ async def _merge(store, upto: int, batches: _Batches, progress: Progress) -> Non
         clusters.setdefault(root(seq), []).append(seq)
     groups = sorted(sorted(members) for members in clusters.values())
     start = 0
-    while start < len(groups):  # clusters read together up to PAGE rows; a bigger one alone, in parts
+    while start < len(groups):  # clusters read together up to PAGE rows; a bigger one alone, a page at a time
         if len(groups[start]) > PAGE:
             await _merge_large(store, groups[start], batches)
             start += 1
@@ -272,15 +280,31 @@ async def _merge(store, upto: int, batches: _Batches, progress: Progress) -> Non
         chunk, start = groups[start:end], end
         entries = await store.run(entries_of, [seq for members in chunk for seq in members])
         for members in chunk:
-            if (merge := merge_of([entries[seq] for seq in members if seq in entries])) is not None:
+            group = [entries[seq] for seq in members if seq in entries]
+            if group and _drifted(group, _group(group[0])):
+                batches.left_out()
+            elif (merge := merge_of(group)) is not None:
                 await batches.add(merge)
+
+
+def _group(entry: MemoryEntry) -> tuple:
+    """What the walk pairs memories within: a merge never crosses it."""
+    return entry.agent_id, entry.scope, entry.pool_name, entry.visibility, entry.type
+
+
+def _drifted(entries: list[MemoryEntry], group: tuple) -> bool:
+    """Whether any of a cluster's memories, read again to merge them, is no longer what the walk
+    paired: out of ``group``, ended, pinned or held. Merges are applied after the walk (minutes on a
+    large store), and their stamps are taken from this read: "I like tea." hidden in between was
+    archived into the visible "I like tea with milk", which then answered with the hidden words."""
+    return any(_group(e) != group or e.archived or e.valid_to is not None or e.pinned or e.conflict_with
+               for e in entries)
 
 
 async def _merge_large(store, members: list[int], batches: _Batches) -> None:
     """Merge a cluster of more than ``PAGE`` rows (one fact said thousands of times) as
-    :func:`merge_of` would, reading it a page at a time: once for its keeper, once for how many it
-    carries, once to merge each page's sources in a part of its own (a cluster read whole peaked at
-    313 MiB on 50,000 copies of one sentence)."""
+    :func:`merge_of` would, reading it a page at a time: once for its keeper, once for what it
+    carries, kept as ids (a cluster read whole peaked at 313 MiB on 50,000 copies of one sentence)."""
     pages = [members[i:i + PAGE] for i in range(0, len(members), PAGE)]
 
     async def read(page: list[int]) -> list:
@@ -292,13 +316,14 @@ async def _merge_large(store, members: list[int], batches: _Batches) -> None:
         keep = keeper([*([keep] if keep else []), *await read(page)])
     if keep is None:
         return
-    count, top, last, tags = 0, keep.importance, -1, keep.tags
-    for i, page in enumerate(pages):
-        if sources := sources_for(keep, await read(page)):
-            count, top, last = count + len(sources), max(top, *(s.importance for s in sources)), i
-            tags = sorted({*tags, *union_tags([keep, *sources])})  # derived only if the keeper is: then all are
-    importance, opens = lifted(top, count), True
-    for i, page in enumerate(pages[:last + 1]):
-        if sources := sources_for(keep, await read(page)):
-            await batches.add(Merge(keep, sources, importance, tags, opens=opens, lifts=i == last))
-            opens = False
+    sources, top, tags = [], keep.importance, keep.tags
+    for page in pages:
+        if _drifted(entries := await read(page), _group(keep)):  # these stamps are the ones checked
+            batches.left_out()
+            return
+        if carried := sources_for(keep, entries):
+            sources += [Read.of(s) for s in carried]
+            top = max(top, *(s.importance for s in carried))
+            tags = sorted({*tags, *union_tags([keep, *carried])})  # derived only if the keeper is: then all are
+    if sources:
+        await batches.add(Merge(keep, sources, lifted(top, len(sources)), tags))

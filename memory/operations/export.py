@@ -224,6 +224,7 @@ async def iter_records(
         sources = await store.run(consolidation.sources_of, ids)
         absorbed = await store.run(consolidation.sources_of, list(sources), False)
         digests = await store.run(consolidation.digests_among, list(sources))
+        carried = await store.run(consolidation.consolidated_among, ids)
         for r in rows:
             try:
                 record: dict[str, Any] = {"memory": row_to_entry(r).model_dump(mode="json")}
@@ -239,6 +240,8 @@ async def iter_records(
                     record["quoted"] = quoted
             if r["id"] in digests:  # an import links it as a digest again: never merged, condensed by prune
                 record["digest"] = True
+            if r["id"] in carried:  # archived into a merge or digest: it answers --as-of a time before it
+                record["consolidated"] = True
             if with_history:
                 record["history"] = history.get(r["id"], [])
             if r["seq"] in vectors:
@@ -401,9 +404,9 @@ def _numeric(text: str) -> bool:
     return True
 
 
-def _checked(record: dict, max_content_bytes: int | None) -> tuple[MemoryEntry, list[str], bool, list[str]] | str:
-    """A record's memory, the ids it carries, whether it is a digest of them and those of them it only
-    quotes, or why the record is bad."""
+def _checked(record: dict, max_content_bytes: int | None) -> tuple[MemoryEntry, list[str], bool, list[str], bool] | str:
+    """A record's memory, the ids it carries, whether it is a digest of them, those of them it only
+    quotes and whether consolidation archived it, or why the record is bad."""
     entry = _entry(record, max_content_bytes)
     if isinstance(entry, str):
         return entry
@@ -416,7 +419,10 @@ def _checked(record: dict, max_content_bytes: int | None) -> tuple[MemoryEntry, 
     quoted = record.get("quoted", [])
     if not isinstance(quoted, list) or not all(isinstance(q, str) and q in sources for q in quoted):
         return "invalid quoted: a list of those of its sources an agent's claim only quotes"
-    return entry, sources, digest, quoted
+    consolidated = record.get("consolidated", False)
+    if not isinstance(consolidated, bool):
+        return "invalid consolidated: true (archived into a merge or digest) or false"
+    return entry, sources, digest, quoted, consolidated
 
 
 def _sources(record: dict) -> list[str] | str:
@@ -451,13 +457,17 @@ LEFT_OUT = frozenset({mutations.GONE, mutations.REFUSED})  # ops of lines the wr
 
 
 def _import_txn(raw, entries: Sequence[MemoryEntry], actor: str, links: Sequence[tuple[str, str]] = (),
-                digests: frozenset[str] = frozenset(), quoted: frozenset[tuple[str, str]] = frozenset()) -> list[str]:
+                digests: frozenset[str] = frozenset(), quoted: frozenset[tuple[str, str]] = frozenset(),
+                consolidated: frozenset[str] = frozenset()) -> list[str]:
     """Upsert ``entries`` and record what they carry, from the lines the write took only: a refused
     line names another agent's row, which must not become a carrier of the file's memories. A
     digest's edges say it is one (:data:`consolidation.DIGEST_LINK`), as consolidation's do, and
-    the ``quoted`` links of an agent's claim run one way (:data:`consolidation.QUOTED_LINK`)."""
+    the ``quoted`` links of an agent's claim run one way (:data:`consolidation.QUOTED_LINK`); a new
+    row ``consolidated`` archived is archived as consolidation's (a stored row keeps its archive)."""
     with transaction(raw):
         ops = mutations.upsert(raw, entries, actor, op="import")
+        consolidation.mark_consolidated(raw, [e.id for e, op in zip(entries, ops, strict=True)
+                                              if op == "insert" and e.archived and e.id in consolidated], actor)
         taken = [link for link in links if link[0] in
                  {entry.id for entry, op in zip(entries, ops, strict=True) if op not in LEFT_OUT}]
         consolidation.link_sources(raw, [link for link in taken if link[0] in digests], consolidation.DIGEST_LINK)
@@ -468,14 +478,15 @@ def _import_txn(raw, entries: Sequence[MemoryEntry], actor: str, links: Sequence
 
 async def write_imported(store, entries: Sequence[MemoryEntry], links: Sequence[tuple[str, str]] = (),
                          digests: frozenset[str] = frozenset(),
-                         quoted: frozenset[tuple[str, str]] = frozenset()) -> list[str]:
+                         quoted: frozenset[tuple[str, str]] = frozenset(),
+                         consolidated: frozenset[str] = frozenset()) -> list[str]:
     """The import's write on either engine: upsert as ``import``, each line kept from loosening a row,
     bringing back a removed id or undoing a newer change, all decided under the write's lock
     (memory.sqlite.mutations.upsert); ``links``, what the lines carry (``digests``: the carriers that
-    are digests), on SQLite only. The op per line."""
+    are digests), and ``consolidated``, the lines consolidation archived, on SQLite only. The op per line."""
     server = _server(store)
     return await (server.write(store, entries) if server
-                  else store.run(_import_txn, entries, store.actor, links, digests, quoted))
+                  else store.run(_import_txn, entries, store.actor, links, digests, quoted, consolidated))
 
 
 async def import_records(
@@ -523,6 +534,7 @@ async def import_records(
     carried: dict[str, list[str]] = {}  # the batch's consolidated memories: the ids each carries
     digests: set[str] = set()  # those of them that are digests
     quoted: set[tuple[str, str]] = set()  # the (claim, memory) links of what a claim only quotes
+    consolidated: set[str] = set()  # the batch's memories consolidation archived
     page = server.PAGE if server else PAGE
 
     async def flush() -> None:
@@ -549,7 +561,8 @@ async def import_records(
         async with held:
             # Sources are edges of SQLite stores only (a server keeps no consolidation edges).
             links = [(e.id, source) for e in entries for source in carried.get(e.id, ())]
-            ops = await write_imported(store, entries, links, frozenset(digests), frozenset(quoted))
+            ops = await write_imported(store, entries, links, frozenset(digests), frozenset(quoted),
+                                       frozenset(consolidated))
             for op in ops:
                 if op == mutations.GONE:  # purged or deleted since the read above: the write left it out
                     report.kept_removed += 1
@@ -569,6 +582,7 @@ async def import_records(
         carried.clear()
         digests.clear()
         quoted.clear()
+        consolidated.clear()
         if on_progress is not None:
             on_progress(report.read)
 
@@ -580,12 +594,14 @@ async def import_records(
         if isinstance(checked, str):
             report.bad.append((where_, checked))
             continue
-        entry, sources, digest, quotes = checked
+        entry, sources, digest, quotes, archived_into = checked
         if sources:
             carried[entry.id] = sources
         quoted.update((entry.id, q) for q in quotes)
         if sources and digest:
             digests.add(entry.id)
+        if archived_into:
+            consolidated.add(entry.id)
         report.read += 1
         report.history_rows_skipped += len(record.get("history") or ())
         width = model["dimension"] if model else None

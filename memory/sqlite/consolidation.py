@@ -26,6 +26,9 @@ from memory.sqlite.vectors import read_meta, table_exists
 from memory.types import DERIVED_TAG, MemoryEntry
 
 _CURRENT = "m.archived = 0 AND m.valid_to IS NULL"
+# What consolidation leaves alone: a pinned memory, and a claim held beside a user's fact (an open
+# conflict: archived into a restatement, or taking one in, it closed with no operator deciding).
+_LEFT_ALONE = "m.pinned = 0 AND m.conflict_with IS NULL"
 # A digest gathers one session's turns: its id, or for a turn with none the day it was said.
 _SESSION = "COALESCE(m.source_session_id, date(m.created_at, 'unixepoch'))"
 _STAGE = "temp.consolidation_order"
@@ -42,7 +45,7 @@ def current_extent(raw) -> tuple[int, int]:
 
 
 def stage_episodes(raw) -> int:
-    """Line up every current, unpinned episode in digest order (agent, scope, pool, visibility,
+    """Line up every current episode not left alone in digest order (agent, scope, pool, visibility,
     session, time) in a TEMP table, beside an empty one of what a dry run sets aside; return how
     many. Only seqs are sorted, and a TEMP table is the connection's own, so a dry run writes
     nothing to the store and holds nothing in memory."""
@@ -52,7 +55,7 @@ def stage_episodes(raw) -> int:
     raw.execute("CREATE TEMP TABLE consolidation_skip (id TEXT PRIMARY KEY) WITHOUT ROWID")
     raw.execute(
         f"INSERT INTO {_STAGE} (seq, session) SELECT m.seq, {_SESSION} FROM memories m "
-        f"WHERE {_CURRENT} AND m.type = 'episodic' AND m.pinned = 0 "
+        f"WHERE {_CURRENT} AND m.type = 'episodic' AND {_LEFT_ALONE} "
         f"ORDER BY m.agent_id, m.scope, m.pool_name, m.visibility, {_SESSION}, m.created_at, m.id"
     )
     return raw.execute(f"SELECT count(*) FROM {_STAGE}").fetchone()[0]
@@ -84,17 +87,31 @@ def digests_among(raw, ids: Sequence[str]) -> set[str]:
                                              "AND m.id IN ({marks})", ids)}
 
 
+def consolidated_among(raw, ids: Sequence[str]) -> set[str]:
+    """Which of ``ids`` consolidation archived (an export marks them, so in the store they are imported
+    into they still answer ``--as-of`` a time before what carries them, unlike an operator's archive)."""
+    return {row[0] for row in select_in(raw, f"SELECT id FROM memories WHERE archived = {CONSOLIDATED} "
+                                             "AND id IN ({marks})", ids)}
+
+
+def mark_consolidated(raw, ids: Sequence[str], actor: str) -> None:
+    """Archive ``ids``, rows an import just wrote archived, as consolidation's (inside the caller's transaction)."""
+    if ids:
+        mutations.update(raw, ids, "import", actor, f"archived = {CONSOLIDATED}")
+
+
 # A digest never merges: the walk that wrote it cannot see it (nor can a dry run), so a fact it
 # restates merged into it on the next run, and a second run was never a no-op.
 # The ledger is asked only of a row that carries sources (the primary key's src_id prefix): asked of
 # every row, it made the walk 6x slower (3.1 s against 0.5 s over 200,000 rows).
 _NO_DIGEST = (f"NOT (EXISTS (SELECT 1 FROM memory_edges e WHERE e.src_id = m.id AND e.relation = '{SOURCES}') "
               f"AND {digest_sql('m')})")
-# The rows the merge walk takes, a page at a time: current, unpinned, not set aside, there when it began,
+# The rows the merge walk takes, a page at a time: current, not left alone, not set aside, there when it began,
 # no digest.
 # Unary + keeps the archived/pinned index out: through it each page sorted every live row (1.5 s a
 # page at a million rows); by seq a page reads only itself.
-_WALKED = (f"m.seq > ? AND m.seq <= ? AND +m.archived = 0 AND m.valid_to IS NULL AND +m.pinned = 0 AND {_UNSKIPPED} "
+_WALKED = (f"m.seq > ? AND m.seq <= ? AND +m.archived = 0 AND m.valid_to IS NULL AND +m.pinned = 0 "
+           f"AND m.conflict_with IS NULL AND {_UNSKIPPED} "
            f"AND {_NO_DIGEST} ORDER BY m.seq LIMIT ?")
 
 
@@ -123,7 +140,7 @@ def vectors_of(raw, seqs: Sequence[int]) -> dict[int, list[float]]:
 # and run the MATCH once per row (14 s against 0.02 s on one conversation's store).
 _CARRIERS = (
     "SELECT m.seq, m.content FROM memories_fts CROSS JOIN memories m ON m.seq = memories_fts.rowid "
-    f"WHERE memories_fts MATCH ? AND m.seq <= ? AND m.seq != ? AND {_CURRENT} AND m.pinned = 0 AND {_UNSKIPPED} "
+    f"WHERE memories_fts MATCH ? AND m.seq <= ? AND m.seq != ? AND {_CURRENT} AND {_LEFT_ALONE} AND {_UNSKIPPED} "
     f"AND {_NO_DIGEST} AND m.agent_id = ? AND m.scope = ? AND m.pool_name IS ? AND m.visibility = ? AND m.type = ? LIMIT ?"
 )
 
@@ -131,9 +148,9 @@ _CARRIERS = (
 def carrier_rows(
     raw, asks: Sequence[tuple[int, MemoryEntry, Sequence[str], int]], upto: int, cap: int
 ) -> dict[int, list[tuple[int, str]]]:
-    """For each ask ``(seq, entry, words, first)``, ``words`` rarest first: the other current, unpinned
-    rows (seq <= ``upto``) of the entry's agent, scope, pool, visibility and type, not set aside, that hold
-    the fewest of its rarest words (``first`` of them or more) that leave at most ``cap`` of them, as
+    """For each ask ``(seq, entry, words, first)``, ``words`` rarest first: the other current
+    rows (seq <= ``upto``) of the entry's agent, scope, pool, visibility and type, not left alone
+    nor set aside, that hold the fewest of its rarest words (``first`` of them or more) that leave at most ``cap`` of them, as
     ``(seq, content)``; when even every word leaves more, the first ``cap`` in store order.
 
     The keyword index finds them (a superset of what carries the entry's words: the caller
@@ -149,6 +166,18 @@ def carrier_rows(
                 break
         found[seq] = rows[:cap]
     return found
+
+
+def unembedded_digests(raw) -> list[str]:
+    """The current digests without a vector in the store's index: a run killed between a batch's
+    transaction and its embedding (or whose embedder failed) left them, and no run writes them again."""
+    meta = read_meta(raw)
+    if meta is None or not table_exists(raw, meta.vec_table):
+        return []  # no index yet: nothing is embedded, and the first embedding write or reindex fills it
+    return [row[0] for row in raw.execute(
+        f"SELECT DISTINCT m.id FROM memory_edges e JOIN memories m ON m.id = e.src_id WHERE e.relation = '{SOURCES}' "
+        f"AND e.source = '{DIGEST_LINK}' AND m.archived = 0 AND m.valid_to IS NULL "
+        f"AND NOT EXISTS (SELECT 1 FROM {meta.vec_table} v WHERE v.rowid = m.seq)")]
 
 
 def entries_of(raw, seqs: Sequence[int]) -> dict[int, MemoryEntry]:

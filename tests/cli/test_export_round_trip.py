@@ -569,3 +569,32 @@ def test_a_digest_is_still_a_digest_after_a_round_trip(cli, tmp_path, monkeypatc
     if form == "jsonl":
         lines = {r["memory"]["id"]: r for r in map(json.loads, exported.read_text().splitlines()[1:])}
         assert lines[digest["id"]]["digest"] is True and "digest" not in lines[ids["keeper"]]
+
+
+def test_a_merged_source_answers_as_of_before_the_merge_after_export_and_import(cli, tmp_path, monkeypatch):
+    """A source consolidation archived answers `recall --as-of` a time before its merge began; an
+    export wrote it as `archived: true` like a forgotten one, the import archived it as the operator's,
+    and in the new home it answered at no time. The forgotten memory beside it is the control: it stays
+    silent in both homes."""
+    import time
+
+    fresh_home(tmp_path, monkeypatch, "first", keyword=False)  # "with milk" carries "I like tea" by meaning
+    ids = [data(cli("remember", text, "--agent", "ada", "--no-reconcile", "--json"))["id"]
+           for text in ("I like ferry rides.", "I like tea.")]
+    time.sleep(0.05)
+    data(cli("remember", "I like tea with milk.", "--agent", "ada", "--no-reconcile", "--json"))
+    ok(cli("memory", "forget", ids[0], "--agent", "ada"))
+    ok(cli("consolidate", "--agent", "ada"))
+    then = data(cli("memory", "show", ids[1], "--agent", "ada", "--json"))["created_at"]  # before the merge began
+    dump = tmp_path / "ada.jsonl"
+    ok(cli("export", "--agent", "ada", "-o", str(dump)))
+
+    def answers(home) -> list[str]:
+        found = data(cli("--home", str(home), "recall", "I like", "--agent", "ada", "--as-of", then, "--json"))
+        return [r["id"] for r in found["results"]]
+
+    second = tmp_path / "second"
+    ok(cli("--home", str(second), "import", str(dump), "--agent", "ada"))
+    first = tmp_path / "first"
+    assert answers(first) == [ids[1]]  # control: the source answers then, the forgotten one does not
+    assert answers(second) == [ids[1]]

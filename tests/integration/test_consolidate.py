@@ -194,6 +194,34 @@ async def test_a_merge_never_archives_a_fact_into_a_less_trusted_one(store, offl
     assert tea.id in [h.id for h in hits]
 
 
+async def test_a_claim_held_beside_a_users_fact_waits_for_the_operator(store, offline_embedder):
+    """An agent's claim held beside what the user said (``conflict_with``, an open conflict in
+    `doctor`) was archived into a restatement of it, or took one in: the conflict closed with no
+    operator deciding, and the claim's mark was gone from what answers. Held claims are left alone,
+    as pinned memories are; the teas beside them still merge (the control)."""
+    from memory.sqlite.versions import open_conflicts
+    from memory.types import ConfidenceSource
+
+    vectors = VectorAdapter(store, EmbeddingGateway([offline_embedder]))
+    agent = {"confidence": 0.7, "confidence_source": ConfidenceSource.AGENT}
+    berlin, bike = fact("I live in Berlin."), fact("I own a green bike.")
+    held = fact("I live in Paris.", conflict_with=berlin.id, **agent, created_at=OLD)
+    restated = fact("I live in Paris really.", **agent, created_at=OLD - timedelta(days=1))  # keeps over the claim
+    holding = fact("I own a red bike with a bell.", conflict_with=bike.id, **agent)  # would keep over the next
+    said = fact("I own a red bike.", **agent)
+    old_turn = turn("Ada: I think I moved to Paris in spring.", 0, conflict_with=berlin.id, **agent)
+    tea, milk = fact("I like tea."), fact("I like tea with milk.")
+    await vectors.write_many([berlin, bike, held, restated, holding, said, old_turn, tea, milk])
+    count = open_conflicts()
+
+    _, plan = await _consolidate(store, offline_embedder)
+
+    current = await _current(store)
+    assert {held.id, restated.id, holding.id, said.id, old_turn.id} <= set(current)
+    assert await store.run(lambda raw: raw.execute(count.sql, count.params).fetchone()[0]) == 3
+    assert plan.counts()["merged"] == 1 and tea.id not in current and milk.id in current  # control
+
+
 async def test_a_merge_never_crosses_type(store, offline_embedder):
     """A preference merged into a fuller semantic memory became a semantic one: `recall --type
     preference` no longer found "The user prefers metric units" after consolidating."""
@@ -492,6 +520,40 @@ async def test_a_decision_whose_memory_an_operator_changed_meanwhile_is_left_for
 
 
 
+async def test_a_memory_hidden_between_the_walk_and_its_merge_is_never_archived_into_a_visible_one(
+        store, offline_embedder):
+    """Merges are decided on the rows the walk read, then applied after the walk, on the rows read
+    again: "I like tea." hidden in between (a second connection, as another process would) was read
+    hidden, its stamp matched, and it was archived into the visible "I like tea with milk", whose
+    recall then carried the hidden words. Now the cluster is left out whole and counted `changed`;
+    the coffees beside it merge (the control)."""
+    from memory.sqlite import mutations
+    from memory.sqlite.connection import dbapi
+
+    tea, milk = fact("I like tea."), fact("I like tea with milk.")
+    coffee, sugar = fact("I like coffee."), fact("I like coffee with sugar.")
+    await VectorAdapter(store, EmbeddingGateway([offline_embedder])).write_many([tea, milk, coffee, sugar])
+    calls = []
+
+    def operator_hides_after_the_walk_read_it(done: int, total: int) -> None:
+        calls.append(done)
+        if len(calls) == 2:  # the merge walk has read its page: the pairs are not asked for yet
+            other = dbapi().connect(str(store.path), isolation_level=None)
+            other.row_factory = dbapi().Row
+            other.execute("BEGIN IMMEDIATE")
+            mutations.update(other, [tea.id], "visibility", "cli", "visibility = ?", (Visibility.HIDDEN.value,))
+            other.execute("COMMIT")
+            other.close()
+
+    _, plan = await _consolidate(store, offline_embedder, on_progress=operator_hides_after_the_walk_read_it)
+
+    current = await _current(store)
+    assert {tea.id, milk.id} <= set(current) and current[tea.id].visibility is Visibility.HIDDEN
+    assert plan.counts()["changed"] == 1
+    assert plan.counts()["merged"] == 1 and coffee.id not in current and sugar.id in current  # control
+    assert (await _consolidate(store, offline_embedder))[1].counts()["changed"] == 0  # the next run decides afresh
+
+
 async def test_the_word_counts_of_the_merge_walk_do_not_grow_with_the_words_a_store_holds(store, tmp_path):
     """The walk counted every distinct content word exactly, in a dict: a store whose rows each carry
     codes or order numbers has about as many words as rows, so consolidate grew with the store (85 MiB
@@ -564,10 +626,10 @@ async def test_a_store_that_says_one_thing_thousands_of_times_is_walked_in_as_li
     assert peaks[1] < 3 * peaks[0], peaks
 
 
-async def test_a_cluster_bigger_than_a_page_merges_in_parts_exactly_as_when_read_whole(store, tmp_path, monkeypatch):
+async def test_a_cluster_bigger_than_a_page_merges_exactly_as_when_read_whole(store, tmp_path, monkeypatch):
     """A cluster of restatements was read whole, every member as a memory at once (313 MiB peak on
-    50,000 copies of one sentence); one bigger than a page is now read a page at a time and merged in
-    parts. With a page of 4 the 11-row cluster decides and ends exactly as with one page (its
+    50,000 copies of one sentence); one bigger than a page is now read a page at a time and merged as
+    one decision of ids. With a page of 4 the 11-row cluster decides and ends exactly as with one page (its
     keeper, the earliest, in a middle page); the two teas, a cluster within a page, are the control."""
     from memory.adapters.sqlite import SQLiteAdapter
     from memory.consolidation import store as walk
