@@ -20,7 +20,7 @@ async def consolidate(
     ] = False,
     pool: Annotated[list[str] | None, typer.Option("--pool", help="Consolidate a shared pool (repeatable).")] = None,
     global_: Annotated[bool, typer.Option("--global", help="Consolidate the global tier.")] = False,
-    dry_run: Annotated[bool, typer.Option("--dry-run", help="Show every decision; change nothing.")] = False,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Count what would change (every decision with --json); change nothing.")] = False,
 ) -> None:
     """Merge restatements and digest aged-out episodes into dated facts; sources archived, never purged. Safe under cron."""
     from memory.operations.consolidate import ON_SERVER, consolidate_home
@@ -44,7 +44,8 @@ async def consolidate(
     verb = "would archive" if dry_run else "archived"
     done = len(result.stores) - len(result.failed)
     failed = f" ({len(result.failed)} more failed)" if result.failed else ""
-    out.info(f"{verb} {result.archived} memories into consolidated ones across {done} store(s){failed}")
+    memories = "memory" if result.archived == 1 else "memories"
+    out.info(f"{verb} {result.archived} {memories} into consolidated ones across {done} store(s){failed}")
     left_out(result.unreadable)
     for target in result.skipped:  # a known limit, not a failure: a warning (and `skipped` in --json)
         out.warn(f"{target.shown} left out: it is {ON_SERVER}; `arcana prune` bounds it")
