@@ -14,20 +14,22 @@ from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import IO
 
+from memory.deadline import WAIT_LONGER
 from memory.errors import LockHeldError
 from memory.home import PRIVATE_FILE, private_dir
 
 
 @contextmanager
 def exclusive(path: Path, what: str):
-    """Hold ``path`` exclusively or raise :class:`LockHeldError` at once (never wait)."""
+    """Hold ``path`` exclusively or raise :class:`LockHeldError` at once (never wait): for a job that leaves
+    the work to the run in progress (the consolidation `arcana run` queues)."""
     private_dir(path.parent)
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            raise LockHeldError(f"another {what} is running (lock {path}); try again later") from None
+            raise LockHeldError(f"another {what} is running (lock {path}); try again once it ends, or {WAIT_LONGER}") from None
         os.ftruncate(fd, 0)
         os.write(fd, str(os.getpid()).encode())
         yield
@@ -37,7 +39,8 @@ def exclusive(path: Path, what: str):
 
 @contextmanager
 def exclusive_within(path: Path, what: str, wait_seconds: float):
-    """:func:`exclusive`, waiting up to ``wait_seconds`` for another holder to finish first."""
+    """:func:`exclusive`, waiting up to ``wait_seconds`` for another holder to finish first (a caller passes
+    :func:`memory.deadline.lock_wait` of its default)."""
     deadline = time.monotonic() + wait_seconds
     while True:
         stack = ExitStack()
