@@ -14,7 +14,7 @@ from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import IO
 
-from memory.deadline import WAIT_LONGER
+from memory.deadline import LOCK_WAIT, WAIT_LONGER
 from memory.errors import LockHeldError
 from memory.home import PRIVATE_FILE, private_dir
 
@@ -72,8 +72,14 @@ class WaitNotice:
 
 
 @contextmanager
-def waiting(path: Path):
-    """Hold ``path`` exclusively, waiting for the holder: for a change that takes milliseconds."""
+def waiting(path: Path, what: str):
+    """Hold ``path`` exclusively, waiting for the holder: for a change that takes milliseconds. As long as
+    that takes, unless the command gave a lock wait (:data:`memory.deadline.LOCK_WAIT`): a holder stopped
+    mid-change (suspended, on a hung disk) kept a cron job waiting forever whatever it had said."""
+    if (given := LOCK_WAIT.get()) is not None:
+        with exclusive_within(path, what, given):
+            yield
+        return
     private_dir(path.parent)
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
     try:

@@ -88,8 +88,24 @@ def _prune(home, tmp_path) -> Case:
                 kept, lambda: _live(home) == ["Tea is served at four."])
 
 
+def _config_set(home, tmp_path) -> Case:
+    keyword_only(home)
+    limit = lambda: arcana("config", "get", "recall.limit", home=home).strip()  # noqa: E731
+    before = limit()
+    return Case(["config", "set", "recall.limit", "7"], home.locks_dir / "config.lock",  # another change of it
+                lambda: limit() == before, lambda: limit() == "7")
+
+
+def _agent_create(home, tmp_path) -> Case:
+    keyword_only(home)
+    listed = lambda: "ada" in arcana("agent", "list", home=home)  # noqa: E731
+    return Case(["agent", "create", "ada"], home.locks_dir / "agents.lock",  # another process naming an agent
+                lambda: not listed(), listed)
+
+
 CASES = {"agent delete": _agent_delete, "backup": _backup, "restore --force": _restore,
-         "remember": _remember, "vault index": _vault_index, "prune": _prune}
+         "remember": _remember, "vault index": _vault_index, "prune": _prune,
+         "config set": _config_set, "agent create": _agent_create}
 
 
 @pytest.mark.parametrize("name", list(CASES))
