@@ -28,6 +28,7 @@ class Case:
     lock: Path
     unchanged: Callable[[], bool]  # what the command would change is as it was
     done: Callable[[], bool]  # the command's change is made
+    stdin: str | None = None
 
 
 def _ada(home) -> str:
@@ -103,9 +104,21 @@ def _agent_create(home, tmp_path) -> Case:
                 lambda: not listed(), listed)
 
 
+def _host_save(home, tmp_path) -> Case:
+    ada = _ada(home)
+    transcript = tmp_path / "session.jsonl"
+    said = {"type": "user", "message": {"role": "user", "content": "Please remember that the release branch is named heron-2."},
+            "sessionId": "s-1", "cwd": str(tmp_path), "uuid": "u-1", "timestamp": "2026-12-01T10:00:00Z"}
+    transcript.write_text(json.dumps(said) + "\n")
+    hook = {"session_id": "s-1", "transcript_path": str(transcript), "hook_event_name": "PreCompact", "cwd": str(tmp_path)}
+    stored = lambda: any("heron-2" in m for m in _live(home))  # noqa: E731
+    return Case(["host", "save", "claude-code", "--agent", "ada"], home.locks_dir / f"host-save-{ada}.lock",
+                lambda: not stored(), stored, stdin=json.dumps(hook))  # another hook's save of the agent
+
+
 CASES = {"agent delete": _agent_delete, "backup": _backup, "restore --force": _restore,
          "remember": _remember, "vault index": _vault_index, "prune": _prune,
-         "config set": _config_set, "agent create": _agent_create}
+         "config set": _config_set, "agent create": _agent_create, "host save": _host_save}
 
 
 @pytest.mark.parametrize("name", list(CASES))
@@ -114,7 +127,7 @@ def test_a_lock_wait_given_bounds_the_wait_for_an_arcana_lock_file(arcana_home, 
     holder = flock_holder(case.lock)
     try:
         started = time.monotonic()
-        done = run_arcana("--lock-wait", "0.5", *case.args, home=arcana_home)
+        done = run_arcana("--lock-wait", "0.5", *case.args, home=arcana_home, stdin=case.stdin)
         took = time.monotonic() - started
         assert done.returncode == 75 and done.stderr.count("\n") == 1, done.stderr
         assert "--lock-wait" in done.stderr and str(case.lock) in done.stderr, done.stderr
@@ -123,7 +136,7 @@ def test_a_lock_wait_given_bounds_the_wait_for_an_arcana_lock_file(arcana_home, 
         holder.kill()
         holder.wait()
     assert case.unchanged()  # looked at once the lock is free: a look at an agent's store takes its lock too
-    done = run_arcana("--lock-wait", "0.5", *case.args, home=arcana_home)
+    done = run_arcana("--lock-wait", "0.5", *case.args, home=arcana_home, stdin=case.stdin)
     assert done.returncode == 0, done.stderr
     assert case.done()
 
