@@ -19,8 +19,9 @@ MAX_LOCK_WAIT_SECONDS = 3600.0
 LOCK_WAIT: ContextVar[float | None] = ContextVar("arcana_lock_wait", default=None)
 """Seconds the current command may wait for another process's lock, as its caller gave it (``--lock-wait``,
 ``ARCANA_LOCK_WAIT``), or None: each wait keeps its own default. It bounds a SQLite store's busy timeout
-(read when the store opens) and every wait for Arcana's own lock files (an agent being deleted, a vault
-being indexed, a second prune): a cron job must not sit minutes on a lock it said it would not wait for.
+(read when the store opens), a PostgreSQL session's ``lock_timeout`` (read when the pool opens) and every
+wait for Arcana's own lock files (an agent being deleted, a vault being indexed, a second prune): a cron
+job must not sit minutes on a lock it said it would not wait for.
 A call with a deadline waits no longer than that either."""
 
 WAIT_LONGER = "wait longer for it with --lock-wait SECONDS (ARCANA_LOCK_WAIT)"
