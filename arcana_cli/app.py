@@ -18,7 +18,7 @@ from typer.core import TyperGroup
 from arcana_cli import __version__, exit_codes
 from arcana_cli.context import CliContext, announce_quarantines, quarantine_mark
 from arcana_cli.output import err, given_path, notice, reader_left
-from memory.deadline import DEFAULT_LOCK_WAIT_SECONDS, LOCK_WAIT, MAX_LOCK_WAIT_SECONDS
+from memory.deadline import LOCK_WAIT, MAX_LOCK_WAIT_SECONDS
 from memory.errors import ArcanaMemoryError
 from memory.home import Home
 
@@ -209,12 +209,13 @@ def root(
     ] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No messages or progress on stderr.")] = False,
     lock_wait: Annotated[
-        float,
+        float | None,
         typer.Option("--lock-wait", envvar="ARCANA_LOCK_WAIT", show_envvar=False, min=0.0, max=MAX_LOCK_WAIT_SECONDS,
                      metavar="SECONDS", show_default=False,
-                     help="Seconds to wait for another process's write lock on a store before failing with exit 5 "
-                          "[env: ARCANA_LOCK_WAIT; default: 30; 0: do not wait]."),
-    ] = DEFAULT_LOCK_WAIT_SECONDS,
+                     help="Seconds to wait for another process's lock before failing: a store's (exit 5) or one of "
+                          "Arcana's lock files (exit 75) [env: ARCANA_LOCK_WAIT; default: 30 for a store, each lock "
+                          "file its own; 0: do not wait]."),
+    ] = None,
     version: Annotated[
         bool, typer.Option("--version", "-V", callback=_version, is_eager=True, help="Print the version and exit.")
     ] = False,

@@ -23,7 +23,7 @@ TABLE = [
     (CONFIG, "malformed config.json, agent card or `ARCANA_EXTRACTION_*` variable (the file is left unchanged)"),
     (STORAGE, "storage problem: corrupt database, schema newer than this Arcana, database busy (another process held its lock past `--lock-wait`), a full disk, or a store the system will not let Arcana write (immutable, read-only); after `restore`, the home is restored but a server's copies of its agents' memories were not checked (run `arcana restore --copies`)"),
     (MODEL_UNAVAILABLE, "the chat model endpoint is unreachable, timed out, or answered with an error"),
-    (BUSY, "another prune, reindex or consolidate is running (lock held), a vault's index lock or an agent's lock stayed held, or another export is writing the same file; retry later"),
+    (BUSY, "another prune, reindex or consolidate is running (lock held), a vault's index lock or an agent's lock stayed held (past `--lock-wait`, when given), or another export is writing the same file; retry later"),
     (INTERRUPTED, "interrupted (Ctrl-C)"),
     (PIPE_CLOSED, "standard output was closed early (e.g. `| head`); nothing else went wrong"),
 ]

@@ -27,10 +27,12 @@ from contextlib import asynccontextmanager, contextmanager
 from contextvars import ContextVar
 from pathlib import Path
 
+from memory.deadline import WAIT_LONGER, lock_wait
 from memory.errors import LockHeldError, MemoryStorageError, NotFoundError
 from memory.home import Home, private_dir
 from memory.locks import WaitNotice, exclusive_within
 
+# Each unless the command gave a lock wait (memory.deadline.lock_wait):
 WAIT_SECONDS = 30.0  # a deletion waits this long for writes in flight, a write this long for a deletion
 DECIDE_WAIT_SECONDS = 300.0  # a reconciled write waits this long for another's (an import's batch embeds ~1,000 lines)
 
@@ -73,26 +75,29 @@ def agent_lock_path(home: Home, agent_id: str, part: str = "") -> Path:
 
 
 @contextmanager
-def deleting(home: Home, agent_id: str, wait_seconds: float = WAIT_SECONDS) -> Iterator[None]:
+def deleting(home: Home, agent_id: str) -> Iterator[None]:
     """Hold the agent's lock exclusively: no write of it is in flight, none starts. :class:`LockHeldError`
-    when writes kept it for ``wait_seconds``.
+    when writes kept it for the lock wait (:data:`WAIT_SECONDS` by default).
 
     The gate is taken first: a writer passes it only on the way to its shared hold, so a `remember
     --from` writing batch after batch (its shared holds all but back to back) cannot keep a deletion
     out until it ends; it waits at the gate for the deletion instead.
     """
-    with exclusive_within(agent_lock_path(home, agent_id, "-gate"), "deletion of this agent", wait_seconds), \
-            exclusive_within(agent_lock_path(home, agent_id), "write for this agent", wait_seconds):
+    wait = lock_wait(WAIT_SECONDS)
+    deadline = time.monotonic() + wait  # one wait for both locks, not one each
+    with exclusive_within(agent_lock_path(home, agent_id, "-gate"), "deletion of this agent", wait), \
+            exclusive_within(agent_lock_path(home, agent_id), "write for this agent",
+                             max(0.0, deadline - time.monotonic())):
         yield
 
 
 @contextmanager
-def copying(home: Home, agent_id: str, wait_seconds: float = WAIT_SECONDS) -> Iterator[None]:
+def copying(home: Home, agent_id: str) -> Iterator[None]:
     """Hold the agent's lock shared, as a write does, while a backup copies its folder: a deletion
     moves the folder before or after, never between its card and its database.
-    :class:`LockHeldError` when a deletion kept it for ``wait_seconds``."""
-    deadline = time.monotonic() + wait_seconds
-    busy = f"agent {agent_id} is being deleted (lock {agent_lock_path(home, agent_id)}); try again later"
+    :class:`LockHeldError` when a deletion kept it for the lock wait (:data:`WAIT_SECONDS` by default)."""
+    deadline = time.monotonic() + lock_wait(WAIT_SECONDS)
+    busy = f"agent {agent_id} is being deleted (lock {agent_lock_path(home, agent_id)}); try again later, or {WAIT_LONGER}"
     with _lock_files(home, agent_id) as (gate, fd):
         for held in (gate, fd):
             while not _took(held, fcntl.LOCK_SH, deadline, busy):
@@ -149,9 +154,9 @@ class AgentPresence:
 
     def __init__(
         self, home: Home, agent_id: str, name: str, opened: Callable[[], tuple[int, int] | None] | None = None,
-        wait_seconds: float = WAIT_SECONDS, notify: Callable[[str], None] | None = None,
+        notify: Callable[[str], None] | None = None,
     ):
-        self.home, self.agent_id, self.name, self.wait_seconds = home, agent_id, name, wait_seconds
+        self.home, self.agent_id, self.name = home, agent_id, name
         self.opened, self.notify = opened, notify
 
     def check(self) -> None:
@@ -179,12 +184,13 @@ class AgentPresence:
         """Hold the agent's lock shared around one write (waiting, without blocking the event loop,
         for a deletion to finish), after checking the agent is still there."""
         path = agent_lock_path(self.home, self.agent_id)
-        busy = f"agent '{self.name}' is being deleted (lock {path}); try again later"
+        wait = lock_wait(WAIT_SECONDS)
+        busy = f"agent '{self.name}' is being deleted (lock {path}); try again later, or {WAIT_LONGER}"
         waiting = (f"waiting for agent '{self.name}' to be deleted or restored by another process "
-                   f"(lock {path}; at most {self.wait_seconds:.0f}s)")
+                   f"(lock {path}; at most {wait:g}s)")
         with _lock_files(self.home, self.agent_id) as (gate, fd):
             # a deletion waiting holds the gate: go after it, not before
-            await self._take((gate, fd), fcntl.LOCK_SH, self.wait_seconds, busy, waiting)
+            await self._take((gate, fd), fcntl.LOCK_SH, wait, busy, waiting)
             fcntl.flock(gate, fcntl.LOCK_UN)
             self.check()
             yield
@@ -196,19 +202,21 @@ class AgentPresence:
         Two processes remembering the same fact at once (a cron import, an MCP server) each decided
         ``add`` against a store holding neither row yet, and the fact was stored twice. Writers queue
         at a gate, as for :meth:`writing`, so an import's batches back to back cannot starve a
-        `remember`; :class:`LockHeldError` when another write kept deciding for ``DECIDE_WAIT_SECONDS``.
+        `remember`; :class:`LockHeldError` when another write kept deciding for the lock wait
+        (:data:`DECIDE_WAIT_SECONDS` by default).
         """
         path = agent_lock_path(self.home, self.agent_id, "-decide")
-        busy = (f"another write for agent '{self.name}' kept deciding for {DECIDE_WAIT_SECONDS:.0f}s "
-                f"(lock {path}); try again once it is done")
+        wait = lock_wait(DECIDE_WAIT_SECONDS)
+        busy = (f"another write for agent '{self.name}' kept deciding for {wait:g}s "
+                f"(lock {path}); try again once it is done, or {WAIT_LONGER}")
         waiting = (f"waiting for another process's write for agent '{self.name}' to be stored first "
-                   f"(lock {path}; at most {DECIDE_WAIT_SECONDS:.0f}s)")
+                   f"(lock {path}; at most {wait:g}s)")
         key, held = (str(self.home.root), self.agent_id), _DECIDING.get()
         if key in held:  # this task decides for the agent already (an MCP update around its write)
             yield
             return
         with _lock_files(self.home, self.agent_id, "-decide") as (gate, fd):
-            await self._take((gate, fd), fcntl.LOCK_EX, DECIDE_WAIT_SECONDS, busy, waiting)
+            await self._take((gate, fd), fcntl.LOCK_EX, wait, busy, waiting)
             fcntl.flock(gate, fcntl.LOCK_UN)
             token = _DECIDING.set(held | {key})
             try:

@@ -249,7 +249,7 @@ class AgentRegistry:
         """One process at a time decides whether a name is free and takes it (creation, rename),
         so racing first writes to a new name never make twin agents."""
         self.home.ensure()
-        with waiting(self.home.locks_dir / "agents.lock"):
+        with waiting(self.home.locks_dir / "agents.lock", "naming of an agent"):
             yield
 
     def create(self, name: str) -> AgentCard:

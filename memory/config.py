@@ -602,7 +602,7 @@ def editing_config(path: Path) -> Iterator[ConfigEdit]:
     """
     from memory.locks import waiting
 
-    with waiting(path.parent / "locks" / "config.lock"):
+    with waiting(path.parent / "locks" / "config.lock", f"change of {path.name}"):
         edit = ConfigEdit(load_config(path))
         before, file = dump_config(edit.config), set_part(edit.config)
         yield edit

@@ -14,20 +14,22 @@ from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import IO
 
+from memory.deadline import LOCK_WAIT, WAIT_LONGER
 from memory.errors import LockHeldError
 from memory.home import PRIVATE_FILE, private_dir
 
 
 @contextmanager
 def exclusive(path: Path, what: str):
-    """Hold ``path`` exclusively or raise :class:`LockHeldError` at once (never wait)."""
+    """Hold ``path`` exclusively or raise :class:`LockHeldError` at once (never wait): for a job that leaves
+    the work to the run in progress (the consolidation `arcana run` queues)."""
     private_dir(path.parent)
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            raise LockHeldError(f"another {what} is running (lock {path}); try again later") from None
+            raise LockHeldError(f"another {what} is running (lock {path}); try again once it ends, or {WAIT_LONGER}") from None
         os.ftruncate(fd, 0)
         os.write(fd, str(os.getpid()).encode())
         yield
@@ -37,7 +39,8 @@ def exclusive(path: Path, what: str):
 
 @contextmanager
 def exclusive_within(path: Path, what: str, wait_seconds: float):
-    """:func:`exclusive`, waiting up to ``wait_seconds`` for another holder to finish first."""
+    """:func:`exclusive`, waiting up to ``wait_seconds`` for another holder to finish first (a caller passes
+    :func:`memory.deadline.lock_wait` of its default)."""
     deadline = time.monotonic() + wait_seconds
     while True:
         stack = ExitStack()
@@ -69,8 +72,14 @@ class WaitNotice:
 
 
 @contextmanager
-def waiting(path: Path):
-    """Hold ``path`` exclusively, waiting for the holder: for a change that takes milliseconds."""
+def waiting(path: Path, what: str):
+    """Hold ``path`` exclusively, waiting for the holder: for a change that takes milliseconds. As long as
+    that takes, unless the command gave a lock wait (:data:`memory.deadline.LOCK_WAIT`): a holder stopped
+    mid-change (suspended, on a hung disk) kept a cron job waiting forever whatever it had said."""
+    if (given := LOCK_WAIT.get()) is not None:
+        with exclusive_within(path, what, given):
+            yield
+        return
     private_dir(path.parent)
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
     try:

@@ -26,9 +26,10 @@ from memory.agents import UnreadableCard
 from memory.audit import AuditLog
 from memory.consolidation.plan import Plan
 from memory.consolidation.store import consolidate_store
+from memory.deadline import lock_wait
 from memory.errors import MemoryStorageError, NotFoundError
 from memory.home import Home
-from memory.locks import exclusive
+from memory.locks import exclusive_within
 from memory.operator.targets import Selection, Target, reindex_targets, unreadable_cards
 from memory.store_kinds import StoreKind
 from memory.types import now_utc
@@ -98,8 +99,8 @@ async def consolidate_home(
     actor: str = "library",
 ) -> ConsolidationRun:
     """Consolidate every store ``selection`` names (the stores reindex would), under
-    ``<home>/locks/consolidate.lock``; a second run of the same home fails at once with
-    :class:`LockHeldError`. A dry run only reads: no lock, no audit line, the home left as it was.
+    ``<home>/locks/consolidate.lock``; a second run of the same home fails with :class:`LockHeldError`,
+    at once unless the command's lock wait lets it wait for the first. A dry run only reads: no lock, no audit line, the home left as it was.
     ``decisions``: a dry run lists each one (as large as what it prints).
     ``now`` decides which episodes aged out (tests and benchmarks pass one)."""
     from memory.embedding.factory import build_gateway
@@ -108,7 +109,7 @@ async def consolidate_home(
     gateway = None if dry_run else build_gateway(config.embedding, home)
     run = ConsolidationRun(dry_run, unreadable=unreadable_cards(home, selection))
     audit = AuditLog(home.audit_log)
-    with nullcontext() if dry_run else exclusive(home.locks_dir / "consolidate.lock", "consolidate"):
+    with nullcontext() if dry_run else exclusive_within(home.locks_dir / "consolidate.lock", "consolidate", lock_wait(0.0)):
         for target in targets:
             done = StoreConsolidation(target)
             if configured_on_server(config, target.kind, target.name):

@@ -20,9 +20,10 @@ from memory.adapters.opener import on_server, open_store, open_tier, vector_adap
 from memory.agent_lock import connect_agent_store
 from memory.agents import UnreadableCard
 from memory.audit import AuditLog
+from memory.deadline import lock_wait
 from memory.errors import NotFoundError
 from memory.home import Home
-from memory.locks import exclusive
+from memory.locks import exclusive_within
 from memory.operator.edits import CopyChange, GlobalCopies, LiveCopyError
 from memory.operator.targets import Selection, Target, prune_targets, unreadable_cards
 from memory.store_kinds import StoreKind
@@ -85,13 +86,14 @@ async def prune_home(
     on_progress: Callable[[str, int, int], None] | None = None,
 ) -> PruneRun:
     """Prune every store ``selection`` names (see :func:`prune_targets`) with ``policy``, under
-    ``<home>/locks/prune.lock``: a second prune of the same home fails at once with :class:`LockHeldError`.
+    ``<home>/locks/prune.lock``: a second prune of the same home fails with :class:`LockHeldError`,
+    at once unless the command's lock wait (:func:`memory.deadline.lock_wait`) lets it wait for the first.
     A dry run only reads: it takes no lock and writes no audit line, so the home stays as it was.
     ``on_progress(label, done, total)``: rows read, then rows removed, in the store named ``label``."""
     targets = prune_targets(home, config, selection)
     run = PruneRun(policy, unreadable=unreadable_cards(home, selection))
     audit = AuditLog(home.audit_log)
-    with nullcontext() if policy.dry_run else exclusive(home.locks_dir / "prune.lock", "prune"):
+    with nullcontext() if policy.dry_run else exclusive_within(home.locks_dir / "prune.lock", "prune", lock_wait(0.0)):
         copies = GlobalCopies.of_home(home, config, actor=actor)
         try:
             for target in targets:

@@ -14,9 +14,10 @@ from memory.adapters.opener import open_store, open_tier, server_url
 from memory.agent_lock import connect_agent_store
 from memory.agents import UnreadableCard
 from memory.audit import AuditLog
+from memory.deadline import lock_wait
 from memory.errors import MemoryStorageError, NotFoundError, VectorIndexDamagedError
 from memory.home import Home
-from memory.locks import exclusive
+from memory.locks import exclusive_within
 from memory.operations.indexes import ReindexReport, reindex
 from memory.operator.targets import Selection, Target, reindex_targets, unreadable_cards
 from memory.store_kinds import StoreKind
@@ -86,8 +87,8 @@ async def reindex_home(
     One warm embedder serves every store. A home whose config lists no
     embedding provider is keyword-only by choice: its keyword index is rebuilt
     and its vectors left alone (``report.vectors`` is None), which is success,
-    not a store error. A second reindex of the same home fails at once with
-    :class:`LockHeldError`.
+    not a store error. A second reindex of the same home fails with
+    :class:`LockHeldError`, at once unless the command's lock wait lets it wait for the first.
     """
     from memory.adapters.opener import vector_adapter
     from memory.embedding.factory import build_embedder, build_gateway, vector_options
@@ -100,7 +101,7 @@ async def reindex_home(
     gateway = build_gateway(settings, home)
     audit = AuditLog(home.audit_log)
     run = ReindexRun(unreadable=unreadable_cards(home, selection))
-    with exclusive(home.locks_dir / "reindex.lock", "reindex"):
+    with exclusive_within(home.locks_dir / "reindex.lock", "reindex", lock_wait(0.0)):
         for target in targets:
             done = StoreReindex(target)
             progress = (lambda d, t, label=done.name: on_progress(label, d, t)) if on_progress else None

@@ -8,7 +8,8 @@ surfaces as :class:`MemoryStorageError` whose text carries the masked URL only.
 
 from __future__ import annotations
 
-from memory.errors import MemoryStorageError
+from memory.deadline import LOCK_WAIT, WAIT_LONGER
+from memory.errors import MemoryBusyError, MemoryStorageError
 from memory.server_urls import mask_url, scrub
 
 CONNECT_TIMEOUT_S = 5.0
@@ -26,13 +27,18 @@ def storage_error(url: str, exc: BaseException) -> MemoryStorageError:
     if type(exc).__name__ == "InterfaceError" and isinstance(exc.__context__, Exception):
         exc = exc.__context__
     detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    if type(exc).__name__ == "LockNotAvailableError":  # SQLSTATE 55P03: the session's lock_timeout ran out
+        return MemoryBusyError(scrub(f"{mask_url(url)}: memories stayed locked by another session ({detail}); "
+                                     f"run again once its transaction ends, or {WAIT_LONGER}", url))
     return MemoryStorageError(scrub(f"{mask_url(url)}: {detail}; check that the server is up and the URL is right", url))
 
 
 async def open_pool(
     url: str, *, connect_timeout: float, statement_timeout_ms: int, ef_search: int = 200, max_size: int = MAX_CONNECTIONS
 ):
-    """An asyncpg pool that connects lazily (min_size 0), with both timeouts set.
+    """An asyncpg pool that connects lazily (min_size 0), with both timeouts set, and the command's lock
+    wait (:data:`memory.deadline.LOCK_WAIT`, when given) as each session's ``lock_timeout``: a write
+    behind another session's row lock waits that long, not the whole statement timeout.
 
     The HNSW settings travel in the startup packet rather than as ``SET LOCAL``
     per query: a KNN is then one round trip instead of five (BEGIN, two SETs,
@@ -44,17 +50,20 @@ async def open_pool(
     """
     import asyncpg  # only a server tier pays for the import
 
+    settings = {
+        "statement_timeout": str(int(statement_timeout_ms)),
+        "application_name": "arcana",
+        "hnsw.ef_search": str(int(ef_search)),
+        "hnsw.iterative_scan": "relaxed_order",
+        "plan_cache_mode": "force_custom_plan",
+    }
+    if (given := LOCK_WAIT.get()) is not None:  # the command's --lock-wait; 0 is "no limit" to PostgreSQL
+        settings["lock_timeout"] = str(max(1, round(given * 1000)))
     return await asyncpg.create_pool(
         url,
         min_size=0,
         max_size=max_size,
         timeout=connect_timeout,
         command_timeout=statement_timeout_ms / 1000 + 1,
-        server_settings={
-            "statement_timeout": str(int(statement_timeout_ms)),
-            "application_name": "arcana",
-            "hnsw.ef_search": str(int(ef_search)),
-            "hnsw.iterative_scan": "relaxed_order",
-            "plan_cache_mode": "force_custom_plan",
-        },
+        server_settings=settings,
     )

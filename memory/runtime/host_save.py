@@ -34,6 +34,7 @@ from memory.agent_lock import agent_subfolder, deleted_meanwhile
 from memory.agents import AgentCard
 from memory.audit import AuditLog
 from memory.config import ArcanaConfig
+from memory.deadline import lock_wait
 from memory.errors import InvalidRequestError, MemoryWriteError
 from memory.extraction.scoring import agent_confidence, distil, storable
 from memory.home import Home, replace_file
@@ -114,7 +115,7 @@ async def save_transcript(home: Home, config: ArcanaConfig, card: AgentCard, mem
         # block the compaction. Outcome: nothing to save, said on stderr, exit 0.
         return SaveReport(host.value, hook.session_id, "", hook.event, warnings=[
             f"the host keeps no transcript of session {hook.session_id} (its transcript_path is empty): nothing to save"])
-    with exclusive_within(home.locks_dir / f"host-save-{card.id}.lock", "save for this agent", 30):
+    with exclusive_within(home.locks_dir / f"host-save-{card.id}.lock", "save for this agent", lock_wait(30.0)):
         return await _save(home, config, card, memory, hook, host, audit, max_bytes)
 
 

@@ -24,7 +24,7 @@ from typing import Any
 
 import aiosqlite
 
-from memory.deadline import DEADLINE, LOCK_WAIT
+from memory.deadline import DEADLINE, DEFAULT_LOCK_WAIT_SECONDS, WAIT_LONGER, lock_wait
 from memory.errors import MemoryBusyError, MemoryCorruptError, MemoryStorageError, MemoryTimeoutError
 from memory.home import private_file
 
@@ -72,8 +72,7 @@ def translate(exc: BaseException, path: Path | str) -> BaseException:
     if "locked" in lowered or "busy" in lowered:
         return MemoryBusyError(
             f"{path}: database stayed locked by another writer ({message}); "
-            "run again once the other process has finished its write, or wait longer for it "
-            "with --lock-wait SECONDS (ARCANA_LOCK_WAIT)"
+            f"run again once the other process has finished its write, or {WAIT_LONGER}"
         )
     return MemoryStorageError(f"{path}: {message}")
 
@@ -128,7 +127,7 @@ def reading(path: Path | str) -> Iterator[Any]:
 class StoreConnection(aiosqlite.Connection):
     """aiosqlite's connection plus a gate held by whoever is running work on
     the raw connection: aiosqlite's thread, or the event loop (:func:`run_inline`);
-    and its busy timeout (:data:`LOCK_WAIT` when it was opened), which a call that
+    and its busy timeout (the lock wait when it was opened, :func:`memory.deadline.lock_wait`), which a call that
     changes it for a while puts back."""
 
     def __init__(self, connector, lock_wait_ms: int, iter_chunk_size: int = 256):
@@ -145,7 +144,7 @@ async def open_connection(path: Path | str) -> StoreConnection:
     code is never written to.
     """
     module = dbapi()
-    lock_wait_ms = round(LOCK_WAIT.get() * 1000)  # read here: aiosqlite's thread does not see the caller's context
+    lock_wait_ms = round(lock_wait(DEFAULT_LOCK_WAIT_SECONDS) * 1000)  # read here: aiosqlite's thread does not see the caller's context
 
     def connector():
         conn = module.connect(

@@ -42,6 +42,7 @@ from typing import Any
 from memory.adapters import opener as stores
 from memory.adapters.sqlite import SQLiteAdapter
 from memory.config import ArcanaConfig, load_config
+from memory.deadline import lock_wait
 from memory.errors import LockHeldError, NotFoundError
 from memory.graph.edges import EdgeStore
 from memory.graph.wikilinks import (
@@ -278,12 +279,13 @@ def current_records(raw, plan: IndexPlan) -> list[FileRecord]:
 
 
 @asynccontextmanager
-async def writer_lock(vault: Vault, wait_seconds: float = LOCK_WAIT_SECONDS, notify: Callable[[str], None] | None = None):
-    """Hold the vault's writer lock, waiting (not failing) while another writer finishes; a long wait
-    is said through ``notify``."""
+async def writer_lock(vault: Vault, notify: Callable[[str], None] | None = None):
+    """Hold the vault's writer lock, waiting (not failing) while another writer finishes, for the
+    command's lock wait (:data:`LOCK_WAIT_SECONDS` by default); a long wait is said through ``notify``."""
+    wait_seconds = lock_wait(LOCK_WAIT_SECONDS)
     deadline = time.monotonic() + wait_seconds
     notice = WaitNotice(notify, f"waiting for another index run of vault '{vault.name}' to finish "
-                                f"(lock {vault.lock_path}; at most {wait_seconds:.0f}s)")
+                                f"(lock {vault.lock_path}; at most {wait_seconds:g}s)")
     while True:
         stack = ExitStack()
         try:
@@ -493,7 +495,6 @@ async def index_vault(
     embed: bool = True,
     config: ArcanaConfig | None = None,
     on_progress: Progress | None = None,
-    lock_wait: float = LOCK_WAIT_SECONDS,
     gateway: Any = None,
     paths: Sequence[str] | None = None,
     notify: Callable[[str], None] | None = None,
@@ -510,7 +511,7 @@ async def index_vault(
     agent_id, scope, pool = vault.identity()
     who = NoteIdentity(agent_id, scope, pool)
     report = VaultIndexReport(vault=vault.name)
-    async with writer_lock(vault, lock_wait, notify):
+    async with writer_lock(vault, notify):
         if not vault.registered():  # removed while this run waited: never recreate its index
             raise NotFoundError(f"vault '{vault.name}' was removed; nothing was indexed")
         store = open_store(vault)
@@ -580,14 +581,13 @@ async def index_vault(
     return report
 
 
-async def drop_excluded(vault: Vault, *, lock_wait: float = LOCK_WAIT_SECONDS,
-                        notify: Callable[[str], None] | None = None) -> int:
+async def drop_excluded(vault: Vault, *, notify: Callable[[str], None] | None = None) -> int:
     """Purge the indexed notes ``vault``'s exclusions (its ``ignore``, Obsidian's excluded files) now keep
     out, and return how many: after `config set vaults.NAME.ignore` they answered every search until the
     next pass. Waits for a pass in flight, which may still have written them under the old globs."""
     if not vault.db_path.exists():
         return 0
-    async with writer_lock(vault, lock_wait, notify):
+    async with writer_lock(vault, notify):
         if not vault.registered() or not vault.db_path.exists():
             return 0
         globs = vault.ignore_globs

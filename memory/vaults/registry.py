@@ -9,6 +9,7 @@ from pathlib import Path
 from memory.agents import AgentRegistry
 from memory.audit import AuditLog
 from memory.config import ArcanaConfig, VaultConfig, editing_config, load_config
+from memory.deadline import lock_wait
 from memory.errors import InvalidRequestError, NotFoundError
 from memory.home import Home, check_name, shown_name
 from memory.limits import MAX_CONTENT_BYTES
@@ -233,7 +234,7 @@ class VaultRegistry:
         """
         vault = self.get(name)
         removed = []
-        writer = exclusive_within(vault.lock_path, f"index of vault '{name}'", REMOVE_WAIT_SECONDS)
+        writer = exclusive_within(vault.lock_path, f"index of vault '{name}'", lock_wait(REMOVE_WAIT_SECONDS))
         with writer, state_lock(vault.state_path):  # a watch's state write waits, then sees the vault gone
             with editing_config(self.home.config_path) as edit:  # another command's change made meanwhile is kept
                 edit.config.vaults.pop(name, None)

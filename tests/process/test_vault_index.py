@@ -71,24 +71,26 @@ def test_registry_validates_and_remove_never_touches_the_folder(vault, arcana_ho
         registry.get("notes")
 
 
-async def test_removal_waits_for_an_index_run_in_flight_and_no_later_run_recreates_the_index(vault, arcana_home, monkeypatch):
+async def test_removal_waits_for_an_index_run_in_flight_and_no_later_run_recreates_the_index(vault, arcana_home):
     """The writer lock held (an index run in flight): removal waits for it, or gives up with the vault
     intact; once removed, a run that held the vault from before (a watch's) indexes nothing."""
     import threading
 
-    import memory.vaults.registry as registry_mod
+    from memory.deadline import LOCK_WAIT
     from memory.errors import LockHeldError
 
     await index_vault(vault, embed=False)  # control: a run makes the index
     assert vault.db_path.exists()
     registry = VaultRegistry(arcana_home)
-    monkeypatch.setattr(registry_mod, "REMOVE_WAIT_SECONDS", 0.3)
     with exclusive(vault.lock_path, "index in flight"):
-        with pytest.raises(LockHeldError, match="try again"):
-            registry.remove("notes")
+        token = LOCK_WAIT.set(0.3)  # the command's --lock-wait
+        try:
+            with pytest.raises(LockHeldError, match="try again"):
+                registry.remove("notes")
+        finally:
+            LOCK_WAIT.reset(token)
         assert registry.get("notes").name == "notes" and vault.db_path.exists()  # nothing half-removed
-        monkeypatch.setattr(registry_mod, "REMOVE_WAIT_SECONDS", 30.0)
-        removal = threading.Thread(target=registry.remove, args=("notes",))
+        removal = threading.Thread(target=registry.remove, args=("notes",))  # no lock wait given: 30 s
         removal.start()
         time.sleep(0.5)
         assert removal.is_alive() and vault.db_path.exists()  # waiting for the run to finish

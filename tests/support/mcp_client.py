@@ -15,10 +15,10 @@ from memory.types import MemoryEntry
 
 
 @asynccontextmanager
-async def session(*args: str, stderr=None):
-    """An initialised ClientSession on `arcana mcp ARGS`."""
+async def session(*args: str, stderr=None, env: dict[str, str] | None = None):
+    """An initialised ClientSession on `arcana mcp ARGS`; ``env`` adds variables."""
     argv = ["-m", "arcana_cli.main", "mcp", *args]
-    params = StdioServerParameters(command=sys.executable, args=argv, env=dict(os.environ))
+    params = StdioServerParameters(command=sys.executable, args=argv, env={**os.environ, **(env or {})})
     errlog = stderr if stderr is not None else sys.stderr
     async with stdio_client(params, errlog=errlog) as (read, write), ClientSession(read, write) as client:
         await client.initialize()

@@ -1,0 +1,43 @@
+"""A server pool's row another session holds locked: `--lock-wait` bounds the wait as it does a SQLite
+store's (lock_timeout for the session), and the one line says the row stayed locked and names
+--lock-wait, not "check that the server is up". Real server (the suite's), real `arcana` processes;
+another psql session holds the memory's row FOR UPDATE."""
+
+from __future__ import annotations
+
+import json
+import time
+
+from runner import run_arcana
+from test_postgres_server_trouble import Locker, team  # noqa: F401 - the server pool fixture, reused
+
+from arcana_cli import exit_codes
+
+
+def _pooled(home, env) -> list[dict]:
+    done = run_arcana("memory", "list", "--pool", "team", "--json", home=home, env=env)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+def test_a_lock_wait_bounds_the_wait_for_a_row_another_session_holds(team, arcana_home, pg_server):
+    env = team
+    run_arcana("remember", "the team kettle is red", "--agent", "alice", "--pool", "team", home=arcana_home, env=env)
+    rows = {m["content"]: m["id"] for m in _pooled(arcana_home, env)}
+    blue = rows["the team kettle is blue"]
+    locker = Locker(pg_server, f"SELECT 1 FROM memories WHERE id = '{blue}' FOR UPDATE")
+    try:
+        started = time.monotonic()
+        done = run_arcana("--lock-wait", "0.5", "memory", "forget", blue, "--pool", "team", home=arcana_home, env=env)
+        took = time.monotonic() - started
+        assert done.returncode == exit_codes.STORAGE and done.stderr.count("\n") == 1, done.stderr
+        assert "locked" in done.stderr and "--lock-wait" in done.stderr, done.stderr
+        assert "server is up" not in done.stderr, done.stderr
+        assert took < 4, took  # the pool's statement timeout (5 s) would still be waiting
+    finally:
+        locker.close()
+    assert sorted(m["content"] for m in _pooled(arcana_home, env)) == [
+        "the team kettle is blue", "the team kettle is red"]  # nothing changed
+    done = run_arcana("--lock-wait", "0.5", "memory", "forget", blue, "--pool", "team", home=arcana_home, env=env)
+    assert done.returncode == 0, done.stderr
+    assert [m["content"] for m in _pooled(arcana_home, env)] == ["the team kettle is red"]  # the control stays
