@@ -500,7 +500,7 @@ class PostgresAdapter:
         """The claims held beside the fact ``entry_id`` (any visibility, archived too)."""
         query = version_sql.held_beside(entry_id, SELECT_COLUMNS, POSTGRES)
         rows = await self._call(lambda conn: conn.fetch(numbered(query.sql), *query.params))
-        return [_entry(r) for r in rows]
+        return readable(rows)
 
     async def open_conflicts(self) -> int:
         """Claims held beside the user-confirmed fact they contradict, awaiting an operator."""
