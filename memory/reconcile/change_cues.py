@@ -21,10 +21,10 @@ of these hold:
   residence, an e-mail's shape) within ``WINDOW`` words of the cue — the
   changed thing sits next to the change ("Maria left", "I gave up tennis"),
   while "I left my keys at the gym" is about keys, not the gym; the person
-  the new text is about ("my manager moved") and an aside in parentheses
-  are no link; an ending cue links only the phrase beside it, said whole by
-  the candidate ("cancelled the Spanish course", not "the Napa wine tour was
-  called off" for an offsite in Napa); a correction reaches the whole text
+  the new text is about ("my manager moved", as a word or as a slot's topic)
+  and an aside in parentheses are no link; an ending cue links only the
+  phrase beside it, said whole by the candidate ("cancelled the Spanish
+  course", not "the Napa wine tour was called off" for an offsite in Napa); a correction reaches the whole text
   but must name the old value (", not Lyon"), share two words, or swap one;
 - "used to A but now" / ", not A" name an old value the candidate says whole;
 - "from A to B" / "instead of A" name the old value: the candidate must
@@ -105,7 +105,7 @@ def cued_update(
         # Linked by what the candidate says, not by whom: "Lena moved" does not end "my friend Lena likes sushi".
         # Nor by the person the new text is about: "my manager moved to Oslo" does not end "my manager visited Kyoto".
         said = {w for f in candidate.facts for w in content_words(f"{f.attribute} {f.value}")} if candidate.facts else old_words
-        links = _links(norm, candidate, patterns, said - cue_words - people, cue_words)
+        links = _links(norm, candidate, patterns, said - cue_words - people, cue_words | people)
         near = {word for word, at in links if any(lo <= at <= hi for lo, hi in ranges)}
         linked = dict((at, word) for word, at in links)
         # An ending cue ends a phrase the candidate says whole: "dropped spin class", not "dropped the yoga class".
@@ -314,9 +314,10 @@ def _loose(word: str) -> str:
     return word[:-1] if len(word) > 3 and word.endswith("e") else word
 
 
-def _links(norm: str, candidate: Candidate, patterns: SlotPatterns, old_words: set[str], cue_words: set[str]) -> list[tuple[str, int]]:
-    """Where in ``norm`` the candidate is named: its content words, its slot topics' words, its values' shapes."""
-    topics = {stem(w) for f in candidate.facts for w in patterns.attribute_words.get(f.attribute, "").split()} - cue_words
+def _links(norm: str, candidate: Candidate, patterns: SlotPatterns, old_words: set[str], unlinked: set[str]) -> list[tuple[str, int]]:
+    """Where in ``norm`` the candidate is named: its content words, its slot topics' words (none of ``unlinked``:
+    the cue's own, the person the text is about: "my manager moved" names no manager fact), its values' shapes."""
+    topics = {stem(w) for f in candidate.facts for w in patterns.attribute_words.get(f.attribute, "").split()} - unlinked
     shapes = [patterns.value_shapes[f.attribute] for f in candidate.facts if f.attribute in patterns.value_shapes]
     asides = [(m.start(), m.end()) for m in re.finditer(r"\([^)]*\)?", norm)]  # "(note 12)" changes nothing
     loose = {_loose(w): w for w in old_words | topics if not re.search(r"[/:#\d]", w)}
@@ -325,7 +326,7 @@ def _links(norm: str, candidate: Candidate, patterns: SlotPatterns, old_words: s
         if any(a <= start < b for a, b in asides):
             continue
         hit = {stem(word), *map(stem, re.split(r"[/:#-]", word))} & (old_words | topics)
-        hit = hit or ({loose[_loose(word)]} if _loose(word) in loose and _loose(word) not in cue_words else set())
+        hit = hit or ({loose[_loose(word)]} if _loose(word) in loose and _loose(word) not in unlinked else set())
         if hit:
             links.append((sorted(hit)[0], at))
         elif any(shape.search(word) for shape in shapes):

@@ -212,3 +212,10 @@ async def test_a_change_someone_named_makes_ends_nothing_of_mine(store):
     assert await store.say("I quit the netball club, I do spin on Tuesdays now.") == [
         "I play netball with a club on Tuesdays."
     ]
+
+
+async def test_a_person_who_moves_keeps_their_name(store):
+    """The person the text is about is no link, as a word of the candidate nor as its slot's topic."""
+    await store.say("My manager is Kevin Ortiz.")
+    assert await store.say("My manager moved to the Leeds office.") == []
+    assert await store.say("My manager changed, it's Priya Shah now.") == ["My manager is Kevin Ortiz."]  # control
