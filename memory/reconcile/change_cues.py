@@ -22,10 +22,14 @@ of these hold:
   changed thing sits next to the change ("Maria left", "I gave up tennis"),
   while "I left my keys at the gym" is about keys, not the gym; the person
   the new text is about ("my manager moved", as a word or as a slot's topic)
-  and an aside in parentheses are no link; an ending cue links only the
-  phrase beside it, said whole by the candidate ("cancelled the Spanish
-  course", not "the Napa wine tour was called off" for an offsite in Napa); a correction reaches the whole text
-  but must name the old value (", not Lyon"), share two words, or swap one;
+  and an aside in parentheses are no link; a verb that moves or replaces a
+  thing ("switched dentists", "moved the dentist appointment") reaches only
+  that thing, which the candidate must name as its own and not to qualify
+  another ("the dentist appointment" is no dentist); an ending cue links
+  only the phrase beside it, said whole by the candidate ("cancelled the
+  Spanish course", not "the Napa wine tour was called off" for an offsite in
+  Napa); a correction reaches the whole text but must name the old value
+  (", not Lyon"), share two words, or swap one;
 - "used to A but now" / ", not A" name an old value the candidate says whole;
 - "from A to B" / "instead of A" name the old value: the candidate must
   contain A; a new value named ("from A to B", "moved to B", "replaced it
@@ -78,9 +82,10 @@ def cued_update(
     if len(new_words) > MAX_NEW_WORDS:
         return None
     strong = any(is_cue for _, is_cue in cues) or bool(ending)  # a correction alone never ends one of many tastes
-    ranges, phrases = _ranges(norm, cues, correction), _phrases(norm, ending)
+    (ranges, things), phrases = _ranges(norm, cues, correction), _phrases(norm, ending)
     old_named, new_named, named_at, whole = _named_values(norm, patterns, [m for m, is_cue in cues if is_cue] + ending)
-    named_near = named_at is not None and any(lo <= named_at <= hi for lo, hi in ranges)
+    # "from A" beside the cue, or right after the thing it moves ("moved my accounts from HSBC to Monzo").
+    named_near = named_at is not None and any(lo <= named_at <= hi for lo, hi in [*ranges, *((h, h + 1) for h in things)])
     lead = _lead_person(norm, patterns)
     people = {w for s in subjects if _head(s.key) in patterns.relations for w in content_words(" ".join([s.key, *s.aliases]))}
     people |= {lead} - {None}
@@ -106,7 +111,10 @@ def cued_update(
         # Nor by the person the new text is about: "my manager moved to Oslo" does not end "my manager visited Kyoto".
         said = {w for f in candidate.facts for w in content_words(f"{f.attribute} {f.value}")} if candidate.facts else old_words
         links = _links(norm, candidate, patterns, said - cue_words - people, cue_words | people)
-        near = {word for word, at in links if any(lo <= at <= hi for lo, hi in ranges)}
+        near = {
+            word for word, at in links if any(lo <= at <= hi for lo, hi in ranges)
+            and not (at in things and _qualifies(candidate.entry.content, word, things[at]))
+        }
         linked = dict((at, word) for word, at in links)
         # An ending cue ends a phrase the candidate says whole: "dropped spin class", not "dropped the yoga class".
         near |= {linked[at] for phrase in phrases if all(at in linked for at in phrase) for at in phrase}
@@ -142,6 +150,9 @@ _DETERMINER = frozenset("the a an my our his her their its your this that".split
 # Verbs whose object is the thing that changes ("moved the meeting to 3pm"), unlike "left" or "quit",
 # whose subject does ("Claire left the company").
 _MOVERS = frozenset("moved moving changed changing switched switching replaced replacing renamed renaming upgraded".split())
+_QUANTIFIERS = frozenset("all both every some".split())
+_PARTICLES = frozenset("back over out up down away around off again".split())  # "moved back to Leeds"
+_PRONOUNS = frozenset("it them him her me us everything something".split())  # "moved him to St. Anne's"
 _INDEFINITE = frozenset("a an one another other some any each every".split())
 _PHRASE_END = frozenset(
     "for with and to so but in on at because since after then by from"
@@ -150,12 +161,13 @@ _PHRASE_END = frozenset(
 )
 
 
-def _ranges(norm: str, cues: list, correction: bool) -> list[tuple[int, int]]:
-    """The word indexes each cue reaches: ``WINDOW`` words about a change cue (from its object on when it
-    moves one: "Tom moved the sofa" is about the sofa, not Tom), the whole text for a correction
-    ("sorry, I meant ...")."""
+def _ranges(norm: str, cues: list, correction: bool) -> tuple[list[tuple[int, int]], dict[int, set[str]]]:
+    """The word indexes each cue reaches: ``WINDOW`` words about a change cue, the whole text for a
+    correction ("sorry, I meant ..."); and, by the index of its head, the words of each thing a cue moves
+    or replaces, which it alone reaches ("Tom moved the sofa": the sofa, not Tom; "switched dentists": the
+    dentist, not the dentist appointment)."""
     tokens = _tokens(norm)
-    ranges = []
+    ranges, things = [], {}
     for match, is_cue in cues:
         span = _span(tokens, match)
         if not span or _said_of_another(norm, tokens, span[0]):
@@ -164,9 +176,13 @@ def _ranges(norm: str, cues: list, correction: bool) -> list[tuple[int, int]]:
             head = _head_after(norm, tokens, span[1])
             ranges += [(head, head)] if head is not None else []
             continue
-        moved = is_cue and match.group(0) in _MOVERS and _object(norm, tokens, span[1])
-        ranges.append((moved[0] if moved else span[0] - WINDOW, span[1] + WINDOW))
-    return ranges + ([(0, len(tokens))] if correction else [])
+        thing = _object(norm, tokens, span[1]) if is_cue and match.group(0) in _MOVERS else []
+        if thing:
+            ranges.append((thing[-1], thing[-1]))
+            things[thing[-1]] = {stem(tokens[at][1]) for at in thing}
+            continue
+        ranges.append((span[0] - WINDOW, span[1] + WINDOW))
+    return ranges + ([(0, len(tokens))] if correction else []), things
 
 
 # Words that open a sentence with a capital and are no one: "Then switched to decaf", "Honestly ...".
@@ -229,21 +245,43 @@ def _head_after(norm: str, tokens: list[tuple[int, str]], last: int) -> int | No
     return head
 
 
-def _object(norm: str, tokens: list[tuple[int, str]], last: int) -> tuple[int, int] | None:
-    """The first and last index of the thing a verb ending at ``last`` moves, when a determiner opens it
-    ("moved the guinea pigs' hutch into the shed": the hutch; a possessor is not the thing)."""
-    if last + 1 >= len(tokens) or tokens[last + 1][1] not in _DETERMINER:
-        return None
+def _object(norm: str, tokens: list[tuple[int, str]], last: int) -> list[int]:
+    """The indexes of the thing a verb ending at ``last`` moves or replaces, said right after it
+    ("switched dentists", "moved the guinea pigs' hutch into the shed": the hutch, a possessor is not the
+    thing); none when it goes somewhere or is someone ("moved to Leeds", "moved back", "moved him")."""
+    at = last + 1
+    while at < len(tokens) and tokens[at][1] in _DETERMINER | _QUANTIFIERS:
+        at += 1
     words: list[int] = []
-    for at in range(last + 2, min(last + 2 + WINDOW, len(tokens))):
+    for at in range(at, min(at + WINDOW, len(tokens))):
         start, word = tokens[at]
-        if word in _PHRASE_END:
+        if word in _PHRASE_END | _PARTICLES | _PRONOUNS or word.endswith("ly") or not content_words(word):
             break
         said = norm[start:].split(" ", 1)[0]
         words = [] if said.rstrip(",.;:!?").endswith(("'", "'s")) else [*words, at]  # "pigs' hutch": the hutch
-        if said[-1:] in {",", ";", "."}:
+        if said[-1:] in {",", ";", ".", "!", "?"}:
             break
-    return (words[0], words[-1]) if words else None
+    return words
+
+
+def _qualifies(text: str, word: str, thing: set[str]) -> bool:
+    """``text`` says ``word`` only to qualify another thing than ``thing``: "the dentist appointment", "my
+    phone contract", "the car's MOT" say no dentist, phone or car. A name ("Kindle Paperwhite", "iPhone
+    12") or a verb ("my shift starts", "the gym closes") after it is no other thing."""
+    said = re.findall(r"[\w'-]+|[^\w\s]", text.replace("’", "'"))
+    found = [i for i, token in enumerate(said) if _loose(token.lower().removesuffix("'s")) == _loose(word)]
+    if not found:
+        return False  # a slot's topic, not a word of the text
+
+    def qualifier(i: int) -> bool:
+        if said[i].lower().endswith("'s"):
+            return True
+        after = said[i + 1] if i + 1 < len(said) else ""
+        lower = after.lower()
+        return (after.isalpha() and after[0].islower() and bool(content_words(lower)) and lower not in _PHRASE_END
+                and not lower.endswith(("s", "ed")) and stem(lower) not in thing)
+
+    return all(qualifier(i) for i in found)
 
 
 def _phrases(norm: str, ending: list[re.Match]) -> list[list[int]]:

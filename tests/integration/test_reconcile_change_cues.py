@@ -4,6 +4,7 @@ nothing. Real SQLite, real fastembed, and keyword-only; each exclusion beside a 
 
 from __future__ import annotations
 
+import json
 
 import pytest
 
@@ -219,3 +220,38 @@ async def test_a_person_who_moves_keeps_their_name(store):
     await store.say("My manager is Kevin Ortiz.")
     assert await store.say("My manager moved to the Leeds office.") == []
     assert await store.say("My manager changed, it's Priya Shah now.") == ["My manager is Kevin Ortiz."]  # control
+
+
+def test_a_switch_of_dentist_keeps_the_dentist_appointment_through_the_cli(cli):
+    """A change cue ended the nearest fact sharing a topic word: "I switched dentists" ended "The dentist
+    appointment is on May 7", a different fact (who the dentist is, not when the appointment is), and
+    recall lost it. The control, in a second agent of the same home: the same line ends who the dentist was."""
+
+    def remember(agent: str, text: str) -> dict:
+        result = cli("remember", text, "--agent", agent, "--json")
+        assert result.exit_code == 0, result.output
+        return json.loads(result.stdout)
+
+    appointment = remember("ada", "The dentist appointment is on May 7.")
+    assert remember("ada", "I switched dentists, I see Dr Patel now.")["supersedes"] == []
+    recalled = json.loads(cli("recall", "when is the dentist appointment", "--agent", "ada", "--json").stdout)
+    assert appointment["id"] in [m["id"] for m in recalled["results"]]
+    smith = remember("bo", "My dentist is Dr Smith.")
+    assert remember("bo", "I switched dentists, I see Dr Patel now.")["supersedes"] == [smith["id"]]
+    listed = json.loads(cli("memory", "list", "--agent", "bo", "--json").stdout)
+    assert smith["id"] not in {m["id"] for m in listed}
+
+
+async def test_a_replaced_thing_is_what_the_cue_names_not_a_thing_named_after_it(store):
+    """"switched dentists" replaces the dentist, not the dentist appointment; "upgraded my phone" the
+    phone, not the phone contract; "switched yoga mats" no yoga class."""
+    for fact in ("My dentist is Dr Smith.", "The dentist appointment is on May 7.", "My phone contract is with EE.",
+                 "My yoga class is on Thursday evenings."):
+        await store.say(fact)
+    assert await store.say("I switched yoga mats, I use a cork one now.") == []
+    assert await store.say("I upgraded my phone to a Pixel 8.") == []
+    # Positive controls, same store: each replaces the very thing it names, and nothing else.
+    assert await store.say("I moved the dentist appointment to May 9.") == ["The dentist appointment is on May 7."]
+    assert await store.say("I switched dentists, I see Dr Patel now.") == ["My dentist is Dr Smith."]
+    assert {"I moved the dentist appointment to May 9.", "My phone contract is with EE.",
+            "My yoga class is on Thursday evenings."} <= await store.current()
