@@ -31,6 +31,10 @@ of these hold:
   Napa); a correction reaches the whole text but must name the old value
   (", not Lyon"), share two words, or swap one;
 - "used to A but now" / ", not A" name an old value the candidate says whole;
+- a new time ("moved to the first Thursday") ends only a fact that says when
+  (the language's ``when``), and a thing replaced with no time said ("we
+  switched cleaners") no fact that says when ("The cleaner comes on
+  Tuesdays"), unless the old value is named;
 - "from A to B" / "instead of A" name the old value: the candidate must
   contain A; a new value named ("from A to B", "moved to B", "replaced it
   with B") must not be all the candidate says already ("moved to Acme" does
@@ -83,7 +87,9 @@ def cued_update(
         return None
     strong = any(is_cue for _, is_cue in cues) or bool(ending)  # a correction alone never ends one of many tastes
     (ranges, things), phrases = _ranges(norm, cues, correction), _phrases(norm, ending)
-    old_named, new_named, named_at, whole = _named_values(norm, patterns, [m for m, is_cue in cues if is_cue] + ending)
+    old_named, new_value, named_at, whole = _named_values(norm, patterns, [m for m, is_cue in cues if is_cue] + ending)
+    new_named, rescheduled = content_words(new_value), _when(new_value, patterns)
+    replaced = bool(things) and not patterns.when.search(norm)  # a thing replaced, with no time said
     # "from A" beside the cue, or right after the thing it moves ("moved my accounts from HSBC to Monzo").
     named_near = named_at is not None and any(lo <= named_at <= hi for lo, hi in [*ranges, *((h, h + 1) for h in things)])
     lead = _lead_person(norm, patterns)
@@ -107,6 +113,10 @@ def cued_update(
             continue  # "from tea to coffee" ends the tea, never the coffee; "moved to Acme" not "visited Acme"
         if whole and not whole <= old_words:
             continue  # "I used to play chess but now ..." is not about "I play tennis"
+        if rescheduled and not patterns.when.search(candidate.norm):
+            continue  # "book club moved to Thursdays" changes when it meets, not what it reads
+        if replaced and patterns.when.search(candidate.norm) and not old_named & old_words:
+            continue  # "we switched cleaners" changes who comes, not "The cleaner comes on Tuesdays"
         # Linked by what the candidate says, not by whom: "Lena moved" does not end "my friend Lena likes sushi".
         # Nor by the person the new text is about: "my manager moved to Oslo" does not end "my manager visited Kyoto".
         said = {w for f in candidate.facts for w in content_words(f"{f.attribute} {f.value}")} if candidate.facts else old_words
@@ -372,17 +382,28 @@ def _links(norm: str, candidate: Candidate, patterns: SlotPatterns, old_words: s
     return links
 
 
-def _named_values(norm: str, patterns: SlotPatterns, cues: list[re.Match]) -> tuple[set[str], set[str], int | None, set[str]]:
-    """The old and new values the text names ("from A to B", "instead of A", "<cue> ... to B"), as content
-    words, the index of the word where "from A" / "instead of A" starts, and an old value the candidate
-    must say whole ("used to A but now", ", not A")."""
+def _named_values(norm: str, patterns: SlotPatterns, cues: list[re.Match]) -> tuple[set[str], str, int | None, set[str]]:
+    """The old value the text names ("from A to B", "instead of A"), as content words, the new one ("to B",
+    "<cue> ... to B") as said, the index of the word where "from A" / "instead of A" starts, and an old
+    value the candidate must say whole ("used to A but now", ", not A")."""
     match = patterns.change_from.search(norm)
     groups = match.groupdict() if match else {}
     whole = content_words(groups.get("was") or groups.get("was2") or "")
     old = groups.get("old") or groups.get("old2") or ""
     new = groups.get("new") or next((m.group("new") for m in (patterns.change_to.match(norm, c.end()) for c in cues) if m), "")
     at = sum(start < match.start() for start, _ in _tokens(norm)) if match else None
-    return content_words(old) | whole, content_words(new), at, whole
+    return content_words(old) | whole, new, at, whole
+
+
+_ORDINALS = frozenset("first second third fourth last".split())
+
+
+def _when(value: str, patterns: SlotPatterns) -> bool:
+    """The named new value is a time ("to the first Thursday of the month", "to May 9", "to 10:15")."""
+    words = value.split()
+    while words and words[0] in _DETERMINER | _PHRASE_END | _ORDINALS | _QUANTIFIERS:
+        words = words[1:]
+    return bool(words) and patterns.when.match(" ".join(words)) is not None
 
 
 def _told_apart(new_facts: list[Fact], old_facts: list[Fact]) -> bool:

@@ -255,3 +255,24 @@ async def test_a_replaced_thing_is_what_the_cue_names_not_a_thing_named_after_it
     assert await store.say("I switched dentists, I see Dr Patel now.") == ["My dentist is Dr Smith."]
     assert {"I moved the dentist appointment to May 9.", "My phone contract is with EE.",
             "My yoga class is on Thursday evenings."} <= await store.current()
+
+
+async def test_a_new_time_ends_only_a_time(store):
+    """A rescheduling changes when: "moved to the first Thursday" is no change of what book club reads."""
+    await store.say("Our book club is reading Middlemarch.")
+    await store.say("The team meeting is on Tuesdays at 10.")
+    assert await store.say("Book club moved to the first Thursday of the month.") == []
+    assert await store.say("The team meeting moved to Wednesdays at 11.") == ["The team meeting is on Tuesdays at 10."]
+    assert "Our book club is reading Middlemarch." in await store.current()
+
+
+async def test_a_replacement_that_says_no_time_keeps_a_time(store):
+    """"We switched cleaners" changes who comes, not when: "The cleaner comes on Tuesdays" stays."""
+    await store.say("The cleaner comes on Tuesdays.")
+    await store.say("I go to the gym every morning at 6.")
+    assert await store.say("We switched cleaners, it's Ana now.") == []
+    assert await store.say("I switched gyms, I go to PureGym now.") == []
+    # Positive control, same store: a replacement ends what it replaces.
+    await store.say("My dentist is Dr Smith.")
+    assert await store.say("I switched dentists, I see Dr Patel now.") == ["My dentist is Dr Smith."]
+    assert {"The cleaner comes on Tuesdays.", "I go to the gym every morning at 6."} <= await store.current()
