@@ -25,11 +25,12 @@ of these hold:
   and an aside in parentheses are no link; a verb that moves or replaces a
   thing ("switched dentists", "moved the dentist appointment") reaches only
   that thing, which the candidate must name as its own and not to qualify
-  another ("the dentist appointment" is no dentist); an ending cue links
-  only the phrase beside it, said whole by the candidate ("cancelled the
-  Spanish course", not "the Napa wine tour was called off" for an offsite in
-  Napa); a correction reaches the whole text but must name the old value
-  (", not Lyon"), share two words, or swap one;
+  another ("the dentist appointment" is no dentist), and one that ends what
+  it names ("quit", "stopped") ends its head ("quit the school choir" ends
+  no school); an ending cue links only the phrase beside it, said whole by
+  the candidate ("cancelled the Spanish course", not "the Napa wine tour was
+  called off" for an offsite in Napa); a correction reaches the whole text
+  but must name the old value (", not Lyon"), share two words, or swap one;
 - "used to A but now" / ", not A" name an old value the candidate says whole;
 - a new time ("moved to the first Thursday") ends only a fact that says when
   (the language's ``when``), and a thing replaced with no time said ("we
@@ -86,7 +87,7 @@ def cued_update(
     if len(new_words) > MAX_NEW_WORDS:
         return None
     strong = any(is_cue for _, is_cue in cues) or bool(ending)  # a correction alone never ends one of many tastes
-    (ranges, things), phrases = _ranges(norm, cues, correction), _phrases(norm, ending)
+    (ranges, things, qualifiers), phrases = _ranges(norm, cues, correction), _phrases(norm, ending)
     old_named, new_value, named_at, whole = _named_values(norm, patterns, [m for m, is_cue in cues if is_cue] + ending)
     new_named, rescheduled = content_words(new_value), _when(new_value, patterns)
     replaced = bool(things) and not patterns.when.search(norm)  # a thing replaced, with no time said
@@ -122,7 +123,7 @@ def cued_update(
         said = {w for f in candidate.facts for w in content_words(f"{f.attribute} {f.value}")} if candidate.facts else old_words
         links = _links(norm, candidate, patterns, said - cue_words - people, cue_words | people)
         near = {
-            word for word, at in links if any(lo <= at <= hi for lo, hi in ranges)
+            word for word, at in links if any(lo <= at <= hi for lo, hi in ranges) and at not in qualifiers
             and not (at in things and _qualifies(candidate.entry.content, word, things[at]))
         }
         linked = dict((at, word) for word, at in links)
@@ -160,7 +161,10 @@ _DETERMINER = frozenset("the a an my our his her their its your this that".split
 # Verbs whose object is the thing that changes ("moved the meeting to 3pm"), unlike "left" or "quit",
 # whose subject does ("Claire left the company").
 _MOVERS = frozenset("moved moving changed changing switched switching replaced replacing renamed renaming upgraded".split())
+# Verbs that may end the thing said right after them: "quit the school choir" ends a choir, not a school.
+_ENDERS = frozenset("quit quitting left leaving stopped stopping".split()) | {"gave up", "given up", "giving up"}
 _QUANTIFIERS = frozenset("all both every some".split())
+_NUMBERS = frozenset("one two three four five six seven eight nine ten eleven twelve few several".split())
 _PARTICLES = frozenset("back over out up down away around off again".split())  # "moved back to Leeds"
 _PRONOUNS = frozenset("it them him her me us everything something".split())  # "moved him to St. Anne's"
 _INDEFINITE = frozenset("a an one another other some any each every".split())
@@ -169,15 +173,17 @@ _PHRASE_END = frozenset(
     " last this next yesterday today tonight tomorrow ago earlier"  # "sold the Civic last weekend": the Civic
     .split()
 )
+_NOT_A_THING = _PHRASE_END | _PARTICLES | _PRONOUNS | _NUMBERS  # words that end a thing said after a verb
 
 
-def _ranges(norm: str, cues: list, correction: bool) -> tuple[list[tuple[int, int]], dict[int, set[str]]]:
+def _ranges(norm: str, cues: list, correction: bool) -> tuple[list[tuple[int, int]], dict[int, set[str]], set[int]]:
     """The word indexes each cue reaches: ``WINDOW`` words about a change cue, the whole text for a
-    correction ("sorry, I meant ..."); and, by the index of its head, the words of each thing a cue moves
+    correction ("sorry, I meant ..."); by the index of its head, the words of each thing a cue moves
     or replaces, which it alone reaches ("Tom moved the sofa": the sofa, not Tom; "switched dentists": the
-    dentist, not the dentist appointment)."""
+    dentist, not the dentist appointment); and the indexes of the words that only qualify a thing a cue
+    ends, which are no link ("quit the school choir" ends a choir, not a school)."""
     tokens = _tokens(norm)
-    ranges, things = [], {}
+    ranges, things, qualifiers = [], {}, set()
     for match, is_cue in cues:
         span = _span(tokens, match)
         if not span or _said_of_another(norm, tokens, span[0]):
@@ -186,13 +192,22 @@ def _ranges(norm: str, cues: list, correction: bool) -> tuple[list[tuple[int, in
             head = _head_after(norm, tokens, span[1])
             ranges += [(head, head)] if head is not None else []
             continue
-        thing = _object(norm, tokens, span[1]) if is_cue and match.group(0) in _MOVERS else []
-        if thing:
+        cue = match.group(0)
+        # "Maria left, our new nanny ...": what follows a cue's comma is not its object.
+        acts = is_cue and cue in _MOVERS | _ENDERS and not _ends_phrase(norm, tokens, span[1])
+        thing = _object(norm, tokens, span[1]) if acts else []
+        if thing and cue in _MOVERS:
             ranges.append((thing[-1], thing[-1]))
             things[thing[-1]] = {stem(tokens[at][1]) for at in thing}
             continue
+        qualifiers.update(thing[:-1])
         ranges.append((span[0] - WINDOW, span[1] + WINDOW))
-    return ranges + ([(0, len(tokens))] if correction else []), things
+    return ranges + ([(0, len(tokens))] if correction else []), things, qualifiers
+
+
+def _ends_phrase(norm: str, tokens: list[tuple[int, str]], at: int) -> bool:
+    """The word at ``at`` is said with a punctuation mark after it."""
+    return norm[tokens[at][0]:].split(" ", 1)[0][-1:] in {",", ";", ".", "!", "?"}
 
 
 # Words that open a sentence with a capital and are no one: "Then switched to decaf", "Honestly ...".
@@ -260,16 +275,18 @@ def _object(norm: str, tokens: list[tuple[int, str]], last: int) -> list[int]:
     ("switched dentists", "moved the guinea pigs' hutch into the shed": the hutch, a possessor is not the
     thing); none when it goes somewhere or is someone ("moved to Leeds", "moved back", "moved him")."""
     at = last + 1
+    if at + 1 < len(tokens) and tokens[at][1].endswith("ing") and tokens[at + 1][1] in _DETERMINER:
+        at += 1  # "stopped using my Barclays card": the card
     while at < len(tokens) and tokens[at][1] in _DETERMINER | _QUANTIFIERS:
         at += 1
     words: list[int] = []
     for at in range(at, min(at + WINDOW, len(tokens))):
         start, word = tokens[at]
-        if word in _PHRASE_END | _PARTICLES | _PRONOUNS or word.endswith("ly") or not content_words(word):
-            break
+        if word in _NOT_A_THING or word[:1].isdigit() or word.endswith("ly") or not content_words(word):
+            break  # "moved back to Leeds", "quit smoking three weeks ago": smoking
         said = norm[start:].split(" ", 1)[0]
         words = [] if said.rstrip(",.;:!?").endswith(("'", "'s")) else [*words, at]  # "pigs' hutch": the hutch
-        if said[-1:] in {",", ";", ".", "!", "?"}:
+        if _ends_phrase(norm, tokens, at):
             break
     return words
 

@@ -276,3 +276,17 @@ async def test_a_replacement_that_says_no_time_keeps_a_time(store):
     await store.say("My dentist is Dr Smith.")
     assert await store.say("I switched dentists, I see Dr Patel now.") == ["My dentist is Dr Smith."]
     assert {"The cleaner comes on Tuesdays.", "I go to the gym every morning at 6."} <= await store.current()
+
+
+async def test_a_cue_ends_the_head_of_what_it_names_not_a_word_that_qualifies_it(store):
+    """"I quit my Monday gym class" ends a class, not the gym membership; "my son quit the school choir"
+    no school; "stopped using my Barclays card" no job at Barclays."""
+    await store.say("My gym membership is with PureGym.")
+    await store.say("My son's school is Oakwood Primary.")
+    await store.say("I work at Barclays.")
+    assert await store.say("I quit my Monday gym class, it's too crowded.") == []
+    assert await store.say("My son quit the school choir.") == []
+    assert await store.say("I stopped using my Barclays card, I pay with Monzo now.") == []
+    # Positive control, same store: the head named.
+    assert await store.say("I quit the gym membership, it was too pricey.") == ["My gym membership is with PureGym."]
+    assert {"My son's school is Oakwood Primary.", "I work at Barclays."} <= await store.current()
