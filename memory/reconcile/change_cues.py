@@ -21,12 +21,21 @@ of these hold:
   residence, an e-mail's shape) within ``WINDOW`` words of the cue — the
   changed thing sits next to the change ("Maria left", "I gave up tennis"),
   while "I left my keys at the gym" is about keys, not the gym; the person
-  the new text is about ("my manager moved") and an aside in parentheses
-  are no link; an ending cue links only the phrase beside it, said whole by
+  the new text is about ("my manager moved", as a word or as a slot's topic)
+  and an aside in parentheses are no link; a verb that moves or replaces a
+  thing ("switched dentists", "moved the dentist appointment") reaches only
+  that thing, which the candidate must name as its own and not to qualify
+  another ("the dentist appointment" is no dentist), and one that ends what
+  it names ("quit", "stopped") ends its head ("quit the school choir" ends
+  no school); an ending cue links only the phrase beside it, said whole by
   the candidate ("cancelled the Spanish course", not "the Napa wine tour was
   called off" for an offsite in Napa); a correction reaches the whole text
   but must name the old value (", not Lyon"), share two words, or swap one;
 - "used to A but now" / ", not A" name an old value the candidate says whole;
+- a new time ("moved to the first Thursday") ends only a fact that says when
+  (the language's ``when``), and a thing replaced with no time said ("we
+  switched cleaners") no fact that says when ("The cleaner comes on
+  Tuesdays"), unless the old value is named;
 - "from A to B" / "instead of A" name the old value: the candidate must
   contain A; a new value named ("from A to B", "moved to B", "replaced it
   with B") must not be all the candidate says already ("moved to Acme" does
@@ -78,9 +87,12 @@ def cued_update(
     if len(new_words) > MAX_NEW_WORDS:
         return None
     strong = any(is_cue for _, is_cue in cues) or bool(ending)  # a correction alone never ends one of many tastes
-    ranges, phrases = _ranges(norm, cues, correction), _phrases(norm, ending)
-    old_named, new_named, named_at, whole = _named_values(norm, patterns, [m for m, is_cue in cues if is_cue] + ending)
-    named_near = named_at is not None and any(lo <= named_at <= hi for lo, hi in ranges)
+    (ranges, things, qualifiers), phrases = _ranges(norm, cues, correction), _phrases(norm, ending)
+    old_named, new_value, named_at, whole = _named_values(norm, patterns, [m for m, is_cue in cues if is_cue] + ending)
+    new_named, rescheduled = content_words(new_value), _when(new_value, patterns)
+    replaced = bool(things) and not patterns.when.search(norm)  # a thing replaced, with no time said
+    # "from A" beside the cue, or right after the thing it moves ("moved my accounts from HSBC to Monzo").
+    named_near = named_at is not None and any(lo <= named_at <= hi for lo, hi in [*ranges, *((h, h + 1) for h in things)])
     lead = _lead_person(norm, patterns)
     people = {w for s in subjects if _head(s.key) in patterns.relations for w in content_words(" ".join([s.key, *s.aliases]))}
     people |= {lead} - {None}
@@ -102,11 +114,18 @@ def cued_update(
             continue  # "from tea to coffee" ends the tea, never the coffee; "moved to Acme" not "visited Acme"
         if whole and not whole <= old_words:
             continue  # "I used to play chess but now ..." is not about "I play tennis"
+        if rescheduled and not patterns.when.search(candidate.norm):
+            continue  # "book club moved to Thursdays" changes when it meets, not what it reads
+        if replaced and patterns.when.search(candidate.norm) and not old_named & old_words:
+            continue  # "we switched cleaners" changes who comes, not "The cleaner comes on Tuesdays"
         # Linked by what the candidate says, not by whom: "Lena moved" does not end "my friend Lena likes sushi".
         # Nor by the person the new text is about: "my manager moved to Oslo" does not end "my manager visited Kyoto".
         said = {w for f in candidate.facts for w in content_words(f"{f.attribute} {f.value}")} if candidate.facts else old_words
-        links = _links(norm, candidate, patterns, said - cue_words - people, cue_words)
-        near = {word for word, at in links if any(lo <= at <= hi for lo, hi in ranges)}
+        links = _links(norm, candidate, patterns, said - cue_words - people, cue_words | people)
+        near = {
+            word for word, at in links if any(lo <= at <= hi for lo, hi in ranges) and at not in qualifiers
+            and not (at in things and _qualifies(candidate.entry.content, word, things[at]))
+        }
         linked = dict((at, word) for word, at in links)
         # An ending cue ends a phrase the candidate says whole: "dropped spin class", not "dropped the yoga class".
         near |= {linked[at] for phrase in phrases if all(at in linked for at in phrase) for at in phrase}
@@ -142,20 +161,29 @@ _DETERMINER = frozenset("the a an my our his her their its your this that".split
 # Verbs whose object is the thing that changes ("moved the meeting to 3pm"), unlike "left" or "quit",
 # whose subject does ("Claire left the company").
 _MOVERS = frozenset("moved moving changed changing switched switching replaced replacing renamed renaming upgraded".split())
+# Verbs that may end the thing said right after them: "quit the school choir" ends a choir, not a school.
+_ENDERS = frozenset("quit quitting left leaving stopped stopping".split()) | {"gave up", "given up", "giving up"}
+_QUANTIFIERS = frozenset("all both every some".split())
+_NUMBERS = frozenset("one two three four five six seven eight nine ten eleven twelve few several".split())
+_PARTICLES = frozenset("back over out up down away around off again".split())  # "moved back to Leeds"
+_PRONOUNS = frozenset("it them him her me us everything something".split())  # "moved him to St. Anne's"
 _INDEFINITE = frozenset("a an one another other some any each every".split())
 _PHRASE_END = frozenset(
     "for with and to so but in on at because since after then by from"
     " last this next yesterday today tonight tomorrow ago earlier"  # "sold the Civic last weekend": the Civic
     .split()
 )
+_NOT_A_THING = _PHRASE_END | _PARTICLES | _PRONOUNS | _NUMBERS  # words that end a thing said after a verb
 
 
-def _ranges(norm: str, cues: list, correction: bool) -> list[tuple[int, int]]:
-    """The word indexes each cue reaches: ``WINDOW`` words about a change cue (from its object on when it
-    moves one: "Tom moved the sofa" is about the sofa, not Tom), the whole text for a correction
-    ("sorry, I meant ...")."""
+def _ranges(norm: str, cues: list, correction: bool) -> tuple[list[tuple[int, int]], dict[int, set[str]], set[int]]:
+    """The word indexes each cue reaches: ``WINDOW`` words about a change cue, the whole text for a
+    correction ("sorry, I meant ..."); by the index of its head, the words of each thing a cue moves
+    or replaces, which it alone reaches ("Tom moved the sofa": the sofa, not Tom; "switched dentists": the
+    dentist, not the dentist appointment); and the indexes of the words that only qualify a thing a cue
+    ends, which are no link ("quit the school choir" ends a choir, not a school)."""
     tokens = _tokens(norm)
-    ranges = []
+    ranges, things, qualifiers = [], {}, set()
     for match, is_cue in cues:
         span = _span(tokens, match)
         if not span or _said_of_another(norm, tokens, span[0]):
@@ -164,9 +192,22 @@ def _ranges(norm: str, cues: list, correction: bool) -> list[tuple[int, int]]:
             head = _head_after(norm, tokens, span[1])
             ranges += [(head, head)] if head is not None else []
             continue
-        moved = is_cue and match.group(0) in _MOVERS and _object(norm, tokens, span[1])
-        ranges.append((moved[0] if moved else span[0] - WINDOW, span[1] + WINDOW))
-    return ranges + ([(0, len(tokens))] if correction else [])
+        cue = match.group(0)
+        # "Maria left, our new nanny ...": what follows a cue's comma is not its object.
+        acts = is_cue and cue in _MOVERS | _ENDERS and not _ends_phrase(norm, tokens, span[1])
+        thing = _object(norm, tokens, span[1]) if acts else []
+        if thing and cue in _MOVERS:
+            ranges.append((thing[-1], thing[-1]))
+            things[thing[-1]] = {stem(tokens[at][1]) for at in thing}
+            continue
+        qualifiers.update(thing[:-1])
+        ranges.append((span[0] - WINDOW, span[1] + WINDOW))
+    return ranges + ([(0, len(tokens))] if correction else []), things, qualifiers
+
+
+def _ends_phrase(norm: str, tokens: list[tuple[int, str]], at: int) -> bool:
+    """The word at ``at`` is said with a punctuation mark after it."""
+    return norm[tokens[at][0]:].split(" ", 1)[0][-1:] in {",", ";", ".", "!", "?"}
 
 
 # Words that open a sentence with a capital and are no one: "Then switched to decaf", "Honestly ...".
@@ -229,21 +270,45 @@ def _head_after(norm: str, tokens: list[tuple[int, str]], last: int) -> int | No
     return head
 
 
-def _object(norm: str, tokens: list[tuple[int, str]], last: int) -> tuple[int, int] | None:
-    """The first and last index of the thing a verb ending at ``last`` moves, when a determiner opens it
-    ("moved the guinea pigs' hutch into the shed": the hutch; a possessor is not the thing)."""
-    if last + 1 >= len(tokens) or tokens[last + 1][1] not in _DETERMINER:
-        return None
+def _object(norm: str, tokens: list[tuple[int, str]], last: int) -> list[int]:
+    """The indexes of the thing a verb ending at ``last`` moves or replaces, said right after it
+    ("switched dentists", "moved the guinea pigs' hutch into the shed": the hutch, a possessor is not the
+    thing); none when it goes somewhere or is someone ("moved to Leeds", "moved back", "moved him")."""
+    at = last + 1
+    if at + 1 < len(tokens) and tokens[at][1].endswith("ing") and tokens[at + 1][1] in _DETERMINER:
+        at += 1  # "stopped using my Barclays card": the card
+    while at < len(tokens) and tokens[at][1] in _DETERMINER | _QUANTIFIERS:
+        at += 1
     words: list[int] = []
-    for at in range(last + 2, min(last + 2 + WINDOW, len(tokens))):
+    for at in range(at, min(at + WINDOW, len(tokens))):
         start, word = tokens[at]
-        if word in _PHRASE_END:
-            break
+        if word in _NOT_A_THING or word[:1].isdigit() or word.endswith("ly") or not content_words(word):
+            break  # "moved back to Leeds", "quit smoking three weeks ago": smoking
         said = norm[start:].split(" ", 1)[0]
         words = [] if said.rstrip(",.;:!?").endswith(("'", "'s")) else [*words, at]  # "pigs' hutch": the hutch
-        if said[-1:] in {",", ";", "."}:
+        if _ends_phrase(norm, tokens, at):
             break
-    return (words[0], words[-1]) if words else None
+    return words
+
+
+def _qualifies(text: str, word: str, thing: set[str]) -> bool:
+    """``text`` says ``word`` only to qualify another thing than ``thing``: "the dentist appointment", "my
+    phone contract", "the car's MOT" say no dentist, phone or car. A name ("Kindle Paperwhite", "iPhone
+    12") or a verb ("my shift starts", "the gym closes") after it is no other thing."""
+    said = re.findall(r"[\w'-]+|[^\w\s]", text.replace("’", "'"))
+    found = [i for i, token in enumerate(said) if _loose(token.lower().removesuffix("'s")) == _loose(word)]
+    if not found:
+        return False  # a slot's topic, not a word of the text
+
+    def qualifier(i: int) -> bool:
+        if said[i].lower().endswith("'s"):
+            return True
+        after = said[i + 1] if i + 1 < len(said) else ""
+        lower = after.lower()
+        return (after.isalpha() and after[0].islower() and bool(content_words(lower)) and lower not in _PHRASE_END
+                and not lower.endswith(("s", "ed")) and stem(lower) not in thing)
+
+    return all(qualifier(i) for i in found)
 
 
 def _phrases(norm: str, ending: list[re.Match]) -> list[list[int]]:
@@ -314,9 +379,10 @@ def _loose(word: str) -> str:
     return word[:-1] if len(word) > 3 and word.endswith("e") else word
 
 
-def _links(norm: str, candidate: Candidate, patterns: SlotPatterns, old_words: set[str], cue_words: set[str]) -> list[tuple[str, int]]:
-    """Where in ``norm`` the candidate is named: its content words, its slot topics' words, its values' shapes."""
-    topics = {stem(w) for f in candidate.facts for w in patterns.attribute_words.get(f.attribute, "").split()} - cue_words
+def _links(norm: str, candidate: Candidate, patterns: SlotPatterns, old_words: set[str], unlinked: set[str]) -> list[tuple[str, int]]:
+    """Where in ``norm`` the candidate is named: its content words, its slot topics' words (none of ``unlinked``:
+    the cue's own, the person the text is about: "my manager moved" names no manager fact), its values' shapes."""
+    topics = {stem(w) for f in candidate.facts for w in patterns.attribute_words.get(f.attribute, "").split()} - unlinked
     shapes = [patterns.value_shapes[f.attribute] for f in candidate.facts if f.attribute in patterns.value_shapes]
     asides = [(m.start(), m.end()) for m in re.finditer(r"\([^)]*\)?", norm)]  # "(note 12)" changes nothing
     loose = {_loose(w): w for w in old_words | topics if not re.search(r"[/:#\d]", w)}
@@ -325,7 +391,7 @@ def _links(norm: str, candidate: Candidate, patterns: SlotPatterns, old_words: s
         if any(a <= start < b for a, b in asides):
             continue
         hit = {stem(word), *map(stem, re.split(r"[/:#-]", word))} & (old_words | topics)
-        hit = hit or ({loose[_loose(word)]} if _loose(word) in loose and _loose(word) not in cue_words else set())
+        hit = hit or ({loose[_loose(word)]} if _loose(word) in loose and _loose(word) not in unlinked else set())
         if hit:
             links.append((sorted(hit)[0], at))
         elif any(shape.search(word) for shape in shapes):
@@ -333,17 +399,28 @@ def _links(norm: str, candidate: Candidate, patterns: SlotPatterns, old_words: s
     return links
 
 
-def _named_values(norm: str, patterns: SlotPatterns, cues: list[re.Match]) -> tuple[set[str], set[str], int | None, set[str]]:
-    """The old and new values the text names ("from A to B", "instead of A", "<cue> ... to B"), as content
-    words, the index of the word where "from A" / "instead of A" starts, and an old value the candidate
-    must say whole ("used to A but now", ", not A")."""
+def _named_values(norm: str, patterns: SlotPatterns, cues: list[re.Match]) -> tuple[set[str], str, int | None, set[str]]:
+    """The old value the text names ("from A to B", "instead of A"), as content words, the new one ("to B",
+    "<cue> ... to B") as said, the index of the word where "from A" / "instead of A" starts, and an old
+    value the candidate must say whole ("used to A but now", ", not A")."""
     match = patterns.change_from.search(norm)
     groups = match.groupdict() if match else {}
     whole = content_words(groups.get("was") or groups.get("was2") or "")
     old = groups.get("old") or groups.get("old2") or ""
     new = groups.get("new") or next((m.group("new") for m in (patterns.change_to.match(norm, c.end()) for c in cues) if m), "")
     at = sum(start < match.start() for start, _ in _tokens(norm)) if match else None
-    return content_words(old) | whole, content_words(new), at, whole
+    return content_words(old) | whole, new, at, whole
+
+
+_ORDINALS = frozenset("first second third fourth last".split())
+
+
+def _when(value: str, patterns: SlotPatterns) -> bool:
+    """The named new value is a time ("to the first Thursday of the month", "to May 9", "to 10:15")."""
+    words = value.split()
+    while words and words[0] in _DETERMINER | _PHRASE_END | _ORDINALS | _QUANTIFIERS:
+        words = words[1:]
+    return bool(words) and patterns.when.match(" ".join(words)) is not None
 
 
 def _told_apart(new_facts: list[Fact], old_facts: list[Fact]) -> bool:

@@ -228,6 +228,12 @@ ENGLISH = compile_slots(
         r"\b(?:cancell?ed|called off|postponed|rained off|pushed back|died|broke down|ran out)\b.*\b(?:today|tonight"
         r"|tomorrow|this (?:morning|afternoon|evening|week|weekend|time)|last night|yesterday|halfway through|at lunch)\b"
     ),
+    when=(  # a day, a date or a clock time; "may" only with a day ("on May 7"), else it is the verb
+        r"\b(?:(?:mon|tues|wednes|thurs|fri|satur|sun)days?|weekends?|mornings?|afternoons?|evenings?|noon|midnight"
+        r"|(?:jan|febr)uary|march|april|june|july|august|(?:septem|octo|novem|decem)ber|may \d{1,2}(?:st|nd|rd|th)?"
+        r"|\d{1,2}(?:[:.]\d{2})? ?(?:am|pm)|\d{1,2}:\d{2}|\d{1,2}(?:st|nd|rd|th)"
+        r"|half (?:past )?(?:\d{1,2}|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve))\b"
+    ),
     change_from=(
         r"\bfrom (?!now on)(?P<old>[^,;]+?) to (?P<new>[^,;]+)|\binstead of (?P<old2>[^,;]+)"
         r"|\bused to (?P<was>[^,;]+?),? but (?:now|these days|nowadays)\b|, not (?P<was2>[^,;]+)$"

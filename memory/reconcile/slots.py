@@ -80,6 +80,9 @@ class SlotPatterns:
     unreal: re.Pattern = re.compile(r"(?!)")
     long_ago: re.Pattern = re.compile(r"(?!)")
     one_off: re.Pattern = re.compile(r"(?!)")
+    # A time ("on May 7", "Tuesdays at 5", "10:15"): a change to one ("moved to Thursday") changes when, so it
+    # ends only a fact that says when.
+    when: re.Pattern = re.compile(r"(?!)")
     attribute_words: dict[str, str] = field(default_factory=dict)  # extra keyword-search words per attribute
     value_shapes: dict[str, re.Pattern] = field(default_factory=dict)  # "phone" needs digits: "my phone is a Pixel" is a device
 
@@ -109,6 +112,7 @@ def compile_slots(
     unreal: str = r"(?!)",
     long_ago: str = r"(?!)",
     one_off: str = r"(?!)",
+    when: str = r"(?!)",
     attribute_words: dict[str, str] | None = None,
     value_shapes: dict[str, str] | None = None,
 ) -> SlotPatterns:
@@ -153,6 +157,7 @@ def compile_slots(
         unreal=re.compile(unreal, _FLAGS),
         long_ago=re.compile(long_ago, _FLAGS),
         one_off=re.compile(one_off, _FLAGS),
+        when=re.compile(when, _FLAGS),
         attribute_words=dict(attribute_words or {}),
         value_shapes={k: re.compile(v, _FLAGS) for k, v in (value_shapes or {}).items()},
     )

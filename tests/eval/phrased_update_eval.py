@@ -22,7 +22,10 @@ the noop rate on restatements, and false supersessions on the controls.
 
 ``phrased_updates_unseen.json`` holds four more sets of the same shape, each
 written by someone who never saw the rules or the other sets, never tuned on:
-pass it with ``--cases``.
+pass it with ``--cases``. ``phrased_updates_shared_topic.json`` holds
+different facts that share a topic word ("My dentist is Dr Smith", "The
+dentist appointment is on May 7"), written by the engineer who fixed such
+false supersessions: not blind, not tuned on by the other sets.
 
 Run: ``python tests/eval/phrased_update_eval.py [--misses] [--cases PATH]``.
 """

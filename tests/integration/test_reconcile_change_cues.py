@@ -4,6 +4,7 @@ nothing. Real SQLite, real fastembed, and keyword-only; each exclusion beside a 
 
 from __future__ import annotations
 
+import json
 
 import pytest
 
@@ -212,3 +213,80 @@ async def test_a_change_someone_named_makes_ends_nothing_of_mine(store):
     assert await store.say("I quit the netball club, I do spin on Tuesdays now.") == [
         "I play netball with a club on Tuesdays."
     ]
+
+
+async def test_a_person_who_moves_keeps_their_name(store):
+    """The person the text is about is no link, as a word of the candidate nor as its slot's topic."""
+    await store.say("My manager is Kevin Ortiz.")
+    assert await store.say("My manager moved to the Leeds office.") == []
+    assert await store.say("My manager changed, it's Priya Shah now.") == ["My manager is Kevin Ortiz."]  # control
+
+
+def test_a_switch_of_dentist_keeps_the_dentist_appointment_through_the_cli(cli):
+    """A change cue ended the nearest fact sharing a topic word: "I switched dentists" ended "The dentist
+    appointment is on May 7", a different fact (who the dentist is, not when the appointment is), and
+    recall lost it. The control, in a second agent of the same home: the same line ends who the dentist was."""
+
+    def remember(agent: str, text: str) -> dict:
+        result = cli("remember", text, "--agent", agent, "--json")
+        assert result.exit_code == 0, result.output
+        return json.loads(result.stdout)
+
+    appointment = remember("ada", "The dentist appointment is on May 7.")
+    assert remember("ada", "I switched dentists, I see Dr Patel now.")["supersedes"] == []
+    recalled = json.loads(cli("recall", "when is the dentist appointment", "--agent", "ada", "--json").stdout)
+    assert appointment["id"] in [m["id"] for m in recalled["results"]]
+    smith = remember("bo", "My dentist is Dr Smith.")
+    assert remember("bo", "I switched dentists, I see Dr Patel now.")["supersedes"] == [smith["id"]]
+    listed = json.loads(cli("memory", "list", "--agent", "bo", "--json").stdout)
+    assert smith["id"] not in {m["id"] for m in listed}
+
+
+async def test_a_replaced_thing_is_what_the_cue_names_not_a_thing_named_after_it(store):
+    """"switched dentists" replaces the dentist, not the dentist appointment; "upgraded my phone" the
+    phone, not the phone contract; "switched yoga mats" no yoga class."""
+    for fact in ("My dentist is Dr Smith.", "The dentist appointment is on May 7.", "My phone contract is with EE.",
+                 "My yoga class is on Thursday evenings."):
+        await store.say(fact)
+    assert await store.say("I switched yoga mats, I use a cork one now.") == []
+    assert await store.say("I upgraded my phone to a Pixel 8.") == []
+    # Positive controls, same store: each replaces the very thing it names, and nothing else.
+    assert await store.say("I moved the dentist appointment to May 9.") == ["The dentist appointment is on May 7."]
+    assert await store.say("I switched dentists, I see Dr Patel now.") == ["My dentist is Dr Smith."]
+    assert {"I moved the dentist appointment to May 9.", "My phone contract is with EE.",
+            "My yoga class is on Thursday evenings."} <= await store.current()
+
+
+async def test_a_new_time_ends_only_a_time(store):
+    """A rescheduling changes when: "moved to the first Thursday" is no change of what book club reads."""
+    await store.say("Our book club is reading Middlemarch.")
+    await store.say("The team meeting is on Tuesdays at 10.")
+    assert await store.say("Book club moved to the first Thursday of the month.") == []
+    assert await store.say("The team meeting moved to Wednesdays at 11.") == ["The team meeting is on Tuesdays at 10."]
+    assert "Our book club is reading Middlemarch." in await store.current()
+
+
+async def test_a_replacement_that_says_no_time_keeps_a_time(store):
+    """"We switched cleaners" changes who comes, not when: "The cleaner comes on Tuesdays" stays."""
+    await store.say("The cleaner comes on Tuesdays.")
+    await store.say("I go to the gym every morning at 6.")
+    assert await store.say("We switched cleaners, it's Ana now.") == []
+    assert await store.say("I switched gyms, I go to PureGym now.") == []
+    # Positive control, same store: a replacement ends what it replaces.
+    await store.say("My dentist is Dr Smith.")
+    assert await store.say("I switched dentists, I see Dr Patel now.") == ["My dentist is Dr Smith."]
+    assert {"The cleaner comes on Tuesdays.", "I go to the gym every morning at 6."} <= await store.current()
+
+
+async def test_a_cue_ends_the_head_of_what_it_names_not_a_word_that_qualifies_it(store):
+    """"I quit my Monday gym class" ends a class, not the gym membership; "my son quit the school choir"
+    no school; "stopped using my Barclays card" no job at Barclays."""
+    await store.say("My gym membership is with PureGym.")
+    await store.say("My son's school is Oakwood Primary.")
+    await store.say("I work at Barclays.")
+    assert await store.say("I quit my Monday gym class, it's too crowded.") == []
+    assert await store.say("My son quit the school choir.") == []
+    assert await store.say("I stopped using my Barclays card, I pay with Monzo now.") == []
+    # Positive control, same store: the head named.
+    assert await store.say("I quit the gym membership, it was too pricey.") == ["My gym membership is with PureGym."]
+    assert {"My son's school is Oakwood Primary.", "I work at Barclays."} <= await store.current()
