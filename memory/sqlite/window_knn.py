@@ -84,9 +84,13 @@ def _near(rows: np.ndarray, approx: np.ndarray, k: int, *, saturated: bool) -> n
 
 def _rescored(queries: np.ndarray, vectors: np.ndarray, near: list[np.ndarray | None]) -> list[np.ndarray]:
     """Each line's near positions' distances as sqlite-vec gives them, :data:`RESCORE` lines at a time
-    (each vector's own sum of squares taken once, not once per pair)."""
+    (each vector's own sum of squares taken once, not once per pair, and only for the vectors some
+    line keeps: taking it for the whole index cost a 20,000-row window 0.09 s, a third of it)."""
     sizes = np.array([0 if n is None else len(n) for n in near], dtype=np.int64)
-    own, theirs = _squares(queries), _squares(vectors) if len(vectors) else None
+    own, theirs = _squares(queries), np.zeros(len(vectors), dtype=np.float64)
+    kept = np.unique(np.concatenate([n for n in near if n is not None] or [np.empty(0, dtype=np.int64)]))
+    if len(kept):
+        theirs[kept] = _squares(vectors[kept])
     scored = []
     for start in range(0, len(near), RESCORE):
         counts = sizes[start : start + RESCORE]
