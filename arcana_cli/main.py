@@ -15,10 +15,6 @@ def main() -> None:
 
     # The CLI uses no pydantic plugins; skipping their entry-point scan saves ~25 ms per command.
     os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
-    # numpy's matrix products (a reconciled import's window search, the compact index's k-means) run
-    # while the embedding model already keeps every core busy: a second BLAS thread only spins beside
-    # it. One thread cut a 20,000-line reconciled import's CPU beside the model by a sixth (15.1 -> 13.0 s).
-    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     from arcana_cli.app import run
 
     try:

@@ -31,8 +31,6 @@ from pathlib import Path
 
 from bench_peak_rss import line
 
-os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # as arcana_cli.main sets it, before numpy loads
-
 _REPO = Path(__file__).resolve().parents[2]
 # ../shared beside the repository (a worktree under wt/ looks one level further up)
 DATA = next((p for p in (_REPO.parent / "shared", _REPO.parent.parent / "shared") if p.is_dir()), _REPO.parent / "shared")
