@@ -35,13 +35,9 @@ def remember(cli, text: str) -> dict:
     return told
 
 
-def as_of(cli, query: str, at: str) -> list[str]:
-    return [h["content"] for h in data(cli, "recall", query, "--agent", "ada", "--as-of", at)["results"]]
-
-
-@pytest.mark.parametrize("edit", [["--visibility", "hidden"], ["--visibility", "private"],
-                                  ["--content", "My locker code was changed"], "forget", "purge"])
-def test_withholding_a_fact_withholds_the_versions_it_restates(cli, ada, edit):
+def two_chains(cli) -> tuple[dict, dict, dict, dict, str]:
+    """Two version chains: a code restated with more words, a city replaced by another; the first
+    versions, the newer ones and a time between them."""
     first = remember(cli, "My locker code is 4471")
     berlin = remember(cli, "I live in Berlin")
     then = datetime.now(UTC).isoformat()
@@ -49,6 +45,17 @@ def test_withholding_a_fact_withholds_the_versions_it_restates(cli, ada, edit):
     newer = remember(cli, "My locker code is 4471 at the downtown gym")
     lisbon = remember(cli, "I live in Lisbon now")
     assert newer["supersedes"] == [first["id"]] and lisbon["supersedes"] == [berlin["id"]]
+    return first, berlin, newer, lisbon, then
+
+
+def as_of(cli, query: str, at: str) -> list[str]:
+    return [h["content"] for h in data(cli, "recall", query, "--agent", "ada", "--as-of", at)["results"]]
+
+
+@pytest.mark.parametrize("edit", [["--visibility", "hidden"], ["--visibility", "private"],
+                                  ["--content", "My locker code was changed"], "forget", "purge"])
+def test_withholding_a_fact_withholds_the_versions_it_restates(cli, ada, edit):
+    first, berlin, newer, lisbon, then = two_chains(cli)
     assert [t for t in as_of(cli, "locker code 4471", then) if "4471" in t] == ["My locker code is 4471"]
 
     for fact in (newer["id"], lisbon["id"]):
@@ -66,11 +73,7 @@ def test_withholding_a_fact_withholds_the_versions_it_restates(cli, ada, edit):
 
 @pytest.mark.parametrize("edit", [["--visibility", "hidden"], "forget"])
 def test_withholding_an_earlier_version_withholds_the_newer_one_that_repeats_it(cli, ada, edit):
-    first = remember(cli, "My locker code is 4471")
-    berlin = remember(cli, "I live in Berlin")
-    newer = remember(cli, "My locker code is 4471 at the downtown gym")
-    lisbon = remember(cli, "I live in Lisbon now")
-    assert newer["supersedes"] == [first["id"]] and lisbon["supersedes"] == [berlin["id"]]
+    first, berlin, newer, lisbon, _ = two_chains(cli)
 
     for fact in (first["id"], berlin["id"]):
         command = ["memory", edit, fact] if isinstance(edit, str) else ["memory", "set", fact, *edit]
@@ -86,13 +89,7 @@ def test_withholding_an_earlier_version_withholds_the_newer_one_that_repeats_it(
 def test_a_hide_an_import_brings_reaches_the_versions_it_restates(cli, ada, tmp_path):
     """An import line hiding a stored memory withholds what carries it "as `memory set` would", but
     reached no restatement: the version it replaced went on answering `--as-of` with the code."""
-    first = remember(cli, "My locker code is 4471")
-    berlin = remember(cli, "I live in Berlin")
-    then = datetime.now(UTC).isoformat()
-    time.sleep(0.05)
-    newer = remember(cli, "My locker code is 4471 at the downtown gym")
-    lisbon = remember(cli, "I live in Lisbon now")
-    assert newer["supersedes"] == [first["id"]] and lisbon["supersedes"] == [berlin["id"]]
+    first, berlin, newer, lisbon, then = two_chains(cli)
     exported = tmp_path / "ada.jsonl"
     assert cli("export", "--agent", "ada", "-o", str(exported)).exit_code == 0
     lines = [json.loads(line) for line in exported.read_text().splitlines()]

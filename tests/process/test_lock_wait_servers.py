@@ -16,9 +16,7 @@ import time
 from urllib.parse import urlencode, urlsplit
 
 from federation_faults import locked_by_another_process
-from mcp import ClientSession
-from mcp_client import call, seed, session
-from model_server import free_port
+from mcp_client import call, http_session, seed, session
 from runner import arcana, keyword_only
 
 QUICK = 10  # seconds: well under the 30 s a store waits by default
@@ -55,33 +53,10 @@ async def test_an_mcp_server_over_stdio_applies_its_lock_wait_to_each_request(ar
 
 
 async def test_an_mcp_server_over_http_applies_its_lock_wait_to_each_request(arcana_home, tmp_path):
-    import anyio
-    import httpx2
-    from mcp.client.streamable_http import streamable_http_client
-
     ada, kettle, _ = await _ada(arcana_home)
-    port = free_port()
-    errlog = (tmp_path / "http-stderr.txt").open("w+")
-    proc = subprocess.Popen([sys.executable, "-m", "arcana_cli.main", "--lock-wait", "0.5", "mcp", "--agent", "ada",
-                             "--http", f"127.0.0.1:{port}"], stdout=subprocess.DEVNULL, stderr=errlog, env=dict(os.environ))
-    try:
-        url, token_file = f"http://127.0.0.1:{port}/mcp", arcana_home.root / "mcp" / "token"
-        async with httpx2.AsyncClient() as raw:
-            for _ in range(300):
-                try:
-                    await raw.post(url, json={})
-                    break
-                except httpx2.TransportError:
-                    await anyio.sleep(0.1)
-        headers = {"Authorization": f"Bearer {token_file.read_text().strip()}"}
-        async with httpx2.AsyncClient(headers=headers, timeout=120) as authed, \
-                streamable_http_client(url, http_client=authed) as (read, write, *_), \
-                ClientSession(read, write) as client:
-            await client.initialize()
+    with (tmp_path / "http-stderr.txt").open("w+") as errlog:
+        async with http_session(arcana_home, "--agent", "ada", stderr=errlog, before=("--lock-wait", "0.5")) as client:
             await _forget_held_then_free(client, arcana_home, ada, kettle)
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
 
 
 class _Ui:

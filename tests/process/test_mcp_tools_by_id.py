@@ -14,7 +14,7 @@ import pytest
 from memory.adapters.sqlite import SQLiteAdapter
 from memory.agents import AgentRegistry
 from memory.types import Audience, MemoryEntry, Visibility
-from mcp_client import call, seed, session
+from mcp_client import call, http_session, seed, session
 from runner import arcana, keyword_only
 
 HINTS = {  # tool: (readOnly, destructive, idempotent); openWorld is False for all
@@ -253,34 +253,9 @@ async def test_read_only_leaves_update_out_but_keeps_get_and_history(arcana_home
 
 
 async def test_get_over_http_own_found_hidden_refused(arcana_home, tmp_path):
-    import os
-    import subprocess
-    import sys
-
-    import anyio
-    import httpx2
-    from mcp import ClientSession
-    from mcp.client.streamable_http import streamable_http_client
-    from test_mcp_server import free_port
-
     alice, bob = await _zoo(arcana_home)
-    port = free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "arcana_cli.main", "mcp", "--agent", "alice", "--http", f"127.0.0.1:{port}"],
-                            stdout=subprocess.DEVNULL, stderr=(tmp_path / "err.txt").open("w"), env=dict(os.environ))
-    try:
-        url = f"http://127.0.0.1:{port}/mcp"
-        async with httpx2.AsyncClient() as raw:
-            for _ in range(300):
-                try:
-                    await raw.post(url, json={})
-                    break
-                except httpx2.TransportError:
-                    await anyio.sleep(0.1)
-        headers = {"Authorization": f"Bearer {(arcana_home.root / 'mcp' / 'token').read_text().strip()}"}
-        async with httpx2.AsyncClient(headers=headers) as authed, \
-                streamable_http_client(url, http_client=authed) as (read, write, *_), \
-                ClientSession(read, write) as client:
-            await client.initialize()
+    with (tmp_path / "err.txt").open("w") as errlog:
+        async with http_session(arcana_home, "--agent", "alice", stderr=errlog) as client:
             error, got = await call(client, "get", id=alice["visible"][:8])
             assert not error and got["id"] == alice["visible"]
             for other in (alice["hidden"], bob["bob"]):
@@ -288,9 +263,6 @@ async def test_get_over_http_own_found_hidden_refused(arcana_home, tmp_path):
                 assert error and message.endswith(": " + missing(other))
             error, history = await call(client, "history", id=alice["visible"])
             assert not error and [v["id"] for v in history["versions"]] == [alice["visible"]]
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
 
 
 async def test_get_and_history_read_a_shared_memory_the_agent_recalls_and_nothing_else(arcana_home):

@@ -25,6 +25,40 @@ async def session(*args: str, stderr=None, env: dict[str, str] | None = None):
         yield client
 
 
+@asynccontextmanager
+async def http_session(home, *args: str, stderr, before: tuple[str, ...] = ()):
+    """An initialised ClientSession on `arcana BEFORE mcp ARGS --http` over streamable HTTP, a real
+    process on a free port of 127.0.0.1, with the token it wrote; stopped when the block ends."""
+    import subprocess
+
+    import anyio
+    import httpx2
+    from mcp.client.streamable_http import streamable_http_client
+    from model_server import free_port
+
+    port = free_port()
+    argv = [sys.executable, "-m", "arcana_cli.main", *before, "mcp", *args, "--http", f"127.0.0.1:{port}"]
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=stderr, env=dict(os.environ))
+    try:
+        url = f"http://127.0.0.1:{port}/mcp"
+        async with httpx2.AsyncClient() as raw:
+            for _ in range(300):  # a guard against a server that never starts, not a measurement
+                try:
+                    await raw.post(url, json={})
+                    break
+                except httpx2.TransportError:
+                    await anyio.sleep(0.1)
+        headers = {"Authorization": f"Bearer {(home.root / 'mcp' / 'token').read_text().strip()}"}
+        async with httpx2.AsyncClient(headers=headers, timeout=120) as authed, \
+                streamable_http_client(url, http_client=authed) as (read, write, *_), \
+                ClientSession(read, write) as client:
+            await client.initialize()
+            yield client
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
 async def call(client, tool: str, **arguments):
     """(is_error, the tool's JSON answer or its error text)."""
     result = await client.call_tool(tool, arguments)
