@@ -70,14 +70,20 @@ def _killed_midway(home) -> None:
     kill_when(home, ["consolidate", "--agent", "ada"], lambda: _archived_count(db) > 0, "a batch was seen")
 
 
-def test_a_killed_consolidate_leaves_whole_batches_and_a_rerun_ends_as_one_run_would(no_embedder, tmp_path):
+def _imported_then_consolidated_whole(home, tmp_path, lines: str):
+    """``lines`` imported into ada's store of ``home``; a copy of the home consolidated in one run
+    (what a killed run and its re-run must end as) and that copy's state."""
     source = tmp_path / "lines.jsonl"
-    source.write_text(_lines())
-    arcana("--quiet", "remember", "--from", str(source), "--agent", "ada", "--no-reconcile", home=no_embedder)
+    source.write_text(lines)
+    arcana("--quiet", "remember", "--from", str(source), "--agent", "ada", "--no-reconcile", home=home)
     whole = tmp_path / "whole"
-    shutil.copytree(no_embedder.root, whole)
+    shutil.copytree(home.root, whole)
     arcana("--quiet", "consolidate", "--agent", "ada", home=whole)
-    expected = _state(next(whole.glob("agents/*/memory.db")))
+    return whole, _state(next(whole.glob("agents/*/memory.db")))
+
+
+def test_a_killed_consolidate_leaves_whole_batches_and_a_rerun_ends_as_one_run_would(no_embedder, tmp_path):
+    whole, expected = _imported_then_consolidated_whole(no_embedder, tmp_path, _lines())
     assert len(expected[1]) >= SESSIONS * 4 and len(expected[0]) == SESSIONS * TURNS  # positive control: it digests
 
     _killed_midway(no_embedder)
@@ -145,13 +151,7 @@ def test_a_fact_said_thousands_of_times_keeps_every_tag_when_its_merge_is_killed
     """A cluster bigger than a page was merged in parts, the keeper lifted by the last: a kill between
     parts left it without the tags of the sources archived first, and `recall --tag early` found none
     of the 1,999 memories that had it. Now the merge is one decision in one transaction."""
-    source = tmp_path / "lines.jsonl"
-    source.write_text(_copies_then_pairs())
-    arcana("--quiet", "remember", "--from", str(source), "--agent", "ada", "--no-reconcile", home=no_embedder)
-    whole = tmp_path / "whole"
-    shutil.copytree(no_embedder.root, whole)
-    arcana("--quiet", "consolidate", "--agent", "ada", home=whole)
-    expected = _state(next(whole.glob("agents/*/memory.db")))
+    whole, expected = _imported_then_consolidated_whole(no_embedder, tmp_path, _copies_then_pairs())
     assert len(expected[0]) == 2599 + 1000
     assert _tagged(whole, "early") == [FERRY] and _tagged(whole, "late") == [FERRY]  # control: one run keeps both
 
