@@ -18,6 +18,7 @@ from model_server import LoopbackModelServer
 
 from memory.agents import AgentRegistry
 from memory.extraction.extractors import EXTRACTION_INSTRUCTIONS, SUMMARY_INSTRUCTIONS
+from runner import cli_data
 
 OPENAI = "sk-proj-Q3vT9xL2mN8pR4sW7yZ1aB5cD6eF0gH2jK4lM"
 GITHUB = "ghp_R2d2C3po4Bb8Ee1Yy7Kk5Ll0Mm9Nn3Oo6Pp2Qq"
@@ -32,14 +33,8 @@ def stored_bytes(home) -> bytes:
     return b"".join(path.read_bytes() for path in home.root.rglob("*") if path.is_file())
 
 
-def data(cli, *args):
-    result = cli(*args, "--json")
-    assert result.exit_code == 0, result.output
-    return json.loads(result.stdout)
-
-
 def contents(cli) -> str:
-    return " ".join(m["content"] for m in data(cli, "memory", "list", "--agent", "ada", "--all"))
+    return " ".join(m["content"] for m in cli_data(cli, "memory", "list", "--agent", "ada", "--all"))
 
 
 def answer_repeating_a_token(body: dict) -> str:
@@ -58,9 +53,9 @@ def test_a_run_turn_stores_no_secret_it_was_given_or_answered(cli, no_embedder, 
         assert cli("model", "add", "loop", "--provider", "ollama", "--base-url", server.url, "--model", "t", "--default").exit_code == 0
         assert cli("agent", "create", "ada").exit_code == 0
         assert cli("agent", "set", "ada", "--extraction", f"strategy={strategy}").exit_code == 0
-        told = data(cli, "run", "ada", PROMPT)
-        answered = data(cli, "run", "ada", "What is the plover deploy key?", "--keep-open")
-        data(cli, "run", "ada", "And which key does CI read?", "--session", answered["session_id"])
+        told = cli_data(cli, "run", "ada", PROMPT)
+        answered = cli_data(cli, "run", "ada", "What is the plover deploy key?", "--keep-open")
+        cli_data(cli, "run", "ada", "And which key does CI read?", "--session", answered["session_id"])
         assert cli("session", "close", answered["session_id"], "--agent", "ada").exit_code == 0
         sent = server.requests
     assert GITHUB in told["answer"]  # the person sees what the model said; only what is stored is redacted
@@ -92,9 +87,9 @@ def test_a_summary_of_a_session_recorded_with_a_secret_stores_none(cli, no_embed
                  {"at": "2026-01-02T10:00:01+00:00", "kind": "turn", "prompt": PROMPT, "response": "Noted.",
                   "model": "loop", "recalled_ids": [], "replayed_ids": []}]
         (sessions / "20260102-100000-abcdef.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
-        closed = data(cli, "session", "close", "20260102-100000-abcdef", "--agent", "ada")
+        closed = cli_data(cli, "session", "close", "20260102-100000-abcdef", "--agent", "ada")
     assert closed
-    summaries = [m["content"] for m in data(cli, "memory", "list", "--agent", "ada", "--all")]
+    summaries = [m["content"] for m in cli_data(cli, "memory", "list", "--agent", "ada", "--all")]
     assert len(summaries) == 1 and "[secret removed]" in summaries[0], summaries
     assert all(secret not in summaries[0] for secret in SECRETS)
     assert all(phrase in summaries[0] for phrase in LOOKALIKES)  # the heuristic summary keeps the words around them
@@ -120,7 +115,7 @@ def test_a_model_item_refused_with_a_secret_in_it_is_audited_without_it(cli, no_
         assert cli("model", "add", "loop", "--provider", "ollama", "--base-url", server.url, "--model", "t", "--default").exit_code == 0
         assert cli("agent", "create", "ada").exit_code == 0
         assert cli("agent", "set", "ada", "--extraction", "strategy=llm").exit_code == 0
-        data(cli, "run", "ada", "Which token does plover use?")
+        cli_data(cli, "run", "ada", "Which token does plover use?")
     audit = no_embedder.audit_log.read_text()
     fallbacks = [json.loads(line) for line in audit.splitlines() if '"extraction_fallback"' in line]
     assert any("nonsense-kind" in line["reason"] for line in fallbacks), audit  # the reason is still told

@@ -9,7 +9,6 @@ facts, go first when prune must cut, and a summary links to its sources.
 from __future__ import annotations
 
 import asyncio
-import json
 
 import pytest
 from model_server import LoopbackModelServer, echo_memory_answer
@@ -20,6 +19,7 @@ from memory.extraction.extractors import EXTRACTION_INSTRUCTIONS
 from memory.graph.edges import EdgeStore
 from memory.sqlite.consolidation import SOURCES
 from memory.types import DERIVED_TAG
+from runner import cli_data
 
 TEA = "I prefer tea over coffee"
 
@@ -33,20 +33,14 @@ def agent(cli, model_server, no_embedder):
     return AgentRegistry(no_embedder).resolve("ada")
 
 
-def data(cli, *args):
-    result = cli(*args, "--json")
-    assert result.exit_code == 0, result.output
-    return json.loads(result.stdout)
-
-
 def stored(cli) -> list[dict]:
-    return data(cli, "memory", "list", "--agent", "ada", "--all")
+    return cli_data(cli, "memory", "list", "--agent", "ada", "--all")
 
 
 def test_prune_takes_what_was_derived_before_the_fact(cli, agent):
-    told = data(cli, "run", "ada", TEA)
-    data(cli, "run", "ada", "What do I prefer, tea or coffee?")
-    data(cli, "run", "ada", "Which do I like more, tea or coffee?")
+    told = cli_data(cli, "run", "ada", TEA)
+    cli_data(cli, "run", "ada", "What do I prefer, tea or coffee?")
+    cli_data(cli, "run", "ada", "Which do I like more, tea or coffee?")
     before = stored(cli)
     (fact,) = [m for m in before if m["content"] == TEA]
     assert fact["id"] in told["written_ids"] and len(before) == 7  # the fact, three echoes, three summaries
@@ -62,8 +56,8 @@ def test_prune_takes_what_was_derived_before_the_fact(cli, agent):
 
 
 def test_a_summary_goes_with_the_fact_it_carries(cli, agent):
-    told = data(cli, "run", "ada", TEA)
-    other = data(cli, "run", "ada", "When does the Lisbon ferry leave?")
+    told = cli_data(cli, "run", "ada", TEA)
+    other = cli_data(cli, "run", "ada", "When does the Lisbon ferry leave?")
     (fact_id,) = [i for i in told["written_ids"] if next(m for m in stored(cli) if m["id"] == i)["content"] == TEA]
     assert cli("memory", "set", fact_id, "--agent", "ada", "--importance", "0.2").exit_code == 0
 
@@ -77,26 +71,26 @@ def test_a_summary_goes_with_the_fact_it_carries(cli, agent):
 
 
 def test_an_answer_from_memory_is_not_stored_as_new_evidence(cli, agent, model_server):
-    first = data(cli, "run", "ada", "Hello there")  # nothing recalled: the answer is part of what happened
+    first = cli_data(cli, "run", "ada", "Hello there")  # nothing recalled: the answer is part of what happened
     assert first["recalled_ids"] == []
     assert any(m["content"] == "User asked: Hello there — Assistant answered: I recall: nothing yet." for m in stored(cli))
 
     assert cli("remember", TEA, "--agent", "ada").exit_code == 0
     for question in ("What do I prefer, tea or coffee?", "Which do I like more, tea or coffee?"):
-        answered = data(cli, "run", "ada", question)
+        answered = cli_data(cli, "run", "ada", question)
         assert TEA in answered["answer"] and answered["recalled_ids"]  # the model saw the fact and said it
     quoting = [m["content"] for m in stored(cli) if TEA in m["content"]]
     assert quoting == [TEA]  # the one fact, not echoes of answers that quoted it
     assert any(m["content"] == "User asked: What do I prefer, tea or coffee?" for m in stored(cli))
 
-    recalled = data(cli, "recall", "tea or coffee", "--agent", "ada")
+    recalled = cli_data(cli, "recall", "tea or coffee", "--agent", "ada")
     assert recalled["results"][0]["content"] == TEA
     assert all(DERIVED_TAG in hit["tags"] for hit in recalled["results"][1:])
     assert len(recalled["results"]) > 1  # control: the echoes are recalled, below the fact
 
 
 def test_a_summary_links_to_the_memories_its_session_wrote(cli, agent, no_embedder):
-    told = data(cli, "run", "ada", TEA)
+    told = cli_data(cli, "run", "ada", TEA)
     assert len(told["written_ids"]) == 2 and told["summary_memory_id"]
 
     async def edges():
@@ -121,9 +115,9 @@ def test_the_llm_extractor_is_not_shown_an_answer_from_memory(cli, no_embedder):
         assert cli("model", "add", "loop", "--provider", "ollama", "--base-url", server.url, "--model", "t", "--default").exit_code == 0
         assert cli("agent", "create", "ada").exit_code == 0
         assert cli("agent", "set", "ada", "--extraction", "strategy=llm").exit_code == 0
-        data(cli, "run", "ada", "Hello there")
+        cli_data(cli, "run", "ada", "Hello there")
         assert cli("remember", TEA, "--agent", "ada").exit_code == 0
-        data(cli, "run", "ada", "Do I prefer tea or coffee?")
+        cli_data(cli, "run", "ada", "Do I prefer tea or coffee?")
         asked = [r["raw"] for r in server.requests if r["body"]["messages"][0]["content"] == EXTRACTION_INSTRUCTIONS]
     assert len(asked) == 2
     assert "Assistant" in asked[0] and "nothing yet" in asked[0]  # control: an answer from no memory is shown
@@ -137,34 +131,34 @@ def test_withholding_a_stated_fact_withholds_its_turns_echo(cli, agent, edit):
     """The echo quotes the prompt the fact was distilled from: hiding, re-wording or forgetting the
     fact left "User asked: Remember that my locker code is 4471 ..." answering recall and the context
     a session-start hook prints."""
-    locker = data(cli, "run", "ada", "Remember that my locker code is 4471")
-    bike = data(cli, "run", "ada", "Remember that my bike is painted teal")
+    locker = cli_data(cli, "run", "ada", "Remember that my locker code is 4471")
+    bike = cli_data(cli, "run", "ada", "Remember that my bike is painted teal")
     (fact,) = [m["id"] for m in stored(cli) if m["content"] == "My locker code is 4471"]
     assert fact in locker["written_ids"]
     command = ["memory", "forget", fact] if edit == "forget" else ["memory", "set", fact, *edit]
     assert cli(*command, "--agent", "ada").exit_code == 0
 
-    recalled = data(cli, "recall", "locker code 4471", "--agent", "ada")["results"]
-    context = data(cli, "context", "--agent", "ada")["context"]
+    recalled = cli_data(cli, "recall", "locker code 4471", "--agent", "ada")["results"]
+    context = cli_data(cli, "context", "--agent", "ada")["context"]
     assert not [hit for hit in recalled if "4471" in hit["content"]] and "4471" not in context
     # control: the other turn's fact and echo, by the same paths
     (echo,) = [m for m in stored(cli) if m["content"].startswith("User asked: Remember that my bike")]
-    assert echo["id"] in bike["written_ids"] and echo["id"] in data(cli, "context", "--agent", "ada")["ids"]
+    assert echo["id"] in bike["written_ids"] and echo["id"] in cli_data(cli, "context", "--agent", "ada")["ids"]
     assert "painted teal" in context
-    assert any(h["id"] == echo["id"] for h in data(cli, "recall", "bike painted teal", "--agent", "ada")["results"])
+    assert any(h["id"] == echo["id"] for h in cli_data(cli, "recall", "bike painted teal", "--agent", "ada")["results"])
 
 
 def test_session_list_and_show_leave_out_a_withheld_summarys_text(cli, agent):
     """session show names a left-out turn without its text, but printed the session's summary, and
     session list its first words, from the session file: 'User stated: My locker code is 4471.'
     after the operator hid that fact (and, through it, the summary memory)."""
-    locker = data(cli, "run", "ada", "Remember that my locker code is 4471")
-    bike = data(cli, "run", "ada", "Remember that my bike is painted teal")
+    locker = cli_data(cli, "run", "ada", "Remember that my locker code is 4471")
+    bike = cli_data(cli, "run", "ada", "Remember that my bike is painted teal")
     (fact,) = [m["id"] for m in stored(cli) if m["content"] == "My locker code is 4471"]
     assert cli("memory", "set", fact, "--agent", "ada", "--visibility", "hidden").exit_code == 0
 
-    listed = {s["id"]: s for s in data(cli, "session", "list", "--agent", "ada")}
-    shown = data(cli, "session", "show", locker["session_id"], "--agent", "ada")
+    listed = {s["id"]: s for s in cli_data(cli, "session", "list", "--agent", "ada")}
+    shown = cli_data(cli, "session", "show", locker["session_id"], "--agent", "ada")
     for session in (listed[locker["session_id"]], shown):
         assert session["summary"] is None
         assert session["summary_left_out"] == {"memory_id": locker["summary_memory_id"], "reason": "hidden"}

@@ -15,6 +15,7 @@ from datetime import UTC, datetime
 import pytest
 
 from memory.agents import AgentRegistry
+from runner import cli_data
 
 
 @pytest.fixture
@@ -23,14 +24,8 @@ def ada(cli, no_embedder):
     return AgentRegistry(no_embedder).resolve("ada")
 
 
-def data(cli, *args):
-    result = cli(*args, "--json")
-    assert result.exit_code == 0, result.output
-    return json.loads(result.stdout)
-
-
 def remember(cli, text: str) -> dict:
-    told = data(cli, "remember", text, "--agent", "ada")
+    told = cli_data(cli, "remember", text, "--agent", "ada")
     time.sleep(0.05)  # the next version begins strictly after this one
     return told
 
@@ -49,7 +44,7 @@ def two_chains(cli) -> tuple[dict, dict, dict, dict, str]:
 
 
 def as_of(cli, query: str, at: str) -> list[str]:
-    return [h["content"] for h in data(cli, "recall", query, "--agent", "ada", "--as-of", at)["results"]]
+    return [h["content"] for h in cli_data(cli, "recall", query, "--agent", "ada", "--as-of", at)["results"]]
 
 
 @pytest.mark.parametrize("edit", [["--visibility", "hidden"], ["--visibility", "private"],
@@ -80,10 +75,10 @@ def test_withholding_an_earlier_version_withholds_the_newer_one_that_repeats_it(
         done = cli(*command, "--agent", "ada")
         assert done.exit_code == 0, done.output
 
-    assert not [h for h in data(cli, "recall", "locker code 4471", "--agent", "ada")["results"] if "4471" in h["content"]]
-    assert "4471" not in data(cli, "context", "--agent", "ada")["context"]
+    assert not [h for h in cli_data(cli, "recall", "locker code 4471", "--agent", "ada")["results"] if "4471" in h["content"]]
+    assert "4471" not in cli_data(cli, "context", "--agent", "ada")["context"]
     # control: the newer version of a fact it does not repeat answers as before
-    assert "I live in Lisbon now" in [h["content"] for h in data(cli, "recall", "live Lisbon", "--agent", "ada")["results"]]
+    assert "I live in Lisbon now" in [h["content"] for h in cli_data(cli, "recall", "live Lisbon", "--agent", "ada")["results"]]
 
 
 def test_a_hide_an_import_brings_reaches_the_versions_it_restates(cli, ada, tmp_path):
@@ -98,7 +93,7 @@ def test_a_hide_an_import_brings_reaches_the_versions_it_restates(cli, ada, tmp_
             line["memory"].update(visibility="hidden", updated_at=datetime.now(UTC).isoformat())
     exported.write_text("".join(json.dumps(line) + "\n" for line in lines))
 
-    imported = data(cli, "import", str(exported), "--agent", "ada")
+    imported = cli_data(cli, "import", str(exported), "--agent", "ada")
     assert imported["carriers_withheld"] == 1
     assert not [t for t in as_of(cli, "locker code 4471", then) if "4471" in t]
     assert "I live in Berlin" in as_of(cli, "live Berlin", then)  # control: a version with words of its own

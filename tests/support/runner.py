@@ -32,6 +32,13 @@ def arcana(*args: str, **kw) -> str:
     return done.stdout
 
 
+def cli_data(cli, *args: str):
+    """What the in-process ``cli`` fixture's command prints with ``--json``, asserting it succeeded."""
+    result = cli(*args, "--json")
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)
+
+
 def keyword_only(home) -> None:
     """A home whose config lists no embedding provider: keyword-only, no model load, fast processes."""
     home.ensure()  # 0700, as Arcana makes it
