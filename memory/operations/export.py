@@ -809,13 +809,13 @@ async def removed_notes(store, earlier: EarlierNotes, *, remove: bool) -> list[s
 
 # What an export record says beside the memory's own fields (iter_records): a note keeps each under its
 # name, so a Markdown round trip links and archives as a JSON Lines one does.
-_CARRIED = ("sources", "digest", "quoted")
+_CARRIED = ("sources", "digest", "quoted", "consolidated")
 
 
 def note_text(entry: MemoryEntry, record: Mapping[str, Any]) -> str:
     """YAML frontmatter with every field and what ``record`` (the export record of ``entry``) carries
     (the ids a consolidated memory carries, whether it is a digest of them, those of them a claim only
-    quotes), then the content exactly as stored."""
+    quotes, whether consolidation archived it), then the content exactly as stored."""
     import yaml
 
     data = entry.model_dump(mode="json")
@@ -917,11 +917,11 @@ def markdown_records(
         memory.setdefault("agent_id", default_agent)
         memory["content"] = content
         # A note of one's own may hold a ``sources`` property of another kind ("sources: Wikipedia"): only
-        # a list of ids, as an export writes it, says what a consolidated memory carries. ``quoted`` is
-        # checked as a line's is (_checked): a bad one makes a bad note; none, no one-way link.
+        # a list of ids, as an export writes it, says what a consolidated memory carries. ``quoted`` and
+        # ``consolidated`` are checked as a line's are (_checked): a bad one makes a bad note; none, no link.
         sources = _sources(meta)
         carries = {"sources": sources, "digest": meta.get("digest") is True} if sources and isinstance(sources, list) else {}
-        carries |= {k: meta[k] for k in ("quoted",) if k in meta}
+        carries |= {k: meta[k] for k in ("quoted", "consolidated") if k in meta}
         yield info.rel_path, {"memory": memory} | carries
 
 
