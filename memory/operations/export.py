@@ -807,14 +807,19 @@ async def removed_notes(store, earlier: EarlierNotes, *, remove: bool) -> list[s
     return found
 
 
-def note_text(entry: MemoryEntry, sources: Sequence[str] = (), digest: bool = False) -> str:
-    """YAML frontmatter with every field (and the ids a consolidated memory carries, and whether it
-    is a digest of them), then the content exactly as stored."""
+# What an export record says beside the memory's own fields (iter_records): a note keeps each under its
+# name, so a Markdown round trip links and archives as a JSON Lines one does.
+_CARRIED = ("sources", "digest", "quoted", "consolidated")
+
+
+def note_text(entry: MemoryEntry, record: Mapping[str, Any]) -> str:
+    """YAML frontmatter with every field and what ``record`` (the export record of ``entry``) carries
+    (the ids a consolidated memory carries, whether it is a digest of them, those of them a claim only
+    quotes, whether consolidation archived it), then the content exactly as stored."""
     import yaml
 
     data = entry.model_dump(mode="json")
-    front = ({k: data[k] for k in _FRONT_FIELDS} | ({"sources": list(sources)} if sources else {})
-             | ({"digest": True} if sources and digest else {}))
+    front = {k: data[k] for k in _FRONT_FIELDS} | {k: record[k] for k in _CARRIED if k in record}
     return "---\n" + yaml.safe_dump(front, sort_keys=False, allow_unicode=True) + "---\n\n" + entry.content + "\n"
 
 
@@ -829,7 +834,7 @@ async def export_markdown(store, folder: Path, *, on_progress: Callable[[int], N
     async for record in iter_records(store, unreadable=report.unreadable):
         entry = MemoryEntry.model_validate(record["memory"])
         name = note_name(entry)
-        write_private(folder / name, note_text(entry, record.get("sources", ()), record.get("digest", False)))
+        write_private(folder / name, note_text(entry, record))
         earlier.settle(name)
         for stale in earlier.stale(entry, name):  # its note under its old words: replaced by the one above
             stale.unlink(missing_ok=True)
@@ -858,7 +863,7 @@ async def notes_replaced(store, folder: Path) -> list[str]:
         if path.is_symlink() or not path.is_file():
             continue  # nothing there, or what write_private refuses to replace anyway
         try:
-            differs = path.read_bytes() != note_text(entry, record.get("sources", ()), record.get("digest", False)).encode("utf-8")
+            differs = path.read_bytes() != note_text(entry, record).encode("utf-8")
         except OSError:
             differs = True  # unreadable: it cannot be shown to be the same
         if differs:
@@ -912,9 +917,11 @@ def markdown_records(
         memory.setdefault("agent_id", default_agent)
         memory["content"] = content
         # A note of one's own may hold a ``sources`` property of another kind ("sources: Wikipedia"): only
-        # a list of ids, as an export writes it, says what a consolidated memory carries.
+        # a list of ids, as an export writes it, says what a consolidated memory carries. ``quoted`` and
+        # ``consolidated`` are checked as a line's are (_checked): a bad one makes a bad note; none, no link.
         sources = _sources(meta)
         carries = {"sources": sources, "digest": meta.get("digest") is True} if sources and isinstance(sources, list) else {}
+        carries |= {k: meta[k] for k in ("quoted", "consolidated") if k in meta}
         yield info.rel_path, {"memory": memory} | carries
 
 

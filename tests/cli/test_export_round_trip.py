@@ -571,7 +571,8 @@ def test_a_digest_is_still_a_digest_after_a_round_trip(cli, tmp_path, monkeypatc
         assert lines[digest["id"]]["digest"] is True and "digest" not in lines[ids["keeper"]]
 
 
-def test_a_merged_source_answers_as_of_before_the_merge_after_export_and_import(cli, tmp_path, monkeypatch):
+@pytest.mark.parametrize("form", ["jsonl", "markdown"])
+def test_a_merged_source_answers_as_of_before_the_merge_after_export_and_import(cli, tmp_path, monkeypatch, form):
     """A source consolidation archived answers `recall --as-of` a time before its merge began; an
     export wrote it as `archived: true` like a forgotten one, the import archived it as the operator's,
     and in the new home it answered at no time. The forgotten memory beside it is the control: it stays
@@ -586,8 +587,8 @@ def test_a_merged_source_answers_as_of_before_the_merge_after_export_and_import(
     ok(cli("memory", "forget", ids[0], "--agent", "ada"))
     ok(cli("consolidate", "--agent", "ada"))
     then = data(cli("memory", "show", ids[1], "--agent", "ada", "--json"))["created_at"]  # before the merge began
-    dump = tmp_path / "ada.jsonl"
-    ok(cli("export", "--agent", "ada", "-o", str(dump)))
+    dump = tmp_path / ("ada.jsonl" if form == "jsonl" else "notes")
+    ok(cli("export", "--agent", "ada", "-o", str(dump), *(["--format", "markdown"] if form == "markdown" else [])))
 
     def answers(home) -> list[str]:
         found = data(cli("--home", str(home), "recall", "I like", "--agent", "ada", "--as-of", then, "--json"))
@@ -598,3 +599,54 @@ def test_a_merged_source_answers_as_of_before_the_merge_after_export_and_import(
     first = tmp_path / "first"
     assert answers(first) == [ids[1]]  # control: the source answers then, the forgotten one does not
     assert answers(second) == [ids[1]]
+
+
+@pytest.mark.parametrize("form", ["jsonl", "markdown"])
+def test_what_a_claim_only_quotes_keeps_its_one_way_through_a_round_trip(cli, tmp_path, monkeypatch, form):
+    """A claim's ``quoted`` link runs one way: a Markdown note flattened it into plain ``sources``, so in
+    the home it was imported into forgetting the claim also reached the fact it quoted. In both forms a
+    hide of the fact still reaches the claim (the control: the link is there, and only that way)."""
+    fresh_home(tmp_path, monkeypatch, "one")
+    ok(cli("agent", "create", "ada"))
+    fact = {"memory": {"id": "fact", "agent_id": "x", "content": "My locker code is 4471"}}
+    claim = {"memory": {"id": "claim", "agent_id": "x", "content": "The user's locker code 4471 opens locker twelve"},
+             "sources": ["fact"], "quoted": ["fact"]}
+    header = {"format": "arcana-export", "version": 1, "with_history": False, "with_vectors": False, "model": None}
+    made = tmp_path / "made.jsonl"
+    made.write_text("".join(json.dumps(x) + "\n" for x in (header, fact, claim)))
+    ok(cli("import", str(made), "--agent", "ada"))
+    exported = tmp_path / ("export.jsonl" if form == "jsonl" else "notes")
+    ok(cli("export", "--agent", "ada", "-o", str(exported), *(["--format", "markdown"] if form == "markdown" else [])))
+
+    fresh_home(tmp_path, monkeypatch, "two")
+    ok(cli("agent", "create", "ada"))
+    ok(cli("import", str(exported), "--agent", "ada"))
+    ok(cli("memory", "forget", "claim", "--agent", "ada"))
+    recalled = data(cli("recall", "locker code", "--agent", "ada", "--json"))["results"]
+    assert [r["id"] for r in recalled] == ["fact"]  # the claim went, the fact it quoted stays
+    ok(cli("memory", "restore", "claim", "--agent", "ada"))
+    done = data(cli("memory", "set", "fact", "--agent", "ada", "--visibility", "hidden", "--json"))
+    assert [r["id"] for r in done["reached"]] == ["claim"]
+
+
+@pytest.mark.parametrize(("front", "error"), [
+    ("sources: [fact]\nquoted: Einstein", "invalid quoted: a list of those of its sources an agent's claim only quotes"),
+    ("sources: [fact]\nquoted: [other]", "invalid quoted: a list of those of its sources an agent's claim only quotes"),
+    ("archived: true\nconsolidated: maybe", "invalid consolidated: true (archived into a merge or digest) or false"),
+])
+def test_a_notes_bad_quoted_or_consolidated_is_a_bad_note_and_the_rest_are_in(cli, tmp_path, monkeypatch, front, error):
+    """Refused as a line's are, named on one line (exit 2); the notes beside it (the controls) are in."""
+    fresh_home(tmp_path, monkeypatch, "one")
+    ok(cli("agent", "create", "ada"))
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    (folder / "fact.md").write_text("---\nid: fact\n---\n\nMy locker code is 4471\n")
+    (folder / "claim.md").write_text("---\nid: claim\nsources: [fact]\nquoted: [fact]\n---\n\nLocker 4471 is twelve\n")
+    (folder / "old.md").write_text("---\nid: old\narchived: true\nconsolidated: true\n---\n\nI like tea.\n")
+    (folder / "bad.md").write_text(f"---\nid: bad\n{front}\n---\n\nI like coffee.\n")
+    done = cli("import", str(folder), "--agent", "ada", "--json")
+    assert done.exit_code == 2, done.output
+    report = json.loads(done.stdout)
+    assert report["bad"] == [{"where": "bad.md", "error": error}]
+    assert report["ops"] == {"insert": 3}
+    assert [line for line in done.stderr.splitlines() if "bad.md" in line] == [f"arcana: error: {folder}: bad.md: {error}"]
