@@ -123,23 +123,25 @@ class MemoryTools:
     def _content(self, text: str) -> str:
         """The text a tool stores, refused over ``memory.max_content_bytes`` as `arcana remember` refuses it.
         An agent's request is untrusted input: an obvious secret in it (a key it was shown) is not stored,
-        where the user's own `arcana remember` keeps what was typed."""
+        where the user's own `arcana remember` keeps what was typed.
+
+        The limit is checked on the text as sent: redaction can lengthen it ("password=[secret removed]"),
+        and an agent cannot know what we will add, so a text within the limit is not refused for our
+        marks. The store still refuses past its own bound (1 MiB), which no marks can be let through."""
         from memory.limits import check_content
         from memory.redaction import redact
 
-        text = redact(text).strip()
         check_content([text], self.config.memory.max_content_bytes)  # InvalidRequestError: a one-line tool error
-        return text
+        return redact(text).strip()
 
     def _tags(self, tags: list[str] | None) -> list[str] | None:
-        """Tags a tool stores, within ``memory.max_content_bytes`` together: they leave with the memory.
-        Untrusted as the content is: a key sent as a tag is not stored either."""
+        """Tags a tool stores, within ``memory.max_content_bytes`` together as sent (as the content is): they
+        leave with the memory. Untrusted as the content is: a key sent as a tag is not stored either."""
         from memory.limits import check_tags
         from memory.redaction import redact
 
-        tags = None if tags is None else [redact(tag) for tag in tags]
         check_tags(tags or (), self.config.memory.max_content_bytes)
-        return tags
+        return None if tags is None else [redact(tag) for tag in tags]
 
     async def remember(self, content, type, importance, tags, scope, pool) -> dict:
         tags = self._tags(tags)

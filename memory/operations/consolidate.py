@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from memory import moved_aside
 from memory.adapters.opener import configured_on_server, open_store, open_tier, vector_adapter
 from memory.agent_lock import connect_agent_store
 from memory.agents import UnreadableCard
@@ -46,15 +47,17 @@ class StoreConsolidation:
     plan: Plan | None = None
     scanned: int = 0
     error: str | None = None
+    quarantined: str | None = None  # the folder a corrupt store was moved to; the counts are the fresh store's
 
     @property
     def name(self) -> str:
         return self.target.shown
 
     def as_dict(self) -> dict:
+        moved = {} if self.quarantined is None else {"quarantined": self.quarantined}
         if self.error is not None:
-            return {**self.target.fields, "error": self.error}
-        data = {**self.target.fields, "scanned": self.scanned, **self.plan.counts()}
+            return {**self.target.fields, "error": self.error, **moved}
+        data = {**self.target.fields, "scanned": self.scanned, **self.plan.counts(), **moved}
         if self.plan.keep:
             data["decisions"] = {"merges": self.plan.merges, "digests": self.plan.digests}
         return data
@@ -124,12 +127,16 @@ async def consolidate_home(
                 run.stores.append(done)
                 continue
             progress = (lambda d, t, label=done.name: on_progress(label, d, t)) if on_progress else None
+            mark = moved_aside.count()
             try:
                 if not await _consolidate_one(home, config, done, gateway, now or now_utc(), dry_run, progress,
                                               actor, decisions=dry_run and decisions):
                     continue  # the agent was deleted since the run listed it
             except MemoryStorageError as exc:
                 done.error = str(exc)
+            # Trigger: the store was found corrupt and moved aside. Why: the run went on in a fresh, empty store,
+            # so its counts alone read as a clean store while the command exits 5. Outcome: it names the folder.
+            done.quarantined = next((str(folder) for folder in moved_aside.since(mark)), None)
             run.stores.append(done)
             if done.plan is not None and done.plan.archived and not dry_run:
                 audit.append("consolidate", store=target.label, **done.plan.counts())

@@ -22,7 +22,9 @@ def storage_error(url: str, exc: BaseException) -> MemoryStorageError:
 
     A transaction whose connection died under it fails twice: the statement (the server's reason),
     then the rollback on the closed connection ("cannot call Transaction.__aexit__()"), which
-    carries the first as its context; the reason named is the first's.
+    carries the first as its context; the reason named is the first's. A server that answered and
+    cancelled the statement (a lock wait past the statement timeout, or a slow statement) is not a server
+    that is down: the line says which, and how to fix it.
     """
     if type(exc).__name__ == "InterfaceError" and isinstance(exc.__context__, Exception):
         exc = exc.__context__
@@ -30,6 +32,11 @@ def storage_error(url: str, exc: BaseException) -> MemoryStorageError:
     if type(exc).__name__ == "LockNotAvailableError":  # SQLSTATE 55P03: the session's lock_timeout ran out
         return MemoryBusyError(scrub(f"{mask_url(url)}: memories stayed locked by another session ({detail}); "
                                      f"run again once its transaction ends, or {WAIT_LONGER}", url))
+    if type(exc).__name__ == "QueryCanceledError":  # SQLSTATE 57014: the server answered, then cut the statement off
+        return MemoryStorageError(scrub(
+            f"{mask_url(url)}: {detail}: another session held a lock on these memories, or the statement took "
+            "too long; run again once that session's transaction ends (--lock-wait SECONDS stops waiting sooner), "
+            "or raise the tier's timeouts in connections/memory-adapters.json (they bound recall and remember)", url))
     return MemoryStorageError(scrub(f"{mask_url(url)}: {detail}; check that the server is up and the URL is right", url))
 
 

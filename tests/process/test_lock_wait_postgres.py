@@ -41,3 +41,27 @@ def test_a_lock_wait_bounds_the_wait_for_a_row_another_session_holds(team, arcan
     done = run_arcana("--lock-wait", "0.5", "memory", "forget", blue, "--pool", "team", home=arcana_home, env=env)
     assert done.returncode == 0, done.stderr
     assert [m["content"] for m in _pooled(arcana_home, env)] == ["the team kettle is red"]  # the control stays
+
+
+def test_a_statement_timeout_behind_a_lock_says_a_lock_or_a_slow_statement_not_the_server(
+    team, arcana_home, pg_server
+):
+    """No lock wait given, or one longer than the statement timeout (5 s here): the server cancels the
+    write at the statement timeout (SQLSTATE 57014). It answered, so the line names the lock or the slow
+    statement and how to fix it; a server that is down still says to check it (the control)."""
+    env = team
+    blue = _pooled(arcana_home, env)[0]["id"]
+    locker = Locker(pg_server, f"SELECT 1 FROM memories WHERE id = '{blue}' FOR UPDATE")
+    try:
+        for given in ((), ("--lock-wait", "30")):
+            done = run_arcana(*given, "memory", "forget", blue, "--pool", "team", home=arcana_home, env=env)
+            assert done.returncode == exit_codes.STORAGE and done.stderr.count("\n") == 1, done.stderr
+            assert "another session held a lock" in done.stderr and "statement timeout" in done.stderr, done.stderr
+            assert "memory-adapters.json" in done.stderr and "server is up" not in done.stderr, done.stderr
+    finally:
+        locker.close()
+    assert [m["content"] for m in _pooled(arcana_home, env)] == ["the team kettle is blue"]  # nothing changed
+    pg_server._ctl("-m", "fast", "-w", "-t", "60", "stop")
+    done = run_arcana("memory", "forget", blue, "--pool", "team", home=arcana_home, env=env)
+    assert done.returncode == exit_codes.STORAGE and "server is up" in done.stderr, done.stderr
+    assert "held a lock" not in done.stderr, done.stderr

@@ -288,3 +288,24 @@ def test_a_dry_run_leaves_the_home_as_it_was(arcana_home, tmp_path, command):
     assert _files(arcana_home.root) == before
     arcana(*command)
     assert _files(arcana_home.root) != before  # control: the real run changes what the dry run would
+
+
+def test_consolidate_all_json_names_a_store_it_found_corrupt_and_quarantined(arcana_home, tmp_path):
+    """bob's store is garbage: `consolidate --all` moved it aside, consolidated the fresh empty store in its
+    place and exited 5, while its --json showed bob as a clean store (scanned 0, nothing else). Now bob's entry
+    names the folder it was moved to; ada beside it (the control) is consolidated as before."""
+    from runner import arcana, keyword_only, run_arcana
+
+    keyword_only(arcana_home)
+    lines = tmp_path / "old.jsonl"
+    lines.write_text("".join(json.dumps(line) + "\n" for line in _AGED_OUT))
+    arcana("remember", "--from", str(lines), "--agent", "ada", "--no-reconcile")
+    arcana("remember", "bob's memory before the damage", "--agent", "bob")
+    corrupt_file(arcana_home.agent_db(json.loads(arcana("agent", "show", "bob", "--json"))["id"]))
+    done = run_arcana("consolidate", "--all", "--json")
+    assert done.returncode == 5, done.stderr
+    agents = {a["agent"]: a for a in json.loads(done.stdout)["agents"]}
+    assert agents["ada"]["archived"] == 3 and "quarantined" not in agents["ada"]
+    [folder] = arcana_home.quarantine_dir.iterdir()
+    assert agents["bob"]["quarantined"] == str(folder) and agents["bob"]["scanned"] == 0, agents["bob"]
+    assert [line for line in done.stderr.splitlines() if "arcana: error:" in line and str(folder) in line]

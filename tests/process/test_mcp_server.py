@@ -671,6 +671,27 @@ async def test_remember_and_update_keep_to_the_configured_content_limit(arcana_h
     assert sorted(len(m["content"].encode()) for m in every_row) == [26, 3499, 3899]  # nothing over the limit
 
 
+async def test_a_text_within_the_limit_as_sent_is_not_refused_because_redaction_lengthened_it(arcana_home):
+    """"password=abc123xyz" is stored as "password=[secret removed]": 150 of them are 3,900 bytes as sent,
+    4,950 redacted. Within `memory.max_content_bytes` (4,096) as the agent sent them, remember and update
+    store the redacted text (tags likewise: 3,400 bytes sent, 4,800 stored); a text over the limit as sent
+    (the control) is still refused."""
+    keyword_only(arcana_home)
+    arcana_home.config_path.write_text(json.dumps({"embedding": {"providers": []}, "memory": {"max_content_bytes": 4096}}))
+    _, alice = await seed(arcana_home, "alice", [{"content": "quokka notes to update", "confidence_source": "agent"}])
+    secrets = "quokka password=abc123xyz " * 150
+    async with session("--agent", "alice") as client:
+        error, message = await call(client, "remember", content=secrets + "quokka " * 30)  # 4,110 bytes as sent
+        assert error and "over the limit of 4,096 bytes" in message, message
+        error, stored = await call(client, "remember", content=secrets, tags=["password=abc123xyz token=abc123xyz"] * 100)
+        assert not error and stored["accepted"] == ["private"], stored
+        error, updated = await call(client, "update", id=alice["quokka"], content="updated " + secrets)
+        assert not error and updated["superseded"], updated
+    current = json.loads(arcana("memory", "list", "--agent", "alice", "--json"))
+    assert sorted(len(m["content"].encode()) for m in current) == [4949, 4957]  # redacted: over 4,096 as stored
+    assert all("abc123xyz" not in m["content"] + "".join(m["tags"]) for m in current)
+
+
 async def test_a_tool_error_echoing_a_huge_id_stays_a_readable_line(arcana_home):
     """MCP get of a 100,000-character id answered a 100,000-character tool error; it is cut in its
     middle like the CLI's, and a short id's error (the control) is whole."""
