@@ -276,6 +276,7 @@ def test_a_text_watch_reports_passes_on_stdout_and_trouble_on_stderr(vault, arca
     printed = list(watch.lines.queue)
     assert not any("damaged" in line for line in printed), printed
     passes = [line for line in printed if "vault notes: " in line and " → " in line]
-    assert (passes == []) if quiet else (len(passes) >= 2 and "+1 ~0 -0" in passes[-1]), printed
+    # the new note's pass follows the catch-up; on a loaded machine a pass with nothing new may follow it
+    assert (passes == []) if quiet else any("+1 ~0 -0" in line for line in passes[1:]), printed
     assert [line for line in err if "was damaged" in line and "moved it to" in line], err
     assert any("watching notes" in line for line in err) is not quiet
