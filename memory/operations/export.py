@@ -16,8 +16,8 @@ import os
 import re
 import struct
 from bisect import bisect_left
-from contextlib import nullcontext
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from pathlib import Path
