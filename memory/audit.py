@@ -10,6 +10,7 @@ from pathlib import Path
 
 from memory import strict_json
 from memory.home import private_dir
+from memory.lines import append_line
 
 MAX_BYTES = 5 * 1024 * 1024
 KEEP = 3
@@ -30,10 +31,7 @@ class AuditLog:
             self._rotate_if_needed(len(line))
             fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o600)
             try:
-                size = os.fstat(fd).st_size
-                if size and os.pread(fd, 1, size - 1) != b"\n":
-                    line = "\n" + line  # after a torn last line, never glued onto it (and lost with it)
-                os.write(fd, line.encode())
+                append_line(fd, line)
             finally:
                 os.close(fd)
         except OSError:

@@ -1,4 +1,5 @@
-"""Reading a JSON Lines file one bounded line at a time, for ``remember --from`` and ``import``.
+"""Reading a JSON Lines file one bounded line at a time, for ``remember --from`` and ``import``;
+appending a whole line to one (the audit log, a session's turns).
 
 A bulk load must not let one line decide its fate or its memory: a line
 longer than any record can be is skipped in chunks without being held or
@@ -9,6 +10,7 @@ allowed, whatever the file's size.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from typing import IO, Any
 
@@ -61,3 +63,12 @@ def loads(text: str) -> Any:
         return strict_json.loads(text)
     except strict_json.JSONRefused as exc:  # NaN, a 5,000-digit number or a key twice, as much as bad JSON
         raise ValueError(f"not JSON ({exc})") from None
+
+
+def append_line(fd: int, line: str) -> None:
+    """Append ``line`` to the file open at ``fd`` (``O_APPEND``). After a torn last line (a writer killed
+    mid-line) it starts on a line of its own: glued onto the torn one, it would be lost with it."""
+    size = os.fstat(fd).st_size
+    if size and os.pread(fd, 1, size - 1) != b"\n":
+        line = "\n" + line
+    os.write(fd, line.encode())

@@ -26,6 +26,7 @@ from memory.errors import InvalidRequestError, NotFoundError
 from memory.extraction.scoring import agent_confidence, storable
 from memory.federation.federation import MemoryFederation, WriteReport
 from memory.home import Home, private_dir
+from memory.lines import append_line
 from memory.promotion import asserted_importance
 from memory.protocols import Rewords
 from memory.redaction import redact
@@ -69,10 +70,7 @@ def _append(path: Path, event: dict[str, Any], *, agent: tuple[Home, str, str] |
             raise
         raise deleted_meanwhile(agent[2]) from None
     try:
-        size = os.fstat(fd).st_size
-        if size and os.pread(fd, 1, size - 1) != b"\n":
-            line = "\n" + line  # after a torn last line, never glued onto it (and lost with it)
-        os.write(fd, line.encode())
+        append_line(fd, line)
     finally:
         os.close(fd)
 
