@@ -74,3 +74,37 @@ def test_an_operator_command_on_a_locked_pool_gives_up_at_the_tiers_budget(team,
     assert took < 3.5, took  # the default budget would have waited 5 s
     again = run_arcana(*args, home=arcana_home, env=env)  # the control: the same budget, no lock
     assert again.returncode == 0, again.stderr
+
+
+def test_migrate_up_keeps_its_hour_under_a_tight_budget(cli, arcana_home, pg_url, pg_server):
+    """The upgrade is the one statement past the tier's budget: a second machine's upgrade holding the
+    advisory lock longer than the budget is waited for, not cut off at it."""
+    import asyncio
+    import threading
+
+    import asyncpg
+
+    from memory.postgres.migrations import LOCK_KEY, MIGRATIONS, head_version, migrate
+
+    async def old() -> None:
+        conn = await asyncpg.connect(pg_url)
+        try:
+            await migrate(conn, "test", MIGRATIONS[:-1])
+        finally:
+            await conn.close()
+
+    asyncio.run(old())
+    arcana_home.ensure()
+    arcana_home.config_path.write_text(json.dumps({"embedding": {"providers": []}, "pools": {"team": {"url": pg_url}}}))
+    budgets(arcana_home, shared={"team": tight(BUDGET_MS)})
+    locker = Locker(pg_server, f"SELECT pg_advisory_xact_lock({LOCK_KEY})")
+    release = threading.Timer(3 * BUDGET_MS / 1000, locker.close)  # three budgets on: the other upgrade is done
+    release.start()
+    try:
+        done = cli("migrate", "up", "--json")
+    finally:
+        release.cancel()
+        locker.close()
+    assert done.exit_code == 0, done.output
+    [team] = [r for r in json.loads(done.stdout) if r["database"].startswith("pool:team")]
+    assert (team["from"], team["to"], team["state"]) == (head_version() - 1, head_version(), "migrated")
