@@ -111,7 +111,6 @@ def open_tier(
     config: Any,
     embedding: Any | None = None,
     vector_options: Mapping[str, Any] | None = None,
-    budget: Any | None = None,
     actor: str = "library",
     repair: bool = True,
     unreachable_degrades: bool = False,
@@ -120,7 +119,9 @@ def open_tier(
 
     The engine branch: on the server ``config`` names — a :class:`PostgresAdapter`
     that is semantic itself, with connect and statement timeouts inside the
-    tier's ``budget`` (a :class:`TierBudget`), connecting only when first used —
+    tier's budget in the home's ``connections/memory-adapters.json``, read here so
+    that recall, remember and every operator command (prune, migrate, export…)
+    wait on that tier alike, connecting only when first used —
     else the home's SQLite file behind :func:`with_vectors`. A server URL that
     cannot be had (its ``url_env`` unset or not a postgresql:// URL) raises, or
     with ``unreachable_degrades`` (a federation's tiers) gives an
@@ -140,9 +141,11 @@ def open_tier(
     if url is None:
         return with_vectors(open_store(home, kind, name, actor=actor, repair=repair), embedding, vector_options)
     from memory.adapters.postgres import PostgresAdapter  # asyncpg only for server tiers
-    from memory.budgets import TierBudget
+    from memory.budgets import ConnectionsConfig
+    from memory.types import MemoryScope
 
-    budget = budget or TierBudget()
+    scope = MemoryScope.GLOBAL if kind is StoreKind.GLOBAL else MemoryScope.SHARED
+    budget = ConnectionsConfig.load(home.connections_path).for_tier(scope, name)
     return PostgresAdapter(
         url,
         gateway=embedding,

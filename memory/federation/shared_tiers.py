@@ -9,12 +9,10 @@ from typing import Any
 from memory.adapters.opener import open_tier
 from memory.agent_links import names_agent
 from memory.agents import AgentCard
-from memory.budgets import ConnectionsConfig
 from memory.config import ArcanaConfig
 from memory.home import Home
 from memory.protocols import MemoryAdapter
 from memory.store_kinds import StoreKind
-from memory.types import MemoryScope
 
 
 @dataclass(frozen=True)
@@ -55,12 +53,11 @@ def pool_configs(
     note ids either way, so a note seen twice is one fact.
     """
     joined = agent_pools(config, card)
-    connections = ConnectionsConfig.load(home.connections_path)
     found = []
     for name in joined:
         store = open_tier(
             home, StoreKind.POOL, name, config=config, embedding=embedding, vector_options=vector_options,
-            budget=connections.for_tier(MemoryScope.SHARED, name), actor=actor, unreachable_degrades=True,
+            actor=actor, unreachable_degrades=True,
         )
         found.append(PoolConfig(name, store))
     for vault_name, vault in sorted(config.vaults.items()):

@@ -241,6 +241,39 @@ async def check_databases(home: Home, on_progress: Progress | None = None) -> li
     return checks
 
 
+async def check_servers(home: Home) -> list[Check]:
+    """Schema version of each tier config puts on a PostgreSQL server, read without upgrading it.
+
+    A pending one fails, whether or not an agent uses it: a SQLite file is upgraded (copied aside first)
+    by the next command that opens it, a server tier only within the budget of whichever command meets
+    it — a large pool's rewrite never fits and that command fails — so the fix is `arcana migrate up`.
+    """
+    from memory.config import load_config
+    from memory.errors import ArcanaMemoryError
+    from memory.operations.schema import server_versions
+
+    try:
+        config = load_config(home.config_path)
+    except ArcanaMemoryError:
+        return []  # the config check says why
+    checks = []
+    for row in await server_versions(home, config, actor="doctor"):
+        name, version, head = f"db {row.database}", row.from_version, row.head
+        if row.error is not None:  # an unset url_env or a bad URL: the pool and tier checks name it already
+            continue
+        if row.state == "current":
+            checks.append(Check(name, True, f"schema v{version}/{head}"))
+        elif row.state == "pending" and version == 0:
+            checks.append(Check(name, True, "not created yet (made on first write)"))
+        elif row.state == "pending":
+            checks.append(Check(name, False, f"schema v{version}/{head} (pending: run `arcana migrate up`)"))
+        elif row.state == "newer than this Arcana":
+            checks.append(Check(name, False, f"schema is newer than this Arcana (v{head}): upgrade Arcana"))
+        else:  # unreachable: the reason, password masked, and its fix
+            checks.append(Check(name, False, row.state))
+    return checks
+
+
 async def check_vectors(home: Home, failed: Collection[Path] = ()) -> list[Check]:
     """Rows of a store with vectors that have none (a bulk write killed between its rows and their
     vectors), and, one failing check each, stores whose pinned vector index is damaged (an outside
@@ -454,6 +487,7 @@ async def run_checks(home: Home, on_progress: Progress | None = None) -> list[Ch
     checks += check_sqlite()
     databases = await check_databases(home, on_progress)
     checks += databases
+    checks += await check_servers(home)
     checks += check_quarantine(home)
     checks.append(check_conflicts(home))
     checks += check_rows(home)

@@ -66,7 +66,7 @@ async def _probe_server(tier) -> TierReport:
     if version == 0:
         return TierReport(tier.name, True, f"{where}: not created yet (made on first write)")
     if version != head:
-        return TierReport(tier.name, False, f"{where}: schema v{version}/{head}: not probed (see `arcana migrate status`)")
+        return TierReport(tier.name, False, f"{where}: schema v{version}/{head}: not probed (pending: run `arcana migrate up`)")
     report = await _probe(tier)
     return replace(report, detail=f"{where}, schema v{version}: {report.detail}")
 

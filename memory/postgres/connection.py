@@ -36,7 +36,7 @@ def storage_error(url: str, exc: BaseException) -> MemoryStorageError:
         return MemoryStorageError(scrub(
             f"{mask_url(url)}: {detail}: another session held a lock on these memories, or the statement took "
             "too long; run again once that session's transaction ends (--lock-wait SECONDS stops waiting sooner), "
-            "or raise the tier's timeouts in connections/memory-adapters.json (they bound recall and remember)", url))
+            "or raise the tier's timeouts in connections/memory-adapters.json (they bound every command on it)", url))
     return MemoryStorageError(scrub(f"{mask_url(url)}: {detail}; check that the server is up and the URL is right", url))
 
 

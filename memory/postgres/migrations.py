@@ -16,8 +16,8 @@ from memory.errors import ConfigError, SchemaTooNewError
 
 LOCK_KEY = 0x41524341  # 'ARCA': the advisory lock every Arcana upgrade takes
 # An upgrade rewrites the table (v9: about 4,000 rows/s on 2 busy cores) and a second machine waits on
-# the lock meanwhile, so neither runs under the tier's statement timeout (5 s for `arcana migrate up`,
-# which no pool past some 20,000 rows could then pass); an hour per statement is over 10M rows.
+# the lock meanwhile, so neither runs under the tier's statement timeout (its budget's, 5 s by default,
+# which no pool past some 20,000 rows could pass); an hour per statement is over 10M rows.
 # A recall that connects to a pool still pending stays bounded by its tier's budget (and rolls back).
 UPGRADE_TIMEOUT_S = 3600
 

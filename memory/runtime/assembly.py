@@ -36,7 +36,7 @@ from memory.protocols import Closeable, Layered
 from memory.ranking.decay import DecayProfile, resolve_decay_profiles
 from memory.reconcile.reconciler import Reconciler
 from memory.store_kinds import StoreKind
-from memory.types import MemoryScope, MemoryType, now_utc
+from memory.types import MemoryType, now_utc
 
 
 def _home(home: Home | Path | str | None) -> Home:
@@ -103,7 +103,7 @@ async def build_federation(
     def open_global(config: ArcanaConfig) -> Any:
         return open_tier(
             home, StoreKind.GLOBAL, config=config, embedding=embedding,
-            vector_options=vector_options, budget=connections.for_tier(MemoryScope.GLOBAL), actor=actor,
+            vector_options=vector_options, actor=actor,
             unreachable_degrades=True,
         )
 

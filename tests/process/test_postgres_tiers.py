@@ -266,8 +266,10 @@ def test_operator_commands_work_on_a_server_pool(server_team, pg_url):
     assert [r["state"] for r in up if r["database"].startswith("pool:team")] == ["current"]
     doctor = server_team("doctor", "--json")
     checks = json.loads(doctor.stdout)["checks"]
-    [tier] = [c for c in checks if "pool:team" in c["name"] or "pool:team" in c["detail"]]
+    [tier] = [c for c in checks if c["name"].startswith("tier ") and "pool:team" in c["name"] + c["detail"]]
     assert tier["ok"] and "postgresql" in tier["detail"] and f"schema v{head_version()}" in tier["detail"], tier
+    [server] = [c for c in checks if c["name"].startswith("db pool:team ")]  # its schema, checked on the server
+    assert server["ok"] and f"schema v{head_version()}/{head_version()}" in server["detail"], server
 
 
 def test_a_fresh_server_database_is_pending_until_migrate_up(cli, arcana_home, pg_url, monkeypatch):
