@@ -23,7 +23,7 @@ from memory.errors import StaleEditError
 from memory.ledger_image import encode
 from memory.promotion import ASSERTED_IMPORTANCE_CAP
 from memory.sqlite.mutations import (
-    GONE, REFUSED, VERSION_LINKS, change_label, counted, differs, never_looser, newer_fields, readable_records,
+    GONE, REFUSED, change_label, counted, differs, linked_versions, never_looser, newer_fields, readable_records,
     split_by_time, stale_message, valid_start,
 )
 from memory.sqlite.rows import COLUMNS, entry_values
@@ -264,8 +264,7 @@ async def _apply(conn, batch: Prepared, actor: str, op: str | None, *, known: se
             v[name] = old[name]
         v["archived"] = max(int(old["archived"]), int(v["archived"]))  # only restore() un-archives, as on SQLite
         v["access_count"], v["last_accessed_at"] = old["access_count"], old["last_accessed_at"]
-        for key in VERSION_LINKS:  # versions change only through supersede / make_current, as on SQLite
-            v[key] = old[key]
+        linked_versions(old, v, imported=batch.imported[index], newer=newer.get(v["id"], ()))
         if all(old[k] == v[k] for k in COLUMNS if k not in _SKIP_COMPARE):
             ops.append("noop")
             continue

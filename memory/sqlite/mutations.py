@@ -13,7 +13,7 @@ would turn every recall into a ledger write.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 
 from memory.access import AccessBuffer
 from memory.sqlite import chunks, compact, context, vectors
@@ -73,13 +73,14 @@ _CHANGES_SINCE = (
 
 
 def newer_fields(records: Iterable[LedgerRecord], written: Mapping[str, float]) -> dict[str, set[str]]:
-    """id -> the :data:`NEWER_WINS` fields that ``records`` (changes made other than by an import)
-    changed after ``written[id]``, the time the import's line was written: every engine's one rule."""
+    """id -> the :data:`NEWER_WINS` fields and :data:`VERSION_LINKS` that ``records`` (changes made other
+    than by an import) changed after ``written[id]``, the time the import's line was written: every
+    engine's one rule."""
     newer: dict[str, set[str]] = {}
     for record in records:
         if record.at.timestamp() <= written[record.memory_id]:
             continue
-        changed = set(record.changed_fields()).intersection(NEWER_WINS)
+        changed = set(record.changed_fields()).intersection((*NEWER_WINS, *VERSION_LINKS))
         if changed:
             newer.setdefault(record.memory_id, set()).update(changed)
     return newer
@@ -118,6 +119,24 @@ def never_looser(old: dict, new: dict) -> None:
     ``memory restore``, never an import line."""
     new["visibility"] = max(old["visibility"], new["visibility"], key=RESTRICTION.__getitem__)
     new["pinned"] = max(int(old["pinned"]), int(new["pinned"]))
+
+
+def linked_versions(old: dict, new: dict, *, imported: bool, newer: Collection[str] = ()) -> None:
+    """Keep ``old``'s :data:`VERSION_LINKS` in ``new``, the image written over it, but for one change.
+
+    An ``imported`` line that ends a version the store holds current ends it here too (its
+    ``valid_to`` and ``superseded_by``): a later export of the same store brings what its source
+    replaced since, and both versions staying current would answer recall twice. Ending is one way
+    (an older line never brings an ended version back), and a version the store re-linked after the
+    line was written (``newer``: ``memory revert``, a supersession here) keeps the store's links.
+    """
+    ends = (imported and new["superseded_by"] is not None and old["superseded_by"] is None
+            and old["valid_to"] is None and not set(VERSION_LINKS).intersection(newer))
+    ended = new["valid_to"], new["superseded_by"]
+    for key in VERSION_LINKS:
+        new[key] = old[key]
+    if ends:
+        new["valid_to"], new["superseded_by"] = ended
 
 
 def _images(raw, ids: Sequence[str]) -> dict[str, dict]:
@@ -283,8 +302,7 @@ def upsert(raw, entries: Sequence[MemoryEntry], actor: str, *, op: str | None = 
         values["archived"] = max(int(old["archived"]), values["archived"])  # only restore() un-archives
         values["access_count"] = old["access_count"]
         values["last_accessed_at"] = old["last_accessed_at"]
-        for key in VERSION_LINKS:
-            values[key] = old[key]
+        linked_versions(old, values, imported=entry.imported, newer=newer.get(entry.id, ()))
         if all(old[k] == values[k] for k in COLUMNS if k not in _SKIP_COMPARE):
             ops.append("noop")
             continue
