@@ -59,3 +59,27 @@ def test_an_imported_version_chain_answers_as_of_on_a_server_pool_as_on_sqlite(c
     local = answers("local")
     assert local == {**{when: [said] for when, said in ASKED.items()}, None: ["I live in Porto now"]}  # the control
     assert answers("team") == local
+
+
+def test_a_later_export_imported_again_ends_on_a_server_pool_what_its_source_replaced(cli, arcana_home, pg_url, tmp_path):
+    keyword_only(arcana_home)
+    for args in (("agent", "create", "ada"), ("pool", "create", "team", "--url", pg_url), ("pool", "create", "local")):
+        ok(cli(*args))
+    ok(cli("remember", "I live in Berlin", "-a", "ada"))
+    ok(cli("remember", "I have a cat named Miso", "-a", "ada"))
+    before, after = tmp_path / "before.jsonl", tmp_path / "after.jsonl"
+    ok(cli("export", "-a", "ada", "-o", str(before)))
+    ok(cli("remember", "I moved to Lisbon, I live in Lisbon now", "-a", "ada"))
+    ok(cli("export", "-a", "ada", "-o", str(after)))
+
+    def current(pool: str) -> set[str]:
+        rows = json.loads(ok(cli("memory", "list", "--pool", pool, "--all", "--json")))
+        return {r["content"] for r in rows if r["valid_to"] is None and r["superseded_by"] is None}
+
+    for pool in ("team", "local"):
+        ok(cli("import", str(before), "--pool", pool))
+        assert current(pool) == {"I live in Berlin", "I have a cat named Miso"}
+        ok(cli("import", str(after), "--pool", pool))
+        assert current(pool) == {"I moved to Lisbon, I live in Lisbon now", "I have a cat named Miso"}  # the cat: control
+        ok(cli("import", str(before), "--pool", pool))  # the older file again: Berlin stays ended
+        assert current(pool) == {"I moved to Lisbon, I live in Lisbon now", "I have a cat named Miso"}
