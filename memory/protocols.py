@@ -125,6 +125,11 @@ class Provenance(Protocol):
         """The consolidated memories that carry any of ``entry_ids``."""
         ...
 
+    async def stand_alone(self, entry_ids: Sequence[str]) -> int:
+        """Restore (ledgered) those of ``entry_ids`` that consolidation archived and that are visible while
+        nothing carrying them answers (a hide of theirs reached every carrier): how many."""
+        ...
+
 
 def provenance_of(adapter: object) -> Provenance | None:
     """The store under ``adapter`` (through layers) that records provenance, if any."""

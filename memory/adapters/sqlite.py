@@ -394,6 +394,11 @@ class SQLiteAdapter:
         """The consolidated memories that carry any of ``entry_ids``: where an operator's edit must reach."""
         return await self.run(consolidation.carriers_of, list(entry_ids), inline=True) if entry_ids else []
 
+    async def stand_alone(self, entry_ids: Sequence[str]) -> int:
+        """Restore those of ``entry_ids`` consolidation archived that are visible while no carrier answers."""
+        alone = await self.run(consolidation.uncarried_sources, list(entry_ids), inline=True) if entry_ids else []
+        return await self.restore(alone) if alone else 0
+
     async def held_beside(self, entry_id: str) -> list[MemoryEntry]:
         """The claims held beside the fact ``entry_id`` (any visibility, archived too)."""
         query = version_sql.held_beside(entry_id, SELECT_COLUMNS)

@@ -615,6 +615,11 @@ class MemoryEditor:
             # The copy first: once the row is gone a re-run could not find it to try the copy again.
             change = await self.copies.follow(self.store, before, None, edit, verb or edit.op, first=True)
         changed = await edit.on(self.store, entry_id, guarded=True)
+        if changed and _visibility_set(edit) is Visibility.VISIBLE and (held := provenance_of(self.store)) is not None:
+            # Trigger: a restatement a merge archived, shown again. Why: its hide reached the keeper
+            # carrying it, which stays hidden, so its words answered nowhere. Outcome: it stands on its
+            # own, as a restored source does; one whose carrier answers stays carried.
+            await held.stand_alone([entry_id])
         after = await _operator_get(self.store, entry_id)
         if self.embedding is not None and after is not None and after.content != before.content:
             await embed_rows(self.store, [entry_id], *self.embedding)
@@ -866,10 +871,16 @@ def _withholding(edit: Edit) -> Edit | None:
     does a restatement a merge absorbed, so each is archived (restorable) as a forget would."""
     if edit.op in ("archive", "purge") or (edit.op == "update" and "content" in edit.changes):
         return Edit("archive")
-    visibility = edit.value if edit.op == "set_visibility" else edit.changes.get("visibility") if edit.op == "update" else None
-    if visibility is None or Visibility(visibility) is Visibility.VISIBLE:
+    visibility = _visibility_set(edit)
+    if visibility is None or visibility is Visibility.VISIBLE:
         return None
-    return Edit("set_visibility", Visibility(visibility))
+    return Edit("set_visibility", visibility)
+
+
+def _visibility_set(edit: Edit) -> Visibility | None:
+    """The visibility ``edit`` gives, None when it gives none."""
+    visibility = edit.value if edit.op == "set_visibility" else edit.changes.get("visibility") if edit.op == "update" else None
+    return None if visibility is None else Visibility(visibility)
 
 
 async def _carried(store: SQLiteAdapter, carrier_id: str, edit: Edit, successor: str | None) -> Edit | None:

@@ -35,6 +35,9 @@ class Dialect:
     # Whether row ``{alias}`` is a digest of episodes (so ``--type episodic`` finds what it carries); None
     # where nothing is consolidated.
     digest: str | None = None
+    # The rows row ``{alias}`` consolidated and still answers for (``source``, to which a condition is
+    # appended); None where nothing is consolidated.
+    consolidated_sources: str | None = None
 
 
 # ``archived`` values: 0 live; 1 archived by an operator or prune; 2 by consolidation (its content lives on in a
@@ -76,6 +79,8 @@ SQLITE = Dialect(
     f"{_CARRIERS}) > ? AND NOT EXISTS (SELECT 1 {_CARRIERS} "
     f"AND (carrier.visibility != '{Visibility.VISIBLE.value}' OR carrier.archived = 1))",
     digest_sql("{alias}"),
+    f"SELECT 1 FROM memory_edges said JOIN memories source ON source.id = said.dst_id WHERE said.src_id = {{alias}}.id "
+    f"AND said.relation = '{SOURCES}' AND source.archived = {CONSOLIDATED}",
 )
 # tags is JSON text on both engines; jsonb containment, never the jsonb ``?`` operator
 # (it would read as a placeholder); through arcana_tags (memory/postgres/migrations.py, v10): invalid
@@ -168,15 +173,32 @@ def query_filters(query: MemoryQuery, alias: str = "m", dialect: Dialect = SQLIT
     if query.min_confidence is not None:
         parts.append(f"{alias}.confidence >= ?")
         params.append(query.min_confidence)
-    if query.since is not None:
-        parts.append(f"{alias}.created_at >= ?")
-        params.append(query.since.timestamp())
-    if query.until is not None:
-        parts.append(f"{alias}.created_at <= ?")
-        params.append(query.until.timestamp())
+    if query.since is not None or query.until is not None:
+        said = _said_within(query, alias, dialect)
+        parts.append(said.sql)
+        params.extend(said.params)
     if query.exclude_conflicts:
         parts.append(f"{alias}.conflict_with IS NULL AND {alias}.superseded_by IS NULL")
     return Clause(" AND ".join(parts) or dialect.true, tuple(params))
+
+
+def _said_within(query: MemoryQuery, alias: str, dialect: Dialect) -> Clause:
+    """Whether row ``alias`` was said between ``since`` and ``until``, or one of the sources it consolidated
+    was (said by ``as_of``, if given): a merge keeps its keeper's ``created_at``, so "I like tea" said
+    yesterday and merged into an older "I like tea with milk" answered no ``--since 7d`` at all."""
+    bounds = [(op, at.timestamp()) for op, at in ((">=", query.since), ("<=", query.until)) if at is not None]
+
+    def window(column: str) -> str:
+        return " AND ".join(f"{column} {op} ?" for op, _ in bounds)
+
+    own = Clause(window(f"{alias}.created_at"), tuple(at for _, at in bounds))
+    if dialect.consolidated_sources is None:
+        return own
+    said_then = "" if query.as_of is None else " AND source.created_at <= ?"
+    sources = (f"EXISTS ({dialect.consolidated_sources.format(alias=alias)}{said_then} "
+               f"AND {window('source.created_at')})")
+    then = () if query.as_of is None else (query.as_of.timestamp(),)
+    return Clause(f"(({own.sql}) OR {sources})", own.params + then + own.params)
 
 
 def where(

@@ -23,7 +23,7 @@ from memory.sqlite.connection import transaction
 from memory.sqlite.fts import every_word_match
 from memory.sqlite.rows import SELECT_COLUMNS, entry_or_none, tags_text
 from memory.sqlite.vectors import read_meta, table_exists
-from memory.types import DERIVED_TAG, MemoryEntry
+from memory.types import DERIVED_TAG, MemoryEntry, Visibility
 
 _CURRENT = "m.archived = 0 AND m.valid_to IS NULL"
 # What consolidation leaves alone: a pinned memory, and a claim held beside a user's fact (an open
@@ -212,6 +212,17 @@ def carriers_of(raw, ids: Sequence[str]) -> list[str]:
     """The consolidated memories that carry any of ``ids`` (an operator's edit of a source reaches them)."""
     sql = f"SELECT DISTINCT src_id FROM memory_edges WHERE relation = '{SOURCES}' AND dst_id IN ({{marks}})"
     return sorted({row[0] for row in select_in(raw, sql, ids)})
+
+
+def uncarried_sources(raw, ids: Sequence[str]) -> list[str]:
+    """Which of ``ids`` consolidation archived that are visible while every memory carrying them is
+    withheld (hidden, private or archived by an operator or prune), as the admission predicate counts a
+    carrier withheld: shown again after their hide reached their carriers, they answer nowhere."""
+    sql = (f"SELECT m.id FROM memories m WHERE m.archived = {CONSOLIDATED} AND m.visibility = "
+           f"'{Visibility.VISIBLE.value}' AND m.id IN ({{marks}}) AND NOT EXISTS (SELECT 1 FROM memory_edges e "
+           f"JOIN memories c ON c.id = e.src_id WHERE e.dst_id = m.id AND e.relation = '{SOURCES}' "
+           f"AND e.source != '{QUOTED_LINK}' AND c.visibility = '{Visibility.VISIBLE.value}' AND c.archived != 1)")
+    return sorted(row[0] for row in select_in(raw, sql, ids))
 
 
 DERIVED = SQLITE.has_tag.format(col="tags")  # one parameter: DERIVED_TAG

@@ -14,7 +14,10 @@ from factories import entry
 from memory.adapters.sqlite import SQLiteAdapter
 from memory.deadline import LOCK_WAIT
 from memory.errors import MemoryBusyError, MemoryStorageError, StaleEditError
+from memory.sqlite import mutations
+from memory.sqlite.admission import CONSOLIDATED
 from memory.sqlite.connection import dbapi
+from memory.sqlite.consolidation import link_sources
 from memory.sqlite.rows import COLUMNS
 from memory.types import Audience, MemoryQuery, PruneMode, PrunePolicy, Visibility
 
@@ -86,6 +89,14 @@ async def _reinforce(s, t):
     assert await s.reinforce(t.id, 0.05) == 1
 
 
+async def _stand_alone(s, t):
+    """A source consolidation archived into a carrier no longer stored, shown again: restored on its own."""
+    await s.set_visibility([t.id], Visibility.VISIBLE)
+    await s.run(mutations.update, [t.id], "archive", "test", f"archived = {CONSOLIDATED}")
+    await s.run(link_sources, [("a-carrier-not-stored", t.id)], "consolidation")
+    assert await s.stand_alone([t.id]) == 1
+
+
 async def _repair(s, t):
     """An outside edit leaves the row unreadable (never ledgered); the repair from its insert's image is."""
     [insert] = await s.history(t.id)
@@ -110,9 +121,10 @@ MUTATORS = {
     "make_current": (_make_current, "make_current", True),
     "reinforce": (_reinforce, "reinforce", True),
     "repair": (_repair, "revert", True),
+    "stand_alone": (_stand_alone, "restore", True),
 }
 # SQLite's alone: a server store's rows are left to the server's tools (test_postgres_store.py).
-SQLITE_ONLY_MUTATORS = {"repair"}
+SQLITE_ONLY_MUTATORS = {"repair", "stand_alone"}
 
 # Public coroutines that never change what is remembered. record_access only
 # bumps access counters (documented, unledgered bookkeeping); ensure_vec loads

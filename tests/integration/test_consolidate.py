@@ -455,6 +455,25 @@ async def test_a_digest_answers_as_of_a_time_only_once_every_turn_it_carries_was
     assert digest.id in [e.id for e in await store.search(MemoryQuery(agent_id="ada", text="puppy Oscar"))]
 
 
+async def test_a_merged_memory_answers_until_a_time_one_of_its_restatements_was_said_by(store, offline_embedder):
+    """The library's ``until`` bound reads a merge's sources as ``since`` does: "I like tea." said 40
+    days before the fuller "I like tea with milk." it was merged into still answers ``until`` then."""
+    vectors = VectorAdapter(store, EmbeddingGateway([offline_embedder]))
+    tea, milk = fact("I like tea.", created_at=OLD - timedelta(days=40)), fact("I like tea with milk.", created_at=OLD)
+    park = fact("The car is parked on level 3.", created_at=OLD)
+    await vectors.write_many([tea, milk, park])
+    await _consolidate(store, offline_embedder)
+    assert await store.run(sources_of, [milk.id]) == {milk.id: [tea.id]}
+
+    async def found(text: str, **bounds) -> list[str]:
+        return [e.id for e in await store.search(MemoryQuery(agent_id="ada", text=text, **bounds))]
+
+    assert await found("tea", until=OLD - timedelta(days=20)) == [milk.id]
+    assert await found("tea", since=OLD - timedelta(days=30), until=OLD - timedelta(days=20)) == []  # said neither
+    assert await found("car parked", until=OLD - timedelta(days=20)) == []  # control: said only after it
+    assert await found("car parked", until=OLD) == [park.id]
+
+
 async def test_a_consolidated_source_answers_as_of_a_time_before_its_carrier_and_an_operator_can_still_end_it(
     store, offline_embedder
 ):
