@@ -155,7 +155,8 @@ def _front_block(text: str) -> tuple[str, str] | None:
 
 # A withholding property in a block YAML cannot read (`tags: [a` a line below it): it still withholds.
 _WITHHOLDING_LINE = re.compile(
-    r"^(?:visibility[ \t]*:[ \t]*[\"']?(?:hidden|private)|archived[ \t]*:[ \t]*[\"']?(?:true|yes|on))[\"']?[ \t]*(?:#.*)?$",
+    r"^(?:visibility[ \t]*:[ \t]*[\"']?(?:hidden|private)|archived[ \t]*:[ \t]*[\"']?(?:true|yes|on))[\"']?[ \t]*(?:#.*)?$"
+    r"|^superseded_by[ \t]*:[ \t]*(?!(?:null|~|''|\"\")?[ \t]*(?:#.*)?$)\S",
     re.I | re.M,
 )
 
@@ -200,7 +201,7 @@ class ParsedNote:
     size: int
     frontmatter_problem: bool
     words: Counter = field(repr=False, compare=False)
-    withheld: bool = False  # its frontmatter says hidden, private or archived (see :func:`withheld`)
+    withheld: bool = False  # its frontmatter says hidden, private, archived or superseded (see :func:`withheld`)
     lowered: str = field(default="", repr=False, compare=False)  # content, lower-cased once per parse
     properties_text: str = field(default="", repr=False, compare=False)  # its properties' strings, for their [[links]]
 
@@ -306,15 +307,19 @@ def _strings(meta: dict[str, Any]) -> Iterator[str]:
 
 def withheld(meta: dict[str, Any]) -> bool:
     """Whether a note's properties withhold it from every read: ``visibility: hidden`` or ``private``,
-    or ``archived: true``. `arcana export --format markdown` writes a memory an operator hid or forgot
-    so; a vault made of such an export must not answer with it (other values are the user's own)."""
+    ``archived: true``, or a ``superseded_by``. `arcana export --format markdown` writes a memory an
+    operator hid or forgot, and a version a newer one replaced, so; a vault made of such an export must
+    not answer with it, as recall would not (other values are the user's own)."""
     visibility = meta.get("visibility")
-    return meta.get("archived") is True or (isinstance(visibility, str) and visibility.strip().lower() in ("hidden", "private"))
+    replaced = meta.get("superseded_by")
+    return (meta.get("archived") is True or (isinstance(visibility, str) and visibility.strip().lower() in ("hidden", "private"))
+            or (replaced is not None and str(replaced).strip() != ""))
 
 
 def _withheld_unread(text: str) -> bool:
-    """Whether frontmatter YAML could not read still says ``visibility: hidden``/``private`` or
-    ``archived: true`` on a line of its own: a typo elsewhere in the block must not publish the note."""
+    """Whether frontmatter YAML could not read still says ``visibility: hidden``/``private``,
+    ``archived: true`` or a ``superseded_by`` on a line of its own: a typo elsewhere in the block must
+    not publish the note."""
     found = _front_block(text)
     return found is not None and _WITHHOLDING_LINE.search(found[0]) is not None
 

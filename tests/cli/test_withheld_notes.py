@@ -98,3 +98,27 @@ def test_a_re_export_takes_out_purged_memories_notes_and_names_no_hidden_words(c
     found = contents(out(cli("vault", "search", "notes", "otter", "--json"))["results"])
     assert "otter5521" not in found and "otter7730" not in found
     assert "otter poster" in found and "otter pond" in found
+
+
+def test_a_superseded_version_exported_to_a_vault_is_not_current_there(cli, no_embedder, tmp_path):
+    """The export writes a replaced version with its `superseded_by`, and a vault made of the folder
+    answered "where do I live" with the old city beside the new one: recall sees current versions
+    only, and a vault read must too. A note whose YAML is unreadable still withholds so."""
+    old = out(cli("remember", "I live in Berlin near the heron lake.", "--agent", "ada", "--json"))["id"]
+    new = out(cli("remember", "I moved to Lisbon by the heron river.", "--agent", "ada", "--json"))
+    assert new["supersedes"] == [old], new
+    folder = tmp_path / "ada-notes"
+    assert cli("export", "--format", "markdown", "--agent", "ada", "--output", str(folder)).exit_code == 0
+    broken = folder / "broken.md"  # the export's properties with a YAML typo below them
+    broken.write_text(f"---\nsuperseded_by: {new['id']}\ntags: [a\n---\nI live in Porto by the heron bay.\n")
+    assert cli("agent", "create", "bob").exit_code == 0
+    assert cli("vault", "add", str(folder), "--name", "ada", "--agent", "bob").exit_code == 0
+    for phase in ("folder", "index"):
+        if phase == "index":
+            index = out(cli("vault", "index", "ada", "--json"))
+            assert index["added"] == 1 and index["skipped"] == {"withheld": 2}, index
+        searched = contents(out(cli("vault", "search", "ada", "heron", "--json"))["results"])
+        recalled = contents(out(cli("recall", "heron", "--agent", "bob", "--json"))["results"])
+        for answer in (searched, recalled):
+            assert "Berlin" not in answer and "Porto" not in answer, phase
+            assert "Lisbon by the heron river" in answer, phase  # control: the current version answers
