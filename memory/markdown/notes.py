@@ -27,6 +27,7 @@ from typing import Any
 
 import yaml
 
+from memory.config import ExtractionSettings
 from memory.types import EARLIEST, LATEST, ConfidenceSource, MemoryEntry, MemoryScope, MemoryType
 
 # Fixed forever: changing it would change every note id and orphan every index.
@@ -252,6 +253,7 @@ def parse_note(rel_path: str, data: bytes, mtime_ns: int, size: int, who: NoteId
     pinned = meta.get("pinned") is True
     if "pinned" in meta and not isinstance(meta["pinned"], bool):
         problem = True
+    source, confidence = asserted(meta)
     title = note_title(rel_path)
     # The title leads the content: a note is found by its name, and an empty note is still a note.
     content = f"{title}\n\n{body.strip()}" if body.strip() else title
@@ -265,7 +267,8 @@ def parse_note(rel_path: str, data: bytes, mtime_ns: int, size: int, who: NoteId
         pool_name=who.pool_name,
         importance=importance,
         pinned=pinned,
-        confidence_source=ConfidenceSource.IMPORTED,
+        confidence=confidence,
+        confidence_source=source,
         tags=tags + hashtags(masked),
         created_at=modified,
         updated_at=modified,
@@ -303,6 +306,25 @@ def _strings(meta: dict[str, Any]) -> Iterator[str]:
         elif isinstance(value, (dict, list)):  # visited plus stacked never passes PROPERTY_NODES
             items = list(value.values()) if isinstance(value, dict) else value
             stack.extend(reversed(items[: max(PROPERTY_NODES - visits - len(stack), 0)]))
+
+
+_ASSERTED = (ConfidenceSource.AGENT, ConfidenceSource.INFERRED)
+
+
+def asserted(meta: dict[str, Any]) -> tuple[ConfidenceSource, float]:
+    """A note's source and confidence: the user's (``imported``, 1.0), unless its properties say an
+    agent or a model asserted it, as `arcana export --format markdown` writes such a memory; then
+    that source and the confidence stated (the default cap of an agent's claims when none is). A vault made of
+    such an export must not vouch for the claim more than the store did (``--min-confidence``, the
+    context a model reads); a property can only lower trust, never raise it."""
+    said = meta.get("confidence_source")
+    source = next((s for s in _ASSERTED if isinstance(said, str) and said.strip().lower() == s.value), None)
+    if source is None:
+        return ConfidenceSource.IMPORTED, 1.0
+    value = meta.get("confidence")
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and 0.0 <= value <= 1.0:
+        return source, float(value)
+    return source, ExtractionSettings().agent_confidence_cap
 
 
 def withheld(meta: dict[str, Any]) -> bool:
