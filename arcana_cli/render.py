@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from memory.types import MemoryEntry
+from memory.types import MemoryEntry, Visibility
 
 
 def age(when: datetime | None, now: datetime | None = None) -> str:
@@ -62,6 +62,15 @@ def version_mark(entry: MemoryEntry) -> str:
     if entry.valid_to is not None or entry.superseded_by:
         return " superseded"
     return " conflict" if entry.conflict_with else ""
+
+
+def version_state(entry: MemoryEntry) -> str:
+    """A version's state in a chain, marked as the web view marks it: hidden, private or archived
+    (an operator's chain shows those too; "current" alone would say recall answers with it), then
+    superseded or conflict; "current" when nothing else is said."""
+    withheld = ([entry.visibility.value] if entry.visibility not in (None, Visibility.VISIBLE) else []) + (
+        ["archived"] if entry.archived else [])
+    return (" ".join(withheld) + version_mark(entry)).strip() or "current"
 
 
 def list_rows(entries: list[MemoryEntry]) -> list[tuple]:

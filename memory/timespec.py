@@ -27,7 +27,7 @@ def parse_since(value: str | None, what: str = "since") -> datetime | None:
     return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
 
 
-_TIME_KEY = re.compile(r"(?:^|_)(?:at|since)$")
+_TIME_KEY = re.compile(r"(?:^|_)(?:at|since)$|^valid_(?:from|to)$")
 
 
 def iso(moment: datetime | float) -> str:
@@ -41,7 +41,8 @@ def iso(moment: datetime | float) -> str:
 
 def iso_times(value: Any) -> Any:
     """``value`` with every datetime, and every epoch number under a time key (``at``, ``*_at``,
-    ``*_since``: ledger images, vault state, watch events), as :func:`iso`; the rest unchanged."""
+    ``*_since``, ``valid_from``/``valid_to``: ledger images, vault state, watch events), as
+    :func:`iso`; the rest unchanged."""
     if isinstance(value, datetime):
         return iso(value)
     if isinstance(value, dict):

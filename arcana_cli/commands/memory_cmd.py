@@ -7,7 +7,7 @@ import typer
 from arcana_cli.command import add_commands, command
 from arcana_cli.context import CliContext
 from arcana_cli.output import Out, YesOpt, confirm
-from arcana_cli.render import LIST_COLUMNS, age, entry_json, list_rows, snippet, version_mark
+from arcana_cli.render import LIST_COLUMNS, age, entry_json, list_rows, snippet, version_state
 from memory.errors import NotFoundError, UnreadableRowError
 from memory.types import Audience, MemoryQuery, MemoryType, Visibility
 
@@ -238,7 +238,7 @@ async def _versions(cli: CliContext, out: Out, memory_id: str, agent, pool, glob
         [{**entry_json(e), "current": e.valid_to is None and not e.superseded_by} for e in chain],
         columns=("id", "from", "to", "state", "memory"),
         rows=lambda: [
-            (e.id[:8], when(e.valid_from or e.created_at), when(e.valid_to), version_mark(e).strip() or "current", snippet(e.content))
+            (e.id[:8], when(e.valid_from or e.created_at), when(e.valid_to), version_state(e), snippet(e.content))
             for e in chain
         ],
     )

@@ -28,7 +28,7 @@ from memory.federation.resilience import ResilientTier, TierRead, describe_failu
 from memory.federation.router import MemoryRouter
 from memory.home import Home
 from memory.promotion import as_claimed, global_copy
-from memory.protocols import Closeable, EmbedsAhead, Prunable, access_buffer_of, provenance_of
+from memory.protocols import Closeable, EmbedsAhead, Prunable, access_buffer_of, admitting_of, provenance_of
 from memory.ranking import timeframe
 from memory.ranking.neighbours import expand
 from memory.types import MAX_QUERY_LIMIT, Audience, HealthStatus, MemoryEntry, MemoryQuery, MemoryScope, PrunePolicy, PruneReport
@@ -516,7 +516,7 @@ class MemoryFederation:
                     for entry_id, factor in tier_relevance(entries).items():
                         relevance[entry_id] = max(factor, relevance.get(entry_id, 0.0))
                 relevance = relevance or None  # no word to match (e.g. only punctuation): a listing
-            merged = dedupe(per_tier)
+            merged = await self._without_own_withheld(query, tiers, dedupe(per_tier))
             span = timeframe.window(query.text, now) if relevance is not None else None
             ranked = self.router.rank([entry for entry, _ in merged], query.limit, now, relevance=relevance, window=span,
                                       locality=[place[names[0]] for _, names in merged])
@@ -535,6 +535,38 @@ class MemoryFederation:
         entries = [entry.model_copy(update={"score": score, "tiers": tiers_of[id(entry)]}) for entry, score in ranked]
         await with_sources(entries, tiers)
         return RecallReport(entries, [t.name for t in tiers], degraded)
+
+    async def _without_own_withheld(
+        self, query: MemoryQuery, tiers: list[ResilientTier], merged: list[tuple[MemoryEntry, list[str]]]
+    ) -> list[tuple[MemoryEntry, list[str]]]:
+        """``merged`` without the global copies of the asking agent's own memories that its own store
+        does not admit (see :meth:`_withheld_by_own_store`)."""
+        own = self.router.private.name
+        global_names = {t.name for t in tiers if t.scope is MemoryScope.GLOBAL}
+        copies = [e.id for e, names in merged
+                  if e.agent_id == query.agent_id and own not in names and global_names.intersection(names)]
+        withheld = await self._withheld_by_own_store(copies, query.as_of) if copies and query.agent_id else set()
+        return [(e, names) for e, names in merged if e.id not in withheld or own in names]
+
+    async def _withheld_by_own_store(self, ids: list[str], as_of: datetime | None = None) -> set[str]:
+        """Of ``ids``, those the agent's own store holds but does not admit (archived, hidden,
+        superseded; at ``as_of`` if asked).
+
+        The agent's store is where its memory is decided: a copy promotion made in the global tier
+        can be left behind by a change that does not follow copies (consolidation archiving a
+        restatement into the memory that says more; a global tier out of reach during an edit), and
+        it then answered the agent beside what replaced it. Other agents have no such store and
+        still read the copy.
+        """
+        store = admitting_of(self.router.private.backend)
+        if store is None:
+            return set()
+        try:
+            held = await store.admitted_by_id(MemoryQuery(), ids, audience=Audience.OPERATOR, include_archived=True)
+            admitted = await store.admitted_by_id(MemoryQuery(as_of=as_of), list(held)) if held else {}
+        except MemoryStorageError:  # the private tier's own read reports it: the copies stand
+            return set()
+        return set(held) - set(admitted)
 
     async def _with_neighbours(
         self, query: MemoryQuery, tiers: list[ResilientTier], ranked: list[tuple[MemoryEntry, float]],
@@ -599,8 +631,11 @@ class MemoryFederation:
     ) -> tuple[MemoryEntry | None, Any, list[MemoryDegradedEvent]]:
         """``entry_id`` in the first writable shared tier that admits it (recall's rules, or
         ``audience``'s), with that tier; and the tiers that could not be read, so the caller can
-        name them rather than answer "no memory"."""
+        name them rather than answer "no memory". The global copy of a memory the agent's own store
+        holds but does not admit is not read either (see :meth:`_withheld_by_own_store`)."""
         shared = [t for t in self.router.tiers if t.scope is not MemoryScope.PRIVATE and not t.read_only]
+        if await self._withheld_by_own_store([entry_id]):
+            shared = [t for t in shared if t.scope is not MemoryScope.GLOBAL]
         return await self._first_holding(entry_id, shared, audience)
 
     async def _first_holding(

@@ -27,6 +27,7 @@ from typing import Any
 
 import yaml
 
+from memory.config import ExtractionSettings
 from memory.types import EARLIEST, LATEST, ConfidenceSource, MemoryEntry, MemoryScope, MemoryType
 
 # Fixed forever: changing it would change every note id and orphan every index.
@@ -155,7 +156,8 @@ def _front_block(text: str) -> tuple[str, str] | None:
 
 # A withholding property in a block YAML cannot read (`tags: [a` a line below it): it still withholds.
 _WITHHOLDING_LINE = re.compile(
-    r"^(?:visibility[ \t]*:[ \t]*[\"']?(?:hidden|private)|archived[ \t]*:[ \t]*[\"']?(?:true|yes|on))[\"']?[ \t]*(?:#.*)?$",
+    r"^(?:visibility[ \t]*:[ \t]*[\"']?(?:hidden|private)|archived[ \t]*:[ \t]*[\"']?(?:true|yes|on))[\"']?[ \t]*(?:#.*)?$"
+    r"|^superseded_by[ \t]*:[ \t]*(?!(?:null|~|''|\"\")?[ \t]*(?:#.*)?$)\S",
     re.I | re.M,
 )
 
@@ -200,7 +202,7 @@ class ParsedNote:
     size: int
     frontmatter_problem: bool
     words: Counter = field(repr=False, compare=False)
-    withheld: bool = False  # its frontmatter says hidden, private or archived (see :func:`withheld`)
+    withheld: bool = False  # its frontmatter says hidden, private, archived or superseded (see :func:`withheld`)
     lowered: str = field(default="", repr=False, compare=False)  # content, lower-cased once per parse
     properties_text: str = field(default="", repr=False, compare=False)  # its properties' strings, for their [[links]]
 
@@ -251,6 +253,7 @@ def parse_note(rel_path: str, data: bytes, mtime_ns: int, size: int, who: NoteId
     pinned = meta.get("pinned") is True
     if "pinned" in meta and not isinstance(meta["pinned"], bool):
         problem = True
+    source, confidence = asserted(meta)
     title = note_title(rel_path)
     # The title leads the content: a note is found by its name, and an empty note is still a note.
     content = f"{title}\n\n{body.strip()}" if body.strip() else title
@@ -264,7 +267,8 @@ def parse_note(rel_path: str, data: bytes, mtime_ns: int, size: int, who: NoteId
         pool_name=who.pool_name,
         importance=importance,
         pinned=pinned,
-        confidence_source=ConfidenceSource.IMPORTED,
+        confidence=confidence,
+        confidence_source=source,
         tags=tags + hashtags(masked),
         created_at=modified,
         updated_at=modified,
@@ -304,17 +308,40 @@ def _strings(meta: dict[str, Any]) -> Iterator[str]:
             stack.extend(reversed(items[: max(PROPERTY_NODES - visits - len(stack), 0)]))
 
 
+_ASSERTED = (ConfidenceSource.AGENT, ConfidenceSource.INFERRED)
+
+
+def asserted(meta: dict[str, Any]) -> tuple[ConfidenceSource, float]:
+    """A note's source and confidence: the user's (``imported``, 1.0), unless its properties say an
+    agent or a model asserted it, as `arcana export --format markdown` writes such a memory; then
+    that source and the confidence stated (the default cap of an agent's claims when none is). A vault made of
+    such an export must not vouch for the claim more than the store did (``--min-confidence``, the
+    context a model reads); a property can only lower trust, never raise it."""
+    said = meta.get("confidence_source")
+    source = next((s for s in _ASSERTED if isinstance(said, str) and said.strip().lower() == s.value), None)
+    if source is None:
+        return ConfidenceSource.IMPORTED, 1.0
+    value = meta.get("confidence")
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and 0.0 <= value <= 1.0:
+        return source, float(value)
+    return source, ExtractionSettings().agent_confidence_cap
+
+
 def withheld(meta: dict[str, Any]) -> bool:
     """Whether a note's properties withhold it from every read: ``visibility: hidden`` or ``private``,
-    or ``archived: true``. `arcana export --format markdown` writes a memory an operator hid or forgot
-    so; a vault made of such an export must not answer with it (other values are the user's own)."""
+    ``archived: true``, or a ``superseded_by``. `arcana export --format markdown` writes a memory an
+    operator hid or forgot, and a version a newer one replaced, so; a vault made of such an export must
+    not answer with it, as recall would not (other values are the user's own)."""
     visibility = meta.get("visibility")
-    return meta.get("archived") is True or (isinstance(visibility, str) and visibility.strip().lower() in ("hidden", "private"))
+    replaced = meta.get("superseded_by")
+    return (meta.get("archived") is True or (isinstance(visibility, str) and visibility.strip().lower() in ("hidden", "private"))
+            or (replaced is not None and str(replaced).strip() != ""))
 
 
 def _withheld_unread(text: str) -> bool:
-    """Whether frontmatter YAML could not read still says ``visibility: hidden``/``private`` or
-    ``archived: true`` on a line of its own: a typo elsewhere in the block must not publish the note."""
+    """Whether frontmatter YAML could not read still says ``visibility: hidden``/``private``,
+    ``archived: true`` or a ``superseded_by`` on a line of its own: a typo elsewhere in the block must
+    not publish the note."""
     found = _front_block(text)
     return found is not None and _WITHHOLDING_LINE.search(found[0]) is not None
 

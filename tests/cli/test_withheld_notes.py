@@ -11,11 +11,15 @@ scan and the index alike, and an index built before is read again.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import sqlite3
 
+from mcp_client import seed
+
 from memory.home import Home
+from memory.types import ConfidenceSource
 
 
 def out(result) -> dict:
@@ -98,3 +102,52 @@ def test_a_re_export_takes_out_purged_memories_notes_and_names_no_hidden_words(c
     found = contents(out(cli("vault", "search", "notes", "otter", "--json"))["results"])
     assert "otter5521" not in found and "otter7730" not in found
     assert "otter poster" in found and "otter pond" in found
+
+
+def test_a_superseded_version_exported_to_a_vault_is_not_current_there(cli, no_embedder, tmp_path):
+    """The export writes a replaced version with its `superseded_by`, and a vault made of the folder
+    answered "where do I live" with the old city beside the new one: recall sees current versions
+    only, and a vault read must too. A note whose YAML is unreadable still withholds so."""
+    old = out(cli("remember", "I live in Berlin near the heron lake.", "--agent", "ada", "--json"))["id"]
+    new = out(cli("remember", "I moved to Lisbon by the heron river.", "--agent", "ada", "--json"))
+    assert new["supersedes"] == [old], new
+    folder = tmp_path / "ada-notes"
+    assert cli("export", "--format", "markdown", "--agent", "ada", "--output", str(folder)).exit_code == 0
+    broken = folder / "broken.md"  # the export's properties with a YAML typo below them
+    broken.write_text(f"---\nsuperseded_by: {new['id']}\ntags: [a\n---\nI live in Porto by the heron bay.\n")
+    assert cli("agent", "create", "bob").exit_code == 0
+    assert cli("vault", "add", str(folder), "--name", "ada", "--agent", "bob").exit_code == 0
+    for phase in ("folder", "index"):
+        if phase == "index":
+            index = out(cli("vault", "index", "ada", "--json"))
+            assert index["added"] == 1 and index["skipped"] == {"withheld": 2}, index
+        searched = contents(out(cli("vault", "search", "ada", "heron", "--json"))["results"])
+        recalled = contents(out(cli("recall", "heron", "--agent", "bob", "--json"))["results"])
+        for answer in (searched, recalled):
+            assert "Berlin" not in answer and "Porto" not in answer, phase
+            assert "Lisbon by the heron river" in answer, phase  # control: the current version answers
+
+
+def test_an_agents_claim_exported_to_a_vault_keeps_its_source_and_confidence(cli, no_embedder, tmp_path):
+    """The export writes an agent's claim with `confidence_source: agent` and its capped confidence; a
+    vault made of the folder read every note as the user's (`imported`, 1.00), so `recall
+    --min-confidence` found the claim there and not in the store, and the context put before a model
+    called it certain."""
+    asyncio.run(seed(no_embedder, "ada", [
+        {"content": "The user owns a heron kite"},
+        {"content": "The user probably flies the heron kite on Sundays", "confidence_source": ConfidenceSource.AGENT,
+         "confidence": 0.7},
+    ]))
+    folder = tmp_path / "ada-notes"
+    assert cli("export", "--format", "markdown", "--agent", "ada", "--output", str(folder)).exit_code == 0
+    assert cli("agent", "create", "bob").exit_code == 0
+    assert cli("vault", "add", str(folder), "--name", "ada", "--agent", "bob").exit_code == 0
+    for phase in ("folder", "index"):
+        if phase == "index":
+            assert cli("vault", "index", "ada").exit_code == 0
+        for agent in ("ada", "bob"):  # the store itself, and the vault made of its export
+            sure = contents(out(cli("recall", "heron kite", "--agent", agent, "--min-confidence", "0.8", "--json"))["results"])
+            assert "owns a heron kite" in sure and "Sundays" not in sure, (phase, agent)  # control: the user's fact
+        context = out(cli("context", "heron kite", "--agent", "bob", "--json"))["context"]
+        (line,) = [line for line in context.splitlines() if "Sundays" in line]
+        assert "agent 0.70" in line, (phase, line)

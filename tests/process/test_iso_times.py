@@ -50,6 +50,14 @@ async def test_cli_and_mcp_json_give_every_time_as_iso_8601(arcana_home, tmp_pat
     assert counted >= 6  # at, created_at, updated_at of several images: epoch floats before
     assert assert_iso(json.loads(arcana("vault", "status", "notes", "--json"))) >= 1  # last_indexed_at
     assert assert_iso(json.loads(arcana("memory", "show", id, "--agent", "ada", "--json"))) >= 2
+    # A replaced version's images carry its valid time: `valid_to` and the successor's `valid_from`.
+    arcana("remember", "I live in Berlin.", "--agent", "ada")
+    moved = json.loads(arcana("remember", "I moved to Lisbon last month.", "--agent", "ada", "--json"))
+    (berlin,) = moved["supersedes"]
+    for replaced in (berlin, moved["id"]):
+        history = json.loads(arcana("memory", "history", replaced, "--agent", "ada", "--json"))
+        valid = [k for r in history for k in ("valid_from", "valid_to") if (r["after"] or {}).get(k) is not None]
+        assert valid and assert_iso(history) >= 4, (valid, history)  # control: a valid time in the images
     async with session("--agent", "ada") as client:
         failed, answer = await call(client, "history", id=id)
         assert not failed and assert_iso(answer) >= 2
