@@ -156,10 +156,12 @@ def _front_block(text: str) -> tuple[str, str] | None:
 
 # A withholding property in a block YAML cannot read (`tags: [a` a line below it): it still withholds.
 _WITHHOLDING_LINE = re.compile(
-    r"^(?:visibility[ \t]*:[ \t]*[\"']?(?:hidden|private)|archived[ \t]*:[ \t]*[\"']?(?:true|yes|on))[\"']?[ \t]*(?:#.*)?$"
-    r"|^superseded_by[ \t]*:[ \t]*(?!(?:null|~|''|\"\")?[ \t]*(?:#.*)?$)\S",
+    r"^(?:visibility[ \t]*:[ \t]*[\"']?(?:hidden|private)|archived[ \t]*:[ \t]*[\"']?(?:true|yes|on))[\"']?[ \t]*(?:#.*)?$",
     re.I | re.M,
 )
+# An ended version, as the export writes one: both properties with a value (see :func:`withheld`).
+_ENDED_LINES = tuple(re.compile(rf"^{name}[ \t]*:[ \t]*(?!(?:null|~|''|\"\")?[ \t]*(?:#.*)?$)\S", re.I | re.M)
+                     for name in ("superseded_by", "valid_to"))
 
 
 def hashtags(masked_body: str) -> list[str]:
@@ -329,21 +331,22 @@ def asserted(meta: dict[str, Any]) -> tuple[ConfidenceSource, float]:
 
 def withheld(meta: dict[str, Any]) -> bool:
     """Whether a note's properties withhold it from every read: ``visibility: hidden`` or ``private``,
-    ``archived: true``, or a ``superseded_by``. `arcana export --format markdown` writes a memory an
-    operator hid or forgot, and a version a newer one replaced, so; a vault made of such an export must
-    not answer with it, as recall would not (other values are the user's own)."""
+    ``archived: true``, or a ``superseded_by`` with a ``valid_to``. `arcana export --format markdown`
+    writes a memory an operator hid or forgot, and a version a newer one replaced, so; a vault made of
+    such an export must not answer with it, as recall would not. A ``superseded_by`` alone is the
+    user's own (a decision record naming the one that replaced it) and is read."""
     visibility = meta.get("visibility")
-    replaced = meta.get("superseded_by")
-    return (meta.get("archived") is True or (isinstance(visibility, str) and visibility.strip().lower() in ("hidden", "private"))
-            or (replaced is not None and str(replaced).strip() != ""))
+    ended = all(meta.get(name) is not None and str(meta[name]).strip() != "" for name in ("superseded_by", "valid_to"))
+    return meta.get("archived") is True or (isinstance(visibility, str) and visibility.strip().lower() in ("hidden", "private")) or ended
 
 
 def _withheld_unread(text: str) -> bool:
     """Whether frontmatter YAML could not read still says ``visibility: hidden``/``private``,
-    ``archived: true`` or a ``superseded_by`` on a line of its own: a typo elsewhere in the block must
-    not publish the note."""
+    ``archived: true``, or ``superseded_by`` and ``valid_to``, on lines of their own: a typo elsewhere
+    in the block must not publish the note."""
     found = _front_block(text)
-    return found is not None and _WITHHOLDING_LINE.search(found[0]) is not None
+    return found is not None and (_WITHHOLDING_LINE.search(found[0]) is not None
+                                  or all(line.search(found[0]) for line in _ENDED_LINES))
 
 
 # -- the walk -----------------------------------------------------------------

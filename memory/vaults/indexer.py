@@ -80,7 +80,7 @@ LOCK_WAIT_SECONDS = 300.0
 # embedder's length sort works within a window; 1,024 is its best measured size).
 WINDOW_SHARE, WINDOW_MIN, WINDOW_MAX = 16, 16, 1024
 LINKS_FORMAT = "2"  # bump to force a full link rebuild when resolution or per-note tallies change (2: NFC names)
-NOTES_FORMAT = "8"  # bump to read every note again when what a note's text means changes (2: withheld notes; 3: code spans end at a blank line, "```x```" is no fence, text in NFC; 4: an unreadable frontmatter block stays text, and withholds; 5: Markdown links are link targets; 6: so are links in properties; 7: a superseded version is withheld; 8: an asserted note keeps its source and confidence)
+NOTES_FORMAT = "8"  # bump to read every note again when what a note's text means changes (2: withheld notes; 3: code spans end at a blank line, "```x```" is no fence, text in NFC; 4: an unreadable frontmatter block stays text, and withholds; 5: Markdown links are link targets; 6: so are links in properties; 7: an ended version (superseded_by with valid_to) is withheld; 8: an asserted note keeps its source and confidence)
 CHUNKS_FORMAT = "1"  # bump to re-chunk every note (an index from before chunking has none)
 
 Progress = Callable[[int, int], None]

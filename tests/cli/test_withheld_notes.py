@@ -114,18 +114,21 @@ def test_a_superseded_version_exported_to_a_vault_is_not_current_there(cli, no_e
     folder = tmp_path / "ada-notes"
     assert cli("export", "--format", "markdown", "--agent", "ada", "--output", str(folder)).exit_code == 0
     broken = folder / "broken.md"  # the export's properties with a YAML typo below them
-    broken.write_text(f"---\nsuperseded_by: {new['id']}\ntags: [a\n---\nI live in Porto by the heron bay.\n")
+    broken.write_text(f"---\nsuperseded_by: {new['id']}\nvalid_to: 2026-01-01T00:00:00Z\ntags: [a\n---\nI live in Porto by the heron bay.\n")
+    record = folder / "adr-7.md"  # a person's decision record naming its successor: their own, and read
+    record.write_text("---\nstatus: superseded\nsuperseded_by: ADR-12\n---\nWe log to the heron syslog box.\n")
     assert cli("agent", "create", "bob").exit_code == 0
     assert cli("vault", "add", str(folder), "--name", "ada", "--agent", "bob").exit_code == 0
     for phase in ("folder", "index"):
         if phase == "index":
             index = out(cli("vault", "index", "ada", "--json"))
-            assert index["added"] == 1 and index["skipped"] == {"withheld": 2}, index
+            assert index["added"] == 2 and index["skipped"] == {"withheld": 2}, index
         searched = contents(out(cli("vault", "search", "ada", "heron", "--json"))["results"])
         recalled = contents(out(cli("recall", "heron", "--agent", "bob", "--json"))["results"])
         for answer in (searched, recalled):
             assert "Berlin" not in answer and "Porto" not in answer, phase
             assert "Lisbon by the heron river" in answer, phase  # control: the current version answers
+            assert "heron syslog box" in answer, phase  # control: superseded_by alone is the person's own
 
 
 def test_an_agents_claim_exported_to_a_vault_keeps_its_source_and_confidence(cli, no_embedder, tmp_path):
