@@ -126,7 +126,7 @@ async def purge(
     cli: CliContext, out: Out, memory_id: IdArg, agent: WhoseOpt = None, pool: PoolOpt = None, global_: GlobalOpt = False,
     yes: YesOpt = False,
 ) -> None:
-    """Delete a memory and its global copy for good (their ledger history stays)."""
+    """Delete a memory and its global copy for good, words and all (their ledger history keeps what was done)."""
     if not yes:  # what is asked about exists (else exit 3, as every destructive command), and is named whole
         async with target_store(cli, agent, pool, global_) as editor:
             memory_id = (await editor.resolve(memory_id)).id
