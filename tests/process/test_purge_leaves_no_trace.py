@@ -44,13 +44,14 @@ def _stored(db) -> bytes:
 
 def test_a_purged_memory_leaves_no_word_or_vector_in_the_file(arcana_home: Home):
     arcana("agent", "create", "scout")
-    secret = arcana("remember", EARLIER, "--agent", "scout", "--tag", "vaulttagzebra").strip()
+    # promoted, so its global copy is purged too
+    secret = arcana("remember", EARLIER, "--agent", "scout", "--tag", "vaulttagzebra", "--importance", "0.95").strip()
     arcana("memory", "set", secret, "--agent", "scout", "--content", SECRET)
     kept = arcana("remember", KEPT, "--agent", "scout").strip()
     db = arcana_home.root / "agents"
     (db,) = db.glob("*/memory.db")
     vector, kept_vector = _vector(db, secret), _vector(db, kept)
-    assert b"vaultzebraquartzpine" in _stored(db)
+    assert b"vaultzebraquartzpine" in _stored(db) and b"vaultzebraquartzpine" in _stored(arcana_home.global_db)
 
     arcana("memory", "purge", secret, "--agent", "scout", "--yes")
 
