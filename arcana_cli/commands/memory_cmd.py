@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -126,12 +127,26 @@ async def purge(
     cli: CliContext, out: Out, memory_id: IdArg, agent: WhoseOpt = None, pool: PoolOpt = None, global_: GlobalOpt = False,
     yes: YesOpt = False,
 ) -> None:
-    """Delete a memory and its global copy for good (their ledger history stays)."""
+    """Delete a memory and its global copy for good, words and all (their ledger history keeps what was done)."""
     if not yes:  # what is asked about exists (else exit 3, as every destructive command), and is named whole
         async with target_store(cli, agent, pool, global_) as editor:
             memory_id = (await editor.resolve(memory_id)).id
         confirm(f"purge memory {memory_id}", yes)
-    await _edit(cli, out, memory_id, agent, pool, global_, "purge", "purged")
+    report = await _edit(cli, out, memory_id, agent, pool, global_, "purge", "purged")
+    if report.changed:
+        await _name_backups(cli, out, agent, pool, global_)
+
+
+async def _name_backups(cli: CliContext, out: Out, agent, pool, global_) -> None:
+    """Say which backups may still hold the purged text: a purge never rewrites them."""
+    from memory.operations.backup import backups_holding
+
+    async with target_store(cli, agent, pool, global_) as editor:
+        stores = [Path(str(editor.store.path)), cli.home.global_db]
+    if held := backups_holding(cli.home, stores):
+        named = ", ".join(map(str, held[:3])) + (f" and {len(held) - 3} more" if len(held) > 3 else "")
+        out.warn(f"{len(held)} backup(s) made before this purge may still hold its text ({named}); "
+                 "delete them (rm -r) to be rid of it, or keep them as the way back")
 
 
 @command("set")

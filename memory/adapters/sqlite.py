@@ -42,6 +42,7 @@ from memory.sqlite.connection import (
     run_sync,
     transaction,
     translate,
+    truncate_wal,
 )
 from memory.sqlite.fts import DF_BUDGET, coverage, focused_match, match_expression, pair_share, without_majority
 from memory.sqlite.quarantine import quarantine_store
@@ -110,6 +111,7 @@ class SQLiteAdapter:
         self._hits = AccessBuffer()
         self._vec_loaded: str | None | bool = False
         self._held = False  # inside write_locked()
+        self._purged_in_hold = False  # a purge inside write_locked(): empty the WAL when it ends
         self.opened_file: tuple[int, int] | None = None  # (device, inode) of the file open now
 
     @classmethod
@@ -295,7 +297,18 @@ class SQLiteAdapter:
         return await self._remove([entry_id], "delete") == 1
 
     async def purge(self, entry_ids: Sequence[str]) -> int:
-        return await self._remove(entry_ids, "purge")
+        purged = await self._remove(entry_ids, "purge")
+        if purged:
+            await self._empty_wal()
+        return purged
+
+    async def _empty_wal(self) -> None:
+        """Empty the WAL once a purge has committed (:func:`truncate_wal`); inside
+        :meth:`write_locked`, when the hold ends."""
+        if self._held:
+            self._purged_in_hold = True
+        else:
+            await self.run(truncate_wal)
 
     async def withdraw(self, entry_ids: Sequence[str]) -> int:
         """Remove promoted copies that no longer qualify (ledgered as ``withdraw``)."""
@@ -319,6 +332,9 @@ class SQLiteAdapter:
         finally:
             self._held = False
             await self.run(release_write_lock)
+            if self._purged_in_hold:
+                self._purged_in_hold = False
+                await self._empty_wal()
 
     async def _remove(self, entry_ids: Sequence[str], op: str) -> int:
         if await self._has_vectors():
@@ -618,7 +634,10 @@ class SQLiteAdapter:
         ``on_progress(done, total)`` counts rows read, then rows removed."""
         if policy.mode is PruneMode.PURGE and not policy.dry_run and await self._has_vectors():
             await self.ensure_vec()
-        return await self.run(_prune_txn, policy, self.actor, on_progress)
+        report = await self.run(_prune_txn, policy, self.actor, on_progress)
+        if report.purged and not report.dry_run:
+            await self._empty_wal()
+        return report
 
 
 # -- work run on the connection thread ----------------------------------------

@@ -39,6 +39,8 @@ SKIP_DIRS = ("locks", "trash", "backups", "models")
 SIDECARS = ("-wal", "-shm", "-journal")
 KINDS = ("file", "database")
 _SQLITE_MAGIC = b"SQLite format 3\x00"
+MADE = "made.jsonl"  # in the home's backups/: one line per `arcana backup` made (its folder), for a purge to name
+
 # held (flock) by the process building a .partial folder; gone once it is complete. A .partial with no
 # lock file older than ABANDONED_AFTER seconds was left by a killed process. The same rules as a restore's.
 LOCK, ABANDONED_AFTER = restore_swap.LOCK, restore_swap.ABANDONED_AFTER
@@ -195,7 +197,40 @@ def backup_home(home: Home, dest: Path, *, on_progress=None) -> BackupManifest:
         raise
     finally:
         os.close(lock)
+    _record_made(home, final)
     return manifest
+
+
+def _record_made(home: Home, folder: Path) -> None:
+    """Note ``folder`` in the home (backups/made.jsonl), so a later purge can name the backups that still
+    hold what it erased: a backup lives outside the home, where nothing else would find it."""
+    private_dir(home.backups_dir)
+    fd = os.open(home.backups_dir / MADE, os.O_WRONLY | os.O_APPEND | os.O_CREAT, PRIVATE_FILE)
+    try:
+        os.write(fd, (json.dumps({"path": str(folder), "at": time.time()}) + "\n").encode())
+    finally:
+        os.close(fd)
+
+
+def backups_holding(home: Home, stores: list[Path]) -> list[Path]:
+    """The backups still on disk that may hold what a purge of ``stores`` just erased: every
+    `arcana backup` of this home (a whole copy) and each copy a migration took of one of ``stores``.
+    A purge never rewrites a backup (it is the way back), so the operator is told which to delete."""
+    found: list[Path] = []
+    try:
+        lines = (home.backups_dir / MADE).read_text().splitlines()
+    except (FileNotFoundError, UnicodeDecodeError):
+        lines = []
+    for line in lines:
+        try:
+            folder = Path(json.loads(line)["path"])
+        except (ValueError, TypeError, KeyError):
+            continue  # a torn line
+        if (folder / MANIFEST).is_file():
+            found.append(folder)
+    for store in stores:
+        found.extend(sorted(home.backups_dir.glob(f"{store.parent.name}-{store.stem}.v*.db")))
+    return list(dict.fromkeys(found))
 
 
 def _write_private(path: Path, text: str) -> None:

@@ -2,7 +2,7 @@
 
 One JSON object per line: ``content`` (required), and optionally ``type``,
 ``importance``, ``tags``, ``session``, ``created_at`` (ISO 8601; without a
-zone it is UTC) and ``id``. Blank lines are skipped. A line that is not such
+zone it is UTC), ``id`` and ``role`` (a chat export's speaker: see :data:`USER_ROLES`). Blank lines are skipped. A line that is not such
 an object is reported by number and the rest of the file is still imported:
 a chat history with one broken line loses that line only, and says so.
 
@@ -42,13 +42,17 @@ from pydantic import ValidationError
 
 from memory.limits import MAX_CONTENT_BYTES, content_size, nul_field, nul_refused, tags_size
 from memory.lines import LineTooLong, decode, loads
+from memory.redaction import redact
 from memory.types import ConfidenceSource, MemoryEntry, MemoryType
 
 BATCH = 1024  # entries per federation write: the vector store's own commit window
 WINDOW_BYTES = 32 * 1024 * 1024  # content held before a window is written, whatever BATCH says
 DECISIONS = ("add", "noop", "update", "delete")  # reconciliation's, counted over the new lines
 REPORTED = 1000  # bad lines named one by one; past that only counted, so a file of bad lines stays bounded
-FIELDS = ("content", "type", "importance", "tags", "session", "created_at", "id")
+FIELDS = ("content", "type", "importance", "tags", "session", "created_at", "id", "role")
+USER_ROLES = ("user", "human")
+"""A chat export's roles for what the user typed: stored as typed. Any other role's line (an assistant's,
+a system prompt, a tool's output) is text the user did not type, and its obvious secrets are redacted."""
 _NAMESPACE = uuid.UUID("6f0c3a52-5b1e-4d55-9a2e-3f1a9c0d7b11")
 
 Progress = Callable[[int, int], None]
@@ -190,6 +194,11 @@ def parse_line(text: str, agent_id: str, defaults: dict[str, Any], max_content_b
         raise ValueError(f"'tags' are {size:,} bytes together, over the limit of {max_content_bytes:,} (memory.max_content_bytes)")
     if (field := nul_field(content, tags)) is not None:
         raise ValueError(str(nul_refused(field)))
+    role = data.get("role")
+    if role is not None and (not isinstance(role, str) or not role.strip()):
+        raise ValueError("'role' must be a non-empty string")
+    if role is not None and role.strip().lower() not in USER_ROLES:
+        content = redact(content)
     entry_id = data.get("id")
     if entry_id is not None and (not isinstance(entry_id, str) or not entry_id.strip()):
         raise ValueError("'id' must be a non-empty string")

@@ -183,6 +183,9 @@ async def apply_pragmas(conn: StoreConnection, path: Path | str) -> None:
         raw.execute("PRAGMA synchronous = NORMAL")
         raw.execute("PRAGMA foreign_keys = ON")
         raw.execute(f"PRAGMA cache_size = -{CACHE_KIB}")
+        # Freed space is zeroed, so a purged memory's words (and the earlier text of a re-worded
+        # one) do not stay in free pages and cells: +0.2-0.3 ms a re-word or delete, none on an insert.
+        raw.execute("PRAGMA secure_delete = ON")
 
     await run_sync(conn, _apply, path=path)
     if str(path) != ":memory:":
@@ -349,6 +352,21 @@ class transaction:
             else:
                 self.raw.execute("ROLLBACK")
         return False
+
+
+def truncate_wal(raw) -> bool:
+    """Copy the WAL into the database and empty it, without waiting: whether it was emptied.
+
+    After a purge the WAL still holds the pages as they were before it (the
+    purged words in them) until a checkpoint restarts it. A reader on an older
+    snapshot keeps them (False): the next checkpoint, or the last close, does it.
+    """
+    wait = raw.execute("PRAGMA busy_timeout").fetchone()[0]
+    raw.execute("PRAGMA busy_timeout = 0")
+    try:
+        return raw.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0] == 0
+    finally:
+        raw.execute(f"PRAGMA busy_timeout = {wait}")
 
 
 def hold_write_lock(raw) -> None:

@@ -479,8 +479,34 @@ def _delete_window(raw, ids: list[str], op: str, actor: str, now: float, vec_tab
         chunks.forget(raw, seqs)
         raw.execute(f"DELETE FROM memories WHERE id IN ({marks(chunk)})", chunk)
     _append(raw, [(mid, op, actor, now, encode(before[mid]), None) for mid in present])
+    if op == "purge":
+        _erase_words(raw, present)
     sessions |= _sessions_reworded(list(before.values()), [None] * len(before))
     return len(present)
+
+
+ERASED = "[purged]"
+"""What a purged memory's ledger images hold instead of its text (its tags become ``[]``)."""
+
+# The after image loses its words; the before image too, with its own marker where the row changed
+# them, so `memory history` still names the fields each row changed.
+_ERASED_BEFORE = "CASE WHEN json_extract(before, '$.{f}') IS json_extract(after, '$.{f}') OR after IS NULL THEN {same} ELSE {changed} END"
+_ERASE_WORDS = (
+    "UPDATE memory_ledger SET "
+    "before = json_set(before, '$.content', "
+    + _ERASED_BEFORE.format(f="content", same=f"'{ERASED}'", changed=f"'{ERASED} (earlier text)'")
+    + ", '$.tags', "
+    + _ERASED_BEFORE.format(f="tags", same="'[]'", changed=f"'[\"{ERASED} (earlier tags)\"]'")
+    + f"), after = json_set(after, '$.content', '{ERASED}', '$.tags', '[]') WHERE memory_id IN ({{marks}})"
+)
+
+
+def _erase_words(raw, ids: list[str]) -> None:
+    """Take the words of the purged ``ids`` out of every ledger image of them, earlier versions' too:
+    a purge is for good, so nothing in the file may still hold the text (migration v11's trigger
+    allows this update and no other). What was done, by whom and when stays."""
+    for chunk in batches(ids):
+        raw.execute(_ERASE_WORDS.format(marks=marks(chunk)), chunk)
 
 
 def counted(step: str, smaller: str = "min") -> str:

@@ -120,3 +120,29 @@ def test_a_model_item_refused_with_a_secret_in_it_is_audited_without_it(cli, no_
     fallbacks = [json.loads(line) for line in audit.splitlines() if '"extraction_fallback"' in line]
     assert any("nonsense-kind" in line["reason"] for line in fallbacks), audit  # the reason is still told
     assert GITHUB[:20] not in audit and "[secret removed]" in audit
+
+
+def test_remember_from_a_chat_export_redacts_what_the_assistant_said_and_keeps_what_the_user_typed(cli, no_embedder):
+    """A chat export's assistant turns are text the user did not type: a key a model repeated or made
+    up is taken out, as in a `run` turn. The user's own lines, and lines that name no role (a list of
+    memories), are stored as typed, as `arcana remember TEXT` is."""
+    lines = [
+        {"role": "user", "content": f"My plover deploy key is {OPENAI}, keep it.", "session": "chat"},
+        {"role": "assistant", "content": f"Noted: plover uses {GITHUB}; ghp_ starts a GitHub token.", "session": "chat"},
+        {"role": "system", "content": f"CI reads {AWS_ID}.", "session": "chat"},
+        {"content": f"The staging key is {AWS_ID}."},
+    ]
+    body = "".join(json.dumps(line) + "\n" for line in lines)
+    result = cli("remember", "--from", "-", "--agent", "ada", "--json", input=body)
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["written"] == 4
+    kept = {m["content"] for m in cli_data(cli, "memory", "list", "--agent", "ada", "--all")}
+    assert kept == {
+        f"My plover deploy key is {OPENAI}, keep it.",
+        "Noted: plover uses [secret removed]; ghp_ starts a GitHub token.",
+        "CI reads [secret removed].",
+        f"The staging key is {AWS_ID}.",
+    }
+    assert GITHUB.encode() not in stored_bytes(no_embedder)
+    bad = cli("remember", "--from", "-", "--agent", "ada", "--json", input=json.dumps({"role": 7, "content": "x"}) + "\n")
+    assert bad.exit_code == 2 and "'role' must be a non-empty string" in bad.stdout

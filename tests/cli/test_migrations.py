@@ -21,7 +21,7 @@ pytestmark = pytest.mark.usefixtures("no_embedder")
 
 # The exact schema a blank database reaches at head. A new migration must
 # extend this (and head below) on purpose.
-HEAD = 10
+HEAD = 11
 TABLES = {
     "memories": [
         "seq", "id", "agent_id", "type", "content", "scope", "pool_name", "importance", "pinned", "confidence",

@@ -1,5 +1,6 @@
 """The mutation ledger: every mutator of SQLiteAdapter leaves a row, rows are
-never changed, and no module writes ``memories`` except the two engines' mutations.py."""
+never changed (but for a purge taking a memory's words out of them), and no module
+writes ``memories`` except the two engines' mutations.py."""
 
 from __future__ import annotations
 
@@ -215,10 +216,39 @@ async def test_ledger_rejects_update_and_delete(store):
     await store.aclose()
     raw = dbapi().connect(str(store.path))
     try:
-        for statement in ("UPDATE memory_ledger SET op = 'forged'", "DELETE FROM memory_ledger"):
+        # taking the words out of the images is a purge's alone (migration v11): this memory is live
+        words = "UPDATE memory_ledger SET after = json_set(after, '$.content', 'x')"
+        for statement in ("UPDATE memory_ledger SET op = 'forged'", "DELETE FROM memory_ledger", words):
             with pytest.raises(dbapi().DatabaseError, match="append-only"):
                 raw.execute(statement)
         assert raw.execute("SELECT count(*) FROM memory_ledger").fetchone()[0] == 1
+    finally:
+        raw.close()
+
+
+@pytest.mark.sqlite_only("the SQLite purge erases its words from the ledger (PostgreSQL keeps them)")
+async def test_a_purge_takes_the_words_out_of_the_ledger_and_keeps_what_happened(store):
+    gone, kept = entry("the vault code is 7731", tags=["vaultish"]), entry("the boathouse code is 4410", tags=["boat"])
+    await store.write_many([gone, kept])
+    await store.update(gone.id, content="the vault code is 7732")
+    await store.set_pinned([gone.id], True)
+    assert await store.purge([gone.id]) == 1
+    history = await store.history(gone.id)
+    assert [r.op for r in history] == ["insert", "update", "pin", "purge"]
+    assert [r.changed_fields() for r in history] == [["(created)"], ["content"], ["pinned"], ["(removed)"]]
+    images = [i for r in history for i in (r.before, r.after) if i is not None]
+    assert {i["content"] for i in images} == {"[purged]", "[purged] (earlier text)"}
+    assert {i["tags"] for i in images} == {"[]"} and all(i["id"] == gone.id and i["importance"] == 0.5 for i in images)
+    # the control: the memory beside it keeps its words, in its ledger and its row
+    assert (await store.history(kept.id))[0].after["content"] == kept.content
+    assert (await store.history(kept.id))[0].after["tags"] == '["boat"]'
+    await store.aclose()
+    raw = dbapi().connect(str(store.path))
+    try:  # the words, and nothing else, of a purged memory only
+        for statement in ("UPDATE memory_ledger SET op = 'forged' WHERE memory_id = ?",
+                          "UPDATE memory_ledger SET after = json_set(after, '$.importance', 1) WHERE memory_id = ?"):
+            with pytest.raises(dbapi().DatabaseError, match="append-only"):
+                raw.execute(statement, (gone.id,))
     finally:
         raw.close()
 

@@ -1,0 +1,79 @@
+"""A purged memory is gone from the store's file, not only from its answers.
+
+A purge deleted the row, but its words stayed readable in the file: in the
+ledger's before and after images, in the FTS5 index's segments (an external
+content index keeps a deleted row's terms until a merge), in the freed pages
+and the WAL, and its vector in sqlite-vec's chunk. Each check reads the raw
+bytes after every process has ended; a memory stored beside it and never
+purged is found in the same bytes and still recalled, so a purge that wiped
+everything would fail.
+"""
+
+from __future__ import annotations
+
+import json
+
+from factories import entry
+
+from memory.home import Home
+from memory.sqlite.connection import dbapi, load_vec
+from memory.sqlite.vectors import vec_tables
+from memory.types import MemoryQuery
+from runner import arcana
+
+SECRET = "zebra-quartz-7731 is the vault code, passphrase vaultzebraquartzpine"
+EARLIER = "zebra-quartz-7731 was the old vault code, passphrase vaultzebraquartzoak"
+KEPT = "heron-basalt-4410 opens the boathouse, keyword boathouseheronbasalt"
+
+
+def _vector(db, memory_id: str) -> bytes:
+    """The float32 bytes sqlite-vec holds for ``memory_id``."""
+    raw = dbapi().connect(str(db))
+    try:
+        load_vec(raw)
+        seq = raw.execute("SELECT seq FROM memories WHERE id = ?", (memory_id,)).fetchone()[0]
+        (table,) = vec_tables(raw)
+        return raw.execute(f"SELECT embedding FROM {table} WHERE rowid = ?", (seq,)).fetchone()[0]
+    finally:
+        raw.close()
+
+
+def _stored(db) -> bytes:
+    return b"".join(p.read_bytes() for p in db.parent.glob(db.name + "*") if p.is_file())
+
+
+def test_a_purged_memory_leaves_no_word_or_vector_in_the_file(arcana_home: Home):
+    arcana("agent", "create", "scout")
+    # promoted, so its global copy is purged too
+    secret = arcana("remember", EARLIER, "--agent", "scout", "--tag", "vaulttagzebra", "--importance", "0.95").strip()
+    arcana("memory", "set", secret, "--agent", "scout", "--content", SECRET)
+    kept = arcana("remember", KEPT, "--agent", "scout").strip()
+    db = arcana_home.root / "agents"
+    (db,) = db.glob("*/memory.db")
+    vector, kept_vector = _vector(db, secret), _vector(db, kept)
+    assert b"vaultzebraquartzpine" in _stored(db) and b"vaultzebraquartzpine" in _stored(arcana_home.global_db)
+
+    arcana("memory", "purge", secret, "--agent", "scout", "--yes")
+
+    stored = b"".join(p.read_bytes() for p in arcana_home.root.rglob("*") if p.is_file())  # the global tier, logs too
+    for word in (b"zebra-quartz-7731", b"zebraquartzpine", b"zebraquartzoak", b"vaulttagzebra"):
+        assert word not in stored, word
+    assert vector not in stored
+    # the control: the memory beside it is in the same bytes and still answers
+    assert b"heron-basalt-4410" in stored and b"boathouseheronbasalt" in stored and kept_vector in stored
+    found = json.loads(arcana("recall", "boathouse heron", "--agent", "scout", "--json"))
+    assert kept in json.dumps(found)
+    history = json.loads(arcana("memory", "history", secret, "--agent", "scout", "--json"))
+    assert [row["op"] for row in history] == ["insert", "update", "purge"]
+
+
+async def test_a_purge_in_a_process_that_keeps_its_store_open_empties_the_wal(store):
+    """An MCP server or the web view keeps its store open: the WAL would hold the pages written before
+    the purge until a later checkpoint restarts it."""
+    secret, kept = entry(SECRET), entry(KEPT)
+    await store.write_many([secret, kept])
+    assert await store.purge([secret.id]) == 1
+    stored = _stored(store.path)
+    assert b"zebra-quartz-7731" not in stored
+    assert b"heron-basalt-4410" in stored  # the control, in the same bytes
+    assert [e.id for e in await store.search(MemoryQuery(text="boathouse heron", agent_id="a1"))] == [kept.id]
