@@ -45,7 +45,7 @@ class MemoryTools:
     config: ArcanaConfig
     federation: Any
     vaults: list[str] = field(default_factory=list)
-    shown: ShownMemories = field(init=False)  # what a remember may quote (set on start)
+    shown: ShownMemories = field(init=False)  # what a remember or update may quote (set on start)
     pools_opened: dict[str, tuple | None] = field(default_factory=dict, init=False)  # each pool's database at start
 
     def __post_init__(self) -> None:
@@ -336,6 +336,7 @@ class MemoryTools:
         report = await self.federation.write(successor)
         if not report.accepted:
             raise ToolFailure(f"memory not updated: every private tier failed ({report.failed})")
+        await self.shown.link(self.federation, successor, report)  # new words repeating a shown memory, as remember's
         ended = list(report.supersedes)
         if successor.conflict_with is None and entry.id not in ended and report.entry_id != entry.id:
             if (await self._apply(entry.id, Edit("supersede", (report.entry_id, successor.created_at)), verb="superseded")).changed:

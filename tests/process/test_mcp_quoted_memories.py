@@ -83,3 +83,33 @@ async def test_the_link_keeps_its_one_way_through_export_and_import(arcana_home,
     arcana("memory", "restore", claim["id"], "--agent", "eve")
     done = json.loads(arcana("memory", "set", fact, "--agent", "eve", "--visibility", "hidden", "--json"))
     assert [r["id"] for r in done["reached"]] == [claim["id"]]
+
+
+@pytest.mark.parametrize("edit", [("set", "--visibility", "hidden"), ("forget",)])
+async def test_an_update_repeating_a_recalled_memory_is_withheld_with_it(arcana_home, edit):
+    """An `update`'s new words are written as a `remember`'s are: repeating a memory the agent was
+    shown, its new version is linked to it, so the operator's hide or forget reaches it. Controls in
+    the same store: an update not repeating it, and an untouched claim, still answer."""
+    keyword_only(arcana_home)
+    arcana("agent", "create", "ada")
+    locker = json.loads(arcana("remember", "My locker code is 4471", "--agent", "ada", "--json"))["id"]
+    async with session("--agent", "ada") as client:
+        ids = {}
+        for claim in ("Pending errand: pick up parcels", "Pending chore: water the ferns",
+                      "The garden shed roof leaks when it rains"):
+            failed, answer = await call(client, "remember", content=claim)
+            assert not failed and answer["decision"] == "add", answer
+            ids[claim] = answer["id"]
+        failed, found = await call(client, "recall", query="locker code", mode="keyword")
+        assert not failed and [r["id"] for r in found["results"]] == [locker], found
+        for claim, new in (("Pending errand: pick up parcels", "The user's locker code 4471 opens locker twelve"),
+                           ("Pending chore: water the ferns", "Pending chore: water the ferns in the kitchen twice")):
+            failed, answer = await call(client, "update", id=ids[claim], content=new)
+            assert not failed and answer["superseded"] is True, answer
+
+    done = json.loads(arcana("memory", *edit[:1], locker, *edit[1:], "--agent", "ada", "--json"))
+    assert len(done.get("reached", [])) == 1, done  # the updated claim repeating it, nothing else
+
+    assert not [text for text in _recalled("locker code 4471") if "4471" in text]
+    assert "Pending chore: water the ferns in the kitchen twice" in _recalled("ferns kitchen")  # updated, not repeating
+    assert "The garden shed roof leaks when it rains" in _recalled("garden shed roof")  # untouched own claim
