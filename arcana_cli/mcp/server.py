@@ -203,12 +203,13 @@ class MemoryTools:
         return self._answer({"memories": [_hit(e) for e in report.entries], "tiers": report.tiers})
 
     async def _apply(self, entry_id: str, edit, verb: str):
-        """One edit of the agent's own store, as `arcana memory` makes it: through the ledger, and
-        to the copy its promotion made in the global tier."""
-        from memory.operator.edits import GlobalCopies, MemoryEditor
+        """One edit of the agent's own store, as `arcana memory` makes it: through the ledger, to the
+        copy its promotion made in the global tier, and to other agents' claims quoting that copy."""
+        from memory.operator.edits import GlobalCopies, MemoryEditor, Quoters
         from memory.runtime.assembly import private_store
 
-        editor = MemoryEditor(private_store(self.federation), copies=GlobalCopies.of_home(self.home, self.config, actor="mcp"))
+        editor = MemoryEditor(private_store(self.federation), copies=GlobalCopies.of_home(self.home, self.config, actor="mcp"),
+                              quoters=Quoters(self.home, self.config, actor="mcp", besides=self.card.id))
         try:
             return await editor.apply(entry_id, edit, verb=verb)
         finally:

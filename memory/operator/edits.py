@@ -563,14 +563,17 @@ class GlobalCopies:
 
 class MemoryEditor:
     """Operator edits of one store's memories; with ``copies``, of the agent's promoted copies too;
-    with ``originals`` (the global tier's editor), of the agents' memories its copies were promoted from."""
+    with ``originals`` (the global tier's editor), of the agents' memories its copies were promoted from;
+    with ``quoters``, of the other agents' claims quoting a shared memory it withholds."""
 
     def __init__(self, store: SQLiteAdapter, *, copies: GlobalCopies | None = None,
-                 embedding: tuple[Home, ArcanaConfig] | None = None, originals: Originals | None = None):
+                 embedding: tuple[Home, ArcanaConfig] | None = None, originals: Originals | None = None,
+                 quoters: Quoters | None = None):
         self.store = store
         self.copies = copies
         self.embedding = embedding  # re-worded rows are embedded with the home's configured model
         self.originals = originals
+        self.quoters = quoters
 
     async def resolve(self, prefix: str) -> MemoryEntry:
         """The memory ``prefix`` names, any visibility, with its ``sources`` if it is consolidated."""
@@ -636,6 +639,9 @@ class MemoryEditor:
         if self.originals is not None and (original := await self.originals.apply(before, edit, verb or edit.op)):
             report.copies += [CopyChange("private", edit.op, original.changed), *(c for c in original.copies if c.changed)]
             report.carriers += original.carriers
+        if self.quoters is not None and changed and (withheld := _withholding(edit)) is not None and (
+                before.scope is not MemoryScope.PRIVATE or any(c.changed for c in report.copies)):
+            report.carriers += await self.quoters.reach(entry_id, withheld, verb or edit.op)
         return report
 
     async def withhold_carriers(self, before: MemoryEntry, edit: Edit, verb: str) -> list[EditReport]:
@@ -994,7 +1000,7 @@ class Originals:
         if card is None or not self.home.agent_db(card.id).exists():
             yield None
             return
-        async with open_editor(self.home, self.config, OperatorTarget(card.id), actor=self.actor) as editor:
+        async with open_editor(self.home, self.config, OperatorTarget(card.id), actor=self.actor, quoters=False) as editor:
             yield card, editor
 
     @staticmethod
@@ -1081,15 +1087,46 @@ class Originals:
         return await editor.apply(copy.id, Edit(edit.op, edit.value, edit.changes), verb=verb)
 
 
+class Quoters:
+    """The agents' claims quoting a shared memory (a pool's, the global tier's, a promoted fact's copy)
+    they were shown over MCP (:class:`memory.runtime.sessions.ShownMemories`). The link is kept in
+    the claim's store, beside no row of the memory it quotes, so an edit withholding that memory
+    walks each agent's store for it: hidden in the pool, it went on answering in an agent's words.
+    ``besides``: the agent whose own editor this is (its carriers are reached there)."""
+
+    def __init__(self, home: Home, config: ArcanaConfig, *, actor: str, besides: str | None = None):
+        self.home, self.config, self.actor, self.besides = home, config, actor, besides
+
+    async def reach(self, shown_id: str, edit: Edit, verb: str) -> list[EditReport]:
+        """``edit`` (what withholding ``shown_id`` withholds) made to every claim quoting it in the
+        other agents' stores; the reports of those it changed."""
+        from memory.agents import AgentRegistry
+
+        reached = []
+        for card in AgentRegistry(self.home).list():
+            if card.id == self.besides or not self.home.agent_db(card.id).exists():
+                continue
+            async with open_editor(self.home, self.config, OperatorTarget(card.id), actor=self.actor, quoters=False) as editor:
+                store = provenance_of(editor.store)
+                for claim in await store.carriers([shown_id]) if store is not None else []:
+                    report = await editor.apply(claim, edit, verb=verb, sources=False)
+                    if report.changed or report.carriers or report.copies:  # a claim its original's store reached already is no news
+                        reached.append(report)
+        return reached
+
+
 class NoStoreYet(NotFoundError):
     """The store an operator names has not been made yet: there is nothing in it to read or edit."""
 
 
 @asynccontextmanager
-async def open_editor(home: Home, config: ArcanaConfig, target: OperatorTarget, *, actor: str = "library"):
+async def open_editor(home: Home, config: ArcanaConfig, target: OperatorTarget, *, actor: str = "library",
+                      quoters: bool = True):
     """A connected :class:`MemoryEditor` on ``target``; a pool or the global tier wins over an agent.
 
-    An agent's editor reaches the global copies its promotion made. Shared
+    An agent's editor reaches the global copies its promotion made, and with ``quoters`` (an
+    operator's own edit, not one another editor makes for it) the other agents' claims quoting a
+    shared memory it withholds (:class:`Quoters`). Shared
     tiers can hold a poisoned or wrong memory too; this is how an operator
     hides, fixes or purges it there. An unknown agent or pool is
     :class:`NotFoundError`; a store not made yet (an agent's, a shared tier's)
@@ -1105,7 +1142,8 @@ async def open_editor(home: Home, config: ArcanaConfig, target: OperatorTarget, 
         if not home.agent_db(card.id).exists():  # opening it made it: a web view page or `memory list` left a store
             raise NoStoreYet(f"agent {card.name} has no memories yet ({home.agent_db(card.id)})")
         store = open_store(home, StoreKind.PRIVATE, card.id, actor=actor)
-        editor = MemoryEditor(store, copies=GlobalCopies.of_home(home, config, actor=actor), embedding=(home, config))
+        editor = MemoryEditor(store, copies=GlobalCopies.of_home(home, config, actor=actor), embedding=(home, config),
+                              quoters=Quoters(home, config, actor=actor, besides=card.id) if quoters else None)
     else:
         if target.pool:
             from memory.federation.pools import PoolRegistry
@@ -1116,7 +1154,8 @@ async def open_editor(home: Home, config: ArcanaConfig, target: OperatorTarget, 
         if not made_yet(home, config, kind, target.pool):
             raise NoStoreYet(f"{'pool ' + target.pool if target.pool else 'the global tier'} has no memories yet ({store.path})")
         originals = None if target.pool else Originals(home, config, actor=actor)
-        editor = MemoryEditor(store, embedding=(home, config), originals=originals)
+        editor = MemoryEditor(store, embedding=(home, config), originals=originals,
+                              quoters=Quoters(home, config, actor=actor) if quoters else None)
     try:
         if card is not None:  # an agent deleted since it was resolved is not made again, card-less and empty
             await connect_agent_store(home, card.id, card.name, store)
