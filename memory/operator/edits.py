@@ -28,7 +28,7 @@ from memory.config import ArcanaConfig
 from memory.deadline import DEADLINE
 from memory.errors import InvalidRequestError, MemoryStorageError, NotFoundError, UnreadableRowError
 from memory.home import Home
-from memory.promotion import ever_promotable, global_copy, promotable
+from memory.promotion import ever_promotable, global_copy, promotable, users_own
 from memory.protocols import provenance_of
 from memory.sqlite.fact_words import content_words
 from memory.sqlite.mutations import REFUSED
@@ -627,7 +627,8 @@ class MemoryEditor:
         if change is not None:
             report.copies.append(change)
         seen = seen or {entry_id}
-        await self._reach_carriers(entry_id, edit, verb, report, seen, ended=changed, successor=before.superseded_by)
+        await self._reach_carriers(entry_id, edit, verb, report, seen, ended=changed, successor=before.superseded_by,
+                                   origin=before)
         down = edit if edit.op == "supersede" else _withholding(edit)
         if down is not None and changed:
             await self._reach_words(before, down, verb or edit.op, report, seen, sources=sources)
@@ -650,7 +651,7 @@ class MemoryEditor:
         its copy in the global tier get what the edit withholds, as :meth:`apply` gives them."""
         report = EditReport(before.id, False, None)
         seen = {before.id}
-        await self._reach_carriers(before.id, edit, verb, report, seen)
+        await self._reach_carriers(before.id, edit, verb, report, seen, origin=before)
         await self._reach_words(before, edit, verb, report, seen)
         if self.copies is not None:
             report.carriers += await self.copies.reach_carriers(self.store, before.id, edit, verb)
@@ -669,9 +670,10 @@ class MemoryEditor:
                 await self._withhold_source_copies(before.id, down, verb, report, seen)
 
     async def _reach_carriers(self, entry_id: str, edit: Edit, verb: str | None, report: EditReport, seen: set[str],
-                              ended: bool = True, successor: str | None = None) -> None:
+                              ended: bool = True, successor: str | None = None, origin: MemoryEntry | None = None) -> None:
         """A hide or forget of a memory reaches the consolidated memories that carry its content
-        (and their copies): a digest is never more visible than what it carries.
+        (and their copies): a digest is never more visible than what it carries. Of ``origin``
+        (the memory as it was), never the user's own statement a merge kept over it (:func:`reaches`).
 
         So does a supersession that ended it (``ended``): a session's summary or a turn's echo saying
         "I live in Berlin" kept answering beside "I live in Lisbon now" once the fact itself was
@@ -686,7 +688,7 @@ class MemoryEditor:
         for carrier in await store.carriers([entry_id]):
             if carrier in seen:
                 continue
-            carried = await _carried(store, carrier, follow, successor)
+            carried = await _carried(store, carrier, follow, successor, origin)
             if carried is None:
                 continue
             seen.add(carrier)
@@ -700,7 +702,7 @@ class MemoryEditor:
         answering recall in "My locker code is 4471 at the downtown gym", the version that replaced
         it (:func:`repeating_versions`)."""
         for version in await repeating_versions(self.store, withheld):
-            if version.id not in seen:
+            if version.id not in seen and reaches(withheld, version):
                 seen.add(version.id)
                 report.carriers.append(await self.apply(version.id, edit, verb=verb, seen=seen, sources=False))
 
@@ -716,7 +718,7 @@ class MemoryEditor:
             said = edit.value[1].timestamp() if edit.value[1] is not None else time.time()
         earlier = [] if edit.op == "supersede" else await restated_versions(self.store, ended)
         for source in [*await restatements(self.store, ended, said), *earlier]:
-            if source.id in seen:
+            if source.id in seen or (edit.op != "supersede" and not reaches(ended, source)):
                 continue
             seen.add(source.id)
             report.carriers.append(await self.apply(source.id, edit, verb=verb, seen=seen))
@@ -747,6 +749,19 @@ class MemoryEditor:
     async def aclose(self) -> None:
         if self.copies is not None:
             await self.copies.aclose()
+
+
+def reaches(origin: MemoryEntry, row: MemoryEntry) -> bool:
+    """Whether what withholds ``origin`` may withhold ``row``, which repeats or restates it (a version,
+    a held claim, a merge's or a summary's source). The reach runs from a memory to what is derived
+    from or restates it, never from an agent's claim or a derived row (a summary, an echo) to the
+    user's own statement: forgetting the session summary "User stated: My locker code is 4471 at
+    the downtown gym" archived the fact the user typed, which stands on its own."""
+    return _users_statement(origin) or not _users_statement(row)
+
+
+def _users_statement(entry: MemoryEntry) -> bool:
+    return users_own(entry) and not entry.derived
 
 
 async def restatements(store: SQLiteAdapter, ended: MemoryEntry, said: float | None = None) -> list[MemoryEntry]:
@@ -878,13 +893,18 @@ def _withholding(edit: Edit) -> Edit | None:
     return Edit("set_visibility", Visibility(visibility))
 
 
-async def _carried(store: SQLiteAdapter, carrier_id: str, edit: Edit, successor: str | None) -> Edit | None:
+async def _carried(store: SQLiteAdapter, carrier_id: str, edit: Edit, successor: str | None,
+                   origin: MemoryEntry | None = None) -> Edit | None:
     """``edit`` as the carrier ``carrier_id`` gets it, None for none. A supersession ends it no earlier
     than it began (one ending a memory before its start would make the successor its predecessor:
     :func:`memory.sqlite.mutations.split_by_time`); ``make_current`` reaches only a carrier the same
-    ``successor`` ended, never one a fact of its own replaced."""
+    ``successor`` ended, never one a fact of its own replaced; what withholds ``origin`` never the
+    user's statement a merge kept over an agent's or derived row (:func:`reaches`)."""
     if edit.op not in ("supersede", "make_current"):
-        return edit
+        if origin is None:
+            return edit
+        carrier = await _operator_get(store, carrier_id)
+        return None if carrier is not None and not reaches(origin, carrier) else edit
     carrier = await _operator_get(store, carrier_id)
     if carrier is None:
         return None
