@@ -45,7 +45,7 @@ class MemoryTools:
     config: ArcanaConfig
     federation: Any
     vaults: list[str] = field(default_factory=list)
-    shown: ShownMemories = field(init=False)  # what a remember may quote (set on start)
+    shown: ShownMemories = field(init=False)  # what a remember or update may quote (set on start)
     pools_opened: dict[str, tuple | None] = field(default_factory=dict, init=False)  # each pool's database at start
 
     def __post_init__(self) -> None:
@@ -203,12 +203,13 @@ class MemoryTools:
         return self._answer({"memories": [_hit(e) for e in report.entries], "tiers": report.tiers})
 
     async def _apply(self, entry_id: str, edit, verb: str):
-        """One edit of the agent's own store, as `arcana memory` makes it: through the ledger, and
-        to the copy its promotion made in the global tier."""
-        from memory.operator.edits import GlobalCopies, MemoryEditor
+        """One edit of the agent's own store, as `arcana memory` makes it: through the ledger, to the
+        copy its promotion made in the global tier, and to other agents' claims quoting that copy."""
+        from memory.operator.edits import GlobalCopies, MemoryEditor, Quoters
         from memory.runtime.assembly import private_store
 
-        editor = MemoryEditor(private_store(self.federation), copies=GlobalCopies.of_home(self.home, self.config, actor="mcp"))
+        editor = MemoryEditor(private_store(self.federation), copies=GlobalCopies.of_home(self.home, self.config, actor="mcp"),
+                              quoters=Quoters(self.home, self.config, actor="mcp", besides=self.card.id))
         try:
             return await editor.apply(entry_id, edit, verb=verb)
         finally:
@@ -336,6 +337,7 @@ class MemoryTools:
         report = await self.federation.write(successor)
         if not report.accepted:
             raise ToolFailure(f"memory not updated: every private tier failed ({report.failed})")
+        await self.shown.link(self.federation, successor, report)  # new words repeating a shown memory, as remember's
         ended = list(report.supersedes)
         if successor.conflict_with is None and entry.id not in ended and report.entry_id != entry.id:
             if (await self._apply(entry.id, Edit("supersede", (report.entry_id, successor.created_at)), verb="superseded")).changed:

@@ -28,7 +28,7 @@ from memory.config import ArcanaConfig
 from memory.deadline import DEADLINE
 from memory.errors import InvalidRequestError, MemoryStorageError, NotFoundError, UnreadableRowError
 from memory.home import Home
-from memory.promotion import ever_promotable, global_copy, promotable
+from memory.promotion import ever_promotable, global_copy, promotable, users_own
 from memory.protocols import provenance_of
 from memory.sqlite.fact_words import content_words
 from memory.sqlite.mutations import REFUSED
@@ -563,14 +563,17 @@ class GlobalCopies:
 
 class MemoryEditor:
     """Operator edits of one store's memories; with ``copies``, of the agent's promoted copies too;
-    with ``originals`` (the global tier's editor), of the agents' memories its copies were promoted from."""
+    with ``originals`` (the global tier's editor), of the agents' memories its copies were promoted from;
+    with ``quoters``, of the other agents' claims quoting a shared memory it withholds."""
 
     def __init__(self, store: SQLiteAdapter, *, copies: GlobalCopies | None = None,
-                 embedding: tuple[Home, ArcanaConfig] | None = None, originals: Originals | None = None):
+                 embedding: tuple[Home, ArcanaConfig] | None = None, originals: Originals | None = None,
+                 quoters: Quoters | None = None):
         self.store = store
         self.copies = copies
         self.embedding = embedding  # re-worded rows are embedded with the home's configured model
         self.originals = originals
+        self.quoters = quoters
 
     async def resolve(self, prefix: str) -> MemoryEntry:
         """The memory ``prefix`` names, any visibility, with its ``sources`` if it is consolidated."""
@@ -629,7 +632,8 @@ class MemoryEditor:
         if change is not None:
             report.copies.append(change)
         seen = seen or {entry_id}
-        await self._reach_carriers(entry_id, edit, verb, report, seen, ended=changed, successor=before.superseded_by)
+        await self._reach_carriers(entry_id, edit, verb, report, seen, ended=changed, successor=before.superseded_by,
+                                   origin=before)
         down = edit if edit.op == "supersede" else _withholding(edit)
         if down is not None and changed:
             await self._reach_words(before, down, verb or edit.op, report, seen, sources=sources)
@@ -641,6 +645,9 @@ class MemoryEditor:
         if self.originals is not None and (original := await self.originals.apply(before, edit, verb or edit.op)):
             report.copies += [CopyChange("private", edit.op, original.changed), *(c for c in original.copies if c.changed)]
             report.carriers += original.carriers
+        if self.quoters is not None and changed and (withheld := _withholding(edit)) is not None and (
+                before.scope is not MemoryScope.PRIVATE or any(c.changed for c in report.copies)):
+            report.carriers += await self.quoters.reach(entry_id, withheld, verb or edit.op)
         return report
 
     async def withhold_carriers(self, before: MemoryEntry, edit: Edit, verb: str) -> list[EditReport]:
@@ -649,7 +656,7 @@ class MemoryEditor:
         its copy in the global tier get what the edit withholds, as :meth:`apply` gives them."""
         report = EditReport(before.id, False, None)
         seen = {before.id}
-        await self._reach_carriers(before.id, edit, verb, report, seen)
+        await self._reach_carriers(before.id, edit, verb, report, seen, origin=before)
         await self._reach_words(before, edit, verb, report, seen)
         if self.copies is not None:
             report.carriers += await self.copies.reach_carriers(self.store, before.id, edit, verb)
@@ -668,9 +675,10 @@ class MemoryEditor:
                 await self._withhold_source_copies(before.id, down, verb, report, seen)
 
     async def _reach_carriers(self, entry_id: str, edit: Edit, verb: str | None, report: EditReport, seen: set[str],
-                              ended: bool = True, successor: str | None = None) -> None:
+                              ended: bool = True, successor: str | None = None, origin: MemoryEntry | None = None) -> None:
         """A hide or forget of a memory reaches the consolidated memories that carry its content
-        (and their copies): a digest is never more visible than what it carries.
+        (and their copies): a digest is never more visible than what it carries. Of ``origin``
+        (the memory as it was), never the user's own statement a merge kept over it (:func:`reaches`).
 
         So does a supersession that ended it (``ended``): a session's summary or a turn's echo saying
         "I live in Berlin" kept answering beside "I live in Lisbon now" once the fact itself was
@@ -685,7 +693,7 @@ class MemoryEditor:
         for carrier in await store.carriers([entry_id]):
             if carrier in seen:
                 continue
-            carried = await _carried(store, carrier, follow, successor)
+            carried = await _carried(store, carrier, follow, successor, origin)
             if carried is None:
                 continue
             seen.add(carrier)
@@ -699,7 +707,7 @@ class MemoryEditor:
         answering recall in "My locker code is 4471 at the downtown gym", the version that replaced
         it (:func:`repeating_versions`)."""
         for version in await repeating_versions(self.store, withheld):
-            if version.id not in seen:
+            if version.id not in seen and reaches(withheld, version):
                 seen.add(version.id)
                 report.carriers.append(await self.apply(version.id, edit, verb=verb, seen=seen, sources=False))
 
@@ -715,7 +723,7 @@ class MemoryEditor:
             said = edit.value[1].timestamp() if edit.value[1] is not None else time.time()
         earlier = [] if edit.op == "supersede" else await restated_versions(self.store, ended)
         for source in [*await restatements(self.store, ended, said), *earlier]:
-            if source.id in seen:
+            if source.id in seen or (edit.op != "supersede" and not reaches(ended, source)):
                 continue
             seen.add(source.id)
             report.carriers.append(await self.apply(source.id, edit, verb=verb, seen=seen))
@@ -746,6 +754,19 @@ class MemoryEditor:
     async def aclose(self) -> None:
         if self.copies is not None:
             await self.copies.aclose()
+
+
+def reaches(origin: MemoryEntry, row: MemoryEntry) -> bool:
+    """Whether what withholds ``origin`` may withhold ``row``, which repeats or restates it (a version,
+    a held claim, a merge's or a summary's source). The reach runs from a memory to what is derived
+    from or restates it, never from an agent's claim or a derived row (a summary, an echo) to the
+    user's own statement: forgetting the session summary "User stated: My locker code is 4471 at
+    the downtown gym" archived the fact the user typed, which stands on its own."""
+    return _users_statement(origin) or not _users_statement(row)
+
+
+def _users_statement(entry: MemoryEntry) -> bool:
+    return users_own(entry) and not entry.derived
 
 
 async def restatements(store: SQLiteAdapter, ended: MemoryEntry, said: float | None = None) -> list[MemoryEntry]:
@@ -883,13 +904,18 @@ def _visibility_set(edit: Edit) -> Visibility | None:
     return None if visibility is None else Visibility(visibility)
 
 
-async def _carried(store: SQLiteAdapter, carrier_id: str, edit: Edit, successor: str | None) -> Edit | None:
+async def _carried(store: SQLiteAdapter, carrier_id: str, edit: Edit, successor: str | None,
+                   origin: MemoryEntry | None = None) -> Edit | None:
     """``edit`` as the carrier ``carrier_id`` gets it, None for none. A supersession ends it no earlier
     than it began (one ending a memory before its start would make the successor its predecessor:
     :func:`memory.sqlite.mutations.split_by_time`); ``make_current`` reaches only a carrier the same
-    ``successor`` ended, never one a fact of its own replaced."""
+    ``successor`` ended, never one a fact of its own replaced; what withholds ``origin`` never the
+    user's statement a merge kept over an agent's or derived row (:func:`reaches`)."""
     if edit.op not in ("supersede", "make_current"):
-        return edit
+        if origin is None:
+            return edit
+        carrier = await _operator_get(store, carrier_id)
+        return None if carrier is not None and not reaches(origin, carrier) else edit
     carrier = await _operator_get(store, carrier_id)
     if carrier is None:
         return None
@@ -1005,7 +1031,7 @@ class Originals:
         if card is None or not self.home.agent_db(card.id).exists():
             yield None
             return
-        async with open_editor(self.home, self.config, OperatorTarget(card.id), actor=self.actor) as editor:
+        async with open_editor(self.home, self.config, OperatorTarget(card.id), actor=self.actor, quoters=False) as editor:
             yield card, editor
 
     @staticmethod
@@ -1092,15 +1118,46 @@ class Originals:
         return await editor.apply(copy.id, Edit(edit.op, edit.value, edit.changes), verb=verb)
 
 
+class Quoters:
+    """The agents' claims quoting a shared memory (a pool's, the global tier's, a promoted fact's copy)
+    they were shown over MCP (:class:`memory.runtime.sessions.ShownMemories`). The link is kept in
+    the claim's store, beside no row of the memory it quotes, so an edit withholding that memory
+    walks each agent's store for it: hidden in the pool, it went on answering in an agent's words.
+    ``besides``: the agent whose own editor this is (its carriers are reached there)."""
+
+    def __init__(self, home: Home, config: ArcanaConfig, *, actor: str, besides: str | None = None):
+        self.home, self.config, self.actor, self.besides = home, config, actor, besides
+
+    async def reach(self, shown_id: str, edit: Edit, verb: str) -> list[EditReport]:
+        """``edit`` (what withholding ``shown_id`` withholds) made to every claim quoting it in the
+        other agents' stores; the reports of those it changed."""
+        from memory.agents import AgentRegistry
+
+        reached = []
+        for card in AgentRegistry(self.home).list():
+            if card.id == self.besides or not self.home.agent_db(card.id).exists():
+                continue
+            async with open_editor(self.home, self.config, OperatorTarget(card.id), actor=self.actor, quoters=False) as editor:
+                store = provenance_of(editor.store)
+                for claim in await store.carriers([shown_id]) if store is not None else []:
+                    report = await editor.apply(claim, edit, verb=verb, sources=False)
+                    if report.changed or report.carriers or report.copies:  # a claim its original's store reached already is no news
+                        reached.append(report)
+        return reached
+
+
 class NoStoreYet(NotFoundError):
     """The store an operator names has not been made yet: there is nothing in it to read or edit."""
 
 
 @asynccontextmanager
-async def open_editor(home: Home, config: ArcanaConfig, target: OperatorTarget, *, actor: str = "library"):
+async def open_editor(home: Home, config: ArcanaConfig, target: OperatorTarget, *, actor: str = "library",
+                      quoters: bool = True):
     """A connected :class:`MemoryEditor` on ``target``; a pool or the global tier wins over an agent.
 
-    An agent's editor reaches the global copies its promotion made. Shared
+    An agent's editor reaches the global copies its promotion made, and with ``quoters`` (an
+    operator's own edit, not one another editor makes for it) the other agents' claims quoting a
+    shared memory it withholds (:class:`Quoters`). Shared
     tiers can hold a poisoned or wrong memory too; this is how an operator
     hides, fixes or purges it there. An unknown agent or pool is
     :class:`NotFoundError`; a store not made yet (an agent's, a shared tier's)
@@ -1116,7 +1173,8 @@ async def open_editor(home: Home, config: ArcanaConfig, target: OperatorTarget, 
         if not home.agent_db(card.id).exists():  # opening it made it: a web view page or `memory list` left a store
             raise NoStoreYet(f"agent {card.name} has no memories yet ({home.agent_db(card.id)})")
         store = open_store(home, StoreKind.PRIVATE, card.id, actor=actor)
-        editor = MemoryEditor(store, copies=GlobalCopies.of_home(home, config, actor=actor), embedding=(home, config))
+        editor = MemoryEditor(store, copies=GlobalCopies.of_home(home, config, actor=actor), embedding=(home, config),
+                              quoters=Quoters(home, config, actor=actor, besides=card.id) if quoters else None)
     else:
         if target.pool:
             from memory.federation.pools import PoolRegistry
@@ -1127,7 +1185,8 @@ async def open_editor(home: Home, config: ArcanaConfig, target: OperatorTarget, 
         if not made_yet(home, config, kind, target.pool):
             raise NoStoreYet(f"{'pool ' + target.pool if target.pool else 'the global tier'} has no memories yet ({store.path})")
         originals = None if target.pool else Originals(home, config, actor=actor)
-        editor = MemoryEditor(store, embedding=(home, config), originals=originals)
+        editor = MemoryEditor(store, embedding=(home, config), originals=originals,
+                              quoters=Quoters(home, config, actor=actor) if quoters else None)
     try:
         if card is not None:  # an agent deleted since it was resolved is not made again, card-less and empty
             await connect_agent_store(home, card.id, card.name, store)

@@ -168,3 +168,19 @@ def test_session_list_and_show_leave_out_a_withheld_summarys_text(cli, agent):
     # control: the other session's summary, by the same commands
     assert "painted teal" in listed[bike["session_id"]]["summary"] and listed[bike["session_id"]]["summary_left_out"] is None
     assert "User stated: My bike is painted teal." in cli("session", "show", bike["session_id"], "--agent", "ada").output
+
+
+def test_forgetting_a_summary_leaves_the_users_fact_it_repeats(cli, agent):
+    """The reach runs from a fact to what repeats it, never back: a session's summary repeats every word
+    of the fact its turn stated, and forgetting the summary archived that fact with it as a merge's
+    restatement. Control in the same store: forgetting a stated fact still withholds its summary."""
+    locker = cli_data(cli, "run", "ada", "Remember that my locker code is 4471 at the downtown gym")
+    bike = cli_data(cli, "run", "ada", "Remember that my bike is painted teal")
+    assert cli("memory", "forget", locker["summary_memory_id"], "--agent", "ada").exit_code == 0
+    recalled = [h["content"] for h in cli_data(cli, "recall", "locker code 4471", "--agent", "ada")["results"]]
+    assert "My locker code is 4471 at the downtown gym" in recalled
+
+    (fact,) = [m["id"] for m in stored(cli) if m["content"] == "My bike is painted teal"]
+    assert cli("memory", "forget", fact, "--agent", "ada").exit_code == 0
+    recalled = [h["id"] for h in cli_data(cli, "recall", "bike painted teal", "--agent", "ada")["results"]]
+    assert recalled == [] and bike["summary_memory_id"] not in recalled

@@ -730,3 +730,28 @@ async def test_recall_of_episodes_still_finds_the_turns_a_digest_carries(store, 
     assert sorted(h.id for h in episodes) == sorted([digest.id, recent.id])
     facts = await store.search(MemoryQuery(agent_id="ada", text="kayak", types=[MemoryType.SEMANTIC]))
     assert sorted(h.id for h in facts) == sorted([digest.id, kayak_red.id])  # control: a digest is a fact too
+
+
+async def test_forgetting_an_agents_restatement_leaves_the_users_fact_it_merged_into(store, offline_embedder):
+    """A merge's keeper carries its restatements (``consolidates`` edges), so withholding a source
+    reached the keeper: forgetting the agent's "I like tea" archived the user's own "I like tea with
+    milk" it had merged into. The reach runs from the user's statement to what restates it, never
+    back. Control in the same store: forgetting the user's keeper still withholds what it absorbed."""
+    from memory.operator.edits import Edit, MemoryEditor
+    from memory.types import ConfidenceSource
+
+    vectors = VectorAdapter(store, EmbeddingGateway([offline_embedder]))
+    agent = {"confidence": 0.7, "confidence_source": ConfidenceSource.AGENT}
+    tea, milk = fact("I like tea.", **agent), fact("I like tea with milk.")
+    bike, bell = fact("I own a red bike.", **agent), fact("I own a red bike with a bell.")
+    await vectors.write_many([tea, milk, bike, bell])
+    _, plan = await _consolidate(store, offline_embedder)
+    assert plan.counts()["merged"] == 2 and {milk.id, bell.id} == set(await _current(store))
+
+    editor = MemoryEditor(store)
+    forgot = await editor.apply(tea.id, Edit("archive"))
+    assert forgot.carriers == [] and milk.id in await _current(store)
+    assert milk.id in [h.id for h in await store.search(MemoryQuery(agent_id="ada", text="tea milk"))]
+
+    await editor.apply(bell.id, Edit("archive"))  # control: the user's fact withheld, what it absorbed with it
+    assert not [h for h in await store.search(MemoryQuery(agent_id="ada", text="red bike")) if "bike" in h.content]

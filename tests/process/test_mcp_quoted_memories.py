@@ -83,3 +83,69 @@ async def test_the_link_keeps_its_one_way_through_export_and_import(arcana_home,
     arcana("memory", "restore", claim["id"], "--agent", "eve")
     done = json.loads(arcana("memory", "set", fact, "--agent", "eve", "--visibility", "hidden", "--json"))
     assert [r["id"] for r in done["reached"]] == [claim["id"]]
+
+
+@pytest.mark.parametrize("edit", [("set", "--visibility", "hidden"), ("forget",)])
+async def test_an_update_repeating_a_recalled_memory_is_withheld_with_it(arcana_home, edit):
+    """An `update`'s new words are written as a `remember`'s are: repeating a memory the agent was
+    shown, its new version is linked to it, so the operator's hide or forget reaches it. Controls in
+    the same store: an update not repeating it, and an untouched claim, still answer."""
+    keyword_only(arcana_home)
+    arcana("agent", "create", "ada")
+    locker = json.loads(arcana("remember", "My locker code is 4471", "--agent", "ada", "--json"))["id"]
+    async with session("--agent", "ada") as client:
+        ids = {}
+        for claim in ("Pending errand: pick up parcels", "Pending chore: water the ferns",
+                      "The garden shed roof leaks when it rains"):
+            failed, answer = await call(client, "remember", content=claim)
+            assert not failed and answer["decision"] == "add", answer
+            ids[claim] = answer["id"]
+        failed, found = await call(client, "recall", query="locker code", mode="keyword")
+        assert not failed and [r["id"] for r in found["results"]] == [locker], found
+        for claim, new in (("Pending errand: pick up parcels", "The user's locker code 4471 opens locker twelve"),
+                           ("Pending chore: water the ferns", "Pending chore: water the ferns in the kitchen twice")):
+            failed, answer = await call(client, "update", id=ids[claim], content=new)
+            assert not failed and answer["superseded"] is True, answer
+
+    done = json.loads(arcana("memory", *edit[:1], locker, *edit[1:], "--agent", "ada", "--json"))
+    assert len(done.get("reached", [])) == 1, done  # the updated claim repeating it, nothing else
+
+    assert not [text for text in _recalled("locker code 4471") if "4471" in text]
+    assert "Pending chore: water the ferns in the kitchen twice" in _recalled("ferns kitchen")  # updated, not repeating
+    assert "The garden shed roof leaks when it rains" in _recalled("garden shed roof")  # untouched own claim
+
+
+@pytest.mark.parametrize("tier", [("--pool", "team"), ("--scope", "global"), ("promoted",), ("promoted", "mcp")])
+async def test_a_claim_quoting_a_shared_memory_is_withheld_with_it(arcana_home, tier):
+    """A memory shown from a pool, the global tier, or another agent's promoted fact (its global copy)
+    lives outside the agent's store, where its claim's link is kept: the operator's hide there reaches
+    the claim too. Controls in the same store: a claim quoting a shared memory left visible answers."""
+    keyword_only(arcana_home)
+    for name in ("ada", "bob"):
+        arcana("agent", "create", name)
+    arcana("pool", "create", "team")
+    for name in ("ada", "bob"):
+        arcana("agent", "join", name, "team")
+    promoted = tier[0] == "promoted"
+    where = ("--agent", "bob", *(("--importance", "0.95") if promoted else tier))
+    shown = json.loads(arcana("remember", "The team locker code is 4471", *where, "--json"))["id"]
+    arcana("remember", "The team bike is painted teal", *where)
+    async with session("--agent", "ada") as client:
+        for query, claim in (("locker code", "The team locker code 4471 opens locker twelve"),
+                             ("bike", "The team bike painted teal is kept in the shed")):
+            failed, found = await call(client, "recall", query=query, mode="keyword")
+            assert not failed and found["results"], found
+            failed, answer = await call(client, "remember", content=claim)
+            assert not failed and answer["decision"] == "add", answer
+
+    if tier == ("promoted", "mcp"):  # bob forgets his own fact, its global copy with it
+        async with session("--agent", "bob") as client:
+            failed, answer = await call(client, "forget", id=shown)
+            assert not failed and answer["changed"], answer
+    else:
+        edited = ("--agent", "bob") if promoted else ("--pool", "team") if tier[0] == "--pool" else ("--global",)
+        done = json.loads(arcana("memory", "set", shown, *edited, "--visibility", "hidden", "--json"))
+        assert len(done.get("reached", [])) == 1, done  # ada's claim quoting it, not the one quoting the bike
+
+    assert not [text for text in _recalled("locker code 4471") if "4471" in text]
+    assert "The team bike painted teal is kept in the shed" in _recalled("bike shed")
