@@ -67,10 +67,13 @@ def test_delete_during_remember_from_leaves_no_global_copy(arcana_home, tmp_path
     assert deleted.returncode == 0, deleted.stderr
     assert json.loads(deleted.stdout)["copies"]["changed"] is True
     assert writer.returncode == 3, (out, err)
-    assert err.strip().splitlines() == [
+    *waited, said = err.strip().splitlines()
+    assert said == (
         "arcana: error: agent 'ada' was deleted while this process was using it (its memory is in the trash); "
         "nothing more is read or stored for it"
-    ]
+    )
+    # A loaded machine: the writer's next batch came while the delete held the agent's lock, and said so.
+    assert all(line.startswith("warning: waiting for agent 'ada' to be deleted") for line in waited), waited
     assert _global_rows(arcana_home, ada) == 0  # every copy withdrawn, none promoted after
     assert _recalls("bob", "zebra") == []
     assert not (arcana_home.agent_dir(ada)).exists()  # no folder re-made for the deleted agent
