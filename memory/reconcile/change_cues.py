@@ -45,7 +45,8 @@ of these hold:
   netball club" in a clause that says nothing of the speaker), the
   slots have not already told the two apart (same subject, different named
   attributes: "pottery class" is not "yoga class"), and it adds a word the
-  candidate lacks (else it is a restatement, not a change).
+  candidate lacks (else it is a restatement, not a change); an ending ("I
+  gave up yoga") is such a word, unless the candidate says one too.
 
 Among several, the one with most words linked to a cue, then the one the
 new text covers most, then the nearest vector, is ended.
@@ -86,6 +87,7 @@ def cued_update(
     new_words = content_words(norm) - cue_words
     if len(new_words) > MAX_NEW_WORDS:
         return None
+    ends = _endings(norm, patterns)
     strong = any(is_cue for _, is_cue in cues) or bool(ending)  # a correction alone never ends one of many tastes
     (ranges, things, qualifiers), phrases = _ranges(norm, cues, correction), _phrases(norm, ending)
     old_named, new_value, named_at, whole = _named_values(norm, patterns, [m for m, is_cue in cues if is_cue] + ending)
@@ -106,7 +108,10 @@ def cued_update(
             continue
         if actors and not actors & old_words:
             continue  # "Tom quit the running club": Tom's change, unless the candidate is about Tom
-        if not new_words - old_words or _told_apart(new_facts, candidate.facts):
+        # The ending is news in itself ("I gave up yoga" after "I take a yoga class"), unless the candidate
+        # says an ending too ("I quit smoking" after "I quit smoking in May": a restatement).
+        news = new_words | (ends if not _endings(candidate.norm, patterns) else set())
+        if not news - old_words or _told_apart(new_facts, candidate.facts):
             continue  # a restatement, or the slots already tell them apart
         if not strong and (any(f.multi for f in candidate.facts) or others - {stem(w) for w in old_words}):
             continue
@@ -142,6 +147,12 @@ def cued_update(
         return None
     cue = next((m.group(0) for m in [*(m for m, _ in cues), *ending]), "a correction")
     return Decision(DecisionKind.UPDATE, [best[1].entry.id], f"a change cue ('{cue}') about '{best[2]}'")
+
+
+def _endings(norm: str, patterns: SlotPatterns) -> set[str]:
+    """The words of the cues in ``norm`` that end what they name ("gave up", "quit", "cancelled")."""
+    found = [m for m in patterns.change_cues.finditer(norm) if m.group(0) in _ENDERS] + list(patterns.ending_cues.finditer(norm))
+    return {stem(w) for m in found for w in m.group(0).split()}
 
 
 def not_now(norm: str, patterns: SlotPatterns) -> bool:
