@@ -304,3 +304,14 @@ async def test_an_ending_is_news_even_when_it_names_nothing_new(store):
     assert await store.say("I gave up yoga.") == ["I take a yoga class on Tuesdays."]
     assert {"My sister teaches yoga.", "I quit smoking in May."} <= await store.current()
 
+
+async def test_leaving_a_thing_somewhere_ends_nothing_leaving_it_ends_it(store):
+    """"left" with a place after its object puts the thing there ("I left the car at the garage"); said
+    with a time or nothing after it, it ends the thing ("I left the choir in March")."""
+    await store.say("My car is a grey Golf.")
+    await store.say("I sing in the church choir.")
+    assert await store.say("I left the car at the garage.") == []
+    assert await store.say("I'm leaving my car with my sister this week.") == []
+    # Positive control, same store: the thing left, with a time after it.
+    assert await store.say("I left the choir in March.") == ["I sing in the church choir."]
+    assert "My car is a grey Golf." in await store.current()
