@@ -27,9 +27,11 @@ of these hold:
   that thing, which the candidate must name as its own and not to qualify
   another ("the dentist appointment" is no dentist), and one that ends what
   it names ("quit", "stopped") ends its head ("quit the school choir" ends
-  no school); an ending cue links only the phrase beside it, said whole by
-  the candidate ("cancelled the Spanish course", not "the Napa wine tour was
-  called off" for an offsite in Napa); a correction reaches the whole text
+  no school), and "left" with a place after its object puts it there ("I
+  left the car at the garage" ends no car); an ending cue links only the
+  phrase beside it, said whole by the candidate ("cancelled the Spanish
+  course", not "the Napa wine tour was called off" for an offsite in Napa);
+  a correction reaches the whole text
   but must name the old value (", not Lyon"), share two words, or swap one;
 - "used to A but now" / ", not A" name an old value the candidate says whole;
 - a new time ("moved to the first Thursday") ends only a fact that says when
@@ -45,7 +47,8 @@ of these hold:
   netball club" in a clause that says nothing of the speaker), the
   slots have not already told the two apart (same subject, different named
   attributes: "pottery class" is not "yoga class"), and it adds a word the
-  candidate lacks (else it is a restatement, not a change).
+  candidate lacks (else it is a restatement, not a change); an ending ("I
+  gave up yoga") is such a word, unless the candidate says one too.
 
 Among several, the one with most words linked to a cue, then the one the
 new text covers most, then the nearest vector, is ended.
@@ -86,8 +89,9 @@ def cued_update(
     new_words = content_words(norm) - cue_words
     if len(new_words) > MAX_NEW_WORDS:
         return None
+    ends = _endings(norm, patterns)
     strong = any(is_cue for _, is_cue in cues) or bool(ending)  # a correction alone never ends one of many tastes
-    (ranges, things, qualifiers), phrases = _ranges(norm, cues, correction), _phrases(norm, ending)
+    (ranges, things, qualifiers), phrases = _ranges(norm, cues, correction, patterns.when), _phrases(norm, ending)
     old_named, new_value, named_at, whole = _named_values(norm, patterns, [m for m, is_cue in cues if is_cue] + ending)
     new_named, rescheduled = content_words(new_value), _when(new_value, patterns)
     replaced = bool(things) and not patterns.when.search(norm)  # a thing replaced, with no time said
@@ -106,7 +110,10 @@ def cued_update(
             continue
         if actors and not actors & old_words:
             continue  # "Tom quit the running club": Tom's change, unless the candidate is about Tom
-        if not new_words - old_words or _told_apart(new_facts, candidate.facts):
+        # The ending is news in itself ("I gave up yoga" after "I take a yoga class"), unless the candidate
+        # says an ending too ("I quit smoking" after "I quit smoking in May": a restatement).
+        news = new_words | (ends if not _endings(candidate.norm, patterns) else set())
+        if not news - old_words or _told_apart(new_facts, candidate.facts):
             continue  # a restatement, or the slots already tell them apart
         if not strong and (any(f.multi for f in candidate.facts) or others - {stem(w) for w in old_words}):
             continue
@@ -144,6 +151,12 @@ def cued_update(
     return Decision(DecisionKind.UPDATE, [best[1].entry.id], f"a change cue ('{cue}') about '{best[2]}'")
 
 
+def _endings(norm: str, patterns: SlotPatterns) -> set[str]:
+    """The words of the cues in ``norm`` that end what they name ("gave up", "quit", "cancelled")."""
+    found = [m for m in patterns.change_cues.finditer(norm) if m.group(0) in _ENDERS] + list(patterns.ending_cues.finditer(norm))
+    return {stem(w) for m in found for w in m.group(0).split()}
+
+
 def not_now(norm: str, patterns: SlotPatterns) -> bool:
     """``norm`` changes nothing that holds now, whatever its words: a plan or a hypothetical ("if I ever
     quit"), a change long before ("back in college I sold my guitar"), one occasion of something that goes
@@ -163,6 +176,11 @@ _DETERMINER = frozenset("the a an my our his her their its your this that".split
 _MOVERS = frozenset("moved moving changed changing switched switching replaced replacing renamed renaming upgraded".split())
 # Verbs that may end the thing said right after them: "quit the school choir" ends a choir, not a school.
 _ENDERS = frozenset("quit quitting left leaving stopped stopping".split()) | {"gave up", "given up", "giving up"}
+_LEAVERS = frozenset("left leaving".split())
+# After a thing left, a place or a person it is left with ("at the garage", "with my sister"); not "for"
+# or "to" ("left Google for Amazon" is a leaving).
+_PLACES = frozenset("at in on with behind outside inside near under by".split())
+_TIMES = frozenset("end start beginning middle spring summer autumn fall winter".split())  # "at the end of"
 _QUANTIFIERS = frozenset("all both every some".split())
 _NUMBERS = frozenset("one two three four five six seven eight nine ten eleven twelve few several".split())
 _PARTICLES = frozenset("back over out up down away around off again".split())  # "moved back to Leeds"
@@ -176,12 +194,15 @@ _PHRASE_END = frozenset(
 _NOT_A_THING = _PHRASE_END | _PARTICLES | _PRONOUNS | _NUMBERS  # words that end a thing said after a verb
 
 
-def _ranges(norm: str, cues: list, correction: bool) -> tuple[list[tuple[int, int]], dict[int, set[str]], set[int]]:
+def _ranges(
+    norm: str, cues: list, correction: bool, when: re.Pattern
+) -> tuple[list[tuple[int, int]], dict[int, set[str]], set[int]]:
     """The word indexes each cue reaches: ``WINDOW`` words about a change cue, the whole text for a
     correction ("sorry, I meant ..."); by the index of its head, the words of each thing a cue moves
     or replaces, which it alone reaches ("Tom moved the sofa": the sofa, not Tom; "switched dentists": the
     dentist, not the dentist appointment); and the indexes of the words that only qualify a thing a cue
-    ends, which are no link ("quit the school choir" ends a choir, not a school)."""
+    ends, which are no link ("quit the school choir" ends a choir, not a school). A thing left somewhere
+    ("left the car at the garage") is reached by no cue."""
     tokens = _tokens(norm)
     ranges, things, qualifiers = [], {}, set()
     for match, is_cue in cues:
@@ -196,6 +217,8 @@ def _ranges(norm: str, cues: list, correction: bool) -> tuple[list[tuple[int, in
         # "Maria left, our new nanny ...": what follows a cue's comma is not its object.
         acts = is_cue and cue in _MOVERS | _ENDERS and not _ends_phrase(norm, tokens, span[1])
         thing = _object(norm, tokens, span[1]) if acts else []
+        if thing and cue in _LEAVERS and _placed(norm, tokens, thing[-1], when):
+            continue  # the car is put at the garage, not given up
         if thing and cue in _MOVERS:
             ranges.append((thing[-1], thing[-1]))
             things[thing[-1]] = {stem(tokens[at][1]) for at in thing}
@@ -203,6 +226,18 @@ def _ranges(norm: str, cues: list, correction: bool) -> tuple[list[tuple[int, in
         qualifiers.update(thing[:-1])
         ranges.append((span[0] - WINDOW, span[1] + WINDOW))
     return ranges + ([(0, len(tokens))] if correction else []), things, qualifiers
+
+
+def _placed(norm: str, tokens: list[tuple[int, str]], last: int, when: re.Pattern) -> bool:
+    """The thing ending at ``last``, said after "left", is put somewhere or with someone ("left the car at
+    the garage", "leaving my car with my sister"), not left for good: a time after it ("left the choir in
+    March", "at the end of the season") or nothing is a leaving."""
+    if _ends_phrase(norm, tokens, last) or last + 1 >= len(tokens) or tokens[last + 1][1] not in _PLACES:
+        return False
+    rest = [word for _, word in tokens[last + 2:]]
+    while rest and rest[0] in _DETERMINER:
+        rest = rest[1:]
+    return bool(rest) and not (rest[0][:1].isdigit() or rest[0] in _TIMES or when.match(" ".join(rest)))
 
 
 def _ends_phrase(norm: str, tokens: list[tuple[int, str]], at: int) -> bool:

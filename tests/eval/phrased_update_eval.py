@@ -26,6 +26,8 @@ pass it with ``--cases``. ``phrased_updates_shared_topic.json`` holds
 different facts that share a topic word ("My dentist is Dr Smith", "The
 dentist appointment is on May 7"), written by the engineer who fixed such
 false supersessions: not blind, not tuned on by the other sets.
+``phrased_updates_locomo.json`` holds real changes, controls and restatements mined from the
+LoCoMo development conversations (two turns of one speaker, in their words), scored once blind, never tuned on.
 
 Run: ``python tests/eval/phrased_update_eval.py [--misses] [--cases PATH]``.
 """

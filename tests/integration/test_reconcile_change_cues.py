@@ -290,3 +290,28 @@ async def test_a_cue_ends_the_head_of_what_it_names_not_a_word_that_qualifies_it
     # Positive control, same store: the head named.
     assert await store.say("I quit the gym membership, it was too pricey.") == ["My gym membership is with PureGym."]
     assert {"My son's school is Oakwood Primary.", "I work at Barclays."} <= await store.current()
+
+
+async def test_an_ending_is_news_even_when_it_names_nothing_new(store):
+    """"I gave up yoga" adds no word to "I take a yoga class on Tuesdays" but the ending itself, which
+    was read as a restatement and kept the class current. A memory that already says the ending is
+    restated, not ended, and someone else's yoga is not the speaker's."""
+    await store.say("My sister teaches yoga.")
+    await store.say("I take a yoga class on Tuesdays.")
+    await store.say("I quit smoking in May.")
+    assert await store.say("I quit smoking.") == []  # the same ending said again
+    # Positive control, same store: the ending is the news.
+    assert await store.say("I gave up yoga.") == ["I take a yoga class on Tuesdays."]
+    assert {"My sister teaches yoga.", "I quit smoking in May."} <= await store.current()
+
+
+async def test_leaving_a_thing_somewhere_ends_nothing_leaving_it_ends_it(store):
+    """"left" with a place after its object puts the thing there ("I left the car at the garage"); said
+    with a time or nothing after it, it ends the thing ("I left the choir in March")."""
+    await store.say("My car is a grey Golf.")
+    await store.say("I sing in the church choir.")
+    assert await store.say("I left the car at the garage.") == []
+    assert await store.say("I'm leaving my car with my sister this week.") == []
+    # Positive control, same store: the thing left, with a time after it.
+    assert await store.say("I left the choir in March.") == ["I sing in the church choir."]
+    assert "My car is a grey Golf." in await store.current()
