@@ -363,6 +363,8 @@ class MemoryTools:
 
         # A replaced version's id (the one `update` answered with) names its chain, as on the CLI.
         entry, store = await self._readable(id, Audience.HISTORY)
+        if store is None:  # a vault's store reads notes, not versions
+            raise ToolFailure(f"memory {entry.id} is a note of an attached vault: a note has no version history; get reads it")
         chain = await store.versions(entry.id, audience=Audience.HISTORY)  # no archived version either
         self.shown.saw(chain)
         records = sorted([r for e in chain for r in await store.history(e.id)], key=lambda r: r.seq)
@@ -681,7 +683,7 @@ def build_server(tools: MemoryTools, *, read_only: bool = False):
         "list": (list_, "List your visible memories, pinned and important first, optionally filtered by type, tag or age."),
         "vault_search": (vault_search, f"Search an attached Markdown vault of notes ({', '.join(tools.vaults)}) for a query."),
         "context": (context, "A ready memory block for a prompt, within a token budget, each line attributed to its source."),
-        "get": (get, "One memory in full by id: yours (or a unique 6+ character prefix of it), or one a shared pool or the global tier gives you (its full id)."),
+        "get": (get, "One memory in full by id: yours (or a unique 6+ character prefix of it), or one a shared pool, the global tier or an attached vault gives you (its full id)."),
         "update": (update, "Change one of your memories by id: new text (a new version replacing it), importance or tags."),
         "history": (history, "A memory's version chain and the changes recorded to it, by id: yours, or one a shared tier gives you (full id)."),
     }
