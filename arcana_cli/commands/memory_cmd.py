@@ -8,7 +8,7 @@ import typer
 from arcana_cli.command import add_commands, command
 from arcana_cli.context import CliContext
 from arcana_cli.output import Out, YesOpt, confirm
-from arcana_cli.render import LIST_COLUMNS, age, entry_json, list_rows, snippet, version_state
+from arcana_cli.render import LIST_COLUMNS, age, entry_json, list_rows, snippet, version_json, version_state
 from memory.errors import NotFoundError, UnreadableRowError
 from memory.types import Audience, MemoryQuery, MemoryType, Visibility
 
@@ -250,7 +250,7 @@ async def _versions(cli: CliContext, out: Out, memory_id: str, agent, pool, glob
         return moment.isoformat(timespec="seconds") if moment else "-"
 
     out.data(
-        [{**entry_json(e), "current": e.valid_to is None and not e.superseded_by} for e in chain],
+        [version_json(e) for e in chain],
         columns=("id", "from", "to", "state", "memory"),
         rows=lambda: [
             (e.id[:8], when(e.valid_from or e.created_at), when(e.valid_to), version_state(e), snippet(e.content))
