@@ -55,6 +55,7 @@ async def list_(
             # Filtered in SQL, before the limit; a listing is not a recall hit.
             audience = Audience.OPERATOR if all_ else Audience.LISTING
             entries = await editor.store.search(query, audience=audience, include_archived=archived)
+            await editor.name_sources(entries)
     except NoStoreYet:
         if pool or global_:  # a shared tier with no store is said (exit 3), as before
             raise
