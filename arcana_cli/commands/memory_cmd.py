@@ -237,7 +237,7 @@ async def history(
     def rows():
         return [(r.seq, r.at.isoformat(timespec="seconds"), r.op, r.actor, ", ".join(r.changed_fields())) for r in records]
 
-    out.data(records, columns=("seq", "at", "op", "actor", "changed"), rows=rows)
+    out.data([r.typed() for r in records], columns=("seq", "at", "op", "actor", "changed"), rows=rows)
 
 
 async def _versions(cli: CliContext, out: Out, memory_id: str, agent, pool, global_) -> None:
