@@ -73,6 +73,13 @@ def version_state(entry: MemoryEntry) -> str:
     return (" ".join(withheld) + version_mark(entry)).strip() or "current"
 
 
+def version_json(entry: MemoryEntry) -> dict:
+    """A chain's version in JSON: its ``state`` in the words of the text's column, and ``current`` only
+    for a version recall answers with (a claim held beside a fact too), never a forgotten or hidden one."""
+    state = version_state(entry)
+    return {**entry_json(entry), "state": state, "current": state in ("current", "conflict")}
+
+
 def list_rows(entries: list[MemoryEntry]) -> list[tuple]:
     return [
         (

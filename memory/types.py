@@ -341,6 +341,12 @@ class LedgerRecord(BaseModel):
             return ["(created)" if self.before is None else "(removed)"]
         return sorted(k for k in self.after if self.before.get(k) != self.after[k] and k != "updated_at")
 
+    def typed(self) -> LedgerRecord:
+        """This row with its images as `memory show --json` gives a memory (tags a list, pinned and
+        archived booleans), not as the engine stored them; an image that does not read as a memory
+        (an outside edit, a column a later schema added) is left as stored, so nothing is lost."""
+        return self.model_copy(update={"before": _typed_image(self.before), "after": _typed_image(self.after)})
+
     @classmethod
     def from_row(cls, row: Any) -> LedgerRecord:
         """A ledger row as either engine returns it, its images parsed from JSON; one an outside edit
@@ -361,6 +367,19 @@ class LedgerRecord(BaseModel):
             raise UnreadableRowError(
                 f"ledger row {row['seq']} of memory {row['memory_id']} cannot be read ({what}); see `arcana doctor`"
             ) from None
+
+
+def _typed_image(image: dict[str, Any] | None) -> dict[str, Any] | None:
+    from pydantic import ValidationError
+
+    if image is None:
+        return None
+    tags = image.get("tags")
+    try:
+        entry = MemoryEntry.model_validate({**image, "tags": json.loads(tags) if isinstance(tags, str) else tags})
+    except (ValueError, ValidationError):  # JSONDecodeError is a ValueError
+        return image
+    return entry.model_dump(mode="json", include=set(image))
 
 
 @dataclass

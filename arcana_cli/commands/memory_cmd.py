@@ -8,7 +8,7 @@ import typer
 from arcana_cli.command import add_commands, command
 from arcana_cli.context import CliContext
 from arcana_cli.output import Out, YesOpt, confirm
-from arcana_cli.render import LIST_COLUMNS, age, entry_json, list_rows, snippet, version_state
+from arcana_cli.render import LIST_COLUMNS, age, entry_json, list_rows, snippet, version_json, version_state
 from memory.errors import NotFoundError, UnreadableRowError
 from memory.types import Audience, MemoryQuery, MemoryType, Visibility
 
@@ -55,6 +55,7 @@ async def list_(
             # Filtered in SQL, before the limit; a listing is not a recall hit.
             audience = Audience.OPERATOR if all_ else Audience.LISTING
             entries = await editor.store.search(query, audience=audience, include_archived=archived)
+            await editor.name_sources(entries)
     except NoStoreYet:
         if pool or global_:  # a shared tier with no store is said (exit 3), as before
             raise
@@ -236,7 +237,7 @@ async def history(
     def rows():
         return [(r.seq, r.at.isoformat(timespec="seconds"), r.op, r.actor, ", ".join(r.changed_fields())) for r in records]
 
-    out.data(records, columns=("seq", "at", "op", "actor", "changed"), rows=rows)
+    out.data([r.typed() for r in records], columns=("seq", "at", "op", "actor", "changed"), rows=rows)
 
 
 async def _versions(cli: CliContext, out: Out, memory_id: str, agent, pool, global_) -> None:
@@ -250,7 +251,7 @@ async def _versions(cli: CliContext, out: Out, memory_id: str, agent, pool, glob
         return moment.isoformat(timespec="seconds") if moment else "-"
 
     out.data(
-        [{**entry_json(e), "current": e.valid_to is None and not e.superseded_by} for e in chain],
+        [version_json(e) for e in chain],
         columns=("id", "from", "to", "state", "memory"),
         rows=lambda: [
             (e.id[:8], when(e.valid_from or e.created_at), when(e.valid_to), version_state(e), snippet(e.content))

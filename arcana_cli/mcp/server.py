@@ -181,7 +181,7 @@ class MemoryTools:
         why = semantic_unavailable(self.config.embedding, retrieval_mode)
         return self._answer(
             {
-                "results": [_hit(e) for e in report.entries],
+                "results": await self._hits(report.entries),
                 "tiers": report.tiers,
                 "degraded": [f"{d.tier} ({d.reason}): {d.detail}" for d in report.degraded],
                 **({"notices": [why]} if why else {}),
@@ -200,7 +200,20 @@ class MemoryTools:
         )
         self._private_intact(report)
         self.shown.saw(report.entries)
-        return self._answer({"memories": [_hit(e) for e in report.entries], "tiers": report.tiers})
+        return self._answer({"memories": await self._hits(report.entries), "tiers": report.tiers})
+
+    async def _hits(self, entries: list[MemoryEntry]) -> list[dict]:
+        """Each entry as a hit; a claim's ``conflict_with`` only while this agent may read the fact it is
+        held beside (one in ``entries``, or one its own store or a shared tier admits): a hidden fact's id
+        never leaves through a claim beside it."""
+        wanted = {e.conflict_with for e in entries if e.conflict_with} - {e.id for e in entries}
+        withheld = set()
+        for fact in wanted:
+            try:
+                await self._readable(fact)
+            except ToolFailure:
+                withheld.add(fact)
+        return [_hit(e, withheld) for e in entries]
 
     async def _apply(self, entry_id: str, edit, verb: str):
         """One edit of the agent's own store, as `arcana memory` makes it: through the ledger, to the
@@ -284,7 +297,7 @@ class MemoryTools:
     async def get(self, id) -> dict:
         entry, _ = await self._readable(id)
         self.shown.saw([entry])
-        return self._answer({**_hit(entry), **_details(entry)})
+        return self._answer({**(await self._hits([entry]))[0], **_details(entry)})
 
     async def update(self, id, content, importance, tags) -> dict:
         if content is None and importance is None and tags is None:
@@ -315,7 +328,7 @@ class MemoryTools:
         if tags is not None:
             changes["tags"] = tags
         report = await self._apply(entry.id, Edit("update", changes=changes), verb="changed")
-        return self._answer({**_hit(report.entry), **_details(report.entry), "changed": report.changed,
+        return self._answer({**(await self._hits([report.entry]))[0], **_details(report.entry), "changed": report.changed,
                              "copies": [c.as_dict() for c in report.copies]})
 
     async def _replace(self, entry: MemoryEntry, content: str, importance, tags) -> dict:
@@ -350,6 +363,8 @@ class MemoryTools:
 
         # A replaced version's id (the one `update` answered with) names its chain, as on the CLI.
         entry, store = await self._readable(id, Audience.HISTORY)
+        if store is None:  # a vault's store reads notes, not versions
+            raise ToolFailure(f"memory {entry.id} is a note of an attached vault: a note has no version history; get reads it")
         chain = await store.versions(entry.id, audience=Audience.HISTORY)  # no archived version either
         self.shown.saw(chain)
         records = sorted([r for e in chain for r in await store.history(e.id)], key=lambda r: r.seq)
@@ -359,8 +374,9 @@ class MemoryTools:
             for r in records
         ]
         # Each version named by the tier it was read from, as get names it ("pool:team", not "shared").
-        versions = [{**_hit(e.model_copy(update={"tiers": entry.tiers})), **_details(e),
-                     "current": e.valid_to is None and not e.superseded_by} for e in chain]
+        hits = await self._hits([e.model_copy(update={"tiers": entry.tiers}) for e in chain])
+        versions = [{**hit, **_details(e), "current": e.valid_to is None and not e.superseded_by}
+                    for hit, e in zip(hits, chain, strict=True)]
         return self._answer({"id": entry.id, "versions": versions, "ledger": ledger})
 
     async def vault_search(self, vault, query, limit) -> dict:
@@ -430,7 +446,10 @@ def _round(score: float | None) -> float | None:
     return None if score is None else round(score, 6)
 
 
-def _hit(entry: MemoryEntry) -> dict:
+def _hit(entry: MemoryEntry, withheld: frozenset[str] | set[str] = frozenset()) -> dict:
+    """What an agent needs to weigh a memory, as the `context` block attributes it: whose word it is
+    (``confidence_source``, ``confidence``) and, for a claim held beside a user's fact, that fact's id
+    (``conflict_with``), unless the fact is ``withheld`` from the agent."""
     from arcana_cli.render import age
 
     hit = {
@@ -442,7 +461,11 @@ def _hit(entry: MemoryEntry) -> dict:
         "age": age(entry.created_at),
         "tags": entry.tags,
         "pinned": entry.pinned,
+        "confidence_source": entry.confidence_source.value,
+        "confidence": _round(entry.confidence),
     }
+    if entry.conflict_with and entry.conflict_with not in withheld:
+        hit["conflict_with"] = entry.conflict_with
     return {**hit, "sources": entry.sources} if entry.sources else hit
 
 
@@ -450,8 +473,7 @@ def _details(entry: MemoryEntry) -> dict:
     """What get and history add to a hit; links to other versions are left to the chain itself
     (a neighbour's id could name a version the agent may not see)."""
     return {  # times become ISO 8601 in _answer
-        "importance": entry.importance, "confidence_source": entry.confidence_source.value,
-        "archived": entry.archived, "created_at": entry.created_at,
+        "importance": entry.importance, "archived": entry.archived, "created_at": entry.created_at,
         "valid_from": entry.valid_from, "valid_to": entry.valid_to,
     }
 
@@ -661,7 +683,7 @@ def build_server(tools: MemoryTools, *, read_only: bool = False):
         "list": (list_, "List your visible memories, pinned and important first, optionally filtered by type, tag or age."),
         "vault_search": (vault_search, f"Search an attached Markdown vault of notes ({', '.join(tools.vaults)}) for a query."),
         "context": (context, "A ready memory block for a prompt, within a token budget, each line attributed to its source."),
-        "get": (get, "One memory in full by id: yours (or a unique 6+ character prefix of it), or one a shared pool or the global tier gives you (its full id)."),
+        "get": (get, "One memory in full by id: yours (or a unique 6+ character prefix of it), or one a shared pool, the global tier or an attached vault gives you (its full id)."),
         "update": (update, "Change one of your memories by id: new text (a new version replacing it), importance or tags."),
         "history": (history, "A memory's version chain and the changes recorded to it, by id: yours, or one a shared tier gives you (full id)."),
     }

@@ -629,11 +629,12 @@ class MemoryFederation:
     async def get_shared(
         self, entry_id: str, *, audience: Audience | None = None
     ) -> tuple[MemoryEntry | None, Any, list[MemoryDegradedEvent]]:
-        """``entry_id`` in the first writable shared tier that admits it (recall's rules, or
-        ``audience``'s), with that tier; and the tiers that could not be read, so the caller can
-        name them rather than answer "no memory". The global copy of a memory the agent's own store
-        holds but does not admit is not read either (see :meth:`_withheld_by_own_store`)."""
-        shared = [t for t in self.router.tiers if t.scope is not MemoryScope.PRIVATE and not t.read_only]
+        """``entry_id`` in the first shared tier that admits it (recall's rules, or ``audience``'s), with
+        that tier; and the tiers that could not be read, so the caller can name them rather than answer
+        "no memory". A read-only tier (a vault) is read too, through its own admission: recall answers
+        with its notes. The global copy of a memory the agent's own store holds but does not admit is
+        not read either (see :meth:`_withheld_by_own_store`)."""
+        shared = [t for t in self.router.tiers if t.scope is not MemoryScope.PRIVATE]
         if await self._withheld_by_own_store([entry_id]):
             shared = [t for t in shared if t.scope is not MemoryScope.GLOBAL]
         return await self._first_holding(entry_id, shared, audience)

@@ -578,9 +578,16 @@ class MemoryEditor:
     async def resolve(self, prefix: str) -> MemoryEntry:
         """The memory ``prefix`` names, any visibility, with its ``sources`` if it is consolidated."""
         entry = await resolve(self.store, prefix)
-        if (store := provenance_of(self.store)) is not None:
-            entry.sources = (await store.sources([entry.id])).get(entry.id, [])
+        await self.name_sources([entry])
         return entry
+
+    async def name_sources(self, entries: list[MemoryEntry]) -> None:
+        """Give each consolidated one of ``entries`` its ``sources`` (one read): `memory list` names what
+        a merge or digest carries as `memory show`, recall and the MCP tools do."""
+        if entries and (store := provenance_of(self.store)) is not None:
+            found = await store.sources([e.id for e in entries])
+            for entry in entries:
+                entry.sources = found.get(entry.id, [])
 
     async def resolve_recorded(self, prefix: str) -> str:
         return await resolve_recorded(self.store, prefix)

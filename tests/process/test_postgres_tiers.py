@@ -255,7 +255,8 @@ def test_operator_commands_work_on_a_server_pool(server_team, pg_url):
     history = data(server_team("memory", "history", low["id"], "--pool", "team", "--json"))
     assert [h["op"] for h in history] == ["insert", "visibility"]
     chain = data(server_team("memory", "history", low["id"], "--pool", "team", "--versions", "--json"))
-    assert [(v["id"], v["visibility"], v["current"]) for v in chain] == [(low["id"], "hidden", True)]  # as `show` sees it
+    # as `show` sees it, marked as the text marks it: recall no longer answers with it
+    assert [(v["id"], v["visibility"], v["state"], v["current"]) for v in chain] == [(low["id"], "hidden", "hidden", False)]
     pruned = data(server_team("prune", "--pool", "team", "--min-importance", "0.5", "--json"))
     assert [(t["tier"], t["archived"]) for t in pruned["tiers"]] == [("pool:team", 1)]
     status = data(server_team("migrate", "status", "--json"))
