@@ -65,3 +65,28 @@ async def test_an_agent_repeating_a_pruned_memory_stores_it_visible(arcana_home)
 
     assert "The user's gym locker is twelve downstairs" in _recalled("gym locker twelve")
     assert not [text for text in _recalled("bike painted teal") if "teal" in text]
+
+
+def test_a_host_save_repeating_a_hidden_memory_stores_it_hidden(arcana_home, tmp_path):
+    """`arcana host save` stores what the person said in a host's session as the agent's claims (and
+    the session's summary): one repeating a memory an operator hid is stored hidden too, while the
+    person's other preference in the same transcript (the control) answers recall."""
+    keyword_only(arcana_home)
+    arcana("agent", "create", "dev")
+    fixtures = json.loads(arcana("remember", "I prefer pytest fixtures", "--agent", "dev", "--json"))["id"]
+    arcana("memory", "set", fixtures, "--visibility", "hidden", "--agent", "dev")
+    transcript = tmp_path / "session.jsonl"
+    lines = []
+    for said, answered in (("I prefer pytest fixtures over setUp methods.", "Noted."),
+                           ("I prefer tabs over spaces in the Makefile.", "Understood.")):
+        lines += [{"type": kind, "message": {"role": kind, "content": text}, "sessionId": "s1", "cwd": "/p",
+                   "uuid": f"{len(lines):08x}", "timestamp": "2026-12-01T10:00:00Z"}
+                  for kind, text in (("user", said), ("assistant", answered))]
+    transcript.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    hook = {"session_id": "s1", "transcript_path": str(transcript), "hook_event_name": "SessionEnd"}
+    saved = json.loads(arcana("host", "save", "claude-code", "--agent", "dev", "--json", stdin=json.dumps(hook)))
+    assert len(saved["stored"]) == 2, saved
+
+    recalled = [r["content"] for r in json.loads(arcana("recall", "prefer", "--agent", "dev", "--json"))["results"]]
+    assert not [text for text in recalled if "fixtures" in text], recalled
+    assert "I prefer tabs over spaces in the Makefile." in recalled  # control: repeats nothing hidden
