@@ -6,7 +6,7 @@ import asyncio
 import contextlib
 import os
 import time
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -418,6 +418,12 @@ class SQLiteAdapter:
     async def held_beside(self, entry_id: str) -> list[MemoryEntry]:
         """The claims held beside the fact ``entry_id`` (any visibility, archived too)."""
         query = version_sql.held_beside(entry_id, SELECT_COLUMNS)
+        return readable(await self.run(lambda raw: raw.execute(query.sql, query.params).fetchall(), inline=True))
+
+    async def withheld(self, words: Iterable[str]) -> list[MemoryEntry]:
+        """The memories an operator withheld here (hidden, private, forgotten), any version, holding
+        any of the content ``words``."""
+        query = version_sql.withheld(words, SELECT_COLUMNS)
         return readable(await self.run(lambda raw: raw.execute(query.sql, query.params).fetchall(), inline=True))
 
     async def open_conflicts(self) -> int:

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from memory.types import MemoryEntry
+from memory.types import MemoryEntry, Visibility
 
 
 class DecisionKind(StrEnum):
@@ -30,7 +30,9 @@ class Decision:
 
     ``conflict_with``: the user-confirmed memory an asserted claim is held beside;
     ``restated``: the memory a noop restates; ``subjects``: what the written memory
-    is about, linked when it is settled (the reconciler's own values).
+    is about, linked when it is settled (the reconciler's own values); ``repeats``: the
+    memories an operator withheld that an agent's claim repeats, so it is stored as they are
+    (:meth:`withheld`) and linked to them.
     """
 
     kind: DecisionKind = DecisionKind.ADD
@@ -39,10 +41,20 @@ class Decision:
     conflict_with: str | None = None
     subjects: list[Any] = field(default_factory=list)
     restated: MemoryEntry | None = None
+    repeats: list[MemoryEntry] = field(default_factory=list)
 
     def restated_gone(self) -> Decision:
         """The noop whose restated memory went meanwhile: store this one instead (still linked)."""
-        return Decision(reason="the restated memory is gone: added", subjects=self.subjects)
+        return Decision(reason="the restated memory is gone: added", subjects=self.subjects, repeats=self.repeats)
+
+    def withheld(self, entry: MemoryEntry) -> MemoryEntry:
+        """``entry`` as it is stored: withheld as what it repeats (:attr:`repeats`) is: hidden (or
+        private) as a hidden one, archived as a forgotten one; as given when it repeats none."""
+        if not self.repeats:
+            return entry
+        hidden = [m.visibility for m in self.repeats if m.visibility is not Visibility.VISIBLE]
+        return entry.model_copy(update={"visibility": hidden[0] if hidden else entry.visibility,
+                                        "archived": entry.archived or any(m.archived for m in self.repeats)})
 
 
 @dataclass

@@ -286,6 +286,7 @@ class MemoryFederation:
                 decision = decision.restated_gone()
             if decision.conflict_with:
                 entry = entry.model_copy(update={"conflict_with": decision.conflict_with})
+            entry = decision.withheld(entry)
             report = await self._fan_out(entry)
             await self.reconciler.settle(decision, entry, report)
             return report

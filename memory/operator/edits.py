@@ -833,6 +833,18 @@ async def repeating_versions(store: SQLiteAdapter, withheld: MemoryEntry) -> lis
     return [v for v in later if words <= content_words(v.content)]
 
 
+async def withheld_repeated(store: SQLiteAdapter, entry: MemoryEntry) -> list[MemoryEntry]:
+    """The memories an operator withheld (hidden, private, forgotten) whose every content word the
+    agent's claim ``entry`` says, the rule a hide reaches the versions repeating it by
+    (:func:`repeating_versions`): stored visible, "The user's locker code is 4471 at the gym" made the
+    code hidden in "My locker code is 4471" answer recall again. The user's own words are her choice
+    and stand on their own (:func:`reaches`): none for them."""
+    words = content_words(entry.content)
+    if users_own(entry) or entry.scope is not MemoryScope.PRIVATE or not words:
+        return []
+    return [m for m in await store.withheld(words) if m.id != entry.id and (held := content_words(m.content)) and held <= words]
+
+
 async def carries_users_fact(store: SQLiteAdapter, entry: MemoryEntry, seen: set[str] | None = None) -> bool:
     """Whether ending ``entry`` ends a user-confirmed fact: it is one, or a restatement it carries
     (and a supersession of it would reach, :func:`restatements`) is, at any depth. An agent's new

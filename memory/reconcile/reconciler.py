@@ -27,13 +27,16 @@ from memory.config import ReconcileSettings
 from memory.errors import MemoryStorageError, NotFoundError
 from memory.federation.decisions import Decision, DecisionKind, ImportDecisions
 from memory.federation.resilience import BreakerState, CircuitBreaker
-from memory.operator.edits import Edit, EditReport, LiveCopyError, MemoryEditor
+from memory.graph.edges import EdgeStore, MemoryEdge
+from memory.operator.edits import Edit, EditReport, LiveCopyError, MemoryEditor, withheld_repeated
 from memory.promotion import promotable
 from memory.reconcile import entities, restatements
 from memory.reconcile.candidates import find_candidates
 from memory.reconcile.change_cues import cued_update, not_now
 from memory.reconcile.heuristic import Candidate, decide
 from memory.reconcile.slots import Fact, SlotPatterns, Subject, parse
+from memory.sqlite.admission import QUOTED_LINK
+from memory.sqlite.consolidation import SOURCES
 from memory.sqlite.rows import held_ids
 from memory.types import DERIVED_TAG, ConfidenceSource, MemoryEntry, MemoryScope
 
@@ -98,7 +101,14 @@ class Reconciler:
         return get_slots(language)
 
     async def decide_write(self, entry: MemoryEntry) -> Decision:
-        """What writing ``entry`` does; no row changes. Any failure decides ``add`` (audited)."""
+        """What writing ``entry`` does; no row changes. Any failure decides ``add`` (audited).
+
+        An agent's claim repeating a memory an operator withheld (:func:`withheld_repeated`) is
+        stored withheld as it is (:meth:`Decision.withheld`), whatever the strategy, and ends or
+        reinforces nothing: it answers no one, so it replaces nothing that answers."""
+        if repeats := await withheld_repeated(self.store, entry):
+            return Decision(reason="it repeats a memory an operator withheld: stored withheld as it is",
+                            repeats=repeats)
         if self.settings.strategy == "off" or entry.scope is not MemoryScope.PRIVATE:
             return Decision()
         try:
@@ -137,6 +147,10 @@ class Reconciler:
         ended = decision.targets
         if decision.targets and "private" in report.accepted:
             ended = await self._supersede(decision.targets, entry, report)
+        if decision.repeats and "private" in report.accepted:
+            # Linked as a claim quoting what it repeats: `memory show` of it names them, and a hide
+            # or forget of one of them (shown again meanwhile) reaches it as it reaches a quoter.
+            await EdgeStore(self.store).upsert([MemoryEdge(entry.id, m.id, SOURCES, QUOTED_LINK) for m in decision.repeats])
         await self._link(entry, decision.subjects)
         self._annotate(report, decision, ended)
 

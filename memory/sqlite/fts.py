@@ -140,7 +140,16 @@ def _in_content(tokens: list[str]) -> str:
 def every_word_match(words) -> str:
     """A MATCH on the ``content`` column for rows holding every one of ``words``: content words
     (:mod:`memory.sqlite.fact_words`), whose plural "s" was dropped, so each is matched with it too."""
-    return "content : (" + " AND ".join(f'("{w}" OR "{w}s")' for w in words) + ")"
+    return _word_match(words, "AND")
+
+
+def any_word_match(words) -> str:
+    """:func:`every_word_match` for rows holding any one of ``words``."""
+    return _word_match(words, "OR")
+
+
+def _word_match(words, joiner: str) -> str:
+    return "content : (" + f" {joiner} ".join(f'("{w}" OR "{w}s")' for w in words) + ")"
 
 
 def coverage(raw, terms: QueryTerms, entry_id: str, clause_sql: str, params: tuple) -> float:

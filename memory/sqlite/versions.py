@@ -12,8 +12,11 @@ once. The SQL uses ``?`` placeholders; PostgreSQL renumbers them
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from memory.sqlite.admission import SQLITE, Clause, Dialect, admission, current_version
-from memory.types import Audience
+from memory.sqlite.fts import any_word_match
+from memory.types import Audience, Visibility
 
 MAX_LINKS = 1000
 
@@ -50,6 +53,26 @@ def held_beside(entry_id: str, columns: str, dialect: Dialect = SQLITE) -> Claus
     archived too: what an operator's edit of that fact may reach."""
     gate = admission("m", audience=Audience.OPERATOR, include_archived=True, dialect=dialect)
     return Clause(f"SELECT {columns} FROM memories m WHERE m.conflict_with = ? AND {gate.sql}", (entry_id, *gate.params))
+
+
+PRUNE_ACTOR = ":prune"
+"""How the ledger rows a prune writes end their actor (``{actor}:prune``, :meth:`SQLiteAdapter.prune`)."""
+
+
+def withheld(words: Iterable[str], columns: str) -> Clause:
+    """The query for the rows an operator withheld holding any of the content ``words`` (the keyword
+    index finds them: a superset of those saying nothing else), any version: hidden, private, or
+    forgotten. Not one prune archived (its newest ledger row is prune's: an agent saying its words
+    again makes them worth keeping), nor one consolidation archived (it answers in its carrier).
+    What an agent's claim repeating one is stored as (:func:`memory.operator.edits.withheld_repeated`)."""
+    gate = admission("m", audience=Audience.OPERATOR, include_archived=True)
+    pruned = ("coalesce((SELECT l.actor FROM memory_ledger l WHERE l.memory_id = m.id ORDER BY l.seq DESC LIMIT 1), '') "
+              f"LIKE '%{PRUNE_ACTOR}'")
+    return Clause(
+        f"SELECT {columns} FROM memories_fts CROSS JOIN memories m ON m.seq = memories_fts.rowid "
+        f"WHERE memories_fts MATCH ? AND (m.visibility != ? OR (m.archived = 1 AND NOT {pruned})) AND {gate.sql}",
+        (any_word_match(sorted(words)), Visibility.VISIBLE.value, *gate.params),
+    )
 
 
 def open_conflicts(dialect: Dialect = SQLITE) -> Clause:
