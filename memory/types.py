@@ -136,6 +136,10 @@ class Audience(Enum):
     HISTORY = "history"  # an agent reading the past of its own memories: visible versions only, superseded too
 
 
+PRUNE_ACTOR = ":prune"
+"""How the ledger rows a prune writes end their actor (``{actor}:prune``): a memory prune archived
+was not forgotten by an operator."""
+
 DERIVED_TAG = "derived"
 """Tags a memory made from other memories or from what the model said (a turn's echo, a session
 summary), not from what the user stated. A tag, so the mark travels through every export format;

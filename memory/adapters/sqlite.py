@@ -51,6 +51,7 @@ from memory.sqlite.semantic import Prefetched, ahead_k, semantic_leg, store_vers
 from memory.inspection import Census, Growth, RecallDay
 from memory.store_kinds import StoreKind, store_options
 from memory.types import (
+    PRUNE_ACTOR,
     Audience,
     HealthStatus,
     LedgerRecord,
@@ -839,7 +840,7 @@ def _prune_txn(raw, policy: PrunePolicy, actor: str, on_progress: Report | None)
         progress = Progress(on_progress, scanned)
         victims: dict[str, None] = {}
         live_only = policy.mode is PruneMode.ARCHIVE
-        condenser = Condenser(raw, f"{actor}:prune", policy.dry_run)
+        condenser = Condenser(raw, f"{actor}{PRUNE_ACTOR}", policy.dry_run)
         if policy.min_importance is not None:
             sql = "SELECT id FROM memories WHERE pinned = 0 AND importance < ?"
             sql += " AND archived = 0" if live_only else ""
@@ -875,7 +876,7 @@ def _prune_txn(raw, policy: PrunePolicy, actor: str, on_progress: Report | None)
         if not ids:
             return report
         if policy.mode is PruneMode.ARCHIVE:
-            report.archived = mutations.update(raw, ids, "archive", f"{actor}:prune", "archived = 1", progress=progress)
+            report.archived = mutations.update(raw, ids, "archive", f"{actor}{PRUNE_ACTOR}", "archived = 1", progress=progress)
         else:
-            report.purged = mutations.delete(raw, ids, "purge", f"{actor}:prune", progress=progress)
+            report.purged = mutations.delete(raw, ids, "purge", f"{actor}{PRUNE_ACTOR}", progress=progress)
         return report

@@ -6,7 +6,7 @@ from memory.postgres import mutations
 from memory.postgres.admission import POSTGRES, numbered
 from memory.progress import Progress, Report
 from memory.sqlite import prune_order
-from memory.types import PruneMode, PrunePolicy, PruneReport
+from memory.types import PRUNE_ACTOR, PruneMode, PrunePolicy, PruneReport
 
 
 async def prune(conn, policy: PrunePolicy, actor: str, on_progress: Report | None = None) -> PruneReport:
@@ -40,9 +40,9 @@ async def prune(conn, policy: PrunePolicy, actor: str, on_progress: Report | Non
     if not ids:
         return report
     if policy.mode is PruneMode.ARCHIVE:
-        report.archived = await mutations.update(conn, ids, "archive", f"{actor}:prune", "archived", 1)
+        report.archived = await mutations.update(conn, ids, "archive", f"{actor}{PRUNE_ACTOR}", "archived", 1)
     else:
-        report.purged = await mutations.delete(conn, ids, "purge", f"{actor}:prune")
+        report.purged = await mutations.delete(conn, ids, "purge", f"{actor}{PRUNE_ACTOR}")
     progress.advance(len(ids))
     return report
 

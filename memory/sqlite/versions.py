@@ -16,7 +16,7 @@ from collections.abc import Iterable
 
 from memory.sqlite.admission import SQLITE, Clause, Dialect, admission, current_version
 from memory.sqlite.fts import any_word_match
-from memory.types import Audience, Visibility
+from memory.types import PRUNE_ACTOR, Audience, Visibility
 
 MAX_LINKS = 1000
 
@@ -53,10 +53,6 @@ def held_beside(entry_id: str, columns: str, dialect: Dialect = SQLITE) -> Claus
     archived too: what an operator's edit of that fact may reach."""
     gate = admission("m", audience=Audience.OPERATOR, include_archived=True, dialect=dialect)
     return Clause(f"SELECT {columns} FROM memories m WHERE m.conflict_with = ? AND {gate.sql}", (entry_id, *gate.params))
-
-
-PRUNE_ACTOR = ":prune"
-"""How the ledger rows a prune writes end their actor (``{actor}:prune``, :meth:`SQLiteAdapter.prune`)."""
 
 
 def withheld(words: Iterable[str], columns: str) -> Clause:
