@@ -18,7 +18,7 @@ from factories import entry
 from memory.home import Home
 from memory.sqlite.connection import dbapi, load_vec
 from memory.sqlite.vectors import vec_tables
-from memory.types import MemoryQuery
+from memory.types import MemoryQuery, MemoryType
 from runner import arcana
 
 SECRET = "zebra-quartz-7731 is the vault code, passphrase vaultzebraquartzpine"
@@ -76,4 +76,28 @@ async def test_a_purge_in_a_process_that_keeps_its_store_open_empties_the_wal(st
     stored = _stored(store.path)
     assert b"zebra-quartz-7731" not in stored
     assert b"heron-basalt-4410" in stored  # the control, in the same bytes
+    assert [e.id for e in await store.search(MemoryQuery(text="boathouse heron", agent_id="a1"))] == [kept.id]
+
+
+async def test_a_purged_turn_leaves_no_context_in_an_archived_turn_after_it(store):
+    """The turn after a turn holds its text as ``context`` (what finds "it" by meaning); a purge
+    re-derived only the turns anyone can read, so a turn forgotten before the purge kept the purged
+    words in its row until a restore. The control: the next session's turn after a kept turn keeps its
+    context, in the same file."""
+    secret = entry(SECRET, type=MemoryType.EPISODIC, source_session_id="s1")
+    after = entry("The guard asked about it twice.", type=MemoryType.EPISODIC, source_session_id="s1")
+    kept = entry(KEPT, type=MemoryType.EPISODIC, source_session_id="s2")
+    later = entry("The rower asked about it once.", type=MemoryType.EPISODIC, source_session_id="s2")
+    for one in (secret, after, kept, later):
+        await store.write_many([one])
+    assert await store.archive([after.id, later.id]) == 2
+    assert await store.purge([secret.id]) == 1
+    stored = _stored(store.path)
+    assert b"zebra-quartz-7731" not in stored
+    raw = dbapi().connect(str(store.path))
+    try:
+        contexts = dict(raw.execute("SELECT id, context FROM memories WHERE id IN (?, ?)", (after.id, later.id)))
+    finally:
+        raw.close()
+    assert contexts == {after.id: "", later.id: KEPT}
     assert [e.id for e in await store.search(MemoryQuery(text="boathouse heron", agent_id="a1"))] == [kept.id]
