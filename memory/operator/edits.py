@@ -29,6 +29,7 @@ from memory.deadline import DEADLINE
 from memory.errors import InvalidRequestError, MemoryStorageError, NotFoundError, UnreadableRowError
 from memory.home import Home
 from memory.promotion import ever_promotable, global_copy, promotable, users_own
+from memory import session_log
 from memory.protocols import provenance_of
 from memory.sqlite.fact_words import content_words
 from memory.sqlite.mutations import REFUSED
@@ -569,8 +570,9 @@ class MemoryEditor:
 
     def __init__(self, store: SQLiteAdapter, *, copies: GlobalCopies | None = None,
                  embedding: tuple[Home, ArcanaConfig] | None = None, originals: Originals | None = None,
-                 quoters: Quoters | None = None):
+                 quoters: Quoters | None = None, sessions: Path | None = None):
         self.store = store
+        self.sessions = sessions  # the agent's session files: a purge takes the memory's text out of them
         self.copies = copies
         self.embedding = embedding  # re-worded rows are embedded with the home's configured model
         self.originals = originals
@@ -618,6 +620,9 @@ class MemoryEditor:
         if edit.op == "purge" and self.copies is not None:
             # The copy first: once the row is gone a re-run could not find it to try the copy again.
             change = await self.copies.follow(self.store, before, None, edit, verb or edit.op, first=True)
+        if edit.op == "purge" and self.sessions is not None:
+            # Before the row: once it is gone a re-run could not find the text to take out.
+            session_log.erase(self.sessions, [before.content])
         changed = await edit.on(self.store, entry_id, guarded=True)
         if changed and _visibility_set(edit) is Visibility.VISIBLE and (held := provenance_of(self.store)) is not None:
             # Trigger: a restatement a merge archived, shown again. Why: its hide reached the keeper
@@ -1194,7 +1199,8 @@ async def open_editor(home: Home, config: ArcanaConfig, target: OperatorTarget, 
             raise NoStoreYet(f"agent {card.name} has no memories yet ({home.agent_db(card.id)})")
         store = open_store(home, StoreKind.PRIVATE, card.id, actor=actor)
         editor = MemoryEditor(store, copies=GlobalCopies.of_home(home, config, actor=actor), embedding=(home, config),
-                              quoters=Quoters(home, config, actor=actor, besides=card.id) if quoters else None)
+                              quoters=Quoters(home, config, actor=actor, besides=card.id) if quoters else None,
+                              sessions=home.agent_dir(card.id) / "sessions")
     else:
         if target.pool:
             from memory.federation.pools import PoolRegistry
