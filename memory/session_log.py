@@ -12,7 +12,8 @@ from __future__ import annotations
 import fcntl
 import json
 import os
-from collections.abc import Iterator, Sequence
+import re
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
@@ -23,6 +24,7 @@ ERASED = "[purged]"
 """What a session file's text holds where a purged memory's text was."""
 
 _TEXT_FIELDS = ("prompt", "response", "text")  # a turn's prompt and answer, a summary's text
+_SENTENCE = re.compile(r"(?<=[.!?])\s+")
 
 
 @contextmanager
@@ -60,32 +62,39 @@ def append(path: Path, line: str) -> None:
         append_line(fd, line)
 
 
-def erase(folder: Path, texts: Sequence[str]) -> int:
-    """Replace every occurrence of ``texts`` in the session files under ``folder`` with :data:`ERASED`;
-    how many files were rewritten. A line that is no JSON (a torn one) has the texts' bytes replaced."""
-    texts = [t for t in dict.fromkeys(texts) if t]
-    if not texts or not folder.is_dir():
+def erase(folder: Path, memory_id: str, text: str, says: Callable[[str], bool]) -> int:
+    """Take a purged memory's ``text`` out of the session files under ``folder``; how many were rewritten.
+
+    Every occurrence of ``text`` (in a turn's prompt or answer, a summary) becomes :data:`ERASED`, and
+    so does each sentence that ``says`` holds its words in the turns that wrote the memory (its id
+    among their ``written`` ids): an extraction may have stored those words reworded. A line that is
+    no JSON (a torn one) has the text's bytes replaced."""
+    needles = [n for n in {text.encode(), json.dumps(text, ensure_ascii=False)[1:-1].encode()} if n]
+    if not needles or not folder.is_dir():
         return 0
-    needles = [n for t in texts for n in {t.encode(), json.dumps(t, ensure_ascii=False)[1:-1].encode()}]
     rewritten = 0
     for path in sorted(folder.glob("*.jsonl")):
-        if any(n in path.read_bytes() for n in needles):
-            rewritten += _rewrite(path, texts, needles)
+        held = path.read_bytes()
+        if memory_id.encode() in held or any(n in held for n in needles):
+            rewritten += _rewrite(path, lambda lines: _erased(lines, memory_id, text, needles, says))
     return rewritten
 
 
-def _rewrite(path: Path, texts: Sequence[str], needles: Sequence[bytes]) -> int:
-    """Rewrite the session file at ``path`` without ``texts``, crash-safe: a partial file beside it,
-    synced, then renamed over it, so a crash leaves the file whole, before or after."""
+def _rewrite(path: Path, change: Callable[[list[bytes]], list[bytes]]) -> int:
+    """Rewrite the session file at ``path`` with its lines changed by ``change``, crash-safe: a partial
+    file beside it, synced, then renamed over it, so a crash leaves the file whole, before or after."""
     with ExitStack() as stack:
         try:
             fd = stack.enter_context(_held(path, os.O_RDWR))
         except FileNotFoundError:
             return 0  # its agent was deleted meanwhile
         lines = os.pread(fd, os.fstat(fd).st_size, 0).split(b"\n")
+        kept = change(lines)
+        if kept == lines:
+            return 0
         partial = path.with_name(path.name + ".purging")
         with os.fdopen(os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, PRIVATE_FILE), "wb") as out:
-            out.write(b"\n".join(_erased(line, texts, needles) for line in lines))
+            out.write(b"\n".join(kept))
             out.flush()
             os.fsync(out.fileno())
         os.replace(partial, path)
@@ -97,19 +106,33 @@ def _rewrite(path: Path, texts: Sequence[str], needles: Sequence[bytes]) -> int:
     return 1
 
 
-def _erased(line: bytes, texts: Sequence[str], needles: Sequence[bytes]) -> bytes:
-    if not any(n in line for n in needles):
-        return line
+def _erased(lines: list[bytes], memory_id: str, text: str, needles: Sequence[bytes],
+            says: Callable[[str], bool]) -> list[bytes]:
+    events = [_event(line) for line in lines]
+    turns = [i for i, event in enumerate(events) if event is not None and event.get("kind") == "turn"]
+    wrote = {turns[e["turn"]] for e in events if e is not None and e.get("kind") == "written"
+             and isinstance(e.get("turn"), int) and 0 <= e["turn"] < len(turns) and memory_id in (e.get("ids") or ())}
+    kept = []
+    for i, (line, event) in enumerate(zip(lines, events, strict=True)):
+        if event is None:
+            for needle in needles:
+                line = line.replace(needle, ERASED.encode())
+            kept.append(line)
+            continue
+        changed = dict(event)
+        for field in _TEXT_FIELDS:
+            if isinstance(changed.get(field), str):
+                said = changed[field]
+                if i in wrote:
+                    said = " ".join(ERASED if says(part) else part for part in _SENTENCE.split(said))
+                changed[field] = said.replace(text, ERASED)
+        kept.append(line if changed == event else json.dumps(changed, ensure_ascii=False).encode())
+    return kept
+
+
+def _event(line: bytes) -> dict | None:
     try:
         event = json.loads(line)
     except ValueError:
-        event = None
-    if not isinstance(event, dict):
-        for needle in needles:
-            line = line.replace(needle, ERASED.encode())
-        return line
-    for field in _TEXT_FIELDS:
-        if isinstance(event.get(field), str):
-            for text in texts:
-                event[field] = event[field].replace(text, ERASED)
-    return json.dumps(event, ensure_ascii=False).encode()
+        return None
+    return event if isinstance(event, dict) else None

@@ -622,7 +622,8 @@ class MemoryEditor:
             change = await self.copies.follow(self.store, before, None, edit, verb or edit.op, first=True)
         if edit.op == "purge" and self.sessions is not None:
             # Before the row: once it is gone a re-run could not find the text to take out.
-            session_log.erase(self.sessions, [before.content])
+            words = content_words(before.content)
+            session_log.erase(self.sessions, entry_id, before.content, lambda said: bool(words & content_words(said)))
         changed = await edit.on(self.store, entry_id, guarded=True)
         if changed and _visibility_set(edit) is Visibility.VISIBLE and (held := provenance_of(self.store)) is not None:
             # Trigger: a restatement a merge archived, shown again. Why: its hide reached the keeper

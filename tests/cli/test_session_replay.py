@@ -313,10 +313,12 @@ def test_a_one_shot_turn_that_replaced_a_fact_gets_its_summary(cli, no_embedder)
     assert "I moved to Lisbon" in summaries[moved["session_id"]]
 
 
-def test_a_purge_takes_the_text_out_of_the_session_file(cli, no_embedder):
+@pytest.mark.parametrize("reworded", [None, "The locker's code: zebrasecret"])
+def test_a_purge_takes_the_text_out_of_the_session_file(cli, no_embedder, reworded):
     """The session file kept the turn's prompt after its memory was purged: `grep` of the agent's
-    folder found the code. The turn's text saying it becomes "[purged]"; the control turn, in the same
-    file, is replayed and shown as it was, and the session goes on."""
+    folder found the code. The turn's text saying it becomes "[purged]", also when the memory no
+    longer says it word for word (re-worded, as a model's extraction may store it); the control turn,
+    in the same file, is replayed and shown as it was, and the session goes on."""
     with LoopbackModelServer(lambda body: "Noted.") as server:
         _ada_with_a_model(cli, server)
         first = ok(cli("run", "ada", SECRET, "--keep-open", "--json"))
@@ -326,6 +328,8 @@ def test_a_purge_takes_the_text_out_of_the_session_file(cli, no_embedder):
         assert b"zebrasecret" in session_file.read_bytes()
         listed = ok(cli("memory", "list", "--agent", "ada", "--json"))
         (fact,) = [m["id"] for m in listed if m["content"] == SECRET and m["id"] in first["written_ids"]]
+        if reworded:
+            ok(cli("memory", "set", fact, "--agent", "ada", "--content", reworded, "--json"))
         ok(cli("memory", "purge", fact, "--agent", "ada", "--yes", "--json"))
         stored = b"".join(p.read_bytes() for p in no_embedder.root.rglob("*") if p.is_file())
         assert b"zebrasecret" not in stored

@@ -33,18 +33,23 @@ def test_an_append_waiting_for_a_rewrite_lands_in_the_rewritten_file(tmp_path):
 
 
 def test_erase_takes_the_text_out_of_turns_and_summaries_and_leaves_the_rest(tmp_path):
+    """Word for word anywhere; in the turn that wrote the memory, each sentence saying its words (an
+    extraction may have reworded them). The control turn, in the same file, and another file stay."""
     secret, control = "My locker code is zebrasecret.", "The weather is mild."
     path = tmp_path / "s.jsonl"
-    path.write_text(_line(kind="turn", prompt=f"Hi. {secret}", response="Noted.")
+    path.write_text(_line(kind="turn", prompt=f"Hi. {secret} Bye.", response="Noted.")
+                    + _line(kind="turn", prompt="The code for the locker: zebrasecret! Thanks.", response="Noted.")
+                    + _line(kind="written", turn=1, ids=["m1"])
                     + _line(kind="turn", prompt=control, response="Noted.")
                     + _line(kind="summary", text=f"User said: {secret}")
                     + '{"kind": "turn", "prompt": "torn ' + secret)
     other = tmp_path / "t.jsonl"
     other.write_text(_line(kind="turn", prompt=control, response="Noted."))
     before = other.stat().st_mtime_ns
-    assert session_log.erase(tmp_path, [secret]) == 1
-    stored = path.read_bytes()
-    assert b"zebrasecret" not in stored and control.encode() in stored
-    assert stored.count(b"[purged]") == 3
+    assert session_log.erase(tmp_path, "m1", secret, lambda said: "zebrasecret" in said) == 1
+    events = [json.loads(line) for line in path.read_text().splitlines()[:-1]]
+    assert [e.get("prompt", e.get("text")) for e in events] == [
+        "Hi. [purged] Bye.", "[purged] Thanks.", None, control, "User said: [purged]"]
+    assert b"zebrasecret" not in path.read_bytes()
     assert other.stat().st_mtime_ns == before  # a file without the text is not rewritten
     assert not (tmp_path / "s.jsonl.purging").exists()
