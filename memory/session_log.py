@@ -19,6 +19,7 @@ from pathlib import Path
 
 from memory.home import PRIVATE_FILE
 from memory.lines import append_line
+from memory.locks import still_named
 
 ERASED = "[purged]"
 """What a session file's text holds where a purged memory's text was."""
@@ -34,7 +35,7 @@ def _held(path: Path, flags: int) -> Iterator[int]:
         fd = os.open(path, flags, PRIVATE_FILE)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
-            if _named(fd, path):
+            if still_named(fd, path):
                 break
         except BaseException:
             os.close(fd)
@@ -44,16 +45,6 @@ def _held(path: Path, flags: int) -> Iterator[int]:
         yield fd
     finally:
         os.close(fd)
-
-
-def _named(fd: int, path: Path) -> bool:
-    """Whether ``path`` still names the file open as ``fd``."""
-    try:
-        named = os.stat(path)
-    except FileNotFoundError:
-        return False
-    held = os.fstat(fd)
-    return (named.st_dev, named.st_ino) == (held.st_dev, held.st_ino)
 
 
 def append(path: Path, line: str) -> None:
