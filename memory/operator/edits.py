@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from memory import session_log
 from memory.adapters.opener import made_yet, open_store, open_tier, server_url
 from memory.adapters.sqlite import SQLiteAdapter
 from memory.config import ArcanaConfig
@@ -29,7 +30,6 @@ from memory.deadline import DEADLINE
 from memory.errors import InvalidRequestError, MemoryStorageError, NotFoundError, UnreadableRowError
 from memory.home import Home
 from memory.promotion import ever_promotable, global_copy, promotable, users_own
-from memory import session_log
 from memory.protocols import provenance_of
 from memory.sqlite.fact_words import content_words
 from memory.sqlite.mutations import REFUSED
