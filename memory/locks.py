@@ -135,7 +135,7 @@ def _replaced_when_complete(path: Path, partial: Path, what: str) -> Iterator[IO
         except BlockingIOError:
             os.close(fd)
             raise LockHeldError(f"another {what} is running (it writes {partial}); try again when it ends") from None
-        if _still_named(fd, partial):
+        if still_named(fd, partial):
             break
         os.close(fd)  # its holder renamed it into place meanwhile: what we locked is its finished file
     try:
@@ -151,7 +151,7 @@ def _replaced_when_complete(path: Path, partial: Path, what: str) -> Iterator[IO
         os.close(fd)
 
 
-def _still_named(fd: int, path: Path) -> bool:
+def still_named(fd: int, path: Path) -> bool:
     """Whether ``path`` is still the file open as ``fd``."""
     try:
         named = os.stat(path, follow_symlinks=False)

@@ -125,6 +125,10 @@ class Provenance(Protocol):
         """The consolidated memories that carry any of ``entry_ids``."""
         ...
 
+    async def digests(self, entry_ids: Sequence[str]) -> set[str]:
+        """Which of ``entry_ids`` are digests consolidation wrote (made of turns, not one kept statement)."""
+        ...
+
     async def stand_alone(self, entry_ids: Sequence[str]) -> int:
         """Restore (ledgered) those of ``entry_ids`` that consolidation archived and that are visible while
         nothing carrying them answers (a hide of theirs reached every carrier): how many."""

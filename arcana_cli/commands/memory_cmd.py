@@ -139,9 +139,15 @@ async def purge(
 
 
 async def _name_backups(cli: CliContext, out: Out, agent, pool, global_) -> None:
-    """Say which backups may still hold the purged text: a purge never rewrites them."""
+    """Say which backups may still hold the purged text: a purge never rewrites them. A server tier's
+    text is in no file of the home (and its URL is no path to look for a migration's copy by)."""
+    from memory.adapters.opener import server_url
     from memory.operations.backup import backups_holding
+    from memory.store_kinds import StoreKind
 
+    kind = StoreKind.POOL if pool else StoreKind.GLOBAL if global_ else None
+    if kind is not None and server_url(cli.config, kind, pool) is not None:
+        return
     async with target_store(cli, agent, pool, global_) as editor:
         stores = [Path(str(editor.store.path)), cli.home.global_db]
     if held := backups_holding(cli.home, stores):

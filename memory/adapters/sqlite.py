@@ -411,6 +411,10 @@ class SQLiteAdapter:
         """The consolidated memories that carry any of ``entry_ids``: where an operator's edit must reach."""
         return await self.run(consolidation.carriers_of, list(entry_ids), inline=True) if entry_ids else []
 
+    async def digests(self, entry_ids: Sequence[str]) -> set[str]:
+        """Which of ``entry_ids`` are digests consolidation wrote (made of turns, not one kept statement)."""
+        return await self.run(consolidation.digests_among, list(entry_ids), inline=True) if entry_ids else set()
+
     async def stand_alone(self, entry_ids: Sequence[str]) -> int:
         """Restore those of ``entry_ids`` consolidation archived that are visible while no carrier answers."""
         alone = await self.run(consolidation.uncarried_sources, list(entry_ids), inline=True) if entry_ids else []

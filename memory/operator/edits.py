@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from memory import session_log
 from memory.adapters.opener import made_yet, open_store, open_tier, server_url
 from memory.adapters.sqlite import SQLiteAdapter
 from memory.config import ArcanaConfig
@@ -474,7 +475,8 @@ class GlobalCopies:
             ) from exc
 
     async def reach_carriers(self, source: SQLiteAdapter, entry_id: str, edit: Edit, verb: str,
-                             *, ended: bool = True, successor: str | None = None) -> list[EditReport]:
+                             *, ended: bool = True, successor: str | None = None,
+                             origin: MemoryEntry | None = None) -> list[EditReport]:
         """A hide, forget or purge of ``entry_id`` (a memory of ``source``) reaches the consolidated
         memories of the global tier that carry its copy (a digest ``consolidate --global`` made of it),
         as it reaches those of the agent's store; so does a supersession that ``ended`` it, and
@@ -492,7 +494,7 @@ class GlobalCopies:
         try:
             report = EditReport(entry_id, False, None)
             await MemoryEditor(await self._open())._reach_carriers(
-                entry_id, edit, verb, report, {entry_id}, ended=ended, successor=successor)
+                entry_id, edit, verb, report, {entry_id}, ended=ended, successor=successor, origin=origin)
             return report.carriers
         except (MemoryStorageError, TimeoutError) as exc:
             if not await _ever_promoted(source, [entry_id]):
@@ -568,8 +570,9 @@ class MemoryEditor:
 
     def __init__(self, store: SQLiteAdapter, *, copies: GlobalCopies | None = None,
                  embedding: tuple[Home, ArcanaConfig] | None = None, originals: Originals | None = None,
-                 quoters: Quoters | None = None):
+                 quoters: Quoters | None = None, sessions: Path | None = None):
         self.store = store
+        self.sessions = sessions  # the agent's session files: a purge takes the memory's text out of them
         self.copies = copies
         self.embedding = embedding  # re-worded rows are embedded with the home's configured model
         self.originals = originals
@@ -624,6 +627,10 @@ class MemoryEditor:
         if edit.op == "purge" and self.copies is not None:
             # The copy first: once the row is gone a re-run could not find it to try the copy again.
             change = await self.copies.follow(self.store, before, None, edit, verb or edit.op, first=True)
+        if edit.op == "purge" and self.sessions is not None:
+            # Before the row: once it is gone a re-run could not find the text to take out.
+            words = content_words(before.content)
+            session_log.erase(self.sessions, entry_id, before.content, lambda said: bool(words & content_words(said)))
         changed = await edit.on(self.store, entry_id, guarded=True)
         if changed and _visibility_set(edit) is Visibility.VISIBLE and (held := provenance_of(self.store)) is not None:
             # Trigger: a restatement a merge archived, shown again. Why: its hide reached the keeper
@@ -647,8 +654,13 @@ class MemoryEditor:
         if self.copies is not None:  # and what carries its copy in the global tier
             report.carriers += await self.copies.reach_carriers(
                 self.store, entry_id, edit, verb or edit.op,
-                ended=changed or any(c.changed for c in report.copies), successor=before.superseded_by,
+                ended=changed or any(c.changed for c in report.copies), successor=before.superseded_by, origin=before,
             )
+        if changed and edit.op == "purge" and (held := provenance_of(self.store)) is not None:
+            # Trigger: a purged digest or merge (or one a purge of its source reached). Why: the turns it
+            # carried stayed archived by consolidation with nothing carrying them, answering nowhere.
+            # Outcome: each stands on its own again, as a restored source does.
+            await held.stand_alone((await held.sources([entry_id], quoted=False)).get(entry_id, []))
         if self.originals is not None and (original := await self.originals.apply(before, edit, verb or edit.op)):
             report.copies += [CopyChange("private", edit.op, original.changed), *(c for c in original.copies if c.changed)]
             report.carriers += original.carriers
@@ -684,7 +696,8 @@ class MemoryEditor:
     async def _reach_carriers(self, entry_id: str, edit: Edit, verb: str | None, report: EditReport, seen: set[str],
                               ended: bool = True, successor: str | None = None, origin: MemoryEntry | None = None) -> None:
         """A hide or forget of a memory reaches the consolidated memories that carry its content
-        (and their copies): a digest is never more visible than what it carries. Of ``origin``
+        (and their copies): a digest is never more visible than what it carries; a purge purges those
+        quoting its words (:func:`_quotes`). Of ``origin``
         (the memory as it was), never the user's own statement a merge kept over it (:func:`reaches`).
 
         So does a supersession that ended it (``ended``): a session's summary or a turn's echo saying
@@ -703,6 +716,8 @@ class MemoryEditor:
             carried = await _carried(store, carrier, follow, successor, origin)
             if carried is None:
                 continue
+            if edit.op == "purge" and origin is not None and await _quotes(store, carrier, origin):
+                carried = edit  # archived, it would keep the purged words in its row, ledger and copy
             seen.add(carrier)
             reached = await self.apply(carrier, carried, verb=verb, seen=seen, sources=False)
             report.carriers.append(reached)
@@ -905,7 +920,8 @@ def _followed(copy: MemoryEntry, before: MemoryEntry | None, after: MemoryEntry)
 
 def _withholding(edit: Edit) -> Edit | None:
     """The edit a carrier of the edited memory gets when ``edit`` withdraws content (a forget, a
-    purge, a visibility other than visible, new text), else None: a carrier is archived, never purged, by it.
+    purge, a visibility other than visible, new text), else None: a carrier is archived by it, unless a
+    purge's words are in its row (:func:`_quotes`): then it is purged too.
 
     New text withdraws the old words: a digest or merge carrying the memory still holds them, and so
     does a restatement a merge absorbed, so each is archived (restorable) as a forget would."""
@@ -921,6 +937,16 @@ def _visibility_set(edit: Edit) -> Visibility | None:
     """The visibility ``edit`` gives, None when it gives none."""
     visibility = edit.value if edit.op == "set_visibility" else edit.changes.get("visibility") if edit.op == "update" else None
     return None if visibility is None else Visibility(visibility)
+
+
+async def _quotes(store: SQLiteAdapter, carrier_id: str, origin: MemoryEntry) -> bool:
+    """Whether a purge of ``origin`` purges its carrier ``carrier_id`` rather than archiving it: a row
+    made from it (a digest, a session summary, an echo or claim quoting it) that holds any of its
+    content words. A merge's keeper of the user's own is a statement in its own right: archived."""
+    carrier = await _operator_get(store, carrier_id)
+    if carrier is None or not content_words(origin.content) & content_words(carrier.content):
+        return False
+    return not _users_statement(carrier) or bool(await provenance_of(store).digests([carrier_id]))
 
 
 async def _carried(store: SQLiteAdapter, carrier_id: str, edit: Edit, successor: str | None,
@@ -1193,7 +1219,8 @@ async def open_editor(home: Home, config: ArcanaConfig, target: OperatorTarget, 
             raise NoStoreYet(f"agent {card.name} has no memories yet ({home.agent_db(card.id)})")
         store = open_store(home, StoreKind.PRIVATE, card.id, actor=actor)
         editor = MemoryEditor(store, copies=GlobalCopies.of_home(home, config, actor=actor), embedding=(home, config),
-                              quoters=Quoters(home, config, actor=actor, besides=card.id) if quoters else None)
+                              quoters=Quoters(home, config, actor=actor, besides=card.id) if quoters else None,
+                              sessions=home.agent_dir(card.id) / "sessions")
     else:
         if target.pool:
             from memory.federation.pools import PoolRegistry

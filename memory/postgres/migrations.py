@@ -259,6 +259,28 @@ _TAGS_GUARD = (
     """,
 )
 
+# A purge takes the purged memory's words (``content`` and ``tags``) out of its ledger images, as SQLite's
+# v11 lets it (memory/migrations/versions/v011_purge_erases.py): the ledger refuses every other update,
+# and any update of a memory that is not purged or is held again. The images are JSON text, read as jsonb.
+_PURGE_ERASES = (
+    """
+    CREATE OR REPLACE FUNCTION arcana_ledger_append_only() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+        IF TG_OP = 'UPDATE'
+            AND (NEW.seq, NEW.memory_id, NEW.op, NEW.actor, NEW.at)
+                IS NOT DISTINCT FROM (OLD.seq, OLD.memory_id, OLD.op, OLD.actor, OLD.at)
+            AND (NEW.before::jsonb - 'content' - 'tags') IS NOT DISTINCT FROM (OLD.before::jsonb - 'content' - 'tags')
+            AND (NEW.after::jsonb - 'content' - 'tags') IS NOT DISTINCT FROM (OLD.after::jsonb - 'content' - 'tags')
+            AND NOT EXISTS (SELECT 1 FROM memories WHERE id = OLD.memory_id)
+            AND EXISTS (SELECT 1 FROM memory_ledger p WHERE p.memory_id = OLD.memory_id AND p.op = 'purge')
+        THEN
+            RETURN NEW;
+        END IF;
+        RAISE EXCEPTION 'memory_ledger is append-only';
+    END $$
+    """,
+)
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "core", _CORE),
     Migration(2, "fact_versions", _FACT_VERSIONS),
@@ -270,6 +292,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(8, "id_prefix", _ID_PREFIX),
     Migration(9, "dates_apart", _DATES_APART),
     Migration(10, "tags_guard", _TAGS_GUARD),
+    Migration(11, "purge_erases", _PURGE_ERASES),
 )
 
 _BOOKKEEPING = """

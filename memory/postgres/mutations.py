@@ -23,7 +23,7 @@ from memory.errors import StaleEditError
 from memory.ledger_image import encode
 from memory.promotion import ASSERTED_IMPORTANCE_CAP
 from memory.sqlite.mutations import (
-    GONE, REFUSED, change_label, counted, differs, linked_versions, never_looser, newer_fields, readable_records,
+    ERASED, GONE, REFUSED, change_label, counted, differs, linked_versions, never_looser, newer_fields, readable_records,
     split_by_time, stale_message, valid_start,
 )
 from memory.sqlite.rows import COLUMNS, entry_values
@@ -398,7 +398,22 @@ async def delete(conn, ids: Sequence[str], op: str, actor: str) -> int:
     present = list(before)
     await conn.execute("DELETE FROM memories WHERE id = ANY($1::text[])", present)
     await _append(conn, [(mid, op, actor, now, encode(before[mid]), None) for mid in present])
+    if op == "purge":
+        await conn.execute(_ERASE_WORDS, present, ERASED)
     return len(present)
+
+
+# A purged memory's images lose its words as on SQLite (memory/sqlite/mutations.py): the after image's
+# become ERASED; the before image's too, marked "(earlier …)" where that row changed them.
+_SAME = "after IS NULL OR before::jsonb -> '{f}' IS NOT DISTINCT FROM after::jsonb -> '{f}'"
+_ERASE_WORDS = (
+    "UPDATE memory_ledger SET "
+    "before = jsonb_set(jsonb_set(before::jsonb, '{content}', "
+    f"to_jsonb(CASE WHEN {_SAME.format(f='content')} THEN $2::text ELSE $2::text || ' (earlier text)' END)), '{{tags}}', "
+    f"to_jsonb(CASE WHEN {_SAME.format(f='tags')} THEN '[]' ELSE '[\"' || $2::text || ' (earlier tags)\"]' END))::text, "
+    "after = jsonb_set(jsonb_set(after::jsonb, '{content}', to_jsonb($2::text)), '{tags}', to_jsonb('[]'::text))::text "
+    "WHERE memory_id = ANY($1::text[])"
+)
 
 
 async def touch_access(conn, buffered: AccessBuffer) -> None:

@@ -3,13 +3,13 @@
 Each session is ``agents/{id}/sessions/{session_id}.jsonl``; every event (opened,
 turn, written, summary, closed) is one appended line, so two processes adding
 to a session never overwrite each other and a crash loses at most the line
-being written. The session is the fold of its lines.
+being written. The session is the fold of its lines. Only a purge rewrites a file
+(:mod:`memory.session_log`), under the lock every append takes.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import re
 import secrets
 import time
@@ -19,14 +19,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from memory import strict_json
+from memory import session_log, strict_json
 from memory.agent_lock import agent_subfolder, deleted_meanwhile
 from memory.config import ExtractionSettings
 from memory.errors import InvalidRequestError, NotFoundError
 from memory.extraction.scoring import agent_confidence, storable
 from memory.federation.federation import MemoryFederation, WriteReport
 from memory.home import Home, private_dir
-from memory.lines import append_line
 from memory.promotion import asserted_importance
 from memory.protocols import Rewords
 from memory.redaction import redact
@@ -64,15 +63,11 @@ def _append(path: Path, event: dict[str, Any], *, agent: tuple[Home, str, str] |
     else:
         agent_subfolder(*agent, path.parent)
     try:
-        fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o600)
+        session_log.append(path, line)  # under the file's lock: a purge may be rewriting it
     except FileNotFoundError:
         if agent is None:
             raise
         raise deleted_meanwhile(agent[2]) from None
-    try:
-        append_line(fd, line)
-    finally:
-        os.close(fd)
 
 
 def _fold(path: Path, agent_id: str) -> Session:

@@ -10,6 +10,7 @@ every writer (``arcana run``, ``remember``, bulk import, the library) gets it.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 from datetime import UTC, date, datetime
 from functools import cache
@@ -92,19 +93,22 @@ def previous_ids(raw, ids: list[str], clause_sql: str, params: tuple) -> dict[st
     return {a: b for a, b in raw.execute(sql, (*gate.params, keys(ids), *params)) if b is not None}
 
 
-def rederived(raw, sessions: Iterable[tuple[str, str]]) -> list[tuple[str, int]]:
+def rederived(raw, sessions: Iterable[tuple[str, str]], purged: Iterable[str] = ()) -> list[tuple[str, int]]:
     """(context, seq) of each readable turn of ``sessions`` ((agent_id, session_id)) whose stored
     context is no longer the turn before it now: that turn was hidden, forgotten, purged or
-    re-worded since. A turn no one can read is left as it is: its own restore re-derives it."""
+    re-worded since. A turn no one can read is left as it is (its own restore re-derives it), unless
+    its context is the text of a turn just purged (``purged``): a purge leaves no word in the file."""
     gate, readable = admission("p"), admission("m")
     before = BEFORE.format(column="content", c="m.", gate=gate.sql)
     sql = (
         f"SELECT m.seq, m.context, coalesce(substr(({before}), 1, {PREVIOUS_CHARS}), '') FROM memories m "
-        f"WHERE m.source_session_id = ? AND m.agent_id = ? AND {readable.sql}"
+        f"WHERE m.source_session_id = ? AND m.agent_id = ? AND ({readable.sql} "
+        "OR m.context IN (SELECT substr(value, 1, ?) FROM json_each(?)))"
     )
+    erased = (PREVIOUS_CHARS, json.dumps(list(purged)))
     stale: list[tuple[str, int]] = []
     for agent_id, session_id in sessions:
-        rows = raw.execute(sql, (*gate.params, session_id, agent_id, *readable.params))
+        rows = raw.execute(sql, (*gate.params, session_id, agent_id, *readable.params, *erased))
         stale += [(new, seq) for seq, old, new in rows if old != new]
     return stale
 

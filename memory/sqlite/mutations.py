@@ -423,11 +423,12 @@ def _sessions_reworded(before: Sequence[dict], after: Sequence[dict | None]) -> 
     }
 
 
-def _refresh_context(raw, sessions: set[tuple[str, str]]) -> None:
+def _refresh_context(raw, sessions: set[tuple[str, str]], purged: Sequence[str] = ()) -> None:
     """Re-derive the context of the turns of ``sessions`` after one of them changed: a turn hidden,
-    forgotten, purged or re-worded must not stay findable through the turn after it. The vector made
-    from the old context goes with it (``arcana reindex`` embeds the new text)."""
-    stale = context.rederived(raw, sorted(sessions)) if sessions else []
+    forgotten, purged or re-worded must not stay findable through the turn after it; the text of a
+    ``purged`` turn leaves an archived turn's context too. The vector made from the old context goes
+    with it (``arcana reindex`` embeds the new text)."""
+    stale = context.rederived(raw, sorted(sessions), purged) if sessions else []
     if stale:
         raw.executemany("UPDATE memories SET context = ? WHERE seq = ?", stale)
         _forget_vectors(raw, vectors.vec_tables(raw), [seq for _, seq in stale])
@@ -459,16 +460,17 @@ def delete(raw, ids: Sequence[str], op: str, actor: str, progress: Progress | No
     vec_tables = vectors.vec_tables(raw)
     deleted = 0
     sessions: set[tuple[str, str]] = set()
+    purged: list[str] = []
     for window in batches(ids, MUTATION_WINDOW):
-        deleted += _delete_window(raw, window, op, actor, now, vec_tables, sessions)
+        deleted += _delete_window(raw, window, op, actor, now, vec_tables, sessions, purged)
         if progress is not None:
             progress.advance(len(window))
-    _refresh_context(raw, sessions)
+    _refresh_context(raw, sessions, purged)
     return deleted
 
 
 def _delete_window(raw, ids: list[str], op: str, actor: str, now: float, vec_tables: list[str],
-                   sessions: set[tuple[str, str]]) -> int:
+                   sessions: set[tuple[str, str]], purged: list[str]) -> int:
     before = _images(raw, ids)
     if not before:
         return 0
@@ -481,6 +483,7 @@ def _delete_window(raw, ids: list[str], op: str, actor: str, now: float, vec_tab
     _append(raw, [(mid, op, actor, now, encode(before[mid]), None) for mid in present])
     if op == "purge":
         _erase_words(raw, present)
+        purged += [before[mid]["content"] for mid in present if before[mid]["source_session_id"]]
     sessions |= _sessions_reworded(list(before.values()), [None] * len(before))
     return len(present)
 

@@ -311,3 +311,34 @@ def test_a_one_shot_turn_that_replaced_a_fact_gets_its_summary(cli, no_embedder)
     assert moved["recalled_ids"] and moved["summary_memory_id"]
     summaries = {s["id"]: s["summary"] for s in ok(cli("session", "list", "--agent", "ada", "--json"))}
     assert "I moved to Lisbon" in summaries[moved["session_id"]]
+
+
+@pytest.mark.parametrize("reworded", [None, "The locker's code: zebrasecret"])
+def test_a_purge_takes_the_text_out_of_the_session_file(cli, no_embedder, reworded):
+    """The session file kept the turn's prompt after its memory was purged: `grep` of the agent's
+    folder found the code. The turn's text saying it becomes "[purged]", also when the memory no
+    longer says it word for word (re-worded, as a model's extraction may store it); the control turn,
+    in the same file, is replayed and shown as it was, and the session goes on."""
+    with LoopbackModelServer(lambda body: "Noted.") as server:
+        _ada_with_a_model(cli, server)
+        first = ok(cli("run", "ada", SECRET, "--keep-open", "--json"))
+        sid = first["session_id"]
+        ok(cli("run", "ada", CONTROL, "--session", sid, "--json"))
+        (session_file,) = no_embedder.root.glob(f"agents/*/sessions/{sid}.jsonl")
+        assert b"zebrasecret" in session_file.read_bytes()
+        listed = ok(cli("memory", "list", "--agent", "ada", "--json"))
+        (fact,) = [m["id"] for m in listed if m["content"] == SECRET and m["id"] in first["written_ids"]]
+        if reworded:
+            ok(cli("memory", "set", fact, "--agent", "ada", "--content", reworded, "--json"))
+        ok(cli("memory", "purge", fact, "--agent", "ada", "--yes", "--json"))
+        stored = b"".join(p.read_bytes() for p in no_embedder.root.rglob("*") if p.is_file())
+        assert b"zebrasecret" not in stored
+        assert CONTROL.encode() in session_file.read_bytes()
+        ok(cli("run", "ada", "What comes next?", "--session", sid, "--json"))
+        sent = server.requests[-1]
+    assert "zebrasecret" not in sent["raw"]
+    assert [(m["role"], m["content"]) for m in sent["body"]["messages"][1:]] == [
+        ("user", CONTROL), ("assistant", "Noted."), ("user", "What comes next?")
+    ]
+    left, kept, last = ok(cli("session", "show", sid, "--agent", "ada", "--json"))["turns"]
+    assert (left["left_out"]["reason"], kept["prompt"], last["prompt"]) == ("purged", CONTROL, "What comes next?")

@@ -136,7 +136,7 @@ NON_MUTATORS = {
     "connect", "aclose", "health_check", "schema_version", "run", "ensure_vec", "search",
     "keyword_candidates", "keyword_leg", "semantic_leg", "nearest_many", "turn_context", "vector_pin", "admitted_by_id", "get", "get_many", "find_by_prefix", "ledger_ids", "record_access", "history", "ledger",
     "count", "versions", "held_beside", "withheld", "open_conflicts", "removed", "page", "page_after", "census", "growth", "recall_activity",
-    "sources", "carriers", "session_neighbours", "written_in_session",
+    "sources", "carriers", "digests", "session_neighbours", "written_in_session",
 }
 
 

@@ -663,3 +663,40 @@ def test_a_pool_decides_alike_on_either_engine(cli, arcana_home, pg_url, monkeyp
             "--mode", "keyword", "--limit", "20", "--json"))["results"])
     assert decided["onfile"] == decided["onserver"]
     assert answers["onfile"] == answers["onserver"] and "My sister lives in Porto." in answers["onfile"]
+
+
+def test_a_purge_on_a_server_pool_takes_the_words_out_of_its_ledger(server_team, pg_url):
+    """A purge deleted the pool's row, but the ledger's before and after images kept its text and
+    tags (the trigger refused every update), so `SELECT * FROM memory_ledger` read it. They now say
+    "[purged]"; the history still says what was done; a kept memory's images, in the same table, keep
+    its words; and any other update of the ledger is still refused."""
+    import asyncpg
+
+    secret = data(server_team("remember", "zebra-quartz-7731 opens the team vault", "--agent", "alice", "--pool",
+                              "team", "--tag", "vaulttagzebra", "--json"))["id"]
+    data(server_team("memory", "set", secret, "--pool", "team", "--content",
+                     "zebra-quartz-7731 opens the team vault, passphrase vaultzebraquartzpine", "--json"))
+    kept = data(server_team("remember", "heron-basalt-4410 opens the boathouse", "--agent", "alice", "--pool", "team",
+                            "--json"))["id"]
+    data(server_team("memory", "purge", secret, "--pool", "team", "--yes", "--json"))
+
+    async def ledger() -> list:
+        conn = await asyncpg.connect(pg_url)
+        try:
+            rows = await conn.fetch("SELECT memory_id, op, before, after FROM memory_ledger ORDER BY seq")
+            with pytest.raises(asyncpg.RaiseError, match="append-only"):
+                await conn.execute("UPDATE memory_ledger SET actor = 'x' WHERE memory_id = $1", secret)
+            return rows
+        finally:
+            await conn.close()
+
+    rows = asyncio.run(ledger())
+    text = json.dumps([dict(r) for r in rows])
+    for word in ("zebra-quartz-7731", "vaultzebraquartzpine", "vaulttagzebra"):
+        assert word not in text, word
+    assert [r["op"] for r in rows if r["memory_id"] == secret] == ["insert", "update", "purge"]
+    assert "heron-basalt-4410" in " ".join(r["after"] or "" for r in rows if r["memory_id"] == kept)  # the control
+    history = data(server_team("memory", "history", secret, "--pool", "team", "--json"))
+    assert [h["op"] for h in history] == ["insert", "update", "purge"]
+    assert [r["content"] for r in data(server_team("memory", "list", "--pool", "team", "--json"))] == [
+        "heron-basalt-4410 opens the boathouse"]
