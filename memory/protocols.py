@@ -181,6 +181,19 @@ def ledger_of(adapter: object) -> Ledgered | None:
     return _under(adapter, Ledgered)
 
 
+@runtime_checkable
+class FindsSimilar(Protocol):
+    """Finds a text's admitted nearest neighbours for write-time reconciliation (SQLite's vector
+    layer, a PostgreSQL store); None when semantic search cannot run."""
+
+    async def similar(self, query: MemoryQuery, limit: int, min_similarity: float) -> list[MemoryEntry] | None: ...
+
+
+def similar_of(adapter: object) -> FindsSimilar | None:
+    """The store under ``adapter`` (through layers) that finds similar memories, if any."""
+    return _under(adapter, FindsSimilar)
+
+
 def access_buffer_of(adapter: object) -> BuffersAccess | None:
     """The store under ``adapter`` (through layers) that buffers read hits, if any."""
     return _under(adapter, BuffersAccess)

@@ -346,6 +346,23 @@ class PostgresAdapter:
         rows = await self._call(search.keyword, tq, clause, limit)
         return readable(rows, _keyword_hit)
 
+    async def keyword_candidates(self, query: MemoryQuery, limit: int) -> list[MemoryEntry]:
+        """Admitted, filtered matches of any of the query's words, for write-time reconciliation
+        of a pool: as :meth:`search`'s keyword leg, but never an access."""
+        tq = text_query(terms(query.text))
+        return [] if tq is None else await self._keyword(tq, where(query), limit)
+
+    async def similar(self, query: MemoryQuery, limit: int, min_similarity: float) -> list[MemoryEntry] | None:
+        """Admitted nearest neighbours of ``query.text`` at cosine >= ``min_similarity``, for
+        write-time reconciliation of a pool (never an access); None when semantic search cannot
+        run (no gateway, nothing embedded, no compatible embedder), so keywords decide."""
+        meta = await self.meta() if self.gateway is not None else None
+        embedder = await self.embedder(meta) if meta is not None else None
+        if embedder is None:
+            return None
+        vector = (await embedder.embed([query.text]))[0]
+        return await self._knn(query, vector_sql.vector_text(vector), limit, min_similarity)
+
     async def keyword_leg(self, query: MemoryQuery, parsed: QueryTerms, limit: int) -> tuple[list[MemoryEntry], float]:
         """The keyword leg of a hybrid recall, in one call: the best ``limit`` matches and the share
         of the query's words the best one contains (see :mod:`memory.ranking.fusion`)."""
@@ -680,9 +697,12 @@ class PostgresAdapter:
         semantic = await self._knn(query, text, hybrid_pool(query.limit))
         return await hybrid(self, query, terms(query.text), semantic, self.weights)
 
-    async def _knn(self, query: MemoryQuery, vector_text: str, limit: int) -> list[MemoryEntry]:
+    async def _knn(
+        self, query: MemoryQuery, vector_text: str, limit: int, min_similarity: float | None = None
+    ) -> list[MemoryEntry]:
         rows = await self._call(search.knn, vector_text, where(query, start=3), limit)  # $1 vector, $2 window
-        near = [r for r in rows if 1.0 - r["distance"] >= self.min_similarity]
+        floor = self.min_similarity if min_similarity is None else min_similarity
+        near = [r for r in rows if 1.0 - r["distance"] >= floor]
         return readable(near, lambda r: {"score": 1.0 - r["distance"], "matched_by": ["semantic"]})
 
 

@@ -110,6 +110,12 @@ class MemoryRouter:
             members.append(tier)
         return tier
 
+    def pool_tier(self, name: str | None) -> ResilientTier | None:
+        """The writable member of pool ``name`` (None: no such pool, or only read-only vaults):
+        the store a write into the pool is reconciled against."""
+        members = self.pools.get(name or "", [])
+        return members[0] if members and not members[0].read_only else None
+
     def withdraw_pools(self, keep: set[str]) -> list[ResilientTier]:
         """Drop every shared tier whose pool name is not in ``keep`` (an agent that left a pool, a
         vault detached from it); the tiers dropped, for the caller to close."""

@@ -18,18 +18,20 @@ never none; a write that fails ends nothing.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from functools import cached_property
 from typing import Any
 
 from memory.config import ReconcileSettings
 from memory.errors import MemoryStorageError, NotFoundError
 from memory.federation.decisions import Decision, DecisionKind, ImportDecisions
-from memory.federation.resilience import BreakerState, CircuitBreaker
+from memory.federation.resilience import BreakerState, CircuitBreaker, ResilientTier
 from memory.graph.edges import EdgeStore, MemoryEdge
 from memory.operator.edits import Edit, EditReport, LiveCopyError, MemoryEditor, withheld_repeated
 from memory.promotion import promotable
+from memory.protocols import ledger_of, similar_of
 from memory.reconcile import entities, restatements
 from memory.reconcile.candidates import find_candidates
 from memory.reconcile.change_cues import cued_update, not_now
@@ -58,10 +60,36 @@ def _resolved(fact: Fact, key: str) -> Fact:
     return Fact(key, fact.attribute, fact.value, fact.multi, fact.negated, fact.changed)
 
 
+@dataclass(frozen=True)
+class Against:
+    """The store a write is decided against and its effects land in: the agent's private store, or
+    the pool the write goes to (``pool``), whose memories are every member's."""
+
+    store: Any  # the ledgered store: keyword candidates, and the edits (through MemoryEditor)
+    vectors: Any | None  # finds similar memories there, if it can
+    tier: str  # the tier's name in a write's report
+    pool: str | None = None
+    timeout: float | None = None  # seconds a decision may take there: a pool tier's read budget
+    reachable: bool = True  # False: the pool tier's breaker is not closed (its server down)
+
+
+def _member_rule(entry: MemoryEntry, decision: Decision, by_id: dict[str, MemoryEntry]) -> Decision:
+    """In a pool only the user's word ends another member's memory: an agent's claim ends its own
+    agent's rows and is held beside anyone else's, as beside a user-confirmed fact (the source rule)."""
+    if decision.kind not in (DecisionKind.UPDATE, DecisionKind.DELETE) or entry.confidence_source is ConfidenceSource.USER_CONFIRMED:
+        return decision
+    others = [t for t in decision.targets if by_id[t].agent_id != entry.agent_id]
+    if not others:
+        return decision
+    return Decision(DecisionKind.ADD, [], "an agent's claim against another member's memory: held", others[0])
+
+
 class Reconciler:
     """Reconciles writes against one agent's private store (``store``: its SQLiteAdapter;
-    ``vectors``: the VectorAdapter over it, if any). ``provider`` is the chat model of the
-    ``llm`` strategy; without one ``llm`` decides like ``heuristic``."""
+    ``vectors``: the VectorAdapter over it, if any), and a write into a pool against that pool
+    (``pools``: a pool's name to its writable tier, None if it has none).
+    ``provider`` is the chat model of the ``llm`` strategy; without one ``llm`` decides like
+    ``heuristic``."""
 
     def __init__(
         self,
@@ -72,6 +100,7 @@ class Reconciler:
         provider: Any | None = None,
         audit: Any | None = None,
         copies: Callable[[], Any] | None = None,
+        pools: Callable[[str], ResilientTier | None] | None = None,
     ):
         self.store = store
         self.vectors = vectors
@@ -79,6 +108,7 @@ class Reconciler:
         self.provider = provider
         self.audit = audit
         self.copies = copies  # opens the GlobalCopies that a supersession must end too
+        self.pools = pools
         # The tiers' breaker, around the model: a model that keeps failing (a hung endpoint costs the
         # whole timeout) is not asked for every line of a `remember --from`; one probe once it resets.
         self.model_breaker = CircuitBreaker()
@@ -100,6 +130,24 @@ class Reconciler:
         language = self.settings.language if self.settings.language in slot_languages() else "en"
         return get_slots(language)
 
+    @property
+    def private(self) -> Against:
+        """The agent's own store: where a private write is decided, and where its effects land."""
+        return Against(self.store, self.vectors, "private")
+
+    def against(self, entry: MemoryEntry) -> Against | None:
+        """Where ``entry`` is decided: its agent's store, or the pool it is written to (None: a
+        global write, or a pool with no writable store of ours, which is written as given)."""
+        if entry.scope is MemoryScope.PRIVATE:
+            return self.private
+        if entry.scope is not MemoryScope.SHARED or self.pools is None or not entry.pool_name:
+            return None
+        tier = self.pools(entry.pool_name)
+        if tier is None or (store := ledger_of(tier.backend)) is None:  # a server's stand-in keeps no ledger
+            return None
+        return Against(store, similar_of(tier.backend), tier.name, entry.pool_name,
+                       tier.budget.read_timeout_ms / 1000, tier.breaker.state is BreakerState.CLOSED)
+
     async def decide_write(self, entry: MemoryEntry) -> Decision:
         """What writing ``entry`` does; no row changes. Any failure decides ``add`` (audited).
 
@@ -109,10 +157,17 @@ class Reconciler:
         if repeats := await withheld_repeated(self.store, entry):
             return Decision(reason="it repeats a memory an operator withheld: stored withheld as it is",
                             repeats=repeats)
-        if self.settings.strategy == "off" or entry.scope is not MemoryScope.PRIVATE:
+        if self.settings.strategy == "off":
             return Decision()
         try:
-            return await self.decide(entry)
+            # Trigger: a pool whose server cannot be had, is down (breaker not closed) or holds a lock.
+            # Why: its write waits on it anyway; deciding first waited a whole write budget more (a
+            # locked server pool: 11.3 s to exit 5, not 5.8 s). Outcome: no decision, or one within
+            # the tier's read budget; else written as given, and the tier's write says what failed.
+            if (where := self.against(entry)) is None or not where.reachable:
+                return Decision()
+            async with asyncio.timeout(where.timeout):
+                return await self.decide(entry, where=where)
         except Exception as exc:  # deciding is an optimisation of the store, never a reason to lose a write
             self._audit("reconcile_fallback", entry, f"{type(exc).__name__}: {exc}")
             return Decision(reason="reconciliation failed: added")
@@ -125,19 +180,22 @@ class Reconciler:
         from memory.federation.federation import WriteReport
 
         target = decision.targets[0]
+        where = self.against(entry) or self.private
         confirm = entry.confidence if self._confirms(entry, decision.restated) else None
-        report = WriteReport(target, accepted=["private"])
-        applied = await self._through_copies([target], Edit("reinforce", (REINFORCE_STEP, confirm, entry.confidence_source in _ASSERTED)), "reinforced", entry, report)
+        report = WriteReport(target, accepted=[where.tier])
+        reinforce = Edit("reinforce", (REINFORCE_STEP, confirm, entry.confidence_source in _ASSERTED))
+        applied = await self._through_copies([target], reinforce, "reinforced", entry, report, where)
         if not applied:
             return None
         report.accepted += [c.tier for c in applied[0].copies if c.changed and c.op in ("reinforce", "promote")]
-        await self.end_live_copies(target, entry, report)
+        if where.pool is None:
+            await self.end_live_copies(target, entry, report)
         ended: list[str] = []
         held_against = decision.restated.conflict_with if confirm is not None else None
         if held_against:
             # The claim was held only because an agent may not end what the user said: the user
             # saying it herself is that update, so the fact it was held against ends here.
-            ended = await self._supersede([held_against], entry.model_copy(update={"id": target}), report)
+            ended = await self._supersede([held_against], entry.model_copy(update={"id": target}), report, where)
         self._annotate(report, decision, ended)
         return report
 
@@ -145,13 +203,15 @@ class Reconciler:
         """After ``entry`` was written (``report``, the fan-out's): end the versions it replaces,
         link its entities, and say on ``report`` what was decided and ended."""
         ended = decision.targets
-        if decision.targets and "private" in report.accepted:
-            ended = await self._supersede(decision.targets, entry, report)
+        where = self.against(entry) or self.private
+        if decision.targets and where.tier in report.accepted:
+            ended = await self._supersede(decision.targets, entry, report, where)
         if decision.repeats and "private" in report.accepted:
             # Linked as a claim quoting what it repeats: `memory show` of it names them, and a hide
             # or forget of one of them (shown again meanwhile) reaches it as it reaches a quoter.
             await EdgeStore(self.store).upsert([MemoryEdge(entry.id, m.id, SOURCES, QUOTED_LINK) for m in decision.repeats])
-        await self._link(entry, decision.subjects)
+        if where.pool is None:  # entity links live in the agent's own store, beside its own memories
+            await self._link(entry, decision.subjects)
         self._annotate(report, decision, ended)
 
     @staticmethod
@@ -178,14 +238,14 @@ class Reconciler:
 
         return await settle_many(self, batch, report)
 
-    async def _supersede(self, targets: list[str], entry: MemoryEntry, report: Any) -> list[str]:
+    async def _supersede(self, targets: list[str], entry: MemoryEntry, report: Any, where: Against) -> list[str]:
         """End each target here and its promoted global copy: the old fact is no longer current anywhere.
 
         It ends when ``entry`` was said (its ``valid_from``, else ``created_at``), not when the row
         is written: a backdated import ends Berlin on the day "I moved to Lisbon" was said.
         """
         said = entry.valid_from or entry.created_at
-        applied = await self._through_copies(targets, Edit("supersede", (entry.id, said)), "superseded", entry, report)
+        applied = await self._through_copies(targets, Edit("supersede", (entry.id, said)), "superseded", entry, report, where)
         return [a.entry_id for a in applied if a.changed]
 
     async def end_live_copies(self, target: str, entry: MemoryEntry, report: Any) -> None:
@@ -209,16 +269,21 @@ class Reconciler:
         finally:
             await copies.aclose()
         for old in live:
-            await self._through_copies([old.id], Edit("supersede", (target, old.valid_to)), "superseded", entry, report)
+            await self._through_copies([old.id], Edit("supersede", (target, old.valid_to)), "superseded", entry, report,
+                                       self.private)
 
-    async def _through_copies(self, targets: list[str], edit: Edit, verb: str, entry: MemoryEntry, report: Any) -> list:
-        """Apply ``edit`` to each target and its global copy through the operator edits' one path.
+    async def _through_copies(
+        self, targets: list[str], edit: Edit, verb: str, entry: MemoryEntry, report: Any, where: Against
+    ) -> list:
+        """Apply ``edit`` to each target in ``where`` and (a private one) its global copy through
+        the operator edits' one path; a pool's memories are never promoted, so have no copy.
 
         Returns the :class:`EditReport` of each target still there. A copy
         that cannot be reached keeps the private change (the write stands)
         and is reported as a warning and in the audit log, never silently.
         """
-        editor = MemoryEditor(self.store, copies=self.copies() if self.copies else None)
+        copies = self.copies() if self.copies and where.pool is None else None
+        editor = MemoryEditor(where.store, copies=copies)
         applied = []
         try:
             for target in targets:
@@ -235,7 +300,7 @@ class Reconciler:
         return applied
 
     async def decide(
-        self, entry: MemoryEntry, earlier: Any | None = None, *, search_store: bool = True
+        self, entry: MemoryEntry, earlier: Any | None = None, *, search_store: bool = True, where: Against | None = None
     ) -> Decision:
         """The decision for ``entry``, with the subjects it is about (to link) and, for a noop, the
         memory it restates.
@@ -243,7 +308,10 @@ class Reconciler:
         ``earlier`` (a :class:`memory.reconcile.batch.Earlier`) adds the lines of
         the same import decided before this one, not yet in the store;
         ``search_store=False`` (an import into an empty store) looks only there.
+        ``where``: the store decided against (default the agent's own); in a pool
+        every member's current memories are candidates, and the member rule holds.
         """
+        where = where or self.private
         parsed, norm = parse(entry.content, self.patterns)
         words = " ".join(
             [self.patterns.attribute_words.get(f.attribute, "") for f, _ in parsed]
@@ -252,8 +320,8 @@ class Reconciler:
         found: list[tuple[MemoryEntry, float | None]] = []
         if search_store:
             found = await find_candidates(
-                self.store, self.vectors, entry, words,
-                limit=self.settings.candidates, min_similarity=self.settings.min_similarity,
+                where.store, where.vectors, entry, words, limit=self.settings.candidates,
+                min_similarity=self.settings.min_similarity, shared=where.pool is not None,
             )
         if earlier is not None:
             found += earlier.candidates(entry, parsed, norm, {e.id for e, _ in found}, self.settings.candidates)
@@ -262,7 +330,8 @@ class Reconciler:
         candidate_parses = [(e, sim, *parse(e.content, self.patterns)) for e, sim in found]
         subjects = [s for _, s in parsed] + [s for *_, facts, _ in candidate_parses for _, s in facts]
         names = [n for n in entities.all_names(subjects) if n != entities.SPEAKER]
-        known = await self.store.run(entities.load_aliases, entry.agent_id, names, inline=True) if names else {}
+        # A pool keeps no entity aliases: its members' words are resolved as said.
+        known = await self.store.run(entities.load_aliases, entry.agent_id, names, inline=True) if names and where.pool is None else {}
         resolution = entities.Resolution(known)
         # Candidates first: their appositions ("my wife Sarah") teach the aliases the new statement may use.
         candidates = [
@@ -279,6 +348,8 @@ class Reconciler:
             decision = await self._ask_model(entry, [c.entry for c in candidates])
         by_id = {e.id: e for e, _ in found}
         decision = self._source_rule(entry, _derived_rule(entry, decision), by_id)
+        if where.pool is not None:
+            decision = _member_rule(entry, decision, by_id)
         restated = by_id[decision.targets[0]] if decision.kind is DecisionKind.NOOP else None
         return replace(decision, subjects=[s for _, s in parsed], restated=restated)
 

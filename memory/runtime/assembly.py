@@ -131,6 +131,7 @@ async def build_federation(
         provider=reconcile_model,
         audit=audit,
         copies=lambda: GlobalCopies.of_home(home, config or ArcanaConfig(), actor=actor),
+        pools=router.pool_tier,
     )
     cap = ExtractionSettings().agent_confidence_cap if confidence_cap is None else confidence_cap
     federation = MemoryFederation(

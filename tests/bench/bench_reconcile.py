@@ -14,11 +14,17 @@ Also counts decisions for a few hundred LoCoMo conversational turns
 ``--keyword`` builds a store without vectors instead, so the keyword
 candidate leg (the one keyword-only installs use) is what is timed.
 
+``--pool`` builds the store as a shared pool ('team', a SQLite file; with
+``--pool-url`` an empty database on a PostgreSQL server) and writes
+into it: a pool write is reconciled against the pool, the plain side is that
+write as given (what every pool write was before).
+
 ``--size`` takes several sizes (``30000,300000``): a store is built for each,
 and one summary line per size gives the p50 of a reconciled write as a ratio
 of a plain one's (issue 26: it should not grow with the store).
 
 Run: python tests/bench/bench_reconcile.py [--size 10000[,300000]] [--writes 200] [--locomo 300] [--keyword]
+     [--pool [--pool-url postgresql://...]]
 """
 
 from __future__ import annotations
@@ -37,10 +43,15 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path[:0] = [str(ROOT)]
 
+from memory.adapters.opener import open_tier  # noqa: E402
+from memory.config import ArcanaConfig  # noqa: E402
 from memory.embedding.fastembed import FastEmbedEmbedder  # noqa: E402
+from memory.federation.shared_tiers import PoolConfig  # noqa: E402
+from memory.home import Home  # noqa: E402
+from memory.store_kinds import StoreKind  # noqa: E402
 from memory.embedding.gateway import EmbeddingGateway  # noqa: E402
 from memory.runtime.assembly import build_federation  # noqa: E402
-from memory.types import MemoryEntry, MemoryType  # noqa: E402
+from memory.types import MemoryEntry, MemoryScope, MemoryType  # noqa: E402
 
 LOCOMO = Path("/work/shared/data/locomo-dev/26.json")
 SUBJECTS = ["I", "My sister", "My brother", "Priya", "Tomas", "My manager", "Project Atlas", "My friend Lena", "We", "Omar"]
@@ -60,21 +71,32 @@ def sentence(rng: random.Random, i: int) -> str:
     return f"{subject} {verb} {rng.choice(OBJECTS)} (note {i})."
 
 
-async def build(home: Path, gateway, size: int, rng: random.Random):
-    federation = await build_federation("bench", home=home, embedding=gateway, global_tier=False)
-    entries = [MemoryEntry(agent_id="bench", content=sentence(rng, i), type=MemoryType.SEMANTIC) for i in range(size)]
+def bench_entry(content: str, pool: bool) -> MemoryEntry:
+    shared = {"scope": MemoryScope.SHARED, "pool_name": "team"} if pool else {}
+    return MemoryEntry(agent_id="bench", content=content, type=MemoryType.SEMANTIC, **shared)
+
+
+async def build(home: Path, gateway, size: int, rng: random.Random, pool: bool = False, pool_url: str | None = None):
+    pools = []
+    if pool:
+        config = ArcanaConfig.model_validate({"pools": {"team": {"url": pool_url} if pool_url else {}}})
+        pools = [PoolConfig("team", open_tier(Home(home), StoreKind.POOL, "team", config=config, embedding=gateway))]
+    federation = await build_federation("bench", home=home, embedding=gateway, global_tier=False, pools=pools,
+                                        config=config if pool else None)
+    entries = [bench_entry(sentence(rng, i), pool) for i in range(size)]
+    store = federation.router.pools["team"][0] if pool else federation.router.private
     started = time.perf_counter()
-    await federation.router.private.backend.write_many(entries)
+    await store.backend.write_many(entries)
     print(f"built {size} memories{' (embedded)' if gateway else ''} in {time.perf_counter() - started:.1f}s", file=sys.stderr)
     return federation
 
 
-async def time_writes(federation, writes: int, rng: random.Random) -> dict:
+async def time_writes(federation, writes: int, rng: random.Random, pool: bool = False) -> dict:
     samples: dict[bool, list[float]] = {True: [], False: []}
     decisions: Counter = Counter()
     for i in range(writes):
         for reconcile in ((True, False) if i % 2 == 0 else (False, True)):
-            entry = MemoryEntry(agent_id="bench", content=sentence(rng, 100_000 + 2 * i + reconcile), type=MemoryType.SEMANTIC)
+            entry = bench_entry(sentence(rng, 100_000 + 2 * i + reconcile), pool)
             started = time.perf_counter()
             report = await federation.write(entry, reconcile=reconcile)
             samples[reconcile].append((time.perf_counter() - started) * 1000)
@@ -131,15 +153,19 @@ async def main() -> None:
     parser.add_argument("--writes", type=int, default=200)
     parser.add_argument("--locomo", type=int, default=300)
     parser.add_argument("--keyword", action="store_true", help="a store without vectors: time the keyword leg")
+    parser.add_argument("--pool", action="store_true", help="build and write a shared pool, not the agent's store")
+    parser.add_argument("--pool-url", help="with --pool: the pool on this empty PostgreSQL database")
     args = parser.parse_args()
     summary = []
     for size in args.size:
         rng = random.Random(12)
         with tempfile.TemporaryDirectory() as tmp:
             gateway = None if args.keyword else EmbeddingGateway([FastEmbedEmbedder(models_root=Path(tmp) / "models")])
-            federation = await build(Path(tmp) / "home", gateway, size, rng)
+            federation = await build(Path(tmp) / "home", gateway, size, rng, args.pool, args.pool_url)
             try:
-                result = {"size": size, "vectors": gateway is not None, **await time_writes(federation, args.writes, rng)}
+                timed = await time_writes(federation, args.writes, rng, args.pool)
+                result = {"size": size, "vectors": gateway is not None, "pool": ("postgresql" if args.pool_url else "sqlite") if args.pool else None,
+                          **timed}
             finally:
                 await federation.aclose()
             if args.locomo and LOCOMO.exists():

@@ -173,3 +173,25 @@ def test_remember_from_stopped_between_batches_keeps_the_batches_done_and_a_reru
                              "AND memory_id LIKE 'fact-%'", database="arcana_test")
     assert inserts == "1200|1200"  # one insert each: nothing written twice
     assert pg_server.psql("SELECT content FROM memories WHERE id = 'fact-1100'", database="arcana_test") == lines[1100]["content"]
+
+
+def test_remember_into_a_locked_pool_decides_within_the_read_budget_then_fails_in_one_line(team, arcana_home, pg_server):
+    """A pool write is decided against the pool: on a server holding a lock that decision gives up
+    within the tier's read budget (audited, the write added as given), so the command then waits
+    one write budget, not two, and fails as a pool write did before pools were reconciled."""
+    from memory.audit import AuditLog
+
+    locker = Locker(pg_server)
+    try:
+        done = run_arcana("remember", "the team kettle is red now", "--agent", "alice", "--pool", "team",
+                          home=arcana_home, env=team)
+    finally:
+        locker.close()
+    assert done.returncode == STORAGE and "timed out" in done.stderr, done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1 and "Traceback" not in done.stderr
+    fallbacks = [e for e in AuditLog(arcana_home.audit_log).read() if e.get("event") == "reconcile_fallback"]
+    assert [e["reason"].split(":")[0] for e in fallbacks] == ["TimeoutError"]
+    # Positive control: unlocked, the same write is decided there, and ends the blue kettle.
+    again = run_arcana("remember", "the team kettle is red now", "--agent", "alice", "--pool", "team", "--json",
+                       home=arcana_home, env=team)
+    assert again.returncode == 0 and json.loads(again.stdout)["decision"] == "update", again.stderr

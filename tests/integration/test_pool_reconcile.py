@@ -1,0 +1,98 @@
+"""A write into a shared pool is reconciled against that pool, on both engines.
+
+Real homes, the real Typer app, a SQLite pool file or a real PostgreSQL server
+(keyword tiers: the decisions are the heuristic's, as in a private store). The
+member rule: only the user's word ends another member's memory; an agent's
+claim ends its own agent's rows and is held beside anyone else's.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+
+from memory.agents import AgentRegistry
+from memory.runtime.assembly import federation_for_agent
+from memory.types import ConfidenceSource, MemoryEntry, MemoryScope
+
+
+def data(result) -> dict:
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def team(request, cli, arcana_home, monkeypatch):
+    """ada and bob in pool 'team' (a file, or a database on the server); keyword tiers."""
+    arcana_home.ensure()
+    arcana_home.config_path.write_text(json.dumps({"embedding": {"providers": []}}))
+    for name in ("ada", "bob"):
+        assert cli("agent", "create", name).exit_code == 0
+    if request.param == "postgres":
+        monkeypatch.setenv("TEAM_PG", request.getfixturevalue("pg_url"))
+        assert cli("pool", "create", "team", "--url-env", "TEAM_PG").exit_code == 0
+    else:
+        assert cli("pool", "create", "team").exit_code == 0
+    for name in ("ada", "bob"):
+        assert cli("agent", "join", name, "team").exit_code == 0
+    return cli
+
+
+def say(cli, agent: str, text: str) -> dict:
+    """``agent`` remembers ``text`` into the pool as the user's word (the CLI's)."""
+    return data(cli("remember", text, "--pool", "team", "-a", agent, "--json"))
+
+
+def claim(home, agent: str, text: str) -> dict:
+    """``agent`` claims ``text`` into the pool (an agent's claim, as MCP and `arcana run` write one)."""
+
+    async def go() -> dict:
+        card = AgentRegistry(home).resolve(agent)
+        federation = await federation_for_agent(card, home=home)
+        try:
+            entry = MemoryEntry(agent_id=card.id, content=text, scope=MemoryScope.SHARED, pool_name="team",
+                                confidence_source=ConfidenceSource.AGENT)
+            return (await federation.write(entry)).as_dict()
+        finally:
+            await federation.aclose()
+
+    return asyncio.run(go())
+
+
+def current(cli, agent: str, query: str) -> list[str]:
+    found = data(cli("recall", query, "-a", agent, "--scope", "shared", "--json"))["results"]
+    return sorted(r["content"] for r in found)
+
+
+def test_a_pool_write_ends_what_it_changes_and_keeps_a_different_fact(team):
+    notes = say(team, "bob", "Our team standup notes are kept in the wiki")
+    old = say(team, "bob", "Our team standup is at 10am every day")
+    new = say(team, "ada", "The team standup moved to 11am from now on")  # the user's word ends bob's row
+    assert (new["decision"], new["supersedes"], new["accepted"]) == ("update", [old["id"]], ["pool:team"])
+    assert current(team, "bob", "standup") == [
+        "Our team standup notes are kept in the wiki", "The team standup moved to 11am from now on"
+    ]
+    assert notes["decision"] == "add"
+    again = say(team, "bob", "The team standup moved to 11am from now on")  # restated: reinforced, one row
+    assert (again["decision"], again["id"], again["accepted"]) == ("noop", new["id"], ["pool:team"])
+
+
+def test_an_agents_claim_ends_only_its_own_agents_rows(team, arcana_home):
+    users = say(team, "bob", "Our team standup is at 10am every day")
+    held = claim(arcana_home, "ada", "The team standup moved to 11am from now on")
+    assert (held["decision"], held["supersedes"], held["conflict_with"]) == ("add", [], users["id"])
+    assert current(team, "ada", "standup") == [
+        "Our team standup is at 10am every day", "The team standup moved to 11am from now on"
+    ]
+    # Positive control: a claim does end its own agent's claim.
+    mine = claim(arcana_home, "ada", "Our team demo is on Friday every week")
+    ends = claim(arcana_home, "ada", "The team demo moved to Monday from now on")
+    assert (ends["decision"], ends["supersedes"]) == ("update", [mine["id"]])
+    # ... and another member's claim is held beside it, not ended.
+    bobs = claim(arcana_home, "bob", "The team demo moved to Tuesday from now on")
+    assert (bobs["decision"], bobs["supersedes"], bobs["conflict_with"]) == ("add", [], ends["id"])
+    assert current(team, "bob", "demo") == [
+        "The team demo moved to Monday from now on", "The team demo moved to Tuesday from now on"
+    ]
