@@ -27,8 +27,9 @@ of these hold:
   that thing, which the candidate must name as its own and not to qualify
   another ("the dentist appointment" is no dentist), and one that ends what
   it names ("quit", "stopped") ends its head ("quit the school choir" ends
-  no school), and "left" with a place after its object puts it there ("I
-  left the car at the garage" ends no car); an ending cue links only the
+  no school), not a thing had for it ("gave up yoga" ends a yoga class, not
+  "I have a yoga mat"), and "left" with a place after its object puts it
+  there ("I left the car at the garage" ends no car); an ending cue links only the
   phrase beside it, said whole by the candidate ("cancelled the Spanish
   course", not "the Napa wine tour was called off" for an offsite in Napa);
   a correction reaches the whole text
@@ -91,7 +92,7 @@ def cued_update(
         return None
     ends = _endings(norm, patterns)
     strong = any(is_cue for _, is_cue in cues) or bool(ending)  # a correction alone never ends one of many tastes
-    (ranges, things, qualifiers), phrases = _ranges(norm, cues, correction, patterns.when), _phrases(norm, ending)
+    (ranges, things, qualifiers, ended), phrases = _ranges(norm, cues, correction, patterns.when), _phrases(norm, ending)
     old_named, new_value, named_at, whole = _named_values(norm, patterns, [m for m, is_cue in cues if is_cue] + ending)
     new_named, rescheduled = content_words(new_value), _when(new_value, patterns)
     replaced = bool(things) and not patterns.when.search(norm)  # a thing replaced, with no time said
@@ -132,6 +133,7 @@ def cued_update(
         near = {
             word for word, at in links if any(lo <= at <= hi for lo, hi in ranges) and at not in qualifiers
             and not (at in things and _qualifies(candidate.entry.content, word, things[at]))
+            and not (at in ended and _for_it(candidate.facts, word))
         }
         linked = dict((at, word) for word, at in links)
         # An ending cue ends a phrase the candidate says whole: "dropped spin class", not "dropped the yoga class".
@@ -177,6 +179,10 @@ _MOVERS = frozenset("moved moving changed changing switched switching replaced r
 # Verbs that may end the thing said right after them: "quit the school choir" ends a choir, not a school.
 _ENDERS = frozenset("quit quitting left leaving stopped stopping".split()) | {"gave up", "given up", "giving up"}
 _LEAVERS = frozenset("left leaving".split())
+# What an activity is done in: giving up yoga ends the yoga class, not the yoga mat.
+_OCCASIONS = frozenset(
+    "class classes lesson lessons course courses practice session sessions team club group league training membership".split()
+)
 # After a thing left, a place or a person it is left with ("at the garage", "with my sister"); not "for"
 # or "to" ("left Google for Amazon" is a leaving).
 _PLACES = frozenset("at in on with behind outside inside near under by".split())
@@ -196,15 +202,16 @@ _NOT_A_THING = _PHRASE_END | _PARTICLES | _PRONOUNS | _NUMBERS  # words that end
 
 def _ranges(
     norm: str, cues: list, correction: bool, when: re.Pattern
-) -> tuple[list[tuple[int, int]], dict[int, set[str]], set[int]]:
+) -> tuple[list[tuple[int, int]], dict[int, set[str]], set[int], set[int]]:
     """The word indexes each cue reaches: ``WINDOW`` words about a change cue, the whole text for a
     correction ("sorry, I meant ..."); by the index of its head, the words of each thing a cue moves
     or replaces, which it alone reaches ("Tom moved the sofa": the sofa, not Tom; "switched dentists": the
     dentist, not the dentist appointment); and the indexes of the words that only qualify a thing a cue
-    ends, which are no link ("quit the school choir" ends a choir, not a school). A thing left somewhere
-    ("left the car at the garage") is reached by no cue."""
+    ends, which are no link ("quit the school choir" ends a choir, not a school), and of the heads of the
+    things a cue ends ("gave up yoga": yoga). A thing left somewhere ("left the car at the garage") is
+    reached by no cue."""
     tokens = _tokens(norm)
-    ranges, things, qualifiers = [], {}, set()
+    ranges, things, qualifiers, ended = [], {}, set(), set()
     for match, is_cue in cues:
         span = _span(tokens, match)
         if not span or _said_of_another(norm, tokens, span[0]):
@@ -224,8 +231,9 @@ def _ranges(
             things[thing[-1]] = {stem(tokens[at][1]) for at in thing}
             continue
         qualifiers.update(thing[:-1])
+        ended.update(thing[-1:])
         ranges.append((span[0] - WINDOW, span[1] + WINDOW))
-    return ranges + ([(0, len(tokens))] if correction else []), things, qualifiers
+    return ranges + ([(0, len(tokens))] if correction else []), things, qualifiers, ended
 
 
 def _placed(norm: str, tokens: list[tuple[int, str]], last: int, when: re.Pattern) -> bool:
@@ -238,6 +246,18 @@ def _placed(norm: str, tokens: list[tuple[int, str]], last: int, when: re.Patter
     while rest and rest[0] in _DETERMINER:
         rest = rest[1:]
     return bool(rest) and not (rest[0][:1].isdigit() or rest[0] in _TIMES or when.match(" ".join(rest)))
+
+
+def _for_it(facts: list[Fact], word: str) -> bool:
+    """The candidate's slots say ``word`` only as what a thing it has or describes is for ("I have a
+    purple yoga mat", "my yoga mat is purple"): giving up yoga leaves the mat, though it ends a yoga class."""
+    named = []
+    for fact in facts:
+        thing = (fact.value if fact.attribute == "has" else fact.attribute).split()
+        if word in map(stem, thing):
+            phrase = thing[:next((i for i, w in enumerate(thing) if i and w in _PHRASE_END), len(thing))]
+            named.append(phrase[-1])
+    return bool(named) and all(stem(head) != word and head not in _OCCASIONS for head in named)
 
 
 def _ends_phrase(norm: str, tokens: list[tuple[int, str]], at: int) -> bool:

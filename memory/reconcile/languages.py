@@ -52,7 +52,7 @@ ENGLISH = compile_slots(
         (r"\b(?:stopped|quit) being\b", "am"),
         (r"\b(?:stopped|quit) (working|living|eating|using|dating|seeing)\b", r"\1"),
         (r"\b(?:quit|left) (?:my job|my position|my role)(?: (?:at|with))? ", "work at "),
-        (r"\bgave up (?:my )?", "have "),
+        (r"\bgave up (?:my|our|the) ", "have "),  # "gave up yoga" is an activity, not a thing had
         (r"\b(?:sold|gave away|got rid of|lost) (?:my |our |the )?", "have "),
         (r"^(my|our) ([\w -]+?) (?:died|passed away|ran away)\b.*", r"i have \2"),
         (r"\bbroke up with ", "am dating "),

@@ -315,3 +315,15 @@ async def test_leaving_a_thing_somewhere_ends_nothing_leaving_it_ends_it(store):
     # Positive control, same store: the thing left, with a time after it.
     assert await store.say("I left the choir in March.") == ["I sing in the church choir."]
     assert "My car is a grey Golf." in await store.current()
+
+
+async def test_giving_up_an_activity_keeps_a_thing_had_for_it(store):
+    """"I gave up yoga" deleted "I have a purple yoga mat": the retraction read "yoga" in the mat's value
+    (and the cue rule linked it). Giving up an activity ends its class, not a thing had for it; giving up
+    the thing itself ends it."""
+    await store.say("I have a purple yoga mat.")
+    await store.say("I take a yoga class on Tuesdays.")
+    # Positive control, same store: the class is ended, the mat is not.
+    assert await store.say("I gave up yoga.") == ["I take a yoga class on Tuesdays."]
+    assert "I have a purple yoga mat." in await store.current()
+    assert await store.say("I gave up my yoga mat.") == ["I have a purple yoga mat."]
