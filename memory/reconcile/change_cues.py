@@ -239,13 +239,19 @@ def _ranges(
 def _placed(norm: str, tokens: list[tuple[int, str]], last: int, when: re.Pattern) -> bool:
     """The thing ending at ``last``, said after "left", is put somewhere or with someone ("left the car at
     the garage", "leaving my car with my sister"), not left for good: a time after it ("left the choir in
-    March", "at the end of the season") or nothing is a leaving."""
+    March", "at Christmas", "at the end of the season") or nothing is a leaving; a time that only
+    qualifies a place ("at the Christmas market") is a place."""
     if _ends_phrase(norm, tokens, last) or last + 1 >= len(tokens) or tokens[last + 1][1] not in _PLACES:
         return False
-    rest = [word for _, word in tokens[last + 2:]]
-    while rest and rest[0] in _DETERMINER:
-        rest = rest[1:]
-    return bool(rest) and not (rest[0][:1].isdigit() or rest[0] in _TIMES or when.match(" ".join(rest)))
+    at = last + 2
+    while at < len(tokens) and tokens[at][1] in _DETERMINER:
+        at += 1
+    if at >= len(tokens):
+        return False
+    time = when.match(norm, tokens[at][0])
+    after = norm[time.end():].split(maxsplit=1) if time else []
+    said_whole = time is not None and (not after or norm[time.end():][:1] in ",;.!?" or after[0] in _PHRASE_END)
+    return not (tokens[at][1][:1].isdigit() or tokens[at][1] in _TIMES or said_whole)
 
 
 def _for_it(facts: list[Fact], word: str) -> bool:

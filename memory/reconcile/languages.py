@@ -232,7 +232,11 @@ ENGLISH = compile_slots(
         r"\b(?:(?:mon|tues|wednes|thurs|fri|satur|sun)days?|weekends?|mornings?|afternoons?|evenings?|noon|midnight"
         r"|(?:jan|febr)uary|march|april|june|july|august|(?:septem|octo|novem|decem)ber|may \d{1,2}(?:st|nd|rd|th)?"
         r"|\d{1,2}(?:[:.]\d{2})? ?(?:am|pm)|\d{1,2}:\d{2}|\d{1,2}(?:st|nd|rd|th)"
-        r"|half (?:past )?(?:\d{1,2}|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve))\b"
+        r"|half (?:past )?(?:\d{1,2}|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve)"
+        # a holiday or a named day: "left the choir at Christmas" is a leaving, not the choir put somewhere
+        r"|christmas|xmas|easter|thanksgiving|halloween|hanukkah|diwali|eid|passover|ramadan|hogmanay|midsummer"
+        r"|new year(?:'s)?|half[- ]term|bank holiday|(?:boxing|valentine's|mother's|father's|independence|labou?r"
+        r"|memorial|st\.? patrick's|new year's) day)\b"
     ),
     change_from=(
         r"\bfrom (?!now on)(?P<old>[^,;]+?) to (?P<new>[^,;]+)|\binstead of (?P<old2>[^,;]+)"

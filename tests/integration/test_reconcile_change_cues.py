@@ -327,3 +327,14 @@ async def test_giving_up_an_activity_keeps_a_thing_had_for_it(store):
     assert await store.say("I gave up yoga.") == ["I take a yoga class on Tuesdays."]
     assert "I have a purple yoga mat." in await store.current()
     assert await store.say("I gave up my yoga mat.") == ["I have a purple yoga mat."]
+
+
+async def test_leaving_at_a_holiday_is_a_leaving(store):
+    """"Christmas" was no time word, so "I left the choir at Christmas" put the choir somewhere and ended
+    nothing. A holiday or a named day after "left" is a time; one that only qualifies a place is a place."""
+    await store.say("My car is a grey Golf.")
+    await store.say("I sing in the church choir.")
+    assert await store.say("I left the car at the Christmas market.") == []
+    # Positive control, same store: the thing left, at a holiday.
+    assert await store.say("I left the choir at Christmas.") == ["I sing in the church choir."]
+    assert "My car is a grey Golf." in await store.current()
