@@ -27,9 +27,12 @@ of these hold:
   that thing, which the candidate must name as its own and not to qualify
   another ("the dentist appointment" is no dentist), and one that ends what
   it names ("quit", "stopped") ends its head ("quit the school choir" ends
-  no school), not a thing had for it ("gave up yoga" ends a yoga class, not
-  "I have a yoga mat"), and "left" with a place after its object puts it
-  there ("I left the car at the garage" ends no car); an ending cue links only the
+  no school, "the piano teacher's Saturday group" no piano), not a thing had
+  for it ("gave up yoga" ends a yoga class, not "I have a yoga mat"), nor,
+  said of an activity, its doer ("Maria stopped doing the ironing"); "left"
+  with a place after its object puts it there ("I left the car at the
+  garage" ends no car), with a thing after it gives it ("I left my manager a
+  voicemail"); an ending cue links only the
   phrase beside it, said whole by the candidate ("cancelled the Spanish
   course", not "the Napa wine tour was called off" for an offsite in Napa);
   a correction reaches the whole text
@@ -179,6 +182,11 @@ _MOVERS = frozenset("moved moving changed changing switched switching replaced r
 # Verbs that may end the thing said right after them: "quit the school choir" ends a choir, not a school.
 _ENDERS = frozenset("quit quitting left leaving stopped stopping".split()) | {"gave up", "given up", "giving up"}
 _LEAVERS = frozenset("left leaving".split())
+# Between a gerund and its object: "stopped paying for phone insurance", "gave up going to the gym"; not a
+# place or a time ("stopped smoking in March": smoking).
+_GERUND_LINKS = frozenset("for to".split())
+# After "left someone a ...", a time ("left the band a year ago") rather than a thing given.
+_DURATIONS = frozenset("few couple while day days week weeks month months year years fortnight decade".split())
 # What an activity is done in: giving up yoga ends the yoga class, not the yoga mat.
 _OCCASIONS = frozenset(
     "class classes lesson lessons course courses practice session sessions team club group league training membership".split()
@@ -230,18 +238,28 @@ def _ranges(
             ranges.append((thing[-1], thing[-1]))
             things[thing[-1]] = {stem(tokens[at][1]) for at in thing}
             continue
-        qualifiers.update(thing[:-1])
+        # All before the head only qualifies it: "quit the piano teacher's Saturday group" ends no piano.
+        qualifiers.update(range(span[1] + 1, thing[-1]) if thing else ())
         ended.update(thing[-1:])
+        if thing and tokens[span[1] + 1][1].endswith("ing") and span[1] + 1 < thing[0]:
+            # "Maria stopped doing the ironing": an activity stops, not its doer.
+            ranges.append((span[1] + 1, thing[-1]))
+            continue
         ranges.append((span[0] - WINDOW, span[1] + WINDOW))
     return ranges + ([(0, len(tokens))] if correction else []), things, qualifiers, ended
 
 
 def _placed(norm: str, tokens: list[tuple[int, str]], last: int, when: re.Pattern) -> bool:
     """The thing ending at ``last``, said after "left", is put somewhere or with someone ("left the car at
-    the garage", "leaving my car with my sister"), not left for good: a time after it ("left the choir in
+    the garage", "leaving my car with my sister"), or is someone given something ("left my manager a
+    voicemail"), not left for good: a time after it ("left the choir in
     March", "at Christmas", "at the end of the season") or nothing is a leaving; a time that only
     qualifies a place ("at the Christmas market") is a place."""
-    if _ends_phrase(norm, tokens, last) or last + 1 >= len(tokens) or tokens[last + 1][1] not in _PLACES:
+    if _ends_phrase(norm, tokens, last) or last + 1 >= len(tokens):
+        return False
+    if tokens[last + 1][1] in {"a", "an", "some"}:  # "left my manager a voicemail": something given them
+        return not {word for _, word in tokens[last + 2:last + 4]} & _DURATIONS
+    if tokens[last + 1][1] not in _PLACES:
         return False
     at = last + 2
     while at < len(tokens) and tokens[at][1] in _DETERMINER:
@@ -336,19 +354,23 @@ def _object(norm: str, tokens: list[tuple[int, str]], last: int) -> list[int]:
     ("switched dentists", "moved the guinea pigs' hutch into the shed": the hutch, a possessor is not the
     thing); none when it goes somewhere or is someone ("moved to Leeds", "moved back", "moved him")."""
     at = last + 1
-    if at + 1 < len(tokens) and tokens[at][1].endswith("ing") and tokens[at + 1][1] in _DETERMINER:
+    if at + 1 < len(tokens) and tokens[at][1].endswith("ing") and tokens[at + 1][1] in _DETERMINER | _GERUND_LINKS:
         at += 1  # "stopped using my Barclays card": the card
+        at += tokens[at][1] in _GERUND_LINKS  # "stopped paying for phone insurance": the insurance
     while at < len(tokens) and tokens[at][1] in _DETERMINER | _QUANTIFIERS:
         at += 1
     words: list[int] = []
-    for at in range(at, min(at + WINDOW, len(tokens))):
+    said_words = 0
+    while at < len(tokens) and said_words < WINDOW:
         start, word = tokens[at]
         if word in _NOT_A_THING or word[:1].isdigit() or word.endswith("ly") or not content_words(word):
             break  # "moved back to Leeds", "quit smoking three weeks ago": smoking
         said = norm[start:].split(" ", 1)[0]
-        words = [] if said.rstrip(",.;:!?").endswith(("'", "'s")) else [*words, at]  # "pigs' hutch": the hutch
+        possessor = said.rstrip(",.;:!?").endswith(("'", "'s"))
+        words, said_words = ([], 0) if possessor else ([*words, at], said_words + 1)  # "pigs' hutch": the hutch
         if _ends_phrase(norm, tokens, at):
             break
+        at += 1
     return words
 
 

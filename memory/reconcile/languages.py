@@ -225,7 +225,8 @@ ENGLISH = compile_slots(
         r"|in (?:high school|college|university|uni|nursing school|law school|med school|grad school))\b"
     ),
     one_off=(
-        r"\b(?:cancell?ed|called off|postponed|rained off|pushed back|died|broke down|ran out)\b.*\b(?:today|tonight"
+        r"\b(?:cancell?ed|called off|postponed|rained off|pushed back|died|broke down|ran out"
+        r"|left(?: \w+){0,2}? (?:early|late))\b.*\b(?:today|tonight"  # "the nanny left early today": one day, not the job
         r"|tomorrow|this (?:morning|afternoon|evening|week|weekend|time)|last night|yesterday|halfway through|at lunch)\b"
     ),
     when=(  # a day, a date or a clock time; "may" only with a day ("on May 7"), else it is the verb

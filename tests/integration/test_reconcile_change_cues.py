@@ -338,3 +338,21 @@ async def test_leaving_at_a_holiday_is_a_leaving(store):
     # Positive control, same store: the thing left, at a holiday.
     assert await store.say("I left the choir at Christmas.") == ["I sing in the church choir."]
     assert "My car is a grey Golf." in await store.current()
+
+
+async def test_a_cue_ends_what_it_names_not_a_person_given_to_its_doer_or_a_qualifier(store):
+    """Controls of shared_topic_hunt2 that were ended: "left my manager a voicemail" gives the manager
+    something; "stopped paying for phone insurance" ends insurance; "Maria stopped doing the ironing" ends
+    the ironing, not Maria; "the piano teacher's Saturday group" is a group; "left early today" is one day."""
+    for fact in ("My manager is Kevin Ortiz.", "My phone is an iPhone 12.", "Our cleaner is Maria.",
+                 "The piano lesson is on Tuesdays at 5.", "Our nanny is Grace."):
+        await store.say(fact)
+    assert await store.say("I left my manager a voicemail.") == []
+    assert await store.say("I stopped paying for phone insurance.") == []
+    assert await store.say("Maria stopped doing the ironing.") == []
+    assert await store.say("I quit the piano teacher's Saturday group.") == []
+    assert await store.say("The nanny left early today.") == []
+    # Positive controls, same store: the same cues naming the fact's own thing or person.
+    assert await store.say("I quit piano lessons.") == ["The piano lesson is on Tuesdays at 5."]
+    assert await store.say("Maria left.") == ["Our cleaner is Maria."]
+    assert {"My manager is Kevin Ortiz.", "My phone is an iPhone 12.", "Our nanny is Grace."} <= await store.current()
