@@ -185,8 +185,10 @@ _LEAVERS = frozenset("left leaving".split())
 # Between a gerund and its object: "stopped paying for phone insurance", "gave up going to the gym"; not a
 # place or a time ("stopped smoking in March": smoking).
 _GERUND_LINKS = frozenset("for to".split())
-# After "left someone a ...", a time ("left the band a year ago") rather than a thing given.
-_DURATIONS = frozenset("few couple while day days week weeks month months year years fortnight decade".split())
+# After "left someone a ...", a time ("left the band a year ago", "some time ago") rather than a thing given.
+_DURATIONS = frozenset(
+    "few couple while time hour hours day days week weeks month months year years fortnight decade ago later".split()
+)
 # What an activity is done in: giving up yoga ends the yoga class, not the yoga mat.
 _OCCASIONS = frozenset(
     "class classes lesson lessons course courses practice session sessions team club group league training membership".split()
@@ -258,7 +260,7 @@ def _placed(norm: str, tokens: list[tuple[int, str]], last: int, when: re.Patter
     if _ends_phrase(norm, tokens, last) or last + 1 >= len(tokens):
         return False
     if tokens[last + 1][1] in {"a", "an", "some"}:  # "left my manager a voicemail": something given them
-        return not {word for _, word in tokens[last + 2:last + 4]} & _DURATIONS
+        return not {word for _, word in tokens[last + 2:last + 5]} & _DURATIONS
     if tokens[last + 1][1] not in _PLACES:
         return False
     at = last + 2

@@ -345,7 +345,7 @@ async def test_a_cue_ends_what_it_names_not_a_person_given_to_its_doer_or_a_qual
     something; "stopped paying for phone insurance" ends insurance; "Maria stopped doing the ironing" ends
     the ironing, not Maria; "the piano teacher's Saturday group" is a group; "left early today" is one day."""
     for fact in ("My manager is Kevin Ortiz.", "My phone is an iPhone 12.", "Our cleaner is Maria.",
-                 "The piano lesson is on Tuesdays at 5.", "Our nanny is Grace."):
+                 "The piano lesson is on Tuesdays at 5.", "Our nanny is Grace.", "I sing in the church choir."):
         await store.say(fact)
     assert await store.say("I left my manager a voicemail.") == []
     assert await store.say("I stopped paying for phone insurance.") == []
@@ -355,4 +355,5 @@ async def test_a_cue_ends_what_it_names_not_a_person_given_to_its_doer_or_a_qual
     # Positive controls, same store: the same cues naming the fact's own thing or person.
     assert await store.say("I quit piano lessons.") == ["The piano lesson is on Tuesdays at 5."]
     assert await store.say("Maria left.") == ["Our cleaner is Maria."]
+    assert await store.say("I left the choir some time ago.") == ["I sing in the church choir."]  # a time, not a thing given
     assert {"My manager is Kevin Ortiz.", "My phone is an iPhone 12.", "Our nanny is Grace."} <= await store.current()
