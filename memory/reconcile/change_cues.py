@@ -27,8 +27,12 @@ of these hold:
   that thing, which the candidate must name as its own and not to qualify
   another ("the dentist appointment" is no dentist), and one that ends what
   it names ("quit", "stopped") ends its head ("quit the school choir" ends
-  no school), and "left" with a place after its object puts it there ("I
-  left the car at the garage" ends no car); an ending cue links only the
+  no school, "the piano teacher's Saturday group" no piano), not a thing had
+  for it ("gave up yoga" ends a yoga class, not "I have a yoga mat"), nor,
+  said of an activity, its doer ("Maria stopped doing the ironing"); "left"
+  with a place after its object puts it there ("I left the car at the
+  garage" ends no car), with a thing after it gives it ("I left my manager a
+  voicemail"); an ending cue links only the
   phrase beside it, said whole by the candidate ("cancelled the Spanish
   course", not "the Napa wine tour was called off" for an offsite in Napa);
   a correction reaches the whole text
@@ -91,7 +95,7 @@ def cued_update(
         return None
     ends = _endings(norm, patterns)
     strong = any(is_cue for _, is_cue in cues) or bool(ending)  # a correction alone never ends one of many tastes
-    (ranges, things, qualifiers), phrases = _ranges(norm, cues, correction, patterns.when), _phrases(norm, ending)
+    (ranges, things, qualifiers, ended), phrases = _ranges(norm, cues, correction, patterns.when), _phrases(norm, ending)
     old_named, new_value, named_at, whole = _named_values(norm, patterns, [m for m, is_cue in cues if is_cue] + ending)
     new_named, rescheduled = content_words(new_value), _when(new_value, patterns)
     replaced = bool(things) and not patterns.when.search(norm)  # a thing replaced, with no time said
@@ -132,6 +136,7 @@ def cued_update(
         near = {
             word for word, at in links if any(lo <= at <= hi for lo, hi in ranges) and at not in qualifiers
             and not (at in things and _qualifies(candidate.entry.content, word, things[at]))
+            and not (at in ended and _for_it(candidate.facts, word))
         }
         linked = dict((at, word) for word, at in links)
         # An ending cue ends a phrase the candidate says whole: "dropped spin class", not "dropped the yoga class".
@@ -177,6 +182,17 @@ _MOVERS = frozenset("moved moving changed changing switched switching replaced r
 # Verbs that may end the thing said right after them: "quit the school choir" ends a choir, not a school.
 _ENDERS = frozenset("quit quitting left leaving stopped stopping".split()) | {"gave up", "given up", "giving up"}
 _LEAVERS = frozenset("left leaving".split())
+# Between a gerund and its object: "stopped paying for phone insurance", "gave up going to the gym"; not a
+# place or a time ("stopped smoking in March": smoking).
+_GERUND_LINKS = frozenset("for to".split())
+# After "left someone a ...", a time ("left the band a year ago", "some time ago") rather than a thing given.
+_DURATIONS = frozenset(
+    "few couple while time hour hours day days week weeks month months year years fortnight decade ago later".split()
+)
+# What an activity is done in: giving up yoga ends the yoga class, not the yoga mat.
+_OCCASIONS = frozenset(
+    "class classes lesson lessons course courses practice session sessions team club group league training membership".split()
+)
 # After a thing left, a place or a person it is left with ("at the garage", "with my sister"); not "for"
 # or "to" ("left Google for Amazon" is a leaving).
 _PLACES = frozenset("at in on with behind outside inside near under by".split())
@@ -196,15 +212,16 @@ _NOT_A_THING = _PHRASE_END | _PARTICLES | _PRONOUNS | _NUMBERS  # words that end
 
 def _ranges(
     norm: str, cues: list, correction: bool, when: re.Pattern
-) -> tuple[list[tuple[int, int]], dict[int, set[str]], set[int]]:
+) -> tuple[list[tuple[int, int]], dict[int, set[str]], set[int], set[int]]:
     """The word indexes each cue reaches: ``WINDOW`` words about a change cue, the whole text for a
     correction ("sorry, I meant ..."); by the index of its head, the words of each thing a cue moves
     or replaces, which it alone reaches ("Tom moved the sofa": the sofa, not Tom; "switched dentists": the
     dentist, not the dentist appointment); and the indexes of the words that only qualify a thing a cue
-    ends, which are no link ("quit the school choir" ends a choir, not a school). A thing left somewhere
-    ("left the car at the garage") is reached by no cue."""
+    ends, which are no link ("quit the school choir" ends a choir, not a school), and of the heads of the
+    things a cue ends ("gave up yoga": yoga). A thing left somewhere ("left the car at the garage") is
+    reached by no cue."""
     tokens = _tokens(norm)
-    ranges, things, qualifiers = [], {}, set()
+    ranges, things, qualifiers, ended = [], {}, set(), set()
     for match, is_cue in cues:
         span = _span(tokens, match)
         if not span or _said_of_another(norm, tokens, span[0]):
@@ -223,21 +240,50 @@ def _ranges(
             ranges.append((thing[-1], thing[-1]))
             things[thing[-1]] = {stem(tokens[at][1]) for at in thing}
             continue
-        qualifiers.update(thing[:-1])
+        # All before the head only qualifies it: "quit the piano teacher's Saturday group" ends no piano.
+        qualifiers.update(range(span[1] + 1, thing[-1]) if thing else ())
+        ended.update(thing[-1:])
+        if thing and tokens[span[1] + 1][1].endswith("ing") and span[1] + 1 < thing[0]:
+            # "Maria stopped doing the ironing": an activity stops, not its doer.
+            ranges.append((span[1] + 1, thing[-1]))
+            continue
         ranges.append((span[0] - WINDOW, span[1] + WINDOW))
-    return ranges + ([(0, len(tokens))] if correction else []), things, qualifiers
+    return ranges + ([(0, len(tokens))] if correction else []), things, qualifiers, ended
 
 
 def _placed(norm: str, tokens: list[tuple[int, str]], last: int, when: re.Pattern) -> bool:
     """The thing ending at ``last``, said after "left", is put somewhere or with someone ("left the car at
-    the garage", "leaving my car with my sister"), not left for good: a time after it ("left the choir in
-    March", "at the end of the season") or nothing is a leaving."""
-    if _ends_phrase(norm, tokens, last) or last + 1 >= len(tokens) or tokens[last + 1][1] not in _PLACES:
+    the garage", "leaving my car with my sister"), or is someone given something ("left my manager a
+    voicemail"), not left for good: a time after it ("left the choir in
+    March", "at Christmas", "at the end of the season") or nothing is a leaving; a time that only
+    qualifies a place ("at the Christmas market") is a place."""
+    if _ends_phrase(norm, tokens, last) or last + 1 >= len(tokens):
         return False
-    rest = [word for _, word in tokens[last + 2:]]
-    while rest and rest[0] in _DETERMINER:
-        rest = rest[1:]
-    return bool(rest) and not (rest[0][:1].isdigit() or rest[0] in _TIMES or when.match(" ".join(rest)))
+    if tokens[last + 1][1] in {"a", "an", "some"}:  # "left my manager a voicemail": something given them
+        return not {word for _, word in tokens[last + 2:last + 5]} & _DURATIONS
+    if tokens[last + 1][1] not in _PLACES:
+        return False
+    at = last + 2
+    while at < len(tokens) and tokens[at][1] in _DETERMINER:
+        at += 1
+    if at >= len(tokens):
+        return False
+    time = when.match(norm, tokens[at][0])
+    after = norm[time.end():].split(maxsplit=1) if time else []
+    said_whole = time is not None and (not after or norm[time.end():][:1] in ",;.!?" or after[0] in _PHRASE_END)
+    return not (tokens[at][1][:1].isdigit() or tokens[at][1] in _TIMES or said_whole)
+
+
+def _for_it(facts: list[Fact], word: str) -> bool:
+    """The candidate's slots say ``word`` only as what a thing it has or describes is for ("I have a
+    purple yoga mat", "my yoga mat is purple"): giving up yoga leaves the mat, though it ends a yoga class."""
+    named = []
+    for fact in facts:
+        thing = (fact.value if fact.attribute == "has" else fact.attribute).split()
+        if word in map(stem, thing):
+            phrase = thing[:next((i for i, w in enumerate(thing) if i and w in _PHRASE_END), len(thing))]
+            named.append(phrase[-1])
+    return bool(named) and all(stem(head) != word and head not in _OCCASIONS for head in named)
 
 
 def _ends_phrase(norm: str, tokens: list[tuple[int, str]], at: int) -> bool:
@@ -310,19 +356,23 @@ def _object(norm: str, tokens: list[tuple[int, str]], last: int) -> list[int]:
     ("switched dentists", "moved the guinea pigs' hutch into the shed": the hutch, a possessor is not the
     thing); none when it goes somewhere or is someone ("moved to Leeds", "moved back", "moved him")."""
     at = last + 1
-    if at + 1 < len(tokens) and tokens[at][1].endswith("ing") and tokens[at + 1][1] in _DETERMINER:
+    if at + 1 < len(tokens) and tokens[at][1].endswith("ing") and tokens[at + 1][1] in _DETERMINER | _GERUND_LINKS:
         at += 1  # "stopped using my Barclays card": the card
+        at += tokens[at][1] in _GERUND_LINKS  # "stopped paying for phone insurance": the insurance
     while at < len(tokens) and tokens[at][1] in _DETERMINER | _QUANTIFIERS:
         at += 1
     words: list[int] = []
-    for at in range(at, min(at + WINDOW, len(tokens))):
+    said_words = 0
+    while at < len(tokens) and said_words < WINDOW:
         start, word = tokens[at]
         if word in _NOT_A_THING or word[:1].isdigit() or word.endswith("ly") or not content_words(word):
             break  # "moved back to Leeds", "quit smoking three weeks ago": smoking
         said = norm[start:].split(" ", 1)[0]
-        words = [] if said.rstrip(",.;:!?").endswith(("'", "'s")) else [*words, at]  # "pigs' hutch": the hutch
+        possessor = said.rstrip(",.;:!?").endswith(("'", "'s"))
+        words, said_words = ([], 0) if possessor else ([*words, at], said_words + 1)  # "pigs' hutch": the hutch
         if _ends_phrase(norm, tokens, at):
             break
+        at += 1
     return words
 
 

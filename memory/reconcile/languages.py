@@ -52,7 +52,7 @@ ENGLISH = compile_slots(
         (r"\b(?:stopped|quit) being\b", "am"),
         (r"\b(?:stopped|quit) (working|living|eating|using|dating|seeing)\b", r"\1"),
         (r"\b(?:quit|left) (?:my job|my position|my role)(?: (?:at|with))? ", "work at "),
-        (r"\bgave up (?:my )?", "have "),
+        (r"\bgave up (?:my|our|the) ", "have "),  # "gave up yoga" is an activity, not a thing had
         (r"\b(?:sold|gave away|got rid of|lost) (?:my |our |the )?", "have "),
         (r"^(my|our) ([\w -]+?) (?:died|passed away|ran away)\b.*", r"i have \2"),
         (r"\bbroke up with ", "am dating "),
@@ -225,14 +225,19 @@ ENGLISH = compile_slots(
         r"|in (?:high school|college|university|uni|nursing school|law school|med school|grad school))\b"
     ),
     one_off=(
-        r"\b(?:cancell?ed|called off|postponed|rained off|pushed back|died|broke down|ran out)\b.*\b(?:today|tonight"
+        r"\b(?:cancell?ed|called off|postponed|rained off|pushed back|died|broke down|ran out"
+        r"|left(?: \w+){0,2}? (?:early|late))\b.*\b(?:today|tonight"  # "the nanny left early today": one day, not the job
         r"|tomorrow|this (?:morning|afternoon|evening|week|weekend|time)|last night|yesterday|halfway through|at lunch)\b"
     ),
     when=(  # a day, a date or a clock time; "may" only with a day ("on May 7"), else it is the verb
         r"\b(?:(?:mon|tues|wednes|thurs|fri|satur|sun)days?|weekends?|mornings?|afternoons?|evenings?|noon|midnight"
         r"|(?:jan|febr)uary|march|april|june|july|august|(?:septem|octo|novem|decem)ber|may \d{1,2}(?:st|nd|rd|th)?"
         r"|\d{1,2}(?:[:.]\d{2})? ?(?:am|pm)|\d{1,2}:\d{2}|\d{1,2}(?:st|nd|rd|th)"
-        r"|half (?:past )?(?:\d{1,2}|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve))\b"
+        r"|half (?:past )?(?:\d{1,2}|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve)"
+        # a holiday or a named day: "left the choir at Christmas" is a leaving, not the choir put somewhere
+        r"|christmas|xmas|easter|thanksgiving|halloween|hanukkah|diwali|eid|passover|ramadan|hogmanay|midsummer"
+        r"|new year(?:'s)?|half[- ]term|bank holiday|(?:boxing|valentine's|mother's|father's|independence|labou?r"
+        r"|memorial|st\.? patrick's|new year's) day)\b"
     ),
     change_from=(
         r"\bfrom (?!now on)(?P<old>[^,;]+?) to (?P<new>[^,;]+)|\binstead of (?P<old2>[^,;]+)"

@@ -315,3 +315,45 @@ async def test_leaving_a_thing_somewhere_ends_nothing_leaving_it_ends_it(store):
     # Positive control, same store: the thing left, with a time after it.
     assert await store.say("I left the choir in March.") == ["I sing in the church choir."]
     assert "My car is a grey Golf." in await store.current()
+
+
+async def test_giving_up_an_activity_keeps_a_thing_had_for_it(store):
+    """"I gave up yoga" deleted "I have a purple yoga mat": the retraction read "yoga" in the mat's value
+    (and the cue rule linked it). Giving up an activity ends its class, not a thing had for it; giving up
+    the thing itself ends it."""
+    await store.say("I have a purple yoga mat.")
+    await store.say("I take a yoga class on Tuesdays.")
+    # Positive control, same store: the class is ended, the mat is not.
+    assert await store.say("I gave up yoga.") == ["I take a yoga class on Tuesdays."]
+    assert "I have a purple yoga mat." in await store.current()
+    assert await store.say("I gave up my yoga mat.") == ["I have a purple yoga mat."]
+
+
+async def test_leaving_at_a_holiday_is_a_leaving(store):
+    """"Christmas" was no time word, so "I left the choir at Christmas" put the choir somewhere and ended
+    nothing. A holiday or a named day after "left" is a time; one that only qualifies a place is a place."""
+    await store.say("My car is a grey Golf.")
+    await store.say("I sing in the church choir.")
+    assert await store.say("I left the car at the Christmas market.") == []
+    # Positive control, same store: the thing left, at a holiday.
+    assert await store.say("I left the choir at Christmas.") == ["I sing in the church choir."]
+    assert "My car is a grey Golf." in await store.current()
+
+
+async def test_a_cue_ends_what_it_names_not_a_person_given_to_its_doer_or_a_qualifier(store):
+    """Controls of shared_topic_hunt2 that were ended: "left my manager a voicemail" gives the manager
+    something; "stopped paying for phone insurance" ends insurance; "Maria stopped doing the ironing" ends
+    the ironing, not Maria; "the piano teacher's Saturday group" is a group; "left early today" is one day."""
+    for fact in ("My manager is Kevin Ortiz.", "My phone is an iPhone 12.", "Our cleaner is Maria.",
+                 "The piano lesson is on Tuesdays at 5.", "Our nanny is Grace.", "I sing in the church choir."):
+        await store.say(fact)
+    assert await store.say("I left my manager a voicemail.") == []
+    assert await store.say("I stopped paying for phone insurance.") == []
+    assert await store.say("Maria stopped doing the ironing.") == []
+    assert await store.say("I quit the piano teacher's Saturday group.") == []
+    assert await store.say("The nanny left early today.") == []
+    # Positive controls, same store: the same cues naming the fact's own thing or person.
+    assert await store.say("I quit piano lessons.") == ["The piano lesson is on Tuesdays at 5."]
+    assert await store.say("Maria left.") == ["Our cleaner is Maria."]
+    assert await store.say("I left the choir some time ago.") == ["I sing in the church choir."]  # a time, not a thing given
+    assert {"My manager is Kevin Ortiz.", "My phone is an iPhone 12.", "Our nanny is Grace."} <= await store.current()
