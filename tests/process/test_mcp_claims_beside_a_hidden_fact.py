@@ -12,11 +12,7 @@ import json
 
 import pytest
 from mcp_client import call, session
-from runner import arcana, keyword_only
-
-
-def _recalled(query: str) -> list[str]:
-    return [r["content"] for r in json.loads(arcana("recall", query, "--agent", "ada", "--json"))["results"]]
+from runner import arcana, keyword_only, recalled
 
 
 @pytest.mark.parametrize("edit", [("set", "--visibility", "hidden"), ("forget",), ("purge", "--yes")])
@@ -33,8 +29,8 @@ async def test_a_claim_repeating_a_hidden_fact_is_withheld_with_it(arcana_home, 
     for fact in (locker, bike):
         arcana("memory", edit[0], fact, *edit[1:], "--agent", "ada")
 
-    assert not [text for text in _recalled("locker code 4471") if "4471" in text]
-    assert "My bike is painted red now" in _recalled("bike painted red")  # control: words of its own
+    assert not [text for text in recalled("locker code 4471") if "4471" in text]
+    assert "My bike is painted red now" in recalled("bike painted red")  # control: words of its own
     async with session("--agent", "ada") as client:
         failed, found = await call(client, "recall", query="locker code 4471", mode="keyword")
         assert not failed and not [r for r in found["results"] if "4471" in r["content"]]

@@ -13,11 +13,17 @@ import json
 
 import pytest
 from mcp_client import call, session
-from runner import arcana, keyword_only
+from runner import arcana, keyword_only, recalled
 
 
-def _recalled(query: str) -> list[str]:
-    return [r["content"] for r in json.loads(arcana("recall", query, "--agent", "ada", "--json"))["results"]]
+async def _shown_then_claimed(client, pairs) -> None:
+    """For each (query, claim): the agent recalls the query (so it is shown what answers), then remembers
+    the claim, added as new."""
+    for query, claim in pairs:
+        failed, found = await call(client, "recall", query=query, mode="keyword")
+        assert not failed and found["results"], found
+        failed, answer = await call(client, "remember", content=claim)
+        assert not failed and answer["decision"] == "add", answer
 
 
 @pytest.mark.parametrize("edit", [("set", "--visibility", "hidden"), ("forget",)])
@@ -27,18 +33,14 @@ async def test_a_claim_quoting_a_recalled_memory_is_withheld_with_it(arcana_home
     locker = json.loads(arcana("remember", "My locker code is 4471", "--agent", "ada", "--json"))["id"]
     arcana("remember", "My bike is painted teal", "--agent", "ada")
     async with session("--agent", "ada") as client:
-        for query, claim in (("locker code", "The user's locker code 4471 opens locker twelve"),
-                             ("bike", "The bike painted teal is kept in the shed")):
-            failed, found = await call(client, "recall", query=query, mode="keyword")
-            assert not failed and found["results"], found
-            failed, answer = await call(client, "remember", content=claim)
-            assert not failed and answer["decision"] == "add", answer
+        await _shown_then_claimed(client, (("locker code", "The user's locker code 4471 opens locker twelve"),
+                             ("bike", "The bike painted teal is kept in the shed")))
 
     done = json.loads(arcana("memory", *edit[:1], locker, *edit[1:], "--agent", "ada", "--json"))
     assert len(done.get("reached", [])) == 1  # the claim quoting it, not the one quoting the bike
 
-    assert not [text for text in _recalled("locker code 4471") if "4471" in text]
-    assert "The bike painted teal is kept in the shed" in _recalled("bike shed")  # control: its fact stays visible
+    assert not [text for text in recalled("locker code 4471") if "4471" in text]
+    assert "The bike painted teal is kept in the shed" in recalled("bike shed")  # control: its fact stays visible
 
 
 async def test_the_link_never_lets_the_agent_withdraw_the_fact_it_quoted(arcana_home):
@@ -56,7 +58,7 @@ async def test_the_link_never_lets_the_agent_withdraw_the_fact_it_quoted(arcana_
         failed, answer = await call(client, "forget", id=answer["id"])
         assert not failed and answer["changed"], answer
 
-    assert _recalled("locker code 4471") == ["My locker code is 4471"]
+    assert recalled("locker code 4471") == ["My locker code is 4471"]
 
 
 async def test_the_link_keeps_its_one_way_through_export_and_import(arcana_home, tmp_path):
@@ -110,9 +112,9 @@ async def test_an_update_repeating_a_recalled_memory_is_withheld_with_it(arcana_
     done = json.loads(arcana("memory", *edit[:1], locker, *edit[1:], "--agent", "ada", "--json"))
     assert len(done.get("reached", [])) == 1, done  # the updated claim repeating it, nothing else
 
-    assert not [text for text in _recalled("locker code 4471") if "4471" in text]
-    assert "Pending chore: water the ferns in the kitchen twice" in _recalled("ferns kitchen")  # updated, not repeating
-    assert "The garden shed roof leaks when it rains" in _recalled("garden shed roof")  # untouched own claim
+    assert not [text for text in recalled("locker code 4471") if "4471" in text]
+    assert "Pending chore: water the ferns in the kitchen twice" in recalled("ferns kitchen")  # updated, not repeating
+    assert "The garden shed roof leaks when it rains" in recalled("garden shed roof")  # untouched own claim
 
 
 @pytest.mark.parametrize("tier", [("--pool", "team"), ("--scope", "global"), ("promoted",), ("promoted", "mcp")])
@@ -131,12 +133,8 @@ async def test_a_claim_quoting_a_shared_memory_is_withheld_with_it(arcana_home, 
     shown = json.loads(arcana("remember", "The team locker code is 4471", *where, "--json"))["id"]
     arcana("remember", "The team bike is painted teal", *where)
     async with session("--agent", "ada") as client:
-        for query, claim in (("locker code", "The team locker code 4471 opens locker twelve"),
-                             ("bike", "The team bike painted teal is kept in the shed")):
-            failed, found = await call(client, "recall", query=query, mode="keyword")
-            assert not failed and found["results"], found
-            failed, answer = await call(client, "remember", content=claim)
-            assert not failed and answer["decision"] == "add", answer
+        await _shown_then_claimed(client, (("locker code", "The team locker code 4471 opens locker twelve"),
+                             ("bike", "The team bike painted teal is kept in the shed")))
 
     if tier == ("promoted", "mcp"):  # bob forgets his own fact, its global copy with it
         async with session("--agent", "bob") as client:
@@ -147,5 +145,5 @@ async def test_a_claim_quoting_a_shared_memory_is_withheld_with_it(arcana_home, 
         done = json.loads(arcana("memory", "set", shown, *edited, "--visibility", "hidden", "--json"))
         assert len(done.get("reached", [])) == 1, done  # ada's claim quoting it, not the one quoting the bike
 
-    assert not [text for text in _recalled("locker code 4471") if "4471" in text]
-    assert "The team bike painted teal is kept in the shed" in _recalled("bike shed")
+    assert not [text for text in recalled("locker code 4471") if "4471" in text]
+    assert "The team bike painted teal is kept in the shed" in recalled("bike shed")

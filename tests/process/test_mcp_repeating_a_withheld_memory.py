@@ -13,11 +13,7 @@ import json
 
 import pytest
 from mcp_client import call, session
-from runner import arcana, keyword_only
-
-
-def _recalled(query: str) -> list[str]:
-    return [r["content"] for r in json.loads(arcana("recall", query, "--agent", "ada", "--json"))["results"]]
+from runner import arcana, keyword_only, recalled
 
 
 @pytest.mark.parametrize("edit", [("set", "--visibility", "hidden"), ("forget",)])
@@ -33,8 +29,8 @@ async def test_an_agent_repeating_a_withheld_memory_stores_it_withheld(arcana_ho
             assert not failed, answer
             claims.append(answer["id"])
 
-    assert not [text for text in _recalled("locker code 4471") if "4471" in text]
-    assert "The bike painted teal is kept in the shed" in _recalled("bike teal shed")  # control: repeats nothing withheld
+    assert not [text for text in recalled("locker code 4471") if "4471" in text]
+    assert "The bike painted teal is kept in the shed" in recalled("bike teal shed")  # control: repeats nothing withheld
     async with session("--agent", "ada") as client:
         failed, found = await call(client, "recall", query="locker code 4471", mode="keyword")
         assert not failed and not [r for r in found["results"] if "4471" in r["content"]]
@@ -45,7 +41,7 @@ async def test_an_agent_repeating_a_withheld_memory_stores_it_withheld(arcana_ho
     assert stored["sources"] == [locker], stored
 
     arcana("remember", "My locker code is 4471 at the pool", "--agent", "ada")  # control: the user's own words
-    assert "My locker code is 4471 at the pool" in _recalled("locker code 4471")
+    assert "My locker code is 4471 at the pool" in recalled("locker code 4471")
 
 
 async def test_an_agent_repeating_a_pruned_memory_stores_it_visible(arcana_home):
@@ -63,8 +59,8 @@ async def test_an_agent_repeating_a_pruned_memory_stores_it_visible(arcana_home)
             failed, answer = await call(client, "remember", content=claim)
             assert not failed, answer
 
-    assert "The user's gym locker is twelve downstairs" in _recalled("gym locker twelve")
-    assert not [text for text in _recalled("bike painted teal") if "teal" in text]
+    assert "The user's gym locker is twelve downstairs" in recalled("gym locker twelve")
+    assert not [text for text in recalled("bike painted teal") if "teal" in text]
 
 
 def test_a_host_save_repeating_a_hidden_memory_stores_it_hidden(arcana_home, tmp_path):

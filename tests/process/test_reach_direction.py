@@ -10,11 +10,7 @@ from __future__ import annotations
 import json
 
 from mcp_client import call, session
-from runner import arcana, keyword_only
-
-
-def _recalled(query: str) -> list[str]:
-    return [r["content"] for r in json.loads(arcana("recall", query, "--agent", "ada", "--json"))["results"]]
+from runner import arcana, keyword_only, recalled
 
 
 async def test_forgetting_an_agents_claim_leaves_the_users_fact_that_replaced_it(arcana_home):
@@ -31,9 +27,9 @@ async def test_forgetting_an_agents_claim_leaves_the_users_fact_that_replaced_it
 
     done = json.loads(arcana("memory", "forget", claim["id"], "--agent", "ada", "--json"))
     assert done.get("reached", []) == [], done
-    assert "My locker code is 4471 at the downtown gym" in _recalled("locker code 4471")
+    assert "My locker code is 4471 at the downtown gym" in recalled("locker code 4471")
 
     # control: forgetting the user's fact still reaches the agent's claim held beside it repeating it
     done = json.loads(arcana("memory", "forget", bike, "--agent", "ada", "--json"))
     assert [r["id"] for r in done["reached"]] == [held["id"]], done
-    assert not [text for text in _recalled("bike painted teal") if "teal" in text]
+    assert not [text for text in recalled("bike painted teal") if "teal" in text]

@@ -32,6 +32,11 @@ def arcana(*args: str, **kw) -> str:
     return done.stdout
 
 
+def recalled(query: str, agent: str = "ada") -> list[str]:
+    """The contents ``arcana recall QUERY --agent AGENT`` answers with, best first."""
+    return [r["content"] for r in json.loads(arcana("recall", query, "--agent", agent, "--json"))["results"]]
+
+
 def cli_data(cli, *args: str):
     """What the in-process ``cli`` fixture's command prints with ``--json``, asserting it succeeded."""
     result = cli(*args, "--json")
