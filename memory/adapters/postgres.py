@@ -347,10 +347,13 @@ class PostgresAdapter:
         return readable(rows, _keyword_hit)
 
     async def keyword_candidates(self, query: MemoryQuery, limit: int) -> list[MemoryEntry]:
-        """Admitted, filtered matches of any of the query's words, for write-time reconciliation
-        of a pool: as :meth:`search`'s keyword leg, but never an access."""
+        """Admitted, filtered matches of the few most informative words of the query, for write-time
+        reconciliation of a pool (:func:`memory.postgres.search.focused_keyword`): bounded work on a
+        large pool, the words SQLite's candidate search picks; never an access."""
         tq = text_query(terms(query.text))
-        return [] if tq is None else await self._keyword(tq, where(query), limit)
+        if tq is None:
+            return []
+        return readable(await self._call(search.focused_keyword, tq, where(query), limit), _keyword_hit)
 
     async def similar(self, query: MemoryQuery, limit: int, min_similarity: float) -> list[MemoryEntry] | None:
         """Admitted nearest neighbours of ``query.text`` at cosine >= ``min_similarity``, for

@@ -21,7 +21,7 @@ from memory.migrations.backup import backup_copy
 from memory.migrations.runner import check_not_newer, migrate
 from memory.progress import Progress, Report
 from memory.promotion import promote
-from memory.query_terms import QueryTerms, terms
+from memory.query_terms import DF_BUDGET, QueryTerms, terms
 from memory.protocols import MemoryAdapter
 from memory.sqlite import compact, consolidation, context, inspection, mutations, prune_order, vectors
 from memory.sqlite.condense import Condenser
@@ -44,7 +44,7 @@ from memory.sqlite.connection import (
     translate,
     truncate_wal,
 )
-from memory.sqlite.fts import DF_BUDGET, coverage, focused_match, match_expression, pair_share, without_majority
+from memory.sqlite.fts import coverage, focused_match, match_expression, pair_share, without_majority
 from memory.sqlite.quarantine import quarantine_store
 from memory.sqlite.rows import SELECT_COLUMNS, UNREADABLE, admitted_rows, keyset_page, readable, row_to_entry
 from memory.sqlite.semantic import Prefetched, ahead_k, semantic_leg, store_version

@@ -14,7 +14,7 @@ its date words (``dated``, schema v9), as on SQLite.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from memory.query_terms import QueryTerms, dates_may_hold
 
@@ -56,6 +56,10 @@ class TextQuery:
     # its words a row's date words may hold: only these are looked up in ``dated`` too (an OR with
     # every word made the planner walk the whole table backwards for a word no row holds: 394 ms at 200k rows)
     dated: frozenset[str] = frozenset()
+
+    def narrowed(self, tokens) -> TextQuery:
+        """The same query asking only ``tokens`` (some of its own)."""
+        return replace(self, tokens=tuple(tokens))
 
     def word(self, i: int, param: str, config: str | None = None) -> str:
         """The tsquery of word ``i``, its text in the SQL parameter ``param``, in ``config`` (the

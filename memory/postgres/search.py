@@ -9,6 +9,7 @@ from __future__ import annotations
 from memory.postgres.fts import ROW_VECTOR, STOPWORD_CONFIG, STOPWORD_VECTOR, TEXT_CONFIG, rank, search_words
 from memory.postgres.mutations import SELECT_COLUMNS
 from memory.postgres.vectors import VEC_TABLE
+from memory.query_terms import DF_BUDGET, DF_CAP, focus
 from memory.sqlite.context import AFTER, BEFORE
 
 KEYWORD_CANDIDATES = 1000  # matches ranked per keyword query (see keyword)
@@ -45,7 +46,7 @@ async def coverage(conn, entry_id: str, tq) -> float:
     return (await conn.fetchval(f"SELECT {found} FROM memories m WHERE m.id = $1", entry_id, *tq.tokens) or 0) / len(tq.tokens)
 
 
-async def keyword(conn, tq, clause, limit: int):
+async def keyword(conn, tq, clause, limit: int, cap: int | None = None):
     """The best ``limit`` admitted rows by ts_rank_cd among a bounded candidate set.
 
     The GIN index finds admitted matches; only the first
@@ -65,9 +66,10 @@ async def keyword(conn, tq, clause, limit: int):
     FTS5's BM25 weighs them. A stop-word-only query matches on the stemming,
     stop-word-keeping configuration computed per row (no index, so one scan,
     not one per word): rare, and what SQLite's FTS5 would still find.
+    ``cap``: how many matches are ranked, if not that bound.
     """
     n = len(clause.params)
-    cap = max(KEYWORD_CANDIDATES, 50 * limit)
+    cap = cap or max(KEYWORD_CANDIDATES, 50 * limit)
     # The query inline, not as a FROM item: joined from a function scan, the GIN
     # index went unused (13 ms instead of under 1 ms on 5,000 rows).
     q = tq.any_word(n + 3)
@@ -95,6 +97,33 @@ async def keyword(conn, tq, clause, limit: int):
         f"ORDER BY rank DESC, m.seq LIMIT ${n + 1}"
     )
     return await conn.fetch(sql, *clause.params, limit, -(-cap // len(tq.tokens)), *tq.tokens)
+
+
+async def focused_keyword(conn, tq, clause, limit: int):
+    """The best ``limit`` admitted rows on the few words :func:`memory.query_terms.focus` picks,
+    as SQLite's candidate search (memory.sqlite.fts.focused_match): the rare words' best matches,
+    then the rarest common word's among its newest ``DF_BUDGET`` rows.
+
+    Each word's memories are counted bounded (``LIMIT DF_CAP + 1``), all in one round trip, over
+    content and tags (a row's date words aside, as SQLite's ``content`` column). A stop-word-only
+    query has no index to count on: it is ranked whole, as :func:`keyword` does.
+    """
+    if tq.config != TEXT_CONFIG:
+        return await keyword(conn, tq, clause, limit)
+    counts = ", ".join(
+        f"(SELECT count(*) FROM (SELECT 1 FROM memories m WHERE m.tsv @@ {tq.word(i, f'${2 + i}')} LIMIT $1) AS c)"
+        for i in range(len(tq.tokens))
+    )
+    row = await conn.fetchrow(f"SELECT {counts}", DF_CAP + 1, *tq.tokens)
+    picked = focus(list(zip(tq.tokens, row)))
+    if picked is None:
+        return []
+    rows = await keyword(conn, tq.narrowed(picked.rare), clause, limit) if picked.rare else []
+    if picked.common is not None and len(rows) < limit:
+        seen = {r["seq"] for r in rows}
+        more = await keyword(conn, tq.narrowed([picked.common]), clause, limit, cap=DF_BUDGET)
+        rows += [r for r in more if r["seq"] not in seen][: limit - len(rows)]
+    return rows
 
 
 # How much a word a row holds weighs in its rank: ln(1 + share / matches), the words' own

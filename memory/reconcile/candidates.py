@@ -34,7 +34,7 @@ async def find_candidates(
         # Trigger: no vector leg (keyword-only install, embedder down). Why: OR-ing the
         # statement's and its slots' common words ranks most of a large store (65 of 84 ms
         # per write at 10k rows), so it runs only when vectors cannot answer, and on the
-        # few most informative words only (memory.sqlite.fts.focused_match).
+        # few most informative words only (memory.query_terms.focus).
         query = MemoryQuery(agent_id=agent_id, text=f"{entry.content} {extra_words}", limit=limit)
         for hit in await store.keyword_candidates(query, limit):
             found.setdefault(hit.id, (hit, None))

@@ -8,7 +8,7 @@ not say as a date is not looked for in a row's date in words.
 
 from __future__ import annotations
 
-from memory.query_terms import QueryTerms
+from memory.query_terms import DF_CAP, QueryTerms, focus
 from memory.sqlite.batches import select_in
 from memory.sqlite.rows import admitted_rows
 
@@ -81,19 +81,6 @@ def without_majority(raw, terms: QueryTerms) -> QueryTerms | None:
     return terms.narrowed(kept) if kept and len(kept) < len(terms.tokens) else None
 
 
-# A focused match (write-time reconciliation's candidates): a word in more than
-# DF_CAP memories is common; words are kept rarest first while their counted
-# memories stay within DF_BUDGET, at most FOCUS_TERMS of them. On a 10k store
-# whose every word is common, OR-ing all of a statement's words ranked most of
-# the store (32 of 39 ms per decision); the bounded counts cost ~0.05 ms a word.
-# A common word is never OR-ed with the rare ones: its count stops at DF_CAP + 1, so
-# it fitted the budget while BM25 then scored every row holding it (most of a
-# keyword-only `remember` at 300,000 rows, where "prefers" is in 30,000). The
-# rarest common word only fills what the rare words leave of the candidates,
-# from the newest DF_BUDGET rows holding it (BM25 on one word orders by length).
-DF_CAP = 300
-DF_BUDGET = 600
-FOCUS_TERMS = 6
 # A word pair both of whose words are in more memories than this is matched per candidate
 # (see pair_share); counting that far costs under a millisecond a word.
 PAIR_DF_CAP = 5_000
@@ -106,34 +93,16 @@ def document_count(raw, token: str, cap: int) -> int:
 
 
 def focused_match(raw, parsed: QueryTerms) -> tuple[str | None, str | None] | None:
-    """MATCH expressions on the ``content`` column for the few most informative of the query's
-    words: the rare ones OR-ed (None if none), and the rarest common one (None if none).
-
-    Each word's document count is read bounded (``LIMIT DF_CAP + 1``); words
-    no memory contains are dropped (they can find nothing), then the rarest
-    are kept (ties: the longer word first) within the budget. None when no
-    word of the query is in the index.
-    """
-    counted = []
-    for token in parsed.tokens:
-        df = document_count(raw, token, DF_CAP + 1)
-        if df:
-            counted.append((df, -len(token), token))
-    rare, common, total = [], None, 0
-    for df, _, token in sorted(counted):
-        if df > DF_CAP:
-            common = token
-            break
-        if rare and (len(rare) == FOCUS_TERMS or total + df > DF_BUDGET):
-            break
-        rare.append(token)
-        total += df
-    if not rare and common is None:
+    """MATCH expressions on the ``content`` column for the words :func:`memory.query_terms.focus`
+    picks: the rare ones OR-ed (None if none), and the rarest common one (None if none). None
+    when no word of the query is in the index."""
+    picked = focus([(token, document_count(raw, token, DF_CAP + 1)) for token in parsed.tokens])
+    if picked is None:
         return None
-    return _in_content(rare) if rare else None, _in_content([common]) if common else None
+    return _in_content(picked.rare) if picked.rare else None, _in_content([picked.common]) if picked.common else None
 
 
-def _in_content(tokens: list[str]) -> str:
+def _in_content(tokens) -> str:
     return "content : (" + " OR ".join(f'"{token}"' for token in tokens) + ")"
 
 

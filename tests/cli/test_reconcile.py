@@ -383,7 +383,8 @@ async def test_the_keyword_candidates_focus_on_the_rarest_words(store):
     """Without vectors the candidate search ORs only the few rarest words of the statement,
     so its work stays bounded on a large store; the memory it is about is still found."""
     from memory.query_terms import terms
-    from memory.sqlite.fts import DF_CAP, focused_match
+    from memory.query_terms import DF_CAP
+    from memory.sqlite.fts import focused_match
 
     common = [MemoryEntry(agent_id="a", content=f"weather report number {i}") for i in range(DF_CAP + 50)]
     berlin = MemoryEntry(agent_id="a", content="The weather report said Berlin gets snow")
@@ -400,7 +401,7 @@ async def test_the_keyword_candidates_of_common_words_rank_a_bounded_window(stor
     """A word in more than DF_CAP memories, alone or beside a rare one, had BM25 score every row
     holding it (most of a keyword-only `remember` at 300,000 rows); now only its newest DF_BUDGET
     rows are, and only to fill what the rare words leave, so the work stays the same as the store grows."""
-    from memory.sqlite.fts import DF_BUDGET
+    from memory.query_terms import DF_BUDGET
 
     query = MemoryQuery(agent_id="a", text="weather report", limit=3)
     beside = MemoryQuery(agent_id="a", text="weather report from Oslo", limit=3)
