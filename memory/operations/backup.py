@@ -26,6 +26,7 @@ from pathlib import Path, PurePosixPath
 from memory import agent_lock, strict_json
 from memory.errors import BackupError, InvalidRequestError, MemoryStorageError, NotFoundError, RestoreRefusedError
 from memory.home import PRIVATE_FILE, Home, private_dir
+from memory.lines import append_line
 from memory.migrations.backup import online_copy
 from memory.operations import restore_swap
 from memory.sqlite.connection import dbapi
@@ -205,9 +206,9 @@ def _record_made(home: Home, folder: Path) -> None:
     """Note ``folder`` in the home (backups/made.jsonl), so a later purge can name the backups that still
     hold what it erased: a backup lives outside the home, where nothing else would find it."""
     private_dir(home.backups_dir)
-    fd = os.open(home.backups_dir / MADE, os.O_WRONLY | os.O_APPEND | os.O_CREAT, PRIVATE_FILE)
+    fd = os.open(home.backups_dir / MADE, os.O_RDWR | os.O_APPEND | os.O_CREAT, PRIVATE_FILE)
     try:
-        os.write(fd, (json.dumps({"path": str(folder), "at": time.time()}) + "\n").encode())
+        append_line(fd, json.dumps({"path": str(folder), "at": time.time()}) + "\n")
     finally:
         os.close(fd)
 
