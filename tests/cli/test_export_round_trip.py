@@ -37,6 +37,17 @@ def fresh_home(tmp_path: Path, monkeypatch, name: str, *, keyword: bool = True) 
     return home
 
 
+def notes_folder(cli, tmp_path: Path, monkeypatch, name: str, notes: dict[str, str]) -> Path:
+    """A fresh home with agent ada, and a folder ``name`` of Markdown notes (file name -> text) to import."""
+    fresh_home(tmp_path, monkeypatch, "one")
+    ok(cli("agent", "create", "ada"))
+    folder = tmp_path / name
+    folder.mkdir()
+    for file, text in notes.items():
+        (folder / file).write_text(text)
+    return folder
+
+
 def varied_store(cli) -> dict[str, str]:
     """An agent whose memories differ in every field recall reads: versions, a retraction,
     hidden, private, pinned, archived, tagged, re-scored, agent-asserted. Ids by role."""
@@ -530,12 +541,10 @@ def test_an_import_refuses_sources_that_are_not_memory_ids(cli, tmp_path, monkey
 
 
 def test_a_notes_own_sources_property_is_not_taken_for_what_it_carries(cli, tmp_path, monkeypatch):
-    fresh_home(tmp_path, monkeypatch, "one")
-    ok(cli("agent", "create", "ada"))
-    folder = tmp_path / "vault"
-    folder.mkdir()
-    (folder / "tea.md").write_text("---\nsources: Wikipedia\n---\n\nGreen tea has less caffeine than coffee.\n")
-    (folder / "trains.md").write_text("---\ntags: [travel]\n---\n\nNight trains run from Vienna.\n")
+    folder = notes_folder(cli, tmp_path, monkeypatch, "vault", {
+        "tea.md": "---\nsources: Wikipedia\n---\n\nGreen tea has less caffeine than coffee.\n",
+        "trains.md": "---\ntags: [travel]\n---\n\nNight trains run from Vienna.\n",
+    })
     report = data(cli("import", str(folder), "--agent", "ada", "--json"))
     assert report["bad"] == [] and report["ops"] == {"insert": 2}  # both notes are in; the property is theirs
 
@@ -636,14 +645,12 @@ def test_what_a_claim_only_quotes_keeps_its_one_way_through_a_round_trip(cli, tm
 ])
 def test_a_notes_bad_quoted_or_consolidated_is_a_bad_note_and_the_rest_are_in(cli, tmp_path, monkeypatch, front, error):
     """Refused as a line's are, named on one line (exit 2); the notes beside it (the controls) are in."""
-    fresh_home(tmp_path, monkeypatch, "one")
-    ok(cli("agent", "create", "ada"))
-    folder = tmp_path / "notes"
-    folder.mkdir()
-    (folder / "fact.md").write_text("---\nid: fact\n---\n\nMy locker code is 4471\n")
-    (folder / "claim.md").write_text("---\nid: claim\nsources: [fact]\nquoted: [fact]\n---\n\nLocker 4471 is twelve\n")
-    (folder / "old.md").write_text("---\nid: old\narchived: true\nconsolidated: true\n---\n\nI like tea.\n")
-    (folder / "bad.md").write_text(f"---\nid: bad\n{front}\n---\n\nI like coffee.\n")
+    folder = notes_folder(cli, tmp_path, monkeypatch, "notes", {
+        "fact.md": "---\nid: fact\n---\n\nMy locker code is 4471\n",
+        "claim.md": "---\nid: claim\nsources: [fact]\nquoted: [fact]\n---\n\nLocker 4471 is twelve\n",
+        "old.md": "---\nid: old\narchived: true\nconsolidated: true\n---\n\nI like tea.\n",
+        "bad.md": f"---\nid: bad\n{front}\n---\n\nI like coffee.\n",
+    })
     done = cli("import", str(folder), "--agent", "ada", "--json")
     assert done.exit_code == 2, done.output
     report = json.loads(done.stdout)
