@@ -135,22 +135,15 @@ async def purge(
         confirm(f"purge memory {memory_id}", yes)
     report = await _edit(cli, out, memory_id, agent, pool, global_, "purge", "purged")
     if report.changed:
-        await _name_backups(cli, out, agent, pool, global_)
+        _name_backups(cli, out, agent, pool, global_)
 
 
-async def _name_backups(cli: CliContext, out: Out, agent, pool, global_) -> None:
-    """Say which backups may still hold the purged text: a purge never rewrites them. A server tier's
-    text is in no file of the home (and its URL is no path to look for a migration's copy by)."""
-    from memory.adapters.opener import server_url
+def _name_backups(cli: CliContext, out: Out, agent, pool, global_) -> None:
+    """Say which backups may still hold the purged text: a purge never rewrites them."""
     from memory.operations.backup import backups_holding
-    from memory.store_kinds import StoreKind
+    from memory.operator.edits import OperatorTarget
 
-    kind = StoreKind.POOL if pool else StoreKind.GLOBAL if global_ else None
-    if kind is not None and server_url(cli.config, kind, pool) is not None:
-        return
-    async with target_store(cli, agent, pool, global_) as editor:
-        stores = [Path(str(editor.store.path)), cli.home.global_db]
-    if held := backups_holding(cli.home, stores):
+    if held := backups_holding(cli.home, cli.config, OperatorTarget(agent, pool, global_)):
         named = ", ".join(map(str, held[:3])) + (f" and {len(held) - 3} more" if len(held) > 3 else "")
         out.warn(f"{len(held)} backup(s) made before this purge may still hold its text ({named}); "
                  "delete them (rm -r) to be rid of it, or keep them as the way back")

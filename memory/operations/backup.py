@@ -213,10 +213,23 @@ def _record_made(home: Home, folder: Path) -> None:
         os.close(fd)
 
 
-def backups_holding(home: Home, stores: list[Path]) -> list[Path]:
-    """The backups still on disk that may hold what a purge of ``stores`` just erased: every
-    `arcana backup` of this home (a whole copy) and each copy a migration took of one of ``stores``.
-    A purge never rewrites a backup (it is the way back), so the operator is told which to delete."""
+def backups_holding(home: Home, config, target) -> list[Path]:
+    """The backups still on disk that may hold what a purge on ``target`` (an
+    :class:`~memory.operator.edits.OperatorTarget`) just erased: every `arcana backup` of this home
+    (a whole copy) and each copy a migration took of the target's file or the global tier's.
+    A purge never rewrites a backup (it is the way back), so the operator is told which to delete.
+    A server tier's text is in no file of the home: nothing to name."""
+    from memory.adapters.opener import server_url
+    from memory.agents import AgentRegistry
+    from memory.store_kinds import StoreKind, store_path
+
+    if target.pool or target.global_:
+        kind, name = (StoreKind.POOL, target.pool) if target.pool else (StoreKind.GLOBAL, None)
+        if server_url(config, kind, name) is not None:
+            return []
+    else:
+        kind, name = StoreKind.PRIVATE, AgentRegistry(home).resolve(target.agent).id
+    store = store_path(home, kind, name)
     found: list[Path] = []
     try:
         lines = (home.backups_dir / MADE).read_text().splitlines()
@@ -229,8 +242,8 @@ def backups_holding(home: Home, stores: list[Path]) -> list[Path]:
             continue  # a torn line
         if (folder / MANIFEST).is_file():
             found.append(folder)
-    for store in stores:
-        found.extend(sorted(home.backups_dir.glob(f"{store.parent.name}-{store.stem}.v*.db")))
+    for db in (store, home.global_db):
+        found.extend(sorted(home.backups_dir.glob(f"{db.parent.name}-{db.stem}.v*.db")))
     return list(dict.fromkeys(found))
 
 

@@ -49,3 +49,15 @@ def test_a_purge_names_the_copy_a_migration_took_of_the_store(cli, no_embedder):
     secret = cli_data(cli, "remember", SECRET, "--agent", "scout")["id"]
     (copy,) = (no_embedder.root / "backups").glob("*.db")
     assert f"warning: 1 backup(s) made before this purge may still hold its text ({copy});" in _purge(cli, secret).stderr
+
+
+def test_a_pool_purge_names_the_backups_made_before_it(cli, no_embedder, tmp_path):
+    assert cli("pool", "create", "team").exit_code == 0
+    assert cli("agent", "join", "scout", "team").exit_code == 0
+    kept = cli_data(cli, "remember", "heron-basalt-4410 opens the boathouse", "--agent", "scout", "--pool", "team")["id"]
+    secret = cli_data(cli, "remember", SECRET, "--agent", "scout", "--pool", "team")["id"]
+    made = cli_data(cli, "backup", str(tmp_path / "backups"))["path"]
+    result = cli("memory", "purge", secret, "--pool", "team", "--yes")
+    assert result.exit_code == 0, result.output
+    assert f"warning: 1 backup(s) made before this purge may still hold its text ({made});" in result.stderr
+    assert kept[:8] in cli("recall", "heron-basalt-4410", "--agent", "scout").stdout  # the control still answers
