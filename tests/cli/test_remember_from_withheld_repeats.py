@@ -40,9 +40,12 @@ def test_an_assistant_line_repeating_a_withheld_memory_is_stored_withheld(cli, e
     lines = [{"role": "assistant", "content": CLAIM, "session": "chat"},
              {"role": "user", "content": USERS, "session": "chat"},  # control: the user's own words
              {"role": "assistant", "content": BIKE, "session": "chat"}, *filler]  # control: repeats nothing withheld
-    done = cli("remember", "--from", "-", "--agent", "ada", "--json", input="".join(json.dumps(x) + "\n" for x in lines))
+    body = "".join(json.dumps(x) + "\n" for x in lines)
+    done = cli("remember", "--from", "-", "--agent", "ada", "--json", input=body)
     assert done.exit_code == 0, done.output
     assert json.loads(done.stdout)["written"] == 3 + len(filler)
+    again = cli("remember", "--from", "-", "--agent", "ada", "--json", input=body)  # a re-run stores nothing anew
+    assert again.exit_code == 0 and json.loads(again.stdout)["unchanged"] == 3 + len(filler), again.output
 
     recalled = _recalled(cli, "locker code 4471")
     assert CLAIM not in recalled and USERS in recalled, recalled
