@@ -220,6 +220,9 @@ class MemoryEntry(BaseModel):
     # Written by an import (``remember --from``, ``import``): the store's upsert keeps what an operator set on
     # the row and leaves out an id it deleted or purged, in the write's own transaction (mutations.upsert).
     imported: bool = Field(default=False, exclude=True)
+    # A `remember --from` line a chat export gives to a role other than the user's (an assistant's turn): stored
+    # as imported, yet an agent's words, so one repeating a memory an operator withheld is stored withheld too.
+    said_by_agent: bool = Field(default=False, exclude=True)
 
     _agent = field_validator("agent_id", mode="before")(_agent_str)
 

@@ -334,8 +334,10 @@ class MemoryTools:
     async def _replace(self, entry: MemoryEntry, content: str, importance, tags) -> dict:
         """New words are a new version, written like any memory (reconciliation, the ledger, the cap).
         An agent's claim never ends a user-confirmed fact, nor a merge or digest carrying one (its
-        supersession would reach that fact and its global copy): it is held beside it (the source rule)."""
-        from memory.operator.edits import Edit, carries_users_fact
+        supersession would reach that fact and its global copy): it is held beside it (the source rule).
+        New words repeating a memory an operator withheld are refused: stored withheld, they would end
+        the visible version with one that answers no one."""
+        from memory.operator.edits import Edit, carries_users_fact, withheld_repeated
         from memory.runtime.assembly import private_store
 
         store = private_store(self.federation)
@@ -347,6 +349,11 @@ class MemoryTools:
             tags=entry.tags if tags is None else tags, scope=MemoryScope.PRIVATE,
             conflict_with=held,
         )
+        if await withheld_repeated(store, successor):  # neither the memory nor its words are named
+            raise ToolFailure(
+                f"memory {entry.id} not updated: the new content repeats a memory an operator withheld (hidden "
+                "or forgotten), so no version would answer; it stays as it was: leave the withheld fact out of the new content"
+            )
         report = await self.federation.write(successor)
         if not report.accepted:
             raise ToolFailure(f"memory not updated: every private tier failed ({report.failed})")

@@ -425,11 +425,11 @@ class SQLiteAdapter:
         query = version_sql.held_beside(entry_id, SELECT_COLUMNS)
         return readable(await self.run(lambda raw: raw.execute(query.sql, query.params).fetchall(), inline=True))
 
-    async def withheld(self, words: Iterable[str]) -> list[MemoryEntry]:
-        """The memories an operator withheld here (hidden, private, forgotten), any version, holding
-        any of the content ``words``."""
-        query = version_sql.withheld(words, SELECT_COLUMNS)
-        return readable(await self.run(lambda raw: raw.execute(query.sql, query.params).fetchall(), inline=True))
+    async def withheld(self, words: Iterable[str] | None) -> list[tuple[str, str]]:
+        """The (id, content) of the memories an operator withheld here (hidden, private, forgotten), any
+        version, holding any of the content ``words``; of all of them when ``words`` is None."""
+        query = version_sql.withheld(words, "m.id, m.content")
+        return [tuple(row) for row in await self.run(lambda raw: raw.execute(query.sql, query.params).fetchall(), inline=True)]
 
     async def open_conflicts(self) -> int:
         """Claims held beside the user-confirmed fact they contradict, awaiting an operator."""

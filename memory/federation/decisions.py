@@ -43,6 +43,12 @@ class Decision:
     restated: MemoryEntry | None = None
     repeats: list[MemoryEntry] = field(default_factory=list)
 
+    @classmethod
+    def repeating(cls, repeats: list[MemoryEntry]) -> Decision:
+        """An agent's words repeating memories an operator withheld (``repeats``): stored withheld as they
+        are, ending and reinforcing nothing (it answers no one, so it replaces nothing that answers)."""
+        return cls(reason="it repeats a memory an operator withheld: stored withheld as it is", repeats=repeats)
+
     def restated_gone(self) -> Decision:
         """The noop whose restated memory went meanwhile: store this one instead (still linked)."""
         return Decision(reason="the restated memory is gone: added", subjects=self.subjects, repeats=self.repeats)

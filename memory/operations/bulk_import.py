@@ -52,7 +52,8 @@ REPORTED = 1000  # bad lines named one by one; past that only counted, so a file
 FIELDS = ("content", "type", "importance", "tags", "session", "created_at", "id", "role")
 USER_ROLES = ("user", "human")
 """A chat export's roles for what the user typed: stored as typed. Any other role's line (an assistant's,
-a system prompt, a tool's output) is text the user did not type, and its obvious secrets are redacted."""
+a system prompt, a tool's output) is text the user did not type: its obvious secrets are redacted, and
+it is an agent's words (:attr:`MemoryEntry.said_by_agent`)."""
 _NAMESPACE = uuid.UUID("6f0c3a52-5b1e-4d55-9a2e-3f1a9c0d7b11")
 
 Progress = Callable[[int, int], None]
@@ -197,7 +198,8 @@ def parse_line(text: str, agent_id: str, defaults: dict[str, Any], max_content_b
     role = data.get("role")
     if role is not None and (not isinstance(role, str) or not role.strip()):
         raise ValueError("'role' must be a non-empty string")
-    if role is not None and role.strip().lower() not in USER_ROLES:
+    said_by_agent = role is not None and role.strip().lower() not in USER_ROLES
+    if said_by_agent:
         content = redact(content)
     entry_id = data.get("id")
     if entry_id is not None and (not isinstance(entry_id, str) or not entry_id.strip()):
@@ -220,6 +222,7 @@ def parse_line(text: str, agent_id: str, defaults: dict[str, Any], max_content_b
         "source_session_id": session,
         "confidence_source": ConfidenceSource.IMPORTED,
         "imported": True,
+        "said_by_agent": said_by_agent,
     }
     for key in ("scope", "pool_name"):
         if defaults.get(key) is not None:

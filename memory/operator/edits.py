@@ -854,10 +854,41 @@ async def withheld_repeated(store: SQLiteAdapter, entry: MemoryEntry) -> list[Me
     (:func:`repeating_versions`): stored visible, "The user's locker code is 4471 at the gym" made the
     code hidden in "My locker code is 4471" answer recall again. The user's own words are her choice
     and stand on their own (:func:`reaches`): none for them."""
-    words = content_words(entry.content)
-    if users_own(entry) or entry.scope is not MemoryScope.PRIVATE or not words:
-        return []
-    return [m for m in await store.withheld(words) if m.id != entry.id and (held := content_words(m.content)) and held <= words]
+    return (await withheld_repeated_many(store, [entry])).get(entry.id, [])
+
+
+INDEXED_WORDS = 64
+"""The most content words a withheld-repeat check looks up in the keyword index; past them it reads every
+withheld row (:func:`withheld_repeated_many`)."""
+
+
+async def withheld_repeated_many(store: SQLiteAdapter, entries: Sequence[MemoryEntry]) -> dict[str, list[MemoryEntry]]:
+    """:func:`withheld_repeated` for each of ``entries`` that repeats one, by id: one lookup for all of
+    them (a `remember --from` window), not one a line. An agent's words are its claims, and a chat
+    export's lines of a role other than the user's (:attr:`MemoryEntry.said_by_agent`)."""
+    said = {e.id: words for e in entries
+            if (e.said_by_agent or not users_own(e)) and e.scope is MemoryScope.PRIVATE and (words := content_words(e.content))}
+    if not said:
+        return {}
+    # Trigger: a window's many words. Why: they reach most of the keyword index, and an OR of thousands of
+    # words costs more than reading every withheld row (1,024 lines against 20,000 rows and 200 withheld
+    # of them: 0.6-5 s, against 4 ms). Outcome: the keyword index for a few words, else the rows whole.
+    asked = set().union(*said.values())
+    withheld = await store.withheld(asked if len(asked) <= INDEXED_WORDS else None)
+    # Each withheld memory is filed under one of its words: only a claim saying that word can hold them all.
+    filed: dict[str, list[tuple[int, frozenset[str]]]] = {}
+    for at, (_, content) in enumerate(withheld):
+        if held := content_words(content):
+            filed.setdefault(min(held), []).append((at, held))
+    repeating = {}
+    for entry_id, words in said.items():
+        if at := sorted(i for w in words for i, held in filed.get(w, ()) if withheld[i][0] != entry_id and held <= words):
+            repeating[entry_id] = [withheld[i][0] for i in at]
+    if not repeating:
+        return {}
+    rows = await store.admitted_by_id(MemoryQuery(), sorted({i for ids in repeating.values() for i in ids}),
+                                      audience=Audience.OPERATOR, include_archived=True)
+    return {entry_id: [rows[i] for i in ids if i in rows] for entry_id, ids in repeating.items()}
 
 
 async def carries_users_fact(store: SQLiteAdapter, entry: MemoryEntry, seen: set[str] | None = None) -> bool:

@@ -27,6 +27,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from memory.federation.decisions import Decision, DecisionKind, ImportDecisions
+from memory.operator.edits import withheld_repeated_many
 from memory.reconcile import restatements
 from memory.reconcile.slots import Fact, Subject, parse
 from memory.types import Audience, MemoryEntry, MemoryQuery, MemoryScope
@@ -93,13 +94,35 @@ async def _already(store: Any, entries: Sequence[MemoryEntry]) -> tuple[dict[str
     return rows, same, restated
 
 
+async def _repeating(reconciler: Any, entries: list[MemoryEntry], held: dict[str, MemoryEntry], restated: set[str]
+                     ) -> dict[str, Decision]:
+    """The new lines (none ``held`` or ``restated``) that repeat a memory an operator withheld, and their
+    decision (:meth:`Decision.repeating`), as :meth:`Reconciler.decide_write` decides one write."""
+    new = [e for e in entries if e.id not in held and e.id not in restated]
+    return {i: Decision.repeating(m) for i, m in (await withheld_repeated_many(reconciler.store, new)).items()}
+
+
 async def decide_many(reconciler: Any, entries: list[MemoryEntry]) -> ImportDecisions:
-    """Decide ``entries`` as one import; no row changes. What to write, and the lines to settle after."""
-    if reconciler.settings.strategy == "off" or not entries:
-        return ImportDecisions(written=list(entries), as_given=True)
+    """Decide ``entries`` as one import; no row changes. What to write, and the lines to settle after.
+
+    A new line in an agent's words repeating a memory an operator withheld is stored withheld as it is,
+    whatever the strategy, as a single write is (:meth:`Reconciler.decide_write`)."""
+    if not entries:
+        return ImportDecisions(as_given=True)
     # Only the private lines are asked about: the store is the agent's own, and a `--pool` line whose
     # id it holds (the same file imported privately before) is still new to the pool.
-    held, same, restated = await _already(reconciler.store, [e for e in entries if e.scope is MemoryScope.PRIVATE])
+    private = [e for e in entries if e.scope is MemoryScope.PRIVATE]
+    if reconciler.settings.strategy == "off":
+        # Trigger: strategy off. Why: only an agent's words are checked, so a file of the user's own
+        # lines costs no lookup. Outcome: those lines stored as given, the repeating ones withheld.
+        agents = [e for e in private if e.said_by_agent]
+        held, _, restated = await _already(reconciler.store, agents) if agents else ({}, set(), set())
+        repeating = await _repeating(reconciler, agents, held, restated) if agents else {}
+        lines = [(repeating[e.id].withheld(e), repeating[e.id]) for e in entries if e.id in repeating]
+        withheld = {e.id: e for e, _ in lines}
+        return ImportDecisions(written=[withheld.get(e.id, e) for e in entries], lines=lines, as_given=True)
+    held, same, restated = await _already(reconciler.store, private)
+    repeating = await _repeating(reconciler, private, held, restated)
     known = [e for e in entries if e.id in held and e.id not in same]  # an edited line: upserted by id, as before
     new = sorted((e for e in entries if e.id not in held and e.id not in restated), key=lambda e: e.created_at)
     # Trigger: the first import into a fresh store. Why: nothing stored can be a candidate, and
@@ -111,6 +134,9 @@ async def decide_many(reconciler: Any, entries: list[MemoryEntry]) -> ImportDeci
     for entry in new:
         if entry.scope is not MemoryScope.PRIVATE:
             lines.append((entry, Decision(reason="not a private memory")))
+            continue
+        if entry.id in repeating:  # it answers no one, so it is no candidate for the lines after it
+            lines.append((repeating[entry.id].withheld(entry), repeating[entry.id]))
             continue
         try:
             decision = await reconciler.decide(entry, earlier, search_store=search_store)
@@ -136,6 +162,9 @@ async def settle_many(reconciler: Any, batch: ImportDecisions, report: Any) -> l
 
     if batch.as_given:  # strategy off: each line a tier stored anew is an add; a re-run's lines are not
         report.decisions[DecisionKind.ADD.value] += sum(1 for entry in batch.written if entry.id in report.inserted)
+        if "private" in report.accepted:
+            for entry, decision in batch.lines:  # stored withheld: linked to what it repeats
+                await reconciler.settle(decision, entry, WriteReport(entry.id, accepted=["private"]))
         return []
     for entry_id in batch.skipped:
         report.changed[entry_id] = False  # imported (or restated) on an earlier run: nothing to do again

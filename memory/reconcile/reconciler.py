@@ -155,8 +155,7 @@ class Reconciler:
         stored withheld as it is (:meth:`Decision.withheld`), whatever the strategy, and ends or
         reinforces nothing: it answers no one, so it replaces nothing that answers."""
         if repeats := await withheld_repeated(self.store, entry):
-            return Decision(reason="it repeats a memory an operator withheld: stored withheld as it is",
-                            repeats=repeats)
+            return Decision.repeating(repeats)
         if self.settings.strategy == "off":
             return Decision()
         try:

@@ -9,6 +9,7 @@ facts, go first when prune must cut, and a summary links to its sources.
 from __future__ import annotations
 
 import asyncio
+import json
 
 import pytest
 from model_server import LoopbackModelServer, echo_memory_answer
@@ -184,3 +185,33 @@ def test_forgetting_a_summary_leaves_the_users_fact_it_repeats(cli, agent):
     assert cli("memory", "forget", fact, "--agent", "ada").exit_code == 0
     recalled = [h["id"] for h in cli_data(cli, "recall", "bike painted teal", "--agent", "ada")["results"]]
     assert recalled == [] and bike["summary_memory_id"] not in recalled
+
+
+@pytest.mark.parametrize("edit", [["--visibility", "hidden"], "forget"])
+def test_a_models_words_repeating_a_withheld_memory_are_stored_withheld(cli, no_embedder, edit):
+    """`arcana run` stores a model's extracted items and its session summary as the agent's claims: each
+    repeating a memory an operator hid or forgot is stored withheld too (man/memory.md, derived
+    memories). The control in the same run: the model's other item answers recall."""
+    from memory.extraction.extractors import SUMMARY_INSTRUCTIONS
+
+    def reply(body):
+        if body["messages"][0]["content"] == EXTRACTION_INSTRUCTIONS:
+            return json.dumps([{"type": "semantic", "content": "The user's locker code is 4471 at the gym"},
+                               {"type": "semantic", "content": "The user's bike is painted teal"}])
+        if body["messages"][0]["content"] == SUMMARY_INSTRUCTIONS:
+            return "The user keeps locker code 4471 at the gym and a teal bike."
+        return "Noted."
+
+    with LoopbackModelServer(reply) as server:
+        assert cli("model", "add", "loop", "--provider", "ollama", "--base-url", server.url, "--model", "t", "--default").exit_code == 0
+        assert cli("agent", "create", "ada").exit_code == 0
+        assert cli("agent", "set", "ada", "--extraction", "strategy=llm").exit_code == 0
+        locker = cli_data(cli, "remember", "My locker code is 4471", "--agent", "ada")["id"]
+        command = ["memory", "forget", locker] if edit == "forget" else ["memory", "set", locker, *edit]
+        assert cli(*command, "--agent", "ada").exit_code == 0
+        told = cli_data(cli, "run", "ada", "I got a new bike and a gym locker")
+    assert len(told["written_ids"]) == 2, told  # both items stored (and no summary: its turn carries a withheld claim)
+    answered = [r["content"] for r in cli_data(cli, "recall", "locker code 4471 gym", "--agent", "ada")["results"]]
+    assert not [text for text in answered if "4471" in text], answered
+    assert "The user's bike is painted teal" in [
+        r["content"] for r in cli_data(cli, "recall", "bike painted teal", "--agent", "ada")["results"]]

@@ -86,3 +86,34 @@ def test_a_host_save_repeating_a_hidden_memory_stores_it_hidden(arcana_home, tmp
     recalled = [r["content"] for r in json.loads(arcana("recall", "prefer", "--agent", "dev", "--json"))["results"]]
     assert not [text for text in recalled if "fixtures" in text], recalled
     assert "I prefer tabs over spaces in the Makefile." in recalled  # control: repeats nothing hidden
+
+
+@pytest.mark.parametrize("edit", [("set", "--visibility", "hidden"), ("forget",)])
+async def test_an_update_repeating_a_withheld_memory_is_refused_and_keeps_the_old_text(arcana_home, edit):
+    """An agent's `update` whose new text repeats a memory an operator withheld ended its own visible
+    fact and stored the new version withheld: neither answered, so an agent could make what it said
+    vanish by writing hidden words. It is refused now, naming neither the withheld memory nor its words,
+    and the old version stays current. The control in the same store: an update repeating nothing
+    withheld replaces its memory as before."""
+    keyword_only(arcana_home)
+    arcana("agent", "create", "ada")
+    locker = json.loads(arcana("remember", "My locker code is 4471", "--agent", "ada", "--json"))["id"]
+    arcana("memory", edit[0], locker, *edit[1:], "--agent", "ada")
+    async with session("--agent", "ada") as client:
+        ids = []
+        for claim in ("The user trains at the gym on Mondays", "The user walks the dog at seven"):
+            failed, answer = await call(client, "remember", content=claim)
+            assert not failed, answer
+            ids.append(answer["id"])
+        gym, dog = ids
+        failed, refused = await call(client, "update", id=gym, content="The user's locker code is 4471 at the gym on Mondays")
+        assert failed and "withheld" in refused and "not updated" in refused, refused
+        assert locker not in refused and "4471" not in refused and "My locker" not in refused, refused
+        failed, moved = await call(client, "update", id=dog, content="The user walks the dog at eight")  # control
+        assert not failed and moved["superseded"], moved
+
+    assert "The user trains at the gym on Mondays" in recalled("gym Mondays")
+    assert "The user walks the dog at eight" in recalled("dog walks")
+    assert "The user walks the dog at seven" not in recalled("dog walks")
+    everything = json.loads(arcana("memory", "list", "--agent", "ada", "--all", "--archived", "--json"))
+    assert not [m for m in everything if "on Mondays" in m["content"] and "4471" in m["content"]], everything
