@@ -52,20 +52,25 @@ _CHUNK = 64 * 1024
 # someone else's text, and an escape sequence in it must not restyle, move or clear the reader's
 # terminal. Direction controls (embeddings, overrides, isolates, marks) are obeyed by a page and by
 # bidi-aware terminals alike: "\u202egnp.exe" reads as "exe.png". Invisible characters (zero-width
-# space, word joiner, a BOM, line/paragraph separators) make two different texts look the same.
+# space, word joiner, a BOM, line/paragraph separators) make two different texts look the same;
+# Unicode tag characters (U+E0000-E007F) spell ASCII no page or terminal draws but a model reads
+# ("ASCII smuggling"), and the Hangul fillers and U+180E draw as blank space.
 # Human output shows all of them escaped; JSON keeps the text exact. Joiners (U+200C/D) are left:
 # emoji sequences and several scripts need them.
-_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200b\u200e\u200f\u2028-\u202e\u2060-\u2064\u2066-\u2069\ufeff]")
+_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u115f\u1160\u180e\u200b\u200e\u200f\u2028-\u202e"
+                     "\u2060-\u2064\u2066-\u2069\u3164\ufeff\uffa0\U000e0000-\U000e007f]")
 
 
 def _escaped(match: re.Match) -> str:
     code = ord(match.group())
-    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+    if code < 0x100:
+        return f"\\x{code:02x}"
+    return f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
 
 
 def printable(text: str) -> str:
     """``text`` with every terminal control character shown as ``\\xNN`` and every direction control
-    or invisible character as ``\\uNNNN``: for the terminal and the web view alike."""
+    or invisible character as ``\\uNNNN`` (``\\UNNNNNNNN`` past U+FFFF): for the terminal and the web view alike."""
     return _UNSAFE.sub(_escaped, text)
 
 

@@ -24,7 +24,10 @@ from memory.errors import ArcanaMemoryError
 from memory.home import Home, shown_name
 from memory.promotion import asserted_importance, users_own
 from memory.timespec import iso_times
-from memory.types import MAX_QUERY_TAGS, ConfidenceSource, MemoryEntry, MemoryQuery, MemoryScope, MemoryType, RetrievalMode, pool_scope
+from memory.types import (
+    DERIVED_TAG, MAX_QUERY_TAGS, ConfidenceSource, MemoryEntry, MemoryQuery, MemoryScope, MemoryType, RetrievalMode,
+    normalise_tags, pool_scope,
+)
 
 if TYPE_CHECKING:
     from memory.runtime.sessions import ShownMemories
@@ -144,6 +147,7 @@ class MemoryTools:
         return None if tags is None else [redact(tag) for tag in tags]
 
     async def remember(self, content, type, importance, tags, scope, pool) -> dict:
+        _keeps_mark(False, tags)
         tags = self._tags(tags)
         entry = MemoryEntry(
             agent_id=self.card.id,
@@ -310,6 +314,7 @@ class MemoryTools:
         # Outcome: the check and the change are one decision; the second finds it gone.
         async with self.federation.deciding():
             entry = await self._own(id)
+            _keeps_mark(entry.derived, tags)
             if content is None:
                 return await self._edit(entry, importance, tags)
             return await self._replace(entry, content, importance, tags)
@@ -441,6 +446,16 @@ def _since(value: str | None):
         return parse_since(value)
     except InvalidRequestError as exc:
         raise ToolFailure(str(exc)) from None
+
+
+def _keeps_mark(derived: bool, tags: list[str] | None) -> None:
+    """Tags an agent gives keep the ``derived`` mark as the memory has it (none for a new one): the
+    mark is Arcana's provenance, which ranks a memory at half weight and prunes it first. Set, it
+    lowered the user's own fact as no importance edit may; cleared, a summary passed for a fact."""
+    if tags is not None and (DERIVED_TAG in normalise_tags(tags)) != derived:
+        said = "keep it" if derived else "leave it out"
+        raise ToolFailure(f"tags: '{DERIVED_TAG}' is Arcana's own mark for a memory made from other memories "
+                          f"or a model's answer; an agent neither adds nor removes it ({said})")
 
 
 def _asked_importance(current: float, asked: float) -> float:

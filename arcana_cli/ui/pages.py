@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 from importlib import resources
-from urllib.parse import urlencode
+from urllib.parse import quote, urlencode
 
 from jinja2 import Environment, PackageLoader, select_autoescape
 from markupsafe import Markup
@@ -31,6 +31,7 @@ def _printable(value):
 TEMPLATES = Environment(loader=PackageLoader("arcana_cli.ui", "templates"), autoescape=select_autoescape(default=True),
                         finalize=_printable)
 TEMPLATES.globals["qs"] = lambda **kw: urlencode(kw)
+TEMPLATES.filters["segment"] = lambda value: quote(str(value), safe="")  # an id in a path: imported ids are any string
 
 # action -> (button, the core edit, what the done message says, what the confirmation explains)
 ACTIONS = {
@@ -156,10 +157,15 @@ async def memory(request: Request) -> Response:
     return render(reader, "memory.html", title=f"Memory {view.entry.id[:8]}", view=view, actions=offered(view.entry), done=message)
 
 
+MAX_ID_CHARS = 2000
+
+
 def _memory_id(request: Request) -> str:
+    """The id in the path, any string: `remember --from` keeps a line's own id ("notes/2024#3")."""
     memory_id = request.path_params["memory_id"]
-    if not 1 <= len(memory_id) <= 100 or not all(c.isalnum() or c in "-_:" for c in memory_id):
-        raise params.bad("a memory id is letters, digits and dashes (or a prefix of 6+ of them)")
+    if not 1 <= len(memory_id) <= MAX_ID_CHARS:
+        raise params.bad(f"a memory id (or a prefix of 6+ characters of one) of at most {MAX_ID_CHARS:,} characters; "
+                         "`arcana memory show` takes a longer one")
     return memory_id
 
 
@@ -195,7 +201,7 @@ async def act(request: Request) -> Response:
         entry = await editor.resolve(_memory_id(request))
         report = await editor.apply(entry.id, edit, verb=message)
     copies = any(c.changed for c in report.copies)
-    return RedirectResponse(f"{reader.root}/memory/{entry.id}?{target.query(done=action, copies='1' if copies else '')}", status_code=303)
+    return RedirectResponse(f"{reader.root}/memory/{quote(entry.id, safe='')}?{target.query(done=action, copies='1' if copies else '')}", status_code=303)
 
 
 async def activity(request: Request) -> Response:

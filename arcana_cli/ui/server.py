@@ -109,9 +109,10 @@ def error_page(reader: Reader, status: int, reason: str, *, trusted: bool = True
 ROUTES = [
     ("/", pages.home, ["GET"]),
     ("/memories", pages.memories, ["GET"]),
-    ("/memory/{memory_id}", pages.memory, ["GET"]),
-    ("/memory/{memory_id}/confirm", pages.confirm, ["GET"]),
-    ("/memory/{memory_id}/act", pages.act, ["POST"]),
+    # An id may hold a "/" (an imported one): matched as a path, the actions first.
+    ("/memory/{memory_id:path}/confirm", pages.confirm, ["GET"]),
+    ("/memory/{memory_id:path}/act", pages.act, ["POST"]),
+    ("/memory/{memory_id:path}", pages.memory, ["GET"]),
     ("/activity", pages.activity, ["GET"]),
     ("/graph", pages.graph, ["GET"]),
     ("/audit", pages.audit, ["GET"]),
