@@ -20,6 +20,17 @@ def whole(raw: str) -> bool:
     return raw.isascii() and raw.isdigit()
 
 
+def once(pairs: Iterable[tuple[str, str]]) -> dict[str, str]:
+    """A query's or form's parameters, each given once: of ``agent=alice&agent=bob`` one would be
+    taken in silence (the last), and a page or an action about bob shown for a link naming alice."""
+    given: dict[str, str] = {}
+    for name, value in pairs:
+        if name in given:
+            raise bad(f"{name[:40]}: given more than once; give it once")
+        given[name] = value
+    return given
+
+
 def text(params: Mapping, name: str, default: str = "", *, limit: int = 1000) -> str:
     value = params.get(name, default)
     if len(value) > limit:
@@ -73,6 +84,7 @@ async def form(request) -> dict[str, str]:
     if len(body) > MAX_FORM_BYTES:
         raise bad(f"a form of at most {MAX_FORM_BYTES} bytes", 413)
     try:
-        return dict(parse_qsl(body.decode("utf-8"), keep_blank_values=True, strict_parsing=bool(body)))
+        pairs = parse_qsl(body.decode("utf-8"), keep_blank_values=True, strict_parsing=bool(body))
     except (UnicodeDecodeError, ValueError):
         raise bad("the form is not valid urlencoded UTF-8") from None
+    return once(pairs)

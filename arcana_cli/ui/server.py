@@ -26,12 +26,12 @@ from urllib.parse import parse_qsl, urlencode
 from pydantic import ValidationError
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
-from starlette.requests import Request, cookie_parser
+from starlette.requests import ClientDisconnect, Request, cookie_parser
 from starlette.responses import PlainTextResponse, RedirectResponse
 from starlette.routing import Mount, Route
 
 from arcana_cli.loopback import LoopbackGuard, bind, url_host  # noqa: F401 - `arcana ui` listens through bind
-from arcana_cli.ui import pages
+from arcana_cli.ui import pages, params
 from arcana_cli.ui.reads import Reader
 from memory.errors import (
     ArcanaMemoryError,
@@ -86,7 +86,10 @@ def guarded(endpoint: Callable) -> Callable:
 
     async def call(request: Request):
         try:
+            params.once(request.query_params.multi_items())
             return await endpoint(request)
+        except ClientDisconnect:  # the browser went away mid-body: no one to answer, nothing of ours failed
+            return PlainTextResponse("", status_code=400)
         except Exception as exc:  # the page says why; the server keeps serving
             status = _status_of(exc)
             if status == 500:

@@ -41,7 +41,7 @@ class Client:
         finally:
             conn.close()
 
-    def post(self, path: str, form: dict[str, str]) -> tuple[int, dict]:
+    def post(self, path: str, form: dict[str, str] | list[tuple[str, str]]) -> tuple[int, dict]:
         """A form posted as the browser posts the confirmation page's (same origin); (status, headers)."""
         body = urlencode(form).encode()
         sent = {"Host": f"127.0.0.1:{self.port}", "Cookie": self.cookie, "Origin": f"http://127.0.0.1:{self.port}",
@@ -489,3 +489,49 @@ def test_reading_an_agent_with_no_store_yet_makes_none(server, arcana_home, cli)
         status, _, page = client.get(path)
         assert status == 200 and "Alice prefers green tea in the morning" in page, path
     assert json.loads(cli("memory", "list", "--agent", "alice", "--json").stdout)
+
+
+def test_a_client_that_goes_away_mid_form_is_no_server_error(server, stocked):
+    """A browser closed while posting a confirmation form left the body short: the server logged it as
+    a failure of its own ("ERROR ... failed: ClientDisconnect", a 500). Nobody is left to answer; the
+    server notes nothing, acts on nothing, and goes on serving (the memory's page, unchanged)."""
+    import socket
+    import time
+
+    url, base, errors = server
+    client = Client(url)
+    path = f"{client.root}/memory/{stocked['bike']}/act"
+    head = (f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1:{client.port}\r\nCookie: {client.cookie}\r\n"
+            f"Origin: http://127.0.0.1:{client.port}\r\nContent-Type: application/x-www-form-urlencoded\r\n"
+            "Content-Length: 4000\r\n\r\naction=forget&agent=alice")
+    with socket.create_connection(("127.0.0.1", client.port), timeout=30) as sock:
+        sock.sendall(head.encode())
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and client.get("/")[0] != 200:
+        time.sleep(0.1)
+    time.sleep(0.5)  # the server's read of the cut body ends on its own time
+    status, _, page = client.get(f"/memory/{stocked['bike']}?agent=alice")
+    assert status == 200 and "blue bicycle" in page and "archived" not in page
+    said = errors.read_text()
+    assert "ClientDisconnect" not in said and "ERROR" not in said, said
+
+
+def test_a_parameter_given_twice_is_a_400_naming_it(server, stocked):
+    """`?agent=alice&agent=bob` showed bob's memories (the last one won, in silence): a link or a form
+    naming one agent must not act on another. The same page with the name once is the control."""
+    url, _, _ = server
+    client = Client(url)
+    status, _, page = client.get("/memories?agent=alice&agent=bob")
+    assert status == 400 and reason(page) == "agent: given more than once; give it once"
+    status, _, page = client.get("/memories?agent=alice")
+    assert status == 200 and "Alice prefers green tea" in page
+    # a confirmation form with its agent given twice is refused and acts on nothing; whole, it is acted on
+    status, _, page = client.get(f"/memory/{stocked['bike']}?agent=alice")
+    confirm = re.search(r'href="([^"]+/confirm\?[^"]*action=forget[^"]*)"', page).group(1)
+    _, _, asked = client.get(html.unescape(confirm).removeprefix(client.root))
+    action = html.unescape(re.search(r'<form method="post" action="([^"]+)"', asked).group(1)).removeprefix(client.root)
+    form = [(k, html.unescape(v)) for k, v in re.findall(r'name="([^"]+)" value="([^"]*)"', asked)]
+    assert client.post(action, [*form, ("agent", "bob")])[0] == 400
+    assert "archived" not in client.get(f"/memory/{stocked['bike']}?agent=alice")[2]
+    assert client.post(action, form)[0] == 303
+    assert "archived" in client.get(f"/memory/{stocked['bike']}?agent=alice")[2]
