@@ -357,3 +357,14 @@ async def test_a_cue_ends_what_it_names_not_a_person_given_to_its_doer_or_a_qual
     assert await store.say("Maria left.") == ["Our cleaner is Maria."]
     assert await store.say("I left the choir some time ago.") == ["I sing in the church choir."]  # a time, not a thing given
     assert {"My manager is Kevin Ortiz.", "My phone is an iPhone 12.", "Our nanny is Grace."} <= await store.current()
+
+
+async def test_someones_got_a_new_number_is_theirs_and_ends_their_old_one(store):
+    """"Mum's got a new number" is "mum has got", not "mum's": read as a subject "mum's", it matched no
+    fact of mum and left the old number current beside the new one. Another person's new number ends
+    nothing of hers (exclusion), in the same store as the positive control."""
+    await store.say("My mum's number is 07700 900123.")
+    await store.say("My sister's number is 07700 900789.")
+    assert await store.say("Dad's got a new number, it's 07700 900555.") == []
+    assert await store.say("Mum's got a new number, it's 07700 900456.") == ["My mum's number is 07700 900123."]
+    assert "My sister's number is 07700 900789." in await store.current()
