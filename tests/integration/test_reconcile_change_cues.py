@@ -368,3 +368,13 @@ async def test_someones_got_a_new_number_is_theirs_and_ends_their_old_one(store)
     assert await store.say("Dad's got a new number, it's 07700 900555.") == []
     assert await store.say("Mum's got a new number, it's 07700 900456.") == ["My mum's number is 07700 900123."]
     assert "My sister's number is 07700 900789." in await store.current()
+
+
+async def test_a_word_before_i_or_we_leaves_the_speaker_the_subject(store):
+    """"Finally we moved to Bristol": the subject read as "finally we" was nobody's, so the move was added
+    beside "I live in Leeds" instead of ending it. Others who move (no "I" or "we") end nothing of mine."""
+    await store.say("I live in Leeds.")
+    await store.say("My phone is a Pixel 6.")
+    assert await store.say("Sam and Lena moved to Bristol.") == []
+    assert await store.say("Finally we moved to Bristol.") == ["I live in Leeds."]
+    assert "My phone is a Pixel 6." in await store.current()
