@@ -17,6 +17,7 @@ ENGLISH = compile_slots(
     rewrites=[
         (r"\bi'm\b", "i am"), (r"\bi've\b", "i have"), (r"\bi'll\b", "i will"), (r"\bi'd\b", "i would"),
         (r"\bwe're\b", "we are"), (r"\bwe've\b", "we have"), (r"\bthey're\b", "they are"),
+        (r"\b(\w+)'s (got|been|gone)\b", r"\1 has \2"),  # "mum's got", "he's been": has, not is, nor mum's
         (r"\b(he|she|it|that|what|there)'s\b", r"\1 is"), (r"\bcan't\b", "cannot"), (r"\bwon't\b", "will not"),
         (r"\b(do|does|did|is|are|was|were|have|has|had)n't\b", r"\1 not"),
         (r"\bfavourite\b", "favorite"), (r"\bcolour\b", "color"), (r"\bany more\b", "anymore"),
@@ -116,7 +117,7 @@ ENGLISH = compile_slots(
         # contact
         (r"(?:you can )?(?:reach|contact|text|call|email|e-mail|ring) (?:me|us) (?:at|on|via) (?P<val>.+@.+)", "email", False),
         (r"(?:you can )?(?:reach|contact|text|call|ring) (?:me|us) (?:at|on) (?P<val>[+\d][\d ()+.-]{5,})(?: .*)?", "phone", False),
-        (r"{S} (?:have|has|got) (?:a )?new (?P<attr>phone number|number|mobile number|email address|email|e-mail|address)"
+        (r"{S} (?:(?:have|has) got|have|has|got) (?:a )?new (?P<attr>phone number|number|mobile number|email address|email|e-mail|address)"
          r"[,:]? (?:it is |which is |and it is )?(?P<val>.+)", None, False, True),
         # projects
         (r"the (?P<attr>deadline|due date|launch date|launch|release date|release|status|lead|owner|budget|demo|deliverable)"

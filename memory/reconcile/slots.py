@@ -204,8 +204,8 @@ def subject_of(text: str | None, patterns: SlotPatterns) -> Subject:
     if not text:
         return Subject("user")
     text = " ".join(text.strip(" ,").split())
-    if text in patterns.self_subjects or text.split()[0] in patterns.self_subjects:
-        return Subject("user")  # "i started working at" parses its subject as "i started"
+    if text in patterns.self_subjects or {text.split()[0], text.split()[-1]} & patterns.self_subjects:
+        return Subject("user")  # "i started working at" parses its subject as "i started", "finally we moved" as "finally we"
     mine = patterns.possessive.fullmatch(text)
     if mine:
         words = mine.group(1).split()

@@ -22,7 +22,8 @@ the noop rate on restatements, and false supersessions on the controls.
 
 ``phrased_updates_unseen.json`` holds four more sets of the same shape, each
 written by someone who never saw the rules or the other sets, never tuned on:
-pass it with ``--cases``. ``phrased_updates_shared_topic.json`` holds
+pass it with ``--cases``. ``phrased_updates_unseen6.json`` is a sixth such set (24 updates, 16 controls,
+8 restatements), scored once before any change and never tuned on. ``phrased_updates_shared_topic.json`` holds
 different facts that share a topic word ("My dentist is Dr Smith", "The
 dentist appointment is on May 7"), written by the engineer who fixed such
 false supersessions: not blind, not tuned on by the other sets.

@@ -357,3 +357,24 @@ async def test_a_cue_ends_what_it_names_not_a_person_given_to_its_doer_or_a_qual
     assert await store.say("Maria left.") == ["Our cleaner is Maria."]
     assert await store.say("I left the choir some time ago.") == ["I sing in the church choir."]  # a time, not a thing given
     assert {"My manager is Kevin Ortiz.", "My phone is an iPhone 12.", "Our nanny is Grace."} <= await store.current()
+
+
+async def test_someones_got_a_new_number_is_theirs_and_ends_their_old_one(store):
+    """"Mum's got a new number" is "mum has got", not "mum's": read as a subject "mum's", it matched no
+    fact of mum and left the old number current beside the new one. Another person's new number ends
+    nothing of hers (exclusion), in the same store as the positive control."""
+    await store.say("My mum's number is 07700 900123.")
+    await store.say("My sister's number is 07700 900789.")
+    assert await store.say("Dad's got a new number, it's 07700 900555.") == []
+    assert await store.say("Mum's got a new number, it's 07700 900456.") == ["My mum's number is 07700 900123."]
+    assert "My sister's number is 07700 900789." in await store.current()
+
+
+async def test_a_word_before_i_or_we_leaves_the_speaker_the_subject(store):
+    """"Finally we moved to Bristol": the subject read as "finally we" was nobody's, so the move was added
+    beside "I live in Leeds" instead of ending it. Others who move (no "I" or "we") end nothing of mine."""
+    await store.say("I live in Leeds.")
+    await store.say("My phone is a Pixel 6.")
+    assert await store.say("Sam and Lena moved to Bristol.") == []
+    assert await store.say("Finally we moved to Bristol.") == ["I live in Leeds."]
+    assert "My phone is a Pixel 6." in await store.current()
