@@ -84,3 +84,41 @@ def test_one_fact_said_into_a_server_pool_by_two_agents_at_once_is_stored_once(a
     finally:
         locker.close()
     _stored_once(arcana_home, env, procs)
+
+
+def test_a_write_waiting_for_another_members_write_into_the_pool_says_so_and_a_lock_wait_bounds_it(arcana_home):
+    """A member's write behind another's decision in the pool says once what it waits for and where, then
+    stores; with `--lock-wait` it stops at the wait with one line naming the lock (exit 75), nothing stored."""
+    import select
+    import signal
+
+    from runner import flock_holder, run_arcana
+
+    from arcana_cli import exit_codes
+
+    _team(arcana_home, {})
+    quiet = run_arcana("remember", "The team kettle is blue.", "--pool", "team", "-a", "bob", home=arcana_home)
+    assert quiet.returncode == 0 and "waiting" not in quiet.stderr  # control: a free lock, no word of waiting
+    lock = arcana_home.pool_db("team").parent / "team.db-decide.lock"
+    holder = flock_holder(lock)  # another member's write into the pool is deciding
+    try:
+        bounded = run_arcana("--lock-wait", "0.5", "remember", "The team kettle is red.", "--pool", "team", "-a", "bob",
+                             home=arcana_home)
+        assert bounded.returncode == exit_codes.BUSY and bounded.stderr.count("\n") == 1, bounded.stderr
+        assert str(lock) in bounded.stderr and "--lock-wait" in bounded.stderr, bounded.stderr
+        environ = {**os.environ, "ARCANA_HOME": str(arcana_home.root)}
+        waiter = subprocess.Popen([*ARCANA, "remember", "The team kettle is green.", "--pool", "team", "-a", "bob"],
+                                  env=environ, text=True, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE)
+        assert select.select([waiter.stderr], [], [], 120)[0], "no word on stderr while waiting"
+        line = waiter.stderr.readline()
+        assert line.startswith("warning: waiting for another process's write into") and str(lock) in line, line
+        assert waiter.poll() is None  # still waiting, nothing stored yet
+    finally:
+        holder.send_signal(signal.SIGKILL)
+        holder.wait()
+    _, err = waiter.communicate(timeout=120)
+    assert waiter.returncode == 0, err
+    stored = json.loads(arcana("memory", "list", "--pool", "team", "--json", home=arcana_home))
+    assert sorted(m["content"] for m in stored) == sorted(["Lunch is at noon.", "The team kettle is blue.",
+                                                          "The team kettle is green."])
