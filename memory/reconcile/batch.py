@@ -31,7 +31,7 @@ from typing import Any
 from memory.federation.decisions import Decision, DecisionKind, ImportDecisions
 from memory.reconcile import restatements
 from memory.reconcile.slots import Fact, Subject, parse
-from memory.types import Audience, MemoryEntry, MemoryQuery, MemoryScope
+from memory.types import Audience, MemoryEntry, MemoryQuery
 
 
 def _cosine(a: Sequence[float] | None, b: Sequence[float] | None) -> float | None:
