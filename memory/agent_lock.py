@@ -18,23 +18,20 @@ Ids are random and never reused, the files are a few bytes, backups skip them.
 
 from __future__ import annotations
 
-import asyncio
 import fcntl
 import os
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
-from contextvars import ContextVar
 from pathlib import Path
 
 from memory.deadline import WAIT_LONGER, lock_wait
-from memory.errors import LockHeldError, MemoryStorageError, NotFoundError
-from memory.home import Home, private_dir
-from memory.locks import WaitNotice, exclusive_within
+from memory.errors import MemoryStorageError, NotFoundError
+from memory.home import Home
+from memory.locks import DECIDE_WAIT_SECONDS, exclusive_within, lock_files, queued, took
 
-# Each unless the command gave a lock wait (memory.deadline.lock_wait):
+# Unless the command gave a lock wait (memory.deadline.lock_wait):
 WAIT_SECONDS = 30.0  # a deletion waits this long for writes in flight, a write this long for a deletion
-DECIDE_WAIT_SECONDS = 300.0  # a reconciled write waits this long for another's (an import's batch embeds ~1,000 lines)
 
 
 def deleted_meanwhile(name: str) -> NotFoundError:
@@ -98,49 +95,12 @@ def copying(home: Home, agent_id: str) -> Iterator[None]:
     :class:`LockHeldError` when a deletion kept it for the lock wait (:data:`WAIT_SECONDS` by default)."""
     deadline = time.monotonic() + lock_wait(WAIT_SECONDS)
     busy = f"agent {agent_id} is being deleted (lock {agent_lock_path(home, agent_id)}); try again later, or {WAIT_LONGER}"
-    with _lock_files(home, agent_id) as (gate, fd):
+    with lock_files(agent_lock_path(home, agent_id)) as (gate, fd):
         for held in (gate, fd):
-            while not _took(held, fcntl.LOCK_SH, deadline, busy):
+            while not took(held, fcntl.LOCK_SH, deadline, busy):
                 time.sleep(0.05)
         fcntl.flock(gate, fcntl.LOCK_UN)  # past the gate: a deletion may queue there now
         yield
-
-
-@contextmanager
-def _lock_files(home: Home, agent_id: str, part: str = "") -> Iterator[tuple[int, int]]:
-    """The agent's gate and lock files, open (made if missing), closed at the end (their locks with them).
-
-    A writer takes the gate, then the lock, both shared, and lets go of the gate at once: a deletion
-    waiting at the gate holds it exclusively, so writes queue behind the deletion instead of keeping
-    it out with back-to-back holds of the lock.
-    """
-    path, gate_path = agent_lock_path(home, agent_id, part), agent_lock_path(home, agent_id, f"{part}-gate")
-    private_dir(path.parent)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
-    try:
-        gate = os.open(gate_path, os.O_RDWR | os.O_CREAT, 0o600)
-        try:
-            yield gate, fd
-        finally:
-            os.close(gate)
-    finally:
-        os.close(fd)
-
-
-_DECIDING: ContextVar[frozenset[tuple[str, str]]] = ContextVar("arcana_deciding", default=frozenset())
-"""The (home, agent) decision locks the running task holds: taking one again within it is a no-op,
-where a second flock on a new descriptor would wait on itself."""
-
-
-def _took(fd: int, mode: int, deadline: float, busy: str) -> bool:
-    """``flock(fd, mode)`` if free now; False to try again later, :class:`LockHeldError` past ``deadline``."""
-    try:
-        fcntl.flock(fd, mode | fcntl.LOCK_NB)
-        return True
-    except BlockingIOError:
-        if time.monotonic() >= deadline:
-            raise LockHeldError(busy) from None
-        return False
 
 
 class AgentPresence:
@@ -188,10 +148,7 @@ class AgentPresence:
         busy = f"agent '{self.name}' is being deleted (lock {path}); try again later, or {WAIT_LONGER}"
         waiting = (f"waiting for agent '{self.name}' to be deleted or restored by another process "
                    f"(lock {path}; at most {wait:g}s)")
-        with _lock_files(self.home, self.agent_id) as (gate, fd):
-            # a deletion waiting holds the gate: go after it, not before
-            await self._take((gate, fd), fcntl.LOCK_SH, wait, busy, waiting)
-            fcntl.flock(gate, fcntl.LOCK_UN)
+        async with queued(path, fcntl.LOCK_SH, wait, busy, waiting, self.notify):  # behind a deletion waiting, not before
             self.check()
             yield
 
@@ -211,28 +168,8 @@ class AgentPresence:
                 f"(lock {path}); try again once it is done, or {WAIT_LONGER}")
         waiting = (f"waiting for another process's write for agent '{self.name}' to be stored first "
                    f"(lock {path}; at most {wait:g}s)")
-        key, held = (str(self.home.root), self.agent_id), _DECIDING.get()
-        if key in held:  # this task decides for the agent already (an MCP update around its write)
+        async with queued(path, fcntl.LOCK_EX, wait, busy, waiting, self.notify):
             yield
-            return
-        with _lock_files(self.home, self.agent_id, "-decide") as (gate, fd):
-            await self._take((gate, fd), fcntl.LOCK_EX, wait, busy, waiting)
-            fcntl.flock(gate, fcntl.LOCK_UN)
-            token = _DECIDING.set(held | {key})
-            try:
-                yield
-            finally:
-                _DECIDING.reset(token)
-
-    async def _take(self, fds: tuple[int, ...], mode: int, wait_seconds: float, busy: str, waiting: str) -> None:
-        """Lock each of ``fds`` in turn, without blocking the event loop; :class:`LockHeldError` (``busy``)
-        after ``wait_seconds``; a long wait is said through ``notify`` (a `remember` behind an import's
-        batch sat silent for tens of seconds)."""
-        deadline, notice = time.monotonic() + wait_seconds, WaitNotice(self.notify, waiting)
-        for held in fds:
-            while not _took(held, mode, deadline, busy):
-                notice.still_waiting()
-                await asyncio.sleep(0.05)
 
 
 async def connect_agent_store(home: Home, agent_id: str, name: str, store) -> None:

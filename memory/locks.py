@@ -4,13 +4,15 @@ before it is renamed into place (an export)."""
 
 from __future__ import annotations
 
+import asyncio
 import fcntl
 import os
 import signal
 import threading
 import time
-from collections.abc import Callable, Iterator
-from contextlib import ExitStack, contextmanager
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import ExitStack, asynccontextmanager, contextmanager
+from contextvars import ContextVar
 from pathlib import Path
 from typing import IO
 
@@ -69,6 +71,75 @@ class WaitNotice:
         if self.notify is not None and time.monotonic() - self.since >= NOTICE_AFTER_SECONDS:
             self.notify(self.message)
             self.notify = None
+
+
+DECIDE_WAIT_SECONDS = 300.0  # a reconciled write waits this long for another's (an import's batch embeds ~1,000 lines)
+
+
+def gate_of(path: Path) -> Path:
+    """The gate beside lock ``path`` (``x.lock`` -> ``x-gate.lock``)."""
+    return path.with_name(f"{path.stem}-gate{path.suffix}")
+
+
+@contextmanager
+def lock_files(path: Path) -> Iterator[tuple[int, int]]:
+    """Lock ``path``'s gate and the lock itself, open (made if missing), closed at the end (their locks with them).
+
+    A holder takes the gate, then the lock, and lets go of the gate at once: a waiter for the other mode
+    (an agent's deletion) holds the gate, so takers queue behind it instead of keeping it out with
+    back-to-back holds of the lock.
+    """
+    private_dir(path.parent)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        gate = os.open(gate_of(path), os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            yield gate, fd
+        finally:
+            os.close(gate)
+    finally:
+        os.close(fd)
+
+
+def took(fd: int, mode: int, deadline: float, busy: str) -> bool:
+    """``flock(fd, mode)`` if free now; False to try again later, :class:`LockHeldError` past ``deadline``."""
+    try:
+        fcntl.flock(fd, mode | fcntl.LOCK_NB)
+        return True
+    except BlockingIOError:
+        if time.monotonic() >= deadline:
+            raise LockHeldError(busy) from None
+        return False
+
+
+_HELD: ContextVar[frozenset[str]] = ContextVar("arcana_held_locks", default=frozenset())
+"""The lock files the running task holds through :func:`queued`: taking one again within it is a
+no-op, where a second flock on a new descriptor would wait on itself."""
+
+
+@asynccontextmanager
+async def queued(
+    path: Path, mode: int, wait_seconds: float, busy: str, waiting: str, notify: Callable[[str], None] | None = None,
+) -> AsyncIterator[None]:
+    """Hold lock ``path`` in ``mode`` (shared or exclusive) behind its gate (:func:`lock_files`), without
+    blocking the event loop; :class:`LockHeldError` (``busy``) after ``wait_seconds``; a long wait is said
+    once through ``notify`` (``waiting``). Re-entrant in a task."""
+    key, held = str(path), _HELD.get()
+    if key in held:
+        yield
+        return
+    deadline, notice = time.monotonic() + wait_seconds, WaitNotice(notify, waiting)
+    with lock_files(path) as (gate, fd):
+        for lock in (gate, fd):
+            while not took(lock, mode, deadline, busy):
+                notice.still_waiting()
+                await asyncio.sleep(0.05)
+        fcntl.flock(gate, fcntl.LOCK_UN)
+        token = _HELD.set(held | {key})
+        try:
+            yield
+        finally:
+            _HELD.reset(token)
 
 
 @contextmanager

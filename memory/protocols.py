@@ -8,7 +8,8 @@ instead of probing attribute names.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
@@ -169,6 +170,20 @@ class BuffersAccess(Protocol):
     def seen(self, entries: Sequence[MemoryEntry]) -> list[MemoryEntry]:
         """``entries`` as they will read once the hits buffered for them are folded in."""
         ...
+
+
+@runtime_checkable
+class SerialisesDecisions(Protocol):
+    """Holds one writer's reconciled write at a time, across processes and machines that share the store
+    (a pool: SQLite a lock file beside it, PostgreSQL an advisory lock on the server), from the
+    decision to the settling: each member's own decision lock let two members decide ``add`` at once."""
+
+    def deciding(self, notify: Callable[[str], None] | None = None) -> AbstractAsyncContextManager[None]: ...
+
+
+def serialising_of(adapter: object) -> SerialisesDecisions | None:
+    """The store under ``adapter`` (through layers) that serialises reconciled writes, if any."""
+    return _under(adapter, SerialisesDecisions)
 
 
 def admitting_of(adapter: object) -> AdmitsById | None:

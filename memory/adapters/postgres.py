@@ -17,8 +17,9 @@ with its password masked.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -27,9 +28,11 @@ from memory.adapters.hybrid import asks_vectors, hybrid
 from memory.access import DAY_SECONDS, AccessBuffer, defer
 from memory.inspection import Census, Growth, RecallDay, day_date
 from memory.limits import MAX_CONTENT_BYTES, check_entries
+from memory.locks import DECIDE_WAIT_SECONDS, WaitNotice
 from memory.config import DEFAULT_KEYWORD_WEIGHT, DEFAULT_VECTOR_WEIGHT
 from memory.embedding.base import Embedder, EmbeddingMeta, l2_normalize, length_order
-from memory.errors import MemoryStorageError, NotFoundError, SchemaTooNewError, StaleEditError
+from memory.deadline import WAIT_LONGER, lock_wait
+from memory.errors import LockHeldError, MemoryStorageError, NotFoundError, SchemaTooNewError, StaleEditError
 from memory.postgres import bulk, mutations, search
 from memory.postgres import prune as prune_sql
 from memory.postgres import vectors as vector_sql
@@ -205,6 +208,43 @@ class PostgresAdapter:
         return version, head_version()
 
     # -- writes (all through memory.postgres.mutations) --------------------
+
+    @contextlib.asynccontextmanager
+    async def deciding(self, notify: Callable[[str], None] | None = None) -> AsyncIterator[None]:
+        """Hold the pool's decision lock from a reconciled write's decision to its settling, for every
+        process on every machine using this database: a transaction-scoped advisory lock
+        (:func:`memory.postgres.mutations.took_decision_lock`) on a connection of its own. The server
+        does not serialise it by itself: a decision is reads, and two members' reads of a pool holding
+        neither row both decided ``add``. :class:`LockHeldError` after the lock wait."""
+        await self.connect()
+        wait = lock_wait(DECIDE_WAIT_SECONDS)
+        busy = f"another write into {self.path} kept deciding for {wait:g}s; try again once it is done, or {WAIT_LONGER}"
+        notice = WaitNotice(notify, f"waiting for another write into {self.path} to be stored first (at most {wait:g}s)")
+        deadline = time.monotonic() + wait
+        try:
+            conn = await self._pool.acquire(timeout=self.connect_timeout)
+        except Exception as exc:
+            raise storage_error(self.url, exc) from None
+        held = conn.transaction()  # nothing is written in it: it only holds the lock
+        try:
+            try:
+                await held.start()
+                while not await mutations.took_decision_lock(conn):
+                    if time.monotonic() >= deadline:
+                        raise LockHeldError(busy)
+                    notice.still_waiting()
+                    await asyncio.sleep(0.05)
+            except (LockHeldError, asyncio.CancelledError):
+                raise
+            except Exception as exc:
+                raise storage_error(self.url, exc) from None
+            yield
+        finally:
+            # A server gone by now takes the lock with the session; the write's own outcome stands.
+            with contextlib.suppress(Exception):
+                await held.rollback()
+            with contextlib.suppress(Exception):
+                await self._pool.release(conn)
 
     async def write(self, entry: MemoryEntry) -> None:
         await self.write_many([entry])

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import fcntl
 import os
 import time
 from collections.abc import AsyncIterator, Callable, Iterable, Sequence
@@ -13,10 +14,12 @@ from typing import Any
 
 from memory import audit as audit_mod
 from memory.access import AccessBuffer, defer
+from memory.deadline import WAIT_LONGER, lock_wait
 from memory.embedding.base import EmbeddingMeta
 from memory.errors import MemoryCorruptError, MemoryStorageError, NotFoundError
 from memory.home import Home
 from memory.limits import MAX_CONTENT_BYTES, check_entries
+from memory.locks import DECIDE_WAIT_SECONDS, queued
 from memory.migrations.backup import backup_copy
 from memory.migrations.runner import check_not_newer, migrate
 from memory.progress import Progress, Report
@@ -314,6 +317,17 @@ class SQLiteAdapter:
     async def withdraw(self, entry_ids: Sequence[str]) -> int:
         """Remove promoted copies that no longer qualify (ledgered as ``withdraw``)."""
         return await self._remove(entry_ids, "withdraw")
+
+    def deciding(self, notify: Callable[[str], None] | None = None) -> contextlib.AbstractAsyncContextManager[None]:
+        """Hold this store's decision lock (``<file>-decide.lock``, beside it) from a reconciled write's
+        decision to its settling: processes of different agents writing into one pool file each decided
+        against a pool holding neither row, and the fact was stored twice. :class:`LockHeldError` when
+        another write kept deciding for the lock wait."""
+        path = Path(f"{self.path}-decide.lock")
+        wait = lock_wait(DECIDE_WAIT_SECONDS)
+        busy = f"another write into {self.path} kept deciding for {wait:g}s (lock {path}); try again once it is done, or {WAIT_LONGER}"
+        waiting = f"waiting for another process's write into {self.path} to be stored first (lock {path}; at most {wait:g}s)"
+        return queued(path, fcntl.LOCK_EX, wait, busy, waiting, notify)
 
     @contextlib.asynccontextmanager
     async def write_locked(self) -> AsyncIterator[None]:

@@ -73,6 +73,8 @@ class ImportDecisions:
 
     written: list[MemoryEntry] = field(default_factory=list)
     lines: list[tuple[MemoryEntry, Decision]] = field(default_factory=list)
+    given: list[MemoryEntry] = field(default_factory=list)
+    """Lines written as given: no store of ours to decide them against (a global line, a pool out of reach)."""
     skipped: set[str] = field(default_factory=set)
     unchanged: set[str] = field(default_factory=set)
     successors: list[MemoryEntry] = field(default_factory=list)

@@ -24,11 +24,13 @@ from memory.config import ExtractionSettings, RecallConfig
 from memory.errors import MemoryStorageError, MemoryWriteError, TierWriteFailed
 from memory.federation.decisions import DecisionKind
 from memory.federation.events import DegradedSink, MemoryDegradedEvent, audit_sink
-from memory.federation.resilience import ResilientTier, TierRead, describe_failure, failure_reason
+from memory.federation.resilience import BreakerState, ResilientTier, TierRead, describe_failure, failure_reason
 from memory.federation.router import MemoryRouter
 from memory.home import Home
 from memory.promotion import as_claimed, global_copy
-from memory.protocols import Closeable, EmbedsAhead, Prunable, access_buffer_of, admitting_of, provenance_of
+from memory.protocols import (
+    Closeable, EmbedsAhead, Prunable, access_buffer_of, admitting_of, provenance_of, serialising_of,
+)
 from memory.ranking import timeframe
 from memory.ranking.neighbours import expand
 from memory.types import MAX_QUERY_LIMIT, Audience, HealthStatus, MemoryEntry, MemoryQuery, MemoryScope, PrunePolicy, PruneReport
@@ -277,7 +279,7 @@ class MemoryFederation:
         entry = as_claimed(entry, self.confidence_cap)
         if not reconcile or self.reconciler is None:
             return await self._fan_out(entry)
-        async with self.deciding():
+        async with self.deciding(entry):
             decision = await self.reconciler.decide_write(entry)
             if decision.kind is DecisionKind.NOOP:
                 reinforced = await self.reconciler.reinforce(decision, entry)
@@ -291,11 +293,35 @@ class MemoryFederation:
             await self.reconciler.settle(decision, entry, report)
             return report
 
-    def deciding(self):
-        """Held from a reconciled write's decision to its settling: another process's write for the
-        agent decides only after this one is stored (:meth:`AgentPresence.deciding`). Re-entrant in a
-        task, so a caller may hold it around a check and the write that depends on it."""
-        return self.presence.deciding() if self.presence is not None else contextlib.nullcontext()
+    @contextlib.asynccontextmanager
+    async def deciding(self, *entries: MemoryEntry) -> AsyncIterator[None]:
+        """Held from a reconciled write's decision to its settling: another process's write for the agent,
+        or (``entries`` written into a pool) any member's write into that pool, decides only after this one
+        is stored. The agent's lock (:meth:`AgentPresence.deciding`) is per agent, so two members writing
+        one fact into a pool at once each decided ``add``; the pool's own lock
+        (:class:`~memory.protocols.SerialisesDecisions`) is taken after it, pools by name, so two writers
+        never wait on each other. Re-entrant in a task, so a caller may hold it around a check and the
+        write that depends on it."""
+        notify = self.presence.notify if self.presence is not None else None
+        async with contextlib.AsyncExitStack() as held:
+            if self.presence is not None:
+                await held.enter_async_context(self.presence.deciding())
+            for store in self._pools_deciding(entries):
+                try:
+                    await held.enter_async_context(store.deciding(notify))
+                except MemoryStorageError:
+                    # Trigger: the pool's server cannot be had for its lock. Why: its decision and write
+                    # fail on it anyway, and say so as a degraded tier. Outcome: decided unlocked, as given.
+                    continue
+            yield
+
+    def _pools_deciding(self, entries: Sequence[MemoryEntry]) -> list[Any]:
+        """The stores of the pools ``entries`` are written into whose decisions they serialise, by pool
+        name; a pool whose tier's breaker is open is decided against nothing (written as given)."""
+        names = sorted({e.pool_name for e in entries if e.scope is MemoryScope.SHARED and e.pool_name})
+        tiers = [self.router.pool_tier(name) for name in names]
+        stores = [serialising_of(t.backend) for t in tiers if t is not None and t.breaker.state is BreakerState.CLOSED]
+        return [store for store in stores if store is not None]
 
     def _writing(self):
         """Held around each fan-out: the agent's lock shared, so `agent delete` never withdraws the
@@ -361,7 +387,7 @@ class MemoryFederation:
         backend = self.router.private.backend
         if isinstance(backend, EmbedsAhead):  # the model's time for these texts is spent before the lock
             await backend.embedded_ahead(entries)
-        async with self.deciding():
+        async with self.deciding(*entries):
             batch = await self.reconciler.decide_many(entries)
             report = await self._fan_out_many(batch.written) if batch.written else BatchWriteReport()
             leftovers = await self.reconciler.settle_many(batch, report)

@@ -429,3 +429,12 @@ async def touch_access(conn, buffered: AccessBuffer) -> None:
         "recalls = recall_activity.recalls + excluded.recalls, hits = recall_activity.hits + excluded.hits",
         [(day, recalls, hits) for day, (recalls, hits) in buffered.days.items()],
     )
+
+
+DECIDE_LOCK = 0x41524344  # 'ARCD': one reconciled write into a pool at a time (a pool is one database)
+
+
+async def took_decision_lock(conn) -> bool:
+    """Take the pool's decision lock for ``conn``'s open transaction if free now (the server lets go of
+    it with the transaction, so a process killed holding it holds nothing)."""
+    return await conn.fetchval("SELECT pg_try_advisory_xact_lock($1)", DECIDE_LOCK)

@@ -109,6 +109,7 @@ class Reconciler:
         self.audit = audit
         self.copies = copies  # opens the GlobalCopies that a supersession must end too
         self.pools = pools
+        self._pool_stores: dict[str, tuple[ResilientTier, Any, Any]] = {}  # pool -> (its tier, ledgered store, similar)
         # The tiers' breaker, around the model: a model that keeps failing (a hung endpoint costs the
         # whole timeout) is not asked for every line of a `remember --from`; one probe once it resets.
         self.model_breaker = CircuitBreaker()
@@ -143,9 +144,15 @@ class Reconciler:
         if entry.scope is not MemoryScope.SHARED or self.pools is None or not entry.pool_name:
             return None
         tier = self.pools(entry.pool_name)
-        if tier is None or (store := ledger_of(tier.backend)) is None:  # a server's stand-in keeps no ledger
+        if tier is None:
             return None
-        return Against(store, similar_of(tier.backend), tier.name, entry.pool_name,
+        found = self._pool_stores.get(entry.pool_name)
+        if found is None or found[0] is not tier:  # looked up once per tier: an import asks for every line
+            found = self._pool_stores[entry.pool_name] = (tier, ledger_of(tier.backend), similar_of(tier.backend))
+        _, store, vectors = found
+        if store is None:  # a server's stand-in keeps no ledger
+            return None
+        return Against(store, vectors, tier.name, entry.pool_name,
                        tier.budget.read_timeout_ms / 1000, tier.breaker.state is BreakerState.CLOSED)
 
     async def decide_write(self, entry: MemoryEntry) -> Decision:
@@ -299,29 +306,22 @@ class Reconciler:
         return applied
 
     async def decide(
-        self, entry: MemoryEntry, earlier: Any | None = None, *, search_store: bool = True, where: Against | None = None
+        self, entry: MemoryEntry, earlier: Any | None = None, *, search_store: bool = True, where: Against | None = None,
+        stored: list[tuple[MemoryEntry, float | None]] | None = None,
     ) -> Decision:
         """The decision for ``entry``, with the subjects it is about (to link) and, for a noop, the
         memory it restates.
 
         ``earlier`` (a :class:`memory.reconcile.batch.Earlier`) adds the lines of
         the same import decided before this one, not yet in the store;
-        ``search_store=False`` (an import into an empty store) looks only there.
+        ``search_store=False`` (an import into an empty store) looks only there;
+        ``stored``: the store's candidates, searched ahead (:meth:`candidates`).
         ``where``: the store decided against (default the agent's own); in a pool
         every member's current memories are candidates, and the member rule holds.
         """
         where = where or self.private
         parsed, norm = parse(entry.content, self.patterns)
-        words = " ".join(
-            [self.patterns.attribute_words.get(f.attribute, "") for f, _ in parsed]
-            + [" ".join([s.key, *s.aliases]) for _, s in parsed if s.key != entities.SPEAKER]
-        )
-        found: list[tuple[MemoryEntry, float | None]] = []
-        if search_store:
-            found = await find_candidates(
-                where.store, where.vectors, entry, words, limit=self.settings.candidates,
-                min_similarity=self.settings.min_similarity, shared=where.pool is not None,
-            )
+        found = list(stored) if stored is not None else await self._search(entry, parsed, where) if search_store else []
         if earlier is not None:
             found += earlier.candidates(entry, parsed, norm, {e.id for e, _ in found}, self.settings.candidates)
         if not found:
@@ -351,6 +351,21 @@ class Reconciler:
             decision = _member_rule(entry, decision, by_id)
         restated = by_id[decision.targets[0]] if decision.kind is DecisionKind.NOOP else None
         return replace(decision, subjects=[s for _, s in parsed], restated=restated)
+
+    async def candidates(self, entry: MemoryEntry, where: Against) -> list[tuple[MemoryEntry, float | None]]:
+        """The candidates ``where`` holds for ``entry``, as :meth:`decide` searches them: for an import
+        to search ahead, many lines at once (a server pool's search is round trips, not work)."""
+        return await self._search(entry, parse(entry.content, self.patterns)[0], where)
+
+    async def _search(self, entry: MemoryEntry, parsed: list, where: Against) -> list[tuple[MemoryEntry, float | None]]:
+        words = " ".join(
+            [self.patterns.attribute_words.get(f.attribute, "") for f, _ in parsed]
+            + [" ".join([s.key, *s.aliases]) for _, s in parsed if s.key != entities.SPEAKER]
+        )
+        return await find_candidates(
+            where.store, where.vectors, entry, words, limit=self.settings.candidates,
+            min_similarity=self.settings.min_similarity, shared=where.pool is not None,
+        )
 
     async def _ask_model(self, entry: MemoryEntry, candidates: list[MemoryEntry]) -> Decision:
         from memory.reconcile.llm import llm_decide

@@ -127,3 +127,34 @@ async def test_both_engines_pick_the_same_keyword_candidates(tmp_path, request):
     # the common word only fills what the rare word leaves: the control is found (the fill works),
     # but after the rare word's row, on both engines
     assert sqlite_beside == pg_beside == [rare[0].id, control.id]
+
+
+def test_an_import_into_a_pool_is_decided_against_the_pool(team, tmp_path):
+    """`remember --from --pool` lines were stored as given: a line replacing a pool fact left both current.
+    They are now decided as `remember --pool` decides one, with the member rule: an imported line is not the
+    user's word, so it ends its own agent's row and is held beside another member's; a restating line
+    reinforces the pool's row; a re-run of the file decides nothing again."""
+    bobs = say(team, "bob", "Our team standup is at 10am every day")
+    notes = say(team, "bob", "Our team standup notes are kept in the wiki")
+    adas = say(team, "ada", "Our team demo is on Friday every week")
+    source = tmp_path / "team.jsonl"
+    said = ["The team demo moved to Monday from now on", "The team standup moved to 11am from now on",
+            "Our team standup notes are kept in the wiki", "The team retro is held on Fridays"]
+    source.write_text("".join(json.dumps({"content": text}) + "\n" for text in said), encoding="utf-8")
+    first = data(team("remember", "--from", str(source), "--pool", "team", "-a", "ada", "--json"))
+    assert first["decisions"] == {"add": 2, "noop": 1, "update": 1, "delete": 0}, first
+    assert (first["written"], first["restated"], first["accepted"]) == (3, 1, {"pool:team": 3})
+    # ada's demo ended; bob's standup held beside ada's line (the control: not ended), his notes kept once.
+    assert current(team, "bob", "team") == sorted([*said, "Our team standup is at 10am every day"])
+    assert [h["op"] for h in data(team("memory", "history", adas["id"], "--pool", "team", "--json"))][-1] == "supersede"
+    assert [h["op"] for h in data(team("memory", "history", bobs["id"], "--pool", "team", "--json"))] == ["insert"]
+
+    def importance() -> float:
+        return next(m for m in data(team("memory", "list", "--pool", "team", "--json")) if m["id"] == notes["id"])["importance"]
+
+    reinforced = importance()
+    again = data(team("remember", "--from", str(source), "--pool", "team", "-a", "ada", "--json"))
+    assert (again["written"], again["decisions"]["add"], again["decisions"]["noop"]) == (0, 0, 0), again
+    listed = data(team("memory", "list", "--pool", "team", "--json"))
+    assert [m["content"] for m in listed].count(said[2]) == 1
+    assert importance() == reinforced  # a re-run reinforces nothing again
