@@ -651,6 +651,8 @@ class MemoryEditor:
         down = edit if edit.op == "supersede" else _withholding(edit)
         if down is not None and changed:
             await self._reach_words(before, down, verb or edit.op, report, seen, sources=sources)
+        if edit.op == "make_current" and changed and sources:
+            await self._bring_back_restatements(before, edit, verb, report, seen)
         if self.copies is not None:  # and what carries its copy in the global tier
             report.carriers += await self.copies.reach_carriers(
                 self.store, entry_id, edit, verb or edit.op,
@@ -749,6 +751,20 @@ class MemoryEditor:
                 continue
             seen.add(source.id)
             report.carriers.append(await self.apply(source.id, edit, verb=verb, seen=seen))
+
+    async def _bring_back_restatements(self, before: MemoryEntry, edit: Edit, verb: str | None, report: EditReport,
+                                       seen: set[str]) -> None:
+        """``--current`` of a merge undoes what its supersession did to the restatements it absorbed
+        (:meth:`_reach_restatements`): those the same successor ended answer again, global copy and all
+        (left ended, Berlin never answered another agent again after the undo)."""
+        store = provenance_of(self.store)
+        if store is None or before.superseded_by is None:
+            return
+        for source_id in (await store.sources([before.id], quoted=False)).get(before.id, []):
+            source = await _operator_get(self.store, source_id)
+            if source_id not in seen and source is not None and source.superseded_by == before.superseded_by:
+                seen.add(source_id)
+                report.carriers.append(await self.apply(source_id, edit, verb=verb, seen=seen))
 
     async def _withhold_source_copies(self, carrier_id: str, edit: Edit, verb: str, report: EditReport,
                                       seen: set[str]) -> None:
