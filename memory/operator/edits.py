@@ -723,6 +723,21 @@ class MemoryEditor:
             seen.add(carrier)
             reached = await self.apply(carrier, carried, verb=verb, seen=seen, sources=False)
             report.carriers.append(reached)
+            if reached.changed and origin is not None and (carried.op == "supersede" or _withholding(carried)):
+                await self._free_other_sources(carrier, origin)
+
+    async def _free_other_sources(self, carrier_id: str, origin: MemoryEntry) -> None:
+        """The other sources of ``carrier_id``, which an edit of ``origin`` withheld or ended, answer as
+        themselves again, as after a purge: forgetting "I live in Berlin" lost "My dog is called Rex" from
+        every recall with the digest carrying both. One that says nothing ``origin`` did not (it repeats
+        the withheld words) stays archived into the carrier."""
+        store = provenance_of(self.store)
+        words = content_words(origin.content)
+        others = [s for s in (await store.sources([carrier_id], quoted=False)).get(carrier_id, []) if s != origin.id]
+        own = [s for s in others if (row := await _operator_get(self.store, s)) is not None
+               and not content_words(row.content) <= words]
+        if own:
+            await store.stand_alone(own)
 
     async def _reach_later_versions(self, withheld: MemoryEntry, edit: Edit, verb: str | None, report: EditReport,
                                     seen: set[str]) -> None:
