@@ -415,6 +415,10 @@ class SQLiteAdapter:
         """Which of ``entry_ids`` are digests consolidation wrote (made of turns, not one kept statement)."""
         return await self.run(consolidation.digests_among, list(entry_ids), inline=True) if entry_ids else set()
 
+    async def carried(self, entry_ids: Sequence[str]) -> set[str]:
+        """Which of ``entry_ids`` consolidation archived into a memory that still answers for them."""
+        return await self.run(consolidation.carried_sources, list(entry_ids), inline=True) if entry_ids else set()
+
     async def stand_alone(self, entry_ids: Sequence[str]) -> int:
         """Restore those of ``entry_ids`` consolidation archived that are visible while no carrier answers."""
         alone = await self.run(consolidation.uncarried_sources, list(entry_ids), inline=True) if entry_ids else []

@@ -431,11 +431,13 @@ class GlobalCopies:
         A copy whose original is no longer promotable (hidden, private, lowered, an agent's claim) or
         was purged is withdrawn, and so is one whose original only ``replaced`` (the agent's store the
         restore moved to the trash) recorded: a memory made after the backup, which the restore took
-        away; an archived or superseded original archives or supersedes a copy still live. Everything
-        else is left: an original no ledger recorded is a memory written to this tier directly.
+        away; an archived or superseded original archives or supersedes a copy still live, unless
+        consolidation archived it into a memory that still answers for it (its copy is left live, as
+        consolidation leaves it). Everything else is left: an original no ledger recorded is a memory
+        written to this tier directly.
         Copies are read a page at a time, each past the last (no page reads the ones before it
-        again), and each page costs one read of the originals, one of their ledger and one bulk
-        change per kind, each bounded by the tier's write budget. Returns the count per change; a
+        again), and each page costs one read of the originals, one of their ledger, one of what
+        consolidation still carries and one bulk change per kind, each bounded by the tier's write budget. Returns the count per change; a
         tier that cannot be reached raises :class:`LiveCopyError`.
         """
         done = {"withdraw": 0, "archive": 0, "supersede": 0}
@@ -460,7 +462,10 @@ class GlobalCopies:
                     gone = [c.id for c in mine if c.id in recorded or (c.id in originals and not promotable(originals[c.id]))]
                     live = [(c, originals[c.id]) for c in mine if c.id in originals and c.id not in gone]
                     withdrawn = await store.withdraw(gone) if gone else 0
-                    archived = [c.id for c, o in live if o.archived and not c.archived]
+                    ended = [c.id for c, o in live if o.archived and not c.archived]
+                    # A restatement a merge (or a digest) still answers for: consolidation leaves its copy live.
+                    carried = await held.carried(ended) if ended and (held := provenance_of(source)) else set()
+                    archived = [i for i in ended if i not in carried]
                     done["archive"] += await store.archive(archived) if archived else 0
                     for c, o in live:  # rare: a fact superseded in the backup, made current again since
                         if o.valid_to is not None and o.superseded_by and c.valid_to is None:
