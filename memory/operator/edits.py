@@ -31,6 +31,7 @@ from memory.errors import InvalidRequestError, MemoryStorageError, NotFoundError
 from memory.home import Home
 from memory.promotion import ever_promotable, global_copy, promotable, users_own
 from memory.protocols import provenance_of
+from memory.sqlite.admission import CONSOLIDATED
 from memory.sqlite.fact_words import content_words
 from memory.sqlite.mutations import REFUSED
 from memory.store_kinds import StoreKind, store_path
@@ -658,6 +659,8 @@ class MemoryEditor:
             await self._reach_words(before, down, verb or edit.op, report, seen, sources=sources)
         if edit.op == "make_current" and changed and sources:
             await self._bring_back_restatements(before, edit, verb, report, seen)
+        if edit.op == "restore" and changed and sources:
+            await self._restore_what_it_carries(before, edit, verb or edit.op, report, seen)
         if self.copies is not None:  # and what carries its copy in the global tier
             report.carriers += await self.copies.reach_carriers(
                 self.store, entry_id, edit, verb or edit.op,
@@ -786,6 +789,30 @@ class MemoryEditor:
                 seen.add(source_id)
                 report.carriers.append(await self.apply(source_id, edit, verb=verb, seen=seen))
 
+    async def _restore_what_it_carries(self, before: MemoryEntry, edit: Edit, verb: str, report: EditReport,
+                                       seen: set[str]) -> None:
+        """A restored merge or digest undoes what its forget did to its sources: the restatements that
+        forget archived (:meth:`_reach_restatements`) are archived into it again, and the global copies
+        it withheld (:meth:`_withhold_source_copies`) answer again, as consolidation left them (left
+        archived, another agent never read the fact again after the undo). A source the operator forgot
+        on its own stays forgotten, copy and all."""
+        store = provenance_of(self.store)
+        if store is None:
+            return
+        ids = [i for i in (await store.sources([before.id], quoted=False)).get(before.id, []) if i not in seen]
+        archived_at = max((r.seq for r in await self.store.ledger([before.id]) if r.op == "archive"), default=None)
+        again = [i for i in ids if archived_at is not None and await _archived_after(self.store, i, archived_at)]
+        if again:
+            await store.carry_again(again)
+        for source_id in sorted(await store.carried(ids)):
+            seen.add(source_id)
+            source = await _operator_get(self.store, source_id)
+            reached = EditReport(source_id, source_id in again, source)
+            if self.copies is not None and (copy := await self.copies.follow(self.store, source, source, edit, verb)):
+                reached.copies.append(copy)
+            if reached.changed or any(c.changed for c in reached.copies):
+                report.carriers.append(reached)
+
     async def _withhold_source_copies(self, carrier_id: str, edit: Edit, verb: str, report: EditReport,
                                       seen: set[str]) -> None:
         """The global copies of the archived sources of a withheld merge or digest get what it got.
@@ -812,6 +839,15 @@ class MemoryEditor:
     async def aclose(self) -> None:
         if self.copies is not None:
             await self.copies.aclose()
+
+
+async def _archived_after(store: SQLiteAdapter, entry_id: str, seq: int) -> bool:
+    """Whether ``entry_id``, archived by consolidation, was last archived by an edit after ledger row
+    ``seq`` (its merge's archive, which reached it), not by an operator's forget of its own before."""
+    records = await store.ledger([entry_id])
+    last = records[-1] if records else None
+    return (last is not None and last.seq > seq and last.op == "archive" and last.before is not None
+            and last.before.get("archived") == CONSOLIDATED)
 
 
 def reaches(origin: MemoryEntry, row: MemoryEntry) -> bool:

@@ -426,6 +426,32 @@ def test_hiding_or_forgetting_a_merged_memory_reaches_the_copy_of_the_restatemen
     assert recalled(cli, "ada", "heron") == set()
 
 
+def test_restoring_a_forgotten_merged_memory_brings_back_the_copy_of_the_restatement_it_absorbed(cli, home):
+    """Forgetting the merged memory archived the restatement it absorbed and that one's global copy;
+    restoring it left them so: bob, who read 'heron passport X123' before, never read it again. A
+    restore undoes what the forget reached: the restatement is archived into the merge again (it
+    does not answer beside it) and its copy is live. Control: a restatement ada forgot itself (the
+    forget reached its merge) stays forgotten, copy and all, when that merge is restored."""
+    other = ok(cli("remember", "heron visa Y456", "--agent", "ada", "--no-reconcile", "--json"))
+    alone = ok(cli("remember", "heron visa Y456.", "--agent", "ada", "--importance", "0.95",
+                   "--no-reconcile", "--json"))
+    keeper = ok(cli("remember", "heron passport X123", "--agent", "ada", "--no-reconcile", "--json"))
+    absorbed = ok(cli("remember", "heron passport X123.", "--agent", "ada", "--importance", "0.95",
+                      "--no-reconcile", "--json"))
+    assert absorbed["accepted"] == alone["accepted"] == ["private", "global"] and keeper["accepted"] == ["private"]
+    assert ok(cli("consolidate", "--agent", "ada", "--json"))["agents"][0]["merged_sources"] == 2
+    ok(cli("memory", "forget", alone["id"], "--agent", "ada", "--json"))
+    ok(cli("memory", "restore", other["id"], "--agent", "ada", "--json"))
+    assert recalled(cli, "bob", "X123", "Y456") == {"X123"}
+    ok(cli("memory", "forget", keeper["id"], "--agent", "ada", "--json"))
+    assert recalled(cli, "bob", "X123", "Y456") == set()
+    ok(cli("memory", "restore", keeper["id"], "--agent", "ada", "--json"))
+    assert recalled(cli, "bob", "X123", "Y456") == {"X123"}
+    results = ok(cli("recall", "X123 Y456", "--agent", "ada", "--mode", "keyword", "--json"))["results"]
+    assert sorted(r["id"] for r in results) == sorted([keeper["id"], other["id"]])
+    assert ok(cli("memory", "show", absorbed["id"], "--agent", "ada", "--json"))["archived"] is True
+
+
 def test_new_text_for_a_merged_memory_withdraws_the_restatement_it_absorbed_and_its_copy(cli, home):
     """`memory set --content` of the merged memory replaced its words, but the promoted restatement
     consolidation archived into it kept the old ones, its global copy live: bob still recalled

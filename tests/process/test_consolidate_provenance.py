@@ -194,3 +194,29 @@ def test_the_other_turns_of_a_digest_a_withheld_turn_reached_answer_as_themselve
     assert [r["id"] for r in json.loads(done.stdout)["reached"]] == [digest]
     assert answers("Rex")[0] == ids[SESSION[1]["content"]] and answers("cello")[0] == ids[SESSION[2]["content"]]
     assert answers("Berlin") == []  # the repeating turn stays archived into the withheld digest
+
+
+def test_restoring_a_forgotten_digest_brings_back_the_global_copies_of_its_turns(cli, no_embedder, tmp_path):
+    """Consolidation leaves the global copies of the promoted turns it digests live; forgetting the
+    digest withholds them, and restoring it left them withheld: bob never read "heliotrope" again.
+    Control: the other session's digest and its turns' copies are untouched throughout."""
+    for name in ("ada", "bob"):
+        assert cli("agent", "create", name).exit_code == 0
+    path = tmp_path / "promoted.jsonl"
+    path.write_text("".join(json.dumps(line) + "\n" for line in PROMOTED))
+    assert cli("remember", "--from", str(path), "--agent", "ada", "--no-reconcile").exit_code == 0
+    assert cli("consolidate", "--agent", "ada").exit_code == 0
+
+    def bob_recalls() -> set[str]:
+        done = cli("recall", "heliotrope pottery", "--agent", "bob", "--mode", "keyword", "--json")
+        assert done.exit_code == 0, done.output
+        return {w for w in ("heliotrope", "pottery") if any(w in r["content"] for r in json.loads(done.stdout)["results"])}
+
+    (digest,) = [m["id"] for m in json.loads(cli("memory", "list", "--agent", "ada", "--json").stdout)
+                 if "heliotrope" in m["content"]]
+    assert bob_recalls() == {"heliotrope", "pottery"}
+    assert cli("memory", "forget", digest, "--agent", "ada").exit_code == 0
+    assert bob_recalls() == {"pottery"}
+    restored = cli("memory", "restore", digest, "--agent", "ada", "--json")
+    assert restored.exit_code == 0, restored.output
+    assert bob_recalls() == {"heliotrope", "pottery"}
