@@ -550,12 +550,18 @@ class GlobalCopies:
                     return CopyChange(self.TIER, "promote", True)
                 return None
             if after is None:
-                return CopyChange(self.TIER, "purge", bool(await store.purge([before.id])))
-            if not promotable(after):
-                return CopyChange(self.TIER, "withdraw", bool(await store.withdraw([before.id])))
-            changed = await edit.on(store, before.id)
-            await self._embedded(store, [before.id])
-            return CopyChange(self.TIER, edit.op, changed)
+                change = CopyChange(self.TIER, "purge", bool(await store.purge([before.id])))
+            elif not promotable(after):
+                change = CopyChange(self.TIER, "withdraw", bool(await store.withdraw([before.id])))
+            else:
+                change = CopyChange(self.TIER, edit.op, await edit.on(store, before.id))
+                await self._embedded(store, [before.id])
+            if change.changed and (held := provenance_of(store)) is not None:
+                # Trigger: a copy `consolidate --global` merged others into, withheld. Why: those copies,
+                # archived into it, answered nobody while their originals still answered the agent.
+                # Outcome: each stands alone again (one another live copy carries, or withheld, stays).
+                await held.stand_alone((await held.sources([before.id], quoted=False)).get(before.id, []))
+            return change
         except (MemoryStorageError, TimeoutError) as exc:
             if copy is None and not at_stake and not await _ever_promoted(source, [before.id]):
                 return None  # nothing of this memory can be there: the edit stands on its own
