@@ -438,8 +438,9 @@ class GlobalCopies:
         written to this tier directly.
         Copies are read a page at a time, each past the last (no page reads the ones before it
         again), and each page costs one read of the originals, one of their ledger, one of what
-        consolidation still carries and one bulk change per kind, each bounded by the tier's write budget. Returns the count per change; a
-        tier that cannot be reached raises :class:`LiveCopyError`.
+        consolidation still carries and one bulk change per kind, each bounded by the tier's write
+        budget. Returns the count per change; a tier that cannot be reached raises
+        :class:`LiveCopyError`.
         """
         done = {"withdraw": 0, "archive": 0, "supersede": 0}
         after = 0
