@@ -130,6 +130,16 @@ class Provenance(Protocol):
         """Which of ``entry_ids`` are digests consolidation wrote (made of turns, not one kept statement)."""
         ...
 
+    async def carried(self, entry_ids: Sequence[str]) -> set[str]:
+        """Which of ``entry_ids`` consolidation archived into a memory that still answers for them (their
+        archive is no operator's: a promoted one's copy stays live)."""
+        ...
+
+    async def carry_again(self, entry_ids: Sequence[str]) -> int:
+        """Archive ``entry_ids`` as consolidation's again (ledgered): restatements a withdrawal of their
+        merge archived, answering through it once it is restored. How many changed."""
+        ...
+
     async def stand_alone(self, entry_ids: Sequence[str]) -> int:
         """Restore (ledgered) those of ``entry_ids`` that consolidation archived and that are visible while
         nothing carrying them answers (a hide of theirs reached every carrier): how many."""

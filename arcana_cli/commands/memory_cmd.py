@@ -100,9 +100,9 @@ async def _edit(
     else:
         out.data(edit_json(report), text=lambda: report.entry_id)
         out.info(f"{verb} {report.entry_id}" if report.changed else f"{report.entry_id} was already {verb}")
-    if reached := withheld_count(report.carriers):  # --current brings back what its supersession ended
-        done = "made current again" if edit.op == "make_current" else "withheld"
-        out.info(f"also {done} {reached} consolidated memories that carry it")
+    if reached := withheld_count(report.carriers):  # --current and restore bring back what was withdrawn with it
+        done = {"make_current": "made current again", "restore": "restored"}.get(edit.op, "withheld")
+        out.info(f"also {done} {reached} consolidated memories that carry it or that it carries")
     for copy in report.copies:
         if copy.changed and copy.op in ("withdraw", "promote"):
             out.info(f"{report.entry_id}: {'withdrawn from' if copy.op == 'withdraw' else 'promoted to'} the {copy.tier} tier")

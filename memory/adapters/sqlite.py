@@ -29,7 +29,7 @@ from memory.protocols import MemoryAdapter
 from memory.sqlite import compact, consolidation, context, inspection, mutations, prune_order, vectors
 from memory.sqlite.condense import Condenser
 from memory.sqlite import versions as version_sql
-from memory.sqlite.admission import SQLITE, where
+from memory.sqlite.admission import CONSOLIDATED, SQLITE, where
 from memory.sqlite.batches import select_in
 from memory.sqlite.connection import (
     StoreConnection,
@@ -428,6 +428,15 @@ class SQLiteAdapter:
     async def digests(self, entry_ids: Sequence[str]) -> set[str]:
         """Which of ``entry_ids`` are digests consolidation wrote (made of turns, not one kept statement)."""
         return await self.run(consolidation.digests_among, list(entry_ids), inline=True) if entry_ids else set()
+
+    async def carried(self, entry_ids: Sequence[str]) -> set[str]:
+        """Which of ``entry_ids`` consolidation archived into a memory that still answers for them."""
+        return await self.run(consolidation.carried_sources, list(entry_ids), inline=True) if entry_ids else set()
+
+    async def carry_again(self, entry_ids: Sequence[str]) -> int:
+        """Archive ``entry_ids`` as consolidation's again (ledgered ``restore``): restatements a withdrawal
+        of their merge archived, answering through it once it is restored."""
+        return await self._set(entry_ids, "restore", f"archived = {CONSOLIDATED}")
 
     async def stand_alone(self, entry_ids: Sequence[str]) -> int:
         """Restore those of ``entry_ids`` consolidation archived that are visible while no carrier answers."""

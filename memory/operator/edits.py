@@ -31,6 +31,7 @@ from memory.errors import InvalidRequestError, MemoryStorageError, NotFoundError
 from memory.home import Home
 from memory.promotion import ever_promotable, global_copy, promotable, users_own
 from memory.protocols import provenance_of
+from memory.sqlite.admission import CONSOLIDATED
 from memory.sqlite.fact_words import content_words
 from memory.sqlite.mutations import REFUSED
 from memory.store_kinds import StoreKind, store_path
@@ -431,12 +432,15 @@ class GlobalCopies:
         A copy whose original is no longer promotable (hidden, private, lowered, an agent's claim) or
         was purged is withdrawn, and so is one whose original only ``replaced`` (the agent's store the
         restore moved to the trash) recorded: a memory made after the backup, which the restore took
-        away; an archived or superseded original archives or supersedes a copy still live. Everything
-        else is left: an original no ledger recorded is a memory written to this tier directly.
+        away; an archived or superseded original archives or supersedes a copy still live, unless
+        consolidation archived it into a memory that still answers for it (its copy is left live, as
+        consolidation leaves it). Everything else is left: an original no ledger recorded is a memory
+        written to this tier directly.
         Copies are read a page at a time, each past the last (no page reads the ones before it
-        again), and each page costs one read of the originals, one of their ledger and one bulk
-        change per kind, each bounded by the tier's write budget. Returns the count per change; a
-        tier that cannot be reached raises :class:`LiveCopyError`.
+        again), and each page costs one read of the originals, one of their ledger, one of what
+        consolidation still carries and one bulk change per kind, each bounded by the tier's write
+        budget. Returns the count per change; a tier that cannot be reached raises
+        :class:`LiveCopyError`.
         """
         done = {"withdraw": 0, "archive": 0, "supersede": 0}
         after = 0
@@ -460,7 +464,10 @@ class GlobalCopies:
                     gone = [c.id for c in mine if c.id in recorded or (c.id in originals and not promotable(originals[c.id]))]
                     live = [(c, originals[c.id]) for c in mine if c.id in originals and c.id not in gone]
                     withdrawn = await store.withdraw(gone) if gone else 0
-                    archived = [c.id for c, o in live if o.archived and not c.archived]
+                    ended = [c.id for c, o in live if o.archived and not c.archived]
+                    # A restatement a merge (or a digest) still answers for: consolidation leaves its copy live.
+                    carried = await held.carried(ended) if ended and (held := provenance_of(source)) else set()
+                    archived = [i for i in ended if i not in carried]
                     done["archive"] += await store.archive(archived) if archived else 0
                     for c, o in live:  # rare: a fact superseded in the backup, made current again since
                         if o.valid_to is not None and o.superseded_by and c.valid_to is None:
@@ -544,12 +551,18 @@ class GlobalCopies:
                     return CopyChange(self.TIER, "promote", True)
                 return None
             if after is None:
-                return CopyChange(self.TIER, "purge", bool(await store.purge([before.id])))
-            if not promotable(after):
-                return CopyChange(self.TIER, "withdraw", bool(await store.withdraw([before.id])))
-            changed = await edit.on(store, before.id)
-            await self._embedded(store, [before.id])
-            return CopyChange(self.TIER, edit.op, changed)
+                change = CopyChange(self.TIER, "purge", bool(await store.purge([before.id])))
+            elif not promotable(after):
+                change = CopyChange(self.TIER, "withdraw", bool(await store.withdraw([before.id])))
+            else:
+                change = CopyChange(self.TIER, edit.op, await edit.on(store, before.id))
+                await self._embedded(store, [before.id])
+            if change.changed and (held := provenance_of(store)) is not None:
+                # Trigger: a copy `consolidate --global` merged others into, withheld. Why: those copies,
+                # archived into it, answered nobody while their originals still answered the agent.
+                # Outcome: each stands alone again (one another live copy carries, or withheld, stays).
+                await held.stand_alone((await held.sources([before.id], quoted=False)).get(before.id, []))
+            return change
         except (MemoryStorageError, TimeoutError) as exc:
             if copy is None and not at_stake and not await _ever_promoted(source, [before.id]):
                 return None  # nothing of this memory can be there: the edit stands on its own
@@ -651,6 +664,10 @@ class MemoryEditor:
         down = edit if edit.op == "supersede" else _withholding(edit)
         if down is not None and changed:
             await self._reach_words(before, down, verb or edit.op, report, seen, sources=sources)
+        if edit.op == "make_current" and changed and sources:
+            await self._bring_back_restatements(before, edit, verb, report, seen)
+        if edit.op == "restore" and changed and sources:
+            await self._restore_what_it_carries(before, edit, verb or edit.op, report, seen)
         if self.copies is not None:  # and what carries its copy in the global tier
             report.carriers += await self.copies.reach_carriers(
                 self.store, entry_id, edit, verb or edit.op,
@@ -721,6 +738,21 @@ class MemoryEditor:
             seen.add(carrier)
             reached = await self.apply(carrier, carried, verb=verb, seen=seen, sources=False)
             report.carriers.append(reached)
+            if reached.changed and origin is not None and (carried.op == "supersede" or _withholding(carried)):
+                await self._free_other_sources(carrier, origin)
+
+    async def _free_other_sources(self, carrier_id: str, origin: MemoryEntry) -> None:
+        """The other sources of ``carrier_id``, which an edit of ``origin`` withheld or ended, answer as
+        themselves again, as after a purge: forgetting "I live in Berlin" lost "My dog is called Rex" from
+        every recall with the digest carrying both. One that says nothing ``origin`` did not (it repeats
+        the withheld words) stays archived into the carrier."""
+        store = provenance_of(self.store)
+        words = content_words(origin.content)
+        others = [s for s in (await store.sources([carrier_id], quoted=False)).get(carrier_id, []) if s != origin.id]
+        own = [s for s in others if (row := await _operator_get(self.store, s)) is not None
+               and not content_words(row.content) <= words]
+        if own:
+            await store.stand_alone(own)
 
     async def _reach_later_versions(self, withheld: MemoryEntry, edit: Edit, verb: str | None, report: EditReport,
                                     seen: set[str]) -> None:
@@ -750,6 +782,44 @@ class MemoryEditor:
             seen.add(source.id)
             report.carriers.append(await self.apply(source.id, edit, verb=verb, seen=seen))
 
+    async def _bring_back_restatements(self, before: MemoryEntry, edit: Edit, verb: str | None, report: EditReport,
+                                       seen: set[str]) -> None:
+        """``--current`` of a merge undoes what its supersession did to the restatements it absorbed
+        (:meth:`_reach_restatements`): those the same successor ended answer again, global copy and all
+        (left ended, Berlin never answered another agent again after the undo)."""
+        store = provenance_of(self.store)
+        if store is None or before.superseded_by is None:
+            return
+        for source_id in (await store.sources([before.id], quoted=False)).get(before.id, []):
+            source = await _operator_get(self.store, source_id)
+            if source_id not in seen and source is not None and source.superseded_by == before.superseded_by:
+                seen.add(source_id)
+                report.carriers.append(await self.apply(source_id, edit, verb=verb, seen=seen))
+
+    async def _restore_what_it_carries(self, before: MemoryEntry, edit: Edit, verb: str, report: EditReport,
+                                       seen: set[str]) -> None:
+        """A restored merge or digest undoes what its forget did to its sources: the restatements that
+        forget archived (:meth:`_reach_restatements`) are archived into it again, and the global copies
+        it withheld (:meth:`_withhold_source_copies`) answer again, as consolidation left them (left
+        archived, another agent never read the fact again after the undo). A source the operator forgot
+        on its own stays forgotten, copy and all."""
+        store = provenance_of(self.store)
+        if store is None:
+            return
+        ids = [i for i in (await store.sources([before.id], quoted=False)).get(before.id, []) if i not in seen]
+        archived_at = max((r.seq for r in await self.store.ledger([before.id]) if r.op == "archive"), default=None)
+        again = [i for i in ids if archived_at is not None and await _archived_after(self.store, i, archived_at)]
+        if again:
+            await store.carry_again(again)
+        for source_id in sorted(await store.carried(ids)):
+            seen.add(source_id)
+            source = await _operator_get(self.store, source_id)
+            reached = EditReport(source_id, source_id in again, source)
+            if self.copies is not None and (copy := await self.copies.follow(self.store, source, source, edit, verb)):
+                reached.copies.append(copy)
+            if reached.changed or any(c.changed for c in reached.copies):
+                report.carriers.append(reached)
+
     async def _withhold_source_copies(self, carrier_id: str, edit: Edit, verb: str, report: EditReport,
                                       seen: set[str]) -> None:
         """The global copies of the archived sources of a withheld merge or digest get what it got.
@@ -776,6 +846,15 @@ class MemoryEditor:
     async def aclose(self) -> None:
         if self.copies is not None:
             await self.copies.aclose()
+
+
+async def _archived_after(store: SQLiteAdapter, entry_id: str, seq: int) -> bool:
+    """Whether ``entry_id``, archived by consolidation, was last archived by an edit after ledger row
+    ``seq`` (its merge's archive, which reached it), not by an operator's forget of its own before."""
+    records = await store.ledger([entry_id])
+    last = records[-1] if records else None
+    return (last is not None and last.seq > seq and last.op == "archive" and last.before is not None
+            and last.before.get("archived") == CONSOLIDATED)
 
 
 def reaches(origin: MemoryEntry, row: MemoryEntry) -> bool:

@@ -214,15 +214,26 @@ def carriers_of(raw, ids: Sequence[str]) -> list[str]:
     return sorted({row[0] for row in select_in(raw, sql, ids)})
 
 
+# Row ``m`` has a carrier that answers for it: visible, not withheld by an operator or prune, current.
+_ANSWERED_FOR = (f"EXISTS (SELECT 1 FROM memory_edges e JOIN memories c ON c.id = e.src_id WHERE e.dst_id = m.id "
+                 f"AND e.relation = '{SOURCES}' AND e.source != '{QUOTED_LINK}' "
+                 f"AND c.visibility = '{Visibility.VISIBLE.value}' AND c.archived != 1 AND c.valid_to IS NULL)")
+
+
 def uncarried_sources(raw, ids: Sequence[str]) -> list[str]:
     """Which of ``ids`` consolidation archived that are visible while every memory carrying them is
-    withheld (hidden, private or archived by an operator or prune), as the admission predicate counts a
-    carrier withheld: shown again after their hide reached their carriers, they answer nowhere."""
+    withheld (hidden, private or archived by an operator or prune, as the admission predicate counts a
+    carrier withheld) or ended by a newer fact: left so, they answer nowhere now."""
     sql = (f"SELECT m.id FROM memories m WHERE m.archived = {CONSOLIDATED} AND m.visibility = "
-           f"'{Visibility.VISIBLE.value}' AND m.id IN ({{marks}}) AND NOT EXISTS (SELECT 1 FROM memory_edges e "
-           f"JOIN memories c ON c.id = e.src_id WHERE e.dst_id = m.id AND e.relation = '{SOURCES}' "
-           f"AND e.source != '{QUOTED_LINK}' AND c.visibility = '{Visibility.VISIBLE.value}' AND c.archived != 1)")
+           f"'{Visibility.VISIBLE.value}' AND m.id IN ({{marks}}) AND NOT {_ANSWERED_FOR}")
     return sorted(row[0] for row in select_in(raw, sql, ids))
+
+
+def carried_sources(raw, ids: Sequence[str]) -> set[str]:
+    """Which of ``ids`` consolidation archived into a memory that still answers for them: their words
+    live on there, so it was no operator's archive (a promoted one's copy stays live)."""
+    sql = f"SELECT m.id FROM memories m WHERE m.archived = {CONSOLIDATED} AND m.id IN ({{marks}}) AND {_ANSWERED_FOR}"
+    return {row[0] for row in select_in(raw, sql, ids)}
 
 
 DERIVED = SQLITE.has_tag.format(col="tags")  # one parameter: DERIVED_TAG

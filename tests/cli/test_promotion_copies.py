@@ -426,6 +426,56 @@ def test_hiding_or_forgetting_a_merged_memory_reaches_the_copy_of_the_restatemen
     assert recalled(cli, "ada", "heron") == set()
 
 
+def test_restoring_a_forgotten_merged_memory_brings_back_the_copy_of_the_restatement_it_absorbed(cli, home):
+    """Forgetting the merged memory archived the restatement it absorbed and that one's global copy;
+    restoring it left them so: bob, who read 'heron passport X123' before, never read it again. A
+    restore undoes what the forget reached: the restatement is archived into the merge again (it
+    does not answer beside it) and its copy is live. Control: a restatement ada forgot itself (the
+    forget reached its merge) stays forgotten, copy and all, when that merge is restored."""
+    other = ok(cli("remember", "heron visa Y456", "--agent", "ada", "--no-reconcile", "--json"))
+    alone = ok(cli("remember", "heron visa Y456.", "--agent", "ada", "--importance", "0.95",
+                   "--no-reconcile", "--json"))
+    keeper = ok(cli("remember", "heron passport X123", "--agent", "ada", "--no-reconcile", "--json"))
+    absorbed = ok(cli("remember", "heron passport X123.", "--agent", "ada", "--importance", "0.95",
+                      "--no-reconcile", "--json"))
+    assert absorbed["accepted"] == alone["accepted"] == ["private", "global"] and keeper["accepted"] == ["private"]
+    assert ok(cli("consolidate", "--agent", "ada", "--json"))["agents"][0]["merged_sources"] == 2
+    ok(cli("memory", "forget", alone["id"], "--agent", "ada", "--json"))
+    ok(cli("memory", "restore", other["id"], "--agent", "ada", "--json"))
+    assert recalled(cli, "bob", "X123", "Y456") == {"X123"}
+    ok(cli("memory", "forget", keeper["id"], "--agent", "ada", "--json"))
+    assert recalled(cli, "bob", "X123", "Y456") == set()
+    ok(cli("memory", "restore", keeper["id"], "--agent", "ada", "--json"))
+    assert recalled(cli, "bob", "X123", "Y456") == {"X123"}
+    results = ok(cli("recall", "X123 Y456", "--agent", "ada", "--mode", "keyword", "--json"))["results"]
+    assert sorted(r["id"] for r in results) == sorted([keeper["id"], other["id"]])
+    assert ok(cli("memory", "show", absorbed["id"], "--agent", "ada", "--json"))["archived"] is True
+
+
+@pytest.mark.parametrize("action", [["set", "--visibility", "hidden"], ["forget"]])
+def test_withholding_a_memory_whose_copy_a_global_merge_kept_leaves_the_copy_it_absorbed_answering(cli, home, action):
+    """`consolidate --global` merged the copy of ada's restatement into the copy of her fuller memory;
+    ada's own store was not consolidated, so both memories answer her. Withholding the fuller one
+    withheld its copy, and the restatement's copy, archived into it, answered nobody, while ada still
+    recalled the restatement: bob lost 'X123'. It answers as itself again; the withheld one does not."""
+    keeper = ok(cli("remember", "heron passport X123", "--agent", "ada", "--no-reconcile", "--importance", "0.95",
+                    "--json"))
+    absorbed = ok(cli("remember", "heron passport X123.", "--agent", "ada", "--importance", "0.95",
+                      "--no-reconcile", "--json"))
+    assert absorbed["accepted"] == keeper["accepted"] == ["private", "global"]
+    assert ok(cli("consolidate", "--global", "--json"))["tiers"][0]["merged_sources"] == 1
+
+    def answers(agent: str) -> list[str]:
+        found = ok(cli("recall", "X123", "--agent", agent, "--mode", "keyword", "--json"))["results"]
+        return [r["id"] for r in found]
+
+    assert answers("bob") == [keeper["id"]]
+    ok(cli("memory", *action[:1], keeper["id"], *action[1:], "--agent", "ada", "--json"))
+    assert answers("ada") == [absorbed["id"]]
+    assert answers("bob") == [absorbed["id"]]
+    assert recalled(cli, "bob") == set()  # the control still answers (checked in recalled)
+
+
 def test_new_text_for_a_merged_memory_withdraws_the_restatement_it_absorbed_and_its_copy(cli, home):
     """`memory set --content` of the merged memory replaced its words, but the promoted restatement
     consolidation archived into it kept the old ones, its global copy live: bob still recalled

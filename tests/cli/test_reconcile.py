@@ -379,6 +379,32 @@ def test_a_superseded_merge_ends_the_global_copy_of_the_restatement_it_absorbed(
     assert "I live in Berlin (GLMERGE)" not in seen("ada")
 
 
+def test_making_a_superseded_merge_current_again_brings_back_the_restatement_it_absorbed(cli, keyword_home):
+    """`memory set --current` undoes a wrong supersession: the restatement the merge absorbed, which
+    that supersession ended with its global copy, answers again as it did before (another agent read
+    Berlin from the global tier, then never again)."""
+    assert cli("agent", "create", "bob").exit_code == 0
+    keeper = remember(cli, "I live in Berlin (GLBACK).", "--no-reconcile")
+    time.sleep(0.01)
+    absorbed = remember(cli, "I live in Berlin (GLBACK)", "--importance", "0.95", "--no-reconcile")
+    remember(cli, "GLBACK control: the kettle is blue.", "--importance", "0.95")
+    assert data(cli("consolidate", "--agent", "ada", "--json"))["agents"][0]["merged_sources"] == 1
+
+    def seen(agent):
+        results = data(cli("recall", "GLBACK", "--agent", agent, "--mode", "keyword", "--json"))["results"]
+        return {r["content"] for r in results}
+
+    assert seen("bob") == {"I live in Berlin (GLBACK)", "GLBACK control: the kettle is blue."}
+    new = remember(cli, "I moved to Lisbon (GLBACK).")
+    assert new["supersedes"] == [keeper["id"]] and seen("bob") == {"GLBACK control: the kettle is blue."}
+    assert cli("memory", "set", keeper["id"], "--agent", "ada", "--current").exit_code == 0
+    assert seen("bob") == {"I live in Berlin (GLBACK)", "GLBACK control: the kettle is blue."}
+    for shown in (data(cli("memory", "show", absorbed["id"], "--agent", "ada", "--json")),
+                  data(cli("memory", "show", absorbed["id"], "--global", "--json"))):
+        assert shown["valid_to"] is None and shown["superseded_by"] is None
+    assert data(cli("memory", "show", absorbed["id"], "--agent", "ada", "--json"))["archived"] is True  # still merged
+
+
 async def test_the_keyword_candidates_focus_on_the_rarest_words(store):
     """Without vectors the candidate search ORs only the few rarest words of the statement,
     so its work stays bounded on a large store; the memory it is about is still found."""

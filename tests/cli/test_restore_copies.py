@@ -165,3 +165,25 @@ def test_restore_copies_compares_with_a_replaced_home_inside_the_trash_only(tmp_
     (home.trash_dir / "pre-restore-20991231T000000Z").symlink_to(elsewhere)
     (home.trash_dir / "pre-restore-20990101T000000Z").write_text("")
     assert last_replaced(home).root == real
+
+
+def test_a_restore_leaves_the_server_copy_of_a_restatement_consolidation_merged(cli, two_homes, tmp_path):
+    """Consolidation archives a promoted restatement into the memory that says it (not promoted) and
+    leaves its copy live: bob reads the fact from the server. A restore of the same home archived that
+    copy as if ada had forgotten the memory, and bob never read it again. Control: the copy of a memory
+    ada forgot is archived by the same restore."""
+    keeper = ok(cli("remember", "Wren nest code 4471.", "--agent", "ada", "--no-reconcile", "--json"))
+    assert keeper["accepted"] == ["private"]
+    absorbed = ok(cli("remember", "Wren nest code 4471", "--agent", "ada", "--no-reconcile", "--importance", "0.95",
+                      "--json"))
+    assert absorbed["accepted"] == ["private", "global"]
+    forgotten = promoted(cli, "plover archivecode", "ada")
+    merged = ok(cli("consolidate", "--agent", "ada", "--json"))["agents"][0]
+    assert (merged["merged"], merged["merged_sources"]) == (1, 1), merged
+    ok(cli("memory", "forget", forgotten, "--agent", "ada", "--json"))
+    backup = ok(cli("backup", str(tmp_path / "backups"), "--json"))["path"]
+    ok(cli("memory", "restore", forgotten, "--agent", "ada", "--json"))  # its copy answers again
+    assert recalled(cli, "bob", "4471", "archivecode") == {"4471", "archivecode"}
+
+    ok(cli("restore", backup, "--force", "--json"))
+    assert recalled(cli, "bob", "4471", "archivecode") == {"4471"}

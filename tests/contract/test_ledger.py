@@ -98,6 +98,12 @@ async def _stand_alone(s, t):
     assert await s.stand_alone([t.id]) == 1
 
 
+async def _carry_again(s, t):
+    """A restatement a forget of its merge archived, archived into the restored merge again."""
+    await s.archive([t.id])
+    assert await s.carry_again([t.id]) == 1
+
+
 async def _repair(s, t):
     """An outside edit leaves the row unreadable (never ledgered); the repair from its insert's image is."""
     [insert] = await s.history(t.id)
@@ -123,9 +129,10 @@ MUTATORS = {
     "reinforce": (_reinforce, "reinforce", True),
     "repair": (_repair, "revert", True),
     "stand_alone": (_stand_alone, "restore", True),
+    "carry_again": (_carry_again, "restore", True),
 }
 # SQLite's alone: a server store's rows are left to the server's tools (test_postgres_store.py).
-SQLITE_ONLY_MUTATORS = {"repair", "stand_alone"}
+SQLITE_ONLY_MUTATORS = {"repair", "stand_alone", "carry_again"}
 
 # Public coroutines that never change what is remembered. record_access only
 # bumps access counters (documented, unledgered bookkeeping); ensure_vec loads
@@ -136,7 +143,7 @@ NON_MUTATORS = {
     "connect", "aclose", "health_check", "schema_version", "run", "ensure_vec", "search",
     "keyword_candidates", "keyword_leg", "semantic_leg", "nearest_many", "turn_context", "vector_pin", "admitted_by_id", "get", "get_many", "find_by_prefix", "ledger_ids", "record_access", "history", "ledger",
     "count", "versions", "held_beside", "withheld", "open_conflicts", "removed", "page", "page_after", "census", "growth", "recall_activity",
-    "sources", "carriers", "digests", "session_neighbours", "written_in_session",
+    "sources", "carriers", "carried", "digests", "session_neighbours", "written_in_session",
 }
 
 

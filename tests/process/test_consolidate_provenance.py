@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from mcp_client import call, session
 from runner import arcana
 
@@ -122,7 +124,10 @@ def test_hiding_or_forgetting_a_source_reaches_the_global_digest_of_its_copy(cli
     assert forgot.exit_code == 0, forgot.output
     assert not any("pottery" in c for c in bob_recalls("pottery"))
     listed = json.loads(cli("memory", "list", "--global", "--json").stdout)
-    assert listed == [], listed  # nothing left that carries a withheld source (the copies were digested)
+    # nothing left that carries a withheld source; the copies of the other turns, live in ada's store,
+    # answer as themselves again (they were digested with the withheld ones)
+    assert sorted(m["content"] for m in listed) == sorted([PROMOTED[1]["content"], PROMOTED[2]["content"]]), listed
+    assert any("sister lives in Lisbon" in c for c in bob_recalls("sister"))
 
 
 def test_a_newer_fact_ends_the_global_digest_of_its_old_versions_copy(cli, no_embedder, tmp_path):
@@ -148,7 +153,70 @@ def test_a_newer_fact_ends_the_global_digest_of_its_old_versions_copy(cli, no_em
     for agent in ("bob", "ada"):
         assert not any("Lisbon" in c for c in recalls(agent)), agent
         assert any("pottery" in c for c in recalls(agent))  # control: the other global digest still answers
+    # the other turn the ended digest carried, live in ada's store, answers every agent as itself
+    heliotrope = cli("recall", "heliotrope", "--agent", "bob", "--mode", "keyword", "--json")
+    assert [r["content"] for r in json.loads(heliotrope.stdout)["results"]] == [PROMOTED[0]["content"]]
     again = cli("memory", "set", old, "--agent", "ada", "--current")
     assert again.exit_code == 0, again.output
     assert "also made current again 1 consolidated memories" in again.stderr, again.stderr  # it said "withheld"
     assert any("sister lives in Lisbon" in c for c in recalls("bob"))
+
+
+SESSION = [  # one old session: one digest of four turns, the last repeating the first's words
+    {"content": "Ada: I live in Berlin.", "type": "episodic", "session": "b1", "created_at": "2023-05-08T10:00:00Z"},
+    {"content": "Bob: My dog is called Rex.", "type": "episodic", "session": "b1", "created_at": "2023-05-08T10:01:00Z"},
+    {"content": "Ada: I play the cello every weekend.", "type": "episodic", "session": "b1",
+     "created_at": "2023-05-08T10:02:00Z"},
+    {"content": "Bob: So you live in Berlin!", "type": "episodic", "session": "b1", "created_at": "2023-05-08T10:03:00Z"},
+]
+
+
+@pytest.mark.parametrize("withhold", [("forget",), ("set", "--visibility", "hidden"), ("set", "--content", "I live.")])
+def test_the_other_turns_of_a_digest_a_withheld_turn_reached_answer_as_themselves(cli, no_embedder, tmp_path, withhold):
+    """Forgetting (hiding, re-wording) one turn withholds the digest carrying it, and the other turns it
+    archived answered nowhere: "My dog is called Rex" was lost to recall for a turn about Berlin. They
+    answer as themselves again, as after a purge; a turn repeating the withheld one's words stays withheld."""
+    path = tmp_path / "turns.jsonl"
+    path.write_text("".join(json.dumps(line) + "\n" for line in SESSION))
+    assert cli("remember", "--from", str(path), "--agent", "ada", "--no-reconcile").exit_code == 0
+    ids = {m["content"]: m["id"] for m in json.loads(cli("memory", "list", "--agent", "ada", "--json").stdout)}
+    assert cli("consolidate", "--agent", "ada").exit_code == 0
+
+    def answers(query: str) -> list[str]:
+        done = cli("recall", query, "--agent", "ada", "--mode", "keyword", "--json")
+        assert done.exit_code == 0, done.output
+        return [r["id"] for r in json.loads(done.stdout)["results"]]
+
+    (digest,) = answers("Rex")
+    assert answers("Berlin") == [digest] and answers("cello") == [digest]
+    done = cli("memory", *withhold[:1], ids[SESSION[0]["content"]], *withhold[1:], "--agent", "ada", "--json")
+    assert done.exit_code == 0, done.output
+    assert [r["id"] for r in json.loads(done.stdout)["reached"]] == [digest]
+    assert answers("Rex")[0] == ids[SESSION[1]["content"]] and answers("cello")[0] == ids[SESSION[2]["content"]]
+    assert answers("Berlin") == []  # the repeating turn stays archived into the withheld digest
+
+
+def test_restoring_a_forgotten_digest_brings_back_the_global_copies_of_its_turns(cli, no_embedder, tmp_path):
+    """Consolidation leaves the global copies of the promoted turns it digests live; forgetting the
+    digest withholds them, and restoring it left them withheld: bob never read "heliotrope" again.
+    Control: the other session's digest and its turns' copies are untouched throughout."""
+    for name in ("ada", "bob"):
+        assert cli("agent", "create", name).exit_code == 0
+    path = tmp_path / "promoted.jsonl"
+    path.write_text("".join(json.dumps(line) + "\n" for line in PROMOTED))
+    assert cli("remember", "--from", str(path), "--agent", "ada", "--no-reconcile").exit_code == 0
+    assert cli("consolidate", "--agent", "ada").exit_code == 0
+
+    def bob_recalls() -> set[str]:
+        done = cli("recall", "heliotrope pottery", "--agent", "bob", "--mode", "keyword", "--json")
+        assert done.exit_code == 0, done.output
+        return {w for w in ("heliotrope", "pottery") if any(w in r["content"] for r in json.loads(done.stdout)["results"])}
+
+    (digest,) = [m["id"] for m in json.loads(cli("memory", "list", "--agent", "ada", "--json").stdout)
+                 if "heliotrope" in m["content"]]
+    assert bob_recalls() == {"heliotrope", "pottery"}
+    assert cli("memory", "forget", digest, "--agent", "ada").exit_code == 0
+    assert bob_recalls() == {"pottery"}
+    restored = cli("memory", "restore", digest, "--agent", "ada", "--json")
+    assert restored.exit_code == 0, restored.output
+    assert bob_recalls() == {"heliotrope", "pottery"}
