@@ -25,13 +25,14 @@ Tried on 2026-12-07 (2), man/benchmarks.md ("Tried on 2026-12-07 (2)"):
   ("has / have", "what activities …");
 - ``feedback``: pseudo-relevance feedback on the semantic leg (Rocchio): the query's vector plus
   ``b`` times the mean vector of the best ``k`` re-ranked candidates searches the store again, and
-  that leg is fused in place of the first;
+  that leg is fused in place of the first; ``feedback-not-when`` the same for a question that does
+  not ask when (one that does keeps the dated lines' lift, :mod:`memory.ranking.dated`, alone);
 - ``context``: what surrounds a turn, in the semantic leg: each turn's vector plus ``a`` times its
   session neighbours' (the turn before, or before and after), searched in place of the turn's
   own (``max``: the better of the two similarities). A store would keep a second vector per turn,
   so this one is replayed only.
 
-Run: python tests/bench/locomo_tried.py SNAPSHOT [inference | self | split | entities | session | diversity | feedback | context]
+Run: python tests/bench/locomo_tried.py SNAPSHOT [inference | self | split | entities | session | diversity | feedback | feedback-not-when | context]
 """
 
 from __future__ import annotations
@@ -49,6 +50,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import locomo_replay as replay  # noqa: E402
 from memory.extraction.signals import ENGLISH  # noqa: E402
 from memory.federation.router import ASKING_WEIGHT  # noqa: E402
+from memory.ranking.dated import asks_when  # noqa: E402
 from memory.ranking.speakers import SPEAKER_LIFT, speaker_of  # noqa: E402
 
 INFERENCE = re.compile(r"\b(?:would|likely|might|could|probably)\b", re.IGNORECASE)
@@ -176,9 +178,12 @@ def search_again(conv, q, m: np.ndarray, query: np.ndarray, keep_own: bool = Fal
     return replay.store_scores(conv, q | {"semantic": again})
 
 
-def feedback(k: int, b: float):
-    """The semantic leg searched again with the query's vector + ``b`` x the mean of the best ``k``'s."""
+def feedback(k: int, b: float, skip_when: bool = False):
+    """The semantic leg searched again with the query's vector + ``b`` x the mean of the best ``k``'s
+    (``skip_when``: not for a question that asks when)."""
     def scores(conv, q):
+        if skip_when and asks_when(q["text"]):
+            return replay.default_scores(conv, q)
         _, m, row = vectors(conv)
         first = replay.best(replay.default_scores(conv, q), k)
         query = unit(np.asarray(q["vector"], dtype=np.float32)) + b * m[[row[i] for i in first]].mean(axis=0)
@@ -243,6 +248,9 @@ def grid(name: str) -> dict:
             for d in (0.05, 0.1, 0.2, 0.3)
         },
         "feedback": {f"k={k} b={b}": feedback(k, b) for k in (1, 2, 3) for b in (0.1, 0.2, 0.25, 0.3, 0.5)},
+        "feedback-not-when": {
+            f"k={k} b={b}": feedback(k, b, skip_when=True) for k in (1, 2, 3) for b in (0.1, 0.2, 0.25, 0.3, 0.5)
+        },
         "context": {
             f"a={a} {'both' if both else 'before'}{' max' if own else ''}": context(a, both, own)
             for a in (0.1, 0.2, 0.3, 0.5)
@@ -257,7 +265,7 @@ def main() -> None:
     snap = pickle.loads(Path(sys.argv[1]).read_bytes())
     convs = [replay.Conv(name, s) for name, s in snap.items()]
     for name in sys.argv[2:] or ("inference", "self", "split", "entities", "session", "diversity", "feedback",
-                                    "context"):
+                                    "feedback-not-when", "context"):
         print(f"\n== {name}: in-sample, per category (any@5 any@10 MRR@10) ==")
         variants = grid(name)
         for label, v in variants.items():
