@@ -51,7 +51,8 @@ def as_claimed(entry: MemoryEntry, confidence_cap: float) -> MemoryEntry:
 
 def users_own(entry: MemoryEntry) -> bool:
     """Whether ``entry`` is the user's (said, written by an operator, or the user's notes imported), not an
-    agent's claim: what may be promoted, so what an agent may not lower (that would withdraw its copy)."""
+    agent's claim: what may be promoted, so what only the user or an operator changes (an agent's
+    edit would reach every agent through its copy)."""
     return entry.confidence_source not in ASSERTED_SOURCES
 
 

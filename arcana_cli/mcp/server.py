@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import inspect
 import logging
+import shlex
 import sys
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Annotated, Any, Literal
@@ -219,18 +220,45 @@ class MemoryTools:
                 withheld.add(fact)
         return [_hit(e, withheld) for e in entries]
 
-    async def _apply(self, entry_id: str, edit, verb: str):
+    async def _apply(self, entry: MemoryEntry, edit, verb: str):
         """One edit of the agent's own store, as `arcana memory` makes it: through the ledger, to the
-        copy its promotion made in the global tier, and to other agents' claims quoting that copy."""
+        copy its promotion made in the global tier, and to other agents' claims quoting that copy.
+
+        Every change an agent makes to a stored memory comes here, so here is the one rule for the
+        user's own statements (:func:`users_own`): the user or an operator changes them, an agent only
+        says its own words beside them (``update`` with new content). Its tags are searched and its
+        copy answers every agent, so an agent's tags were keywords stuffed into the user's words,
+        and a prompt-injected agent's forget made what the user said disappear from every recall."""
         from memory.operator.edits import GlobalCopies, MemoryEditor, Quoters
         from memory.runtime.assembly import private_store
 
+        if await self._users(entry, edit.op):
+            command = "forget" if edit.op == "archive" else "set"
+            whose = f"is the user's own ({entry.confidence_source})" if users_own(entry) else "carries the user's own words"
+            raise ToolFailure(
+                f"memory {entry.id} {whose}: an agent does not change it, nothing was written; remember "
+                "your own claim beside it, or ask the user "
+                f"(`arcana memory {command} {entry.id} --agent {shlex.quote(self.card.name)}`)"
+            )
         editor = MemoryEditor(private_store(self.federation), copies=GlobalCopies.of_home(self.home, self.config, actor="mcp"),
                               quoters=Quoters(self.home, self.config, actor="mcp", besides=self.card.id))
         try:
-            return await editor.apply(entry_id, edit, verb=verb)
+            return await editor.apply(entry.id, edit, verb=verb)
         finally:
             await editor.aclose()
+
+    async def _users(self, entry: MemoryEntry, op: str) -> bool:
+        """Whether ``op`` on ``entry`` changes the user's own words: an edit in place, the memory itself
+        (or its copy); an archive or a supersession, what it carries too (:func:`carries_users_fact`:
+        ending a digest ends the user's facts it carries, forgetting it withdraws their copies)."""
+        from memory.operator.edits import carries_users_fact
+        from memory.runtime.assembly import private_store
+
+        if users_own(entry):
+            return True
+        if op == "update":
+            return False
+        return await carries_users_fact(private_store(self.federation), entry, archived_only=op == "archive")
 
     async def forget(self, id) -> dict:
         from memory.operator.edits import Edit
@@ -241,7 +269,7 @@ class MemoryTools:
         async with self.federation.deciding():
             # An id or unique prefix, as get and update take; archived already is found again (idempotent).
             entry = await self._own(id, include_archived=True)
-            report = await self._apply(entry.id, Edit("archive"), verb="archived")
+            report = await self._apply(entry, Edit("archive"), verb="archived")
         copies = [c.as_dict() for c in report.copies]
         return self._answer({"id": entry.id, "archived": True, "changed": report.changed, "copies": copies, "restorable": True})
 
@@ -323,30 +351,24 @@ class MemoryTools:
         """New importance or tags: an edit, not a write; the agent's importance capped here."""
         from memory.operator.edits import Edit
 
-        if importance is not None and importance < entry.importance and users_own(entry):
-            raise ToolFailure(
-                f"memory {entry.id} is the user's ({entry.confidence_source}); an agent never lowers its "
-                "importance (that would withdraw what the user shared): the user or an operator can, "
-                "with `arcana memory set`"
-            )
         changes = {"importance": _asked_importance(entry.importance, importance)} if importance is not None else {}
         if tags is not None:
             changes["tags"] = tags
-        report = await self._apply(entry.id, Edit("update", changes=changes), verb="changed")
+        report = await self._apply(entry, Edit("update", changes=changes), verb="changed")
         return self._answer({**(await self._hits([report.entry]))[0], **_details(report.entry), "changed": report.changed,
                              "copies": [c.as_dict() for c in report.copies]})
 
     async def _replace(self, entry: MemoryEntry, content: str, importance, tags) -> dict:
         """New words are a new version, written like any memory (reconciliation, the ledger, the cap).
-        An agent's claim never ends a user-confirmed fact, nor a merge or digest carrying one (its
+        An agent's claim never ends the user's own fact (:meth:`_users`), nor a merge or digest carrying one (its
         supersession would reach that fact and its global copy): it is held beside it (the source rule).
         New words repeating a memory an operator withheld are refused: stored withheld, they would end
         the visible version with one that answers no one."""
-        from memory.operator.edits import Edit, carries_users_fact, withheld_repeated
+        from memory.operator.edits import Edit, withheld_repeated
         from memory.runtime.assembly import private_store
 
         store = private_store(self.federation)
-        held = entry.id if await carries_users_fact(store, entry) else None
+        held = entry.id if await self._users(entry, "supersede") else None
         successor = MemoryEntry(
             agent_id=self.card.id, type=entry.type, content=content,
             importance=entry.importance if importance is None else importance,
@@ -365,7 +387,7 @@ class MemoryTools:
         await self.shown.link(self.federation, successor, report)  # new words repeating a shown memory, as remember's
         ended = list(report.supersedes)
         if successor.conflict_with is None and entry.id not in ended and report.entry_id != entry.id:
-            if (await self._apply(entry.id, Edit("supersede", (report.entry_id, successor.created_at)), verb="superseded")).changed:
+            if (await self._apply(entry, Edit("supersede", (report.entry_id, successor.created_at)), verb="superseded")).changed:
                 ended.append(entry.id)
         return self._answer({**report.as_dict(), "replaces": entry.id, "superseded": entry.id in ended,
                              "held_beside": successor.conflict_with})
@@ -460,7 +482,7 @@ def _keeps_mark(derived: bool, tags: list[str] | None) -> None:
 
 def _asked_importance(current: float, asked: float) -> float:
     """An agent's new importance: capped below the promotion threshold when it raises, as a restatement
-    is, so the cap never lowers what a user stated higher (that would withdraw its global copy)."""
+    is, so the cap never lowers what an operator set higher."""
     return asked if asked <= current else max(current, asserted_importance(asked))
 
 
@@ -701,12 +723,12 @@ def build_server(tools: MemoryTools, *, read_only: bool = False):
     catalogue = {
         "remember": (remember, "Store a memory (fact, preference, event) for later; returns its id and where it was stored."),
         "recall": (recall, "Search your memories for a query; returns ranked memories with id, content, type, score, tier and age."),
-        "forget": (forget, "Archive one of your memories by id (it stops being recalled; an operator can restore it)."),
+        "forget": (forget, "Archive one of your memories by id (it stops being recalled; an operator can restore it); the user's own facts only the user forgets."),
         "list": (list_, "List your visible memories, pinned and important first, optionally filtered by type, tag or age."),
         "vault_search": (vault_search, f"Search an attached Markdown vault of notes ({', '.join(tools.vaults)}) for a query."),
         "context": (context, "A ready memory block for a prompt, within a token budget, each line attributed to its source."),
         "get": (get, "One memory in full by id: yours (or a unique 6+ character prefix of it), or one a shared pool, the global tier or an attached vault gives you (its full id)."),
-        "update": (update, "Change one of your memories by id: new text (a new version replacing it), importance or tags."),
+        "update": (update, "Change one of your memories by id: new text (a new version replacing it), importance or tags; new text for the user's own fact is held beside it, and its tags and importance only the user changes."),
         "history": (history, "A memory's version chain and the changes recorded to it, by id: yours, or one a shared tier gives you (full id)."),
     }
     for name, (fn, description) in catalogue.items():

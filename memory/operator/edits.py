@@ -35,7 +35,7 @@ from memory.sqlite.admission import CONSOLIDATED
 from memory.sqlite.fact_words import content_words
 from memory.sqlite.mutations import REFUSED
 from memory.store_kinds import StoreKind, store_path
-from memory.types import RESTRICTION, Audience, ConfidenceSource, MemoryEntry, MemoryQuery, MemoryScope, Visibility
+from memory.types import RESTRICTION, Audience, MemoryEntry, MemoryQuery, MemoryScope, Visibility
 
 MUTATORS = (
     "archive", "restore", "purge", "set_visibility", "set_pinned", "update", "make_current", "supersede", "reinforce"
@@ -970,17 +970,22 @@ async def withheld_repeated_many(store: SQLiteAdapter, entries: Sequence[MemoryE
     return {entry_id: [rows[i] for i in ids if i in rows] for entry_id, ids in repeating.items()}
 
 
-async def carries_users_fact(store: SQLiteAdapter, entry: MemoryEntry, seen: set[str] | None = None) -> bool:
-    """Whether ending ``entry`` ends a user-confirmed fact: it is one, or a restatement it carries
-    (and a supersession of it would reach, :func:`restatements`) is, at any depth. An agent's new
-    text never ends such a memory: it is held beside it (the source rule, man/facts.md)."""
-    if entry.confidence_source is ConfidenceSource.USER_CONFIRMED:
+async def carries_users_fact(store: SQLiteAdapter, entry: MemoryEntry, *, archived_only: bool = False,
+                             seen: set[str] | None = None) -> bool:
+    """Whether ending ``entry`` ends the user's own fact (:func:`users_own`): it is one, or a restatement
+    it carries (and a supersession of it would reach, :func:`restatements`) is, at any depth. An agent
+    never ends such a memory: its new text is held beside it (the source rule, man/facts.md).
+
+    ``archived_only``: only restatements a merge or digest archived, the ones whose global copies a
+    forget of it withdraws too (:meth:`MemoryEditor._withhold_source_copies`); a session summary's
+    sources stand on their own, so forgetting the summary leaves them answering."""
+    if users_own(entry):
         return True
     seen = seen if seen is not None else {entry.id}
     for source in await restatements(store, entry):
-        if source.id not in seen:
+        if source.id not in seen and (source.archived or not archived_only):
             seen.add(source.id)
-            if await carries_users_fact(store, source, seen):
+            if await carries_users_fact(store, source, archived_only=archived_only, seen=seen):
                 return True
     return False
 

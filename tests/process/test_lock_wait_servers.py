@@ -25,7 +25,8 @@ QUICK = 10  # seconds: well under the 30 s a store waits by default
 async def _ada(home) -> tuple[str, str, str]:
     """ada (keyword only) with a memory to forget and a control; (her id, its id, the control's id)."""
     keyword_only(home)
-    ada, ids = await seed(home, "ada", [{"content": "kettle is blue"}, {"content": "tea at four"}])
+    ada, ids = await seed(home, "ada", [{"content": "kettle is blue", "confidence_source": "agent"},  # its own to forget
+                                        {"content": "tea at four"}])
     return ada, ids["kettle"], ids["tea"]
 
 

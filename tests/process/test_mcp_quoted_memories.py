@@ -117,7 +117,7 @@ async def test_an_update_repeating_a_recalled_memory_is_withheld_with_it(arcana_
     assert "The garden shed roof leaks when it rains" in recalled("garden shed roof")  # untouched own claim
 
 
-@pytest.mark.parametrize("tier", [("--pool", "team"), ("--scope", "global"), ("promoted",), ("promoted", "mcp")])
+@pytest.mark.parametrize("tier", [("--pool", "team"), ("--scope", "global"), ("promoted",), ("promoted", "forget")])
 async def test_a_claim_quoting_a_shared_memory_is_withheld_with_it(arcana_home, tier):
     """A memory shown from a pool, the global tier, or another agent's promoted fact (its global copy)
     lives outside the agent's store, where its claim's link is kept: the operator's hide there reaches
@@ -136,10 +136,9 @@ async def test_a_claim_quoting_a_shared_memory_is_withheld_with_it(arcana_home, 
         await _shown_then_claimed(client, (("locker code", "The team locker code 4471 opens locker twelve"),
                              ("bike", "The team bike painted teal is kept in the shed")))
 
-    if tier == ("promoted", "mcp"):  # bob forgets his own fact, its global copy with it
-        async with session("--agent", "bob") as client:
-            failed, answer = await call(client, "forget", id=shown)
-            assert not failed and answer["changed"], answer
+    if tier == ("promoted", "forget"):  # bob's user's fact forgotten, its global copy with it
+        done = json.loads(arcana("memory", "forget", shown, "--agent", "bob", "--json"))
+        assert done["changed"], done
     else:
         edited = ("--agent", "bob") if promoted else ("--pool", "team") if tier[0] == "--pool" else ("--global",)
         done = json.loads(arcana("memory", "set", shown, *edited, "--visibility", "hidden", "--json"))

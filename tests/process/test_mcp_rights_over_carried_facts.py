@@ -71,3 +71,24 @@ async def test_an_agents_new_text_for_a_digest_carrying_a_users_fact_is_held_bes
     assert _bob_recalls("heliotrope") == ["Ada: the launch code word is heliotrope."]  # the user's fact, still shared
     ledger = arcana("memory", "history", users, "--global", "--json")
     assert [r["op"] for r in json.loads(ledger)] == ["insert"]
+
+
+async def test_an_agents_forget_of_a_digest_carrying_a_users_fact_is_refused(arcana_home):
+    """Consolidation archived the user's promoted fact into ada's digest, which now answers its words; an
+    MCP forget of the digest withdrew the fact's global copy too, so bob lost what the user said. Refused
+    now, nothing written; the digest of the agent's own turns (the control, same store) is forgotten."""
+    users = await _old_sessions(arcana_home)
+    listed = json.loads(arcana("memory", "list", "--agent", "ada", "--json"))
+    digest = next(m["id"] for m in listed if "heliotrope" in m["content"])
+    control = next(m["id"] for m in listed if "pottery" in m["content"])
+    async with session("--agent", "ada") as client:
+        failed, message = await call(client, "forget", id=digest)
+        assert failed and "carries the user's own words" in message and "\n" not in message, message
+        assert f"arcana memory forget {digest} --agent ada" in message, message
+        failed, answer = await call(client, "forget", id=control)
+        assert not failed and answer["changed"], answer
+        failed, found = await call(client, "recall", query="heliotrope", mode="keyword")
+        assert not failed and digest in [r["id"] for r in found["results"]]
+    assert _bob_recalls("heliotrope") == ["Ada: the launch code word is heliotrope."]  # still shared
+    assert [r["op"] for r in json.loads(arcana("memory", "history", users, "--global", "--json"))] == ["insert"]
+    assert "pottery" not in json.dumps(json.loads(arcana("memory", "list", "--agent", "ada", "--json")))

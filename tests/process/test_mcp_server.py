@@ -104,8 +104,8 @@ async def test_hidden_private_archived_and_other_agents_memories_never_leave(zoo
         for memory_id in (alice["hidden"], alice["private"], bob["bob"]):
             error, message = await call(client, "forget", id=memory_id)
             assert error and "no memory with id" in message and "\n" not in message
-        error, _ = await call(client, "forget", id=alice["visible"])
-        assert not error  # positive control
+        error, message = await call(client, "forget", id=alice["visible"])
+        assert error and "is the user's own" in message  # positive control: found, and the user's to forget
 
 
 HOSTILE = [
@@ -557,20 +557,6 @@ def test_http_on_a_taken_port_is_one_usage_error(arcana_home):
     assert "Address already in use" in lines[0] and done.stdout == ""
 
 
-async def test_forget_also_archives_the_promoted_copy(arcana_home):
-    """An MCP forget is the operator's forget: another agent stops recalling the global copy."""
-    for name in ("ada", "bob"):
-        arcana("agent", "create", name)
-    made = json.loads(arcana("remember", "fact GLOBALHERON nests by the lake", "--agent", "ada", "--importance", "0.95", "--json"))
-    arcana("remember", "fact GLOBALHERON control stays shared", "--agent", "ada", "--importance", "0.95")
-    seen = lambda: {r["content"] for r in json.loads(arcana("recall", "GLOBALHERON", "--agent", "bob", "--json"))["results"]}
-    assert "fact GLOBALHERON nests by the lake" in seen()
-    async with session("--agent", "ada") as client:
-        failed, answer = await call(client, "forget", id=made["id"])
-    assert not failed and [c["op"] for c in answer["copies"]] == ["archive"]
-    assert seen() == {"fact GLOBALHERON control stays shared"}  # the control still answers
-
-
 async def test_an_agents_remember_never_promotes_to_global(arcana_home):
     """A tool call is the agent's own claim: importance 1.0 stays private; the user's 0.95 (the control) promotes."""
     for name in ("ada", "bob"):
@@ -587,10 +573,11 @@ async def test_an_agents_remember_never_promotes_to_global(arcana_home):
     assert "fact MCPHERON the agent claims it" in mine
 
 
-async def test_an_agents_importance_raise_never_lowers_a_users_promoted_fact(arcana_home):
+async def test_an_agents_importance_raise_never_lowers_a_memory(arcana_home):
     """The cap stops an agent lifting a memory past 0.89; asking a user's 0.95 fact for 1.0 lowered it to
-    0.89 and withdrew its global copy, so every other agent lost it. The agent's own claim (the control)
-    is still capped."""
+    0.89 and withdrew its global copy, so every other agent lost it. The user's fact is the user's to
+    change now (a tool error); the agent's claim an operator raised to 0.95 stays there when asked for
+    1.0, and its claim at 0.5 (the control) is still capped."""
     for name in ("ada", "bob"):
         arcana("agent", "create", name)
     users = json.loads(arcana("remember", "fact UPHERON the user is allergic to peanuts", "--agent", "ada",
@@ -600,11 +587,17 @@ async def test_an_agents_importance_raise_never_lowers_a_users_promoted_fact(arc
     async with session("--agent", "ada") as client:
         failed, claim = await call(client, "remember", content="fact UPHERON the agent guessed it", importance=0.5)
         assert not failed
-        failed, raised = await call(client, "update", id=users, importance=1.0)
-        assert not failed and raised["importance"] == 0.95 and not raised["changed"], raised
+        failed, raised = await call(client, "remember", content="fact UPHERON the kitchen kettle is kept on the left shelf", importance=0.5)
+        assert not failed
+        arcana("memory", "set", raised["id"], "--agent", "ada", "--importance", "0.95")  # the operator's word
+        failed, message = await call(client, "update", id=users, importance=1.0)
+        assert failed and "is the user's own" in message, message
+        failed, kept = await call(client, "update", id=raised["id"], importance=1.0)
+        assert not failed and kept["importance"] == 0.95 and not kept["changed"], kept
         failed, capped = await call(client, "update", id=claim["id"], importance=1.0)
         assert not failed and capped["importance"] == 0.89 and capped["changed"], capped
     assert seen() == {"fact UPHERON the user is allergic to peanuts"}  # still shared with every agent
+    assert json.loads(arcana("memory", "show", users, "--agent", "ada", "--json"))["importance"] == 0.95
 
 
 async def test_an_agent_never_lowers_a_users_fact_and_so_never_withdraws_it(arcana_home):
@@ -620,7 +613,7 @@ async def test_an_agent_never_lowers_a_users_fact_and_so_never_withdraws_it(arca
         failed, claim = await call(client, "remember", content="fact ZORBLAT the agent guessed it", importance=0.6)
         assert not failed
         failed, message = await call(client, "update", id=users, importance=0.1)
-        assert failed and "never lowers its importance" in message and "\n" not in message, message
+        assert failed and "is the user's own" in message and "\n" not in message, message
         failed, lowered = await call(client, "update", id=claim["id"], importance=0.2)
         assert not failed and lowered["importance"] == 0.2 and lowered["changed"], lowered
     assert seen() == {"fact ZORBLAT the user is allergic to peanuts"}  # still shared with every agent
@@ -644,7 +637,7 @@ async def test_an_agent_never_lowers_the_users_imported_notes_either(arcana_home
         failed, claim = await call(client, "remember", content="fact KESTREL the agent guessed it", importance=0.6)
         assert not failed
         failed, message = await call(client, "update", id=imported, importance=0.1)
-        assert failed and "(imported)" in message and "never lowers its importance" in message, message
+        assert failed and "the user's own (imported)" in message, message
         failed, lowered = await call(client, "update", id=claim["id"], importance=0.2)
         assert not failed and lowered["importance"] == 0.2 and lowered["changed"], lowered
     assert seen() == {"fact KESTREL the user's notes say the boiler is gas"}  # still shared with every agent

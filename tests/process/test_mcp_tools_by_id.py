@@ -27,7 +27,8 @@ HINTS = {  # tool: (readOnly, destructive, idempotent); openWorld is False for a
 async def _zoo(home):
     keyword_only(home)
     _, alice = await seed(home, "alice", [
-        {"content": "visible zebra stripes are black and white", "tags": ["zoo"], "importance": 0.5},
+        {"content": "visible zebra stripes are black and white", "tags": ["zoo"], "importance": 0.5,
+         "confidence_source": "agent"},  # the agent's own: it may update and forget it
         {"content": "hidden zebra secret 4711", "visibility": Visibility.HIDDEN},
         {"content": "private zebra diary", "visibility": Visibility.PRIVATE},
     ])
@@ -135,8 +136,8 @@ async def test_forget_takes_a_unique_prefix_and_refuses_an_ambiguous_one(arcana_
     one too, and a prefix two memories share is refused, never guessed. Hidden ones stay unknown."""
     keyword_only(arcana_home)
     _, alice = await seed(arcana_home, "alice", [
-        {"content": "heron one nests by the weir", "id": "abcdef01-0000-4000-8000-000000000001"},
-        {"content": "twin heron nests by the mill", "id": "abcdef02-0000-4000-8000-000000000002"},
+        {"content": "heron one nests by the weir", "id": "abcdef01-0000-4000-8000-000000000001", "confidence_source": "agent"},
+        {"content": "twin heron nests by the mill", "id": "abcdef02-0000-4000-8000-000000000002", "confidence_source": "agent"},
         {"content": "hidden heron secret 4711", "visibility": Visibility.HIDDEN},
         {"content": "kept heron roost", "confidence_source": "agent"},
     ])
@@ -385,7 +386,7 @@ async def test_a_prefix_finds_the_one_visible_match_past_fifty_hidden_ones(arcan
               for n in range(60)]
     _, alice = await seed(arcana_home, "alice", [
         *hidden,
-        {"content": "visible heron by the weir", "id": "feed0000-0000-4000-8000-999999999999"},
+        {"content": "visible heron by the weir", "id": "feed0000-0000-4000-8000-999999999999", "confidence_source": "agent"},
         {"content": "twin heron by the mill", "id": "feed0001-0000-4000-8000-000000000001"},
     ])
     async with session("--agent", "alice") as client:
