@@ -940,3 +940,41 @@ def test_a_save_that_cannot_run_never_blocks_the_compaction(home, project, tmp_p
     assert done.returncode == 0 and "1 fact(s) stored" in done.stderr, done.stderr
     assert arcana("host", "setup", "vim", "--agent", "dev").returncode == exit_codes.USAGE
     assert arcana("host", "save", "claude-code", "--agent", "dev", "--jsno", stdin="{}").returncode == exit_codes.FAILURE
+
+
+def test_a_save_killed_midway_then_run_again_loses_nothing_and_records_no_exchange_twice(home, project, tmp_path):
+    """A save SIGKILLed while it recorded turns left its open session behind; the next save, reading the
+    same stretch again, opened a second session holding those exchanges a second time (two sessions
+    listed, the first never closed). The save now resumes the session it was writing."""
+    assert arcana("agent", "create", "dev").returncode == 0
+    dev = agent_id("dev")
+    transcript = tmp_path / "k1.jsonl"
+    said = [f"Remember that widget number {n} is painted shade{n}x." for n in range(300)]
+    _write_transcript(transcript, [line for n, text in enumerate(said) for line in (
+        {**_line("user", text), "sessionId": "k1", "uuid": f"u{n}"},
+        {**_line("assistant", [{"type": "text", "text": "Noted."}]), "sessionId": "k1", "uuid": f"a{n}"})],
+        garbage=False)
+    hook = json.dumps({"session_id": "k1", "transcript_path": str(transcript), "hook_event_name": "PreCompact"})
+    sessions = home / "agents" / dev / "sessions"
+    save = subprocess.Popen([sys.executable, "-m", "arcana_cli.main", "host", "save", "claude-code", "--agent", "dev"],
+                            stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    save.stdin.write(hook.encode())
+    save.stdin.close()
+    turns = 0
+    while turns < 20 and save.poll() is None:
+        turns = sum(path.read_text().count('"kind": "turn"') for path in sessions.glob("*.jsonl"))
+    assert save.poll() is None, "the save finished before it could be killed"
+    save.kill()
+    assert save.wait() == -9
+
+    again = arcana("host", "save", "claude-code", "--agent", "dev", "--json", stdin=hook)
+    assert again.returncode == 0, again.stderr
+    listed = json.loads(arcana("session", "list", "--agent", "dev", "--json").stdout)
+    assert len(listed) == 1 and listed[0]["turns"] == 300 and listed[0]["closed_at"], listed
+    memories = json.loads(arcana("memory", "list", "--agent", "dev", "--limit", "1000", "--json").stdout)
+    facts = [m for m in memories if m["content"].startswith("Widget number")]
+    assert len(facts) == 300 and len({m["content"] for m in facts}) == 300  # every fact, once (positive control)
+    assert {m["source_session_id"] for m in facts} == {listed[0]["id"]}
+    end = arcana("host", "save", "claude-code", "--agent", "dev", "--json", stdin=hook)  # a third run: nothing new
+    assert json.loads(end.stdout)["exchanges"] == 0 and len(json.loads(
+        arcana("session", "list", "--agent", "dev", "--json").stdout)) == 1
