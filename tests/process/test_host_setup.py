@@ -978,3 +978,25 @@ def test_a_save_killed_midway_then_run_again_loses_nothing_and_records_no_exchan
     end = arcana("host", "save", "claude-code", "--agent", "dev", "--json", stdin=hook)  # a third run: nothing new
     assert json.loads(end.stdout)["exchanges"] == 0 and len(json.loads(
         arcana("session", "list", "--agent", "dev", "--json").stdout)) == 1
+
+
+def test_the_save_hook_of_a_deleted_agent_is_not_found_not_a_bad_name(home, project, tmp_path):
+    """The hooks name the agent by id. After `agent delete` the save hook (a storing command, so it creates
+    an unknown agent) tried to create an agent named by that id and refused it as a name: exit 2, which
+    from PreCompact blocks the compaction, saying "choose a name with a non-hex letter". An id no agent
+    has is exit 3, as the man page promises for the hooks, and nothing is created."""
+    assert setup(project, "--write").returncode == 0
+    dev = agent_id("dev")
+    transcript = tmp_path / "gone.jsonl"
+    _write_transcript(transcript, TRANSCRIPT[-2:], garbage=False)
+    hook = {"session_id": "d1", "transcript_path": str(transcript), "hook_event_name": "PreCompact"}
+    assert arcana("agent", "delete", "dev", "--yes").returncode == 0
+    done = run_hook(hook_command(project, "PreCompact"), hook, project)
+    assert done.returncode == exit_codes.NOT_FOUND, done.stderr
+    assert dev in done.stderr and "choose a name" not in done.stderr and done.stderr.count("\n") == 1, done.stderr
+    stored = arcana("remember", "The build uses make.", "--agent", dev[:12])
+    assert stored.returncode == exit_codes.NOT_FOUND and "choose a name" not in stored.stderr, stored.stderr
+    assert json.loads(arcana("agent", "list", "--json").stdout) == []  # nothing created for either
+    # control: a storing command still creates an agent for an ordinary new name
+    assert arcana("remember", "The build uses make.", "--agent", "fresh").returncode == 0
+    assert [a["name"] for a in json.loads(arcana("agent", "list", "--json").stdout)] == ["fresh"]
