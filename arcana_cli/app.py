@@ -61,6 +61,19 @@ class ArcanaGroup(TyperGroup):
     def list_commands(self, ctx) -> list[str]:
         return list(self.commands)
 
+    def main(self, args=None, *rest, **options):
+        """Run as Click does, exiting with the documented code; a refused `host save` exits 1, not 2."""
+        try:
+            return super().main(args, *rest, **options)
+        except SystemExit as exc:
+            # Trigger: `host save` refused (its hook input, the transcript, an option). Why: Claude Code
+            # blocks a compaction when its PreCompact hook exits 2, and nothing is lost by letting it go
+            # on (the transcript stays, the next hook reads it). Outcome: the same one line, exit 1.
+            words = command_words(sys.argv[1:] if args is None else list(args))
+            if exc.code == exit_codes.USAGE and words[:2] == ["host", "save"]:
+                raise SystemExit(exit_codes.FAILURE) from None
+            raise
+
     def parse_args(self, ctx, args):
         """Refuse an argument that is not UTF-8 (Python hands such bytes over as lone surrogates):
         no store, config or output can hold it, so it would fail later with a traceback."""
@@ -273,22 +286,22 @@ def __getattr__(name: str):
     raise AttributeError(name)
 
 
-def command_name(args: list[str]) -> str | None:
-    """The top-level command in ``args``, skipping global options and their values."""
-    skip = False
+def command_words(args: list[str]) -> list[str]:
+    """The words of ``args`` that are not options, global options' values skipped: the command first."""
+    words, skip = [], False
     for arg in args:
         if skip:
             skip = False
         elif arg in _VALUE_OPTIONS:
             skip = True
         elif not arg.startswith("-"):
-            return arg
-    return None
+            words.append(arg)
+    return words
 
 
 def run(args: list[str] | None = None) -> None:
     """Run the CLI; Typer turns usage errors into exit 2 and typer.Exit into its code."""
     args = sys.argv[1:] if args is None else args
-    name = command_name(args)
+    name = next(iter(command_words(args)), None)
     register([name] if name in COMMAND_MODULES else None)
     _app(args=args, prog_name="arcana")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from memory import errors
 
 OK = 0
-FAILURE = 1  # unexpected error, `doctor` found problems, a backup fails verification, a killed restore's journal unreadable, or a prompt declined
+FAILURE = 1  # unexpected error, `doctor` found problems, a backup fails verification, a killed restore's journal unreadable, a prompt declined, or `host save` refused (2 blocks a compaction)
 USAGE = 2  # bad arguments, option values or input; an environment variable the config names is unset
 NOT_FOUND = 3  # agent, memory, pool or vault does not exist
 CONFIG = 4  # malformed config or agent card (what is stored; a bad argument is USAGE)
@@ -17,7 +17,7 @@ PIPE_CLOSED = 141  # stdout's reader left early (128 + SIGPIPE)
 
 TABLE = [
     (OK, "success (also: nothing to do)"),
-    (FAILURE, "unexpected error, `arcana doctor` found problems, a backup fails `--verify`, a killed restore cannot be finished (its journal is unreadable: nothing is touched), or a destructive action was declined at the prompt (nothing changed)"),
+    (FAILURE, "unexpected error, `arcana doctor` found problems, a backup fails `--verify`, a killed restore cannot be finished (its journal is unreadable: nothing is touched), a destructive action was declined at the prompt (nothing changed), or `arcana host save` refused its input, transcript or options (never 2: from a `PreCompact` hook that blocks Claude Code's compaction)"),
     (USAGE, "invalid arguments, options or input (including `config set` values), or an environment variable the config names is not set"),
     (NOT_FOUND, "the agent, memory, pool or vault does not exist"),
     (CONFIG, "malformed config.json, agent card or `ARCANA_EXTRACTION_*` variable (the file is left unchanged)"),

@@ -223,7 +223,8 @@ class AgentRegistry:
                 )
         roster.complete()  # the name may be an unreadable card's
         if _ID_LIKE.match(name_or_id):  # `agent create` refuses such a name: do not send the user there
-            raise NotFoundError(f"no agent has the name or id {shown_name(name_or_id)}; see `arcana agent list`")
+            raise NotFoundError(f"no agent has the name or id {shown_name(name_or_id)} (nor can one be named like an id); "
+                                "see `arcana agent list`")
         if why := unusable_name("agent", name_or_id):  # nor there, for an empty or malformed name
             raise NotFoundError(f"no agent named {shown_name(name_or_id)} ({why}); see `arcana agent list`")
         raise NotFoundError(
@@ -265,6 +266,11 @@ class AgentRegistry:
         except AmbiguousAgentError:
             raise  # it names agents that exist; a new one would be a third
         except NotFoundError:
+            if _ID_LIKE.match(name_or_id):
+                # Trigger: an id no agent has (a host's hook after `agent delete`). Why: it was taken as a
+                # name and refused, exit 2 ("choose a name"), which blocks a PreCompact hook's compaction.
+                # Outcome: not found, exit 3, nothing made.
+                raise
             return self._take(name_or_id)
 
     def restore(self, wanted: list[tuple[AgentCard | None, str]]) -> list[tuple[AgentCard, bool]]:

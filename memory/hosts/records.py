@@ -5,19 +5,26 @@ written only by ``runtime/host_save.py``."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import NamedTuple
 
 from memory import strict_json
 from memory.errors import ConfigError
 
 
-def read_record(path: Path) -> tuple[int, list[str]]:
-    """How far this host session's transcript was stored, and the uuids of the lines it stored; 0 and
-    none when never. A damaged record is a ConfigError: read as 0, every fact and the session of what
-    was already saved would be stored again."""
+class SaveRecord(NamedTuple):
+    offset: int  # how far the transcript was stored
+    stored: list[str]  # the uuids of the lines stored
+    session: str | None = None  # the Arcana session a save was writing when it stopped (killed): resumed by the next
+
+
+def read_record(path: Path) -> SaveRecord:
+    """How far this host session's transcript was stored, the uuids of the lines it stored, and the
+    session a save left unfinished; 0 and none when never. A damaged record is a ConfigError: read as
+    0, every fact and the session of what was already saved would be stored again."""
     try:
         raw = path.read_bytes()
     except FileNotFoundError:
-        return 0, []
+        return SaveRecord(0, [])
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read: {exc.strerror}") from None
     try:
@@ -29,8 +36,9 @@ def read_record(path: Path) -> tuple[int, list[str]]:
         why = record if isinstance(record, Exception) else "not a record of how far the transcript was saved"
         raise ConfigError(f"{path}: {why}; remove it (the next save reads the transcript from its start, "
                           "storing again what was saved)")
-    lines = record.get("stored", [])
-    return offset, [line for line in lines if isinstance(line, str)] if isinstance(lines, list) else []
+    lines, session = record.get("stored", []), record.get("session")
+    return SaveRecord(offset, [line for line in lines if isinstance(line, str)] if isinstance(lines, list) else [],
+                      session if isinstance(session, str) else None)
 
 
 def damaged_records(agent_dir: Path) -> list[str]:

@@ -35,7 +35,7 @@ from memory.agents import AgentCard
 from memory.audit import AuditLog
 from memory.config import ArcanaConfig
 from memory.deadline import lock_wait
-from memory.errors import InvalidRequestError, MemoryWriteError
+from memory.errors import InvalidRequestError, MemoryWriteError, NotFoundError
 from memory.extraction.scoring import agent_confidence, distil, storable
 from memory.home import Home, replace_file
 from memory.hosts import Host
@@ -47,7 +47,8 @@ from memory.models.context import HEADER
 from memory.promotion import asserted_importance
 from memory.protocols import MemoryAdapter
 from memory.runtime.agent import session_manager
-from memory.types import ConfidenceSource, MemoryEntry, MemoryType
+from memory.runtime.sessions import SessionManager
+from memory.types import ConfidenceSource, MemoryEntry, MemoryType, Session
 
 MAX_HOOK_INPUT = 1 << 20
 MAX_TRANSCRIPT_BYTES = 64 << 20  # read per hook; a longer stretch is finished by the next hook
@@ -121,7 +122,8 @@ async def save_transcript(home: Home, config: ArcanaConfig, card: AgentCard, mem
 
 async def _save(home, config, card, memory, hook, host, audit, max_bytes) -> SaveReport:
     state_path = home.agent_dir(card.id) / "hosts" / host.value / f"{hook.session_id}.json"
-    start, stored_lines = read_record(state_path)
+    record = read_record(state_path)
+    start, stored_lines = record.offset, record.stored
     report = SaveReport(host.value, hook.session_id, str(hook.transcript), hook.event)
     with _open_regular(hook.transcript) as handle:
         size = os.fstat(handle.fileno()).st_size
@@ -132,19 +134,27 @@ async def _save(home, config, card, memory, hook, host, audit, max_bytes) -> Sav
     said = _not_stored(read.exchanges, stored_lines, state_path, hook.session_id)
     # Every write below (turns, facts, the summary) takes its text from here: a pasted key never reaches one.
     said = [replace(e, prompt=redact(e.prompt), response=redact(e.response)) for e in said]
+    taken, session = said, None
+    if said:
+        manager = session_manager(home, config, card, with_model=True, audit=audit)
+        session, said = _unfinished(manager, record.session, said)
     report.start, report.end, report.exchanges = read.start, read.end, len(said)
     report.malformed_lines, report.truncated = read.malformed, read.truncated
     report.ignored_lines = read.ignored + len(read.exchanges) - len(said)
     if said:
-        manager = session_manager(home, config, card, with_model=True, audit=audit)
         settings, signals = manager.settings, manager.extractor.signals
-        session = manager.create()
+        if session is None:
+            session = manager.create()
+            # Named before anything is written: a save killed from here on is continued in it by the next.
+            _save_record(home, card, state_path, record.offset, record.stored, session=session.id)
         report.session_id = session.id
-        for exchange in said:
+        resumed = len(session.turns)
+        for number, exchange in enumerate(said):
             # The host's model answered with the agent's memory in context (the session-start briefing,
             # the MCP recall tool): its answers are no evidence for the summary, which would keep a
             # memory's words after an operator hides it (Turn.briefed).
-            turn = manager.record_turn(session, exchange.prompt, exchange.response, briefed=True)
+            turn = number if number < resumed else manager.record_turn(
+                session, exchange.prompt, exchange.response, briefed=True)
             if not signals.states_preference(exchange.prompt):
                 continue
             entry = MemoryEntry(
@@ -165,10 +175,11 @@ async def _save(home, config, card, memory, hook, host, audit, max_bytes) -> Sav
                                        "the transcript is read again by the next hook")
             report.warnings += written.warnings
             report.stored.append(written.entry_id)
-            manager.record_written(session, turn, [written.entry_id])
+            if written.entry_id not in session.turns[turn].written_ids:  # a resumed turn's may be noted
+                manager.record_written(session, turn, [written.entry_id])
         summary = await manager.close_and_summarise(session, memory=memory)
         report.summary_memory_id = summary.id if summary else None
-    stored_lines += [e.line for e in said if e.line is not None]
+    stored_lines += [e.line for e in taken if e.line is not None]
     _save_record(home, card, state_path, read.end, stored_lines[-MAX_STORED_LINES:])
     return report
 
@@ -207,7 +218,7 @@ def _not_stored(exchanges: list[Exchange], stored: list[str], state_path: Path, 
     records = {}
     for owner in {e.owner for e in exchanges} - {None, session_id}:
         if _SESSION_ID.fullmatch(owner) and (path := state_path.parent / f"{owner}.json").is_file():
-            records[owner] = read_record(path)[1]
+            records[owner] = read_record(path).stored
     seen = set(stored).union(*records.values())
     last = {e.owner: number for number, e in enumerate(exchanges) if e.owner in records and e.line in seen}
     # A copy none of whose lines its session's record names (a host that renumbered them) is taken as
@@ -223,12 +234,31 @@ def _not_stored(exchanges: list[Exchange], stored: list[str], state_path: Path, 
     return said
 
 
-def _save_record(home: Home, card: AgentCard, path: Path, offset: int, stored: list[str]) -> None:
-    """Write how far the transcript was read (atomically and synced: an empty file after a crash would
-    have the next save read the whole transcript again); never making the agent's folder again once it
-    was deleted."""
+def _unfinished(manager: SessionManager, session_id: str | None,
+                said: list[Exchange]) -> tuple[Session | None, list[Exchange]]:
+    """The session a killed save left (named by the record) when its turns are the first of ``said``,
+    and what of ``said`` is left to store: an open one is continued with all of it, a closed one
+    stored its turns (only the rest is left). None and ``said`` when there is none, or it holds other
+    turns (the transcript was rewritten since)."""
+    if session_id is None:
+        return None, said
+    try:
+        session = manager.load(session_id)
+    except NotFoundError:
+        return None, said
+    turns = session.turns
+    if len(turns) > len(said) or any((t.prompt, t.response) != (e.prompt, e.response) for t, e in zip(turns, said)):
+        return None, said
+    return (None, said[len(turns):]) if session.closed else (session, said)
+
+
+def _save_record(home: Home, card: AgentCard, path: Path, offset: int, stored: list[str], *,
+                 session: str | None = None) -> None:
+    """Write how far the transcript was read, and the session a save is writing until it is done
+    (atomically and synced: an empty file after a crash would have the next save read the whole
+    transcript again); never making the agent's folder again once it was deleted."""
     agent_subfolder(home, card.id, card.name, path.parent)
     try:
-        replace_file(path, json.dumps({"offset": offset, "stored": stored}))
+        replace_file(path, json.dumps({"offset": offset, "stored": stored} | ({"session": session} if session else {})))
     except FileNotFoundError:
         raise deleted_meanwhile(card.name) from None

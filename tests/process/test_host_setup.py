@@ -429,7 +429,7 @@ def test_the_hook_trusts_nothing_it_is_given(home, project, tmp_path):
     ]
     for stdin, why in cases:
         done = arcana("host", "save", "claude-code", "--agent", "dev", stdin=stdin)
-        assert done.returncode == exit_codes.USAGE, (stdin, done.stderr)
+        assert done.returncode == exit_codes.FAILURE, (stdin, done.stderr)  # never 2: it blocks a compaction
         assert why in done.stderr and done.stderr.count("\n") <= 2, done.stderr
     # positive control: the same command with a real transcript stores
     good = tmp_path / "good.jsonl"
@@ -452,7 +452,7 @@ def test_a_session_the_host_keeps_no_transcript_of_has_nothing_to_save(home, pro
     # control: a transcript_path that is missing, or not a path, is still refused
     for bad in ({k: v for k, v in hook.items() if k != "transcript_path"}, {**hook, "transcript_path": 7}):
         refused = run_hook(hook_command(project, "PreCompact"), bad, project)
-        assert refused.returncode == exit_codes.USAGE and "transcript_path" in refused.stderr, refused.stderr
+        assert refused.returncode == exit_codes.FAILURE and "transcript_path" in refused.stderr, refused.stderr
 
 
 def test_a_hook_run_with_stdin_closed_is_one_line_not_a_traceback(home):
@@ -460,10 +460,10 @@ def test_a_hook_run_with_stdin_closed_is_one_line_not_a_traceback(home):
     all: `host save` asked it whether it was a terminal and died in an AttributeError traceback, exit 1."""
     closed = subprocess.run(["/bin/sh", "-c", 'exec "$0" host save claude-code --agent dev <&-', str(ARCANA)],
                             capture_output=True, text=True, timeout=60)
-    assert closed.returncode == exit_codes.USAGE and "Traceback" not in closed.stderr, closed.stderr
+    assert closed.returncode == exit_codes.FAILURE and "Traceback" not in closed.stderr, closed.stderr
     assert closed.stderr.count("\n") == 1 and "stdin" in closed.stderr
     empty = arcana("host", "save", "claude-code", "--agent", "dev", stdin="")  # control: an empty stdin, refused alike
-    assert empty.returncode == exit_codes.USAGE and "is not JSON" in empty.stderr
+    assert empty.returncode == exit_codes.FAILURE and "is not JSON" in empty.stderr
 
 
 @pytest.mark.parametrize("record", ["[" * 100_000 + "]" * 100_000, '{"offset": 5', '{"offset": 1, "offset": 2}'])
@@ -901,3 +901,102 @@ def test_secrets_pasted_into_a_session_are_never_stored(home, project, tmp_path)
     for kept in ("risk-assessment-for-the-quarterly-plan", "sk-learn-compatible-pipelines", "AKIA is the prefix",
                  "ghp_ starts", "aws_secret_access_key is read", "BEGIN PRIVATE KEY marks"):
         assert kept in control, kept
+
+
+def test_a_save_that_cannot_run_never_blocks_the_compaction(home, project, tmp_path):
+    """Claude Code blocks a compaction when its PreCompact hook exits 2 (our man page and the empty
+    transcript_path case say so). Every refusal of `host save` was exit 2: a transcript deleted or
+    unreadable, a FIFO, a hook input cut short, an option edited wrong, each held up the user's
+    compaction (an auto compaction with a full window), though nothing is lost by letting it go on
+    (the transcript stays on disk; the next hook reads it). Each is now reported with exit 1."""
+    assert setup(project, "--write").returncode == 0
+    command = hook_command(project, "PreCompact")
+    unreadable = tmp_path / "unreadable.jsonl"
+    unreadable.write_text("{}\n")
+    unreadable.chmod(0)
+    fifo = tmp_path / "pipe.jsonl"
+    os.mkfifo(fifo)
+    hook = {"session_id": "s9", "hook_event_name": "PreCompact", "trigger": "auto"}
+    for payload, why in [({**hook, "transcript_path": str(tmp_path / "gone.jsonl")}, "no such file"),
+                         ({**hook, "transcript_path": str(fifo)}, "not a regular file"),
+                         ({**hook, "transcript_path": "relative.jsonl"}, "not an absolute path"),
+                         ({"session_id": "s9"}, "transcript_path")]:
+        done = run_hook(command, payload, project)
+        assert done.returncode == exit_codes.FAILURE, (payload, done.returncode, done.stderr)
+        assert why in done.stderr and done.stderr.count("\n") == 1 and done.stdout == "", done.stderr
+    cut = subprocess.run(["/bin/sh", "-c", command], input='{"session_id": "s9", "transc', capture_output=True,
+                         text=True, timeout=60, cwd=project)
+    assert cut.returncode == exit_codes.FAILURE and "is not JSON" in cut.stderr, cut.stderr
+    edited = subprocess.run(["/bin/sh", "-c", command + " --agnet x"], input="{}", capture_output=True, text=True,
+                            timeout=60, cwd=project)
+    assert edited.returncode == exit_codes.FAILURE and edited.stderr.count("\n") == 1, edited.stderr
+    if os.geteuid() != 0:  # root reads a file of mode 0
+        done = run_hook(command, {**hook, "transcript_path": str(unreadable)}, project)
+        assert done.returncode == exit_codes.FAILURE and "cannot read it" in done.stderr, done.stderr
+    # controls: the same hook with a real transcript stores, and other commands keep exit 2 for usage
+    good = tmp_path / "good.jsonl"
+    _write_transcript(good, TRANSCRIPT[-2:], garbage=False)
+    done = run_hook(command, {**hook, "transcript_path": str(good)}, project)
+    assert done.returncode == 0 and "1 fact(s) stored" in done.stderr, done.stderr
+    assert arcana("host", "setup", "vim", "--agent", "dev").returncode == exit_codes.USAGE
+    assert arcana("host", "save", "claude-code", "--agent", "dev", "--jsno", stdin="{}").returncode == exit_codes.FAILURE
+
+
+def test_a_save_killed_midway_then_run_again_loses_nothing_and_records_no_exchange_twice(home, project, tmp_path):
+    """A save SIGKILLed while it recorded turns left its open session behind; the next save, reading the
+    same stretch again, opened a second session holding those exchanges a second time (two sessions
+    listed, the first never closed). The save now resumes the session it was writing."""
+    assert arcana("agent", "create", "dev").returncode == 0
+    dev = agent_id("dev")
+    transcript = tmp_path / "k1.jsonl"
+    said = [f"Remember that widget number {n} is painted shade{n}x." for n in range(300)]
+    _write_transcript(transcript, [line for n, text in enumerate(said) for line in (
+        {**_line("user", text), "sessionId": "k1", "uuid": f"u{n}"},
+        {**_line("assistant", [{"type": "text", "text": "Noted."}]), "sessionId": "k1", "uuid": f"a{n}"})],
+        garbage=False)
+    hook = json.dumps({"session_id": "k1", "transcript_path": str(transcript), "hook_event_name": "PreCompact"})
+    sessions = home / "agents" / dev / "sessions"
+    save = subprocess.Popen([sys.executable, "-m", "arcana_cli.main", "host", "save", "claude-code", "--agent", "dev"],
+                            stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    save.stdin.write(hook.encode())
+    save.stdin.close()
+    turns = 0
+    while turns < 20 and save.poll() is None:
+        turns = sum(path.read_text().count('"kind": "turn"') for path in sessions.glob("*.jsonl"))
+    assert save.poll() is None, "the save finished before it could be killed"
+    save.kill()
+    assert save.wait() == -9
+
+    again = arcana("host", "save", "claude-code", "--agent", "dev", "--json", stdin=hook)
+    assert again.returncode == 0, again.stderr
+    listed = json.loads(arcana("session", "list", "--agent", "dev", "--json").stdout)
+    assert len(listed) == 1 and listed[0]["turns"] == 300 and listed[0]["closed_at"], listed
+    memories = json.loads(arcana("memory", "list", "--agent", "dev", "--limit", "1000", "--json").stdout)
+    facts = [m for m in memories if m["content"].startswith("Widget number")]
+    assert len(facts) == 300 and len({m["content"] for m in facts}) == 300  # every fact, once (positive control)
+    assert {m["source_session_id"] for m in facts} == {listed[0]["id"]}
+    end = arcana("host", "save", "claude-code", "--agent", "dev", "--json", stdin=hook)  # a third run: nothing new
+    assert json.loads(end.stdout)["exchanges"] == 0 and len(json.loads(
+        arcana("session", "list", "--agent", "dev", "--json").stdout)) == 1
+
+
+def test_the_save_hook_of_a_deleted_agent_is_not_found_not_a_bad_name(home, project, tmp_path):
+    """The hooks name the agent by id. After `agent delete` the save hook (a storing command, so it creates
+    an unknown agent) tried to create an agent named by that id and refused it as a name: exit 2, which
+    from PreCompact blocks the compaction, saying "choose a name with a non-hex letter". An id no agent
+    has is exit 3, as the man page promises for the hooks, and nothing is created."""
+    assert setup(project, "--write").returncode == 0
+    dev = agent_id("dev")
+    transcript = tmp_path / "gone.jsonl"
+    _write_transcript(transcript, TRANSCRIPT[-2:], garbage=False)
+    hook = {"session_id": "d1", "transcript_path": str(transcript), "hook_event_name": "PreCompact"}
+    assert arcana("agent", "delete", "dev", "--yes").returncode == 0
+    done = run_hook(hook_command(project, "PreCompact"), hook, project)
+    assert done.returncode == exit_codes.NOT_FOUND, done.stderr
+    assert dev in done.stderr and "choose a name" not in done.stderr and done.stderr.count("\n") == 1, done.stderr
+    stored = arcana("remember", "The build uses make.", "--agent", dev[:12])
+    assert stored.returncode == exit_codes.NOT_FOUND and "choose a name" not in stored.stderr, stored.stderr
+    assert json.loads(arcana("agent", "list", "--json").stdout) == []  # nothing created for either
+    # control: a storing command still creates an agent for an ordinary new name
+    assert arcana("remember", "The build uses make.", "--agent", "fresh").returncode == 0
+    assert [a["name"] for a in json.loads(arcana("agent", "list", "--json").stdout)] == ["fresh"]

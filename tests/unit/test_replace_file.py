@@ -80,4 +80,4 @@ def test_a_host_transcript_offset_is_fsynced_before_its_rename(tmp_path, calls):
     path = home.agent_dir(card.id) / "hosts" / "claude-code" / "session-1.json"
     _save_record(home, card, path, 1234, ["u1"])
     _temp_synced_then_renamed(calls, path)
-    assert read_record(path) == (1234, ["u1"])
+    assert read_record(path) == (1234, ["u1"], None)
