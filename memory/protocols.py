@@ -165,8 +165,7 @@ class Ledgered(Protocol):
 
 @runtime_checkable
 class FindsWithheld(Protocol):
-    """Finds the memories an operator withheld there whose words a claim may repeat (SQLite stores: a
-    PostgreSQL pool has no such read yet, so a claim into it is checked against the agent's store only)."""
+    """Finds the memories an operator withheld there whose words a claim may repeat (both engines' stores)."""
 
     async def withheld(self, words: Iterable[str] | None) -> list[tuple[str, str]]: ...
 

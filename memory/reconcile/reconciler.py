@@ -185,8 +185,8 @@ class Reconciler:
         into a pool or the global tier answer every agent there), and in the pool they are written to,
         where an operator's hide or forget is every member's. One lookup a store for all of them.
 
-        A pool that cannot answer (down, no such read: a PostgreSQL pool) is asked nothing, and a
-        failed lookup there is audited: its write goes on, checked against the agent's store only."""
+        A pool that cannot answer (its breaker open) is asked nothing, and a failed lookup there is
+        audited: its write goes on, checked against the agent's store only."""
         found = await withheld_repeated_many(self.store, entries)
         pool = withheld_of(where.store) if where is not None and where.pool is not None and where.reachable else None
         if pool is None or not entries:
