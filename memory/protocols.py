@@ -8,7 +8,7 @@ instead of probing attribute names.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from datetime import datetime
 from pathlib import Path
@@ -171,6 +171,22 @@ class Ledgered(Protocol):
     """Keeps a mutation ledger it can read per memory (both engines' stores)."""
 
     async def history(self, entry_id: str) -> list[Any]: ...
+
+
+@runtime_checkable
+class FindsWithheld(Protocol):
+    """Finds the memories an operator withheld there whose words a claim may repeat (both engines' stores)."""
+
+    async def withheld(self, words: Iterable[str] | None) -> list[tuple[str, str]]: ...
+
+    async def admitted_by_id(
+        self, query: MemoryQuery, entry_ids: Sequence[str], *, audience: Any = ..., include_archived: bool = False
+    ) -> dict[str, MemoryEntry]: ...
+
+
+def withheld_of(adapter: object) -> FindsWithheld | None:
+    """The store under ``adapter`` (through layers) that finds withheld memories, if any."""
+    return _under(adapter, FindsWithheld)
 
 
 @runtime_checkable

@@ -19,7 +19,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -561,6 +561,13 @@ class PostgresAdapter:
         query = version_sql.held_beside(entry_id, SELECT_COLUMNS, POSTGRES)
         rows = await self._call(lambda conn: conn.fetch(numbered(query.sql), *query.params))
         return readable(rows)
+
+    async def withheld(self, words: Iterable[str] | None) -> list[tuple[str, str]]:
+        """The (id, content) of the memories an operator withheld here (hidden, private, forgotten), any
+        version: every one, whatever ``words`` (:func:`memory.sqlite.versions.withheld`)."""
+        query = version_sql.withheld(words, "m.id, m.content", POSTGRES)
+        rows = await self._call(lambda conn: conn.fetch(numbered(query.sql), *query.params))
+        return [(row["id"], row["content"]) for row in rows]
 
     async def open_conflicts(self) -> int:
         """Claims held beside the user-confirmed fact they contradict, awaiting an operator."""

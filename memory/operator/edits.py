@@ -30,7 +30,7 @@ from memory.deadline import DEADLINE
 from memory.errors import InvalidRequestError, MemoryStorageError, NotFoundError, UnreadableRowError
 from memory.home import Home
 from memory.promotion import ever_promotable, global_copy, promotable, users_own
-from memory.protocols import provenance_of
+from memory.protocols import FindsWithheld, provenance_of
 from memory.sqlite.admission import CONSOLIDATED
 from memory.sqlite.fact_words import content_words
 from memory.sqlite.mutations import REFUSED
@@ -941,12 +941,12 @@ INDEXED_WORDS = 64
 withheld row (:func:`withheld_repeated_many`)."""
 
 
-async def withheld_repeated_many(store: SQLiteAdapter, entries: Sequence[MemoryEntry]) -> dict[str, list[MemoryEntry]]:
-    """:func:`withheld_repeated` for each of ``entries`` that repeats one, by id: one lookup for all of
-    them (a `remember --from` window), not one a line. An agent's words are its claims, and a chat
-    export's lines of a role other than the user's (:attr:`MemoryEntry.said_by_agent`)."""
-    said = {e.id: words for e in entries
-            if (e.said_by_agent or not users_own(e)) and e.scope is MemoryScope.PRIVATE and (words := content_words(e.content))}
+async def withheld_repeated_many(store: FindsWithheld, entries: Sequence[MemoryEntry]) -> dict[str, list[MemoryEntry]]:
+    """:func:`withheld_repeated` for each of ``entries`` that repeats one in ``store``, by id: one lookup for
+    all of them (a `remember --from` window), not one a line. An agent's words are its claims, and a chat
+    export's lines of a role other than the user's (:attr:`MemoryEntry.said_by_agent`), whatever tier
+    they are written to: the caller picks the stores (the agent's, and a pool's own, for a pool write)."""
+    said = {e.id: words for e in entries if (e.said_by_agent or not users_own(e)) and (words := content_words(e.content))}
     if not said:
         return {}
     # Trigger: a window's many words. Why: they reach most of the keyword index, and an OR of thousands of

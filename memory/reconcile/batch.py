@@ -29,7 +29,6 @@ from collections.abc import Sequence
 from typing import Any
 
 from memory.federation.decisions import Decision, DecisionKind, ImportDecisions
-from memory.operator.edits import withheld_repeated_many
 from memory.reconcile import restatements
 from memory.reconcile.slots import Fact, Subject, parse
 from memory.types import Audience, MemoryEntry, MemoryQuery, MemoryScope
@@ -97,12 +96,12 @@ async def _already(reconciler: Any, where: Any, entries: Sequence[MemoryEntry]
     return rows, same, restated
 
 
-async def _repeating(reconciler: Any, entries: list[MemoryEntry], held: dict[str, MemoryEntry], restated: set[str]
-                     ) -> dict[str, Decision]:
-    """The new lines (none ``held`` or ``restated``) that repeat a memory an operator withheld, and their
-    decision (:meth:`Decision.repeating`), as :meth:`Reconciler.decide_write` decides one write."""
-    new = [e for e in entries if e.id not in held and e.id not in restated]
-    return {i: Decision.repeating(m) for i, m in (await withheld_repeated_many(reconciler.store, new)).items()}
+async def _repeating(reconciler: Any, where: Any, new: list[MemoryEntry]) -> dict[str, Decision]:
+    """The ``new`` lines (written to ``where``; None: a global line, a pool out of reach) that repeat a
+    memory an operator withheld, and their decision (:meth:`Decision.repeating`), as
+    :meth:`Reconciler.decide_write` decides one write: one lookup a store for the window."""
+    found = await reconciler.withheld_repeated(new, where) if new else {}
+    return {i: Decision.repeating(m) for i, m in found.items()}
 
 
 SEARCH_AHEAD = 3  # a pool's candidate searches at once: a server pool's 4 connections, less its decision lock's
@@ -152,20 +151,11 @@ async def decide_many(reconciler: Any, entries: list[MemoryEntry]) -> ImportDeci
     Each line is decided where :meth:`Reconciler.decide_write` decides one: a private line against the
     agent's store, a ``--pool`` line against that pool (its ids asked of the pool: the same file imported
     privately before is still new there), within the pool tier's read budget; a line with no such store
-    (a global one, a pool out of reach) is written as given. A new private line in an agent's words
-    repeating a memory an operator withheld is stored withheld as it is, whatever the strategy, as a
-    single write is."""
+    (a global one, a pool out of reach) is written as given. A new line in an agent's words repeating a
+    memory an operator withheld (in the agent's store, or in the pool it is written to) is stored
+    withheld as it is, whatever the strategy, as a single write is."""
     if not entries:
         return ImportDecisions(as_given=True)
-    if reconciler.settings.strategy == "off":
-        # Trigger: strategy off. Why: only an agent's words are checked, so a file of the user's own
-        # lines costs no lookup. Outcome: those lines stored as given, the repeating ones withheld.
-        agents = [e for e in entries if e.said_by_agent and e.scope is MemoryScope.PRIVATE]
-        held, _, restated = await _already(reconciler, reconciler.private, agents) if agents else ({}, set(), set())
-        repeating = await _repeating(reconciler, agents, held, restated) if agents else {}
-        lines = [(repeating[e.id].withheld(e), repeating[e.id]) for e in entries if e.id in repeating]
-        withheld = {e.id: e for e, _ in lines}
-        return ImportDecisions(written=[withheld.get(e.id, e) for e in entries], lines=lines, as_given=True)
     places: dict[str, _Place | None] = {}  # by tier name ("private", "pool:NAME"); "" has no store
     groups: dict[str, list[MemoryEntry]] = defaultdict(list)
     place_of: dict[str, str] = {}
@@ -176,6 +166,20 @@ async def decide_many(reconciler: Any, entries: list[MemoryEntry]) -> ImportDeci
             places[key] = _Place(where) if key else None
         groups[key].append(entry)
         place_of[entry.id] = key
+    # A global line, or one for a pool out of reach, is checked against the agent's store alone.
+    unplaced = await _repeating(reconciler, None, groups.get("", []))
+    if reconciler.settings.strategy == "off":
+        # Trigger: strategy off. Why: only an agent's words are checked, so a file of the user's own
+        # lines costs no lookup. Outcome: those lines stored as given, the repeating ones withheld.
+        repeating = unplaced
+        for key, place in places.items():
+            if place is not None and (agents := [e for e in groups[key] if e.said_by_agent]):
+                held, _, restated = await _already(reconciler, place.where, agents)
+                repeating |= await _repeating(reconciler, place.where,
+                                              [e for e in agents if e.id not in held and e.id not in restated])
+        lines = [(repeating[e.id].withheld(e), repeating[e.id]) for e in entries if e.id in repeating]
+        withheld = {e.id: e for e, _ in lines}
+        return ImportDecisions(written=[withheld.get(e.id, e) for e in entries], lines=lines, as_given=True)
     known: list[MemoryEntry] = []
     new: list[MemoryEntry] = []
     repeating: dict[str, Decision] = {}
@@ -185,8 +189,7 @@ async def decide_many(reconciler: Any, entries: list[MemoryEntry]) -> ImportDeci
         place.held, place.same, place.restated = await _already(reconciler, place.where, groups[key])
         known += [e for e in groups[key] if e.id in place.held and e.id not in place.same]  # an edited line: upserted by id
         fresh = [e for e in groups[key] if e.id not in place.held and e.id not in place.restated]
-        if place.where.pool is None:
-            repeating = await _repeating(reconciler, fresh, place.held, place.restated)
+        repeating |= await _repeating(reconciler, place.where, fresh)
         await place.ready(reconciler, fresh)
         new += fresh
     lines: list[tuple[MemoryEntry, Decision]] = []
@@ -209,7 +212,7 @@ async def decide_many(reconciler: Any, entries: list[MemoryEntry]) -> ImportDeci
         lines.append((entry, decision))
         if decision.kind is not DecisionKind.NOOP:
             place.earlier.add(entry)
-    given = groups.get("", [])
+    given = [unplaced[e.id].withheld(e) if e.id in unplaced else e for e in groups.get("", [])]
     written = known + given + [e for e, d in lines if d.kind is not DecisionKind.NOOP]
     decided = [place for place in places.values() if place is not None]
     private = places.get("private")
@@ -230,8 +233,9 @@ async def settle_many(reconciler: Any, batch: ImportDecisions, report: Any) -> l
     if batch.as_given:  # strategy off: each line a tier stored anew is an add; a re-run's lines are not
         report.decisions[DecisionKind.ADD.value] += sum(1 for entry in batch.written if entry.id in report.inserted)
         if "private" in report.accepted:
-            for entry, decision in batch.lines:  # stored withheld: linked to what it repeats
-                await reconciler.settle(decision, entry, WriteReport(entry.id, accepted=["private"]))
+            for entry, decision in batch.lines:  # stored withheld: a private one linked to what it repeats
+                if entry.scope is MemoryScope.PRIVATE:
+                    await reconciler.settle(decision, entry, WriteReport(entry.id, accepted=["private"]))
         return []
     for entry_id in batch.skipped:
         report.changed[entry_id] = False  # imported (or restated) on an earlier run: nothing to do again

@@ -29,9 +29,9 @@ from memory.errors import MemoryStorageError, NotFoundError
 from memory.federation.decisions import Decision, DecisionKind, ImportDecisions
 from memory.federation.resilience import BreakerState, CircuitBreaker, ResilientTier
 from memory.graph.edges import EdgeStore, MemoryEdge
-from memory.operator.edits import Edit, EditReport, LiveCopyError, MemoryEditor, withheld_repeated
+from memory.operator.edits import Edit, EditReport, LiveCopyError, MemoryEditor, withheld_repeated_many
 from memory.promotion import promotable
-from memory.protocols import ledger_of, similar_of
+from memory.protocols import ledger_of, similar_of, withheld_of
 from memory.reconcile import entities, restatements
 from memory.reconcile.candidates import find_candidates
 from memory.reconcile.change_cues import cued_update, not_now
@@ -158,10 +158,11 @@ class Reconciler:
     async def decide_write(self, entry: MemoryEntry) -> Decision:
         """What writing ``entry`` does; no row changes. Any failure decides ``add`` (audited).
 
-        An agent's claim repeating a memory an operator withheld (:func:`withheld_repeated`) is
+        An agent's claim repeating a memory an operator withheld (:meth:`withheld_repeated`) is
         stored withheld as it is (:meth:`Decision.withheld`), whatever the strategy, and ends or
         reinforces nothing: it answers no one, so it replaces nothing that answers."""
-        if repeats := await withheld_repeated(self.store, entry):
+        where = self.against(entry)
+        if repeats := (await self.withheld_repeated([entry], where)).get(entry.id):
             return Decision.repeating(repeats)
         if self.settings.strategy == "off":
             return Decision()
@@ -170,13 +171,33 @@ class Reconciler:
             # Why: its write waits on it anyway; deciding first waited a whole write budget more (a
             # locked server pool: 11.3 s to exit 5, not 5.8 s). Outcome: no decision, or one within
             # the tier's read budget; else written as given, and the tier's write says what failed.
-            if (where := self.against(entry)) is None or not where.reachable:
+            if where is None or not where.reachable:
                 return Decision()
             async with asyncio.timeout(where.timeout):
                 return await self.decide(entry, where=where)
         except Exception as exc:  # deciding is an optimisation of the store, never a reason to lose a write
             self._audit("reconcile_fallback", entry, f"{type(exc).__name__}: {exc}")
             return Decision(reason="reconciliation failed: added")
+
+    async def withheld_repeated(self, entries: list[MemoryEntry], where: Against | None) -> dict[str, list[MemoryEntry]]:
+        """The memories an operator withheld that each of ``entries`` (written to one tier, ``where``) repeats,
+        by id (:func:`withheld_repeated_many`): in the agent's own store, whatever the tier (its words
+        into a pool or the global tier answer every agent there), and in the pool they are written to,
+        where an operator's hide or forget is every member's. One lookup a store for all of them.
+
+        A pool that cannot answer (its breaker open) is asked nothing, and a failed lookup there is
+        audited: its write goes on, checked against the agent's store only."""
+        found = await withheld_repeated_many(self.store, entries)
+        pool = withheld_of(where.store) if where is not None and where.pool is not None and where.reachable else None
+        if pool is None or not entries:
+            return found
+        try:
+            async with asyncio.timeout(where.timeout):
+                there = await withheld_repeated_many(pool, entries)
+        except Exception as exc:  # as a failed decision: never a reason to lose a write
+            self._audit("reconcile_fallback", entries[0], f"{type(exc).__name__}: {exc}")
+            return found
+        return {i: found.get(i, []) + there.get(i, []) for i in found.keys() | there.keys()}
 
     async def reinforce(self, decision: Decision, entry: MemoryEntry) -> Any | None:
         """The noop: reinforce the restated memory here and its global copy (promoting it when it

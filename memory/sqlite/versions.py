@@ -55,14 +55,18 @@ def held_beside(entry_id: str, columns: str, dialect: Dialect = SQLITE) -> Claus
     return Clause(f"SELECT {columns} FROM memories m WHERE m.conflict_with = ? AND {gate.sql}", (entry_id, *gate.params))
 
 
-def withheld(words: Iterable[str] | None, columns: str) -> Clause:
+def withheld(words: Iterable[str] | None, columns: str, dialect: Dialect = SQLITE) -> Clause:
     """The query for the rows an operator withheld holding any of the content ``words`` (the keyword
     index finds them: a superset of those saying nothing else), any version: hidden, private, or
     forgotten; every such row when ``words`` is None. Not one prune archived (its newest ledger row is
     prune's: an agent saying its words again makes them worth keeping), nor one consolidation archived
     (it answers in its carrier). What an agent's claim repeating one is stored as
-    (:func:`memory.operator.edits.withheld_repeated`)."""
-    gate = admission("m", audience=Audience.OPERATOR, include_archived=True)
+    (:func:`memory.operator.edits.withheld_repeated`). On PostgreSQL every such row: its text search
+    stems words and drops stop words, so it is no superset of the rows saying them (an operator's
+    withheld rows are few)."""
+    if dialect is not SQLITE:
+        words = None
+    gate = admission("m", audience=Audience.OPERATOR, include_archived=True, dialect=dialect)
     pruned = ("coalesce((SELECT l.actor FROM memory_ledger l WHERE l.memory_id = m.id ORDER BY l.seq DESC LIMIT 1), '') "
               f"LIKE '%{PRUNE_ACTOR}'")
     condition = f"(m.visibility != ? OR (m.archived = 1 AND NOT {pruned})) AND {gate.sql}"
