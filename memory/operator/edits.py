@@ -297,6 +297,17 @@ class GlobalCopies:
         """Copies written or re-worded here get their vectors now, as a promotion at write time does."""
         await embed_rows(store, ids, self.home, self.config)
 
+    @staticmethod
+    async def _free_absorbed(store: Any, ids: Sequence[str]) -> None:
+        """After copies ``ids`` were withheld, purged or re-worded: the copies `consolidate --global`
+        archived into them answer as themselves again when no live copy carries them any more (one
+        withheld, or another live copy carrying it, stays). Why: they answered nobody while their
+        originals still answered the agent, so every other agent lost the fact. One step for a single
+        edit, a prune and an import alike."""
+        if ids and (held := provenance_of(store)) is not None:
+            absorbed = await held.sources(ids, quoted=False)
+            await held.stand_alone(sorted({source for found in absorbed.values() for source in found}))
+
     @property
     def may_hold_copies(self) -> bool:
         """False when there is no global tier at all (no server configured, no ``global.db``)."""
@@ -330,6 +341,8 @@ class GlobalCopies:
                 changed = sum(op == "purge" or not copy.archived for copy in copies.values())
             else:
                 changed = await getattr(store, op)(mine) if mine else 0
+                if changed:
+                    await self._free_absorbed(store, mine)
             return CopyChange(self.TIER, op, bool(changed), count=changed)
         except (MemoryStorageError, TimeoutError) as exc:
             if not await _ever_promoted(source, entry_ids):
@@ -380,8 +393,11 @@ class GlobalCopies:
                     changed += len(gone) + sum(k.content != copies[k.id].content for k in kept)
                     continue
                 changed += await store.withdraw(gone) if gone else 0
-                changed += sum(op != "noop" for op in (await store.write_many(kept) if kept else []))
+                ops = await store.write_many(kept) if kept else []
+                rewritten = [k.id for k, op in zip(kept, ops, strict=True) if op != "noop"]
+                changed += len(rewritten)
                 await self._embedded(store, [e.id for e in kept])
+                await self._free_absorbed(store, [*gone, *rewritten])
             return CopyChange(self.TIER, "update", bool(changed), count=changed) if changed else None
         except (MemoryStorageError, TimeoutError) as exc:
             if not await _ever_promoted(source, [e.id for e in entries]):
@@ -557,11 +573,8 @@ class GlobalCopies:
             else:
                 change = CopyChange(self.TIER, edit.op, await edit.on(store, before.id))
                 await self._embedded(store, [before.id])
-            if change.changed and (held := provenance_of(store)) is not None:
-                # Trigger: a copy `consolidate --global` merged others into, withheld. Why: those copies,
-                # archived into it, answered nobody while their originals still answered the agent.
-                # Outcome: each stands alone again (one another live copy carries, or withheld, stays).
-                await held.stand_alone((await held.sources([before.id], quoted=False)).get(before.id, []))
+            if change.changed:
+                await self._free_absorbed(store, [before.id])
             return change
         except (MemoryStorageError, TimeoutError) as exc:
             if copy is None and not at_stake and not await _ever_promoted(source, [before.id]):

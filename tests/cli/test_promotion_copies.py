@@ -452,28 +452,60 @@ def test_restoring_a_forgotten_merged_memory_brings_back_the_copy_of_the_restate
     assert ok(cli("memory", "show", absorbed["id"], "--agent", "ada", "--json"))["archived"] is True
 
 
+def merged_globally(cli, keeper_importance: str = "0.95") -> tuple[str, str]:
+    """ada's fuller memory and its restatement, both promoted; `consolidate --global` merged the
+    restatement's copy into the fuller one's (ada's own store keeps both apart): bob reads the keeper."""
+    keeper = ok(cli("remember", "heron passport X123", "--agent", "ada", "--no-reconcile", "--importance",
+                    keeper_importance, "--json"))
+    absorbed = ok(cli("remember", "heron passport X123.", "--agent", "ada", "--importance", "0.95",
+                      "--no-reconcile", "--json"))
+    assert absorbed["accepted"] == keeper["accepted"] == ["private", "global"]
+    assert ok(cli("consolidate", "--global", "--json"))["tiers"][0]["merged_sources"] == 1
+    assert answers(cli, "bob", "X123") == [keeper["id"]]
+    return keeper["id"], absorbed["id"]
+
+
+def answers(cli, agent: str, query: str) -> list[str]:
+    found = ok(cli("recall", query, "--agent", agent, "--mode", "keyword", "--json"))["results"]
+    return [r["id"] for r in found]
+
+
 @pytest.mark.parametrize("action", [["set", "--visibility", "hidden"], ["forget"]])
 def test_withholding_a_memory_whose_copy_a_global_merge_kept_leaves_the_copy_it_absorbed_answering(cli, home, action):
     """`consolidate --global` merged the copy of ada's restatement into the copy of her fuller memory;
     ada's own store was not consolidated, so both memories answer her. Withholding the fuller one
     withheld its copy, and the restatement's copy, archived into it, answered nobody, while ada still
     recalled the restatement: bob lost 'X123'. It answers as itself again; the withheld one does not."""
-    keeper = ok(cli("remember", "heron passport X123", "--agent", "ada", "--no-reconcile", "--importance", "0.95",
-                    "--json"))
-    absorbed = ok(cli("remember", "heron passport X123.", "--agent", "ada", "--importance", "0.95",
-                      "--no-reconcile", "--json"))
-    assert absorbed["accepted"] == keeper["accepted"] == ["private", "global"]
-    assert ok(cli("consolidate", "--global", "--json"))["tiers"][0]["merged_sources"] == 1
-
-    def answers(agent: str) -> list[str]:
-        found = ok(cli("recall", "X123", "--agent", agent, "--mode", "keyword", "--json"))["results"]
-        return [r["id"] for r in found]
-
-    assert answers("bob") == [keeper["id"]]
-    ok(cli("memory", *action[:1], keeper["id"], *action[1:], "--agent", "ada", "--json"))
-    assert answers("ada") == [absorbed["id"]]
-    assert answers("bob") == [absorbed["id"]]
+    keeper, absorbed = merged_globally(cli)
+    ok(cli("memory", *action[:1], keeper, *action[1:], "--agent", "ada", "--json"))
+    assert answers(cli, "ada", "X123") == [absorbed]
+    assert answers(cli, "bob", "X123") == [absorbed]
     assert recalled(cli, "bob") == set()  # the control still answers (checked in recalled)
+
+
+@pytest.mark.parametrize("bulk", ["archive", "purge", "import"])
+def test_a_bulk_change_withholding_a_copy_a_global_merge_kept_leaves_the_copy_it_absorbed_answering(
+        cli, home, tmp_path, bulk):
+    """As a single edit does: a prune taking the fuller memory (archived or purged, its copy with it),
+    or an import lowering it below promotion (its copy withdrawn), left the restatement's copy archived
+    into a copy that answers nobody, while ada still recalled the restatement: bob lost 'X123'."""
+    keeper, absorbed = merged_globally(cli, keeper_importance="0.91")
+    if bulk == "import":
+        dump = tmp_path / "ada.jsonl"
+        assert cli("export", "--agent", "ada", "--output", str(dump)).exit_code == 0
+        records = [json.loads(line) for line in dump.read_text(encoding="utf-8").splitlines()]
+        for record in records:
+            if record.get("memory", {}).get("id") == keeper:
+                record["memory"]["importance"] = 0.5
+        dump.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+        assert ok(cli("import", str(dump), "--agent", "ada", "--json"))["copies_changed"] == 1
+    else:
+        report = ok(cli("prune", "--agent", "ada", "--min-importance", "0.93", "--mode", bulk, "--yes", "--json"))
+        assert report["agents"][0]["copies"]["count"] == 1  # the keeper's copy only
+    # ada's lowered memory is still hers: it answers her, not bob
+    assert set(answers(cli, "ada", "X123")) == ({keeper, absorbed} if bulk == "import" else {absorbed})
+    assert answers(cli, "bob", "X123") == [absorbed]
+    assert recalled(cli, "bob") == set()  # control: ada's unrelated promoted memory still answers bob
 
 
 def test_new_text_for_a_merged_memory_withdraws_the_restatement_it_absorbed_and_its_copy(cli, home):
