@@ -561,7 +561,7 @@ class GlobalCopies:
                 copy = None  # the same id from another agent is not this agent's copy
             if copy is None:
                 if raised:
-                    if await store.write_many([global_copy(after)]) == [REFUSED]:
+                    if await store.write_many([await _promoted(source, after)]) == [REFUSED]:
                         return CopyChange(self.TIER, REFUSED, False)  # the id is another agent's copy there
                     await self._embedded(store, [after.id])
                     return CopyChange(self.TIER, "promote", True)
@@ -868,6 +868,15 @@ async def _archived_after(store: SQLiteAdapter, entry_id: str, seq: int) -> bool
     last = records[-1] if records else None
     return (last is not None and last.seq > seq and last.op == "archive" and last.before is not None
             and last.before.get("archived") == CONSOLIDATED)
+
+
+async def _promoted(source: SQLiteAdapter, entry: MemoryEntry) -> MemoryEntry:
+    """The copy an edit promoting ``entry`` writes: live when consolidation archived ``entry`` into a memory
+    of ``source`` that still answers for it, as consolidation leaves a promoted restatement's copy
+    (archived, it answered nobody: no merge carries it in the global tier)."""
+    if entry.archived and (held := provenance_of(source)) is not None and await held.carried([entry.id]):
+        entry = entry.model_copy(update={"archived": False})
+    return global_copy(entry)
 
 
 def reaches(origin: MemoryEntry, row: MemoryEntry) -> bool:

@@ -452,6 +452,23 @@ def test_restoring_a_forgotten_merged_memory_brings_back_the_copy_of_the_restate
     assert ok(cli("memory", "show", absorbed["id"], "--agent", "ada", "--json"))["archived"] is True
 
 
+def test_a_merged_restatement_promoted_by_an_edit_answers_other_agents(cli, home):
+    """Consolidation archived ada's restatement into her fuller memory before it was promotable; raising
+    its importance promoted it, but its copy was written archived, as the restatement is in ada's store:
+    no merge carries it in the global tier, so it answered nobody. It is written live, as consolidation
+    leaves the copy of a restatement promoted before the merge. Control: the fuller one stays unpromoted."""
+    keeper = ok(cli("remember", "heron passport X123", "--agent", "ada", "--no-reconcile", "--importance", "0.5",
+                    "--json"))
+    absorbed = ok(cli("remember", "heron passport X123.", "--agent", "ada", "--importance", "0.5",
+                      "--no-reconcile", "--json"))
+    assert ok(cli("consolidate", "--agent", "ada", "--json"))["agents"][0]["merged_sources"] == 1
+    assert answers(cli, "bob", "X123") == []
+    ok(cli("memory", "set", absorbed["id"], "--agent", "ada", "--importance", "0.95", "--json"))
+    assert answers(cli, "bob", "X123") == [absorbed["id"]]
+    assert answers(cli, "ada", "X123") == [keeper["id"]]  # still archived into the merge in ada's store
+    assert recalled(cli, "bob") == set()  # the control still answers (checked in recalled)
+
+
 def merged_globally(cli, keeper_importance: str = "0.95") -> tuple[str, str]:
     """ada's fuller memory and its restatement, both promoted; `consolidate --global` merged the
     restatement's copy into the fuller one's (ada's own store keeps both apart): bob reads the keeper."""
