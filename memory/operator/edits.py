@@ -681,6 +681,8 @@ class MemoryEditor:
             await self._bring_back_restatements(before, edit, verb, report, seen)
         if edit.op == "restore" and changed and sources:
             await self._restore_what_it_carries(before, edit, verb or edit.op, report, seen)
+        if changed and sources and _withholding(edit) is None and _visibility_set(edit) is Visibility.VISIBLE:
+            await self._show_what_its_hide_reached(before, verb or edit.op, report, seen)
         if self.copies is not None:  # and what carries its copy in the global tier
             report.carriers += await self.copies.reach_carriers(
                 self.store, entry_id, edit, verb or edit.op,
@@ -821,7 +823,8 @@ class MemoryEditor:
             return
         ids = [i for i in (await store.sources([before.id], quoted=False)).get(before.id, []) if i not in seen]
         archived_at = max((r.seq for r in await self.store.ledger([before.id]) if r.op == "archive"), default=None)
-        again = [i for i in ids if archived_at is not None and await _archived_after(self.store, i, archived_at)]
+        again = [i for i in ids
+                 if archived_at is not None and await _changed_after(self.store, i, archived_at, "archived", CONSOLIDATED, 1)]
         if again:
             await store.carry_again(again)
         for source_id in sorted(await store.carried(ids)):
@@ -832,6 +835,23 @@ class MemoryEditor:
                 reached.copies.append(copy)
             if reached.changed or any(c.changed for c in reached.copies):
                 report.carriers.append(reached)
+
+    async def _show_what_its_hide_reached(self, before: MemoryEntry, verb: str, report: EditReport,
+                                          seen: set[str]) -> None:
+        """A memory shown again undoes what its last hide (or making it private) did to the rows that say
+        nothing it does not (:meth:`_reach_restatements`): they are shown again, global copy and all, as
+        a restore undoes a forget (left hidden, a restatement said before its keeper never answered
+        `--as-of` again, nor its copy another agent). One the operator withheld on its own stays so."""
+        hides = [r for r in await self.store.ledger([before.id]) if r.before and r.after
+                 and r.before.get("visibility") == Visibility.VISIBLE.value != r.after.get("visibility")]
+        if not hides:
+            return
+        hid, show = hides[-1], Edit("set_visibility", Visibility.VISIBLE)
+        for row in [*await restatements(self.store, before), *await restated_versions(self.store, before)]:
+            if row.id not in seen and await _changed_after(self.store, row.id, hid.seq, "visibility",
+                                                           Visibility.VISIBLE.value, hid.after["visibility"]):
+                seen.add(row.id)
+                report.carriers.append(await self.apply(row.id, show, verb=verb, seen=seen))
 
     async def _withhold_source_copies(self, carrier_id: str, edit: Edit, verb: str, report: EditReport,
                                       seen: set[str]) -> None:
@@ -861,13 +881,14 @@ class MemoryEditor:
             await self.copies.aclose()
 
 
-async def _archived_after(store: SQLiteAdapter, entry_id: str, seq: int) -> bool:
-    """Whether ``entry_id``, archived by consolidation, was last archived by an edit after ledger row
-    ``seq`` (its merge's archive, which reached it), not by an operator's forget of its own before."""
+async def _changed_after(store: SQLiteAdapter, entry_id: str, seq: int, field: str, was: Any, now: Any) -> bool:
+    """Whether ``entry_id`` was last changed after ledger row ``seq`` (an edit of the memory carrying or
+    restating it, which reached it) from ``was`` to ``now`` in ``field``: not by an operator's edit of
+    its own before (a forget or a hide it got on its own stays)."""
     records = await store.ledger([entry_id])
     last = records[-1] if records else None
-    return (last is not None and last.seq > seq and last.op == "archive" and last.before is not None
-            and last.before.get("archived") == CONSOLIDATED)
+    return (last is not None and last.seq > seq and last.before is not None and last.after is not None
+            and last.before.get(field) == was and last.after.get(field) == now)
 
 
 async def _promoted(source: SQLiteAdapter, entry: MemoryEntry) -> MemoryEntry:

@@ -469,6 +469,36 @@ def test_a_merged_restatement_promoted_by_an_edit_answers_other_agents(cli, home
     assert recalled(cli, "bob") == set()  # the control still answers (checked in recalled)
 
 
+def test_showing_a_hidden_merged_memory_shows_the_restatement_its_hide_reached(cli, home):
+    """Hiding the merged memory hid the restatement it absorbed and that one's global copy; showing
+    it again left them hidden: bob, who read 'heron passport X123' before, never read it again, and
+    ada's restatement answered no `--as-of` again. Showing undoes what the hide reached, as a restore
+    undoes a forget: the restatement is visible, archived into the merge, its copy live. Control: a
+    restatement ada hid herself (the hide reached its merge) stays hidden, copy and all, when that
+    merge is shown again."""
+    other = ok(cli("remember", "heron visa Y456", "--agent", "ada", "--no-reconcile", "--json"))
+    alone = ok(cli("remember", "heron visa Y456.", "--agent", "ada", "--importance", "0.95",
+                   "--no-reconcile", "--json"))
+    keeper = ok(cli("remember", "heron passport X123", "--agent", "ada", "--no-reconcile", "--json"))
+    absorbed = ok(cli("remember", "heron passport X123.", "--agent", "ada", "--importance", "0.95",
+                      "--no-reconcile", "--json"))
+    assert absorbed["accepted"] == alone["accepted"] == ["private", "global"] and keeper["accepted"] == ["private"]
+    assert ok(cli("consolidate", "--agent", "ada", "--json"))["agents"][0]["merged_sources"] == 2
+    ok(cli("memory", "set", alone["id"], "--agent", "ada", "--visibility", "hidden", "--json"))
+    assert answers(cli, "bob", "X123 Y456") == [absorbed["id"]]
+    ok(cli("memory", "set", keeper["id"], "--agent", "ada", "--visibility", "hidden", "--json"))
+    assert answers(cli, "bob", "X123 Y456") == []
+    for shown in (keeper, other):  # the merge lifted both to 0.95: shown, each is promoted
+        ok(cli("memory", "set", shown["id"], "--agent", "ada", "--visibility", "visible", "--json"))
+    assert sorted(answers(cli, "bob", "X123 Y456")) == sorted([keeper["id"], absorbed["id"], other["id"]])
+    assert recalled(cli, "bob") == set()  # the control still answers (checked in recalled)
+    results = ok(cli("recall", "X123 Y456", "--agent", "ada", "--mode", "keyword", "--json"))["results"]
+    assert sorted(r["id"] for r in results) == sorted([keeper["id"], other["id"]])
+    shown = ok(cli("memory", "show", absorbed["id"], "--agent", "ada", "--json"))
+    assert shown["visibility"] == "visible" and shown["archived"] is True
+    assert ok(cli("memory", "show", alone["id"], "--agent", "ada", "--json"))["visibility"] == "hidden"
+
+
 def merged_globally(cli, keeper_importance: str = "0.95") -> tuple[str, str]:
     """ada's fuller memory and its restatement, both promoted; `consolidate --global` merged the
     restatement's copy into the fuller one's (ada's own store keeps both apart): bob reads the keeper."""
