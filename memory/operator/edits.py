@@ -298,15 +298,25 @@ class GlobalCopies:
         await embed_rows(store, ids, self.home, self.config)
 
     @staticmethod
-    async def _free_absorbed(store: Any, ids: Sequence[str]) -> None:
+    async def _free_absorbed(store: Any, ids: Sequence[str], said: Mapping[str, str] | None = None) -> None:
         """After copies ``ids`` were withheld, purged or re-worded: the copies `consolidate --global`
         archived into them answer as themselves again when no live copy carries them any more (one
-        withheld, or another live copy carrying it, stays). Why: they answered nobody while their
+        withheld, or another live copy carrying it, stays), or when new text took words they say out of
+        the one carrying them (``said``: id to its words before). Why: they answered nobody while their
         originals still answered the agent, so every other agent lost the fact. One step for a single
         edit, a prune and an import alike."""
-        if ids and (held := provenance_of(store)) is not None:
-            absorbed = await held.sources(ids, quoted=False)
-            await held.stand_alone(sorted({source for found in absorbed.values() for source in found}))
+        if not ids or (held := provenance_of(store)) is None:
+            return
+        absorbed = await held.sources(ids, quoted=False)
+        await held.stand_alone(sorted({source for found in absorbed.values() for source in found}))
+        for carrier_id, old in (said or {}).items():
+            carrier = await _operator_get(store, carrier_id)
+            lost = content_words(old) - content_words(carrier.content if carrier is not None else "")
+            carried = await held.carried(absorbed.get(carrier_id, []))
+            worded_out = [i for i in sorted(carried)
+                          if (row := await _operator_get(store, i)) is not None and content_words(row.content) & lost]
+            if worded_out:
+                await store.restore(worded_out)
 
     @property
     def may_hold_copies(self) -> bool:
@@ -397,7 +407,7 @@ class GlobalCopies:
                 rewritten = [k.id for k, op in zip(kept, ops, strict=True) if op != "noop"]
                 changed += len(rewritten)
                 await self._embedded(store, [e.id for e in kept])
-                await self._free_absorbed(store, [*gone, *rewritten])
+                await self._free_absorbed(store, [*gone, *rewritten], {i: copies[i].content for i in rewritten})
             return CopyChange(self.TIER, "update", bool(changed), count=changed) if changed else None
         except (MemoryStorageError, TimeoutError) as exc:
             if not await _ever_promoted(source, [e.id for e in entries]):
@@ -574,7 +584,8 @@ class GlobalCopies:
                 change = CopyChange(self.TIER, edit.op, await edit.on(store, before.id))
                 await self._embedded(store, [before.id])
             if change.changed:
-                await self._free_absorbed(store, [before.id])
+                reworded = after is not None and edit.op == "update" and "content" in edit.changes
+                await self._free_absorbed(store, [before.id], {before.id: copy.content} if reworded else None)
             return change
         except (MemoryStorageError, TimeoutError) as exc:
             if copy is None and not at_stake and not await _ever_promoted(source, [before.id]):

@@ -499,16 +499,15 @@ def test_showing_a_hidden_merged_memory_shows_the_restatement_its_hide_reached(c
     assert ok(cli("memory", "show", alone["id"], "--agent", "ada", "--json"))["visibility"] == "hidden"
 
 
-def merged_globally(cli, keeper_importance: str = "0.95") -> tuple[str, str]:
-    """ada's fuller memory and its restatement, both promoted; `consolidate --global` merged the
-    restatement's copy into the fuller one's (ada's own store keeps both apart): bob reads the keeper."""
-    keeper = ok(cli("remember", "heron passport X123", "--agent", "ada", "--no-reconcile", "--importance",
-                    keeper_importance, "--json"))
-    absorbed = ok(cli("remember", "heron passport X123.", "--agent", "ada", "--importance", "0.95",
-                      "--no-reconcile", "--json"))
+def merged_globally(cli, keeper_importance: str = "0.95", said: str = "heron passport X123") -> tuple[str, str]:
+    """ada's memory ``said`` and its restatement, both promoted; `consolidate --global` merged the
+    restatement's copy into the first one's (ada's own store keeps both apart): bob reads the keeper."""
+    keeper = ok(cli("remember", said, "--agent", "ada", "--no-reconcile", "--importance", keeper_importance,
+                    "--json"))
+    absorbed = ok(cli("remember", f"{said}.", "--agent", "ada", "--importance", "0.95", "--no-reconcile", "--json"))
     assert absorbed["accepted"] == keeper["accepted"] == ["private", "global"]
     assert ok(cli("consolidate", "--global", "--json"))["tiers"][0]["merged_sources"] == 1
-    assert answers(cli, "bob", "X123") == [keeper["id"]]
+    assert answers(cli, "bob", said.split()[-1]) == [keeper["id"]]
     return keeper["id"], absorbed["id"]
 
 
@@ -553,6 +552,23 @@ def test_a_bulk_change_withholding_a_copy_a_global_merge_kept_leaves_the_copy_it
     assert set(answers(cli, "ada", "X123")) == ({keeper, absorbed} if bulk == "import" else {absorbed})
     assert answers(cli, "bob", "X123") == [absorbed]
     assert recalled(cli, "bob") == set()  # control: ada's unrelated promoted memory still answers bob
+
+
+def test_new_text_for_a_memory_whose_copy_a_global_merge_kept_leaves_the_copy_it_absorbed_answering(cli, home):
+    """`memory set --content` of ada's fuller memory re-worded its copy, into which `consolidate --global`
+    had archived her restatement's copy: that copy stayed archived under words that no longer say
+    'X123', while ada still recalled the restatement, so bob lost it. It answers as itself again.
+    Control: a restatement whose words the new text still says stays archived into it."""
+    keeper, absorbed = merged_globally(cli)
+    ok(cli("memory", "set", keeper, "--agent", "ada", "--content", "heron passport Z999", "--json"))
+    assert answers(cli, "bob", "X123") == [absorbed]
+    assert answers(cli, "bob", "Z999") == [keeper]
+    assert recalled(cli, "bob") == set()  # the control still answers (checked in recalled)
+
+    kept, carried = merged_globally(cli, said="heron visa Y456")
+    ok(cli("memory", "set", kept, "--agent", "ada", "--content", "heron visa Y456 renewed", "--json"))
+    assert answers(cli, "bob", "Y456") == [kept]
+    assert sorted(answers(cli, "ada", "Y456")) == sorted([kept, carried])
 
 
 def test_new_text_for_a_merged_memory_withdraws_the_restatement_it_absorbed_and_its_copy(cli, home):
