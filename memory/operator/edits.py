@@ -297,6 +297,27 @@ class GlobalCopies:
         """Copies written or re-worded here get their vectors now, as a promotion at write time does."""
         await embed_rows(store, ids, self.home, self.config)
 
+    @staticmethod
+    async def _free_absorbed(store: Any, ids: Sequence[str], said: Mapping[str, str] | None = None) -> None:
+        """After copies ``ids`` were withheld, purged or re-worded: the copies `consolidate --global`
+        archived into them answer as themselves again when no live copy carries them any more (one
+        withheld, or another live copy carrying it, stays), or when new text took words they say out of
+        the one carrying them (``said``: id to its words before). Why: they answered nobody while their
+        originals still answered the agent, so every other agent lost the fact. One step for a single
+        edit, a prune and an import alike."""
+        if not ids or (held := provenance_of(store)) is None:
+            return
+        absorbed = await held.sources(ids, quoted=False)
+        await held.stand_alone(sorted({source for found in absorbed.values() for source in found}))
+        for carrier_id, old in (said or {}).items():
+            carrier = await _operator_get(store, carrier_id)
+            lost = content_words(old) - content_words(carrier.content if carrier is not None else "")
+            carried = await held.carried(absorbed.get(carrier_id, []))
+            worded_out = [i for i in sorted(carried)
+                          if (row := await _operator_get(store, i)) is not None and content_words(row.content) & lost]
+            if worded_out:
+                await store.restore(worded_out)
+
     @property
     def may_hold_copies(self) -> bool:
         """False when there is no global tier at all (no server configured, no ``global.db``)."""
@@ -330,6 +351,8 @@ class GlobalCopies:
                 changed = sum(op == "purge" or not copy.archived for copy in copies.values())
             else:
                 changed = await getattr(store, op)(mine) if mine else 0
+                if changed:
+                    await self._free_absorbed(store, mine)
             return CopyChange(self.TIER, op, bool(changed), count=changed)
         except (MemoryStorageError, TimeoutError) as exc:
             if not await _ever_promoted(source, entry_ids):
@@ -380,8 +403,11 @@ class GlobalCopies:
                     changed += len(gone) + sum(k.content != copies[k.id].content for k in kept)
                     continue
                 changed += await store.withdraw(gone) if gone else 0
-                changed += sum(op != "noop" for op in (await store.write_many(kept) if kept else []))
+                ops = await store.write_many(kept) if kept else []
+                rewritten = [k.id for k, op in zip(kept, ops, strict=True) if op != "noop"]
+                changed += len(rewritten)
                 await self._embedded(store, [e.id for e in kept])
+                await self._free_absorbed(store, [*gone, *rewritten], {i: copies[i].content for i in rewritten})
             return CopyChange(self.TIER, "update", bool(changed), count=changed) if changed else None
         except (MemoryStorageError, TimeoutError) as exc:
             if not await _ever_promoted(source, [e.id for e in entries]):
@@ -545,7 +571,7 @@ class GlobalCopies:
                 copy = None  # the same id from another agent is not this agent's copy
             if copy is None:
                 if raised:
-                    if await store.write_many([global_copy(after)]) == [REFUSED]:
+                    if await store.write_many([await _promoted(source, after)]) == [REFUSED]:
                         return CopyChange(self.TIER, REFUSED, False)  # the id is another agent's copy there
                     await self._embedded(store, [after.id])
                     return CopyChange(self.TIER, "promote", True)
@@ -557,11 +583,9 @@ class GlobalCopies:
             else:
                 change = CopyChange(self.TIER, edit.op, await edit.on(store, before.id))
                 await self._embedded(store, [before.id])
-            if change.changed and (held := provenance_of(store)) is not None:
-                # Trigger: a copy `consolidate --global` merged others into, withheld. Why: those copies,
-                # archived into it, answered nobody while their originals still answered the agent.
-                # Outcome: each stands alone again (one another live copy carries, or withheld, stays).
-                await held.stand_alone((await held.sources([before.id], quoted=False)).get(before.id, []))
+            if change.changed:
+                reworded = after is not None and edit.op == "update" and "content" in edit.changes
+                await self._free_absorbed(store, [before.id], {before.id: copy.content} if reworded else None)
             return change
         except (MemoryStorageError, TimeoutError) as exc:
             if copy is None and not at_stake and not await _ever_promoted(source, [before.id]):
@@ -668,6 +692,8 @@ class MemoryEditor:
             await self._bring_back_restatements(before, edit, verb, report, seen)
         if edit.op == "restore" and changed and sources:
             await self._restore_what_it_carries(before, edit, verb or edit.op, report, seen)
+        if changed and sources and _withholding(edit) is None and _visibility_set(edit) is Visibility.VISIBLE:
+            await self._show_what_its_hide_reached(before, verb or edit.op, report, seen)
         if self.copies is not None:  # and what carries its copy in the global tier
             report.carriers += await self.copies.reach_carriers(
                 self.store, entry_id, edit, verb or edit.op,
@@ -808,7 +834,8 @@ class MemoryEditor:
             return
         ids = [i for i in (await store.sources([before.id], quoted=False)).get(before.id, []) if i not in seen]
         archived_at = max((r.seq for r in await self.store.ledger([before.id]) if r.op == "archive"), default=None)
-        again = [i for i in ids if archived_at is not None and await _archived_after(self.store, i, archived_at)]
+        again = [i for i in ids
+                 if archived_at is not None and await _changed_after(self.store, i, archived_at, "archived", CONSOLIDATED, 1)]
         if again:
             await store.carry_again(again)
         for source_id in sorted(await store.carried(ids)):
@@ -819,6 +846,23 @@ class MemoryEditor:
                 reached.copies.append(copy)
             if reached.changed or any(c.changed for c in reached.copies):
                 report.carriers.append(reached)
+
+    async def _show_what_its_hide_reached(self, before: MemoryEntry, verb: str, report: EditReport,
+                                          seen: set[str]) -> None:
+        """A memory shown again undoes what its last hide (or making it private) did to the rows that say
+        nothing it does not (:meth:`_reach_restatements`): they are shown again, global copy and all, as
+        a restore undoes a forget (left hidden, a restatement said before its keeper never answered
+        `--as-of` again, nor its copy another agent). One the operator withheld on its own stays so."""
+        hides = [r for r in await self.store.ledger([before.id]) if r.before and r.after
+                 and r.before.get("visibility") == Visibility.VISIBLE.value != r.after.get("visibility")]
+        if not hides:
+            return
+        hid, show = hides[-1], Edit("set_visibility", Visibility.VISIBLE)
+        for row in [*await restatements(self.store, before), *await restated_versions(self.store, before)]:
+            if row.id not in seen and await _changed_after(self.store, row.id, hid.seq, "visibility",
+                                                           Visibility.VISIBLE.value, hid.after["visibility"]):
+                seen.add(row.id)
+                report.carriers.append(await self.apply(row.id, show, verb=verb, seen=seen))
 
     async def _withhold_source_copies(self, carrier_id: str, edit: Edit, verb: str, report: EditReport,
                                       seen: set[str]) -> None:
@@ -848,13 +892,23 @@ class MemoryEditor:
             await self.copies.aclose()
 
 
-async def _archived_after(store: SQLiteAdapter, entry_id: str, seq: int) -> bool:
-    """Whether ``entry_id``, archived by consolidation, was last archived by an edit after ledger row
-    ``seq`` (its merge's archive, which reached it), not by an operator's forget of its own before."""
+async def _changed_after(store: SQLiteAdapter, entry_id: str, seq: int, field: str, was: Any, now: Any) -> bool:
+    """Whether ``entry_id`` was last changed after ledger row ``seq`` (an edit of the memory carrying or
+    restating it, which reached it) from ``was`` to ``now`` in ``field``: not by an operator's edit of
+    its own before (a forget or a hide it got on its own stays)."""
     records = await store.ledger([entry_id])
     last = records[-1] if records else None
-    return (last is not None and last.seq > seq and last.op == "archive" and last.before is not None
-            and last.before.get("archived") == CONSOLIDATED)
+    return (last is not None and last.seq > seq and last.before is not None and last.after is not None
+            and last.before.get(field) == was and last.after.get(field) == now)
+
+
+async def _promoted(source: SQLiteAdapter, entry: MemoryEntry) -> MemoryEntry:
+    """The copy an edit promoting ``entry`` writes: live when consolidation archived ``entry`` into a memory
+    of ``source`` that still answers for it, as consolidation leaves a promoted restatement's copy
+    (archived, it answered nobody: no merge carries it in the global tier)."""
+    if entry.archived and (held := provenance_of(source)) is not None and await held.carried([entry.id]):
+        entry = entry.model_copy(update={"archived": False})
+    return global_copy(entry)
 
 
 def reaches(origin: MemoryEntry, row: MemoryEntry) -> bool:

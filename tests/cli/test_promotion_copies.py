@@ -452,28 +452,123 @@ def test_restoring_a_forgotten_merged_memory_brings_back_the_copy_of_the_restate
     assert ok(cli("memory", "show", absorbed["id"], "--agent", "ada", "--json"))["archived"] is True
 
 
+def test_a_merged_restatement_promoted_by_an_edit_answers_other_agents(cli, home):
+    """Consolidation archived ada's restatement into her fuller memory before it was promotable; raising
+    its importance promoted it, but its copy was written archived, as the restatement is in ada's store:
+    no merge carries it in the global tier, so it answered nobody. It is written live, as consolidation
+    leaves the copy of a restatement promoted before the merge. Control: the fuller one stays unpromoted."""
+    keeper = ok(cli("remember", "heron passport X123", "--agent", "ada", "--no-reconcile", "--importance", "0.5",
+                    "--json"))
+    absorbed = ok(cli("remember", "heron passport X123.", "--agent", "ada", "--importance", "0.5",
+                      "--no-reconcile", "--json"))
+    assert ok(cli("consolidate", "--agent", "ada", "--json"))["agents"][0]["merged_sources"] == 1
+    assert answers(cli, "bob", "X123") == []
+    ok(cli("memory", "set", absorbed["id"], "--agent", "ada", "--importance", "0.95", "--json"))
+    assert answers(cli, "bob", "X123") == [absorbed["id"]]
+    assert answers(cli, "ada", "X123") == [keeper["id"]]  # still archived into the merge in ada's store
+    assert recalled(cli, "bob") == set()  # the control still answers (checked in recalled)
+
+
+def test_showing_a_hidden_merged_memory_shows_the_restatement_its_hide_reached(cli, home):
+    """Hiding the merged memory hid the restatement it absorbed and that one's global copy; showing
+    it again left them hidden: bob, who read 'heron passport X123' before, never read it again, and
+    ada's restatement answered no `--as-of` again. Showing undoes what the hide reached, as a restore
+    undoes a forget: the restatement is visible, archived into the merge, its copy live. Control: a
+    restatement ada hid herself (the hide reached its merge) stays hidden, copy and all, when that
+    merge is shown again."""
+    other = ok(cli("remember", "heron visa Y456", "--agent", "ada", "--no-reconcile", "--json"))
+    alone = ok(cli("remember", "heron visa Y456.", "--agent", "ada", "--importance", "0.95",
+                   "--no-reconcile", "--json"))
+    keeper = ok(cli("remember", "heron passport X123", "--agent", "ada", "--no-reconcile", "--json"))
+    absorbed = ok(cli("remember", "heron passport X123.", "--agent", "ada", "--importance", "0.95",
+                      "--no-reconcile", "--json"))
+    assert absorbed["accepted"] == alone["accepted"] == ["private", "global"] and keeper["accepted"] == ["private"]
+    assert ok(cli("consolidate", "--agent", "ada", "--json"))["agents"][0]["merged_sources"] == 2
+    ok(cli("memory", "set", alone["id"], "--agent", "ada", "--visibility", "hidden", "--json"))
+    assert answers(cli, "bob", "X123 Y456") == [absorbed["id"]]
+    ok(cli("memory", "set", keeper["id"], "--agent", "ada", "--visibility", "hidden", "--json"))
+    assert answers(cli, "bob", "X123 Y456") == []
+    for shown in (keeper, other):  # the merge lifted both to 0.95: shown, each is promoted
+        ok(cli("memory", "set", shown["id"], "--agent", "ada", "--visibility", "visible", "--json"))
+    assert sorted(answers(cli, "bob", "X123 Y456")) == sorted([keeper["id"], absorbed["id"], other["id"]])
+    assert recalled(cli, "bob") == set()  # the control still answers (checked in recalled)
+    results = ok(cli("recall", "X123 Y456", "--agent", "ada", "--mode", "keyword", "--json"))["results"]
+    assert sorted(r["id"] for r in results) == sorted([keeper["id"], other["id"]])
+    shown = ok(cli("memory", "show", absorbed["id"], "--agent", "ada", "--json"))
+    assert shown["visibility"] == "visible" and shown["archived"] is True
+    assert ok(cli("memory", "show", alone["id"], "--agent", "ada", "--json"))["visibility"] == "hidden"
+
+
+def merged_globally(cli, keeper_importance: str = "0.95", said: str = "heron passport X123") -> tuple[str, str]:
+    """ada's memory ``said`` and its restatement, both promoted; `consolidate --global` merged the
+    restatement's copy into the first one's (ada's own store keeps both apart): bob reads the keeper."""
+    keeper = ok(cli("remember", said, "--agent", "ada", "--no-reconcile", "--importance", keeper_importance,
+                    "--json"))
+    absorbed = ok(cli("remember", f"{said}.", "--agent", "ada", "--importance", "0.95", "--no-reconcile", "--json"))
+    assert absorbed["accepted"] == keeper["accepted"] == ["private", "global"]
+    assert ok(cli("consolidate", "--global", "--json"))["tiers"][0]["merged_sources"] == 1
+    assert answers(cli, "bob", said.split()[-1]) == [keeper["id"]]
+    return keeper["id"], absorbed["id"]
+
+
+def answers(cli, agent: str, query: str) -> list[str]:
+    found = ok(cli("recall", query, "--agent", agent, "--mode", "keyword", "--json"))["results"]
+    return [r["id"] for r in found]
+
+
 @pytest.mark.parametrize("action", [["set", "--visibility", "hidden"], ["forget"]])
 def test_withholding_a_memory_whose_copy_a_global_merge_kept_leaves_the_copy_it_absorbed_answering(cli, home, action):
     """`consolidate --global` merged the copy of ada's restatement into the copy of her fuller memory;
     ada's own store was not consolidated, so both memories answer her. Withholding the fuller one
     withheld its copy, and the restatement's copy, archived into it, answered nobody, while ada still
     recalled the restatement: bob lost 'X123'. It answers as itself again; the withheld one does not."""
-    keeper = ok(cli("remember", "heron passport X123", "--agent", "ada", "--no-reconcile", "--importance", "0.95",
-                    "--json"))
-    absorbed = ok(cli("remember", "heron passport X123.", "--agent", "ada", "--importance", "0.95",
-                      "--no-reconcile", "--json"))
-    assert absorbed["accepted"] == keeper["accepted"] == ["private", "global"]
-    assert ok(cli("consolidate", "--global", "--json"))["tiers"][0]["merged_sources"] == 1
-
-    def answers(agent: str) -> list[str]:
-        found = ok(cli("recall", "X123", "--agent", agent, "--mode", "keyword", "--json"))["results"]
-        return [r["id"] for r in found]
-
-    assert answers("bob") == [keeper["id"]]
-    ok(cli("memory", *action[:1], keeper["id"], *action[1:], "--agent", "ada", "--json"))
-    assert answers("ada") == [absorbed["id"]]
-    assert answers("bob") == [absorbed["id"]]
+    keeper, absorbed = merged_globally(cli)
+    ok(cli("memory", *action[:1], keeper, *action[1:], "--agent", "ada", "--json"))
+    assert answers(cli, "ada", "X123") == [absorbed]
+    assert answers(cli, "bob", "X123") == [absorbed]
     assert recalled(cli, "bob") == set()  # the control still answers (checked in recalled)
+
+
+@pytest.mark.parametrize("bulk", ["archive", "purge", "import"])
+def test_a_bulk_change_withholding_a_copy_a_global_merge_kept_leaves_the_copy_it_absorbed_answering(
+        cli, home, tmp_path, bulk):
+    """As a single edit does: a prune taking the fuller memory (archived or purged, its copy with it),
+    or an import lowering it below promotion (its copy withdrawn), left the restatement's copy archived
+    into a copy that answers nobody, while ada still recalled the restatement: bob lost 'X123'."""
+    keeper, absorbed = merged_globally(cli, keeper_importance="0.91")
+    if bulk == "import":
+        dump = tmp_path / "ada.jsonl"
+        assert cli("export", "--agent", "ada", "--output", str(dump)).exit_code == 0
+        records = [json.loads(line) for line in dump.read_text(encoding="utf-8").splitlines()]
+        for record in records:
+            if record.get("memory", {}).get("id") == keeper:
+                record["memory"]["importance"] = 0.5
+        dump.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+        assert ok(cli("import", str(dump), "--agent", "ada", "--json"))["copies_changed"] == 1
+    else:
+        report = ok(cli("prune", "--agent", "ada", "--min-importance", "0.93", "--mode", bulk, "--yes", "--json"))
+        assert report["agents"][0]["copies"]["count"] == 1  # the keeper's copy only
+    # ada's lowered memory is still hers: it answers her, not bob
+    assert set(answers(cli, "ada", "X123")) == ({keeper, absorbed} if bulk == "import" else {absorbed})
+    assert answers(cli, "bob", "X123") == [absorbed]
+    assert recalled(cli, "bob") == set()  # control: ada's unrelated promoted memory still answers bob
+
+
+def test_new_text_for_a_memory_whose_copy_a_global_merge_kept_leaves_the_copy_it_absorbed_answering(cli, home):
+    """`memory set --content` of ada's fuller memory re-worded its copy, into which `consolidate --global`
+    had archived her restatement's copy: that copy stayed archived under words that no longer say
+    'X123', while ada still recalled the restatement, so bob lost it. It answers as itself again.
+    Control: a restatement whose words the new text still says stays archived into it."""
+    keeper, absorbed = merged_globally(cli)
+    ok(cli("memory", "set", keeper, "--agent", "ada", "--content", "heron passport Z999", "--json"))
+    assert answers(cli, "bob", "X123") == [absorbed]
+    assert answers(cli, "bob", "Z999") == [keeper]
+    assert recalled(cli, "bob") == set()  # the control still answers (checked in recalled)
+
+    kept, carried = merged_globally(cli, said="heron visa Y456")
+    ok(cli("memory", "set", kept, "--agent", "ada", "--content", "heron visa Y456 renewed", "--json"))
+    assert answers(cli, "bob", "Y456") == [kept]
+    assert sorted(answers(cli, "ada", "Y456")) == sorted([kept, carried])
 
 
 def test_new_text_for_a_merged_memory_withdraws_the_restatement_it_absorbed_and_its_copy(cli, home):

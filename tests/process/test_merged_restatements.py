@@ -90,3 +90,34 @@ def test_a_merged_restatement_hidden_then_shown_again_answers_as_itself(cli, tmp
     _set(cli, coffee, "visible")
     assert [r["id"] for r in _recall(cli, "black coffee", *KEYWORD)] == [carrier]
     assert _shown(cli, coffee)["archived"] is True
+
+
+def test_a_merged_memory_shown_again_shows_the_restatement_its_hide_reached(cli, tmp_path):
+    """Hiding the keeper hid the restatement it absorbed (said before it, so the restatement alone answers
+    `--as-of` a time between the two); showing the keeper again left the restatement hidden, and that
+    answer was lost for good. Showing undoes what the hide reached; control: a restatement the operator
+    hid on its own before hiding its keeper stays hidden when the keeper is shown."""
+    ids = _remember(cli, tmp_path, [
+        {"content": "I like green tea.", "created_at": _at(40)},
+        {"content": "I like green tea with oat milk.", "created_at": _at(10)},
+        {"content": "I drink black coffee.", "created_at": _at(40)},
+        {"content": "I drink black coffee every morning at home.", "created_at": _at(10)},
+    ])
+    assert cli("consolidate", "--agent", "ada").exit_code == 0
+    tea, keeper = ids["I like green tea."], ids["I like green tea with oat milk."]
+    coffee, carrier = ids["I drink black coffee."], ids["I drink black coffee every morning at home."]
+    assert _shown(cli, keeper)["sources"] == [tea] and _shown(cli, carrier)["sources"] == [coffee]
+    assert [r["id"] for r in _recall(cli, "green tea", *KEYWORD, "--as-of", _at(20))] == [tea]
+
+    _set(cli, keeper, "hidden")
+    assert not _recall(cli, "green tea", *KEYWORD, "--as-of", _at(20))
+    _set(cli, keeper, "visible")
+    assert [r["id"] for r in _recall(cli, "green tea", *KEYWORD, "--as-of", _at(20))] == [tea]
+    assert [r["id"] for r in _recall(cli, "green tea", *KEYWORD)] == [keeper]  # archived into it again
+
+    _set(cli, coffee, "hidden")  # control: hidden on its own (the hide reached its carrier)
+    _set(cli, carrier, "hidden")
+    _set(cli, carrier, "visible")
+    assert _shown(cli, coffee)["visibility"] == "hidden"
+    assert not _recall(cli, "black coffee", *KEYWORD, "--as-of", _at(20))
+    assert [r["id"] for r in _recall(cli, "black coffee", *KEYWORD)] == [carrier]
