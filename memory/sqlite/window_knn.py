@@ -99,7 +99,7 @@ def _rescored(queries: np.ndarray, vectors: np.ndarray, near: list[np.ndarray | 
             continue
         lines = np.repeat(np.arange(start, start + len(counts)), counts)
         at = np.concatenate([n for n in near[start : start + RESCORE] if n is not None])
-        dot = np.cumsum(vectors[at] * queries[lines], axis=1, dtype=np.float32)[:, -1]
+        dot = _in_order(vectors[at] * queries[lines])
         found = 1 - dot.astype(np.float64) / (np.sqrt(own[lines]) * np.sqrt(theirs[at]))
         scored += np.split(found.astype(np.float32), np.cumsum(counts)[:-1])
     return scored
@@ -117,7 +117,19 @@ def _ranked(distances: np.ndarray, rowids: np.ndarray, k: int) -> list[tuple[int
 def _squares(vectors: np.ndarray) -> np.ndarray:
     """Each vector's sum of squares as sqlite-vec's ``distance_cosine_float`` takes it (float32,
     in order), in double for the square root it takes next."""
-    return np.cumsum(vectors * vectors, axis=1, dtype=np.float32)[:, -1].astype(np.float64)
+    return _in_order(vectors * vectors).astype(np.float64)
+
+
+def _in_order(terms: np.ndarray) -> np.ndarray:
+    """Each row's float32 sum taken first column to last, as sqlite-vec's loop adds (numpy's
+    ``sum`` adds pairwise, another rounding). Added a column at a time across all rows: the same
+    additions in the same order as a row-wise ``cumsum``, bit for bit, at a third of its time
+    (``cumsum`` along a row walks it one element at a time: 0.9 s of a 20,000-line import)."""
+    columns = np.ascontiguousarray(terms.T, dtype=np.float32)
+    total = columns[0].copy()
+    for column in columns[1:]:
+        total += column
+    return total
 
 
 def _norms(vectors: np.ndarray) -> np.ndarray:
