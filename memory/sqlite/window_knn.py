@@ -20,7 +20,12 @@ window's lines are ranked against one block of them at a time, and the best
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import ctypes
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from functools import cache
+from pathlib import Path
 
 import numpy as np  # this module is imported only by a window's search (memory.adapters.sqlite)
 
@@ -39,7 +44,8 @@ def knn_many(raw, table: str, blobs: Sequence[bytes], k: int) -> list[list[tuple
     queries = np.stack([np.frombuffer(b, dtype=np.float32) for b in blobs])
     rowids, vectors = _index(raw, table)
     keep = k + SPARE
-    rows, dist = _kept(queries, vectors, keep)
+    with _one_blas_thread():
+        rows, dist = _kept(queries, vectors, keep)
     near = [_near(rows[i], dist[i], k, saturated=len(rowids) > keep) for i in range(len(queries))]
     scored = _rescored(queries, vectors, near)
     return [None if at is None else _ranked(scored[i], rowids[at], k) for i, at in enumerate(near)]
@@ -70,6 +76,49 @@ def _kept(queries: np.ndarray, vectors: np.ndarray, keep: int) -> tuple[np.ndarr
         top = np.argpartition(near, -keep, axis=1)[:, -keep:]
         rows, near = np.take_along_axis(rows, top, axis=1), np.take_along_axis(near, top, axis=1)
     return rows, (1 - near).astype(np.float32)
+
+
+_RANKING = threading.Lock()  # one window ranks at a time: each sets the thread count and puts it back
+
+
+@contextmanager
+def _one_blas_thread() -> Iterator[None]:
+    """numpy's OpenBLAS on one thread while a window ranks, then as it was.
+
+    The ranking runs beside the embedding model, which keeps both cores busy; OpenBLAS's
+    second thread spins between one block's product and the next (a 19,000-row window:
+    0.48 s of CPU on two threads, 0.29 s on one, and no slower). Set here, not for the whole
+    process, so the compact index's k-means keeps every thread where no model runs beside it.
+    Another BLAS (not the scipy-openblas numpy's wheels ship) is left as it is.
+    """
+    threads = _openblas_threads()
+    if threads is None:
+        yield
+        return
+    get, put = threads
+    with _RANKING:
+        before = get()
+        put(1)
+        try:
+            yield
+        finally:
+            put(before)
+
+
+@cache
+def _openblas_threads() -> tuple | None:
+    """(get, set) of the thread count of the OpenBLAS bundled with numpy's wheels, or None."""
+    for path in sorted((Path(np.__file__).parent.parent / "numpy.libs").glob("libscipy_openblas*")):
+        try:
+            lib = ctypes.CDLL(str(path))  # loaded already by numpy: the same library, not a second copy
+        except OSError:
+            continue
+        for suffix in ("64_", ""):
+            get = getattr(lib, f"scipy_openblas_get_num_threads{suffix}", None)
+            put = getattr(lib, f"scipy_openblas_set_num_threads{suffix}", None)
+            if get is not None and put is not None:
+                return get, put
+    return None
 
 
 def _near(rows: np.ndarray, approx: np.ndarray, k: int, *, saturated: bool) -> np.ndarray | None:

@@ -67,3 +67,25 @@ def test_sums_are_taken_in_order_as_sqlite_vec_adds():
     in_order = np.cumsum(terms, axis=1, dtype=np.float32)[:, -1]  # one addition after another, along each row
     assert np.array_equal(_in_order(terms), in_order)  # bit for bit
     assert not np.array_equal(terms.sum(axis=1, dtype=np.float32), in_order)  # control: pairwise sums round otherwise
+
+
+
+def test_a_window_ranks_on_one_blas_thread_and_puts_the_count_back(index):
+    from memory.sqlite.window_knn import _one_blas_thread, _openblas_threads
+
+    threads = _openblas_threads()
+    if threads is None:
+        pytest.skip("numpy here is not built with the scipy-openblas its wheels ship")
+    get, put = threads
+    before = get()
+    put(2)
+    try:
+        with _one_blas_thread():
+            assert get() == 1
+        assert get() == 2  # control: put back as it was, for the compact index's k-means
+        vectors = unit(np.random.default_rng(5), 300)
+        fill(index, vectors)
+        assert knn_many(index, "v", [vectors[3].tobytes()], 10) == [knn(index, "v", vectors[3].tobytes(), 10)]
+        assert get() == 2
+    finally:
+        put(before)
