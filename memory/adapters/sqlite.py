@@ -505,14 +505,15 @@ class SQLiteAdapter:
 
     async def semantic_leg(
         self, query: MemoryQuery, table: str, blob: bytes, wanted: int, *, min_similarity: float, compact_from: int,
-        first: Prefetched | None = None,
-    ) -> list[MemoryEntry]:
+        first: Prefetched | None = None, ahead_only: bool = False,
+    ) -> list[MemoryEntry] | None:
         """The ``wanted`` nearest admitted memories to the packed vector ``blob`` in the vector
-        index ``table``, in one call (see :mod:`memory.sqlite.semantic`; ``first``: from :meth:`nearest_many`)."""
+        index ``table``, in one call (see :mod:`memory.sqlite.semantic`; ``first``: from :meth:`nearest_many`;
+        ``ahead_only``: None instead when something was written since ``first`` was found)."""
         clause = where(query)
         return await self.run(  # found ahead, what is left is a short read
             semantic_leg, table, blob, wanted, clause.sql, clause.params, min_similarity, compact_from, first,
-            inline=first is not None,
+            ahead_only, inline=first is not None,
         )
 
     async def nearest_many(

@@ -135,6 +135,7 @@ class VectorAdapter:
         self._reusable: dict[tuple[str, str], list[float]] = {}
         self._primed: dict[tuple[str, str], list[float]] = {}  # a reconciled batch's texts (prime()), kept for its write
         self._nearest: dict[tuple[str, str, int], Prefetched] = {}  # their nearest rows (prime()), while nothing is written
+        self._window: tuple[Embedder, EmbeddingMeta] | None = None  # the pin prime() found them under
         self._ahead: list[tuple[frozenset[str], asyncio.Future]] = []  # the next batches' vectors (embed_ahead())
         self._turn: asyncio.Future | None = None  # the model call in progress: one at a time (_embed())
 
@@ -505,7 +506,7 @@ class VectorAdapter:
         found here too, the index read once for all of them instead of once per text
         (:meth:`SQLiteAdapter.nearest_many`); a search uses them only if nothing was written since.
         """
-        self._primed, self._nearest = {}, {}
+        self._primed, self._nearest, self._window = {}, {}, None
         ready = await self._searchable()
         if not isinstance(ready, tuple) or not texts:
             return {}
@@ -522,6 +523,7 @@ class VectorAdapter:
                 meta.vec_table, [pack(v) for v in vectors.values()], neighbours, compact_from=self.compact_from
             )
             self._nearest = {(embedder.model_name, t, neighbours): hits for t, hits in zip(vectors, found) if hits is not None}
+            self._window = embedder, meta
         return vectors
 
     async def similar(self, query: MemoryQuery, limit: int, min_similarity: float) -> list[MemoryEntry] | None:
@@ -533,6 +535,9 @@ class VectorAdapter:
         The text's vector is kept (the last few) for the write of that text to
         reuse: the memory is embedded once, not once to decide and once to store.
         """
+        hits = await self._found_ahead(query, limit)
+        if hits is not None:
+            return [h for h in hits if h.score is not None and h.score >= min_similarity]
         ready = await self._searchable()
         if not isinstance(ready, tuple):
             return None
@@ -547,6 +552,22 @@ class VectorAdapter:
                 del self._reusable[next(iter(self._reusable))]
         hits = await self._semantic(query, embedder, meta, limit, vector=vector, first=first)
         return [h for h in hits if h.score is not None and h.score >= min_similarity]
+
+    async def _found_ahead(self, query: MemoryQuery, limit: int) -> list[MemoryEntry] | None:
+        """:meth:`similar`'s leg for a text :meth:`prime` found the nearest rows of, under the pin read
+        then: both hold while nothing is written since, which the leg checks (None otherwise, and the
+        search is made as for any text). Each line of a window read the pin again (a fifth of its search)."""
+        if self._window is None:
+            return None
+        embedder, meta = self._window
+        key = (embedder.model_name, query.text)
+        vector, first = self._primed.get(key), self._nearest.get((*key, limit))
+        if vector is None or first is None:
+            return None
+        return await self.store.semantic_leg(
+            query, meta.vec_table, pack(vector), limit, min_similarity=self.min_similarity,
+            compact_from=self.compact_from, first=first, ahead_only=True,
+        )
 
     async def _semantic(
         self, query: MemoryQuery, embedder: Embedder, meta: EmbeddingMeta, wanted: int, vector: list[float] | None = None,

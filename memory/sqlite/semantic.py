@@ -45,8 +45,8 @@ def ahead_k(wanted: int) -> int:
 
 def semantic_leg(
     raw, table: str, blob: bytes, wanted: int, clause_sql: str, params: tuple, min_similarity: float, compact_from: int,
-    first: Prefetched | None = None,
-) -> list[MemoryEntry]:
+    first: Prefetched | None = None, ahead_only: bool = False,
+) -> list[MemoryEntry] | None:
     """The ``wanted`` nearest admitted memories to ``blob``, scored by cosine, nearest first.
 
     ``first``: the exact scan's :func:`ahead_k` nearest rows, when a window's search
@@ -54,9 +54,12 @@ def semantic_leg(
     since (:func:`store_version`), so the rest is the same as without it. Its rows read by
     the window's earlier lines are taken from there, admitted as they were then (the same
     clause, nothing written since), instead of read and validated again for every line.
+    ``ahead_only``: None when ``first`` no longer holds (``table`` too may be another pin's by then).
     """
     k = first_k(wanted)
     if first is not None and first[0] != store_version(raw):
+        if ahead_only:
+            return None
         first = None
     read: Read | None = None
     while True:

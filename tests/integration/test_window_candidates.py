@@ -92,3 +92,18 @@ async def test_a_row_one_line_of_the_window_read_is_admitted_again_for_the_next(
     again = await found(adapter, lines[1])
     assert mine and {i for i, _ in mine} & {i for i, _ in again}  # positive control: the rows are shared ...
     assert dict(again) != dict(mine)  # ... each scored for its own line
+
+
+async def test_a_windows_lines_read_the_pin_once_for_the_window(adapter):
+    """The lines found ahead are searched under the pin read for the window (VectorAdapter._found_ahead),
+    not each reading it again, and answer what each line's own search answers."""
+    await adapter.prime(LINES)  # vectors only: each line searched on its own, reading the pin itself
+    statements: list[str] = []
+    adapter.store.connection._connection.set_trace_callback(statements.append)
+    own = [await found(adapter, line) for line in LINES]
+    per_line = sum("FROM embedding_meta" in s for s in statements)
+    await adapter.prime(LINES, LIMIT)
+    statements.clear()
+    assert [await found(adapter, line) for line in LINES] == own
+    assert sum("FROM embedding_meta" in s for s in statements) == 0
+    assert per_line >= len(LINES) and all(own[:4])  # control: searched on its own, each line reads the pin

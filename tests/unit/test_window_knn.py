@@ -58,3 +58,34 @@ def test_a_tie_among_the_nearest_is_left_to_sqlite_vec(index):
 
 def test_an_empty_index_has_no_neighbours(index):
     assert knn_many(index, "v", [unit(np.random.default_rng(1), 1)[0].tobytes()], 40) == [[]]
+
+
+def test_sums_are_taken_in_order_as_sqlite_vec_adds():
+    from memory.sqlite.window_knn import _in_order
+
+    terms = np.random.default_rng(3).standard_normal((2_000, DIM)).astype(np.float32)
+    in_order = np.cumsum(terms, axis=1, dtype=np.float32)[:, -1]  # one addition after another, along each row
+    assert np.array_equal(_in_order(terms), in_order)  # bit for bit
+    assert not np.array_equal(terms.sum(axis=1, dtype=np.float32), in_order)  # control: pairwise sums round otherwise
+
+
+
+def test_a_window_ranks_on_one_blas_thread_and_puts_the_count_back(index):
+    from memory.sqlite.window_knn import _one_blas_thread, _openblas_threads
+
+    threads = _openblas_threads()
+    if threads is None:
+        pytest.skip("numpy here is not built with the scipy-openblas its wheels ship")
+    get, put = threads
+    before = get()
+    put(2)
+    try:
+        with _one_blas_thread():
+            assert get() == 1
+        assert get() == 2  # control: put back as it was, for the compact index's k-means
+        vectors = unit(np.random.default_rng(5), 300)
+        fill(index, vectors)
+        assert knn_many(index, "v", [vectors[3].tobytes()], 10) == [knn(index, "v", vectors[3].tobytes(), 10)]
+        assert get() == 2
+    finally:
+        put(before)
