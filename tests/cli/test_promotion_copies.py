@@ -426,12 +426,9 @@ def test_hiding_or_forgetting_a_merged_memory_reaches_the_copy_of_the_restatemen
     assert recalled(cli, "ada", "heron") == set()
 
 
-def test_restoring_a_forgotten_merged_memory_brings_back_the_copy_of_the_restatement_it_absorbed(cli, home):
-    """Forgetting the merged memory archived the restatement it absorbed and that one's global copy;
-    restoring it left them so: bob, who read 'heron passport X123' before, never read it again. A
-    restore undoes what the forget reached: the restatement is archived into the merge again (it
-    does not answer beside it) and its copy is live. Control: a restatement ada forgot itself (the
-    forget reached its merge) stays forgotten, copy and all, when that merge is restored."""
+def _two_merges(cli) -> tuple[dict, dict, dict, dict]:
+    """ada's two merges, each of a fuller memory and a promoted restatement: (the visa one, its
+    restatement, the passport one, its restatement), consolidated."""
     other = ok(cli("remember", "heron visa Y456", "--agent", "ada", "--no-reconcile", "--json"))
     alone = ok(cli("remember", "heron visa Y456.", "--agent", "ada", "--importance", "0.95",
                    "--no-reconcile", "--json"))
@@ -440,6 +437,16 @@ def test_restoring_a_forgotten_merged_memory_brings_back_the_copy_of_the_restate
                       "--no-reconcile", "--json"))
     assert absorbed["accepted"] == alone["accepted"] == ["private", "global"] and keeper["accepted"] == ["private"]
     assert ok(cli("consolidate", "--agent", "ada", "--json"))["agents"][0]["merged_sources"] == 2
+    return other, alone, keeper, absorbed
+
+
+def test_restoring_a_forgotten_merged_memory_brings_back_the_copy_of_the_restatement_it_absorbed(cli, home):
+    """Forgetting the merged memory archived the restatement it absorbed and that one's global copy;
+    restoring it left them so: bob, who read 'heron passport X123' before, never read it again. A
+    restore undoes what the forget reached: the restatement is archived into the merge again (it
+    does not answer beside it) and its copy is live. Control: a restatement ada forgot itself (the
+    forget reached its merge) stays forgotten, copy and all, when that merge is restored."""
+    other, alone, keeper, absorbed = _two_merges(cli)
     ok(cli("memory", "forget", alone["id"], "--agent", "ada", "--json"))
     ok(cli("memory", "restore", other["id"], "--agent", "ada", "--json"))
     assert recalled(cli, "bob", "X123", "Y456") == {"X123"}
@@ -476,14 +483,7 @@ def test_showing_a_hidden_merged_memory_shows_the_restatement_its_hide_reached(c
     undoes a forget: the restatement is visible, archived into the merge, its copy live. Control: a
     restatement ada hid herself (the hide reached its merge) stays hidden, copy and all, when that
     merge is shown again."""
-    other = ok(cli("remember", "heron visa Y456", "--agent", "ada", "--no-reconcile", "--json"))
-    alone = ok(cli("remember", "heron visa Y456.", "--agent", "ada", "--importance", "0.95",
-                   "--no-reconcile", "--json"))
-    keeper = ok(cli("remember", "heron passport X123", "--agent", "ada", "--no-reconcile", "--json"))
-    absorbed = ok(cli("remember", "heron passport X123.", "--agent", "ada", "--importance", "0.95",
-                      "--no-reconcile", "--json"))
-    assert absorbed["accepted"] == alone["accepted"] == ["private", "global"] and keeper["accepted"] == ["private"]
-    assert ok(cli("consolidate", "--agent", "ada", "--json"))["agents"][0]["merged_sources"] == 2
+    other, alone, keeper, absorbed = _two_merges(cli)
     ok(cli("memory", "set", alone["id"], "--agent", "ada", "--visibility", "hidden", "--json"))
     assert answers(cli, "bob", "X123 Y456") == [absorbed["id"]]
     ok(cli("memory", "set", keeper["id"], "--agent", "ada", "--visibility", "hidden", "--json"))

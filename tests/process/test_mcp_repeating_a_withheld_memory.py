@@ -16,12 +16,18 @@ from mcp_client import call, session
 from runner import arcana, keyword_only, recalled
 
 
-@pytest.mark.parametrize("edit", [("set", "--visibility", "hidden"), ("forget",)])
-async def test_an_agent_repeating_a_withheld_memory_stores_it_withheld(arcana_home, edit):
+def _withheld_locker(arcana_home, edit: tuple[str, ...]) -> str:
+    """ada's locker code, said by the user, then withheld by the operator's ``edit``: its id."""
     keyword_only(arcana_home)
     arcana("agent", "create", "ada")
     locker = json.loads(arcana("remember", "My locker code is 4471", "--agent", "ada", "--json"))["id"]
     arcana("memory", edit[0], locker, *edit[1:], "--agent", "ada")
+    return locker
+
+
+@pytest.mark.parametrize("edit", [("set", "--visibility", "hidden"), ("forget",)])
+async def test_an_agent_repeating_a_withheld_memory_stores_it_withheld(arcana_home, edit):
+    locker = _withheld_locker(arcana_home, edit)
     async with session("--agent", "ada") as client:
         claims = []
         for claim in ("The user's locker code is 4471 at the gym", "The bike painted teal is kept in the shed"):
@@ -95,10 +101,7 @@ async def test_an_update_repeating_a_withheld_memory_is_refused_and_keeps_the_ol
     vanish by writing hidden words. It is refused now, naming neither the withheld memory nor its words,
     and the old version stays current. The control in the same store: an update repeating nothing
     withheld replaces its memory as before."""
-    keyword_only(arcana_home)
-    arcana("agent", "create", "ada")
-    locker = json.loads(arcana("remember", "My locker code is 4471", "--agent", "ada", "--json"))["id"]
-    arcana("memory", edit[0], locker, *edit[1:], "--agent", "ada")
+    locker = _withheld_locker(arcana_home, edit)
     async with session("--agent", "ada") as client:
         ids = []
         for claim in ("The user trains at the gym on Mondays", "The user walks the dog at seven"):

@@ -48,6 +48,14 @@ EDITS = [("set", "--visibility", "hidden"), ("forget",)]
 WHERE = {"ada": ("--agent", "ada"), "pool": ("--pool", "team", "--agent", "bob")}
 
 
+
+# The user's line first: said after the claim, it would end it (the user's word), hiding the leak.
+CHAT = "".join(json.dumps(line) + "\n" for line in [
+    {"role": "user", "content": USERS, "session": "chat"},  # control: the user's own words
+    {"role": "assistant", "content": CLAIM, "session": "chat"},
+    {"role": "assistant", "content": BIKE, "session": "chat"},  # control: repeats nothing withheld
+])
+
 @pytest.mark.parametrize("where", WHERE, ids=list(WHERE))
 @pytest.mark.parametrize("edit", EDITS, ids=["hidden", "forgotten"])
 async def test_an_agents_claim_into_a_pool_repeating_a_withheld_memory_answers_no_member(arcana_home, edit, where):
@@ -73,12 +81,7 @@ async def test_an_agents_claim_into_a_pool_repeating_a_withheld_memory_answers_n
 def test_an_assistant_line_imported_into_a_pool_repeating_a_withheld_memory_answers_no_member(arcana_home, edit, where):
     _team()
     _withhold(edit, WHERE[where])
-    # The user's line first: said after the claim, it would end it (the user's word), hiding the leak.
-    lines = [{"role": "user", "content": USERS, "session": "chat"},  # control: the user's own words
-             {"role": "assistant", "content": CLAIM, "session": "chat"},
-             {"role": "assistant", "content": BIKE, "session": "chat"}]  # control: repeats nothing withheld
-    body = "".join(json.dumps(x) + "\n" for x in lines)
-    done = json.loads(arcana("remember", "--from", "-", "--pool", "team", "--agent", "ada", "--json", stdin=body))
+    done = json.loads(arcana("remember", "--from", "-", "--pool", "team", "--agent", "ada", "--json", stdin=CHAT))
     assert done["written"] == 3, done
 
     for member in ("ada", "bob"):
@@ -93,12 +96,7 @@ def test_an_assistant_line_imported_into_a_pool_repeating_a_withheld_memory_answ
 def test_an_assistant_line_imported_into_the_global_tier_repeating_a_withheld_memory_answers_no_agent(arcana_home, edit):
     _team()
     _withhold(edit, WHERE["ada"])
-    # The user's line first: said after the claim, it would end it (the user's word), hiding the leak.
-    lines = [{"role": "user", "content": USERS, "session": "chat"},  # control: the user's own words
-             {"role": "assistant", "content": CLAIM, "session": "chat"},
-             {"role": "assistant", "content": BIKE, "session": "chat"}]  # control: repeats nothing withheld
-    body = "".join(json.dumps(x) + "\n" for x in lines)
-    done = json.loads(arcana("remember", "--from", "-", "--scope", "global", "--agent", "ada", "--json", stdin=body))
+    done = json.loads(arcana("remember", "--from", "-", "--scope", "global", "--agent", "ada", "--json", stdin=CHAT))
     assert done["written"] == 3, done
 
     found = recalled("locker code 4471", "bob")

@@ -702,11 +702,10 @@ def test_a_purge_on_a_server_pool_takes_the_words_out_of_its_ledger(server_team,
         "heron-basalt-4410 opens the boathouse"]
 
 
-def test_an_assistant_line_into_a_server_pool_repeating_a_forgotten_memory_answers_no_member(server_team):
-    """Hidden means hidden on a server pool too: checked against the writing agent's own store.
-    Controls: the user's line, an unrelated claim."""
-    locker = data(server_team("remember", "My locker code is 4471", "--agent", "alice", "--json"))["id"]
-    assert server_team("memory", "forget", locker, "--agent", "alice").exit_code == 0
+def _import_repeating_lines(server_team) -> list[dict]:
+    """alice imports a chat into the server pool: her line, an assistant's repeating the locker code, an
+    unrelated assistant's line. Neither member recalls the repeat; both the others (the controls).
+    The pool's rows, archived ones too."""
     lines = [{"role": "user", "content": "My locker code is 4471 at the pool", "session": "chat"},
              {"role": "assistant", "content": "The user's locker code is 4471 at the gym", "session": "chat"},
              {"role": "assistant", "content": "The bike painted teal is kept in the shed", "session": "chat"}]
@@ -718,7 +717,15 @@ def test_an_assistant_line_into_a_server_pool_repeating_a_forgotten_memory_answe
         assert "The user's locker code is 4471 at the gym" not in found and "My locker code is 4471 at the pool" in found, found
         bike = data(server_team("recall", "bike teal shed", "--agent", member, "--json"))["results"]
         assert "The bike painted teal is kept in the shed" in [r["content"] for r in bike]
-    rows = data(server_team("memory", "list", "--pool", "team", "--all", "--archived", "--json"))
+    return data(server_team("memory", "list", "--pool", "team", "--all", "--archived", "--json"))
+
+
+def test_an_assistant_line_into_a_server_pool_repeating_a_forgotten_memory_answers_no_member(server_team):
+    """Hidden means hidden on a server pool too: checked against the writing agent's own store.
+    Controls: the user's line, an unrelated claim."""
+    locker = data(server_team("remember", "My locker code is 4471", "--agent", "alice", "--json"))["id"]
+    assert server_team("memory", "forget", locker, "--agent", "alice").exit_code == 0
+    rows = _import_repeating_lines(server_team)
     assert [r["archived"] for r in rows if "at the gym" in r["content"]] == [True]
 
 
@@ -728,17 +735,6 @@ def test_an_agents_line_into_a_server_pool_repeating_a_memory_withheld_there_ans
     user's line, an unrelated claim."""
     locker = data(server_team("remember", "My locker code is 4471", "--agent", "bob", "--pool", "team", "--json"))["id"]
     assert server_team("memory", edit[0], locker, *edit[1:], "--pool", "team").exit_code == 0
-    lines = [{"role": "user", "content": "My locker code is 4471 at the pool", "session": "chat"},
-             {"role": "assistant", "content": "The user's locker code is 4471 at the gym", "session": "chat"},
-             {"role": "assistant", "content": "The bike painted teal is kept in the shed", "session": "chat"}]
-    body = "".join(json.dumps(x) + "\n" for x in lines)
-    done = data(server_team("remember", "--from", "-", "--pool", "team", "--agent", "alice", "--json", input=body))
-    assert done["accepted"] == {"pool:team": 3}, done
-    for member in ("alice", "bob"):
-        found = [r["content"] for r in data(server_team("recall", "locker code 4471", "--agent", member, "--json"))["results"]]
-        assert "The user's locker code is 4471 at the gym" not in found and "My locker code is 4471 at the pool" in found, found
-        bike = data(server_team("recall", "bike teal shed", "--agent", member, "--json"))["results"]
-        assert "The bike painted teal is kept in the shed" in [r["content"] for r in bike]
-    rows = data(server_team("memory", "list", "--pool", "team", "--all", "--archived", "--json"))
+    rows = _import_repeating_lines(server_team)
     stored = next(r for r in rows if "at the gym" in r["content"])
     assert (stored["visibility"], stored["archived"]) == (("hidden", False) if edit[0] == "set" else ("visible", True))
