@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import json
 import math
+import re
+from itertools import accumulate
 from typing import Any
 
 
@@ -70,6 +72,23 @@ _DECODER = json.JSONDecoder(parse_constant=_no_constant, parse_float=_finite, pa
                             object_pairs_hook=unique_keys)
 
 
+MAX_DEPTH = 200
+"""The deepest nesting kept: far past any file or answer Arcana reads, far short of Python's limit."""
+_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"')
+_BRACKET = re.compile(r"[\[\]{}]")
+
+
+def _too_deep(text: str) -> bool:
+    """Whether ``text`` nests past :data:`MAX_DEPTH`, read without recursion. The decoder recurses once
+    a level: at Python's limit a garbage collection running in the middle of it failed in finalizers
+    ("Exception ignored in sys.unraisablehook", a screenful on stderr) before the RecursionError came.
+    Only a text with that many brackets at all is read bracket by bracket."""
+    if text.count("[") + text.count("{") <= MAX_DEPTH:
+        return False
+    steps = (1 if b in "[{" else -1 for b in _BRACKET.findall(_STRING.sub("", text)))
+    return max(accumulate(steps), default=0) > MAX_DEPTH
+
+
 def loads(text: str) -> Any:
     """``text`` as JSON, or :class:`JSONRefused` (invalid JSON, NaN/Infinity, a number too large, a key
     given twice, nesting too deep)."""
@@ -77,6 +96,8 @@ def loads(text: str) -> Any:
         refused = JSONRefused("starts with a byte-order mark (an editor's \"UTF-8 with BOM\")")
         refused.fix = "re-save it as plain UTF-8"
         raise refused
+    if _too_deep(text):
+        raise JSONRefused(f"nested too deeply to be an Arcana file (more than {MAX_DEPTH} levels)")
     try:
         return _DECODER.decode(text)
     except json.JSONDecodeError as exc:
